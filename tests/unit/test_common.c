@@ -1,0 +1,104 @@
+/* test_common.c: buf, strnum and log_escape. */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "log.h"
+#include "strnum.h"
+#include "unit.h"
+
+TEST(test_buf_bounds)
+{
+	struct buf b;
+	char *s;
+	size_t n;
+
+	buf_init(&b, 10);
+	CHECK(buf_addstr(&b, "hello") == 0);
+	CHECK(buf_addstr(&b, "world") == 0);
+	CHECK_INT(b.len, 10);
+	CHECK(buf_addstr(&b, "!") == -1);	/* over max: refused */
+	CHECK_STR(b.p, "helloworld");		/* and nothing lost */
+	buf_consume(&b, 5);
+	CHECK_STR(b.p, "world");
+	CHECK(buf_addf(&b, "%d", 12345) == 0);
+	CHECK(buf_addf(&b, "%d", 1) == -1);
+	s = buf_steal(&b, &n);
+	CHECK_STR(s, "world12345");
+	CHECK_INT(n, 10);
+	free(s);
+	CHECK(b.p == NULL && b.len == 0);
+	buf_free(&b);
+}
+
+TEST(test_strnum)
+{
+	static const struct { const char *s; long long min, max, want; int ok; } t[] = {
+		{ "0", 0, 10, 0, 1 }, { "10", 0, 10, 10, 1 }, { "11", 0, 10, 0, 0 },
+		{ "-1", 0, 10, 0, 0 }, { "", 0, 10, 0, 0 }, { " 1", 0, 10, 0, 0 },
+		{ "1x", 0, 10, 0, 0 }, { "99999999999999999999", 0, LLONG_MAX, 0, 0 },
+		{ "-5", -10, 10, -5, 1 },
+	};
+	const char *err;
+	long long v;
+	size_t i;
+
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		int rc = strnum_ll(t[i].s, t[i].min, t[i].max, &v, &err);
+		CHECK_INT(rc == 0, t[i].ok);
+		if (rc == 0)
+			CHECK_INT(v, t[i].want);
+		else
+			CHECK(err != NULL);
+	}
+}
+
+TEST(test_units)
+{
+	static const struct { const char *s; long long want; int ok; } d[] = {
+		{ "250", 250, 1 }, { "250ms", 250, 1 }, { "30s", 30000, 1 },
+		{ "10m", 600000, 1 }, { "1h", 3600000, 1 }, { "2d", 172800000, 1 },
+		{ "1.5s", 0, 0 }, { "s", 0, 0 }, { "-1s", 0, 0 }, { "10y", 0, 0 },
+		{ "99999999999999999d", 0, 0 },
+	}, z[] = {
+		{ "512", 512, 1 }, { "64KiB", 65536, 1 }, { "16MiB", 16777216, 1 },
+		{ "1GiB", 1073741824, 1 }, { "10k", 10240, 1 }, { "1MB", 1000000, 1 },
+		{ "1TiB", 0, 0 }, { "KiB", 0, 0 },
+	};
+	const char *err;
+	long long v;
+	size_t i;
+
+	for (i = 0; i < sizeof(d) / sizeof(d[0]); i++) {
+		int rc = strnum_duration_ms(d[i].s, &v, &err);
+		CHECK_INT(rc == 0, d[i].ok);
+		if (rc == 0)
+			CHECK_INT(v, d[i].want);
+	}
+	for (i = 0; i < sizeof(z) / sizeof(z[0]); i++) {
+		int rc = strnum_size(z[i].s, &v, &err);
+		CHECK_INT(rc == 0, z[i].ok);
+		if (rc == 0)
+			CHECK_INT(v, z[i].want);
+	}
+}
+
+TEST(test_log_escape)
+{
+	char out[16];
+
+	CHECK_STR(log_escape(out, sizeof(out), "a\r\nb\"", 5), "a\\x0d\\x0ab\\x22");
+	CHECK_STR(log_escape(out, 4, "abcdef", 6), "abc");
+	CHECK_STR(log_escape(out, 5, "\x01\x02", 2), "\\x01");
+}
+
+int
+main(void)
+{
+	RUN(test_buf_bounds);
+	RUN(test_strnum);
+	RUN(test_units);
+	RUN(test_log_escape);
+	return unit_done();
+}
