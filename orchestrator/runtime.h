@@ -1,0 +1,126 @@
+/*
+ * runtime.h: the one interface through which the orchestrator drives
+ * sandboxes (DESIGN.md section 3). Two engines implement it: local
+ * (runtime_local.c, bubblewrap) and kubernetes (runtime_k8s.c); a fake
+ * for tests (runtime_fake.c).
+ *
+ * Every operation is synchronous and thread-safe: the orchestrator calls
+ * them from worker threads, never from its event loop. Errors return -1
+ * with a one-line message in err; 0 is success. What the runtime holds is
+ * the truth: list() must rebuild every sandbox, with its labels, from the
+ * runtime's own state (state directories and live processes, or the
+ * cluster), so a restarted orchestrator can adopt what it finds.
+ */
+#ifndef RUNTIME_H
+#define RUNTIME_H
+
+#include <stddef.h>
+#include "attrib.h"
+
+#define RT_ID_MAX	64	/* ids match [a-z0-9][a-z0-9-]{0,62} */
+
+struct rt_kv {
+	const char	*k;
+	const char	*v;
+};
+
+/* What to create. Strings are borrowed for the duration of the call. */
+struct rt_spec {
+	const char		*id;		/* chosen by the orchestrator */
+	const char		*image;		/* NULL: the runtime's default */
+	int			 use_kata;	/* kubernetes only; local refuses */
+	int			 run_as_root;	/* root inside (default 1 on local) */
+	int			 writable_root;	/* overlay root writable (default 1) */
+	long long		 mem_bytes;	/* 0: runtime default */
+	long long		 cpu_millis;	/* 1000 = one core; 0: default */
+	long long		 pids_max;	/* 0: default */
+	long long		 disk_bytes;	/* ephemeral/workspace; 0: default */
+	const struct rt_kv	*labels;	/* session record, kept with the */
+	size_t			 nlabels;	/* sandbox and returned by list() */
+	const struct rt_kv	*env;		/* extra env for shell and jobs */
+	size_t			 nenv;
+};
+
+enum rt_state {
+	RT_CREATING,	/* exists, agent not ready yet */
+	RT_RUNNING,	/* agent answers */
+	RT_STOPPED,	/* processes gone, workspace kept */
+	RT_FAILED,	/* died or could not start; reason says why */
+};
+
+/* A sandbox as the runtime sees it. Free with rt_info_clear(). */
+struct rt_info {
+	char		 id[RT_ID_MAX];
+	enum rt_state	 state;
+	char		 image[256];
+	long long	 created_ms;	/* unix ms */
+	long long	 started_ms;	/* last start, unix ms; 0 if stopped */
+	struct rt_kv	*labels;	/* owned: k and v are heap strings */
+	size_t		 nlabels;
+	char		 reason[256];	/* for RT_FAILED (e.g. "oom", "evicted") */
+};
+
+/* How to reach a sandbox's agent (docs/internals/agent-protocol.md). */
+struct rt_agent_addr {
+	char	unix_path[108];	/* local: agent socket; "" otherwise */
+	char	host[256];	/* kubernetes: pod IP */
+	int	port;
+	char	token[128];	/* bearer token for TCP */
+};
+
+/* The sandbox's identity at its egress proxy (proxy-admin.md). */
+struct rt_egress {
+	const char		*org;
+	const char		*user;
+	const char		*session;
+	const struct rt_kv	*labels;
+	size_t			 nlabels;
+};
+
+struct runtime;
+
+struct runtime_ops {
+	const char *name;	/* "local", "kubernetes", "fake" */
+	/* Creates and starts; returns once the agent answers (or fails). */
+	int	(*create)(struct runtime *, const struct rt_spec *,
+		    struct rt_info *out, char *err, size_t errlen);
+	/* Starts a stopped sandbox again, same workspace. */
+	int	(*start)(struct runtime *, const char *id, char *err, size_t errlen);
+	/* Stops every process; keeps the workspace and labels. Idempotent. */
+	int	(*stop)(struct runtime *, const char *id, char *err, size_t errlen);
+	/* Removes everything (processes, overlay, workspace, cgroups, proxy
+	 * registration). Idempotent: destroying a missing id is not an error. */
+	int	(*destroy)(struct runtime *, const char *id, char *err, size_t errlen);
+	/* All sandboxes this runtime holds; *out freed with rt_info_free_array. */
+	int	(*list)(struct runtime *, struct rt_info **out, size_t *n,
+		    char *err, size_t errlen);
+	/* One sandbox; -1 with err "not found" if absent. */
+	int	(*get)(struct runtime *, const char *id, struct rt_info *out,
+		    char *err, size_t errlen);
+	/* Replaces the labels kept with the sandbox (warm-pool claim). */
+	int	(*set_labels)(struct runtime *, const char *id,
+		    const struct rt_kv *, size_t, char *err, size_t errlen);
+	int	(*agent_addr)(struct runtime *, const char *id,
+		    struct rt_agent_addr *out, char *err, size_t errlen);
+	/* Registers the sandbox with its egress proxy (and, on kubernetes,
+	 * its NetworkPolicy); detach on stop/destroy is the runtime's job.
+	 * Env the shell must get for the proxy (HTTPS_PROXY with a per-sandbox
+	 * credential, CA paths) is returned in env_out as "K=V\n" lines. */
+	int	(*attach_egress)(struct runtime *, const char *id,
+		    const struct rt_egress *, char *env_out, size_t envlen,
+		    char *err, size_t errlen);
+	void	(*free)(struct runtime *);
+};
+
+struct runtime {
+	const struct runtime_ops	*ops;
+	void				*impl;
+};
+
+void	rt_info_clear(struct rt_info *);
+void	rt_info_free_array(struct rt_info *, size_t);
+const char *rt_state_name(enum rt_state);
+const char *rt_label(const struct rt_info *, const char *k);	/* NULL if absent */
+int	rt_id_valid(const char *);
+
+#endif
