@@ -95,3 +95,7 @@ $(B)/%.o: %.c
 # gcc; tests/run replays tests/fuzz/corpus/<name>/ through it).
 .PHONY: fuzz-targets
 fuzz-targets: $(FUZZ_TARGETS)
+
+# Builds the default local sandbox image (Debian, via mmdebstrap); cached.
+image: deps
+	@bash scripts/build-image.sh
