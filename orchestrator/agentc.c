@@ -1,0 +1,458 @@
+/*
+ * agentc.c: blocking HTTP/1.1 client for the in-sandbox agent
+ * (docs/internals/agent-protocol.md). One connection per struct agentc,
+ * kept alive between requests; responses parsed with llhttp (strict, no
+ * lenient flags), bodies capped at AGENTC_MAX_RESP, every exchange bounded
+ * by a deadline.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <llhttp.h>
+
+#include "agentc.h"
+#include "xmalloc.h"
+
+#define AGENTC_MAX_HEAD	8192	/* request line + headers we send */
+
+struct agentc {
+	struct rt_agent_addr	 addr;
+	int			 fd;
+	int			 connect_ms;
+	unsigned long		 nreq;	/* requests done on this fd */
+};
+
+/* Parser state for one response. */
+struct resp_ctx {
+	struct buf	*body;
+	int		 done;		/* on_message_complete seen */
+	int		 overflow;	/* body exceeded the cap */
+};
+
+static long long
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int
+left_ms(long long deadline)
+{
+	long long l = deadline - now_ms();
+
+	if (l < 0)
+		return 0;
+	if (l > 0x7fffffff)
+		return 0x7fffffff;
+	return (int)l;
+}
+
+/* Waits for events on fd until deadline: 1 ready, 0 timeout, -1 error. */
+static int
+wait_fd(int fd, short ev, long long deadline)
+{
+	struct pollfd pfd;
+	int r;
+
+	for (;;) {
+		pfd.fd = fd;
+		pfd.events = ev;
+		pfd.revents = 0;
+		r = poll(&pfd, 1, left_ms(deadline));
+		if (r == -1 && errno == EINTR)
+			continue;
+		if (r == -1)
+			return -1;
+		return r > 0 ? 1 : 0;
+	}
+}
+
+static int
+connect_wait(int s, const struct sockaddr *sa, socklen_t salen,
+    long long deadline, char *err, size_t errlen)
+{
+	int soerr = 0;
+	socklen_t sl = sizeof(soerr);
+	int r;
+
+	if (connect(s, sa, salen) == 0)
+		return 0;
+	if (errno != EINPROGRESS && errno != EAGAIN) {
+		snprintf(err, errlen, "connect: %s", strerror(errno));
+		return -1;
+	}
+	r = wait_fd(s, POLLOUT, deadline);
+	if (r == 0) {
+		snprintf(err, errlen, "connect: timed out");
+		return -1;
+	}
+	if (r == -1 || getsockopt(s, SOL_SOCKET, SO_ERROR, &soerr, &sl) == -1) {
+		snprintf(err, errlen, "connect: %s", strerror(errno));
+		return -1;
+	}
+	if (soerr != 0) {
+		snprintf(err, errlen, "connect: %s", strerror(soerr));
+		return -1;
+	}
+	return 0;
+}
+
+static int
+dial(struct agentc *ac, char *err, size_t errlen)
+{
+	long long deadline = now_ms() + ac->connect_ms;
+	char e[200];
+	int s = -1;
+
+	if (ac->addr.unix_path[0] != '\0') {
+		struct sockaddr_un sun;
+		size_t n = strnlen(ac->addr.unix_path, sizeof(ac->addr.unix_path));
+
+		if (n >= sizeof(sun.sun_path)) {
+			snprintf(err, errlen, "agent socket path too long");
+			return -1;
+		}
+		memset(&sun, 0, sizeof(sun));
+		sun.sun_family = AF_UNIX;
+		memcpy(sun.sun_path, ac->addr.unix_path, n);
+		s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		if (s == -1) {
+			snprintf(err, errlen, "socket: %s", strerror(errno));
+			return -1;
+		}
+		if (connect_wait(s, (struct sockaddr *)&sun, sizeof(sun),
+		    deadline, e, sizeof(e)) == -1) {
+			snprintf(err, errlen, "agent %s: %s", ac->addr.unix_path, e);
+			close(s);
+			return -1;
+		}
+	} else {
+		struct addrinfo hints, *res = NULL, *ai;
+		char port[16];
+		int one = 1, gr;
+
+		if (ac->addr.host[0] == '\0' || ac->addr.port <= 0 ||
+		    ac->addr.port > 65535) {
+			snprintf(err, errlen, "agent address not set");
+			return -1;
+		}
+		snprintf(port, sizeof(port), "%d", ac->addr.port);
+		memset(&hints, 0, sizeof(hints));
+		hints.ai_socktype = SOCK_STREAM;
+		hints.ai_flags = AI_NUMERICSERV;
+		if ((gr = getaddrinfo(ac->addr.host, port, &hints, &res)) != 0) {
+			snprintf(err, errlen, "agent %s: %s", ac->addr.host,
+			    gai_strerror(gr));
+			return -1;
+		}
+		snprintf(e, sizeof(e), "no address");
+		for (ai = res; ai != NULL; ai = ai->ai_next) {
+			s = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC |
+			    SOCK_NONBLOCK, ai->ai_protocol);
+			if (s == -1)
+				continue;
+			if (connect_wait(s, ai->ai_addr, ai->ai_addrlen, deadline,
+			    e, sizeof(e)) == 0)
+				break;
+			close(s);
+			s = -1;
+		}
+		freeaddrinfo(res);
+		if (s == -1) {
+			snprintf(err, errlen, "agent %s:%d: %s", ac->addr.host,
+			    ac->addr.port, e);
+			return -1;
+		}
+		(void)setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	}
+	ac->fd = s;
+	ac->nreq = 0;
+	return 0;
+}
+
+struct agentc *
+agentc_open(const struct rt_agent_addr *addr, int timeout_ms, char *err,
+    size_t errlen)
+{
+	struct agentc *ac;
+
+	ac = xcalloc(1, sizeof(*ac));
+	ac->addr = *addr;
+	ac->addr.unix_path[sizeof(ac->addr.unix_path) - 1] = '\0';
+	ac->addr.host[sizeof(ac->addr.host) - 1] = '\0';
+	ac->addr.token[sizeof(ac->addr.token) - 1] = '\0';
+	ac->fd = -1;
+	ac->connect_ms = timeout_ms > 0 ? timeout_ms : 5000;
+	if (dial(ac, err, errlen) == -1) {
+		free(ac);
+		return NULL;
+	}
+	return ac;
+}
+
+void
+agentc_close(struct agentc *ac)
+{
+	if (ac == NULL)
+		return;
+	if (ac->fd != -1)
+		close(ac->fd);
+	explicit_bzero(ac->addr.token, sizeof(ac->addr.token));
+	free(ac);
+}
+
+static int
+on_body(llhttp_t *p, const char *at, size_t len)
+{
+	struct resp_ctx *rc = p->data;
+
+	if (buf_add(rc->body, at, len) == -1) {
+		rc->overflow = 1;
+		return -1;
+	}
+	return 0;
+}
+
+static int
+on_complete(llhttp_t *p)
+{
+	struct resp_ctx *rc = p->data;
+
+	rc->done = 1;
+	return HPE_PAUSED;
+}
+
+/* 1 if s is safe to put on the request line or in a header value. */
+static int
+token_ok(const char *s, int allow_space)
+{
+	for (; *s != '\0'; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c < 0x20 || c == 0x7f || (!allow_space && c == ' '))
+			return 0;
+	}
+	return 1;
+}
+
+static int
+send_all(int fd, const char *p, size_t len, long long deadline, int *sent_any)
+{
+	ssize_t n;
+	int r;
+
+	while (len > 0) {
+		n = send(fd, p, len, MSG_NOSIGNAL);
+		if (n > 0) {
+			*sent_any = 1;
+			p += n;
+			len -= (size_t)n;
+			continue;
+		}
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			r = wait_fd(fd, POLLOUT, deadline);
+			if (r == 0) {
+				errno = ETIMEDOUT;
+				return -1;
+			}
+			if (r == -1)
+				return -1;
+			continue;
+		}
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * One attempt on the current connection. *retry is set when the peer closed
+ * a reused keep-alive connection before answering a single byte, which is
+ * the one case where sending again is safe.
+ */
+static int
+request_once(struct agentc *ac, const char *head, size_t headlen,
+    const char *body, size_t bodylen, long long deadline, int *status,
+    struct buf *resp, int *retry, char *err, size_t errlen)
+{
+	llhttp_settings_t set;
+	llhttp_t p;
+	struct resp_ctx rc;
+	char rbuf[16384];
+	size_t got = 0;
+	ssize_t n;
+	int sent_any = 0, r, e;
+	llhttp_errno_t pe;
+
+	*retry = 0;
+	if (send_all(ac->fd, head, headlen, deadline, &sent_any) == -1 ||
+	    (bodylen > 0 && send_all(ac->fd, body, bodylen, deadline,
+	    &sent_any) == -1)) {
+		e = errno;
+		if (ac->nreq > 0 && (e == EPIPE || e == ECONNRESET))
+			*retry = 1;
+		snprintf(err, errlen, "agent: send: %s", e == ETIMEDOUT ?
+		    "timed out" : strerror(e));
+		return -1;
+	}
+
+	llhttp_settings_init(&set);
+	set.on_body = on_body;
+	set.on_message_complete = on_complete;
+	llhttp_init(&p, HTTP_RESPONSE, &set);
+	memset(&rc, 0, sizeof(rc));
+	rc.body = resp;
+	p.data = &rc;
+
+	while (!rc.done) {
+		n = recv(ac->fd, rbuf, sizeof(rbuf), 0);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			r = wait_fd(ac->fd, POLLIN, deadline);
+			if (r == 0) {
+				snprintf(err, errlen, "agent: timed out waiting "
+				    "for the response");
+				return -1;
+			}
+			if (r == -1) {
+				snprintf(err, errlen, "agent: poll: %s",
+				    strerror(errno));
+				return -1;
+			}
+			continue;
+		}
+		if (n == -1) {
+			e = errno;
+			if (got == 0 && ac->nreq > 0 && e == ECONNRESET)
+				*retry = 1;
+			snprintf(err, errlen, "agent: recv: %s", strerror(e));
+			return -1;
+		}
+		if (n == 0) {
+			if (got == 0) {
+				if (ac->nreq > 0)
+					*retry = 1;
+				snprintf(err, errlen, "agent closed the "
+				    "connection without a response");
+				return -1;
+			}
+			pe = llhttp_finish(&p);
+			if (pe == HPE_OK && rc.done)
+				break;
+			if (pe != HPE_OK && pe != HPE_PAUSED) {
+				snprintf(err, errlen, "agent: bad response: %s",
+				    llhttp_errno_name(pe));
+				return -1;
+			}
+			if (!rc.done) {
+				snprintf(err, errlen, "agent: truncated response");
+				return -1;
+			}
+			break;
+		}
+		got += (size_t)n;
+		pe = llhttp_execute(&p, rbuf, (size_t)n);
+		if (pe == HPE_PAUSED) {
+			/* bytes after a complete response: protocol error */
+			if (llhttp_get_error_pos(&p) != rbuf + n) {
+				snprintf(err, errlen, "agent: unexpected bytes "
+				    "after the response");
+				return -1;
+			}
+			break;
+		}
+		if (pe != HPE_OK) {
+			if (rc.overflow)
+				snprintf(err, errlen, "agent: response larger "
+				    "than %zu bytes", resp->max);
+			else
+				snprintf(err, errlen, "agent: bad response: %s "
+				    "(%s)", llhttp_errno_name(pe),
+				    llhttp_get_error_reason(&p) ?
+				    llhttp_get_error_reason(&p) : "");
+			return -1;
+		}
+	}
+	*status = p.status_code;
+	ac->nreq++;
+	if (!llhttp_should_keep_alive(&p)) {
+		close(ac->fd);
+		ac->fd = -1;
+	}
+	return 0;
+}
+
+int
+agentc_request(struct agentc *ac, const char *method, const char *path,
+    const char *ctype, const char *body, size_t bodylen, int timeout_ms,
+    int *status, struct buf *resp, char *err, size_t errlen)
+{
+	char head[AGENTC_MAX_HEAD];
+	long long deadline;
+	int n, retry = 0, attempt, rc = -1;
+
+	*status = 0;
+	if (resp->max == 0 || resp->max > AGENTC_MAX_RESP)
+		resp->max = AGENTC_MAX_RESP;
+	if (method == NULL || path == NULL || *method == '\0' ||
+	    path[0] != '/' || !token_ok(method, 0) || !token_ok(path, 0) ||
+	    (ctype != NULL && !token_ok(ctype, 1)) ||
+	    !token_ok(ac->addr.token, 0)) {
+		snprintf(err, errlen, "agent: invalid request line or header");
+		return -1;
+	}
+	if (body == NULL)
+		bodylen = 0;
+	n = snprintf(head, sizeof(head),
+	    "%s %s HTTP/1.1\r\n"
+	    "Host: sandbox-agent\r\n"
+	    "User-Agent: agentc\r\n"
+	    "Accept: application/json\r\n"
+	    "%s%s%s"
+	    "%s%s%s"
+	    "Content-Length: %zu\r\n"
+	    "\r\n",
+	    method, path,
+	    ctype != NULL ? "Content-Type: " : "", ctype != NULL ? ctype : "",
+	    ctype != NULL ? "\r\n" : "",
+	    ac->addr.token[0] != '\0' ? "Authorization: Bearer " : "",
+	    ac->addr.token, ac->addr.token[0] != '\0' ? "\r\n" : "",
+	    bodylen);
+	if (n < 0 || (size_t)n >= sizeof(head)) {
+		snprintf(err, errlen, "agent: request head too long");
+		return -1;
+	}
+	deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 30000);
+	for (attempt = 0; attempt < 2; attempt++) {
+		if (ac->fd == -1 && dial(ac, err, errlen) == -1)
+			break;
+		buf_reset(resp);
+		if (request_once(ac, head, (size_t)n, body, bodylen, deadline,
+		    status, resp, &retry, err, errlen) == 0) {
+			rc = 0;
+			break;
+		}
+		if (ac->fd != -1)
+			close(ac->fd);
+		ac->fd = -1;
+		if (!retry)
+			break;
+	}
+	explicit_bzero(head, sizeof(head));
+	return rc;
+}
