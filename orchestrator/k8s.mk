@@ -1,0 +1,26 @@
+# orchestrator/k8s.mk: the kubernetes runtime (runtime_k8s.c), its REST
+# client, object builders and the NetworkPolicy renderer (netpol/), plus
+# the k8sctl driver and unit tests. Included by orchestrator/module.mk.
+# Whoever links $(RT_K8S_OBJS) also links $(RT_COMMON_OBJS) $(COMMON_OBJS)
+# and $(PKG_LIBS) (libcurl, cJSON, libyaml, OpenSSL).
+RT_K8S_OBJS := $(B)/orchestrator/runtime_k8s.o $(B)/orchestrator/k8s_client.o \
+    $(B)/orchestrator/k8s_obj.o $(B)/netpol/netpol.o
+K8S_CPPFLAGS := -Iorchestrator -Inetpol
+ALL_OBJS += $(RT_K8S_OBJS) $(B)/orchestrator/k8s_ctl.o \
+    $(B)/tests/unit/test_k8s_obj.o $(B)/tests/unit/test_k8s_client.o
+
+$(RT_K8S_OBJS) $(B)/orchestrator/k8s_ctl.o $(B)/tests/unit/test_k8s_obj.o \
+    $(B)/tests/unit/test_k8s_client.o: CPPFLAGS += $(K8S_CPPFLAGS)
+
+BINS += $(B)/orchestrator/k8sctl
+$(B)/orchestrator/k8sctl: $(B)/orchestrator/k8s_ctl.o $(RT_K8S_OBJS) \
+    $(RT_COMMON_OBJS) $(COMMON_OBJS)
+	$(CC) $(LDFLAGS) $^ $(PKG_LIBS) -o $@
+
+UNIT_TESTS += $(B)/tests/unit/test_k8s_obj $(B)/tests/unit/test_k8s_client
+$(B)/tests/unit/test_k8s_obj: $(B)/tests/unit/test_k8s_obj.o \
+    $(B)/orchestrator/k8s_obj.o $(B)/netpol/netpol.o $(RT_COMMON_OBJS) $(COMMON_OBJS)
+	$(CC) $(LDFLAGS) $^ $(PKG_LIBS) -o $@
+$(B)/tests/unit/test_k8s_client: $(B)/tests/unit/test_k8s_client.o \
+    $(B)/orchestrator/k8s_client.o $(COMMON_OBJS)
+	$(CC) $(LDFLAGS) $^ $(PKG_LIBS) -o $@

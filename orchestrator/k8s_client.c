@@ -1,0 +1,852 @@
+/*
+ * k8s_client.c: blocking Kubernetes REST client (libcurl easy handle per
+ * request, in the calling thread), in-cluster and kubeconfig settings,
+ * token rotation, retries with backoff, Status objects as errors.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <curl/curl.h>
+#include <openssl/evp.h>
+#include <yaml.h>
+
+#include "k8s_client.h"
+#include "log.h"
+#include "strnum.h"
+#include "xmalloc.h"
+
+#define K8S_DEFAULT_SA_DIR	"/var/run/secrets/kubernetes.io/serviceaccount"
+#define K8S_MAX_SMALL_FILE	(1024 * 1024)	/* CA, kubeconfig, namespace */
+#define K8S_MAX_BACKOFF_MS	8000
+
+struct k8s_client {
+	char		*server;
+	char		*ns;
+	char		*ca_file;
+	char		*ca_data;	/* PEM, from kubeconfig data fields */
+	size_t		 ca_len;
+	char		*cert_file, *key_file;
+	char		*cert_data, *key_data;
+	size_t		 cert_len, key_len;
+	char		*token_file;	/* re-read as it rotates */
+	char		*static_token;	/* kubeconfig "token" */
+	long long	 timeout_ms, retries, backoff_ms, token_check_ms;
+
+	pthread_mutex_t	 tok_mtx;	/* guards the fields below */
+	char		 token[K8S_MAX_TOKEN];
+	long long	 tok_checked_ms;
+	struct timespec	 tok_mtime;
+	off_t		 tok_size;
+	ino_t		 tok_ino;
+	int		 tok_loaded;
+};
+
+static long long
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void
+sleep_ms(long long ms)
+{
+	struct timespec ts;
+
+	ts.tv_sec = ms / 1000;
+	ts.tv_nsec = (ms % 1000) * 1000000;
+	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+		;
+}
+
+/* Reads a whole small file into a heap string; NULL with err. */
+static char *
+read_small(const char *path, size_t max, size_t *lenp, char *err, size_t errlen)
+{
+	struct buf b;
+	char tmp[4096];
+	ssize_t n;
+	int fd;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return NULL;
+	}
+	buf_init(&b, max);
+	for (;;) {
+		n = read(fd, tmp, sizeof(tmp));
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1) {
+			snprintf(err, errlen, "%s: %s", path, strerror(errno));
+			goto fail;
+		}
+		if (n == 0)
+			break;
+		if (buf_add(&b, tmp, (size_t)n) == -1) {
+			snprintf(err, errlen, "%s: larger than %zu bytes", path, max);
+			goto fail;
+		}
+	}
+	close(fd);
+	if (b.p == NULL && buf_add(&b, "", 0) == -1)
+		abort();
+	if (lenp != NULL)
+		*lenp = b.len;
+	return buf_steal(&b, NULL);
+fail:
+	close(fd);
+	buf_free(&b);
+	return NULL;
+}
+
+static void
+trim(char *s)
+{
+	size_t n = strlen(s), i = 0;
+
+	while (n > 0 && (s[n - 1] == '\n' || s[n - 1] == '\r' ||
+	    s[n - 1] == ' ' || s[n - 1] == '\t'))
+		s[--n] = '\0';
+	while (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r')
+		i++;
+	if (i > 0)
+		memmove(s, s + i, n - i + 1);
+}
+
+static char *
+path_join(const char *dir, const char *name)
+{
+	char *p;
+
+	if (name[0] == '/' || dir == NULL || dir[0] == '\0')
+		return xstrdup(name);
+	if (xasprintf(&p, "%s/%s", dir, name) == -1)
+		abort();
+	return p;
+}
+
+/* ---- kubeconfig (libyaml document tree) ---- */
+
+static yaml_node_t *
+ymap_get(yaml_document_t *d, yaml_node_t *m, const char *key)
+{
+	yaml_node_pair_t *p;
+
+	if (m == NULL || m->type != YAML_MAPPING_NODE)
+		return NULL;
+	for (p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
+		yaml_node_t *k = yaml_document_get_node(d, p->key);
+		if (k != NULL && k->type == YAML_SCALAR_NODE &&
+		    strlen(key) == k->data.scalar.length &&
+		    memcmp(k->data.scalar.value, key, k->data.scalar.length) == 0)
+			return yaml_document_get_node(d, p->value);
+	}
+	return NULL;
+}
+
+/* A scalar's text as a new heap string, NULL if absent or not a scalar. */
+static char *
+yscalar(yaml_document_t *d, yaml_node_t *m, const char *key)
+{
+	yaml_node_t *n = ymap_get(d, m, key);
+
+	if (n == NULL || n->type != YAML_SCALAR_NODE)
+		return NULL;
+	if (memchr(n->data.scalar.value, '\0', n->data.scalar.length) != NULL)
+		return NULL;
+	return xstrndup((const char *)n->data.scalar.value, n->data.scalar.length);
+}
+
+/* The entry of a named list ("clusters") whose name is want; its inner
+ * mapping (under inner, e.g. "cluster"). */
+static yaml_node_t *
+ynamed(yaml_document_t *d, yaml_node_t *root, const char *list,
+    const char *want, const char *inner)
+{
+	yaml_node_t *seq = ymap_get(d, root, list);
+	yaml_node_item_t *it;
+
+	if (seq == NULL || seq->type != YAML_SEQUENCE_NODE)
+		return NULL;
+	for (it = seq->data.sequence.items.start; it < seq->data.sequence.items.top; it++) {
+		yaml_node_t *e = yaml_document_get_node(d, *it);
+		char *name = yscalar(d, e, "name");
+		int match = name != NULL && strcmp(name, want) == 0;
+
+		free(name);
+		if (match)
+			return ymap_get(d, e, inner);
+	}
+	return NULL;
+}
+
+static int
+b64_decode(const char *in, char **out, size_t *outlen)
+{
+	size_t i, n = 0, len = strlen(in), pad = 0;
+	char *clean = xmalloc(len + 1);
+	unsigned char *dst;
+	int r;
+
+	for (i = 0; i < len; i++)
+		if (in[i] != '\n' && in[i] != '\r' && in[i] != ' ' && in[i] != '\t')
+			clean[n++] = in[i];
+	clean[n] = '\0';
+	if (n == 0 || n % 4 != 0 || n > INT_MAX) {
+		free(clean);
+		return -1;
+	}
+	if (clean[n - 1] == '=')
+		pad++;
+	if (clean[n - 2] == '=')
+		pad++;
+	dst = xmalloc(n / 4 * 3 + 1);
+	r = EVP_DecodeBlock(dst, (unsigned char *)clean, (int)n);
+	free(clean);
+	if (r < 0 || (size_t)r < pad) {
+		free(dst);
+		return -1;
+	}
+	*outlen = (size_t)r - pad;
+	dst[*outlen] = '\0';
+	*out = (char *)dst;
+	return 0;
+}
+
+void
+k8s_kubeconfig_clear(struct k8s_kubeconfig *kc)
+{
+	free(kc->server);
+	free(kc->ca_file);
+	free(kc->ca_data);
+	free(kc->cert_file);
+	free(kc->cert_data);
+	free(kc->key_file);
+	free(kc->key_data);
+	free(kc->token);
+	free(kc->token_file);
+	free(kc->namespace);
+	memset(kc, 0, sizeof(*kc));
+}
+
+/* Loads key (a path) and key-data (base64) into *file / *data. */
+static int
+kc_pem(yaml_document_t *d, yaml_node_t *m, const char *key, const char *dir,
+    char **file, char **data, size_t *len, char *err, size_t errlen)
+{
+	char dkey[64], *v;
+
+	if ((v = yscalar(d, m, key)) != NULL) {
+		*file = path_join(dir, v);
+		free(v);
+	}
+	snprintf(dkey, sizeof(dkey), "%s-data", key);
+	if ((v = yscalar(d, m, dkey)) != NULL) {
+		int r = b64_decode(v, data, len);
+		free(v);
+		if (r == -1) {
+			snprintf(err, errlen, "kubeconfig: %s is not valid base64", dkey);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int
+k8s_kubeconfig_parse(const char *text, size_t len, const char *dir,
+    const char *context, struct k8s_kubeconfig *kc, char *err, size_t errlen)
+{
+	yaml_parser_t p;
+	yaml_document_t d;
+	yaml_node_t *root, *ctx, *cl, *us, *n;
+	char *cur = NULL, *cname = NULL, *uname = NULL, *v;
+	int rc = -1, have_doc = 0;
+
+	memset(kc, 0, sizeof(*kc));
+	if (!yaml_parser_initialize(&p)) {
+		snprintf(err, errlen, "kubeconfig: yaml init failed");
+		return -1;
+	}
+	yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
+	if (!yaml_parser_load(&p, &d)) {
+		snprintf(err, errlen, "kubeconfig: line %zu: %s",
+		    (size_t)p.problem_mark.line + 1,
+		    p.problem ? p.problem : "syntax error");
+		goto out;
+	}
+	have_doc = 1;
+	root = yaml_document_get_root_node(&d);
+	if (root == NULL || root->type != YAML_MAPPING_NODE) {
+		snprintf(err, errlen, "kubeconfig: not a mapping");
+		goto out;
+	}
+	if (context != NULL && context[0] != '\0')
+		cur = xstrdup(context);
+	else if ((cur = yscalar(&d, root, "current-context")) == NULL ||
+	    cur[0] == '\0') {
+		snprintf(err, errlen, "kubeconfig: no current-context");
+		goto out;
+	}
+	if ((ctx = ynamed(&d, root, "contexts", cur, "context")) == NULL) {
+		snprintf(err, errlen, "kubeconfig: context \"%.64s\" not found", cur);
+		goto out;
+	}
+	if ((cname = yscalar(&d, ctx, "cluster")) == NULL ||
+	    (cl = ynamed(&d, root, "clusters", cname, "cluster")) == NULL) {
+		snprintf(err, errlen, "kubeconfig: cluster of context \"%.64s\" not found", cur);
+		goto out;
+	}
+	kc->namespace = yscalar(&d, ctx, "namespace");
+	if ((kc->server = yscalar(&d, cl, "server")) == NULL) {
+		snprintf(err, errlen, "kubeconfig: cluster \"%.64s\" has no server", cname);
+		goto out;
+	}
+	if ((v = yscalar(&d, cl, "insecure-skip-tls-verify")) != NULL) {
+		int on = strcmp(v, "true") == 0;
+		free(v);
+		if (on) {
+			snprintf(err, errlen, "kubeconfig: insecure-skip-tls-verify "
+			    "is refused; give the cluster's CA");
+			goto out;
+		}
+	}
+	if (kc_pem(&d, cl, "certificate-authority", dir, &kc->ca_file,
+	    &kc->ca_data, &kc->ca_len, err, errlen) == -1)
+		goto out;
+	if ((uname = yscalar(&d, ctx, "user")) != NULL) {
+		if ((us = ynamed(&d, root, "users", uname, "user")) == NULL) {
+			snprintf(err, errlen, "kubeconfig: user \"%.64s\" not found", uname);
+			goto out;
+		}
+		if ((n = ymap_get(&d, us, "exec")) != NULL ||
+		    (n = ymap_get(&d, us, "auth-provider")) != NULL) {
+			snprintf(err, errlen, "kubeconfig: user \"%.64s\": exec and "
+			    "auth-provider credentials are not supported; use a "
+			    "token, tokenFile or client certificate", uname);
+			goto out;
+		}
+		kc->token = yscalar(&d, us, "token");
+		if ((v = yscalar(&d, us, "tokenFile")) != NULL) {
+			kc->token_file = path_join(dir, v);
+			free(v);
+		}
+		if (kc_pem(&d, us, "client-certificate", dir, &kc->cert_file,
+		    &kc->cert_data, &kc->cert_len, err, errlen) == -1 ||
+		    kc_pem(&d, us, "client-key", dir, &kc->key_file,
+		    &kc->key_data, &kc->key_len, err, errlen) == -1)
+			goto out;
+		if ((kc->cert_file || kc->cert_data) != (kc->key_file || kc->key_data)) {
+			snprintf(err, errlen, "kubeconfig: user \"%.64s\": a client "
+			    "certificate needs its key (and the key its certificate)", uname);
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	if (rc == -1)
+		k8s_kubeconfig_clear(kc);
+	free(cur);
+	free(cname);
+	free(uname);
+	if (have_doc)
+		yaml_document_delete(&d);
+	yaml_parser_delete(&p);
+	return rc;
+}
+
+/* ---- client ---- */
+
+static int
+load_kubeconfig(struct k8s_client *c, const struct k8s_conn *cc, char *err,
+    size_t errlen)
+{
+	struct k8s_kubeconfig kc;
+	char *text, *dir, *slash;
+	size_t len;
+	int rc;
+
+	if ((text = read_small(cc->kubeconfig, K8S_MAX_SMALL_FILE, &len, err,
+	    errlen)) == NULL)
+		return -1;
+	dir = xstrdup(cc->kubeconfig);
+	if ((slash = strrchr(dir, '/')) != NULL)
+		*slash = '\0';
+	else {
+		free(dir);
+		dir = xstrdup(".");
+	}
+	rc = k8s_kubeconfig_parse(text, len, dir, cc->context, &kc, err, errlen);
+	free(text);
+	free(dir);
+	if (rc == -1)
+		return -1;
+	c->server = kc.server; kc.server = NULL;
+	c->ca_file = kc.ca_file; kc.ca_file = NULL;
+	c->ca_data = kc.ca_data; c->ca_len = kc.ca_len; kc.ca_data = NULL;
+	c->cert_file = kc.cert_file; kc.cert_file = NULL;
+	c->cert_data = kc.cert_data; c->cert_len = kc.cert_len; kc.cert_data = NULL;
+	c->key_file = kc.key_file; kc.key_file = NULL;
+	c->key_data = kc.key_data; c->key_len = kc.key_len; kc.key_data = NULL;
+	c->static_token = kc.token; kc.token = NULL;
+	c->token_file = kc.token_file; kc.token_file = NULL;
+	if (kc.namespace != NULL && kc.namespace[0] != '\0') {
+		c->ns = kc.namespace;
+		kc.namespace = NULL;
+	}
+	k8s_kubeconfig_clear(&kc);
+	return 0;
+}
+
+struct k8s_client *
+k8s_client_new(const struct k8s_conn *cc, char *err, size_t errlen)
+{
+	struct k8s_client *c = xcalloc(1, sizeof(*c));
+	const char *dir = cc->incluster_dir ? cc->incluster_dir : K8S_DEFAULT_SA_DIR;
+	char *p;
+
+	pthread_mutex_init(&c->tok_mtx, NULL);
+	c->timeout_ms = cc->timeout_ms > 0 ? cc->timeout_ms : 30000;
+	c->retries = cc->retries >= 0 ? cc->retries : 0;
+	c->backoff_ms = cc->backoff_ms > 0 ? cc->backoff_ms : 200;
+	c->token_check_ms = cc->token_check_ms > 0 ? cc->token_check_ms : 60000;
+
+	if ((cc->server == NULL || cc->server[0] == '\0') &&
+	    cc->kubeconfig != NULL && cc->kubeconfig[0] != '\0') {
+		if (load_kubeconfig(c, cc, err, errlen) == -1)
+			goto fail;
+	} else {
+		/* In-cluster (client-go InClusterConfig), or an explicit server
+		 * that still uses the service-account files. */
+		if (cc->server != NULL && cc->server[0] != '\0')
+			c->server = xstrdup(cc->server);
+		else {
+			const char *h = getenv("KUBERNETES_SERVICE_HOST");
+			const char *pt = getenv("KUBERNETES_SERVICE_PORT");
+			if (h == NULL || pt == NULL || h[0] == '\0' || pt[0] == '\0') {
+				snprintf(err, errlen, "not in a cluster "
+				    "(KUBERNETES_SERVICE_HOST/PORT unset) and no "
+				    "kubernetes.kubeconfig or kubernetes.api_server set");
+				goto fail;
+			}
+			if (xasprintf(&c->server, strchr(h, ':') ? "https://[%s]:%s" :
+			    "https://%s:%s", h, pt) == -1)
+				abort();
+		}
+		if (xasprintf(&c->ca_file, "%s/ca.crt", dir) == -1 ||
+		    xasprintf(&c->token_file, "%s/token", dir) == -1)
+			abort();
+		if (cc->namespace == NULL || cc->namespace[0] == '\0') {
+			const char *pn = getenv("POD_NAMESPACE");
+			if (pn != NULL && pn[0] != '\0')
+				c->ns = xstrdup(pn);
+			else if (xasprintf(&p, "%s/namespace", dir) != -1) {
+				char e2[64];
+				char *t = read_small(p, 4096, NULL, e2, sizeof(e2));
+				free(p);
+				if (t != NULL) {
+					trim(t);
+					if (t[0] != '\0')
+						c->ns = t;
+					else
+						free(t);
+				}
+			}
+		}
+	}
+	if (cc->ca_file != NULL && cc->ca_file[0] != '\0') {
+		free(c->ca_file);
+		c->ca_file = xstrdup(cc->ca_file);
+		free(c->ca_data);
+		c->ca_data = NULL;
+	}
+	if (cc->token_file != NULL && cc->token_file[0] != '\0') {
+		free(c->token_file);
+		c->token_file = xstrdup(cc->token_file);
+	}
+	if (cc->namespace != NULL && cc->namespace[0] != '\0') {
+		free(c->ns);
+		c->ns = xstrdup(cc->namespace);
+	}
+	if (c->ns == NULL)
+		c->ns = xstrdup("default");
+	if (strncmp(c->server, "https://", 8) != 0) {
+		snprintf(err, errlen, "API server %.200s: only https:// is supported",
+		    c->server);
+		goto fail;
+	}
+	/* Trailing slashes would double up with our absolute paths. */
+	while (strlen(c->server) > 8 && c->server[strlen(c->server) - 1] == '/')
+		c->server[strlen(c->server) - 1] = '\0';
+	if (c->ca_file != NULL && access(c->ca_file, R_OK) == -1 && c->ca_data == NULL) {
+		snprintf(err, errlen, "CA file %s: %s", c->ca_file, strerror(errno));
+		goto fail;
+	}
+	if (c->token_file != NULL && access(c->token_file, R_OK) == -1) {
+		/* A kubeconfig with a client certificate needs no token. */
+		if (c->cert_file == NULL && c->cert_data == NULL &&
+		    c->static_token == NULL) {
+			snprintf(err, errlen, "token file %s: %s", c->token_file,
+			    strerror(errno));
+			goto fail;
+		}
+		free(c->token_file);
+		c->token_file = NULL;
+	}
+	return c;
+fail:
+	k8s_client_free(c);
+	return NULL;
+}
+
+void
+k8s_client_free(struct k8s_client *c)
+{
+	if (c == NULL)
+		return;
+	free(c->server);
+	free(c->ns);
+	free(c->ca_file);
+	free(c->ca_data);
+	free(c->cert_file);
+	free(c->key_file);
+	free(c->cert_data);
+	if (c->key_data != NULL)
+		explicit_bzero(c->key_data, c->key_len);
+	free(c->key_data);
+	free(c->token_file);
+	free(c->static_token);
+	explicit_bzero(c->token, sizeof(c->token));
+	pthread_mutex_destroy(&c->tok_mtx);
+	free(c);
+}
+
+const char *
+k8s_client_namespace(const struct k8s_client *c)
+{
+	return c->ns;
+}
+
+const char *
+k8s_client_server(const struct k8s_client *c)
+{
+	return c->server;
+}
+
+/*
+ * Copies the current bearer token into out ("" when none). Re-reads the
+ * file when it changed (stat at most every token_check_ms) or when force.
+ * Returns 1 if the token changed, 0 if not, -1 on error.
+ */
+static int
+token_get(struct k8s_client *c, int force, char *out, size_t outlen,
+    char *err, size_t errlen)
+{
+	struct stat st;
+	long long now = now_ms();
+	int changed = 0, rc = 0;
+
+	pthread_mutex_lock(&c->tok_mtx);
+	if (c->token_file == NULL) {
+		snprintf(out, outlen, "%s", c->static_token ? c->static_token : "");
+		goto out;
+	}
+	if (force || !c->tok_loaded || now - c->tok_checked_ms >= c->token_check_ms) {
+		c->tok_checked_ms = now;
+		if (stat(c->token_file, &st) == -1) {
+			if (!c->tok_loaded) {
+				snprintf(err, errlen, "token file %s: %s",
+				    c->token_file, strerror(errno));
+				rc = -1;
+				goto out;
+			}
+			/* Mid-rotation (the kubelet swaps a symlink); keep the old. */
+		} else if (!c->tok_loaded || force ||
+		    st.st_mtim.tv_sec != c->tok_mtime.tv_sec ||
+		    st.st_mtim.tv_nsec != c->tok_mtime.tv_nsec ||
+		    st.st_size != c->tok_size || st.st_ino != c->tok_ino) {
+			char *t = read_small(c->token_file, K8S_MAX_TOKEN - 1, NULL,
+			    err, errlen);
+			if (t == NULL) {
+				if (!c->tok_loaded) {
+					rc = -1;
+					goto out;
+				}
+			} else {
+				trim(t);
+				if (strcmp(t, c->token) != 0) {
+					changed = c->tok_loaded;
+					if (changed)
+						log_info("k8s token=%s reloaded (rotated)",
+						    c->token_file);
+				}
+				snprintf(c->token, sizeof(c->token), "%s", t);
+				explicit_bzero(t, strlen(t));
+				free(t);
+				c->tok_mtime = st.st_mtim;
+				c->tok_size = st.st_size;
+				c->tok_ino = st.st_ino;
+				c->tok_loaded = 1;
+			}
+		}
+	}
+	snprintf(out, outlen, "%s", c->token);
+	rc = changed;
+out:
+	pthread_mutex_unlock(&c->tok_mtx);
+	return rc;
+}
+
+struct xfer {
+	struct buf	*resp;
+	int		 overflow;
+	long long	 retry_after_ms;
+};
+
+static size_t
+write_cb(char *p, size_t sz, size_t nm, void *arg)
+{
+	struct xfer *x = arg;
+
+	if (buf_add(x->resp, p, sz * nm) == -1) {
+		x->overflow = 1;
+		return 0;
+	}
+	return sz * nm;
+}
+
+static size_t
+header_cb(char *p, size_t sz, size_t nm, void *arg)
+{
+	struct xfer *x = arg;
+	size_t n = sz * nm;
+	char v[32];
+	long long s;
+	const char *es;
+
+	if (n > 12 && strncasecmp(p, "Retry-After:", 12) == 0 && n - 12 < sizeof(v)) {
+		memcpy(v, p + 12, n - 12);
+		v[n - 12] = '\0';
+		trim(v);
+		if (strnum_ll(v, 0, 3600, &s, &es) == 0)
+			x->retry_after_ms = s * 1000;
+	}
+	return n;
+}
+
+/* One attempt. Returns 0 with *status, or -1 with err and *transient. */
+static int
+attempt(struct k8s_client *c, const char *method, const char *url,
+    const char *ctype, const char *body, const char *token, int *status,
+    struct xfer *x, char *err, size_t errlen)
+{
+	CURL *h;
+	struct curl_slist *hdrs = NULL;
+	char line[K8S_MAX_TOKEN + 32], ebuf[CURL_ERROR_SIZE];
+	CURLcode cr;
+	long code = 0;
+	int rc = -1;
+
+	if ((h = curl_easy_init()) == NULL) {
+		snprintf(err, errlen, "curl_easy_init failed");
+		return -1;
+	}
+	ebuf[0] = '\0';
+	hdrs = curl_slist_append(hdrs, "Accept: application/json");
+	hdrs = curl_slist_append(hdrs, "Expect:");
+	if (token[0] != '\0') {
+		snprintf(line, sizeof(line), "Authorization: Bearer %s", token);
+		hdrs = curl_slist_append(hdrs, line);
+		explicit_bzero(line, sizeof(line));
+	}
+	if (body != NULL) {
+		snprintf(line, sizeof(line), "Content-Type: %s",
+		    ctype ? ctype : "application/json");
+		hdrs = curl_slist_append(hdrs, line);
+	}
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "https");
+	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+	curl_easy_setopt(h, CURLOPT_USERAGENT, "sandbox-orchestrator/k8s");
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)c->timeout_ms);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
+	    (long)(c->timeout_ms < 10000 ? c->timeout_ms : 10000));
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, ebuf);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, write_cb);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, x);
+	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, header_cb);
+	curl_easy_setopt(h, CURLOPT_HEADERDATA, x);
+	curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
+	curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
+	if (body != NULL) {
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
+	} else if (strcmp(method, "GET") == 0)
+		curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+	if (c->ca_data != NULL) {
+		struct curl_blob b = { c->ca_data, c->ca_len, CURL_BLOB_COPY };
+		curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &b);
+	} else if (c->ca_file != NULL)
+		curl_easy_setopt(h, CURLOPT_CAINFO, c->ca_file);
+	if (c->cert_data != NULL) {
+		struct curl_blob b = { c->cert_data, c->cert_len, CURL_BLOB_COPY };
+		curl_easy_setopt(h, CURLOPT_SSLCERT_BLOB, &b);
+		curl_easy_setopt(h, CURLOPT_SSLCERTTYPE, "PEM");
+	} else if (c->cert_file != NULL)
+		curl_easy_setopt(h, CURLOPT_SSLCERT, c->cert_file);
+	if (c->key_data != NULL) {
+		struct curl_blob b = { c->key_data, c->key_len, CURL_BLOB_COPY };
+		curl_easy_setopt(h, CURLOPT_SSLKEY_BLOB, &b);
+		curl_easy_setopt(h, CURLOPT_SSLKEYTYPE, "PEM");
+	} else if (c->key_file != NULL)
+		curl_easy_setopt(h, CURLOPT_SSLKEY, c->key_file);
+
+	cr = curl_easy_perform(h);
+	if (cr != CURLE_OK) {
+		if (x->overflow)
+			snprintf(err, errlen, "%s %s: response larger than %d bytes",
+			    method, url, K8S_MAX_RESP);
+		else if (cr == CURLE_OPERATION_TIMEDOUT)
+			snprintf(err, errlen, "%s %s: timed out after %lld ms",
+			    method, url, c->timeout_ms);
+		else
+			snprintf(err, errlen, "%s %s: %s", method, url,
+			    ebuf[0] ? ebuf : curl_easy_strerror(cr));
+		goto out;
+	}
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+	*status = (int)code;
+	rc = 0;
+out:
+	curl_slist_free_all(hdrs);
+	curl_easy_cleanup(h);
+	return rc;
+}
+
+int
+k8s_request(struct k8s_client *c, const char *method, const char *path,
+    const char *ctype, const char *body, int *status, struct buf *resp,
+    char *err, size_t errlen)
+{
+	char *url = NULL, token[K8S_MAX_TOKEN];
+	long long backoff = c->backoff_ms, wait;
+	struct xfer x;
+	int i, rc = -1, reauthed = 0, t;
+
+	if (xasprintf(&url, "%s%s", c->server, path) == -1)
+		abort();
+	if (token_get(c, 0, token, sizeof(token), err, errlen) == -1)
+		goto out;
+	for (i = 0; i <= c->retries; i++) {
+		buf_free(resp);
+		resp->max = K8S_MAX_RESP;
+		memset(&x, 0, sizeof(x));
+		x.resp = resp;
+		x.retry_after_ms = -1;
+		if (attempt(c, method, url, ctype, body, token, status, &x, err,
+		    errlen) == 0) {
+			if (resp->p == NULL && buf_add(resp, "", 0) == -1)
+				abort();
+			if (*status == 401 && !reauthed) {
+				/* The token may have rotated under us. */
+				reauthed = 1;
+				t = token_get(c, 1, token, sizeof(token), err, errlen);
+				if (t == 1) {
+					i--;
+					continue;
+				}
+			}
+			if (*status != 429 && *status < 500) {
+				rc = 0;
+				goto out;
+			}
+			k8s_status_error(*status, resp->p, resp->len, err, errlen);
+			if (i == c->retries) {
+				rc = 0;	/* the caller sees the last answer */
+				goto out;
+			}
+			wait = x.retry_after_ms >= 0 ? x.retry_after_ms : backoff;
+		} else {
+			if (x.overflow || i == c->retries)
+				goto out;
+			wait = backoff;
+		}
+		log_warnx("k8s %s %s attempt=%d failed: %s; retrying in %lld ms",
+		    method, path, i + 1, err, wait);
+		sleep_ms(wait);
+		backoff = backoff * 2 > K8S_MAX_BACKOFF_MS ? K8S_MAX_BACKOFF_MS :
+		    backoff * 2;
+	}
+out:
+	explicit_bzero(token, sizeof(token));
+	free(url);
+	return rc;
+}
+
+char *
+k8s_status_error(int status, const char *body, size_t len, char *err,
+    size_t errlen)
+{
+	cJSON *j = NULL, *msg, *reason, *kind;
+	char esc[200];
+
+	if (body != NULL && len > 0)
+		j = cJSON_ParseWithLength(body, len);
+	kind = cJSON_GetObjectItemCaseSensitive(j, "kind");
+	msg = cJSON_GetObjectItemCaseSensitive(j, "message");
+	reason = cJSON_GetObjectItemCaseSensitive(j, "reason");
+	if (cJSON_IsString(kind) && strcmp(kind->valuestring, "Status") == 0 &&
+	    cJSON_IsString(msg)) {
+		log_escape(esc, sizeof(esc), msg->valuestring, strlen(msg->valuestring));
+		snprintf(err, errlen, "%s (%d %s)", esc, status,
+		    cJSON_IsString(reason) ? reason->valuestring : "");
+	} else {
+		log_escape(esc, sizeof(esc), body ? body : "", body ? (len > 120 ?
+		    120 : len) : 0);
+		snprintf(err, errlen, "API server answered %d: %s", status, esc);
+	}
+	cJSON_Delete(j);
+	return err;
+}
+
+int
+k8s_urlencode(const char *s, char *dst, size_t dstlen)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t o = 0;
+
+	for (; *s != '\0'; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		    (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' ||
+		    ch == '.' || ch == '~') {
+			if (o + 1 >= dstlen)
+				return -1;
+			dst[o++] = (char)ch;
+		} else {
+			if (o + 3 >= dstlen)
+				return -1;
+			dst[o++] = '%';
+			dst[o++] = hex[ch >> 4];
+			dst[o++] = hex[ch & 15];
+		}
+	}
+	if (o >= dstlen)
+		return -1;
+	dst[o] = '\0';
+	return 0;
+}

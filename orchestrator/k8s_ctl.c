@@ -1,0 +1,380 @@
+/*
+ * k8s_ctl.c: k8sctl, a small driver for the kubernetes runtime. It loads
+ * the same "kubernetes:" configuration section the orchestrator embeds and
+ * calls the runtime only through runtime.h, as the orchestrator does; the
+ * tests (tests/e2e/6*-k8s-*.sh) and operators use it to try a cluster.
+ *
+ *   k8sctl -c FILE create ID [--image I] [--kata] [--non-root] [--ro-root]
+ *          [--mem BYTES] [--cpu MILLIS] [--pids N] [--disk BYTES]
+ *          [--label K=V]... [--env K=V]...
+ *   k8sctl -c FILE start|stop|destroy|get|addr ID
+ *   k8sctl -c FILE list
+ *   k8sctl -c FILE labels ID K=V...
+ *   k8sctl -c FILE attach ID ORG USER SESSION [K=V...]
+ *   k8sctl -c FILE fleet-sync
+ *   k8sctl -c FILE reconcile [KEEP_ID...]   destroy what is not kept
+ *   k8sctl -c FILE agent ID METHOD PATH [BODY]
+ *   k8sctl render-netpol [PROXY_POD]        the example policy (netpol/)
+ */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <curl/curl.h>
+
+#include "buf.h"
+#include "cfg.h"
+#include "log.h"
+#include "netpol.h"
+#include "runtime_k8s.h"
+#include "strnum.h"
+#include "xmalloc.h"
+
+struct ctlconf {
+	struct rt_k8s_conf	k8s;
+};
+
+static const struct cfg_key keys[] = {
+	RUNTIME_K8S_CFG_KEYS("kubernetes.", offsetof(struct ctlconf, k8s))
+};
+
+static void
+usage(void)
+{
+	fprintf(stderr,
+	    "usage: k8sctl [-v] -c config.yaml command [args]\n"
+	    "commands: create ID [opts] | start ID | stop ID | destroy ID | get ID |\n"
+	    "          addr ID | list | labels ID K=V... | attach ID ORG USER SESSION [K=V...] |\n"
+	    "          fleet-sync | reconcile [KEEP...] | agent ID METHOD PATH [BODY] |\n"
+	    "          render-netpol [PROXY_POD] | keys\n");
+	exit(2);
+}
+
+static cJSON *
+info_json(const struct rt_info *ri)
+{
+	cJSON *o = cJSON_CreateObject(), *l;
+	size_t i;
+
+	cJSON_AddStringToObject(o, "id", ri->id);
+	cJSON_AddStringToObject(o, "state", rt_state_name(ri->state));
+	cJSON_AddStringToObject(o, "image", ri->image);
+	cJSON_AddNumberToObject(o, "created_ms", (double)ri->created_ms);
+	cJSON_AddNumberToObject(o, "started_ms", (double)ri->started_ms);
+	cJSON_AddStringToObject(o, "reason", ri->reason);
+	l = cJSON_AddObjectToObject(o, "labels");
+	for (i = 0; i < ri->nlabels; i++)
+		cJSON_AddStringToObject(l, ri->labels[i].k, ri->labels[i].v);
+	return o;
+}
+
+static void
+print_json(cJSON *o)
+{
+	char *s = cJSON_PrintUnformatted(o);
+
+	printf("%s\n", s ? s : "null");
+	free(s);
+	cJSON_Delete(o);
+}
+
+static int
+kv_split(char *s, struct rt_kv *kv)
+{
+	char *eq = strchr(s, '=');
+
+	if (eq == NULL || eq == s)
+		return -1;
+	*eq = '\0';
+	kv->k = s;
+	kv->v = eq + 1;
+	return 0;
+}
+
+static long long
+num(const char *s)
+{
+	long long v;
+	const char *es;
+
+	if (strnum_ll(s, 0, 1LL << 50, &v, &es) == -1) {
+		fprintf(stderr, "k8sctl: %s: %s\n", s, es);
+		exit(2);
+	}
+	return v;
+}
+
+static int
+cmd_create(struct runtime *rt, int argc, char **argv, char *err, size_t errlen)
+{
+	struct rt_spec sp;
+	struct rt_kv labels[64], env[64];
+	struct rt_info ri;
+	int i;
+
+	memset(&sp, 0, sizeof(sp));
+	sp.id = argv[0];
+	sp.run_as_root = 1;
+	sp.writable_root = 1;
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (strcmp(a, "--kata") == 0)
+			sp.use_kata = 1;
+		else if (strcmp(a, "--non-root") == 0)
+			sp.run_as_root = 0;
+		else if (strcmp(a, "--ro-root") == 0)
+			sp.writable_root = 0;
+		else if (i + 1 >= argc)
+			usage();
+		else if (strcmp(a, "--image") == 0)
+			sp.image = argv[++i];
+		else if (strcmp(a, "--mem") == 0)
+			sp.mem_bytes = num(argv[++i]);
+		else if (strcmp(a, "--cpu") == 0)
+			sp.cpu_millis = num(argv[++i]);
+		else if (strcmp(a, "--pids") == 0)
+			sp.pids_max = num(argv[++i]);
+		else if (strcmp(a, "--disk") == 0)
+			sp.disk_bytes = num(argv[++i]);
+		else if (strcmp(a, "--label") == 0 && sp.nlabels < NELEM(labels)) {
+			if (kv_split(argv[++i], &labels[sp.nlabels]) == -1)
+				usage();
+			sp.nlabels++;
+		} else if (strcmp(a, "--env") == 0 && sp.nenv < NELEM(env)) {
+			if (kv_split(argv[++i], &env[sp.nenv]) == -1)
+				usage();
+			sp.nenv++;
+		} else
+			usage();
+	}
+	sp.labels = labels;
+	sp.env = env;
+	if (rt->ops->create(rt, &sp, &ri, err, errlen) == -1)
+		return -1;
+	print_json(info_json(&ri));
+	rt_info_clear(&ri);
+	return 0;
+}
+
+static size_t
+out_cb(char *p, size_t sz, size_t nm, void *arg)
+{
+	return buf_add(arg, p, sz * nm) == -1 ? 0 : sz * nm;
+}
+
+/* Talks to a sandbox's agent at the address the runtime gives. */
+static int
+cmd_agent(struct runtime *rt, int argc, char **argv, char *err, size_t errlen)
+{
+	struct rt_agent_addr a;
+	char url[600], auth[200];
+	struct curl_slist *h = NULL;
+	struct buf b;
+	CURL *c;
+	CURLcode cr;
+	long code = 0;
+	int rc = -1;
+
+	if (argc < 3)
+		usage();
+	if (rt->ops->agent_addr(rt, argv[0], &a, err, errlen) == -1)
+		return -1;
+	snprintf(url, sizeof(url), strchr(a.host, ':') ? "http://[%s]:%d%s" :
+	    "http://%s:%d%s", a.host, a.port, argv[2]);
+	snprintf(auth, sizeof(auth), "Authorization: Bearer %s", a.token);
+	buf_init(&b, 64 * 1024 * 1024);
+	c = curl_easy_init();
+	h = curl_slist_append(h, auth);
+	h = curl_slist_append(h, "Content-Type: application/json");
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
+	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, argv[1]);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, 120L);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, out_cb);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+	if (argc > 3)
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, argv[3]);
+	cr = curl_easy_perform(c);
+	if (cr != CURLE_OK) {
+		snprintf(err, errlen, "agent %s: %s", url, curl_easy_strerror(cr));
+		goto out;
+	}
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+	printf("%s\n", b.p ? b.p : "");
+	if (code != 200) {
+		snprintf(err, errlen, "agent answered %ld", code);
+		goto out;
+	}
+	rc = 0;
+out:
+	curl_slist_free_all(h);
+	curl_easy_cleanup(c);
+	buf_free(&b);
+	return rc;
+}
+
+static int
+cmd_render_netpol(int argc, char **argv)
+{
+	struct netpol_kv lbl[] = {
+		{ "app.kubernetes.io/managed-by", "sandbox-orchestrator" },
+		{ "sandbox.dev/instance", "default" },
+		{ "sandbox.dev/id", "3f9c2a1e" },
+	};
+	struct netpol_kv pod[] = { { "sandbox.dev/id", "3f9c2a1e" },
+	    { "sandbox.dev/role", "sandbox" } };
+	struct netpol_kv proxy[] = { { "app.kubernetes.io/name", "egress-proxy" },
+	    { "sandbox.dev/proxy-pod", argc > 0 ? argv[0] : "egress-proxy-7d9c5-x2k4q" } };
+	struct netpol_kv orch[] = { { "app.kubernetes.io/name", "sandbox-orchestrator" } };
+	struct netpol_sandbox np = {
+		.name = "sbx-3f9c2a1e", .ns = "sandboxes",
+		.labels = lbl, .nlabels = 3, .pod = pod, .npod = 2,
+		.proxy_ns = "sandbox-system", .proxy = proxy, .nproxy = 2,
+		.proxy_port = 3128, .orch_ns = "sandbox-system", .orch = orch,
+		.norch = 1, .agent_port = 7070,
+	};
+	cJSON *o;
+	char *s;
+
+	if ((o = netpol_render_sandbox(&np)) == NULL)
+		return 1;
+	s = cJSON_Print(o);
+	printf("%s\n", s);
+	free(s);
+	cJSON_Delete(o);
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct ctlconf conf;
+	struct runtime *rt = NULL;
+	const char *cfgpath = NULL, *cmd;
+	char err[1024] = "", env[4096];
+	int ch, verbose = LOG_LVL_WARN, rc = 1;
+
+	while ((ch = getopt(argc, argv, "c:v")) != -1) {
+		switch (ch) {
+		case 'c':
+			cfgpath = optarg;
+			break;
+		case 'v':
+			verbose++;
+			break;
+		default:
+			usage();
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	if (argc < 1)
+		usage();
+	cmd = argv[0];
+	argc--;
+	argv++;
+	log_init("k8sctl", verbose, NULL);
+	if (strcmp(cmd, "render-netpol") == 0)
+		return cmd_render_netpol(argc, argv);
+	if (strcmp(cmd, "keys") == 0) {
+		cfg_print_markdown(keys, NELEM(keys), stdout);
+		return 0;
+	}
+	memset(&conf, 0, sizeof(conf));
+	if (cfg_load(keys, NELEM(keys), &conf, cfgpath, err, sizeof(err)) == -1) {
+		fprintf(stderr, "k8sctl: %s\n", err);
+		goto out;
+	}
+	/* The fleet thread belongs to a long-running orchestrator. */
+	conf.k8s.fleet_interval_ms = 0;
+	if ((rt = runtime_k8s_new(&conf.k8s, err, sizeof(err))) == NULL) {
+		fprintf(stderr, "k8sctl: %s\n", err);
+		goto out;
+	}
+	if (strcmp(cmd, "create") == 0 && argc >= 1)
+		rc = cmd_create(rt, argc, argv, err, sizeof(err));
+	else if (strcmp(cmd, "start") == 0 && argc == 1)
+		rc = rt->ops->start(rt, argv[0], err, sizeof(err));
+	else if (strcmp(cmd, "stop") == 0 && argc == 1)
+		rc = rt->ops->stop(rt, argv[0], err, sizeof(err));
+	else if (strcmp(cmd, "destroy") == 0 && argc == 1)
+		rc = rt->ops->destroy(rt, argv[0], err, sizeof(err));
+	else if (strcmp(cmd, "get") == 0 && argc == 1) {
+		struct rt_info ri;
+		if ((rc = rt->ops->get(rt, argv[0], &ri, err, sizeof(err))) == 0) {
+			print_json(info_json(&ri));
+			rt_info_clear(&ri);
+		}
+	} else if (strcmp(cmd, "addr") == 0 && argc == 1) {
+		struct rt_agent_addr a;
+		if ((rc = rt->ops->agent_addr(rt, argv[0], &a, err, sizeof(err))) == 0)
+			printf("%s %d\n", a.host, a.port);
+	} else if (strcmp(cmd, "list") == 0 && argc == 0) {
+		struct rt_info *ri;
+		size_t n, i;
+		cJSON *arr;
+		if ((rc = rt->ops->list(rt, &ri, &n, err, sizeof(err))) == 0) {
+			arr = cJSON_CreateArray();
+			for (i = 0; i < n; i++)
+				cJSON_AddItemToArray(arr, info_json(&ri[i]));
+			print_json(arr);
+			rt_info_free_array(ri, n);
+		}
+	} else if (strcmp(cmd, "labels") == 0 && argc >= 1) {
+		struct rt_kv kv[64];
+		int i;
+		for (i = 1; i < argc && i <= 64; i++)
+			if (kv_split(argv[i], &kv[i - 1]) == -1)
+				usage();
+		rc = rt->ops->set_labels(rt, argv[0], kv, (size_t)(argc - 1), err,
+		    sizeof(err));
+	} else if (strcmp(cmd, "attach") == 0 && argc >= 4) {
+		struct rt_kv kv[64];
+		struct rt_egress eg = { argv[1], argv[2], argv[3], kv, 0 };
+		int i;
+		for (i = 4; i < argc && eg.nlabels < 64; i++, eg.nlabels++)
+			if (kv_split(argv[i], &kv[eg.nlabels]) == -1)
+				usage();
+		if ((rc = rt->ops->attach_egress(rt, argv[0], &eg, env, sizeof(env),
+		    err, sizeof(err))) == 0)
+			printf("%s", env);
+	} else if (strcmp(cmd, "fleet-sync") == 0 && argc == 0)
+		rc = runtime_k8s_fleet_sync(rt, err, sizeof(err));
+	else if (strcmp(cmd, "reconcile") == 0) {
+		/* What the orchestrator's reconcile sweep does: list, and
+		 * destroy every sandbox that belongs to no known session. */
+		struct rt_info *ri;
+		size_t n, i;
+		int j, keep;
+		if ((rc = rt->ops->list(rt, &ri, &n, err, sizeof(err))) == 0) {
+			for (i = 0; i < n && rc == 0; i++) {
+				for (keep = 0, j = 0; j < argc; j++)
+					if (strcmp(argv[j], ri[i].id) == 0)
+						keep = 1;
+				if (keep)
+					continue;
+				printf("destroy %s (%s%s%s)\n", ri[i].id,
+				    rt_state_name(ri[i].state), ri[i].reason[0] ? ": " : "",
+				    ri[i].reason);
+				rc = rt->ops->destroy(rt, ri[i].id, err, sizeof(err));
+			}
+			rt_info_free_array(ri, n);
+		}
+	} else if (strcmp(cmd, "agent") == 0)
+		rc = cmd_agent(rt, argc, argv, err, sizeof(err));
+	else
+		usage();
+	if (rc != 0) {
+		fprintf(stderr, "k8sctl: %s\n", err);
+		rc = 1;
+	}
+out:
+	if (rt != NULL)
+		rt->ops->free(rt);
+	cfg_free(keys, NELEM(keys), &conf);
+	return rc;
+}

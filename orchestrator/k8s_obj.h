@@ -1,0 +1,116 @@
+/*
+ * k8s_obj.h: the JSON objects of the kubernetes runtime (pod, PVC,
+ * Secret) built with cJSON, the session record kept in annotations, and
+ * the reading of pods back into runtime state. No I/O here, so everything
+ * is unit-tested (tests/unit/test_k8s_obj.c) and validated against the
+ * real OpenAPI schemas by the e2e tests.
+ */
+#ifndef K8S_OBJ_H
+#define K8S_OBJ_H
+
+#include <stddef.h>
+#include <cjson/cJSON.h>
+#include "attrib.h"
+#include "runtime.h"
+
+#define K8S_MANAGER		"sandbox-orchestrator"
+#define K8S_LBL_MANAGED		"app.kubernetes.io/managed-by"
+#define K8S_LBL_ID		"sandbox.dev/id"
+#define K8S_LBL_INSTANCE	"sandbox.dev/instance"
+#define K8S_LBL_ROLE		"sandbox.dev/role"
+#define K8S_LBL_PROXY_POD	"sandbox.dev/proxy-pod"	/* on proxy pods */
+#define K8S_ANN_SPEC		"sandbox.dev/spec"
+#define K8S_ANN_LABELS		"sandbox.dev/labels"
+#define K8S_ANN_CREATED		"sandbox.dev/created-ms"
+#define K8S_ANN_STARTED		"sandbox.dev/started-ms"
+#define K8S_ANN_EGRESS		"sandbox.dev/egress"
+#define K8S_ANN_PROXY		"sandbox.dev/proxy-pod"
+#define K8S_ANN_PROXY_IP	"sandbox.dev/proxy-ip"
+
+#define K8S_AGENT_DIR		"/opt/agent"
+#define K8S_TOKEN_DIR		"/run/agent-token"
+#define K8S_PROXY_CA_DIR	"/etc/sandbox-proxy"
+#define K8S_MAX_ENV		256	/* variables per sandbox */
+#define K8S_MAX_LABELS		256	/* session labels per sandbox */
+#define K8S_MAX_ANN		(128 * 1024)	/* bytes of our annotations */
+
+/* What a sandbox was created with; stored on its PVC so start() can
+ * recreate the pod after a stop, a failure or an orchestrator restart. */
+struct k8s_sbx {
+	char		 id[RT_ID_MAX];
+	char		 image[256];
+	int		 use_kata;
+	int		 run_as_root;
+	int		 writable_root;
+	long long	 mem, cpu, pids, disk;
+	struct rt_kv	*env;	/* owned */
+	size_t		 nenv;
+};
+
+/* Cluster-wide settings the builders need (from struct rt_k8s_conf). */
+struct k8s_params {
+	const char	*ns;
+	const char	*instance;
+	const char	*agent_image;
+	const char	*pull_policy;
+	const char	*runtime_class;
+	const char	*kata_runtime_class;
+	const char	*storage_class;
+	const char	*proxy_ca_configmap;
+	long long	 cpu_request;
+	long long	 run_as_user;
+	long long	 agent_port;
+	long long	 workspace_bytes;
+	long long	 grace_s;
+	int		 cluster_dns;	/* keep the cluster resolver */
+};
+
+/* Object names for a sandbox id (all DNS-1123 subdomains). */
+void	k8s_name_pod(const char *id, char *dst, size_t len);
+void	k8s_name_pvc(const char *id, char *dst, size_t len);
+void	k8s_name_secret(const char *id, char *dst, size_t len);
+void	k8s_name_netpol(const char *id, char *dst, size_t len);
+
+/* Checks a user-supplied image reference and env names; -1 with err. */
+int	k8s_image_valid(const char *img, char *err, size_t errlen) WUNRES;
+int	k8s_env_name_valid(const char *name);
+
+/* Fills sbx from spec (copying); -1 with err on bad input. */
+int	k8s_sbx_from_spec(struct k8s_sbx *, const struct rt_spec *,
+	    const char *default_image, char *err, size_t errlen) WUNRES;
+void	k8s_sbx_clear(struct k8s_sbx *);
+char	*k8s_sbx_encode(const struct k8s_sbx *);	/* JSON; caller frees */
+int	k8s_sbx_decode(const char *json, const char *id, struct k8s_sbx *,
+	    char *err, size_t errlen) WUNRES;
+
+/* Session labels <-> annotation JSON ({"k":"v",...}). */
+char	*k8s_labels_encode(const struct rt_kv *, size_t);	/* caller frees */
+int	k8s_labels_decode(const char *json, struct rt_kv **, size_t *) WUNRES;
+
+/* New objects (cJSON_Delete). labels_json/egress_json may be NULL. */
+cJSON	*k8s_build_pvc(const struct k8s_params *, const struct k8s_sbx *,
+	    const char *labels_json, const char *egress_json, long long created_ms);
+cJSON	*k8s_build_secret(const struct k8s_params *, const char *id,
+	    const char *token, const char *pvc_uid);
+cJSON	*k8s_build_pod(const struct k8s_params *, const struct k8s_sbx *,
+	    const char *labels_json, const char *egress_json,
+	    long long created_ms, long long started_ms);
+
+/* A pod read back (borrowed pointers into the cJSON tree). */
+struct k8s_podview {
+	const char	*name;
+	const char	*id;		/* label; NULL if absent */
+	const char	*phase;		/* "" if absent */
+	const char	*ip;		/* NULL until assigned */
+	int		 ready;		/* Ready condition True */
+	int		 deleting;	/* deletionTimestamp set */
+	int		 failed;	/* Failed/Succeeded or a fatal wait reason */
+	char		 reason[256];	/* why failed, or why still waiting */
+	const cJSON	*annotations;
+	const cJSON	*labels;
+};
+void	k8s_pod_view(const cJSON *pod, struct k8s_podview *);
+const char *k8s_ann(const cJSON *annotations, const char *key);	/* NULL if absent */
+long long k8s_ann_ll(const cJSON *annotations, const char *key);	/* 0 if absent */
+
+#endif

@@ -1,0 +1,1910 @@
+/*
+ * runtime_k8s.c: the kubernetes runtime behind runtime.h.
+ *
+ * Per sandbox <id> (all labelled managed-by, instance, id):
+ *   PVC     sbx-<id>-ws     /workspace; its annotations are the session
+ *                           record (spec, labels, egress identity); kept
+ *                           while stopped, deleted on destroy;
+ *   Secret  sbx-<id>-agent  the agent's bearer token (owned by the PVC);
+ *   Policy  sbx-<id>        ingress only from the orchestrator to the agent
+ *                           port, egress only to the assigned proxy pod;
+ *   Pod     sbx-<id>        deleted on stop, created again on start.
+ * Tokens and proxy credentials are HMAC-SHA256(agent_key, purpose:id), so
+ * a restarted orchestrator needs no read access to Secrets to reach its
+ * sandboxes again.
+ *
+ * All calls are blocking and run in the caller's (worker) thread; a fleet
+ * thread scales the proxy Deployment and re-assigns sandboxes.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <curl/curl.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+
+#include "buf.h"
+#include "k8s_client.h"
+#include "k8s_obj.h"
+#include "log.h"
+#include "netpol.h"
+#include "runtime_k8s.h"
+#include "strnum.h"
+#include "xmalloc.h"
+
+#define MAX_SEL		16		/* labels in one configured selector */
+#define AGENT_TIMEOUT_MS 5000
+#define ADMIN_TIMEOUT_MS 5000
+#define MAX_SMALL	(1024 * 1024)
+#define LIST_PAGE	"500"
+
+struct k8s_rt {
+	const struct rt_k8s_conf *conf;
+	struct k8s_client	*cl;
+	struct k8s_params	 par;
+	char			 ns[64], pns[64], ons[64];
+	char			 sel_q[1024];	/* encoded selector of our objects */
+	char			 proxy_q[1024];	/* encoded selector of proxy pods */
+	struct netpol_kv	 orch[MAX_SEL], proxy[MAX_SEL];
+	size_t			 norch, nproxy;
+	char			*orch_buf, *proxy_buf;
+	unsigned char		 key[64];
+	size_t			 keylen;
+	char			 admin_token[1024];
+	pthread_mutex_t		 fleet_mtx;	/* assignments and scaling */
+	pthread_mutex_t		 stop_mtx;
+	pthread_cond_t		 stop_cv;
+	int			 stopping;
+	int			 thr_started;
+	pthread_t		 thr;
+};
+
+static const struct runtime_ops k8s_ops;
+
+static long long
+unix_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static long long
+mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void
+nap(long long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+
+	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+		;
+}
+
+static int
+dns_label_ok(const char *s)
+{
+	size_t i, n = strlen(s);
+
+	if (n == 0 || n > 63 || s[0] == '-' || s[n - 1] == '-')
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') ||
+		    s[i] == '-'))
+			return 0;
+	return 1;
+}
+
+/* Splits "k=v,k=v" (in buf, modified) into kv; -1 if malformed. */
+static int
+parse_sel(char *buf, struct netpol_kv *kv, size_t *n)
+{
+	char *p = buf, *comma, *eq;
+
+	*n = 0;
+	while (p != NULL && *p != '\0') {
+		if ((comma = strchr(p, ',')) != NULL)
+			*comma = '\0';
+		if ((eq = strchr(p, '=')) == NULL || eq == p || *n >= MAX_SEL)
+			return -1;
+		*eq = '\0';
+		kv[*n].k = p;
+		kv[*n].v = eq + 1;
+		(*n)++;
+		p = comma ? comma + 1 : NULL;
+	}
+	return *n > 0 ? 0 : -1;
+}
+
+static int
+sel_query(const char *sel, char *dst, size_t len)
+{
+	char enc[900];
+
+	if (k8s_urlencode(sel, enc, sizeof(enc)) == -1)
+		return -1;
+	return snprintf(dst, len, "labelSelector=%s", enc) >= (int)len ? -1 : 0;
+}
+
+/* HMAC-SHA256(key, purpose ":" id) as 64 hex digits. */
+static void
+derive(struct k8s_rt *r, const char *purpose, const char *id, char out[65])
+{
+	unsigned char mac[EVP_MAX_MD_SIZE];
+	unsigned int mlen = 0, i;
+	char msg[128];
+	int n;
+
+	n = snprintf(msg, sizeof(msg), "%s:%s", purpose, id);
+	if (HMAC(EVP_sha256(), r->key, (int)r->keylen, (unsigned char *)msg,
+	    (size_t)n, mac, &mlen) == NULL || mlen < 32)
+		fatalx("HMAC failed");
+	for (i = 0; i < 32; i++)
+		snprintf(out + 2 * i, 3, "%02x", mac[i]);
+	out[64] = '\0';
+}
+
+/* ---- API helpers ---- */
+
+/*
+ * One API call with a JSON body (may be NULL). 0 when an answer arrived:
+ * *status set, *out (if given and 2xx) the parsed body, err set for non-2xx.
+ * -1 when nothing usable arrived.
+ */
+static int
+api(struct k8s_rt *r, const char *method, const char *path, const char *ctype,
+    const cJSON *body, int *status, cJSON **out, char *err, size_t errlen)
+{
+	struct buf b;
+	char *txt = NULL;
+	int rc;
+
+	if (out != NULL)
+		*out = NULL;
+	if (body != NULL && (txt = cJSON_PrintUnformatted(body)) == NULL)
+		abort();
+	buf_init(&b, K8S_MAX_RESP);
+	rc = k8s_request(r->cl, method, path, ctype, txt, status, &b, err, errlen);
+	free(txt);
+	if (rc == 0) {
+		if (*status >= 200 && *status < 300) {
+			if (out != NULL &&
+			    (*out = cJSON_ParseWithLength(b.p, b.len)) == NULL) {
+				snprintf(err, errlen, "%s %s: unparseable response",
+				    method, path);
+				rc = -1;
+			}
+		} else
+			k8s_status_error(*status, b.p, b.len, err, errlen);
+	}
+	buf_free(&b);
+	return rc;
+}
+
+/* Wraps an API error with what we were doing. */
+static int
+failf(char *err, size_t errlen, const char *what, const char *name)
+{
+	char tmp[512];
+
+	snprintf(tmp, sizeof(tmp), "%s", err);
+	snprintf(err, errlen, "%s %s: %s", what, name, tmp);
+	return -1;
+}
+
+static void
+p_pods(const char *ns, const char *name, char *dst, size_t len)
+{
+	snprintf(dst, len, "/api/v1/namespaces/%s/pods%s%s", ns,
+	    name ? "/" : "", name ? name : "");
+}
+
+static void
+p_pvcs(struct k8s_rt *r, const char *name, char *dst, size_t len)
+{
+	snprintf(dst, len, "/api/v1/namespaces/%s/persistentvolumeclaims%s%s",
+	    r->ns, name ? "/" : "", name ? name : "");
+}
+
+static void
+p_secrets(struct k8s_rt *r, const char *name, char *dst, size_t len)
+{
+	snprintf(dst, len, "/api/v1/namespaces/%s/secrets%s%s", r->ns,
+	    name ? "/" : "", name ? name : "");
+}
+
+static void
+p_netpols(struct k8s_rt *r, const char *name, char *dst, size_t len)
+{
+	snprintf(dst, len, "/apis/networking.k8s.io/v1/namespaces/%s/networkpolicies%s%s",
+	    r->ns, name ? "/" : "", name ? name : "");
+}
+
+/* GET; *out NULL (and 0 returned) on 404. */
+static int
+get_obj(struct k8s_rt *r, const char *path, cJSON **out, char *err, size_t errlen)
+{
+	int st;
+
+	if (api(r, "GET", path, NULL, NULL, &st, out, err, errlen) == -1)
+		return -1;
+	if (st == 404) {
+		*out = NULL;
+		return 0;
+	}
+	return st / 100 == 2 ? 0 : -1;
+}
+
+/* DELETE; 404 is success. */
+static int
+del_obj(struct k8s_rt *r, const char *path, const char *q, char *err, size_t errlen)
+{
+	char full[512];
+	int st;
+
+	snprintf(full, sizeof(full), "%s%s%s", path, q ? "?" : "", q ? q : "");
+	if (api(r, "DELETE", full, NULL, NULL, &st, NULL, err, errlen) == -1)
+		return -1;
+	return (st / 100 == 2 || st == 404) ? 0 : -1;
+}
+
+/* POST with fieldValidation=Strict; *status returned for 409 handling. */
+static int
+create_obj(struct k8s_rt *r, const char *path, const cJSON *obj, int *st,
+    cJSON **out, char *err, size_t errlen)
+{
+	char full[512];
+
+	snprintf(full, sizeof(full), "%s?fieldValidation=Strict", path);
+	if (api(r, "POST", full, NULL, obj, st, out, err, errlen) == -1)
+		return -1;
+	return (*st / 100 == 2 || *st == 409) ? 0 : -1;
+}
+
+static int
+merge_patch(struct k8s_rt *r, const char *path, const cJSON *patch, int *st,
+    char *err, size_t errlen)
+{
+	char full[512];
+
+	snprintf(full, sizeof(full), "%s?fieldValidation=Strict", path);
+	if (api(r, "PATCH", full, "application/merge-patch+json", patch, st,
+	    NULL, err, errlen) == -1)
+		return -1;
+	return (*st / 100 == 2 || *st == 404) ? 0 : -1;
+}
+
+/* {"metadata":{"annotations":{k:v,...}}} from pairs (v NULL deletes). */
+static cJSON *
+ann_patch(const char *const *kv, size_t n)
+{
+	cJSON *p = cJSON_CreateObject(), *a;
+	size_t i;
+
+	a = cJSON_AddObjectToObject(cJSON_AddObjectToObject(p, "metadata"),
+	    "annotations");
+	for (i = 0; i + 1 < 2 * n; i += 2) {
+		if (kv[i + 1] != NULL)
+			cJSON_AddStringToObject(a, kv[i], kv[i + 1]);
+		else
+			cJSON_AddNullToObject(a, kv[i]);
+	}
+	return p;
+}
+
+/* Lists every object under path matching query q into a new array. */
+static int
+list_all(struct k8s_rt *r, const char *path, const char *q, cJSON **items,
+    char *err, size_t errlen)
+{
+	char full[2048], cont[1024] = "";
+	cJSON *page, *arr, *it, *md, *c;
+	int st, pages = 0;
+
+	*items = cJSON_CreateArray();
+	do {
+		snprintf(full, sizeof(full), "%s?%s&limit=" LIST_PAGE "%s%s", path, q,
+		    cont[0] ? "&continue=" : "", cont);
+		if (api(r, "GET", full, NULL, NULL, &st, &page, err, errlen) == -1 ||
+		    st / 100 != 2)
+			goto fail;
+		arr = cJSON_DetachItemFromObjectCaseSensitive(page, "items");
+		while (arr != NULL && (it = cJSON_DetachItemFromArray(arr, 0)) != NULL)
+			cJSON_AddItemToArray(*items, it);
+		cJSON_Delete(arr);
+		cont[0] = '\0';
+		md = cJSON_GetObjectItemCaseSensitive(page, "metadata");
+		c = cJSON_GetObjectItemCaseSensitive(md, "continue");
+		if (cJSON_IsString(c) && c->valuestring[0] != '\0' &&
+		    k8s_urlencode(c->valuestring, cont, sizeof(cont)) == -1) {
+			snprintf(err, errlen, "list %s: continue token too long", path);
+			cJSON_Delete(page);
+			goto fail;
+		}
+		cJSON_Delete(page);
+	} while (cont[0] != '\0' && ++pages < 1000);
+	return 0;
+fail:
+	cJSON_Delete(*items);
+	*items = NULL;
+	return -1;
+}
+
+/* ---- agent and proxy admin (plain HTTP over the pod network) ---- */
+
+struct sink {
+	struct buf	*b;
+};
+
+static size_t
+sink_cb(char *p, size_t sz, size_t nm, void *arg)
+{
+	struct sink *s = arg;
+
+	return buf_add(s->b, p, sz * nm) == -1 ? 0 : sz * nm;
+}
+
+static void
+url_host(const char *ip, char *dst, size_t len)
+{
+	snprintf(dst, len, strchr(ip, ':') ? "[%s]" : "%s", ip);
+}
+
+/* POST/GET http://ip:port/path with a bearer token; 0 with *status. */
+static int
+http_call(const char *ip, long long port, const char *token, const char *method,
+    const char *path, const char *body, int timeout_ms, int *status,
+    struct buf *resp, char *err, size_t errlen)
+{
+	char url[512], host[128], auth[1200], ebuf[CURL_ERROR_SIZE] = "";
+	struct curl_slist *h = NULL;
+	struct sink s = { resp };
+	CURL *c;
+	CURLcode cr;
+	long code = 0;
+
+	if ((c = curl_easy_init()) == NULL) {
+		snprintf(err, errlen, "curl_easy_init failed");
+		return -1;
+	}
+	url_host(ip, host, sizeof(host));
+	snprintf(url, sizeof(url), "http://%s:%lld%s", host, port, path);
+	snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
+	h = curl_slist_append(h, auth);
+	explicit_bzero(auth, sizeof(auth));
+	h = curl_slist_append(h, "Content-Type: application/json");
+	h = curl_slist_append(h, "Expect:");
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http");
+	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
+	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, ebuf);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, sink_cb);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &s);
+	if (body != NULL) {
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
+	}
+	cr = curl_easy_perform(c);
+	curl_slist_free_all(h);
+	if (cr != CURLE_OK) {
+		snprintf(err, errlen, "%s %s: %s", method, url,
+		    ebuf[0] ? ebuf : curl_easy_strerror(cr));
+		curl_easy_cleanup(c);
+		return -1;
+	}
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+	curl_easy_cleanup(c);
+	*status = (int)code;
+	if (resp->p == NULL && buf_add(resp, "", 0) == -1)
+		abort();
+	return 0;
+}
+
+static int
+agent_health(struct k8s_rt *r, const char *id, const char *ip, char *err,
+    size_t errlen)
+{
+	char tok[65];
+	struct buf b;
+	int st, rc;
+
+	derive(r, "agent", id, tok);
+	buf_init(&b, 65536);
+	rc = http_call(ip, r->conf->agent_port, tok, "GET", "/v1/health", NULL,
+	    AGENT_TIMEOUT_MS, &st, &b, err, errlen);
+	if (rc == 0 && st != 200) {
+		snprintf(err, errlen, "agent health answered %d", st);
+		rc = -1;
+	}
+	buf_free(&b);
+	explicit_bzero(tok, sizeof(tok));
+	return rc;
+}
+
+/* Sends one admin op to a proxy pod; -1 unless it answers {"ok":true}. */
+static int
+proxy_admin(struct k8s_rt *r, const char *ip, const cJSON *req, char *err,
+    size_t errlen)
+{
+	struct buf b;
+	char *txt;
+	cJSON *rep = NULL, *okv, *e;
+	int st, rc = -1;
+
+	if ((txt = cJSON_PrintUnformatted(req)) == NULL)
+		abort();
+	buf_init(&b, 1024 * 1024);
+	if (http_call(ip, r->conf->proxy_admin_port, r->admin_token, "POST",
+	    "/admin", txt, ADMIN_TIMEOUT_MS, &st, &b, err, errlen) == -1)
+		goto out;
+	rep = cJSON_ParseWithLength(b.p, b.len);
+	okv = cJSON_GetObjectItemCaseSensitive(rep, "ok");
+	if (st != 200 || !cJSON_IsTrue(okv)) {
+		char esc[200];
+		e = cJSON_GetObjectItemCaseSensitive(rep, "error");
+		log_escape(esc, sizeof(esc), cJSON_IsString(e) ? e->valuestring :
+		    b.p, cJSON_IsString(e) ? strlen(e->valuestring) :
+		    (b.len > 100 ? 100 : b.len));
+		snprintf(err, errlen, "proxy admin %s answered %d: %s", ip, st, esc);
+		goto out;
+	}
+	rc = 0;
+out:
+	cJSON_Delete(rep);
+	explicit_bzero(txt, strlen(txt));
+	free(txt);
+	buf_free(&b);
+	return rc;
+}
+
+static void
+proxy_deregister(struct k8s_rt *r, const char *id, const cJSON *pod_ann)
+{
+	const char *ip = k8s_ann(pod_ann, K8S_ANN_PROXY_IP);
+	cJSON *req;
+	char err[512];
+
+	if (ip == NULL || ip[0] == '\0')
+		return;
+	req = cJSON_CreateObject();
+	cJSON_AddStringToObject(req, "op", "deregister");
+	cJSON_AddStringToObject(req, "id", id);
+	if (proxy_admin(r, ip, req, err, sizeof(err)) == -1)
+		log_warnx("sandbox=%s proxy deregister failed: %s", id, err);
+	cJSON_Delete(req);
+}
+
+/* ---- state ---- */
+
+static void
+info_fill(struct k8s_rt *r, struct rt_info *out, const char *id,
+    const cJSON *pod, const cJSON *pvc, const cJSON *np)
+{
+	const cJSON *ann = NULL, *src, *md;
+	struct k8s_podview v;
+	struct k8s_sbx s;
+	char e[128];
+	const char *spec, *lj;
+
+	(void)r;
+	memset(out, 0, sizeof(*out));
+	snprintf(out->id, sizeof(out->id), "%s", id);
+	src = pvc ? pvc : pod;
+	if (src != NULL) {
+		md = cJSON_GetObjectItemCaseSensitive(src, "metadata");
+		ann = cJSON_GetObjectItemCaseSensitive(md, "annotations");
+	}
+	if ((spec = k8s_ann(ann, K8S_ANN_SPEC)) != NULL &&
+	    k8s_sbx_decode(spec, id, &s, e, sizeof(e)) == 0) {
+		snprintf(out->image, sizeof(out->image), "%s", s.image);
+		k8s_sbx_clear(&s);
+	}
+	out->created_ms = k8s_ann_ll(ann, K8S_ANN_CREATED);
+	lj = k8s_ann(ann, K8S_ANN_LABELS);
+	if (k8s_labels_decode(lj, &out->labels, &out->nlabels) == -1) {
+		out->labels = NULL;
+		out->nlabels = 0;
+	}
+	if (pod != NULL) {
+		k8s_pod_view(pod, &v);
+		if (pvc == NULL) {
+			out->state = RT_FAILED;
+			snprintf(out->reason, sizeof(out->reason),
+			    "orphan pod: its workspace claim is gone");
+		} else if (v.deleting) {
+			out->state = RT_STOPPED;
+		} else if (v.failed) {
+			out->state = RT_FAILED;
+			snprintf(out->reason, sizeof(out->reason), "%s", v.reason);
+		} else if (strcmp(v.phase, "Running") == 0 && v.ready && v.ip) {
+			out->state = RT_RUNNING;
+			out->started_ms = k8s_ann_ll(v.annotations, K8S_ANN_STARTED);
+		} else {
+			out->state = RT_CREATING;
+			snprintf(out->reason, sizeof(out->reason), "%s", v.reason);
+		}
+	} else if (pvc != NULL) {
+		out->state = RT_STOPPED;
+	} else {
+		out->state = RT_FAILED;
+		snprintf(out->reason, sizeof(out->reason), "orphan %s",
+		    np ? "network policy" : "object");
+	}
+}
+
+static int
+pod_get(struct k8s_rt *r, const char *id, cJSON **pod, char *err, size_t errlen)
+{
+	char name[128], path[512];
+
+	k8s_name_pod(id, name, sizeof(name));
+	p_pods(r->ns, name, path, sizeof(path));
+	if (get_obj(r, path, pod, err, errlen) == -1)
+		return failf(err, errlen, "get pod", name);
+	return 0;
+}
+
+static int
+pvc_get(struct k8s_rt *r, const char *id, cJSON **pvc, char *err, size_t errlen)
+{
+	char name[128], path[512];
+
+	k8s_name_pvc(id, name, sizeof(name));
+	p_pvcs(r, name, path, sizeof(path));
+	if (get_obj(r, path, pvc, err, errlen) == -1)
+		return failf(err, errlen, "get claim", name);
+	return 0;
+}
+
+/* Waits until the pod is Running, Ready, has an IP and the agent answers. */
+static int
+wait_ready(struct k8s_rt *r, const char *id, cJSON **podp, char *err,
+    size_t errlen)
+{
+	long long deadline = mono_ms() + r->conf->ready_timeout_ms, step = 100;
+	struct k8s_podview v;
+	cJSON *pod = NULL;
+	char aerr[256] = "";
+
+	for (;;) {
+		cJSON_Delete(pod);
+		pod = NULL;
+		if (pod_get(r, id, &pod, err, errlen) == -1)
+			return -1;
+		if (pod == NULL) {
+			snprintf(err, errlen, "sandbox %s: pod disappeared while starting", id);
+			return -1;
+		}
+		k8s_pod_view(pod, &v);
+		if (v.failed) {
+			snprintf(err, errlen, "sandbox %s failed to start: %s", id, v.reason);
+			goto fail;
+		}
+		if (v.deleting) {
+			snprintf(err, errlen, "sandbox %s: pod is being deleted", id);
+			goto fail;
+		}
+		if (strcmp(v.phase, "Running") == 0 && v.ready && v.ip != NULL) {
+			if (agent_health(r, id, v.ip, aerr, sizeof(aerr)) == 0)
+				break;
+		}
+		if (mono_ms() >= deadline) {
+			snprintf(err, errlen, "sandbox %s not ready after %lld s (phase %s%s%s%s%s)",
+			    id, r->conf->ready_timeout_ms / 1000,
+			    v.phase[0] ? v.phase : "unknown", v.reason[0] ? ", " : "",
+			    v.reason, aerr[0] ? ", agent: " : "", aerr);
+			goto fail;
+		}
+		nap(step);
+		step = step * 2 > 1000 ? 1000 : step * 2;
+	}
+	*podp = pod;
+	return 0;
+fail:
+	cJSON_Delete(pod);
+	return -1;
+}
+
+/* Waits until the pod is gone (after a delete). */
+static int
+wait_gone(struct k8s_rt *r, const char *id, long long timeout_ms, char *err,
+    size_t errlen)
+{
+	long long deadline = mono_ms() + timeout_ms, step = 50;
+	cJSON *pod;
+
+	for (;;) {
+		if (pod_get(r, id, &pod, err, errlen) == -1)
+			return -1;
+		if (pod == NULL)
+			return 0;
+		cJSON_Delete(pod);
+		if (mono_ms() >= deadline) {
+			snprintf(err, errlen, "sandbox %s: pod still terminating after %lld s",
+			    id, timeout_ms / 1000);
+			return -1;
+		}
+		nap(step);
+		step = step * 2 > 500 ? 500 : step * 2;
+	}
+}
+
+static int
+delete_pod(struct k8s_rt *r, const char *id, long long grace, char *err,
+    size_t errlen)
+{
+	char name[128], path[512], q[64];
+
+	k8s_name_pod(id, name, sizeof(name));
+	p_pods(r->ns, name, path, sizeof(path));
+	snprintf(q, sizeof(q), "gracePeriodSeconds=%lld", grace);
+	if (del_obj(r, path, q, err, errlen) == -1)
+		return failf(err, errlen, "delete pod", name);
+	return 0;
+}
+
+/* Creates or replaces the sandbox's NetworkPolicy; proxy NULL: no egress. */
+static int
+netpol_apply(struct k8s_rt *r, const char *id, const char *proxy_pod, char *err,
+    size_t errlen)
+{
+	struct netpol_kv lbl[3] = {
+		{ K8S_LBL_MANAGED, K8S_MANAGER },
+		{ K8S_LBL_INSTANCE, r->conf->instance },
+		{ K8S_LBL_ID, id },
+	};
+	struct netpol_kv podsel[2] = { { K8S_LBL_ID, id }, { K8S_LBL_ROLE, "sandbox" } };
+	struct netpol_kv psel[MAX_SEL + 1];
+	struct netpol_sandbox np;
+	char name[128], path[512], full[600];
+	cJSON *obj;
+	size_t i;
+	int st, rc = -1;
+
+	memset(&np, 0, sizeof(np));
+	k8s_name_netpol(id, name, sizeof(name));
+	np.name = name;
+	np.ns = r->ns;
+	np.labels = lbl;
+	np.nlabels = 3;
+	np.pod = podsel;
+	np.npod = 2;
+	if (proxy_pod != NULL) {
+		for (i = 0; i < r->nproxy; i++)
+			psel[i] = r->proxy[i];
+		psel[i].k = K8S_LBL_PROXY_POD;
+		psel[i].v = proxy_pod;
+		np.proxy = psel;
+		np.nproxy = r->nproxy + 1;
+		np.proxy_ns = r->pns;
+		np.proxy_port = (int)r->conf->proxy_port;
+	}
+	np.orch_ns = r->ons;
+	np.orch = r->orch;
+	np.norch = r->norch;
+	np.agent_port = (int)r->conf->agent_port;
+	np.dns = r->conf->netpol_dns;
+	if ((obj = netpol_render_sandbox(&np)) == NULL) {
+		snprintf(err, errlen, "cannot render network policy for %s", id);
+		return -1;
+	}
+	p_netpols(r, NULL, path, sizeof(path));
+	if (create_obj(r, path, obj, &st, NULL, err, errlen) == -1) {
+		failf(err, errlen, "create network policy", name);
+		goto out;
+	}
+	if (st == 409) {
+		/* Unconditional update (no resourceVersion). */
+		p_netpols(r, name, path, sizeof(path));
+		snprintf(full, sizeof(full), "%s?fieldValidation=Strict", path);
+		if (api(r, "PUT", full, NULL, obj, &st, NULL, err, errlen) == -1 ||
+		    st / 100 != 2) {
+			failf(err, errlen, "replace network policy", name);
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	cJSON_Delete(obj);
+	return rc;
+}
+
+/* ---- the proxy fleet ---- */
+
+struct proxy {
+	char		 name[254];
+	char		 ip[64];
+	int		 ready;
+	int		 labelled;
+	long long	 load;
+};
+
+static int
+proxies_list(struct k8s_rt *r, struct proxy **out, size_t *n, char *err,
+    size_t errlen)
+{
+	char path[512];
+	cJSON *items, *it;
+	struct k8s_podview v;
+	struct proxy *p;
+	const char *l;
+	size_t cnt;
+
+	*out = NULL;
+	*n = 0;
+	p_pods(r->pns, NULL, path, sizeof(path));
+	if (list_all(r, path, r->proxy_q, &items, err, errlen) == -1)
+		return failf(err, errlen, "list proxy pods in", r->pns);
+	cnt = (size_t)cJSON_GetArraySize(items);
+	p = cnt ? xcalloc(cnt, sizeof(*p)) : NULL;
+	cJSON_ArrayForEach(it, items) {
+		k8s_pod_view(it, &v);
+		if (v.name == NULL)
+			continue;
+		snprintf(p[*n].name, sizeof(p[*n].name), "%s", v.name);
+		snprintf(p[*n].ip, sizeof(p[*n].ip), "%s", v.ip ? v.ip : "");
+		p[*n].ready = !v.deleting && !v.failed && v.ready && v.ip != NULL &&
+		    strcmp(v.phase, "Running") == 0;
+		l = k8s_ann(v.labels, K8S_LBL_PROXY_POD);
+		p[*n].labelled = l != NULL && strcmp(l, v.name) == 0;
+		(*n)++;
+	}
+	cJSON_Delete(items);
+	*out = p;
+	return 0;
+}
+
+static struct proxy *
+proxy_find(struct proxy *p, size_t n, const char *name)
+{
+	size_t i;
+
+	for (i = 0; name != NULL && i < n; i++)
+		if (strcmp(p[i].name, name) == 0)
+			return &p[i];
+	return NULL;
+}
+
+/* Labels a proxy pod with its own name so a policy can select just it. */
+static int
+proxy_label(struct k8s_rt *r, struct proxy *p, char *err, size_t errlen)
+{
+	cJSON *patch;
+	char path[512];
+	int st, rc;
+
+	if (p->labelled)
+		return 0;
+	patch = cJSON_CreateObject();
+	cJSON_AddStringToObject(cJSON_AddObjectToObject(cJSON_AddObjectToObject(
+	    patch, "metadata"), "labels"), K8S_LBL_PROXY_POD, p->name);
+	p_pods(r->pns, p->name, path, sizeof(path));
+	rc = merge_patch(r, path, patch, &st, err, errlen);
+	cJSON_Delete(patch);
+	if (rc == -1 || st == 404)
+		return failf(err, errlen, "label proxy pod", p->name);
+	p->labelled = 1;
+	return 0;
+}
+
+static long long
+desired_replicas(struct k8s_rt *r, long long running)
+{
+	long long per = r->conf->sandboxes_per_proxy, d;
+
+	d = running == 0 ? 0 : (running + per - 1) / per;
+	return d < r->conf->proxy_min_replicas ? r->conf->proxy_min_replicas : d;
+}
+
+/* Sets the proxy Deployment's replicas through the scale subresource. */
+static int
+scale_to(struct k8s_rt *r, long long want, char *err, size_t errlen)
+{
+	char path[512], full[600];
+	cJSON *sc = NULL, *patch;
+	const cJSON *spec, *rep;
+	int st, rc = -1;
+	long long have = -1;
+
+	snprintf(path, sizeof(path), "/apis/apps/v1/namespaces/%s/deployments/%s/scale",
+	    r->pns, r->conf->proxy_deployment);
+	if (api(r, "GET", path, NULL, NULL, &st, &sc, err, errlen) == -1 ||
+	    st / 100 != 2)
+		return failf(err, errlen, "get scale of deployment",
+		    r->conf->proxy_deployment);
+	spec = cJSON_GetObjectItemCaseSensitive(sc, "spec");
+	rep = cJSON_GetObjectItemCaseSensitive(spec, "replicas");
+	if (cJSON_IsNumber(rep))
+		have = (long long)rep->valuedouble;
+	else
+		have = 0;
+	cJSON_Delete(sc);
+	if (have == want)
+		return 0;
+	patch = cJSON_CreateObject();
+	cJSON_AddNumberToObject(cJSON_AddObjectToObject(patch, "spec"), "replicas",
+	    (double)want);
+	snprintf(full, sizeof(full), "%s?fieldValidation=Strict", path);
+	if (api(r, "PATCH", full, "application/merge-patch+json", patch, &st, NULL,
+	    err, errlen) == -1 || st / 100 != 2) {
+		failf(err, errlen, "scale deployment", r->conf->proxy_deployment);
+		goto out;
+	}
+	log_info("k8s proxy deployment=%s/%s replicas=%lld (was %lld)", r->pns,
+	    r->conf->proxy_deployment, want, have);
+	rc = 0;
+out:
+	cJSON_Delete(patch);
+	return rc;
+}
+
+/* Our sandbox pods that count as running (not deleting, not failed). */
+static int
+sandboxes_list(struct k8s_rt *r, cJSON **items, char *err, size_t errlen)
+{
+	char path[512];
+
+	p_pods(r->ns, NULL, path, sizeof(path));
+	if (list_all(r, path, r->sel_q, items, err, errlen) == -1)
+		return failf(err, errlen, "list sandbox pods in", r->ns);
+	return 0;
+}
+
+static void
+count_load(cJSON *pods, struct proxy *p, size_t np, long long *running)
+{
+	struct k8s_podview v;
+	struct proxy *x;
+	cJSON *it;
+
+	*running = 0;
+	cJSON_ArrayForEach(it, pods) {
+		k8s_pod_view(it, &v);
+		if (v.deleting || v.failed)
+			continue;
+		(*running)++;
+		if ((x = proxy_find(p, np, k8s_ann(v.annotations, K8S_ANN_PROXY))) != NULL)
+			x->load++;
+	}
+}
+
+static struct proxy *
+least_loaded(struct proxy *p, size_t n)
+{
+	struct proxy *best = NULL;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (p[i].ready && (best == NULL || p[i].load < best->load))
+			best = &p[i];
+	return best;
+}
+
+static void
+env_line(char *dst, size_t len, size_t *off, const char *k, const char *v)
+{
+	int n;
+
+	if (*off >= len)
+		return;
+	n = snprintf(dst + *off, len - *off, "%s=%s\n", k, v);
+	if (n > 0)
+		*off += (size_t)n >= len - *off ? len - *off - 1 : (size_t)n;
+}
+
+/* The proxy env of a sandbox, as "K=V\n" lines and as an agent /v1/env set. */
+static void
+proxy_env(struct k8s_rt *r, const char *id, const char *proxy_ip, char *out,
+    size_t outlen, cJSON *set)
+{
+	char sec[65], url[512], host[128];
+	static const char *cas[] = { "SSL_CERT_FILE", "GIT_SSL_CAINFO",
+	    "CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS" };
+	const char *ks[] = { "HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy" };
+	size_t off = 0, i;
+
+	derive(r, "proxy", id, sec);
+	url_host(proxy_ip, host, sizeof(host));
+	snprintf(url, sizeof(url), "http://%s:%s@%s:%lld", id, sec, host,
+	    r->conf->proxy_port);
+	if (outlen > 0)
+		out[0] = '\0';
+	for (i = 0; i < NELEM(ks); i++) {
+		env_line(out, outlen, &off, ks[i], url);
+		cJSON_AddStringToObject(set, ks[i], url);
+	}
+	env_line(out, outlen, &off, "NO_PROXY", "localhost,127.0.0.1,::1");
+	env_line(out, outlen, &off, "no_proxy", "localhost,127.0.0.1,::1");
+	cJSON_AddStringToObject(set, "NO_PROXY", "localhost,127.0.0.1,::1");
+	cJSON_AddStringToObject(set, "no_proxy", "localhost,127.0.0.1,::1");
+	if (r->conf->proxy_ca_configmap != NULL && r->conf->proxy_ca_configmap[0]) {
+		for (i = 0; i < NELEM(cas); i++) {
+			env_line(out, outlen, &off, cas[i], K8S_PROXY_CA_DIR "/ca.crt");
+			cJSON_AddStringToObject(set, cas[i], K8S_PROXY_CA_DIR "/ca.crt");
+		}
+	}
+	explicit_bzero(sec, sizeof(sec));
+	explicit_bzero(url, sizeof(url));
+}
+
+/*
+ * Assigns a sandbox (whose pod is running at pod_ip) to the least-loaded
+ * ready proxy pod, scaling the fleet up first if there is none: registers
+ * it there, records the assignment on the pod, lets the policy reach that
+ * pod only, and pushes the proxy env to the agent. Caller holds fleet_mtx.
+ */
+static int
+assign_locked(struct k8s_rt *r, const char *id, const char *pod_ip,
+    const char *egress_json, char *env_out, size_t envlen, char *err,
+    size_t errlen)
+{
+	struct proxy *px = NULL, *best;
+	size_t npx = 0;
+	cJSON *pods = NULL, *req = NULL, *attrs, *eg = NULL, *set = NULL, *body;
+	char sec[65], path[512], name[128], tok[65], *txt;
+	const char *kv[6];
+	long long running, deadline = mono_ms() + r->conf->proxy_wait_ms;
+	struct buf b;
+	int st, rc = -1;
+
+	for (;;) {
+		free(px);
+		px = NULL;
+		cJSON_Delete(pods);
+		pods = NULL;
+		if (proxies_list(r, &px, &npx, err, errlen) == -1 ||
+		    sandboxes_list(r, &pods, err, errlen) == -1)
+			goto out;
+		count_load(pods, px, npx, &running);
+		if ((best = least_loaded(px, npx)) != NULL)
+			break;
+		if (scale_to(r, desired_replicas(r, running > 0 ? running : 1), err,
+		    errlen) == -1)
+			goto out;
+		if (mono_ms() >= deadline) {
+			snprintf(err, errlen, "no ready egress-proxy pod in %s after %lld s",
+			    r->pns, r->conf->proxy_wait_ms / 1000);
+			goto out;
+		}
+		nap(250);
+	}
+	if (proxy_label(r, best, err, errlen) == -1)
+		goto out;
+
+	derive(r, "proxy", id, sec);
+	req = cJSON_CreateObject();
+	cJSON_AddStringToObject(req, "op", "register");
+	cJSON_AddStringToObject(req, "id", id);
+	cJSON_AddStringToObject(req, "secret", sec);
+	cJSON_AddStringToObject(req, "peer", pod_ip);
+	eg = egress_json ? cJSON_Parse(egress_json) : NULL;
+	attrs = cJSON_IsObject(eg) ? cJSON_Duplicate(eg, 1) : cJSON_CreateObject();
+	cJSON_AddItemToObject(req, "attrs", attrs);
+	if (proxy_admin(r, best->ip, req, err, errlen) == -1) {
+		failf(err, errlen, "register sandbox with proxy pod", best->name);
+		goto out;
+	}
+	best->load++;
+
+	kv[0] = K8S_ANN_PROXY; kv[1] = best->name;
+	kv[2] = K8S_ANN_PROXY_IP; kv[3] = best->ip;
+	kv[4] = K8S_ANN_EGRESS; kv[5] = egress_json;
+	body = ann_patch(kv, egress_json ? 3 : 2);
+	k8s_name_pod(id, name, sizeof(name));
+	p_pods(r->ns, name, path, sizeof(path));
+	rc = merge_patch(r, path, body, &st, err, errlen);
+	cJSON_Delete(body);
+	if (rc == -1 || st == 404) {
+		rc = -1;
+		if (st == 404)
+			snprintf(err, errlen, "sandbox %s: pod gone while attaching", id);
+		goto out;
+	}
+	rc = -1;
+	if (netpol_apply(r, id, best->name, err, errlen) == -1)
+		goto out;
+
+	set = cJSON_CreateObject();
+	body = cJSON_AddObjectToObject(set, "set");
+	proxy_env(r, id, best->ip, env_out, envlen, body);
+	if ((txt = cJSON_PrintUnformatted(set)) == NULL)
+		abort();
+	derive(r, "agent", id, tok);
+	buf_init(&b, 65536);
+	if (http_call(pod_ip, r->conf->agent_port, tok, "POST", "/v1/env", txt,
+	    AGENT_TIMEOUT_MS, &st, &b, err, errlen) == -1 || st != 200)
+		log_warnx("sandbox=%s could not push proxy env to the agent (%d)",
+		    id, st);
+	buf_free(&b);
+	explicit_bzero(txt, strlen(txt));
+	free(txt);
+	explicit_bzero(tok, sizeof(tok));
+	log_info("sandbox=%s proxy=%s/%s ip=%s load=%lld", id, r->pns, best->name,
+	    best->ip, best->load);
+	rc = 0;
+out:
+	explicit_bzero(sec, sizeof(sec));
+	cJSON_Delete(set);
+	cJSON_Delete(req);
+	cJSON_Delete(eg);
+	cJSON_Delete(pods);
+	free(px);
+	return rc;
+}
+
+int
+runtime_k8s_fleet_sync(struct runtime *rt, char *err, size_t errlen)
+{
+	struct k8s_rt *r = rt->impl;
+	struct proxy *px = NULL, *cur;
+	size_t npx = 0, i;
+	cJSON *pods = NULL, *it;
+	struct k8s_podview v;
+	long long running;
+	char env[2048], e2[512];
+	int rc = -1, moved = 0;
+
+	pthread_mutex_lock(&r->fleet_mtx);
+	if (sandboxes_list(r, &pods, err, errlen) == -1 ||
+	    proxies_list(r, &px, &npx, err, errlen) == -1)
+		goto out;
+	count_load(pods, px, npx, &running);
+	if (scale_to(r, desired_replicas(r, running), err, errlen) == -1)
+		goto out;
+	for (i = 0; i < npx; i++)
+		if (px[i].ready && proxy_label(r, &px[i], e2, sizeof(e2)) == -1)
+			log_warnx("k8s %s", e2);
+	/* Re-assign sandboxes whose proxy pod went away or is not ready. */
+	cJSON_ArrayForEach(it, pods) {
+		const char *eg;
+
+		k8s_pod_view(it, &v);
+		if (v.deleting || v.failed || v.id == NULL || !rt_id_valid(v.id) ||
+		    v.ip == NULL || strcmp(v.phase, "Running") != 0)
+			continue;
+		if ((eg = k8s_ann(v.annotations, K8S_ANN_EGRESS)) == NULL)
+			continue;	/* never attached (e.g. warm) */
+		cur = proxy_find(px, npx, k8s_ann(v.annotations, K8S_ANN_PROXY));
+		if (cur != NULL && cur->ready)
+			continue;
+		log_info("sandbox=%s proxy=%s gone; re-assigning", v.id,
+		    k8s_ann(v.annotations, K8S_ANN_PROXY) ?
+		    k8s_ann(v.annotations, K8S_ANN_PROXY) : "-");
+		if (assign_locked(r, v.id, v.ip, eg, env, sizeof(env), e2,
+		    sizeof(e2)) == -1)
+			log_warnx("sandbox=%s re-assign failed: %s", v.id, e2);
+		else
+			moved++;
+	}
+	rc = 0;
+out:
+	pthread_mutex_unlock(&r->fleet_mtx);
+	cJSON_Delete(pods);
+	free(px);
+	return rc;
+}
+
+/* Scales to what runs now; errors are logged (the fleet thread retries). */
+static void
+rescale(struct k8s_rt *r)
+{
+	cJSON *pods = NULL;
+	long long running;
+	char err[512];
+
+	pthread_mutex_lock(&r->fleet_mtx);
+	if (sandboxes_list(r, &pods, err, sizeof(err)) == 0) {
+		count_load(pods, NULL, 0, &running);
+		if (scale_to(r, desired_replicas(r, running), err, sizeof(err)) == -1)
+			log_warnx("k8s %s", err);
+	} else
+		log_warnx("k8s %s", err);
+	pthread_mutex_unlock(&r->fleet_mtx);
+	cJSON_Delete(pods);
+}
+
+/* ---- runtime ops ---- */
+
+static int
+k8s_destroy(struct runtime *rt, const char *id, char *err, size_t errlen)
+{
+	struct k8s_rt *r = rt->impl;
+	char name[128], path[512];
+	cJSON *pod = NULL;
+	struct k8s_podview v;
+
+	if (!rt_id_valid(id)) {
+		snprintf(err, errlen, "invalid sandbox id");
+		return -1;
+	}
+	if (pod_get(r, id, &pod, err, errlen) == -1)
+		return -1;
+	if (pod != NULL) {
+		k8s_pod_view(pod, &v);
+		proxy_deregister(r, id, v.annotations);
+		cJSON_Delete(pod);
+		if (delete_pod(r, id, 0, err, errlen) == -1)
+			return -1;
+	}
+	k8s_name_netpol(id, name, sizeof(name));
+	p_netpols(r, name, path, sizeof(path));
+	if (del_obj(r, path, NULL, err, errlen) == -1)
+		return failf(err, errlen, "delete network policy", name);
+	k8s_name_secret(id, name, sizeof(name));
+	p_secrets(r, name, path, sizeof(path));
+	if (del_obj(r, path, NULL, err, errlen) == -1)
+		return failf(err, errlen, "delete secret", name);
+	k8s_name_pvc(id, name, sizeof(name));
+	p_pvcs(r, name, path, sizeof(path));
+	if (del_obj(r, path, "propagationPolicy=Background", err, errlen) == -1)
+		return failf(err, errlen, "delete claim", name);
+	log_info("sandbox=%s destroyed", id);
+	rescale(r);
+	return 0;
+}
+
+/* Fills the spec defaults from the configuration. */
+static void
+sbx_defaults(struct k8s_rt *r, struct k8s_sbx *s)
+{
+	if (s->mem == 0)
+		s->mem = r->conf->mem_bytes;
+	if (s->cpu == 0)
+		s->cpu = r->conf->cpu_millis;
+	if (s->disk == 0)
+		s->disk = r->conf->disk_bytes;
+}
+
+static int
+pod_create(struct k8s_rt *r, const struct k8s_sbx *s, const char *labels_json,
+    const char *egress_json, long long created_ms, char *err, size_t errlen)
+{
+	char path[512], name[128];
+	cJSON *pod;
+	int st, rc;
+
+	pod = k8s_build_pod(&r->par, s, labels_json, egress_json, created_ms,
+	    unix_ms());
+	p_pods(r->ns, NULL, path, sizeof(path));
+	rc = create_obj(r, path, pod, &st, NULL, err, errlen);
+	cJSON_Delete(pod);
+	k8s_name_pod(s->id, name, sizeof(name));
+	if (rc == -1)
+		return failf(err, errlen, "create pod", name);
+	if (st == 409) {
+		snprintf(err, errlen, "sandbox %s already has a pod", s->id);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+k8s_create(struct runtime *rt, const struct rt_spec *sp, struct rt_info *out,
+    char *err, size_t errlen)
+{
+	struct k8s_rt *r = rt->impl;
+	struct k8s_sbx s;
+	cJSON *obj = NULL, *resp = NULL, *pod = NULL;
+	const cJSON *uid;
+	char path[512], name[128], tok[65], *labels = NULL, e2[256];
+	long long created = unix_ms();
+	int st, rc = -1, made = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (k8s_sbx_from_spec(&s, sp, r->conf->image, err, errlen) == -1)
+		return -1;
+	sbx_defaults(r, &s);
+	if (s.use_kata && (r->conf->kata_runtime_class == NULL ||
+	    r->conf->kata_runtime_class[0] == '\0')) {
+		snprintf(err, errlen, "use_kata: no kata runtime class is configured "
+		    "(kubernetes.kata_runtime_class)");
+		goto out;
+	}
+	if (sp->nlabels > K8S_MAX_LABELS) {
+		snprintf(err, errlen, "too many labels (max %d)", K8S_MAX_LABELS);
+		goto out;
+	}
+	labels = k8s_labels_encode(sp->labels, sp->nlabels);
+	if (strlen(labels) > K8S_MAX_ANN) {
+		snprintf(err, errlen, "labels too large (max %d bytes)", K8S_MAX_ANN);
+		goto out;
+	}
+
+	/* 1. The workspace claim: the session record. */
+	obj = k8s_build_pvc(&r->par, &s, labels, NULL, created);
+	p_pvcs(r, NULL, path, sizeof(path));
+	k8s_name_pvc(s.id, name, sizeof(name));
+	if (create_obj(r, path, obj, &st, &resp, err, errlen) == -1) {
+		failf(err, errlen, "create claim", name);
+		goto out;
+	}
+	if (st == 409) {
+		snprintf(err, errlen, "sandbox %s already exists", s.id);
+		goto out;
+	}
+	made = 1;
+	cJSON_Delete(obj);
+	uid = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(resp,
+	    "metadata"), "uid");
+
+	/* 2. The agent token, garbage-collected with the claim. */
+	derive(r, "agent", s.id, tok);
+	obj = k8s_build_secret(&r->par, s.id, tok, cJSON_IsString(uid) ?
+	    uid->valuestring : NULL);
+	explicit_bzero(tok, sizeof(tok));
+	p_secrets(r, NULL, path, sizeof(path));
+	k8s_name_secret(s.id, name, sizeof(name));
+	rc = create_obj(r, path, obj, &st, NULL, err, errlen);
+	cJSON_Delete(obj);
+	obj = NULL;
+	if (rc == -1) {
+		failf(err, errlen, "create secret", name);
+		goto out;
+	}
+	rc = -1;
+
+	/* 3. The policy (no egress until attached), then the pod. */
+	if (netpol_apply(r, s.id, NULL, err, errlen) == -1 ||
+	    pod_create(r, &s, labels, NULL, created, err, errlen) == -1 ||
+	    wait_ready(r, s.id, &pod, err, errlen) == -1)
+		goto out;
+	info_fill(r, out, s.id, pod, resp, NULL);
+	log_info("sandbox=%s created image=%s runtimeClass=%s", s.id, s.image,
+	    s.use_kata ? r->conf->kata_runtime_class : r->conf->runtime_class);
+	rc = 0;
+out:
+	if (rc == -1 && made) {
+		/* The caller gets nothing half-made. */
+		if (k8s_destroy(rt, s.id, e2, sizeof(e2)) == -1)
+			log_warnx("sandbox=%s cleanup after failed create: %s", s.id, e2);
+	}
+	cJSON_Delete(obj);
+	cJSON_Delete(resp);
+	cJSON_Delete(pod);
+	free(labels);
+	k8s_sbx_clear(&s);
+	if (rc == 0)
+		rescale(r);
+	return rc;
+}
+
+static int
+k8s_start(struct runtime *rt, const char *id, char *err, size_t errlen)
+{
+	struct k8s_rt *r = rt->impl;
+	cJSON *pvc = NULL, *pod = NULL;
+	const cJSON *ann;
+	struct k8s_podview v;
+	struct k8s_sbx s;
+	const char *eg;
+	char env[2048];
+	int rc = -1;
+
+	memset(&s, 0, sizeof(s));
+	if (!rt_id_valid(id)) {
+		snprintf(err, errlen, "invalid sandbox id");
+		return -1;
+	}
+	if (pvc_get(r, id, &pvc, err, errlen) == -1)
+		return -1;
+	if (pvc == NULL) {
+		snprintf(err, errlen, "sandbox %s not found", id);
+		return -1;
+	}
+	ann = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pvc,
+	    "metadata"), "annotations");
+	if (pod_get(r, id, &pod, err, errlen) == -1)
+		goto out;
+	if (pod != NULL) {
+		k8s_pod_view(pod, &v);
+		if (!v.deleting && !v.failed) {
+			/* Already there: wait for it rather than start twice. */
+			cJSON_Delete(pod);
+			pod = NULL;
+			rc = wait_ready(r, id, &pod, err, errlen);
+			goto out;
+		}
+		/* A failed or evicted pod is replaced on the same claim. */
+		log_info("sandbox=%s replacing pod (%s)", id,
+		    v.failed ? v.reason : "terminating");
+		proxy_deregister(r, id, v.annotations);
+		cJSON_Delete(pod);
+		pod = NULL;
+		if (delete_pod(r, id, 0, err, errlen) == -1 ||
+		    wait_gone(r, id, 60000, err, errlen) == -1)
+			goto out;
+	}
+	if (k8s_sbx_decode(k8s_ann(ann, K8S_ANN_SPEC), id, &s, err, errlen) == -1)
+		goto out;
+	sbx_defaults(r, &s);
+	eg = k8s_ann(ann, K8S_ANN_EGRESS);
+	if (pod_create(r, &s, k8s_ann(ann, K8S_ANN_LABELS), eg,
+	    k8s_ann_ll(ann, K8S_ANN_CREATED), err, errlen) == -1 ||
+	    netpol_apply(r, id, NULL, err, errlen) == -1 ||
+	    wait_ready(r, id, &pod, err, errlen) == -1)
+		goto out;
+	if (eg != NULL) {
+		/* It had a proxy identity: give it a proxy again. */
+		k8s_pod_view(pod, &v);
+		pthread_mutex_lock(&r->fleet_mtx);
+		rc = assign_locked(r, id, v.ip, eg, env, sizeof(env), err, errlen);
+		pthread_mutex_unlock(&r->fleet_mtx);
+		explicit_bzero(env, sizeof(env));
+		if (rc == -1)
+			goto out;
+	}
+	log_info("sandbox=%s started", id);
+	rc = 0;
+out:
+	k8s_sbx_clear(&s);
+	cJSON_Delete(pvc);
+	cJSON_Delete(pod);
+	rescale(r);
+	return rc;
+}
+
+static int
+k8s_stop(struct runtime *rt, const char *id, char *err, size_t errlen)
+{
+	struct k8s_rt *r = rt->impl;
+	cJSON *pod = NULL, *pvc = NULL;
+	struct k8s_podview v;
+
+	if (!rt_id_valid(id)) {
+		snprintf(err, errlen, "invalid sandbox id");
+		return -1;
+	}
+	if (pod_get(r, id, &pod, err, errlen) == -1)
+		return -1;
+	if (pod == NULL) {
+		if (pvc_get(r, id, &pvc, err, errlen) == -1)
+			return -1;
+		if (pvc == NULL) {
+			snprintf(err, errlen, "sandbox %s not found", id);
+			return -1;
+		}
+		cJSON_Delete(pvc);
+		return 0;
+	}
+	k8s_pod_view(pod, &v);
+	proxy_deregister(r, id, v.annotations);
+	cJSON_Delete(pod);
+	if (delete_pod(r, id, r->conf->stop_grace_s, err, errlen) == -1 ||
+	    wait_gone(r, id, (r->conf->stop_grace_s + 60) * 1000, err, errlen) == -1)
+		return -1;
+	/* The policy stays (it allows nothing without a pod); the proxy
+	 * assignment went with the pod. */
+	log_info("sandbox=%s stopped", id);
+	rescale(r);
+	return 0;
+}
+
+static int
+k8s_get(struct runtime *rt, const char *id, struct rt_info *out, char *err,
+    size_t errlen)
+{
+	struct k8s_rt *r = rt->impl;
+	cJSON *pod = NULL, *pvc = NULL;
+
+	memset(out, 0, sizeof(*out));
+	if (!rt_id_valid(id)) {
+		snprintf(err, errlen, "not found");
+		return -1;
+	}
+	if (pod_get(r, id, &pod, err, errlen) == -1 ||
+	    pvc_get(r, id, &pvc, err, errlen) == -1) {
+		cJSON_Delete(pod);
+		return -1;
+	}
+	if (pod == NULL && pvc == NULL) {
+		snprintf(err, errlen, "not found");
+		return -1;
+	}
+	info_fill(r, out, id, pod, pvc, NULL);
+	cJSON_Delete(pod);
+	cJSON_Delete(pvc);
+	return 0;
+}
+
+struct ent {
+	const char	*id;
+	const cJSON	*pod, *pvc, *np;
+};
+
+static struct ent *
+ent_get(struct ent **arr, size_t *n, size_t *cap, const char *id)
+{
+	size_t i;
+
+	for (i = 0; i < *n; i++)
+		if (strcmp((*arr)[i].id, id) == 0)
+			return &(*arr)[i];
+	if (*n == *cap) {
+		*cap = *cap ? *cap * 2 : 16;
+		*arr = xreallocarray(*arr, *cap, sizeof(**arr));
+	}
+	memset(&(*arr)[*n], 0, sizeof(**arr));
+	(*arr)[*n].id = id;
+	return &(*arr)[(*n)++];
+}
+
+static const char *
+obj_id(const cJSON *o)
+{
+	const cJSON *l = cJSON_GetObjectItemCaseSensitive(
+	    cJSON_GetObjectItemCaseSensitive(o, "metadata"), "labels");
+	const char *id = k8s_ann(l, K8S_LBL_ID);
+
+	return id != NULL && rt_id_valid(id) ? id : NULL;
+}
+
+static int
+k8s_list(struct runtime *rt, struct rt_info **out, size_t *n, char *err,
+    size_t errlen)
+{
+	struct k8s_rt *r = rt->impl;
+	cJSON *pods = NULL, *nps = NULL, *pvcs = NULL, *it;
+	struct ent *e = NULL, *x;
+	size_t ne = 0, cap = 0, i;
+	char path[512];
+	const char *id;
+	int rc = -1;
+
+	*out = NULL;
+	*n = 0;
+	/* Pods and policies first: a pod's claim is made before it, so any
+	 * pod seen here has its claim in the later list unless it is going. */
+	if (sandboxes_list(r, &pods, err, errlen) == -1)
+		goto out;
+	p_netpols(r, NULL, path, sizeof(path));
+	if (list_all(r, path, r->sel_q, &nps, err, errlen) == -1) {
+		failf(err, errlen, "list network policies in", r->ns);
+		goto out;
+	}
+	p_pvcs(r, NULL, path, sizeof(path));
+	if (list_all(r, path, r->sel_q, &pvcs, err, errlen) == -1) {
+		failf(err, errlen, "list claims in", r->ns);
+		goto out;
+	}
+	cJSON_ArrayForEach(it, pvcs)
+		if ((id = obj_id(it)) != NULL)
+			ent_get(&e, &ne, &cap, id)->pvc = it;
+	cJSON_ArrayForEach(it, pods)
+		if ((id = obj_id(it)) != NULL)
+			ent_get(&e, &ne, &cap, id)->pod = it;
+	cJSON_ArrayForEach(it, nps)
+		if ((id = obj_id(it)) != NULL)
+			ent_get(&e, &ne, &cap, id)->np = it;
+	if (ne > 0)
+		*out = xcalloc(ne, sizeof(**out));
+	for (i = 0; i < ne; i++) {
+		x = &e[i];
+		info_fill(r, &(*out)[i], x->id, x->pod, x->pvc, x->np);
+	}
+	*n = ne;
+	rc = 0;
+out:
+	free(e);
+	cJSON_Delete(pods);
+	cJSON_Delete(nps);
+	cJSON_Delete(pvcs);
+	return rc;
+}
+
+static int
+k8s_set_labels(struct runtime *rt, const char *id, const struct rt_kv *kv,
+    size_t nkv, char *err, size_t errlen)
+{
+	struct k8s_rt *r = rt->impl;
+	char name[128], path[512], *lj;
+	const char *pair[2];
+	cJSON *patch;
+	int st, rc = -1;
+
+	if (!rt_id_valid(id)) {
+		snprintf(err, errlen, "not found");
+		return -1;
+	}
+	if (nkv > K8S_MAX_LABELS) {
+		snprintf(err, errlen, "too many labels (max %d)", K8S_MAX_LABELS);
+		return -1;
+	}
+	lj = k8s_labels_encode(kv, nkv);
+	if (strlen(lj) > K8S_MAX_ANN) {
+		snprintf(err, errlen, "labels too large (max %d bytes)", K8S_MAX_ANN);
+		free(lj);
+		return -1;
+	}
+	pair[0] = K8S_ANN_LABELS;
+	pair[1] = lj;
+	patch = ann_patch(pair, 1);
+	k8s_name_pvc(id, name, sizeof(name));
+	p_pvcs(r, name, path, sizeof(path));
+	if (merge_patch(r, path, patch, &st, err, errlen) == -1) {
+		failf(err, errlen, "label claim", name);
+		goto out;
+	}
+	if (st == 404) {
+		snprintf(err, errlen, "not found");
+		goto out;
+	}
+	k8s_name_pod(id, name, sizeof(name));
+	p_pods(r->ns, name, path, sizeof(path));
+	if (merge_patch(r, path, patch, &st, err, errlen) == -1) {
+		failf(err, errlen, "label pod", name);
+		goto out;
+	}
+	rc = 0;
+out:
+	cJSON_Delete(patch);
+	free(lj);
+	return rc;
+}
+
+static int
+k8s_agent_addr(struct runtime *rt, const char *id, struct rt_agent_addr *out,
+    char *err, size_t errlen)
+{
+	struct k8s_rt *r = rt->impl;
+	struct k8s_podview v;
+	cJSON *pod = NULL;
+	char tok[65];
+	int rc = -1;
+
+	memset(out, 0, sizeof(*out));
+	if (!rt_id_valid(id)) {
+		snprintf(err, errlen, "not found");
+		return -1;
+	}
+	if (pod_get(r, id, &pod, err, errlen) == -1)
+		return -1;
+	if (pod == NULL) {
+		snprintf(err, errlen, "sandbox %s is not running", id);
+		return -1;
+	}
+	k8s_pod_view(pod, &v);
+	if (v.failed) {
+		snprintf(err, errlen, "sandbox %s failed: %s", id, v.reason);
+		goto out;
+	}
+	if (v.deleting || v.ip == NULL || strcmp(v.phase, "Running") != 0) {
+		snprintf(err, errlen, "sandbox %s is not running (%s)", id,
+		    v.deleting ? "terminating" : v.phase[0] ? v.phase : "pending");
+		goto out;
+	}
+	snprintf(out->host, sizeof(out->host), "%s", v.ip);
+	out->port = (int)r->conf->agent_port;
+	derive(r, "agent", id, tok);
+	snprintf(out->token, sizeof(out->token), "%s", tok);
+	explicit_bzero(tok, sizeof(tok));
+	rc = 0;
+out:
+	cJSON_Delete(pod);
+	return rc;
+}
+
+static int
+k8s_attach_egress(struct runtime *rt, const char *id, const struct rt_egress *eg,
+    char *env_out, size_t envlen, char *err, size_t errlen)
+{
+	struct k8s_rt *r = rt->impl;
+	struct k8s_podview v;
+	cJSON *pod = NULL, *ej, *lab, *patch;
+	char *egj = NULL, name[128], path[512];
+	const char *pair[2];
+	size_t i;
+	int st, rc = -1;
+
+	if (envlen > 0)
+		env_out[0] = '\0';
+	if (!rt_id_valid(id)) {
+		snprintf(err, errlen, "not found");
+		return -1;
+	}
+	if (pod_get(r, id, &pod, err, errlen) == -1)
+		return -1;
+	if (pod == NULL) {
+		snprintf(err, errlen, "sandbox %s is not running", id);
+		return -1;
+	}
+	k8s_pod_view(pod, &v);
+	if (v.failed || v.deleting || v.ip == NULL) {
+		snprintf(err, errlen, "sandbox %s is not running", id);
+		goto out;
+	}
+	ej = cJSON_CreateObject();
+	cJSON_AddStringToObject(ej, "org", eg->org ? eg->org : "");
+	cJSON_AddStringToObject(ej, "user", eg->user ? eg->user : "");
+	cJSON_AddStringToObject(ej, "session", eg->session ? eg->session : "");
+	lab = cJSON_AddObjectToObject(ej, "labels");
+	for (i = 0; i < eg->nlabels && i < K8S_MAX_LABELS; i++)
+		if (eg->labels[i].k != NULL && eg->labels[i].v != NULL)
+			cJSON_AddStringToObject(lab, eg->labels[i].k, eg->labels[i].v);
+	egj = cJSON_PrintUnformatted(ej);
+	cJSON_Delete(ej);
+	if (egj == NULL)
+		abort();
+	if (strlen(egj) > K8S_MAX_ANN) {
+		snprintf(err, errlen, "egress attributes too large");
+		goto out;
+	}
+	/* The claim keeps the identity so start() can attach again. */
+	pair[0] = K8S_ANN_EGRESS;
+	pair[1] = egj;
+	patch = ann_patch(pair, 1);
+	k8s_name_pvc(id, name, sizeof(name));
+	p_pvcs(r, name, path, sizeof(path));
+	rc = merge_patch(r, path, patch, &st, err, errlen);
+	cJSON_Delete(patch);
+	if (rc == -1) {
+		failf(err, errlen, "annotate claim", name);
+		goto out;
+	}
+	pthread_mutex_lock(&r->fleet_mtx);
+	rc = assign_locked(r, id, v.ip, egj, env_out, envlen, err, errlen);
+	pthread_mutex_unlock(&r->fleet_mtx);
+	if (rc == 0)
+		rescale(r);
+out:
+	cJSON_Delete(pod);
+	free(egj);
+	return rc;
+}
+
+static void *
+fleet_main(void *arg)
+{
+	struct runtime *rt = arg;
+	struct k8s_rt *r = rt->impl;
+	struct timespec ts;
+	char err[512];
+
+	pthread_mutex_lock(&r->stop_mtx);
+	while (!r->stopping) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += r->conf->fleet_interval_ms / 1000;
+		ts.tv_nsec += (r->conf->fleet_interval_ms % 1000) * 1000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&r->stop_cv, &r->stop_mtx, &ts);
+		if (r->stopping)
+			break;
+		pthread_mutex_unlock(&r->stop_mtx);
+		if (runtime_k8s_fleet_sync(rt, err, sizeof(err)) == -1)
+			log_warnx("k8s fleet sync: %s", err);
+		pthread_mutex_lock(&r->stop_mtx);
+	}
+	pthread_mutex_unlock(&r->stop_mtx);
+	return NULL;
+}
+
+static void
+k8s_free(struct runtime *rt)
+{
+	struct k8s_rt *r;
+
+	if (rt == NULL)
+		return;
+	r = rt->impl;
+	if (r != NULL) {
+		if (r->thr_started) {
+			pthread_mutex_lock(&r->stop_mtx);
+			r->stopping = 1;
+			pthread_cond_signal(&r->stop_cv);
+			pthread_mutex_unlock(&r->stop_mtx);
+			pthread_join(r->thr, NULL);
+		}
+		k8s_client_free(r->cl);
+		free(r->orch_buf);
+		free(r->proxy_buf);
+		explicit_bzero(r->key, sizeof(r->key));
+		explicit_bzero(r->admin_token, sizeof(r->admin_token));
+		pthread_mutex_destroy(&r->fleet_mtx);
+		pthread_mutex_destroy(&r->stop_mtx);
+		pthread_cond_destroy(&r->stop_cv);
+		free(r);
+	}
+	free(rt);
+}
+
+static const struct runtime_ops k8s_ops = {
+	.name = "kubernetes",
+	.create = k8s_create,
+	.start = k8s_start,
+	.stop = k8s_stop,
+	.destroy = k8s_destroy,
+	.list = k8s_list,
+	.get = k8s_get,
+	.set_labels = k8s_set_labels,
+	.agent_addr = k8s_agent_addr,
+	.attach_egress = k8s_attach_egress,
+	.free = k8s_free,
+};
+
+static int
+read_secret_file(const char *path, char *dst, size_t len, size_t *outlen,
+    char *err, size_t errlen)
+{
+	FILE *f;
+	size_t n;
+
+	if ((f = fopen(path, "re")) == NULL) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	n = fread(dst, 1, len - 1, f);
+	if (ferror(f) || !feof(f)) {
+		snprintf(err, errlen, "%s: %s", path, ferror(f) ? "read error" :
+		    "too large");
+		fclose(f);
+		return -1;
+	}
+	fclose(f);
+	while (n > 0 && (dst[n - 1] == '\n' || dst[n - 1] == '\r' ||
+	    dst[n - 1] == ' '))
+		n--;
+	dst[n] = '\0';
+	*outlen = n;
+	return 0;
+}
+
+struct runtime *
+runtime_k8s_new(const struct rt_k8s_conf *conf, char *err, size_t errlen)
+{
+	struct runtime *rt = xcalloc(1, sizeof(*rt));
+	struct k8s_rt *r = xcalloc(1, sizeof(*r));
+	struct k8s_conn cc;
+	char sel[512], kbuf[512];
+	size_t n;
+
+	rt->ops = &k8s_ops;
+	rt->impl = r;
+	r->conf = conf;
+	pthread_mutex_init(&r->fleet_mtx, NULL);
+	pthread_mutex_init(&r->stop_mtx, NULL);
+	pthread_cond_init(&r->stop_cv, NULL);
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+
+	memset(&cc, 0, sizeof(cc));
+	cc.server = conf->api_server;
+	cc.kubeconfig = conf->kubeconfig;
+	cc.context = conf->context;
+	cc.incluster_dir = conf->incluster_dir;
+	cc.ca_file = conf->ca_file;
+	cc.token_file = conf->token_file;
+	cc.namespace = conf->namespace;
+	cc.timeout_ms = conf->request_timeout_ms;
+	cc.retries = conf->retries;
+	cc.backoff_ms = conf->retry_backoff_ms;
+	cc.token_check_ms = conf->token_check_ms;
+	if ((r->cl = k8s_client_new(&cc, err, errlen)) == NULL)
+		goto fail;
+	snprintf(r->ns, sizeof(r->ns), "%s", k8s_client_namespace(r->cl));
+	snprintf(r->pns, sizeof(r->pns), "%s", conf->proxy_namespace &&
+	    conf->proxy_namespace[0] ? conf->proxy_namespace : r->ns);
+	snprintf(r->ons, sizeof(r->ons), "%s", conf->orch_namespace &&
+	    conf->orch_namespace[0] ? conf->orch_namespace : r->ns);
+	if (!dns_label_ok(r->ns) || !dns_label_ok(r->pns) || !dns_label_ok(r->ons)) {
+		snprintf(err, errlen, "kubernetes: namespaces must be DNS labels "
+		    "(got \"%.64s\", \"%.64s\", \"%.64s\")", r->ns, r->pns, r->ons);
+		goto fail;
+	}
+	if (conf->instance == NULL || !dns_label_ok(conf->instance)) {
+		snprintf(err, errlen, "kubernetes.instance must be a DNS label");
+		goto fail;
+	}
+	if (conf->proxy_deployment == NULL || !dns_label_ok(conf->proxy_deployment)) {
+		snprintf(err, errlen, "kubernetes.proxy.deployment must be a DNS label");
+		goto fail;
+	}
+	if (conf->agent_image == NULL ||
+	    k8s_image_valid(conf->agent_image, err, errlen) == -1 ||
+	    conf->image == NULL || k8s_image_valid(conf->image, err, errlen) == -1) {
+		snprintf(err, errlen, "kubernetes.image and kubernetes.agent_image "
+		    "must be valid image names");
+		goto fail;
+	}
+	if (conf->image_pull_policy == NULL ||
+	    (strcmp(conf->image_pull_policy, "Always") != 0 &&
+	    strcmp(conf->image_pull_policy, "IfNotPresent") != 0 &&
+	    strcmp(conf->image_pull_policy, "Never") != 0)) {
+		snprintf(err, errlen, "kubernetes.image_pull_policy: expected "
+		    "Always, IfNotPresent or Never");
+		goto fail;
+	}
+	r->orch_buf = xstrdup(conf->orch_labels ? conf->orch_labels : "");
+	r->proxy_buf = xstrdup(conf->proxy_selector ? conf->proxy_selector : "");
+	if (parse_sel(r->orch_buf, r->orch, &r->norch) == -1) {
+		snprintf(err, errlen, "kubernetes.orchestrator_labels: expected k=v[,k=v]");
+		goto fail;
+	}
+	if (parse_sel(r->proxy_buf, r->proxy, &r->nproxy) == -1 ||
+	    sel_query(conf->proxy_selector, r->proxy_q, sizeof(r->proxy_q)) == -1) {
+		snprintf(err, errlen, "kubernetes.proxy.selector: expected k=v[,k=v]");
+		goto fail;
+	}
+	snprintf(sel, sizeof(sel), "%s=%s,%s=%s", K8S_LBL_MANAGED, K8S_MANAGER,
+	    K8S_LBL_INSTANCE, conf->instance);
+	if (sel_query(sel, r->sel_q, sizeof(r->sel_q)) == -1) {
+		snprintf(err, errlen, "label selector too long");
+		goto fail;
+	}
+	if (conf->agent_key_file != NULL && conf->agent_key_file[0] != '\0') {
+		if (read_secret_file(conf->agent_key_file, kbuf, sizeof(kbuf), &n,
+		    err, errlen) == -1)
+			goto fail;
+		if (n < 32) {
+			snprintf(err, errlen, "%s: the agent key needs at least 32 bytes",
+			    conf->agent_key_file);
+			explicit_bzero(kbuf, sizeof(kbuf));
+			goto fail;
+		}
+		r->keylen = n > sizeof(r->key) ? sizeof(r->key) : n;
+		memcpy(r->key, kbuf, r->keylen);
+		explicit_bzero(kbuf, sizeof(kbuf));
+	} else {
+		if (RAND_bytes(r->key, 32) != 1) {
+			snprintf(err, errlen, "RAND_bytes failed");
+			goto fail;
+		}
+		r->keylen = 32;
+		log_warnx("kubernetes.agent_key_file is not set: using a random key; "
+		    "sandboxes will be unreachable after a restart");
+	}
+	if (conf->proxy_admin_token_file != NULL && conf->proxy_admin_token_file[0]) {
+		if (read_secret_file(conf->proxy_admin_token_file, r->admin_token,
+		    sizeof(r->admin_token), &n, err, errlen) == -1)
+			goto fail;
+	} else
+		log_warnx("kubernetes.proxy.admin_token_file is not set: the proxy "
+		    "admin port will refuse registrations");
+
+	r->par.ns = r->ns;
+	r->par.instance = conf->instance;
+	r->par.agent_image = conf->agent_image;
+	r->par.pull_policy = conf->image_pull_policy;
+	r->par.runtime_class = conf->runtime_class;
+	r->par.kata_runtime_class = conf->kata_runtime_class;
+	r->par.storage_class = conf->storage_class;
+	r->par.proxy_ca_configmap = conf->proxy_ca_configmap;
+	r->par.cpu_request = conf->cpu_request_millis;
+	r->par.run_as_user = conf->run_as_user;
+	r->par.agent_port = conf->agent_port;
+	r->par.workspace_bytes = conf->workspace_bytes;
+	r->par.grace_s = conf->stop_grace_s;
+	r->par.cluster_dns = conf->netpol_dns;
+
+	if (conf->fleet_interval_ms > 0) {
+		if (pthread_create(&r->thr, NULL, fleet_main, rt) != 0) {
+			snprintf(err, errlen, "pthread_create failed");
+			goto fail;
+		}
+		r->thr_started = 1;
+	}
+	log_info("k8s runtime server=%s namespace=%s proxies=%s/%s",
+	    k8s_client_server(r->cl), r->ns, r->pns, conf->proxy_deployment);
+	return rt;
+fail:
+	k8s_free(rt);
+	return NULL;
+}
