@@ -11,3 +11,15 @@ $(B)/tests/unit/test_common: $(B)/tests/unit/test_common.o $(COMMON_MIN_OBJS)
 $(B)/tests/unit/test_cfg: $(B)/tests/unit/test_cfg.o $(COMMON_OBJS)
 	$(CC) $(LDFLAGS) $^ $(PKG_LIBS) -o $@
 ALL_OBJS += $(B)/tests/unit/test_common.o $(B)/tests/unit/test_cfg.o
+
+# Fuzzing the YAML loader: libFuzzer build (make fuzz) and gcc replay build.
+BINS += $(B)/tests/fuzz/replay_cfg
+ALL_OBJS += $(B)/tests/fuzz/fuzz_cfg.o $(B)/tests/fuzz/replay_main.o
+$(B)/tests/fuzz/replay_cfg: $(B)/tests/fuzz/fuzz_cfg.o $(B)/tests/fuzz/replay_main.o $(COMMON_OBJS)
+	$(CC) $(LDFLAGS) $^ $(PKG_LIBS) -o $@
+ifeq ($(FUZZ),1)
+FUZZ_TARGETS += $(B)/tests/fuzz/fuzz_cfg
+$(B)/tests/fuzz/fuzz_cfg: $(B)/tests/fuzz/fuzz_cfg.o $(COMMON_OBJS)
+	$(CC) $(LDFLAGS) -fsanitize=fuzzer,address,undefined $^ $(PKG_LIBS) -o $@
+$(COMMON_OBJS) $(B)/tests/fuzz/fuzz_cfg.o: CFLAGS += -fsanitize=fuzzer-no-link,address,undefined
+endif
