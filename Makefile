@@ -72,8 +72,9 @@ bench: deps
 	@$(MAKE) --no-print-directory all
 	@B=$(B) bash tests/bench/run.sh
 
-fuzz:
+fuzz: deps
 	@$(MAKE) --no-print-directory CC=clang-14 B=build-fuzz FUZZ=1 fuzz-targets
+	@bash scripts/fuzz.sh
 
 lint:
 	@bash scripts/lint.sh
