@@ -1,0 +1,128 @@
+/* conf.c: the orchestrator's key table and loader. */
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "conf.h"
+
+#define O(m) offsetof(struct conf, m)
+#define DAY (86400000LL)
+const struct cfg_key conf_keys[] = {
+	{ "listen", CFG_STR, O(listen), 0, 0, "127.0.0.1:8080", "ORCH_LISTEN",
+	  "address:port the MCP and REST server listens on (keep it on 127.0.0.1 unless behind TLS)" },
+	{ "key_file", CFG_PATH, O(key_file), 0, 0, NULL, "ORCH_KEY_FILE",
+	  "file holding the bearer key clients must send (Authorization: Bearer <key>); first line, at least 16 characters" },
+	{ "key_env", CFG_STR, O(key_env), 0, 0, "ORCHESTRATOR_KEY", NULL,
+	  "name of the environment variable that may hold the key instead of key_file; the daemon refuses to start without a key" },
+	{ "allowed_origins", CFG_LIST, O(allowed_origins), 0, 0, NULL, NULL,
+	  "Origin header values accepted on browser requests; a request with any other Origin gets 403 (requests without Origin are allowed)" },
+	{ "http.max_body", CFG_SIZE, O(max_body), 1024, 64LL << 20, "4MiB", "ORCH_MAX_BODY",
+	  "largest request body accepted (413 beyond)" },
+	{ "http.max_headers", CFG_SIZE, O(max_headers), 1024, 1LL << 20, "64KiB", NULL,
+	  "largest request header block accepted" },
+	{ "http.timeout", CFG_DURATION, O(http_timeout_ms), 1000, DAY, "2h", NULL,
+	  "how long a client connection may stay idle or a request may take" },
+	{ "drain_timeout", CFG_DURATION, O(drain_timeout_ms), 0, DAY, "30s", "ORCH_DRAIN_TIMEOUT",
+	  "on SIGTERM: how long in-flight calls may run before the daemon exits (sandboxes keep running)" },
+	{ "log.file", CFG_PATH, O(log_file), 0, 0, NULL, "ORCH_LOG_FILE",
+	  "log file (default: stderr)" },
+	{ "log.json", CFG_BOOL, O(log_json), 0, 0, "false", "ORCH_LOG_JSON",
+	  "one JSON object per log line instead of key=value" },
+	{ "runtime", CFG_STR, O(runtime), 0, 0, "local", "ORCH_RUNTIME",
+	  "sandbox runtime: local (bubblewrap on this machine), kubernetes, or fake (tests: agents on the host, no isolation)" },
+	{ "workers.min", CFG_INT, O(workers_min), 1, 1024, "4", NULL,
+	  "worker threads kept for runtime operations and agent calls" },
+	{ "workers.max", CFG_INT, O(workers_max), 1, 4096, "512", "ORCH_WORKERS_MAX",
+	  "most worker threads (each running call holds one; beyond this calls queue)" },
+	{ "sandbox.image", CFG_STR, O(image), 0, 0, NULL, "ORCH_IMAGE",
+	  "default image for new sandboxes (empty: the runtime's default)" },
+	{ "sandbox.memory", CFG_SIZE, O(mem_bytes), 0, 1LL << 40, "0", NULL,
+	  "memory limit per sandbox (0: runtime default)" },
+	{ "sandbox.cpu_millis", CFG_INT, O(cpu_millis), 0, 256000, "0", NULL,
+	  "CPU limit per sandbox in thousandths of a core (0: runtime default)" },
+	{ "sandbox.pids", CFG_INT, O(pids_max), 0, 1000000, "0", NULL,
+	  "process limit per sandbox (0: runtime default)" },
+	{ "sandbox.disk", CFG_SIZE, O(disk_bytes), 0, 1LL << 50, "0", NULL,
+	  "disk limit per sandbox (0: runtime default)" },
+	{ "sandbox.run_as_root", CFG_BOOL, O(run_as_root), 0, 0, "true", NULL,
+	  "default for create_sandbox run_as_root (root inside the sandbox's user namespace)" },
+	{ "sandbox.writable_root", CFG_BOOL, O(writable_root), 0, 0, "true", NULL,
+	  "default for create_sandbox writable_root" },
+	{ "sandbox.egress", CFG_BOOL, O(egress), 0, 0, "true", "ORCH_EGRESS",
+	  "register each sandbox with the egress proxy when it is handed to a session" },
+	{ "limits.max_running", CFG_INT, O(max_running), 1, 100000, "100", "ORCH_MAX_RUNNING",
+	  "most running sandboxes, warm pool included; creating beyond fails with a clear error" },
+	{ "limits.max_stopped", CFG_INT, O(max_stopped), 0, 1000000, "1000", NULL,
+	  "most stopped sandboxes kept; the reaper deletes the oldest stopped ones beyond it" },
+	{ "limits.max_creating", CFG_INT, O(max_creating), 1, 1000, "16", NULL,
+	  "most sandbox creations in progress at once" },
+	{ "pool.min_idle", CFG_INT, O(pool_min_idle), 0, 10000, "0", "ORCH_POOL_MIN_IDLE",
+	  "warm pool: idle, ready sandboxes kept for new sessions (0: off)" },
+	{ "pool.max_parallel", CFG_INT, O(pool_max_parallel), 1, 100, "2", NULL,
+	  "warm pool: sandboxes created at once while refilling" },
+	{ "reap.interval", CFG_DURATION, O(reap_interval_ms), 100, DAY, "15s", "ORCH_REAP_INTERVAL",
+	  "how often the reaper and pool refill run" },
+	{ "reap.lifetime", CFG_DURATION, O(lifetime_ms), 1000, 365 * DAY, "1h", "ORCH_LIFETIME",
+	  "a running sandbox is stopped this long after it was started, unless a command or job is running (workspace kept)" },
+	{ "reap.idle", CFG_DURATION, O(idle_ms), 1000, 365 * DAY, "10m", "ORCH_IDLE",
+	  "a running sandbox with no call, command or job for this long is stopped (workspace kept)" },
+	{ "reap.stopped_ttl", CFG_DURATION, O(stopped_ttl_ms), 1000, 3650 * DAY, "24h", "ORCH_STOPPED_TTL",
+	  "a stopped sandbox is deleted, workspace included, this long after it stopped" },
+	{ "reconcile.interval", CFG_DURATION, O(reconcile_interval_ms), 500, DAY, "60s", NULL,
+	  "how often the runtime's sandboxes are compared with the sessions (also at start)" },
+	{ "tools.shell_timeout", CFG_DURATION, O(shell_timeout_ms), 1000, DAY, "120s", NULL,
+	  "default timeout of the shell tool" },
+	{ "tools.shell_max_timeout", CFG_DURATION, O(shell_max_timeout_ms), 1000, 7 * DAY, "1h", NULL,
+	  "largest timeout a shell or shell_wait call may ask for" },
+	{ "tools.max_output", CFG_SIZE, O(max_output), 4096, 16LL << 20, "256KiB", NULL,
+	  "most output bytes returned by one call (head and tail kept)" },
+	{ "tools.progress_interval", CFG_DURATION, O(progress_interval_ms), 1000, 3600000, "10s", NULL,
+	  "for calls that asked for progress over SSE: how often a progress notification is sent" },
+	{ "fake.state_dir", CFG_PATH, O(fake_state_dir), 0, 0, "/tmp/orch-fake", NULL,
+	  "fake runtime: directory holding one directory per sandbox (keep it short: unix socket paths)" },
+	{ "fake.agent", CFG_PATH, O(fake_agent), 0, 0, "build/agent/sandbox-agent", "ORCH_FAKE_AGENT",
+	  "fake runtime: the agent binary run on the host for each sandbox" },
+	{ "fake.proxy_admin", CFG_PATH, O(fake_proxy_admin), 0, 0, NULL, NULL,
+	  "fake runtime: egress proxy admin socket to register sandboxes with (empty: no proxy)" },
+	{ "fake.proxy_addr", CFG_STR, O(fake_proxy_addr), 0, 0, "127.0.0.1:3128", NULL,
+	  "fake runtime: host:port of the egress proxy's main listener" },
+#ifdef HAVE_RT_LOCAL
+	RUNTIME_LOCAL_CFG_KEYS("local.", O(local))
+#endif
+#ifdef HAVE_RT_K8S
+	RUNTIME_K8S_CFG_KEYS("kubernetes.", O(k8s))
+#endif
+};
+#undef O
+const size_t conf_nkeys = NELEM(conf_keys);
+
+int
+conf_load(struct conf *c, const char *path, char *err, size_t errlen)
+{
+	memset(c, 0, sizeof(*c));
+	if (cfg_load(conf_keys, conf_nkeys, c, path, err, errlen) == -1)
+		return -1;
+	if (c->runtime == NULL || (strcmp(c->runtime, "local") != 0 &&
+	    strcmp(c->runtime, "kubernetes") != 0 && strcmp(c->runtime, "fake") != 0)) {
+		snprintf(err, errlen, "%s: runtime: expected local, kubernetes or fake",
+		    path ? path : "(defaults)");
+		return -1;
+	}
+	if (c->workers_max < c->workers_min) {
+		snprintf(err, errlen, "%s: workers.max: smaller than workers.min",
+		    path ? path : "(defaults)");
+		return -1;
+	}
+	if (c->pool_min_idle > c->max_running) {
+		snprintf(err, errlen, "%s: pool.min_idle: larger than limits.max_running",
+		    path ? path : "(defaults)");
+		return -1;
+	}
+	return 0;
+}
+
+void
+conf_free(struct conf *c)
+{
+	cfg_free(conf_keys, conf_nkeys, c);
+}

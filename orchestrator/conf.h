@@ -1,0 +1,85 @@
+/*
+ * conf.h: the orchestrator's configuration (one YAML file, one key table
+ * in conf.c that feeds the loader, --help, --print-docs and environment
+ * overrides).
+ */
+#ifndef CONF_H
+#define CONF_H
+
+#include "cfg.h"
+#ifdef HAVE_RT_LOCAL
+#include "runtime_local.h"
+#endif
+#ifdef HAVE_RT_K8S
+#include "runtime_k8s.h"
+#endif
+
+struct conf {
+	char		*listen;	/* host:port */
+	char		*key_file;	/* bearer key file */
+	char		*key_env;	/* key from the environment (ORCHESTRATOR_KEY) */
+	struct cfg_list	 allowed_origins;
+	long long	 max_body;
+	long long	 max_headers;
+	long long	 http_timeout_ms;
+	long long	 drain_timeout_ms;
+	char		*log_file;
+	int		 log_json;
+	char		*runtime;	/* local | kubernetes | fake */
+
+	long long	 workers_min;
+	long long	 workers_max;
+
+	/* sandboxes */
+	char		*image;
+	long long	 mem_bytes;
+	long long	 cpu_millis;
+	long long	 pids_max;
+	long long	 disk_bytes;
+	int		 run_as_root;
+	int		 writable_root;
+	int		 egress;
+
+	/* limits */
+	long long	 max_running;
+	long long	 max_stopped;
+	long long	 max_creating;
+
+	/* warm pool */
+	long long	 pool_min_idle;
+	long long	 pool_max_parallel;
+
+	/* reaper and reconcile */
+	long long	 reap_interval_ms;
+	long long	 lifetime_ms;
+	long long	 idle_ms;
+	long long	 stopped_ttl_ms;
+	long long	 reconcile_interval_ms;
+
+	/* tools */
+	long long	 shell_timeout_ms;
+	long long	 shell_max_timeout_ms;
+	long long	 max_output;
+	long long	 progress_interval_ms;
+
+	/* fake runtime (tests) */
+	char		*fake_state_dir;
+	char		*fake_agent;
+	char		*fake_proxy_admin;
+	char		*fake_proxy_addr;
+
+#ifdef HAVE_RT_LOCAL
+	struct rt_local_conf	local;
+#endif
+#ifdef HAVE_RT_K8S
+	struct rt_k8s_conf	k8s;
+#endif
+};
+
+extern const struct cfg_key conf_keys[];
+extern const size_t conf_nkeys;
+
+int	conf_load(struct conf *, const char *path, char *err, size_t errlen) WUNRES;
+void	conf_free(struct conf *);
+
+#endif

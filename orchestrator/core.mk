@@ -1,0 +1,56 @@
+# orchestrator/core.mk: the orchestrator daemon (MCP, REST, sessions, warm
+# pool, reaper, reconcile), its fake runtime for tests, unit tests and the
+# JSON-RPC fuzz target. Included by orchestrator/module.mk after local.mk
+# and k8s.mk, so RT_LOCAL_OBJS / RT_K8S_OBJS are known here; each runtime
+# is linked in only when its part exists.
+ORCH_SRCS := orchestrator/conf.c orchestrator/work.c orchestrator/sess.c \
+	orchestrator/tools.c orchestrator/mcp.c orchestrator/jsonu.c \
+	orchestrator/server.c orchestrator/runtime_fake.c
+ORCH_OBJS := $(ORCH_SRCS:%.c=$(B)/%.o)
+ORCH_MAIN := $(B)/orchestrator/main.o
+ORCH_DEFS :=
+ORCH_RT_OBJS :=
+ifneq ($(strip $(RT_LOCAL_OBJS)),)
+ORCH_DEFS += -DHAVE_RT_LOCAL
+ORCH_RT_OBJS += $(RT_LOCAL_OBJS)
+endif
+ifneq ($(strip $(RT_K8S_OBJS)),)
+ORCH_DEFS += -DHAVE_RT_K8S
+ORCH_RT_OBJS += $(RT_K8S_OBJS)
+endif
+ORCH_AGENTC := $(B)/orchestrator/agentc.o
+ALL_OBJS += $(ORCH_OBJS) $(ORCH_MAIN)
+
+$(ORCH_OBJS) $(ORCH_MAIN): CPPFLAGS += -Iorchestrator -Inetpol $(ORCH_DEFS)
+
+BINS += $(B)/orchestrator/orchestrator
+$(B)/orchestrator/orchestrator: $(ORCH_MAIN) $(ORCH_OBJS) $(ORCH_RT_OBJS) \
+    $(RT_COMMON_OBJS) $(ORCH_AGENTC) $(LLHTTP_OBJS) $(COMMON_OBJS)
+	$(CC) $(LDFLAGS) $(sort $^) $(PKG_LIBS) -o $@
+
+# Unit tests: link everything but main.o.
+ORCH_UNITS := test_orch_mcp test_orch_jsonu
+UNIT_TESTS += $(ORCH_UNITS:%=$(B)/tests/unit/%)
+ALL_OBJS += $(ORCH_UNITS:%=$(B)/tests/unit/%.o)
+$(ORCH_UNITS:%=$(B)/tests/unit/%.o): CPPFLAGS += -Iorchestrator -Inetpol $(ORCH_DEFS)
+$(B)/tests/unit/test_orch_%: $(B)/tests/unit/test_orch_%.o $(ORCH_OBJS) \
+    $(ORCH_RT_OBJS) $(RT_COMMON_OBJS) $(ORCH_AGENTC) $(LLHTTP_OBJS) $(COMMON_OBJS)
+	$(CC) $(LDFLAGS) $(sort $^) $(PKG_LIBS) -o $@
+
+# Fuzz: JSON-RPC dispatch (libFuzzer under `make fuzz`; replay under gcc).
+ORCH_FUZZ_DEPS := $(ORCH_OBJS) $(ORCH_RT_OBJS) $(RT_COMMON_OBJS) $(ORCH_AGENTC) \
+	$(LLHTTP_OBJS) $(COMMON_OBJS)
+ALL_OBJS += $(B)/tests/fuzz/fuzz_orch_jsonrpc.o
+$(B)/tests/fuzz/fuzz_orch_jsonrpc.o: CPPFLAGS += -Iorchestrator -Inetpol $(ORCH_DEFS)
+BINS += $(B)/tests/fuzz/replay_orch_jsonrpc
+$(B)/tests/fuzz/replay_orch_jsonrpc: $(B)/tests/fuzz/fuzz_orch_jsonrpc.o \
+    $(B)/tests/fuzz/replay_main.o $(ORCH_FUZZ_DEPS)
+	$(CC) $(LDFLAGS) $(sort $^) $(PKG_LIBS) -o $@
+ifeq ($(FUZZ),1)
+FUZZ_TARGETS += $(B)/tests/fuzz/fuzz_orch_jsonrpc
+$(B)/tests/fuzz/fuzz_orch_jsonrpc: $(B)/tests/fuzz/fuzz_orch_jsonrpc.o $(ORCH_FUZZ_DEPS)
+	$(CC) $(LDFLAGS) -fsanitize=fuzzer,address,undefined $(sort $^) $(PKG_LIBS) -o $@
+endif
+ifeq ($(FUZZ),1)
+$(ORCH_OBJS) $(B)/tests/fuzz/fuzz_orch_jsonrpc.o: CFLAGS += -fsanitize=fuzzer-no-link
+endif

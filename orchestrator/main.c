@@ -1,0 +1,327 @@
+/*
+ * main.c: the orchestrator daemon. Gives each coding-agent session an
+ * isolated sandbox driven over MCP (Streamable HTTP at /mcp) and REST
+ * (/v1/sessions). See docs/operator-guide.md.
+ *
+ *   orchestrator [-dnv] -f FILE | --help | --print-docs
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <event2/thread.h>
+
+#include "buf.h"
+#include "conf.h"
+#include "log.h"
+#include "runtime.h"
+#include "runtime_fake.h"
+#include "server.h"
+#include "sess.h"
+#include "tools.h"
+#include "work.h"
+#include "xmalloc.h"
+
+#define KEY_MIN	16
+#define KEY_MAX	512
+
+static struct {
+	struct event_base	*base;
+	struct server		*sv;
+	struct sessmgr		*mgr;
+	const struct conf	*conf;
+	struct event		*tick;
+	struct event		*drain_check;
+	struct event		*drain_deadline;
+	int			 draining;
+} G;
+
+static void
+usage(FILE *fp)
+{
+	fprintf(fp, "usage: orchestrator [-dnv] -f file\n"
+	    "       orchestrator --help | --print-docs\n"
+	    "  -f file  configuration (YAML)\n"
+	    "  -n       check the configuration and the key, print \"configuration OK\", exit\n"
+	    "  -d       debug: log to stderr, verbose\n"
+	    "  -v       more verbose (repeatable)\n");
+}
+
+/* Reads the key from key_file or the environment; clears the env copy. */
+static int
+load_key(const struct conf *c, char **key, char *err, size_t errlen)
+{
+	struct buf b;
+	const char *v;
+	char chunk[1024];
+	ssize_t n;
+	int fd;
+
+	*key = NULL;
+	if (c->key_file != NULL) {
+		if ((fd = open(c->key_file, O_RDONLY | O_CLOEXEC)) == -1) {
+			snprintf(err, errlen, "key_file %s: %s", c->key_file, strerror(errno));
+			return -1;
+		}
+		buf_init(&b, KEY_MAX + 2);
+		while ((n = read(fd, chunk, sizeof(chunk))) > 0)
+			if (buf_add(&b, chunk, (size_t)n) == -1)
+				break;
+		close(fd);
+		if (b.p == NULL) {
+			buf_free(&b);
+			snprintf(err, errlen, "key_file %s is empty", c->key_file);
+			return -1;
+		}
+		b.p[strcspn(b.p, "\r\n")] = '\0';
+		*key = xstrdup(b.p);
+		explicit_bzero(b.p, b.cap);
+		buf_free(&b);
+	} else if (c->key_env != NULL && (v = getenv(c->key_env)) != NULL) {
+		*key = xstrdup(v);
+	}
+	/* Never hand the key to a child (agents, sandboxes). */
+	if (c->key_env != NULL)
+		unsetenv(c->key_env);
+	if (*key == NULL) {
+		snprintf(err, errlen, "no key: set key_file in the configuration or "
+		    "the %s environment variable (refusing to serve without one)",
+		    c->key_env ? c->key_env : "key");
+		return -1;
+	}
+	if (strlen(*key) < KEY_MIN || strlen(*key) > KEY_MAX) {
+		snprintf(err, errlen, "the key must be %d to %d characters", KEY_MIN,
+		    KEY_MAX);
+		free(*key);
+		*key = NULL;
+		return -1;
+	}
+	for (v = *key; *v != '\0'; v++)
+		if (*v <= ' ' || *v > '~') {
+			snprintf(err, errlen, "the key must be printable ASCII without spaces");
+			free(*key);
+			*key = NULL;
+			return -1;
+		}
+	return 0;
+}
+
+static struct runtime *
+make_runtime(struct conf *c, char *err, size_t errlen)
+{
+	if (strcmp(c->runtime, "fake") == 0)
+		return runtime_fake_new(c->fake_state_dir, c->fake_agent,
+		    c->fake_proxy_admin, c->fake_proxy_addr, err, errlen);
+	if (strcmp(c->runtime, "local") == 0) {
+#ifdef HAVE_RT_LOCAL
+		return runtime_local_new(&c->local, err, errlen);
+#else
+		snprintf(err, errlen, "runtime local: not built into this binary");
+		return NULL;
+#endif
+	}
+#ifdef HAVE_RT_K8S
+	return runtime_k8s_new(&c->k8s, err, errlen);
+#else
+	snprintf(err, errlen, "runtime kubernetes: not built into this binary");
+	return NULL;
+#endif
+}
+
+static void
+tick_run(void *arg UNUSED)
+{
+	sessmgr_tick(G.mgr);
+}
+
+static void
+tick_cb(evutil_socket_t fd UNUSED, short ev UNUSED, void *arg UNUSED)
+{
+	if (!G.draining)
+		work_submit(tick_run, NULL, NULL);
+}
+
+static void
+drain_check_cb(evutil_socket_t fd UNUSED, short ev UNUSED, void *arg UNUSED)
+{
+	if (server_inflight(G.sv) == 0) {
+		log_info("drained: no call in flight; exiting (sandboxes keep running)");
+		event_base_loopexit(G.base, NULL);
+	}
+}
+
+static void
+drain_deadline_cb(evutil_socket_t fd UNUSED, short ev UNUSED, void *arg UNUSED)
+{
+	log_warnx("drain deadline passed with %d calls in flight; exiting "
+	    "(sandboxes keep running)", server_inflight(G.sv));
+	event_base_loopexit(G.base, NULL);
+}
+
+static void
+sig_cb(evutil_socket_t sig, short ev UNUSED, void *arg UNUSED)
+{
+	struct timeval tv;
+
+	if (G.draining) {
+		log_info("signal %d again: exiting now", (int)sig);
+		event_base_loopexit(G.base, NULL);
+		return;
+	}
+	G.draining = 1;
+	log_info("signal %d: draining (no new sessions, %d calls in flight, "
+	    "deadline %lldms)", (int)sig, server_inflight(G.sv),
+	    G.conf->drain_timeout_ms);
+	sessmgr_set_draining(G.mgr);
+	server_drain(G.sv);
+	G.drain_check = event_new(G.base, -1, EV_PERSIST, drain_check_cb, NULL);
+	tv.tv_sec = 0;
+	tv.tv_usec = 50000;
+	event_add(G.drain_check, &tv);
+	G.drain_deadline = evtimer_new(G.base, drain_deadline_cb, NULL);
+	tv.tv_sec = G.conf->drain_timeout_ms / 1000;
+	tv.tv_usec = (G.conf->drain_timeout_ms % 1000) * 1000;
+	event_add(G.drain_deadline, &tv);
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *file = NULL;
+	int check = 0, debug = 0, verbose = 0, i, rc = 1;
+	struct conf conf;
+	struct runtime *rt = NULL;
+	struct event *sigterm = NULL, *sigint = NULL;
+	struct timeval tv;
+	char err[1024], *key = NULL;
+
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+			usage(stdout);
+			printf("\nconfiguration keys (YAML, dotted names are nested "
+			    "mappings):\n");
+			cfg_print_help(conf_keys, conf_nkeys, stdout);
+			return 0;
+		}
+		if (strcmp(a, "--print-docs") == 0) {
+			cfg_print_markdown(conf_keys, conf_nkeys, stdout);
+			return 0;
+		}
+		if (strcmp(a, "-f") == 0 && i + 1 < argc) {
+			file = argv[++i];
+			continue;
+		}
+		if (a[0] == '-' && a[1] != '\0' && a[1] != '-' && a[1] != 'f') {
+			const char *p;
+			for (p = a + 1; *p != '\0'; p++) {
+				if (*p == 'n')
+					check = 1;
+				else if (*p == 'd')
+					debug = 1;
+				else if (*p == 'v')
+					verbose++;
+				else {
+					usage(stderr);
+					return 2;
+				}
+			}
+			continue;
+		}
+		usage(stderr);
+		return 2;
+	}
+	if (file == NULL) {
+		usage(stderr);
+		return 2;
+	}
+	if (conf_load(&conf, file, err, sizeof(err)) == -1) {
+		fprintf(stderr, "orchestrator: %s\n", err);
+		conf_free(&conf);
+		return 1;
+	}
+	if (load_key(&conf, &key, err, sizeof(err)) == -1) {
+		fprintf(stderr, "orchestrator: %s\n", err);
+		conf_free(&conf);
+		return 1;
+	}
+	if (check) {
+		printf("configuration OK\n");
+		explicit_bzero(key, strlen(key));
+		free(key);
+		conf_free(&conf);
+		return 0;
+	}
+	if (log_init("orchestrator", debug ? LOG_LVL_DEBUG : LOG_LVL_INFO + verbose,
+	    debug ? NULL : conf.log_file) == -1) {
+		fprintf(stderr, "orchestrator: log file %s: %s\n", conf.log_file,
+		    strerror(errno));
+		goto out;
+	}
+	log_set_json(conf.log_json);
+	signal(SIGPIPE, SIG_IGN);
+	if (tools_init() == -1)
+		fatalx("tool schemas do not parse");
+	if (evthread_use_pthreads() == -1)
+		fatalx("evthread_use_pthreads failed");
+	if ((G.base = event_base_new()) == NULL)
+		fatalx("event_base_new failed");
+	G.conf = &conf;
+	if ((rt = make_runtime(&conf, err, sizeof(err))) == NULL) {
+		log_warnx("runtime %s: %s", conf.runtime, err);
+		goto out;
+	}
+	if (work_init(G.base, (int)conf.workers_min, (int)conf.workers_max) == -1)
+		fatalx("cannot start worker threads");
+	G.mgr = sessmgr_new(rt, &conf);
+	/* The runtime is the truth: rebuild the sessions before serving. */
+	if (sessmgr_reconcile(G.mgr, 1, err, sizeof(err)) == -1)
+		log_warnx("initial reconcile failed (will retry): %s", err);
+	if ((G.sv = server_new(G.base, &conf, G.mgr, key, err, sizeof(err))) == NULL) {
+		log_warnx("%s", err);
+		goto out;
+	}
+	explicit_bzero(key, strlen(key));
+	G.tick = event_new(G.base, -1, EV_PERSIST, tick_cb, NULL);
+	tv.tv_sec = conf.reap_interval_ms / 1000;
+	tv.tv_usec = (conf.reap_interval_ms % 1000) * 1000;
+	event_add(G.tick, &tv);
+	/* First pool refill right away. */
+	work_submit(tick_run, NULL, NULL);
+	sigterm = evsignal_new(G.base, SIGTERM, sig_cb, NULL);
+	sigint = evsignal_new(G.base, SIGINT, sig_cb, NULL);
+	event_add(sigterm, NULL);
+	event_add(sigint, NULL);
+	log_info("listening on %s runtime=%s pool.min_idle=%lld idle=%lldms "
+	    "lifetime=%lldms", conf.listen, conf.runtime, conf.pool_min_idle,
+	    conf.idle_ms, conf.lifetime_ms);
+	event_base_dispatch(G.base);
+	rc = 0;
+	/* Workers may still be inside runtime or agent calls: do not free what
+	 * they use; the process exits and sandboxes keep running. */
+	work_shutdown();
+	if (G.tick != NULL)
+		event_free(G.tick);
+	if (G.drain_check != NULL)
+		event_free(G.drain_check);
+	if (G.drain_deadline != NULL)
+		event_free(G.drain_deadline);
+	if (sigterm != NULL)
+		event_free(sigterm);
+	if (sigint != NULL)
+		event_free(sigint);
+	log_info("exit");
+	fflush(NULL);
+	_exit(rc);
+out:
+	free(key);
+	if (rt != NULL)
+		rt->ops->free(rt);
+	conf_free(&conf);
+	return rc;
+}

@@ -1,0 +1,393 @@
+/*
+ * mcp.c: JSON-RPC 2.0 dispatch for MCP over Streamable HTTP.
+ *
+ * HTTP status rules (per the transport spec and the reference SDK):
+ * only notifications/responses -> 202 with no body; a parse error -> 400
+ * -32700 id null; an invalid request -> 400 -32600; unsupported
+ * MCP-Protocol-Version -> 400 -32000; batches only for 2025-03-26 (later
+ * versions -> 400 -32600); method-level errors (-32601, -32602) -> 200
+ * with the error object.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jsonu.h"
+#include "log.h"
+#include "mcp.h"
+#include "xmalloc.h"
+
+#define SERVER_NAME	"sandbox-orchestrator"
+#define SERVER_VERSION	"0.1.0"
+
+const char *const mcp_versions[] = {
+	[MCP_V_NONE] = "",
+	[MCP_V_0326] = "2025-03-26",
+	[MCP_V_0618] = "2025-06-18",
+	[MCP_V_1125] = "2025-11-25",
+};
+
+#define E_PARSE		-32700
+#define E_INVALID	-32600
+#define E_METHOD	-32601
+#define E_PARAMS	-32602
+#define E_SERVER	-32000
+
+enum kind { K_INVALID, K_REQUEST, K_NOTIFY, K_RESPONSE };
+
+enum mcp_version
+mcp_version_parse(const char *s)
+{
+	int v;
+
+	if (s == NULL)
+		return MCP_V_NONE;
+	for (v = MCP_V_0326; v <= MCP_V_1125; v++)
+		if (strcmp(s, mcp_versions[v]) == 0)
+			return (enum mcp_version)v;
+	return MCP_V_NONE;
+}
+
+enum mcp_version
+mcp_negotiate(const char *requested)
+{
+	enum mcp_version v = mcp_version_parse(requested);
+
+	return v != MCP_V_NONE ? v : MCP_V_1125;
+}
+
+cJSON *
+mcp_error(const cJSON *id, int code, const char *msg)
+{
+	cJSON *o = cJSON_CreateObject(), *e;
+
+	cJSON_AddStringToObject(o, "jsonrpc", "2.0");
+	if (id != NULL)
+		cJSON_AddItemToObject(o, "id", cJSON_Duplicate(id, 1));
+	else
+		cJSON_AddNullToObject(o, "id");
+	e = cJSON_AddObjectToObject(o, "error");
+	cJSON_AddNumberToObject(e, "code", code);
+	cJSON_AddStringToObject(e, "message", msg);
+	return o;
+}
+
+static cJSON *
+mcp_result(const cJSON *id, cJSON *result)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(o, "jsonrpc", "2.0");
+	cJSON_AddItemToObject(o, "id", cJSON_Duplicate(id, 1));
+	cJSON_AddItemToObject(o, "result", result);
+	return o;
+}
+
+static int
+id_ok(const cJSON *id)
+{
+	return cJSON_IsString(id) || cJSON_IsNumber(id);
+}
+
+static enum kind
+classify(const cJSON *m, const cJSON **idp)
+{
+	const cJSON *jr, *method, *id;
+
+	*idp = NULL;
+	if (!cJSON_IsObject(m))
+		return K_INVALID;
+	id = cJSON_GetObjectItemCaseSensitive(m, "id");
+	if (id_ok(id))
+		*idp = id;
+	jr = cJSON_GetObjectItemCaseSensitive(m, "jsonrpc");
+	if (!cJSON_IsString(jr) || strcmp(jr->valuestring, "2.0") != 0)
+		return K_INVALID;
+	method = cJSON_GetObjectItemCaseSensitive(m, "method");
+	if (method != NULL) {
+		if (!cJSON_IsString(method) || method->valuestring[0] == '\0')
+			return K_INVALID;
+		if (id == NULL)
+			return K_NOTIFY;
+		return id_ok(id) ? K_REQUEST : K_INVALID;
+	}
+	if ((cJSON_GetObjectItemCaseSensitive(m, "result") != NULL) !=
+	    (cJSON_GetObjectItemCaseSensitive(m, "error") != NULL) &&
+	    (id_ok(id) || cJSON_IsNull(id)))
+		return K_RESPONSE;
+	return K_INVALID;
+}
+
+static cJSON *
+initialize_result(enum mcp_version v)
+{
+	cJSON *r = cJSON_CreateObject(), *caps, *tools, *info;
+
+	cJSON_AddStringToObject(r, "protocolVersion", mcp_versions[v]);
+	caps = cJSON_AddObjectToObject(r, "capabilities");
+	tools = cJSON_AddObjectToObject(caps, "tools");
+	cJSON_AddFalseToObject(tools, "listChanged");
+	info = cJSON_AddObjectToObject(r, "serverInfo");
+	cJSON_AddStringToObject(info, "name", SERVER_NAME);
+	if (v >= MCP_V_0618)
+		cJSON_AddStringToObject(info, "title", "Sandbox orchestrator");
+	cJSON_AddStringToObject(info, "version", SERVER_VERSION);
+	cJSON_AddStringToObject(r, "instructions",
+	    "Each session (the X-Session-Id header) has its own isolated Linux "
+	    "sandbox, created on the first tool call and kept between calls: "
+	    "files in /workspace, a persistent shell (cwd, variables), and "
+	    "background jobs. Use shell for commands, shell_async/shell_poll/"
+	    "shell_wait/shell_stop for long-running ones, and "
+	    "str_replace_based_edit_tool to view and edit files. git works "
+	    "against configured hosts without credentials in the sandbox.");
+	return r;
+}
+
+/*
+ * Handles one message. Returns the reply (or NULL for none) and sets
+ * *status_hint for a single-message reply. May add a pending call.
+ */
+static cJSON *
+handle_one(const struct mcp_in *in, struct mcp_out *out, const cJSON *m,
+    int in_batch, int slot, int *status_hint)
+{
+	const cJSON *id, *params, *name, *args;
+	enum kind k = classify(m, &id);
+	const char *method;
+	char msg[256], nm[64];
+
+	*status_hint = 200;
+	switch (k) {
+	case K_INVALID:
+		*status_hint = 400;
+		return mcp_error(id, E_INVALID, "Invalid Request: not a JSON-RPC 2.0 "
+		    "request, notification or response (check jsonrpc \"2.0\", "
+		    "method, and that id is a string or integer)");
+	case K_NOTIFY:
+	case K_RESPONSE:
+		*status_hint = 202;
+		return NULL;
+	case K_REQUEST:
+		break;
+	}
+	method = cJSON_GetObjectItemCaseSensitive(m, "method")->valuestring;
+	if (!in_batch)
+		out->method = NULL;
+	params = cJSON_GetObjectItemCaseSensitive(m, "params");
+	if (params != NULL && !cJSON_IsObject(params) && !cJSON_IsNull(params))
+		return mcp_error(id, E_PARAMS, "Invalid params: params must be an object");
+
+	if (strcmp(method, "initialize") == 0) {
+		const cJSON *pv = cJSON_GetObjectItemCaseSensitive(params, "protocolVersion");
+		if (in_batch) {
+			*status_hint = 400;
+			return mcp_error(id, E_INVALID, "Invalid Request: initialize "
+			    "must not be part of a JSON-RPC batch");
+		}
+		if (!cJSON_IsString(pv))
+			return mcp_error(id, E_PARAMS, "Invalid params: initialize needs "
+			    "params.protocolVersion (a string)");
+		out->version = mcp_negotiate(pv->valuestring);
+		return mcp_result(id, initialize_result(out->version));
+	}
+	if (strcmp(method, "ping") == 0)
+		return mcp_result(id, cJSON_CreateObject());
+	if (strcmp(method, "tools/list") == 0) {
+		const cJSON *cur = cJSON_GetObjectItemCaseSensitive(params, "cursor");
+		cJSON *r;
+		if (cur != NULL && !cJSON_IsNull(cur))
+			return mcp_error(id, E_PARAMS, "Invalid params: unknown cursor "
+			    "(all tools fit in one page)");
+		r = cJSON_CreateObject();
+		cJSON_AddItemToObject(r, "tools", tools_list());
+		return mcp_result(id, r);
+	}
+	if (strcmp(method, "tools/call") == 0) {
+		struct tool_call *tc;
+		const cJSON *meta, *tok;
+
+		name = cJSON_GetObjectItemCaseSensitive(params, "name");
+		args = cJSON_GetObjectItemCaseSensitive(params, "arguments");
+		if (!cJSON_IsString(name))
+			return mcp_error(id, E_PARAMS, "Invalid params: tools/call needs "
+			    "params.name (a string)");
+		if (!tools_exists(name->valuestring)) {
+			log_escape(nm, sizeof(nm), name->valuestring,
+			    strlen(name->valuestring));
+			snprintf(msg, sizeof(msg), "Unknown tool: %s (tools/list names "
+			    "the tools)", nm);
+			return mcp_error(id, E_PARAMS, msg);
+		}
+		if (args != NULL && !cJSON_IsObject(args) && !cJSON_IsNull(args))
+			return mcp_error(id, E_PARAMS, "Invalid params: params.arguments "
+			    "must be an object");
+		if (in->sid == NULL) {
+			*status_hint = 400;
+			return mcp_error(id, E_PARAMS, "Invalid params: tools/call needs "
+			    "the X-Session-Id request header (1-128 characters from "
+			    "A-Z a-z 0-9 - _ . : @ + =); it names this session's sandbox");
+		}
+		tc = xcalloc(1, sizeof(*tc));
+		snprintf(tc->sid, sizeof(tc->sid), "%s", in->sid);
+		snprintf(tc->org, sizeof(tc->org), "%s", in->org ? in->org : "");
+		snprintf(tc->user, sizeof(tc->user), "%s", in->user ? in->user : "");
+		tc->name = xstrdup(name->valuestring);
+		tc->args = (args != NULL && cJSON_IsObject(args)) ?
+		    cJSON_Duplicate(args, 1) : cJSON_CreateObject();
+		tc->structured = out->version >= MCP_V_0618;
+		out->pend = xreallocarray(out->pend, out->npend + 1, sizeof(*out->pend));
+		out->pend[out->npend].tc = tc;
+		out->pend[out->npend].id = cJSON_Duplicate(id, 1);
+		out->pend[out->npend].slot = slot;
+		out->npend++;
+		if (!in_batch) {
+			snprintf(out->tool, sizeof(out->tool), "%s", tc->name);
+			meta = cJSON_GetObjectItemCaseSensitive(params, "_meta");
+			tok = cJSON_GetObjectItemCaseSensitive(meta, "progressToken");
+			if (id_ok(tok)) {
+				out->want_progress = 1;
+				out->progress_token = cJSON_Duplicate(tok, 1);
+			}
+		}
+		return NULL;	/* pending */
+	}
+	log_escape(nm, sizeof(nm), method, strlen(method));
+	snprintf(msg, sizeof(msg), "Method not found: %s", nm);
+	return mcp_error(id, E_METHOD, msg);
+}
+
+void
+mcp_dispatch(const struct mcp_in *in, struct mcp_out *out)
+{
+	cJSON *root = NULL, *m, *reply;
+	const char *end = NULL;
+	int hint, n, i, idx;
+	char msg[256];
+
+	memset(out, 0, sizeof(*out));
+	out->version = MCP_V_0326;	/* spec: assume 2025-03-26 without a header */
+	if (in->proto != NULL) {
+		if ((out->version = mcp_version_parse(in->proto)) == MCP_V_NONE) {
+			char pv[64];
+			log_escape(pv, sizeof(pv), in->proto, strlen(in->proto));
+			snprintf(msg, sizeof(msg), "Bad Request: unsupported "
+			    "MCP-Protocol-Version '%s' (supported: 2025-11-25, "
+			    "2025-06-18, 2025-03-26)", pv);
+			out->status = 400;
+			out->body = mcp_error(NULL, E_SERVER, msg);
+			return;
+		}
+	}
+	if (!jsonu_utf8_valid(in->body, in->len) ||
+	    (root = cJSON_ParseWithLengthOpts(in->body, in->len, &end, 0)) == NULL) {
+		out->status = 400;
+		out->body = mcp_error(NULL, E_PARSE, "Parse error: the body is not "
+		    "valid JSON (UTF-8)");
+		return;
+	}
+	/* Trailing bytes other than whitespace are a parse error too. */
+	for (; end != NULL && end < in->body + in->len; end++)
+		if (*end != ' ' && *end != '\t' && *end != '\r' && *end != '\n') {
+			cJSON_Delete(root);
+			out->status = 400;
+			out->body = mcp_error(NULL, E_PARSE, "Parse error: trailing "
+			    "data after the JSON value");
+			return;
+		}
+	if (!cJSON_IsArray(root)) {
+		reply = handle_one(in, out, root, 0, -1, &hint);
+		if (reply == NULL && out->npend == 0) {
+			out->status = 202;
+		} else if (reply != NULL) {
+			out->status = hint;
+			out->body = reply;
+		} else
+			out->status = 200;	/* pending */
+		{
+			const cJSON *mm = cJSON_GetObjectItemCaseSensitive(root, "method");
+			out->method = cJSON_IsString(mm) ? "(request)" : NULL;
+		}
+		cJSON_Delete(root);
+		return;
+	}
+	out->batch = 1;
+	n = cJSON_GetArraySize(root);
+	if (out->version >= MCP_V_0618) {
+		snprintf(msg, sizeof(msg), "Invalid Request: JSON-RPC batches are not "
+		    "supported in protocol version %s; send one message per POST",
+		    mcp_versions[out->version]);
+		out->status = 400;
+		out->body = mcp_error(NULL, E_INVALID, msg);
+		cJSON_Delete(root);
+		return;
+	}
+	if (n == 0 || n > MCP_MAX_BATCH) {
+		snprintf(msg, sizeof(msg), "Invalid Request: a batch must hold 1 to %d "
+		    "messages", MCP_MAX_BATCH);
+		out->status = 400;
+		out->body = mcp_error(NULL, E_INVALID, msg);
+		cJSON_Delete(root);
+		return;
+	}
+	out->body = cJSON_CreateArray();
+	idx = 0;
+	for (i = 0; i < n; i++) {
+		m = cJSON_GetArrayItem(root, i);
+		reply = handle_one(in, out, m, 1, idx, &hint);
+		if (reply != NULL) {
+			cJSON_AddItemToArray(out->body, reply);
+			idx++;
+		} else if (out->npend > 0 && out->pend[out->npend - 1].slot == idx) {
+			/* placeholder, replaced by mcp_complete */
+			cJSON_AddItemToArray(out->body, cJSON_CreateNull());
+			idx++;
+		}
+	}
+	cJSON_Delete(root);
+	if (idx == 0) {
+		cJSON_Delete(out->body);
+		out->body = NULL;
+		out->status = 202;
+		return;
+	}
+	out->status = 200;
+}
+
+int
+mcp_complete(struct mcp_out *out, size_t i)
+{
+	struct mcp_pending *p = &out->pend[i];
+	cJSON *r, *result;
+	size_t k;
+
+	result = p->tc->result;
+	p->tc->result = NULL;
+	if (result == NULL)
+		result = tools_text_result("internal error: no result", 1);
+	r = mcp_result(p->id, result);
+	if (p->slot < 0)
+		out->body = r;
+	else
+		cJSON_ReplaceItemInArray(out->body, p->slot, r);
+	tool_call_free(p->tc);
+	p->tc = NULL;
+	for (k = 0; k < out->npend; k++)
+		if (out->pend[k].tc != NULL)
+			return 0;
+	return 1;
+}
+
+void
+mcp_out_free(struct mcp_out *out)
+{
+	size_t i;
+
+	for (i = 0; i < out->npend; i++) {
+		tool_call_free(out->pend[i].tc);
+		cJSON_Delete(out->pend[i].id);
+	}
+	free(out->pend);
+	cJSON_Delete(out->body);
+	cJSON_Delete(out->progress_token);
+	memset(out, 0, sizeof(*out));
+}

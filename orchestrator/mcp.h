@@ -1,0 +1,65 @@
+/*
+ * mcp.h: MCP JSON-RPC dispatch for one POST body (Streamable HTTP, protocol
+ * versions 2025-03-26, 2025-06-18, 2025-11-25; see mcp-spec notes in
+ * docs/operator-guide.md). Pure: no I/O. Tool calls are returned as pending
+ * work (tools.h) that the HTTP layer runs on workers and then completes
+ * with mcp_complete().
+ */
+#ifndef MCP_H
+#define MCP_H
+
+#include <stddef.h>
+#include <cjson/cJSON.h>
+
+#include "tools.h"
+
+#define MCP_MAX_BATCH	100
+
+enum mcp_version { MCP_V_NONE, MCP_V_0326, MCP_V_0618, MCP_V_1125 };
+
+extern const char *const mcp_versions[];	/* index by enum mcp_version */
+
+struct mcp_in {
+	const char	*body;
+	size_t		 len;
+	const char	*proto;		/* MCP-Protocol-Version header or NULL */
+	const char	*sid;		/* X-Session-Id (validated) or NULL */
+	const char	*org;		/* X-Org-Id or NULL */
+	const char	*user;		/* X-User-Id or NULL */
+};
+
+struct mcp_pending {
+	struct tool_call *tc;
+	cJSON		*id;		/* the request's id (owned) */
+	int		 slot;		/* index in a batch reply; -1: single */
+};
+
+struct mcp_out {
+	int		 status;	/* HTTP status */
+	cJSON		*body;		/* reply (object/array) or NULL (202) */
+	int		 batch;
+	enum mcp_version version;
+	struct mcp_pending *pend;	/* tool calls to run */
+	size_t		 npend;
+	const char	*method;	/* single request: its method (for logs) */
+	char		 tool[64];	/* single tools/call: the tool name */
+	int		 want_progress;	/* single tools/call asked for progress */
+	cJSON		*progress_token;	/* owned */
+};
+
+/* Fills out from in; never fails (errors become JSON-RPC errors). */
+void	mcp_dispatch(const struct mcp_in *, struct mcp_out *);
+/*
+ * Stores pending call i's result (takes tc->result). When every call is
+ * complete, returns 1 and out->body is the whole reply.
+ */
+int	mcp_complete(struct mcp_out *, size_t i);
+void	mcp_out_free(struct mcp_out *);
+/* A JSON-RPC error object: {"jsonrpc","id","error":{code,message}}. id is
+ * duplicated (NULL: null). */
+cJSON	*mcp_error(const cJSON *id, int code, const char *msg);
+/* The negotiated version for a requested one (supported: same; else latest). */
+enum mcp_version mcp_negotiate(const char *requested);
+enum mcp_version mcp_version_parse(const char *);
+
+#endif

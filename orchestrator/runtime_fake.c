@@ -1,0 +1,790 @@
+/*
+ * runtime_fake.c: a runtime for tests. Each "sandbox" is the real agent
+ * binary run directly on the host (NO isolation) with its own directory
+ * under fake.state_dir: meta.json (image, created, labels), the agent's
+ * socket, state and workspace. Agents are started in their own session
+ * (double fork), so they survive an orchestrator restart like real
+ * sandboxes do; list() rebuilds everything from the directories and the
+ * live processes. Every process of a sandbox carries FAKE_SANDBOX_ID=<id>
+ * in its environment, which is how stop() finds them all.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "agentc.h"
+#include "buf.h"
+#include "log.h"
+#include "padmin.h"
+#include "runtime_fake.h"
+#include "strnum.h"
+#include "xmalloc.h"
+
+struct fake {
+	char		*dir;
+	char		*agent;
+	char		*admin;		/* proxy admin socket or NULL */
+	char		*proxy_addr;
+	pthread_mutex_t	 mu;
+};
+
+static long long
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int
+path_of(struct fake *f, const char *id, const char *leaf, char *out, size_t len)
+{
+	int n = snprintf(out, len, "%s/%s%s%s", f->dir, id, leaf ? "/" : "",
+	    leaf ? leaf : "");
+	return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+static int
+read_file(const char *path, struct buf *b)
+{
+	char chunk[4096];
+	ssize_t n;
+	int fd;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return -1;
+	for (;;) {
+		n = read(fd, chunk, sizeof(chunk));
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		if (buf_add(b, chunk, (size_t)n) == -1) {
+			n = -1;
+			break;
+		}
+	}
+	close(fd);
+	return n == -1 ? -1 : 0;
+}
+
+static int
+write_atomic(const char *path, const char *data, size_t len)
+{
+	char tmp[4096];
+	int fd;
+	size_t off = 0;
+	ssize_t n;
+
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%d.%lu", path, (int)getpid(),
+	    (unsigned long)pthread_self()) >= sizeof(tmp))
+		return -1;
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) == -1)
+		return -1;
+	while (off < len) {
+		n = write(fd, data + off, len - off);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			close(fd);
+			unlink(tmp);
+			return -1;
+		}
+		off += (size_t)n;
+	}
+	if (fsync(fd) == -1 || close(fd) == -1 || rename(tmp, path) == -1) {
+		unlink(tmp);
+		return -1;
+	}
+	return 0;
+}
+
+static cJSON *
+meta_read(struct fake *f, const char *id)
+{
+	char p[512];
+	struct buf b;
+	cJSON *j = NULL;
+
+	if (path_of(f, id, "meta.json", p, sizeof(p)) == -1)
+		return NULL;
+	buf_init(&b, 1 << 20);
+	if (read_file(p, &b) == 0 && b.len > 0)
+		j = cJSON_ParseWithLength(b.p, b.len);
+	buf_free(&b);
+	if (j != NULL && !cJSON_IsObject(j)) {
+		cJSON_Delete(j);
+		j = NULL;
+	}
+	return j;
+}
+
+static int
+meta_write(struct fake *f, const char *id, cJSON *j)
+{
+	char p[512], *txt;
+	int rc;
+
+	if (path_of(f, id, "meta.json", p, sizeof(p)) == -1)
+		return -1;
+	txt = cJSON_PrintUnformatted(j);
+	rc = write_atomic(p, txt, strlen(txt));
+	free(txt);
+	return rc;
+}
+
+/* Does pid carry FAKE_SANDBOX_ID=id in its environment? */
+static int
+pid_has_id(pid_t pid, const char *id)
+{
+	char p[64], want[RT_ID_MAX + 32];
+	struct buf b;
+	size_t i, wl;
+	int hit = 0;
+
+	snprintf(p, sizeof(p), "/proc/%d/environ", (int)pid);
+	wl = (size_t)snprintf(want, sizeof(want), "FAKE_SANDBOX_ID=%s", id) + 1;
+	buf_init(&b, 1 << 20);
+	if (read_file(p, &b) == 0 && b.p != NULL) {
+		for (i = 0; i + wl <= b.len + 1; ) {
+			size_t l = strnlen(b.p + i, b.len - i);
+			if (l + 1 == wl && memcmp(b.p + i, want, wl - 1) == 0) {
+				hit = 1;
+				break;
+			}
+			i += l + 1;
+		}
+	}
+	buf_free(&b);
+	return hit;
+}
+
+static pid_t
+agent_pid(struct fake *f, const char *id)
+{
+	char p[512];
+	struct buf b;
+	long long v;
+	const char *es;
+	pid_t pid = -1;
+
+	if (path_of(f, id, "pid", p, sizeof(p)) == -1)
+		return -1;
+	buf_init(&b, 64);
+	if (read_file(p, &b) == 0 && b.p != NULL) {
+		b.p[strcspn(b.p, "\n")] = '\0';
+		if (strnum_ll(b.p, 2, 1 << 30, &v, &es) == 0 &&
+		    kill((pid_t)v, 0) == 0 && pid_has_id((pid_t)v, id))
+			pid = (pid_t)v;
+	}
+	buf_free(&b);
+	return pid;
+}
+
+/* Kills every process of the sandbox; waits until none is left. */
+static void
+kill_all(const char *id)
+{
+	int round;
+
+	for (round = 0; round < 100; round++) {
+		DIR *d = opendir("/proc");
+		struct dirent *de;
+		int found = 0;
+		long long v;
+		const char *es;
+
+		if (d == NULL)
+			return;
+		while ((de = readdir(d)) != NULL) {
+			if (strnum_ll(de->d_name, 1, 1 << 30, &v, &es) == -1 ||
+			    (pid_t)v == getpid())
+				continue;
+			if (pid_has_id((pid_t)v, id)) {
+				/* zombies keep their environ readable? no: skip them */
+				char sp[64], st[256];
+				int fd;
+				ssize_t n;
+				snprintf(sp, sizeof(sp), "/proc/%lld/stat", v);
+				if ((fd = open(sp, O_RDONLY | O_CLOEXEC)) != -1) {
+					n = read(fd, st, sizeof(st) - 1);
+					close(fd);
+					if (n > 0) {
+						char *rp;
+						st[n] = '\0';
+						rp = strrchr(st, ')');
+						if (rp != NULL && rp[1] == ' ' && rp[2] == 'Z')
+							continue;
+					}
+				}
+				kill((pid_t)v, SIGKILL);
+				found++;
+			}
+		}
+		closedir(d);
+		if (found == 0)
+			return;
+		usleep(20000);
+	}
+}
+
+static int
+rm_rf(const char *path)
+{
+	DIR *d;
+	struct dirent *de;
+	char p[4096];
+	struct stat st;
+
+	if (lstat(path, &st) == -1)
+		return errno == ENOENT ? 0 : -1;
+	if (!S_ISDIR(st.st_mode))
+		return unlink(path);
+	if ((d = opendir(path)) == NULL)
+		return -1;
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if ((size_t)snprintf(p, sizeof(p), "%s/%s", path, de->d_name) >= sizeof(p))
+			continue;
+		(void)rm_rf(p);
+	}
+	closedir(d);
+	return rmdir(path);
+}
+
+/* Starts the agent for id; waits until it answers. */
+static int
+spawn_agent(struct fake *f, const char *id, cJSON *meta, char *err, size_t errlen)
+{
+	char dir[512], sock[512], state[512], ws[512], logp[512], pidp[512],
+	    listen[600], idenv[RT_ID_MAX + 32], home[600], pidtxt[32];
+	struct rt_agent_addr addr;
+	cJSON *env = cJSON_GetObjectItem(meta, "env"), *e;
+	char **envp;
+	size_t ne = 0;
+	int pfd[2], i;
+	pid_t child, gpid = -1;
+	long long deadline;
+
+	if (path_of(f, id, NULL, dir, sizeof(dir)) == -1 ||
+	    path_of(f, id, "agent.sock", sock, sizeof(sock)) == -1 ||
+	    strlen(sock) >= sizeof(addr.unix_path) ||
+	    path_of(f, id, "state", state, sizeof(state)) == -1 ||
+	    path_of(f, id, "workspace", ws, sizeof(ws)) == -1 ||
+	    path_of(f, id, "agent.log", logp, sizeof(logp)) == -1 ||
+	    path_of(f, id, "pid", pidp, sizeof(pidp)) == -1) {
+		snprintf(err, errlen, "fake: state path too long");
+		return -1;
+	}
+	(void)mkdir(state, 0700);
+	(void)mkdir(ws, 0755);
+	unlink(sock);
+	snprintf(listen, sizeof(listen), "unix:%s", sock);
+	snprintf(idenv, sizeof(idenv), "FAKE_SANDBOX_ID=%s", id);
+	snprintf(home, sizeof(home), "HOME=%s", ws);
+	envp = xcalloc((size_t)cJSON_GetArraySize(env) + 8, sizeof(char *));
+	envp[ne++] = xstrdup("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+	envp[ne++] = xstrdup(idenv);
+	envp[ne++] = xstrdup(home);
+	envp[ne++] = xstrdup("LANG=C.UTF-8");
+	cJSON_ArrayForEach(e, env) {
+		if (cJSON_IsString(e) && e->string != NULL)
+			(void)xasprintf(&envp[ne++], "%s=%s", e->string, e->valuestring);
+	}
+	if (pipe2(pfd, O_CLOEXEC) == -1) {
+		snprintf(err, errlen, "fake: pipe: %s", strerror(errno));
+		goto fail;
+	}
+	if ((child = fork()) == -1) {
+		snprintf(err, errlen, "fake: fork: %s", strerror(errno));
+		close(pfd[0]);
+		close(pfd[1]);
+		goto fail;
+	}
+	if (child == 0) {
+		pid_t g;
+		sigset_t all;
+
+		sigemptyset(&all);
+		sigprocmask(SIG_SETMASK, &all, NULL);
+		setsid();
+		if ((g = fork()) == 0) {
+			int fd = open(logp, O_WRONLY | O_CREAT | O_APPEND, 0600);
+			int nul = open("/dev/null", O_RDONLY);
+			if (fd == -1 || nul == -1)
+				_exit(127);
+			dup2(nul, 0);
+			dup2(fd, 1);
+			dup2(fd, 2);
+			closefrom(3);
+			signal(SIGPIPE, SIG_DFL);
+			execle(f->agent, f->agent, "--listen", listen, "--state", state,
+			    "--workdir", ws, (char *)NULL, envp);
+			_exit(127);
+		}
+		if (write(pfd[1], &g, sizeof(g)) != (ssize_t)sizeof(g))
+			_exit(1);
+		_exit(0);
+	}
+	close(pfd[1]);
+	if (read(pfd[0], &gpid, sizeof(gpid)) != (ssize_t)sizeof(gpid))
+		gpid = -1;
+	close(pfd[0]);
+	while (waitpid(child, NULL, 0) == -1 && errno == EINTR)
+		;
+	if (gpid <= 0) {
+		snprintf(err, errlen, "fake: could not start the agent");
+		goto fail;
+	}
+	snprintf(pidtxt, sizeof(pidtxt), "%d\n", (int)gpid);
+	if (write_atomic(pidp, pidtxt, strlen(pidtxt)) == -1) {
+		snprintf(err, errlen, "fake: write pid: %s", strerror(errno));
+		kill(gpid, SIGKILL);
+		goto fail;
+	}
+	for (i = 0; i < (int)ne; i++)
+		free(envp[i]);
+	free(envp);
+	/* Wait until the agent answers /v1/health. */
+	memset(&addr, 0, sizeof(addr));
+	snprintf(addr.unix_path, sizeof(addr.unix_path), "%s", sock);
+	deadline = now_ms() + 15000;
+	while (now_ms() < deadline) {
+		struct agentc *c;
+		struct buf b;
+		int status = 0, ok = 0;
+		char e2[128];
+
+		if (kill(gpid, 0) == -1) {
+			snprintf(err, errlen, "fake: the agent exited at start (see %s)", logp);
+			return -1;
+		}
+		if ((c = agentc_open(&addr, 1000, e2, sizeof(e2))) != NULL) {
+			buf_init(&b, 1 << 16);
+			if (agentc_request(c, "GET", "/v1/health", NULL, NULL, 0, 2000,
+			    &status, &b, e2, sizeof(e2)) == 0 && status == 200)
+				ok = 1;
+			buf_free(&b);
+			agentc_close(c);
+		}
+		if (ok)
+			return 0;
+		usleep(10000);
+	}
+	snprintf(err, errlen, "fake: the agent did not answer within 15s");
+	kill_all(id);
+	return -1;
+fail:
+	for (i = 0; i < (int)ne; i++)
+		free(envp[i]);
+	free(envp);
+	return -1;
+}
+
+static void
+info_from(struct fake *f, const char *id, cJSON *meta, struct rt_info *out)
+{
+	cJSON *l, *x;
+	size_t n;
+	char p[512];
+
+	memset(out, 0, sizeof(*out));
+	snprintf(out->id, sizeof(out->id), "%s", id);
+	x = cJSON_GetObjectItem(meta, "image");
+	snprintf(out->image, sizeof(out->image), "%s",
+	    cJSON_IsString(x) ? x->valuestring : "host");
+	x = cJSON_GetObjectItem(meta, "created_ms");
+	out->created_ms = cJSON_IsNumber(x) ? (long long)x->valuedouble : 0;
+	if (agent_pid(f, id) > 0) {
+		out->state = RT_RUNNING;
+		x = cJSON_GetObjectItem(meta, "started_ms");
+		out->started_ms = cJSON_IsNumber(x) ? (long long)x->valuedouble : 0;
+	} else if (path_of(f, id, "creating", p, sizeof(p)) == 0 &&
+	    access(p, F_OK) == 0) {
+		out->state = RT_FAILED;
+		snprintf(out->reason, sizeof(out->reason), "creation interrupted");
+	} else
+		out->state = RT_STOPPED;
+	l = cJSON_GetObjectItem(meta, "labels");
+	n = (size_t)cJSON_GetArraySize(l);
+	out->labels = xcalloc(n ? n : 1, sizeof(struct rt_kv));
+	cJSON_ArrayForEach(x, l) {
+		if (!cJSON_IsString(x) || x->string == NULL)
+			continue;
+		out->labels[out->nlabels].k = xstrdup(x->string);
+		out->labels[out->nlabels].v = xstrdup(x->valuestring);
+		out->nlabels++;
+	}
+}
+
+static int
+f_get(struct runtime *rt, const char *id, struct rt_info *out, char *err,
+    size_t errlen)
+{
+	struct fake *f = rt->impl;
+	cJSON *meta;
+
+	memset(out, 0, sizeof(*out));
+	if (!rt_id_valid(id) || (meta = meta_read(f, id)) == NULL) {
+		snprintf(err, errlen, "not found");
+		return -1;
+	}
+	info_from(f, id, meta, out);
+	cJSON_Delete(meta);
+	return 0;
+}
+
+static int
+f_create(struct runtime *rt, const struct rt_spec *sp, struct rt_info *out,
+    char *err, size_t errlen)
+{
+	struct fake *f = rt->impl;
+	char dir[512], cr[512];
+	cJSON *meta, *l, *e;
+	size_t i;
+	int fd;
+
+	memset(out, 0, sizeof(*out));
+	if (!rt_id_valid(sp->id)) {
+		snprintf(err, errlen, "invalid id");
+		return -1;
+	}
+	if (sp->use_kata) {
+		snprintf(err, errlen, "use_kata is not available on this runtime "
+		    "(fake: no VM isolation)");
+		return -1;
+	}
+	if (path_of(f, sp->id, NULL, dir, sizeof(dir)) == -1 ||
+	    path_of(f, sp->id, "creating", cr, sizeof(cr)) == -1) {
+		snprintf(err, errlen, "path too long");
+		return -1;
+	}
+	if (mkdir(dir, 0700) == -1) {
+		snprintf(err, errlen, "mkdir %s: %s", dir, strerror(errno));
+		return -1;
+	}
+	if ((fd = open(cr, O_WRONLY | O_CREAT | O_CLOEXEC, 0600)) != -1)
+		close(fd);
+	meta = cJSON_CreateObject();
+	cJSON_AddStringToObject(meta, "image", sp->image ? sp->image : "host");
+	cJSON_AddNumberToObject(meta, "created_ms", (double)now_ms());
+	cJSON_AddNumberToObject(meta, "started_ms", (double)now_ms());
+	cJSON_AddBoolToObject(meta, "run_as_root", sp->run_as_root);
+	cJSON_AddBoolToObject(meta, "writable_root", sp->writable_root);
+	l = cJSON_AddObjectToObject(meta, "labels");
+	for (i = 0; i < sp->nlabels; i++)
+		cJSON_AddStringToObject(l, sp->labels[i].k, sp->labels[i].v);
+	e = cJSON_AddObjectToObject(meta, "env");
+	for (i = 0; i < sp->nenv; i++)
+		cJSON_AddStringToObject(e, sp->env[i].k, sp->env[i].v);
+	pthread_mutex_lock(&f->mu);
+	if (meta_write(f, sp->id, meta) == -1) {
+		pthread_mutex_unlock(&f->mu);
+		snprintf(err, errlen, "write meta: %s", strerror(errno));
+		cJSON_Delete(meta);
+		return -1;
+	}
+	pthread_mutex_unlock(&f->mu);
+	if (spawn_agent(f, sp->id, meta, err, errlen) == -1) {
+		cJSON_Delete(meta);
+		return -1;
+	}
+	unlink(cr);
+	info_from(f, sp->id, meta, out);
+	cJSON_Delete(meta);
+	return 0;
+}
+
+static int
+f_start(struct runtime *rt, const char *id, char *err, size_t errlen)
+{
+	struct fake *f = rt->impl;
+	cJSON *meta;
+	int rc;
+
+	if (!rt_id_valid(id) || (meta = meta_read(f, id)) == NULL) {
+		snprintf(err, errlen, "not found");
+		return -1;
+	}
+	if (agent_pid(f, id) > 0) {
+		cJSON_Delete(meta);
+		return 0;
+	}
+	kill_all(id);
+	pthread_mutex_lock(&f->mu);
+	cJSON_DeleteItemFromObject(meta, "started_ms");
+	cJSON_AddNumberToObject(meta, "started_ms", (double)now_ms());
+	(void)meta_write(f, id, meta);
+	pthread_mutex_unlock(&f->mu);
+	rc = spawn_agent(f, id, meta, err, errlen);
+	cJSON_Delete(meta);
+	return rc;
+}
+
+static void
+deregister(struct fake *f, const char *id)
+{
+	char req[256], reply[1024], err[128];
+
+	if (f->admin == NULL)
+		return;
+	snprintf(req, sizeof(req), "{\"op\":\"deregister\",\"id\":\"%s\"}", id);
+	if (padmin_call(f->admin, req, -1, reply, sizeof(reply), 3000, err,
+	    sizeof(err)) == -1)
+		log_debug("fake: deregister %s: %s", id, err);
+}
+
+static int
+f_stop(struct runtime *rt, const char *id, char *err, size_t errlen)
+{
+	struct fake *f = rt->impl;
+	char p[512];
+
+	if (!rt_id_valid(id)) {
+		snprintf(err, errlen, "invalid id");
+		return -1;
+	}
+	kill_all(id);
+	if (path_of(f, id, "pid", p, sizeof(p)) == 0)
+		unlink(p);
+	deregister(f, id);
+	return 0;
+}
+
+static int
+f_destroy(struct runtime *rt, const char *id, char *err, size_t errlen)
+{
+	struct fake *f = rt->impl;
+	char dir[512];
+
+	if (!rt_id_valid(id)) {
+		snprintf(err, errlen, "invalid id");
+		return -1;
+	}
+	kill_all(id);
+	deregister(f, id);
+	if (path_of(f, id, NULL, dir, sizeof(dir)) == -1 || rm_rf(dir) == -1) {
+		snprintf(err, errlen, "remove %s: %s", dir, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static int
+f_list(struct runtime *rt, struct rt_info **out, size_t *n, char *err,
+    size_t errlen)
+{
+	struct fake *f = rt->impl;
+	struct rt_info *v = NULL;
+	size_t nv = 0;
+	struct dirent *de;
+	cJSON *meta;
+	DIR *d;
+
+	*out = NULL;
+	*n = 0;
+	if ((d = opendir(f->dir)) == NULL) {
+		snprintf(err, errlen, "%s: %s", f->dir, strerror(errno));
+		return -1;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (!rt_id_valid(de->d_name))
+			continue;
+		if ((meta = meta_read(f, de->d_name)) == NULL) {
+			/* a directory without a record: report it unlabelled */
+			v = xreallocarray(v, nv + 1, sizeof(*v));
+			memset(&v[nv], 0, sizeof(v[nv]));
+			snprintf(v[nv].id, sizeof(v[nv].id), "%.63s", de->d_name);
+			v[nv].state = RT_FAILED;
+			snprintf(v[nv].reason, sizeof(v[nv].reason), "no record");
+			nv++;
+			continue;
+		}
+		v = xreallocarray(v, nv + 1, sizeof(*v));
+		info_from(f, de->d_name, meta, &v[nv++]);
+		cJSON_Delete(meta);
+	}
+	closedir(d);
+	*out = v;
+	*n = nv;
+	return 0;
+}
+
+static int
+f_set_labels(struct runtime *rt, const char *id, const struct rt_kv *kv,
+    size_t n, char *err, size_t errlen)
+{
+	struct fake *f = rt->impl;
+	cJSON *meta, *l;
+	size_t i;
+	int rc;
+
+	pthread_mutex_lock(&f->mu);
+	if (!rt_id_valid(id) || (meta = meta_read(f, id)) == NULL) {
+		pthread_mutex_unlock(&f->mu);
+		snprintf(err, errlen, "not found");
+		return -1;
+	}
+	cJSON_DeleteItemFromObject(meta, "labels");
+	l = cJSON_AddObjectToObject(meta, "labels");
+	for (i = 0; i < n; i++)
+		cJSON_AddStringToObject(l, kv[i].k, kv[i].v);
+	rc = meta_write(f, id, meta);
+	pthread_mutex_unlock(&f->mu);
+	cJSON_Delete(meta);
+	if (rc == -1)
+		snprintf(err, errlen, "write meta: %s", strerror(errno));
+	return rc;
+}
+
+static int
+f_agent_addr(struct runtime *rt, const char *id, struct rt_agent_addr *out,
+    char *err, size_t errlen)
+{
+	struct fake *f = rt->impl;
+
+	memset(out, 0, sizeof(*out));
+	if (!rt_id_valid(id) || path_of(f, id, "agent.sock", out->unix_path,
+	    sizeof(out->unix_path)) == -1) {
+		snprintf(err, errlen, "no address");
+		return -1;
+	}
+	return 0;
+}
+
+static int
+f_attach_egress(struct runtime *rt, const char *id, const struct rt_egress *eg,
+    char *env_out, size_t envlen, char *err, size_t errlen)
+{
+	struct fake *f = rt->impl;
+	unsigned char r[16];
+	char secret[40], reply[1024], *txt;
+	cJSON *req, *attrs, *labels, *j;
+	size_t i;
+	int rc;
+
+	env_out[0] = '\0';
+	if (f->admin == NULL)
+		return 0;
+	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r)) {
+		snprintf(err, errlen, "getrandom failed");
+		return -1;
+	}
+	for (i = 0; i < sizeof(r); i++)
+		snprintf(secret + 2 * i, 3, "%02x", r[i]);
+	req = cJSON_CreateObject();
+	cJSON_AddStringToObject(req, "op", "register");
+	cJSON_AddStringToObject(req, "id", id);
+	cJSON_AddStringToObject(req, "secret", secret);
+	attrs = cJSON_AddObjectToObject(req, "attrs");
+	cJSON_AddStringToObject(attrs, "org", eg->org ? eg->org : "");
+	cJSON_AddStringToObject(attrs, "user", eg->user ? eg->user : "");
+	cJSON_AddStringToObject(attrs, "session", eg->session ? eg->session : "");
+	labels = cJSON_AddObjectToObject(attrs, "labels");
+	for (i = 0; i < eg->nlabels; i++)
+		cJSON_AddStringToObject(labels, eg->labels[i].k, eg->labels[i].v);
+	txt = cJSON_PrintUnformatted(req);
+	cJSON_Delete(req);
+	rc = padmin_call(f->admin, txt, -1, reply, sizeof(reply), 5000, err, errlen);
+	free(txt);
+	if (rc == -1)
+		return -1;
+	if ((j = cJSON_Parse(reply)) == NULL || !cJSON_IsTrue(cJSON_GetObjectItem(j, "ok"))) {
+		cJSON *e = cJSON_GetObjectItem(j, "error");
+		snprintf(err, errlen, "proxy refused: %s",
+		    cJSON_IsString(e) ? e->valuestring : "?");
+		cJSON_Delete(j);
+		return -1;
+	}
+	cJSON_Delete(j);
+	rc = snprintf(env_out, envlen,
+	    "HTTPS_PROXY=http://%s:%s@%s\nHTTP_PROXY=http://%s:%s@%s\n"
+	    "https_proxy=http://%s:%s@%s\nhttp_proxy=http://%s:%s@%s\n",
+	    id, secret, f->proxy_addr, id, secret, f->proxy_addr,
+	    id, secret, f->proxy_addr, id, secret, f->proxy_addr);
+	if (rc < 0 || (size_t)rc >= envlen) {
+		snprintf(err, errlen, "env too long");
+		return -1;
+	}
+	return 0;
+}
+
+static void
+f_free(struct runtime *rt)
+{
+	struct fake *f;
+
+	if (rt == NULL)
+		return;
+	f = rt->impl;
+	free(f->dir);
+	free(f->agent);
+	free(f->admin);
+	free(f->proxy_addr);
+	pthread_mutex_destroy(&f->mu);
+	free(f);
+	free(rt);
+}
+
+static const struct runtime_ops fake_ops = {
+	.name = "fake",
+	.create = f_create,
+	.start = f_start,
+	.stop = f_stop,
+	.destroy = f_destroy,
+	.list = f_list,
+	.get = f_get,
+	.set_labels = f_set_labels,
+	.agent_addr = f_agent_addr,
+	.attach_egress = f_attach_egress,
+	.free = f_free,
+};
+
+struct runtime *
+runtime_fake_new(const char *state_dir, const char *agent, const char *admin,
+    const char *proxy_addr, char *err, size_t errlen)
+{
+	struct runtime *rt;
+	struct fake *f;
+	char *abs;
+
+	if (state_dir == NULL || agent == NULL) {
+		snprintf(err, errlen, "fake runtime: fake.state_dir and fake.agent are required");
+		return NULL;
+	}
+	if (mkdir(state_dir, 0700) == -1 && errno != EEXIST) {
+		snprintf(err, errlen, "fake runtime: mkdir %s: %s", state_dir, strerror(errno));
+		return NULL;
+	}
+	if ((abs = realpath(agent, NULL)) == NULL || access(abs, X_OK) == -1) {
+		snprintf(err, errlen, "fake runtime: agent %s: %s", agent, strerror(errno));
+		free(abs);
+		return NULL;
+	}
+	f = xcalloc(1, sizeof(*f));
+	if ((f->dir = realpath(state_dir, NULL)) == NULL)
+		f->dir = xstrdup(state_dir);
+	f->agent = abs;
+	f->admin = admin ? xstrdup(admin) : NULL;
+	f->proxy_addr = xstrdup(proxy_addr ? proxy_addr : "127.0.0.1:3128");
+	pthread_mutex_init(&f->mu, NULL);
+	rt = xcalloc(1, sizeof(*rt));
+	rt->ops = &fake_ops;
+	rt->impl = f;
+	return rt;
+}

@@ -1,0 +1,107 @@
+/*
+ * sess.h: sessions (X-Session-Id -> sandbox), the warm pool, the reaper and
+ * reconciliation. The session record lives in the runtime's labels, so the
+ * runtime is the only store: a restarted orchestrator rebuilds everything
+ * from runtime->list().
+ *
+ * Every function here may block on the runtime or an agent: call them from
+ * worker threads (work.h), never from the event loop, except the *_stats
+ * and snapshot helpers which only take a mutex.
+ *
+ * A tool call does: s = sess_get(...); sess_enter(s) (ensures a running,
+ * personalised sandbox and holds it shared so it is not stopped under the
+ * call); sess_agent(s, ...) any number of times; sess_leave(s); sess_put(s).
+ */
+#ifndef SESS_H
+#define SESS_H
+
+#include <stddef.h>
+#include <cjson/cJSON.h>
+
+#include "attrib.h"
+#include "buf.h"
+#include "conf.h"
+#include "runtime.h"
+
+#define SESS_ID_MAX	128	/* X-Session-Id, X-Org-Id, X-User-Id */
+
+/* Label keys of the session record kept with each sandbox. */
+#define LBL_SESSION	"session"
+#define LBL_ORG		"org"
+#define LBL_USER	"user"
+#define LBL_CREATED	"created-ms"
+#define LBL_STOPPED	"stopped-ms"
+#define LBL_POOL	"pool"
+
+enum sess_err {
+	SE_OK,
+	SE_BAD,		/* bad input */
+	SE_NOTFOUND,	/* no such session */
+	SE_LIMIT,	/* a limit was reached */
+	SE_DRAINING,	/* shutting down: no new sessions */
+	SE_BUSY,	/* a call is running; lifecycle change refused */
+	SE_RUNTIME,	/* the runtime failed */
+	SE_AGENT,	/* the agent did not answer */
+};
+
+struct sess_opts {
+	const char	*image;		/* NULL: default */
+	int		 use_kata;	/* -1: default */
+	int		 run_as_root;	/* -1: default */
+	int		 writable_root;	/* -1: default */
+};
+
+struct sessmgr;
+struct sess;
+
+struct sessmgr *sessmgr_new(struct runtime *, const struct conf *);
+void	sessmgr_free(struct sessmgr *);
+/* Compares the runtime with the sessions and fixes both (see sess.c). */
+int	sessmgr_reconcile(struct sessmgr *, int at_start, char *err, size_t errlen);
+/* One maintenance round: reaper, pool refill, periodic reconcile. */
+void	sessmgr_tick(struct sessmgr *);
+void	sessmgr_set_draining(struct sessmgr *);
+int	sessmgr_ready(struct sessmgr *);	/* reconciled at least once */
+/* Prometheus text for the session gauges and counters. */
+int	sessmgr_metrics(struct sessmgr *, struct buf *) WUNRES;
+
+/* Validates an X-Session-Id / X-Org-Id / X-User-Id value. */
+int	sess_id_valid(const char *);
+
+/*
+ * Finds a session, or (create != 0) makes an empty record for it. Returns a
+ * reference (release with sess_put), or NULL with *e and err set.
+ */
+struct sess *sess_get(struct sessmgr *, const char *sid, const char *org,
+	    const char *user, int create, enum sess_err *e, char *err,
+	    size_t errlen);
+void	sess_put(struct sess *);
+/* Makes sure the sandbox runs (create, claim from the pool, or resume) and
+ * holds it for a call. 0, or -1 with *e and err. */
+int	sess_enter(struct sess *, enum sess_err *e, char *err, size_t errlen) WUNRES;
+void	sess_leave(struct sess *);
+/*
+ * One request to the session's agent (held with sess_enter). Returns 0 with
+ * *status, or -1 with err when the agent could not be reached.
+ */
+int	sess_agent(struct sess *, const char *method, const char *path,
+	    const char *body, size_t bodylen, int timeout_ms, int *status,
+	    struct buf *resp, char *err, size_t errlen) WUNRES;
+/* Replaces the session's sandbox with a new one built from opts. */
+int	sess_reprovision(struct sess *, const struct sess_opts *,
+	    enum sess_err *e, char *err, size_t errlen) WUNRES;
+/* Stops (workspace kept) or deletes (everything gone) a session. */
+int	sess_stop(struct sessmgr *, const char *sid, const char *reason,
+	    enum sess_err *e, char *err, size_t errlen) WUNRES;
+int	sess_delete(struct sessmgr *, const char *sid, const char *reason,
+	    enum sess_err *e, char *err, size_t errlen) WUNRES;
+
+/* A JSON description of a session (caller frees). */
+cJSON	*sess_json(struct sess *);
+/* All sessions matching the filters (NULL: any), as a JSON array. */
+cJSON	*sessmgr_list_json(struct sessmgr *, const char *org, const char *user,
+	    const char *state);
+const char *sess_sandbox_id(struct sess *);	/* "" if none (racy; for logs) */
+const char *sess_sid(struct sess *);
+
+#endif

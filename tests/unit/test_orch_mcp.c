@@ -1,0 +1,217 @@
+/*
+ * test_orch_mcp.c: JSON-RPC dispatch for MCP (mcp.c): status codes, error
+ * codes, version negotiation, batches per version, pending tool calls.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "mcp.h"
+#include "tools.h"
+#include "unit.h"
+
+static int
+err_code(cJSON *o)
+{
+	cJSON *e = cJSON_GetObjectItem(o, "error");
+	cJSON *c = cJSON_GetObjectItem(e, "code");
+
+	return cJSON_IsNumber(c) ? c->valueint : 0;
+}
+
+TEST(test_mcp_table)
+{
+	static const struct {
+		const char	*body;
+		const char	*proto;
+		const char	*sid;
+		int		 status;	/* HTTP */
+		int		 code;		/* JSON-RPC error, 0: none */
+		size_t		 npend;
+	} t[] = {
+		/* parse errors */
+		{ "", NULL, NULL, 400, -32700, 0 },
+		{ "{", NULL, NULL, 400, -32700, 0 },
+		{ "{\"jsonrpc\":\"2.0\"} x", NULL, NULL, 400, -32700, 0 },
+		{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"x\":\"\xff\"}", NULL, NULL, 400, -32700, 0 },
+		/* invalid requests */
+		{ "42", NULL, NULL, 400, -32600, 0 },
+		{ "\"str\"", NULL, NULL, 400, -32600, 0 },
+		{ "{}", NULL, NULL, 400, -32600, 0 },
+		{ "{\"jsonrpc\":\"1.0\",\"id\":1,\"method\":\"ping\"}", NULL, NULL, 400, -32600, 0 },
+		{ "{\"jsonrpc\":\"2.0\",\"id\":null,\"method\":\"ping\"}", NULL, NULL, 400, -32600, 0 },
+		{ "{\"jsonrpc\":\"2.0\",\"id\":true,\"method\":\"ping\"}", NULL, NULL, 400, -32600, 0 },
+		{ "{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"ping\"}", NULL, NULL, 400, -32600, 0 },
+		{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":5}", NULL, NULL, 400, -32600, 0 },
+		{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\"}", NULL, NULL, 400, -32600, 0 },
+		/* ping, id 0 is a real id */
+		{ "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"ping\"}", NULL, NULL, 200, 0, 0 },
+		{ "{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"ping\",\"params\":{}}", NULL, NULL, 200, 0, 0 },
+		/* notifications and responses: 202 */
+		{ "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}", NULL, NULL, 202, 0, 0 },
+		{ "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/unknown\"}", NULL, NULL, 202, 0, 0 },
+		{ "{\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{}}", NULL, NULL, 202, 0, 0 },
+		{ "{\"jsonrpc\":\"2.0\",\"id\":5,\"error\":{\"code\":1,\"message\":\"x\"}}", NULL, NULL, 202, 0, 0 },
+		/* unknown method / bad params */
+		{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"resources/list\"}", NULL, NULL, 200, -32601, 0 },
+		{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":[1]}", NULL, NULL, 200, -32602, 0 },
+		{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{}}", NULL, NULL, 200, -32602, 0 },
+		{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\",\"params\":{\"cursor\":\"x\"}}", NULL, NULL, 200, -32602, 0 },
+		{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{}}", NULL, "s", 200, -32602, 0 },
+		{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"nope\"}}", NULL, "s", 200, -32602, 0 },
+		{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"shell\",\"arguments\":[]}}", NULL, "s", 200, -32602, 0 },
+		/* tools/call needs X-Session-Id */
+		{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"shell\",\"arguments\":{\"command\":\"true\"}}}", NULL, NULL, 400, -32602, 0 },
+		{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"shell\",\"arguments\":{\"command\":\"true\"}}}", NULL, "s", 200, 0, 1 },
+		{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"clear_session\"}}", NULL, "s", 200, 0, 1 },
+		/* protocol version header */
+		{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}", "2025-06-18", NULL, 200, 0, 0 },
+		{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}", "1999-01-01", NULL, 400, -32000, 0 },
+		{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"server/discover\"}", "2026-07-28", NULL, 400, -32000, 0 },
+		/* batches: 2025-03-26 (no header) yes, later versions no */
+		{ "[]", NULL, NULL, 400, -32600, 0 },
+		{ "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]", "2025-06-18", NULL, 400, -32600, 0 },
+		{ "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]", "2025-11-25", NULL, 400, -32600, 0 },
+		{ "[{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}]", NULL, NULL, 202, 0, 0 },
+	};
+	size_t i;
+
+	for (i = 0; i < NELEM(t); i++) {
+		struct mcp_in in = { t[i].body, strlen(t[i].body), t[i].proto, t[i].sid, NULL, NULL };
+		struct mcp_out out;
+
+		mcp_dispatch(&in, &out);
+		if (out.status != t[i].status || out.npend != t[i].npend ||
+		    (t[i].code != 0 && (out.body == NULL || err_code(out.body) != t[i].code)) ||
+		    (t[i].code == 0 && out.body != NULL && err_code(out.body) != 0) ||
+		    (t[i].status == 202 && out.body != NULL))
+			fprintf(stderr, "  case %zu (%s): status %d code %d npend %zu\n", i,
+			    t[i].body, out.status, out.body ? err_code(out.body) : 0, out.npend);
+		CHECK_INT(out.status, t[i].status);
+		CHECK_INT(out.npend, t[i].npend);
+		if (t[i].code != 0)
+			CHECK(out.body != NULL && err_code(out.body) == t[i].code);
+		if (t[i].status == 202)
+			CHECK(out.body == NULL);
+		mcp_out_free(&out);
+	}
+}
+
+TEST(test_mcp_initialize_negotiation)
+{
+	static const struct { const char *req, *want; } t[] = {
+		{ "2025-03-26", "2025-03-26" },
+		{ "2025-06-18", "2025-06-18" },
+		{ "2025-11-25", "2025-11-25" },
+		{ "2024-11-05", "2025-11-25" },
+		{ "2099-01-01", "2025-11-25" },
+	};
+	size_t i;
+	char body[512];
+
+	for (i = 0; i < NELEM(t); i++) {
+		struct mcp_out out;
+		struct mcp_in in;
+		cJSON *r, *v, *caps;
+
+		snprintf(body, sizeof(body), "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":"
+		    "\"initialize\",\"params\":{\"protocolVersion\":\"%s\","
+		    "\"capabilities\":{},\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}",
+		    t[i].req);
+		memset(&in, 0, sizeof(in));
+		in.body = body;
+		in.len = strlen(body);
+		mcp_dispatch(&in, &out);
+		CHECK_INT(out.status, 200);
+		r = cJSON_GetObjectItem(out.body, "result");
+		v = cJSON_GetObjectItem(r, "protocolVersion");
+		CHECK(cJSON_IsString(v) && strcmp(v->valuestring, t[i].want) == 0);
+		caps = cJSON_GetObjectItem(r, "capabilities");
+		CHECK(cJSON_IsObject(cJSON_GetObjectItem(caps, "tools")));
+		v = cJSON_GetObjectItem(out.body, "id");
+		CHECK(cJSON_IsNumber(v) && v->valueint == 0);
+		mcp_out_free(&out);
+	}
+}
+
+TEST(test_mcp_batch_0326)
+{
+	const char *b = "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"},"
+	    "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"},"
+	    "{\"jsonrpc\":\"2.0\",\"id\":\"x\",\"method\":\"tools/call\",\"params\":{\"name\":\"shell\",\"arguments\":{\"command\":\"true\"}}},"
+	    "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"nope\"},"
+	    "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-03-26\"}},"
+	    "7]";
+	struct mcp_in in = { b, strlen(b), NULL, "sess", NULL, NULL };
+	struct mcp_out out;
+	cJSON *item;
+
+	mcp_dispatch(&in, &out);
+	CHECK_INT(out.status, 200);
+	CHECK_INT(out.npend, 1);
+	CHECK(cJSON_IsArray(out.body));
+	CHECK_INT(cJSON_GetArraySize(out.body), 5);
+	CHECK_INT(err_code(cJSON_GetArrayItem(out.body, 2)), -32601);
+	CHECK_INT(err_code(cJSON_GetArrayItem(out.body, 3)), -32600);
+	CHECK_INT(err_code(cJSON_GetArrayItem(out.body, 4)), -32600);
+	/* complete the pending call: the placeholder is replaced */
+	out.pend[0].tc->result = tools_text_result("done", 0);
+	CHECK_INT(mcp_complete(&out, 0), 1);
+	item = cJSON_GetArrayItem(out.body, 1);
+	CHECK(cJSON_IsString(cJSON_GetObjectItem(item, "id")));
+	CHECK(cJSON_IsObject(cJSON_GetObjectItem(item, "result")));
+	mcp_out_free(&out);
+}
+
+TEST(test_mcp_tools_list)
+{
+	const char *b = "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}";
+	struct mcp_in in = { b, strlen(b), "2025-11-25", NULL, NULL, NULL };
+	struct mcp_out out;
+	cJSON *tools, *t;
+	int n = 0;
+
+	mcp_dispatch(&in, &out);
+	CHECK_INT(out.status, 200);
+	tools = cJSON_GetObjectItem(cJSON_GetObjectItem(out.body, "result"), "tools");
+	cJSON_ArrayForEach(t, tools) {
+		cJSON *s = cJSON_GetObjectItem(t, "inputSchema");
+		CHECK(cJSON_IsString(cJSON_GetObjectItem(t, "name")));
+		CHECK(cJSON_IsString(cJSON_GetObjectItem(t, "description")));
+		CHECK(cJSON_IsObject(s));
+		CHECK_STR(cJSON_GetObjectItem(s, "type")->valuestring, "object");
+		n++;
+	}
+	CHECK_INT(n, 8);
+	mcp_out_free(&out);
+}
+
+TEST(test_mcp_progress_token)
+{
+	const char *b = "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":"
+	    "{\"name\":\"shell\",\"arguments\":{\"command\":\"sleep 1\"},\"_meta\":{\"progressToken\":0}}}";
+	struct mcp_in in = { b, strlen(b), NULL, "s1", "org", "user" };
+	struct mcp_out out;
+
+	mcp_dispatch(&in, &out);
+	CHECK_INT(out.npend, 1);
+	CHECK_INT(out.want_progress, 1);	/* token 0 is a token */
+	CHECK_STR(out.pend[0].tc->sid, "s1");
+	CHECK_STR(out.pend[0].tc->org, "org");
+	mcp_out_free(&out);
+}
+
+int
+main(void)
+{
+	if (tools_init() == -1)
+		return 1;
+	RUN(test_mcp_table);
+	RUN(test_mcp_initialize_negotiation);
+	RUN(test_mcp_batch_0326);
+	RUN(test_mcp_tools_list);
+	RUN(test_mcp_progress_token);
+	tools_cleanup();
+	return unit_done();
+}
