@@ -1,0 +1,45 @@
+/*
+ * agent.h: what the agent's modules share: the configuration, the
+ * connection reply functions (main.c) and activity tracking.
+ */
+#ifndef AGENT_AGENT_H
+#define AGENT_AGENT_H
+
+#include <stddef.h>
+#include <sys/types.h>
+#include "attrib.h"
+#include "buf.h"
+
+/* Ignores a warn_unused_result value on purpose (best effort). */
+#define NOCHECK(e) do { if (e) { } } while (0)
+
+#define AGENT_VERSION		"0.1.0"
+#define AGENT_MAX_OUTPUT_CAP	(4 * 1024 * 1024)	/* per-call max_output ceiling */
+#define AGENT_MAX_RESP		(64 * 1024 * 1024)	/* a response body */
+#define AGENT_MAX_TIMEOUT_MS	(24LL * 3600 * 1000)
+
+struct agent_conf {
+	const char	*shell;		/* --shell */
+	const char	*workdir;	/* --workdir */
+	const char	*statedir;	/* --state */
+	size_t		 max_output;	/* --max-output */
+	long long	 request_timeout_ms;	/* a request must arrive within */
+	long long	 idle_timeout_ms;	/* idle keep-alive connections */
+};
+extern struct agent_conf agent_conf;
+
+struct conn;
+
+/* Replies on a connection (which may have gone: then it is just freed). */
+void	conn_reply(struct conn *, int status, const char *ctype,
+	    const char *body, size_t len);
+void	conn_reply_json(struct conn *, int status, const struct buf *body);
+void	conn_reply_error(struct conn *, int status, const char *code,
+	    const char *fmt, ...) PRINTF(4, 5);
+
+/* Records activity now (end of a command or job). */
+void	agent_touch(void);
+/* Fills buf with 2*n random hex digits. */
+void	agent_random_hex(char *out, size_t n);
+
+#endif

@@ -1,0 +1,31 @@
+/*
+ * fileops.h: the /v1/files endpoints: view, create, str_replace, insert and
+ * raw bytes. Paths are absolute or relative to the workdir. Every write is
+ * atomic (O_EXCL temp file in the same directory, fsync, rename) and keeps
+ * the mode (and owner, when allowed) of a file it replaces.
+ */
+#ifndef AGENT_FILEOPS_H
+#define AGENT_FILEOPS_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+struct conn;
+struct json;
+
+#define FILEOPS_MAX_LIST	2000	/* directory entries listed by view */
+
+/* op is "view", "create", "str_replace" or "insert". */
+void	fileops_http(struct conn *, const char *op, const struct json *body);
+void	fileops_http_raw_get(struct conn *, const char *query);
+void	fileops_http_raw_put(struct conn *, const char *query, const char *body,
+	    size_t len);
+/*
+ * Writes data to path atomically. mode -1 keeps an existing file's mode
+ * (0644 for a new file). mkparents creates missing directories. 0, or -1
+ * with err.
+ */
+int	fileops_write_atomic(const char *path, const char *data, size_t len,
+	    int mode, int mkparents, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,235 @@
+/* http.c: strict HTTP/1.1 request-head parser for the agent. */
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "http.h"
+
+static int
+is_tchar(unsigned char c)
+{
+	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	    (c >= '0' && c <= '9'))
+		return 1;
+	return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
+}
+
+#define FAIL(code, msg) do { snprintf(err, errlen, "%s", msg); return code; } while (0)
+
+int
+http_parse_head(const char *p, size_t n, struct http_req *r, char *err,
+    size_t errlen)
+{
+	const char *end = NULL, *line, *eol, *sp1, *sp2, *q, *colon, *v, *ve;
+	size_t i, len, nhdr = 0;
+	int minor, conn_close = 0, conn_keep = 0;
+	unsigned long long cl;
+
+	/* Find the blank line ending the head; tolerate nothing but CRLF. */
+	for (i = 0; i + 3 < n; i++) {
+		if (p[i] == '\r' && p[i + 1] == '\n' && p[i + 2] == '\r' &&
+		    p[i + 3] == '\n') {
+			end = p + i + 4;
+			break;
+		}
+	}
+	if (end == NULL) {
+		if (n >= HTTP_MAX_HEAD)
+			FAIL(HTTP_TOO_LARGE, "request head too large");
+		/* Early sanity: the first bytes must look like a method. */
+		for (i = 0; i < n && i < 8; i++) {
+			if (p[i] == ' ' && i > 0)
+				break;
+			if (!(p[i] >= 'A' && p[i] <= 'Z'))
+				FAIL(HTTP_BAD, "malformed request line");
+		}
+		if (i == 8)
+			FAIL(HTTP_BAD, "unknown method");
+		return HTTP_NEED_MORE;
+	}
+	if ((size_t)(end - p) > HTTP_MAX_HEAD)
+		FAIL(HTTP_TOO_LARGE, "request head too large");
+	memset(r, 0, sizeof(*r));
+	r->head_len = (size_t)(end - p);
+
+	/* Request line: METHOD SP target SP HTTP/1.x CRLF */
+	line = p;
+	eol = memchr(line, '\r', (size_t)(end - line));
+	if (eol == NULL || eol[1] != '\n')
+		FAIL(HTTP_BAD, "malformed request line");
+	sp1 = memchr(line, ' ', (size_t)(eol - line));
+	if (sp1 == NULL || sp1 == line || (size_t)(sp1 - line) >= sizeof(r->method))
+		FAIL(HTTP_BAD, "malformed request line");
+	for (q = line; q < sp1; q++)
+		if (*q < 'A' || *q > 'Z')
+			FAIL(HTTP_BAD, "malformed method");
+	memcpy(r->method, line, (size_t)(sp1 - line));
+	sp2 = memchr(sp1 + 1, ' ', (size_t)(eol - sp1 - 1));
+	if (sp2 == NULL || sp2 == sp1 + 1)
+		FAIL(HTTP_BAD, "malformed request line");
+	if ((size_t)(eol - sp2 - 1) != 8 || memcmp(sp2 + 1, "HTTP/1.", 7) != 0 ||
+	    (sp2[8] != '0' && sp2[8] != '1'))
+		FAIL(HTTP_BAD, "unsupported protocol version");
+	minor = sp2[8] - '0';
+	if (sp1[1] != '/')
+		FAIL(HTTP_BAD, "request target must be an absolute path");
+	if ((size_t)(sp2 - sp1 - 1) > HTTP_MAX_TARGET)
+		FAIL(HTTP_TOO_LARGE, "request target too long");
+	for (q = sp1 + 1; q < sp2; q++)
+		if ((unsigned char)*q <= 0x20 || (unsigned char)*q >= 0x7f)
+			FAIL(HTTP_BAD, "bad byte in request target");
+	q = memchr(sp1 + 1, '?', (size_t)(sp2 - sp1 - 1));
+	len = (size_t)((q != NULL ? q : sp2) - (sp1 + 1));
+	memcpy(r->path, sp1 + 1, len);
+	r->path[len] = '\0';
+	if (q != NULL) {
+		len = (size_t)(sp2 - q - 1);
+		memcpy(r->query, q + 1, len);
+		r->query[len] = '\0';
+	}
+
+	/* Header fields. */
+	for (line = eol + 2; line < end - 2; line = eol + 2) {
+		eol = memchr(line, '\r', (size_t)(end - line));
+		if (eol == NULL || eol[1] != '\n')
+			FAIL(HTTP_BAD, "malformed header line");
+		if (++nhdr > HTTP_MAX_HEADERS)
+			FAIL(HTTP_TOO_LARGE, "too many header fields");
+		if (*line == ' ' || *line == '\t')
+			FAIL(HTTP_BAD, "obsolete line folding");
+		colon = memchr(line, ':', (size_t)(eol - line));
+		if (colon == NULL || colon == line)
+			FAIL(HTTP_BAD, "malformed header line");
+		for (q = line; q < colon; q++)
+			if (!is_tchar((unsigned char)*q))
+				FAIL(HTTP_BAD, "bad header name");
+		for (q = line; q < eol; q++)
+			if ((unsigned char)*q < 0x20 && *q != '\t')
+				FAIL(HTTP_BAD, "control character in header");
+			else if (*q == 0x7f)
+				FAIL(HTTP_BAD, "control character in header");
+		v = colon + 1;
+		while (v < eol && (*v == ' ' || *v == '\t'))
+			v++;
+		ve = eol;
+		while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
+			ve--;
+		len = (size_t)(colon - line);
+#define NAME_IS(s) (len == sizeof(s) - 1 && strncasecmp(line, s, len) == 0)
+		if (NAME_IS("Content-Length")) {
+			cl = 0;
+			if (v == ve)
+				FAIL(HTTP_BAD, "empty Content-Length");
+			for (q = v; q < ve; q++) {
+				if (*q < '0' || *q > '9')
+					FAIL(HTTP_BAD, "bad Content-Length");
+				if (cl > (1ULL << 40))
+					FAIL(HTTP_TOO_LARGE, "Content-Length too large");
+				cl = cl * 10 + (unsigned)(*q - '0');
+			}
+			if (r->has_length && r->content_length != cl)
+				FAIL(HTTP_BAD, "conflicting Content-Length");
+			r->has_length = 1;
+			r->content_length = cl;
+		} else if (NAME_IS("Transfer-Encoding")) {
+			FAIL(HTTP_UNSUPPORTED,
+			    "Transfer-Encoding is not supported; send Content-Length");
+		} else if (NAME_IS("Connection")) {
+			for (q = v; q < ve; q++) {
+				if (ve - q >= 5 && strncasecmp(q, "close", 5) == 0)
+					conn_close = 1;
+				if (ve - q >= 10 && strncasecmp(q, "keep-alive", 10) == 0)
+					conn_keep = 1;
+			}
+		} else if (NAME_IS("Expect")) {
+			if ((size_t)(ve - v) == 12 && strncasecmp(v, "100-continue", 12) == 0)
+				r->expect_continue = 1;
+			else
+				FAIL(HTTP_BAD, "unsupported Expect");
+		} else if (NAME_IS("Authorization")) {
+			if ((size_t)(ve - v) > HTTP_MAX_AUTH)
+				FAIL(HTTP_BAD, "Authorization too long");
+			if (r->has_auth)
+				FAIL(HTTP_BAD, "repeated Authorization");
+			r->has_auth = 1;
+			memcpy(r->auth, v, (size_t)(ve - v));
+			r->auth[ve - v] = '\0';
+		}
+#undef NAME_IS
+	}
+	r->keepalive = minor == 1 ? !conn_close : (conn_keep && !conn_close);
+	return HTTP_DONE;
+}
+
+static int
+hexv(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+int
+http_query_get(const char *query, const char *key, char *out, size_t outlen)
+{
+	const char *s = query, *amp, *eq;
+	size_t klen = strlen(key), o;
+	int h, l;
+
+	while (*s != '\0') {
+		amp = strchr(s, '&');
+		if (amp == NULL)
+			amp = s + strlen(s);
+		eq = memchr(s, '=', (size_t)(amp - s));
+		if (eq != NULL && (size_t)(eq - s) == klen &&
+		    memcmp(s, key, klen) == 0) {
+			o = 0;
+			for (s = eq + 1; s < amp; s++) {
+				char c = *s;
+				if (c == '%') {
+					if (amp - s < 3 || (h = hexv(s[1])) < 0 ||
+					    (l = hexv(s[2])) < 0)
+						return -1;
+					c = (char)(h * 16 + l);
+					if (c == '\0')
+						return -1;
+					s += 2;
+				} else if (c == '+')
+					c = ' ';
+				if (o + 1 >= outlen)
+					return -1;
+				out[o++] = c;
+			}
+			out[o] = '\0';
+			return 0;
+		}
+		s = *amp != '\0' ? amp + 1 : amp;
+	}
+	return 1;
+}
+
+const char *
+http_status_text(int status)
+{
+	switch (status) {
+	case 100: return "Continue";
+	case 200: return "OK";
+	case 400: return "Bad Request";
+	case 401: return "Unauthorized";
+	case 404: return "Not Found";
+	case 405: return "Method Not Allowed";
+	case 408: return "Request Timeout";
+	case 409: return "Conflict";
+	case 413: return "Payload Too Large";
+	case 422: return "Unprocessable Entity";
+	case 431: return "Request Header Fields Too Large";
+	case 500: return "Internal Server Error";
+	case 501: return "Not Implemented";
+	case 503: return "Service Unavailable";
+	default: return "Unknown";
+	}
+}

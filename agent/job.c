@@ -1,0 +1,914 @@
+/* job.c: async jobs spooled to the state directory (see job.h). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "ev.h"
+#include "http.h"
+#include "job.h"
+#include "json.h"
+#include "log.h"
+#include "proc.h"
+#include "shell.h"
+#include "strnum.h"
+#include "xmalloc.h"
+
+#define JOB_MAX			4096		/* jobs remembered */
+#define JOB_MAX_CMD		(1024 * 1024)
+#define JOB_POLL_DEFAULT	(1024 * 1024)
+#define JOB_POLL_MAX		AGENT_MAX_OUTPUT_CAP
+#define JOB_TICK_MS		50
+#define JOB_STOP_GRACE_MS	2000
+#define JOB_STOP_GIVEUP_MS	8000
+#define JOB_MAX_WAIT_MS		(3600LL * 1000)
+
+struct job {
+	char		 id[32];
+	pid_t		 wrapper;	/* our unreaped child, else 0 */
+	int		 finished;	/* cached: exit.json seen or lost */
+	struct job	*next;
+};
+
+/* What the files say about a job. */
+struct jinfo {
+	char		*command;
+	long long	 pid, wrapper, wstart, started_ms;
+	int		 have_exit;
+	long long	 exit_code, sig, ended_ms;	/* -1: null */
+	int		 oom;
+	int		 stopped;
+	int		 running;
+	int		 lost;
+	long long	 out_bytes;
+};
+
+struct waiter {
+	struct conn	*c;
+	char		 id[32];
+	int		 is_stop;
+	int		 killed;
+	uint64_t	 kill_at;
+	uint64_t	 deadline;
+	struct waiter	*next;
+};
+
+static struct job *jobs;
+static int njobs;
+static struct waiter *waiters;
+static uint64_t tick_timer;
+static char jobsdir[PATH_MAX];
+
+static void tick_cb(void *);
+
+static int
+valid_id(const char *id)
+{
+	size_t i, n = strlen(id);
+
+	if (n < 3 || n >= sizeof(((struct job *)0)->id) || strncmp(id, "j-", 2) != 0)
+		return 0;
+	for (i = 2; i < n; i++)
+		if (!((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f')))
+			return 0;
+	return 1;
+}
+
+static struct job *
+job_find(const char *id)
+{
+	struct job *j;
+
+	for (j = jobs; j != NULL; j = j->next)
+		if (strcmp(j->id, id) == 0)
+			return j;
+	return NULL;
+}
+
+static struct job *
+job_remember(const char *id)
+{
+	struct job *j = xcalloc(1, sizeof(*j)), **pp;
+
+	snprintf(j->id, sizeof(j->id), "%s", id);
+	/* Keep the list in start order: append. */
+	for (pp = &jobs; *pp != NULL; pp = &(*pp)->next)
+		;
+	*pp = j;
+	njobs++;
+	/* Forget the oldest finished job's memory (its files stay). */
+	if (njobs > JOB_MAX) {
+		for (pp = &jobs; *pp != NULL; pp = &(*pp)->next) {
+			if ((*pp)->finished && (*pp)->wrapper == 0) {
+				struct job *old = *pp;
+				*pp = old->next;
+				free(old);
+				njobs--;
+				break;
+			}
+		}
+	}
+	return j;
+}
+
+static int
+read_file(const char *path, struct buf *b, size_t max)
+{
+	char tmp[4096];
+	ssize_t n;
+	int fd;
+
+	buf_init(b, max);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return -1;
+	while ((n = read(fd, tmp, sizeof(tmp))) > 0) {
+		if (buf_add(b, tmp, (size_t)n) == -1) {
+			close(fd);
+			return -1;
+		}
+	}
+	close(fd);
+	return n == 0 ? 0 : -1;
+}
+
+/* Writes data to path atomically (temp + fsync + rename). */
+static int
+write_atomic(const char *path, const char *data, size_t len)
+{
+	char tmp[PATH_MAX + 16];
+	size_t off = 0;
+	ssize_t n;
+	int fd;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) == -1)
+		return -1;
+	while (off < len) {
+		if ((n = write(fd, data + off, len - off)) == -1) {
+			if (errno == EINTR)
+				continue;
+			close(fd);
+			return -1;
+		}
+		off += (size_t)n;
+	}
+	if (fsync(fd) == -1 || close(fd) == -1)
+		return -1;
+	return rename(tmp, path);
+}
+
+static long long
+jget_ll(const struct json *o, const char *k)
+{
+	long long v;
+
+	return json_get_int(o, k, &v) == 0 ? v : -1;
+}
+
+static pid_t
+our_wrapper(const char *id)
+{
+	struct job *j = job_find(id);
+
+	return j != NULL ? j->wrapper : 0;
+}
+
+/* Loads a job's record. 0, or -1 if there is no such job. */
+static int
+jinfo_load(const char *id, struct jinfo *ji)
+{
+	char path[PATH_MAX + 256];
+	struct buf b;
+	struct json *v;
+	struct stat st;
+	const char *s;
+	pid_t w;
+
+	memset(ji, 0, sizeof(*ji));
+	ji->exit_code = ji->sig = ji->ended_ms = -1;
+	snprintf(path, sizeof(path), "%s/%s/status.json", jobsdir, id);
+	if (read_file(path, &b, 1024 * 1024 + 4096) == -1 ||
+	    (v = json_parse(b.p ? b.p : "", b.len, NULL, 0)) == NULL) {
+		buf_free(&b);
+		return -1;
+	}
+	buf_free(&b);
+	if (json_get_str(v, "command", &s, NULL) == 0)
+		ji->command = xstrdup(s);
+	else
+		ji->command = xstrdup("");
+	ji->pid = jget_ll(v, "pid");
+	ji->wrapper = jget_ll(v, "wrapper_pid");
+	ji->wstart = jget_ll(v, "wrapper_start");
+	ji->started_ms = jget_ll(v, "started_ms");
+	json_free(v);
+
+	snprintf(path, sizeof(path), "%s/%s/exit.json", jobsdir, id);
+	if (read_file(path, &b, 4096) == 0 &&
+	    (v = json_parse(b.p ? b.p : "", b.len, NULL, 0)) != NULL) {
+		ji->have_exit = 1;
+		ji->exit_code = jget_ll(v, "exit_code");
+		ji->sig = jget_ll(v, "signal");
+		ji->ended_ms = jget_ll(v, "ended_ms");
+		(void)json_get_bool(v, "oom_killed", &ji->oom);
+		json_free(v);
+	}
+	buf_free(&b);
+	snprintf(path, sizeof(path), "%s/%s/stopped", jobsdir, id);
+	ji->stopped = access(path, F_OK) == 0;
+	snprintf(path, sizeof(path), "%s/%s/output", jobsdir, id);
+	ji->out_bytes = stat(path, &st) == 0 ? (long long)st.st_size : 0;
+
+	if (!ji->have_exit) {
+		w = our_wrapper(id);
+		if (w > 0)
+			ji->running = 1;
+		else if (ji->wrapper > 0 && ji->wstart >= 0 &&
+		    proc_starttime((pid_t)ji->wrapper) == ji->wstart)
+			ji->running = 1;
+		else if (ji->pid > 0 && kill(-(pid_t)ji->pid, 0) == 0)
+			ji->running = 1;	/* wrapper gone, job alive */
+		else
+			ji->lost = 1;
+	}
+	return 0;
+}
+
+static const char *
+jinfo_state(const struct jinfo *ji)
+{
+	if (ji->running)
+		return "running";
+	if (ji->stopped)
+		return "stopped";
+	if (ji->have_exit && ji->sig > 0)
+		return "signaled";
+	return "exited";
+}
+
+static void
+jinfo_write(struct jw *w, const char *id, const struct jinfo *ji)
+{
+	jw_key(w, "id"); jw_cstr(w, id);
+	jw_key(w, "command"); jw_cstr(w, ji->command ? ji->command : "");
+	jw_key(w, "state"); jw_cstr(w, jinfo_state(ji));
+	jw_key(w, "pid"); jw_int(w, ji->pid);
+	jw_key(w, "exit_code");
+	if (ji->have_exit && ji->exit_code >= 0) jw_int(w, ji->exit_code); else jw_null(w);
+	jw_key(w, "signal");
+	if (ji->have_exit && ji->sig > 0) jw_int(w, ji->sig); else jw_null(w);
+	jw_key(w, "oom_killed"); jw_bool(w, ji->oom);
+	jw_key(w, "started_ms"); jw_int(w, ji->started_ms);
+	jw_key(w, "ended_ms");
+	if (ji->have_exit && ji->ended_ms >= 0) jw_int(w, ji->ended_ms); else jw_null(w);
+	jw_key(w, "output_bytes"); jw_int(w, ji->out_bytes);
+	if (ji->lost) {
+		jw_key(w, "note");
+		jw_cstr(w, "the job's process ended without recording its exit "
+		    "status (its wrapper was killed); exit status unknown");
+	} else if (ji->oom) {
+		jw_key(w, "note"); jw_cstr(w, "killed by the kernel: out of memory");
+	} else if (ji->have_exit && ji->sig == SIGKILL && !ji->stopped) {
+		jw_key(w, "note");
+		jw_cstr(w, "killed by signal 9 (possibly out of memory; the "
+		    "cgroup OOM counter was not available or did not change)");
+	}
+}
+
+static void
+jinfo_free(struct jinfo *ji)
+{
+	free(ji->command);
+	ji->command = NULL;
+}
+
+/* Replies {job} for id. */
+static void
+reply_job(struct conn *c, const char *id)
+{
+	struct jinfo ji;
+	struct buf b;
+	struct jw w;
+
+	if (jinfo_load(id, &ji) == -1) {
+		conn_reply_error(c, 404, "not_found", "no job %s", id);
+		return;
+	}
+	buf_init(&b, 4 * 1024 * 1024);
+	jw_init(&w, &b);
+	jw_obj(&w);
+	jinfo_write(&w, id, &ji);
+	jw_obj_end(&w);
+	jinfo_free(&ji);
+	if (jw_finish(&w) == -1)
+		conn_reply_error(c, 500, "internal", "response too large");
+	else
+		conn_reply_json(c, 200, &b);
+	buf_free(&b);
+}
+
+int
+job_init(void)
+{
+	DIR *d;
+	struct dirent *de;
+	struct jinfo ji;
+	struct {
+		char id[32];
+		long long t;
+	} *v = NULL;
+	size_t n = 0, cap = 0, i, k;
+
+	snprintf(jobsdir, sizeof(jobsdir), "%s/jobs", agent_conf.statedir);
+	if (mkdir(jobsdir, 0700) == -1 && errno != EEXIST) {
+		log_warn("mkdir %s", jobsdir);
+		return -1;
+	}
+	if ((d = opendir(jobsdir)) == NULL)
+		return -1;
+	while ((de = readdir(d)) != NULL) {
+		if (!valid_id(de->d_name) || jinfo_load(de->d_name, &ji) == -1)
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 32;
+			v = xreallocarray(v, cap, sizeof(*v));
+		}
+		memcpy(v[n].id, de->d_name, strlen(de->d_name) + 1);	/* valid_id: short */
+		v[n].t = ji.started_ms;
+		n++;
+		jinfo_free(&ji);
+	}
+	closedir(d);
+	/* Insertion sort by start time (few jobs). */
+	for (i = 1; i < n; i++)
+		for (k = i; k > 0 && v[k].t < v[k - 1].t; k--) {
+			char id[32];
+			long long t = v[k].t;
+			memcpy(id, v[k].id, sizeof(id));
+			memcpy(v[k].id, v[k - 1].id, sizeof(id));
+			v[k].t = v[k - 1].t;
+			memcpy(v[k - 1].id, id, sizeof(id));
+			v[k - 1].t = t;
+		}
+	for (i = 0; i < n; i++)
+		job_remember(v[i].id);
+	free(v);
+	if (n > 0)
+		log_info("jobs: %zu found in %s", n, jobsdir);
+	return 0;
+}
+
+/* The wrapper: runs in a fork of the agent, never returns. */
+static void
+wrapper_main(const char *dir, int outfd, int pipefd, const char *cwd,
+    const char *script, const char *cmd)
+{
+	char path[PATH_MAX + 256];
+	long long oom0, oom1;
+	sigset_t none;
+	pid_t child, w;
+	int st, i, code = -1, sig = -1, oom = 0, n;
+	int dnull;
+
+	setsid();
+	(void)prctl(PR_SET_CHILD_SUBREAPER, 1);
+	for (i = 1; i < NSIG; i++)
+		signal(i, SIG_DFL);
+	signal(SIGHUP, SIG_IGN);
+	signal(SIGINT, SIG_IGN);
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGPIPE, SIG_IGN);
+	/* fds: 0-2 /dev/null, 3 output, 4 pipe to the agent. */
+	outfd = fcntl(outfd, F_DUPFD, 100);
+	pipefd = fcntl(pipefd, F_DUPFD, 100);
+	if ((dnull = open("/dev/null", O_RDWR)) == -1)
+		_exit(126);
+	if (dup2(dnull, 0) == -1 || dup2(dnull, 1) == -1 || dup2(dnull, 2) == -1 ||
+	    dup2(outfd, 3) == -1 || dup2(pipefd, 4) == -1)
+		_exit(126);
+	proc_closefrom(5, -1);
+	oom0 = proc_oom_kills();
+	if ((child = fork()) == -1)
+		_exit(126);
+	if (child == 0) {
+		char *argv[6];
+		setpgid(0, 0);
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		signal(SIGHUP, SIG_DFL);
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGPIPE, SIG_DFL);
+		if (dup2(3, 1) == -1 || dup2(3, 2) == -1)
+			_exit(127);
+		proc_closefrom(3, -1);
+		if (chdir(cwd) == -1 && chdir(agent_conf.workdir) == -1)
+			NOCHECK(chdir("/"));
+		argv[0] = (char *)"agent-job";
+		argv[1] = (char *)"-c";
+		argv[2] = (char *)script;
+		argv[3] = (char *)"agent-job";
+		argv[4] = (char *)cmd;
+		argv[5] = NULL;
+		execv(shell_path(), argv);
+		_exit(127);
+	}
+	setpgid(child, child);
+	n = (int)write(4, &child, sizeof(child));
+	(void)n;
+	close(4);
+	close(3);
+	for (;;) {
+		w = waitpid(-1, &st, 0);
+		if (w == -1) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (w != child)
+			continue;
+		if (WIFEXITED(st))
+			code = WEXITSTATUS(st);
+		else if (WIFSIGNALED(st)) {
+			sig = WTERMSIG(st);
+			if (sig == SIGKILL) {
+				oom1 = proc_oom_kills();
+				oom = oom0 >= 0 && oom1 > oom0;
+			}
+		}
+		{
+			struct buf b;
+			buf_init(&b, 512);
+			if (code < 0)
+				NOCHECK(buf_addf(&b, "{\"exit_code\":null,\"signal\":%d,", sig));
+			else
+				NOCHECK(buf_addf(&b, "{\"exit_code\":%d,\"signal\":null,", code));
+			NOCHECK(buf_addf(&b, "\"oom_killed\":%s,\"ended_ms\":%lld}\n",
+			    oom ? "true" : "false", ev_wall_ms()));
+			snprintf(path, sizeof(path), "%s/exit.json", dir);
+			(void)write_atomic(path, b.p, b.len);
+			buf_free(&b);
+		}
+	}
+	_exit(0);
+}
+
+void
+job_http_start(struct conn *c, const struct json *body)
+{
+	char id[32], dir[PATH_MAX + 64], path[PATH_MAX + 128], cwd[PATH_MAX];
+	const char *cmd;
+	size_t cmdlen;
+	struct buf script, rec, resp;
+	struct jw w;
+	int outfd = -1, pp[2] = { -1, -1 };
+	pid_t wpid, child = -1;
+	ssize_t n;
+	long long started;
+
+	if (json_get_str(body, "command", &cmd, &cmdlen) != 0) {
+		conn_reply_error(c, 400, "bad_request", "\"command\" (string) is required");
+		return;
+	}
+	if (cmdlen == 0 || cmdlen > JOB_MAX_CMD || memchr(cmd, '\0', cmdlen) != NULL) {
+		conn_reply_error(c, 400, "bad_request",
+		    "\"command\" must be 1 byte to 1 MiB with no NUL bytes");
+		return;
+	}
+	id[0] = 'j';
+	id[1] = '-';
+	agent_random_hex(id + 2, 6);
+	snprintf(dir, sizeof(dir), "%s/%s", jobsdir, id);
+	if (mkdir(jobsdir, 0700) == -1 && errno != EEXIST) {
+		conn_reply_error(c, 500, "internal", "cannot create %s: %s", jobsdir,
+		    strerror(errno));
+		return;
+	}
+	if (mkdir(dir, 0700) == -1) {
+		conn_reply_error(c, 500, "internal", "cannot create %s: %s", dir,
+		    strerror(errno));
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/output", dir);
+	if ((outfd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600)) == -1 ||
+	    pipe2(pp, O_CLOEXEC) == -1) {
+		conn_reply_error(c, 500, "internal", "cannot create the job's "
+		    "output: %s", strerror(errno));
+		goto out;
+	}
+	/* The script: the shell's exported env and cwd, then the command. */
+	buf_init(&script, 4 * 1024 * 1024);
+	NOCHECK(buf_addstr(&script, "{\n"));
+	shell_job_prelude(&script);
+	NOCHECK(buf_addstr(&script, "\n} >/dev/null 2>&1\n__agent_c=$1; set --; "
+	    "unset __agent_s; eval \"$__agent_c\"\n"));
+	shell_cwd(cwd, sizeof(cwd));
+	started = ev_wall_ms();
+	if ((wpid = fork()) == -1) {
+		buf_free(&script);
+		conn_reply_error(c, 500, "internal", "fork: %s", strerror(errno));
+		goto out;
+	}
+	if (wpid == 0)
+		wrapper_main(dir, outfd, pp[1], cwd, script.p, cmd);
+	buf_free(&script);
+	close(pp[1]);
+	pp[1] = -1;
+	do {
+		n = read(pp[0], &child, sizeof(child));
+	} while (n == -1 && errno == EINTR);
+	if (n != (ssize_t)sizeof(child))
+		child = -1;
+	job_remember(id)->wrapper = wpid;
+	buf_init(&rec, JOB_MAX_CMD * 6 + 4096);
+	jw_init(&w, &rec);
+	jw_obj(&w);
+	jw_key(&w, "id"); jw_cstr(&w, id);
+	jw_key(&w, "command"); jw_str(&w, cmd, cmdlen);
+	jw_key(&w, "pid"); jw_int(&w, child);
+	jw_key(&w, "wrapper_pid"); jw_int(&w, wpid);
+	jw_key(&w, "wrapper_start"); jw_int(&w, proc_starttime(wpid));
+	jw_key(&w, "started_ms"); jw_int(&w, started);
+	jw_key(&w, "cwd"); jw_cstr(&w, cwd);
+	jw_obj_end(&w);
+	snprintf(path, sizeof(path), "%s/status.json", dir);
+	if (jw_finish(&w) == -1 || write_atomic(path, rec.p, rec.len) == -1)
+		log_warn("job %s: cannot write %s", id, path);
+	buf_free(&rec);
+	agent_touch();
+	log_info("job=%s started pid=%d wrapper=%d", id, (int)child, (int)wpid);
+	buf_init(&resp, 256);
+	jw_init(&w, &resp);
+	jw_obj(&w);
+	jw_key(&w, "id"); jw_cstr(&w, id);
+	jw_key(&w, "pid"); jw_int(&w, child);
+	jw_obj_end(&w);
+	if (jw_finish(&w) == 0)
+		conn_reply_json(c, 200, &resp);
+	else
+		conn_reply_error(c, 500, "internal", "response");
+	buf_free(&resp);
+out:
+	if (outfd != -1)
+		close(outfd);
+	if (pp[0] != -1)
+		close(pp[0]);
+	if (pp[1] != -1)
+		close(pp[1]);
+}
+
+void
+job_http_list(struct conn *c)
+{
+	struct job *j;
+	struct jinfo ji;
+	struct buf b;
+	struct jw w;
+
+	buf_init(&b, AGENT_MAX_RESP);
+	jw_init(&w, &b);
+	jw_obj(&w);
+	jw_key(&w, "jobs");
+	jw_arr(&w);
+	for (j = jobs; j != NULL; j = j->next) {
+		if (jinfo_load(j->id, &ji) == -1)
+			continue;
+		jw_obj(&w);
+		jinfo_write(&w, j->id, &ji);
+		jw_obj_end(&w);
+		jinfo_free(&ji);
+	}
+	jw_arr_end(&w);
+	jw_obj_end(&w);
+	if (jw_finish(&w) == -1)
+		conn_reply_error(c, 500, "internal", "response too large");
+	else
+		conn_reply_json(c, 200, &b);
+	buf_free(&b);
+}
+
+static int
+check_id(struct conn *c, const char *id)
+{
+	if (!valid_id(id)) {
+		conn_reply_error(c, 404, "not_found",
+		    "no such job (ids look like j-0123456789ab)");
+		return -1;
+	}
+	return 0;
+}
+
+void
+job_http_get(struct conn *c, const char *id, const char *query)
+{
+	char val[64], path[PATH_MAX + 64];
+	long long off = 0, max = JOB_POLL_DEFAULT;
+	const char *errstr;
+	struct jinfo ji;
+	struct buf b, data;
+	struct jw w;
+	ssize_t n;
+	size_t len;
+	int fd, eof, r;
+
+	if (check_id(c, id) == -1)
+		return;
+	if ((r = http_query_get(query, "offset", val, sizeof(val))) == -1 ||
+	    (r == 0 && strnum_ll(val, 0, LLONG_MAX / 2, &off, &errstr) == -1)) {
+		conn_reply_error(c, 400, "bad_request", "offset must be an integer >= 0");
+		return;
+	}
+	if ((r = http_query_get(query, "max", val, sizeof(val))) == -1 ||
+	    (r == 0 && strnum_ll(val, 0, LLONG_MAX / 2, &max, &errstr) == -1)) {
+		conn_reply_error(c, 400, "bad_request", "max must be an integer >= 0");
+		return;
+	}
+	if (max > JOB_POLL_MAX)
+		max = JOB_POLL_MAX;
+	/* Status first: if it had ended, the output file is complete. */
+	if (jinfo_load(id, &ji) == -1) {
+		conn_reply_error(c, 404, "not_found", "no job %s", id);
+		return;
+	}
+	buf_init(&data, (size_t)max + 1);
+	snprintf(path, sizeof(path), "%s/%s/output", jobsdir, id);
+	len = 0;
+	if (max > 0 && (fd = open(path, O_RDONLY | O_CLOEXEC)) != -1) {
+		if (buf_add(&data, "", 0) == 0 && data.cap >= 1) {
+			char *tmp = xmalloc((size_t)max);
+			while (len < (size_t)max) {
+				n = pread(fd, tmp + len, (size_t)max - len, off + (long long)len);
+				if (n == -1 && errno == EINTR)
+					continue;
+				if (n <= 0)
+					break;
+				len += (size_t)n;
+			}
+			/* Do not cut a UTF-8 character of a job still writing. */
+			if (len > 0 && len == (size_t)max)
+				len = json_utf8_complete(tmp, len);
+			else if (len > 0 && ji.running)
+				len = json_utf8_complete(tmp, len);
+			NOCHECK(buf_add(&data, tmp, len));
+			free(tmp);
+		}
+		close(fd);
+	}
+	{
+		struct stat st;
+		long long size = stat(path, &st) == 0 ? (long long)st.st_size : 0;
+		eof = !ji.running && off + (long long)len >= size;
+		ji.out_bytes = size > ji.out_bytes ? size : ji.out_bytes;
+	}
+	buf_init(&b, AGENT_MAX_RESP);
+	jw_init(&w, &b);
+	jw_obj(&w);
+	jinfo_write(&w, id, &ji);
+	jw_key(&w, "output"); jw_str(&w, data.p ? data.p : "", len);
+	jw_key(&w, "offset"); jw_int(&w, off);
+	jw_key(&w, "next_offset"); jw_int(&w, off + (long long)len);
+	jw_key(&w, "eof"); jw_bool(&w, eof);
+	jw_obj_end(&w);
+	jinfo_free(&ji);
+	buf_free(&data);
+	if (jw_finish(&w) == -1)
+		conn_reply_error(c, 500, "internal", "response too large");
+	else
+		conn_reply_json(c, 200, &b);
+	buf_free(&b);
+}
+
+/* Signals a job's whole tree: its process group and the wrapper's
+ * descendants (setsid'd ones included). */
+static void
+signal_job(const struct jinfo *ji, int sig)
+{
+	pid_t root;
+	pid_t none[1] = { 0 };
+
+	if (ji->pid > 0)
+		(void)kill(-(pid_t)ji->pid, sig);
+	if (ji->wrapper > 0 && proc_starttime((pid_t)ji->wrapper) == ji->wstart) {
+		root = (pid_t)ji->wrapper;
+		(void)proc_kill_tree(&root, 1, sig, 0, none, 0);
+	}
+}
+
+/* Live members of a job's tree (0 when all gone). */
+static int
+tree_alive(const struct jinfo *ji)
+{
+	pid_t root, none[1] = { 0 };
+	int n = 0;
+
+	if (ji->pid > 0 && kill(-(pid_t)ji->pid, 0) == 0)
+		n++;
+	if (ji->wrapper > 0 && proc_starttime((pid_t)ji->wrapper) == ji->wstart) {
+		root = (pid_t)ji->wrapper;
+		n += proc_kill_tree(&root, 1, 0, 0, none, 0);
+	}
+	return n;
+}
+
+static void
+arm_tick(void)
+{
+	if (tick_timer == 0 && waiters != NULL)
+		tick_timer = ev_timer_add(JOB_TICK_MS, tick_cb, NULL);
+}
+
+static void
+check_waiters(void)
+{
+	struct waiter **pp = &waiters, *wt;
+	struct jinfo ji;
+	uint64_t now = ev_mono_ms();
+	int done;
+
+	while ((wt = *pp) != NULL) {
+		if (jinfo_load(wt->id, &ji) == -1) {
+			*pp = wt->next;
+			conn_reply_error(wt->c, 404, "not_found", "no job %s", wt->id);
+			free(wt);
+			continue;
+		}
+		if (wt->is_stop) {
+			done = !ji.running && tree_alive(&ji) == 0;
+			if (!done && !wt->killed && now >= wt->kill_at) {
+				log_info("job=%s still alive after SIGTERM; SIGKILL", wt->id);
+				signal_job(&ji, SIGKILL);
+				wt->killed = 1;
+			}
+		} else
+			done = !ji.running;
+		jinfo_free(&ji);
+		if (done || now >= wt->deadline) {
+			*pp = wt->next;
+			reply_job(wt->c, wt->id);
+			free(wt);
+			continue;
+		}
+		pp = &wt->next;
+	}
+}
+
+static void
+tick_cb(void *arg)
+{
+	(void)arg;
+	tick_timer = 0;
+	check_waiters();
+	arm_tick();
+}
+
+void
+job_http_wait(struct conn *c, const char *id, const struct json *body)
+{
+	struct waiter *wt;
+	struct jinfo ji;
+	long long tmo = 30000;
+
+	if (check_id(c, id) == -1)
+		return;
+	if (body != NULL && json_get_int(body, "timeout_ms", &tmo) == -1) {
+		conn_reply_error(c, 400, "bad_request", "timeout_ms must be an integer");
+		return;
+	}
+	if (tmo < 0)
+		tmo = 0;
+	if (tmo > JOB_MAX_WAIT_MS)
+		tmo = JOB_MAX_WAIT_MS;
+	if (jinfo_load(id, &ji) == -1) {
+		conn_reply_error(c, 404, "not_found", "no job %s", id);
+		return;
+	}
+	if (!ji.running || tmo == 0) {
+		jinfo_free(&ji);
+		reply_job(c, id);
+		return;
+	}
+	jinfo_free(&ji);
+	wt = xcalloc(1, sizeof(*wt));
+	wt->c = c;
+	snprintf(wt->id, sizeof(wt->id), "%s", id);
+	wt->deadline = ev_mono_ms() + (uint64_t)tmo;
+	wt->next = waiters;
+	waiters = wt;
+	arm_tick();
+}
+
+void
+job_http_stop(struct conn *c, const char *id)
+{
+	char path[PATH_MAX + 256];
+	struct waiter *wt;
+	struct jinfo ji;
+	int fd;
+
+	if (check_id(c, id) == -1)
+		return;
+	if (jinfo_load(id, &ji) == -1) {
+		conn_reply_error(c, 404, "not_found", "no job %s", id);
+		return;
+	}
+	if (!ji.running && tree_alive(&ji) == 0) {
+		jinfo_free(&ji);
+		reply_job(c, id);
+		return;
+	}
+	if (ji.running) {
+		snprintf(path, sizeof(path), "%s/%s/stopped", jobsdir, id);
+		if ((fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600)) != -1)
+			close(fd);
+	}
+	log_info("job=%s stop: SIGTERM to its tree", id);
+	signal_job(&ji, SIGTERM);
+	signal_job(&ji, SIGCONT);
+	jinfo_free(&ji);
+	wt = xcalloc(1, sizeof(*wt));
+	wt->c = c;
+	wt->is_stop = 1;
+	snprintf(wt->id, sizeof(wt->id), "%s", id);
+	wt->kill_at = ev_mono_ms() + JOB_STOP_GRACE_MS;
+	wt->deadline = ev_mono_ms() + JOB_STOP_GIVEUP_MS;
+	wt->next = waiters;
+	waiters = wt;
+	arm_tick();
+}
+
+int
+job_child_exited(pid_t pid, int status)
+{
+	struct job *j;
+
+	(void)status;
+	for (j = jobs; j != NULL; j = j->next) {
+		if (j->wrapper == pid && pid > 0) {
+			j->wrapper = 0;
+			agent_touch();
+			if (waiters != NULL)
+				check_waiters();
+			return 1;
+		}
+	}
+	return 0;
+}
+
+int
+job_keep_pids(pid_t *out, int max)
+{
+	struct job *j;
+	int n = 0;
+
+	for (j = jobs; j != NULL && n < max; j = j->next)
+		if (j->wrapper > 0)
+			out[n++] = j->wrapper;
+	return n;
+}
+
+int
+job_running_count(void)
+{
+	struct job *j;
+	struct jinfo ji;
+	int n = 0;
+
+	for (j = jobs; j != NULL; j = j->next) {
+		if (j->finished)
+			continue;
+		if (jinfo_load(j->id, &ji) == -1) {
+			j->finished = 1;
+			continue;
+		}
+		if (ji.running)
+			n++;
+		else if (j->wrapper == 0)
+			j->finished = 1;
+		jinfo_free(&ji);
+	}
+	return n;
+}
+
+void
+job_terminate_all(void)
+{
+	struct job *j;
+	struct jinfo ji;
+
+	for (j = jobs; j != NULL; j = j->next) {
+		if (j->finished || jinfo_load(j->id, &ji) == -1)
+			continue;
+		if (ji.running)
+			signal_job(&ji, SIGKILL);
+		jinfo_free(&ji);
+	}
+}

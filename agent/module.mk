@@ -1,0 +1,46 @@
+# agent/: sandbox-agent, the in-sandbox agent (static binary, no libraries).
+AGENT_LIB_SRCS := agent/json.c agent/http.c agent/edit.c
+AGENT_SRCS := $(AGENT_LIB_SRCS) agent/ev.c agent/proc.c agent/shell.c \
+	agent/job.c agent/fileops.c agent/main.c
+AGENT_LIB_OBJS := $(AGENT_LIB_SRCS:%.c=$(B)/%.o)
+ALL_OBJS += $(AGENT_SRCS:%.c=$(B)/%.o)
+
+# The static binary is built without the sanitizer (ASan cannot be static);
+# under SANITIZER its objects go to $(B)/agent-static/ with plain flags.
+ifeq ($(SANITIZER),)
+AGENT_STATIC_OBJS := $(AGENT_SRCS:%.c=$(B)/%.o) $(COMMON_MIN_OBJS)
+else
+AGENT_NOSAN_CFLAGS := $(filter-out $(SAN),$(CFLAGS))
+AGENT_STATIC_OBJS := $(patsubst %.c,$(B)/agent-static/%.o,$(AGENT_SRCS) \
+	common/log.c common/xmalloc.c common/buf.c common/strnum.c)
+$(B)/agent-static/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(AGENT_NOSAN_CFLAGS) -Iagent -MMD -MP -c $< -o $@
+-include $(AGENT_STATIC_OBJS:.o=.d)
+BINS += $(B)/agent/sandbox-agent-san
+$(B)/agent/sandbox-agent-san: $(AGENT_SRCS:%.c=$(B)/%.o) $(COMMON_MIN_OBJS)
+	$(CC) $(LDFLAGS) $^ -o $@
+endif
+
+BINS += $(B)/agent/sandbox-agent
+$(B)/agent/sandbox-agent: $(AGENT_STATIC_OBJS)
+	$(CC) $(filter-out $(SAN),$(LDFLAGS)) -static $^ -o $@
+
+AGENT_UNITS := $(patsubst tests/unit/test_agent_%.c,%,$(wildcard tests/unit/test_agent_*.c))
+UNIT_TESTS += $(AGENT_UNITS:%=$(B)/tests/unit/test_agent_%)
+ALL_OBJS += $(AGENT_UNITS:%=$(B)/tests/unit/test_agent_%.o)
+$(B)/tests/unit/test_agent_%: $(B)/tests/unit/test_agent_%.o $(AGENT_LIB_OBJS) $(COMMON_MIN_OBJS)
+	$(CC) $(LDFLAGS) $^ -o $@
+
+# Fuzzing: libFuzzer builds (make fuzz) and gcc replay builds for tests/run.
+AGENT_FUZZ := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_agent_*.c))
+BINS += $(AGENT_FUZZ:%=$(B)/tests/fuzz/replay_%)
+ALL_OBJS += $(AGENT_FUZZ:%=$(B)/tests/fuzz/fuzz_%.o)
+$(B)/tests/fuzz/replay_agent_%: $(B)/tests/fuzz/fuzz_agent_%.o $(B)/tests/fuzz/replay_main.o $(AGENT_LIB_OBJS) $(COMMON_MIN_OBJS)
+	$(CC) $(LDFLAGS) $^ -o $@
+ifeq ($(FUZZ),1)
+FUZZ_TARGETS += $(AGENT_FUZZ:%=$(B)/tests/fuzz/fuzz_%)
+$(B)/tests/fuzz/fuzz_agent_%: $(B)/tests/fuzz/fuzz_agent_%.o $(AGENT_LIB_OBJS) $(COMMON_MIN_OBJS)
+	$(CC) $(LDFLAGS) -fsanitize=fuzzer,address,undefined $^ -o $@
+$(AGENT_LIB_OBJS) $(AGENT_FUZZ:%=$(B)/tests/fuzz/fuzz_%.o): CFLAGS += -fsanitize=fuzzer-no-link
+endif

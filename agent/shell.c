@@ -1,0 +1,751 @@
+/* shell.c: the persistent shell (see shell.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "ev.h"
+#include "job.h"
+#include "json.h"
+#include "log.h"
+#include "proc.h"
+#include "shell.h"
+#include "strnum.h"
+#include <sys/epoll.h>
+#include "xmalloc.h"
+
+#define SHELL_STATUS_FD_BASH	19	/* where the shell reports completion */
+#define SHELL_STATUS_FD_SH	9	/* POSIX sh only has single-digit fds */
+#define SHELL_READ_CHUNK	(256 * 1024)
+#define SHELL_PIPE_SIZE		(1024 * 1024)
+#define SHELL_KILL_GRACE_MS	2000	/* after killing the tree, wait for the shell */
+#define SHELL_KILL_TICK_MS	20
+#define SHELL_MAX_CMD		(4 * 1024 * 1024)
+#define SHELL_MIN_OUTPUT	256
+
+static struct {
+	pid_t		 pid;		/* the shell, 0 when none */
+	char		 path[PATH_MAX];
+	int		 is_bash;
+	int		 stfdnum;	/* 19 or 9 */
+	int		 in_fd;		/* commands -> shell stdin */
+	int		 out_fd;	/* shell stdout+stderr */
+	int		 st_fd;		/* completion lines */
+	int		 died_idle;	/* the shell died between commands */
+	int		 died_status;
+	int		 spawn_failures;
+
+	/* The command in progress. */
+	int		 busy;
+	shell_done_cb	 cb;
+	void		*arg;
+	char		 nonce[33];
+	struct buf	 tx;		/* bytes still to write to the shell */
+	size_t		 tx_off;
+	struct buf	 stline;	/* partial completion line */
+	char		*head;
+	size_t		 headcap, headlen;
+	char		*tail;
+	size_t		 tailcap, tailpos, taillen;
+	unsigned long long total;
+	uint64_t	 t0;
+	uint64_t	 timer;
+	uint64_t	 kill_t0;	/* when the timeout kill started */
+	int		 timed_out;
+	long long	 oom0;
+
+	struct buf	 envops;	/* cumulative /v1/env ops (script) */
+	struct buf	 pending;	/* ops not yet sent to the shell */
+	char		 envfile[PATH_MAX];
+} sh;
+
+static char rbuf[SHELL_READ_CHUNK];
+
+static void shell_finish(int exit_code, int restarted, int died_status);
+static int shell_spawn(void);
+
+int
+shell_quote(struct buf *b, const char *s, size_t n)
+{
+	const char *p, *q, *end = s + n;
+
+	if (buf_add(b, "'", 1) == -1)
+		return -1;
+	for (p = s; p < end; p = q + 1) {
+		q = memchr(p, '\'', (size_t)(end - p));
+		if (q == NULL) {
+			if (buf_add(b, p, (size_t)(end - p)) == -1)
+				return -1;
+			break;
+		}
+		if (buf_add(b, p, (size_t)(q - p)) == -1 ||
+		    buf_add(b, "'\\''", 4) == -1)
+			return -1;
+	}
+	return buf_add(b, "'", 1);
+}
+
+static int
+set_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl == -1 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) == -1)
+		return -1;
+	return 0;
+}
+
+/* Output collection: head kept, then a ring of the last bytes. */
+static void
+out_add(const char *p, size_t n)
+{
+	size_t k, first;
+
+	sh.total += n;
+	if (sh.headlen < sh.headcap) {
+		k = sh.headcap - sh.headlen < n ? sh.headcap - sh.headlen : n;
+		memcpy(sh.head + sh.headlen, p, k);
+		sh.headlen += k;
+		p += k;
+		n -= k;
+	}
+	if (n == 0 || sh.tailcap == 0)
+		return;
+	if (n >= sh.tailcap) {
+		memcpy(sh.tail, p + n - sh.tailcap, sh.tailcap);
+		sh.tailpos = 0;
+		sh.taillen = sh.tailcap;
+		return;
+	}
+	first = sh.tailcap - sh.tailpos < n ? sh.tailcap - sh.tailpos : n;
+	memcpy(sh.tail + sh.tailpos, p, first);
+	if (n > first)
+		memcpy(sh.tail, p + first, n - first);
+	sh.tailpos = (sh.tailpos + n) % sh.tailcap;
+	sh.taillen = sh.taillen + n > sh.tailcap ? sh.tailcap : sh.taillen + n;
+}
+
+/* Reads what the shell wrote; limit bounds the bytes per call (0: drain). */
+static void
+out_read(size_t limit)
+{
+	size_t got = 0;
+	ssize_t n;
+
+	if (sh.out_fd == -1)
+		return;
+	for (;;) {
+		n = read(sh.out_fd, rbuf, sizeof(rbuf));
+		if (n > 0) {
+			if (sh.busy)
+				out_add(rbuf, (size_t)n);
+			got += (size_t)n;
+			if (limit > 0 && got >= limit)
+				return;
+			/* Never loop forever on a background writer. */
+			if (limit == 0 && got >= 64u * 1024 * 1024)
+				return;
+			continue;
+		}
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == 0) {
+			ev_del(sh.out_fd);
+			close(sh.out_fd);
+			sh.out_fd = -1;
+		}
+		return;
+	}
+}
+
+static void
+out_cb(int fd, uint32_t events, void *arg)
+{
+	(void)fd; (void)events; (void)arg;
+	out_read(16u * 1024 * 1024);
+}
+
+/* Completion line "<nonce> <status>\n" on the status fd. */
+static void
+st_read(void)
+{
+	char tmp[256], *nl, *sp;
+	ssize_t n;
+	long long code;
+	const char *errstr;
+
+	if (sh.st_fd == -1)
+		return;
+	for (;;) {
+		n = read(sh.st_fd, tmp, sizeof(tmp));
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == 0) {
+			ev_del(sh.st_fd);
+			close(sh.st_fd);
+			sh.st_fd = -1;
+			return;
+		}
+		if (n == -1)
+			break;
+		if (buf_add(&sh.stline, tmp, (size_t)n) == -1)
+			buf_reset(&sh.stline);
+	}
+	while (sh.stline.len > 0 && (nl = memchr(sh.stline.p, '\n', sh.stline.len)) != NULL) {
+		*nl = '\0';
+		sp = strchr(sh.stline.p, ' ');
+		if (sh.busy && sp != NULL && (size_t)(sp - sh.stline.p) == strlen(sh.nonce) &&
+		    memcmp(sh.stline.p, sh.nonce, (size_t)(sp - sh.stline.p)) == 0 &&
+		    strnum_ll(sp + 1, INT_MIN, INT_MAX, &code, &errstr) == 0) {
+			buf_consume(&sh.stline, (size_t)(nl - sh.stline.p) + 1);
+			out_read(0);
+			shell_finish((int)code, 0, 0);
+			continue;
+		}
+		buf_consume(&sh.stline, (size_t)(nl - sh.stline.p) + 1);
+	}
+}
+
+static void
+st_cb(int fd, uint32_t events, void *arg)
+{
+	(void)fd; (void)events; (void)arg;
+	st_read();
+}
+
+static void
+tx_flush(void)
+{
+	ssize_t n;
+
+	while (sh.in_fd != -1 && sh.tx_off < sh.tx.len) {
+		n = write(sh.in_fd, sh.tx.p + sh.tx_off, sh.tx.len - sh.tx_off);
+		if (n > 0) {
+			sh.tx_off += (size_t)n;
+			continue;
+		}
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1 && errno == EAGAIN) {
+			ev_mod(sh.in_fd, EPOLLOUT);
+			return;
+		}
+		/* EPIPE: the shell is gone; SIGCHLD finishes the command. */
+		break;
+	}
+	buf_reset(&sh.tx);
+	sh.tx_off = 0;
+	if (sh.in_fd != -1)
+		ev_mod(sh.in_fd, 0);
+}
+
+static void
+in_cb(int fd, uint32_t events, void *arg)
+{
+	(void)fd; (void)arg;
+	if (events & (EPOLLERR | EPOLLHUP)) {
+		ev_del(sh.in_fd);	/* the shell is gone; SIGCHLD follows */
+		return;
+	}
+	tx_flush();
+}
+
+static void
+close_fds(void)
+{
+	if (sh.in_fd != -1) {
+		ev_del(sh.in_fd);
+		close(sh.in_fd);
+	}
+	if (sh.out_fd != -1) {
+		ev_del(sh.out_fd);
+		close(sh.out_fd);
+	}
+	if (sh.st_fd != -1) {
+		ev_del(sh.st_fd);
+		close(sh.st_fd);
+	}
+	sh.in_fd = sh.out_fd = sh.st_fd = -1;
+	buf_reset(&sh.stline);
+}
+
+static int
+shell_spawn(void)
+{
+	int inp[2] = { -1, -1 }, outp[2] = { -1, -1 }, stp[2] = { -1, -1 };
+	sigset_t all;
+	pid_t pid;
+	int i;
+
+	if (pipe2(inp, O_CLOEXEC) == -1 || pipe2(outp, O_CLOEXEC) == -1 ||
+	    pipe2(stp, O_CLOEXEC) == -1) {
+		log_warn("shell: pipe");
+		goto fail;
+	}
+	(void)fcntl(outp[0], F_SETPIPE_SZ, SHELL_PIPE_SIZE);
+	if ((pid = fork()) == -1) {
+		log_warn("shell: fork");
+		goto fail;
+	}
+	if (pid == 0) {
+		char *argv[4];
+		if (dup2(inp[0], 0) == -1 || dup2(outp[1], 1) == -1 ||
+		    dup2(outp[1], 2) == -1 || dup2(stp[1], sh.stfdnum) == -1)
+			_exit(127);
+		proc_closefrom(3, sh.stfdnum);
+		for (i = 1; i < NSIG; i++)
+			signal(i, SIG_DFL);
+		sigemptyset(&all);
+		sigprocmask(SIG_SETMASK, &all, NULL);
+		setsid();
+		if (chdir(agent_conf.workdir) == -1)
+			NOCHECK(chdir("/"));
+		if (sh.is_bash) {
+			argv[0] = (char *)"bash";
+			argv[1] = (char *)"--noprofile";
+			argv[2] = (char *)"--norc";
+			argv[3] = NULL;
+		} else {
+			argv[0] = (char *)"sh";
+			argv[1] = NULL;
+		}
+		execv(sh.path, argv);
+		_exit(127);
+	}
+	close(inp[0]);
+	close(outp[1]);
+	close(stp[1]);
+	sh.pid = pid;
+	sh.in_fd = inp[1];
+	sh.out_fd = outp[0];
+	sh.st_fd = stp[0];
+	set_nonblock(sh.in_fd);
+	set_nonblock(sh.out_fd);
+	set_nonblock(sh.st_fd);
+	if (ev_add(sh.in_fd, 0, in_cb, NULL) == -1 ||
+	    ev_add(sh.out_fd, EPOLLIN, out_cb, NULL) == -1 ||
+	    ev_add(sh.st_fd, EPOLLIN, st_cb, NULL) == -1)
+		fatal("shell: epoll");
+	/* Setup that must not count as a command. */
+	buf_reset(&sh.tx);
+	sh.tx_off = 0;
+	if (sh.is_bash && buf_addstr(&sh.tx, "{ shopt -s expand_aliases; "
+	    "trap 'break 1000000' USR1; } 2>/dev/null\n") == -1)
+		fatal("shell: setup");
+	tx_flush();
+	/* The new shell inherits the agent's environment: ops are applied. */
+	buf_reset(&sh.pending);
+	log_debug("shell pid=%d started path=%s", (int)pid, sh.path);
+	return 0;
+fail:
+	for (i = 0; i < 2; i++) {
+		if (inp[i] != -1) close(inp[i]);
+		if (outp[i] != -1) close(outp[i]);
+		if (stp[i] != -1) close(stp[i]);
+	}
+	return -1;
+}
+
+static int
+pick_shell(void)
+{
+	const char *cands[3] = { agent_conf.shell, "/bin/bash", "/bin/sh" };
+	const char *base;
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		if (cands[i] == NULL || access(cands[i], X_OK) == -1)
+			continue;
+		snprintf(sh.path, sizeof(sh.path), "%s", cands[i]);
+		base = strrchr(sh.path, '/');
+		base = base ? base + 1 : sh.path;
+		sh.is_bash = strstr(base, "bash") != NULL;
+		sh.stfdnum = sh.is_bash ? SHELL_STATUS_FD_BASH : SHELL_STATUS_FD_SH;
+		if (i > 0 && agent_conf.shell != NULL &&
+		    strcmp(agent_conf.shell, cands[i]) != 0)
+			log_warnx("shell %s not usable, using %s", agent_conf.shell,
+			    sh.path);
+		return 0;
+	}
+	return -1;
+}
+
+int
+shell_init(void)
+{
+	sh.in_fd = sh.out_fd = sh.st_fd = -1;
+	buf_init(&sh.tx, SHELL_MAX_CMD + 64 * 1024 * 2);
+	buf_init(&sh.stline, 4096);
+	buf_init(&sh.envops, 1024 * 1024);
+	buf_init(&sh.pending, 1024 * 1024);
+	snprintf(sh.envfile, sizeof(sh.envfile), "%s/shell.env",
+	    agent_conf.statedir);
+	(void)unlink(sh.envfile);
+	if (pick_shell() == -1) {
+		log_warnx("no usable shell (tried %s, /bin/bash, /bin/sh)",
+		    agent_conf.shell ? agent_conf.shell : "(none)");
+		return -1;
+	}
+	return shell_spawn();
+}
+
+int
+shell_busy(void)
+{
+	return sh.busy;
+}
+
+pid_t
+shell_pid(void)
+{
+	return sh.pid;
+}
+
+const char *
+shell_path(void)
+{
+	return sh.path;
+}
+
+/* Kills everything the shell started (not the shell) and our orphans. */
+static void
+kill_commands(void)
+{
+	pid_t keep[1024];
+	int nkeep;
+
+	if (sh.pid <= 0)
+		return;
+	nkeep = job_keep_pids(keep, (int)NELEM(keep) - 1);
+	keep[nkeep++] = sh.pid;
+	proc_kill_tree(&sh.pid, 1, SIGKILL, getpid(), keep, nkeep);
+}
+
+static void
+grace_cb(void *arg)
+{
+	(void)arg;
+	sh.timer = 0;
+	if (!sh.busy || sh.pid <= 0)
+		return;
+	if (ev_mono_ms() - sh.kill_t0 < SHELL_KILL_GRACE_MS) {
+		/* The shell may start the command's next process: kill again. */
+		kill_commands();
+		sh.timer = ev_timer_add(SHELL_KILL_TICK_MS, grace_cb, NULL);
+		return;
+	}
+	/* The shell itself is stuck (a builtin loop, exec, a trap): kill it. */
+	log_info("shell pid=%d did not come back after timeout; killing it",
+	    (int)sh.pid);
+	kill(sh.pid, SIGKILL);
+}
+
+static void
+timeout_cb(void *arg)
+{
+	(void)arg;
+	sh.timer = 0;
+	if (!sh.busy)
+		return;
+	sh.timed_out = 1;
+	log_info("shell command timed out after %llu ms; killing its tree",
+	    (unsigned long long)(ev_mono_ms() - sh.t0));
+	/* First the trap that abandons the rest of the command, then the tree. */
+	if (sh.is_bash && sh.pid > 0)
+		kill(sh.pid, SIGUSR1);
+	kill_commands();
+	sh.kill_t0 = ev_mono_ms();
+	sh.timer = ev_timer_add(SHELL_KILL_TICK_MS, grace_cb, NULL);
+}
+
+static void
+free_output(void)
+{
+	free(sh.head);
+	free(sh.tail);
+	sh.head = sh.tail = NULL;
+	sh.headcap = sh.headlen = sh.tailcap = sh.tailpos = sh.taillen = 0;
+	sh.total = 0;
+}
+
+static void
+shell_finish(int exit_code, int restarted, int died_status)
+{
+	struct buf body, out;
+	struct jw w;
+	unsigned long long dropped;
+	long long oom1;
+	int oom = 0;
+	shell_done_cb cb = sh.cb;
+	void *arg = sh.arg;
+
+	if (!sh.busy)
+		return;
+	if (sh.timer != 0) {
+		ev_timer_del(sh.timer);
+		sh.timer = 0;
+	}
+	buf_init(&out, AGENT_MAX_OUTPUT_CAP + 4096);
+	dropped = sh.total - sh.headlen - sh.taillen;
+	if (buf_add(&out, sh.head, sh.headlen) == -1)
+		goto nomem;
+	if (dropped > 0 && buf_addf(&out, "\n[... %llu bytes dropped ...]\n",
+	    dropped) == -1)
+		goto nomem;
+	if (sh.taillen < sh.tailcap || sh.taillen == 0) {
+		if (buf_add(&out, sh.tail, sh.taillen) == -1)
+			goto nomem;
+	} else if (buf_add(&out, sh.tail + sh.tailpos, sh.tailcap - sh.tailpos) == -1 ||
+	    buf_add(&out, sh.tail, sh.tailpos) == -1)
+		goto nomem;
+	if (exit_code == 128 + SIGKILL || (restarted && WIFSIGNALED(died_status) &&
+	    WTERMSIG(died_status) == SIGKILL)) {
+		oom1 = proc_oom_kills();
+		oom = sh.oom0 >= 0 && oom1 > sh.oom0;
+	}
+	if (sh.timed_out)
+		exit_code = -1;
+	if (restarted) {
+		if (WIFSIGNALED(died_status))
+			NOCHECK(buf_addf(&out, "\n[the shell was killed by signal %d",
+			    WTERMSIG(died_status)));
+		else
+			NOCHECK(buf_addf(&out, "\n[the shell exited with status %d",
+			    WEXITSTATUS(died_status)));
+		NOCHECK(buf_addf(&out, "; a new shell was started in %s: the "
+		    "working directory, variables, functions and aliases were "
+		    "reset]\n", agent_conf.workdir));
+	}
+	if (oom)
+		NOCHECK(buf_addstr(&out, "\n[killed: out of memory]\n"));
+	buf_init(&body, AGENT_MAX_RESP);
+	jw_init(&w, &body);
+	jw_obj(&w);
+	jw_key(&w, "exit_code"); jw_int(&w, exit_code);
+	jw_key(&w, "output"); jw_str(&w, out.p ? out.p : "", out.len);
+	jw_key(&w, "timed_out"); jw_bool(&w, sh.timed_out);
+	jw_key(&w, "duration_ms"); jw_int(&w, (long long)(ev_mono_ms() - sh.t0));
+	jw_key(&w, "truncated"); jw_bool(&w, dropped > 0);
+	jw_key(&w, "dropped_bytes"); jw_int(&w, (long long)dropped);
+	jw_key(&w, "shell_restarted"); jw_bool(&w, restarted);
+	jw_key(&w, "oom_killed"); jw_bool(&w, oom);
+	jw_obj_end(&w);
+	buf_free(&out);
+	free_output();
+	sh.busy = 0;
+	sh.cb = NULL;
+	sh.arg = NULL;
+	agent_touch();
+	if (jw_finish(&w) == -1) {
+		buf_free(&body);
+		conn_reply_error(arg, 500, "internal", "response too large");
+		return;
+	}
+	cb(arg, &body);
+	buf_free(&body);
+	return;
+nomem:
+	buf_free(&out);
+	free_output();
+	sh.busy = 0;
+	agent_touch();
+	conn_reply_error(arg, 500, "internal", "output too large");
+}
+
+int
+shell_child_exited(pid_t pid, int status)
+{
+	if (pid != sh.pid || pid <= 0)
+		return 0;
+	/* A completion written just before dying still counts. */
+	st_read();
+	out_read(0);
+	close_fds();
+	sh.pid = 0;
+	log_debug("shell exited status=0x%x busy=%d", status, sh.busy);
+	if (sh.busy) {
+		int code = WIFEXITED(status) ? WEXITSTATUS(status) :
+		    128 + WTERMSIG(status);
+		/* Kill what the dead shell left behind (it was the command). */
+		shell_finish(code, 1, status);
+	} else {
+		sh.died_idle = 1;
+		sh.died_status = status;
+	}
+	if (shell_spawn() == -1)
+		sh.spawn_failures++;
+	return 1;
+}
+
+/*
+ * The script for one command. The command runs through eval inside a
+ * one-iteration for loop so that the USR1 trap (break) can abandon the
+ * rest of it at a timeout; the completion report is on the same line
+ * (bash misparses a line starting with '{' after an eval syntax error).
+ */
+static int
+add_cmd_script(struct buf *b, const char *cmd, size_t len)
+{
+	const char *q = sh.is_bash ? "\\builtin " : "";
+	int fd = sh.stfdnum;
+
+	/* The blank line resets bash's parser after an eval syntax error. */
+	if (buf_addstr(b, "\n{ __agent_c=") == -1 || shell_quote(b, cmd, len) == -1 ||
+	    buf_addstr(b, "; } 2>/dev/null\n") == -1)
+		return -1;
+	if (sh.pending.len > 0) {
+		if (buf_addstr(b, "{ ") == -1 ||
+		    buf_add(b, sh.pending.p, sh.pending.len) == -1 ||
+		    buf_addstr(b, "} 2>/dev/null\n") == -1)
+			return -1;
+		buf_reset(&sh.pending);
+	}
+	if (buf_addf(b, "for __agent_i in 1; do %seval \"$__agent_c\" </dev/null "
+	    "%d>&-; done; ", q, fd) == -1)
+		return -1;
+	if (buf_addf(b, "{ __agent_s=$?; %sunset __agent_c __agent_i; %sexport -p >| ",
+	    q, q) == -1 || shell_quote(b, sh.envfile, strlen(sh.envfile)) == -1 ||
+	    buf_addf(b, "; %sprintf '%%s %%d\\n' %s \"$__agent_s\" >&%d; } "
+	    "2>/dev/null\n", q, sh.nonce, fd) == -1)
+		return -1;
+	return 0;
+}
+
+int
+shell_run(const char *cmd, size_t len, long long timeout_ms, size_t max_output,
+    shell_done_cb cb, void *arg)
+{
+	if (sh.busy)
+		return -1;
+	if (memchr(cmd, '\0', len) != NULL || len > SHELL_MAX_CMD)
+		return -2;
+	if (sh.pid <= 0 && shell_spawn() == -1)
+		return -3;
+	if (max_output < SHELL_MIN_OUTPUT)
+		max_output = SHELL_MIN_OUTPUT;
+	if (max_output > AGENT_MAX_OUTPUT_CAP)
+		max_output = AGENT_MAX_OUTPUT_CAP;
+	/* Output a background process wrote since the last command is dropped. */
+	out_read(0);
+	free_output();
+	sh.headcap = max_output / 2;
+	sh.tailcap = max_output - sh.headcap;
+	sh.head = xmalloc(sh.headcap);
+	sh.tail = xmalloc(sh.tailcap);
+	agent_random_hex(sh.nonce, 16);
+	if (add_cmd_script(&sh.tx, cmd, len) == -1) {
+		free_output();
+		buf_reset(&sh.tx);
+		return -2;
+	}
+	sh.busy = 1;
+	sh.cb = cb;
+	sh.arg = arg;
+	sh.t0 = ev_mono_ms();
+	sh.timed_out = 0;
+	sh.oom0 = proc_oom_kills();
+	sh.timer = ev_timer_add((uint64_t)timeout_ms, timeout_cb, NULL);
+	if (sh.died_idle) {
+		/* Say so in this command's output. */
+		char note[256];
+		int n = snprintf(note, sizeof(note), "[the shell had %s %d since "
+		    "the last command; a new shell was started in %s]\n",
+		    WIFSIGNALED(sh.died_status) ? "been killed by signal" :
+		    "exited with status", WIFSIGNALED(sh.died_status) ?
+		    WTERMSIG(sh.died_status) : WEXITSTATUS(sh.died_status),
+		    agent_conf.workdir);
+		if (n > 0)
+			out_add(note, (size_t)n < sizeof(note) ? (size_t)n : sizeof(note) - 1);
+		sh.died_idle = 0;
+	}
+	tx_flush();
+	return 0;
+}
+
+static int
+valid_name(const char *k)
+{
+	const char *p;
+
+	if (!((*k >= 'A' && *k <= 'Z') || (*k >= 'a' && *k <= 'z') || *k == '_'))
+		return 0;
+	for (p = k; *p != '\0'; p++)
+		if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
+		    (*p >= '0' && *p <= '9') || *p == '_'))
+			return 0;
+	return 1;
+}
+
+void
+shell_env_op(const char *k, const char *v)
+{
+	struct buf *bs[2] = { &sh.pending, &sh.envops };
+	int i;
+
+	if (!valid_name(k))
+		return;
+	for (i = 0; i < 2; i++) {
+		if (v != NULL) {
+			if (buf_addf(bs[i], "export %s=", k) == -1 ||
+			    shell_quote(bs[i], v, strlen(v)) == -1 ||
+			    buf_addstr(bs[i], "\n") == -1)
+				log_warnx("env: too many variables");
+		} else if (buf_addf(bs[i], "unset %s\n", k) == -1)
+			log_warnx("env: too many variables");
+	}
+	if (v != NULL)
+		setenv(k, v, 1);
+	else
+		unsetenv(k);
+}
+
+void
+shell_job_prelude(struct buf *out)
+{
+	char tmp[8192];
+	ssize_t n;
+	int fd;
+
+	/* The snapshot the shell wrote after its last command. */
+	if ((fd = open(sh.envfile, O_RDONLY | O_CLOEXEC)) != -1) {
+		while ((n = read(fd, tmp, sizeof(tmp))) > 0)
+			if (buf_add(out, tmp, (size_t)n) == -1)
+				break;
+		close(fd);
+		NOCHECK(buf_addstr(out, "\n"));
+	}
+	if (sh.envops.len > 0)
+		NOCHECK(buf_add(out, sh.envops.p, sh.envops.len));
+}
+
+void
+shell_cwd(char *out, size_t len)
+{
+	char path[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/cwd", (int)sh.pid);
+	if (sh.pid > 0 && (n = readlink(path, out, len - 1)) > 0) {
+		out[n] = '\0';
+		return;
+	}
+	snprintf(out, len, "%s", agent_conf.workdir);
+}
+
+void
+shell_terminate(void)
+{
+	pid_t none[1] = { 0 };
+
+	if (sh.pid <= 0)
+		return;
+	proc_kill_tree(&sh.pid, 1, SIGKILL, 0, none, 0);
+	kill(sh.pid, SIGKILL);
+}

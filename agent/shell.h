@@ -1,0 +1,41 @@
+/*
+ * shell.h: the persistent shell. One bash (or /bin/sh) per agent; each
+ * command runs inside it through eval (so cwd, variables, functions,
+ * aliases and options persist) with stdin from /dev/null, stdout and stderr
+ * on one pipe, and completion reported on a separate fd that the command
+ * cannot see, tagged with a per-command random nonce.
+ */
+#ifndef AGENT_SHELL_H
+#define AGENT_SHELL_H
+
+#include <stddef.h>
+#include <sys/types.h>
+#include "buf.h"
+
+/* Called once with the JSON result body of a command. */
+typedef void (*shell_done_cb)(void *arg, const struct buf *body);
+
+int	shell_init(void);
+/*
+ * Starts cmd[0..len). Returns 0, -1 when busy (409), -2 when the command is
+ * unusable (contains NUL), -3 when no shell can be started.
+ */
+int	shell_run(const char *cmd, size_t len, long long timeout_ms,
+	    size_t max_output, shell_done_cb, void *arg);
+int	shell_busy(void);
+pid_t	shell_pid(void);
+/* From the SIGCHLD loop: 1 if pid was the shell (handled), else 0. */
+int	shell_child_exited(pid_t pid, int status);
+/* Queues an export (v != NULL) or unset into the shell and jobs. */
+void	shell_env_op(const char *k, const char *v);
+/* Script lines for a new job: the shell's exported env and /v1/env ops. */
+void	shell_job_prelude(struct buf *out);
+/* The shell's working directory (workdir when unknown). */
+void	shell_cwd(char *out, size_t len);
+const char *shell_path(void);
+/* Kills the shell and everything it started (agent exit). */
+void	shell_terminate(void);
+/* Appends a shell single-quoted form of s[0..n) to b. */
+int	shell_quote(struct buf *b, const char *s, size_t n);
+
+#endif
