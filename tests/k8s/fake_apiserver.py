@@ -1,0 +1,1114 @@
+#!/usr/bin/env python3
+"""fake_apiserver.py - a fake kube-apiserver (plus kubelet, deployment
+controller and garbage collector) for the kubernetes runtime's tests.
+
+HTTPS on 127.0.0.1 with a test CA; bearer tokens (re-read from a file, so a
+test can rotate them) or a client certificate signed by the test CA.
+Behaves like the real server for the calls the runtime makes (see
+../shared/k8s/API-NOTES.md): create/get/list/delete/PUT/merge-PATCH with
+label selectors and pagination, 409 AlreadyExists/Conflict, 404/401/403/415
+Status objects, the Deployment scale subresource, RuntimeClass admission,
+stringData -> data for Secrets, graceful pod deletion, PVC protection,
+ownerReference garbage collection, and pods moving Pending -> Running with
+podIP and a Ready condition.
+
+EVERY request body is validated against the real OpenAPI schemas with
+../shared/k8s/validate.py (Strict, k8s 1.35 and 1.30); every finding, and
+every write sent without fieldValidation=Strict, is recorded as a violation
+(--violations FILE, one JSON line each). Tests fail if the file is not empty.
+
+The "kubelet" gives each pod an IP 127.0.0.N. For a sandbox pod
+(label sandbox.dev/role=sandbox) it runs the real agent binary (--agent) on
+that IP and the agent port, with the token from the pod's Secret and
+/workspace backed by a directory per PVC, and reports Ready once the port
+accepts (the pod's readiness probe). For pods of a Deployment it runs
+--pod-cmd (if given) with POD_IP/POD_NAME in the environment.
+
+Test control (no auth, loopback only): POST /_fake/<op> with a JSON body:
+  fail     {"method","path","status","count","retry_after"}  inject errors
+  delay    {"method","path","seconds","count"}               stall answers
+  tokens   {"tokens":[...]}                                  valid tokens
+  evict    {"ns","name"} / fail-pod {"ns","name","reason"}   kill a pod
+  oom      {"ns","name"}                                     OOMKilled
+  badimage {"image"}                                         ImagePullBackOff
+  vanish   {"ns","name"}                                     pod deleted now
+  hold     {"on":true}                                       pods stay Pending
+GET /_fake/state (all objects), GET /_fake/log (requests seen).
+"""
+import argparse
+import base64
+import copy
+import datetime
+import fnmatch
+import http.server
+import json
+import os
+import random
+import re
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+import uuid
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+SHARED = os.environ.get("K8S_SHARED_DIR",
+                        os.path.join(REPO, "..", "shared", "k8s"))
+sys.path.insert(0, SHARED)
+import validate  # noqa: E402  (../shared/k8s/validate.py)
+
+VALIDATORS = [validate.Validator("1.35"), validate.Validator("1.30")]
+
+# resource plural -> (group, version, Kind, namespaced)
+RES = {
+    ("", "pods"): ("v1", "Pod", True),
+    ("", "persistentvolumeclaims"): ("v1", "PersistentVolumeClaim", True),
+    ("", "secrets"): ("v1", "Secret", True),
+    ("", "services"): ("v1", "Service", True),
+    ("", "configmaps"): ("v1", "ConfigMap", True),
+    ("", "serviceaccounts"): ("v1", "ServiceAccount", True),
+    ("", "namespaces"): ("v1", "Namespace", False),
+    ("networking.k8s.io", "networkpolicies"): ("v1", "NetworkPolicy", True),
+    ("apps", "deployments"): ("v1", "Deployment", True),
+    ("node.k8s.io", "runtimeclasses"): ("v1", "RuntimeClass", False),
+    ("rbac.authorization.k8s.io", "roles"): ("v1", "Role", True),
+    ("rbac.authorization.k8s.io", "rolebindings"): ("v1", "RoleBinding", True),
+    ("rbac.authorization.k8s.io", "clusterroles"): ("v1", "ClusterRole", False),
+}
+# Deleting these returns a Status, the others the object (API-NOTES sec 6).
+DELETE_RETURNS_STATUS = {"networkpolicies", "deployments", "secrets",
+                         "roles", "rolebindings", "configmaps"}
+
+LOCK = threading.RLock()
+STORE = {}          # (group, plural, ns, name) -> obj
+RV = [1000]
+VIOLATIONS = []
+LOG = []
+INJECT = []         # dicts: kind fail/delay, method, path(regex), ...
+STATE = {"hold": False, "badimages": [], "ips": set()}
+PROCS = {}          # pod key -> Popen
+ARGS = None
+
+
+def now_rfc3339():
+    return datetime.datetime.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def next_rv():
+    RV[0] += 1
+    return str(RV[0])
+
+
+def violation(msg, **kw):
+    ent = {"msg": msg}
+    ent.update(kw)
+    with LOCK:
+        VIOLATIONS.append(ent)
+        if ARGS.violations:
+            with open(ARGS.violations, "a") as f:
+                f.write(json.dumps(ent) + "\n")
+    sys.stderr.write("VIOLATION %s\n" % json.dumps(ent))
+
+
+def status(code, reason, message, details=None):
+    st = {"kind": "Status", "apiVersion": "v1", "metadata": {},
+          "status": "Failure", "message": message, "reason": reason}
+    if details:
+        st["details"] = details
+    st["code"] = code
+    return code, st
+
+
+def gr_str(group, plural):
+    return plural + ("." + group if group else "")
+
+
+def not_found(group, plural, name):
+    d = {"name": name, "kind": plural}
+    if group:
+        d = {"name": name, "group": group, "kind": plural}
+    return status(404, "NotFound", '%s "%s" not found' %
+                  (gr_str(group, plural), name), d)
+
+
+# ---- label selectors (full syntax) ----
+
+def split_top(s):
+    out, depth, cur = [], 0, ""
+    for ch in s:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        out.append(cur)
+    return out
+
+
+KEY = r"[A-Za-z0-9./_-]+"
+
+
+def parse_selector(s):
+    reqs = []
+    for part in split_top(s):
+        p = part.strip()
+        m = re.fullmatch(r"(%s)\s+(in|notin)\s+\(([^)]*)\)" % KEY, p)
+        if m:
+            vals = [v.strip() for v in m.group(3).split(",") if v.strip()]
+            reqs.append((m.group(1), m.group(2), vals))
+            continue
+        m = re.fullmatch(r"(%s)\s*(==|!=|=)\s*([A-Za-z0-9._-]*)" % KEY, p)
+        if m:
+            reqs.append((m.group(1), {"==": "=", "=": "=", "!=": "!="}[m.group(2)],
+                         [m.group(3)]))
+            continue
+        m = re.fullmatch(r"(!?)(%s)" % KEY, p)
+        if m:
+            reqs.append((m.group(2), "!exists" if m.group(1) else "exists", []))
+            continue
+        raise ValueError("unable to parse requirement: %r" % p)
+    return reqs
+
+
+def sel_match(reqs, labels):
+    labels = labels or {}
+    for k, op, vals in reqs:
+        has = k in labels
+        v = labels.get(k)
+        if op == "=" and not (has and v == vals[0]):
+            return False
+        if op == "!=" and has and v == vals[0]:
+            return False
+        if op == "in" and not (has and v in vals):
+            return False
+        if op == "notin" and has and v in vals:
+            return False
+        if op == "exists" and not has:
+            return False
+        if op == "!exists" and has:
+            return False
+    return True
+
+
+# ---- validation ----
+
+def check_body(obj, kind, group, version, name, write_params, method, path):
+    if write_params.get("fieldValidation") != ["Strict"]:
+        violation("write without fieldValidation=Strict", method=method,
+                  path=path)
+    worst = None
+    for v in VALIDATORS:
+        f = v.validate(copy.deepcopy(obj), kind=kind,
+                       api_version=(group + "/" + version) if group else version)
+        errs = [x for x in f if x.severity == "error"]
+        for x in errs:
+            violation("schema", k8s=v.version, kind=kind, path=path,
+                      field=x.path, message=x.message)
+        warns = [x for x in f if x.severity != "error"]
+        for x in warns:
+            violation("schema-warning", k8s=v.version, kind=kind, path=path,
+                      field=x.path, message=x.message)
+        if errs and worst is None:
+            worst = validate.status_for(f, kind, group, version, name)
+    return worst
+
+
+# ---- objects ----
+
+def key_of(group, plural, ns, name):
+    return (group, plural, ns or "", name)
+
+
+def meta(o):
+    return o.setdefault("metadata", {})
+
+
+def finish_create(group, plural, ns, obj):
+    md = meta(obj)
+    md["namespace"] = ns if ns else md.get("namespace")
+    if not ns:
+        md.pop("namespace", None)
+    md["uid"] = str(uuid.uuid4())
+    md["resourceVersion"] = next_rv()
+    md["creationTimestamp"] = now_rfc3339()
+    md.setdefault("generation", 1)
+    if plural == "pods":
+        spec = obj.setdefault("spec", {})
+        spec.setdefault("dnsPolicy", "ClusterFirst")
+        spec.setdefault("schedulerName", "default-scheduler")
+        spec.setdefault("serviceAccountName", "default")
+        obj["status"] = {"phase": "Pending", "qosClass": "Burstable",
+                         "conditions": [{"type": "PodScheduled",
+                                         "status": "True",
+                                         "lastTransitionTime": now_rfc3339()}]}
+        md["_created_at"] = time.time()
+    elif plural == "persistentvolumeclaims":
+        obj["status"] = {"phase": "Bound", "accessModes":
+                         obj.get("spec", {}).get("accessModes", []),
+                         "capacity": obj.get("spec", {}).get("resources", {})
+                         .get("requests", {})}
+        d = os.path.join(ARGS.workdir, "pvc", ns, md["name"])
+        os.makedirs(d, exist_ok=True)
+    elif plural == "secrets":
+        sd = obj.pop("stringData", None) or {}
+        data = obj.setdefault("data", {})
+        for k, v in sd.items():
+            data[k] = base64.b64encode(v.encode()).decode()
+    elif plural == "deployments":
+        obj["status"] = {"replicas": 0, "readyReplicas": 0,
+                         "observedGeneration": 1}
+    return obj
+
+
+def public(obj):
+    o = copy.deepcopy(obj)
+    o.get("metadata", {}).pop("_created_at", None)
+    o.get("metadata", {}).pop("_gone_at", None)
+    return o
+
+
+def list_objs(group, plural, ns):
+    return [o for (g, p, n, _), o in sorted(STORE.items())
+            if g == group and p == plural and (ns is None or n == ns)]
+
+
+def pod_uses_claim(ns, claim):
+    for o in list_objs("", "pods", ns):
+        for v in o.get("spec", {}).get("volumes", []) or []:
+            pvc = v.get("persistentVolumeClaim")
+            if pvc and pvc.get("claimName") == claim:
+                return True
+    return False
+
+
+def really_delete(k):
+    obj = STORE.pop(k, None)
+    if obj is not None and k[1] == "pods":
+        stop_proc(k)
+        ip = obj.get("status", {}).get("podIP")
+        STATE["ips"].discard(ip)
+    return obj
+
+
+def merge_patch(target, patch):
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    if not isinstance(target, dict):
+        target = {}
+    out = copy.deepcopy(target)
+    for k, v in patch.items():
+        if v is None:
+            out.pop(k, None)
+        else:
+            out[k] = merge_patch(out.get(k), v)
+    return out
+
+
+# ---- kubelet / controllers ----
+
+def alloc_ip():
+    for n in range(2, 250):
+        ip = "127.0.0.%d" % (n + ARGS.ip_offset)
+        if ip not in STATE["ips"]:
+            STATE["ips"].add(ip)
+            return ip
+    raise RuntimeError("out of pod IPs")
+
+
+def stop_proc(k):
+    p = PROCS.pop(k, None)
+    if p is not None:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        try:
+            p.wait(timeout=5)
+        except Exception:
+            pass
+
+
+def port_open(ip, port):
+    try:
+        with socket.create_connection((ip, port), timeout=0.2):
+            return True
+    except OSError:
+        return False
+
+
+def start_sandbox_agent(k, pod, ip):
+    ns = k[2]
+    spec = pod["spec"]
+    c = spec["containers"][0]
+    vols = {v["name"]: v for v in spec.get("volumes", [])}
+    mounts = {m["mountPath"]: m["name"] for m in c.get("volumeMounts", [])}
+    secret = vols.get(mounts.get("/run/agent-token"), {}).get("secret", {})
+    sobj = STORE.get(key_of("", "secrets", ns, secret.get("secretName", "")))
+    if sobj is None:
+        return "CreateContainerConfigError", 'secret "%s" not found' % \
+            secret.get("secretName")
+    claim = vols.get(mounts.get("/workspace"), {}) \
+        .get("persistentVolumeClaim", {}).get("claimName", "")
+    if key_of("", "persistentvolumeclaims", ns, claim) not in STORE:
+        return "ContainerCreating", 'persistentvolumeclaim "%s" not found' % claim
+    pdir = os.path.join(ARGS.workdir, "pods", ns, k[3])
+    os.makedirs(os.path.join(pdir, "state"), exist_ok=True)
+    tok = base64.b64decode(sobj["data"]["token"]).decode()
+    with open(os.path.join(pdir, "token"), "w") as f:
+        f.write(tok)
+    if not ARGS.agent or not os.access(ARGS.agent, os.X_OK):
+        return None, None
+    port = [p for p in c.get("ports", []) if p.get("name") == "agent"]
+    port = port[0]["containerPort"] if port else 7070
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": pdir}
+    for e in c.get("env", []) or []:
+        if "value" in e:
+            env[e["name"]] = e["value"]
+    env["HOME"] = pdir
+    wdir = os.path.join(ARGS.workdir, "pvc", ns, claim)
+    cmd = [ARGS.agent, "--listen", "tcp:%s:%d" % (ip, port), "--token-file",
+           os.path.join(pdir, "token"), "--state", os.path.join(pdir, "state"),
+           "--workdir", wdir]
+    log = open(os.path.join(pdir, "agent.log"), "a")
+    PROCS[k] = subprocess.Popen(cmd, env=env, cwd=wdir, stdout=log,
+                                stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    return None, None
+
+
+def start_pod_cmd(k, pod, ip):
+    if not ARGS.pod_cmd:
+        return
+    env = dict(os.environ)
+    env["POD_IP"] = ip
+    env["POD_NAME"] = k[3]
+    env["POD_NAMESPACE"] = k[2]
+    log = open(os.path.join(ARGS.workdir, "podcmd-%s.log" % k[3]), "a")
+    PROCS[k] = subprocess.Popen(ARGS.pod_cmd, shell=True, env=env, stdout=log,
+                                stderr=subprocess.STDOUT,
+                                start_new_session=True)
+
+
+def set_waiting(pod, name, reason, msg):
+    st = pod["status"]
+    key = "initContainerStatuses" if name == "install-agent" else \
+        "containerStatuses"
+    st[key] = [{"name": name, "ready": False, "restartCount": 0,
+                "image": "x", "imageID": "",
+                "state": {"waiting": {"reason": reason, "message": msg}}}]
+
+
+def kubelet_tick():
+    t = time.time()
+    with LOCK:
+        for k, pod in list(STORE.items()):
+            if k[1] != "pods":
+                continue
+            md = pod["metadata"]
+            st = pod["status"]
+            if md.get("deletionTimestamp"):
+                if t >= md.get("_gone_at", 0):
+                    really_delete(k)
+                continue
+            if st.get("phase") != "Pending" or STATE["hold"]:
+                if st.get("phase") == "Running":
+                    check_running(k, pod)
+                continue
+            if t - md.get("_created_at", t) < ARGS.pending_delay:
+                continue
+            img = pod["spec"]["containers"][0].get("image", "")
+            bad = [b for b in STATE["badimages"] if fnmatch.fnmatch(img, b)]
+            if bad:
+                set_waiting(pod, "sandbox", "ImagePullBackOff",
+                            'Back-off pulling image "%s"' % img)
+                continue
+            if "podIP" not in st:
+                ip = alloc_ip()
+                st["podIP"] = ip
+                st["podIPs"] = [{"ip": ip}]
+                st["hostIP"] = "127.0.0.1"
+                st["startTime"] = now_rfc3339()
+                if md.get("labels", {}).get("sandbox.dev/role") == "sandbox":
+                    reason, msg = start_sandbox_agent(k, pod, ip)
+                    if reason:
+                        set_waiting(pod, "sandbox", reason, msg)
+                        st.pop("podIP")
+                        st.pop("podIPs")
+                        STATE["ips"].discard(ip)
+                        continue
+                else:
+                    start_pod_cmd(k, pod, ip)
+            st["phase"] = "Running"
+            st["containerStatuses"] = [{
+                "name": c["name"], "ready": False, "restartCount": 0,
+                "image": c.get("image", ""), "imageID": "",
+                "started": True,
+                "state": {"running": {"startedAt": now_rfc3339()}}}
+                for c in pod["spec"]["containers"]]
+            md["resourceVersion"] = next_rv()
+        deployment_controller()
+        gc()
+
+
+def check_running(k, pod):
+    st = pod["status"]
+    ready = True
+    proc = PROCS.get(k)
+    if proc is not None and proc.poll() is not None:
+        # The agent (the container's process) exited: restartPolicy Never.
+        st["phase"] = "Failed"
+        st["containerStatuses"][0]["state"] = {"terminated": {
+            "exitCode": proc.returncode or 1, "reason": "Error"}}
+        set_ready(pod, False)
+        PROCS.pop(k, None)
+        return
+    c = pod["spec"]["containers"][0]
+    probe = c.get("readinessProbe", {}).get("tcpSocket")
+    if probe is not None and ARGS.agent and \
+            pod["metadata"].get("labels", {}).get("sandbox.dev/role") == "sandbox":
+        ready = port_open(st["podIP"], probe["port"])
+    elif ARGS.pod_cmd_port and k in PROCS:
+        ready = port_open(st["podIP"], ARGS.pod_cmd_port)
+    set_ready(pod, ready)
+
+
+def set_ready(pod, ready):
+    st = pod["status"]
+    s = "True" if ready else "False"
+    conds = [c for c in st.get("conditions", []) if c["type"] not in
+             ("Initialized", "ContainersReady", "Ready",
+              "PodReadyToStartContainers")]
+    cur = [c for c in st.get("conditions", []) if c["type"] == "Ready"]
+    if cur and cur[0]["status"] == s:
+        return
+    conds += [{"type": "PodReadyToStartContainers", "status": "True",
+               "lastTransitionTime": now_rfc3339()},
+              {"type": "Initialized", "status": "True",
+               "lastTransitionTime": now_rfc3339()},
+              {"type": "ContainersReady", "status": s,
+               "lastTransitionTime": now_rfc3339()},
+              {"type": "Ready", "status": s,
+               "lastTransitionTime": now_rfc3339()}]
+    st["conditions"] = conds
+    for cs in st.get("containerStatuses", []):
+        cs["ready"] = ready
+    pod["metadata"]["resourceVersion"] = next_rv()
+
+
+def deployment_controller():
+    for (g, p, ns, name), d in list(STORE.items()):
+        if (g, p) != ("apps", "deployments"):
+            continue
+        want = d.get("spec", {}).get("replicas", 1)
+        tmpl = d["spec"]["template"]
+        sel = d["spec"]["selector"].get("matchLabels", {})
+        mine = [o for o in list_objs("", "pods", ns)
+                if all(o["metadata"].get("labels", {}).get(a) == b
+                       for a, b in sel.items())
+                and not o["metadata"].get("deletionTimestamp")]
+        while len(mine) < want:
+            pn = "%s-7d9c5-%s" % (name, "".join(random.choice(
+                "bcdfghjklmnpqrstvwxz2456789") for _ in range(5)))
+            pod = {"apiVersion": "v1", "kind": "Pod",
+                   "metadata": {"name": pn, "namespace": ns,
+                                "labels": dict(tmpl["metadata"].get("labels", {})),
+                                "ownerReferences": [{
+                                    "apiVersion": "apps/v1", "kind": "ReplicaSet",
+                                    "name": name + "-7d9c5", "uid": d["metadata"]["uid"],
+                                    "controller": True}]},
+                   "spec": copy.deepcopy(tmpl["spec"])}
+            finish_create("", "pods", ns, pod)
+            STORE[key_of("", "pods", ns, pn)] = pod
+            mine.append(pod)
+        if len(mine) > want:
+            # Lowest pod-deletion-cost first, like the ReplicaSet controller.
+            def cost(o):
+                a = o["metadata"].get("annotations", {})
+                try:
+                    return int(a.get("controller.kubernetes.io/pod-deletion-cost", "0"))
+                except ValueError:
+                    return 0
+            for o in sorted(mine, key=cost)[:len(mine) - want]:
+                o["metadata"]["deletionTimestamp"] = now_rfc3339()
+                o["metadata"]["_gone_at"] = time.time() + 0.2
+        ready = sum(1 for o in mine if any(
+            c["type"] == "Ready" and c["status"] == "True"
+            for c in o.get("status", {}).get("conditions", [])))
+        d["status"] = {"observedGeneration": d["metadata"].get("generation", 1),
+                       "replicas": min(len(mine), want),
+                       "readyReplicas": ready, "availableReplicas": ready}
+
+
+def gc():
+    uids = {o["metadata"]["uid"] for o in STORE.values()}
+    for k, o in list(STORE.items()):
+        md = o["metadata"]
+        refs = md.get("ownerReferences") or []
+        if refs and all(r.get("uid") not in uids for r in refs):
+            if k[1] == "pods":
+                md.setdefault("deletionTimestamp", now_rfc3339())
+                md.setdefault("_gone_at", time.time())
+            else:
+                really_delete(k)
+        # PVC protection: a claim marked for deletion goes once unused.
+        if k[1] == "persistentvolumeclaims" and md.get("deletionTimestamp") \
+                and not pod_uses_claim(k[2], k[3]):
+            really_delete(k)
+
+
+def kubelet_loop():
+    while True:
+        try:
+            kubelet_tick()
+        except Exception as e:  # keep the fake alive, but say so
+            sys.stderr.write("kubelet error: %r\n" % (e,))
+        time.sleep(0.05)
+
+
+# ---- HTTP ----
+
+PATH_RE = re.compile(
+    r"^/(?:api/(?P<cv>v1)|apis/(?P<g>[a-z0-9.-]+)/(?P<v>v1))"
+    r"(?:/namespaces/(?P<ns>[a-z0-9-]+))?/(?P<res>[a-z]+)"
+    r"(?:/(?P<name>[a-z0-9.-]+))?(?:/(?P<sub>scale|status))?/?$")
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "fake-kube-apiserver"
+
+    def log_message(self, fmt, *a):
+        if ARGS.verbose:
+            sys.stderr.write("fake-api: " + (fmt % a) + "\n")
+
+    def send_json(self, code, obj, headers=None):
+        body = json.dumps(obj).encode()
+        try:
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            for k, v in (headers or {}).items():
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(body)
+        except (BrokenPipeError, ConnectionResetError, ssl.SSLError, OSError):
+            pass
+
+    def read_body(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        if n > 4 * 1024 * 1024:
+            return None
+        return self.rfile.read(n) if n else b""
+
+    def authed(self):
+        cert = None
+        try:
+            cert = self.connection.getpeercert()
+        except Exception:
+            cert = None
+        if cert:
+            return "cert"
+        h = self.headers.get("Authorization", "")
+        if not h.startswith("Bearer "):
+            return None
+        tok = h[7:]
+        try:
+            with open(ARGS.tokens) as f:
+                good = [x.strip() for x in f if x.strip()]
+        except OSError:
+            good = []
+        return "token" if tok in good else None
+
+    def do_GET(self):
+        self.handle_any("GET")
+
+    def do_POST(self):
+        self.handle_any("POST")
+
+    def do_PUT(self):
+        self.handle_any("PUT")
+
+    def do_PATCH(self):
+        self.handle_any("PATCH")
+
+    def do_DELETE(self):
+        self.handle_any("DELETE")
+
+    def handle_any(self, method):
+        u = urllib.parse.urlsplit(self.path)
+        q = urllib.parse.parse_qs(u.query, keep_blank_values=True)
+        raw = self.read_body()
+        if u.path.startswith("/_fake/"):
+            return self.control(method, u.path[7:], raw)
+        # injected faults
+        with LOCK:
+            for inj in INJECT:
+                if inj["count"] == 0:
+                    continue
+                if inj.get("method") not in (None, method):
+                    continue
+                if not re.search(inj.get("path", ""), u.path):
+                    continue
+                inj["count"] -= 1
+                if inj["kind"] == "delay":
+                    d = inj["seconds"]
+                    break
+                code = inj["status"]
+                reason = {429: "TooManyRequests", 500: "InternalError",
+                          503: "ServiceUnavailable", 403: "Forbidden",
+                          422: "Invalid"}.get(code, "InternalError")
+                msg = inj.get("message") or {
+                    429: "Too many requests, please try again later.",
+                    500: "Internal error occurred: etcdserver: request timed out",
+                    503: "the server is currently unable to handle the request",
+                    403: 'pods is forbidden: User "system:serviceaccount:'
+                    'sandbox-system:sandbox-orchestrator" cannot create resource '
+                    '"pods" in API group "" in the namespace "sandboxes"'}.get(code, "error")
+                det = {"retryAfterSeconds": inj.get("retry_after", 1)} \
+                    if code == 429 else None
+                LOG.append([method, self.path, code, "injected"])
+                hdr = {"Retry-After": str(inj.get("retry_after", 1))} \
+                    if code == 429 else None
+                c, st = status(code, reason, msg, det)
+                return self.send_json(c, st, hdr)
+            else:
+                d = 0
+        if d:
+            time.sleep(d)
+        who = self.authed()
+        if who is None:
+            LOG.append([method, self.path, 401])
+            return self.send_json(*status(401, "Unauthorized", "Unauthorized"))
+        code, obj = self.api(method, u.path, q, raw)
+        with LOCK:
+            LOG.append([method, self.path, code])
+        self.send_json(code, obj)
+
+    def control(self, method, op, raw):
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            return self.send_json(400, {"error": "bad json"})
+        with LOCK:
+            if op == "state":
+                out = [public(o) for _, o in sorted(STORE.items())]
+                return self.send_json(200, {"items": out})
+            if op == "log":
+                return self.send_json(200, {"log": LOG})
+            if op == "violations":
+                return self.send_json(200, {"violations": VIOLATIONS})
+            if op in ("fail", "delay"):
+                body["kind"] = op
+                body.setdefault("count", 1)
+                INJECT.append(body)
+                return self.send_json(200, {"ok": True})
+            if op == "clear":
+                INJECT.clear()
+                STATE["badimages"] = []
+                return self.send_json(200, {"ok": True})
+            if op == "hold":
+                STATE["hold"] = bool(body.get("on"))
+                return self.send_json(200, {"ok": True})
+            if op == "badimage":
+                STATE["badimages"].append(body["image"])
+                return self.send_json(200, {"ok": True})
+            k = key_of("", "pods", body.get("ns", ""), body.get("name", ""))
+            pod = STORE.get(k)
+            if op in ("evict", "fail-pod", "oom", "vanish"):
+                if pod is None:
+                    return self.send_json(404, {"error": "no such pod"})
+                if op == "vanish":
+                    really_delete(k)
+                    return self.send_json(200, {"ok": True})
+                stop_proc(k)
+                st = pod["status"]
+                st["phase"] = "Failed"
+                if op == "evict":
+                    st["reason"] = "Evicted"
+                    st["message"] = ("The node was low on resource: memory. "
+                                     "Threshold quantity: 100Mi.")
+                elif op == "oom":
+                    for cs in st.get("containerStatuses", []):
+                        cs["state"] = {"terminated": {"exitCode": 137,
+                                                      "reason": "OOMKilled"}}
+                else:
+                    st["reason"] = body.get("reason", "Error")
+                set_ready(pod, False)
+                pod["metadata"]["resourceVersion"] = next_rv()
+                return self.send_json(200, {"ok": True})
+        return self.send_json(404, {"error": "unknown control op"})
+
+    # -- the API proper --
+    def api(self, method, path, q, raw):
+        m = PATH_RE.match(path)
+        if not m:
+            return status(404, "NotFound", "the server could not find the "
+                          "requested resource")
+        group = m.group("g") or ""
+        version = m.group("cv") or m.group("v")
+        ns, plural, name, sub = m.group("ns"), m.group("res"), \
+            m.group("name"), m.group("sub")
+        if (group, plural) not in RES:
+            return status(404, "NotFound", "the server could not find the "
+                          "requested resource")
+        _, kind, namespaced = RES[(group, plural)]
+        if namespaced != (ns is not None):
+            return status(404, "NotFound", "the server could not find the "
+                          "requested resource")
+        verb = {"GET": "get" if name else "list", "POST": "create",
+                "PUT": "update", "PATCH": "patch", "DELETE": "delete"}[method]
+        # RBAC of deploy/rbac.yaml: Secrets may be created and deleted by
+        # the orchestrator, never read.
+        if plural == "secrets" and verb in ("get", "list"):
+            return status(403, "Forbidden",
+                          '%s is forbidden: User "system:serviceaccount:'
+                          'sandbox-system:sandbox-orchestrator" cannot %s '
+                          'resource "secrets" in API group "" in the '
+                          'namespace "%s"' % (plural, verb, ns),
+                          {"kind": "secrets"})
+        body = None
+        if raw:
+            try:
+                body = validate.loads(raw.decode())
+            except ValueError as e:
+                violation("invalid JSON body", path=path, error=str(e))
+                return status(400, "BadRequest", "invalid JSON: %s" % e)
+        with LOCK:
+            if sub == "scale":
+                return self.scale(method, ns, name, q, body, raw)
+            if method == "GET" and name is None:
+                return self.list(group, plural, kind, ns, q)
+            if method == "GET":
+                o = STORE.get(key_of(group, plural, ns, name))
+                if o is None:
+                    return not_found(group, plural, name)
+                return 200, public(o)
+            if method == "POST" and name is None:
+                return self.create(group, version, plural, kind, ns, q, body,
+                                   path)
+            if method == "PUT" and name:
+                return self.replace(group, version, plural, kind, ns, name, q,
+                                    body, path)
+            if method == "PATCH" and name:
+                return self.patch(group, version, plural, kind, ns, name, q,
+                                  body, path)
+            if method == "DELETE" and name:
+                if body is not None:
+                    f = VALIDATORS[0].validate(copy.deepcopy(body),
+                                               kind="DeleteOptions")
+                    for x in f:
+                        violation("schema", kind="DeleteOptions",
+                                  field=x.path, message=x.message)
+                return self.delete(group, plural, ns, name, q)
+        return status(405, "MethodNotAllowed", "the server does not allow "
+                      "this method on the requested resource")
+
+    def list(self, group, plural, kind, ns, q):
+        try:
+            reqs = parse_selector(q.get("labelSelector", [""])[0])
+        except ValueError as e:
+            return status(400, "BadRequest", str(e))
+        items = [public(o) for o in list_objs(group, plural, ns)
+                 if sel_match(reqs, o["metadata"].get("labels"))]
+        for it in items:
+            it.pop("apiVersion", None)
+            it.pop("kind", None)
+        start = 0
+        if q.get("continue", [""])[0]:
+            try:
+                start = int(base64.b64decode(q["continue"][0]).decode())
+            except Exception:
+                return status(400, "BadRequest", "invalid continue token")
+        limit = int(q.get("limit", ["0"])[0] or 0)
+        limit = min(limit, ARGS.page) if limit else ARGS.page
+        page = items[start:start + limit]
+        md = {"resourceVersion": str(RV[0])}
+        if start + limit < len(items):
+            md["continue"] = base64.b64encode(
+                str(start + limit).encode()).decode()
+            md["remainingItemCount"] = len(items) - start - limit
+        _, kind0, _ = RES[(group, plural)]
+        av = (group + "/v1") if group else "v1"
+        return 200, {"kind": kind0 + "List", "apiVersion": av,
+                     "metadata": md, "items": page}
+
+    def create(self, group, version, plural, kind, ns, q, body, path):
+        if not isinstance(body, dict):
+            violation("create without a body", path=path)
+            return status(400, "BadRequest", "empty body")
+        name = body.get("metadata", {}).get("name")
+        bad = check_body(body, kind, group, version, name, q, "POST", path)
+        if bad:
+            return bad["code"], bad
+        if body.get("metadata", {}).get("namespace") not in (None, ns):
+            violation("namespace mismatch", path=path)
+            return status(400, "BadRequest", "the namespace of the object "
+                          "(%s) does not match the namespace on the request "
+                          "(%s)" % (body["metadata"]["namespace"], ns))
+        k = key_of(group, plural, ns, name)
+        if k in STORE:
+            d = {"name": name, "kind": plural}
+            if group:
+                d = {"name": name, "group": group, "kind": plural}
+            return status(409, "AlreadyExists", '%s "%s" already exists' %
+                          (gr_str(group, plural), name), d)
+        if plural == "pods":
+            rc = body.get("spec", {}).get("runtimeClassName")
+            if rc and key_of("node.k8s.io", "runtimeclasses", None, rc) not in STORE:
+                return status(403, "Forbidden", 'pods "%s" is forbidden: pod '
+                              'rejected: RuntimeClass "%s" not found' % (name, rc),
+                              {"name": name, "kind": "pods"})
+        obj = finish_create(group, plural, ns, copy.deepcopy(body))
+        STORE[k] = obj
+        return 201, public(obj)
+
+    def replace(self, group, version, plural, kind, ns, name, q, body, path):
+        if not isinstance(body, dict):
+            return status(400, "BadRequest", "empty body")
+        bad = check_body(body, kind, group, version, name, q, "PUT", path)
+        if bad:
+            return bad["code"], bad
+        if body.get("metadata", {}).get("name") != name:
+            violation("name mismatch on PUT", path=path)
+            return status(400, "BadRequest", "the name of the object (%s) "
+                          "does not match the name on the URL (%s)" %
+                          (body.get("metadata", {}).get("name"), name))
+        k = key_of(group, plural, ns, name)
+        cur = STORE.get(k)
+        if cur is None:
+            return not_found(group, plural, name)
+        rv = body.get("metadata", {}).get("resourceVersion")
+        if rv and rv != cur["metadata"]["resourceVersion"]:
+            return self.conflict(group, plural, name)
+        new = copy.deepcopy(body)
+        for f in ("uid", "creationTimestamp"):
+            new["metadata"][f] = cur["metadata"][f]
+        new["metadata"]["resourceVersion"] = next_rv()
+        if "status" in cur:
+            new["status"] = cur["status"]
+        STORE[k] = new
+        return 200, public(new)
+
+    def conflict(self, group, plural, name):
+        d = {"name": name, "kind": plural}
+        if group:
+            d = {"name": name, "group": group, "kind": plural}
+        return status(409, "Conflict", 'Operation cannot be fulfilled on %s '
+                      '"%s": the object has been modified; please apply your '
+                      'changes to the latest version and try again' %
+                      (gr_str(group, plural), name), d)
+
+    def patch(self, group, version, plural, kind, ns, name, q, body, path):
+        ct = (self.headers.get("Content-Type") or "").split(";")[0].strip()
+        if ct != "application/merge-patch+json":
+            if ct not in ("application/json-patch+json",
+                          "application/strategic-merge-patch+json",
+                          "application/apply-patch+yaml"):
+                return status(415, "UnsupportedMediaType", "the body of the "
+                              "request was in an unknown format - accepted "
+                              "media types include: application/json-patch+json, "
+                              "application/merge-patch+json, "
+                              "application/apply-patch+yaml")
+            violation("patch type not implemented by the fake", ct=ct)
+            return status(415, "UnsupportedMediaType", "fake: only merge patch")
+        if q.get("fieldValidation") != ["Strict"]:
+            violation("write without fieldValidation=Strict", method="PATCH",
+                      path=path)
+        k = key_of(group, plural, ns, name)
+        cur = STORE.get(k)
+        if cur is None:
+            return not_found(group, plural, name)
+        new = merge_patch(public(cur), body)
+        if "status" in (body or {}):
+            violation("patch touches status", path=path)
+        chk = copy.deepcopy(new)
+        chk.pop("status", None)
+        bad = check_body(chk, kind, group, version, name,
+                         {"fieldValidation": ["Strict"]}, "PATCH", path)
+        if bad:
+            return bad["code"], bad
+        if new["metadata"].get("name") != name:
+            return status(400, "BadRequest", "name cannot change")
+        for f in ("_created_at", "_gone_at"):
+            if f in cur["metadata"]:
+                new["metadata"][f] = cur["metadata"][f]
+        new["metadata"]["resourceVersion"] = next_rv()
+        STORE[k] = new
+        return 200, public(new)
+
+    def delete(self, group, plural, ns, name, q):
+        k = key_of(group, plural, ns, name)
+        cur = STORE.get(k)
+        if cur is None:
+            return not_found(group, plural, name)
+        md = cur["metadata"]
+        if plural == "pods":
+            g = q.get("gracePeriodSeconds", [None])[0]
+            g = int(g) if g not in (None, "") else \
+                cur["spec"].get("terminationGracePeriodSeconds", 30)
+            if g == 0:
+                really_delete(k)
+                return 200, public(cur)
+            if not md.get("deletionTimestamp"):
+                md["deletionTimestamp"] = now_rfc3339()
+                md["deletionGracePeriodSeconds"] = g
+                md["_gone_at"] = time.time() + min(g, ARGS.grace_cap)
+                md["resourceVersion"] = next_rv()
+                stop_proc(k)
+            return 200, public(cur)
+        if plural == "persistentvolumeclaims" and pod_uses_claim(ns, name):
+            md["deletionTimestamp"] = now_rfc3339()
+            md["finalizers"] = ["kubernetes.io/pvc-protection"]
+            md["resourceVersion"] = next_rv()
+            return 200, public(cur)
+        really_delete(k)
+        if plural in DELETE_RETURNS_STATUS:
+            d = {"name": name, "kind": plural, "uid": md["uid"]}
+            if group:
+                d = {"name": name, "group": group, "kind": plural,
+                     "uid": md["uid"]}
+            return 200, {"kind": "Status", "apiVersion": "v1", "metadata": {},
+                         "status": "Success", "details": d}
+        return 200, public(cur)
+
+    def scale(self, method, ns, name, q, body, raw):
+        k = key_of("apps", "deployments", ns, name)
+        d = STORE.get(k)
+        if d is None:
+            return not_found("apps", "deployments", name)
+        if method == "PATCH":
+            ct = (self.headers.get("Content-Type") or "").split(";")[0].strip()
+            if ct != "application/merge-patch+json":
+                return status(415, "UnsupportedMediaType", "the body of the "
+                              "request was in an unknown format - accepted "
+                              "media types include: application/json-patch+json, "
+                              "application/merge-patch+json, "
+                              "application/apply-patch+yaml")
+            if q.get("fieldValidation") != ["Strict"]:
+                violation("write without fieldValidation=Strict",
+                          method="PATCH", path=self.path)
+            cur = self.scale_obj(d)
+            new = merge_patch(cur, body)
+            new.pop("status", None)
+            bad = check_body(new, "Scale", "autoscaling", "v1", name,
+                             {"fieldValidation": ["Strict"]}, "PATCH", self.path)
+            if bad:
+                return bad["code"], bad
+            d["spec"]["replicas"] = new.get("spec", {}).get("replicas", 0)
+            d["metadata"]["resourceVersion"] = next_rv()
+        elif method == "PUT":
+            bad = check_body(body, "Scale", "autoscaling", "v1", name, q, "PUT",
+                             self.path)
+            if bad:
+                return bad["code"], bad
+            rv = body.get("metadata", {}).get("resourceVersion")
+            if rv and rv != d["metadata"]["resourceVersion"]:
+                return self.conflict("apps", "deployments", name)
+            d["spec"]["replicas"] = body.get("spec", {}).get("replicas", 0)
+            d["metadata"]["resourceVersion"] = next_rv()
+        elif method != "GET":
+            return status(405, "MethodNotAllowed", "not allowed")
+        return 200, self.scale_obj(d)
+
+    @staticmethod
+    def scale_obj(d):
+        md = d["metadata"]
+        sel = ",".join("%s=%s" % kv for kv in
+                       sorted(d["spec"]["selector"].get("matchLabels", {}).items()))
+        return {"kind": "Scale", "apiVersion": "autoscaling/v1",
+                "metadata": {k: md[k] for k in ("name", "namespace", "uid",
+                                                "resourceVersion",
+                                                "creationTimestamp")},
+                "spec": {"replicas": d["spec"].get("replicas", 1)},
+                "status": {"replicas": d.get("status", {}).get("replicas", 0),
+                           "selector": sel}}
+
+
+def seed(path):
+    """Loads objects (JSON or multi-doc YAML) as if created, validated."""
+    text = open(path).read()
+    docs = []
+    if path.endswith(".json"):
+        d = json.loads(text)
+        docs = d.get("items", [d]) if d.get("kind", "").endswith("List") else [d]
+    else:
+        import yaml  # python3-yaml (deps/k8s.txt)
+        docs = [d for d in yaml.safe_load_all(text) if d]
+    for d in docs:
+        av = d.get("apiVersion", "v1")
+        group = av.split("/")[0] if "/" in av else ""
+        plural = [p for (g, p), (_, k, _) in RES.items()
+                  if g == group and k == d.get("kind")]
+        if not plural:
+            continue
+        plural = plural[0]
+        ns = d.get("metadata", {}).get("namespace") if RES[(group, plural)][2] \
+            else None
+        if RES[(group, plural)][2] and not ns:
+            ns = "default"
+        bad = check_body(d, d["kind"], group, "v1", d["metadata"].get("name"),
+                         {"fieldValidation": ["Strict"]}, "SEED", path)
+        if bad:
+            continue
+        with LOCK:
+            obj = finish_create(group, plural, ns, copy.deepcopy(d))
+            STORE[key_of(group, plural, ns, d["metadata"]["name"])] = obj
+
+
+def main():
+    global ARGS
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--port", type=int, required=True)
+    ap.add_argument("--cert", required=True)
+    ap.add_argument("--key", required=True)
+    ap.add_argument("--ca", required=True, help="verifies client certificates")
+    ap.add_argument("--tokens", required=True, help="file of valid tokens")
+    ap.add_argument("--workdir", required=True)
+    ap.add_argument("--violations", required=True)
+    ap.add_argument("--agent", help="sandbox agent binary for sandbox pods")
+    ap.add_argument("--pod-cmd", help="command run for Deployment pods")
+    ap.add_argument("--pod-cmd-port", type=int, default=0,
+                    help="Deployment pods are Ready when this port accepts")
+    ap.add_argument("--seed", action="append", default=[])
+    ap.add_argument("--pending-delay", type=float, default=0.2)
+    ap.add_argument("--grace-cap", type=float, default=0.3)
+    ap.add_argument("--ip-offset", type=int, default=0)
+    ap.add_argument("--page", type=int, default=500,
+                    help="largest page a list returns (tests pagination)")
+    ap.add_argument("-v", "--verbose", action="store_true")
+    ARGS = ap.parse_args()
+    os.makedirs(ARGS.workdir, exist_ok=True)
+    open(ARGS.violations, "a").close()
+    for s in ARGS.seed:
+        seed(s)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(ARGS.cert, ARGS.key)
+    ctx.load_verify_locations(ARGS.ca)
+    ctx.verify_mode = ssl.CERT_OPTIONAL
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler)
+    srv.daemon_threads = True
+    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    threading.Thread(target=kubelet_loop, daemon=True).start()
+
+    def bye(*_):
+        for k in list(PROCS):
+            stop_proc(k)
+        os._exit(0)
+    signal.signal(signal.SIGTERM, bye)
+    signal.signal(signal.SIGINT, bye)
+    sys.stderr.write("fake-apiserver listening on 127.0.0.1:%d\n" % ARGS.port)
+    srv.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
