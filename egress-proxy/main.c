@@ -1,20 +1,185 @@
 /*
  * main.c: egress-proxy [-dnv] -f FILE. Loads the configuration, the CA and
- * the addons, then runs the proxy until SIGTERM/SIGINT.
+ * the addons, starts the workers, the listeners and the admin socket, then
+ * runs the main loop (accept, admin, signals, addon file watch) until
+ * SIGTERM/SIGINT.
  */
+#include <errno.h>
+#include <arpa/inet.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/listener.h>
+#include <event2/thread.h>
+
+#include "addon.h"
+#include "admin.h"
+#include "buf.h"
+#include "certcache.h"
 #include "config.h"
 #include "log.h"
+#include "netcheck.h"
+#include "proxy.h"
+#include "sandbox.h"
+
+static struct event_base *mbase;
+static char failed_sig[4096];	/* mtimes of an addon set that failed to load */
 
 static void
 usage(FILE *fp)
 {
 	fprintf(fp, "usage: egress-proxy [-dnv] -f file\n"
 	    "       egress-proxy --help | --print-docs\n");
+}
+
+/* Reloads the addons; keeps the old ones when the new ones fail. */
+static int
+reload_addons(char *err, size_t errlen)
+{
+	struct addon_src *s;
+
+	if ((s = addon_src_load(&P.conf->addons, P.conf, err, errlen)) == NULL) {
+		atomic_fetch_add(&P.st.reload_failed, 1);
+		log_warnx("addons reload failed, keeping the previous addons: %s", err);
+		return -1;
+	}
+	proxy_set_addons(s);
+	atomic_fetch_add(&P.st.reload_ok, 1);
+	log_info("addons reloaded (%zu files)", addon_src_count(s));
+	return 0;
+}
+
+static void
+mtime_sig(char *out, size_t len)
+{
+	struct stat st;
+	size_t i, o = 0;
+
+	out[0] = '\0';
+	for (i = 0; i < P.conf->addons.n && o < len; i++) {
+		if (stat(P.conf->addons.v[i], &st) == -1)
+			continue;
+		o += (size_t)snprintf(out + o, len - o, "%lld.%ld;",
+		    (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+	}
+}
+
+static void
+watch_cb(evutil_socket_t fd, short ev, void *arg)
+{
+	struct addon_src *cur = proxy_addons();
+	char sig[4096], err[1024];
+
+	(void)fd;
+	(void)ev;
+	(void)arg;
+	if (cur == NULL)
+		return;
+	if (addon_src_changed(cur)) {
+		mtime_sig(sig, sizeof(sig));
+		if (strcmp(sig, failed_sig) != 0 && reload_addons(err, sizeof(err)) == -1)
+			snprintf(failed_sig, sizeof(failed_sig), "%s", sig);
+	}
+	addon_src_unref(cur);
+}
+
+static void
+sig_cb(evutil_socket_t sig, short ev, void *arg)
+{
+	char err[1024];
+
+	(void)ev;
+	(void)arg;
+	if (sig == SIGHUP) {
+		log_info("SIGHUP: reloading addons");
+		(void)reload_addons(err, sizeof(err));
+		return;
+	}
+	log_info("signal %d: stopping", (int)sig);
+	event_base_loopbreak(mbase);
+}
+
+static void
+main_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
+    int salen, void *arg)
+{
+	(void)l;
+	(void)sa;
+	(void)salen;
+	(void)arg;
+	if (proxy_open_conns() >= P.conf->max_conns) {
+		atomic_fetch_add(&P.st.ref_limit, 1);
+		evutil_closesocket(fd);
+		return;
+	}
+	proxy_dispatch(fd, NULL);
+}
+
+static void
+metrics_cb(struct evhttp_request *req, void *arg)
+{
+	struct evbuffer *out = evbuffer_new();
+	struct buf b;
+
+	(void)arg;
+	if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) {
+		evhttp_send_error(req, 405, NULL);
+		evbuffer_free(out);
+		return;
+	}
+	buf_init(&b, 1024 * 1024);
+	proxy_metrics(&b);
+	evbuffer_add(out, b.p != NULL ? b.p : "", b.len);
+	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+	    "text/plain; version=0.0.4");
+	evhttp_send_reply(req, 200, "OK", out);
+	evbuffer_free(out);
+	buf_free(&b);
+}
+
+static void
+notfound_cb(struct evhttp_request *req, void *arg)
+{
+	(void)arg;
+	evhttp_send_error(req, 404, NULL);
+}
+
+static int
+check_only(void)
+{
+	char err[1024];
+	struct addon_src *s;
+	struct certcache *cc;
+
+	if ((s = addon_src_load(&P.conf->addons, P.conf, err, sizeof(err))) == NULL) {
+		fprintf(stderr, "egress-proxy: addons: %s\n", err);
+		return 1;
+	}
+	addon_src_unref(s);
+	if (access(P.conf->ca_cert, F_OK) == 0 || access(P.conf->ca_key, F_OK) == 0) {
+		if ((cc = certcache_new(P.conf->ca_cert, P.conf->ca_key, 3600, 1, err,
+		    sizeof(err))) == NULL) {
+			fprintf(stderr, "egress-proxy: CA: %s\n", err);
+			return 1;
+		}
+		certcache_free(cc);
+	}
+	if (P.conf->upstream_ca_bundle != NULL && access(P.conf->upstream_ca_bundle, R_OK) == -1) {
+		fprintf(stderr, "egress-proxy: upstream.ca_bundle %s: %s\n",
+		    P.conf->upstream_ca_bundle, strerror(errno));
+		return 1;
+	}
+	printf("configuration OK\n");
+	return 0;
 }
 
 int
@@ -26,9 +191,12 @@ main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *file = NULL;
-	struct pconf *conf;
 	char err[1024];
-	int ch, check = 0, verbose = LOG_LVL_INFO;
+	int ch, check = 0, verbose = LOG_LVL_INFO, nw, rc = 1;
+	struct evconnlistener *lis = NULL;
+	struct evhttp *http = NULL;
+	struct event *ev_hup, *ev_term, *ev_int, *ev_watch = NULL;
+	struct addon_src *src;
 
 	while ((ch = getopt_long(argc, argv, "df:nv", lopts, NULL)) != -1) {
 		switch (ch) {
@@ -45,7 +213,7 @@ main(int argc, char **argv)
 			break;
 		case 'h':
 			usage(stdout);
-			printf("\nconfiguration keys (YAML, dotted names are nested mappings):\n");
+			printf("\nconfiguration keys (YAML; dotted names are nested mappings):\n");
 			pconf_print_help(stdout);
 			return 0;
 		case 'D':
@@ -60,16 +228,99 @@ main(int argc, char **argv)
 		usage(stderr);
 		return 1;
 	}
-	log_init("egress-proxy", verbose, NULL);
-	if ((conf = pconf_load(file, err, sizeof(err))) == NULL) {
+	pthread_mutex_init(&P.src_mtx, NULL);
+	P.audit_fd = -1;
+	if ((P.conf = pconf_load(file, err, sizeof(err))) == NULL) {
 		fprintf(stderr, "egress-proxy: %s\n", err);
 		return 1;
 	}
 	if (check) {
-		printf("configuration OK\n");
-		pconf_free(conf);
-		return 0;
+		rc = check_only();
+		pconf_free(P.conf);
+		return rc;
 	}
-	pconf_free(conf);
+	if (log_init("egress-proxy", verbose, P.conf->log_file) == -1) {
+		fprintf(stderr, "egress-proxy: log.file %s: %s\n", P.conf->log_file,
+		    strerror(errno));
+		return 1;
+	}
+	log_set_json(P.conf->log_json);
+	signal(SIGPIPE, SIG_IGN);
+	evthread_use_pthreads();
+	if (netcheck_init() == -1)
+		log_warn("getifaddrs");
+	if ((P.cc = certcache_new(P.conf->ca_cert, P.conf->ca_key,
+	    P.conf->leaf_validity_ms / 1000, (size_t)P.conf->leaf_cache, err,
+	    sizeof(err))) == NULL)
+		fatalx("CA: %s", err);
+	if (P.conf->ca_export != NULL &&
+	    certcache_export(P.cc, P.conf->ca_export, err, sizeof(err)) == -1)
+		fatalx("ca.export: %s", err);
+	if (proxy_tls_init(err, sizeof(err)) == -1)
+		fatalx("TLS: %s", err);
+	if (P.conf->audit_log != NULL &&
+	    (P.audit_fd = open(P.conf->audit_log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
+	    0600)) == -1)
+		fatal("audit.log %s", P.conf->audit_log);
+	if ((src = addon_src_load(&P.conf->addons, P.conf, err, sizeof(err))) == NULL)
+		fatalx("addons: %s", err);
+	proxy_set_addons(src);
+	if ((mbase = event_base_new()) == NULL)
+		fatalx("event_base_new");
+	nw = (int)P.conf->workers;
+	if (nw == 0)
+		nw = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	if (nw < 1)
+		nw = 1;
+	if (proxy_workers_start(nw) == -1)
+		fatalx("cannot start workers");
+	if (P.conf->listen_sslen != 0) {
+		lis = evconnlistener_new_bind(mbase, main_accept, NULL,
+		    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC, 1024,
+		    (struct sockaddr *)&P.conf->listen_ss, (int)P.conf->listen_sslen);
+		if (lis == NULL)
+			fatal("listen %s", P.conf->listen);
+		netcheck_add_self((struct sockaddr *)&P.conf->listen_ss, P.conf->listen_sslen);
+	}
+	if (P.conf->admin_socket != NULL &&
+	    admin_start(mbase, P.conf->admin_socket, reload_addons, err, sizeof(err)) == -1)
+		fatalx("%s", err);
+	if (P.conf->metrics_sslen != 0) {
+		char host[64];
+		const char *colon = strrchr(P.conf->metrics_listen, ':');
+		size_t hl = (size_t)(colon - P.conf->metrics_listen);
+		if (hl >= sizeof(host))
+			hl = sizeof(host) - 1;
+		memcpy(host, P.conf->metrics_listen, hl);
+		host[hl] = '\0';
+		http = evhttp_new(mbase);
+		if (http == NULL || evhttp_bind_socket(http, host,
+		    ntohs(((struct sockaddr_in *)&P.conf->metrics_ss)->sin_port)) == -1)
+			fatalx("metrics.listen %s: cannot bind", P.conf->metrics_listen);
+		evhttp_set_cb(http, "/metrics", metrics_cb, NULL);
+		evhttp_set_gencb(http, notfound_cb, NULL);
+		netcheck_add_self((struct sockaddr *)&P.conf->metrics_ss, P.conf->metrics_sslen);
+	}
+	ev_hup = evsignal_new(mbase, SIGHUP, sig_cb, NULL);
+	ev_term = evsignal_new(mbase, SIGTERM, sig_cb, NULL);
+	ev_int = evsignal_new(mbase, SIGINT, sig_cb, NULL);
+	event_add(ev_hup, NULL);
+	event_add(ev_term, NULL);
+	event_add(ev_int, NULL);
+	if (P.conf->addon_watch_ms > 0 && P.conf->addons.n > 0) {
+		struct timeval tv = { P.conf->addon_watch_ms / 1000,
+		    (P.conf->addon_watch_ms % 1000) * 1000 };
+		ev_watch = event_new(mbase, -1, EV_PERSIST, watch_cb, NULL);
+		event_add(ev_watch, &tv);
+	}
+	log_info("listening on %s with %d workers%s%s", P.conf->listen ? P.conf->listen : "-",
+	    nw, P.conf->admin_socket ? ", admin " : "",
+	    P.conf->admin_socket ? P.conf->admin_socket : "");
+	event_base_dispatch(mbase);
+	admin_stop();
+	if (lis != NULL)
+		evconnlistener_free(lis);
+	proxy_workers_stop();
+	log_info("stopped");
 	return 0;
 }

@@ -1,0 +1,490 @@
+/*
+ * admin.c: the admin socket (docs/internals/proxy-admin.md): a unix
+ * SOCK_SEQPACKET socket, one JSON object per datagram, an optional
+ * listening fd attached to "register" with SCM_RIGHTS. Runs on the main
+ * thread's event loop.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+
+#include "admin.h"
+#include "buf.h"
+#include "log.h"
+#include "padmin.h"
+#include "proxy.h"
+#include "sandbox.h"
+#include "xmalloc.h"
+
+static inline void ign(int rc) { (void)rc; }
+
+#define ADMIN_CLIENTS_MAX 64
+
+struct aclient {
+	struct event	*ev;
+	int		 fd;
+};
+
+static struct event_base *abase;
+static struct event *listen_ev;
+static int listen_fd = -1;
+static int nclients;
+static int (*reload_fn)(char *, size_t);
+static char sock_path[108];
+
+static void
+sb_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
+    int salen, void *arg)
+{
+	struct sandbox *sb = arg;
+
+	(void)l;
+	(void)sa;
+	(void)salen;
+	if (atomic_load(&sb->dead) || proxy_open_conns() >= P.conf->max_conns) {
+		evutil_closesocket(fd);
+		return;
+	}
+	proxy_dispatch(fd, sandbox_ref(sb));
+}
+
+static void
+sb_listener_free(struct sandbox *sb)
+{
+	if (sb->listener != NULL) {
+		evconnlistener_free(sb->listener);
+		sb->listener = NULL;
+		sandbox_unref(sb);	/* the listener's reference */
+	}
+}
+
+static int
+valid_id(const char *s)
+{
+	size_t n = strlen(s), i;
+
+	if (n == 0 || n > 127)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+		    (s[i] >= '0' && s[i] <= '9') || strchr("._:-@", s[i]) != NULL))
+			return 0;
+	return 1;
+}
+
+static char *
+opt_str(cJSON *o, const char *k, int *bad)
+{
+	cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	if (v == NULL || cJSON_IsNull(v))
+		return NULL;
+	if (!cJSON_IsString(v) || strlen(v->valuestring) > 1024) {
+		*bad = 1;
+		return NULL;
+	}
+	return xstrdup(v->valuestring);
+}
+
+static void
+reply_err(struct buf *r, const char *msg)
+{
+	cJSON *o = cJSON_CreateObject();
+	char *s;
+
+	cJSON_AddBoolToObject(o, "ok", 0);
+	cJSON_AddStringToObject(o, "error", msg);
+	s = cJSON_PrintUnformatted(o);
+	buf_reset(r);
+	ign(buf_addstr(r, s));
+	free(s);
+	cJSON_Delete(o);
+}
+
+static void
+reply_ok(struct buf *r)
+{
+	buf_reset(r);
+	ign(buf_addstr(r, "{\"ok\":true}"));
+}
+
+static void
+op_register(cJSON *req, int fd, struct buf *r)
+{
+	cJSON *id = cJSON_GetObjectItemCaseSensitive(req, "id");
+	cJSON *attrs = cJSON_GetObjectItemCaseSensitive(req, "attrs"), *labels, *it;
+	struct sbattrs *a;
+	struct sandbox *sb;
+	struct evconnlistener *l = NULL;
+	int bad = 0, created, v;
+	socklen_t vl = sizeof(v);
+
+	if (!cJSON_IsString(id) || !valid_id(id->valuestring)) {
+		reply_err(r, "register: id must be 1-127 characters of [A-Za-z0-9._:@-]");
+		return;
+	}
+	if (attrs != NULL && !cJSON_IsObject(attrs)) {
+		reply_err(r, "register: attrs must be an object");
+		return;
+	}
+	if (fd != -1) {
+		if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &v, &vl) == -1 || v == 0) {
+			reply_err(r, "register: the attached fd is not a listening socket");
+			return;
+		}
+		vl = sizeof(v);
+		if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &vl) == -1 || v != SOCK_STREAM) {
+			reply_err(r, "register: the attached fd is not a stream socket");
+			return;
+		}
+	}
+	a = xcalloc(1, sizeof(*a));
+	atomic_init(&a->refs, 1);
+	a->secret = opt_str(req, "secret", &bad);
+	if (a->secret != NULL && (strlen(a->secret) == 0 || strlen(a->secret) > 256))
+		bad = 1;
+	if (attrs != NULL) {
+		a->org = opt_str(attrs, "org", &bad);
+		a->user = opt_str(attrs, "user", &bad);
+		a->session = opt_str(attrs, "session", &bad);
+		labels = cJSON_GetObjectItemCaseSensitive(attrs, "labels");
+		if (labels != NULL && !cJSON_IsObject(labels))
+			bad = 1;
+		else if (labels != NULL) {
+			size_t n = (size_t)cJSON_GetArraySize(labels);
+			if (n > 64)
+				bad = 1;
+			else {
+				a->lk = xcalloc(n + 1, sizeof(char *));
+				a->lv = xcalloc(n + 1, sizeof(char *));
+				cJSON_ArrayForEach(it, labels) {
+					if (!cJSON_IsString(it) || strlen(it->string) > 128 ||
+					    strlen(it->valuestring) > 1024) {
+						bad = 1;
+						break;
+					}
+					a->lk[a->nl] = xstrdup(it->string);
+					a->lv[a->nl] = xstrdup(it->valuestring);
+					a->nl++;
+				}
+			}
+		}
+	}
+	if (bad) {
+		sbattrs_unref(a);
+		reply_err(r, "register: secret, org, user, session and labels must be strings (secret 1-256 bytes, at most 64 labels)");
+		return;
+	}
+	if ((sb = sandbox_register(id->valuestring, a, &created)) == NULL) {
+		reply_err(r, "register: too many sandboxes");
+		return;
+	}
+	if (fd != -1) {
+		int dup_fd = dup(fd);
+		if (dup_fd == -1) {
+			sandbox_unref(sb);
+			reply_err(r, "register: cannot take the listener fd");
+			return;
+		}
+		evutil_make_socket_nonblocking(dup_fd);
+		evutil_make_socket_closeonexec(dup_fd);
+		l = evconnlistener_new(abase, sb_accept, sb, LEV_OPT_CLOSE_ON_FREE, 0, dup_fd);
+		if (l == NULL) {
+			close(dup_fd);
+			sandbox_unref(sb);
+			reply_err(r, "register: cannot listen on the fd");
+			return;
+		}
+		sb_listener_free(sb);
+		sb->listener = l;
+		sandbox_ref(sb);	/* held by the listener */
+	}
+	log_info("sandbox=%s %s%s", sb->id, created ? "registered" : "updated",
+	    fd != -1 ? " listener=fd" : "");
+	sandbox_unref(sb);
+	reply_ok(r);
+}
+
+static void
+op_deregister(cJSON *req, struct buf *r)
+{
+	cJSON *id = cJSON_GetObjectItemCaseSensitive(req, "id");
+	struct sandbox *sb;
+
+	if (!cJSON_IsString(id)) {
+		reply_err(r, "deregister: id missing");
+		return;
+	}
+	if ((sb = sandbox_deregister(id->valuestring)) == NULL) {
+		reply_err(r, "deregister: no such sandbox");
+		return;
+	}
+	sb_listener_free(sb);
+	proxy_kill_sandbox(sb);
+	log_info("sandbox=%s deregistered", sb->id);
+	sandbox_unref(sb);
+	reply_ok(r);
+}
+
+struct stats_arg {
+	cJSON		*arr;
+	const char	*only;
+};
+
+static void
+stats_one(struct sandbox *sb, void *arg)
+{
+	struct stats_arg *sa = arg;
+	cJSON *o;
+
+	if (sa->only != NULL && strcmp(sa->only, sb->id) != 0)
+		return;
+	o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "id", sb->id);
+	cJSON_AddNumberToObject(o, "conns", (double)atomic_load(&sb->conns));
+	cJSON_AddNumberToObject(o, "tunnels", (double)atomic_load(&sb->tunnels));
+	cJSON_AddNumberToObject(o, "intercepted", (double)atomic_load(&sb->intercepted));
+	cJSON_AddNumberToObject(o, "requests", (double)atomic_load(&sb->requests));
+	cJSON_AddNumberToObject(o, "bytes_up", (double)atomic_load(&sb->bytes_up));
+	cJSON_AddNumberToObject(o, "bytes_down", (double)atomic_load(&sb->bytes_down));
+	cJSON_AddNumberToObject(o, "denied", (double)atomic_load(&sb->denied));
+	cJSON_AddItemToArray(sa->arr, o);
+}
+
+static void
+op_stats(cJSON *req, struct buf *r)
+{
+	cJSON *id = cJSON_GetObjectItemCaseSensitive(req, "id");
+	cJSON *o = cJSON_CreateObject();
+	struct stats_arg sa;
+	struct sandbox *anon;
+	char *s;
+
+	cJSON_AddBoolToObject(o, "ok", 1);
+	sa.arr = cJSON_AddArrayToObject(o, "sandboxes");
+	sa.only = cJSON_IsString(id) ? id->valuestring : NULL;
+	sandbox_foreach(stats_one, &sa);
+	if (P.conf->anonymous) {
+		anon = sandbox_anonymous();
+		stats_one(anon, &sa);
+		sandbox_unref(anon);
+	}
+	if (sa.only != NULL && cJSON_GetArraySize(sa.arr) == 0) {
+		cJSON_Delete(o);
+		reply_err(r, "stats: no such sandbox");
+		return;
+	}
+	s = cJSON_PrintUnformatted(o);
+	buf_reset(r);
+	if (buf_addstr(r, s) == -1)
+		reply_err(r, "stats: reply too large; ask with an id");
+	free(s);
+	cJSON_Delete(o);
+}
+
+static void
+op_metrics(struct buf *r)
+{
+	struct buf m;
+	cJSON *o = cJSON_CreateObject();
+	char *s;
+
+	buf_init(&m, PADMIN_MAX_MSG);
+	proxy_metrics(&m);
+	cJSON_AddBoolToObject(o, "ok", 1);
+	cJSON_AddStringToObject(o, "text", m.p != NULL ? m.p : "");
+	s = cJSON_PrintUnformatted(o);
+	buf_reset(r);
+	if (buf_addstr(r, s) == -1)
+		reply_err(r, "metrics: too large");
+	free(s);
+	cJSON_Delete(o);
+	buf_free(&m);
+}
+
+static void
+handle(const char *msg, size_t len, int fd, struct buf *r)
+{
+	cJSON *req = cJSON_ParseWithLength(msg, len), *op;
+	char err[1024];
+
+	if (req == NULL || !cJSON_IsObject(req)) {
+		reply_err(r, "request is not a JSON object");
+		goto out;
+	}
+	op = cJSON_GetObjectItemCaseSensitive(req, "op");
+	if (!cJSON_IsString(op)) {
+		reply_err(r, "op missing");
+		goto out;
+	}
+	if (strcmp(op->valuestring, "ping") == 0) {
+		buf_reset(r);
+		ign(buf_addstr(r, "{\"ok\":true,\"version\":\"" EGRESS_PROXY_VERSION "\"}"));
+	} else if (strcmp(op->valuestring, "register") == 0)
+		op_register(req, fd, r);
+	else if (strcmp(op->valuestring, "deregister") == 0)
+		op_deregister(req, r);
+	else if (strcmp(op->valuestring, "stats") == 0)
+		op_stats(req, r);
+	else if (strcmp(op->valuestring, "metrics") == 0)
+		op_metrics(r);
+	else if (strcmp(op->valuestring, "reload") == 0) {
+		if (reload_fn(err, sizeof(err)) == 0)
+			reply_ok(r);
+		else
+			reply_err(r, err);
+	} else
+		reply_err(r, "unknown op");
+out:
+	cJSON_Delete(req);
+}
+
+static void
+client_cb(evutil_socket_t fd, short ev, void *arg)
+{
+	struct aclient *ac = arg;
+	char *msg = xmalloc(PADMIN_MAX_MSG + 1);
+	struct msghdr mh;
+	struct iovec iov;
+	union {
+		struct cmsghdr hdr;
+		char buf[CMSG_SPACE(sizeof(int) * 4)];
+	} cm;
+	struct cmsghdr *c;
+	struct buf reply;
+	int rfd = -1, i, nfd;
+	ssize_t n;
+
+	(void)ev;
+	memset(&mh, 0, sizeof(mh));
+	iov.iov_base = msg;
+	iov.iov_len = PADMIN_MAX_MSG + 1;
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = cm.buf;
+	mh.msg_controllen = sizeof(cm.buf);
+	n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+	if (n == -1 && (errno == EAGAIN || errno == EINTR)) {
+		free(msg);
+		return;
+	}
+	for (c = CMSG_FIRSTHDR(&mh); n >= 0 && c != NULL; c = CMSG_NXTHDR(&mh, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		nfd = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		for (i = 0; i < nfd; i++) {
+			int f;
+			memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			if (rfd == -1 && i == 0)
+				rfd = f;
+			else
+				close(f);	/* only one fd is accepted */
+		}
+	}
+	if (n <= 0) {
+		if (rfd != -1)
+			close(rfd);
+		event_free(ac->ev);
+		close(ac->fd);
+		free(ac);
+		nclients--;
+		free(msg);
+		return;
+	}
+	buf_init(&reply, PADMIN_MAX_MSG);
+	if ((size_t)n > PADMIN_MAX_MSG || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
+		reply_err(&reply, "request too large");
+	else
+		handle(msg, (size_t)n, rfd, &reply);
+	if (rfd != -1)
+		close(rfd);	/* register dup()s what it keeps */
+	if (send(fd, reply.p != NULL ? reply.p : "{}", reply.p != NULL ? reply.len : 2,
+	    MSG_NOSIGNAL) == -1)
+		log_debug("admin reply: %s", strerror(errno));
+	buf_free(&reply);
+	free(msg);
+}
+
+static void
+accept_cb(evutil_socket_t fd, short ev, void *arg)
+{
+	struct aclient *ac;
+	int c;
+
+	(void)ev;
+	(void)arg;
+	if ((c = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) == -1)
+		return;
+	if (nclients >= ADMIN_CLIENTS_MAX) {
+		close(c);
+		return;
+	}
+	ac = xcalloc(1, sizeof(*ac));
+	ac->fd = c;
+	ac->ev = event_new(abase, c, EV_READ | EV_PERSIST, client_cb, ac);
+	event_add(ac->ev, NULL);
+	nclients++;
+}
+
+int
+admin_start(struct event_base *base, const char *path,
+    int (*reload)(char *, size_t), char *err, size_t errlen)
+{
+	struct sockaddr_un sun;
+	mode_t old;
+
+	abase = base;
+	reload_fn = reload;
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(sun.sun_path)) {
+		snprintf(err, errlen, "admin.socket: path too long");
+		return -1;
+	}
+	memcpy(sun.sun_path, path, strlen(path) + 1);
+	snprintf(sock_path, sizeof(sock_path), "%s", path);
+	if ((listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) == -1) {
+		snprintf(err, errlen, "admin socket: %s", strerror(errno));
+		return -1;
+	}
+	unlink(path);
+	old = umask(0177);
+	if (bind(listen_fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
+		umask(old);
+		snprintf(err, errlen, "admin socket %s: %s", path, strerror(errno));
+		close(listen_fd);
+		listen_fd = -1;
+		return -1;
+	}
+	umask(old);
+	chmod(path, 0600);
+	if (listen(listen_fd, 16) == -1) {
+		snprintf(err, errlen, "admin socket %s: %s", path, strerror(errno));
+		return -1;
+	}
+	listen_ev = event_new(base, listen_fd, EV_READ | EV_PERSIST, accept_cb, NULL);
+	event_add(listen_ev, NULL);
+	return 0;
+}
+
+void
+admin_stop(void)
+{
+	if (listen_ev != NULL)
+		event_free(listen_ev);
+	listen_ev = NULL;
+	if (listen_fd != -1) {
+		close(listen_fd);
+		unlink(sock_path);
+	}
+	listen_fd = -1;
+}

@@ -1,0 +1,18 @@
+/*
+ * admin.h: the admin socket server (docs/internals/proxy-admin.md).
+ */
+#ifndef PROXY_ADMIN_H
+#define PROXY_ADMIN_H
+
+#include <stddef.h>
+
+#define EGRESS_PROXY_VERSION "0.1"
+
+struct event_base;
+
+/* Listens on path (mode 0600). reload is called for the "reload" op. */
+int	admin_start(struct event_base *, const char *path,
+	    int (*reload)(char *err, size_t errlen), char *err, size_t errlen);
+void	admin_stop(void);
+
+#endif

@@ -1,0 +1,570 @@
+/*
+ * ghapp.c: GitHub App installation tokens over libcurl multi driven by the
+ * worker's libevent loop (the hiperfifo pattern). See ghapp.h.
+ */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
+#include <curl/curl.h>
+#include <event2/event.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
+#include "buf.h"
+#include "config.h"
+#include "ghapp.h"
+#include "log.h"
+#include "xmalloc.h"
+
+#define GH_CACHE_MAX	256
+#define GH_RESP_MAX	(64 * 1024)
+#define GH_KEY_MAX	1024
+
+struct cached {
+	char	 key[GH_KEY_MAX];
+	char	 token[512];
+	time_t	 until;		/* use while now < until */
+};
+
+static pthread_mutex_t cache_mtx = PTHREAD_MUTEX_INITIALIZER;
+static struct cached cache[GH_CACHE_MAX];
+
+struct waiter {
+	struct waiter	*next;
+	ghapp_cb	 cb;
+	void		*arg;
+};
+
+struct fetch {
+	struct fetch		*next;
+	struct ghapp		*g;
+	char			 key[GH_KEY_MAX];
+	CURL			*easy;
+	struct curl_slist	*hdrs;
+	char			*body;
+	struct buf		 resp;
+	struct waiter		*waiters;
+	char			 errbuf[CURL_ERROR_SIZE];
+};
+
+struct sockev {
+	struct event	*ev;
+};
+
+struct ghapp {
+	struct event_base	*base;
+	const struct pconf	*conf;
+	CURLM			*multi;
+	struct event		*timer;
+	struct fetch		*fetches;
+	struct curl_slist	*resolve;
+};
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+
+static void
+curl_init_once(void)
+{
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+/* ---- JWT ---- */
+
+static size_t
+b64url(const unsigned char *in, size_t n, char *out, size_t outlen)
+{
+	unsigned char tmp[4096];
+	size_t i, o = 0;
+	int len;
+
+	if ((n + 2) / 3 * 4 + 1 > sizeof(tmp))
+		return 0;
+	len = EVP_EncodeBlock(tmp, in, (int)n);
+	for (i = 0; i < (size_t)len && o + 1 < outlen; i++) {
+		if (tmp[i] == '=')
+			break;
+		out[o++] = tmp[i] == '+' ? '-' : tmp[i] == '/' ? '_' : (char)tmp[i];
+	}
+	out[o] = '\0';
+	return o;
+}
+
+int
+ghapp_jwt(const char *app_id, const char *key_file, long now, char *out,
+    size_t outlen, char *err, size_t errlen)
+{
+	static const char hdr[] = "{\"alg\":\"RS256\",\"typ\":\"JWT\"}";
+	char payload[256], sig64[1024];
+	unsigned char sig[1024];
+	size_t n, o, siglen = sizeof(sig);
+	EVP_PKEY *key = NULL;
+	EVP_MD_CTX *md = NULL;
+	FILE *fp;
+	int rc = -1;
+	const char *p;
+
+	for (p = app_id; *p != '\0'; p++)
+		if (!isdigit((unsigned char)*p) || p - app_id > 20) {
+			snprintf(err, errlen, "app_id must be a number");
+			return -1;
+		}
+	if (*app_id == '\0') {
+		snprintf(err, errlen, "app_id must be a number");
+		return -1;
+	}
+	if ((fp = fopen(key_file, "re")) == NULL) {
+		snprintf(err, errlen, "cannot open the app private key %s", key_file);
+		return -1;
+	}
+	key = PEM_read_PrivateKey(fp, NULL, NULL, NULL);
+	fclose(fp);
+	if (key == NULL || EVP_PKEY_get_base_id(key) != EVP_PKEY_RSA) {
+		snprintf(err, errlen, "%s: not an RSA private key (PEM)", key_file);
+		goto out;
+	}
+	o = b64url((const unsigned char *)hdr, sizeof(hdr) - 1, out, outlen);
+	if (o == 0 || o + 2 >= outlen)
+		goto toolong;
+	out[o++] = '.';
+	snprintf(payload, sizeof(payload), "{\"iat\":%ld,\"exp\":%ld,\"iss\":\"%s\"}",
+	    now - 60, now + 540, app_id);
+	n = b64url((const unsigned char *)payload, strlen(payload), out + o, outlen - o);
+	if (n == 0)
+		goto toolong;
+	o += n;
+	if ((md = EVP_MD_CTX_new()) == NULL ||
+	    EVP_DigestSignInit(md, NULL, EVP_sha256(), NULL, key) != 1 ||
+	    EVP_DigestSign(md, sig, &siglen, (const unsigned char *)out, o) != 1) {
+		snprintf(err, errlen, "JWT signing failed");
+		goto out;
+	}
+	n = b64url(sig, siglen, sig64, sizeof(sig64));
+	if (n == 0 || o + 1 + n + 1 > outlen)
+		goto toolong;
+	out[o++] = '.';
+	memcpy(out + o, sig64, n + 1);
+	rc = 0;
+	goto out;
+toolong:
+	snprintf(err, errlen, "JWT too long");
+out:
+	ERR_clear_error();
+	EVP_MD_CTX_free(md);
+	EVP_PKEY_free(key);
+	return rc;
+}
+
+/* ---- cache ---- */
+
+static int
+cache_get(const char *key, char *tok, size_t toklen)
+{
+	time_t now = time(NULL);
+	int i, found = 0;
+
+	pthread_mutex_lock(&cache_mtx);
+	for (i = 0; i < GH_CACHE_MAX; i++)
+		if (cache[i].key[0] != '\0' && strcmp(cache[i].key, key) == 0 &&
+		    now < cache[i].until) {
+			snprintf(tok, toklen, "%s", cache[i].token);
+			found = 1;
+			break;
+		}
+	pthread_mutex_unlock(&cache_mtx);
+	return found;
+}
+
+static void
+cache_put(const char *key, const char *tok, time_t until)
+{
+	int i, slot = -1;
+	time_t oldest = 0;
+
+	pthread_mutex_lock(&cache_mtx);
+	for (i = 0; i < GH_CACHE_MAX; i++) {
+		if (strcmp(cache[i].key, key) == 0 || cache[i].key[0] == '\0') {
+			slot = i;
+			break;
+		}
+		if (slot == -1 || cache[i].until < oldest) {
+			slot = i;
+			oldest = cache[i].until;
+		}
+	}
+	snprintf(cache[slot].key, sizeof(cache[slot].key), "%s", key);
+	snprintf(cache[slot].token, sizeof(cache[slot].token), "%s", tok);
+	cache[slot].until = until;
+	pthread_mutex_unlock(&cache_mtx);
+}
+
+/* ---- curl on libevent ---- */
+
+static void check_done(struct ghapp *g);
+
+static void
+sock_cb_ev(evutil_socket_t fd, short what, void *arg)
+{
+	struct ghapp *g = arg;
+	int running, flags = 0;
+
+	if (what & EV_READ)
+		flags |= CURL_CSELECT_IN;
+	if (what & EV_WRITE)
+		flags |= CURL_CSELECT_OUT;
+	curl_multi_socket_action(g->multi, fd, flags, &running);
+	check_done(g);
+}
+
+static int
+sock_cb(CURL *e, curl_socket_t s, int what, void *userp, void *socketp)
+{
+	struct ghapp *g = userp;
+	struct sockev *se = socketp;
+	short kind;
+
+	(void)e;
+	if (what == CURL_POLL_REMOVE) {
+		if (se != NULL) {
+			event_free(se->ev);
+			free(se);
+			curl_multi_assign(g->multi, s, NULL);
+		}
+		return 0;
+	}
+	kind = (short)(((what & CURL_POLL_IN) ? EV_READ : 0) |
+	    ((what & CURL_POLL_OUT) ? EV_WRITE : 0) | EV_PERSIST);
+	if (se == NULL) {
+		se = xcalloc(1, sizeof(*se));
+		curl_multi_assign(g->multi, s, se);
+	} else
+		event_free(se->ev);
+	se->ev = event_new(g->base, s, kind, sock_cb_ev, g);
+	event_add(se->ev, NULL);
+	return 0;
+}
+
+static void
+timer_cb_ev(evutil_socket_t fd, short what, void *arg)
+{
+	struct ghapp *g = arg;
+	int running;
+
+	(void)fd;
+	(void)what;
+	curl_multi_socket_action(g->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+	check_done(g);
+}
+
+static int
+timer_cb(CURLM *m, long ms, void *userp)
+{
+	struct ghapp *g = userp;
+	struct timeval tv;
+
+	(void)m;
+	if (ms < 0) {
+		evtimer_del(g->timer);
+		return 0;
+	}
+	tv.tv_sec = ms / 1000;
+	tv.tv_usec = (ms % 1000) * 1000;
+	evtimer_add(g->timer, &tv);
+	return 0;
+}
+
+static size_t
+write_cb(char *p, size_t size, size_t n, void *arg)
+{
+	struct fetch *f = arg;
+
+	if (buf_add(&f->resp, p, size * n) == -1)
+		return 0;	/* too large: abort */
+	return size * n;
+}
+
+static CURLcode
+sslctx_cb(CURL *e, void *sslctx, void *arg)
+{
+	const char *bundle = arg;
+	X509_STORE *st = SSL_CTX_get_cert_store(sslctx);
+
+	(void)e;
+	if (bundle != NULL && X509_STORE_load_file(st, bundle) != 1) {
+		ERR_clear_error();
+		return CURLE_SSL_CACERT_BADFILE;
+	}
+	return CURLE_OK;
+}
+
+struct ghapp *
+ghapp_new(struct event_base *base, const struct pconf *conf)
+{
+	struct ghapp *g = xcalloc(1, sizeof(*g));
+	char entry[400], a[INET6_ADDRSTRLEN];
+	size_t i;
+
+	pthread_once(&curl_once, curl_init_once);
+	g->base = base;
+	g->conf = conf;
+	g->multi = curl_multi_init();
+	g->timer = evtimer_new(base, timer_cb_ev, g);
+	curl_multi_setopt(g->multi, CURLMOPT_SOCKETFUNCTION, sock_cb);
+	curl_multi_setopt(g->multi, CURLMOPT_SOCKETDATA, g);
+	curl_multi_setopt(g->multi, CURLMOPT_TIMERFUNCTION, timer_cb);
+	curl_multi_setopt(g->multi, CURLMOPT_TIMERDATA, g);
+	for (i = 0; i < conf->nresolve; i++) {
+		const struct resolve_entry *r = &conf->resolve[i];
+		const struct sockaddr *sa = (const struct sockaddr *)&r->ss;
+		if (sa->sa_family == AF_INET) {
+			inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, a, sizeof(a));
+			snprintf(entry, sizeof(entry), "%s:%s:%u", r->hostport, a,
+			    ntohs(((const struct sockaddr_in *)sa)->sin_port));
+		} else {
+			inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, a, sizeof(a));
+			snprintf(entry, sizeof(entry), "%s:[%s]:%u", r->hostport, a,
+			    ntohs(((const struct sockaddr_in6 *)sa)->sin6_port));
+		}
+		/* CONNECT_TO maps host:port to addr:port, like the proxy does. */
+		g->resolve = curl_slist_append(g->resolve, entry);
+	}
+	return g;
+}
+
+static void
+fetch_free(struct fetch *f)
+{
+	struct waiter *w, *n;
+
+	for (w = f->waiters; w != NULL; w = n) {
+		n = w->next;
+		free(w);
+	}
+	if (f->easy != NULL) {
+		curl_multi_remove_handle(f->g->multi, f->easy);
+		curl_easy_cleanup(f->easy);
+	}
+	curl_slist_free_all(f->hdrs);
+	free(f->body);
+	if (f->resp.p != NULL)
+		memset(f->resp.p, 0, f->resp.len);
+	buf_free(&f->resp);
+	free(f);
+}
+
+void
+ghapp_free(struct ghapp *g)
+{
+	struct fetch *f, *n;
+
+	if (g == NULL)
+		return;
+	for (f = g->fetches; f != NULL; f = n) {
+		n = f->next;
+		fetch_free(f);
+	}
+	curl_multi_cleanup(g->multi);
+	event_free(g->timer);
+	curl_slist_free_all(g->resolve);
+	free(g);
+}
+
+static time_t
+parse_time(const char *s)
+{
+	struct tm tm;
+
+	memset(&tm, 0, sizeof(tm));
+	if (s == NULL || strptime(s, "%Y-%m-%dT%H:%M:%SZ", &tm) == NULL)
+		return (time_t)-1;
+	return timegm(&tm);
+}
+
+static void
+fetch_done(struct ghapp *g, struct fetch *f, CURLcode cc)
+{
+	struct fetch **pp;
+	struct waiter *w;
+	char err[512], tok[512];
+	const char *token = NULL;
+	long code = 0;
+	cJSON *j = NULL, *t, *e;
+	time_t exp, now = time(NULL), margin;
+
+	for (pp = &g->fetches; *pp != NULL; pp = &(*pp)->next)
+		if (*pp == f) {
+			*pp = f->next;
+			break;
+		}
+	err[0] = '\0';
+	curl_easy_getinfo(f->easy, CURLINFO_RESPONSE_CODE, &code);
+	if (cc != CURLE_OK)
+		snprintf(err, sizeof(err), "token request failed: %s",
+		    f->errbuf[0] ? f->errbuf : curl_easy_strerror(cc));
+	else if (code != 201 && code != 200)
+		snprintf(err, sizeof(err), "token endpoint answered HTTP %ld", code);
+	else if ((j = cJSON_ParseWithLength(f->resp.p ? f->resp.p : "", f->resp.len)) == NULL ||
+	    !cJSON_IsString(t = cJSON_GetObjectItemCaseSensitive(j, "token")) ||
+	    strlen(t->valuestring) == 0 || strlen(t->valuestring) >= sizeof(tok) ||
+	    strpbrk(t->valuestring, "\r\n") != NULL)
+		snprintf(err, sizeof(err), "token endpoint returned no usable token");
+	else {
+		e = cJSON_GetObjectItemCaseSensitive(j, "expires_at");
+		exp = parse_time(cJSON_IsString(e) ? e->valuestring : NULL);
+		if (exp == (time_t)-1 || exp <= now)
+			snprintf(err, sizeof(err), "token endpoint returned a bad expires_at");
+		else {
+			snprintf(tok, sizeof(tok), "%s", t->valuestring);
+			margin = (exp - now) / 2 < 300 ? (exp - now) / 2 : 300;
+			cache_put(f->key, tok, exp - margin);
+			token = tok;
+		}
+	}
+	if (err[0] != '\0')
+		log_warnx("github app token: %s", err);
+	else
+		log_info("github app token minted, valid until expires_at");
+	if (j != NULL) {
+		cJSON *tt = cJSON_GetObjectItemCaseSensitive(j, "token");
+		if (cJSON_IsString(tt))
+			memset(tt->valuestring, 0, strlen(tt->valuestring));
+		cJSON_Delete(j);
+	}
+	/* Waiters may add new fetches; detach the list first. */
+	w = f->waiters;
+	f->waiters = NULL;
+	while (w != NULL) {
+		struct waiter *n = w->next;
+		if (w->cb != NULL)
+			w->cb(w->arg, token, token == NULL ? err : NULL);
+		free(w);
+		w = n;
+	}
+	memset(tok, 0, sizeof(tok));
+	fetch_free(f);
+}
+
+static void
+check_done(struct ghapp *g)
+{
+	CURLMsg *m;
+	int left;
+	struct fetch *f;
+
+	while ((m = curl_multi_info_read(g->multi, &left)) != NULL) {
+		if (m->msg != CURLMSG_DONE)
+			continue;
+		f = NULL;
+		curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&f);
+		if (f != NULL)
+			fetch_done(g, f, m->data.result);
+	}
+}
+
+int
+ghapp_token(struct ghapp *g, const struct ghapp_opts *o, char *tok, size_t toklen,
+    char *err, size_t errlen, ghapp_cb cb, void *arg)
+{
+	char key[GH_KEY_MAX], url[1024], jwt[4096], auth[4200];
+	struct fetch *f;
+	struct waiter *w;
+	size_t al = strlen(o->api);
+
+	if (strncmp(o->api, "https://", 8) != 0) {
+		snprintf(err, errlen, "api must be an https:// URL");
+		return -1;
+	}
+	if (strlen(o->installation_id) == 0 || strlen(o->installation_id) > 20 ||
+	    strspn(o->installation_id, "0123456789") != strlen(o->installation_id)) {
+		snprintf(err, errlen, "installation_id must be a number");
+		return -1;
+	}
+	if ((size_t)snprintf(key, sizeof(key), "%s|%s|%s|%s", o->api, o->app_id,
+	    o->installation_id, o->body ? o->body : "") >= sizeof(key)) {
+		snprintf(err, errlen, "token request too large");
+		return -1;
+	}
+	if (cache_get(key, tok, toklen))
+		return 0;
+	for (f = g->fetches; f != NULL; f = f->next)
+		if (strcmp(f->key, key) == 0)
+			break;
+	if (f == NULL) {
+		if (ghapp_jwt(o->app_id, o->key_file, (long)time(NULL), jwt, sizeof(jwt),
+		    err, errlen) == -1)
+			return -1;
+		snprintf(url, sizeof(url), "%.*s/app/installations/%s/access_tokens",
+		    (int)(al > 0 && o->api[al - 1] == '/' ? al - 1 : al), o->api,
+		    o->installation_id);
+		f = xcalloc(1, sizeof(*f));
+		f->g = g;
+		snprintf(f->key, sizeof(f->key), "%s", key);
+		buf_init(&f->resp, GH_RESP_MAX);
+		f->body = xstrdup(o->body ? o->body : "{}");
+		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", jwt);
+		f->hdrs = curl_slist_append(f->hdrs, auth);
+		f->hdrs = curl_slist_append(f->hdrs, "Accept: application/vnd.github+json");
+		f->hdrs = curl_slist_append(f->hdrs, "X-GitHub-Api-Version: 2022-11-28");
+		f->hdrs = curl_slist_append(f->hdrs, "Content-Type: application/json");
+		memset(auth, 0, sizeof(auth));
+		memset(jwt, 0, sizeof(jwt));
+		f->easy = curl_easy_init();
+		curl_easy_setopt(f->easy, CURLOPT_URL, url);
+		curl_easy_setopt(f->easy, CURLOPT_PRIVATE, f);
+		curl_easy_setopt(f->easy, CURLOPT_HTTPHEADER, f->hdrs);
+		curl_easy_setopt(f->easy, CURLOPT_POSTFIELDS, f->body);
+		curl_easy_setopt(f->easy, CURLOPT_USERAGENT, "egress-proxy");
+		curl_easy_setopt(f->easy, CURLOPT_FOLLOWLOCATION, 0L);
+		curl_easy_setopt(f->easy, CURLOPT_PROTOCOLS_STR, "https");
+		curl_easy_setopt(f->easy, CURLOPT_SSL_VERIFYPEER, 1L);
+		curl_easy_setopt(f->easy, CURLOPT_SSL_VERIFYHOST, 2L);
+		curl_easy_setopt(f->easy, CURLOPT_PROXY, "");
+		curl_easy_setopt(f->easy, CURLOPT_NOPROXY, "*");
+		curl_easy_setopt(f->easy, CURLOPT_NOSIGNAL, 1L);
+		curl_easy_setopt(f->easy, CURLOPT_TIMEOUT_MS, (long)g->conf->hook_ms);
+		curl_easy_setopt(f->easy, CURLOPT_CONNECTTIMEOUT_MS, (long)g->conf->connect_ms);
+		curl_easy_setopt(f->easy, CURLOPT_WRITEFUNCTION, write_cb);
+		curl_easy_setopt(f->easy, CURLOPT_WRITEDATA, f);
+		curl_easy_setopt(f->easy, CURLOPT_ERRORBUFFER, f->errbuf);
+		if (g->resolve != NULL)
+			curl_easy_setopt(f->easy, CURLOPT_CONNECT_TO, g->resolve);
+		if (g->conf->upstream_ca_bundle != NULL) {
+			curl_easy_setopt(f->easy, CURLOPT_SSL_CTX_FUNCTION, sslctx_cb);
+			curl_easy_setopt(f->easy, CURLOPT_SSL_CTX_DATA,
+			    g->conf->upstream_ca_bundle);
+		}
+		f->next = g->fetches;
+		g->fetches = f;
+		if (curl_multi_add_handle(g->multi, f->easy) != CURLM_OK) {
+			g->fetches = f->next;
+			fetch_free(f);
+			snprintf(err, errlen, "cannot start the token request");
+			return -1;
+		}
+	}
+	w = xcalloc(1, sizeof(*w));
+	w->cb = cb;
+	w->arg = arg;
+	w->next = f->waiters;
+	f->waiters = w;
+	return 1;
+}
+
+void
+ghapp_forget(struct ghapp *g, void *arg)
+{
+	/*
+	 * Nothing to do: a cancelled hook stays a waiter and is released from
+	 * its callback, so the fetch never calls into freed memory.
+	 */
+	(void)g;
+	(void)arg;
+}

@@ -1,0 +1,44 @@
+/*
+ * ghapp.h: GitHub App installation tokens. A JWT (RS256, signed with the
+ * app's private key) is exchanged at POST {api}/app/installations/{id}/
+ * access_tokens through libcurl multi on the worker's event loop; tokens
+ * are cached process-wide until five minutes before expires_at. Redirects
+ * are never followed, TLS is verified (system store + upstream.ca_bundle),
+ * resolve overrides apply, and every failure is reported (fail closed).
+ */
+#ifndef PROXY_GHAPP_H
+#define PROXY_GHAPP_H
+
+#include <stddef.h>
+
+struct event_base;
+struct pconf;
+struct ghapp;
+
+struct ghapp_opts {
+	const char	*api;		/* "https://api.github.com" */
+	const char	*app_id;
+	const char	*installation_id;
+	const char	*key_file;	/* PEM private key of the app */
+	const char	*body;		/* JSON body (repositories/permissions) or NULL */
+};
+
+typedef void (*ghapp_cb)(void *arg, const char *token, const char *err);
+
+struct ghapp	*ghapp_new(struct event_base *, const struct pconf *);
+void		 ghapp_free(struct ghapp *);
+
+/*
+ * 0: tok holds a cached token. 1: a request is under way and cb(arg, ...)
+ * will be called from the event loop. -1: err says why.
+ */
+int	ghapp_token(struct ghapp *, const struct ghapp_opts *, char *tok,
+	    size_t toklen, char *err, size_t errlen, ghapp_cb cb, void *arg);
+/* Forgets cb for arg (the waiter went away). */
+void	ghapp_forget(struct ghapp *, void *arg);
+
+/* Builds the RS256 JWT for app_id with the key in key_file. 0 or -1. */
+int	ghapp_jwt(const char *app_id, const char *key_file, long now, char *out,
+	    size_t outlen, char *err, size_t errlen);
+
+#endif

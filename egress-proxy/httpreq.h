@@ -1,0 +1,108 @@
+/*
+ * httpreq.h: one HTTP/1.1 request head as the proxy sees it: framed and
+ * parsed strictly (llhttp, no lenient flags, plus our own checks for bare
+ * LF and obs-fold), checked against the canonical CONNECT target (421),
+ * edited (headers set/removed/injected) and rebuilt for the upstream.
+ * No I/O here, so it is unit-tested and fuzzed directly.
+ */
+#ifndef PROXY_HTTPREQ_H
+#define PROXY_HTTPREQ_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <llhttp.h>
+
+#include "buf.h"
+#include "canon.h"
+
+struct hhdr {
+	uint32_t	 no, nl;	/* name offset/length in data */
+	uint32_t	 vo, vl;	/* value offset/length */
+	uint8_t		 del;		/* removed */
+};
+
+struct hreq {
+	llhttp_t	 p;		/* also parses the body (hreq_body) */
+	struct buf	 data;		/* url, names, values (copied) */
+	struct hhdr	*h;
+	size_t		 nh, caph, maxh;
+	size_t		 maxbytes;
+	uint32_t	 url_o, url_l;
+	uint32_t	 path_o, path_l;	/* origin-form path, set by check */
+	int		 in_value;	/* parser: last callback was a value */
+	int		 too_many;
+	int		 allow_connect;	/* CONNECT accepted (proxy side only) */
+	uint8_t		 method;	/* llhttp_method_t */
+	uint8_t		 keepalive;	/* client wants the connection kept */
+	uint8_t		 chunked;	/* body is chunked */
+	uint8_t		 has_cl;
+	uint64_t	 content_length;
+	int		 body_done;	/* hreq_body saw the message end */
+	/* Body sink, called with decoded body bytes. Returns 0 or -1. */
+	int		(*on_body)(void *, const char *, size_t);
+	void		*arg;
+	/* Audit: set by hreq_inject. */
+	uint8_t		 injected;
+	char		 rule[64];
+};
+
+#define HREQ_NEED_MORE	0
+
+void	hreq_init(struct hreq *, size_t maxbytes, size_t maxheaders);
+void	hreq_free(struct hreq *);
+
+/*
+ * Finds the end of a request head in p[0..n): its length (through the
+ * empty line), 0 if more bytes are needed, or -1 bad framing (bare LF,
+ * obs-fold, leading empty lines, NUL), -2 larger than max.
+ */
+long	hreq_head_end(const char *p, size_t n, size_t max);
+
+/*
+ * Parses a complete head (from hreq_head_end). 0, or an HTTP status to
+ * answer (400, 431, 501) with a reason in err.
+ */
+int	hreq_parse(struct hreq *, const char *head, size_t len, char *err,
+	    size_t errlen);
+
+/*
+ * Checks the request against the tunnel's canonical target t (tls: the
+ * connection is an intercepted CONNECT, so https://; else plain http://
+ * where the absolute URL names the target and t is filled from it).
+ * 0, 400 (malformed), or 421 (names another host). Sets path_o/path_l.
+ */
+int	hreq_check_target(struct hreq *, struct target *t, int tls, char *err,
+	    size_t errlen);
+
+/* The first value of name (case-insensitive), or NULL; *len its length. */
+const char *hreq_get(struct hreq *, const char *name, size_t *len);
+/* Removes every header called name; returns how many. */
+int	hreq_remove(struct hreq *, const char *name);
+/*
+ * Replaces every header called name by one with value. -1 if name is not
+ * a token or value holds CR, LF, NUL or another control byte (not HTAB).
+ */
+int	hreq_set(struct hreq *, const char *name, const char *value);
+/* hreq_set that also marks the request as carrying an injected credential. */
+int	hreq_inject(struct hreq *, const char *name, const char *value,
+	    const char *rule);
+
+/*
+ * Rebuilds the head for the upstream into out: request line (origin
+ * form, HTTP/1.1), Host = t->hosthdr, the remaining headers without
+ * hop-by-hop ones (and those named by Connection) and Proxy-*, then the
+ * framing. 0 or -1 (out full).
+ */
+int	hreq_build(struct hreq *, const struct target *t, struct buf *out);
+
+/*
+ * Feeds body bytes (after the head) through the parser; decoded body goes
+ * to on_body. Returns the bytes consumed (stops right after the end of
+ * the message, setting body_done), or -1 on bad framing.
+ */
+long	hreq_body(struct hreq *, const char *p, size_t n);
+
+/* The method name ("GET"). */
+const char *hreq_method(const struct hreq *);
+
+#endif

@@ -1,0 +1,1911 @@
+/*
+ * proxy.c: worker threads and the connection engine.
+ *
+ * A connection starts as plain HTTP on the client side (CS_HEAD). A CONNECT
+ * is canonicalised, identified, decided by the addons, then the upstream is
+ * resolved, checked against the address policy and dialled (with TLS for
+ * interception); then it becomes a blind tunnel (CS_TUNNEL) or an
+ * intercepted HTTP/1.1 session (CS_CL_TLS, then the request cycle). An
+ * absolute-form http:// request runs the same request cycle without TLS
+ * and without credentials. The request cycle is: head (CS_REQ_HEAD or
+ * CS_HEAD) -> hook (CS_HOOK) -> upstream (CS_CONNECTING if needed) -> body
+ * (CS_BODY) -> response (CS_WAIT) -> head again; one request at a time, so
+ * pipelined requests wait in the client's input buffer (bounded by the
+ * read watermark).
+ *
+ * Objects are never freed inside a callback that still uses them:
+ * conn_kill() unhooks every callback and queues the connection on the
+ * worker's dead list, which a deferred event frees.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/queue.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/dns.h>
+#include <event2/event.h>
+#include <event2/thread.h>
+#include <event2/util.h>
+#include <openssl/err.h>
+#include <openssl/x509v3.h>
+
+#include "addon.h"
+#include "buf.h"
+#include "canon.h"
+#include "certcache.h"
+#include "ghapp.h"
+#include "httpreq.h"
+#include "log.h"
+#include "netcheck.h"
+#include "proxy.h"
+#include "sandbox.h"
+#include "xmalloc.h"
+
+static inline void ign(int rc) { (void)rc; }
+
+struct proxy P;
+
+enum cstate {
+	CS_HEAD,	/* plain client side: CONNECT or http:// request head */
+	CS_DECIDE,	/* on_connect hook running */
+	CS_CONNECTING,	/* resolve + connect (+ TLS) to the upstream */
+	CS_CL_TLS,	/* TLS handshake with the client */
+	CS_TUNNEL,	/* blind bytes */
+	CS_REQ_HEAD,	/* intercepted: waiting for a request head */
+	CS_HOOK,	/* on_request running */
+	CS_BODY,	/* request head sent, body streaming */
+	CS_WAIT,	/* request sent, response streaming */
+	CS_CLOSING	/* flushing the last bytes to the client */
+};
+
+enum cmode { MODE_NONE, MODE_TUNNEL, MODE_INTERCEPT, MODE_PLAIN };
+
+struct worker;
+
+struct conn {
+	TAILQ_ENTRY(conn)	 link;
+	struct worker		*w;
+	uint64_t		 id;
+	struct sandbox		*sb;		/* NULL until identified */
+	struct sbattrs		*attrs;
+	struct bufferevent	*cl, *up;
+	int			 cfd;		/* client fd while cl is plain */
+	enum cstate		 st;
+	enum cmode		 mode;
+	unsigned		 fixed_sb:1;	/* came in on a sandbox listener */
+	unsigned		 dead:1;	/* on the dead list */
+	unsigned		 counted_sb:1;	/* counted in sb->conns */
+	unsigned		 counted_tun:1;	/* counted in sb->tunnels */
+	unsigned		 cl_eof:1;	/* client sent EOF */
+	unsigned		 up_eof:1;	/* upstream sent EOF (tunnel) */
+	unsigned		 close_after:1;	/* close once the response is out */
+	unsigned		 resp_active:1;	/* a response is being relayed */
+	unsigned		 resp_done:1;
+	unsigned		 req_done:1;	/* request fully sent upstream */
+	unsigned		 head_req:1;	/* current request is HEAD */
+	unsigned		 up_tls:1;	/* upstream bev is TLS */
+	unsigned		 connect_then_req:1; /* connecting for a request */
+	int			 addon;		/* deciding addon, -1 none */
+	int			 ctx_ref;	/* Lua ctx table */
+	struct addon_vm		*vm;
+	struct hook		*hook;
+	struct evdns_getaddrinfo_request *dnsreq;
+	struct evutil_addrinfo	*ai, *ai_cur;
+	struct target		 tgt;		/* tunnel / current upstream target */
+	struct hreq		*req;
+	llhttp_t		*rp;		/* response parser */
+	size_t			 resp_head_bytes;
+	int			 resp_status;
+	long long		 deadline;	/* ms, CLOCK_MONOTONIC; 0: none */
+	long long		 last_active;
+	long long		 head_start;
+	unsigned long long	 req_up, req_down;	/* body bytes, for audit */
+	unsigned long long	 tot_up, tot_down;
+};
+
+enum msgtype { MSG_ACCEPT, MSG_KILL_SB, MSG_STOP };
+
+struct msg {
+	struct msg	*next;
+	enum msgtype	 type;
+	int		 fd;
+	struct sandbox	*sb;
+};
+
+struct worker {
+	int			 idx;
+	pthread_t		 th;
+	struct event_base	*base;
+	struct evdns_base	*dns;
+	struct event		*inbox_ev, *tick_ev, *reap_ev;
+	pthread_mutex_t		 mtx;
+	struct msg		*inbox, *inbox_tail;
+	atomic_long		 load;
+	TAILQ_HEAD(, conn)	 conns;
+	TAILQ_HEAD(, conn)	 dead;
+	struct addon_vm		*vm;
+	struct ghapp		*gh;
+	struct buf		 scratch;
+	uint64_t		 next_id;
+};
+
+static struct worker *workers;
+static int nworkers;
+
+static void conn_kill(struct conn *);
+static void cl_read_head(struct bufferevent *, void *);
+static void cl_read_req(struct bufferevent *, void *);
+static void cl_event(struct bufferevent *, short, void *);
+static void up_event(struct bufferevent *, short, void *);
+static void up_read(struct bufferevent *, void *);
+static void up_write(struct bufferevent *, void *);
+static void cl_write(struct bufferevent *, void *);
+static void up_connect(struct conn *);
+static void req_send(struct conn *);
+static void body_pump(struct conn *);
+static void hook_done(void *, const struct hook_result *);
+static void next_request(struct conn *);
+
+static long long
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- responses generated by the proxy ---- */
+
+static const char *
+status_text(int s)
+{
+	switch (s) {
+	case 200: return "Connection established";
+	case 400: return "Bad Request";
+	case 403: return "Forbidden";
+	case 404: return "Not Found";
+	case 405: return "Method Not Allowed";
+	case 407: return "Proxy Authentication Required";
+	case 408: return "Request Timeout";
+	case 421: return "Misdirected Request";
+	case 429: return "Too Many Requests";
+	case 431: return "Request Header Fields Too Large";
+	case 501: return "Not Implemented";
+	case 502: return "Bad Gateway";
+	case 503: return "Service Unavailable";
+	case 504: return "Gateway Timeout";
+	default: return "Error";
+	}
+}
+
+static void
+reason_clean(char *dst, size_t len, const char *src)
+{
+	size_t i;
+
+	for (i = 0; src[i] != '\0' && i + 1 < len; i++) {
+		unsigned char ch = (unsigned char)src[i];
+		dst[i] = (ch < 0x20 || ch == 0x7f) ? ' ' : (char)ch;
+	}
+	dst[i] = '\0';
+}
+
+/*
+ * Answers the client with status and a text body, then closes once it is
+ * flushed. The reason is readable by the agent (body and header).
+ */
+static void
+conn_respond(struct conn *c, int status, const char *reason)
+{
+	char r[300];
+	struct evbuffer *out;
+
+	if (c->cl == NULL || c->dead) {
+		conn_kill(c);
+		return;
+	}
+	reason_clean(r, sizeof(r), reason != NULL ? reason : status_text(status));
+	out = bufferevent_get_output(c->cl);
+	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\n"
+	    "Content-Length: %zu\r\nConnection: close\r\n%s%s%s%s\r\n%s\n",
+	    status, status_text(status), strlen(r) + 1,
+	    status == 407 ? "Proxy-Authenticate: Basic realm=\"egress-proxy\"\r\n" : "",
+	    status >= 400 ? "X-Proxy-Deny-Reason: " : "", status >= 400 ? r : "",
+	    status >= 400 ? "\r\n" : "", r);
+	if (c->sb != NULL && status >= 400)
+		atomic_fetch_add(&c->sb->denied, 1);
+	/* Close after the flush; drop the upstream now. */
+	if (c->up != NULL) {
+		bufferevent_free(c->up);
+		c->up = NULL;
+	}
+	if (c->hook != NULL) {
+		addon_cancel(c->hook);
+		c->hook = NULL;
+	}
+	c->st = CS_CLOSING;
+	c->deadline = now_ms() + 5000;
+	bufferevent_disable(c->cl, EV_READ);
+	bufferevent_setcb(c->cl, NULL, cl_write, cl_event, c);
+	bufferevent_setwatermark(c->cl, EV_WRITE, 0, 0);
+	bufferevent_enable(c->cl, EV_WRITE);
+	if (evbuffer_get_length(out) == 0)
+		conn_kill(c);
+}
+
+/* ---- audit ---- */
+
+static void
+json_str(struct buf *b, const char *s, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t i;
+	int rc = 0;
+
+	rc |= buf_add(b, "\"", 1);
+	for (i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		if (ch == '"' || ch == '\\') {
+			char e[2] = { '\\', (char)ch };
+			rc |= buf_add(b, e, 2);
+		} else if (ch < 0x20 || ch >= 0x7f) {
+			char e[6] = { '\\', 'u', '0', '0', hex[ch >> 4], hex[ch & 15] };
+			rc |= buf_add(b, e, 6);
+		} else
+			rc |= buf_add(b, (const char *)&ch, 1);
+	}
+	rc |= buf_add(b, "\"", 1);
+	(void)rc;
+}
+
+static void
+audit_ts(struct buf *b)
+{
+	struct timespec ts;
+	struct tm tm;
+	char t[40];
+	size_t n;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	n = strftime(t, sizeof(t), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(t + n, sizeof(t) - n, ".%03ldZ", ts.tv_nsec / 1000000);
+	ign(buf_addf(b, "{\"ts\":\"%s\",\"sandbox\":", t));
+}
+
+static void
+audit_request(struct conn *c, int status)
+{
+	struct buf *b = &c->w->scratch;
+	struct hreq *r = c->req;
+	ssize_t n;
+
+	if (P.audit_fd == -1 || r == NULL)
+		return;
+	buf_reset(b);
+	audit_ts(b);
+	json_str(b, c->sb->id, strlen(c->sb->id));
+	ign(buf_add(b, ",\"host\":", 8));
+	json_str(b, c->tgt.hostport, strlen(c->tgt.hostport));
+	ign(buf_addf(b, ",\"type\":\"%s\",\"method\":\"%s\",\"path\":",
+	    c->mode == MODE_PLAIN ? "http" : "intercept", hreq_method(r)));
+	json_str(b, r->data.p + r->path_o, r->path_l > 512 ? 512 : r->path_l);
+	ign(buf_addf(b, ",\"status\":%d,\"bytes_up\":%llu,\"bytes_down\":%llu,"
+	    "\"injected\":%s,\"rule\":", status, c->req_up, c->req_down,
+	    r->injected ? "true" : "false"));
+	if (r->injected)
+		json_str(b, r->rule, strlen(r->rule));
+	else
+		ign(buf_add(b, "null", 4));
+	ign(buf_add(b, "}\n", 2));
+	if (b->p != NULL)
+		n = write(P.audit_fd, b->p, b->len);
+	(void)n;
+}
+
+static void
+audit_tunnel(struct conn *c)
+{
+	struct buf *b = &c->w->scratch;
+	ssize_t n;
+
+	if (P.audit_fd == -1 || c->sb == NULL)
+		return;
+	buf_reset(b);
+	audit_ts(b);
+	json_str(b, c->sb->id, strlen(c->sb->id));
+	ign(buf_add(b, ",\"host\":", 8));
+	json_str(b, c->tgt.hostport, strlen(c->tgt.hostport));
+	ign(buf_addf(b, ",\"type\":\"tunnel\",\"bytes_up\":%llu,\"bytes_down\":%llu,"
+	    "\"injected\":false}\n", c->tot_up, c->tot_down));
+	if (b->p != NULL)
+		n = write(P.audit_fd, b->p, b->len);
+	(void)n;
+}
+
+/* ---- lifecycle ---- */
+
+static void
+conn_free(struct conn *c)
+{
+	if (c->hook != NULL)
+		addon_cancel(c->hook);
+	if (c->vm != NULL) {
+		if (c->ctx_ref > 0)
+			addon_ctx_release(c->vm, c->ctx_ref);
+		addon_vm_unref(c->vm);
+	}
+	if (c->cl != NULL)
+		bufferevent_free(c->cl);
+	if (c->up != NULL)
+		bufferevent_free(c->up);
+	if (c->cfd != -1)
+		evutil_closesocket(c->cfd);
+	if (c->ai != NULL)
+		evutil_freeaddrinfo(c->ai);
+	if (c->req != NULL) {
+		hreq_free(c->req);
+		free(c->req);
+	}
+	free(c->rp);
+	if (c->sb != NULL) {
+		if (c->counted_sb)
+			atomic_fetch_sub(&c->sb->conns, 1);
+		if (c->counted_tun)
+			atomic_fetch_sub(&c->sb->tunnels, 1);
+		sandbox_unref(c->sb);
+	}
+	if (c->counted_tun)
+		atomic_fetch_sub(c->mode == MODE_INTERCEPT ? &P.st.tunnels_intercept :
+		    &P.st.tunnels_blind, 1);
+	sbattrs_unref(c->attrs);
+	atomic_fetch_sub(&P.st.conns, 1);
+	free(c);
+}
+
+static void
+reap_cb(evutil_socket_t fd, short ev, void *arg)
+{
+	struct worker *w = arg;
+	struct conn *c;
+
+	(void)fd;
+	(void)ev;
+	while ((c = TAILQ_FIRST(&w->dead)) != NULL) {
+		TAILQ_REMOVE(&w->dead, c, link);
+		conn_free(c);
+	}
+}
+
+/* Stops every callback of c and queues it for freeing. Idempotent. */
+static void
+conn_kill(struct conn *c)
+{
+	if (c->dead)
+		return;
+	c->dead = 1;
+	if (c->mode == MODE_TUNNEL && c->counted_tun)
+		audit_tunnel(c);
+	if (c->cl != NULL) {
+		bufferevent_disable(c->cl, EV_READ | EV_WRITE);
+		bufferevent_setcb(c->cl, NULL, NULL, NULL, NULL);
+	}
+	if (c->up != NULL) {
+		bufferevent_disable(c->up, EV_READ | EV_WRITE);
+		bufferevent_setcb(c->up, NULL, NULL, NULL, NULL);
+	}
+	if (c->hook != NULL) {
+		addon_cancel(c->hook);
+		c->hook = NULL;
+	}
+	if (c->dnsreq != NULL) {
+		struct evdns_getaddrinfo_request *r = c->dnsreq;
+		c->dnsreq = NULL;
+		evdns_getaddrinfo_cancel(r);
+	}
+	atomic_fetch_sub(&c->w->load, 1);
+	TAILQ_REMOVE(&c->w->conns, c, link);
+	TAILQ_INSERT_TAIL(&c->w->dead, c, link);
+	event_active(c->w->reap_ev, EV_TIMEOUT, 0);
+}
+
+/* Attaches the current addon VM of the worker (reloading it if stale). */
+static struct addon_vm *
+worker_vm(struct worker *w)
+{
+	struct addon_src *src = proxy_addons();
+	struct addon_vm *vm;
+	char err[512];
+
+	if (src == NULL)
+		return w->vm;
+	if (w->vm == NULL || addon_vm_gen(w->vm) != addon_src_gen(src)) {
+		if ((vm = addon_vm_new(src, P.conf, w->gh, err, sizeof(err))) == NULL)
+			log_warnx("worker=%d addons not reloaded: %s", w->idx, err);
+		else {
+			if (w->vm != NULL)
+				addon_vm_unref(w->vm);
+			w->vm = vm;
+		}
+	}
+	addon_src_unref(src);
+	return w->vm;
+}
+
+static void
+conn_new(struct worker *w, int fd, struct sandbox *sb)
+{
+	struct conn *c = xcalloc(1, sizeof(*c));
+	int one = 1;
+
+	c->w = w;
+	c->id = ((uint64_t)w->idx << 48) | ++w->next_id;
+	c->cfd = fd;
+	c->addon = -1;
+	c->ctx_ref = 0;
+	atomic_fetch_add(&P.st.conns, 1);
+	atomic_fetch_add(&P.st.conns_total, 1);
+	atomic_fetch_add(&w->load, 1);
+	TAILQ_INSERT_TAIL(&w->conns, c, link);
+	c->last_active = now_ms();
+	c->deadline = c->last_active + P.conf->header_ms;
+	evutil_make_socket_nonblocking(fd);
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (sb != NULL) {
+		c->sb = sb;
+		c->fixed_sb = 1;
+		c->attrs = sandbox_attrs(sb);
+		if (atomic_fetch_add(&sb->conns, 1) >= P.conf->conns_per_sandbox) {
+			atomic_fetch_sub(&sb->conns, 1);
+			atomic_fetch_add(&P.st.ref_limit, 1);
+			log_warnx("conn=%llx sandbox=%s refused reason=conn-limit",
+			    (unsigned long long)c->id, sb->id);
+			conn_kill(c);
+			return;
+		}
+		c->counted_sb = 1;
+	}
+	if ((c->cl = bufferevent_socket_new(w->base, fd, 0)) == NULL) {
+		conn_kill(c);
+		return;
+	}
+	bufferevent_setcb(c->cl, cl_read_head, NULL, cl_event, c);
+	bufferevent_setwatermark(c->cl, EV_READ, 0, (size_t)P.conf->header_bytes + 4096);
+	bufferevent_enable(c->cl, EV_READ | EV_WRITE);
+	c->st = CS_HEAD;
+}
+
+/* ---- identification and the plain side ---- */
+
+static int
+identify(struct conn *c, struct hreq *r)
+{
+	const char *pa;
+	size_t pal = 0;
+	struct sbattrs *a = NULL;
+	struct sandbox *sb;
+
+	if (c->fixed_sb)
+		return 0;
+	pa = hreq_get(r, "proxy-authorization", &pal);
+	if (c->sb != NULL) {
+		if (pa == NULL)
+			return 0;
+		if ((sb = sandbox_auth(pa, pal, &a)) == c->sb) {
+			sandbox_unref(sb);
+			sbattrs_unref(a);
+			return 0;
+		}
+		if (sb != NULL) {
+			sandbox_unref(sb);
+			sbattrs_unref(a);
+		}
+		atomic_fetch_add(&P.st.ref_auth, 1);
+		conn_respond(c, 407, "proxy credential changed on this connection");
+		return -1;
+	}
+	if (pa != NULL)
+		sb = sandbox_auth(pa, pal, &a);
+	else if (P.conf->anonymous) {
+		sb = sandbox_anonymous();
+		a = sandbox_attrs(sb);
+	} else
+		sb = NULL;
+	if (sb == NULL) {
+		atomic_fetch_add(&P.st.ref_auth, 1);
+		conn_respond(c, 407, pa == NULL ? "proxy credential required" :
+		    "bad proxy credential");
+		return -1;
+	}
+	c->sb = sb;
+	c->attrs = a;
+	if (atomic_load(&sb->dead)) {
+		conn_respond(c, 407, "sandbox deregistered");
+		return -1;
+	}
+	if (atomic_fetch_add(&sb->conns, 1) >= P.conf->conns_per_sandbox) {
+		atomic_fetch_sub(&sb->conns, 1);
+		atomic_fetch_add(&P.st.ref_limit, 1);
+		conn_respond(c, 429, "too many connections for this sandbox");
+		return -1;
+	}
+	c->counted_sb = 1;
+	return 0;
+}
+
+/*
+ * Reads one request head from bev's input into c->req. Returns 1 when a
+ * head was parsed (and drained), 0 when more bytes are needed, -1 when the
+ * connection was answered/closed.
+ */
+static int
+read_head(struct conn *c, struct bufferevent *bev, int allow_connect)
+{
+	struct evbuffer *in = bufferevent_get_input(bev);
+	size_t avail = evbuffer_get_length(in), want;
+	size_t max = (size_t)P.conf->header_bytes;
+	char err[256];
+	const char *p;
+	long end;
+	int st;
+
+	if (avail == 0)
+		return 0;
+	if (c->head_start == 0)
+		c->head_start = now_ms();
+	want = avail < max + 1 ? avail : max + 1;
+	if ((p = (const char *)evbuffer_pullup(in, (ssize_t)want)) == NULL) {
+		conn_kill(c);
+		return -1;
+	}
+	end = hreq_head_end(p, want, max);
+	if (end == 0)
+		return 0;
+	if (end < 0) {
+		atomic_fetch_add(&P.st.ref_badrequest, 1);
+		conn_respond(c, end == -2 ? 431 : 400, end == -2 ?
+		    "request head too large" : "malformed request head (bare LF, obs-fold or NUL)");
+		return -1;
+	}
+	if (c->req == NULL) {
+		c->req = xmalloc(sizeof(*c->req));
+		hreq_init(c->req, max, (size_t)P.conf->max_headers);
+	}
+	c->req->allow_connect = allow_connect;
+	st = hreq_parse(c->req, p, (size_t)end, err, sizeof(err));
+	evbuffer_drain(in, (size_t)end);
+	c->head_start = 0;
+	if (st != 0) {
+		atomic_fetch_add(&P.st.ref_badrequest, 1);
+		conn_respond(c, st, err);
+		return -1;
+	}
+	return 1;
+}
+
+static void
+ctx_fill(struct conn *c, struct hook_ctx *hc, int plain)
+{
+	memset(hc, 0, sizeof(*hc));
+	hc->t = &c->tgt;
+	hc->sb = c->sb;
+	hc->attrs = c->attrs;
+	hc->plain = plain;
+	hc->conn_id = c->id;
+}
+
+static void
+decide(struct conn *c, int plain)
+{
+	struct hook_ctx hc;
+	struct hook_result res;
+	struct addon_vm *vm = worker_vm(c->w);
+
+	c->st = CS_DECIDE;
+	c->deadline = now_ms() + P.conf->hook_ms;
+	bufferevent_disable(c->cl, EV_READ);
+	if (vm == NULL) {
+		memset(&res, 0, sizeof(res));
+		res.action = ACT_NONE;
+		res.addon = -1;
+		hook_done(c, &res);
+		return;
+	}
+	if (c->vm != vm) {
+		if (c->vm != NULL) {
+			if (c->ctx_ref > 0)
+				addon_ctx_release(c->vm, c->ctx_ref);
+			addon_vm_unref(c->vm);
+		}
+		c->vm = addon_vm_ref(vm);
+		c->ctx_ref = 0;
+	} else if (c->ctx_ref > 0) {
+		addon_ctx_release(c->vm, c->ctx_ref);
+		c->ctx_ref = 0;
+	}
+	ctx_fill(c, &hc, plain);
+	if (addon_on_connect(c->vm, &hc, &c->ctx_ref, &res, hook_done, c, &c->hook) == 0)
+		hook_done(c, &res);
+}
+
+static void
+cl_read_head(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+	struct hreq *r;
+	char err[256];
+	int st;
+
+	c->last_active = now_ms();
+	if (c->st != CS_HEAD)
+		return;
+	if ((st = read_head(c, bev, 1)) <= 0)
+		return;
+	r = c->req;
+	if (identify(c, r) == -1)
+		return;
+	if (r->method == HTTP_CONNECT) {
+		if (canon_authority(r->data.p + r->url_o, r->url_l, &c->tgt, err,
+		    sizeof(err)) == -1) {
+			atomic_fetch_add(&P.st.ref_badrequest, 1);
+			conn_respond(c, 400, err);
+			return;
+		}
+		if (c->up != NULL) {		/* a previous plain upstream */
+			bufferevent_free(c->up);
+			c->up = NULL;
+		}
+		if (atomic_fetch_add(&c->sb->tunnels, 1) >= P.conf->tunnels_per_sandbox) {
+			atomic_fetch_sub(&c->sb->tunnels, 1);
+			atomic_fetch_add(&P.st.ref_limit, 1);
+			conn_respond(c, 429, "too many tunnels for this sandbox");
+			return;
+		}
+		c->counted_tun = 1;
+		c->mode = MODE_NONE;
+		decide(c, 0);
+		return;
+	}
+	/* Plain http:// forward request. */
+	{
+		struct target t = c->tgt;
+		st = hreq_check_target(r, &t, 0, err, sizeof(err));
+		if (st != 0) {
+			atomic_fetch_add(st == 421 ? &P.st.ref_misdirected :
+			    &P.st.ref_badrequest, 1);
+			conn_respond(c, st, err);
+			return;
+		}
+		if (c->up != NULL && strcmp(t.hostport, c->tgt.hostport) != 0) {
+			bufferevent_free(c->up);
+			c->up = NULL;
+		}
+		c->tgt = t;
+	}
+	c->mode = MODE_PLAIN;
+	decide(c, 1);
+}
+
+/* ---- hooks ---- */
+
+static void
+hook_done(void *arg, const struct hook_result *res)
+{
+	struct conn *c = arg;
+
+	c->hook = NULL;
+	if (c->dead)
+		return;
+	if (c->st == CS_DECIDE) {
+		enum addon_action a = res->action;
+		if (a == ACT_NONE)
+			a = P.conf->deny_default ? ACT_DENY : ACT_TUNNEL;
+		c->addon = res->addon;
+		if (a == ACT_ERROR) {
+			atomic_fetch_add(&P.st.connect_error, 1);
+			atomic_fetch_add(&P.st.ref_addon, 1);
+			conn_respond(c, 502, "addon error (see proxy log)");
+			return;
+		}
+		if (a == ACT_DENY) {
+			atomic_fetch_add(&P.st.connect_deny, 1);
+			log_info("conn=%llx sandbox=%s target=%s decision=deny reason=\"%s\"",
+			    (unsigned long long)c->id, c->sb->id, c->tgt.hostport,
+			    res->reason);
+			conn_respond(c, res->status >= 400 && res->status <= 599 ?
+			    res->status : 403, res->reason[0] ? res->reason :
+			    "denied by policy");
+			return;
+		}
+		if (c->mode == MODE_PLAIN) {
+			atomic_fetch_add(&P.st.req_plain, 1);
+			atomic_fetch_add(&c->sb->requests, 1);
+			if (c->up == NULL) {
+				c->connect_then_req = 1;
+				up_connect(c);
+			} else
+				req_send(c);
+			return;
+		}
+		c->mode = a == ACT_INTERCEPT ? MODE_INTERCEPT : MODE_TUNNEL;
+		atomic_fetch_add(a == ACT_INTERCEPT ? &P.st.connect_intercept :
+		    &P.st.connect_tunnel, 1);
+		atomic_fetch_add(a == ACT_INTERCEPT ? &P.st.tunnels_intercept :
+		    &P.st.tunnels_blind, 1);
+		if (a == ACT_INTERCEPT)
+			atomic_fetch_add(&c->sb->intercepted, 1);
+		log_debug("conn=%llx sandbox=%s target=%s decision=%s",
+		    (unsigned long long)c->id, c->sb->id, c->tgt.hostport,
+		    a == ACT_INTERCEPT ? "intercept" : "tunnel");
+		c->connect_then_req = 0;
+		up_connect(c);
+		return;
+	}
+	if (c->st == CS_HOOK) {
+		if (res->action == ACT_ERROR) {
+			atomic_fetch_add(&P.st.ref_addon, 1);
+			audit_request(c, 502);
+			conn_respond(c, 502, "addon error (see proxy log); request not forwarded");
+			return;
+		}
+		if (res->action == ACT_DENY) {
+			audit_request(c, res->status);
+			conn_respond(c, res->status >= 400 && res->status <= 599 ?
+			    res->status : 403, res->reason[0] ? res->reason :
+			    "denied by policy");
+			return;
+		}
+		if (c->req->injected)
+			atomic_fetch_add(&P.st.req_injected, 1);
+		if (c->up == NULL) {
+			c->connect_then_req = 1;
+			up_connect(c);
+		} else
+			req_send(c);
+	}
+}
+
+/* ---- upstream ---- */
+
+static void
+connect_fail(struct conn *c, int status, const char *why)
+{
+	log_info("conn=%llx sandbox=%s target=%s upstream failed: %s",
+	    (unsigned long long)c->id, c->sb ? c->sb->id : "-", c->tgt.hostport, why);
+	conn_respond(c, status, why);
+}
+
+static void
+up_try(struct conn *c)
+{
+	struct evutil_addrinfo *ai;
+	const char *why = NULL;
+	char abuf[INET6_ADDRSTRLEN], msg[300];
+	SSL *ssl;
+
+	for (ai = c->ai_cur; ai != NULL; ai = ai->ai_next) {
+		if ((why = netcheck_addr(ai->ai_addr, P.conf->allow, P.conf->nallow)) == NULL)
+			break;
+	}
+	if (ai == NULL) {
+		if (c->ai_cur == c->ai || why != NULL) {
+			atomic_fetch_add(&P.st.ref_ssrf, 1);
+			snprintf(msg, sizeof(msg), "destination %s not allowed (%s)",
+			    c->tgt.hostport, why != NULL ? why : "no address");
+			connect_fail(c, 403, msg);
+		} else
+			connect_fail(c, 502, "cannot connect to upstream");
+		return;
+	}
+	c->ai_cur = ai->ai_next;
+	if (c->up != NULL) {
+		bufferevent_free(c->up);
+		c->up = NULL;
+	}
+	if (c->mode == MODE_INTERCEPT) {
+		if ((ssl = SSL_new(P.cli_ctx)) == NULL) {
+			connect_fail(c, 502, "TLS setup failed");
+			return;
+		}
+		if (c->tgt.kind == CANON_NAME) {
+			SSL_set_tlsext_host_name(ssl, c->tgt.host);
+			SSL_set1_host(ssl, c->tgt.host);
+		} else
+			X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), c->tgt.host);
+		SSL_set_verify(ssl, SSL_VERIFY_PEER, NULL);
+		c->up = bufferevent_openssl_socket_new(c->w->base, -1, ssl,
+		    BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE);
+		if (c->up == NULL) {
+			SSL_free(ssl);
+			connect_fail(c, 502, "TLS setup failed");
+			return;
+		}
+		bufferevent_openssl_set_allow_dirty_shutdown(c->up, 1);
+		c->up_tls = 1;
+	} else {
+		c->up = bufferevent_socket_new(c->w->base, -1, BEV_OPT_CLOSE_ON_FREE);
+		c->up_tls = 0;
+		if (c->up == NULL) {
+			connect_fail(c, 502, "socket failed");
+			return;
+		}
+	}
+	bufferevent_setcb(c->up, NULL, NULL, up_event, c);
+	if (ai->ai_family == AF_INET)
+		inet_ntop(AF_INET, &((struct sockaddr_in *)ai->ai_addr)->sin_addr, abuf, sizeof(abuf));
+	else
+		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)ai->ai_addr)->sin6_addr, abuf, sizeof(abuf));
+	log_debug("conn=%llx dial %s (%s)", (unsigned long long)c->id, abuf, c->tgt.hostport);
+	if (bufferevent_socket_connect(c->up, ai->ai_addr, (int)ai->ai_addrlen) == -1) {
+		up_try(c);
+		return;
+	}
+}
+
+static void
+dns_cb(int result, struct evutil_addrinfo *res, void *arg)
+{
+	struct conn *c = arg;
+
+	if (result == EVUTIL_EAI_CANCEL) {
+		if (res != NULL)
+			evutil_freeaddrinfo(res);
+		return;
+	}
+	c->dnsreq = NULL;
+	if (c->dead) {
+		if (res != NULL)
+			evutil_freeaddrinfo(res);
+		return;
+	}
+	if (result != 0 || res == NULL) {
+		char m[300];
+		snprintf(m, sizeof(m), "cannot resolve %s: %s", c->tgt.host,
+		    evutil_gai_strerror(result));
+		if (res != NULL)
+			evutil_freeaddrinfo(res);
+		connect_fail(c, 502, m);
+		return;
+	}
+	if (c->ai != NULL)
+		evutil_freeaddrinfo(c->ai);
+	c->ai = c->ai_cur = res;
+	up_try(c);
+}
+
+static struct evutil_addrinfo *
+ai_from_sa(const struct sockaddr *sa, socklen_t len)
+{
+	struct evutil_addrinfo hints, *res = NULL;
+	char host[INET6_ADDRSTRLEN], port[8];
+	const void *a;
+
+	if (sa->sa_family == AF_INET) {
+		a = &((const struct sockaddr_in *)sa)->sin_addr;
+		snprintf(port, sizeof(port), "%u", ntohs(((const struct sockaddr_in *)sa)->sin_port));
+	} else {
+		a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+		snprintf(port, sizeof(port), "%u", ntohs(((const struct sockaddr_in6 *)sa)->sin6_port));
+	}
+	(void)len;
+	inet_ntop(sa->sa_family, a, host, sizeof(host));
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = sa->sa_family;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = EVUTIL_AI_NUMERICHOST | EVUTIL_AI_NUMERICSERV;
+	if (evutil_getaddrinfo(host, port, &hints, &res) != 0)
+		return NULL;
+	return res;
+}
+
+static void
+up_connect(struct conn *c)
+{
+	struct evutil_addrinfo hints;
+	struct evdns_getaddrinfo_request *rq;
+	char port[8];
+	size_t i;
+
+	c->st = CS_CONNECTING;
+	c->deadline = now_ms() + P.conf->connect_ms +
+	    (c->mode == MODE_INTERCEPT ? P.conf->handshake_ms : 0);
+	if (c->cl != NULL)
+		bufferevent_disable(c->cl, EV_READ);
+	if (c->ai != NULL) {
+		evutil_freeaddrinfo(c->ai);
+		c->ai = c->ai_cur = NULL;
+	}
+	for (i = 0; i < P.conf->nresolve; i++)
+		if (strcmp(P.conf->resolve[i].hostport, c->tgt.hostport) == 0) {
+			c->ai = c->ai_cur = ai_from_sa((struct sockaddr *)&P.conf->resolve[i].ss,
+			    P.conf->resolve[i].sslen);
+			if (c->ai == NULL) {
+				connect_fail(c, 502, "bad resolve override");
+				return;
+			}
+			up_try(c);
+			return;
+		}
+	snprintf(port, sizeof(port), "%u", c->tgt.port);
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_protocol = IPPROTO_TCP;
+	if (c->tgt.kind != CANON_NAME) {
+		hints.ai_flags = EVUTIL_AI_NUMERICHOST | EVUTIL_AI_NUMERICSERV;
+		if (evutil_getaddrinfo(c->tgt.host, port, &hints, &c->ai) != 0) {
+			connect_fail(c, 400, "bad address");
+			return;
+		}
+		c->ai_cur = c->ai;
+		up_try(c);
+		return;
+	}
+	hints.ai_flags = EVUTIL_AI_ADDRCONFIG;
+	rq = evdns_getaddrinfo(c->w->dns, c->tgt.host, port, &hints, dns_cb, c);
+	if (rq != NULL && c->st == CS_CONNECTING && c->ai == NULL && !c->dead)
+		c->dnsreq = rq;
+}
+
+static void
+tunnel_start(struct conn *c)
+{
+	struct evbuffer *in = bufferevent_get_input(c->cl);
+	size_t hwm = (size_t)P.conf->high_watermark;
+
+	c->st = CS_TUNNEL;
+	c->deadline = 0;
+	bufferevent_setcb(c->cl, cl_read_req, cl_write, cl_event, c);
+	bufferevent_setcb(c->up, up_read, up_write, up_event, c);
+	bufferevent_setwatermark(c->cl, EV_READ, 0, hwm);
+	bufferevent_setwatermark(c->up, EV_READ, 0, hwm);
+	bufferevent_setwatermark(c->cl, EV_WRITE, hwm / 2, 0);
+	bufferevent_setwatermark(c->up, EV_WRITE, hwm / 2, 0);
+	/* Bytes the client sent after CONNECT go first. */
+	if (evbuffer_get_length(in) > 0) {
+		c->tot_up += evbuffer_get_length(in);
+		evbuffer_add_buffer(bufferevent_get_output(c->up), in);
+	}
+	bufferevent_enable(c->cl, EV_READ | EV_WRITE);
+	bufferevent_enable(c->up, EV_READ | EV_WRITE);
+}
+
+static int
+alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen,
+    const unsigned char *in, unsigned int inlen, void *arg)
+{
+	unsigned int i;
+
+	(void)ssl;
+	(void)arg;
+	for (i = 0; i < inlen; i += (unsigned)in[i] + 1) {
+		if (in[i] == 8 && i + 9 <= inlen && memcmp(in + i + 1, "http/1.1", 8) == 0) {
+			*out = in + i + 1;
+			*outlen = 8;
+			return SSL_TLSEXT_ERR_OK;
+		}
+	}
+	return SSL_TLSEXT_ERR_NOACK;
+}
+
+static void
+client_tls_start(struct conn *c)
+{
+	static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+	X509 *leaf;
+	SSL *ssl;
+	int hit;
+	ssize_t n;
+
+	if (evbuffer_get_length(bufferevent_get_input(c->cl)) > 0) {
+		conn_respond(c, 400, "bytes sent before the CONNECT response");
+		return;
+	}
+	if ((leaf = certcache_get(P.cc, &c->tgt, &hit)) == NULL) {
+		connect_fail(c, 502, "cannot mint certificate");
+		return;
+	}
+	ssl = SSL_new(P.srv_ctx);
+	if (ssl == NULL || SSL_use_certificate(ssl, leaf) != 1 ||
+	    SSL_use_PrivateKey(ssl, certcache_leaf_key(P.cc)) != 1) {
+		X509_free(leaf);
+		SSL_free(ssl);
+		connect_fail(c, 502, "TLS setup failed");
+		return;
+	}
+	X509_free(leaf);
+	/* Nothing is queued on the plain side: write the 200 directly. */
+	n = send(c->cfd, ok, sizeof(ok) - 1, MSG_NOSIGNAL);
+	if (n != (ssize_t)sizeof(ok) - 1) {
+		SSL_free(ssl);
+		conn_kill(c);
+		return;
+	}
+	bufferevent_free(c->cl);
+	c->cl = bufferevent_openssl_socket_new(c->w->base, c->cfd, ssl,
+	    BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
+	if (c->cl == NULL) {
+		SSL_free(ssl);
+		conn_kill(c);
+		return;
+	}
+	c->cfd = -1;	/* owned by the TLS bufferevent now */
+	bufferevent_openssl_set_allow_dirty_shutdown(c->cl, 1);
+	c->st = CS_CL_TLS;
+	c->deadline = now_ms() + P.conf->handshake_ms;
+	bufferevent_setcb(c->cl, NULL, NULL, cl_event, c);
+	bufferevent_enable(c->cl, EV_READ | EV_WRITE);
+}
+
+static void
+up_connected(struct conn *c)
+{
+	size_t hwm = (size_t)P.conf->high_watermark;
+
+	if (c->ai != NULL) {
+		evutil_freeaddrinfo(c->ai);
+		c->ai = c->ai_cur = NULL;
+	}
+	bufferevent_setcb(c->up, up_read, up_write, up_event, c);
+	bufferevent_setwatermark(c->up, EV_READ, 0, hwm);
+	bufferevent_setwatermark(c->up, EV_WRITE, hwm / 2, 0);
+	bufferevent_enable(c->up, EV_READ | EV_WRITE);
+	if (c->connect_then_req) {
+		c->connect_then_req = 0;
+		req_send(c);
+		return;
+	}
+	if (c->mode == MODE_TUNNEL) {
+		evbuffer_add(bufferevent_get_output(c->cl),
+		    "HTTP/1.1 200 Connection established\r\n\r\n", 39);
+		tunnel_start(c);
+		return;
+	}
+	client_tls_start(c);
+}
+
+static void
+tls_fail_reason(struct bufferevent *bev, char *m, size_t len)
+{
+	SSL *ssl = bufferevent_openssl_get_ssl(bev);
+	unsigned long e;
+	long vr;
+
+	if (ssl != NULL && (vr = SSL_get_verify_result(ssl)) != X509_V_OK) {
+		snprintf(m, len, "upstream certificate verification failed: %s",
+		    X509_verify_cert_error_string(vr));
+		return;
+	}
+	e = bufferevent_get_openssl_error(bev);
+	if (e != 0) {
+		char es[200];
+		ERR_error_string_n(e, es, sizeof(es));
+		snprintf(m, len, "upstream TLS failed: %s", es);
+		return;
+	}
+	snprintf(m, len, "upstream TLS failed");
+}
+
+/* ---- request cycle (intercept and plain) ---- */
+
+static int
+body_sink(void *arg, const char *p, size_t n)
+{
+	struct conn *c = arg;
+	struct evbuffer *out = bufferevent_get_output(c->up);
+	char hdr[24];
+	int hl;
+
+	c->req_up += n;
+	c->tot_up += n;
+	if (c->req->chunked) {
+		hl = snprintf(hdr, sizeof(hdr), "%zx\r\n", n);
+		evbuffer_add(out, hdr, (size_t)hl);
+		evbuffer_add(out, p, n);
+		evbuffer_add(out, "\r\n", 2);
+	} else
+		evbuffer_add(out, p, n);
+	return 0;
+}
+
+static int
+resp_on_headers(llhttp_t *p)
+{
+	struct conn *c = p->data;
+
+	c->resp_status = p->status_code;
+	if (c->head_req && p->status_code >= 200)
+		return 1;	/* no body after a HEAD */
+	return 0;
+}
+
+static int
+resp_on_complete(llhttp_t *p)
+{
+	struct conn *c = p->data;
+
+	if (p->status_code >= 100 && p->status_code < 200 && p->status_code != 101) {
+		c->resp_head_bytes = 0;
+		return 0;	/* informational: the final response follows */
+	}
+	c->resp_done = 1;
+	return HPE_PAUSED;
+}
+
+static int
+resp_on_data(llhttp_t *p, const char *at, size_t n)
+{
+	struct conn *c = p->data;
+
+	(void)at;
+	c->resp_head_bytes += n;
+	if (c->resp_head_bytes > (size_t)P.conf->header_bytes)
+		return HPE_USER;
+	return 0;
+}
+
+static int
+resp_on_body(llhttp_t *p, const char *at, size_t n)
+{
+	struct conn *c = p->data;
+
+	(void)at;
+	c->req_down += n;
+	return 0;
+}
+
+static const llhttp_settings_t resp_settings = {
+	.on_status = resp_on_data,
+	.on_header_field = resp_on_data,
+	.on_header_value = resp_on_data,
+	.on_headers_complete = resp_on_headers,
+	.on_body = resp_on_body,
+	.on_message_complete = resp_on_complete,
+};
+
+static void
+req_send(struct conn *c)
+{
+	struct buf *b = &c->w->scratch;
+	struct hreq *r = c->req;
+
+	buf_reset(b);
+	if (hreq_build(r, &c->tgt, b) == -1) {
+		conn_respond(c, 431, "request head too large after rewriting");
+		return;
+	}
+	evbuffer_add(bufferevent_get_output(c->up), b->p, b->len);
+	if (c->rp == NULL)
+		c->rp = xmalloc(sizeof(*c->rp));
+	llhttp_init(c->rp, HTTP_RESPONSE, &resp_settings);
+	c->rp->data = c;
+	c->resp_active = 1;
+	c->resp_done = 0;
+	c->resp_status = 0;
+	c->resp_head_bytes = 0;
+	c->req_up = c->req_down = 0;
+	c->head_req = r->method == HTTP_HEAD;
+	c->req_done = r->body_done;
+	c->st = c->req_done ? CS_WAIT : CS_BODY;
+	c->deadline = 0;
+	c->last_active = now_ms();
+	r->on_body = body_sink;
+	r->arg = c;
+	bufferevent_enable(c->cl, EV_READ);
+	bufferevent_enable(c->up, EV_READ | EV_WRITE);
+	if (c->st == CS_BODY)
+		body_pump(c);
+}
+
+/* Moves request body from the client to the upstream, with backpressure. */
+static void
+body_pump(struct conn *c)
+{
+	struct evbuffer *in = bufferevent_get_input(c->cl);
+	struct evbuffer *out;
+	struct evbuffer_iovec v;
+	size_t hwm = (size_t)P.conf->high_watermark;
+	long n;
+
+	if (c->up == NULL)
+		return;
+	out = bufferevent_get_output(c->up);
+	while (c->st == CS_BODY && evbuffer_get_length(in) > 0) {
+		if (evbuffer_get_length(out) >= hwm) {
+			bufferevent_disable(c->cl, EV_READ);
+			return;
+		}
+		if (evbuffer_peek(in, -1, NULL, &v, 1) < 1)
+			break;
+		n = hreq_body(c->req, v.iov_base, v.iov_len);
+		if (n < 0) {
+			atomic_fetch_add(&P.st.ref_badrequest, 1);
+			conn_respond(c, 400, "bad request body framing");
+			return;
+		}
+		evbuffer_drain(in, (size_t)n);
+		if (c->req->body_done) {
+			if (c->req->chunked)
+				evbuffer_add(out, "0\r\n\r\n", 5);
+			c->req_done = 1;
+			c->st = CS_WAIT;
+			if (c->resp_done)
+				next_request(c);
+			return;
+		}
+	}
+	if (c->cl_eof && c->st == CS_BODY) {
+		conn_kill(c);	/* client went away mid-body */
+		return;
+	}
+	bufferevent_enable(c->cl, EV_READ);
+}
+
+/* The response is complete: audit, then the next request or close. */
+static void
+resp_finish(struct conn *c)
+{
+	atomic_fetch_add(&c->sb->requests, c->mode == MODE_INTERCEPT ? 1 : 0);
+	if (c->mode == MODE_INTERCEPT)
+		atomic_fetch_add(&P.st.req_plain, 0);
+	audit_request(c, c->resp_status);
+	if (c->vm != NULL && c->addon >= 0 && c->mode == MODE_INTERCEPT &&
+	    addon_has_response(c->vm, c->addon))
+		addon_on_response(c->vm, c->addon, c->ctx_ref, c->req, c->resp_status);
+	c->resp_active = 0;
+	if (!llhttp_should_keep_alive(c->rp) && c->up != NULL) {
+		bufferevent_free(c->up);
+		c->up = NULL;
+	}
+	if (!c->req_done) {
+		/* Upstream answered before the body was sent: stop here. */
+		c->close_after = 1;
+	}
+	if (c->close_after || !c->req->keepalive || c->cl_eof) {
+		c->st = CS_CLOSING;
+		c->deadline = now_ms() + 5000;
+		if (c->up != NULL) {
+			bufferevent_free(c->up);
+			c->up = NULL;
+		}
+		bufferevent_disable(c->cl, EV_READ);
+		bufferevent_setcb(c->cl, NULL, cl_write, cl_event, c);
+		bufferevent_setwatermark(c->cl, EV_WRITE, 0, 0);
+		if (evbuffer_get_length(bufferevent_get_output(c->cl)) == 0)
+			conn_kill(c);
+		return;
+	}
+	if (c->req_done)
+		next_request(c);
+}
+
+static void
+next_request(struct conn *c)
+{
+	c->st = c->mode == MODE_INTERCEPT ? CS_REQ_HEAD : CS_HEAD;
+	c->deadline = 0;
+	c->last_active = now_ms();
+	bufferevent_setcb(c->cl, c->mode == MODE_INTERCEPT ? cl_read_req : cl_read_head,
+	    cl_write, cl_event, c);
+	bufferevent_enable(c->cl, EV_READ);
+	if (evbuffer_get_length(bufferevent_get_input(c->cl)) > 0) {
+		if (c->mode == MODE_INTERCEPT)
+			cl_read_req(c->cl, c);
+		else
+			cl_read_head(c->cl, c);
+	}
+}
+
+static void
+intercept_request(struct conn *c)
+{
+	struct hook_result res;
+	const char *const *strip;
+	char err[256];
+	size_t i, n;
+	int st;
+
+	if ((st = read_head(c, c->cl, 0)) <= 0)
+		return;
+	st = hreq_check_target(c->req, &c->tgt, 1, err, sizeof(err));
+	if (st != 0) {
+		atomic_fetch_add(st == 421 ? &P.st.ref_misdirected : &P.st.ref_badrequest, 1);
+		log_info("conn=%llx sandbox=%s target=%s refused status=%d reason=\"%s\"",
+		    (unsigned long long)c->id, c->sb->id, c->tgt.hostport, st, err);
+		audit_request(c, st);
+		conn_respond(c, st, err);
+		return;
+	}
+	/* Exactly one credential upstream: the client's own never passes. */
+	hreq_remove(c->req, "authorization");
+	hreq_remove(c->req, "proxy-authorization");
+	if (c->vm != NULL && c->addon >= 0) {
+		strip = addon_vm_strip(c->vm, c->addon, &n);
+		for (i = 0; i < n; i++)
+			hreq_remove(c->req, strip[i]);
+	}
+	c->st = CS_HOOK;
+	c->deadline = now_ms() + P.conf->hook_ms;
+	bufferevent_disable(c->cl, EV_READ);
+	if (c->vm == NULL || c->addon < 0) {
+		memset(&res, 0, sizeof(res));
+		res.action = ACT_NONE;
+		hook_done(c, &res);
+		return;
+	}
+	if (addon_on_request(c->vm, c->addon, c->ctx_ref, c->req, &c->tgt, &res, hook_done,
+	    c, &c->hook) == 0)
+		hook_done(c, &res);
+}
+
+static void
+cl_read_req(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	size_t hwm = (size_t)P.conf->high_watermark;
+	size_t n;
+
+	c->last_active = now_ms();
+	switch (c->st) {
+	case CS_TUNNEL:
+		n = evbuffer_get_length(in);
+		c->tot_up += n;
+		atomic_fetch_add(&P.st.bytes_up, (long)n);
+		atomic_fetch_add(&c->sb->bytes_up, (long)n);
+		evbuffer_add_buffer(bufferevent_get_output(c->up), in);
+		if (evbuffer_get_length(bufferevent_get_output(c->up)) >= hwm)
+			bufferevent_disable(c->cl, EV_READ);
+		return;
+	case CS_REQ_HEAD:
+		intercept_request(c);
+		return;
+	case CS_BODY:
+		body_pump(c);
+		return;
+	default:
+		/* Pipelined bytes wait (bounded by the read watermark). */
+		return;
+	}
+}
+
+static void
+up_read(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	struct evbuffer *out = bufferevent_get_output(c->cl);
+	struct evbuffer_iovec v;
+	size_t hwm = (size_t)P.conf->high_watermark, n;
+	llhttp_errno_t e;
+
+	c->last_active = now_ms();
+	if (c->st == CS_TUNNEL) {
+		n = evbuffer_get_length(in);
+		c->tot_down += n;
+		atomic_fetch_add(&P.st.bytes_down, (long)n);
+		atomic_fetch_add(&c->sb->bytes_down, (long)n);
+		evbuffer_add_buffer(out, in);
+		if (evbuffer_get_length(out) >= hwm)
+			bufferevent_disable(c->up, EV_READ);
+		return;
+	}
+	if (!c->resp_active) {
+		/* Bytes with no request outstanding: drop the upstream. */
+		if (evbuffer_get_length(in) > 0) {
+			bufferevent_free(c->up);
+			c->up = NULL;
+		}
+		return;
+	}
+	while (c->resp_active && !c->resp_done && evbuffer_get_length(in) > 0) {
+		if (evbuffer_peek(in, -1, NULL, &v, 1) < 1)
+			break;
+		e = llhttp_execute(c->rp, v.iov_base, v.iov_len);
+		if (e == HPE_OK)
+			n = v.iov_len;
+		else if (e == HPE_PAUSED && c->resp_done)
+			n = (size_t)(llhttp_get_error_pos(c->rp) - (const char *)v.iov_base);
+		else {
+			log_info("conn=%llx target=%s bad upstream response: %s",
+			    (unsigned long long)c->id, c->tgt.hostport, llhttp_errno_name(e));
+			if (c->resp_status == 0 && evbuffer_get_length(out) == 0) {
+				audit_request(c, 502);
+				conn_respond(c, 502, "bad response from upstream");
+			} else
+				conn_kill(c);
+			return;
+		}
+		atomic_fetch_add(&P.st.bytes_down, (long)n);
+		atomic_fetch_add(&c->sb->bytes_down, (long)n);
+		c->tot_down += n;
+		evbuffer_remove_buffer(in, out, n);
+	}
+	if (c->resp_done) {
+		if (evbuffer_get_length(in) > 0)
+			c->close_after = 1;	/* junk after the response */
+		resp_finish(c);
+		return;
+	}
+	if (evbuffer_get_length(out) >= hwm)
+		bufferevent_disable(c->up, EV_READ);
+}
+
+/* The upstream's output drained below the low watermark. */
+static void
+up_write(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+
+	(void)bev;
+	if (c->st == CS_TUNNEL) {
+		if (c->cl_eof) {
+			conn_kill(c);
+			return;
+		}
+		bufferevent_enable(c->cl, EV_READ);
+	} else if (c->st == CS_BODY)
+		body_pump(c);
+}
+
+/* The client's output drained below the low watermark. */
+static void
+cl_write(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+
+	if (c->st == CS_CLOSING) {
+		if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+			conn_kill(c);
+		return;
+	}
+	if (c->st == CS_TUNNEL && c->up_eof) {
+		if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+			conn_kill(c);
+		return;
+	}
+	if (c->up != NULL && (c->st == CS_TUNNEL || c->resp_active))
+		bufferevent_enable(c->up, EV_READ);
+}
+
+static void
+cl_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct conn *c = arg;
+
+	(void)bev;
+	if (what & BEV_EVENT_CONNECTED) {
+		/* Client TLS handshake done. */
+		size_t hwm = (size_t)P.conf->high_watermark;
+		c->st = CS_REQ_HEAD;
+		c->deadline = 0;
+		c->last_active = now_ms();
+		bufferevent_setwatermark(c->cl, EV_READ, 0, hwm);
+		bufferevent_setwatermark(c->cl, EV_WRITE, hwm / 2, 0);
+		bufferevent_setcb(c->cl, cl_read_req, cl_write, cl_event, c);
+		bufferevent_enable(c->cl, EV_READ | EV_WRITE);
+		return;
+	}
+	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
+		if (c->st == CS_CL_TLS)
+			log_debug("conn=%llx target=%s client TLS handshake failed",
+			    (unsigned long long)c->id, c->tgt.hostport);
+		if ((what & BEV_EVENT_EOF) && !(what & BEV_EVENT_ERROR)) {
+			c->cl_eof = 1;
+			if (c->st == CS_TUNNEL) {
+				/* Flush what the client sent, then close. */
+				if (c->up != NULL && evbuffer_get_length(
+				    bufferevent_get_output(c->up)) > 0) {
+					bufferevent_disable(c->cl, EV_READ);
+					return;
+				}
+			} else if ((c->st == CS_WAIT || c->st == CS_BODY) && c->req_done) {
+				return;	/* deliver the response, then close */
+			}
+		}
+		conn_kill(c);
+	}
+}
+
+static void
+up_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct conn *c = arg;
+	char m[300];
+	llhttp_errno_t e;
+
+	if (what & BEV_EVENT_CONNECTED) {
+		if (c->st == CS_CONNECTING)
+			up_connected(c);
+		return;
+	}
+	if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)))
+		return;
+	if (c->st == CS_CONNECTING) {
+		if (c->up_tls && (what & BEV_EVENT_ERROR)) {
+			tls_fail_reason(bev, m, sizeof(m));
+			if (strstr(m, "verification") != NULL) {
+				atomic_fetch_add(&P.st.ref_upstream_tls, 1);
+				connect_fail(c, 502, m);
+				return;
+			}
+			if (c->ai_cur == NULL) {
+				connect_fail(c, 502, m);
+				return;
+			}
+		}
+		if (c->ai_cur != NULL) {
+			up_try(c);	/* next address */
+			return;
+		}
+		snprintf(m, sizeof(m), "cannot connect to %s: %s", c->tgt.hostport,
+		    evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+		connect_fail(c, 502, m);
+		return;
+	}
+	if (c->st == CS_TUNNEL) {
+		c->up_eof = 1;
+		if (evbuffer_get_length(bufferevent_get_output(c->cl)) > 0) {
+			bufferevent_disable(c->up, EV_READ);
+			return;
+		}
+		conn_kill(c);
+		return;
+	}
+	/* Request cycle: EOF may end an EOF-delimited response. */
+	if (c->resp_active && !c->resp_done) {
+		e = llhttp_finish(c->rp);
+		if (e == HPE_OK && c->resp_status != 0) {
+			c->resp_done = 1;
+			c->close_after = 1;
+			bufferevent_free(c->up);
+			c->up = NULL;
+			resp_finish(c);
+			return;
+		}
+		if (c->resp_status == 0 && evbuffer_get_length(bufferevent_get_output(c->cl)) == 0) {
+			audit_request(c, 502);
+			conn_respond(c, 502, "upstream closed without a response");
+		} else
+			conn_kill(c);
+		return;
+	}
+	/* Idle keep-alive upstream went away: reconnect on the next request. */
+	bufferevent_free(c->up);
+	c->up = NULL;
+}
+
+/* ---- worker thread ---- */
+
+static void
+tick_cb(evutil_socket_t fd, short ev, void *arg)
+{
+	struct worker *w = arg;
+	struct conn *c, *n;
+	long long now = now_ms();
+
+	(void)fd;
+	(void)ev;
+	for (c = TAILQ_FIRST(&w->conns); c != NULL; c = n) {
+		n = TAILQ_NEXT(c, link);
+		if (c->deadline != 0 && now > c->deadline) {
+			switch (c->st) {
+			case CS_CONNECTING:
+				connect_fail(c, 504, "upstream connect timed out");
+				break;
+			case CS_DECIDE:
+			case CS_HOOK:
+				atomic_fetch_add(&addon_errors_total, 1);
+				log_warnx("conn=%llx addon hook timed out", (unsigned long long)c->id);
+				conn_respond(c, 502, "addon hook timed out");
+				break;
+			case CS_HEAD:
+				if (evbuffer_get_length(bufferevent_get_input(c->cl)) > 0)
+					conn_respond(c, 408, "request head timeout");
+				else
+					conn_kill(c);
+				break;
+			default:
+				conn_kill(c);
+				break;
+			}
+			continue;
+		}
+		if (c->head_start != 0 && now - c->head_start > P.conf->header_ms &&
+		    (c->st == CS_HEAD || c->st == CS_REQ_HEAD)) {
+			conn_respond(c, 408, "request head timeout");
+			continue;
+		}
+		if (c->deadline == 0 && now - c->last_active > P.conf->idle_ms)
+			conn_kill(c);
+	}
+}
+
+static void
+inbox_cb(evutil_socket_t fd, short ev, void *arg)
+{
+	struct worker *w = arg;
+	struct msg *m, *next;
+	struct conn *c, *cn;
+
+	(void)fd;
+	(void)ev;
+	pthread_mutex_lock(&w->mtx);
+	m = w->inbox;
+	w->inbox = w->inbox_tail = NULL;
+	pthread_mutex_unlock(&w->mtx);
+	for (; m != NULL; m = next) {
+		next = m->next;
+		switch (m->type) {
+		case MSG_ACCEPT:
+			conn_new(w, m->fd, m->sb);
+			break;
+		case MSG_KILL_SB:
+			for (c = TAILQ_FIRST(&w->conns); c != NULL; c = cn) {
+				cn = TAILQ_NEXT(c, link);
+				if (c->sb == m->sb)
+					conn_kill(c);
+			}
+			sandbox_unref(m->sb);
+			break;
+		case MSG_STOP:
+			event_base_loopbreak(w->base);
+			break;
+		}
+		free(m);
+	}
+}
+
+static void
+worker_post(struct worker *w, struct msg *m)
+{
+	m->next = NULL;
+	pthread_mutex_lock(&w->mtx);
+	if (w->inbox_tail != NULL)
+		w->inbox_tail->next = m;
+	else
+		w->inbox = m;
+	w->inbox_tail = m;
+	pthread_mutex_unlock(&w->mtx);
+	event_active(w->inbox_ev, EV_READ, 0);
+}
+
+static void *
+worker_main(void *arg)
+{
+	struct worker *w = arg;
+
+	event_base_loop(w->base, 0);
+	return NULL;
+}
+
+int
+proxy_workers_start(int n)
+{
+	struct timeval one = { 1, 0 };
+	int i;
+
+	workers = xcalloc((size_t)n, sizeof(*workers));
+	nworkers = n;
+	for (i = 0; i < n; i++) {
+		struct worker *w = &workers[i];
+		w->idx = i;
+		pthread_mutex_init(&w->mtx, NULL);
+		TAILQ_INIT(&w->conns);
+		TAILQ_INIT(&w->dead);
+		buf_init(&w->scratch, 4 * 1024 * 1024);
+		if ((w->base = event_base_new()) == NULL)
+			return -1;
+		w->dns = evdns_base_new(w->base, EVDNS_BASE_INITIALIZE_NAMESERVERS |
+		    EVDNS_BASE_DISABLE_WHEN_INACTIVE);
+		if (w->dns == NULL)
+			w->dns = evdns_base_new(w->base, EVDNS_BASE_DISABLE_WHEN_INACTIVE);
+		if (w->dns == NULL)
+			return -1;
+		w->inbox_ev = event_new(w->base, -1, EV_READ | EV_PERSIST, inbox_cb, w);
+		w->reap_ev = event_new(w->base, -1, 0, reap_cb, w);
+		w->tick_ev = event_new(w->base, -1, EV_PERSIST, tick_cb, w);
+		event_add(w->tick_ev, &one);
+		w->gh = ghapp_new(w->base, P.conf);
+		(void)worker_vm(w);
+		if (pthread_create(&w->th, NULL, worker_main, w) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+void
+proxy_workers_stop(void)
+{
+	int i;
+
+	for (i = 0; i < nworkers; i++) {
+		struct msg *m = xcalloc(1, sizeof(*m));
+		m->type = MSG_STOP;
+		worker_post(&workers[i], m);
+	}
+	for (i = 0; i < nworkers; i++)
+		pthread_join(workers[i].th, NULL);
+}
+
+void
+proxy_dispatch(int fd, struct sandbox *sb)
+{
+	struct msg *m = xcalloc(1, sizeof(*m));
+	int i, best = 0;
+	long bl = -1, l;
+
+	for (i = 0; i < nworkers; i++) {
+		l = atomic_load(&workers[i].load);
+		if (bl == -1 || l < bl) {
+			bl = l;
+			best = i;
+		}
+	}
+	atomic_fetch_add(&workers[best].load, 1);	/* until conn_new counts it */
+	m->type = MSG_ACCEPT;
+	m->fd = fd;
+	m->sb = sb;
+	worker_post(&workers[best], m);
+	atomic_fetch_sub(&workers[best].load, 1);
+}
+
+void
+proxy_kill_sandbox(struct sandbox *sb)
+{
+	int i;
+
+	for (i = 0; i < nworkers; i++) {
+		struct msg *m = xcalloc(1, sizeof(*m));
+		m->type = MSG_KILL_SB;
+		m->sb = sandbox_ref(sb);
+		worker_post(&workers[i], m);
+	}
+}
+
+long
+proxy_open_conns(void)
+{
+	return atomic_load(&P.st.conns);
+}
+
+struct addon_src *
+proxy_addons(void)
+{
+	struct addon_src *s;
+
+	pthread_mutex_lock(&P.src_mtx);
+	s = P.src != NULL ? addon_src_ref(P.src) : NULL;
+	pthread_mutex_unlock(&P.src_mtx);
+	return s;
+}
+
+void
+proxy_set_addons(struct addon_src *s)
+{
+	struct addon_src *old;
+
+	pthread_mutex_lock(&P.src_mtx);
+	old = P.src;
+	P.src = s;
+	pthread_mutex_unlock(&P.src_mtx);
+	if (old != NULL)
+		addon_src_unref(old);
+}
+
+/* ---- TLS contexts ---- */
+
+static int
+add_bundle(SSL_CTX *ctx, const char *path, char *err, size_t errlen)
+{
+	if (SSL_CTX_load_verify_locations(ctx, path, NULL) != 1) {
+		char e[200];
+		ERR_error_string_n(ERR_get_error(), e, sizeof(e));
+		snprintf(err, errlen, "upstream.ca_bundle %s: %s", path, e);
+		ERR_clear_error();
+		return -1;
+	}
+	return 0;
+}
+
+int
+proxy_tls_init(char *err, size_t errlen)
+{
+	static const unsigned char alpn[] = "\x08http/1.1";
+
+	P.srv_ctx = SSL_CTX_new(TLS_server_method());
+	P.cli_ctx = SSL_CTX_new(TLS_client_method());
+	if (P.srv_ctx == NULL || P.cli_ctx == NULL) {
+		snprintf(err, errlen, "SSL_CTX_new failed");
+		return -1;
+	}
+	SSL_CTX_set_min_proto_version(P.srv_ctx, TLS1_2_VERSION);
+	SSL_CTX_set_min_proto_version(P.cli_ctx, TLS1_2_VERSION);
+	SSL_CTX_set_mode(P.srv_ctx, SSL_MODE_RELEASE_BUFFERS);
+	SSL_CTX_set_mode(P.cli_ctx, SSL_MODE_RELEASE_BUFFERS);
+	SSL_CTX_set_options(P.srv_ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
+	SSL_CTX_set_options(P.cli_ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
+	SSL_CTX_set_alpn_select_cb(P.srv_ctx, alpn_select, NULL);
+	SSL_CTX_set_num_tickets(P.srv_ctx, 1);
+	SSL_CTX_set_session_id_context(P.srv_ctx, (const unsigned char *)"egress-proxy", 12);
+	if (SSL_CTX_set_default_verify_paths(P.cli_ctx) != 1) {
+		snprintf(err, errlen, "cannot load the system CA store");
+		return -1;
+	}
+	if (P.conf->upstream_ca_bundle != NULL &&
+	    add_bundle(P.cli_ctx, P.conf->upstream_ca_bundle, err, errlen) == -1)
+		return -1;
+	SSL_CTX_set_verify(P.cli_ctx, SSL_VERIFY_PEER, NULL);
+	SSL_CTX_set_alpn_protos(P.cli_ctx, alpn, sizeof(alpn) - 1);
+	SSL_CTX_set_session_cache_mode(P.cli_ctx, SSL_SESS_CACHE_OFF);
+	return 0;
+}
+
+/* ---- metrics ---- */
+
+static void
+sb_metrics(struct sandbox *sb, void *arg)
+{
+	(void)sb;
+	(void)arg;
+}
+
+void
+proxy_metrics(struct buf *b)
+{
+	struct pstats *s = &P.st;
+	int rc = 0;
+
+	sandbox_foreach(sb_metrics, NULL);
+#define G(name, type, help) rc |= buf_addf(b, "# HELP " name " " help "\n# TYPE " name " " type "\n")
+	G("egress_proxy_connections", "gauge", "open client connections");
+	rc |= buf_addf(b, "egress_proxy_connections %ld\n", atomic_load(&s->conns));
+	G("egress_proxy_connections_total", "counter", "accepted client connections");
+	rc |= buf_addf(b, "egress_proxy_connections_total %ld\n", atomic_load(&s->conns_total));
+	G("egress_proxy_tunnels", "gauge", "open tunnels");
+	rc |= buf_addf(b, "egress_proxy_tunnels{mode=\"blind\"} %ld\n", atomic_load(&s->tunnels_blind));
+	rc |= buf_addf(b, "egress_proxy_tunnels{mode=\"intercept\"} %ld\n", atomic_load(&s->tunnels_intercept));
+	G("egress_proxy_connect_total", "counter", "CONNECT decisions");
+	rc |= buf_addf(b, "egress_proxy_connect_total{decision=\"intercept\"} %ld\n", atomic_load(&s->connect_intercept));
+	rc |= buf_addf(b, "egress_proxy_connect_total{decision=\"tunnel\"} %ld\n", atomic_load(&s->connect_tunnel));
+	rc |= buf_addf(b, "egress_proxy_connect_total{decision=\"deny\"} %ld\n", atomic_load(&s->connect_deny));
+	rc |= buf_addf(b, "egress_proxy_connect_total{decision=\"error\"} %ld\n", atomic_load(&s->connect_error));
+	G("egress_proxy_requests_total", "counter", "intercepted and plain requests");
+	rc |= buf_addf(b, "egress_proxy_requests_total{injected=\"true\"} %ld\n", atomic_load(&s->req_injected));
+	rc |= buf_addf(b, "egress_proxy_requests_total{injected=\"false\"} %ld\n", atomic_load(&s->req_plain));
+	G("egress_proxy_refused_total", "counter", "refusals by reason");
+	rc |= buf_addf(b, "egress_proxy_refused_total{reason=\"auth\"} %ld\n", atomic_load(&s->ref_auth));
+	rc |= buf_addf(b, "egress_proxy_refused_total{reason=\"limit\"} %ld\n", atomic_load(&s->ref_limit));
+	rc |= buf_addf(b, "egress_proxy_refused_total{reason=\"ssrf\"} %ld\n", atomic_load(&s->ref_ssrf));
+	rc |= buf_addf(b, "egress_proxy_refused_total{reason=\"misdirected\"} %ld\n", atomic_load(&s->ref_misdirected));
+	rc |= buf_addf(b, "egress_proxy_refused_total{reason=\"badrequest\"} %ld\n", atomic_load(&s->ref_badrequest));
+	rc |= buf_addf(b, "egress_proxy_refused_total{reason=\"addon\"} %ld\n", atomic_load(&s->ref_addon));
+	rc |= buf_addf(b, "egress_proxy_refused_total{reason=\"upstream_tls\"} %ld\n", atomic_load(&s->ref_upstream_tls));
+	G("egress_proxy_bytes_total", "counter", "bytes relayed");
+	rc |= buf_addf(b, "egress_proxy_bytes_total{dir=\"up\"} %ld\n", atomic_load(&s->bytes_up));
+	rc |= buf_addf(b, "egress_proxy_bytes_total{dir=\"down\"} %ld\n", atomic_load(&s->bytes_down));
+	G("egress_proxy_addon_errors_total", "counter", "addon hook errors (failed closed)");
+	rc |= buf_addf(b, "egress_proxy_addon_errors_total %ld\n", atomic_load(&addon_errors_total));
+	G("egress_proxy_addon_reloads_total", "counter", "addon reloads");
+	rc |= buf_addf(b, "egress_proxy_addon_reloads_total{result=\"ok\"} %ld\n", atomic_load(&s->reload_ok));
+	rc |= buf_addf(b, "egress_proxy_addon_reloads_total{result=\"failed\"} %ld\n", atomic_load(&s->reload_failed));
+	G("egress_proxy_sandboxes", "gauge", "registered sandboxes");
+	rc |= buf_addf(b, "egress_proxy_sandboxes %zu\n", sandbox_count());
+	G("egress_proxy_leaf_cache", "gauge", "leaf certificates cached");
+	rc |= buf_addf(b, "egress_proxy_leaf_cache %zu\n", P.cc != NULL ? certcache_size(P.cc) : (size_t)0);
+#undef G
+	(void)rc;
+}

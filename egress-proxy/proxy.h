@@ -1,0 +1,61 @@
+/*
+ * proxy.h: the proxy's process-wide state, its worker threads and the
+ * connection engine (proxy.c).
+ */
+#ifndef PROXY_PROXY_H
+#define PROXY_PROXY_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <openssl/ssl.h>
+
+#include "config.h"
+
+struct certcache;
+struct sandbox;
+struct addon_src;
+struct buf;
+
+struct pstats {
+	atomic_long	 conns, conns_total;
+	atomic_long	 tunnels_blind, tunnels_intercept;
+	atomic_long	 connect_intercept, connect_tunnel, connect_deny, connect_error;
+	atomic_long	 req_injected, req_plain;
+	atomic_long	 ref_auth, ref_limit, ref_ssrf, ref_misdirected, ref_badrequest,
+			 ref_addon, ref_upstream_tls;
+	atomic_long	 bytes_up, bytes_down;
+	atomic_long	 reload_ok, reload_failed;
+};
+
+struct proxy {
+	struct pconf		*conf;
+	struct certcache	*cc;
+	SSL_CTX			*srv_ctx;	/* TLS towards clients */
+	SSL_CTX			*cli_ctx;	/* TLS towards upstreams */
+	int			 audit_fd;	/* -1: no audit log */
+	struct pstats		 st;
+	_Atomic(struct addon_src *) src;	/* current addons (main thread swaps) */
+	pthread_mutex_t		 src_mtx;
+};
+
+extern struct proxy P;
+
+/* Builds the TLS contexts. 0 or -1 with err. */
+int	proxy_tls_init(char *err, size_t errlen);
+/* Starts n worker threads. 0 or -1. */
+int	proxy_workers_start(int n);
+void	proxy_workers_stop(void);
+/* Hands an accepted fd to the least-loaded worker (sb referenced or NULL). */
+void	proxy_dispatch(int fd, struct sandbox *sb);
+/* Closes every connection of sb on every worker. */
+void	proxy_kill_sandbox(struct sandbox *sb);
+/* The current addon source, referenced (under src_mtx). */
+struct addon_src *proxy_addons(void);
+/* Swaps in a new addon source (ownership passes). */
+void	proxy_set_addons(struct addon_src *);
+/* Prometheus text into b. */
+void	proxy_metrics(struct buf *b);
+/* Open connections on all workers. */
+long	proxy_open_conns(void);
+
+#endif

@@ -1,0 +1,59 @@
+/*
+ * sandbox.h: registered sandboxes (thread-safe registry). A sandbox has a
+ * stable identity with counters (struct sandbox) and an immutable,
+ * refcounted attribute snapshot (struct sbattrs) that a connection keeps
+ * for its whole life, so re-registering changes only new connections.
+ */
+#ifndef PROXY_SANDBOX_H
+#define PROXY_SANDBOX_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+
+struct sbattrs {
+	atomic_int	 refs;
+	char		*secret;	/* NULL: no proxy credential */
+	char		*org, *user, *session;
+	char		**lk, **lv;	/* labels */
+	size_t		 nl;
+};
+
+struct sandbox {
+	atomic_int	 refs;
+	char		 id[128];
+	atomic_int	 dead;		/* deregistered */
+	atomic_long	 conns, tunnels, intercepted, requests;
+	atomic_long	 bytes_up, bytes_down, denied;
+	struct sbattrs	*attrs;		/* current; guarded by the registry lock */
+	void		*listener;	/* main thread only (struct evconnlistener) */
+};
+
+/* The sandbox used for anonymous connections. */
+struct sandbox	*sandbox_anonymous(void);
+
+struct sandbox	*sandbox_ref(struct sandbox *);
+void		 sandbox_unref(struct sandbox *);
+struct sbattrs	*sbattrs_ref(struct sbattrs *);
+void		 sbattrs_unref(struct sbattrs *);
+/* The current attributes of sb, referenced. */
+struct sbattrs	*sandbox_attrs(struct sandbox *);
+
+/*
+ * Registers or updates id with attrs (ownership passes to the registry).
+ * Returns the sandbox, referenced; *created says whether it is new.
+ */
+struct sandbox	*sandbox_register(const char *id, struct sbattrs *attrs, int *created);
+/* Removes id from the registry; returns it referenced, or NULL. */
+struct sandbox	*sandbox_deregister(const char *id);
+/* Looks up id; referenced, or NULL. */
+struct sandbox	*sandbox_find(const char *id);
+/*
+ * Checks a Proxy-Authorization "Basic base64(id:secret)" value.
+ * Referenced sandbox and attrs on success, NULL otherwise.
+ */
+struct sandbox	*sandbox_auth(const char *value, size_t len, struct sbattrs **attrs);
+/* Calls fn for each registered sandbox (under the lock: keep it short). */
+void		 sandbox_foreach(void (*fn)(struct sandbox *, void *), void *);
+size_t		 sandbox_count(void);
+
+#endif
