@@ -85,3 +85,7 @@ check "recorder recorded plain bytes" contains "$T/rec-plain.bytes" "X-Canary: p
 check "untrusted cert fails verification" bash -c "! openssl verify -CAfile $PKI/ca.pem $PKI/github.com-untrusted.pem >/dev/null 2>&1"
 check "expired cert fails verification" bash -c "! openssl verify -CAfile $PKI/ca.pem $PKI/github.com-expired.pem >/dev/null 2>&1"
 check "wrong-host cert lacks github.com" bash -c "! openssl x509 -in $PKI/wronghost.pem -noout -checkhost github.com | grep -q 'does match'"
+for h in uploads.github.com codeload.github.com raw.githubusercontent.com; do
+	check "$h answers with token" bash -c "curl -s --cacert $ca --resolve $h:$GH_PORT:127.0.0.1 -H 'Authorization: token $GH_TOKEN_REAL' https://$h:$GH_PORT/x | grep -q '$h ok'"
+	check "$h 401 without" test "$(curl -s -o /dev/null -w '%{http_code}' --cacert $ca --resolve $h:$GH_PORT:127.0.0.1 https://$h:$GH_PORT/x)" = 401
+done

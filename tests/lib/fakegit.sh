@@ -7,7 +7,8 @@
 #   fx_repos             bare repos github: e2e-org/repo.git, gitlab: e2e-group/repo.git
 #   fx_api_start [args]  fakeapi.py: API_PORT (TLS, api.github.com), API_PLAIN (auth backend)
 #                        log: $T/api.log (one JSON line per request)
-#   fx_nginx_start       nginx+fcgiwrap: GH_PORT (github.com & friends), GL_PORT (gitlab.com)
+#   fx_nginx_start       nginx+fcgiwrap: GH_PORT (github.com & friends), GL_PORT (gitlab.com),
+#                        SINK_PORT (plain HTTP: / and /big/256m.bin)
 #                        log: $T/nginx/access.log
 #   fx_recorder NAME [--cert C --key K] [--reply R]
 #                        recording attacker; sets REC_PORT; bytes in $T/rec-NAME.bytes,
@@ -107,6 +108,7 @@ EOF
 fx_nginx_start() {
 	GH_PORT=$(free_port)
 	GL_PORT=$(free_port)
+	SINK_PORT=$(free_port)
 	mkdir -p "$T/nginx/tmp" "$T/www/big"
 	truncate -s 256M "$T/www/big/256m.bin"
 	fcgiwrap -c 4 -s "unix:$T/nginx/fcgiwrap.sock" >>"$T/nginx/fcgiwrap.log" 2>&1 &
@@ -130,8 +132,43 @@ http {
 EOF
 		echo "	log_format e2e '\$server_port \$host \"\$request\" \$status auth=\"\$http_authorization\" pauth=\"\$http_proxy_authorization\" cookie=\"\$http_cookie\" xfwd=\"\$http_x_forwarded_for\"';"
 		echo "	access_log $T/nginx/access.log e2e;"
-		_fx_git_server "github.com api.github.com uploads.github.com codeload.github.com raw.githubusercontent.com" \
+		_fx_git_server github.com \
 			"$GH_PORT" "$PKI/github.com" "$T/git/github" github ""
+		local h
+		for h in uploads.github.com codeload.github.com raw.githubusercontent.com; do
+			echo "$h ok" >"$T/www/$h.ok"
+			cat <<EOF
+	server {
+		listen 127.0.0.1:$GH_PORT ssl;
+		server_name $h;
+		ssl_certificate $PKI/$h.pem;
+		ssl_certificate_key $PKI/$h.key;
+		location / {
+			auth_request /_auth;
+			error_page 401 = @unauth;
+			default_type text/plain;
+			root $T/www;
+			try_files /$h.ok =404;
+		}
+		location = /_auth {
+			internal;
+			proxy_pass http://127.0.0.1:$API_PLAIN/_auth/github-any;
+			proxy_pass_request_body off;
+			proxy_set_header Content-Length "";
+			proxy_set_header X-Original-URI \$request_uri;
+			proxy_set_header X-Original-Host \$host;
+		}
+		location @unauth { return 401 "unauthorized\\n"; }
+	}
+EOF
+		done
+		cat <<EOF
+	server {
+		listen 127.0.0.1:$SINK_PORT;
+		location / { return 200 "plain ok\n"; }
+		location /big/ { root $T/www; }
+	}
+EOF
 		_fx_git_server gitlab.com "$GL_PORT" "$PKI/gitlab.com" "$T/git/gitlab" gitlab \
 			"		location /api/v4/ { proxy_pass http://127.0.0.1:$API_PLAIN; proxy_set_header Host \$host; }"
 		echo "}"
@@ -139,7 +176,7 @@ EOF
 	nginx -p "$T/nginx" -c "$T/nginx/nginx.conf" -g 'daemon off;' >>"$T/nginx/stderr" 2>&1 &
 	track_pid $!
 	FX_NGINX_PID=$!
-	wait_port "$GH_PORT" 20 && wait_port "$GL_PORT" 20 && wait_for 10 test -S "$T/nginx/fcgiwrap.sock"
+	wait_port "$GH_PORT" 20 && wait_port "$GL_PORT" 20 && wait_port "$SINK_PORT" 20 && wait_for 10 test -S "$T/nginx/fcgiwrap.sock"
 }
 
 # fx_recorder NAME [--cert C --key K] [--reply R]

@@ -1,0 +1,282 @@
+#!/usr/bin/env bash
+# tests/bench/proxy/run.sh: the egress proxy against its peers, in ONE run,
+# through CONNECT against one local nginx TLS upstream (figures, not a gate):
+#   direct            no proxy
+#   egress intercept  this proxy, MITM + credential injected (shipped github.lua)
+#   egress tunnel     this proxy, blind CONNECT tunnel
+#   squid tunnel      squid blind CONNECT (splice)
+#   squid bump        squid-openssl ssl-bump + request_header_add (injection)
+#   mitmproxy         mitmdump with an equivalent injecting addon
+# Cases: keep-alive small GETs (req/s, p50, p99), a new connection per request
+# (req/s), 1 MiB bodies (MiB/s), resident memory per idle connection with
+# 2,000 open. Knobs: BENCH_SECS (default 4), BENCH_IDLE (2000), BENCH_ONLY
+# (space-separated row names to run).
+set -u
+cd "$(dirname "$0")/../../.."
+export TOP=$PWD
+. tests/lib/common.sh
+. tests/lib/fakegit.sh
+. tests/lib/proxy.sh
+SECS=${BENCH_SECS:-4}
+IDLE=${BENCH_IDLE:-2000}
+KA_C=${BENCH_KA_CONNS:-8}
+NC_C=${BENCH_NC_CONNS:-8}
+BODY_C=${BENCH_BODY_CONNS:-4}
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+chmod 755 "$T"
+
+echo "== proxy benchmark ($(date -u +%FT%TZ), $(nproc) CPUs, ${SECS}s per case, $IDLE idle connections)"
+LOAD=$T/connect_load
+cc -O2 -g -std=c11 -D_GNU_SOURCE -Wall -Wextra -pthread tests/bench/proxy/connect_load.c \
+	-o "$LOAD" -lssl -lcrypto || { echo "cannot build connect_load"; exit 1; }
+fx_pki >/dev/null && fx_tokens || exit 1
+# Upstream leaf for both the intercepted name and the tunnelled one.
+(cd "$PKI" && openssl ecparam -name prime256v1 -genkey -noout -out bench.key &&
+	openssl req -new -key bench.key -subj /CN=github.com -out bench.csr &&
+	printf 'subjectAltName=DNS:github.com,DNS:bench.test\n' >bench.ext &&
+	openssl x509 -req -in bench.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 \
+		-sha256 -extfile bench.ext -out bench.pem) 2>/dev/null || exit 1
+
+# --- upstream nginx (1 worker: the machine has few cores and the proxies need them)
+NG=$(free_port)
+mkdir -p "$T/ng/tmp" "$T/ng/www"
+head -c 1048576 /dev/urandom >"$T/ng/www/1m"
+cat >"$T/ng/nginx.conf" <<EOF
+user root;
+worker_processes 1;
+pid $T/ng/nginx.pid;
+error_log $T/ng/error.log warn;
+worker_rlimit_nofile 65536;
+events { worker_connections 16384; }
+http {
+	access_log off;
+	client_body_temp_path $T/ng/tmp/b; proxy_temp_path $T/ng/tmp/p; fastcgi_temp_path $T/ng/tmp/f;
+	uwsgi_temp_path $T/ng/tmp/u; scgi_temp_path $T/ng/tmp/s;
+	keepalive_requests 10000000; keepalive_timeout 600s;
+	sendfile on;
+	server {
+		listen 127.0.0.1:$NG ssl;
+		ssl_certificate $PKI/bench.pem; ssl_certificate_key $PKI/bench.key;
+		location = /small { default_type text/plain; return 200 "ok\n"; }
+		location = /1m { root $T/ng/www; }
+	}
+}
+EOF
+nginx -p "$T/ng" -c "$T/ng/nginx.conf" -g 'daemon off;' >"$T/ng/stderr" 2>&1 &
+track_pid $!
+wait_port "$NG" 20 || { echo "nginx did not start"; cat "$T/ng/stderr"; exit 1; }
+
+# rss_tree PID: resident KiB of PID and all its descendants.
+rss_tree() {
+	local p kids sum=0
+	for p in $1 $(pgrep -P "$1" 2>/dev/null); do
+		[ "$p" = "$1" ] || { sum=$((sum + $(rss_tree "$p"))); continue; }
+		sum=$((sum + $(awk '/^VmRSS:/ {print $2}' "/proc/$p/status" 2>/dev/null || echo 0)))
+	done
+	echo "$sum"
+}
+
+declare -A KA_RPS KA_P50 KA_P99 NC_RPS BODY_MB IDLE_KIB NOTE
+ROWS=()
+
+# measure ROW PID LOADARGS...: runs the cases for one configuration.
+measure() {
+	local row=$1 pid=$2; shift 2
+	local out
+	ROWS+=("$row")
+	if [ "$pid" != - ] && [ "$IDLE" -gt 0 ]; then
+		local w=$T/idle-$row r0 r1 lp
+		rm -f "$w"
+		r0=$(rss_tree "$pid")
+		"$LOAD" "$@" -m idle -N "$IDLE" -c 16 -p /small -w "$w" >"$w.out" 2>&1 &
+		lp=$!
+		if wait_for 240 grep -q '^idle ready' "$w.out"; then
+			sleep 1
+			r1=$(rss_tree "$pid")
+			local held
+			held=$(awk '/^idle ready/ {print $3}' "$w.out")
+			if [ "${held:-0}" -gt 0 ]; then
+				IDLE_KIB[$row]=$(awk -v a="$r0" -v b="$r1" -v n="$held" 'BEGIN {printf "%.1f", (b - a) / n}')
+			fi
+			echo "  $row idle:      $(cat "$w.out") rss ${r0} -> ${r1} KiB"
+			[ "$held" = "$IDLE" ] || NOTE[$row]="only $held of $IDLE idle connections opened"
+		else
+			echo "  $row idle:      did not finish: $(cat "$w.out")"
+			NOTE[$row]="idle connections did not open in time"
+		fi
+		touch "$w"
+		wait "$lp" 2>/dev/null
+		sleep 1
+	fi
+	out=$("$LOAD" "$@" -m keepalive -c "$KA_C" -d "$SECS" -p /small 2>&1)
+	echo "  $row keepalive: $out"
+	KA_RPS[$row]=$(sed -n 's/.* rps=\([0-9]*\).*/\1/p' <<<"$out")
+	KA_P50[$row]=$(sed -n 's/.* p50_us=\([0-9]*\).*/\1/p' <<<"$out")
+	KA_P99[$row]=$(sed -n 's/.* p99_us=\([0-9]*\).*/\1/p' <<<"$out")
+	out=$("$LOAD" "$@" -m newconn -c "$NC_C" -d "$SECS" -p /small 2>&1)
+	echo "  $row newconn:   $out"
+	NC_RPS[$row]=$(sed -n 's/.* rps=\([0-9]*\).*/\1/p' <<<"$out")
+	out=$("$LOAD" "$@" -m body -c "$BODY_C" -d "$SECS" -p /1m 2>&1)
+	echo "  $row body:      $out"
+	BODY_MB[$row]=$(sed -n 's/.* mbps=\([0-9.]*\).*/\1/p' <<<"$out")
+}
+
+# --- direct
+echo "-- direct"
+measure direct - -t "127.0.0.1:$NG" -n github.com -C "$PKI/ca.pem"
+
+# --- this proxy
+if [ -x "$PROXY_BIN" ] && [ -f "$TOP/addons/github.lua" ]; then
+	API_PORT=1 GH_PORT=1 GL_PORT=1
+	PX_NORESOLVE=1 PX_ANON=true PX_RESOLVE="  \"github.com:443\": \"127.0.0.1:$NG\"
+  \"bench.test:443\": \"127.0.0.1:$NG\"" PX_EXTRA="limits:
+  tunnels_per_sandbox: 100000
+  conns_per_sandbox: 100000
+timeouts:
+  idle: 10m" px_config egress
+	sed -i 's/^workers: .*/workers: 0/' "$PX_DIR/proxy.yaml"
+	PX_ADMIN=$PX_DIR/admin.sock PX_CA=$PX_DIR/export/ca.crt
+	"$PROXY_BIN" -d -f "$PX_DIR/proxy.yaml" >"$PX_DIR/stderr" 2>&1 &
+	PX_PID=$!
+	track_pid $PX_PID
+	if wait_port "$PX_PORT" 20 && wait_for 10 test -s "$PX_CA"; then
+		echo "-- egress intercept"
+		measure "egress-intercept" "$PX_PID" -x "127.0.0.1:$PX_PORT" -t github.com:443 -n github.com -C "$PX_CA"
+		grep -q '"injected":true' "$PX_DIR/audit.jsonl" 2>/dev/null ||
+			NOTE[egress-intercept]="no injected request in the audit log: check the addon"
+		echo "-- egress tunnel"
+		measure "egress-tunnel" "$PX_PID" -x "127.0.0.1:$PX_PORT" -t bench.test:443 -n bench.test -C "$PKI/ca.pem"
+	else
+		echo "egress-proxy did not start: $(tail -3 "$PX_DIR/stderr")"
+	fi
+	kill "$PX_PID" 2>/dev/null
+else
+	echo "-- egress-proxy not built ($PROXY_BIN) or addons/github.lua missing: rows skipped"
+fi
+
+# --- squid (squid-openssl): blind tunnel and ssl-bump
+printf '127.0.0.1 github.com bench.test\n' >"$T/hosts"
+squid_start() { # name port extra-config
+	local d=$T/$1
+	mkdir -p "$d"
+	SQ_PORT=$2
+	cat >"$d/squid.conf" <<EOF
+$3
+http_access allow all
+cache deny all
+hosts_file $T/hosts
+dns_nameservers 127.0.0.1
+pid_filename $d/squid.pid
+cache_log $d/cache.log
+access_log none
+cache_store_log none
+coredump_dir $d
+cache_effective_user proxy
+max_filedescriptors 65536
+shutdown_lifetime 1 seconds
+client_persistent_connections on
+server_persistent_connections on
+EOF
+	chown -R proxy "$d"
+	squid -N -f "$d/squid.conf" >"$d/stderr" 2>&1 &
+	SQ_PID=$!
+	track_pid $SQ_PID
+	wait_port "$SQ_PORT" 30
+}
+if command -v squid >/dev/null; then
+	echo "-- squid tunnel"
+	p=$(free_port)
+	if squid_start squid-tunnel "$p" "http_port 127.0.0.1:$p"; then
+		measure "squid-tunnel" "$SQ_PID" -x "127.0.0.1:$SQ_PORT" -t "bench.test:$NG" -n bench.test -H "bench.test:$NG" -C "$PKI/ca.pem"
+		kill "$SQ_PID"; wait "$SQ_PID" 2>/dev/null
+	else
+		echo "squid did not start: $(tail -3 "$T/squid-tunnel/cache.log")"
+	fi
+	echo "-- squid ssl-bump"
+	mkdir -p "$T/squid-bump"
+	openssl ecparam -name prime256v1 -genkey -noout -out "$T/squid-bump/ca.key" 2>/dev/null
+	openssl req -x509 -new -key "$T/squid-bump/ca.key" -days 2 -subj "/CN=bench squid CA" \
+		-addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign" \
+		-out "$T/squid-bump/ca.pem" 2>/dev/null
+	/usr/lib/squid/security_file_certgen -c -s "$T/squid-bump/ssl_db" -M 16MB >/dev/null 2>&1
+	SQ_PORT=$(free_port)
+	conf="http_port 127.0.0.1:$SQ_PORT ssl-bump tls-cert=$T/squid-bump/ca.pem tls-key=$T/squid-bump/ca.key generate-host-certificates=on dynamic_cert_mem_cache_size=16MB
+sslcrtd_program /usr/lib/squid/security_file_certgen -s $T/squid-bump/ssl_db -M 16MB
+sslcrtd_children 4 startup=1 idle=1
+ssl_bump bump all
+tls_outgoing_options cafile=$PKI/ca.pem
+request_header_access Authorization deny all
+request_header_add Authorization \"token bench-token\" all"
+	if squid_start squid-bump "$SQ_PORT" "$conf"; then
+		measure "squid-bump" "$SQ_PID" -x "127.0.0.1:$SQ_PORT" -t "github.com:$NG" -n github.com -H "github.com:$NG" -C "$T/squid-bump/ca.pem"
+		kill "$SQ_PID"; wait "$SQ_PID" 2>/dev/null
+	else
+		echo "squid ssl-bump did not start: $(tail -5 "$T/squid-bump/cache.log")"
+	fi
+fi
+
+# --- mitmproxy (mitmdump) with an injecting addon
+if command -v mitmdump >/dev/null; then
+	echo "-- mitmproxy"
+	MP=$(free_port)
+	mkdir -p "$T/mitm"
+	cat >"$T/mitm/inject.py" <<'EOF'
+def request(flow):
+    if flow.request.pretty_host == "github.com":
+        flow.request.headers.pop("Authorization", None)
+        flow.request.headers["Authorization"] = "token bench-token"
+EOF
+	mitmdump --listen-host 127.0.0.1 -p "$MP" -q --set confdir="$T/mitm" \
+		--set ssl_verify_upstream_trusted_ca="$PKI/ca.pem" --set connection_strategy=lazy \
+		-s "$T/mitm/inject.py" >"$T/mitm/stderr" 2>&1 &
+	MP_PID=$!
+	track_pid $MP_PID
+	if wait_port "$MP" 60 && wait_for 20 test -s "$T/mitm/mitmproxy-ca-cert.pem"; then
+		measure "mitmproxy" "$MP_PID" -x "127.0.0.1:$MP" -t "127.0.0.1:$NG" -n github.com -C "$T/mitm/mitmproxy-ca-cert.pem"
+	else
+		echo "mitmdump did not start: $(tail -3 "$T/mitm/stderr")"
+	fi
+	kill "$MP_PID" 2>/dev/null
+fi
+
+# --- table
+v() { local x; eval "x=\${$1[$2]:-}"; echo "${x:--}"; }
+echo
+printf '%-17s %10s %9s %9s %12s %12s %14s\n' config "ka req/s" "ka p50us" "ka p99us" "newconn r/s" "1MiB MiB/s" "idle KiB/conn"
+for r in "${ROWS[@]}"; do
+	printf '%-17s %10s %9s %9s %12s %12s %14s\n' "$r" "$(v KA_RPS "$r")" "$(v KA_P50 "$r")" \
+		"$(v KA_P99 "$r")" "$(v NC_RPS "$r")" "$(v BODY_MB "$r")" "$(v IDLE_KIB "$r")"
+done
+for r in "${ROWS[@]}"; do
+	[ -n "${NOTE[$r]:-}" ] && echo "note: $r: ${NOTE[$r]}"
+done
+
+# ratio NAME A-ROW A-ARRAY OP TARGET B-ROW B-ARRAY: prints "ratio = A/B vs target".
+echo
+echo "targets (issue 2), ratios from this run:"
+target() { # label array rowA rowB min-ratio   (A/B >= min)   or  max: prefix for <=
+	local label=$1 arr=$2 a b cmp=${6:-ge}
+	a=$(v "$arr" "$3"); b=$(v "$arr" "$4")
+	if [ "$a" = - ] || [ "$b" = - ] || [ "$b" = 0 ]; then
+		printf '  %-58s  n/a\n' "$label"; return
+	fi
+	awk -v a="$a" -v b="$b" -v t="$5" -v l="$label" -v c="$cmp" 'BEGIN {
+		r = a / b; ok = (c == "ge") ? (r >= t) : (r <= t)
+		printf "  %-58s %7.2f  (target %s %s)  %s\n", l, r, (c == "ge" ? ">=" : "<="), t, ok ? "MET" : "MISSED" }'
+}
+limit() { # label array row max
+	local a; a=$(v "$2" "$3")
+	if [ "$a" = - ]; then printf '  %-58s  n/a\n' "$1"; return; fi
+	awk -v a="$a" -v t="$4" -v l="$1" 'BEGIN { printf "  %-58s %7.1f  (target <= %s)  %s\n", l, a, t, a <= t ? "MET" : "MISSED" }'
+}
+target "keep-alive req/s: intercept / squid tunnel" KA_RPS egress-intercept squid-tunnel 0.5
+target "keep-alive req/s: intercept / squid ssl-bump" KA_RPS egress-intercept squid-bump 2
+target "keep-alive req/s: intercept / mitmproxy" KA_RPS egress-intercept mitmproxy 20
+target "keep-alive p99: intercept / squid tunnel" KA_P99 egress-intercept squid-tunnel 2 le
+target "new conn req/s: intercept / direct" NC_RPS egress-intercept direct 0.5
+target "new conn req/s: intercept / squid ssl-bump" NC_RPS egress-intercept squid-bump 2
+target "1 MiB bodies MiB/s: intercept / direct" BODY_MB egress-intercept direct 0.6
+limit "idle KiB per intercepted connection" IDLE_KIB egress-intercept 16
+limit "idle KiB per tunnelled connection" IDLE_KIB egress-tunnel 8
+echo "(informational: egress tunnel / squid tunnel keep-alive $(awk -v a="$(v KA_RPS egress-tunnel)" -v b="$(v KA_RPS squid-tunnel)" 'BEGIN { if (a+0 > 0 && b+0 > 0) printf "%.2f", a / b; else print "n/a" }'))"
+exit 0

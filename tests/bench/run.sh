@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# tests/bench/run.sh: runs every tests/bench/*/run.sh (make bench). Figures,
+# not a gate: a failing benchmark is reported and the others still run.
+cd "$(dirname "$0")/../.."
+rc=0
+for b in tests/bench/*/run.sh; do
+	[ -f "$b" ] || continue
+	echo "==== $b"
+	bash "$b" || { echo "benchmark $b exited with $?"; rc=1; }
+done
+exit $rc
