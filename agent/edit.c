@@ -143,7 +143,7 @@ edit_str_replace(const char *p, size_t n, const char *old, size_t oldn,
 	const char *m, *first = NULL;
 	size_t count = 0, off = 0, lines[EDIT_MAX_LINES_LISTED], nl = 0, i;
 	size_t last_line = 0, line = 1, scanned = 0;
-	int o;
+	int o, more = 0;
 
 	if (oldn == 0) {
 		snprintf(err, errlen, "old_str must not be empty (to add text use "
@@ -159,8 +159,12 @@ edit_str_replace(const char *p, size_t n, const char *old, size_t oldn,
 			if (p[i] == '\n')
 				line++;
 		scanned = (size_t)(m - p);
-		if (nl < EDIT_MAX_LINES_LISTED && line != last_line)
-			lines[nl++] = line;
+		if (line != last_line) {
+			if (nl < EDIT_MAX_LINES_LISTED)
+				lines[nl++] = line;
+			else
+				more = 1;
+		}
 		last_line = line;
 		off = (size_t)(m - p) + oldn;	/* non-overlapping, like str.count */
 	}
@@ -197,7 +201,7 @@ edit_str_replace(const char *p, size_t n, const char *old, size_t oldn,
 		if (o > 0 && (size_t)o < errlen)
 			snprintf(err + o, errlen - (size_t)o, "%s); it must occur exactly "
 			    "once: include more surrounding lines to make it unique",
-			    count > nl ? ", ..." : "");
+			    more ? ", ..." : "");
 		return -1;
 	}
 	off = (size_t)(first - p);

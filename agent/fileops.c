@@ -18,6 +18,38 @@
 #include "strnum.h"
 #include "xmalloc.h"
 
+/* Lexically cleans an absolute path in place: "//", "/./", "/x/.." go. */
+static void
+clean_path(char *p)
+{
+	char *src = p, *dst = p, *slash;
+
+	while (*src != '\0') {
+		if (src[0] == '/' && src[1] == '/') {
+			src++;
+			continue;
+		}
+		if (src[0] == '/' && src[1] == '.' && (src[2] == '/' || src[2] == '\0')) {
+			src += 2;
+			continue;
+		}
+		if (src[0] == '/' && src[1] == '.' && src[2] == '.' &&
+		    (src[3] == '/' || src[3] == '\0')) {
+			src += 3;
+			*dst = '\0';
+			slash = strrchr(p, '/');
+			dst = slash != NULL ? slash : p;
+			continue;
+		}
+		*dst++ = *src++;
+	}
+	*dst = '\0';
+	if (p[0] == '\0') {
+		p[0] = '/';
+		p[1] = '\0';
+	}
+}
+
 /* Absolute path for p (relative to the workdir). -1 if unusable. */
 static int
 resolve(const char *p, size_t plen, char *out, size_t outlen)
@@ -30,7 +62,10 @@ resolve(const char *p, size_t plen, char *out, size_t outlen)
 		n = snprintf(out, outlen, "%s", p);
 	else
 		n = snprintf(out, outlen, "%s/%s", agent_conf.workdir, p);
-	return (n < 0 || (size_t)n >= outlen) ? -1 : 0;
+	if (n < 0 || (size_t)n >= outlen)
+		return -1;
+	clean_path(out);
+	return 0;
 }
 
 static int
