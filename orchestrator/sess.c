@@ -356,7 +356,10 @@ sess_get(struct sessmgr *m, const char *sid, const char *org, const char *user,
 		return NULL;
 	}
 	pthread_mutex_lock(&m->mu);
-	if ((s = lookup_locked(m, sid)) == NULL) {
+	s = lookup_locked(m, sid);
+	if (s != NULL && !create && s->state == S_NONE && !s->provisioning)
+		s = NULL;	/* an empty record is no session */
+	if (s == NULL) {
 		if (!create) {
 			pthread_mutex_unlock(&m->mu);
 			*e = SE_NOTFOUND;

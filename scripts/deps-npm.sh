@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# deps-npm.sh: installs the npm packages the tests need (the official MCP
+# TypeScript SDK client in tests/mcp) from their package-lock.json, when
+# node_modules is missing. Called by scripts/install-deps.sh.
+set -eu
+cd "$(dirname "$0")/.."
+if ! command -v npm >/dev/null 2>&1; then
+	# Debian packages npm separately from nodejs (nodesource bundles it).
+	if [ "$(id -u)" -eq 0 ]; then
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm >/dev/null
+	fi
+	command -v npm >/dev/null 2>&1 || { echo "deps-npm: npm not found; install it (apt-get install npm)" >&2; exit 1; }
+fi
+if [ ! -d tests/mcp/node_modules/@modelcontextprotocol/sdk ]; then
+	echo "deps-npm: npm ci in tests/mcp"
+	(cd tests/mcp && npm ci --no-audit --no-fund --loglevel=error)
+fi

@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# 51-orch-mcp-raw.sh: raw MCP Streamable HTTP with curl: every malformed
+# input gets a spec-conformant HTTP status and JSON-RPC error, the daemon
+# stays up, and long calls never block other sessions.
+. "$(dirname "$0")/../lib/common.sh"
+. "$TOP/tests/mcp/orch-lib.sh"
+
+orch_config "allowed_origins: [\"http://localhost:6274\"]" "tools:" "  progress_interval: 1s" \
+    "http:" "  max_body: 1MiB"
+check "orch starts" orch_start
+AUTH="Authorization: Bearer $ORCH_KEY"
+CT='Content-Type: application/json'
+ACC='Accept: application/json, text/event-stream'
+PING='{"jsonrpc":"2.0","id":1,"method":"ping"}'
+
+# req NAME WANT_STATUS JQ_PY [curl args...]: POST /mcp; checks the status and
+# a python expression over d (parsed body, None when empty) and h (headers).
+req() {
+	local name=$1 want=$2 expr=$3; shift 3
+	local st
+	st=$(curl -s -o "$T/body" -D "$T/hdr" -w '%{http_code}' --max-time 60 "$@")
+	if [ "$st" != "$want" ]; then
+		fail "$name" "status $st, want $want: $(head -c 300 "$T/body")"
+		return
+	fi
+	if python3 - "$expr" "$T/body" "$T/hdr" <<'PY'
+import json, sys
+expr, bp, hp = sys.argv[1:4]
+raw = open(bp, 'rb').read()
+d = json.loads(raw.decode('utf-8')) if raw.strip() and not raw.startswith(b'event:') else None
+h = {}
+for line in open(hp, encoding='latin-1'):
+    if ':' in line:
+        k, v = line.split(':', 1); h[k.strip().lower()] = v.strip()
+sse = raw.decode('utf-8') if raw.startswith(b'event:') else ''
+def code(x): return x['error']['code']
+sys.exit(0 if eval(expr) else 1)
+PY
+	then ok "$name"; else fail "$name" "check failed: $expr -- $(head -c 400 "$T/body")"; fi
+}
+U=$ORCH_URL/mcp
+
+req "ping ok (id 1)" 200 "d=={'jsonrpc':'2.0','id':1,'result':{}}" -H "$AUTH" -H "$CT" -H "$ACC" -d "$PING" "$U"
+req "id 0 echoed" 200 "d['id']==0 and d['result']=={}" -H "$AUTH" -H "$CT" -d '{"jsonrpc":"2.0","id":0,"method":"ping"}' "$U"
+req "unicode string id echoed" 200 "d['id']=='\u00e9\U0001F600'" -H "$AUTH" -H "$CT" -d '{"jsonrpc":"2.0","id":"\u00e9\ud83d\ude00","method":"ping"}' "$U"
+req "no key 401" 401 "code(d)==-32000 and h['www-authenticate'].startswith('Bearer')" -H "$CT" -d "$PING" "$U"
+req "wrong key 401" 401 "True" -H "Authorization: Bearer ${ORCH_KEY}x" -H "$CT" -d "$PING" "$U"
+req "key prefix 401" 401 "True" -H "Authorization: Bearer ${ORCH_KEY:0:10}" -H "$CT" -d "$PING" "$U"
+req "empty bearer 401" 401 "True" -H "Authorization: Bearer " -H "$CT" -d "$PING" "$U"
+req "basic scheme 401" 401 "True" -H "Authorization: Basic $ORCH_KEY" -H "$CT" -d "$PING" "$U"
+req "bearer scheme case-insensitive" 200 "d['result']=={}" -H "Authorization: bearer $ORCH_KEY" -H "$CT" -d "$PING" "$U"
+req "key in query string refused" 401 "True" -H "$CT" -d "$PING" "$U?key=$ORCH_KEY"
+req "bad origin 403" 403 "code(d)==-32000" -H "$AUTH" -H "$CT" -H 'Origin: http://evil.example' -d "$PING" "$U"
+req "allowed origin ok" 200 "d['result']=={}" -H "$AUTH" -H "$CT" -H 'Origin: http://localhost:6274' -d "$PING" "$U"
+req "bad json 400 -32700" 400 "code(d)==-32700 and d['id'] is None" -H "$AUTH" -H "$CT" -d '{"jsonrpc":' "$U"
+req "trailing garbage -32700" 400 "code(d)==-32700" -H "$AUTH" -H "$CT" -d "$PING xyz" "$U"
+printf '{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"\xff\xfe"}}' > "$T/badutf8"
+req "invalid utf-8 -32700" 400 "code(d)==-32700" -H "$AUTH" -H "$CT" --data-binary @"$T/badutf8" "$U"
+req "empty body -32700" 400 "code(d)==-32700" -H "$AUTH" -H "$CT" -d '' "$U"
+req "not an object -32600" 400 "code(d)==-32600" -H "$AUTH" -H "$CT" -d '42' "$U"
+req "wrong jsonrpc -32600" 400 "code(d)==-32600 and d['id']==1" -H "$AUTH" -H "$CT" -d '{"jsonrpc":"1.0","id":1,"method":"ping"}' "$U"
+req "null id -32600" 400 "code(d)==-32600" -H "$AUTH" -H "$CT" -d '{"jsonrpc":"2.0","id":null,"method":"ping"}' "$U"
+req "object id -32600" 400 "code(d)==-32600" -H "$AUTH" -H "$CT" -d '{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}' "$U"
+req "numeric method -32600" 400 "code(d)==-32600" -H "$AUTH" -H "$CT" -d '{"jsonrpc":"2.0","id":1,"method":7}' "$U"
+req "params array -32602" 200 "code(d)==-32602" -H "$AUTH" -H "$CT" -d '{"jsonrpc":"2.0","id":1,"method":"tools/list","params":[1]}' "$U"
+req "unknown method -32601" 200 "code(d)==-32601 and d['id']==1" -H "$AUTH" -H "$CT" -d '{"jsonrpc":"2.0","id":1,"method":"resources/list"}' "$U"
+req "notification 202 empty" 202 "d is None" -H "$AUTH" -H "$CT" -d '{"jsonrpc":"2.0","method":"notifications/initialized"}' "$U"
+req "response 202 empty" 202 "d is None" -H "$AUTH" -H "$CT" -d '{"jsonrpc":"2.0","id":9,"result":{}}' "$U"
+req "cancel notification 202" 202 "d is None" -H "$AUTH" -H "$CT" -d '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}}' "$U"
+req "initialize 2025-03-26" 200 "d['result']['protocolVersion']=='2025-03-26' and 'tools' in d['result']['capabilities']" -H "$AUTH" -H "$CT" -d '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}' "$U"
+req "initialize 2025-11-25" 200 "d['result']['protocolVersion']=='2025-11-25'" -H "$AUTH" -H "$CT" -d '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}' "$U"
+req "initialize unknown version -> latest" 200 "d['result']['protocolVersion']=='2025-11-25'" -H "$AUTH" -H "$CT" -d '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"1999-01-01","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}' "$U"
+req "initialize without version -32602" 200 "code(d)==-32602" -H "$AUTH" -H "$CT" -d '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}' "$U"
+req "bad protocol header 400" 400 "code(d)==-32000" -H "$AUTH" -H "$CT" -H 'MCP-Protocol-Version: 2030-01-01' -d "$PING" "$U"
+req "2026 discover falls back (400 -32000)" 400 "code(d)==-32000" -H "$AUTH" -H "$CT" -H 'mcp-protocol-version: 2026-07-28' -H 'mcp-method: server/discover' -d '{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{}}' "$U"
+req "lower-case protocol header ok" 200 "d['result']=={}" -H "$AUTH" -H "$CT" -H 'mcp-protocol-version: 2025-06-18' -d "$PING" "$U"
+req "batch 2025-03-26" 200 "isinstance(d,list) and len(d)==2 and d[0]['id']==1 and code(d[1])==-32601" -H "$AUTH" -H "$CT" -d '[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","id":2,"method":"nope"}]' "$U"
+req "batch of notifications 202" 202 "d is None" -H "$AUTH" -H "$CT" -d '[{"jsonrpc":"2.0","method":"notifications/initialized"}]' "$U"
+req "batch rejected in 2025-06-18" 400 "code(d)==-32600" -H "$AUTH" -H "$CT" -H 'MCP-Protocol-Version: 2025-06-18' -d "[$PING]" "$U"
+req "batch rejected in 2025-11-25" 400 "code(d)==-32600" -H "$AUTH" -H "$CT" -H 'MCP-Protocol-Version: 2025-11-25' -d "[$PING]" "$U"
+req "empty batch 400" 400 "code(d)==-32600" -H "$AUTH" -H "$CT" -d '[]' "$U"
+req "initialize in batch refused" 200 "code(d[0])==-32600" -H "$AUTH" -H "$CT" -d '[{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26"}}]' "$U"
+big=$(python3 -c "print('[' + ','.join(['{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"ping\"}' % i for i in range(101)]) + ']')")
+req "batch over 100 refused" 400 "code(d)==-32600" -H "$AUTH" -H "$CT" -d "$big" "$U"
+req "batch with tool calls" 200 "len(d)==2 and 'batch-tool' in d[1]['result']['content'][0]['text']" -H "$AUTH" -H "$CT" -H 'X-Session-Id: raw-batch' -d '[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"shell","arguments":{"command":"echo batch-tool"}}}]' "$U"
+req "no content-type 415" 415 "code(d)==-32000" -H "$AUTH" -H 'Content-Type:' -d "$PING" "$U"
+req "text/plain 415" 415 "True" -H "$AUTH" -H 'Content-Type: text/plain' -d "$PING" "$U"
+req "json with charset ok" 200 "d['result']=={}" -H "$AUTH" -H 'Content-Type: application/json; charset=utf-8' -d "$PING" "$U"
+req "accept html 406" 406 "code(d)==-32000" -H "$AUTH" -H "$CT" -H 'Accept: text/html' -d "$PING" "$U"
+req "accept json only -> json" 200 "h['content-type'].startswith('application/json')" -H "$AUTH" -H "$CT" -H 'Accept: application/json' -d "$PING" "$U"
+req "GET 405" 405 "'POST' in h['allow']" -H "$AUTH" -H 'Accept: text/event-stream' "$U"
+req "DELETE 405" 405 "True" -H "$AUTH" -X DELETE "$U"
+req "PUT 405" 405 "True" -H "$AUTH" -H "$CT" -X PUT -d "$PING" "$U"
+req "tools/call without X-Session-Id 400" 400 "code(d)==-32602 and 'X-Session-Id' in d['error']['message']" -H "$AUTH" -H "$CT" -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"shell","arguments":{"command":"true"}}}' "$U"
+req "bad X-Session-Id 400" 400 "code(d)==-32600" -H "$AUTH" -H "$CT" -H 'X-Session-Id: ../../etc' -d "$PING" "$U"
+req "long X-Session-Id 400" 400 "True" -H "$AUTH" -H "$CT" -H "X-Session-Id: $(head -c 200 /dev/zero | tr '\0' a)" -d "$PING" "$U"
+req "bad X-Org-Id 400" 400 "True" -H "$AUTH" -H "$CT" -H 'X-Org-Id: a b' -d "$PING" "$U"
+req "unknown tool -32602" 200 "code(d)==-32602 and 'Unknown tool' in d['error']['message']" -H "$AUTH" -H "$CT" -H 'X-Session-Id: raw1' -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"rm_rf","arguments":{}}}' "$U"
+req "tools/call no name -32602" 200 "code(d)==-32602" -H "$AUTH" -H "$CT" -H 'X-Session-Id: raw1' -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{}}}' "$U"
+req "arguments not object -32602" 200 "code(d)==-32602" -H "$AUTH" -H "$CT" -H 'X-Session-Id: raw1' -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"shell","arguments":"ls"}}' "$U"
+req "wrong argument type isError" 200 "d['result']['isError'] is True and 'timeout' in d['result']['content'][0]['text']" -H "$AUTH" -H "$CT" -H 'X-Session-Id: raw1' -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"shell","arguments":{"command":"true","timeout":"soon"}}}' "$U"
+req "missing argument isError" 200 "d['result']['isError'] is True and 'command' in d['result']['content'][0]['text']" -H "$AUTH" -H "$CT" -H 'X-Session-Id: raw1' -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"shell","arguments":{}}}' "$U"
+req "extra argument isError" 200 "d['result']['isError'] is True and 'unknown argument' in d['result']['content'][0]['text']" -H "$AUTH" -H "$CT" -H 'X-Session-Id: raw1' -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"shell","arguments":{"command":"true","sudo":true}}}' "$U"
+req "bad job id isError" 200 "d['result']['isError'] is True" -H "$AUTH" -H "$CT" -H 'X-Session-Id: raw1' -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"shell_poll","arguments":{"job_id":"../../x"}}}' "$U"
+req "edit unknown command isError" 200 "d['result']['isError'] is True" -H "$AUTH" -H "$CT" -H 'X-Session-Id: raw1' -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"str_replace_based_edit_tool","arguments":{"command":"delete","path":"x"}}}' "$U"
+req "view missing file isError" 200 "d['result']['isError'] is True" -H "$AUTH" -H "$CT" -H 'X-Session-Id: raw1' -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"str_replace_based_edit_tool","arguments":{"command":"view","path":"/nonexistent/file"}}}' "$U"
+req "binary output is valid utf-8 json" 200 "d['result']['content'][0]['text'].startswith('a\ufffd')" -H "$AUTH" -H "$CT" -H 'X-Session-Id: raw1' -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"shell","arguments":{"command":"printf \"a\\377\\001b\\033[1m\\n\""}}}' "$U"
+req "structuredContent for 2025-06-18" 200 "d['result']['structuredContent']['exit_code']==7" -H "$AUTH" -H "$CT" -H 'MCP-Protocol-Version: 2025-06-18' -H 'X-Session-Id: raw1' -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"shell","arguments":{"command":"exit 7"}}}' "$U"
+req "no structuredContent for 2025-03-26" 200 "'structuredContent' not in d['result']" -H "$AUTH" -H "$CT" -H 'X-Session-Id: raw1' -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"shell","arguments":{"command":"exit 7"}}}' "$U"
+req "SSE when only SSE accepted" 200 "sse.startswith('event: message\ndata: ') and sse.endswith('\n\n') and json.loads(sse.split('data: ',1)[1])['result']['content'][0]['text'].startswith('sse-out')" -H "$AUTH" -H "$CT" -H 'Accept: text/event-stream' -H 'X-Session-Id: raw1' -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"shell","arguments":{"command":"echo sse-out"}}}' "$U"
+req "progress notifications over SSE" 200 "sse.count('notifications/progress')>=2 and json.loads(sse.strip().split('\n\n')[-1].split('data: ',1)[1])['id']==5" -H "$AUTH" -H "$CT" -H "$ACC" -H 'X-Session-Id: raw1' -d '{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"shell","arguments":{"command":"sleep 2.6; echo done"},"_meta":{"progressToken":0}}}' "$U"
+
+# Oversized and hostile bodies.
+head -c $((20 * 1024 * 1024)) /dev/zero | tr '\0' ' ' > "$T/huge"
+st=$(curl -s -o /dev/null -w '%{http_code}' -H "$AUTH" -H "$CT" --data-binary @"$T/huge" "$U")
+check "20 MB body refused 413" [ "$st" = 413 ]
+python3 -c "print('['*200000 + ']'*200000)" > "$T/deep"
+req "deep nesting -32700" 400 "code(d)==-32700" -H "$AUTH" -H "$CT" --data-binary @"$T/deep" "$U"
+req "chunked body ok" 200 "d['result']=={}" -H "$AUTH" -H "$CT" -H 'Transfer-Encoding: chunked' -d "$PING" "$U"
+st=$(curl -s -o /dev/null -w '%{http_code}' -H "$AUTH" -H "$CT" -H "X-Big: $(head -c 100000 /dev/zero | tr '\0' a)" -d "$PING" "$U")
+check "huge header refused" [ "$st" -ge 400 ] 2>/dev/null
+printf 'POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n' | timeout 5 nc -q 2 127.0.0.1 "$ORCH_PORT" > "$T/smug" 2>&1
+printf 'GARBAGE\r\n\r\n' | timeout 5 nc -q 2 127.0.0.1 "$ORCH_PORT" > /dev/null 2>&1
+check "daemon up after hostile input" curl -sf "$ORCH_URL/healthz"
+
+# Long calls do not block other sessions.
+mcp_tool slow-a shell '{"command":"true"}' >/dev/null
+mcp_tool fast-b shell '{"command":"true"}' >/dev/null
+( mcp_tool slow-a shell '{"command":"sleep 4; echo slow-done"}' > "$T/slow" ) &
+slowpid=$!
+sleep 0.5
+t0=$(date +%s%N)
+out=$(mcp_tool fast-b shell '{"command":"echo fast"}')
+t1=$(date +%s%N)
+check "other session answers during a long call" [ $(( (t1 - t0) / 1000000 )) -lt 2000 ]
+check "other session result" contains <(echo "$out") fast
+out=$(mcp_tool slow-a shell '{"command":"echo concurrent"}')
+check "same session concurrent call is a clear tool error" contains <(echo "$out") 'another command is still running'
+wait $slowpid
+check "long call completes" contains "$T/slow" slow-done
+check "daemon still up" kill -0 "$ORCH_PID"

@@ -1,0 +1,162 @@
+// sdk-test.mjs: drives the orchestrator with the official MCP TypeScript SDK
+// client (StreamableHTTPClientTransport). Prints "ok NAME" / "not ok NAME".
+//
+//   node sdk-test.mjs URL KEY
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+
+const [url, key] = process.argv.slice(2);
+let failed = 0;
+
+function ok(name) { console.log(`ok ${name}`); }
+function fail(name, why) { console.log(`not ok ${name} -- ${why}`); failed++; }
+async function check(name, fn) {
+  try {
+    const r = await fn();
+    if (r === true) ok(name); else fail(name, `got ${JSON.stringify(r)}`.slice(0, 800));
+  } catch (e) {
+    fail(name, `threw ${e && e.stack ? e.stack : e}`.slice(0, 800));
+  }
+}
+
+async function connect(sid, k = key) {
+  const transport = new StreamableHTTPClientTransport(new URL(url), {
+    requestInit: { headers: { Authorization: `Bearer ${k}`, 'X-Session-Id': sid, 'X-Org-Id': 'acme', 'X-User-Id': 'alice' } },
+  });
+  const client = new Client({ name: 'orchestrator-e2e', version: '1.0.0' });
+  await client.connect(transport);
+  return client;
+}
+
+function text(r) { return r.content.map((c) => c.text || '').join(''); }
+async function sh(c, command, extra = {}) {
+  return c.callTool({ name: 'shell', arguments: { command, ...extra } }, undefined, { timeout: 120000 });
+}
+
+const sidA = `sdk-a-${process.pid}`;
+const sidB = `sdk-b-${process.pid}`;
+const a = await connect(sidA);
+
+await check('sdk negotiated version and server info', async () => {
+  const v = a.getServerVersion();
+  const caps = a.getServerCapabilities();
+  return v.name === 'sandbox-orchestrator' && !!caps.tools || { v, caps };
+});
+
+await check('sdk list tools', async () => {
+  const { tools } = await a.listTools();
+  const names = tools.map((t) => t.name).sort();
+  const want = ['clear_session', 'create_sandbox', 'shell', 'shell_async', 'shell_poll',
+    'shell_stop', 'shell_wait', 'str_replace_based_edit_tool'];
+  const schemasOk = tools.every((t) => t.inputSchema && t.inputSchema.type === 'object' && t.description.length > 40);
+  return (JSON.stringify(names) === JSON.stringify(want) && schemasOk) || names;
+});
+
+await check('sdk shell echo', async () => {
+  const r = await sh(a, 'echo hello-from-sandbox');
+  return (!r.isError && text(r).includes('hello-from-sandbox') && text(r).includes('exit code 0')) || r;
+});
+
+await check('sdk shell nonzero exit is a result', async () => {
+  const r = await sh(a, 'echo oops >&2; exit 3');
+  return (!r.isError && text(r).includes('oops') && text(r).includes('exit code 3')) || r;
+});
+
+await check('sdk shell state persists', async () => {
+  await sh(a, 'mkdir -p /tmp/x-$PPID && cd /tmp && export SDKVAR=persisted && myfn() { echo fn-$1; }');
+  const r = await sh(a, 'echo $SDKVAR; pwd; myfn ok');
+  const t = text(r);
+  return (t.includes('persisted') && t.includes('/tmp') && t.includes('fn-ok')) || t;
+});
+
+await check('sdk shell timeout reported', async () => {
+  const r = await sh(a, 'sleep 30', { timeout: 1 });
+  const r2 = await sh(a, 'echo $SDKVAR');
+  return (r.isError === true && text(r).includes('timed out') && text(r2).includes('persisted')) || [r, r2];
+});
+
+await check('sdk async job', async () => {
+  const s = await a.callTool({ name: 'shell_async', arguments: { command: 'for i in 1 2 3; do echo line$i; sleep 0.2; done; exit 4' } });
+  const m = text(s).match(/Started job (\S+)/);
+  if (!m) return s;
+  const id = m[1];
+  const w = await a.callTool({ name: 'shell_wait', arguments: { job_id: id, timeout: 30 } });
+  const p = await a.callTool({ name: 'shell_poll', arguments: { job_id: id, offset: 0 } });
+  const t = text(w);
+  return (t.includes('line1') && t.includes('line3') && t.includes('exit code 4') &&
+    text(p).includes('line2') && text(p).includes('eof')) || [t, text(p)];
+});
+
+await check('sdk async job stop', async () => {
+  const s = await a.callTool({ name: 'shell_async', arguments: { command: 'sleep 300' } });
+  const id = text(s).match(/Started job (\S+)/)[1];
+  const st = await a.callTool({ name: 'shell_stop', arguments: { job_id: id } });
+  const t = text(st);
+  return (!t.includes(': running')) || t;
+});
+
+await check('sdk unknown job id is a tool error', async () => {
+  const r = await a.callTool({ name: 'shell_poll', arguments: { job_id: 'j-doesnotexist' } });
+  return (r.isError === true && text(r).includes('no job')) || r;
+});
+
+await check('sdk file edits', async () => {
+  const ed = (args) => a.callTool({ name: 'str_replace_based_edit_tool', arguments: args });
+  const c = await ed({ command: 'create', path: 'notes/a.txt', file_text: 'one\ntwo\nthree\n' });
+  if (c.isError) return c;
+  const r = await ed({ command: 'str_replace', path: 'notes/a.txt', old_str: 'two', new_str: 'TWO' });
+  if (r.isError) return r;
+  const i = await ed({ command: 'insert', path: 'notes/a.txt', insert_line: 0, insert_text: 'zero\n' });
+  if (i.isError) return i;
+  const v = await ed({ command: 'view', path: 'notes/a.txt', view_range: [2, 3] });
+  const whole = await ed({ command: 'view', path: 'notes/a.txt' });
+  const dup = await ed({ command: 'str_replace', path: 'notes/a.txt', old_str: 'e', new_str: 'E' });
+  const t = text(v);
+  return (t.includes('one') && t.includes('TWO') && !t.includes('zero') && !t.includes('three') &&
+    /zero\n\s*2\tone\n\s*3\tTWO\n\s*4\tthree/.test(text(whole)) && dup.isError === true) || [t, text(whole), dup];
+});
+
+const b = await connect(sidB);
+await check('sdk two sessions isolated', async () => {
+  await sh(a, 'echo secret-a > /workspace/only-a.txt 2>/dev/null || echo secret-a > only-a.txt; export ONLYA=1');
+  const r = await sh(b, 'ls; cat only-a.txt 2>&1; echo "var=[$ONLYA]"');
+  const ra = await sh(a, 'pwd');
+  const rb = await sh(b, 'pwd');
+  const t = text(r);
+  return (!t.includes('secret-a') && t.includes('var=[]') && text(ra) !== text(rb)) || [t, text(ra), text(rb)];
+});
+
+await check('sdk clear_session gives a fresh sandbox', async () => {
+  await sh(b, 'echo keep > marker.txt');
+  const c = await b.callTool({ name: 'clear_session', arguments: {} });
+  const r = await sh(b, 'cat marker.txt 2>&1 || echo gone');
+  return (!c.isError && text(r).includes('gone')) || [c, text(r)];
+});
+
+await check('sdk bad arguments are tool errors', async () => {
+  const r = await a.callTool({ name: 'shell', arguments: { command: 5 } });
+  return (r.isError === true && text(r).includes("'command'")) || r;
+});
+
+await check('sdk unknown tool rejected', async () => {
+  try {
+    const r = await a.callTool({ name: 'no_such_tool', arguments: {} });
+    return r.isError === true || r;
+  } catch (e) {
+    return String(e).includes('Unknown tool') || String(e);
+  }
+});
+
+await check('sdk wrong key rejected', async () => {
+  try {
+    const c = await connect('sdk-wrongkey', key + 'x');
+    await c.close();
+    return 'connected with a wrong key';
+  } catch (e) {
+    return /401|nauthorized/.test(String(e)) || String(e);
+  }
+});
+
+await a.close();
+await b.close();
+process.exit(failed ? 1 : 0);
