@@ -438,12 +438,13 @@ wrapper_main(const char *dir, int outfd, int pipefd, const char *cwd,
 			continue;
 		if (WIFEXITED(st))
 			code = WEXITSTATUS(st);
-		else if (WIFSIGNALED(st)) {
+		else if (WIFSIGNALED(st))
 			sig = WTERMSIG(st);
-			if (sig == SIGKILL) {
-				oom1 = proc_oom_kills();
-				oom = oom0 >= 0 && oom1 > oom0;
-			}
+		/* The OOM killer picks the biggest process: often a child of
+		 * the job's shell, which then exits 137. */
+		if (sig == SIGKILL || code == 128 + SIGKILL) {
+			oom1 = proc_oom_kills();
+			oom = oom0 >= 0 && oom1 > oom0;
 		}
 		{
 			struct buf b;
@@ -507,7 +508,7 @@ job_http_start(struct conn *c, const struct json *body)
 	}
 	/* The script: the shell's exported env and cwd, then the command. */
 	buf_init(&script, 4 * 1024 * 1024);
-	NOCHECK(buf_addstr(&script, "{\n"));
+	NOCHECK(buf_addstr(&script, "{ :\n"));
 	shell_job_prelude(&script);
 	NOCHECK(buf_addstr(&script, "\n} >/dev/null 2>&1\n__agent_c=$1; set --; "
 	    "unset __agent_s; eval \"$__agent_c\"\n"));

@@ -11,8 +11,15 @@ AGENT_PID=
 # start_agent [extra args...]: starts the agent, waits until healthy.
 start_agent() {
 	mkdir -p "$T/ws" "$T/state"
-	"$AGENT" -d --listen "unix:$SOCK" --state "$T/state" --workdir "$T/ws" "$@" \
-	    >>"$T/agent.log" 2>&1 &
+	if [ -n "${AGENT_CGROUP:-}" ]; then
+		# Join a cgroup first (memory limit tests), then become the agent.
+		sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$AGENT_CGROUP" \
+		    "$AGENT" -d --listen "unix:$SOCK" --state "$T/state" --workdir "$T/ws" "$@" \
+		    >>"$T/agent.log" 2>&1 &
+	else
+		"$AGENT" -d --listen "unix:$SOCK" --state "$T/state" --workdir "$T/ws" "$@" \
+		    >>"$T/agent.log" 2>&1 &
+	fi
 	AGENT_PID=$!
 	track_pid "$AGENT_PID"
 	wait_for 20 curl -sf --unix-socket "$SOCK" http://a/v1/health
@@ -54,3 +61,25 @@ j() { jq -r "$1" "$T/body"; }
 status() { cat "$T/status"; }
 # out_is STRING: the last shell output is exactly STRING.
 out_is() { [ "$(j .output)" = "$1" ]; }
+
+# job_start COMMAND: POST /v1/jobs; prints the id.
+job_start() {
+	api POST /v1/jobs "$(jq -cn --arg c "$1" '{command:$c}')"
+	j .id
+}
+# job_wait ID [TIMEOUT_MS]: POST /v1/jobs/ID/wait; {job} in $T/body.
+job_wait() { api POST "/v1/jobs/$1/wait" "{\"timeout_ms\":${2:-30000}}"; }
+# job_output ID [MAX]: polls the whole output of a finished job into
+# $T/jobout in pieces of MAX bytes; fails if the job is still running.
+job_output() {
+	local off=0 max=${2:-100000}
+	: >"$T/jobout"
+	while :; do
+		api GET "/v1/jobs/$1?offset=$off&max=$max"
+		[ "$(status)" = 200 ] || return 1
+		jq -j .output "$T/body" >>"$T/jobout"
+		[ "$(j .eof)" = true ] && return 0
+		[ "$(j .next_offset)" = "$off" ] && return 1
+		off=$(j .next_offset)
+	done
+}
