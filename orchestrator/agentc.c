@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -120,26 +121,50 @@ dial(struct agentc *ac, char *err, size_t errlen)
 
 	if (ac->addr.unix_path[0] != '\0') {
 		struct sockaddr_un sun;
+		struct stat st;
+		int pfd;
 		size_t n = strnlen(ac->addr.unix_path, sizeof(ac->addr.unix_path));
 
 		if (n >= sizeof(sun.sun_path)) {
 			snprintf(err, errlen, "agent socket path too long");
 			return -1;
 		}
+		/*
+		 * The socket lives in a directory the sandbox can write: never
+		 * follow a symlink it may have put there (it would point us at
+		 * a host socket). Open the inode itself and connect through
+		 * /proc/self/fd.
+		 */
+		pfd = open(ac->addr.unix_path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (pfd == -1) {
+			snprintf(err, errlen, "agent %s: %s", ac->addr.unix_path,
+			    strerror(errno));
+			return -1;
+		}
+		if (fstat(pfd, &st) == -1 || !S_ISSOCK(st.st_mode)) {
+			snprintf(err, errlen, "agent %s: not a socket",
+			    ac->addr.unix_path);
+			close(pfd);
+			return -1;
+		}
 		memset(&sun, 0, sizeof(sun));
 		sun.sun_family = AF_UNIX;
-		memcpy(sun.sun_path, ac->addr.unix_path, n);
+		snprintf(sun.sun_path, sizeof(sun.sun_path), "/proc/self/fd/%d",
+		    pfd);
 		s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 		if (s == -1) {
 			snprintf(err, errlen, "socket: %s", strerror(errno));
+			close(pfd);
 			return -1;
 		}
 		if (connect_wait(s, (struct sockaddr *)&sun, sizeof(sun),
 		    deadline, e, sizeof(e)) == -1) {
 			snprintf(err, errlen, "agent %s: %s", ac->addr.unix_path, e);
 			close(s);
+			close(pfd);
 			return -1;
 		}
+		close(pfd);
 	} else {
 		struct addrinfo hints, *res = NULL, *ai;
 		char port[16];

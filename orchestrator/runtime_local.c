@@ -1,0 +1,1689 @@
+/*
+ * runtime_local.c: the local runtime engine (DESIGN.md section 3). Each
+ * sandbox is a bubblewrap process tree in its own user, pid, mount, ipc, uts
+ * and network namespaces, running as its own unprivileged host uid, over an
+ * overlay of an idmapped image, with cgroup limits. Everything about a
+ * sandbox lives in <state_dir>/<id>/ so that list() can rebuild the truth
+ * after a restart. Layout and reasoning: docs/local-runtime.md.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "agentc.h"
+#include "buf.h"
+#include "log.h"
+#include "padmin.h"
+#include "runtime_local.h"
+#include "runtime_local_int.h"
+#include "xmalloc.h"
+
+#define RL_RECORD_MAX	(256 * 1024)	/* record.json */
+#define RL_MAX_LABELS	256
+#define RL_MAX_ENV	256
+#define RL_PROXY_PORT	3128
+#define RL_CA_MAX	(4 * 1024 * 1024)
+#define RL_INNER_UID	1000		/* run_as_root = 0 */
+
+struct rl {
+	struct rt_local_conf	 c;	/* strings owned */
+	struct rl_cg		 cg;
+	pthread_mutex_t		 mu;	/* uid allocation */
+	char			 state_dir[RL_PATH_MAX];
+	char			 images_dir[RL_PATH_MAX];
+	char			 agent_bin[RL_PATH_MAX];
+};
+
+/* A sandbox record, as kept in record.json. */
+struct rec {
+	char		 id[RT_ID_MAX];
+	char		 image[256];
+	char		 image_dir[RL_PATH_MAX];
+	char		 phase[16];	/* creating running stopped failed */
+	char		 reason[256];
+	long long	 uid;
+	long long	 created_ms;
+	struct rl_limits lim;
+	int		 run_as_root;
+	int		 writable_root;
+	cJSON		*labels;	/* object of strings */
+	cJSON		*env;		/* object of strings */
+	cJSON		*egress;	/* last attach_egress attrs, or NULL */
+};
+
+/* What the pid file says. */
+struct pidrec {
+	long long	bwrap_pid, bwrap_start;
+	long long	child_pid, child_start;
+	long long	started_ms;
+};
+
+static long long
+unix_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static long long
+mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void
+sleep_us(long us)
+{
+	struct timespec ts = { us / 1000000, (us % 1000000) * 1000 };
+
+	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+		;
+}
+
+static int
+sdir_path(const struct rl *rl, const char *id, const char *sub, char *out,
+    size_t outlen)
+{
+	int n;
+
+	if (sub == NULL)
+		n = snprintf(out, outlen, "%s/%s", rl->state_dir, id);
+	else
+		n = snprintf(out, outlen, "%s/%s/%s", rl->state_dir, id, sub);
+	return n < 0 || (size_t)n >= outlen ? -1 : 0;
+}
+
+static int
+image_name_valid(const char *s)
+{
+	size_t i, n = strlen(s);
+
+	if (n == 0 || n > 64 || s[0] == '.' || s[0] == '-')
+		return 0;
+	for (i = 0; i < n; i++) {
+		char c = s[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+		    c == '-' || c == '_' || c == '.'))
+			return 0;
+	}
+	return 1;
+}
+
+/* ---- records ---- */
+
+static void
+rec_clear(struct rec *r)
+{
+	cJSON_Delete(r->labels);
+	cJSON_Delete(r->env);
+	cJSON_Delete(r->egress);
+	memset(r, 0, sizeof(*r));
+}
+
+static void
+copy_str(char *dst, size_t dstlen, const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	dst[0] = '\0';
+	if (cJSON_IsString(v) && v->valuestring != NULL)
+		snprintf(dst, dstlen, "%s", v->valuestring);
+}
+
+static long long
+get_ll(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	return cJSON_IsNumber(v) ? (long long)v->valuedouble : 0;
+}
+
+static cJSON *
+take_obj(cJSON *o, const char *k)
+{
+	cJSON *v = cJSON_DetachItemFromObjectCaseSensitive(o, k);
+
+	if (v != NULL && !cJSON_IsObject(v)) {
+		cJSON_Delete(v);
+		v = NULL;
+	}
+	return v;
+}
+
+static int
+rec_load(const struct rl *rl, const char *id, struct rec *r, char *err,
+    size_t errlen)
+{
+	char p[RL_PATH_MAX];
+	char *s;
+	size_t len;
+	cJSON *o, *lim;
+
+	memset(r, 0, sizeof(*r));
+	if (sdir_path(rl, id, "record.json", p, sizeof(p)) == -1 ||
+	    (s = rl_read_file(p, RL_RECORD_MAX, &len)) == NULL) {
+		snprintf(err, errlen, "%s: no record", id);
+		return -1;
+	}
+	o = cJSON_ParseWithLength(s, len);
+	free(s);
+	if (!cJSON_IsObject(o)) {
+		cJSON_Delete(o);
+		snprintf(err, errlen, "%s: record is not valid JSON", id);
+		return -1;
+	}
+	snprintf(r->id, sizeof(r->id), "%s", id);
+	copy_str(r->image, sizeof(r->image), o, "image");
+	copy_str(r->image_dir, sizeof(r->image_dir), o, "image_dir");
+	copy_str(r->phase, sizeof(r->phase), o, "phase");
+	copy_str(r->reason, sizeof(r->reason), o, "reason");
+	r->uid = get_ll(o, "uid");
+	r->created_ms = get_ll(o, "created_ms");
+	r->run_as_root = get_ll(o, "run_as_root") != 0;
+	r->writable_root = get_ll(o, "writable_root") != 0;
+	lim = cJSON_GetObjectItemCaseSensitive(o, "limits");
+	r->lim.mem_bytes = get_ll(lim, "mem_bytes");
+	r->lim.cpu_millis = get_ll(lim, "cpu_millis");
+	r->lim.pids_max = get_ll(lim, "pids_max");
+	r->labels = take_obj(o, "labels");
+	r->env = take_obj(o, "env");
+	r->egress = take_obj(o, "egress");
+	cJSON_Delete(o);
+	if (r->labels == NULL)
+		r->labels = cJSON_CreateObject();
+	if (r->env == NULL)
+		r->env = cJSON_CreateObject();
+	if (r->uid <= 0 || r->image_dir[0] != '/') {
+		rec_clear(r);
+		snprintf(err, errlen, "%s: record is incomplete", id);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+rec_save(const struct rl *rl, const struct rec *r, char *err, size_t errlen)
+{
+	char p[RL_PATH_MAX];
+	cJSON *o, *lim;
+	char *s;
+	int rc;
+
+	o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "id", r->id);
+	cJSON_AddStringToObject(o, "image", r->image);
+	cJSON_AddStringToObject(o, "image_dir", r->image_dir);
+	cJSON_AddStringToObject(o, "phase", r->phase);
+	cJSON_AddStringToObject(o, "reason", r->reason);
+	cJSON_AddNumberToObject(o, "uid", (double)r->uid);
+	cJSON_AddNumberToObject(o, "created_ms", (double)r->created_ms);
+	cJSON_AddNumberToObject(o, "run_as_root", r->run_as_root);
+	cJSON_AddNumberToObject(o, "writable_root", r->writable_root);
+	lim = cJSON_AddObjectToObject(o, "limits");
+	cJSON_AddNumberToObject(lim, "mem_bytes", (double)r->lim.mem_bytes);
+	cJSON_AddNumberToObject(lim, "cpu_millis", (double)r->lim.cpu_millis);
+	cJSON_AddNumberToObject(lim, "pids_max", (double)r->lim.pids_max);
+	cJSON_AddItemToObject(o, "labels", r->labels != NULL ?
+	    cJSON_Duplicate(r->labels, 1) : cJSON_CreateObject());
+	cJSON_AddItemToObject(o, "env", r->env != NULL ?
+	    cJSON_Duplicate(r->env, 1) : cJSON_CreateObject());
+	if (r->egress != NULL)
+		cJSON_AddItemToObject(o, "egress", cJSON_Duplicate(r->egress, 1));
+	s = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	if (s == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	if (strlen(s) > RL_RECORD_MAX) {
+		free(s);
+		snprintf(err, errlen, "record too large (labels/env)");
+		return -1;
+	}
+	if (sdir_path(rl, r->id, "record.json", p, sizeof(p)) == -1) {
+		free(s);
+		snprintf(err, errlen, "path too long");
+		return -1;
+	}
+	rc = rl_write_atomic(p, s, strlen(s), 0600, err, errlen);
+	free(s);
+	return rc;
+}
+
+static int
+pid_load(const struct rl *rl, const char *id, struct pidrec *pr)
+{
+	char p[RL_PATH_MAX], *s;
+	int n;
+
+	memset(pr, 0, sizeof(*pr));
+	if (sdir_path(rl, id, "pid", p, sizeof(p)) == -1 ||
+	    (s = rl_read_file(p, 512, NULL)) == NULL)
+		return -1;
+	n = sscanf(s, "%lld %lld %lld %lld %lld", &pr->bwrap_pid,
+	    &pr->bwrap_start, &pr->child_pid, &pr->child_start,
+	    &pr->started_ms);
+	free(s);
+	if (n != 5 || pr->bwrap_pid <= 1 || pr->child_pid <= 1 ||
+	    pr->bwrap_pid > INT_MAX || pr->child_pid > INT_MAX) {
+		memset(pr, 0, sizeof(*pr));
+		return -1;
+	}
+	return 0;
+}
+
+/* 1 if the sandbox's pid 1 (or its bwrap) from the pid file still runs. */
+static int
+pid_alive(const struct pidrec *pr)
+{
+	if (pr->child_pid > 1 &&
+	    rl_proc_start((pid_t)pr->child_pid) == pr->child_start)
+		return 1;
+	return 0;
+}
+
+/* Per-sandbox lock: held by whoever changes the sandbox; released by
+ * the kernel if that process dies. Returns the fd or -1. */
+static int
+id_lock(const struct rl *rl, const char *id, int nonblock)
+{
+	char p[RL_PATH_MAX];
+	int fd;
+
+	if (sdir_path(rl, id, "lock", p, sizeof(p)) == -1)
+		return -1;
+	if ((fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) == -1)
+		return -1;
+	while (flock(fd, LOCK_EX | (nonblock ? LOCK_NB : 0)) == -1) {
+		if (errno == EINTR)
+			continue;
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static void
+id_unlock(int fd)
+{
+	if (fd != -1)
+		close(fd);
+}
+
+/* ---- egress ---- */
+
+static void
+add_attr(cJSON *attrs, const char *k, const char *v)
+{
+	if (v != NULL)
+		cJSON_AddStringToObject(attrs, k, v);
+}
+
+/* Registers the sandbox's 127.0.0.1:3128 listener with the proxy. */
+static int
+egress_register(const struct rl *rl, const struct rec *r, pid_t child,
+    char *err, size_t errlen)
+{
+	char reply[4096], e[256];
+	cJSON *o, *attrs, *ok;
+	char *s;
+	int fd, rc = -1;
+
+	if (rl->c.proxy_admin_socket == NULL ||
+	    rl->c.proxy_admin_socket[0] == '\0')
+		return 0;
+	if ((fd = rl_netns_listener(child, RL_PROXY_PORT, err, errlen)) == -1)
+		return -1;
+	o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "op", "register");
+	cJSON_AddStringToObject(o, "id", r->id);
+	if (r->egress != NULL)
+		attrs = cJSON_Duplicate(r->egress, 1);
+	else {
+		attrs = cJSON_CreateObject();
+		add_attr(attrs, "org", cJSON_GetStringValue(
+		    cJSON_GetObjectItemCaseSensitive(r->labels, "org")));
+		add_attr(attrs, "user", cJSON_GetStringValue(
+		    cJSON_GetObjectItemCaseSensitive(r->labels, "user")));
+		add_attr(attrs, "session", cJSON_GetStringValue(
+		    cJSON_GetObjectItemCaseSensitive(r->labels, "session")));
+		cJSON_AddItemToObject(attrs, "labels",
+		    cJSON_Duplicate(r->labels, 1));
+	}
+	cJSON_AddItemToObject(o, "attrs", attrs);
+	s = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	if (s == NULL) {
+		close(fd);
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	if (padmin_call(rl->c.proxy_admin_socket, s, fd, reply, sizeof(reply),
+	    5000, e, sizeof(e)) == -1) {
+		snprintf(err, errlen, "egress proxy: %s", e);
+		goto out;
+	}
+	o = cJSON_Parse(reply);
+	ok = cJSON_GetObjectItemCaseSensitive(o, "ok");
+	if (!cJSON_IsTrue(ok)) {
+		const char *m = cJSON_GetStringValue(
+		    cJSON_GetObjectItemCaseSensitive(o, "error"));
+		snprintf(err, errlen, "egress proxy refused register: %s",
+		    m != NULL ? m : "bad reply");
+		cJSON_Delete(o);
+		goto out;
+	}
+	cJSON_Delete(o);
+	rc = 0;
+out:
+	free(s);
+	close(fd);	/* the proxy has its own copy */
+	return rc;
+}
+
+static void
+egress_deregister(const struct rl *rl, const char *id)
+{
+	char req[256], reply[1024], e[256];
+
+	if (rl->c.proxy_admin_socket == NULL ||
+	    rl->c.proxy_admin_socket[0] == '\0')
+		return;
+	snprintf(req, sizeof(req), "{\"op\":\"deregister\",\"id\":\"%s\"}", id);
+	if (padmin_call(rl->c.proxy_admin_socket, req, -1, reply,
+	    sizeof(reply), 3000, e, sizeof(e)) == -1)
+		log_warnx("sandbox=%s deregister failed: %s", id, e);
+}
+
+/* The proxy and CA environment every sandbox gets, as "K=V\n" lines. */
+static const char *const proxy_env[] = {
+	"HTTP_PROXY=http://127.0.0.1:3128",
+	"HTTPS_PROXY=http://127.0.0.1:3128",
+	"http_proxy=http://127.0.0.1:3128",
+	"https_proxy=http://127.0.0.1:3128",
+	"NO_PROXY=localhost,127.0.0.1",
+	"no_proxy=localhost,127.0.0.1",
+	"SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt",
+	"GIT_SSL_CAINFO=/etc/ssl/certs/ca-certificates.crt",
+	"REQUESTS_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt",
+	"NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt",
+	"CURL_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt",
+};
+
+/* ---- files in the upper layer (sandbox-controlled: never follow links) ---- */
+
+/* Opens (creating as needed, owned by uid) the directory rel under the
+ * directory fd top, one component at a time with O_NOFOLLOW. */
+static int
+open_dirs_nofollow(int top, const char *rel, uid_t uid, gid_t gid)
+{
+	char comp[256];
+	const char *p = rel, *e;
+	int fd, nfd;
+
+	if ((fd = dup(top)) == -1)
+		return -1;
+	while (*p != '\0') {
+		e = strchr(p, '/');
+		if (e == NULL)
+			e = p + strlen(p);
+		if ((size_t)(e - p) >= sizeof(comp) || e == p) {
+			close(fd);
+			errno = EINVAL;
+			return -1;
+		}
+		memcpy(comp, p, (size_t)(e - p));
+		comp[e - p] = '\0';
+		if (mkdirat(fd, comp, 0755) == 0 &&
+		    fchownat(fd, comp, uid, gid, AT_SYMLINK_NOFOLLOW) == -1) {
+			close(fd);
+			return -1;
+		}
+		nfd = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+		    O_CLOEXEC);
+		close(fd);
+		if (nfd == -1)
+			return -1;
+		fd = nfd;
+		p = *e == '/' ? e + 1 : e;
+	}
+	return fd;
+}
+
+static int
+write_in_upper(const char *upper, const char *dir, const char *name,
+    const char *data, size_t len, uid_t uid, gid_t gid, char *err,
+    size_t errlen)
+{
+	int top, d, fd, rc = -1;
+
+	top = open(upper, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (top == -1) {
+		snprintf(err, errlen, "open %s: %s", upper, strerror(errno));
+		return -1;
+	}
+	d = open_dirs_nofollow(top, dir, uid, gid);
+	close(top);
+	if (d == -1) {
+		snprintf(err, errlen, "upper %s: %s", dir, strerror(errno));
+		return -1;
+	}
+	(void)unlinkat(d, name, 0);
+	fd = openat(d, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+	    O_CLOEXEC, 0644);
+	if (fd == -1 || write(fd, data, len) != (ssize_t)len ||
+	    fchown(fd, uid, gid) == -1) {
+		snprintf(err, errlen, "write %s/%s: %s", dir, name,
+		    strerror(errno));
+		goto out;
+	}
+	rc = 0;
+out:
+	if (fd != -1)
+		close(fd);
+	close(d);
+	return rc;
+}
+
+/*
+ * Puts the proxy CA into the sandbox's trust store, in the overlay's upper
+ * layer: the image's bundle plus the CA in /etc/ssl/certs/ca-certificates.crt,
+ * and the CA alone in /usr/local/share/ca-certificates/.
+ */
+static int
+install_ca(const struct rl *rl, const struct rec *r, const char *upper,
+    char *err, size_t errlen)
+{
+	char p[RL_PATH_MAX + 64];
+	char *ca, *sys = NULL;
+	size_t calen, syslen = 0;
+	struct buf b;
+	int rc = -1;
+
+	if (rl->c.proxy_ca_cert == NULL || rl->c.proxy_ca_cert[0] == '\0')
+		return 0;
+	if ((ca = rl_read_file(rl->c.proxy_ca_cert, RL_CA_MAX, &calen)) == NULL) {
+		snprintf(err, errlen, "proxy_ca_cert %s: %s",
+		    rl->c.proxy_ca_cert, strerror(errno));
+		return -1;
+	}
+	if (strstr(ca, "-----BEGIN CERTIFICATE-----") == NULL) {
+		snprintf(err, errlen, "proxy_ca_cert %s: no PEM certificate",
+		    rl->c.proxy_ca_cert);
+		free(ca);
+		return -1;
+	}
+	snprintf(p, sizeof(p), "%s/etc/ssl/certs/ca-certificates.crt",
+	    r->image_dir);
+	sys = rl_read_file(p, RL_CA_MAX, &syslen);
+	buf_init(&b, 2 * RL_CA_MAX + 16);
+	if ((sys != NULL && buf_add(&b, sys, syslen) == -1) ||
+	    (syslen > 0 && sys[syslen - 1] != '\n' && buf_addstr(&b, "\n") == -1) ||
+	    buf_add(&b, ca, calen) == -1) {
+		snprintf(err, errlen, "CA bundle too large");
+		goto out;
+	}
+	if (write_in_upper(upper, "etc/ssl/certs", "ca-certificates.crt",
+	    b.p, b.len, (uid_t)r->uid, (gid_t)r->uid, err, errlen) == -1 ||
+	    write_in_upper(upper, "usr/local/share/ca-certificates",
+	    "egress-proxy-ca.crt", ca, calen, (uid_t)r->uid, (gid_t)r->uid,
+	    err, errlen) == -1)
+		goto out;
+	rc = 0;
+out:
+	buf_free(&b);
+	free(ca);
+	free(sys);
+	return rc;
+}
+
+/* ---- starting and stopping ---- */
+
+struct argv_b {
+	char	**v;
+	size_t	  n, cap;
+};
+
+static void
+av_add(struct argv_b *a, const char *s)
+{
+	if (a->n + 2 > a->cap) {
+		a->cap = a->cap ? a->cap * 2 : 64;
+		a->v = xreallocarray(a->v, a->cap, sizeof(*a->v));
+	}
+	a->v[a->n++] = xstrdup(s);
+	a->v[a->n] = NULL;
+}
+
+static void
+av_free(struct argv_b *a)
+{
+	size_t i;
+
+	for (i = 0; i < a->n; i++)
+		free(a->v[i]);
+	free(a->v);
+	memset(a, 0, sizeof(*a));
+}
+
+static int
+env_name_ok(const char *k)
+{
+	size_t i;
+
+	if (k[0] == '\0' || (k[0] >= '0' && k[0] <= '9'))
+		return 0;
+	for (i = 0; k[i] != '\0'; i++) {
+		char c = k[i];
+		if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+		    (c >= '0' && c <= '9') || c == '_'))
+			return 0;
+	}
+	return i < 256;
+}
+
+static void
+av_setenv(struct argv_b *a, const char *kv)
+{
+	const char *eq = strchr(kv, '=');
+	char k[256];
+
+	if (eq == NULL || (size_t)(eq - kv) >= sizeof(k))
+		return;
+	memcpy(k, kv, (size_t)(eq - kv));
+	k[eq - kv] = '\0';
+	av_add(a, "--setenv");
+	av_add(a, k);
+	av_add(a, eq + 1);
+}
+
+/* Kills everything of a sandbox (pid namespace and cgroups). */
+static void
+kill_sandbox(const struct rl *rl, const char *id)
+{
+	struct pidrec pr;
+
+	if (pid_load(rl, id, &pr) == 0) {
+		/* SIGKILL to a pid namespace's init kills the namespace */
+		if (rl_proc_start((pid_t)pr.child_pid) == pr.child_start)
+			(void)kill((pid_t)pr.child_pid, SIGKILL);
+		if (rl_proc_start((pid_t)pr.bwrap_pid) == pr.bwrap_start)
+			(void)kill((pid_t)pr.bwrap_pid, SIGKILL);
+	}
+	if (rl->cg.mode != RL_CG_NONE || rl->cg.v2_track) {
+		if (rl_cg_kill(&rl->cg, id, 5000) == -1)
+			log_warnx("sandbox=%s processes survive the kill", id);
+	} else if (pr.child_pid > 1) {
+		int i;
+
+		for (i = 0; i < 500 && rl_proc_start((pid_t)pr.child_pid) ==
+		    pr.child_start; i++)
+			sleep_us(1000);
+	}
+}
+
+/* Waits until the agent answers GET /v1/health or the deadline passes. */
+static int
+wait_agent(const struct rl *rl, const char *id, const struct pidrec *pr,
+    long long deadline, char *err, size_t errlen)
+{
+	struct rt_agent_addr a;
+	struct agentc *ac = NULL;
+	struct buf b;
+	char e[256] = "";
+	int st, rc = -1;
+	long us = 200;
+
+	memset(&a, 0, sizeof(a));
+	if (sdir_path(rl, id, "agent/agent.sock", a.unix_path,
+	    sizeof(a.unix_path)) == -1) {
+		snprintf(err, errlen, "agent socket path too long (state_dir)");
+		return -1;
+	}
+	buf_init(&b, 64 * 1024);
+	for (;;) {
+		if (ac == NULL)
+			ac = agentc_open(&a, 1000, e, sizeof(e));
+		if (ac != NULL) {
+			if (agentc_request(ac, "GET", "/v1/health", NULL, NULL, 0,
+			    2000, &st, &b, e, sizeof(e)) == 0 && st == 200) {
+				rc = 0;
+				break;
+			}
+			agentc_close(ac);
+			ac = NULL;
+		}
+		if (!pid_alive(pr)) {
+			snprintf(err, errlen, "sandbox exited during start "
+			    "(see %s/%s/log)", rl->state_dir, id);
+			break;
+		}
+		if (mono_ms() >= deadline) {
+			snprintf(err, errlen, "agent did not answer in time: %s",
+			    e);
+			break;
+		}
+		sleep_us(us);
+		if (us < 5000)
+			us += us / 2;
+	}
+	agentc_close(ac);
+	buf_free(&b);
+	return rc;
+}
+
+/*
+ * Starts the sandbox described by r (phase already written by the caller):
+ * cgroups, bwrap, the proxy listener, then waits for the agent.
+ */
+static int
+do_start(struct rl *rl, struct rec *r, const struct rt_kv *xenv, size_t nxenv,
+    char *err, size_t errlen)
+{
+	char sdir[RL_PATH_MAX], upper[RL_PATH_MAX], work[RL_PATH_MAX];
+	char lower[RL_PATH_MAX], root[RL_PATH_MAX], ws[RL_PATH_MAX];
+	char agent[RL_PATH_MAX], logp[RL_PATH_MAX], oomf[RL_PATH_MAX + 64];
+	char cgf[8][RL_PATH_MAX], num[64], kv[1024], pidline[256];
+	struct rl_spawn sp;
+	struct argv_b av = { 0 }, ev = { 0 };
+	struct pidrec pr;
+	long long deadline = mono_ms() + rl->c.start_timeout_ms;
+	size_t ncg = 0, i;
+	int secfd = -1, rc = -1;
+	cJSON *it;
+
+	if (sdir_path(rl, r->id, NULL, sdir, sizeof(sdir)) == -1 ||
+	    sdir_path(rl, r->id, "upper", upper, sizeof(upper)) == -1 ||
+	    sdir_path(rl, r->id, "work", work, sizeof(work)) == -1 ||
+	    sdir_path(rl, r->id, "lower", lower, sizeof(lower)) == -1 ||
+	    sdir_path(rl, r->id, "root", root, sizeof(root)) == -1 ||
+	    sdir_path(rl, r->id, "workspace", ws, sizeof(ws)) == -1 ||
+	    sdir_path(rl, r->id, "agent", agent, sizeof(agent)) == -1 ||
+	    sdir_path(rl, r->id, "log", logp, sizeof(logp)) == -1) {
+		snprintf(err, errlen, "state path too long");
+		return -1;
+	}
+	if (r->writable_root && install_ca(rl, r, upper, err, errlen) == -1)
+		return -1;
+	if (rl_cg_create(&rl->cg, r->id, &r->lim, err, errlen) == -1)
+		return -1;
+	if (rl_cg_procs_files(&rl->cg, r->id, cgf, NELEM(cgf), &ncg) == -1) {
+		snprintf(err, errlen, "cgroup path too long");
+		return -1;
+	}
+	if (rl->c.seccomp && (secfd = rl_seccomp_fd(err, errlen)) == -1)
+		return -1;
+
+	av_add(&av, "bwrap");
+	av_add(&av, "--unshare-user");
+	av_add(&av, "--disable-userns");
+	av_add(&av, "--unshare-pid");
+	av_add(&av, "--unshare-net");
+	av_add(&av, "--unshare-ipc");
+	av_add(&av, "--unshare-uts");
+	av_add(&av, "--unshare-cgroup-try");
+	av_add(&av, "--uid");
+	snprintf(num, sizeof(num), "%d", r->run_as_root ? 0 : RL_INNER_UID);
+	av_add(&av, num);
+	av_add(&av, "--gid");
+	av_add(&av, num);
+	av_add(&av, "--hostname");
+	av_add(&av, r->id);
+	av_add(&av, r->writable_root ? "--bind" : "--ro-bind");
+	av_add(&av, r->writable_root ? root : lower);
+	av_add(&av, "/");
+	av_add(&av, "--proc");
+	av_add(&av, "/proc");
+	av_add(&av, "--dev");
+	av_add(&av, "/dev");
+	av_add(&av, "--perms");
+	av_add(&av, "1777");
+	av_add(&av, "--size");
+	snprintf(num, sizeof(num), "%lld", rl->c.tmp_bytes);
+	av_add(&av, num);
+	av_add(&av, "--tmpfs");
+	av_add(&av, "/tmp");
+	av_add(&av, "--tmpfs");
+	av_add(&av, "/run");
+	av_add(&av, "--bind");
+	av_add(&av, agent);
+	av_add(&av, "/run/agent");
+	av_add(&av, "--ro-bind");
+	av_add(&av, rl->agent_bin);
+	av_add(&av, "/run/sandbox/sandbox-agent");
+	rl_cg_oom_file(&rl->cg, r->id, oomf, sizeof(oomf));
+	if (oomf[0] != '\0') {
+		av_add(&av, "--ro-bind-try");
+		av_add(&av, oomf);
+		av_add(&av, "/run/sandbox/memory.events");
+	}
+	av_add(&av, "--bind");
+	av_add(&av, ws);
+	av_add(&av, "/workspace");
+	av_add(&av, "--chdir");
+	av_add(&av, "/workspace");
+	av_add(&av, "--new-session");
+	av_add(&av, "--info-fd");
+	av_add(&av, "3");
+	if (secfd != -1) {
+		av_add(&av, "--seccomp");
+		av_add(&av, "4");
+	}
+	av_add(&av, "--clearenv");
+	av_setenv(&av, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:"
+	    "/sbin:/bin");
+	av_setenv(&av, r->run_as_root ? "HOME=/root" : "HOME=/workspace");
+	av_setenv(&av, r->run_as_root ? "USER=root" : "USER=sandbox");
+	av_setenv(&av, "LANG=C.UTF-8");
+	av_setenv(&av, "TERM=dumb");
+	snprintf(kv, sizeof(kv), "HOSTNAME=%s", r->id);
+	av_setenv(&av, kv);
+	snprintf(kv, sizeof(kv), "SANDBOX_ID=%s", r->id);
+	av_setenv(&av, kv);
+	for (i = 0; i < NELEM(proxy_env); i++)
+		av_setenv(&av, proxy_env[i]);
+	cJSON_ArrayForEach(it, r->env) {
+		if (!cJSON_IsString(it) || !env_name_ok(it->string))
+			continue;
+		av_add(&av, "--setenv");
+		av_add(&av, it->string);
+		av_add(&av, it->valuestring);
+	}
+	for (i = 0; i < nxenv; i++) {
+		if (!env_name_ok(xenv[i].k))
+			continue;
+		av_add(&av, "--setenv");
+		av_add(&av, xenv[i].k);
+		av_add(&av, xenv[i].v);
+	}
+	av_add(&av, "--");
+	av_add(&av, "/run/sandbox/sandbox-agent");
+	av_add(&av, "--listen");
+	av_add(&av, "unix:/run/agent/agent.sock");
+	av_add(&av, "--state");
+	av_add(&av, "/run/agent/state");
+	av_add(&av, "--workdir");
+	av_add(&av, "/workspace");
+	ev.v = xcalloc(1, sizeof(char *));
+
+	/* a stale socket from a previous run must not look like a new agent */
+	snprintf(kv, sizeof(kv), "%s/agent.sock", agent);
+	(void)unlink(kv);
+
+	memset(&sp, 0, sizeof(sp));
+	sp.bwrap = rl->c.bwrap;
+	sp.argv = av.v;
+	sp.envp = ev.v;
+	sp.uid = (uid_t)r->uid;
+	sp.gid = (gid_t)r->uid;
+	sp.image_dir = r->image_dir;
+	sp.lower = lower;
+	sp.upper = r->writable_root ? upper : NULL;
+	sp.work = work;
+	sp.root = root;
+	sp.log_path = logp;
+	sp.cg_files = cgf;
+	sp.ncg_files = ncg;
+	sp.seccomp_fd = secfd;
+	if (rl_spawn(&sp, (int)rl->c.start_timeout_ms, err, errlen) == -1) {
+		if (sp.pid > 0)
+			(void)kill(sp.pid, SIGKILL);
+		goto out;
+	}
+	memset(&pr, 0, sizeof(pr));
+	pr.bwrap_pid = sp.pid;
+	pr.bwrap_start = rl_proc_start(sp.pid);
+	pr.child_pid = sp.child_pid;
+	pr.child_start = rl_proc_start(sp.child_pid);
+	pr.started_ms = unix_ms();
+	snprintf(pidline, sizeof(pidline), "%lld %lld %lld %lld %lld\n",
+	    pr.bwrap_pid, pr.bwrap_start, pr.child_pid, pr.child_start,
+	    pr.started_ms);
+	snprintf(kv, sizeof(kv), "%s/pid", sdir);
+	if (pr.child_start == -1 ||
+	    rl_write_atomic(kv, pidline, strlen(pidline), 0600, err,
+	    errlen) == -1) {
+		if (pr.child_start == -1)
+			snprintf(err, errlen, "sandbox exited at once (see %s)",
+			    logp);
+		(void)kill(sp.child_pid, SIGKILL);
+		goto out;
+	}
+	if (egress_register(rl, r, sp.child_pid, err, errlen) == -1)
+		goto out;
+	if (wait_agent(rl, r->id, &pr, deadline, err, errlen) == -1)
+		goto out;
+	rc = 0;
+out:
+	if (secfd != -1)
+		close(secfd);
+	av_free(&av);
+	free(ev.v);
+	return rc;
+}
+
+/* Stops processes and releases cgroups and the proxy registration. */
+static void
+do_stop(struct rl *rl, const char *id)
+{
+	char p[RL_PATH_MAX];
+
+	egress_deregister(rl, id);
+	kill_sandbox(rl, id);
+	(void)rl_cg_remove(&rl->cg, id);
+	if (sdir_path(rl, id, "pid", p, sizeof(p)) == 0)
+		(void)unlink(p);
+}
+
+/* ---- uid allocation ---- */
+
+static int
+alloc_uid(struct rl *rl, long long *uid, char *err, size_t errlen)
+{
+	unsigned char *used;
+	DIR *d;
+	struct dirent *de;
+	struct rec r;
+	char e[256], p[RL_PATH_MAX];
+	long long i, n = rl->c.uid_count;
+
+	used = xcalloc((size_t)n, 1);
+	if ((d = opendir(rl->state_dir)) == NULL) {
+		free(used);
+		snprintf(err, errlen, "opendir %s: %s", rl->state_dir,
+		    strerror(errno));
+		return -1;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (!rt_id_valid(de->d_name))
+			continue;
+		if (rec_load(rl, de->d_name, &r, e, sizeof(e)) == 0) {
+			if (r.uid >= rl->c.uid_base && r.uid < rl->c.uid_base + n)
+				used[r.uid - rl->c.uid_base] = 1;
+			rec_clear(&r);
+		} else if (sdir_path(rl, de->d_name, "uid", p, sizeof(p)) == 0) {
+			/* a create that died before its record was written */
+			char *s = rl_read_file(p, 64, NULL);
+			long long v = s != NULL ? strtoll(s, NULL, 10) : 0;
+
+			free(s);
+			if (v >= rl->c.uid_base && v < rl->c.uid_base + n)
+				used[v - rl->c.uid_base] = 1;
+		}
+	}
+	closedir(d);
+	for (i = 0; i < n && used[i]; i++)
+		;
+	free(used);
+	if (i == n) {
+		snprintf(err, errlen, "no free sandbox uid (uid_count %lld "
+		    "reached)", n);
+		return -1;
+	}
+	*uid = rl->c.uid_base + i;
+	return 0;
+}
+
+/* ---- the runtime_ops ---- */
+
+static int
+mkdir_owned(const char *p, int mode, uid_t uid, gid_t gid, char *err,
+    size_t errlen)
+{
+	if (mkdir(p, (mode_t)mode) == -1 && errno != EEXIST) {
+		snprintf(err, errlen, "mkdir %s: %s", p, strerror(errno));
+		return -1;
+	}
+	if (chown(p, uid, gid) == -1 || chmod(p, (mode_t)mode) == -1) {
+		snprintf(err, errlen, "chown %s: %s", p, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static int
+resolve_image(const struct rl *rl, const char *name, char *out, size_t outlen,
+    char *err, size_t errlen)
+{
+	char p[RL_PATH_MAX + 256], rp[PATH_MAX];
+	struct stat st;
+
+	if (!image_name_valid(name)) {
+		snprintf(err, errlen, "invalid image name \"%.64s\"", name);
+		return -1;
+	}
+	snprintf(p, sizeof(p), "%s/%s", rl->images_dir, name);
+	if (realpath(p, rp) == NULL || stat(rp, &st) == -1 ||
+	    !S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "image \"%s\" not found in %s%s", name,
+		    rl->images_dir, strcmp(name, "default") == 0 ?
+		    " (build it with `make image`)" : "");
+		return -1;
+	}
+	if (strlen(rp) >= outlen || strpbrk(rp, ",:") != NULL) {
+		snprintf(err, errlen, "image path unusable: %s", rp);
+		return -1;
+	}
+	snprintf(out, outlen, "%s", rp);
+	return 0;
+}
+
+static void rl_fill_info(struct rl *, const char *, struct rt_info *);
+
+static int rl_destroy(struct runtime *, const char *, char *, size_t);
+
+static int
+rl_create(struct runtime *rt, const struct rt_spec *spec, struct rt_info *out,
+    char *err, size_t errlen)
+{
+	struct rl *rl = rt->impl;
+	struct rec r;
+	char sdir[RL_PATH_MAX], p[RL_PATH_MAX + 16], e[256];
+	int lfd = -1, gfd = -1, made = 0, rc = -1;
+	size_t i;
+	uid_t uid;
+
+	memset(&r, 0, sizeof(r));
+	if (out != NULL)
+		memset(out, 0, sizeof(*out));
+	if (spec->id == NULL || !rt_id_valid(spec->id)) {
+		snprintf(err, errlen, "invalid sandbox id (expected "
+		    "[a-z0-9][a-z0-9-]{0,62})");
+		return -1;
+	}
+	if (spec->use_kata) {
+		snprintf(err, errlen, "use_kata is not available on the local "
+		    "runtime");
+		return -1;
+	}
+	if (spec->nlabels > RL_MAX_LABELS || spec->nenv > RL_MAX_ENV) {
+		snprintf(err, errlen, "too many labels or env entries");
+		return -1;
+	}
+	for (i = 0; i < spec->nenv; i++)
+		if (spec->env[i].k == NULL || spec->env[i].v == NULL ||
+		    !env_name_ok(spec->env[i].k)) {
+			snprintf(err, errlen, "invalid env name");
+			return -1;
+		}
+	snprintf(r.id, sizeof(r.id), "%s", spec->id);
+	snprintf(r.image, sizeof(r.image), "%s", spec->image != NULL &&
+	    spec->image[0] != '\0' ? spec->image : rl->c.default_image);
+	if (resolve_image(rl, r.image, r.image_dir, sizeof(r.image_dir), err,
+	    errlen) == -1)
+		return -1;
+	if (sdir_path(rl, r.id, NULL, sdir, sizeof(sdir)) == -1 ||
+	    strlen(sdir) + sizeof("/agent/agent.sock") > 108) {
+		snprintf(err, errlen, "state_dir too long for the agent socket "
+		    "path");
+		return -1;
+	}
+	r.created_ms = unix_ms();
+	r.run_as_root = spec->run_as_root;
+	r.writable_root = spec->writable_root;
+	r.lim.mem_bytes = spec->mem_bytes > 0 ? spec->mem_bytes :
+	    rl->c.mem_bytes;
+	r.lim.cpu_millis = spec->cpu_millis > 0 ? spec->cpu_millis :
+	    rl->c.cpu_millis;
+	r.lim.pids_max = spec->pids_max > 0 ? spec->pids_max : rl->c.pids_max;
+	if (r.lim.mem_bytes < (8LL << 20) || r.lim.pids_max < 8 ||
+	    r.lim.cpu_millis < 10) {
+		snprintf(err, errlen, "limits too small (memory >= 8MiB, "
+		    "pids >= 8, cpu >= 10 millis)");
+		return -1;
+	}
+	r.labels = cJSON_CreateObject();
+	for (i = 0; i < spec->nlabels; i++) {
+		if (spec->labels[i].k == NULL || spec->labels[i].v == NULL)
+			continue;
+		cJSON_DeleteItemFromObjectCaseSensitive(r.labels,
+		    spec->labels[i].k);
+		cJSON_AddStringToObject(r.labels, spec->labels[i].k,
+		    spec->labels[i].v);
+	}
+	r.env = cJSON_CreateObject();
+	for (i = 0; i < spec->nenv; i++)
+		cJSON_AddStringToObject(r.env, spec->env[i].k, spec->env[i].v);
+	snprintf(r.phase, sizeof(r.phase), "creating");
+
+	/* the directory and the uid, under the global allocation lock */
+	pthread_mutex_lock(&rl->mu);
+	snprintf(p, sizeof(p), "%s/.lock", rl->state_dir);
+	gfd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (gfd == -1 || flock(gfd, LOCK_EX) == -1) {
+		snprintf(err, errlen, "lock %s: %s", p, strerror(errno));
+		goto unlock;
+	}
+	if (mkdir(sdir, 0711) == -1) {
+		snprintf(err, errlen, errno == EEXIST ? "sandbox %s already "
+		    "exists" : "mkdir %s: %s", errno == EEXIST ? r.id : sdir,
+		    strerror(errno));
+		goto unlock;
+	}
+	made = 1;
+	if ((lfd = id_lock(rl, r.id, 0)) == -1) {
+		snprintf(err, errlen, "lock %s: %s", r.id, strerror(errno));
+		goto unlock;
+	}
+	if (alloc_uid(rl, &r.uid, err, errlen) == -1)
+		goto unlock;
+	snprintf(e, sizeof(e), "%lld\n", r.uid);
+	if (sdir_path(rl, r.id, "uid", p, sizeof(p)) == -1 ||
+	    rl_write_atomic(p, e, strlen(e), 0600, err, errlen) == -1 ||
+	    rec_save(rl, &r, err, errlen) == -1)
+		goto unlock;
+	rc = 0;
+unlock:
+	if (gfd != -1)
+		close(gfd);
+	pthread_mutex_unlock(&rl->mu);
+	if (rc == -1)
+		goto fail;
+	rc = -1;
+
+	uid = (uid_t)r.uid;
+#define SUB(name, mode, u) do {						\
+	if (sdir_path(rl, r.id, name, p, sizeof(p)) == -1 ||		\
+	    mkdir_owned(p, mode, u, u, err, errlen) == -1)		\
+		goto fail;						\
+} while (0)
+	SUB("upper", 0755, uid);
+	SUB("work", 0700, 0);
+	SUB("lower", 0755, 0);
+	SUB("root", 0755, 0);
+	SUB("workspace", 0755, uid);
+	SUB("agent", 0700, uid);
+	SUB("agent/state", 0700, uid);
+#undef SUB
+	if (do_start(rl, &r, NULL, 0, err, errlen) == -1)
+		goto fail;
+	snprintf(r.phase, sizeof(r.phase), "running");
+	if (rec_save(rl, &r, err, errlen) == -1)
+		goto fail;
+	if (out != NULL)
+		rl_fill_info(rl, r.id, out);
+	if (out != NULL && out->state == RT_CREATING)
+		out->state = RT_RUNNING;	/* we still hold the lock */
+	rc = 0;
+	log_info("sandbox=%s created image=%s uid=%lld", r.id, r.image, r.uid);
+fail:
+	if (rc == -1 && made) {
+		char e2[256];
+
+		log_warnx("sandbox=%s create failed: %s", r.id, err);
+		id_unlock(lfd);
+		lfd = -1;
+		(void)rl_destroy(rt, r.id, e2, sizeof(e2));
+	}
+	id_unlock(lfd);
+	rec_clear(&r);
+	return rc;
+}
+
+static int
+rl_start(struct runtime *rt, const char *id, char *err, size_t errlen)
+{
+	struct rl *rl = rt->impl;
+	struct rec r;
+	struct pidrec pr;
+	int lfd, rc = -1;
+
+	if (!rt_id_valid(id)) {
+		snprintf(err, errlen, "invalid sandbox id");
+		return -1;
+	}
+	if ((lfd = id_lock(rl, id, 0)) == -1) {
+		snprintf(err, errlen, "sandbox %s not found", id);
+		return -1;
+	}
+	if (rec_load(rl, id, &r, err, errlen) == -1)
+		goto out;
+	if (pid_load(rl, id, &pr) == 0 && pid_alive(&pr)) {
+		rc = 0;		/* already running */
+		goto out;
+	}
+	do_stop(rl, id);	/* leftovers of a crash */
+	snprintf(r.phase, sizeof(r.phase), "running");
+	r.reason[0] = '\0';
+	if (do_start(rl, &r, NULL, 0, err, errlen) == -1) {
+		do_stop(rl, id);
+		snprintf(r.phase, sizeof(r.phase), "stopped");
+		(void)rec_save(rl, &r, err + strlen(err), 0);
+		goto out;
+	}
+	if (rec_save(rl, &r, err, errlen) == -1)
+		goto out;
+	rc = 0;
+out:
+	rec_clear(&r);
+	id_unlock(lfd);
+	return rc;
+}
+
+static int
+rl_stop(struct runtime *rt, const char *id, char *err, size_t errlen)
+{
+	struct rl *rl = rt->impl;
+	struct rec r;
+	int lfd, rc = -1;
+
+	if (!rt_id_valid(id)) {
+		snprintf(err, errlen, "invalid sandbox id");
+		return -1;
+	}
+	if (sdir_path(rl, id, NULL, r.image_dir, sizeof(r.image_dir)) == -1 ||
+	    access(r.image_dir, F_OK) == -1 ||
+	    (lfd = id_lock(rl, id, 0)) == -1) {
+		snprintf(err, errlen, "sandbox %s not found", id);
+		return -1;
+	}
+	if (rec_load(rl, id, &r, err, errlen) == -1)
+		goto out;
+	do_stop(rl, id);
+	snprintf(r.phase, sizeof(r.phase), "stopped");
+	r.reason[0] = '\0';
+	if (rec_save(rl, &r, err, errlen) == -1)
+		goto out;
+	rc = 0;
+	log_info("sandbox=%s stopped", id);
+out:
+	rec_clear(&r);
+	id_unlock(lfd);
+	return rc;
+}
+
+static int
+rl_destroy(struct runtime *rt, const char *id, char *err, size_t errlen)
+{
+	struct rl *rl = rt->impl;
+	char sdir[RL_PATH_MAX], gone[RL_PATH_MAX + 64];
+	int lfd;
+
+	if (!rt_id_valid(id)) {
+		snprintf(err, errlen, "invalid sandbox id");
+		return -1;
+	}
+	if (sdir_path(rl, id, NULL, sdir, sizeof(sdir)) == -1)
+		return 0;
+	if (access(sdir, F_OK) == -1)
+		return 0;
+	if ((lfd = id_lock(rl, id, 0)) == -1) {
+		if (access(sdir, F_OK) == -1)
+			return 0;
+		snprintf(err, errlen, "lock %s: %s", id, strerror(errno));
+		return -1;
+	}
+	do_stop(rl, id);
+	/* rename first: a crash mid-removal leaves no half sandbox listed */
+	snprintf(gone, sizeof(gone), "%s/.gone-%s-%ld", rl->state_dir, id,
+	    (long)getpid());
+	if (rename(sdir, gone) == -1) {
+		snprintf(err, errlen, "rename %s: %s", sdir, strerror(errno));
+		id_unlock(lfd);
+		return -1;
+	}
+	id_unlock(lfd);
+	if (rl_rmtree(gone, err, errlen) == -1)
+		return -1;
+	log_info("sandbox=%s destroyed", id);
+	return 0;
+}
+
+static void
+labels_to_info(const cJSON *labels, struct rt_info *out)
+{
+	const cJSON *it;
+	size_t n = 0;
+
+	out->labels = NULL;
+	out->nlabels = 0;
+	cJSON_ArrayForEach(it, labels)
+		if (cJSON_IsString(it))
+			n++;
+	if (n == 0)
+		return;
+	out->labels = xcalloc(n, sizeof(*out->labels));
+	cJSON_ArrayForEach(it, labels) {
+		if (!cJSON_IsString(it) || out->nlabels >= n)
+			continue;
+		out->labels[out->nlabels].k = xstrdup(it->string);
+		out->labels[out->nlabels].v = xstrdup(it->valuestring);
+		out->nlabels++;
+	}
+}
+
+/* Rebuilds one sandbox's info from its state directory and processes. */
+static void
+rl_fill_info(struct rl *rl, const char *id, struct rt_info *out)
+{
+	struct rec r;
+	struct pidrec pr;
+	char e[256];
+	int busy = 0, lfd, alive;
+	long long oom;
+
+	memset(out, 0, sizeof(*out));
+	snprintf(out->id, sizeof(out->id), "%s", id);
+	if ((lfd = id_lock(rl, id, 1)) == -1)
+		busy = errno == EWOULDBLOCK;
+	id_unlock(lfd);
+	if (rec_load(rl, id, &r, e, sizeof(e)) == -1) {
+		out->state = busy ? RT_CREATING : RT_FAILED;
+		snprintf(out->reason, sizeof(out->reason), "%s", busy ?
+		    "" : "incomplete state (interrupted create): destroy it");
+		return;
+	}
+	snprintf(out->image, sizeof(out->image), "%s", r.image);
+	out->created_ms = r.created_ms;
+	labels_to_info(r.labels, out);
+	alive = pid_load(rl, id, &pr) == 0 && pid_alive(&pr);
+	if (alive)
+		out->started_ms = pr.started_ms;
+	if (strcmp(r.phase, "creating") == 0) {
+		out->state = busy ? RT_CREATING : RT_FAILED;
+		if (!busy)
+			snprintf(out->reason, sizeof(out->reason),
+			    "create interrupted: destroy it");
+	} else if (strcmp(r.phase, "running") == 0) {
+		if (alive)
+			out->state = RT_RUNNING;
+		else if (busy)
+			out->state = RT_CREATING;
+		else {
+			out->state = RT_FAILED;
+			oom = rl_cg_oom_kills(&rl->cg, id);
+			snprintf(out->reason, sizeof(out->reason), "%s",
+			    oom > 0 ? "oom" : "exited");
+		}
+	} else if (strcmp(r.phase, "stopped") == 0) {
+		out->state = RT_STOPPED;
+		out->started_ms = 0;
+	} else {
+		out->state = RT_FAILED;
+		snprintf(out->reason, sizeof(out->reason), "%s",
+		    r.reason[0] ? r.reason : "failed");
+	}
+	rec_clear(&r);
+}
+
+static int
+rl_get(struct runtime *rt, const char *id, struct rt_info *out, char *err,
+    size_t errlen)
+{
+	struct rl *rl = rt->impl;
+	char sdir[RL_PATH_MAX];
+
+	if (!rt_id_valid(id) || sdir_path(rl, id, NULL, sdir,
+	    sizeof(sdir)) == -1 || access(sdir, F_OK) == -1) {
+		snprintf(err, errlen, "not found");
+		return -1;
+	}
+	rl_fill_info(rl, id, out);
+	return 0;
+}
+
+static int
+id_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct rt_info *)a)->id,
+	    ((const struct rt_info *)b)->id);
+}
+
+static int
+rl_list(struct runtime *rt, struct rt_info **out, size_t *n, char *err,
+    size_t errlen)
+{
+	struct rl *rl = rt->impl;
+	struct rt_info *a = NULL;
+	size_t cap = 0;
+	DIR *d;
+	struct dirent *de;
+
+	*out = NULL;
+	*n = 0;
+	if ((d = opendir(rl->state_dir)) == NULL) {
+		snprintf(err, errlen, "opendir %s: %s", rl->state_dir,
+		    strerror(errno));
+		return -1;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (!rt_id_valid(de->d_name))
+			continue;
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 16;
+			a = xreallocarray(a, cap, sizeof(*a));
+		}
+		rl_fill_info(rl, de->d_name, &a[*n]);
+		(*n)++;
+	}
+	closedir(d);
+	if (*n > 1)
+		qsort(a, *n, sizeof(*a), id_cmp);
+	*out = a;
+	return 0;
+}
+
+static int
+rl_set_labels(struct runtime *rt, const char *id, const struct rt_kv *kv,
+    size_t nkv, char *err, size_t errlen)
+{
+	struct rl *rl = rt->impl;
+	struct rec r;
+	size_t i;
+	int lfd, rc = -1;
+
+	if (!rt_id_valid(id) || nkv > RL_MAX_LABELS) {
+		snprintf(err, errlen, "invalid sandbox id or too many labels");
+		return -1;
+	}
+	if ((lfd = id_lock(rl, id, 0)) == -1) {
+		snprintf(err, errlen, "sandbox %s not found", id);
+		return -1;
+	}
+	if (rec_load(rl, id, &r, err, errlen) == -1)
+		goto out;
+	cJSON_Delete(r.labels);
+	r.labels = cJSON_CreateObject();
+	for (i = 0; i < nkv; i++) {
+		if (kv[i].k == NULL || kv[i].v == NULL)
+			continue;
+		cJSON_DeleteItemFromObjectCaseSensitive(r.labels, kv[i].k);
+		cJSON_AddStringToObject(r.labels, kv[i].k, kv[i].v);
+	}
+	rc = rec_save(rl, &r, err, errlen);
+out:
+	rec_clear(&r);
+	id_unlock(lfd);
+	return rc;
+}
+
+static int
+rl_agent_addr(struct runtime *rt, const char *id, struct rt_agent_addr *out,
+    char *err, size_t errlen)
+{
+	struct rl *rl = rt->impl;
+	char sdir[RL_PATH_MAX];
+
+	memset(out, 0, sizeof(*out));
+	if (!rt_id_valid(id) || sdir_path(rl, id, NULL, sdir,
+	    sizeof(sdir)) == -1 || access(sdir, F_OK) == -1) {
+		snprintf(err, errlen, "not found");
+		return -1;
+	}
+	if (sdir_path(rl, id, "agent/agent.sock", out->unix_path,
+	    sizeof(out->unix_path)) == -1) {
+		snprintf(err, errlen, "agent socket path too long");
+		return -1;
+	}
+	return 0;
+}
+
+static int
+rl_attach_egress(struct runtime *rt, const char *id, const struct rt_egress *eg,
+    char *env_out, size_t envlen, char *err, size_t errlen)
+{
+	struct rl *rl = rt->impl;
+	struct rec r;
+	struct pidrec pr;
+	cJSON *attrs, *labels;
+	size_t i, off = 0;
+	int lfd, rc = -1, n;
+
+	if (!rt_id_valid(id)) {
+		snprintf(err, errlen, "invalid sandbox id");
+		return -1;
+	}
+	if ((lfd = id_lock(rl, id, 0)) == -1) {
+		snprintf(err, errlen, "sandbox %s not found", id);
+		return -1;
+	}
+	if (rec_load(rl, id, &r, err, errlen) == -1)
+		goto out;
+	attrs = cJSON_CreateObject();
+	add_attr(attrs, "org", eg->org);
+	add_attr(attrs, "user", eg->user);
+	add_attr(attrs, "session", eg->session);
+	labels = cJSON_AddObjectToObject(attrs, "labels");
+	for (i = 0; i < eg->nlabels && i < RL_MAX_LABELS; i++)
+		if (eg->labels[i].k != NULL && eg->labels[i].v != NULL)
+			cJSON_AddStringToObject(labels, eg->labels[i].k,
+			    eg->labels[i].v);
+	cJSON_Delete(r.egress);
+	r.egress = attrs;
+	if (rec_save(rl, &r, err, errlen) == -1)
+		goto out;
+	if (pid_load(rl, id, &pr) == 0 && pid_alive(&pr) &&
+	    egress_register(rl, &r, (pid_t)pr.child_pid, err, errlen) == -1)
+		goto out;
+	if (env_out != NULL && envlen > 0) {
+		env_out[0] = '\0';
+		for (i = 0; i < NELEM(proxy_env); i++) {
+			n = snprintf(env_out + off, envlen - off, "%s\n",
+			    proxy_env[i]);
+			if (n < 0 || (size_t)n >= envlen - off) {
+				snprintf(err, errlen, "env buffer too small");
+				goto out;
+			}
+			off += (size_t)n;
+		}
+	}
+	rc = 0;
+out:
+	rec_clear(&r);
+	id_unlock(lfd);
+	return rc;
+}
+
+static void
+rl_free(struct runtime *rt)
+{
+	struct rl *rl;
+
+	if (rt == NULL)
+		return;
+	rl = rt->impl;
+	free(rl->c.state_dir);
+	free(rl->c.images_dir);
+	free(rl->c.default_image);
+	free(rl->c.agent_bin);
+	free(rl->c.bwrap);
+	free(rl->c.proxy_admin_socket);
+	free(rl->c.proxy_ca_cert);
+	free(rl->c.cgroup_name);
+	free(rl->c.cgroup_mode);
+	pthread_mutex_destroy(&rl->mu);
+	free(rl);
+	free(rt);
+}
+
+static const struct runtime_ops rl_ops = {
+	.name = "local",
+	.create = rl_create,
+	.start = rl_start,
+	.stop = rl_stop,
+	.destroy = rl_destroy,
+	.list = rl_list,
+	.get = rl_get,
+	.set_labels = rl_set_labels,
+	.agent_addr = rl_agent_addr,
+	.attach_egress = rl_attach_egress,
+	.free = rl_free,
+};
+
+static char *
+dup_or(const char *s, const char *def)
+{
+	return xstrdup(s != NULL ? s : def);
+}
+
+static int
+abs_dir(const char *in, char *out, size_t outlen, int create, char *err,
+    size_t errlen)
+{
+	char rp[PATH_MAX];
+
+	if (create && mkdir(in, 0711) == -1 && errno != EEXIST) {
+		snprintf(err, errlen, "mkdir %s: %s", in, strerror(errno));
+		return -1;
+	}
+	if (realpath(in, rp) == NULL) {
+		snprintf(err, errlen, "%s: %s", in, strerror(errno));
+		return -1;
+	}
+	if (strlen(rp) >= outlen || strpbrk(rp, ",:") != NULL) {
+		snprintf(err, errlen, "%s: path too long or holds ',' or ':'",
+		    rp);
+		return -1;
+	}
+	snprintf(out, outlen, "%s", rp);
+	return 0;
+}
+
+struct runtime *
+runtime_local_new(const struct rt_local_conf *c, char *err, size_t errlen)
+{
+	struct runtime *rt;
+	struct rl *rl;
+	struct stat st;
+
+	if (geteuid() != 0) {
+		snprintf(err, errlen, "the local runtime needs root (it gives "
+		    "each sandbox its own unprivileged uid)");
+		return NULL;
+	}
+	rl = xcalloc(1, sizeof(*rl));
+	rl->c = *c;
+	rl->c.state_dir = dup_or(c->state_dir, "/var/lib/sandbox/state");
+	rl->c.images_dir = dup_or(c->images_dir, "/var/lib/sandbox/images");
+	rl->c.default_image = dup_or(c->default_image, "default");
+	rl->c.agent_bin = dup_or(c->agent_bin, "build/agent/sandbox-agent");
+	rl->c.bwrap = dup_or(c->bwrap, "/usr/bin/bwrap");
+	rl->c.proxy_admin_socket = dup_or(c->proxy_admin_socket, "");
+	rl->c.proxy_ca_cert = dup_or(c->proxy_ca_cert, "");
+	rl->c.cgroup_name = dup_or(c->cgroup_name, "sandbox");
+	rl->c.cgroup_mode = dup_or(c->cgroup_mode, "auto");
+	if (rl->c.mem_bytes <= 0)
+		rl->c.mem_bytes = 2LL << 30;
+	if (rl->c.cpu_millis <= 0)
+		rl->c.cpu_millis = 2000;
+	if (rl->c.pids_max <= 0)
+		rl->c.pids_max = 1024;
+	if (rl->c.tmp_bytes <= 0)
+		rl->c.tmp_bytes = 512LL << 20;
+	if (rl->c.uid_base <= 0)
+		rl->c.uid_base = 2000000;
+	if (rl->c.uid_count <= 0)
+		rl->c.uid_count = 10000;
+	if (rl->c.start_timeout_ms <= 0)
+		rl->c.start_timeout_ms = 20000;
+	pthread_mutex_init(&rl->mu, NULL);
+	rt = xcalloc(1, sizeof(*rt));
+	rt->ops = &rl_ops;
+	rt->impl = rl;
+	if (rl->c.uid_base + rl->c.uid_count > 4294967294LL) {
+		snprintf(err, errlen, "uid_base + uid_count out of range");
+		goto fail;
+	}
+	if (abs_dir(rl->c.state_dir, rl->state_dir, sizeof(rl->state_dir), 1,
+	    err, errlen) == -1)
+		goto fail;
+	/* sandbox uids must reach their own directories below it */
+	if (stat(rl->state_dir, &st) == -1 || st.st_uid != 0 ||
+	    (st.st_mode & 0022) != 0) {
+		snprintf(err, errlen, "state_dir %s must be owned by root and "
+		    "not group/world writable", rl->state_dir);
+		goto fail;
+	}
+	(void)chmod(rl->state_dir, 0711);
+	if (mkdir(rl->c.images_dir, 0755) == -1 && errno != EEXIST) {
+		snprintf(err, errlen, "mkdir %s: %s", rl->c.images_dir,
+		    strerror(errno));
+		goto fail;
+	}
+	if (abs_dir(rl->c.images_dir, rl->images_dir, sizeof(rl->images_dir),
+	    0, err, errlen) == -1)
+		goto fail;
+	if (realpath(rl->c.agent_bin, rl->agent_bin) == NULL ||
+	    access(rl->agent_bin, X_OK) == -1) {
+		snprintf(err, errlen, "agent_bin %s: %s (build it: make "
+		    "build/agent/sandbox-agent)", rl->c.agent_bin,
+		    strerror(errno));
+		goto fail;
+	}
+	if (strpbrk(rl->agent_bin, ",:") != NULL) {
+		snprintf(err, errlen, "agent_bin path holds ',' or ':'");
+		goto fail;
+	}
+	if (access(rl->c.bwrap, X_OK) == -1) {
+		snprintf(err, errlen, "bwrap %s: %s (apt-get install "
+		    "bubblewrap)", rl->c.bwrap, strerror(errno));
+		goto fail;
+	}
+	if (rl_cg_detect(rl->c.cgroup_mode, rl->c.cgroup_name, &rl->cg, err,
+	    errlen) == -1)
+		goto fail;
+	return rt;
+fail:
+	rl_free(rt);
+	return NULL;
+}
+
+int
+runtime_local_image_add(const struct rt_local_conf *c, const char *name,
+    const char *dir, char *err, size_t errlen)
+{
+	char link[RL_PATH_MAX], rp[PATH_MAX], tmp[RL_PATH_MAX + 32];
+	const char *images = c->images_dir != NULL ? c->images_dir :
+	    "/var/lib/sandbox/images";
+	struct stat st;
+
+	if (!image_name_valid(name)) {
+		snprintf(err, errlen, "invalid image name (expected "
+		    "[a-z0-9][a-z0-9._-]*)");
+		return -1;
+	}
+	if (dir[0] != '/' || realpath(dir, rp) == NULL ||
+	    stat(rp, &st) == -1 || !S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "%s: not an absolute path to a directory",
+		    dir);
+		return -1;
+	}
+	if (access(rp, F_OK) == 0) {
+		char sh[PATH_MAX + 16];
+
+		snprintf(sh, sizeof(sh), "%s/bin/sh", rp);
+		if (access(sh, F_OK) == -1)
+			log_warnx("image %s has no /bin/sh", rp);
+	}
+	if (mkdir(images, 0755) == -1 && errno != EEXIST) {
+		snprintf(err, errlen, "mkdir %s: %s", images, strerror(errno));
+		return -1;
+	}
+	snprintf(link, sizeof(link), "%s/%s", images, name);
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", link, (long)getpid());
+	(void)unlink(tmp);
+	if (symlink(rp, tmp) == -1 || rename(tmp, link) == -1) {
+		snprintf(err, errlen, "link %s: %s", link, strerror(errno));
+		(void)unlink(tmp);
+		return -1;
+	}
+	return 0;
+}

@@ -1,0 +1,113 @@
+/*
+ * runtime_local.h: the local runtime engine (bubblewrap sandboxes on this
+ * machine). See docs/local-runtime.md for the layout of the state directory,
+ * the namespaces, mounts, cgroups and the egress hand-off.
+ *
+ * Needs real root: each sandbox runs as its own unprivileged host uid
+ * (uid_base + slot), root only inside its user namespace.
+ */
+#ifndef RUNTIME_LOCAL_H
+#define RUNTIME_LOCAL_H
+
+#include <stddef.h>
+#include "cfg.h"
+#include "runtime.h"
+
+struct rt_local_conf {
+	char		*state_dir;	/* one directory per sandbox */
+	char		*images_dir;	/* one directory (or symlink) per image */
+	char		*default_image;	/* image name used when the spec has none */
+	char		*agent_bin;	/* static sandbox-agent, bind-mounted ro */
+	char		*bwrap;		/* bubblewrap binary */
+	char		*proxy_admin_socket; /* egress proxy admin; empty: none */
+	char		*proxy_ca_cert;	/* PEM added to the sandbox trust store */
+	long long	 mem_bytes;	/* default memory limit */
+	long long	 cpu_millis;	/* default CPU quota, 1000 = one core */
+	long long	 pids_max;	/* default pids limit */
+	long long	 tmp_bytes;	/* size of the per-sandbox /tmp tmpfs */
+	long long	 uid_base;	/* first host uid/gid given to sandboxes */
+	long long	 uid_count;	/* how many sandboxes may exist at once */
+	char		*cgroup_name;	/* parent cgroup under every hierarchy */
+	char		*cgroup_mode;	/* auto | v2 | v1 | none */
+	int		 seccomp;	/* load the deny-list seccomp filter */
+	long long	 start_timeout_ms; /* create/start: until the agent answers */
+};
+
+/* cfg_key initializers for every field, each followed by a comma. */
+#define RUNTIME_LOCAL_CFG_KEYS(PFX, OFF)					\
+	{ PFX "state_dir", CFG_PATH, (OFF) + offsetof(struct rt_local_conf,	\
+	  state_dir), 0, 0, "/var/lib/sandbox/state", "SANDBOX_STATE_DIR",	\
+	  "local runtime: directory holding one state directory per sandbox "	\
+	  "(keep it short: the agent socket path must fit in 108 bytes)" },	\
+	{ PFX "images_dir", CFG_PATH, (OFF) + offsetof(struct rt_local_conf,	\
+	  images_dir), 0, 0, "/var/lib/sandbox/images", "SANDBOX_IMAGES_DIR",	\
+	  "local runtime: directory of images, one directory (or symlink to "	\
+	  "one) per image name; `make image` builds images_dir/default" },	\
+	{ PFX "default_image", CFG_STR, (OFF) + offsetof(struct rt_local_conf,\
+	  default_image), 0, 0, "default", "SANDBOX_DEFAULT_IMAGE",		\
+	  "local runtime: image used when a create request names none" },	\
+	{ PFX "agent_bin", CFG_PATH, (OFF) + offsetof(struct rt_local_conf,	\
+	  agent_bin), 0, 0, "build/agent/sandbox-agent", "SANDBOX_AGENT_BIN",	\
+	  "local runtime: the static sandbox-agent binary, bind-mounted "	\
+	  "read-only into every sandbox as its first process" },		\
+	{ PFX "bwrap", CFG_PATH, (OFF) + offsetof(struct rt_local_conf,	\
+	  bwrap), 0, 0, "/usr/bin/bwrap", NULL,					\
+	  "local runtime: bubblewrap binary" },					\
+	{ PFX "proxy_admin_socket", CFG_PATH, (OFF) +				\
+	  offsetof(struct rt_local_conf, proxy_admin_socket), 0, 0, NULL,	\
+	  "SANDBOX_PROXY_ADMIN", "local runtime: egress proxy admin socket; "	\
+	  "each sandbox's 127.0.0.1:3128 listener is handed to it (empty: no "	\
+	  "proxy, sandboxes have no egress at all)" },				\
+	{ PFX "proxy_ca_cert", CFG_PATH, (OFF) +				\
+	  offsetof(struct rt_local_conf, proxy_ca_cert), 0, 0, NULL,		\
+	  "SANDBOX_PROXY_CA", "local runtime: the egress proxy's CA "		\
+	  "certificate (PEM), added to each sandbox's trust store" },		\
+	{ PFX "mem_bytes", CFG_SIZE, (OFF) + offsetof(struct rt_local_conf,	\
+	  mem_bytes), 16LL << 20, 1LL << 40, "2GiB", NULL,			\
+	  "local runtime: default memory limit per sandbox" },			\
+	{ PFX "cpu_millis", CFG_INT, (OFF) + offsetof(struct rt_local_conf,	\
+	  cpu_millis), 10, 256000, "2000", NULL,				\
+	  "local runtime: default CPU quota per sandbox (1000 = one core)" },	\
+	{ PFX "pids_max", CFG_INT, (OFF) + offsetof(struct rt_local_conf,	\
+	  pids_max), 16, 1000000, "1024", NULL,					\
+	  "local runtime: default limit on processes and threads per sandbox" },\
+	{ PFX "tmp_bytes", CFG_SIZE, (OFF) + offsetof(struct rt_local_conf,	\
+	  tmp_bytes), 1LL << 20, 1LL << 40, "512MiB", NULL,			\
+	  "local runtime: size of each sandbox's /tmp (tmpfs, counts against "\
+	  "its memory)" },							\
+	{ PFX "uid_base", CFG_INT, (OFF) + offsetof(struct rt_local_conf,	\
+	  uid_base), 1000, 4000000000LL, "2000000", NULL,			\
+	  "local runtime: first host uid/gid given to a sandbox (each sandbox "	\
+	  "gets its own; none of them may belong to a real user)" },		\
+	{ PFX "uid_count", CFG_INT, (OFF) + offsetof(struct rt_local_conf,	\
+	  uid_count), 1, 1000000, "10000", NULL,				\
+	  "local runtime: number of uids from uid_base (the most sandboxes "	\
+	  "that may exist at once)" },						\
+	{ PFX "cgroup_name", CFG_STR, (OFF) + offsetof(struct rt_local_conf,	\
+	  cgroup_name), 0, 0, "sandbox", NULL,					\
+	  "local runtime: parent cgroup (under each hierarchy) of the "	\
+	  "per-sandbox cgroups" },						\
+	{ PFX "cgroup_mode", CFG_STR, (OFF) + offsetof(struct rt_local_conf,	\
+	  cgroup_mode), 0, 0, "auto", "SANDBOX_CGROUP_MODE",			\
+	  "local runtime: auto (v2 when its controllers are usable, else v1), "\
+	  "v2, v1 or none (no limits: tests only)" },				\
+	{ PFX "seccomp", CFG_BOOL, (OFF) + offsetof(struct rt_local_conf,	\
+	  seccomp), 0, 0, "true", NULL,						\
+	  "local runtime: load a seccomp filter refusing dangerous system "	\
+	  "calls (kexec, modules, bpf, perf, mount API on the host, ...)" },	\
+	{ PFX "start_timeout", CFG_DURATION, (OFF) +				\
+	  offsetof(struct rt_local_conf, start_timeout_ms), 100, 600000,	\
+	  "20s", NULL, "local runtime: create/start fail if the agent does "	\
+	  "not answer within this time" },
+
+struct runtime *runtime_local_new(const struct rt_local_conf *, char *err,
+	    size_t errlen);
+
+/*
+ * Registers dir as image name (a symlink images_dir/name -> dir). name is
+ * [a-z0-9][a-z0-9._-]*; dir must be an absolute path to a directory.
+ */
+int	runtime_local_image_add(const struct rt_local_conf *, const char *name,
+	    const char *dir, char *err, size_t errlen) WUNRES;
+
+#endif

@@ -1,0 +1,98 @@
+/*
+ * runtime_local_int.h: internals of the local runtime shared by
+ * runtime_local.c (the engine: records, state, lifecycle) and
+ * runtime_local_sys.c (the system side: cgroups, spawning bwrap, network
+ * namespace listeners, seccomp, removal). Not for other modules.
+ */
+#ifndef RUNTIME_LOCAL_INT_H
+#define RUNTIME_LOCAL_INT_H
+
+#include <limits.h>
+#include <sys/types.h>
+#include "attrib.h"
+
+#define RL_PATH_MAX	512
+
+/* Cgroups: where limits go and how a sandbox's processes are killed. */
+enum rl_cg_mode { RL_CG_NONE, RL_CG_V1, RL_CG_V2 };
+
+struct rl_cg {
+	enum rl_cg_mode	 mode;		/* where the limits live */
+	char		 v2[RL_PATH_MAX];	/* v2 parent (limits in v2 mode;
+					 * tracking + cgroup.kill in hybrid) */
+	int		 v2_track;	/* v2 parent usable for tracking/kill */
+	char		 v1_mem[RL_PATH_MAX];	/* v1 parents ("" if absent) */
+	char		 v1_cpu[RL_PATH_MAX];
+	char		 v1_pids[RL_PATH_MAX];
+	char		 v1_freezer[RL_PATH_MAX];
+};
+
+/* Limits for one sandbox. */
+struct rl_limits {
+	long long	mem_bytes;
+	long long	cpu_millis;
+	long long	pids_max;
+};
+
+int	rl_cg_detect(const char *mode, const char *name, struct rl_cg *,
+	    char *err, size_t errlen) WUNRES;
+/* Creates (or reuses) the sandbox's cgroups and writes its limits. */
+int	rl_cg_create(const struct rl_cg *, const char *id,
+	    const struct rl_limits *, char *err, size_t errlen) WUNRES;
+/* The cgroup.procs files a new sandbox process must join (NULL ended). */
+int	rl_cg_procs_files(const struct rl_cg *, const char *id,
+	    char files[][RL_PATH_MAX], size_t max, size_t *n);
+/* Kills every process in the sandbox's cgroups and waits (<= timeout). */
+int	rl_cg_kill(const struct rl_cg *, const char *id, int timeout_ms);
+/* Processes in the sandbox's cgroups (-1 if unknown). */
+int	rl_cg_nprocs(const struct rl_cg *, const char *id);
+/* OOM kills so far (-1 if unknown). */
+long long rl_cg_oom_kills(const struct rl_cg *, const char *id);
+/* The file whose "oom_kill N" line counts OOM kills ("" if none). */
+void	rl_cg_oom_file(const struct rl_cg *, const char *id, char *out,
+	    size_t outlen);
+/* Removes the sandbox's cgroups (they must be empty). */
+int	rl_cg_remove(const struct rl_cg *, const char *id);
+
+/* What the spawned bwrap needs. All strings are prepared by the caller. */
+struct rl_spawn {
+	const char	*bwrap;
+	char *const	*argv;		/* bwrap's argv */
+	char *const	*envp;		/* bwrap's env (empty: bwrap --setenv) */
+	uid_t		 uid;
+	gid_t		 gid;
+	const char	*image_dir;	/* mounted idmapped at lower */
+	const char	*lower;		/* mount point */
+	const char	*upper;		/* overlay upper/work; NULL: read-only */
+	const char	*work;
+	const char	*root;		/* overlay mount point */
+	const char	*log_path;	/* stdout/stderr of bwrap and the agent */
+	char		 (*cg_files)[RL_PATH_MAX];
+	size_t		 ncg_files;
+	int		 seccomp_fd;	/* -1: none; becomes fd 4 */
+	/* out */
+	pid_t		 pid;		/* bwrap (outer) */
+	pid_t		 child_pid;	/* the sandbox's pid 1, host view */
+};
+
+/* Forks, sets up mounts in a private mount namespace, joins cgroups, drops
+ * to uid/gid and execs bwrap with --info-fd 3. Fills pid and child_pid. */
+int	rl_spawn(struct rl_spawn *, int timeout_ms, char *err,
+	    size_t errlen) WUNRES;
+/* Creates a listening TCP socket on 127.0.0.1:port inside pid's network
+ * namespace. Returns the fd or -1 with err. */
+int	rl_netns_listener(pid_t pid, int port, char *err, size_t errlen);
+/* A memfd holding the seccomp BPF program bwrap --seccomp loads; -1 on
+ * error. */
+int	rl_seccomp_fd(char *err, size_t errlen);
+/* /proc/<pid>/stat start time (clock ticks since boot), or -1. */
+long long rl_proc_start(pid_t);
+/* Removes a directory tree without following symlinks; 0 or -1. */
+int	rl_rmtree(const char *path, char *err, size_t errlen);
+/* Writes data to path atomically (temp + fsync + rename), mode. */
+int	rl_write_atomic(const char *path, const void *, size_t, int mode,
+	    char *err, size_t errlen) WUNRES;
+/* Reads a whole small file (<= max) into a NUL-terminated heap buffer. */
+char	*rl_read_file(const char *path, size_t max, size_t *lenp);
+
+#endif

@@ -1,0 +1,330 @@
+/*
+ * test_runtime_local.c: the local runtime's pure helpers (records, pid
+ * files, /proc parsing, seccomp program, tree removal, config keys),
+ * by including the sources. The sandboxes themselves are tested end to end
+ * in tests/e2e/4x-*.sh (they need root, bwrap and the agent).
+ */
+#include "../../orchestrator/runtime_local.c"
+#include "../../orchestrator/runtime_local_sys.c"
+
+#include <sys/wait.h>
+
+#include "unit.h"
+
+static char tdir[256];
+
+static struct rl *
+mk_rl(void)
+{
+	struct rl *rl = xcalloc(1, sizeof(*rl));
+
+	snprintf(rl->state_dir, sizeof(rl->state_dir), "%s/state", tdir);
+	mkdir(rl->state_dir, 0711);
+	rl->c.uid_base = 5000000;
+	rl->c.uid_count = 4;
+	pthread_mutex_init(&rl->mu, NULL);
+	return rl;
+}
+
+TEST(test_ids_and_names)
+{
+	CHECK(rt_id_valid("sb-1"));
+	CHECK(!rt_id_valid("-sb"));
+	CHECK(!rt_id_valid("Sb"));
+	CHECK(!rt_id_valid("a/b"));
+	CHECK(!rt_id_valid(".."));
+	CHECK(!rt_id_valid(""));
+	CHECK(image_name_valid("default"));
+	CHECK(image_name_valid("busy-box_1.2"));
+	CHECK(!image_name_valid(".."));
+	CHECK(!image_name_valid("a/b"));
+	CHECK(!image_name_valid("-x"));
+	CHECK(!image_name_valid(""));
+	CHECK(env_name_ok("HTTP_PROXY"));
+	CHECK(!env_name_ok("1X"));
+	CHECK(!env_name_ok("A=B"));
+	CHECK(!env_name_ok(""));
+	CHECK(!env_name_ok("A B"));
+}
+
+TEST(test_record_roundtrip_and_hostile)
+{
+	struct rl *rl = mk_rl();
+	struct rec r, r2;
+	char p[600], e[256];
+	static const char *bad[] = {
+		"", "{", "[]", "null", "{\"uid\":\"x\"}",
+		"{\"uid\":5000000,\"image_dir\":\"relative\"}",
+		"{\"uid\":-1,\"image_dir\":\"/x\"}",
+	};
+	size_t i;
+
+	memset(&r, 0, sizeof(r));
+	snprintf(r.id, sizeof(r.id), "sb-1");
+	snprintf(r.image, sizeof(r.image), "busybox");
+	snprintf(r.image_dir, sizeof(r.image_dir), "/images/busybox");
+	snprintf(r.phase, sizeof(r.phase), "running");
+	r.uid = 5000001;
+	r.created_ms = 1700000000123LL;
+	r.lim.mem_bytes = 1LL << 30;
+	r.lim.cpu_millis = 500;
+	r.lim.pids_max = 64;
+	r.run_as_root = 1;
+	r.writable_root = 1;
+	r.labels = cJSON_CreateObject();
+	cJSON_AddStringToObject(r.labels, "session", "s\"1\n");
+	r.env = cJSON_CreateObject();
+	snprintf(p, sizeof(p), "%s/sb-1", rl->state_dir);
+	mkdir(p, 0711);
+	CHECK(rec_save(rl, &r, e, sizeof(e)) == 0);
+	CHECK(rec_load(rl, "sb-1", &r2, e, sizeof(e)) == 0);
+	CHECK_STR(r2.image, "busybox");
+	CHECK_STR(r2.phase, "running");
+	CHECK_INT(r2.uid, 5000001);
+	CHECK_INT(r2.created_ms, 1700000000123LL);
+	CHECK_INT(r2.lim.pids_max, 64);
+	CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(r2.labels,
+	    "session")), "s\"1\n");
+	rec_clear(&r2);
+	rec_clear(&r);
+	/* hostile or broken records are refused, never half-loaded */
+	snprintf(p, sizeof(p), "%s/sb-1/record.json", rl->state_dir);
+	for (i = 0; i < NELEM(bad); i++) {
+		CHECK(rl_write_atomic(p, bad[i], strlen(bad[i]), 0600, e,
+		    sizeof(e)) == 0);
+		CHECK(rec_load(rl, "sb-1", &r2, e, sizeof(e)) == -1);
+	}
+	/* oversized record */
+	{
+		size_t n = RL_RECORD_MAX + 100;
+		char *big = xmalloc(n);
+
+		memset(big, ' ', n);
+		big[0] = '{';
+		big[n - 1] = '}';
+		CHECK(rl_write_atomic(p, big, n, 0600, e, sizeof(e)) == 0);
+		CHECK(rec_load(rl, "sb-1", &r2, e, sizeof(e)) == -1);
+		free(big);
+	}
+	free(rl);
+}
+
+TEST(test_pidfile)
+{
+	struct rl *rl = mk_rl();
+	struct pidrec pr;
+	char p[600], line[200], e[256];
+	static const char *bad[] = {
+		"", "1 2 3", "x y z w v", "0 1 0 1 1", "99999999999 1 2 3 4",
+		"-5 1 -5 1 1",
+	};
+	size_t i;
+
+	snprintf(p, sizeof(p), "%s/sb-2", rl->state_dir);
+	mkdir(p, 0711);
+	snprintf(p, sizeof(p), "%s/sb-2/pid", rl->state_dir);
+	snprintf(line, sizeof(line), "%d %lld %d %lld 123\n", (int)getpid(),
+	    rl_proc_start(getpid()), (int)getpid(), rl_proc_start(getpid()));
+	CHECK(rl_write_atomic(p, line, strlen(line), 0600, e, sizeof(e)) == 0);
+	CHECK(pid_load(rl, "sb-2", &pr) == 0);
+	CHECK(pid_alive(&pr));
+	/* a reused pid: same number, other start time */
+	pr.child_start++;
+	CHECK(!pid_alive(&pr));
+	for (i = 0; i < NELEM(bad); i++) {
+		CHECK(rl_write_atomic(p, bad[i], strlen(bad[i]), 0600, e,
+		    sizeof(e)) == 0);
+		CHECK(pid_load(rl, "sb-2", &pr) == -1);
+	}
+	free(rl);
+}
+
+TEST(test_proc_start)
+{
+	pid_t c;
+	long long a, b;
+	int st;
+
+	a = rl_proc_start(getpid());
+	CHECK(a > 0);
+	CHECK(rl_proc_start(getpid()) == a);
+	CHECK(rl_proc_start(0) == -1);
+	CHECK(rl_proc_start(-1) == -1);
+	c = fork();
+	if (c == 0) {
+		/* a comm with spaces and parens must not confuse the parser */
+		prctl(PR_SET_NAME, "a) b (c", 0, 0, 0);
+		usleep(300000);
+		_exit(0);
+	}
+	usleep(100000);
+	b = rl_proc_start(c);
+	CHECK(b >= a);
+	waitpid(c, &st, 0);
+	CHECK(rl_proc_start(c) == -1);
+}
+
+TEST(test_uid_alloc)
+{
+	struct rl *rl = mk_rl();
+	struct rec r;
+	char p[600], e[256];
+	long long uid;
+	int i;
+
+	/* fill slots 0 and 2; 1 must be chosen */
+	for (i = 0; i < 3; i += 2) {
+		memset(&r, 0, sizeof(r));
+		snprintf(r.id, sizeof(r.id), "u-%d", i);
+		snprintf(r.image_dir, sizeof(r.image_dir), "/x");
+		r.uid = rl->c.uid_base + i;
+		snprintf(p, sizeof(p), "%s/u-%d", rl->state_dir, i);
+		mkdir(p, 0711);
+		CHECK(rec_save(rl, &r, e, sizeof(e)) == 0);
+	}
+	CHECK(alloc_uid(rl, &uid, e, sizeof(e)) == 0);
+	CHECK_INT(uid, rl->c.uid_base + 1);
+	/* a create that died before its record: its uid file still counts */
+	snprintf(p, sizeof(p), "%s/u-9", rl->state_dir);
+	mkdir(p, 0711);
+	snprintf(p, sizeof(p), "%s/u-9/uid", rl->state_dir);
+	CHECK(rl_write_atomic(p, "5000001\n", 8, 0600, e, sizeof(e)) == 0);
+	CHECK(alloc_uid(rl, &uid, e, sizeof(e)) == 0);
+	CHECK_INT(uid, rl->c.uid_base + 3);
+	snprintf(p, sizeof(p), "%s/u-9/uid", rl->state_dir);
+	CHECK(rl_write_atomic(p, "5000003\n", 8, 0600, e, sizeof(e)) == 0);
+	/* all 4 used now: a clear error */
+	snprintf(p, sizeof(p), "%s/u-8", rl->state_dir);
+	mkdir(p, 0711);
+	snprintf(p, sizeof(p), "%s/u-8/uid", rl->state_dir);
+	CHECK(rl_write_atomic(p, "5000001\n", 8, 0600, e, sizeof(e)) == 0);
+	CHECK(alloc_uid(rl, &uid, e, sizeof(e)) == -1);
+	CHECK(strstr(e, "uid_count") != NULL);
+	free(rl);
+}
+
+TEST(test_rmtree_no_follow)
+{
+	char top[600], victim[600], p[700], e[256];
+	int fd;
+
+	snprintf(victim, sizeof(victim), "%s/victim", tdir);
+	mkdir(victim, 0755);
+	snprintf(p, sizeof(p), "%s/keep", victim);
+	fd = open(p, O_CREAT | O_WRONLY, 0644);
+	close(fd);
+	snprintf(top, sizeof(top), "%s/tree", tdir);
+	mkdir(top, 0755);
+	snprintf(p, sizeof(p), "%s/a", top);
+	mkdir(p, 0);
+	snprintf(p, sizeof(p), "%s/a/link", top);
+	CHECK(symlink(victim, p) == 0);
+	snprintf(p, sizeof(p), "%s/file", top);
+	fd = open(p, O_CREAT | O_WRONLY, 0);
+	close(fd);
+	CHECK(rl_rmtree(top, e, sizeof(e)) == 0);
+	CHECK(access(top, F_OK) == -1);
+	snprintf(p, sizeof(p), "%s/keep", victim);
+	CHECK(access(p, F_OK) == 0);	/* the link's target survived */
+	CHECK(rl_rmtree("/nonexistent/xyz", e, sizeof(e)) == 0);
+}
+
+TEST(test_upper_writes_refuse_symlinks)
+{
+	char upper[600], victim[600], p[700], e[700];
+
+	snprintf(upper, sizeof(upper), "%s/upper", tdir);
+	mkdir(upper, 0755);
+	snprintf(victim, sizeof(victim), "%s/victim2", tdir);
+	mkdir(victim, 0755);
+	/* a sandbox replaced /etc/ssl with a link to a host directory */
+	snprintf(p, sizeof(p), "%s/etc", upper);
+	mkdir(p, 0755);
+	snprintf(p, sizeof(p), "%s/etc/ssl", upper);
+	CHECK(symlink(victim, p) == 0);
+	CHECK(write_in_upper(upper, "etc/ssl/certs", "ca.crt", "x", 1, 0, 0, e,
+	    sizeof(e)) == -1);
+	snprintf(p, sizeof(p), "%s/certs", victim);
+	CHECK(access(p, F_OK) == -1);
+	/* a normal write works, and replaces a planted file link */
+	CHECK(write_in_upper(upper, "usr/local/share", "ca.crt", "pem", 3,
+	    getuid(), getgid(), e, sizeof(e)) == 0);
+	snprintf(p, sizeof(p), "%s/usr/local/share/ca.crt", upper);
+	CHECK(access(p, F_OK) == 0);
+	unlink(p);
+	snprintf(e, sizeof(e), "%s/target", victim);
+	CHECK(symlink(e, p) == 0);
+	CHECK(write_in_upper(upper, "usr/local/share", "ca.crt", "pem", 3,
+	    getuid(), getgid(), e, sizeof(e)) == 0);
+	snprintf(p, sizeof(p), "%s/target", victim);
+	CHECK(access(p, F_OK) == -1);
+}
+
+TEST(test_seccomp_program)
+{
+	char e[256];
+	struct stat st;
+	int fd = rl_seccomp_fd(e, sizeof(e));
+
+	CHECK(fd != -1);
+	CHECK(fstat(fd, &st) == 0);
+	CHECK(st.st_size > 0 && st.st_size % sizeof(struct sock_filter) == 0);
+	CHECK((size_t)st.st_size / sizeof(struct sock_filter) < 4096);
+	close(fd);
+}
+
+TEST(test_cfg_keys)
+{
+	static const struct cfg_key k[] = { RUNTIME_LOCAL_CFG_KEYS("local.", 0) };
+	struct rt_local_conf c;
+	char e[512];
+	static const char *bad[] = {
+		"local: {mem_bytes: 1KiB}\n",
+		"local: {pids_max: -1}\n",
+		"local: {nosuch: 1}\n",
+		"local: {seccomp: maybe}\n",
+		"local: {cpu_millis: abc}\n",
+	};
+	size_t i;
+
+	memset(&c, 0, sizeof(c));
+	const char *good = "local:\n  state_dir: /s\n  mem_bytes: 1GiB\n"
+	    "  start_timeout: 5s\n";
+
+	CHECK(cfg_load_string(k, NELEM(k), &c, "t", good, strlen(good), e,
+	    sizeof(e)) == 0);
+	CHECK_STR(c.state_dir, "/s");
+	CHECK_INT(c.mem_bytes, 1LL << 30);
+	CHECK_INT(c.start_timeout_ms, 5000);
+	CHECK_INT(c.pids_max, 1024);
+	CHECK_INT(c.seccomp, 1);
+	CHECK_STR(c.cgroup_mode, "auto");
+	cfg_free(k, NELEM(k), &c);
+	for (i = 0; i < NELEM(bad); i++) {
+		memset(&c, 0, sizeof(c));
+		CHECK(cfg_load_string(k, NELEM(k), &c, "t", bad[i],
+		    strlen(bad[i]), e, sizeof(e)) == -1);
+		cfg_free(k, NELEM(k), &c);
+	}
+}
+
+int
+main(void)
+{
+	char e[256];
+
+	snprintf(tdir, sizeof(tdir), "/tmp/test_rtl.%d", (int)getpid());
+	mkdir(tdir, 0755);
+	log_init("test", LOG_LVL_ERROR, NULL);
+	RUN(test_ids_and_names);
+	RUN(test_record_roundtrip_and_hostile);
+	RUN(test_pidfile);
+	RUN(test_proc_start);
+	RUN(test_uid_alloc);
+	RUN(test_rmtree_no_follow);
+	RUN(test_upper_writes_refuse_symlinks);
+	RUN(test_seccomp_program);
+	RUN(test_cfg_keys);
+	(void)rl_rmtree(tdir, e, sizeof(e));
+	return unit_done();
+}
