@@ -234,6 +234,8 @@ canon_host(const char *in, size_t len, uint16_t port, struct target *t,
 		if (++lab > 63)
 			return err_set(err, errlen, "label longer than 63");
 	}
+	if (lab == 0)
+		return err_set(err, errlen, "empty label in host");
 	memcpy(t->host, name, n + 1);
 	t->kind = CANON_NAME;
 	finish(t);

@@ -415,9 +415,16 @@ hreq_check_target(struct hreq *r, struct target *t, int tls, char *err,
 			size_t rest = (size_t)(u + ul - end), off = (size_t)(end - r->data.p);
 			if (rest > 0 && *end == '#')
 				rest = 0;
+			char *tmp = xmalloc(rest + 2);
+			int brc;
+
+			/* Copy first: appending may move r->data. */
+			tmp[0] = '/';
+			memcpy(tmp + 1, r->data.p + off, rest);
 			r->path_o = (uint32_t)r->data.len;
-			if (buf_add(&r->data, "/", 1) == -1 ||
-			    buf_add(&r->data, r->data.p + off, rest) == -1) {
+			brc = buf_add(&r->data, tmp, rest + 1);
+			free(tmp);
+			if (brc == -1) {
 				snprintf(err, errlen, "request target too long");
 				return 431;
 			}
