@@ -36,6 +36,9 @@ http_parse_head(const char *p, size_t n, struct http_req *r, char *err,
 	if (end == NULL) {
 		if (n >= HTTP_MAX_HEAD)
 			FAIL(HTTP_TOO_LARGE, "request head too large");
+		for (i = 0; i < n; i++)
+			if (p[i] == '\n' && (i == 0 || p[i - 1] != '\r'))
+				FAIL(HTTP_BAD, "bare LF in request head (use CRLF)");
 		/* Early sanity: the first bytes must look like a method. */
 		for (i = 0; i < n && i < 8; i++) {
 			if (p[i] == ' ' && i > 0)

@@ -765,7 +765,7 @@ listen_on(const char *spec)
 		log_warnx("bad --listen %s (unix:PATH or tcp:HOST:PORT)", spec);
 		return -1;
 	}
-	if (listen(fd, 128) == -1) {
+	if (listen(fd, 1024) == -1) {
 		log_warn("listen");
 		close(fd);
 		return -1;

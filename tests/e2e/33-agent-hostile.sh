@@ -1,0 +1,273 @@
+#!/usr/bin/env bash
+# 33-agent-hostile: malformed HTTP and JSON, oversized bodies and heads,
+# slowloris, floods of connections, clients vanishing mid-response, TCP
+# mode with a bearer token. The agent must answer clearly and stay up.
+. "$(dirname "$0")/../lib/common.sh"
+. "$TOP/agent/test-lib.sh"
+
+check "agent starts (request timeout 1500 ms)" start_agent --request-timeout 1500
+
+python3 - "$SOCK" <<'PY'
+import socket, sys, time, json
+SOCK = sys.argv[1]
+fails = 0
+
+def conn():
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(SOCK)
+    s.settimeout(20)
+    return s
+
+def recv_all(s, limit=1 << 26):
+    data = b""
+    try:
+        while len(data) < limit:
+            b = s.recv(65536)
+            if not b:
+                break
+            data += b
+    except (socket.timeout, ConnectionResetError):
+        pass
+    return data
+
+def status_of(raw):
+    try:
+        return int(raw.split(b" ", 2)[1])
+    except Exception:
+        return None
+
+def report(name, cond, detail=""):
+    global fails
+    if cond:
+        print("ok " + name)
+    else:
+        fails += 1
+        print("not ok %s -- %s" % (name, detail))
+    sys.stdout.flush()
+
+def exchange(raw, shut=True):
+    s = conn()
+    s.sendall(raw)
+    if shut:
+        try:
+            s.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+    r = recv_all(s)
+    s.close()
+    return r
+
+def healthy():
+    r = exchange(b"GET /v1/health HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+    return status_of(r) == 200 and b'"ok":true' in r
+
+def body_of(r):
+    return r.split(b"\r\n\r\n", 1)[1] if b"\r\n\r\n" in r else b""
+
+cases = [
+    ("garbage bytes", b"\x00\x01\x02\xff\r\n\r\n", 400),
+    ("lowercase method", b"get /v1/health HTTP/1.1\r\n\r\n", 400),
+    ("HTTP/2.0", b"GET /v1/health HTTP/2.0\r\n\r\n", 400),
+    ("HTTP/0.9 style", b"GET /v1/health\r\n\r\n", 400),
+    ("absolute-form target", b"GET http://x/v1/health HTTP/1.1\r\n\r\n", 400),
+    ("bare LF", b"GET /v1/health HTTP/1.1\nHost: a\n\n", 400),
+    ("obs-fold header", b"GET /v1/health HTTP/1.1\r\nX: a\r\n b\r\n\r\n", 400),
+    ("NUL in header", b"GET /v1/health HTTP/1.1\r\nX: a\x00b\r\n\r\n", 400),
+    ("space in header name", b"GET /v1/health HTTP/1.1\r\nX Y: a\r\n\r\n", 400),
+    ("bad Content-Length", b"POST /v1/shell HTTP/1.1\r\nContent-Length: 1x\r\n\r\n", 400),
+    ("negative Content-Length", b"POST /v1/shell HTTP/1.1\r\nContent-Length: -1\r\n\r\n", 400),
+    ("conflicting Content-Length", b"POST /v1/shell HTTP/1.1\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}", 400),
+    ("chunked refused", b"POST /v1/shell HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n", 501),
+    ("unknown Expect", b"POST /v1/shell HTTP/1.1\r\nExpect: magic\r\nContent-Length: 2\r\n\r\n{}", 400),
+    ("oversized Content-Length: 413 at once", b"POST /v1/shell HTTP/1.1\r\nContent-Length: 16777217\r\n\r\n", 413),
+    ("huge Content-Length", b"POST /v1/shell HTTP/1.1\r\nContent-Length: 99999999999999999999999\r\n\r\n", 431),
+    ("oversized head: 431", b"GET /v1/health HTTP/1.1\r\nX: " + b"a" * 20000 + b"\r\n\r\n", 431),
+    ("too many headers: 431", b"GET /v1/health HTTP/1.1\r\n" + b"X: 1\r\n" * 100 + b"\r\n", 431),
+    ("long target", b"GET /" + b"a" * 5000 + b" HTTP/1.1\r\n\r\n", 431),
+    ("unknown method", b"DELETE /v1/health HTTP/1.1\r\n\r\n", 405),
+    ("CONNECT", b"CONNECT x:443 HTTP/1.1\r\n\r\n", 400),
+]
+for name, raw, want in cases:
+    r = exchange(raw)
+    st = status_of(r)
+    report("malformed HTTP: %s -> %d" % (name, want), st == want, "got %r" % r[:120])
+    if st and st >= 400:
+        try:
+            js = json.loads(body_of(r))
+            ok = isinstance(js["error"]["code"], str) and js["error"]["message"]
+        except Exception as e:
+            ok = False
+        report("malformed HTTP: %s: JSON error body" % name, ok, body_of(r)[:100])
+
+bodies = [
+    ("truncated object", b'{"command":'),
+    ("array body", b'[1,2]'),
+    ("string body", b'"echo"'),
+    ("command not a string", b'{"command":1}'),
+    ("invalid UTF-8", b'{"command":"\xff"}'),
+    ("lone surrogate", b'{"command":"\\ud800"}'),
+    ("raw control char", b'{"command":"a\x01b"}'),
+    ("duplicate key", b'{"command":"a","command":"b"}'),
+    ("trailing garbage", b'{"command":"true"} x'),
+    ("deep nesting", b'[' * 100000 + b']' * 100000),
+    ("deep object nesting", b'{"a":' * 5000 + b'1' + b'}' * 5000),
+    ("NaN", b'{"command":"true","timeout_ms":NaN}'),
+    ("huge number", b'{"command":"true","timeout_ms":1' + b'0' * 400 + b'}'),
+    ("negative timeout", b'{"command":"true","timeout_ms":-5}'),
+    ("float timeout", b'{"command":"true","timeout_ms":1.5}'),
+    ("empty key soup", b'{"":"","\\u0000":null}'),
+]
+for name, body in bodies:
+    raw = b"POST /v1/shell HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body) + body
+    r = exchange(raw)
+    st = status_of(r)
+    ok = st == 400 and b'"bad_request"' in r
+    report("malformed JSON: %s -> 400" % name, ok, "got %r" % r[:160])
+
+# A body shorter than announced, then the client leaves.
+s = conn()
+s.sendall(b"POST /v1/shell HTTP/1.1\r\nContent-Length: 100\r\n\r\n{\"comm")
+s.close()
+report("short body then close: agent fine", healthy())
+
+# Pipelining: three requests in one write come back in order.
+s = conn()
+pb = b'{"command":"echo pipelined"}'
+s.sendall(b"GET /v1/health HTTP/1.1\r\n\r\n"
+          b"POST /v1/shell HTTP/1.1\r\nContent-Length: %d\r\n\r\n" % len(pb) + pb +
+          b"GET /v1/nope HTTP/1.1\r\nConnection: close\r\n\r\n")
+r = recv_all(s)
+s.close()
+parts = r.split(b"HTTP/1.1 ")
+report("pipelined requests answered in order",
+       len(parts) == 4 and parts[1].startswith(b"200") and b"pipelined" in parts[2]
+       and parts[3].startswith(b"404"), repr(r[:300]))
+
+# Keep-alive: 200 requests on one connection.
+s = conn()
+okc = 0
+for i in range(200):
+    s.sendall(b"GET /v1/health HTTP/1.1\r\nHost: a\r\n\r\n")
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        buf += s.recv(4096)
+    head, rest = buf.split(b"\r\n\r\n", 1)
+    n = int([l for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:")][0].split(b":")[1])
+    while len(rest) < n:
+        rest += s.recv(4096)
+    okc += head.startswith(b"HTTP/1.1 200")
+s.close()
+report("keep-alive: 200 requests on one connection", okc == 200, "%d ok" % okc)
+
+# Slowloris: a request dribbled byte by byte; others are served meanwhile and
+# the slow one is cut off at the request timeout.
+slow = conn()
+req = b"GET /v1/health HTTP/1.1\r\nHost: a\r\nX-Slow: " + b"s" * 100
+t0 = time.time()
+served = 0
+cut = False
+for i in range(len(req)):
+    try:
+        slow.sendall(req[i:i+1])
+    except (BrokenPipeError, ConnectionResetError):
+        cut = True
+        break
+    if i % 5 == 0:
+        served += healthy()
+    time.sleep(0.05)
+    if time.time() - t0 > 6:
+        break
+if not cut:
+    slow.settimeout(5)
+    r = recv_all(slow)
+    cut = status_of(r) == 408 or r == b""
+slow.close()
+report("slowloris: others served meanwhile", served > 3, "served %d" % served)
+report("slowloris: slow request cut off (408)", cut)
+
+# Many idle connections at once, then health still answers.
+many = []
+for i in range(300):
+    try:
+        many.append(conn())
+    except OSError:
+        break
+report("300 idle connections accepted", len(many) == 300, "%d" % len(many))
+report("health with 300 idle connections open", healthy())
+for c in many:
+    c.close()
+
+# Partial heads on many connections, then gone.
+for i in range(50):
+    s = conn()
+    s.sendall(b"POST /v1/shell HTTP/1.1\r\nContent-Le")
+    s.close()
+report("50 abandoned partial heads: fine", healthy())
+
+# Client vanishes before a large response is written (SIGPIPE/EPIPE).
+for i in range(5):
+    s = conn()
+    body = b'{"command":"head -c 3000000 /dev/zero","max_output":4194304}'
+    s.sendall(b"POST /v1/shell HTTP/1.1\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+    s.recv(100)
+    s.close()
+report("clients closing mid-response: agent fine", healthy())
+
+# A client that sends a shell command and disconnects at once: the shell is
+# freed when the command ends and serves the next one.
+s = conn()
+body = b'{"command":"sleep 0.5; echo gone"}'
+s.sendall(b"POST /v1/shell HTTP/1.1\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+s.close()
+deadline = time.time() + 20
+good = False
+while time.time() < deadline:
+    body = b'{"command":"echo next"}'
+    r = exchange(b"POST /v1/shell HTTP/1.1\r\nConnection: close\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+    if status_of(r) == 200 and b"next" in r:
+        good = True
+        break
+    time.sleep(0.1)
+report("shell usable after its client vanished mid-command", good)
+
+report("agent healthy after everything", healthy())
+sys.exit(1 if fails else 0)
+PY
+
+# 16 MiB + 1 byte of body over curl: 413 and the agent lives.
+head -c $((16 * 1024 * 1024 + 1)) /dev/zero | tr '\0' 'a' >"$T/big"
+curl -s --unix-socket "$SOCK" -H 'Content-Type: application/json' --data-binary @"$T/big" \
+    -o "$T/body" -w '%{http_code}' http://a/v1/shell >"$T/status"
+check "16 MiB + 1 body: 413" test "$(status)" = 413
+check "agent alive after the oversized body" agent_alive
+
+check "agent survived the hostile suite (same pid)" kill -0 "$AGENT_PID"
+stop_agent TERM
+
+# TCP listen mode with a bearer token.
+PORT=$(free_port)
+printf 'tok-0123456789abcdef-secret\n' >"$T/token"
+"$AGENT" --listen "tcp:127.0.0.1:$PORT" --token-file "$T/token" --state "$T/state2" \
+    --workdir "$T/ws2" >>"$T/agent-tcp.log" 2>&1 &
+tpid=$!
+track_pid $tpid
+wait_port "$PORT" 20
+code() { curl -s -o "$T/body" -w '%{http_code}' "$@"; }
+check "tcp: no token -> 401" test "$(code "http://127.0.0.1:$PORT/v1/health")" = 401
+check "tcp: 401 body says unauthorized" test "$(j .error.code)" = unauthorized
+check "tcp: wrong token -> 401" test "$(code -H 'Authorization: Bearer tok-0123456789abcdef-secreT' "http://127.0.0.1:$PORT/v1/health")" = 401
+check "tcp: token prefix -> 401" test "$(code -H 'Authorization: Bearer tok-0123456789abcdef-secre' "http://127.0.0.1:$PORT/v1/health")" = 401
+check "tcp: token plus extra -> 401" test "$(code -H 'Authorization: Bearer tok-0123456789abcdef-secretX' "http://127.0.0.1:$PORT/v1/health")" = 401
+check "tcp: Basic scheme -> 401" test "$(code -H 'Authorization: Basic tok-0123456789abcdef-secret' "http://127.0.0.1:$PORT/v1/health")" = 401
+check "tcp: shell without token -> 401" test "$(code -d '{"command":"touch /tmp/agent-should-not-exist-'$$'"}' "http://127.0.0.1:$PORT/v1/shell")" = 401
+check "tcp: nothing ran" test ! -e /tmp/agent-should-not-exist-$$
+check "tcp: right token -> 200" test "$(code -H 'Authorization: Bearer tok-0123456789abcdef-secret' "http://127.0.0.1:$PORT/v1/health")" = 200
+check "tcp: shell with token" test "$(code -H 'Authorization: Bearer tok-0123456789abcdef-secret' -d '{"command":"echo tcp-ok"}' "http://127.0.0.1:$PORT/v1/shell")" = 200 -a "$(j .output)" = tcp-ok
+kill $tpid
+"$AGENT" --listen "tcp:127.0.0.1:$(free_port)" --state "$T/state3" >/dev/null 2>&1
+check "tcp without --token-file refuses to start" test $? -ne 0
+printf 'short\n' >"$T/short"
+"$AGENT" --listen "tcp:127.0.0.1:$(free_port)" --token-file "$T/short" --state "$T/state3" >/dev/null 2>&1
+check "a token shorter than 16 bytes is refused" test $? -ne 0
+"$AGENT" --listen "udp:x" --state "$T/state3" >/dev/null 2>&1
+check "bad --listen refused" test $? -ne 0
