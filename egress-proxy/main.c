@@ -28,6 +28,7 @@
 #include "config.h"
 #include "log.h"
 #include "netcheck.h"
+#include "padmin.h"
 #include "proxy.h"
 #include "sandbox.h"
 
@@ -38,7 +39,27 @@ static void
 usage(FILE *fp)
 {
 	fprintf(fp, "usage: egress-proxy [-dnv] -f file\n"
-	    "       egress-proxy --help | --print-docs\n");
+	    "       egress-proxy --help | --print-docs\n"
+	    "       egress-proxy --admin SOCKET JSON   (one admin request, prints the reply)\n");
+}
+
+/* --admin SOCKET JSON: one admin request; exit 0 if the reply says ok. */
+static int
+admin_call(const char *path, int argc, char **argv)
+{
+	char reply[PADMIN_MAX_MSG + 1], err[512];
+
+	if (argc != 1) {
+		usage(stderr);
+		return 2;
+	}
+	if (padmin_call(path, argv[0], -1, reply, sizeof(reply), 10000, err,
+	    sizeof(err)) == -1) {
+		fprintf(stderr, "egress-proxy: %s\n", err);
+		return 2;
+	}
+	printf("%s\n", reply);
+	return strstr(reply, "\"ok\":true") != NULL ? 0 : 1;
 }
 
 /* Reloads the addons; keeps the old ones when the new ones fail. */
@@ -188,6 +209,7 @@ main(int argc, char **argv)
 	static const struct option lopts[] = {
 		{ "help", no_argument, NULL, 'h' },
 		{ "print-docs", no_argument, NULL, 'D' },
+		{ "admin", required_argument, NULL, 'A' },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *file = NULL;
@@ -219,6 +241,8 @@ main(int argc, char **argv)
 		case 'D':
 			pconf_print_markdown(stdout);
 			return 0;
+		case 'A':
+			return admin_call(optarg, argc - optind, argv + optind);
 		default:
 			usage(stderr);
 			return 1;

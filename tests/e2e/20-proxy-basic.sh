@@ -1,0 +1,294 @@
+#!/usr/bin/env bash
+# 20-proxy-basic.sh: a quick end-to-end smoke of the egress proxy with real
+# curl, a recording HTTPS upstream (python, own test CA) on loopback and the
+# admin socket: config checks, 407, intercept with injection seen by the
+# upstream, tunnel with the real certificate, deny, 421, SSRF refusal,
+# plain HTTP without credentials, a sandbox listener fd over SCM_RIGHTS and
+# deregister, metrics, SIGHUP reload with a broken addon keeping the old one.
+. "$(dirname "$0")/../lib/common.sh"
+PROXY=$BIN/egress-proxy/egress-proxy
+TOKEN=ghp_e2eSECRETtoken0123456789
+
+# ---- test PKI for the fake upstream ----
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$T/upca.key" \
+	-out "$T/upca.crt" -days 2 -subj "/CN=e2e upstream CA" 2>/dev/null
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$T/srv.key" \
+	-out "$T/srv.csr" -subj "/CN=github.com" 2>/dev/null
+printf 'subjectAltName=DNS:github.com,DNS:tunnel.example,DNS:other.example\n' >"$T/ext.cnf"
+openssl x509 -req -in "$T/srv.csr" -CA "$T/upca.crt" -CAkey "$T/upca.key" -CAcreateserial \
+	-out "$T/srv.crt" -days 2 -extfile "$T/ext.cnf" 2>/dev/null
+
+cat >"$T/upstream.py" <<'EOF'
+# Recording upstream: writes every request (method, path, headers, body) as a
+# JSON line, answers 200 with a small JSON body; /redirect answers 302.
+import http.server, ssl, sys, json
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_any(self):
+        n = int(self.headers.get('Content-Length') or 0)
+        body = self.rfile.read(n) if n else b''
+        if self.headers.get('Transfer-Encoding', '').lower() == 'chunked':
+            while True:
+                size = int(self.rfile.readline().split(b';')[0], 16)
+                if size == 0:
+                    self.rfile.readline(); break
+                body += self.rfile.read(size); self.rfile.readline()
+        rec = {"method": self.command, "path": self.path,
+               "headers": [[k, v] for k, v in self.headers.items()], "body": body.decode('latin1')}
+        with open(sys.argv[2], 'a') as f:
+            f.write(json.dumps(rec) + "\n")
+        if self.path == '/redirect':
+            self.send_response(302); self.send_header('Location', 'https://evil.example/steal')
+            self.send_header('Content-Length', '0'); self.end_headers(); return
+        out = b'{"ok":true}'
+        self.send_response(200); self.send_header('Content-Type', 'application/json')
+        self.send_header('Content-Length', str(len(out))); self.end_headers(); self.wfile.write(out)
+    do_GET = do_POST = do_PUT = do_HEAD = do_any
+    def log_message(self, *a): pass
+s = http.server.ThreadingHTTPServer(('127.0.0.1', int(sys.argv[1])), H)
+if len(sys.argv) > 3:
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); ctx.load_cert_chain(sys.argv[3], sys.argv[4])
+    s.socket = ctx.wrap_socket(s.socket, server_side=True)
+s.serve_forever()
+EOF
+
+cat >"$T/admin.py" <<'EOF'
+# admin.py SOCKET JSON [listen-port]: one admin request; with a port, a
+# listening socket on 127.0.0.1:port is attached with SCM_RIGHTS.
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(sys.argv[1])
+fds = []
+if len(sys.argv) > 3:
+    l = socket.socket(); l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    l.bind(("127.0.0.1", int(sys.argv[3]))); l.listen(16); fds = [l.fileno()]
+socket.send_fds(s, [sys.argv[2].encode()], fds)
+print(s.recv(65536).decode())
+EOF
+
+UP=$(free_port); PLAIN=$(free_port); PP=$(free_port); SBP=$(free_port)
+python3 "$T/upstream.py" "$UP" "$T/rec.jsonl" "$T/srv.crt" "$T/srv.key" & track_pid $!
+python3 "$T/upstream.py" "$PLAIN" "$T/plain.jsonl" & track_pid $!
+
+cat >"$T/addon.lua" <<'EOF'
+local M = { name = "e2e" }
+function M.on_connect(ctx)
+  if ctx.host == "github.com" then return "intercept" end
+  if ctx.host == "denied.example" then return "deny", "denied.example is not allowed for " .. ctx.sandbox.id, 403 end
+  return nil
+end
+function M.on_request(req, ctx)
+  local tok = assert(proxy.secret("file:" .. proxy.config.token_file))
+  req:inject("Authorization", proxy.github_basic(tok), "e2e-v1")
+end
+return M
+EOF
+printf '%s\n' "$TOKEN" >"$T/token"
+chmod 600 "$T/token"
+
+cat >"$T/p.yaml" <<EOF
+listen: 127.0.0.1:$PP
+workers: 2
+admin:
+  socket: $T/admin.sock
+ca: {cert: $T/ca.crt, key: $T/ca.key, export: $T/export/ca.crt}
+upstream:
+  ca_bundle: $T/upca.crt
+  allow_cidrs: [127.0.0.0/8]
+resolve:
+  "github.com:443": "127.0.0.1:$UP"
+  "tunnel.example:443": "127.0.0.1:$UP"
+  "plain.example:80": "127.0.0.1:$PLAIN"
+addons: [$T/addon.lua]
+addon_config:
+  token_file: $T/token
+addon_watch: 0
+audit: {log: $T/audit.jsonl}
+EOF
+mkdir -p "$T/export"
+
+# ---- configuration checks ----
+out=$("$PROXY" -n -f "$T/p.yaml" 2>&1)
+check "config-ok" [ "$out" = "configuration OK" ]
+bad() {	# name yaml-text expected-substring
+	printf '%s\n' "$2" >"$T/bad.yaml"
+	out=$("$PROXY" -n -f "$T/bad.yaml" 2>&1); rc=$?
+	if [ $rc -eq 1 ] && grep -qF -- "$3" <<<"$out"; then ok "config-bad-$1"; else fail "config-bad-$1" "rc=$rc out=$out"; fi
+}
+bad unknown-key "listen: 127.0.0.1:1
+lisen: x" "bad.yaml:2: lisen: unknown key"
+bad listen "listen: nowhere" "listen: expected host:port"
+bad workers "workers: -1" "workers: too small"
+bad cidr "upstream: {allow_cidrs: [10.0.0.0/33]}" "bad CIDR"
+bad resolve "resolve: {\"github.com\": \"127.0.0.1:1\"}" "resolve: key 'github.com': port missing"
+bad resolve-addr "resolve: {\"github.com:443\": \"localhost:1\"}" "expected addr:port"
+bad action "default_action: allow" "default_action: expected tunnel or deny"
+bad duration "timeouts: {idle: forever}" "timeouts.idle: expected a duration"
+bad yaml "listen: [" "bad.yaml:"
+bad addon-missing "addons: [$T/nope.lua]" "nope.lua: No such file"
+printf 'local M = {\n  on_connect = function(ctx) return "intercept" end\n' >"$T/syntax.lua"
+bad addon-syntax "addons: [$T/syntax.lua]" "syntax.lua:"
+printf 'return 42\n' >"$T/notable.lua"
+bad addon-not-table "addons: [$T/notable.lua]" "an addon must return a table"
+printf 'while true do end\n' >"$T/loop.lua"
+bad addon-budget "addons: [$T/loop.lua]" "instruction budget exceeded"
+check "help-lists-keys" bash -c "'$PROXY' --help | grep -q 'upstream.allow_cidrs'"
+
+# ---- start ----
+"$PROXY" -d -f "$T/p.yaml" >"$T/proxy.log" 2>&1 & PPID_=$!; track_pid $PPID_
+wait_port "$PP" 20 || fail "proxy-start" "$(cat "$T/proxy.log")"
+wait_port "$UP" 20; wait_port "$PLAIN" 20
+check "ca-exported" [ -s "$T/export/ca.crt" ]
+check "ca-key-0600" [ "$(stat -c %a "$T/ca.key")" = 600 ]
+
+admin() {
+	if [ $# -gt 1 ]; then python3 "$T/admin.py" "$T/admin.sock" "$@"
+	else "$PROXY" --admin "$T/admin.sock" "$1"; fi
+}
+# raw PORT TEXT: sends TEXT on a fresh connection, prints the status line.
+raw() {
+	exec 8<>"/dev/tcp/127.0.0.1/$1"
+	printf "$2" >&8
+	timeout 10 head -n 1 <&8
+	exec 8<&-
+}
+check "admin-ping" bash -c "'$PROXY' --admin '$T/admin.sock' '{\"op\":\"ping\"}' | grep -q '\"ok\":true'"
+r=$(admin '{"op":"register","id":"sb-1","secret":"s3cret","attrs":{"org":"acme","user":"u1","labels":{"team":"x"}}}')
+check "admin-register" grep -q '"ok":true' <<<"$r"
+r=$(admin '{"op":"register","id":"bad id!"}')
+check "admin-register-bad-id" grep -q '"ok":false' <<<"$r"
+r=$(admin 'not json')
+check "admin-bad-json" grep -q '"ok":false' <<<"$r"
+
+C=(curl -sS --max-time 20 --cacert "$T/export/ca.crt")
+PX="http://sb-1:s3cret@127.0.0.1:$PP"
+
+# ---- 407 ----
+code=$(raw "$PP" 'CONNECT github.com:443 HTTP/1.1\r\nHost: github.com:443\r\n\r\n')
+check "unidentified-407" grep -q ' 407 ' <<<"$code"
+code=$(raw "$PP" "CONNECT github.com:443 HTTP/1.1\r\nProxy-Authorization: Basic $(printf sb-1:wrong | base64)\r\n\r\n")
+check "wrong-secret-407" grep -q ' 407 ' <<<"$code"
+
+# ---- intercept + injection ----
+body=$("${C[@]}" -x "$PX" -H "Authorization: token DUMMY" https://github.com/o/r.git/info/refs?service=git-upload-pack)
+check "intercept-200" grep -q '"ok":true' <<<"$body"
+last=$(tail -n 1 "$T/rec.jsonl" 2>/dev/null)
+want="Basic $(printf 'x-access-token:%s' "$TOKEN" | base64 -w0)"
+check "injected-at-upstream" grep -qF "[\"Authorization\", \"$want\"]" <<<"$last"
+check "dummy-never-upstream" not_contains "$T/rec.jsonl" "DUMMY"
+check "one-authorization" [ "$(grep -o '"Authorization"' <<<"$last" | wc -l)" -eq 1 ]
+check "no-proxy-auth-upstream" not_contains "$T/rec.jsonl" "Proxy-Authorization"
+check "host-canonical" grep -qF '["Host", "github.com"]' <<<"$last"
+check "audit-line" grep -q '"sandbox":"sb-1","host":"github.com:443","type":"intercept","method":"GET","path":"/o/r.git/info/refs?service=git-upload-pack","status":200' "$T/audit.jsonl"
+check "audit-injected-rule" grep -q '"injected":true,"rule":"e2e-v1"' "$T/audit.jsonl"
+check "audit-no-secret" not_contains "$T/audit.jsonl" "$TOKEN"
+check "log-no-secret" not_contains "$T/proxy.log" "$TOKEN"
+# The leaf is minted for the canonical name and signed by the proxy CA.
+issuer=$(curl -sS -v --max-time 20 --cacert "$T/export/ca.crt" -x "$PX" https://GitHub.COM./ 2>&1 | grep -i 'issuer:')
+check "leaf-by-proxy-ca" grep -q 'egress-proxy CA' <<<"$issuer"
+# POST with a body (chunked re-framed upstream) and keep-alive reuse.
+"${C[@]}" -x "$PX" -H 'Transfer-Encoding: chunked' --data-binary 'hello-body' https://github.com/post >/dev/null
+check "post-body-relayed" grep -q '"body": "hello-body"' <<<"$(tail -n 1 "$T/rec.jsonl")"
+n0=$(wc -l <"$T/rec.jsonl")
+"${C[@]}" -x "$PX" https://github.com/a https://github.com/b https://github.com/c -o /dev/null -o /dev/null -o /dev/null
+check "keepalive-three" [ $(( $(wc -l <"$T/rec.jsonl") - n0 )) -eq 3 ]
+# Redirects are relayed, not followed.
+code=$("${C[@]}" -o /dev/null -w '%{http_code} %{redirect_url}' -x "$PX" https://github.com/redirect)
+check "redirect-relayed" [ "$code" = "302 https://evil.example/steal" ]
+
+# ---- 421 ----
+n0=$(wc -l <"$T/rec.jsonl")
+code=$("${C[@]}" -o /dev/null -w '%{http_code}' -x "$PX" -H 'Host: evil.example' https://github.com/x)
+check "host-mismatch-421" [ "$code" = 421 ]
+check "421-not-forwarded" [ "$(wc -l <"$T/rec.jsonl")" -eq "$n0" ]
+
+# ---- tunnel: the client sees the real certificate ----
+body=$(curl -sS --max-time 20 --cacert "$T/upca.crt" -x "$PX" https://tunnel.example/t)
+check "tunnel-real-cert" grep -q '"ok":true' <<<"$body"
+check "tunnel-no-injection" bash -c "tail -n 1 '$T/rec.jsonl' | grep -vq Authorization"
+if curl -sS --max-time 20 --cacert "$T/export/ca.crt" -x "$PX" https://tunnel.example/ >/dev/null 2>&1; then
+	fail "tunnel-not-intercepted" "proxy CA accepted on a tunnel"
+else ok "tunnel-not-intercepted"; fi
+
+# ---- deny ----
+out=$(curl -s --max-time 10 -v -x "$PX" https://denied.example/ 2>&1)
+check "deny-403" grep -q '< HTTP/1.1 403' <<<"$out"
+check "deny-reason" grep -q 'X-Proxy-Deny-Reason: denied.example is not allowed for sb-1' <<<"$out"
+
+# ---- SSRF: the dialled address is checked ----
+for tgt in 169.254.169.254:80 0xa9fea9fe:80 10.1.2.3:443 "[::1]:443" 100.64.0.1:443 192.168.1.1:443; do
+	line=$(raw "$PP" "CONNECT $tgt HTTP/1.1\r\nProxy-Authorization: Basic $(printf sb-1:s3cret | base64)\r\n\r\n")
+	check "ssrf-refused-$tgt" grep -q ' 403 ' <<<"$line"
+done
+line=$(raw "$PP" "CONNECT 127.0.0.1:$PP HTTP/1.1\r\nProxy-Authorization: Basic $(printf sb-1:s3cret | base64)\r\n\r\n")
+check "ssrf-self-refused" grep -q ' 403 ' <<<"$line"
+
+# ---- plain HTTP: passes through, never a credential ----
+body=$(curl -sS --max-time 20 -x "$PX" -H 'X-Test: 1' http://plain.example/p)
+check "plain-200" grep -q '"ok":true' <<<"$body"
+check "plain-no-credential" not_contains "$T/plain.jsonl" "x-access-token"
+check "plain-no-injection" not_contains "$T/plain.jsonl" '"Authorization"'
+check "plain-no-proxy-auth" not_contains "$T/plain.jsonl" "Proxy-Authorization"
+
+# ---- sandbox listener fd over SCM_RIGHTS, then deregister ----
+r=$(admin '{"op":"register","id":"sb-fd","attrs":{"org":"acme"}}' "$SBP")
+check "register-fd" grep -q '"ok":true' <<<"$r"
+body=$("${C[@]}" -x "http://127.0.0.1:$SBP" -H "Authorization: token DUMMY" https://github.com/fd-path)
+check "fd-listener-intercept" grep -q '"ok":true' <<<"$body"
+check "fd-listener-audit" grep -q '"sandbox":"sb-fd".*"path":"/fd-path"' "$T/audit.jsonl"
+# an open tunnel belongs to sb-fd; deregister must close it
+exec 7<>"/dev/tcp/127.0.0.1/$SBP"
+printf 'CONNECT tunnel.example:443 HTTP/1.1\r\n\r\n' >&7
+read -r -t 10 line <&7
+check "fd-tunnel-open" grep -q ' 200 ' <<<"$line"
+r=$(admin '{"op":"stats","id":"sb-fd"}')
+check "stats-sb-fd" grep -q '"id":"sb-fd","conns":1,"tunnels":1' <<<"$r"
+r=$(admin '{"op":"deregister","id":"sb-fd"}')
+check "deregister" grep -q '"ok":true' <<<"$r"
+closed=0
+for _ in $(seq 1 50); do
+	if ! read -r -t 0.2 -n 1 _c <&7; then
+		[ $? -gt 128 ] || { closed=1; break; }
+	fi
+done
+exec 7<&-
+check "deregister-closes-conns" [ $closed -eq 1 ]
+check "deregister-closes-listener" bash -c "! curl -s --max-time 5 -x http://127.0.0.1:$SBP https://github.com/ -o /dev/null"
+r=$(admin '{"op":"deregister","id":"sb-fd"}')
+check "deregister-unknown" grep -q '"ok":false' <<<"$r"
+
+# ---- metrics ----
+r=$(admin '{"op":"metrics"}')
+check "metrics" grep -q 'egress_proxy_connect_total{decision=\\"intercept\\"}' <<<"$r"
+
+# ---- SIGHUP reload: a broken addon keeps the old one ----
+cp "$T/addon.lua" "$T/addon.good"
+printf 'local M = {\n' >"$T/addon.lua"
+kill -HUP "$PPID_"
+wait_for 10 grep -q 'addons reload failed, keeping the previous addons' "$T/proxy.log"
+check "reload-broken-logged" grep -q 'reload failed' "$T/proxy.log"
+"${C[@]}" -x "$PX" https://github.com/after-broken-reload -o /dev/null
+check "old-addon-still-injects" grep -q '"path":"/after-broken-reload".*"injected":true,"rule":"e2e-v1"' "$T/audit.jsonl"
+sed 's/e2e-v1/e2e-v2/' "$T/addon.good" >"$T/addon.lua"
+r=$(admin '{"op":"reload"}')
+check "admin-reload-ok" grep -q '"ok":true' <<<"$r"
+"${C[@]}" -x "$PX" https://github.com/after-good-reload -o /dev/null
+check "new-addon-applies" grep -q '"path":"/after-good-reload".*"rule":"e2e-v2"' "$T/audit.jsonl"
+
+# ---- an addon error fails closed ----
+cat >"$T/addon.lua" <<'EOF'
+local M = { name = "broken" }
+function M.on_connect(ctx) return "intercept" end
+function M.on_request(req, ctx) error("boom") end
+return M
+EOF
+admin '{"op":"reload"}' >/dev/null
+n0=$(wc -l <"$T/rec.jsonl")
+code=$("${C[@]}" -o /dev/null -w '%{http_code}' -x "$PX" https://github.com/err)
+check "addon-error-502" [ "$code" = 502 ]
+check "addon-error-not-forwarded" [ "$(wc -l <"$T/rec.jsonl")" -eq "$n0" ]
+check "addon-error-traceback" grep -q 'failed closed: .*boom.*stack traceback' "$T/proxy.log"
+
+kill -TERM "$PPID_"
+wait_for 10 bash -c "! kill -0 $PPID_ 2>/dev/null"
+check "clean-exit" bash -c "! kill -0 $PPID_ 2>/dev/null"
