@@ -340,9 +340,11 @@ def stop_proc(k):
 
 def port_open(ip, port):
     try:
-        with socket.create_connection((ip, port), timeout=0.2):
+        with socket.create_connection((str(ip), int(port)), timeout=0.2):
             return True
-    except OSError:
+    except OSError as e:
+        if ARGS.verbose:
+            sys.stderr.write("port_open %s:%s: %r\n" % (ip, port, e))
         return False
 
 
@@ -461,6 +463,7 @@ def kubelet_tick():
 
 
 def check_running(k, pod):
+    if ARGS.verbose: sys.stderr.write("check_running %s\n" % (k,))
     st = pod["status"]
     ready = True
     proc = PROCS.get(k)
@@ -477,6 +480,7 @@ def check_running(k, pod):
     if probe is not None and ARGS.agent and \
             pod["metadata"].get("labels", {}).get("sandbox.dev/role") == "sandbox":
         ready = port_open(st["podIP"], probe["port"])
+        if ARGS.verbose: sys.stderr.write("probe %s %s -> %s\n" % (st["podIP"], probe["port"], ready))
     elif ARGS.pod_cmd_port and k in PROCS:
         ready = port_open(st["podIP"], ARGS.pod_cmd_port)
     set_ready(pod, ready)
