@@ -771,7 +771,8 @@ handle_rest(struct server *sv, struct evhttp_request *req, const char *path)
 	}
 	if (op == NULL && cmd == EVHTTP_REQ_GET) {
 		if ((s = sess_get(sv->mgr, sid, NULL, NULL, 0, &e, err, sizeof(err))) == NULL) {
-			send_err(sv, req, sess_err_http(e, &code), code, err);
+			int st = sess_err_http(e, &code);
+			send_err(sv, req, st, code, err);
 		} else {
 			cJSON *o = sess_json(s);
 			sess_put(s);

@@ -712,9 +712,13 @@ provision(struct sess *s, const struct sess_opts *o, enum sess_err *e,
 		snprintf(err, errlen, "could not create the sandbox: %s", rerr);
 		return -1;
 	}
-	rt_info_clear(&ri);
 	{
 		struct rt_agent_addr addr;
+		char img[256];
+
+		snprintf(img, sizeof(img), "%s", ri.image[0] ? ri.image :
+		    sp.image ? sp.image : "");
+		rt_info_clear(&ri);
 		if (m->rt->ops->agent_addr(m->rt, id, &addr, rerr, sizeof(rerr)) == -1) {
 			(void)rt_destroy_logged(m, id, s->sid, "no agent address");
 			pthread_mutex_lock(&m->mu);
@@ -728,7 +732,7 @@ provision(struct sess *s, const struct sess_opts *o, enum sess_err *e,
 			return -1;
 		}
 		pthread_mutex_lock(&m->mu);
-		set_running_locked(s, id, sp.image);
+		set_running_locked(s, id, img);
 		s->addr = addr;
 		s->personalised = 0;
 		m->creating--;
