@@ -17,6 +17,7 @@
 #include "buf.h"
 #include "cfg.h"
 #include "strnum.h"
+#include "util.h"
 #include "xmalloc.h"
 
 struct walk {
@@ -413,37 +414,15 @@ cfg_load(const struct cfg_key *tab, size_t ntab, void *conf, const char *path,
     char *err, size_t errlen)
 {
 	struct buf b;
-	char chunk[8192];
-	ssize_t n;
-	int fd, rc;
+	int rc;
 
 	if (path == NULL)
 		return cfg_load_string(tab, ntab, conf, "(defaults)", NULL, 0, err, errlen);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+	buf_init(&b, CFG_MAX_FILE);
+	if (util_read_file(path, &b, err, errlen) == -1) {
+		buf_free(&b);
 		return -1;
 	}
-	buf_init(&b, CFG_MAX_FILE);
-	for (;;) {
-		n = read(fd, chunk, sizeof(chunk));
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n == -1) {
-			snprintf(err, errlen, "%s: %s", path, strerror(errno));
-			close(fd);
-			buf_free(&b);
-			return -1;
-		}
-		if (n == 0)
-			break;
-		if (buf_add(&b, chunk, (size_t)n) == -1) {
-			snprintf(err, errlen, "%s: larger than %d bytes", path, CFG_MAX_FILE);
-			close(fd);
-			buf_free(&b);
-			return -1;
-		}
-	}
-	close(fd);
 	rc = cfg_load_string(tab, ntab, conf, path, b.p ? b.p : "", b.len, err, errlen);
 	buf_free(&b);
 	return rc;

@@ -2,11 +2,14 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
+#include <unistd.h>
 
 #include "buf.h"
 #include "log.h"
 #include "strnum.h"
 #include "unit.h"
+#include "util.h"
 
 TEST(test_buf_bounds)
 {
@@ -93,6 +96,31 @@ TEST(test_log_escape)
 	CHECK_STR(log_escape(out, 5, "\x01\x02", 2), "\\x01");
 }
 
+TEST(test_util_files)
+{
+	char path[] = "/tmp/test_common.XXXXXX", file[64], err[256];
+	struct buf b;
+
+	CHECK(mkdtemp(path) != NULL);
+	snprintf(file, sizeof(file), "%s/f", path);
+	CHECK(util_write_file_atomic(file, "hello", 5, 0600, err, sizeof(err)) == 0);
+	CHECK(util_write_file_atomic(file, "bye", 3, 0600, err, sizeof(err)) == 0);
+	buf_init(&b, 3);
+	CHECK(util_read_file(file, &b, err, sizeof(err)) == 0);
+	CHECK_STR(b.p, "bye");
+	buf_free(&b);
+	buf_init(&b, 2);
+	CHECK(util_read_file(file, &b, err, sizeof(err)) == -1);
+	CHECK(strstr(err, "larger than 2 bytes") != NULL);
+	buf_free(&b);
+	CHECK(util_read_file("/nonexistent/x", &b, err, sizeof(err)) == -1);
+	CHECK(strstr(err, "No such file") != NULL);
+	CHECK(util_write_file_atomic("/nonexistent/x", "a", 1, 0600, err, sizeof(err)) == -1);
+	CHECK(util_mono_ms() > 0 && util_unix_ms() > 1700000000000LL);
+	unlink(file);
+	rmdir(path);
+}
+
 int
 main(void)
 {
@@ -100,5 +128,6 @@ main(void)
 	RUN(test_strnum);
 	RUN(test_units);
 	RUN(test_log_escape);
+	RUN(test_util_files);
 	return unit_done();
 }

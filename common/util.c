@@ -1,0 +1,114 @@
+/* util.c: clocks and whole-file I/O shared by every part. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util.h"
+
+long long
+util_unix_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+long long
+util_mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int
+util_read_file(const char *path, struct buf *b, char *err, size_t errlen)
+{
+	char chunk[16384];
+	ssize_t n;
+	int fd, rc = -1;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	for (;;) {
+		n = read(fd, chunk, sizeof(chunk));
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1) {
+			snprintf(err, errlen, "%s: %s", path, strerror(errno));
+			goto out;
+		}
+		if (n == 0)
+			break;
+		if (buf_add(b, chunk, (size_t)n) == -1) {
+			snprintf(err, errlen, "%s: larger than %zu bytes", path, b->max);
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	close(fd);
+	return rc;
+}
+
+int
+util_write_file_atomic(const char *path, const void *data, size_t len,
+    mode_t mode, char *err, size_t errlen)
+{
+	char tmp[PATH_MAX], dir[PATH_MAX];
+	const char *p = data, *slash;
+	size_t off = 0;
+	ssize_t n;
+	int fd, dfd;
+
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%ld.%lld", path,
+	    (long)getpid(), util_mono_ms()) >= sizeof(tmp)) {
+		snprintf(err, errlen, "%s: path too long", path);
+		return -1;
+	}
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)) == -1) {
+		snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
+		return -1;
+	}
+	while (off < len) {
+		n = write(fd, p + off, len - off);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1)
+			goto fail;
+		off += (size_t)n;
+	}
+	if (fsync(fd) == -1)
+		goto fail;
+	if (close(fd) == -1) {
+		fd = -1;
+		goto fail;
+	}
+	fd = -1;
+	if (rename(tmp, path) == -1)
+		goto fail;
+	if ((slash = strrchr(path, '/')) != NULL && (size_t)(slash - path) < sizeof(dir)) {
+		memcpy(dir, path, (size_t)(slash - path));
+		dir[slash - path] = '\0';
+		if ((dfd = open(dir[0] ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) != -1) {
+			(void)fsync(dfd);
+			close(dfd);
+		}
+	}
+	return 0;
+fail:
+	snprintf(err, errlen, "%s: %s", path, strerror(errno));
+	if (fd != -1)
+		close(fd);
+	unlink(tmp);
+	return -1;
+}
