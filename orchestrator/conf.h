@@ -67,6 +67,7 @@ struct conf {
 	char		*fake_agent;
 	char		*fake_proxy_admin;
 	char		*fake_proxy_addr;
+	long long	 fake_create_delay_ms;
 
 #ifdef HAVE_RT_LOCAL
 	struct rt_local_conf	local;

@@ -38,6 +38,7 @@ struct fake {
 	char		*agent;
 	char		*admin;		/* proxy admin socket or NULL */
 	char		*proxy_addr;
+	long long	 create_delay_ms;	/* tests: widen the create window */
 	pthread_mutex_t	 mu;
 };
 
@@ -416,7 +417,7 @@ info_from(struct fake *f, const char *id, cJSON *meta, struct rt_info *out)
 		out->started_ms = cJSON_IsNumber(x) ? (long long)x->valuedouble : 0;
 	} else if (path_of(f, id, "creating", p, sizeof(p)) == 0 &&
 	    access(p, F_OK) == 0) {
-		out->state = RT_FAILED;
+		out->state = RT_CREATING;
 		snprintf(out->reason, sizeof(out->reason), "creation interrupted");
 	} else
 		out->state = RT_STOPPED;
@@ -500,6 +501,8 @@ f_create(struct runtime *rt, const struct rt_spec *sp, struct rt_info *out,
 		return -1;
 	}
 	pthread_mutex_unlock(&f->mu);
+	if (f->create_delay_ms > 0)
+		usleep((useconds_t)(f->create_delay_ms * 1000));
 	if (spawn_agent(f, sp->id, meta, err, errlen) == -1) {
 		cJSON_Delete(meta);
 		return -1;
@@ -757,7 +760,7 @@ static const struct runtime_ops fake_ops = {
 
 struct runtime *
 runtime_fake_new(const char *state_dir, const char *agent, const char *admin,
-    const char *proxy_addr, char *err, size_t errlen)
+    const char *proxy_addr, long long create_delay_ms, char *err, size_t errlen)
 {
 	struct runtime *rt;
 	struct fake *f;
@@ -782,6 +785,7 @@ runtime_fake_new(const char *state_dir, const char *agent, const char *admin,
 	f->agent = abs;
 	f->admin = admin ? xstrdup(admin) : NULL;
 	f->proxy_addr = xstrdup(proxy_addr ? proxy_addr : "127.0.0.1:3128");
+	f->create_delay_ms = create_delay_ms;
 	pthread_mutex_init(&f->mu, NULL);
 	rt = xcalloc(1, sizeof(*rt));
 	rt->ops = &fake_ops;

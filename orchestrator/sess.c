@@ -608,6 +608,7 @@ personalise(struct sess *s)
 static void
 set_running_locked(struct sess *s, const char *id, const char *image)
 {
+	conns_close(s);	/* cached connections went to the old sandbox */
 	snprintf(s->rtid, sizeof(s->rtid), "%s", id);
 	if (image != NULL)
 		snprintf(s->image, sizeof(s->image), "%s", image);
