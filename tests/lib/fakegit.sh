@@ -17,6 +17,9 @@
 #   fx_client_home       $T/home: a clean HOME for git/curl/gh; exports HOME, GIT_* vars
 #   fx_no_token_in_client  asserts no real token in the client env or HOME
 FX=$TOP/tests/fixtures
+# Debian python3 (has python3-cryptography; avoids slow version-manager shims)
+PY=${PY:-/usr/bin/python3}
+[ -x "$PY" ] || PY=python3
 
 fx_pki() {
 	[ -f "$T/pki/ca.pem" ] || bash "$FX/mkpki.sh" "$T/pki" || { echo "mkpki failed" >&2; return 1; }
@@ -54,7 +57,7 @@ fx_api_start() {
 	API_PORT=$(free_port)
 	API_PLAIN=$(free_port)
 	rm -f "$T/api.ready"
-	python3 "$FX/fakeapi.py" --listen "$API_PLAIN" \
+	"$PY" "$FX/fakeapi.py" --listen "$API_PLAIN" \
 		--listen "$API_PORT:$PKI/api.github.com.pem:$PKI/api.github.com.key" \
 		--log "$T/api.log" --gh-token "$GH_TOKEN_REAL" --gl-token "$GL_TOKEN_REAL" \
 		--app-id "$APP_ID" --app-pub "$PKI/app.pub" --mint-count "$T/minted" \
@@ -113,6 +116,8 @@ fx_nginx_start() {
 	truncate -s 256M "$T/www/big/256m.bin"
 	fcgiwrap -c 4 -s "unix:$T/nginx/fcgiwrap.sock" >>"$T/nginx/fcgiwrap.log" 2>&1 &
 	track_pid $!
+	# its preforked children are ours too: stop them (by pid) before the parent
+	on_exit "kill \$(pgrep -P $!) 2>/dev/null"
 	{
 		cat <<EOF
 user root;
@@ -186,7 +191,7 @@ fx_recorder() {
 	rm -f "$T/rec-$name.ready"
 	: >"$T/rec-$name.bytes"
 	: >"$T/rec-$name.events"
-	python3 "$FX/recorder.py" --port "$REC_PORT" --out "$T/rec-$name.bytes" \
+	"$PY" "$FX/recorder.py" --port "$REC_PORT" --out "$T/rec-$name.bytes" \
 		--events "$T/rec-$name.events" --ready "$T/rec-$name.ready" "$@" \
 		>>"$T/rec-$name.out" 2>&1 &
 	track_pid $!
@@ -221,7 +226,7 @@ fx_no_token_in_client() {
 # fx_api_count ROLE FIELD=VALUE...: lines of $T/api.log for ROLE (python filter).
 # fx_api_q 'python expression over r (a log record)' -> count of matching records
 fx_api_q() {
-	python3 - "$T/api.log" "$1" <<'PY'
+	"$PY" - "$T/api.log" "$1" <<'PY'
 import json, sys
 n = 0
 for line in open(sys.argv[1]):
@@ -237,3 +242,9 @@ PY
 
 # basic64 USER:PASS
 b64() { printf '%s' "$1" | base64 -w0; }
+
+# common.sh's free_port runs `python3` from PATH, which may be a slow
+# version-manager shim; same function with Debian's python.
+free_port() {
+	"$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}

@@ -84,7 +84,7 @@ px_start() {
 	}
 }
 
-px_admin() { python3 "$FX/padmin.py" "$PX_ADMIN" "$@"; }
+px_admin() { "$PY" "$FX/padmin.py" "$PX_ADMIN" "$@"; }
 
 px_register() {
 	local attrs=${3:-'{"org":"e2e-org","user":"e2e-user"}'}
@@ -119,7 +119,7 @@ rec_noconn() { ! grep -q accept "$T/rec-$1.events"; }
 # pc ARGS...: tests/fixtures/pclient.py against the proxy as sandbox
 # $PC_ID:$PC_SECRET (set by px_sandbox), CA = the proxy's exported CA.
 pc() {
-	python3 "$FX/pclient.py" --proxy "127.0.0.1:$PX_PORT" ${PC_ID:+--proxy-auth "$PC_ID:$PC_SECRET"} \
+	"$PY" "$FX/pclient.py" --proxy "127.0.0.1:$PX_PORT" ${PC_ID:+--proxy-auth "$PC_ID:$PC_SECRET"} \
 		--cafile "$PX_CA" "$@"
 }
 # pci HOST 'request bytes' [more pclient args]: CONNECT HOST:443, TLS, send the request.
@@ -135,12 +135,19 @@ px_sandbox() {
 }
 # status_of FILE: HTTP status of the first response after the "----" line.
 status_of() { awk 'f && /^HTTP\/1\.[01] / {print $2; exit} /^----$/ {f=1}' "$1"; }
+# st_in FILE CODE...: that status is one of the CODEs ("" matches a closed connection).
+st_in() {
+	local s c; s=$(status_of "$1"); shift
+	for c; do [ "$s" = "$c" ] && return 0; done
+	echo "status was '$s', wanted one of: $*" >&2
+	return 1
+}
 # api_saw STRING: the fake API (incl. git auth backend) logged a request containing STRING.
 api_saw() { grep -qF -- "$1" "$T/api.log"; }
 
 # px_stat ID FIELD: one number from the admin stats of sandbox ID.
 px_stat() {
-	px_admin "{\"op\":\"stats\",\"id\":\"$1\"}" | python3 -c '
+	px_admin "{\"op\":\"stats\",\"id\":\"$1\"}" | "$PY" -c '
 import json, sys
 d = json.load(sys.stdin)
 print([s for s in d["sandboxes"] if s["id"] == sys.argv[1]][0][sys.argv[2]])' "$1" "$2"
@@ -150,7 +157,7 @@ print([s for s in d["sandboxes"] if s["id"] == sys.argv[1]][0][sys.argv[2]])' "$
 hold() {
 	local name=$1; shift
 	rm -f "$T/hold-$name" "$T/hold-$name.ready"
-	python3 "$FX/holdconns.py" --proxy "127.0.0.1:$PX_PORT" --auth "$PC_ID:$PC_SECRET" \
+	"$PY" "$FX/holdconns.py" --proxy "127.0.0.1:$PX_PORT" --auth "$PC_ID:$PC_SECRET" \
 		--hold "$T/hold-$name" "$@" >"$T/hold-$name.out" 2>&1 &
 	track_pid $!
 	eval "HOLD_PID_$name=\$!"
