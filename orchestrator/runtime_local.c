@@ -705,7 +705,7 @@ do_start(struct rl *rl, struct rec *r, const struct rt_kv *xenv, size_t nxenv,
 	struct rl_spawn sp;
 	struct argv_b av = { 0 }, ev = { 0 };
 	struct pidrec pr;
-	long long deadline = mono_ms() + rl->c.start_timeout_ms;
+	long long t0 = mono_ms(), deadline = t0 + rl->c.start_timeout_ms;
 	size_t ncg = 0, i;
 	int secfd = -1, rc = -1;
 	cJSON *it;
@@ -771,9 +771,18 @@ do_start(struct rl *rl, struct rec *r, const struct rt_kv *xenv, size_t nxenv,
 	av_add(&av, "/run/sandbox/sandbox-agent");
 	rl_cg_oom_file(&rl->cg, r->id, oomf, sizeof(oomf));
 	if (oomf[0] != '\0') {
+		/* the OOM counter (a line "oom_kill N"), read by the agent */
 		av_add(&av, "--ro-bind-try");
 		av_add(&av, oomf);
 		av_add(&av, "/run/sandbox/memory.events");
+		snprintf(kv, sizeof(kv), "%s/sys", r->image_dir);
+		if (access(kv, F_OK) == 0) {
+			av_add(&av, "--tmpfs");
+			av_add(&av, "/sys");
+			av_add(&av, "--ro-bind-try");
+			av_add(&av, oomf);
+			av_add(&av, "/sys/fs/cgroup/memory.events");
+		}
 	}
 	av_add(&av, "--bind");
 	av_add(&av, ws);
@@ -843,6 +852,7 @@ do_start(struct rl *rl, struct rec *r, const struct rt_kv *xenv, size_t nxenv,
 	sp.cg_files = cgf;
 	sp.ncg_files = ncg;
 	sp.seccomp_fd = secfd;
+	log_debug("sandbox=%s prepared ms=%lld", r->id, mono_ms() - t0);
 	if (rl_spawn(&sp, (int)rl->c.start_timeout_ms, err, errlen) == -1) {
 		if (sp.pid > 0)
 			(void)kill(sp.pid, SIGKILL);
@@ -867,10 +877,12 @@ do_start(struct rl *rl, struct rec *r, const struct rt_kv *xenv, size_t nxenv,
 		(void)kill(sp.child_pid, SIGKILL);
 		goto out;
 	}
+	log_debug("sandbox=%s spawned ms=%lld", r->id, mono_ms() - t0);
 	if (egress_register(rl, r, sp.child_pid, err, errlen) == -1)
 		goto out;
 	if (wait_agent(rl, r->id, &pr, deadline, err, errlen) == -1)
 		goto out;
+	log_debug("sandbox=%s agent ready ms=%lld", r->id, mono_ms() - t0);
 	rc = 0;
 out:
 	if (secfd != -1)

@@ -48,7 +48,7 @@ build_busybox() {
 	say "building busybox image in $d"
 	local tmp="$d.tmp.$$"
 	rm -rf "$tmp"
-	mkdir -p "$tmp"/{bin,sbin,usr/bin,usr/sbin,etc/ssl/certs,root,tmp,proc,dev,run,workspace,var/tmp,home}
+	mkdir -p "$tmp"/{bin,sbin,usr/bin,usr/sbin,etc/ssl/certs,root,tmp,proc,sys,dev,run,workspace,var/tmp,home}
 	chmod 1777 "$tmp/tmp" "$tmp/var/tmp"
 	chmod 700 "$tmp/root"
 	cp "$bb" "$tmp/bin/busybox"
@@ -75,7 +75,7 @@ build_default() {
 	pkgs=$(grep -v '^#' images/default/packages.txt | tr -s ' \n' ',' | sed 's/^,//; s/,$//')
 	suite=$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")
 	mirror=$(grep -rhoE '^(URIs:|deb) +http[^ ]+' /etc/apt/sources.list /etc/apt/sources.list.d/ 2>/dev/null |
-		awk '{print $2}' | grep -v security | head -n1)
+		awk '{print $2}' | grep -E '/debian/?$' | head -n1 || true)
 	mirror=${mirror:-http://deb.debian.org/debian}
 	hash=$(printf '%s %s %s' "$pkgs" "$suite" "$mirror" | sha256sum | cut -c1-16)
 	stamp="debian $suite $hash"
