@@ -609,7 +609,8 @@ static void
 set_running_locked(struct sess *s, const char *id, const char *image)
 {
 	conns_close(s);	/* cached connections went to the old sandbox */
-	snprintf(s->rtid, sizeof(s->rtid), "%s", id);
+	if (id != s->rtid)
+		snprintf(s->rtid, sizeof(s->rtid), "%s", id);
 	if (image != NULL)
 		snprintf(s->image, sizeof(s->image), "%s", image);
 	s->state = S_RUNNING;
