@@ -463,18 +463,20 @@ wrapper_main(const char *dir, int outfd, int pipefd, const char *cwd,
 	_exit(0);
 }
 
+struct start_ctx {
+	struct conn	*c;
+	char		*cmd;
+	size_t		 cmdlen;
+};
+
+static void job_start_cont(void *);
+
 void
 job_http_start(struct conn *c, const struct json *body)
 {
-	char id[32], dir[PATH_MAX + 64], path[PATH_MAX + 128], cwd[PATH_MAX];
+	struct start_ctx *ctx;
 	const char *cmd;
 	size_t cmdlen;
-	struct buf script, rec, resp;
-	struct jw w;
-	int outfd = -1, pp[2] = { -1, -1 };
-	pid_t wpid, child = -1;
-	ssize_t n;
-	long long started;
 
 	if (json_get_str(body, "command", &cmd, &cmdlen) != 0) {
 		conn_reply_error(c, 400, "bad_request", "\"command\" (string) is required");
@@ -485,6 +487,31 @@ job_http_start(struct conn *c, const struct json *body)
 		    "\"command\" must be 1 byte to 1 MiB with no NUL bytes");
 		return;
 	}
+	ctx = xcalloc(1, sizeof(*ctx));
+	ctx->c = c;
+	ctx->cmd = xstrndup(cmd, cmdlen);
+	ctx->cmdlen = cmdlen;
+	/* The job gets the shell's current exported env: ask the shell if it
+	 * is idle, else use what it said last time. */
+	if (shell_snapshot(job_start_cont, ctx) == -1)
+		job_start_cont(ctx);
+}
+
+static void
+job_start_cont(void *arg)
+{
+	struct start_ctx *ctx = arg;
+	struct conn *c = ctx->c;
+	const char *cmd = ctx->cmd;
+	size_t cmdlen = ctx->cmdlen;
+	char id[32], dir[PATH_MAX + 64], path[PATH_MAX + 128], cwd[PATH_MAX];
+	struct buf script, rec, resp;
+	struct jw w;
+	int outfd = -1, pp[2] = { -1, -1 };
+	pid_t wpid, child = -1;
+	ssize_t n;
+	long long started;
+
 	id[0] = 'j';
 	id[1] = '-';
 	agent_random_hex(id + 2, 6);
@@ -492,12 +519,12 @@ job_http_start(struct conn *c, const struct json *body)
 	if (mkdir(jobsdir, 0700) == -1 && errno != EEXIST) {
 		conn_reply_error(c, 500, "internal", "cannot create %s: %s", jobsdir,
 		    strerror(errno));
-		return;
+		goto out;
 	}
 	if (mkdir(dir, 0700) == -1) {
 		conn_reply_error(c, 500, "internal", "cannot create %s: %s", dir,
 		    strerror(errno));
-		return;
+		goto out;
 	}
 	snprintf(path, sizeof(path), "%s/output", dir);
 	if ((outfd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600)) == -1 ||
@@ -565,6 +592,8 @@ out:
 		close(pp[0]);
 	if (pp[1] != -1)
 		close(pp[1]);
+	free(ctx->cmd);
+	free(ctx);
 }
 
 void

@@ -201,8 +201,22 @@ read_counter(const char *path, const char *key)
 	return -1;
 }
 
+static char oom_path[4200];	/* the counter file found last time */
+
+static long long proc_oom_kills_find(void);
+
 long long
 proc_oom_kills(void)
+{
+	long long v;
+
+	if (oom_path[0] != '\0' && (v = read_counter(oom_path, "oom_kill")) >= 0)
+		return v;
+	return proc_oom_kills_find();
+}
+
+static long long
+proc_oom_kills_find(void)
 {
 	char buf[4096], path[4200], *line, *save = NULL, *cg;
 	long long v;
@@ -221,18 +235,24 @@ proc_oom_kills(void)
 		if (strncmp(line, "0::", 3) == 0) {
 			cg = line + 3;
 			snprintf(path, sizeof(path), "/sys/fs/cgroup%s/memory.events", cg);
-			if ((v = read_counter(path, "oom_kill")) >= 0)
+			if ((v = read_counter(path, "oom_kill")) >= 0) {
+				memcpy(oom_path, path, sizeof(oom_path));
 				return v;
+			}
 			snprintf(path, sizeof(path),
 			    "/sys/fs/cgroup/unified%s/memory.events", cg);
-			if ((v = read_counter(path, "oom_kill")) >= 0)
+			if ((v = read_counter(path, "oom_kill")) >= 0) {
+				memcpy(oom_path, path, sizeof(oom_path));
 				return v;
+			}
 		} else if ((cg = strstr(line, ":memory:")) != NULL) {
 			cg += 8;
 			snprintf(path, sizeof(path),
 			    "/sys/fs/cgroup/memory%s/memory.oom_control", cg);
-			if ((v = read_counter(path, "oom_kill")) >= 0)
+			if ((v = read_counter(path, "oom_kill")) >= 0) {
+				memcpy(oom_path, path, sizeof(oom_path));
 				return v;
+			}
 		}
 	}
 	return read_counter("/sys/fs/cgroup/memory.events", "oom_kill");

@@ -49,7 +49,20 @@ static struct {
 	char		 nonce[33];
 	struct buf	 tx;		/* bytes still to write to the shell */
 	size_t		 tx_off;
-	struct buf	 stline;	/* partial completion line */
+	struct buf	 stline;	/* status fd data not yet consumed */
+	int		 internal;	/* the running command is an env snapshot */
+	void		(*snap_cb)(void *);
+	void		*snap_arg;
+	struct buf	 envcache;	/* `export -p` from the last snapshot */
+	struct {			/* one /v1/shell call waiting on a snapshot */
+		int		 set;
+		char		*cmd;
+		size_t		 len;
+		long long	 timeout_ms;
+		size_t		 max_output;
+		shell_done_cb	 cb;
+		void		*arg;
+	} queued;
 	char		*head;
 	size_t		 headcap, headlen;
 	char		*tail;
@@ -63,7 +76,6 @@ static struct {
 
 	struct buf	 envops;	/* cumulative /v1/env ops (script) */
 	struct buf	 pending;	/* ops not yet sent to the shell */
-	char		 envfile[PATH_MAX];
 } sh;
 
 static char rbuf[SHELL_READ_CHUNK];
@@ -172,14 +184,20 @@ out_cb(int fd, uint32_t events, void *arg)
 	out_read(16u * 1024 * 1024);
 }
 
-/* Completion line "<nonce> <status>\n" on the status fd. */
+static void snap_finish(int ok);
+
+/*
+ * Completion line "<nonce> <status>\n" on the status fd. For an env
+ * snapshot, the `export -p` text comes first, then the line.
+ */
 static void
 st_read(void)
 {
-	char tmp[256], *nl, *sp;
+	char tmp[4096], pat[64], *hit, *nl;
 	ssize_t n;
 	long long code;
 	const char *errstr;
+	size_t pl;
 
 	if (sh.st_fd == -1)
 		return;
@@ -191,25 +209,40 @@ st_read(void)
 			ev_del(sh.st_fd);
 			close(sh.st_fd);
 			sh.st_fd = -1;
-			return;
+			break;
 		}
 		if (n == -1)
 			break;
 		if (buf_add(&sh.stline, tmp, (size_t)n) == -1)
-			buf_reset(&sh.stline);
+			buf_reset(&sh.stline);	/* junk: the real line comes last */
 	}
-	while (sh.stline.len > 0 && (nl = memchr(sh.stline.p, '\n', sh.stline.len)) != NULL) {
-		*nl = '\0';
-		sp = strchr(sh.stline.p, ' ');
-		if (sh.busy && sp != NULL && (size_t)(sp - sh.stline.p) == strlen(sh.nonce) &&
-		    memcmp(sh.stline.p, sh.nonce, (size_t)(sp - sh.stline.p)) == 0 &&
-		    strnum_ll(sp + 1, INT_MIN, INT_MAX, &code, &errstr) == 0) {
-			buf_consume(&sh.stline, (size_t)(nl - sh.stline.p) + 1);
-			out_read(0);
-			shell_finish((int)code, 0, 0);
+	if (!sh.busy || sh.stline.len == 0) {
+		buf_reset(&sh.stline);
+		return;
+	}
+	pl = (size_t)snprintf(pat, sizeof(pat), "%s ", sh.nonce);
+	for (hit = sh.stline.p; (hit = memmem(hit, sh.stline.len -
+	    (size_t)(hit - sh.stline.p), pat, pl)) != NULL; hit++) {
+		if (hit != sh.stline.p && hit[-1] != '\n')
 			continue;
+		if ((nl = memchr(hit, '\n', sh.stline.len - (size_t)(hit - sh.stline.p))) == NULL)
+			return;	/* the rest of the line is still coming */
+		*nl = '\0';
+		if (strnum_ll(hit + pl, INT_MIN, INT_MAX, &code, &errstr) == -1)
+			continue;
+		if (sh.internal) {
+			buf_reset(&sh.envcache);
+			if (buf_add(&sh.envcache, sh.stline.p,
+			    (size_t)(hit - sh.stline.p)) == -1)
+				buf_reset(&sh.envcache);
+			buf_reset(&sh.stline);
+			snap_finish(1);
+			return;
 		}
-		buf_consume(&sh.stline, (size_t)(nl - sh.stline.p) + 1);
+		buf_reset(&sh.stline);
+		out_read(0);
+		shell_finish((int)code, 0, 0);
+		return;
 	}
 }
 
@@ -336,8 +369,13 @@ shell_spawn(void)
 	/* Setup that must not count as a command. */
 	buf_reset(&sh.tx);
 	sh.tx_off = 0;
-	if (sh.is_bash && buf_addstr(&sh.tx, "{ shopt -s expand_aliases; "
-	    "trap 'break 1000000' USR1; } 2>/dev/null\n") == -1)
+	if (sh.is_bash && buf_addf(&sh.tx, "{ shopt -s expand_aliases; "
+	    "trap 'break 1000000' USR1; } 2>/dev/null\n"
+	    "__a_d() { \\builtin local __a_s=$?; \\builtin unset __a_c __a_i; "
+	    "\\builtin printf '%%s %%d\\n' \"$1\" \"$__a_s\" >&%d; } 2>/dev/null; "
+	    "__a_e() { \\builtin export -p >&%d; \\builtin printf '%%s 0\\n' "
+	    "\"$1\" >&%d; } 2>/dev/null; \\builtin readonly -f __a_d __a_e\n",
+	    sh.stfdnum, sh.stfdnum, sh.stfdnum) == -1)
 		fatal("shell: setup");
 	tx_flush();
 	/* The new shell inherits the agent's environment: ops are applied. */
@@ -382,12 +420,10 @@ shell_init(void)
 {
 	sh.in_fd = sh.out_fd = sh.st_fd = -1;
 	buf_init(&sh.tx, SHELL_MAX_CMD + 64 * 1024 * 2);
-	buf_init(&sh.stline, 4096);
+	buf_init(&sh.stline, 1024 * 1024 + 4096);
 	buf_init(&sh.envops, 1024 * 1024);
 	buf_init(&sh.pending, 1024 * 1024);
-	snprintf(sh.envfile, sizeof(sh.envfile), "%s/shell.env",
-	    agent_conf.statedir);
-	(void)unlink(sh.envfile);
+	buf_init(&sh.envcache, 1024 * 1024);
 	if (pick_shell() == -1) {
 		log_warnx("no usable shell (tried %s, /bin/bash, /bin/sh)",
 		    agent_conf.shell ? agent_conf.shell : "(none)");
@@ -399,7 +435,7 @@ shell_init(void)
 int
 shell_busy(void)
 {
-	return sh.busy;
+	return sh.busy && !sh.internal;
 }
 
 pid_t
@@ -570,6 +606,12 @@ shell_child_exited(pid_t pid, int status)
 	close_fds();
 	sh.pid = 0;
 	log_debug("shell exited status=0x%x busy=%d", status, sh.busy);
+	if (sh.busy && sh.internal) {
+		if (shell_spawn() == -1)
+			sh.spawn_failures++;
+		snap_finish(0);
+		return 1;
+	}
 	if (sh.busy) {
 		int code = WIFEXITED(status) ? WEXITSTATUS(status) :
 		    128 + WTERMSIG(status);
@@ -585,20 +627,21 @@ shell_child_exited(pid_t pid, int status)
 }
 
 /*
- * The script for one command. The command runs through eval inside a
- * one-iteration for loop so that the USR1 trap (break) can abandon the
- * rest of it at a timeout; the completion report is on the same line
- * (bash misparses a line starting with '{' after an eval syntax error).
+ * The script for one command. bash reads a pipe one byte per read(2), so
+ * the text is kept short: the completion report is a readonly function
+ * defined at start (__a_d). The command runs through eval inside a
+ * one-iteration for loop so that the USR1 trap (break) can abandon the rest
+ * of it at a timeout; the report is on the same line (bash misparses a line
+ * starting with '{' after an eval syntax error) and a blank line first
+ * resets the parser.
  */
 static int
 add_cmd_script(struct buf *b, const char *cmd, size_t len)
 {
-	const char *q = sh.is_bash ? "\\builtin " : "";
 	int fd = sh.stfdnum;
 
-	/* The blank line resets bash's parser after an eval syntax error. */
-	if (buf_addstr(b, "\n{ __agent_c=") == -1 || shell_quote(b, cmd, len) == -1 ||
-	    buf_addstr(b, "; } 2>/dev/null\n") == -1)
+	if (buf_addstr(b, "\n__a_c=") == -1 || shell_quote(b, cmd, len) == -1 ||
+	    buf_addstr(b, "\n") == -1)
 		return -1;
 	if (sh.pending.len > 0) {
 		if (buf_addstr(b, "{ ") == -1 ||
@@ -607,13 +650,13 @@ add_cmd_script(struct buf *b, const char *cmd, size_t len)
 			return -1;
 		buf_reset(&sh.pending);
 	}
-	if (buf_addf(b, "for __agent_i in 1; do %seval \"$__agent_c\" </dev/null "
-	    "%d>&-; done; ", q, fd) == -1)
-		return -1;
-	if (buf_addf(b, "{ __agent_s=$?; %sunset __agent_c __agent_i; %sexport -p >| ",
-	    q, q) == -1 || shell_quote(b, sh.envfile, strlen(sh.envfile)) == -1 ||
-	    buf_addf(b, "; %sprintf '%%s %%d\\n' %s \"$__agent_s\" >&%d; } "
-	    "2>/dev/null\n", q, sh.nonce, fd) == -1)
+	if (sh.is_bash)
+		return buf_addf(b, "for __a_i in 1; do \\builtin eval \"$__a_c\" "
+		    "</dev/null %d>&-; done; __a_d %s\n", fd, sh.nonce);
+	/* POSIX sh: no readonly functions, spell it out. */
+	if (buf_addf(b, "eval \"$__a_c\" </dev/null %d>&-; __a_s=$?; "
+	    "unset __a_c; printf '%%s %%d\\n' %s \"$__a_s\" >&%d\n",
+	    fd, sh.nonce, fd) == -1)
 		return -1;
 	return 0;
 }
@@ -622,10 +665,23 @@ int
 shell_run(const char *cmd, size_t len, long long timeout_ms, size_t max_output,
     shell_done_cb cb, void *arg)
 {
-	if (sh.busy)
-		return -1;
 	if (memchr(cmd, '\0', len) != NULL || len > SHELL_MAX_CMD)
 		return -2;
+	if (sh.busy && sh.internal && !sh.queued.set) {
+		/* An env snapshot takes a millisecond: run this right after. */
+		sh.queued.set = 1;
+		sh.queued.cmd = xmalloc(len + 1);
+		memcpy(sh.queued.cmd, cmd, len);
+		sh.queued.cmd[len] = '\0';
+		sh.queued.len = len;
+		sh.queued.timeout_ms = timeout_ms;
+		sh.queued.max_output = max_output;
+		sh.queued.cb = cb;
+		sh.queued.arg = arg;
+		return 0;
+	}
+	if (sh.busy)
+		return -1;
 	if (sh.pid <= 0 && shell_spawn() == -1)
 		return -3;
 	if (max_output < SHELL_MIN_OUTPUT)
@@ -639,7 +695,7 @@ shell_run(const char *cmd, size_t len, long long timeout_ms, size_t max_output,
 	sh.tailcap = max_output - sh.headcap;
 	sh.head = xmalloc(sh.headcap);
 	sh.tail = xmalloc(sh.tailcap);
-	agent_random_hex(sh.nonce, 16);
+	agent_random_hex(sh.nonce, 8);
 	if (add_cmd_script(&sh.tx, cmd, len) == -1) {
 		free_output();
 		buf_reset(&sh.tx);
@@ -709,20 +765,79 @@ shell_env_op(const char *k, const char *v)
 void
 shell_job_prelude(struct buf *out)
 {
-	char tmp[8192];
-	ssize_t n;
-	int fd;
-
-	/* The snapshot the shell wrote after its last command. */
-	if ((fd = open(sh.envfile, O_RDONLY | O_CLOEXEC)) != -1) {
-		while ((n = read(fd, tmp, sizeof(tmp))) > 0)
-			if (buf_add(out, tmp, (size_t)n) == -1)
-				break;
-		close(fd);
+	/* The shell's exported env as of the last snapshot, then /v1/env. */
+	if (sh.envcache.len > 0) {
+		NOCHECK(buf_add(out, sh.envcache.p, sh.envcache.len));
 		NOCHECK(buf_addstr(out, "\n"));
 	}
 	if (sh.envops.len > 0)
 		NOCHECK(buf_add(out, sh.envops.p, sh.envops.len));
+}
+
+static void
+snap_timeout_cb(void *arg)
+{
+	(void)arg;
+	sh.timer = 0;
+	if (sh.busy && sh.internal && sh.pid > 0) {
+		log_warnx("shell pid=%d: env snapshot timed out; restarting it",
+		    (int)sh.pid);
+		kill(sh.pid, SIGKILL);
+	}
+}
+
+/* Ends a snapshot (ok or not) and starts a queued shell call. */
+static void
+snap_finish(int ok)
+{
+	void (*cb)(void *) = sh.snap_cb;
+	void *arg = sh.snap_arg;
+
+	if (!sh.internal)
+		return;
+	if (sh.timer != 0) {
+		ev_timer_del(sh.timer);
+		sh.timer = 0;
+	}
+	if (!ok)
+		log_debug("shell env snapshot failed; jobs use the previous one");
+	sh.internal = 0;
+	sh.busy = 0;
+	sh.snap_cb = NULL;
+	sh.snap_arg = NULL;
+	cb(arg);
+	if (sh.queued.set && !sh.busy) {
+		int r;
+
+		sh.queued.set = 0;
+		r = shell_run(sh.queued.cmd, sh.queued.len, sh.queued.timeout_ms,
+		    sh.queued.max_output, sh.queued.cb, sh.queued.arg);
+		free(sh.queued.cmd);
+		sh.queued.cmd = NULL;
+		if (r != 0)
+			conn_reply_error(sh.queued.arg, 500, "internal",
+			    "the shell could not run the command");
+	}
+}
+
+int
+shell_snapshot(void (*cb)(void *), void *arg)
+{
+	if (sh.busy || sh.pid <= 0)
+		return -1;
+	agent_random_hex(sh.nonce, 8);
+	buf_reset(&sh.stline);
+	if ((sh.is_bash ? buf_addf(&sh.tx, "\n__a_e %s\n", sh.nonce) :
+	    buf_addf(&sh.tx, "\nexport -p >&%d; printf '%%s 0\\n' %s >&%d\n",
+	    sh.stfdnum, sh.nonce, sh.stfdnum)) == -1)
+		return -1;
+	sh.busy = 1;
+	sh.internal = 1;
+	sh.snap_cb = cb;
+	sh.snap_arg = arg;
+	sh.timer = ev_timer_add(5000, snap_timeout_cb, NULL);
+	tx_flush();
+	return 0;
 }
 
 void

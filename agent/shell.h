@@ -28,6 +28,12 @@ pid_t	shell_pid(void);
 int	shell_child_exited(pid_t pid, int status);
 /* Queues an export (v != NULL) or unset into the shell and jobs. */
 void	shell_env_op(const char *k, const char *v);
+/*
+ * Asks the idle shell for its exported environment (for a job about to
+ * start); cb(arg) runs when it is in (or failed). -1 when the shell is busy:
+ * the previous snapshot is used.
+ */
+int	shell_snapshot(void (*cb)(void *), void *arg);
 /* Script lines for a new job: the shell's exported env and /v1/env ops. */
 void	shell_job_prelude(struct buf *out);
 /* The shell's working directory (workdir when unknown). */

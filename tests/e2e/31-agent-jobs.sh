@@ -26,6 +26,23 @@ check "poll past the end: empty, eof" test "$(j '.output == "" and .eof == true 
 api GET "/v1/jobs/$id?offset=-1"
 check "poll bad offset: 400" test "$(status)" = 400
 
+# A job started while the shell is busy starts at once (with the env the
+# shell reported last time).
+curl -s -m 60 --unix-socket "$SOCK" -d '{"command":"export LATE=1; sleep 2"}' http://a/v1/shell >/dev/null &
+bpid=$!
+wait_for 10 bash -c "curl -s --unix-socket '$SOCK' http://a/v1/health | grep -q '\"busy\":true'"
+t0=$(date +%s%N)
+id=$(job_start 'echo "busy-shell:$JOBV:${LATE-none}"')
+t1=$(date +%s%N)
+check "job start while the shell is busy: immediate" test $(( (t1 - t0) / 1000000 )) -lt 1500
+job_wait "$id"
+job_output "$id"
+check "job start while the shell is busy: last known env" test "$(cat "$T/jobout")" = "busy-shell:from-shell:none"
+wait $bpid
+id=$(job_start 'echo "idle-shell:${LATE-none}"')
+job_wait "$id"; job_output "$id"
+check "job start with the shell idle: current env" test "$(cat "$T/jobout")" = "idle-shell:1"
+
 # Incremental poll while running, and wait timeouts.
 id=$(job_start 'echo first; sleep 1.5; echo second')
 wait_for 10 bash -c "curl -s --unix-socket '$SOCK' 'http://a/v1/jobs/$id' | jq -e '.output_bytes > 0' >/dev/null"
@@ -96,7 +113,7 @@ check "job ran to its end: exit 6 known after restart" test "$(j '.state == "exi
 job_output "$id"
 check "output complete across the restart" test "$(cat "$T/jobout")" = "$(seq 1 20 | sed 's/^/n=/')"
 api GET /v1/jobs
-check "list has all jobs" test "$(jq '.jobs | length' "$T/body")" -ge 7
+check "list has all jobs" test "$(jq '.jobs | length' "$T/body")" -ge 9
 
 # OOM: a job in a memory-limited cgroup (v1 or v2) is reported as OOM-killed.
 CGV1=/sys/fs/cgroup/memory$(grep ':memory:' /proc/self/cgroup | cut -d: -f3)
