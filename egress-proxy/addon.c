@@ -15,7 +15,9 @@
 #include <lauxlib.h>
 #include <lua.h>
 #include <lualib.h>
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <time.h>
 
 #include "addon.h"
 #include "buf.h"
@@ -54,8 +56,20 @@ struct addon_info {
 	size_t		 nstrip;
 };
 
+#define SECRET_CACHE	16
+#define SECRET_TTL_MS	1000
+
+struct secret_ent {
+	char		*path;
+	char		*val;
+	size_t		 len;
+	long long	 at;	/* ms, monotonic */
+};
+
 struct addon_vm {
 	int			 refs;		/* worker thread only */
+	struct secret_ent	 sc[SECRET_CACHE];	/* file: secrets, 1 s */
+	unsigned		 sc_next;
 	unsigned		 gen;
 	lua_State		*L;
 	size_t			 mem, memlimit;
@@ -194,6 +208,73 @@ l_read_file(lua_State *L)
 	return 1;
 }
 
+static long long
+mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * A file secret, re-read at most once a second per worker (so a rotated
+ * token is picked up quickly without a file read per request).
+ */
+static int
+secret_file(lua_State *L, const char *path)
+{
+	struct hook *h = cur_hook(L);
+	struct addon_vm *vm;
+	struct secret_ent *e;
+	struct buf b;
+	char err[300];
+	long long now = mono_ms();
+	unsigned i;
+
+	if (h == NULL) {
+		lua_settop(L, 0);
+		lua_pushstring(L, path);
+		return l_read_file(L);
+	}
+	vm = h->vm;
+	for (i = 0; i < SECRET_CACHE; i++) {
+		e = &vm->sc[i];
+		if (e->path != NULL && strcmp(e->path, path) == 0 && now - e->at < SECRET_TTL_MS) {
+			lua_pushlstring(L, e->val, e->len);
+			return 1;
+		}
+	}
+	buf_init(&b, SECRET_MAX);
+	if (read_small(path, &b, err, sizeof(err)) == -1) {
+		buf_free(&b);
+		lua_pushnil(L);
+		lua_pushstring(L, err);
+		return 2;
+	}
+	for (i = 0; i < SECRET_CACHE; i++)
+		if (vm->sc[i].path != NULL && strcmp(vm->sc[i].path, path) == 0)
+			break;
+	if (i == SECRET_CACHE)
+		i = vm->sc_next++ % SECRET_CACHE;
+	e = &vm->sc[i];
+	if (e->val != NULL)
+		OPENSSL_cleanse(e->val, e->len);
+	free(e->val);
+	free(e->path);
+	e->path = xstrdup(path);
+	e->val = xmalloc(b.len + 1);
+	memcpy(e->val, b.p != NULL ? b.p : "", b.len);
+	e->val[b.len] = '\0';
+	e->len = b.len;
+	e->at = now;
+	if (b.p != NULL)
+		OPENSSL_cleanse(b.p, b.len);
+	buf_free(&b);
+	lua_pushlstring(L, e->val, e->len);
+	return 1;
+}
+
 /* proxy.secret("env:NAME" | "file:/path") -> value | nil, err */
 static int
 l_secret(lua_State *L)
@@ -209,11 +290,8 @@ l_secret(lua_State *L)
 		lua_pushstring(L, v);
 		return 1;
 	}
-	if (strncmp(spec, "file:", 5) == 0) {
-		lua_settop(L, 0);
-		lua_pushstring(L, spec + 5);
-		return l_read_file(L);
-	}
+	if (strncmp(spec, "file:", 5) == 0)
+		return secret_file(L, spec + 5);
 	lua_pushnil(L);
 	lua_pushstring(L, "secret spec must be env:NAME or file:PATH");
 	return 2;
@@ -550,6 +628,12 @@ vm_free(struct addon_vm *vm)
 
 	if (vm->L != NULL)
 		lua_close(vm->L);
+	for (i = 0; i < SECRET_CACHE; i++) {
+		if (vm->sc[i].val != NULL)
+			OPENSSL_cleanse(vm->sc[i].val, vm->sc[i].len);
+		free(vm->sc[i].val);
+		free(vm->sc[i].path);
+	}
 	for (i = 0; i < vm->n; i++) {
 		for (j = 0; j < vm->a[i].nstrip; j++)
 			free(vm->a[i].strip[j]);

@@ -67,6 +67,8 @@ static const struct cfg_key keys[] = {
 	  "time to receive a complete request head once its first byte arrived" },
 	{ "timeouts.idle", CFG_DURATION, O(idle_ms), 100, DAY, "5m", NULL,
 	  "connection closed after this long without a byte either way" },
+	{ "timeouts.upstream_idle", CFG_DURATION, O(upstream_idle_ms), 100, DAY, "1s", NULL,
+	  "an intercepted connection's idle upstream TLS connection is closed after this (about 15 KiB each); the next request reconnects with the same checks" },
 	{ "timeouts.connect", CFG_DURATION, O(connect_ms), 100, 600000, "10s", NULL,
 	  "DNS resolution plus TCP connect to the upstream" },
 	{ "timeouts.hook", CFG_DURATION, O(hook_ms), 100, 600000, "15s", NULL,

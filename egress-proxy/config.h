@@ -54,6 +54,7 @@ struct pconf {
 	long long	 handshake_ms;
 	long long	 header_ms;
 	long long	 idle_ms;
+	long long	 upstream_idle_ms;
 	long long	 connect_ms;
 	long long	 hook_ms;
 	long long	 high_watermark;

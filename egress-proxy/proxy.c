@@ -138,6 +138,8 @@ struct worker {
 	struct addon_vm		*vm;
 	struct ghapp		*gh;
 	struct buf		 scratch;
+	struct buf		 audit;		/* lines waiting for audit_ev */
+	struct event		*audit_ev;
 	uint64_t		 next_id;
 };
 
@@ -286,12 +288,48 @@ audit_ts(struct buf *b)
 	ign(buf_addf(b, "{\"ts\":\"%s\",\"sandbox\":", t));
 }
 
+/*
+ * Queues a line; the worker writes what it queued once the current event
+ * loop pass is done (one write for many requests under load).
+ */
+static void
+audit_queue(struct worker *w, struct buf *line)
+{
+	if (line->p == NULL)
+		return;
+	if (w->audit.len == 0)
+		event_active(w->audit_ev, EV_TIMEOUT, 0);
+	if (buf_add(&w->audit, line->p, line->len) == -1)
+		log_warnx("audit: buffer full, line dropped");
+}
+
+static void
+audit_flush(evutil_socket_t fd, short ev, void *arg)
+{
+	struct worker *w = arg;
+	size_t off = 0;
+	ssize_t n;
+
+	(void)fd;
+	(void)ev;
+	while (off < w->audit.len) {
+		n = write(P.audit_fd, w->audit.p + off, w->audit.len - off);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			log_warn("audit write");
+			break;
+		}
+		off += (size_t)n;
+	}
+	buf_reset(&w->audit);
+}
+
 static void
 audit_request(struct conn *c, int status)
 {
 	struct buf *b = &c->w->scratch;
 	struct hreq *r = c->req;
-	ssize_t n;
 
 	if (P.audit_fd == -1 || r == NULL)
 		return;
@@ -311,16 +349,13 @@ audit_request(struct conn *c, int status)
 	else
 		ign(buf_add(b, "null", 4));
 	ign(buf_add(b, "}\n", 2));
-	if (b->p != NULL)
-		n = write(P.audit_fd, b->p, b->len);
-	(void)n;
+	audit_queue(c->w, b);
 }
 
 static void
 audit_tunnel(struct conn *c)
 {
 	struct buf *b = &c->w->scratch;
-	ssize_t n;
 
 	if (P.audit_fd == -1 || c->sb == NULL)
 		return;
@@ -331,9 +366,7 @@ audit_tunnel(struct conn *c)
 	json_str(b, c->tgt.hostport, strlen(c->tgt.hostport));
 	ign(buf_addf(b, ",\"type\":\"tunnel\",\"bytes_up\":%llu,\"bytes_down\":%llu,"
 	    "\"injected\":false}\n", c->tot_up, c->tot_down));
-	if (b->p != NULL)
-		n = write(P.audit_fd, b->p, b->len);
-	(void)n;
+	audit_queue(c->w, b);
 }
 
 /* ---- lifecycle ---- */
@@ -614,9 +647,9 @@ decide(struct conn *c, int plain)
 	struct hook_result res;
 	struct addon_vm *vm = worker_vm(c->w);
 
+	/* Client bytes arriving meanwhile wait in its input buffer (bounded). */
 	c->st = CS_DECIDE;
 	c->deadline = now_ms() + P.conf->hook_ms;
-	bufferevent_disable(c->cl, EV_READ);
 	if (vm == NULL) {
 		memset(&res, 0, sizeof(res));
 		res.action = ACT_NONE;
@@ -1339,7 +1372,6 @@ intercept_request(struct conn *c)
 	}
 	c->st = CS_HOOK;
 	c->deadline = now_ms() + P.conf->hook_ms;
-	bufferevent_disable(c->cl, EV_READ);
 	if (c->vm == NULL || c->addon < 0) {
 		memset(&res, 0, sizeof(res));
 		res.action = ACT_NONE;
@@ -1629,8 +1661,20 @@ tick_cb(evutil_socket_t fd, short ev, void *arg)
 			conn_respond(c, 408, "request head timeout");
 			continue;
 		}
-		if (c->deadline == 0 && now - c->last_active > P.conf->idle_ms)
+		if (c->deadline == 0 && now - c->last_active > P.conf->idle_ms) {
 			conn_kill(c);
+			continue;
+		}
+		if (c->st == CS_REQ_HEAD && c->up != NULL && c->head_start == 0 &&
+		    now - c->last_active > P.conf->upstream_idle_ms) {
+			/* Idle: drop the upstream TLS and the parser state. */
+			bufferevent_free(c->up);
+			c->up = NULL;
+			free(c->rp);
+			c->rp = NULL;
+			if (c->req != NULL && c->req->data.cap > 4096)
+				buf_free(&c->req->data);
+		}
 	}
 }
 
@@ -1695,7 +1739,7 @@ worker_main(void *arg)
 int
 proxy_workers_start(int n)
 {
-	struct timeval one = { 1, 0 };
+	struct timeval one = { 0, 500000 };
 	int i;
 
 	workers = xcalloc((size_t)n, sizeof(*workers));
@@ -1707,8 +1751,19 @@ proxy_workers_start(int n)
 		TAILQ_INIT(&w->conns);
 		TAILQ_INIT(&w->dead);
 		buf_init(&w->scratch, 4 * 1024 * 1024);
-		if ((w->base = event_base_new()) == NULL)
-			return -1;
+		buf_init(&w->audit, 16 * 1024 * 1024);
+		{
+			/* The changelist coalesces the many enable/disable pairs
+			 * of a request cycle into fewer epoll_ctl calls. */
+			struct event_config *ec = event_config_new();
+			if (ec == NULL)
+				return -1;
+			event_config_set_flag(ec, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
+			w->base = event_base_new_with_config(ec);
+			event_config_free(ec);
+			if (w->base == NULL)
+				return -1;
+		}
 		w->dns = evdns_base_new(w->base, EVDNS_BASE_INITIALIZE_NAMESERVERS |
 		    EVDNS_BASE_DISABLE_WHEN_INACTIVE);
 		if (w->dns == NULL)
@@ -1717,6 +1772,7 @@ proxy_workers_start(int n)
 			return -1;
 		w->inbox_ev = event_new(w->base, -1, EV_READ | EV_PERSIST, inbox_cb, w);
 		w->reap_ev = event_new(w->base, -1, 0, reap_cb, w);
+		w->audit_ev = event_new(w->base, -1, 0, audit_flush, w);
 		w->tick_ev = event_new(w->base, -1, EV_PERSIST, tick_cb, w);
 		event_add(w->tick_ev, &one);
 		w->gh = ghapp_new(w->base, P.conf);
@@ -1737,8 +1793,11 @@ proxy_workers_stop(void)
 		m->type = MSG_STOP;
 		worker_post(&workers[i], m);
 	}
-	for (i = 0; i < nworkers; i++)
+	for (i = 0; i < nworkers; i++) {
 		pthread_join(workers[i].th, NULL);
+		if (P.audit_fd != -1)
+			audit_flush(-1, 0, &workers[i]);
+	}
 }
 
 void
@@ -1839,7 +1898,9 @@ proxy_tls_init(char *err, size_t errlen)
 	SSL_CTX_set_options(P.srv_ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
 	SSL_CTX_set_options(P.cli_ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
 	SSL_CTX_set_alpn_select_cb(P.srv_ctx, alpn_select, NULL);
-	SSL_CTX_set_num_tickets(P.srv_ctx, 1);
+	/* No session tickets either way: they cost memory per connection. */
+	SSL_CTX_set_num_tickets(P.srv_ctx, 0);
+	SSL_CTX_set_options(P.cli_ctx, SSL_OP_NO_TICKET);
 	SSL_CTX_set_session_id_context(P.srv_ctx, (const unsigned char *)"egress-proxy", 12);
 	if (SSL_CTX_set_default_verify_paths(P.cli_ctx) != 1) {
 		snprintf(err, errlen, "cannot load the system CA store");
