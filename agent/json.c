@@ -612,10 +612,18 @@ json_get_int(const struct json *obj, const char *key, long long *out)
 
 	if (v == NULL || v->type == JSON_NULL)
 		return 1;
-	if (v->type != JSON_NUM || !v->is_int)
+	if (v->type != JSON_NUM)
 		return -1;
-	*out = v->i;
-	return 0;
+	if (v->is_int) {
+		*out = v->i;
+		return 0;
+	}
+	/* 1e3, 1000.0 (as some encoders print integers) are integers too. */
+	if (v->num == floor(v->num) && fabs(v->num) <= 9007199254740992.0) {
+		*out = (long long)v->num;
+		return 0;
+	}
+	return -1;
 }
 
 int

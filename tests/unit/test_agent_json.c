@@ -80,6 +80,23 @@ TEST(test_values)
 	CHECK_INT(i, -42);
 	CHECK_INT(json_get_int(v, "big", &i), -1);	/* does not fit */
 	CHECK_INT(json_get_int(v, "f", &i), -1);
+	json_free(v);
+	in = "{\"e\":1e3,\"d\":2000.0,\"h\":1e300}";
+	v = json_parse(in, strlen(in), NULL, 0);
+	CHECK(v != NULL);
+	if (v == NULL)
+		return;
+	CHECK_INT(json_get_int(v, "e", &i), 0);
+	CHECK_INT(i, 1000);
+	CHECK_INT(json_get_int(v, "d", &i), 0);
+	CHECK_INT(i, 2000);
+	CHECK_INT(json_get_int(v, "h", &i), -1);
+	json_free(v);
+	in = "{\"s\":\"a\\u0000b\\u00e9\",\"i\":-42,\"n\":null,\"t\":true,\"arr\":[1,[2,[3]]]}";
+	v = json_parse(in, strlen(in), NULL, 0);
+	CHECK(v != NULL);
+	if (v == NULL)
+		return;
 	CHECK_INT(json_get_int(v, "missing", &i), 1);
 	CHECK_INT(json_get_int(v, "n", &i), 1);
 	CHECK_INT(json_get_bool(v, "t", &b), 0);
