@@ -14,7 +14,7 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$T
 	-out "$T/upca.crt" -days 2 -subj "/CN=e2e upstream CA" 2>/dev/null
 openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$T/srv.key" \
 	-out "$T/srv.csr" -subj "/CN=github.com" 2>/dev/null
-printf 'subjectAltName=DNS:github.com,DNS:tunnel.example,DNS:other.example\n' >"$T/ext.cnf"
+printf 'subjectAltName=DNS:github.com,DNS:tunnel.example,DNS:other.example,DNS:app.example,DNS:api.github.com\n' >"$T/ext.cnf"
 openssl x509 -req -in "$T/srv.csr" -CA "$T/upca.crt" -CAkey "$T/upca.key" -CAcreateserial \
 	-out "$T/srv.crt" -days 2 -extfile "$T/ext.cnf" 2>/dev/null
 
@@ -66,18 +66,62 @@ socket.send_fds(s, [sys.argv[2].encode()], fds)
 print(s.recv(65536).decode())
 EOF
 
-UP=$(free_port); PLAIN=$(free_port); PP=$(free_port); SBP=$(free_port)
+cat >"$T/tokensrv.py" <<'EOF'
+# GitHub App token endpoint: verifies the RS256 JWT with the app's public
+# key (openssl dgst), logs each call, answers 201 with a token.
+import http.server, ssl, sys, json, base64, subprocess, tempfile, time
+PUB, LOG = sys.argv[2], sys.argv[3]
+def b64d(s): return base64.urlsafe_b64decode(s + '=' * (-len(s) % 4))
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_POST(self):
+        n = int(self.headers.get('Content-Length') or 0); body = self.rfile.read(n)
+        auth = self.headers.get('Authorization', ''); ok = False
+        try:
+            h, p, s = auth[len('Bearer '):].split('.')
+            with tempfile.NamedTemporaryFile() as d, tempfile.NamedTemporaryFile() as sig:
+                d.write((h + '.' + p).encode()); d.flush(); sig.write(b64d(s)); sig.flush()
+                r = subprocess.run(['openssl', 'dgst', '-sha256', '-verify', PUB, '-signature', sig.name, d.name], capture_output=True)
+            c = json.loads(b64d(p)); hd = json.loads(b64d(h))
+            ok = r.returncode == 0 and hd['alg'] == 'RS256' and c['iss'] == '4242' and c['iat'] < time.time() < c['exp'] <= time.time() + 600
+        except Exception:
+            ok = False
+        with open(LOG, 'a') as f: f.write(json.dumps({"path": self.path, "ok": ok, "body": body.decode()}) + "\n")
+        if not ok or self.path != '/app/installations/77/access_tokens':
+            self.send_response(401); self.send_header('Content-Length', '0'); self.end_headers(); return
+        exp = time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(time.time() + 3600))
+        out = json.dumps({"token": "ghs_MINTED_e2e_token", "expires_at": exp}).encode()
+        self.send_response(201); self.send_header('Content-Length', str(len(out))); self.end_headers(); self.wfile.write(out)
+    def log_message(self, *a): pass
+s = http.server.ThreadingHTTPServer(('127.0.0.1', int(sys.argv[1])), H)
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); ctx.load_cert_chain(sys.argv[4], sys.argv[5])
+s.socket = ctx.wrap_socket(s.socket, server_side=True)
+s.serve_forever()
+EOF
+openssl genrsa -out "$T/app.pem" 2048 2>/dev/null
+openssl rsa -in "$T/app.pem" -pubout -out "$T/app.pub" 2>/dev/null
+
+UP=$(free_port); PLAIN=$(free_port); PP=$(free_port); SBP=$(free_port); TOK=$(free_port)
+python3 "$T/tokensrv.py" "$TOK" "$T/app.pub" "$T/tok.jsonl" "$T/srv.crt" "$T/srv.key" & track_pid $!
 python3 "$T/upstream.py" "$UP" "$T/rec.jsonl" "$T/srv.crt" "$T/srv.key" & track_pid $!
 python3 "$T/upstream.py" "$PLAIN" "$T/plain.jsonl" & track_pid $!
 
 cat >"$T/addon.lua" <<'EOF'
 local M = { name = "e2e" }
 function M.on_connect(ctx)
-  if ctx.host == "github.com" then return "intercept" end
+  if ctx.host == "github.com" or ctx.host == "app.example" then return "intercept" end
   if ctx.host == "denied.example" then return "deny", "denied.example is not allowed for " .. ctx.sandbox.id, 403 end
   return nil
 end
 function M.on_request(req, ctx)
+  if ctx.host == "app.example" then
+    local t, err = proxy.github_app_token{ app_id = "4242", installation_id = proxy.config.inst,
+      private_key_file = proxy.config.app_key, api = "https://api.github.com",
+      repositories = { "r1" } }
+    if not t then return "deny", "no app token: " .. err, 502 end
+    req:inject("Authorization", "Bearer " .. t, "e2e-app")
+    return
+  end
   local tok = assert(proxy.secret("file:" .. proxy.config.token_file))
   req:inject("Authorization", proxy.github_basic(tok), "e2e-v1")
 end
@@ -99,9 +143,13 @@ resolve:
   "github.com:443": "127.0.0.1:$UP"
   "tunnel.example:443": "127.0.0.1:$UP"
   "plain.example:80": "127.0.0.1:$PLAIN"
+  "app.example:443": "127.0.0.1:$UP"
+  "api.github.com:443": "127.0.0.1:$TOK"
 addons: [$T/addon.lua]
 addon_config:
   token_file: $T/token
+  app_key: $T/app.pem
+  inst: "77"
 addon_watch: 0
 audit: {log: $T/audit.jsonl}
 EOF
@@ -261,6 +309,17 @@ check "deregister-unknown" grep -q '"ok":false' <<<"$r"
 r=$(admin '{"op":"metrics"}')
 check "metrics" grep -q 'egress_proxy_connect_total{decision=\\"intercept\\"}' <<<"$r"
 
+# ---- GitHub App installation token: JWT verified, minted once, cached ----
+wait_port "$TOK" 20
+"${C[@]}" -x "$PX" https://app.example/one -o /dev/null
+"${C[@]}" -x "$PX" https://app.example/two -o /dev/null
+check "app-token-injected" grep -q '"path": "/two".*\["Authorization", "Bearer ghs_MINTED_e2e_token"\]' "$T/rec.jsonl"
+check "app-jwt-verified" grep -q '"ok": true' "$T/tok.jsonl"
+check "app-token-cached" [ "$(grep -c access_tokens "$T/tok.jsonl")" -eq 1 ]
+check "app-token-scoped" grep -qF '"body": "{\"repositories\":[\"r1\"]}"' "$T/tok.jsonl"
+check "app-token-not-logged" not_contains "$T/proxy.log" "ghs_MINTED"
+check "app-token-not-audited" not_contains "$T/audit.jsonl" "ghs_MINTED"
+
 # ---- SIGHUP reload: a broken addon keeps the old one ----
 cp "$T/addon.lua" "$T/addon.good"
 printf 'local M = {\n' >"$T/addon.lua"
@@ -292,3 +351,4 @@ check "addon-error-traceback" grep -q 'failed closed: .*boom.*stack traceback' "
 kill -TERM "$PPID_"
 wait_for 10 bash -c "! kill -0 $PPID_ 2>/dev/null"
 check "clean-exit" bash -c "! kill -0 $PPID_ 2>/dev/null"
+check "no-sanitizer-report" bash -c "! grep -qE 'Sanitizer|runtime error' '$T/proxy.log'"
