@@ -258,7 +258,7 @@ main(int argc, char **argv)
 	char err[1024] = "", env[4096];
 	int ch, verbose = LOG_LVL_WARN, rc = 1;
 
-	while ((ch = getopt(argc, argv, "c:v")) != -1) {
+	while ((ch = getopt(argc, argv, "+c:v")) != -1) {
 		switch (ch) {
 		case 'c':
 			cfgpath = optarg;

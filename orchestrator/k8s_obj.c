@@ -386,7 +386,20 @@ k8s_build_secret(const struct k8s_params *p, const char *id, const char *token,
 }
 
 static cJSON *
-hardened_ctx(int ro_root)
+seccomp(const char *localhost)
+{
+	cJSON *s = cJSON_CreateObject();
+
+	if (localhost != NULL && localhost[0] != '\0') {
+		cJSON_AddStringToObject(s, "type", "Localhost");
+		cJSON_AddStringToObject(s, "localhostProfile", localhost);
+	} else
+		cJSON_AddStringToObject(s, "type", "RuntimeDefault");
+	return s;
+}
+
+static cJSON *
+hardened_ctx(int ro_root, const char *localhost)
 {
 	cJSON *c = cJSON_CreateObject(), *caps;
 
@@ -396,8 +409,7 @@ hardened_ctx(int ro_root)
 	caps = cJSON_AddObjectToObject(c, "capabilities");
 	cJSON_AddItemToObject(caps, "drop",
 	    cJSON_CreateStringArray((const char *[]){ "ALL" }, 1));
-	cJSON_AddStringToObject(cJSON_AddObjectToObject(c, "seccompProfile"),
-	    "type", "RuntimeDefault");
+	cJSON_AddItemToObject(c, "seccompProfile", seccomp(localhost));
 	return c;
 }
 
@@ -486,8 +498,7 @@ k8s_build_pod(const struct k8s_params *p, const struct k8s_sbx *s,
 		cJSON_AddNumberToObject(sc, "runAsGroup", (double)p->run_as_user);
 		cJSON_AddNumberToObject(sc, "fsGroup", (double)p->run_as_user);
 	}
-	cJSON_AddStringToObject(cJSON_AddObjectToObject(sc, "seccompProfile"),
-	    "type", "RuntimeDefault");
+	cJSON_AddItemToObject(sc, "seccompProfile", seccomp(NULL));
 
 	/* Init container: copy the static agent into the emptyDir. */
 	arr = cJSON_AddArrayToObject(spec, "initContainers");
@@ -498,7 +509,7 @@ k8s_build_pod(const struct k8s_params *p, const struct k8s_sbx *s,
 	cJSON_AddItemToObject(c, "command", cJSON_CreateStringArray((const char *[]){
 	    "/agent-install", "/sandbox-agent", K8S_AGENT_DIR "/sandbox-agent" }, 3));
 	mount(cJSON_AddArrayToObject(c, "volumeMounts"), "agent-bin", K8S_AGENT_DIR, 0);
-	cJSON_AddItemToObject(c, "securityContext", hardened_ctx(1));
+	cJSON_AddItemToObject(c, "securityContext", hardened_ctx(1, NULL));
 	r = cJSON_AddObjectToObject(c, "resources");
 	x = cJSON_AddObjectToObject(r, "requests");
 	cJSON_AddStringToObject(x, "cpu", "50m");
@@ -542,7 +553,8 @@ k8s_build_pod(const struct k8s_params *p, const struct k8s_sbx *s,
 	mount(x, "tmp", "/tmp", 0);
 	if (p->proxy_ca_configmap != NULL && p->proxy_ca_configmap[0] != '\0')
 		mount(x, "proxy-ca", K8S_PROXY_CA_DIR, 1);
-	cJSON_AddItemToObject(c, "securityContext", hardened_ctx(!s->writable_root));
+	cJSON_AddItemToObject(c, "securityContext", hardened_ctx(!s->writable_root,
+	    p->seccomp_localhost));
 	r = cJSON_AddObjectToObject(c, "resources");
 	if (creq > cpu)
 		creq = cpu;

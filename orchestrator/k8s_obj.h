@@ -62,7 +62,8 @@ struct k8s_params {
 	long long	 agent_port;
 	long long	 workspace_bytes;
 	long long	 grace_s;
-	int		 cluster_dns;	/* keep the cluster resolver */
+	int		 cluster_dns;
+	const char	*seccomp_localhost;	/* NULL: RuntimeDefault */	/* keep the cluster resolver */
 };
 
 /* Object names for a sandbox id (all DNS-1123 subdomains). */

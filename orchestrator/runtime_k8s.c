@@ -735,6 +735,7 @@ struct proxy {
 	int		 ready;
 	int		 labelled;
 	long long	 load;
+	long long	 cost;	/* pod-deletion-cost annotation (-1: none) */
 };
 
 static int
@@ -765,6 +766,9 @@ proxies_list(struct k8s_rt *r, struct proxy **out, size_t *n, char *err,
 		    strcmp(v.phase, "Running") == 0;
 		l = k8s_ann(v.labels, K8S_LBL_PROXY_POD);
 		p[*n].labelled = l != NULL && strcmp(l, v.name) == 0;
+		p[*n].cost = k8s_ann(v.annotations,
+		    "controller.kubernetes.io/pod-deletion-cost") ? k8s_ann_ll(
+		    v.annotations, "controller.kubernetes.io/pod-deletion-cost") : -1;
 		(*n)++;
 	}
 	cJSON_Delete(items);
@@ -812,6 +816,35 @@ desired_replicas(struct k8s_rt *r, long long running)
 
 	d = running == 0 ? 0 : (running + per - 1) / per;
 	return d < r->conf->proxy_min_replicas ? r->conf->proxy_min_replicas : d;
+}
+
+/*
+ * Tells the ReplicaSet controller which proxy pods to remove first on a
+ * scale-down: controller.kubernetes.io/pod-deletion-cost = sandboxes served.
+ */
+static void
+proxy_costs(struct k8s_rt *r, struct proxy *p, size_t n)
+{
+	char path[512], v[32], err[512];
+	const char *kv[2];
+	cJSON *patch;
+	size_t i;
+	int st;
+
+	for (i = 0; i < n; i++) {
+		if (p[i].cost == p[i].load)
+			continue;
+		snprintf(v, sizeof(v), "%lld", p[i].load);
+		kv[0] = "controller.kubernetes.io/pod-deletion-cost";
+		kv[1] = v;
+		patch = ann_patch(kv, 1);
+		p_pods(r->pns, p[i].name, path, sizeof(path));
+		if (merge_patch(r, path, patch, &st, err, sizeof(err)) == -1)
+			log_warnx("k8s proxy pod=%s deletion cost: %s", p[i].name, err);
+		else
+			p[i].cost = p[i].load;
+		cJSON_Delete(patch);
+	}
 }
 
 /* Sets the proxy Deployment's replicas through the scale subresource. */
@@ -1067,6 +1100,7 @@ runtime_k8s_fleet_sync(struct runtime *rt, char *err, size_t errlen)
 	    proxies_list(r, &px, &npx, err, errlen) == -1)
 		goto out;
 	count_load(pods, px, npx, &running);
+	proxy_costs(r, px, npx);
 	if (scale_to(r, desired_replicas(r, running), err, errlen) == -1)
 		goto out;
 	for (i = 0; i < npx; i++)
@@ -1106,19 +1140,24 @@ out:
 static void
 rescale(struct k8s_rt *r)
 {
+	struct proxy *px = NULL;
+	size_t npx = 0;
 	cJSON *pods = NULL;
 	long long running;
 	char err[512];
 
 	pthread_mutex_lock(&r->fleet_mtx);
-	if (sandboxes_list(r, &pods, err, sizeof(err)) == 0) {
-		count_load(pods, NULL, 0, &running);
+	if (sandboxes_list(r, &pods, err, sizeof(err)) == 0 &&
+	    proxies_list(r, &px, &npx, err, sizeof(err)) == 0) {
+		count_load(pods, px, npx, &running);
+		proxy_costs(r, px, npx);
 		if (scale_to(r, desired_replicas(r, running), err, sizeof(err)) == -1)
 			log_warnx("k8s %s", err);
 	} else
 		log_warnx("k8s %s", err);
 	pthread_mutex_unlock(&r->fleet_mtx);
 	cJSON_Delete(pods);
+	free(px);
 }
 
 /* ---- runtime ops ---- */
@@ -1893,6 +1932,7 @@ runtime_k8s_new(const struct rt_k8s_conf *conf, char *err, size_t errlen)
 	r->par.workspace_bytes = conf->workspace_bytes;
 	r->par.grace_s = conf->stop_grace_s;
 	r->par.cluster_dns = conf->netpol_dns;
+	r->par.seccomp_localhost = conf->seccomp_profile;
 
 	if (conf->fleet_interval_ms > 0) {
 		if (pthread_create(&r->thr, NULL, fleet_main, rt) != 0) {

@@ -44,6 +44,7 @@ struct rt_k8s_conf {
 	long long	 mem_bytes;
 	long long	 disk_bytes;
 	long long	 run_as_user;
+	char		*seccomp_profile;
 	long long	 agent_port;
 	char		*agent_key_file;
 	long long	 ready_timeout_ms;
@@ -118,6 +119,9 @@ struct rt_k8s_conf {
 	    "4GiB", NULL, "default ephemeral-storage limit (root overlay, /tmp, logs)" }, \
 	{ PFX "run_as_user", CFG_INT, RT_K8S_O_(OFF, run_as_user), 1, 2147483647, "65532", NULL, \
 	    "uid (and gid, fsGroup) when run_as_root is false" }, \
+	{ PFX "seccomp_profile", CFG_STR, RT_K8S_O_(OFF, seccomp_profile), 0, 0, NULL, NULL, \
+	    "Localhost seccomp profile for sandbox containers (e.g. profiles/sandbox.json, " \
+	    "deploy/seccomp); empty: RuntimeDefault" }, \
 	{ PFX "agent_port", CFG_INT, RT_K8S_O_(OFF, agent_port), 1, 65535, "7070", NULL, \
 	    "TCP port of the agent in each pod" }, \
 	{ PFX "agent_key_file", CFG_PATH, RT_K8S_O_(OFF, agent_key_file), 0, 0, NULL, \

@@ -274,6 +274,7 @@ def public(obj):
     o = copy.deepcopy(obj)
     o.get("metadata", {}).pop("_created_at", None)
     o.get("metadata", {}).pop("_gone_at", None)
+    o.get("metadata", {}).pop("_probed", None)
     return o
 
 
@@ -475,6 +476,12 @@ def check_running(k, pod):
         set_ready(pod, False)
         PROCS.pop(k, None)
         return
+    last = pod["metadata"].get("_probed", 0)
+    if time.time() - last < 1.0 and any(
+            x["type"] == "Ready" and x["status"] == "True"
+            for x in st.get("conditions", [])):
+        return
+    pod["metadata"]["_probed"] = time.time()
     c = pod["spec"]["containers"][0]
     probe = c.get("readinessProbe", {}).get("tcpSocket")
     if probe is not None and ARGS.agent and \
@@ -576,7 +583,7 @@ def kubelet_loop():
             kubelet_tick()
         except Exception as e:  # keep the fake alive, but say so
             sys.stderr.write("kubelet error: %r\n" % (e,))
-        time.sleep(0.05)
+        time.sleep(0.1)
 
 
 # ---- HTTP ----
@@ -943,7 +950,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return bad["code"], bad
         if new["metadata"].get("name") != name:
             return status(400, "BadRequest", "name cannot change")
-        for f in ("_created_at", "_gone_at"):
+        for f in ("_created_at", "_gone_at", "_probed"):
             if f in cur["metadata"]:
                 new["metadata"][f] = cur["metadata"][f]
         new["metadata"]["resourceVersion"] = next_rv()
