@@ -1014,6 +1014,14 @@ tunnel_start(struct conn *c)
 	}
 	bufferevent_enable(c->cl, EV_READ | EV_WRITE);
 	bufferevent_enable(c->up, EV_READ | EV_WRITE);
+	if (c->cl_eof) {
+		/* The client already half-closed: FIN once its bytes are out. */
+		bufferevent_disable(c->cl, EV_READ);
+		if (evbuffer_get_length(bufferevent_get_output(c->up)) == 0)
+			shutdown(bufferevent_getfd(c->up), SHUT_WR);
+		else
+			bufferevent_setwatermark(c->up, EV_WRITE, 0, 0);
+	}
 }
 
 static int
@@ -1043,6 +1051,10 @@ client_tls_start(struct conn *c)
 	int hit;
 	ssize_t n;
 
+	if (c->cl_eof) {
+		conn_kill(c);
+		return;
+	}
 	if (evbuffer_get_length(bufferevent_get_input(c->cl)) > 0) {
 		conn_respond(c, 400, "bytes sent before the CONNECT response");
 		return;
@@ -1485,7 +1497,9 @@ up_write(struct bufferevent *bev, void *arg)
 	(void)bev;
 	if (c->st == CS_TUNNEL) {
 		if (c->cl_eof) {
-			conn_kill(c);
+			/* Client half-closed: pass the FIN on once flushed. */
+			if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+				shutdown(bufferevent_getfd(bev), SHUT_WR);
 			return;
 		}
 		bufferevent_enable(c->cl, EV_READ);
@@ -1537,13 +1551,20 @@ cl_event(struct bufferevent *bev, short what, void *arg)
 			    (unsigned long long)c->id, c->tgt.hostport);
 		if ((what & BEV_EVENT_EOF) && !(what & BEV_EVENT_ERROR)) {
 			c->cl_eof = 1;
-			if (c->st == CS_TUNNEL) {
-				/* Flush what the client sent, then close. */
-				if (c->up != NULL && evbuffer_get_length(
-				    bufferevent_get_output(c->up)) > 0) {
-					bufferevent_disable(c->cl, EV_READ);
-					return;
-				}
+			if (c->st == CS_DECIDE || c->st == CS_CONNECTING)
+				return;	/* finish what was asked, then close */
+			if (c->st == CS_TUNNEL && c->up != NULL && !c->up_eof) {
+				/*
+				 * Half-close: flush what the client sent, pass
+				 * the FIN on, keep relaying the other way until
+				 * the upstream closes (or the idle timeout).
+				 */
+				bufferevent_disable(c->cl, EV_READ);
+				if (evbuffer_get_length(bufferevent_get_output(c->up)) == 0)
+					shutdown(bufferevent_getfd(c->up), SHUT_WR);
+				else
+					bufferevent_setwatermark(c->up, EV_WRITE, 0, 0);
+				return;
 			} else if ((c->st == CS_WAIT || c->st == CS_BODY) && c->req_done) {
 				return;	/* deliver the response, then close */
 			}
@@ -1591,7 +1612,9 @@ up_event(struct bufferevent *bev, short what, void *arg)
 	if (c->st == CS_TUNNEL) {
 		c->up_eof = 1;
 		if (evbuffer_get_length(bufferevent_get_output(c->cl)) > 0) {
+			/* Flush to the client first (cl_write closes). */
 			bufferevent_disable(c->up, EV_READ);
+			bufferevent_setwatermark(c->cl, EV_WRITE, 0, 0);
 			return;
 		}
 		conn_kill(c);

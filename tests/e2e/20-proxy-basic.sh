@@ -278,6 +278,12 @@ check "plain-no-credential" not_contains "$T/plain.jsonl" "x-access-token"
 check "plain-no-injection" not_contains "$T/plain.jsonl" '"Authorization"'
 check "plain-no-proxy-auth" not_contains "$T/plain.jsonl" "Proxy-Authorization"
 
+# ---- blind tunnel with a client half-close: the response still arrives ----
+out=$(printf 'CONNECT plain.example:80 HTTP/1.1\r\nProxy-Authorization: Basic %s\r\n\r\nGET /half HTTP/1.0\r\nHost: plain.example\r\n\r\n' \
+	"$(printf sb-1:s3cret | base64)" | timeout 20 nc -N 127.0.0.1 "$PP")
+check "tunnel-half-close" grep -q '"ok":true' <<<"$out"
+check "tunnel-early-bytes-forwarded" grep -q '"path": "/half"' "$T/plain.jsonl"
+
 # ---- sandbox listener fd over SCM_RIGHTS, then deregister ----
 r=$(admin '{"op":"register","id":"sb-fd","attrs":{"org":"acme"}}' "$SBP")
 check "register-fd" grep -q '"ok":true' <<<"$r"
