@@ -1569,6 +1569,26 @@ abs_dir(const char *in, char *out, size_t outlen, int create, char *err,
 	return 0;
 }
 
+/* Finishes removals a crash interrupted (destroy renames first). */
+static void
+sweep_gone(struct rl *rl)
+{
+	char p[RL_PATH_MAX + 300], e[256];
+	struct dirent *de;
+	DIR *d;
+
+	if ((d = opendir(rl->state_dir)) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		if (strncmp(de->d_name, ".gone-", 6) != 0)
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", rl->state_dir, de->d_name);
+		if (rl_rmtree(p, e, sizeof(e)) == -1)
+			log_warnx("remove %s: %s", p, e);
+	}
+	closedir(d);
+}
+
 struct runtime *
 runtime_local_new(const struct rt_local_conf *c, char *err, size_t errlen)
 {
@@ -1652,6 +1672,7 @@ runtime_local_new(const struct rt_local_conf *c, char *err, size_t errlen)
 	if (rl_cg_detect(rl->c.cgroup_mode, rl->c.cgroup_name, &rl->cg, err,
 	    errlen) == -1)
 		goto fail;
+	sweep_gone(rl);
 	return rt;
 fail:
 	rl_free(rt);

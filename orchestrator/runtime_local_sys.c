@@ -405,11 +405,13 @@ count_procs(const char *dir, const char *id)
 int
 rl_cg_nprocs(const struct rl_cg *cg, const char *id)
 {
+	int n = -1;
+
 	if (cg->v2_track)
-		return count_procs(cg->v2, id);
-	if (cg->mode == RL_CG_V1)
-		return count_procs(cg->v1_pids, id);
-	return -1;
+		n = count_procs(cg->v2, id);
+	if (n == -1 && cg->v1_pids[0] != '\0')
+		n = count_procs(cg->v1_pids, id);
+	return n;
 }
 
 /* SIGKILLs every pid listed in dir/id/cgroup.procs. */
@@ -451,11 +453,12 @@ rl_cg_kill(const struct rl_cg *cg, const char *id, int timeout_ms)
 	char p[RL_PATH_MAX + 128];
 	int waited = 0, n, frozen = 0, use_kill = 0;
 
-	if (cg->v2_track) {
+	snprintf(p, sizeof(p), "%s/%s", cg->v2, id);
+	if (cg->v2_track && access(p, F_OK) == 0) {
 		dir = cg->v2;
 		snprintf(p, sizeof(p), "%s/%s/cgroup.kill", cg->v2, id);
 		use_kill = access(p, F_OK) == 0;
-	} else if (cg->mode == RL_CG_V1)
+	} else if (cg->v1_pids[0] != '\0')
 		dir = cg->v1_pids;
 	if (dir == NULL)
 		return -1;

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# 43-runtime-limits: cgroup limits on the local runtime (this machine: v1
+# controllers, v2 for tracking and cgroup.kill). A memory hog is OOM-killed
+# and reported as OOM (by the agent for the job, by the runtime when the
+# sandbox itself dies of it); a fork bomb is held by pids.max and the
+# sandbox stays usable; 1 GB of output comes back bounded and fast; a
+# command that ignores SIGTERM is killed at its timeout with its
+# grandchildren; CPU is throttled; the v1 freezer kill path works; v2 mode
+# without controllers is refused clearly.
+. "$(dirname "$0")/../lib/common.sh"
+. "$TOP/tests/bench/runtime/rt-lib.sh"
+rt_setup
+lacks() { ! grep -q -- "$1" <<<"$2"; }
+jget() { python3 -c 'import json,sys; v=json.load(sys.stdin); print(json.dumps(eval(sys.argv[1], {"v": v})))' "$1"; }
+v1=/sys/fs/cgroup
+
+sbx create --mem 96MiB --pids 64 --cpu 200 sb-l >/dev/null || { fail "create"; exit 1; }
+
+# ---- the limits are in place ----
+check "mem-limit" [ "$(cat $v1/memory/$RT_CG/sb-l/memory.limit_in_bytes)" = $((96 << 20)) ]
+check "pids-limit" [ "$(cat $v1/pids/$RT_CG/sb-l/pids.max)" = 64 ]
+check "cpu-quota" [ "$(cat $v1/cpu/$RT_CG/sb-l/cpu.cfs_quota_us)" = 20000 ]
+check "tracked-in-v2" [ -n "$(cat $v1/unified/$RT_CG/sb-l/cgroup.procs 2>/dev/null)" ]
+
+# ---- memory hog: OOM-killed, reported as OOM, sandbox usable ----
+r=$(rt_api sb-l POST /v1/jobs '{"command":"head -c 400000000 /dev/zero | tr \"\\\\0\" x | sort >/dev/null"}')
+jid=$(jget 'v["id"]' <<<"$r" | tr -d '"')
+r=$(RT_API_TIMEOUT=130 rt_api sb-l POST "/v1/jobs/$jid/wait" '{"timeout_ms":120000}')
+check "oom-job-ended" lacks '"state":"running"' "$r"
+check "oom-job-reported" grep -q '"oom_killed":true' <<<"$r"
+check "oom-counted" [ "$(sed -n 's/^oom_kill //p' $v1/memory/$RT_CG/sb-l/memory.oom_control)" -ge 1 ]
+check "oom-sandbox-usable" [ "$(rt_sh sb-l 'echo alive')" = alive ]
+check "oom-sandbox-running" bash -c "'$SBX' -c '$T/rt.yaml' list | grep -q '^sb-l	running'"
+
+# ---- fork bomb: held by pids.max, sandbox usable after ----
+t0=$(date +%s)
+r=$(rt_api sb-l POST /v1/shell '{"command":"b() { b | b & }; b; sleep 100","timeout_ms":4000}')
+check "bomb-timed-out" grep -q '"timed_out":true' <<<"$r"
+check "bomb-contained" [ "$(cat $v1/pids/$RT_CG/sb-l/pids.max)" = 64 ] 
+usable=0
+for _ in $(seq 1 60); do
+	[ "$(rt_sh sb-l 'echo alive' 2>/dev/null)" = alive ] && { usable=1; break; }
+	sleep 0.5
+done
+check "bomb-sandbox-usable" [ $usable -eq 1 ]
+check "bomb-host-fine" [ "$(echo ok)" = ok ]
+check "bomb-pids-bounded" [ "$(cat $v1/pids/$RT_CG/sb-l/pids.current)" -le 64 ]
+
+# ---- 1 GB of output: bounded and fast (a sandbox with the default CPU) ----
+sbx create sb-big >/dev/null
+t0=$(date +%s%N)
+rt_api sb-big POST /v1/shell '{"command":"head -c 1000000000 /dev/zero | tr \"\\\\0\" a; echo","timeout_ms":120000}' >"$T/big.json"
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+sz=$(stat -c %s "$T/big.json")
+check "bigout-bounded" [ "$sz" -lt $((4 << 20)) ]
+check "bigout-truncated" grep -q '"truncated":true' "$T/big.json"
+check "bigout-dropped-count" python3 -c "
+import json,sys; v=json.load(open(sys.argv[1])); assert v['dropped_bytes'] > 990000000, v['dropped_bytes']" "$T/big.json"
+check "bigout-fast" [ "$ms" -lt 60000 ]
+echo "# 1 GB output: ${ms} ms, response $sz bytes"
+
+sbx destroy sb-big
+
+# ---- SIGTERM-ignoring command with grandchildren: killed at its timeout ----
+rt_sh sb-l 'KEEP=me; cd /tmp' >/dev/null
+r=$(rt_api sb-l POST /v1/shell '{"command":"trap \"\" TERM; (trap \"\" TERM; sleep 1001) & sh -c \"trap \\\"\\\" TERM; sleep 1002 & sleep 1003\" & sleep 1004","timeout_ms":1500}')
+check "term-ignorer-timed-out" grep -q '"timed_out":true' <<<"$r"
+gone=0
+for _ in $(seq 1 40); do
+	if ! cat $v1/unified/$RT_CG/sb-l/cgroup.procs | while read -r p; do tr '\0' ' ' </proc/$p/cmdline 2>/dev/null; echo; done | grep -q 'sleep 100[1-4]'; then gone=1; break; fi
+	sleep 0.25
+done
+check "term-ignorer-tree-killed" [ $gone -eq 1 ]
+check "shell-state-kept" [ "$(rt_sh sb-l 'echo $KEEP $PWD')" = "me /tmp" ]
+
+# ---- CPU quota throttles ----
+rt_api sb-l POST /v1/shell '{"command":"timeout 2 sh -c \"while :; do :; done\"; true","timeout_ms":10000}' >/dev/null
+check "cpu-throttled" [ "$(sed -n 's/^nr_throttled //p' $v1/cpu/$RT_CG/sb-l/cpu.stat)" -gt 0 ]
+
+# ---- a sandbox that died after OOM kills is reported as failed: oom ----
+# (the OOM killer picks the biggest process, never our agent, so the agent
+# is then killed by hand: the runtime sees a dead sandbox whose cgroup
+# counted OOM kills)
+sbx create --mem 48MiB sb-o >/dev/null
+r=$(rt_api sb-o POST /v1/jobs '{"command":"head -c 300000000 /dev/zero | tr \"\\\\0\" x | sort >/dev/null"}')
+jid=$(jget 'v["id"]' <<<"$r" | tr -d '"')
+r=$(RT_API_TIMEOUT=130 rt_api sb-o POST "/v1/jobs/$jid/wait" '{"timeout_ms":120000}')
+check "oom2-job-reported" grep -q '"oom_killed":true' <<<"$r"
+check "oom2-still-running" bash -c "'$SBX' -c '$T/rt.yaml' list | grep -q '^sb-o	running	busybox	-'"
+rt_api sb-o POST /v1/jobs '{"command":"sleep 0.3; kill -9 2"}' >/dev/null
+died=0
+for _ in $(seq 1 100); do
+	sbx list | grep -q '^sb-o	failed	busybox	oom' && { died=1; break; }
+	sleep 0.2
+done
+check "runtime-reports-oom" [ $died -eq 1 ]
+check "oom-failed-then-start" sbx start sb-o
+check "oom-restarted-usable" [ "$(rt_sh sb-o 'echo alive')" = alive ]
+sbx destroy sb-o
+
+# ---- the v1 freezer path (no v2 tracking) kills everything ----
+export SANDBOX_CG_NO_UNIFIED=1
+sbx create sb-f >/dev/null
+check "v1-only-not-in-v2" [ ! -d "$v1/unified/$RT_CG/sb-f" ]
+rt_api sb-f POST /v1/jobs '{"command":"sleep 1005 & sleep 1006"}' >/dev/null
+pids=$(cat $v1/pids/$RT_CG/sb-f/cgroup.procs | tr '\n' ' ')
+check "v1-tracked" [ "$(wc -w <<<"$pids")" -ge 3 ]
+sbx stop sb-f
+check "v1-stop-kills" bash -c "$(declare -f rt_alive); ! rt_alive $pids"
+sbx start sb-f
+check "v1-restart" [ "$(rt_sh sb-f 'echo alive')" = alive ]
+pids=$(cat $v1/pids/$RT_CG/sb-f/cgroup.procs | tr '\n' ' ')
+sbx destroy sb-f
+check "v1-destroy-kills" bash -c "$(declare -f rt_alive); ! rt_alive $pids"
+check "v1-destroy-cgroups" [ ! -d "$v1/pids/$RT_CG/sb-f" ] && [ ! -d "$v1/memory/$RT_CG/sb-f" ]
+unset SANDBOX_CG_NO_UNIFIED
+
+# ---- v2 mode without controllers is refused clearly ----
+out=$(SANDBOX_CGROUP_MODE=v2 sbx list 2>&1); rc=$?
+if [ -f /sys/fs/cgroup/cgroup.controllers ] && grep -qw memory /sys/fs/cgroup/cgroup.controllers; then
+	check "v2-mode-usable" [ $rc -eq 0 ]
+else
+	check "v2-mode-refused" bash -c "[ $rc -ne 0 ] && grep -q 'no memory, pids and cpu controllers' <<<'$out'"
+fi
+out=$(SANDBOX_CGROUP_MODE=bogus sbx list 2>&1); rc=$?
+check "bad-cgroup-mode" [ $rc -ne 0 ]
