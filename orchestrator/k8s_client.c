@@ -797,12 +797,26 @@ out:
 	return rc;
 }
 
+/* Copies peer text for an error message: control bytes become '?'. */
+static void
+clean_text(char *dst, size_t dstlen, const char *src, size_t srclen)
+{
+	size_t i, o = 0;
+
+	for (i = 0; i < srclen && src[i] != '\0' && o + 1 < dstlen; i++) {
+		unsigned char c = (unsigned char)src[i];
+		dst[o++] = (c < 0x20 || c == 0x7f) ? '?' : (char)c;
+	}
+	if (dstlen > 0)
+		dst[o] = '\0';
+}
+
 char *
 k8s_status_error(int status, const char *body, size_t len, char *err,
     size_t errlen)
 {
 	cJSON *j = NULL, *msg, *reason, *kind;
-	char esc[200];
+	char esc[400];
 
 	if (body != NULL && len > 0)
 		j = cJSON_ParseWithLength(body, len);
@@ -811,11 +825,11 @@ k8s_status_error(int status, const char *body, size_t len, char *err,
 	reason = cJSON_GetObjectItemCaseSensitive(j, "reason");
 	if (cJSON_IsString(kind) && strcmp(kind->valuestring, "Status") == 0 &&
 	    cJSON_IsString(msg)) {
-		log_escape(esc, sizeof(esc), msg->valuestring, strlen(msg->valuestring));
+		clean_text(esc, sizeof(esc), msg->valuestring, strlen(msg->valuestring));
 		snprintf(err, errlen, "%s (%d %s)", esc, status,
 		    cJSON_IsString(reason) ? reason->valuestring : "");
 	} else {
-		log_escape(esc, sizeof(esc), body ? body : "", body ? (len > 120 ?
+		clean_text(esc, sizeof(esc), body ? body : "", body ? (len > 120 ?
 		    120 : len) : 0);
 		snprintf(err, errlen, "API server answered %d: %s", status, esc);
 	}

@@ -85,8 +85,12 @@ kubernetes:
     admin_port: $ADMIN_PORT
     admin_token_file: $T/admin-token
     wait: 20s
-$(printf '%s\n' "$@" | sed 's/^/  /')
 YAML
+	local a
+	for a in "$@"; do
+		sed -i "/^  ${a%%:*}: /d" "$CFG"
+		printf '  %s\n' "$a" >>"$CFG"
+	done
 }
 
 kctl() { "$K8SCTL" -c "$CFG" "$@"; }
