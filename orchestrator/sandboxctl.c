@@ -88,7 +88,8 @@ print_info(const struct rt_info *ri, cJSON *arr)
 		cJSON_AddItemToArray(arr, o);
 		return;
 	}
-	printf("%s\t%s\t%s\t%s", ri->id, rt_state_name(ri->state), ri->image,
+	printf("%s\t%s\t%s\t%s", ri->id, rt_state_name(ri->state),
+	    ri->image[0] ? ri->image : "-",
 	    ri->reason[0] ? ri->reason : "-");
 	for (i = 0; i < ri->nlabels; i++)
 		printf("%s%s=%s", i ? "," : "\t", ri->labels[i].k,
