@@ -833,11 +833,27 @@ sess_enter(struct sess *s, enum sess_err *e, char *err, size_t errlen)
 		}
 		pthread_mutex_lock(&m->mu);
 		s->provisioning = 1;
-		if (atomic_load(&s->dead) && s->state == S_RUNNING) {
-			s->state = S_STOPPED;
-			atomic_store(&s->dead, 0);
-		}
 		pthread_mutex_unlock(&m->mu);
+		if (atomic_load(&s->dead) && s->state == S_RUNNING) {
+			struct rt_info ri;
+			char gerr[128];
+			int gone;
+
+			memset(&ri, 0, sizeof(ri));
+			gone = m->rt->ops->get(m->rt, s->rtid, &ri, gerr, sizeof(gerr)) == -1;
+			rt_info_clear(&ri);
+			pthread_mutex_lock(&m->mu);
+			if (gone) {
+				log_info("session=%s sandbox=%s fixed: sandbox gone from "
+				    "the runtime; creating a new one", s->sid, s->rtid);
+				s->state = S_NONE;
+				s->rtid[0] = '\0';
+				m->n_fixed++;
+			} else
+				s->state = S_STOPPED;
+			atomic_store(&s->dead, 0);
+			pthread_mutex_unlock(&m->mu);
+		}
 		rc = 0;
 		if (s->state == S_NONE)
 			rc = provision(s, NULL, e, err, errlen);

@@ -8,8 +8,7 @@
 orch_config "reap:" "  interval: 200ms" "  idle: 3s" "  lifetime: 8s" "  stopped_ttl: 10s"
 check "orch starts" orch_start
 
-sbx_of() { grep -l "\"session\":\"$1\"" "$ORCH_STATE"/*/meta.json 2>/dev/null | head -1 | xargs -r dirname | xargs -r basename; }
-alive() { local d=$ORCH_STATE/$1; [ -f "$d/pid" ] && kill -0 "$(cat "$d/pid")" 2>/dev/null; }
+alive() { sbx_alive "$@"; }
 quick() { mcp_post -H "X-Session-Id: $1" -o /dev/null -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"shell","arguments":{"command":"true"}}}'; }
 # ms between the first log line matching A and the first matching B.
 log_gap() {
@@ -31,7 +30,7 @@ sb=$(sbx_of idle-s)
 wait_for 20 grep -q "session=idle-s sandbox=$sb stopped" "$ORCH_LOG"
 dt=$(log_gap "session=idle-s tool=shell" "session=idle-s sandbox=$sb stopped reason=idle")
 if [ "$dt" -ge 2950 ] && [ "$dt" -le 4500 ]; then ok "idle reap on time (${dt}ms after the last call)"; else fail "idle reap on time" "${dt}ms"; fi
-check "idle reap stopped the sandbox" bash -c "! { [ -f $ORCH_STATE/$sb/pid ] && kill -0 \$(cat $ORCH_STATE/$sb/pid); }"
+check "idle reap stopped the sandbox" eval '! alive $sb'
 out=$(rest GET /v1/sessions/idle-s)
 check "reaped session shows stopped" contains <(echo "$out") '"state":"stopped"'
 out=$(mcp_tool idle-s shell '{"command":"cat kept.txt"}')
@@ -66,8 +65,8 @@ dt=$(log_gap "session=life-s sandbox=$lsb2 created" "session=life-s sandbox=$lsb
 if [ "$dt" -ge 7950 ] && [ "$dt" -le 9500 ]; then ok "lifetime reap on time (${dt}ms after start)"; else fail "lifetime reap on time" "${dt}ms"; fi
 
 # Stopped TTL: idle-s stops again and is purged 10 s later.
-wait_for 40 bash -c "[ ! -d $ORCH_STATE/$sb ]"
-check "stopped sandbox purged after stopped_ttl" [ ! -d "$ORCH_STATE/$sb" ]
+wait_until 40 eval "! sbx_exists $sb"
+check "stopped sandbox purged after stopped_ttl" eval "! sbx_exists $sb"
 check "purge logged with reason" contains "$ORCH_LOG" "session=idle-s sandbox=$sb destroyed reason=stopped_ttl"
 dt=$(log_gap "session=idle-s sandbox=$sb stopped reason=idle" "session=idle-s sandbox=$sb destroyed reason=stopped_ttl")
 check "purge not before stopped_ttl" [ "$dt" -ge 9950 ]

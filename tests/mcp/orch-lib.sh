@@ -4,42 +4,81 @@
 #   orch_config [extra yaml...]   writes $T/orch.yaml (+ key file)
 #   orch_start                     starts the daemon, waits for /readyz
 #   orch_stop / orch_kill9         SIGTERM (drain) / SIGKILL
-#   mcp_call SID JSON              POST /mcp, prints the body
+#   mcp_post [curl args]           raw POST /mcp with the key
 #   mcp_tool SID NAME ARGS_JSON    tools/call, prints result text
-#   sandboxes                      ids the runtime holds (count with | wc -l)
+#   sandboxes / running_sandboxes  what the runtime holds
+#   sbx_of SESSION / sbx_alive ID / sbx_kill ID / sbx_orphan ID
 #
-# The runtime is ORCH_TEST_RUNTIME (fake: real agent on the host, no
-# isolation; local: bubblewrap sandboxes). Default: fake.
+# The runtime is ORCH_TEST_RUNTIME: local (bubblewrap sandboxes with the
+# busybox test image; the default when running as root with sandboxctl
+# built) or fake (the real agent on the host, no isolation).
 ORCH_BIN=$BIN/orchestrator/orchestrator
-AGENT_BIN=$BIN/agent/sandbox-agent
-ORCH_RT=${ORCH_TEST_RUNTIME:-fake}
+AGENT_SRC=$BIN/agent/sandbox-agent
+SBX=$BIN/orchestrator/sandboxctl
+if [ -z "${ORCH_TEST_RUNTIME:-}" ]; then
+	if [ "$(id -u)" = 0 ] && [ -x "$SBX" ] && command -v bwrap >/dev/null 2>&1; then
+		ORCH_TEST_RUNTIME=local
+	else
+		ORCH_TEST_RUNTIME=fake
+	fi
+fi
+ORCH_RT=$ORCH_TEST_RUNTIME
 ORCH_PORT=$(free_port)
 ORCH_URL=http://127.0.0.1:$ORCH_PORT
 ORCH_KEY=k-$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
 # Short state path: agent socket paths must fit in 108 bytes.
 ORCH_STATE=$(mktemp -d /tmp/osb.XXXXXX)
+chmod 711 "$ORCH_STATE"
 ORCH_PID=
 ORCH_LOG=$T/orch.log
+ORCH_CG=orch-e2e-$$
 printf '%s\n' "$ORCH_KEY" > "$T/key"
 chmod 600 "$T/key"
+chmod 711 "$T"
+# a private copy: the agent may be rebuilt while tests run
+AGENT_BIN=$T/sandbox-agent
+cp "$AGENT_SRC" "$AGENT_BIN" && chmod 755 "$AGENT_BIN"
 
-# Removes every sandbox left in the state dir (fake runtime: kills agents
-# by their FAKE_SANDBOX_ID; local: sandboxctl destroy).
+if [ "$ORCH_RT" = local ]; then
+	ORCH_BB=${ORCH_BB:-$BIN/images/busybox}
+	mkdir -p "$(dirname "$ORCH_BB")"
+	bash "$TOP/scripts/build-image.sh" --busybox "$ORCH_BB" >/dev/null 2>&1 ||
+		{ fail "busybox-image" "scripts/build-image.sh --busybox failed"; exit 1; }
+	ORCH_LOCAL_YAML="local:
+  state_dir: $ORCH_STATE/s
+  images_dir: $ORCH_STATE/images
+  default_image: busybox
+  agent_bin: $AGENT_BIN
+  cgroup_name: $ORCH_CG
+  mem_bytes: 512MiB
+  pids_max: 512
+  start_timeout: 30s
+  uid_base: $((3200000 + ($$ % 10000) * 256))
+  uid_count: 256"
+	printf '%s\n' "$ORCH_LOCAL_YAML" > "$T/rt.yaml"
+	"$SBX" -c "$T/rt.yaml" image add busybox "$(cd "$ORCH_BB" && pwd)" >/dev/null ||
+		{ fail "image-add"; exit 1; }
+	ORCH_SBX_DIR=$ORCH_STATE/s
+else
+	ORCH_SBX_DIR=$ORCH_STATE
+fi
+sbx() { "$SBX" -c "$T/rt.yaml" "$@"; }
+
+# Removes every sandbox left (fake: kills agents by FAKE_SANDBOX_ID; local:
+# sandboxctl destroy), then the state dir and cgroup parents.
 orch_cleanup() {
 	[ -n "$ORCH_PID" ] && kill -9 "$ORCH_PID" 2>/dev/null
-	local id pid
-	for d in "$ORCH_STATE"/*/; do
-		[ -d "$d" ] || continue
-		id=$(basename "$d")
-		if [ "$ORCH_RT" = fake ]; then
-			for pid in $(grep -lx --null-data "FAKE_SANDBOX_ID=$id" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3); do
-				kill -9 "$pid" 2>/dev/null
-			done
-		elif [ -x "$BIN/orchestrator/sandboxctl" ]; then
-			"$BIN/orchestrator/sandboxctl" -f "$T/orch.yaml" destroy "$id" >/dev/null 2>&1
-		fi
+	local id
+	for id in $(sandboxes); do
+		sbx_kill "$id"
 	done
+	if [ "$ORCH_RT" = local ]; then
+		for d in /sys/fs/cgroup/*/"$ORCH_CG" /sys/fs/cgroup/unified/"$ORCH_CG"; do
+			[ -d "$d" ] && rmdir "$d" 2>/dev/null
+		done
+	fi
 	rm -rf "$ORCH_STATE"
+	return 0
 }
 on_exit orch_cleanup
 
@@ -54,11 +93,9 @@ orch_config() {
 			echo "fake:"
 			echo "  state_dir: $ORCH_STATE"
 			echo "  agent: $AGENT_BIN"
+			[ -n "${ORCH_FAKE_EXTRA:-}" ] && echo "  $ORCH_FAKE_EXTRA"
 		else
-			echo "local:"
-			echo "  state_dir: $ORCH_STATE"
-			echo "  agent_bin: $AGENT_BIN"
-			[ -n "${ORCH_TEST_IMAGES:-}" ] && echo "  images_dir: $ORCH_TEST_IMAGES"
+			printf '%s\n' "$ORCH_LOCAL_YAML"
 		fi
 		for l in "$@"; do echo "$l"; done
 	} > "$T/orch.yaml"
@@ -100,23 +137,29 @@ mcp_call() {
 mcp_tool() {
 	local sid=$1 name=$2 args=$3
 	mcp_call "$sid" "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"$name\",\"arguments\":$args}}" |
-	    python3 -c 'import json,sys
-d=json.load(sys.stdin); r=d.get("result")
-if r is None: print("RPCERROR:", json.dumps(d.get("error"))); sys.exit(0)
-t="".join(c.get("text","") for c in r["content"])
-print(("ERROR: " if r.get("isError") else "")+t)'
+	    jq -r 'if .result then ((if .result.isError then "ERROR: " else "" end) + ([.result.content[].text] | join(""))) else "RPCERROR: " + (.error | tojson) end'
 }
 
 # The sandbox ids the runtime holds right now.
 sandboxes() {
+	if [ "$ORCH_RT" = local ]; then
+		sbx list --json 2>/dev/null | python3 -c 'import json,sys
+for s in json.load(sys.stdin): print(s["id"])'
+		return
+	fi
 	local d
 	for d in "$ORCH_STATE"/*/; do
 		[ -d "$d" ] && basename "$d"
 	done
 }
 
-# Running sandbox count (fake: agent alive).
+# How many of them run.
 running_sandboxes() {
+	if [ "$ORCH_RT" = local ]; then
+		sbx list --json 2>/dev/null | python3 -c 'import json,sys
+print(sum(1 for s in json.load(sys.stdin) if s["state"]=="running"))'
+		return
+	fi
 	local n=0 d
 	for d in "$ORCH_STATE"/*/; do
 		[ -f "$d/pid" ] && kill -0 "$(cat "$d/pid")" 2>/dev/null && n=$((n + 1))
@@ -124,7 +167,63 @@ running_sandboxes() {
 	echo $n
 }
 
+# The sandbox id holding SESSION (its label), or nothing.
+sbx_of() {
+	if [ "$ORCH_RT" = local ]; then
+		sbx list --json 2>/dev/null | python3 -c 'import json,sys
+for s in json.load(sys.stdin):
+    if s["labels"].get("session")==sys.argv[1]: print(s["id"]); break' "$1"
+		return
+	fi
+	grep -l "\"session\":\"$1\"" "$ORCH_STATE"/*/meta.json 2>/dev/null | head -1 | xargs -r dirname | xargs -r basename
+}
+
+# Is sandbox ID running?
+sbx_alive() {
+	if [ "$ORCH_RT" = local ]; then
+		sbx get "$1" 2>/dev/null | grep -q '"state":[[:space:]]*"running"'
+		return
+	fi
+	local d=$ORCH_STATE/$1
+	[ -f "$d/pid" ] && kill -0 "$(cat "$d/pid")" 2>/dev/null
+}
+
+# Removes sandbox ID behind the orchestrator's back.
+sbx_kill() {
+	if [ "$ORCH_RT" = local ]; then
+		sbx destroy "$1" >/dev/null 2>&1
+		return 0
+	fi
+	local pid
+	for pid in $(grep -lx --null-data "FAKE_SANDBOX_ID=$1" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3); do
+		kill -9 "$pid" 2>/dev/null
+	done
+	rm -rf "${ORCH_STATE:?}/$1"
+}
+
+# Makes an unlabelled sandbox ID the orchestrator never created.
+sbx_orphan() {
+	if [ "$ORCH_RT" = local ]; then
+		sbx create "$1" >/dev/null 2>&1
+		return
+	fi
+	mkdir -p "$ORCH_STATE/$1"
+	echo '{"image":"host","labels":{}}' > "$ORCH_STATE/$1/meta.json"
+}
+
+sbx_exists() { sandboxes | grep -qx "$1"; }
+
 rest() {
 	local method=$1 path=$2; shift 2
 	curl -s -X "$method" -H "Authorization: Bearer $ORCH_KEY" "$@" "$ORCH_URL$path"
 }
+
+# wait_until SECONDS cmd...: like wait_for, but in this shell (functions ok).
+wait_until() {
+	local end=$(( $(date +%s%N) / 1000000 + $1 * 1000 )); shift
+	while ! "$@" >/dev/null 2>&1; do
+		[ $(( $(date +%s%N) / 1000000 )) -ge $end ] && return 1
+		sleep 0.1
+	done
+}
+nsandboxes() { sandboxes | wc -l; }
