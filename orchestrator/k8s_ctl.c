@@ -14,6 +14,8 @@
  *   k8sctl -c FILE fleet-sync
  *   k8sctl -c FILE reconcile [KEEP_ID...]   destroy what is not kept
  *   k8sctl -c FILE agent ID METHOD PATH [BODY]
+ *   k8sctl -c FILE poll N MS                list N times, MS apart, in one
+ *                                           process (token rotation tests)
  *   k8sctl render-netpol [PROXY_POD]        the example policy (netpol/)
  */
 #include <stddef.h>
@@ -342,6 +344,20 @@ main(int argc, char **argv)
 		if ((rc = rt->ops->attach_egress(rt, argv[0], &eg, env, sizeof(env),
 		    err, sizeof(err))) == 0)
 			printf("%s", env);
+	} else if (strcmp(cmd, "poll") == 0 && argc == 2) {
+		/* One long-lived client, as in the orchestrator. */
+		struct rt_info *ri;
+		size_t n;
+		long long i, times = num(argv[0]), ms = num(argv[1]);
+		for (rc = 0, i = 0; i < times && rc == 0; i++) {
+			if (i > 0)
+				usleep((useconds_t)(ms * 1000));
+			if ((rc = rt->ops->list(rt, &ri, &n, err, sizeof(err))) == 0) {
+				printf("poll %lld ok %zu\n", i, n);
+				fflush(stdout);
+				rt_info_free_array(ri, n);
+			}
+		}
 	} else if (strcmp(cmd, "fleet-sync") == 0 && argc == 0)
 		rc = runtime_k8s_fleet_sync(rt, err, sizeof(err));
 	else if (strcmp(cmd, "reconcile") == 0) {
