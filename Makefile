@@ -51,6 +51,8 @@ include common/module.mk
 -include orchestrator/module.mk
 
 .PHONY: all deps test unit run fuzz bench lint format image clean
+# Keep intermediate objects (test and fuzz objects come from pattern rules).
+.SECONDARY:
 all: $(BINS) $(UNIT_TESTS)
 
 # Installs the Debian (and npm) packages the build, tests and run need.
