@@ -14,8 +14,8 @@
 #define NOCHECK(e) do { if (e) { } } while (0)
 
 #define AGENT_VERSION		"0.1.0"
-#define AGENT_MAX_OUTPUT_CAP	(4 * 1024 * 1024)	/* per-call max_output ceiling */
-#define AGENT_MAX_RESP		(64 * 1024 * 1024)	/* a response body */
+#define AGENT_MAX_OUTPUT_CAP	((size_t)4 * 1024 * 1024)	/* per-call max_output ceiling */
+#define AGENT_MAX_RESP		((size_t)64 * 1024 * 1024)	/* a response body */
 #define AGENT_MAX_TIMEOUT_MS	(24LL * 3600 * 1000)
 
 struct agent_conf {

@@ -206,7 +206,7 @@ edit_str_replace(const char *p, size_t n, const char *old, size_t oldn,
 	}
 	off = (size_t)(first - p);
 	if (n - oldn + newn > EDIT_MAX_FILE) {
-		snprintf(err, errlen, "the result would exceed %d bytes", EDIT_MAX_FILE);
+		snprintf(err, errlen, "the result would exceed %zu bytes", EDIT_MAX_FILE);
 		return -1;
 	}
 	if (buf_add(out, p, off) == -1 || buf_add(out, new_, newn) == -1 ||
@@ -237,7 +237,7 @@ edit_insert(const char *p, size_t n, long long line, const char *text,
 		add_nl_before = 1;
 	add_nl_after = tn == 0 || text[tn - 1] != '\n';
 	if (n + tn + 2 > EDIT_MAX_FILE) {
-		snprintf(err, errlen, "the result would exceed %d bytes", EDIT_MAX_FILE);
+		snprintf(err, errlen, "the result would exceed %zu bytes", EDIT_MAX_FILE);
 		return -1;
 	}
 	if (buf_add(out, p, off) == -1 ||

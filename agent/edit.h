@@ -11,7 +11,7 @@
 #include "attrib.h"
 #include "buf.h"
 
-#define EDIT_MAX_FILE		(16 * 1024 * 1024)
+#define EDIT_MAX_FILE		((size_t)16 * 1024 * 1024)
 #define EDIT_SNIPPET_CONTEXT	4	/* lines shown around an edit */
 #define EDIT_MAX_LINES_LISTED	20	/* match line numbers in an error */
 

@@ -207,10 +207,10 @@ load(struct conn *c, const char *path, struct buf *b)
 		conn_reply_error(c, 422, "edit_failed", "%s is not a regular file", path);
 		return -1;
 	}
-	if (st.st_size > EDIT_MAX_FILE) {
+	if ((unsigned long long)st.st_size > EDIT_MAX_FILE) {
 		close(fd);
 		conn_reply_error(c, 413, "too_large", "%s is %lld bytes; the limit "
-		    "is %d", path, (long long)st.st_size, EDIT_MAX_FILE);
+		    "is %zu", path, (long long)st.st_size, EDIT_MAX_FILE);
 		return -1;
 	}
 	for (;;) {
@@ -222,7 +222,7 @@ load(struct conn *c, const char *path, struct buf *b)
 		if (buf_add(b, tmp, (size_t)n) == -1) {
 			close(fd);
 			buf_free(b);
-			conn_reply_error(c, 413, "too_large", "%s grew past %d bytes",
+			conn_reply_error(c, 413, "too_large", "%s grew past %zu bytes",
 			    path, EDIT_MAX_FILE);
 			return -1;
 		}
@@ -317,7 +317,8 @@ view_dir(struct conn *c, const char *path)
 	struct buf out;
 
 	list_dir(path, 1, &v, &n, &cap, &more);
-	qsort(v, n, sizeof(*v), entcmp);
+	if (n > 0)
+		qsort(v, n, sizeof(*v), entcmp);
 	buf_init(&out, AGENT_MAX_OUTPUT_CAP);
 	NOCHECK(buf_addf(&out, "Files and directories up to 2 levels deep in %s, "
 	    "excluding hidden items:\n%s/\n", path, path));
@@ -458,7 +459,7 @@ op_edit(struct conn *c, const struct json *body, int is_insert)
 		}
 	} else {
 		if (json_get_str(body, "old_str", &a, &alen) != 0 ||
-		    (r = json_get_str(body, "new_str", &b2, &blen)) == -1) {
+		    json_get_str(body, "new_str", &b2, &blen) == -1) {
 			conn_reply_error(c, 400, "bad_request", "\"old_str\" (string) "
 			    "is required; \"new_str\" must be a string");
 			return;
@@ -570,7 +571,7 @@ fileops_http_raw_put(struct conn *c, const char *query, const char *body,
 		return;
 	}
 	if (len > EDIT_MAX_FILE) {
-		conn_reply_error(c, 413, "too_large", "at most %d bytes", EDIT_MAX_FILE);
+		conn_reply_error(c, 413, "too_large", "at most %zu bytes", EDIT_MAX_FILE);
 		return;
 	}
 	if (fileops_write_atomic(path, body, len, (int)mode, 1, err, sizeof(err)) == -1) {

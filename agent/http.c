@@ -107,9 +107,7 @@ http_parse_head(const char *p, size_t n, struct http_req *r, char *err,
 			if (!is_tchar((unsigned char)*q))
 				FAIL(HTTP_BAD, "bad header name");
 		for (q = line; q < eol; q++)
-			if ((unsigned char)*q < 0x20 && *q != '\t')
-				FAIL(HTTP_BAD, "control character in header");
-			else if (*q == 0x7f)
+			if (((unsigned char)*q < 0x20 && *q != '\t') || *q == 0x7f)
 				FAIL(HTTP_BAD, "control character in header");
 		v = colon + 1;
 		while (v < eol && (*v == ' ' || *v == '\t'))

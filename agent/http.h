@@ -9,10 +9,10 @@
 #include <stddef.h>
 #include "attrib.h"
 
-#define HTTP_MAX_HEAD		(16 * 1024)	/* request line + headers */
+#define HTTP_MAX_HEAD		((size_t)16 * 1024)	/* request line + headers */
 #define HTTP_MAX_HEADERS	64
 #define HTTP_MAX_TARGET		4096
-#define HTTP_MAX_BODY		(16 * 1024 * 1024)
+#define HTTP_MAX_BODY		((size_t)16 * 1024 * 1024)
 #define HTTP_MAX_AUTH		512
 
 struct http_req {

@@ -24,8 +24,8 @@
 #include "xmalloc.h"
 
 #define JOB_MAX			4096		/* jobs remembered */
-#define JOB_MAX_CMD		(1024 * 1024)
-#define JOB_POLL_DEFAULT	(1024 * 1024)
+#define JOB_MAX_CMD		((size_t)1024 * 1024)
+#define JOB_POLL_DEFAULT	((size_t)1024 * 1024)
 #define JOB_POLL_MAX		AGENT_MAX_OUTPUT_CAP
 #define JOB_TICK_MS		50
 #define JOB_STOP_GRACE_MS	2000
@@ -108,7 +108,7 @@ job_remember(const char *id)
 	/* Forget the oldest finished job's memory (its files stay). */
 	if (njobs > JOB_MAX) {
 		for (pp = &jobs; *pp != NULL; pp = &(*pp)->next) {
-			if ((*pp)->finished && (*pp)->wrapper == 0) {
+			if ((*pp)->finished && (*pp)->wrapper == 0 && *pp != j) {
 				struct job *old = *pp;
 				*pp = old->next;
 				free(old);
@@ -196,7 +196,7 @@ jinfo_load(const char *id, struct jinfo *ji)
 	memset(ji, 0, sizeof(*ji));
 	ji->exit_code = ji->sig = ji->ended_ms = -1;
 	snprintf(path, sizeof(path), "%s/%s/status.json", jobsdir, id);
-	if (read_file(path, &b, 1024 * 1024 + 4096) == -1 ||
+	if (read_file(path, &b, ((size_t)1024 * 1024) + 4096) == -1 ||
 	    (v = json_parse(b.p ? b.p : "", b.len, NULL, 0)) == NULL) {
 		buf_free(&b);
 		return -1;
@@ -230,15 +230,12 @@ jinfo_load(const char *id, struct jinfo *ji)
 
 	if (!ji->have_exit) {
 		w = our_wrapper(id);
-		if (w > 0)
-			ji->running = 1;
-		else if (ji->wrapper > 0 && ji->wstart >= 0 &&
-		    proc_starttime((pid_t)ji->wrapper) == ji->wstart)
-			ji->running = 1;
-		else if (ji->pid > 0 && kill(-(pid_t)ji->pid, 0) == 0)
-			ji->running = 1;	/* wrapper gone, job alive */
-		else
-			ji->lost = 1;
+		/* Ours, or the recorded wrapper still alive, or the wrapper
+		 * gone but the job's process group alive. */
+		ji->running = w > 0 || (ji->wrapper > 0 && ji->wstart >= 0 &&
+		    proc_starttime((pid_t)ji->wrapper) == ji->wstart) ||
+		    (ji->pid > 0 && kill(-(pid_t)ji->pid, 0) == 0);
+		ji->lost = !ji->running;
 	}
 	return 0;
 }
@@ -303,7 +300,7 @@ reply_job(struct conn *c, const char *id)
 		conn_reply_error(c, 404, "not_found", "no job %s", id);
 		return;
 	}
-	buf_init(&b, 4 * 1024 * 1024);
+	buf_init(&b, ((size_t)4 * 1024 * 1024));
 	jw_init(&w, &b);
 	jw_obj(&w);
 	jinfo_write(&w, id, &ji);
@@ -534,7 +531,7 @@ job_start_cont(void *arg)
 		goto out;
 	}
 	/* The script: the shell's exported env and cwd, then the command. */
-	buf_init(&script, 4 * 1024 * 1024);
+	buf_init(&script, ((size_t)4 * 1024 * 1024));
 	NOCHECK(buf_addstr(&script, "{ :\n"));
 	shell_job_prelude(&script);
 	NOCHECK(buf_addstr(&script, "\n} >/dev/null 2>&1\n__agent_c=$1; set --; "
@@ -662,8 +659,8 @@ job_http_get(struct conn *c, const char *id, const char *query)
 		conn_reply_error(c, 400, "bad_request", "max must be an integer >= 0");
 		return;
 	}
-	if (max > JOB_POLL_MAX)
-		max = JOB_POLL_MAX;
+	if (max > (long long)JOB_POLL_MAX)
+		max = (long long)JOB_POLL_MAX;
 	/* Status first: if it had ended, the output file is complete. */
 	if (jinfo_load(id, &ji) == -1) {
 		conn_reply_error(c, 404, "not_found", "no job %s", id);
@@ -684,9 +681,7 @@ job_http_get(struct conn *c, const char *id, const char *query)
 				len += (size_t)n;
 			}
 			/* Do not cut a UTF-8 character of a job still writing. */
-			if (len > 0 && len == (size_t)max)
-				len = json_utf8_complete(tmp, len);
-			else if (len > 0 && ji.running)
+			if (len > 0 && (len == (size_t)max || ji.running))
 				len = json_utf8_complete(tmp, len);
 			NOCHECK(buf_add(&data, tmp, len));
 			free(tmp);

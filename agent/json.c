@@ -406,10 +406,10 @@ dup_keys(struct json *obj)
 
 	if (obj->n < 2)
 		return 0;
-	v = xreallocarray(NULL, obj->n, sizeof(*v));
+	v = xreallocarray(NULL, obj->n, sizeof(struct json *));
 	for (c = obj->child; c != NULL; c = c->next)
 		v[i++] = c;
-	qsort(v, obj->n, sizeof(*v), keycmp);
+	qsort(v, obj->n, sizeof(struct json *), keycmp);
 	for (i = 1; i < obj->n && !dup; i++)
 		dup = keycmp(&v[i - 1], &v[i]) == 0;
 	free(v);
@@ -437,7 +437,7 @@ jp_container(struct jp *j, int depth, int isobj)
 	struct json *v = jnew(isobj ? JSON_OBJ : JSON_ARR), *e, **tail;
 	char *key = NULL;
 	size_t keylen = 0;
-	char close = isobj ? '}' : ']';
+	unsigned char close = isobj ? '}' : ']';
 
 	tail = &v->child;
 	j->off++;

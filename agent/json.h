@@ -19,7 +19,7 @@
 
 #define JSON_MAX_DEPTH		64
 #define JSON_MAX_MEMBERS	65536
-#define JSON_MAX_INPUT		(16 * 1024 * 1024)
+#define JSON_MAX_INPUT		((size_t)16 * 1024 * 1024)
 #define JSON_MAX_NUMLEN		64
 
 enum json_type { JSON_NULL, JSON_BOOL, JSON_NUM, JSON_STR, JSON_ARR, JSON_OBJ };

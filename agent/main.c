@@ -42,7 +42,7 @@
 #include "xmalloc.h"
 
 #define MAX_CONNS		512
-#define READ_CHUNK		(64 * 1024)
+#define READ_CHUNK		((size_t)64 * 1024)
 #define SWEEP_MS		1000
 #define LINGER_MS		2000
 
@@ -50,9 +50,9 @@ struct agent_conf agent_conf = {
 	.shell = "/bin/bash",
 	.workdir = "/workspace",
 	.statedir = "/run/agent",
-	.max_output = 1024 * 1024,
+	.max_output = ((size_t)1024 * 1024),
 	.request_timeout_ms = 30000,
-	.idle_timeout_ms = 3600 * 1000,
+	.idle_timeout_ms = 3600LL * 1000,
 };
 
 enum conn_state {
@@ -479,7 +479,7 @@ conn_process(struct conn *c)
 			c->req.keepalive = 0;
 			c->state = CS_BUSY;
 			conn_reply_error(c, 413, "too_large",
-			    "request body over %d bytes", HTTP_MAX_BODY);
+			    "request body over %zu bytes", HTTP_MAX_BODY);
 			return;
 		}
 	}
@@ -637,7 +637,11 @@ sweep_cb(void *arg)
 	(void)arg;
 	for (c = conns; c != NULL; c = nx) {
 		nx = c->next;
-		if (c->state == CS_LINGER && now - c->since > LINGER_MS)
+		if ((c->state == CS_LINGER && now - c->since > LINGER_MS) ||
+		    (c->state == CS_READ && c->in.len == 0 &&
+		    now - c->since > (uint64_t)agent_conf.idle_timeout_ms) ||
+		    (c->state == CS_WRITE && now - c->since >
+		    (uint64_t)agent_conf.idle_timeout_ms))
 			conn_free(c);
 		else if (c->state == CS_READ && c->in.len > 0 &&
 		    now - c->since > (uint64_t)agent_conf.request_timeout_ms) {
@@ -646,12 +650,7 @@ sweep_cb(void *arg)
 			log_info("conn fd=%d request not complete after %lld ms; closing",
 			    c->fd, agent_conf.request_timeout_ms);
 			conn_reply_error(c, 408, "bad_request", "request timeout");
-		} else if (c->state == CS_READ && c->in.len == 0 &&
-		    now - c->since > (uint64_t)agent_conf.idle_timeout_ms)
-			conn_free(c);
-		else if (c->state == CS_WRITE && now - c->since >
-		    (uint64_t)agent_conf.idle_timeout_ms)
-			conn_free(c);
+		}
 	}
 	ev_timer_add(SWEEP_MS, sweep_cb, NULL);
 }
@@ -860,7 +859,7 @@ main(int argc, char **argv)
 		case 'S': agent_conf.shell = optarg; break;
 		case 'm':
 			if (strnum_size(optarg, &v, &errstr) == -1 || v < 256 ||
-			    v > AGENT_MAX_OUTPUT_CAP)
+			    v > (long long)AGENT_MAX_OUTPUT_CAP)
 				usage();
 			agent_conf.max_output = (size_t)v;
 			break;

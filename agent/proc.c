@@ -130,12 +130,12 @@ kill_pass(const pid_t *roots, int nroots, int sig, pid_t orphans_of,
 
 	n = scan(&v);
 	for (i = 0; i < n; i++) {
-		if (in_list(v[i].ppid, roots, nroots))
-			v[i].mark = 1;
-		else if (orphans_of > 0 && v[i].ppid == orphans_of &&
+		/* Children of a root; or our own children that are neither a
+		 * root nor kept (orphans reparented to us, the subreaper). */
+		v[i].mark = (char)(in_list(v[i].ppid, roots, nroots) ||
+		    (orphans_of > 0 && v[i].ppid == orphans_of &&
 		    !in_list(v[i].pid, keep, nkeep) &&
-		    !in_list(v[i].pid, roots, nroots))
-			v[i].mark = 1;
+		    !in_list(v[i].pid, roots, nroots)));
 	}
 	do {
 		changed = 0;
@@ -166,7 +166,7 @@ int
 proc_kill_tree(const pid_t *roots, int nroots, int sig, pid_t orphans_of,
     const pid_t *keep, int nkeep)
 {
-	struct timespec ts = { 0, 2 * 1000 * 1000 };
+	struct timespec ts = { 0, 2000000L };
 	int round, n, total = 0;
 
 	for (round = 0; round < 200; round++) {

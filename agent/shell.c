@@ -23,11 +23,11 @@
 
 #define SHELL_STATUS_FD_BASH	19	/* where the shell reports completion */
 #define SHELL_STATUS_FD_SH	9	/* POSIX sh only has single-digit fds */
-#define SHELL_READ_CHUNK	(256 * 1024)
-#define SHELL_PIPE_SIZE		(1024 * 1024)
+#define SHELL_READ_CHUNK	((size_t)256 * 1024)
+#define SHELL_PIPE_SIZE		((size_t)1024 * 1024)
 #define SHELL_KILL_GRACE_MS	2000	/* after killing the tree, wait for the shell */
 #define SHELL_KILL_TICK_MS	20
-#define SHELL_MAX_CMD		(4 * 1024 * 1024)
+#define SHELL_MAX_CMD		((size_t)4 * 1024 * 1024)
 #define SHELL_MIN_OUTPUT	256
 
 static struct {
@@ -162,7 +162,7 @@ out_read(size_t limit)
 			if (limit > 0 && got >= limit)
 				return;
 			/* Never loop forever on a background writer. */
-			if (limit == 0 && got >= 64u * 1024 * 1024)
+			if (limit == 0 && got >= 64u * ((size_t)1024 * 1024))
 				return;
 			continue;
 		}
@@ -181,7 +181,7 @@ static void
 out_cb(int fd, uint32_t events, void *arg)
 {
 	(void)fd; (void)events; (void)arg;
-	out_read(16u * 1024 * 1024);
+	out_read(16u * ((size_t)1024 * 1024));
 }
 
 static void snap_finish(int ok);
@@ -419,11 +419,11 @@ int
 shell_init(void)
 {
 	sh.in_fd = sh.out_fd = sh.st_fd = -1;
-	buf_init(&sh.tx, SHELL_MAX_CMD + 64 * 1024 * 2);
-	buf_init(&sh.stline, 1024 * 1024 + 4096);
-	buf_init(&sh.envops, 1024 * 1024);
-	buf_init(&sh.pending, 1024 * 1024);
-	buf_init(&sh.envcache, 1024 * 1024);
+	buf_init(&sh.tx, SHELL_MAX_CMD + (size_t)128 * 1024);
+	buf_init(&sh.stline, ((size_t)1024 * 1024) + 4096);
+	buf_init(&sh.envops, ((size_t)1024 * 1024));
+	buf_init(&sh.pending, ((size_t)1024 * 1024));
+	buf_init(&sh.envcache, ((size_t)1024 * 1024));
 	if (pick_shell() == -1) {
 		log_warnx("no usable shell (tried %s, /bin/bash, /bin/sh)",
 		    agent_conf.shell ? agent_conf.shell : "(none)");
