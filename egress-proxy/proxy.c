@@ -1007,6 +1007,11 @@ tunnel_start(struct conn *c)
 	bufferevent_setwatermark(c->up, EV_READ, 0, hwm);
 	bufferevent_setwatermark(c->cl, EV_WRITE, hwm / 2, 0);
 	bufferevent_setwatermark(c->up, EV_WRITE, hwm / 2, 0);
+	/* Bulk: fewer, larger reads and writes than libevent's 16 KiB. */
+	bufferevent_set_max_single_read(c->cl, hwm);
+	bufferevent_set_max_single_read(c->up, hwm);
+	bufferevent_set_max_single_write(c->cl, hwm);
+	bufferevent_set_max_single_write(c->up, hwm);
 	/* Bytes the client sent after CONNECT go first. */
 	if (evbuffer_get_length(in) > 0) {
 		c->tot_up += evbuffer_get_length(in);
@@ -1581,8 +1586,12 @@ up_event(struct bufferevent *bev, short what, void *arg)
 	llhttp_errno_t e;
 
 	if (what & BEV_EVENT_CONNECTED) {
-		if (c->st == CS_CONNECTING)
+		if (c->st == CS_CONNECTING) {
+			int one = 1;
+			setsockopt(bufferevent_getfd(bev), IPPROTO_TCP, TCP_NODELAY, &one,
+			    sizeof(one));
 			up_connected(c);
+		}
 		return;
 	}
 	if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)))
@@ -1920,6 +1929,10 @@ proxy_tls_init(char *err, size_t errlen)
 	SSL_CTX_set_mode(P.cli_ctx, SSL_MODE_RELEASE_BUFFERS);
 	SSL_CTX_set_options(P.srv_ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
 	SSL_CTX_set_options(P.cli_ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
+	/*
+	 * No read_ahead: bufferevent_openssl does not look at SSL_pending(),
+	 * so records buffered inside OpenSSL would stall the connection.
+	 */
 	SSL_CTX_set_alpn_select_cb(P.srv_ctx, alpn_select, NULL);
 	/* No session tickets either way: they cost memory per connection. */
 	SSL_CTX_set_num_tickets(P.srv_ctx, 0);

@@ -101,7 +101,7 @@ EOF
 openssl genrsa -out "$T/app.pem" 2048 2>/dev/null
 openssl rsa -in "$T/app.pem" -pubout -out "$T/app.pub" 2>/dev/null
 
-UP=$(free_port); PLAIN=$(free_port); PP=$(free_port); SBP=$(free_port); TOK=$(free_port)
+UP=$(free_port); PLAIN=$(free_port); PP=$(free_port); SBP=$(free_port); TOK=$(free_port); MP=$(free_port)
 python3 "$T/tokensrv.py" "$TOK" "$T/app.pub" "$T/tok.jsonl" "$T/srv.crt" "$T/srv.key" & track_pid $!
 python3 "$T/upstream.py" "$UP" "$T/rec.jsonl" "$T/srv.crt" "$T/srv.key" & track_pid $!
 python3 "$T/upstream.py" "$PLAIN" "$T/plain.jsonl" & track_pid $!
@@ -152,6 +152,7 @@ addon_config:
   inst: "77"
 addon_watch: 0
 audit: {log: $T/audit.jsonl}
+metrics: {listen: 127.0.0.1:$MP}
 EOF
 mkdir -p "$T/export"
 
@@ -314,6 +315,9 @@ check "deregister-unknown" grep -q '"ok":false' <<<"$r"
 # ---- metrics ----
 r=$(admin '{"op":"metrics"}')
 check "metrics" grep -q 'egress_proxy_connect_total{decision=\\"intercept\\"}' <<<"$r"
+m=$(curl -sS --max-time 10 "http://127.0.0.1:$MP/metrics")
+check "metrics-http" grep -q '^egress_proxy_requests_total{injected="true"} [1-9]' <<<"$m"
+check "metrics-http-404" [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 "http://127.0.0.1:$MP/")" = 404 ]
 
 # ---- GitHub App installation token: JWT verified, minted once, cached ----
 wait_port "$TOK" 20
