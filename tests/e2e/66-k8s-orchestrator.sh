@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# The orchestrator itself on the kubernetes runtime (runtime: kubernetes)
+# against the fake API server: MCP tools run in a sandbox pod through the
+# real agent, egress is attached (proxy registration, policy, proxy env),
+# the warm pool is claimed without recreating the pod, clear_session purges
+# it, and a restarted orchestrator finds its sandboxes in the cluster.
+. "$(dirname "$0")/../lib/common.sh"
+. "$TOP/tests/k8s/lib.sh"
+ORCH_BIN=$BIN/orchestrator/orchestrator
+[ -x "$ORCH_BIN" ] || { fail "orchestrator binary" "not built"; exit 1; }
+k8s_setup
+ORCH_PORT=$(free_port)
+ORCH_KEY=k-$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
+printf '%s\n' "$ORCH_KEY" >"$T/key"
+chmod 600 "$T/key"
+{
+	cat <<YAML
+listen: 127.0.0.1:$ORCH_PORT
+key_file: $T/key
+runtime: kubernetes
+pool:
+  min_idle: 1
+reconcile:
+  interval: 2s
+YAML
+	cat "$CFG"
+} >"$T/orch.yaml"
+sed -i 's/^  fleet_interval: .*//' "$T/orch.yaml"
+printf '  fleet_interval: 1s\n' >>"$T/orch.yaml"
+
+orch_start() {
+	"$ORCH_BIN" -d -f "$T/orch.yaml" >>"$T/orch.log" 2>&1 &
+	ORCH_PID=$!
+	track_pid $ORCH_PID
+	wait_for 60 curl -sf "http://127.0.0.1:$ORCH_PORT/readyz"
+}
+mcp_tool() {
+	curl -s --max-time 120 -H "Authorization: Bearer $ORCH_KEY" -H 'Content-Type: application/json' \
+	    -H 'Accept: application/json, text/event-stream' -H "X-Session-Id: $1" \
+	    -d "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"$2\",\"arguments\":$3}}" \
+	    "http://127.0.0.1:$ORCH_PORT/mcp" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+r = d.get("result")
+if r is None:
+    print("RPCERROR: " + json.dumps(d.get("error")))
+else:
+    print(("ERROR: " if r.get("isError") else "") + "".join(c.get("text", "") for c in r["content"]))'
+}
+pods() { fake_get state | jq_py 'sorted(o["metadata"]["name"] for o in d["items"] if o["kind"]=="Pod" and o["metadata"]["namespace"]=="sandboxes" and not o["metadata"].get("deletionTimestamp"))'; }
+
+check "orchestrator starts on the kubernetes runtime" orch_start || { tail -20 "$T/orch.log"; exit 1; }
+check "warm pool: one idle sandbox pod" wait_for 60 test "$(pods | jq_py 'len(d)')" -ge 1
+warm=$(pods | jq_py 'd[0]')
+warm_uid=$(obj pods sandboxes "$warm" | jq_py 'd["metadata"]["uid"]')
+
+out=$(mcp_tool sess-1 shell '{"command":"echo hi-from-k8s; echo $HTTPS_PROXY"}')
+check "MCP shell runs in a sandbox pod" test "$(echo "$out" | grep -c hi-from-k8s)" = 1
+check "the shell has the per-sandbox proxy URL" bash -c "echo '$out' | grep -q 'http://[a-z0-9-]*:[0-9a-f]\{64\}@127\.0\.0\.[0-9]*:3128'"
+check "the warm pod was claimed, not recreated" test "$(obj pods sandboxes "$warm" | jq_py 'd["metadata"]["uid"]')" = "$warm_uid"
+check "claim registered the sandbox at a proxy pod" grep -q "\"op\": \"register\", \"id\": \"${warm#sbx-}\"" "$T/proxy-record.jsonl"
+check "its policy allows its proxy pod" test "$(obj networkpolicies sandboxes "$warm" | jq_py 'len(d["spec"]["egress"])')" = 1
+# (The fake kubelet runs the agent on the host with the PVC directory as
+# its workdir, so paths stay relative here.)
+mcp_tool sess-1 str_replace_based_edit_tool '{"command":"create","path":"a.txt","file_text":"k8s file\n"}' >/dev/null
+check "file tool on the PVC-backed workspace" test -f "$T/fake/pvc/sandboxes/$warm-ws/a.txt"
+check "shell sees the file" bash -c "grep -q '^k8s file' <<<\"\$(cat)\"" <<<"$(mcp_tool sess-1 shell '{"command":"cat a.txt"}')"
+
+# Restart: the orchestrator rebuilds sessions from the cluster.
+kill "$ORCH_PID"; wait "$ORCH_PID" 2>/dev/null
+check "restarted orchestrator is ready" orch_start
+check "session survives the restart" bash -c "grep -q '^k8s file' <<<\"\$(cat)\"" <<<"$(mcp_tool sess-1 shell '{"command":"cat a.txt"}')"
+
+out=$(mcp_tool sess-1 clear_session '{}')
+check "clear_session removes the sandbox's pod and claim" wait_for 30 test "$(obj persistentvolumeclaims sandboxes "$warm-ws")" = null
+kill "$ORCH_PID"; wait "$ORCH_PID" 2>/dev/null
+k8s_no_violations
