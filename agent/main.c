@@ -65,7 +65,8 @@ enum conn_state {
 struct conn {
 	int		 fd;
 	enum conn_state	 state;
-	int		 dead;		/* peer gone while CS_BUSY: free on reply */
+	int		 dead;		/* closed; memory freed when nothing holds it */
+	int		 in_process;	/* conn_process is on the stack */
 	int		 close_after;	/* close once the response is out */
 	int		 have_head;
 	int		 sent_continue;
@@ -89,6 +90,7 @@ static char unix_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 
 static void conn_io(int, uint32_t, void *);
 static void conn_free(struct conn *);
+static void conn_destroy(struct conn *);
 static void conn_process(struct conn *);
 
 void
@@ -177,7 +179,10 @@ conn_reply(struct conn *c, int status, const char *ctype, const char *body,
     size_t len)
 {
 	if (c->dead) {
-		conn_free(c);
+		/* The peer went away while the handler ran. */
+		c->state = CS_READ;
+		if (!c->in_process)
+			conn_destroy(c);
 		return;
 	}
 	if (!c->req.keepalive || status == 400 || status == 413 || status == 431 ||
@@ -452,27 +457,25 @@ out:
 	json_free(js);
 }
 
-/* Parses what has arrived and dispatches a complete request. */
-static void
-conn_process(struct conn *c)
+/* Parses one request from the input; 1 if it was dispatched. */
+static int
+conn_one(struct conn *c)
 {
 	char err[256];
 	int r, status;
 
-	if (c->state != CS_READ)
-		return;
 	if (!c->have_head) {
 		r = http_parse_head(c->in.p ? c->in.p : "", c->in.len, &c->req,
 		    err, sizeof(err));
 		if (r == HTTP_NEED_MORE)
-			return;
+			return 0;
 		if (r != HTTP_DONE) {
 			status = r == HTTP_TOO_LARGE ? 431 : r == HTTP_UNSUPPORTED ? 501 : 400;
 			c->req.keepalive = 0;
 			c->state = CS_BUSY;
 			conn_reply_error(c, status, status == 431 ? "too_large" :
 			    "bad_request", "%s", err);
-			return;
+			return 1;
 		}
 		c->have_head = 1;
 		if (c->req.content_length > HTTP_MAX_BODY) {
@@ -480,7 +483,7 @@ conn_process(struct conn *c)
 			c->state = CS_BUSY;
 			conn_reply_error(c, 413, "too_large",
 			    "request body over %zu bytes", HTTP_MAX_BODY);
-			return;
+			return 1;
 		}
 	}
 	if (c->in.len - c->req.head_len < c->req.content_length) {
@@ -489,12 +492,12 @@ conn_process(struct conn *c)
 			c->sent_continue = 1;
 			(void)send(c->fd, cont, sizeof(cont) - 1, MSG_NOSIGNAL);
 		}
-		return;
+		return 0;
 	}
 	conn_want(c, 0);
 	{
 		/* Take the request out of the input buffer before dispatching:
-		 * a reply may start on the next pipelined request. */
+		 * the reply may be written before the handler returns. */
 		size_t n = c->req.head_len + (size_t)c->req.content_length;
 		char *req = xmalloc(n + 1);
 
@@ -505,21 +508,31 @@ conn_process(struct conn *c)
 		conn_dispatch(c, req);
 		free(req);
 	}
+	return 1;
+}
+
+/*
+ * Handles the requests that have arrived, one after the other (pipelining),
+ * in a loop rather than by recursion. The connection is not freed while
+ * this runs (in_process); it is freed at the end if it died meanwhile.
+ */
+static void
+conn_process(struct conn *c)
+{
+	if (c->in_process)
+		return;
+	c->in_process = 1;
+	while (!c->dead && c->state == CS_READ && c->in.len > 0)
+		if (!conn_one(c))
+			break;
+	c->in_process = 0;
+	if (c->dead && c->state != CS_BUSY)
+		conn_destroy(c);
 }
 
 static void
-conn_free(struct conn *c)
+conn_destroy(struct conn *c)
 {
-	if (c->fd != -1) {
-		ev_del(c->fd);
-		close(c->fd);
-		c->fd = -1;
-	}
-	if (c->state == CS_BUSY && !c->dead) {
-		/* A handler still holds it: free when it replies. */
-		c->dead = 1;
-		return;
-	}
 	if (c->prev != NULL)
 		c->prev->next = c->next;
 	else
@@ -530,6 +543,24 @@ conn_free(struct conn *c)
 	buf_free(&c->in);
 	buf_free(&c->out);
 	free(c);
+}
+
+/*
+ * Closes the connection. The memory goes now, or, while a handler holds
+ * the connection (CS_BUSY) or conn_process runs, when that ends.
+ */
+static void
+conn_free(struct conn *c)
+{
+	if (c->fd != -1) {
+		ev_del(c->fd);
+		close(c->fd);
+		c->fd = -1;
+	}
+	c->dead = 1;
+	if (c->state == CS_BUSY || c->in_process)
+		return;
+	conn_destroy(c);
 }
 
 static void

@@ -212,6 +212,11 @@ proc_oom_kills(void)
 
 	if (oom_path[0] != '\0' && (v = read_counter(oom_path, "oom_kill")) >= 0)
 		return v;
+	/* The local runtime binds the sandbox cgroup's counter here. */
+	if ((v = read_counter(PROC_RUNTIME_OOM_FILE, "oom_kill")) >= 0) {
+		snprintf(oom_path, sizeof(oom_path), "%s", PROC_RUNTIME_OOM_FILE);
+		return v;
+	}
 	return proc_oom_kills_find();
 }
 

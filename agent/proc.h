@@ -2,7 +2,8 @@
  * proc.h: process-tree helpers over /proc (descendants of a pid, killing a
  * tree even when members called setsid or ignore SIGTERM), process start
  * times (to recognise a pid after an agent restart) and the OOM-kill count
- * of our cgroup (v2 memory.events or v1 memory.oom_control).
+ * of our cgroup: the file the local runtime binds at /run/sandbox, else v2
+ * memory.events or v1 memory.oom_control found from /proc/self/cgroup.
  */
 #ifndef AGENT_PROC_H
 #define AGENT_PROC_H
@@ -10,6 +11,8 @@
 #include <sys/types.h>
 
 #define PROC_MAX_SCAN 65536	/* processes looked at in one scan */
+/* Where the local runtime binds the sandbox cgroup's OOM counter. */
+#define PROC_RUNTIME_OOM_FILE "/run/sandbox/memory.events"
 
 /*
  * Sends sig to every live descendant of each root (roots excluded), and, if

@@ -143,6 +143,31 @@ report("pipelined requests answered in order",
        len(parts) == 4 and parts[1].startswith(b"200") and b"pipelined" in parts[2]
        and parts[3].startswith(b"404"), repr(r[:300]))
 
+# A flood of pipelined requests in one stream (handled in a loop, not by
+# recursion: the agent must not run out of stack).
+import threading
+s = conn()
+N = 60000
+got = {"n": 0}
+def reader():
+    buf = b""
+    while True:
+        try:
+            b = s.recv(1 << 20)
+        except OSError:
+            break
+        if not b:
+            break
+        got["n"] += b.count(b"HTTP/1.1 404")
+        if got["n"] >= N:
+            break
+th = threading.Thread(target=reader)
+th.start()
+s.sendall(b"GET /v1/x HTTP/1.1\r\n\r\n" * N)
+th.join(120)
+s.close()
+report("60000 pipelined requests in one write: all answered", got["n"] == N, "%d" % got["n"])
+
 # Keep-alive: 200 requests on one connection.
 s = conn()
 okc = 0
