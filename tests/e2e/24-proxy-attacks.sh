@@ -4,6 +4,7 @@
 . "$(dirname "$0")/../lib/common.sh"
 . "$TOP/tests/lib/fakegit.sh"
 . "$TOP/tests/lib/proxy.sh"
+px_isolate "$@"
 # The proxy core is under test here: use the small fixture addon (22/23 test the shipped ones).
 PX_ADDONS="[$FX/addons/inject.lua]"
 

@@ -170,3 +170,18 @@ release() {
 }
 # opened NAME: number of connections the hold set up.
 opened() { awk '/^opened/ {print $2}' "$T/hold-$1.out"; }
+
+# px_isolate: re-runs the calling test inside a fresh network namespace
+# holding only a loopback interface, so nothing the proxy does (DNS for a
+# name missing from the resolve map, a dial that should have been refused)
+# can leave this machine even on a bug. Call right after sourcing the libs.
+px_isolate() {
+	[ -n "${E2E_NETNS:-}" ] && return 0
+	local ns=e2e-px-$$ rc
+	ip netns add "$ns" || { echo "not ok netns (ip netns add failed)"; exit 1; }
+	ip netns exec "$ns" ip link set lo up
+	ip netns exec "$ns" env E2E_NETNS="$ns" bash "$0" "$@"
+	rc=$?
+	ip netns del "$ns"
+	exit $rc
+}
