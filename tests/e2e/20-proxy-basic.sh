@@ -153,6 +153,7 @@ addon_config:
 addon_watch: 0
 audit: {log: $T/audit.jsonl}
 metrics: {listen: 127.0.0.1:$MP}
+limits: {tunnels_per_sandbox: 4}
 EOF
 mkdir -p "$T/export"
 
@@ -244,6 +245,30 @@ check "keepalive-three" [ $(( $(wc -l <"$T/rec.jsonl") - n0 )) -eq 3 ]
 # Redirects are relayed, not followed.
 code=$("${C[@]}" -o /dev/null -w '%{http_code} %{redirect_url}' -x "$PX" https://github.com/redirect)
 check "redirect-relayed" [ "$code" = "302 https://evil.example/steal" ]
+
+# ---- pipelined requests inside the tunnel are answered in order ----
+out=$(printf 'GET /pipe1 HTTP/1.1\r\nHost: github.com\r\n\r\nGET /pipe2 HTTP/1.1\r\nHost: github.com\r\nConnection: close\r\n\r\n' |
+	timeout 20 openssl s_client -quiet -proxy "127.0.0.1:$PP" -proxy_user sb-1 -proxy_pass pass:s3cret \
+	-connect github.com:443 -servername github.com -CAfile "$T/export/ca.crt" -verify_return_error 2>/dev/null)
+check "pipelined-two-responses" [ "$(grep -o 'HTTP/1.1 200 OK' <<<"$out" | wc -l)" -eq 2 ]
+check "pipelined-in-order" bash -c "grep -o '\"path\": \"/pipe[12]\"' '$T/rec.jsonl' | tr -d '\n' | grep -q 'pipe1.*pipe2'"
+
+# ---- names are resolved by the proxy (evdns, /etc/hosts here) ----
+line=$(raw "$PP" "CONNECT LocalHost.:$UP HTTP/1.1\r\nProxy-Authorization: Basic $(printf sb-1:s3cret | base64)\r\n\r\n")
+check "resolved-name-tunnel" grep -q ' 200 ' <<<"$line"
+
+# ---- per-sandbox tunnel limit ----
+for i in 3 4 5 6; do
+	eval "exec $i<>/dev/tcp/127.0.0.1/$PP"
+	printf 'CONNECT tunnel.example:443 HTTP/1.1\r\nProxy-Authorization: Basic %s\r\n\r\n' "$(printf sb-1:s3cret | base64)" >&$i
+	read -r -t 10 line <&$i
+done
+line=$(raw "$PP" "CONNECT tunnel.example:443 HTTP/1.1\r\nProxy-Authorization: Basic $(printf sb-1:s3cret | base64)\r\n\r\n")
+check "tunnel-limit-429" grep -q ' 429 ' <<<"$line"
+for i in 3 4 5 6; do eval "exec $i<&-"; done
+wait_for 10 bash -c "'$PROXY' --admin '$T/admin.sock' '{\"op\":\"stats\",\"id\":\"sb-1\"}' | grep -q '\"tunnels\":0'"
+line=$(raw "$PP" "CONNECT tunnel.example:443 HTTP/1.1\r\nProxy-Authorization: Basic $(printf sb-1:s3cret | base64)\r\n\r\n")
+check "tunnel-limit-released" grep -q ' 200 ' <<<"$line"
 
 # ---- 421 ----
 n0=$(wc -l <"$T/rec.jsonl")
