@@ -24,3 +24,9 @@ $(B)/tests/unit/test_k8s_obj: $(B)/tests/unit/test_k8s_obj.o \
 $(B)/tests/unit/test_k8s_client: $(B)/tests/unit/test_k8s_client.o \
     $(B)/orchestrator/k8s_client.o $(COMMON_OBJS)
 	$(CC) $(LDFLAGS) $^ $(PKG_LIBS) -o $@
+
+# The init container's copy helper (images/agent): static, libc only.
+BINS += $(B)/images/agent/agent-install
+$(B)/images/agent/agent-install: images/agent/agent-install.c
+	@mkdir -p $(@D)
+	$(CC) $(filter-out $(SAN),$(CFLAGS)) -static $< -o $@

@@ -19,3 +19,17 @@ for k in $(sed -n 's/^| `\(kubernetes\.[a-z_.]*\)`.*/\1/p' "$T/keys.md"); do
 	grep -qF "\`$k\`" "$TOP/docs/kubernetes.md" || missing="$missing $k"
 done
 check "docs/kubernetes.md documents every kubernetes.* key${missing:+ (missing:$missing)}" test -z "$missing"
+
+# The agent image's init-container helper and the agent it copies.
+AI=$BIN/images/agent/agent-install
+check "agent-install is static (runs on scratch)" bash -c "! ldd '$AI' >/dev/null 2>&1"
+check "sandbox-agent is static (runs in any image)" bash -c "! ldd '$BIN/agent/sandbox-agent' >/dev/null 2>&1"
+mkdir -p "$T/opt"
+check "agent-install copies the agent" "$AI" "$BIN/agent/sandbox-agent" "$T/opt/sandbox-agent"
+check "copy is identical" cmp -s "$BIN/agent/sandbox-agent" "$T/opt/sandbox-agent"
+check "copy is mode 0555" test "$(stat -c %a "$T/opt/sandbox-agent")" = 555
+check "no temporary file left" test ! -e "$T/opt/sandbox-agent.tmp"
+check "the copy runs" bash -c "'$T/opt/sandbox-agent' --bogus 2>&1 | grep -q usage"
+check "missing source: error, exit 1" bash -c "'$AI' /nonexistent '$T/opt/x'; [ \$? -eq 1 ] && [ ! -e '$T/opt/x' ] && [ ! -e '$T/opt/x.tmp' ]"
+check "bad usage: exit 2" bash -c "'$AI' only-one; [ \$? -eq 2 ]"
+check "unwritable destination: error" bash -c "! '$AI' '$BIN/agent/sandbox-agent' /nonexistent-dir/sandbox-agent 2>/dev/null"
