@@ -826,8 +826,11 @@ k8s_status_error(int status, const char *body, size_t len, char *err,
 	if (cJSON_IsString(kind) && strcmp(kind->valuestring, "Status") == 0 &&
 	    cJSON_IsString(msg)) {
 		clean_text(esc, sizeof(esc), msg->valuestring, strlen(msg->valuestring));
-		snprintf(err, errlen, "%s (%d %s)", esc, status,
-		    cJSON_IsString(reason) ? reason->valuestring : "");
+		if (cJSON_IsString(reason) && reason->valuestring[0] != '\0')
+			snprintf(err, errlen, "%s (%d %s)", esc, status,
+			    reason->valuestring);
+		else
+			snprintf(err, errlen, "%s (%d)", esc, status);
 	} else {
 		clean_text(esc, sizeof(esc), body ? body : "", body ? (len > 120 ?
 		    120 : len) : 0);
