@@ -410,7 +410,8 @@ wrapper_main(const char *dir, int outfd, int pipefd, const char *cwd,
 		proc_closefrom(3, -1);
 		if (chdir(cwd) == -1 && chdir(agent_conf.workdir) == -1)
 			NOCHECK(chdir("/"));
-		argv[0] = (char *)"agent-job";
+		/* busybox picks the applet by argv[0] */
+		argv[0] = (char *)(shell_is_bash() ? "bash" : "sh");
 		argv[1] = (char *)"-c";
 		argv[2] = (char *)script;
 		argv[3] = (char *)"agent-job";

@@ -25,7 +25,7 @@
 #define SHELL_STATUS_FD_SH	9	/* POSIX sh only has single-digit fds */
 #define SHELL_READ_CHUNK	((size_t)256 * 1024)
 #define SHELL_PIPE_SIZE		((size_t)1024 * 1024)
-#define SHELL_KILL_GRACE_MS	2000	/* after killing the tree, wait for the shell */
+#define SHELL_KILL_GRACE_MS	5000	/* after killing the tree, wait for the shell */
 #define SHELL_KILL_TICK_MS	20
 #define SHELL_MAX_CMD		((size_t)4 * 1024 * 1024)
 #define SHELL_MIN_OUTPUT	256
@@ -377,6 +377,9 @@ shell_spawn(void)
 	    "\"$1\" >&%d; } 2>/dev/null; \\builtin readonly -f __a_d __a_e\n",
 	    sh.stfdnum, sh.stfdnum, sh.stfdnum) == -1)
 		fatal("shell: setup");
+	if (!sh.is_bash && buf_addstr(&sh.tx,
+	    "trap 'break 1000000' USR1 2>/dev/null\n") == -1)
+		fatal("shell: setup");
 	tx_flush();
 	/* The new shell inherits the agent's environment: ops are applied. */
 	buf_reset(&sh.pending);
@@ -450,6 +453,12 @@ shell_path(void)
 	return sh.path;
 }
 
+int
+shell_is_bash(void)
+{
+	return sh.is_bash;
+}
+
 /* Kills everything the shell started (not the shell) and our orphans. */
 static void
 kill_commands(void)
@@ -494,7 +503,7 @@ timeout_cb(void *arg)
 	log_info("shell command timed out after %llu ms; killing its tree",
 	    (unsigned long long)(ev_mono_ms() - sh.t0));
 	/* First the trap that abandons the rest of the command, then the tree. */
-	if (sh.is_bash && sh.pid > 0)
+	if (sh.pid > 0)
 		kill(sh.pid, SIGUSR1);
 	kill_commands();
 	sh.kill_t0 = ev_mono_ms();
@@ -654,9 +663,10 @@ add_cmd_script(struct buf *b, const char *cmd, size_t len)
 		return buf_addf(b, "for __a_i in 1; do \\builtin eval \"$__a_c\" "
 		    "</dev/null %d>&-; done; __a_d %s\n", fd, sh.nonce);
 	/* POSIX sh: no readonly functions, spell it out. */
-	if (buf_addf(b, "eval \"$__a_c\" </dev/null %d>&-; __a_s=$?; "
-	    "unset __a_c; printf '%%s %%d\\n' %s \"$__a_s\" >&%d\n",
-	    fd, sh.nonce, fd) == -1)
+	/* `command eval`: a syntax error must not exit a POSIX shell. */
+	if (buf_addf(b, "for __a_i in 1; do command eval \"$__a_c\" </dev/null %d>&-; "
+	    "done; __a_s=$?; unset __a_c __a_i; printf '%%s %%d\\n' %s "
+	    "\"$__a_s\" >&%d\n", fd, sh.nonce, fd) == -1)
 		return -1;
 	return 0;
 }

@@ -39,6 +39,7 @@ void	shell_job_prelude(struct buf *out);
 /* The shell's working directory (workdir when unknown). */
 void	shell_cwd(char *out, size_t len);
 const char *shell_path(void);
+int	shell_is_bash(void);
 /* Kills the shell and everything it started (agent exit). */
 void	shell_terminate(void);
 /* Appends a shell single-quoted form of s[0..n) to b. */
