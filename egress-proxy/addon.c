@@ -29,8 +29,8 @@
 #include "xmalloc.h"
 
 #define ADDON_MAX	64
-#define ADDON_SRC_MAX	(1024 * 1024)
-#define SECRET_MAX	(64 * 1024)
+#define ADDON_SRC_MAX	((size_t)1024 * 1024)
+#define SECRET_MAX	((size_t)64 * 1024)
 
 _Atomic long addon_errors_total;
 static atomic_uint src_gen;
@@ -172,7 +172,7 @@ read_small(const char *path, struct buf *b, char *err, size_t errlen)
 		if (n <= 0)
 			break;
 		if (buf_add(b, chunk, (size_t)n) == -1) {
-			snprintf(err, errlen, "%s: larger than %d bytes", path, SECRET_MAX);
+			snprintf(err, errlen, "%s: larger than %zu bytes", path, SECRET_MAX);
 			close(fd);
 			return -1;
 		}
@@ -304,7 +304,7 @@ push_b64(lua_State *L, const char *s, size_t n)
 	char *out;
 	int len;
 
-	if (n > 3 * 1024 * 1024)
+	if (n > (size_t)3 * 1024 * 1024)
 		luaL_error(L, "base64 input too large");
 	out = luaL_buffinitsize(L, &lb, (n + 2) / 3 * 4 + 1);
 	len = EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)s, (int)n);
@@ -331,9 +331,10 @@ push_basic(lua_State *L, const char *user, const char *pass)
 	if (ul + pl > 16384)
 		luaL_error(L, "credential too long");
 	tmp = xmalloc(ul + pl + 2);
-	memcpy(tmp, user, ul);
+	/* tmp is "user:pass" as bytes, not a C string */
+	memcpy(tmp, user, ul);	/* NOLINT(bugprone-not-null-terminated-result) */
 	tmp[ul] = ':';
-	memcpy(tmp + ul + 1, pass, pl);
+	memcpy(tmp + ul + 1, pass, pl);	/* NOLINT(bugprone-not-null-terminated-result) */
 	luaL_buffinit(L, &lb);
 	luaL_addstring(&lb, "Basic ");
 	push_b64(L, tmp, ul + pl + 1);

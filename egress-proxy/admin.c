@@ -298,7 +298,7 @@ op_metrics(struct buf *r)
 	cJSON *o = cJSON_CreateObject();
 	char *s;
 
-	buf_init(&m, PADMIN_MAX_MSG);
+	buf_init(&m, (size_t)PADMIN_MAX_MSG);
 	proxy_metrics(&m);
 	cJSON_AddBoolToObject(o, "ok", 1);
 	cJSON_AddStringToObject(o, "text", m.p != NULL ? m.p : "");
@@ -400,8 +400,8 @@ client_cb(evutil_socket_t fd, short ev, void *arg)
 		free(msg);
 		return;
 	}
-	buf_init(&reply, PADMIN_MAX_MSG);
-	if ((size_t)n > PADMIN_MAX_MSG || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
+	buf_init(&reply, (size_t)PADMIN_MAX_MSG);
+	if ((size_t)n > (size_t)PADMIN_MAX_MSG || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
 		reply_err(&reply, "request too large");
 	else
 		handle(msg, (size_t)n, rfd, &reply);

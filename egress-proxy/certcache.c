@@ -95,7 +95,6 @@ write_file(const char *path, const char *data, size_t len, mode_t mode,
 {
 	char tmp[4096];
 	int fd;
-	ssize_t n;
 
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= sizeof(tmp)) {
 		snprintf(err, errlen, "%s: path too long", path);
@@ -105,7 +104,7 @@ write_file(const char *path, const char *data, size_t len, mode_t mode,
 		snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
 		return -1;
 	}
-	if (fchmod(fd, mode) == -1 || (n = write(fd, data, len)) != (ssize_t)len ||
+	if (fchmod(fd, mode) == -1 || write(fd, data, len) != (ssize_t)len ||
 	    fsync(fd) == -1) {
 		snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
 		close(fd);
@@ -243,7 +242,7 @@ certcache_new(const char *cert_path, const char *key_path, long long validity_s,
 	cc->tabsz = 64;
 	while (cc->tabsz < cap * 2 && cc->tabsz < (1u << 20))
 		cc->tabsz *= 2;
-	cc->tab = xcalloc(cc->tabsz, sizeof(*cc->tab));
+	cc->tab = xcalloc(cc->tabsz, sizeof(struct leaf *));
 	if (!have_c && !have_k) {
 		if (ca_generate(cc, cert_path, key_path, err, errlen) == -1)
 			goto fail;

@@ -26,7 +26,7 @@
 #include "xmalloc.h"
 
 #define GH_CACHE_MAX	256
-#define GH_RESP_MAX	(64 * 1024)
+#define GH_RESP_MAX	((size_t)64 * 1024)
 #define GH_KEY_MAX	1024
 
 struct cached {
@@ -92,7 +92,7 @@ b64url(const unsigned char *in, size_t n, char *out, size_t outlen)
 	for (i = 0; i < (size_t)len && o + 1 < outlen; i++) {
 		if (tmp[i] == '=')
 			break;
-		out[o++] = tmp[i] == '+' ? '-' : tmp[i] == '/' ? '_' : (char)tmp[i];
+		out[o++] = (char)(tmp[i] == '+' ? '-' : tmp[i] == '/' ? '_' : tmp[i]);
 	}
 	out[o] = '\0';
 	return o;

@@ -172,7 +172,7 @@ metrics_cb(struct evhttp_request *req, void *arg)
 		evbuffer_free(out);
 		return;
 	}
-	buf_init(&b, 1024 * 1024);
+	buf_init(&b, (size_t)1024 * 1024);
 	proxy_metrics(&b);
 	evbuffer_add(out, b.p != NULL ? b.p : "", b.len);
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",

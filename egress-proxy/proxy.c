@@ -133,8 +133,8 @@ struct worker {
 	pthread_mutex_t		 mtx;
 	struct msg		*inbox, *inbox_tail;
 	atomic_long		 load;
-	TAILQ_HEAD(, conn)	 conns;
-	TAILQ_HEAD(, conn)	 dead;
+	TAILQ_HEAD(connq, conn)	 conns;
+	struct connq		 dead;
 	struct addon_vm		*vm;
 	struct ghapp		*gh;
 	struct buf		 scratch;
@@ -200,7 +200,7 @@ reason_clean(char *dst, size_t len, const char *src)
 
 	for (i = 0; src[i] != '\0' && i + 1 < len; i++) {
 		unsigned char ch = (unsigned char)src[i];
-		dst[i] = (ch < 0x20 || ch == 0x7f) ? ' ' : (char)ch;
+		dst[i] = (char)((ch < 0x20 || ch == 0x7f) ? ' ' : ch);
 	}
 	dst[i] = '\0';
 }
@@ -685,7 +685,7 @@ cl_read_head(struct bufferevent *bev, void *arg)
 	c->last_active = now_ms();
 	if (c->st != CS_HEAD)
 		return;
-	if ((st = read_head(c, bev, 1)) <= 0)
+	if (read_head(c, bev, 1) <= 0)
 		return;
 	r = c->req;
 	if (identify(c, r) == -1)
@@ -1368,7 +1368,7 @@ intercept_request(struct conn *c)
 	size_t i, n;
 	int st;
 
-	if ((st = read_head(c, c->cl, 0)) <= 0)
+	if (read_head(c, c->cl, 0) <= 0)
 		return;
 	st = hreq_check_target(c->req, &c->tgt, 1, err, sizeof(err));
 	if (st != 0) {
@@ -1782,8 +1782,8 @@ proxy_workers_start(int n)
 		pthread_mutex_init(&w->mtx, NULL);
 		TAILQ_INIT(&w->conns);
 		TAILQ_INIT(&w->dead);
-		buf_init(&w->scratch, 4 * 1024 * 1024);
-		buf_init(&w->audit, 16 * 1024 * 1024);
+		buf_init(&w->scratch, (size_t)4 * 1024 * 1024);
+		buf_init(&w->audit, (size_t)16 * 1024 * 1024);
 		{
 			/* The changelist coalesces the many enable/disable pairs
 			 * of a request cycle into fewer epoll_ctl calls. */

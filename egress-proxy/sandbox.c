@@ -128,7 +128,7 @@ sandbox_register(const char *id, struct sbattrs *attrs, int *created)
 	sb->attrs = attrs;
 	if (nreg == capreg) {
 		capreg = capreg ? capreg * 2 : 64;
-		reg = xreallocarray(reg, capreg, sizeof(*reg));
+		reg = xreallocarray(reg, capreg, sizeof(struct sandbox *));
 	}
 	reg[nreg++] = sb;
 	*created = 1;
