@@ -185,6 +185,8 @@ k8s_sbx_decode(const char *json, const char *id, struct k8s_sbx *s, char *err,
 	if (json == NULL || (o = cJSON_Parse(json)) == NULL || !cJSON_IsObject(o)) {
 		snprintf(err, errlen, "sandbox %s: missing or bad %s annotation",
 		    id, K8S_ANN_SPEC);
+		if (json != NULL)
+			cJSON_Delete(o);
 		return -1;
 	}
 	img = cJSON_GetObjectItemCaseSensitive(o, "image");
