@@ -4,6 +4,7 @@
  * listening fd attached to "register" with SCM_RIGHTS. Runs on the main
  * thread's event loop.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +15,11 @@
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
+#include <event2/buffer.h>
 #include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <openssl/crypto.h>
 #include <event2/listener.h>
 
 #include "admin.h"
@@ -179,9 +184,30 @@ op_register(cJSON *req, int fd, struct buf *r)
 			}
 		}
 	}
+	{
+		cJSON *ips = cJSON_GetObjectItemCaseSensitive(req, "client_ips");
+		if (ips != NULL && (!cJSON_IsArray(ips) || cJSON_GetArraySize(ips) > 64))
+			bad = 1;
+		else if (ips != NULL) {
+			a->ips = xcalloc((size_t)cJSON_GetArraySize(ips) + 1, sizeof(*a->ips));
+			cJSON_ArrayForEach(it, ips) {
+				struct sbaddr *sa = &a->ips[a->nips];
+				if (cJSON_IsString(it) && inet_pton(AF_INET, it->valuestring, sa->a) == 1)
+					sa->family = AF_INET;
+				else if (cJSON_IsString(it) &&
+				    inet_pton(AF_INET6, it->valuestring, sa->a) == 1)
+					sa->family = AF_INET6;
+				else {
+					bad = 1;
+					break;
+				}
+				a->nips++;
+			}
+		}
+	}
 	if (bad) {
 		sbattrs_unref(a);
-		reply_err(r, "register: secret, org, user, session and labels must be strings (secret 1-256 bytes, at most 64 labels)");
+		reply_err(r, "register: secret, org, user, session and labels must be strings (secret 1-256 bytes, at most 64 labels); client_ips a list of IP addresses");
 		return;
 	}
 	if ((sb = sandbox_register(id->valuestring, a, &created)) == NULL) {
@@ -473,6 +499,75 @@ admin_start(struct event_base *base, const char *path,
 	}
 	listen_ev = event_new(base, listen_fd, EV_READ | EV_PERSIST, accept_cb, NULL);
 	event_add(listen_ev, NULL);
+	return 0;
+}
+
+static char *http_token;
+
+static void
+http_admin_cb(struct evhttp_request *req, void *arg)
+{
+	struct evbuffer *in = evhttp_request_get_input_buffer(req), *out;
+	const char *auth = evhttp_find_header(evhttp_request_get_input_headers(req),
+	    "Authorization");
+	size_t tl = strlen(http_token), len;
+	struct buf reply;
+	char *body;
+
+	(void)arg;
+	if (auth == NULL || strncmp(auth, "Bearer ", 7) != 0 || strlen(auth + 7) != tl ||
+	    CRYPTO_memcmp(auth + 7, http_token, tl) != 0) {
+		evhttp_send_error(req, 401, "Unauthorized");
+		return;
+	}
+	if (evhttp_request_get_command(req) != EVHTTP_REQ_POST) {
+		evhttp_send_error(req, 405, "Method Not Allowed");
+		return;
+	}
+	len = evbuffer_get_length(in);
+	if (len > (size_t)PADMIN_MAX_MSG) {
+		evhttp_send_error(req, 413, "Payload Too Large");
+		return;
+	}
+	body = (char *)evbuffer_pullup(in, -1);
+	buf_init(&reply, (size_t)PADMIN_MAX_MSG);
+	handle(body != NULL ? body : "", len, -1, &reply);
+	out = evbuffer_new();
+	evbuffer_add(out, reply.p != NULL ? reply.p : "{}", reply.p != NULL ? reply.len : 2);
+	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+	    "application/json");
+	evhttp_send_reply(req, 200, "OK", out);
+	evbuffer_free(out);
+	buf_free(&reply);
+}
+
+static void
+http_other_cb(struct evhttp_request *req, void *arg)
+{
+	(void)arg;
+	evhttp_send_error(req, 404, "Not Found");
+}
+
+int
+admin_http_start(struct event_base *base, const char *host, unsigned short port,
+    const char *token, int (*reload)(char *, size_t), char *err, size_t errlen)
+{
+	struct evhttp *h;
+
+	abase = base;
+	reload_fn = reload;
+	if (token == NULL || strlen(token) < 16) {
+		snprintf(err, errlen, "admin.token_file: the token must be at least 16 characters");
+		return -1;
+	}
+	http_token = xstrdup(token);
+	if ((h = evhttp_new(base)) == NULL || evhttp_bind_socket(h, host, port) == -1) {
+		snprintf(err, errlen, "admin.listen %s:%u: cannot bind", host, port);
+		return -1;
+	}
+	evhttp_set_max_body_size(h, PADMIN_MAX_MSG);
+	evhttp_set_cb(h, "/v1/admin", http_admin_cb, NULL);
+	evhttp_set_gencb(h, http_other_cb, NULL);
 	return 0;
 }
 

@@ -14,5 +14,12 @@ struct event_base;
 int	admin_start(struct event_base *, const char *path,
 	    int (*reload)(char *err, size_t errlen), char *err, size_t errlen);
 void	admin_stop(void);
+/*
+ * The same API over HTTP: POST /v1/admin with the JSON request as body and
+ * "Authorization: Bearer <token>"; the reply is the JSON reply. No fds.
+ */
+int	admin_http_start(struct event_base *, const char *host, unsigned short port,
+	    const char *token, int (*reload)(char *err, size_t errlen), char *err,
+	    size_t errlen);
 
 #endif

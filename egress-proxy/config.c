@@ -21,6 +21,10 @@ static const struct cfg_key keys[] = {
 	  "worker threads, each with its own event loop and Lua state; 0: one per CPU" },
 	{ "admin.socket", CFG_PATH, O(admin_socket), 0, 0, NULL, "EGRESS_PROXY_ADMIN_SOCKET",
 	  "unix SOCK_SEQPACKET admin socket (docs/internals/proxy-admin.md), created mode 0600; empty: none" },
+	{ "admin.listen", CFG_STR, O(admin_listen), 0, 0, NULL, "EGRESS_PROXY_ADMIN_LISTEN",
+	  "optional host:port for the admin API over HTTP (POST /v1/admin, the same JSON; Bearer token) for remote orchestrators (Kubernetes)" },
+	{ "admin.token_file", CFG_PATH, O(admin_token_file), 0, 0, NULL, "EGRESS_PROXY_ADMIN_TOKEN_FILE",
+	  "file holding the bearer token admin.listen requires (required with it)" },
 	{ "ca.cert", CFG_PATH, O(ca_cert), 0, 0, "/var/lib/egress-proxy/ca.crt", "EGRESS_PROXY_CA_CERT",
 	  "CA certificate (PEM) that signs leaf certificates; generated with ca.key on first start if both are missing" },
 	{ "ca.key", CFG_PATH, O(ca_key), 0, 0, "/var/lib/egress-proxy/ca.key", "EGRESS_PROXY_CA_KEY",
@@ -218,6 +222,12 @@ pconf_load(const char *path, char *err, size_t errlen)
 	    &c->metrics_ss, &c->metrics_sslen) == -1) {
 		snprintf(err, errlen, "%s: metrics.listen: expected host:port, not '%.64s'",
 		    path, c->metrics_listen);
+		goto fail;
+	}
+	if (c->admin_listen != NULL && (pconf_parse_addr(c->admin_listen, &c->admin_ss,
+	    &c->admin_sslen) == -1 || c->admin_token_file == NULL)) {
+		snprintf(err, errlen, "%s: admin.listen: expected host:port, and admin.token_file must be set",
+		    path);
 		goto fail;
 	}
 	if (c->default_action == NULL || (strcmp(c->default_action, "tunnel") != 0 &&

@@ -31,6 +31,8 @@ struct pconf {
 	char		*listen;
 	long long	 workers;
 	char		*admin_socket;
+	char		*admin_listen;
+	char		*admin_token_file;
 	char		*ca_cert;
 	char		*ca_key;
 	char		*ca_export;
@@ -66,6 +68,8 @@ struct pconf {
 	/* Derived by pconf_load. */
 	struct sockaddr_storage	 listen_ss;
 	socklen_t		 listen_sslen;	/* 0: no main listener */
+	struct sockaddr_storage	 admin_ss;
+	socklen_t		 admin_sslen;	/* 0: no HTTP admin */
 	struct sockaddr_storage	 metrics_ss;
 	socklen_t		 metrics_sslen;	/* 0: no metrics listener */
 	struct cidr		*allow;

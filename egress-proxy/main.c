@@ -324,6 +324,30 @@ main(int argc, char **argv)
 	if (P.conf->admin_socket != NULL &&
 	    admin_start(mbase, P.conf->admin_socket, reload_addons, err, sizeof(err)) == -1)
 		fatalx("%s", err);
+	if (P.conf->admin_sslen != 0) {
+		char host[64], tok[512];
+		const char *colon = strrchr(P.conf->admin_listen, ':');
+		size_t hl = (size_t)(colon - P.conf->admin_listen);
+		FILE *fp;
+		size_t n = 0;
+
+		if (hl >= sizeof(host))
+			hl = sizeof(host) - 1;
+		memcpy(host, P.conf->admin_listen, hl);
+		host[hl] = '\0';
+		if ((fp = fopen(P.conf->admin_token_file, "re")) == NULL)
+			fatal("admin.token_file %s", P.conf->admin_token_file);
+		n = fread(tok, 1, sizeof(tok) - 1, fp);
+		fclose(fp);
+		while (n > 0 && strchr(" \t\r\n", tok[n - 1]) != NULL)
+			n--;
+		tok[n] = '\0';
+		if (admin_http_start(mbase, host, ntohs(((struct sockaddr_in *)&P.conf->admin_ss)->sin_port),
+		    tok, reload_addons, err, sizeof(err)) == -1)
+			fatalx("%s", err);
+		memset(tok, 0, sizeof(tok));
+		netcheck_add_self((struct sockaddr *)&P.conf->admin_ss, P.conf->admin_sslen);
+	}
 	if (P.conf->metrics_sslen != 0) {
 		char host[64];
 		const char *colon = strrchr(P.conf->metrics_listen, ':');

@@ -85,6 +85,7 @@ struct conn {
 	enum cstate		 st;
 	enum cmode		 mode;
 	unsigned		 fixed_sb:1;	/* came in on a sandbox listener */
+	unsigned		 peer_family:8;	/* client address, for client_ips */
 	unsigned		 dead:1;	/* on the dead list */
 	unsigned		 counted_sb:1;	/* counted in sb->conns */
 	unsigned		 counted_tun:1;	/* counted in sb->tunnels */
@@ -103,6 +104,7 @@ struct conn {
 	struct hook		*hook;
 	struct evdns_getaddrinfo_request *dnsreq;
 	struct evutil_addrinfo	*ai, *ai_cur;
+	unsigned char		 peer[16];
 	struct target		 tgt;		/* tunnel / current upstream target */
 	struct hreq		*req;
 	llhttp_t		*rp;		/* response parser */
@@ -497,6 +499,17 @@ conn_new(struct worker *w, int fd, struct sandbox *sb)
 	c->deadline = c->last_active + P.conf->header_ms;
 	evutil_make_socket_nonblocking(fd);
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	{
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
+		if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0) {
+			c->peer_family = ss.ss_family;
+			if (ss.ss_family == AF_INET)
+				memcpy(c->peer, &((struct sockaddr_in *)&ss)->sin_addr, 4);
+			else if (ss.ss_family == AF_INET6)
+				memcpy(c->peer, &((struct sockaddr_in6 *)&ss)->sin6_addr, 16);
+		}
+	}
 	if (sb != NULL) {
 		c->sb = sb;
 		c->fixed_sb = 1;
@@ -565,6 +578,20 @@ identify(struct conn *c, struct hreq *r)
 	}
 	c->sb = sb;
 	c->attrs = a;
+	if (a->nips > 0) {
+		size_t i;
+		int match = 0;
+		for (i = 0; i < a->nips && !match; i++)
+			match = a->ips[i].family == (int)c->peer_family && memcmp(a->ips[i].a,
+			    c->peer, a->ips[i].family == AF_INET ? 4 : 16) == 0;
+		if (!match) {
+			atomic_fetch_add(&P.st.ref_auth, 1);
+			log_warnx("conn=%llx sandbox=%s refused: credential used from an address not registered for it",
+			    (unsigned long long)c->id, sb->id);
+			conn_respond(c, 407, "proxy credential not valid from this address");
+			return -1;
+		}
+	}
 	if (atomic_load(&sb->dead)) {
 		conn_respond(c, 407, "sandbox deregistered");
 		return -1;

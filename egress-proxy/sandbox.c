@@ -58,6 +58,7 @@ sbattrs_unref(struct sbattrs *a)
 	}
 	free(a->lk);
 	free(a->lv);
+	free(a->ips);
 	free(a);
 }
 

@@ -16,6 +16,12 @@ struct sbattrs {
 	char		*org, *user, *session;
 	char		**lk, **lv;	/* labels */
 	size_t		 nl;
+	/* Source addresses allowed to use the secret (none: any). */
+	struct sbaddr {
+		int		 family;
+		unsigned char	 a[16];
+	}		*ips;
+	size_t		 nips;
 };
 
 struct sandbox {

@@ -101,7 +101,7 @@ EOF
 openssl genrsa -out "$T/app.pem" 2048 2>/dev/null
 openssl rsa -in "$T/app.pem" -pubout -out "$T/app.pub" 2>/dev/null
 
-UP=$(free_port); PLAIN=$(free_port); PP=$(free_port); SBP=$(free_port); TOK=$(free_port); MP=$(free_port)
+UP=$(free_port); PLAIN=$(free_port); PP=$(free_port); SBP=$(free_port); TOK=$(free_port); MP=$(free_port); AP=$(free_port)
 python3 "$T/tokensrv.py" "$TOK" "$T/app.pub" "$T/tok.jsonl" "$T/srv.crt" "$T/srv.key" & track_pid $!
 python3 "$T/upstream.py" "$UP" "$T/rec.jsonl" "$T/srv.crt" "$T/srv.key" & track_pid $!
 python3 "$T/upstream.py" "$PLAIN" "$T/plain.jsonl" & track_pid $!
@@ -128,6 +128,7 @@ end
 return M
 EOF
 printf '%s\n' "$TOKEN" >"$T/token"
+printf 'admin-token-0123456789abcdef\n' >"$T/admin.token"
 chmod 600 "$T/token"
 
 cat >"$T/p.yaml" <<EOF
@@ -135,6 +136,8 @@ listen: 127.0.0.1:$PP
 workers: 2
 admin:
   socket: $T/admin.sock
+  listen: 127.0.0.1:$AP
+  token_file: $T/admin.token
 ca: {cert: $T/ca.crt, key: $T/ca.key, export: $T/export/ca.crt}
 upstream:
   ca_bundle: $T/upca.crt
@@ -173,6 +176,7 @@ bad cidr "upstream: {allow_cidrs: [10.0.0.0/33]}" "bad CIDR"
 bad resolve "resolve: {\"github.com\": \"127.0.0.1:1\"}" "resolve: key 'github.com': port missing"
 bad resolve-addr "resolve: {\"github.com:443\": \"localhost:1\"}" "expected addr:port"
 bad action "default_action: allow" "default_action: expected tunnel or deny"
+bad admin-listen "admin: {listen: 127.0.0.1:1}" "admin.token_file must be set"
 bad duration "timeouts: {idle: forever}" "timeouts.idle: expected a duration"
 bad yaml "listen: [" "bad.yaml:"
 bad addon-missing "addons: [$T/nope.lua]" "nope.lua: No such file"
@@ -209,6 +213,24 @@ r=$(admin '{"op":"register","id":"bad id!"}')
 check "admin-register-bad-id" grep -q '"ok":false' <<<"$r"
 r=$(admin 'not json')
 check "admin-bad-json" grep -q '"ok":false' <<<"$r"
+
+check "admin-socket-0600" [ "$(stat -c %a "$T/admin.sock")" = 600 ]
+# The HTTP admin API (Kubernetes): bearer token required.
+r=$(curl -sS --max-time 10 -X POST -H 'Authorization: Bearer admin-token-0123456789abcdef' \
+	--data '{"op":"register","id":"sb-http","secret":"h77p-secret"}' "http://127.0.0.1:$AP/v1/admin")
+check "admin-http-register" grep -q '"ok":true' <<<"$r"
+code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 -X POST -H 'Authorization: Bearer wrong-token-0123456789abc' \
+	--data '{"op":"ping"}' "http://127.0.0.1:$AP/v1/admin")
+check "admin-http-401" [ "$code" = 401 ]
+# client_ips: the credential only counts from the registered address.
+admin '{"op":"register","id":"sb-ip","secret":"ip-secret","client_ips":["10.9.9.9"]}' >/dev/null
+line=$(raw "$PP" "CONNECT tunnel.example:443 HTTP/1.1\r\nProxy-Authorization: Basic $(printf sb-ip:ip-secret | base64)\r\n\r\n")
+check "client-ip-mismatch-407" grep -q ' 407 ' <<<"$line"
+admin '{"op":"register","id":"sb-ip","secret":"ip-secret","client_ips":["10.9.9.9","127.0.0.1"]}' >/dev/null
+line=$(raw "$PP" "CONNECT tunnel.example:443 HTTP/1.1\r\nProxy-Authorization: Basic $(printf sb-ip:ip-secret | base64)\r\n\r\n")
+check "client-ip-match-200" grep -q ' 200 ' <<<"$line"
+line=$(raw "$PP" "CONNECT tunnel.example:443 HTTP/1.1\r\nProxy-Authorization: Basic $(printf sb-http:h77p-secret | base64)\r\n\r\n")
+check "http-registered-sandbox" grep -q ' 200 ' <<<"$line"
 
 C=(curl -sS --max-time 20 --cacert "$T/export/ca.crt")
 PX="http://sb-1:s3cret@127.0.0.1:$PP"
