@@ -38,8 +38,8 @@ local:
   mem_bytes: 512MiB
   pids_max: 256
   start_timeout: 30s
-  uid_base: $((3000000 + ($$ % 10000) * 64))
-  uid_count: 64
+  uid_base: ${RT_UID_BASE:-$((3000000 + ($$ % 10000) * 64))}
+  uid_count: ${RT_UID_COUNT:-64}
   ${RT_EXTRA_CONF:-}
 YAML
 	sbx image add busybox "$RT_BB" || { fail "image-add"; exit 1; }
