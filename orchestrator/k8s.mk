@@ -30,3 +30,21 @@ BINS += $(B)/images/agent/agent-install
 $(B)/images/agent/agent-install: images/agent/agent-install.c
 	@mkdir -p $(@D)
 	$(CC) $(filter-out $(SAN),$(CFLAGS)) -static $< -o $@
+
+# Fuzzing the parsers: libFuzzer build (make fuzz) and the gcc replay that
+# tests/run feeds tests/fuzz/corpus/k8s_parse/ to.
+K8S_FUZZ_DEPS := $(B)/orchestrator/k8s_client.o $(B)/orchestrator/k8s_obj.o \
+    $(RT_COMMON_OBJS) $(COMMON_OBJS)
+BINS += $(B)/tests/fuzz/replay_k8s_parse
+ALL_OBJS += $(B)/tests/fuzz/fuzz_k8s_parse.o
+$(B)/tests/fuzz/fuzz_k8s_parse.o: CPPFLAGS += $(K8S_CPPFLAGS)
+$(B)/tests/fuzz/replay_k8s_parse: $(B)/tests/fuzz/fuzz_k8s_parse.o \
+    $(B)/tests/fuzz/replay_main.o $(K8S_FUZZ_DEPS)
+	$(CC) $(LDFLAGS) $^ $(PKG_LIBS) -o $@
+ifeq ($(FUZZ),1)
+FUZZ_TARGETS += $(B)/tests/fuzz/fuzz_k8s_parse
+$(B)/tests/fuzz/fuzz_k8s_parse: $(B)/tests/fuzz/fuzz_k8s_parse.o $(K8S_FUZZ_DEPS)
+	$(CC) $(LDFLAGS) -fsanitize=fuzzer,address,undefined $^ $(PKG_LIBS) -o $@
+$(B)/tests/fuzz/fuzz_k8s_parse.o $(B)/orchestrator/k8s_client.o \
+    $(B)/orchestrator/k8s_obj.o: CFLAGS += -fsanitize=fuzzer-no-link
+endif

@@ -986,8 +986,8 @@ proxy_env(struct k8s_rt *r, const char *id, const char *proxy_ip, char *out,
  */
 static int
 assign_locked(struct k8s_rt *r, const char *id, const char *pod_ip,
-    const char *egress_json, char *env_out, size_t envlen, char *err,
-    size_t errlen)
+    const char *current, const char *egress_json, char *env_out,
+    size_t envlen, char *err, size_t errlen)
 {
 	struct proxy *px = NULL, *best;
 	size_t npx = 0;
@@ -1007,6 +1007,11 @@ assign_locked(struct k8s_rt *r, const char *id, const char *pod_ip,
 		    sandboxes_list(r, &pods, err, errlen) == -1)
 			goto out;
 		count_load(pods, px, npx, &running);
+		/* Stay where we are while that pod is ready. */
+		if ((best = proxy_find(px, npx, current)) != NULL && best->ready) {
+			best->load--;
+			break;
+		}
 		if ((best = least_loaded(px, npx)) != NULL)
 			break;
 		if (scale_to(r, desired_replicas(r, running > 0 ? running : 1), err,
@@ -1122,7 +1127,7 @@ runtime_k8s_fleet_sync(struct runtime *rt, char *err, size_t errlen)
 		log_info("sandbox=%s proxy=%s gone; re-assigning", v.id,
 		    k8s_ann(v.annotations, K8S_ANN_PROXY) ?
 		    k8s_ann(v.annotations, K8S_ANN_PROXY) : "-");
-		if (assign_locked(r, v.id, v.ip, eg, env, sizeof(env), e2,
+		if (assign_locked(r, v.id, v.ip, NULL, eg, env, sizeof(env), e2,
 		    sizeof(e2)) == -1)
 			log_warnx("sandbox=%s re-assign failed: %s", v.id, e2);
 		else
@@ -1384,7 +1389,8 @@ k8s_start(struct runtime *rt, const char *id, char *err, size_t errlen)
 		/* It had a proxy identity: give it a proxy again. */
 		k8s_pod_view(pod, &v);
 		pthread_mutex_lock(&r->fleet_mtx);
-		rc = assign_locked(r, id, v.ip, eg, env, sizeof(env), err, errlen);
+		rc = assign_locked(r, id, v.ip, NULL, eg, env, sizeof(env), err,
+		    errlen);
 		pthread_mutex_unlock(&r->fleet_mtx);
 		explicit_bzero(env, sizeof(env));
 		if (rc == -1)
@@ -1698,7 +1704,8 @@ k8s_attach_egress(struct runtime *rt, const char *id, const struct rt_egress *eg
 		goto out;
 	}
 	pthread_mutex_lock(&r->fleet_mtx);
-	rc = assign_locked(r, id, v.ip, egj, env_out, envlen, err, errlen);
+	rc = assign_locked(r, id, v.ip, k8s_ann(v.annotations, K8S_ANN_PROXY),
+	    egj, env_out, envlen, err, errlen);
 	pthread_mutex_unlock(&r->fleet_mtx);
 	if (rc == 0)
 		rescale(r);

@@ -46,6 +46,8 @@ check "policy egress: only the assigned proxy pod's port" test "$(echo "$np" | j
     = "[1, \"$p1\", \"sandbox-system\", [{\"protocol\": \"TCP\", \"port\": 3128}]]"
 check "proxy pod labelled with its own name" test "$(obj pods sandbox-system "$p1" | jq_py 'd["metadata"]["labels"]["sandbox.dev/proxy-pod"]')" = "$p1"
 check "admin calls authenticated" not_contains "$T/proxy-record.jsonl" unauthorized
+kctl attach a1 acme alice sess-a1 repo=acme/app >"$T/env1b"
+check "attaching again keeps the same proxy pod and URL" cmp -s "$T/env1" "$T/env1b"
 
 kctl create a2 >/dev/null
 kctl attach a2 acme bob sess-a2 >/dev/null
