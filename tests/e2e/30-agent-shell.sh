@@ -95,13 +95,14 @@ check "1 GiB output: response small" test "$(stat -c %s "$T/body")" -lt 500000
 
 # Concurrency: a second call while one runs gets 409, never interleaved.
 curl -s -m 60 --unix-socket "$SOCK" -H 'Content-Type: application/json' \
-    -d '{"command":"echo first-start; sleep 1.5; echo first-end"}' http://a/v1/shell >"$T/first" &
+    -d '{"command":"echo first-start; while [ ! -e '"$T"'/go ]; do sleep 0.05; done; echo first-end"}' http://a/v1/shell >"$T/first" &
 cpid=$!
 wait_for 10 bash -c "curl -s --unix-socket '$SOCK' http://a/v1/health | grep -q '\"busy\":true'"
 api POST /v1/shell '{"command":"echo second"}'
 check "concurrent call: 409 busy" test "$(status)" = 409 -a "$(j .error.code)" = busy
 api GET /v1/health
 check "health answers while the shell is busy" test "$(status)" = 200 -a "$(j .busy)" = true
+touch "$T/go"
 wait $cpid
 check "first call complete, not interleaved" test "$(jq -r .output "$T/first")" = "$(printf 'first-start\nfirst-end')"
 
