@@ -432,8 +432,8 @@ agentc_request(struct agentc *ac, const char *method, const char *path,
 	int n, retry = 0, attempt, rc = -1;
 
 	*status = 0;
-	if (resp->max == 0 || resp->max > AGENTC_MAX_RESP)
-		resp->max = AGENTC_MAX_RESP;
+	if (resp->max == 0 || resp->max > (size_t)AGENTC_MAX_RESP)
+		resp->max = (size_t)AGENTC_MAX_RESP;
 	if (method == NULL || path == NULL || *method == '\0' ||
 	    path[0] != '/' || !token_ok(method, 0) || !token_ok(path, 0) ||
 	    (ctype != NULL && !token_ok(ctype, 1)) ||

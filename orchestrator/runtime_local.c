@@ -31,11 +31,11 @@
 #include "runtime_local_int.h"
 #include "xmalloc.h"
 
-#define RL_RECORD_MAX	(256 * 1024)	/* record.json */
+#define RL_RECORD_MAX	((size_t)256 * 1024)	/* record.json */
 #define RL_MAX_LABELS	256
 #define RL_MAX_ENV	256
 #define RL_PROXY_PORT	3128
-#define RL_CA_MAX	(4 * 1024 * 1024)
+#define RL_CA_MAX	((size_t)4 * 1024 * 1024)
 #define RL_INNER_UID	1000		/* run_as_root = 0 */
 
 struct rl {
@@ -536,7 +536,7 @@ install_ca(const struct rl *rl, const struct rec *r, const char *upper,
 	sys = rl_read_file(p, RL_CA_MAX, &syslen);
 	buf_init(&b, 2 * RL_CA_MAX + 16);
 	if ((sys != NULL && buf_add(&b, sys, syslen) == -1) ||
-	    (syslen > 0 && sys[syslen - 1] != '\n' && buf_addstr(&b, "\n") == -1) ||
+	    (sys != NULL && syslen > 0 && sys[syslen - 1] != '\n' && buf_addstr(&b, "\n") == -1) ||
 	    buf_add(&b, ca, calen) == -1) {
 		snprintf(err, errlen, "CA bundle too large");
 		goto out;
@@ -658,7 +658,7 @@ wait_agent(const struct rl *rl, const char *id, const struct pidrec *pr,
 		snprintf(err, errlen, "agent socket path too long (state_dir)");
 		return -1;
 	}
-	buf_init(&b, 64 * 1024);
+	buf_init(&b, (size_t)64 * 1024);
 	for (;;) {
 		if (ac == NULL)
 			ac = agentc_open(&a, 1000, e, sizeof(e));

@@ -147,7 +147,7 @@ cmd_exec(struct runtime *rt, int argc, char **argv)
 	cJSON_AddNumberToObject(req, "timeout_ms", (double)tmo);
 	body = cJSON_PrintUnformatted(req);
 	cJSON_Delete(req);
-	buf_init(&resp, AGENTC_MAX_RESP);
+	buf_init(&resp, (size_t)AGENTC_MAX_RESP);
 	if (agentc_request(ac, "POST", "/v1/shell", "application/json", body,
 	    strlen(body), (int)(tmo + 30000), &st, &resp, err,
 	    sizeof(err)) == -1) {
@@ -282,9 +282,7 @@ main(int argc, char **argv)
 				sp.run_as_root = 0;
 			else if (strcmp(argv[i], "--read-only") == 0)
 				sp.writable_root = 0;
-			else if (argv[i][0] == '-')
-				usage();
-			else if (sp.id == NULL)
+			else if (argv[i][0] != '-' && sp.id == NULL)
 				sp.id = argv[i];
 			else
 				usage();
