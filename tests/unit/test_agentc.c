@@ -1,5 +1,6 @@
 /* test_agentc.c: the agent client against a scripted server on a unix socket. */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -272,6 +273,31 @@ TEST(test_connect_fail)
 	CHECK(agentc_open(&a, 500, err, sizeof(err)) == NULL);
 }
 
+/* The socket's directory belongs to the sandbox: a symlink planted there
+ * must never lead the client to another (host) socket. */
+TEST(test_symlink_refused)
+{
+	struct rt_agent_addr a;
+	char err[256], link[128], file[128];
+	int fd;
+
+	snprintf(link, sizeof(link), "%s.link", sockpath);
+	snprintf(file, sizeof(file), "%s.file", sockpath);
+	unlink(link);
+	CHECK(symlink(sockpath, link) == 0);
+	memset(&a, 0, sizeof(a));
+	memcpy(a.unix_path, link, strlen(link) + 1);
+	CHECK(agentc_open(&a, 500, err, sizeof(err)) == NULL);
+	CHECK(strstr(err, "not a socket") != NULL);
+	fd = open(file, O_CREAT | O_WRONLY, 0600);
+	close(fd);
+	memcpy(a.unix_path, file, strlen(file) + 1);
+	CHECK(agentc_open(&a, 500, err, sizeof(err)) == NULL);
+	CHECK(strstr(err, "not a socket") != NULL);
+	unlink(link);
+	unlink(file);
+}
+
 int
 main(void)
 {
@@ -296,6 +322,7 @@ main(void)
 	RUN(test_cap_and_timeout);
 	RUN(test_hostile_request_args);
 	RUN(test_connect_fail);
+	RUN(test_symlink_refused);
 	close(lfd);
 	unlink(sockpath);
 	return unit_done();
