@@ -880,6 +880,7 @@ job_child_exited(pid_t pid, int status)
 	for (j = jobs; j != NULL; j = j->next) {
 		if (j->wrapper == pid && pid > 0) {
 			j->wrapper = 0;
+			shell_oom_refresh();	/* a job's OOM is not the shell's */
 			agent_touch();
 			if (waiters != NULL)
 				check_waiters();

@@ -121,6 +121,11 @@ out_add(const char *p, size_t n)
 	size_t k, first;
 
 	sh.total += n;
+	if (sh.head == NULL) {
+		/* Allocated on the first output: most commands print little. */
+		sh.head = xmalloc(sh.headcap);
+		sh.tail = xmalloc(sh.tailcap);
+	}
 	if (sh.headlen < sh.headcap) {
 		k = sh.headcap - sh.headlen < n ? sh.headcap - sh.headlen : n;
 		memcpy(sh.head + sh.headlen, p, k);
@@ -426,7 +431,8 @@ shell_init(void)
 	buf_init(&sh.stline, ((size_t)1024 * 1024) + 4096);
 	buf_init(&sh.envops, ((size_t)1024 * 1024));
 	buf_init(&sh.pending, ((size_t)1024 * 1024));
-	buf_init(&sh.envcache, ((size_t)1024 * 1024));
+	buf_init(&sh.envcache, (size_t)1024 * 1024);
+	sh.oom0 = proc_oom_kills();
 	if (pick_shell() == -1) {
 		log_warnx("no usable shell (tried %s, /bin/bash, /bin/sh)",
 		    agent_conf.shell ? agent_conf.shell : "(none)");
@@ -451,6 +457,12 @@ const char *
 shell_path(void)
 {
 	return sh.path;
+}
+
+void
+shell_oom_refresh(void)
+{
+	sh.oom0 = proc_oom_kills();
 }
 
 int
@@ -554,6 +566,7 @@ shell_finish(int exit_code, int restarted, int died_status)
 	    WTERMSIG(died_status) == SIGKILL)) {
 		oom1 = proc_oom_kills();
 		oom = sh.oom0 >= 0 && oom1 > sh.oom0;
+		sh.oom0 = oom1;
 	}
 	if (sh.timed_out)
 		exit_code = -1;
@@ -703,8 +716,6 @@ shell_run(const char *cmd, size_t len, long long timeout_ms, size_t max_output,
 	free_output();
 	sh.headcap = max_output / 2;
 	sh.tailcap = max_output - sh.headcap;
-	sh.head = xmalloc(sh.headcap);
-	sh.tail = xmalloc(sh.tailcap);
 	agent_random_hex(sh.nonce, 8);
 	if (add_cmd_script(&sh.tx, cmd, len) == -1) {
 		free_output();
@@ -716,7 +727,8 @@ shell_run(const char *cmd, size_t len, long long timeout_ms, size_t max_output,
 	sh.arg = arg;
 	sh.t0 = ev_mono_ms();
 	sh.timed_out = 0;
-	sh.oom0 = proc_oom_kills();
+	/* sh.oom0 is the OOM count when the last command ended (or a job, or
+	 * start): reading it here would cost every command a file read. */
 	sh.timer = ev_timer_add((uint64_t)timeout_ms, timeout_cb, NULL);
 	if (sh.died_idle) {
 		/* Say so in this command's output. */

@@ -40,6 +40,8 @@ void	shell_job_prelude(struct buf *out);
 void	shell_cwd(char *out, size_t len);
 const char *shell_path(void);
 int	shell_is_bash(void);
+/* Re-reads the OOM-kill count the next command is compared with. */
+void	shell_oom_refresh(void);
 /* Kills the shell and everything it started (agent exit). */
 void	shell_terminate(void);
 /* Appends a shell single-quoted form of s[0..n) to b. */
