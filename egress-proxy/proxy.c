@@ -1335,9 +1335,12 @@ body_pump(struct conn *c)
 static void
 resp_finish(struct conn *c)
 {
-	atomic_fetch_add(&c->sb->requests, c->mode == MODE_INTERCEPT ? 1 : 0);
-	if (c->mode == MODE_INTERCEPT)
-		atomic_fetch_add(&P.st.req_plain, 0);
+	if (c->mode == MODE_INTERCEPT) {
+		/* plain requests were counted when forwarded */
+		atomic_fetch_add(&c->sb->requests, 1);
+		if (!c->req->injected)
+			atomic_fetch_add(&P.st.req_plain, 1);
+	}
 	audit_request(c, c->resp_status);
 	if (c->vm != NULL && c->addon >= 0 && c->mode == MODE_INTERCEPT &&
 	    addon_has_response(c->vm, c->addon))
@@ -1568,10 +1571,12 @@ cl_event(struct bufferevent *bev, short what, void *arg)
 	if (what & BEV_EVENT_CONNECTED) {
 		/* Client TLS handshake done. */
 		size_t hwm = (size_t)P.conf->high_watermark;
+		size_t rw = (size_t)P.conf->header_bytes + 4096;
 		c->st = CS_REQ_HEAD;
 		c->deadline = 0;
 		c->last_active = now_ms();
-		bufferevent_setwatermark(c->cl, EV_READ, 0, hwm);
+		/* A whole request head must fit under the read watermark. */
+		bufferevent_setwatermark(c->cl, EV_READ, 0, hwm > rw ? hwm : rw);
 		bufferevent_setwatermark(c->cl, EV_WRITE, hwm / 2, 0);
 		bufferevent_setcb(c->cl, cl_read_req, cl_write, cl_event, c);
 		bufferevent_enable(c->cl, EV_READ | EV_WRITE);
