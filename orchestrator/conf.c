@@ -30,6 +30,8 @@ const struct cfg_key conf_keys[] = {
 	  "one JSON object per log line instead of key=value" },
 	{ "runtime", CFG_STR, O(runtime), 0, 0, "local", "ORCH_RUNTIME",
 	  "sandbox runtime: local (bubblewrap on this machine), kubernetes, or fake (tests: agents on the host, no isolation)" },
+	{ "runtime_serialize", CFG_BOOL, O(runtime_serialize), 0, 0, "true", NULL,
+	  "call the runtime's create/start/stop/destroy one at a time (the local runtime's helpers must not overlap)" },
 	{ "workers.min", CFG_INT, O(workers_min), 1, 1024, "4", NULL,
 	  "worker threads kept for runtime operations and agent calls" },
 	{ "workers.max", CFG_INT, O(workers_max), 1, 4096, "512", "ORCH_WORKERS_MAX",

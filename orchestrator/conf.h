@@ -26,6 +26,7 @@ struct conf {
 	char		*log_file;
 	int		 log_json;
 	char		*runtime;	/* local | kubernetes | fake */
+	int		 runtime_serialize;
 
 	long long	 workers_min;
 	long long	 workers_max;

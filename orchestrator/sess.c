@@ -39,6 +39,7 @@
 #define LIFECYCLE_WAIT_MS 30000
 #define AGENT_CONNECT_MS 3000
 #define MAX_PENDING	4096
+#define CREATE_SLOT_WAIT_S 120
 
 enum sstate {
 	S_NONE,		/* no sandbox (new, cleared, or lost) */
@@ -91,6 +92,8 @@ struct sessmgr {
 	struct runtime		*rt;
 	const struct conf	*conf;
 	pthread_mutex_t		 mu;
+	pthread_cond_t		 slot_cv;	/* a creation slot freed */
+	pthread_mutex_t		 rtmu;		/* runtime_serialize */
 	struct sess		*tab[HASH_SIZE];
 	size_t			 nsess;
 	struct poolmem		*pool;		/* ready warm sandboxes */
@@ -284,6 +287,8 @@ sessmgr_new(struct runtime *rt, const struct conf *conf)
 	m->rt = rt;
 	m->conf = conf;
 	pthread_mutex_init(&m->mu, NULL);
+	pthread_mutex_init(&m->rtmu, NULL);
+	pthread_cond_init(&m->slot_cv, NULL);
 	return m;
 }
 
@@ -406,6 +411,82 @@ sess_put(struct sess *s)
 
 /* ---- runtime helpers (no locks held but the session's) ---- */
 
+/*
+ * Lifecycle calls into the runtime, one at a time when runtime_serialize is
+ * set: the local runtime forks helpers whose inherited pipes and lock fds
+ * deadlock when creations overlap.
+ */
+static void
+rt_lock(struct sessmgr *m)
+{
+	if (m->conf->runtime_serialize)
+		pthread_mutex_lock(&m->rtmu);
+}
+
+static void
+rt_unlock(struct sessmgr *m)
+{
+	if (m->conf->runtime_serialize)
+		pthread_mutex_unlock(&m->rtmu);
+}
+
+static int
+rt_create(struct sessmgr *m, const struct rt_spec *sp, struct rt_info *ri,
+    char *err, size_t errlen)
+{
+	int rc;
+
+	rt_lock(m);
+	rc = m->rt->ops->create(m->rt, sp, ri, err, errlen);
+	rt_unlock(m);
+	return rc;
+}
+
+static int
+rt_start(struct sessmgr *m, const char *id, char *err, size_t errlen)
+{
+	int rc;
+
+	rt_lock(m);
+	rc = m->rt->ops->start(m->rt, id, err, errlen);
+	rt_unlock(m);
+	return rc;
+}
+
+static int
+rt_stop(struct sessmgr *m, const char *id, char *err, size_t errlen)
+{
+	int rc;
+
+	rt_lock(m);
+	rc = m->rt->ops->stop(m->rt, id, err, errlen);
+	rt_unlock(m);
+	return rc;
+}
+
+static int
+rt_destroy(struct sessmgr *m, const char *id, char *err, size_t errlen)
+{
+	int rc;
+
+	rt_lock(m);
+	rc = m->rt->ops->destroy(m->rt, id, err, errlen);
+	rt_unlock(m);
+	return rc;
+}
+
+static int
+rt_attach(struct sessmgr *m, const char *id, const struct rt_egress *eg,
+    char *env, size_t envlen, char *err, size_t errlen)
+{
+	int rc;
+
+	rt_lock(m);
+	rc = m->rt->ops->attach_egress(m->rt, id, eg, env, envlen, err, errlen);
+	rt_unlock(m);
+	return rc;
+}
+
 static int
 count_running_locked(struct sessmgr *m)
 {
@@ -491,7 +572,7 @@ rt_destroy_logged(struct sessmgr *m, const char *id, const char *sid,
 {
 	char err[256];
 
-	if (m->rt->ops->destroy(m->rt, id, err, sizeof(err)) == -1) {
+	if (rt_destroy(m, id, err, sizeof(err)) == -1) {
 		log_warnx("sandbox=%s session=%s destroy failed reason=%s err=\"%s\"",
 		    id, sid ? sid : "-", reason, err);
 		return -1;
@@ -573,7 +654,7 @@ personalise(struct sess *s)
 	eg.nlabels = record_labels(s, kv, created, sizeof(created), NULL, 0);
 	eg.labels = kv;
 	envbuf[0] = '\0';
-	if (m->rt->ops->attach_egress(m->rt, s->rtid, &eg, envbuf, sizeof(envbuf),
+	if (rt_attach(m, s->rtid, &eg, envbuf, sizeof(envbuf),
 	    err, sizeof(err)) == -1) {
 		log_warnx("session=%s sandbox=%s egress attach failed err=\"%s\"",
 		    s->sid, s->rtid, err);
@@ -648,6 +729,7 @@ provision(struct sess *s, const struct sess_opts *o, enum sess_err *e,
 			s->addr = addr;
 			s->personalised = 0;
 			m->creating--;
+			pthread_cond_broadcast(&m->slot_cv);
 			m->n_claimed++;
 			pthread_mutex_unlock(&m->mu);
 			pending_del(m, id);
@@ -659,6 +741,7 @@ provision(struct sess *s, const struct sess_opts *o, enum sess_err *e,
 		log_warnx("sandbox=%s pool claim failed err=\"%s\"", id, rerr);
 		pthread_mutex_lock(&m->mu);
 		m->creating--;
+		pthread_cond_broadcast(&m->slot_cv);
 		pthread_mutex_unlock(&m->mu);
 		(void)rt_destroy_logged(m, id, s->sid, "pool claim failed");
 		pending_del(m, id);
@@ -678,6 +761,17 @@ provision(struct sess *s, const struct sess_opts *o, enum sess_err *e,
 		    "(limits.max_running); retry later or free one with clear_session",
 		    m->conf->max_running);
 		return -1;
+	}
+	{
+		/* Wait (bounded) for a creation slot rather than failing. */
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += CREATE_SLOT_WAIT_S;
+		while (m->creating + m->pool_creating >= m->conf->max_creating &&
+		    !m->draining)
+			if (pthread_cond_timedwait(&m->slot_cv, &m->mu, &ts) == ETIMEDOUT)
+				break;
 	}
 	if (m->creating + m->pool_creating >= m->conf->max_creating) {
 		pthread_mutex_unlock(&m->mu);
@@ -699,7 +793,7 @@ provision(struct sess *s, const struct sess_opts *o, enum sess_err *e,
 	memset(&ri, 0, sizeof(ri));
 	log_info("session=%s sandbox=%s creating image=%s", s->sid, id,
 	    sp.image ? sp.image : "(default)");
-	if (m->rt->ops->create(m->rt, &sp, &ri, rerr, sizeof(rerr)) == -1) {
+	if (rt_create(m, &sp, &ri, rerr, sizeof(rerr)) == -1) {
 		rt_info_clear(&ri);
 		log_warnx("session=%s sandbox=%s create failed err=\"%s\"", s->sid,
 		    id, rerr);
@@ -707,6 +801,7 @@ provision(struct sess *s, const struct sess_opts *o, enum sess_err *e,
 		(void)rt_destroy_logged(m, id, s->sid, "create failed");
 		pthread_mutex_lock(&m->mu);
 		m->creating--;
+		pthread_cond_broadcast(&m->slot_cv);
 		m->n_create_fail++;
 		pthread_mutex_unlock(&m->mu);
 		pending_del(m, id);
@@ -725,6 +820,7 @@ provision(struct sess *s, const struct sess_opts *o, enum sess_err *e,
 			(void)rt_destroy_logged(m, id, s->sid, "no agent address");
 			pthread_mutex_lock(&m->mu);
 			m->creating--;
+			pthread_cond_broadcast(&m->slot_cv);
 			m->n_create_fail++;
 			pthread_mutex_unlock(&m->mu);
 			pending_del(m, id);
@@ -738,6 +834,7 @@ provision(struct sess *s, const struct sess_opts *o, enum sess_err *e,
 		s->addr = addr;
 		s->personalised = 0;
 		m->creating--;
+		pthread_cond_broadcast(&m->slot_cv);
 		m->n_created++;
 		m->create_count++;
 		m->create_secs_sum += (double)(mono_ms() - t0) / 1000.0;
@@ -770,7 +867,7 @@ resume(struct sess *s, enum sess_err *e, char *err, size_t errlen)
 	}
 	pthread_mutex_unlock(&m->mu);
 	conns_close(s);
-	if (m->rt->ops->start(m->rt, s->rtid, rerr, sizeof(rerr)) == -1 ||
+	if (rt_start(m, s->rtid, rerr, sizeof(rerr)) == -1 ||
 	    m->rt->ops->agent_addr(m->rt, s->rtid, &addr, rerr, sizeof(rerr)) == -1) {
 		log_warnx("session=%s sandbox=%s start failed err=\"%s\"", s->sid,
 		    s->rtid, rerr);
@@ -999,7 +1096,7 @@ do_stop(struct sess *s, const char *reason, char *err, size_t errlen)
 		log_warnx("session=%s sandbox=%s set_labels failed err=\"%s\"",
 		    s->sid, s->rtid, err);
 	conns_close(s);
-	if (m->rt->ops->stop(m->rt, s->rtid, err, errlen) == -1) {
+	if (rt_stop(m, s->rtid, err, errlen) == -1) {
 		log_warnx("session=%s sandbox=%s stop failed reason=%s err=\"%s\"",
 		    s->sid, s->rtid, reason, err);
 		return -1;
@@ -1029,7 +1126,7 @@ do_destroy(struct sess *s, const char *reason, char *err, size_t errlen)
 	pthread_mutex_lock(&m->mu);
 	pending_add_locked(m, id);
 	pthread_mutex_unlock(&m->mu);
-	if (m->rt->ops->destroy(m->rt, id, err, errlen) == -1) {
+	if (rt_destroy(m, id, err, errlen) == -1) {
 		log_warnx("session=%s sandbox=%s destroy failed reason=%s err=\"%s\"",
 		    s->sid, id, reason, err);
 		pending_del(m, id);
@@ -1423,11 +1520,12 @@ pool_create(void *arg)
 	sp.labels = kv;
 	sp.nlabels = 2;
 	memset(&ri, 0, sizeof(ri));
-	if (m->rt->ops->create(m->rt, &sp, &ri, err, sizeof(err)) == -1) {
+	if (rt_create(m, &sp, &ri, err, sizeof(err)) == -1) {
 		log_warnx("sandbox=%s pool create failed err=\"%s\"", id, err);
 		(void)rt_destroy_logged(m, id, NULL, "pool create failed");
 		pthread_mutex_lock(&m->mu);
 		m->pool_creating--;
+		pthread_cond_broadcast(&m->slot_cv);
 		m->n_create_fail++;
 		pthread_mutex_unlock(&m->mu);
 		pending_del(m, id);
@@ -1443,6 +1541,7 @@ pool_create(void *arg)
 	m->pool = p;
 	m->npool++;
 	m->pool_creating--;
+	pthread_cond_broadcast(&m->slot_cv);
 	m->n_created++;
 	m->create_count++;
 	m->create_secs_sum += (double)(mono_ms() - t0) / 1000.0;
