@@ -67,6 +67,15 @@ check "audit log has injected lines" grep -q '"injected":true' "$PX_DIR/audit.js
 check "audit log never holds a token" bash -c "! grep -qF -- '$GH_TOKEN_REAL' $PX_DIR/audit.jsonl && ! grep -qF -- '$GL_TOKEN_REAL' $PX_DIR/audit.jsonl"
 check "proxy log never holds a token" bash -c "! grep -qF -- '$GH_TOKEN_REAL' $PX_DIR/proxy.log $PX_DIR/stderr && ! grep -qF -- '$(b64 "x-access-token:$GH_TOKEN_REAL")' $PX_DIR/proxy.log $PX_DIR/stderr"
 
+# --- the CA and the minted leaves
+check "CA key kept private (0600)" test "$(stat -c %a "$PX_DIR/ca.key")" = 600
+check "exported CA holds no private key" bash -c "! grep -q PRIVATE $PX_CA && openssl x509 -in $PX_CA -noout"
+"$PY" "$FX/pclient.py" --proxy "127.0.0.1:$PX_PORT" --proxy-auth "sb-e2e:$SECRET" --cafile "$PX_CA" \
+	--connect github.com:443 --tls --sni github.com --dump-cert "$T/leaf.pem" --wait 1 >/dev/null 2>&1
+check "leaf is P-256, for github.com, signed by the proxy CA" bash -c "openssl x509 -in $T/leaf.pem -noout -text | grep -q 'NIST CURVE: P-256' && openssl x509 -in $T/leaf.pem -noout -checkhost github.com | grep -q 'does match' && openssl verify -CAfile $PX_CA $T/leaf.pem >/dev/null"
+check "leaf validity is short (valid now, expired within 25 h)" bash -c "openssl x509 -in $T/leaf.pem -noout -checkend 0 >/dev/null && ! openssl x509 -in $T/leaf.pem -noout -checkend 90000 >/dev/null"
+check "leaf is not a CA" bash -c "! openssl x509 -in $T/leaf.pem -noout -ext basicConstraints 2>/dev/null | grep -q 'CA:TRUE'"
+
 # --- identity
 p407() { curl -sv --proxy "$1" https://api.github.com/user 2>&1 | grep -q '< HTTP/1.1 407'; }
 check "no proxy credential: 407" p407 "http://127.0.0.1:$PX_PORT"

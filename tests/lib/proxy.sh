@@ -74,7 +74,8 @@ px_start() {
 	PX_ADMIN=$PX_DIR/admin.sock
 	PX_CA=$PX_DIR/export/ca.crt
 	rm -f "$PX_ADMIN"
-	"$PROXY_BIN" -d -v -f "$PX_DIR/proxy.yaml" >>"$PX_DIR/stderr" 2>&1 &
+	# sanitizer builds: a small ASan quarantine so memory-bound tests stay meaningful
+	ASAN_OPTIONS=quarantine_size_mb=16:${ASAN_OPTIONS:-} "$PROXY_BIN" -d -v -f "$PX_DIR/proxy.yaml" >>"$PX_DIR/stderr" 2>&1 &
 	PX_PID=$!
 	track_pid $PX_PID
 	wait_port "$PX_PORT" 20 && wait_for 10 test -S "$PX_ADMIN" && wait_for 10 test -s "$PX_CA" || {
