@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <malloc.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <arpa/inet.h>
@@ -504,6 +505,8 @@ conn_one(struct conn *c)
 		memcpy(req, c->in.p, n);
 		req[n] = '\0';
 		buf_consume(&c->in, n);
+		if (c->in.len == 0 && c->in.cap > READ_CHUNK * 2)
+			buf_free(&c->in);	/* do not keep a big body's memory */
 		c->have_head = 0;
 		conn_dispatch(c, req);
 		free(req);
@@ -927,6 +930,10 @@ main(int argc, char **argv)
 	if (realpath(agent_conf.statedir, wd) != NULL)
 		agent_conf.statedir = xstrdup(wd);
 
+	/* Big buffers (outputs, bodies) come from mmap and go back to the
+	 * system when freed: a fixed threshold stops glibc from raising it. */
+	(void)mallopt(M_MMAP_THRESHOLD, 64 * 1024);
+	(void)mallopt(M_TRIM_THRESHOLD, 128 * 1024);
 	signal(SIGPIPE, SIG_IGN);
 	(void)prctl(PR_SET_CHILD_SUBREAPER, 1);
 	sigemptyset(&mask);

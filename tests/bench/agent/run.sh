@@ -73,6 +73,13 @@ print("floor, the same through a plain bash pipe:")
 print("  p50 %.3f ms  p99 %.3f ms" % (pct(floor, 50), pct(floor, 99)))
 PY
 rss_after=$(rss $pid)
-echo "agent resident memory: idle ${rss_idle} KiB, after the calls ${rss_after} KiB   (target <= 2048 KiB)"
+# Heavy use: 100 MB of output, a 4 MiB result, a 1 MB upload and download.
+curl -s --unix-socket "$T/agent.sock" -d '{"command":"head -c 100000000 /dev/urandom","max_output":4194304}' \
+    http://a/v1/shell >/dev/null
+head -c 1000000 /dev/urandom >"$T/up"
+curl -s --unix-socket "$T/agent.sock" -X PUT --data-binary @"$T/up" "http://a/v1/files/raw?path=up" >/dev/null
+curl -s --unix-socket "$T/agent.sock" "http://a/v1/files/raw?path=up" >/dev/null
+rss_heavy=$(rss $pid)
+echo "agent resident memory: idle ${rss_idle} KiB, after the calls ${rss_after} KiB, after heavy output/uploads ${rss_heavy} KiB   (target <= 2048 KiB)"
 [ -n "$shell_pid" ] && [ -r "/proc/$shell_pid/status" ] && \
     echo "  (its bash, a separate process: $(rss "$shell_pid") KiB)"
