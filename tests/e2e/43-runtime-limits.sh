@@ -16,11 +16,23 @@ v1=/sys/fs/cgroup
 
 sbx create --mem 96MiB --pids 64 --cpu 200 sb-l >/dev/null || { fail "create"; exit 1; }
 
-# ---- the limits are in place ----
-check "mem-limit" [ "$(cat $v1/memory/$RT_CG/sb-l/memory.limit_in_bytes)" = $((96 << 20)) ]
-check "pids-limit" [ "$(cat $v1/pids/$RT_CG/sb-l/pids.max)" = 64 ]
-check "cpu-quota" [ "$(cat $v1/cpu/$RT_CG/sb-l/cpu.cfs_quota_us)" = 20000 ]
-check "tracked-in-v2" [ -n "$(cat $v1/unified/$RT_CG/sb-l/cgroup.procs 2>/dev/null)" ]
+# ---- the limits are in place (v1 here; v2 on a pure v2 host) ----
+if [ -d "$v1/memory/$RT_CG/sb-l" ]; then
+	CGV=1
+	check "mem-limit" [ "$(cat $v1/memory/$RT_CG/sb-l/memory.limit_in_bytes)" = $((96 << 20)) ]
+	check "pids-limit" [ "$(cat $v1/pids/$RT_CG/sb-l/pids.max)" = 64 ]
+	check "cpu-quota" [ "$(cat $v1/cpu/$RT_CG/sb-l/cpu.cfs_quota_us)" = 20000 ]
+	check "tracked-in-v2" [ -n "$(cat $v1/unified/$RT_CG/sb-l/cgroup.procs 2>/dev/null)" ]
+	PIDS_MAX=$v1/pids/$RT_CG/sb-l/pids.max PIDS_CUR=$v1/pids/$RT_CG/sb-l/pids.current
+	OOMF=$v1/memory/$RT_CG/sb-l/memory.oom_control CPUSTAT=$v1/cpu/$RT_CG/sb-l/cpu.stat
+else
+	CGV=2
+	check "mem-limit" [ "$(cat $v1/$RT_CG/sb-l/memory.max)" = $((96 << 20)) ]
+	check "pids-limit" [ "$(cat $v1/$RT_CG/sb-l/pids.max)" = 64 ]
+	check "cpu-quota" [ "$(cat $v1/$RT_CG/sb-l/cpu.max)" = "20000 100000" ]
+	PIDS_MAX=$v1/$RT_CG/sb-l/pids.max PIDS_CUR=$v1/$RT_CG/sb-l/pids.current
+	OOMF=$v1/$RT_CG/sb-l/memory.events CPUSTAT=$v1/$RT_CG/sb-l/cpu.stat
+fi
 
 # ---- memory hog: OOM-killed, reported as OOM, sandbox usable ----
 r=$(rt_api sb-l POST /v1/jobs '{"command":"head -c 400000000 /dev/zero | tr \"\\\\0\" x | sort >/dev/null"}')
@@ -28,7 +40,7 @@ jid=$(jget 'v["id"]' <<<"$r" | tr -d '"')
 r=$(RT_API_TIMEOUT=130 rt_api sb-l POST "/v1/jobs/$jid/wait" '{"timeout_ms":120000}')
 check "oom-job-ended" lacks '"state":"running"' "$r"
 check "oom-job-reported" grep -q '"oom_killed":true' <<<"$r"
-check "oom-counted" [ "$(sed -n 's/^oom_kill //p' $v1/memory/$RT_CG/sb-l/memory.oom_control)" -ge 1 ]
+check "oom-counted" [ "$(sed -n 's/^oom_kill //p' "$OOMF")" -ge 1 ]
 check "oom-sandbox-usable" [ "$(rt_sh sb-l 'echo alive')" = alive ]
 check "oom-sandbox-running" bash -c "'$SBX' -c '$T/rt.yaml' list | grep -q '^sb-l	running'"
 
@@ -36,7 +48,7 @@ check "oom-sandbox-running" bash -c "'$SBX' -c '$T/rt.yaml' list | grep -q '^sb-
 t0=$(date +%s)
 r=$(rt_api sb-l POST /v1/shell '{"command":"b() { b | b & }; b; sleep 100","timeout_ms":4000}')
 check "bomb-timed-out" grep -q '"timed_out":true' <<<"$r"
-check "bomb-contained" [ "$(cat $v1/pids/$RT_CG/sb-l/pids.max)" = 64 ] 
+check "bomb-contained" [ "$(cat "$PIDS_MAX")" = 64 ]
 usable=0
 for _ in $(seq 1 60); do
 	[ "$(rt_sh sb-l 'echo alive' 2>/dev/null)" = alive ] && { usable=1; break; }
@@ -44,7 +56,7 @@ for _ in $(seq 1 60); do
 done
 check "bomb-sandbox-usable" [ $usable -eq 1 ]
 check "bomb-host-fine" [ "$(echo ok)" = ok ]
-check "bomb-pids-bounded" [ "$(cat $v1/pids/$RT_CG/sb-l/pids.current)" -le 64 ]
+check "bomb-pids-bounded" [ "$(cat "$PIDS_CUR")" -le 64 ]
 
 # ---- 1 GB of output: bounded and fast (a sandbox with the default CPU) ----
 sbx create sb-big >/dev/null
@@ -67,7 +79,7 @@ r=$(rt_api sb-l POST /v1/shell '{"command":"trap \"\" TERM; (trap \"\" TERM; sle
 check "term-ignorer-timed-out" grep -q '"timed_out":true' <<<"$r"
 gone=0
 for _ in $(seq 1 40); do
-	if ! cat $v1/unified/$RT_CG/sb-l/cgroup.procs | while read -r p; do tr '\0' ' ' </proc/$p/cmdline 2>/dev/null; echo; done | grep -q 'sleep 100[1-4]'; then gone=1; break; fi
+	if ! rt_pids sb-l | while read -r p; do tr '\0' ' ' </proc/$p/cmdline 2>/dev/null; echo; done | grep -q 'sleep 100[1-4]'; then gone=1; break; fi
 	sleep 0.25
 done
 check "term-ignorer-tree-killed" [ $gone -eq 1 ]
@@ -75,7 +87,7 @@ check "shell-state-kept" [ "$(rt_sh sb-l 'echo $KEEP $PWD')" = "me /tmp" ]
 
 # ---- CPU quota throttles ----
 rt_api sb-l POST /v1/shell '{"command":"timeout 2 sh -c \"while :; do :; done\"; true","timeout_ms":10000}' >/dev/null
-check "cpu-throttled" [ "$(sed -n 's/^nr_throttled //p' $v1/cpu/$RT_CG/sb-l/cpu.stat)" -gt 0 ]
+check "cpu-throttled" [ "$(sed -n 's/^nr_throttled //p' "$CPUSTAT")" -gt 0 ]
 
 # ---- a sandbox that died after OOM kills is reported as failed: oom ----
 # (the OOM killer picks the biggest process, never our agent, so the agent
@@ -98,22 +110,27 @@ check "oom-failed-then-start" sbx start sb-o
 check "oom-restarted-usable" [ "$(rt_sh sb-o 'echo alive')" = alive ]
 sbx destroy sb-o
 
+if [ $CGV = 1 ]; then
 # ---- the v1 freezer path (no v2 tracking) kills everything ----
-export SANDBOX_CG_NO_UNIFIED=1
-sbx create sb-f >/dev/null
-check "v1-only-not-in-v2" [ ! -d "$v1/unified/$RT_CG/sb-f" ]
-rt_api sb-f POST /v1/jobs '{"command":"sleep 1005 & sleep 1006"}' >/dev/null
-pids=$(cat $v1/pids/$RT_CG/sb-f/cgroup.procs | tr '\n' ' ')
-check "v1-tracked" [ "$(wc -w <<<"$pids")" -ge 3 ]
-sbx stop sb-f
-check "v1-stop-kills" bash -c "$(declare -f rt_alive); ! rt_alive $pids"
-sbx start sb-f
-check "v1-restart" [ "$(rt_sh sb-f 'echo alive')" = alive ]
-pids=$(cat $v1/pids/$RT_CG/sb-f/cgroup.procs | tr '\n' ' ')
-sbx destroy sb-f
-check "v1-destroy-kills" bash -c "$(declare -f rt_alive); ! rt_alive $pids"
-check "v1-destroy-cgroups" [ ! -d "$v1/pids/$RT_CG/sb-f" ] && [ ! -d "$v1/memory/$RT_CG/sb-f" ]
-unset SANDBOX_CG_NO_UNIFIED
+	export SANDBOX_CG_NO_UNIFIED=1
+	sbx create sb-f >/dev/null
+	check "v1-only-not-in-v2" [ ! -d "$v1/unified/$RT_CG/sb-f" ]
+	rt_api sb-f POST /v1/jobs '{"command":"sleep 1005 & sleep 1006"}' >/dev/null
+	pids=$(cat $v1/pids/$RT_CG/sb-f/cgroup.procs | tr '\n' ' ')
+	check "v1-tracked" [ "$(wc -w <<<"$pids")" -ge 3 ]
+	sbx stop sb-f
+	check "v1-stop-kills" bash -c "$(declare -f rt_alive); ! rt_alive $pids"
+	sbx start sb-f
+	check "v1-restart" [ "$(rt_sh sb-f 'echo alive')" = alive ]
+	pids=$(cat $v1/pids/$RT_CG/sb-f/cgroup.procs | tr '\n' ' ')
+	sbx destroy sb-f
+	check "v1-destroy-kills" bash -c "$(declare -f rt_alive); ! rt_alive $pids"
+	check "v1-destroy-cgroups" [ ! -d "$v1/pids/$RT_CG/sb-f" ] && [ ! -d "$v1/memory/$RT_CG/sb-f" ]
+	unset SANDBOX_CG_NO_UNIFIED
+	
+else
+	skip "v1-freezer-path" "this host has no cgroup v1 hierarchies"
+fi
 
 # ---- v2 mode without controllers is refused clearly ----
 out=$(SANDBOX_CGROUP_MODE=v2 sbx list 2>&1); rc=$?

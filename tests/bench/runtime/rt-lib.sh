@@ -72,6 +72,7 @@ rt_uid() { sed -n 's/.*"uid":\([0-9]*\).*/\1/p' "$RT_STATE/$1/record.json"; }
 # Pids of the sandbox (its whole cgroup); empty when none.
 rt_pids() {
 	cat "/sys/fs/cgroup/unified/$RT_CG/$1/cgroup.procs" 2>/dev/null ||
+		cat "/sys/fs/cgroup/$RT_CG/$1/cgroup.procs" 2>/dev/null ||
 		cat "/sys/fs/cgroup/pids/$RT_CG/$1/cgroup.procs" 2>/dev/null
 }
 
