@@ -206,8 +206,13 @@ jinfo_load(const char *id, struct jinfo *ji)
 		ji->command = xstrdup(s);
 	else
 		ji->command = xstrdup("");
+	/* Records are ours, but never signal -1 (everything) or 1 from one. */
 	ji->pid = jget_ll(v, "pid");
 	ji->wrapper = jget_ll(v, "wrapper_pid");
+	if (ji->pid > INT_MAX)
+		ji->pid = -1;
+	if (ji->wrapper > INT_MAX)
+		ji->wrapper = -1;
 	ji->wstart = jget_ll(v, "wrapper_start");
 	ji->started_ms = jget_ll(v, "started_ms");
 	json_free(v);
@@ -232,9 +237,9 @@ jinfo_load(const char *id, struct jinfo *ji)
 		w = our_wrapper(id);
 		/* Ours, or the recorded wrapper still alive, or the wrapper
 		 * gone but the job's process group alive. */
-		ji->running = w > 0 || (ji->wrapper > 0 && ji->wstart >= 0 &&
+		ji->running = w > 0 || (ji->wrapper > 1 && ji->wstart >= 0 &&
 		    proc_starttime((pid_t)ji->wrapper) == ji->wstart) ||
-		    (ji->pid > 0 && kill(-(pid_t)ji->pid, 0) == 0);
+		    (ji->pid > 1 && kill(-(pid_t)ji->pid, 0) == 0);
 		ji->lost = !ji->running;
 	}
 	return 0;
@@ -721,9 +726,9 @@ signal_job(const struct jinfo *ji, int sig)
 	pid_t root;
 	pid_t none[1] = { 0 };
 
-	if (ji->pid > 0)
+	if (ji->pid > 1)
 		(void)kill(-(pid_t)ji->pid, sig);
-	if (ji->wrapper > 0 && proc_starttime((pid_t)ji->wrapper) == ji->wstart) {
+	if (ji->wrapper > 1 && proc_starttime((pid_t)ji->wrapper) == ji->wstart) {
 		root = (pid_t)ji->wrapper;
 		(void)proc_kill_tree(&root, 1, sig, 0, none, 0);
 	}
@@ -736,9 +741,9 @@ tree_alive(const struct jinfo *ji)
 	pid_t root, none[1] = { 0 };
 	int n = 0;
 
-	if (ji->pid > 0 && kill(-(pid_t)ji->pid, 0) == 0)
+	if (ji->pid > 1 && kill(-(pid_t)ji->pid, 0) == 0)
 		n++;
-	if (ji->wrapper > 0 && proc_starttime((pid_t)ji->wrapper) == ji->wstart) {
+	if (ji->wrapper > 1 && proc_starttime((pid_t)ji->wrapper) == ji->wstart) {
 		root = (pid_t)ji->wrapper;
 		n += proc_kill_tree(&root, 1, 0, 0, none, 0);
 	}
