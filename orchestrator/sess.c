@@ -479,12 +479,9 @@ static int
 rt_attach(struct sessmgr *m, const char *id, const struct rt_egress *eg,
     char *env, size_t envlen, char *err, size_t errlen)
 {
-	int rc;
-
-	rt_lock(m);
-	rc = m->rt->ops->attach_egress(m->rt, id, eg, env, envlen, err, errlen);
-	rt_unlock(m);
-	return rc;
+	/* No fork in attach (the local runtime uses setns on a thread): it
+	 * need not wait behind a creation, so a pool claim stays fast. */
+	return m->rt->ops->attach_egress(m->rt, id, eg, env, envlen, err, errlen);
 }
 
 static int
