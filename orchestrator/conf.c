@@ -88,6 +88,8 @@ const struct cfg_key conf_keys[] = {
 	  "fake runtime: egress proxy admin socket to register sandboxes with (empty: no proxy)" },
 	{ "fake.proxy_addr", CFG_STR, O(fake_proxy_addr), 0, 0, "127.0.0.1:3128", NULL,
 	  "fake runtime: host:port of the egress proxy's main listener" },
+	{ "fake.proxy_ca", CFG_PATH, O(fake_proxy_ca), 0, 0, NULL, NULL,
+	  "fake runtime: the proxy's CA certificate, handed to sandboxes as GIT_SSL_CAINFO, CURL_CA_BUNDLE, SSL_CERT_FILE" },
 	{ "fake.create_delay", CFG_DURATION, O(fake_create_delay_ms), 0, 600000, "0", NULL,
 	  "fake runtime: sleep this long inside create (tests of a crash mid-creation)" },
 #ifdef HAVE_RT_LOCAL

@@ -68,6 +68,7 @@ struct conf {
 	char		*fake_agent;
 	char		*fake_proxy_admin;
 	char		*fake_proxy_addr;
+	char		*fake_proxy_ca;
 	long long	 fake_create_delay_ms;
 
 #ifdef HAVE_RT_LOCAL

@@ -38,6 +38,7 @@ struct fake {
 	char		*agent;
 	char		*admin;		/* proxy admin socket or NULL */
 	char		*proxy_addr;
+	char		*proxy_ca;	/* CA file sandboxes must trust, or NULL */
 	long long	 create_delay_ms;	/* tests: widen the create window */
 	pthread_mutex_t	 mu;
 };
@@ -724,6 +725,16 @@ f_attach_egress(struct runtime *rt, const char *id, const struct rt_egress *eg,
 		snprintf(err, errlen, "env too long");
 		return -1;
 	}
+	if (f->proxy_ca != NULL) {
+		size_t o = (size_t)rc;
+		rc = snprintf(env_out + o, envlen - o, "GIT_SSL_CAINFO=%s\n"
+		    "CURL_CA_BUNDLE=%s\nSSL_CERT_FILE=%s\n", f->proxy_ca,
+		    f->proxy_ca, f->proxy_ca);
+		if (rc < 0 || (size_t)rc >= envlen - o) {
+			snprintf(err, errlen, "env too long");
+			return -1;
+		}
+	}
 	return 0;
 }
 
@@ -739,6 +750,7 @@ f_free(struct runtime *rt)
 	free(f->agent);
 	free(f->admin);
 	free(f->proxy_addr);
+	free(f->proxy_ca);
 	pthread_mutex_destroy(&f->mu);
 	free(f);
 	free(rt);
@@ -760,7 +772,8 @@ static const struct runtime_ops fake_ops = {
 
 struct runtime *
 runtime_fake_new(const char *state_dir, const char *agent, const char *admin,
-    const char *proxy_addr, long long create_delay_ms, char *err, size_t errlen)
+    const char *proxy_addr, const char *proxy_ca, long long create_delay_ms,
+    char *err, size_t errlen)
 {
 	struct runtime *rt;
 	struct fake *f;
@@ -786,6 +799,7 @@ runtime_fake_new(const char *state_dir, const char *agent, const char *admin,
 	f->admin = admin ? xstrdup(admin) : NULL;
 	f->proxy_addr = xstrdup(proxy_addr ? proxy_addr : "127.0.0.1:3128");
 	f->create_delay_ms = create_delay_ms;
+	f->proxy_ca = proxy_ca ? xstrdup(proxy_ca) : NULL;
 	pthread_mutex_init(&f->mu, NULL);
 	rt = xcalloc(1, sizeof(*rt));
 	rt->ops = &fake_ops;
