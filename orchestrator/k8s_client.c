@@ -26,7 +26,7 @@
 #include "xmalloc.h"
 
 #define K8S_DEFAULT_SA_DIR	"/var/run/secrets/kubernetes.io/serviceaccount"
-#define K8S_MAX_SMALL_FILE	(1024 * 1024)	/* CA, kubeconfig, namespace */
+#define K8S_MAX_SMALL_FILE	((size_t)1024 * 1024)	/* CA, kubeconfig, namespace */
 #define K8S_MAX_BACKOFF_MS	8000
 
 struct k8s_client {
@@ -271,7 +271,7 @@ k8s_kubeconfig_parse(const char *text, size_t len, const char *dir,
 {
 	yaml_parser_t p;
 	yaml_document_t d;
-	yaml_node_t *root, *ctx, *cl, *us, *n;
+	yaml_node_t *root, *ctx, *cl, *us;
 	char *cur = NULL, *cname = NULL, *uname = NULL, *v;
 	int rc = -1, have_doc = 0;
 
@@ -331,8 +331,8 @@ k8s_kubeconfig_parse(const char *text, size_t len, const char *dir,
 			snprintf(err, errlen, "kubeconfig: user \"%.64s\" not found", uname);
 			goto out;
 		}
-		if ((n = ymap_get(&d, us, "exec")) != NULL ||
-		    (n = ymap_get(&d, us, "auth-provider")) != NULL) {
+		if (ymap_get(&d, us, "exec") != NULL ||
+		    ymap_get(&d, us, "auth-provider") != NULL) {
 			snprintf(err, errlen, "kubeconfig: user \"%.64s\": exec and "
 			    "auth-provider credentials are not supported; use a "
 			    "token, tokenFile or client certificate", uname);
@@ -718,7 +718,7 @@ attempt(struct k8s_client *c, const char *method, const char *url,
 	cr = curl_easy_perform(h);
 	if (cr != CURLE_OK) {
 		if (x->overflow)
-			snprintf(err, errlen, "%s %s: response larger than %d bytes",
+			snprintf(err, errlen, "%s %s: response larger than %zu bytes",
 			    method, url, K8S_MAX_RESP);
 		else if (cr == CURLE_OPERATION_TIMEDOUT)
 			snprintf(err, errlen, "%s %s: timed out after %lld ms",
@@ -805,7 +805,10 @@ clean_text(char *dst, size_t dstlen, const char *src, size_t srclen)
 
 	for (i = 0; i < srclen && src[i] != '\0' && o + 1 < dstlen; i++) {
 		unsigned char c = (unsigned char)src[i];
-		dst[o++] = (c < 0x20 || c == 0x7f) ? '?' : (char)c;
+		if (c < 0x20 || c == 0x7f)
+			dst[o++] = '?';
+		else
+			dst[o++] = src[i];
 	}
 	if (dstlen > 0)
 		dst[o] = '\0';

@@ -19,7 +19,7 @@
 #include "attrib.h"
 #include "buf.h"
 
-#define K8S_MAX_RESP	(64 * 1024 * 1024)	/* bytes of one response */
+#define K8S_MAX_RESP	((size_t)64 * 1024 * 1024)	/* bytes of one response */
 #define K8S_MAX_TOKEN	16384			/* bytes of a bearer token */
 
 /* Where and how to connect; strings are copied by k8s_client_new. */

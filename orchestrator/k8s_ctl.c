@@ -129,28 +129,31 @@ cmd_create(struct runtime *rt, int argc, char **argv, char *err, size_t errlen)
 			sp.run_as_root = 0;
 		else if (strcmp(a, "--ro-root") == 0)
 			sp.writable_root = 0;
-		else if (i + 1 >= argc)
-			usage();
-		else if (strcmp(a, "--image") == 0)
-			sp.image = argv[++i];
-		else if (strcmp(a, "--mem") == 0)
-			sp.mem_bytes = num(argv[++i]);
-		else if (strcmp(a, "--cpu") == 0)
-			sp.cpu_millis = num(argv[++i]);
-		else if (strcmp(a, "--pids") == 0)
-			sp.pids_max = num(argv[++i]);
-		else if (strcmp(a, "--disk") == 0)
-			sp.disk_bytes = num(argv[++i]);
-		else if (strcmp(a, "--label") == 0 && sp.nlabels < NELEM(labels)) {
-			if (kv_split(argv[++i], &labels[sp.nlabels]) == -1)
+		else {
+			/* every other option takes a value */
+			const char *val = i + 1 < argc ? argv[++i] : NULL;
+
+			if (val == NULL)
 				usage();
-			sp.nlabels++;
-		} else if (strcmp(a, "--env") == 0 && sp.nenv < NELEM(env)) {
-			if (kv_split(argv[++i], &env[sp.nenv]) == -1)
+			if (strcmp(a, "--image") == 0)
+				sp.image = val;
+			else if (strcmp(a, "--mem") == 0)
+				sp.mem_bytes = num(val);
+			else if (strcmp(a, "--cpu") == 0)
+				sp.cpu_millis = num(val);
+			else if (strcmp(a, "--pids") == 0)
+				sp.pids_max = num(val);
+			else if (strcmp(a, "--disk") == 0)
+				sp.disk_bytes = num(val);
+			else if (strcmp(a, "--label") == 0 && sp.nlabels < NELEM(labels) &&
+			    kv_split(argv[i], &labels[sp.nlabels]) == 0)
+				sp.nlabels++;
+			else if (strcmp(a, "--env") == 0 && sp.nenv < NELEM(env) &&
+			    kv_split(argv[i], &env[sp.nenv]) == 0)
+				sp.nenv++;
+			else
 				usage();
-			sp.nenv++;
-		} else
-			usage();
+		}
 	}
 	sp.labels = labels;
 	sp.env = env;
@@ -187,7 +190,7 @@ cmd_agent(struct runtime *rt, int argc, char **argv, char *err, size_t errlen)
 	snprintf(url, sizeof(url), strchr(a.host, ':') ? "http://[%s]:%d%s" :
 	    "http://%s:%d%s", a.host, a.port, argv[2]);
 	snprintf(auth, sizeof(auth), "Authorization: Bearer %s", a.token);
-	buf_init(&b, 64 * 1024 * 1024);
+	buf_init(&b, (size_t)64 * 1024 * 1024);
 	c = curl_easy_init();
 	h = curl_slist_append(h, auth);
 	h = curl_slist_append(h, "Content-Type: application/json");

@@ -213,6 +213,8 @@ k8s_sbx_decode(const char *json, const char *id, struct k8s_sbx *s, char *err,
 		}
 		s->env = n ? xcalloc(n, sizeof(*s->env)) : NULL;
 		cJSON_ArrayForEach(e, env) {
+			if (s->env == NULL || s->nenv >= n)
+				break;
 			if (!cJSON_IsString(e) || !k8s_env_name_valid(e->string))
 				continue;
 			s->env[s->nenv].k = xstrdup(e->string);
@@ -270,6 +272,8 @@ k8s_labels_decode(const char *json, struct rt_kv **out, size_t *n)
 	if (cnt > 0)
 		*out = xcalloc(cnt, sizeof(**out));
 	cJSON_ArrayForEach(e, o) {
+		if (*out == NULL || *n >= cnt)
+			break;
 		if (!cJSON_IsString(e))
 			continue;
 		(*out)[*n].k = xstrdup(e->string);
@@ -509,7 +513,7 @@ k8s_build_pod(const struct k8s_params *p, const struct k8s_sbx *s,
 	cJSON_AddStringToObject(c, "image", p->agent_image);
 	cJSON_AddStringToObject(c, "imagePullPolicy", p->pull_policy);
 	cJSON_AddItemToObject(c, "command", cJSON_CreateStringArray((const char *[]){
-	    "/agent-install", "/sandbox-agent", K8S_AGENT_DIR "/sandbox-agent" }, 3));
+	    "/agent-install", "/sandbox-agent", K8S_AGENT_BIN }, 3));
 	mount(cJSON_AddArrayToObject(c, "volumeMounts"), "agent-bin", K8S_AGENT_DIR, 0);
 	cJSON_AddItemToObject(c, "securityContext", hardened_ctx(1, NULL));
 	r = cJSON_AddObjectToObject(c, "resources");
@@ -530,7 +534,7 @@ k8s_build_pod(const struct k8s_params *p, const struct k8s_sbx *s,
 	snprintf(port, sizeof(port), "tcp:0.0.0.0:%lld", p->agent_port);
 	snprintf(tokpath, sizeof(tokpath), "%s/token", K8S_TOKEN_DIR);
 	cmd = cJSON_CreateStringArray((const char *[]){
-	    K8S_AGENT_DIR "/sandbox-agent", "--listen", port, "--token-file",
+	    K8S_AGENT_BIN, "--listen", port, "--token-file",
 	    tokpath, "--state", "/run/agent", "--workdir", "/workspace" }, 9);
 	cJSON_AddItemToObject(c, "command", cmd);
 	cJSON_AddStringToObject(c, "workingDir", "/workspace");

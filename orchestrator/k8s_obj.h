@@ -28,11 +28,12 @@
 #define K8S_ANN_PROXY_IP	"sandbox.dev/proxy-ip"
 
 #define K8S_AGENT_DIR		"/opt/agent"
+#define K8S_AGENT_BIN		"/opt/agent/sandbox-agent"
 #define K8S_TOKEN_DIR		"/run/agent-token"
 #define K8S_PROXY_CA_DIR	"/etc/sandbox-proxy"
 #define K8S_MAX_ENV		256	/* variables per sandbox */
 #define K8S_MAX_LABELS		256	/* session labels per sandbox */
-#define K8S_MAX_ANN		(128 * 1024)	/* bytes of our annotations */
+#define K8S_MAX_ANN		((size_t)128 * 1024)	/* bytes of our annotations */
 
 /* What a sandbox was created with; stored on its PVC so start() can
  * recreate the pod after a stop, a failure or an orchestrator restart. */

@@ -42,7 +42,6 @@
 #define MAX_SEL		16		/* labels in one configured selector */
 #define AGENT_TIMEOUT_MS 5000
 #define ADMIN_TIMEOUT_MS 5000
-#define MAX_SMALL	(1024 * 1024)
 #define LIST_PAGE	"500"
 
 struct k8s_rt {
@@ -154,7 +153,7 @@ derive(struct k8s_rt *r, const char *purpose, const char *id, char out[65])
 	    (size_t)n, mac, &mlen) == NULL || mlen < 32)
 		fatalx("HMAC failed");
 	for (i = 0; i < 32; i++)
-		snprintf(out + 2 * i, 3, "%02x", mac[i]);
+		snprintf(out + (size_t)i * 2, 3, "%02x", mac[i]);
 	out[64] = '\0';
 }
 
@@ -451,7 +450,7 @@ proxy_admin(struct k8s_rt *r, const char *ip, const cJSON *req, char *err,
 
 	if ((txt = cJSON_PrintUnformatted(req)) == NULL)
 		abort();
-	buf_init(&b, 1024 * 1024);
+	buf_init(&b, (size_t)1024 * 1024);
 	if (http_call(ip, r->conf->proxy_admin_port, r->admin_token, "POST",
 	    "/admin", txt, ADMIN_TIMEOUT_MS, &st, &b, err, errlen) == -1)
 		goto out;
@@ -758,6 +757,8 @@ proxies_list(struct k8s_rt *r, struct proxy **out, size_t *n, char *err,
 	p = cnt ? xcalloc(cnt, sizeof(*p)) : NULL;
 	cJSON_ArrayForEach(it, items) {
 		k8s_pod_view(it, &v);
+		if (p == NULL || *n >= cnt)
+			break;
 		if (v.name == NULL)
 			continue;
 		snprintf(p[*n].name, sizeof(p[*n].name), "%s", v.name);
@@ -1268,7 +1269,7 @@ k8s_create(struct runtime *rt, const struct rt_spec *sp, struct rt_info *out,
 	}
 	labels = k8s_labels_encode(sp->labels, sp->nlabels);
 	if (strlen(labels) > K8S_MAX_ANN) {
-		snprintf(err, errlen, "labels too large (max %d bytes)", K8S_MAX_ANN);
+		snprintf(err, errlen, "labels too large (max %zu bytes)", K8S_MAX_ANN);
 		goto out;
 	}
 
@@ -1574,7 +1575,7 @@ k8s_set_labels(struct runtime *rt, const char *id, const struct rt_kv *kv,
 	}
 	lj = k8s_labels_encode(kv, nkv);
 	if (strlen(lj) > K8S_MAX_ANN) {
-		snprintf(err, errlen, "labels too large (max %d bytes)", K8S_MAX_ANN);
+		snprintf(err, errlen, "labels too large (max %zu bytes)", K8S_MAX_ANN);
 		free(lj);
 		return -1;
 	}
