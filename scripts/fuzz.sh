@@ -13,7 +13,7 @@ for f in build-fuzz/tests/fuzz/fuzz_*; do
 	mkdir -p "build-fuzz/corpus/$name"
 	dict=tests/fuzz/$name.dict
 	echo "fuzz: $name for ${secs}s"
-	"$f" -max_total_time="$secs" -timeout=10 ${FUZZ_ARGS:-} \
+	"$f" -max_total_time="$secs" -timeout=10 -artifact_prefix="build-fuzz/artifacts-$name-" ${FUZZ_ARGS:-} \
 	    $([ -f "$dict" ] && echo "-dict=$dict") \
 	    "build-fuzz/corpus/$name" "tests/fuzz/corpus/$name" 2>&1 | tail -n 2 || rc=1
 done
