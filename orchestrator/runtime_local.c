@@ -1569,6 +1569,18 @@ abs_dir(const char *in, char *out, size_t outlen, int create, char *err,
 	return 0;
 }
 
+/* A cgroup is kept while its sandbox's state directory exists. */
+static int
+cg_keep(const char *name, void *arg)
+{
+	struct rl *rl = arg;
+	char p[RL_PATH_MAX];
+
+	if (!rt_id_valid(name) || sdir_path(rl, name, NULL, p, sizeof(p)) == -1)
+		return 1;
+	return access(p, F_OK) == 0;
+}
+
 /* Finishes removals a crash interrupted (destroy renames first). */
 static void
 sweep_gone(struct rl *rl)
@@ -1673,6 +1685,7 @@ runtime_local_new(const struct rt_local_conf *c, char *err, size_t errlen)
 	    errlen) == -1)
 		goto fail;
 	sweep_gone(rl);
+	rl_cg_sweep(&rl->cg, cg_keep, rl);
 	return rt;
 fail:
 	rl_free(rt);

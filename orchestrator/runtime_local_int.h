@@ -53,6 +53,10 @@ void	rl_cg_oom_file(const struct rl_cg *, const char *id, char *out,
 	    size_t outlen);
 /* Removes the sandbox's cgroups (they must be empty). */
 int	rl_cg_remove(const struct rl_cg *, const char *id);
+/* Removes the empty cgroups under our parents for which keep() says 0
+ * (sandboxes destroyed while their cgroup was still busy). */
+void	rl_cg_sweep(const struct rl_cg *, int (*keep)(const char *, void *),
+	    void *);
 
 /* What the spawned bwrap needs. All strings are prepared by the caller. */
 struct rl_spawn {

@@ -528,12 +528,47 @@ static void
 cg_rm(const char *dir, const char *id)
 {
 	char p[RL_PATH_MAX + 128];
+	int i;
 
 	if (dir[0] == '\0')
 		return;
 	snprintf(p, sizeof(p), "%s/%s", dir, id);
-	if (rmdir(p) == -1 && errno != ENOENT)
-		log_warn("rmdir %s", p);
+	/* v1 keeps exiting tasks until they are reaped (by init, for the
+	 * sandbox's outer bwrap), so a just-killed cgroup may stay busy */
+	for (i = 0; rmdir(p) == -1 && errno == EBUSY && i < 300; i++)
+		sleep_ms(10);
+	if (access(p, F_OK) == 0)
+		log_warnx("rmdir %s: still busy (removed by a later sweep)", p);
+}
+
+void
+rl_cg_sweep(const struct rl_cg *cg, int (*keep)(const char *, void *),
+    void *arg)
+{
+	const char *dirs[5];
+	char p[RL_PATH_MAX + 300];
+	struct dirent *de;
+	size_t nd = 0, i;
+	DIR *d;
+
+	if (cg->v2_track)
+		dirs[nd++] = cg->v2;
+	dirs[nd++] = cg->v1_mem;
+	dirs[nd++] = cg->v1_pids;
+	dirs[nd++] = cg->v1_cpu;
+	dirs[nd++] = cg->v1_freezer;
+	for (i = 0; i < nd; i++) {
+		if (dirs[i][0] == '\0' || (d = opendir(dirs[i])) == NULL)
+			continue;
+		while ((de = readdir(d)) != NULL) {
+			if (de->d_type != DT_DIR || de->d_name[0] == '.' ||
+			    keep(de->d_name, arg))
+				continue;
+			snprintf(p, sizeof(p), "%s/%s", dirs[i], de->d_name);
+			(void)rmdir(p);
+		}
+		closedir(d);
+	}
 }
 
 int

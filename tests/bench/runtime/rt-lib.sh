@@ -54,6 +54,15 @@ rt_teardown() {
 		[ -d "$d" ] || continue
 		sbx destroy "$(basename "$d")" 2>/dev/null
 	done
+	# whatever destroy could not remove (it failed, or was never reached):
+	# kill by cgroup, so no test leaves a sandbox running
+	for d in /sys/fs/cgroup/unified/"$RT_CG"/*/ /sys/fs/cgroup/"$RT_CG"/*/; do
+		[ -f "$d/cgroup.kill" ] && echo 1 >"$d/cgroup.kill" 2>/dev/null
+	done
+	for d in /sys/fs/cgroup/*/"$RT_CG"/*/ /sys/fs/cgroup/unified/"$RT_CG"/*/; do
+		[ -d "$d" ] || continue
+		for _ in 1 2 3 4 5 6 7 8 9 10; do rmdir "$d" 2>/dev/null && break; sleep 0.3; done
+	done
 	for d in /sys/fs/cgroup/*/"$RT_CG" /sys/fs/cgroup/unified/"$RT_CG"; do
 		[ -d "$d" ] && rmdir "$d" 2>/dev/null
 	done
