@@ -452,7 +452,7 @@ proxy_admin(struct k8s_rt *r, const char *ip, const cJSON *req, char *err,
 		abort();
 	buf_init(&b, (size_t)1024 * 1024);
 	if (http_call(ip, r->conf->proxy_admin_port, r->admin_token, "POST",
-	    "/admin", txt, ADMIN_TIMEOUT_MS, &st, &b, err, errlen) == -1)
+	    "/v1/admin", txt, ADMIN_TIMEOUT_MS, &st, &b, err, errlen) == -1)
 		goto out;
 	rep = cJSON_ParseWithLength(b.p, b.len);
 	okv = cJSON_GetObjectItemCaseSensitive(rep, "ok");
@@ -1033,7 +1033,9 @@ assign_locked(struct k8s_rt *r, const char *id, const char *pod_ip,
 	cJSON_AddStringToObject(req, "op", "register");
 	cJSON_AddStringToObject(req, "id", id);
 	cJSON_AddStringToObject(req, "secret", sec);
-	cJSON_AddStringToObject(req, "peer", pod_ip);
+	/* The credential is only good from the sandbox's pod IP. */
+	cJSON_AddItemToObject(req, "client_ips",
+	    cJSON_CreateStringArray((const char *[]){ pod_ip }, 1));
 	eg = egress_json ? cJSON_Parse(egress_json) : NULL;
 	attrs = cJSON_IsObject(eg) ? cJSON_Duplicate(eg, 1) : cJSON_CreateObject();
 	cJSON_AddItemToObject(req, "attrs", attrs);

@@ -44,7 +44,7 @@ class H(http.server.BaseHTTPRequestHandler):
     def do_POST(self):
         n = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(n)
-        if self.path != "/admin":
+        if self.path != "/v1/admin":
             return self.reply(404, {"ok": False, "error": "not found"})
         if self.headers.get("Authorization") != "Bearer " + TOKEN:
             record({"op": "unauthorized"})
@@ -59,13 +59,16 @@ class H(http.server.BaseHTTPRequestHandler):
         if op == "register":
             sec = req.get("secret")
             attrs = req.get("attrs")
+            ips = req.get("client_ips")
             if not isinstance(req.get("id"), str) or not isinstance(sec, str) \
-                    or len(sec) < 32 or not isinstance(attrs, dict):
+                    or len(sec) < 32 or not isinstance(attrs, dict) \
+                    or not isinstance(ips, list) or len(ips) != 1 \
+                    or set(req) - {"op", "id", "secret", "attrs", "client_ips"}:
                 record({"op": "bad-register", "req": req})
                 return self.reply(400, {"ok": False, "error": "bad register"})
             REG[req["id"]] = req
             record({"op": "register", "id": req["id"], "secret": sec,
-                    "peer": req.get("peer"), "attrs": attrs})
+                    "peer": ips[0], "attrs": attrs})
             return self.reply(200, {"ok": True})
         if op == "deregister":
             REG.pop(req.get("id"), None)

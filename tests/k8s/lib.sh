@@ -48,11 +48,14 @@ k8s_setup() {
 	API_PORT=$(free_port)
 	AGENT_PORT=$(free_port)
 	ADMIN_PORT=$(free_port)
+	# Proxy pods' command (run by the fake kubelet with POD_IP, POD_NAME and
+	# this environment): the stand-in admin port unless K8S_POD_CMD is set.
+	export ADMIN_PORT
 	python3 "$K8S_DIR/fake_apiserver.py" --port "$API_PORT" \
 	    --cert "$T/pki/srv.crt" --key "$T/pki/srv.key" --ca "$T/pki/ca.crt" \
 	    --tokens "$T/tokens" --workdir "$T/fake" --violations "$T/violations" \
 	    --agent "$AGENT" \
-	    --pod-cmd "exec python3 $K8S_DIR/fake_proxy_admin.py $ADMIN_PORT $T/admin-token $T/proxy-record.jsonl" \
+	    --pod-cmd "${K8S_POD_CMD:-exec python3 $K8S_DIR/fake_proxy_admin.py $ADMIN_PORT $T/admin-token $T/proxy-record.jsonl}" \
 	    --pod-cmd-port "$ADMIN_PORT" \
 	    --seed "$TOP/deploy/30-egress-proxy.yaml" \
 	    --seed "$TOP/deploy/40-runtimeclasses.yaml" "$@" \
