@@ -133,9 +133,11 @@ print("partial reads:", bad)
 sys.exit(1 if bad else 0)
 PY
 rpid=$!
-for i in $(seq 20); do
-	fapi create "{\"path\":\"atomic.txt\",\"file_text\":\"$(printf 'A%.0s' $(seq 1 10) | head -c 0)$(python3 -c 'print("A"*200000)')\"}"
-	fapi create "{\"path\":\"atomic.txt\",\"file_text\":\"$(python3 -c 'print("B"*200000)')\"}"
+printf '{"path":"atomic.txt","file_text":"%s"}' "$(head -c 200000 /dev/zero | tr '\0' A)" >"$T/wa"
+printf '{"path":"atomic.txt","file_text":"%s"}' "$(head -c 200000 /dev/zero | tr '\0' B)" >"$T/wb"
+for i in $(seq 30); do
+	curl -s --unix-socket "$SOCK" --data-binary @"$T/wa" -o /dev/null http://a/v1/files/create
+	curl -s --unix-socket "$SOCK" --data-binary @"$T/wb" -o /dev/null http://a/v1/files/create
 done
 check "atomic writes: readers see whole files only" wait $rpid
 
