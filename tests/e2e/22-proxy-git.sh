@@ -89,3 +89,4 @@ check "stats count the sandbox's requests" bash -c "px_admin() { $PY $FX/padmin.
 check "deregister" px_admin '{"op":"deregister","id":"sb-e2e"}'
 check "deregistered sandbox: 407" p407 "http://sb-e2e:$SECRET@127.0.0.1:$PX_PORT"
 check "proxy still alive" px_alive
+check "no sanitizer report from the proxy" px_san_clean

@@ -73,3 +73,4 @@ check "wrong app key: request refused (502), got $code" test "$code" = 502
 check "wrong app key: the endpoint refused a JWT" test "$(fx_api_q "r['role']=='app-token' and r['jwt_error']=='bad signature'")" -ge 1
 check "wrong app key: nothing forwarded" test "$(fx_api_q "r['role']!='app-token'")" = "$n_api"
 check "mint count unchanged by failures" test "$(cat "$T/minted")" = 2
+check "no sanitizer report from the proxy" px_san_clean

@@ -145,3 +145,4 @@ check "evil.test never saw a token in any case" rec_clean evil
 check "plain recorder never saw a token in any case" rec_clean plain
 check "proxy alive after all attacks" px_alive
 check "no token in proxy logs" bash -c "! grep -qF -- '$GH_TOKEN_REAL' $PX_DIR/proxy.log $PX_DIR/stderr $PX_DIR/audit.jsonl"
+check "no sanitizer report from the proxy" px_san_clean

@@ -97,3 +97,4 @@ badcert() { # name cert-base
 badcert untrusted github.com-untrusted
 badcert expired github.com-expired
 badcert wronghost wronghost
+check "no sanitizer report from the proxy" px_san_clean

@@ -89,3 +89,4 @@ npc --raw "GET http://meta.test/latest/ HTTP/1.1\r\nHost: meta.test\r\n\r\n" --w
 check "plain GET via name mapped to metadata refused (403)" grep -q '^HTTP/1.[01] 403' "$R/plainmeta2"
 check "refusals counted as ssrf" bash -c "$PY $FX/padmin.py $PX_ADMIN '{\"op\":\"metrics\"}' | grep -q 'ssrf'"
 check "proxy alive" px_alive
+check "no sanitizer report from the proxy" px_san_clean

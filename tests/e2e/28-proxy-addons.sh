@@ -103,3 +103,4 @@ kill -HUP "$PX_PID"
 check "valid reload logged" wait_for 10 grep -q "addons reloaded" "$PX_DIR/proxy.log"
 check "new addon injects the second token" wait_for 10 bash -c "$PY $FX/pclient.py --proxy 127.0.0.1:$PX_PORT --proxy-auth sb-e2e:$SECRET --cafile $PX_CA --connect api.github.com:443 --tls --sni api.github.com --send 'GET /user?m=second HTTP/1.1\r\nHost: api.github.com\r\nConnection: close\r\n\r\n' --responses 1 | grep -q e2e-octocat && grep -q 'token $GH_TOKEN2' $T/api.log"
 check "the first token is no longer injected after reload" test "$(fx_api_q "'m=second' in r['path'] and h.get('authorization')!=['token $GH_TOKEN2']")" = 0
+check "no sanitizer report from the proxy" px_san_clean

@@ -186,3 +186,9 @@ px_isolate() {
 	ip netns del "$ns"
 	exit $rc
 }
+
+# px_san_clean: no proxy started by this test reported a sanitizer error (ASan
+# aborts at the first one; UBSan is built with -fno-sanitize-recover).
+px_san_clean() {
+	! grep -l "ERROR: AddressSanitizer\|runtime error:\|ERROR: LeakSanitizer" "$T"/*/stderr 2>/dev/null | grep -q .
+}
