@@ -46,7 +46,7 @@ check "gitlab api via nginx" bash -c "curl -s --cacert $ca --resolve gitlab.com:
 
 # GitHub App endpoint: a JWT signed by the app key mints; anything else does not.
 jwt() { # $1 key $2 iss $3 iat-offset $4 exp-offset
-	python3 - "$@" <<'PY'
+	"$PY" - "$@" <<'PY'
 import base64, json, subprocess, sys, time
 key, iss, a, b = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 e = lambda d: base64.urlsafe_b64encode(d).rstrip(b"=").decode()
