@@ -26,7 +26,7 @@ PY
 
 # Idle: stopped ~3 s after the last call ended.
 mcp_tool idle-s shell '{"command":"echo data > kept.txt"}' >/dev/null
-sb=$(sbx_of idle-s)
+sb=$(rest GET /v1/sessions/idle-s | jq -r .sandbox_id)
 wait_for 20 grep -q "session=idle-s sandbox=$sb stopped" "$ORCH_LOG"
 dt=$(log_gap "session=idle-s tool=shell" "session=idle-s sandbox=$sb stopped reason=idle")
 if [ "$dt" -ge 2950 ] && [ "$dt" -le 4500 ]; then ok "idle reap on time (${dt}ms after the last call)"; else fail "idle reap on time" "${dt}ms"; fi
@@ -39,7 +39,7 @@ check "resume logged" contains "$ORCH_LOG" "session=idle-s sandbox=$sb resumed"
 
 # Long command and running job: no reap while they run (6 s > idle 3 s).
 quick long-s; quick job-s
-lsb=$(sbx_of long-s); jsb=$(sbx_of job-s)
+lsb=$(rest GET /v1/sessions/long-s | jq -r .sandbox_id); jsb=$(rest GET /v1/sessions/job-s | jq -r .sandbox_id)
 ( mcp_tool long-s shell '{"command":"sleep 6; echo long-done"}' > "$T/long" ) &
 lp=$!
 mcp_tool job-s shell_async '{"command":"sleep 6; echo job-done"}' > "$T/job"
@@ -53,13 +53,12 @@ check "job finished in place" contains <(echo "$out") job-done
 
 # Lifetime: stopped 8 s after start although it is used all the time.
 quick life-s
-lsb2=$(sbx_of life-s)
-while alive "$lsb2"; do
+lsb2=$(rest GET /v1/sessions/life-s | jq -r .sandbox_id)
+t_end=$(( $(date +%s) + 25 ))
+while [ "$(date +%s)" -lt $t_end ] && ! grep -q "session=life-s sandbox=$lsb2 stopped" "$ORCH_LOG"; do
 	quick life-s
 	sleep 0.2
-	grep -q "session=life-s sandbox=$lsb2 stopped" "$ORCH_LOG" && break
 done
-wait_for 20 grep -q "session=life-s sandbox=$lsb2 stopped" "$ORCH_LOG"
 check "lifetime reap logged with reason" contains "$ORCH_LOG" "session=life-s sandbox=$lsb2 stopped reason=lifetime"
 dt=$(log_gap "session=life-s sandbox=$lsb2 created" "session=life-s sandbox=$lsb2 stopped reason=lifetime")
 if [ "$dt" -ge 7950 ] && [ "$dt" -le 9500 ]; then ok "lifetime reap on time (${dt}ms after start)"; else fail "lifetime reap on time" "${dt}ms"; fi
