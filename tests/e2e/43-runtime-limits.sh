@@ -83,7 +83,8 @@ for _ in $(seq 1 40); do
 	sleep 0.25
 done
 check "term-ignorer-tree-killed" [ $gone -eq 1 ]
-check "shell-state-kept" [ "$(rt_sh sb-l 'echo $KEEP $PWD')" = "me /tmp" ]
+st=$(rt_sh sb-l 'echo $KEEP $PWD')
+if [ "$st" = "me /tmp" ]; then ok "shell-state-kept"; else fail "shell-state-kept" "got '$st' after: $r"; fi
 
 # ---- CPU quota throttles ----
 rt_api sb-l POST /v1/shell '{"command":"timeout 2 sh -c \"while :; do :; done\"; true","timeout_ms":10000}' >/dev/null
