@@ -54,6 +54,8 @@ for h in uploads.github.com codeload.github.com raw.githubusercontent.com; do
 	check "curl $h" bash -c "curl -sf https://$h/o/r/x | grep -q '$h ok'"
 done
 check "gitlab api" bash -c "curl -sf https://gitlab.com/api/v4/user | grep -q e2e-gl-user"
+check "gitlab api with dummy PRIVATE-TOKEN/JOB-TOKEN: stripped, one credential" bash -c "curl -sf -H 'PRIVATE-TOKEN: dummy-pt' -H 'JOB-TOKEN: dummy-jt' https://gitlab.com/api/v4/user?m=strip | grep -q e2e-gl-user"
+check "addon-named headers never upstream" bash -c "! grep -q 'dummy-pt\|dummy-jt' $T/api.log"
 
 # --- gh with a dummy token
 mkdir -p "$HOME/.config/gh"
