@@ -27,11 +27,11 @@ const char *const mcp_versions[] = {
 	[MCP_V_1125] = "2025-11-25",
 };
 
-#define E_PARSE		-32700
-#define E_INVALID	-32600
-#define E_METHOD	-32601
-#define E_PARAMS	-32602
-#define E_SERVER	-32000
+#define E_PARSE		(-32700)
+#define E_INVALID	(-32600)
+#define E_METHOD	(-32601)
+#define E_PARAMS	(-32602)
+#define E_SERVER	(-32000)
 
 enum kind { K_INVALID, K_REQUEST, K_NOTIFY, K_RESPONSE };
 

@@ -614,6 +614,20 @@ rjob_done(void *arg)
 	free(r);
 }
 
+/* An id-like string field; NULL if fine, else why not. */
+static const char *
+rest_id_field(cJSON *j, const char *name, char *dst, size_t len, int required)
+{
+	cJSON *v = cJSON_GetObjectItemCaseSensitive(j, name);
+
+	if (v == NULL && !required)
+		return NULL;
+	if (v == NULL || !cJSON_IsString(v) || !sess_id_valid(v->valuestring))
+		return "id, org and user must be 1-128 characters from A-Z a-z 0-9 - _ . : @ + = (id is required)";
+	snprintf(dst, len, "%s", v->valuestring);
+	return NULL;
+}
+
 static void
 rest_create(struct server *sv, struct evhttp_request *req)
 {
@@ -640,21 +654,11 @@ rest_create(struct server *sv, struct evhttp_request *req)
 	r->req = req;
 	r->op = R_CREATE;
 	r->opts.use_kata = r->opts.run_as_root = r->opts.writable_root = -1;
-#define STRF(name, dst, req_) do {						\
-	v = cJSON_GetObjectItemCaseSensitive(j, name);				\
-	if (v == NULL && !(req_)) break;					\
-	if (!cJSON_IsString(v) || !sess_id_valid(v->valuestring)) {		\
-		why = name " must be 1-128 characters from A-Z a-z 0-9 - _ . : @ + ="; \
-		break;								\
-	}									\
-	snprintf(dst, sizeof(dst), "%s", v->valuestring);			\
-} while (0)
-	STRF("id", r->sid, 1);
+	why = rest_id_field(j, "id", r->sid, sizeof(r->sid), 1);
 	if (why == NULL)
-		STRF("org", r->org, 0);
+		why = rest_id_field(j, "org", r->org, sizeof(r->org), 0);
 	if (why == NULL)
-		STRF("user", r->user, 0);
-#undef STRF
+		why = rest_id_field(j, "user", r->user, sizeof(r->user), 0);
 	if (why == NULL && (v = cJSON_GetObjectItemCaseSensitive(j, "image")) != NULL) {
 		if (!cJSON_IsString(v) || strlen(v->valuestring) == 0 ||
 		    strlen(v->valuestring) > 255)
@@ -670,7 +674,7 @@ rest_create(struct server *sv, struct evhttp_request *req)
 	v = cJSON_GetObjectItemCaseSensitive(j, name);				\
 	if (v == NULL) break;							\
 	if (!cJSON_IsBool(v)) { why = name " must be true or false"; break; }	\
-	dst = cJSON_IsTrue(v);							\
+	(dst) = cJSON_IsTrue(v);						\
 	r->custom = 1;								\
 } while (0)
 	BOOLF("use_kata", r->opts.use_kata);

@@ -18,7 +18,7 @@
 
 #define MAX_COMMAND	(1024 * 1024)
 #define MAX_FILE_TEXT	(8 * 1024 * 1024)
-#define AGENT_RESP_MAX	(24 * 1024 * 1024)
+#define AGENT_RESP_MAX	((size_t)24 * 1024 * 1024)
 #define MARGIN_MS	15000
 
 static inline void ign(int r) { (void)r; }

@@ -85,7 +85,7 @@ spawn_locked(void)
 
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&attr, 256 * 1024);
+	pthread_attr_setstacksize(&attr, (size_t)256 * 1024);
 	rc = pthread_create(&t, &attr, work_main, NULL);
 	pthread_attr_destroy(&attr);
 	if (rc != 0) {

@@ -5,7 +5,7 @@
 . "$(dirname "$0")/../lib/common.sh"
 . "$TOP/tests/mcp/orch-lib.sh"
 
-orch_config "reap:" "  interval: 200ms" "  idle: 3s" "  lifetime: 8s" "  stopped_ttl: 10s"
+orch_config "reap:" "  interval: 200ms" "  idle: 3s" "  lifetime: 12s" "  stopped_ttl: 10s"
 check "orch starts" orch_start
 
 alive() { sbx_alive "$@"; }
@@ -51,7 +51,7 @@ check "not reaped under a running job" alive "$jsb"
 out=$(mcp_tool job-s shell_poll "{\"job_id\":\"$jid\"}")
 check "job finished in place" contains <(echo "$out") job-done
 
-# Lifetime: stopped 8 s after start although it is used all the time.
+# Lifetime: stopped 12 s after start although it is used all the time.
 quick life-s
 lsb2=$(rest GET /v1/sessions/life-s | jq -r .sandbox_id)
 t_end=$(( $(date +%s) + 25 ))
@@ -61,7 +61,7 @@ while [ "$(date +%s)" -lt $t_end ] && ! grep -q "session=life-s sandbox=$lsb2 st
 done
 check "lifetime reap logged with reason" contains "$ORCH_LOG" "session=life-s sandbox=$lsb2 stopped reason=lifetime"
 dt=$(log_gap "session=life-s sandbox=$lsb2 created" "session=life-s sandbox=$lsb2 stopped reason=lifetime")
-if [ "$dt" -ge 7950 ] && [ "$dt" -le 9500 ]; then ok "lifetime reap on time (${dt}ms after start)"; else fail "lifetime reap on time" "${dt}ms"; fi
+if [ "$dt" -ge 11950 ] && [ "$dt" -le 14000 ]; then ok "lifetime reap on time (${dt}ms after start)"; else fail "lifetime reap on time" "${dt}ms"; fi
 
 # Stopped TTL: idle-s stops again and is purged 10 s later.
 wait_until 40 eval "! sbx_exists $sb"
