@@ -848,6 +848,91 @@ connect_fail(struct conn *c, int status, const char *why)
 	conn_respond(c, status, why);
 }
 
+/*
+ * Upstream TLS session cache: the newest session per "host:port", shared by
+ * the workers, so a new client connection resumes the upstream handshake
+ * (no certificate chain to verify, no server signature). With TLS 1.3 the
+ * ticket arrives after the handshake and is handed over by sess_new_cb. A
+ * session is only ever offered to the exact name it was verified for.
+ */
+#define SESS_SLOTS	256
+static struct {
+	pthread_mutex_t	 mtx;
+	struct {
+		char		 key[CANON_HOST_MAX + 10];
+		SSL_SESSION	*s;
+	} e[SESS_SLOTS];
+} sess = { .mtx = PTHREAD_MUTEX_INITIALIZER };
+static int sess_exidx = -1;
+
+static size_t
+sess_slot(const char *key)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *key != '\0'; key++)
+		h = (h ^ (unsigned char)*key) * 16777619u;
+	return h % SESS_SLOTS;
+}
+
+/* The key travels with the SSL (ex_data, freed with it). */
+static void
+sess_key_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long argl,
+    void *argp)
+{
+	(void)parent;
+	(void)ad;
+	(void)idx;
+	(void)argl;
+	(void)argp;
+	free(ptr);
+}
+
+static int
+sess_new_cb(SSL *ssl, SSL_SESSION *s)
+{
+	const char *key = SSL_get_ex_data(ssl, sess_exidx);
+	size_t i, n;
+
+	if (key == NULL || !SSL_SESSION_is_resumable(s))
+		return 0;
+	n = strlen(key);
+	if (n >= sizeof(sess.e[0].key))
+		return 0;
+	i = sess_slot(key);
+	pthread_mutex_lock(&sess.mtx);
+	if (sess.e[i].s != NULL)
+		SSL_SESSION_free(sess.e[i].s);
+	memcpy(sess.e[i].key, key, n + 1);
+	sess.e[i].s = s;
+	pthread_mutex_unlock(&sess.mtx);
+	return 1;	/* the cache keeps the reference */
+}
+
+static void
+sess_offer(struct conn *c, SSL *ssl)
+{
+	size_t i = sess_slot(c->tgt.hostport);
+	SSL_SESSION *s = NULL;
+	char *key = strdup(c->tgt.hostport);
+
+	if (key == NULL || SSL_set_ex_data(ssl, sess_exidx, key) != 1) {
+		free(key);
+		return;		/* no resumption: a full handshake */
+	}
+	pthread_mutex_lock(&sess.mtx);
+	if (sess.e[i].s != NULL && strcmp(sess.e[i].key, c->tgt.hostport) == 0 &&
+	    SSL_SESSION_is_resumable(sess.e[i].s)) {
+		s = sess.e[i].s;
+		SSL_SESSION_up_ref(s);
+	}
+	pthread_mutex_unlock(&sess.mtx);
+	if (s != NULL) {
+		SSL_set_session(ssl, s);
+		SSL_SESSION_free(s);
+	}
+}
+
 static void
 up_try(struct conn *c)
 {
@@ -886,6 +971,7 @@ up_try(struct conn *c)
 		} else
 			X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), c->tgt.host);
 		SSL_set_verify(ssl, SSL_VERIFY_PEER, NULL);
+		sess_offer(c, ssl);
 		c->up = bufferevent_openssl_socket_new(c->w->base, -1, ssl,
 		    BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE);
 		if (c->up == NULL) {
@@ -1136,6 +1222,9 @@ up_connected(struct conn *c)
 		evutil_freeaddrinfo(c->ai);
 		c->ai = c->ai_cur = NULL;
 	}
+	if (c->up_tls)
+		log_debug("conn=%llx upstream TLS %s", (unsigned long long)c->id,
+		    SSL_session_reused(bufferevent_openssl_get_ssl(c->up)) ? "resumed" : "full");
 	bufferevent_setcb(c->up, up_read, up_write, up_event, c);
 	bufferevent_setwatermark(c->up, EV_READ, 0, hwm);
 	bufferevent_setwatermark(c->up, EV_WRITE, hwm / 2, 0);
@@ -1966,9 +2055,11 @@ proxy_tls_init(char *err, size_t errlen)
 	 * so records buffered inside OpenSSL would stall the connection.
 	 */
 	SSL_CTX_set_alpn_select_cb(P.srv_ctx, alpn_select, NULL);
-	/* No session tickets either way: they cost memory per connection. */
+	/*
+	 * No tickets to clients (they cost memory per connection); upstream
+	 * sessions are cached (sess_new_cb) and resumed.
+	 */
 	SSL_CTX_set_num_tickets(P.srv_ctx, 0);
-	SSL_CTX_set_options(P.cli_ctx, SSL_OP_NO_TICKET);
 	SSL_CTX_set_session_id_context(P.srv_ctx, (const unsigned char *)"egress-proxy", 12);
 	if (SSL_CTX_set_default_verify_paths(P.cli_ctx) != 1) {
 		snprintf(err, errlen, "cannot load the system CA store");
@@ -1979,7 +2070,14 @@ proxy_tls_init(char *err, size_t errlen)
 		return -1;
 	SSL_CTX_set_verify(P.cli_ctx, SSL_VERIFY_PEER, NULL);
 	SSL_CTX_set_alpn_protos(P.cli_ctx, alpn, sizeof(alpn) - 1);
-	SSL_CTX_set_session_cache_mode(P.cli_ctx, SSL_SESS_CACHE_OFF);
+	SSL_CTX_set_session_cache_mode(P.cli_ctx,
+	    SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+	SSL_CTX_sess_set_new_cb(P.cli_ctx, sess_new_cb);
+	if (sess_exidx == -1 &&
+	    (sess_exidx = SSL_get_ex_new_index(0, NULL, NULL, NULL, sess_key_free)) == -1) {
+		snprintf(err, errlen, "SSL_get_ex_new_index failed");
+		return -1;
+	}
 	return 0;
 }
 
