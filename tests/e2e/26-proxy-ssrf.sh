@@ -19,7 +19,7 @@ fx_pki && fx_tokens || { fail "pki"; exit 1; }
 # Recorder inside the namespace (its 127.0.0.1 is the namespace's).
 REC_PORT=$(free_port)
 : >"$T/rec-lo.bytes"; : >"$T/rec-lo.events"
-in_ns "$PY" "$FX/recorder.py" --port "$REC_PORT" --out "$T/rec-lo.bytes" --events "$T/rec-lo.events" \
+ip netns exec "$NS" "$PY" "$FX/recorder.py" --port "$REC_PORT" --out "$T/rec-lo.bytes" --events "$T/rec-lo.events" \
 	--ready "$T/rec-lo.ready" >>"$T/rec-lo.out" 2>&1 &
 track_pid $!
 wait_for 20 test -f "$T/rec-lo.ready" || { fail "recorder in netns"; exit 1; }
@@ -40,7 +40,7 @@ PX_ALLOW="[]" PX_ANON=true PX_NORESOLVE=1 PX_ADDONS="[]" PX_RESOLVE="  \"loopy.t
   \"cgnat.test:443\": \"100.64.1.1:443\"
   \"github.com:443\": \"127.0.0.1:$REC_PORT\"" px_config
 PX_DIR=$T/proxy PX_ADMIN=$T/proxy/admin.sock PX_CA=$T/proxy/export/ca.crt
-in_ns sh -c "mount --bind $T/hosts /etc/hosts && exec $PROXY_BIN -d -v -f $PX_DIR/proxy.yaml" >>"$PX_DIR/stderr" 2>&1 &
+ip netns exec "$NS" sh -c "mount --bind $T/hosts /etc/hosts && exec $PROXY_BIN -d -v -f $PX_DIR/proxy.yaml" >>"$PX_DIR/stderr" 2>&1 &
 PX_PID=$!
 track_pid $PX_PID
 wait_for 20 in_ns bash -c "exec 3<>/dev/tcp/127.0.0.1/$PX_PORT" && wait_for 10 test -s "$PX_CA" || { fail "proxy start in netns"; tail "$PX_DIR/stderr"; exit 1; }
