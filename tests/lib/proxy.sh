@@ -178,12 +178,15 @@ opened() { awk '/^opened/ {print $2}' "$T/hold-$1.out"; }
 # can leave this machine even on a bug. Call right after sourcing the libs.
 px_isolate() {
 	[ -n "${E2E_NETNS:-}" ] && return 0
-	local ns=e2e-px-$$ rc
+	local ns=e2e-px-$$ rc child
 	ip netns add "$ns" || { echo "not ok netns (ip netns add failed)"; exit 1; }
 	ip netns exec "$ns" ip link set lo up
-	ip netns exec "$ns" env E2E_NETNS="$ns" bash "$0" "$@"
+	ip netns exec "$ns" env E2E_NETNS="$ns" bash "$0" "$@" &
+	child=$!
+	# if this outer script is stopped (timeout), stop the inner run and drop the netns
+	on_exit "kill $child 2>/dev/null; wait $child 2>/dev/null; ip netns del $ns 2>/dev/null"
+	wait "$child"
 	rc=$?
-	ip netns del "$ns"
 	exit $rc
 }
 
