@@ -46,16 +46,18 @@ let calls = 0;
 const firstCall = [];
 let firstDone = 0;		// sessions past their first call
 let tSteady = 0, steadyCalls = 0;	// after every session has its sandbox
+let allFirst;
+const barrier = new Promise((res) => { allFirst = res; });
 
 async function session(i) {
   const sid = `${prefix}-${i}`;
   let n = 0;
-  const t0 = Date.now();
   const first = await call(sid, 'shell', { command: command || `echo first-${sid}` });
   firstCall.push(first.ms);
-  if (++firstDone === N) tSteady = Date.now();
+  if (++firstDone === N) { tSteady = Date.now(); allFirst(); }
   if (first.status !== 200 || first.body.result?.isError) errors.push(`${sid} first: ${text(first)}`);
-  const end = t0 + S * 1000;
+  await barrier;	// every session has its sandbox: measure the steady state
+  const end = tSteady + S * 1000;
   while (Date.now() < end) {
     n++;
     const want = `${sid}-${n}`;
