@@ -70,8 +70,8 @@ async function session(i) {
       if (errors.length > 20) return;
     }
     if (!command && n % 10 === 0) {
-      const f = await call(sid, 'str_replace_based_edit_tool', { command: 'create', path: `/tmp/load-${n}.txt`, file_text: want });
-      const v = await call(sid, 'str_replace_based_edit_tool', { command: 'view', path: `/tmp/load-${n}.txt` });
+      const f = await call(sid, 'str_replace_based_edit_tool', { command: 'create', path: `load-${n}.txt`, file_text: want });
+      const v = await call(sid, 'str_replace_based_edit_tool', { command: 'view', path: `load-${n}.txt` });
       calls += 2;
       if (f.body.result?.isError || !text(v).includes(want)) errors.push(`${sid} file ${n}: ${text(f)} ${text(v)}`.slice(0, 300));
     }
