@@ -225,17 +225,23 @@ canon_host(const char *in, size_t len, uint16_t port, struct target *t,
 		if (c == '.') {
 			if (lab == 0)
 				return err_set(err, errlen, "empty label in host");
+			if (name[i - 1] == '-')
+				return err_set(err, errlen, "label ends with '-'");
 			lab = 0;
 			continue;
 		}
 		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
 		    c == '_'))
 			return err_set(err, errlen, "bad character in host");
+		if (c == '-' && lab == 0)
+			return err_set(err, errlen, "label starts with '-'");
 		if (++lab > 63)
 			return err_set(err, errlen, "label longer than 63");
 	}
 	if (lab == 0)
 		return err_set(err, errlen, "empty label in host");
+	if (name[n - 1] == '-')
+		return err_set(err, errlen, "label ends with '-'");
 	memcpy(t->host, name, n + 1);
 	t->kind = CANON_NAME;
 	finish(t);

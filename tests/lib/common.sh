@@ -42,7 +42,7 @@ check() {
 
 # A free TCP port on 127.0.0.1 (racy by nature; good enough for tests).
 free_port() {
-	python3 - <<'PY'
+	/usr/bin/python3 - <<'PY'
 import socket
 s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()
 PY

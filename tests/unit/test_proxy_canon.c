@@ -17,6 +17,11 @@ static const struct {
 	{ "github.com..:443", NULL },
 	{ ".github.com:443", NULL },
 	{ "a..b:443", NULL },
+	{ "-api.github.com:443", NULL },
+	{ "api-.github.com:443", NULL },
+	{ "api.-github.com:443", NULL },
+	{ "api.github-:443", NULL },
+	{ "a-b.github.com:443", "a-b.github.com:443" },
 	{ "api.github.com:8443", "api.github.com:8443" },
 	{ "my_host.internal:80", "my_host.internal:80" },
 	/* IDN */
@@ -80,7 +85,7 @@ static const struct {
 	{ "github.com\r\n:443", NULL },
 	{ "github.com%00:443", NULL },
 	{ "github.com\\@evil.com:443", NULL },
-	{ "-:443", "-:443" },
+	{ "-:443", NULL },
 	{ "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.com:443", NULL },
 };
 
