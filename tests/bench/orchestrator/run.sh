@@ -55,9 +55,9 @@ pids=()
 for i in $(seq 1 "$N_IDLE"); do
 	rest POST /v1/sessions -H 'Content-Type: application/json' -d "{\"id\":\"idle-$i\"}" -o /dev/null &
 	pids+=($!)
-	if [ $((i % 20)) = 0 ]; then wait "${pids[@]}"; pids=(); fi
+	if [ $((i % 20)) = 0 ]; then wait "${pids[@]}"; pids=(); fi	# never a bare wait: the daemon is a child too
 done
-wait "${pids[@]}" 2>/dev/null
+[ ${#pids[@]} -gt 0 ] && wait "${pids[@]}"
 n=$(rest GET /v1/sessions | jq '.sessions | length')
 rss=$(awk '/VmRSS/ {print $2}' /proc/$ORCH_PID/status)
 echo "orchestrator RSS with $n idle sessions:      $((rss / 1024)) MiB (at start $((rss0 / 1024)) MiB; target <= 64 MiB)"
