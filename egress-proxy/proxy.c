@@ -94,6 +94,7 @@ struct conn {
 	unsigned		 close_after:1;	/* close once the response is out */
 	unsigned		 resp_active:1;	/* a response is being relayed */
 	unsigned		 resp_done:1;
+	unsigned		 resp_wrote:1;	/* response bytes went to the client */
 	unsigned		 req_done:1;	/* request fully sent upstream */
 	unsigned		 head_req:1;	/* current request is HEAD */
 	unsigned		 up_tls:1;	/* upstream bev is TLS */
@@ -1342,6 +1343,69 @@ static const llhttp_settings_t resp_settings = {
 	.on_message_complete = resp_on_complete,
 };
 
+/*
+ * Direct TLS writes. libevent's bufferevent_openssl only writes once epoll
+ * reports the socket writable: one extra loop round, an epoll_ctl to add the
+ * write event and another to remove it, for every response. When nothing
+ * is queued on bev, tls_direct() calls SSL_write itself and returns how
+ * many of the n bytes went out; the caller queues the rest as usual (and
+ * libevent takes over from there). Each SSL_write is at most one record
+ * (TLS_DIRECT_MAX), so when OpenSSL asks for a retry, libevent's retry
+ * starts at the same bytes with at least as many of them.
+ */
+#define TLS_DIRECT_MAX	16384
+
+static size_t
+tls_direct(struct bufferevent *bev, const char *p, size_t n)
+{
+	SSL *ssl;
+	size_t done = 0;
+	int r;
+
+	if (n == 0 || evbuffer_get_length(bufferevent_get_output(bev)) != 0 ||
+	    (ssl = bufferevent_openssl_get_ssl(bev)) == NULL || !SSL_is_init_finished(ssl))
+		return 0;
+	while (done < n) {
+		r = SSL_write(ssl, p + done, (int)(n - done > TLS_DIRECT_MAX ?
+		    TLS_DIRECT_MAX : n - done));
+		if (r <= 0)
+			break;
+		done += (size_t)r;
+	}
+	return done;
+}
+
+/* Moves n bytes from the front of src to bev (directly when possible). */
+static void
+tls_move(struct bufferevent *bev, struct evbuffer *src, size_t n)
+{
+	struct evbuffer_iovec v;
+	size_t k, w;
+
+	while (n > 0 && evbuffer_peek(src, -1, NULL, &v, 1) == 1) {
+		k = v.iov_len < n ? v.iov_len : n;
+		w = tls_direct(bev, v.iov_base, k);
+		if (w == 0)
+			break;
+		evbuffer_drain(src, w);
+		n -= w;
+		if (w < k)
+			break;
+	}
+	if (n > 0)
+		evbuffer_remove_buffer(src, bufferevent_get_output(bev), n);
+}
+
+/* Adds n bytes to bev (directly when possible). */
+static void
+tls_add(struct bufferevent *bev, const char *p, size_t n)
+{
+	size_t w = tls_direct(bev, p, n);
+
+	if (w < n)
+		evbuffer_add(bufferevent_get_output(bev), p + w, n - w);
+}
+
 static void
 req_send(struct conn *c)
 {
@@ -1353,13 +1417,14 @@ req_send(struct conn *c)
 		conn_respond(c, 431, "request head too large after rewriting");
 		return;
 	}
-	evbuffer_add(bufferevent_get_output(c->up), b->p, b->len);
+	tls_add(c->up, b->p, b->len);
 	if (c->rp == NULL)
 		c->rp = xmalloc(sizeof(*c->rp));
 	llhttp_init(c->rp, HTTP_RESPONSE, &resp_settings);
 	c->rp->data = c;
 	c->resp_active = 1;
 	c->resp_done = 0;
+	c->resp_wrote = 0;
 	c->resp_status = 0;
 	c->resp_head_bytes = 0;
 	c->req_up = c->req_down = 0;
@@ -1590,7 +1655,7 @@ up_read(struct bufferevent *bev, void *arg)
 		else {
 			log_info("conn=%llx target=%s bad upstream response: %s",
 			    (unsigned long long)c->id, c->tgt.hostport, llhttp_errno_name(e));
-			if (c->resp_status == 0 && evbuffer_get_length(out) == 0) {
+			if (c->resp_status == 0 && !c->resp_wrote && evbuffer_get_length(out) == 0) {
 				audit_request(c, 502);
 				conn_respond(c, 502, "bad response from upstream");
 			} else
@@ -1600,7 +1665,9 @@ up_read(struct bufferevent *bev, void *arg)
 		atomic_fetch_add(&P.st.bytes_down, (long)n);
 		atomic_fetch_add(&c->sb->bytes_down, (long)n);
 		c->tot_down += n;
-		evbuffer_remove_buffer(in, out, n);
+		if (n > 0)
+			c->resp_wrote = 1;
+		tls_move(c->cl, in, n);
 	}
 	if (c->resp_done) {
 		if (evbuffer_get_length(in) > 0)
@@ -1761,7 +1828,8 @@ up_event(struct bufferevent *bev, short what, void *arg)
 			resp_finish(c);
 			return;
 		}
-		if (c->resp_status == 0 && evbuffer_get_length(bufferevent_get_output(c->cl)) == 0) {
+		if (c->resp_status == 0 && !c->resp_wrote &&
+		    evbuffer_get_length(bufferevent_get_output(c->cl)) == 0) {
 			audit_request(c, 502);
 			conn_respond(c, 502, "upstream closed without a response");
 		} else
