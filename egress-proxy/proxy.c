@@ -1886,15 +1886,20 @@ tick_cb(evutil_socket_t fd, short ev, void *arg)
 			conn_kill(c);
 			continue;
 		}
-		if (c->st == CS_REQ_HEAD && c->up != NULL && c->head_start == 0 &&
+		if (c->st == CS_REQ_HEAD && c->head_start == 0 &&
+		    (c->up != NULL || c->rp != NULL || c->req != NULL) &&
 		    now - c->last_active > P.conf->upstream_idle_ms) {
-			/* Idle: drop the upstream TLS and the parser state. */
-			bufferevent_free(c->up);
+			/* Idle: drop the upstream TLS and all parser state. */
+			if (c->up != NULL)
+				bufferevent_free(c->up);
 			c->up = NULL;
 			free(c->rp);
 			c->rp = NULL;
-			if (c->req != NULL && c->req->data.cap > 4096)
-				buf_free(&c->req->data);
+			if (c->req != NULL) {
+				hreq_free(c->req);
+				free(c->req);
+				c->req = NULL;
+			}
 		}
 	}
 }
