@@ -607,12 +607,21 @@ idmap_userns(uid_t uid, gid_t gid, char *err, size_t errlen)
 		goto out;
 	}
 	if (pid == 0) {
-		close(p1[0]);
-		close(p2[1]);
-		c = unshare(CLONE_NEWUSER) == 0 ? 'y' : 'n';
-		if (write(p1[1], &c, 1) != 1)
+		/*
+		 * Keep only our two pipe ends: this child never execs, so
+		 * O_CLOEXEC does not drop the fds other threads of the
+		 * parent have open right now, and holding another creation's
+		 * pipe would keep that creation waiting for EOF forever.
+		 */
+		int w = fcntl(p1[1], F_DUPFD, 1000), r = fcntl(p2[0], F_DUPFD, 1000);
+
+		if (w == -1 || r == -1 || dup2(w, 3) == -1 || dup2(r, 4) == -1)
 			_exit(1);
-		_exit(read(p2[0], &c, 1) >= 0 ? 0 : 1);
+		(void)close_range(5, ~0U, 0);
+		c = unshare(CLONE_NEWUSER) == 0 ? 'y' : 'n';
+		if (write(3, &c, 1) != 1)
+			_exit(1);
+		_exit(read(4, &c, 1) >= 0 ? 0 : 1);
 	}
 	close(p1[1]);
 	p1[1] = -1;
