@@ -46,7 +46,8 @@ check "a stopped session resumes after the restart" kctl start r2
 # (ownerReference), the pod is an orphan and is swept.
 kapi DELETE /api/v1/namespaces/sandboxes/persistentvolumeclaims/sbx-r2-ws >/dev/null
 kapi DELETE '/api/v1/namespaces/sandboxes/pods/sbx-r2?gracePeriodSeconds=0' >/dev/null
-check "secret garbage-collected with its claim" wait_for 10 test "$(obj secrets sandboxes sbx-r2-agent)" = null
+secret_gone() { test "$(obj secrets sandboxes sbx-r2-agent)" = null; }
+check "secret garbage-collected with its claim" wait_for 10 secret_gone
 kctl reconcile r1 >/dev/null
 check "after the sweep only r1 remains" test "$(kctl list | jq_py '[x["id"] for x in d]')" = '["r1"]'
 

@@ -28,7 +28,8 @@ check "running again" test "$(kctl get f1 | jq_py 'd["state"]')" = running
 
 # The agent process dies (container exits): restartPolicy Never -> Failed.
 kill -9 "$(pgrep -f "tcp:$(kctl addr f1 | cut -d' ' -f1):$AGENT_PORT" | head -1)"
-check "dead agent reported as failed" wait_for 15 test "$(kctl get f1 | jq_py 'd["state"]')" = failed
+f1_failed() { test "$(kctl get f1 | jq_py 'd["state"]')" = failed; }
+check "dead agent reported as failed" wait_for 15 f1_failed
 check "and recreated on next start" kctl start f1
 
 fake badimage '{"image":"registry.example/missing*"}' >/dev/null

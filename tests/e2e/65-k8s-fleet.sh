@@ -53,7 +53,8 @@ kctl create a2 >/dev/null
 kctl attach a2 acme bob sess-a2 >/dev/null
 kctl create a3 >/dev/null
 check "3 running / 2 per proxy: scaled to 2" test "$(replicas)" = 2
-check "second proxy pod becomes ready" wait_for 30 test "$(ready_proxies)" = 2
+two_ready() { test "$(ready_proxies)" = 2; }
+check "second proxy pod becomes ready" wait_for 30 two_ready
 wait_for 30 bash -c "[ \"\$(python3 -c 'import json,sys; d=json.load(sys.stdin); print(len([o for o in d[\"items\"] if o[\"kind\"]==\"Pod\" and o[\"metadata\"][\"namespace\"]==\"sandbox-system\" and any(c[\"type\"]==\"Ready\" and c[\"status\"]==\"True\" for c in o[\"status\"].get(\"conditions\",[]))]))' < <(curl -sS --cacert $T/pki/ca.crt https://127.0.0.1:$API_PORT/_fake/state))\" = 2 ]"
 kctl attach a3 acme carol sess-a3 >/dev/null
 read -r p3 _ <<<"$(reg_of a3)"
@@ -69,7 +70,7 @@ check "a1's policy now names the new pod" test "$(obj networkpolicies sandboxes 
 check "a1's shell got the new proxy URL" test "$(agent_sh a1 'echo $HTTPS_PROXY')" = "http://a1:$sec1@$nip1:3128"
 read -r n2 _ <<<"$(reg_of a2)"
 check "a2 re-assigned too" test "$n2" != "$p1" -a "$n2" != none
-check "replacement proxy pod created by the Deployment" wait_for 20 test "$(ready_proxies)" = 2
+check "replacement proxy pod created by the Deployment" wait_for 20 two_ready
 
 # --- stop deregisters; start registers again ---
 kctl stop a3

@@ -50,7 +50,8 @@ else:
 pods() { fake_get state | jq_py 'sorted(o["metadata"]["name"] for o in d["items"] if o["kind"]=="Pod" and o["metadata"]["namespace"]=="sandboxes" and not o["metadata"].get("deletionTimestamp"))'; }
 
 check "orchestrator starts on the kubernetes runtime" orch_start || { tail -20 "$T/orch.log"; exit 1; }
-check "warm pool: one idle sandbox pod" wait_for 60 test "$(pods | jq_py 'len(d)')" -ge 1
+one_pod() { test "$(pods | jq_py 'len(d)')" -ge 1; }
+check "warm pool: one idle sandbox pod" wait_for 60 one_pod
 warm=$(pods | jq_py 'd[0]')
 warm_uid=$(obj pods sandboxes "$warm" | jq_py 'd["metadata"]["uid"]')
 
@@ -72,6 +73,7 @@ check "restarted orchestrator is ready" orch_start
 check "session survives the restart" bash -c "grep -q '^k8s file' <<<\"\$(cat)\"" <<<"$(mcp_tool sess-1 shell '{"command":"cat a.txt"}')"
 
 out=$(mcp_tool sess-1 clear_session '{}')
-check "clear_session removes the sandbox's pod and claim" wait_for 30 test "$(obj persistentvolumeclaims sandboxes "$warm-ws")" = null
+claim_gone() { test "$(obj persistentvolumeclaims sandboxes "$warm-ws")" = null; }
+check "clear_session removes the sandbox's pod and claim" wait_for 30 claim_gone
 kill "$ORCH_PID"; wait "$ORCH_PID" 2>/dev/null
 k8s_no_violations
