@@ -38,11 +38,14 @@ check "stopped session resumes with its workspace" contains <(echo "$out") data
 check "resume logged" contains "$ORCH_LOG" "session=idle-s sandbox=$sb resumed"
 
 # Long command and running job: no reap while they run (6 s > idle 3 s).
-quick long-s; quick job-s
-lsb=$(rest GET /v1/sessions/long-s | jq -r .sandbox_id); jsb=$(rest GET /v1/sessions/job-s | jq -r .sandbox_id)
+# Each command starts right after its session's last call, so no idle
+# time passes before it (a loaded machine must not make this flaky).
+quick job-s
+mcp_tool job-s shell_async '{"command":"sleep 6; echo job-done"}' > "$T/job"
+quick long-s
 ( mcp_tool long-s shell '{"command":"sleep 6; echo long-done"}' > "$T/long" ) &
 lp=$!
-mcp_tool job-s shell_async '{"command":"sleep 6; echo job-done"}' > "$T/job"
+lsb=$(rest GET /v1/sessions/long-s | jq -r .sandbox_id); jsb=$(rest GET /v1/sessions/job-s | jq -r .sandbox_id)
 jid=$(sed -n 's/^Started job \([^ ]*\).*/\1/p' "$T/job")
 wait $lp
 check "long command completed" contains "$T/long" long-done
