@@ -24,6 +24,7 @@
 
 #include "agentc.h"
 #include "xmalloc.h"
+#include "util.h"
 
 #define AGENTC_MAX_HEAD	8192	/* request line + headers we send */
 
@@ -41,19 +42,10 @@ struct resp_ctx {
 	int		 overflow;	/* body exceeded the cap */
 };
 
-static long long
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int
 left_ms(long long deadline)
 {
-	long long l = deadline - now_ms();
+	long long l = deadline - util_mono_ms();
 
 	if (l < 0)
 		return 0;
@@ -115,7 +107,7 @@ connect_wait(int s, const struct sockaddr *sa, socklen_t salen,
 static int
 dial(struct agentc *ac, char *err, size_t errlen)
 {
-	long long deadline = now_ms() + ac->connect_ms;
+	long long deadline = util_mono_ms() + ac->connect_ms;
 	char e[200];
 	int s = -1;
 
@@ -462,7 +454,7 @@ agentc_request(struct agentc *ac, const char *method, const char *path,
 		snprintf(err, errlen, "agent: request head too long");
 		return -1;
 	}
-	deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 30000);
+	deadline = util_mono_ms() + (timeout_ms > 0 ? timeout_ms : 30000);
 	for (attempt = 0; attempt < 2; attempt++) {
 		if (ac->fd == -1 && dial(ac, err, errlen) == -1)
 			break;

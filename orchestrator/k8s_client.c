@@ -24,6 +24,7 @@
 #include "log.h"
 #include "strnum.h"
 #include "xmalloc.h"
+#include "util.h"
 
 #define K8S_DEFAULT_SA_DIR	"/var/run/secrets/kubernetes.io/serviceaccount"
 #define K8S_MAX_SMALL_FILE	((size_t)1024 * 1024)	/* CA, kubeconfig, namespace */
@@ -50,15 +51,6 @@ struct k8s_client {
 	ino_t		 tok_ino;
 	int		 tok_loaded;
 };
-
-static long long
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void
 sleep_ms(long long ms)
@@ -555,7 +547,7 @@ token_get(struct k8s_client *c, int force, char *out, size_t outlen,
     char *err, size_t errlen)
 {
 	struct stat st;
-	long long now = now_ms();
+	long long now = util_mono_ms();
 	int changed = 0, rc = 0;
 
 	pthread_mutex_lock(&c->tok_mtx);

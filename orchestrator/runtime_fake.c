@@ -32,6 +32,7 @@
 #include "runtime_fake.h"
 #include "strnum.h"
 #include "xmalloc.h"
+#include "util.h"
 
 struct fake {
 	char		*dir;
@@ -42,15 +43,6 @@ struct fake {
 	long long	 create_delay_ms;	/* tests: widen the create window */
 	pthread_mutex_t	 mu;
 };
-
-static long long
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static int
 path_of(struct fake *f, const char *id, const char *leaf, char *out, size_t len)
@@ -365,8 +357,8 @@ spawn_agent(struct fake *f, const char *id, cJSON *meta, char *err, size_t errle
 	/* Wait until the agent answers /v1/health. */
 	memset(&addr, 0, sizeof(addr));
 	snprintf(addr.unix_path, sizeof(addr.unix_path), "%s", sock);
-	deadline = now_ms() + 15000;
-	while (now_ms() < deadline) {
+	deadline = util_unix_ms() + 15000;
+	while (util_unix_ms() < deadline) {
 		struct agentc *c;
 		struct buf b;
 		int status = 0, ok = 0;
@@ -484,8 +476,8 @@ f_create(struct runtime *rt, const struct rt_spec *sp, struct rt_info *out,
 		close(fd);
 	meta = cJSON_CreateObject();
 	cJSON_AddStringToObject(meta, "image", sp->image ? sp->image : "host");
-	cJSON_AddNumberToObject(meta, "created_ms", (double)now_ms());
-	cJSON_AddNumberToObject(meta, "started_ms", (double)now_ms());
+	cJSON_AddNumberToObject(meta, "created_ms", (double)util_unix_ms());
+	cJSON_AddNumberToObject(meta, "started_ms", (double)util_unix_ms());
 	cJSON_AddBoolToObject(meta, "run_as_root", sp->run_as_root);
 	cJSON_AddBoolToObject(meta, "writable_root", sp->writable_root);
 	l = cJSON_AddObjectToObject(meta, "labels");
@@ -532,7 +524,7 @@ f_start(struct runtime *rt, const char *id, char *err, size_t errlen)
 	kill_all(id);
 	pthread_mutex_lock(&f->mu);
 	cJSON_DeleteItemFromObject(meta, "started_ms");
-	cJSON_AddNumberToObject(meta, "started_ms", (double)now_ms());
+	cJSON_AddNumberToObject(meta, "started_ms", (double)util_unix_ms());
 	(void)meta_write(f, id, meta);
 	pthread_mutex_unlock(&f->mu);
 	rc = spawn_agent(f, id, meta, err, errlen);

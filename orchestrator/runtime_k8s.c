@@ -38,6 +38,7 @@
 #include "runtime_k8s.h"
 #include "strnum.h"
 #include "xmalloc.h"
+#include "util.h"
 
 #define MAX_SEL		16		/* labels in one configured selector */
 #define AGENT_TIMEOUT_MS 5000
@@ -66,24 +67,6 @@ struct k8s_rt {
 };
 
 static const struct runtime_ops k8s_ops;
-
-static long long
-unix_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static long long
-mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void
 nap(long long ms)
@@ -578,7 +561,7 @@ static int
 wait_ready(struct k8s_rt *r, const char *id, cJSON **podp, char *err,
     size_t errlen)
 {
-	long long deadline = mono_ms() + r->conf->ready_timeout_ms, step = 100;
+	long long deadline = util_mono_ms() + r->conf->ready_timeout_ms, step = 100;
 	struct k8s_podview v;
 	cJSON *pod = NULL;
 	char aerr[256] = "";
@@ -605,7 +588,7 @@ wait_ready(struct k8s_rt *r, const char *id, cJSON **podp, char *err,
 			if (agent_health(r, id, v.ip, aerr, sizeof(aerr)) == 0)
 				break;
 		}
-		if (mono_ms() >= deadline) {
+		if (util_mono_ms() >= deadline) {
 			snprintf(err, errlen, "sandbox %s not ready after %lld s (phase %s%s%s%s%s)",
 			    id, r->conf->ready_timeout_ms / 1000,
 			    v.phase[0] ? v.phase : "unknown", v.reason[0] ? ", " : "",
@@ -627,7 +610,7 @@ static int
 wait_gone(struct k8s_rt *r, const char *id, long long timeout_ms, char *err,
     size_t errlen)
 {
-	long long deadline = mono_ms() + timeout_ms, step = 50;
+	long long deadline = util_mono_ms() + timeout_ms, step = 50;
 	cJSON *pod;
 
 	for (;;) {
@@ -636,7 +619,7 @@ wait_gone(struct k8s_rt *r, const char *id, long long timeout_ms, char *err,
 		if (pod == NULL)
 			return 0;
 		cJSON_Delete(pod);
-		if (mono_ms() >= deadline) {
+		if (util_mono_ms() >= deadline) {
 			snprintf(err, errlen, "sandbox %s: pod still terminating after %lld s",
 			    id, timeout_ms / 1000);
 			return -1;
@@ -995,7 +978,7 @@ assign_locked(struct k8s_rt *r, const char *id, const char *pod_ip,
 	cJSON *pods = NULL, *req = NULL, *attrs, *eg = NULL, *set = NULL, *body;
 	char sec[65], path[512], name[128], tok[65], *txt;
 	const char *kv[6];
-	long long running, deadline = mono_ms() + r->conf->proxy_wait_ms;
+	long long running, deadline = util_mono_ms() + r->conf->proxy_wait_ms;
 	struct buf b;
 	int st, rc = -1;
 
@@ -1018,7 +1001,7 @@ assign_locked(struct k8s_rt *r, const char *id, const char *pod_ip,
 		if (scale_to(r, desired_replicas(r, running > 0 ? running : 1), err,
 		    errlen) == -1)
 			goto out;
-		if (mono_ms() >= deadline) {
+		if (util_mono_ms() >= deadline) {
 			snprintf(err, errlen, "no ready egress-proxy pod in %s after %lld s",
 			    r->pns, r->conf->proxy_wait_ms / 1000);
 			goto out;
@@ -1229,7 +1212,7 @@ pod_create(struct k8s_rt *r, const struct k8s_sbx *s, const char *labels_json,
 	int st, rc;
 
 	pod = k8s_build_pod(&r->par, s, labels_json, egress_json, created_ms,
-	    unix_ms());
+	    util_unix_ms());
 	p_pods(r->ns, NULL, path, sizeof(path));
 	rc = create_obj(r, path, pod, &st, NULL, err, errlen);
 	cJSON_Delete(pod);
@@ -1252,7 +1235,7 @@ k8s_create(struct runtime *rt, const struct rt_spec *sp, struct rt_info *out,
 	cJSON *obj = NULL, *resp = NULL, *pod = NULL;
 	const cJSON *uid;
 	char path[512], name[128], tok[65], *labels = NULL, e2[256];
-	long long created = unix_ms();
+	long long created = util_unix_ms();
 	int st, rc = -1, made = 0;
 
 	memset(out, 0, sizeof(*out));

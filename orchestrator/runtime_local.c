@@ -30,6 +30,7 @@
 #include "runtime_local.h"
 #include "runtime_local_int.h"
 #include "xmalloc.h"
+#include "util.h"
 
 #define RL_RECORD_MAX	((size_t)256 * 1024)	/* record.json */
 #define RL_MAX_LABELS	256
@@ -70,24 +71,6 @@ struct pidrec {
 	long long	child_pid, child_start;
 	long long	started_ms;
 };
-
-static long long
-unix_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static long long
-mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void
 sleep_us(long us)
@@ -676,7 +659,7 @@ wait_agent(const struct rl *rl, const char *id, const struct pidrec *pr,
 			    "(see %s/%s/log)", rl->state_dir, id);
 			break;
 		}
-		if (mono_ms() >= deadline) {
+		if (util_mono_ms() >= deadline) {
 			snprintf(err, errlen, "agent did not answer in time: %s",
 			    e);
 			break;
@@ -705,7 +688,7 @@ do_start(struct rl *rl, struct rec *r, const struct rt_kv *xenv, size_t nxenv,
 	struct rl_spawn sp;
 	struct argv_b av = { 0 }, ev = { 0 };
 	struct pidrec pr;
-	long long t0 = mono_ms(), deadline = t0 + rl->c.start_timeout_ms;
+	long long t0 = util_mono_ms(), deadline = t0 + rl->c.start_timeout_ms;
 	size_t ncg = 0, i;
 	int secfd = -1, rc = -1;
 	cJSON *it;
@@ -852,7 +835,7 @@ do_start(struct rl *rl, struct rec *r, const struct rt_kv *xenv, size_t nxenv,
 	sp.cg_files = cgf;
 	sp.ncg_files = ncg;
 	sp.seccomp_fd = secfd;
-	log_debug("sandbox=%s prepared ms=%lld", r->id, mono_ms() - t0);
+	log_debug("sandbox=%s prepared ms=%lld", r->id, util_mono_ms() - t0);
 	if (rl_spawn(&sp, (int)rl->c.start_timeout_ms, err, errlen) == -1) {
 		if (sp.pid > 0)
 			(void)kill(sp.pid, SIGKILL);
@@ -863,7 +846,7 @@ do_start(struct rl *rl, struct rec *r, const struct rt_kv *xenv, size_t nxenv,
 	pr.bwrap_start = rl_proc_start(sp.pid);
 	pr.child_pid = sp.child_pid;
 	pr.child_start = rl_proc_start(sp.child_pid);
-	pr.started_ms = unix_ms();
+	pr.started_ms = util_unix_ms();
 	snprintf(pidline, sizeof(pidline), "%lld %lld %lld %lld %lld\n",
 	    pr.bwrap_pid, pr.bwrap_start, pr.child_pid, pr.child_start,
 	    pr.started_ms);
@@ -877,12 +860,12 @@ do_start(struct rl *rl, struct rec *r, const struct rt_kv *xenv, size_t nxenv,
 		(void)kill(sp.child_pid, SIGKILL);
 		goto out;
 	}
-	log_debug("sandbox=%s spawned ms=%lld", r->id, mono_ms() - t0);
+	log_debug("sandbox=%s spawned ms=%lld", r->id, util_mono_ms() - t0);
 	if (egress_register(rl, r, sp.child_pid, err, errlen) == -1)
 		goto out;
 	if (wait_agent(rl, r->id, &pr, deadline, err, errlen) == -1)
 		goto out;
-	log_debug("sandbox=%s agent ready ms=%lld", r->id, mono_ms() - t0);
+	log_debug("sandbox=%s agent ready ms=%lld", r->id, util_mono_ms() - t0);
 	rc = 0;
 out:
 	if (secfd != -1)
@@ -1048,7 +1031,7 @@ rl_create(struct runtime *rt, const struct rt_spec *spec, struct rt_info *out,
 		    "path");
 		return -1;
 	}
-	r.created_ms = unix_ms();
+	r.created_ms = util_unix_ms();
 	r.run_as_root = spec->run_as_root;
 	r.writable_root = spec->writable_root;
 	r.lim.mem_bytes = spec->mem_bytes > 0 ? spec->mem_bytes :

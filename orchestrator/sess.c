@@ -32,6 +32,7 @@
 #include "strnum.h"
 #include "work.h"
 #include "xmalloc.h"
+#include "util.h"
 
 #define HASH_SIZE	1024
 #define CONN_CACHE	8
@@ -114,24 +115,6 @@ struct sessmgr {
 	double			 create_secs_sum;
 	unsigned long long	 create_count;
 };
-
-static long long
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static long long
-mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static unsigned
 hash_str(const char *s)
@@ -235,7 +218,7 @@ insert_locked(struct sessmgr *m, const char *sid, const char *org,
 	pthread_rwlock_init(&s->lk, NULL);
 	pthread_mutex_init(&s->cmu, NULL);
 	s->state = S_NONE;
-	atomic_store(&s->last_used_ms, now_ms());
+	atomic_store(&s->last_used_ms, util_unix_ms());
 	s->hnext = m->tab[h];
 	m->tab[h] = s;
 	m->nsess++;
@@ -692,9 +675,9 @@ set_running_locked(struct sess *s, const char *id, const char *image)
 	if (image != NULL)
 		snprintf(s->image, sizeof(s->image), "%s", image);
 	s->state = S_RUNNING;
-	s->started_ms = now_ms();
+	s->started_ms = util_unix_ms();
 	s->stopped_ms = 0;
-	s->rt_set_ms = mono_ms();
+	s->rt_set_ms = util_mono_ms();
 	s->addr_ok = 1;
 	atomic_store(&s->dead, 0);
 }
@@ -709,11 +692,11 @@ provision(struct sess *s, const struct sess_opts *o, enum sess_err *e,
 	struct rt_info ri;
 	struct rt_kv kv[6];
 	char id[RT_ID_MAX], created[32], rerr[256];
-	long long t0 = mono_ms();
+	long long t0 = util_mono_ms();
 	int custom = o != NULL && ((o->image && *o->image) || o->use_kata > 0 ||
 	    o->run_as_root >= 0 || o->writable_root >= 0);
 
-	s->created_ms = now_ms();
+	s->created_ms = util_unix_ms();
 	/* Warm pool: only for default sandboxes. */
 	if (!custom && pool_take(m, id, sizeof(id)) == 0) {
 		struct rt_agent_addr addr;
@@ -731,7 +714,7 @@ provision(struct sess *s, const struct sess_opts *o, enum sess_err *e,
 			pthread_mutex_unlock(&m->mu);
 			pending_del(m, id);
 			log_info("session=%s sandbox=%s claimed from pool ms=%lld",
-			    s->sid, id, mono_ms() - t0);
+			    s->sid, id, util_mono_ms() - t0);
 			personalise(s);
 			return 0;
 		}
@@ -834,11 +817,11 @@ provision(struct sess *s, const struct sess_opts *o, enum sess_err *e,
 		pthread_cond_broadcast(&m->slot_cv);
 		m->n_created++;
 		m->create_count++;
-		m->create_secs_sum += (double)(mono_ms() - t0) / 1000.0;
+		m->create_secs_sum += (double)(util_mono_ms() - t0) / 1000.0;
 		pthread_mutex_unlock(&m->mu);
 	}
 	pending_del(m, id);
-	log_info("session=%s sandbox=%s created ms=%lld", s->sid, id, mono_ms() - t0);
+	log_info("session=%s sandbox=%s created ms=%lld", s->sid, id, util_mono_ms() - t0);
 	personalise(s);
 	return 0;
 }
@@ -915,7 +898,7 @@ sess_enter(struct sess *s, enum sess_err *e, char *err, size_t errlen)
 		pthread_rwlock_rdlock(&s->lk);
 		if (s->state == S_RUNNING && s->personalised && !atomic_load(&s->dead)) {
 			atomic_fetch_add(&s->inflight, 1);
-			atomic_store(&s->last_used_ms, now_ms());
+			atomic_store(&s->last_used_ms, util_unix_ms());
 			return 0;
 		}
 		pthread_rwlock_unlock(&s->lk);
@@ -973,7 +956,7 @@ sess_enter(struct sess *s, enum sess_err *e, char *err, size_t errlen)
 void
 sess_leave(struct sess *s)
 {
-	atomic_store(&s->last_used_ms, now_ms());
+	atomic_store(&s->last_used_ms, util_unix_ms());
 	atomic_fetch_sub(&s->inflight, 1);
 	pthread_rwlock_unlock(&s->lk);
 }
@@ -984,7 +967,7 @@ static struct agentc *
 conn_get(struct sess *s, int *cached, char *err, size_t errlen)
 {
 	struct agentc *c = NULL;
-	long long now = mono_ms();
+	long long now = util_mono_ms();
 
 	pthread_mutex_lock(&s->cmu);
 	while (s->nconns > 0) {
@@ -1009,7 +992,7 @@ conn_put(struct sess *s, struct agentc *c)
 	pthread_mutex_lock(&s->cmu);
 	if (s->nconns < CONN_CACHE) {
 		s->conns[s->nconns].c = c;
-		s->conns[s->nconns].used_ms = mono_ms();
+		s->conns[s->nconns].used_ms = util_mono_ms();
 		s->nconns++;
 		c = NULL;
 	}
@@ -1087,7 +1070,7 @@ do_stop(struct sess *s, const char *reason, char *err, size_t errlen)
 
 	if (s->state != S_RUNNING)
 		return 0;
-	s->stopped_ms = now_ms();
+	s->stopped_ms = util_unix_ms();
 	n = record_labels(s, kv, created, sizeof(created), stopped, sizeof(stopped));
 	if (m->rt->ops->set_labels(m->rt, s->rtid, kv, n, err, errlen) == -1)
 		log_warnx("session=%s sandbox=%s set_labels failed err=\"%s\"",
@@ -1353,7 +1336,7 @@ sessmgr_reconcile(struct sessmgr *m, int at_start UNUSED, char *err, size_t errl
 	struct idlist kill = { 0 };
 	struct poolmem *p, **pp;
 	struct sess *s;
-	long long t_list = mono_ms();
+	long long t_list = util_mono_ms();
 
 	if (m->rt->ops->list(m->rt, &ri, &n, err, errlen) == -1)
 		return -1;
@@ -1373,7 +1356,7 @@ sessmgr_reconcile(struct sessmgr *m, int at_start UNUSED, char *err, size_t errl
 				if (s->state == S_RUNNING && !live &&
 				    pthread_rwlock_trywrlock(&s->lk) == 0) {
 					s->state = S_STOPPED;
-					s->stopped_ms = now_ms();
+					s->stopped_ms = util_unix_ms();
 					m->n_fixed++;
 					log_info("session=%s sandbox=%s fixed: runtime "
 					    "says %s (%s); the next call restarts it", s->sid,
@@ -1403,11 +1386,11 @@ sessmgr_reconcile(struct sessmgr *m, int at_start UNUSED, char *err, size_t errl
 				s->created_ms = ri[i].created_ms;
 			s->started_ms = live ? ri[i].started_ms : 0;
 			if (live && s->started_ms == 0)
-				s->started_ms = now_ms();
+				s->started_ms = util_unix_ms();
 			s->stopped_ms = live ? 0 : label_ll(&ri[i], LBL_STOPPED);
 			if (!live && s->stopped_ms == 0)
-				s->stopped_ms = now_ms();
-			s->rt_set_ms = mono_ms();
+				s->stopped_ms = util_unix_ms();
+			s->rt_set_ms = util_mono_ms();
 			s->personalised = 0;
 			s->addr_ok = 0;
 			pthread_rwlock_unlock(&s->lk);
@@ -1434,7 +1417,7 @@ sessmgr_reconcile(struct sessmgr *m, int at_start UNUSED, char *err, size_t errl
 			if (live && m->npool < m->conf->pool_min_idle) {
 				p = xcalloc(1, sizeof(*p));
 				snprintf(p->id, sizeof(p->id), "%s", ri[i].id);
-				p->added_ms = mono_ms();
+				p->added_ms = util_mono_ms();
 				p->next = m->pool;
 				m->pool = p;
 				m->npool++;
@@ -1475,7 +1458,7 @@ sessmgr_reconcile(struct sessmgr *m, int at_start UNUSED, char *err, size_t errl
 	for (i = 0; i < kill.n; i++)
 		pending_add_locked(m, kill.ids[i]);
 	m->ready = 1;
-	m->last_reconcile_ms = mono_ms();
+	m->last_reconcile_ms = util_mono_ms();
 	pthread_mutex_unlock(&m->mu);
 
 	for (i = 0; i < kill.n; i++) {
@@ -1501,7 +1484,7 @@ pool_create(void *arg)
 	struct rt_kv kv[2];
 	struct poolmem *p;
 	char id[RT_ID_MAX], err[256], created[32];
-	long long t0 = mono_ms();
+	long long t0 = util_mono_ms();
 
 	new_rtid(id, sizeof(id), "w-");
 	pthread_mutex_lock(&m->mu);
@@ -1509,7 +1492,7 @@ pool_create(void *arg)
 	pthread_mutex_unlock(&m->mu);
 	spec_defaults(m, &sp, NULL);
 	sp.id = id;
-	fmt_ll(created, sizeof(created), now_ms());
+	fmt_ll(created, sizeof(created), util_unix_ms());
 	kv[0].k = LBL_POOL;
 	kv[0].v = "1";
 	kv[1].k = LBL_CREATED;
@@ -1532,7 +1515,7 @@ pool_create(void *arg)
 	rt_info_clear(&ri);
 	p = xcalloc(1, sizeof(*p));
 	snprintf(p->id, sizeof(p->id), "%s", id);
-	p->added_ms = mono_ms();
+	p->added_ms = util_mono_ms();
 	pthread_mutex_lock(&m->mu);
 	p->next = m->pool;
 	m->pool = p;
@@ -1541,10 +1524,10 @@ pool_create(void *arg)
 	pthread_cond_broadcast(&m->slot_cv);
 	m->n_created++;
 	m->create_count++;
-	m->create_secs_sum += (double)(mono_ms() - t0) / 1000.0;
+	m->create_secs_sum += (double)(util_mono_ms() - t0) / 1000.0;
 	pthread_mutex_unlock(&m->mu);
 	pending_del(m, id);
-	log_info("sandbox=%s warm pool member ready ms=%lld", id, mono_ms() - t0);
+	log_info("sandbox=%s warm pool member ready ms=%lld", id, util_mono_ms() - t0);
 }
 
 static void
@@ -1674,7 +1657,7 @@ sessmgr_tick(struct sessmgr *m)
 	struct sess **v = NULL;
 	size_t nv = 0, i;
 	struct sess *s;
-	long long now = now_ms();
+	long long now = util_unix_ms();
 	char err[256];
 	int do_rec;
 
@@ -1684,7 +1667,7 @@ sessmgr_tick(struct sessmgr *m)
 		return;
 	}
 	m->ticking = 1;
-	do_rec = mono_ms() - m->last_reconcile_ms >= m->conf->reconcile_interval_ms;
+	do_rec = util_mono_ms() - m->last_reconcile_ms >= m->conf->reconcile_interval_ms;
 	v = xcalloc(m->nsess + 1, sizeof(*v));
 	for (i = 0; i < HASH_SIZE; i++)
 		for (s = m->tab[i]; s != NULL; s = s->hnext) {
