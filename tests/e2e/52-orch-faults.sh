@@ -64,9 +64,11 @@ out=$(mcp_tool crash-s shell '{"command":"echo recreated"}')
 if echo "$out" | grep -q recreated; then ok "session gets a new sandbox after loss"; else fail "session gets a new sandbox after loss" "$out"; fi
 
 # --- SIGTERM drains: in-flight call finishes, sandboxes keep running ---
-( mcp_tool job-s shell '{"command":"sleep 2; echo drained-ok"}' > "$T/drain-out" ) &
+( mcp_tool job-s shell '{"command":"sleep 2.5; echo drained-ok"}' > "$T/drain-out" ) &
 dpid=$!
-sleep 0.7
+# SIGTERM only once the call is really running in the sandbox (its sleep
+# is visible from the host), however slow the client is to start.
+wait_for 20 pgrep -fx "sleep 2.5" || true
 nrun=$(running_sandboxes)
 kill -TERM "$ORCH_PID"
 sleep 0.3
