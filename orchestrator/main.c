@@ -128,6 +128,7 @@ make_runtime(struct conf *c, char *err, size_t errlen)
 #endif
 	}
 #ifdef HAVE_RT_K8S
+	c->k8s.base = G.base;
 	return runtime_k8s_new(&c->k8s, err, errlen);
 #else
 	snprintf(err, errlen, "runtime kubernetes: not built into this binary");

@@ -17,6 +17,8 @@
 #include "cfg.h"
 #include "runtime.h"
 
+struct event_base;
+
 struct rt_k8s_conf {
 	/* connection */
 	char		*api_server;
@@ -64,6 +66,8 @@ struct rt_k8s_conf {
 	long long	 sandboxes_per_proxy;
 	long long	 proxy_min_replicas;
 	long long	 fleet_interval_ms;
+	/* not a config key: the orchestrator's event loop, set by main() */
+	struct event_base *base;
 };
 
 #define RT_K8S_O_(OFF, m) ((OFF) + offsetof(struct rt_k8s_conf, m))
