@@ -43,7 +43,7 @@ unit_parse(const char *s, const char *const *units, const long long *mult,
 	*errstr = "invalid";
 	if (s == NULL)
 		return -1;
-	while (isdigit((unsigned char)s[i]) && i < sizeof(num) - 1) {
+	while (i < sizeof(num) - 1 && isdigit((unsigned char)s[i])) {
 		num[i] = s[i];
 		i++;
 	}
