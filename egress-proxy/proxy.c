@@ -1742,7 +1742,14 @@ cl_event(struct bufferevent *bev, short what, void *arg)
 		if (c->st == CS_CL_TLS)
 			log_debug("conn=%llx target=%s client TLS handshake failed",
 			    (unsigned long long)c->id, c->tgt.hostport);
-		if ((what & BEV_EVENT_EOF) && !(what & BEV_EVENT_ERROR)) {
+		/*
+		 * A TLS client bufferevent allows dirty shutdowns, so a reset
+		 * or EPIPE on the socket arrives as EOF, not ERROR. On the
+		 * write side that means nothing more can reach the client:
+		 * close whatever the state (a response being relayed to it
+		 * would otherwise wait for timeouts.idle).
+		 */
+		if ((what & BEV_EVENT_EOF) && !(what & (BEV_EVENT_ERROR | BEV_EVENT_WRITING))) {
 			c->cl_eof = 1;
 			if (c->st == CS_DECIDE || c->st == CS_CONNECTING)
 				return;	/* finish what was asked, then close */
@@ -1759,7 +1766,17 @@ cl_event(struct bufferevent *bev, short what, void *arg)
 					bufferevent_setwatermark(c->up, EV_WRITE, 0, 0);
 				return;
 			} else if ((c->st == CS_WAIT || c->st == CS_BODY) && c->req_done) {
-				return;	/* deliver the response, then close */
+				/*
+				 * Deliver the response, then close. The TLS
+				 * bufferevent stopped its write event with the
+				 * EOF and only re-arms it when its output was
+				 * empty: re-arm it now, so a backpressured
+				 * response keeps flowing, or its write fails
+				 * (a vanished client) and closes the conn.
+				 */
+				if (c->cl != NULL)
+					bufferevent_enable(c->cl, EV_WRITE);
+				return;
 			}
 		}
 		conn_kill(c);
