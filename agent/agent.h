@@ -17,6 +17,9 @@
 #define AGENT_MAX_OUTPUT_CAP	((size_t)4 * 1024 * 1024)	/* per-call max_output ceiling */
 #define AGENT_MAX_RESP		((size_t)64 * 1024 * 1024)	/* a response body */
 #define AGENT_MAX_TIMEOUT_MS	(24LL * 3600 * 1000)
+#define AGENT_JOB_OUTPUT_CAP	((size_t)64 * 1024 * 1024)	/* default spool cap */
+#define AGENT_JOB_KEEP		100		/* finished jobs kept, default */
+#define AGENT_JOB_KEEP_MS	(24LL * 3600 * 1000)	/* and for a day */
 
 struct agent_conf {
 	const char	*shell;		/* --shell */
@@ -25,6 +28,9 @@ struct agent_conf {
 	size_t		 max_output;	/* --max-output */
 	long long	 request_timeout_ms;	/* a request must arrive within */
 	long long	 idle_timeout_ms;	/* idle keep-alive connections */
+	size_t		 job_output_cap;	/* --job-output-cap, 0: none */
+	int		 job_keep;		/* --job-keep: finished jobs kept */
+	long long	 job_keep_ms;		/* --job-keep-ms: and for how long */
 };
 extern struct agent_conf agent_conf;
 
@@ -34,6 +40,10 @@ struct conn;
 void	conn_reply(struct conn *, int status, const char *ctype,
 	    const char *body, size_t len);
 void	conn_reply_json(struct conn *, int status, const struct buf *body);
+struct jw;
+/* Finishes w (writing into body), replies 200 with it (500 when it did not
+ * fit) and frees body. */
+void	conn_reply_jw(struct conn *, struct jw *w, struct buf *body);
 void	conn_reply_error(struct conn *, int status, const char *code,
 	    const char *fmt, ...) PRINTF(4, 5);
 

@@ -68,16 +68,13 @@ resolve(const char *p, size_t plen, char *out, size_t outlen)
 	return 0;
 }
 
-static int
-mkparents(const char *path)
+int
+fileops_mkdirs(const char *dir)
 {
 	char tmp[PATH_MAX], *p;
 
-	if (snprintf(tmp, sizeof(tmp), "%s", path) >= (int)sizeof(tmp))
+	if (snprintf(tmp, sizeof(tmp), "%s", dir) >= (int)sizeof(tmp))
 		return -1;
-	if ((p = strrchr(tmp, '/')) == NULL || p == tmp)
-		return 0;
-	*p = '\0';
 	for (p = tmp + 1; *p; p++) {
 		if (*p != '/')
 			continue;
@@ -91,6 +88,20 @@ mkparents(const char *path)
 	return 0;
 }
 
+/* Creates the missing parent directories of path. */
+static int
+mkparents(const char *path)
+{
+	char tmp[PATH_MAX], *p;
+
+	if (snprintf(tmp, sizeof(tmp), "%s", path) >= (int)sizeof(tmp))
+		return -1;
+	if ((p = strrchr(tmp, '/')) == NULL || p == tmp)
+		return 0;
+	*p = '\0';
+	return fileops_mkdirs(tmp);
+}
+
 int
 fileops_write_atomic(const char *path, const char *data, size_t len, int mode,
     int mkp, char *err, size_t errlen)
@@ -102,6 +113,11 @@ fileops_write_atomic(const char *path, const char *data, size_t len, int mode,
 	size_t off = 0;
 	ssize_t n;
 
+	if (path[0] != '\0' && path[1] != '\0' && path[strlen(path) - 1] == '/') {
+		snprintf(err, errlen, "%s names a directory (trailing /): give a "
+		    "file name", path);
+		return -1;
+	}
 	/* Write through a symlink to its target, as an editor would. */
 	if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode) &&
 	    realpath(path, real) != NULL)
@@ -256,11 +272,7 @@ reply_content(struct conn *c, const char *key, const struct buf *content,
 	jw_key(&w, key);
 	jw_str(&w, content->p ? content->p : "", content->len);
 	jw_obj_end(&w);
-	if (jw_finish(&w) == -1)
-		conn_reply_error(c, 500, "internal", "response too large");
-	else
-		conn_reply_json(c, 200, &b);
-	buf_free(&b);
+	conn_reply_jw(c, &w, &b);
 }
 
 struct ent {
@@ -498,11 +510,7 @@ op_edit(struct conn *c, const struct json *body, int is_insert)
 			jw_key(&w, "ok"); jw_bool(&w, 1);
 			jw_key(&w, "snippet"); jw_str(&w, snip.p ? snip.p : "", snip.len);
 			jw_obj_end(&w);
-			if (jw_finish(&w) == -1)
-				conn_reply_error(c, 500, "internal", "response too large");
-			else
-				conn_reply_json(c, 200, &rb);
-			buf_free(&rb);
+			conn_reply_jw(c, &w, &rb);
 		}
 	}
 	buf_free(&snip);

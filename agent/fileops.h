@@ -27,5 +27,7 @@ void	fileops_http_raw_put(struct conn *, const char *query, const char *body,
  */
 int	fileops_write_atomic(const char *path, const char *data, size_t len,
 	    int mode, int mkparents, char *err, size_t errlen);
+/* mkdir -p dir (mode 0755). 0, or -1 with errno. */
+int	fileops_mkdirs(const char *dir);
 
 #endif

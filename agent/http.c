@@ -4,6 +4,7 @@
 #include <strings.h>
 
 #include "http.h"
+#include "json.h"
 
 static int
 is_tchar(unsigned char c)
@@ -162,18 +163,6 @@ http_parse_head(const char *p, size_t n, struct http_req *r, char *err,
 	return HTTP_DONE;
 }
 
-static int
-hexv(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 int
 http_query_get(const char *query, const char *key, char *out, size_t outlen)
 {
@@ -192,8 +181,8 @@ http_query_get(const char *query, const char *key, char *out, size_t outlen)
 			for (s = eq + 1; s < amp; s++) {
 				char c = *s;
 				if (c == '%') {
-					if (amp - s < 3 || (h = hexv(s[1])) < 0 ||
-					    (l = hexv(s[2])) < 0)
+					if (amp - s < 3 || (h = json_hexval((unsigned char)s[1])) < 0 ||
+					    (l = json_hexval((unsigned char)s[2])) < 0)
 						return -1;
 					c = (char)(h * 16 + l);
 					if (c == '\0')

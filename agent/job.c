@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -50,6 +52,7 @@ struct jinfo {
 	int		 running;
 	int		 lost;
 	long long	 out_bytes;
+	long long	 dropped;	/* output bytes beyond the spool cap */
 };
 
 struct waiter {
@@ -232,6 +235,20 @@ jinfo_load(const char *id, struct jinfo *ji)
 	ji->stopped = access(path, F_OK) == 0;
 	snprintf(path, sizeof(path), "%s/%s/output", jobsdir, id);
 	ji->out_bytes = stat(path, &st) == 0 ? (long long)st.st_size : 0;
+	snprintf(path, sizeof(path), "%s/%s/dropped", jobsdir, id);
+	if (read_file(path, &b, 64) == 0 && b.len > 0) {
+		const char *errstr;
+		char num[32];
+		size_t k = b.len < sizeof(num) - 1 ? b.len : sizeof(num) - 1;
+
+		memcpy(num, b.p, k);
+		num[k] = '\0';
+		if (k > 0 && num[k - 1] == '\n')
+			num[k - 1] = '\0';
+		if (strnum_ll(num, 0, LLONG_MAX, &ji->dropped, &errstr) == -1)
+			ji->dropped = 0;
+	}
+	buf_free(&b);
 
 	if (!ji->have_exit) {
 		w = our_wrapper(id);
@@ -273,6 +290,8 @@ jinfo_write(struct jw *w, const char *id, const struct jinfo *ji)
 	jw_key(w, "ended_ms");
 	if (ji->have_exit && ji->ended_ms >= 0) jw_int(w, ji->ended_ms); else jw_null(w);
 	jw_key(w, "output_bytes"); jw_int(w, ji->out_bytes);
+	jw_key(w, "truncated"); jw_bool(w, ji->dropped > 0);
+	jw_key(w, "dropped_bytes"); jw_int(w, ji->dropped);
 	if (ji->lost) {
 		jw_key(w, "note");
 		jw_cstr(w, "the job's process ended without recording its exit "
@@ -311,11 +330,109 @@ reply_job(struct conn *c, const char *id)
 	jinfo_write(&w, id, &ji);
 	jw_obj_end(&w);
 	jinfo_free(&ji);
-	if (jw_finish(&w) == -1)
-		conn_reply_error(c, 500, "internal", "response too large");
-	else
-		conn_reply_json(c, 200, &b);
-	buf_free(&b);
+	conn_reply_jw(c, &w, &b);
+}
+
+static int
+has_waiter(const char *id)
+{
+	struct waiter *wt;
+
+	for (wt = waiters; wt != NULL; wt = wt->next)
+		if (strcmp(wt->id, id) == 0)
+			return 1;
+	return 0;
+}
+
+/* Removes a job's directory (its files; a job writes no subdirectory). */
+static int
+remove_job_dir(const char *id)
+{
+	char dir[PATH_MAX + 64];
+	struct dirent *de;
+	DIR *d;
+	int dfd, rc;
+
+	snprintf(dir, sizeof(dir), "%s/%s", jobsdir, id);
+	if ((d = opendir(dir)) == NULL)
+		return errno == ENOENT ? 0 : -1;
+	dfd = dirfd(d);
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (unlinkat(dfd, de->d_name, 0) == -1 && errno != ENOENT)
+			log_warn("job %s: unlink %s", id, de->d_name);
+	}
+	closedir(d);
+	if ((rc = rmdir(dir)) == -1)
+		log_warn("job %s: rmdir %s", id, dir);
+	return rc;
+}
+
+/*
+ * Retention: finished jobs beyond the newest agent_conf.job_keep, and
+ * those that ended more than job_keep_ms ago (0: no age limit), lose their
+ * directory and are forgotten, oldest first. A running job, one whose
+ * wrapper still lives (leftover processes) and one being waited on stay.
+ */
+static void
+job_gc(void)
+{
+	struct job **pp, *j;
+	struct jinfo ji;
+	long long now = ev_wall_ms(), ended;
+	int nfin = 0, removable, expired, removed = 0;
+	char *fin;
+	size_t i;
+
+	fin = xcalloc((size_t)njobs + 1, 1);
+	for (j = jobs, i = 0; j != NULL; j = j->next, i++) {
+		if (j->wrapper != 0 || has_waiter(j->id) ||
+		    jinfo_load(j->id, &ji) == -1)
+			continue;
+		removable = !ji.running && !(ji.wrapper > 1 && ji.wstart >= 0 &&
+		    proc_starttime((pid_t)ji.wrapper) == ji.wstart);
+		ended = ji.have_exit && ji.ended_ms >= 0 ? ji.ended_ms : ji.started_ms;
+		jinfo_free(&ji);
+		if (!removable)
+			continue;
+		expired = agent_conf.job_keep_ms > 0 && now - ended > agent_conf.job_keep_ms;
+		fin[i] = (char)(expired ? 2 : 1);
+		nfin++;
+	}
+	/* Oldest first: the list is in start order. */
+	for (pp = &jobs, i = 0; (j = *pp) != NULL; i++) {
+		if (fin[i] != 0 && (fin[i] == 2 || nfin > agent_conf.job_keep) &&
+		    remove_job_dir(j->id) == 0) {
+			log_info("job=%s removed (retention)", j->id);
+			*pp = j->next;
+			free(j);
+			njobs--;
+			nfin--;
+			removed++;
+			continue;
+		}
+		pp = &j->next;
+	}
+	free(fin);
+	(void)removed;
+}
+
+static uint64_t gc_timer;
+
+static void
+gc_cb(void *arg)
+{
+	uint64_t ms;
+
+	(void)arg;
+	job_gc();
+	ms = agent_conf.job_keep_ms > 0 ? (uint64_t)agent_conf.job_keep_ms / 2 : 30000;
+	if (ms > 30000)
+		ms = 30000;
+	if (ms < 200)
+		ms = 200;
+	gc_timer = ev_timer_add(ms, gc_cb, NULL);
 }
 
 int
@@ -366,7 +483,123 @@ job_init(void)
 	free(v);
 	if (n > 0)
 		log_info("jobs: %zu found in %s", n, jobsdir);
+	gc_cb(NULL);
 	return 0;
+}
+
+/* The wrapper's spool: the job's output copied to the file up to the cap. */
+struct spool {
+	int		 fd;		/* the output file */
+	int		 rfd;		/* the job's output pipe, -1 at EOF */
+	const char	*dir;
+	unsigned long long written, dropped, dropped_saved;
+	uint64_t	 saved_at;
+};
+
+static void
+spool_write(int fd, const char *p, size_t n)
+{
+	ssize_t w;
+
+	while (n > 0) {
+		if ((w = write(fd, p, n)) == -1) {
+			if (errno == EINTR)
+				continue;
+			return;		/* disk full: the rest is lost */
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+}
+
+/* Records the dropped byte count (when it changed). */
+static void
+spool_save(struct spool *sp)
+{
+	char path[PATH_MAX + 256], num[32];
+	int n;
+
+	if (sp->dropped == sp->dropped_saved)
+		return;
+	n = snprintf(num, sizeof(num), "%llu\n", sp->dropped);
+	snprintf(path, sizeof(path), "%s/dropped", sp->dir);
+	(void)write_atomic(path, num, (size_t)n);
+	sp->dropped_saved = sp->dropped;
+	sp->saved_at = ev_mono_ms();
+}
+
+static void
+spool_add(struct spool *sp, const char *p, size_t n)
+{
+	size_t cap = agent_conf.job_output_cap, k;
+	char marker[160];
+	int m;
+
+	if (cap == 0 || sp->written + n <= cap) {
+		spool_write(sp->fd, p, n);
+		sp->written += n;
+		return;
+	}
+	if (sp->written < cap) {
+		/* The last piece, cut before a partial UTF-8 character. */
+		k = json_utf8_complete(p, (size_t)(cap - sp->written));
+		spool_write(sp->fd, p, k);
+		sp->written = cap;
+		p += k;
+		n -= k;
+		m = snprintf(marker, sizeof(marker), "\n[... the job's output reached "
+		    "the cap of %zu bytes: the rest is dropped and counted in "
+		    "dropped_bytes ...]\n", cap);
+		spool_write(sp->fd, marker, (size_t)m);
+	}
+	sp->dropped += n;
+	if (sp->dropped_saved == 0 && sp->dropped > 0)
+		spool_save(sp);		/* the first drop is told at once */
+}
+
+/* Reads what the job wrote; all of it (to EAGAIN) when drain is set. */
+static void
+spool_read(struct spool *sp, int drain)
+{
+	static char chunk[64 * 1024];
+	ssize_t n;
+	int rounds = 0;
+
+	while (sp->rfd != -1) {
+		n = read(sp->rfd, chunk, sizeof(chunk));
+		if (n > 0) {
+			spool_add(sp, chunk, (size_t)n);
+			/* Bounded: a background writer may keep the pipe full. */
+			if (++rounds >= (drain ? 1024 : 16))
+				return;
+			continue;
+		}
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == 0) {
+			close(sp->rfd);
+			sp->rfd = -1;
+		}
+		return;
+	}
+}
+
+static void
+wrapper_exit_record(const char *dir, int code, int sig, int oom)
+{
+	char path[PATH_MAX + 256];
+	struct buf b;
+
+	buf_init(&b, 512);
+	if (code < 0)
+		NOCHECK(buf_addf(&b, "{\"exit_code\":null,\"signal\":%d,", sig));
+	else
+		NOCHECK(buf_addf(&b, "{\"exit_code\":%d,\"signal\":null,", code));
+	NOCHECK(buf_addf(&b, "\"oom_killed\":%s,\"ended_ms\":%lld}\n",
+	    oom ? "true" : "false", ev_wall_ms()));
+	snprintf(path, sizeof(path), "%s/exit.json", dir);
+	(void)write_atomic(path, b.p, b.len);
+	buf_free(&b);
 }
 
 /* The wrapper: runs in a fork of the agent, never returns. */
@@ -374,12 +607,14 @@ static void
 wrapper_main(const char *dir, int outfd, int pipefd, const char *cwd,
     const char *script, const char *cmd)
 {
-	char path[PATH_MAX + 256];
+	struct signalfd_siginfo si;
+	struct pollfd pf[2];
+	struct spool sp;
 	long long oom0, oom1;
-	sigset_t none;
+	sigset_t none, chld;
 	pid_t child, w;
-	int st, i, code = -1, sig = -1, oom = 0, n;
-	int dnull;
+	int st, i, code = -1, sig = -1, oom = 0, n, tmo;
+	int dnull, op[2], sfd;
 
 	setsid();
 	(void)prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -389,7 +624,8 @@ wrapper_main(const char *dir, int outfd, int pipefd, const char *cwd,
 	signal(SIGINT, SIG_IGN);
 	signal(SIGTERM, SIG_IGN);
 	signal(SIGPIPE, SIG_IGN);
-	/* fds: 0-2 /dev/null, 3 output, 4 pipe to the agent. */
+	/* fds: 0-2 /dev/null, 3 output file, 4 pipe to the agent, 5 the
+	 * job's output pipe (read end), 6 SIGCHLD. */
 	outfd = fcntl(outfd, F_DUPFD, 100);
 	pipefd = fcntl(pipefd, F_DUPFD, 100);
 	if ((dnull = open("/dev/null", O_RDWR)) == -1)
@@ -398,6 +634,14 @@ wrapper_main(const char *dir, int outfd, int pipefd, const char *cwd,
 	    dup2(outfd, 3) == -1 || dup2(pipefd, 4) == -1)
 		_exit(126);
 	proc_closefrom(5, -1);
+	if (pipe2(op, O_CLOEXEC) == -1)
+		_exit(126);
+	(void)fcntl(op[0], F_SETPIPE_SZ, 1024 * 1024);
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	if (sigprocmask(SIG_BLOCK, &chld, NULL) == -1 ||
+	    (sfd = signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC)) == -1)
+		_exit(126);
 	oom0 = proc_oom_kills();
 	if ((child = fork()) == -1)
 		_exit(126);
@@ -410,7 +654,7 @@ wrapper_main(const char *dir, int outfd, int pipefd, const char *cwd,
 		signal(SIGINT, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);
 		signal(SIGPIPE, SIG_DFL);
-		if (dup2(3, 1) == -1 || dup2(3, 2) == -1)
+		if (dup2(op[1], 1) == -1 || dup2(op[1], 2) == -1)
 			_exit(127);
 		proc_closefrom(3, -1);
 		if (chdir(cwd) == -1 && chdir(agent_conf.workdir) == -1)
@@ -426,42 +670,64 @@ wrapper_main(const char *dir, int outfd, int pipefd, const char *cwd,
 		_exit(127);
 	}
 	setpgid(child, child);
+	close(op[1]);
 	n = (int)write(4, &child, sizeof(child));
 	(void)n;
 	close(4);
-	close(3);
+	memset(&sp, 0, sizeof(sp));
+	sp.fd = 3;
+	sp.rfd = op[0];
+	sp.dir = dir;
+	(void)fcntl(sp.rfd, F_SETFL, O_NONBLOCK);
 	for (;;) {
-		w = waitpid(-1, &st, 0);
-		if (w == -1) {
-			if (errno == EINTR)
+		/* Reap first: the main process's exit is recorded after the
+		 * output it wrote is in the file. */
+		while ((w = waitpid(-1, &st, WNOHANG)) > 0) {
+			if (w != child)
 				continue;
+			if (WIFEXITED(st))
+				code = WEXITSTATUS(st);
+			else if (WIFSIGNALED(st))
+				sig = WTERMSIG(st);
+			/* The OOM killer picks the biggest process: often a
+			 * child of the job's shell, which then exits 137. */
+			if (sig == SIGKILL || code == 128 + SIGKILL) {
+				oom1 = proc_oom_kills();
+				oom = oom0 >= 0 && oom1 > oom0;
+			}
+			spool_read(&sp, 1);
+			spool_save(&sp);
+			wrapper_exit_record(dir, code, sig, oom);
+		}
+		if (w == -1 && errno == ECHILD) {
+			/* Nothing of the job is left: nothing can still write
+			 * (short of an fd passed elsewhere: give up after 5 s). */
+			for (i = 0; sp.rfd != -1 && i < 50; i++) {
+				spool_read(&sp, 1);
+				if (sp.rfd != -1)
+					(void)poll(&(struct pollfd){ sp.rfd, POLLIN, 0 }, 1, 100);
+			}
+			spool_save(&sp);
 			break;
 		}
-		if (w != child)
-			continue;
-		if (WIFEXITED(st))
-			code = WEXITSTATUS(st);
-		else if (WIFSIGNALED(st))
-			sig = WTERMSIG(st);
-		/* The OOM killer picks the biggest process: often a child of
-		 * the job's shell, which then exits 137. */
-		if (sig == SIGKILL || code == 128 + SIGKILL) {
-			oom1 = proc_oom_kills();
-			oom = oom0 >= 0 && oom1 > oom0;
-		}
-		{
-			struct buf b;
-			buf_init(&b, 512);
-			if (code < 0)
-				NOCHECK(buf_addf(&b, "{\"exit_code\":null,\"signal\":%d,", sig));
+		tmo = -1;
+		if (sp.dropped != sp.dropped_saved) {
+			uint64_t since = ev_mono_ms() - sp.saved_at;
+			if (since >= 1000)
+				spool_save(&sp);
 			else
-				NOCHECK(buf_addf(&b, "{\"exit_code\":%d,\"signal\":null,", code));
-			NOCHECK(buf_addf(&b, "\"oom_killed\":%s,\"ended_ms\":%lld}\n",
-			    oom ? "true" : "false", ev_wall_ms()));
-			snprintf(path, sizeof(path), "%s/exit.json", dir);
-			(void)write_atomic(path, b.p, b.len);
-			buf_free(&b);
+				tmo = (int)(1000 - since);
 		}
+		pf[0].fd = sfd;
+		pf[0].events = POLLIN;
+		pf[1].fd = sp.rfd;
+		pf[1].events = POLLIN;
+		if (poll(pf, sp.rfd != -1 ? 2 : 1, tmo) == -1 && errno != EINTR)
+			break;
+		if (sp.rfd != -1 && (pf[1].revents & (POLLIN | POLLHUP | POLLERR)))
+			spool_read(&sp, 0);
+		while (read(sfd, &si, sizeof(si)) > 0)
+			;
 	}
 	_exit(0);
 }
@@ -490,6 +756,7 @@ job_http_start(struct conn *c, const struct json *body)
 		    "\"command\" must be 1 byte to 1 MiB with no NUL bytes");
 		return;
 	}
+	job_gc();
 	ctx = xcalloc(1, sizeof(*ctx));
 	ctx->c = c;
 	ctx->cmd = xstrndup(cmd, cmdlen);
@@ -622,11 +889,7 @@ job_http_list(struct conn *c)
 	}
 	jw_arr_end(&w);
 	jw_obj_end(&w);
-	if (jw_finish(&w) == -1)
-		conn_reply_error(c, 500, "internal", "response too large");
-	else
-		conn_reply_json(c, 200, &b);
-	buf_free(&b);
+	conn_reply_jw(c, &w, &b);
 }
 
 static int
@@ -711,11 +974,7 @@ job_http_get(struct conn *c, const char *id, const char *query)
 	jw_obj_end(&w);
 	jinfo_free(&ji);
 	buf_free(&data);
-	if (jw_finish(&w) == -1)
-		conn_reply_error(c, 500, "internal", "response too large");
-	else
-		conn_reply_json(c, 200, &b);
-	buf_free(&b);
+	conn_reply_jw(c, &w, &b);
 }
 
 /* Signals a job's whole tree: its process group and the wrapper's
@@ -723,30 +982,22 @@ job_http_get(struct conn *c, const char *id, const char *query)
 static void
 signal_job(const struct jinfo *ji, int sig)
 {
-	pid_t root;
-	pid_t none[1] = { 0 };
-
 	if (ji->pid > 1)
 		(void)kill(-(pid_t)ji->pid, sig);
-	if (ji->wrapper > 1 && proc_starttime((pid_t)ji->wrapper) == ji->wstart) {
-		root = (pid_t)ji->wrapper;
-		(void)proc_kill_tree(&root, 1, sig, 0, none, 0);
-	}
+	if (ji->wrapper > 1 && proc_starttime((pid_t)ji->wrapper) == ji->wstart)
+		(void)proc_kill_tree((pid_t)ji->wrapper, NULL, sig);
 }
 
 /* Live members of a job's tree (0 when all gone). */
 static int
 tree_alive(const struct jinfo *ji)
 {
-	pid_t root, none[1] = { 0 };
 	int n = 0;
 
 	if (ji->pid > 1 && kill(-(pid_t)ji->pid, 0) == 0)
 		n++;
-	if (ji->wrapper > 1 && proc_starttime((pid_t)ji->wrapper) == ji->wstart) {
-		root = (pid_t)ji->wrapper;
-		n += proc_kill_tree(&root, 1, 0, 0, none, 0);
-	}
+	if (ji->wrapper > 1 && proc_starttime((pid_t)ji->wrapper) == ji->wstart)
+		n += proc_kill_tree((pid_t)ji->wrapper, NULL, 0);
 	return n;
 }
 
@@ -893,18 +1144,6 @@ job_child_exited(pid_t pid, int status)
 		}
 	}
 	return 0;
-}
-
-int
-job_keep_pids(pid_t *out, int max)
-{
-	struct job *j;
-	int n = 0;
-
-	for (j = jobs; j != NULL && n < max; j = j->next)
-		if (j->wrapper > 0)
-			out[n++] = j->wrapper;
-	return n;
 }
 
 int

@@ -22,8 +22,6 @@ void	job_http_wait(struct conn *, const char *id, const struct json *body);
 void	job_http_stop(struct conn *, const char *id);
 /* From the SIGCHLD loop: 1 if pid was one of our job wrappers. */
 int	job_child_exited(pid_t pid, int status);
-/* Wrapper pids the shell's timeout must not kill; returns the count. */
-int	job_keep_pids(pid_t *out, int max);
 int	job_running_count(void);
 /* On agent exit: SIGKILL every running job's tree (wrappers record it). */
 void	job_terminate_all(void);

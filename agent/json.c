@@ -151,8 +151,8 @@ json_free(struct json *v)
 	free(v);
 }
 
-static int
-hexval(unsigned char c)
+int
+json_hexval(int c)
 {
 	if (c >= '0' && c <= '9')
 		return c - '0';
@@ -174,7 +174,7 @@ jp_hex4(struct jp *j, uint32_t *out)
 		return -1;
 	}
 	for (i = 0; i < 4; i++) {
-		if ((h = hexval(j->p[j->off + (size_t)i])) < 0) {
+		if ((h = json_hexval((unsigned char)j->p[j->off + (size_t)i])) < 0) {
 			jp_fail(j, "bad hex digit in \\u escape");
 			return -1;
 		}

@@ -54,6 +54,9 @@ struct agent_conf agent_conf = {
 	.max_output = ((size_t)1024 * 1024),
 	.request_timeout_ms = 30000,
 	.idle_timeout_ms = 3600LL * 1000,
+	.job_output_cap = AGENT_JOB_OUTPUT_CAP,
+	.job_keep = AGENT_JOB_KEEP,
+	.job_keep_ms = AGENT_JOB_KEEP_MS,
 };
 
 enum conn_state {
@@ -260,11 +263,17 @@ h_health(struct conn *c)
 	jw_key(&w, "shell_pid"); jw_int(&w, shell_pid());
 	jw_key(&w, "shell"); jw_cstr(&w, shell_path());
 	jw_obj_end(&w);
-	if (jw_finish(&w) == -1)
-		conn_reply_error(c, 500, "internal", "health");
+	conn_reply_jw(c, &w, &b);
+}
+
+void
+conn_reply_jw(struct conn *c, struct jw *w, struct buf *body)
+{
+	if (jw_finish(w) == -1)
+		conn_reply_error(c, 500, "internal", "response too large");
 	else
-		conn_reply_json(c, 200, &b);
-	buf_free(&b);
+		conn_reply_json(c, 200, body);
+	buf_free(body);
 }
 
 static void
@@ -319,7 +328,7 @@ h_env(struct conn *c, const struct json *body)
 {
 	const struct json *set = json_get(body, "set"), *unset = json_get(body, "unset");
 	const struct json *e;
-	const char *p;
+	size_t need = 0;
 
 	if ((set != NULL && set->type != JSON_OBJ && set->type != JSON_NULL) ||
 	    (unset != NULL && unset->type != JSON_ARR && unset->type != JSON_NULL)) {
@@ -330,22 +339,26 @@ h_env(struct conn *c, const struct json *body)
 	/* Validate everything first: all or nothing. */
 	for (e = set ? set->child : NULL; e != NULL; e = e->next) {
 		if (e->type != JSON_STR || memchr(e->s, '\0', e->slen) ||
-		    memchr(e->key, '\0', e->keylen))
+		    !shell_env_name_ok(e->key, e->keylen))
 			goto bad;
-		for (p = e->key; *p; p++)
-			if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
-			    *p == '_' || (p != e->key && *p >= '0' && *p <= '9')))
-				goto bad;
-		if (e->keylen == 0)
-			goto bad;
+		if (e->keylen + 1 + e->slen > SHELL_ENV_MAX_VAR) {
+			conn_reply_error(c, 413, "too_large", "variable %.64s: "
+			    "NAME=value must be shorter than 128 KiB (longer "
+			    "ones make every program start fail)", e->key);
+			return;
+		}
+		/* The script form: export NAME='value' (quotes may grow 4x). */
+		need += e->keylen + 4 * e->slen + 16;
 	}
 	for (e = unset ? unset->child : NULL; e != NULL; e = e->next) {
-		if (e->type != JSON_STR || e->slen == 0 || memchr(e->s, '\0', e->slen))
+		if (e->type != JSON_STR || !shell_env_name_ok(e->s, e->slen))
 			goto bad;
-		for (p = e->s; *p; p++)
-			if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
-			    *p == '_' || (p != e->s && *p >= '0' && *p <= '9')))
-				goto bad;
+		need += e->slen + 8;
+	}
+	if (!shell_env_room(need)) {
+		conn_reply_error(c, 413, "too_large", "too much /v1/env data since "
+		    "the agent started (1 MiB in all); nothing was applied");
+		return;
 	}
 	for (e = set ? set->child : NULL; e != NULL; e = e->next)
 		shell_env_op(e->key, e->s);
@@ -355,7 +368,8 @@ h_env(struct conn *c, const struct json *body)
 	return;
 bad:
 	conn_reply_error(c, 400, "bad_request", "variable names must match "
-	    "[A-Za-z_][A-Za-z0-9_]* and values be strings without NUL bytes");
+	    "[A-Za-z_][A-Za-z0-9_]* (at most %d bytes) and values be strings "
+	    "without NUL bytes", SHELL_ENV_MAX_NAME);
 }
 
 static int
@@ -834,32 +848,13 @@ read_token(const char *path)
 	return 0;
 }
 
-static int
-mkdirs(const char *path)
-{
-	char tmp[PATH_MAX], *p;
-
-	if (snprintf(tmp, sizeof(tmp), "%s", path) >= (int)sizeof(tmp))
-		return -1;
-	for (p = tmp + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(tmp, 0755) == -1 && errno != EEXIST)
-			return -1;
-		*p = '/';
-	}
-	if (mkdir(tmp, 0755) == -1 && errno != EEXIST)
-		return -1;
-	return 0;
-}
-
 static void
 usage(void)
 {
 	fprintf(stderr, "usage: sandbox-agent [-dv] --listen unix:PATH|tcp:HOST:PORT "
 	    "[--token-file FILE]\n\t[--state DIR] [--workdir DIR] [--shell PATH] "
-	    "[--max-output BYTES]\n\t[--request-timeout MS]\n");
+	    "[--max-output BYTES]\n\t[--request-timeout MS] [--job-output-cap BYTES] "
+	    "[--job-keep N] [--job-keep-ms MS]\n");
 	exit(2);
 }
 
@@ -874,6 +869,9 @@ main(int argc, char **argv)
 		{ "shell", required_argument, NULL, 'S' },
 		{ "max-output", required_argument, NULL, 'm' },
 		{ "request-timeout", required_argument, NULL, 'r' },
+		{ "job-output-cap", required_argument, NULL, 'C' },
+		{ "job-keep", required_argument, NULL, 'K' },
+		{ "job-keep-ms", required_argument, NULL, 'T' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *listen_spec = NULL, *token_file = NULL, *errstr;
@@ -902,6 +900,24 @@ main(int argc, char **argv)
 				usage();
 			agent_conf.request_timeout_ms = v;
 			break;
+		case 'C':
+			/* 0: no cap; else at least 4 KiB, at most 1 TiB. */
+			if (strnum_size(optarg, &v, &errstr) == -1 ||
+			    (v != 0 && v < 4096) || v > (1LL << 40))
+				usage();
+			agent_conf.job_output_cap = (size_t)v;
+			break;
+		case 'K':
+			if (strnum_ll(optarg, 1, 4096, &v, &errstr) == -1)
+				usage();
+			agent_conf.job_keep = (int)v;
+			break;
+		case 'T':
+			if (strnum_ll(optarg, 0, 3650LL * 24 * 3600 * 1000, &v,
+			    &errstr) == -1)
+				usage();
+			agent_conf.job_keep_ms = v;
+			break;
 		default:
 			usage();
 		}
@@ -921,9 +937,9 @@ main(int argc, char **argv)
 			exit(1);
 		use_token = 1;
 	}
-	if (mkdirs(agent_conf.statedir) == -1)
+	if (fileops_mkdirs(agent_conf.statedir) == -1)
 		fatal("cannot create state directory %s", agent_conf.statedir);
-	if (mkdirs(agent_conf.workdir) == -1)
+	if (fileops_mkdirs(agent_conf.workdir) == -1)
 		log_warn("cannot create workdir %s", agent_conf.workdir);
 	if (realpath(agent_conf.workdir, wd) != NULL)
 		agent_conf.workdir = xstrdup(wd);

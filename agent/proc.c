@@ -15,28 +15,40 @@
 #include "xmalloc.h"
 
 struct pent {
-	pid_t	pid;
-	pid_t	ppid;
-	char	state;
-	char	mark;
+	pid_t		pid;
+	pid_t		ppid;
+	long long	start;
+	char		state;
+	char		mark;
 };
+
+/* Reads a small file into buf (NUL-terminated). Its length, or -1. */
+static ssize_t
+read_small(const char *path, char *buf, size_t size)
+{
+	ssize_t n;
+	int fd;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return -1;
+	n = read(fd, buf, size - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	return n;
+}
 
 /* Reads "pid (comm) S ppid ... starttime" fields from /proc/<pid>/stat. */
 static int
 read_stat(pid_t pid, pid_t *ppid, char *state, long long *start)
 {
 	char path[64], buf[1024], *p;
-	ssize_t n;
-	int fd, field;
+	int field;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+	if (read_small(path, buf, sizeof(buf)) == -1)
 		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
 	if ((p = strrchr(buf, ')')) == NULL || p[1] != ' ')
 		return -1;
 	p += 2;
@@ -99,7 +111,7 @@ scan(struct pent **out)
 		}
 		v[n].pid = (pid_t)pid;
 		v[n].mark = 0;
-		if (read_stat((pid_t)pid, &v[n].ppid, &v[n].state, NULL) == -1)
+		if (read_stat((pid_t)pid, &v[n].ppid, &v[n].state, &v[n].start) == -1)
 			continue;
 		n++;
 	}
@@ -108,71 +120,114 @@ scan(struct pent **out)
 	return n;
 }
 
-static int
-in_list(pid_t p, const pid_t *v, int n)
+void
+proc_set_free(struct proc_set *s)
 {
-	int i;
+	free(s->v);
+	s->v = NULL;
+	s->n = 0;
+}
 
-	for (i = 0; i < n; i++)
-		if (v[i] == p)
+static int
+in_set(const struct proc_set *s, pid_t pid, long long start)
+{
+	size_t i;
+
+	for (i = 0; i < s->n; i++)
+		if (s->v[i].pid == pid && s->v[i].start == start)
 			return 1;
 	return 0;
 }
 
-/* One pass: mark the victims and signal them. Returns how many. */
-static int
-kill_pass(const pid_t *roots, int nroots, int sig, pid_t orphans_of,
-    const pid_t *keep, int nkeep)
+/*
+ * Marks the descendants of root in v[0..n): 1 for a process whose chain of
+ * parents reaches root without passing through a member of old (nor being
+ * one), 2 for members of old and everything below them.
+ */
+static void
+mark_below(struct pent *v, size_t n, pid_t root, const struct proc_set *old)
 {
-	struct pent *v;
-	size_t n, i;
-	int changed, count = 0;
+	size_t i, k;
+	int changed;
 
-	n = scan(&v);
 	for (i = 0; i < n; i++) {
-		/* Children of a root; or our own children that are neither a
-		 * root nor kept (orphans reparented to us, the subreaper). */
-		v[i].mark = (char)(in_list(v[i].ppid, roots, nroots) ||
-		    (orphans_of > 0 && v[i].ppid == orphans_of &&
-		    !in_list(v[i].pid, keep, nkeep) &&
-		    !in_list(v[i].pid, roots, nroots)));
+		v[i].mark = 0;
+		if (old != NULL && old->n > 0 && in_set(old, v[i].pid, v[i].start))
+			v[i].mark = 2;
+		else if (v[i].ppid == root)
+			v[i].mark = 1;
 	}
 	do {
 		changed = 0;
 		for (i = 0; i < n; i++) {
-			size_t k;
-			if (v[i].mark)
+			if (v[i].mark != 0)
 				continue;
 			for (k = 0; k < n; k++) {
-				if (v[k].mark && v[k].pid == v[i].ppid) {
-					v[i].mark = 1;
+				if (v[k].mark != 0 && v[k].pid == v[i].ppid) {
+					v[i].mark = v[k].mark;
 					changed = 1;
 					break;
 				}
 			}
 		}
 	} while (changed);
-	for (i = 0; i < n; i++) {
-		if (!v[i].mark || v[i].state == 'Z' || v[i].state == 'X')
-			continue;
-		if (kill(v[i].pid, sig) == 0)
-			count++;
-	}
-	free(v);
-	return count;
 }
 
 int
-proc_kill_tree(const pid_t *roots, int nroots, int sig, pid_t orphans_of,
-    const pid_t *keep, int nkeep)
+proc_snapshot(pid_t root, struct proc_set *out)
+{
+	char path[96], buf[64];
+	struct pent *v;
+	size_t n, i;
+	ssize_t r;
+	int fd;
+
+	out->v = NULL;
+	out->n = 0;
+	/* The common case, a shell with no child, costs one small read. */
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)root,
+	    (int)root);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) != -1) {
+		r = read(fd, buf, sizeof(buf));
+		close(fd);
+		if (r == 0)
+			return 0;
+	}
+	n = scan(&v);
+	mark_below(v, n, root, NULL);
+	for (i = 0; i < n; i++) {
+		if (v[i].mark != 1 || v[i].state == 'Z' || v[i].state == 'X')
+			continue;
+		out->v = xreallocarray(out->v, out->n + 1, sizeof(*out->v));
+		out->v[out->n].pid = v[i].pid;
+		out->v[out->n].start = v[i].start;
+		out->n++;
+	}
+	free(v);
+	return 0;
+}
+
+int
+proc_kill_tree(pid_t root, const struct proc_set *old, int sig)
 {
 	struct timespec ts = { 0, 2000000L };
-	int round, n, total = 0;
+	struct pent *v;
+	size_t n, i;
+	int round, count, total = 0;
 
 	for (round = 0; round < 200; round++) {
-		n = kill_pass(roots, nroots, sig, orphans_of, keep, nkeep);
-		total += n;
-		if (n == 0 || sig != SIGKILL)
+		count = 0;
+		n = scan(&v);
+		mark_below(v, n, root, old);
+		for (i = 0; i < n; i++) {
+			if (v[i].mark != 1 || v[i].state == 'Z' || v[i].state == 'X')
+				continue;
+			if (kill(v[i].pid, sig) == 0)
+				count++;
+		}
+		free(v);
+		total += count;
+		if (count == 0 || sig != SIGKILL)
 			break;
 		nanosleep(&ts, NULL);
 	}
@@ -184,16 +239,9 @@ read_counter(const char *path, const char *key)
 {
 	char buf[4096], *p;
 	size_t kl = strlen(key);
-	ssize_t n;
-	int fd;
 
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+	if (read_small(path, buf, sizeof(buf)) == -1)
 		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
 	for (p = buf; p != NULL && *p != '\0'; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
 		if (strncmp(p, key, kl) == 0 && p[kl] == ' ')
 			return strtoll(p + kl + 1, NULL, 10);
@@ -225,16 +273,9 @@ proc_oom_kills_find(void)
 {
 	char buf[4096], path[4200], *line, *save = NULL, *cg;
 	long long v;
-	ssize_t n;
-	int fd;
 
-	if ((fd = open("/proc/self/cgroup", O_RDONLY | O_CLOEXEC)) == -1)
+	if (read_small("/proc/self/cgroup", buf, sizeof(buf)) == -1)
 		return read_counter("/sys/fs/cgroup/memory.events", "oom_kill");
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
 	for (line = strtok_r(buf, "\n", &save); line != NULL;
 	    line = strtok_r(NULL, "\n", &save)) {
 		if (strncmp(line, "0::", 3) == 0) {

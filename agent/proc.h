@@ -8,20 +8,36 @@
 #ifndef AGENT_PROC_H
 #define AGENT_PROC_H
 
+#include <stddef.h>
 #include <sys/types.h>
 
 #define PROC_MAX_SCAN 65536	/* processes looked at in one scan */
 /* Where the local runtime binds the sandbox cgroup's OOM counter. */
 #define PROC_RUNTIME_OOM_FILE "/run/sandbox/memory.events"
 
+/* Processes identified across pid reuse. */
+struct proc_id {
+	pid_t		pid;
+	long long	start;
+};
+struct proc_set {
+	struct proc_id	*v;
+	size_t		 n;
+};
+
 /*
- * Sends sig to every live descendant of each root (roots excluded), and, if
- * orphans_of is > 0, to every child of orphans_of that is not in keep[]
- * (plus its descendants). Repeats until nothing is left (SIGKILL) or once
+ * Records the live descendants of root (one small read when root has no
+ * child). 0, or -1.
+ */
+int	proc_snapshot(pid_t root, struct proc_set *out);
+void	proc_set_free(struct proc_set *);
+/*
+ * Sends sig to every live descendant of root (setsid'd ones included) that
+ * is neither in old nor below a member of old (old may be NULL): what root
+ * started since the snapshot. Repeats until none is left (SIGKILL) or once
  * (other signals). Returns the number of processes signalled.
  */
-int	proc_kill_tree(const pid_t *roots, int nroots, int sig, pid_t orphans_of,
-	    const pid_t *keep, int nkeep);
+int	proc_kill_tree(pid_t root, const struct proc_set *old, int sig);
 /* Start time of pid (clock ticks since boot), or -1 if gone/unknown. */
 long long proc_starttime(pid_t);
 /* OOM kills recorded for our cgroup so far, or -1 if not available. */

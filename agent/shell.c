@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -73,6 +74,7 @@ static struct {
 	uint64_t	 kill_t0;	/* when the timeout kill started */
 	int		 timed_out;
 	long long	 oom0;
+	struct proc_set	 before;	/* the shell's descendants at command start */
 
 	struct buf	 envops;	/* cumulative /v1/env ops (script) */
 	struct buf	 pending;	/* ops not yet sent to the shell */
@@ -343,6 +345,9 @@ shell_spawn(void)
 		sigemptyset(&all);
 		sigprocmask(SIG_SETMASK, &all, NULL);
 		setsid();
+		/* Orphans of what the shell starts stay below the shell, so a
+		 * timeout can tell a command's tree from earlier ones. */
+		(void)prctl(PR_SET_CHILD_SUBREAPER, 1);
 		if (chdir(agent_conf.workdir) == -1)
 			NOCHECK(chdir("/"));
 		if (sh.is_bash) {
@@ -471,18 +476,18 @@ shell_is_bash(void)
 	return sh.is_bash;
 }
 
-/* Kills everything the shell started (not the shell) and our orphans. */
+/*
+ * Kills what the running command started: the shell's descendants that
+ * were not there when it began (nor below one that was), so background
+ * processes of earlier commands live on. The shell is a child subreaper:
+ * setsid'd and double-forked processes stay below it.
+ */
 static void
 kill_commands(void)
 {
-	pid_t keep[1024];
-	int nkeep;
-
 	if (sh.pid <= 0)
 		return;
-	nkeep = job_keep_pids(keep, (int)NELEM(keep) - 1);
-	keep[nkeep++] = sh.pid;
-	proc_kill_tree(&sh.pid, 1, SIGKILL, getpid(), keep, nkeep);
+	proc_kill_tree(sh.pid, &sh.before, SIGKILL);
 }
 
 static void
@@ -501,6 +506,7 @@ grace_cb(void *arg)
 	/* The shell itself is stuck (a builtin loop, exec, a trap): kill it. */
 	log_info("shell pid=%d did not come back after timeout; killing it",
 	    (int)sh.pid);
+	kill_commands();
 	kill(sh.pid, SIGKILL);
 }
 
@@ -713,6 +719,8 @@ shell_run(const char *cmd, size_t len, long long timeout_ms, size_t max_output,
 		max_output = AGENT_MAX_OUTPUT_CAP;
 	/* Output a background process wrote since the last command is dropped. */
 	out_read(0);
+	proc_set_free(&sh.before);
+	(void)proc_snapshot(sh.pid, &sh.before);
 	free_output();
 	sh.headcap = max_output / 2;
 	sh.tailcap = max_output - sh.headcap;
@@ -747,18 +755,25 @@ shell_run(const char *cmd, size_t len, long long timeout_ms, size_t max_output,
 	return 0;
 }
 
-static int
-valid_name(const char *k)
+int
+shell_env_name_ok(const char *k, size_t len)
 {
-	const char *p;
+	size_t i;
 
-	if (!((*k >= 'A' && *k <= 'Z') || (*k >= 'a' && *k <= 'z') || *k == '_'))
+	if (len == 0 || len > SHELL_ENV_MAX_NAME)
 		return 0;
-	for (p = k; *p != '\0'; p++)
-		if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
-		    (*p >= '0' && *p <= '9') || *p == '_'))
+	for (i = 0; i < len; i++)
+		if (!((k[i] >= 'A' && k[i] <= 'Z') || (k[i] >= 'a' && k[i] <= 'z') ||
+		    k[i] == '_' || (i > 0 && k[i] >= '0' && k[i] <= '9')))
 			return 0;
 	return 1;
+}
+
+int
+shell_env_room(size_t bytes)
+{
+	return sh.envops.len + bytes <= sh.envops.max &&
+	    sh.pending.len + bytes <= sh.pending.max;
 }
 
 void
@@ -767,7 +782,7 @@ shell_env_op(const char *k, const char *v)
 	struct buf *bs[2] = { &sh.pending, &sh.envops };
 	int i;
 
-	if (!valid_name(k))
+	if (!shell_env_name_ok(k, strlen(k)))
 		return;
 	for (i = 0; i < 2; i++) {
 		if (v != NULL) {
@@ -879,10 +894,8 @@ shell_cwd(char *out, size_t len)
 void
 shell_terminate(void)
 {
-	pid_t none[1] = { 0 };
-
 	if (sh.pid <= 0)
 		return;
-	proc_kill_tree(&sh.pid, 1, SIGKILL, 0, none, 0);
+	proc_kill_tree(sh.pid, NULL, SIGKILL);
 	kill(sh.pid, SIGKILL);
 }

@@ -26,6 +26,13 @@ int	shell_busy(void);
 pid_t	shell_pid(void);
 /* From the SIGCHLD loop: 1 if pid was the shell (handled), else 0. */
 int	shell_child_exited(pid_t pid, int status);
+#define SHELL_ENV_MAX_NAME	256
+/* A variable NAME=value must fit one exec argument string (Linux). */
+#define SHELL_ENV_MAX_VAR	((size_t)128 * 1024 - 1)
+/* 1 if k[0..len) is a usable variable name ([A-Za-z_][A-Za-z0-9_]*). */
+int	shell_env_name_ok(const char *k, size_t len);
+/* 1 if env ops of about this many script bytes still fit. */
+int	shell_env_room(size_t bytes);
 /* Queues an export (v != NULL) or unset into the shell and jobs. */
 void	shell_env_op(const char *k, const char *v);
 /*

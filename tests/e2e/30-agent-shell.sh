@@ -64,6 +64,33 @@ check "timeout of a builtin loop" test "$(j '.timed_out')" = true
 sh_run 'echo "$X"'
 check "shell usable after builtin-loop timeout" test "$(j .exit_code)" = 0
 
+# A timeout kills only the timed-out command's tree: background processes of
+# earlier commands (and what they start later, orphans included) live on.
+: >"$T/a.pids"; : >"$T/b.pids"; : >"$T/a.late"
+sh_run 'P='"$T"'; sleep 311 & echo $! >>$P/a.pids
+setsid sh -c "echo \$\$ >>$P/a.pids; exec sleep 312" &
+(trap "" TERM; sleep 313) & echo $! >>$P/a.pids
+(sleep 0.5; sh -c "echo \$\$ >>$P/a.late; exec sleep 314") &
+(setsid sh -c "echo \$\$ >>$P/a.pids; exec sleep 315" &)
+echo bg-started'
+check "earlier background processes started" out_is bg-started
+wait_for 10 bash -c "[ \$(wc -l <'$T/a.pids') = 4 ]"
+sh_run 'P='"$T"'; sleep 321 & echo $! >>$P/b.pids
+setsid sh -c "trap \"\" TERM; echo \$\$ >>$P/b.pids; sleep 322" &
+(setsid sh -c "echo \$\$ >>$P/b.pids; exec sleep 323" &)
+sleep 0.2; sleep 324' 1500
+check "timeout (with earlier background processes) reported" test "$(j .timed_out)" = true
+pid_alive() { [ -e "/proc/$1" ] && ! grep -q ') Z' "/proc/$1/stat" 2>/dev/null; }
+none_alive() { local p; for p in $(cat "$@"); do pid_alive "$p" && return 1; done; return 0; }
+all_alive() { local p; for p in $(cat "$@"); do pid_alive "$p" || return 1; done; return 0; }
+check "timed-out command's own tree (setsid, TERM-ignoring, orphaned) killed" \
+    wait_for 10 none_alive "$T/b.pids"
+check "its pids were recorded" test "$(wc -l <"$T/b.pids")" = 3
+check "earlier background processes survive the timeout" all_alive "$T/a.pids"
+check "what an earlier background process starts during the call survives" \
+    bash -c "[ \$(wc -l <'$T/a.late') = 1 ] && [ -e /proc/\$(cat '$T/a.late') ]"
+kill -9 $(cat "$T/a.pids" "$T/a.late") 2>/dev/null
+sh_run 'wait 2>/dev/null; true'	# bash reports the killed jobs here
 # exit / exec / set -e restart the shell and say so.
 sh_run 'exit 5'
 check "exit: status and restart" test "$(j '.exit_code == 5 and .shell_restarted == true and (.output | test("new shell"))')" = true

@@ -141,3 +141,64 @@ fi
 
 check "agent still alive" agent_alive
 stop_agent TERM
+
+# Spool cap and retention: restart on the same state with small limits.
+njobs_before=$(ls "$T/state/jobs" | wc -l)
+rm -f "$SOCK"
+check "agent restarts with --job-output-cap/--job-keep" \
+    start_agent --job-output-cap 100000 --job-keep 3 --job-keep-ms 0
+check "retention at start: $njobs_before finished jobs cut to the newest 3" \
+    test "$(ls "$T/state/jobs" | wc -l)" = 3 -a "$njobs_before" -gt 3
+api GET /v1/jobs
+check "list shows the 3 kept" test "$(jq '.jobs | length' "$T/body")" = 3
+
+# A finite job over the cap: head kept, a marker, the rest counted.
+id=$(job_start 'head -c 300000 /dev/zero | tr "\0" x; echo end')
+job_wait "$id" 30000
+check "capped job: exited, truncated, dropped_bytes counted" \
+    test "$(j '.state == "exited" and .truncated == true and .dropped_bytes == 200004')" = true
+job_output "$id" 65536
+check "capped job: output is the first 100000 bytes, then the marker" \
+    test "$(head -c 100000 "$T/jobout" | tr -d x | wc -c)" = 0 -a \
+    "$(tail -c +100001 "$T/jobout" | grep -c 'reached the cap of 100000 bytes')" = 1
+check "capped job: output_bytes = cap + marker" \
+    test "$(j .output_bytes)" = "$(stat -c %s "$T/state/jobs/$id/output")" -a "$(j .output_bytes)" -lt 100300
+api GET "/v1/jobs/$id?offset=100000&max=1000"
+check "poll at the cap: the marker, eof" test "$(j '(.output | test("reached the cap")) and .eof == true')" = true
+# A job printing forever: the spool stops growing, dropped_bytes keeps counting.
+id=$(job_start 'yes spool-forever')
+wait_for 20 bash -c "curl -s --unix-socket '$SOCK' 'http://a/v1/jobs/$id?max=0' | jq -e '.dropped_bytes > 1000000' "
+api GET "/v1/jobs/$id?max=0"
+d1=$(j .dropped_bytes); s1=$(j .output_bytes)
+check "endless job: running, truncated, spool at the cap" \
+    test "$(j '.state == "running" and .truncated == true and .output_bytes < 100300')" = true
+wait_for 20 bash -c "curl -s --unix-socket '$SOCK' 'http://a/v1/jobs/$id?max=0' | jq -e '.dropped_bytes > $d1'"
+api GET "/v1/jobs/$id?max=0"
+check "endless job: dropped_bytes grows, the file does not" \
+    test "$(j .dropped_bytes)" -gt "$d1" -a "$(j .output_bytes)" = "$s1" -a \
+    "$(stat -c %s "$T/state/jobs/$id/output")" = "$s1"
+api POST "/v1/jobs/$id/stop"
+check "endless job: stopped" test "$(j .state)" = stopped
+endless=$id
+
+# Retention by age: a running job is never removed, finished ones go.
+stop_agent TERM
+rm -f "$SOCK"
+check "agent restarts with --job-keep-ms 6000" \
+    start_agent --job-output-cap 100000 --job-keep 3 --job-keep-ms 6000
+long=$(job_start 'sleep 14; echo long-done')
+quick=$(job_start 'echo quick')
+job_wait "$quick" 10000
+check "quick job finished and present" test "$(status)" = 200 -a "$(j .state)" = exited
+check "finished jobs expire after --job-keep-ms" \
+    wait_for 30 bash -c "[ ! -e '$T/state/jobs/$quick' ] && [ ! -e '$T/state/jobs/$endless' ]"
+api GET "/v1/jobs/$quick"
+check "an expired job is 404" test "$(status)" = 404
+api GET "/v1/jobs/$long"
+check "the running job (older than --job-keep-ms) is kept" \
+    test "$(status)" = 200 -a "$(j .state)" = running -a -e "$T/state/jobs/$long/output"
+job_wait "$long" 20000
+job_output "$long"
+check "the long job completes with its output" test "$(cat "$T/jobout")" = long-done
+check "agent alive after retention" agent_alive
+stop_agent TERM

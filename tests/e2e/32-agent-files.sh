@@ -7,6 +7,13 @@
 check "agent starts" start_agent
 WS=$(cd "$T/ws" && pwd -P)
 fapi() { api POST "/v1/files/$1" "$2"; }
+# fstatus NAME CODE OP JSON: file op OP answers HTTP status CODE.
+fstatus() { fapi "$3" "$4"; check "$1" test "$(status)" = "$2"; }
+# raw_put QUERY DATA: PUT /v1/files/raw?QUERY with curl --data-binary DATA.
+raw_put() {
+	curl -s --unix-socket "$SOCK" -X PUT --data-binary "$2" -o "$T/body" \
+	    -w '%{http_code}' "http://a/v1/files/raw?$1" >"$T/status"
+}
 
 # create: parents made, content exact, atomic (no temp files left).
 fapi create '{"path":"a/b/c.txt","file_text":"alpha\nbeta\n  gamma\nbeta\n"}'
@@ -25,10 +32,8 @@ fapi view '{"path":"a/b/c.txt","view_range":[3,-1]}'
 check "view_range [3,-1]" test "$(j .content)" = "$(printf '     3\t  gamma\n     4\tbeta')"
 fapi view '{"path":"a/b/c.txt","view_range":[0,2]}'
 check "view_range start 0: 422 with the line count" test "$(status)" = 422 -a "$(j '.error.message | test("between 1 and 4")')" = true
-fapi view '{"path":"a/b/c.txt","view_range":[3,2]}'
-check "view_range end < start: 422" test "$(status)" = 422
-fapi view '{"path":"a/b/c.txt","view_range":[1]}'
-check "view_range malformed: 400" test "$(status)" = 400
+fstatus "view_range end < start: 422" 422 view '{"path":"a/b/c.txt","view_range":[3,2]}'
+fstatus "view_range malformed: 400" 400 view '{"path":"a/b/c.txt","view_range":[1]}'
 fapi view '{"path":"missing.txt"}'
 check "view missing: 404" test "$(status)" = 404 -a "$(j .error.code)" = not_found
 head -c 300 /dev/urandom >"$WS/blob.bin"; printf 'x\0y' >>"$WS/blob.bin"
@@ -55,14 +60,10 @@ check "str_replace unique: 200 with snippet" test "$(j '.ok and (.snippet | test
 check "str_replace: content" test "$(cat "$WS/a/b/c.txt")" = "$(printf 'alpha\nbeta\n  GAMMA')"
 check "str_replace: mode kept" test "$(stat -c %a "$WS/a/b/c.txt")" = 751
 check "str_replace: no temp file left" test "$(ls -A "$WS/a/b")" = c.txt
-fapi str_replace '{"path":"a/b/c.txt","old_str":"","new_str":"x"}'
-check "str_replace empty old_str: 422" test "$(status)" = 422
-fapi str_replace '{"path":"blob.bin","old_str":"x","new_str":"y"}'
-check "str_replace on binary: 422" test "$(status)" = 422
-fapi str_replace '{"path":"nope.txt","old_str":"x","new_str":"y"}'
-check "str_replace missing file: 404" test "$(status)" = 404
-fapi str_replace '{"path":"a","old_str":"x","new_str":"y"}'
-check "str_replace on a directory: 422" test "$(status)" = 422
+fstatus "str_replace empty old_str: 422" 422 str_replace '{"path":"a/b/c.txt","old_str":"","new_str":"x"}'
+fstatus "str_replace on binary: 422" 422 str_replace '{"path":"blob.bin","old_str":"x","new_str":"y"}'
+fstatus "str_replace missing file: 404" 404 str_replace '{"path":"nope.txt","old_str":"x","new_str":"y"}'
+fstatus "str_replace on a directory: 422" 422 str_replace '{"path":"a","old_str":"x","new_str":"y"}'
 
 # insert.
 fapi insert '{"path":"a/b/c.txt","insert_line":0,"insert_text":"top"}'
@@ -72,13 +73,11 @@ fapi insert '{"path":"a/b/c.txt","insert_line":2,"insert_text":"mid1\nmid2"}'
 check "insert middle: snippet" test "$(j '.snippet | test("3\tmid1\n     4\tmid2")')" = true
 fapi insert '{"path":"a/b/c.txt","insert_line":99,"insert_text":"x"}'
 check "insert past the end: 422 with the line count" test "$(status)" = 422 -a "$(j '.error.message | test("between 0")')" = true
-fapi insert '{"path":"a/b/c.txt","insert_text":"x"}'
-check "insert without insert_line: 400" test "$(status)" = 400
+fstatus "insert without insert_line: 400" 400 insert '{"path":"a/b/c.txt","insert_text":"x"}'
 
 # raw read/write.
 head -c 100000 /dev/urandom >"$T/rand"
-curl -s --unix-socket "$SOCK" -X PUT --data-binary @"$T/rand" -o "$T/body" -w '%{http_code}' \
-    "http://a/v1/files/raw?path=raw/dir/r%20a.bin&mode=0640" >"$T/status"
+raw_put "path=raw/dir/r%20a.bin&mode=0640" @"$T/rand"
 check "raw put: 200 bytes" test "$(status)" = 200 -a "$(j .bytes)" = 100000
 check "raw put: exact bytes, mode" bash -c "cmp -s '$T/rand' '$WS/raw/dir/r a.bin' && test \$(stat -c %a '$WS/raw/dir/r a.bin') = 640"
 curl -s --unix-socket "$SOCK" -o "$T/got" -w '%{http_code} %{content_type}' "http://a/v1/files/raw?path=raw%2Fdir%2Fr+a.bin" >"$T/status"
@@ -92,28 +91,24 @@ api GET "/v1/files/raw"
 check "raw get without path: 400" test "$(status)" = 400
 api GET "/v1/files/raw?path=%00x"
 check "raw get NUL in path: 400" test "$(status)" = 400
-curl -s --unix-socket "$SOCK" -X PUT --data-binary 'x' -o "$T/body" -w '%{http_code}' "http://a/v1/files/raw?path=m&mode=999" >"$T/status"
+raw_put "path=m&mode=999" 'x'
 check "raw put bad mode: 400" test "$(status)" = 400
 truncate -s 17M "$WS/huge"
 api GET "/v1/files/raw?path=huge"
 check "raw get over 16 MiB: 413" test "$(status)" = 413 -a "$(j .error.code)" = too_large
 head -c $((17 * 1024 * 1024)) /dev/zero >"$T/big"
-curl -s --unix-socket "$SOCK" -X PUT --data-binary @"$T/big" -o "$T/body" -w '%{http_code}' "http://a/v1/files/raw?path=big" >"$T/status"
+raw_put "path=big" @"$T/big"
 check "raw put over 16 MiB: 413" test "$(status)" = 413
 check "raw put over 16 MiB: nothing written" test ! -e "$WS/big"
 head -c $((16 * 1024 * 1024)) /dev/zero >"$T/max"
-curl -s --unix-socket "$SOCK" -X PUT --data-binary @"$T/max" -o "$T/body" -w '%{http_code}' "http://a/v1/files/raw?path=max" >"$T/status"
+raw_put "path=max" @"$T/max"
 check "raw put of exactly 16 MiB: 200" test "$(status)" = 200 -a "$(stat -c %s "$WS/max")" = 16777216
 
 # create over a directory, bad arguments.
-fapi create '{"path":"a","file_text":"x"}'
-check "create over a directory: 422" test "$(status)" = 422
-fapi create '{"path":"","file_text":"x"}'
-check "create empty path: 400" test "$(status)" = 400
-fapi create '{"path":"x"}'
-check "create without file_text: 400" test "$(status)" = 400
-fapi frobnicate '{"path":"x"}'
-check "unknown file op: 404" test "$(status)" = 404
+fstatus "create over a directory: 422" 422 create '{"path":"a","file_text":"x"}'
+fstatus "create empty path: 400" 400 create '{"path":"","file_text":"x"}'
+fstatus "create without file_text: 400" 400 create '{"path":"x"}'
+fstatus "unknown file op: 404" 404 frobnicate '{"path":"x"}'
 
 # Atomicity: a reader never sees a partial file while it is rewritten.
 python3 - "$WS/atomic.txt" <<'PY' &

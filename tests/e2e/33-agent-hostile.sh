@@ -267,6 +267,132 @@ curl -s --unix-socket "$SOCK" -H 'Content-Type: application/json' --data-binary 
 check "16 MiB + 1 body: 413" test "$(status)" = 413
 check "agent alive after the oversized body" agent_alive
 
+# Every endpoint's fields: wrong types, NUL bytes, huge and negative numbers,
+# odd paths. Each gets the stated status with a JSON error body (or the
+# stated success), and the agent stays up.
+python3 - "$SOCK" "$T" <<'PY' || fail "the python endpoint-field part ended early" "exit $?"
+import socket, sys, json
+SOCK, T = sys.argv[1], sys.argv[2]
+fails = 0
+
+def ex(method, path, body=None):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(SOCK)
+    s.settimeout(30)
+    b = body if isinstance(body, bytes) else (json.dumps(body).encode() if body is not None else b"")
+    s.sendall(b"%s %s HTTP/1.1\r\nHost: a\r\nConnection: close\r\nContent-Length: %d\r\n\r\n"
+              % (method.encode(), path.encode(), len(b)) + b)
+    d = b""
+    while True:
+        x = s.recv(65536)
+        if not x:
+            break
+        d += x
+    s.close()
+    st = int(d.split(b" ", 2)[1]) if d else None
+    return st, (d.split(b"\r\n\r\n", 1)[1] if b"\r\n\r\n" in d else b"")
+
+st, b = ex("POST", "/v1/jobs", {"command": "echo hi"})
+jid = json.loads(b)["id"]
+J = "/v1/jobs/" + jid
+open(T + "/f.txt", "w").write("l1\nl2\n")
+F = T + "/f.txt"
+cases = [
+    ("shell: max_output string", "POST", "/v1/shell", {"command": "true", "max_output": "x"}, 400),
+    ("shell: max_output negative", "POST", "/v1/shell", {"command": "true", "max_output": -1}, 400),
+    ("shell: max_output 1e300", "POST", "/v1/shell", {"command": "true", "max_output": 1e300}, 400),
+    ("shell: timeout_ms 0", "POST", "/v1/shell", {"command": "true", "timeout_ms": 0}, 400),
+    ("shell: timeout_ms 1e30", "POST", "/v1/shell", {"command": "true", "timeout_ms": 1e30}, 400),
+    ("shell: command array", "POST", "/v1/shell", {"command": ["true"]}, 400),
+    ("shell: command null", "POST", "/v1/shell", {"command": None}, 400),
+    ("shell: body null", "POST", "/v1/shell", b"null", 400),
+    ("jobs: command array", "POST", "/v1/jobs", {"command": ["x"]}, 400),
+    ("jobs: command with NUL", "POST", "/v1/jobs", {"command": "a\u0000b"}, 400),
+    ("jobs: empty body", "POST", "/v1/jobs", b"", 400),
+    ("poll: offset -1", "GET", J + "?offset=-1", None, 400),
+    ("poll: offset 10^23", "GET", J + "?offset=99999999999999999999999", None, 400),
+    ("poll: offset 1e3", "GET", J + "?offset=1e3", None, 400),
+    ("poll: offset empty", "GET", J + "?offset=", None, 400),
+    ("poll: offset NUL", "GET", J + "?offset=%00", None, 400),
+    ("poll: max -5", "GET", J + "?max=-5", None, 400),
+    ("poll: max huge is clamped", "GET", J + "?max=999999999999999", None, 200),
+    ("poll: offset 2^62 past the end", "GET", J + "?offset=4611686018427387903", None, 200),
+    ("poll: id with ..", "GET", J + "/..", None, 404),
+    ("poll: encoded slash in id", "GET", J + "%2f..", None, 404),
+    ("poll: upper-case id", "GET", "/v1/jobs/J-ABC", None, 404),
+    ("poll: 100-char id", "GET", "/v1/jobs/j-" + "a" * 100, None, 404),
+    ("wait: timeout_ms string", "POST", J + "/wait", {"timeout_ms": "5"}, 400),
+    ("wait: timeout_ms 1e300", "POST", J + "/wait", {"timeout_ms": 1e300}, 400),
+    ("wait: body array", "POST", J + "/wait", b"[1]", 400),
+    ("wait: body garbage", "POST", J + "/wait", b"garbage", 400),
+    ("wait: GET", "GET", J + "/wait", None, 404),
+    ("job: unknown action", "POST", J + "/frob", {}, 404),
+    ("env: set array", "POST", "/v1/env", {"set": []}, 400),
+    ("env: value number", "POST", "/v1/env", {"set": {"A": 1}}, 400),
+    ("env: value with NUL", "POST", "/v1/env", {"set": {"A": "a\u0000b"}}, 400),
+    ("env: unset string", "POST", "/v1/env", {"unset": "A"}, 400),
+    ("env: unset number", "POST", "/v1/env", {"unset": [1]}, 400),
+    ("env: empty name", "POST", "/v1/env", {"set": {"": "x"}}, 400),
+    ("env: name with NUL", "POST", "/v1/env", {"unset": ["A\u0000B"]}, 400),
+    ("env: 300-byte name", "POST", "/v1/env", {"set": {"A" * 300: "x"}}, 400),
+    ("env: value over 128 KiB (would break every exec)", "POST", "/v1/env", {"set": {"BIG": "x" * 200000}}, 413),
+    ("env: over 1 MiB at once", "POST", "/v1/env", {"set": {"V%d" % i: "x" * 100000 for i in range(12)}}, 413),
+    ("view: path with NUL", "POST", "/v1/files/view", {"path": "a\u0000b"}, 400),
+    ("view: path number", "POST", "/v1/files/view", {"path": 1}, 400),
+    ("view: path over 4 KiB", "POST", "/v1/files/view", {"path": "/" + "a/" * 3000}, 400),
+    ("view: view_range strings", "POST", "/v1/files/view", {"path": F, "view_range": ["1", "2"]}, 400),
+    ("view: view_range of 3", "POST", "/v1/files/view", {"path": F, "view_range": [1, 2, 3]}, 400),
+    ("view: view_range 1e300", "POST", "/v1/files/view", {"path": F, "view_range": [1e300, -1]}, 400),
+    ("view: view_range object", "POST", "/v1/files/view", {"path": F, "view_range": {"a": 1}}, 400),
+    ("view: view_range negative start", "POST", "/v1/files/view", {"path": F, "view_range": [-5, -1]}, 422),
+    ("view: view_range end -2", "POST", "/v1/files/view", {"path": F, "view_range": [1, -2]}, 422),
+    ("view: /dev/zero", "POST", "/v1/files/view", {"path": "/dev/zero"}, 422),
+    ("view: /proc/self/mem", "POST", "/v1/files/view", {"path": "/proc/self/mem"}, 422),
+    ("create: file_text number", "POST", "/v1/files/create", {"path": "x", "file_text": 1}, 400),
+    ("create: trailing slash", "POST", "/v1/files/create", {"path": "tdir/", "file_text": "a"}, 422),
+    ("create: /", "POST", "/v1/files/create", {"path": "/", "file_text": "a"}, 422),
+    ("create: over /dev/null", "POST", "/v1/files/create", {"path": "/dev/null", "file_text": "a"}, 422),
+    ("create: path with NUL", "POST", "/v1/files/create", {"path": "n\u0000ul", "file_text": "a"}, 400),
+    ("insert: line -1", "POST", "/v1/files/insert", {"path": F, "insert_line": -1, "insert_text": "a"}, 422),
+    ("insert: line 1e300", "POST", "/v1/files/insert", {"path": F, "insert_line": 1e300, "insert_text": "a"}, 400),
+    ("insert: line string", "POST", "/v1/files/insert", {"path": F, "insert_line": "1", "insert_text": "a"}, 400),
+    ("insert: text null", "POST", "/v1/files/insert", {"path": F, "insert_line": 0, "insert_text": None}, 400),
+    ("str_replace: old_str number", "POST", "/v1/files/str_replace", {"path": F, "old_str": 1, "new_str": "a"}, 400),
+    ("raw get: bad escape", "GET", "/v1/files/raw?path=%zz", None, 400),
+    ("raw get: lone %", "GET", "/v1/files/raw?path=%", None, 400),
+    ("raw get: /dev/zero", "GET", "/v1/files/raw?path=/dev/zero", None, 422),
+    ("raw get: a directory", "GET", "/v1/files/raw?path=" + T, None, 422),
+    ("raw put: mode -1", "PUT", "/v1/files/raw?path=%s/m&mode=-1" % T, b"x", 400),
+    ("raw put: mode 10^20", "PUT", "/v1/files/raw?path=%s/m&mode=99999999999999999999" % T, b"x", 400),
+    ("raw put: mode empty", "PUT", "/v1/files/raw?path=%s/m&mode=" % T, b"x", 400),
+    ("raw put: trailing slash", "PUT", "/v1/files/raw?path=%s/newdir/" % T, b"x", 422),
+    ("raw put: empty path", "PUT", "/v1/files/raw?path=", b"x", 400),
+    ("raw: POST", "POST", "/v1/files/raw?path=%s/q" % T, b"x", 404),
+    ("health: POST", "POST", "/v1/health", b"{}", 404),
+]
+for name, m, path, body, want in cases:
+    st, b = ex(m, path, body)
+    ok = st == want
+    if ok and want >= 400:
+        try:
+            e = json.loads(b)["error"]
+            ok = isinstance(e["code"], str) and isinstance(e["message"], str) and len(e["message"]) > 5
+        except Exception:
+            ok = False
+    print(("ok" if ok else "not ok") + " field: %s -> %d" % (name, want) + ("" if ok else " -- got %s %r" % (st, b[:150])))
+    fails += not ok
+import os
+bad = os.path.exists(T + "/ws/tdir") or os.path.exists(T + "/newdir")
+print(("not ok" if bad else "ok") + " field: a rejected trailing-slash write created no directory")
+fails += bad
+st, b = ex("POST", "/v1/shell", {"command": "ls / >/dev/null && echo exec-works"})
+ok = st == 200 and json.loads(b)["output"] == "exec-works\n"
+print(("ok" if ok else "not ok") + " field: programs still start after the rejected env ops")
+fails += not ok
+sys.exit(1 if fails else 0)
+PY
+check "agent alive after the field cases" agent_alive
+
 check "agent survived the hostile suite (same pid)" kill -0 "$AGENT_PID"
 stop_agent TERM
 
