@@ -1,7 +1,9 @@
 /*
- * k8s_client.c: blocking Kubernetes REST client (libcurl easy handle per
- * request, in the calling thread), in-cluster and kubeconfig settings,
- * token rotation, retries with backoff, Status objects as errors.
+ * k8s_client.c: Kubernetes REST client on one libcurl multi handle driven
+ * by a libevent loop (the orchestrator's, or a private one in a thread);
+ * synchronous for its callers, which queue requests to the loop and wait.
+ * In-cluster and kubeconfig settings, token rotation, retries with
+ * backoff timers on the loop, Status objects as errors.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -17,9 +19,12 @@
 
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
+#include <event2/event.h>
+#include <event2/thread.h>
 #include <openssl/evp.h>
 #include <yaml.h>
 
+#include "attrib.h"
 #include "k8s_client.h"
 #include "log.h"
 #include "strnum.h"
@@ -29,6 +34,13 @@
 #define K8S_DEFAULT_SA_DIR	"/var/run/secrets/kubernetes.io/serviceaccount"
 #define K8S_MAX_SMALL_FILE	((size_t)1024 * 1024)	/* CA, kubeconfig, namespace */
 #define K8S_MAX_BACKOFF_MS	8000
+#define K8S_MAX_CONNS		32	/* kept open to the API server */
+
+struct k8s_req;
+
+static int	engine_init(struct k8s_client *, struct event_base *, char *,
+	    size_t);
+static void	engine_free(struct k8s_client *);
 
 struct k8s_client {
 	char		*server;
@@ -50,18 +62,21 @@ struct k8s_client {
 	off_t		 tok_size;
 	ino_t		 tok_ino;
 	int		 tok_loaded;
+
+	/* the request loop (see k8s_request); the multi handle, the events
+	 * and the requests in flight belong to the loop thread */
+	struct event_base *base;
+	int		 own_base, thr_started, sync_init, closing;
+	pthread_t	 loop_thr;
+	pthread_t	 owner;		/* gave us the shared base */
+	CURLM		*multi;
+	struct event	*timer, *wake;
+	pthread_mutex_t	 mtx;		/* guards the fields below */
+	pthread_cond_t	 done_cv;
+	struct k8s_req	*head, *tail;	/* submitted, not yet started */
+	int		 stop;		/* private loop: leave */
+	struct k8s_stats st;
 };
-
-static void
-sleep_ms(long long ms)
-{
-	struct timespec ts;
-
-	ts.tv_sec = ms / 1000;
-	ts.tv_nsec = (ms % 1000) * 1000000;
-	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
-		;
-}
 
 /* Reads a whole small file into a heap string; NULL with err. */
 static char *
@@ -497,6 +512,8 @@ k8s_client_new(const struct k8s_conn *cc, char *err, size_t errlen)
 		free(c->token_file);
 		c->token_file = NULL;
 	}
+	if (engine_init(c, cc->base, err, errlen) == -1)
+		goto fail;
 	return c;
 fail:
 	k8s_client_free(c);
@@ -508,6 +525,7 @@ k8s_client_free(struct k8s_client *c)
 {
 	if (c == NULL)
 		return;
+	engine_free(c);
 	free(c->server);
 	free(c->ns);
 	free(c->ca_file);
@@ -601,19 +619,43 @@ out:
 	return rc;
 }
 
-struct xfer {
-	struct buf	*resp;
-	int		 overflow;
-	long long	 retry_after_ms;
+/* ---- requests on the event loop (libcurl multi driven by libevent) ---- */
+
+/*
+ * One request, owned by the worker thread that waits for it (it lives on
+ * that thread's stack). The worker fills it and queues it; from then on
+ * only the loop thread touches it until done is set (under c->mtx), after
+ * which only the worker does.
+ */
+struct k8s_req {
+	struct k8s_req		*next;		/* pending queue */
+	struct k8s_client	*c;
+	const char		*method, *path, *url, *body;
+	struct curl_slist	*hdrs;
+	struct buf		*resp;
+	CURL			*easy;
+	struct event		*backoff_ev;
+	char			 ebuf[CURL_ERROR_SIZE];
+	int			 overflow;
+	long long		 retry_after_ms;
+	long long		 backoff_ms;
+	int			 attempt;	/* attempts started */
+	/* result */
+	int			 done;
+	int			 rc;		/* 0: an HTTP answer; -1: none */
+	int			 status;
+	char			 err[512];
 };
+
+static void req_start(struct k8s_req *);
 
 static size_t
 write_cb(char *p, size_t sz, size_t nm, void *arg)
 {
-	struct xfer *x = arg;
+	struct k8s_req *q = arg;
 
-	if (buf_add(x->resp, p, sz * nm) == -1) {
-		x->overflow = 1;
+	if (buf_add(q->resp, p, sz * nm) == -1) {
+		q->overflow = 1;
 		return 0;
 	}
 	return sz * nm;
@@ -622,7 +664,7 @@ write_cb(char *p, size_t sz, size_t nm, void *arg)
 static size_t
 header_cb(char *p, size_t sz, size_t nm, void *arg)
 {
-	struct xfer *x = arg;
+	struct k8s_req *q = arg;
 	size_t n = sz * nm;
 	char v[32];
 	long long s;
@@ -633,61 +675,92 @@ header_cb(char *p, size_t sz, size_t nm, void *arg)
 		v[n - 12] = '\0';
 		trim(v);
 		if (strnum_ll(v, 0, 3600, &s, &es) == 0)
-			x->retry_after_ms = s * 1000;
+			q->retry_after_ms = s * 1000;
 	}
 	return n;
 }
 
-/* One attempt. Returns 0 with *status, or -1 with err and *transient. */
-static int
-attempt(struct k8s_client *c, const char *method, const char *url,
-    const char *ctype, const char *body, const char *token, int *status,
-    struct xfer *x, char *err, size_t errlen)
+/* Loop thread: hands the result to the waiting worker. q is the worker's
+ * from the moment the lock is released. */
+static void
+req_finish(struct k8s_req *q, int rc)
 {
-	CURL *h;
-	struct curl_slist *hdrs = NULL;
-	char line[K8S_MAX_TOKEN + 32], ebuf[CURL_ERROR_SIZE];
-	CURLcode cr;
-	long code = 0;
-	int rc = -1;
+	struct k8s_client *c = q->c;
 
-	if ((h = curl_easy_init()) == NULL) {
-		snprintf(err, errlen, "curl_easy_init failed");
-		return -1;
+	if (q->backoff_ev != NULL) {
+		event_free(q->backoff_ev);
+		q->backoff_ev = NULL;
 	}
-	ebuf[0] = '\0';
-	hdrs = curl_slist_append(hdrs, "Accept: application/json");
-	hdrs = curl_slist_append(hdrs, "Expect:");
-	if (token[0] != '\0') {
-		snprintf(line, sizeof(line), "Authorization: Bearer %s", token);
-		hdrs = curl_slist_append(hdrs, line);
-		explicit_bzero(line, sizeof(line));
+	if (q->easy != NULL) {
+		curl_easy_cleanup(q->easy);
+		q->easy = NULL;
 	}
-	if (body != NULL) {
-		snprintf(line, sizeof(line), "Content-Type: %s",
-		    ctype ? ctype : "application/json");
-		hdrs = curl_slist_append(hdrs, line);
+	pthread_mutex_lock(&c->mtx);
+	q->rc = rc;
+	q->done = 1;
+	pthread_cond_broadcast(&c->done_cv);
+	pthread_mutex_unlock(&c->mtx);
+}
+
+static void
+backoff_cb(evutil_socket_t fd UNUSED, short ev UNUSED, void *arg)
+{
+	req_start(arg);
+}
+
+/* Loop thread: the next attempt after wait_ms, as a timer on the loop. */
+static void
+req_retry(struct k8s_req *q, long long wait_ms)
+{
+	struct timeval tv;
+
+	log_warnx("k8s %s %s attempt=%d failed: %s; retrying in %lld ms",
+	    q->method, q->path, q->attempt, q->err, wait_ms);
+	if (q->backoff_ev == NULL &&
+	    (q->backoff_ev = evtimer_new(q->c->base, backoff_cb, q)) == NULL) {
+		snprintf(q->err, sizeof(q->err), "evtimer_new failed");
+		req_finish(q, -1);
+		return;
 	}
-	curl_easy_setopt(h, CURLOPT_URL, url);
+	tv.tv_sec = (time_t)(wait_ms / 1000);
+	tv.tv_usec = (suseconds_t)((wait_ms % 1000) * 1000);
+	evtimer_add(q->backoff_ev, &tv);
+	q->backoff_ms = q->backoff_ms * 2 > K8S_MAX_BACKOFF_MS ?
+	    K8S_MAX_BACKOFF_MS : q->backoff_ms * 2;
+}
+
+/* Loop thread: one easy handle for the whole request (its connection
+ * comes from, and goes back to, the multi handle's cache). */
+static CURL *
+req_easy(struct k8s_req *q)
+{
+	struct k8s_client *c = q->c;
+	CURL *h;
+
+	if ((h = curl_easy_init()) == NULL)
+		return NULL;
+	curl_easy_setopt(h, CURLOPT_PRIVATE, q);
+	curl_easy_setopt(h, CURLOPT_URL, q->url);
 	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "https");
-	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, q->method);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, q->hdrs);
 	curl_easy_setopt(h, CURLOPT_USERAGENT, "sandbox-orchestrator/k8s");
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)c->timeout_ms);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
 	    (long)(c->timeout_ms < 10000 ? c->timeout_ms : 10000));
-	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, ebuf);
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, q->ebuf);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, write_cb);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, x);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, q);
 	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, header_cb);
-	curl_easy_setopt(h, CURLOPT_HEADERDATA, x);
+	curl_easy_setopt(h, CURLOPT_HEADERDATA, q);
 	curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
 	curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
-	if (body != NULL) {
-		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
-	} else if (strcmp(method, "GET") == 0)
+	if (q->body != NULL) {
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, q->body);
+		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE,
+		    (curl_off_t)strlen(q->body));
+	} else if (strcmp(q->method, "GET") == 0)
 		curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
 	if (c->ca_data != NULL) {
 		struct curl_blob b = { c->ca_data, c->ca_len, CURL_BLOB_COPY };
@@ -706,27 +779,349 @@ attempt(struct k8s_client *c, const char *method, const char *url,
 		curl_easy_setopt(h, CURLOPT_SSLKEYTYPE, "PEM");
 	} else if (c->key_file != NULL)
 		curl_easy_setopt(h, CURLOPT_SSLKEY, c->key_file);
+	return h;
+}
 
-	cr = curl_easy_perform(h);
-	if (cr != CURLE_OK) {
-		if (x->overflow)
-			snprintf(err, errlen, "%s %s: response larger than %zu bytes",
-			    method, url, K8S_MAX_RESP);
-		else if (cr == CURLE_OPERATION_TIMEDOUT)
-			snprintf(err, errlen, "%s %s: timed out after %lld ms",
-			    method, url, c->timeout_ms);
-		else
-			snprintf(err, errlen, "%s %s: %s", method, url,
-			    ebuf[0] ? ebuf : curl_easy_strerror(cr));
-		goto out;
+/* Loop thread: starts the next attempt. */
+static void
+req_start(struct k8s_req *q)
+{
+	struct k8s_client *c = q->c;
+	CURLMcode mc;
+
+	if (c->closing) {
+		snprintf(q->err, sizeof(q->err), "%s %s: client shutting down",
+		    q->method, q->url);
+		req_finish(q, -1);
+		return;
 	}
-	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
-	*status = (int)code;
-	rc = 0;
-out:
-	curl_slist_free_all(hdrs);
-	curl_easy_cleanup(h);
-	return rc;
+	if (q->easy == NULL && (q->easy = req_easy(q)) == NULL) {
+		snprintf(q->err, sizeof(q->err), "curl_easy_init failed");
+		req_finish(q, -1);
+		return;
+	}
+	buf_free(q->resp);
+	q->resp->max = K8S_MAX_RESP;
+	q->overflow = 0;
+	q->retry_after_ms = -1;
+	q->ebuf[0] = '\0';
+	q->attempt++;
+	if ((mc = curl_multi_add_handle(c->multi, q->easy)) != CURLM_OK) {
+		snprintf(q->err, sizeof(q->err), "%s %s: %s", q->method, q->url,
+		    curl_multi_strerror(mc));
+		req_finish(q, -1);
+		return;
+	}
+	pthread_mutex_lock(&c->mtx);
+	c->st.attempts++;
+	if (++c->st.inflight > c->st.max_inflight)
+		c->st.max_inflight = c->st.inflight;
+	pthread_mutex_unlock(&c->mtx);
+}
+
+/* Loop thread: an attempt ended with cr; retry, or hand the result over. */
+static void
+req_done(struct k8s_req *q, CURLcode cr)
+{
+	struct k8s_client *c = q->c;
+	long code = 0, nconn = 0;
+	int last = q->attempt > c->retries;
+
+	curl_multi_remove_handle(c->multi, q->easy);
+	curl_easy_getinfo(q->easy, CURLINFO_NUM_CONNECTS, &nconn);
+	pthread_mutex_lock(&c->mtx);
+	c->st.inflight--;
+	c->st.connects += nconn;
+	pthread_mutex_unlock(&c->mtx);
+	if (cr != CURLE_OK) {
+		if (q->overflow)
+			snprintf(q->err, sizeof(q->err), "%s %s: response larger "
+			    "than %zu bytes", q->method, q->url, K8S_MAX_RESP);
+		else if (cr == CURLE_OPERATION_TIMEDOUT)
+			snprintf(q->err, sizeof(q->err), "%s %s: timed out after "
+			    "%lld ms", q->method, q->url, c->timeout_ms);
+		else
+			snprintf(q->err, sizeof(q->err), "%s %s: %s", q->method,
+			    q->url, q->ebuf[0] ? q->ebuf : curl_easy_strerror(cr));
+		if (q->overflow || last)
+			req_finish(q, -1);
+		else
+			req_retry(q, q->backoff_ms);
+		return;
+	}
+	curl_easy_getinfo(q->easy, CURLINFO_RESPONSE_CODE, &code);
+	q->status = (int)code;
+	if (q->resp->p == NULL && buf_add(q->resp, "", 0) == -1)
+		abort();
+	if ((q->status == 429 || q->status >= 500) && !last) {
+		k8s_status_error(q->status, q->resp->p, q->resp->len, q->err,
+		    sizeof(q->err));
+		req_retry(q, q->retry_after_ms >= 0 ? q->retry_after_ms :
+		    q->backoff_ms);
+		return;
+	}
+	req_finish(q, 0);	/* the caller sees the last answer */
+}
+
+static void
+multi_check(struct k8s_client *c)
+{
+	CURLMsg *m;
+	int left;
+	void *priv;
+
+	while ((m = curl_multi_info_read(c->multi, &left)) != NULL) {
+		if (m->msg != CURLMSG_DONE)
+			continue;
+		priv = NULL;
+		curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&priv);
+		if (priv != NULL)
+			req_done(priv, m->data.result);
+	}
+}
+
+static void
+sock_ev_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct k8s_client *c = arg;
+	int running, act = 0;
+
+	if (what & EV_READ)
+		act |= CURL_CSELECT_IN;
+	if (what & EV_WRITE)
+		act |= CURL_CSELECT_OUT;
+	curl_multi_socket_action(c->multi, fd, act, &running);
+	multi_check(c);
+}
+
+static void
+timer_ev_cb(evutil_socket_t fd UNUSED, short ev UNUSED, void *arg)
+{
+	struct k8s_client *c = arg;
+	int running;
+
+	curl_multi_socket_action(c->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+	multi_check(c);
+}
+
+/* CURLMOPT_SOCKETFUNCTION: one libevent event per socket curl uses. */
+static int
+multi_sock_fn(CURL *e UNUSED, curl_socket_t s, int what, void *userp,
+    void *sockp)
+{
+	struct k8s_client *c = userp;
+	struct event *ev = sockp;
+	short fl = EV_PERSIST;
+
+	if (what == CURL_POLL_REMOVE) {
+		if (ev != NULL) {
+			event_free(ev);
+			curl_multi_assign(c->multi, s, NULL);
+		}
+		return 0;
+	}
+	if (what & CURL_POLL_IN)
+		fl |= EV_READ;
+	if (what & CURL_POLL_OUT)
+		fl |= EV_WRITE;
+	if (ev == NULL) {
+		if ((ev = event_new(c->base, s, fl, sock_ev_cb, c)) == NULL)
+			return -1;
+		curl_multi_assign(c->multi, s, ev);
+	} else {
+		event_del(ev);
+		event_assign(ev, c->base, s, fl, sock_ev_cb, c);
+	}
+	event_add(ev, NULL);
+	return 0;
+}
+
+/* CURLMOPT_TIMERFUNCTION: curl's single timeout as an evtimer. */
+static int
+multi_timer_fn(CURLM *m UNUSED, long ms, void *userp)
+{
+	struct k8s_client *c = userp;
+	struct timeval tv;
+
+	if (ms < 0) {
+		evtimer_del(c->timer);
+		return 0;
+	}
+	tv.tv_sec = ms / 1000;
+	tv.tv_usec = (ms % 1000) * 1000;
+	evtimer_add(c->timer, &tv);
+	return 0;
+}
+
+/* The workers' queue, drained on the loop. */
+static void
+wake_cb(evutil_socket_t fd UNUSED, short ev UNUSED, void *arg)
+{
+	struct k8s_client *c = arg;
+	struct k8s_req *q, *next;
+
+	int stop;
+
+	pthread_mutex_lock(&c->mtx);
+	q = c->head;
+	c->head = c->tail = NULL;
+	stop = c->stop;
+	pthread_mutex_unlock(&c->mtx);
+	for (; q != NULL; q = next) {
+		next = q->next;
+		req_start(q);
+	}
+	if (stop)
+		event_base_loopbreak(c->base);	/* our own loop only */
+}
+
+static void *
+loop_main(void *arg)
+{
+	struct k8s_client *c = arg;
+
+	event_base_loop(c->base, EVLOOP_NO_EXIT_ON_EMPTY);
+	return NULL;
+}
+
+static int
+engine_init(struct k8s_client *c, struct event_base *base, char *err,
+    size_t errlen)
+{
+	pthread_mutex_init(&c->mtx, NULL);
+	pthread_cond_init(&c->done_cv, NULL);
+	c->sync_init = 1;
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	if (base == NULL) {
+		/* No loop given (k8sctl, tests): a private one in a thread. */
+		if (evthread_use_pthreads() == -1 ||
+		    (c->base = event_base_new()) == NULL) {
+			snprintf(err, errlen, "cannot create an event loop");
+			return -1;
+		}
+		c->own_base = 1;
+	} else
+		c->base = base;
+	c->owner = pthread_self();
+	if ((c->multi = curl_multi_init()) == NULL ||
+	    (c->timer = evtimer_new(c->base, timer_ev_cb, c)) == NULL ||
+	    (c->wake = event_new(c->base, -1, 0, wake_cb, c)) == NULL) {
+		snprintf(err, errlen, "cannot set up the request loop");
+		return -1;
+	}
+	curl_multi_setopt(c->multi, CURLMOPT_SOCKETFUNCTION, multi_sock_fn);
+	curl_multi_setopt(c->multi, CURLMOPT_SOCKETDATA, c);
+	curl_multi_setopt(c->multi, CURLMOPT_TIMERFUNCTION, multi_timer_fn);
+	curl_multi_setopt(c->multi, CURLMOPT_TIMERDATA, c);
+	curl_multi_setopt(c->multi, CURLMOPT_MAXCONNECTS, (long)K8S_MAX_CONNS);
+	curl_multi_setopt(c->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS,
+	    (long)K8S_MAX_CONNS);
+	if (c->own_base) {
+		if (pthread_create(&c->loop_thr, NULL, loop_main, c) != 0) {
+			snprintf(err, errlen, "pthread_create failed");
+			return -1;
+		}
+		c->thr_started = 1;
+	}
+	return 0;
+}
+
+static void
+engine_free(struct k8s_client *c)
+{
+	if (c->thr_started) {
+		/* A loopbreak before the thread entered the loop would be lost;
+		 * an active event is not. */
+		pthread_mutex_lock(&c->mtx);
+		c->stop = 1;
+		pthread_mutex_unlock(&c->mtx);
+		event_active(c->wake, EV_READ, 0);
+		pthread_join(c->loop_thr, NULL);
+	}
+	/* The loop no longer runs here: nothing else touches the multi. */
+	c->closing = 1;
+	if (c->multi != NULL)
+		curl_multi_cleanup(c->multi);	/* frees the socket events */
+	if (c->timer != NULL)
+		event_free(c->timer);
+	if (c->wake != NULL)
+		event_free(c->wake);
+	if (c->own_base && c->base != NULL)
+		event_base_free(c->base);
+	if (c->sync_init) {
+		pthread_mutex_destroy(&c->mtx);
+		pthread_cond_destroy(&c->done_cv);
+	}
+}
+
+/*
+ * Worker side of one attempt series: queue q for the loop and wait. The
+ * thread that gave us the shared loop (the orchestrator's main thread,
+ * before it dispatches) runs the loop itself while it waits.
+ */
+static int
+submit_wait(struct k8s_client *c, struct k8s_req *q)
+{
+	int drive = !c->own_base && pthread_equal(pthread_self(), c->owner);
+
+	if (drive && event_base_loop(c->base, EVLOOP_NONBLOCK) == -1) {
+		snprintf(q->err, sizeof(q->err), "k8s request on the event loop "
+		    "thread (must come from a worker)");
+		return -1;
+	}
+	q->done = 0;
+	q->next = NULL;
+	pthread_mutex_lock(&c->mtx);
+	if (c->tail != NULL)
+		c->tail->next = q;
+	else
+		c->head = q;
+	c->tail = q;
+	c->st.requests++;
+	pthread_mutex_unlock(&c->mtx);
+	event_active(c->wake, EV_READ, 0);
+	pthread_mutex_lock(&c->mtx);
+	while (!q->done) {
+		if (drive) {
+			pthread_mutex_unlock(&c->mtx);
+			event_base_loop(c->base, EVLOOP_ONCE);
+			pthread_mutex_lock(&c->mtx);
+		} else
+			pthread_cond_wait(&c->done_cv, &c->mtx);
+	}
+	pthread_mutex_unlock(&c->mtx);
+	return q->rc;
+}
+
+static struct curl_slist *
+req_headers(const char *token, const char *body, const char *ctype)
+{
+	struct curl_slist *hdrs = NULL;
+	char line[K8S_MAX_TOKEN + 32];
+
+	hdrs = curl_slist_append(hdrs, "Accept: application/json");
+	hdrs = curl_slist_append(hdrs, "Expect:");
+	if (token[0] != '\0') {
+		snprintf(line, sizeof(line), "Authorization: Bearer %s", token);
+		hdrs = curl_slist_append(hdrs, line);
+		explicit_bzero(line, sizeof(line));
+	}
+	if (body != NULL) {
+		snprintf(line, sizeof(line), "Content-Type: %s",
+		    ctype ? ctype : "application/json");
+		hdrs = curl_slist_append(hdrs, line);
+	}
+	return hdrs;
+}
+
+static void
+headers_free(struct curl_slist *h)
+{
+	struct curl_slist *p;
+
+	for (p = h; p != NULL; p = p->next)
+		explicit_bzero(p->data, strlen(p->data));
+	curl_slist_free_all(h);
 }
 
 int
@@ -735,58 +1130,54 @@ k8s_request(struct k8s_client *c, const char *method, const char *path,
     char *err, size_t errlen)
 {
 	char *url = NULL, token[K8S_MAX_TOKEN];
-	long long backoff = c->backoff_ms, wait;
-	struct xfer x;
-	int i, rc = -1, reauthed = 0, t;
+	struct k8s_req q;
+	int rc = -1, reauthed = 0;
 
 	if (xasprintf(&url, "%s%s", c->server, path) == -1)
 		abort();
 	if (token_get(c, 0, token, sizeof(token), err, errlen) == -1)
 		goto out;
-	for (i = 0; i <= c->retries; i++) {
-		buf_free(resp);
-		resp->max = K8S_MAX_RESP;
-		memset(&x, 0, sizeof(x));
-		x.resp = resp;
-		x.retry_after_ms = -1;
-		if (attempt(c, method, url, ctype, body, token, status, &x, err,
-		    errlen) == 0) {
-			if (resp->p == NULL && buf_add(resp, "", 0) == -1)
-				abort();
-			if (*status == 401 && !reauthed) {
-				/* The token may have rotated under us. */
-				reauthed = 1;
-				t = token_get(c, 1, token, sizeof(token), err, errlen);
-				if (t == 1) {
-					i--;
-					continue;
-				}
-			}
-			if (*status != 429 && *status < 500) {
-				rc = 0;
-				goto out;
-			}
-			k8s_status_error(*status, resp->p, resp->len, err, errlen);
-			if (i == c->retries) {
-				rc = 0;	/* the caller sees the last answer */
-				goto out;
-			}
-			wait = x.retry_after_ms >= 0 ? x.retry_after_ms : backoff;
-		} else {
-			if (x.overflow || i == c->retries)
-				goto out;
-			wait = backoff;
+	for (;;) {
+		memset(&q, 0, sizeof(q));
+		q.c = c;
+		q.method = method;
+		q.path = path;
+		q.url = url;
+		q.body = body;
+		q.resp = resp;
+		q.backoff_ms = c->backoff_ms;
+		q.hdrs = req_headers(token, body, ctype);
+		rc = submit_wait(c, &q);
+		headers_free(q.hdrs);
+		if (rc == -1) {
+			snprintf(err, errlen, "%s", q.err);
+			goto out;
 		}
-		log_warnx("k8s %s %s attempt=%d failed: %s; retrying in %lld ms",
-		    method, path, i + 1, err, wait);
-		sleep_ms(wait);
-		backoff = backoff * 2 > K8S_MAX_BACKOFF_MS ? K8S_MAX_BACKOFF_MS :
-		    backoff * 2;
+		*status = q.status;
+		/* The token may have rotated under us: re-read it (here, not
+		 * on the loop) and try once more. */
+		if (q.status == 401 && !reauthed) {
+			reauthed = 1;
+			if (token_get(c, 1, token, sizeof(token), err, errlen) == 1)
+				continue;
+		}
+		if (q.status == 429 || q.status >= 500)
+			snprintf(err, errlen, "%s", q.err);
+		break;
 	}
+	rc = 0;
 out:
 	explicit_bzero(token, sizeof(token));
 	free(url);
 	return rc;
+}
+
+void
+k8s_client_stats(struct k8s_client *c, struct k8s_stats *st)
+{
+	pthread_mutex_lock(&c->mtx);
+	*st = c->st;
+	pthread_mutex_unlock(&c->mtx);
 }
 
 /* Copies peer text for an error message: control bytes become '?'. */

@@ -1,10 +1,19 @@
 /*
- * k8s_client.h: a thin, blocking Kubernetes REST client on libcurl.
+ * k8s_client.h: a thin Kubernetes REST client on libcurl's multi
+ * interface, on an event loop.
  *
- * The runtime interface (runtime.h) is synchronous and called from the
- * orchestrator's worker threads, so each request runs a private libcurl
- * easy handle in the calling thread; the orchestrator's event loop is never
- * blocked. Thread-safe: one client may be used by many threads at once.
+ * All transfers of a client run on one CURLM driven by libevent (socket
+ * and timer callbacks on an event_base), so connections to the API server
+ * are reused and many requests are in flight at once without a thread
+ * each. The loop is the orchestrator's (k8s_conn.base) or, when none is
+ * given (k8sctl, tests), a private one in a thread the client starts.
+ *
+ * k8s_request() stays synchronous, as runtime.h wants: the calling (worker)
+ * thread queues the request to the loop and waits on a condition variable;
+ * retries wait on loop timers, and the loop thread never blocks. The
+ * thread that created the client with a shared base may call it before
+ * that base is dispatched (it then runs the loop itself while it waits);
+ * calling it from a callback on the loop is refused. Thread-safe.
  *
  * Connection settings come from in-cluster files (service-account token,
  * CA, namespace under a configurable base directory), from a kubeconfig
@@ -35,21 +44,33 @@ struct k8s_conn {
 	long long	 retries;	/* extra attempts on 429/5xx/connect errors */
 	long long	 backoff_ms;	/* first backoff; doubles, capped at 8 s */
 	long long	 token_check_ms; /* how often to stat the token file */
+	struct event_base *base;	/* the loop to run on; NULL: a private one */
+};
+
+/* Counters since k8s_client_new (tests, diagnostics). */
+struct k8s_stats {
+	long long	requests;	/* k8s_request submissions */
+	long long	attempts;	/* transfers started (retries included) */
+	long long	connects;	/* new connections opened */
+	long long	inflight;	/* transfers running now */
+	long long	max_inflight;	/* most at once */
 };
 
 struct k8s_client;
+struct event_base;
 
 struct k8s_client *k8s_client_new(const struct k8s_conn *, char *err,
 	    size_t errlen);
 void	k8s_client_free(struct k8s_client *);
 const char *k8s_client_namespace(const struct k8s_client *);
 const char *k8s_client_server(const struct k8s_client *);
+void	k8s_client_stats(struct k8s_client *, struct k8s_stats *);
 
 /*
  * One request. path is absolute ("/api/v1/namespaces/x/pods?..."); body
  * may be NULL. Retries 429, 5xx and transport failures with backoff
- * (honouring Retry-After), re-reads the token after a 401 and tries once
- * more. Returns 0 with *status set and the body in resp (reset first), or
+ * (honouring Retry-After; a timer on the loop), re-reads the token after a
+ * 401 and tries once more. Blocks the calling thread, never the loop. Returns 0 with *status set and the body in resp (reset first), or
  * -1 with err set when no HTTP answer arrived at all.
  */
 int	k8s_request(struct k8s_client *, const char *method, const char *path,

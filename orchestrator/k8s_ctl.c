@@ -16,8 +16,13 @@
  *   k8sctl -c FILE agent ID METHOD PATH [BODY]
  *   k8sctl -c FILE poll N MS                list N times, MS apart, in one
  *                                           process (token rotation tests)
+ *   k8sctl -c FILE requests [--seq N] PATH...  raw GETs through the
+ *                                           runtime's client: one thread per
+ *                                           PATH at once (or N in a row),
+ *                                           with timings and client stats
  *   k8sctl render-netpol [PROXY_POD]        the example policy (netpol/)
  */
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,10 +34,12 @@
 
 #include "buf.h"
 #include "cfg.h"
+#include "k8s_client.h"
 #include "log.h"
 #include "netpol.h"
 #include "runtime_k8s.h"
 #include "strnum.h"
+#include "util.h"
 #include "xmalloc.h"
 
 struct ctlconf {
@@ -51,7 +58,7 @@ usage(void)
 	    "commands: create ID [opts] | start ID | stop ID | destroy ID | get ID |\n"
 	    "          addr ID | list | labels ID K=V... | attach ID ORG USER SESSION [K=V...] |\n"
 	    "          fleet-sync | reconcile [KEEP...] | agent ID METHOD PATH [BODY] |\n"
-	    "          render-netpol [PROXY_POD] | keys\n");
+	    "          requests [--seq N] PATH... | render-netpol [PROXY_POD] | keys\n");
 	exit(2);
 }
 
@@ -222,6 +229,77 @@ out:
 	return rc;
 }
 
+struct rawreq {
+	struct k8s_client	*cl;
+	const char		*path;
+	pthread_t		 thr;
+	int			 rc, status;
+	long long		 ms;
+	char			 err[512];
+};
+
+static void *
+rawreq_main(void *arg)
+{
+	struct rawreq *q = arg;
+	long long t0 = util_mono_ms();
+	struct buf b;
+
+	buf_init(&b, K8S_MAX_RESP);
+	q->rc = k8s_request(q->cl, "GET", q->path, NULL, NULL, &q->status, &b,
+	    q->err, sizeof(q->err));
+	q->ms = util_mono_ms() - t0;
+	buf_free(&b);
+	return NULL;
+}
+
+/* requests [--seq N] PATH...: prints "req I status=S ms=M" or "req I
+ * error=E ms=M" per request, then the client's counters. */
+static int
+cmd_requests(struct runtime *rt, int argc, char **argv, char *err,
+    size_t errlen)
+{
+	struct k8s_client *cl = runtime_k8s_client(rt);
+	struct rawreq *q;
+	struct k8s_stats st;
+	long long seq = 0, i, n;
+	int rc = 0;
+
+	if (argc >= 2 && strcmp(argv[0], "--seq") == 0) {
+		seq = num(argv[1]);
+		argc -= 2;
+		argv += 2;
+	}
+	if (argc < 1 || (seq > 0 && argc != 1) || seq > 1000 || argc > 64)
+		usage();
+	n = seq > 0 ? seq : argc;
+	q = xcalloc((size_t)n, sizeof(*q));
+	for (i = 0; i < n; i++) {
+		q[i].cl = cl;
+		q[i].path = seq > 0 ? argv[0] : argv[i];
+		if (seq > 0)
+			rawreq_main(&q[i]);
+		else if (pthread_create(&q[i].thr, NULL, rawreq_main, &q[i]) != 0)
+			fatalx("pthread_create failed");
+	}
+	for (i = 0; i < n; i++) {
+		if (seq == 0)
+			pthread_join(q[i].thr, NULL);
+		if (q[i].rc == 0)
+			printf("req %lld status=%d ms=%lld\n", i, q[i].status, q[i].ms);
+		else {
+			printf("req %lld error=%s ms=%lld\n", i, q[i].err, q[i].ms);
+			snprintf(err, errlen, "%s", q[i].err);
+			rc = -1;
+		}
+	}
+	k8s_client_stats(cl, &st);
+	printf("stats requests=%lld attempts=%lld connects=%lld max_inflight=%lld\n",
+	    st.requests, st.attempts, st.connects, st.max_inflight);
+	free(q);
+	return rc;
+}
+
 static int
 cmd_render_netpol(int argc, char **argv)
 {
@@ -383,7 +461,9 @@ main(int argc, char **argv)
 			}
 			rt_info_free_array(ri, n);
 		}
-	} else if (strcmp(cmd, "agent") == 0)
+	} else if (strcmp(cmd, "requests") == 0)
+		rc = cmd_requests(rt, argc, argv, err, sizeof(err));
+	else if (strcmp(cmd, "agent") == 0)
 		rc = cmd_agent(rt, argc, argv, err, sizeof(err));
 	else
 		usage();

@@ -1074,6 +1074,12 @@ out:
 	return rc;
 }
 
+struct k8s_client *
+runtime_k8s_client(struct runtime *rt)
+{
+	return ((struct k8s_rt *)rt->impl)->cl;
+}
+
 int
 runtime_k8s_fleet_sync(struct runtime *rt, char *err, size_t errlen)
 {
@@ -1829,6 +1835,7 @@ runtime_k8s_new(const struct rt_k8s_conf *conf, char *err, size_t errlen)
 	cc.retries = conf->retries;
 	cc.backoff_ms = conf->retry_backoff_ms;
 	cc.token_check_ms = conf->token_check_ms;
+	cc.base = conf->base;
 	if ((r->cl = k8s_client_new(&cc, err, errlen)) == NULL)
 		goto fail;
 	snprintf(r->ns, sizeof(r->ns), "%s", k8s_client_namespace(r->cl));

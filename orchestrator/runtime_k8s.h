@@ -18,6 +18,7 @@
 #include "runtime.h"
 
 struct event_base;
+struct k8s_client;
 
 struct rt_k8s_conf {
 	/* connection */
@@ -175,5 +176,8 @@ struct runtime *runtime_k8s_new(const struct rt_k8s_conf *, char *err,
  * sandboxes, label new proxy pods, re-assign sandboxes whose proxy pod is
  * gone or not ready. The fleet thread calls it every fleet_interval. */
 int	runtime_k8s_fleet_sync(struct runtime *, char *err, size_t errlen);
+
+/* The runtime's API client (k8sctl's raw requests, tests). */
+struct k8s_client *runtime_k8s_client(struct runtime *);
 
 #endif

@@ -33,7 +33,8 @@ Test control (no auth, loopback only): POST /_fake/<op> with a JSON body:
   badimage {"image"}                                         ImagePullBackOff
   vanish   {"ns","name"}                                     pod deleted now
   hold     {"on":true}                                       pods stay Pending
-GET /_fake/state (all objects), GET /_fake/log (requests seen).
+GET /_fake/state (all objects), GET /_fake/log (requests seen),
+GET /_fake/stalled ({"stalled": answers being delayed now, "delayed": ever}).
 """
 import argparse
 import base64
@@ -90,7 +91,8 @@ RV = [1000]
 VIOLATIONS = []
 LOG = []
 INJECT = []         # dicts: kind fail/delay, method, path(regex), ...
-STATE = {"hold": False, "badimages": [], "ips": set()}
+STATE = {"hold": False, "badimages": [], "ips": set(), "stalled": 0,
+         "delayed": 0}
 PROCS = {}          # pod key -> Popen
 ARGS = None
 
@@ -695,7 +697,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
             else:
                 d = 0
         if d:
-            time.sleep(d)
+            with LOCK:
+                STATE["stalled"] += 1
+                STATE["delayed"] += 1
+            try:
+                time.sleep(d)
+            finally:
+                with LOCK:
+                    STATE["stalled"] -= 1
         who = self.authed()
         if who is None:
             LOG.append([method, self.path, 401])
@@ -716,6 +725,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 return self.send_json(200, {"items": out})
             if op == "log":
                 return self.send_json(200, {"log": LOG})
+            if op == "stalled":
+                return self.send_json(200, {"stalled": STATE["stalled"],
+                                            "delayed": STATE["delayed"]})
             if op == "violations":
                 return self.send_json(200, {"violations": VIOLATIONS})
             if op in ("fail", "delay"):
