@@ -17,6 +17,7 @@
  * thread scales the proxy Deployment and re-assigns sandboxes.
  */
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -715,10 +716,16 @@ struct proxy {
 	char		 name[254];
 	char		 ip[64];
 	int		 ready;
+	int		 deleting;
 	int		 labelled;
+	int		 victim;	/* chosen to go on this scale-down */
 	long long	 load;
-	long long	 cost;	/* pod-deletion-cost annotation (-1: none) */
+	long long	 oldest;	/* created-ms of its oldest sandbox */
+	long long	 cost;		/* pod-deletion-cost (LLONG_MIN: none) */
 };
+
+#define ANN_DELETION_COST	"controller.kubernetes.io/pod-deletion-cost"
+#define VICTIM_COST		-1000	/* below any load */
 
 static int
 proxies_list(struct k8s_rt *r, struct proxy **out, size_t *n, char *err,
@@ -748,11 +755,12 @@ proxies_list(struct k8s_rt *r, struct proxy **out, size_t *n, char *err,
 		snprintf(p[*n].ip, sizeof(p[*n].ip), "%s", v.ip ? v.ip : "");
 		p[*n].ready = !v.deleting && !v.failed && v.ready && v.ip != NULL &&
 		    strcmp(v.phase, "Running") == 0;
+		p[*n].deleting = v.deleting;
 		l = k8s_ann(v.labels, K8S_LBL_PROXY_POD);
 		p[*n].labelled = l != NULL && strcmp(l, v.name) == 0;
-		p[*n].cost = k8s_ann(v.annotations,
-		    "controller.kubernetes.io/pod-deletion-cost") ? k8s_ann_ll(
-		    v.annotations, "controller.kubernetes.io/pod-deletion-cost") : -1;
+		p[*n].cost = k8s_ann(v.annotations, ANN_DELETION_COST) ?
+		    k8s_ann_ll(v.annotations, ANN_DELETION_COST) : LLONG_MIN;
+		p[*n].oldest = LLONG_MAX;
 		(*n)++;
 	}
 	cJSON_Delete(items);
@@ -804,31 +812,91 @@ desired_replicas(struct k8s_rt *r, long long running)
 
 /*
  * Tells the ReplicaSet controller which proxy pods to remove first on a
- * scale-down: controller.kubernetes.io/pod-deletion-cost = sandboxes served.
+ * scale-down: controller.kubernetes.io/pod-deletion-cost = sandboxes
+ * served, and VICTIM_COST for the pods chosen to go. Each PATCH is applied
+ * once it is answered. -1 if a victim's mark did not take (then the caller
+ * must not scale down: the controller would choose blindly).
  */
-static void
+static int
 proxy_costs(struct k8s_rt *r, struct proxy *p, size_t n)
 {
 	char path[512], v[32], err[512];
 	const char *kv[2];
+	long long want;
 	cJSON *patch;
 	size_t i;
-	int st;
+	int st, rc = 0;
 
 	for (i = 0; i < n; i++) {
-		if (p[i].cost == p[i].load)
+		want = p[i].victim ? VICTIM_COST : p[i].load;
+		if (p[i].deleting || p[i].cost == want)
 			continue;
-		snprintf(v, sizeof(v), "%lld", p[i].load);
-		kv[0] = "controller.kubernetes.io/pod-deletion-cost";
+		snprintf(v, sizeof(v), "%lld", want);
+		kv[0] = ANN_DELETION_COST;
 		kv[1] = v;
 		patch = ann_patch(kv, 1);
 		p_pods(r->pns, p[i].name, path, sizeof(path));
-		if (merge_patch(r, path, patch, &st, err, sizeof(err)) == -1)
-			log_warnx("k8s proxy pod=%s deletion cost: %s", p[i].name, err);
-		else
-			p[i].cost = p[i].load;
+		if (merge_patch(r, path, patch, &st, err, sizeof(err)) == -1 ||
+		    st == 404) {
+			log_warnx("k8s proxy pod=%s deletion cost: %s", p[i].name,
+			    st == 404 ? "pod gone" : err);
+			if (p[i].victim)
+				rc = -1;
+		} else
+			p[i].cost = want;
 		cJSON_Delete(patch);
 	}
+	return rc;
+}
+
+/* a is a better pod to remove than b: not ready, fewer sandboxes, then
+ * younger sandboxes (moving one changes its proxy URL, so long-lived
+ * sessions stay put), then the name (deterministic). */
+static int
+more_removable(const struct proxy *a, const struct proxy *b)
+{
+	if (a->ready != b->ready)
+		return !a->ready;
+	if (a->load != b->load)
+		return a->load < b->load;
+	if (a->oldest != b->oldest)
+		return a->oldest > b->oldest;
+	return strcmp(a->name, b->name) > 0;
+}
+
+/* Marks the (live - want) pods to remove; returns how many. */
+static size_t
+pick_victims(struct proxy *p, size_t n, long long want)
+{
+	size_t i, live = 0, k = 0;
+	struct proxy *best;
+
+	for (i = 0; i < n; i++)
+		if (!p[i].deleting)
+			live++;
+	while ((long long)(live - k) > want) {
+		best = NULL;
+		for (i = 0; i < n; i++)
+			if (!p[i].deleting && !p[i].victim &&
+			    (best == NULL || more_removable(&p[i], best)))
+				best = &p[i];
+		if (best == NULL)
+			break;
+		best->victim = 1;
+		k++;
+	}
+	return k;
+}
+
+static int
+is_victim(const struct proxy *p, size_t n, const char *name)
+{
+	size_t i;
+
+	for (i = 0; name != NULL && i < n; i++)
+		if (p[i].victim && strcmp(p[i].name, name) == 0)
+			return 1;
+	return 0;
 }
 
 /* Sets the proxy Deployment's replicas through the scale subresource. */
@@ -890,6 +958,7 @@ count_load(cJSON *pods, struct proxy *p, size_t np, long long *running)
 {
 	struct k8s_podview v;
 	struct proxy *x;
+	long long born;
 	cJSON *it;
 
 	*running = 0;
@@ -898,19 +967,26 @@ count_load(cJSON *pods, struct proxy *p, size_t np, long long *running)
 		if (v.deleting || v.failed)
 			continue;
 		(*running)++;
-		if ((x = proxy_find(p, np, k8s_ann(v.annotations, K8S_ANN_PROXY))) != NULL)
+		if ((x = proxy_find(p, np, k8s_ann(v.annotations, K8S_ANN_PROXY))) != NULL) {
 			x->load++;
+			born = k8s_ann_ll(v.annotations, K8S_ANN_CREATED);
+			if (born < x->oldest)
+				x->oldest = born;
+		}
 	}
 }
 
+/* The ready pod with the fewest sandboxes, not one of avoid's victims. */
 static struct proxy *
-least_loaded(struct proxy *p, size_t n)
+least_loaded(struct proxy *p, size_t n, const struct proxy *avoid,
+    size_t navoid)
 {
 	struct proxy *best = NULL;
 	size_t i;
 
 	for (i = 0; i < n; i++)
-		if (p[i].ready && (best == NULL || p[i].load < best->load))
+		if (p[i].ready && !is_victim(avoid, navoid, p[i].name) &&
+		    (best == NULL || p[i].load < best->load))
 			best = &p[i];
 	return best;
 }
@@ -966,12 +1042,14 @@ proxy_env(struct k8s_rt *r, const char *id, const char *proxy_ip, char *out,
  * Assigns a sandbox (whose pod is running at pod_ip) to the least-loaded
  * ready proxy pod, scaling the fleet up first if there is none: registers
  * it there, records the assignment on the pod, lets the policy reach that
- * pod only, and pushes the proxy env to the agent. Caller holds fleet_mtx.
+ * pod only, and pushes the proxy env to the agent. With avoid (a proxy
+ * list with victims marked), it moves the sandbox off those pods and
+ * fails rather than scale or wait. Caller holds fleet_mtx.
  */
 static int
 assign_locked(struct k8s_rt *r, const char *id, const char *pod_ip,
-    const char *current, const char *egress_json, char *env_out,
-    size_t envlen, char *err, size_t errlen)
+    const char *current, const char *egress_json, const struct proxy *avoid,
+    size_t navoid, char *env_out, size_t envlen, char *err, size_t errlen)
 {
 	struct proxy *px = NULL, *best;
 	size_t npx = 0;
@@ -992,12 +1070,17 @@ assign_locked(struct k8s_rt *r, const char *id, const char *pod_ip,
 			goto out;
 		count_load(pods, px, npx, &running);
 		/* Stay where we are while that pod is ready. */
-		if ((best = proxy_find(px, npx, current)) != NULL && best->ready) {
+		if ((best = proxy_find(px, npx, current)) != NULL && best->ready &&
+		    !is_victim(avoid, navoid, current)) {
 			best->load--;
 			break;
 		}
-		if ((best = least_loaded(px, npx)) != NULL)
+		if ((best = least_loaded(px, npx, avoid, navoid)) != NULL)
 			break;
+		if (navoid > 0) {
+			snprintf(err, errlen, "no other ready egress-proxy pod");
+			goto out;
+		}
 		if (scale_to(r, desired_replicas(r, running > 0 ? running : 1), err,
 		    errlen) == -1)
 			goto out;
@@ -1080,25 +1163,83 @@ runtime_k8s_client(struct runtime *rt)
 	return ((struct k8s_rt *)rt->impl)->cl;
 }
 
-int
-runtime_k8s_fleet_sync(struct runtime *rt, char *err, size_t errlen)
+/* Moves the attached sandboxes of the victim pods to pods that stay. */
+static void
+move_off_victims(struct k8s_rt *r, cJSON *pods, const struct proxy *px,
+    size_t npx)
 {
-	struct k8s_rt *r = rt->impl;
-	struct proxy *px = NULL, *cur;
-	size_t npx = 0, i;
+	struct k8s_podview v;
+	const char *eg, *cur;
+	char env[2048], e2[512];
+	cJSON *it;
+
+	cJSON_ArrayForEach(it, pods) {
+		k8s_pod_view(it, &v);
+		cur = k8s_ann(v.annotations, K8S_ANN_PROXY);
+		if (v.deleting || v.failed || v.id == NULL || !rt_id_valid(v.id) ||
+		    v.ip == NULL || !is_victim(px, npx, cur) ||
+		    (eg = k8s_ann(v.annotations, K8S_ANN_EGRESS)) == NULL)
+			continue;
+		log_info("sandbox=%s proxy=%s goes on scale-down; moving", v.id, cur);
+		if (assign_locked(r, v.id, v.ip, NULL, eg, px, npx, env,
+		    sizeof(env), e2, sizeof(e2)) == -1)
+			log_warnx("sandbox=%s move failed (the next sweep "
+			    "re-assigns it): %s", v.id, e2);
+		explicit_bzero(env, sizeof(env));
+	}
+}
+
+/*
+ * The fleet sweep (caller holds fleet_mtx): scale the Deployment to the
+ * running sandboxes and re-assign sandboxes whose proxy pod is gone or not
+ * ready. A scale-down first picks the pods to remove, moves their
+ * sandboxes to the pods that stay, and marks them with the lowest
+ * pod-deletion-cost; only once those marks are applied is the scale
+ * patched, so the controller removes those pods and no sandbox is left
+ * without a proxy. (Should the controller still choose others, e.g. from
+ * a stale cache, the re-assignment below or in the next sweep covers it.)
+ */
+static int
+fleet_sync_locked(struct k8s_rt *r, int reassign, char *err, size_t errlen)
+{
+	struct proxy *px = NULL, *cur, *old;
+	size_t npx = 0, i, nold;
 	cJSON *pods = NULL, *it;
 	struct k8s_podview v;
-	long long running;
+	long long running, want;
 	char env[2048], e2[512];
-	int rc = -1, moved = 0;
+	int rc = -1;
 
-	pthread_mutex_lock(&r->fleet_mtx);
 	if (sandboxes_list(r, &pods, err, errlen) == -1 ||
 	    proxies_list(r, &px, &npx, err, errlen) == -1)
 		goto out;
 	count_load(pods, px, npx, &running);
-	proxy_costs(r, px, npx);
-	if (scale_to(r, desired_replicas(r, running), err, errlen) == -1)
+	want = desired_replicas(r, running);
+	if (pick_victims(px, npx, want) > 0) {
+		move_off_victims(r, pods, px, npx);
+		/* Count again: the moves changed the loads. */
+		old = px;
+		nold = npx;
+		cJSON_Delete(pods);
+		pods = NULL;
+		px = NULL;
+		if (sandboxes_list(r, &pods, err, errlen) == -1 ||
+		    proxies_list(r, &px, &npx, err, errlen) == -1) {
+			free(old);
+			goto out;
+		}
+		count_load(pods, px, npx, &running);
+		for (i = 0; i < npx; i++)
+			px[i].victim = is_victim(old, nold, px[i].name) &&
+			    !px[i].deleting;
+		free(old);
+	}
+	if (proxy_costs(r, px, npx) == -1) {
+		snprintf(err, errlen, "not scaling down: the pod-deletion-cost "
+		    "of the pods to remove could not be set");
+		goto out;
+	}
+	if (scale_to(r, want, err, errlen) == -1)
 		goto out;
 	for (i = 0; i < npx; i++)
 		if (px[i].ready && proxy_label(r, &px[i], e2, sizeof(e2)) == -1)
@@ -1107,6 +1248,8 @@ runtime_k8s_fleet_sync(struct runtime *rt, char *err, size_t errlen)
 	cJSON_ArrayForEach(it, pods) {
 		const char *eg;
 
+		if (!reassign)
+			break;
 		k8s_pod_view(it, &v);
 		if (v.deleting || v.failed || v.id == NULL || !rt_id_valid(v.id) ||
 		    v.ip == NULL || strcmp(v.phase, "Running") != 0)
@@ -1119,17 +1262,27 @@ runtime_k8s_fleet_sync(struct runtime *rt, char *err, size_t errlen)
 		log_info("sandbox=%s proxy=%s gone; re-assigning", v.id,
 		    k8s_ann(v.annotations, K8S_ANN_PROXY) ?
 		    k8s_ann(v.annotations, K8S_ANN_PROXY) : "-");
-		if (assign_locked(r, v.id, v.ip, NULL, eg, env, sizeof(env), e2,
-		    sizeof(e2)) == -1)
+		if (assign_locked(r, v.id, v.ip, NULL, eg, NULL, 0, env,
+		    sizeof(env), e2, sizeof(e2)) == -1)
 			log_warnx("sandbox=%s re-assign failed: %s", v.id, e2);
-		else
-			moved++;
+		explicit_bzero(env, sizeof(env));
 	}
 	rc = 0;
 out:
-	pthread_mutex_unlock(&r->fleet_mtx);
 	cJSON_Delete(pods);
 	free(px);
+	return rc;
+}
+
+int
+runtime_k8s_fleet_sync(struct runtime *rt, char *err, size_t errlen)
+{
+	struct k8s_rt *r = rt->impl;
+	int rc;
+
+	pthread_mutex_lock(&r->fleet_mtx);
+	rc = fleet_sync_locked(r, 1, err, errlen);
+	pthread_mutex_unlock(&r->fleet_mtx);
 	return rc;
 }
 
@@ -1137,24 +1290,12 @@ out:
 static void
 rescale(struct k8s_rt *r)
 {
-	struct proxy *px = NULL;
-	size_t npx = 0;
-	cJSON *pods = NULL;
-	long long running;
 	char err[512];
 
 	pthread_mutex_lock(&r->fleet_mtx);
-	if (sandboxes_list(r, &pods, err, sizeof(err)) == 0 &&
-	    proxies_list(r, &px, &npx, err, sizeof(err)) == 0) {
-		count_load(pods, px, npx, &running);
-		proxy_costs(r, px, npx);
-		if (scale_to(r, desired_replicas(r, running), err, sizeof(err)) == -1)
-			log_warnx("k8s %s", err);
-	} else
+	if (fleet_sync_locked(r, 0, err, sizeof(err)) == -1)
 		log_warnx("k8s %s", err);
 	pthread_mutex_unlock(&r->fleet_mtx);
-	cJSON_Delete(pods);
-	free(px);
 }
 
 /* ---- runtime ops ---- */
@@ -1381,8 +1522,8 @@ k8s_start(struct runtime *rt, const char *id, char *err, size_t errlen)
 		/* It had a proxy identity: give it a proxy again. */
 		k8s_pod_view(pod, &v);
 		pthread_mutex_lock(&r->fleet_mtx);
-		rc = assign_locked(r, id, v.ip, NULL, eg, env, sizeof(env), err,
-		    errlen);
+		rc = assign_locked(r, id, v.ip, NULL, eg, NULL, 0, env,
+		    sizeof(env), err, errlen);
 		pthread_mutex_unlock(&r->fleet_mtx);
 		explicit_bzero(env, sizeof(env));
 		if (rc == -1)
@@ -1697,7 +1838,7 @@ k8s_attach_egress(struct runtime *rt, const char *id, const struct rt_egress *eg
 	}
 	pthread_mutex_lock(&r->fleet_mtx);
 	rc = assign_locked(r, id, v.ip, k8s_ann(v.annotations, K8S_ANN_PROXY),
-	    egj, env_out, envlen, err, errlen);
+	    egj, NULL, 0, env_out, envlen, err, errlen);
 	pthread_mutex_unlock(&r->fleet_mtx);
 	if (rc == 0)
 		rescale(r);

@@ -3,7 +3,8 @@
 # against the fake API server: MCP tools run in a sandbox pod through the
 # real agent, egress is attached (proxy registration, policy, proxy env),
 # the warm pool is claimed without recreating the pod, clear_session purges
-# it, and a restarted orchestrator finds its sandboxes in the cluster.
+# it, the pool refills in the background, a restarted orchestrator finds its
+# sandboxes in the cluster, and SIGTERM does not wait for stalled API calls.
 . "$(dirname "$0")/../lib/common.sh"
 . "$TOP/tests/k8s/lib.sh"
 ORCH_BIN=$BIN/orchestrator/orchestrator
@@ -61,6 +62,8 @@ check "the shell has the per-sandbox proxy URL" bash -c "echo '$out' | grep -q '
 check "the warm pod was claimed, not recreated" test "$(obj pods sandboxes "$warm" | jq_py 'd["metadata"]["uid"]')" = "$warm_uid"
 check "claim registered the sandbox at a proxy pod" grep -q "\"op\": \"register\", \"id\": \"${warm#sbx-}\"" "$T/proxy-record.jsonl"
 check "its policy allows its proxy pod" test "$(obj networkpolicies sandboxes "$warm" | jq_py 'len(d["spec"]["egress"])')" = 1
+refilled() { test "$(pods | jq_py "len([p for p in d if p != '$warm'])")" -ge 1; }
+check "the pool refills in the background after the claim (a new warm pod)" wait_for 90 refilled
 # (The fake kubelet runs the agent on the host with the PVC directory as
 # its workdir, so paths stay relative here.)
 mcp_tool sess-1 str_replace_based_edit_tool '{"command":"create","path":"a.txt","file_text":"k8s file\n"}' >/dev/null
@@ -75,5 +78,15 @@ check "session survives the restart" bash -c "grep -q '^k8s file' <<<\"\$(cat)\"
 out=$(mcp_tool sess-1 clear_session '{}')
 claim_gone() { test "$(obj persistentvolumeclaims sandboxes "$warm-ws")" = null; }
 check "clear_session removes the sandbox's pod and claim" wait_for 30 claim_gone
-kill "$ORCH_PID"; wait "$ORCH_PID" 2>/dev/null
+
+# Shutdown with API requests in flight (the API server stalls them): the
+# SIGTERM drain ends the event loop without waiting for them.
+fake delay '{"path":"/pods","seconds":30,"count":1000}' >/dev/null
+stalled() { test "$(fake_get stalled | jq_py 'd["stalled"]')" -ge 1; }
+check "API requests in flight (stalled by the API server)" wait_for 30 stalled
+kill -TERM "$ORCH_PID"
+gone() { ! kill -0 "$ORCH_PID" 2>/dev/null; }
+check "SIGTERM with API requests in flight: exits promptly" wait_for 10 gone
+wait "$ORCH_PID" 2>/dev/null
+fake clear >/dev/null
 k8s_no_violations
