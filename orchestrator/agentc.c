@@ -54,22 +54,53 @@ left_ms(long long deadline)
 	return (int)l;
 }
 
-/* Waits for events on fd until deadline: 1 ready, 0 timeout, -1 error. */
+#define CANCEL_TICK_MS	50
+
+static _Thread_local const atomic_int *cancel_flag;
+static _Thread_local int cancel_grace_ms;
+
+void
+agentc_set_cancel(const atomic_int *flag, int grace_ms)
+{
+	cancel_flag = flag;
+	cancel_grace_ms = grace_ms;
+}
+
+/*
+ * Waits for events on fd until deadline: 1 ready, 0 timeout, -1 error
+ * (errno ECANCELED: the thread's cancel flag was raised).
+ */
 static int
 wait_fd(int fd, short ev, long long deadline)
 {
 	struct pollfd pfd;
-	int r;
+	long long seen = 0;
+	int r, ms;
 
 	for (;;) {
 		pfd.fd = fd;
 		pfd.events = ev;
 		pfd.revents = 0;
-		r = poll(&pfd, 1, left_ms(deadline));
+		ms = left_ms(deadline);
+		if (cancel_flag != NULL) {
+			if (atomic_load(cancel_flag)) {
+				if (seen == 0)
+					seen = util_mono_ms();
+				if (util_mono_ms() - seen >= cancel_grace_ms) {
+					errno = ECANCELED;
+					return -1;
+				}
+			}
+			if (ms > CANCEL_TICK_MS)
+				ms = CANCEL_TICK_MS;
+		}
+		r = poll(&pfd, 1, ms);
 		if (r == -1 && errno == EINTR)
 			continue;
 		if (r == -1)
 			return -1;
+		if (r == 0 && cancel_flag != NULL && left_ms(deadline) > 0)
+			continue;
 		return r > 0 ? 1 : 0;
 	}
 }

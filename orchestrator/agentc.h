@@ -8,6 +8,7 @@
 #ifndef AGENTC_H
 #define AGENTC_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include "attrib.h"
 #include "buf.h"
@@ -30,5 +31,10 @@ int	agentc_request(struct agentc *, const char *method, const char *path,
 	    const char *ctype, const char *body, size_t bodylen, int timeout_ms,
 	    int *status, struct buf *resp, char *err, size_t errlen) WUNRES;
 void	agentc_close(struct agentc *);
+/*
+ * Makes this thread's requests give up (-1, "cancelled") grace_ms after
+ * *flag becomes non-zero while they wait on the agent. NULL: never.
+ */
+void	agentc_set_cancel(const atomic_int *flag, int grace_ms);
 
 #endif

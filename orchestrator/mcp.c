@@ -118,6 +118,28 @@ classify(const cJSON *m, const cJSON **idp)
 	return K_INVALID;
 }
 
+/*
+ * notifications/cancelled {requestId, reason?}: remembers the id for the
+ * HTTP layer, which owns the in-flight calls. Invalid ones are ignored
+ * (the spec: SHOULD ignore).
+ */
+static void
+note_cancel(struct mcp_out *out, const cJSON *m)
+{
+	const cJSON *method = cJSON_GetObjectItemCaseSensitive(m, "method");
+	const cJSON *params = cJSON_GetObjectItemCaseSensitive(m, "params");
+	const cJSON *rid = cJSON_GetObjectItemCaseSensitive(params, "requestId");
+
+	if (!cJSON_IsString(method) ||
+	    strcmp(method->valuestring, "notifications/cancelled") != 0 ||
+	    !id_ok(rid))
+		return;
+	if (out->cancels == NULL)
+		out->cancels = cJSON_CreateArray();
+	if (cJSON_GetArraySize(out->cancels) < MCP_MAX_BATCH)
+		cJSON_AddItemToArray(out->cancels, cJSON_Duplicate(rid, 1));
+}
+
 static cJSON *
 initialize_result(enum mcp_version v)
 {
@@ -164,6 +186,9 @@ handle_one(const struct mcp_in *in, struct mcp_out *out, const cJSON *m,
 		    "request, notification or response (check jsonrpc \"2.0\", "
 		    "method, and that id is a string or integer)");
 	case K_NOTIFY:
+		note_cancel(out, m);
+		*status_hint = 202;
+		return NULL;
 	case K_RESPONSE:
 		*status_hint = 202;
 		return NULL;
@@ -359,21 +384,40 @@ mcp_complete(struct mcp_out *out, size_t i)
 	struct mcp_pending *p = &out->pend[i];
 	cJSON *r, *result;
 	size_t k;
+	int n;
 
 	result = p->tc->result;
 	p->tc->result = NULL;
-	if (result == NULL)
-		result = tools_text_result("internal error: no result", 1);
-	r = mcp_result(p->id, result);
-	if (p->slot < 0)
-		out->body = r;
-	else
-		cJSON_ReplaceItemInArray(out->body, p->slot, r);
+	if (atomic_load(&p->tc->cancelled)) {
+		/* Cancelled: no response (the spec's SHOULD NOT respond). A
+		 * batch keeps its null placeholder, removed below. */
+		cJSON_Delete(result);
+	} else {
+		if (result == NULL)
+			result = tools_text_result("internal error: no result", 1);
+		r = mcp_result(p->id, result);
+		if (p->slot < 0) {
+			cJSON_Delete(out->body);
+			out->body = r;
+		} else
+			cJSON_ReplaceItemInArray(out->body, p->slot, r);
+	}
 	tool_call_free(p->tc);
 	p->tc = NULL;
 	for (k = 0; k < out->npend; k++)
 		if (out->pend[k].tc != NULL)
 			return 0;
+	if (out->batch && out->body != NULL) {
+		for (n = cJSON_GetArraySize(out->body) - 1; n >= 0; n--)
+			if (cJSON_IsNull(cJSON_GetArrayItem(out->body, n)))
+				cJSON_DeleteItemFromArray(out->body, n);
+		if (cJSON_GetArraySize(out->body) == 0) {
+			cJSON_Delete(out->body);
+			out->body = NULL;
+		}
+	}
+	if (out->body == NULL)
+		out->status = 202;	/* every request in it was cancelled */
 	return 1;
 }
 
@@ -389,5 +433,6 @@ mcp_out_free(struct mcp_out *out)
 	free(out->pend);
 	cJSON_Delete(out->body);
 	cJSON_Delete(out->progress_token);
+	cJSON_Delete(out->cancels);
 	memset(out, 0, sizeof(*out));
 }

@@ -45,6 +45,8 @@ struct mcp_out {
 	char		 tool[64];	/* single tools/call: the tool name */
 	int		 want_progress;	/* single tools/call asked for progress */
 	cJSON		*progress_token;	/* owned */
+	/* notifications/cancelled: the requestIds to cancel (owned array) */
+	cJSON		*cancels;
 };
 
 /* Fills out from in; never fails (errors become JSON-RPC errors). */

@@ -52,59 +52,21 @@ path_of(struct fake *f, const char *id, const char *leaf, char *out, size_t len)
 	return n < 0 || (size_t)n >= len ? -1 : 0;
 }
 
+/* Whole-file helpers without an error message (the callers say what). */
 static int
 read_file(const char *path, struct buf *b)
 {
-	char chunk[4096];
-	ssize_t n;
-	int fd;
+	char e[128];
 
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
-		return -1;
-	for (;;) {
-		n = read(fd, chunk, sizeof(chunk));
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		if (buf_add(b, chunk, (size_t)n) == -1) {
-			n = -1;
-			break;
-		}
-	}
-	close(fd);
-	return n == -1 ? -1 : 0;
+	return util_read_file(path, b, e, sizeof(e));
 }
 
 static int
 write_atomic(const char *path, const char *data, size_t len)
 {
-	char tmp[4096];
-	int fd;
-	size_t off = 0;
-	ssize_t n;
+	char e[128];
 
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%d.%lu", path, (int)getpid(),
-	    (unsigned long)pthread_self()) >= sizeof(tmp))
-		return -1;
-	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) == -1)
-		return -1;
-	while (off < len) {
-		n = write(fd, data + off, len - off);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			close(fd);
-			unlink(tmp);
-			return -1;
-		}
-		off += (size_t)n;
-	}
-	if (fsync(fd) == -1 || close(fd) == -1 || rename(tmp, path) == -1) {
-		unlink(tmp);
-		return -1;
-	}
-	return 0;
+	return util_write_file_atomic(path, data, len, 0600, e, sizeof(e));
 }
 
 static cJSON *

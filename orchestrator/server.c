@@ -3,14 +3,21 @@
  * and runtime operations run on workers and come back through
  * work_submit()'s completion, so a long call never blocks the loop.
  */
+#include <limits.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/queue.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <time.h>
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
@@ -50,6 +57,8 @@ struct server {
 	unsigned long long		 st_2xx, st_4xx, st_5xx, st_401, st_403;
 	struct tool_stat		 tools[NTOOLS_STAT];
 	int				 ntools;
+	unsigned long long		 n_cancelled, n_too_large;
+	struct mcall			*calls;		/* MCP calls in flight */
 };
 
 static long long
@@ -266,6 +275,7 @@ ctype_json(const char *ct)
 struct mcall {
 	struct server		*sv;
 	struct evhttp_request	*req;
+	struct mcall		*prev, *next;	/* sv->calls: in flight */
 	struct mcp_out		 out;
 	size_t			 remaining;
 	int			 sse;		/* reply is an SSE stream */
@@ -340,17 +350,85 @@ mcall_finish(struct mcall *mc)
 {
 	struct server *sv = mc->sv;
 
+	if (mc->prev != NULL)
+		mc->prev->next = mc->next;
+	else
+		sv->calls = mc->next;
+	if (mc->next != NULL)
+		mc->next->prev = mc->prev;
+	/* No body: every request in it was cancelled and gets no response. */
 	if (mc->sse) {
 		if (mc->ptimer != NULL)
 			event_free(mc->ptimer);
-		sse_send(mc->req, mc->out.body);
+		if (mc->out.body != NULL)
+			sse_send(mc->req, mc->out.body);
 		evhttp_send_reply_end(mc->req);
 		count_status(sv, 200);
-	} else
+	} else if (mc->out.body == NULL)
+		send_body(sv, mc->req, 202, NULL, NULL, 0);
+	else
 		send_json(sv, mc->req, mc->out.status, mc->out.body);
 	mcp_out_free(&mc->out);
 	free(mc);
 	sv->inflight--;
+}
+
+struct cjob {
+	struct server		*sv;
+	struct tool_call	*tc;
+};
+
+static void
+cjob_run(void *arg)
+{
+	struct cjob *c = arg;
+
+	tools_cancel(c->sv->mgr, c->tc);
+}
+
+static void
+cjob_done(void *arg)
+{
+	struct cjob *c = arg;
+
+	tool_call_free(c->tc);	/* our reference */
+	free(c);
+}
+
+/*
+ * notifications/cancelled: the in-flight tools/call with that request id
+ * from the same client session (X-Session-Id; every caller holds the one
+ * key) stops, and gets no response. Unknown or finished ids are ignored.
+ */
+static void
+cancel_calls(struct server *sv, const char *sid, cJSON *ids)
+{
+	struct mcall *mc;
+	struct tool_call *tc;
+	struct cjob *c;
+	cJSON *id;
+	size_t i;
+
+	if (sid == NULL)
+		return;
+	cJSON_ArrayForEach(id, ids)
+		for (mc = sv->calls; mc != NULL; mc = mc->next)
+			for (i = 0; i < mc->out.npend; i++) {
+				tc = mc->out.pend[i].tc;
+				if (tc == NULL || strcmp(tc->sid, sid) != 0 ||
+				    !cJSON_Compare(mc->out.pend[i].id, id, 1) ||
+				    atomic_load(&tc->cancelled))
+					continue;
+				atomic_store(&tc->cancelled, 1);
+				sv->n_cancelled++;
+				log_info("session=%s tool=%s cancelled by the client",
+				    tc->sid, tc->name);
+				atomic_fetch_add(&tc->refs, 1);
+				c = xcalloc(1, sizeof(*c));
+				c->sv = sv;
+				c->tc = tc;
+				work_submit(cjob_run, cjob_done, c);
+			}
 }
 
 static void
@@ -370,8 +448,9 @@ mjob_done(void *arg)
 	double secs = (double)(mono_us() - j->t0) / 1e6;
 
 	tool_stat(mc->sv, tc->name, tc->is_error, secs);
-	log_info("session=%s tool=%s ms=%.1f error=%d", tc->sid, tc->name,
-	    secs * 1000.0, tc->is_error);
+	log_info("session=%s tool=%s ms=%.1f error=%d%s", tc->sid, tc->name,
+	    secs * 1000.0, tc->is_error,
+	    atomic_load(&tc->cancelled) ? " cancelled=1" : "");
 	if (mcp_complete(&mc->out, j->i))
 		mcall_finish(mc);
 	free(j);
@@ -459,6 +538,8 @@ handle_mcp(struct server *sv, struct evhttp_request *req)
 	mc->req = req;
 	mc->t0 = mono_us();
 	mcp_dispatch(&mi, &mc->out);
+	if (mc->out.cancels != NULL)
+		cancel_calls(sv, mi.sid, mc->out.cancels);
 	if (mc->out.npend == 0) {
 		if (mc->out.status == 202)
 			send_body(sv, req, 202, NULL, NULL, 0);
@@ -477,6 +558,10 @@ handle_mcp(struct server *sv, struct evhttp_request *req)
 	}
 	sv->inflight++;
 	mc->remaining = mc->out.npend;
+	mc->next = sv->calls;
+	if (sv->calls != NULL)
+		sv->calls->prev = mc;
+	sv->calls = mc;
 	/* SSE when the client can only take SSE, or asked for progress. */
 	if (!mc->out.batch && sse_ok && (!json_ok || mc->out.want_progress)) {
 		struct evkeyvalq *h = evhttp_request_get_output_headers(req);
@@ -818,8 +903,9 @@ static void
 handle_metrics(struct server *sv, struct evhttp_request *req)
 {
 	struct buf b;
-	int i, r = 0;
+	int i, r = 0, wt, wb, wq;
 
+	work_stats(&wt, &wb, &wq);
 	buf_init(&b, 1 << 20);
 	r |= buf_addf(&b, "# HELP orch_http_requests_total HTTP requests by endpoint.\n"
 	    "# TYPE orch_http_requests_total counter\n"
@@ -844,6 +930,10 @@ handle_metrics(struct server *sv, struct evhttp_request *req)
 		    "orch_tool_calls_total{tool=\"%s\",outcome=\"error\"} %llu\n",
 		    sv->tools[i].name, sv->tools[i].ok, sv->tools[i].name,
 		    sv->tools[i].err);
+	r |= buf_addf(&b, "# HELP orch_tool_calls_cancelled_total Tool calls "
+	    "cancelled by the client (notifications/cancelled).\n"
+	    "# TYPE orch_tool_calls_cancelled_total counter\n"
+	    "orch_tool_calls_cancelled_total %llu\n", sv->n_cancelled);
 	r |= buf_addf(&b, "# HELP orch_tool_call_seconds_sum Time spent in tool calls.\n"
 	    "# TYPE orch_tool_call_seconds_sum counter\n");
 	for (i = 0; i < sv->ntools; i++)
@@ -857,7 +947,7 @@ handle_metrics(struct server *sv, struct evhttp_request *req)
 	    "# TYPE orch_worker_busy gauge\norch_worker_busy %d\n"
 	    "# HELP orch_worker_queued Work items waiting for a thread.\n"
 	    "# TYPE orch_worker_queued gauge\norch_worker_queued %d\n",
-	    sv->inflight, work_threads(), work_busy(), work_queued());
+	    sv->inflight, wt, wb, wq);
 	r |= sessmgr_metrics(sv->mgr, &b);
 	if (r != 0) {
 		buf_free(&b);
@@ -866,6 +956,254 @@ handle_metrics(struct server *sv, struct evhttp_request *req)
 	}
 	send_body(sv, req, 200, "text/plain; version=0.0.4", b.p, b.len);
 	buf_free(&b);
+}
+
+/* ---- oversized bodies ----
+ *
+ * libevent answers a body over its limit with its own HTML page. To answer
+ * with our JSON errors instead, every connection's input is watched as it
+ * arrives, before evhttp parses it (an evbuffer callback on the input of the
+ * bufferevent we make for evhttp): the request framing is tracked (request
+ * line, the Content-Length and Transfer-Encoding headers, body length), and
+ * a head announcing a body over http.max_body is answered at once with 413
+ * and a JSON body (JSON-RPC error on /mcp, the REST error elsewhere), the
+ * write side is shut and whatever else the client sends is discarded until
+ * it closes, so evhttp never sees that request. Chunked bodies are left to
+ * evhttp's own limit. State is per fd (a generation tells connections
+ * apart), so nothing needs freeing when evhttp frees a connection.
+ */
+
+enum hs_state { HS_HEAD, HS_BODY, HS_PASS, HS_SINK };
+
+struct hstream {
+	const void	*bev;		/* whose state this is */
+	long long	 sv_max;	/* http.max_body */
+	unsigned char	 st;
+	unsigned char	 nlines;	/* lines of this head seen (capped) */
+	unsigned char	 has_body;	/* POST, PUT, PATCH */
+	unsigned char	 chunked;
+	unsigned char	 mcp;		/* request target starts with /mcp */
+	char		 line[48];	/* the line so far (first bytes) */
+	size_t		 llen;
+	long long	 clen;		/* -1: none */
+	unsigned long long left;	/* HS_BODY: body bytes to skip */
+};
+
+static struct hstream *hs_tab;
+static size_t hs_n;
+static struct server *hs_sv;
+
+static struct hstream *
+hs_get(int fd, const void *bev)
+{
+	struct hstream *h;
+
+	if (fd < 0 || fd > (1 << 22))
+		return NULL;
+	if ((size_t)fd >= hs_n) {
+		size_t n = (size_t)fd + 64;
+		hs_tab = xreallocarray(hs_tab, n, sizeof(*hs_tab));
+		memset(hs_tab + hs_n, 0, (n - hs_n) * sizeof(*hs_tab));
+		hs_n = n;
+	}
+	h = &hs_tab[fd];
+	if (h->bev != bev) {
+		memset(h, 0, sizeof(*h));
+		h->bev = bev;
+		h->clen = -1;
+		h->sv_max = hs_sv->conf->max_body;
+	}
+	return h;
+}
+
+static int
+hs_prefix(const char *l, size_t n, const char *p)
+{
+	size_t pl = strlen(p);
+
+	return n >= pl && strncasecmp(l, p, pl) == 0;
+}
+
+/* One complete line of a head (without CR LF); 1: the head ended. */
+static int
+hs_line(struct hstream *h, const char *l, size_t n)
+{
+	const char *v, *es;
+	long long cl;
+	char num[32];
+	size_t k;
+
+	if (n == 0)
+		return h->nlines > 0;	/* blank lines before a request: skip */
+	if (h->nlines < 255)
+		h->nlines++;
+	if (h->nlines == 1) {
+		h->has_body = hs_prefix(l, n, "POST ") || hs_prefix(l, n, "PUT ") ||
+		    hs_prefix(l, n, "PATCH ");
+		v = memchr(l, ' ', n);
+		h->mcp = v != NULL && (size_t)(v - l) + 5 <= n &&
+		    strncmp(v + 1, "/mcp", 4) == 0;
+		return 0;
+	}
+	if (hs_prefix(l, n, "content-length:")) {
+		v = l + 15;
+		while (v < l + n && (*v == ' ' || *v == '\t'))
+			v++;
+		k = (size_t)(l + n - v);
+		while (k > 0 && (v[k - 1] == ' ' || v[k - 1] == '\t'))
+			k--;
+		if (k > 0 && k < sizeof(num)) {
+			memcpy(num, v, k);
+			num[k] = '\0';
+			if (strnum_ll(num, 0, LLONG_MAX, &cl, &es) == 0)
+				h->clen = cl;
+		}
+	} else if (hs_prefix(l, n, "transfer-encoding:"))
+		h->chunked = 1;
+	return 0;
+}
+
+static void
+hs_too_large(struct bufferevent *bev, struct evbuffer *in, struct hstream *h)
+{
+	struct server *sv = hs_sv;
+	char msg[200], head[256];
+	cJSON *o;
+	char *body;
+	int fd = (int)bufferevent_getfd(bev), n;
+
+	snprintf(msg, sizeof(msg), "Payload Too Large: the request body is %lld "
+	    "bytes; the limit is %lld bytes (http.max_body)", h->clen,
+	    sv->conf->max_body);
+	if (h->mcp)
+		o = mcp_error(NULL, -32000, msg);
+	else
+		o = err_json("too_large", msg);
+	body = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	n = snprintf(head, sizeof(head), "HTTP/1.1 413 Payload Too Large\r\n"
+	    "Content-Type: application/json\r\nCache-Control: no-store\r\n"
+	    "Connection: close\r\nContent-Length: %zu\r\n\r\n", strlen(body));
+	/* Nothing else is being written: evhttp reads only between replies. */
+	if (send(fd, head, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) != n ||
+	    send(fd, body, strlen(body), MSG_NOSIGNAL | MSG_DONTWAIT) !=
+	    (ssize_t)strlen(body))
+		log_debug("413 reply not sent whole");
+	(void)shutdown(fd, SHUT_WR);
+	free(body);
+	count_status(sv, 413);
+	sv->n_too_large++;
+	log_info("413: request body of %lld bytes refused (limit %lld)", h->clen,
+	    sv->conf->max_body);
+	h->st = HS_SINK;
+	evbuffer_drain(in, evbuffer_get_length(in));
+}
+
+static void
+hs_input_cb(struct evbuffer *in, const struct evbuffer_cb_info *info, void *arg)
+{
+	struct bufferevent *bev = arg;
+	struct hstream *h;
+	struct evbuffer_ptr pos;
+	struct evbuffer_iovec vec[16];
+	size_t total, i, j, take;
+	int nvec, k;
+	const char *p;
+
+	if (info->n_added == 0)
+		return;
+	if ((h = hs_get((int)bufferevent_getfd(bev), bev)) == NULL)
+		return;
+	if (h->st == HS_SINK) {
+		evbuffer_drain(in, evbuffer_get_length(in));
+		return;
+	}
+	if (h->st == HS_PASS)
+		return;
+	total = evbuffer_get_length(in);
+	if (info->n_added > total ||
+	    evbuffer_ptr_set(in, &pos, total - info->n_added, EVBUFFER_PTR_SET) == -1)
+		return;
+	/* Walk the new bytes, 16 segments at a time. */
+	for (i = total - info->n_added; i < total;) {
+		if (evbuffer_ptr_set(in, &pos, i, EVBUFFER_PTR_SET) == -1)
+			return;
+		nvec = evbuffer_peek(in, (ev_ssize_t)(total - i), &pos, vec, 16);
+		if (nvec <= 0)
+			return;
+		if (nvec > 16)
+			nvec = 16;
+		for (k = 0; k < nvec && i < total; k++) {
+			p = vec[k].iov_base;
+			take = vec[k].iov_len;
+			if (take > total - i)
+				take = total - i;
+			for (j = 0; j < take; j++) {
+				if (h->st == HS_BODY) {
+					size_t skip = take - j;
+					if ((unsigned long long)skip > h->left)
+						skip = (size_t)h->left;
+					h->left -= skip;
+					j += skip - 1;
+					if (h->left == 0)
+						h->st = HS_HEAD;
+					continue;
+				}
+				if (h->st != HS_HEAD)
+					return;
+				if (p[j] != '\n') {
+					if (h->llen < sizeof(h->line))
+						h->line[h->llen] = p[j];
+					h->llen++;
+					continue;
+				}
+				{
+					size_t n = h->llen < sizeof(h->line) ?
+					    h->llen : sizeof(h->line);
+					if (h->llen <= sizeof(h->line) && n > 0 &&
+					    h->line[n - 1] == '\r')
+						n--;
+					h->llen = 0;
+					if (!hs_line(h, h->line, n))
+						continue;
+				}
+				/* The head ended. */
+				if (h->chunked && h->has_body) {
+					h->st = HS_PASS;	/* evhttp's limit */
+					return;
+				}
+				if (h->has_body && h->clen > h->sv_max) {
+					hs_too_large(bev, in, h);
+					return;
+				}
+				if (h->has_body && h->clen > 0) {
+					h->st = HS_BODY;
+					h->left = (unsigned long long)h->clen;
+				}
+				h->nlines = 0;
+				h->clen = -1;
+				h->chunked = h->has_body = h->mcp = 0;
+			}
+			i += take;
+		}
+	}
+}
+
+/* evhttp's bufferevent for each new connection, with the input watched. */
+static struct bufferevent *
+hs_bevcb(struct event_base *base, void *arg UNUSED)
+{
+	struct bufferevent *bev;
+	size_t i;
+
+	if ((bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE)) == NULL)
+		return NULL;
+	/* A freed connection's bufferevent may have had this address. */
+	for (i = 0; i < hs_n; i++)
+		if (hs_tab[i].bev == bev)
+			hs_tab[i].bev = NULL;
+	evbuffer_add_cb(bufferevent_get_input(bev), hs_input_cb, bev);
+	return bev;
 }
 
 /* ---- dispatch ---- */
@@ -949,6 +1287,8 @@ server_new(struct event_base *base, const struct conf *conf,
 	    EVHTTP_REQ_DELETE | EVHTTP_REQ_PUT | EVHTTP_REQ_PATCH |
 	    EVHTTP_REQ_OPTIONS | EVHTTP_REQ_HEAD);
 	evhttp_set_gencb(sv->http, http_cb, sv);
+	hs_sv = sv;
+	evhttp_set_bevcb(sv->http, hs_bevcb, NULL);
 	if ((colon = strrchr(conf->listen, ':')) == NULL ||
 	    (size_t)(colon - conf->listen) >= sizeof(host) ||
 	    strnum_ll(colon + 1, 1, 65535, &port, &es) == -1) {
@@ -965,6 +1305,17 @@ server_new(struct event_base *base, const struct conf *conf,
 	    (ev_uint16_t)port)) == NULL) {
 		snprintf(err, errlen, "cannot listen on %s", conf->listen);
 		goto fail;
+	}
+	/*
+	 * Small replies on keep-alive connections must not wait for the
+	 * client's delayed ACK (Nagle): accepted sockets inherit this.
+	 */
+	{
+		int one = 1;
+		evutil_socket_t fd = evhttp_bound_socket_get_fd(sv->bound);
+
+		if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) == -1)
+			log_warn("listen: TCP_NODELAY");
 	}
 	return sv;
 fail:

@@ -77,6 +77,7 @@ struct sess {
 	/* atomics */
 	atomic_int	 inflight;
 	atomic_llong	 last_used_ms;
+	atomic_llong	 interrupt_ms;	/* last sess_interrupt (mono) */
 	/* agent connection cache */
 	pthread_mutex_t	 cmu;
 	struct conn	 conns[CONN_CACHE];
@@ -413,6 +414,20 @@ rt_unlock(struct sessmgr *m)
 		pthread_mutex_unlock(&m->rtmu);
 }
 
+typedef int (*rt_idop)(struct runtime *, const char *, char *, size_t);
+
+/* One lifecycle operation (ops->start, stop or destroy) on sandbox id. */
+static int
+rt_call(struct sessmgr *m, rt_idop op, const char *id, char *err, size_t errlen)
+{
+	int rc;
+
+	rt_lock(m);
+	rc = op(m->rt, id, err, errlen);
+	rt_unlock(m);
+	return rc;
+}
+
 static int
 rt_create(struct sessmgr *m, const struct rt_spec *sp, struct rt_info *ri,
     char *err, size_t errlen)
@@ -425,38 +440,9 @@ rt_create(struct sessmgr *m, const struct rt_spec *sp, struct rt_info *ri,
 	return rc;
 }
 
-static int
-rt_start(struct sessmgr *m, const char *id, char *err, size_t errlen)
-{
-	int rc;
-
-	rt_lock(m);
-	rc = m->rt->ops->start(m->rt, id, err, errlen);
-	rt_unlock(m);
-	return rc;
-}
-
-static int
-rt_stop(struct sessmgr *m, const char *id, char *err, size_t errlen)
-{
-	int rc;
-
-	rt_lock(m);
-	rc = m->rt->ops->stop(m->rt, id, err, errlen);
-	rt_unlock(m);
-	return rc;
-}
-
-static int
-rt_destroy(struct sessmgr *m, const char *id, char *err, size_t errlen)
-{
-	int rc;
-
-	rt_lock(m);
-	rc = m->rt->ops->destroy(m->rt, id, err, errlen);
-	rt_unlock(m);
-	return rc;
-}
+#define rt_start(m, id, e, l)	rt_call((m), (m)->rt->ops->start, (id), (e), (l))
+#define rt_stop(m, id, e, l)	rt_call((m), (m)->rt->ops->stop, (id), (e), (l))
+#define rt_destroy(m, id, e, l)	rt_call((m), (m)->rt->ops->destroy, (id), (e), (l))
 
 static int
 rt_attach(struct sessmgr *m, const char *id, const struct rt_egress *eg,
@@ -467,22 +453,9 @@ rt_attach(struct sessmgr *m, const char *id, const struct rt_egress *eg,
 	return m->rt->ops->attach_egress(m->rt, id, eg, env, envlen, err, errlen);
 }
 
+/* Sessions whose sandbox is in state st. */
 static int
-count_running_locked(struct sessmgr *m)
-{
-	size_t i;
-	struct sess *s;
-	int n = m->npool + m->pool_creating + m->creating;
-
-	for (i = 0; i < HASH_SIZE; i++)
-		for (s = m->tab[i]; s != NULL; s = s->hnext)
-			if (s->state == S_RUNNING)
-				n++;
-	return n;
-}
-
-static int
-count_stopped_locked(struct sessmgr *m)
+count_state_locked(struct sessmgr *m, enum sstate st)
 {
 	size_t i;
 	struct sess *s;
@@ -490,10 +463,20 @@ count_stopped_locked(struct sessmgr *m)
 
 	for (i = 0; i < HASH_SIZE; i++)
 		for (s = m->tab[i]; s != NULL; s = s->hnext)
-			if (s->state == S_STOPPED)
+			if (s->state == st)
 				n++;
 	return n;
 }
+
+/* Running sandboxes, the warm pool and creations included. */
+static int
+count_running_locked(struct sessmgr *m)
+{
+	return m->npool + m->pool_creating + m->creating +
+	    count_state_locked(m, S_RUNNING);
+}
+
+#define count_stopped_locked(m)	count_state_locked((m), S_STOPPED)
 
 static void
 fmt_ll(char *b, size_t n, long long v)
@@ -563,6 +546,25 @@ rt_destroy_logged(struct sessmgr *m, const char *id, const char *sid,
 	log_info("sandbox=%s session=%s destroyed reason=%s", id, sid ? sid : "-",
 	    reason);
 	return 0;
+}
+
+/*
+ * A creation ended (under mu): frees its slot (*slots: creating or
+ * pool_creating) and counts it. outcome: 1 created (t0: its start), 0
+ * failed, -1 neither (a claim).
+ */
+static void
+slot_done_locked(struct sessmgr *m, int *slots, int outcome, long long t0)
+{
+	(*slots)--;
+	pthread_cond_broadcast(&m->slot_cv);
+	if (outcome == 0)
+		m->n_create_fail++;
+	else if (outcome == 1) {
+		m->n_created++;
+		m->create_count++;
+		m->create_secs_sum += (double)(util_mono_ms() - t0) / 1000.0;
+	}
 }
 
 /* Takes one ready pool member; "" if none. */
@@ -708,8 +710,7 @@ provision(struct sess *s, const struct sess_opts *o, enum sess_err *e,
 			set_running_locked(s, id, m->conf->image);
 			s->addr = addr;
 			s->personalised = 0;
-			m->creating--;
-			pthread_cond_broadcast(&m->slot_cv);
+			slot_done_locked(m, &m->creating, -1, 0);
 			m->n_claimed++;
 			pthread_mutex_unlock(&m->mu);
 			pending_del(m, id);
@@ -720,8 +721,7 @@ provision(struct sess *s, const struct sess_opts *o, enum sess_err *e,
 		}
 		log_warnx("sandbox=%s pool claim failed err=\"%s\"", id, rerr);
 		pthread_mutex_lock(&m->mu);
-		m->creating--;
-		pthread_cond_broadcast(&m->slot_cv);
+		slot_done_locked(m, &m->creating, -1, 0);
 		pthread_mutex_unlock(&m->mu);
 		(void)rt_destroy_logged(m, id, s->sid, "pool claim failed");
 		pending_del(m, id);
@@ -780,9 +780,7 @@ provision(struct sess *s, const struct sess_opts *o, enum sess_err *e,
 		/* Whatever got half made goes. */
 		(void)rt_destroy_logged(m, id, s->sid, "create failed");
 		pthread_mutex_lock(&m->mu);
-		m->creating--;
-		pthread_cond_broadcast(&m->slot_cv);
-		m->n_create_fail++;
+		slot_done_locked(m, &m->creating, 0, 0);
 		pthread_mutex_unlock(&m->mu);
 		pending_del(m, id);
 		*e = SE_RUNTIME;
@@ -799,9 +797,7 @@ provision(struct sess *s, const struct sess_opts *o, enum sess_err *e,
 		if (m->rt->ops->agent_addr(m->rt, id, &addr, rerr, sizeof(rerr)) == -1) {
 			(void)rt_destroy_logged(m, id, s->sid, "no agent address");
 			pthread_mutex_lock(&m->mu);
-			m->creating--;
-			pthread_cond_broadcast(&m->slot_cv);
-			m->n_create_fail++;
+			slot_done_locked(m, &m->creating, 0, 0);
 			pthread_mutex_unlock(&m->mu);
 			pending_del(m, id);
 			*e = SE_RUNTIME;
@@ -813,11 +809,7 @@ provision(struct sess *s, const struct sess_opts *o, enum sess_err *e,
 		set_running_locked(s, id, img);
 		s->addr = addr;
 		s->personalised = 0;
-		m->creating--;
-		pthread_cond_broadcast(&m->slot_cv);
-		m->n_created++;
-		m->create_count++;
-		m->create_secs_sum += (double)(util_mono_ms() - t0) / 1000.0;
+		slot_done_locked(m, &m->creating, 1, t0);
 		pthread_mutex_unlock(&m->mu);
 	}
 	pending_del(m, id);
@@ -888,6 +880,26 @@ timed_wrlock(struct sess *s, int ms)
 	return pthread_rwlock_timedwrlock(&s->lk, &ts) == 0 ? 0 : -1;
 }
 
+/* Holds s exclusive for a lifecycle change; busy says why not, for a model. */
+static int
+lock_excl(struct sess *s, const char *busy, enum sess_err *e, char *err,
+    size_t errlen)
+{
+	if (timed_wrlock(s, LIFECYCLE_WAIT_MS) == 0)
+		return 0;
+	*e = SE_BUSY;
+	snprintf(err, errlen, "%s", busy);
+	return -1;
+}
+
+static void
+set_provisioning(struct sess *s, int on)
+{
+	pthread_mutex_lock(&s->mgr->mu);
+	s->provisioning = on;
+	pthread_mutex_unlock(&s->mgr->mu);
+}
+
 int
 sess_enter(struct sess *s, enum sess_err *e, char *err, size_t errlen)
 {
@@ -902,15 +914,10 @@ sess_enter(struct sess *s, enum sess_err *e, char *err, size_t errlen)
 			return 0;
 		}
 		pthread_rwlock_unlock(&s->lk);
-		if (timed_wrlock(s, LIFECYCLE_WAIT_MS) == -1) {
-			*e = SE_BUSY;
-			snprintf(err, errlen, "this session's sandbox is busy being "
-			    "changed by another call; retry in a moment");
+		if (lock_excl(s, "this session's sandbox is busy being changed by "
+		    "another call; retry in a moment", e, err, errlen) == -1)
 			return -1;
-		}
-		pthread_mutex_lock(&m->mu);
-		s->provisioning = 1;
-		pthread_mutex_unlock(&m->mu);
+		set_provisioning(s, 1);
 		if (atomic_load(&s->dead) && s->state == S_RUNNING) {
 			struct rt_info ri;
 			char gerr[128];
@@ -944,9 +951,7 @@ sess_enter(struct sess *s, enum sess_err *e, char *err, size_t errlen)
 			rc = resume(s, e, err, errlen);
 		} else if (!s->personalised)
 			personalise(s);
-		pthread_mutex_lock(&m->mu);
-		s->provisioning = 0;
-		pthread_mutex_unlock(&m->mu);
+		set_provisioning(s, 0);
 		pthread_rwlock_unlock(&s->lk);
 		if (rc == -1)
 			return -1;
@@ -1057,6 +1062,103 @@ sess_agent(struct sess *s, const char *method, const char *path,
 	return -1;
 }
 
+/*
+ * The agent protocol has no interrupt request, so a job (it runs beside the
+ * shell, not under it) does what the agent does at a command's timeout:
+ * SIGUSR1 to the shell (its trap abandons the rest of the command), then
+ * SIGKILL to every descendant of the shell, repeated for a few seconds in
+ * case the shell starts the command's next process. POSIX sh + awk, so it
+ * works in busybox images too. %d: the shell's pid.
+ */
+#define INTERRUPT_SCRIPT \
+	"p=%d; kill -USR1 $p 2>/dev/null; i=0; while [ $i -lt 30 ]; do " \
+	"k=$(cat /proc/[0-9]*/status 2>/dev/null | awk -v r=$p '" \
+	"/^Pid:/{c=$2} /^PPid:/{pp[c]=$2} END{s[r]=1; ch=1; while (ch) {ch=0; " \
+	"for (x in pp) if (!(x in s) && (pp[x] in s)) {s[x]=1; ch=1}}; " \
+	"for (x in s) if (x != r) print x}'); " \
+	"[ -z \"$k\" ] && break; kill -9 $k 2>/dev/null; i=$((i+1)); sleep 0.1; done"
+
+int
+sess_interrupt(struct sessmgr *m, const char *sid)
+{
+	struct sess *s;
+	struct buf resp;
+	enum sess_err e;
+	char err[256], cmd[1024], *txt;
+	cJSON *j, *x, *body;
+	int status, rc = -1, pid = 0, busy = 0;
+
+	if ((s = sess_get(m, sid, NULL, NULL, 0, &e, err, sizeof(err))) == NULL)
+		return -1;
+	/* Shared, like a call: the sandbox cannot change under us; a
+	 * lifecycle change in progress means there is nothing to stop. */
+	if (pthread_rwlock_tryrdlock(&s->lk) != 0) {
+		sess_put(s);
+		return -1;
+	}
+	rc = -1;
+	if (s->state != S_RUNNING || !s->addr_ok)
+		goto out;
+	buf_init(&resp, 64 * 1024);
+	/* An agent that offers it interrupts the way its timeout does. */
+	atomic_store(&s->interrupt_ms, util_mono_ms());
+	if (raw_agent(s, "POST", "/v1/shell/interrupt", "{}", 2, 5000, &status,
+	    &resp, err, sizeof(err)) == 0 && status == 200) {
+		j = cJSON_ParseWithLength(resp.p, resp.len);
+		x = cJSON_GetObjectItemCaseSensitive(j, "interrupted");
+		rc = cJSON_IsBool(x) ? cJSON_IsTrue(x) : 1;
+		cJSON_Delete(j);
+		buf_free(&resp);
+		if (rc == 1)
+			log_info("session=%s sandbox=%s command interrupted "
+			    "(cancelled)", s->sid, s->rtid);
+		goto out;
+	}
+	if (raw_agent(s, "GET", "/v1/health", NULL, 0, 5000, &status, &resp,
+	    err, sizeof(err)) == 0 && status == 200 &&
+	    (j = cJSON_ParseWithLength(resp.p, resp.len)) != NULL) {
+		busy = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "busy"));
+		x = cJSON_GetObjectItemCaseSensitive(j, "shell_pid");
+		if (cJSON_IsNumber(x) && x->valuedouble > 1 &&
+		    x->valuedouble < 1 << 30)
+			pid = (int)x->valuedouble;
+		cJSON_Delete(j);
+	}
+	if (!busy || pid == 0) {
+		rc = busy ? -1 : 0;
+		buf_free(&resp);
+		goto out;
+	}
+	snprintf(cmd, sizeof(cmd), INTERRUPT_SCRIPT, pid);
+	body = cJSON_CreateObject();
+	cJSON_AddStringToObject(body, "command", cmd);
+	txt = cJSON_PrintUnformatted(body);
+	cJSON_Delete(body);
+	atomic_store(&s->interrupt_ms, util_mono_ms());
+	if (raw_agent(s, "POST", "/v1/jobs", txt, strlen(txt), 5000, &status,
+	    &resp, err, sizeof(err)) == 0 && (status == 200 || status == 201)) {
+		rc = 1;
+		log_info("session=%s sandbox=%s command interrupted (cancelled)",
+		    s->sid, s->rtid);
+	} else
+		log_warnx("session=%s sandbox=%s interrupt failed status=%d",
+		    s->sid, s->rtid, status);
+	free(txt);
+	buf_free(&resp);
+out:
+	pthread_rwlock_unlock(&s->lk);
+	sess_put(s);
+	return rc;
+}
+
+int
+sess_interrupted_recently(struct sess *s, int ms)
+{
+	long long t = atomic_load(&s->interrupt_ms);
+
+	return t != 0 && util_mono_ms() - t < ms;
+}
+
 /* ---- lifecycle changes ---- */
 
 /* Stops s's sandbox. Held: s->lk exclusive. */
@@ -1127,47 +1229,40 @@ int
 sess_reprovision(struct sess *s, const struct sess_opts *o, enum sess_err *e,
     char *err, size_t errlen)
 {
-	struct sessmgr *m = s->mgr;
 	int rc = -1;
 
-	if (timed_wrlock(s, LIFECYCLE_WAIT_MS) == -1) {
-		*e = SE_BUSY;
-		snprintf(err, errlen, "a command is still running in this session; "
-		    "stop it (shell_stop) or wait for it, then retry create_sandbox");
+	if (lock_excl(s, "a command is still running in this session; stop it "
+	    "(shell_stop) or wait for it, then retry create_sandbox", e, err,
+	    errlen) == -1)
 		return -1;
-	}
-	pthread_mutex_lock(&m->mu);
-	s->provisioning = 1;
-	pthread_mutex_unlock(&m->mu);
+	set_provisioning(s, 1);
 	if (do_destroy(s, "re-provisioned by create_sandbox", err, errlen) == -1) {
 		*e = SE_RUNTIME;
 		goto out;
 	}
 	rc = provision(s, o, e, err, errlen);
 out:
-	pthread_mutex_lock(&m->mu);
-	s->provisioning = 0;
-	pthread_mutex_unlock(&m->mu);
+	set_provisioning(s, 0);
 	pthread_rwlock_unlock(&s->lk);
 	return rc;
 }
 
-int
-sess_stop(struct sessmgr *m, const char *sid, const char *reason,
-    enum sess_err *e, char *err, size_t errlen)
+/* Stops (workspace kept) or destroys a session's sandbox, held exclusive. */
+static int
+stop_or_delete(struct sessmgr *m, const char *sid, const char *reason,
+    int destroy, enum sess_err *e, char *err, size_t errlen)
 {
 	struct sess *s;
 	int rc = -1;
 
 	if ((s = sess_get(m, sid, NULL, NULL, 0, e, err, errlen)) == NULL)
 		return -1;
-	if (timed_wrlock(s, LIFECYCLE_WAIT_MS) == -1) {
-		*e = SE_BUSY;
-		snprintf(err, errlen, "a call is still running in this session; retry later");
+	if (lock_excl(s, "a call is still running in this session; stop it "
+	    "(shell_stop) or wait for it, then retry", e, err, errlen) == -1) {
 		sess_put(s);
 		return -1;
 	}
-	if (s->state == S_RUNNING) {
+	if (!destroy && s->state == S_RUNNING) {
 		pthread_mutex_lock(&m->mu);
 		if (count_stopped_locked(m) >= m->conf->max_stopped) {
 			pthread_mutex_unlock(&m->mu);
@@ -1178,43 +1273,31 @@ sess_stop(struct sessmgr *m, const char *sid, const char *reason,
 			goto out;
 		}
 		pthread_mutex_unlock(&m->mu);
-		if (do_stop(s, reason, err, errlen) == -1) {
-			*e = SE_RUNTIME;
-			goto out;
-		}
 	}
-	rc = 0;
-out:
-	pthread_rwlock_unlock(&s->lk);
-	sess_put(s);
-	return rc;
-}
-
-int
-sess_delete(struct sessmgr *m, const char *sid, const char *reason,
-    enum sess_err *e, char *err, size_t errlen)
-{
-	struct sess *s;
-	int rc = -1;
-
-	if ((s = sess_get(m, sid, NULL, NULL, 0, e, err, errlen)) == NULL)
-		return -1;
-	if (timed_wrlock(s, LIFECYCLE_WAIT_MS) == -1) {
-		*e = SE_BUSY;
-		snprintf(err, errlen, "a call is still running in this session; "
-		    "stop it (shell_stop) or wait for it, then retry");
-		sess_put(s);
-		return -1;
-	}
-	if (do_destroy(s, reason, err, errlen) == -1) {
+	if ((destroy ? do_destroy(s, reason, err, errlen) :
+	    do_stop(s, reason, err, errlen)) == -1) {
 		*e = SE_RUNTIME;
 		goto out;
 	}
 	rc = 0;
 out:
 	pthread_rwlock_unlock(&s->lk);
-	sess_put(s);	/* drops the empty record */
+	sess_put(s);	/* a deleted session's empty record goes */
 	return rc;
+}
+
+int
+sess_stop(struct sessmgr *m, const char *sid, const char *reason,
+    enum sess_err *e, char *err, size_t errlen)
+{
+	return stop_or_delete(m, sid, reason, 0, e, err, errlen);
+}
+
+int
+sess_delete(struct sessmgr *m, const char *sid, const char *reason,
+    enum sess_err *e, char *err, size_t errlen)
+{
+	return stop_or_delete(m, sid, reason, 1, e, err, errlen);
 }
 
 /* ---- JSON views ---- */
@@ -1504,9 +1587,7 @@ pool_create(void *arg)
 		log_warnx("sandbox=%s pool create failed err=\"%s\"", id, err);
 		(void)rt_destroy_logged(m, id, NULL, "pool create failed");
 		pthread_mutex_lock(&m->mu);
-		m->pool_creating--;
-		pthread_cond_broadcast(&m->slot_cv);
-		m->n_create_fail++;
+		slot_done_locked(m, &m->pool_creating, 0, 0);
 		pthread_mutex_unlock(&m->mu);
 		pending_del(m, id);
 		rt_info_clear(&ri);
@@ -1520,11 +1601,7 @@ pool_create(void *arg)
 	p->next = m->pool;
 	m->pool = p;
 	m->npool++;
-	m->pool_creating--;
-	pthread_cond_broadcast(&m->slot_cv);
-	m->n_created++;
-	m->create_count++;
-	m->create_secs_sum += (double)(util_mono_ms() - t0) / 1000.0;
+	slot_done_locked(m, &m->pool_creating, 1, t0);
 	pthread_mutex_unlock(&m->mu);
 	pending_del(m, id);
 	log_info("sandbox=%s warm pool member ready ms=%lld", id, util_mono_ms() - t0);

@@ -87,6 +87,16 @@ void	sess_leave(struct sess *);
 int	sess_agent(struct sess *, const char *method, const char *path,
 	    const char *body, size_t bodylen, int timeout_ms, int *status,
 	    struct buf *resp, char *err, size_t errlen) WUNRES;
+/*
+ * Interrupts the command the session's shell runs (as its timeout does:
+ * the shell abandons the rest of the command and the command's process
+ * tree is killed; the shell keeps its state). 1 if a command was running
+ * and was interrupted, 0 if the shell was idle, -1 if the sandbox could
+ * not be asked. Does not wait for the calls that hold the session.
+ */
+int	sess_interrupt(struct sessmgr *, const char *sid);
+/* Was a command of s interrupted in the last ms milliseconds? */
+int	sess_interrupted_recently(struct sess *, int ms);
 /* Replaces the session's sandbox with a new one built from opts. */
 int	sess_reprovision(struct sess *, const struct sess_opts *,
 	    enum sess_err *e, char *err, size_t errlen) WUNRES;

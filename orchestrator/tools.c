@@ -7,9 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cjson/cJSON.h>
 
+#include "agentc.h"
 #include "buf.h"
 #include "log.h"
 #include "jsonu.h"
@@ -20,6 +22,9 @@
 #define MAX_FILE_TEXT	(8 * 1024 * 1024)
 #define AGENT_RESP_MAX	((size_t)24 * 1024 * 1024)
 #define MARGIN_MS	15000
+#define CANCEL_SHELL_GRACE_MS	8000	/* the interrupt job's 3 s and more */
+#define CANCEL_RECHECK	20		/* tools_cancel: 100 ms rounds */
+#define BUSY_RETRIES	100		/* 50 ms rounds after an interrupt */
 
 static inline void ign(int r) { (void)r; }
 
@@ -161,7 +166,7 @@ tools_list(void)
 void
 tool_call_free(struct tool_call *tc)
 {
-	if (tc == NULL)
+	if (tc == NULL || atomic_fetch_sub(&tc->refs, 1) > 0)
 		return;
 	free(tc->name);
 	cJSON_Delete(tc->args);
@@ -419,8 +424,10 @@ t_shell(struct tool_call *tc, struct sess *s, const struct conf *c)
 	const char *cmd;
 	char err[256];
 	long long tmo, maxs = c->shell_max_timeout_ms / 1000;
+	struct timespec busy_wait = { 0, 50 * 1000000 };
 	cJSON *body, *st;
 	char *text;
+	int tries;
 
 	buf_init(&out, AGENT_RESP_MAX);
 	if (arg_only(tc->args, allowed, err, sizeof(err)) == -1 ||
@@ -434,14 +441,34 @@ t_shell(struct tool_call *tc, struct sess *s, const struct conf *c)
 		set_text(tc, "argument 'command' is empty", 1);
 		goto out;
 	}
+	if (atomic_load(&tc->cancelled)) {
+		set_text(tc, "cancelled", 1);
+		goto out;
+	}
+	/* A cancel interrupts the command (tools_cancel): let the agent
+	 * answer then, and give up on it only if it does not. */
+	agentc_set_cancel(&tc->cancelled, CANCEL_SHELL_GRACE_MS);
 	body = cJSON_CreateObject();
 	cJSON_AddStringToObject(body, "command", cmd);
 	cJSON_AddNumberToObject(body, "timeout_ms", (double)(tmo * 1000));
 	cJSON_AddNumberToObject(body, "max_output", (double)c->max_output);
-	if (agent_do(&a, "POST", "/v1/shell", body, (int)(tmo * 1000) + MARGIN_MS) == -1) {
-		cJSON_Delete(body);
-		set_text(tc, a.err, 1);
-		goto out;
+	for (tries = 0;; tries++) {
+		if (agent_do(&a, "POST", "/v1/shell", body,
+		    (int)(tmo * 1000) + MARGIN_MS) == -1) {
+			cJSON_Delete(body);
+			set_text(tc, a.err, 1);
+			goto out;
+		}
+		/* Busy right after a cancelled command was interrupted: it is
+		 * winding down; wait for it rather than fail. */
+		if (a.status != 409 || tries >= BUSY_RETRIES ||
+		    !sess_interrupted_recently(s, CANCEL_SHELL_GRACE_MS) ||
+		    atomic_load(&tc->cancelled))
+			break;
+		areq_free(&a);
+		memset(&a, 0, sizeof(a));
+		a.s = s;
+		nanosleep(&busy_wait, NULL);
 	}
 	cJSON_Delete(body);
 	if (a.status != 200) {
@@ -839,8 +866,40 @@ sess_error(struct tool_call *tc, enum sess_err e, const char *err)
 	buf_free(&out);
 }
 
+static void tools_run1(struct sessmgr *, const struct conf *,
+    struct tool_call *);
+
 void
 tools_run(struct sessmgr *m, const struct conf *c, struct tool_call *tc)
+{
+	/* Waits on the agent give up as soon as the call is cancelled. */
+	agentc_set_cancel(&tc->cancelled, 0);
+	tools_run1(m, c, tc);
+	agentc_set_cancel(NULL, 0);
+	atomic_store(&tc->finished, 1);
+}
+
+void
+tools_cancel(struct sessmgr *m, struct tool_call *tc)
+{
+	struct timespec ts = { 0, 100 * 1000000 };
+	int i;
+
+	if (strcmp(tc->name, "shell") != 0)
+		return;
+	/*
+	 * The call may not have reached the shell yet (the shell is idle):
+	 * look again until it has, or the call ended.
+	 */
+	for (i = 0; i < CANCEL_RECHECK && !atomic_load(&tc->finished); i++) {
+		if (sess_interrupt(m, tc->sid) == 1)
+			return;
+		nanosleep(&ts, NULL);
+	}
+}
+
+static void
+tools_run1(struct sessmgr *m, const struct conf *c, struct tool_call *tc)
 {
 	struct sess *s;
 	enum sess_err e = SE_OK;

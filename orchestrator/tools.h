@@ -6,6 +6,7 @@
 #ifndef TOOLS_H
 #define TOOLS_H
 
+#include <stdatomic.h>
 #include <cjson/cJSON.h>
 #include "conf.h"
 #include "sess.h"
@@ -21,6 +22,11 @@ struct tool_call {
 	/* out */
 	cJSON		*result;	/* CallToolResult */
 	int		 is_error;
+	/* notifications/cancelled named this call (set on the loop thread,
+	 * read by the worker); refs: holders besides the owner */
+	atomic_int	 cancelled;
+	atomic_int	 finished;	/* tools_run returned */
+	atomic_int	 refs;
 };
 
 int	tools_init(void);		/* parses the schemas; -1 on a bug */
@@ -30,7 +36,14 @@ int	tools_exists(const char *name);
 cJSON	*tools_list(void);
 /* Runs the call; always sets tc->result. */
 void	tools_run(struct sessmgr *, const struct conf *, struct tool_call *);
+/* Drops a reference (the owner's when refs is 0: then frees). */
 void	tool_call_free(struct tool_call *);
+/*
+ * Stops what a cancelled call runs in the sandbox (the shell command, with
+ * its process tree); blocks: call it on a worker. The call itself then
+ * returns soon; waits on the agent give up at once.
+ */
+void	tools_cancel(struct sessmgr *, struct tool_call *);
 
 /* A CallToolResult with one text block. */
 cJSON	*tools_text_result(const char *text, int is_error);

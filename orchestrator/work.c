@@ -193,37 +193,14 @@ work_loop_call(work_fn fn, void *arg)
 	complete(it);
 }
 
-int
-work_busy(void)
+void
+work_stats(int *threads, int *busy, int *queued)
 {
-	int n;
-
 	pthread_mutex_lock(&W.mu);
-	n = W.nbusy;
+	*threads = W.nthreads;
+	*busy = W.nbusy;
+	*queued = W.nqueued;
 	pthread_mutex_unlock(&W.mu);
-	return n;
-}
-
-int
-work_threads(void)
-{
-	int n;
-
-	pthread_mutex_lock(&W.mu);
-	n = W.nthreads;
-	pthread_mutex_unlock(&W.mu);
-	return n;
-}
-
-int
-work_queued(void)
-{
-	int n;
-
-	pthread_mutex_lock(&W.mu);
-	n = W.nqueued;
-	pthread_mutex_unlock(&W.mu);
-	return n;
 }
 
 void

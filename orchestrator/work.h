@@ -21,9 +21,8 @@ int	work_init(struct event_base *, int min, int max);
 void	work_submit(work_fn fn, work_fn done, void *arg);
 /* Runs fn(arg) on the event loop thread soon (callable from any thread). */
 void	work_loop_call(work_fn fn, void *arg);
-int	work_busy(void);	/* threads running work now */
-int	work_threads(void);	/* threads alive */
-int	work_queued(void);	/* items waiting for a thread */
+/* Threads alive, threads running work now, items waiting for a thread. */
+void	work_stats(int *threads, int *busy, int *queued);
 /* Stops accepting completions; lets threads finish (does not join). */
 void	work_shutdown(void);
 

@@ -131,8 +131,16 @@ req_flush
 
 # Oversized and hostile bodies.
 head -c $((20 * 1024 * 1024)) /dev/zero | tr '\0' ' ' > "$T/huge"
-st=$(curl -s -o /dev/null -w '%{http_code}' -H "$AUTH" -H "$CT" --data-binary @"$T/huge" "$U")
-check "20 MB body refused 413" [ "$st" = 413 ]
+req "20 MB body: 413 with a JSON-RPC error" 413 "d['error']['code']==-32000 and d['id'] is None and 'http.max_body' in d['error']['message']" -H "$AUTH" -H "$CT" --data-binary @"$T/huge" "$U"
+req "20 MB body without Expect: 413 JSON" 413 "d['error']['code']==-32000" -H "$AUTH" -H "$CT" -H 'Expect:' --data-binary @"$T/huge" "$U"
+req "oversized REST body: 413 with the REST error" 413 "d['error']['code']=='too_large'" -H "$AUTH" -H "$CT" --data-binary @"$T/huge" "$ORCH_URL/v1/sessions"
+req "oversized body before auth: 413 JSON too" 413 "d['error']['code']==-32000" -H "$CT" --data-binary @"$T/huge" "$U"
+python3 -c "import sys; sys.stdout.write('{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"ping\"}' + ' ' * (1048576 - 200))" > "$T/nearly"
+req "a body just under the limit is served" 200 "d['id']==9" -H "$AUTH" -H "$CT" --data-binary @"$T/nearly" "$U"
+n=$(curl -s -H "$AUTH" -H "$CT" -H "$ACC" --data-binary @"$T/nearly" "$U" --next -H "$AUTH" -H "$CT" -H "$ACC" -d "$PING" "$U" | grep -o '"jsonrpc"' | wc -l)
+check "keep-alive: a request after a large body is framed right" [ "$n" = 2 ]
+hdr=$(curl -s -D - -o /dev/null -H "$AUTH" -H "$CT" --data-binary @"$T/huge" "$U" | tr -d '\r')
+check "413 is application/json and closes the connection" bash -c "grep -qi '^content-type: application/json' <<<'$hdr' && grep -qi '^connection: close' <<<'$hdr'"
 python3 -c "print('['*200000 + ']'*200000)" > "$T/deep"
 req "deep nesting -32700" 400 "code(d)==-32700" -H "$AUTH" -H "$CT" --data-binary @"$T/deep" "$U"
 req "chunked body ok" 200 "d['result']=={}" -H "$AUTH" -H "$CT" -H 'Transfer-Encoding: chunked' -d "$PING" "$U"
@@ -166,3 +174,48 @@ if echo "$out" | grep -q 'another command is still running'; then ok "same sessi
 wait $slowpid
 check "long call completes" contains "$T/slow" slow-done
 check "daemon still up" kill -0 "$ORCH_PID"
+
+# notifications/cancelled stops an in-flight tools/call (same X-Session-Id,
+# by requestId): the command and its children are killed, the rest of it
+# never runs, the shell keeps its state, and the request gets no JSON-RPC
+# response (JSON: 202 with no body; SSE: the stream ends without one).
+cancel_case() {
+	local mode=$1 acc=$2 sid=cancel-$1 mark=$((100000 + RANDOM))
+	mcp_tool "$sid" shell '{"command":"export KEEP=kept-'"$mode"'; cd /tmp"}' >/dev/null
+	local t0=$(date +%s%N)
+	curl -s -o "$T/cbody.$mode" -w '%{http_code}' --max-time 60 -H "$AUTH" -H "$CT" -H "$acc" \
+	    -H "X-Session-Id: $sid" -d '{"jsonrpc":"2.0","id":"c-77","method":"tools/call","params":{"name":"shell","arguments":{"command":"sleep 47'"$mark"'; echo never > /tmp/after-'"$mark"'","timeout":120}}}' \
+	    "$U" > "$T/cstatus.$mode" &
+	local cpid=$!
+	if ! wait_for 30 pgrep -xf "sleep 47$mark"; then
+		fail "cancel ($mode): the command started"
+		wait $cpid
+		return
+	fi
+	st=$(curl -s -o /dev/null -w '%{http_code}' -H "$AUTH" -H "$CT" -H "$ACC" -H "X-Session-Id: $sid" \
+	    -d '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"c-77","reason":"user abort"}}' "$U")
+	check "cancel ($mode): the notification gets 202" [ "$st" = 202 ]
+	wait $cpid
+	local ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+	if [ "$ms" -lt 20000 ]; then ok "cancel ($mode): the call ends at once (${ms}ms)"; else fail "cancel ($mode): the call ends at once" "${ms}ms"; fi
+	if [ "$mode" = json ]; then
+		check "cancel (json): 202 and no response body" [ "$(cat "$T/cstatus.$mode")" = 202 ] && [ ! -s "$T/cbody.$mode" ]
+	else
+		check "cancel (sse): the stream ends without a response" bash -c "[ \"\$(cat $T/cstatus.$mode)\" = 200 ] && ! grep -q '\"id\"' $T/cbody.$mode"
+	fi
+	check "cancel ($mode): the command's process is gone" wait_for 10 bash -c "! pgrep -xf 'sleep 47$mark'"
+	out=$(mcp_tool "$sid" shell '{"command":"echo $KEEP $PWD; ls /tmp/after-'"$mark"' 2>&1 | head -1"}')
+	check "cancel ($mode): the shell is free and keeps its state" contains <(echo "$out") "kept-$mode /tmp"
+	check "cancel ($mode): the rest of the command never ran" bash -c "grep -q 'No such file' <<<'$out'"
+}
+U=$ORCH_URL/mcp
+cancel_case json 'Accept: application/json, text/event-stream'
+cancel_case sse 'Accept: text/event-stream'
+st=$(curl -s -o "$T/cx" -w '%{http_code}' -H "$AUTH" -H "$CT" -H "$ACC" -H "X-Session-Id: cancel-json" \
+    -d '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"no-such"}}' "$U")
+check "cancel of an unknown request id is ignored (202)" [ "$st" = 202 ] && [ ! -s "$T/cx" ]
+st=$(curl -s -o "$T/cx" -w '%{http_code}' -H "$AUTH" -H "$CT" -H "$ACC" -H "X-Session-Id: cancel-json" \
+    -d '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":null}}' "$U")
+check "cancel with an invalid request id is ignored (202)" [ "$st" = 202 ]
+check "metrics count cancelled calls" bash -c "curl -s -H 'Authorization: Bearer $ORCH_KEY' $ORCH_URL/metrics | grep -qx 'orch_tool_calls_cancelled_total 2'"
+check "daemon up after cancellations" kill -0 "$ORCH_PID"

@@ -2,26 +2,72 @@
 # 56-orch-git.sh: end to end. Inside a sandbox created over MCP, git clone
 # and git push to the local fake github.com succeed through the egress
 # proxy (which injects the token), and the token appears nowhere in the
-# sandbox. The sandbox is on the fake runtime (the agent on the host, which
-# has git; the busybox test image has none), registered with the proxy by
-# the orchestrator with a per-sandbox secret.
+# sandbox.
+#
+# On the local runtime (root with bubblewrap) the sandbox is a real one: its
+# image is assembled here from the host's own git, git-remote-https and their
+# shared libraries over the busybox test image, its only way out is the
+# proxy listener inside its network namespace, and the proxy's CA is the
+# bundle the runtime installed. Elsewhere it falls back to the fake runtime
+# (the agent on the host). The whole test runs in a network namespace of its
+# own holding only loopback (unshare --net, which keeps /sys and so the
+# cgroups the local runtime needs).
 . "$(dirname "$0")/../lib/common.sh"
+if [ -z "${E2E_NETNS:-}" ] && [ "$(id -u)" = 0 ]; then
+	unshare --net env E2E_NETNS=1 bash -c 'ip link set lo up && exec bash "$0" "$@"' "$0" "$@" &
+	child=$!
+	on_exit "kill $child 2>/dev/null; wait $child 2>/dev/null"
+	wait "$child"
+	exit $?
+fi
 . "$TOP/tests/lib/fakegit.sh"
 . "$TOP/tests/lib/proxy.sh"
-px_isolate "$@"
 
 fx_all || { fail "fixtures start"; exit 1; }
 px_config && px_start || { fail "proxy start"; exit 1; }
 ok "proxy start"
-ORCH_TEST_RUNTIME=fake
 . "$TOP/tests/mcp/orch-lib.sh"
-ORCH_FAKE_EXTRA="proxy_admin: $PX_ADMIN
+
+# git_image DIR: the busybox test image plus the host's git (hard links where
+# the file system allows: the image is only ever a read-only lower layer),
+# its https transport and every shared library they load.
+git_image() {
+	local d=$1 core libs
+	core=$(git --exec-path)
+	cp -a "$ORCH_BB" "$d" || return 1
+	mkdir -p "$d/usr/bin" "$d/usr/share" "$d$(dirname "$core")"
+	cp -L "$(command -v git)" "$d/usr/bin/git" || return 1
+	cp -al "$core" "$d$core" 2>/dev/null || cp -a "$core" "$d$core" || return 1
+	[ -d /usr/share/git-core ] && cp -a /usr/share/git-core "$d/usr/share/"
+	# one process per step: spawning is slow on a loaded machine
+	libs=$({
+		ldd "$(command -v git)" "$core/git-remote-https" "$core/git-remote-http"
+		ls /lib/x86_64-linux-gnu/libnss_files.so.* /lib/x86_64-linux-gnu/libresolv.so.* 2>/dev/null
+	} | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// && ($2 ~ /^\(/ || (NF == 1 && $1 !~ /:$/)) {print $1}' | sort -u)
+	[ -n "$libs" ] || return 1
+	# shellcheck disable=SC2086
+	cp -lL --parents $libs "$d/" 2>/dev/null || cp -L --parents $libs "$d/"
+}
+
+if [ "$ORCH_RT" = local ]; then
+	t0=$(date +%s%N)
+	check "git image assembled from the host's binaries" git_image "$T/gitimg"
+	echo "# git image: $(( ($(date +%s%N) - t0) / 1000000 )) ms, $(du -sh "$T/gitimg" | cut -f1)"
+	ORCH_LOCAL_YAML="$ORCH_LOCAL_YAML
+  proxy_admin_socket: $PX_ADMIN
+  proxy_ca_cert: $PX_CA"
+	printf '%s\n' "$ORCH_LOCAL_YAML" > "$T/rt.yaml"
+	sbx image add gitimg "$T/gitimg" >/dev/null || { fail "image add"; exit 1; }
+	orch_config "sandbox:" "  image: gitimg"
+else
+	ORCH_FAKE_EXTRA="proxy_admin: $PX_ADMIN
   proxy_addr: 127.0.0.1:$PX_PORT
   proxy_ca: $PX_CA" orch_config
-check "orch starts" orch_start
+fi
+check "orch starts ($ORCH_RT runtime)" orch_start
 
 out=$(mcp_tool git-s shell '{"command":"env | grep -c _PROXY; git --version"}')
-check "sandbox has proxy settings" contains <(echo "$out") 'git version'
+check "sandbox has git and proxy settings" contains <(echo "$out") 'git version'
 cmd='cd "$HOME" && git clone -q https://github.com/e2e-org/repo.git repo && cd repo && cat README && echo from-mcp >> README && git -c user.email=agent@example.com -c user.name=agent commit -qam "change from mcp" && git push -q origin main && echo pushed-ok'
 out=$(mcp_tool git-s shell "$(jq -cn --arg c "$cmd" '{command: $c, timeout: 120}')")
 echo "$out"
@@ -29,18 +75,25 @@ check "git clone over MCP" contains <(echo "$out") 'hello from e2e-org/repo.git'
 check "git push over MCP" contains <(echo "$out") 'pushed-ok'
 check "push landed upstream" bash -c "git -C $T/git/github/e2e-org/repo.git log -1 --format=%s main | grep -qx 'change from mcp'"
 check "registered with the proxy under its session" contains "$ORCH_LOG" "session=git-s sandbox="
+sb=$(sbx_of git-s)
+if [ "$ORCH_RT" = local ]; then
+	out=$(mcp_tool git-s shell '{"command":"git ls-remote --exit-code https://github.com/e2e-org/repo.git main >/dev/null 2>&1 && echo via-proxy; env -u HTTPS_PROXY -u https_proxy git ls-remote https://github.com/e2e-org/repo.git main >/dev/null 2>&1 || echo direct-fails"}')
+	check "a real sandbox: only the proxy gets out" bash -c "grep -q via-proxy <<<'$out' && grep -q direct-fails <<<'$out'"
+	out=$(mcp_tool git-s shell '{"command":"tr \"\\0\" \" \" < /proc/1/cmdline; echo; ls /proc | grep -c \"^[0-9]\""}')
+	check "a real sandbox: pid 1 is its agent, few processes" bash -c "grep -q sandbox-agent <<<'$out' && [ \$(sed -n 2p <<<'$out') -lt 20 ]"
+fi
 
 # The token is nowhere in the sandbox: not in its environment, files,
 # git config or process environments.
-out=$(mcp_tool git-s shell '{"command":"env; cat ~/repo/.git/config; git -C ~/repo config -l"}')
-check "no token in the sandbox env or git config" not_contains <(echo "$out") "$GH_TOKEN_REAL"
-sb=$(sbx_of git-s)
-check "no token in the sandbox files" bash -c "! grep -rqF -- '$GH_TOKEN_REAL' '$ORCH_STATE/$sb'"
-leak=0
-for p in $(grep -lx --null-data "FAKE_SANDBOX_ID=$sb" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3); do
+out=$(mcp_tool git-s shell '{"command":"env; cat ~/repo/.git/config; git -C ~/repo config -l; cat /proc/[0-9]*/environ 2>/dev/null | tr \"\\0\" \"\\n\""}')
+check "no token in the sandbox env, git config or its processes' env" not_contains <(echo "$out") "$GH_TOKEN_REAL"
+check "no token in the sandbox files" bash -c "[ -n '$sb' ] && ! grep -rqF -- '$GH_TOKEN_REAL' '$ORCH_SBX_DIR/$sb'"
+leak=0 n=0
+for p in $(grep -l --null-data -e "^SANDBOX_ID=$sb\$" -e "^FAKE_SANDBOX_ID=$sb\$" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3); do
+	n=$((n + 1))
 	grep -qF -- "$GH_TOKEN_REAL" "/proc/$p/environ" 2>/dev/null && leak=1
 done
-check "no token in any sandbox process environment" [ $leak = 0 ]
+check "no token in any sandbox process environment (seen from the host: $n processes)" [ $leak = 0 ] && [ $n -gt 0 ]
 check "orchestrator key not in the sandbox" not_contains <(echo "$out") "$ORCH_KEY"
 out=$(mcp_tool git-s shell '{"command":"git ls-remote https://github.com/e2e-org/repo.git main"}')
 check "later calls keep working through the proxy" bash -c "grep -q refs/heads/main <<<'$out'"

@@ -75,6 +75,31 @@ await check('sdk shell timeout reported', async () => {
   return (r.isError === true && text(r).includes('timed out') && text(r2).includes('persisted')) || [r, r2];
 });
 
+await check('sdk AbortSignal cancels a running shell call', async () => {
+  const mark = `sdk-cancel-${process.pid}`;
+  const ac = new AbortController();
+  const t0 = Date.now();
+  const p = a.callTool({ name: 'shell', arguments: { command: `touch /tmp/${mark}.started; sleep 60; touch /tmp/${mark}.after`, timeout: 120 } },
+    undefined, { timeout: 120000, signal: ac.signal });
+  // abort once the call is in flight in the orchestrator (REST says so)
+  const rest = new URL(`/v1/sessions/${sidA}`, url);
+  for (let i = 0; i < 300; i++) {
+    const s = await (await fetch(rest, { headers: { Authorization: `Bearer ${key}` } })).json();
+    if (s.calls_in_flight === 1) break;
+    await new Promise((res) => setTimeout(res, 100));
+  }
+  await new Promise((res) => setTimeout(res, 300));
+  ac.abort('test abort');
+  let rejected = false;
+  try { await p; } catch (e) { rejected = true; }
+  // the shell is free again at once (the command was stopped, not left running)
+  const r = await sh(a, `ls /tmp/${mark}.after 2>&1 | head -1; echo $SDKVAR`);
+  const ms = Date.now() - t0;
+  const t = text(r);
+  return (rejected && ms < 30000 && t.includes('No such file') && t.includes('persisted') &&
+    !t.includes('another command is still running')) || [rejected, ms, t];
+});
+
 await check('sdk async job', async () => {
   const s = await a.callTool({ name: 'shell_async', arguments: { command: 'for i in 1 2 3; do echo line$i; sleep 0.2; done; exit 4' } });
   const m = text(s).match(/Started job (\S+)/);
