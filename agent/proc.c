@@ -173,26 +173,82 @@ mark_below(struct pent *v, size_t n, pid_t root, const struct proc_set *old)
 	} while (changed);
 }
 
+/*
+ * Appends the children of pid (over all its threads) to out, from
+ * /proc/<pid>/task/<tid>/children. -1 when that file does not exist.
+ */
+static int
+children_of(pid_t pid, struct proc_set *out)
+{
+	char path[96], buf[4096], *p, *end;
+	struct dirent *de;
+	ssize_t n;
+	DIR *d;
+	long v;
+	int fd, found = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	if ((d = opendir(path)) == NULL)
+		return errno == ENOENT ? 0 : -1;	/* gone meanwhile */
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%.20s/children",
+		    (int)pid, de->d_name);
+		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+			continue;
+		found = 1;
+		/* "pid pid ... " (a long list may need several reads) */
+		while ((n = read(fd, buf, sizeof(buf) - 1)) > 0) {
+			buf[n] = '\0';
+			for (p = buf; *p != '\0'; p = end) {
+				v = strtol(p, &end, 10);
+				if (end == p)
+					break;
+				if (v > 0 && out->n < PROC_MAX_SCAN) {
+					out->v = xreallocarray(out->v, out->n + 1,
+					    sizeof(*out->v));
+					out->v[out->n].pid = (pid_t)v;
+					out->v[out->n].start = -1;
+					out->n++;
+				}
+			}
+			/* A number cut at the buffer end: rare enough for a
+			 * 4 KiB buffer (about 500 children); it is missed. */
+		}
+		close(fd);
+	}
+	closedir(d);
+	return found ? 0 : -1;
+}
+
 int
 proc_snapshot(pid_t root, struct proc_set *out)
 {
-	char path[96], buf[64];
 	struct pent *v;
 	size_t n, i;
-	ssize_t r;
-	int fd;
+	long long st;
+	char state;
 
 	out->v = NULL;
 	out->n = 0;
-	/* The common case, a shell with no child, costs one small read. */
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)root,
-	    (int)root);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) != -1) {
-		r = read(fd, buf, sizeof(buf));
-		close(fd);
-		if (r == 0)
+	/* Walk the tree through the children files: a few reads per process
+	 * below the shell, one when it has none. */
+	if (children_of(root, out) == 0) {
+		for (i = 0; i < out->n && out->n < PROC_MAX_SCAN; i++)
+			if (children_of(out->v[i].pid, out) == -1)
+				break;
+		if (i == out->n) {
+			for (i = 0; i < out->n; i++) {
+				if (read_stat(out->v[i].pid, NULL, &state, &st) == 0 &&
+				    state != 'Z' && state != 'X')
+					out->v[i].start = st;
+			}
 			return 0;
+		}
+		proc_set_free(out);
 	}
+	/* No children files (CONFIG_PROC_CHILDREN off): scan /proc. */
 	n = scan(&v);
 	mark_below(v, n, root, NULL);
 	for (i = 0; i < n; i++) {

@@ -31,6 +31,11 @@ for SH in "${shells[@]}"; do
 	check "$n: timeout kills the tree" test "$(j '.timed_out == true and (.output | test("not-here") | not)')" = true
 	sleep 0.2
 	check "$n: no sleeper left" bash -c '! pgrep -f "sleep 32[12]" >/dev/null'
+	sh_run 'sleep 331 & echo $! >'"$T"'/bg.pid'
+	sh_run 'sleep 332; echo not-here' 500
+	check "$n: an earlier background process survives a timeout" \
+	    test "$(j .timed_out)" = true -a -e "/proc/$(cat "$T/bg.pid")"
+	kill -9 "$(cat "$T/bg.pid")" 2>/dev/null
 	sh_run 'echo "$K"'
 	check "$n: state kept after timeouts" out_is kept
 	sh_run 'read x; echo "[$x]"'
