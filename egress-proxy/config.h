@@ -57,6 +57,9 @@ struct pconf {
 	long long	 header_ms;
 	long long	 idle_ms;
 	long long	 upstream_idle_ms;
+	long long	 pool_idle_ms;
+	long long	 pool_max;
+	long long	 pool_per_target;
 	long long	 connect_ms;
 	long long	 hook_ms;
 	long long	 high_watermark;

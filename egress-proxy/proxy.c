@@ -99,6 +99,13 @@ struct conn {
 	unsigned		 head_req:1;	/* current request is HEAD */
 	unsigned		 up_tls:1;	/* upstream bev is TLS */
 	unsigned		 connect_then_req:1; /* connecting for a request */
+	unsigned		 no_pool:1;	/* retrying: dial a fresh upstream */
+	unsigned		 up_nreq;	/* requests sent on c->up */
+	union sa_any {
+		struct sockaddr		sa;
+		struct sockaddr_in	in;
+		struct sockaddr_in6	in6;
+	}			 up_addr;	/* the address c->up dialled */
 	int			 addon;		/* deciding addon, -1 none */
 	int			 ctx_ref;	/* Lua ctx table */
 	struct addon_vm		*vm;
@@ -127,6 +134,22 @@ struct msg {
 	struct sandbox	*sb;
 };
 
+/*
+ * A parked upstream TLS connection: idle (its last response complete, no
+ * byte pending either way), kept for the next intercepted connection of the
+ * SAME sandbox to the same canonical target and dialled address. Parked
+ * connections are read: any byte or EOF drops them.
+ */
+struct pooled {
+	TAILQ_ENTRY(pooled)	 link;
+	struct worker		*w;
+	struct sandbox		*sb;		/* referenced */
+	struct bufferevent	*bev;
+	union sa_any		 addr;
+	long long		 expires;
+	char			 hostport[CANON_HOST_MAX + 10];
+};
+
 struct worker {
 	int			 idx;
 	pthread_t		 th;
@@ -138,6 +161,8 @@ struct worker {
 	atomic_long		 load;
 	TAILQ_HEAD(connq, conn)	 conns;
 	struct connq		 dead;
+	TAILQ_HEAD(poolq, pooled) pool;		/* newest first */
+	long			 npool;
 	struct addon_vm		*vm;
 	struct ghapp		*gh;
 	struct buf		 scratch;
@@ -162,6 +187,9 @@ static void req_send(struct conn *);
 static void body_pump(struct conn *);
 static void hook_done(void *, const struct hook_result *);
 static void next_request(struct conn *);
+static void pool_park(struct conn *);
+static void up_connected(struct conn *);
+static void pool_drop(struct pooled *);
 
 static long long
 now_ms(void)
@@ -432,6 +460,9 @@ conn_kill(struct conn *c)
 {
 	if (c->dead)
 		return;
+	/* A clean idle upstream (between requests) goes to the pool. */
+	if (c->up != NULL && (c->st == CS_REQ_HEAD || c->st == CS_CL_TLS))
+		pool_park(c);
 	c->dead = 1;
 	if (c->mode == MODE_TUNNEL && c->counted_tun)
 		audit_tunnel(c);
@@ -934,6 +965,183 @@ sess_offer(struct conn *c, SSL *ssl)
 	}
 }
 
+/* ---- upstream connection pool (per worker) ---- */
+
+static int
+sa_set(union sa_any *a, const struct sockaddr *sa)
+{
+	memset(a, 0, sizeof(*a));
+	if (sa->sa_family == AF_INET)
+		memcpy(&a->in, sa, sizeof(a->in));
+	else if (sa->sa_family == AF_INET6)
+		memcpy(&a->in6, sa, sizeof(a->in6));
+	else
+		return -1;
+	return 0;
+}
+
+static int
+sa_same(const union sa_any *a, const union sa_any *b)
+{
+	if (a->sa.sa_family != b->sa.sa_family)
+		return 0;
+	if (a->sa.sa_family == AF_INET)
+		return a->in.sin_port == b->in.sin_port &&
+		    a->in.sin_addr.s_addr == b->in.sin_addr.s_addr;
+	if (a->sa.sa_family == AF_INET6)
+		return a->in6.sin6_port == b->in6.sin6_port &&
+		    memcmp(&a->in6.sin6_addr, &b->in6.sin6_addr, 16) == 0;
+	return 0;
+}
+
+/* The pool key: same sandbox (never shared), canonical target, address. */
+static int
+pool_key(const struct pooled *p, const struct sandbox *sb, const char *hostport,
+    const union sa_any *a)
+{
+	return p->sb == sb && sa_same(&p->addr, a) && strcmp(p->hostport, hostport) == 0;
+}
+
+static void
+pool_drop(struct pooled *p)
+{
+	struct worker *w = p->w;
+
+	TAILQ_REMOVE(&w->pool, p, link);
+	w->npool--;
+	atomic_fetch_sub(&P.st.pool_idle, 1);
+	atomic_fetch_add(&P.st.pool_dropped, 1);
+	bufferevent_free(p->bev);
+	sandbox_unref(p->sb);
+	free(p);
+}
+
+/* A parked connection got a byte, EOF or an error: it is never reused. */
+static void
+pool_read(struct bufferevent *bev, void *arg)
+{
+	(void)bev;
+	pool_drop(arg);
+}
+
+static void
+pool_event(struct bufferevent *bev, short what, void *arg)
+{
+	(void)bev;
+	(void)what;
+	pool_drop(arg);
+}
+
+/*
+ * Parks c->up if it is a clean idle upstream TLS connection (handshake
+ * done, last response complete, nothing buffered either way, not shut
+ * down); c->up is then NULL. Otherwise c->up is left for the caller.
+ */
+static void
+pool_park(struct conn *c)
+{
+	struct worker *w = c->w;
+	struct bufferevent *bev = c->up;
+	struct pooled *p, *oldest = NULL;
+	long same = 0;
+	SSL *ssl;
+
+	if (P.conf->pool_max <= 0 || bev == NULL || !c->up_tls ||
+	    c->mode != MODE_INTERCEPT || c->sb == NULL || atomic_load(&c->sb->dead) ||
+	    c->up_addr.sa.sa_family == 0 || c->resp_active || c->st == CS_CONNECTING)
+		return;
+	if (evbuffer_get_length(bufferevent_get_input(bev)) != 0 ||
+	    evbuffer_get_length(bufferevent_get_output(bev)) != 0)
+		return;
+	ssl = bufferevent_openssl_get_ssl(bev);
+	if (ssl == NULL || !SSL_is_init_finished(ssl) || SSL_pending(ssl) > 0 ||
+	    SSL_get_shutdown(ssl) != 0)
+		return;
+	TAILQ_FOREACH(p, &w->pool, link) {
+		if (pool_key(p, c->sb, c->tgt.hostport, &c->up_addr)) {
+			same++;
+			oldest = p;
+		}
+	}
+	if (same >= P.conf->pool_per_target && oldest != NULL) {
+		pool_drop(oldest);
+	} else if (w->npool >= P.conf->pool_max) {
+		pool_drop(TAILQ_LAST(&w->pool, poolq));
+	}
+	p = xcalloc(1, sizeof(*p));
+	p->w = w;
+	p->sb = sandbox_ref(c->sb);
+	p->bev = bev;
+	p->addr = c->up_addr;
+	p->expires = now_ms() + P.conf->pool_idle_ms;
+	memcpy(p->hostport, c->tgt.hostport, sizeof(p->hostport));
+	c->up = NULL;
+	bufferevent_setcb(bev, pool_read, NULL, pool_event, p);
+	bufferevent_disable(bev, EV_WRITE);
+	bufferevent_enable(bev, EV_READ);
+	TAILQ_INSERT_HEAD(&w->pool, p, link);
+	w->npool++;
+	atomic_fetch_add(&P.st.pool_idle, 1);
+	atomic_fetch_add(&P.st.pool_parked, 1);
+	log_debug("conn=%llx sandbox=%s target=%s upstream parked",
+	    (unsigned long long)c->id, c->sb->id, c->tgt.hostport);
+}
+
+/*
+ * Takes a parked connection of c's sandbox to c's target at sa into c->up.
+ * 1 when one was taken (it is connected and verified), 0 otherwise.
+ */
+static int
+pool_take(struct conn *c, const struct sockaddr *sa)
+{
+	struct worker *w = c->w;
+	struct pooled *p;
+	union sa_any a;
+	long long now = now_ms();
+
+	if (P.conf->pool_max <= 0 || c->no_pool || c->mode != MODE_INTERCEPT ||
+	    c->sb == NULL || sa_set(&a, sa) == -1)
+		return 0;
+	TAILQ_FOREACH(p, &w->pool, link)
+		if (p->expires > now && pool_key(p, c->sb, c->tgt.hostport, &a))
+			break;
+	if (p == NULL)
+		return 0;
+	TAILQ_REMOVE(&w->pool, p, link);
+	w->npool--;
+	atomic_fetch_sub(&P.st.pool_idle, 1);
+	atomic_fetch_add(&P.st.pool_reused, 1);
+	c->up = p->bev;
+	c->up_tls = 1;
+	c->up_addr = a;
+	c->up_nreq = 1;		/* it served before: a request on it may be retried */
+	bufferevent_setcb(c->up, NULL, NULL, up_event, c);
+	sandbox_unref(p->sb);
+	free(p);
+	return 1;
+}
+
+static void
+pool_expire(struct worker *w, long long now)
+{
+	struct pooled *p;
+
+	while ((p = TAILQ_LAST(&w->pool, poolq)) != NULL && p->expires <= now)
+		pool_drop(p);
+}
+
+static void
+pool_kill_sb(struct worker *w, struct sandbox *sb)
+{
+	struct pooled *p, *pn;
+
+	for (p = TAILQ_FIRST(&w->pool); p != NULL; p = pn) {
+		pn = TAILQ_NEXT(p, link);
+		if (sb == NULL || p->sb == sb)
+			pool_drop(p);
+	}
+}
+
 static void
 up_try(struct conn *c)
 {
@@ -961,6 +1169,15 @@ up_try(struct conn *c)
 		bufferevent_free(c->up);
 		c->up = NULL;
 	}
+	if (pool_take(c, ai->ai_addr)) {
+		log_debug("conn=%llx upstream %s from the pool", (unsigned long long)c->id,
+		    c->tgt.hostport);
+		up_connected(c);
+		return;
+	}
+	c->up_nreq = 0;
+	if (sa_set(&c->up_addr, ai->ai_addr) == -1)
+		memset(&c->up_addr, 0, sizeof(c->up_addr));
 	if (c->mode == MODE_INTERCEPT) {
 		if ((ssl = SSL_new(P.cli_ctx)) == NULL) {
 			connect_fail(c, 502, "TLS setup failed");
@@ -1223,7 +1440,8 @@ up_connected(struct conn *c)
 		evutil_freeaddrinfo(c->ai);
 		c->ai = c->ai_cur = NULL;
 	}
-	if (c->up_tls)
+	c->no_pool = 0;
+	if (c->up_tls && c->up_nreq == 0)
 		log_debug("conn=%llx upstream TLS %s", (unsigned long long)c->id,
 		    SSL_session_reused(bufferevent_openssl_get_ssl(c->up)) ? "resumed" : "full");
 	bufferevent_setcb(c->up, up_read, up_write, up_event, c);
@@ -1418,6 +1636,7 @@ req_send(struct conn *c)
 		return;
 	}
 	tls_add(c->up, b->p, b->len);
+	c->up_nreq++;
 	if (c->rp == NULL)
 		c->rp = xmalloc(sizeof(*c->rp));
 	llhttp_init(c->rp, HTTP_RESPONSE, &resp_settings);
@@ -1836,6 +2055,26 @@ up_event(struct bufferevent *bev, short what, void *arg)
 	}
 	/* Request cycle: EOF may end an EOF-delimited response. */
 	if (c->resp_active && !c->resp_done) {
+		if (c->up_nreq > 1 && c->resp_status == 0 && c->resp_head_bytes == 0 &&
+		    !c->resp_wrote && c->req_done && c->req_up == 0 && !c->no_pool &&
+		    c->req != NULL && (c->req->method == HTTP_GET ||
+		    c->req->method == HTTP_HEAD || c->req->method == HTTP_OPTIONS)) {
+			/*
+			 * A kept-alive or pooled upstream closed as the
+			 * request went out (the server's idle close raced
+			 * it): send it once more on a fresh connection, as
+			 * HTTP clients do for idempotent requests.
+			 */
+			atomic_fetch_add(&P.st.pool_retried, 1);
+			log_info("conn=%llx target=%s reused upstream closed before answering; retrying on a new connection",
+			    (unsigned long long)c->id, c->tgt.hostport);
+			bufferevent_free(c->up);
+			c->up = NULL;
+			c->no_pool = 1;
+			c->connect_then_req = 1;
+			up_connect(c);
+			return;
+		}
 		e = llhttp_finish(c->rp);
 		if (e == HPE_OK && c->resp_status != 0) {
 			c->resp_done = 1;
@@ -1869,6 +2108,7 @@ tick_cb(evutil_socket_t fd, short ev, void *arg)
 
 	(void)fd;
 	(void)ev;
+	pool_expire(w, now);
 	for (c = TAILQ_FIRST(&w->conns); c != NULL; c = n) {
 		n = TAILQ_NEXT(c, link);
 		if (c->deadline != 0 && now > c->deadline) {
@@ -1906,7 +2146,12 @@ tick_cb(evutil_socket_t fd, short ev, void *arg)
 		if (c->st == CS_REQ_HEAD && c->head_start == 0 &&
 		    (c->up != NULL || c->rp != NULL || c->req != NULL) &&
 		    now - c->last_active > P.conf->upstream_idle_ms) {
-			/* Idle: drop the upstream TLS and all parser state. */
+			/*
+			 * Idle: park the upstream TLS connection (or drop it)
+			 * and drop all parser state.
+			 */
+			if (c->up != NULL)
+				pool_park(c);
 			if (c->up != NULL)
 				bufferevent_free(c->up);
 			c->up = NULL;
@@ -1946,6 +2191,7 @@ inbox_cb(evutil_socket_t fd, short ev, void *arg)
 				if (c->sb == m->sb)
 					conn_kill(c);
 			}
+			pool_kill_sb(w, m->sb);
 			sandbox_unref(m->sb);
 			break;
 		case MSG_STOP:
@@ -1976,6 +2222,7 @@ worker_main(void *arg)
 	struct worker *w = arg;
 
 	event_base_loop(w->base, 0);
+	pool_kill_sb(w, NULL);
 	return NULL;
 }
 
@@ -1993,6 +2240,7 @@ proxy_workers_start(int n)
 		pthread_mutex_init(&w->mtx, NULL);
 		TAILQ_INIT(&w->conns);
 		TAILQ_INIT(&w->dead);
+		TAILQ_INIT(&w->pool);
 		buf_init(&w->scratch, (size_t)4 * 1024 * 1024);
 		buf_init(&w->audit, (size_t)16 * 1024 * 1024);
 		{
@@ -2219,6 +2467,13 @@ proxy_metrics(struct buf *b)
 	G("egress_proxy_addon_reloads_total", "counter", "addon reloads");
 	rc |= buf_addf(b, "egress_proxy_addon_reloads_total{result=\"ok\"} %ld\n", atomic_load(&s->reload_ok));
 	rc |= buf_addf(b, "egress_proxy_addon_reloads_total{result=\"failed\"} %ld\n", atomic_load(&s->reload_failed));
+	G("egress_proxy_upstream_pool", "gauge", "idle upstream TLS connections parked for reuse");
+	rc |= buf_addf(b, "egress_proxy_upstream_pool %ld\n", atomic_load(&s->pool_idle));
+	G("egress_proxy_upstream_pool_total", "counter", "upstream pool events");
+	rc |= buf_addf(b, "egress_proxy_upstream_pool_total{event=\"parked\"} %ld\n", atomic_load(&s->pool_parked));
+	rc |= buf_addf(b, "egress_proxy_upstream_pool_total{event=\"reused\"} %ld\n", atomic_load(&s->pool_reused));
+	rc |= buf_addf(b, "egress_proxy_upstream_pool_total{event=\"dropped\"} %ld\n", atomic_load(&s->pool_dropped));
+	rc |= buf_addf(b, "egress_proxy_upstream_pool_total{event=\"retried\"} %ld\n", atomic_load(&s->pool_retried));
 	G("egress_proxy_sandboxes", "gauge", "registered sandboxes");
 	rc |= buf_addf(b, "egress_proxy_sandboxes %zu\n", sandbox_count());
 	G("egress_proxy_leaf_cache", "gauge", "leaf certificates cached");

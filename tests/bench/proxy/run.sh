@@ -10,7 +10,11 @@
 # Cases: keep-alive small GETs (req/s, p50, p99), a new connection per request
 # (req/s), 1 MiB bodies (MiB/s), resident memory per idle connection with
 # 2,000 open (500 for mitmproxy, which takes minutes to open 2,000). Knobs:
-# BENCH_SECS (default 4), BENCH_IDLE (2000), BENCH_IDLE_MITM (500).
+# BENCH_SECS (default 4), BENCH_IDLE (2000), BENCH_IDLE_MITM (500),
+# BENCH_ROWS (words: direct egress squid mitm; default all of them),
+# BENCH_CASES (words: idle keepalive newconn body; default all),
+# BENCH_PERF=1 (perf record -g of the egress proxy during each of its cases:
+# $BENCH_OUT/perf-<row>-<case>.data, report in .txt), BENCH_OUT (kept files).
 set -u
 cd "$(dirname "$0")/../../.."
 export TOP=$PWD
@@ -89,6 +93,28 @@ settle() {
 	return 0
 }
 
+ROWSEL=${BENCH_ROWS:-direct egress squid mitm}
+CASES=${BENCH_CASES:-idle keepalive newconn body}
+OUTD=${BENCH_OUT:-$T/out}
+mkdir -p "$OUTD"
+want_row() { case " $ROWSEL " in *" $1 "*) return 0 ;; esac; return 1; }
+want_case() { case " $CASES " in *" $1 "*) return 0 ;; esac; return 1; }
+PERF_PID=
+# perf_on ROW CASE PID / perf_off: a perf record -g of PID during one case.
+perf_on() {
+	[ "${BENCH_PERF:-0}" = 1 ] && [ "$3" != - ] && command -v perf >/dev/null || return 0
+	case "$1" in egress*) ;; *) return 0 ;; esac
+	PERF_NAME=$OUTD/perf-$1-$2
+	perf record -q -g -p "$3" -o "$PERF_NAME.data" >/dev/null 2>&1 &
+	PERF_PID=$!
+	sleep 0.3
+}
+perf_off() {
+	[ -n "$PERF_PID" ] || return 0
+	kill -INT "$PERF_PID" 2>/dev/null; wait "$PERF_PID" 2>/dev/null
+	perf report -i "$PERF_NAME.data" --no-children --sort dso,symbol --stdio 2>/dev/null | head -80 >"$PERF_NAME.txt"
+	PERF_PID=
+}
 declare -A KA_RPS KA_P50 KA_P99 NC_RPS BODY_MB IDLE_KIB NOTE
 ROWS=()
 
@@ -98,7 +124,7 @@ measure() {
 	local out idle=$IDLE
 	ROWS+=("$row")
 	[ "$row" = mitmproxy ] && idle=${BENCH_IDLE_MITM:-500}
-	if [ "$pid" != - ] && [ "$idle" -gt 0 ]; then
+	if [ "$pid" != - ] && [ "$idle" -gt 0 ] && want_case idle; then
 		local w=$T/idle-$row r0 r1 lp
 		rm -f "$w"
 		r0=$(rss_tree "$pid")
@@ -123,25 +149,41 @@ measure() {
 		wait "$lp" 2>/dev/null
 		settle "$pid"
 	fi
-	out=$("$LOAD" "$@" -m keepalive -c "$KA_C" -d "$SECS" -p /small 2>&1)
-	echo "  $row keepalive: $out"
-	KA_RPS[$row]=$(sed -n 's/.* rps=\([0-9]*\).*/\1/p' <<<"$out")
-	KA_P50[$row]=$(sed -n 's/.* p50_us=\([0-9]*\).*/\1/p' <<<"$out")
-	KA_P99[$row]=$(sed -n 's/.* p99_us=\([0-9]*\).*/\1/p' <<<"$out")
-	out=$("$LOAD" "$@" -m newconn -c "$NC_C" -d "$SECS" -p /small 2>&1)
-	echo "  $row newconn:   $out"
-	NC_RPS[$row]=$(sed -n 's/.* rps=\([0-9]*\).*/\1/p' <<<"$out")
-	out=$("$LOAD" "$@" -m body -c "$BODY_C" -d "$SECS" -p /1m 2>&1)
-	echo "  $row body:      $out"
-	BODY_MB[$row]=$(sed -n 's/.* mbps=\([0-9.]*\).*/\1/p' <<<"$out")
+	if want_case keepalive; then
+		perf_on "$row" keepalive "$pid"
+		out=$("$LOAD" "$@" -m keepalive -c "$KA_C" -d "$SECS" -p /small 2>&1)
+		perf_off
+		echo "  $row keepalive: $out"
+		KA_RPS[$row]=$(sed -n 's/.* rps=\([0-9]*\).*/\1/p' <<<"$out")
+		KA_P50[$row]=$(sed -n 's/.* p50_us=\([0-9]*\).*/\1/p' <<<"$out")
+		KA_P99[$row]=$(sed -n 's/.* p99_us=\([0-9]*\).*/\1/p' <<<"$out")
+	fi
+	if want_case newconn; then
+		perf_on "$row" newconn "$pid"
+		out=$("$LOAD" "$@" -m newconn -c "$NC_C" -d "$SECS" -p /small 2>&1)
+		perf_off
+		echo "  $row newconn:   $out"
+		NC_RPS[$row]=$(sed -n 's/.* rps=\([0-9]*\).*/\1/p' <<<"$out")
+	fi
+	if want_case body; then
+		perf_on "$row" body "$pid"
+		out=$("$LOAD" "$@" -m body -c "$BODY_C" -d "$SECS" -p /1m 2>&1)
+		perf_off
+		echo "  $row body:      $out"
+		BODY_MB[$row]=$(sed -n 's/.* mbps=\([0-9.]*\).*/\1/p' <<<"$out")
+	fi
 }
 
 # --- direct
-echo "-- direct"
-measure direct - -t "127.0.0.1:$NG" -n github.com -C "$PKI/ca.pem"
+if want_row direct; then
+	echo "-- direct"
+	measure direct - -t "127.0.0.1:$NG" -n github.com -C "$PKI/ca.pem"
+fi
 
 # --- this proxy
-if [ -x "$PROXY_BIN" ] && [ -f "$TOP/addons/github.lua" ]; then
+if ! want_row egress; then
+	:
+elif [ -x "$PROXY_BIN" ] && [ -f "$TOP/addons/github.lua" ]; then
 	API_PORT=1 GH_PORT=1 GL_PORT=1
 	PX_NORESOLVE=1 PX_ANON=true PX_RESOLVE="  \"github.com:443\": \"127.0.0.1:$NG\"
   \"bench.test:443\": \"127.0.0.1:$NG\"" PX_EXTRA="limits:
@@ -157,6 +199,8 @@ timeouts:
 	if wait_port "$PX_PORT" 20 && wait_for 10 test -s "$PX_CA"; then
 		echo "-- egress intercept"
 		measure "egress-intercept" "$PX_PID" -x "127.0.0.1:$PX_PORT" -t github.com:443 -n github.com -C "$PX_CA"
+		px_admin '{"op":"metrics"}' | "$PY" -c 'import json, sys
+print("\n".join("  " + l for l in json.load(sys.stdin)["text"].splitlines() if l.startswith("egress_proxy_upstream_pool")))' 2>/dev/null
 		grep -q '"injected":true' "$PX_DIR/audit.jsonl" 2>/dev/null ||
 			NOTE[egress-intercept]="no injected request in the audit log: check the addon"
 		echo "-- egress tunnel"
@@ -198,7 +242,7 @@ EOF
 	track_pid $SQ_PID
 	wait_port "$SQ_PORT" 30
 }
-if command -v squid >/dev/null; then
+if want_row squid && command -v squid >/dev/null; then
 	echo "-- squid tunnel"
 	p=$(free_port)
 	if squid_start squid-tunnel "$p" "http_port 127.0.0.1:$p"; then
@@ -231,7 +275,7 @@ request_header_add Authorization \"token bench-token\" all"
 fi
 
 # --- mitmproxy (mitmdump) with an injecting addon
-if command -v mitmdump >/dev/null; then
+if want_row mitm && command -v mitmdump >/dev/null; then
 	echo "-- mitmproxy"
 	MP=$(free_port)
 	mkdir -p "$T/mitm"

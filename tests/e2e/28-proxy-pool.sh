@@ -1,0 +1,211 @@
+# 28-proxy-pool: the upstream connection pool. A clean idle upstream TLS
+# connection of an intercepted connection is parked when its client goes
+# away and reused by the next intercepted connection of the SAME sandbox to
+# the same target and address: never across sandboxes or targets, never
+# after the upstream closed it, dropped on expiry and on deregistration; a
+# credential is still injected exactly once per request; a request that
+# races the upstream's idle close is retried once on a fresh connection.
+. "$(dirname "$0")/../lib/common.sh"
+. "$TOP/tests/lib/fakegit.sh"
+. "$TOP/tests/lib/proxy.sh"
+px_isolate "$@"
+fx_pki && fx_tokens || { fail "fixtures"; exit 1; }
+
+# The upstream: TLS (leaf chosen by SNI), keep-alive, one line per event in
+# $T/up.log; every response body names the upstream connection that served it.
+# /flaky closes without answering unless it is the connection's first
+# request; /bye answers with Connection: close.
+UP=$(free_port)
+cat >"$T/upsrv.py" <<'PY'
+import socket, ssl, sys, threading
+port, pki, log = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+lock = threading.Lock()
+lf = open(log, "a", buffering=1)
+def ev(s):
+    with lock:
+        lf.write(s + "\n")
+ctxs = {}
+for h in ("github.com", "gitlab.com"):
+    c = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    c.load_cert_chain("%s/%s.pem" % (pki, h), "%s/%s.key" % (pki, h))
+    ctxs[h] = c
+def sni(sock, name, ctx):
+    sock.sni_seen = name
+    if name in ctxs:
+        sock.context = ctxs[name]
+base = ctxs["github.com"]
+base.sni_callback = sni
+ntls = 0
+def serve(c):
+    global ntls
+    try:
+        try:
+            c = base.wrap_socket(c, server_side=True)
+        except (OSError, ssl.SSLError):
+            return   # wait_port's probe
+        with lock:
+            ntls += 1
+            k = ntls
+        ev("tls %d sni=%s" % (k, getattr(c, "sni_seen", None)))
+        buf, n = b"", 0
+        while True:
+            while b"\r\n\r\n" not in buf:
+                d = c.recv(65536)
+                if not d:
+                    ev("close %d" % k)
+                    return
+                buf += d
+            head, _, buf = buf.partition(b"\r\n\r\n")
+            n += 1
+            lines = head.decode("latin-1").split("\r\n")
+            auths = [l.split(":", 1)[1].strip() for l in lines[1:] if l.lower().startswith("authorization:")]
+            ev("req %d #%d %s auths=%d auth=%s" % (k, n, lines[0], len(auths), "|".join(auths)))
+            path = lines[0].split(" ")[1]
+            if path.startswith("/flaky") and n > 1:
+                ev("hangup %d" % k)
+                c.close()
+                return
+            body = ("conn=%d\n" % k).encode()
+            extra = "Connection: close\r\n" if path.startswith("/bye") else ""
+            c.sendall(("HTTP/1.1 200 OK\r\nContent-Length: %d\r\n%s\r\n" % (len(body), extra)).encode() + body)
+            if extra:
+                c.close()
+                ev("close %d" % k)
+                return
+    except Exception as e:
+        ev("error %s" % e)
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", port))
+s.listen(64)
+while True:
+    c, _ = s.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+PY
+up_start() { # [log]
+	UPLOG=$T/${1:-up.log}
+	"$PY" "$T/upsrv.py" "$UP" "$PKI" "$UPLOG" >>"$T/upsrv.out" 2>&1 &
+	UP_PID=$!
+	track_pid $UP_PID
+	wait_port "$UP" 20
+}
+up_start || { fail "upstream start"; exit 1; }
+
+PX_ADDONS="[$FX/addons/inject.lua]"
+PX_NORESOLVE=1
+PX_RESOLVE="  \"github.com:443\": \"127.0.0.1:$UP\"
+  \"gitlab.com:443\": \"127.0.0.1:$UP\""
+PX_EXTRA="timeouts:
+  pool_idle: 600s"
+px_config || { fail "config"; exit 1; }
+# one worker: the pool is per worker thread
+sed -i 's/^workers: .*/workers: 1/' "$PX_DIR/proxy.yaml"
+px_start && px_sandbox || { fail "proxy start"; exit 1; }
+SA_ID=$PC_ID SA_SECRET=$PC_SECRET
+SB_SECRET=sec-b-$RANDOM$RANDOM
+px_register sb-other "$SB_SECRET"
+
+metric() { # event -> value of egress_proxy_upstream_pool_total{event=...} (or the gauge: "idle")
+	px_admin '{"op":"metrics"}' | "$PY" -c '
+import json, re, sys
+t = json.load(sys.stdin)["text"]
+name = "egress_proxy_upstream_pool " if sys.argv[1] == "idle" else "egress_proxy_upstream_pool_total{event=\"%s\"} " % sys.argv[1]
+print([l.split(" ")[1] for l in t.splitlines() if l.startswith(name)][0])' "$1"
+}
+metric_is() { [ "$(metric "$1")" = "$2" ]; }
+accepts() { grep -c '^tls ' "$UPLOG"; }
+# get NAME HOST PATH [extra header line]: one intercepted GET on a new client
+# connection as sandbox $PC_ID; output in $T/get-NAME
+get() {
+	local h=$2 p=$3 x=${4:-}
+	pci "$h" "GET $p HTTP/1.1\r\nHost: $h\r\n${x:+$x\r\n}\r\n" --responses 1 --wait 20 >"$T/get-$1" 2>&1
+}
+served_by() { sed -n 's/^conn=\([0-9]*\)$/\1/p' "$T/get-$1"; }
+
+get one github.com /one
+check "first request answered" st_in "$T/get-one" 200
+check "upstream parked when the client left" wait_for 20 metric_is parked 1
+get two github.com /two "Authorization: Basic c3RvbGVuOnN0b2xlbg=="
+check "second request answered" st_in "$T/get-two" 200
+check "same sandbox, same target: the upstream connection is reused" \
+	test "$(served_by one)" = 1 -a "$(served_by two)" = 1
+check "reuse counted" metric_is reused 1
+check "upstream saw one TCP connection for two client connections" test "$(accepts)" = 1
+check "exactly one credential per request (client's own stripped)" \
+	test "$(grep -c '^req 1 .* auths=1 auth=Basic ' "$T/up.log")" = 2
+check "the client's credential never reached the upstream" not_contains "$T/up.log" c3RvbGVuOnN0b2xlbg
+wait_for 20 metric_is parked 2
+
+# another sandbox never gets that connection
+PC_ID=sb-other PC_SECRET=$SB_SECRET get other github.com /other
+check "other sandbox answered" st_in "$T/get-other" 200
+check "other sandbox: a new upstream connection, not the parked one" \
+	test "$(served_by other)" = 2 -a "$(accepts)" = 2
+check "other sandbox: nothing reused" metric_is reused 1
+wait_for 20 metric_is parked 3
+
+# another target at the same address never gets it either
+get gl gitlab.com /gl
+check "other target: a new upstream connection (SNI gitlab.com)" \
+	test "$(served_by gl)" = 3 -a "$(accepts)" = 3
+check "other target: its own certificate" grep -q '^tls 3 sni=gitlab.com' "$T/up.log"
+wait_for 20 metric_is parked 4
+
+# Connection: close from the upstream: not parked
+get bye github.com /bye
+check "Connection: close answered on the pooled connection" test "$(served_by bye)" = 1
+sleep 0.5
+check "a closed upstream is not parked" metric_is parked 4
+get after-bye github.com /after
+check "after Connection: close: a new connection" test "$(served_by after-bye)" = 4
+wait_for 20 metric_is parked 5
+
+# a request that races the upstream's idle close is retried once, fresh
+get flaky github.com /flaky
+check "raced request answered" st_in "$T/get-flaky" 200
+check "raced request: the pooled connection hung up" grep -q '^hangup 4' "$T/up.log"
+check "raced request: retried on a new connection" test "$(served_by flaky)" = 5
+check "retry counted" metric_is retried 1
+check "retried request: still exactly one credential" \
+	test "$(grep '^req .* /flaky ' "$T/up.log" | grep -vc 'auths=1 auth=Basic ')" = 0
+wait_for 20 metric_is parked 6
+
+# the upstream goes away: parked connections are dropped, never used
+idle_before=$(metric idle)
+kill "$UP_PID"; wait "$UP_PID" 2>/dev/null
+check "parked connections dropped when the upstream closed them" wait_for 20 metric_is idle 0
+up_start up2.log
+get fresh github.com /fresh
+check "after the upstream restarted: answered on a new connection" \
+	test "$(st_in "$T/get-fresh" 200 && served_by fresh)" = 1
+echo "# parked before the upstream restart: $idle_before"
+wait_for 20 metric_is idle 1
+PC_ID=sb-other PC_SECRET=$SB_SECRET get other2 github.com /other2
+wait_for 20 metric_is idle 2
+
+# deregistering a sandbox drops its parked connections (only its own)
+px_admin '{"op":"deregister","id":"sb-e2e"}' >/dev/null
+check "deregister drops the sandbox's parked connections" wait_for 20 metric_is idle 1
+check "the other sandbox's parked connection stays" metric_is idle 1
+check "upstream saw the dropped connection close" wait_for 20 grep -q '^close 1$' "$T/up2.log"
+check "the other sandbox's connection stays open" not_contains "$T/up2.log" "close 2"
+
+# expiry: timeouts.pool_idle
+PX_EXTRA="timeouts:
+  pool_idle: 1s" px_config px2
+sed -i 's/^workers: .*/workers: 1/' "$PX_DIR/proxy.yaml"
+px_start px2 && px_sandbox || { fail "second proxy start"; exit 1; }
+get exp github.com /exp
+check "expiry: parked" wait_for 20 metric_is parked 1
+check "expiry: dropped after timeouts.pool_idle" wait_for 20 metric_is idle 0
+get exp2 github.com /exp2
+check "expiry: the next connection dials anew" metric_is reused 0
+# pool_max: 0 disables the pool
+PX_EXTRA= px_config px3
+sed -i 's/^workers: .*/workers: 1/; s/^upstream:$/upstream:\n  pool_max: 0/' "$PX_DIR/proxy.yaml"
+check "pool_max 0 in the config" grep -q '^  pool_max: 0$' "$PX_DIR/proxy.yaml"
+px_start px3 && px_sandbox || { fail "third proxy start"; exit 1; }
+get off1 github.com /off1
+get off2 github.com /off2
+check "pool_max 0: nothing parked or reused" test "$(metric parked)$(metric reused)" = 00
+check "proxy alive" px_alive
