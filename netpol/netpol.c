@@ -59,11 +59,26 @@ port_ok(int p)
 	return p >= 1 && p <= 65535;
 }
 
+/* {dir: [who], "ports": [{proto, portnum}(, {proto2, portnum})]} */
+static cJSON *
+rule_to(const char *dir, cJSON *who, const char *proto, int portnum,
+    const char *proto2)
+{
+	cJSON *rule = cJSON_CreateObject(), *arr;
+
+	cJSON_AddItemToArray(cJSON_AddArrayToObject(rule, dir), who);
+	arr = cJSON_AddArrayToObject(rule, "ports");
+	cJSON_AddItemToArray(arr, port(proto, portnum));
+	if (proto2 != NULL)
+		cJSON_AddItemToArray(arr, port(proto2, portnum));
+	return rule;
+}
+
 cJSON *
 netpol_render_sandbox(const struct netpol_sandbox *s)
 {
 	static const struct netpol_kv kube_dns = { "k8s-app", "kube-dns" };
-	cJSON *np, *meta, *spec, *types, *eg, *in, *rule, *arr;
+	cJSON *np, *meta, *spec, *types, *eg, *in;
 
 	if (s->name == NULL || s->ns == NULL || s->npod == 0 ||
 	    s->norch == 0 || !port_ok(s->agent_port) ||
@@ -85,34 +100,18 @@ netpol_render_sandbox(const struct netpol_sandbox *s)
 
 	/* Ingress: the orchestrator to the agent port, nothing else. */
 	in = cJSON_AddArrayToObject(spec, "ingress");
-	rule = cJSON_CreateObject();
-	arr = cJSON_AddArrayToObject(rule, "from");
-	cJSON_AddItemToArray(arr, peer(s->orch_ns ? s->orch_ns : s->ns,
-	    s->orch, s->norch));
-	arr = cJSON_AddArrayToObject(rule, "ports");
-	cJSON_AddItemToArray(arr, port("TCP", s->agent_port));
-	cJSON_AddItemToArray(in, rule);
+	cJSON_AddItemToArray(in, rule_to("from", peer(s->orch_ns ? s->orch_ns :
+	    s->ns, s->orch, s->norch), "TCP", s->agent_port, NULL));
 
 	/* Egress: the assigned proxy pod's port; an empty list denies all. */
 	eg = cJSON_AddArrayToObject(spec, "egress");
-	if (s->proxy != NULL && s->nproxy > 0) {
-		rule = cJSON_CreateObject();
-		arr = cJSON_AddArrayToObject(rule, "to");
-		cJSON_AddItemToArray(arr, peer(s->proxy_ns ? s->proxy_ns : s->ns,
-		    s->proxy, s->nproxy));
-		arr = cJSON_AddArrayToObject(rule, "ports");
-		cJSON_AddItemToArray(arr, port("TCP", s->proxy_port));
-		cJSON_AddItemToArray(eg, rule);
-	}
-	if (s->dns) {
-		rule = cJSON_CreateObject();
-		arr = cJSON_AddArrayToObject(rule, "to");
-		cJSON_AddItemToArray(arr, peer(s->dns_ns ? s->dns_ns : "kube-system",
-		    s->ndns_pod ? s->dns_pod : &kube_dns, s->ndns_pod ? s->ndns_pod : 1));
-		arr = cJSON_AddArrayToObject(rule, "ports");
-		cJSON_AddItemToArray(arr, port("UDP", 53));
-		cJSON_AddItemToArray(arr, port("TCP", 53));
-		cJSON_AddItemToArray(eg, rule);
-	}
+	if (s->proxy != NULL && s->nproxy > 0)
+		cJSON_AddItemToArray(eg, rule_to("to", peer(s->proxy_ns ?
+		    s->proxy_ns : s->ns, s->proxy, s->nproxy), "TCP",
+		    s->proxy_port, NULL));
+	if (s->dns)
+		cJSON_AddItemToArray(eg, rule_to("to", peer(s->dns_ns ? s->dns_ns :
+		    "kube-system", s->ndns_pod ? s->dns_pod : &kube_dns,
+		    s->ndns_pod ? s->ndns_pod : 1), "UDP", 53, "TCP"));
 	return np;
 }

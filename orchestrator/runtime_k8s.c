@@ -143,36 +143,51 @@ derive(struct k8s_rt *r, const char *purpose, const char *id, char out[65])
 
 /* ---- API helpers ---- */
 
+#define Q_STRICT	"fieldValidation=Strict"
+#define CT_MERGE	"application/merge-patch+json"
+
 /*
- * One API call with a JSON body (may be NULL). 0 when an answer arrived:
- * *status set, *out (if given and 2xx) the parsed body, err set for non-2xx.
- * -1 when nothing usable arrived.
+ * One API call: method on path (plus "?q" when q is set) with a JSON body
+ * (may be NULL). Returns 0 when the answer is 2xx or the status `also`
+ * (404 for a delete, 409 for a create...; 0: none), with *status set and
+ * for 2xx *out (if given) the parsed body; otherwise -1 with err set (the
+ * Status message for a non-2xx answer).
  */
 static int
-api(struct k8s_rt *r, const char *method, const char *path, const char *ctype,
-    const cJSON *body, int *status, cJSON **out, char *err, size_t errlen)
+call(struct k8s_rt *r, const char *method, const char *path, const char *q,
+    const char *ctype, const cJSON *body, int also, int *status, cJSON **out,
+    char *err, size_t errlen)
 {
+	char full[4096];
 	struct buf b;
 	char *txt = NULL;
 	int rc;
 
 	if (out != NULL)
 		*out = NULL;
+	if (snprintf(full, sizeof(full), "%s%s%s", path, q ? "?" : "",
+	    q ? q : "") >= (int)sizeof(full)) {
+		snprintf(err, errlen, "%s %.200s: path too long", method, path);
+		return -1;
+	}
 	if (body != NULL && (txt = cJSON_PrintUnformatted(body)) == NULL)
 		abort();
 	buf_init(&b, K8S_MAX_RESP);
-	rc = k8s_request(r->cl, method, path, ctype, txt, status, &b, err, errlen);
+	rc = k8s_request(r->cl, method, full, ctype, txt, status, &b, err, errlen);
 	free(txt);
 	if (rc == 0) {
-		if (*status >= 200 && *status < 300) {
+		if (*status / 100 == 2) {
 			if (out != NULL &&
 			    (*out = cJSON_ParseWithLength(b.p, b.len)) == NULL) {
 				snprintf(err, errlen, "%s %s: unparseable response",
 				    method, path);
 				rc = -1;
 			}
-		} else
+		} else {
 			k8s_status_error(*status, b.p, b.len, err, errlen);
+			if (*status != also)
+				rc = -1;
+		}
 	}
 	buf_free(&b);
 	return rc;
@@ -189,32 +204,24 @@ failf(char *err, size_t errlen, const char *what, const char *name)
 	return -1;
 }
 
+/* Resources, by API prefix and plural. */
+struct res {
+	const char	*prefix;
+	const char	*plural;
+};
+static const struct res R_PODS = { "/api/v1", "pods" };
+static const struct res R_PVCS = { "/api/v1", "persistentvolumeclaims" };
+static const struct res R_SECRETS = { "/api/v1", "secrets" };
+static const struct res R_NETPOLS = { "/apis/networking.k8s.io/v1",
+    "networkpolicies" };
+
+/* The path of a collection (name NULL) or of one object. */
 static void
-p_pods(const char *ns, const char *name, char *dst, size_t len)
+res_path(const struct res *rs, const char *ns, const char *name, char *dst,
+    size_t len)
 {
-	snprintf(dst, len, "/api/v1/namespaces/%s/pods%s%s", ns,
+	snprintf(dst, len, "%s/namespaces/%s/%s%s%s", rs->prefix, ns, rs->plural,
 	    name ? "/" : "", name ? name : "");
-}
-
-static void
-p_pvcs(struct k8s_rt *r, const char *name, char *dst, size_t len)
-{
-	snprintf(dst, len, "/api/v1/namespaces/%s/persistentvolumeclaims%s%s",
-	    r->ns, name ? "/" : "", name ? name : "");
-}
-
-static void
-p_secrets(struct k8s_rt *r, const char *name, char *dst, size_t len)
-{
-	snprintf(dst, len, "/api/v1/namespaces/%s/secrets%s%s", r->ns,
-	    name ? "/" : "", name ? name : "");
-}
-
-static void
-p_netpols(struct k8s_rt *r, const char *name, char *dst, size_t len)
-{
-	snprintf(dst, len, "/apis/networking.k8s.io/v1/namespaces/%s/networkpolicies%s%s",
-	    r->ns, name ? "/" : "", name ? name : "");
 }
 
 /* GET; *out NULL (and 0 returned) on 404. */
@@ -223,52 +230,34 @@ get_obj(struct k8s_rt *r, const char *path, cJSON **out, char *err, size_t errle
 {
 	int st;
 
-	if (api(r, "GET", path, NULL, NULL, &st, out, err, errlen) == -1)
-		return -1;
-	if (st == 404) {
-		*out = NULL;
-		return 0;
-	}
-	return st / 100 == 2 ? 0 : -1;
+	return call(r, "GET", path, NULL, NULL, NULL, 404, &st, out, err, errlen);
 }
 
 /* DELETE; 404 is success. */
 static int
 del_obj(struct k8s_rt *r, const char *path, const char *q, char *err, size_t errlen)
 {
-	char full[512];
 	int st;
 
-	snprintf(full, sizeof(full), "%s%s%s", path, q ? "?" : "", q ? q : "");
-	if (api(r, "DELETE", full, NULL, NULL, &st, NULL, err, errlen) == -1)
-		return -1;
-	return (st / 100 == 2 || st == 404) ? 0 : -1;
+	return call(r, "DELETE", path, q, NULL, NULL, 404, &st, NULL, err, errlen);
 }
 
-/* POST with fieldValidation=Strict; *status returned for 409 handling. */
+/* POST with fieldValidation=Strict; *st tells a 409 apart. */
 static int
 create_obj(struct k8s_rt *r, const char *path, const cJSON *obj, int *st,
     cJSON **out, char *err, size_t errlen)
 {
-	char full[512];
-
-	snprintf(full, sizeof(full), "%s?fieldValidation=Strict", path);
-	if (api(r, "POST", full, NULL, obj, st, out, err, errlen) == -1)
-		return -1;
-	return (*st / 100 == 2 || *st == 409) ? 0 : -1;
+	return call(r, "POST", path, Q_STRICT, NULL, obj, 409, st, out, err,
+	    errlen);
 }
 
+/* Merge PATCH with fieldValidation=Strict; *st tells a 404 apart. */
 static int
 merge_patch(struct k8s_rt *r, const char *path, const cJSON *patch, int *st,
     char *err, size_t errlen)
 {
-	char full[512];
-
-	snprintf(full, sizeof(full), "%s?fieldValidation=Strict", path);
-	if (api(r, "PATCH", full, "application/merge-patch+json", patch, st,
-	    NULL, err, errlen) == -1)
-		return -1;
-	return (*st / 100 == 2 || *st == 404) ? 0 : -1;
+	return call(r, "PATCH", path, Q_STRICT, CT_MERGE, patch, 404, st, NULL,
+	    err, errlen);
 }
 
 /* {"metadata":{"annotations":{k:v,...}}} from pairs (v NULL deletes). */
@@ -300,10 +289,10 @@ list_all(struct k8s_rt *r, const char *path, const char *q, cJSON **items,
 
 	*items = cJSON_CreateArray();
 	do {
-		snprintf(full, sizeof(full), "%s?%s&limit=" LIST_PAGE "%s%s", path, q,
+		snprintf(full, sizeof(full), "%s&limit=" LIST_PAGE "%s%s", q,
 		    cont[0] ? "&continue=" : "", cont);
-		if (api(r, "GET", full, NULL, NULL, &st, &page, err, errlen) == -1 ||
-		    st / 100 != 2)
+		if (call(r, "GET", path, full, NULL, NULL, 0, &st, &page, err,
+		    errlen) == -1)
 			goto fail;
 		arr = cJSON_DetachItemFromObjectCaseSensitive(page, "items");
 		while (arr != NULL && (it = cJSON_DetachItemFromArray(arr, 0)) != NULL)
@@ -533,28 +522,33 @@ info_fill(struct k8s_rt *r, struct rt_info *out, const char *id,
 	}
 }
 
+/* One object of a sandbox (named by namefn from its id); NULL if absent. */
 static int
-pod_get(struct k8s_rt *r, const char *id, cJSON **pod, char *err, size_t errlen)
+sbx_obj_get(struct k8s_rt *r, const struct res *rs,
+    void (*namefn)(const char *, char *, size_t), const char *what,
+    const char *id, cJSON **out, char *err, size_t errlen)
 {
 	char name[128], path[512];
 
-	k8s_name_pod(id, name, sizeof(name));
-	p_pods(r->ns, name, path, sizeof(path));
-	if (get_obj(r, path, pod, err, errlen) == -1)
-		return failf(err, errlen, "get pod", name);
+	namefn(id, name, sizeof(name));
+	res_path(rs, r->ns, name, path, sizeof(path));
+	if (get_obj(r, path, out, err, errlen) == -1)
+		return failf(err, errlen, what, name);
 	return 0;
+}
+
+static int
+pod_get(struct k8s_rt *r, const char *id, cJSON **pod, char *err, size_t errlen)
+{
+	return sbx_obj_get(r, &R_PODS, k8s_name_pod, "get pod", id, pod, err,
+	    errlen);
 }
 
 static int
 pvc_get(struct k8s_rt *r, const char *id, cJSON **pvc, char *err, size_t errlen)
 {
-	char name[128], path[512];
-
-	k8s_name_pvc(id, name, sizeof(name));
-	p_pvcs(r, name, path, sizeof(path));
-	if (get_obj(r, path, pvc, err, errlen) == -1)
-		return failf(err, errlen, "get claim", name);
-	return 0;
+	return sbx_obj_get(r, &R_PVCS, k8s_name_pvc, "get claim", id, pvc, err,
+	    errlen);
 }
 
 /* Waits until the pod is Running, Ready, has an IP and the agent answers. */
@@ -637,7 +631,7 @@ delete_pod(struct k8s_rt *r, const char *id, long long grace, char *err,
 	char name[128], path[512], q[64];
 
 	k8s_name_pod(id, name, sizeof(name));
-	p_pods(r->ns, name, path, sizeof(path));
+	res_path(&R_PODS, r->ns, name, path, sizeof(path));
 	snprintf(q, sizeof(q), "gracePeriodSeconds=%lld", grace);
 	if (del_obj(r, path, q, err, errlen) == -1)
 		return failf(err, errlen, "delete pod", name);
@@ -657,7 +651,7 @@ netpol_apply(struct k8s_rt *r, const char *id, const char *proxy_pod, char *err,
 	struct netpol_kv podsel[2] = { { K8S_LBL_ID, id }, { K8S_LBL_ROLE, "sandbox" } };
 	struct netpol_kv psel[MAX_SEL + 1];
 	struct netpol_sandbox np;
-	char name[128], path[512], full[600];
+	char name[128], path[512];
 	cJSON *obj;
 	size_t i;
 	int st, rc = -1;
@@ -689,17 +683,16 @@ netpol_apply(struct k8s_rt *r, const char *id, const char *proxy_pod, char *err,
 		snprintf(err, errlen, "cannot render network policy for %s", id);
 		return -1;
 	}
-	p_netpols(r, NULL, path, sizeof(path));
+	res_path(&R_NETPOLS, r->ns, NULL, path, sizeof(path));
 	if (create_obj(r, path, obj, &st, NULL, err, errlen) == -1) {
 		failf(err, errlen, "create network policy", name);
 		goto out;
 	}
 	if (st == 409) {
 		/* Unconditional update (no resourceVersion). */
-		p_netpols(r, name, path, sizeof(path));
-		snprintf(full, sizeof(full), "%s?fieldValidation=Strict", path);
-		if (api(r, "PUT", full, NULL, obj, &st, NULL, err, errlen) == -1 ||
-		    st / 100 != 2) {
+		res_path(&R_NETPOLS, r->ns, name, path, sizeof(path));
+		if (call(r, "PUT", path, Q_STRICT, NULL, obj, 0, &st, NULL, err,
+		    errlen) == -1) {
 			failf(err, errlen, "replace network policy", name);
 			goto out;
 		}
@@ -740,7 +733,7 @@ proxies_list(struct k8s_rt *r, struct proxy **out, size_t *n, char *err,
 
 	*out = NULL;
 	*n = 0;
-	p_pods(r->pns, NULL, path, sizeof(path));
+	res_path(&R_PODS, r->pns, NULL, path, sizeof(path));
 	if (list_all(r, path, r->proxy_q, &items, err, errlen) == -1)
 		return failf(err, errlen, "list proxy pods in", r->pns);
 	cnt = (size_t)cJSON_GetArraySize(items);
@@ -792,7 +785,7 @@ proxy_label(struct k8s_rt *r, struct proxy *p, char *err, size_t errlen)
 	patch = cJSON_CreateObject();
 	cJSON_AddStringToObject(cJSON_AddObjectToObject(cJSON_AddObjectToObject(
 	    patch, "metadata"), "labels"), K8S_LBL_PROXY_POD, p->name);
-	p_pods(r->pns, p->name, path, sizeof(path));
+	res_path(&R_PODS, r->pns, p->name, path, sizeof(path));
 	rc = merge_patch(r, path, patch, &st, err, errlen);
 	cJSON_Delete(patch);
 	if (rc == -1 || st == 404)
@@ -835,7 +828,7 @@ proxy_costs(struct k8s_rt *r, struct proxy *p, size_t n)
 		kv[0] = ANN_DELETION_COST;
 		kv[1] = v;
 		patch = ann_patch(kv, 1);
-		p_pods(r->pns, p[i].name, path, sizeof(path));
+		res_path(&R_PODS, r->pns, p[i].name, path, sizeof(path));
 		if (merge_patch(r, path, patch, &st, err, sizeof(err)) == -1 ||
 		    st == 404) {
 			log_warnx("k8s proxy pod=%s deletion cost: %s", p[i].name,
@@ -903,7 +896,7 @@ is_victim(const struct proxy *p, size_t n, const char *name)
 static int
 scale_to(struct k8s_rt *r, long long want, char *err, size_t errlen)
 {
-	char path[512], full[600];
+	char path[512];
 	cJSON *sc = NULL, *patch;
 	const cJSON *spec, *rep;
 	int st, rc = -1;
@@ -911,8 +904,7 @@ scale_to(struct k8s_rt *r, long long want, char *err, size_t errlen)
 
 	snprintf(path, sizeof(path), "/apis/apps/v1/namespaces/%s/deployments/%s/scale",
 	    r->pns, r->conf->proxy_deployment);
-	if (api(r, "GET", path, NULL, NULL, &st, &sc, err, errlen) == -1 ||
-	    st / 100 != 2)
+	if (call(r, "GET", path, NULL, NULL, NULL, 0, &st, &sc, err, errlen) == -1)
 		return failf(err, errlen, "get scale of deployment",
 		    r->conf->proxy_deployment);
 	spec = cJSON_GetObjectItemCaseSensitive(sc, "spec");
@@ -927,9 +919,8 @@ scale_to(struct k8s_rt *r, long long want, char *err, size_t errlen)
 	patch = cJSON_CreateObject();
 	cJSON_AddNumberToObject(cJSON_AddObjectToObject(patch, "spec"), "replicas",
 	    (double)want);
-	snprintf(full, sizeof(full), "%s?fieldValidation=Strict", path);
-	if (api(r, "PATCH", full, "application/merge-patch+json", patch, &st, NULL,
-	    err, errlen) == -1 || st / 100 != 2) {
+	if (call(r, "PATCH", path, Q_STRICT, CT_MERGE, patch, 0, &st, NULL, err,
+	    errlen) == -1) {
 		failf(err, errlen, "scale deployment", r->conf->proxy_deployment);
 		goto out;
 	}
@@ -947,7 +938,7 @@ sandboxes_list(struct k8s_rt *r, cJSON **items, char *err, size_t errlen)
 {
 	char path[512];
 
-	p_pods(r->ns, NULL, path, sizeof(path));
+	res_path(&R_PODS, r->ns, NULL, path, sizeof(path));
 	if (list_all(r, path, r->sel_q, items, err, errlen) == -1)
 		return failf(err, errlen, "list sandbox pods in", r->ns);
 	return 0;
@@ -1116,7 +1107,7 @@ assign_locked(struct k8s_rt *r, const char *id, const char *pod_ip,
 	kv[4] = K8S_ANN_EGRESS; kv[5] = egress_json;
 	body = ann_patch(kv, egress_json ? 3 : 2);
 	k8s_name_pod(id, name, sizeof(name));
-	p_pods(r->ns, name, path, sizeof(path));
+	res_path(&R_PODS, r->ns, name, path, sizeof(path));
 	rc = merge_patch(r, path, body, &st, err, errlen);
 	cJSON_Delete(body);
 	if (rc == -1 || st == 404) {
@@ -1322,15 +1313,15 @@ k8s_destroy(struct runtime *rt, const char *id, char *err, size_t errlen)
 			return -1;
 	}
 	k8s_name_netpol(id, name, sizeof(name));
-	p_netpols(r, name, path, sizeof(path));
+	res_path(&R_NETPOLS, r->ns, name, path, sizeof(path));
 	if (del_obj(r, path, NULL, err, errlen) == -1)
 		return failf(err, errlen, "delete network policy", name);
 	k8s_name_secret(id, name, sizeof(name));
-	p_secrets(r, name, path, sizeof(path));
+	res_path(&R_SECRETS, r->ns, name, path, sizeof(path));
 	if (del_obj(r, path, NULL, err, errlen) == -1)
 		return failf(err, errlen, "delete secret", name);
 	k8s_name_pvc(id, name, sizeof(name));
-	p_pvcs(r, name, path, sizeof(path));
+	res_path(&R_PVCS, r->ns, name, path, sizeof(path));
 	if (del_obj(r, path, "propagationPolicy=Background", err, errlen) == -1)
 		return failf(err, errlen, "delete claim", name);
 	log_info("sandbox=%s destroyed", id);
@@ -1360,7 +1351,7 @@ pod_create(struct k8s_rt *r, const struct k8s_sbx *s, const char *labels_json,
 
 	pod = k8s_build_pod(&r->par, s, labels_json, egress_json, created_ms,
 	    util_unix_ms());
-	p_pods(r->ns, NULL, path, sizeof(path));
+	res_path(&R_PODS, r->ns, NULL, path, sizeof(path));
 	rc = create_obj(r, path, pod, &st, NULL, err, errlen);
 	cJSON_Delete(pod);
 	k8s_name_pod(s->id, name, sizeof(name));
@@ -1407,7 +1398,7 @@ k8s_create(struct runtime *rt, const struct rt_spec *sp, struct rt_info *out,
 
 	/* 1. The workspace claim: the session record. */
 	obj = k8s_build_pvc(&r->par, &s, labels, NULL, created);
-	p_pvcs(r, NULL, path, sizeof(path));
+	res_path(&R_PVCS, r->ns, NULL, path, sizeof(path));
 	k8s_name_pvc(s.id, name, sizeof(name));
 	if (create_obj(r, path, obj, &st, &resp, err, errlen) == -1) {
 		failf(err, errlen, "create claim", name);
@@ -1427,7 +1418,7 @@ k8s_create(struct runtime *rt, const struct rt_spec *sp, struct rt_info *out,
 	obj = k8s_build_secret(&r->par, s.id, tok, cJSON_IsString(uid) ?
 	    uid->valuestring : NULL);
 	explicit_bzero(tok, sizeof(tok));
-	p_secrets(r, NULL, path, sizeof(path));
+	res_path(&R_SECRETS, r->ns, NULL, path, sizeof(path));
 	k8s_name_secret(s.id, name, sizeof(name));
 	rc = create_obj(r, path, obj, &st, NULL, err, errlen);
 	cJSON_Delete(obj);
@@ -1652,12 +1643,12 @@ k8s_list(struct runtime *rt, struct rt_info **out, size_t *n, char *err,
 	 * pod seen here has its claim in the later list unless it is going. */
 	if (sandboxes_list(r, &pods, err, errlen) == -1)
 		goto out;
-	p_netpols(r, NULL, path, sizeof(path));
+	res_path(&R_NETPOLS, r->ns, NULL, path, sizeof(path));
 	if (list_all(r, path, r->sel_q, &nps, err, errlen) == -1) {
 		failf(err, errlen, "list network policies in", r->ns);
 		goto out;
 	}
-	p_pvcs(r, NULL, path, sizeof(path));
+	res_path(&R_PVCS, r->ns, NULL, path, sizeof(path));
 	if (list_all(r, path, r->sel_q, &pvcs, err, errlen) == -1) {
 		failf(err, errlen, "list claims in", r->ns);
 		goto out;
@@ -1715,7 +1706,7 @@ k8s_set_labels(struct runtime *rt, const char *id, const struct rt_kv *kv,
 	pair[1] = lj;
 	patch = ann_patch(pair, 1);
 	k8s_name_pvc(id, name, sizeof(name));
-	p_pvcs(r, name, path, sizeof(path));
+	res_path(&R_PVCS, r->ns, name, path, sizeof(path));
 	if (merge_patch(r, path, patch, &st, err, errlen) == -1) {
 		failf(err, errlen, "label claim", name);
 		goto out;
@@ -1725,7 +1716,7 @@ k8s_set_labels(struct runtime *rt, const char *id, const struct rt_kv *kv,
 		goto out;
 	}
 	k8s_name_pod(id, name, sizeof(name));
-	p_pods(r->ns, name, path, sizeof(path));
+	res_path(&R_PODS, r->ns, name, path, sizeof(path));
 	if (merge_patch(r, path, patch, &st, err, errlen) == -1) {
 		failf(err, errlen, "label pod", name);
 		goto out;
@@ -1737,6 +1728,36 @@ out:
 	return rc;
 }
 
+/* The sandbox's pod if it runs (*pod freed by the caller; v views it);
+ * else -1 with why. */
+static int
+running_pod(struct k8s_rt *r, const char *id, cJSON **pod,
+    struct k8s_podview *v, char *err, size_t errlen)
+{
+	if (!rt_id_valid(id)) {
+		snprintf(err, errlen, "not found");
+		return -1;
+	}
+	if (pod_get(r, id, pod, err, errlen) == -1)
+		return -1;
+	if (*pod == NULL) {
+		snprintf(err, errlen, "sandbox %s is not running", id);
+		return -1;
+	}
+	k8s_pod_view(*pod, v);
+	if (v->failed)
+		snprintf(err, errlen, "sandbox %s failed: %s; it is not running", id,
+		    v->reason);
+	else if (v->deleting || v->ip == NULL || strcmp(v->phase, "Running") != 0)
+		snprintf(err, errlen, "sandbox %s is not running (%s)", id,
+		    v->deleting ? "terminating" : v->phase[0] ? v->phase : "pending");
+	else
+		return 0;
+	cJSON_Delete(*pod);
+	*pod = NULL;
+	return -1;
+}
+
 static int
 k8s_agent_addr(struct runtime *rt, const char *id, struct rt_agent_addr *out,
     char *err, size_t errlen)
@@ -1745,38 +1766,17 @@ k8s_agent_addr(struct runtime *rt, const char *id, struct rt_agent_addr *out,
 	struct k8s_podview v;
 	cJSON *pod = NULL;
 	char tok[65];
-	int rc = -1;
 
 	memset(out, 0, sizeof(*out));
-	if (!rt_id_valid(id)) {
-		snprintf(err, errlen, "not found");
+	if (running_pod(r, id, &pod, &v, err, errlen) == -1)
 		return -1;
-	}
-	if (pod_get(r, id, &pod, err, errlen) == -1)
-		return -1;
-	if (pod == NULL) {
-		snprintf(err, errlen, "sandbox %s is not running", id);
-		return -1;
-	}
-	k8s_pod_view(pod, &v);
-	if (v.failed) {
-		snprintf(err, errlen, "sandbox %s failed: %s", id, v.reason);
-		goto out;
-	}
-	if (v.deleting || v.ip == NULL || strcmp(v.phase, "Running") != 0) {
-		snprintf(err, errlen, "sandbox %s is not running (%s)", id,
-		    v.deleting ? "terminating" : v.phase[0] ? v.phase : "pending");
-		goto out;
-	}
 	snprintf(out->host, sizeof(out->host), "%s", v.ip);
 	out->port = (int)r->conf->agent_port;
 	derive(r, "agent", id, tok);
 	snprintf(out->token, sizeof(out->token), "%s", tok);
 	explicit_bzero(tok, sizeof(tok));
-	rc = 0;
-out:
 	cJSON_Delete(pod);
-	return rc;
+	return 0;
 }
 
 static int
@@ -1793,21 +1793,8 @@ k8s_attach_egress(struct runtime *rt, const char *id, const struct rt_egress *eg
 
 	if (envlen > 0)
 		env_out[0] = '\0';
-	if (!rt_id_valid(id)) {
-		snprintf(err, errlen, "not found");
+	if (running_pod(r, id, &pod, &v, err, errlen) == -1)
 		return -1;
-	}
-	if (pod_get(r, id, &pod, err, errlen) == -1)
-		return -1;
-	if (pod == NULL) {
-		snprintf(err, errlen, "sandbox %s is not running", id);
-		return -1;
-	}
-	k8s_pod_view(pod, &v);
-	if (v.failed || v.deleting || v.ip == NULL) {
-		snprintf(err, errlen, "sandbox %s is not running", id);
-		goto out;
-	}
 	ej = cJSON_CreateObject();
 	cJSON_AddStringToObject(ej, "org", eg->org ? eg->org : "");
 	cJSON_AddStringToObject(ej, "user", eg->user ? eg->user : "");
@@ -1829,7 +1816,7 @@ k8s_attach_egress(struct runtime *rt, const char *id, const struct rt_egress *eg
 	pair[1] = egj;
 	patch = ann_patch(pair, 1);
 	k8s_name_pvc(id, name, sizeof(name));
-	p_pvcs(r, name, path, sizeof(path));
+	res_path(&R_PVCS, r->ns, name, path, sizeof(path));
 	rc = merge_patch(r, path, patch, &st, err, errlen);
 	cJSON_Delete(patch);
 	if (rc == -1) {
