@@ -1197,7 +1197,7 @@ fleet_sync_locked(struct k8s_rt *r, int reassign, char *err, size_t errlen)
 	size_t npx = 0, i, nold;
 	cJSON *pods = NULL, *it;
 	struct k8s_podview v;
-	long long running, want;
+	long long running, want, keep;
 	char env[2048], e2[512];
 	int rc = -1;
 
@@ -1206,7 +1206,8 @@ fleet_sync_locked(struct k8s_rt *r, int reassign, char *err, size_t errlen)
 		goto out;
 	count_load(pods, px, npx, &running);
 	want = desired_replicas(r, running);
-	if (pick_victims(px, npx, want) > 0) {
+	/* (To zero, every pod goes: nothing to choose or move.) */
+	if (want > 0 && pick_victims(px, npx, want) > 0) {
 		move_off_victims(r, pods, px, npx);
 		/* Count again: the moves changed the loads. */
 		old = px;
@@ -1220,10 +1221,23 @@ fleet_sync_locked(struct k8s_rt *r, int reassign, char *err, size_t errlen)
 			goto out;
 		}
 		count_load(pods, px, npx, &running);
-		for (i = 0; i < npx; i++)
-			px[i].victim = is_victim(old, nold, px[i].name) &&
-			    !px[i].deleting;
+		for (keep = 0, i = 0; i < npx; i++) {
+			if (px[i].deleting)
+				continue;
+			px[i].victim = is_victim(old, nold, px[i].name);
+			if (px[i].victim && px[i].load > 0) {
+				/* A sandbox could not move: keep its pod
+				 * until the next sweep. */
+				log_warnx("k8s proxy pod=%s kept: %lld sandboxes "
+				    "could not move", px[i].name, px[i].load);
+				px[i].victim = 0;
+			}
+			if (!px[i].victim)
+				keep++;
+		}
 		free(old);
+		if (keep > want)
+			want = keep;
 	}
 	if (proxy_costs(r, px, npx) == -1) {
 		snprintf(err, errlen, "not scaling down: the pod-deletion-cost "
