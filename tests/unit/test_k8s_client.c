@@ -1,12 +1,21 @@
 /* test_k8s_client.c: kubeconfig parsing, URL encoding, Status objects as
- * errors, and client construction errors (orchestrator/k8s_client.c). */
+ * errors, client construction errors, and the request loop: a private
+ * loop thread, a shared event_base driven by its owner before dispatch, a
+ * worker while another thread dispatches, retries as loop timers, and a
+ * call from a loop callback refused (orchestrator/k8s_client.c). */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include <event2/event.h>
+#include <event2/thread.h>
+
+#include "buf.h"
 #include "k8s_client.h"
 #include "unit.h"
+#include "util.h"
 
 static const char KC_HEAD[] =
     "apiVersion: v1\nkind: Config\ncurrent-context: a\n"
@@ -215,6 +224,157 @@ TEST(test_client_new_errors)
 	rmdir(dir);
 }
 
+/* A client for https://127.0.0.1:1 (refused) with 2 retries 40 ms apart. */
+static struct k8s_client *
+loop_client(struct event_base *base, char *dir, size_t dirlen)
+{
+	struct k8s_conn cc;
+	char err[512], p[600];
+	FILE *f;
+
+	snprintf(dir, dirlen, "/tmp/k8sloopXXXXXX");
+	if (mkdtemp(dir) == NULL)
+		return NULL;
+	snprintf(p, sizeof(p), "%s/ca.crt", dir);
+	if ((f = fopen(p, "w")) != NULL) {
+		fputs("x\n", f);
+		fclose(f);
+	}
+	snprintf(p, sizeof(p), "%s/token", dir);
+	if ((f = fopen(p, "w")) != NULL) {
+		fputs("tok\n", f);
+		fclose(f);
+	}
+	memset(&cc, 0, sizeof(cc));
+	cc.server = "https://127.0.0.1:1";
+	cc.incluster_dir = dir;
+	cc.namespace = "ns";
+	cc.timeout_ms = 2000;
+	cc.retries = 2;
+	cc.backoff_ms = 40;
+	cc.base = base;
+	return k8s_client_new(&cc, err, sizeof(err));
+}
+
+static void
+loop_client_dir_rm(const char *dir)
+{
+	char p[600];
+
+	snprintf(p, sizeof(p), "%s/ca.crt", dir);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/token", dir);
+	unlink(p);
+	rmdir(dir);
+}
+
+struct call {
+	struct k8s_client	*c;
+	struct event_base	*base;
+	int			 rc, status;
+	long long		 ms;
+	char			 err[512];
+};
+
+static void
+do_call(struct call *k)
+{
+	long long t0 = util_mono_ms();
+	struct buf b;
+
+	buf_init(&b, 4096);
+	k->rc = k8s_request(k->c, "GET", "/api/v1/namespaces/ns/pods", NULL, NULL,
+	    &k->status, &b, k->err, sizeof(k->err));
+	k->ms = util_mono_ms() - t0;
+	buf_free(&b);
+}
+
+static void *
+worker_main(void *arg)
+{
+	struct call *k = arg;
+
+	do_call(k);
+	event_base_loopbreak(k->base);
+	return NULL;
+}
+
+static void
+in_loop_cb(evutil_socket_t fd, short ev, void *arg)
+{
+	(void)fd;
+	(void)ev;
+	do_call(arg);
+}
+
+/* Three attempts (two backoffs of 40 and 80 ms on the loop), then an
+ * error naming the server. */
+static void
+check_refused(struct k8s_client *c, const struct call *k, long long requests)
+{
+	struct k8s_stats st;
+
+	CHECK(k->rc == -1);
+	CHECK(strstr(k->err, "https://127.0.0.1:1/api/v1/namespaces/ns/pods") != NULL);
+	CHECK(k->ms >= 110);
+	k8s_client_stats(c, &st);
+	CHECK_INT(st.requests, requests);
+	CHECK_INT(st.attempts, requests * 3);
+	CHECK_INT(st.inflight, 0);
+}
+
+TEST(test_request_loop)
+{
+	struct event_base *base;
+	struct k8s_client *c;
+	struct event *ev;
+	struct timeval tv = { 0, 1000 };
+	struct call k;
+	pthread_t t;
+	char dir[64];
+
+	/* A private loop thread (k8sctl, tests). */
+	CHECK((c = loop_client(NULL, dir, sizeof(dir))) != NULL);
+	if (c == NULL)
+		return;
+	memset(&k, 0, sizeof(k));
+	k.c = c;
+	do_call(&k);
+	check_refused(c, &k, 1);
+	k8s_client_free(c);
+	loop_client_dir_rm(dir);
+
+	/* The orchestrator's loop: its owner calls before dispatching it,
+	 * a worker while it is dispatched, and a callback on it is refused. */
+	CHECK((base = event_base_new()) != NULL);
+	CHECK((c = loop_client(base, dir, sizeof(dir))) != NULL);
+	if (c == NULL || base == NULL)
+		return;
+	memset(&k, 0, sizeof(k));
+	k.c = c;
+	k.base = base;
+	do_call(&k);
+	check_refused(c, &k, 1);
+	memset(&k, 0, sizeof(k));
+	k.c = c;
+	k.base = base;
+	CHECK(pthread_create(&t, NULL, worker_main, &k) == 0);
+	event_base_loop(base, EVLOOP_NO_EXIT_ON_EMPTY);
+	pthread_join(t, NULL);
+	check_refused(c, &k, 2);
+	memset(&k, 0, sizeof(k));
+	k.c = c;
+	ev = evtimer_new(base, in_loop_cb, &k);
+	evtimer_add(ev, &tv);
+	event_base_dispatch(base);
+	CHECK(k.rc == -1);
+	CHECK(strstr(k.err, "event loop thread") != NULL);
+	event_free(ev);
+	k8s_client_free(c);
+	event_base_free(base);
+	loop_client_dir_rm(dir);
+}
+
 int
 main(void)
 {
@@ -223,5 +383,8 @@ main(void)
 	RUN(test_urlencode);
 	RUN(test_status_error);
 	RUN(test_client_new_errors);
+	if (evthread_use_pthreads() == -1)
+		return 1;
+	RUN(test_request_loop);
 	return unit_done();
 }
