@@ -30,7 +30,6 @@
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
-#include <curl/curl.h>
 
 #include "buf.h"
 #include "cfg.h"
@@ -171,60 +170,30 @@ cmd_create(struct runtime *rt, int argc, char **argv, char *err, size_t errlen)
 	return 0;
 }
 
-static size_t
-out_cb(char *p, size_t sz, size_t nm, void *arg)
-{
-	return buf_add(arg, p, sz * nm) == -1 ? 0 : sz * nm;
-}
-
 /* Talks to a sandbox's agent at the address the runtime gives. */
 static int
 cmd_agent(struct runtime *rt, int argc, char **argv, char *err, size_t errlen)
 {
 	struct rt_agent_addr a;
-	char url[600], auth[200];
-	struct curl_slist *h = NULL;
 	struct buf b;
-	CURL *c;
-	CURLcode cr;
-	long code = 0;
-	int rc = -1;
+	int st, rc = -1;
 
 	if (argc < 3)
 		usage();
 	if (rt->ops->agent_addr(rt, argv[0], &a, err, errlen) == -1)
 		return -1;
-	snprintf(url, sizeof(url), strchr(a.host, ':') ? "http://[%s]:%d%s" :
-	    "http://%s:%d%s", a.host, a.port, argv[2]);
-	snprintf(auth, sizeof(auth), "Authorization: Bearer %s", a.token);
 	buf_init(&b, (size_t)64 * 1024 * 1024);
-	c = curl_easy_init();
-	h = curl_slist_append(h, auth);
-	h = curl_slist_append(h, "Content-Type: application/json");
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
-	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, argv[1]);
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT, 120L);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, out_cb);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
-	if (argc > 3)
-		curl_easy_setopt(c, CURLOPT_POSTFIELDS, argv[3]);
-	cr = curl_easy_perform(c);
-	if (cr != CURLE_OK) {
-		snprintf(err, errlen, "agent %s: %s", url, curl_easy_strerror(cr));
+	if (runtime_k8s_http(a.host, a.port, a.token, argv[1], argv[2],
+	    argc > 3 ? argv[3] : NULL, 120000, &st, &b, err, errlen) == -1)
 		goto out;
-	}
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
 	printf("%s\n", b.p ? b.p : "");
-	if (code != 200) {
-		snprintf(err, errlen, "agent answered %ld", code);
+	if (st != 200) {
+		snprintf(err, errlen, "agent answered %d", st);
 		goto out;
 	}
 	rc = 0;
 out:
-	curl_slist_free_all(h);
-	curl_easy_cleanup(c);
+	explicit_bzero(&a, sizeof(a));
 	buf_free(&b);
 	return rc;
 }

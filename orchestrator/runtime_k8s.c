@@ -337,8 +337,8 @@ url_host(const char *ip, char *dst, size_t len)
 }
 
 /* POST/GET http://ip:port/path with a bearer token; 0 with *status. */
-static int
-http_call(const char *ip, long long port, const char *token, const char *method,
+int
+runtime_k8s_http(const char *ip, long long port, const char *token, const char *method,
     const char *path, const char *body, int timeout_ms, int *status,
     struct buf *resp, char *err, size_t errlen)
 {
@@ -400,7 +400,7 @@ agent_health(struct k8s_rt *r, const char *id, const char *ip, char *err,
 
 	derive(r, "agent", id, tok);
 	buf_init(&b, 65536);
-	rc = http_call(ip, r->conf->agent_port, tok, "GET", "/v1/health", NULL,
+	rc = runtime_k8s_http(ip, r->conf->agent_port, tok, "GET", "/v1/health", NULL,
 	    AGENT_TIMEOUT_MS, &st, &b, err, errlen);
 	if (rc == 0 && st != 200) {
 		snprintf(err, errlen, "agent health answered %d", st);
@@ -424,7 +424,7 @@ proxy_admin(struct k8s_rt *r, const char *ip, const cJSON *req, char *err,
 	if ((txt = cJSON_PrintUnformatted(req)) == NULL)
 		abort();
 	buf_init(&b, (size_t)1024 * 1024);
-	if (http_call(ip, r->conf->proxy_admin_port, r->admin_token, "POST",
+	if (runtime_k8s_http(ip, r->conf->proxy_admin_port, r->admin_token, "POST",
 	    "/v1/admin", txt, ADMIN_TIMEOUT_MS, &st, &b, err, errlen) == -1)
 		goto out;
 	rep = cJSON_ParseWithLength(b.p, b.len);
@@ -1127,7 +1127,7 @@ assign_locked(struct k8s_rt *r, const char *id, const char *pod_ip,
 		abort();
 	derive(r, "agent", id, tok);
 	buf_init(&b, 65536);
-	if (http_call(pod_ip, r->conf->agent_port, tok, "POST", "/v1/env", txt,
+	if (runtime_k8s_http(pod_ip, r->conf->agent_port, tok, "POST", "/v1/env", txt,
 	    AGENT_TIMEOUT_MS, &st, &b, err, errlen) == -1 || st != 200)
 		log_warnx("sandbox=%s could not push proxy env to the agent (%d)",
 		    id, st);
