@@ -729,6 +729,22 @@ req_retry(struct k8s_req *q, long long wait_ms)
 	    K8S_MAX_BACKOFF_MS : q->backoff_ms * 2;
 }
 
+/* A PEM (CA, client certificate or key) from memory (copied) or a file;
+ * typeopt 0: no type option. */
+static void
+set_pem(CURL *h, CURLoption blobopt, CURLoption fileopt, CURLoption typeopt,
+    char *data, size_t len, const char *file)
+{
+	struct curl_blob b = { data, len, CURL_BLOB_COPY };
+
+	if (data != NULL) {
+		curl_easy_setopt(h, blobopt, &b);
+		if (typeopt != 0)
+			curl_easy_setopt(h, typeopt, "PEM");
+	} else if (file != NULL)
+		curl_easy_setopt(h, fileopt, file);
+}
+
 /* Loop thread: one easy handle for the whole request (its connection
  * comes from, and goes back to, the multi handle's cache). */
 static CURL *
@@ -762,23 +778,12 @@ req_easy(struct k8s_req *q)
 		    (curl_off_t)strlen(q->body));
 	} else if (strcmp(q->method, "GET") == 0)
 		curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
-	if (c->ca_data != NULL) {
-		struct curl_blob b = { c->ca_data, c->ca_len, CURL_BLOB_COPY };
-		curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &b);
-	} else if (c->ca_file != NULL)
-		curl_easy_setopt(h, CURLOPT_CAINFO, c->ca_file);
-	if (c->cert_data != NULL) {
-		struct curl_blob b = { c->cert_data, c->cert_len, CURL_BLOB_COPY };
-		curl_easy_setopt(h, CURLOPT_SSLCERT_BLOB, &b);
-		curl_easy_setopt(h, CURLOPT_SSLCERTTYPE, "PEM");
-	} else if (c->cert_file != NULL)
-		curl_easy_setopt(h, CURLOPT_SSLCERT, c->cert_file);
-	if (c->key_data != NULL) {
-		struct curl_blob b = { c->key_data, c->key_len, CURL_BLOB_COPY };
-		curl_easy_setopt(h, CURLOPT_SSLKEY_BLOB, &b);
-		curl_easy_setopt(h, CURLOPT_SSLKEYTYPE, "PEM");
-	} else if (c->key_file != NULL)
-		curl_easy_setopt(h, CURLOPT_SSLKEY, c->key_file);
+	set_pem(h, CURLOPT_CAINFO_BLOB, CURLOPT_CAINFO, 0, c->ca_data, c->ca_len,
+	    c->ca_file);
+	set_pem(h, CURLOPT_SSLCERT_BLOB, CURLOPT_SSLCERT, CURLOPT_SSLCERTTYPE,
+	    c->cert_data, c->cert_len, c->cert_file);
+	set_pem(h, CURLOPT_SSLKEY_BLOB, CURLOPT_SSLKEY, CURLOPT_SSLKEYTYPE,
+	    c->key_data, c->key_len, c->key_file);
 	return h;
 }
 
