@@ -10,14 +10,18 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/inotify.h>
+#include <spawn.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -38,6 +42,7 @@
 #define RL_PROXY_PORT	3128
 #define RL_CA_MAX	((size_t)4 * 1024 * 1024)
 #define RL_INNER_UID	1000		/* run_as_root = 0 */
+#define RL_DISK_MIN	(16LL << 20)
 
 struct rl {
 	struct rt_local_conf	 c;	/* strings owned */
@@ -55,8 +60,10 @@ struct rec {
 	char		 image_dir[RL_PATH_MAX];
 	char		 phase[16];	/* creating running stopped failed */
 	char		 reason[256];
-	long long	 uid;
+	long long	 uid;		/* host ids uid..uid+uid_range-1 */
+	long long	 uid_range;	/* 1 in records older than ranges */
 	long long	 created_ms;
+	long long	 disk_bytes;	/* 0: no disk image (no limit) */
 	struct rl_limits lim;
 	int		 run_as_root;
 	int		 writable_root;
@@ -71,6 +78,52 @@ struct pidrec {
 	long long	child_pid, child_start;
 	long long	started_ms;
 };
+
+/* Step timing of the create/start path, logged at debug level as one line:
+ * "sandbox=ID start: cg=0.4 spawn=61.2 ... total=83.0" (ms per step). */
+struct steps {
+	long long	t0, last;	/* us */
+	size_t		off;
+	char		buf[384];
+};
+
+static void
+steps_init(struct steps *s)
+{
+	s->t0 = s->last = rl_mono_us();
+	s->off = 0;
+	s->buf[0] = '\0';
+}
+
+/* Records a step that took us microseconds (measured elsewhere). */
+static void
+step_dur(struct steps *s, const char *name, long long us)
+{
+	int n;
+
+	if (s == NULL)
+		return;
+	n = snprintf(s->buf + s->off, sizeof(s->buf) - s->off, " %s=%.1f",
+	    name, (double)us / 1000.0);
+	if (n > 0 && (size_t)n < sizeof(s->buf) - s->off)
+		s->off += (size_t)n;
+	s->last += us;
+}
+
+/* Records the step that ends now. */
+static void
+step(struct steps *s, const char *name)
+{
+	if (s != NULL)
+		step_dur(s, name, rl_mono_us() - s->last);
+}
+
+static void
+steps_log(struct steps *s, const char *id, const char *what)
+{
+	log_debug("sandbox=%s %s:%s total=%.1f", id, what, s->buf,
+	    (double)(rl_mono_us() - s->t0) / 1000.0);
+}
 
 static void
 sleep_us(long us)
@@ -179,7 +232,11 @@ rec_load(const struct rl *rl, const char *id, struct rec *r, char *err,
 	copy_str(r->phase, sizeof(r->phase), o, "phase");
 	copy_str(r->reason, sizeof(r->reason), o, "reason");
 	r->uid = get_ll(o, "uid");
+	r->uid_range = get_ll(o, "uid_range");
+	if (r->uid_range <= 0 || r->uid_range > 65536)
+		r->uid_range = 1;
 	r->created_ms = get_ll(o, "created_ms");
+	r->disk_bytes = get_ll(o, "disk_bytes");
 	r->run_as_root = get_ll(o, "run_as_root") != 0;
 	r->writable_root = get_ll(o, "writable_root") != 0;
 	lim = cJSON_GetObjectItemCaseSensitive(o, "limits");
@@ -202,8 +259,10 @@ rec_load(const struct rl *rl, const char *id, struct rec *r, char *err,
 	return 0;
 }
 
+/* Writes record.json; durable: fsync too (not on the create path). */
 static int
-rec_save(const struct rl *rl, const struct rec *r, char *err, size_t errlen)
+rec_save(const struct rl *rl, const struct rec *r, int durable, char *err,
+    size_t errlen)
 {
 	char p[RL_PATH_MAX];
 	cJSON *o, *lim;
@@ -217,7 +276,9 @@ rec_save(const struct rl *rl, const struct rec *r, char *err, size_t errlen)
 	cJSON_AddStringToObject(o, "phase", r->phase);
 	cJSON_AddStringToObject(o, "reason", r->reason);
 	cJSON_AddNumberToObject(o, "uid", (double)r->uid);
+	cJSON_AddNumberToObject(o, "uid_range", (double)r->uid_range);
 	cJSON_AddNumberToObject(o, "created_ms", (double)r->created_ms);
+	cJSON_AddNumberToObject(o, "disk_bytes", (double)r->disk_bytes);
 	cJSON_AddNumberToObject(o, "run_as_root", r->run_as_root);
 	cJSON_AddNumberToObject(o, "writable_root", r->writable_root);
 	lim = cJSON_AddObjectToObject(o, "limits");
@@ -246,7 +307,8 @@ rec_save(const struct rl *rl, const struct rec *r, char *err, size_t errlen)
 		snprintf(err, errlen, "path too long");
 		return -1;
 	}
-	rc = rl_write_atomic(p, s, strlen(s), 0600, err, errlen);
+	rc = durable ? rl_write_atomic(p, s, strlen(s), 0600, err, errlen) :
+	    rl_write_replace(p, s, strlen(s), 0600, err, errlen);
 	free(s);
 	return rc;
 }
@@ -309,6 +371,42 @@ id_unlock(int fd)
 {
 	if (fd != -1)
 		close(fd);
+}
+
+/*
+ * The opening of every operation that changes an existing sandbox: checks
+ * the id, takes the sandbox's lock and loads its record. Returns the lock
+ * (give it to rec_close) or -1 with err.
+ */
+static int
+rec_open(const struct rl *rl, const char *id, struct rec *r, char *err,
+    size_t errlen)
+{
+	char sdir[RL_PATH_MAX];
+	int lfd;
+
+	memset(r, 0, sizeof(*r));
+	if (!rt_id_valid(id)) {
+		snprintf(err, errlen, "invalid sandbox id");
+		return -1;
+	}
+	if (sdir_path(rl, id, NULL, sdir, sizeof(sdir)) == -1 ||
+	    access(sdir, F_OK) == -1 || (lfd = id_lock(rl, id, 0)) == -1) {
+		snprintf(err, errlen, "sandbox %s not found", id);
+		return -1;
+	}
+	if (rec_load(rl, id, r, err, errlen) == -1) {
+		id_unlock(lfd);
+		return -1;
+	}
+	return lfd;
+}
+
+static void
+rec_close(struct rec *r, int lfd)
+{
+	rec_clear(r);
+	id_unlock(lfd);
 }
 
 /* ---- egress ---- */
@@ -623,23 +721,68 @@ kill_sandbox(const struct rl *rl, const char *id)
 	}
 }
 
-/* Waits until the agent answers GET /v1/health or the deadline passes. */
+/* The last line of the sandbox's log (bwrap's and the agent's stderr). */
+static void
+log_tail(const struct rl *rl, const char *id, char *out, size_t outlen)
+{
+	char p[RL_PATH_MAX], *s = NULL, *t;
+	size_t len = 0;
+	int fd;
+	off_t sz;
+
+	snprintf(out, outlen, "no log");
+	if (sdir_path(rl, id, "log", p, sizeof(p)) == -1 ||
+	    (fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1)
+		return;
+	if ((sz = lseek(fd, 0, SEEK_END)) > 0 &&
+	    lseek(fd, sz > 512 ? sz - 512 : 0, SEEK_SET) != -1) {
+		s = xmalloc(513);
+		ssize_t n = read(fd, s, 512);
+
+		len = n > 0 ? (size_t)n : 0;
+		s[len] = '\0';
+	}
+	close(fd);
+	if (s == NULL)
+		return;
+	while (len > 0 && (s[len - 1] == '\n' || s[len - 1] == '\r'))
+		s[--len] = '\0';
+	t = strrchr(s, '\n');
+	snprintf(out, outlen, "%s", t != NULL ? t + 1 : s);
+	free(s);
+}
+
+/*
+ * Waits until the agent answers GET /v1/health or the deadline passes.
+ * Event-driven: inotify on the agent directory says when the socket
+ * appears (the agent binds, listens, then serves); retries in between are
+ * short (the socket may exist a moment before listen()).
+ */
 static int
 wait_agent(const struct rl *rl, const char *id, const struct pidrec *pr,
     long long deadline, char *err, size_t errlen)
 {
 	struct rt_agent_addr a;
 	struct agentc *ac = NULL;
+	struct pollfd pfd;
 	struct buf b;
-	char e[256] = "";
-	int st, rc = -1;
-	long us = 200;
+	char e[256] = "", dir[RL_PATH_MAX], evb[4096];
+	long long left;
+	int st, rc = -1, ifd;
+	long us = 100;
 
 	memset(&a, 0, sizeof(a));
 	if (sdir_path(rl, id, "agent/agent.sock", a.unix_path,
-	    sizeof(a.unix_path)) == -1) {
+	    sizeof(a.unix_path)) == -1 ||
+	    sdir_path(rl, id, "agent", dir, sizeof(dir)) == -1) {
 		snprintf(err, errlen, "agent socket path too long (state_dir)");
 		return -1;
+	}
+	ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (ifd != -1 && inotify_add_watch(ifd, dir, IN_CREATE |
+	    IN_MOVED_TO) == -1) {
+		close(ifd);
+		ifd = -1;
 	}
 	buf_init(&b, (size_t)64 * 1024);
 	for (;;) {
@@ -655,19 +798,32 @@ wait_agent(const struct rl *rl, const char *id, const struct pidrec *pr,
 			ac = NULL;
 		}
 		if (!pid_alive(pr)) {
-			snprintf(err, errlen, "sandbox exited during start "
-			    "(see %s/%s/log)", rl->state_dir, id);
+			log_tail(rl, id, e, sizeof(e));
+			snprintf(err, errlen, "sandbox exited during start: %s",
+			    e);
 			break;
 		}
-		if (util_mono_ms() >= deadline) {
+		if ((left = deadline - util_mono_ms()) <= 0) {
 			snprintf(err, errlen, "agent did not answer in time: %s",
 			    e);
 			break;
+		}
+		if (ifd != -1 && access(a.unix_path, F_OK) == -1) {
+			/* no socket yet: until it appears (or 50 ms, to
+			 * notice a sandbox that died) */
+			pfd.fd = ifd;
+			pfd.events = POLLIN;
+			if (poll(&pfd, 1, left < 50 ? (int)left : 50) > 0)
+				while (read(ifd, evb, sizeof(evb)) > 0)
+					;
+			continue;
 		}
 		sleep_us(us);
 		if (us < 5000)
 			us += us / 2;
 	}
+	if (ifd != -1)
+		close(ifd);
 	agentc_close(ac);
 	buf_free(&b);
 	return rc;
@@ -679,12 +835,13 @@ wait_agent(const struct rl *rl, const char *id, const struct pidrec *pr,
  */
 static int
 do_start(struct rl *rl, struct rec *r, const struct rt_kv *xenv, size_t nxenv,
-    char *err, size_t errlen)
+    struct steps *stp, char *err, size_t errlen)
 {
 	char sdir[RL_PATH_MAX], upper[RL_PATH_MAX], work[RL_PATH_MAX];
 	char lower[RL_PATH_MAX], root[RL_PATH_MAX], ws[RL_PATH_MAX];
 	char agent[RL_PATH_MAX], logp[RL_PATH_MAX], oomf[RL_PATH_MAX + 64];
 	char cgf[8][RL_PATH_MAX], num[64], kv[1024], pidline[256];
+	char img[RL_PATH_MAX], disk[RL_PATH_MAX], cadir[RL_PATH_MAX];
 	struct rl_spawn sp;
 	struct argv_b av = { 0 }, ev = { 0 };
 	struct pidrec pr;
@@ -700,14 +857,41 @@ do_start(struct rl *rl, struct rec *r, const struct rt_kv *xenv, size_t nxenv,
 	    sdir_path(rl, r->id, "root", root, sizeof(root)) == -1 ||
 	    sdir_path(rl, r->id, "workspace", ws, sizeof(ws)) == -1 ||
 	    sdir_path(rl, r->id, "agent", agent, sizeof(agent)) == -1 ||
-	    sdir_path(rl, r->id, "log", logp, sizeof(logp)) == -1) {
+	    sdir_path(rl, r->id, "log", logp, sizeof(logp)) == -1 ||
+	    sdir_path(rl, r->id, "disk.img", img, sizeof(img)) == -1 ||
+	    sdir_path(rl, r->id, "disk", disk, sizeof(disk)) == -1) {
 		snprintf(err, errlen, "state path too long");
 		return -1;
 	}
-	if (r->writable_root && install_ca(rl, r, upper, err, errlen) == -1)
+	if (r->disk_bytes > 0) {
+		/* the writable layers live in the disk image, mounted at disk
+		 * in the sandbox's mount namespace only */
+		if (sdir_path(rl, r->id, "disk/upper", upper,
+		    sizeof(upper)) == -1 || sdir_path(rl, r->id, "disk/work",
+		    work, sizeof(work)) == -1 || sdir_path(rl, r->id,
+		    "disk/workspace", ws, sizeof(ws)) == -1) {
+			snprintf(err, errlen, "state path too long");
+			return -1;
+		}
+	}
+	/* the CA goes into the upper layer; a disk image is not mounted here,
+	 * so it goes to <id>/ca/ and is bind-mounted over the same paths */
+	if (sdir_path(rl, r->id, "ca", cadir, sizeof(cadir)) == -1) {
+		snprintf(err, errlen, "state path too long");
 		return -1;
+	}
+	if (r->disk_bytes > 0 && r->writable_root && rl->c.proxy_ca_cert[0] &&
+	    mkdir(cadir, 0755) == -1 && errno != EEXIST) {
+		snprintf(err, errlen, "mkdir %s: %s", cadir, strerror(errno));
+		return -1;
+	}
+	if (r->writable_root && install_ca(rl, r, r->disk_bytes > 0 ? cadir :
+	    upper, err, errlen) == -1)
+		return -1;
+	step(stp, "ca");
 	if (rl_cg_create(&rl->cg, r->id, &r->lim, err, errlen) == -1)
 		return -1;
+	step(stp, "cgroup");
 	if (rl_cg_procs_files(&rl->cg, r->id, cgf, NELEM(cgf), &ncg) == -1) {
 		snprintf(err, errlen, "cgroup path too long");
 		return -1;
@@ -716,8 +900,9 @@ do_start(struct rl *rl, struct rec *r, const struct rt_kv *xenv, size_t nxenv,
 		return -1;
 
 	av_add(&av, "bwrap");
-	av_add(&av, "--unshare-user");
-	av_add(&av, "--disable-userns");
+	av_add(&av, "--userns");	/* N2 (rl_spawn): ids 0..uid_range-1 */
+	av_add(&av, "5");
+	av_add(&av, "--assert-userns-disabled");
 	av_add(&av, "--unshare-pid");
 	av_add(&av, "--unshare-net");
 	av_add(&av, "--unshare-ipc");
@@ -766,6 +951,18 @@ do_start(struct rl *rl, struct rec *r, const struct rt_kv *xenv, size_t nxenv,
 			av_add(&av, oomf);
 			av_add(&av, "/sys/fs/cgroup/memory.events");
 		}
+	}
+	if (r->writable_root && r->disk_bytes > 0 && rl->c.proxy_ca_cert[0]) {
+		snprintf(kv, sizeof(kv), "%s/etc/ssl/certs/ca-certificates.crt",
+		    cadir);
+		av_add(&av, "--ro-bind");
+		av_add(&av, kv);
+		av_add(&av, "/etc/ssl/certs/ca-certificates.crt");
+		snprintf(kv, sizeof(kv), "%s/usr/local/share/ca-certificates/"
+		    "egress-proxy-ca.crt", cadir);
+		av_add(&av, "--ro-bind");
+		av_add(&av, kv);
+		av_add(&av, "/usr/local/share/ca-certificates/egress-proxy-ca.crt");
 	}
 	av_add(&av, "--bind");
 	av_add(&av, ws);
@@ -826,21 +1023,28 @@ do_start(struct rl *rl, struct rec *r, const struct rt_kv *xenv, size_t nxenv,
 	sp.envp = ev.v;
 	sp.uid = (uid_t)r->uid;
 	sp.gid = (gid_t)r->uid;
+	sp.uid_range = (unsigned)r->uid_range;
+	sp.inner_uid = r->run_as_root ? 0 : RL_INNER_UID;
 	sp.image_dir = r->image_dir;
 	sp.lower = lower;
 	sp.upper = r->writable_root ? upper : NULL;
 	sp.work = work;
 	sp.root = root;
+	sp.disk_img = r->disk_bytes > 0 ? img : NULL;
+	sp.disk_mnt = disk;
 	sp.log_path = logp;
 	sp.cg_files = cgf;
 	sp.ncg_files = ncg;
 	sp.seccomp_fd = secfd;
-	log_debug("sandbox=%s prepared ms=%lld", r->id, util_mono_ms() - t0);
+	step(stp, "argv");
 	if (rl_spawn(&sp, (int)rl->c.start_timeout_ms, err, errlen) == -1) {
 		if (sp.pid > 0)
 			(void)kill(sp.pid, SIGKILL);
 		goto out;
 	}
+	step_dur(stp, "idmap", sp.us_idmap);	/* rl_spawn's own steps */
+	step_dur(stp, "detach", sp.us_detach);
+	step(stp, "bwrap");
 	memset(&pr, 0, sizeof(pr));
 	pr.bwrap_pid = sp.pid;
 	pr.bwrap_start = rl_proc_start(sp.pid);
@@ -852,7 +1056,7 @@ do_start(struct rl *rl, struct rec *r, const struct rt_kv *xenv, size_t nxenv,
 	    pr.started_ms);
 	snprintf(kv, sizeof(kv), "%s/pid", sdir);
 	if (pr.child_start == -1 ||
-	    rl_write_atomic(kv, pidline, strlen(pidline), 0600, err,
+	    rl_write_replace(kv, pidline, strlen(pidline), 0600, err,
 	    errlen) == -1) {
 		if (pr.child_start == -1)
 			snprintf(err, errlen, "sandbox exited at once (see %s)",
@@ -860,12 +1064,13 @@ do_start(struct rl *rl, struct rec *r, const struct rt_kv *xenv, size_t nxenv,
 		(void)kill(sp.child_pid, SIGKILL);
 		goto out;
 	}
-	log_debug("sandbox=%s spawned ms=%lld", r->id, util_mono_ms() - t0);
+	step(stp, "pidfile");
 	if (egress_register(rl, r, sp.child_pid, err, errlen) == -1)
 		goto out;
+	step(stp, "egress");
 	if (wait_agent(rl, r->id, &pr, deadline, err, errlen) == -1)
 		goto out;
-	log_debug("sandbox=%s agent ready ms=%lld", r->id, util_mono_ms() - t0);
+	step(stp, "agent");
 	rc = 0;
 out:
 	if (secfd != -1)
@@ -890,6 +1095,20 @@ do_stop(struct rl *rl, const char *id)
 
 /* ---- uid allocation ---- */
 
+/* Marks the slots that [uid, uid+range) overlaps. */
+static void
+mark_used(const struct rl *rl, unsigned char *used, long long n, long long R,
+    long long uid, long long range)
+{
+	long long lo = uid - rl->c.uid_base, hi = lo + range - 1, i;
+
+	if (range <= 0 || hi < 0 || lo >= n * R)
+		return;
+	for (i = lo < 0 ? 0 : lo / R; i <= hi / R && i < n; i++)
+		used[i] = 1;
+}
+
+/* A free block of uid_range host ids: uid_base + slot * uid_range. */
 static int
 alloc_uid(struct rl *rl, long long *uid, char *err, size_t errlen)
 {
@@ -899,6 +1118,7 @@ alloc_uid(struct rl *rl, long long *uid, char *err, size_t errlen)
 	struct rec r;
 	char e[256], p[RL_PATH_MAX];
 	long long i, n = rl->c.uid_count;
+	long long R = rl->c.uid_range > 0 ? rl->c.uid_range : 1;
 
 	used = xcalloc((size_t)n, 1);
 	if ((d = opendir(rl->state_dir)) == NULL) {
@@ -911,8 +1131,7 @@ alloc_uid(struct rl *rl, long long *uid, char *err, size_t errlen)
 		if (!rt_id_valid(de->d_name))
 			continue;
 		if (rec_load(rl, de->d_name, &r, e, sizeof(e)) == 0) {
-			if (r.uid >= rl->c.uid_base && r.uid < rl->c.uid_base + n)
-				used[r.uid - rl->c.uid_base] = 1;
+			mark_used(rl, used, n, R, r.uid, r.uid_range);
 			rec_clear(&r);
 		} else if (sdir_path(rl, de->d_name, "uid", p, sizeof(p)) == 0) {
 			/* a create that died before its record was written */
@@ -920,8 +1139,7 @@ alloc_uid(struct rl *rl, long long *uid, char *err, size_t errlen)
 			long long v = s != NULL ? strtoll(s, NULL, 10) : 0;
 
 			free(s);
-			if (v >= rl->c.uid_base && v < rl->c.uid_base + n)
-				used[v - rl->c.uid_base] = 1;
+			mark_used(rl, used, n, R, v, R);
 		}
 	}
 	closedir(d);
@@ -933,7 +1151,7 @@ alloc_uid(struct rl *rl, long long *uid, char *err, size_t errlen)
 		    "reached)", n);
 		return -1;
 	}
-	*uid = rl->c.uid_base + i;
+	*uid = rl->c.uid_base + i * R;
 	return 0;
 }
 
@@ -981,6 +1199,77 @@ resolve_image(const struct rl *rl, const char *name, char *out, size_t outlen,
 	return 0;
 }
 
+/*
+ * The disk image of a disk-limited sandbox: <id>/disk.img, ext4 of
+ * disk_bytes (sparse), made by mke2fs from a skeleton holding upper/ (the
+ * sandbox's root), work/ and workspace/ (wsuid). No host mount: it is
+ * mounted inside the sandbox's mount namespace at each start.
+ */
+static int
+make_disk(const struct rl *rl, const struct rec *r, uid_t wsuid, char *err,
+    size_t errlen)
+{
+	char img[RL_PATH_MAX], skel[RL_PATH_MAX], p[RL_PATH_MAX + 32];
+	char logp[RL_PATH_MAX], e[256];
+	char *av[] = { "mke2fs", "-q", "-F", "-t", "ext4", "-m", "0", "-E",
+	    "root_owner=0:0,lazy_itable_init=1,lazy_journal_init=1", "-d",
+	    skel, img, NULL };
+	posix_spawn_file_actions_t fa;
+	pid_t pid;
+	int fd, st = -1, rc = -1, sr;
+
+	if (sdir_path(rl, r->id, "disk.img", img, sizeof(img)) == -1 ||
+	    sdir_path(rl, r->id, "disk-skel", skel, sizeof(skel)) == -1 ||
+	    sdir_path(rl, r->id, "log", logp, sizeof(logp)) == -1) {
+		snprintf(err, errlen, "state path too long");
+		return -1;
+	}
+#define SK(name, mode, u) do {						\
+	snprintf(p, sizeof(p), "%s%s", skel, name);			\
+	if (mkdir_owned(p, mode, u, u, err, errlen) == -1)		\
+		goto out;						\
+} while (0)
+	SK("", 0755, 0);
+	SK("/upper", 0755, (uid_t)r->uid);
+	SK("/work", 0700, 0);
+	SK("/workspace", 0755, wsuid);
+#undef SK
+	if ((fd = open(img, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC |
+	    O_NOFOLLOW, 0600)) == -1 || ftruncate(fd, r->disk_bytes) == -1) {
+		snprintf(err, errlen, "disk image %s: %s", img,
+		    strerror(errno));
+		if (fd != -1)
+			close(fd);
+		goto out;
+	}
+	close(fd);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 1, logp, O_WRONLY | O_CREAT |
+	    O_APPEND, 0600);
+	posix_spawn_file_actions_adddup2(&fa, 1, 2);
+	sr = posix_spawn(&pid, rl->c.mkfs, &fa, NULL, av, NULL);
+	posix_spawn_file_actions_destroy(&fa);
+	if (sr != 0) {
+		snprintf(err, errlen, "%s: %s", rl->c.mkfs, strerror(sr));
+		goto out;
+	}
+	while (waitpid(pid, &st, 0) == -1 && errno == EINTR)
+		;
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		snprintf(err, errlen, "%s failed (status %d; see the log)",
+		    rl->c.mkfs, st);
+		goto out;
+	}
+	if (sdir_path(rl, r->id, "disk", p, sizeof(p)) == -1 ||
+	    mkdir_owned(p, 0755, 0, 0, err, errlen) == -1)	/* mount point */
+		goto out;
+	rc = 0;
+out:
+	if (rl_rmtree(skel, e, sizeof(e)) == -1)
+		log_warnx("sandbox=%s remove %s: %s", r->id, skel, e);
+	return rc;
+}
+
 static void rl_fill_info(struct rl *, const char *, struct rt_info *);
 
 static int rl_destroy(struct runtime *, const char *, char *, size_t);
@@ -991,11 +1280,13 @@ rl_create(struct runtime *rt, const struct rt_spec *spec, struct rt_info *out,
 {
 	struct rl *rl = rt->impl;
 	struct rec r;
+	struct steps stp;
 	char sdir[RL_PATH_MAX], p[RL_PATH_MAX + 16], e[256];
 	int lfd = -1, gfd = -1, made = 0, rc = -1;
 	size_t i;
 	uid_t uid;
 
+	steps_init(&stp);
 	memset(&r, 0, sizeof(r));
 	if (out != NULL)
 		memset(out, 0, sizeof(*out));
@@ -1039,10 +1330,13 @@ rl_create(struct runtime *rt, const struct rt_spec *spec, struct rt_info *out,
 	r.lim.cpu_millis = spec->cpu_millis > 0 ? spec->cpu_millis :
 	    rl->c.cpu_millis;
 	r.lim.pids_max = spec->pids_max > 0 ? spec->pids_max : rl->c.pids_max;
+	r.disk_bytes = spec->disk_bytes > 0 ? spec->disk_bytes :
+	    rl->c.disk_bytes;
 	if (r.lim.mem_bytes < (8LL << 20) || r.lim.pids_max < 8 ||
-	    r.lim.cpu_millis < 10) {
+	    r.lim.cpu_millis < 10 || (r.disk_bytes > 0 &&
+	    r.disk_bytes < RL_DISK_MIN) || r.disk_bytes > (1LL << 44)) {
 		snprintf(err, errlen, "limits too small (memory >= 8MiB, "
-		    "pids >= 8, cpu >= 10 millis)");
+		    "pids >= 8, cpu >= 10 millis, disk 0 or 16MiB..16TiB)");
 		return -1;
 	}
 	r.labels = cJSON_CreateObject();
@@ -1058,6 +1352,7 @@ rl_create(struct runtime *rt, const struct rt_spec *spec, struct rt_info *out,
 	for (i = 0; i < spec->nenv; i++)
 		cJSON_AddStringToObject(r.env, spec->env[i].k, spec->env[i].v);
 	snprintf(r.phase, sizeof(r.phase), "creating");
+	step(&stp, "check");
 
 	/* the directory and the uid, under the global allocation lock */
 	pthread_mutex_lock(&rl->mu);
@@ -1080,10 +1375,11 @@ rl_create(struct runtime *rt, const struct rt_spec *spec, struct rt_info *out,
 	}
 	if (alloc_uid(rl, &r.uid, err, errlen) == -1)
 		goto unlock;
+	r.uid_range = rl->c.uid_range;
 	snprintf(e, sizeof(e), "%lld\n", r.uid);
 	if (sdir_path(rl, r.id, "uid", p, sizeof(p)) == -1 ||
-	    rl_write_atomic(p, e, strlen(e), 0600, err, errlen) == -1 ||
-	    rec_save(rl, &r, err, errlen) == -1)
+	    rl_write_replace(p, e, strlen(e), 0600, err, errlen) == -1 ||
+	    rec_save(rl, &r, 0, err, errlen) == -1)
 		goto unlock;
 	rc = 0;
 unlock:
@@ -1093,6 +1389,7 @@ unlock:
 	if (rc == -1)
 		goto fail;
 	rc = -1;
+	step(&stp, "alloc");
 
 	uid = (uid_t)r.uid;
 #define SUB(name, mode, u) do {						\
@@ -1104,15 +1401,26 @@ unlock:
 	SUB("work", 0700, 0);
 	SUB("lower", 0755, 0);
 	SUB("root", 0755, 0);
+	/* the agent's user owns /workspace and /run/agent: inside uid 0 or
+	 * RL_INNER_UID (host uid + that, in a range; the same uid in the
+	 * one-uid mapping of older records) */
+	if (!r.run_as_root && r.uid_range > RL_INNER_UID)
+		uid += RL_INNER_UID;
 	SUB("workspace", 0755, uid);
-	SUB("agent", 0700, uid);
+	/* 0711: bwrap, as the sandbox's uid 0, must reach it to bind it */
+	SUB("agent", uid == (uid_t)r.uid ? 0700 : 0711, uid);
 	SUB("agent/state", 0700, uid);
 #undef SUB
-	if (do_start(rl, &r, NULL, 0, err, errlen) == -1)
+	if (r.disk_bytes > 0 && make_disk(rl, &r, uid, err, errlen) == -1)
+		goto fail;
+	step(&stp, "dirs");
+	if (do_start(rl, &r, NULL, 0, &stp, err, errlen) == -1)
 		goto fail;
 	snprintf(r.phase, sizeof(r.phase), "running");
-	if (rec_save(rl, &r, err, errlen) == -1)
+	if (rec_save(rl, &r, 0, err, errlen) == -1)
 		goto fail;
+	step(&stp, "record");
+	steps_log(&stp, r.id, "create");
 	if (out != NULL)
 		rl_fill_info(rl, r.id, out);
 	if (out != NULL && out->state == RT_CREATING)
@@ -1139,18 +1447,11 @@ rl_start(struct runtime *rt, const char *id, char *err, size_t errlen)
 	struct rl *rl = rt->impl;
 	struct rec r;
 	struct pidrec pr;
+	struct steps stp;
 	int lfd, rc = -1;
 
-	if (!rt_id_valid(id)) {
-		snprintf(err, errlen, "invalid sandbox id");
+	if ((lfd = rec_open(rl, id, &r, err, errlen)) == -1)
 		return -1;
-	}
-	if ((lfd = id_lock(rl, id, 0)) == -1) {
-		snprintf(err, errlen, "sandbox %s not found", id);
-		return -1;
-	}
-	if (rec_load(rl, id, &r, err, errlen) == -1)
-		goto out;
 	if (pid_load(rl, id, &pr) == 0 && pid_alive(&pr)) {
 		rc = 0;		/* already running */
 		goto out;
@@ -1158,18 +1459,20 @@ rl_start(struct runtime *rt, const char *id, char *err, size_t errlen)
 	do_stop(rl, id);	/* leftovers of a crash */
 	snprintf(r.phase, sizeof(r.phase), "running");
 	r.reason[0] = '\0';
-	if (do_start(rl, &r, NULL, 0, err, errlen) == -1) {
+	steps_init(&stp);
+	if (do_start(rl, &r, NULL, 0, &stp, err, errlen) == -1) {
 		do_stop(rl, id);
 		snprintf(r.phase, sizeof(r.phase), "stopped");
-		(void)rec_save(rl, &r, err + strlen(err), 0);
+		(void)rec_save(rl, &r, 1, err + strlen(err), 0);
 		goto out;
 	}
-	if (rec_save(rl, &r, err, errlen) == -1)
+	if (rec_save(rl, &r, 0, err, errlen) == -1)
 		goto out;
+	step(&stp, "record");
+	steps_log(&stp, id, "start");
 	rc = 0;
 out:
-	rec_clear(&r);
-	id_unlock(lfd);
+	rec_close(&r, lfd);
 	return rc;
 }
 
@@ -1180,28 +1483,16 @@ rl_stop(struct runtime *rt, const char *id, char *err, size_t errlen)
 	struct rec r;
 	int lfd, rc = -1;
 
-	if (!rt_id_valid(id)) {
-		snprintf(err, errlen, "invalid sandbox id");
+	if ((lfd = rec_open(rl, id, &r, err, errlen)) == -1)
 		return -1;
-	}
-	if (sdir_path(rl, id, NULL, r.image_dir, sizeof(r.image_dir)) == -1 ||
-	    access(r.image_dir, F_OK) == -1 ||
-	    (lfd = id_lock(rl, id, 0)) == -1) {
-		snprintf(err, errlen, "sandbox %s not found", id);
-		return -1;
-	}
-	if (rec_load(rl, id, &r, err, errlen) == -1)
-		goto out;
 	do_stop(rl, id);
 	snprintf(r.phase, sizeof(r.phase), "stopped");
 	r.reason[0] = '\0';
-	if (rec_save(rl, &r, err, errlen) == -1)
-		goto out;
-	rc = 0;
-	log_info("sandbox=%s stopped", id);
-out:
-	rec_clear(&r);
-	id_unlock(lfd);
+	if (rec_save(rl, &r, 1, err, errlen) == 0) {
+		rc = 0;
+		log_info("sandbox=%s stopped", id);
+	}
+	rec_close(&r, lfd);
 	return rc;
 }
 
@@ -1383,18 +1674,14 @@ rl_set_labels(struct runtime *rt, const char *id, const struct rt_kv *kv,
 	struct rl *rl = rt->impl;
 	struct rec r;
 	size_t i;
-	int lfd, rc = -1;
+	int lfd, rc;
 
-	if (!rt_id_valid(id) || nkv > RL_MAX_LABELS) {
-		snprintf(err, errlen, "invalid sandbox id or too many labels");
+	if (nkv > RL_MAX_LABELS) {
+		snprintf(err, errlen, "too many labels");
 		return -1;
 	}
-	if ((lfd = id_lock(rl, id, 0)) == -1) {
-		snprintf(err, errlen, "sandbox %s not found", id);
+	if ((lfd = rec_open(rl, id, &r, err, errlen)) == -1)
 		return -1;
-	}
-	if (rec_load(rl, id, &r, err, errlen) == -1)
-		goto out;
 	cJSON_Delete(r.labels);
 	r.labels = cJSON_CreateObject();
 	for (i = 0; i < nkv; i++) {
@@ -1403,10 +1690,8 @@ rl_set_labels(struct runtime *rt, const char *id, const struct rt_kv *kv,
 		cJSON_DeleteItemFromObjectCaseSensitive(r.labels, kv[i].k);
 		cJSON_AddStringToObject(r.labels, kv[i].k, kv[i].v);
 	}
-	rc = rec_save(rl, &r, err, errlen);
-out:
-	rec_clear(&r);
-	id_unlock(lfd);
+	rc = rec_save(rl, &r, 1, err, errlen);
+	rec_close(&r, lfd);
 	return rc;
 }
 
@@ -1442,16 +1727,8 @@ rl_attach_egress(struct runtime *rt, const char *id, const struct rt_egress *eg,
 	size_t i, off = 0;
 	int lfd, rc = -1, n;
 
-	if (!rt_id_valid(id)) {
-		snprintf(err, errlen, "invalid sandbox id");
+	if ((lfd = rec_open(rl, id, &r, err, errlen)) == -1)
 		return -1;
-	}
-	if ((lfd = id_lock(rl, id, 0)) == -1) {
-		snprintf(err, errlen, "sandbox %s not found", id);
-		return -1;
-	}
-	if (rec_load(rl, id, &r, err, errlen) == -1)
-		goto out;
 	attrs = cJSON_CreateObject();
 	add_attr(attrs, "org", eg->org);
 	add_attr(attrs, "user", eg->user);
@@ -1463,7 +1740,7 @@ rl_attach_egress(struct runtime *rt, const char *id, const struct rt_egress *eg,
 			    eg->labels[i].v);
 	cJSON_Delete(r.egress);
 	r.egress = attrs;
-	if (rec_save(rl, &r, err, errlen) == -1)
+	if (rec_save(rl, &r, 1, err, errlen) == -1)
 		goto out;
 	if (pid_load(rl, id, &pr) == 0 && pid_alive(&pr) &&
 	    egress_register(rl, &r, (pid_t)pr.child_pid, err, errlen) == -1)
@@ -1482,8 +1759,7 @@ rl_attach_egress(struct runtime *rt, const char *id, const struct rt_egress *eg,
 	}
 	rc = 0;
 out:
-	rec_clear(&r);
-	id_unlock(lfd);
+	rec_close(&r, lfd);
 	return rc;
 }
 
@@ -1504,6 +1780,7 @@ rl_free(struct runtime *rt)
 	free(rl->c.proxy_ca_cert);
 	free(rl->c.cgroup_name);
 	free(rl->c.cgroup_mode);
+	free(rl->c.mkfs);
 	pthread_mutex_destroy(&rl->mu);
 	free(rl);
 	free(rt);
@@ -1607,6 +1884,7 @@ runtime_local_new(const struct rt_local_conf *c, char *err, size_t errlen)
 	rl->c.proxy_ca_cert = dup_or(c->proxy_ca_cert, "");
 	rl->c.cgroup_name = dup_or(c->cgroup_name, "sandbox");
 	rl->c.cgroup_mode = dup_or(c->cgroup_mode, "auto");
+	rl->c.mkfs = dup_or(c->mkfs, "/usr/sbin/mke2fs");
 	if (rl->c.mem_bytes <= 0)
 		rl->c.mem_bytes = 2LL << 30;
 	if (rl->c.cpu_millis <= 0)
@@ -1619,14 +1897,18 @@ runtime_local_new(const struct rt_local_conf *c, char *err, size_t errlen)
 		rl->c.uid_base = 2000000;
 	if (rl->c.uid_count <= 0)
 		rl->c.uid_count = 10000;
+	if (rl->c.uid_range <= 0)
+		rl->c.uid_range = 65536;
 	if (rl->c.start_timeout_ms <= 0)
 		rl->c.start_timeout_ms = 20000;
 	pthread_mutex_init(&rl->mu, NULL);
 	rt = xcalloc(1, sizeof(*rt));
 	rt->ops = &rl_ops;
 	rt->impl = rl;
-	if (rl->c.uid_base + rl->c.uid_count > 4294967294LL) {
-		snprintf(err, errlen, "uid_base + uid_count out of range");
+	if (rl->c.uid_range > 65536 || rl->c.uid_base + rl->c.uid_count *
+	    rl->c.uid_range > 4294967294LL) {
+		snprintf(err, errlen, "uid_base + uid_count * uid_range out of "
+		    "range");
 		goto fail;
 	}
 	if (abs_dir(rl->c.state_dir, rl->state_dir, sizeof(rl->state_dir), 1,

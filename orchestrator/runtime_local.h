@@ -3,8 +3,9 @@
  * machine). See docs/local-runtime.md for the layout of the state directory,
  * the namespaces, mounts, cgroups and the egress hand-off.
  *
- * Needs real root: each sandbox runs as its own unprivileged host uid
- * (uid_base + slot), root only inside its user namespace.
+ * Needs real root: each sandbox runs as its own block of unprivileged host
+ * uids (uid_base + slot * uid_range, uid_range of them), root only inside
+ * its user namespace.
  */
 #ifndef RUNTIME_LOCAL_H
 #define RUNTIME_LOCAL_H
@@ -25,8 +26,11 @@ struct rt_local_conf {
 	long long	 cpu_millis;	/* default CPU quota, 1000 = one core */
 	long long	 pids_max;	/* default pids limit */
 	long long	 tmp_bytes;	/* size of the per-sandbox /tmp tmpfs */
+	long long	 disk_bytes;	/* default disk limit; 0: none */
+	char		*mkfs;		/* mke2fs, for disk-limited sandboxes */
 	long long	 uid_base;	/* first host uid/gid given to sandboxes */
 	long long	 uid_count;	/* how many sandboxes may exist at once */
+	long long	 uid_range;	/* host ids per sandbox (ids 0..N-1 inside) */
 	char		*cgroup_name;	/* parent cgroup under every hierarchy */
 	char		*cgroup_mode;	/* auto | v2 | v1 | none */
 	int		 seccomp;	/* load the deny-list seccomp filter */
@@ -75,14 +79,28 @@ struct rt_local_conf {
 	  tmp_bytes), 1LL << 20, 1LL << 40, "512MiB", NULL,			\
 	  "local runtime: size of each sandbox's /tmp (tmpfs, counts against "\
 	  "its memory)" },							\
+	{ PFX "disk_bytes", CFG_SIZE, (OFF) + offsetof(struct rt_local_conf,	\
+	  disk_bytes), 0, 1LL << 44, "0", NULL,					\
+	  "local runtime: default disk limit of a sandbox's writable root "	\
+	  "and /workspace (an ext4 image on a loop device per sandbox, made "	\
+	  "at create: ~0.1 s); 0: no limit (a spec's disk_bytes still sets "	\
+	  "one)" },								\
+	{ PFX "mkfs", CFG_PATH, (OFF) + offsetof(struct rt_local_conf, mkfs),	\
+	  0, 0, "/usr/sbin/mke2fs", NULL,					\
+	  "local runtime: mke2fs, for disk-limited sandboxes" },		\
 	{ PFX "uid_base", CFG_INT, (OFF) + offsetof(struct rt_local_conf,	\
 	  uid_base), 1000, 4000000000LL, "2000000", NULL,			\
-	  "local runtime: first host uid/gid given to a sandbox (each sandbox "	\
-	  "gets its own; none of them may belong to a real user)" },		\
+	  "local runtime: first host uid/gid given to sandboxes (each sandbox "\
+	  "gets its own block; none of them may belong to a real user)" },	\
 	{ PFX "uid_count", CFG_INT, (OFF) + offsetof(struct rt_local_conf,	\
 	  uid_count), 1, 1000000, "10000", NULL,				\
-	  "local runtime: number of uids from uid_base (the most sandboxes "	\
-	  "that may exist at once)" },						\
+	  "local runtime: number of uid blocks from uid_base (the most "	\
+	  "sandboxes that may exist at once)" },				\
+	{ PFX "uid_range", CFG_INT, (OFF) + offsetof(struct rt_local_conf,	\
+	  uid_range), 1, 65536, "65536", NULL,					\
+	  "local runtime: host uids/gids per sandbox: ids 0..uid_range-1 "	\
+	  "inside map to uid_base + slot * uid_range onwards (image files "	\
+	  "and files made inside keep their owners)" },			\
 	{ PFX "cgroup_name", CFG_STR, (OFF) + offsetof(struct rt_local_conf,	\
 	  cgroup_name), 0, 0, "sandbox", NULL,					\
 	  "local runtime: parent cgroup (under each hierarchy) of the "	\

@@ -36,6 +36,9 @@ struct rl_limits {
 
 int	rl_cg_detect(const char *mode, const char *name, struct rl_cg *,
 	    char *err, size_t errlen) WUNRES;
+/* The same under another root than /sys/fs/cgroup (unit tests). */
+int	rl_cg_detect_at(const char *root, const char *mode, const char *name,
+	    struct rl_cg *, char *err, size_t errlen) WUNRES;
 /* Creates (or reuses) the sandbox's cgroups and writes its limits. */
 int	rl_cg_create(const struct rl_cg *, const char *id,
 	    const struct rl_limits *, char *err, size_t errlen) WUNRES;
@@ -63,20 +66,30 @@ struct rl_spawn {
 	const char	*bwrap;
 	char *const	*argv;		/* bwrap's argv */
 	char *const	*envp;		/* bwrap's env (empty: bwrap --setenv) */
-	uid_t		 uid;
+	uid_t		 uid;		/* host ids U..U+uid_range-1 */
 	gid_t		 gid;
+	unsigned	 uid_range;	/* ids mapped inside: 0..uid_range-1 */
+	unsigned	 inner_uid;	/* uid_range 1 (older records): the one
+					 * id inside (bwrap --uid) */
 	const char	*image_dir;	/* mounted idmapped at lower */
 	const char	*lower;		/* mount point */
 	const char	*upper;		/* overlay upper/work; NULL: read-only */
 	const char	*work;
 	const char	*root;		/* overlay mount point */
+	const char	*disk_img;	/* NULL, or an ext4 image mounted (on a
+					 * loop device, in the sandbox's mount
+					 * namespace) at disk_mnt first */
+	const char	*disk_mnt;
 	const char	*log_path;	/* stdout/stderr of bwrap and the agent */
 	char		 (*cg_files)[RL_PATH_MAX];
 	size_t		 ncg_files;
 	int		 seccomp_fd;	/* -1: none; becomes fd 4 */
+	/* the sandbox's user namespace becomes fd 5 (bwrap --userns 5) */
 	/* out */
 	pid_t		 pid;		/* bwrap (outer) */
 	pid_t		 child_pid;	/* the sandbox's pid 1, host view */
+	long long	 us_idmap;	/* time spent on the idmap namespace */
+	long long	 us_detach;	/* forks until the sandbox's pid is known */
 };
 
 /* Forks, sets up mounts in a private mount namespace, joins cgroups, drops
@@ -89,12 +102,19 @@ int	rl_netns_listener(pid_t pid, int port, char *err, size_t errlen);
 /* A memfd holding the seccomp BPF program bwrap --seccomp loads; -1 on
  * error. */
 int	rl_seccomp_fd(char *err, size_t errlen);
+/* Monotonic clock in microseconds (step timing). */
+long long rl_mono_us(void);
 /* /proc/<pid>/stat start time (clock ticks since boot), or -1. */
 long long rl_proc_start(pid_t);
 /* Removes a directory tree without following symlinks; 0 or -1. */
 int	rl_rmtree(const char *path, char *err, size_t errlen);
 /* Writes data to path atomically (temp + fsync + rename), mode. */
 int	rl_write_atomic(const char *path, const void *, size_t, int mode,
+	    char *err, size_t errlen) WUNRES;
+/* The same without fsync (the create path: atomic against crashes of the
+ * process, not of the machine; ext4's auto_da_alloc orders the data
+ * before the rename anyway). */
+int	rl_write_replace(const char *path, const void *, size_t, int mode,
 	    char *err, size_t errlen) WUNRES;
 /* Reads a whole small file (<= max) into a NUL-terminated heap buffer. */
 char	*rl_read_file(const char *path, size_t max, size_t *lenp);

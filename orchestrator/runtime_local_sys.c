@@ -29,6 +29,8 @@
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <linux/loop.h>
+#include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -36,7 +38,16 @@
 #include "runtime_local_int.h"
 #include "xmalloc.h"
 
-/* ---- small file helpers ---- */
+/* ---- small helpers ---- */
+
+long long
+rl_mono_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
 
 static int
 write_str(const char *path, const char *s)
@@ -79,9 +90,9 @@ rl_read_file(const char *path, size_t max, size_t *lenp)
 	return p;
 }
 
-int
-rl_write_atomic(const char *path, const void *data, size_t len, int mode,
-    char *err, size_t errlen)
+static int
+write_atomic(const char *path, const void *data, size_t len, int mode,
+    int durable, char *err, size_t errlen)
 {
 	char tmp[RL_PATH_MAX + 32];
 	int fd;
@@ -97,7 +108,8 @@ rl_write_atomic(const char *path, const void *data, size_t len, int mode,
 		snprintf(err, errlen, "open %s: %s", tmp, strerror(errno));
 		return -1;
 	}
-	if (write(fd, data, len) != (ssize_t)len || fsync(fd) == -1) {
+	if (write(fd, data, len) != (ssize_t)len ||
+	    (durable && fsync(fd) == -1)) {
 		snprintf(err, errlen, "write %s: %s", tmp, strerror(errno));
 		close(fd);
 		unlink(tmp);
@@ -109,6 +121,20 @@ rl_write_atomic(const char *path, const void *data, size_t len, int mode,
 		return -1;
 	}
 	return 0;
+}
+
+int
+rl_write_atomic(const char *path, const void *data, size_t len, int mode,
+    char *err, size_t errlen)
+{
+	return write_atomic(path, data, len, mode, 1, err, errlen);
+}
+
+int
+rl_write_replace(const char *path, const void *data, size_t len, int mode,
+    char *err, size_t errlen)
+{
+	return write_atomic(path, data, len, mode, 0, err, errlen);
 }
 
 long long
@@ -152,14 +178,6 @@ rl_proc_start(pid_t pid)
 /* ---- cgroups ---- */
 
 static int
-is_dir(const char *p)
-{
-	struct stat st;
-
-	return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-static int
 file_has_word(const char *path, const char *word)
 {
 	char *s, *t;
@@ -189,11 +207,32 @@ mkdir_p1(const char *p, char *err, size_t errlen)
 	return 0;
 }
 
+/* root/sub if it is a directory holding file ("" file: just the dir). */
+static int
+cg_hier(const char *root, const char *sub, const char *file, const char *name,
+    char *out, size_t outlen)
+{
+	char p[RL_PATH_MAX + 64];
+
+	snprintf(p, sizeof(p), "%s/%s/%s", root, sub, file);
+	if (access(p, F_OK) == -1)
+		return 0;
+	snprintf(out, outlen, "%s/%s/%s", root, sub, name);
+	return 1;
+}
+
 int
 rl_cg_detect(const char *mode, const char *name, struct rl_cg *cg,
     char *err, size_t errlen)
 {
-	const char *v2root = NULL;
+	return rl_cg_detect_at("/sys/fs/cgroup", mode, name, cg, err, errlen);
+}
+
+int
+rl_cg_detect_at(const char *root, const char *mode, const char *name,
+    struct rl_cg *cg, char *err, size_t errlen)
+{
+	char v2root[RL_PATH_MAX] = "";
 	int v2ctl = 0;
 	char p[RL_PATH_MAX + 64];
 
@@ -207,15 +246,24 @@ rl_cg_detect(const char *mode, const char *name, struct rl_cg *cg,
 		cg->mode = RL_CG_NONE;
 		return 0;
 	}
-	/* Pure v2 at /sys/fs/cgroup, or the hybrid's v2 at .../unified. */
-	if (access("/sys/fs/cgroup/cgroup.controllers", F_OK) == 0)
-		v2root = "/sys/fs/cgroup";
-	else if (access("/sys/fs/cgroup/unified/cgroup.controllers", F_OK) == 0)
-		v2root = "/sys/fs/cgroup/unified";
-	if (v2root != NULL && getenv("SANDBOX_CG_NO_UNIFIED") != NULL &&
-	    strcmp(v2root, "/sys/fs/cgroup/unified") == 0)
-		v2root = NULL;	/* tests: exercise the v1 freezer path */
-	if (v2root != NULL) {
+	if (strcmp(mode, "v2") != 0 && strcmp(mode, "v1") != 0 &&
+	    strcmp(mode, "auto") != 0) {
+		snprintf(err, errlen, "cgroup_mode: expected auto, v2, v1 or none");
+		return -1;
+	}
+	/* Pure v2 at root, or the hybrid's v2 at root/unified. */
+	snprintf(p, sizeof(p), "%s/cgroup.controllers", root);
+	if (access(p, F_OK) == 0)
+		snprintf(v2root, sizeof(v2root), "%s", root);
+	else {
+		snprintf(p, sizeof(p), "%s/unified/cgroup.controllers", root);
+		if (access(p, F_OK) == 0)
+			snprintf(v2root, sizeof(v2root), "%s/unified", root);
+	}
+	if (v2root[0] != '\0' && getenv("SANDBOX_CG_NO_UNIFIED") != NULL &&
+	    strcmp(v2root, root) != 0)
+		v2root[0] = '\0';	/* tests: exercise the v1 freezer path */
+	if (v2root[0] != '\0') {
 		snprintf(p, sizeof(p), "%s/cgroup.controllers", v2root);
 		v2ctl = file_has_word(p, "memory") && file_has_word(p, "pids") &&
 		    file_has_word(p, "cpu");
@@ -224,25 +272,16 @@ rl_cg_detect(const char *mode, const char *name, struct rl_cg *cg,
 			return -1;
 		cg->v2_track = 1;
 	}
-	if (is_dir("/sys/fs/cgroup/memory") && access(
-	    "/sys/fs/cgroup/memory/memory.limit_in_bytes", F_OK) == 0)
-		snprintf(cg->v1_mem, sizeof(cg->v1_mem),
-		    "/sys/fs/cgroup/memory/%s", name);
-	if (access("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", F_OK) == 0)
-		snprintf(cg->v1_cpu, sizeof(cg->v1_cpu), "/sys/fs/cgroup/cpu/%s",
-		    name);
-	else if (access("/sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us",
-	    F_OK) == 0)
-		snprintf(cg->v1_cpu, sizeof(cg->v1_cpu),
-		    "/sys/fs/cgroup/cpu,cpuacct/%s", name);
-	if (is_dir("/sys/fs/cgroup/pids") &&
-	    access("/sys/fs/cgroup/pids/cgroup.procs", F_OK) == 0)
-		snprintf(cg->v1_pids, sizeof(cg->v1_pids),
-		    "/sys/fs/cgroup/pids/%s", name);
-	if (is_dir("/sys/fs/cgroup/freezer") &&
-	    access("/sys/fs/cgroup/freezer/cgroup.procs", F_OK) == 0)
-		snprintf(cg->v1_freezer, sizeof(cg->v1_freezer),
-		    "/sys/fs/cgroup/freezer/%s", name);
+	(void)cg_hier(root, "memory", "memory.limit_in_bytes", name,
+	    cg->v1_mem, sizeof(cg->v1_mem));
+	if (!cg_hier(root, "cpu", "cpu.cfs_quota_us", name, cg->v1_cpu,
+	    sizeof(cg->v1_cpu)))
+		(void)cg_hier(root, "cpu,cpuacct", "cpu.cfs_quota_us", name,
+		    cg->v1_cpu, sizeof(cg->v1_cpu));
+	(void)cg_hier(root, "pids", "cgroup.procs", name, cg->v1_pids,
+	    sizeof(cg->v1_pids));
+	(void)cg_hier(root, "freezer", "cgroup.procs", name, cg->v1_freezer,
+	    sizeof(cg->v1_freezer));
 
 	if (strcmp(mode, "v2") == 0 || (strcmp(mode, "auto") == 0 && v2ctl)) {
 		if (!v2ctl) {
@@ -262,10 +301,6 @@ rl_cg_detect(const char *mode, const char *name, struct rl_cg *cg,
 		cg->v1_mem[0] = cg->v1_cpu[0] = cg->v1_pids[0] = '\0';
 		cg->v1_freezer[0] = '\0';
 		return 0;
-	}
-	if (strcmp(mode, "v1") != 0 && strcmp(mode, "auto") != 0) {
-		snprintf(err, errlen, "cgroup_mode: expected auto, v2, v1 or none");
-		return -1;
 	}
 	if (cg->v1_mem[0] == '\0' || cg->v1_pids[0] == '\0') {
 		snprintf(err, errlen, "no usable cgroup v1 memory and pids "
@@ -586,194 +621,512 @@ rl_cg_remove(const struct rl_cg *cg, const char *id)
 /* ---- spawning ---- */
 
 /*
- * A user namespace whose map sends on-disk uid/gid 0 to the sandbox's host
- * uid/gid, for the idmapped mount of the image: image files owned by root
- * then belong to the sandbox's root. Returns an fd of the namespace.
+ * Processes are made with clone(CLONE_VM): no page tables are copied (a
+ * fork of the orchestrator costs 5-20 ms on the build machines, most of the
+ * create path before this). A CLONE_VM child shares our memory and our
+ * thread's TLS, so it makes only raw system calls (set*id through
+ * syscall(): glibc's wrappers would signal our threads), never allocates,
+ * and reports through the memory it shares with us. All signals are
+ * blocked around clone so that no handler runs on a child's stack.
  */
-static int
-idmap_userns(uid_t uid, gid_t gid, char *err, size_t errlen)
+#define RL_STACK	((size_t)64 * 1024)
+
+/*
+ * A set*id in any CLONE_VM child clears the dumpable flag of the memory it
+ * shares with us (and so with every other such child), which hands the
+ * /proc files of processes using it to root. H1 needs H2's uid_map to
+ * stay its own between its set*id and its write: the children that change
+ * ids (H1, and the sandbox before its exec) run one at a time per process.
+ */
+static pthread_mutex_t setid_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void *
+stack_new(void)
 {
-	int p1[2] = { -1, -1 }, p2[2] = { -1, -1 };
-	char path[64], map[64], c;
-	pid_t pid;
-	int fd = -1, st;
+	void *p = mmap(NULL, RL_STACK, PROT_READ | PROT_WRITE,
+	    MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
 
-	if (pipe2(p1, O_CLOEXEC) == -1 || pipe2(p2, O_CLOEXEC) == -1) {
-		snprintf(err, errlen, "pipe: %s", strerror(errno));
-		goto out;
-	}
-	if ((pid = fork()) == -1) {
-		snprintf(err, errlen, "fork: %s", strerror(errno));
-		goto out;
-	}
-	if (pid == 0) {
-		/*
-		 * Keep only our two pipe ends: this child never execs, so
-		 * O_CLOEXEC does not drop the fds other threads of the
-		 * parent have open right now, and holding another creation's
-		 * pipe would keep that creation waiting for EOF forever.
-		 */
-		int w = fcntl(p1[1], F_DUPFD, 1000), r = fcntl(p2[0], F_DUPFD, 1000);
-
-		if (w == -1 || r == -1 || dup2(w, 3) == -1 || dup2(r, 4) == -1)
-			_exit(1);
-		(void)close_range(5, ~0U, 0);
-		c = unshare(CLONE_NEWUSER) == 0 ? 'y' : 'n';
-		if (write(3, &c, 1) != 1)
-			_exit(1);
-		_exit(read(4, &c, 1) >= 0 ? 0 : 1);
-	}
-	close(p1[1]);
-	p1[1] = -1;
-	close(p2[0]);
-	p2[0] = -1;
-	if (read(p1[0], &c, 1) != 1 || c != 'y') {
-		snprintf(err, errlen, "unshare(CLONE_NEWUSER) failed");
-		goto reap;
-	}
-	snprintf(path, sizeof(path), "/proc/%d/uid_map", (int)pid);
-	snprintf(map, sizeof(map), "0 %u 1\n", (unsigned)uid);
-	if (write_str(path, map) == -1) {
-		snprintf(err, errlen, "write uid_map: %s", strerror(errno));
-		goto reap;
-	}
-	snprintf(path, sizeof(path), "/proc/%d/setgroups", (int)pid);
-	(void)write_str(path, "deny");
-	snprintf(path, sizeof(path), "/proc/%d/gid_map", (int)pid);
-	snprintf(map, sizeof(map), "0 %u 1\n", (unsigned)gid);
-	if (write_str(path, map) == -1) {
-		snprintf(err, errlen, "write gid_map: %s", strerror(errno));
-		goto reap;
-	}
-	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
-		snprintf(err, errlen, "open %s: %s", path, strerror(errno));
-reap:
-	close(p2[1]);
-	p2[1] = -1;
-	while (waitpid(pid, &st, 0) == -1 && errno == EINTR)
-		;
-out:
-	if (p1[0] != -1)
-		close(p1[0]);
-	if (p1[1] != -1)
-		close(p1[1]);
-	if (p2[0] != -1)
-		close(p2[0]);
-	if (p2[1] != -1)
-		close(p2[1]);
-	return fd;
+	return p == MAP_FAILED ? NULL : p;
 }
 
-/* Failure report from the grandchild: the step and errno. */
-struct spawn_fail {
-	int	step;
-	int	err;
+static pid_t
+clone_vm(int (*fn)(void *), void *stack, int flags, void *arg)
+{
+	sigset_t all, old;
+	pid_t pid;
+	int e;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pid = clone(fn, (char *)stack + RL_STACK, CLONE_VM | flags | SIGCHLD,
+	    arg);
+	e = errno;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	errno = e;
+	return pid;
+}
+
+static void
+reap(pid_t pid)
+{
+	int st;
+
+	while (waitpid(pid, &st, __WALL) == -1 && errno == EINTR)
+		;
+}
+
+/*
+ * The sandbox's user namespaces. N1, owned by the sandbox's host uid U,
+ * maps ids 0..R-1 to U..U+R-1 (R = uid_range): the idmapped mount of the
+ * image uses it, so an image file owned by uid k belongs to U+k. Its
+ * max_user_namespaces is 1, taken by N2, a child of N1 with the identity
+ * map 0..R-1: bwrap joins N2 (--userns), so processes inside see every id
+ * of their range, and no process in N2 can make a user namespace (N1's
+ * limit is out of N2's reach), as bwrap --disable-userns would do. Made by
+ * two short-lived CLONE_VM helpers: H1 (euid U, unshares N1; after we wrote
+ * N1's maps it sets the limit and clones H2 into N2 and writes N2's maps,
+ * which only a process in N1 may do). Talks over pipes with bytes.
+ */
+struct upair {
+	uid_t		 uid;
+	gid_t		 gid;
+	char		 map[32];	/* "0 0 R\n", N2's maps */
+	int		 to_h1[2];	/* parent -> H1: 'm' maps written, 'x' done */
+	int		 to_p[2];	/* H1 -> parent: '1' in N1, '2' N2 ready,
+					 * 'f' failed */
+	int		 to_h2[2];	/* H1 -> H2: exit */
+	void		*stack2;
+	pid_t		 h2;
+	int		 fail_step, fail_err;
+};
+
+static int
+h2_child(void *arg)
+{
+	struct upair *u = arg;
+	char c;
+
+	(void)syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	(void)!read(u->to_h2[0], &c, 1);
+	return 0;
+}
+
+static int
+h1_fail(struct upair *u, int step)
+{
+	int st;
+
+	u->fail_err = errno;
+	u->fail_step = step;
+	if (u->h2 > 0) {	/* let H2 go before we do */
+		(void)!write(u->to_h2[1], "x", 1);
+		while (syscall(SYS_wait4, u->h2, &st, __WALL, NULL) == -1 &&
+		    errno == EINTR)
+			;
+	}
+	(void)!write(u->to_p[1], "f", 1);
+	_exit(1);
+}
+
+/* "/proc/<pid>/<name>" without stdio (we share the parent's memory). */
+static void
+proc_path(char *out, pid_t pid, const char *name)
+{
+	char d[16];
+	size_t n = 0, i;
+	unsigned v = (unsigned)pid;
+
+	do {
+		d[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v != 0 && n < sizeof(d));
+	memcpy(out, "/proc/", 6);
+	out += 6;
+	for (i = 0; i < n; i++)
+		*out++ = d[n - 1 - i];
+	*out++ = '/';
+	for (i = 0; name[i] != '\0'; i++)
+		*out++ = name[i];
+	*out = '\0';
+}
+
+static int
+put_file(const char *path, const char *s)
+{
+	size_t len = strlen(s);
+	int fd = open(path, O_WRONLY | O_CLOEXEC), ok;
+
+	if (fd == -1)
+		return -1;
+	ok = write(fd, s, len) == (ssize_t)len;
+	close(fd);
+	return ok ? 0 : -1;
+}
+
+static int
+h1_child(void *arg)
+{
+	struct upair *u = arg;
+	char c, path[64];
+	int st;
+
+	(void)syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	if (syscall(SYS_setgroups, 0, NULL) == -1 ||
+	    syscall(SYS_setresgid, u->gid, u->gid, u->gid) == -1 ||
+	    syscall(SYS_setresuid, u->uid, u->uid, u->uid) == -1)
+		return h1_fail(u, 1);
+	/* the uid change made our (shared) mm non-dumpable, which would give
+	 * H2's /proc files to root, out of our reach */
+	(void)syscall(SYS_prctl, PR_SET_DUMPABLE, 1, 0, 0, 0);
+	if (unshare(CLONE_NEWUSER) == -1)
+		return h1_fail(u, 2);
+	if (write(u->to_p[1], "1", 1) != 1 || read(u->to_h1[0], &c, 1) != 1 ||
+	    c != 'm')
+		return h1_fail(u, 3);
+	if (put_file("/proc/sys/user/max_user_namespaces", "1") == -1)
+		return h1_fail(u, 4);
+	u->h2 = clone(h2_child, (char *)u->stack2 + RL_STACK,
+	    CLONE_VM | CLONE_NEWUSER | SIGCHLD, u);
+	if (u->h2 == -1) {
+		u->h2 = 0;
+		return h1_fail(u, 5);
+	}
+	proc_path(path, u->h2, "uid_map");
+	if (put_file(path, u->map) == -1)
+		return h1_fail(u, 6);
+	proc_path(path, u->h2, "gid_map");
+	if (put_file(path, u->map) == -1)
+		return h1_fail(u, 6);
+	(void)!write(u->to_p[1], "2", 1);
+	(void)!read(u->to_h1[0], &c, 1);
+	(void)!write(u->to_h2[1], "x", 1);
+	while (syscall(SYS_wait4, u->h2, &st, __WALL, NULL) == -1 &&
+	    errno == EINTR)
+		;
+	return 0;
+}
+
+static const char *upair_steps[] = {
+	"ok", "drop to the sandbox uid", "unshare(CLONE_NEWUSER)", "sync",
+	"set max_user_namespaces", "clone the inner user namespace",
+	"write the inner id maps",
+};
+
+/* Reads one byte from fd within 10 s; 0 on timeout or EOF. */
+static char
+get_byte(int fd)
+{
+	struct pollfd pfd = { fd, POLLIN, 0 };
+	char c;
+	int r;
+
+	while ((r = poll(&pfd, 1, 10000)) == -1 && errno == EINTR)
+		;
+	if (r != 1 || read(fd, &c, 1) != 1)
+		return 0;
+	return c;
+}
+
+static int
+userns_pair(uid_t uid, gid_t gid, unsigned range, unsigned inner, uid_t owner,
+    int *n1fd, int *n2fd, char *err, size_t errlen)
+{
+	struct upair u;
+	char path[64], map[64], c;
+	void *stack = NULL;
+	pid_t pid = -1;
+	int rc = -1, i;
+
+	*n1fd = *n2fd = -1;
+	memset(&u, 0, sizeof(u));
+	for (i = 0; i < 2; i++)
+		u.to_h1[i] = u.to_p[i] = u.to_h2[i] = -1;
+	u.uid = owner;	/* N1, N2 owner: bwrap runs as it */
+	u.gid = owner - uid + gid;
+	if (range > 1)
+		snprintf(u.map, sizeof(u.map), "0 0 %u\n", range);
+	else	/* a one-uid sandbox: that uid inside is its host uid */
+		snprintf(u.map, sizeof(u.map), "%u 0 1\n", inner);
+	if ((stack = stack_new()) == NULL || (u.stack2 = stack_new()) == NULL ||
+	    pipe2(u.to_h1, O_CLOEXEC) == -1 || pipe2(u.to_p, O_CLOEXEC) == -1 ||
+	    pipe2(u.to_h2, O_CLOEXEC) == -1) {
+		snprintf(err, errlen, "stack/pipe: %s", strerror(errno));
+		goto out;
+	}
+	pthread_mutex_lock(&setid_mu);
+	if ((pid = clone_vm(h1_child, stack, 0, &u)) == -1) {
+		pthread_mutex_unlock(&setid_mu);
+		snprintf(err, errlen, "clone: %s", strerror(errno));
+		goto out;
+	}
+	/* NB: H1's set*id clears our shared mm's dumpable flag; it sets it
+	 * back itself (and so does rl_spawn after the sandbox's exec) */
+	if ((c = get_byte(u.to_p[0])) != '1')
+		goto fail;
+	snprintf(path, sizeof(path), "/proc/%d/uid_map", (int)pid);
+	snprintf(map, sizeof(map), "0 %u %u\n", (unsigned)uid, range);
+	if (write_str(path, map) == -1) {
+		snprintf(err, errlen, "write uid_map: %s", strerror(errno));
+		goto out;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/gid_map", (int)pid);
+	snprintf(map, sizeof(map), "0 %u %u\n", (unsigned)gid, range);
+	if (write_str(path, map) == -1) {
+		snprintf(err, errlen, "write gid_map: %s", strerror(errno));
+		goto out;
+	}
+	if (write(u.to_h1[1], "m", 1) != 1 || (c = get_byte(u.to_p[0])) != '2')
+		goto fail;
+	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
+	*n1fd = open(path, O_RDONLY | O_CLOEXEC);
+	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)u.h2);
+	*n2fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (*n1fd == -1 || *n2fd == -1) {
+		snprintf(err, errlen, "open %s: %s", path, strerror(errno));
+		goto out;
+	}
+	rc = 0;
+	goto out;
+fail:
+	if (u.fail_step > 0 && (size_t)u.fail_step < NELEM(upair_steps))
+		snprintf(err, errlen, "%s: %s", upair_steps[u.fail_step],
+		    strerror(u.fail_err));
+	else
+		snprintf(err, errlen, "user namespace helper did not answer");
+out:
+	if (pid > 0) {
+		(void)!write(u.to_h1[1], "x", 1);
+		reap(pid);
+		(void)prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+		pthread_mutex_unlock(&setid_mu);
+	}
+	if (rc == -1) {
+		if (*n1fd != -1)
+			close(*n1fd);
+		if (*n2fd != -1)
+			close(*n2fd);
+		*n1fd = *n2fd = -1;
+	}
+	for (i = 0; i < 2; i++) {
+		if (u.to_h1[i] != -1)
+			close(u.to_h1[i]);
+		if (u.to_p[i] != -1)
+			close(u.to_p[i]);
+		if (u.to_h2[i] != -1)
+			close(u.to_h2[i]);
+	}
+	if (stack != NULL)
+		munmap(stack, RL_STACK);
+	if (u.stack2 != NULL)
+		munmap(u.stack2, RL_STACK);
+	return rc;
+}
+
+/* What the detaching child and the sandbox's first process share with us
+ * (CLONE_VM). */
+struct spawn_ctx {
+	struct rl_spawn	*s;
+	const char	*ovl_opts;
+	int		 usernsfd, logfd, nullfd, infofd;
+	int		 innerfd;	/* N2, bwrap --userns 5 */
+	char		 loopdev[32];	/* disk_img attached here, or "" */
+	uid_t		 run_uid;	/* bwrap's host uid/gid */
+	gid_t		 run_gid;
+	void		*stack2;
+	/* out */
+	pid_t		 gpid;		/* the sandbox's bwrap */
+	int		 fail_step;	/* 0: exec'd */
+	int		 fail_err;
 };
 
 static const char *spawn_steps[] = {
 	"ok", "join cgroup", "unshare mount namespace", "make mounts private",
 	"open_tree image", "idmap image (mount_setattr)", "attach image",
 	"mount overlay", "drop privileges", "set up fds", "exec bwrap",
+	"setsid", "clone", "mount the disk image",
 };
 
-static NORETURN void
-child_fail(int fd, int step)
+static int
+child_fail(struct spawn_ctx *c, int step)
 {
-	struct spawn_fail f = { step, errno };
-
-	if (write(fd, &f, sizeof(f)) != sizeof(f))
-		_exit(126);
+	c->fail_err = errno;
+	c->fail_step = step;
 	_exit(127);
 }
 
-/* In the grandchild: only system calls from here to exec. */
-static NORETURN void
-spawn_child(struct rl_spawn *s, const char *ovl_opts, int usernsfd,
-    int logfd, int nullfd, int infofd, int repfd)
+/* The sandbox's bwrap, before exec: only system calls. */
+static int
+spawn_child(void *arg)
 {
+	struct spawn_ctx *c = arg;
+	struct rl_spawn *s = c->s;
 	struct mount_attr ma;
-	sigset_t all;
+	sigset_t none;
 	size_t i;
-	int t, fds[5], sig;
+	int t, fds[6], sig;
 
-	sigemptyset(&all);
 	for (sig = 1; sig < NSIG; sig++)
 		if (sig != SIGKILL && sig != SIGSTOP)
 			(void)signal(sig, SIG_DFL);
-	sigprocmask(SIG_SETMASK, &all, NULL);
+	sigemptyset(&none);
+	(void)syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL,
+	    (size_t)(_NSIG / 8));
 	for (i = 0; i < s->ncg_files; i++) {
 		int fd = open(s->cg_files[i], O_WRONLY | O_CLOEXEC);
 		if (fd == -1 || write(fd, "0", 1) != 1)
-			child_fail(repfd, 1);
+			return child_fail(c, 1);
 		close(fd);
 	}
 	if (unshare(CLONE_NEWNS) == -1)
-		child_fail(repfd, 2);
+		return child_fail(c, 2);
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == -1)
-		child_fail(repfd, 3);
+		return child_fail(c, 3);
+	if (c->loopdev[0] != '\0' && mount(c->loopdev, s->disk_mnt, "ext4",
+	    MS_NOSUID | MS_NODEV, NULL) == -1)
+		return child_fail(c, 13);
 	t = (int)syscall(SYS_open_tree, AT_FDCWD, s->image_dir,
 	    OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
 	if (t == -1)
-		child_fail(repfd, 4);
+		return child_fail(c, 4);
 	memset(&ma, 0, sizeof(ma));
 	ma.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
 	if (s->upper == NULL)
 		ma.attr_set |= MOUNT_ATTR_RDONLY;
-	ma.userns_fd = (unsigned long long)usernsfd;
+	ma.userns_fd = (unsigned long long)c->usernsfd;
 	if (syscall(SYS_mount_setattr, t, "", AT_EMPTY_PATH | AT_RECURSIVE,
 	    &ma, sizeof(ma)) == -1)
-		child_fail(repfd, 5);
+		return child_fail(c, 5);
 	if (syscall(SYS_move_mount, t, "", AT_FDCWD, s->lower,
 	    MOVE_MOUNT_F_EMPTY_PATH) == -1)
-		child_fail(repfd, 6);
+		return child_fail(c, 6);
 	close(t);
 	if (s->upper != NULL && mount("overlay", s->root, "overlay",
-	    MS_NOSUID | MS_NODEV, ovl_opts) == -1)
-		child_fail(repfd, 7);
-	if (setgroups(0, NULL) == -1 ||
-	    setresgid(s->gid, s->gid, s->gid) == -1 ||
-	    setresuid(s->uid, s->uid, s->uid) == -1)
-		child_fail(repfd, 8);
+	    MS_NOSUID | MS_NODEV, c->ovl_opts) == -1)
+		return child_fail(c, 7);
+	/* raw: glibc's set*id would try to change our parent's threads */
+	if (syscall(SYS_setgroups, 0, NULL) == -1 ||
+	    syscall(SYS_setresgid, c->run_gid, c->run_gid, c->run_gid) == -1 ||
+	    syscall(SYS_setresuid, c->run_uid, c->run_uid, c->run_uid) == -1)
+		return child_fail(c, 8);
 	/* move fds out of the way of 0-4, then into place */
-	fds[0] = fcntl(nullfd, F_DUPFD_CLOEXEC, 10);
-	fds[1] = fcntl(logfd, F_DUPFD_CLOEXEC, 10);
+	fds[0] = fcntl(c->nullfd, F_DUPFD_CLOEXEC, 10);
+	fds[1] = fcntl(c->logfd, F_DUPFD_CLOEXEC, 10);
 	fds[2] = fds[1];
-	fds[3] = fcntl(infofd, F_DUPFD_CLOEXEC, 10);
+	fds[3] = fcntl(c->infofd, F_DUPFD_CLOEXEC, 10);
 	fds[4] = s->seccomp_fd != -1 ?
 	    fcntl(s->seccomp_fd, F_DUPFD_CLOEXEC, 10) : -1;
-	if (fds[0] == -1 || fds[1] == -1 || fds[3] == -1 ||
+	fds[5] = fcntl(c->innerfd, F_DUPFD_CLOEXEC, 10);
+	if (fds[0] == -1 || fds[1] == -1 || fds[3] == -1 || fds[5] == -1 ||
 	    (s->seccomp_fd != -1 && fds[4] == -1))
-		child_fail(repfd, 9);
-	for (i = 0; i < 5; i++) {
+		return child_fail(c, 9);
+	for (i = 0; i < 6; i++) {
 		if (fds[i] == -1)
 			continue;
 		if (dup2(fds[i], (int)i) == -1)
-			child_fail(repfd, 9);
+			return child_fail(c, 9);
 	}
-	/* nothing else crosses exec (the caller's fds may lack CLOEXEC);
-	 * repfd stays until exec to report an exec failure */
-	(void)close_range(5, ~0U, CLOSE_RANGE_CLOEXEC);
+	/* nothing else crosses exec (the caller's fds may lack CLOEXEC) */
+	(void)close_range(6, ~0U, CLOSE_RANGE_CLOEXEC);
 	execve(s->bwrap, s->argv, s->envp);
-	child_fail(repfd, 10);
+	return child_fail(c, 10);
+}
+
+/* The detaching child: a new session; its child, the sandbox, is adopted
+ * by init when it exits (after the sandbox's exec: CLONE_VFORK). */
+static int
+detach_child(void *arg)
+{
+	struct spawn_ctx *c = arg;
+	pid_t g;
+
+	if (setsid() == -1) {
+		c->fail_err = errno;
+		c->fail_step = 11;
+		_exit(1);
+	}
+	g = clone(spawn_child, (char *)c->stack2 + RL_STACK,
+	    CLONE_VM | CLONE_VFORK | SIGCHLD, c);
+	if (g == -1) {
+		c->fail_err = errno;
+		c->fail_step = 12;
+		_exit(1);
+	}
+	c->gpid = g;
+	_exit(0);
+}
+
+/*
+ * Attaches img to a free loop device that detaches itself once nothing
+ * holds it (LO_FLAGS_AUTOCLEAR: the sandbox's mount, gone with its mount
+ * namespace). Returns the device's fd (keep it until the mount is made)
+ * and its path in dev, or -1.
+ */
+static int
+loop_attach(const char *img, char *dev, size_t devlen, char *err,
+    size_t errlen)
+{
+	struct loop_config lc;
+	int cfd, lfd = -1, ifd, n, tries;
+
+	if ((ifd = open(img, O_RDWR | O_CLOEXEC | O_NOFOLLOW)) == -1) {
+		snprintf(err, errlen, "open %s: %s", img, strerror(errno));
+		return -1;
+	}
+	if ((cfd = open("/dev/loop-control", O_RDWR | O_CLOEXEC)) == -1) {
+		snprintf(err, errlen, "open /dev/loop-control: %s",
+		    strerror(errno));
+		close(ifd);
+		return -1;
+	}
+	for (tries = 0; tries < 20; tries++) {
+		if ((n = ioctl(cfd, LOOP_CTL_GET_FREE)) < 0) {
+			snprintf(err, errlen, "no free loop device: %s",
+			    strerror(errno));
+			break;
+		}
+		snprintf(dev, devlen, "/dev/loop%d", n);
+		if ((lfd = open(dev, O_RDWR | O_CLOEXEC)) == -1) {
+			snprintf(err, errlen, "open %s: %s", dev,
+			    strerror(errno));
+			break;
+		}
+		memset(&lc, 0, sizeof(lc));
+		lc.fd = (unsigned)ifd;
+		lc.info.lo_flags = LO_FLAGS_AUTOCLEAR;
+		if (ioctl(lfd, LOOP_CONFIGURE, &lc) == 0)
+			break;
+		n = errno;
+		snprintf(err, errlen, "attach %s: %s", dev, strerror(n));
+		close(lfd);
+		lfd = -1;
+		if (n != EBUSY)		/* taken by someone else meanwhile */
+			break;
+	}
+	close(cfd);
+	close(ifd);
+	return lfd;
 }
 
 int
 rl_spawn(struct rl_spawn *s, int timeout_ms, char *err, size_t errlen)
 {
 	char ovl[4 * RL_PATH_MAX], info[1024], e[256];
-	int usernsfd = -1, logfd = -1, nullfd = -1, infop[2] = { -1, -1 };
-	int rep[2] = { -1, -1 }, st, rc = -1, r;
-	struct spawn_fail f;
+	int infop[2] = { -1, -1 }, rc = -1, r, loopfd = -1;
+	struct spawn_ctx c;
 	struct pollfd pfd;
-	size_t got = 0, ilen = 0;
-	pid_t mid, gpid = -1;
+	size_t ilen = 0;
+	void *stack1 = NULL;
+	pid_t mid;
 	ssize_t n;
-	char rb[sizeof(pid_t) + sizeof(f)];
 	char *cp, *end;
-	long long v;
+	long long v, t0;
 
+	memset(&c, 0, sizeof(c));
+	c.s = s;
+	c.ovl_opts = ovl;
+	c.usernsfd = c.logfd = c.nullfd = c.innerfd = -1;
 	s->pid = s->child_pid = -1;
+	s->us_idmap = s->us_detach = 0;
 	if (s->upper != NULL && snprintf(ovl, sizeof(ovl),
 	    "lowerdir=%s,upperdir=%s,workdir=%s", s->lower, s->upper,
 	    s->work) >= (int)sizeof(ovl)) {
@@ -785,69 +1138,68 @@ rl_spawn(struct rl_spawn *s, int timeout_ms, char *err, size_t errlen)
 		snprintf(err, errlen, "state paths must not contain ',' or ':'");
 		return -1;
 	}
-	if ((usernsfd = idmap_userns(s->uid, s->gid, e, sizeof(e))) == -1) {
-		snprintf(err, errlen, "idmap user namespace: %s", e);
+	t0 = rl_mono_us();
+	/* bwrap runs as the host id of the agent's user inside: in a range,
+	 * uid + inner_uid, so it joins N2 as inner_uid (no switch needed:
+	 * bwrap keeps no capability to switch ids in a namespace it joins) */
+	c.run_uid = s->uid + (s->uid_range > 1 ? s->inner_uid : 0);
+	c.run_gid = s->gid + (s->uid_range > 1 ? s->inner_uid : 0);
+	if (userns_pair(s->uid, s->gid, s->uid_range, s->inner_uid, c.run_uid,
+	    &c.usernsfd, &c.innerfd,
+	    e, sizeof(e)) == -1) {
+		snprintf(err, errlen, "sandbox user namespace: %s", e);
 		goto out;
 	}
-	logfd = open(s->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC |
+	s->us_idmap = rl_mono_us() - t0;
+	t0 += s->us_idmap;
+	c.logfd = open(s->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC |
 	    O_NOFOLLOW, 0600);
-	nullfd = open("/dev/null", O_RDWR | O_CLOEXEC);
-	if (logfd == -1 || nullfd == -1) {
+	c.nullfd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (c.logfd == -1 || c.nullfd == -1) {
 		snprintf(err, errlen, "open %s: %s", s->log_path,
 		    strerror(errno));
 		goto out;
 	}
-	if (pipe2(infop, O_CLOEXEC) == -1 || pipe2(rep, O_CLOEXEC) == -1) {
+	if (pipe2(infop, O_CLOEXEC) == -1) {
 		snprintf(err, errlen, "pipe: %s", strerror(errno));
 		goto out;
 	}
-	if ((mid = fork()) == -1) {
-		snprintf(err, errlen, "fork: %s", strerror(errno));
+	c.infofd = infop[1];
+	if (s->disk_img != NULL && (loopfd = loop_attach(s->disk_img,
+	    c.loopdev, sizeof(c.loopdev), e, sizeof(e))) == -1) {
+		snprintf(err, errlen, "disk: %s", e);
 		goto out;
 	}
-	if (mid == 0) {
-		/* detach: new session, and let init adopt the sandbox */
-		pid_t g;
-
-		close(infop[0]);
-		close(rep[0]);
-		(void)setsid();
-		if ((g = fork()) == -1)
-			_exit(1);
-		if (g != 0) {
-			_exit(write(rep[1], &g, sizeof(g)) == sizeof(g) ? 0 : 1);
-		}
-		spawn_child(s, ovl, usernsfd, logfd, nullfd, infop[1], rep[1]);
+	if ((stack1 = stack_new()) == NULL || (c.stack2 = stack_new()) == NULL) {
+		snprintf(err, errlen, "mmap: %s", strerror(errno));
+		goto out;
 	}
+	/* returns once the sandbox exec'd bwrap (or failed) and mid exited */
+	pthread_mutex_lock(&setid_mu);
+	if ((mid = clone_vm(detach_child, stack1, CLONE_VFORK, &c)) == -1) {
+		pthread_mutex_unlock(&setid_mu);
+		snprintf(err, errlen, "clone: %s", strerror(errno));
+		goto out;
+	}
+	reap(mid);
+	/* the sandbox's set*id before its exec cleared our (shared) mm's
+	 * dumpable flag: set it back */
+	(void)prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+	pthread_mutex_unlock(&setid_mu);
 	close(infop[1]);
 	infop[1] = -1;
-	close(rep[1]);
-	rep[1] = -1;
-	while (waitpid(mid, &st, 0) == -1 && errno == EINTR)
-		;
-	/* the grandchild's pid, then (only on failure) a spawn_fail */
-	for (;;) {
-		n = read(rep[0], rb + got, sizeof(rb) - got);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-		if (got == sizeof(rb))
-			break;
-	}
-	if (got < sizeof(pid_t)) {
-		snprintf(err, errlen, "spawn: intermediate process failed");
+	s->us_detach = rl_mono_us() - t0;
+	if (c.gpid > 0)
+		s->pid = c.gpid;
+	if (c.fail_step != 0) {
+		if (c.fail_step < 0 || (size_t)c.fail_step >= NELEM(spawn_steps))
+			c.fail_step = 0;
+		snprintf(err, errlen, "spawn: %s: %s", spawn_steps[c.fail_step],
+		    strerror(c.fail_err));
 		goto out;
 	}
-	memcpy(&gpid, rb, sizeof(pid_t));
-	s->pid = gpid;
-	if (got == sizeof(rb)) {
-		memcpy(&f, rb + sizeof(pid_t), sizeof(f));
-		if (f.step < 0 || (size_t)f.step >= NELEM(spawn_steps))
-			f.step = 0;
-		snprintf(err, errlen, "spawn: %s: %s", spawn_steps[f.step],
-		    strerror(f.err));
+	if (c.gpid <= 0) {
+		snprintf(err, errlen, "spawn: intermediate process failed");
 		goto out;
 	}
 	/* bwrap --info-fd: {"child-pid": N, ...} */
@@ -891,20 +1243,24 @@ rl_spawn(struct rl_spawn *s, int timeout_ms, char *err, size_t errlen)
 	s->child_pid = (pid_t)v;
 	rc = 0;
 out:
-	if (usernsfd != -1)
-		close(usernsfd);
-	if (logfd != -1)
-		close(logfd);
-	if (nullfd != -1)
-		close(nullfd);
+	if (c.usernsfd != -1)
+		close(c.usernsfd);
+	if (c.innerfd != -1)
+		close(c.innerfd);
+	if (loopfd != -1)
+		close(loopfd);	/* the sandbox's mount holds it now */
+	if (c.logfd != -1)
+		close(c.logfd);
+	if (c.nullfd != -1)
+		close(c.nullfd);
 	if (infop[0] != -1)
 		close(infop[0]);
 	if (infop[1] != -1)
 		close(infop[1]);
-	if (rep[0] != -1)
-		close(rep[0]);
-	if (rep[1] != -1)
-		close(rep[1]);
+	if (stack1 != NULL)
+		munmap(stack1, RL_STACK);
+	if (c.stack2 != NULL)
+		munmap(c.stack2, RL_STACK);
 	return rc;
 }
 

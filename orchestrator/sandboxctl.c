@@ -4,7 +4,8 @@
  *
  *   sandboxctl [-v] [-s STATE_DIR] [-c CONFIG.yaml] COMMAND ...
  *     create [--image NAME] [--label K=V]... [--env K=V]... [--mem SIZE]
- *            [--cpu MILLIS] [--pids N] [--no-root] [--read-only] ID
+ *            [--cpu MILLIS] [--pids N] [--disk SIZE] [--no-root]
+ *            [--read-only] ID
  *     exec [--timeout MS] ID -- COMMAND...
  *     list [--json]
  *     get ID
@@ -46,7 +47,8 @@ usage(void)
 	fprintf(stderr,
 	    "usage: sandboxctl [-v] [-s STATE_DIR] [-c CONFIG.yaml] COMMAND ...\n"
 	    "  create [--image NAME] [--label K=V]... [--env K=V]... [--mem SIZE]\n"
-	    "         [--cpu MILLIS] [--pids N] [--no-root] [--read-only] ID\n"
+	    "         [--cpu MILLIS] [--pids N] [--disk SIZE] [--no-root]\n"
+	    "         [--read-only] ID\n"
 	    "  exec [--timeout MS] ID -- COMMAND...\n"
 	    "  list [--json] | get ID | stop ID | start ID | destroy ID\n"
 	    "  labels ID [K=V]... | attach ID [--org O] [--user U] [--session S]\n"
@@ -277,6 +279,10 @@ main(int argc, char **argv)
 			} else if (strcmp(argv[i], "--pids") == 0 && i + 1 < argc) {
 				if (strnum_ll(argv[++i], 1, 10000000,
 				    &sp.pids_max, &errstr) == -1)
+					usage();
+			} else if (strcmp(argv[i], "--disk") == 0 && i + 1 < argc) {
+				if (strnum_size(argv[++i], &sp.disk_bytes,
+				    &errstr) == -1)
 					usage();
 			} else if (strcmp(argv[i], "--no-root") == 0)
 				sp.run_as_root = 0;

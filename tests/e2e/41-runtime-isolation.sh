@@ -50,7 +50,7 @@ check "workspace-file-owned-by-uid" [ "$(stat -c %u "$RT_STATE/sb-a/workspace/wh
 check "workspace-dir-owned-by-uid" [ "$(stat -c %u:%g "$RT_STATE/sb-a/workspace/d")" = "$ua:$ua" ]
 check "overlay-file-owned-by-uid" [ "$(stat -c %u "$RT_STATE/sb-a/upper/etc/rootfile")" = "$ua" ]
 cpid=$(awk '{print $3}' "$RT_STATE/sb-a/pid")
-check "uid-map-single" [ "$(echo $(cat /proc/$cpid/uid_map))" = "0 $ua 1" ]
+check "uid-map-range" [ "$(echo $(cat /proc/$cpid/uid_map))" = "0 $ua 65536" ]
 check "host-sees-uid" [ "$(stat -c %u /proc/$cpid)" = "$ua" ]
 panic0=$(cat /proc/sys/kernel/panic)
 out=$(rt_sh sb-a 'echo x > /run/sandbox/sandbox-agent 2>&1; echo 3 > /proc/sys/vm/drop_caches 2>&1; echo b > /proc/sysrq-trigger 2>&1; mknod /tmp/sda b 8 0 2>&1; echo 77 > /proc/sys/kernel/panic 2>&1; echo end')
@@ -104,3 +104,28 @@ C
 else
 	fail "seccomp-probe-build" "gcc missing"
 fi
+
+# ---- a range of ids per sandbox: image owners and non-root users map ----
+check "host-ranges-disjoint" [ $(( ua > ub ? ua - ub : ub - ua )) -ge 65536 ]
+IMGU=$T/img-u
+cp -a "$RT_BB" "$IMGU" && mkdir -p "$IMGU/home/u" "$IMGU/srv/nob" &&
+	chown 1000:1000 "$IMGU/home/u" && chown 65534:65534 "$IMGU/srv/nob" &&
+	sbx image add uimg "$IMGU" || fail "uid-image" "could not build the test image"
+sbx create --image uimg sb-u >/dev/null || fail "create-uimg"
+out=$(rt_sh sb-u 'stat -c %u:%g /home/u /srv/nob /bin | tr "\n" " "')
+check "image-owners-keep-ids" [ "$out" = "1000:1000 65534:65534 0:0 " ]
+sbx create --image uimg --no-root sb-n >/dev/null || fail "create-nonroot"
+un=$(rt_uid sb-n)
+out=$(rt_sh sb-n 'id -u; echo one > /workspace/f; mkdir /workspace/d; echo h > /home/u/new; touch /etc/nope 2>&1; stat -c %u:%g /workspace/f /home/u/new')
+check "nonroot-is-1000" [ "$(sed -n 1p <<<"$out")" = 1000 ]
+check "nonroot-cannot-write-root-files" grep -q 'Permission denied' <<<"$out"
+check "nonroot-files-owned-inside" [ "$(tail -n2 <<<"$out" | tr '\n' ' ')" = "1000:1000 1000:1000 " ]
+check "nonroot-workspace-host-owner" [ "$(stat -c %u:%g "$RT_STATE/sb-n/workspace/f")" = "$((un + 1000)):$((un + 1000))" ]
+check "nonroot-upper-host-owner" [ "$(stat -c %u "$RT_STATE/sb-n/upper/home/u/new")" = "$((un + 1000))" ]
+check "image-untouched" [ "$(stat -c %u "$IMGU/home/u")" = 1000 ] && [ ! -e "$IMGU/home/u/new" ]
+sbx stop sb-n && sbx start sb-n || fail "nonroot-stop-start"
+out=$(rt_sh sb-n 'echo two >> /workspace/f && cat /workspace/f /home/u/new; stat -c %u:%g /workspace/f /workspace/d /home/u/new | tr "\n" " "')
+check "nonroot-survives-stop-start" [ "$(head -n3 <<<"$out" | tr '\n' ' ')" = "one two h " ]
+check "nonroot-owners-survive" [ "$(tail -n1 <<<"$out")" = "1000:1000 1000:1000 1000:1000 " ]
+out=$(rt_sh sb-u 'busybox unshare -U true 2>&1; echo rc=$?')
+check "range-still-no-userns" grep -q 'rc=1' <<<"$out"

@@ -142,3 +142,31 @@ else
 fi
 out=$(SANDBOX_CGROUP_MODE=bogus sbx list 2>&1); rc=$?
 check "bad-cgroup-mode" [ $rc -ne 0 ]
+
+# ---- disk limit: an ext4 image per sandbox (opt-in: --disk / disk_bytes) ----
+out=$(sbx create --disk 1MiB sb-dtiny 2>&1); rc=$?
+check "disk-too-small-refused" bash -c "[ $rc -ne 0 ] && grep -q 'disk 0 or 16MiB' <<<'$out'"
+if sbx create --disk 32MiB sb-d >/dev/null && sbx create --disk 32MiB sb-d2 >/dev/null; then
+	img=$RT_STATE/sb-d/disk.img
+	check "disk-image-sized" [ "$(stat -c %s "$img")" = 33554432 ]
+	out=$(rt_sh sb-d 'echo keep > /workspace/k; dd if=/dev/zero of=/workspace/big bs=1M count=64 2>&1; echo rc=$?')
+	check "disk-full-enospc" grep -q 'No space left on device' <<<"$out"
+	check "disk-full-fails" grep -q 'rc=1' <<<"$out"
+	check "disk-image-bounded" [ "$(du -k "$img" | cut -f1)" -le 33000 ]
+	out=$(rt_sh sb-d 'rm -f /workspace/big; dd if=/dev/zero of=/big bs=1M count=64 2>&1; echo rc=$?; rm -f /big; echo fine')
+	check "disk-root-also-limited" grep -q 'No space left on device' <<<"$out"
+	check "disk-sandbox-usable-after" grep -q '^fine$' <<<"$out"
+	out=$(rt_sh sb-d2 'dd if=/dev/zero of=/workspace/w bs=1M count=8 2>&1; echo rc=$?')
+	check "disk-other-sandbox-unaffected" grep -q 'rc=0' <<<"$out"
+	sbx create sb-nd >/dev/null
+	out=$(rt_sh sb-nd 'dd if=/dev/zero of=/workspace/w bs=1M count=40 2>&1; echo rc=$?; rm -f /workspace/w')
+	check "disk-unlimited-sandbox-unaffected" grep -q 'rc=0' <<<"$out"
+	check "disk-no-host-mount" bash -c "! grep -q '$RT_STATE/sb-d' /proc/self/mountinfo"
+	sbx stop sb-d && sbx start sb-d || fail "disk-stop-start"
+	check "disk-workspace-survives" [ "$(rt_sh sb-d 'cat /workspace/k')" = keep ]
+	sbx destroy sb-d; sbx destroy sb-d2
+	check "disk-destroy-frees" [ ! -e "$img" ]
+	check "disk-loop-detached" wait_for 20 bash -c "! losetup -a | grep -q '$RT_STATE/'"
+else
+	fail "disk-create" "create --disk 32MiB failed"
+fi

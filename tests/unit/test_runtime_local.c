@@ -76,7 +76,7 @@ TEST(test_record_roundtrip_and_hostile)
 	r.env = cJSON_CreateObject();
 	snprintf(p, sizeof(p), "%s/sb-1", rl->state_dir);
 	mkdir(p, 0711);
-	CHECK(rec_save(rl, &r, e, sizeof(e)) == 0);
+	CHECK(rec_save(rl, &r, 1, e, sizeof(e)) == 0);
 	CHECK(rec_load(rl, "sb-1", &r2, e, sizeof(e)) == 0);
 	CHECK_STR(r2.image, "busybox");
 	CHECK_STR(r2.phase, "running");
@@ -180,7 +180,7 @@ TEST(test_uid_alloc)
 		r.uid = rl->c.uid_base + i;
 		snprintf(p, sizeof(p), "%s/u-%d", rl->state_dir, i);
 		mkdir(p, 0711);
-		CHECK(rec_save(rl, &r, e, sizeof(e)) == 0);
+		CHECK(rec_save(rl, &r, 0, e, sizeof(e)) == 0);
 	}
 	CHECK(alloc_uid(rl, &uid, e, sizeof(e)) == 0);
 	CHECK_INT(uid, rl->c.uid_base + 1);
@@ -308,6 +308,185 @@ TEST(test_cfg_keys)
 	}
 }
 
+/* A fake cgroup tree under tdir/name: dirs and (empty or given) files. */
+static void
+mkfake(const char *root, const char *const *paths, size_t n)
+{
+	char p[600];
+	size_t i;
+	int fd;
+
+	mkdir(root, 0755);
+	for (i = 0; i < n; i++) {
+		snprintf(p, sizeof(p), "%s/%s", root, paths[i]);
+		if (p[strlen(p) - 1] == '/') {
+			mkdir(p, 0755);
+			continue;
+		}
+		fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd != -1) {
+			if (strstr(paths[i], "cgroup.controllers") != NULL &&
+			    strstr(paths[i], "unified") == NULL)
+				(void)!write(fd, "cpuset cpu io memory pids\n", 26);
+			close(fd);
+		}
+	}
+}
+
+static char *
+slurp(const char *dir, const char *f)
+{
+	char p[700];
+
+	snprintf(p, sizeof(p), "%s/%s", dir, f);
+	return rl_read_file(p, 4096, NULL);
+}
+
+/* Path and controller selection on pure v2, hybrid and v1-only trees, and
+ * the v2 limit files (this build machine is a hybrid: the v2 limits are
+ * never written to a real kernel here). */
+TEST(test_cgroup_selection)
+{
+	static const char *const v2[] = {
+		"cgroup.controllers", "cgroup.subtree_control", "t/",
+		"t/cgroup.subtree_control", "t/sb/", "t/sb/memory.max",
+		"t/sb/memory.swap.max", "t/sb/memory.oom.group", "t/sb/pids.max",
+		"t/sb/cpu.max",
+	};
+	static const char *const hyb[] = {
+		"unified/", "unified/cgroup.controllers", "memory/",
+		"memory/memory.limit_in_bytes", "cpu,cpuacct/",
+		"cpu,cpuacct/cpu.cfs_quota_us", "pids/", "pids/cgroup.procs",
+		"freezer/", "freezer/cgroup.procs",
+	};
+	static const char *const v1[] = {
+		"memory/", "memory/memory.limit_in_bytes", "pids/",
+		"pids/cgroup.procs",
+	};
+	struct rl_cg cg;
+	struct rl_limits lim = { 512LL << 20, 1500, 300 };
+	char root[400], dir[500], files[8][RL_PATH_MAX], e[256], *s;
+	size_t n;
+
+	/* pure v2: limits in v2, no v1 */
+	snprintf(root, sizeof(root), "%s/cg-v2", tdir);
+	mkfake(root, v2, NELEM(v2));
+	CHECK(rl_cg_detect_at(root, "auto", "t", &cg, e, sizeof(e)) == 0);
+	CHECK_INT(cg.mode, RL_CG_V2);
+	CHECK(cg.v2_track);
+	snprintf(dir, sizeof(dir), "%s/t", root);
+	CHECK_STR(cg.v2, dir);
+	CHECK_STR(cg.v1_mem, "");
+	s = slurp(dir, "cgroup.subtree_control");
+	CHECK_STR(s, "+memory +pids +cpu");
+	free(s);
+	CHECK(rl_cg_create(&cg, "sb", &lim, e, sizeof(e)) == 0);
+	snprintf(dir, sizeof(dir), "%s/t/sb", root);
+	s = slurp(dir, "memory.max");
+	CHECK_STR(s, "536870912");
+	free(s);
+	s = slurp(dir, "memory.swap.max");
+	CHECK_STR(s, "0");
+	free(s);
+	s = slurp(dir, "pids.max");
+	CHECK_STR(s, "300");
+	free(s);
+	s = slurp(dir, "cpu.max");
+	CHECK_STR(s, "150000 100000");
+	free(s);
+	CHECK(rl_cg_procs_files(&cg, "sb", files, NELEM(files), &n) == 0);
+	CHECK_INT(n, 1);
+	snprintf(dir, sizeof(dir), "%s/t/sb/cgroup.procs", root);
+	CHECK_STR(files[0], dir);
+	rl_cg_oom_file(&cg, "sb", dir, sizeof(dir));
+	CHECK(strstr(dir, "/t/sb/memory.events") != NULL);
+	CHECK(rl_cg_detect_at(root, "v2", "t", &cg, e, sizeof(e)) == 0);
+	CHECK(rl_cg_detect_at(root, "v1", "t", &cg, e, sizeof(e)) == -1);
+	CHECK(strstr(e, "v1") != NULL);
+
+	/* hybrid: limits in v1, v2 only tracks (and kills) */
+	snprintf(root, sizeof(root), "%s/cg-hyb", tdir);
+	mkfake(root, hyb, NELEM(hyb));
+	CHECK(rl_cg_detect_at(root, "auto", "t", &cg, e, sizeof(e)) == 0);
+	CHECK_INT(cg.mode, RL_CG_V1);
+	CHECK(cg.v2_track);
+	snprintf(dir, sizeof(dir), "%s/unified/t", root);
+	CHECK_STR(cg.v2, dir);
+	snprintf(dir, sizeof(dir), "%s/cpu,cpuacct/t", root);
+	CHECK_STR(cg.v1_cpu, dir);
+	snprintf(dir, sizeof(dir), "%s/freezer/t", root);
+	CHECK_STR(cg.v1_freezer, dir);
+	CHECK(rl_cg_procs_files(&cg, "sb", files, NELEM(files), &n) == 0);
+	CHECK_INT(n, 5);	/* unified, memory, pids, cpu, freezer */
+	CHECK(rl_cg_detect_at(root, "v2", "t", &cg, e, sizeof(e)) == -1);
+	CHECK(strstr(e, "no memory, pids and cpu controllers") != NULL);
+
+	/* v1 only: no v2 tracking */
+	snprintf(root, sizeof(root), "%s/cg-v1", tdir);
+	mkfake(root, v1, NELEM(v1));
+	CHECK(rl_cg_detect_at(root, "auto", "t", &cg, e, sizeof(e)) == 0);
+	CHECK_INT(cg.mode, RL_CG_V1);
+	CHECK(!cg.v2_track);
+	CHECK_STR(cg.v1_cpu, "");
+
+	/* nothing usable, bad modes and names */
+	snprintf(root, sizeof(root), "%s/cg-none", tdir);
+	mkdir(root, 0755);
+	CHECK(rl_cg_detect_at(root, "auto", "t", &cg, e, sizeof(e)) == -1);
+	CHECK(rl_cg_detect_at(root, "none", "t", &cg, e, sizeof(e)) == 0);
+	CHECK_INT(cg.mode, RL_CG_NONE);
+	CHECK(rl_cg_detect_at(root, "v3", "t", &cg, e, sizeof(e)) == -1);
+	CHECK(rl_cg_detect_at(root, "auto", "a/b", &cg, e, sizeof(e)) == -1);
+	CHECK(rl_cg_detect_at(root, "auto", "..", &cg, e, sizeof(e)) == -1);
+	CHECK(rl_cg_detect_at(root, "auto", "", &cg, e, sizeof(e)) == -1);
+}
+
+/* Blocks of uid_range ids; records older than ranges hold one id. */
+TEST(test_uid_ranges)
+{
+	struct rl *rl = mk_rl();
+	struct rec r;
+	long long uid;
+	char p[600], e[256];
+
+	rl->c.uid_range = 65536;
+	snprintf(rl->state_dir, sizeof(rl->state_dir), "%s/state-r", tdir);
+	mkdir(rl->state_dir, 0711);
+	CHECK(alloc_uid(rl, &uid, e, sizeof(e)) == 0);
+	CHECK_INT(uid, 5000000);
+	memset(&r, 0, sizeof(r));
+	snprintf(r.image_dir, sizeof(r.image_dir), "/x");
+	snprintf(r.id, sizeof(r.id), "old");
+	r.uid = 5000000 + 65536 + 7;	/* a one-id record inside slot 1 */
+	r.uid_range = 1;
+	snprintf(p, sizeof(p), "%s/old", rl->state_dir);
+	mkdir(p, 0711);
+	CHECK(rec_save(rl, &r, 0, e, sizeof(e)) == 0);
+	snprintf(r.id, sizeof(r.id), "new");
+	r.uid = 5000000;
+	r.uid_range = 65536;
+	snprintf(p, sizeof(p), "%s/new", rl->state_dir);
+	mkdir(p, 0711);
+	CHECK(rec_save(rl, &r, 0, e, sizeof(e)) == 0);
+	CHECK(alloc_uid(rl, &uid, e, sizeof(e)) == 0);
+	CHECK_INT(uid, 5000000 + 2 * 65536);
+	CHECK(rec_load(rl, "new", &r, e, sizeof(e)) == 0);
+	CHECK_INT(r.uid_range, 65536);
+	rec_clear(&r);
+	/* a record without uid_range (older) reads as one id */
+	snprintf(p, sizeof(p), "%s/old/record.json", rl->state_dir);
+	CHECK(rl_write_atomic(p, "{\"uid\":5000001,\"image_dir\":\"/x\"}", 33,
+	    0600, e, sizeof(e)) == 0);
+	CHECK(rec_load(rl, "old", &r, e, sizeof(e)) == 0);
+	CHECK_INT(r.uid_range, 1);
+	rec_clear(&r);
+	/* "old" now sits in slot 0 beside "new": slot 1 is free again */
+	CHECK(alloc_uid(rl, &uid, e, sizeof(e)) == 0);
+	CHECK_INT(uid, 5000000 + 65536);
+	pthread_mutex_destroy(&rl->mu);
+	free(rl);
+}
+
 int
 main(void)
 {
@@ -325,6 +504,8 @@ main(void)
 	RUN(test_upper_writes_refuse_symlinks);
 	RUN(test_seccomp_program);
 	RUN(test_cfg_keys);
+	RUN(test_cgroup_selection);
+	RUN(test_uid_ranges);
 	(void)rl_rmtree(tdir, e, sizeof(e));
 	return unit_done();
 }

@@ -7,6 +7,9 @@
  *   rtt N      shell round trip of `true` on one kept-alive connection
  *   idle N     creates N sandboxes and leaves them up; prints host memory
  *   pipe N     the floor: a round trip through a bash pipe
+ *   floor N IMAGE_DIR  the floor: bare bwrap start-and-exit with the same
+ *              namespaces and mounts as a sandbox (spawned like the
+ *              runtime spawns it: no shell in between), running /bin/true
  * Config from the YAML file given with -c (the `local:` section).
  */
 #include <errno.h>
@@ -18,6 +21,9 @@
 #include <unistd.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <spawn.h>
+
+extern char **environ;
 
 #include "agentc.h"
 #include "buf.h"
@@ -116,6 +122,32 @@ main(int argc, char **argv)
 	v = calloc((size_t)n, sizeof(*v));
 	buf_init(&b, 1 << 20);
 
+	if (strcmp(mode, "floor") == 0) {
+		char *av[] = { "bwrap", "--unshare-user", "--disable-userns",
+		    "--unshare-pid", "--unshare-net", "--unshare-ipc",
+		    "--unshare-uts", "--unshare-cgroup-try", "--uid", "0",
+		    "--gid", "0", "--ro-bind", NULL, "/", "--proc", "/proc",
+		    "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/run",
+		    "--new-session", "--clearenv", "--", "/bin/true", NULL };
+		pid_t p;
+		int st;
+
+		if (argc - optind < 3)
+			return 2;
+		av[13] = argv[optind + 2];
+		for (i = 0; i < n; i++) {
+			t0 = now_ms();
+			if (posix_spawn(&p, "/usr/bin/bwrap", NULL, NULL, av,
+			    environ) != 0 || waitpid(p, &st, 0) == -1 ||
+			    !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+				fprintf(stderr, "bwrap floor failed\n");
+				return 1;
+			}
+			v[i] = now_ms() - t0;
+		}
+		report("floor: bare bwrap start-and-exit", v, n);
+		return 0;
+	}
 	if (strcmp(mode, "pipe") == 0) {
 		int in[2], out[2];
 		char rb[64];

@@ -2,6 +2,7 @@
 # tests/bench/runtime/run.sh: local runtime figures (make bench), beside the
 # floor measured in the same run:
 #   cold create to first command p50/p99   vs  bare bwrap start-and-exit
+#     (same namespaces and mounts, spawned without a shell: bench floor)
 #   shell round trip for `true` p50/p99    vs  a bash pipe round trip
 #   agent resident memory
 #   idle sandboxes held and host memory per sandbox (BENCH_IDLE, default 500)
@@ -26,17 +27,8 @@ gcc -O2 -std=c11 -D_GNU_SOURCE -Icommon -Iorchestrator -I/usr/share/include/llht
 	-o "$T/bench" 2>"$T/cc.log" || { cat "$T/cc.log"; exit 1; }
 
 echo "local runtime benchmark ($(nproc) cores, $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg))"
-# ---- floor: bare bwrap start-and-exit ----
-ts=()
-for i in $(seq 1 "$NC"); do
-	t0=$(date +%s%N)
-	bwrap --unshare-all --ro-bind "$RT_BB" / /bin/true
-	ts+=($(( ($(date +%s%N) - t0) / 1000 )))
-done
-printf '%s\n' "${ts[@]}" | sort -n | awk -v n="$NC" '{a[NR]=$1} END {
-	i = int(n * 0.99) + 1; if (i > n) i = n
-	printf "%-34s n=%-5d p50=%8.3f ms  p99=%8.3f ms  max=%8.3f ms\n", "floor: bare bwrap start-and-exit", n,
-	a[int(n/2)+1]/1000, a[i]/1000, a[n]/1000 }'
+# ---- floor: bare bwrap start-and-exit, same namespaces and mounts ----
+"$T/bench" floor "$NC" "$RT_BB"
 "$T/bench" -c "$T/rt.yaml" create "$NC"
 "$T/bench" -c "$T/rt.yaml" pipe "$NR"
 "$T/bench" -c "$T/rt.yaml" rtt "$NR"
