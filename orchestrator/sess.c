@@ -41,6 +41,7 @@
 #define AGENT_CONNECT_MS 3000
 #define MAX_PENDING	4096
 #define CREATE_SLOT_WAIT_S 120
+#define POOL_WARM_CMD	"{\"command\":\"true\",\"timeout_ms\":10000}"
 
 enum sstate {
 	S_NONE,		/* no sandbox (new, cleared, or lost) */
@@ -87,6 +88,8 @@ struct sess {
 struct poolmem {
 	char		 id[RT_ID_MAX];
 	long long	 added_ms;
+	char		*env;		/* egress env already applied, or NULL */
+	struct agentc	*conn;		/* an open agent connection, or NULL */
 	struct poolmem	*next;
 };
 
@@ -97,6 +100,7 @@ struct sessmgr {
 	pthread_cond_t		 slot_cv;	/* a creation slot freed */
 	pthread_mutex_t		 rtmu;		/* runtime_serialize */
 	struct sess		*tab[HASH_SIZE];
+	char			*env_cache;	/* last egress env (under mu) */
 	size_t			 nsess;
 	struct poolmem		*pool;		/* ready warm sandboxes */
 	int			 npool;
@@ -263,6 +267,16 @@ sess_free(struct sess *s)
 	free(s);
 }
 
+static void
+poolmem_free(struct poolmem *p)
+{
+	if (p == NULL)
+		return;
+	agentc_close(p->conn);
+	free(p->env);
+	free(p);
+}
+
 struct sessmgr *
 sessmgr_new(struct runtime *rt, const struct conf *conf)
 {
@@ -292,11 +306,12 @@ sessmgr_free(struct sessmgr *m)
 		}
 	for (p = m->pool; p != NULL; p = pn) {
 		pn = p->next;
-		free(p);
+		poolmem_free(p);
 	}
 	for (i = 0; i < m->npending; i++)
 		free(m->pending[i]);
 	free(m->pending);
+	free(m->env_cache);
 	pthread_mutex_destroy(&m->mu);
 	free(m);
 }
@@ -567,16 +582,16 @@ slot_done_locked(struct sessmgr *m, int *slots, int outcome, long long t0)
 	}
 }
 
-/* Takes one ready pool member; "" if none. */
-static int
-pool_take(struct sessmgr *m, char *id, size_t len)
+/* Takes one ready pool member (the caller frees it); NULL if none. */
+static struct poolmem *
+pool_take(struct sessmgr *m)
 {
 	struct poolmem *p;
 
 	pthread_mutex_lock(&m->mu);
 	if ((p = m->pool) == NULL) {
 		pthread_mutex_unlock(&m->mu);
-		return -1;
+		return NULL;
 	}
 	m->pool = p->next;
 	m->npool--;
@@ -584,9 +599,7 @@ pool_take(struct sessmgr *m, char *id, size_t len)
 	m->creating++;
 	pending_add_locked(m, p->id);
 	pthread_mutex_unlock(&m->mu);
-	snprintf(id, len, "%s", p->id);
-	free(p);
-	return 0;
+	return p;
 }
 
 /*
@@ -595,6 +608,7 @@ pool_take(struct sessmgr *m, char *id, size_t len)
  */
 static int raw_agent(struct sess *, const char *, const char *, const char *,
     size_t, int, int *, struct buf *, char *, size_t);
+static void conn_put(struct sess *, struct agentc *);
 
 /* Resolves the agent's address of an adopted sandbox. Held: lk exclusive. */
 static int
@@ -613,17 +627,51 @@ ensure_addr(struct sess *s, char *err, size_t errlen)
 	return 0;
 }
 
+/* {"set":{K:V...}} for the agent from "K=V\n" lines; NULL if none. */
+static cJSON *
+env_body(const char *env)
+{
+	cJSON *body = cJSON_CreateObject(), *set;
+	const char *l, *nl, *eq;
+	char k[256];
+
+	set = cJSON_AddObjectToObject(body, "set");
+	for (l = env; *l != '\0'; l = *nl ? nl + 1 : nl) {
+		nl = l + strcspn(l, "\n");
+		eq = memchr(l, '=', (size_t)(nl - l));
+		if (eq == NULL || eq == l || (size_t)(eq - l) >= sizeof(k))
+			continue;
+		memcpy(k, l, (size_t)(eq - l));
+		k[eq - l] = '\0';
+		{
+			char *v = xstrndup(eq + 1, (size_t)(nl - eq - 1));
+			cJSON_AddStringToObject(set, k, v);
+			free(v);
+		}
+	}
+	if (cJSON_GetArraySize(set) == 0) {
+		cJSON_Delete(body);
+		return NULL;
+	}
+	return body;
+}
+
+/*
+ * applied: the env a warm pool member's agent already has (or NULL): the
+ * same env again needs no agent round trip at claim.
+ */
 static void
-personalise(struct sess *s)
+personalise(struct sess *s, const char *applied)
 {
 	struct sessmgr *m = s->mgr;
 	struct rt_egress eg;
 	struct rt_kv kv[6];
 	char envbuf[8192], err[256], created[32];
-	cJSON *body, *set;
-	char *line, *save, *txt;
+	cJSON *body = NULL;
+	char *txt;
 	struct buf resp;
-	int status;
+	int status = 0;
+	long long t0 = util_mono_ms(), t1;
 
 	if (!m->conf->egress) {
 		s->personalised = 1;
@@ -643,17 +691,15 @@ personalise(struct sess *s)
 		s->personalised = 1;	/* the sandbox works, without network */
 		return;
 	}
-	body = cJSON_CreateObject();
-	set = cJSON_AddObjectToObject(body, "set");
-	for (line = strtok_r(envbuf, "\n", &save); line != NULL;
-	    line = strtok_r(NULL, "\n", &save)) {
-		char *eq = strchr(line, '=');
-		if (eq == NULL || eq == line)
-			continue;
-		*eq = '\0';
-		cJSON_AddStringToObject(set, line, eq + 1);
+	t1 = util_mono_ms();
+	pthread_mutex_lock(&m->mu);
+	if (m->env_cache == NULL || strcmp(m->env_cache, envbuf) != 0) {
+		free(m->env_cache);
+		m->env_cache = xstrdup(envbuf);
 	}
-	if (cJSON_GetArraySize(set) > 0) {
+	pthread_mutex_unlock(&m->mu);
+	if ((applied == NULL || strcmp(applied, envbuf) != 0) &&
+	    (body = env_body(envbuf)) != NULL) {
 		txt = cJSON_PrintUnformatted(body);
 		buf_init(&resp, 64 * 1024);
 		if (raw_agent(s, "POST", "/v1/env", txt, strlen(txt), 10000,
@@ -662,9 +708,11 @@ personalise(struct sess *s)
 			    s->sid, s->rtid, status);
 		buf_free(&resp);
 		free(txt);
+		cJSON_Delete(body);
 	}
-	cJSON_Delete(body);
-	log_info("session=%s sandbox=%s egress attached", s->sid, s->rtid);
+	log_info("session=%s sandbox=%s egress attached attach_ms=%lld env_ms=%lld%s",
+	    s->sid, s->rtid, t1 - t0, util_mono_ms() - t1,
+	    body == NULL && applied != NULL ? " (env applied in the pool)" : "");
 	s->personalised = 1;
 }
 
@@ -694,18 +742,24 @@ provision(struct sess *s, const struct sess_opts *o, enum sess_err *e,
 	struct rt_info ri;
 	struct rt_kv kv[6];
 	char id[RT_ID_MAX], created[32], rerr[256];
+	struct poolmem *pm;
 	long long t0 = util_mono_ms();
 	int custom = o != NULL && ((o->image && *o->image) || o->use_kata > 0 ||
 	    o->run_as_root >= 0 || o->writable_root >= 0);
 
 	s->created_ms = util_unix_ms();
 	/* Warm pool: only for default sandboxes. */
-	if (!custom && pool_take(m, id, sizeof(id)) == 0) {
+	if (!custom && (pm = pool_take(m)) != NULL) {
 		struct rt_agent_addr addr;
 		size_t n = record_labels(s, kv, created, sizeof(created), NULL, 0);
 
+		snprintf(id, sizeof(id), "%s", pm->id);
+		/* The record first: a crash after this leaves a session's
+		 * sandbox, never a used one back in the pool. */
 		if (m->rt->ops->set_labels(m->rt, id, kv, n, rerr, sizeof(rerr)) == 0 &&
 		    m->rt->ops->agent_addr(m->rt, id, &addr, rerr, sizeof(rerr)) == 0) {
+			long long t1 = util_mono_ms();
+
 			pthread_mutex_lock(&m->mu);
 			set_running_locked(s, id, m->conf->image);
 			s->addr = addr;
@@ -714,11 +768,18 @@ provision(struct sess *s, const struct sess_opts *o, enum sess_err *e,
 			m->n_claimed++;
 			pthread_mutex_unlock(&m->mu);
 			pending_del(m, id);
-			log_info("session=%s sandbox=%s claimed from pool ms=%lld",
-			    s->sid, id, util_mono_ms() - t0);
-			personalise(s);
+			if (pm->conn != NULL &&
+			    util_mono_ms() - pm->added_ms < CONN_MAX_IDLE_MS) {
+				conn_put(s, pm->conn);	/* opened in the pool */
+				pm->conn = NULL;
+			}
+			log_info("session=%s sandbox=%s claimed from pool labels_ms=%lld",
+			    s->sid, id, t1 - t0);
+			personalise(s, pm->env);
+			poolmem_free(pm);
 			return 0;
 		}
+		poolmem_free(pm);
 		log_warnx("sandbox=%s pool claim failed err=\"%s\"", id, rerr);
 		pthread_mutex_lock(&m->mu);
 		slot_done_locked(m, &m->creating, -1, 0);
@@ -814,7 +875,7 @@ provision(struct sess *s, const struct sess_opts *o, enum sess_err *e,
 	}
 	pending_del(m, id);
 	log_info("session=%s sandbox=%s created ms=%lld", s->sid, id, util_mono_ms() - t0);
-	personalise(s);
+	personalise(s, NULL);
 	return 0;
 }
 
@@ -861,7 +922,7 @@ resume(struct sess *s, enum sess_err *e, char *err, size_t errlen)
 	m->n_started++;
 	pthread_mutex_unlock(&m->mu);
 	log_info("session=%s sandbox=%s resumed", s->sid, s->rtid);
-	personalise(s);
+	personalise(s, NULL);
 	return 0;
 }
 
@@ -950,7 +1011,7 @@ sess_enter(struct sess *s, enum sess_err *e, char *err, size_t errlen)
 			pthread_mutex_unlock(&m->mu);
 			rc = resume(s, e, err, errlen);
 		} else if (!s->personalised)
-			personalise(s);
+			personalise(s, NULL);
 		set_provisioning(s, 0);
 		pthread_rwlock_unlock(&s->lk);
 		if (rc == -1)
@@ -1491,7 +1552,7 @@ sessmgr_reconcile(struct sessmgr *m, int at_start UNUSED, char *err, size_t errl
 					for (pp = &m->pool; *pp != p; pp = &(*pp)->next)
 						;
 					*pp = p->next;
-					free(p);
+					poolmem_free(p);
 					m->npool--;
 					idlist_add(&kill, ri[i].id, "pool member not running");
 				}
@@ -1534,7 +1595,7 @@ sessmgr_reconcile(struct sessmgr *m, int at_start UNUSED, char *err, size_t errl
 			*pp = p->next;
 			m->npool--;
 			log_info("sandbox=%s dropped from pool: gone from the runtime", p->id);
-			free(p);
+			poolmem_free(p);
 		} else
 			pp = &p->next;
 	}
@@ -1557,6 +1618,52 @@ sessmgr_reconcile(struct sessmgr *m, int at_start UNUSED, char *err, size_t errl
 }
 
 /* ---- reaper and pool ---- */
+
+/*
+ * Readies a new pool member for a fast claim: an open agent connection, and
+ * the egress env the last claim got (the same for every sandbox on some
+ * runtimes: then the claim need not send it). Best effort.
+ */
+static void
+pool_warm(struct sessmgr *m, struct poolmem *p)
+{
+	struct rt_agent_addr addr;
+	struct buf resp;
+	char err[256], *env = NULL, *txt;
+	cJSON *body;
+	int status;
+
+	if (m->rt->ops->agent_addr(m->rt, p->id, &addr, err, sizeof(err)) == -1 ||
+	    (p->conn = agentc_open(&addr, AGENT_CONNECT_MS, err, sizeof(err))) == NULL)
+		return;
+	pthread_mutex_lock(&m->mu);
+	if (m->conf->egress && m->env_cache != NULL)
+		env = xstrdup(m->env_cache);
+	pthread_mutex_unlock(&m->mu);
+	buf_init(&resp, 64 * 1024);
+	txt = NULL;
+	if (env != NULL && (body = env_body(env)) != NULL) {
+		txt = cJSON_PrintUnformatted(body);
+		cJSON_Delete(body);
+		if (agentc_request(p->conn, "POST", "/v1/env", "application/json",
+		    txt, strlen(txt), 10000, &status, &resp, err, sizeof(err)) == 0 &&
+		    status == 200) {
+			p->env = env;
+			env = NULL;
+		}
+	}
+	/* The shell's first command costs more (and applies the env): pay
+	 * it here rather than in the session's first call. */
+	if (agentc_request(p->conn, "POST", "/v1/shell", "application/json",
+	    POOL_WARM_CMD, strlen(POOL_WARM_CMD), 10000, &status, &resp, err,
+	    sizeof(err)) == -1) {
+		agentc_close(p->conn);
+		p->conn = NULL;
+	}
+	buf_free(&resp);
+	free(txt);
+	free(env);
+}
 
 static void
 pool_create(void *arg)
@@ -1596,6 +1703,7 @@ pool_create(void *arg)
 	rt_info_clear(&ri);
 	p = xcalloc(1, sizeof(*p));
 	snprintf(p->id, sizeof(p->id), "%s", id);
+	pool_warm(m, p);
 	p->added_ms = util_mono_ms();
 	pthread_mutex_lock(&m->mu);
 	p->next = m->pool;

@@ -872,8 +872,6 @@ static void tools_run1(struct sessmgr *, const struct conf *,
 void
 tools_run(struct sessmgr *m, const struct conf *c, struct tool_call *tc)
 {
-	/* Waits on the agent give up as soon as the call is cancelled. */
-	agentc_set_cancel(&tc->cancelled, 0);
 	tools_run1(m, c, tc);
 	agentc_set_cancel(NULL, 0);
 	atomic_store(&tc->finished, 1);
@@ -958,6 +956,9 @@ tools_run1(struct sessmgr *m, const struct conf *c, struct tool_call *tc)
 		sess_error(tc, e, err);
 		goto out;
 	}
+	/* The tool's own waits on the agent give up as soon as the call is
+	 * cancelled (not the sandbox's set-up above: it must complete). */
+	agentc_set_cancel(&tc->cancelled, 0);
 	if (strcmp(tc->name, "shell") == 0)
 		t_shell(tc, s, c);
 	else if (strcmp(tc->name, "shell_async") == 0)
@@ -972,6 +973,7 @@ tools_run1(struct sessmgr *m, const struct conf *c, struct tool_call *tc)
 		t_edit(tc, s);
 	else
 		set_text(tc, "unknown tool", 1);
+	agentc_set_cancel(NULL, 0);
 	sess_leave(s);
 out:
 	sess_put(s);

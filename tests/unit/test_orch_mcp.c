@@ -202,6 +202,68 @@ TEST(test_mcp_progress_token)
 	mcp_out_free(&out);
 }
 
+TEST(test_mcp_cancel)
+{
+	static const struct {
+		const char	*body;
+		int		 ncancel;	/* ids collected for the HTTP layer */
+	} t[] = {
+		{ "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":\"c-1\",\"reason\":\"x\"}}", 1 },
+		{ "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":0}}", 1 },
+		{ "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":null}}", 0 },
+		{ "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":{}}}", 0 },
+		{ "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\"}", 0 },
+		{ "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":[1]}", 0 },
+		{ "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"requestId\":1}}", 0 },
+		{ "[{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":1}},"
+		  "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":\"2\"}}]", 2 },
+	};
+	struct mcp_out out;
+	size_t i;
+
+	for (i = 0; i < NELEM(t); i++) {
+		struct mcp_in in = { t[i].body, strlen(t[i].body), NULL, "s", NULL, NULL };
+
+		mcp_dispatch(&in, &out);
+		CHECK_INT(out.status, 202);	/* notifications: never answered */
+		CHECK(out.body == NULL);
+		CHECK_INT(out.cancels ? cJSON_GetArraySize(out.cancels) : 0, t[i].ncancel);
+		mcp_out_free(&out);
+	}
+}
+
+/* A cancelled call gets no response: single -> no body (202); batch -> left out. */
+TEST(test_mcp_cancelled_no_response)
+{
+	const char *one = "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{\"name\":\"shell\",\"arguments\":{\"command\":\"sleep 9\"}}}";
+	const char *batch = "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"},"
+	    "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"shell\",\"arguments\":{\"command\":\"a\"}}},"
+	    "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"shell\",\"arguments\":{\"command\":\"b\"}}}]";
+	struct mcp_in in = { one, strlen(one), NULL, "s", NULL, NULL };
+	struct mcp_out out;
+
+	mcp_dispatch(&in, &out);
+	CHECK_INT(out.npend, 1);
+	atomic_store(&out.pend[0].tc->cancelled, 1);
+	out.pend[0].tc->result = tools_text_result("interrupted", 1);
+	CHECK_INT(mcp_complete(&out, 0), 1);
+	CHECK(out.body == NULL);
+	CHECK_INT(out.status, 202);
+	mcp_out_free(&out);
+
+	in.body = batch;
+	in.len = strlen(batch);
+	mcp_dispatch(&in, &out);
+	CHECK_INT(out.npend, 2);
+	atomic_store(&out.pend[0].tc->cancelled, 1);
+	CHECK_INT(mcp_complete(&out, 0), 0);
+	out.pend[1].tc->result = tools_text_result("b done", 0);
+	CHECK_INT(mcp_complete(&out, 1), 1);
+	CHECK_INT(cJSON_GetArraySize(out.body), 2);	/* ping + id 3 */
+	CHECK_INT(cJSON_GetObjectItem(cJSON_GetArrayItem(out.body, 1), "id")->valueint, 3);
+	mcp_out_free(&out);
+}
+
 int
 main(void)
 {
@@ -212,6 +274,8 @@ main(void)
 	RUN(test_mcp_batch_0326);
 	RUN(test_mcp_tools_list);
 	RUN(test_mcp_progress_token);
+	RUN(test_mcp_cancel);
+	RUN(test_mcp_cancelled_no_response);
 	tools_cleanup();
 	return unit_done();
 }
