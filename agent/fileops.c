@@ -205,7 +205,9 @@ load(struct conn *c, const char *path, struct buf *b)
 	int fd;
 
 	buf_init(b, EDIT_MAX_FILE);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1 || fstat(fd, &st) == -1) {
+	/* O_NONBLOCK: opening a FIFO must not hang the agent. */
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)) == -1 ||
+	    fstat(fd, &st) == -1) {
 		int e = errno;
 		if (fd != -1)
 			close(fd);

@@ -27,6 +27,7 @@
 
 #define JOB_MAX			4096		/* jobs remembered */
 #define JOB_MAX_CMD		((size_t)1024 * 1024)
+#define JOB_LIST_MAX_CMD	((size_t)4096)	/* command bytes per job in a list */
 #define JOB_POLL_DEFAULT	((size_t)1024 * 1024)
 #define JOB_POLL_MAX		AGENT_MAX_OUTPUT_CAP
 #define JOB_TICK_MS		50
@@ -131,7 +132,7 @@ read_file(const char *path, struct buf *b, size_t max)
 	int fd;
 
 	buf_init(b, max);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)) == -1)
 		return -1;
 	while ((n = read(fd, tmp, sizeof(tmp))) > 0) {
 		if (buf_add(b, tmp, (size_t)n) == -1) {
@@ -177,6 +178,20 @@ jget_ll(const struct json *o, const char *k)
 	return json_get_int(o, k, &v) == 0 ? v : -1;
 }
 
+/* 404 for a job id, saying what retention keeps. */
+static void
+reply_no_job(struct conn *c, const char *id)
+{
+	char age[64] = "";
+
+	if (agent_conf.job_keep_ms > 0)
+		snprintf(age, sizeof(age), ", for %lld s after they end",
+		    agent_conf.job_keep_ms / 1000);
+	conn_reply_error(c, 404, "not_found", "no job %s (never started here, "
+	    "or finished and removed: the newest %d finished jobs are kept%s)",
+	    id, agent_conf.job_keep, age);
+}
+
 static pid_t
 our_wrapper(const char *id)
 {
@@ -199,7 +214,8 @@ jinfo_load(const char *id, struct jinfo *ji)
 	memset(ji, 0, sizeof(*ji));
 	ji->exit_code = ji->sig = ji->ended_ms = -1;
 	snprintf(path, sizeof(path), "%s/%s/status.json", jobsdir, id);
-	if (read_file(path, &b, ((size_t)1024 * 1024) + 4096) == -1 ||
+	/* The record holds the command JSON-escaped: up to 6 bytes a byte. */
+	if (read_file(path, &b, JOB_MAX_CMD * 6 + 4096) == -1 ||
 	    (v = json_parse(b.p ? b.p : "", b.len, NULL, 0)) == NULL) {
 		buf_free(&b);
 		return -1;
@@ -274,11 +290,20 @@ jinfo_state(const struct jinfo *ji)
 	return "exited";
 }
 
+/* Writes {job}'s members; a command longer than maxcmd (0: any) is cut. */
 static void
-jinfo_write(struct jw *w, const char *id, const struct jinfo *ji)
+jinfo_write(struct jw *w, const char *id, const struct jinfo *ji, size_t maxcmd)
 {
+	const char *cmd = ji->command ? ji->command : "";
+	size_t cl = strlen(cmd);
+
 	jw_key(w, "id"); jw_cstr(w, id);
-	jw_key(w, "command"); jw_cstr(w, ji->command ? ji->command : "");
+	if (maxcmd > 0 && cl > maxcmd) {
+		jw_key(w, "command"); jw_str(w, cmd, json_utf8_complete(cmd, maxcmd));
+		jw_key(w, "command_truncated"); jw_bool(w, 1);
+	} else {
+		jw_key(w, "command"); jw_str(w, cmd, cl);
+	}
 	jw_key(w, "state"); jw_cstr(w, jinfo_state(ji));
 	jw_key(w, "pid"); jw_int(w, ji->pid);
 	jw_key(w, "exit_code");
@@ -321,13 +346,13 @@ reply_job(struct conn *c, const char *id)
 	struct jw w;
 
 	if (jinfo_load(id, &ji) == -1) {
-		conn_reply_error(c, 404, "not_found", "no job %s", id);
+		reply_no_job(c, id);
 		return;
 	}
-	buf_init(&b, ((size_t)4 * 1024 * 1024));
+	buf_init(&b, AGENT_MAX_RESP);
 	jw_init(&w, &b);
 	jw_obj(&w);
-	jinfo_write(&w, id, &ji);
+	jinfo_write(&w, id, &ji, 0);
 	jw_obj_end(&w);
 	jinfo_free(&ji);
 	conn_reply_jw(c, &w, &b);
@@ -605,7 +630,7 @@ wrapper_exit_record(const char *dir, int code, int sig, int oom)
 /* The wrapper: runs in a fork of the agent, never returns. */
 static void
 wrapper_main(const char *dir, int outfd, int pipefd, const char *cwd,
-    const char *script, const char *cmd)
+    const char *script)
 {
 	struct signalfd_siginfo si;
 	struct pollfd pf[2];
@@ -646,7 +671,7 @@ wrapper_main(const char *dir, int outfd, int pipefd, const char *cwd,
 	if ((child = fork()) == -1)
 		_exit(126);
 	if (child == 0) {
-		char *argv[6];
+		char *argv[3];
 		setpgid(0, 0);
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
@@ -661,11 +686,8 @@ wrapper_main(const char *dir, int outfd, int pipefd, const char *cwd,
 			NOCHECK(chdir("/"));
 		/* busybox picks the applet by argv[0] */
 		argv[0] = (char *)(shell_is_bash() ? "bash" : "sh");
-		argv[1] = (char *)"-c";
-		argv[2] = (char *)script;
-		argv[3] = (char *)"agent-job";
-		argv[4] = (char *)cmd;
-		argv[5] = NULL;
+		argv[1] = (char *)script;
+		argv[2] = NULL;
 		execv(shell_path(), argv);
 		_exit(127);
 	}
@@ -775,6 +797,7 @@ job_start_cont(void *arg)
 	const char *cmd = ctx->cmd;
 	size_t cmdlen = ctx->cmdlen;
 	char id[32], dir[PATH_MAX + 64], path[PATH_MAX + 128], cwd[PATH_MAX];
+	char spath[PATH_MAX + 128];
 	struct buf script, rec, resp;
 	struct jw w;
 	int outfd = -1, pp[2] = { -1, -1 };
@@ -803,22 +826,38 @@ job_start_cont(void *arg)
 		    "output: %s", strerror(errno));
 		goto out;
 	}
-	/* The script: the shell's exported env and cwd, then the command. */
-	buf_init(&script, ((size_t)4 * 1024 * 1024));
+	/*
+	 * The script: the shell's exported env, then the command (through
+	 * eval, so a syntax error is reported as the shell's). It goes to a
+	 * file, not an argument: one exec argument may not exceed 128 KiB.
+	 */
+	buf_init(&script, JOB_MAX_CMD * 4 + ((size_t)3 * 1024 * 1024));
 	NOCHECK(buf_addstr(&script, "{ :\n"));
 	shell_job_prelude(&script);
-	NOCHECK(buf_addstr(&script, "\n} >/dev/null 2>&1\n__agent_c=$1; set --; "
-	    "unset __agent_s; eval \"$__agent_c\"\n"));
+	if (buf_addstr(&script, "\n} >/dev/null 2>&1\n__agent_c=") == -1 ||
+	    shell_quote(&script, cmd, cmdlen) == -1 ||
+	    buf_addstr(&script, "\nunset __agent_s; eval \"$__agent_c\"\n") == -1) {
+		buf_free(&script);
+		conn_reply_error(c, 413, "too_large", "the command and the "
+		    "environment are too large for a job script");
+		goto out;
+	}
+	snprintf(spath, sizeof(spath), "%s/script", dir);
+	if (write_atomic(spath, script.p, script.len) == -1) {
+		buf_free(&script);
+		conn_reply_error(c, 500, "internal", "cannot write %s: %s", spath,
+		    strerror(errno));
+		goto out;
+	}
+	buf_free(&script);
 	shell_cwd(cwd, sizeof(cwd));
 	started = ev_wall_ms();
 	if ((wpid = fork()) == -1) {
-		buf_free(&script);
 		conn_reply_error(c, 500, "internal", "fork: %s", strerror(errno));
 		goto out;
 	}
 	if (wpid == 0)
-		wrapper_main(dir, outfd, pp[1], cwd, script.p, cmd);
-	buf_free(&script);
+		wrapper_main(dir, outfd, pp[1], cwd, spath);
 	close(pp[1]);
 	pp[1] = -1;
 	do {
@@ -883,7 +922,7 @@ job_http_list(struct conn *c)
 		if (jinfo_load(j->id, &ji) == -1)
 			continue;
 		jw_obj(&w);
-		jinfo_write(&w, j->id, &ji);
+		jinfo_write(&w, j->id, &ji, JOB_LIST_MAX_CMD);
 		jw_obj_end(&w);
 		jinfo_free(&ji);
 	}
@@ -932,13 +971,13 @@ job_http_get(struct conn *c, const char *id, const char *query)
 		max = (long long)JOB_POLL_MAX;
 	/* Status first: if it had ended, the output file is complete. */
 	if (jinfo_load(id, &ji) == -1) {
-		conn_reply_error(c, 404, "not_found", "no job %s", id);
+		reply_no_job(c, id);
 		return;
 	}
 	buf_init(&data, (size_t)max + 1);
 	snprintf(path, sizeof(path), "%s/%s/output", jobsdir, id);
 	len = 0;
-	if (max > 0 && (fd = open(path, O_RDONLY | O_CLOEXEC)) != -1) {
+	if (max > 0 && (fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)) != -1) {
 		if (buf_add(&data, "", 0) == 0 && data.cap >= 1) {
 			char *tmp = xmalloc((size_t)max);
 			while (len < (size_t)max) {
@@ -966,7 +1005,7 @@ job_http_get(struct conn *c, const char *id, const char *query)
 	buf_init(&b, AGENT_MAX_RESP);
 	jw_init(&w, &b);
 	jw_obj(&w);
-	jinfo_write(&w, id, &ji);
+	jinfo_write(&w, id, &ji, 0);
 	jw_key(&w, "output"); jw_str(&w, data.p ? data.p : "", len);
 	jw_key(&w, "offset"); jw_int(&w, off);
 	jw_key(&w, "next_offset"); jw_int(&w, off + (long long)len);
@@ -1019,7 +1058,7 @@ check_waiters(void)
 	while ((wt = *pp) != NULL) {
 		if (jinfo_load(wt->id, &ji) == -1) {
 			*pp = wt->next;
-			conn_reply_error(wt->c, 404, "not_found", "no job %s", wt->id);
+			reply_no_job(wt->c, wt->id);
 			free(wt);
 			continue;
 		}
@@ -1070,7 +1109,7 @@ job_http_wait(struct conn *c, const char *id, const struct json *body)
 	if (tmo > JOB_MAX_WAIT_MS)
 		tmo = JOB_MAX_WAIT_MS;
 	if (jinfo_load(id, &ji) == -1) {
-		conn_reply_error(c, 404, "not_found", "no job %s", id);
+		reply_no_job(c, id);
 		return;
 	}
 	if (!ji.running || tmo == 0) {
@@ -1099,7 +1138,7 @@ job_http_stop(struct conn *c, const char *id)
 	if (check_id(c, id) == -1)
 		return;
 	if (jinfo_load(id, &ji) == -1) {
-		conn_reply_error(c, 404, "not_found", "no job %s", id);
+		reply_no_job(c, id);
 		return;
 	}
 	if (!ji.running && tree_alive(&ji) == 0) {

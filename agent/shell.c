@@ -73,6 +73,7 @@ static struct {
 	uint64_t	 timer;
 	uint64_t	 kill_t0;	/* when the timeout kill started */
 	int		 timed_out;
+	int		 flushing;	/* a ":" after a timeout, see st_read */
 	long long	 oom0;
 	struct proc_set	 before;	/* the shell's descendants at command start */
 
@@ -83,6 +84,8 @@ static struct {
 static char rbuf[SHELL_READ_CHUNK];
 
 static void shell_finish(int exit_code, int restarted, int died_status);
+static int add_cmd_script(struct buf *, const char *, size_t);
+static void tx_flush(void);
 static int shell_spawn(void);
 
 int
@@ -248,6 +251,20 @@ st_read(void)
 		}
 		buf_reset(&sh.stline);
 		out_read(0);
+		if (sh.timed_out && !sh.flushing && sh.pid > 0) {
+			/*
+			 * bash reports the jobs we killed ("Killed ...") when
+			 * it reaps them, maybe only before its next line: run
+			 * one ":" first so that those lines land in this
+			 * command's output, not in the next command's.
+			 */
+			sh.flushing = 1;
+			agent_random_hex(sh.nonce, 8);
+			if (add_cmd_script(&sh.tx, ":", 1) == 0) {
+				tx_flush();
+				return;
+			}
+		}
 		shell_finish((int)code, 0, 0);
 		return;
 	}
@@ -604,6 +621,7 @@ shell_finish(int exit_code, int restarted, int died_status)
 	buf_free(&out);
 	free_output();
 	sh.busy = 0;
+	sh.flushing = 0;
 	sh.cb = NULL;
 	sh.arg = NULL;
 	agent_touch();
@@ -619,6 +637,7 @@ nomem:
 	buf_free(&out);
 	free_output();
 	sh.busy = 0;
+	sh.flushing = 0;
 	agent_touch();
 	conn_reply_error(arg, 500, "internal", "output too large");
 }

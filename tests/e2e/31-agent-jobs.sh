@@ -89,6 +89,23 @@ api POST /v1/jobs '{"command":""}'
 check "empty command: 400" test "$(status)" = 400
 api POST /v1/jobs '{"cmd":"x"}'
 check "missing command: 400" test "$(status)" = 400
+# A command over 128 KiB (the limit of one exec argument) still runs, and
+# lists show only its first 4 KiB.
+python3 -c 'import json; print(json.dumps({"command": "# " + "\"'"'"'\u0001" * 100000 + "\necho big-command-ran $#"}))' >"$T/bigcmd.json"
+curl -s -m 60 --unix-socket "$SOCK" --data-binary @"$T/bigcmd.json" -o "$T/body" http://a/v1/jobs
+bigid=$(j .id)
+job_wait "$bigid" 30000
+check "300 KB job command: runs (exit 0)" test "$(j '.state == "exited" and .exit_code == 0 and (.command | length) == 300026')" = true
+job_output "$bigid"
+check "300 KB job command: its output" test "$(cat "$T/jobout")" = "big-command-ran 0"
+api GET /v1/jobs
+check "list cuts a long command to 4 KiB and says so" \
+    test "$(jq --arg id "$bigid" '.jobs[] | select(.id == $id) | (.command | length) == 4096 and .command_truncated == true' "$T/body")" = true
+id=$(job_start 'echo "unterminated')
+job_wait "$id"
+check "job with a syntax error: exit 2, the shell's message" test "$(j .exit_code)" = 2
+job_output "$id"
+check "job syntax error message in its output" grep -q "unexpected EOF\|syntax error" "$T/jobout"
 
 # The client going away: a waiting client disconnects; the job goes on.
 id=$(job_start 'sleep 1; echo survived-client; exit 4')
@@ -193,7 +210,8 @@ check "quick job finished and present" test "$(status)" = 200 -a "$(j .state)" =
 check "finished jobs expire after --job-keep-ms" \
     wait_for 30 bash -c "[ ! -e '$T/state/jobs/$quick' ] && [ ! -e '$T/state/jobs/$endless' ]"
 api GET "/v1/jobs/$quick"
-check "an expired job is 404" test "$(status)" = 404
+check "an expired job is 404, saying what retention keeps" test "$(status)" = 404 -a \
+    "$(j '.error.message | test("removed: the newest 3 finished jobs are kept, for 6 s")')" = true
 api GET "/v1/jobs/$long"
 check "the running job (older than --job-keep-ms) is kept" \
     test "$(status)" = 200 -a "$(j .state)" = running -a -e "$T/state/jobs/$long/output"

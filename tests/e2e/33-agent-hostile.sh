@@ -296,6 +296,8 @@ st, b = ex("POST", "/v1/jobs", {"command": "echo hi"})
 jid = json.loads(b)["id"]
 J = "/v1/jobs/" + jid
 open(T + "/f.txt", "w").write("l1\nl2\n")
+import os
+os.mkfifo(T + "/fifo")
 F = T + "/f.txt"
 cases = [
     ("shell: max_output string", "POST", "/v1/shell", {"command": "true", "max_output": "x"}, 400),
@@ -346,6 +348,9 @@ cases = [
     ("view: view_range object", "POST", "/v1/files/view", {"path": F, "view_range": {"a": 1}}, 400),
     ("view: view_range negative start", "POST", "/v1/files/view", {"path": F, "view_range": [-5, -1]}, 422),
     ("view: view_range end -2", "POST", "/v1/files/view", {"path": F, "view_range": [1, -2]}, 422),
+    ("view: a FIFO (must not hang the agent)", "POST", "/v1/files/view", {"path": T + "/fifo"}, 422),
+    ("str_replace: a FIFO", "POST", "/v1/files/str_replace", {"path": T + "/fifo", "old_str": "a", "new_str": "b"}, 422),
+    ("raw get: a FIFO", "GET", "/v1/files/raw?path=%s/fifo" % T, None, 422),
     ("view: /dev/zero", "POST", "/v1/files/view", {"path": "/dev/zero"}, 422),
     ("view: /proc/self/mem", "POST", "/v1/files/view", {"path": "/proc/self/mem"}, 422),
     ("create: file_text number", "POST", "/v1/files/create", {"path": "x", "file_text": 1}, 400),
