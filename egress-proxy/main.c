@@ -118,14 +118,28 @@ watch_cb(evutil_socket_t fd, short ev, void *arg)
  * Hands freed heap pages back to the kernel. TLS handshakes allocate and
  * free large buffers between long-lived small objects, so without this
  * the resident size per idle connection stays far above what is in use.
+ * Only when the proxy is quiet (few new connections and requests since the
+ * last tick) or every 30 s: under load each trim madvises the pages the
+ * next handshakes fault straight back in, and its TLB shootdowns interrupt
+ * the workers (perf: 9% of the proxy's CPU and the p99 tail).
  */
 static void
 trim_cb(evutil_socket_t fd, short ev, void *arg)
 {
+	static long last_work;
+	static int ticks;
+	long work = atomic_load(&P.st.conns_total) + atomic_load(&P.st.req_injected) +
+	    atomic_load(&P.st.req_plain) + atomic_load(&P.st.pool_dropped);
+	int quiet = work - last_work < 200;
+
 	(void)fd;
 	(void)ev;
 	(void)arg;
-	malloc_trim(0);
+	last_work = work;
+	if (quiet || ++ticks >= 15) {
+		ticks = 0;
+		malloc_trim(0);
+	}
 }
 
 static void

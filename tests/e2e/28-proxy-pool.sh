@@ -132,33 +132,39 @@ check "same sandbox, same target: the upstream connection is reused" \
 check "reuse counted" metric_is reused 1
 check "upstream saw one TCP connection for two client connections" test "$(accepts)" = 1
 check "exactly one credential per request (client's own stripped)" \
-	test "$(grep -c '^req 1 .* auths=1 auth=Basic ' "$T/up.log")" = 2
+	test "$(grep -c '^req 1 .* auths=1 auth=Basic ' "$T/up.log")" = 2 -a "$(grep -c '^req ' "$T/up.log")" = 2
 check "the client's credential never reached the upstream" not_contains "$T/up.log" c3RvbGVuOnN0b2xlbg
 wait_for 20 metric_is parked 2
+
+# the client's Connection: close is hop-by-hop: the upstream is still parked
+get cc github.com /cc "Connection: close"
+check "client Connection: close answered on the pooled connection" test "$(served_by cc)" = 1
+check "client Connection: close: the upstream is parked again" wait_for 20 metric_is parked 3
+check "client Connection: close: not sent upstream" not_contains "$T/up.log" "Connection: close"
 
 # another sandbox never gets that connection
 PC_ID=sb-other PC_SECRET=$SB_SECRET get other github.com /other
 check "other sandbox answered" st_in "$T/get-other" 200
 check "other sandbox: a new upstream connection, not the parked one" \
 	test "$(served_by other)" = 2 -a "$(accepts)" = 2
-check "other sandbox: nothing reused" metric_is reused 1
-wait_for 20 metric_is parked 3
+check "other sandbox: nothing reused" metric_is reused 2
+wait_for 20 metric_is parked 4
 
 # another target at the same address never gets it either
 get gl gitlab.com /gl
 check "other target: a new upstream connection (SNI gitlab.com)" \
 	test "$(served_by gl)" = 3 -a "$(accepts)" = 3
 check "other target: its own certificate" grep -q '^tls 3 sni=gitlab.com' "$T/up.log"
-wait_for 20 metric_is parked 4
+wait_for 20 metric_is parked 5
 
 # Connection: close from the upstream: not parked
 get bye github.com /bye
 check "Connection: close answered on the pooled connection" test "$(served_by bye)" = 1
 sleep 0.5
-check "a closed upstream is not parked" metric_is parked 4
+check "a closed upstream is not parked" metric_is parked 5
 get after-bye github.com /after
 check "after Connection: close: a new connection" test "$(served_by after-bye)" = 4
-wait_for 20 metric_is parked 5
+wait_for 20 metric_is parked 6
 
 # a request that races the upstream's idle close is retried once, fresh
 get flaky github.com /flaky
@@ -168,7 +174,7 @@ check "raced request: retried on a new connection" test "$(served_by flaky)" = 5
 check "retry counted" metric_is retried 1
 check "retried request: still exactly one credential" \
 	test "$(grep '^req .* /flaky ' "$T/up.log" | grep -vc 'auths=1 auth=Basic ')" = 0
-wait_for 20 metric_is parked 6
+wait_for 20 metric_is parked 7
 
 # the upstream goes away: parked connections are dropped, never used
 idle_before=$(metric idle)

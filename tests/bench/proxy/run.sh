@@ -9,7 +9,8 @@
 #   mitmproxy         mitmdump with an equivalent injecting addon
 # Cases: keep-alive small GETs (req/s, p50, p99), a new connection per request
 # (req/s), 1 MiB bodies (MiB/s), resident memory per idle connection with
-# 2,000 open (500 for mitmproxy, which takes minutes to open 2,000). Knobs:
+# 2,000 open, measured 3 s after the last opened (500 for mitmproxy, which
+# takes minutes to open 2,000). Knobs:
 # BENCH_SECS (default 4), BENCH_IDLE (2000), BENCH_IDLE_MITM (500),
 # BENCH_ROWS (words: direct egress squid mitm; default all of them),
 # BENCH_CASES (words: idle keepalive newconn body; default all),
@@ -131,7 +132,7 @@ measure() {
 		"$LOAD" "$@" -m idle -N "$idle" -c 16 -p /small -w "$w" >"$w.out" 2>&1 &
 		lp=$!
 		if wait_for 240 grep -q '^idle ready' "$w.out"; then
-			sleep 1
+			sleep 3	# steady state: idle timers and housekeeping have run
 			r1=$(rss_tree "$pid")
 			local held
 			held=$(awk '/^idle ready/ {print $3}' "$w.out")
