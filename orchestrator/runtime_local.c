@@ -409,6 +409,26 @@ rec_close(struct rec *r, int lfd)
 	id_unlock(lfd);
 }
 
+/* Calls fn for every sandbox directory (a valid id) in the state dir. */
+static int
+each_id(const struct rl *rl, void (*fn)(const char *, void *), void *arg,
+    char *err, size_t errlen)
+{
+	struct dirent *de;
+	DIR *d;
+
+	if ((d = opendir(rl->state_dir)) == NULL) {
+		snprintf(err, errlen, "opendir %s: %s", rl->state_dir,
+		    strerror(errno));
+		return -1;
+	}
+	while ((de = readdir(d)) != NULL)
+		if (rt_id_valid(de->d_name))
+			fn(de->d_name, arg);
+	closedir(d);
+	return 0;
+}
+
 /* ---- egress ---- */
 
 static void
@@ -1095,63 +1115,67 @@ do_stop(struct rl *rl, const char *id)
 
 /* ---- uid allocation ---- */
 
+/* uid allocation: which slots are taken. */
+struct uids {
+	const struct rl	*rl;
+	unsigned char	*used;
+	long long	 n, R;
+};
+
 /* Marks the slots that [uid, uid+range) overlaps. */
 static void
-mark_used(const struct rl *rl, unsigned char *used, long long n, long long R,
-    long long uid, long long range)
+mark_used(struct uids *u, long long uid, long long range)
 {
-	long long lo = uid - rl->c.uid_base, hi = lo + range - 1, i;
+	long long lo = uid - u->rl->c.uid_base, hi = lo + range - 1, i;
 
-	if (range <= 0 || hi < 0 || lo >= n * R)
+	if (range <= 0 || hi < 0 || lo >= u->n * u->R)
 		return;
-	for (i = lo < 0 ? 0 : lo / R; i <= hi / R && i < n; i++)
-		used[i] = 1;
+	for (i = lo < 0 ? 0 : lo / u->R; i <= hi / u->R && i < u->n; i++)
+		u->used[i] = 1;
+}
+
+static void
+mark_id(const char *id, void *arg)
+{
+	struct uids *u = arg;
+	struct rec r;
+	char e[256], p[RL_PATH_MAX], *s;
+
+	if (rec_load(u->rl, id, &r, e, sizeof(e)) == 0) {
+		mark_used(u, r.uid, r.uid_range);
+		rec_clear(&r);
+	} else if (sdir_path(u->rl, id, "uid", p, sizeof(p)) == 0) {
+		/* a create that died before its record was written */
+		s = rl_read_file(p, 64, NULL);
+		mark_used(u, s != NULL ? strtoll(s, NULL, 10) : 0, u->R);
+		free(s);
+	}
 }
 
 /* A free block of uid_range host ids: uid_base + slot * uid_range. */
 static int
 alloc_uid(struct rl *rl, long long *uid, char *err, size_t errlen)
 {
-	unsigned char *used;
-	DIR *d;
-	struct dirent *de;
-	struct rec r;
-	char e[256], p[RL_PATH_MAX];
-	long long i, n = rl->c.uid_count;
-	long long R = rl->c.uid_range > 0 ? rl->c.uid_range : 1;
+	struct uids u;
+	long long i;
 
-	used = xcalloc((size_t)n, 1);
-	if ((d = opendir(rl->state_dir)) == NULL) {
-		free(used);
-		snprintf(err, errlen, "opendir %s: %s", rl->state_dir,
-		    strerror(errno));
+	u.rl = rl;
+	u.n = rl->c.uid_count;
+	u.R = rl->c.uid_range > 0 ? rl->c.uid_range : 1;
+	u.used = xcalloc((size_t)u.n, 1);
+	if (each_id(rl, mark_id, &u, err, errlen) == -1) {
+		free(u.used);
 		return -1;
 	}
-	while ((de = readdir(d)) != NULL) {
-		if (!rt_id_valid(de->d_name))
-			continue;
-		if (rec_load(rl, de->d_name, &r, e, sizeof(e)) == 0) {
-			mark_used(rl, used, n, R, r.uid, r.uid_range);
-			rec_clear(&r);
-		} else if (sdir_path(rl, de->d_name, "uid", p, sizeof(p)) == 0) {
-			/* a create that died before its record was written */
-			char *s = rl_read_file(p, 64, NULL);
-			long long v = s != NULL ? strtoll(s, NULL, 10) : 0;
-
-			free(s);
-			mark_used(rl, used, n, R, v, R);
-		}
-	}
-	closedir(d);
-	for (i = 0; i < n && used[i]; i++)
+	for (i = 0; i < u.n && u.used[i]; i++)
 		;
-	free(used);
-	if (i == n) {
+	free(u.used);
+	if (i == u.n) {
 		snprintf(err, errlen, "no free sandbox uid (uid_count %lld "
-		    "reached)", n);
+		    "reached)", u.n);
 		return -1;
 	}
-	*uid = rl->c.uid_base + i * R;
+	*uid = rl->c.uid_base + i * u.R;
 	return 0;
 }
 
@@ -1633,37 +1657,38 @@ id_cmp(const void *a, const void *b)
 	    ((const struct rt_info *)b)->id);
 }
 
+struct infos {
+	struct rl	*rl;
+	struct rt_info	*a;
+	size_t		 n, cap;
+};
+
+static void
+add_info(const char *id, void *arg)
+{
+	struct infos *l = arg;
+
+	if (l->n == l->cap) {
+		l->cap = l->cap ? l->cap * 2 : 16;
+		l->a = xreallocarray(l->a, l->cap, sizeof(*l->a));
+	}
+	rl_fill_info(l->rl, id, &l->a[l->n++]);
+}
+
 static int
 rl_list(struct runtime *rt, struct rt_info **out, size_t *n, char *err,
     size_t errlen)
 {
-	struct rl *rl = rt->impl;
-	struct rt_info *a = NULL;
-	size_t cap = 0;
-	DIR *d;
-	struct dirent *de;
+	struct infos l = { rt->impl, NULL, 0, 0 };
 
 	*out = NULL;
 	*n = 0;
-	if ((d = opendir(rl->state_dir)) == NULL) {
-		snprintf(err, errlen, "opendir %s: %s", rl->state_dir,
-		    strerror(errno));
+	if (each_id(l.rl, add_info, &l, err, errlen) == -1)
 		return -1;
-	}
-	while ((de = readdir(d)) != NULL) {
-		if (!rt_id_valid(de->d_name))
-			continue;
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 16;
-			a = xreallocarray(a, cap, sizeof(*a));
-		}
-		rl_fill_info(rl, de->d_name, &a[*n]);
-		(*n)++;
-	}
-	closedir(d);
-	if (*n > 1)
-		qsort(a, *n, sizeof(*a), id_cmp);
-	*out = a;
+	if (l.n > 1)
+		qsort(l.a, l.n, sizeof(*l.a), id_cmp);
+	*out = l.a;
+	*n = l.n;
 	return 0;
 }
 

@@ -649,6 +649,13 @@ stack_new(void)
 	return p == MAP_FAILED ? NULL : p;
 }
 
+static void
+stack_free(void *p)
+{
+	if (p != NULL)
+		munmap(p, RL_STACK);
+}
+
 static pid_t
 clone_vm(int (*fn)(void *), void *stack, int flags, void *arg)
 {
@@ -915,10 +922,8 @@ out:
 		if (u.to_h2[i] != -1)
 			close(u.to_h2[i]);
 	}
-	if (stack != NULL)
-		munmap(stack, RL_STACK);
-	if (u.stack2 != NULL)
-		munmap(u.stack2, RL_STACK);
+	stack_free(stack);
+	stack_free(u.stack2);
 	return rc;
 }
 
@@ -1257,10 +1262,8 @@ out:
 		close(infop[0]);
 	if (infop[1] != -1)
 		close(infop[1]);
-	if (stack1 != NULL)
-		munmap(stack1, RL_STACK);
-	if (c.stack2 != NULL)
-		munmap(c.stack2, RL_STACK);
+	stack_free(stack1);
+	stack_free(c.stack2);
 	return rc;
 }
 

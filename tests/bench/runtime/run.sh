@@ -30,6 +30,18 @@ echo "local runtime benchmark ($(nproc) cores, $(uname -r), load $(cut -d' ' -f1
 # ---- floor: bare bwrap start-and-exit, same namespaces and mounts ----
 "$T/bench" floor "$NC" "$RT_BB"
 "$T/bench" -c "$T/rt.yaml" create "$NC"
+# ---- where create time goes: the runtime's step timings (sandboxctl -v), medians ----
+for i in $(seq 1 "${BENCH_STEPS:-15}"); do
+	sbx -v create "bench-s$i" 2>&1 | grep ' create:'
+	sbx destroy "bench-s$i"
+done | awk '{ for (i = 1; i <= NF; i++) if (split($i, kv, "=") == 2 && kv[2] ~ /^[0-9.]+$/) {
+		if (!(kv[1] in n)) order[++k] = kv[1]; v[kv[1], ++n[kv[1]]] = kv[2] } }
+	END { printf "%-34s", "create steps, median ms"
+	for (j = 1; j <= k; j++) { key = order[j]; m = n[key]
+		for (a = 1; a <= m; a++) x[a] = v[key, a]
+		for (a = 1; a <= m; a++) for (b = a + 1; b <= m; b++) if (x[b] < x[a]) { t = x[a]; x[a] = x[b]; x[b] = t }
+		printf " %s=%s", key, x[int((m + 1) / 2)] }
+	printf "\n" }'
 "$T/bench" -c "$T/rt.yaml" pipe "$NR"
 "$T/bench" -c "$T/rt.yaml" rtt "$NR"
 # ---- agent resident memory (the rtt sandbox, after its 1000 calls) ----
