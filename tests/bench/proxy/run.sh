@@ -13,7 +13,8 @@
 # takes minutes to open 2,000). Knobs:
 # BENCH_SECS (default 4), BENCH_IDLE (2000), BENCH_IDLE_MITM (500),
 # BENCH_ROWS (words: direct egress squid mitm; default all of them),
-# BENCH_CASES (words: idle keepalive newconn body; default all),
+# BENCH_CASES (words: idle keepalive newconn body; default all), BENCH_WORKERS
+# (the egress proxy's workers; default 0: one per CPU),
 # BENCH_PERF=1 (perf record -g of the egress proxy during each of its cases:
 # $BENCH_OUT/perf-<row>-<case>.data, report in .txt), BENCH_OUT (kept files).
 set -u
@@ -128,6 +129,7 @@ measure() {
 	if [ "$pid" != - ] && [ "$idle" -gt 0 ] && want_case idle; then
 		local w=$T/idle-$row r0 r1 lp
 		rm -f "$w"
+		sleep 3	# the baseline after housekeeping too (an earlier phase's heap trimmed)
 		r0=$(rss_tree "$pid")
 		"$LOAD" "$@" -m idle -N "$idle" -c 16 -p /small -w "$w" >"$w.out" 2>&1 &
 		lp=$!
@@ -192,7 +194,7 @@ elif [ -x "$PROXY_BIN" ] && [ -f "$TOP/addons/github.lua" ]; then
   conns_per_sandbox: 100000
 timeouts:
   idle: 10m" px_config egress
-	sed -i 's/^workers: .*/workers: 0/' "$PX_DIR/proxy.yaml"
+	sed -i "s/^workers: .*/workers: ${BENCH_WORKERS:-0}/" "$PX_DIR/proxy.yaml"
 	PX_ADMIN=$PX_DIR/admin.sock PX_CA=$PX_DIR/export/ca.crt
 	"$PROXY_BIN" -d -f "$PX_DIR/proxy.yaml" >"$PX_DIR/stderr" 2>&1 &
 	PX_PID=$!
