@@ -114,3 +114,4 @@ echo "# half-close client: $out"
 check "half-closed client reads the whole 8 MiB response" test "$out" = "HTTP/1.1 200 OK 8388608 tcp-eof"
 released "half-closed client after its response"
 check "proxy alive" px_alive
+check "no sanitizer report from the proxy" px_san_clean

@@ -14,10 +14,11 @@ fx_pki && fx_tokens || { fail "fixtures"; exit 1; }
 # The upstream: TLS (leaf chosen by SNI), keep-alive, one line per event in
 # $T/up.log; every response body names the upstream connection that served it.
 # /flaky closes without answering unless it is the connection's first
-# request; /bye answers with Connection: close.
+# request; /bye answers with Connection: close; /junk answers, then sends
+# a second, unsolicited response 0.5 s later.
 UP=$(free_port)
 cat >"$T/upsrv.py" <<'PY'
-import socket, ssl, sys, threading
+import socket, ssl, sys, threading, time
 port, pki, log = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 lock = threading.Lock()
 lf = open(log, "a", buffering=1)
@@ -72,6 +73,12 @@ def serve(c):
                 c.close()
                 ev("close %d" % k)
                 return
+            if path.startswith("/junk"):
+                # unsolicited bytes on the idle connection: a smuggled
+                # "response" that must never reach a later request
+                time.sleep(0.5)
+                c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nEVIL!\n")
+                ev("junk %d" % k)
     except Exception as e:
         ev("error %s" % e)
 s = socket.socket()
@@ -176,6 +183,18 @@ check "retried request: still exactly one credential" \
 	test "$(grep '^req .* /flaky ' "$T/up.log" | grep -vc 'auths=1 auth=Basic ')" = 0
 wait_for 20 metric_is parked 7
 
+# unsolicited bytes from a parked upstream: dropped, never handed on
+dropped0=$(metric dropped)
+get junk github.com /junk
+check "junk: answered" st_in "$T/get-junk" 200
+junk_conn=$(served_by junk)
+check "junk: the upstream sent its unsolicited bytes" wait_for 20 grep -q "^junk $junk_conn\$" "$UPLOG"
+check "junk: the connection that sent them is dropped" wait_for 20 test "$(metric dropped)" -gt "$dropped0"
+get after-junk github.com /after-junk
+check "junk: the next request is answered by the upstream, not by the smuggled bytes" \
+	bash -c "! grep -q EVIL '$T/get-after-junk' && grep -q '^conn=' '$T/get-after-junk'"
+check "junk: served on another connection" test "$(served_by after-junk)" != "$junk_conn"
+
 # the upstream goes away: parked connections are dropped, never used
 idle_before=$(metric idle)
 kill "$UP_PID"; wait "$UP_PID" 2>/dev/null
@@ -215,3 +234,4 @@ get off1 github.com /off1
 get off2 github.com /off2
 check "pool_max 0: nothing parked or reused" test "$(metric parked)$(metric reused)" = 00
 check "proxy alive" px_alive
+check "no sanitizer report from the proxy" px_san_clean
