@@ -24,6 +24,7 @@ endif
 
 BINS += $(B)/agent/sandbox-agent
 $(B)/agent/sandbox-agent: $(AGENT_STATIC_OBJS)
+	@mkdir -p $(@D)
 	$(CC) $(filter-out $(SAN),$(LDFLAGS)) -static $^ -o $@
 
 AGENT_UNITS := $(patsubst tests/unit/test_agent_%.c,%,$(wildcard tests/unit/test_agent_*.c))
