@@ -539,6 +539,10 @@ job_status_text(cJSON *j, struct buf *out)
 	if (jtrue(j, "oom_killed"))
 		ign(buf_addstr(out, ", killed: out of memory"));
 	ign(buf_addf(out, ", %lld output bytes", jnum(j, "output_bytes", 0)));
+	if (jtrue(j, "truncated"))
+		ign(buf_addf(out, "; output capped, %lld bytes dropped (the spool "
+		    "keeps the head; rerun with output piped through tail or to a "
+		    "file for the end)", jnum(j, "dropped_bytes", 0)));
 }
 
 static cJSON *
@@ -546,7 +550,8 @@ job_struct(cJSON *j)
 {
 	cJSON *st = cJSON_CreateObject(), *v;
 	static const char *const keys[] = { "id", "state", "exit_code", "signal",
-	    "oom_killed", "output_bytes", "next_offset", "eof", NULL };
+	    "oom_killed", "output_bytes", "next_offset", "eof", "truncated",
+	    "dropped_bytes", NULL };
 	size_t i;
 
 	for (i = 0; keys[i] != NULL; i++) {

@@ -26,6 +26,13 @@ check "shell state survives the restart" contains <(echo "$out") 'still-here'
 check "same sandbox adopted, none leaked" [ "$(sandboxes | sort)" = "$before" ]
 check "adoption logged" contains "$ORCH_LOG" "session=job-s sandbox=$before adopted"
 
+# --- a job past the agent's spool cap (64 MiB) says so, in text and structure ---
+out=$(mcp_tool job-s shell_async '{"command":"head -c 70000000 /dev/zero | tr \\\\0 x; echo"}')
+cjid=$(echo "$out" | sed -n 's/^Started job \([^ ]*\).*/\1/p')
+check "capped job started" [ -n "$cjid" ]
+out=$(mcp_tool job-s shell_wait "{\"job_id\":\"$cjid\",\"timeout\":60}")
+check "capped job: the text says output was capped" contains <(echo "$out") 'output capped, 2891137 bytes dropped'
+
 # --- kill -9 during sandbox creation ---
 orch_stop
 ORCH_FAKE_EXTRA="create_delay: 3s" orch_config "reconcile:" "  interval: 1s"
