@@ -16,3 +16,13 @@ stale_caught() {
 }
 check "docs checker catches a stale row" stale_caught
 check "docs checker names the stale row" grep -q 'stale in .*`listen` | integer' "$T/stale.out"
+# Every test the docs name (the threat model cites its proving tests) exists.
+named_tests_exist() {
+	local n missing=0
+	for n in $(grep -ohE '\b[0-9]{2}-(proxy|agent|runtime|orch|k8s)-[a-z0-9-]+' \
+	    "$TOP"/README.md "$TOP"/docs/*.md "$TOP"/docs/internals/*.md | sort -u); do
+		[ -e "$TOP/tests/e2e/$n.sh" ] || { echo "docs name a missing test: $n"; missing=1; }
+	done
+	return $missing
+}
+check "docs: every e2e test they name exists" named_tests_exist
