@@ -234,4 +234,16 @@ get off1 github.com /off1
 get off2 github.com /off2
 check "pool_max 0: nothing parked or reused" test "$(metric parked)$(metric reused)" = 00
 check "proxy alive" px_alive
+# the pool keys are checked like every other key
+for bad in "pool_max: -1" "pool_max: 100001" "pool_per_target: 0"; do
+	PX_EXTRA= px_config px-bad
+	sed -i "s/^upstream:\$/upstream:\n  $bad/" "$PX_DIR/proxy.yaml"
+	out=$("$PROXY_BIN" -n -f "$PX_DIR/proxy.yaml" 2>&1); rc=$?
+	check "config refuses upstream.$bad (naming the key)" \
+		bash -c "[ $rc -ne 0 ] && grep -q 'upstream.${bad%%:*}' <<<'$out'"
+done
+PX_EXTRA="timeouts:
+  pool_idle: 20m" px_config px-bad
+out=$("$PROXY_BIN" -n -f "$PX_DIR/proxy.yaml" 2>&1); rc=$?
+check "config refuses timeouts.pool_idle above 10m" bash -c "[ $rc -ne 0 ] && grep -q 'timeouts.pool_idle' <<<'$out'"
 check "no sanitizer report from the proxy" px_san_clean
