@@ -534,6 +534,8 @@ conn_new(struct worker *w, int fd, struct sandbox *sb)
 	{
 		struct sockaddr_storage ss;
 		socklen_t sl = sizeof(ss);
+
+		memset(&ss, 0, sizeof(ss));
 		if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0) {
 			c->peer_family = ss.ss_family;
 			if (ss.ss_family == AF_INET)
