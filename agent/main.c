@@ -324,6 +324,15 @@ h_shell(struct conn *c, const struct json *body)
 }
 
 static void
+h_shell_interrupt(struct conn *c)
+{
+	if (shell_interrupt())
+		conn_reply(c, 200, "application/json", "{\"interrupted\":true}", 20);
+	else
+		conn_reply(c, 200, "application/json", "{\"interrupted\":false}", 21);
+}
+
+static void
 h_env(struct conn *c, const struct json *body)
 {
 	const struct json *set = json_get(body, "set"), *unset = json_get(body, "unset");
@@ -433,6 +442,8 @@ conn_dispatch(struct conn *c, const char *reqbytes)
 		h_health(c);
 	else if (strcmp(p, "/v1/shell") == 0 && is_post)
 		h_shell(c, js);
+	else if (strcmp(p, "/v1/shell/interrupt") == 0 && is_post)
+		h_shell_interrupt(c);
 	else if (strcmp(p, "/v1/env") == 0 && is_post)
 		h_env(c, js);
 	else if (strcmp(p, "/v1/jobs") == 0 && is_post)

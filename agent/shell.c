@@ -73,6 +73,7 @@ static struct {
 	uint64_t	 timer;
 	uint64_t	 kill_t0;	/* when the timeout kill started */
 	int		 timed_out;
+	int		 interrupted;	/* POST /v1/shell/interrupt stopped it */
 	int		 flushing;	/* a ":" after a timeout, see st_read */
 	long long	 oom0;
 	struct proc_set	 before;	/* the shell's descendants at command start */
@@ -251,7 +252,8 @@ st_read(void)
 		}
 		buf_reset(&sh.stline);
 		out_read(0);
-		if (sh.timed_out && !sh.flushing && sh.pid > 0) {
+		if ((sh.timed_out || sh.interrupted) && !sh.flushing &&
+		    sh.pid > 0) {
 			/*
 			 * bash reports the jobs we killed ("Killed ...") when
 			 * it reaps them, maybe only before its next line: run
@@ -527,6 +529,22 @@ grace_cb(void *arg)
 	kill(sh.pid, SIGKILL);
 }
 
+/* Stops the running command: a timeout or an interrupt. */
+static void
+stop_command(void)
+{
+	if (sh.timer != 0) {
+		ev_timer_del(sh.timer);
+		sh.timer = 0;
+	}
+	/* First the trap that abandons the rest of the command, then the tree. */
+	if (sh.pid > 0)
+		kill(sh.pid, SIGUSR1);
+	kill_commands();
+	sh.kill_t0 = ev_mono_ms();
+	sh.timer = ev_timer_add(SHELL_KILL_TICK_MS, grace_cb, NULL);
+}
+
 static void
 timeout_cb(void *arg)
 {
@@ -537,12 +555,62 @@ timeout_cb(void *arg)
 	sh.timed_out = 1;
 	log_info("shell command timed out after %llu ms; killing its tree",
 	    (unsigned long long)(ev_mono_ms() - sh.t0));
-	/* First the trap that abandons the rest of the command, then the tree. */
-	if (sh.pid > 0)
-		kill(sh.pid, SIGUSR1);
-	kill_commands();
-	sh.kill_t0 = ev_mono_ms();
-	sh.timer = ev_timer_add(SHELL_KILL_TICK_MS, grace_cb, NULL);
+	stop_command();
+}
+
+/* The result body of a shell call. */
+static void
+write_result(struct jw *w, int exit_code, const char *out, size_t outlen,
+    int timed_out, int interrupted, long long duration_ms,
+    unsigned long long dropped, int restarted, int oom)
+{
+	jw_obj(w);
+	jw_key(w, "exit_code"); jw_int(w, exit_code);
+	jw_key(w, "output"); jw_str(w, out, outlen);
+	jw_key(w, "timed_out"); jw_bool(w, timed_out);
+	jw_key(w, "interrupted"); jw_bool(w, interrupted);
+	jw_key(w, "duration_ms"); jw_int(w, duration_ms);
+	jw_key(w, "truncated"); jw_bool(w, dropped > 0);
+	jw_key(w, "dropped_bytes"); jw_int(w, (long long)dropped);
+	jw_key(w, "shell_restarted"); jw_bool(w, restarted);
+	jw_key(w, "oom_killed"); jw_bool(w, oom);
+	jw_obj_end(w);
+}
+
+int
+shell_interrupt(void)
+{
+	struct buf body;
+	struct jw w;
+	shell_done_cb cb;
+	void *arg;
+
+	if (sh.busy && sh.internal && sh.queued.set) {
+		/* The call waits on an env snapshot: it never started. */
+		cb = sh.queued.cb;
+		arg = sh.queued.arg;
+		sh.queued.set = 0;
+		free(sh.queued.cmd);
+		sh.queued.cmd = NULL;
+		log_info("shell command interrupted before it started");
+		buf_init(&body, 4096);
+		jw_init(&w, &body);
+		write_result(&w, -1, "", 0, 0, 1, 0, 0, 0, 0);
+		if (jw_finish(&w) == -1)
+			conn_reply_error(arg, 500, "internal", "response too large");
+		else
+			cb(arg, &body);
+		buf_free(&body);
+		return 1;
+	}
+	/* Idle, or already being stopped (a timeout, an earlier interrupt). */
+	if (!sh.busy || sh.internal || sh.timed_out || sh.interrupted)
+		return 0;
+	sh.interrupted = 1;
+	log_info("shell command interrupted after %llu ms; killing its tree",
+	    (unsigned long long)(ev_mono_ms() - sh.t0));
+	stop_command();
+	return 1;
 }
 
 static void
@@ -591,7 +659,7 @@ shell_finish(int exit_code, int restarted, int died_status)
 		oom = sh.oom0 >= 0 && oom1 > sh.oom0;
 		sh.oom0 = oom1;
 	}
-	if (sh.timed_out)
+	if (sh.timed_out || sh.interrupted)
 		exit_code = -1;
 	if (restarted) {
 		if (WIFSIGNALED(died_status))
@@ -608,16 +676,9 @@ shell_finish(int exit_code, int restarted, int died_status)
 		NOCHECK(buf_addstr(&out, "\n[killed: out of memory]\n"));
 	buf_init(&body, AGENT_MAX_RESP);
 	jw_init(&w, &body);
-	jw_obj(&w);
-	jw_key(&w, "exit_code"); jw_int(&w, exit_code);
-	jw_key(&w, "output"); jw_str(&w, out.p ? out.p : "", out.len);
-	jw_key(&w, "timed_out"); jw_bool(&w, sh.timed_out);
-	jw_key(&w, "duration_ms"); jw_int(&w, (long long)(ev_mono_ms() - sh.t0));
-	jw_key(&w, "truncated"); jw_bool(&w, dropped > 0);
-	jw_key(&w, "dropped_bytes"); jw_int(&w, (long long)dropped);
-	jw_key(&w, "shell_restarted"); jw_bool(&w, restarted);
-	jw_key(&w, "oom_killed"); jw_bool(&w, oom);
-	jw_obj_end(&w);
+	write_result(&w, exit_code, out.p ? out.p : "", out.len, sh.timed_out,
+	    sh.interrupted, (long long)(ev_mono_ms() - sh.t0), dropped,
+	    restarted, oom);
 	buf_free(&out);
 	free_output();
 	sh.busy = 0;
@@ -754,6 +815,7 @@ shell_run(const char *cmd, size_t len, long long timeout_ms, size_t max_output,
 	sh.arg = arg;
 	sh.t0 = ev_mono_ms();
 	sh.timed_out = 0;
+	sh.interrupted = 0;
 	/* sh.oom0 is the OOM count when the last command ended (or a job, or
 	 * start): reading it here would cost every command a file read. */
 	sh.timer = ev_timer_add((uint64_t)timeout_ms, timeout_cb, NULL);

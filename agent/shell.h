@@ -23,6 +23,13 @@ int	shell_init(void);
 int	shell_run(const char *cmd, size_t len, long long timeout_ms,
 	    size_t max_output, shell_done_cb, void *arg);
 int	shell_busy(void);
+/*
+ * Stops the running command the way its timeout does (its process tree
+ * only; the shell and its state stay); its call then answers with
+ * "interrupted":true. 1 if a command was stopped, 0 if none was running
+ * (or it was already being stopped).
+ */
+int	shell_interrupt(void);
 pid_t	shell_pid(void);
 /* From the SIGCHLD loop: 1 if pid was the shell (handled), else 0. */
 int	shell_child_exited(pid_t pid, int status);

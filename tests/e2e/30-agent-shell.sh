@@ -133,6 +133,37 @@ touch "$T/go"
 wait $cpid
 check "first call complete, not interleaved" test "$(jq -r .output "$T/first")" = "$(printf 'first-start\nfirst-end')"
 
+# POST /v1/shell/interrupt: stops the running command the way a timeout
+# does (its own tree only), the call answers at once with interrupted:true,
+# earlier background processes and the shell's state survive.
+api POST /v1/shell/interrupt '{}'
+check "interrupt when idle: 200 false" test "$(status)" = 200 -a "$(j .interrupted)" = false
+sh_run 'cd /tmp; IX=kept; P='"$T"'; sleep 331 & echo $! >$P/i.bg; echo bg'
+check "interrupt: earlier background process started" out_is bg
+: >"$T/i.pids"
+curl -s -m 120 --unix-socket "$SOCK" -H 'Content-Type: application/json' \
+    -d '{"command":"P='"$T"'; sleep 332 & echo $! >>$P/i.pids; (setsid sh -c \"trap \\\"\\\" TERM; echo \\$\\$ >>$P/i.pids; sleep 333\" &); bash -c \"echo \\$\\$ >>$P/i.pids; sleep 334\"; echo not-reached","timeout_ms":100000}' \
+    http://a/v1/shell >"$T/long" &
+cpid=$!
+wait_for 20 bash -c "[ \$(wc -l <'$T/i.pids') = 3 ]"
+t0=$(date +%s%N)
+api POST /v1/shell/interrupt '{}'
+check "interrupt while running: 200 true" test "$(status)" = 200 -a "$(j .interrupted)" = true
+wait $cpid
+t1=$(date +%s%N)
+check "interrupted call returns promptly (< 10 s)" test $(( (t1 - t0) / 1000000 )) -lt 10000
+check "interrupted call says so" test "$(jq -r '.interrupted == true and .timed_out == false and .exit_code == -1 and (.output | test("not-reached") | not)' "$T/long")" = true
+check "interrupted command's tree (setsid, TERM-ignoring) is gone" \
+    wait_for 10 none_alive "$T/i.pids"
+check "earlier background sleep survives the interrupt" all_alive "$T/i.bg"
+sh_run 'echo "$IX"; pwd'
+check "shell keeps its state after an interrupt" out_is "$(printf 'kept\n/tmp')"
+check "the next call is not marked interrupted" test "$(j .interrupted)" = false
+api POST /v1/shell/interrupt '{}'
+check "interrupt when idle again: false" test "$(j .interrupted)" = false
+kill -9 $(cat "$T/i.bg") 2>/dev/null
+sh_run 'wait 2>/dev/null; true'
+
 # /v1/env: exported into the shell.
 api POST /v1/env '{"set":{"AGENT_T1":"v 1","AGENT_T2":"x'"'"'y"},"unset":["Y"]}'
 check "env set: 200" test "$(status)" = 200

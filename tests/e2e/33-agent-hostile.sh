@@ -398,6 +398,35 @@ sys.exit(1 if fails else 0)
 PY
 check "agent alive after the field cases" agent_alive
 
+# /v1/shell/interrupt: wrong method, bad bodies, repeated and concurrent
+# interrupts, a token from an interrupted call never leaks into the next.
+api GET /v1/shell/interrupt
+check "interrupt: GET is not a route (404)" test "$(status)" = 404
+api POST /v1/shell/interrupt 'not json{'
+check "interrupt: non-JSON body -> 400" test "$(status)" = 400 -a "$(j .error.code)" = bad_request
+api POST /v1/shell/interrupt '[1,2]'
+check "interrupt: non-object body -> 400" test "$(status)" = 400
+api POST /v1/shell/interrupt
+check "interrupt: empty body -> 200 false" test "$(status)" = 200 -a "$(j .interrupted)" = false
+curl -s -m 120 --unix-socket "$SOCK" -H 'Content-Type: application/json' \
+    -d '{"command":"echo hi; sleep 341; echo not-reached","timeout_ms":100000}' \
+    http://a/v1/shell >"$T/long" &
+cpid=$!
+wait_for 20 pgrep -fx "sleep 341"
+: >"$T/irs"
+for _ in 1 2 3 4 5; do
+	curl -s -m 30 --unix-socket "$SOCK" -X POST http://a/v1/shell/interrupt >>"$T/irs" &
+done
+wait_for 30 bash -c "[ \$(grep -c interrupted '$T/irs') = 5 ]"
+wait $cpid
+check "interrupt: 5 at once, exactly one stopped it" test "$(grep -c '"interrupted":true' "$T/irs")" = 1
+check "interrupt: the call ended interrupted" test "$(jq -r '.interrupted and (.output | test("not-reached") | not)' "$T/long")" = true
+check "interrupt: its sleep is gone" wait_for 10 bash -c '! pgrep -fx "sleep 341" >/dev/null'
+api POST /v1/shell/interrupt '{}'
+check "interrupt after the call ended: false" test "$(j .interrupted)" = false
+sh_run 'echo after-interrupts'
+check "interrupt: the shell still works" out_is after-interrupts
+
 check "agent survived the hostile suite (same pid)" kill -0 "$AGENT_PID"
 stop_agent TERM
 
