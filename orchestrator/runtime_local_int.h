@@ -111,9 +111,9 @@ int	rl_rmtree(const char *path, char *err, size_t errlen);
 /* Writes data to path atomically (temp + fsync + rename), mode. */
 int	rl_write_atomic(const char *path, const void *, size_t, int mode,
 	    char *err, size_t errlen) WUNRES;
-/* The same without fsync (the create path: atomic against crashes of the
- * process, not of the machine; ext4's auto_da_alloc orders the data
- * before the rename anyway). */
+/* The same without fsync (create, start, set_labels, attach_egress:
+ * atomic against crashes of the process, not of the machine; ext4's
+ * auto_da_alloc orders the data before the rename anyway). */
 int	rl_write_replace(const char *path, const void *, size_t, int mode,
 	    char *err, size_t errlen) WUNRES;
 /* Reads a whole small file (<= max) into a NUL-terminated heap buffer. */
