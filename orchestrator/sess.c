@@ -1124,8 +1124,10 @@ sess_agent(struct sess *s, const char *method, const char *path,
 }
 
 /*
- * The agent protocol has no interrupt request, so a job (it runs beside the
- * shell, not under it) does what the agent does at a command's timeout:
+ * Fallback for agents older than POST /v1/shell/interrupt (they answer 404):
+ * a job (it runs beside the shell, not under it) does roughly what the
+ * agent does at a command's timeout (but also kills earlier background
+ * processes, since it cannot tell them apart):
  * SIGUSR1 to the shell (its trap abandons the rest of the command), then
  * SIGKILL to every descendant of the shell, repeated for a few seconds in
  * case the shell starts the command's next process. POSIX sh + awk, so it
