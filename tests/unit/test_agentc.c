@@ -27,6 +27,36 @@ static char sockpath[108];
 static int lfd = -1;
 static struct script *cur;
 
+/*
+ * Reads one whole request (head, then Content-Length bytes of body) into rb:
+ * the client may send head and body in separate writes.
+ */
+static ssize_t
+read_request(int c, char *rb, size_t size)
+{
+	size_t have = 0, want = 0;
+	ssize_t n;
+	char *eoh, *cl;
+
+	for (;;) {
+		n = recv(c, rb + have, size - 1 - have, 0);
+		if (n <= 0)
+			return have > 0 ? (ssize_t)have : n;
+		have += (size_t)n;
+		rb[have] = '\0';
+		if ((eoh = strstr(rb, "\r\n\r\n")) == NULL) {
+			if (have == size - 1)
+				return (ssize_t)have;
+			continue;
+		}
+		want = (size_t)(eoh + 4 - rb);
+		if ((cl = strstr(rb, "Content-Length: ")) != NULL && cl < eoh)
+			want += strtoul(cl + 16, NULL, 10);
+		if (have >= want || have == size - 1)
+			return (ssize_t)have;
+	}
+}
+
 static void *
 serve(void *arg)
 {
@@ -38,10 +68,9 @@ serve(void *arg)
 	if ((c = accept(lfd, NULL, NULL)) == -1)
 		return NULL;
 	for (i = 0; i < s->nresp || (s->big && i == 0); i++) {
-		ssize_t n = recv(c, rb, sizeof(rb) - 1, 0);
+		ssize_t n = read_request(c, rb, sizeof(rb));
 		if (n <= 0)
 			break;
-		rb[n] = '\0';
 		if (i == 0)
 			memcpy(s->got, rb, (size_t)n + 1);
 		if (s->sleep_ms)
