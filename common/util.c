@@ -112,3 +112,13 @@ fail:
 	unlink(tmp);
 	return -1;
 }
+
+uint32_t
+util_hash_str(const char *s)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *s != '\0'; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h;
+}

@@ -3,12 +3,15 @@
 #define UTIL_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 #include "attrib.h"
 #include "buf.h"
 
 long long	util_unix_ms(void);	/* wall clock, ms since the epoch */
 long long	util_mono_ms(void);	/* monotonic, ms */
+/* FNV-1a of a NUL-terminated string (hash tables; not for secrets). */
+uint32_t	util_hash_str(const char *s);
 
 /*
  * Reads the whole file at path into b (appended; b->max bounds it).

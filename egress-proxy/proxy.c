@@ -48,6 +48,7 @@
 #include "ghapp.h"
 #include "httpreq.h"
 #include "log.h"
+#include "util.h"
 #include "netcheck.h"
 #include "proxy.h"
 #include "sandbox.h"
@@ -902,11 +903,7 @@ static int sess_exidx = -1;
 static size_t
 sess_slot(const char *key)
 {
-	uint32_t h = 2166136261u;
-
-	for (; *key != '\0'; key++)
-		h = (h ^ (unsigned char)*key) * 16777619u;
-	return h % SESS_SLOTS;
+	return util_hash_str(key) % SESS_SLOTS;
 }
 
 /* The key travels with the SSL (ex_data, freed with it). */

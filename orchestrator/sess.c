@@ -124,11 +124,7 @@ struct sessmgr {
 static unsigned
 hash_str(const char *s)
 {
-	unsigned h = 2166136261u;
-
-	for (; *s != '\0'; s++)
-		h = (h ^ (unsigned char)*s) * 16777619u;
-	return h % HASH_SIZE;
+	return util_hash_str(s) % HASH_SIZE;
 }
 
 int

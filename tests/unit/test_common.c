@@ -96,6 +96,15 @@ TEST(test_log_escape)
 	CHECK_STR(log_escape(out, 5, "\x01\x02", 2), "\\x01");
 }
 
+TEST(test_util_hash)
+{
+	/* FNV-1a 32-bit reference values. */
+	CHECK(util_hash_str("") == 0x811c9dc5u);
+	CHECK(util_hash_str("a") == 0xe40c292cu);
+	CHECK(util_hash_str("foobar") == 0xbf9cf968u);
+	CHECK(util_hash_str("sb-1") != util_hash_str("sb-2"));
+}
+
 TEST(test_util_files)
 {
 	char path[] = "/tmp/test_common.XXXXXX", file[64], err[256];
@@ -128,6 +137,7 @@ main(void)
 	RUN(test_strnum);
 	RUN(test_units);
 	RUN(test_log_escape);
+	RUN(test_util_hash);
 	RUN(test_util_files);
 	return unit_done();
 }
