@@ -1228,6 +1228,12 @@ addon_on_response(struct addon_vm *vm, int addon, int ctx_ref, struct hreq *req,
 }
 
 void
+addon_vm_gc(struct addon_vm *vm)
+{
+	lua_gc(vm->L, LUA_GCCOLLECT);
+}
+
+void
 addon_ctx_release(struct addon_vm *vm, int ctx_ref)
 {
 	luaL_unref(vm->L, LUA_REGISTRYINDEX, ctx_ref);

@@ -67,6 +67,8 @@ struct addon_vm *addon_vm_new(struct addon_src *, const struct pconf *,
 struct addon_vm *addon_vm_ref(struct addon_vm *);
 void	addon_vm_unref(struct addon_vm *);
 unsigned addon_vm_gen(const struct addon_vm *);
+/* A full garbage collection of the VM (the worker is quiet). */
+void	addon_vm_gc(struct addon_vm *);
 /* Header names addon i asks the proxy to strip from client requests. */
 const char *const *addon_vm_strip(const struct addon_vm *, int addon, size_t *n);
 const char *addon_vm_name(const struct addon_vm *, int addon);

@@ -77,6 +77,7 @@ struct worker;
 
 struct conn {
 	TAILQ_ENTRY(conn)	 link;
+	TAILQ_ENTRY(conn)	 idle_link;	/* on w->idleup */
 	struct worker		*w;
 	uint64_t		 id;
 	struct sandbox		*sb;		/* NULL until identified */
@@ -101,6 +102,7 @@ struct conn {
 	unsigned		 up_tls:1;	/* upstream bev is TLS */
 	unsigned		 connect_then_req:1; /* connecting for a request */
 	unsigned		 no_pool:1;	/* retrying: dial a fresh upstream */
+	unsigned		 idle_linked:1;	/* on w->idleup */
 	unsigned		 up_nreq;	/* requests sent on c->up */
 	union sa_any {
 		struct sockaddr		sa;
@@ -164,6 +166,15 @@ struct worker {
 	struct connq		 dead;
 	TAILQ_HEAD(poolq, pooled) pool;		/* newest first */
 	long			 npool;
+	/*
+	 * Intercepted connections between requests that still hold their
+	 * upstream, most recently idle first: a new connection of the same
+	 * sandbox to the same target takes such an upstream over when the
+	 * pool has none (see up_take_idle).
+	 */
+	struct connq		 idleup;
+	/* work counters for the tick's quiet-time Lua garbage collection */
+	unsigned long long	 nreq, work_seen, work_gc;
 	struct addon_vm		*vm;
 	struct ghapp		*gh;
 	struct buf		 scratch;
@@ -189,6 +200,7 @@ static void body_pump(struct conn *);
 static void hook_done(void *, const struct hook_result *);
 static void next_request(struct conn *);
 static void pool_park(struct conn *);
+static void idle_unlink(struct conn *);
 static void up_connected(struct conn *);
 static void pool_drop(struct pooled *);
 
@@ -406,6 +418,7 @@ audit_tunnel(struct conn *c)
 static void
 conn_free(struct conn *c)
 {
+	idle_unlink(c);
 	if (c->hook != NULL)
 		addon_cancel(c->hook);
 	if (c->vm != NULL) {
@@ -461,6 +474,7 @@ conn_kill(struct conn *c)
 {
 	if (c->dead)
 		return;
+	idle_unlink(c);
 	/* A clean idle upstream (between requests) goes to the pool. */
 	if (c->up != NULL && (c->st == CS_REQ_HEAD || c->st == CS_CL_TLS))
 		pool_park(c);
@@ -659,8 +673,10 @@ read_head(struct conn *c, struct bufferevent *bev, int allow_connect)
 
 	if (avail == 0)
 		return 0;
-	if (c->head_start == 0)
+	if (c->head_start == 0) {
 		c->head_start = now_ms();
+		idle_unlink(c);
+	}
 	want = avail < max + 1 ? avail : max + 1;
 	if ((p = (const char *)evbuffer_pullup(in, (ssize_t)want)) == NULL) {
 		conn_kill(c);
@@ -1036,6 +1052,84 @@ pool_event(struct bufferevent *bev, short what, void *arg)
  * done, last response complete, nothing buffered either way, not shut
  * down); c->up is then NULL. Otherwise c->up is left for the caller.
  */
+/*
+ * 1 when c->up is a clean idle upstream TLS connection that another
+ * connection of the same sandbox may use: handshake done, last response
+ * complete, nothing buffered either way, not shut down.
+ */
+static int
+up_clean(struct conn *c)
+{
+	struct bufferevent *bev = c->up;
+	SSL *ssl;
+
+	if (bev == NULL || !c->up_tls || c->mode != MODE_INTERCEPT || c->sb == NULL ||
+	    atomic_load(&c->sb->dead) || c->up_addr.sa.sa_family == 0 ||
+	    c->resp_active || c->st == CS_CONNECTING)
+		return 0;
+	if (evbuffer_get_length(bufferevent_get_input(bev)) != 0 ||
+	    evbuffer_get_length(bufferevent_get_output(bev)) != 0)
+		return 0;
+	ssl = bufferevent_openssl_get_ssl(bev);
+	return ssl != NULL && SSL_is_init_finished(ssl) && SSL_pending(ssl) == 0 &&
+	    SSL_get_shutdown(ssl) == 0;
+}
+
+static void
+idle_unlink(struct conn *c)
+{
+	if (c->idle_linked) {
+		TAILQ_REMOVE(&c->w->idleup, c, idle_link);
+		c->idle_linked = 0;
+	}
+}
+
+/* c is between requests and keeps its upstream: it may be lent (newest first). */
+static void
+idle_link(struct conn *c)
+{
+	idle_unlink(c);
+	if (c->up != NULL && c->mode == MODE_INTERCEPT && !c->dead) {
+		TAILQ_INSERT_HEAD(&c->w->idleup, c, idle_link);
+		c->idle_linked = 1;
+	}
+}
+
+/*
+ * Takes over the idle upstream of another connection of c's sandbox to
+ * c's target at a (the longest idle first), so a burst of new connections
+ * of one sandbox shares a few upstream connections instead of holding one
+ * each until timeouts.upstream_idle: the one it is taken from dials (or
+ * takes another) at its next request. 1 when one was taken.
+ */
+static int
+up_take_idle(struct conn *c, const union sa_any *a)
+{
+	struct conn *v, *prev;
+	int n = 0;
+
+	for (v = TAILQ_LAST(&c->w->idleup, connq); v != NULL && n < 64; v = prev, n++) {
+		prev = TAILQ_PREV(v, connq, idle_link);
+		if (v == c)
+			continue;
+		if (v->dead || v->st != CS_REQ_HEAD || v->head_start != 0 || !up_clean(v)) {
+			idle_unlink(v);
+			continue;
+		}
+		if (v->sb != c->sb || !sa_same(&v->up_addr, a) ||
+		    strcmp(v->tgt.hostport, c->tgt.hostport) != 0)
+			continue;
+		idle_unlink(v);
+		c->up = v->up;
+		v->up = NULL;
+		atomic_fetch_add(&P.st.pool_lent, 1);
+		log_debug("conn=%llx upstream %s taken over from idle conn=%llx",
+		    (unsigned long long)c->id, c->tgt.hostport, (unsigned long long)v->id);
+		return 1;
+	}
+	return 0;
+}
+
 static void
 pool_park(struct conn *c)
 {
@@ -1043,18 +1137,9 @@ pool_park(struct conn *c)
 	struct bufferevent *bev = c->up;
 	struct pooled *p, *oldest = NULL;
 	long same = 0;
-	SSL *ssl;
 
-	if (P.conf->pool_max <= 0 || bev == NULL || !c->up_tls ||
-	    c->mode != MODE_INTERCEPT || c->sb == NULL || atomic_load(&c->sb->dead) ||
-	    c->up_addr.sa.sa_family == 0 || c->resp_active || c->st == CS_CONNECTING)
-		return;
-	if (evbuffer_get_length(bufferevent_get_input(bev)) != 0 ||
-	    evbuffer_get_length(bufferevent_get_output(bev)) != 0)
-		return;
-	ssl = bufferevent_openssl_get_ssl(bev);
-	if (ssl == NULL || !SSL_is_init_finished(ssl) || SSL_pending(ssl) > 0 ||
-	    SSL_get_shutdown(ssl) != 0)
+	idle_unlink(c);
+	if (P.conf->pool_max <= 0 || !up_clean(c))
 		return;
 	TAILQ_FOREACH(p, &w->pool, link) {
 		if (pool_key(p, c->sb, c->tgt.hostport, &c->up_addr)) {
@@ -1104,19 +1189,20 @@ pool_take(struct conn *c, const struct sockaddr *sa)
 	TAILQ_FOREACH(p, &w->pool, link)
 		if (p->expires > now && pool_key(p, c->sb, c->tgt.hostport, &a))
 			break;
-	if (p == NULL)
+	if (p != NULL) {
+		TAILQ_REMOVE(&w->pool, p, link);
+		w->npool--;
+		atomic_fetch_sub(&P.st.pool_idle, 1);
+		atomic_fetch_add(&P.st.pool_reused, 1);
+		c->up = p->bev;
+		sandbox_unref(p->sb);
+		free(p);
+	} else if (!up_take_idle(c, &a))
 		return 0;
-	TAILQ_REMOVE(&w->pool, p, link);
-	w->npool--;
-	atomic_fetch_sub(&P.st.pool_idle, 1);
-	atomic_fetch_add(&P.st.pool_reused, 1);
-	c->up = p->bev;
 	c->up_tls = 1;
 	c->up_addr = a;
 	c->up_nreq = 1;		/* it served before: a request on it may be retried */
 	bufferevent_setcb(c->up, NULL, NULL, up_event, c);
-	sandbox_unref(p->sb);
-	free(p);
 	return 1;
 }
 
@@ -1757,6 +1843,8 @@ next_request(struct conn *c)
 	c->st = c->mode == MODE_INTERCEPT ? CS_REQ_HEAD : CS_HEAD;
 	c->deadline = 0;
 	c->last_active = now_ms();
+	if (c->mode == MODE_INTERCEPT && up_clean(c))
+		idle_link(c);
 	bufferevent_setcb(c->cl, c->mode == MODE_INTERCEPT ? cl_read_req : cl_read_head,
 	    cl_write, cl_event, c);
 	bufferevent_enable(c->cl, EV_READ);
@@ -1779,6 +1867,7 @@ intercept_request(struct conn *c)
 
 	if (read_head(c, c->cl, 0) <= 0)
 		return;
+	c->w->nreq++;
 	st = hreq_check_target(c->req, &c->tgt, 1, err, sizeof(err));
 	if (st != 0) {
 		atomic_fetch_add(st == 421 ? &P.st.ref_misdirected : &P.st.ref_badrequest, 1);
@@ -2111,6 +2200,7 @@ tick_cb(evutil_socket_t fd, short ev, void *arg)
 	struct worker *w = arg;
 	struct conn *c, *n;
 	long long now = now_ms();
+	unsigned long long work;
 
 	(void)fd;
 	(void)ev;
@@ -2171,6 +2261,18 @@ tick_cb(evutil_socket_t fd, short ev, void *arg)
 			}
 		}
 	}
+	/*
+	 * A worker with no new connection or request for a whole tick runs
+	 * a full Lua collection once: the hooks' finished coroutines and
+	 * closed connections' ctx tables are otherwise kept until the
+	 * incremental collector's next cycle (up to the heap doubling).
+	 */
+	work = (unsigned long long)w->next_id + w->nreq;
+	if (work == w->work_seen && work != w->work_gc && w->vm != NULL) {
+		addon_vm_gc(w->vm);
+		w->work_gc = work;
+	}
+	w->work_seen = work;
 }
 
 static void
@@ -2248,6 +2350,7 @@ proxy_workers_start(int n)
 		TAILQ_INIT(&w->conns);
 		TAILQ_INIT(&w->dead);
 		TAILQ_INIT(&w->pool);
+		TAILQ_INIT(&w->idleup);
 		buf_init(&w->scratch, (size_t)4 * 1024 * 1024);
 		buf_init(&w->audit, (size_t)16 * 1024 * 1024);
 		{
@@ -2489,6 +2592,7 @@ proxy_metrics(struct buf *b)
 	G("egress_proxy_upstream_pool_total", "counter", "upstream pool events");
 	rc |= buf_addf(b, "egress_proxy_upstream_pool_total{event=\"parked\"} %ld\n", atomic_load(&s->pool_parked));
 	rc |= buf_addf(b, "egress_proxy_upstream_pool_total{event=\"reused\"} %ld\n", atomic_load(&s->pool_reused));
+	rc |= buf_addf(b, "egress_proxy_upstream_pool_total{event=\"lent\"} %ld\n", atomic_load(&s->pool_lent));
 	rc |= buf_addf(b, "egress_proxy_upstream_pool_total{event=\"dropped\"} %ld\n", atomic_load(&s->pool_dropped));
 	rc |= buf_addf(b, "egress_proxy_upstream_pool_total{event=\"retried\"} %ld\n", atomic_load(&s->pool_retried));
 	G("egress_proxy_sandboxes", "gauge", "registered sandboxes");

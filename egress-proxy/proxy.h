@@ -26,7 +26,7 @@ struct pstats {
 	atomic_long	 bytes_up, bytes_down;
 	atomic_long	 reload_ok, reload_failed;
 	atomic_long	 pool_idle;			/* parked upstream connections */
-	atomic_long	 pool_parked, pool_reused, pool_dropped, pool_retried;
+	atomic_long	 pool_parked, pool_reused, pool_lent, pool_dropped, pool_retried;
 };
 
 struct proxy {

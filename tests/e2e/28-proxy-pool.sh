@@ -4,7 +4,9 @@
 # the same target and address: never across sandboxes or targets, never
 # after the upstream closed it, dropped on expiry and on deregistration; a
 # credential is still injected exactly once per request; a request that
-# races the upstream's idle close is retried once on a fresh connection.
+# races the upstream's idle close is retried once on a fresh connection; an
+# open client connection idle between requests lends its upstream to a new
+# connection of the same sandbox.
 . "$(dirname "$0")/../lib/common.sh"
 . "$TOP/tests/lib/fakegit.sh"
 . "$TOP/tests/lib/proxy.sh"
@@ -234,6 +236,51 @@ get off1 github.com /off1
 get off2 github.com /off2
 check "pool_max 0: nothing parked or reused" test "$(metric parked)$(metric reused)" = 00
 check "proxy alive" px_alive
+# An intercepted client connection that is open but idle between requests
+# lends its upstream to a new connection of the SAME sandbox to the same
+# target (timeouts.upstream_idle is long here, so nothing is parked meanwhile);
+# never to another sandbox, never while a request head is arriving.
+PX_EXTRA="timeouts:
+  pool_idle: 600s
+  upstream_idle: 60s" px_config px4
+sed -i 's/^workers: .*/workers: 1/' "$PX_DIR/proxy.yaml"
+px_start px4 && px_sandbox || { fail "fourth proxy start"; exit 1; }
+px_register sb-other "$SB_SECRET"
+kill "$UP_PID"; wait "$UP_PID" 2>/dev/null
+up_start up4.log
+pci github.com "GET /a1 HTTP/1.1\r\nHost: github.com\r\n\r\n" \
+	--send "GET /a2 HTTP/1.1\r\nHost: github.com\r\n\r\n" --pause 6 --responses 2 --wait 30 \
+	>"$T/get-A" 2>&1 &
+A_PID=$!
+check "lend: the idle connection's first request served" wait_for 20 grep -q '^req 1 #1 GET /a1 ' "$UPLOG"
+PC_ID=sb-other PC_SECRET=$SB_SECRET get lend-other github.com /lend-other
+check "lend: another sandbox dials its own upstream" \
+	test "$(served_by lend-other)" = 2 -a "$(accepts)" = 2 -a "$(metric lent)" = 0
+get lend-b github.com /lend-b
+check "lend: the same sandbox takes over the idle connection's upstream" \
+	test "$(served_by lend-b)" = 1 -a "$(accepts)" = 2
+check "lend: counted" metric_is lent 1
+wait "$A_PID"
+check "lend: the lending connection's next request answered" \
+	test "$(grep -c '^HTTP/1.1 200' "$T/get-A")" = 2
+check "lend: ... on the connection parked meanwhile, no new dial" test "$(accepts)" = 2
+check "lend: one credential per request throughout" \
+	test "$(grep '^req ' "$UPLOG" | grep -vc 'auths=1 auth=Basic ')" = 0 -a "$(grep -c '^req ' "$UPLOG")" = 4
+# a request head arriving on the idle connection: its upstream is not lent
+pci gitlab.com "GET /g1 HTTP/1.1\r\nHost: gitlab.com\r\n\r\n" --send "GET /g2 HTTP/1.1\r\nHo" \
+	--send "st: gitlab.com\r\n\r\n" --pause 3 --responses 2 --wait 30 >"$T/get-G" 2>&1 &
+G_PID=$!
+check "lend: gitlab.com first request served" wait_for 20 grep -q ' #1 GET /g1 ' "$UPLOG"
+g_conn=$(sed -n 's/^req \([0-9]*\) #1 GET \/g1 .*/\1/p' "$UPLOG")
+sleep 4	# the partial head went out at 3 s, the rest goes at 6 s
+get lend-g gitlab.com /lend-g
+check "lend: not taken while a request head is arriving" \
+	test "$(served_by lend-g)" != "$g_conn" -a "$(metric lent)" = 1
+wait "$G_PID"
+check "lend: the half-sent request completes on its own upstream" \
+	grep -q "^req $g_conn #2 GET /g2 " "$UPLOG"
+check "lend: both gitlab.com responses arrived" test "$(grep -c '^HTTP/1.1 200' "$T/get-G")" = 2
+
 # the pool keys are checked like every other key
 for bad in "pool_max: -1" "pool_max: 100001" "pool_per_target: 0"; do
 	PX_EXTRA= px_config px-bad

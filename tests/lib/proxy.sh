@@ -15,7 +15,7 @@
 #   px_client_env ID SECRET  exports HTTPS_PROXY/HTTP_PROXY and CA variables for git/curl/gh
 #   px_admin JSON        one admin call, prints the reply
 #   px_rss               resident set size of the proxy in KiB
-PROXY_BIN=$BIN/egress-proxy/egress-proxy
+PROXY_BIN=${PROXY_BIN_OVERRIDE:-$BIN/egress-proxy/egress-proxy}
 
 px_base_resolve() {
 	[ -n "${PX_NORESOLVE:-}" ] && return 0

@@ -462,7 +462,8 @@ main(int argc, char **argv)
 	uint32_t *all = NULL;
 	size_t nall = 0, k;
 	uint64_t reqs = 0, bytes = 0, errors = 0;
-	double t0, secs;
+	double t0, secs, cpu;
+	struct rusage ru;
 	int ch, i;
 	const char *mode = "keepalive";
 
@@ -573,10 +574,15 @@ main(int argc, char **argv)
 	}
 	if (nall > 0)
 		qsort(all, nall, sizeof(*all), cmp_u32);
-	printf("mode=%s reqs=%llu secs=%.2f rps=%.0f p50_us=%u p99_us=%u mbps=%.1f errors=%llu\n",
+	getrusage(RUSAGE_SELF, &ru);
+	cpu = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 +
+	    (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+	printf("mode=%s reqs=%llu secs=%.2f rps=%.0f p50_us=%u p99_us=%u mbps=%.1f errors=%llu"
+	    " client_cpu_us=%.0f\n",
 	    mode, (unsigned long long)reqs, secs, (double)reqs / secs,
 	    nall ? all[nall / 2] : 0, nall ? all[(size_t)((double)nall * 0.99)] : 0,
-	    (double)bytes / secs / 1048576.0, (unsigned long long)errors);
+	    (double)bytes / secs / 1048576.0, (unsigned long long)errors,
+	    reqs > 0 ? cpu / (double)reqs : 0.0);
 	free(all);
 	free(ws);
 	SSL_CTX_free(opt.ctx);

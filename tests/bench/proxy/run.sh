@@ -69,7 +69,8 @@ http {
 }
 EOF
 nginx -p "$T/ng" -c "$T/ng/nginx.conf" -g 'daemon off;' >"$T/ng/stderr" 2>&1 &
-track_pid $!
+NG_PID=$!
+track_pid $NG_PID
 wait_port "$NG" 20 || { echo "nginx did not start"; cat "$T/ng/stderr"; exit 1; }
 
 # rss_tree PID: resident KiB of PID and all its descendants.
@@ -80,6 +81,37 @@ rss_tree() {
 		sum=$((sum + $(awk '/^VmRSS:/ {print $2}' "/proc/$p/status" 2>/dev/null || echo 0)))
 	done
 	echo "$sum"
+}
+
+# cpu_tree PID: CPU ticks (utime + stime, all threads) of PID and its descendants.
+cpu_tree() {
+	local p sum=0
+	[ "$1" = - ] && { echo 0; return; }
+	sum=$(awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0)
+	for p in $(pgrep -P "$1" 2>/dev/null); do
+		sum=$((sum + $(cpu_tree "$p")))
+	done
+	echo "$sum"
+}
+
+# run_case ROW CASE PID LOADARGS...: one load run; prints the load generator's
+# line plus the CPU microseconds per request of the proxy (its whole process
+# tree) and of nginx, next to the client's own (client_cpu_us).
+run_case() {
+	local row=$1 case=$2 pid=$3 out p0 p1 n0 n1 reqs hz
+	shift 3
+	hz=$(getconf CLK_TCK)
+	perf_on "$row" "$case" "$pid"
+	p0=$(cpu_tree "$pid"); n0=$(cpu_tree "$NG_PID")
+	out=$("$LOAD" "$@" 2>&1)
+	p1=$(cpu_tree "$pid"); n1=$(cpu_tree "$NG_PID")
+	perf_off
+	reqs=$(sed -n 's/.* reqs=\([0-9]*\).*/\1/p' <<<"$out")
+	if [ "${reqs:-0}" -gt 0 ]; then
+		out="$out $(awk -v p=$((p1 - p0)) -v n=$((n1 - n0)) -v r="$reqs" -v hz="$hz" \
+			'BEGIN { printf "proxy_cpu_us=%.0f nginx_cpu_us=%.0f", p * 1e6 / hz / r, n * 1e6 / hz / r }')"
+	fi
+	echo "$out"
 }
 
 # settle PID: waits (up to 60 s) until PID's tree uses < 5% of a CPU, so one
@@ -117,7 +149,7 @@ perf_off() {
 	perf report -i "$PERF_NAME.data" --no-children --sort dso,symbol --stdio 2>/dev/null | head -80 >"$PERF_NAME.txt"
 	PERF_PID=
 }
-declare -A KA_RPS KA_P50 KA_P99 NC_RPS BODY_MB IDLE_KIB NOTE
+declare -A KA_RPS KA_P50 KA_P99 NC_RPS NC_CPU BODY_MB IDLE_KIB NOTE
 ROWS=()
 
 # measure ROW PID LOADARGS...: runs the cases for one configuration.
@@ -153,25 +185,20 @@ measure() {
 		settle "$pid"
 	fi
 	if want_case keepalive; then
-		perf_on "$row" keepalive "$pid"
-		out=$("$LOAD" "$@" -m keepalive -c "$KA_C" -d "$SECS" -p /small 2>&1)
-		perf_off
+		out=$(run_case "$row" keepalive "$pid" "$@" -m keepalive -c "$KA_C" -d "$SECS" -p /small)
 		echo "  $row keepalive: $out"
 		KA_RPS[$row]=$(sed -n 's/.* rps=\([0-9]*\).*/\1/p' <<<"$out")
 		KA_P50[$row]=$(sed -n 's/.* p50_us=\([0-9]*\).*/\1/p' <<<"$out")
 		KA_P99[$row]=$(sed -n 's/.* p99_us=\([0-9]*\).*/\1/p' <<<"$out")
 	fi
 	if want_case newconn; then
-		perf_on "$row" newconn "$pid"
-		out=$("$LOAD" "$@" -m newconn -c "$NC_C" -d "$SECS" -p /small 2>&1)
-		perf_off
+		out=$(run_case "$row" newconn "$pid" "$@" -m newconn -c "$NC_C" -d "$SECS" -p /small)
 		echo "  $row newconn:   $out"
 		NC_RPS[$row]=$(sed -n 's/.* rps=\([0-9]*\).*/\1/p' <<<"$out")
+		NC_CPU[$row]=$(sed -n 's/.* client_cpu_us=\([0-9]*\) proxy_cpu_us=\([0-9]*\) nginx_cpu_us=\([0-9]*\).*/\1 \2 \3/p' <<<"$out")
 	fi
 	if want_case body; then
-		perf_on "$row" body "$pid"
-		out=$("$LOAD" "$@" -m body -c "$BODY_C" -d "$SECS" -p /1m 2>&1)
-		perf_off
+		out=$(run_case "$row" body "$pid" "$@" -m body -c "$BODY_C" -d "$SECS" -p /1m)
 		echo "  $row body:      $out"
 		BODY_MB[$row]=$(sed -n 's/.* mbps=\([0-9.]*\).*/\1/p' <<<"$out")
 	fi
@@ -312,6 +339,18 @@ done
 for r in "${ROWS[@]}"; do
 	[ -n "${NOTE[$r]:-}" ] && echo "note: $r: ${NOTE[$r]}"
 done
+if [ "${#NC_CPU[@]}" -gt 0 ]; then
+	# Where a new connection's CPU goes (2 cores shared by all three): the
+	# rate is bounded by 2 s / (client + proxy + nginx) per second.
+	echo
+	printf '%-17s %14s %14s %14s %14s\n' "new conn, CPU" "client us/req" "proxy us/req" "nginx us/req" "bound req/s"
+	for r in "${ROWS[@]}"; do
+		[ -n "${NC_CPU[$r]:-}" ] || continue
+		read -r cc pc nc <<<"${NC_CPU[$r]}"
+		printf '%-17s %14s %14s %14s %14s\n' "$r" "$cc" "$pc" "$nc" \
+			"$(awk -v t=$((cc + pc + nc)) -v n="$(nproc)" 'BEGIN { if (t > 0) printf "%.0f", n * 1e6 / t; else print "-" }')"
+	done
+fi
 
 # ratio NAME A-ROW A-ARRAY OP TARGET B-ROW B-ARRAY: prints "ratio = A/B vs target".
 echo
