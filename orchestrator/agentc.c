@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -296,23 +297,48 @@ token_ok(const char *s, int allow_space)
 	return 1;
 }
 
+/*
+ * Sends the head and the body with one sendmsg() where the socket takes
+ * it all (the usual case: one segment, one wake-up of the agent), looping
+ * over partial sends until the deadline.
+ */
 static int
-send_all(int fd, const char *p, size_t len, long long deadline, int *sent_any)
+send_all(int fd, const char *head, size_t headlen, const char *body, size_t bodylen,
+    long long deadline, int *sent_any)
 {
-	ssize_t n;
-	int r;
+	struct iovec iov[2];
+	struct msghdr mh;
+	size_t n, k;
+	ssize_t w;
+	int r, i = 0, cnt = bodylen > 0 ? 2 : 1;
 
-	while (len > 0) {
-		n = send(fd, p, len, MSG_NOSIGNAL);
-		if (n > 0) {
+	iov[0].iov_base = (void *)head;
+	iov[0].iov_len = headlen;
+	iov[1].iov_base = (void *)body;
+	iov[1].iov_len = bodylen;
+	while (i < cnt && iov[i].iov_len == 0)
+		i++;
+	while (i < cnt) {
+		memset(&mh, 0, sizeof(mh));
+		mh.msg_iov = &iov[i];
+		mh.msg_iovlen = (size_t)(cnt - i);
+		w = sendmsg(fd, &mh, MSG_NOSIGNAL);
+		if (w > 0) {
 			*sent_any = 1;
-			p += n;
-			len -= (size_t)n;
+			for (n = (size_t)w; n > 0 && i < cnt; n -= k) {
+				k = n < iov[i].iov_len ? n : iov[i].iov_len;
+				iov[i].iov_base = (char *)iov[i].iov_base + k;
+				iov[i].iov_len -= k;
+				if (iov[i].iov_len == 0)
+					i++;
+			}
+			while (i < cnt && iov[i].iov_len == 0)
+				i++;
 			continue;
 		}
-		if (n == -1 && errno == EINTR)
+		if (w == -1 && errno == EINTR)
 			continue;
-		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+		if (w == -1 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
 			r = wait_fd(fd, POLLOUT, deadline);
 			if (r == 0) {
 				errno = ETIMEDOUT;
@@ -347,9 +373,7 @@ request_once(struct agentc *ac, const char *head, size_t headlen,
 	llhttp_errno_t pe;
 
 	*retry = 0;
-	if (send_all(ac->fd, head, headlen, deadline, &sent_any) == -1 ||
-	    (bodylen > 0 && send_all(ac->fd, body, bodylen, deadline,
-	    &sent_any) == -1)) {
+	if (send_all(ac->fd, head, headlen, body, bodylen, deadline, &sent_any) == -1) {
 		e = errno;
 		if (ac->nreq > 0 && (e == EPIPE || e == ECONNRESET))
 			*retry = 1;
