@@ -10,7 +10,11 @@
 # Cases: keep-alive small GETs (req/s, p50, p99), a new connection per request
 # (req/s), 1 MiB bodies (MiB/s), resident memory per idle connection with
 # 2,000 open, measured 3 s after the last opened (500 for mitmproxy, which
-# takes minutes to open 2,000). Knobs:
+# takes minutes to open 2,000). Each load line also gives the CPU microseconds
+# per request of the client, the proxy (its process tree) and nginx; a table
+# turns the new-connection ones into the rate the 2 cores bound. At the end,
+# tls_floor.c prints what OpenSSL alone costs per intercepted connection.
+# Knobs:
 # BENCH_SECS (default 4), BENCH_IDLE (2000), BENCH_IDLE_MITM (500),
 # BENCH_ROWS (words: direct egress squid mitm; default all of them),
 # BENCH_CASES (words: idle keepalive newconn body; default all), BENCH_WORKERS
@@ -379,5 +383,16 @@ target "new conn req/s: intercept / squid ssl-bump" NC_RPS egress-intercept squi
 target "1 MiB bodies MiB/s: intercept / direct" BODY_MB egress-intercept direct 0.6
 limit "idle KiB per intercepted connection" IDLE_KIB egress-intercept 16
 limit "idle KiB per tunnelled connection" IDLE_KIB egress-tunnel 8
+# What OpenSSL alone costs per intercepted client connection here (no proxy,
+# no libevent, no network): the floor under the idle-memory and new-connection
+# figures above.
+if cc -O2 -g -std=c11 -Wall -Wextra tests/bench/proxy/tls_floor.c -o "$T/tls_floor" -lssl -lcrypto 2>/dev/null &&
+	fl=$("$T/tls_floor" -n 1000 2>&1); then
+	awk -v l="$fl" 'BEGIN { split(l, f, /[ =]/); for (i = 2; i < length(f); i += 2) v[f[i]] = f[i + 1]
+		printf "OpenSSL alone, per server-side TLS 1.3 connection (tests/bench/proxy/tls_floor.c):\n"
+		printf "  heap kept after a request: %.1f KiB in %.0f allocations (%.1f KiB with malloc headers)\n",
+			v["heap_bytes"] / 1024, v["allocs"], (v["heap_bytes"] + 8 * v["allocs"]) / 1024
+		printf "  server CPU per full handshake (SSL_new to SSL_free): %s us\n", v["hs_cpu_us"] }'
+fi
 echo "(informational: egress tunnel / squid tunnel keep-alive $(awk -v a="$(v KA_RPS egress-tunnel)" -v b="$(v KA_RPS squid-tunnel)" 'BEGIN { if (a+0 > 0 && b+0 > 0) printf "%.2f", a / b; else print "n/a" }'))"
 exit 0
