@@ -201,6 +201,7 @@ static void hook_done(void *, const struct hook_result *);
 static void next_request(struct conn *);
 static void pool_park(struct conn *);
 static void idle_unlink(struct conn *);
+static void bev_enable(struct bufferevent *, short);
 static void up_connected(struct conn *);
 static void pool_drop(struct pooled *);
 
@@ -287,7 +288,7 @@ conn_respond(struct conn *c, int status, const char *reason)
 	bufferevent_disable(c->cl, EV_READ);
 	bufferevent_setcb(c->cl, NULL, cl_write, cl_event, c);
 	bufferevent_setwatermark(c->cl, EV_WRITE, 0, 0);
-	bufferevent_enable(c->cl, EV_WRITE);
+	bev_enable(c->cl, EV_WRITE);
 	if (evbuffer_get_length(out) == 0)
 		conn_kill(c);
 }
@@ -411,6 +412,19 @@ audit_tunnel(struct conn *c)
 	ign(buf_addf(b, ",\"type\":\"tunnel\",\"bytes_up\":%llu,\"bytes_down\":%llu,"
 	    "\"injected\":false}\n", c->tot_up, c->tot_down));
 	audit_queue(c->w, b);
+}
+
+/*
+ * bufferevent_enable() for the bits not enabled yet. Enabling EV_WRITE again
+ * on an empty output re-adds the write event: one epoll_ctl to add it, a
+ * wake-up with nothing to write, one more to remove it, per request.
+ */
+static void
+bev_enable(struct bufferevent *bev, short what)
+{
+	what &= (short)~bufferevent_get_enabled(bev);
+	if (what != 0)
+		bufferevent_enable(bev, what);
 }
 
 /* ---- lifecycle ---- */
@@ -579,7 +593,7 @@ conn_new(struct worker *w, int fd, struct sandbox *sb)
 	}
 	bufferevent_setcb(c->cl, cl_read_head, NULL, cl_event, c);
 	bufferevent_setwatermark(c->cl, EV_READ, 0, (size_t)P.conf->header_bytes + 4096);
-	bufferevent_enable(c->cl, EV_READ | EV_WRITE);
+	bev_enable(c->cl, EV_READ | EV_WRITE);
 	c->st = CS_HEAD;
 }
 
@@ -1162,7 +1176,7 @@ pool_park(struct conn *c)
 	c->up = NULL;
 	bufferevent_setcb(bev, pool_read, NULL, pool_event, p);
 	bufferevent_disable(bev, EV_WRITE);
-	bufferevent_enable(bev, EV_READ);
+	bev_enable(bev, EV_READ);
 	TAILQ_INSERT_HEAD(&w->pool, p, link);
 	w->npool++;
 	atomic_fetch_add(&P.st.pool_idle, 1);
@@ -1433,8 +1447,8 @@ tunnel_start(struct conn *c)
 		c->tot_up += evbuffer_get_length(in);
 		evbuffer_add_buffer(bufferevent_get_output(c->up), in);
 	}
-	bufferevent_enable(c->cl, EV_READ | EV_WRITE);
-	bufferevent_enable(c->up, EV_READ | EV_WRITE);
+	bev_enable(c->cl, EV_READ | EV_WRITE);
+	bev_enable(c->up, EV_READ | EV_WRITE);
 	if (c->cl_eof) {
 		/* The client already half-closed: FIN once its bytes are out. */
 		bufferevent_disable(c->cl, EV_READ);
@@ -1513,7 +1527,7 @@ client_tls_start(struct conn *c)
 	c->st = CS_CL_TLS;
 	c->deadline = now_ms() + P.conf->handshake_ms;
 	bufferevent_setcb(c->cl, NULL, NULL, cl_event, c);
-	bufferevent_enable(c->cl, EV_READ | EV_WRITE);
+	bev_enable(c->cl, EV_READ | EV_WRITE);
 }
 
 static void
@@ -1532,7 +1546,7 @@ up_connected(struct conn *c)
 	bufferevent_setcb(c->up, up_read, up_write, up_event, c);
 	bufferevent_setwatermark(c->up, EV_READ, 0, hwm);
 	bufferevent_setwatermark(c->up, EV_WRITE, hwm / 2, 0);
-	bufferevent_enable(c->up, EV_READ | EV_WRITE);
+	bev_enable(c->up, EV_READ | EV_WRITE);
 	if (c->connect_then_req) {
 		c->connect_then_req = 0;
 		req_send(c);
@@ -1739,8 +1753,8 @@ req_send(struct conn *c)
 	c->last_active = now_ms();
 	r->on_body = body_sink;
 	r->arg = c;
-	bufferevent_enable(c->cl, EV_READ);
-	bufferevent_enable(c->up, EV_READ | EV_WRITE);
+	bev_enable(c->cl, EV_READ);
+	bev_enable(c->up, EV_READ | EV_WRITE);
 	if (c->st == CS_BODY)
 		body_pump(c);
 }
@@ -1786,7 +1800,7 @@ body_pump(struct conn *c)
 		conn_kill(c);	/* client went away mid-body */
 		return;
 	}
-	bufferevent_enable(c->cl, EV_READ);
+	bev_enable(c->cl, EV_READ);
 }
 
 /* The response is complete: audit, then the next request or close. */
@@ -1847,7 +1861,7 @@ next_request(struct conn *c)
 		idle_link(c);
 	bufferevent_setcb(c->cl, c->mode == MODE_INTERCEPT ? cl_read_req : cl_read_head,
 	    cl_write, cl_event, c);
-	bufferevent_enable(c->cl, EV_READ);
+	bev_enable(c->cl, EV_READ);
 	if (evbuffer_get_length(bufferevent_get_input(c->cl)) > 0) {
 		if (c->mode == MODE_INTERCEPT)
 			cl_read_req(c->cl, c);
@@ -2007,7 +2021,7 @@ up_write(struct bufferevent *bev, void *arg)
 				shutdown(bufferevent_getfd(bev), SHUT_WR);
 			return;
 		}
-		bufferevent_enable(c->cl, EV_READ);
+		bev_enable(c->cl, EV_READ);
 	} else if (c->st == CS_BODY)
 		body_pump(c);
 }
@@ -2029,7 +2043,7 @@ cl_write(struct bufferevent *bev, void *arg)
 		return;
 	}
 	if (c->up != NULL && (c->st == CS_TUNNEL || c->resp_active))
-		bufferevent_enable(c->up, EV_READ);
+		bev_enable(c->up, EV_READ);
 }
 
 static void
@@ -2049,7 +2063,7 @@ cl_event(struct bufferevent *bev, short what, void *arg)
 		bufferevent_setwatermark(c->cl, EV_READ, 0, hwm > rw ? hwm : rw);
 		bufferevent_setwatermark(c->cl, EV_WRITE, hwm / 2, 0);
 		bufferevent_setcb(c->cl, cl_read_req, cl_write, cl_event, c);
-		bufferevent_enable(c->cl, EV_READ | EV_WRITE);
+		bev_enable(c->cl, EV_READ | EV_WRITE);
 		return;
 	}
 	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
@@ -2089,7 +2103,7 @@ cl_event(struct bufferevent *bev, short what, void *arg)
 				 * (a vanished client) and closes the conn.
 				 */
 				if (c->cl != NULL)
-					bufferevent_enable(c->cl, EV_WRITE);
+					bev_enable(c->cl, EV_WRITE);
 				return;
 			}
 		}
