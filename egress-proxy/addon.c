@@ -901,7 +901,7 @@ push_ctx(lua_State *L, const struct hook_ctx *hc)
 	char id[24];
 	size_t i;
 
-	lua_createtable(L, 0, 8);
+	lua_createtable(L, 0, 6);
 	lua_pushstring(L, hc->t->host);
 	lua_setfield(L, -2, "host");
 	lua_pushinteger(L, hc->t->port);
@@ -913,7 +913,9 @@ push_ctx(lua_State *L, const struct hook_ctx *hc)
 	snprintf(id, sizeof(id), "%llx", (unsigned long long)hc->conn_id);
 	lua_pushstring(L, id);
 	lua_setfield(L, -2, "conn_id");
-	lua_createtable(L, 0, 5);
+	/* sized exactly: one such table per connection stays while it lives */
+	lua_createtable(L, 0, 2 + (a != NULL && a->org != NULL) + (a != NULL && a->user != NULL) +
+	    (a != NULL && a->session != NULL));
 	lua_pushstring(L, hc->sb->id);
 	lua_setfield(L, -2, "id");
 	if (a != NULL && a->org != NULL) {
