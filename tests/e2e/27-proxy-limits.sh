@@ -71,6 +71,23 @@ el=$(( ($(date +%s%N) - t0) / 1000000 ))
 check "incomplete request head in the tunnel closed by the header timeout (${el} ms)" bash -c "tail -1 $R/slowhead | grep -q eof && [ $el -lt 10000 ]"
 check "incomplete head not forwarded" bash -c "! grep -q m=slowhead $T/api.log"
 
+# bulk through blind tunnels (the proxy pulls past libevent's 4 KiB reads):
+# four parallel 24 MiB downloads of random bytes arrive whole and in order
+head -c 25165824 /dev/urandom >"$T/www/big/rand24m.bin"
+want=$(sha256sum <"$T/www/big/rand24m.bin" | cut -d' ' -f1)
+bulk_pids=
+for i in 1 2 3 4; do
+	curl -s -m 120 -p -x "http://sb-e2e:$SECRET@127.0.0.1:$PX_PORT" -o "$R/bulk$i" \
+		"http://127.0.0.1:$SINK_PORT/big/rand24m.bin" &
+	bulk_pids="$bulk_pids $!"
+done
+wait $bulk_pids
+for i in 1 2 3 4; do
+	check "bulk tunnel download $i: 24 MiB, same sha256" \
+		test "$(sha256sum <"$R/bulk$i" | cut -d' ' -f1)" = "$want"
+done
+rm -f "$R"/bulk?
+
 # slow reader: 4 clients ask for 256 MiB and read nothing; the proxy must not buffer it
 rss0=$(px_rss)
 hold slowi --target github.com:443 --tls --sni github.com --cafile "$PX_CA" --n 4 \
