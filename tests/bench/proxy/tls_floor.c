@@ -123,35 +123,82 @@ make_leaf(X509 **xp, EVP_PKEY **kp)
 	*kp = k;
 }
 
-/* Drives both ends of a socketpair until both finished the handshake. */
-static void
-handshake(SSL *srv, SSL *cli, double *srv_cpu)
-{
-	double t0;
-	int i;
+struct setup {
+	SSL_CTX		*sctx, *cctx;
+	X509		*leaf;
+	EVP_PKEY	*key;
+};
 
-	for (i = 0; i < 50; i++) {
-		if (SSL_is_init_finished(srv) && SSL_is_init_finished(cli))
-			return;
-		SSL_do_handshake(cli);
-		t0 = cpu_us();
-		SSL_do_handshake(srv);
-		*srv_cpu += cpu_us() - t0;
+/* Counts and times only the server side's work when measure is set. */
+static void
+server_on(int measure, double *t0)
+{
+	counting = measure;
+	*t0 = cpu_us();
+}
+
+static void
+server_off(int measure, double t0, double *hs)
+{
+	if (measure)
+		*hs += cpu_us() - t0;
+	counting = 0;
+}
+
+/*
+ * One connection over a socketpair, as an intercepted client connection is
+ * left: server SSL with the leaf set on it, full handshake, one request and
+ * its response. fd[0] is the server's end.
+ */
+static void
+open_pair(const struct setup *e, SSL **sp, SSL **cp, int fd[2], double *hs, int measure)
+{
+	static const char req[] = "GET / HTTP/1.1\r\nHost: github.com\r\n\r\n";
+	static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+	char buf[256];
+	double t0;
+	SSL *s, *c;
+	int r;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, fd) == -1)
+		die("socketpair (raise ulimit -n)");
+	server_on(measure, &t0);
+	s = SSL_new(e->sctx);
+	if (s == NULL || SSL_use_certificate(s, e->leaf) != 1 ||
+	    SSL_use_PrivateKey(s, e->key) != 1 || SSL_set_fd(s, fd[0]) != 1)
+		die("server SSL");
+	SSL_set_accept_state(s);
+	server_off(measure, t0, hs);
+	c = SSL_new(e->cctx);
+	if (c == NULL || SSL_set_fd(c, fd[1]) != 1)
+		die("client SSL");
+	SSL_set_connect_state(c);
+	for (r = 0; r < 50; r++) {
+		if (SSL_is_init_finished(s) && SSL_is_init_finished(c))
+			break;
+		SSL_do_handshake(c);
+		server_on(measure, &t0);
+		SSL_do_handshake(s);
+		server_off(measure, t0, hs);
 	}
-	die("handshake did not finish");
+	if (!SSL_is_init_finished(s) || !SSL_is_init_finished(c))
+		die("handshake did not finish");
+	SSL_write(c, req, sizeof(req) - 1);
+	server_on(measure, &t0);
+	SSL_read(s, buf, sizeof(buf));
+	SSL_write(s, resp, sizeof(resp) - 1);
+	server_off(measure, t0, hs);
+	SSL_read(c, buf, sizeof(buf));
+	*sp = s;
+	*cp = c;
 }
 
 int
 main(int argc, char **argv)
 {
-	static const char req[] = "GET / HTTP/1.1\r\nHost: github.com\r\n\r\n";
-	static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
-	SSL_CTX *sctx, *cctx;
-	SSL **srv, **cli;
-	X509 *leaf;
-	EVP_PKEY *key;
-	int *fds, n = 1000, i, sv[2];
-	char buf[256];
+	struct setup e;
+	SSL **srv, **cli, *ws, *wc;
+	int *fds, n = 1000, i, wfd[2];
 	double hs = 0, t0;
 
 	if (argc == 3 && strcmp(argv[1], "-n") == 0) {
@@ -167,17 +214,17 @@ main(int argc, char **argv)
 	}
 	if (!CRYPTO_set_mem_functions(m_alloc, m_realloc, m_free))
 		die("CRYPTO_set_mem_functions");
-	make_leaf(&leaf, &key);
-	sctx = SSL_CTX_new(TLS_server_method());
-	cctx = SSL_CTX_new(TLS_client_method());
-	if (sctx == NULL || cctx == NULL)
+	make_leaf(&e.leaf, &e.key);
+	e.sctx = SSL_CTX_new(TLS_server_method());
+	e.cctx = SSL_CTX_new(TLS_client_method());
+	if (e.sctx == NULL || e.cctx == NULL)
 		die("SSL_CTX_new");
 	/* the proxy's server-side settings (egress-proxy/proxy.c) */
-	SSL_CTX_set_min_proto_version(sctx, TLS1_2_VERSION);
-	SSL_CTX_set_mode(sctx, SSL_MODE_RELEASE_BUFFERS);
-	SSL_CTX_set_mode(cctx, SSL_MODE_RELEASE_BUFFERS);
-	SSL_CTX_set_options(sctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
-	SSL_CTX_set_num_tickets(sctx, 0);
+	SSL_CTX_set_min_proto_version(e.sctx, TLS1_2_VERSION);
+	SSL_CTX_set_mode(e.sctx, SSL_MODE_RELEASE_BUFFERS);
+	SSL_CTX_set_mode(e.cctx, SSL_MODE_RELEASE_BUFFERS);
+	SSL_CTX_set_options(e.sctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
+	SSL_CTX_set_num_tickets(e.sctx, 0);
 	srv = calloc((size_t)n, sizeof(*srv));
 	cli = calloc((size_t)n, sizeof(*cli));
 	fds = calloc((size_t)n * 2, sizeof(*fds));
@@ -186,79 +233,29 @@ main(int argc, char **argv)
 
 	/* warm-up: provider caches, method stores, error strings */
 	for (i = 0; i < 20; i++) {
-		SSL *s = SSL_new(sctx), *c = SSL_new(cctx);
-		double ignore = 0;
-
-		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv) == -1)
-			die("socketpair");
-		SSL_use_certificate(s, leaf);
-		SSL_use_PrivateKey(s, key);
-		SSL_set_fd(s, sv[0]);
-		SSL_set_fd(c, sv[1]);
-		SSL_set_accept_state(s);
-		SSL_set_connect_state(c);
-		handshake(s, c, &ignore);
-		SSL_free(c);
-		SSL_free(s);
-		close(sv[0]);
-		close(sv[1]);
+		open_pair(&e, &ws, &wc, wfd, &hs, 0);
+		SSL_free(wc);
+		SSL_free(ws);
+		close(wfd[0]);
+		close(wfd[1]);
 	}
-
-	for (i = 0; i < n; i++) {
-		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv) == -1)
-			die("socketpair (raise ulimit -n)");
-		fds[2 * i] = sv[0];
-		fds[2 * i + 1] = sv[1];
-		counting = 1;
-		t0 = cpu_us();
-		srv[i] = SSL_new(sctx);
-		if (srv[i] == NULL || SSL_use_certificate(srv[i], leaf) != 1 ||
-		    SSL_use_PrivateKey(srv[i], key) != 1 || SSL_set_fd(srv[i], sv[0]) != 1)
-			die("server SSL");
-		SSL_set_accept_state(srv[i]);
-		hs += cpu_us() - t0;
-		counting = 0;
-		cli[i] = SSL_new(cctx);
-		if (cli[i] == NULL || SSL_set_fd(cli[i], sv[1]) != 1)
-			die("client SSL");
-		SSL_set_connect_state(cli[i]);
-		/* only the server side's allocations are counted */
-		for (int r = 0; r < 50; r++) {
-			if (SSL_is_init_finished(srv[i]) && SSL_is_init_finished(cli[i]))
-				break;
-			SSL_do_handshake(cli[i]);
-			counting = 1;
-			t0 = cpu_us();
-			SSL_do_handshake(srv[i]);
-			hs += cpu_us() - t0;
-			counting = 0;
-		}
-		if (!SSL_is_init_finished(srv[i]))
-			die("handshake did not finish");
-		SSL_write(cli[i], req, sizeof(req) - 1);
-		counting = 1;
-		SSL_read(srv[i], buf, sizeof(buf));
-		SSL_write(srv[i], resp, sizeof(resp) - 1);
-		counting = 0;
-		SSL_read(cli[i], buf, sizeof(buf));
-	}
+	for (i = 0; i < n; i++)
+		open_pair(&e, &srv[i], &cli[i], &fds[2 * i], &hs, 1);
 	printf("tls_floor conns=%d heap_bytes=%.0f allocs=%.1f", n,
 	    (double)live_bytes / n, (double)live_allocs / n);
 	for (i = 0; i < n; i++) {
 		SSL_free(cli[i]);
-		counting = 1;
-		t0 = cpu_us();
+		server_on(1, &t0);
 		SSL_free(srv[i]);
-		hs += cpu_us() - t0;
-		counting = 0;
+		server_off(1, t0, &hs);
 		close(fds[2 * i]);
 		close(fds[2 * i + 1]);
 	}
 	printf(" hs_cpu_us=%.0f\n", hs / n);
-	SSL_CTX_free(sctx);
-	SSL_CTX_free(cctx);
-	X509_free(leaf);
-	EVP_PKEY_free(key);
+	SSL_CTX_free(e.sctx);
+	SSL_CTX_free(e.cctx);
+	X509_free(e.leaf);
+	EVP_PKEY_free(e.key);
 	free(srv);
 	free(cli);
 	free(fds);
