@@ -423,9 +423,10 @@ audit_tunnel(struct conn *c)
 static void
 bev_enable(struct bufferevent *bev, short what)
 {
-	what &= (short)~bufferevent_get_enabled(bev);
-	if (what != 0)
-		bufferevent_enable(bev, what);
+	short add = (short)(what & ~bufferevent_get_enabled(bev));
+
+	if (add != 0)
+		bufferevent_enable(bev, add);
 }
 
 /*
@@ -1258,24 +1259,27 @@ static int
 pool_take(struct conn *c, const struct sockaddr *sa)
 {
 	struct worker *w = c->w;
-	struct pooled *p;
+	struct pooled *p, *hit = NULL;
 	union sa_any a;
 	long long now = now_ms();
 
 	if (P.conf->pool_max <= 0 || c->no_pool || c->mode != MODE_INTERCEPT ||
 	    c->sb == NULL || sa_set(&a, sa) == -1)
 		return 0;
-	TAILQ_FOREACH(p, &w->pool, link)
-		if (p->expires > now && pool_key(p, c->sb, c->tgt.hostport, &a))
+	TAILQ_FOREACH(p, &w->pool, link) {
+		if (p->expires > now && pool_key(p, c->sb, c->tgt.hostport, &a)) {
+			hit = p;
 			break;
-	if (p != NULL) {
-		TAILQ_REMOVE(&w->pool, p, link);
+		}
+	}
+	if (hit != NULL) {
+		TAILQ_REMOVE(&w->pool, hit, link);
 		w->npool--;
 		atomic_fetch_sub(&P.st.pool_idle, 1);
 		atomic_fetch_add(&P.st.pool_reused, 1);
-		c->up = p->bev;
-		sandbox_unref(p->sb);
-		free(p);
+		c->up = hit->bev;
+		sandbox_unref(hit->sb);
+		free(hit);
 	} else if (!up_take_idle(c, &a))
 		return 0;
 	c->up_tls = 1;
@@ -1288,10 +1292,12 @@ pool_take(struct conn *c, const struct sockaddr *sa)
 static void
 pool_expire(struct worker *w, long long now)
 {
-	struct pooled *p;
+	struct pooled *p, *prev;
 
-	while ((p = TAILQ_LAST(&w->pool, poolq)) != NULL && p->expires <= now)
+	for (p = TAILQ_LAST(&w->pool, poolq); p != NULL && p->expires <= now; p = prev) {
+		prev = TAILQ_PREV(p, poolq, link);
 		pool_drop(p);
+	}
 }
 
 static void
