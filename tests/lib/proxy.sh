@@ -15,6 +15,8 @@
 #   px_client_env ID SECRET  exports HTTPS_PROXY/HTTP_PROXY and CA variables for git/curl/gh
 #   px_admin JSON        one admin call, prints the reply
 #   px_rss               resident set size of the proxy in KiB
+# PROXY_BIN_OVERRIDE (env): run this instead of the built proxy, e.g. a wrapper
+# script that execs valgrind --tool=massif on it (tests and tests/bench/proxy).
 PROXY_BIN=${PROXY_BIN_OVERRIDE:-$BIN/egress-proxy/egress-proxy}
 
 px_base_resolve() {
