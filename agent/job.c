@@ -570,7 +570,6 @@ spool_add(struct spool *sp, const char *p, size_t n)
 		k = json_utf8_complete(p, (size_t)(cap - sp->written));
 		spool_write(sp->fd, p, k);
 		sp->written = cap;
-		p += k;
 		n -= k;
 		m = snprintf(marker, sizeof(marker), "\n[... the job's output reached "
 		    "the cap of %zu bytes: the rest is dropped and counted in "

@@ -718,7 +718,7 @@ struct proxy {
 };
 
 #define ANN_DELETION_COST	"controller.kubernetes.io/pod-deletion-cost"
-#define VICTIM_COST		-1000	/* below any load */
+#define VICTIM_COST		(-1000)	/* below any load */
 
 static int
 proxies_list(struct k8s_rt *r, struct proxy **out, size_t *n, char *err,

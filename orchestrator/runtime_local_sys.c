@@ -839,7 +839,7 @@ userns_pair(uid_t uid, gid_t gid, unsigned range, unsigned inner, uid_t owner,
     int *n1fd, int *n2fd, char *err, size_t errlen)
 {
 	struct upair u;
-	char path[64], map[64], c;
+	char path[64], map[64];
 	void *stack = NULL;
 	pid_t pid = -1;
 	int rc = -1, i;
@@ -868,7 +868,7 @@ userns_pair(uid_t uid, gid_t gid, unsigned range, unsigned inner, uid_t owner,
 	}
 	/* NB: H1's set*id clears our shared mm's dumpable flag; it sets it
 	 * back itself (and so does rl_spawn after the sandbox's exec) */
-	if ((c = get_byte(u.to_p[0])) != '1')
+	if (get_byte(u.to_p[0]) != '1')
 		goto fail;
 	snprintf(path, sizeof(path), "/proc/%d/uid_map", (int)pid);
 	snprintf(map, sizeof(map), "0 %u %u\n", (unsigned)uid, range);
@@ -882,7 +882,7 @@ userns_pair(uid_t uid, gid_t gid, unsigned range, unsigned inner, uid_t owner,
 		snprintf(err, errlen, "write gid_map: %s", strerror(errno));
 		goto out;
 	}
-	if (write(u.to_h1[1], "m", 1) != 1 || (c = get_byte(u.to_p[0])) != '2')
+	if (write(u.to_h1[1], "m", 1) != 1 || get_byte(u.to_p[0]) != '2')
 		goto fail;
 	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
 	*n1fd = open(path, O_RDONLY | O_CLOEXEC);
