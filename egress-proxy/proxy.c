@@ -485,7 +485,7 @@ tunnel_pull(struct bufferevent *src, struct evbuffer *dst, size_t hwm)
 				v[i].iov_len = k;
 			k -= v[i].iov_len;
 		}
-		evbuffer_commit_space(dst, v, v[1].iov_len > 0 && n == 2 ? 2 : 1);
+		evbuffer_commit_space(dst, v, n == 2 && v[1].iov_len > 0 ? 2 : 1);
 		got += (size_t)r;
 		if ((size_t)r < room)
 			break;	/* drained */
