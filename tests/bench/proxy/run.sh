@@ -153,7 +153,7 @@ perf_off() {
 	perf report -i "$PERF_NAME.data" --no-children --sort dso,symbol --stdio 2>/dev/null | head -80 >"$PERF_NAME.txt"
 	PERF_PID=
 }
-declare -A KA_RPS KA_P50 KA_P99 NC_RPS NC_CPU BODY_MB IDLE_KIB NOTE
+declare -A KA_RPS=() KA_P50=() KA_P99=() NC_RPS=() NC_CPU=() BODY_MB=() IDLE_KIB=() NOTE=()
 ROWS=()
 
 # measure ROW PID LOADARGS...: runs the cases for one configuration.
@@ -227,22 +227,36 @@ timeouts:
   idle: 10m" px_config egress
 	sed -i "s/^workers: .*/workers: ${BENCH_WORKERS:-0}/" "$PX_DIR/proxy.yaml"
 	PX_ADMIN=$PX_DIR/admin.sock PX_CA=$PX_DIR/export/ca.crt
-	"$PROXY_BIN" -d -f "$PX_DIR/proxy.yaml" >"$PX_DIR/stderr" 2>&1 &
-	PX_PID=$!
-	track_pid $PX_PID
-	if wait_port "$PX_PORT" 20 && wait_for 10 test -s "$PX_CA"; then
+	# A fresh proxy process per row: the idle-memory delta of the second
+	# row would otherwise be taken on a heap the first row left free.
+	px_bench_start() {
+		"$PROXY_BIN" -d -f "$PX_DIR/proxy.yaml" >>"$PX_DIR/stderr" 2>&1 &
+		PX_PID=$!
+		track_pid $PX_PID
+		wait_port "$PX_PORT" 20 && wait_for 10 test -s "$PX_CA" && return 0
+		echo "egress-proxy did not start: $(tail -3 "$PX_DIR/stderr")"
+		kill "$PX_PID" 2>/dev/null
+		return 1
+	}
+	px_bench_stop() {
+		kill "$PX_PID" 2>/dev/null
+		wait "$PX_PID" 2>/dev/null
+		wait_for 10 sh -c "! (exec 3<>/dev/tcp/127.0.0.1/$PX_PORT) 2>/dev/null"
+	}
+	if px_bench_start; then
 		echo "-- egress intercept"
 		measure "egress-intercept" "$PX_PID" -x "127.0.0.1:$PX_PORT" -t github.com:443 -n github.com -C "$PX_CA"
 		px_admin '{"op":"metrics"}' | "$PY" -c 'import json, sys
 print("\n".join("  " + l for l in json.load(sys.stdin)["text"].splitlines() if l.startswith("egress_proxy_upstream_pool")))' 2>/dev/null
 		grep -q '"injected":true' "$PX_DIR/audit.jsonl" 2>/dev/null ||
 			NOTE[egress-intercept]="no injected request in the audit log: check the addon"
+		px_bench_stop
+	fi
+	if px_bench_start; then
 		echo "-- egress tunnel"
 		measure "egress-tunnel" "$PX_PID" -x "127.0.0.1:$PX_PORT" -t bench.test:443 -n bench.test -C "$PKI/ca.pem"
-	else
-		echo "egress-proxy did not start: $(tail -3 "$PX_DIR/stderr")"
+		px_bench_stop
 	fi
-	kill "$PX_PID" 2>/dev/null
 else
 	echo "-- egress-proxy not built ($PROXY_BIN) or addons/github.lua missing: rows skipped"
 fi
