@@ -894,26 +894,13 @@ addon_src_count(const struct addon_src *s)
 
 /* ---- hooks ---- */
 
+/* ctx.sandbox: the sandbox's id and attributes. */
 static void
-push_ctx(lua_State *L, const struct hook_ctx *hc)
+push_sandbox(lua_State *L, const struct hook_ctx *hc)
 {
 	struct sbattrs *a = hc->attrs;
-	char id[24];
 	size_t i;
 
-	lua_createtable(L, 0, 6);
-	lua_pushstring(L, hc->t->host);
-	lua_setfield(L, -2, "host");
-	lua_pushinteger(L, hc->t->port);
-	lua_setfield(L, -2, "port");
-	lua_pushstring(L, hc->t->hostport);
-	lua_setfield(L, -2, "target");
-	lua_pushboolean(L, hc->plain);
-	lua_setfield(L, -2, "plain");
-	snprintf(id, sizeof(id), "%llx", (unsigned long long)hc->conn_id);
-	lua_pushstring(L, id);
-	lua_setfield(L, -2, "conn_id");
-	/* sized exactly: one such table per connection stays while it lives */
 	lua_createtable(L, 0, 2 + (a != NULL && a->org != NULL) + (a != NULL && a->user != NULL) +
 	    (a != NULL && a->session != NULL));
 	lua_pushstring(L, hc->sb->id);
@@ -936,6 +923,62 @@ push_ctx(lua_State *L, const struct hook_ctx *hc)
 		lua_setfield(L, -2, a->lk[i]);
 	}
 	lua_setfield(L, -2, "labels");
+}
+
+/* Registry key of the VM's weak table: attribute snapshot serial -> ctx.sandbox. */
+static const char sbcache_key;
+
+/*
+ * Pushes ctx.sandbox, shared by every connection with the same attribute
+ * snapshot (one sandbox's registration): three tables each per connection
+ * otherwise. The weak table forgets it when the last such ctx goes.
+ */
+static void
+push_sandbox_shared(lua_State *L, const struct hook_ctx *hc)
+{
+	uint64_t serial = hc->attrs != NULL ? hc->attrs->serial : 0;
+
+	if (serial == 0 || serial > (uint64_t)LUA_MAXINTEGER) {
+		push_sandbox(L, hc);
+		return;
+	}
+	if (lua_rawgetp(L, LUA_REGISTRYINDEX, &sbcache_key) != LUA_TTABLE) {
+		lua_pop(L, 1);
+		lua_newtable(L);
+		lua_createtable(L, 0, 1);
+		lua_pushliteral(L, "v");
+		lua_setfield(L, -2, "__mode");
+		lua_setmetatable(L, -2);
+		lua_pushvalue(L, -1);
+		lua_rawsetp(L, LUA_REGISTRYINDEX, &sbcache_key);
+	}
+	if (lua_rawgeti(L, -1, (lua_Integer)serial) != LUA_TTABLE) {
+		lua_pop(L, 1);
+		push_sandbox(L, hc);
+		lua_pushvalue(L, -1);
+		lua_rawseti(L, -3, (lua_Integer)serial);
+	}
+	lua_remove(L, -2);
+}
+
+static void
+push_ctx(lua_State *L, const struct hook_ctx *hc)
+{
+	char id[24];
+
+	lua_createtable(L, 0, 6);
+	lua_pushstring(L, hc->t->host);
+	lua_setfield(L, -2, "host");
+	lua_pushinteger(L, hc->t->port);
+	lua_setfield(L, -2, "port");
+	lua_pushstring(L, hc->t->hostport);
+	lua_setfield(L, -2, "target");
+	lua_pushboolean(L, hc->plain);
+	lua_setfield(L, -2, "plain");
+	snprintf(id, sizeof(id), "%llx", (unsigned long long)hc->conn_id);
+	lua_pushstring(L, id);
+	lua_setfield(L, -2, "conn_id");
+	push_sandbox_shared(L, hc);
 	lua_setfield(L, -2, "sandbox");
 }
 

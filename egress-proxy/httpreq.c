@@ -355,9 +355,10 @@ canon_default(const char *a, size_t n, uint16_t defport, struct target *t,
 }
 
 int
-hreq_check_target(struct hreq *r, struct target *t, int tls, char *err,
-    size_t errlen)
+hreq_check_target(struct hreq *r, const struct target *t, struct target *url,
+    char *err, size_t errlen)
 {
+	int tls = t != NULL;
 	const char *u = r->data.p + r->url_o, *auth, *end, *scheme;
 	size_t ul = r->url_l, sl, i, hidx = 0;
 	uint16_t defport = tls ? 443 : 80;
@@ -409,7 +410,7 @@ hreq_check_target(struct hreq *r, struct target *t, int tls, char *err,
 			return 421;
 		}
 		if (!tls)
-			*t = ut;
+			*url = ut;
 		if (end == u + ul || *end != '/') {
 			/* "http://h" or "http://h?q": path becomes "/" + rest */
 			size_t rest = (size_t)(u + ul - end), off = (size_t)(end - r->data.p);
@@ -458,6 +459,8 @@ hreq_check_target(struct hreq *r, struct target *t, int tls, char *err,
 		snprintf(err, errlen, "bad Host header: %s", why);
 		return 400;
 	}
+	if (!tls)
+		t = url;
 	if (strcmp(ht.hostport, t->hostport) != 0) {
 		snprintf(err, errlen, "Host names %s, target is %s", ht.hostport, t->hostport);
 		return 421;

@@ -66,13 +66,14 @@ int	hreq_parse(struct hreq *, const char *head, size_t len, char *err,
 	    size_t errlen);
 
 /*
- * Checks the request against the tunnel's canonical target t (tls: the
- * connection is an intercepted CONNECT, so https://; else plain http://
- * where the absolute URL names the target and t is filled from it).
+ * Checks the request target. With tunnel (the canonical target of an
+ * intercepted CONNECT) the request must be origin-form or an https:// URL
+ * naming that target; with tunnel NULL it is a plain proxy request whose
+ * absolute http:// URL names the target, written to *url.
  * 0, 400 (malformed), or 421 (names another host). Sets path_o/path_l.
  */
-int	hreq_check_target(struct hreq *, struct target *t, int tls, char *err,
-	    size_t errlen);
+int	hreq_check_target(struct hreq *, const struct target *tunnel,
+	    struct target *url, char *err, size_t errlen);
 
 /* The first value of name (case-insensitive), or NULL; *len its length. */
 const char *hreq_get(struct hreq *, const char *name, size_t *len);

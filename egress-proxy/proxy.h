@@ -18,6 +18,7 @@ struct buf;
 
 struct pstats {
 	atomic_long	 conns, conns_total;
+	atomic_long	 conns_asleep;	/* idle intercepted, bufferevent dropped */
 	atomic_long	 tunnels_blind, tunnels_intercept;
 	atomic_long	 connect_intercept, connect_tunnel, connect_deny, connect_error;
 	atomic_long	 req_injected, req_plain;

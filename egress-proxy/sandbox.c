@@ -16,7 +16,8 @@
 static pthread_mutex_t reg_mtx = PTHREAD_MUTEX_INITIALIZER;
 static struct sandbox **reg;
 static size_t nreg, capreg;
-static struct sbattrs anon_attrs = { .refs = 1 };
+static struct sbattrs anon_attrs = { .refs = 1, .serial = 1 };
+static uint64_t next_serial = 1;	/* under reg_mtx */
 static struct sandbox anon = { .id = "anonymous", .refs = 1, .attrs = &anon_attrs };
 
 struct sandbox *
@@ -107,6 +108,7 @@ sandbox_register(const char *id, struct sbattrs *attrs, int *created)
 	int found;
 
 	pthread_mutex_lock(&reg_mtx);
+	attrs->serial = ++next_serial;
 	i = find_locked(id, &found);
 	if (found) {
 		sb = reg[i];

@@ -9,9 +9,11 @@
 
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct sbattrs {
 	atomic_int	 refs;
+	uint64_t	 serial;	/* unique per snapshot, set on register; 0: none */
 	char		*secret;	/* NULL: no proxy credential */
 	char		*org, *user, *session;
 	char		**lk, **lv;	/* labels */

@@ -6,7 +6,9 @@
 # credential is still injected exactly once per request; a request that
 # races the upstream's idle close is retried once on a fresh connection; an
 # open client connection idle between requests lends its upstream to a new
-# connection of the same sandbox.
+# connection of the same sandbox. Idle client connections sleep without a
+# bufferevent and wake on the next bytes; ctx.sandbox is shared per sandbox
+# registration.
 . "$(dirname "$0")/../lib/common.sh"
 . "$TOP/tests/lib/fakegit.sh"
 . "$TOP/tests/lib/proxy.sh"
@@ -260,6 +262,8 @@ get lend-b github.com /lend-b
 check "lend: the same sandbox takes over the idle connection's upstream" \
 	test "$(served_by lend-b)" = 1 -a "$(accepts)" = 2
 check "lend: counted" metric_is lent 1
+check "lend: the lender went to sleep at once (no upstream left to keep it awake)" \
+	test "$(px_metric egress_proxy_connections_asleep)" = 1
 wait "$A_PID"
 check "lend: the lending connection's next request answered" \
 	test "$(grep -c '^HTTP/1.1 200' "$T/get-A")" = 2
@@ -280,6 +284,63 @@ wait "$G_PID"
 check "lend: the half-sent request completes on its own upstream" \
 	grep -q "^req $g_conn #2 GET /g2 " "$UPLOG"
 check "lend: both gitlab.com responses arrived" test "$(grep -c '^HTTP/1.1 200' "$T/get-G")" = 2
+
+# Idle intercepted client connections sleep: after timeouts.upstream_idle
+# with nothing buffered they drop their TLS bufferevent and wait on a bare
+# read event; the next bytes (or EOF) wake them around the same TLS session.
+# ctx.sandbox is shared by the connections of one registration (attribute
+# snapshot): a connection keeps the attributes it was opened with, asleep or
+# not, and a re-registration shows only on new connections.
+cat >"$T/sbattrs.lua" <<'LUA'
+return { name = "sbattrs",
+	on_connect = function(ctx) if ctx.host == "github.com" then return "intercept" end end,
+	on_request = function(req, ctx)
+		local s = ctx.sandbox
+		req:inject("Authorization", "Sandbox " .. s.id .. "/" .. (s.org or "-") .. "/" ..
+			(s.labels.team or "-"), "sbattrs")
+	end }
+LUA
+PX_ADDONS="[$T/sbattrs.lua]" PX_EXTRA="timeouts:
+  pool_idle: 600s
+  upstream_idle: 1s" px_config px5
+sed -i 's/^workers: .*/workers: 1/' "$PX_DIR/proxy.yaml"
+px_start px5 || { fail "fifth proxy start"; exit 1; }
+SL_SECRET=sec-sl-$RANDOM$RANDOM
+px_register sb-sl "$SL_SECRET" '{"org":"o1","labels":{"team":"t1"}}'
+kill "$UP_PID"; wait "$UP_PID" 2>/dev/null
+up_start up5.log
+asleep_is() { [ "$(px_metric egress_proxy_connections_asleep)" = "$1" ]; }
+none_open() { [ "$(px_metric egress_proxy_connections)" = 0 ] && asleep_is 0; }
+PC_ID=sb-sl PC_SECRET=$SL_SECRET pci github.com "GET /s1 HTTP/1.1\r\nHost: github.com\r\n\r\n" \
+	--send "GET /s2 HTTP/1.1\r\nHo" --send "st: github.com\r\n\r\n" --pause 4 \
+	--responses 2 --wait 30 >"$T/get-S" 2>&1 &
+S_PID=$!
+check "sleep: first request served" wait_for 20 grep -q ' #1 GET /s1 ' "$UPLOG"
+check "sleep: the idle connection goes to sleep" wait_for 10 asleep_is 1
+check "sleep: its upstream was parked first" test "$(metric parked)" = 1
+# a re-registration meanwhile: new connections see it, the sleeper keeps its own
+px_register sb-sl "$SL_SECRET" '{"org":"o2","labels":{"team":"t2"}}'
+PC_ID=sb-sl PC_SECRET=$SL_SECRET get sl-new github.com /sl-new
+PC_ID=sb-sl PC_SECRET=$SL_SECRET get sl-new2 github.com /sl-new2
+check "ctx.sandbox: new connections see the re-registered attributes" \
+	test "$(grep -c ' GET /sl-new[2]* .*auth=Sandbox sb-sl/o2/t2$' "$UPLOG")" = 2
+wait "$S_PID"
+check "sleep: woken by a split request head, both responses arrived" \
+	test "$(grep -c '^HTTP/1.1 200' "$T/get-S")" = 2
+check "sleep: the woken connection keeps the attributes it was opened with" \
+	grep -q ' GET /s2 .*auth=Sandbox sb-sl/o1/t1$' "$UPLOG"
+check "sleep: one credential per request throughout" \
+	test "$(grep '^req ' "$UPLOG" | grep -vc 'auths=1 auth=Sandbox ')" = 0 -a "$(grep -c '^req ' "$UPLOG")" = 4
+check "sleep: no longer counted once woken and closed" wait_for 10 asleep_is 0
+# a client that goes away while its connection sleeps
+PC_ID=sb-sl PC_SECRET=$SL_SECRET pci github.com "GET /s3 HTTP/1.1\r\nHost: github.com\r\n\r\n" \
+	--send "" --pause 4 --responses 1 --wait 30 >"$T/get-S3" 2>&1 &
+S_PID=$!
+check "sleep: a second connection sleeps" wait_for 10 asleep_is 1
+wait "$S_PID"
+check "sleep: its response had arrived before it slept" st_in "$T/get-S3" 200
+check "sleep: closed by the client while asleep: gone" wait_for 10 none_open
+check "proxy alive after the sleepers" px_alive
 
 # the pool keys are checked like every other key
 for bad in "pool_max: -1" "pool_max: 100001" "pool_per_target: 0"; do

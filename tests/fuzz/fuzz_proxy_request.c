@@ -60,7 +60,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		(void)canon_authority(r.data.p + r.url_o, r.url_l, &ct, err, sizeof(err));
 		goto out;
 	}
-	st = hreq_check_target(&r, &t, (mode & 2) == 0, err, sizeof(err));
+	st = hreq_check_target(&r, (mode & 2) == 0 ? &t : NULL, &t, err, sizeof(err));
 	if (st != 0)
 		goto out;
 	hreq_remove(&r, "authorization");
@@ -80,7 +80,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (hreq_parse(&r2, out.p, out.len, err, sizeof(err)) != 0)
 			abort();
 		if ((mode & 2) == 0) {
-			if (hreq_check_target(&r2, &t2, 1, err, sizeof(err)) != 0)
+			if (hreq_check_target(&r2, &t2, NULL, err, sizeof(err)) != 0)
 				abort();
 		} else {
 			size_t hl;

@@ -94,6 +94,14 @@ px_register() {
 	px_admin "{\"op\":\"register\",\"id\":\"$1\",\"secret\":\"$2\",\"attrs\":$attrs}" >/dev/null
 }
 
+# px_metric NAME: the value of the unlabelled metric NAME (admin "metrics").
+px_metric() {
+	px_admin '{"op":"metrics"}' | "$PY" -c '
+import json, sys
+t = json.load(sys.stdin)["text"]
+print(([l.split(" ")[1] for l in t.splitlines() if l.startswith(sys.argv[1] + " ")] or ["none"])[0])' "$1"
+}
+
 px_client_env() {
 	export HTTPS_PROXY=http://$1:$2@127.0.0.1:$PX_PORT
 	export HTTP_PROXY=$HTTPS_PROXY https_proxy=$HTTPS_PROXY http_proxy=$HTTPS_PROXY

@@ -136,7 +136,7 @@ check421(const char *head, int tls)
 	hreq_init(&r, 8192, 100);
 	st = parse(&r, head, 0);
 	if (st == 0)
-		st = hreq_check_target(&r, &t, tls, err, sizeof(err));
+		st = hreq_check_target(&r, tls ? &t : NULL, &t, err, sizeof(err));
 	hreq_free(&r);
 	return st;
 }
@@ -193,7 +193,7 @@ rebuild(const char *head, const struct target *t)
 
 	hreq_init(&r, 8192, 100);
 	buf_init(&out, 65536);
-	if (parse(&r, head, 0) != 0 || hreq_check_target(&r, &tt, 1, err, sizeof(err)) != 0) {
+	if (parse(&r, head, 0) != 0 || hreq_check_target(&r, &tt, NULL, err, sizeof(err)) != 0) {
 		hreq_free(&r);
 		return NULL;
 	}

@@ -247,7 +247,7 @@ timeouts:
 		echo "-- egress intercept"
 		measure "egress-intercept" "$PX_PID" -x "127.0.0.1:$PX_PORT" -t github.com:443 -n github.com -C "$PX_CA"
 		px_admin '{"op":"metrics"}' | "$PY" -c 'import json, sys
-print("\n".join("  " + l for l in json.load(sys.stdin)["text"].splitlines() if l.startswith("egress_proxy_upstream_pool")))' 2>/dev/null
+print("\n".join("  " + l for l in json.load(sys.stdin)["text"].splitlines() if l.startswith(("egress_proxy_upstream_pool", "egress_proxy_connections_asleep"))))' 2>/dev/null
 		grep -q '"injected":true' "$PX_DIR/audit.jsonl" 2>/dev/null ||
 			NOTE[egress-intercept]="no injected request in the audit log: check the addon"
 		px_bench_stop
