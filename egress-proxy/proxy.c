@@ -37,6 +37,7 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
+#include <event2/bufferevent_struct.h>	/* ev_read, for up_kick */
 #include <event2/dns.h>
 #include <event2/event.h>
 #include <event2/thread.h>
@@ -206,6 +207,9 @@ struct worker {
 
 static struct worker *workers;
 static int nworkers;
+
+/* Upstream TLS read-ahead buffer (SSL_CTX_set_default_read_buffer_len). */
+#define UP_READ_AHEAD	(64 * 1024)
 
 static void conn_kill(struct conn *);
 static void cl_read_head(struct bufferevent *, void *);
@@ -1244,6 +1248,25 @@ pool_event(struct bufferevent *bev, short what, void *arg)
  * connection of the same sandbox may use: handshake done, last response
  * complete, nothing buffered either way, not shut down.
  */
+/*
+ * With read-ahead, whole records can sit inside OpenSSL after
+ * bufferevent_openssl's read loop stops (it checks SSL_pending(), the
+ * decrypted bytes of the current record only), and the socket has nothing
+ * more to wake it: run its read callback again while reading is enabled.
+ */
+static void
+up_kick(struct conn *c)
+{
+	SSL *ssl;
+
+	if (c->up == NULL || !c->up_tls || c->dead ||
+	    !(bufferevent_get_enabled(c->up) & EV_READ))
+		return;
+	ssl = bufferevent_openssl_get_ssl(c->up);
+	if (ssl != NULL && SSL_is_init_finished(ssl) && SSL_has_pending(ssl))
+		event_active(&c->up->ev_read, EV_READ, 1);
+}
+
 static int
 up_clean(struct conn *c)
 {
@@ -1258,7 +1281,7 @@ up_clean(struct conn *c)
 	    evbuffer_get_length(bufferevent_get_output(bev)) != 0)
 		return 0;
 	ssl = bufferevent_openssl_get_ssl(bev);
-	return ssl != NULL && SSL_is_init_finished(ssl) && SSL_pending(ssl) == 0 &&
+	return ssl != NULL && SSL_is_init_finished(ssl) && !SSL_has_pending(ssl) &&
 	    SSL_get_shutdown(ssl) == 0;
 }
 
@@ -1817,6 +1840,7 @@ up_connected(struct conn *c)
 	bufferevent_setwatermark(c->up, EV_READ, 0, hwm);
 	bufferevent_setwatermark(c->up, EV_WRITE, hwm / 2, 0);
 	bev_enable(c->up, EV_READ | EV_WRITE);
+	up_kick(c);
 	if (c->connect_then_req) {
 		c->connect_then_req = 0;
 		req_send(c);
@@ -2025,6 +2049,7 @@ req_send(struct conn *c)
 	r->arg = c;
 	bev_enable(c->cl, EV_READ);
 	bev_enable(c->up, EV_READ | EV_WRITE);
+	up_kick(c);
 	if (c->st == CS_BODY)
 		body_pump(c);
 }
@@ -2281,6 +2306,8 @@ up_read(struct bufferevent *bev, void *arg)
 	}
 	if (evbuffer_get_length(out) >= hwm)
 		bufferevent_disable(c->up, EV_READ);
+	else
+		up_kick(c);
 }
 
 /* The upstream's output drained below the low watermark. */
@@ -2318,8 +2345,10 @@ cl_write(struct bufferevent *bev, void *arg)
 			conn_kill(c);
 		return;
 	}
-	if (c->up != NULL && (c->st == CS_TUNNEL || c->resp_active))
+	if (c->up != NULL && (c->st == CS_TUNNEL || c->resp_active)) {
 		bev_enable(c->up, EV_READ);
+		up_kick(c);
+	}
 }
 
 static void
@@ -2783,6 +2812,14 @@ proxy_tls_init(char *err, size_t errlen)
 	 */
 	SSL_CTX_set_mode(P.srv_ctx, SSL_MODE_RELEASE_BUFFERS);
 	SSL_CTX_set_mode(P.cli_ctx, SSL_MODE_RELEASE_BUFFERS);
+	/*
+	 * Upstream TLS reads ahead: one read() takes up to 64 KiB of records
+	 * instead of two per record (header, then body). Records left inside
+	 * OpenSSL are drained by up_kick, as bufferevent_openssl looks only at
+	 * SSL_pending().
+	 */
+	SSL_CTX_set_read_ahead(P.cli_ctx, 1);
+	SSL_CTX_set_default_read_buffer_len(P.cli_ctx, UP_READ_AHEAD);
 	SSL_CTX_set_options(P.srv_ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
 	SSL_CTX_set_options(P.cli_ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
 	/*
