@@ -1244,11 +1244,6 @@ pool_event(struct bufferevent *bev, short what, void *arg)
  * down); c->up is then NULL. Otherwise c->up is left for the caller.
  */
 /*
- * 1 when c->up is a clean idle upstream TLS connection that another
- * connection of the same sandbox may use: handshake done, last response
- * complete, nothing buffered either way, not shut down.
- */
-/*
  * With read-ahead, whole records can sit inside OpenSSL after
  * bufferevent_openssl's read loop stops (it checks SSL_pending(), the
  * decrypted bytes of the current record only), and the socket has nothing
@@ -1267,6 +1262,38 @@ up_kick(struct conn *c)
 		event_active(&c->up->ev_read, EV_READ, 1);
 }
 
+/*
+ * 1 when application bytes follow a complete response inside OpenSSL
+ * (records read ahead with it): they must never be taken for the next
+ * request's response. Records that carry no data (a session ticket) are
+ * consumed by the peek and do not count; a close_notify drops the upstream.
+ */
+static int
+up_junk(struct conn *c)
+{
+	SSL *ssl;
+	char b;
+
+	if (c->up == NULL || !c->up_tls)
+		return 0;
+	ssl = bufferevent_openssl_get_ssl(c->up);
+	if (ssl == NULL || !SSL_has_pending(ssl))
+		return 0;
+	if (SSL_peek(ssl, &b, 1) > 0)
+		return 1;
+	ERR_clear_error();
+	if (SSL_get_shutdown(ssl) != 0) {	/* closed behind the response */
+		bufferevent_free(c->up);
+		c->up = NULL;
+	}
+	return 0;
+}
+
+/*
+ * 1 when c->up is a clean idle upstream TLS connection that another
+ * connection of the same sandbox may use: handshake done, last response
+ * complete, nothing buffered either way, not shut down.
+ */
 static int
 up_clean(struct conn *c)
 {
@@ -2299,7 +2326,7 @@ up_read(struct bufferevent *bev, void *arg)
 		tls_move(c->cl, in, n);
 	}
 	if (c->resp_done) {
-		if (evbuffer_get_length(in) > 0)
+		if (evbuffer_get_length(in) > 0 || up_junk(c))
 			c->close_after = 1;	/* junk after the response */
 		resp_finish(c);
 		return;

@@ -87,6 +87,12 @@ def serve(c):
                 c.close()
                 ev("close %d" % k)
                 return
+            if path.startswith("/fastjunk"):
+                # a second, unsolicited "response" right behind the real
+                # one, in its own TLS record: it reaches the proxy in the
+                # same read, so it waits inside OpenSSL, not on the socket
+                c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nEVIL!\n")
+                ev("fastjunk %d" % k)
             if path.startswith("/junk"):
                 # unsolicited bytes on the idle connection: a smuggled
                 # "response" that must never reach a later request
@@ -351,6 +357,13 @@ wait "$S_PID"
 check "sleep: its response had arrived before it slept" st_in "$T/get-S3" 200
 check "sleep: closed by the client while asleep: gone" wait_for 10 none_open
 check "proxy alive after the sleepers" px_alive
+# unsolicited bytes right behind a response, read ahead into OpenSSL: the
+# client's next request never gets them as its response
+PC_ID=sb-sl PC_SECRET=$SL_SECRET pci github.com "GET /fastjunk HTTP/1.1\r\nHost: github.com\r\n\r\n" \
+	--send "GET /after-fastjunk HTTP/1.1\r\nHost: github.com\r\n\r\n" --pause 1 --wait 10 >"$T/get-FJ" 2>&1
+check "fast junk: the upstream sent it" grep -q '^fastjunk ' "$UPLOG"
+check "fast junk: never relayed to the client" not_contains "$T/get-FJ" EVIL
+check "fast junk: the first response arrived" st_in "$T/get-FJ" 200
 # a response in 300 small records that arrive together: all of it reaches
 # the client at once (records read ahead are drained, none wait for more
 # bytes on the socket)
