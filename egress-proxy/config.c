@@ -76,7 +76,7 @@ static const struct cfg_key keys[] = {
 	{ "timeouts.idle", CFG_DURATION, O(idle_ms), 100, DAY, "5m", NULL,
 	  "connection closed after this long without a byte either way" },
 	{ "timeouts.upstream_idle", CFG_DURATION, O(upstream_idle_ms), 100, DAY, "1s", NULL,
-	  "an intercepted connection's idle upstream TLS connection is closed after this (about 15 KiB each); the next request reconnects with the same checks" },
+	  "an intercepted connection's idle upstream TLS connection is parked or closed after this (about 15 KiB each) and the client connection sleeps (see \"Resources and performance\"); the next request takes a pooled upstream or reconnects with the same checks" },
 	{ "timeouts.pool_idle", CFG_DURATION, O(pool_idle_ms), 100, 600000, "4s", NULL,
 	  "a pooled idle upstream TLS connection (upstream.pool_max) is closed after this" },
 	{ "timeouts.connect", CFG_DURATION, O(connect_ms), 100, 600000, "10s", NULL,
