@@ -11,8 +11,10 @@
 # (req/s), 1 MiB bodies (MiB/s), resident memory per idle connection with
 # 2,000 open, measured 3 s after the last opened (500 for mitmproxy, which
 # takes minutes to open 2,000). Each load line also gives the CPU microseconds
-# per request of the client, the proxy (its process tree) and nginx; a table
-# turns the new-connection ones into the rate the 2 cores bound. At the end,
+# per request of the client, the proxy (its process tree) and nginx; two tables
+# turn the new-connection and 1 MiB ones into the rate the 2 cores bound, and
+# the targets on those cases also print the ratio of the rows' bounds (the
+# ceiling the machine sets on that ratio in this run). At the end,
 # tls_floor.c prints what OpenSSL alone costs per intercepted connection.
 # Knobs:
 # BENCH_SECS (default 4), BENCH_IDLE (2000), BENCH_IDLE_MITM (500),
@@ -153,7 +155,8 @@ perf_off() {
 	perf report -i "$PERF_NAME.data" --no-children --sort dso,symbol --stdio 2>/dev/null | head -80 >"$PERF_NAME.txt"
 	PERF_PID=
 }
-declare -A KA_RPS=() KA_P50=() KA_P99=() NC_RPS=() NC_CPU=() BODY_MB=() IDLE_KIB=() NOTE=()
+declare -A KA_RPS=() KA_P50=() KA_P99=() NC_RPS=() NC_CPU=() BODY_MB=() BODY_CPU=() IDLE_KIB=() NOTE=()
+declare -A NC_BOUND=() BODY_BOUND=()
 ROWS=()
 
 # measure ROW PID LOADARGS...: runs the cases for one configuration.
@@ -205,6 +208,7 @@ measure() {
 		out=$(run_case "$row" body "$pid" "$@" -m body -c "$BODY_C" -d "$SECS" -p /1m)
 		echo "  $row body:      $out"
 		BODY_MB[$row]=$(sed -n 's/.* mbps=\([0-9.]*\).*/\1/p' <<<"$out")
+		BODY_CPU[$row]=$(sed -n 's/.* client_cpu_us=\([0-9]*\) proxy_cpu_us=\([0-9]*\) nginx_cpu_us=\([0-9]*\).*/\1 \2 \3/p' <<<"$out")
 	fi
 }
 
@@ -357,18 +361,25 @@ done
 for r in "${ROWS[@]}"; do
 	[ -n "${NOTE[$r]:-}" ] && echo "note: $r: ${NOTE[$r]}"
 done
-if [ "${#NC_CPU[@]}" -gt 0 ]; then
-	# Where a new connection's CPU goes (2 cores shared by all three): the
-	# rate is bounded by 2 s / (client + proxy + nginx) per second.
+# cpu_table TITLE UNIT CPU-ARRAY BOUND-ARRAY: where a case's CPU goes per
+# request (2 cores shared by the client, the proxy and nginx): the rate is
+# bounded by 2 s / (client + proxy + nginx) per second; the bounds are kept.
+cpu_table() {
+	local title=$1 unit=$2 arr=$3 bnd=$4 r cc pc nc t b
+	eval "[ \${#$arr[@]} -gt 0 ]" || return 0
 	echo
-	printf '%-17s %14s %14s %14s %14s\n' "new conn, CPU" "client us/req" "proxy us/req" "nginx us/req" "bound req/s"
+	printf '%-17s %14s %14s %14s %14s\n' "$title" "client us/req" "proxy us/req" "nginx us/req" "bound $unit"
 	for r in "${ROWS[@]}"; do
-		[ -n "${NC_CPU[$r]:-}" ] || continue
-		read -r cc pc nc <<<"${NC_CPU[$r]}"
-		printf '%-17s %14s %14s %14s %14s\n' "$r" "$cc" "$pc" "$nc" \
-			"$(awk -v t=$((cc + pc + nc)) -v n="$(nproc)" 'BEGIN { if (t > 0) printf "%.0f", n * 1e6 / t; else print "-" }')"
+		t=$(v "$arr" "$r")
+		[ "$t" != - ] || continue
+		read -r cc pc nc <<<"$t"
+		b=$(awk -v t=$((cc + pc + nc)) -v n="$(nproc)" 'BEGIN { if (t > 0) printf "%.0f", n * 1e6 / t; else print "-" }')
+		eval "$bnd[\$r]=\$b"
+		printf '%-17s %14s %14s %14s %14s\n' "$r" "$cc" "$pc" "$nc" "$b"
 	done
-fi
+}
+cpu_table "new conn, CPU" "req/s" NC_CPU NC_BOUND
+cpu_table "1 MiB body, CPU" "MiB/s" BODY_CPU BODY_BOUND
 
 # ratio NAME A-ROW A-ARRAY OP TARGET B-ROW B-ARRAY: prints "ratio = A/B vs target".
 echo
@@ -383,6 +394,14 @@ target() { # label array rowA rowB min-ratio   (A/B >= min)   or  max: prefix fo
 		r = a / b; ok = (c == "ge") ? (r >= t) : (r <= t)
 		printf "  %-58s %7.2f  (target %s %s)  %s\n", l, r, (c == "ge" ? ">=" : "<="), t, ok ? "MET" : "MISSED" }'
 }
+# ceiling BOUND-ARRAY ROW-A ROW-B: the same ratio of the two rows' CPU bounds
+# (what the two cores allow each row in this run, from the tables above).
+ceiling() {
+	local a b
+	a=$(v "$1" "$2"); b=$(v "$1" "$3")
+	[ "$a" != - ] && [ "$b" != - ] && [ "$b" != 0 ] || return 0
+	awk -v a="$a" -v b="$b" 'BEGIN { printf "  %-58s %7.2f  (%s / %s)\n", "  ... ratio of the two rows'"'"' CPU bounds in this run", a / b, a, b }'
+}
 limit() { # label array row max
 	local a; a=$(v "$2" "$3")
 	if [ "$a" = - ]; then printf '  %-58s  n/a\n' "$1"; return; fi
@@ -394,7 +413,9 @@ target "keep-alive req/s: intercept / mitmproxy" KA_RPS egress-intercept mitmpro
 target "keep-alive p99: intercept / squid tunnel" KA_P99 egress-intercept squid-tunnel 2 le
 target "new conn req/s: intercept / direct" NC_RPS egress-intercept direct 0.5
 target "new conn req/s: intercept / squid ssl-bump" NC_RPS egress-intercept squid-bump 2
+ceiling NC_BOUND egress-intercept squid-bump
 target "1 MiB bodies MiB/s: intercept / direct" BODY_MB egress-intercept direct 0.6
+ceiling BODY_BOUND egress-intercept direct
 limit "idle KiB per intercepted connection" IDLE_KIB egress-intercept 16
 limit "idle KiB per tunnelled connection" IDLE_KIB egress-tunnel 8
 # What OpenSSL alone costs per intercepted client connection here (no proxy,
