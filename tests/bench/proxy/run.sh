@@ -22,7 +22,11 @@
 # BENCH_CASES (words: idle keepalive newconn body; default all), BENCH_WORKERS
 # (the egress proxy's workers; default 0: one per CPU),
 # BENCH_PERF=1 (perf record -g of the egress proxy during each of its cases:
-# $BENCH_OUT/perf-<row>-<case>.data, report in .txt), BENCH_OUT (kept files).
+# $BENCH_OUT/perf-<row>-<case>.data, report in .txt), BENCH_OUT (kept files),
+# BENCH_HEAPSITES=1 (the egress proxy runs under heapsites.so: its live heap
+# per idle connection by library and by call stack, printed after the idle
+# case; the idle KiB figure of those rows is then not valid, the tracker's
+# own tables are resident too).
 set -u
 cd "$(dirname "$0")/../../.."
 export TOP=$PWD
@@ -159,6 +163,38 @@ declare -A KA_RPS=() KA_P50=() KA_P99=() NC_RPS=() NC_CPU=() BODY_MB=() BODY_CPU
 declare -A NC_BOUND=() BODY_BOUND=()
 ROWS=()
 
+# heapsites_report ROW N: with BENCH_HEAPSITES=1, the egress proxy's live
+# heap divided by the N idle connections: by library (lua if Lua allocated
+# it, else the first frame outside libc and libcrypto) and the largest call
+# stacks.
+heapsites_report() {
+	local row=$1 n=$2 f
+	[ "${BENCH_HEAPSITES:-0}" = 1 ] && [ "${row#egress}" != "$row" ] || return 0
+	f=$T/hs-$row
+	touch "$f.trigger"
+	wait_for 30 test -s "$f.0" && sleep 1 || { echo "  heapsites: no dump"; return 0; }
+	awk -v n="$n" '{
+		c = "other"
+		for (i = 3; i <= NF; i++)
+			if ($i ~ /^liblua/) c = "lua"
+		for (i = 3; i <= NF && c == "other"; i++) {
+			if ($i ~ /^(libcrypto|libc\.)/) continue
+			if ($i ~ /^libssl/) c = "openssl"
+			else if ($i ~ /^libevent/) c = "libevent"
+			else if ($i ~ /^egress-proxy/) c = "proxy"
+			else c = $i
+		}
+		if (c == "other" && $3 ~ /^libcrypto/) c = "openssl"
+		b[c] += $1; k[c] += $2; tb += $1; tk += $2
+	} END {
+		printf "  heapsites: live heap per idle connection %.0f bytes in %.1f blocks:", tb / n, tk / n
+		for (c in b) printf " %s %.0f B/%.1f", c, b[c] / n, k[c] / n
+		printf "\n"
+	}' "$f.0"
+	sort -rn "$f.0" | head -8 | awk -v n="$n" '{ printf "    %7.0f B %5.2f blocks ", $1 / n, $2 / n
+		for (i = 3; i <= NF && i < 9; i++) printf " %s", $i; printf "\n" }'
+}
+
 # measure ROW PID LOADARGS...: runs the cases for one configuration.
 measure() {
 	local row=$1 pid=$2; shift 2
@@ -181,6 +217,7 @@ measure() {
 				IDLE_KIB[$row]=$(awk -v a="$r0" -v b="$r1" -v n="$held" 'BEGIN {printf "%.1f", (b - a) / n}')
 			fi
 			echo "  $row idle:      $(cat "$w.out") rss ${r0} -> ${r1} KiB"
+			heapsites_report "$row" "$held"
 			[ "$held" = "$idle" ] || NOTE[$row]="only $held of $idle idle connections opened"
 			[ "$idle" = "$IDLE" ] || NOTE[$row]="idle memory measured with $idle connections (opening $IDLE takes minutes)"
 		else
@@ -233,8 +270,14 @@ timeouts:
 	PX_ADMIN=$PX_DIR/admin.sock PX_CA=$PX_DIR/export/ca.crt
 	# A fresh proxy process per row: the idle-memory delta of the second
 	# row would otherwise be taken on a heap the first row left free.
-	px_bench_start() {
-		"$PROXY_BIN" -d -f "$PX_DIR/proxy.yaml" >>"$PX_DIR/stderr" 2>&1 &
+	HS_ENV=()
+	if [ "${BENCH_HEAPSITES:-0}" = 1 ]; then
+		cc -O2 -g -std=c11 -Wall -Wextra -fPIC -shared -pthread tests/bench/proxy/heapsites.c \
+			-o "$T/heapsites.so" -ldl || { echo "cannot build heapsites.so"; exit 1; }
+	fi
+	px_bench_start() { # row
+		[ "${BENCH_HEAPSITES:-0}" = 1 ] && HS_ENV=(env LD_PRELOAD="$T/heapsites.so" HEAPSITES_OUT="$T/hs-$1")
+		"${HS_ENV[@]}" "$PROXY_BIN" -d -f "$PX_DIR/proxy.yaml" >>"$PX_DIR/stderr" 2>&1 &
 		PX_PID=$!
 		track_pid $PX_PID
 		wait_port "$PX_PORT" 20 && wait_for 10 test -s "$PX_CA" && return 0
@@ -247,7 +290,7 @@ timeouts:
 		wait "$PX_PID" 2>/dev/null
 		wait_for 10 sh -c "! (exec 3<>/dev/tcp/127.0.0.1/$PX_PORT) 2>/dev/null"
 	}
-	if px_bench_start; then
+	if px_bench_start egress-intercept; then
 		echo "-- egress intercept"
 		measure "egress-intercept" "$PX_PID" -x "127.0.0.1:$PX_PORT" -t github.com:443 -n github.com -C "$PX_CA"
 		px_admin '{"op":"metrics"}' | "$PY" -c 'import json, sys
@@ -256,7 +299,7 @@ print("\n".join("  " + l for l in json.load(sys.stdin)["text"].splitlines() if l
 			NOTE[egress-intercept]="no injected request in the audit log: check the addon"
 		px_bench_stop
 	fi
-	if px_bench_start; then
+	if px_bench_start egress-tunnel; then
 		echo "-- egress tunnel"
 		measure "egress-tunnel" "$PX_PID" -x "127.0.0.1:$PX_PORT" -t bench.test:443 -n bench.test -C "$PKI/ca.pem"
 		px_bench_stop
