@@ -355,13 +355,14 @@ canon_default(const char *a, size_t n, uint16_t defport, struct target *t,
 }
 
 int
-hreq_check_target(struct hreq *r, const struct target *t, struct target *url,
+hreq_check_target(struct hreq *r, const struct target *tunnel, struct target *url,
     char *err, size_t errlen)
 {
-	int tls = t != NULL;
+	int tls = tunnel != NULL;
 	const char *u = r->data.p + r->url_o, *auth, *end, *scheme;
 	size_t ul = r->url_l, sl, i, hidx = 0;
 	uint16_t defport = tls ? 443 : 80;
+	const struct target *want;
 	struct target ut, ht;
 	int nhost;
 	char why[128];
@@ -404,9 +405,9 @@ hreq_check_target(struct hreq *r, const struct target *t, struct target *url,
 			snprintf(err, errlen, "bad URL host: %s", why);
 			return 400;
 		}
-		if (tls && strcmp(ut.hostport, t->hostport) != 0) {
+		if (tls && strcmp(ut.hostport, tunnel->hostport) != 0) {
 			snprintf(err, errlen, "URL names %s, tunnel is to %s", ut.hostport,
-			    t->hostport);
+			    tunnel->hostport);
 			return 421;
 		}
 		if (!tls)
@@ -459,10 +460,9 @@ hreq_check_target(struct hreq *r, const struct target *t, struct target *url,
 		snprintf(err, errlen, "bad Host header: %s", why);
 		return 400;
 	}
-	if (!tls)
-		t = url;
-	if (strcmp(ht.hostport, t->hostport) != 0) {
-		snprintf(err, errlen, "Host names %s, target is %s", ht.hostport, t->hostport);
+	want = tls ? tunnel : url;
+	if (strcmp(ht.hostport, want->hostport) != 0) {
+		snprintf(err, errlen, "Host names %s, target is %s", ht.hostport, want->hostport);
 		return 421;
 	}
 	return 0;

@@ -1239,11 +1239,6 @@ pool_event(struct bufferevent *bev, short what, void *arg)
 }
 
 /*
- * Parks c->up if it is a clean idle upstream TLS connection (handshake
- * done, last response complete, nothing buffered either way, not shut
- * down); c->up is then NULL. Otherwise c->up is left for the caller.
- */
-/*
  * With read-ahead, whole records can sit inside OpenSSL after
  * bufferevent_openssl's read loop stops (it checks SSL_pending(), the
  * decrypted bytes of the current record only), and the socket has nothing
@@ -1368,6 +1363,11 @@ up_take_idle(struct conn *c, const union sa_any *a)
 	return 0;
 }
 
+/*
+ * Parks c->up if it is a clean idle upstream TLS connection (handshake
+ * done, last response complete, nothing buffered either way, not shut
+ * down); c->up is then NULL. Otherwise c->up is left for the caller.
+ */
 static void
 pool_park(struct conn *c)
 {
@@ -2580,7 +2580,7 @@ tick_cb(evutil_socket_t fd, short ev, void *arg)
 			continue;
 		}
 
-		if (c->st == CS_REQ_HEAD && c->head_start == 0 &&
+		if (c->st == CS_REQ_HEAD && c->head_start == 0 && c->sleep_ev == NULL &&
 		    now - c->last_active > P.conf->upstream_idle_ms) {
 			/*
 			 * Idle: park the upstream TLS connection (or drop it),

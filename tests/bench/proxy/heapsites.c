@@ -6,7 +6,7 @@
  *   HEAPSITES_OUT=/tmp/hs LD_PRELOAD=.../heapsites.so egress-proxy -f ...
  *   touch /tmp/hs.trigger          -> /tmp/hs.N: one line per call stack
  *
- * Counting starts HEAPSITES_DELAY seconds (default 2) after the process
+ * Counting starts HEAPSITES_DELAY seconds (0-3600, default 2) after the process
  * starts, so start-up allocations (CA store, addons) are left out; blocks
  * allocated before that are not counted when freed either. A watcher thread
  * looks for $HEAPSITES_OUT.trigger every 200 ms, removes it and writes
@@ -20,6 +20,7 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
 #include <execinfo.h>
 #include <malloc.h>
 #include <pthread.h>
@@ -207,13 +208,23 @@ static void *
 watch(void *arg)
 {
 	const char *e = getenv("HEAPSITES_DELAY");
-	char trig[600];
+	char trig[600], *end;
+	unsigned delay = 2;
+	long v;
 	int seq = 0;
 
 	(void)arg;
 	inside = 1;		/* this thread's own allocations are not counted */
 	snprintf(trig, sizeof(trig), "%s.trigger", out);
-	sleep(e != NULL ? (unsigned)atoi(e) : 2);
+	if (e != NULL && *e != '\0') {
+		errno = 0;
+		v = strtol(e, &end, 10);
+		if (errno == 0 && *end == '\0' && v >= 0 && v <= 3600)
+			delay = (unsigned)v;
+		else
+			fprintf(stderr, "heapsites: HEAPSITES_DELAY must be 0-3600 seconds: 2 used\n");
+	}
+	sleep(delay);
 	counting = 1;
 	for (;;) {
 		usleep(200000);
