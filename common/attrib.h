@@ -9,6 +9,9 @@
 #define NORETURN      __attribute__((noreturn))
 #define UNUSED        __attribute__((unused))
 
+/* Marks a result deliberately ignored (a best-effort close, a log write). */
+static inline void ign(int r) { (void)r; }
+
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
 /* Stays on in release builds: a broken invariant is a bug, not peer input. */

@@ -122,3 +122,28 @@ util_hash_str(const char *s)
 		h = (h ^ (unsigned char)*s) * 16777619u;
 	return h;
 }
+
+const char *
+util_kv_find(const char *s, size_t n, size_t *klen)
+{
+	const char *eq = memchr(s, '=', n);
+
+	if (eq == NULL || eq == s)
+		return NULL;
+	*klen = (size_t)(eq - s);
+	return eq + 1;
+}
+
+int
+util_kv_split(char *s, char **k, char **v)
+{
+	size_t kl;
+	const char *val;
+
+	if ((val = util_kv_find(s, strlen(s), &kl)) == NULL)
+		return -1;
+	s[kl] = '\0';
+	*k = s;
+	*v = s + kl + 1;
+	return 0;
+}

@@ -27,4 +27,16 @@ int	util_read_file(const char *path, struct buf *b, char *err,
 int	util_write_file_atomic(const char *path, const void *data, size_t len,
 	    mode_t mode, char *err, size_t errlen) WUNRES;
 
+/*
+ * Finds the '=' of "k=v" in s[0..n): the key length goes to *klen and the
+ * value (s + *klen + 1) is returned; NULL if there is no '=' or the key is
+ * empty. s need not be NUL-terminated; nothing is copied.
+ */
+const char	*util_kv_find(const char *s, size_t n, size_t *klen);
+/*
+ * Splits the NUL-terminated "k=v" in place at its first '=': *k and *v point
+ * into s. -1 (s untouched) if there is no '=' or the key is empty.
+ */
+int	util_kv_split(char *s, char **k, char **v) WUNRES;
+
 #endif

@@ -24,13 +24,13 @@
 
 #include "admin.h"
 #include "buf.h"
+#include "ids.h"
 #include "log.h"
 #include "padmin.h"
 #include "proxy.h"
 #include "sandbox.h"
 #include "xmalloc.h"
 
-static inline void ign(int rc) { (void)rc; }
 
 #define ADMIN_CLIENTS_MAX 64
 
@@ -72,19 +72,6 @@ sb_listener_free(struct sandbox *sb)
 	}
 }
 
-static int
-valid_id(const char *s)
-{
-	size_t n = strlen(s), i;
-
-	if (n == 0 || n > 127)
-		return 0;
-	for (i = 0; i < n; i++)
-		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
-		    (s[i] >= '0' && s[i] <= '9') || strchr("._:-@", s[i]) != NULL))
-			return 0;
-	return 1;
-}
 
 static char *
 opt_str(cJSON *o, const char *k, int *bad)
@@ -133,7 +120,7 @@ op_register(cJSON *req, int fd, struct buf *r)
 	int bad = 0, created, v;
 	socklen_t vl = sizeof(v);
 
-	if (!cJSON_IsString(id) || !valid_id(id->valuestring)) {
+	if (!cJSON_IsString(id) || !id_proxy_valid(id->valuestring)) {
 		reply_err(r, "register: id must be 1-127 characters of [A-Za-z0-9._:@-]");
 		return;
 	}

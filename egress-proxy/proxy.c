@@ -58,7 +58,6 @@
 #include "sandbox.h"
 #include "xmalloc.h"
 
-static inline void ign(int rc) { (void)rc; }
 
 struct proxy P;
 

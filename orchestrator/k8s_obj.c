@@ -98,7 +98,7 @@ k8s_sbx_from_spec(struct k8s_sbx *s, const struct rt_spec *sp,
 	size_t i;
 
 	memset(s, 0, sizeof(*s));
-	if (sp->id == NULL || !rt_id_valid(sp->id)) {
+	if (sp->id == NULL || !id_sandbox_valid(sp->id)) {
 		snprintf(err, errlen, "invalid sandbox id");
 		return -1;
 	}
@@ -191,7 +191,7 @@ k8s_sbx_decode(const char *json, const char *id, struct k8s_sbx *s, char *err,
 	}
 	img = cJSON_GetObjectItemCaseSensitive(o, "image");
 	if (!cJSON_IsString(img) || k8s_image_valid(img->valuestring, err,
-	    errlen) == -1 || !rt_id_valid(id)) {
+	    errlen) == -1 || !id_sandbox_valid(id)) {
 		snprintf(err, errlen, "sandbox %s: bad image in %s", id, K8S_ANN_SPEC);
 		goto out;
 	}

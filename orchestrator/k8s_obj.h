@@ -38,7 +38,7 @@
 /* What a sandbox was created with; stored on its PVC so start() can
  * recreate the pod after a stop, a failure or an orchestrator restart. */
 struct k8s_sbx {
-	char		 id[RT_ID_MAX];
+	char		 id[ID_SANDBOX_MAX];
 	char		 image[256];
 	int		 use_kata;
 	int		 run_as_root;

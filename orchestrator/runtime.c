@@ -51,18 +51,3 @@ rt_label(const struct rt_info *ri, const char *k)
 	return NULL;
 }
 
-int
-rt_id_valid(const char *id)
-{
-	size_t i, n = strlen(id);
-
-	if (n == 0 || n >= RT_ID_MAX)
-		return 0;
-	for (i = 0; i < n; i++) {
-		char c = id[i];
-		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-		    (c == '-' && i > 0)))
-			return 0;
-	}
-	return 1;
-}

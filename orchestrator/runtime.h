@@ -16,8 +16,8 @@
 
 #include <stddef.h>
 #include "attrib.h"
+#include "ids.h"
 
-#define RT_ID_MAX	64	/* ids match [a-z0-9][a-z0-9-]{0,62} */
 
 struct rt_kv {
 	const char	*k;
@@ -50,7 +50,7 @@ enum rt_state {
 
 /* A sandbox as the runtime sees it. Free with rt_info_clear(). */
 struct rt_info {
-	char		 id[RT_ID_MAX];
+	char		 id[ID_SANDBOX_MAX];
 	enum rt_state	 state;
 	char		 image[256];
 	long long	 created_ms;	/* unix ms */
@@ -121,6 +121,5 @@ void	rt_info_clear(struct rt_info *);
 void	rt_info_free_array(struct rt_info *, size_t);
 const char *rt_state_name(enum rt_state);
 const char *rt_label(const struct rt_info *, const char *k);	/* NULL if absent */
-int	rt_id_valid(const char *);
 
 #endif

@@ -107,7 +107,7 @@ meta_write(struct fake *f, const char *id, cJSON *j)
 static int
 pid_has_id(pid_t pid, const char *id)
 {
-	char p[64], want[RT_ID_MAX + 32];
+	char p[64], want[ID_SANDBOX_MAX + 32];
 	struct buf b;
 	size_t i, wl;
 	int hit = 0;
@@ -228,7 +228,7 @@ static int
 spawn_agent(struct fake *f, const char *id, cJSON *meta, char *err, size_t errlen)
 {
 	char dir[512], sock[512], state[512], ws[512], logp[512], pidp[512],
-	    listen[600], idenv[RT_ID_MAX + 32], home[600], pidtxt[32];
+	    listen[600], idenv[ID_SANDBOX_MAX + 32], home[600], pidtxt[32];
 	struct rt_agent_addr addr;
 	cJSON *env = cJSON_GetObjectItem(meta, "env"), *e;
 	char **envp;
@@ -396,7 +396,7 @@ f_get(struct runtime *rt, const char *id, struct rt_info *out, char *err,
 	cJSON *meta;
 
 	memset(out, 0, sizeof(*out));
-	if (!rt_id_valid(id) || (meta = meta_read(f, id)) == NULL) {
+	if (!id_sandbox_valid(id) || (meta = meta_read(f, id)) == NULL) {
 		snprintf(err, errlen, "not found");
 		return -1;
 	}
@@ -416,7 +416,7 @@ f_create(struct runtime *rt, const struct rt_spec *sp, struct rt_info *out,
 	int fd;
 
 	memset(out, 0, sizeof(*out));
-	if (!rt_id_valid(sp->id)) {
+	if (!id_sandbox_valid(sp->id)) {
 		snprintf(err, errlen, "invalid id");
 		return -1;
 	}
@@ -475,7 +475,7 @@ f_start(struct runtime *rt, const char *id, char *err, size_t errlen)
 	cJSON *meta;
 	int rc;
 
-	if (!rt_id_valid(id) || (meta = meta_read(f, id)) == NULL) {
+	if (!id_sandbox_valid(id) || (meta = meta_read(f, id)) == NULL) {
 		snprintf(err, errlen, "not found");
 		return -1;
 	}
@@ -513,7 +513,7 @@ f_stop(struct runtime *rt, const char *id, char *err, size_t errlen)
 	struct fake *f = rt->impl;
 	char p[512];
 
-	if (!rt_id_valid(id)) {
+	if (!id_sandbox_valid(id)) {
 		snprintf(err, errlen, "invalid id");
 		return -1;
 	}
@@ -530,7 +530,7 @@ f_destroy(struct runtime *rt, const char *id, char *err, size_t errlen)
 	struct fake *f = rt->impl;
 	char dir[512];
 
-	if (!rt_id_valid(id)) {
+	if (!id_sandbox_valid(id)) {
 		snprintf(err, errlen, "invalid id");
 		return -1;
 	}
@@ -561,7 +561,7 @@ f_list(struct runtime *rt, struct rt_info **out, size_t *n, char *err,
 		return -1;
 	}
 	while ((de = readdir(d)) != NULL) {
-		if (!rt_id_valid(de->d_name))
+		if (!id_sandbox_valid(de->d_name))
 			continue;
 		if ((meta = meta_read(f, de->d_name)) == NULL) {
 			/* a directory without a record: report it unlabelled */
@@ -593,7 +593,7 @@ f_set_labels(struct runtime *rt, const char *id, const struct rt_kv *kv,
 	int rc;
 
 	pthread_mutex_lock(&f->mu);
-	if (!rt_id_valid(id) || (meta = meta_read(f, id)) == NULL) {
+	if (!id_sandbox_valid(id) || (meta = meta_read(f, id)) == NULL) {
 		pthread_mutex_unlock(&f->mu);
 		snprintf(err, errlen, "not found");
 		return -1;
@@ -617,7 +617,7 @@ f_agent_addr(struct runtime *rt, const char *id, struct rt_agent_addr *out,
 	struct fake *f = rt->impl;
 
 	memset(out, 0, sizeof(*out));
-	if (!rt_id_valid(id) || path_of(f, id, "agent.sock", out->unix_path,
+	if (!id_sandbox_valid(id) || path_of(f, id, "agent.sock", out->unix_path,
 	    sizeof(out->unix_path)) == -1) {
 		snprintf(err, errlen, "no address");
 		return -1;

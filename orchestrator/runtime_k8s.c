@@ -1167,7 +1167,7 @@ move_off_victims(struct k8s_rt *r, cJSON *pods, const struct proxy *px,
 	cJSON_ArrayForEach(it, pods) {
 		k8s_pod_view(it, &v);
 		cur = k8s_ann(v.annotations, K8S_ANN_PROXY);
-		if (v.deleting || v.failed || v.id == NULL || !rt_id_valid(v.id) ||
+		if (v.deleting || v.failed || v.id == NULL || !id_sandbox_valid(v.id) ||
 		    v.ip == NULL || !is_victim(px, npx, cur) ||
 		    (eg = k8s_ann(v.annotations, K8S_ANN_EGRESS)) == NULL)
 			continue;
@@ -1256,7 +1256,7 @@ fleet_sync_locked(struct k8s_rt *r, int reassign, char *err, size_t errlen)
 		if (!reassign)
 			break;
 		k8s_pod_view(it, &v);
-		if (v.deleting || v.failed || v.id == NULL || !rt_id_valid(v.id) ||
+		if (v.deleting || v.failed || v.id == NULL || !id_sandbox_valid(v.id) ||
 		    v.ip == NULL || strcmp(v.phase, "Running") != 0)
 			continue;
 		if ((eg = k8s_ann(v.annotations, K8S_ANN_EGRESS)) == NULL)
@@ -1313,7 +1313,7 @@ k8s_destroy(struct runtime *rt, const char *id, char *err, size_t errlen)
 	cJSON *pod = NULL;
 	struct k8s_podview v;
 
-	if (!rt_id_valid(id)) {
+	if (!id_sandbox_valid(id)) {
 		snprintf(err, errlen, "invalid sandbox id");
 		return -1;
 	}
@@ -1481,7 +1481,7 @@ k8s_start(struct runtime *rt, const char *id, char *err, size_t errlen)
 	int rc = -1;
 
 	memset(&s, 0, sizeof(s));
-	if (!rt_id_valid(id)) {
+	if (!id_sandbox_valid(id)) {
 		snprintf(err, errlen, "invalid sandbox id");
 		return -1;
 	}
@@ -1551,7 +1551,7 @@ k8s_stop(struct runtime *rt, const char *id, char *err, size_t errlen)
 	cJSON *pod = NULL, *pvc = NULL;
 	struct k8s_podview v;
 
-	if (!rt_id_valid(id)) {
+	if (!id_sandbox_valid(id)) {
 		snprintf(err, errlen, "invalid sandbox id");
 		return -1;
 	}
@@ -1588,7 +1588,7 @@ k8s_get(struct runtime *rt, const char *id, struct rt_info *out, char *err,
 	cJSON *pod = NULL, *pvc = NULL;
 
 	memset(out, 0, sizeof(*out));
-	if (!rt_id_valid(id)) {
+	if (!id_sandbox_valid(id)) {
 		snprintf(err, errlen, "not found");
 		return -1;
 	}
@@ -1636,7 +1636,7 @@ obj_id(const cJSON *o)
 	    cJSON_GetObjectItemCaseSensitive(o, "metadata"), "labels");
 	const char *id = k8s_ann(l, K8S_LBL_ID);
 
-	return id != NULL && rt_id_valid(id) ? id : NULL;
+	return id != NULL && id_sandbox_valid(id) ? id : NULL;
 }
 
 static int
@@ -1702,7 +1702,7 @@ k8s_set_labels(struct runtime *rt, const char *id, const struct rt_kv *kv,
 	cJSON *patch;
 	int st, rc = -1;
 
-	if (!rt_id_valid(id)) {
+	if (!id_sandbox_valid(id)) {
 		snprintf(err, errlen, "not found");
 		return -1;
 	}
@@ -1748,7 +1748,7 @@ static int
 running_pod(struct k8s_rt *r, const char *id, cJSON **pod,
     struct k8s_podview *v, char *err, size_t errlen)
 {
-	if (!rt_id_valid(id)) {
+	if (!id_sandbox_valid(id)) {
 		snprintf(err, errlen, "not found");
 		return -1;
 	}

@@ -55,7 +55,7 @@ struct rl {
 
 /* A sandbox record, as kept in record.json. */
 struct rec {
-	char		 id[RT_ID_MAX];
+	char		 id[ID_SANDBOX_MAX];
 	char		 image[256];
 	char		 image_dir[RL_PATH_MAX];
 	char		 phase[16];	/* creating running stopped failed */
@@ -395,7 +395,7 @@ rec_open(const struct rl *rl, const char *id, struct rec *r, char *err,
 	int lfd;
 
 	memset(r, 0, sizeof(*r));
-	if (!rt_id_valid(id)) {
+	if (!id_sandbox_valid(id)) {
 		snprintf(err, errlen, "invalid sandbox id");
 		return -1;
 	}
@@ -432,7 +432,7 @@ each_id(const struct rl *rl, void (*fn)(const char *, void *), void *arg,
 		return -1;
 	}
 	while ((de = readdir(d)) != NULL)
-		if (rt_id_valid(de->d_name))
+		if (id_sandbox_valid(de->d_name))
 			fn(de->d_name, arg);
 	closedir(d);
 	return 0;
@@ -1323,7 +1323,7 @@ rl_create(struct runtime *rt, const struct rt_spec *spec, struct rt_info *out,
 	memset(&r, 0, sizeof(r));
 	if (out != NULL)
 		memset(out, 0, sizeof(*out));
-	if (spec->id == NULL || !rt_id_valid(spec->id)) {
+	if (spec->id == NULL || !id_sandbox_valid(spec->id)) {
 		snprintf(err, errlen, "invalid sandbox id (expected "
 		    "[a-z0-9][a-z0-9-]{0,62})");
 		return -1;
@@ -1536,7 +1536,7 @@ rl_destroy(struct runtime *rt, const char *id, char *err, size_t errlen)
 	char sdir[RL_PATH_MAX], gone[RL_PATH_MAX + 64];
 	int lfd;
 
-	if (!rt_id_valid(id)) {
+	if (!id_sandbox_valid(id)) {
 		snprintf(err, errlen, "invalid sandbox id");
 		return -1;
 	}
@@ -1650,7 +1650,7 @@ rl_get(struct runtime *rt, const char *id, struct rt_info *out, char *err,
 	struct rl *rl = rt->impl;
 	char sdir[RL_PATH_MAX];
 
-	if (!rt_id_valid(id) || sdir_path(rl, id, NULL, sdir,
+	if (!id_sandbox_valid(id) || sdir_path(rl, id, NULL, sdir,
 	    sizeof(sdir)) == -1 || access(sdir, F_OK) == -1) {
 		snprintf(err, errlen, "not found");
 		return -1;
@@ -1745,7 +1745,7 @@ rl_agent_addr(struct runtime *rt, const char *id, struct rt_agent_addr *out,
 	char sdir[RL_PATH_MAX];
 
 	memset(out, 0, sizeof(*out));
-	if (!rt_id_valid(id) || sdir_path(rl, id, NULL, sdir,
+	if (!id_sandbox_valid(id) || sdir_path(rl, id, NULL, sdir,
 	    sizeof(sdir)) == -1 || access(sdir, F_OK) == -1) {
 		snprintf(err, errlen, "not found");
 		return -1;
@@ -1882,7 +1882,7 @@ cg_keep(const char *name, void *arg)
 	struct rl *rl = arg;
 	char p[RL_PATH_MAX];
 
-	if (!rt_id_valid(name) || sdir_path(rl, name, NULL, p, sizeof(p)) == -1)
+	if (!id_sandbox_valid(name) || sdir_path(rl, name, NULL, p, sizeof(p)) == -1)
 		return 1;
 	return access(p, F_OK) == 0;
 }

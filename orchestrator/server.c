@@ -464,7 +464,7 @@ hdr_id(struct evhttp_request *req, const char *name, const char **out)
 	*out = NULL;
 	if (v == NULL || *v == '\0')
 		return 0;
-	if (!sess_id_valid(v))
+	if (!id_session_valid(v))
 		return -1;
 	*out = v;
 	return 0;
@@ -522,7 +522,7 @@ handle_mcp(struct server *sv, struct evhttp_request *req)
 	if (bad != NULL) {
 		char msg[200];
 		snprintf(msg, sizeof(msg), "Bad Request: invalid %s header (use 1-%d "
-		    "characters from A-Z a-z 0-9 - _ . : @ + =)", bad, SESS_ID_MAX);
+		    "characters from A-Z a-z 0-9 - _ . : @ + =)", bad, ID_SESSION_MAX);
 		send_rpc_err(sv, req, 400, -32600, msg);
 		return;
 	}
@@ -596,9 +596,9 @@ struct rjob {
 	struct server		*sv;
 	struct evhttp_request	*req;
 	enum rop		 op;
-	char			 sid[SESS_ID_MAX + 1];
-	char			 org[SESS_ID_MAX + 1];
-	char			 user[SESS_ID_MAX + 1];
+	char			 sid[ID_SESSION_MAX + 1];
+	char			 org[ID_SESSION_MAX + 1];
+	char			 user[ID_SESSION_MAX + 1];
 	char			*image;
 	struct sess_opts	 opts;
 	int			 custom;
@@ -707,7 +707,7 @@ rest_id_field(cJSON *j, const char *name, char *dst, size_t len, int required)
 
 	if (v == NULL && !required)
 		return NULL;
-	if (v == NULL || !cJSON_IsString(v) || !sess_id_valid(v->valuestring))
+	if (v == NULL || !cJSON_IsString(v) || !id_session_valid(v->valuestring))
 		return "id, org and user must be 1-128 characters from A-Z a-z 0-9 - _ . : @ + = (id is required)";
 	snprintf(dst, len, "%s", v->valuestring);
 	return NULL;
@@ -842,7 +842,7 @@ handle_rest(struct server *sv, struct evhttp_request *req, const char *path)
 	{
 		const char *slash = strchr(rest, '/');
 		size_t n = slash ? (size_t)(slash - rest) : strlen(rest);
-		char raw[3 * SESS_ID_MAX + 1];
+		char raw[3 * ID_SESSION_MAX + 1];
 
 		if (n == 0 || n >= sizeof(raw)) {
 			send_err(sv, req, 400, "bad_request", "invalid session id");
@@ -851,7 +851,7 @@ handle_rest(struct server *sv, struct evhttp_request *req, const char *path)
 		memcpy(raw, rest, n);
 		raw[n] = '\0';
 		sid = evhttp_uridecode(raw, 0, NULL);
-		if (sid == NULL || !sess_id_valid(sid)) {
+		if (sid == NULL || !id_session_valid(sid)) {
 			free(sid);
 			send_err(sv, req, 400, "bad_request", "invalid session id");
 			return;

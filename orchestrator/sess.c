@@ -56,13 +56,13 @@ struct conn {
 
 struct sess {
 	struct sessmgr	*mgr;
-	char		 sid[SESS_ID_MAX + 1];
-	char		 org[SESS_ID_MAX + 1];
-	char		 user[SESS_ID_MAX + 1];
+	char		 sid[ID_SESSION_MAX + 1];
+	char		 org[ID_SESSION_MAX + 1];
+	char		 user[ID_SESSION_MAX + 1];
 	pthread_rwlock_t lk;		/* shared: calls; exclusive: lifecycle */
 	/* written under lk exclusive (and mgr->mu), read under either */
 	enum sstate	 state;
-	char		 rtid[RT_ID_MAX];
+	char		 rtid[ID_SANDBOX_MAX];
 	char		 image[256];
 	struct rt_agent_addr addr;
 	int		 personalised;	/* egress + env done */
@@ -86,7 +86,7 @@ struct sess {
 };
 
 struct poolmem {
-	char		 id[RT_ID_MAX];
+	char		 id[ID_SANDBOX_MAX];
 	long long	 added_ms;
 	char		*env;		/* egress env already applied, or NULL */
 	struct agentc	*conn;		/* an open agent connection, or NULL */
@@ -127,22 +127,6 @@ hash_str(const char *s)
 	return util_hash_str(s) % HASH_SIZE;
 }
 
-int
-sess_id_valid(const char *s)
-{
-	size_t i, n = strlen(s);
-
-	if (n == 0 || n > SESS_ID_MAX)
-		return 0;
-	for (i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-		    (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.' ||
-		    c == ':' || c == '@' || c == '+' || c == '='))
-			return 0;
-	}
-	return 1;
-}
 
 static void
 new_rtid(char *out, size_t len, const char *prefix)
@@ -349,10 +333,10 @@ sess_get(struct sessmgr *m, const char *sid, const char *org, const char *user,
 {
 	struct sess *s;
 
-	if (!sess_id_valid(sid)) {
+	if (!id_session_valid(sid)) {
 		*e = SE_BAD;
 		snprintf(err, errlen, "invalid session id: use 1-%d characters "
-		    "from A-Z a-z 0-9 - _ . : @ + =", SESS_ID_MAX);
+		    "from A-Z a-z 0-9 - _ . : @ + =", ID_SESSION_MAX);
 		return NULL;
 	}
 	pthread_mutex_lock(&m->mu);
@@ -737,7 +721,7 @@ provision(struct sess *s, const struct sess_opts *o, enum sess_err *e,
 	struct rt_spec sp;
 	struct rt_info ri;
 	struct rt_kv kv[6];
-	char id[RT_ID_MAX], created[32], rerr[256];
+	char id[ID_SANDBOX_MAX], created[32], rerr[256];
 	struct poolmem *pm;
 	long long t0 = util_mono_ms();
 	int custom = o != NULL && ((o->image && *o->image) || o->use_kata > 0 ||
@@ -1256,7 +1240,7 @@ static int
 do_destroy(struct sess *s, const char *reason, char *err, size_t errlen)
 {
 	struct sessmgr *m = s->mgr;
-	char id[RT_ID_MAX];
+	char id[ID_SANDBOX_MAX];
 
 	if (s->rtid[0] == '\0' || s->state == S_NONE) {
 		s->state = S_NONE;
@@ -1444,7 +1428,7 @@ label_ll(const struct rt_info *ri, const char *k)
 }
 
 struct idlist {
-	char	(*ids)[RT_ID_MAX];
+	char	(*ids)[ID_SANDBOX_MAX];
 	char	**why;
 	size_t	 n;
 };
@@ -1454,7 +1438,7 @@ idlist_add(struct idlist *l, const char *id, const char *why)
 {
 	l->ids = xreallocarray(l->ids, l->n + 1, sizeof(*l->ids));
 	l->why = xreallocarray(l->why, l->n + 1, sizeof(char *));
-	snprintf(l->ids[l->n], RT_ID_MAX, "%s", id);
+	snprintf(l->ids[l->n], ID_SANDBOX_MAX, "%s", id);
 	l->why[l->n] = xstrdup(why);
 	l->n++;
 }
@@ -1491,7 +1475,7 @@ sessmgr_reconcile(struct sessmgr *m, int at_start UNUSED, char *err, size_t errl
 
 		if (pending_has_locked(m, ri[i].id))
 			continue;
-		if (sid != NULL && sess_id_valid(sid)) {
+		if (sid != NULL && id_session_valid(sid)) {
 			s = lookup_locked(m, sid);
 			if (s != NULL && strcmp(s->rtid, ri[i].id) == 0) {
 				/* Known: fix drift between record and runtime. */
@@ -1671,7 +1655,7 @@ pool_create(void *arg)
 	struct rt_info ri;
 	struct rt_kv kv[2];
 	struct poolmem *p;
-	char id[RT_ID_MAX], err[256], created[32];
+	char id[ID_SANDBOX_MAX], err[256], created[32];
 	long long t0 = util_mono_ms();
 
 	new_rtid(id, sizeof(id), "w-");

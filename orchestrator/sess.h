@@ -20,10 +20,10 @@
 
 #include "attrib.h"
 #include "buf.h"
+#include "ids.h"
 #include "conf.h"
 #include "runtime.h"
 
-#define SESS_ID_MAX	128	/* X-Session-Id, X-Org-Id, X-User-Id */
 
 /* Label keys of the session record kept with each sandbox. */
 #define LBL_SESSION	"session"
@@ -66,7 +66,6 @@ int	sessmgr_ready(struct sessmgr *);	/* reconciled at least once */
 int	sessmgr_metrics(struct sessmgr *, struct buf *) WUNRES;
 
 /* Validates an X-Session-Id / X-Org-Id / X-User-Id value. */
-int	sess_id_valid(const char *);
 
 /*
  * Finds a session, or (create != 0) makes an empty record for it. Returns a

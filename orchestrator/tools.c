@@ -26,7 +26,6 @@
 #define CANCEL_RECHECK	20		/* tools_cancel: 100 ms rounds */
 #define BUSY_RETRIES	100		/* 50 ms rounds after an interrupt */
 
-static inline void ign(int r) { (void)r; }
 
 /*
  * The tool list. Descriptions are written for the model that calls them:

@@ -13,9 +13,9 @@
 
 struct tool_call {
 	/* in */
-	char		 sid[SESS_ID_MAX + 1];
-	char		 org[SESS_ID_MAX + 1];
-	char		 user[SESS_ID_MAX + 1];
+	char		 sid[ID_SESSION_MAX + 1];
+	char		 org[ID_SESSION_MAX + 1];
+	char		 user[ID_SESSION_MAX + 1];
 	char		*name;		/* owned */
 	cJSON		*args;		/* owned; an object */
 	int		 structured;	/* add structuredContent (2025-06-18+) */

@@ -1,4 +1,4 @@
-/* test_common.c: buf, strnum and log_escape. */
+/* test_common.c: buf, strnum, log_escape, util and the id grammars. */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "ids.h"
 #include "log.h"
 #include "strnum.h"
 #include "unit.h"
@@ -130,6 +131,68 @@ TEST(test_util_files)
 	rmdir(path);
 }
 
+TEST(test_util_kv)
+{
+	char a[] = "KEY=v=w", b[] = "=v", c[] = "novalue", d[] = "K=";
+	char *k, *v;
+	size_t kl;
+
+	CHECK(util_kv_split(a, &k, &v) == 0);
+	CHECK_STR(k, "KEY");
+	CHECK_STR(v, "v=w");			/* only the first '=' splits */
+	CHECK(util_kv_split(b, &k, &v) == -1);	/* empty key */
+	CHECK_STR(b, "=v");			/* refused: untouched */
+	CHECK(util_kv_split(c, &k, &v) == -1);
+	CHECK(util_kv_split(d, &k, &v) == 0);
+	CHECK_STR(v, "");
+	CHECK(util_kv_find("AB=cd", 2, &kl) == NULL);	/* '=' past n */
+	CHECK(util_kv_find("AB=cd", 5, &kl) != NULL && kl == 2);
+}
+
+TEST(test_ids)
+{
+	static const struct { const char *s; int sess, sb, px; } t[] = {
+		{ "abc", 1, 1, 1 },
+		{ "", 0, 0, 0 },
+		{ "-abc", 1, 0, 1 },
+		{ "a-b-c", 1, 1, 1 },
+		{ "ABC", 1, 0, 1 },
+		{ "user@example.com", 1, 0, 1 },
+		{ "a+b=c", 1, 0, 0 },
+		{ "a b", 0, 0, 0 },
+		{ "a/b", 0, 0, 0 },
+		{ "a\nb", 0, 0, 0 },
+		{ "caf\xc3\xa9", 0, 0, 0 },
+	};
+	char big[200];
+	size_t i;
+
+	for (i = 0; i < NELEM(t); i++) {
+		CHECK_INT(id_session_valid(t[i].s), t[i].sess);
+		CHECK_INT(id_sandbox_valid(t[i].s), t[i].sb);
+		CHECK_INT(id_proxy_valid(t[i].s), t[i].px);
+	}
+	/* the longest of each grammar passes, one more byte fails */
+	memset(big, 'a', sizeof(big));
+	big[ID_SANDBOX_MAX - 1] = '\0';
+	CHECK(id_sandbox_valid(big));
+	memset(big, 'a', sizeof(big));
+	big[ID_SANDBOX_MAX] = '\0';
+	CHECK(!id_sandbox_valid(big));
+	memset(big, 'a', sizeof(big));
+	big[ID_PROXY_MAX] = '\0';
+	CHECK(id_proxy_valid(big));
+	memset(big, 'a', sizeof(big));
+	big[ID_PROXY_MAX + 1] = '\0';
+	CHECK(!id_proxy_valid(big));
+	memset(big, 'a', sizeof(big));
+	big[ID_SESSION_MAX] = '\0';
+	CHECK(id_session_valid(big));
+	memset(big, 'a', sizeof(big));
+	big[ID_SESSION_MAX + 1] = '\0';
+	CHECK(!id_session_valid(big));
+}
+
 int
 main(void)
 {
@@ -139,5 +202,7 @@ main(void)
 	RUN(test_log_escape);
 	RUN(test_util_hash);
 	RUN(test_util_files);
+	RUN(test_util_kv);
+	RUN(test_ids);
 	return unit_done();
 }

@@ -28,12 +28,12 @@ mk_rl(void)
 
 TEST(test_ids_and_names)
 {
-	CHECK(rt_id_valid("sb-1"));
-	CHECK(!rt_id_valid("-sb"));
-	CHECK(!rt_id_valid("Sb"));
-	CHECK(!rt_id_valid("a/b"));
-	CHECK(!rt_id_valid(".."));
-	CHECK(!rt_id_valid(""));
+	CHECK(id_sandbox_valid("sb-1"));
+	CHECK(!id_sandbox_valid("-sb"));
+	CHECK(!id_sandbox_valid("Sb"));
+	CHECK(!id_sandbox_valid("a/b"));
+	CHECK(!id_sandbox_valid(".."));
+	CHECK(!id_sandbox_valid(""));
 	CHECK(image_name_valid("default"));
 	CHECK(image_name_valid("busy-box_1.2"));
 	CHECK(!image_name_valid(".."));
