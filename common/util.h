@@ -8,8 +8,16 @@
 #include "attrib.h"
 #include "buf.h"
 
+/* The project's one set of clocks; nothing else calls clock_gettime. */
 long long	util_unix_ms(void);	/* wall clock, ms since the epoch */
 long long	util_mono_ms(void);	/* monotonic, ms */
+long long	util_mono_us(void);	/* monotonic, us (latency figures) */
+/* Monotonic ms at the kernel tick's resolution (a few ms): for hot paths
+ * that stamp every event, where a vDSO fine clock read would show up. */
+long long	util_mono_coarse_ms(void);
+/* Wall-clock deadline ms from now, for pthread_cond_timedwait. */
+struct timespec;
+void		util_deadline(struct timespec *ts, long long ms);
 /* FNV-1a of a NUL-terminated string (hash tables; not for secrets). */
 uint32_t	util_hash_str(const char *s);
 
