@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include "attrib.h"
 #include "buf.h"
-#include "runtime.h"
+#include "runtime/runtime.h"
 
 #define AGENTC_MAX_RESP	(32 * 1024 * 1024)
 

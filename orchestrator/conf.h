@@ -8,10 +8,10 @@
 
 #include "cfg.h"
 #ifdef HAVE_RT_LOCAL
-#include "runtime_local.h"
+#include "runtime/local/local.h"
 #endif
 #ifdef HAVE_RT_K8S
-#include "runtime_k8s.h"
+#include "runtime/k8s/k8s.h"
 #endif
 
 struct conf {

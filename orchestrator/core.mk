@@ -1,11 +1,11 @@
 # orchestrator/core.mk: the orchestrator daemon (MCP, REST, sessions, warm
 # pool, reaper, reconcile), its fake runtime for tests, unit tests and the
-# JSON-RPC fuzz target. Included by orchestrator/module.mk after local.mk
-# and k8s.mk, so RT_LOCAL_OBJS / RT_K8S_OBJS are known here; each runtime
+# JSON-RPC fuzz target. Included by orchestrator/module.mk after the runtimes'
+# module.mk, so RT_LOCAL_OBJS / RT_K8S_OBJS are known here; each runtime
 # is linked in only when its part exists.
 ORCH_SRCS := orchestrator/conf.c orchestrator/work.c orchestrator/sess.c \
 	orchestrator/tools.c orchestrator/mcp.c orchestrator/jsonu.c \
-	orchestrator/server.c orchestrator/runtime_fake.c
+	orchestrator/server.c orchestrator/runtime/fake/fake.c
 ORCH_OBJS := $(ORCH_SRCS:%.c=$(B)/%.o)
 ORCH_MAIN := $(B)/orchestrator/main.o
 ORCH_DEFS :=

@@ -22,7 +22,7 @@
 #include "buf.h"
 #include "ids.h"
 #include "conf.h"
-#include "runtime.h"
+#include "runtime/runtime.h"
 
 
 /* Label keys of the session record kept with each sandbox. */

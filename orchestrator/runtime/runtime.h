@@ -1,8 +1,8 @@
 /*
  * runtime.h: the one interface through which the orchestrator drives
  * sandboxes (DESIGN.md section 3). Two engines implement it: local
- * (runtime_local.c, bubblewrap) and kubernetes (runtime_k8s.c); a fake
- * for tests (runtime_fake.c).
+ * (runtime/local/local.c, bubblewrap) and kubernetes (runtime/k8s/k8s.c); a fake
+ * for tests (runtime/fake/fake.c).
  *
  * Every operation is synchronous and thread-safe: the orchestrator calls
  * them from worker threads, never from its event loop. Errors return -1

@@ -11,8 +11,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "k8s_client.h"
-#include "k8s_obj.h"
+#include "runtime/k8s/client.h"
+#include "runtime/k8s/obj.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 

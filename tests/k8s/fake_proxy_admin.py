@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """fake_proxy_admin.py - stands in for one egress-proxy pod's TCP admin
 port in the kubernetes runtime's tests, until the proxy has one (the
-runtime's side is in orchestrator/runtime_k8s.c: HTTP POST /admin, one JSON
+runtime's side is in orchestrator/runtime/k8s/k8s.c: HTTP POST /admin, one JSON
 op per request, "Authorization: Bearer <admin token>", reply JSON with
 "ok"). Run by the fake API server's deployment controller for each proxy
 pod, on $POD_IP. It checks the token, checks each op's shape, and appends

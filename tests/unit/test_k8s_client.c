@@ -2,7 +2,7 @@
  * errors, client construction errors, and the request loop: a private
  * loop thread, a shared event_base driven by its owner before dispatch, a
  * worker while another thread dispatches, retries as loop timers, and a
- * call from a loop callback refused (orchestrator/k8s_client.c). */
+ * call from a loop callback refused (orchestrator/runtime/k8s/client.c). */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +13,7 @@
 #include <event2/thread.h>
 
 #include "buf.h"
-#include "k8s_client.h"
+#include "runtime/k8s/client.h"
 #include "unit.h"
 #include "util.h"
 

@@ -1,12 +1,12 @@
 /* test_k8s_obj.c: the kubernetes runtime's object builders and readers
- * (orchestrator/k8s_obj.c) and the policy renderer (netpol/netpol.c), with
+ * (orchestrator/runtime/k8s/obj.c) and the policy renderer (netpol/netpol.c), with
  * good, bad and hostile input. */
 #include <stdlib.h>
 #include <string.h>
 
 #include <cjson/cJSON.h>
 
-#include "k8s_obj.h"
+#include "runtime/k8s/obj.h"
 #include "netpol.h"
 #include "unit.h"
 

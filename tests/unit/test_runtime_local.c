@@ -4,8 +4,8 @@
  * by including the sources. The sandboxes themselves are tested end to end
  * in tests/e2e/4x-*.sh (they need root, bwrap and the agent).
  */
-#include "../../orchestrator/runtime_local.c"
-#include "../../orchestrator/runtime_local_sys.c"
+#include "../../orchestrator/runtime/local/local.c"
+#include "../../orchestrator/runtime/local/sys.c"
 
 #include <sys/wait.h>
 

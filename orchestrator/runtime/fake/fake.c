@@ -1,5 +1,5 @@
 /*
- * runtime_fake.c: a runtime for tests. Each "sandbox" is the real agent
+ * runtime/fake/fake.c: a runtime for tests. Each "sandbox" is the real agent
  * binary run directly on the host (NO isolation) with its own directory
  * under fake.state_dir: meta.json (image, created, labels), the agent's
  * socket, state and workspace. Agents are started in their own session
@@ -29,7 +29,7 @@
 #include "buf.h"
 #include "log.h"
 #include "padmin.h"
-#include "runtime_fake.h"
+#include "fake.h"
 #include "strnum.h"
 #include "xmalloc.h"
 #include "util.h"

@@ -1,12 +1,12 @@
 /*
- * runtime_fake.h: a runtime for tests that runs the real agent on the host,
+ * runtime/fake/fake.h: a runtime for tests that runs the real agent on the host,
  * one directory per sandbox, WITHOUT isolation. Never use it in production.
  */
 #ifndef RUNTIME_FAKE_H
 #define RUNTIME_FAKE_H
 
 #include <stddef.h>
-#include "runtime.h"
+#include "runtime/runtime.h"
 
 /* admin: egress proxy admin socket (NULL: none); proxy_addr host:port. */
 struct runtime *runtime_fake_new(const char *state_dir, const char *agent,

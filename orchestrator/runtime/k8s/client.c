@@ -1,5 +1,5 @@
 /*
- * k8s_client.c: Kubernetes REST client on one libcurl multi handle driven
+ * runtime/k8s/client.c: Kubernetes REST client on one libcurl multi handle driven
  * by a libevent loop (the orchestrator's, or a private one in a thread);
  * synchronous for its callers, which queue requests to the loop and wait.
  * In-cluster and kubeconfig settings, token rotation, retries with
@@ -25,7 +25,7 @@
 #include <yaml.h>
 
 #include "attrib.h"
-#include "k8s_client.h"
+#include "client.h"
 #include "log.h"
 #include "strnum.h"
 #include "xmalloc.h"

@@ -1,5 +1,5 @@
 /*
- * k8s_client.h: a thin Kubernetes REST client on libcurl's multi
+ * runtime/k8s/client.h: a thin Kubernetes REST client on libcurl's multi
  * interface, on an event loop.
  *
  * All transfers of a client run on one CURLM driven by libevent (socket

@@ -1,5 +1,5 @@
 /*
- * runtime_k8s.c: the kubernetes runtime behind runtime.h.
+ * runtime/k8s/k8s.c: the kubernetes runtime behind runtime.h.
  *
  * Per sandbox <id> (all labelled managed-by, instance, id):
  *   PVC     sbx-<id>-ws     /workspace; its annotations are the session
@@ -32,11 +32,11 @@
 #include <openssl/rand.h>
 
 #include "buf.h"
-#include "k8s_client.h"
-#include "k8s_obj.h"
+#include "client.h"
+#include "obj.h"
 #include "log.h"
 #include "netpol.h"
-#include "runtime_k8s.h"
+#include "k8s.h"
 #include "strnum.h"
 #include "xmalloc.h"
 #include "util.h"

@@ -1,5 +1,5 @@
 /*
- * runtime_k8s.h: the kubernetes runtime (DESIGN.md section 3,
+ * runtime/k8s/k8s.h: the kubernetes runtime (DESIGN.md section 3,
  * docs/kubernetes.md). A sandbox is a hardened pod plus a PVC for
  * /workspace, a Secret holding the agent's bearer token and a per-sandbox
  * NetworkPolicy; the PVC carries the session record in its annotations so
@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include "attrib.h"
 #include "cfg.h"
-#include "runtime.h"
+#include "runtime/runtime.h"
 
 struct event_base;
 struct k8s_client;

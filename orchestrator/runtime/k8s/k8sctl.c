@@ -1,5 +1,5 @@
 /*
- * k8s_ctl.c: k8sctl, a small driver for the kubernetes runtime. It loads
+ * runtime/k8s/k8sctl.c: k8sctl, a small driver for the kubernetes runtime. It loads
  * the same "kubernetes:" configuration section the orchestrator embeds and
  * calls the runtime only through runtime.h, as the orchestrator does; the
  * tests (tests/e2e/6*-k8s-*.sh) and operators use it to try a cluster.
@@ -33,10 +33,10 @@
 
 #include "buf.h"
 #include "cfg.h"
-#include "k8s_client.h"
+#include "client.h"
 #include "log.h"
 #include "netpol.h"
-#include "runtime_k8s.h"
+#include "k8s.h"
 #include "strnum.h"
 #include "util.h"
 #include "xmalloc.h"

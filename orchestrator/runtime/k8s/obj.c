@@ -1,5 +1,5 @@
 /*
- * k8s_obj.c: builders and readers for the kubernetes runtime's objects.
+ * runtime/k8s/obj.c: builders and readers for the kubernetes runtime's objects.
  * The pod follows DESIGN.md section 3: the requested image, runtimeClass,
  * every capability dropped, seccomp RuntimeDefault, no privilege
  * escalation, no service-account token, no host namespaces or paths,
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "k8s_obj.h"
+#include "obj.h"
 #include "strnum.h"
 #include "xmalloc.h"
 

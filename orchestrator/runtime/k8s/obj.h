@@ -1,5 +1,5 @@
 /*
- * k8s_obj.h: the JSON objects of the kubernetes runtime (pod, PVC,
+ * runtime/k8s/obj.h: the JSON objects of the kubernetes runtime (pod, PVC,
  * Secret) built with cJSON, the session record kept in annotations, and
  * the reading of pods back into runtime state. No I/O here, so everything
  * is unit-tested (tests/unit/test_k8s_obj.c) and validated against the
@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <cjson/cJSON.h>
 #include "attrib.h"
-#include "runtime.h"
+#include "runtime/runtime.h"
 
 #define K8S_MANAGER		"sandbox-orchestrator"
 #define K8S_LBL_MANAGED		"app.kubernetes.io/managed-by"

@@ -1,5 +1,5 @@
 /*
- * runtime_local.c: the local runtime engine (DESIGN.md section 3). Each
+ * runtime/local/local.c: the local runtime engine (DESIGN.md section 3). Each
  * sandbox is a bubblewrap process tree in its own user, pid, mount, ipc, uts
  * and network namespaces, running as its own unprivileged host uid, over an
  * overlay of an idmapped image, with cgroup limits. Everything about a
@@ -31,8 +31,8 @@
 #include "buf.h"
 #include "log.h"
 #include "padmin.h"
-#include "runtime_local.h"
-#include "runtime_local_int.h"
+#include "local.h"
+#include "local_int.h"
 #include "xmalloc.h"
 #include "util.h"
 

@@ -1,5 +1,5 @@
 /*
- * runtime_local.h: the local runtime engine (bubblewrap sandboxes on this
+ * runtime/local/local.h: the local runtime engine (bubblewrap sandboxes on this
  * machine). See docs/local-runtime.md for the layout of the state directory,
  * the namespaces, mounts, cgroups and the egress hand-off.
  *
@@ -12,7 +12,7 @@
 
 #include <stddef.h>
 #include "cfg.h"
-#include "runtime.h"
+#include "runtime/runtime.h"
 
 struct rt_local_conf {
 	char		*state_dir;	/* one directory per sandbox */

@@ -1,7 +1,7 @@
 /*
- * runtime_local_int.h: internals of the local runtime shared by
- * runtime_local.c (the engine: records, state, lifecycle) and
- * runtime_local_sys.c (the system side: cgroups, spawning bwrap, network
+ * runtime/local/local_int.h: internals of the local runtime shared by
+ * runtime/local/local.c (the engine: records, state, lifecycle) and
+ * runtime/local/sys.c (the system side: cgroups, spawning bwrap, network
  * namespace listeners, seccomp, removal). Not for other modules.
  */
 #ifndef RUNTIME_LOCAL_INT_H

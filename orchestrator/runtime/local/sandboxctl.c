@@ -1,6 +1,6 @@
 /*
  * sandboxctl: operator and test tool for the local runtime. Drives sandboxes
- * through the library API (runtime_local.h) and their agents through agentc.
+ * through the library API (runtime/local/local.h) and their agents through agentc.
  *
  *   sandboxctl [-v] [-s STATE_DIR] [-c CONFIG.yaml] COMMAND ...
  *     create [--image NAME] [--label K=V]... [--env K=V]... [--mem SIZE]
@@ -31,7 +31,7 @@
 #include "buf.h"
 #include "cfg.h"
 #include "log.h"
-#include "runtime_local.h"
+#include "local.h"
 #include "strnum.h"
 #include "xmalloc.h"
 

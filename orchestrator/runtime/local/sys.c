@@ -1,5 +1,5 @@
 /*
- * runtime_local_sys.c: the system side of the local runtime: cgroups (v2,
+ * runtime/local/sys.c: the system side of the local runtime: cgroups (v2,
  * v1 and the v1/v2 hybrid), spawning bwrap as an unprivileged uid over an
  * idmapped overlay root, listeners inside a sandbox's network namespace,
  * the seccomp program, and symlink-safe tree removal.
@@ -35,7 +35,7 @@
 #include <unistd.h>
 
 #include "log.h"
-#include "runtime_local_int.h"
+#include "local_int.h"
 #include "xmalloc.h"
 
 /* ---- small helpers ---- */

@@ -29,7 +29,7 @@ extern char **environ;
 #include "buf.h"
 #include "cfg.h"
 #include "log.h"
-#include "runtime_local.h"
+#include "runtime/local/local.h"
 
 static const struct cfg_key keys[] = { RUNTIME_LOCAL_CFG_KEYS("local.", 0) };
 
