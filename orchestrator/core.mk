@@ -18,14 +18,13 @@ ifneq ($(strip $(RT_K8S_OBJS)),)
 ORCH_DEFS += -DHAVE_RT_K8S
 ORCH_RT_OBJS += $(RT_K8S_OBJS)
 endif
-ORCH_AGENTC := $(B)/orchestrator/agentc.o
 ALL_OBJS += $(ORCH_OBJS) $(ORCH_MAIN)
 
 $(ORCH_OBJS) $(ORCH_MAIN): CPPFLAGS += -Iorchestrator -Inetpol $(ORCH_DEFS)
 
 BINS += $(B)/orchestrator/orchestrator
 $(B)/orchestrator/orchestrator: $(ORCH_MAIN) $(ORCH_OBJS) $(ORCH_RT_OBJS) \
-    $(RT_COMMON_OBJS) $(ORCH_AGENTC) $(LLHTTP_OBJS) $(COMMON_OBJS)
+    $(RT_COMMON_OBJS) $(RT_SEAM_OBJS) $(LLHTTP_OBJS) $(COMMON_OBJS)
 	$(CC) $(LDFLAGS) $(sort $^) $(PKG_LIBS) -o $@
 
 # Unit tests: link everything but main.o.
@@ -34,11 +33,11 @@ UNIT_TESTS += $(ORCH_UNITS:%=$(B)/tests/unit/%)
 ALL_OBJS += $(ORCH_UNITS:%=$(B)/tests/unit/%.o)
 $(ORCH_UNITS:%=$(B)/tests/unit/%.o): CPPFLAGS += -Iorchestrator -Inetpol $(ORCH_DEFS)
 $(B)/tests/unit/test_orch_%: $(B)/tests/unit/test_orch_%.o $(ORCH_OBJS) \
-    $(ORCH_RT_OBJS) $(RT_COMMON_OBJS) $(ORCH_AGENTC) $(LLHTTP_OBJS) $(COMMON_OBJS)
+    $(ORCH_RT_OBJS) $(RT_COMMON_OBJS) $(RT_SEAM_OBJS) $(LLHTTP_OBJS) $(COMMON_OBJS)
 	$(CC) $(LDFLAGS) $(sort $^) $(PKG_LIBS) -o $@
 
 # Fuzz: JSON-RPC dispatch (libFuzzer under `make fuzz`; replay under gcc).
-ORCH_FUZZ_DEPS := $(ORCH_OBJS) $(ORCH_RT_OBJS) $(RT_COMMON_OBJS) $(ORCH_AGENTC) \
+ORCH_FUZZ_DEPS := $(ORCH_OBJS) $(ORCH_RT_OBJS) $(RT_COMMON_OBJS) $(RT_SEAM_OBJS) \
 	$(LLHTTP_OBJS) $(COMMON_OBJS)
 ALL_OBJS += $(B)/tests/fuzz/fuzz_orch_jsonrpc.o
 $(B)/tests/fuzz/fuzz_orch_jsonrpc.o: CPPFLAGS += -Iorchestrator -Inetpol $(ORCH_DEFS)

@@ -658,9 +658,6 @@ personalise(struct sess *s, const char *applied)
 		return;
 	}
 	memset(&eg, 0, sizeof(eg));
-	eg.org = s->org;
-	eg.user = s->user;
-	eg.session = s->sid;
 	eg.nlabels = record_labels(s, kv, created, sizeof(created), NULL, 0);
 	eg.labels = kv;
 	envbuf[0] = '\0';

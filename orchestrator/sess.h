@@ -24,15 +24,6 @@
 #include "conf.h"
 #include "runtime/runtime.h"
 
-
-/* Label keys of the session record kept with each sandbox. */
-#define LBL_SESSION	"session"
-#define LBL_ORG		"org"
-#define LBL_USER	"user"
-#define LBL_CREATED	"created-ms"
-#define LBL_STOPPED	"stopped-ms"
-#define LBL_POOL	"pool"
-
 enum sess_err {
 	SE_OK,
 	SE_BAD,		/* bad input */

@@ -18,6 +18,18 @@
 #include "attrib.h"
 #include "ids.h"
 
+/*
+ * Label keys of the session record kept with each sandbox (the labels of
+ * rt_spec and set_labels, returned by list()). The core writes them; a
+ * runtime reads org, user and session only to name the sandbox at its
+ * egress proxy (egress.h).
+ */
+#define LBL_SESSION	"session"
+#define LBL_ORG		"org"
+#define LBL_USER	"user"
+#define LBL_CREATED	"created-ms"
+#define LBL_STOPPED	"stopped-ms"
+#define LBL_POOL	"pool"
 
 struct rt_kv {
 	const char	*k;
@@ -68,11 +80,13 @@ struct rt_agent_addr {
 	char	token[128];	/* bearer token for TCP */
 };
 
-/* The sandbox's identity at its egress proxy (proxy-admin.md). */
+/*
+ * The sandbox's identity at its egress proxy: the session labels it is
+ * handed to a session with (org, user and session are read from them;
+ * orchestrator/egress.h). Runtimes keep no other copy: on a restart they
+ * register again from the labels they hold.
+ */
 struct rt_egress {
-	const char		*org;
-	const char		*user;
-	const char		*session;
 	const struct rt_kv	*labels;
 	size_t			 nlabels;
 };

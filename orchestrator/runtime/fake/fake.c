@@ -27,9 +27,9 @@
 
 #include "agentc.h"
 #include "buf.h"
-#include "log.h"
-#include "padmin.h"
+#include "egress.h"
 #include "fake.h"
+#include "log.h"
 #include "strnum.h"
 #include "xmalloc.h"
 #include "util.h"
@@ -494,17 +494,21 @@ f_start(struct runtime *rt, const char *id, char *err, size_t errlen)
 	return rc;
 }
 
+/* The fake's proxy admin endpoint (unset without a proxy). */
+static struct egress_admin
+admin_of(const struct fake *f)
+{
+	struct egress_admin a = { .unix_path = f->admin };
+
+	return a;
+}
+
 static void
 deregister(struct fake *f, const char *id)
 {
-	char req[256], reply[1024], err[128];
+	struct egress_admin a = admin_of(f);
 
-	if (f->admin == NULL)
-		return;
-	snprintf(req, sizeof(req), "{\"op\":\"deregister\",\"id\":\"%s\"}", id);
-	if (padmin_call(f->admin, req, -1, reply, sizeof(reply), 3000, err,
-	    sizeof(err)) == -1)
-		log_debug("fake: deregister %s: %s", id, err);
+	egress_deregister(&a, id);
 }
 
 static int
@@ -630,66 +634,37 @@ f_attach_egress(struct runtime *rt, const char *id, const struct rt_egress *eg,
     char *env_out, size_t envlen, char *err, size_t errlen)
 {
 	struct fake *f = rt->impl;
-	unsigned char r[16];
-	char secret[40], reply[1024], *txt;
-	cJSON *req, *attrs, *labels, *j;
-	size_t i;
-	int rc;
+	struct egress_admin a = admin_of(f);
+	struct egress_reg reg;
+	char secret[EGRESS_SECRET_LEN + 1];
+	int rc = -1;
 
 	env_out[0] = '\0';
-	if (f->admin == NULL)
+	if (!egress_admin_set(&a))
 		return 0;
-	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r)) {
+	if (egress_secret(secret) == -1) {
 		snprintf(err, errlen, "getrandom failed");
 		return -1;
 	}
-	for (i = 0; i < sizeof(r); i++)
-		snprintf(secret + 2 * i, 3, "%02x", r[i]);
-	req = cJSON_CreateObject();
-	cJSON_AddStringToObject(req, "op", "register");
-	cJSON_AddStringToObject(req, "id", id);
-	cJSON_AddStringToObject(req, "secret", secret);
-	attrs = cJSON_AddObjectToObject(req, "attrs");
-	cJSON_AddStringToObject(attrs, "org", eg->org ? eg->org : "");
-	cJSON_AddStringToObject(attrs, "user", eg->user ? eg->user : "");
-	cJSON_AddStringToObject(attrs, "session", eg->session ? eg->session : "");
-	labels = cJSON_AddObjectToObject(attrs, "labels");
-	for (i = 0; i < eg->nlabels; i++)
-		cJSON_AddStringToObject(labels, eg->labels[i].k, eg->labels[i].v);
-	txt = cJSON_PrintUnformatted(req);
-	cJSON_Delete(req);
-	rc = padmin_call(f->admin, txt, -1, reply, sizeof(reply), 5000, err, errlen);
-	free(txt);
-	if (rc == -1)
-		return -1;
-	if ((j = cJSON_Parse(reply)) == NULL || !cJSON_IsTrue(cJSON_GetObjectItem(j, "ok"))) {
-		cJSON *e = cJSON_GetObjectItem(j, "error");
-		snprintf(err, errlen, "proxy refused: %s",
-		    cJSON_IsString(e) ? e->valuestring : "?");
-		cJSON_Delete(j);
-		return -1;
-	}
-	cJSON_Delete(j);
-	rc = snprintf(env_out, envlen,
-	    "HTTPS_PROXY=http://%s:%s@%s\nHTTP_PROXY=http://%s:%s@%s\n"
-	    "https_proxy=http://%s:%s@%s\nhttp_proxy=http://%s:%s@%s\n",
-	    id, secret, f->proxy_addr, id, secret, f->proxy_addr,
-	    id, secret, f->proxy_addr, id, secret, f->proxy_addr);
-	if (rc < 0 || (size_t)rc >= envlen) {
+	memset(&reg, 0, sizeof(reg));
+	reg.id = id;
+	reg.labels = eg->labels;
+	reg.nlabels = eg->nlabels;
+	reg.secret = secret;
+	reg.listen_fd = -1;
+	if (egress_register(&a, &reg, err, errlen) == -1)
+		goto out;
+	/* No NO_PROXY: the fake's tests reach their fixtures on loopback
+	 * through the proxy. */
+	if (egress_proxy_env(id, secret, f->proxy_addr, NULL, f->proxy_ca,
+	    env_out, envlen) == -1) {
 		snprintf(err, errlen, "env too long");
-		return -1;
+		goto out;
 	}
-	if (f->proxy_ca != NULL) {
-		size_t o = (size_t)rc;
-		rc = snprintf(env_out + o, envlen - o, "GIT_SSL_CAINFO=%s\n"
-		    "CURL_CA_BUNDLE=%s\nSSL_CERT_FILE=%s\n", f->proxy_ca,
-		    f->proxy_ca, f->proxy_ca);
-		if (rc < 0 || (size_t)rc >= envlen - o) {
-			snprintf(err, errlen, "env too long");
-			return -1;
-		}
-	}
-	return 0;
+	rc = 0;
+out:
+	explicit_bzero(secret, sizeof(secret));
+	return rc;
 }
 
 static void

@@ -1793,6 +1793,18 @@ k8s_agent_addr(struct runtime *rt, const char *id, struct rt_agent_addr *out,
 	return 0;
 }
 
+/* The value of label k in eg, "" if absent. */
+static const char *
+eg_label(const struct rt_egress *eg, const char *k)
+{
+	size_t i;
+
+	for (i = 0; i < eg->nlabels; i++)
+		if (eg->labels[i].k != NULL && strcmp(eg->labels[i].k, k) == 0)
+			return eg->labels[i].v != NULL ? eg->labels[i].v : "";
+	return "";
+}
+
 static int
 k8s_attach_egress(struct runtime *rt, const char *id, const struct rt_egress *eg,
     char *env_out, size_t envlen, char *err, size_t errlen)
@@ -1810,9 +1822,9 @@ k8s_attach_egress(struct runtime *rt, const char *id, const struct rt_egress *eg
 	if (running_pod(r, id, &pod, &v, err, errlen) == -1)
 		return -1;
 	ej = cJSON_CreateObject();
-	cJSON_AddStringToObject(ej, "org", eg->org ? eg->org : "");
-	cJSON_AddStringToObject(ej, "user", eg->user ? eg->user : "");
-	cJSON_AddStringToObject(ej, "session", eg->session ? eg->session : "");
+	cJSON_AddStringToObject(ej, "org", eg_label(eg, LBL_ORG));
+	cJSON_AddStringToObject(ej, "user", eg_label(eg, LBL_USER));
+	cJSON_AddStringToObject(ej, "session", eg_label(eg, LBL_SESSION));
 	lab = cJSON_AddObjectToObject(ej, "labels");
 	for (i = 0; i < eg->nlabels && i < K8S_MAX_LABELS; i++)
 		if (eg->labels[i].k != NULL && eg->labels[i].v != NULL)

@@ -385,8 +385,10 @@ main(int argc, char **argv)
 		rc = rt->ops->set_labels(rt, argv[0], kv, (size_t)(argc - 1), err,
 		    sizeof(err));
 	} else if (strcmp(cmd, "attach") == 0 && argc >= 4) {
-		struct rt_kv kv[64];
-		struct rt_egress eg = { argv[1], argv[2], argv[3], kv, 0 };
+		/* ID ORG USER SESSION [K=V...]: the identity is labels */
+		struct rt_kv kv[64] = { { LBL_ORG, argv[1] }, { LBL_USER, argv[2] },
+		    { LBL_SESSION, argv[3] } };
+		struct rt_egress eg = { kv, 3 };
 		int i;
 		for (i = 4; i < argc && eg.nlabels < 64; i++, eg.nlabels++)
 			if (kv_split(argv[i], &kv[eg.nlabels]) == -1)

@@ -1,7 +1,8 @@
 # orchestrator/runtime/k8s/module.mk: the kubernetes runtime (k8s.c), its REST
 # client, object builders and the NetworkPolicy renderer (netpol/), plus
 # the k8sctl driver and unit tests. Included by orchestrator/module.mk.
-# Whoever links $(RT_K8S_OBJS) also links $(RT_COMMON_OBJS) $(COMMON_OBJS)
+# Whoever links $(RT_K8S_OBJS) also links $(RT_COMMON_OBJS) $(RT_SEAM_OBJS)
+# $(LLHTTP_OBJS) $(COMMON_OBJS)
 # and $(PKG_LIBS) (libcurl, cJSON, libyaml, OpenSSL).
 RT_K8S_OBJS := $(B)/orchestrator/runtime/k8s/k8s.o $(B)/orchestrator/runtime/k8s/client.o \
     $(B)/orchestrator/runtime/k8s/obj.o $(B)/netpol/netpol.o
@@ -14,7 +15,7 @@ $(RT_K8S_OBJS) $(B)/orchestrator/runtime/k8s/k8sctl.o $(B)/tests/unit/test_k8s_o
 
 BINS += $(B)/orchestrator/k8sctl
 $(B)/orchestrator/k8sctl: $(B)/orchestrator/runtime/k8s/k8sctl.o $(RT_K8S_OBJS) \
-    $(RT_COMMON_OBJS) $(COMMON_OBJS)
+    $(RT_COMMON_OBJS) $(RT_SEAM_OBJS) $(LLHTTP_OBJS) $(COMMON_OBJS)
 	$(CC) $(LDFLAGS) $^ $(PKG_LIBS) -o $@
 
 UNIT_TESTS += $(B)/tests/unit/test_k8s_obj $(B)/tests/unit/test_k8s_client

@@ -29,8 +29,8 @@
 
 #include "agentc.h"
 #include "buf.h"
+#include "egress.h"
 #include "log.h"
-#include "padmin.h"
 #include "local.h"
 #include "local_int.h"
 #include "xmalloc.h"
@@ -69,7 +69,6 @@ struct rec {
 	int		 writable_root;
 	cJSON		*labels;	/* object of strings */
 	cJSON		*env;		/* object of strings */
-	cJSON		*egress;	/* last attach_egress attrs, or NULL */
 };
 
 /* What the pid file says. */
@@ -170,7 +169,6 @@ rec_clear(struct rec *r)
 {
 	cJSON_Delete(r->labels);
 	cJSON_Delete(r->env);
-	cJSON_Delete(r->egress);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -245,7 +243,6 @@ rec_load(const struct rl *rl, const char *id, struct rec *r, char *err,
 	r->lim.pids_max = get_ll(lim, "pids_max");
 	r->labels = take_obj(o, "labels");
 	r->env = take_obj(o, "env");
-	r->egress = take_obj(o, "egress");
 	cJSON_Delete(o);
 	if (r->labels == NULL)
 		r->labels = cJSON_CreateObject();
@@ -298,8 +295,6 @@ rec_save(const struct rl *rl, const struct rec *r, int durable, char *err,
 	    cJSON_Duplicate(r->labels, 1) : cJSON_CreateObject());
 	cJSON_AddItemToObject(o, "env", r->env != NULL ?
 	    cJSON_Duplicate(r->env, 1) : cJSON_CreateObject());
-	if (r->egress != NULL)
-		cJSON_AddItemToObject(o, "egress", cJSON_Duplicate(r->egress, 1));
 	s = cJSON_PrintUnformatted(o);
 	cJSON_Delete(o);
 	if (s == NULL) {
@@ -440,103 +435,60 @@ each_id(const struct rl *rl, void (*fn)(const char *, void *), void *arg,
 
 /* ---- egress ---- */
 
-static void
-add_attr(cJSON *attrs, const char *k, const char *v)
-{
-	if (v != NULL)
-		cJSON_AddStringToObject(attrs, k, v);
-}
+/* The local proxy listener every sandbox reaches, and what bypasses it. */
+#define RL_PROXY_HOSTPORT	"127.0.0.1:3128"
+#define RL_NO_PROXY		"localhost,127.0.0.1"
+#define RL_CA_BUNDLE		"/etc/ssl/certs/ca-certificates.crt"
 
-/* Registers the sandbox's 127.0.0.1:3128 listener with the proxy. */
+/*
+ * Registers the sandbox's 127.0.0.1:3128 listener (opened inside its
+ * network namespace through child) with the proxy, named by its labels.
+ */
 static int
-egress_register(const struct rl *rl, const struct rec *r, pid_t child,
+rl_egress_register(const struct rl *rl, const struct rec *r, pid_t child,
     char *err, size_t errlen)
 {
-	char reply[4096], e[256];
-	cJSON *o, *attrs, *ok;
-	char *s;
-	int fd, rc = -1;
+	struct egress_admin a = { .unix_path = rl->c.proxy_admin_socket };
+	struct rt_kv kv[RL_MAX_LABELS];
+	struct egress_reg reg;
+	const cJSON *it;
+	size_t n = 0;
+	int rc;
 
-	if (rl->c.proxy_admin_socket == NULL ||
-	    rl->c.proxy_admin_socket[0] == '\0')
+	if (!egress_admin_set(&a))
 		return 0;
-	if ((fd = rl_netns_listener(child, RL_PROXY_PORT, err, errlen)) == -1)
+	cJSON_ArrayForEach(it, r->labels)
+		if (cJSON_IsString(it) && n < NELEM(kv)) {
+			kv[n].k = it->string;
+			kv[n++].v = it->valuestring;
+		}
+	memset(&reg, 0, sizeof(reg));
+	reg.id = r->id;
+	reg.labels = kv;
+	reg.nlabels = n;
+	if ((reg.listen_fd = rl_netns_listener(child, RL_PROXY_PORT, err,
+	    errlen)) == -1)
 		return -1;
-	o = cJSON_CreateObject();
-	cJSON_AddStringToObject(o, "op", "register");
-	cJSON_AddStringToObject(o, "id", r->id);
-	if (r->egress != NULL)
-		attrs = cJSON_Duplicate(r->egress, 1);
-	else {
-		attrs = cJSON_CreateObject();
-		add_attr(attrs, "org", cJSON_GetStringValue(
-		    cJSON_GetObjectItemCaseSensitive(r->labels, "org")));
-		add_attr(attrs, "user", cJSON_GetStringValue(
-		    cJSON_GetObjectItemCaseSensitive(r->labels, "user")));
-		add_attr(attrs, "session", cJSON_GetStringValue(
-		    cJSON_GetObjectItemCaseSensitive(r->labels, "session")));
-		cJSON_AddItemToObject(attrs, "labels",
-		    cJSON_Duplicate(r->labels, 1));
-	}
-	cJSON_AddItemToObject(o, "attrs", attrs);
-	s = cJSON_PrintUnformatted(o);
-	cJSON_Delete(o);
-	if (s == NULL) {
-		close(fd);
-		snprintf(err, errlen, "out of memory");
-		return -1;
-	}
-	if (padmin_call(rl->c.proxy_admin_socket, s, fd, reply, sizeof(reply),
-	    5000, e, sizeof(e)) == -1) {
-		snprintf(err, errlen, "egress proxy: %s", e);
-		goto out;
-	}
-	o = cJSON_Parse(reply);
-	ok = cJSON_GetObjectItemCaseSensitive(o, "ok");
-	if (!cJSON_IsTrue(ok)) {
-		const char *m = cJSON_GetStringValue(
-		    cJSON_GetObjectItemCaseSensitive(o, "error"));
-		snprintf(err, errlen, "egress proxy refused register: %s",
-		    m != NULL ? m : "bad reply");
-		cJSON_Delete(o);
-		goto out;
-	}
-	cJSON_Delete(o);
-	rc = 0;
-out:
-	free(s);
-	close(fd);	/* the proxy has its own copy */
+	rc = egress_register(&a, &reg, err, errlen);
+	close(reg.listen_fd);	/* the proxy has its own copy */
 	return rc;
 }
 
 static void
-egress_deregister(const struct rl *rl, const char *id)
+rl_egress_deregister(const struct rl *rl, const char *id)
 {
-	char req[256], reply[1024], e[256];
+	struct egress_admin a = { .unix_path = rl->c.proxy_admin_socket };
 
-	if (rl->c.proxy_admin_socket == NULL ||
-	    rl->c.proxy_admin_socket[0] == '\0')
-		return;
-	snprintf(req, sizeof(req), "{\"op\":\"deregister\",\"id\":\"%s\"}", id);
-	if (padmin_call(rl->c.proxy_admin_socket, req, -1, reply,
-	    sizeof(reply), 3000, e, sizeof(e)) == -1)
-		log_warnx("sandbox=%s deregister failed: %s", id, e);
+	egress_deregister(&a, id);
 }
 
 /* The proxy and CA environment every sandbox gets, as "K=V\n" lines. */
-static const char *const proxy_env[] = {
-	"HTTP_PROXY=http://127.0.0.1:3128",
-	"HTTPS_PROXY=http://127.0.0.1:3128",
-	"http_proxy=http://127.0.0.1:3128",
-	"https_proxy=http://127.0.0.1:3128",
-	"NO_PROXY=localhost,127.0.0.1",
-	"no_proxy=localhost,127.0.0.1",
-	"SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt",
-	"GIT_SSL_CAINFO=/etc/ssl/certs/ca-certificates.crt",
-	"REQUESTS_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt",
-	"NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt",
-	"CURL_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt",
-};
+static int
+rl_proxy_env(char *out, size_t outlen)
+{
+	return egress_proxy_env(NULL, NULL, RL_PROXY_HOSTPORT, RL_NO_PROXY,
+	    RL_CA_BUNDLE, out, outlen);
+}
 
 /* ---- files in the upper layer (sandbox-controlled: never follow links) ---- */
 
@@ -725,6 +677,25 @@ av_setenv(struct argv_b *a, const char *kv)
 	av_add(a, eq + 1);
 }
 
+/* av_setenv for each "K=V" line of lines. */
+static void
+av_setenv_lines(struct argv_b *a, const char *lines)
+{
+	char kv[1024];
+	const char *nl;
+	size_t n;
+
+	for (; *lines != '\0'; lines = *nl != '\0' ? nl + 1 : nl) {
+		if ((nl = strchr(lines, '\n')) == NULL)
+			nl = lines + strlen(lines);
+		if ((n = (size_t)(nl - lines)) < sizeof(kv)) {
+			memcpy(kv, lines, n);
+			kv[n] = '\0';
+			av_setenv(a, kv);
+		}
+	}
+}
+
 /* Kills everything of a sandbox (pid namespace and cgroups). */
 static void
 kill_sandbox(const struct rl *rl, const char *id)
@@ -871,6 +842,7 @@ do_start(struct rl *rl, struct rec *r, const struct rt_kv *xenv, size_t nxenv,
 	char agent[RL_PATH_MAX], logp[RL_PATH_MAX], oomf[RL_PATH_MAX + 64];
 	char cgf[8][RL_PATH_MAX], num[64], kv[1024], pidline[256];
 	char img[RL_PATH_MAX], disk[RL_PATH_MAX], cadir[RL_PATH_MAX];
+	char penv[1024];
 	struct rl_spawn sp;
 	struct argv_b av = { 0 }, ev = { 0 };
 	struct pidrec pr;
@@ -1016,8 +988,9 @@ do_start(struct rl *rl, struct rec *r, const struct rt_kv *xenv, size_t nxenv,
 	av_setenv(&av, kv);
 	snprintf(kv, sizeof(kv), "SANDBOX_ID=%s", r->id);
 	av_setenv(&av, kv);
-	for (i = 0; i < NELEM(proxy_env); i++)
-		av_setenv(&av, proxy_env[i]);
+	if (rl_proxy_env(penv, sizeof(penv)) == -1)
+		fatalx("local: the proxy env is over %zu bytes", sizeof(penv));
+	av_setenv_lines(&av, penv);
 	cJSON_ArrayForEach(it, r->env) {
 		if (!cJSON_IsString(it) || !env_name_ok(it->string))
 			continue;
@@ -1094,7 +1067,7 @@ do_start(struct rl *rl, struct rec *r, const struct rt_kv *xenv, size_t nxenv,
 		goto out;
 	}
 	step(stp, "pidfile");
-	if (egress_register(rl, r, sp.child_pid, err, errlen) == -1)
+	if (rl_egress_register(rl, r, sp.child_pid, err, errlen) == -1)
 		goto out;
 	step(stp, "egress");
 	if (wait_agent(rl, r->id, &pr, deadline, err, errlen) == -1)
@@ -1115,7 +1088,7 @@ do_stop(struct rl *rl, const char *id)
 {
 	char p[RL_PATH_MAX];
 
-	egress_deregister(rl, id);
+	rl_egress_deregister(rl, id);
 	kill_sandbox(rl, id);
 	(void)rl_cg_remove(&rl->cg, id);
 	if (sdir_path(rl, id, "pid", p, sizeof(p)) == 0)
@@ -1758,6 +1731,11 @@ rl_agent_addr(struct runtime *rt, const char *id, struct rt_agent_addr *out,
 	return 0;
 }
 
+/*
+ * The identity is the labels: eg's labels are merged into the record (the
+ * core passes the labels it has just set, so that is a no-op; sandboxctl
+ * attach --org ... sets them here), then the sandbox registers again.
+ */
 static int
 rl_attach_egress(struct runtime *rt, const char *id, const struct rt_egress *eg,
     char *env_out, size_t envlen, char *err, size_t errlen)
@@ -1765,43 +1743,31 @@ rl_attach_egress(struct runtime *rt, const char *id, const struct rt_egress *eg,
 	struct rl *rl = rt->impl;
 	struct rec r;
 	struct pidrec pr;
-	cJSON *attrs, *labels;
-	size_t i, off = 0;
-	int lfd, rc = -1, n;
+	const cJSON *cur;
+	size_t i;
+	int lfd, changed = 0, rc = -1;
 
 	if ((lfd = rec_open(rl, id, &r, err, errlen)) == -1)
 		return -1;
-	attrs = cJSON_CreateObject();
-	add_attr(attrs, "org", eg->org);
-	add_attr(attrs, "user", eg->user);
-	add_attr(attrs, "session", eg->session);
-	labels = cJSON_AddObjectToObject(attrs, "labels");
-	for (i = 0; i < eg->nlabels && i < RL_MAX_LABELS; i++)
-		if (eg->labels[i].k != NULL && eg->labels[i].v != NULL)
-			cJSON_AddStringToObject(labels, eg->labels[i].k,
-			    eg->labels[i].v);
-	if (r.egress != NULL && cJSON_Compare(r.egress, attrs, 1))
-		cJSON_Delete(attrs);	/* the same again: no rewrite */
-	else {
-		cJSON_Delete(r.egress);
-		r.egress = attrs;
-		if (rec_save(rl, &r, 0, err, errlen) == -1)
-			goto out;
+	for (i = 0; i < eg->nlabels && i < RL_MAX_LABELS; i++) {
+		if (eg->labels[i].k == NULL || eg->labels[i].v == NULL)
+			continue;
+		cur = cJSON_GetObjectItemCaseSensitive(r.labels, eg->labels[i].k);
+		if (cJSON_IsString(cur) && strcmp(cur->valuestring,
+		    eg->labels[i].v) == 0)
+			continue;
+		cJSON_DeleteItemFromObjectCaseSensitive(r.labels, eg->labels[i].k);
+		cJSON_AddStringToObject(r.labels, eg->labels[i].k, eg->labels[i].v);
+		changed = 1;
 	}
-	if (pid_load(rl, id, &pr) == 0 && pid_alive(&pr) &&
-	    egress_register(rl, &r, (pid_t)pr.child_pid, err, errlen) == -1)
+	if (changed && rec_save(rl, &r, 0, err, errlen) == -1)
 		goto out;
-	if (env_out != NULL && envlen > 0) {
-		env_out[0] = '\0';
-		for (i = 0; i < NELEM(proxy_env); i++) {
-			n = snprintf(env_out + off, envlen - off, "%s\n",
-			    proxy_env[i]);
-			if (n < 0 || (size_t)n >= envlen - off) {
-				snprintf(err, errlen, "env buffer too small");
-				goto out;
-			}
-			off += (size_t)n;
-		}
+	if (pid_load(rl, id, &pr) == 0 && pid_alive(&pr) &&
+	    rl_egress_register(rl, &r, (pid_t)pr.child_pid, err, errlen) == -1)
+		goto out;
+	if (env_out != NULL && envlen > 0 && rl_proxy_env(env_out, envlen) == -1) {
+		snprintf(err, errlen, "env buffer too small");
+		goto out;
 	}
 	rc = 0;
 out:

@@ -375,20 +375,25 @@ main(int argc, char **argv)
 		}
 		rc = 0;
 	} else if (strcmp(cmd, "attach") == 0 && argc >= 2) {
-		struct rt_egress eg;
+		/* --org/--user/--session become the labels the identity is
+		 * read from (orchestrator/egress.h) */
+		struct rt_kv kv[3];
+		struct rt_egress eg = { kv, 0 };
 		char env[4096];
 		int i;
 
-		memset(&eg, 0, sizeof(eg));
 		for (i = 2; i + 1 < argc; i += 2) {
+			if (eg.nlabels == NELEM(kv))
+				usage();
 			if (strcmp(argv[i], "--org") == 0)
-				eg.org = argv[i + 1];
+				kv[eg.nlabels].k = LBL_ORG;
 			else if (strcmp(argv[i], "--user") == 0)
-				eg.user = argv[i + 1];
+				kv[eg.nlabels].k = LBL_USER;
 			else if (strcmp(argv[i], "--session") == 0)
-				eg.session = argv[i + 1];
+				kv[eg.nlabels].k = LBL_SESSION;
 			else
 				usage();
+			kv[eg.nlabels++].v = argv[i + 1];
 		}
 		if (i != argc)
 			usage();

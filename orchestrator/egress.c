@@ -1,0 +1,251 @@
+/*
+ * egress.c: the proxy admin protocol, orchestrator side (egress.h,
+ * docs/internals/proxy-admin.md). It owns the shape of every admin
+ * message the orchestrator sends and the reading of every reply; the
+ * runtimes only say which sandbox, which proxy and which transport.
+ *
+ * Transports: the unix SOCK_SEQPACKET admin socket through common/padmin
+ * (one datagram each way, an fd attachable), or HTTP POST /v1/admin
+ * through agentc (the project's one blocking HTTP/1.1 client), with the
+ * proxy's bearer token. Replies are capped at EGRESS_MAX_REPLY.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "agentc.h"
+#include "buf.h"
+#include "egress.h"
+#include "log.h"
+#include "padmin.h"
+#include "xmalloc.h"
+
+int
+egress_admin_set(const struct egress_admin *a)
+{
+	return (a->unix_path != NULL && a->unix_path[0] != '\0') ||
+	    (a->host != NULL && a->host[0] != '\0');
+}
+
+/* One request over HTTP: the reply body into b, the status into *st.
+ * 0 or -1 with err (transport). */
+static int
+call_http(const struct egress_admin *a, const char *txt, int timeout_ms,
+    struct buf *b, int *st, char *err, size_t errlen)
+{
+	struct rt_agent_addr addr;
+	struct agentc *c;
+	int rc = -1;
+
+	memset(&addr, 0, sizeof(addr));
+	if ((size_t)snprintf(addr.host, sizeof(addr.host), "%s", a->host) >=
+	    sizeof(addr.host) || (a->token != NULL &&
+	    (size_t)snprintf(addr.token, sizeof(addr.token), "%s", a->token) >=
+	    sizeof(addr.token))) {
+		snprintf(err, errlen, "proxy admin %s: address or token too long",
+		    a->host);
+		goto out;
+	}
+	addr.port = (int)a->port;
+	if ((c = agentc_open(&addr, timeout_ms, err, errlen)) == NULL)
+		goto out;
+	if (agentc_request(c, "POST", "/v1/admin", "application/json", txt,
+	    strlen(txt), timeout_ms, st, b, err, errlen) == 0)
+		rc = 0;
+	agentc_close(c);
+out:
+	explicit_bzero(&addr, sizeof(addr));
+	return rc;
+}
+
+int
+egress_call(const struct egress_admin *a, const cJSON *req, int fd,
+    int timeout_ms, cJSON **reply, char *err, size_t errlen)
+{
+	char e[256], esc[256], *dgram = NULL;
+	const char *op, *where = a->unix_path != NULL && a->unix_path[0] != '\0' ?
+	    a->unix_path : a->host;
+	struct buf b;
+	cJSON *rep = NULL, *m;
+	char *txt;
+	int st = 200, rc = -1;
+
+	if (reply != NULL)
+		*reply = NULL;
+	buf_init(&b, EGRESS_MAX_REPLY);
+	txt = cJSON_PrintUnformatted(req);
+	if (a->unix_path != NULL && a->unix_path[0] != '\0') {
+		dgram = xmalloc(PADMIN_MAX_MSG);
+		if (padmin_call(a->unix_path, txt, fd, dgram, PADMIN_MAX_MSG,
+		    timeout_ms, e, sizeof(e)) == -1) {
+			snprintf(err, errlen, "egress proxy: %s", e);
+			goto out;
+		}
+		if (buf_addstr(&b, dgram) == -1)
+			fatalx("egress: admin reply over its cap");
+	} else if (a->host != NULL && a->host[0] != '\0') {
+		if (fd != -1) {
+			snprintf(err, errlen, "egress proxy: no fd over HTTP");
+			goto out;
+		}
+		if (call_http(a, txt, timeout_ms, &b, &st, e, sizeof(e)) == -1) {
+			snprintf(err, errlen, "egress proxy: %s", e);
+			goto out;
+		}
+	} else {
+		snprintf(err, errlen, "egress proxy: no admin address");
+		goto out;
+	}
+	rep = cJSON_ParseWithLength(b.p != NULL ? b.p : "", b.len);
+	if (st != 200 || !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rep, "ok"))) {
+		m = cJSON_GetObjectItemCaseSensitive(rep, "error");
+		if (cJSON_IsString(m))
+			log_escape(esc, sizeof(esc), m->valuestring,
+			    strlen(m->valuestring));
+		else
+			log_escape(esc, sizeof(esc), b.p != NULL ? b.p : "",
+			    b.len > 100 ? 100 : b.len);
+		op = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(req,
+		    "op"));
+		if (st != 200)
+			snprintf(err, errlen, "egress proxy %s answered %d: %s",
+			    where, st, esc);
+		else
+			snprintf(err, errlen, "egress proxy %s refused %s: %s",
+			    where, op != NULL ? op : "request", esc);
+		goto out;
+	}
+	if (reply != NULL) {
+		*reply = rep;
+		rep = NULL;
+	}
+	rc = 0;
+out:
+	cJSON_Delete(rep);
+	if (txt != NULL) {
+		explicit_bzero(txt, strlen(txt));	/* may hold a secret */
+		free(txt);
+	}
+	buf_free(&b);
+	free(dgram);
+	return rc;
+}
+
+static const char *
+label(const struct egress_reg *r, const char *k)
+{
+	size_t i;
+
+	for (i = 0; i < r->nlabels; i++)
+		if (strcmp(r->labels[i].k, k) == 0)
+			return r->labels[i].v;
+	return NULL;
+}
+
+cJSON *
+egress_register_msg(const struct egress_reg *r)
+{
+	static const char *const who[] = { LBL_ORG, LBL_USER, LBL_SESSION };
+	cJSON *req = cJSON_CreateObject(), *attrs, *labels;
+	const char *v;
+	size_t i;
+
+	cJSON_AddStringToObject(req, "op", "register");
+	cJSON_AddStringToObject(req, "id", r->id);
+	if (r->secret != NULL)
+		cJSON_AddStringToObject(req, "secret", r->secret);
+	if (r->nclient_ips > 0)
+		cJSON_AddItemToObject(req, "client_ips", cJSON_CreateStringArray(
+		    (const char **)r->client_ips, (int)r->nclient_ips));
+	attrs = cJSON_AddObjectToObject(req, "attrs");
+	for (i = 0; i < NELEM(who); i++)
+		if ((v = label(r, who[i])) != NULL)
+			cJSON_AddStringToObject(attrs, who[i], v);
+	labels = cJSON_AddObjectToObject(attrs, "labels");
+	for (i = 0; i < r->nlabels; i++)
+		cJSON_AddStringToObject(labels, r->labels[i].k, r->labels[i].v);
+	return req;
+}
+
+int
+egress_register(const struct egress_admin *a, const struct egress_reg *r,
+    char *err, size_t errlen)
+{
+	cJSON *req = egress_register_msg(r);
+	int rc;
+
+	rc = egress_call(a, req, r->listen_fd, EGRESS_REGISTER_MS, NULL, err,
+	    errlen);
+	cJSON_Delete(req);
+	return rc;
+}
+
+void
+egress_deregister(const struct egress_admin *a, const char *id)
+{
+	cJSON *req;
+	char err[512];
+
+	if (!egress_admin_set(a))
+		return;
+	req = cJSON_CreateObject();
+	cJSON_AddStringToObject(req, "op", "deregister");
+	cJSON_AddStringToObject(req, "id", id);
+	if (egress_call(a, req, -1, EGRESS_ADMIN_MS, NULL, err, sizeof(err)) == -1)
+		log_warnx("sandbox=%s proxy deregister failed: %s", id, err);
+	cJSON_Delete(req);
+}
+
+int
+egress_secret(char out[EGRESS_SECRET_LEN + 1])
+{
+	unsigned char r[EGRESS_SECRET_LEN / 2];
+	size_t i;
+
+	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
+		return -1;
+	for (i = 0; i < sizeof(r); i++)
+		snprintf(out + 2 * i, 3, "%02x", r[i]);
+	explicit_bzero(r, sizeof(r));
+	return 0;
+}
+
+int
+egress_proxy_env(const char *id, const char *secret, const char *hostport,
+    const char *no_proxy, const char *ca_file, char *out, size_t outlen)
+{
+	static const char *const proxies[] = { "HTTP_PROXY", "HTTPS_PROXY",
+	    "http_proxy", "https_proxy" };
+	static const char *const cas[] = { "SSL_CERT_FILE", "GIT_SSL_CAINFO",
+	    "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS", "CURL_CA_BUNDLE" };
+	struct buf b;
+	size_t i;
+	int rc = 0;
+
+	if (outlen == 0)
+		return -1;
+	buf_init(&b, outlen - 1);
+	for (i = 0; i < NELEM(proxies); i++)
+		rc |= secret != NULL ?
+		    buf_addf(&b, "%s=http://%s:%s@%s\n", proxies[i], id, secret,
+		    hostport) :
+		    buf_addf(&b, "%s=http://%s\n", proxies[i], hostport);
+	if (no_proxy != NULL)
+		rc |= buf_addf(&b, "NO_PROXY=%s\nno_proxy=%s\n", no_proxy,
+		    no_proxy);
+	for (i = 0; ca_file != NULL && i < NELEM(cas); i++)
+		rc |= buf_addf(&b, "%s=%s\n", cas[i], ca_file);
+	if (rc != 0 || b.len >= outlen) {
+		out[0] = '\0';
+		rc = -1;
+	} else {
+		memcpy(out, b.p != NULL ? b.p : "", b.len);
+		out[b.len] = '\0';
+	}
+	if (b.p != NULL)
+		explicit_bzero(b.p, b.len);
+	buf_free(&b);
+	return rc;
+}

@@ -1,0 +1,97 @@
+/*
+ * egress.h: the orchestrator's side of the egress proxy admin protocol
+ * (docs/internals/proxy-admin.md), in one place. Every runtime registers
+ * and deregisters its sandboxes through these calls; nothing else builds
+ * an admin message.
+ *
+ * Rules:
+ * - A sandbox's identity at the proxy (the "attrs" of register) is
+ *   derived from its session labels alone: org, user and session are the
+ *   labels of those names (absent when the label is), and "labels" is the
+ *   whole set. So a runtime keeps no second copy of it: whatever rebuilds
+ *   the labels (list() after a restart) can register the sandbox again.
+ * - The transport is the proxy's unix admin socket (local and fake
+ *   runtimes, with an optional listener fd attached) or HTTP POST
+ *   /v1/admin with a bearer token (a Kubernetes proxy pod). One request,
+ *   one reply, bounded by EGRESS_MAX_REPLY and a timeout.
+ * - Calls are blocking and thread-safe (no shared state); runtimes call
+ *   them from worker threads, never from an event loop.
+ */
+#ifndef EGRESS_H
+#define EGRESS_H
+
+#include <stddef.h>
+#include <cjson/cJSON.h>
+
+#include "attrib.h"
+#include "runtime/runtime.h"
+
+/* Longest admin reply read (stats of a large fleet stay well under). */
+#define EGRESS_MAX_REPLY	(1024 * 1024)
+#define EGRESS_SECRET_LEN	32	/* hex chars of a generated secret */
+#define EGRESS_REGISTER_MS	5000	/* register: the proxy may load addons */
+#define EGRESS_ADMIN_MS		3000	/* every other op */
+
+/* Where one proxy's admin endpoint is. Strings are borrowed. */
+struct egress_admin {
+	const char	*unix_path;	/* admin socket; NULL/"": use host */
+	const char	*host;		/* HTTP: proxy pod IP (v4 or v6) */
+	long long	 port;		/* HTTP: admin port */
+	const char	*token;		/* HTTP: bearer token */
+};
+
+/* One registration. Strings are borrowed for the call. */
+struct egress_reg {
+	const char		*id;		/* the sandbox id */
+	const struct rt_kv	*labels;	/* session labels: the identity */
+	size_t			 nlabels;
+	const char		*secret;	/* NULL: identified by listen_fd */
+	int			 listen_fd;	/* -1: none; else sent, not closed */
+	const char *const	*client_ips;	/* secret only valid from these */
+	size_t			 nclient_ips;
+};
+
+/* 1 if a has somewhere to send to (a socket path or a host). */
+int	egress_admin_set(const struct egress_admin *a);
+
+/*
+ * Sends req (an admin request object) and parses the reply. 0 if the
+ * proxy answered {"ok":true}, with the reply in *reply when reply is not
+ * NULL (caller frees with cJSON_Delete); -1 with err otherwise (transport
+ * failure, or the proxy's own error text). fd (-1: none) is attached on
+ * the unix transport and refused on HTTP.
+ */
+int	egress_call(const struct egress_admin *a, const cJSON *req, int fd,
+	    int timeout_ms, cJSON **reply, char *err, size_t errlen) WUNRES;
+
+/* The register request for r (caller frees with cJSON_Delete). */
+cJSON	*egress_register_msg(const struct egress_reg *r);
+
+/* Registers r at a. 0, or -1 with err ("egress proxy: ..."). */
+int	egress_register(const struct egress_admin *a, const struct egress_reg *r,
+	    char *err, size_t errlen) WUNRES;
+
+/*
+ * Deregisters id at a; best effort (a proxy that is gone has forgotten the
+ * sandbox already): failures are logged with the id, not returned.
+ */
+void	egress_deregister(const struct egress_admin *a, const char *id);
+
+/* A fresh random secret: EGRESS_SECRET_LEN hex chars + NUL. 0 or -1. */
+int	egress_secret(char out[EGRESS_SECRET_LEN + 1]) WUNRES;
+
+/*
+ * The proxy variables a sandbox's shell gets, as "K=V\n" lines written to
+ * out: HTTP_PROXY, HTTPS_PROXY, http_proxy, https_proxy pointing at
+ * hostport ("127.0.0.1:3128", "[fd00::1]:3128"), with "id:secret@" when
+ * secret is not NULL; NO_PROXY and no_proxy set to no_proxy unless it is
+ * NULL; and, when
+ * ca_file is not NULL, SSL_CERT_FILE, GIT_SSL_CAINFO, REQUESTS_CA_BUNDLE,
+ * NODE_EXTRA_CA_CERTS and CURL_CA_BUNDLE set to it. 0, or -1 if out is
+ * too small (out is then ""). out holds a credential: wipe it after use.
+ */
+int	egress_proxy_env(const char *id, const char *secret, const char *hostport,
+	    const char *no_proxy, const char *ca_file, char *out, size_t outlen)
+	    WUNRES;
+
+#endif
