@@ -25,7 +25,8 @@
 
 
 /*
- * Fallback for agents older than POST /v1/shell/interrupt (they answer 404):
+ * Fallback for agents older than POST /v1/shell/interrupt (they answer 404,
+ * and only a 404 takes this path):
  * a job (it runs beside the shell, not under it) does roughly what the
  * agent does at a command's timeout (but also kills earlier background
  * processes, since it cannot tell them apart):
@@ -519,7 +520,7 @@ sess_interrupt(struct sessmgr *m, const char *sid)
 	enum sess_err e;
 	char err[256], cmd[1024], *txt;
 	cJSON *j, *x, *body;
-	int status, rc = -1, pid = 0, busy = 0;
+	int status, sent, rc = -1, pid = 0, busy = 0;
 
 	if ((s = sess_get(m, sid, NULL, NULL, 0, &e, err, sizeof(err))) == NULL)
 		return -1;
@@ -535,8 +536,8 @@ sess_interrupt(struct sessmgr *m, const char *sid)
 	buf_init(&resp, 64 * 1024);
 	/* An agent that offers it interrupts the way its timeout does. */
 	atomic_store(&s->interrupt_ms, util_mono_ms());
-	if (sm_agent_call(s, "POST", "/v1/shell/interrupt", "{}", 2, 5000, &status,
-	    &resp, err, sizeof(err)) == 0 && status == 200) {
+	if ((sent = sm_agent_call(s, "POST", "/v1/shell/interrupt", "{}", 2, 5000,
+	    &status, &resp, err, sizeof(err))) == 0 && status == 200) {
 		j = cJSON_ParseWithLength(resp.p, resp.len);
 		x = cJSON_GetObjectItemCaseSensitive(j, "interrupted");
 		rc = cJSON_IsBool(x) ? cJSON_IsTrue(x) : 1;
@@ -545,6 +546,15 @@ sess_interrupt(struct sessmgr *m, const char *sid)
 		if (rc == 1)
 			log_info("session=%s sandbox=%s command interrupted "
 			    "(cancelled)", s->sid, s->rtid);
+		goto out;
+	}
+	/* Only an agent that does not know the request (404) gets the job;
+	 * any other failure is the agent's answer, not its age. */
+	if (sent == -1 || status != 404) {
+		log_warnx("session=%s sandbox=%s interrupt failed status=%d%s%s",
+		    s->sid, s->rtid, status, sent == -1 ? " err=" : "",
+		    sent == -1 ? err : "");
+		buf_free(&resp);
 		goto out;
 	}
 	if (sm_agent_call(s, "GET", "/v1/health", NULL, 0, 5000, &status, &resp,
