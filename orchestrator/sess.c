@@ -268,8 +268,7 @@ provision(struct sess *s, const struct sess_opts *o, enum sess_err *e,
 		/* Wait (bounded) for a creation slot rather than failing. */
 		struct timespec ts;
 
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += CREATE_SLOT_WAIT_S;
+		util_deadline(&ts, CREATE_SLOT_WAIT_S * 1000LL);
 		while (m->creating + m->pool_creating >= m->conf->max_creating &&
 		    !m->draining)
 			if (pthread_cond_timedwait(&m->slot_cv, &m->mu, &ts) == ETIMEDOUT)
@@ -392,13 +391,7 @@ timed_wrlock(struct sess *s, int ms)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (long)(ms % 1000) * 1000000;
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
+	util_deadline(&ts, ms);
 	return pthread_rwlock_timedwrlock(&s->lk, &ts) == 0 ? 0 : -1;
 }
 

@@ -488,25 +488,25 @@ sessmgr_metrics(struct sessmgr *m, struct buf *b)
 	pthread_mutex_lock(&m->mu);
 	running = sm_count_running_locked(m) - m->npool - m->pool_creating - m->creating;
 	stopped = sm_count_stopped_locked(m);
-#define G(name, help, type, val) \
+#define METRIC_LINE(name, help, type, val) \
 	r |= buf_addf(b, "# HELP %s %s\n# TYPE %s %s\n%s %llu\n", name, help, \
 	    name, type, name, (unsigned long long)(val))
-	G("orch_sessions_running", "Sessions with a running sandbox.", "gauge", running);
-	G("orch_sessions_stopped", "Sessions with a stopped sandbox.", "gauge", stopped);
-	G("orch_sessions_known", "Session records in memory.", "gauge", m->nsess);
-	G("orch_pool_idle", "Ready sandboxes in the warm pool.", "gauge", m->npool);
-	G("orch_pool_creating", "Warm pool sandboxes being created.", "gauge", m->pool_creating);
-	G("orch_sandboxes_creating", "Session sandboxes being created.", "gauge", m->creating);
-	G("orch_sandboxes_created_total", "Sandboxes created.", "counter", m->n_created);
-	G("orch_sandbox_create_failures_total", "Sandbox creations that failed.", "counter", m->n_create_fail);
-	G("orch_pool_claims_total", "Sessions served from the warm pool.", "counter", m->n_claimed);
-	G("orch_sandboxes_resumed_total", "Stopped sandboxes started again.", "counter", m->n_started);
-	G("orch_sandboxes_stopped_total", "Sandboxes stopped.", "counter", m->n_stopped);
-	G("orch_sandboxes_destroyed_total", "Sandboxes destroyed.", "counter", m->n_destroyed);
-	G("orch_sandboxes_adopted_total", "Sandboxes adopted by reconcile.", "counter", m->n_adopted);
-	G("orch_orphans_removed_total", "Unlabelled sandboxes removed by reconcile.", "counter", m->n_orphans);
-	G("orch_records_fixed_total", "Session records fixed by reconcile.", "counter", m->n_fixed);
-#undef G
+	METRIC_LINE("orch_sessions_running", "Sessions with a running sandbox.", "gauge", running);
+	METRIC_LINE("orch_sessions_stopped", "Sessions with a stopped sandbox.", "gauge", stopped);
+	METRIC_LINE("orch_sessions_known", "Session records in memory.", "gauge", m->nsess);
+	METRIC_LINE("orch_pool_idle", "Ready sandboxes in the warm pool.", "gauge", m->npool);
+	METRIC_LINE("orch_pool_creating", "Warm pool sandboxes being created.", "gauge", m->pool_creating);
+	METRIC_LINE("orch_sandboxes_creating", "Session sandboxes being created.", "gauge", m->creating);
+	METRIC_LINE("orch_sandboxes_created_total", "Sandboxes created.", "counter", m->n_created);
+	METRIC_LINE("orch_sandbox_create_failures_total", "Sandbox creations that failed.", "counter", m->n_create_fail);
+	METRIC_LINE("orch_pool_claims_total", "Sessions served from the warm pool.", "counter", m->n_claimed);
+	METRIC_LINE("orch_sandboxes_resumed_total", "Stopped sandboxes started again.", "counter", m->n_started);
+	METRIC_LINE("orch_sandboxes_stopped_total", "Sandboxes stopped.", "counter", m->n_stopped);
+	METRIC_LINE("orch_sandboxes_destroyed_total", "Sandboxes destroyed.", "counter", m->n_destroyed);
+	METRIC_LINE("orch_sandboxes_adopted_total", "Sandboxes adopted by reconcile.", "counter", m->n_adopted);
+	METRIC_LINE("orch_orphans_removed_total", "Unlabelled sandboxes removed by reconcile.", "counter", m->n_orphans);
+	METRIC_LINE("orch_records_fixed_total", "Session records fixed by reconcile.", "counter", m->n_fixed);
+#undef METRIC_LINE
 	r |= buf_addf(b, "# HELP orch_reaped_total Sandboxes reaped, by reason.\n"
 	    "# TYPE orch_reaped_total counter\n"
 	    "orch_reaped_total{reason=\"idle\"} %llu\n"
