@@ -114,7 +114,7 @@ sess_ensure_addr(struct sess *s, char *err, size_t errlen)
 		return 0;
 	if (m->rt->ops->agent_addr(m->rt, s->rtid, &addr, err, errlen) == -1)
 		return -1;
-	sm_conns_close(s);
+	agentc_cache_clear(&s->conns);
 	s->addr = addr;
 	s->addr_ok = 1;
 	return 0;
@@ -180,7 +180,7 @@ personalise(struct sess *s, const char *applied)
 static void
 set_running_locked(struct sess *s, const char *id, const char *image)
 {
-	sm_conns_close(s);	/* cached connections went to the old sandbox */
+	agentc_cache_clear(&s->conns);	/* cached connections went to the old sandbox */
 	if (id != s->rtid)
 		snprintf(s->rtid, sizeof(s->rtid), "%s", id);
 	if (image != NULL)
@@ -230,8 +230,8 @@ provision(struct sess *s, const struct sess_opts *o, enum sess_err *e,
 			pthread_mutex_unlock(&m->mu);
 			sm_pending_del(m, id);
 			if (pm->conn != NULL &&
-			    util_mono_ms() - pm->added_ms < CONN_MAX_IDLE_MS) {
-				sm_conn_put(s, pm->conn);	/* opened in the pool */
+			    util_mono_ms() - pm->added_ms < AGENTC_CACHE_IDLE_MS) {
+				agentc_cache_put(&s->conns, pm->conn);	/* opened in the pool */
 				pm->conn = NULL;
 			}
 			log_info("session=%s sandbox=%s claimed from pool labels_ms=%lld",
@@ -359,7 +359,7 @@ resume(struct sess *s, enum sess_err *e, char *err, size_t errlen)
 		return -1;
 	}
 	pthread_mutex_unlock(&m->mu);
-	sm_conns_close(s);
+	agentc_cache_clear(&s->conns);
 	if (sm_rt_start(m, s->rtid, rerr, sizeof(rerr)) == -1 ||
 	    m->rt->ops->agent_addr(m->rt, s->rtid, &addr, rerr, sizeof(rerr)) == -1) {
 		log_warnx("session=%s sandbox=%s start failed err=\"%s\"", s->sid,
@@ -610,7 +610,7 @@ sess_do_stop(struct sess *s, const char *reason, char *err, size_t errlen)
 	if (m->rt->ops->set_labels(m->rt, s->rtid, kv, n, err, errlen) == -1)
 		log_warnx("session=%s sandbox=%s set_labels failed err=\"%s\"",
 		    s->sid, s->rtid, err);
-	sm_conns_close(s);
+	agentc_cache_clear(&s->conns);
 	if (sm_rt_stop(m, s->rtid, err, errlen) == -1) {
 		log_warnx("session=%s sandbox=%s stop failed reason=%s err=\"%s\"",
 		    s->sid, s->rtid, reason, err);
@@ -636,7 +636,7 @@ sess_do_destroy(struct sess *s, const char *reason, char *err, size_t errlen)
 		return 0;
 	}
 	snprintf(id, sizeof(id), "%s", s->rtid);
-	sm_conns_close(s);
+	agentc_cache_clear(&s->conns);
 	pthread_mutex_lock(&m->mu);
 	sm_pending_add_locked(m, id);
 	pthread_mutex_unlock(&m->mu);

@@ -35,8 +35,6 @@
 #include "sess.h"
 
 #define HASH_SIZE	1024
-#define CONN_CACHE	8
-#define CONN_MAX_IDLE_MS 20000
 #define LIFECYCLE_WAIT_MS 30000
 #define AGENT_CONNECT_MS 3000
 #define MAX_PENDING	4096
@@ -47,11 +45,6 @@ enum sstate {
 	S_NONE,		/* no sandbox (new, cleared, or lost) */
 	S_RUNNING,
 	S_STOPPED,
-};
-
-struct conn {
-	struct agentc	*c;
-	long long	 used_ms;
 };
 
 struct sess {
@@ -80,9 +73,7 @@ struct sess {
 	atomic_llong	 last_used_ms;
 	atomic_llong	 interrupt_ms;	/* last sess_interrupt (mono) */
 	/* agent connection cache */
-	pthread_mutex_t	 cmu;
-	struct conn	 conns[CONN_CACHE];
-	int		 nconns;
+	struct agentc_cache conns;	/* idle agent connections */
 };
 
 struct poolmem {
@@ -139,7 +130,6 @@ struct sess *sm_insert_locked(struct sessmgr *m, const char *sid, const char *or
 
 void	sm_remove_locked(struct sessmgr *m, struct sess *s);
 
-void	sm_conns_close(struct sess *s);
 
 void	sm_sess_free(struct sess *s);
 
@@ -181,7 +171,6 @@ void	sm_slot_done_locked(struct sessmgr *m, int *slots, int outcome, long long t
 /* {"set":{K:V...}} for the agent from "K=V\n" lines; NULL if none. */
 cJSON *sm_env_body(const char *env);
 
-void	sm_conn_put(struct sess *s, struct agentc *c);
 
 int	sm_agent_call(struct sess *s, const char *method, const char *path,
     const char *body, size_t bodylen, int timeout_ms, int *status,

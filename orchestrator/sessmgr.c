@@ -101,7 +101,7 @@ sm_insert_locked(struct sessmgr *m, const char *sid, const char *org,
 	snprintf(s->org, sizeof(s->org), "%s", org ? org : "");
 	snprintf(s->user, sizeof(s->user), "%s", user ? user : "");
 	pthread_rwlock_init(&s->lk, NULL);
-	pthread_mutex_init(&s->cmu, NULL);
+	agentc_cache_init(&s->conns);
 	s->state = S_NONE;
 	atomic_store(&s->last_used_ms, util_unix_ms());
 	s->hnext = m->tab[h];
@@ -127,23 +127,11 @@ sm_remove_locked(struct sessmgr *m, struct sess *s)
 }
 
 void
-sm_conns_close(struct sess *s)
-{
-	int i;
-
-	pthread_mutex_lock(&s->cmu);
-	for (i = 0; i < s->nconns; i++)
-		agentc_close(s->conns[i].c);
-	s->nconns = 0;
-	pthread_mutex_unlock(&s->cmu);
-}
-
-void
 sm_sess_free(struct sess *s)
 {
-	sm_conns_close(s);
+	agentc_cache_clear(&s->conns);
 	pthread_rwlock_destroy(&s->lk);
-	pthread_mutex_destroy(&s->cmu);
+	agentc_cache_destroy(&s->conns);
 	free(s);
 }
 
@@ -410,43 +398,6 @@ sm_env_body(const char *env)
 	return body;
 }
 
-static struct agentc *
-conn_get(struct sess *s, int *cached, char *err, size_t errlen)
-{
-	struct agentc *c = NULL;
-	long long now = util_mono_ms();
-
-	pthread_mutex_lock(&s->cmu);
-	while (s->nconns > 0) {
-		struct conn *cn = &s->conns[--s->nconns];
-		if (now - cn->used_ms > CONN_MAX_IDLE_MS) {
-			agentc_close(cn->c);
-			continue;
-		}
-		c = cn->c;
-		break;
-	}
-	pthread_mutex_unlock(&s->cmu);
-	*cached = c != NULL;
-	if (c == NULL)
-		c = agentc_open(&s->addr, AGENT_CONNECT_MS, err, errlen);
-	return c;
-}
-
-void
-sm_conn_put(struct sess *s, struct agentc *c)
-{
-	pthread_mutex_lock(&s->cmu);
-	if (s->nconns < CONN_CACHE) {
-		s->conns[s->nconns].c = c;
-		s->conns[s->nconns].used_ms = util_mono_ms();
-		s->nconns++;
-		c = NULL;
-	}
-	pthread_mutex_unlock(&s->cmu);
-	if (c != NULL)
-		agentc_close(c);
-}
 
 static int
 idempotent(const char *method, const char *path)
@@ -465,11 +416,12 @@ sm_agent_call(struct sess *s, const char *method, const char *path,
 
 	*status = 0;
 	for (tries = 0; tries < 2; tries++) {
-		if ((c = conn_get(s, &cached, err, errlen)) == NULL)
+		if ((c = agentc_cache_get(&s->conns, &s->addr, AGENT_CONNECT_MS, &cached,
+		    err, errlen)) == NULL)
 			return -1;
 		if (agentc_request(c, method, path, "application/json", body,
 		    bodylen, timeout_ms, status, resp, err, errlen) == 0) {
-			sm_conn_put(s, c);
+			agentc_cache_put(&s->conns, c);
 			return 0;
 		}
 		agentc_close(c);
