@@ -55,7 +55,7 @@ sb_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 	(void)l;
 	(void)sa;
 	(void)salen;
-	if (atomic_load(&sb->dead) || proxy_open_conns() >= P.conf->max_conns) {
+	if (atomic_load(&sb->dead) || proxy_open_conns() >= the_proxy.conf->max_conns) {
 		evutil_closesocket(fd);
 		return;
 	}
@@ -286,7 +286,7 @@ op_stats(cJSON *req, struct buf *r)
 	sa.arr = cJSON_AddArrayToObject(o, "sandboxes");
 	sa.only = cJSON_IsString(id) ? id->valuestring : NULL;
 	sandbox_foreach(stats_one, &sa);
-	if (P.conf->anonymous) {
+	if (the_proxy.conf->anonymous) {
 		anon = sandbox_anonymous();
 		stats_one(anon, &sa);
 		sandbox_unref(anon);

@@ -69,13 +69,13 @@ reload_addons(char *err, size_t errlen)
 {
 	struct addon_src *s;
 
-	if ((s = addon_src_load(&P.conf->addons, P.conf, err, errlen)) == NULL) {
-		atomic_fetch_add(&P.st.reload_failed, 1);
+	if ((s = addon_src_load(&the_proxy.conf->addons, the_proxy.conf, err, errlen)) == NULL) {
+		atomic_fetch_add(&the_proxy.st.reload_failed, 1);
 		log_warnx("addons reload failed, keeping the previous addons: %s", err);
 		return -1;
 	}
 	proxy_set_addons(s);
-	atomic_fetch_add(&P.st.reload_ok, 1);
+	atomic_fetch_add(&the_proxy.st.reload_ok, 1);
 	log_info("addons reloaded (%zu files)", addon_src_count(s));
 	return 0;
 }
@@ -87,8 +87,8 @@ mtime_sig(char *out, size_t len)
 	size_t i, o = 0;
 
 	out[0] = '\0';
-	for (i = 0; i < P.conf->addons.n && o < len; i++) {
-		if (stat(P.conf->addons.v[i], &st) == -1)
+	for (i = 0; i < the_proxy.conf->addons.n && o < len; i++) {
+		if (stat(the_proxy.conf->addons.v[i], &st) == -1)
 			continue;
 		o += (size_t)snprintf(out + o, len - o, "%lld.%ld;",
 		    (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
@@ -128,8 +128,8 @@ trim_cb(evutil_socket_t fd, short ev, void *arg)
 {
 	static long last_work;
 	static int ticks;
-	long work = atomic_load(&P.st.conns_total) + atomic_load(&P.st.req_injected) +
-	    atomic_load(&P.st.req_plain) + atomic_load(&P.st.pool_dropped);
+	long work = atomic_load(&the_proxy.st.conns_total) + atomic_load(&the_proxy.st.req_injected) +
+	    atomic_load(&the_proxy.st.req_plain) + atomic_load(&the_proxy.st.pool_dropped);
 	int quiet = work - last_work < 200;
 
 	(void)fd;
@@ -166,8 +166,8 @@ main_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 	(void)sa;
 	(void)salen;
 	(void)arg;
-	if (proxy_open_conns() >= P.conf->max_conns) {
-		atomic_fetch_add(&P.st.ref_limit, 1);
+	if (proxy_open_conns() >= the_proxy.conf->max_conns) {
+		atomic_fetch_add(&the_proxy.st.ref_limit, 1);
 		evutil_closesocket(fd);
 		return;
 	}
@@ -210,22 +210,22 @@ check_only(void)
 	struct addon_src *s;
 	struct certcache *cc;
 
-	if ((s = addon_src_load(&P.conf->addons, P.conf, err, sizeof(err))) == NULL) {
+	if ((s = addon_src_load(&the_proxy.conf->addons, the_proxy.conf, err, sizeof(err))) == NULL) {
 		fprintf(stderr, "egress-proxy: addons: %s\n", err);
 		return 1;
 	}
 	addon_src_unref(s);
-	if (access(P.conf->ca_cert, F_OK) == 0 || access(P.conf->ca_key, F_OK) == 0) {
-		if ((cc = certcache_new(P.conf->ca_cert, P.conf->ca_key, 3600, 1, err,
+	if (access(the_proxy.conf->ca_cert, F_OK) == 0 || access(the_proxy.conf->ca_key, F_OK) == 0) {
+		if ((cc = certcache_new(the_proxy.conf->ca_cert, the_proxy.conf->ca_key, 3600, 1, err,
 		    sizeof(err))) == NULL) {
 			fprintf(stderr, "egress-proxy: CA: %s\n", err);
 			return 1;
 		}
 		certcache_free(cc);
 	}
-	if (P.conf->upstream_ca_bundle != NULL && access(P.conf->upstream_ca_bundle, R_OK) == -1) {
+	if (the_proxy.conf->upstream_ca_bundle != NULL && access(the_proxy.conf->upstream_ca_bundle, R_OK) == -1) {
 		fprintf(stderr, "egress-proxy: upstream.ca_bundle %s: %s\n",
-		    P.conf->upstream_ca_bundle, strerror(errno));
+		    the_proxy.conf->upstream_ca_bundle, strerror(errno));
 		return 1;
 	}
 	printf("configuration OK\n");
@@ -290,102 +290,102 @@ main(int argc, char **argv)
 		usage(stderr);
 		return 1;
 	}
-	pthread_mutex_init(&P.src_mtx, NULL);
-	P.audit_fd = -1;
-	if ((P.conf = pconf_load(file, err, sizeof(err))) == NULL) {
+	pthread_mutex_init(&the_proxy.src_mtx, NULL);
+	the_proxy.audit_fd = -1;
+	if ((the_proxy.conf = pconf_load(file, err, sizeof(err))) == NULL) {
 		fprintf(stderr, "egress-proxy: %s\n", err);
 		return 1;
 	}
 	if (check) {
 		rc = check_only();
-		pconf_free(P.conf);
+		pconf_free(the_proxy.conf);
 		return rc;
 	}
-	if (log_init("egress-proxy", verbose, P.conf->log_file) == -1) {
-		fprintf(stderr, "egress-proxy: log.file %s: %s\n", P.conf->log_file,
+	if (log_init("egress-proxy", verbose, the_proxy.conf->log_file) == -1) {
+		fprintf(stderr, "egress-proxy: log.file %s: %s\n", the_proxy.conf->log_file,
 		    strerror(errno));
 		return 1;
 	}
-	log_set_json(P.conf->log_json);
+	log_set_json(the_proxy.conf->log_json);
 	signal(SIGPIPE, SIG_IGN);
 	evthread_use_pthreads();
 	if (netcheck_init() == -1)
 		log_warn("getifaddrs");
-	if ((P.cc = certcache_new(P.conf->ca_cert, P.conf->ca_key,
-	    P.conf->leaf_validity_ms / 1000, (size_t)P.conf->leaf_cache, err,
+	if ((the_proxy.cc = certcache_new(the_proxy.conf->ca_cert, the_proxy.conf->ca_key,
+	    the_proxy.conf->leaf_validity_ms / 1000, (size_t)the_proxy.conf->leaf_cache, err,
 	    sizeof(err))) == NULL)
 		fatalx("CA: %s", err);
-	if (P.conf->ca_export != NULL &&
-	    certcache_export(P.cc, P.conf->ca_export, err, sizeof(err)) == -1)
+	if (the_proxy.conf->ca_export != NULL &&
+	    certcache_export(the_proxy.cc, the_proxy.conf->ca_export, err, sizeof(err)) == -1)
 		fatalx("ca.export: %s", err);
 	if (proxy_tls_init(err, sizeof(err)) == -1)
 		fatalx("TLS: %s", err);
-	if (P.conf->audit_log != NULL &&
-	    (P.audit_fd = open(P.conf->audit_log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
+	if (the_proxy.conf->audit_log != NULL &&
+	    (the_proxy.audit_fd = open(the_proxy.conf->audit_log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
 	    0600)) == -1)
-		fatal("audit.log %s", P.conf->audit_log);
-	if ((src = addon_src_load(&P.conf->addons, P.conf, err, sizeof(err))) == NULL)
+		fatal("audit.log %s", the_proxy.conf->audit_log);
+	if ((src = addon_src_load(&the_proxy.conf->addons, the_proxy.conf, err, sizeof(err))) == NULL)
 		fatalx("addons: %s", err);
 	proxy_set_addons(src);
 	if ((mbase = event_base_new()) == NULL)
 		fatalx("event_base_new");
-	nw = (int)P.conf->workers;
+	nw = (int)the_proxy.conf->workers;
 	if (nw == 0)
 		nw = (int)sysconf(_SC_NPROCESSORS_ONLN);
 	if (nw < 1)
 		nw = 1;
 	if (proxy_workers_start(nw) == -1)
 		fatalx("cannot start workers");
-	if (P.conf->listen_sslen != 0) {
+	if (the_proxy.conf->listen_sslen != 0) {
 		lis = evconnlistener_new_bind(mbase, main_accept, NULL,
 		    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC, 1024,
-		    (struct sockaddr *)&P.conf->listen_ss, (int)P.conf->listen_sslen);
+		    (struct sockaddr *)&the_proxy.conf->listen_ss, (int)the_proxy.conf->listen_sslen);
 		if (lis == NULL)
-			fatal("listen %s", P.conf->listen);
-		netcheck_add_self((struct sockaddr *)&P.conf->listen_ss, P.conf->listen_sslen);
+			fatal("listen %s", the_proxy.conf->listen);
+		netcheck_add_self((struct sockaddr *)&the_proxy.conf->listen_ss, the_proxy.conf->listen_sslen);
 	}
-	if (P.conf->admin_socket != NULL &&
-	    admin_start(mbase, P.conf->admin_socket, reload_addons, err, sizeof(err)) == -1)
+	if (the_proxy.conf->admin_socket != NULL &&
+	    admin_start(mbase, the_proxy.conf->admin_socket, reload_addons, err, sizeof(err)) == -1)
 		fatalx("%s", err);
-	if (P.conf->admin_sslen != 0) {
+	if (the_proxy.conf->admin_sslen != 0) {
 		char host[64], tok[512];
-		const char *colon = strrchr(P.conf->admin_listen, ':');
-		size_t hl = (size_t)(colon - P.conf->admin_listen);
+		const char *colon = strrchr(the_proxy.conf->admin_listen, ':');
+		size_t hl = (size_t)(colon - the_proxy.conf->admin_listen);
 		FILE *fp;
 		size_t n = 0;
 
 		if (hl >= sizeof(host))
 			hl = sizeof(host) - 1;
-		memcpy(host, P.conf->admin_listen, hl);
+		memcpy(host, the_proxy.conf->admin_listen, hl);
 		host[hl] = '\0';
-		if ((fp = fopen(P.conf->admin_token_file, "re")) == NULL)
-			fatal("admin.token_file %s", P.conf->admin_token_file);
+		if ((fp = fopen(the_proxy.conf->admin_token_file, "re")) == NULL)
+			fatal("admin.token_file %s", the_proxy.conf->admin_token_file);
 		n = fread(tok, 1, sizeof(tok) - 1, fp);
 		fclose(fp);
 		while (n > 0 && strchr(" \t\r\n", tok[n - 1]) != NULL)
 			n--;
 		tok[n] = '\0';
-		if (admin_http_start(mbase, host, ntohs(((struct sockaddr_in *)&P.conf->admin_ss)->sin_port),
+		if (admin_http_start(mbase, host, ntohs(((struct sockaddr_in *)&the_proxy.conf->admin_ss)->sin_port),
 		    tok, reload_addons, err, sizeof(err)) == -1)
 			fatalx("%s", err);
 		memset(tok, 0, sizeof(tok));
-		netcheck_add_self((struct sockaddr *)&P.conf->admin_ss, P.conf->admin_sslen);
+		netcheck_add_self((struct sockaddr *)&the_proxy.conf->admin_ss, the_proxy.conf->admin_sslen);
 	}
-	if (P.conf->metrics_sslen != 0) {
+	if (the_proxy.conf->metrics_sslen != 0) {
 		char host[64];
-		const char *colon = strrchr(P.conf->metrics_listen, ':');
-		size_t hl = (size_t)(colon - P.conf->metrics_listen);
+		const char *colon = strrchr(the_proxy.conf->metrics_listen, ':');
+		size_t hl = (size_t)(colon - the_proxy.conf->metrics_listen);
 		if (hl >= sizeof(host))
 			hl = sizeof(host) - 1;
-		memcpy(host, P.conf->metrics_listen, hl);
+		memcpy(host, the_proxy.conf->metrics_listen, hl);
 		host[hl] = '\0';
 		http = evhttp_new(mbase);
 		if (http == NULL || evhttp_bind_socket(http, host,
-		    ntohs(((struct sockaddr_in *)&P.conf->metrics_ss)->sin_port)) == -1)
-			fatalx("metrics.listen %s: cannot bind", P.conf->metrics_listen);
+		    ntohs(((struct sockaddr_in *)&the_proxy.conf->metrics_ss)->sin_port)) == -1)
+			fatalx("metrics.listen %s: cannot bind", the_proxy.conf->metrics_listen);
 		evhttp_set_cb(http, "/metrics", metrics_cb, NULL);
 		evhttp_set_gencb(http, notfound_cb, NULL);
-		netcheck_add_self((struct sockaddr *)&P.conf->metrics_ss, P.conf->metrics_sslen);
+		netcheck_add_self((struct sockaddr *)&the_proxy.conf->metrics_ss, the_proxy.conf->metrics_sslen);
 	}
 	ev_hup = evsignal_new(mbase, SIGHUP, sig_cb, NULL);
 	ev_term = evsignal_new(mbase, SIGTERM, sig_cb, NULL);
@@ -398,15 +398,15 @@ main(int argc, char **argv)
 		ev_trim = event_new(mbase, -1, EV_PERSIST, trim_cb, NULL);
 		event_add(ev_trim, &tv);
 	}
-	if (P.conf->addon_watch_ms > 0 && P.conf->addons.n > 0) {
-		struct timeval tv = { P.conf->addon_watch_ms / 1000,
-		    (P.conf->addon_watch_ms % 1000) * 1000 };
+	if (the_proxy.conf->addon_watch_ms > 0 && the_proxy.conf->addons.n > 0) {
+		struct timeval tv = { the_proxy.conf->addon_watch_ms / 1000,
+		    (the_proxy.conf->addon_watch_ms % 1000) * 1000 };
 		ev_watch = event_new(mbase, -1, EV_PERSIST, watch_cb, NULL);
 		event_add(ev_watch, &tv);
 	}
-	log_info("listening on %s with %d workers%s%s", P.conf->listen ? P.conf->listen : "-",
-	    nw, P.conf->admin_socket ? ", admin " : "",
-	    P.conf->admin_socket ? P.conf->admin_socket : "");
+	log_info("listening on %s with %d workers%s%s", the_proxy.conf->listen ? the_proxy.conf->listen : "-",
+	    nw, the_proxy.conf->admin_socket ? ", admin " : "",
+	    the_proxy.conf->admin_socket ? the_proxy.conf->admin_socket : "");
 	event_base_dispatch(mbase);
 	admin_stop();
 	if (lis != NULL)

@@ -59,7 +59,7 @@
 #include "xmalloc.h"
 
 
-struct proxy P;
+struct proxy the_proxy;
 
 enum cstate {
 	CS_HEAD,	/* plain client side: CONNECT or http:// request head */
@@ -452,7 +452,7 @@ audit_flush(evutil_socket_t fd, short ev, void *arg)
 	(void)fd;
 	(void)ev;
 	while (off < w->audit.len) {
-		n = write(P.audit_fd, w->audit.p + off, w->audit.len - off);
+		n = write(the_proxy.audit_fd, w->audit.p + off, w->audit.len - off);
 		if (n == -1 && errno == EINTR)
 			continue;
 		if (n <= 0) {
@@ -470,7 +470,7 @@ audit_request(struct conn *c, int status)
 	struct buf *b = &c->w->scratch;
 	struct hreq *r = c->req;
 
-	if (P.audit_fd == -1 || r == NULL)
+	if (the_proxy.audit_fd == -1 || r == NULL)
 		return;
 	buf_reset(b);
 	audit_ts(b);
@@ -496,7 +496,7 @@ audit_tunnel(struct conn *c)
 {
 	struct buf *b = &c->w->scratch;
 
-	if (P.audit_fd == -1 || c->sb == NULL)
+	if (the_proxy.audit_fd == -1 || c->sb == NULL)
 		return;
 	buf_reset(b);
 	audit_ts(b);
@@ -628,11 +628,11 @@ conn_free(struct conn *c)
 		sandbox_unref(c->sb);
 	}
 	if (c->counted_tun)
-		atomic_fetch_sub(c->mode == MODE_INTERCEPT ? &P.st.tunnels_intercept :
-		    &P.st.tunnels_blind, 1);
+		atomic_fetch_sub(c->mode == MODE_INTERCEPT ? &the_proxy.st.tunnels_intercept :
+		    &the_proxy.st.tunnels_blind, 1);
 	sbattrs_unref(c->attrs);
 	tgt_put(c->w, c->tgt);
-	atomic_fetch_sub(&P.st.conns, 1);
+	atomic_fetch_sub(&the_proxy.st.conns, 1);
 	free(c);
 }
 
@@ -669,7 +669,7 @@ conn_kill(struct conn *c)
 	}
 	if (c->sleep_ev != NULL) {
 		event_del(c->sleep_ev);
-		atomic_fetch_sub(&P.st.conns_asleep, 1);
+		atomic_fetch_sub(&the_proxy.st.conns_asleep, 1);
 	}
 	if (c->up != NULL) {
 		bufferevent_disable(c->up, EV_READ | EV_WRITE);
@@ -701,7 +701,7 @@ worker_vm(struct worker *w)
 	if (src == NULL)
 		return w->vm;
 	if (w->vm == NULL || addon_vm_gen(w->vm) != addon_src_gen(src)) {
-		if ((vm = addon_vm_new(src, P.conf, w->gh, err, sizeof(err))) == NULL)
+		if ((vm = addon_vm_new(src, the_proxy.conf, w->gh, err, sizeof(err))) == NULL)
 			log_warnx("worker=%d addons not reloaded: %s", w->idx, err);
 		else {
 			if (w->vm != NULL)
@@ -725,12 +725,12 @@ conn_new(struct worker *w, int fd, struct sandbox *sb)
 	c->cfd = fd;
 	c->addon = -1;
 	c->ctx_ref = 0;
-	atomic_fetch_add(&P.st.conns, 1);
-	atomic_fetch_add(&P.st.conns_total, 1);
+	atomic_fetch_add(&the_proxy.st.conns, 1);
+	atomic_fetch_add(&the_proxy.st.conns_total, 1);
 	/* w->load was counted by proxy_dispatch; conn_kill uncounts it. */
 	TAILQ_INSERT_TAIL(&w->conns, c, link);
 	c->last_active = now_ms();
-	c->deadline = c->last_active + P.conf->header_ms;
+	c->deadline = c->last_active + the_proxy.conf->header_ms;
 	evutil_make_socket_nonblocking(fd);
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	{
@@ -750,9 +750,9 @@ conn_new(struct worker *w, int fd, struct sandbox *sb)
 		c->sb = sb;
 		c->fixed_sb = 1;
 		c->attrs = sandbox_attrs(sb);
-		if (atomic_fetch_add(&sb->conns, 1) >= P.conf->conns_per_sandbox) {
+		if (atomic_fetch_add(&sb->conns, 1) >= the_proxy.conf->conns_per_sandbox) {
 			atomic_fetch_sub(&sb->conns, 1);
-			atomic_fetch_add(&P.st.ref_limit, 1);
+			atomic_fetch_add(&the_proxy.st.ref_limit, 1);
 			log_warnx("conn=%llx sandbox=%s refused reason=conn-limit",
 			    (unsigned long long)c->id, sb->id);
 			conn_kill(c);
@@ -765,7 +765,7 @@ conn_new(struct worker *w, int fd, struct sandbox *sb)
 		return;
 	}
 	bufferevent_setcb(c->cl, cl_read_head, NULL, cl_event, c);
-	bufferevent_setwatermark(c->cl, EV_READ, 0, (size_t)P.conf->header_bytes + 4096);
+	bufferevent_setwatermark(c->cl, EV_READ, 0, (size_t)the_proxy.conf->header_bytes + 4096);
 	bev_enable(c->cl, EV_READ | EV_WRITE);
 	c->st = CS_HEAD;
 }
@@ -795,19 +795,19 @@ identify(struct conn *c, struct hreq *r)
 			sandbox_unref(sb);
 			sbattrs_unref(a);
 		}
-		atomic_fetch_add(&P.st.ref_auth, 1);
+		atomic_fetch_add(&the_proxy.st.ref_auth, 1);
 		conn_respond(c, 407, "proxy credential changed on this connection");
 		return -1;
 	}
 	if (pa != NULL)
 		sb = sandbox_auth(pa, pal, &a);
-	else if (P.conf->anonymous) {
+	else if (the_proxy.conf->anonymous) {
 		sb = sandbox_anonymous();
 		a = sandbox_attrs(sb);
 	} else
 		sb = NULL;
 	if (sb == NULL) {
-		atomic_fetch_add(&P.st.ref_auth, 1);
+		atomic_fetch_add(&the_proxy.st.ref_auth, 1);
 		conn_respond(c, 407, pa == NULL ? "proxy credential required" :
 		    "bad proxy credential");
 		return -1;
@@ -821,7 +821,7 @@ identify(struct conn *c, struct hreq *r)
 			match = a->ips[i].family == (int)c->peer_family && memcmp(a->ips[i].a,
 			    c->peer, a->ips[i].family == AF_INET ? 4 : 16) == 0;
 		if (!match) {
-			atomic_fetch_add(&P.st.ref_auth, 1);
+			atomic_fetch_add(&the_proxy.st.ref_auth, 1);
 			log_warnx("conn=%llx sandbox=%s refused: credential used from an address not registered for it",
 			    (unsigned long long)c->id, sb->id);
 			conn_respond(c, 407, "proxy credential not valid from this address");
@@ -832,9 +832,9 @@ identify(struct conn *c, struct hreq *r)
 		conn_respond(c, 407, "sandbox deregistered");
 		return -1;
 	}
-	if (atomic_fetch_add(&sb->conns, 1) >= P.conf->conns_per_sandbox) {
+	if (atomic_fetch_add(&sb->conns, 1) >= the_proxy.conf->conns_per_sandbox) {
 		atomic_fetch_sub(&sb->conns, 1);
-		atomic_fetch_add(&P.st.ref_limit, 1);
+		atomic_fetch_add(&the_proxy.st.ref_limit, 1);
 		conn_respond(c, 429, "too many connections for this sandbox");
 		return -1;
 	}
@@ -852,7 +852,7 @@ read_head(struct conn *c, struct bufferevent *bev, int allow_connect)
 {
 	struct evbuffer *in = bufferevent_get_input(bev);
 	size_t avail = evbuffer_get_length(in), want;
-	size_t max = (size_t)P.conf->header_bytes;
+	size_t max = (size_t)the_proxy.conf->header_bytes;
 	char err[256];
 	const char *p;
 	long end;
@@ -873,21 +873,21 @@ read_head(struct conn *c, struct bufferevent *bev, int allow_connect)
 	if (end == 0)
 		return 0;
 	if (end < 0) {
-		atomic_fetch_add(&P.st.ref_badrequest, 1);
+		atomic_fetch_add(&the_proxy.st.ref_badrequest, 1);
 		conn_respond(c, end == -2 ? 431 : 400, end == -2 ?
 		    "request head too large" : "malformed request head (bare LF, obs-fold or NUL)");
 		return -1;
 	}
 	if (c->req == NULL) {
 		c->req = xmalloc(sizeof(*c->req));
-		hreq_init(c->req, max, (size_t)P.conf->max_headers);
+		hreq_init(c->req, max, (size_t)the_proxy.conf->max_headers);
 	}
 	c->req->allow_connect = allow_connect;
 	st = hreq_parse(c->req, p, (size_t)end, err, sizeof(err));
 	evbuffer_drain(in, (size_t)end);
 	c->head_start = 0;
 	if (st != 0) {
-		atomic_fetch_add(&P.st.ref_badrequest, 1);
+		atomic_fetch_add(&the_proxy.st.ref_badrequest, 1);
 		conn_respond(c, st, err);
 		return -1;
 	}
@@ -914,7 +914,7 @@ decide(struct conn *c, int plain)
 
 	/* Client bytes arriving meanwhile wait in its input buffer (bounded). */
 	c->st = CS_DECIDE;
-	c->deadline = now_ms() + P.conf->hook_ms;
+	c->deadline = now_ms() + the_proxy.conf->hook_ms;
 	if (vm == NULL) {
 		memset(&res, 0, sizeof(res));
 		res.action = ACT_NONE;
@@ -960,7 +960,7 @@ cl_read_head(struct bufferevent *bev, void *arg)
 
 		if (canon_authority(r->data.p + r->url_o, r->url_l, &t, err,
 		    sizeof(err)) == -1) {
-			atomic_fetch_add(&P.st.ref_badrequest, 1);
+			atomic_fetch_add(&the_proxy.st.ref_badrequest, 1);
 			conn_respond(c, 400, err);
 			return;
 		}
@@ -969,9 +969,9 @@ cl_read_head(struct bufferevent *bev, void *arg)
 			bufferevent_free(c->up);
 			c->up = NULL;
 		}
-		if (atomic_fetch_add(&c->sb->tunnels, 1) >= P.conf->tunnels_per_sandbox) {
+		if (atomic_fetch_add(&c->sb->tunnels, 1) >= the_proxy.conf->tunnels_per_sandbox) {
 			atomic_fetch_sub(&c->sb->tunnels, 1);
-			atomic_fetch_add(&P.st.ref_limit, 1);
+			atomic_fetch_add(&the_proxy.st.ref_limit, 1);
 			conn_respond(c, 429, "too many tunnels for this sandbox");
 			return;
 		}
@@ -985,8 +985,8 @@ cl_read_head(struct bufferevent *bev, void *arg)
 		struct target t;
 		st = hreq_check_target(r, NULL, &t, err, sizeof(err));
 		if (st != 0) {
-			atomic_fetch_add(st == 421 ? &P.st.ref_misdirected :
-			    &P.st.ref_badrequest, 1);
+			atomic_fetch_add(st == 421 ? &the_proxy.st.ref_misdirected :
+			    &the_proxy.st.ref_badrequest, 1);
 			conn_respond(c, st, err);
 			return;
 		}
@@ -1013,16 +1013,16 @@ hook_done(void *arg, const struct hook_result *res)
 	if (c->st == CS_DECIDE) {
 		enum addon_action a = res->action;
 		if (a == ACT_NONE)
-			a = P.conf->deny_default ? ACT_DENY : ACT_TUNNEL;
+			a = the_proxy.conf->deny_default ? ACT_DENY : ACT_TUNNEL;
 		c->addon = res->addon;
 		if (a == ACT_ERROR) {
-			atomic_fetch_add(&P.st.connect_error, 1);
-			atomic_fetch_add(&P.st.ref_addon, 1);
+			atomic_fetch_add(&the_proxy.st.connect_error, 1);
+			atomic_fetch_add(&the_proxy.st.ref_addon, 1);
 			conn_respond(c, 502, "addon error (see proxy log)");
 			return;
 		}
 		if (a == ACT_DENY) {
-			atomic_fetch_add(&P.st.connect_deny, 1);
+			atomic_fetch_add(&the_proxy.st.connect_deny, 1);
 			log_info("conn=%llx sandbox=%s target=%s decision=deny reason=\"%s\"",
 			    (unsigned long long)c->id, c->sb->id, c->tgt->hostport,
 			    res->reason);
@@ -1032,7 +1032,7 @@ hook_done(void *arg, const struct hook_result *res)
 			return;
 		}
 		if (c->mode == MODE_PLAIN) {
-			atomic_fetch_add(&P.st.req_plain, 1);
+			atomic_fetch_add(&the_proxy.st.req_plain, 1);
 			atomic_fetch_add(&c->sb->requests, 1);
 			if (c->up == NULL) {
 				c->connect_then_req = 1;
@@ -1042,10 +1042,10 @@ hook_done(void *arg, const struct hook_result *res)
 			return;
 		}
 		c->mode = a == ACT_INTERCEPT ? MODE_INTERCEPT : MODE_TUNNEL;
-		atomic_fetch_add(a == ACT_INTERCEPT ? &P.st.connect_intercept :
-		    &P.st.connect_tunnel, 1);
-		atomic_fetch_add(a == ACT_INTERCEPT ? &P.st.tunnels_intercept :
-		    &P.st.tunnels_blind, 1);
+		atomic_fetch_add(a == ACT_INTERCEPT ? &the_proxy.st.connect_intercept :
+		    &the_proxy.st.connect_tunnel, 1);
+		atomic_fetch_add(a == ACT_INTERCEPT ? &the_proxy.st.tunnels_intercept :
+		    &the_proxy.st.tunnels_blind, 1);
 		if (a == ACT_INTERCEPT)
 			atomic_fetch_add(&c->sb->intercepted, 1);
 		log_debug("conn=%llx sandbox=%s target=%s decision=%s",
@@ -1057,7 +1057,7 @@ hook_done(void *arg, const struct hook_result *res)
 	}
 	if (c->st == CS_HOOK) {
 		if (res->action == ACT_ERROR) {
-			atomic_fetch_add(&P.st.ref_addon, 1);
+			atomic_fetch_add(&the_proxy.st.ref_addon, 1);
 			audit_request(c, 502);
 			conn_respond(c, 502, "addon error (see proxy log); request not forwarded");
 			return;
@@ -1070,7 +1070,7 @@ hook_done(void *arg, const struct hook_result *res)
 			return;
 		}
 		if (c->req->injected)
-			atomic_fetch_add(&P.st.req_injected, 1);
+			atomic_fetch_add(&the_proxy.st.req_injected, 1);
 		if (c->up == NULL) {
 			c->connect_then_req = 1;
 			up_connect(c);
@@ -1214,8 +1214,8 @@ pool_drop(struct pooled *p)
 
 	TAILQ_REMOVE(&w->pool, p, link);
 	w->npool--;
-	atomic_fetch_sub(&P.st.pool_idle, 1);
-	atomic_fetch_add(&P.st.pool_dropped, 1);
+	atomic_fetch_sub(&the_proxy.st.pool_idle, 1);
+	atomic_fetch_add(&the_proxy.st.pool_dropped, 1);
 	bufferevent_free(p->bev);
 	sandbox_unref(p->sb);
 	free(p);
@@ -1354,7 +1354,7 @@ up_take_idle(struct conn *c, const union sa_any *a)
 		c->up = v->up;
 		v->up = NULL;
 		conn_rest(v);
-		atomic_fetch_add(&P.st.pool_lent, 1);
+		atomic_fetch_add(&the_proxy.st.pool_lent, 1);
 		log_debug("conn=%llx upstream %s taken over from idle conn=%llx",
 		    (unsigned long long)c->id, c->tgt->hostport, (unsigned long long)v->id);
 		return 1;
@@ -1376,7 +1376,7 @@ pool_park(struct conn *c)
 	long same = 0;
 
 	idle_unlink(c);
-	if (P.conf->pool_max <= 0 || !up_clean(c))
+	if (the_proxy.conf->pool_max <= 0 || !up_clean(c))
 		return;
 	TAILQ_FOREACH(p, &w->pool, link) {
 		if (pool_key(p, c->sb, c->tgt->hostport, &c->up_addr)) {
@@ -1384,9 +1384,9 @@ pool_park(struct conn *c)
 			oldest = p;
 		}
 	}
-	if (same >= P.conf->pool_per_target && oldest != NULL) {
+	if (same >= the_proxy.conf->pool_per_target && oldest != NULL) {
 		pool_drop(oldest);
-	} else if (w->npool >= P.conf->pool_max) {
+	} else if (w->npool >= the_proxy.conf->pool_max) {
 		pool_drop(TAILQ_LAST(&w->pool, poolq));
 	}
 	p = xcalloc(1, sizeof(*p));
@@ -1394,7 +1394,7 @@ pool_park(struct conn *c)
 	p->sb = sandbox_ref(c->sb);
 	p->bev = bev;
 	p->addr = c->up_addr;
-	p->expires = now_ms() + P.conf->pool_idle_ms;
+	p->expires = now_ms() + the_proxy.conf->pool_idle_ms;
 	memcpy(p->hostport, c->tgt->hostport, sizeof(p->hostport));
 	c->up = NULL;
 	bufferevent_setcb(bev, pool_read, NULL, pool_event, p);
@@ -1402,8 +1402,8 @@ pool_park(struct conn *c)
 	bev_enable(bev, EV_READ);
 	TAILQ_INSERT_HEAD(&w->pool, p, link);
 	w->npool++;
-	atomic_fetch_add(&P.st.pool_idle, 1);
-	atomic_fetch_add(&P.st.pool_parked, 1);
+	atomic_fetch_add(&the_proxy.st.pool_idle, 1);
+	atomic_fetch_add(&the_proxy.st.pool_parked, 1);
 	log_debug("conn=%llx sandbox=%s target=%s upstream parked",
 	    (unsigned long long)c->id, c->sb->id, c->tgt->hostport);
 }
@@ -1420,7 +1420,7 @@ pool_take(struct conn *c, const struct sockaddr *sa)
 	union sa_any a;
 	long long now = now_ms();
 
-	if (P.conf->pool_max <= 0 || c->no_pool || c->mode != MODE_INTERCEPT ||
+	if (the_proxy.conf->pool_max <= 0 || c->no_pool || c->mode != MODE_INTERCEPT ||
 	    c->sb == NULL || sa_set(&a, sa) == -1)
 		return 0;
 	TAILQ_FOREACH(p, &w->pool, link) {
@@ -1432,8 +1432,8 @@ pool_take(struct conn *c, const struct sockaddr *sa)
 	if (hit != NULL) {
 		TAILQ_REMOVE(&w->pool, hit, link);
 		w->npool--;
-		atomic_fetch_sub(&P.st.pool_idle, 1);
-		atomic_fetch_add(&P.st.pool_reused, 1);
+		atomic_fetch_sub(&the_proxy.st.pool_idle, 1);
+		atomic_fetch_add(&the_proxy.st.pool_reused, 1);
 		c->up = hit->bev;
 		sandbox_unref(hit->sb);
 		free(hit);
@@ -1478,12 +1478,12 @@ up_try(struct conn *c)
 	SSL *ssl;
 
 	for (ai = c->ai_cur; ai != NULL; ai = ai->ai_next) {
-		if ((why = netcheck_addr(ai->ai_addr, P.conf->allow, P.conf->nallow)) == NULL)
+		if ((why = netcheck_addr(ai->ai_addr, the_proxy.conf->allow, the_proxy.conf->nallow)) == NULL)
 			break;
 	}
 	if (ai == NULL) {
 		if (c->ai_cur == c->ai || why != NULL) {
-			atomic_fetch_add(&P.st.ref_ssrf, 1);
+			atomic_fetch_add(&the_proxy.st.ref_ssrf, 1);
 			snprintf(msg, sizeof(msg), "destination %s not allowed (%s)",
 			    c->tgt->hostport, why != NULL ? why : "no address");
 			connect_fail(c, 403, msg);
@@ -1506,7 +1506,7 @@ up_try(struct conn *c)
 	if (sa_set(&c->up_addr, ai->ai_addr) == -1)
 		memset(&c->up_addr, 0, sizeof(c->up_addr));
 	if (c->mode == MODE_INTERCEPT) {
-		if ((ssl = SSL_new(P.cli_ctx)) == NULL) {
+		if ((ssl = SSL_new(the_proxy.cli_ctx)) == NULL) {
 			connect_fail(c, 502, "TLS setup failed");
 			return;
 		}
@@ -1611,18 +1611,18 @@ up_connect(struct conn *c)
 	size_t i;
 
 	c->st = CS_CONNECTING;
-	c->deadline = now_ms() + P.conf->connect_ms +
-	    (c->mode == MODE_INTERCEPT ? P.conf->handshake_ms : 0);
+	c->deadline = now_ms() + the_proxy.conf->connect_ms +
+	    (c->mode == MODE_INTERCEPT ? the_proxy.conf->handshake_ms : 0);
 	if (c->cl != NULL)
 		bufferevent_disable(c->cl, EV_READ);
 	if (c->ai != NULL) {
 		evutil_freeaddrinfo(c->ai);
 		c->ai = c->ai_cur = NULL;
 	}
-	for (i = 0; i < P.conf->nresolve; i++)
-		if (strcmp(P.conf->resolve[i].hostport, c->tgt->hostport) == 0) {
-			c->ai = c->ai_cur = ai_from_sa((struct sockaddr *)&P.conf->resolve[i].ss,
-			    P.conf->resolve[i].sslen);
+	for (i = 0; i < the_proxy.conf->nresolve; i++)
+		if (strcmp(the_proxy.conf->resolve[i].hostport, c->tgt->hostport) == 0) {
+			c->ai = c->ai_cur = ai_from_sa((struct sockaddr *)&the_proxy.conf->resolve[i].ss,
+			    the_proxy.conf->resolve[i].sslen);
 			if (c->ai == NULL) {
 				connect_fail(c, 502, "bad resolve override");
 				return;
@@ -1655,7 +1655,7 @@ static void
 tunnel_start(struct conn *c)
 {
 	struct evbuffer *in = bufferevent_get_input(c->cl);
-	size_t hwm = (size_t)P.conf->high_watermark;
+	size_t hwm = (size_t)the_proxy.conf->high_watermark;
 
 	c->st = CS_TUNNEL;
 	c->deadline = 0;
@@ -1720,8 +1720,8 @@ cl_tls_bev(struct conn *c, enum bufferevent_ssl_state state)
 static void
 cl_req_setup(struct conn *c)
 {
-	size_t hwm = (size_t)P.conf->high_watermark;
-	size_t rw = (size_t)P.conf->header_bytes + 4096;
+	size_t hwm = (size_t)the_proxy.conf->high_watermark;
+	size_t rw = (size_t)the_proxy.conf->header_bytes + 4096;
 
 	/* A whole request head must fit under the read watermark. */
 	bufferevent_setwatermark(c->cl, EV_READ, 0, hwm > rw ? hwm : rw);
@@ -1759,7 +1759,7 @@ cl_sleep(struct conn *c)
 	}
 	bufferevent_free(c->cl);
 	c->cl = NULL;
-	atomic_fetch_add(&P.st.conns_asleep, 1);
+	atomic_fetch_add(&the_proxy.st.conns_asleep, 1);
 	log_debug("conn=%llx idle: asleep", (unsigned long long)c->id);
 }
 
@@ -1790,7 +1790,7 @@ cl_wake(evutil_socket_t fd, short ev, void *arg)
 	(void)ev;
 	event_free(c->sleep_ev);	/* not persistent: no longer pending */
 	c->sleep_ev = NULL;
-	atomic_fetch_sub(&P.st.conns_asleep, 1);
+	atomic_fetch_sub(&the_proxy.st.conns_asleep, 1);
 	if (cl_tls_bev(c, BUFFEREVENT_SSL_OPEN) == -1) {
 		conn_kill(c);
 		return;
@@ -1817,13 +1817,13 @@ client_tls_start(struct conn *c)
 		conn_respond(c, 400, "bytes sent before the CONNECT response");
 		return;
 	}
-	if ((leaf = certcache_get(P.cc, c->tgt, &hit)) == NULL) {
+	if ((leaf = certcache_get(the_proxy.cc, c->tgt, &hit)) == NULL) {
 		connect_fail(c, 502, "cannot mint certificate");
 		return;
 	}
-	ssl = SSL_new(P.srv_ctx);
+	ssl = SSL_new(the_proxy.srv_ctx);
 	if (ssl == NULL || SSL_use_certificate(ssl, leaf) != 1 ||
-	    SSL_use_PrivateKey(ssl, certcache_leaf_key(P.cc)) != 1) {
+	    SSL_use_PrivateKey(ssl, certcache_leaf_key(the_proxy.cc)) != 1) {
 		X509_free(leaf);
 		SSL_free(ssl);
 		connect_fail(c, 502, "TLS setup failed");
@@ -1844,7 +1844,7 @@ client_tls_start(struct conn *c)
 		return;
 	}
 	c->st = CS_CL_TLS;
-	c->deadline = now_ms() + P.conf->handshake_ms;
+	c->deadline = now_ms() + the_proxy.conf->handshake_ms;
 	bufferevent_setcb(c->cl, NULL, NULL, cl_event, c);
 	bev_enable(c->cl, EV_READ | EV_WRITE);
 }
@@ -1852,7 +1852,7 @@ client_tls_start(struct conn *c)
 static void
 up_connected(struct conn *c)
 {
-	size_t hwm = (size_t)P.conf->high_watermark;
+	size_t hwm = (size_t)the_proxy.conf->high_watermark;
 
 	if (c->ai != NULL) {
 		evutil_freeaddrinfo(c->ai);
@@ -1956,7 +1956,7 @@ resp_on_data(llhttp_t *p, const char *at, size_t n)
 
 	(void)at;
 	c->resp_head_bytes += n;
-	if (c->resp_head_bytes > (size_t)P.conf->header_bytes)
+	if (c->resp_head_bytes > (size_t)the_proxy.conf->header_bytes)
 		return HPE_USER;
 	return 0;
 }
@@ -2087,7 +2087,7 @@ body_pump(struct conn *c)
 	struct evbuffer *in = bufferevent_get_input(c->cl);
 	struct evbuffer *out;
 	struct evbuffer_iovec v;
-	size_t hwm = (size_t)P.conf->high_watermark;
+	size_t hwm = (size_t)the_proxy.conf->high_watermark;
 	long n;
 
 	if (c->up == NULL)
@@ -2102,7 +2102,7 @@ body_pump(struct conn *c)
 			break;
 		n = hreq_body(c->req, v.iov_base, v.iov_len);
 		if (n < 0) {
-			atomic_fetch_add(&P.st.ref_badrequest, 1);
+			atomic_fetch_add(&the_proxy.st.ref_badrequest, 1);
 			conn_respond(c, 400, "bad request body framing");
 			return;
 		}
@@ -2132,7 +2132,7 @@ resp_finish(struct conn *c)
 		/* plain requests were counted when forwarded */
 		atomic_fetch_add(&c->sb->requests, 1);
 		if (!c->req->injected)
-			atomic_fetch_add(&P.st.req_plain, 1);
+			atomic_fetch_add(&the_proxy.st.req_plain, 1);
 	}
 	audit_request(c, c->resp_status);
 	if (c->vm != NULL && c->addon >= 0 && c->mode == MODE_INTERCEPT &&
@@ -2205,7 +2205,7 @@ intercept_request(struct conn *c)
 	c->w->nreq++;
 	st = hreq_check_target(c->req, c->tgt, NULL, err, sizeof(err));
 	if (st != 0) {
-		atomic_fetch_add(st == 421 ? &P.st.ref_misdirected : &P.st.ref_badrequest, 1);
+		atomic_fetch_add(st == 421 ? &the_proxy.st.ref_misdirected : &the_proxy.st.ref_badrequest, 1);
 		log_info("conn=%llx sandbox=%s target=%s refused status=%d reason=\"%s\"",
 		    (unsigned long long)c->id, c->sb->id, c->tgt->hostport, st, err);
 		audit_request(c, st);
@@ -2221,7 +2221,7 @@ intercept_request(struct conn *c)
 			hreq_remove(c->req, strip[i]);
 	}
 	c->st = CS_HOOK;
-	c->deadline = now_ms() + P.conf->hook_ms;
+	c->deadline = now_ms() + the_proxy.conf->hook_ms;
 	if (c->vm == NULL || c->addon < 0) {
 		memset(&res, 0, sizeof(res));
 		res.action = ACT_NONE;
@@ -2238,7 +2238,7 @@ cl_read_req(struct bufferevent *bev, void *arg)
 {
 	struct conn *c = arg;
 	struct evbuffer *in = bufferevent_get_input(bev);
-	size_t hwm = (size_t)P.conf->high_watermark;
+	size_t hwm = (size_t)the_proxy.conf->high_watermark;
 	size_t n;
 
 	c->last_active = now_ms();
@@ -2248,7 +2248,7 @@ cl_read_req(struct bufferevent *bev, void *arg)
 		evbuffer_add_buffer(bufferevent_get_output(c->up), in);
 		n += tunnel_pull(bev, bufferevent_get_output(c->up), hwm);
 		c->tot_up += n;
-		atomic_fetch_add(&P.st.bytes_up, (long)n);
+		atomic_fetch_add(&the_proxy.st.bytes_up, (long)n);
 		atomic_fetch_add(&c->sb->bytes_up, (long)n);
 		if (c->dead)
 			return;
@@ -2274,7 +2274,7 @@ up_read(struct bufferevent *bev, void *arg)
 	struct evbuffer *in = bufferevent_get_input(bev);
 	struct evbuffer *out = bufferevent_get_output(c->cl);
 	struct evbuffer_iovec v;
-	size_t hwm = (size_t)P.conf->high_watermark, n;
+	size_t hwm = (size_t)the_proxy.conf->high_watermark, n;
 	llhttp_errno_t e;
 
 	c->last_active = now_ms();
@@ -2283,7 +2283,7 @@ up_read(struct bufferevent *bev, void *arg)
 		evbuffer_add_buffer(out, in);
 		n += tunnel_pull(bev, out, hwm);
 		c->tot_down += n;
-		atomic_fetch_add(&P.st.bytes_down, (long)n);
+		atomic_fetch_add(&the_proxy.st.bytes_down, (long)n);
 		atomic_fetch_add(&c->sb->bytes_down, (long)n);
 		if (c->dead)
 			return;
@@ -2317,7 +2317,7 @@ up_read(struct bufferevent *bev, void *arg)
 				conn_kill(c);
 			return;
 		}
-		atomic_fetch_add(&P.st.bytes_down, (long)n);
+		atomic_fetch_add(&the_proxy.st.bytes_down, (long)n);
 		atomic_fetch_add(&c->sb->bytes_down, (long)n);
 		c->tot_down += n;
 		if (n > 0)
@@ -2458,7 +2458,7 @@ up_event(struct bufferevent *bev, short what, void *arg)
 		if (c->up_tls && (what & BEV_EVENT_ERROR)) {
 			tls_fail_reason(bev, m, sizeof(m));
 			if (strstr(m, "verification") != NULL) {
-				atomic_fetch_add(&P.st.ref_upstream_tls, 1);
+				atomic_fetch_add(&the_proxy.st.ref_upstream_tls, 1);
 				connect_fail(c, 502, m);
 				return;
 			}
@@ -2499,7 +2499,7 @@ up_event(struct bufferevent *bev, short what, void *arg)
 			 * it): send it once more on a fresh connection, as
 			 * HTTP clients do for idempotent requests.
 			 */
-			atomic_fetch_add(&P.st.pool_retried, 1);
+			atomic_fetch_add(&the_proxy.st.pool_retried, 1);
 			log_info("conn=%llx target=%s reused upstream closed before answering; retrying on a new connection",
 			    (unsigned long long)c->id, c->tgt->hostport);
 			bufferevent_free(c->up);
@@ -2569,18 +2569,18 @@ tick_cb(evutil_socket_t fd, short ev, void *arg)
 			}
 			continue;
 		}
-		if (c->head_start != 0 && now - c->head_start > P.conf->header_ms &&
+		if (c->head_start != 0 && now - c->head_start > the_proxy.conf->header_ms &&
 		    (c->st == CS_HEAD || c->st == CS_REQ_HEAD)) {
 			conn_respond(c, 408, "request head timeout");
 			continue;
 		}
-		if (c->deadline == 0 && now - c->last_active > P.conf->idle_ms) {
+		if (c->deadline == 0 && now - c->last_active > the_proxy.conf->idle_ms) {
 			conn_kill(c);
 			continue;
 		}
 
 		if (c->st == CS_REQ_HEAD && c->head_start == 0 && c->sleep_ev == NULL &&
-		    now - c->last_active > P.conf->upstream_idle_ms) {
+		    now - c->last_active > the_proxy.conf->upstream_idle_ms) {
 			/*
 			 * Idle: park the upstream TLS connection (or drop it),
 			 * drop all parser state and sleep.
@@ -2708,7 +2708,7 @@ proxy_workers_start(int n)
 		w->audit_ev = event_new(w->base, -1, 0, audit_flush, w);
 		w->tick_ev = event_new(w->base, -1, EV_PERSIST, tick_cb, w);
 		event_add(w->tick_ev, &one);
-		w->gh = ghapp_new(w->base, P.conf);
+		w->gh = ghapp_new(w->base, the_proxy.conf);
 		(void)worker_vm(w);
 		if (pthread_create(&w->th, NULL, worker_main, w) != 0)
 			return -1;
@@ -2728,7 +2728,7 @@ proxy_workers_stop(void)
 	}
 	for (i = 0; i < nworkers; i++) {
 		pthread_join(workers[i].th, NULL);
-		if (P.audit_fd != -1)
+		if (the_proxy.audit_fd != -1)
 			audit_flush(-1, 0, &workers[i]);
 	}
 }
@@ -2774,7 +2774,7 @@ proxy_kill_sandbox(struct sandbox *sb)
 long
 proxy_open_conns(void)
 {
-	return atomic_load(&P.st.conns);
+	return atomic_load(&the_proxy.st.conns);
 }
 
 struct addon_src *
@@ -2782,9 +2782,9 @@ proxy_addons(void)
 {
 	struct addon_src *s;
 
-	pthread_mutex_lock(&P.src_mtx);
-	s = P.src != NULL ? addon_src_ref(P.src) : NULL;
-	pthread_mutex_unlock(&P.src_mtx);
+	pthread_mutex_lock(&the_proxy.src_mtx);
+	s = the_proxy.src != NULL ? addon_src_ref(the_proxy.src) : NULL;
+	pthread_mutex_unlock(&the_proxy.src_mtx);
 	return s;
 }
 
@@ -2793,10 +2793,10 @@ proxy_set_addons(struct addon_src *s)
 {
 	struct addon_src *old;
 
-	pthread_mutex_lock(&P.src_mtx);
-	old = P.src;
-	P.src = s;
-	pthread_mutex_unlock(&P.src_mtx);
+	pthread_mutex_lock(&the_proxy.src_mtx);
+	old = the_proxy.src;
+	the_proxy.src = s;
+	pthread_mutex_unlock(&the_proxy.src_mtx);
 	if (old != NULL)
 		addon_src_unref(old);
 }
@@ -2821,14 +2821,14 @@ proxy_tls_init(char *err, size_t errlen)
 {
 	static const unsigned char alpn[] = "\x08http/1.1";
 
-	P.srv_ctx = SSL_CTX_new(TLS_server_method());
-	P.cli_ctx = SSL_CTX_new(TLS_client_method());
-	if (P.srv_ctx == NULL || P.cli_ctx == NULL) {
+	the_proxy.srv_ctx = SSL_CTX_new(TLS_server_method());
+	the_proxy.cli_ctx = SSL_CTX_new(TLS_client_method());
+	if (the_proxy.srv_ctx == NULL || the_proxy.cli_ctx == NULL) {
 		snprintf(err, errlen, "SSL_CTX_new failed");
 		return -1;
 	}
-	SSL_CTX_set_min_proto_version(P.srv_ctx, TLS1_2_VERSION);
-	SSL_CTX_set_min_proto_version(P.cli_ctx, TLS1_2_VERSION);
+	SSL_CTX_set_min_proto_version(the_proxy.srv_ctx, TLS1_2_VERSION);
+	SSL_CTX_set_min_proto_version(the_proxy.cli_ctx, TLS1_2_VERSION);
 	/*
 	 * SSL_MODE_RELEASE_BUFFERS costs a malloc/free of the record buffers
 	 * per record (perf: part of _int_malloc's 6-9%), but without it (the
@@ -2836,41 +2836,41 @@ proxy_tls_init(char *err, size_t errlen)
 	 * measured 26 KiB per intercepted connection instead of 18: the
 	 * longer-lived buffers fragment the heap. Kept on.
 	 */
-	SSL_CTX_set_mode(P.srv_ctx, SSL_MODE_RELEASE_BUFFERS);
-	SSL_CTX_set_mode(P.cli_ctx, SSL_MODE_RELEASE_BUFFERS);
+	SSL_CTX_set_mode(the_proxy.srv_ctx, SSL_MODE_RELEASE_BUFFERS);
+	SSL_CTX_set_mode(the_proxy.cli_ctx, SSL_MODE_RELEASE_BUFFERS);
 	/*
 	 * Upstream TLS reads ahead: one read() takes up to 64 KiB of records
 	 * instead of two per record (header, then body). Records left inside
 	 * OpenSSL are drained by up_kick, as bufferevent_openssl looks only at
 	 * SSL_pending().
 	 */
-	SSL_CTX_set_read_ahead(P.cli_ctx, 1);
-	SSL_CTX_set_default_read_buffer_len(P.cli_ctx, UP_READ_AHEAD);
-	SSL_CTX_set_options(P.srv_ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
-	SSL_CTX_set_options(P.cli_ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
+	SSL_CTX_set_read_ahead(the_proxy.cli_ctx, 1);
+	SSL_CTX_set_default_read_buffer_len(the_proxy.cli_ctx, UP_READ_AHEAD);
+	SSL_CTX_set_options(the_proxy.srv_ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
+	SSL_CTX_set_options(the_proxy.cli_ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
 	/*
 	 * No read_ahead: bufferevent_openssl does not look at SSL_pending(),
 	 * so records buffered inside OpenSSL would stall the connection.
 	 */
-	SSL_CTX_set_alpn_select_cb(P.srv_ctx, alpn_select, NULL);
+	SSL_CTX_set_alpn_select_cb(the_proxy.srv_ctx, alpn_select, NULL);
 	/*
 	 * No tickets to clients (they cost memory per connection); upstream
 	 * sessions are cached (sess_new_cb) and resumed.
 	 */
-	SSL_CTX_set_num_tickets(P.srv_ctx, 0);
-	SSL_CTX_set_session_id_context(P.srv_ctx, (const unsigned char *)"egress-proxy", 12);
-	if (SSL_CTX_set_default_verify_paths(P.cli_ctx) != 1) {
+	SSL_CTX_set_num_tickets(the_proxy.srv_ctx, 0);
+	SSL_CTX_set_session_id_context(the_proxy.srv_ctx, (const unsigned char *)"egress-proxy", 12);
+	if (SSL_CTX_set_default_verify_paths(the_proxy.cli_ctx) != 1) {
 		snprintf(err, errlen, "cannot load the system CA store");
 		return -1;
 	}
-	if (P.conf->upstream_ca_bundle != NULL &&
-	    add_bundle(P.cli_ctx, P.conf->upstream_ca_bundle, err, errlen) == -1)
+	if (the_proxy.conf->upstream_ca_bundle != NULL &&
+	    add_bundle(the_proxy.cli_ctx, the_proxy.conf->upstream_ca_bundle, err, errlen) == -1)
 		return -1;
-	SSL_CTX_set_verify(P.cli_ctx, SSL_VERIFY_PEER, NULL);
-	SSL_CTX_set_alpn_protos(P.cli_ctx, alpn, sizeof(alpn) - 1);
-	SSL_CTX_set_session_cache_mode(P.cli_ctx,
+	SSL_CTX_set_verify(the_proxy.cli_ctx, SSL_VERIFY_PEER, NULL);
+	SSL_CTX_set_alpn_protos(the_proxy.cli_ctx, alpn, sizeof(alpn) - 1);
+	SSL_CTX_set_session_cache_mode(the_proxy.cli_ctx,
 	    SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
-	SSL_CTX_sess_set_new_cb(P.cli_ctx, sess_new_cb);
+	SSL_CTX_sess_set_new_cb(the_proxy.cli_ctx, sess_new_cb);
 	if (sess_exidx == -1 &&
 	    (sess_exidx = SSL_get_ex_new_index(0, NULL, NULL, NULL, sess_key_free)) == -1) {
 		snprintf(err, errlen, "SSL_get_ex_new_index failed");
@@ -2891,30 +2891,30 @@ sb_metrics(struct sandbox *sb, void *arg)
 void
 proxy_metrics(struct buf *b)
 {
-	struct pstats *s = &P.st;
+	struct pstats *s = &the_proxy.st;
 	int rc = 0;
 
 	sandbox_foreach(sb_metrics, NULL);
-#define G(name, type, help) rc |= buf_addf(b, "# HELP " name " " help "\n# TYPE " name " " type "\n")
-	G("egress_proxy_connections", "gauge", "open client connections");
+#define METRIC_HEAD(name, type, help) rc |= buf_addf(b, "# HELP " name " " help "\n# TYPE " name " " type "\n")
+	METRIC_HEAD("egress_proxy_connections", "gauge", "open client connections");
 	rc |= buf_addf(b, "egress_proxy_connections %ld\n", atomic_load(&s->conns));
-	G("egress_proxy_connections_total", "counter", "accepted client connections");
+	METRIC_HEAD("egress_proxy_connections_total", "counter", "accepted client connections");
 	rc |= buf_addf(b, "egress_proxy_connections_total %ld\n", atomic_load(&s->conns_total));
-	G("egress_proxy_connections_asleep", "gauge",
+	METRIC_HEAD("egress_proxy_connections_asleep", "gauge",
 	    "idle intercepted client connections waiting without a bufferevent");
 	rc |= buf_addf(b, "egress_proxy_connections_asleep %ld\n", atomic_load(&s->conns_asleep));
-	G("egress_proxy_tunnels", "gauge", "open tunnels");
+	METRIC_HEAD("egress_proxy_tunnels", "gauge", "open tunnels");
 	rc |= buf_addf(b, "egress_proxy_tunnels{mode=\"blind\"} %ld\n", atomic_load(&s->tunnels_blind));
 	rc |= buf_addf(b, "egress_proxy_tunnels{mode=\"intercept\"} %ld\n", atomic_load(&s->tunnels_intercept));
-	G("egress_proxy_connect_total", "counter", "CONNECT decisions");
+	METRIC_HEAD("egress_proxy_connect_total", "counter", "CONNECT decisions");
 	rc |= buf_addf(b, "egress_proxy_connect_total{decision=\"intercept\"} %ld\n", atomic_load(&s->connect_intercept));
 	rc |= buf_addf(b, "egress_proxy_connect_total{decision=\"tunnel\"} %ld\n", atomic_load(&s->connect_tunnel));
 	rc |= buf_addf(b, "egress_proxy_connect_total{decision=\"deny\"} %ld\n", atomic_load(&s->connect_deny));
 	rc |= buf_addf(b, "egress_proxy_connect_total{decision=\"error\"} %ld\n", atomic_load(&s->connect_error));
-	G("egress_proxy_requests_total", "counter", "intercepted and plain requests");
+	METRIC_HEAD("egress_proxy_requests_total", "counter", "intercepted and plain requests");
 	rc |= buf_addf(b, "egress_proxy_requests_total{injected=\"true\"} %ld\n", atomic_load(&s->req_injected));
 	rc |= buf_addf(b, "egress_proxy_requests_total{injected=\"false\"} %ld\n", atomic_load(&s->req_plain));
-	G("egress_proxy_refused_total", "counter", "refusals by reason");
+	METRIC_HEAD("egress_proxy_refused_total", "counter", "refusals by reason");
 	rc |= buf_addf(b, "egress_proxy_refused_total{reason=\"auth\"} %ld\n", atomic_load(&s->ref_auth));
 	rc |= buf_addf(b, "egress_proxy_refused_total{reason=\"limit\"} %ld\n", atomic_load(&s->ref_limit));
 	rc |= buf_addf(b, "egress_proxy_refused_total{reason=\"ssrf\"} %ld\n", atomic_load(&s->ref_ssrf));
@@ -2922,26 +2922,26 @@ proxy_metrics(struct buf *b)
 	rc |= buf_addf(b, "egress_proxy_refused_total{reason=\"badrequest\"} %ld\n", atomic_load(&s->ref_badrequest));
 	rc |= buf_addf(b, "egress_proxy_refused_total{reason=\"addon\"} %ld\n", atomic_load(&s->ref_addon));
 	rc |= buf_addf(b, "egress_proxy_refused_total{reason=\"upstream_tls\"} %ld\n", atomic_load(&s->ref_upstream_tls));
-	G("egress_proxy_bytes_total", "counter", "bytes relayed");
+	METRIC_HEAD("egress_proxy_bytes_total", "counter", "bytes relayed");
 	rc |= buf_addf(b, "egress_proxy_bytes_total{dir=\"up\"} %ld\n", atomic_load(&s->bytes_up));
 	rc |= buf_addf(b, "egress_proxy_bytes_total{dir=\"down\"} %ld\n", atomic_load(&s->bytes_down));
-	G("egress_proxy_addon_errors_total", "counter", "addon hook errors (failed closed)");
+	METRIC_HEAD("egress_proxy_addon_errors_total", "counter", "addon hook errors (failed closed)");
 	rc |= buf_addf(b, "egress_proxy_addon_errors_total %ld\n", atomic_load(&addon_errors_total));
-	G("egress_proxy_addon_reloads_total", "counter", "addon reloads");
+	METRIC_HEAD("egress_proxy_addon_reloads_total", "counter", "addon reloads");
 	rc |= buf_addf(b, "egress_proxy_addon_reloads_total{result=\"ok\"} %ld\n", atomic_load(&s->reload_ok));
 	rc |= buf_addf(b, "egress_proxy_addon_reloads_total{result=\"failed\"} %ld\n", atomic_load(&s->reload_failed));
-	G("egress_proxy_upstream_pool", "gauge", "idle upstream TLS connections parked for reuse");
+	METRIC_HEAD("egress_proxy_upstream_pool", "gauge", "idle upstream TLS connections parked for reuse");
 	rc |= buf_addf(b, "egress_proxy_upstream_pool %ld\n", atomic_load(&s->pool_idle));
-	G("egress_proxy_upstream_pool_total", "counter", "upstream pool events");
+	METRIC_HEAD("egress_proxy_upstream_pool_total", "counter", "upstream pool events");
 	rc |= buf_addf(b, "egress_proxy_upstream_pool_total{event=\"parked\"} %ld\n", atomic_load(&s->pool_parked));
 	rc |= buf_addf(b, "egress_proxy_upstream_pool_total{event=\"reused\"} %ld\n", atomic_load(&s->pool_reused));
 	rc |= buf_addf(b, "egress_proxy_upstream_pool_total{event=\"lent\"} %ld\n", atomic_load(&s->pool_lent));
 	rc |= buf_addf(b, "egress_proxy_upstream_pool_total{event=\"dropped\"} %ld\n", atomic_load(&s->pool_dropped));
 	rc |= buf_addf(b, "egress_proxy_upstream_pool_total{event=\"retried\"} %ld\n", atomic_load(&s->pool_retried));
-	G("egress_proxy_sandboxes", "gauge", "registered sandboxes");
+	METRIC_HEAD("egress_proxy_sandboxes", "gauge", "registered sandboxes");
 	rc |= buf_addf(b, "egress_proxy_sandboxes %zu\n", sandbox_count());
-	G("egress_proxy_leaf_cache", "gauge", "leaf certificates cached");
-	rc |= buf_addf(b, "egress_proxy_leaf_cache %zu\n", P.cc != NULL ? certcache_size(P.cc) : (size_t)0);
-#undef G
+	METRIC_HEAD("egress_proxy_leaf_cache", "gauge", "leaf certificates cached");
+	rc |= buf_addf(b, "egress_proxy_leaf_cache %zu\n", the_proxy.cc != NULL ? certcache_size(the_proxy.cc) : (size_t)0);
+#undef METRIC_HEAD
 	(void)rc;
 }

@@ -41,7 +41,7 @@ struct proxy {
 	pthread_mutex_t		 src_mtx;
 };
 
-extern struct proxy P;
+extern struct proxy the_proxy;	/* the process's one proxy (proxy.c) */
 
 /* Builds the TLS contexts. 0 or -1 with err. */
 int	proxy_tls_init(char *err, size_t errlen);
