@@ -26,6 +26,7 @@
 #include "httpreq.h"
 #include "log.h"
 #include "sandbox.h"
+#include "util.h"
 #include "xmalloc.h"
 
 #define ADDON_MAX	64
@@ -208,15 +209,6 @@ l_read_file(lua_State *L)
 	return 1;
 }
 
-static long long
-mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /*
  * A file secret, re-read at most once a second per worker (so a rotated
  * token is picked up quickly without a file read per request).
@@ -229,7 +221,7 @@ secret_file(lua_State *L, const char *path)
 	struct secret_ent *e;
 	struct buf b;
 	char err[300];
-	long long now = mono_ms();
+	long long now = util_mono_coarse_ms();
 	unsigned i;
 
 	if (h == NULL) {

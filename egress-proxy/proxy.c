@@ -127,7 +127,7 @@ struct conn {
 	llhttp_t		*rp;		/* response parser */
 	size_t			 resp_head_bytes;
 	int			 resp_status;
-	long long		 deadline;	/* ms, CLOCK_MONOTONIC; 0: none */
+	long long		 deadline;	/* ms, util_mono_coarse_ms; 0: none */
 	long long		 last_active;
 	long long		 head_start;
 	unsigned long long	 req_up, req_down;	/* body bytes, for audit */
@@ -230,15 +230,6 @@ static void idle_unlink(struct conn *);
 static void bev_enable(struct bufferevent *, short);
 static void up_connected(struct conn *);
 static void pool_drop(struct pooled *);
-
-static long long
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* ---- interned targets ---- */
 
@@ -378,7 +369,7 @@ conn_respond(struct conn *c, int status, const char *reason)
 		c->hook = NULL;
 	}
 	c->st = CS_CLOSING;
-	c->deadline = now_ms() + 5000;
+	c->deadline = util_mono_coarse_ms() + 5000;
 	bufferevent_disable(c->cl, EV_READ);
 	bufferevent_setcb(c->cl, NULL, cl_write, cl_event, c);
 	bufferevent_setwatermark(c->cl, EV_WRITE, 0, 0);
@@ -415,15 +406,15 @@ json_str(struct buf *b, const char *s, size_t n)
 static void
 audit_ts(struct buf *b)
 {
-	struct timespec ts;
+	long long ms = util_unix_ms();
+	time_t sec = (time_t)(ms / 1000);
 	struct tm tm;
 	char t[40];
 	size_t n;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
+	gmtime_r(&sec, &tm);
 	n = strftime(t, sizeof(t), "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(t + n, sizeof(t) - n, ".%03ldZ", ts.tv_nsec / 1000000);
+	snprintf(t + n, sizeof(t) - n, ".%03dZ", (int)(ms % 1000));
 	ign(buf_addf(b, "{\"ts\":\"%s\",\"sandbox\":", t));
 }
 
@@ -729,7 +720,7 @@ conn_new(struct worker *w, int fd, struct sandbox *sb)
 	atomic_fetch_add(&the_proxy.st.conns_total, 1);
 	/* w->load was counted by proxy_dispatch; conn_kill uncounts it. */
 	TAILQ_INSERT_TAIL(&w->conns, c, link);
-	c->last_active = now_ms();
+	c->last_active = util_mono_coarse_ms();
 	c->deadline = c->last_active + the_proxy.conf->header_ms;
 	evutil_make_socket_nonblocking(fd);
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -861,7 +852,7 @@ read_head(struct conn *c, struct bufferevent *bev, int allow_connect)
 	if (avail == 0)
 		return 0;
 	if (c->head_start == 0) {
-		c->head_start = now_ms();
+		c->head_start = util_mono_coarse_ms();
 		idle_unlink(c);
 	}
 	want = avail < max + 1 ? avail : max + 1;
@@ -914,7 +905,7 @@ decide(struct conn *c, int plain)
 
 	/* Client bytes arriving meanwhile wait in its input buffer (bounded). */
 	c->st = CS_DECIDE;
-	c->deadline = now_ms() + the_proxy.conf->hook_ms;
+	c->deadline = util_mono_coarse_ms() + the_proxy.conf->hook_ms;
 	if (vm == NULL) {
 		memset(&res, 0, sizeof(res));
 		res.action = ACT_NONE;
@@ -947,7 +938,7 @@ cl_read_head(struct bufferevent *bev, void *arg)
 	char err[256];
 	int st;
 
-	c->last_active = now_ms();
+	c->last_active = util_mono_coarse_ms();
 	if (c->st != CS_HEAD)
 		return;
 	if (read_head(c, bev, 1) <= 0)
@@ -1394,7 +1385,7 @@ pool_park(struct conn *c)
 	p->sb = sandbox_ref(c->sb);
 	p->bev = bev;
 	p->addr = c->up_addr;
-	p->expires = now_ms() + the_proxy.conf->pool_idle_ms;
+	p->expires = util_mono_coarse_ms() + the_proxy.conf->pool_idle_ms;
 	memcpy(p->hostport, c->tgt->hostport, sizeof(p->hostport));
 	c->up = NULL;
 	bufferevent_setcb(bev, pool_read, NULL, pool_event, p);
@@ -1418,7 +1409,7 @@ pool_take(struct conn *c, const struct sockaddr *sa)
 	struct worker *w = c->w;
 	struct pooled *p, *hit = NULL;
 	union sa_any a;
-	long long now = now_ms();
+	long long now = util_mono_coarse_ms();
 
 	if (the_proxy.conf->pool_max <= 0 || c->no_pool || c->mode != MODE_INTERCEPT ||
 	    c->sb == NULL || sa_set(&a, sa) == -1)
@@ -1611,7 +1602,7 @@ up_connect(struct conn *c)
 	size_t i;
 
 	c->st = CS_CONNECTING;
-	c->deadline = now_ms() + the_proxy.conf->connect_ms +
+	c->deadline = util_mono_coarse_ms() + the_proxy.conf->connect_ms +
 	    (c->mode == MODE_INTERCEPT ? the_proxy.conf->handshake_ms : 0);
 	if (c->cl != NULL)
 		bufferevent_disable(c->cl, EV_READ);
@@ -1795,7 +1786,7 @@ cl_wake(evutil_socket_t fd, short ev, void *arg)
 		conn_kill(c);
 		return;
 	}
-	c->last_active = now_ms();
+	c->last_active = util_mono_coarse_ms();
 	/* The bytes (or EOF) that woke us are read on the bufferevent's event. */
 	cl_req_setup(c);
 }
@@ -1844,7 +1835,7 @@ client_tls_start(struct conn *c)
 		return;
 	}
 	c->st = CS_CL_TLS;
-	c->deadline = now_ms() + the_proxy.conf->handshake_ms;
+	c->deadline = util_mono_coarse_ms() + the_proxy.conf->handshake_ms;
 	bufferevent_setcb(c->cl, NULL, NULL, cl_event, c);
 	bev_enable(c->cl, EV_READ | EV_WRITE);
 }
@@ -2070,7 +2061,7 @@ req_send(struct conn *c)
 	c->req_done = r->body_done;
 	c->st = c->req_done ? CS_WAIT : CS_BODY;
 	c->deadline = 0;
-	c->last_active = now_ms();
+	c->last_active = util_mono_coarse_ms();
 	r->on_body = body_sink;
 	r->arg = c;
 	bev_enable(c->cl, EV_READ);
@@ -2149,7 +2140,7 @@ resp_finish(struct conn *c)
 	}
 	if (c->close_after || !c->req->keepalive || c->cl_eof) {
 		c->st = CS_CLOSING;
-		c->deadline = now_ms() + 5000;
+		c->deadline = util_mono_coarse_ms() + 5000;
 		/*
 		 * The client's Connection: close (hop-by-hop) ends only
 		 * this client connection: a clean kept-alive upstream
@@ -2177,7 +2168,7 @@ next_request(struct conn *c)
 {
 	c->st = c->mode == MODE_INTERCEPT ? CS_REQ_HEAD : CS_HEAD;
 	c->deadline = 0;
-	c->last_active = now_ms();
+	c->last_active = util_mono_coarse_ms();
 	if (c->mode == MODE_INTERCEPT && up_clean(c))
 		idle_link(c);
 	bufferevent_setcb(c->cl, c->mode == MODE_INTERCEPT ? cl_read_req : cl_read_head,
@@ -2221,7 +2212,7 @@ intercept_request(struct conn *c)
 			hreq_remove(c->req, strip[i]);
 	}
 	c->st = CS_HOOK;
-	c->deadline = now_ms() + the_proxy.conf->hook_ms;
+	c->deadline = util_mono_coarse_ms() + the_proxy.conf->hook_ms;
 	if (c->vm == NULL || c->addon < 0) {
 		memset(&res, 0, sizeof(res));
 		res.action = ACT_NONE;
@@ -2241,7 +2232,7 @@ cl_read_req(struct bufferevent *bev, void *arg)
 	size_t hwm = (size_t)the_proxy.conf->high_watermark;
 	size_t n;
 
-	c->last_active = now_ms();
+	c->last_active = util_mono_coarse_ms();
 	switch (c->st) {
 	case CS_TUNNEL:
 		n = evbuffer_get_length(in);
@@ -2277,7 +2268,7 @@ up_read(struct bufferevent *bev, void *arg)
 	size_t hwm = (size_t)the_proxy.conf->high_watermark, n;
 	llhttp_errno_t e;
 
-	c->last_active = now_ms();
+	c->last_active = util_mono_coarse_ms();
 	if (c->st == CS_TUNNEL) {
 		n = evbuffer_get_length(in);
 		evbuffer_add_buffer(out, in);
@@ -2387,7 +2378,7 @@ cl_event(struct bufferevent *bev, short what, void *arg)
 		/* Client TLS handshake done. */
 		c->st = CS_REQ_HEAD;
 		c->deadline = 0;
-		c->last_active = now_ms();
+		c->last_active = util_mono_coarse_ms();
 		cl_req_setup(c);
 		return;
 	}
@@ -2538,7 +2529,7 @@ tick_cb(evutil_socket_t fd, short ev, void *arg)
 {
 	struct worker *w = arg;
 	struct conn *c, *n;
-	long long now = now_ms();
+	long long now = util_mono_coarse_ms();
 	unsigned long long work;
 
 	(void)fd;
