@@ -32,6 +32,7 @@
 #include "padmin.h"
 #include "proxy.h"
 #include "sandbox.h"
+#include "tls.h"
 
 static struct event_base *mbase;
 static char failed_sig[4096];	/* mtimes of an addon set that failed to load */
@@ -318,7 +319,7 @@ main(int argc, char **argv)
 	if (the_proxy.conf->ca_export != NULL &&
 	    certcache_export(the_proxy.cc, the_proxy.conf->ca_export, err, sizeof(err)) == -1)
 		fatalx("ca.export: %s", err);
-	if (proxy_tls_init(err, sizeof(err)) == -1)
+	if (tls_init(the_proxy.conf->upstream_ca_bundle, err, sizeof(err)) == -1)
 		fatalx("TLS: %s", err);
 	if (the_proxy.conf->audit_log != NULL &&
 	    (the_proxy.audit_fd = open(the_proxy.conf->audit_log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,

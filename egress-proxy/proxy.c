@@ -56,6 +56,7 @@
 #include "netcheck.h"
 #include "proxy.h"
 #include "sandbox.h"
+#include "tls.h"
 #include "xmalloc.h"
 
 
@@ -206,9 +207,6 @@ struct worker {
 
 static struct worker *workers;
 static int nworkers;
-
-/* Upstream TLS read-ahead buffer (SSL_CTX_set_default_read_buffer_len). */
-#define UP_READ_AHEAD	(64 * 1024)
 
 static void conn_kill(struct conn *);
 static void cl_read_head(struct bufferevent *, void *);
@@ -1080,87 +1078,6 @@ connect_fail(struct conn *c, int status, const char *why)
 	conn_respond(c, status, why);
 }
 
-/*
- * Upstream TLS session cache: the newest session per "host:port", shared by
- * the workers, so a new client connection resumes the upstream handshake
- * (no certificate chain to verify, no server signature). With TLS 1.3 the
- * ticket arrives after the handshake and is handed over by sess_new_cb. A
- * session is only ever offered to the exact name it was verified for.
- */
-#define SESS_SLOTS	256
-static struct {
-	pthread_mutex_t	 mtx;
-	struct {
-		char		 key[CANON_HOST_MAX + 10];
-		SSL_SESSION	*s;
-	} e[SESS_SLOTS];
-} sess = { .mtx = PTHREAD_MUTEX_INITIALIZER };
-static int sess_exidx = -1;
-
-static size_t
-sess_slot(const char *key)
-{
-	return util_hash_str(key) % SESS_SLOTS;
-}
-
-/* The key travels with the SSL (ex_data, freed with it). */
-static void
-sess_key_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long argl,
-    void *argp)
-{
-	(void)parent;
-	(void)ad;
-	(void)idx;
-	(void)argl;
-	(void)argp;
-	free(ptr);
-}
-
-static int
-sess_new_cb(SSL *ssl, SSL_SESSION *s)
-{
-	const char *key = SSL_get_ex_data(ssl, sess_exidx);
-	size_t i, n;
-
-	if (key == NULL || !SSL_SESSION_is_resumable(s))
-		return 0;
-	n = strlen(key);
-	if (n >= sizeof(sess.e[0].key))
-		return 0;
-	i = sess_slot(key);
-	pthread_mutex_lock(&sess.mtx);
-	if (sess.e[i].s != NULL)
-		SSL_SESSION_free(sess.e[i].s);
-	memcpy(sess.e[i].key, key, n + 1);
-	sess.e[i].s = s;
-	pthread_mutex_unlock(&sess.mtx);
-	return 1;	/* the cache keeps the reference */
-}
-
-static void
-sess_offer(struct conn *c, SSL *ssl)
-{
-	size_t i = sess_slot(c->tgt->hostport);
-	SSL_SESSION *s = NULL;
-	char *key = strdup(c->tgt->hostport);
-
-	if (key == NULL || SSL_set_ex_data(ssl, sess_exidx, key) != 1) {
-		free(key);
-		return;		/* no resumption: a full handshake */
-	}
-	pthread_mutex_lock(&sess.mtx);
-	if (sess.e[i].s != NULL && strcmp(sess.e[i].key, c->tgt->hostport) == 0 &&
-	    SSL_SESSION_is_resumable(sess.e[i].s)) {
-		s = sess.e[i].s;
-		SSL_SESSION_up_ref(s);
-	}
-	pthread_mutex_unlock(&sess.mtx);
-	if (s != NULL) {
-		SSL_set_session(ssl, s);
-		SSL_SESSION_free(s);
-	}
-}
-
 /* ---- upstream connection pool (per worker) ---- */
 
 static int
@@ -1497,17 +1414,10 @@ up_try(struct conn *c)
 	if (sa_set(&c->up_addr, ai->ai_addr) == -1)
 		memset(&c->up_addr, 0, sizeof(c->up_addr));
 	if (c->mode == MODE_INTERCEPT) {
-		if ((ssl = SSL_new(the_proxy.cli_ctx)) == NULL) {
+		if ((ssl = tls_upstream_new(c->tgt)) == NULL) {
 			connect_fail(c, 502, "TLS setup failed");
 			return;
 		}
-		if (c->tgt->kind == CANON_NAME) {
-			SSL_set_tlsext_host_name(ssl, c->tgt->host);
-			SSL_set1_host(ssl, c->tgt->host);
-		} else
-			X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), c->tgt->host);
-		SSL_set_verify(ssl, SSL_VERIFY_PEER, NULL);
-		sess_offer(c, ssl);
 		c->up = bufferevent_openssl_socket_new(c->w->base, -1, ssl,
 		    BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE);
 		if (c->up == NULL) {
@@ -1678,24 +1588,6 @@ tunnel_start(struct conn *c)
 	}
 }
 
-static int
-alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen,
-    const unsigned char *in, unsigned int inlen, void *arg)
-{
-	unsigned int i;
-
-	(void)ssl;
-	(void)arg;
-	for (i = 0; i < inlen; i += (unsigned)in[i] + 1) {
-		if (in[i] == 8 && i + 9 <= inlen && memcmp(in + i + 1, "http/1.1", 8) == 0) {
-			*out = in + i + 1;
-			*outlen = 8;
-			return SSL_TLSEXT_ERR_OK;
-		}
-	}
-	return SSL_TLSEXT_ERR_NOACK;
-}
-
 /* A TLS bufferevent on the conn's client fd and SSL (owned by the conn). */
 static int
 cl_tls_bev(struct conn *c, enum bufferevent_ssl_state state)
@@ -1812,15 +1704,12 @@ client_tls_start(struct conn *c)
 		connect_fail(c, 502, "cannot mint certificate");
 		return;
 	}
-	ssl = SSL_new(the_proxy.srv_ctx);
-	if (ssl == NULL || SSL_use_certificate(ssl, leaf) != 1 ||
-	    SSL_use_PrivateKey(ssl, certcache_leaf_key(the_proxy.cc)) != 1) {
-		X509_free(leaf);
-		SSL_free(ssl);
+	ssl = tls_client_new(leaf, certcache_leaf_key(the_proxy.cc));
+	X509_free(leaf);
+	if (ssl == NULL) {
 		connect_fail(c, 502, "TLS setup failed");
 		return;
 	}
-	X509_free(leaf);
 	/* Nothing is queued on the plain side: write the 200 directly. */
 	n = send(c->cfd, ok, sizeof(ok) - 1, MSG_NOSIGNAL);
 	if (n != (ssize_t)sizeof(ok) - 1) {
@@ -2794,6 +2683,113 @@ proxy_set_addons(struct addon_src *s)
 
 /* ---- TLS contexts ---- */
 
+/* Upstream TLS read-ahead buffer (SSL_CTX_set_default_read_buffer_len). */
+#define UP_READ_AHEAD	(64 * 1024)
+
+static SSL_CTX *srv_ctx;	/* TLS towards clients */
+static SSL_CTX *cli_ctx;	/* TLS towards upstreams */
+
+/*
+ * Upstream TLS session cache: the newest session per "host:port", shared by
+ * the workers, so a new client connection resumes the upstream handshake
+ * (no certificate chain to verify, no server signature). With TLS 1.3 the
+ * ticket arrives after the handshake and is handed over by sess_new_cb. A
+ * session is only ever offered to the exact name it was verified for.
+ */
+#define SESS_SLOTS	256
+static struct {
+	pthread_mutex_t	 mtx;
+	struct {
+		char		 key[CANON_HOST_MAX + 10];
+		SSL_SESSION	*s;
+	} e[SESS_SLOTS];
+} sess = { .mtx = PTHREAD_MUTEX_INITIALIZER };
+static int sess_exidx = -1;
+
+static size_t
+sess_slot(const char *key)
+{
+	return util_hash_str(key) % SESS_SLOTS;
+}
+
+/* The key travels with the SSL (ex_data, freed with it). */
+static void
+sess_key_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long argl,
+    void *argp)
+{
+	(void)parent;
+	(void)ad;
+	(void)idx;
+	(void)argl;
+	(void)argp;
+	free(ptr);
+}
+
+static int
+sess_new_cb(SSL *ssl, SSL_SESSION *s)
+{
+	const char *key = SSL_get_ex_data(ssl, sess_exidx);
+	size_t i, n;
+
+	if (key == NULL || !SSL_SESSION_is_resumable(s))
+		return 0;
+	n = strlen(key);
+	if (n >= sizeof(sess.e[0].key))
+		return 0;
+	i = sess_slot(key);
+	pthread_mutex_lock(&sess.mtx);
+	if (sess.e[i].s != NULL)
+		SSL_SESSION_free(sess.e[i].s);
+	memcpy(sess.e[i].key, key, n + 1);
+	sess.e[i].s = s;
+	pthread_mutex_unlock(&sess.mtx);
+	return 1;	/* the cache keeps the reference */
+}
+
+/* Offers ssl the cached session for hostport, and tags ssl with the key. */
+static void
+sess_offer(SSL *ssl, const char *hostport)
+{
+	size_t i = sess_slot(hostport);
+	SSL_SESSION *s = NULL;
+	char *key = strdup(hostport);
+
+	if (key == NULL || SSL_set_ex_data(ssl, sess_exidx, key) != 1) {
+		free(key);
+		return;		/* no resumption: a full handshake */
+	}
+	pthread_mutex_lock(&sess.mtx);
+	if (sess.e[i].s != NULL && strcmp(sess.e[i].key, hostport) == 0 &&
+	    SSL_SESSION_is_resumable(sess.e[i].s)) {
+		s = sess.e[i].s;
+		SSL_SESSION_up_ref(s);
+	}
+	pthread_mutex_unlock(&sess.mtx);
+	if (s != NULL) {
+		SSL_set_session(ssl, s);
+		SSL_SESSION_free(s);
+	}
+}
+
+static int
+alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen,
+    const unsigned char *in, unsigned int inlen, void *arg)
+{
+	unsigned int i;
+
+	(void)ssl;
+	(void)arg;
+	for (i = 0; i < inlen; i += (unsigned)in[i] + 1) {
+		if (in[i] == 8 && i + 9 <= inlen && memcmp(in + i + 1, "http/1.1", 8) == 0) {
+			*out = in + i + 1;
+			*outlen = 8;
+			return SSL_TLSEXT_ERR_OK;
+		}
+	}
+	return SSL_TLSEXT_ERR_NOACK;
+}
+
+
 static int
 add_bundle(SSL_CTX *ctx, const char *path, char *err, size_t errlen)
 {
@@ -2808,18 +2804,18 @@ add_bundle(SSL_CTX *ctx, const char *path, char *err, size_t errlen)
 }
 
 int
-proxy_tls_init(char *err, size_t errlen)
+tls_init(const char *ca_bundle, char *err, size_t errlen)
 {
 	static const unsigned char alpn[] = "\x08http/1.1";
 
-	the_proxy.srv_ctx = SSL_CTX_new(TLS_server_method());
-	the_proxy.cli_ctx = SSL_CTX_new(TLS_client_method());
-	if (the_proxy.srv_ctx == NULL || the_proxy.cli_ctx == NULL) {
+	srv_ctx = SSL_CTX_new(TLS_server_method());
+	cli_ctx = SSL_CTX_new(TLS_client_method());
+	if (srv_ctx == NULL || cli_ctx == NULL) {
 		snprintf(err, errlen, "SSL_CTX_new failed");
 		return -1;
 	}
-	SSL_CTX_set_min_proto_version(the_proxy.srv_ctx, TLS1_2_VERSION);
-	SSL_CTX_set_min_proto_version(the_proxy.cli_ctx, TLS1_2_VERSION);
+	SSL_CTX_set_min_proto_version(srv_ctx, TLS1_2_VERSION);
+	SSL_CTX_set_min_proto_version(cli_ctx, TLS1_2_VERSION);
 	/*
 	 * SSL_MODE_RELEASE_BUFFERS costs a malloc/free of the record buffers
 	 * per record (perf: part of _int_malloc's 6-9%), but without it (the
@@ -2827,47 +2823,76 @@ proxy_tls_init(char *err, size_t errlen)
 	 * measured 26 KiB per intercepted connection instead of 18: the
 	 * longer-lived buffers fragment the heap. Kept on.
 	 */
-	SSL_CTX_set_mode(the_proxy.srv_ctx, SSL_MODE_RELEASE_BUFFERS);
-	SSL_CTX_set_mode(the_proxy.cli_ctx, SSL_MODE_RELEASE_BUFFERS);
+	SSL_CTX_set_mode(srv_ctx, SSL_MODE_RELEASE_BUFFERS);
+	SSL_CTX_set_mode(cli_ctx, SSL_MODE_RELEASE_BUFFERS);
 	/*
 	 * Upstream TLS reads ahead: one read() takes up to 64 KiB of records
 	 * instead of two per record (header, then body). Records left inside
 	 * OpenSSL are drained by up_kick, as bufferevent_openssl looks only at
 	 * SSL_pending().
 	 */
-	SSL_CTX_set_read_ahead(the_proxy.cli_ctx, 1);
-	SSL_CTX_set_default_read_buffer_len(the_proxy.cli_ctx, UP_READ_AHEAD);
-	SSL_CTX_set_options(the_proxy.srv_ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
-	SSL_CTX_set_options(the_proxy.cli_ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
+	SSL_CTX_set_read_ahead(cli_ctx, 1);
+	SSL_CTX_set_default_read_buffer_len(cli_ctx, UP_READ_AHEAD);
+	SSL_CTX_set_options(srv_ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
+	SSL_CTX_set_options(cli_ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
 	/*
 	 * No read_ahead: bufferevent_openssl does not look at SSL_pending(),
 	 * so records buffered inside OpenSSL would stall the connection.
 	 */
-	SSL_CTX_set_alpn_select_cb(the_proxy.srv_ctx, alpn_select, NULL);
+	SSL_CTX_set_alpn_select_cb(srv_ctx, alpn_select, NULL);
 	/*
 	 * No tickets to clients (they cost memory per connection); upstream
 	 * sessions are cached (sess_new_cb) and resumed.
 	 */
-	SSL_CTX_set_num_tickets(the_proxy.srv_ctx, 0);
-	SSL_CTX_set_session_id_context(the_proxy.srv_ctx, (const unsigned char *)"egress-proxy", 12);
-	if (SSL_CTX_set_default_verify_paths(the_proxy.cli_ctx) != 1) {
+	SSL_CTX_set_num_tickets(srv_ctx, 0);
+	SSL_CTX_set_session_id_context(srv_ctx, (const unsigned char *)"egress-proxy", 12);
+	if (SSL_CTX_set_default_verify_paths(cli_ctx) != 1) {
 		snprintf(err, errlen, "cannot load the system CA store");
 		return -1;
 	}
-	if (the_proxy.conf->upstream_ca_bundle != NULL &&
-	    add_bundle(the_proxy.cli_ctx, the_proxy.conf->upstream_ca_bundle, err, errlen) == -1)
+	if (ca_bundle != NULL && add_bundle(cli_ctx, ca_bundle, err, errlen) == -1)
 		return -1;
-	SSL_CTX_set_verify(the_proxy.cli_ctx, SSL_VERIFY_PEER, NULL);
-	SSL_CTX_set_alpn_protos(the_proxy.cli_ctx, alpn, sizeof(alpn) - 1);
-	SSL_CTX_set_session_cache_mode(the_proxy.cli_ctx,
+	SSL_CTX_set_verify(cli_ctx, SSL_VERIFY_PEER, NULL);
+	SSL_CTX_set_alpn_protos(cli_ctx, alpn, sizeof(alpn) - 1);
+	SSL_CTX_set_session_cache_mode(cli_ctx,
 	    SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
-	SSL_CTX_sess_set_new_cb(the_proxy.cli_ctx, sess_new_cb);
+	SSL_CTX_sess_set_new_cb(cli_ctx, sess_new_cb);
 	if (sess_exidx == -1 &&
 	    (sess_exidx = SSL_get_ex_new_index(0, NULL, NULL, NULL, sess_key_free)) == -1) {
 		snprintf(err, errlen, "SSL_get_ex_new_index failed");
 		return -1;
 	}
 	return 0;
+}
+
+SSL *
+tls_upstream_new(const struct target *t)
+{
+	SSL *ssl;
+
+	if ((ssl = SSL_new(cli_ctx)) == NULL)
+		return NULL;
+	if (t->kind == CANON_NAME) {
+		SSL_set_tlsext_host_name(ssl, t->host);
+		SSL_set1_host(ssl, t->host);
+	} else
+		X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), t->host);
+	SSL_set_verify(ssl, SSL_VERIFY_PEER, NULL);
+	sess_offer(ssl, t->hostport);
+	return ssl;
+}
+
+SSL *
+tls_client_new(X509 *leaf, EVP_PKEY *key)
+{
+	SSL *ssl = SSL_new(srv_ctx);
+
+	if (ssl == NULL || SSL_use_certificate(ssl, leaf) != 1 ||
+	    SSL_use_PrivateKey(ssl, key) != 1) {
+		SSL_free(ssl);
+		return NULL;
+	}
+	return ssl;
 }
 
 /* ---- metrics ---- */

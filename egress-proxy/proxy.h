@@ -33,8 +33,6 @@ struct pstats {
 struct proxy {
 	struct pconf		*conf;
 	struct certcache	*cc;
-	SSL_CTX			*srv_ctx;	/* TLS towards clients */
-	SSL_CTX			*cli_ctx;	/* TLS towards upstreams */
 	int			 audit_fd;	/* -1: no audit log */
 	struct pstats		 st;
 	_Atomic(struct addon_src *) src;	/* current addons (main thread swaps) */
@@ -43,8 +41,6 @@ struct proxy {
 
 extern struct proxy the_proxy;	/* the process's one proxy (proxy.c) */
 
-/* Builds the TLS contexts. 0 or -1 with err. */
-int	proxy_tls_init(char *err, size_t errlen);
 /* Starts n worker threads. 0 or -1. */
 int	proxy_workers_start(int n);
 void	proxy_workers_stop(void);
