@@ -46,6 +46,7 @@
 #include <openssl/x509v3.h>
 
 #include "addon.h"
+#include "audit.h"
 #include "buf.h"
 #include "canon.h"
 #include "certcache.h"
@@ -200,8 +201,7 @@ struct worker {
 	struct addon_vm		*vm;
 	struct ghapp		*gh;
 	struct buf		 scratch;
-	struct buf		 audit;		/* lines waiting for audit_ev */
-	struct event		*audit_ev;
+	struct auditq		*audit;		/* NULL: no audit log */
 	uint64_t		 next_id;
 };
 
@@ -378,6 +378,22 @@ conn_respond(struct conn *c, int status, const char *reason)
 
 /* ---- audit ---- */
 
+/*
+ * Lines waiting for the flush past this are dropped (with a warning) rather
+ * than held: a stalled audit file must not grow a worker without bound.
+ */
+#define AUDIT_QUEUE_MAX	((size_t)16 * 1024 * 1024)
+/* A line: the path is cut at AUDIT_PATH_MAX, every other field is bounded. */
+#define AUDIT_LINE_MAX	((size_t)64 * 1024)
+#define AUDIT_PATH_MAX	512
+
+struct auditq {
+	int		 fd;
+	struct event	*ev;		/* the flush, made active by the first line */
+	struct buf	 q;		/* lines waiting for ev */
+	struct buf	 line;		/* the line being formatted */
+};
+
 static void
 json_str(struct buf *b, const char *s, size_t n)
 {
@@ -401,8 +417,9 @@ json_str(struct buf *b, const char *s, size_t n)
 	(void)rc;
 }
 
+/* Starts a line: the timestamp, then sandbox and host. */
 static void
-audit_ts(struct buf *b)
+line_start(struct buf *b, const struct audit_rec *r)
 {
 	long long ms = util_unix_ms();
 	time_t sec = (time_t)(ms / 1000);
@@ -410,38 +427,36 @@ audit_ts(struct buf *b)
 	char t[40];
 	size_t n;
 
+	buf_reset(b);
 	gmtime_r(&sec, &tm);
 	n = strftime(t, sizeof(t), "%Y-%m-%dT%H:%M:%S", &tm);
 	snprintf(t + n, sizeof(t) - n, ".%03dZ", (int)(ms % 1000));
 	ign(buf_addf(b, "{\"ts\":\"%s\",\"sandbox\":", t));
+	json_str(b, r->sandbox, strlen(r->sandbox));
+	ign(buf_add(b, ",\"host\":", 8));
+	json_str(b, r->host, strlen(r->host));
 }
 
-/*
- * Queues a line; the worker writes what it queued once the current event
- * loop pass is done (one write for many requests under load).
- */
+/* Queues the line; the first one of a loop pass makes the flush active. */
 static void
-audit_queue(struct worker *w, struct buf *line)
+line_queue(struct auditq *aq)
 {
-	if (line->p == NULL)
+	if (aq->line.p == NULL)
 		return;
-	if (w->audit.len == 0)
-		event_active(w->audit_ev, EV_TIMEOUT, 0);
-	if (buf_add(&w->audit, line->p, line->len) == -1)
+	if (aq->q.len == 0)
+		event_active(aq->ev, EV_TIMEOUT, 0);
+	if (buf_add(&aq->q, aq->line.p, aq->line.len) == -1)
 		log_warnx("audit: buffer full, line dropped");
 }
 
-static void
-audit_flush(evutil_socket_t fd, short ev, void *arg)
+void
+auditq_flush(struct auditq *aq)
 {
-	struct worker *w = arg;
 	size_t off = 0;
 	ssize_t n;
 
-	(void)fd;
-	(void)ev;
-	while (off < w->audit.len) {
-		n = write(the_proxy.audit_fd, w->audit.p + off, w->audit.len - off);
+	while (off < aq->q.len) {
+		n = write(aq->fd, aq->q.p + off, aq->q.len - off);
 		if (n == -1 && errno == EINTR)
 			continue;
 		if (n <= 0) {
@@ -450,51 +465,99 @@ audit_flush(evutil_socket_t fd, short ev, void *arg)
 		}
 		off += (size_t)n;
 	}
-	buf_reset(&w->audit);
+	buf_reset(&aq->q);
 }
 
 static void
-audit_request(struct conn *c, int status)
+auditq_flush_cb(evutil_socket_t fd, short ev, void *arg)
 {
-	struct buf *b = &c->w->scratch;
-	struct hreq *r = c->req;
+	(void)fd;
+	(void)ev;
+	auditq_flush(arg);
+}
 
-	if (the_proxy.audit_fd == -1 || r == NULL)
-		return;
-	buf_reset(b);
-	audit_ts(b);
-	json_str(b, c->sb->id, strlen(c->sb->id));
-	ign(buf_add(b, ",\"host\":", 8));
-	json_str(b, c->tgt->hostport, strlen(c->tgt->hostport));
-	ign(buf_addf(b, ",\"type\":\"%s\",\"method\":\"%s\",\"path\":",
-	    c->mode == MODE_PLAIN ? "http" : "intercept", hreq_method(r)));
-	json_str(b, r->data.p + r->path_o, r->path_l > 512 ? 512 : r->path_l);
+struct auditq *
+auditq_new(struct event_base *base, int fd)
+{
+	struct auditq *aq = xcalloc(1, sizeof(*aq));
+
+	aq->fd = fd;
+	buf_init(&aq->q, AUDIT_QUEUE_MAX);
+	buf_init(&aq->line, AUDIT_LINE_MAX);
+	aq->ev = event_new(base, -1, 0, auditq_flush_cb, aq);
+	return aq;
+}
+
+void
+audit_request(struct auditq *aq, const struct audit_rec *r)
+{
+	struct buf *b = &aq->line;
+
+	line_start(b, r);
+	ign(buf_addf(b, ",\"type\":\"%s\",\"method\":\"%s\",\"path\":", r->type,
+	    r->method));
+	json_str(b, r->path, r->path_len > AUDIT_PATH_MAX ? AUDIT_PATH_MAX : r->path_len);
 	ign(buf_addf(b, ",\"status\":%d,\"bytes_up\":%llu,\"bytes_down\":%llu,"
-	    "\"injected\":%s,\"rule\":", status, c->req_up, c->req_down,
-	    r->injected ? "true" : "false"));
-	if (r->injected)
+	    "\"injected\":%s,\"rule\":", r->status, r->bytes_up, r->bytes_down,
+	    r->rule != NULL ? "true" : "false"));
+	if (r->rule != NULL)
 		json_str(b, r->rule, strlen(r->rule));
 	else
 		ign(buf_add(b, "null", 4));
 	ign(buf_add(b, "}\n", 2));
-	audit_queue(c->w, b);
+	line_queue(aq);
 }
 
-static void
-audit_tunnel(struct conn *c)
+void
+audit_tunnel(struct auditq *aq, const struct audit_rec *r)
 {
-	struct buf *b = &c->w->scratch;
+	struct buf *b = &aq->line;
 
-	if (the_proxy.audit_fd == -1 || c->sb == NULL)
-		return;
-	buf_reset(b);
-	audit_ts(b);
-	json_str(b, c->sb->id, strlen(c->sb->id));
-	ign(buf_add(b, ",\"host\":", 8));
-	json_str(b, c->tgt->hostport, strlen(c->tgt->hostport));
+	line_start(b, r);
 	ign(buf_addf(b, ",\"type\":\"tunnel\",\"bytes_up\":%llu,\"bytes_down\":%llu,"
-	    "\"injected\":false}\n", c->tot_up, c->tot_down));
-	audit_queue(c->w, b);
+	    "\"injected\":false}\n", r->bytes_up, r->bytes_down));
+	line_queue(aq);
+}
+
+/* ---- audit records of connections (the lines: audit.c) ---- */
+
+/* The audit line of c's current request, answered with status. */
+static void
+req_audit(struct conn *c, int status)
+{
+	struct hreq *r = c->req;
+	struct audit_rec a;
+
+	if (c->w->audit == NULL || r == NULL)
+		return;
+	memset(&a, 0, sizeof(a));
+	a.sandbox = c->sb->id;
+	a.host = c->tgt->hostport;
+	a.type = c->mode == MODE_PLAIN ? "http" : "intercept";
+	a.method = hreq_method(r);
+	a.path = r->data.p + r->path_o;
+	a.path_len = r->path_l;
+	a.status = status;
+	a.bytes_up = c->req_up;
+	a.bytes_down = c->req_down;
+	a.rule = r->injected ? r->rule : NULL;
+	audit_request(c->w->audit, &a);
+}
+
+/* The audit line of c, a blind tunnel closing. */
+static void
+tunnel_audit(struct conn *c)
+{
+	struct audit_rec a;
+
+	if (c->w->audit == NULL || c->sb == NULL)
+		return;
+	memset(&a, 0, sizeof(a));
+	a.sandbox = c->sb->id;
+	a.host = c->tgt->hostport;
+	a.bytes_up = c->tot_up;
+	a.bytes_down = c->tot_down;
+	audit_tunnel(c->w->audit, &a);
 }
 
 /*
@@ -651,7 +714,7 @@ conn_kill(struct conn *c)
 		pool_park(c);
 	c->dead = 1;
 	if (c->mode == MODE_TUNNEL && c->counted_tun)
-		audit_tunnel(c);
+		tunnel_audit(c);
 	if (c->cl != NULL) {
 		bufferevent_disable(c->cl, EV_READ | EV_WRITE);
 		bufferevent_setcb(c->cl, NULL, NULL, NULL, NULL);
@@ -1047,12 +1110,12 @@ hook_done(void *arg, const struct hook_result *res)
 	if (c->st == CS_HOOK) {
 		if (res->action == ACT_ERROR) {
 			atomic_fetch_add(&the_proxy.st.ref_addon, 1);
-			audit_request(c, 502);
+			req_audit(c, 502);
 			conn_respond(c, 502, "addon error (see proxy log); request not forwarded");
 			return;
 		}
 		if (res->action == ACT_DENY) {
-			audit_request(c, res->status);
+			req_audit(c, res->status);
 			conn_respond(c, res->status >= 400 && res->status <= 599 ?
 			    res->status : 403, res->reason[0] ? res->reason :
 			    "denied by policy");
@@ -2014,7 +2077,7 @@ resp_finish(struct conn *c)
 		if (!c->req->injected)
 			atomic_fetch_add(&the_proxy.st.req_plain, 1);
 	}
-	audit_request(c, c->resp_status);
+	req_audit(c, c->resp_status);
 	if (c->vm != NULL && c->addon >= 0 && c->mode == MODE_INTERCEPT &&
 	    addon_has_response(c->vm, c->addon))
 		addon_on_response(c->vm, c->addon, c->ctx_ref, c->req, c->resp_status);
@@ -2088,7 +2151,7 @@ intercept_request(struct conn *c)
 		atomic_fetch_add(st == 421 ? &the_proxy.st.ref_misdirected : &the_proxy.st.ref_badrequest, 1);
 		log_info("conn=%llx sandbox=%s target=%s refused status=%d reason=\"%s\"",
 		    (unsigned long long)c->id, c->sb->id, c->tgt->hostport, st, err);
-		audit_request(c, st);
+		req_audit(c, st);
 		conn_respond(c, st, err);
 		return;
 	}
@@ -2191,7 +2254,7 @@ up_read(struct bufferevent *bev, void *arg)
 			log_info("conn=%llx target=%s bad upstream response: %s",
 			    (unsigned long long)c->id, c->tgt->hostport, llhttp_errno_name(e));
 			if (c->resp_status == 0 && !c->resp_wrote && evbuffer_get_length(out) == 0) {
-				audit_request(c, 502);
+				req_audit(c, 502);
 				conn_respond(c, 502, "bad response from upstream");
 			} else
 				conn_kill(c);
@@ -2400,7 +2463,7 @@ up_event(struct bufferevent *bev, short what, void *arg)
 		}
 		if (c->resp_status == 0 && !c->resp_wrote &&
 		    evbuffer_get_length(bufferevent_get_output(c->cl)) == 0) {
-			audit_request(c, 502);
+			req_audit(c, 502);
 			conn_respond(c, 502, "upstream closed without a response");
 		} else
 			conn_kill(c);
@@ -2564,7 +2627,6 @@ proxy_workers_start(int n)
 		TAILQ_INIT(&w->pool);
 		TAILQ_INIT(&w->idleup);
 		buf_init(&w->scratch, (size_t)4 * 1024 * 1024);
-		buf_init(&w->audit, (size_t)16 * 1024 * 1024);
 		{
 			/* The changelist coalesces the many enable/disable pairs
 			 * of a request cycle into fewer epoll_ctl calls. */
@@ -2585,7 +2647,8 @@ proxy_workers_start(int n)
 			return -1;
 		w->inbox_ev = event_new(w->base, -1, EV_READ | EV_PERSIST, inbox_cb, w);
 		w->reap_ev = event_new(w->base, -1, 0, reap_cb, w);
-		w->audit_ev = event_new(w->base, -1, 0, audit_flush, w);
+		if (the_proxy.audit_fd != -1)
+			w->audit = auditq_new(w->base, the_proxy.audit_fd);
 		w->tick_ev = event_new(w->base, -1, EV_PERSIST, tick_cb, w);
 		event_add(w->tick_ev, &one);
 		w->gh = ghapp_new(w->base, the_proxy.conf);
@@ -2608,8 +2671,8 @@ proxy_workers_stop(void)
 	}
 	for (i = 0; i < nworkers; i++) {
 		pthread_join(workers[i].th, NULL);
-		if (the_proxy.audit_fd != -1)
-			audit_flush(-1, 0, &workers[i]);
+		if (workers[i].audit != NULL)
+			auditq_flush(workers[i].audit);
 	}
 }
 
