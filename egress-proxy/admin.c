@@ -26,6 +26,7 @@
 #include "buf.h"
 #include "ids.h"
 #include "log.h"
+#include "metrics.h"
 #include "padmin.h"
 #include "proxy.h"
 #include "sandbox.h"
@@ -312,7 +313,7 @@ op_metrics(struct buf *r)
 	char *s;
 
 	buf_init(&m, (size_t)PADMIN_MAX_MSG);
-	proxy_metrics(&m);
+	metrics_text(&m);
 	cJSON_AddBoolToObject(o, "ok", 1);
 	cJSON_AddStringToObject(o, "text", m.p != NULL ? m.p : "");
 	s = cJSON_PrintUnformatted(o);

@@ -28,6 +28,7 @@
 #include "certcache.h"
 #include "config.h"
 #include "log.h"
+#include "metrics.h"
 #include "netcheck.h"
 #include "padmin.h"
 #include "proxy.h"
@@ -188,7 +189,7 @@ metrics_cb(struct evhttp_request *req, void *arg)
 		return;
 	}
 	buf_init(&b, (size_t)1024 * 1024);
-	proxy_metrics(&b);
+	metrics_text(&b);
 	evbuffer_add(out, b.p != NULL ? b.p : "", b.len);
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
 	    "text/plain; version=0.0.4");

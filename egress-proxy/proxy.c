@@ -53,6 +53,7 @@
 #include "ghapp.h"
 #include "httpreq.h"
 #include "log.h"
+#include "metrics.h"
 #include "util.h"
 #include "netcheck.h"
 #include "proxy.h"
@@ -2611,7 +2612,7 @@ sb_metrics(struct sandbox *sb, void *arg)
 }
 
 void
-proxy_metrics(struct buf *b)
+metrics_text(struct buf *b)
 {
 	struct pstats *s = &the_proxy.st;
 	int rc = 0;

@@ -14,7 +14,6 @@
 struct certcache;
 struct sandbox;
 struct addon_src;
-struct buf;
 
 struct pstats {
 	atomic_long	 conns, conns_total;
@@ -52,8 +51,6 @@ void	proxy_kill_sandbox(struct sandbox *sb);
 struct addon_src *proxy_addons(void);
 /* Swaps in a new addon source (ownership passes). */
 void	proxy_set_addons(struct addon_src *);
-/* Prometheus text into b. */
-void	proxy_metrics(struct buf *b);
 /* Open connections on all workers. */
 long	proxy_open_conns(void);
 
