@@ -174,7 +174,7 @@ sig_cb(evutil_socket_t sig, short ev, void *arg)
 	(void)arg;
 	if (sig == SIGHUP) {
 		log_info("SIGHUP: reloading addons");
-		(void)reload_addons(err, sizeof(err));
+		ign(reload_addons(err, sizeof(err)));
 		return;
 	}
 	log_info("signal %d: stopping", (int)sig);
