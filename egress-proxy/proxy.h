@@ -5,9 +5,9 @@
 #ifndef PROXY_PROXY_H
 #define PROXY_PROXY_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
-#include <openssl/ssl.h>
 
 #include "config.h"
 
