@@ -33,12 +33,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/queue.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
-#include <time.h>
-#include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -49,7 +46,6 @@
 #include <event2/thread.h>
 #include <event2/util.h>
 #include <openssl/err.h>
-#include <openssl/x509v3.h>
 
 #include "addon.h"
 #include "audit.h"
@@ -59,12 +55,12 @@
 #include "ghapp.h"
 #include "httpreq.h"
 #include "log.h"
-#include "util.h"
 #include "netcheck.h"
 #include "proxy.h"
 #include "sandbox.h"
 #include "tgtab.h"
 #include "tls.h"
+#include "util.h"
 #include "xmalloc.h"
 
 /* ---- objects: connection, worker message, parked upstream, worker ---- */
