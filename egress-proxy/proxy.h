@@ -1,6 +1,9 @@
 /*
  * proxy.h: the proxy's process-wide state, its worker threads and the
- * connection engine (proxy.c).
+ * connection engine (proxy.c). main.c fills the_proxy (conf, cc, audit_fd,
+ * the first addon source) before proxy_workers_start; afterwards only the
+ * counters (atomics, any thread) and the addon source (proxy_set_addons)
+ * change. The counters are shown by metrics.c.
  */
 #ifndef PROXY_PROXY_H
 #define PROXY_PROXY_H
