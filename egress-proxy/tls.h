@@ -3,9 +3,9 @@
  * minted for the canonical target, ALPN http/1.1 only, no tickets) and
  * towards upstreams (verified against the system store plus
  * upstream.ca_bundle, read-ahead, sessions cached per canonical
- * "host:port"). Contexts are built once on the main thread before the
- * workers start; the SSL objects made from them are thread-safe to make
- * from any worker. See docs/proxy.md "What the proxy does with a CONNECT".
+ * "host:port"). The contexts are built once, on the main thread before the
+ * workers start; afterwards any worker makes SSL objects from them. See
+ * docs/proxy.md "What the proxy does with a CONNECT".
  */
 #ifndef PROXY_TLS_H
 #define PROXY_TLS_H
