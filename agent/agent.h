@@ -47,9 +47,11 @@ void	conn_reply_jw(struct conn *, struct jw *w, struct buf *body);
 void	conn_reply_error(struct conn *, int status, const char *code,
 	    const char *fmt, ...) PRINTF(4, 5);
 
-/* Records activity now (end of a command or job). */
+/* Records activity now (end of a command or job, a file write). */
 void	agent_touch(void);
-/* Fills buf with 2*n random hex digits. */
+/* The last agent_touch (unix ms): what GET /v1/health reports. */
+long long agent_last_activity(void);
+/* Fills out with 2*n random hex digits and a NUL (n at most 64). */
 void	agent_random_hex(char *out, size_t n);
 
 #endif

@@ -23,7 +23,6 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
-#include <sys/random.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -46,18 +45,6 @@
 #define READ_CHUNK		((size_t)64 * 1024)
 #define SWEEP_MS		1000
 #define LINGER_MS		2000
-
-struct agent_conf agent_conf = {
-	.shell = "/bin/bash",
-	.workdir = "/workspace",
-	.statedir = "/run/agent",
-	.max_output = ((size_t)1024 * 1024),
-	.request_timeout_ms = 30000,
-	.idle_timeout_ms = 3600LL * 1000,
-	.job_output_cap = AGENT_JOB_OUTPUT_CAP,
-	.job_keep = AGENT_JOB_KEEP,
-	.job_keep_ms = AGENT_JOB_KEEP_MS,
-};
 
 enum conn_state {
 	CS_READ,	/* reading a request */
@@ -89,44 +76,12 @@ static int sig_fd = -1;
 static char token[512];
 static size_t token_len;
 static int use_token;
-static long long last_activity;
 static char unix_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 
 static void conn_io(int, uint32_t, void *);
 static void conn_free(struct conn *);
 static void conn_destroy(struct conn *);
 static void conn_process(struct conn *);
-
-void
-agent_touch(void)
-{
-	last_activity = ev_wall_ms();
-}
-
-void
-agent_random_hex(char *out, size_t n)
-{
-	static const char hex[] = "0123456789abcdef";
-	unsigned char r[64];
-	size_t i, got = 0;
-	ssize_t k;
-
-	if (n > sizeof(r))
-		n = sizeof(r);
-	while (got < n) {
-		k = getrandom(r + got, n - got, 0);
-		if (k == -1 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			fatal("getrandom");
-		got += (size_t)k;
-	}
-	for (i = 0; i < n; i++) {
-		out[2 * i] = hex[r[i] >> 4];
-		out[2 * i + 1] = hex[r[i] & 15];
-	}
-	out[2 * n] = '\0';
-}
 
 /* Responses. */
 
@@ -259,7 +214,7 @@ h_health(struct conn *c)
 	jw_key(&w, "pid"); jw_int(&w, getpid());
 	jw_key(&w, "busy"); jw_bool(&w, shell_busy());
 	jw_key(&w, "running_jobs"); jw_int(&w, job_running_count());
-	jw_key(&w, "last_activity_ms"); jw_int(&w, last_activity);
+	jw_key(&w, "last_activity_ms"); jw_int(&w, agent_last_activity());
 	jw_key(&w, "shell_pid"); jw_int(&w, shell_pid());
 	jw_key(&w, "shell"); jw_cstr(&w, shell_path());
 	jw_obj_end(&w);
