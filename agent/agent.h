@@ -1,6 +1,7 @@
 /*
- * agent.h: what the agent's modules share: the configuration, the
- * connection reply functions (main.c) and activity tracking.
+ * agent.h: what the agent's modules share (agent.c): the configuration,
+ * the limits several modules enforce, activity tracking and random hex.
+ * The reply API is conn.h's.
  */
 #ifndef AGENT_AGENT_H
 #define AGENT_AGENT_H
@@ -33,19 +34,6 @@ struct agent_conf {
 	long long	 job_keep_ms;		/* --job-keep-ms: and for how long */
 };
 extern struct agent_conf agent_conf;
-
-struct conn;
-
-/* Replies on a connection (which may have gone: then it is just freed). */
-void	conn_reply(struct conn *, int status, const char *ctype,
-	    const char *body, size_t len);
-void	conn_reply_json(struct conn *, int status, const struct buf *body);
-struct jw;
-/* Finishes w (writing into body), replies 200 with it (500 when it did not
- * fit) and frees body. */
-void	conn_reply_jw(struct conn *, struct jw *w, struct buf *body);
-void	conn_reply_error(struct conn *, int status, const char *code,
-	    const char *fmt, ...) PRINTF(4, 5);
 
 /* Records activity now (end of a command or job, a file write). */
 void	agent_touch(void);

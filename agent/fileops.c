@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "conn.h"
 #include "edit.h"
 #include "fileops.h"
 #include "http.h"

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "conn.h"
 #include "ev.h"
 #include "http.h"
 #include "job.h"

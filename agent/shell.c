@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "conn.h"
 #include "ev.h"
-#include "job.h"
 #include "json.h"
 #include "log.h"
 #include "proc.h"
