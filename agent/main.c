@@ -47,14 +47,26 @@ static size_t token_len;
 static int use_token;
 static char unix_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 
-/* Handlers. */
+/* Routes: the request a handler gets, then the handlers, then the table. */
+
+/* What a handler gets: the request and what routing took from it. */
+struct route_req {
+	const struct http_req	*r;
+	const struct json	*js;	/* a POST's body (a JSON object), else NULL */
+	const char		*body;	/* the raw body, for a ROUTE_RAW_BODY row */
+	size_t			 blen;
+	const char		*id;	/* what "{id}" matched, else NULL */
+	const char		*rest;	/* what a final '*' matched, else NULL */
+};
+
 
 static void
-h_health(struct conn *c)
+h_health(struct conn *c, const struct route_req *q)
 {
 	struct buf b;
 	struct jw w;
 
+	(void)q;
 	buf_init(&b, 4096);
 	jw_init(&w, &b);
 	jw_obj(&w);
@@ -77,8 +89,9 @@ shell_done(void *arg, const struct buf *body)
 }
 
 static void
-h_shell(struct conn *c, const struct json *body)
+h_shell(struct conn *c, const struct route_req *q)
 {
+	const struct json *body = q->js;
 	const char *cmd;
 	size_t len;
 	long long tmo = 120000, maxo = (long long)agent_conf.max_output;
@@ -117,8 +130,9 @@ h_shell(struct conn *c, const struct json *body)
 }
 
 static void
-h_shell_interrupt(struct conn *c)
+h_shell_interrupt(struct conn *c, const struct route_req *q)
 {
+	(void)q;
 	if (shell_interrupt())
 		conn_reply(c, 200, "application/json", "{\"interrupted\":true}", 20);
 	else
@@ -126,9 +140,9 @@ h_shell_interrupt(struct conn *c)
 }
 
 static void
-h_env(struct conn *c, const struct json *body)
+h_env(struct conn *c, const struct route_req *q)
 {
-	const struct json *set = json_get(body, "set"), *unset = json_get(body, "unset");
+	const struct json *set = json_get(q->js, "set"), *unset = json_get(q->js, "unset");
 	const struct json *e;
 	size_t need = 0;
 
@@ -194,18 +208,192 @@ token_ok(const struct http_req *r)
 	return d == 0;
 }
 
-/* Routes a complete request (conn_dispatch_cb, see conn.h). */
+/* The jobs' and files' handlers, as routes call them. */
+
+static void
+h_job_start(struct conn *c, const struct route_req *q)
+{
+	job_http_start(c, q->js);
+}
+
+static void
+h_job_list(struct conn *c, const struct route_req *q)
+{
+	(void)q;
+	job_http_list(c);
+}
+
+static void
+h_job_get(struct conn *c, const struct route_req *q)
+{
+	job_http_get(c, q->id, q->r->query);
+}
+
+static void
+h_job_wait(struct conn *c, const struct route_req *q)
+{
+	job_http_wait(c, q->id, q->js);
+}
+
+static void
+h_job_stop(struct conn *c, const struct route_req *q)
+{
+	job_http_stop(c, q->id);
+}
+
+static void
+h_raw_get(struct conn *c, const struct route_req *q)
+{
+	fileops_http_raw_get(c, q->r->query);
+}
+
+static void
+h_raw_put(struct conn *c, const struct route_req *q)
+{
+	fileops_http_raw_put(c, q->r->query, q->body, q->blen);
+}
+
+static void
+h_file_op(struct conn *c, const struct route_req *q)
+{
+	fileops_http(c, q->rest, q->js);
+}
+
+#define ROUTE_RAW_BODY	0x1	/* the path's bodies are bytes, not JSON */
+/* Job ids are "j-" and 12 hex digits: an "{id}" segment this long or
+ * longer cannot be one, and is 404 whatever follows it. */
+#define ROUTE_MAX_ID	64
+
+/*
+ * One row a route; the first row whose method and path match runs. A path
+ * is exact, or has one "{id}" segment (a job id: any bytes but '/',
+ * possibly none, shorter than ROUTE_MAX_ID), or ends in '*' (any rest,
+ * possibly none). A ROUTE_RAW_BODY row's path is exact.
+ */
+struct route {
+	const char	*method;
+	const char	*path;
+	int		 flags;
+	void		(*fn)(struct conn *, const struct route_req *);
+};
+
+static const struct route routes[] = {
+	{ "GET",  "/v1/health",		 0,		 h_health },
+	{ "POST", "/v1/shell",		 0,		 h_shell },
+	{ "POST", "/v1/shell/interrupt", 0,		 h_shell_interrupt },
+	{ "POST", "/v1/env",		 0,		 h_env },
+	{ "POST", "/v1/jobs",		 0,		 h_job_start },
+	{ "GET",  "/v1/jobs",		 0,		 h_job_list },
+	{ "GET",  "/v1/jobs/{id}",	 0,		 h_job_get },
+	{ "POST", "/v1/jobs/{id}/wait",	 0,		 h_job_wait },
+	{ "POST", "/v1/jobs/{id}/stop",	 0,		 h_job_stop },
+	{ "GET",  "/v1/files/raw",	 0,		 h_raw_get },
+	{ "PUT",  "/v1/files/raw",	 ROUTE_RAW_BODY, h_raw_put },
+	{ "POST", "/v1/files/*",	 0,		 h_file_op },
+};
+
+/*
+ * Matches path against a row's pattern: 1 (id filled in for an "{id}"
+ * pattern, *rest set for a '*' one), 0, or -1 when path has the part
+ * before "{id}" but its segment there is ROUTE_MAX_ID bytes or more.
+ */
+static int
+route_match(const char *pat, const char *path, char id[ROUTE_MAX_ID],
+    const char **rest)
+{
+	const char *seg = strstr(pat, "{id}");
+	size_t n = strlen(pat), k;
+
+	if (n > 0 && pat[n - 1] == '*') {
+		if (strncmp(path, pat, n - 1) != 0)
+			return 0;
+		*rest = path + n - 1;
+		return 1;
+	}
+	if (seg == NULL)
+		return strcmp(path, pat) == 0;
+	n = (size_t)(seg - pat);
+	if (strncmp(path, pat, n) != 0)
+		return 0;
+	path += n;
+	if ((k = strcspn(path, "/")) >= ROUTE_MAX_ID)
+		return -1;
+	memcpy(id, path, k);
+	id[k] = '\0';
+	return strcmp(path + k, seg + 4) == 0;
+}
+
+/* 1 if some row answers method m. */
+static int
+route_method_known(const char *m)
+{
+	size_t i;
+
+	for (i = 0; i < NELEM(routes); i++)
+		if (strcmp(routes[i].method, m) == 0)
+			return 1;
+	return 0;
+}
+
+/* 1 if a ROUTE_RAW_BODY row serves path (with any method). */
+static int
+route_raw_body(const char *path)
+{
+	size_t i;
+
+	for (i = 0; i < NELEM(routes); i++)
+		if ((routes[i].flags & ROUTE_RAW_BODY) &&
+		    strcmp(routes[i].path, path) == 0)
+			return 1;
+	return 0;
+}
+
+/*
+ * The body of a POST as a JSON object into *js (an empty body is {}), on
+ * any path but a raw-body one, before routing: a POST to an unknown path
+ * with a bad body is 400 too. *js is NULL for other requests. 0, or -1
+ * after replying 400. The caller frees *js.
+ */
+static int
+route_body(struct conn *c, const struct http_req *r, const char *body,
+    size_t blen, struct json **js)
+{
+	char err[256];
+
+	*js = NULL;
+	if (strcmp(r->method, "POST") != 0 || route_raw_body(r->path))
+		return 0;
+	if (blen == 0)
+		*js = json_parse("{}", 2, err, sizeof(err));
+	else
+		*js = json_parse(body, blen, err, sizeof(err));
+	if (*js == NULL) {
+		conn_reply_error(c, 400, "bad_request", "invalid JSON body: %s", err);
+		return -1;
+	}
+	if ((*js)->type != JSON_OBJ) {
+		json_free(*js);
+		*js = NULL;
+		conn_reply_error(c, 400, "bad_request", "the body must be a JSON object");
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Routes a complete request (a conn_dispatch_cb): the bearer token (401),
+ * the body (route_body), the first matching row; else 405 for a /v1/ path
+ * with a method no row has, and 404 for the rest.
+ */
 static void
 conn_dispatch(struct conn *c, const struct http_req *r, const char *body,
     size_t blen)
 {
-	const char *p = r->path, *id_end;
-	struct json *js = NULL;
-	char err[256], id[64];
-	int is_get = strcmp(r->method, "GET") == 0;
-	int is_post = strcmp(r->method, "POST") == 0;
-	int is_put = strcmp(r->method, "PUT") == 0;
-	int wants_json;
+	struct route_req q;
+	struct json *js;
+	char id[ROUTE_MAX_ID];
+	size_t i;
+	int m;
 
 	if (use_token && !token_ok(r)) {
 		conn_reply_error(c, 401, "unauthorized",
@@ -213,58 +401,28 @@ conn_dispatch(struct conn *c, const struct http_req *r, const char *body,
 		return;
 	}
 	log_debug("request %s %s len=%zu", r->method, r->path, blen);
-	wants_json = is_post && strcmp(p, "/v1/files/raw") != 0;
-	if (wants_json) {
-		if (blen == 0)
-			js = json_parse("{}", 2, err, sizeof(err));
-		else
-			js = json_parse(body, blen, err, sizeof(err));
-		if (js == NULL) {
-			conn_reply_error(c, 400, "bad_request", "invalid JSON body: %s", err);
-			return;
-		}
-		if (js->type != JSON_OBJ) {
-			json_free(js);
-			conn_reply_error(c, 400, "bad_request", "the body must be a JSON object");
-			return;
-		}
-	}
-	if (strcmp(p, "/v1/health") == 0 && is_get)
-		h_health(c);
-	else if (strcmp(p, "/v1/shell") == 0 && is_post)
-		h_shell(c, js);
-	else if (strcmp(p, "/v1/shell/interrupt") == 0 && is_post)
-		h_shell_interrupt(c);
-	else if (strcmp(p, "/v1/env") == 0 && is_post)
-		h_env(c, js);
-	else if (strcmp(p, "/v1/jobs") == 0 && is_post)
-		job_http_start(c, js);
-	else if (strcmp(p, "/v1/jobs") == 0 && is_get)
-		job_http_list(c);
-	else if (strncmp(p, "/v1/jobs/", 9) == 0 && (is_get || is_post)) {
-		p += 9;
-		id_end = strchr(p, '/');
-		if ((size_t)((id_end ? id_end : p + strlen(p)) - p) >= sizeof(id)) {
+	if (route_body(c, r, body, blen, &js) == -1)
+		return;
+	memset(&q, 0, sizeof(q));
+	q.r = r;
+	q.js = js;
+	q.body = body;
+	q.blen = blen;
+	for (i = 0; i < NELEM(routes); i++) {
+		if (strcmp(routes[i].method, r->method) != 0)
+			continue;
+		if ((m = route_match(routes[i].path, r->path, id, &q.rest)) == -1) {
 			conn_reply_error(c, 404, "not_found", "no such job");
 			goto out;
 		}
-		snprintf(id, sizeof(id), "%.*s", (int)((id_end ? id_end : p + strlen(p)) - p), p);
-		if (id_end == NULL && is_get)
-			job_http_get(c, id, r->query);
-		else if (id_end != NULL && strcmp(id_end, "/wait") == 0 && is_post)
-			job_http_wait(c, id, js);
-		else if (id_end != NULL && strcmp(id_end, "/stop") == 0 && is_post)
-			job_http_stop(c, id);
-		else
-			conn_reply_error(c, 404, "not_found", "no route %s %s",
-			    r->method, r->path);
-	} else if (strcmp(p, "/v1/files/raw") == 0 && is_get)
-		fileops_http_raw_get(c, r->query);
-	else if (strcmp(p, "/v1/files/raw") == 0 && is_put)
-		fileops_http_raw_put(c, r->query, body, blen);
-	else if (strncmp(p, "/v1/files/", 10) == 0 && is_post)
-		fileops_http(c, p + 10, js);
-	else if (strncmp(p, "/v1/", 4) == 0 && !is_get && !is_post && !is_put)
+		if (m == 1) {
+			if (strstr(routes[i].path, "{id}") != NULL)
+				q.id = id;
+			routes[i].fn(c, &q);
+			goto out;
+		}
+	}
+	if (strncmp(r->path, "/v1/", 4) == 0 && !route_method_known(r->method))
 		conn_reply_error(c, 405, "bad_request", "method %s not allowed",
 		    r->method);
 	else
