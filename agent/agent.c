@@ -8,8 +8,8 @@
 #include <sys/random.h>
 
 #include "agent.h"
-#include "ev.h"
 #include "log.h"
+#include "util.h"
 
 struct agent_conf agent_conf = {
 	.shell = "/bin/bash",
@@ -28,7 +28,7 @@ static long long last_activity;	/* unix ms, see agent_touch */
 void
 agent_touch(void)
 {
-	last_activity = ev_wall_ms();
+	last_activity = util_unix_ms();
 }
 
 void

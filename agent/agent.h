@@ -11,9 +11,6 @@
 #include "attrib.h"
 #include "buf.h"
 
-/* Ignores a warn_unused_result value on purpose (best effort). */
-#define NOCHECK(e) do { if (e) { } } while (0)
-
 #define AGENT_VERSION		"0.1.0"
 #define AGENT_MAX_OUTPUT_CAP	((size_t)4 * 1024 * 1024)	/* per-call max_output ceiling */
 #define AGENT_MAX_RESP		((size_t)64 * 1024 * 1024)	/* a response body */

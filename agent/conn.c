@@ -35,6 +35,7 @@
 #include "http.h"
 #include "json.h"
 #include "log.h"
+#include "util.h"
 #include "xmalloc.h"
 
 /* Open connections; beyond it a new one is accepted and closed at once,
@@ -67,7 +68,7 @@ struct conn {
 	struct buf	 in;
 	struct buf	 out;
 	size_t		 out_off;
-	uint64_t	 since;		/* start of the current request/idle period */
+	long long	 since;		/* this request/idle period began, util_mono_ms */
 	struct conn	*prev, *next;
 };
 
@@ -116,14 +117,14 @@ conn_flush(struct conn *c)
 		/* Stop sending, drain what the peer still sends, then close. */
 		shutdown(c->fd, SHUT_WR);
 		c->state = CS_LINGER;
-		c->since = ev_mono_ms();
+		c->since = util_mono_ms();
 		conn_want(c, EPOLLIN);
 		return;
 	}
 	c->state = CS_READ;
 	c->have_head = 0;
 	c->sent_continue = 0;
-	c->since = ev_mono_ms();
+	c->since = util_mono_ms();
 	conn_want(c, EPOLLIN);
 	/* A pipelined request may already be buffered. */
 	if (c->in.len > 0)
@@ -145,7 +146,7 @@ conn_reply(struct conn *c, int status, const char *ctype, const char *body,
 	    status == 501 || status == 408)
 		c->close_after = 1;
 	buf_init(&c->out, AGENT_MAX_RESP + 1024);
-	c->since = ev_mono_ms();
+	c->since = util_mono_ms();
 	if (buf_addf(&c->out, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\n"
 	    "Content-Length: %zu\r\n%s\r\n", status, http_status_text(status),
 	    ctype, len, c->close_after ? "Connection: close\r\n" : "") == -1 ||
@@ -334,7 +335,7 @@ conn_read(struct conn *c)
 		if (c->state == CS_LINGER)
 			continue;
 		if (c->in.len == 0 && c->state == CS_READ)
-			c->since = ev_mono_ms();
+			c->since = util_mono_ms();
 		if (buf_add(&c->in, tmp, (size_t)n) == -1) {
 			/* Over head+body max: framing was checked, so this is junk. */
 			c->req.keepalive = 0;
@@ -394,7 +395,7 @@ accept_cb(int fd, uint32_t events, void *arg)
 		c = xcalloc(1, sizeof(*c));
 		c->fd = cfd;
 		c->state = CS_READ;
-		c->since = ev_mono_ms();
+		c->since = util_mono_ms();
 		buf_init(&c->in, HTTP_MAX_HEAD + HTTP_MAX_BODY);
 		buf_init(&c->out, AGENT_MAX_RESP + 1024);
 		if (ev_add(cfd, EPOLLIN | EPOLLRDHUP, conn_io, c) == -1) {
@@ -415,19 +416,19 @@ static void
 sweep_cb(void *arg)
 {
 	struct conn *c, *nx;
-	uint64_t now = ev_mono_ms();
+	long long now = util_mono_ms();
 
 	(void)arg;
 	for (c = conns; c != NULL; c = nx) {
 		nx = c->next;
 		if ((c->state == CS_LINGER && now - c->since > LINGER_MS) ||
 		    (c->state == CS_READ && c->in.len == 0 &&
-		    now - c->since > (uint64_t)agent_conf.idle_timeout_ms) ||
+		    now - c->since > agent_conf.idle_timeout_ms) ||
 		    (c->state == CS_WRITE && now - c->since >
-		    (uint64_t)agent_conf.idle_timeout_ms))
+		    agent_conf.idle_timeout_ms))
 			conn_free(c);
 		else if (c->state == CS_READ && c->in.len > 0 &&
-		    now - c->since > (uint64_t)agent_conf.request_timeout_ms) {
+		    now - c->since > agent_conf.request_timeout_ms) {
 			c->req.keepalive = 0;
 			c->state = CS_BUSY;
 			log_info("conn fd=%d request not complete after %lld ms; closing",

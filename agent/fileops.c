@@ -169,7 +169,7 @@ fileops_write_atomic(const char *path, const char *data, size_t len, int mode,
 		goto out;
 	}
 	if (have && (st.st_uid != geteuid() || st.st_gid != getegid()))
-		NOCHECK(fchown(fd, st.st_uid, st.st_gid));
+		ign(fchown(fd, st.st_uid, st.st_gid));
 	if (fsync(fd) == -1) {
 		snprintf(err, errlen, "fsync %s: %s", path, strerror(errno));
 		goto out;
@@ -254,7 +254,7 @@ load(struct conn *c, const char *path, struct buf *b)
 		return -1;
 	}
 	if (b->p == NULL)
-		NOCHECK(buf_add(b, "", 0));
+		ign(buf_add(b, "", 0));
 	return 0;
 }
 
@@ -335,14 +335,14 @@ view_dir(struct conn *c, const char *path)
 	if (n > 0)
 		qsort(v, n, sizeof(*v), entcmp);
 	buf_init(&out, AGENT_MAX_OUTPUT_CAP);
-	NOCHECK(buf_addf(&out, "Files and directories up to 2 levels deep in %s, "
+	ign(buf_addf(&out, "Files and directories up to 2 levels deep in %s, "
 	    "excluding hidden items:\n%s/\n", path, path));
 	for (i = 0; i < n; i++) {
-		NOCHECK(buf_addf(&out, "%s%s\n", v[i].path, v[i].dir ? "/" : ""));
+		ign(buf_addf(&out, "%s%s\n", v[i].path, v[i].dir ? "/" : ""));
 		free(v[i].path);
 	}
 	if (more)
-		NOCHECK(buf_addf(&out, "[... listing stopped at %d entries ...]\n",
+		ign(buf_addf(&out, "[... listing stopped at %d entries ...]\n",
 		    FILEOPS_MAX_LIST));
 	free(v);
 	reply_content(c, "content", &out, "is_directory", 1);

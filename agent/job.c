@@ -24,6 +24,7 @@
 #include "proc.h"
 #include "shell.h"
 #include "strnum.h"
+#include "util.h"
 #include "xmalloc.h"
 
 #define JOB_MAX			4096		/* jobs remembered */
@@ -62,8 +63,8 @@ struct waiter {
 	char		 id[32];
 	int		 is_stop;
 	int		 killed;
-	uint64_t	 kill_at;
-	uint64_t	 deadline;
+	long long	 kill_at;	/* util_mono_ms */
+	long long	 deadline;
 	struct waiter	*next;
 };
 
@@ -406,7 +407,7 @@ job_gc(void)
 {
 	struct job **pp, *j;
 	struct jinfo ji;
-	long long now = ev_wall_ms(), ended;
+	long long now = util_unix_ms(), ended;
 	int nfin = 0, removable, expired, removed = 0;
 	char *fin;
 	size_t i;
@@ -519,7 +520,7 @@ struct spool {
 	int		 rfd;		/* the job's output pipe, -1 at EOF */
 	const char	*dir;
 	unsigned long long written, dropped, dropped_saved;
-	uint64_t	 saved_at;
+	long long	 saved_at;	/* util_mono_ms */
 };
 
 static void
@@ -551,7 +552,7 @@ spool_save(struct spool *sp)
 	snprintf(path, sizeof(path), "%s/dropped", sp->dir);
 	(void)write_atomic(path, num, (size_t)n);
 	sp->dropped_saved = sp->dropped;
-	sp->saved_at = ev_mono_ms();
+	sp->saved_at = util_mono_ms();
 }
 
 static void
@@ -617,11 +618,11 @@ wrapper_exit_record(const char *dir, int code, int sig, int oom)
 
 	buf_init(&b, 512);
 	if (code < 0)
-		NOCHECK(buf_addf(&b, "{\"exit_code\":null,\"signal\":%d,", sig));
+		ign(buf_addf(&b, "{\"exit_code\":null,\"signal\":%d,", sig));
 	else
-		NOCHECK(buf_addf(&b, "{\"exit_code\":%d,\"signal\":null,", code));
-	NOCHECK(buf_addf(&b, "\"oom_killed\":%s,\"ended_ms\":%lld}\n",
-	    oom ? "true" : "false", ev_wall_ms()));
+		ign(buf_addf(&b, "{\"exit_code\":%d,\"signal\":null,", code));
+	ign(buf_addf(&b, "\"oom_killed\":%s,\"ended_ms\":%lld}\n",
+	    oom ? "true" : "false", util_unix_ms()));
 	snprintf(path, sizeof(path), "%s/exit.json", dir);
 	(void)write_atomic(path, b.p, b.len);
 	buf_free(&b);
@@ -638,7 +639,7 @@ wrapper_main(const char *dir, int outfd, int pipefd, const char *cwd,
 	long long oom0, oom1;
 	sigset_t none, chld;
 	pid_t child, w;
-	int st, i, code = -1, sig = -1, oom = 0, n, tmo;
+	int st, i, code = -1, sig = -1, oom = 0, tmo;
 	int dnull, op[2], sfd;
 
 	setsid();
@@ -683,7 +684,7 @@ wrapper_main(const char *dir, int outfd, int pipefd, const char *cwd,
 			_exit(127);
 		proc_closefrom(3, -1);
 		if (chdir(cwd) == -1 && chdir(agent_conf.workdir) == -1)
-			NOCHECK(chdir("/"));
+			ign(chdir("/"));
 		/* busybox picks the applet by argv[0] */
 		argv[0] = (char *)(shell_is_bash() ? "bash" : "sh");
 		argv[1] = (char *)script;
@@ -693,8 +694,7 @@ wrapper_main(const char *dir, int outfd, int pipefd, const char *cwd,
 	}
 	setpgid(child, child);
 	close(op[1]);
-	n = (int)write(4, &child, sizeof(child));
-	(void)n;
+	ign((int)write(4, &child, sizeof(child)));
 	close(4);
 	memset(&sp, 0, sizeof(sp));
 	sp.fd = 3;
@@ -734,7 +734,7 @@ wrapper_main(const char *dir, int outfd, int pipefd, const char *cwd,
 		}
 		tmo = -1;
 		if (sp.dropped != sp.dropped_saved) {
-			uint64_t since = ev_mono_ms() - sp.saved_at;
+			long long since = util_mono_ms() - sp.saved_at;
 			if (since >= 1000)
 				spool_save(&sp);
 			else
@@ -832,7 +832,7 @@ job_start_cont(void *arg)
 	 * file, not an argument: one exec argument may not exceed 128 KiB.
 	 */
 	buf_init(&script, JOB_MAX_CMD * 4 + ((size_t)3 * 1024 * 1024));
-	NOCHECK(buf_addstr(&script, "{ :\n"));
+	ign(buf_addstr(&script, "{ :\n"));
 	shell_job_prelude(&script);
 	if (buf_addstr(&script, "\n} >/dev/null 2>&1\n__agent_c=") == -1 ||
 	    shell_quote(&script, cmd, cmdlen) == -1 ||
@@ -851,7 +851,7 @@ job_start_cont(void *arg)
 	}
 	buf_free(&script);
 	shell_cwd(cwd, sizeof(cwd));
-	started = ev_wall_ms();
+	started = util_unix_ms();
 	if ((wpid = fork()) == -1) {
 		conn_reply_error(c, 500, "internal", "fork: %s", strerror(errno));
 		goto out;
@@ -991,7 +991,7 @@ job_http_get(struct conn *c, const char *id, const char *query)
 			/* Do not cut a UTF-8 character of a job still writing. */
 			if (len > 0 && (len == (size_t)max || ji.running))
 				len = json_utf8_complete(tmp, len);
-			NOCHECK(buf_add(&data, tmp, len));
+			ign(buf_add(&data, tmp, len));
 			free(tmp);
 		}
 		close(fd);
@@ -1052,7 +1052,7 @@ check_waiters(void)
 {
 	struct waiter **pp = &waiters, *wt;
 	struct jinfo ji;
-	uint64_t now = ev_mono_ms();
+	long long now = util_mono_ms();
 	int done;
 
 	while ((wt = *pp) != NULL) {
@@ -1121,7 +1121,7 @@ job_http_wait(struct conn *c, const char *id, const struct json *body)
 	wt = xcalloc(1, sizeof(*wt));
 	wt->c = c;
 	snprintf(wt->id, sizeof(wt->id), "%s", id);
-	wt->deadline = ev_mono_ms() + (uint64_t)tmo;
+	wt->deadline = util_mono_ms() + tmo;
 	wt->next = waiters;
 	waiters = wt;
 	arm_tick();
@@ -1159,8 +1159,8 @@ job_http_stop(struct conn *c, const char *id)
 	wt->c = c;
 	wt->is_stop = 1;
 	snprintf(wt->id, sizeof(wt->id), "%s", id);
-	wt->kill_at = ev_mono_ms() + JOB_STOP_GRACE_MS;
-	wt->deadline = ev_mono_ms() + JOB_STOP_GIVEUP_MS;
+	wt->kill_at = util_mono_ms() + JOB_STOP_GRACE_MS;
+	wt->deadline = util_mono_ms() + JOB_STOP_GIVEUP_MS;
 	wt->next = waiters;
 	waiters = wt;
 	arm_tick();
