@@ -17,6 +17,7 @@
 #include "json.h"
 #include "log.h"
 #include "strnum.h"
+#include "util.h"
 #include "xmalloc.h"
 
 /* Lexically cleans an absolute path in place: "//", "/./", "/x/.." go. */
@@ -200,16 +201,14 @@ out:
 static int
 load(struct conn *c, const char *path, struct buf *b)
 {
-	char tmp[65536];
 	struct stat st;
-	ssize_t n;
-	int fd;
+	int fd, e;
 
 	buf_init(b, EDIT_MAX_FILE);
 	/* O_NONBLOCK: opening a FIFO must not hang the agent. */
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)) == -1 ||
 	    fstat(fd, &st) == -1) {
-		int e = errno;
+		e = errno;
 		if (fd != -1)
 			close(fd);
 		conn_reply_error(c, e == ENOENT ? 404 : 422, e == ENOENT ?
@@ -232,27 +231,19 @@ load(struct conn *c, const char *path, struct buf *b)
 		    "is %zu", path, (long long)st.st_size, EDIT_MAX_FILE);
 		return -1;
 	}
-	for (;;) {
-		n = read(fd, tmp, sizeof(tmp));
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		if (buf_add(b, tmp, (size_t)n) == -1) {
-			close(fd);
-			buf_free(b);
+	if (util_read_fd(fd, b) == -1) {
+		e = errno;
+		close(fd);
+		buf_free(b);
+		if (e == EFBIG)
 			conn_reply_error(c, 413, "too_large", "%s grew past %zu bytes",
 			    path, EDIT_MAX_FILE);
-			return -1;
-		}
-	}
-	close(fd);
-	if (n == -1) {
-		buf_free(b);
-		conn_reply_error(c, 422, "edit_failed", "reading %s: %s", path,
-		    strerror(errno));
+		else
+			conn_reply_error(c, 422, "edit_failed", "reading %s: %s", path,
+			    strerror(e));
 		return -1;
 	}
+	close(fd);
 	if (b->p == NULL)
 		ign(buf_add(b, "", 0));
 	return 0;

@@ -126,51 +126,26 @@ job_remember(const char *id)
 	return j;
 }
 
+/*
+ * Reads a job's file into b, initialised here with max. The open does not
+ * block: a FIFO a command puts in the state directory cannot hang the
+ * agent. 0, or -1 (missing, unreadable, larger than max).
+ */
 static int
 read_file(const char *path, struct buf *b, size_t max)
 {
-	char tmp[4096];
-	ssize_t n;
-	int fd;
+	int fd, rc;
 
 	buf_init(b, max);
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)) == -1)
 		return -1;
-	while ((n = read(fd, tmp, sizeof(tmp))) > 0) {
-		if (buf_add(b, tmp, (size_t)n) == -1) {
-			close(fd);
-			return -1;
-		}
-	}
+	rc = util_read_fd(fd, b);
 	close(fd);
-	return n == 0 ? 0 : -1;
+	return rc;
 }
 
-/* Writes data to path atomically (temp + fsync + rename). */
-static int
-write_atomic(const char *path, const char *data, size_t len)
-{
-	char tmp[PATH_MAX + 16];
-	size_t off = 0;
-	ssize_t n;
-	int fd;
-
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) == -1)
-		return -1;
-	while (off < len) {
-		if ((n = write(fd, data + off, len - off)) == -1) {
-			if (errno == EINTR)
-				continue;
-			close(fd);
-			return -1;
-		}
-		off += (size_t)n;
-	}
-	if (fsync(fd) == -1 || close(fd) == -1)
-		return -1;
-	return rename(tmp, path);
-}
+/* A job's files are replaced whole (util_write_file_atomic), mode 0644. */
+#define JOB_FILE_MODE		0644
 
 static long long
 jget_ll(const struct json *o, const char *k)
@@ -543,14 +518,15 @@ spool_write(int fd, const char *p, size_t n)
 static void
 spool_save(struct spool *sp)
 {
-	char path[PATH_MAX + 256], num[32];
+	char path[PATH_MAX + 256], num[32], err[256];
 	int n;
 
 	if (sp->dropped == sp->dropped_saved)
 		return;
 	n = snprintf(num, sizeof(num), "%llu\n", sp->dropped);
 	snprintf(path, sizeof(path), "%s/dropped", sp->dir);
-	(void)write_atomic(path, num, (size_t)n);
+	ign(util_write_file_atomic(path, num, (size_t)n, JOB_FILE_MODE, err,
+	    sizeof(err)));
 	sp->dropped_saved = sp->dropped;
 	sp->saved_at = util_mono_ms();
 }
@@ -613,7 +589,7 @@ spool_read(struct spool *sp, int drain)
 static void
 wrapper_exit_record(const char *dir, int code, int sig, int oom)
 {
-	char path[PATH_MAX + 256];
+	char path[PATH_MAX + 256], err[256];
 	struct buf b;
 
 	buf_init(&b, 512);
@@ -624,7 +600,8 @@ wrapper_exit_record(const char *dir, int code, int sig, int oom)
 	ign(buf_addf(&b, "\"oom_killed\":%s,\"ended_ms\":%lld}\n",
 	    oom ? "true" : "false", util_unix_ms()));
 	snprintf(path, sizeof(path), "%s/exit.json", dir);
-	(void)write_atomic(path, b.p, b.len);
+	ign(util_write_file_atomic(path, b.p, b.len, JOB_FILE_MODE, err,
+	    sizeof(err)));
 	buf_free(&b);
 }
 
@@ -797,7 +774,7 @@ job_start_cont(void *arg)
 	const char *cmd = ctx->cmd;
 	size_t cmdlen = ctx->cmdlen;
 	char id[32], dir[PATH_MAX + 64], path[PATH_MAX + 128], cwd[PATH_MAX];
-	char spath[PATH_MAX + 128];
+	char spath[PATH_MAX + 128], err[PATH_MAX + 256];
 	struct buf script, rec, resp;
 	struct jw w;
 	int outfd = -1, pp[2] = { -1, -1 };
@@ -843,10 +820,10 @@ job_start_cont(void *arg)
 		goto out;
 	}
 	snprintf(spath, sizeof(spath), "%s/script", dir);
-	if (write_atomic(spath, script.p, script.len) == -1) {
+	if (util_write_file_atomic(spath, script.p, script.len, JOB_FILE_MODE,
+	    err, sizeof(err)) == -1) {
 		buf_free(&script);
-		conn_reply_error(c, 500, "internal", "cannot write %s: %s", spath,
-		    strerror(errno));
+		conn_reply_error(c, 500, "internal", "cannot write %s", err);
 		goto out;
 	}
 	buf_free(&script);
@@ -878,7 +855,8 @@ job_start_cont(void *arg)
 	jw_key(&w, "cwd"); jw_cstr(&w, cwd);
 	jw_obj_end(&w);
 	snprintf(path, sizeof(path), "%s/status.json", dir);
-	if (jw_finish(&w) == -1 || write_atomic(path, rec.p, rec.len) == -1)
+	if (jw_finish(&w) == -1 || util_write_file_atomic(path, rec.p, rec.len,
+	    JOB_FILE_MODE, err, sizeof(err)) == -1)
 		log_warn("job %s: cannot write %s", id, path);
 	buf_free(&rec);
 	agent_touch();
