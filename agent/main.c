@@ -1,12 +1,25 @@
 /*
- * main.c: sandbox-agent, the first process of every sandbox. Serves the
- * agent protocol (docs/internals/agent-protocol.md) over HTTP/1.1 on a unix
- * socket or TCP with a bearer token, from one single-threaded event loop;
- * reaps every child (it is the subreaper, often PID 1) and on SIGTERM kills
- * what it started and exits.
+ * main.c: sandbox-agent, the first process of every sandbox. It owns the
+ * command line, the listening socket, the bearer token, the route table
+ * (method + path -> handler: every URL the agent answers is one row of
+ * routes[]) with the small handlers (health, shell, env), and the process
+ * around the event loop: signals through a signalfd, reaping every child
+ * (the agent is the subreaper, often PID 1) and, on SIGTERM, SIGINT or
+ * SIGHUP, killing what it started and exiting. The protocol is
+ * docs/internals/agent-protocol.md; the connections are conn.c's.
  *
- *   sandbox-agent [-dv] --listen unix:PATH|tcp:HOST:PORT [--token-file F]
+ * Layers: a file calls and includes only files below it (docs/agent.md).
+ *   main.c
+ *   shell.c job.c fileops.c		(job.c also calls shell.c)
+ *   conn.c
+ *   ev.c http.c edit.c proc.c
+ *   json.c agent.c, then common/
+ *
+ *   sandbox-agent [-dv] --listen unix:PATH|tcp:HOST:PORT [--token-file FILE]
  *       [--state DIR] [--workdir DIR] [--shell PATH] [--max-output BYTES]
+ *       [--request-timeout MS] [--job-output-cap BYTES] [--job-keep N]
+ *       [--job-keep-ms MS]
+ *   sandbox-agent --help
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -577,18 +590,33 @@ read_token(const char *path)
 	return 0;
 }
 
-static void
-usage(void)
+/* The synopsis (as in docs/agent.md); to out, then exit(status). */
+static NORETURN void
+usage(FILE *out, int status)
 {
-	fprintf(stderr, "usage: sandbox-agent [-dv] --listen unix:PATH|tcp:HOST:PORT "
+	fprintf(out, "usage: sandbox-agent [-dv] --listen unix:PATH|tcp:HOST:PORT "
 	    "[--token-file FILE]\n\t[--state DIR] [--workdir DIR] [--shell PATH] "
 	    "[--max-output BYTES]\n\t[--request-timeout MS] [--job-output-cap BYTES] "
 	    "[--job-keep N] [--job-keep-ms MS]\n");
-	exit(2);
+	exit(status);
 }
 
-int
-main(int argc, char **argv)
+/* What the command line sets besides agent_conf. */
+struct args {
+	const char	*listen;	/* --listen (required) */
+	const char	*token_file;	/* --token-file */
+	int		 verbose;	/* log level: info, one up a -v */
+};
+
+/*
+ * Parses the command line (getopt_long) into a and agent_conf. --help
+ * prints the synopsis to stdout and exits 0; a usage error (an unknown
+ * option, a bad value, an operand, no --listen) prints it to stderr and
+ * exits 2. -d is accepted and changes nothing: the agent always stays in
+ * the foreground and logs to stderr, and debug logs come with -v.
+ */
+static void
+parse_args(int argc, char **argv, struct args *a)
 {
 	static const struct option opts[] = {
 		{ "listen", required_argument, NULL, 'l' },
@@ -601,71 +629,87 @@ main(int argc, char **argv)
 		{ "job-output-cap", required_argument, NULL, 'C' },
 		{ "job-keep", required_argument, NULL, 'K' },
 		{ "job-keep-ms", required_argument, NULL, 'T' },
+		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *listen_spec = NULL, *token_file = NULL, *errstr;
-	char wd[PATH_MAX];
+	const char *errstr;
 	long long v;
-	int ch, debug = 0, verbose = LOG_LVL_INFO;
-	sigset_t mask;
+	int ch;
 
+	memset(a, 0, sizeof(*a));
+	a->verbose = LOG_LVL_INFO;
 	while ((ch = getopt_long(argc, argv, "dv", opts, NULL)) != -1) {
 		switch (ch) {
-		case 'd': debug = 1; break;
-		case 'v': verbose++; break;
-		case 'l': listen_spec = optarg; break;
-		case 't': token_file = optarg; break;
+		case 'd': break;
+		case 'v': a->verbose++; break;
+		case 'h': usage(stdout, 0);
+		case 'l': a->listen = optarg; break;
+		case 't': a->token_file = optarg; break;
 		case 's': agent_conf.statedir = optarg; break;
 		case 'w': agent_conf.workdir = optarg; break;
 		case 'S': agent_conf.shell = optarg; break;
 		case 'm':
 			if (strnum_size(optarg, &v, &errstr) == -1 || v < 256 ||
 			    v > (long long)AGENT_MAX_OUTPUT_CAP)
-				usage();
+				usage(stderr, 2);
 			agent_conf.max_output = (size_t)v;
 			break;
 		case 'r':
 			if (strnum_ll(optarg, 100, 3600000, &v, &errstr) == -1)
-				usage();
+				usage(stderr, 2);
 			agent_conf.request_timeout_ms = v;
 			break;
 		case 'C':
 			/* 0: no cap; else at least 4 KiB, at most 1 TiB. */
 			if (strnum_size(optarg, &v, &errstr) == -1 ||
 			    (v != 0 && v < 4096) || v > (1LL << 40))
-				usage();
+				usage(stderr, 2);
 			agent_conf.job_output_cap = (size_t)v;
 			break;
 		case 'K':
 			if (strnum_ll(optarg, 1, 4096, &v, &errstr) == -1)
-				usage();
+				usage(stderr, 2);
 			agent_conf.job_keep = (int)v;
 			break;
 		case 'T':
 			if (strnum_ll(optarg, 0, 3650LL * 24 * 3600 * 1000, &v,
 			    &errstr) == -1)
-				usage();
+				usage(stderr, 2);
 			agent_conf.job_keep_ms = v;
 			break;
 		default:
-			usage();
+			usage(stderr, 2);
 		}
 	}
-	if (listen_spec == NULL || optind != argc)
-		usage();
-	(void)debug;
-	log_init("sandbox-agent", verbose > LOG_LVL_DEBUG ? LOG_LVL_DEBUG : verbose, NULL);
-	if (strncmp(listen_spec, "tcp:", 4) == 0) {
-		if (token_file == NULL)
+	if (a->listen == NULL || optind != argc)
+		usage(stderr, 2);
+	if (a->verbose > LOG_LVL_DEBUG)
+		a->verbose = LOG_LVL_DEBUG;
+}
+
+/* The bearer token: required on TCP, optional on a unix socket. */
+static void
+setup_token(const struct args *a)
+{
+	if (strncmp(a->listen, "tcp:", 4) == 0) {
+		if (a->token_file == NULL)
 			fatalx("--listen tcp: needs --token-file");
-		if (read_token(token_file) == -1)
+		if (read_token(a->token_file) == -1)
 			exit(1);
 		use_token = 1;
-	} else if (token_file != NULL) {
-		if (read_token(token_file) == -1)
+	} else if (a->token_file != NULL) {
+		if (read_token(a->token_file) == -1)
 			exit(1);
 		use_token = 1;
 	}
+}
+
+/* Creates the state and work directories and makes their paths absolute. */
+static void
+setup_dirs(void)
+{
+	char wd[PATH_MAX];
+
 	if (fileops_mkdirs(agent_conf.statedir) == -1)
 		fatal("cannot create state directory %s", agent_conf.statedir);
 	if (fileops_mkdirs(agent_conf.workdir) == -1)
@@ -674,6 +718,16 @@ main(int argc, char **argv)
 		agent_conf.workdir = xstrdup(wd);
 	if (realpath(agent_conf.statedir, wd) != NULL)
 		agent_conf.statedir = xstrdup(wd);
+}
+
+/*
+ * The process: malloc tuning, SIGPIPE ignored, child subreaper, the
+ * signals the loop handles blocked and read from a signalfd.
+ */
+static void
+setup_process(void)
+{
+	sigset_t mask;
 
 	/* Big buffers (outputs, bodies) come from mmap and go back to the
 	 * system when freed: a fixed threshold stops glibc from raising it. */
@@ -694,7 +748,19 @@ main(int argc, char **argv)
 		fatal("epoll");
 	if (ev_add(sig_fd, EPOLLIN, signal_cb, NULL) == -1)
 		fatal("epoll signalfd");
-	if ((listen_fd = listen_on(listen_spec)) == -1)
+}
+
+int
+main(int argc, char **argv)
+{
+	struct args a;
+
+	parse_args(argc, argv, &a);
+	log_init("sandbox-agent", a.verbose, NULL);
+	setup_token(&a);
+	setup_dirs();
+	setup_process();
+	if ((listen_fd = listen_on(a.listen)) == -1)
 		exit(1);
 	if (conn_serve(listen_fd, conn_dispatch) == -1)
 		fatal("epoll listen");
@@ -704,7 +770,7 @@ main(int argc, char **argv)
 	if (shell_init() == -1)
 		log_warnx("no shell yet; /v1/shell will retry");
 	log_info("listening on %s state=%s workdir=%s shell=%s pid=%d",
-	    listen_spec, agent_conf.statedir, agent_conf.workdir, shell_path(),
+	    a.listen, agent_conf.statedir, agent_conf.workdir, shell_path(),
 	    (int)getpid());
 	ev_run();
 	return 0;
