@@ -1,4 +1,10 @@
-/* ev.c: epoll + one-shot timers (see ev.h). */
+/*
+ * ev.c: the agent's event loop (see ev.h): one epoll fd with a callback
+ * per fd, and one-shot timers kept unsorted in an array (a few at a time)
+ * on util_mono_ms. A callback may add and delete fds and timers; a timer
+ * is gone from the list before its callback runs, and timers added while
+ * timers run wait for the next round.
+ */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

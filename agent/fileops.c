@@ -1,4 +1,13 @@
-/* fileops.c: the file endpoints (see fileops.h). */
+/*
+ * fileops.c: the /v1/files endpoints (see fileops.h). Paths are absolute
+ * or relative to the workdir, cleaned lexically (resolve). Reads (load)
+ * open without blocking and take regular files only, up to EDIT_MAX_FILE.
+ * Writes go through fileops_write_atomic, not common/util's atomic write:
+ * an edit keeps the file's mode (fchmod, so no umask applies) and owner
+ * (when allowed), writes through a symlink to its target, and puts its
+ * temporary file beside the target as a hidden .NAME.agent-RANDOM. Every
+ * handler replies exactly once (conn.h).
+ */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>

@@ -1,4 +1,18 @@
-/* job.c: async jobs spooled to the state directory (see job.h). */
+/*
+ * job.c: async jobs (see job.h). The truth about a job is its directory,
+ * <state>/jobs/<id>/: the agent writes script and status.json (replaced
+ * whole) and stopped, the job's wrapper (wrapper_main, a fork that never
+ * returns to the agent) writes output, dropped and exit.json; the agent
+ * reads them back for every answer (jinfo_load), so a restarted agent
+ * knows every job it finds there. In memory: the list of known ids in start
+ * order (with the wrapper pid while it is our child) and the waiters.
+ *
+ * A waiter is a /wait or /stop call held until its job ends (for /stop:
+ * until no process of it is left, SIGKILL after JOB_STOP_GRACE_MS) or its
+ * deadline passes; each is answered once, from the JOB_TICK_MS timer or
+ * when a wrapper exits, then freed. Retention (job_gc) removes finished
+ * jobs, oldest first, never a running one nor one being waited on.
+ */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>

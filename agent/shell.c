@@ -1,4 +1,22 @@
-/* shell.c: the persistent shell (see shell.h). */
+/*
+ * shell.c: the persistent shell (see shell.h for the protocol with it).
+ * It owns the one shell process (sh: its three pipes, its pid, its path)
+ * and the one command running in it.
+ *
+ * A command is idle -> busy (shell_run; a second call is 409) -> finished,
+ * when its nonce line arrives on the status fd (st_read) or the shell dies
+ * (shell_child_exited, which starts a new shell). A timeout or an interrupt
+ * only stops it (stop_command: USR1, then SIGKILL of its own tree until the
+ * shell reports, the shell itself killed after SHELL_KILL_GRACE_MS); the
+ * finish still comes from one of those two events. Every started command
+ * gets exactly one answer: its callback with the result body, or
+ * conn_reply_error on its argument when the result cannot be built.
+ *
+ * An env snapshot (for a job about to start) is an internal command; a
+ * /v1/shell call that arrives during it is queued (one at most) and started
+ * when it ends. /v1/env ops accumulate in envops (replayed into every new
+ * shell and job) and pending (sent before the shell's next command).
+ */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
