@@ -55,7 +55,9 @@
 
 static int listen_fd = -1;
 static int sig_fd = -1;
-static char token[512];
+/* The bearer token; an Authorization value holds at most HTTP_MAX_AUTH
+ * bytes, so a longer token could never match. */
+static char token[HTTP_MAX_AUTH];
 static size_t token_len;
 static int use_token;
 static char unix_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
@@ -562,6 +564,13 @@ listen_on(const char *spec)
 	return fd;
 }
 
+/*
+ * Loads the token from path: one read into token (a longer file is cut to
+ * sizeof(token) - 1 bytes), trailing newlines and spaces dropped, at least
+ * 16 bytes. Not util_read_file: that would refuse a long file instead of
+ * cutting it, and leave a copy of the secret in freed heap memory. 0, or -1
+ * (logged).
+ */
 static int
 read_token(const char *path)
 {
