@@ -1,6 +1,7 @@
 /*
- * agent.h: what the agent's modules share: the configuration, the
- * connection reply functions (main.c) and activity tracking.
+ * agent.h: what the agent's modules share (agent.c): the configuration,
+ * the limits several modules enforce, activity tracking and random hex.
+ * The reply API is conn.h's.
  */
 #ifndef AGENT_AGENT_H
 #define AGENT_AGENT_H
@@ -9,9 +10,6 @@
 #include <sys/types.h>
 #include "attrib.h"
 #include "buf.h"
-
-/* Ignores a warn_unused_result value on purpose (best effort). */
-#define NOCHECK(e) do { if (e) { } } while (0)
 
 #define AGENT_VERSION		"0.1.0"
 #define AGENT_MAX_OUTPUT_CAP	((size_t)4 * 1024 * 1024)	/* per-call max_output ceiling */
@@ -34,22 +32,11 @@ struct agent_conf {
 };
 extern struct agent_conf agent_conf;
 
-struct conn;
-
-/* Replies on a connection (which may have gone: then it is just freed). */
-void	conn_reply(struct conn *, int status, const char *ctype,
-	    const char *body, size_t len);
-void	conn_reply_json(struct conn *, int status, const struct buf *body);
-struct jw;
-/* Finishes w (writing into body), replies 200 with it (500 when it did not
- * fit) and frees body. */
-void	conn_reply_jw(struct conn *, struct jw *w, struct buf *body);
-void	conn_reply_error(struct conn *, int status, const char *code,
-	    const char *fmt, ...) PRINTF(4, 5);
-
-/* Records activity now (end of a command or job). */
+/* Records activity now (end of a command or job, a file write). */
 void	agent_touch(void);
-/* Fills buf with 2*n random hex digits. */
+/* The last agent_touch (unix ms): what GET /v1/health reports. */
+long long agent_last_activity(void);
+/* Fills out with 2*n random hex digits and a NUL (n at most 64). */
 void	agent_random_hex(char *out, size_t n);
 
 #endif

@@ -1,13 +1,19 @@
-/* ev.c: epoll + one-shot timers (see ev.h). */
+/*
+ * ev.c: the agent's event loop (see ev.h): one epoll fd with a callback
+ * per fd, and one-shot timers kept unsorted in an array (a few at a time)
+ * on util_mono_ms. A callback may add and delete fds and timers; a timer
+ * is gone from the list before its callback runs, and timers added while
+ * timers run wait for the next round.
+ */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "ev.h"
 #include "log.h"
+#include "util.h"
 #include "xmalloc.h"
 
 struct ev_fd {
@@ -17,7 +23,7 @@ struct ev_fd {
 
 struct ev_timer {
 	uint64_t	 id;
-	uint64_t	 when;
+	long long	 when;		/* due, util_mono_ms */
 	ev_timer_cb	 cb;
 	void		*arg;
 };
@@ -29,24 +35,6 @@ static struct ev_timer *ev_timers;
 static size_t ev_ntimers, ev_captimers;
 static uint64_t ev_next_id = 1;
 static int ev_stopped;
-
-uint64_t
-ev_mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-long long
-ev_wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 int
 ev_init(void)
@@ -115,7 +103,7 @@ ev_timer_add(uint64_t delay_ms, ev_timer_cb cb, void *arg)
 	}
 	t = &ev_timers[ev_ntimers++];
 	t->id = ev_next_id++;
-	t->when = ev_mono_ms() + delay_ms;
+	t->when = util_mono_ms() + (long long)delay_ms;
 	t->cb = cb;
 	t->arg = arg;
 	return t->id;
@@ -144,7 +132,8 @@ ev_stop(void)
 static void
 ev_run_timers(void)
 {
-	uint64_t now = ev_mono_ms(), maxid = ev_next_id;
+	long long now = util_mono_ms();
+	uint64_t maxid = ev_next_id;
 	size_t i;
 	struct ev_timer t;
 
@@ -164,16 +153,16 @@ void
 ev_run(void)
 {
 	struct epoll_event evs[64];
-	uint64_t now, next;
+	long long now, next;
 	int i, n, tmo, fd;
 	size_t k;
 
 	while (!ev_stopped) {
-		now = ev_mono_ms();
+		now = util_mono_ms();
 		tmo = -1;
 		for (k = 0; k < ev_ntimers; k++) {
 			next = ev_timers[k].when > now ? ev_timers[k].when - now : 0;
-			if (tmo == -1 || next < (uint64_t)tmo)
+			if (tmo == -1 || next < tmo)
 				tmo = (int)(next > 60000 ? 60000 : next);
 		}
 		n = epoll_wait(ev_epfd, evs, (int)NELEM(evs), tmo);

@@ -1,6 +1,6 @@
 /*
  * ev.h: the agent's single-threaded event loop: epoll for fds, a short
- * list of one-shot timers, monotonic and wall clocks in milliseconds.
+ * list of one-shot timers (on util_mono_ms, common/util.h).
  */
 #ifndef AGENT_EV_H
 #define AGENT_EV_H
@@ -17,8 +17,6 @@ void		ev_del(int fd);
 /* One-shot timer; returns a non-zero id for ev_timer_del. */
 uint64_t	ev_timer_add(uint64_t delay_ms, ev_timer_cb, void *arg);
 void		ev_timer_del(uint64_t id);
-uint64_t	ev_mono_ms(void);
-long long	ev_wall_ms(void);
 void		ev_run(void);
 void		ev_stop(void);
 

@@ -1,4 +1,13 @@
-/* fileops.c: the file endpoints (see fileops.h). */
+/*
+ * fileops.c: the /v1/files endpoints (see fileops.h). Paths are absolute
+ * or relative to the workdir, cleaned lexically (resolve). Reads (load)
+ * open without blocking and take regular files only, up to EDIT_MAX_FILE.
+ * Writes go through fileops_write_atomic, not common/util's atomic write:
+ * an edit keeps the file's mode (fchmod, so no umask applies) and owner
+ * (when allowed), writes through a symlink to its target, and puts its
+ * temporary file beside the target as a hidden .NAME.agent-RANDOM. Every
+ * handler replies exactly once (conn.h).
+ */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -10,12 +19,14 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "conn.h"
 #include "edit.h"
 #include "fileops.h"
 #include "http.h"
 #include "json.h"
 #include "log.h"
 #include "strnum.h"
+#include "util.h"
 #include "xmalloc.h"
 
 /* Lexically cleans an absolute path in place: "//", "/./", "/x/.." go. */
@@ -168,7 +179,7 @@ fileops_write_atomic(const char *path, const char *data, size_t len, int mode,
 		goto out;
 	}
 	if (have && (st.st_uid != geteuid() || st.st_gid != getegid()))
-		NOCHECK(fchown(fd, st.st_uid, st.st_gid));
+		ign(fchown(fd, st.st_uid, st.st_gid));
 	if (fsync(fd) == -1) {
 		snprintf(err, errlen, "fsync %s: %s", path, strerror(errno));
 		goto out;
@@ -199,16 +210,14 @@ out:
 static int
 load(struct conn *c, const char *path, struct buf *b)
 {
-	char tmp[65536];
 	struct stat st;
-	ssize_t n;
-	int fd;
+	int fd, e;
 
 	buf_init(b, EDIT_MAX_FILE);
 	/* O_NONBLOCK: opening a FIFO must not hang the agent. */
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)) == -1 ||
 	    fstat(fd, &st) == -1) {
-		int e = errno;
+		e = errno;
 		if (fd != -1)
 			close(fd);
 		conn_reply_error(c, e == ENOENT ? 404 : 422, e == ENOENT ?
@@ -231,29 +240,21 @@ load(struct conn *c, const char *path, struct buf *b)
 		    "is %zu", path, (long long)st.st_size, EDIT_MAX_FILE);
 		return -1;
 	}
-	for (;;) {
-		n = read(fd, tmp, sizeof(tmp));
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		if (buf_add(b, tmp, (size_t)n) == -1) {
-			close(fd);
-			buf_free(b);
+	if (util_read_fd(fd, b) == -1) {
+		e = errno;
+		close(fd);
+		buf_free(b);
+		if (e == EFBIG)
 			conn_reply_error(c, 413, "too_large", "%s grew past %zu bytes",
 			    path, EDIT_MAX_FILE);
-			return -1;
-		}
-	}
-	close(fd);
-	if (n == -1) {
-		buf_free(b);
-		conn_reply_error(c, 422, "edit_failed", "reading %s: %s", path,
-		    strerror(errno));
+		else
+			conn_reply_error(c, 422, "edit_failed", "reading %s: %s", path,
+			    strerror(e));
 		return -1;
 	}
+	close(fd);
 	if (b->p == NULL)
-		NOCHECK(buf_add(b, "", 0));
+		ign(buf_add(b, "", 0));
 	return 0;
 }
 
@@ -334,14 +335,14 @@ view_dir(struct conn *c, const char *path)
 	if (n > 0)
 		qsort(v, n, sizeof(*v), entcmp);
 	buf_init(&out, AGENT_MAX_OUTPUT_CAP);
-	NOCHECK(buf_addf(&out, "Files and directories up to 2 levels deep in %s, "
+	ign(buf_addf(&out, "Files and directories up to 2 levels deep in %s, "
 	    "excluding hidden items:\n%s/\n", path, path));
 	for (i = 0; i < n; i++) {
-		NOCHECK(buf_addf(&out, "%s%s\n", v[i].path, v[i].dir ? "/" : ""));
+		ign(buf_addf(&out, "%s%s\n", v[i].path, v[i].dir ? "/" : ""));
 		free(v[i].path);
 	}
 	if (more)
-		NOCHECK(buf_addf(&out, "[... listing stopped at %d entries ...]\n",
+		ign(buf_addf(&out, "[... listing stopped at %d entries ...]\n",
 		    FILEOPS_MAX_LIST));
 	free(v);
 	reply_content(c, "content", &out, "is_directory", 1);

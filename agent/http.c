@@ -5,6 +5,7 @@
 
 #include "http.h"
 #include "json.h"
+#include "util.h"
 
 static int
 is_tchar(unsigned char c)
@@ -166,19 +167,18 @@ http_parse_head(const char *p, size_t n, struct http_req *r, char *err,
 int
 http_query_get(const char *query, const char *key, char *out, size_t outlen)
 {
-	const char *s = query, *amp, *eq;
-	size_t klen = strlen(key), o;
+	const char *s = query, *amp, *val;
+	size_t klen = strlen(key), kl, o;
 	int h, l;
 
 	while (*s != '\0') {
 		amp = strchr(s, '&');
 		if (amp == NULL)
 			amp = s + strlen(s);
-		eq = memchr(s, '=', (size_t)(amp - s));
-		if (eq != NULL && (size_t)(eq - s) == klen &&
-		    memcmp(s, key, klen) == 0) {
+		val = util_kv_find(s, (size_t)(amp - s), &kl);
+		if (val != NULL && kl == klen && memcmp(s, key, klen) == 0) {
 			o = 0;
-			for (s = eq + 1; s < amp; s++) {
+			for (s = val; s < amp; s++) {
 				char c = *s;
 				if (c == '%') {
 					if (amp - s < 3 || (h = json_hexval((unsigned char)s[1])) < 0 ||

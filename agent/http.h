@@ -40,9 +40,9 @@ int	http_parse_head(const char *p, size_t n, struct http_req *r, char *err,
 	    size_t errlen);
 
 /*
- * Finds key in a query string and percent-decodes its value into out
- * (NUL-terminated; values with %00 are refused). Returns 0, 1 when absent,
- * -1 when malformed or too long.
+ * Finds key (non-empty) in a query string and percent-decodes its value
+ * into out (NUL-terminated; values with %00 are refused). Returns 0, 1 when
+ * absent, -1 when malformed or too long.
  */
 int	http_query_get(const char *query, const char *key, char *out,
 	    size_t outlen);

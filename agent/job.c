@@ -1,4 +1,18 @@
-/* job.c: async jobs spooled to the state directory (see job.h). */
+/*
+ * job.c: async jobs (see job.h). The truth about a job is its directory,
+ * <state>/jobs/<id>/: the agent writes script and status.json (replaced
+ * whole) and stopped, the job's wrapper (wrapper_main, a fork that never
+ * returns to the agent) writes output, dropped and exit.json; the agent
+ * reads them back for every answer (jinfo_load), so a restarted agent
+ * knows every job it finds there. In memory: the list of known ids in start
+ * order (with the wrapper pid while it is our child) and the waiters.
+ *
+ * A waiter is a /wait or /stop call held until its job ends (for /stop:
+ * until no process of it is left, SIGKILL after JOB_STOP_GRACE_MS) or its
+ * deadline passes; each is answered once, from the JOB_TICK_MS timer or
+ * when a wrapper exits, then freed. Retention (job_gc) removes finished
+ * jobs, oldest first, never a running one nor one being waited on.
+ */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -15,6 +29,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "conn.h"
 #include "ev.h"
 #include "http.h"
 #include "job.h"
@@ -23,6 +38,7 @@
 #include "proc.h"
 #include "shell.h"
 #include "strnum.h"
+#include "util.h"
 #include "xmalloc.h"
 
 #define JOB_MAX			4096		/* jobs remembered */
@@ -61,8 +77,8 @@ struct waiter {
 	char		 id[32];
 	int		 is_stop;
 	int		 killed;
-	uint64_t	 kill_at;
-	uint64_t	 deadline;
+	long long	 kill_at;	/* util_mono_ms */
+	long long	 deadline;
 	struct waiter	*next;
 };
 
@@ -124,51 +140,26 @@ job_remember(const char *id)
 	return j;
 }
 
+/*
+ * Reads a job's file into b, initialised here with max. The open does not
+ * block: a FIFO a command puts in the state directory cannot hang the
+ * agent. 0, or -1 (missing, unreadable, larger than max).
+ */
 static int
 read_file(const char *path, struct buf *b, size_t max)
 {
-	char tmp[4096];
-	ssize_t n;
-	int fd;
+	int fd, rc;
 
 	buf_init(b, max);
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)) == -1)
 		return -1;
-	while ((n = read(fd, tmp, sizeof(tmp))) > 0) {
-		if (buf_add(b, tmp, (size_t)n) == -1) {
-			close(fd);
-			return -1;
-		}
-	}
+	rc = util_read_fd(fd, b);
 	close(fd);
-	return n == 0 ? 0 : -1;
+	return rc;
 }
 
-/* Writes data to path atomically (temp + fsync + rename). */
-static int
-write_atomic(const char *path, const char *data, size_t len)
-{
-	char tmp[PATH_MAX + 16];
-	size_t off = 0;
-	ssize_t n;
-	int fd;
-
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) == -1)
-		return -1;
-	while (off < len) {
-		if ((n = write(fd, data + off, len - off)) == -1) {
-			if (errno == EINTR)
-				continue;
-			close(fd);
-			return -1;
-		}
-		off += (size_t)n;
-	}
-	if (fsync(fd) == -1 || close(fd) == -1)
-		return -1;
-	return rename(tmp, path);
-}
+/* A job's files are replaced whole (util_write_file_atomic), mode 0644. */
+#define JOB_FILE_MODE		0644
 
 static long long
 jget_ll(const struct json *o, const char *k)
@@ -405,7 +396,7 @@ job_gc(void)
 {
 	struct job **pp, *j;
 	struct jinfo ji;
-	long long now = ev_wall_ms(), ended;
+	long long now = util_unix_ms(), ended;
 	int nfin = 0, removable, expired, removed = 0;
 	char *fin;
 	size_t i;
@@ -518,7 +509,7 @@ struct spool {
 	int		 rfd;		/* the job's output pipe, -1 at EOF */
 	const char	*dir;
 	unsigned long long written, dropped, dropped_saved;
-	uint64_t	 saved_at;
+	long long	 saved_at;	/* util_mono_ms */
 };
 
 static void
@@ -541,16 +532,17 @@ spool_write(int fd, const char *p, size_t n)
 static void
 spool_save(struct spool *sp)
 {
-	char path[PATH_MAX + 256], num[32];
+	char path[PATH_MAX + 256], num[32], err[256];
 	int n;
 
 	if (sp->dropped == sp->dropped_saved)
 		return;
 	n = snprintf(num, sizeof(num), "%llu\n", sp->dropped);
 	snprintf(path, sizeof(path), "%s/dropped", sp->dir);
-	(void)write_atomic(path, num, (size_t)n);
+	ign(util_write_file_atomic(path, num, (size_t)n, JOB_FILE_MODE, err,
+	    sizeof(err)));
 	sp->dropped_saved = sp->dropped;
-	sp->saved_at = ev_mono_ms();
+	sp->saved_at = util_mono_ms();
 }
 
 static void
@@ -611,18 +603,19 @@ spool_read(struct spool *sp, int drain)
 static void
 wrapper_exit_record(const char *dir, int code, int sig, int oom)
 {
-	char path[PATH_MAX + 256];
+	char path[PATH_MAX + 256], err[256];
 	struct buf b;
 
 	buf_init(&b, 512);
 	if (code < 0)
-		NOCHECK(buf_addf(&b, "{\"exit_code\":null,\"signal\":%d,", sig));
+		ign(buf_addf(&b, "{\"exit_code\":null,\"signal\":%d,", sig));
 	else
-		NOCHECK(buf_addf(&b, "{\"exit_code\":%d,\"signal\":null,", code));
-	NOCHECK(buf_addf(&b, "\"oom_killed\":%s,\"ended_ms\":%lld}\n",
-	    oom ? "true" : "false", ev_wall_ms()));
+		ign(buf_addf(&b, "{\"exit_code\":%d,\"signal\":null,", code));
+	ign(buf_addf(&b, "\"oom_killed\":%s,\"ended_ms\":%lld}\n",
+	    oom ? "true" : "false", util_unix_ms()));
 	snprintf(path, sizeof(path), "%s/exit.json", dir);
-	(void)write_atomic(path, b.p, b.len);
+	ign(util_write_file_atomic(path, b.p, b.len, JOB_FILE_MODE, err,
+	    sizeof(err)));
 	buf_free(&b);
 }
 
@@ -637,7 +630,7 @@ wrapper_main(const char *dir, int outfd, int pipefd, const char *cwd,
 	long long oom0, oom1;
 	sigset_t none, chld;
 	pid_t child, w;
-	int st, i, code = -1, sig = -1, oom = 0, n, tmo;
+	int st, i, code = -1, sig = -1, oom = 0, tmo;
 	int dnull, op[2], sfd;
 
 	setsid();
@@ -682,7 +675,7 @@ wrapper_main(const char *dir, int outfd, int pipefd, const char *cwd,
 			_exit(127);
 		proc_closefrom(3, -1);
 		if (chdir(cwd) == -1 && chdir(agent_conf.workdir) == -1)
-			NOCHECK(chdir("/"));
+			ign(chdir("/"));
 		/* busybox picks the applet by argv[0] */
 		argv[0] = (char *)(shell_is_bash() ? "bash" : "sh");
 		argv[1] = (char *)script;
@@ -692,8 +685,7 @@ wrapper_main(const char *dir, int outfd, int pipefd, const char *cwd,
 	}
 	setpgid(child, child);
 	close(op[1]);
-	n = (int)write(4, &child, sizeof(child));
-	(void)n;
+	ign((int)write(4, &child, sizeof(child)));
 	close(4);
 	memset(&sp, 0, sizeof(sp));
 	sp.fd = 3;
@@ -733,7 +725,7 @@ wrapper_main(const char *dir, int outfd, int pipefd, const char *cwd,
 		}
 		tmo = -1;
 		if (sp.dropped != sp.dropped_saved) {
-			uint64_t since = ev_mono_ms() - sp.saved_at;
+			long long since = util_mono_ms() - sp.saved_at;
 			if (since >= 1000)
 				spool_save(&sp);
 			else
@@ -796,7 +788,7 @@ job_start_cont(void *arg)
 	const char *cmd = ctx->cmd;
 	size_t cmdlen = ctx->cmdlen;
 	char id[32], dir[PATH_MAX + 64], path[PATH_MAX + 128], cwd[PATH_MAX];
-	char spath[PATH_MAX + 128];
+	char spath[PATH_MAX + 128], err[PATH_MAX + 256];
 	struct buf script, rec, resp;
 	struct jw w;
 	int outfd = -1, pp[2] = { -1, -1 };
@@ -831,7 +823,7 @@ job_start_cont(void *arg)
 	 * file, not an argument: one exec argument may not exceed 128 KiB.
 	 */
 	buf_init(&script, JOB_MAX_CMD * 4 + ((size_t)3 * 1024 * 1024));
-	NOCHECK(buf_addstr(&script, "{ :\n"));
+	ign(buf_addstr(&script, "{ :\n"));
 	shell_job_prelude(&script);
 	if (buf_addstr(&script, "\n} >/dev/null 2>&1\n__agent_c=") == -1 ||
 	    shell_quote(&script, cmd, cmdlen) == -1 ||
@@ -842,15 +834,15 @@ job_start_cont(void *arg)
 		goto out;
 	}
 	snprintf(spath, sizeof(spath), "%s/script", dir);
-	if (write_atomic(spath, script.p, script.len) == -1) {
+	if (util_write_file_atomic(spath, script.p, script.len, JOB_FILE_MODE,
+	    err, sizeof(err)) == -1) {
 		buf_free(&script);
-		conn_reply_error(c, 500, "internal", "cannot write %s: %s", spath,
-		    strerror(errno));
+		conn_reply_error(c, 500, "internal", "cannot write %s", err);
 		goto out;
 	}
 	buf_free(&script);
 	shell_cwd(cwd, sizeof(cwd));
-	started = ev_wall_ms();
+	started = util_unix_ms();
 	if ((wpid = fork()) == -1) {
 		conn_reply_error(c, 500, "internal", "fork: %s", strerror(errno));
 		goto out;
@@ -877,7 +869,8 @@ job_start_cont(void *arg)
 	jw_key(&w, "cwd"); jw_cstr(&w, cwd);
 	jw_obj_end(&w);
 	snprintf(path, sizeof(path), "%s/status.json", dir);
-	if (jw_finish(&w) == -1 || write_atomic(path, rec.p, rec.len) == -1)
+	if (jw_finish(&w) == -1 || util_write_file_atomic(path, rec.p, rec.len,
+	    JOB_FILE_MODE, err, sizeof(err)) == -1)
 		log_warn("job %s: cannot write %s", id, path);
 	buf_free(&rec);
 	agent_touch();
@@ -990,7 +983,7 @@ job_http_get(struct conn *c, const char *id, const char *query)
 			/* Do not cut a UTF-8 character of a job still writing. */
 			if (len > 0 && (len == (size_t)max || ji.running))
 				len = json_utf8_complete(tmp, len);
-			NOCHECK(buf_add(&data, tmp, len));
+			ign(buf_add(&data, tmp, len));
 			free(tmp);
 		}
 		close(fd);
@@ -1051,7 +1044,7 @@ check_waiters(void)
 {
 	struct waiter **pp = &waiters, *wt;
 	struct jinfo ji;
-	uint64_t now = ev_mono_ms();
+	long long now = util_mono_ms();
 	int done;
 
 	while ((wt = *pp) != NULL) {
@@ -1120,7 +1113,7 @@ job_http_wait(struct conn *c, const char *id, const struct json *body)
 	wt = xcalloc(1, sizeof(*wt));
 	wt->c = c;
 	snprintf(wt->id, sizeof(wt->id), "%s", id);
-	wt->deadline = ev_mono_ms() + (uint64_t)tmo;
+	wt->deadline = util_mono_ms() + tmo;
 	wt->next = waiters;
 	waiters = wt;
 	arm_tick();
@@ -1158,8 +1151,8 @@ job_http_stop(struct conn *c, const char *id)
 	wt->c = c;
 	wt->is_stop = 1;
 	snprintf(wt->id, sizeof(wt->id), "%s", id);
-	wt->kill_at = ev_mono_ms() + JOB_STOP_GRACE_MS;
-	wt->deadline = ev_mono_ms() + JOB_STOP_GIVEUP_MS;
+	wt->kill_at = util_mono_ms() + JOB_STOP_GRACE_MS;
+	wt->deadline = util_mono_ms() + JOB_STOP_GIVEUP_MS;
 	wt->next = waiters;
 	waiters = wt;
 	arm_tick();

@@ -1,12 +1,25 @@
 /*
- * main.c: sandbox-agent, the first process of every sandbox. Serves the
- * agent protocol (docs/internals/agent-protocol.md) over HTTP/1.1 on a unix
- * socket or TCP with a bearer token, from one single-threaded event loop;
- * reaps every child (it is the subreaper, often PID 1) and on SIGTERM kills
- * what it started and exits.
+ * main.c: sandbox-agent, the first process of every sandbox. It owns the
+ * command line, the listening socket, the bearer token, the route table
+ * (method + path -> handler: every URL the agent answers is one row of
+ * routes[]) with the small handlers (health, shell, env), and the process
+ * around the event loop: signals through a signalfd, reaping every child
+ * (the agent is the subreaper, often PID 1) and, on SIGTERM, SIGINT or
+ * SIGHUP, killing what it started and exiting. The protocol is
+ * docs/internals/agent-protocol.md; the connections are conn.c's.
  *
- *   sandbox-agent [-dv] --listen unix:PATH|tcp:HOST:PORT [--token-file F]
+ * Layers: a file calls and includes only files below it (docs/agent.md).
+ *   main.c
+ *   shell.c job.c fileops.c		(job.c also calls shell.c)
+ *   conn.c
+ *   ev.c http.c edit.c proc.c
+ *   json.c agent.c, then common/
+ *
+ *   sandbox-agent [-dv] --listen unix:PATH|tcp:HOST:PORT [--token-file FILE]
  *       [--state DIR] [--workdir DIR] [--shell PATH] [--max-output BYTES]
+ *       [--request-timeout MS] [--job-output-cap BYTES] [--job-keep N]
+ *       [--job-keep-ms MS]
+ *   sandbox-agent --help
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,16 +27,13 @@
 #include <limits.h>
 #include <malloc.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <arpa/inet.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
-#include <sys/random.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -32,6 +42,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "conn.h"
 #include "ev.h"
 #include "fileops.h"
 #include "http.h"
@@ -42,215 +53,35 @@
 #include "strnum.h"
 #include "xmalloc.h"
 
-#define MAX_CONNS		512
-#define READ_CHUNK		((size_t)64 * 1024)
-#define SWEEP_MS		1000
-#define LINGER_MS		2000
-
-struct agent_conf agent_conf = {
-	.shell = "/bin/bash",
-	.workdir = "/workspace",
-	.statedir = "/run/agent",
-	.max_output = ((size_t)1024 * 1024),
-	.request_timeout_ms = 30000,
-	.idle_timeout_ms = 3600LL * 1000,
-	.job_output_cap = AGENT_JOB_OUTPUT_CAP,
-	.job_keep = AGENT_JOB_KEEP,
-	.job_keep_ms = AGENT_JOB_KEEP_MS,
-};
-
-enum conn_state {
-	CS_READ,	/* reading a request */
-	CS_BUSY,	/* a handler owns it until conn_reply */
-	CS_WRITE,	/* sending the response */
-	CS_LINGER,	/* response sent, draining input before close */
-};
-
-struct conn {
-	int		 fd;
-	enum conn_state	 state;
-	int		 dead;		/* closed; memory freed when nothing holds it */
-	int		 in_process;	/* conn_process is on the stack */
-	int		 close_after;	/* close once the response is out */
-	int		 have_head;
-	int		 sent_continue;
-	struct http_req	 req;
-	struct buf	 in;
-	struct buf	 out;
-	size_t		 out_off;
-	uint64_t	 since;		/* start of the current request/idle period */
-	struct conn	*prev, *next;
-};
-
-static struct conn *conns;
-static int nconns;
 static int listen_fd = -1;
 static int sig_fd = -1;
-static char token[512];
+/* The bearer token; an Authorization value holds at most HTTP_MAX_AUTH
+ * bytes, so a longer token could never match. */
+static char token[HTTP_MAX_AUTH];
 static size_t token_len;
 static int use_token;
-static long long last_activity;
 static char unix_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 
-static void conn_io(int, uint32_t, void *);
-static void conn_free(struct conn *);
-static void conn_destroy(struct conn *);
-static void conn_process(struct conn *);
+/* Routes: the request a handler gets, then the handlers, then the table. */
 
-void
-agent_touch(void)
-{
-	last_activity = ev_wall_ms();
-}
+/* What a handler gets: the request and what routing took from it. */
+struct route_req {
+	const struct http_req	*r;
+	const struct json	*js;	/* a POST's body (a JSON object), else NULL */
+	const char		*body;	/* the raw body, for a ROUTE_RAW_BODY row */
+	size_t			 blen;
+	const char		*id;	/* what "{id}" matched, else NULL */
+	const char		*rest;	/* what a final '*' matched, else NULL */
+};
 
-void
-agent_random_hex(char *out, size_t n)
-{
-	static const char hex[] = "0123456789abcdef";
-	unsigned char r[64];
-	size_t i, got = 0;
-	ssize_t k;
-
-	if (n > sizeof(r))
-		n = sizeof(r);
-	while (got < n) {
-		k = getrandom(r + got, n - got, 0);
-		if (k == -1 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			fatal("getrandom");
-		got += (size_t)k;
-	}
-	for (i = 0; i < n; i++) {
-		out[2 * i] = hex[r[i] >> 4];
-		out[2 * i + 1] = hex[r[i] & 15];
-	}
-	out[2 * n] = '\0';
-}
-
-/* Responses. */
 
 static void
-conn_want(struct conn *c, uint32_t ev)
-{
-	if (ev_mod(c->fd, ev) == -1)
-		log_warn("conn fd=%d epoll", c->fd);
-}
-
-static void
-conn_flush(struct conn *c)
-{
-	ssize_t n;
-
-	while (c->out_off < c->out.len) {
-		n = send(c->fd, c->out.p + c->out_off, c->out.len - c->out_off,
-		    MSG_NOSIGNAL);
-		if (n > 0) {
-			c->out_off += (size_t)n;
-			continue;
-		}
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n == -1 && errno == EAGAIN) {
-			conn_want(c, EPOLLOUT);
-			return;
-		}
-		conn_free(c);
-		return;
-	}
-	buf_free(&c->out);
-	c->out_off = 0;
-	if (c->close_after) {
-		/* Stop sending, drain what the peer still sends, then close. */
-		shutdown(c->fd, SHUT_WR);
-		c->state = CS_LINGER;
-		c->since = ev_mono_ms();
-		conn_want(c, EPOLLIN);
-		return;
-	}
-	c->state = CS_READ;
-	c->have_head = 0;
-	c->sent_continue = 0;
-	c->since = ev_mono_ms();
-	conn_want(c, EPOLLIN);
-	/* A pipelined request may already be buffered. */
-	if (c->in.len > 0)
-		conn_process(c);
-}
-
-void
-conn_reply(struct conn *c, int status, const char *ctype, const char *body,
-    size_t len)
-{
-	if (c->dead) {
-		/* The peer went away while the handler ran. */
-		c->state = CS_READ;
-		if (!c->in_process)
-			conn_destroy(c);
-		return;
-	}
-	if (!c->req.keepalive || status == 400 || status == 413 || status == 431 ||
-	    status == 501 || status == 408)
-		c->close_after = 1;
-	buf_init(&c->out, AGENT_MAX_RESP + 1024);
-	c->since = ev_mono_ms();
-	if (buf_addf(&c->out, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\n"
-	    "Content-Length: %zu\r\n%s\r\n", status, http_status_text(status),
-	    ctype, len, c->close_after ? "Connection: close\r\n" : "") == -1 ||
-	    buf_add(&c->out, body, len) == -1) {
-		conn_free(c);
-		return;
-	}
-	c->out_off = 0;
-	c->state = CS_WRITE;
-	conn_flush(c);
-}
-
-void
-conn_reply_json(struct conn *c, int status, const struct buf *body)
-{
-	conn_reply(c, status, "application/json", body->p ? body->p : "",
-	    body->len);
-}
-
-void
-conn_reply_error(struct conn *c, int status, const char *code,
-    const char *fmt, ...)
-{
-	char msg[2048];
-	struct buf b;
-	struct jw w;
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	buf_init(&b, 16384);
-	jw_init(&w, &b);
-	jw_obj(&w);
-	jw_key(&w, "error");
-	jw_obj(&w);
-	jw_key(&w, "code"); jw_cstr(&w, code);
-	jw_key(&w, "message"); jw_cstr(&w, msg);
-	jw_obj_end(&w);
-	jw_obj_end(&w);
-	if (jw_finish(&w) == -1) {
-		buf_free(&b);
-		conn_reply(c, 500, "application/json", "{}", 2);
-		return;
-	}
-	conn_reply_json(c, status, &b);
-	buf_free(&b);
-}
-
-/* Handlers. */
-
-static void
-h_health(struct conn *c)
+h_health(struct conn *c, const struct route_req *q)
 {
 	struct buf b;
 	struct jw w;
 
+	(void)q;
 	buf_init(&b, 4096);
 	jw_init(&w, &b);
 	jw_obj(&w);
@@ -259,21 +90,11 @@ h_health(struct conn *c)
 	jw_key(&w, "pid"); jw_int(&w, getpid());
 	jw_key(&w, "busy"); jw_bool(&w, shell_busy());
 	jw_key(&w, "running_jobs"); jw_int(&w, job_running_count());
-	jw_key(&w, "last_activity_ms"); jw_int(&w, last_activity);
+	jw_key(&w, "last_activity_ms"); jw_int(&w, agent_last_activity());
 	jw_key(&w, "shell_pid"); jw_int(&w, shell_pid());
 	jw_key(&w, "shell"); jw_cstr(&w, shell_path());
 	jw_obj_end(&w);
 	conn_reply_jw(c, &w, &b);
-}
-
-void
-conn_reply_jw(struct conn *c, struct jw *w, struct buf *body)
-{
-	if (jw_finish(w) == -1)
-		conn_reply_error(c, 500, "internal", "response too large");
-	else
-		conn_reply_json(c, 200, body);
-	buf_free(body);
 }
 
 static void
@@ -283,8 +104,9 @@ shell_done(void *arg, const struct buf *body)
 }
 
 static void
-h_shell(struct conn *c, const struct json *body)
+h_shell(struct conn *c, const struct route_req *q)
 {
+	const struct json *body = q->js;
 	const char *cmd;
 	size_t len;
 	long long tmo = 120000, maxo = (long long)agent_conf.max_output;
@@ -320,12 +142,12 @@ h_shell(struct conn *c, const struct json *body)
 		conn_reply_error(c, 500, "internal", "no shell could be started");
 		return;
 	}
-	c->state = CS_BUSY;
 }
 
 static void
-h_shell_interrupt(struct conn *c)
+h_shell_interrupt(struct conn *c, const struct route_req *q)
 {
+	(void)q;
 	if (shell_interrupt())
 		conn_reply(c, 200, "application/json", "{\"interrupted\":true}", 20);
 	else
@@ -333,9 +155,9 @@ h_shell_interrupt(struct conn *c)
 }
 
 static void
-h_env(struct conn *c, const struct json *body)
+h_env(struct conn *c, const struct route_req *q)
 {
-	const struct json *set = json_get(body, "set"), *unset = json_get(body, "unset");
+	const struct json *set = json_get(q->js, "set"), *unset = json_get(q->js, "unset");
 	const struct json *e;
 	size_t need = 0;
 
@@ -401,79 +223,221 @@ token_ok(const struct http_req *r)
 	return d == 0;
 }
 
-/* Routes a complete request (head + body in c->in). */
-static void
-conn_dispatch(struct conn *c, const char *reqbytes)
-{
-	struct http_req *r = &c->req;
-	const char *body = reqbytes + r->head_len, *p = r->path, *id_end;
-	size_t blen = (size_t)r->content_length;
-	struct json *js = NULL;
-	char err[256], id[64];
-	int is_get = strcmp(r->method, "GET") == 0;
-	int is_post = strcmp(r->method, "POST") == 0;
-	int is_put = strcmp(r->method, "PUT") == 0;
-	int wants_json;
+/* The jobs' and files' handlers, as routes call them. */
 
-	c->state = CS_BUSY;
+static void
+h_job_start(struct conn *c, const struct route_req *q)
+{
+	job_http_start(c, q->js);
+}
+
+static void
+h_job_list(struct conn *c, const struct route_req *q)
+{
+	(void)q;
+	job_http_list(c);
+}
+
+static void
+h_job_get(struct conn *c, const struct route_req *q)
+{
+	job_http_get(c, q->id, q->r->query);
+}
+
+static void
+h_job_wait(struct conn *c, const struct route_req *q)
+{
+	job_http_wait(c, q->id, q->js);
+}
+
+static void
+h_job_stop(struct conn *c, const struct route_req *q)
+{
+	job_http_stop(c, q->id);
+}
+
+static void
+h_raw_get(struct conn *c, const struct route_req *q)
+{
+	fileops_http_raw_get(c, q->r->query);
+}
+
+static void
+h_raw_put(struct conn *c, const struct route_req *q)
+{
+	fileops_http_raw_put(c, q->r->query, q->body, q->blen);
+}
+
+static void
+h_file_op(struct conn *c, const struct route_req *q)
+{
+	fileops_http(c, q->rest, q->js);
+}
+
+#define ROUTE_RAW_BODY	0x1	/* the path's bodies are bytes, not JSON */
+/* Job ids are "j-" and 12 hex digits: an "{id}" segment this long or
+ * longer cannot be one, and is 404 whatever follows it. */
+#define ROUTE_MAX_ID	64
+
+/*
+ * One row a route; the first row whose method and path match runs. A path
+ * is exact, or has one "{id}" segment (a job id: any bytes but '/',
+ * possibly none, shorter than ROUTE_MAX_ID), or ends in '*' (any rest,
+ * possibly none). A ROUTE_RAW_BODY row's path is exact.
+ */
+struct route {
+	const char	*method;
+	const char	*path;
+	int		 flags;
+	void		(*fn)(struct conn *, const struct route_req *);
+};
+
+static const struct route routes[] = {
+	{ "GET",  "/v1/health",		 0,		 h_health },
+	{ "POST", "/v1/shell",		 0,		 h_shell },
+	{ "POST", "/v1/shell/interrupt", 0,		 h_shell_interrupt },
+	{ "POST", "/v1/env",		 0,		 h_env },
+	{ "POST", "/v1/jobs",		 0,		 h_job_start },
+	{ "GET",  "/v1/jobs",		 0,		 h_job_list },
+	{ "GET",  "/v1/jobs/{id}",	 0,		 h_job_get },
+	{ "POST", "/v1/jobs/{id}/wait",	 0,		 h_job_wait },
+	{ "POST", "/v1/jobs/{id}/stop",	 0,		 h_job_stop },
+	{ "GET",  "/v1/files/raw",	 0,		 h_raw_get },
+	{ "PUT",  "/v1/files/raw",	 ROUTE_RAW_BODY, h_raw_put },
+	{ "POST", "/v1/files/*",	 0,		 h_file_op },
+};
+
+/*
+ * Matches path against a row's pattern: 1 (id filled in for an "{id}"
+ * pattern, *rest set for a '*' one), 0, or -1 when path has the part
+ * before "{id}" but its segment there is ROUTE_MAX_ID bytes or more.
+ */
+static int
+route_match(const char *pat, const char *path, char id[ROUTE_MAX_ID],
+    const char **rest)
+{
+	const char *seg = strstr(pat, "{id}");
+	size_t n = strlen(pat), k;
+
+	if (n > 0 && pat[n - 1] == '*') {
+		if (strncmp(path, pat, n - 1) != 0)
+			return 0;
+		*rest = path + n - 1;
+		return 1;
+	}
+	if (seg == NULL)
+		return strcmp(path, pat) == 0;
+	n = (size_t)(seg - pat);
+	if (strncmp(path, pat, n) != 0)
+		return 0;
+	path += n;
+	if ((k = strcspn(path, "/")) >= ROUTE_MAX_ID)
+		return -1;
+	memcpy(id, path, k);
+	id[k] = '\0';
+	return strcmp(path + k, seg + 4) == 0;
+}
+
+/* 1 if some row answers method m. */
+static int
+route_method_known(const char *m)
+{
+	size_t i;
+
+	for (i = 0; i < NELEM(routes); i++)
+		if (strcmp(routes[i].method, m) == 0)
+			return 1;
+	return 0;
+}
+
+/* 1 if a ROUTE_RAW_BODY row serves path (with any method). */
+static int
+route_raw_body(const char *path)
+{
+	size_t i;
+
+	for (i = 0; i < NELEM(routes); i++)
+		if ((routes[i].flags & ROUTE_RAW_BODY) &&
+		    strcmp(routes[i].path, path) == 0)
+			return 1;
+	return 0;
+}
+
+/*
+ * The body of a POST as a JSON object into *js (an empty body is {}), on
+ * any path but a raw-body one, before routing: a POST to an unknown path
+ * with a bad body is 400 too. *js is NULL for other requests. 0, or -1
+ * after replying 400. The caller frees *js.
+ */
+static int
+route_body(struct conn *c, const struct http_req *r, const char *body,
+    size_t blen, struct json **js)
+{
+	char err[256];
+
+	*js = NULL;
+	if (strcmp(r->method, "POST") != 0 || route_raw_body(r->path))
+		return 0;
+	if (blen == 0)
+		*js = json_parse("{}", 2, err, sizeof(err));
+	else
+		*js = json_parse(body, blen, err, sizeof(err));
+	if (*js == NULL) {
+		conn_reply_error(c, 400, "bad_request", "invalid JSON body: %s", err);
+		return -1;
+	}
+	if ((*js)->type != JSON_OBJ) {
+		json_free(*js);
+		*js = NULL;
+		conn_reply_error(c, 400, "bad_request", "the body must be a JSON object");
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Routes a complete request (a conn_dispatch_cb): the bearer token (401),
+ * the body (route_body), the first matching row; else 405 for a /v1/ path
+ * with a method no row has, and 404 for the rest.
+ */
+static void
+conn_dispatch(struct conn *c, const struct http_req *r, const char *body,
+    size_t blen)
+{
+	struct route_req q;
+	struct json *js;
+	char id[ROUTE_MAX_ID];
+	size_t i;
+	int m;
+
 	if (use_token && !token_ok(r)) {
 		conn_reply_error(c, 401, "unauthorized",
 		    "missing or wrong bearer token");
 		return;
 	}
 	log_debug("request %s %s len=%zu", r->method, r->path, blen);
-	wants_json = is_post && strcmp(p, "/v1/files/raw") != 0;
-	if (wants_json) {
-		if (blen == 0)
-			js = json_parse("{}", 2, err, sizeof(err));
-		else
-			js = json_parse(body, blen, err, sizeof(err));
-		if (js == NULL) {
-			conn_reply_error(c, 400, "bad_request", "invalid JSON body: %s", err);
-			return;
-		}
-		if (js->type != JSON_OBJ) {
-			json_free(js);
-			conn_reply_error(c, 400, "bad_request", "the body must be a JSON object");
-			return;
-		}
-	}
-	if (strcmp(p, "/v1/health") == 0 && is_get)
-		h_health(c);
-	else if (strcmp(p, "/v1/shell") == 0 && is_post)
-		h_shell(c, js);
-	else if (strcmp(p, "/v1/shell/interrupt") == 0 && is_post)
-		h_shell_interrupt(c);
-	else if (strcmp(p, "/v1/env") == 0 && is_post)
-		h_env(c, js);
-	else if (strcmp(p, "/v1/jobs") == 0 && is_post)
-		job_http_start(c, js);
-	else if (strcmp(p, "/v1/jobs") == 0 && is_get)
-		job_http_list(c);
-	else if (strncmp(p, "/v1/jobs/", 9) == 0 && (is_get || is_post)) {
-		p += 9;
-		id_end = strchr(p, '/');
-		if ((size_t)((id_end ? id_end : p + strlen(p)) - p) >= sizeof(id)) {
+	if (route_body(c, r, body, blen, &js) == -1)
+		return;
+	memset(&q, 0, sizeof(q));
+	q.r = r;
+	q.js = js;
+	q.body = body;
+	q.blen = blen;
+	for (i = 0; i < NELEM(routes); i++) {
+		if (strcmp(routes[i].method, r->method) != 0)
+			continue;
+		if ((m = route_match(routes[i].path, r->path, id, &q.rest)) == -1) {
 			conn_reply_error(c, 404, "not_found", "no such job");
 			goto out;
 		}
-		snprintf(id, sizeof(id), "%.*s", (int)((id_end ? id_end : p + strlen(p)) - p), p);
-		if (id_end == NULL && is_get)
-			job_http_get(c, id, r->query);
-		else if (id_end != NULL && strcmp(id_end, "/wait") == 0 && is_post)
-			job_http_wait(c, id, js);
-		else if (id_end != NULL && strcmp(id_end, "/stop") == 0 && is_post)
-			job_http_stop(c, id);
-		else
-			conn_reply_error(c, 404, "not_found", "no route %s %s",
-			    r->method, r->path);
-	} else if (strcmp(p, "/v1/files/raw") == 0 && is_get)
-		fileops_http_raw_get(c, r->query);
-	else if (strcmp(p, "/v1/files/raw") == 0 && is_put)
-		fileops_http_raw_put(c, r->query, body, blen);
-	else if (strncmp(p, "/v1/files/", 10) == 0 && is_post)
-		fileops_http(c, p + 10, js);
-	else if (strncmp(p, "/v1/", 4) == 0 && !is_get && !is_post && !is_put)
+		if (m == 1) {
+			if (strstr(routes[i].path, "{id}") != NULL)
+				q.id = id;
+			routes[i].fn(c, &q);
+			goto out;
+		}
+	}
+	if (strncmp(r->path, "/v1/", 4) == 0 && !route_method_known(r->method))
 		conn_reply_error(c, 405, "bad_request", "method %s not allowed",
 		    r->method);
 	else
@@ -481,237 +445,6 @@ conn_dispatch(struct conn *c, const char *reqbytes)
 		    r->path);
 out:
 	json_free(js);
-}
-
-/* Parses one request from the input; 1 if it was dispatched. */
-static int
-conn_one(struct conn *c)
-{
-	char err[256];
-	int r, status;
-
-	if (!c->have_head) {
-		r = http_parse_head(c->in.p ? c->in.p : "", c->in.len, &c->req,
-		    err, sizeof(err));
-		if (r == HTTP_NEED_MORE)
-			return 0;
-		if (r != HTTP_DONE) {
-			status = r == HTTP_TOO_LARGE ? 431 : r == HTTP_UNSUPPORTED ? 501 : 400;
-			c->req.keepalive = 0;
-			c->state = CS_BUSY;
-			conn_reply_error(c, status, status == 431 ? "too_large" :
-			    "bad_request", "%s", err);
-			return 1;
-		}
-		c->have_head = 1;
-		if (c->req.content_length > HTTP_MAX_BODY) {
-			c->req.keepalive = 0;
-			c->state = CS_BUSY;
-			conn_reply_error(c, 413, "too_large",
-			    "request body over %zu bytes", HTTP_MAX_BODY);
-			return 1;
-		}
-	}
-	if (c->in.len - c->req.head_len < c->req.content_length) {
-		if (c->req.expect_continue && !c->sent_continue) {
-			static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
-			c->sent_continue = 1;
-			(void)send(c->fd, cont, sizeof(cont) - 1, MSG_NOSIGNAL);
-		}
-		return 0;
-	}
-	conn_want(c, 0);
-	{
-		/* Take the request out of the input buffer before dispatching:
-		 * the reply may be written before the handler returns. */
-		size_t n = c->req.head_len + (size_t)c->req.content_length;
-		char *req = xmalloc(n + 1);
-
-		memcpy(req, c->in.p, n);
-		req[n] = '\0';
-		buf_consume(&c->in, n);
-		if (c->in.len == 0 && c->in.cap > READ_CHUNK * 2)
-			buf_free(&c->in);	/* do not keep a big body's memory */
-		c->have_head = 0;
-		conn_dispatch(c, req);
-		free(req);
-	}
-	return 1;
-}
-
-/*
- * Handles the requests that have arrived, one after the other (pipelining),
- * in a loop rather than by recursion. The connection is not freed while
- * this runs (in_process); it is freed at the end if it died meanwhile.
- */
-static void
-conn_process(struct conn *c)
-{
-	if (c->in_process)
-		return;
-	c->in_process = 1;
-	while (!c->dead && c->state == CS_READ && c->in.len > 0)
-		if (!conn_one(c))
-			break;
-	c->in_process = 0;
-	if (c->dead && c->state != CS_BUSY)
-		conn_destroy(c);
-}
-
-static void
-conn_destroy(struct conn *c)
-{
-	if (c->prev != NULL)
-		c->prev->next = c->next;
-	else
-		conns = c->next;
-	if (c->next != NULL)
-		c->next->prev = c->prev;
-	nconns--;
-	buf_free(&c->in);
-	buf_free(&c->out);
-	free(c);
-}
-
-/*
- * Closes the connection. The memory goes now, or, while a handler holds
- * the connection (CS_BUSY) or conn_process runs, when that ends.
- */
-static void
-conn_free(struct conn *c)
-{
-	if (c->fd != -1) {
-		ev_del(c->fd);
-		close(c->fd);
-		c->fd = -1;
-	}
-	c->dead = 1;
-	if (c->state == CS_BUSY || c->in_process)
-		return;
-	conn_destroy(c);
-}
-
-static void
-conn_read(struct conn *c)
-{
-	char tmp[READ_CHUNK];
-	ssize_t n;
-
-	for (;;) {
-		n = recv(c->fd, tmp, sizeof(tmp), 0);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n == -1 && errno == EAGAIN)
-			break;
-		if (n <= 0) {
-			conn_free(c);
-			return;
-		}
-		if (c->state == CS_LINGER)
-			continue;
-		if (c->in.len == 0 && c->state == CS_READ)
-			c->since = ev_mono_ms();
-		if (buf_add(&c->in, tmp, (size_t)n) == -1) {
-			/* Over head+body max: framing was checked, so this is junk. */
-			c->req.keepalive = 0;
-			c->state = CS_BUSY;
-			conn_reply_error(c, 413, "too_large", "request too large");
-			return;
-		}
-		if ((size_t)n < sizeof(tmp))
-			break;
-	}
-	if (c->state == CS_READ)
-		conn_process(c);
-}
-
-static void
-conn_io(int fd, uint32_t events, void *arg)
-{
-	struct conn *c = arg;
-
-	(void)fd;
-	if (c->state == CS_BUSY) {
-		/* Peer went away while a handler runs. */
-		if (events & (EPOLLHUP | EPOLLERR | EPOLLRDHUP))
-			conn_free(c);
-		return;
-	}
-	if (events & EPOLLOUT && c->state == CS_WRITE) {
-		conn_flush(c);
-		return;
-	}
-	if (events & (EPOLLIN | EPOLLHUP | EPOLLERR))
-		conn_read(c);
-}
-
-static void
-accept_cb(int fd, uint32_t events, void *arg)
-{
-	struct conn *c;
-	int cfd, one = 1;
-
-	(void)events; (void)arg;
-	for (;;) {
-		cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (cfd == -1) {
-			if (errno == EINTR || errno == ECONNABORTED)
-				continue;
-			if (errno != EAGAIN)
-				log_warn("accept");
-			return;
-		}
-		if (nconns >= MAX_CONNS) {
-			log_warnx("too many connections (%d); refusing one", nconns);
-			close(cfd);
-			continue;
-		}
-		(void)setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		c = xcalloc(1, sizeof(*c));
-		c->fd = cfd;
-		c->state = CS_READ;
-		c->since = ev_mono_ms();
-		buf_init(&c->in, HTTP_MAX_HEAD + HTTP_MAX_BODY);
-		buf_init(&c->out, AGENT_MAX_RESP + 1024);
-		if (ev_add(cfd, EPOLLIN | EPOLLRDHUP, conn_io, c) == -1) {
-			close(cfd);
-			free(c);
-			continue;
-		}
-		c->next = conns;
-		if (conns != NULL)
-			conns->prev = c;
-		conns = c;
-		nconns++;
-	}
-}
-
-/* Closes stalled connections (slowloris) and lingering ones. */
-static void
-sweep_cb(void *arg)
-{
-	struct conn *c, *nx;
-	uint64_t now = ev_mono_ms();
-
-	(void)arg;
-	for (c = conns; c != NULL; c = nx) {
-		nx = c->next;
-		if ((c->state == CS_LINGER && now - c->since > LINGER_MS) ||
-		    (c->state == CS_READ && c->in.len == 0 &&
-		    now - c->since > (uint64_t)agent_conf.idle_timeout_ms) ||
-		    (c->state == CS_WRITE && now - c->since >
-		    (uint64_t)agent_conf.idle_timeout_ms))
-			conn_free(c);
-		else if (c->state == CS_READ && c->in.len > 0 &&
-		    now - c->since > (uint64_t)agent_conf.request_timeout_ms) {
-			c->req.keepalive = 0;
-			c->state = CS_BUSY;
-			log_info("conn fd=%d request not complete after %lld ms; closing",
-			    c->fd, agent_conf.request_timeout_ms);
-			conn_reply_error(c, 408, "bad_request", "request timeout");
-		}
-	}
-	ev_timer_add(SWEEP_MS, sweep_cb, NULL);
 }
 
 static void
@@ -831,6 +564,13 @@ listen_on(const char *spec)
 	return fd;
 }
 
+/*
+ * Loads the token from path: one read into token (a longer file is cut to
+ * sizeof(token) - 1 bytes), trailing newlines and spaces dropped, at least
+ * 16 bytes. Not util_read_file: that would refuse a long file instead of
+ * cutting it, and leave a copy of the secret in freed heap memory. 0, or -1
+ * (logged).
+ */
 static int
 read_token(const char *path)
 {
@@ -859,18 +599,33 @@ read_token(const char *path)
 	return 0;
 }
 
-static void
-usage(void)
+/* The synopsis (as in docs/agent.md); to out, then exit(status). */
+static NORETURN void
+usage(FILE *out, int status)
 {
-	fprintf(stderr, "usage: sandbox-agent [-dv] --listen unix:PATH|tcp:HOST:PORT "
+	fprintf(out, "usage: sandbox-agent [-dv] --listen unix:PATH|tcp:HOST:PORT "
 	    "[--token-file FILE]\n\t[--state DIR] [--workdir DIR] [--shell PATH] "
 	    "[--max-output BYTES]\n\t[--request-timeout MS] [--job-output-cap BYTES] "
 	    "[--job-keep N] [--job-keep-ms MS]\n");
-	exit(2);
+	exit(status);
 }
 
-int
-main(int argc, char **argv)
+/* What the command line sets besides agent_conf. */
+struct args {
+	const char	*listen;	/* --listen (required) */
+	const char	*token_file;	/* --token-file */
+	int		 verbose;	/* log level: info, one up a -v */
+};
+
+/*
+ * Parses the command line (getopt_long) into a and agent_conf. --help
+ * prints the synopsis to stdout and exits 0; a usage error (an unknown
+ * option, a bad value, an operand, no --listen) prints it to stderr and
+ * exits 2. -d is accepted and changes nothing: the agent always stays in
+ * the foreground and logs to stderr, and debug logs come with -v.
+ */
+static void
+parse_args(int argc, char **argv, struct args *a)
 {
 	static const struct option opts[] = {
 		{ "listen", required_argument, NULL, 'l' },
@@ -883,71 +638,87 @@ main(int argc, char **argv)
 		{ "job-output-cap", required_argument, NULL, 'C' },
 		{ "job-keep", required_argument, NULL, 'K' },
 		{ "job-keep-ms", required_argument, NULL, 'T' },
+		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *listen_spec = NULL, *token_file = NULL, *errstr;
-	char wd[PATH_MAX];
+	const char *errstr;
 	long long v;
-	int ch, debug = 0, verbose = LOG_LVL_INFO;
-	sigset_t mask;
+	int ch;
 
+	memset(a, 0, sizeof(*a));
+	a->verbose = LOG_LVL_INFO;
 	while ((ch = getopt_long(argc, argv, "dv", opts, NULL)) != -1) {
 		switch (ch) {
-		case 'd': debug = 1; break;
-		case 'v': verbose++; break;
-		case 'l': listen_spec = optarg; break;
-		case 't': token_file = optarg; break;
+		case 'd': break;
+		case 'v': a->verbose++; break;
+		case 'h': usage(stdout, 0);
+		case 'l': a->listen = optarg; break;
+		case 't': a->token_file = optarg; break;
 		case 's': agent_conf.statedir = optarg; break;
 		case 'w': agent_conf.workdir = optarg; break;
 		case 'S': agent_conf.shell = optarg; break;
 		case 'm':
 			if (strnum_size(optarg, &v, &errstr) == -1 || v < 256 ||
 			    v > (long long)AGENT_MAX_OUTPUT_CAP)
-				usage();
+				usage(stderr, 2);
 			agent_conf.max_output = (size_t)v;
 			break;
 		case 'r':
 			if (strnum_ll(optarg, 100, 3600000, &v, &errstr) == -1)
-				usage();
+				usage(stderr, 2);
 			agent_conf.request_timeout_ms = v;
 			break;
 		case 'C':
 			/* 0: no cap; else at least 4 KiB, at most 1 TiB. */
 			if (strnum_size(optarg, &v, &errstr) == -1 ||
 			    (v != 0 && v < 4096) || v > (1LL << 40))
-				usage();
+				usage(stderr, 2);
 			agent_conf.job_output_cap = (size_t)v;
 			break;
 		case 'K':
 			if (strnum_ll(optarg, 1, 4096, &v, &errstr) == -1)
-				usage();
+				usage(stderr, 2);
 			agent_conf.job_keep = (int)v;
 			break;
 		case 'T':
 			if (strnum_ll(optarg, 0, 3650LL * 24 * 3600 * 1000, &v,
 			    &errstr) == -1)
-				usage();
+				usage(stderr, 2);
 			agent_conf.job_keep_ms = v;
 			break;
 		default:
-			usage();
+			usage(stderr, 2);
 		}
 	}
-	if (listen_spec == NULL || optind != argc)
-		usage();
-	(void)debug;
-	log_init("sandbox-agent", verbose > LOG_LVL_DEBUG ? LOG_LVL_DEBUG : verbose, NULL);
-	if (strncmp(listen_spec, "tcp:", 4) == 0) {
-		if (token_file == NULL)
+	if (a->listen == NULL || optind != argc)
+		usage(stderr, 2);
+	if (a->verbose > LOG_LVL_DEBUG)
+		a->verbose = LOG_LVL_DEBUG;
+}
+
+/* The bearer token: required on TCP, optional on a unix socket. */
+static void
+setup_token(const struct args *a)
+{
+	if (strncmp(a->listen, "tcp:", 4) == 0) {
+		if (a->token_file == NULL)
 			fatalx("--listen tcp: needs --token-file");
-		if (read_token(token_file) == -1)
+		if (read_token(a->token_file) == -1)
 			exit(1);
 		use_token = 1;
-	} else if (token_file != NULL) {
-		if (read_token(token_file) == -1)
+	} else if (a->token_file != NULL) {
+		if (read_token(a->token_file) == -1)
 			exit(1);
 		use_token = 1;
 	}
+}
+
+/* Creates the state and work directories and makes their paths absolute. */
+static void
+setup_dirs(void)
+{
+	char wd[PATH_MAX];
+
 	if (fileops_mkdirs(agent_conf.statedir) == -1)
 		fatal("cannot create state directory %s", agent_conf.statedir);
 	if (fileops_mkdirs(agent_conf.workdir) == -1)
@@ -956,6 +727,16 @@ main(int argc, char **argv)
 		agent_conf.workdir = xstrdup(wd);
 	if (realpath(agent_conf.statedir, wd) != NULL)
 		agent_conf.statedir = xstrdup(wd);
+}
+
+/*
+ * The process: malloc tuning, SIGPIPE ignored, child subreaper, the
+ * signals the loop handles blocked and read from a signalfd.
+ */
+static void
+setup_process(void)
+{
+	sigset_t mask;
 
 	/* Big buffers (outputs, bodies) come from mmap and go back to the
 	 * system when freed: a fixed threshold stops glibc from raising it. */
@@ -976,18 +757,29 @@ main(int argc, char **argv)
 		fatal("epoll");
 	if (ev_add(sig_fd, EPOLLIN, signal_cb, NULL) == -1)
 		fatal("epoll signalfd");
-	if ((listen_fd = listen_on(listen_spec)) == -1)
+}
+
+int
+main(int argc, char **argv)
+{
+	struct args a;
+
+	parse_args(argc, argv, &a);
+	log_init("sandbox-agent", a.verbose, NULL);
+	setup_token(&a);
+	setup_dirs();
+	setup_process();
+	if ((listen_fd = listen_on(a.listen)) == -1)
 		exit(1);
-	if (ev_add(listen_fd, EPOLLIN, accept_cb, NULL) == -1)
+	if (conn_serve(listen_fd, conn_dispatch) == -1)
 		fatal("epoll listen");
 	agent_touch();
 	if (job_init() == -1)
 		log_warnx("jobs: state directory %s unusable", agent_conf.statedir);
 	if (shell_init() == -1)
 		log_warnx("no shell yet; /v1/shell will retry");
-	ev_timer_add(SWEEP_MS, sweep_cb, NULL);
 	log_info("listening on %s state=%s workdir=%s shell=%s pid=%d",
-	    listen_spec, agent_conf.statedir, agent_conf.workdir, shell_path(),
+	    a.listen, agent_conf.statedir, agent_conf.workdir, shell_path(),
 	    (int)getpid());
 	ev_run();
 	return 0;

@@ -1,7 +1,7 @@
 # agent/: sandbox-agent, the in-sandbox agent (static binary, no libraries).
 AGENT_LIB_SRCS := agent/json.c agent/http.c agent/edit.c
-AGENT_SRCS := $(AGENT_LIB_SRCS) agent/ev.c agent/proc.c agent/shell.c \
-	agent/job.c agent/fileops.c agent/main.c
+AGENT_SRCS := $(AGENT_LIB_SRCS) agent/agent.c agent/ev.c agent/proc.c \
+	agent/conn.c agent/shell.c agent/job.c agent/fileops.c agent/main.c
 AGENT_LIB_OBJS := $(AGENT_LIB_SRCS:%.c=$(B)/%.o)
 ALL_OBJS += $(AGENT_SRCS:%.c=$(B)/%.o)
 
@@ -12,7 +12,7 @@ AGENT_STATIC_OBJS := $(AGENT_SRCS:%.c=$(B)/%.o) $(COMMON_MIN_OBJS)
 else
 AGENT_NOSAN_CFLAGS := $(filter-out $(SAN),$(CFLAGS))
 AGENT_STATIC_OBJS := $(patsubst %.c,$(B)/agent-static/%.o,$(AGENT_SRCS) \
-	common/log.c common/xmalloc.c common/buf.c common/strnum.c common/util.c common/ids.c)
+	$(COMMON_MIN_OBJS:$(B)/%.o=%.c))
 $(B)/agent-static/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(AGENT_NOSAN_CFLAGS) -Iagent -MMD -MP -c $< -o $@

@@ -22,7 +22,12 @@ struct pent {
 	char		mark;
 };
 
-/* Reads a small file into buf (NUL-terminated). Its length, or -1. */
+/*
+ * Reads a small file into buf (NUL-terminated), in one read(2): a scan or
+ * a command's snapshot reads /proc/<pid>/stat for every process it visits,
+ * so this stays on the caller's stack rather than util_read_file's heap
+ * buffer. Its length, or -1.
+ */
 static ssize_t
 read_small(const char *path, char *buf, size_t size)
 {

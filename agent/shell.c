@@ -1,4 +1,22 @@
-/* shell.c: the persistent shell (see shell.h). */
+/*
+ * shell.c: the persistent shell (see shell.h for the protocol with it).
+ * It owns the one shell process (sh: its three pipes, its pid, its path)
+ * and the one command running in it.
+ *
+ * A command is idle -> busy (shell_run; a second call is 409) -> finished,
+ * when its nonce line arrives on the status fd (st_read) or the shell dies
+ * (shell_child_exited, which starts a new shell). A timeout or an interrupt
+ * only stops it (stop_command: USR1, then SIGKILL of its own tree until the
+ * shell reports, the shell itself killed after SHELL_KILL_GRACE_MS); the
+ * finish still comes from one of those two events. Every started command
+ * gets exactly one answer: its callback with the result body, or
+ * conn_reply_error on its argument when the result cannot be built.
+ *
+ * An env snapshot (for a job about to start) is an internal command; a
+ * /v1/shell call that arrives during it is queued (one at most) and started
+ * when it ends. /v1/env ops accumulate in envops (replayed into every new
+ * shell and job) and pending (sent before the shell's next command).
+ */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -6,20 +24,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "agent.h"
+#include "conn.h"
 #include "ev.h"
-#include "job.h"
 #include "json.h"
 #include "log.h"
 #include "proc.h"
 #include "shell.h"
 #include "strnum.h"
-#include <sys/epoll.h>
+#include "util.h"
 #include "xmalloc.h"
 
 #define SHELL_STATUS_FD_BASH	19	/* where the shell reports completion */
@@ -69,9 +88,9 @@ static struct {
 	char		*tail;
 	size_t		 tailcap, tailpos, taillen;
 	unsigned long long total;
-	uint64_t	 t0;
+	long long	 t0;		/* command start, util_mono_ms */
 	uint64_t	 timer;
-	uint64_t	 kill_t0;	/* when the timeout kill started */
+	long long	 kill_t0;	/* when the timeout kill started */
 	int		 timed_out;
 	int		 interrupted;	/* POST /v1/shell/interrupt stopped it */
 	int		 flushing;	/* a ":" after a timeout, see st_read */
@@ -368,7 +387,7 @@ shell_spawn(void)
 		 * timeout can tell a command's tree from earlier ones. */
 		(void)prctl(PR_SET_CHILD_SUBREAPER, 1);
 		if (chdir(agent_conf.workdir) == -1)
-			NOCHECK(chdir("/"));
+			ign(chdir("/"));
 		if (sh.is_bash) {
 			argv[0] = (char *)"bash";
 			argv[1] = (char *)"--noprofile";
@@ -516,7 +535,7 @@ grace_cb(void *arg)
 	sh.timer = 0;
 	if (!sh.busy || sh.pid <= 0)
 		return;
-	if (ev_mono_ms() - sh.kill_t0 < SHELL_KILL_GRACE_MS) {
+	if (util_mono_ms() - sh.kill_t0 < SHELL_KILL_GRACE_MS) {
 		/* The shell may start the command's next process: kill again. */
 		kill_commands();
 		sh.timer = ev_timer_add(SHELL_KILL_TICK_MS, grace_cb, NULL);
@@ -541,7 +560,7 @@ stop_command(void)
 	if (sh.pid > 0)
 		kill(sh.pid, SIGUSR1);
 	kill_commands();
-	sh.kill_t0 = ev_mono_ms();
+	sh.kill_t0 = util_mono_ms();
 	sh.timer = ev_timer_add(SHELL_KILL_TICK_MS, grace_cb, NULL);
 }
 
@@ -553,8 +572,8 @@ timeout_cb(void *arg)
 	if (!sh.busy)
 		return;
 	sh.timed_out = 1;
-	log_info("shell command timed out after %llu ms; killing its tree",
-	    (unsigned long long)(ev_mono_ms() - sh.t0));
+	log_info("shell command timed out after %lld ms; killing its tree",
+	    util_mono_ms() - sh.t0);
 	stop_command();
 }
 
@@ -607,8 +626,8 @@ shell_interrupt(void)
 	if (!sh.busy || sh.internal || sh.timed_out || sh.interrupted)
 		return 0;
 	sh.interrupted = 1;
-	log_info("shell command interrupted after %llu ms; killing its tree",
-	    (unsigned long long)(ev_mono_ms() - sh.t0));
+	log_info("shell command interrupted after %lld ms; killing its tree",
+	    util_mono_ms() - sh.t0);
 	stop_command();
 	return 1;
 }
@@ -663,21 +682,21 @@ shell_finish(int exit_code, int restarted, int died_status)
 		exit_code = -1;
 	if (restarted) {
 		if (WIFSIGNALED(died_status))
-			NOCHECK(buf_addf(&out, "\n[the shell was killed by signal %d",
+			ign(buf_addf(&out, "\n[the shell was killed by signal %d",
 			    WTERMSIG(died_status)));
 		else
-			NOCHECK(buf_addf(&out, "\n[the shell exited with status %d",
+			ign(buf_addf(&out, "\n[the shell exited with status %d",
 			    WEXITSTATUS(died_status)));
-		NOCHECK(buf_addf(&out, "; a new shell was started in %s: the "
+		ign(buf_addf(&out, "; a new shell was started in %s: the "
 		    "working directory, variables, functions and aliases were "
 		    "reset]\n", agent_conf.workdir));
 	}
 	if (oom)
-		NOCHECK(buf_addstr(&out, "\n[killed: out of memory]\n"));
+		ign(buf_addstr(&out, "\n[killed: out of memory]\n"));
 	buf_init(&body, AGENT_MAX_RESP);
 	jw_init(&w, &body);
 	write_result(&w, exit_code, out.p ? out.p : "", out.len, sh.timed_out,
-	    sh.interrupted, (long long)(ev_mono_ms() - sh.t0), dropped,
+	    sh.interrupted, util_mono_ms() - sh.t0, dropped,
 	    restarted, oom);
 	buf_free(&out);
 	free_output();
@@ -813,7 +832,7 @@ shell_run(const char *cmd, size_t len, long long timeout_ms, size_t max_output,
 	sh.busy = 1;
 	sh.cb = cb;
 	sh.arg = arg;
-	sh.t0 = ev_mono_ms();
+	sh.t0 = util_mono_ms();
 	sh.timed_out = 0;
 	sh.interrupted = 0;
 	/* sh.oom0 is the OOM count when the last command ended (or a job, or
@@ -885,11 +904,11 @@ shell_job_prelude(struct buf *out)
 {
 	/* The shell's exported env as of the last snapshot, then /v1/env. */
 	if (sh.envcache.len > 0) {
-		NOCHECK(buf_add(out, sh.envcache.p, sh.envcache.len));
-		NOCHECK(buf_addstr(out, "\n"));
+		ign(buf_add(out, sh.envcache.p, sh.envcache.len));
+		ign(buf_addstr(out, "\n"));
 	}
 	if (sh.envops.len > 0)
-		NOCHECK(buf_add(out, sh.envops.p, sh.envops.len));
+		ign(buf_add(out, sh.envops.p, sh.envops.len));
 }
 
 static void

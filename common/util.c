@@ -59,33 +59,40 @@ util_deadline(struct timespec *ts, long long ms)
 }
 
 int
-util_read_file(const char *path, struct buf *b, char *err, size_t errlen)
+util_read_fd(int fd, struct buf *b)
 {
 	char chunk[16384];
 	ssize_t n;
-	int fd, rc = -1;
+
+	for (;;) {
+		n = read(fd, chunk, sizeof(chunk));
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1)
+			return -1;
+		if (n == 0)
+			return 0;
+		if (buf_add(b, chunk, (size_t)n) == -1) {
+			errno = EFBIG;
+			return -1;
+		}
+	}
+}
+
+int
+util_read_file(const char *path, struct buf *b, char *err, size_t errlen)
+{
+	int fd, rc;
 
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
 		return -1;
 	}
-	for (;;) {
-		n = read(fd, chunk, sizeof(chunk));
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n == -1) {
-			snprintf(err, errlen, "%s: %s", path, strerror(errno));
-			goto out;
-		}
-		if (n == 0)
-			break;
-		if (buf_add(b, chunk, (size_t)n) == -1) {
-			snprintf(err, errlen, "%s: larger than %zu bytes", path, b->max);
-			goto out;
-		}
-	}
-	rc = 0;
-out:
+	/* read(2) never fails with EFBIG: it means b->max. */
+	if ((rc = util_read_fd(fd, b)) == -1 && errno == EFBIG)
+		snprintf(err, errlen, "%s: larger than %zu bytes", path, b->max);
+	else if (rc == -1)
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
 	close(fd);
 	return rc;
 }

@@ -27,6 +27,13 @@ uint32_t	util_hash_str(const char *s);
  */
 int	util_read_file(const char *path, struct buf *b, char *err,
 	    size_t errlen) WUNRES;
+/*
+ * Reads fd from where it is to its end into b (appended; b->max bounds it),
+ * for a caller that opens the file itself (other open flags, an fstat
+ * check first); the fd stays open. 0, or -1 with errno: EFBIG when the
+ * data would pass b->max, else read's error (b then holds a prefix).
+ */
+int	util_read_fd(int fd, struct buf *b) WUNRES;
 
 /*
  * Replaces path atomically: an O_EXCL temp file beside it, written,

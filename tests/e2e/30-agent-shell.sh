@@ -2,7 +2,7 @@
 # 30-agent-shell: the agent's persistent shell, run on the host: state
 # persistence and every edge case of docs/internals/agent-protocol.md.
 . "$(dirname "$0")/../lib/common.sh"
-. "$TOP/agent/test-lib.sh"
+. "$TOP/tests/lib/agent.sh"
 
 check "agent starts and is healthy" start_agent
 api GET /v1/health

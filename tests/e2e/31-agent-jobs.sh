@@ -3,7 +3,7 @@
 # signals, the tree killed by stop, OOM reported as OOM, and survival of the
 # client going away and of an agent kill -9 + restart.
 . "$(dirname "$0")/../lib/common.sh"
-. "$TOP/agent/test-lib.sh"
+. "$TOP/tests/lib/agent.sh"
 
 check "agent starts" start_agent
 

@@ -2,7 +2,7 @@
 # 32-agent-files: view / create / str_replace / insert / raw read and write,
 # atomic writes that keep the mode, and every error path.
 . "$(dirname "$0")/../lib/common.sh"
-. "$TOP/agent/test-lib.sh"
+. "$TOP/tests/lib/agent.sh"
 
 check "agent starts" start_agent
 WS=$(cd "$T/ws" && pwd -P)

@@ -3,7 +3,7 @@
 # slowloris, floods of connections, clients vanishing mid-response, TCP
 # mode with a bearer token. The agent must answer clearly and stay up.
 . "$(dirname "$0")/../lib/common.sh"
-. "$TOP/agent/test-lib.sh"
+. "$TOP/tests/lib/agent.sh"
 
 check "agent starts (request timeout 1500 ms)" start_agent --request-timeout 1500
 

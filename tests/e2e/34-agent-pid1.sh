@@ -3,7 +3,7 @@
 # bwrap): it reaps every orphan, jobs and the shell work, and SIGTERM takes
 # the whole namespace down.
 . "$(dirname "$0")/../lib/common.sh"
-. "$TOP/agent/test-lib.sh"
+. "$TOP/tests/lib/agent.sh"
 
 if ! unshare --pid --fork --mount-proc true 2>/dev/null; then
 	skip "agent as PID 1" "cannot create a pid namespace here"

@@ -3,7 +3,7 @@
 # (busybox ash here, dash if present) with the same semantics, and a
 # missing --shell falls back.
 . "$(dirname "$0")/../lib/common.sh"
-. "$TOP/agent/test-lib.sh"
+. "$TOP/tests/lib/agent.sh"
 
 shells=()
 [ -x /bin/busybox ] && shells+=(/bin/busybox)

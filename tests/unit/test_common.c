@@ -1,4 +1,6 @@
 /* test_common.c: buf, strnum, log_escape, util and the id grammars. */
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,6 +112,7 @@ TEST(test_util_files)
 {
 	char path[] = "/tmp/test_common.XXXXXX", file[64], err[256];
 	struct buf b;
+	int fd;
 
 	CHECK(mkdtemp(path) != NULL);
 	snprintf(file, sizeof(file), "%s/f", path);
@@ -125,6 +128,20 @@ TEST(test_util_files)
 	buf_free(&b);
 	CHECK(util_read_file("/nonexistent/x", &b, err, sizeof(err)) == -1);
 	CHECK(strstr(err, "No such file") != NULL);
+	/* util_read_fd: from the fd's offset; EFBIG past b->max, what fitted kept. */
+	CHECK((fd = open(file, O_RDONLY)) != -1);
+	CHECK(lseek(fd, 1, SEEK_SET) == 1);
+	buf_init(&b, 2);
+	CHECK(util_read_fd(fd, &b) == 0);
+	CHECK_STR(b.p, "ye");
+	buf_free(&b);
+	CHECK(lseek(fd, 0, SEEK_SET) == 0);
+	buf_init(&b, 2);
+	errno = 0;
+	CHECK(util_read_fd(fd, &b) == -1 && errno == EFBIG);
+	buf_free(&b);
+	close(fd);
+	CHECK(util_read_fd(fd, &b) == -1 && errno == EBADF);
 	CHECK(util_write_file_atomic("/nonexistent/x", "a", 1, 0600, err, sizeof(err)) == -1);
 	CHECK(util_mono_ms() > 0 && util_unix_ms() > 1700000000000LL);
 	unlink(file);

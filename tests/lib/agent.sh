@@ -1,4 +1,4 @@
-# agent/test-lib.sh: helpers for the agent's e2e tests (tests/e2e/3x-agent-*.sh).
+# tests/lib/agent.sh: helpers for the agent's e2e tests (tests/e2e/3x-agent-*.sh).
 # Source after tests/lib/common.sh. Runs the agent directly on the host (no
 # sandbox) with a unix socket in $T, and talks to it with curl and jq.
 AGENT=$BIN/agent/sandbox-agent

@@ -1,0 +1,63 @@
+/*
+ * agent.c: what every agent module shares and nothing else owns: the
+ * configuration (defaults here, set once by main.c's flags before the loop
+ * starts, read-only after), the last-activity stamp health reports, and
+ * random hex for nonces and ids. It calls no other agent module.
+ */
+#include <errno.h>
+#include <sys/random.h>
+
+#include "agent.h"
+#include "log.h"
+#include "util.h"
+
+struct agent_conf agent_conf = {
+	.shell = "/bin/bash",
+	.workdir = "/workspace",
+	.statedir = "/run/agent",
+	.max_output = ((size_t)1024 * 1024),
+	.request_timeout_ms = 30000,
+	.idle_timeout_ms = 3600LL * 1000,
+	.job_output_cap = AGENT_JOB_OUTPUT_CAP,
+	.job_keep = AGENT_JOB_KEEP,
+	.job_keep_ms = AGENT_JOB_KEEP_MS,
+};
+
+static long long last_activity;	/* unix ms, see agent_touch */
+
+void
+agent_touch(void)
+{
+	last_activity = util_unix_ms();
+}
+
+void
+agent_random_hex(char *out, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned char r[64];
+	size_t i, got = 0;
+	ssize_t k;
+
+	if (n > sizeof(r))
+		n = sizeof(r);
+	while (got < n) {
+		k = getrandom(r + got, n - got, 0);
+		if (k == -1 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			fatal("getrandom");
+		got += (size_t)k;
+	}
+	for (i = 0; i < n; i++) {
+		out[2 * i] = hex[r[i] >> 4];
+		out[2 * i + 1] = hex[r[i] & 15];
+	}
+	out[2 * n] = '\0';
+}
+
+long long
+agent_last_activity(void)
+{
+	return last_activity;
+}

@@ -1,0 +1,450 @@
+/*
+ * conn.c: the agent's HTTP connections (see conn.h). One request at a time
+ * per connection:
+ *
+ *   CS_READ -> (a complete request) CS_BUSY -> (conn_reply*) CS_WRITE ->
+ *   (sent) CS_READ again, or CS_LINGER when the connection is to close
+ *   (drain the peer's input for LINGER_MS, then close).
+ *
+ * conn_one parses a head (http.c), waits for the body, takes the request
+ * out of the input buffer and hands it to the dispatch callback; the
+ * handler it reaches owns the connection (CS_BUSY) until it replies.
+ * Pipelined requests wait in the input buffer and run in conn_process's
+ * loop, not by recursion. sweep_cb closes stalled (slowloris), idle and
+ * lingering connections once a second.
+ *
+ * Freeing: conn_free closes the fd at once and marks the connection dead;
+ * its memory goes when nothing holds it any more: at once, or when the
+ * handler replies (CS_BUSY), or when conn_process (in_process) returns.
+ * Nothing here knows the routes or the handlers.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "conn.h"
+#include "ev.h"
+#include "http.h"
+#include "json.h"
+#include "log.h"
+#include "util.h"
+#include "xmalloc.h"
+
+/* Open connections; beyond it a new one is accepted and closed at once,
+ * so that a flood cannot take the fds the shell and jobs need. */
+#define MAX_CONNS		512
+/* One recv; an emptied input buffer larger than two is given back. */
+#define READ_CHUNK		((size_t)64 * 1024)
+/* How often the sweep looks at stalled, idle and lingering connections. */
+#define SWEEP_MS		1000
+/* After a closing reply, how long the peer's input is drained, so that
+ * it reads the reply instead of a reset. */
+#define LINGER_MS		2000
+
+enum conn_state {
+	CS_READ,	/* reading a request */
+	CS_BUSY,	/* a handler owns it until conn_reply */
+	CS_WRITE,	/* sending the response */
+	CS_LINGER,	/* response sent, draining input before close */
+};
+
+struct conn {
+	int		 fd;
+	enum conn_state	 state;
+	int		 dead;		/* closed; memory freed when nothing holds it */
+	int		 in_process;	/* conn_process is on the stack */
+	int		 close_after;	/* close once the response is out */
+	int		 have_head;
+	int		 sent_continue;
+	struct http_req	 req;
+	struct buf	 in;
+	struct buf	 out;
+	size_t		 out_off;
+	long long	 since;		/* this request/idle period began, util_mono_ms */
+	struct conn	*prev, *next;
+};
+
+static struct conn *conns;
+static int nconns;
+static conn_dispatch_cb dispatch;	/* where complete requests go */
+
+static void conn_io(int, uint32_t, void *);
+static void conn_free(struct conn *);
+static void conn_destroy(struct conn *);
+static void conn_process(struct conn *);
+
+/* Responses. */
+
+static void
+conn_want(struct conn *c, uint32_t ev)
+{
+	if (ev_mod(c->fd, ev) == -1)
+		log_warn("conn fd=%d epoll", c->fd);
+}
+
+static void
+conn_flush(struct conn *c)
+{
+	ssize_t n;
+
+	while (c->out_off < c->out.len) {
+		n = send(c->fd, c->out.p + c->out_off, c->out.len - c->out_off,
+		    MSG_NOSIGNAL);
+		if (n > 0) {
+			c->out_off += (size_t)n;
+			continue;
+		}
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1 && errno == EAGAIN) {
+			conn_want(c, EPOLLOUT);
+			return;
+		}
+		conn_free(c);
+		return;
+	}
+	buf_free(&c->out);
+	c->out_off = 0;
+	if (c->close_after) {
+		/* Stop sending, drain what the peer still sends, then close. */
+		shutdown(c->fd, SHUT_WR);
+		c->state = CS_LINGER;
+		c->since = util_mono_ms();
+		conn_want(c, EPOLLIN);
+		return;
+	}
+	c->state = CS_READ;
+	c->have_head = 0;
+	c->sent_continue = 0;
+	c->since = util_mono_ms();
+	conn_want(c, EPOLLIN);
+	/* A pipelined request may already be buffered. */
+	if (c->in.len > 0)
+		conn_process(c);
+}
+
+void
+conn_reply(struct conn *c, int status, const char *ctype, const char *body,
+    size_t len)
+{
+	if (c->dead) {
+		/* The peer went away while the handler ran. */
+		c->state = CS_READ;
+		if (!c->in_process)
+			conn_destroy(c);
+		return;
+	}
+	if (!c->req.keepalive || status == 400 || status == 413 || status == 431 ||
+	    status == 501 || status == 408)
+		c->close_after = 1;
+	buf_init(&c->out, AGENT_MAX_RESP + 1024);
+	c->since = util_mono_ms();
+	if (buf_addf(&c->out, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\n"
+	    "Content-Length: %zu\r\n%s\r\n", status, http_status_text(status),
+	    ctype, len, c->close_after ? "Connection: close\r\n" : "") == -1 ||
+	    buf_add(&c->out, body, len) == -1) {
+		conn_free(c);
+		return;
+	}
+	c->out_off = 0;
+	c->state = CS_WRITE;
+	conn_flush(c);
+}
+
+void
+conn_reply_json(struct conn *c, int status, const struct buf *body)
+{
+	conn_reply(c, status, "application/json", body->p ? body->p : "",
+	    body->len);
+}
+
+void
+conn_reply_error(struct conn *c, int status, const char *code,
+    const char *fmt, ...)
+{
+	char msg[2048];
+	struct buf b;
+	struct jw w;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	buf_init(&b, 16384);
+	jw_init(&w, &b);
+	jw_obj(&w);
+	jw_key(&w, "error");
+	jw_obj(&w);
+	jw_key(&w, "code"); jw_cstr(&w, code);
+	jw_key(&w, "message"); jw_cstr(&w, msg);
+	jw_obj_end(&w);
+	jw_obj_end(&w);
+	if (jw_finish(&w) == -1) {
+		buf_free(&b);
+		conn_reply(c, 500, "application/json", "{}", 2);
+		return;
+	}
+	conn_reply_json(c, status, &b);
+	buf_free(&b);
+}
+
+void
+conn_reply_jw(struct conn *c, struct jw *w, struct buf *body)
+{
+	if (jw_finish(w) == -1)
+		conn_reply_error(c, 500, "internal", "response too large");
+	else
+		conn_reply_json(c, 200, body);
+	buf_free(body);
+}
+
+/* Parses one request from the input; 1 if it was dispatched. */
+static int
+conn_one(struct conn *c)
+{
+	char err[256];
+	int r, status;
+
+	if (!c->have_head) {
+		r = http_parse_head(c->in.p ? c->in.p : "", c->in.len, &c->req,
+		    err, sizeof(err));
+		if (r == HTTP_NEED_MORE)
+			return 0;
+		if (r != HTTP_DONE) {
+			status = r == HTTP_TOO_LARGE ? 431 : r == HTTP_UNSUPPORTED ? 501 : 400;
+			c->req.keepalive = 0;
+			c->state = CS_BUSY;
+			conn_reply_error(c, status, status == 431 ? "too_large" :
+			    "bad_request", "%s", err);
+			return 1;
+		}
+		c->have_head = 1;
+		if (c->req.content_length > HTTP_MAX_BODY) {
+			c->req.keepalive = 0;
+			c->state = CS_BUSY;
+			conn_reply_error(c, 413, "too_large",
+			    "request body over %zu bytes", HTTP_MAX_BODY);
+			return 1;
+		}
+	}
+	if (c->in.len - c->req.head_len < c->req.content_length) {
+		if (c->req.expect_continue && !c->sent_continue) {
+			static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+			c->sent_continue = 1;
+			(void)send(c->fd, cont, sizeof(cont) - 1, MSG_NOSIGNAL);
+		}
+		return 0;
+	}
+	conn_want(c, 0);
+	{
+		/* Take the request out of the input buffer before dispatching:
+		 * the reply may be written before the handler returns. */
+		size_t n = c->req.head_len + (size_t)c->req.content_length;
+		char *req = xmalloc(n + 1);
+
+		memcpy(req, c->in.p, n);
+		req[n] = '\0';
+		buf_consume(&c->in, n);
+		if (c->in.len == 0 && c->in.cap > READ_CHUNK * 2)
+			buf_free(&c->in);	/* do not keep a big body's memory */
+		c->have_head = 0;
+		c->state = CS_BUSY;
+		dispatch(c, &c->req, req + c->req.head_len,
+		    (size_t)c->req.content_length);
+		free(req);
+	}
+	return 1;
+}
+
+/*
+ * Handles the requests that have arrived, one after the other (pipelining),
+ * in a loop rather than by recursion. The connection is not freed while
+ * this runs (in_process); it is freed at the end if it died meanwhile.
+ */
+static void
+conn_process(struct conn *c)
+{
+	if (c->in_process)
+		return;
+	c->in_process = 1;
+	while (!c->dead && c->state == CS_READ && c->in.len > 0)
+		if (!conn_one(c))
+			break;
+	c->in_process = 0;
+	if (c->dead && c->state != CS_BUSY)
+		conn_destroy(c);
+}
+
+static void
+conn_destroy(struct conn *c)
+{
+	if (c->prev != NULL)
+		c->prev->next = c->next;
+	else
+		conns = c->next;
+	if (c->next != NULL)
+		c->next->prev = c->prev;
+	nconns--;
+	buf_free(&c->in);
+	buf_free(&c->out);
+	free(c);
+}
+
+/*
+ * Closes the connection. The memory goes now, or, while a handler holds
+ * the connection (CS_BUSY) or conn_process runs, when that ends.
+ */
+static void
+conn_free(struct conn *c)
+{
+	if (c->fd != -1) {
+		ev_del(c->fd);
+		close(c->fd);
+		c->fd = -1;
+	}
+	c->dead = 1;
+	if (c->state == CS_BUSY || c->in_process)
+		return;
+	conn_destroy(c);
+}
+
+static void
+conn_read(struct conn *c)
+{
+	char tmp[READ_CHUNK];
+	ssize_t n;
+
+	for (;;) {
+		n = recv(c->fd, tmp, sizeof(tmp), 0);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1 && errno == EAGAIN)
+			break;
+		if (n <= 0) {
+			conn_free(c);
+			return;
+		}
+		if (c->state == CS_LINGER)
+			continue;
+		if (c->in.len == 0 && c->state == CS_READ)
+			c->since = util_mono_ms();
+		if (buf_add(&c->in, tmp, (size_t)n) == -1) {
+			/* Over head+body max: framing was checked, so this is junk. */
+			c->req.keepalive = 0;
+			c->state = CS_BUSY;
+			conn_reply_error(c, 413, "too_large", "request too large");
+			return;
+		}
+		if ((size_t)n < sizeof(tmp))
+			break;
+	}
+	if (c->state == CS_READ)
+		conn_process(c);
+}
+
+static void
+conn_io(int fd, uint32_t events, void *arg)
+{
+	struct conn *c = arg;
+
+	(void)fd;
+	if (c->state == CS_BUSY) {
+		/* Peer went away while a handler runs. */
+		if (events & (EPOLLHUP | EPOLLERR | EPOLLRDHUP))
+			conn_free(c);
+		return;
+	}
+	if (events & EPOLLOUT && c->state == CS_WRITE) {
+		conn_flush(c);
+		return;
+	}
+	if (events & (EPOLLIN | EPOLLHUP | EPOLLERR))
+		conn_read(c);
+}
+
+static void
+accept_cb(int fd, uint32_t events, void *arg)
+{
+	struct conn *c;
+	int cfd, one = 1;
+
+	(void)events; (void)arg;
+	for (;;) {
+		cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (cfd == -1) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (errno != EAGAIN)
+				log_warn("accept");
+			return;
+		}
+		if (nconns >= MAX_CONNS) {
+			log_warnx("too many connections (%d); refusing one", nconns);
+			close(cfd);
+			continue;
+		}
+		(void)setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		c = xcalloc(1, sizeof(*c));
+		c->fd = cfd;
+		c->state = CS_READ;
+		c->since = util_mono_ms();
+		buf_init(&c->in, HTTP_MAX_HEAD + HTTP_MAX_BODY);
+		buf_init(&c->out, AGENT_MAX_RESP + 1024);
+		if (ev_add(cfd, EPOLLIN | EPOLLRDHUP, conn_io, c) == -1) {
+			close(cfd);
+			free(c);
+			continue;
+		}
+		c->next = conns;
+		if (conns != NULL)
+			conns->prev = c;
+		conns = c;
+		nconns++;
+	}
+}
+
+/* Closes stalled connections (slowloris) and lingering ones. */
+static void
+sweep_cb(void *arg)
+{
+	struct conn *c, *nx;
+	long long now = util_mono_ms();
+
+	(void)arg;
+	for (c = conns; c != NULL; c = nx) {
+		nx = c->next;
+		if ((c->state == CS_LINGER && now - c->since > LINGER_MS) ||
+		    (c->state == CS_READ && c->in.len == 0 &&
+		    now - c->since > agent_conf.idle_timeout_ms) ||
+		    (c->state == CS_WRITE && now - c->since >
+		    agent_conf.idle_timeout_ms))
+			conn_free(c);
+		else if (c->state == CS_READ && c->in.len > 0 &&
+		    now - c->since > agent_conf.request_timeout_ms) {
+			c->req.keepalive = 0;
+			c->state = CS_BUSY;
+			log_info("conn fd=%d request not complete after %lld ms; closing",
+			    c->fd, agent_conf.request_timeout_ms);
+			conn_reply_error(c, 408, "bad_request", "request timeout");
+		}
+	}
+	ev_timer_add(SWEEP_MS, sweep_cb, NULL);
+}
+
+int
+conn_serve(int listen_fd, conn_dispatch_cb cb)
+{
+	dispatch = cb;
+	if (ev_add(listen_fd, EPOLLIN, accept_cb, NULL) == -1)
+		return -1;
+	ev_timer_add(SWEEP_MS, sweep_cb, NULL);
+	return 0;
+}
