@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 20-proxy-basic.sh: a quick end-to-end smoke of the egress proxy with real
+# 10-proxy-basic.sh: a quick end-to-end smoke of the egress proxy with real
 # curl, a recording HTTPS upstream (python, own test CA) on loopback and the
 # admin socket: config checks, 407, intercept with injection seen by the
 # upstream, tunnel with the real certificate, deny, 421, SSRF refusal,

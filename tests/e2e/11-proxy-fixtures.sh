@@ -1,4 +1,4 @@
-# 21-proxy-fixtures: the fake github.com / gitlab.com / API / recorder used by
+# 11-proxy-fixtures: the fake github.com / gitlab.com / API / recorder used by
 # the proxy tests work on their own (direct, token given explicitly), and
 # refuse without the token. Guards the other proxy tests from testing a
 # broken fixture.

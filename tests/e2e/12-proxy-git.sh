@@ -1,4 +1,4 @@
-# 22-proxy-git: real git clone/push, curl and gh through the egress proxy to
+# 12-proxy-git: real git clone/push, curl and gh through the egress proxy to
 # the fake github.com / gitlab.com / api.github.com, with NO token anywhere
 # on the client side; the token is injected by the shipped addons.
 . "$(dirname "$0")/../lib/common.sh"

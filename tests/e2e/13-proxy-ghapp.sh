@@ -1,4 +1,4 @@
-# 23-proxy-ghapp: the shipped github.lua with GitHub App credentials. The
+# 13-proxy-ghapp: the shipped github.lua with GitHub App credentials. The
 # proxy signs an RS256 JWT, mints an installation token at the local token
 # endpoint (which verifies the JWT), caches it, and injects it; failures
 # (endpoint redirects, JWT refused) fail closed with nothing forwarded.

@@ -1,4 +1,4 @@
-# 25-proxy-connect: the CONNECT target is canonicalised once and that form
+# 15-proxy-connect: the CONNECT target is canonicalised once and that form
 # alone drives the decision, the leaf, SNI and credential lookup; bad
 # targets are refused; upstreams with bad certificates get no request byte.
 . "$(dirname "$0")/../lib/common.sh"

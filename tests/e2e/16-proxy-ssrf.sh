@@ -1,4 +1,4 @@
-# 26-proxy-ssrf: destinations in loopback, link-local (cloud metadata),
+# 16-proxy-ssrf: destinations in loopback, link-local (cloud metadata),
 # private, CGNAT, ULA and the proxy's own addresses are refused BEFORE any
 # dial unless allowed. Everything runs inside a network namespace this test
 # creates (loopback only, no routes), so even a bug could not send a packet

@@ -1,4 +1,4 @@
-# 27-proxy-limits: bounded everything. Tunnels per sandbox, oversized heads,
+# 17-proxy-limits: bounded everything. Tunnels per sandbox, oversized heads,
 # handshake and header timeouts, a slow reader (RSS stays bounded), clients
 # vanishing mid-request, and 2000 idle tunnels. (Clients leaving during a
 # large intercepted response: 27b, pending a proxy fix.)

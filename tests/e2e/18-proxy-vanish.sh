@@ -1,4 +1,4 @@
-# 27-proxy-vanish: a client that goes away (RST, or FIN with unread bytes)
+# 18-proxy-vanish: a client that goes away (RST, or FIN with unread bytes)
 # while a large intercepted response is being relayed under backpressure
 # is released promptly (both sides, admin stats drop), not after
 # timeouts.idle (5 min). Blind tunnels and small responses are controls;

@@ -1,4 +1,4 @@
-# 28-proxy-addons: addon faults fail closed and reloads keep the old addons
+# 19-proxy-addons: addon faults fail closed and reloads keep the old addons
 # when the new ones do not load. Asserted on what the upstreams received.
 . "$(dirname "$0")/../lib/common.sh"
 . "$TOP/tests/lib/fakegit.sh"

@@ -1,4 +1,4 @@
-# 28-proxy-pool: the upstream connection pool. A clean idle upstream TLS
+# 20-proxy-pool: the upstream connection pool. A clean idle upstream TLS
 # connection of an intercepted connection is parked when its client goes
 # away and reused by the next intercepted connection of the SAME sandbox to
 # the same target and address: never across sandboxes or targets, never
