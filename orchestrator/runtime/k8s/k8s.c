@@ -33,6 +33,7 @@
 
 #include "buf.h"
 #include "client.h"
+#include "egress.h"
 #include "obj.h"
 #include "log.h"
 #include "netpol.h"
@@ -45,6 +46,11 @@
 #define AGENT_TIMEOUT_MS 5000
 #define ADMIN_TIMEOUT_MS 5000
 #define LIST_PAGE	"500"
+/* Hosts a sandbox reaches without the proxy: its own loopback only. */
+#define K8S_NO_PROXY	"localhost,127.0.0.1,::1"
+/* Bytes of one sandbox's proxy env: four proxy URLs with the id and a
+ * 64-digit credential, NO_PROXY twice and five CA paths fit in a fourth. */
+#define K8S_ENV_MAX	4096
 
 struct k8s_rt {
 	const struct rt_k8s_conf *conf;
@@ -411,57 +417,38 @@ agent_health(struct k8s_rt *r, const char *id, const char *ip, char *err,
 	return rc;
 }
 
-/* Sends one admin op to a proxy pod; -1 unless it answers {"ok":true}. */
-static int
-proxy_admin(struct k8s_rt *r, const char *ip, const cJSON *req, char *err,
-    size_t errlen)
+/* A proxy pod's admin endpoint (orchestrator/egress.h); strings borrowed. */
+static struct egress_admin
+proxy_admin_at(struct k8s_rt *r, const char *ip)
 {
-	struct buf b;
-	char *txt;
-	cJSON *rep = NULL, *okv, *e;
-	int st, rc = -1;
+	struct egress_admin a = { .host = ip, .port = r->conf->proxy_admin_port,
+	    .token = r->admin_token };
 
-	if ((txt = cJSON_PrintUnformatted(req)) == NULL)
-		abort();
-	buf_init(&b, (size_t)1024 * 1024);
-	if (runtime_k8s_http(ip, r->conf->proxy_admin_port, r->admin_token, "POST",
-	    "/v1/admin", txt, ADMIN_TIMEOUT_MS, &st, &b, err, errlen) == -1)
-		goto out;
-	rep = cJSON_ParseWithLength(b.p, b.len);
-	okv = cJSON_GetObjectItemCaseSensitive(rep, "ok");
-	if (st != 200 || !cJSON_IsTrue(okv)) {
-		char esc[200];
-		e = cJSON_GetObjectItemCaseSensitive(rep, "error");
-		log_escape(esc, sizeof(esc), cJSON_IsString(e) ? e->valuestring :
-		    b.p, cJSON_IsString(e) ? strlen(e->valuestring) :
-		    (b.len > 100 ? 100 : b.len));
-		snprintf(err, errlen, "proxy admin %s answered %d: %s", ip, st, esc);
-		goto out;
-	}
-	rc = 0;
-out:
-	cJSON_Delete(rep);
-	explicit_bzero(txt, strlen(txt));
-	free(txt);
-	buf_free(&b);
-	return rc;
+	return a;
 }
 
+/* Deregisters id from the proxy pod its pod annotations name, if any. */
 static void
 proxy_deregister(struct k8s_rt *r, const char *id, const cJSON *pod_ann)
 {
-	const char *ip = k8s_ann(pod_ann, K8S_ANN_PROXY_IP);
-	cJSON *req;
-	char err[512];
+	struct egress_admin a = proxy_admin_at(r, k8s_ann(pod_ann, K8S_ANN_PROXY_IP));
 
-	if (ip == NULL || ip[0] == '\0')
-		return;
-	req = cJSON_CreateObject();
-	cJSON_AddStringToObject(req, "op", "deregister");
-	cJSON_AddStringToObject(req, "id", id);
-	if (proxy_admin(r, ip, req, err, sizeof(err)) == -1)
-		log_warnx("sandbox=%s proxy deregister failed: %s", id, err);
-	cJSON_Delete(req);
+	egress_deregister(&a, id);
+}
+
+/*
+ * The session labels kept in the annotations ann (the record list() and
+ * get() return) into ri->labels; none if absent or unreadable. Free with
+ * rt_info_clear().
+ */
+static void
+labels_of(const cJSON *ann, struct rt_info *ri)
+{
+	if (k8s_labels_decode(k8s_ann(ann, K8S_ANN_LABELS), &ri->labels,
+	    &ri->nlabels) == -1) {
+		ri->labels = NULL;
+		ri->nlabels = 0;
+	}
 }
 
 /* ---- state ---- */
@@ -474,7 +461,7 @@ info_fill(struct k8s_rt *r, struct rt_info *out, const char *id,
 	struct k8s_podview v;
 	struct k8s_sbx s;
 	char e[128];
-	const char *spec, *lj;
+	const char *spec;
 
 	(void)r;
 	memset(out, 0, sizeof(*out));
@@ -490,11 +477,7 @@ info_fill(struct k8s_rt *r, struct rt_info *out, const char *id,
 		k8s_sbx_clear(&s);
 	}
 	out->created_ms = k8s_ann_ll(ann, K8S_ANN_CREATED);
-	lj = k8s_ann(ann, K8S_ANN_LABELS);
-	if (k8s_labels_decode(lj, &out->labels, &out->nlabels) == -1) {
-		out->labels = NULL;
-		out->nlabels = 0;
-	}
+	labels_of(ann, out);
 	if (pod != NULL) {
 		k8s_pod_view(pod, &v);
 		if (pvc == NULL) {
@@ -701,6 +684,36 @@ netpol_apply(struct k8s_rt *r, const char *id, const char *proxy_pod, char *err,
 out:
 	cJSON_Delete(obj);
 	return rc;
+}
+
+/*
+ * *yes = 1 if the sandbox's policy lets it reach a proxy pod, that is, it
+ * was attached: the policy outlives a stop, and is the runtime's only
+ * record of an attachment (the identity itself is the session labels).
+ */
+static int
+netpol_attached(struct k8s_rt *r, const char *id, int *yes, char *err,
+    size_t errlen)
+{
+	const cJSON *rules, *rule, *to, *sel;
+	cJSON *np;
+
+	*yes = 0;
+	if (sbx_obj_get(r, &R_NETPOLS, k8s_name_netpol, "get network policy", id,
+	    &np, err, errlen) == -1)
+		return -1;
+	rules = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(np,
+	    "spec"), "egress");
+	cJSON_ArrayForEach(rule, rules) {
+		cJSON_ArrayForEach(to, cJSON_GetObjectItemCaseSensitive(rule, "to")) {
+			sel = cJSON_GetObjectItemCaseSensitive(to, "podSelector");
+			if (k8s_ann(cJSON_GetObjectItemCaseSensitive(sel,
+			    "matchLabels"), K8S_LBL_PROXY_POD) != NULL)
+				*yes = 1;
+		}
+	}
+	cJSON_Delete(np);
+	return 0;
 }
 
 /* ---- the proxy fleet ---- */
@@ -982,91 +995,119 @@ least_loaded(struct proxy *p, size_t n, const struct proxy *avoid,
 	return best;
 }
 
-static void
-env_line(char *dst, size_t len, size_t *off, const char *k, const char *v)
+/*
+ * The proxy env of sandbox id served by the proxy pod at proxy_ip, as
+ * "K=V\n" lines (orchestrator/egress.h): its credential, NO_PROXY, and the
+ * CA paths when a CA ConfigMap is mounted. 0, or -1 with err if it does
+ * not fit in out.
+ */
+static int
+proxy_env(struct k8s_rt *r, const char *id, const char *proxy_ip, char *out,
+    size_t outlen, char *err, size_t errlen)
 {
-	int n;
+	char sec[65], hostport[128];
+	const char *ca = NULL;
+	int rc;
 
-	if (*off >= len)
-		return;
-	n = snprintf(dst + *off, len - *off, "%s=%s\n", k, v);
-	if (n > 0)
-		*off += (size_t)n >= len - *off ? len - *off - 1 : (size_t)n;
+	if (r->conf->proxy_ca_configmap != NULL && r->conf->proxy_ca_configmap[0])
+		ca = K8S_PROXY_CA_DIR "/ca.crt";
+	snprintf(hostport, sizeof(hostport), strchr(proxy_ip, ':') ?
+	    "[%s]:%lld" : "%s:%lld", proxy_ip, r->conf->proxy_port);
+	derive(r, "proxy", id, sec);
+	rc = egress_proxy_env(id, sec, hostport, K8S_NO_PROXY, ca, out, outlen);
+	explicit_bzero(sec, sizeof(sec));
+	if (rc == -1)
+		snprintf(err, errlen, "sandbox %s: the proxy env needs more than "
+		    "%zu bytes", id, outlen);
+	return rc;
 }
 
-/* The proxy env of a sandbox, as "K=V\n" lines and as an agent /v1/env set. */
-static void
-proxy_env(struct k8s_rt *r, const char *id, const char *proxy_ip, char *out,
-    size_t outlen, cJSON *set)
+/* {"set":{K:V,...}}, the agent's /v1/env request, from "K=V\n" lines. */
+static cJSON *
+env_set_body(const char *lines)
 {
-	char sec[65], url[512], host[128];
-	static const char *cas[] = { "SSL_CERT_FILE", "GIT_SSL_CAINFO",
-	    "CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS" };
-	const char *ks[] = { "HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy" };
-	size_t off = 0, i;
+	cJSON *body = cJSON_CreateObject(), *set;
+	const char *l, *v;
+	size_t n, klen;
+	char *k, *val;
 
-	derive(r, "proxy", id, sec);
-	url_host(proxy_ip, host, sizeof(host));
-	snprintf(url, sizeof(url), "http://%s:%s@%s:%lld", id, sec, host,
-	    r->conf->proxy_port);
-	if (outlen > 0)
-		out[0] = '\0';
-	for (i = 0; i < NELEM(ks); i++) {
-		env_line(out, outlen, &off, ks[i], url);
-		cJSON_AddStringToObject(set, ks[i], url);
+	set = cJSON_AddObjectToObject(body, "set");
+	for (l = lines; *l != '\0'; l += n + (l[n] == '\n')) {
+		n = strcspn(l, "\n");
+		if ((v = util_kv_find(l, n, &klen)) == NULL)
+			continue;
+		k = xstrndup(l, klen);
+		val = xstrndup(v, n - klen - 1);
+		cJSON_AddStringToObject(set, k, val);
+		explicit_bzero(val, strlen(val));	/* a credential */
+		free(val);
+		free(k);
 	}
-	env_line(out, outlen, &off, "NO_PROXY", "localhost,127.0.0.1,::1");
-	env_line(out, outlen, &off, "no_proxy", "localhost,127.0.0.1,::1");
-	cJSON_AddStringToObject(set, "NO_PROXY", "localhost,127.0.0.1,::1");
-	cJSON_AddStringToObject(set, "no_proxy", "localhost,127.0.0.1,::1");
-	if (r->conf->proxy_ca_configmap != NULL && r->conf->proxy_ca_configmap[0]) {
-		for (i = 0; i < NELEM(cas); i++) {
-			env_line(out, outlen, &off, cas[i], K8S_PROXY_CA_DIR "/ca.crt");
-			cJSON_AddStringToObject(set, cas[i], K8S_PROXY_CA_DIR "/ca.crt");
-		}
+	return body;
+}
+
+/* Pushes the proxy env lines to the agent of sandbox id at pod_ip. */
+static int
+agent_push_env(struct k8s_rt *r, const char *id, const char *pod_ip,
+    const char *env, char *err, size_t errlen)
+{
+	cJSON *body = env_set_body(env);
+	char tok[65], *txt;
+	struct buf b;
+	int st = 0, rc;
+
+	if ((txt = cJSON_PrintUnformatted(body)) == NULL)
+		abort();
+	cJSON_Delete(body);
+	derive(r, "agent", id, tok);
+	buf_init(&b, 65536);
+	rc = runtime_k8s_http(pod_ip, r->conf->agent_port, tok, "POST", "/v1/env",
+	    txt, AGENT_TIMEOUT_MS, &st, &b, err, errlen);
+	if (rc == 0 && st != 200) {
+		snprintf(err, errlen, "agent answered %d", st);
+		rc = -1;
 	}
-	explicit_bzero(sec, sizeof(sec));
-	explicit_bzero(url, sizeof(url));
+	buf_free(&b);
+	explicit_bzero(txt, strlen(txt));
+	free(txt);
+	explicit_bzero(tok, sizeof(tok));
+	return rc;
 }
 
 /*
- * Assigns a sandbox (whose pod is running at pod_ip) to the least-loaded
- * ready proxy pod, scaling the fleet up first if there is none: registers
- * it there, records the assignment on the pod, lets the policy reach that
- * pod only, and pushes the proxy env to the agent. With avoid (a proxy
- * list with victims marked), it moves the sandbox off those pods and
- * fails rather than scale or wait. Caller holds fleet_mtx.
+ * Assignment, step 1: the proxy pod for a sandbox now on current (NULL:
+ * none): current while it is ready and not one of avoid's victims, else
+ * the least-loaded ready pod. Without avoid, scales the fleet up and waits
+ * up to proxy_wait when no pod is ready; with avoid, fails instead. 0 with
+ * *px the listing (caller frees) and *best in it, or -1 with err.
  */
 static int
-assign_locked(struct k8s_rt *r, const char *id, const char *pod_ip,
-    const char *current, const char *egress_json, const struct proxy *avoid,
-    size_t navoid, char *env_out, size_t envlen, char *err, size_t errlen)
+proxy_pick(struct k8s_rt *r, const char *current, const struct proxy *avoid,
+    size_t navoid, struct proxy **px, struct proxy **best, char *err,
+    size_t errlen)
 {
-	struct proxy *px = NULL, *best;
-	size_t npx = 0;
-	cJSON *pods = NULL, *req = NULL, *attrs, *eg = NULL, *set = NULL, *body;
-	char sec[65], path[512], name[128], tok[65], *txt;
-	const char *kv[6];
 	long long running, deadline = util_mono_ms() + r->conf->proxy_wait_ms;
-	struct buf b;
-	int st, rc = -1;
+	cJSON *pods = NULL;
+	size_t npx = 0;
+	int rc = -1;
 
+	*px = NULL;
 	for (;;) {
-		free(px);
-		px = NULL;
+		free(*px);
+		*px = NULL;
 		cJSON_Delete(pods);
 		pods = NULL;
-		if (proxies_list(r, &px, &npx, err, errlen) == -1 ||
+		if (proxies_list(r, px, &npx, err, errlen) == -1 ||
 		    sandboxes_list(r, &pods, err, errlen) == -1)
 			goto out;
-		count_load(pods, px, npx, &running);
+		count_load(pods, *px, npx, &running);
 		/* Stay where we are while that pod is ready. */
-		if ((best = proxy_find(px, npx, current)) != NULL && best->ready &&
-		    !is_victim(avoid, navoid, current)) {
-			best->load--;
+		if ((*best = proxy_find(*px, npx, current)) != NULL &&
+		    (*best)->ready && !is_victim(avoid, navoid, current)) {
+			(*best)->load--;	/* counted us already */
 			break;
 		}
-		if ((best = least_loaded(px, npx, avoid, navoid)) != NULL)
+		if ((*best = least_loaded(*px, npx, avoid, navoid)) != NULL)
 			break;
 		if (navoid > 0) {
 			snprintf(err, errlen, "no other ready egress-proxy pod");
@@ -1082,69 +1123,127 @@ assign_locked(struct k8s_rt *r, const char *id, const char *pod_ip,
 		}
 		nap(250);
 	}
-	if (proxy_label(r, best, err, errlen) == -1)
-		goto out;
+	rc = 0;
+out:
+	cJSON_Delete(pods);
+	if (rc == -1) {
+		free(*px);
+		*px = NULL;
+	}
+	return rc;
+}
+
+/*
+ * Assignment, step 2: registers sandbox id (pod IP pod_ip) at proxy pod p,
+ * named by labels (orchestrator/egress.h), with its derived credential,
+ * good only from its pod IP.
+ */
+static int
+proxy_register(struct k8s_rt *r, const struct proxy *p, const char *id,
+    const char *pod_ip, const struct rt_kv *labels, size_t nlabels, char *err,
+    size_t errlen)
+{
+	struct egress_admin a = proxy_admin_at(r, p->ip);
+	const char *ips[1] = { pod_ip };
+	struct egress_reg reg;
+	char sec[65];
+	int rc;
 
 	derive(r, "proxy", id, sec);
-	req = cJSON_CreateObject();
-	cJSON_AddStringToObject(req, "op", "register");
-	cJSON_AddStringToObject(req, "id", id);
-	cJSON_AddStringToObject(req, "secret", sec);
-	/* The credential is only good from the sandbox's pod IP. */
-	cJSON_AddItemToObject(req, "client_ips",
-	    cJSON_CreateStringArray((const char *[]){ pod_ip }, 1));
-	eg = egress_json ? cJSON_Parse(egress_json) : NULL;
-	attrs = cJSON_IsObject(eg) ? cJSON_Duplicate(eg, 1) : cJSON_CreateObject();
-	cJSON_AddItemToObject(req, "attrs", attrs);
-	if (proxy_admin(r, best->ip, req, err, errlen) == -1) {
-		failf(err, errlen, "register sandbox with proxy pod", best->name);
-		goto out;
-	}
-	best->load++;
+	memset(&reg, 0, sizeof(reg));
+	reg.id = id;
+	reg.labels = labels;
+	reg.nlabels = nlabels;
+	reg.secret = sec;
+	reg.listen_fd = -1;
+	reg.client_ips = ips;
+	reg.nclient_ips = 1;
+	rc = egress_register(&a, &reg, err, errlen);
+	explicit_bzero(sec, sizeof(sec));
+	if (rc == -1)
+		return failf(err, errlen, "register sandbox with proxy pod", p->name);
+	return 0;
+}
 
-	kv[0] = K8S_ANN_PROXY; kv[1] = best->name;
-	kv[2] = K8S_ANN_PROXY_IP; kv[3] = best->ip;
-	kv[4] = K8S_ANN_EGRESS; kv[5] = egress_json;
-	body = ann_patch(kv, egress_json ? 3 : 2);
+/* Assignment, step 3: the assignment on the sandbox's pod, which is where
+ * the fleet sweep reads it back (and what marks the pod as attached). */
+static int
+assignment_record(struct k8s_rt *r, const char *id, const struct proxy *p,
+    char *err, size_t errlen)
+{
+	const char *kv[4] = { K8S_ANN_PROXY, p->name, K8S_ANN_PROXY_IP, p->ip };
+	char name[128], path[512];
+	cJSON *body = ann_patch(kv, 2);
+	int st, rc;
+
 	k8s_name_pod(id, name, sizeof(name));
 	res_path(&R_PODS, r->ns, name, path, sizeof(path));
 	rc = merge_patch(r, path, body, &st, err, errlen);
 	cJSON_Delete(body);
-	if (rc == -1 || st == 404) {
+	if (rc == 0 && st == 404) {
+		snprintf(err, errlen, "sandbox %s: pod gone while attaching", id);
 		rc = -1;
-		if (st == 404)
-			snprintf(err, errlen, "sandbox %s: pod gone while attaching", id);
-		goto out;
 	}
-	rc = -1;
-	if (netpol_apply(r, id, best->name, err, errlen) == -1)
-		goto out;
+	return rc;
+}
 
-	set = cJSON_CreateObject();
-	body = cJSON_AddObjectToObject(set, "set");
-	proxy_env(r, id, best->ip, env_out, envlen, body);
-	if ((txt = cJSON_PrintUnformatted(set)) == NULL)
-		abort();
-	derive(r, "agent", id, tok);
-	buf_init(&b, 65536);
-	if (runtime_k8s_http(pod_ip, r->conf->agent_port, tok, "POST", "/v1/env", txt,
-	    AGENT_TIMEOUT_MS, &st, &b, err, errlen) == -1 || st != 200)
-		log_warnx("sandbox=%s could not push proxy env to the agent (%d)",
-		    id, st);
-	buf_free(&b);
-	explicit_bzero(txt, strlen(txt));
-	free(txt);
-	explicit_bzero(tok, sizeof(tok));
+/*
+ * Assigns a sandbox (whose pod is running at pod_ip) to the least-loaded
+ * ready proxy pod, scaling the fleet up first if there is none: registers
+ * it there under labels, records the assignment on the pod, lets the
+ * policy reach that pod only, and writes the proxy env to env_out. With
+ * avoid (a proxy list with victims marked), it moves the sandbox off those
+ * pods and fails rather than scale or wait. Caller holds fleet_mtx.
+ */
+static int
+assign_locked(struct k8s_rt *r, const char *id, const char *pod_ip,
+    const char *current, const struct rt_kv *labels, size_t nlabels,
+    const struct proxy *avoid, size_t navoid, char *env_out, size_t envlen,
+    char *err, size_t errlen)
+{
+	struct proxy *px = NULL, *best = NULL;
+	int rc = -1;
+
+	if (proxy_pick(r, current, avoid, navoid, &px, &best, err, errlen) == -1 ||
+	    proxy_label(r, best, err, errlen) == -1 ||
+	    proxy_register(r, best, id, pod_ip, labels, nlabels, err, errlen) == -1)
+		goto out;
+	best->load++;
+	if (assignment_record(r, id, best, err, errlen) == -1 ||
+	    netpol_apply(r, id, best->name, err, errlen) == -1 ||
+	    proxy_env(r, id, best->ip, env_out, envlen, err, errlen) == -1)
+		goto out;
 	log_info("sandbox=%s proxy=%s/%s ip=%s load=%lld", id, r->pns, best->name,
 	    best->ip, best->load);
 	rc = 0;
 out:
-	explicit_bzero(sec, sizeof(sec));
-	cJSON_Delete(set);
-	cJSON_Delete(req);
-	cJSON_Delete(eg);
-	cJSON_Delete(pods);
 	free(px);
+	return rc;
+}
+
+/*
+ * Re-attaches the running sandbox pod v under the session labels on it
+ * (moving it off avoid's victims when given) and pushes the new env to its
+ * agent: for the runtime's own re-attach paths, which no core call follows
+ * to push the env. Caller holds fleet_mtx. 0, or -1 with err.
+ */
+static int
+reattach_locked(struct k8s_rt *r, const struct k8s_podview *v,
+    const struct proxy *avoid, size_t navoid, char *err, size_t errlen)
+{
+	char env[K8S_ENV_MAX], e2[256];
+	struct rt_info li;
+	int rc;
+
+	memset(&li, 0, sizeof(li));
+	labels_of(v->annotations, &li);
+	rc = assign_locked(r, v->id, v->ip, NULL, li.labels, li.nlabels, avoid,
+	    navoid, env, sizeof(env), err, errlen);
+	if (rc == 0 && agent_push_env(r, v->id, v->ip, env, e2, sizeof(e2)) == -1)
+		log_warnx("sandbox=%s could not push proxy env to the agent: %s",
+		    v->id, e2);
+	explicit_bzero(env, sizeof(env));
+	rt_info_clear(&li);
 	return rc;
 }
 
@@ -1160,23 +1259,20 @@ move_off_victims(struct k8s_rt *r, cJSON *pods, const struct proxy *px,
     size_t npx)
 {
 	struct k8s_podview v;
-	const char *eg, *cur;
-	char env[2048], e2[512];
+	const char *cur;
+	char e2[512];
 	cJSON *it;
 
 	cJSON_ArrayForEach(it, pods) {
 		k8s_pod_view(it, &v);
 		cur = k8s_ann(v.annotations, K8S_ANN_PROXY);
 		if (v.deleting || v.failed || v.id == NULL || !id_sandbox_valid(v.id) ||
-		    v.ip == NULL || !is_victim(px, npx, cur) ||
-		    (eg = k8s_ann(v.annotations, K8S_ANN_EGRESS)) == NULL)
+		    v.ip == NULL || !is_victim(px, npx, cur))
 			continue;
 		log_info("sandbox=%s proxy=%s goes on scale-down; moving", v.id, cur);
-		if (assign_locked(r, v.id, v.ip, NULL, eg, px, npx, env,
-		    sizeof(env), e2, sizeof(e2)) == -1)
+		if (reattach_locked(r, &v, px, npx, e2, sizeof(e2)) == -1)
 			log_warnx("sandbox=%s move failed (the next sweep "
 			    "re-assigns it): %s", v.id, e2);
-		explicit_bzero(env, sizeof(env));
 	}
 }
 
@@ -1198,7 +1294,7 @@ fleet_sync_locked(struct k8s_rt *r, int reassign, char *err, size_t errlen)
 	cJSON *pods = NULL, *it;
 	struct k8s_podview v;
 	long long running, want, keep;
-	char env[2048], e2[512];
+	char e2[512];
 	int rc = -1;
 
 	if (sandboxes_list(r, &pods, err, errlen) == -1 ||
@@ -1251,7 +1347,7 @@ fleet_sync_locked(struct k8s_rt *r, int reassign, char *err, size_t errlen)
 			log_warnx("k8s %s", e2);
 	/* Re-assign sandboxes whose proxy pod went away or is not ready. */
 	cJSON_ArrayForEach(it, pods) {
-		const char *eg;
+		const char *was;
 
 		if (!reassign)
 			break;
@@ -1259,18 +1355,14 @@ fleet_sync_locked(struct k8s_rt *r, int reassign, char *err, size_t errlen)
 		if (v.deleting || v.failed || v.id == NULL || !id_sandbox_valid(v.id) ||
 		    v.ip == NULL || strcmp(v.phase, "Running") != 0)
 			continue;
-		if ((eg = k8s_ann(v.annotations, K8S_ANN_EGRESS)) == NULL)
+		if ((was = k8s_ann(v.annotations, K8S_ANN_PROXY)) == NULL)
 			continue;	/* never attached (e.g. warm) */
-		cur = proxy_find(px, npx, k8s_ann(v.annotations, K8S_ANN_PROXY));
+		cur = proxy_find(px, npx, was);
 		if (cur != NULL && cur->ready)
 			continue;
-		log_info("sandbox=%s proxy=%s gone; re-assigning", v.id,
-		    k8s_ann(v.annotations, K8S_ANN_PROXY) ?
-		    k8s_ann(v.annotations, K8S_ANN_PROXY) : "-");
-		if (assign_locked(r, v.id, v.ip, NULL, eg, NULL, 0, env,
-		    sizeof(env), e2, sizeof(e2)) == -1)
+		log_info("sandbox=%s proxy=%s gone; re-assigning", v.id, was);
+		if (reattach_locked(r, &v, NULL, 0, e2, sizeof(e2)) == -1)
 			log_warnx("sandbox=%s re-assign failed: %s", v.id, e2);
-		explicit_bzero(env, sizeof(env));
 	}
 	rc = 0;
 out:
@@ -1476,9 +1568,7 @@ k8s_start(struct runtime *rt, const char *id, char *err, size_t errlen)
 	const cJSON *ann;
 	struct k8s_podview v;
 	struct k8s_sbx s;
-	const char *eg;
-	char env[2048];
-	int rc = -1;
+	int attached, rc = -1;
 
 	memset(&s, 0, sizeof(s));
 	if (!id_sandbox_valid(id)) {
@@ -1514,23 +1604,22 @@ k8s_start(struct runtime *rt, const char *id, char *err, size_t errlen)
 		    wait_gone(r, id, 60000, err, errlen) == -1)
 			goto out;
 	}
-	if (k8s_sbx_decode(k8s_ann(ann, K8S_ANN_SPEC), id, &s, err, errlen) == -1)
+	if (k8s_sbx_decode(k8s_ann(ann, K8S_ANN_SPEC), id, &s, err, errlen) == -1 ||
+	    netpol_attached(r, id, &attached, err, errlen) == -1)
 		goto out;
 	sbx_defaults(r, &s);
-	eg = k8s_ann(ann, K8S_ANN_EGRESS);
-	if (pod_create(r, &s, k8s_ann(ann, K8S_ANN_LABELS), eg,
+	if (pod_create(r, &s, k8s_ann(ann, K8S_ANN_LABELS), NULL,
 	    k8s_ann_ll(ann, K8S_ANN_CREATED), err, errlen) == -1 ||
 	    netpol_apply(r, id, NULL, err, errlen) == -1 ||
 	    wait_ready(r, id, &pod, err, errlen) == -1)
 		goto out;
-	if (eg != NULL) {
-		/* It had a proxy identity: give it a proxy again. */
+	if (attached) {
+		/* It was attached: give it a proxy again, named by the session
+		 * labels the new pod carries (those of the claim). */
 		k8s_pod_view(pod, &v);
 		pthread_mutex_lock(&r->fleet_mtx);
-		rc = assign_locked(r, id, v.ip, NULL, eg, NULL, 0, env,
-		    sizeof(env), err, errlen);
+		rc = reattach_locked(r, &v, NULL, 0, err, errlen);
 		pthread_mutex_unlock(&r->fleet_mtx);
-		explicit_bzero(env, sizeof(env));
 		if (rc == -1)
 			goto out;
 	}
@@ -1692,28 +1781,21 @@ out:
 	return rc;
 }
 
+/*
+ * Writes the session labels lj (JSON) to the claim, then the pod (if it
+ * exists). -1 with err "not found" when the claim is gone.
+ */
 static int
-k8s_set_labels(struct runtime *rt, const char *id, const struct rt_kv *kv,
-    size_t nkv, char *err, size_t errlen)
+labels_write(struct k8s_rt *r, const char *id, const char *lj, char *err,
+    size_t errlen)
 {
-	struct k8s_rt *r = rt->impl;
-	char name[128], path[512], *lj;
+	char name[128], path[512];
 	const char *pair[2];
 	cJSON *patch;
 	int st, rc = -1;
 
-	if (!id_sandbox_valid(id)) {
-		snprintf(err, errlen, "not found");
-		return -1;
-	}
-	if (nkv > K8S_MAX_LABELS) {
-		snprintf(err, errlen, "too many labels (max %d)", K8S_MAX_LABELS);
-		return -1;
-	}
-	lj = k8s_labels_encode(kv, nkv);
 	if (strlen(lj) > K8S_MAX_ANN) {
 		snprintf(err, errlen, "labels too large (max %zu bytes)", K8S_MAX_ANN);
-		free(lj);
 		return -1;
 	}
 	pair[0] = K8S_ANN_LABELS;
@@ -1738,6 +1820,27 @@ k8s_set_labels(struct runtime *rt, const char *id, const struct rt_kv *kv,
 	rc = 0;
 out:
 	cJSON_Delete(patch);
+	return rc;
+}
+
+static int
+k8s_set_labels(struct runtime *rt, const char *id, const struct rt_kv *kv,
+    size_t nkv, char *err, size_t errlen)
+{
+	struct k8s_rt *r = rt->impl;
+	char *lj;
+	int rc;
+
+	if (!id_sandbox_valid(id)) {
+		snprintf(err, errlen, "not found");
+		return -1;
+	}
+	if (nkv > K8S_MAX_LABELS) {
+		snprintf(err, errlen, "too many labels (max %d)", K8S_MAX_LABELS);
+		return -1;
+	}
+	lj = k8s_labels_encode(kv, nkv);
+	rc = labels_write(r, id, lj, err, errlen);
 	free(lj);
 	return rc;
 }
@@ -1793,16 +1896,40 @@ k8s_agent_addr(struct runtime *rt, const char *id, struct rt_agent_addr *out,
 	return 0;
 }
 
-/* The value of label k in eg, "" if absent. */
-static const char *
-eg_label(const struct rt_egress *eg, const char *k)
+/*
+ * The identity is the session labels (orchestrator/egress.h): eg's are the
+ * ones the sandbox registers with now, and those of them the record (rec,
+ * from the pod) lacks are added to it, so that a later re-registration
+ * (start, a fleet move) finds them. The core passes the labels it has just
+ * set, so that adds nothing; k8sctl attach ID ORG USER SESSION adds them
+ * here. A label the record has is left alone: set_labels owns it.
+ */
+static int
+labels_adopt(struct k8s_rt *r, const char *id, const struct rt_info *rec,
+    const struct rt_egress *eg, char *err, size_t errlen)
 {
-	size_t i;
+	struct rt_kv *m;
+	size_t n, i;
+	char *lj;
+	int rc = 0;
 
+	m = xcalloc(rec->nlabels + eg->nlabels + 1, sizeof(*m));
+	for (n = 0; n < rec->nlabels; n++)
+		m[n] = rec->labels[n];
 	for (i = 0; i < eg->nlabels; i++)
-		if (eg->labels[i].k != NULL && strcmp(eg->labels[i].k, k) == 0)
-			return eg->labels[i].v != NULL ? eg->labels[i].v : "";
-	return "";
+		if (eg->labels[i].k != NULL && eg->labels[i].v != NULL &&
+		    rt_label(rec, eg->labels[i].k) == NULL)
+			m[n++] = eg->labels[i];
+	if (n > K8S_MAX_LABELS) {
+		snprintf(err, errlen, "too many labels (max %d)", K8S_MAX_LABELS);
+		rc = -1;
+	} else if (n > rec->nlabels) {
+		lj = k8s_labels_encode(m, n);
+		rc = labels_write(r, id, lj, err, errlen);
+		free(lj);
+	}
+	free(m);
+	return rc;
 }
 
 static int
@@ -1811,53 +1938,31 @@ k8s_attach_egress(struct runtime *rt, const char *id, const struct rt_egress *eg
 {
 	struct k8s_rt *r = rt->impl;
 	struct k8s_podview v;
-	cJSON *pod = NULL, *ej, *lab, *patch;
-	char *egj = NULL, name[128], path[512];
-	const char *pair[2];
-	size_t i;
-	int st, rc = -1;
+	struct rt_info rec;
+	cJSON *pod = NULL;
+	int rc = -1;
 
 	if (envlen > 0)
 		env_out[0] = '\0';
+	memset(&rec, 0, sizeof(rec));
 	if (running_pod(r, id, &pod, &v, err, errlen) == -1)
 		return -1;
-	ej = cJSON_CreateObject();
-	cJSON_AddStringToObject(ej, "org", eg_label(eg, LBL_ORG));
-	cJSON_AddStringToObject(ej, "user", eg_label(eg, LBL_USER));
-	cJSON_AddStringToObject(ej, "session", eg_label(eg, LBL_SESSION));
-	lab = cJSON_AddObjectToObject(ej, "labels");
-	for (i = 0; i < eg->nlabels && i < K8S_MAX_LABELS; i++)
-		if (eg->labels[i].k != NULL && eg->labels[i].v != NULL)
-			cJSON_AddStringToObject(lab, eg->labels[i].k, eg->labels[i].v);
-	egj = cJSON_PrintUnformatted(ej);
-	cJSON_Delete(ej);
-	if (egj == NULL)
-		abort();
-	if (strlen(egj) > K8S_MAX_ANN) {
-		snprintf(err, errlen, "egress attributes too large");
+	labels_of(v.annotations, &rec);
+	if (labels_adopt(r, id, &rec, eg, err, errlen) == -1)
 		goto out;
-	}
-	/* The claim keeps the identity so start() can attach again. */
-	pair[0] = K8S_ANN_EGRESS;
-	pair[1] = egj;
-	patch = ann_patch(pair, 1);
-	k8s_name_pvc(id, name, sizeof(name));
-	res_path(&R_PVCS, r->ns, name, path, sizeof(path));
-	rc = merge_patch(r, path, patch, &st, err, errlen);
-	cJSON_Delete(patch);
-	if (rc == -1) {
-		failf(err, errlen, "annotate claim", name);
-		goto out;
-	}
 	pthread_mutex_lock(&r->fleet_mtx);
 	rc = assign_locked(r, id, v.ip, k8s_ann(v.annotations, K8S_ANN_PROXY),
-	    egj, NULL, 0, env_out, envlen, err, errlen);
+	    eg->labels, eg->nlabels < K8S_MAX_LABELS ? eg->nlabels : K8S_MAX_LABELS,
+	    NULL, 0, env_out, envlen, err, errlen);
 	pthread_mutex_unlock(&r->fleet_mtx);
+	if (rc == 0 && agent_push_env(r, id, v.ip, env_out, err, errlen) == -1)
+		log_warnx("sandbox=%s could not push proxy env to the agent: %s",
+		    id, err);
 	if (rc == 0)
 		rescale(r);
 out:
+	rt_info_clear(&rec);
 	cJSON_Delete(pod);
-	free(egj);
 	return rc;
 }
 
