@@ -31,6 +31,7 @@
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
 
+#include "agentc.h"
 #include "buf.h"
 #include "client.h"
 #include "egress.h"
@@ -43,8 +44,9 @@
 #include "util.h"
 
 #define MAX_SEL		16		/* labels in one configured selector */
-#define AGENT_TIMEOUT_MS 5000
-#define ADMIN_TIMEOUT_MS 5000
+#define AGENT_TIMEOUT_MS 5000	/* one agent call (health, env) */
+/* An agent's answer to health or env is a small JSON object. */
+#define AGENT_MAX_REPLY	65536
 #define LIST_PAGE	"500"
 /* Hosts a sandbox reaches without the proxy: its own loopback only. */
 #define K8S_NO_PROXY	"localhost,127.0.0.1,::1"
@@ -322,98 +324,53 @@ fail:
 	return -1;
 }
 
-/* ---- agent and proxy admin (plain HTTP over the pod network) ---- */
+/* ---- the agent (orchestrator/agentc.h) and the proxy admin (egress.h) ---- */
 
-struct sink {
-	struct buf	*b;
-};
-
-static size_t
-sink_cb(char *p, size_t sz, size_t nm, void *arg)
-{
-	struct sink *s = arg;
-
-	return buf_add(s->b, p, sz * nm) == -1 ? 0 : sz * nm;
-}
-
+/* How to reach the agent of sandbox id in the pod at ip (token derived). */
 static void
-url_host(const char *ip, char *dst, size_t len)
-{
-	snprintf(dst, len, strchr(ip, ':') ? "[%s]" : "%s", ip);
-}
-
-/* POST/GET http://ip:port/path with a bearer token; 0 with *status. */
-int
-runtime_k8s_http(const char *ip, long long port, const char *token, const char *method,
-    const char *path, const char *body, int timeout_ms, int *status,
-    struct buf *resp, char *err, size_t errlen)
-{
-	char url[512], host[128], auth[1200], ebuf[CURL_ERROR_SIZE] = "";
-	struct curl_slist *h = NULL;
-	struct sink s = { resp };
-	CURL *c;
-	CURLcode cr;
-	long code = 0;
-
-	if ((c = curl_easy_init()) == NULL) {
-		snprintf(err, errlen, "curl_easy_init failed");
-		return -1;
-	}
-	url_host(ip, host, sizeof(host));
-	snprintf(url, sizeof(url), "http://%s:%lld%s", host, port, path);
-	snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
-	h = curl_slist_append(h, auth);
-	explicit_bzero(auth, sizeof(auth));
-	h = curl_slist_append(h, "Content-Type: application/json");
-	h = curl_slist_append(h, "Expect:");
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http");
-	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
-	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
-	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, ebuf);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, sink_cb);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, &s);
-	if (body != NULL) {
-		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
-	}
-	cr = curl_easy_perform(c);
-	curl_slist_free_all(h);
-	if (cr != CURLE_OK) {
-		snprintf(err, errlen, "%s %s: %s", method, url,
-		    ebuf[0] ? ebuf : curl_easy_strerror(cr));
-		curl_easy_cleanup(c);
-		return -1;
-	}
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
-	curl_easy_cleanup(c);
-	*status = (int)code;
-	if (resp->p == NULL && buf_add(resp, "", 0) == -1)
-		abort();
-	return 0;
-}
-
-static int
-agent_health(struct k8s_rt *r, const char *id, const char *ip, char *err,
-    size_t errlen)
+agent_at(struct k8s_rt *r, const char *id, const char *ip,
+    struct rt_agent_addr *out)
 {
 	char tok[65];
-	struct buf b;
-	int st, rc;
 
+	memset(out, 0, sizeof(*out));
+	snprintf(out->host, sizeof(out->host), "%s", ip);
+	out->port = (int)r->conf->agent_port;
 	derive(r, "agent", id, tok);
-	buf_init(&b, 65536);
-	rc = runtime_k8s_http(ip, r->conf->agent_port, tok, "GET", "/v1/health", NULL,
-	    AGENT_TIMEOUT_MS, &st, &b, err, errlen);
-	if (rc == 0 && st != 200) {
-		snprintf(err, errlen, "agent health answered %d", st);
-		rc = -1;
-	}
-	buf_free(&b);
+	snprintf(out->token, sizeof(out->token), "%s", tok);
 	explicit_bzero(tok, sizeof(tok));
+}
+
+/*
+ * One request to the agent of sandbox id at ip: method on path with an
+ * optional JSON body. 0 if it answers 200; -1 with err otherwise.
+ */
+static int
+agent_call(struct k8s_rt *r, const char *id, const char *ip,
+    const char *method, const char *path, const char *body, char *err,
+    size_t errlen)
+{
+	struct rt_agent_addr a;
+	struct agentc *c;
+	struct buf b;
+	int st = 0, rc = -1;
+
+	agent_at(r, id, ip, &a);
+	buf_init(&b, AGENT_MAX_REPLY);
+	if ((c = agentc_open(&a, AGENT_TIMEOUT_MS, err, errlen)) == NULL)
+		goto out;
+	if (agentc_request(c, method, path, body != NULL ? "application/json" :
+	    NULL, body, body != NULL ? strlen(body) : 0, AGENT_TIMEOUT_MS, &st, &b,
+	    err, errlen) == 0) {
+		if (st == 200)
+			rc = 0;
+		else
+			snprintf(err, errlen, "agent %s answered %d", path, st);
+	}
+	agentc_close(c);
+out:
+	explicit_bzero(&a, sizeof(a));
+	buf_free(&b);
 	return rc;
 }
 
@@ -563,7 +520,8 @@ wait_ready(struct k8s_rt *r, const char *id, cJSON **podp, char *err,
 			goto fail;
 		}
 		if (strcmp(v.phase, "Running") == 0 && v.ready && v.ip != NULL) {
-			if (agent_health(r, id, v.ip, aerr, sizeof(aerr)) == 0)
+			if (agent_call(r, id, v.ip, "GET", "/v1/health", NULL, aerr,
+			    sizeof(aerr)) == 0)
 				break;
 		}
 		if (util_mono_ms() >= deadline) {
@@ -1046,31 +1004,25 @@ env_set_body(const char *lines)
 	return body;
 }
 
-/* Pushes the proxy env lines to the agent of sandbox id at pod_ip. */
+/*
+ * Pushes the proxy env lines to the agent of sandbox id at pod_ip: the one
+ * place the runtime sets a shell's env, for the paths after which no core
+ * call does (a fleet move; k8sctl attach through runtime_k8s_push_env).
+ */
 static int
 agent_push_env(struct k8s_rt *r, const char *id, const char *pod_ip,
     const char *env, char *err, size_t errlen)
 {
 	cJSON *body = env_set_body(env);
-	char tok[65], *txt;
-	struct buf b;
-	int st = 0, rc;
+	char *txt;
+	int rc;
 
 	if ((txt = cJSON_PrintUnformatted(body)) == NULL)
 		abort();
 	cJSON_Delete(body);
-	derive(r, "agent", id, tok);
-	buf_init(&b, 65536);
-	rc = runtime_k8s_http(pod_ip, r->conf->agent_port, tok, "POST", "/v1/env",
-	    txt, AGENT_TIMEOUT_MS, &st, &b, err, errlen);
-	if (rc == 0 && st != 200) {
-		snprintf(err, errlen, "agent answered %d", st);
-		rc = -1;
-	}
-	buf_free(&b);
+	rc = agent_call(r, id, pod_ip, "POST", "/v1/env", txt, err, errlen);
 	explicit_bzero(txt, strlen(txt));
 	free(txt);
-	explicit_bzero(tok, sizeof(tok));
 	return rc;
 }
 
@@ -1222,13 +1174,13 @@ out:
 }
 
 /*
- * Re-attaches the running sandbox pod v under the session labels on it
- * (moving it off avoid's victims when given) and pushes the new env to its
- * agent: for the runtime's own re-attach paths, which no core call follows
- * to push the env. Caller holds fleet_mtx. 0, or -1 with err.
+ * A fleet move: re-attaches the running sandbox pod v under the session
+ * labels on it (off avoid's victims when given) and pushes the new env to
+ * its agent, since no core call follows a move the fleet makes on its own
+ * thread. Caller holds fleet_mtx. 0, or -1 with err.
  */
 static int
-reattach_locked(struct k8s_rt *r, const struct k8s_podview *v,
+fleet_move_locked(struct k8s_rt *r, const struct k8s_podview *v,
     const struct proxy *avoid, size_t navoid, char *err, size_t errlen)
 {
 	char env[K8S_ENV_MAX], e2[256];
@@ -1270,7 +1222,7 @@ move_off_victims(struct k8s_rt *r, cJSON *pods, const struct proxy *px,
 		    v.ip == NULL || !is_victim(px, npx, cur))
 			continue;
 		log_info("sandbox=%s proxy=%s goes on scale-down; moving", v.id, cur);
-		if (reattach_locked(r, &v, px, npx, e2, sizeof(e2)) == -1)
+		if (fleet_move_locked(r, &v, px, npx, e2, sizeof(e2)) == -1)
 			log_warnx("sandbox=%s move failed (the next sweep "
 			    "re-assigns it): %s", v.id, e2);
 	}
@@ -1361,7 +1313,7 @@ fleet_sync_locked(struct k8s_rt *r, int reassign, char *err, size_t errlen)
 		if (cur != NULL && cur->ready)
 			continue;
 		log_info("sandbox=%s proxy=%s gone; re-assigning", v.id, was);
-		if (reattach_locked(r, &v, NULL, 0, e2, sizeof(e2)) == -1)
+		if (fleet_move_locked(r, &v, NULL, 0, e2, sizeof(e2)) == -1)
 			log_warnx("sandbox=%s re-assign failed: %s", v.id, e2);
 	}
 	rc = 0;
@@ -1568,9 +1520,12 @@ k8s_start(struct runtime *rt, const char *id, char *err, size_t errlen)
 	const cJSON *ann;
 	struct k8s_podview v;
 	struct k8s_sbx s;
+	struct rt_info li;
+	char env[K8S_ENV_MAX];
 	int attached, rc = -1;
 
 	memset(&s, 0, sizeof(s));
+	memset(&li, 0, sizeof(li));
 	if (!id_sandbox_valid(id)) {
 		snprintf(err, errlen, "invalid sandbox id");
 		return -1;
@@ -1614,18 +1569,26 @@ k8s_start(struct runtime *rt, const char *id, char *err, size_t errlen)
 	    wait_ready(r, id, &pod, err, errlen) == -1)
 		goto out;
 	if (attached) {
-		/* It was attached: give it a proxy again, named by the session
-		 * labels the new pod carries (those of the claim). */
+		/*
+		 * It was attached: give it a proxy again, named by the session
+		 * labels the new pod carries (those of the claim). The env is
+		 * not pushed here: the core attaches after a start and pushes
+		 * what attach_egress returns.
+		 */
 		k8s_pod_view(pod, &v);
+		labels_of(v.annotations, &li);
 		pthread_mutex_lock(&r->fleet_mtx);
-		rc = reattach_locked(r, &v, NULL, 0, err, errlen);
+		rc = assign_locked(r, id, v.ip, NULL, li.labels, li.nlabels, NULL, 0,
+		    env, sizeof(env), err, errlen);
 		pthread_mutex_unlock(&r->fleet_mtx);
+		explicit_bzero(env, sizeof(env));
 		if (rc == -1)
 			goto out;
 	}
 	log_info("sandbox=%s started", id);
 	rc = 0;
 out:
+	rt_info_clear(&li);
 	k8s_sbx_clear(&s);
 	cJSON_Delete(pvc);
 	cJSON_Delete(pod);
@@ -1882,18 +1845,29 @@ k8s_agent_addr(struct runtime *rt, const char *id, struct rt_agent_addr *out,
 	struct k8s_rt *r = rt->impl;
 	struct k8s_podview v;
 	cJSON *pod = NULL;
-	char tok[65];
 
 	memset(out, 0, sizeof(*out));
 	if (running_pod(r, id, &pod, &v, err, errlen) == -1)
 		return -1;
-	snprintf(out->host, sizeof(out->host), "%s", v.ip);
-	out->port = (int)r->conf->agent_port;
-	derive(r, "agent", id, tok);
-	snprintf(out->token, sizeof(out->token), "%s", tok);
-	explicit_bzero(tok, sizeof(tok));
+	agent_at(r, id, v.ip, out);
 	cJSON_Delete(pod);
 	return 0;
+}
+
+int
+runtime_k8s_push_env(struct runtime *rt, const char *id, const char *env,
+    char *err, size_t errlen)
+{
+	struct k8s_rt *r = rt->impl;
+	struct k8s_podview v;
+	cJSON *pod = NULL;
+	int rc;
+
+	if (running_pod(r, id, &pod, &v, err, errlen) == -1)
+		return -1;
+	rc = agent_push_env(r, id, v.ip, env, err, errlen);
+	cJSON_Delete(pod);
+	return rc;
 }
 
 /*
@@ -1955,9 +1929,6 @@ k8s_attach_egress(struct runtime *rt, const char *id, const struct rt_egress *eg
 	    eg->labels, eg->nlabels < K8S_MAX_LABELS ? eg->nlabels : K8S_MAX_LABELS,
 	    NULL, 0, env_out, envlen, err, errlen);
 	pthread_mutex_unlock(&r->fleet_mtx);
-	if (rc == 0 && agent_push_env(r, id, v.ip, env_out, err, errlen) == -1)
-		log_warnx("sandbox=%s could not push proxy env to the agent: %s",
-		    id, err);
 	if (rc == 0)
 		rescale(r);
 out:

@@ -178,14 +178,14 @@ struct runtime *runtime_k8s_new(const struct rt_k8s_conf *, char *err,
  * gone or not ready. The fleet thread calls it every fleet_interval. */
 int	runtime_k8s_fleet_sync(struct runtime *, char *err, size_t errlen);
 
-/* Plain HTTP to a pod (agent, proxy admin): METHOD http://ip:port/path with
- * a bearer token and an optional JSON body. 0 with *status and the body in
- * resp (whose max bounds it), or -1 with err when no answer arrived. */
-struct buf;
-int	runtime_k8s_http(const char *ip, long long port, const char *token,
-	    const char *method, const char *path, const char *body,
-	    int timeout_ms, int *status, struct buf *resp, char *err,
-	    size_t errlen) WUNRES;
+/*
+ * Pushes env ("K=V\n" lines, as attach_egress returns them) to the agent of
+ * running sandbox id (POST /v1/env): what the orchestrator core does after
+ * attach_egress, for k8sctl. The runtime itself pushes only after a fleet
+ * move, which no core call follows. 0, or -1 with err.
+ */
+int	runtime_k8s_push_env(struct runtime *, const char *id, const char *env,
+	    char *err, size_t errlen) WUNRES;
 
 /* The runtime's API client (k8sctl's raw requests, tests). */
 struct k8s_client *runtime_k8s_client(struct runtime *);

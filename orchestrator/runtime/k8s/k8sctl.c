@@ -31,6 +31,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "agentc.h"
 #include "buf.h"
 #include "cfg.h"
 #include "client.h"
@@ -44,6 +45,9 @@
 struct ctlconf {
 	struct rt_k8s_conf	k8s;
 };
+
+/* One agent call: a shell command's own timeout plus a margin. */
+#define AGENT_CALL_MS	120000
 
 static const struct cfg_key keys[] = {
 	RUNTIME_K8S_CFG_KEYS("kubernetes.", offsetof(struct ctlconf, k8s))
@@ -175,24 +179,28 @@ static int
 cmd_agent(struct runtime *rt, int argc, char **argv, char *err, size_t errlen)
 {
 	struct rt_agent_addr a;
+	struct agentc *c = NULL;
 	struct buf b;
+	const char *body = argc > 3 ? argv[3] : NULL;
 	int st, rc = -1;
 
 	if (argc < 3)
 		usage();
-	if (rt->ops->agent_addr(rt, argv[0], &a, err, errlen) == -1)
-		return -1;
-	buf_init(&b, (size_t)64 * 1024 * 1024);
-	if (runtime_k8s_http(a.host, a.port, a.token, argv[1], argv[2],
-	    argc > 3 ? argv[3] : NULL, 120000, &st, &b, err, errlen) == -1)
+	buf_init(&b, AGENTC_MAX_RESP);
+	if (rt->ops->agent_addr(rt, argv[0], &a, err, errlen) == -1 ||
+	    (c = agentc_open(&a, AGENT_CALL_MS, err, errlen)) == NULL ||
+	    agentc_request(c, argv[1], argv[2], body != NULL ?
+	    "application/json" : NULL, body, body != NULL ? strlen(body) : 0,
+	    AGENT_CALL_MS, &st, &b, err, errlen) == -1)
 		goto out;
-	printf("%s\n", b.p ? b.p : "");
+	printf("%.*s\n", (int)b.len, b.p != NULL ? b.p : "");
 	if (st != 200) {
 		snprintf(err, errlen, "agent answered %d", st);
 		goto out;
 	}
 	rc = 0;
 out:
+	agentc_close(c);
 	explicit_bzero(&a, sizeof(a));
 	buf_free(&b);
 	return rc;
@@ -393,9 +401,13 @@ main(int argc, char **argv)
 		for (i = 4; i < argc && eg.nlabels < 64; i++, eg.nlabels++)
 			if (kv_split(argv[i], &kv[eg.nlabels]) == -1)
 				usage();
+		/* As the orchestrator does: the env goes to the agent too. */
 		if ((rc = rt->ops->attach_egress(rt, argv[0], &eg, env, sizeof(env),
-		    err, sizeof(err))) == 0)
+		    err, sizeof(err))) == 0 &&
+		    (rc = runtime_k8s_push_env(rt, argv[0], env, err,
+		    sizeof(err))) == 0)
 			printf("%s", env);
+		explicit_bzero(env, sizeof(env));
 	} else if (strcmp(cmd, "poll") == 0 && argc == 2) {
 		/* One long-lived client, as in the orchestrator. */
 		struct rt_info *ri;
