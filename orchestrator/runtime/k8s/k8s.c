@@ -104,19 +104,17 @@ dns_label_ok(const char *s)
 static int
 parse_sel(char *buf, struct netpol_kv *kv, size_t *n)
 {
-	char *p = buf, *comma, *eq;
+	char *p, *next, *k, *v;
 
 	*n = 0;
-	while (p != NULL && *p != '\0') {
-		if ((comma = strchr(p, ',')) != NULL)
-			*comma = '\0';
-		if ((eq = strchr(p, '=')) == NULL || eq == p || *n >= MAX_SEL)
+	for (p = buf; p != NULL && *p != '\0'; p = next) {
+		if ((next = strchr(p, ',')) != NULL)
+			*next++ = '\0';
+		if (*n >= MAX_SEL || util_kv_split(p, &k, &v) == -1)
 			return -1;
-		*eq = '\0';
-		kv[*n].k = p;
-		kv[*n].v = eq + 1;
+		kv[*n].k = k;
+		kv[*n].v = v;
 		(*n)++;
-		p = comma ? comma + 1 : NULL;
 	}
 	return *n > 0 ? 0 : -1;
 }
@@ -1947,14 +1945,8 @@ fleet_main(void *arg)
 
 	pthread_mutex_lock(&r->stop_mtx);
 	while (!r->stopping) {
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += r->conf->fleet_interval_ms / 1000;
-		ts.tv_nsec += (r->conf->fleet_interval_ms % 1000) * 1000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
-		pthread_cond_timedwait(&r->stop_cv, &r->stop_mtx, &ts);
+		util_deadline(&ts, r->conf->fleet_interval_ms);
+		ign(pthread_cond_timedwait(&r->stop_cv, &r->stop_mtx, &ts));
 		if (r->stopping)
 			break;
 		pthread_mutex_unlock(&r->stop_mtx);
@@ -2009,31 +2001,35 @@ static const struct runtime_ops k8s_ops = {
 	.free = k8s_free,
 };
 
+/*
+ * Reads a secret file (the agent key, the admin token) into dst without
+ * its trailing newlines and spaces; *outlen is its length. -1 with err if
+ * it cannot be read or holds more than len - 1 bytes.
+ */
 static int
 read_secret_file(const char *path, char *dst, size_t len, size_t *outlen,
     char *err, size_t errlen)
 {
-	FILE *f;
+	struct buf b;
 	size_t n;
+	int rc = -1;
 
-	if ((f = fopen(path, "re")) == NULL) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		return -1;
-	}
-	n = fread(dst, 1, len - 1, f);
-	if (ferror(f) || !feof(f)) {
-		snprintf(err, errlen, "%s: %s", path, ferror(f) ? "read error" :
-		    "too large");
-		fclose(f);
-		return -1;
-	}
-	fclose(f);
-	while (n > 0 && (dst[n - 1] == '\n' || dst[n - 1] == '\r' ||
-	    dst[n - 1] == ' '))
-		n--;
+	buf_init(&b, len - 1);
+	if (util_read_file(path, &b, err, errlen) == -1)
+		goto out;
+	for (n = b.len; n > 0 && (b.p[n - 1] == '\n' || b.p[n - 1] == '\r' ||
+	    b.p[n - 1] == ' '); n--)
+		;
+	if (n > 0)
+		memcpy(dst, b.p, n);
 	dst[n] = '\0';
 	*outlen = n;
-	return 0;
+	rc = 0;
+out:
+	if (b.p != NULL)
+		explicit_bzero(b.p, b.len);
+	buf_free(&b);
+	return rc;
 }
 
 struct runtime *

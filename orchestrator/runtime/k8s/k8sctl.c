@@ -93,16 +93,16 @@ print_json(cJSON *o)
 	cJSON_Delete(o);
 }
 
+/* A K=V argument as a label or env pair (split in place). */
 static int
-kv_split(char *s, struct rt_kv *kv)
+kv_arg(char *s, struct rt_kv *kv)
 {
-	char *eq = strchr(s, '=');
+	char *k, *v;
 
-	if (eq == NULL || eq == s)
+	if (util_kv_split(s, &k, &v) == -1)
 		return -1;
-	*eq = '\0';
-	kv->k = s;
-	kv->v = eq + 1;
+	kv->k = k;
+	kv->v = v;
 	return 0;
 }
 
@@ -156,10 +156,10 @@ cmd_create(struct runtime *rt, int argc, char **argv, char *err, size_t errlen)
 			else if (strcmp(a, "--disk") == 0)
 				sp.disk_bytes = num(val);
 			else if (strcmp(a, "--label") == 0 && sp.nlabels < NELEM(labels) &&
-			    kv_split(argv[i], &labels[sp.nlabels]) == 0)
+			    kv_arg(argv[i], &labels[sp.nlabels]) == 0)
 				sp.nlabels++;
 			else if (strcmp(a, "--env") == 0 && sp.nenv < NELEM(env) &&
-			    kv_split(argv[i], &env[sp.nenv]) == 0)
+			    kv_arg(argv[i], &env[sp.nenv]) == 0)
 				sp.nenv++;
 			else
 				usage();
@@ -388,7 +388,7 @@ main(int argc, char **argv)
 		struct rt_kv kv[64];
 		int i;
 		for (i = 1; i < argc && i <= 64; i++)
-			if (kv_split(argv[i], &kv[i - 1]) == -1)
+			if (kv_arg(argv[i], &kv[i - 1]) == -1)
 				usage();
 		rc = rt->ops->set_labels(rt, argv[0], kv, (size_t)(argc - 1), err,
 		    sizeof(err));
@@ -399,7 +399,7 @@ main(int argc, char **argv)
 		struct rt_egress eg = { kv, 3 };
 		int i;
 		for (i = 4; i < argc && eg.nlabels < 64; i++, eg.nlabels++)
-			if (kv_split(argv[i], &kv[eg.nlabels]) == -1)
+			if (kv_arg(argv[i], &kv[eg.nlabels]) == -1)
 				usage();
 		/* As the orchestrator does: the env goes to the agent too. */
 		if ((rc = rt->ops->attach_egress(rt, argv[0], &eg, env, sizeof(env),
