@@ -43,7 +43,10 @@
 #include "xmalloc.h"
 #include "util.h"
 
-#define MAX_SEL		16		/* labels in one configured selector */
+#define K8S_MAX_SEL		16		/* labels in one configured selector */
+/* Bytes of the proxy admin token, NUL included: it travels to the proxy
+ * in an rt_agent_addr (egress.h over agentc), whose token holds this. */
+#define K8S_MAX_ADMIN_TOKEN	sizeof(((struct rt_agent_addr *)0)->token)
 #define AGENT_TIMEOUT_MS 5000	/* one agent call (health, env) */
 /* An agent's answer to health or env is a small JSON object. */
 #define AGENT_MAX_REPLY	65536
@@ -61,12 +64,12 @@ struct k8s_rt {
 	char			 ns[64], pns[64], ons[64];
 	char			 sel_q[1024];	/* encoded selector of our objects */
 	char			 proxy_q[1024];	/* encoded selector of proxy pods */
-	struct netpol_kv	 orch[MAX_SEL], proxy[MAX_SEL];
+	struct netpol_kv	 orch[K8S_MAX_SEL], proxy[K8S_MAX_SEL];
 	size_t			 norch, nproxy;
 	char			*orch_buf, *proxy_buf;
 	unsigned char		 key[64];
 	size_t			 keylen;
-	char			 admin_token[1024];
+	char			 admin_token[K8S_MAX_ADMIN_TOKEN];
 	pthread_mutex_t		 fleet_mtx;	/* assignments and scaling */
 	pthread_mutex_t		 stop_mtx;
 	pthread_cond_t		 stop_cv;
@@ -78,7 +81,7 @@ struct k8s_rt {
 static const struct runtime_ops k8s_ops;
 
 static void
-nap(long long ms)
+api_nap(long long ms)
 {
 	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
 
@@ -102,7 +105,7 @@ dns_label_ok(const char *s)
 
 /* Splits "k=v,k=v" (in buf, modified) into kv; -1 if malformed. */
 static int
-parse_sel(char *buf, struct netpol_kv *kv, size_t *n)
+api_sel_parse(char *buf, struct netpol_kv *kv, size_t *n)
 {
 	char *p, *next, *k, *v;
 
@@ -110,7 +113,7 @@ parse_sel(char *buf, struct netpol_kv *kv, size_t *n)
 	for (p = buf; p != NULL && *p != '\0'; p = next) {
 		if ((next = strchr(p, ',')) != NULL)
 			*next++ = '\0';
-		if (*n >= MAX_SEL || util_kv_split(p, &k, &v) == -1)
+		if (*n >= K8S_MAX_SEL || util_kv_split(p, &k, &v) == -1)
 			return -1;
 		kv[*n].k = k;
 		kv[*n].v = v;
@@ -120,7 +123,7 @@ parse_sel(char *buf, struct netpol_kv *kv, size_t *n)
 }
 
 static int
-sel_query(const char *sel, char *dst, size_t len)
+api_sel_query(const char *sel, char *dst, size_t len)
 {
 	char enc[900];
 
@@ -131,7 +134,7 @@ sel_query(const char *sel, char *dst, size_t len)
 
 /* HMAC-SHA256(key, purpose ":" id) as 64 hex digits. */
 static void
-derive(struct k8s_rt *r, const char *purpose, const char *id, char out[65])
+api_derive(struct k8s_rt *r, const char *purpose, const char *id, char out[65])
 {
 	unsigned char mac[EVP_MAX_MD_SIZE];
 	unsigned int mlen = 0, i;
@@ -149,8 +152,8 @@ derive(struct k8s_rt *r, const char *purpose, const char *id, char out[65])
 
 /* ---- API helpers ---- */
 
-#define Q_STRICT	"fieldValidation=Strict"
-#define CT_MERGE	"application/merge-patch+json"
+#define API_Q_STRICT	"fieldValidation=Strict"
+#define API_CT_MERGE	"application/merge-patch+json"
 
 /*
  * One API call: method on path (plus "?q" when q is set) with a JSON body
@@ -160,7 +163,7 @@ derive(struct k8s_rt *r, const char *purpose, const char *id, char out[65])
  * Status message for a non-2xx answer).
  */
 static int
-call(struct k8s_rt *r, const char *method, const char *path, const char *q,
+api_call(struct k8s_rt *r, const char *method, const char *path, const char *q,
     const char *ctype, const cJSON *body, int also, int *status, cJSON **out,
     char *err, size_t errlen)
 {
@@ -201,7 +204,7 @@ call(struct k8s_rt *r, const char *method, const char *path, const char *q,
 
 /* Wraps an API error with what we were doing. */
 static int
-failf(char *err, size_t errlen, const char *what, const char *name)
+api_failf(char *err, size_t errlen, const char *what, const char *name)
 {
 	char tmp[512];
 
@@ -211,19 +214,19 @@ failf(char *err, size_t errlen, const char *what, const char *name)
 }
 
 /* Resources, by API prefix and plural. */
-struct res {
+struct api_res {
 	const char	*prefix;
 	const char	*plural;
 };
-static const struct res R_PODS = { "/api/v1", "pods" };
-static const struct res R_PVCS = { "/api/v1", "persistentvolumeclaims" };
-static const struct res R_SECRETS = { "/api/v1", "secrets" };
-static const struct res R_NETPOLS = { "/apis/networking.k8s.io/v1",
+static const struct api_res api_pods = { "/api/v1", "pods" };
+static const struct api_res api_pvcs = { "/api/v1", "persistentvolumeclaims" };
+static const struct api_res api_secrets = { "/api/v1", "secrets" };
+static const struct api_res api_netpols = { "/apis/networking.k8s.io/v1",
     "networkpolicies" };
 
 /* The path of a collection (name NULL) or of one object. */
 static void
-res_path(const struct res *rs, const char *ns, const char *name, char *dst,
+api_path(const struct api_res *rs, const char *ns, const char *name, char *dst,
     size_t len)
 {
 	snprintf(dst, len, "%s/namespaces/%s/%s%s%s", rs->prefix, ns, rs->plural,
@@ -232,43 +235,43 @@ res_path(const struct res *rs, const char *ns, const char *name, char *dst,
 
 /* GET; *out NULL (and 0 returned) on 404. */
 static int
-get_obj(struct k8s_rt *r, const char *path, cJSON **out, char *err, size_t errlen)
+api_get(struct k8s_rt *r, const char *path, cJSON **out, char *err, size_t errlen)
 {
 	int st;
 
-	return call(r, "GET", path, NULL, NULL, NULL, 404, &st, out, err, errlen);
+	return api_call(r, "GET", path, NULL, NULL, NULL, 404, &st, out, err, errlen);
 }
 
 /* DELETE; 404 is success. */
 static int
-del_obj(struct k8s_rt *r, const char *path, const char *q, char *err, size_t errlen)
+api_delete(struct k8s_rt *r, const char *path, const char *q, char *err, size_t errlen)
 {
 	int st;
 
-	return call(r, "DELETE", path, q, NULL, NULL, 404, &st, NULL, err, errlen);
+	return api_call(r, "DELETE", path, q, NULL, NULL, 404, &st, NULL, err, errlen);
 }
 
 /* POST with fieldValidation=Strict; *st tells a 409 apart. */
 static int
-create_obj(struct k8s_rt *r, const char *path, const cJSON *obj, int *st,
+api_create(struct k8s_rt *r, const char *path, const cJSON *obj, int *st,
     cJSON **out, char *err, size_t errlen)
 {
-	return call(r, "POST", path, Q_STRICT, NULL, obj, 409, st, out, err,
+	return api_call(r, "POST", path, API_Q_STRICT, NULL, obj, 409, st, out, err,
 	    errlen);
 }
 
 /* Merge PATCH with fieldValidation=Strict; *st tells a 404 apart. */
 static int
-merge_patch(struct k8s_rt *r, const char *path, const cJSON *patch, int *st,
+api_merge_patch(struct k8s_rt *r, const char *path, const cJSON *patch, int *st,
     char *err, size_t errlen)
 {
-	return call(r, "PATCH", path, Q_STRICT, CT_MERGE, patch, 404, st, NULL,
+	return api_call(r, "PATCH", path, API_Q_STRICT, API_CT_MERGE, patch, 404, st, NULL,
 	    err, errlen);
 }
 
 /* {"metadata":{"annotations":{k:v,...}}} from pairs (v NULL deletes). */
 static cJSON *
-ann_patch(const char *const *kv, size_t n)
+api_ann_patch(const char *const *kv, size_t n)
 {
 	cJSON *p = cJSON_CreateObject(), *a;
 	size_t i;
@@ -286,7 +289,7 @@ ann_patch(const char *const *kv, size_t n)
 
 /* Lists every object under path matching query q into a new array. */
 static int
-list_all(struct k8s_rt *r, const char *path, const char *q, cJSON **items,
+api_list(struct k8s_rt *r, const char *path, const char *q, cJSON **items,
     char *err, size_t errlen)
 {
 	char full[2048], cont[1024] = "";
@@ -297,7 +300,7 @@ list_all(struct k8s_rt *r, const char *path, const char *q, cJSON **items,
 	do {
 		snprintf(full, sizeof(full), "%s&limit=" LIST_PAGE "%s%s", q,
 		    cont[0] ? "&continue=" : "", cont);
-		if (call(r, "GET", path, full, NULL, NULL, 0, &st, &page, err,
+		if (api_call(r, "GET", path, full, NULL, NULL, 0, &st, &page, err,
 		    errlen) == -1)
 			goto fail;
 		arr = cJSON_DetachItemFromObjectCaseSensitive(page, "items");
@@ -326,7 +329,7 @@ fail:
 
 /* How to reach the agent of sandbox id in the pod at ip (token derived). */
 static void
-agent_at(struct k8s_rt *r, const char *id, const char *ip,
+api_agent_at(struct k8s_rt *r, const char *id, const char *ip,
     struct rt_agent_addr *out)
 {
 	char tok[65];
@@ -334,7 +337,7 @@ agent_at(struct k8s_rt *r, const char *id, const char *ip,
 	memset(out, 0, sizeof(*out));
 	snprintf(out->host, sizeof(out->host), "%s", ip);
 	out->port = (int)r->conf->agent_port;
-	derive(r, "agent", id, tok);
+	api_derive(r, "agent", id, tok);
 	snprintf(out->token, sizeof(out->token), "%s", tok);
 	explicit_bzero(tok, sizeof(tok));
 }
@@ -344,7 +347,7 @@ agent_at(struct k8s_rt *r, const char *id, const char *ip,
  * optional JSON body. 0 if it answers 200; -1 with err otherwise.
  */
 static int
-agent_call(struct k8s_rt *r, const char *id, const char *ip,
+api_agent_call(struct k8s_rt *r, const char *id, const char *ip,
     const char *method, const char *path, const char *body, char *err,
     size_t errlen)
 {
@@ -353,7 +356,7 @@ agent_call(struct k8s_rt *r, const char *id, const char *ip,
 	struct buf b;
 	int st = 0, rc = -1;
 
-	agent_at(r, id, ip, &a);
+	api_agent_at(r, id, ip, &a);
 	buf_init(&b, AGENT_MAX_REPLY);
 	if ((c = agentc_open(&a, AGENT_TIMEOUT_MS, err, errlen)) == NULL)
 		goto out;
@@ -384,7 +387,7 @@ proxy_admin_at(struct k8s_rt *r, const char *ip)
 
 /* Deregisters id from the proxy pod its pod annotations name, if any. */
 static void
-proxy_deregister(struct k8s_rt *r, const char *id, const cJSON *pod_ann)
+fleet_detach(struct k8s_rt *r, const char *id, const cJSON *pod_ann)
 {
 	struct egress_admin a = proxy_admin_at(r, k8s_ann(pod_ann, K8S_ANN_PROXY_IP));
 
@@ -397,7 +400,7 @@ proxy_deregister(struct k8s_rt *r, const char *id, const cJSON *pod_ann)
  * rt_info_clear().
  */
 static void
-labels_of(const cJSON *ann, struct rt_info *ri)
+api_labels(const cJSON *ann, struct rt_info *ri)
 {
 	if (k8s_labels_decode(k8s_ann(ann, K8S_ANN_LABELS), &ri->labels,
 	    &ri->nlabels) == -1) {
@@ -432,7 +435,7 @@ info_fill(struct k8s_rt *r, struct rt_info *out, const char *id,
 		k8s_sbx_clear(&s);
 	}
 	out->created_ms = k8s_ann_ll(ann, K8S_ANN_CREATED);
-	labels_of(ann, out);
+	api_labels(ann, out);
 	if (pod != NULL) {
 		k8s_pod_view(pod, &v);
 		if (pvc == NULL) {
@@ -462,30 +465,30 @@ info_fill(struct k8s_rt *r, struct rt_info *out, const char *id,
 
 /* One object of a sandbox (named by namefn from its id); NULL if absent. */
 static int
-sbx_obj_get(struct k8s_rt *r, const struct res *rs,
+sbx_obj_get(struct k8s_rt *r, const struct api_res *rs,
     void (*namefn)(const char *, char *, size_t), const char *what,
     const char *id, cJSON **out, char *err, size_t errlen)
 {
 	char name[128], path[512];
 
 	namefn(id, name, sizeof(name));
-	res_path(rs, r->ns, name, path, sizeof(path));
-	if (get_obj(r, path, out, err, errlen) == -1)
-		return failf(err, errlen, what, name);
+	api_path(rs, r->ns, name, path, sizeof(path));
+	if (api_get(r, path, out, err, errlen) == -1)
+		return api_failf(err, errlen, what, name);
 	return 0;
 }
 
 static int
-pod_get(struct k8s_rt *r, const char *id, cJSON **pod, char *err, size_t errlen)
+api_pod_get(struct k8s_rt *r, const char *id, cJSON **pod, char *err, size_t errlen)
 {
-	return sbx_obj_get(r, &R_PODS, k8s_name_pod, "get pod", id, pod, err,
+	return sbx_obj_get(r, &api_pods, k8s_name_pod, "get pod", id, pod, err,
 	    errlen);
 }
 
 static int
-pvc_get(struct k8s_rt *r, const char *id, cJSON **pvc, char *err, size_t errlen)
+api_pvc_get(struct k8s_rt *r, const char *id, cJSON **pvc, char *err, size_t errlen)
 {
-	return sbx_obj_get(r, &R_PVCS, k8s_name_pvc, "get claim", id, pvc, err,
+	return sbx_obj_get(r, &api_pvcs, k8s_name_pvc, "get claim", id, pvc, err,
 	    errlen);
 }
 
@@ -502,7 +505,7 @@ wait_ready(struct k8s_rt *r, const char *id, cJSON **podp, char *err,
 	for (;;) {
 		cJSON_Delete(pod);
 		pod = NULL;
-		if (pod_get(r, id, &pod, err, errlen) == -1)
+		if (api_pod_get(r, id, &pod, err, errlen) == -1)
 			return -1;
 		if (pod == NULL) {
 			snprintf(err, errlen, "sandbox %s: pod disappeared while starting", id);
@@ -518,7 +521,7 @@ wait_ready(struct k8s_rt *r, const char *id, cJSON **podp, char *err,
 			goto fail;
 		}
 		if (strcmp(v.phase, "Running") == 0 && v.ready && v.ip != NULL) {
-			if (agent_call(r, id, v.ip, "GET", "/v1/health", NULL, aerr,
+			if (api_agent_call(r, id, v.ip, "GET", "/v1/health", NULL, aerr,
 			    sizeof(aerr)) == 0)
 				break;
 		}
@@ -529,7 +532,7 @@ wait_ready(struct k8s_rt *r, const char *id, cJSON **podp, char *err,
 			    v.reason, aerr[0] ? ", agent: " : "", aerr);
 			goto fail;
 		}
-		nap(step);
+		api_nap(step);
 		step = step * 2 > 1000 ? 1000 : step * 2;
 	}
 	*podp = pod;
@@ -548,7 +551,7 @@ wait_gone(struct k8s_rt *r, const char *id, long long timeout_ms, char *err,
 	cJSON *pod;
 
 	for (;;) {
-		if (pod_get(r, id, &pod, err, errlen) == -1)
+		if (api_pod_get(r, id, &pod, err, errlen) == -1)
 			return -1;
 		if (pod == NULL)
 			return 0;
@@ -558,7 +561,7 @@ wait_gone(struct k8s_rt *r, const char *id, long long timeout_ms, char *err,
 			    id, timeout_ms / 1000);
 			return -1;
 		}
-		nap(step);
+		api_nap(step);
 		step = step * 2 > 500 ? 500 : step * 2;
 	}
 }
@@ -570,16 +573,16 @@ delete_pod(struct k8s_rt *r, const char *id, long long grace, char *err,
 	char name[128], path[512], q[64];
 
 	k8s_name_pod(id, name, sizeof(name));
-	res_path(&R_PODS, r->ns, name, path, sizeof(path));
+	api_path(&api_pods, r->ns, name, path, sizeof(path));
 	snprintf(q, sizeof(q), "gracePeriodSeconds=%lld", grace);
-	if (del_obj(r, path, q, err, errlen) == -1)
-		return failf(err, errlen, "delete pod", name);
+	if (api_delete(r, path, q, err, errlen) == -1)
+		return api_failf(err, errlen, "delete pod", name);
 	return 0;
 }
 
 /* Creates or replaces the sandbox's NetworkPolicy; proxy NULL: no egress. */
 static int
-netpol_apply(struct k8s_rt *r, const char *id, const char *proxy_pod, char *err,
+api_netpol_apply(struct k8s_rt *r, const char *id, const char *proxy_pod, char *err,
     size_t errlen)
 {
 	struct netpol_kv lbl[3] = {
@@ -588,7 +591,7 @@ netpol_apply(struct k8s_rt *r, const char *id, const char *proxy_pod, char *err,
 		{ K8S_LBL_ID, id },
 	};
 	struct netpol_kv podsel[2] = { { K8S_LBL_ID, id }, { K8S_LBL_ROLE, "sandbox" } };
-	struct netpol_kv psel[MAX_SEL + 1];
+	struct netpol_kv psel[K8S_MAX_SEL + 1];
 	struct netpol_sandbox np;
 	char name[128], path[512];
 	cJSON *obj;
@@ -622,17 +625,17 @@ netpol_apply(struct k8s_rt *r, const char *id, const char *proxy_pod, char *err,
 		snprintf(err, errlen, "cannot render network policy for %s", id);
 		return -1;
 	}
-	res_path(&R_NETPOLS, r->ns, NULL, path, sizeof(path));
-	if (create_obj(r, path, obj, &st, NULL, err, errlen) == -1) {
-		failf(err, errlen, "create network policy", name);
+	api_path(&api_netpols, r->ns, NULL, path, sizeof(path));
+	if (api_create(r, path, obj, &st, NULL, err, errlen) == -1) {
+		api_failf(err, errlen, "create network policy", name);
 		goto out;
 	}
 	if (st == 409) {
 		/* Unconditional update (no resourceVersion). */
-		res_path(&R_NETPOLS, r->ns, name, path, sizeof(path));
-		if (call(r, "PUT", path, Q_STRICT, NULL, obj, 0, &st, NULL, err,
+		api_path(&api_netpols, r->ns, name, path, sizeof(path));
+		if (api_call(r, "PUT", path, API_Q_STRICT, NULL, obj, 0, &st, NULL, err,
 		    errlen) == -1) {
-			failf(err, errlen, "replace network policy", name);
+			api_failf(err, errlen, "replace network policy", name);
 			goto out;
 		}
 	}
@@ -648,14 +651,14 @@ out:
  * record of an attachment (the identity itself is the session labels).
  */
 static int
-netpol_attached(struct k8s_rt *r, const char *id, int *yes, char *err,
+api_netpol_attached(struct k8s_rt *r, const char *id, int *yes, char *err,
     size_t errlen)
 {
 	const cJSON *rules, *rule, *to, *sel;
 	cJSON *np;
 
 	*yes = 0;
-	if (sbx_obj_get(r, &R_NETPOLS, k8s_name_netpol, "get network policy", id,
+	if (sbx_obj_get(r, &api_netpols, k8s_name_netpol, "get network policy", id,
 	    &np, err, errlen) == -1)
 		return -1;
 	rules = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(np,
@@ -702,9 +705,9 @@ proxies_list(struct k8s_rt *r, struct proxy **out, size_t *n, char *err,
 
 	*out = NULL;
 	*n = 0;
-	res_path(&R_PODS, r->pns, NULL, path, sizeof(path));
-	if (list_all(r, path, r->proxy_q, &items, err, errlen) == -1)
-		return failf(err, errlen, "list proxy pods in", r->pns);
+	api_path(&api_pods, r->pns, NULL, path, sizeof(path));
+	if (api_list(r, path, r->proxy_q, &items, err, errlen) == -1)
+		return api_failf(err, errlen, "list proxy pods in", r->pns);
 	cnt = (size_t)cJSON_GetArraySize(items);
 	p = cnt ? xcalloc(cnt, sizeof(*p)) : NULL;
 	cJSON_ArrayForEach(it, items) {
@@ -754,11 +757,11 @@ proxy_label(struct k8s_rt *r, struct proxy *p, char *err, size_t errlen)
 	patch = cJSON_CreateObject();
 	cJSON_AddStringToObject(cJSON_AddObjectToObject(cJSON_AddObjectToObject(
 	    patch, "metadata"), "labels"), K8S_LBL_PROXY_POD, p->name);
-	res_path(&R_PODS, r->pns, p->name, path, sizeof(path));
-	rc = merge_patch(r, path, patch, &st, err, errlen);
+	api_path(&api_pods, r->pns, p->name, path, sizeof(path));
+	rc = api_merge_patch(r, path, patch, &st, err, errlen);
 	cJSON_Delete(patch);
 	if (rc == -1 || st == 404)
-		return failf(err, errlen, "label proxy pod", p->name);
+		return api_failf(err, errlen, "label proxy pod", p->name);
 	p->labelled = 1;
 	return 0;
 }
@@ -796,9 +799,9 @@ proxy_costs(struct k8s_rt *r, struct proxy *p, size_t n)
 		snprintf(v, sizeof(v), "%lld", want);
 		kv[0] = ANN_DELETION_COST;
 		kv[1] = v;
-		patch = ann_patch(kv, 1);
-		res_path(&R_PODS, r->pns, p[i].name, path, sizeof(path));
-		if (merge_patch(r, path, patch, &st, err, sizeof(err)) == -1 ||
+		patch = api_ann_patch(kv, 1);
+		api_path(&api_pods, r->pns, p[i].name, path, sizeof(path));
+		if (api_merge_patch(r, path, patch, &st, err, sizeof(err)) == -1 ||
 		    st == 404) {
 			log_warnx("k8s proxy pod=%s deletion cost: %s", p[i].name,
 			    st == 404 ? "pod gone" : err);
@@ -873,8 +876,8 @@ scale_to(struct k8s_rt *r, long long want, char *err, size_t errlen)
 
 	snprintf(path, sizeof(path), "/apis/apps/v1/namespaces/%s/deployments/%s/scale",
 	    r->pns, r->conf->proxy_deployment);
-	if (call(r, "GET", path, NULL, NULL, NULL, 0, &st, &sc, err, errlen) == -1)
-		return failf(err, errlen, "get scale of deployment",
+	if (api_call(r, "GET", path, NULL, NULL, NULL, 0, &st, &sc, err, errlen) == -1)
+		return api_failf(err, errlen, "get scale of deployment",
 		    r->conf->proxy_deployment);
 	spec = cJSON_GetObjectItemCaseSensitive(sc, "spec");
 	rep = cJSON_GetObjectItemCaseSensitive(spec, "replicas");
@@ -888,9 +891,9 @@ scale_to(struct k8s_rt *r, long long want, char *err, size_t errlen)
 	patch = cJSON_CreateObject();
 	cJSON_AddNumberToObject(cJSON_AddObjectToObject(patch, "spec"), "replicas",
 	    (double)want);
-	if (call(r, "PATCH", path, Q_STRICT, CT_MERGE, patch, 0, &st, NULL, err,
+	if (api_call(r, "PATCH", path, API_Q_STRICT, API_CT_MERGE, patch, 0, &st, NULL, err,
 	    errlen) == -1) {
-		failf(err, errlen, "scale deployment", r->conf->proxy_deployment);
+		api_failf(err, errlen, "scale deployment", r->conf->proxy_deployment);
 		goto out;
 	}
 	log_info("k8s proxy deployment=%s/%s replicas=%lld (was %lld)", r->pns,
@@ -903,13 +906,13 @@ out:
 
 /* Our sandbox pods that count as running (not deleting, not failed). */
 static int
-sandboxes_list(struct k8s_rt *r, cJSON **items, char *err, size_t errlen)
+api_sandbox_pods(struct k8s_rt *r, cJSON **items, char *err, size_t errlen)
 {
 	char path[512];
 
-	res_path(&R_PODS, r->ns, NULL, path, sizeof(path));
-	if (list_all(r, path, r->sel_q, items, err, errlen) == -1)
-		return failf(err, errlen, "list sandbox pods in", r->ns);
+	api_path(&api_pods, r->ns, NULL, path, sizeof(path));
+	if (api_list(r, path, r->sel_q, items, err, errlen) == -1)
+		return api_failf(err, errlen, "list sandbox pods in", r->ns);
 	return 0;
 }
 
@@ -969,7 +972,7 @@ proxy_env(struct k8s_rt *r, const char *id, const char *proxy_ip, char *out,
 		ca = K8S_PROXY_CA_DIR "/ca.crt";
 	snprintf(hostport, sizeof(hostport), strchr(proxy_ip, ':') ?
 	    "[%s]:%lld" : "%s:%lld", proxy_ip, r->conf->proxy_port);
-	derive(r, "proxy", id, sec);
+	api_derive(r, "proxy", id, sec);
 	rc = egress_proxy_env(id, sec, hostport, K8S_NO_PROXY, ca, out, outlen);
 	explicit_bzero(sec, sizeof(sec));
 	if (rc == -1)
@@ -1008,7 +1011,7 @@ env_set_body(const char *lines)
  * call does (a fleet move; k8sctl attach through runtime_k8s_push_env).
  */
 static int
-agent_push_env(struct k8s_rt *r, const char *id, const char *pod_ip,
+api_agent_push_env(struct k8s_rt *r, const char *id, const char *pod_ip,
     const char *env, char *err, size_t errlen)
 {
 	cJSON *body = env_set_body(env);
@@ -1018,7 +1021,7 @@ agent_push_env(struct k8s_rt *r, const char *id, const char *pod_ip,
 	if ((txt = cJSON_PrintUnformatted(body)) == NULL)
 		abort();
 	cJSON_Delete(body);
-	rc = agent_call(r, id, pod_ip, "POST", "/v1/env", txt, err, errlen);
+	rc = api_agent_call(r, id, pod_ip, "POST", "/v1/env", txt, err, errlen);
 	explicit_bzero(txt, strlen(txt));
 	free(txt);
 	return rc;
@@ -1048,7 +1051,7 @@ proxy_pick(struct k8s_rt *r, const char *current, const struct proxy *avoid,
 		cJSON_Delete(pods);
 		pods = NULL;
 		if (proxies_list(r, px, &npx, err, errlen) == -1 ||
-		    sandboxes_list(r, &pods, err, errlen) == -1)
+		    api_sandbox_pods(r, &pods, err, errlen) == -1)
 			goto out;
 		count_load(pods, *px, npx, &running);
 		/* Stay where we are while that pod is ready. */
@@ -1071,7 +1074,7 @@ proxy_pick(struct k8s_rt *r, const char *current, const struct proxy *avoid,
 			    r->pns, r->conf->proxy_wait_ms / 1000);
 			goto out;
 		}
-		nap(250);
+		api_nap(250);
 	}
 	rc = 0;
 out:
@@ -1099,7 +1102,7 @@ proxy_register(struct k8s_rt *r, const struct proxy *p, const char *id,
 	char sec[65];
 	int rc;
 
-	derive(r, "proxy", id, sec);
+	api_derive(r, "proxy", id, sec);
 	memset(&reg, 0, sizeof(reg));
 	reg.id = id;
 	reg.labels = labels;
@@ -1111,7 +1114,7 @@ proxy_register(struct k8s_rt *r, const struct proxy *p, const char *id,
 	rc = egress_register(&a, &reg, err, errlen);
 	explicit_bzero(sec, sizeof(sec));
 	if (rc == -1)
-		return failf(err, errlen, "register sandbox with proxy pod", p->name);
+		return api_failf(err, errlen, "register sandbox with proxy pod", p->name);
 	return 0;
 }
 
@@ -1123,12 +1126,12 @@ assignment_record(struct k8s_rt *r, const char *id, const struct proxy *p,
 {
 	const char *kv[4] = { K8S_ANN_PROXY, p->name, K8S_ANN_PROXY_IP, p->ip };
 	char name[128], path[512];
-	cJSON *body = ann_patch(kv, 2);
+	cJSON *body = api_ann_patch(kv, 2);
 	int st, rc;
 
 	k8s_name_pod(id, name, sizeof(name));
-	res_path(&R_PODS, r->ns, name, path, sizeof(path));
-	rc = merge_patch(r, path, body, &st, err, errlen);
+	api_path(&api_pods, r->ns, name, path, sizeof(path));
+	rc = api_merge_patch(r, path, body, &st, err, errlen);
 	cJSON_Delete(body);
 	if (rc == 0 && st == 404) {
 		snprintf(err, errlen, "sandbox %s: pod gone while attaching", id);
@@ -1160,7 +1163,7 @@ assign_locked(struct k8s_rt *r, const char *id, const char *pod_ip,
 		goto out;
 	best->load++;
 	if (assignment_record(r, id, best, err, errlen) == -1 ||
-	    netpol_apply(r, id, best->name, err, errlen) == -1 ||
+	    api_netpol_apply(r, id, best->name, err, errlen) == -1 ||
 	    proxy_env(r, id, best->ip, env_out, envlen, err, errlen) == -1)
 		goto out;
 	log_info("sandbox=%s proxy=%s/%s ip=%s load=%lld", id, r->pns, best->name,
@@ -1186,10 +1189,10 @@ fleet_move_locked(struct k8s_rt *r, const struct k8s_podview *v,
 	int rc;
 
 	memset(&li, 0, sizeof(li));
-	labels_of(v->annotations, &li);
+	api_labels(v->annotations, &li);
 	rc = assign_locked(r, v->id, v->ip, NULL, li.labels, li.nlabels, avoid,
 	    navoid, env, sizeof(env), err, errlen);
-	if (rc == 0 && agent_push_env(r, v->id, v->ip, env, e2, sizeof(e2)) == -1)
+	if (rc == 0 && api_agent_push_env(r, v->id, v->ip, env, e2, sizeof(e2)) == -1)
 		log_warnx("sandbox=%s could not push proxy env to the agent: %s",
 		    v->id, e2);
 	explicit_bzero(env, sizeof(env));
@@ -1227,6 +1230,78 @@ move_off_victims(struct k8s_rt *r, cJSON *pods, const struct proxy *px,
 }
 
 /*
+ * Sweep, scale-down step: picks the pods to remove (down to want), moves
+ * their sandboxes to the pods that stay, then lists again (*pods and *px
+ * are replaced) with the victims marked, except those a sandbox could not
+ * leave; *want grows to cover the pods kept. 0, or -1 with err.
+ */
+static int
+plan_scale_down(struct k8s_rt *r, cJSON **pods, struct proxy **px,
+    size_t *npx, long long *want, char *err, size_t errlen)
+{
+	struct proxy *old = *px;
+	size_t nold = *npx, i;
+	long long running, keep = 0;
+
+	move_off_victims(r, *pods, old, nold);
+	/* Count again: the moves changed the loads. */
+	cJSON_Delete(*pods);
+	*pods = NULL;
+	*px = NULL;
+	if (api_sandbox_pods(r, pods, err, errlen) == -1 ||
+	    proxies_list(r, px, npx, err, errlen) == -1) {
+		free(old);
+		return -1;
+	}
+	count_load(*pods, *px, *npx, &running);
+	for (i = 0; i < *npx; i++) {
+		if ((*px)[i].deleting)
+			continue;
+		(*px)[i].victim = is_victim(old, nold, (*px)[i].name);
+		if ((*px)[i].victim && (*px)[i].load > 0) {
+			/* A sandbox could not move: keep its pod until the
+			 * next sweep. */
+			log_warnx("k8s proxy pod=%s kept: %lld sandboxes could "
+			    "not move", (*px)[i].name, (*px)[i].load);
+			(*px)[i].victim = 0;
+		}
+		if (!(*px)[i].victim)
+			keep++;
+	}
+	free(old);
+	if (keep > *want)
+		*want = keep;
+	return 0;
+}
+
+/* Sweep, last step: re-assigns the attached sandboxes whose proxy pod went
+ * away or is not ready. */
+static void
+reassign_orphans(struct k8s_rt *r, cJSON *pods, struct proxy *px, size_t npx)
+{
+	struct k8s_podview v;
+	struct proxy *cur;
+	const char *was;
+	char err[512];
+	cJSON *it;
+
+	cJSON_ArrayForEach(it, pods) {
+		k8s_pod_view(it, &v);
+		if (v.deleting || v.failed || v.id == NULL || !id_sandbox_valid(v.id) ||
+		    v.ip == NULL || strcmp(v.phase, "Running") != 0)
+			continue;
+		if ((was = k8s_ann(v.annotations, K8S_ANN_PROXY)) == NULL)
+			continue;	/* never attached (e.g. warm) */
+		cur = proxy_find(px, npx, was);
+		if (cur != NULL && cur->ready)
+			continue;
+		log_info("sandbox=%s proxy=%s gone; re-assigning", v.id, was);
+		if (fleet_move_locked(r, &v, NULL, 0, err, sizeof(err)) == -1)
+			log_warnx("sandbox=%s re-assign failed: %s", v.id, err);
+	}
+}
+
+/*
  * The fleet sweep (caller holds fleet_mtx): scale the Deployment to the
  * running sandboxes and re-assign sandboxes whose proxy pod is gone or not
  * ready. A scale-down first picks the pods to remove, moves their
@@ -1239,52 +1314,22 @@ move_off_victims(struct k8s_rt *r, cJSON *pods, const struct proxy *px,
 static int
 fleet_sync_locked(struct k8s_rt *r, int reassign, char *err, size_t errlen)
 {
-	struct proxy *px = NULL, *cur, *old;
-	size_t npx = 0, i, nold;
-	cJSON *pods = NULL, *it;
-	struct k8s_podview v;
-	long long running, want, keep;
+	struct proxy *px = NULL;
+	size_t npx = 0, i;
+	cJSON *pods = NULL;
+	long long running, want;
 	char e2[512];
 	int rc = -1;
 
-	if (sandboxes_list(r, &pods, err, errlen) == -1 ||
+	if (api_sandbox_pods(r, &pods, err, errlen) == -1 ||
 	    proxies_list(r, &px, &npx, err, errlen) == -1)
 		goto out;
 	count_load(pods, px, npx, &running);
 	want = desired_replicas(r, running);
 	/* (To zero, every pod goes: nothing to choose or move.) */
-	if (want > 0 && pick_victims(px, npx, want) > 0) {
-		move_off_victims(r, pods, px, npx);
-		/* Count again: the moves changed the loads. */
-		old = px;
-		nold = npx;
-		cJSON_Delete(pods);
-		pods = NULL;
-		px = NULL;
-		if (sandboxes_list(r, &pods, err, errlen) == -1 ||
-		    proxies_list(r, &px, &npx, err, errlen) == -1) {
-			free(old);
-			goto out;
-		}
-		count_load(pods, px, npx, &running);
-		for (keep = 0, i = 0; i < npx; i++) {
-			if (px[i].deleting)
-				continue;
-			px[i].victim = is_victim(old, nold, px[i].name);
-			if (px[i].victim && px[i].load > 0) {
-				/* A sandbox could not move: keep its pod
-				 * until the next sweep. */
-				log_warnx("k8s proxy pod=%s kept: %lld sandboxes "
-				    "could not move", px[i].name, px[i].load);
-				px[i].victim = 0;
-			}
-			if (!px[i].victim)
-				keep++;
-		}
-		free(old);
-		if (keep > want)
-			want = keep;
-	}
+	if (want > 0 && pick_victims(px, npx, want) > 0 &&
+	    plan_scale_down(r, &pods, &px, &npx, &want, err, errlen) == -1)
+		goto out;
 	if (proxy_costs(r, px, npx) == -1) {
 		snprintf(err, errlen, "not scaling down: the pod-deletion-cost "
 		    "of the pods to remove could not be set");
@@ -1295,25 +1340,8 @@ fleet_sync_locked(struct k8s_rt *r, int reassign, char *err, size_t errlen)
 	for (i = 0; i < npx; i++)
 		if (px[i].ready && proxy_label(r, &px[i], e2, sizeof(e2)) == -1)
 			log_warnx("k8s %s", e2);
-	/* Re-assign sandboxes whose proxy pod went away or is not ready. */
-	cJSON_ArrayForEach(it, pods) {
-		const char *was;
-
-		if (!reassign)
-			break;
-		k8s_pod_view(it, &v);
-		if (v.deleting || v.failed || v.id == NULL || !id_sandbox_valid(v.id) ||
-		    v.ip == NULL || strcmp(v.phase, "Running") != 0)
-			continue;
-		if ((was = k8s_ann(v.annotations, K8S_ANN_PROXY)) == NULL)
-			continue;	/* never attached (e.g. warm) */
-		cur = proxy_find(px, npx, was);
-		if (cur != NULL && cur->ready)
-			continue;
-		log_info("sandbox=%s proxy=%s gone; re-assigning", v.id, was);
-		if (fleet_move_locked(r, &v, NULL, 0, e2, sizeof(e2)) == -1)
-			log_warnx("sandbox=%s re-assign failed: %s", v.id, e2);
-	}
+	if (reassign)
+		reassign_orphans(r, pods, px, npx);
 	rc = 0;
 out:
 	cJSON_Delete(pods);
@@ -1335,7 +1363,7 @@ runtime_k8s_fleet_sync(struct runtime *rt, char *err, size_t errlen)
 
 /* Scales to what runs now; errors are logged (the fleet thread retries). */
 static void
-rescale(struct k8s_rt *r)
+fleet_rescale(struct k8s_rt *r)
 {
 	char err[512];
 
@@ -1343,6 +1371,81 @@ rescale(struct k8s_rt *r)
 	if (fleet_sync_locked(r, 0, err, sizeof(err)) == -1)
 		log_warnx("k8s %s", err);
 	pthread_mutex_unlock(&r->fleet_mtx);
+}
+
+/*
+ * Assigns running sandbox id (pod IP pod_ip, now on proxy pod current or
+ * NULL) to a proxy pod under labels, and writes the proxy env it must get
+ * to env_out, which the caller pushes (or leaves to the core). 0, or -1
+ * with err.
+ */
+static int
+fleet_assign(struct k8s_rt *r, const char *id, const char *pod_ip,
+    const char *current, const struct rt_kv *labels, size_t nlabels,
+    char *env_out, size_t envlen, char *err, size_t errlen)
+{
+	int rc;
+
+	pthread_mutex_lock(&r->fleet_mtx);
+	rc = assign_locked(r, id, pod_ip, current, labels, nlabels, NULL, 0,
+	    env_out, envlen, err, errlen);
+	pthread_mutex_unlock(&r->fleet_mtx);
+	return rc;
+}
+
+/* The fleet thread: a sweep every fleet_interval until fleet_stop(). */
+static void *
+fleet_main(void *arg)
+{
+	struct k8s_rt *r = arg;
+	struct timespec ts;
+	char err[512];
+	int rc;
+
+	pthread_mutex_lock(&r->stop_mtx);
+	while (!r->stopping) {
+		util_deadline(&ts, r->conf->fleet_interval_ms);
+		ign(pthread_cond_timedwait(&r->stop_cv, &r->stop_mtx, &ts));
+		if (r->stopping)
+			break;
+		pthread_mutex_unlock(&r->stop_mtx);
+		pthread_mutex_lock(&r->fleet_mtx);
+		rc = fleet_sync_locked(r, 1, err, sizeof(err));
+		pthread_mutex_unlock(&r->fleet_mtx);
+		if (rc == -1)
+			log_warnx("k8s fleet sync: %s", err);
+		pthread_mutex_lock(&r->stop_mtx);
+	}
+	pthread_mutex_unlock(&r->stop_mtx);
+	return NULL;
+}
+
+/* Starts the fleet thread (when fleet_interval is set). 0 or -1 with err. */
+static int
+fleet_start(struct k8s_rt *r, char *err, size_t errlen)
+{
+	if (r->conf->fleet_interval_ms <= 0)
+		return 0;
+	if (pthread_create(&r->thr, NULL, fleet_main, r) != 0) {
+		snprintf(err, errlen, "pthread_create failed");
+		return -1;
+	}
+	r->thr_started = 1;
+	return 0;
+}
+
+/* Stops and joins the fleet thread, if it runs. */
+static void
+fleet_stop(struct k8s_rt *r)
+{
+	if (!r->thr_started)
+		return;
+	pthread_mutex_lock(&r->stop_mtx);
+	r->stopping = 1;
+	pthread_cond_signal(&r->stop_cv);
+	pthread_mutex_unlock(&r->stop_mtx);
+	pthread_join(r->thr, NULL);
+	r->thr_started = 0;
 }
 
 /* ---- runtime ops ---- */
@@ -1359,29 +1462,29 @@ k8s_destroy(struct runtime *rt, const char *id, char *err, size_t errlen)
 		snprintf(err, errlen, "invalid sandbox id");
 		return -1;
 	}
-	if (pod_get(r, id, &pod, err, errlen) == -1)
+	if (api_pod_get(r, id, &pod, err, errlen) == -1)
 		return -1;
 	if (pod != NULL) {
 		k8s_pod_view(pod, &v);
-		proxy_deregister(r, id, v.annotations);
+		fleet_detach(r, id, v.annotations);
 		cJSON_Delete(pod);
 		if (delete_pod(r, id, 0, err, errlen) == -1)
 			return -1;
 	}
 	k8s_name_netpol(id, name, sizeof(name));
-	res_path(&R_NETPOLS, r->ns, name, path, sizeof(path));
-	if (del_obj(r, path, NULL, err, errlen) == -1)
-		return failf(err, errlen, "delete network policy", name);
+	api_path(&api_netpols, r->ns, name, path, sizeof(path));
+	if (api_delete(r, path, NULL, err, errlen) == -1)
+		return api_failf(err, errlen, "delete network policy", name);
 	k8s_name_secret(id, name, sizeof(name));
-	res_path(&R_SECRETS, r->ns, name, path, sizeof(path));
-	if (del_obj(r, path, NULL, err, errlen) == -1)
-		return failf(err, errlen, "delete secret", name);
+	api_path(&api_secrets, r->ns, name, path, sizeof(path));
+	if (api_delete(r, path, NULL, err, errlen) == -1)
+		return api_failf(err, errlen, "delete secret", name);
 	k8s_name_pvc(id, name, sizeof(name));
-	res_path(&R_PVCS, r->ns, name, path, sizeof(path));
-	if (del_obj(r, path, "propagationPolicy=Background", err, errlen) == -1)
-		return failf(err, errlen, "delete claim", name);
+	api_path(&api_pvcs, r->ns, name, path, sizeof(path));
+	if (api_delete(r, path, "propagationPolicy=Background", err, errlen) == -1)
+		return api_failf(err, errlen, "delete claim", name);
 	log_info("sandbox=%s destroyed", id);
-	rescale(r);
+	fleet_rescale(r);
 	return 0;
 }
 
@@ -1407,12 +1510,12 @@ pod_create(struct k8s_rt *r, const struct k8s_sbx *s, const char *labels_json,
 
 	pod = k8s_build_pod(&r->par, s, labels_json, egress_json, created_ms,
 	    util_unix_ms());
-	res_path(&R_PODS, r->ns, NULL, path, sizeof(path));
-	rc = create_obj(r, path, pod, &st, NULL, err, errlen);
+	api_path(&api_pods, r->ns, NULL, path, sizeof(path));
+	rc = api_create(r, path, pod, &st, NULL, err, errlen);
 	cJSON_Delete(pod);
 	k8s_name_pod(s->id, name, sizeof(name));
 	if (rc == -1)
-		return failf(err, errlen, "create pod", name);
+		return api_failf(err, errlen, "create pod", name);
 	if (st == 409) {
 		snprintf(err, errlen, "sandbox %s already has a pod", s->id);
 		return -1;
@@ -1454,10 +1557,10 @@ k8s_create(struct runtime *rt, const struct rt_spec *sp, struct rt_info *out,
 
 	/* 1. The workspace claim: the session record. */
 	obj = k8s_build_pvc(&r->par, &s, labels, NULL, created);
-	res_path(&R_PVCS, r->ns, NULL, path, sizeof(path));
+	api_path(&api_pvcs, r->ns, NULL, path, sizeof(path));
 	k8s_name_pvc(s.id, name, sizeof(name));
-	if (create_obj(r, path, obj, &st, &resp, err, errlen) == -1) {
-		failf(err, errlen, "create claim", name);
+	if (api_create(r, path, obj, &st, &resp, err, errlen) == -1) {
+		api_failf(err, errlen, "create claim", name);
 		goto out;
 	}
 	if (st == 409) {
@@ -1470,23 +1573,23 @@ k8s_create(struct runtime *rt, const struct rt_spec *sp, struct rt_info *out,
 	    "metadata"), "uid");
 
 	/* 2. The agent token, garbage-collected with the claim. */
-	derive(r, "agent", s.id, tok);
+	api_derive(r, "agent", s.id, tok);
 	obj = k8s_build_secret(&r->par, s.id, tok, cJSON_IsString(uid) ?
 	    uid->valuestring : NULL);
 	explicit_bzero(tok, sizeof(tok));
-	res_path(&R_SECRETS, r->ns, NULL, path, sizeof(path));
+	api_path(&api_secrets, r->ns, NULL, path, sizeof(path));
 	k8s_name_secret(s.id, name, sizeof(name));
-	rc = create_obj(r, path, obj, &st, NULL, err, errlen);
+	rc = api_create(r, path, obj, &st, NULL, err, errlen);
 	cJSON_Delete(obj);
 	obj = NULL;
 	if (rc == -1) {
-		failf(err, errlen, "create secret", name);
+		api_failf(err, errlen, "create secret", name);
 		goto out;
 	}
 	rc = -1;
 
 	/* 3. The policy (no egress until attached), then the pod. */
-	if (netpol_apply(r, s.id, NULL, err, errlen) == -1 ||
+	if (api_netpol_apply(r, s.id, NULL, err, errlen) == -1 ||
 	    pod_create(r, &s, labels, NULL, created, err, errlen) == -1 ||
 	    wait_ready(r, s.id, &pod, err, errlen) == -1)
 		goto out;
@@ -1506,7 +1609,7 @@ out:
 	free(labels);
 	k8s_sbx_clear(&s);
 	if (rc == 0)
-		rescale(r);
+		fleet_rescale(r);
 	return rc;
 }
 
@@ -1528,7 +1631,7 @@ k8s_start(struct runtime *rt, const char *id, char *err, size_t errlen)
 		snprintf(err, errlen, "invalid sandbox id");
 		return -1;
 	}
-	if (pvc_get(r, id, &pvc, err, errlen) == -1)
+	if (api_pvc_get(r, id, &pvc, err, errlen) == -1)
 		return -1;
 	if (pvc == NULL) {
 		snprintf(err, errlen, "sandbox %s not found", id);
@@ -1536,7 +1639,7 @@ k8s_start(struct runtime *rt, const char *id, char *err, size_t errlen)
 	}
 	ann = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pvc,
 	    "metadata"), "annotations");
-	if (pod_get(r, id, &pod, err, errlen) == -1)
+	if (api_pod_get(r, id, &pod, err, errlen) == -1)
 		goto out;
 	if (pod != NULL) {
 		k8s_pod_view(pod, &v);
@@ -1550,7 +1653,7 @@ k8s_start(struct runtime *rt, const char *id, char *err, size_t errlen)
 		/* A failed or evicted pod is replaced on the same claim. */
 		log_info("sandbox=%s replacing pod (%s)", id,
 		    v.failed ? v.reason : "terminating");
-		proxy_deregister(r, id, v.annotations);
+		fleet_detach(r, id, v.annotations);
 		cJSON_Delete(pod);
 		pod = NULL;
 		if (delete_pod(r, id, 0, err, errlen) == -1 ||
@@ -1558,12 +1661,12 @@ k8s_start(struct runtime *rt, const char *id, char *err, size_t errlen)
 			goto out;
 	}
 	if (k8s_sbx_decode(k8s_ann(ann, K8S_ANN_SPEC), id, &s, err, errlen) == -1 ||
-	    netpol_attached(r, id, &attached, err, errlen) == -1)
+	    api_netpol_attached(r, id, &attached, err, errlen) == -1)
 		goto out;
 	sbx_defaults(r, &s);
 	if (pod_create(r, &s, k8s_ann(ann, K8S_ANN_LABELS), NULL,
 	    k8s_ann_ll(ann, K8S_ANN_CREATED), err, errlen) == -1 ||
-	    netpol_apply(r, id, NULL, err, errlen) == -1 ||
+	    api_netpol_apply(r, id, NULL, err, errlen) == -1 ||
 	    wait_ready(r, id, &pod, err, errlen) == -1)
 		goto out;
 	if (attached) {
@@ -1574,11 +1677,9 @@ k8s_start(struct runtime *rt, const char *id, char *err, size_t errlen)
 		 * what attach_egress returns.
 		 */
 		k8s_pod_view(pod, &v);
-		labels_of(v.annotations, &li);
-		pthread_mutex_lock(&r->fleet_mtx);
-		rc = assign_locked(r, id, v.ip, NULL, li.labels, li.nlabels, NULL, 0,
-		    env, sizeof(env), err, errlen);
-		pthread_mutex_unlock(&r->fleet_mtx);
+		api_labels(v.annotations, &li);
+		rc = fleet_assign(r, id, v.ip, NULL, li.labels, li.nlabels, env,
+		    sizeof(env), err, errlen);
 		explicit_bzero(env, sizeof(env));
 		if (rc == -1)
 			goto out;
@@ -1590,7 +1691,7 @@ out:
 	k8s_sbx_clear(&s);
 	cJSON_Delete(pvc);
 	cJSON_Delete(pod);
-	rescale(r);
+	fleet_rescale(r);
 	return rc;
 }
 
@@ -1605,10 +1706,10 @@ k8s_stop(struct runtime *rt, const char *id, char *err, size_t errlen)
 		snprintf(err, errlen, "invalid sandbox id");
 		return -1;
 	}
-	if (pod_get(r, id, &pod, err, errlen) == -1)
+	if (api_pod_get(r, id, &pod, err, errlen) == -1)
 		return -1;
 	if (pod == NULL) {
-		if (pvc_get(r, id, &pvc, err, errlen) == -1)
+		if (api_pvc_get(r, id, &pvc, err, errlen) == -1)
 			return -1;
 		if (pvc == NULL) {
 			snprintf(err, errlen, "sandbox %s not found", id);
@@ -1618,7 +1719,7 @@ k8s_stop(struct runtime *rt, const char *id, char *err, size_t errlen)
 		return 0;
 	}
 	k8s_pod_view(pod, &v);
-	proxy_deregister(r, id, v.annotations);
+	fleet_detach(r, id, v.annotations);
 	cJSON_Delete(pod);
 	if (delete_pod(r, id, r->conf->stop_grace_s, err, errlen) == -1 ||
 	    wait_gone(r, id, (r->conf->stop_grace_s + 60) * 1000, err, errlen) == -1)
@@ -1626,7 +1727,7 @@ k8s_stop(struct runtime *rt, const char *id, char *err, size_t errlen)
 	/* The policy stays (it allows nothing without a pod); the proxy
 	 * assignment went with the pod. */
 	log_info("sandbox=%s stopped", id);
-	rescale(r);
+	fleet_rescale(r);
 	return 0;
 }
 
@@ -1642,8 +1743,8 @@ k8s_get(struct runtime *rt, const char *id, struct rt_info *out, char *err,
 		snprintf(err, errlen, "not found");
 		return -1;
 	}
-	if (pod_get(r, id, &pod, err, errlen) == -1 ||
-	    pvc_get(r, id, &pvc, err, errlen) == -1) {
+	if (api_pod_get(r, id, &pod, err, errlen) == -1 ||
+	    api_pvc_get(r, id, &pvc, err, errlen) == -1) {
 		cJSON_Delete(pod);
 		return -1;
 	}
@@ -1705,16 +1806,16 @@ k8s_list(struct runtime *rt, struct rt_info **out, size_t *n, char *err,
 	*n = 0;
 	/* Pods and policies first: a pod's claim is made before it, so any
 	 * pod seen here has its claim in the later list unless it is going. */
-	if (sandboxes_list(r, &pods, err, errlen) == -1)
+	if (api_sandbox_pods(r, &pods, err, errlen) == -1)
 		goto out;
-	res_path(&R_NETPOLS, r->ns, NULL, path, sizeof(path));
-	if (list_all(r, path, r->sel_q, &nps, err, errlen) == -1) {
-		failf(err, errlen, "list network policies in", r->ns);
+	api_path(&api_netpols, r->ns, NULL, path, sizeof(path));
+	if (api_list(r, path, r->sel_q, &nps, err, errlen) == -1) {
+		api_failf(err, errlen, "list network policies in", r->ns);
 		goto out;
 	}
-	res_path(&R_PVCS, r->ns, NULL, path, sizeof(path));
-	if (list_all(r, path, r->sel_q, &pvcs, err, errlen) == -1) {
-		failf(err, errlen, "list claims in", r->ns);
+	api_path(&api_pvcs, r->ns, NULL, path, sizeof(path));
+	if (api_list(r, path, r->sel_q, &pvcs, err, errlen) == -1) {
+		api_failf(err, errlen, "list claims in", r->ns);
 		goto out;
 	}
 	cJSON_ArrayForEach(it, pvcs)
@@ -1761,11 +1862,11 @@ labels_write(struct k8s_rt *r, const char *id, const char *lj, char *err,
 	}
 	pair[0] = K8S_ANN_LABELS;
 	pair[1] = lj;
-	patch = ann_patch(pair, 1);
+	patch = api_ann_patch(pair, 1);
 	k8s_name_pvc(id, name, sizeof(name));
-	res_path(&R_PVCS, r->ns, name, path, sizeof(path));
-	if (merge_patch(r, path, patch, &st, err, errlen) == -1) {
-		failf(err, errlen, "label claim", name);
+	api_path(&api_pvcs, r->ns, name, path, sizeof(path));
+	if (api_merge_patch(r, path, patch, &st, err, errlen) == -1) {
+		api_failf(err, errlen, "label claim", name);
 		goto out;
 	}
 	if (st == 404) {
@@ -1773,9 +1874,9 @@ labels_write(struct k8s_rt *r, const char *id, const char *lj, char *err,
 		goto out;
 	}
 	k8s_name_pod(id, name, sizeof(name));
-	res_path(&R_PODS, r->ns, name, path, sizeof(path));
-	if (merge_patch(r, path, patch, &st, err, errlen) == -1) {
-		failf(err, errlen, "label pod", name);
+	api_path(&api_pods, r->ns, name, path, sizeof(path));
+	if (api_merge_patch(r, path, patch, &st, err, errlen) == -1) {
+		api_failf(err, errlen, "label pod", name);
 		goto out;
 	}
 	rc = 0;
@@ -1816,7 +1917,7 @@ running_pod(struct k8s_rt *r, const char *id, cJSON **pod,
 		snprintf(err, errlen, "not found");
 		return -1;
 	}
-	if (pod_get(r, id, pod, err, errlen) == -1)
+	if (api_pod_get(r, id, pod, err, errlen) == -1)
 		return -1;
 	if (*pod == NULL) {
 		snprintf(err, errlen, "sandbox %s is not running", id);
@@ -1847,7 +1948,7 @@ k8s_agent_addr(struct runtime *rt, const char *id, struct rt_agent_addr *out,
 	memset(out, 0, sizeof(*out));
 	if (running_pod(r, id, &pod, &v, err, errlen) == -1)
 		return -1;
-	agent_at(r, id, v.ip, out);
+	api_agent_at(r, id, v.ip, out);
 	cJSON_Delete(pod);
 	return 0;
 }
@@ -1863,7 +1964,7 @@ runtime_k8s_push_env(struct runtime *rt, const char *id, const char *env,
 
 	if (running_pod(r, id, &pod, &v, err, errlen) == -1)
 		return -1;
-	rc = agent_push_env(r, id, v.ip, env, err, errlen);
+	rc = api_agent_push_env(r, id, v.ip, env, err, errlen);
 	cJSON_Delete(pod);
 	return rc;
 }
@@ -1919,43 +2020,18 @@ k8s_attach_egress(struct runtime *rt, const char *id, const struct rt_egress *eg
 	memset(&rec, 0, sizeof(rec));
 	if (running_pod(r, id, &pod, &v, err, errlen) == -1)
 		return -1;
-	labels_of(v.annotations, &rec);
+	api_labels(v.annotations, &rec);
 	if (labels_adopt(r, id, &rec, eg, err, errlen) == -1)
 		goto out;
-	pthread_mutex_lock(&r->fleet_mtx);
-	rc = assign_locked(r, id, v.ip, k8s_ann(v.annotations, K8S_ANN_PROXY),
+	rc = fleet_assign(r, id, v.ip, k8s_ann(v.annotations, K8S_ANN_PROXY),
 	    eg->labels, eg->nlabels < K8S_MAX_LABELS ? eg->nlabels : K8S_MAX_LABELS,
-	    NULL, 0, env_out, envlen, err, errlen);
-	pthread_mutex_unlock(&r->fleet_mtx);
+	    env_out, envlen, err, errlen);
 	if (rc == 0)
-		rescale(r);
+		fleet_rescale(r);
 out:
 	rt_info_clear(&rec);
 	cJSON_Delete(pod);
 	return rc;
-}
-
-static void *
-fleet_main(void *arg)
-{
-	struct runtime *rt = arg;
-	struct k8s_rt *r = rt->impl;
-	struct timespec ts;
-	char err[512];
-
-	pthread_mutex_lock(&r->stop_mtx);
-	while (!r->stopping) {
-		util_deadline(&ts, r->conf->fleet_interval_ms);
-		ign(pthread_cond_timedwait(&r->stop_cv, &r->stop_mtx, &ts));
-		if (r->stopping)
-			break;
-		pthread_mutex_unlock(&r->stop_mtx);
-		if (runtime_k8s_fleet_sync(rt, err, sizeof(err)) == -1)
-			log_warnx("k8s fleet sync: %s", err);
-		pthread_mutex_lock(&r->stop_mtx);
-	}
-	pthread_mutex_unlock(&r->stop_mtx);
-	return NULL;
 }
 
 static void
@@ -1967,13 +2043,7 @@ k8s_free(struct runtime *rt)
 		return;
 	r = rt->impl;
 	if (r != NULL) {
-		if (r->thr_started) {
-			pthread_mutex_lock(&r->stop_mtx);
-			r->stopping = 1;
-			pthread_cond_signal(&r->stop_cv);
-			pthread_mutex_unlock(&r->stop_mtx);
-			pthread_join(r->thr, NULL);
-		}
+		fleet_stop(r);
 		k8s_client_free(r->cl);
 		free(r->orch_buf);
 		free(r->proxy_buf);
@@ -2032,22 +2102,12 @@ out:
 	return rc;
 }
 
-struct runtime *
-runtime_k8s_new(const struct rt_k8s_conf *conf, char *err, size_t errlen)
+/* Setup: the API client, and the namespaces it and the configuration name. */
+static int
+setup_client(struct k8s_rt *r, char *err, size_t errlen)
 {
-	struct runtime *rt = xcalloc(1, sizeof(*rt));
-	struct k8s_rt *r = xcalloc(1, sizeof(*r));
+	const struct rt_k8s_conf *conf = r->conf;
 	struct k8s_conn cc;
-	char sel[512], kbuf[512];
-	size_t n;
-
-	rt->ops = &k8s_ops;
-	rt->impl = r;
-	r->conf = conf;
-	pthread_mutex_init(&r->fleet_mtx, NULL);
-	pthread_mutex_init(&r->stop_mtx, NULL);
-	pthread_cond_init(&r->stop_cv, NULL);
-	curl_global_init(CURL_GLOBAL_DEFAULT);
 
 	memset(&cc, 0, sizeof(cc));
 	cc.server = conf->api_server;
@@ -2063,7 +2123,7 @@ runtime_k8s_new(const struct rt_k8s_conf *conf, char *err, size_t errlen)
 	cc.token_check_ms = conf->token_check_ms;
 	cc.base = conf->base;
 	if ((r->cl = k8s_client_new(&cc, err, errlen)) == NULL)
-		goto fail;
+		return -1;
 	snprintf(r->ns, sizeof(r->ns), "%s", k8s_client_namespace(r->cl));
 	snprintf(r->pns, sizeof(r->pns), "%s", conf->proxy_namespace &&
 	    conf->proxy_namespace[0] ? conf->proxy_namespace : r->ns);
@@ -2072,22 +2132,29 @@ runtime_k8s_new(const struct rt_k8s_conf *conf, char *err, size_t errlen)
 	if (!dns_label_ok(r->ns) || !dns_label_ok(r->pns) || !dns_label_ok(r->ons)) {
 		snprintf(err, errlen, "kubernetes: namespaces must be DNS labels "
 		    "(got \"%.64s\", \"%.64s\", \"%.64s\")", r->ns, r->pns, r->ons);
-		goto fail;
+		return -1;
 	}
+	return 0;
+}
+
+/* Setup: the names and images the configuration gives. */
+static int
+setup_check(const struct rt_k8s_conf *conf, char *err, size_t errlen)
+{
 	if (conf->instance == NULL || !dns_label_ok(conf->instance)) {
 		snprintf(err, errlen, "kubernetes.instance must be a DNS label");
-		goto fail;
+		return -1;
 	}
 	if (conf->proxy_deployment == NULL || !dns_label_ok(conf->proxy_deployment)) {
 		snprintf(err, errlen, "kubernetes.proxy.deployment must be a DNS label");
-		goto fail;
+		return -1;
 	}
 	if (conf->agent_image == NULL ||
 	    k8s_image_valid(conf->agent_image, err, errlen) == -1 ||
 	    conf->image == NULL || k8s_image_valid(conf->image, err, errlen) == -1) {
 		snprintf(err, errlen, "kubernetes.image and kubernetes.agent_image "
 		    "must be valid image names");
-		goto fail;
+		return -1;
 	}
 	if (conf->image_pull_policy == NULL ||
 	    (strcmp(conf->image_pull_policy, "Always") != 0 &&
@@ -2095,42 +2162,62 @@ runtime_k8s_new(const struct rt_k8s_conf *conf, char *err, size_t errlen)
 	    strcmp(conf->image_pull_policy, "Never") != 0)) {
 		snprintf(err, errlen, "kubernetes.image_pull_policy: expected "
 		    "Always, IfNotPresent or Never");
-		goto fail;
+		return -1;
 	}
+	return 0;
+}
+
+/* Setup: the label selectors (orchestrator pods, proxy pods, our objects). */
+static int
+setup_selectors(struct k8s_rt *r, char *err, size_t errlen)
+{
+	const struct rt_k8s_conf *conf = r->conf;
+	char sel[512];
+
 	r->orch_buf = xstrdup(conf->orch_labels ? conf->orch_labels : "");
 	r->proxy_buf = xstrdup(conf->proxy_selector ? conf->proxy_selector : "");
-	if (parse_sel(r->orch_buf, r->orch, &r->norch) == -1) {
+	if (api_sel_parse(r->orch_buf, r->orch, &r->norch) == -1) {
 		snprintf(err, errlen, "kubernetes.orchestrator_labels: expected k=v[,k=v]");
-		goto fail;
+		return -1;
 	}
-	if (parse_sel(r->proxy_buf, r->proxy, &r->nproxy) == -1 ||
-	    sel_query(conf->proxy_selector, r->proxy_q, sizeof(r->proxy_q)) == -1) {
+	if (api_sel_parse(r->proxy_buf, r->proxy, &r->nproxy) == -1 ||
+	    api_sel_query(conf->proxy_selector, r->proxy_q, sizeof(r->proxy_q)) == -1) {
 		snprintf(err, errlen, "kubernetes.proxy.selector: expected k=v[,k=v]");
-		goto fail;
+		return -1;
 	}
 	snprintf(sel, sizeof(sel), "%s=%s,%s=%s", K8S_LBL_MANAGED, K8S_MANAGER,
 	    K8S_LBL_INSTANCE, conf->instance);
-	if (sel_query(sel, r->sel_q, sizeof(r->sel_q)) == -1) {
+	if (api_sel_query(sel, r->sel_q, sizeof(r->sel_q)) == -1) {
 		snprintf(err, errlen, "label selector too long");
-		goto fail;
+		return -1;
 	}
+	return 0;
+}
+
+/* Setup: the agent key (random without a file) and the proxy admin token. */
+static int
+setup_keys(struct k8s_rt *r, char *err, size_t errlen)
+{
+	const struct rt_k8s_conf *conf = r->conf;
+	char kbuf[512];
+	size_t n;
+	int rc = -1;
+
 	if (conf->agent_key_file != NULL && conf->agent_key_file[0] != '\0') {
 		if (read_secret_file(conf->agent_key_file, kbuf, sizeof(kbuf), &n,
 		    err, errlen) == -1)
-			goto fail;
+			goto out;
 		if (n < 32) {
 			snprintf(err, errlen, "%s: the agent key needs at least 32 bytes",
 			    conf->agent_key_file);
-			explicit_bzero(kbuf, sizeof(kbuf));
-			goto fail;
+			goto out;
 		}
 		r->keylen = n > sizeof(r->key) ? sizeof(r->key) : n;
 		memcpy(r->key, kbuf, r->keylen);
-		explicit_bzero(kbuf, sizeof(kbuf));
 	} else {
 		if (RAND_bytes(r->key, 32) != 1) {
 			snprintf(err, errlen, "RAND_bytes failed");
-			goto fail;
+			goto out;
 		}
 		r->keylen = 32;
 		log_warnx("kubernetes.agent_key_file is not set: using a random key; "
@@ -2139,10 +2226,21 @@ runtime_k8s_new(const struct rt_k8s_conf *conf, char *err, size_t errlen)
 	if (conf->proxy_admin_token_file != NULL && conf->proxy_admin_token_file[0]) {
 		if (read_secret_file(conf->proxy_admin_token_file, r->admin_token,
 		    sizeof(r->admin_token), &n, err, errlen) == -1)
-			goto fail;
+			goto out;
 	} else
 		log_warnx("kubernetes.proxy.admin_token_file is not set: the proxy "
 		    "admin port will refuse registrations");
+	rc = 0;
+out:
+	explicit_bzero(kbuf, sizeof(kbuf));
+	return rc;
+}
+
+/* Setup: what the object builders (obj.h) take from the configuration. */
+static void
+setup_params(struct k8s_rt *r)
+{
+	const struct rt_k8s_conf *conf = r->conf;
 
 	r->par.ns = r->ns;
 	r->par.instance = conf->instance;
@@ -2159,14 +2257,29 @@ runtime_k8s_new(const struct rt_k8s_conf *conf, char *err, size_t errlen)
 	r->par.grace_s = conf->stop_grace_s;
 	r->par.cluster_dns = conf->netpol_dns;
 	r->par.seccomp_localhost = conf->seccomp_profile;
+}
 
-	if (conf->fleet_interval_ms > 0) {
-		if (pthread_create(&r->thr, NULL, fleet_main, rt) != 0) {
-			snprintf(err, errlen, "pthread_create failed");
-			goto fail;
-		}
-		r->thr_started = 1;
-	}
+struct runtime *
+runtime_k8s_new(const struct rt_k8s_conf *conf, char *err, size_t errlen)
+{
+	struct runtime *rt = xcalloc(1, sizeof(*rt));
+	struct k8s_rt *r = xcalloc(1, sizeof(*r));
+
+	rt->ops = &k8s_ops;
+	rt->impl = r;
+	r->conf = conf;
+	pthread_mutex_init(&r->fleet_mtx, NULL);
+	pthread_mutex_init(&r->stop_mtx, NULL);
+	pthread_cond_init(&r->stop_cv, NULL);
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	if (setup_client(r, err, errlen) == -1 ||
+	    setup_check(conf, err, errlen) == -1 ||
+	    setup_selectors(r, err, errlen) == -1 ||
+	    setup_keys(r, err, errlen) == -1)
+		goto fail;
+	setup_params(r);
+	if (fleet_start(r, err, errlen) == -1)
+		goto fail;
 	log_info("k8s runtime server=%s namespace=%s proxies=%s/%s",
 	    k8s_client_server(r->cl), r->ns, r->pns, conf->proxy_deployment);
 	return rt;
