@@ -1,20 +1,27 @@
 /*
- * runtime/k8s/k8s.c: the kubernetes runtime behind runtime.h.
+ * runtime/k8s/k8s.c: the kubernetes runtime behind runtime.h
+ * (docs/kubernetes.md): the runtime_ops table, the ops, and setup.
  *
  * Per sandbox <id> (all labelled managed-by, instance, id):
  *   PVC     sbx-<id>-ws     /workspace; its annotations are the session
- *                           record (spec, labels, egress identity); kept
- *                           while stopped, deleted on destroy;
+ *                           record (spec, labels); kept while stopped,
+ *                           deleted on destroy;
  *   Secret  sbx-<id>-agent  the agent's bearer token (owned by the PVC);
  *   Policy  sbx-<id>        ingress only from the orchestrator to the agent
- *                           port, egress only to the assigned proxy pod;
+ *                           port, egress only to the assigned proxy pod
+ *                           (kept across a stop: the record of an attach);
  *   Pod     sbx-<id>        deleted on stop, created again on start.
  * Tokens and proxy credentials are HMAC-SHA256(agent_key, purpose:id), so
  * a restarted orchestrator needs no read access to Secrets to reach its
  * sandboxes again.
  *
- * All calls are blocking and run in the caller's (worker) thread; a fleet
- * thread scales the proxy Deployment and re-assigns sandboxes.
+ * Rules: what the cluster holds is the truth; nothing here is cached
+ * between calls. A sandbox's identity at its proxy is its session labels
+ * (orchestrator/egress.h): attach_egress registers with the labels it is
+ * given and returns the env for the core to push; start re-registers from
+ * the labels on the claim. The proxy fleet (fleet.c) and the API helpers
+ * (api.c) sit below this file (k8s_int.h); neither calls back up. All
+ * calls are blocking and run in the caller's (worker) thread.
  */
 #include <pthread.h>
 #include <stdio.h>

@@ -1,10 +1,11 @@
 /*
- * runtime/k8s/k8s.h: the kubernetes runtime (DESIGN.md section 3,
- * docs/kubernetes.md). A sandbox is a hardened pod plus a PVC for
- * /workspace, a Secret holding the agent's bearer token and a per-sandbox
- * NetworkPolicy; the PVC carries the session record in its annotations so
- * that list() rebuilds everything from the cluster. The egress-proxy
- * Deployment is scaled and sandboxes are assigned to its pods here.
+ * runtime/k8s/k8s.h: the kubernetes runtime (docs/kubernetes.md; the
+ * interface it implements is orchestrator/runtime/runtime.h). A sandbox is
+ * a hardened pod plus a PVC for /workspace, a Secret holding the agent's
+ * bearer token and a per-sandbox NetworkPolicy; the PVC carries the
+ * session record in its annotations so that list() rebuilds everything
+ * from the cluster. The egress-proxy Deployment is scaled and sandboxes
+ * are assigned to its pods by the runtime too (fleet.c).
  *
  * The orchestrator embeds struct rt_k8s_conf in its own configuration and
  * its keys under "kubernetes." with RUNTIME_K8S_CFG_KEYS; the conf must
