@@ -168,9 +168,8 @@ int
 util_kv_split(char *s, char **k, char **v)
 {
 	size_t kl;
-	const char *val;
 
-	if ((val = util_kv_find(s, strlen(s), &kl)) == NULL)
+	if (util_kv_find(s, strlen(s), &kl) == NULL)
 		return -1;
 	s[kl] = '\0';
 	*k = s;

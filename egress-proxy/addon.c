@@ -2,7 +2,6 @@
  * addon.c: the Lua 5.4 addon runtime (see addon.h and docs/addons.md).
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -10,7 +9,6 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <lauxlib.h>
 #include <lua.h>
@@ -26,6 +24,7 @@
 #include "httpreq.h"
 #include "log.h"
 #include "sandbox.h"
+#include "util.h"
 #include "xmalloc.h"
 
 #define ADDON_MAX	64
@@ -153,35 +152,12 @@ l_env(lua_State *L)
 	return 1;
 }
 
-/* Reads a small file, trailing whitespace trimmed. 0 or -1 with err. */
+/* Reads a small file whole into b, trailing whitespace trimmed. 0 or -1 with err. */
 static int
 read_small(const char *path, struct buf *b, char *err, size_t errlen)
 {
-	char chunk[4096];
-	ssize_t n;
-	int fd;
-
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+	if (util_read_file(path, b, err, errlen) == -1)
 		return -1;
-	}
-	for (;;) {
-		n = read(fd, chunk, sizeof(chunk));
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		if (buf_add(b, chunk, (size_t)n) == -1) {
-			snprintf(err, errlen, "%s: larger than %zu bytes", path, SECRET_MAX);
-			close(fd);
-			return -1;
-		}
-	}
-	close(fd);
-	if (n == -1) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		return -1;
-	}
 	while (b->len > 0 && strchr(" \t\r\n", b->p[b->len - 1]) != NULL)
 		b->p[--b->len] = '\0';
 	return 0;
@@ -208,15 +184,6 @@ l_read_file(lua_State *L)
 	return 1;
 }
 
-static long long
-mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /*
  * A file secret, re-read at most once a second per worker (so a rotated
  * token is picked up quickly without a file read per request).
@@ -229,7 +196,7 @@ secret_file(lua_State *L, const char *path)
 	struct secret_ent *e;
 	struct buf b;
 	char err[300];
-	long long now = mono_ms();
+	long long now = util_mono_coarse_ms();
 	unsigned i;
 
 	if (h == NULL) {

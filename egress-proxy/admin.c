@@ -1,8 +1,10 @@
 /*
  * admin.c: the admin socket (docs/internals/proxy-admin.md): a unix
  * SOCK_SEQPACKET socket, one JSON object per datagram, an optional
- * listening fd attached to "register" with SCM_RIGHTS. Runs on the main
- * thread's event loop.
+ * listening fd attached to "register" with SCM_RIGHTS; the same requests
+ * over HTTP (admin.listen) without fds. Runs on the main thread's event
+ * loop. Every op is one row of admin_ops (name, fd or not, handler); every
+ * request gets exactly one reply, {"ok":true,...} or {"ok":false,"error"}.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -26,6 +28,7 @@
 #include "buf.h"
 #include "ids.h"
 #include "log.h"
+#include "metrics.h"
 #include "padmin.h"
 #include "proxy.h"
 #include "sandbox.h"
@@ -55,7 +58,7 @@ sb_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 	(void)l;
 	(void)sa;
 	(void)salen;
-	if (atomic_load(&sb->dead) || proxy_open_conns() >= P.conf->max_conns) {
+	if (atomic_load(&sb->dead) || proxy_open_conns() >= the_proxy.conf->max_conns) {
 		evutil_closesocket(fd);
 		return;
 	}
@@ -228,11 +231,12 @@ op_register(cJSON *req, int fd, struct buf *r)
 }
 
 static void
-op_deregister(cJSON *req, struct buf *r)
+op_deregister(cJSON *req, int fd, struct buf *r)
 {
 	cJSON *id = cJSON_GetObjectItemCaseSensitive(req, "id");
 	struct sandbox *sb;
 
+	(void)fd;
 	if (!cJSON_IsString(id)) {
 		reply_err(r, "deregister: id missing");
 		return;
@@ -274,7 +278,7 @@ stats_one(struct sandbox *sb, void *arg)
 }
 
 static void
-op_stats(cJSON *req, struct buf *r)
+op_stats(cJSON *req, int fd, struct buf *r)
 {
 	cJSON *id = cJSON_GetObjectItemCaseSensitive(req, "id");
 	cJSON *o = cJSON_CreateObject();
@@ -282,11 +286,12 @@ op_stats(cJSON *req, struct buf *r)
 	struct sandbox *anon;
 	char *s;
 
+	(void)fd;
 	cJSON_AddBoolToObject(o, "ok", 1);
 	sa.arr = cJSON_AddArrayToObject(o, "sandboxes");
 	sa.only = cJSON_IsString(id) ? id->valuestring : NULL;
 	sandbox_foreach(stats_one, &sa);
-	if (P.conf->anonymous) {
+	if (the_proxy.conf->anonymous) {
 		anon = sandbox_anonymous();
 		stats_one(anon, &sa);
 		sandbox_unref(anon);
@@ -305,14 +310,16 @@ op_stats(cJSON *req, struct buf *r)
 }
 
 static void
-op_metrics(struct buf *r)
+op_metrics(cJSON *req, int fd, struct buf *r)
 {
 	struct buf m;
 	cJSON *o = cJSON_CreateObject();
 	char *s;
 
+	(void)req;
+	(void)fd;
 	buf_init(&m, (size_t)PADMIN_MAX_MSG);
-	proxy_metrics(&m);
+	metrics_text(&m);
 	cJSON_AddBoolToObject(o, "ok", 1);
 	cJSON_AddStringToObject(o, "text", m.p != NULL ? m.p : "");
 	s = cJSON_PrintUnformatted(o);
@@ -325,10 +332,51 @@ op_metrics(struct buf *r)
 }
 
 static void
+op_ping(cJSON *req, int fd, struct buf *r)
+{
+	(void)req;
+	(void)fd;
+	buf_reset(r);
+	ign(buf_addstr(r, "{\"ok\":true,\"version\":\"" EGRESS_PROXY_VERSION "\"}"));
+}
+
+static void
+op_reload(cJSON *req, int fd, struct buf *r)
+{
+	char err[1024];
+
+	(void)req;
+	(void)fd;
+	if (reload_fn(err, sizeof(err)) == 0)
+		reply_ok(r);
+	else
+		reply_err(r, err);
+}
+
+/*
+ * The ops (docs/internals/proxy-admin.md), one row each: the name, whether
+ * the op takes the fd attached to the request (the others get -1; the
+ * caller closes it either way), and the handler, which writes the whole
+ * reply into r.
+ */
+static const struct admin_op {
+	const char	*name;
+	int		 takes_fd;
+	void		(*handler)(cJSON *req, int fd, struct buf *r);
+} admin_ops[] = {
+	{ "ping",	0, op_ping },
+	{ "register",	1, op_register },
+	{ "deregister",	0, op_deregister },
+	{ "stats",	0, op_stats },
+	{ "metrics",	0, op_metrics },
+	{ "reload",	0, op_reload },
+};
+
+static void
 handle(const char *msg, size_t len, int fd, struct buf *r)
 {
 	cJSON *req = cJSON_ParseWithLength(msg, len), *op;
-	char err[1024];
+	const struct admin_op *o;
 
 	if (req == NULL || !cJSON_IsObject(req)) {
 		reply_err(r, "request is not a JSON object");
@@ -339,24 +387,14 @@ handle(const char *msg, size_t len, int fd, struct buf *r)
 		reply_err(r, "op missing");
 		goto out;
 	}
-	if (strcmp(op->valuestring, "ping") == 0) {
-		buf_reset(r);
-		ign(buf_addstr(r, "{\"ok\":true,\"version\":\"" EGRESS_PROXY_VERSION "\"}"));
-	} else if (strcmp(op->valuestring, "register") == 0)
-		op_register(req, fd, r);
-	else if (strcmp(op->valuestring, "deregister") == 0)
-		op_deregister(req, r);
-	else if (strcmp(op->valuestring, "stats") == 0)
-		op_stats(req, r);
-	else if (strcmp(op->valuestring, "metrics") == 0)
-		op_metrics(r);
-	else if (strcmp(op->valuestring, "reload") == 0) {
-		if (reload_fn(err, sizeof(err)) == 0)
-			reply_ok(r);
-		else
-			reply_err(r, err);
-	} else
+	for (o = admin_ops; o < admin_ops + NELEM(admin_ops); o++)
+		if (strcmp(op->valuestring, o->name) == 0)
+			break;
+	if (o == admin_ops + NELEM(admin_ops)) {
 		reply_err(r, "unknown op");
+		goto out;
+	}
+	o->handler(req, o->takes_fd ? fd : -1, r);
 out:
 	cJSON_Delete(req);
 }

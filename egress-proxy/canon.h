@@ -1,5 +1,6 @@
 /*
- * canon.h: the one canonical form of a CONNECT target (DESIGN.md sec 5).
+ * canon.h: the one canonical form of a CONNECT target (docs/proxy.md, "What
+ * the proxy does with a CONNECT", step 1).
  * The canonical target is the only input to the addon decision, the leaf
  * certificate's SAN, the upstream SNI and hostname check, the Host header
  * sent upstream and the credential lookup.

@@ -2,7 +2,6 @@
  * certcache.c: CA load/generate, leaf minting and the LRU cache.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +17,7 @@
 #include <openssl/x509v3.h>
 
 #include "certcache.h"
+#include "util.h"
 #include "xmalloc.h"
 
 struct leaf {
@@ -90,36 +90,6 @@ random_serial(X509 *crt)
 }
 
 static int
-write_file(const char *path, const char *data, size_t len, mode_t mode,
-    char *err, size_t errlen)
-{
-	char tmp[4096];
-	int fd;
-
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= sizeof(tmp)) {
-		snprintf(err, errlen, "%s: path too long", path);
-		return -1;
-	}
-	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)) == -1) {
-		snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
-		return -1;
-	}
-	if (fchmod(fd, mode) == -1 || write(fd, data, len) != (ssize_t)len ||
-	    fsync(fd) == -1) {
-		snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
-		close(fd);
-		unlink(tmp);
-		return -1;
-	}
-	if (close(fd) == -1 || rename(tmp, path) == -1) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		unlink(tmp);
-		return -1;
-	}
-	return 0;
-}
-
-static int
 pem_write(const char *path, X509 *crt, EVP_PKEY *key, mode_t mode, char *err,
     size_t errlen)
 {
@@ -136,7 +106,14 @@ pem_write(const char *path, X509 *crt, EVP_PKEY *key, mode_t mode, char *err,
 		goto out;
 	}
 	n = BIO_get_mem_data(b, &p);
-	rc = write_file(path, p, (size_t)n, mode, err, errlen);
+	if (util_write_file_atomic(path, p, (size_t)n, mode, err, errlen) == -1)
+		goto out;
+	/* The mode exactly, whatever the umask took away (a 0644 export). */
+	if (chmod(path, mode) == -1) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		goto out;
+	}
+	rc = 0;
 out:
 	BIO_free(b);
 	return rc;

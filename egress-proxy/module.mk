@@ -1,7 +1,7 @@
 # egress-proxy/: the credential-injecting forward proxy.
 PROXY_LIB_SRCS := egress-proxy/config.c egress-proxy/canon.c egress-proxy/netcheck.c \
 	egress-proxy/certcache.c egress-proxy/httpreq.c egress-proxy/sandbox.c egress-proxy/addon.c \
-	egress-proxy/ghapp.c egress-proxy/proxy.c egress-proxy/admin.c
+	egress-proxy/ghapp.c egress-proxy/tls.c egress-proxy/audit.c egress-proxy/tgtab.c egress-proxy/proxy.c egress-proxy/metrics.c egress-proxy/admin.c
 PROXY_SRCS := $(PROXY_LIB_SRCS) egress-proxy/main.c
 PROXY_LIB_OBJS := $(PROXY_LIB_SRCS:%.c=$(B)/%.o)
 PROXY_OBJS := $(PROXY_SRCS:%.c=$(B)/%.o)

@@ -16,6 +16,12 @@
  * Objects are never freed inside a callback that still uses them:
  * conn_kill() unhooks every callback and queues the connection on the
  * worker's dead list, which a deferred event frees.
+ *
+ * This file is that one state machine, in sections ("---- name ----", each
+ * opening with its rules). What is not the state machine lives beside it
+ * and never calls back into it: the TLS contexts in tls.c, the audit lines
+ * in audit.c, the interned targets in tgtab.c, the Prometheus text in
+ * metrics.c (which only reads the counters).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -27,12 +33,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/queue.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
-#include <time.h>
-#include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -43,23 +46,34 @@
 #include <event2/thread.h>
 #include <event2/util.h>
 #include <openssl/err.h>
-#include <openssl/x509v3.h>
 
 #include "addon.h"
+#include "audit.h"
 #include "buf.h"
 #include "canon.h"
 #include "certcache.h"
 #include "ghapp.h"
 #include "httpreq.h"
 #include "log.h"
-#include "util.h"
 #include "netcheck.h"
 #include "proxy.h"
 #include "sandbox.h"
+#include "tgtab.h"
+#include "tls.h"
+#include "util.h"
 #include "xmalloc.h"
 
+/* ---- objects: connection, worker message, parked upstream, worker ---- */
+/*
+ * A struct conn, a struct pooled and everything they point to belong to one
+ * worker and are touched on its thread only; a struct msg is the one thing
+ * that crosses threads, through the worker's inbox under w->mtx. Shared:
+ * the_proxy (written before the workers start; afterwards its counters are
+ * atomics, the addon source is under src_mtx and the leaf cache locks
+ * itself) and the sandboxes (refcounted, atomic counters).
+ */
 
-struct proxy P;
+struct proxy the_proxy;
 
 enum cstate {
 	CS_HEAD,	/* plain client side: CONNECT or http:// request head */
@@ -127,7 +141,7 @@ struct conn {
 	llhttp_t		*rp;		/* response parser */
 	size_t			 resp_head_bytes;
 	int			 resp_status;
-	long long		 deadline;	/* ms, CLOCK_MONOTONIC; 0: none */
+	long long		 deadline;	/* ms, util_mono_coarse_ms; 0: none */
 	long long		 last_active;
 	long long		 head_start;
 	unsigned long long	 req_up, req_down;	/* body bytes, for audit */
@@ -159,18 +173,6 @@ struct pooled {
 	char			 hostport[CANON_HOST_MAX + 10];
 };
 
-/*
- * A canonical target shared by the worker's connections to it: a struct
- * target is 788 bytes of fixed buffers, and thousands of connections to
- * the same host would each carry a copy.
- */
-struct tgtref {
-	struct tgtref		*next;
-	unsigned		 refs;
-	uint32_t		 hash;
-	struct target		 t;
-};
-
 struct worker {
 	int			 idx;
 	pthread_t		 th;
@@ -191,24 +193,18 @@ struct worker {
 	 * pool has none (see up_take_idle).
 	 */
 	struct connq		 idleup;
-	/* interned targets (tgt_set): one copy per distinct target */
-	struct tgtref		**tgt_tab;
-	size_t			 tgt_cap, tgt_n;
+	struct tgtab		*tgts;		/* interned targets (tgt_set) */
 	/* work counters for the tick's quiet-time Lua garbage collection */
 	unsigned long long	 nreq, work_seen, work_gc;
 	struct addon_vm		*vm;
 	struct ghapp		*gh;
 	struct buf		 scratch;
-	struct buf		 audit;		/* lines waiting for audit_ev */
-	struct event		*audit_ev;
+	struct auditq		*audit;		/* NULL: no audit log */
 	uint64_t		 next_id;
 };
 
 static struct worker *workers;
 static int nworkers;
-
-/* Upstream TLS read-ahead buffer (SSL_CTX_set_default_read_buffer_len). */
-#define UP_READ_AHEAD	(64 * 1024)
 
 static void conn_kill(struct conn *);
 static void cl_read_head(struct bufferevent *, void *);
@@ -231,84 +227,34 @@ static void bev_enable(struct bufferevent *, short);
 static void up_connected(struct conn *);
 static void pool_drop(struct pooled *);
 
-static long long
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* ---- interned targets ---- */
+/* ---- connection targets: c->tgt, interned per worker (tgtab.c) ---- */
+/*
+ * c->tgt is never NULL: &tgt_none until the connection has a target, then
+ * the worker's copy, one reference per connection, changed only by tgt_set
+ * and put by conn_free.
+ */
 
 /* The target of a connection that has none yet: empty names. */
 static const struct target tgt_none;
-
-static struct tgtref *
-tgt_ref(const struct target *t)
-{
-	return (struct tgtref *)(void *)((char *)(uintptr_t)t - offsetof(struct tgtref, t));
-}
-
-static void
-tgt_put(struct worker *w, const struct target *t)
-{
-	struct tgtref *r, **pp;
-
-	if (t == &tgt_none)
-		return;
-	r = tgt_ref(t);
-	if (--r->refs > 0)
-		return;
-	for (pp = &w->tgt_tab[r->hash & (w->tgt_cap - 1)]; *pp != r; pp = &(*pp)->next)
-		;
-	*pp = r->next;
-	w->tgt_n--;
-	free(r);
-}
 
 /* Points c->tgt at the worker's copy of t (made if there is none). */
 static void
 tgt_set(struct conn *c, const struct target *t)
 {
-	struct worker *w = c->w;
-	struct tgtref *r, **tab;
-	uint32_t h = util_hash_str(t->hostport);
-	size_t i, cap;
+	const struct target *old = c->tgt;
 
-	if (w->tgt_n >= w->tgt_cap) {		/* grow: load factor <= 1 */
-		cap = w->tgt_cap != 0 ? w->tgt_cap * 2 : 64;
-		tab = xcalloc(cap, sizeof(*tab));
-		for (i = 0; i < w->tgt_cap; i++) {
-			while ((r = w->tgt_tab[i]) != NULL) {
-				w->tgt_tab[i] = r->next;
-				r->next = tab[r->hash & (cap - 1)];
-				tab[r->hash & (cap - 1)] = r;
-			}
-		}
-		free(w->tgt_tab);
-		w->tgt_tab = tab;
-		w->tgt_cap = cap;
-	}
-	for (r = w->tgt_tab[h & (w->tgt_cap - 1)]; r != NULL; r = r->next)
-		if (r->hash == h && strcmp(r->t.hostport, t->hostport) == 0)
-			break;
-	if (r == NULL) {
-		r = xmalloc(sizeof(*r));
-		r->t = *t;
-		r->refs = 0;
-		r->hash = h;
-		r->next = w->tgt_tab[h & (w->tgt_cap - 1)];
-		w->tgt_tab[h & (w->tgt_cap - 1)] = r;
-		w->tgt_n++;
-	}
-	r->refs++;
-	tgt_put(w, c->tgt);
-	c->tgt = &r->t;
+	c->tgt = tgtab_get(c->w->tgts, t);
+	if (old != &tgt_none)
+		tgtab_put(c->w->tgts, old);
 }
 
 /* ---- responses generated by the proxy ---- */
+/*
+ * conn_respond is the one way to answer a client with a status: it drops
+ * the upstream and any hook, and closes once the answer is flushed
+ * (CS_CLOSING, at most 5 s). The reason reaches the agent in the body and
+ * X-Proxy-Deny-Reason, with control bytes replaced.
+ */
 
 static const char *
 status_text(int s)
@@ -378,7 +324,7 @@ conn_respond(struct conn *c, int status, const char *reason)
 		c->hook = NULL;
 	}
 	c->st = CS_CLOSING;
-	c->deadline = now_ms() + 5000;
+	c->deadline = util_mono_coarse_ms() + 5000;
 	bufferevent_disable(c->cl, EV_READ);
 	bufferevent_setcb(c->cl, NULL, cl_write, cl_event, c);
 	bufferevent_setwatermark(c->cl, EV_WRITE, 0, 0);
@@ -387,126 +333,58 @@ conn_respond(struct conn *c, int status, const char *reason)
 		conn_kill(c);
 }
 
-/* ---- audit ---- */
-
-static void
-json_str(struct buf *b, const char *s, size_t n)
-{
-	static const char hex[] = "0123456789abcdef";
-	size_t i;
-	int rc = 0;
-
-	rc |= buf_add(b, "\"", 1);
-	for (i = 0; i < n; i++) {
-		unsigned char ch = (unsigned char)s[i];
-		if (ch == '"' || ch == '\\') {
-			char e[2] = { '\\', (char)ch };
-			rc |= buf_add(b, e, 2);
-		} else if (ch < 0x20 || ch >= 0x7f) {
-			char e[6] = { '\\', 'u', '0', '0', hex[ch >> 4], hex[ch & 15] };
-			rc |= buf_add(b, e, 6);
-		} else
-			rc |= buf_add(b, (const char *)&ch, 1);
-	}
-	rc |= buf_add(b, "\"", 1);
-	(void)rc;
-}
-
-static void
-audit_ts(struct buf *b)
-{
-	struct timespec ts;
-	struct tm tm;
-	char t[40];
-	size_t n;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	n = strftime(t, sizeof(t), "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(t + n, sizeof(t) - n, ".%03ldZ", ts.tv_nsec / 1000000);
-	ign(buf_addf(b, "{\"ts\":\"%s\",\"sandbox\":", t));
-}
-
+/* ---- audit records: what a connection tells audit.c ---- */
 /*
- * Queues a line; the worker writes what it queued once the current event
- * loop pass is done (one write for many requests under load).
+ * One line per request answered (forwarded, refused after its head, or
+ * failed), with the status the client got, and one per blind tunnel when it
+ * closes; nothing when audit.log is unset (w->audit is NULL).
  */
-static void
-audit_queue(struct worker *w, struct buf *line)
-{
-	if (line->p == NULL)
-		return;
-	if (w->audit.len == 0)
-		event_active(w->audit_ev, EV_TIMEOUT, 0);
-	if (buf_add(&w->audit, line->p, line->len) == -1)
-		log_warnx("audit: buffer full, line dropped");
-}
 
+/* The audit line of c's current request, answered with status. */
 static void
-audit_flush(evutil_socket_t fd, short ev, void *arg)
+req_audit(struct conn *c, int status)
 {
-	struct worker *w = arg;
-	size_t off = 0;
-	ssize_t n;
-
-	(void)fd;
-	(void)ev;
-	while (off < w->audit.len) {
-		n = write(P.audit_fd, w->audit.p + off, w->audit.len - off);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			log_warn("audit write");
-			break;
-		}
-		off += (size_t)n;
-	}
-	buf_reset(&w->audit);
-}
-
-static void
-audit_request(struct conn *c, int status)
-{
-	struct buf *b = &c->w->scratch;
 	struct hreq *r = c->req;
+	struct audit_rec a;
 
-	if (P.audit_fd == -1 || r == NULL)
+	if (c->w->audit == NULL || r == NULL)
 		return;
-	buf_reset(b);
-	audit_ts(b);
-	json_str(b, c->sb->id, strlen(c->sb->id));
-	ign(buf_add(b, ",\"host\":", 8));
-	json_str(b, c->tgt->hostport, strlen(c->tgt->hostport));
-	ign(buf_addf(b, ",\"type\":\"%s\",\"method\":\"%s\",\"path\":",
-	    c->mode == MODE_PLAIN ? "http" : "intercept", hreq_method(r)));
-	json_str(b, r->data.p + r->path_o, r->path_l > 512 ? 512 : r->path_l);
-	ign(buf_addf(b, ",\"status\":%d,\"bytes_up\":%llu,\"bytes_down\":%llu,"
-	    "\"injected\":%s,\"rule\":", status, c->req_up, c->req_down,
-	    r->injected ? "true" : "false"));
-	if (r->injected)
-		json_str(b, r->rule, strlen(r->rule));
-	else
-		ign(buf_add(b, "null", 4));
-	ign(buf_add(b, "}\n", 2));
-	audit_queue(c->w, b);
+	memset(&a, 0, sizeof(a));
+	a.sandbox = c->sb->id;
+	a.host = c->tgt->hostport;
+	a.type = c->mode == MODE_PLAIN ? "http" : "intercept";
+	a.method = hreq_method(r);
+	a.path = r->data.p + r->path_o;
+	a.path_len = r->path_l;
+	a.status = status;
+	a.bytes_up = c->req_up;
+	a.bytes_down = c->req_down;
+	a.rule = r->injected ? r->rule : NULL;
+	audit_request(c->w->audit, &a);
 }
 
+/* The audit line of c, a blind tunnel closing. */
 static void
-audit_tunnel(struct conn *c)
+tunnel_audit(struct conn *c)
 {
-	struct buf *b = &c->w->scratch;
+	struct audit_rec a;
 
-	if (P.audit_fd == -1 || c->sb == NULL)
+	if (c->w->audit == NULL || c->sb == NULL)
 		return;
-	buf_reset(b);
-	audit_ts(b);
-	json_str(b, c->sb->id, strlen(c->sb->id));
-	ign(buf_add(b, ",\"host\":", 8));
-	json_str(b, c->tgt->hostport, strlen(c->tgt->hostport));
-	ign(buf_addf(b, ",\"type\":\"tunnel\",\"bytes_up\":%llu,\"bytes_down\":%llu,"
-	    "\"injected\":false}\n", c->tot_up, c->tot_down));
-	audit_queue(c->w, b);
+	memset(&a, 0, sizeof(a));
+	a.sandbox = c->sb->id;
+	a.host = c->tgt->hostport;
+	a.bytes_up = c->tot_up;
+	a.bytes_down = c->tot_down;
+	audit_tunnel(c->w->audit, &a);
 }
+
+/* ---- bufferevent helpers: enabling, the tunnel's own reads ---- */
+/*
+ * Both run on every event of the hot path: no allocation, no log.
+ * tunnel_pull reports a read error through src's event callback, as
+ * libevent does, which may kill the connection: its callers check c->dead.
+ */
 
 /*
  * bufferevent_enable() for the bits not enabled yet. Enabling EV_WRITE again
@@ -586,7 +464,13 @@ tunnel_pull(struct bufferevent *src, struct evbuffer *dst, size_t hwm)
 	return got;
 }
 
-/* ---- lifecycle ---- */
+/* ---- lifecycle: new, kill, free ---- */
+/*
+ * conn_kill unhooks every callback and queues c on w->dead (idempotent);
+ * reap_cb frees it in a later loop pass, and nothing else frees a conn.
+ * What a connection counts (w->load, the sandbox's conns and tunnels, the
+ * proxy counters) is uncounted exactly once, in conn_kill or conn_free.
+ */
 
 static void
 conn_free(struct conn *c)
@@ -628,11 +512,12 @@ conn_free(struct conn *c)
 		sandbox_unref(c->sb);
 	}
 	if (c->counted_tun)
-		atomic_fetch_sub(c->mode == MODE_INTERCEPT ? &P.st.tunnels_intercept :
-		    &P.st.tunnels_blind, 1);
+		atomic_fetch_sub(c->mode == MODE_INTERCEPT ? &the_proxy.st.tunnels_intercept :
+		    &the_proxy.st.tunnels_blind, 1);
 	sbattrs_unref(c->attrs);
-	tgt_put(c->w, c->tgt);
-	atomic_fetch_sub(&P.st.conns, 1);
+	if (c->tgt != &tgt_none)
+		tgtab_put(c->w->tgts, c->tgt);
+	atomic_fetch_sub(&the_proxy.st.conns, 1);
 	free(c);
 }
 
@@ -662,14 +547,14 @@ conn_kill(struct conn *c)
 		pool_park(c);
 	c->dead = 1;
 	if (c->mode == MODE_TUNNEL && c->counted_tun)
-		audit_tunnel(c);
+		tunnel_audit(c);
 	if (c->cl != NULL) {
 		bufferevent_disable(c->cl, EV_READ | EV_WRITE);
 		bufferevent_setcb(c->cl, NULL, NULL, NULL, NULL);
 	}
 	if (c->sleep_ev != NULL) {
 		event_del(c->sleep_ev);
-		atomic_fetch_sub(&P.st.conns_asleep, 1);
+		atomic_fetch_sub(&the_proxy.st.conns_asleep, 1);
 	}
 	if (c->up != NULL) {
 		bufferevent_disable(c->up, EV_READ | EV_WRITE);
@@ -701,7 +586,7 @@ worker_vm(struct worker *w)
 	if (src == NULL)
 		return w->vm;
 	if (w->vm == NULL || addon_vm_gen(w->vm) != addon_src_gen(src)) {
-		if ((vm = addon_vm_new(src, P.conf, w->gh, err, sizeof(err))) == NULL)
+		if ((vm = addon_vm_new(src, the_proxy.conf, w->gh, err, sizeof(err))) == NULL)
 			log_warnx("worker=%d addons not reloaded: %s", w->idx, err);
 		else {
 			if (w->vm != NULL)
@@ -725,12 +610,12 @@ conn_new(struct worker *w, int fd, struct sandbox *sb)
 	c->cfd = fd;
 	c->addon = -1;
 	c->ctx_ref = 0;
-	atomic_fetch_add(&P.st.conns, 1);
-	atomic_fetch_add(&P.st.conns_total, 1);
+	atomic_fetch_add(&the_proxy.st.conns, 1);
+	atomic_fetch_add(&the_proxy.st.conns_total, 1);
 	/* w->load was counted by proxy_dispatch; conn_kill uncounts it. */
 	TAILQ_INSERT_TAIL(&w->conns, c, link);
-	c->last_active = now_ms();
-	c->deadline = c->last_active + P.conf->header_ms;
+	c->last_active = util_mono_coarse_ms();
+	c->deadline = c->last_active + the_proxy.conf->header_ms;
 	evutil_make_socket_nonblocking(fd);
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	{
@@ -750,9 +635,9 @@ conn_new(struct worker *w, int fd, struct sandbox *sb)
 		c->sb = sb;
 		c->fixed_sb = 1;
 		c->attrs = sandbox_attrs(sb);
-		if (atomic_fetch_add(&sb->conns, 1) >= P.conf->conns_per_sandbox) {
+		if (atomic_fetch_add(&sb->conns, 1) >= the_proxy.conf->conns_per_sandbox) {
 			atomic_fetch_sub(&sb->conns, 1);
-			atomic_fetch_add(&P.st.ref_limit, 1);
+			atomic_fetch_add(&the_proxy.st.ref_limit, 1);
 			log_warnx("conn=%llx sandbox=%s refused reason=conn-limit",
 			    (unsigned long long)c->id, sb->id);
 			conn_kill(c);
@@ -765,12 +650,19 @@ conn_new(struct worker *w, int fd, struct sandbox *sb)
 		return;
 	}
 	bufferevent_setcb(c->cl, cl_read_head, NULL, cl_event, c);
-	bufferevent_setwatermark(c->cl, EV_READ, 0, (size_t)P.conf->header_bytes + 4096);
+	bufferevent_setwatermark(c->cl, EV_READ, 0, (size_t)the_proxy.conf->header_bytes + 4096);
 	bev_enable(c->cl, EV_READ | EV_WRITE);
 	c->st = CS_HEAD;
 }
 
-/* ---- identification and the plain side ---- */
+/* ---- identification and the plain side (CS_HEAD) ---- */
+/*
+ * A connection is identified once (by its listener or by Proxy-Authorization)
+ * and stays that sandbox: a different credential later is refused (407).
+ * Every refusal is counted in the_proxy.st.ref_* and answered through
+ * conn_respond. The CONNECT target (or the http:// URL's) is canonicalised
+ * here, once; only the canonical form is used afterwards.
+ */
 
 static int
 identify(struct conn *c, struct hreq *r)
@@ -795,19 +687,19 @@ identify(struct conn *c, struct hreq *r)
 			sandbox_unref(sb);
 			sbattrs_unref(a);
 		}
-		atomic_fetch_add(&P.st.ref_auth, 1);
+		atomic_fetch_add(&the_proxy.st.ref_auth, 1);
 		conn_respond(c, 407, "proxy credential changed on this connection");
 		return -1;
 	}
 	if (pa != NULL)
 		sb = sandbox_auth(pa, pal, &a);
-	else if (P.conf->anonymous) {
+	else if (the_proxy.conf->anonymous) {
 		sb = sandbox_anonymous();
 		a = sandbox_attrs(sb);
 	} else
 		sb = NULL;
 	if (sb == NULL) {
-		atomic_fetch_add(&P.st.ref_auth, 1);
+		atomic_fetch_add(&the_proxy.st.ref_auth, 1);
 		conn_respond(c, 407, pa == NULL ? "proxy credential required" :
 		    "bad proxy credential");
 		return -1;
@@ -821,7 +713,7 @@ identify(struct conn *c, struct hreq *r)
 			match = a->ips[i].family == (int)c->peer_family && memcmp(a->ips[i].a,
 			    c->peer, a->ips[i].family == AF_INET ? 4 : 16) == 0;
 		if (!match) {
-			atomic_fetch_add(&P.st.ref_auth, 1);
+			atomic_fetch_add(&the_proxy.st.ref_auth, 1);
 			log_warnx("conn=%llx sandbox=%s refused: credential used from an address not registered for it",
 			    (unsigned long long)c->id, sb->id);
 			conn_respond(c, 407, "proxy credential not valid from this address");
@@ -832,9 +724,9 @@ identify(struct conn *c, struct hreq *r)
 		conn_respond(c, 407, "sandbox deregistered");
 		return -1;
 	}
-	if (atomic_fetch_add(&sb->conns, 1) >= P.conf->conns_per_sandbox) {
+	if (atomic_fetch_add(&sb->conns, 1) >= the_proxy.conf->conns_per_sandbox) {
 		atomic_fetch_sub(&sb->conns, 1);
-		atomic_fetch_add(&P.st.ref_limit, 1);
+		atomic_fetch_add(&the_proxy.st.ref_limit, 1);
 		conn_respond(c, 429, "too many connections for this sandbox");
 		return -1;
 	}
@@ -852,7 +744,7 @@ read_head(struct conn *c, struct bufferevent *bev, int allow_connect)
 {
 	struct evbuffer *in = bufferevent_get_input(bev);
 	size_t avail = evbuffer_get_length(in), want;
-	size_t max = (size_t)P.conf->header_bytes;
+	size_t max = (size_t)the_proxy.conf->header_bytes;
 	char err[256];
 	const char *p;
 	long end;
@@ -861,7 +753,7 @@ read_head(struct conn *c, struct bufferevent *bev, int allow_connect)
 	if (avail == 0)
 		return 0;
 	if (c->head_start == 0) {
-		c->head_start = now_ms();
+		c->head_start = util_mono_coarse_ms();
 		idle_unlink(c);
 	}
 	want = avail < max + 1 ? avail : max + 1;
@@ -873,21 +765,21 @@ read_head(struct conn *c, struct bufferevent *bev, int allow_connect)
 	if (end == 0)
 		return 0;
 	if (end < 0) {
-		atomic_fetch_add(&P.st.ref_badrequest, 1);
+		atomic_fetch_add(&the_proxy.st.ref_badrequest, 1);
 		conn_respond(c, end == -2 ? 431 : 400, end == -2 ?
 		    "request head too large" : "malformed request head (bare LF, obs-fold or NUL)");
 		return -1;
 	}
 	if (c->req == NULL) {
 		c->req = xmalloc(sizeof(*c->req));
-		hreq_init(c->req, max, (size_t)P.conf->max_headers);
+		hreq_init(c->req, max, (size_t)the_proxy.conf->max_headers);
 	}
 	c->req->allow_connect = allow_connect;
 	st = hreq_parse(c->req, p, (size_t)end, err, sizeof(err));
 	evbuffer_drain(in, (size_t)end);
 	c->head_start = 0;
 	if (st != 0) {
-		atomic_fetch_add(&P.st.ref_badrequest, 1);
+		atomic_fetch_add(&the_proxy.st.ref_badrequest, 1);
 		conn_respond(c, st, err);
 		return -1;
 	}
@@ -914,7 +806,7 @@ decide(struct conn *c, int plain)
 
 	/* Client bytes arriving meanwhile wait in its input buffer (bounded). */
 	c->st = CS_DECIDE;
-	c->deadline = now_ms() + P.conf->hook_ms;
+	c->deadline = util_mono_coarse_ms() + the_proxy.conf->hook_ms;
 	if (vm == NULL) {
 		memset(&res, 0, sizeof(res));
 		res.action = ACT_NONE;
@@ -947,7 +839,7 @@ cl_read_head(struct bufferevent *bev, void *arg)
 	char err[256];
 	int st;
 
-	c->last_active = now_ms();
+	c->last_active = util_mono_coarse_ms();
 	if (c->st != CS_HEAD)
 		return;
 	if (read_head(c, bev, 1) <= 0)
@@ -960,7 +852,7 @@ cl_read_head(struct bufferevent *bev, void *arg)
 
 		if (canon_authority(r->data.p + r->url_o, r->url_l, &t, err,
 		    sizeof(err)) == -1) {
-			atomic_fetch_add(&P.st.ref_badrequest, 1);
+			atomic_fetch_add(&the_proxy.st.ref_badrequest, 1);
 			conn_respond(c, 400, err);
 			return;
 		}
@@ -969,9 +861,9 @@ cl_read_head(struct bufferevent *bev, void *arg)
 			bufferevent_free(c->up);
 			c->up = NULL;
 		}
-		if (atomic_fetch_add(&c->sb->tunnels, 1) >= P.conf->tunnels_per_sandbox) {
+		if (atomic_fetch_add(&c->sb->tunnels, 1) >= the_proxy.conf->tunnels_per_sandbox) {
 			atomic_fetch_sub(&c->sb->tunnels, 1);
-			atomic_fetch_add(&P.st.ref_limit, 1);
+			atomic_fetch_add(&the_proxy.st.ref_limit, 1);
 			conn_respond(c, 429, "too many tunnels for this sandbox");
 			return;
 		}
@@ -985,8 +877,8 @@ cl_read_head(struct bufferevent *bev, void *arg)
 		struct target t;
 		st = hreq_check_target(r, NULL, &t, err, sizeof(err));
 		if (st != 0) {
-			atomic_fetch_add(st == 421 ? &P.st.ref_misdirected :
-			    &P.st.ref_badrequest, 1);
+			atomic_fetch_add(st == 421 ? &the_proxy.st.ref_misdirected :
+			    &the_proxy.st.ref_badrequest, 1);
 			conn_respond(c, st, err);
 			return;
 		}
@@ -1000,7 +892,12 @@ cl_read_head(struct bufferevent *bev, void *arg)
 	decide(c, 1);
 }
 
-/* ---- hooks ---- */
+/* ---- hooks: on_connect and on_request (CS_DECIDE, CS_HOOK) ---- */
+/*
+ * hook_done is the one continuation of both hooks, called inline or later
+ * by the addon runtime; c->hook is NULL once it runs, and a dead connection
+ * ignores the result. Deny and error fail closed: nothing is forwarded.
+ */
 
 static void
 hook_done(void *arg, const struct hook_result *res)
@@ -1013,16 +910,16 @@ hook_done(void *arg, const struct hook_result *res)
 	if (c->st == CS_DECIDE) {
 		enum addon_action a = res->action;
 		if (a == ACT_NONE)
-			a = P.conf->deny_default ? ACT_DENY : ACT_TUNNEL;
+			a = the_proxy.conf->deny_default ? ACT_DENY : ACT_TUNNEL;
 		c->addon = res->addon;
 		if (a == ACT_ERROR) {
-			atomic_fetch_add(&P.st.connect_error, 1);
-			atomic_fetch_add(&P.st.ref_addon, 1);
+			atomic_fetch_add(&the_proxy.st.connect_error, 1);
+			atomic_fetch_add(&the_proxy.st.ref_addon, 1);
 			conn_respond(c, 502, "addon error (see proxy log)");
 			return;
 		}
 		if (a == ACT_DENY) {
-			atomic_fetch_add(&P.st.connect_deny, 1);
+			atomic_fetch_add(&the_proxy.st.connect_deny, 1);
 			log_info("conn=%llx sandbox=%s target=%s decision=deny reason=\"%s\"",
 			    (unsigned long long)c->id, c->sb->id, c->tgt->hostport,
 			    res->reason);
@@ -1032,7 +929,7 @@ hook_done(void *arg, const struct hook_result *res)
 			return;
 		}
 		if (c->mode == MODE_PLAIN) {
-			atomic_fetch_add(&P.st.req_plain, 1);
+			atomic_fetch_add(&the_proxy.st.req_plain, 1);
 			atomic_fetch_add(&c->sb->requests, 1);
 			if (c->up == NULL) {
 				c->connect_then_req = 1;
@@ -1042,10 +939,10 @@ hook_done(void *arg, const struct hook_result *res)
 			return;
 		}
 		c->mode = a == ACT_INTERCEPT ? MODE_INTERCEPT : MODE_TUNNEL;
-		atomic_fetch_add(a == ACT_INTERCEPT ? &P.st.connect_intercept :
-		    &P.st.connect_tunnel, 1);
-		atomic_fetch_add(a == ACT_INTERCEPT ? &P.st.tunnels_intercept :
-		    &P.st.tunnels_blind, 1);
+		atomic_fetch_add(a == ACT_INTERCEPT ? &the_proxy.st.connect_intercept :
+		    &the_proxy.st.connect_tunnel, 1);
+		atomic_fetch_add(a == ACT_INTERCEPT ? &the_proxy.st.tunnels_intercept :
+		    &the_proxy.st.tunnels_blind, 1);
 		if (a == ACT_INTERCEPT)
 			atomic_fetch_add(&c->sb->intercepted, 1);
 		log_debug("conn=%llx sandbox=%s target=%s decision=%s",
@@ -1057,20 +954,20 @@ hook_done(void *arg, const struct hook_result *res)
 	}
 	if (c->st == CS_HOOK) {
 		if (res->action == ACT_ERROR) {
-			atomic_fetch_add(&P.st.ref_addon, 1);
-			audit_request(c, 502);
+			atomic_fetch_add(&the_proxy.st.ref_addon, 1);
+			req_audit(c, 502);
 			conn_respond(c, 502, "addon error (see proxy log); request not forwarded");
 			return;
 		}
 		if (res->action == ACT_DENY) {
-			audit_request(c, res->status);
+			req_audit(c, res->status);
 			conn_respond(c, res->status >= 400 && res->status <= 599 ?
 			    res->status : 403, res->reason[0] ? res->reason :
 			    "denied by policy");
 			return;
 		}
 		if (c->req->injected)
-			atomic_fetch_add(&P.st.req_injected, 1);
+			atomic_fetch_add(&the_proxy.st.req_injected, 1);
 		if (c->up == NULL) {
 			c->connect_then_req = 1;
 			up_connect(c);
@@ -1079,98 +976,16 @@ hook_done(void *arg, const struct hook_result *res)
 	}
 }
 
-/* ---- upstream ---- */
-
-static void
-connect_fail(struct conn *c, int status, const char *why)
-{
-	log_info("conn=%llx sandbox=%s target=%s upstream failed: %s",
-	    (unsigned long long)c->id, c->sb ? c->sb->id : "-", c->tgt->hostport, why);
-	conn_respond(c, status, why);
-}
-
+/* ---- upstream pool: parked and idle upstreams, per worker ---- */
 /*
- * Upstream TLS session cache: the newest session per "host:port", shared by
- * the workers, so a new client connection resumes the upstream handshake
- * (no certificate chain to verify, no server signature). With TLS 1.3 the
- * ticket arrives after the handshake and is handed over by sess_new_cb. A
- * session is only ever offered to the exact name it was verified for.
+ * An upstream is reused only by the same sandbox for the same canonical
+ * target and dialled address, and only when clean (up_clean: handshake
+ * done, last response complete, nothing buffered, not shut down). A parked
+ * one is read: any byte, EOF or error drops it; it expires after
+ * timeouts.pool_idle. Bounds: upstream.pool_per_target per key and
+ * upstream.pool_max per worker. A connection idle between requests with
+ * its upstream is on w->idleup, from which a new one may take it over.
  */
-#define SESS_SLOTS	256
-static struct {
-	pthread_mutex_t	 mtx;
-	struct {
-		char		 key[CANON_HOST_MAX + 10];
-		SSL_SESSION	*s;
-	} e[SESS_SLOTS];
-} sess = { .mtx = PTHREAD_MUTEX_INITIALIZER };
-static int sess_exidx = -1;
-
-static size_t
-sess_slot(const char *key)
-{
-	return util_hash_str(key) % SESS_SLOTS;
-}
-
-/* The key travels with the SSL (ex_data, freed with it). */
-static void
-sess_key_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long argl,
-    void *argp)
-{
-	(void)parent;
-	(void)ad;
-	(void)idx;
-	(void)argl;
-	(void)argp;
-	free(ptr);
-}
-
-static int
-sess_new_cb(SSL *ssl, SSL_SESSION *s)
-{
-	const char *key = SSL_get_ex_data(ssl, sess_exidx);
-	size_t i, n;
-
-	if (key == NULL || !SSL_SESSION_is_resumable(s))
-		return 0;
-	n = strlen(key);
-	if (n >= sizeof(sess.e[0].key))
-		return 0;
-	i = sess_slot(key);
-	pthread_mutex_lock(&sess.mtx);
-	if (sess.e[i].s != NULL)
-		SSL_SESSION_free(sess.e[i].s);
-	memcpy(sess.e[i].key, key, n + 1);
-	sess.e[i].s = s;
-	pthread_mutex_unlock(&sess.mtx);
-	return 1;	/* the cache keeps the reference */
-}
-
-static void
-sess_offer(struct conn *c, SSL *ssl)
-{
-	size_t i = sess_slot(c->tgt->hostport);
-	SSL_SESSION *s = NULL;
-	char *key = strdup(c->tgt->hostport);
-
-	if (key == NULL || SSL_set_ex_data(ssl, sess_exidx, key) != 1) {
-		free(key);
-		return;		/* no resumption: a full handshake */
-	}
-	pthread_mutex_lock(&sess.mtx);
-	if (sess.e[i].s != NULL && strcmp(sess.e[i].key, c->tgt->hostport) == 0 &&
-	    SSL_SESSION_is_resumable(sess.e[i].s)) {
-		s = sess.e[i].s;
-		SSL_SESSION_up_ref(s);
-	}
-	pthread_mutex_unlock(&sess.mtx);
-	if (s != NULL) {
-		SSL_set_session(ssl, s);
-		SSL_SESSION_free(s);
-	}
-}
-
-/* ---- upstream connection pool (per worker) ---- */
 
 static int
 sa_set(union sa_any *a, const struct sockaddr *sa)
@@ -1214,8 +1029,8 @@ pool_drop(struct pooled *p)
 
 	TAILQ_REMOVE(&w->pool, p, link);
 	w->npool--;
-	atomic_fetch_sub(&P.st.pool_idle, 1);
-	atomic_fetch_add(&P.st.pool_dropped, 1);
+	atomic_fetch_sub(&the_proxy.st.pool_idle, 1);
+	atomic_fetch_add(&the_proxy.st.pool_dropped, 1);
 	bufferevent_free(p->bev);
 	sandbox_unref(p->sb);
 	free(p);
@@ -1354,7 +1169,7 @@ up_take_idle(struct conn *c, const union sa_any *a)
 		c->up = v->up;
 		v->up = NULL;
 		conn_rest(v);
-		atomic_fetch_add(&P.st.pool_lent, 1);
+		atomic_fetch_add(&the_proxy.st.pool_lent, 1);
 		log_debug("conn=%llx upstream %s taken over from idle conn=%llx",
 		    (unsigned long long)c->id, c->tgt->hostport, (unsigned long long)v->id);
 		return 1;
@@ -1376,7 +1191,7 @@ pool_park(struct conn *c)
 	long same = 0;
 
 	idle_unlink(c);
-	if (P.conf->pool_max <= 0 || !up_clean(c))
+	if (the_proxy.conf->pool_max <= 0 || !up_clean(c))
 		return;
 	TAILQ_FOREACH(p, &w->pool, link) {
 		if (pool_key(p, c->sb, c->tgt->hostport, &c->up_addr)) {
@@ -1384,9 +1199,9 @@ pool_park(struct conn *c)
 			oldest = p;
 		}
 	}
-	if (same >= P.conf->pool_per_target && oldest != NULL) {
+	if (same >= the_proxy.conf->pool_per_target && oldest != NULL) {
 		pool_drop(oldest);
-	} else if (w->npool >= P.conf->pool_max) {
+	} else if (w->npool >= the_proxy.conf->pool_max) {
 		pool_drop(TAILQ_LAST(&w->pool, poolq));
 	}
 	p = xcalloc(1, sizeof(*p));
@@ -1394,7 +1209,7 @@ pool_park(struct conn *c)
 	p->sb = sandbox_ref(c->sb);
 	p->bev = bev;
 	p->addr = c->up_addr;
-	p->expires = now_ms() + P.conf->pool_idle_ms;
+	p->expires = util_mono_coarse_ms() + the_proxy.conf->pool_idle_ms;
 	memcpy(p->hostport, c->tgt->hostport, sizeof(p->hostport));
 	c->up = NULL;
 	bufferevent_setcb(bev, pool_read, NULL, pool_event, p);
@@ -1402,8 +1217,8 @@ pool_park(struct conn *c)
 	bev_enable(bev, EV_READ);
 	TAILQ_INSERT_HEAD(&w->pool, p, link);
 	w->npool++;
-	atomic_fetch_add(&P.st.pool_idle, 1);
-	atomic_fetch_add(&P.st.pool_parked, 1);
+	atomic_fetch_add(&the_proxy.st.pool_idle, 1);
+	atomic_fetch_add(&the_proxy.st.pool_parked, 1);
 	log_debug("conn=%llx sandbox=%s target=%s upstream parked",
 	    (unsigned long long)c->id, c->sb->id, c->tgt->hostport);
 }
@@ -1418,9 +1233,9 @@ pool_take(struct conn *c, const struct sockaddr *sa)
 	struct worker *w = c->w;
 	struct pooled *p, *hit = NULL;
 	union sa_any a;
-	long long now = now_ms();
+	long long now = util_mono_coarse_ms();
 
-	if (P.conf->pool_max <= 0 || c->no_pool || c->mode != MODE_INTERCEPT ||
+	if (the_proxy.conf->pool_max <= 0 || c->no_pool || c->mode != MODE_INTERCEPT ||
 	    c->sb == NULL || sa_set(&a, sa) == -1)
 		return 0;
 	TAILQ_FOREACH(p, &w->pool, link) {
@@ -1432,8 +1247,8 @@ pool_take(struct conn *c, const struct sockaddr *sa)
 	if (hit != NULL) {
 		TAILQ_REMOVE(&w->pool, hit, link);
 		w->npool--;
-		atomic_fetch_sub(&P.st.pool_idle, 1);
-		atomic_fetch_add(&P.st.pool_reused, 1);
+		atomic_fetch_sub(&the_proxy.st.pool_idle, 1);
+		atomic_fetch_add(&the_proxy.st.pool_reused, 1);
 		c->up = hit->bev;
 		sandbox_unref(hit->sb);
 		free(hit);
@@ -1469,6 +1284,23 @@ pool_kill_sb(struct worker *w, struct sandbox *sb)
 	}
 }
 
+/* ---- dialling: resolve, check, connect (CS_CONNECTING) ---- */
+/*
+ * resolve overrides first, then literal addresses, then evdns. Every
+ * address is checked by netcheck_addr against upstream.allow_cidrs before
+ * it is dialled (or taken from the pool), and they are tried in order. A
+ * failure answers through connect_fail (logged): 403 when no address is
+ * allowed, else 502 (504 on the connect timeout, 400 for a bad literal).
+ */
+
+static void
+connect_fail(struct conn *c, int status, const char *why)
+{
+	log_info("conn=%llx sandbox=%s target=%s upstream failed: %s",
+	    (unsigned long long)c->id, c->sb ? c->sb->id : "-", c->tgt->hostport, why);
+	conn_respond(c, status, why);
+}
+
 static void
 up_try(struct conn *c)
 {
@@ -1478,12 +1310,12 @@ up_try(struct conn *c)
 	SSL *ssl;
 
 	for (ai = c->ai_cur; ai != NULL; ai = ai->ai_next) {
-		if ((why = netcheck_addr(ai->ai_addr, P.conf->allow, P.conf->nallow)) == NULL)
+		if ((why = netcheck_addr(ai->ai_addr, the_proxy.conf->allow, the_proxy.conf->nallow)) == NULL)
 			break;
 	}
 	if (ai == NULL) {
 		if (c->ai_cur == c->ai || why != NULL) {
-			atomic_fetch_add(&P.st.ref_ssrf, 1);
+			atomic_fetch_add(&the_proxy.st.ref_ssrf, 1);
 			snprintf(msg, sizeof(msg), "destination %s not allowed (%s)",
 			    c->tgt->hostport, why != NULL ? why : "no address");
 			connect_fail(c, 403, msg);
@@ -1506,17 +1338,10 @@ up_try(struct conn *c)
 	if (sa_set(&c->up_addr, ai->ai_addr) == -1)
 		memset(&c->up_addr, 0, sizeof(c->up_addr));
 	if (c->mode == MODE_INTERCEPT) {
-		if ((ssl = SSL_new(P.cli_ctx)) == NULL) {
+		if ((ssl = tls_upstream_new(c->tgt)) == NULL) {
 			connect_fail(c, 502, "TLS setup failed");
 			return;
 		}
-		if (c->tgt->kind == CANON_NAME) {
-			SSL_set_tlsext_host_name(ssl, c->tgt->host);
-			SSL_set1_host(ssl, c->tgt->host);
-		} else
-			X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), c->tgt->host);
-		SSL_set_verify(ssl, SSL_VERIFY_PEER, NULL);
-		sess_offer(c, ssl);
 		c->up = bufferevent_openssl_socket_new(c->w->base, -1, ssl,
 		    BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE);
 		if (c->up == NULL) {
@@ -1611,18 +1436,18 @@ up_connect(struct conn *c)
 	size_t i;
 
 	c->st = CS_CONNECTING;
-	c->deadline = now_ms() + P.conf->connect_ms +
-	    (c->mode == MODE_INTERCEPT ? P.conf->handshake_ms : 0);
+	c->deadline = util_mono_coarse_ms() + the_proxy.conf->connect_ms +
+	    (c->mode == MODE_INTERCEPT ? the_proxy.conf->handshake_ms : 0);
 	if (c->cl != NULL)
 		bufferevent_disable(c->cl, EV_READ);
 	if (c->ai != NULL) {
 		evutil_freeaddrinfo(c->ai);
 		c->ai = c->ai_cur = NULL;
 	}
-	for (i = 0; i < P.conf->nresolve; i++)
-		if (strcmp(P.conf->resolve[i].hostport, c->tgt->hostport) == 0) {
-			c->ai = c->ai_cur = ai_from_sa((struct sockaddr *)&P.conf->resolve[i].ss,
-			    P.conf->resolve[i].sslen);
+	for (i = 0; i < the_proxy.conf->nresolve; i++)
+		if (strcmp(the_proxy.conf->resolve[i].hostport, c->tgt->hostport) == 0) {
+			c->ai = c->ai_cur = ai_from_sa((struct sockaddr *)&the_proxy.conf->resolve[i].ss,
+			    the_proxy.conf->resolve[i].sslen);
 			if (c->ai == NULL) {
 				connect_fail(c, 502, "bad resolve override");
 				return;
@@ -1651,11 +1476,19 @@ up_connect(struct conn *c)
 		c->dnsreq = rq;
 }
 
+/* ---- tunnel and client TLS bufferevent (CS_TUNNEL, CS_CL_TLS) ---- */
+/*
+ * A tunnel relays bytes both ways with backpressure (a side is not read
+ * while the other has buffers.high_watermark unsent) and passes a
+ * half-close on. The client's TLS bufferevent never owns its SSL or fd:
+ * the conn does (c->cl_ssl, c->cfd), so it can be dropped and made again.
+ */
+
 static void
 tunnel_start(struct conn *c)
 {
 	struct evbuffer *in = bufferevent_get_input(c->cl);
-	size_t hwm = (size_t)P.conf->high_watermark;
+	size_t hwm = (size_t)the_proxy.conf->high_watermark;
 
 	c->st = CS_TUNNEL;
 	c->deadline = 0;
@@ -1687,24 +1520,6 @@ tunnel_start(struct conn *c)
 	}
 }
 
-static int
-alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen,
-    const unsigned char *in, unsigned int inlen, void *arg)
-{
-	unsigned int i;
-
-	(void)ssl;
-	(void)arg;
-	for (i = 0; i < inlen; i += (unsigned)in[i] + 1) {
-		if (in[i] == 8 && i + 9 <= inlen && memcmp(in + i + 1, "http/1.1", 8) == 0) {
-			*out = in + i + 1;
-			*outlen = 8;
-			return SSL_TLSEXT_ERR_OK;
-		}
-	}
-	return SSL_TLSEXT_ERR_NOACK;
-}
-
 /* A TLS bufferevent on the conn's client fd and SSL (owned by the conn). */
 static int
 cl_tls_bev(struct conn *c, enum bufferevent_ssl_state state)
@@ -1720,8 +1535,8 @@ cl_tls_bev(struct conn *c, enum bufferevent_ssl_state state)
 static void
 cl_req_setup(struct conn *c)
 {
-	size_t hwm = (size_t)P.conf->high_watermark;
-	size_t rw = (size_t)P.conf->header_bytes + 4096;
+	size_t hwm = (size_t)the_proxy.conf->high_watermark;
+	size_t rw = (size_t)the_proxy.conf->header_bytes + 4096;
 
 	/* A whole request head must fit under the read watermark. */
 	bufferevent_setwatermark(c->cl, EV_READ, 0, hwm > rw ? hwm : rw);
@@ -1729,6 +1544,13 @@ cl_req_setup(struct conn *c)
 	bufferevent_setcb(c->cl, cl_read_req, cl_write, cl_event, c);
 	bev_enable(c->cl, EV_READ | EV_WRITE);
 }
+
+/* ---- sleeping connections: idle clients without a bufferevent ---- */
+/*
+ * Only a connection with nothing buffered anywhere sleeps (c->cl NULL,
+ * c->sleep_ev pending); any byte or EOF from the client wakes it, and its
+ * next request allocates the parser state again.
+ */
 
 /*
  * An intercepted connection idle between requests, with nothing buffered
@@ -1759,7 +1581,7 @@ cl_sleep(struct conn *c)
 	}
 	bufferevent_free(c->cl);
 	c->cl = NULL;
-	atomic_fetch_add(&P.st.conns_asleep, 1);
+	atomic_fetch_add(&the_proxy.st.conns_asleep, 1);
 	log_debug("conn=%llx idle: asleep", (unsigned long long)c->id);
 }
 
@@ -1790,15 +1612,22 @@ cl_wake(evutil_socket_t fd, short ev, void *arg)
 	(void)ev;
 	event_free(c->sleep_ev);	/* not persistent: no longer pending */
 	c->sleep_ev = NULL;
-	atomic_fetch_sub(&P.st.conns_asleep, 1);
+	atomic_fetch_sub(&the_proxy.st.conns_asleep, 1);
 	if (cl_tls_bev(c, BUFFEREVENT_SSL_OPEN) == -1) {
 		conn_kill(c);
 		return;
 	}
-	c->last_active = now_ms();
+	c->last_active = util_mono_coarse_ms();
 	/* The bytes (or EOF) that woke us are read on the bufferevent's event. */
 	cl_req_setup(c);
 }
+
+/* ---- upstream connected: the 200, then tunnel or client TLS ---- */
+/*
+ * For interception the upstream handshake (certificate verified) is done
+ * before the client gets its 200; a failed upstream handshake answers the
+ * CONNECT with 502 and no request byte is ever sent.
+ */
 
 static void
 client_tls_start(struct conn *c)
@@ -1817,19 +1646,16 @@ client_tls_start(struct conn *c)
 		conn_respond(c, 400, "bytes sent before the CONNECT response");
 		return;
 	}
-	if ((leaf = certcache_get(P.cc, c->tgt, &hit)) == NULL) {
+	if ((leaf = certcache_get(the_proxy.cc, c->tgt, &hit)) == NULL) {
 		connect_fail(c, 502, "cannot mint certificate");
 		return;
 	}
-	ssl = SSL_new(P.srv_ctx);
-	if (ssl == NULL || SSL_use_certificate(ssl, leaf) != 1 ||
-	    SSL_use_PrivateKey(ssl, certcache_leaf_key(P.cc)) != 1) {
-		X509_free(leaf);
-		SSL_free(ssl);
+	ssl = tls_client_new(leaf, certcache_leaf_key(the_proxy.cc));
+	X509_free(leaf);
+	if (ssl == NULL) {
 		connect_fail(c, 502, "TLS setup failed");
 		return;
 	}
-	X509_free(leaf);
 	/* Nothing is queued on the plain side: write the 200 directly. */
 	n = send(c->cfd, ok, sizeof(ok) - 1, MSG_NOSIGNAL);
 	if (n != (ssize_t)sizeof(ok) - 1) {
@@ -1844,7 +1670,7 @@ client_tls_start(struct conn *c)
 		return;
 	}
 	c->st = CS_CL_TLS;
-	c->deadline = now_ms() + P.conf->handshake_ms;
+	c->deadline = util_mono_coarse_ms() + the_proxy.conf->handshake_ms;
 	bufferevent_setcb(c->cl, NULL, NULL, cl_event, c);
 	bev_enable(c->cl, EV_READ | EV_WRITE);
 }
@@ -1852,7 +1678,7 @@ client_tls_start(struct conn *c)
 static void
 up_connected(struct conn *c)
 {
-	size_t hwm = (size_t)P.conf->high_watermark;
+	size_t hwm = (size_t)the_proxy.conf->high_watermark;
 
 	if (c->ai != NULL) {
 		evutil_freeaddrinfo(c->ai);
@@ -1904,6 +1730,15 @@ tls_fail_reason(struct bufferevent *bev, char *m, size_t len)
 }
 
 /* ---- request cycle (intercept and plain) ---- */
+/*
+ * Head, hook, send, body, response; one request at a time per connection:
+ * the next head is read only once the response is complete (pipelined
+ * bytes wait, bounded by the read watermark). The request goes upstream
+ * rebuilt (hreq_build), its body re-framed with backpressure; the response
+ * is relayed as it arrives, parsed only for its status and its end. An
+ * idempotent request that a reused upstream closed on before answering is
+ * sent once more, on a fresh connection.
+ */
 
 static int
 body_sink(void *arg, const char *p, size_t n)
@@ -1956,7 +1791,7 @@ resp_on_data(llhttp_t *p, const char *at, size_t n)
 
 	(void)at;
 	c->resp_head_bytes += n;
-	if (c->resp_head_bytes > (size_t)P.conf->header_bytes)
+	if (c->resp_head_bytes > (size_t)the_proxy.conf->header_bytes)
 		return HPE_USER;
 	return 0;
 }
@@ -2070,7 +1905,7 @@ req_send(struct conn *c)
 	c->req_done = r->body_done;
 	c->st = c->req_done ? CS_WAIT : CS_BODY;
 	c->deadline = 0;
-	c->last_active = now_ms();
+	c->last_active = util_mono_coarse_ms();
 	r->on_body = body_sink;
 	r->arg = c;
 	bev_enable(c->cl, EV_READ);
@@ -2087,7 +1922,7 @@ body_pump(struct conn *c)
 	struct evbuffer *in = bufferevent_get_input(c->cl);
 	struct evbuffer *out;
 	struct evbuffer_iovec v;
-	size_t hwm = (size_t)P.conf->high_watermark;
+	size_t hwm = (size_t)the_proxy.conf->high_watermark;
 	long n;
 
 	if (c->up == NULL)
@@ -2102,7 +1937,7 @@ body_pump(struct conn *c)
 			break;
 		n = hreq_body(c->req, v.iov_base, v.iov_len);
 		if (n < 0) {
-			atomic_fetch_add(&P.st.ref_badrequest, 1);
+			atomic_fetch_add(&the_proxy.st.ref_badrequest, 1);
 			conn_respond(c, 400, "bad request body framing");
 			return;
 		}
@@ -2132,9 +1967,9 @@ resp_finish(struct conn *c)
 		/* plain requests were counted when forwarded */
 		atomic_fetch_add(&c->sb->requests, 1);
 		if (!c->req->injected)
-			atomic_fetch_add(&P.st.req_plain, 1);
+			atomic_fetch_add(&the_proxy.st.req_plain, 1);
 	}
-	audit_request(c, c->resp_status);
+	req_audit(c, c->resp_status);
 	if (c->vm != NULL && c->addon >= 0 && c->mode == MODE_INTERCEPT &&
 	    addon_has_response(c->vm, c->addon))
 		addon_on_response(c->vm, c->addon, c->ctx_ref, c->req, c->resp_status);
@@ -2149,7 +1984,7 @@ resp_finish(struct conn *c)
 	}
 	if (c->close_after || !c->req->keepalive || c->cl_eof) {
 		c->st = CS_CLOSING;
-		c->deadline = now_ms() + 5000;
+		c->deadline = util_mono_coarse_ms() + 5000;
 		/*
 		 * The client's Connection: close (hop-by-hop) ends only
 		 * this client connection: a clean kept-alive upstream
@@ -2177,7 +2012,7 @@ next_request(struct conn *c)
 {
 	c->st = c->mode == MODE_INTERCEPT ? CS_REQ_HEAD : CS_HEAD;
 	c->deadline = 0;
-	c->last_active = now_ms();
+	c->last_active = util_mono_coarse_ms();
 	if (c->mode == MODE_INTERCEPT && up_clean(c))
 		idle_link(c);
 	bufferevent_setcb(c->cl, c->mode == MODE_INTERCEPT ? cl_read_req : cl_read_head,
@@ -2205,10 +2040,10 @@ intercept_request(struct conn *c)
 	c->w->nreq++;
 	st = hreq_check_target(c->req, c->tgt, NULL, err, sizeof(err));
 	if (st != 0) {
-		atomic_fetch_add(st == 421 ? &P.st.ref_misdirected : &P.st.ref_badrequest, 1);
+		atomic_fetch_add(st == 421 ? &the_proxy.st.ref_misdirected : &the_proxy.st.ref_badrequest, 1);
 		log_info("conn=%llx sandbox=%s target=%s refused status=%d reason=\"%s\"",
 		    (unsigned long long)c->id, c->sb->id, c->tgt->hostport, st, err);
-		audit_request(c, st);
+		req_audit(c, st);
 		conn_respond(c, st, err);
 		return;
 	}
@@ -2221,7 +2056,7 @@ intercept_request(struct conn *c)
 			hreq_remove(c->req, strip[i]);
 	}
 	c->st = CS_HOOK;
-	c->deadline = now_ms() + P.conf->hook_ms;
+	c->deadline = util_mono_coarse_ms() + the_proxy.conf->hook_ms;
 	if (c->vm == NULL || c->addon < 0) {
 		memset(&res, 0, sizeof(res));
 		res.action = ACT_NONE;
@@ -2233,22 +2068,28 @@ intercept_request(struct conn *c)
 		hook_done(c, &res);
 }
 
+/* ---- bufferevent callbacks of the tunnel and the request cycle ---- */
+/*
+ * Each callback acts on c->st; after a call that may kill c it returns, or
+ * checks c->dead, before touching c again (the free comes later anyway).
+ */
+
 static void
 cl_read_req(struct bufferevent *bev, void *arg)
 {
 	struct conn *c = arg;
 	struct evbuffer *in = bufferevent_get_input(bev);
-	size_t hwm = (size_t)P.conf->high_watermark;
+	size_t hwm = (size_t)the_proxy.conf->high_watermark;
 	size_t n;
 
-	c->last_active = now_ms();
+	c->last_active = util_mono_coarse_ms();
 	switch (c->st) {
 	case CS_TUNNEL:
 		n = evbuffer_get_length(in);
 		evbuffer_add_buffer(bufferevent_get_output(c->up), in);
 		n += tunnel_pull(bev, bufferevent_get_output(c->up), hwm);
 		c->tot_up += n;
-		atomic_fetch_add(&P.st.bytes_up, (long)n);
+		atomic_fetch_add(&the_proxy.st.bytes_up, (long)n);
 		atomic_fetch_add(&c->sb->bytes_up, (long)n);
 		if (c->dead)
 			return;
@@ -2274,16 +2115,16 @@ up_read(struct bufferevent *bev, void *arg)
 	struct evbuffer *in = bufferevent_get_input(bev);
 	struct evbuffer *out = bufferevent_get_output(c->cl);
 	struct evbuffer_iovec v;
-	size_t hwm = (size_t)P.conf->high_watermark, n;
+	size_t hwm = (size_t)the_proxy.conf->high_watermark, n;
 	llhttp_errno_t e;
 
-	c->last_active = now_ms();
+	c->last_active = util_mono_coarse_ms();
 	if (c->st == CS_TUNNEL) {
 		n = evbuffer_get_length(in);
 		evbuffer_add_buffer(out, in);
 		n += tunnel_pull(bev, out, hwm);
 		c->tot_down += n;
-		atomic_fetch_add(&P.st.bytes_down, (long)n);
+		atomic_fetch_add(&the_proxy.st.bytes_down, (long)n);
 		atomic_fetch_add(&c->sb->bytes_down, (long)n);
 		if (c->dead)
 			return;
@@ -2311,13 +2152,13 @@ up_read(struct bufferevent *bev, void *arg)
 			log_info("conn=%llx target=%s bad upstream response: %s",
 			    (unsigned long long)c->id, c->tgt->hostport, llhttp_errno_name(e));
 			if (c->resp_status == 0 && !c->resp_wrote && evbuffer_get_length(out) == 0) {
-				audit_request(c, 502);
+				req_audit(c, 502);
 				conn_respond(c, 502, "bad response from upstream");
 			} else
 				conn_kill(c);
 			return;
 		}
-		atomic_fetch_add(&P.st.bytes_down, (long)n);
+		atomic_fetch_add(&the_proxy.st.bytes_down, (long)n);
 		atomic_fetch_add(&c->sb->bytes_down, (long)n);
 		c->tot_down += n;
 		if (n > 0)
@@ -2387,7 +2228,7 @@ cl_event(struct bufferevent *bev, short what, void *arg)
 		/* Client TLS handshake done. */
 		c->st = CS_REQ_HEAD;
 		c->deadline = 0;
-		c->last_active = now_ms();
+		c->last_active = util_mono_coarse_ms();
 		cl_req_setup(c);
 		return;
 	}
@@ -2458,7 +2299,7 @@ up_event(struct bufferevent *bev, short what, void *arg)
 		if (c->up_tls && (what & BEV_EVENT_ERROR)) {
 			tls_fail_reason(bev, m, sizeof(m));
 			if (strstr(m, "verification") != NULL) {
-				atomic_fetch_add(&P.st.ref_upstream_tls, 1);
+				atomic_fetch_add(&the_proxy.st.ref_upstream_tls, 1);
 				connect_fail(c, 502, m);
 				return;
 			}
@@ -2499,7 +2340,7 @@ up_event(struct bufferevent *bev, short what, void *arg)
 			 * it): send it once more on a fresh connection, as
 			 * HTTP clients do for idempotent requests.
 			 */
-			atomic_fetch_add(&P.st.pool_retried, 1);
+			atomic_fetch_add(&the_proxy.st.pool_retried, 1);
 			log_info("conn=%llx target=%s reused upstream closed before answering; retrying on a new connection",
 			    (unsigned long long)c->id, c->tgt->hostport);
 			bufferevent_free(c->up);
@@ -2520,7 +2361,7 @@ up_event(struct bufferevent *bev, short what, void *arg)
 		}
 		if (c->resp_status == 0 && !c->resp_wrote &&
 		    evbuffer_get_length(bufferevent_get_output(c->cl)) == 0) {
-			audit_request(c, 502);
+			req_audit(c, 502);
 			conn_respond(c, 502, "upstream closed without a response");
 		} else
 			conn_kill(c);
@@ -2531,14 +2372,20 @@ up_event(struct bufferevent *bev, short what, void *arg)
 	c->up = NULL;
 }
 
-/* ---- worker thread ---- */
+/* ---- worker threads: the tick, the inbox ---- */
+/*
+ * A worker's loop owns its connections, pool and targets. Other threads
+ * reach it only through its inbox (worker_post). The tick (every 500 ms)
+ * enforces every deadline and idle timeout, parks idle upstreams and runs
+ * the quiet-time Lua collection.
+ */
 
 static void
 tick_cb(evutil_socket_t fd, short ev, void *arg)
 {
 	struct worker *w = arg;
 	struct conn *c, *n;
-	long long now = now_ms();
+	long long now = util_mono_coarse_ms();
 	unsigned long long work;
 
 	(void)fd;
@@ -2569,18 +2416,18 @@ tick_cb(evutil_socket_t fd, short ev, void *arg)
 			}
 			continue;
 		}
-		if (c->head_start != 0 && now - c->head_start > P.conf->header_ms &&
+		if (c->head_start != 0 && now - c->head_start > the_proxy.conf->header_ms &&
 		    (c->st == CS_HEAD || c->st == CS_REQ_HEAD)) {
 			conn_respond(c, 408, "request head timeout");
 			continue;
 		}
-		if (c->deadline == 0 && now - c->last_active > P.conf->idle_ms) {
+		if (c->deadline == 0 && now - c->last_active > the_proxy.conf->idle_ms) {
 			conn_kill(c);
 			continue;
 		}
 
 		if (c->st == CS_REQ_HEAD && c->head_start == 0 && c->sleep_ev == NULL &&
-		    now - c->last_active > P.conf->upstream_idle_ms) {
+		    now - c->last_active > the_proxy.conf->upstream_idle_ms) {
 			/*
 			 * Idle: park the upstream TLS connection (or drop it),
 			 * drop all parser state and sleep.
@@ -2667,6 +2514,12 @@ worker_main(void *arg)
 	return NULL;
 }
 
+/* ---- proxy.h: starting, stopping and feeding the workers ---- */
+/*
+ * Called on the main thread, but proxy_addons, which any thread may call
+ * (under src_mtx), and proxy_open_conns (an atomic load).
+ */
+
 int
 proxy_workers_start(int n)
 {
@@ -2684,7 +2537,7 @@ proxy_workers_start(int n)
 		TAILQ_INIT(&w->pool);
 		TAILQ_INIT(&w->idleup);
 		buf_init(&w->scratch, (size_t)4 * 1024 * 1024);
-		buf_init(&w->audit, (size_t)16 * 1024 * 1024);
+		w->tgts = tgtab_new();
 		{
 			/* The changelist coalesces the many enable/disable pairs
 			 * of a request cycle into fewer epoll_ctl calls. */
@@ -2705,10 +2558,11 @@ proxy_workers_start(int n)
 			return -1;
 		w->inbox_ev = event_new(w->base, -1, EV_READ | EV_PERSIST, inbox_cb, w);
 		w->reap_ev = event_new(w->base, -1, 0, reap_cb, w);
-		w->audit_ev = event_new(w->base, -1, 0, audit_flush, w);
+		if (the_proxy.audit_fd != -1)
+			w->audit = auditq_new(w->base, the_proxy.audit_fd);
 		w->tick_ev = event_new(w->base, -1, EV_PERSIST, tick_cb, w);
 		event_add(w->tick_ev, &one);
-		w->gh = ghapp_new(w->base, P.conf);
+		w->gh = ghapp_new(w->base, the_proxy.conf);
 		(void)worker_vm(w);
 		if (pthread_create(&w->th, NULL, worker_main, w) != 0)
 			return -1;
@@ -2728,8 +2582,8 @@ proxy_workers_stop(void)
 	}
 	for (i = 0; i < nworkers; i++) {
 		pthread_join(workers[i].th, NULL);
-		if (P.audit_fd != -1)
-			audit_flush(-1, 0, &workers[i]);
+		if (workers[i].audit != NULL)
+			auditq_flush(workers[i].audit);
 	}
 }
 
@@ -2774,7 +2628,7 @@ proxy_kill_sandbox(struct sandbox *sb)
 long
 proxy_open_conns(void)
 {
-	return atomic_load(&P.st.conns);
+	return atomic_load(&the_proxy.st.conns);
 }
 
 struct addon_src *
@@ -2782,9 +2636,9 @@ proxy_addons(void)
 {
 	struct addon_src *s;
 
-	pthread_mutex_lock(&P.src_mtx);
-	s = P.src != NULL ? addon_src_ref(P.src) : NULL;
-	pthread_mutex_unlock(&P.src_mtx);
+	pthread_mutex_lock(&the_proxy.src_mtx);
+	s = the_proxy.src != NULL ? addon_src_ref(the_proxy.src) : NULL;
+	pthread_mutex_unlock(&the_proxy.src_mtx);
 	return s;
 }
 
@@ -2793,155 +2647,10 @@ proxy_set_addons(struct addon_src *s)
 {
 	struct addon_src *old;
 
-	pthread_mutex_lock(&P.src_mtx);
-	old = P.src;
-	P.src = s;
-	pthread_mutex_unlock(&P.src_mtx);
+	pthread_mutex_lock(&the_proxy.src_mtx);
+	old = the_proxy.src;
+	the_proxy.src = s;
+	pthread_mutex_unlock(&the_proxy.src_mtx);
 	if (old != NULL)
 		addon_src_unref(old);
-}
-
-/* ---- TLS contexts ---- */
-
-static int
-add_bundle(SSL_CTX *ctx, const char *path, char *err, size_t errlen)
-{
-	if (SSL_CTX_load_verify_locations(ctx, path, NULL) != 1) {
-		char e[200];
-		ERR_error_string_n(ERR_get_error(), e, sizeof(e));
-		snprintf(err, errlen, "upstream.ca_bundle %s: %s", path, e);
-		ERR_clear_error();
-		return -1;
-	}
-	return 0;
-}
-
-int
-proxy_tls_init(char *err, size_t errlen)
-{
-	static const unsigned char alpn[] = "\x08http/1.1";
-
-	P.srv_ctx = SSL_CTX_new(TLS_server_method());
-	P.cli_ctx = SSL_CTX_new(TLS_client_method());
-	if (P.srv_ctx == NULL || P.cli_ctx == NULL) {
-		snprintf(err, errlen, "SSL_CTX_new failed");
-		return -1;
-	}
-	SSL_CTX_set_min_proto_version(P.srv_ctx, TLS1_2_VERSION);
-	SSL_CTX_set_min_proto_version(P.cli_ctx, TLS1_2_VERSION);
-	/*
-	 * SSL_MODE_RELEASE_BUFFERS costs a malloc/free of the record buffers
-	 * per record (perf: part of _int_malloc's 6-9%), but without it (the
-	 * buffers freed by the tick after 250 ms idle instead) idle memory
-	 * measured 26 KiB per intercepted connection instead of 18: the
-	 * longer-lived buffers fragment the heap. Kept on.
-	 */
-	SSL_CTX_set_mode(P.srv_ctx, SSL_MODE_RELEASE_BUFFERS);
-	SSL_CTX_set_mode(P.cli_ctx, SSL_MODE_RELEASE_BUFFERS);
-	/*
-	 * Upstream TLS reads ahead: one read() takes up to 64 KiB of records
-	 * instead of two per record (header, then body). Records left inside
-	 * OpenSSL are drained by up_kick, as bufferevent_openssl looks only at
-	 * SSL_pending().
-	 */
-	SSL_CTX_set_read_ahead(P.cli_ctx, 1);
-	SSL_CTX_set_default_read_buffer_len(P.cli_ctx, UP_READ_AHEAD);
-	SSL_CTX_set_options(P.srv_ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
-	SSL_CTX_set_options(P.cli_ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
-	/*
-	 * No read_ahead: bufferevent_openssl does not look at SSL_pending(),
-	 * so records buffered inside OpenSSL would stall the connection.
-	 */
-	SSL_CTX_set_alpn_select_cb(P.srv_ctx, alpn_select, NULL);
-	/*
-	 * No tickets to clients (they cost memory per connection); upstream
-	 * sessions are cached (sess_new_cb) and resumed.
-	 */
-	SSL_CTX_set_num_tickets(P.srv_ctx, 0);
-	SSL_CTX_set_session_id_context(P.srv_ctx, (const unsigned char *)"egress-proxy", 12);
-	if (SSL_CTX_set_default_verify_paths(P.cli_ctx) != 1) {
-		snprintf(err, errlen, "cannot load the system CA store");
-		return -1;
-	}
-	if (P.conf->upstream_ca_bundle != NULL &&
-	    add_bundle(P.cli_ctx, P.conf->upstream_ca_bundle, err, errlen) == -1)
-		return -1;
-	SSL_CTX_set_verify(P.cli_ctx, SSL_VERIFY_PEER, NULL);
-	SSL_CTX_set_alpn_protos(P.cli_ctx, alpn, sizeof(alpn) - 1);
-	SSL_CTX_set_session_cache_mode(P.cli_ctx,
-	    SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
-	SSL_CTX_sess_set_new_cb(P.cli_ctx, sess_new_cb);
-	if (sess_exidx == -1 &&
-	    (sess_exidx = SSL_get_ex_new_index(0, NULL, NULL, NULL, sess_key_free)) == -1) {
-		snprintf(err, errlen, "SSL_get_ex_new_index failed");
-		return -1;
-	}
-	return 0;
-}
-
-/* ---- metrics ---- */
-
-static void
-sb_metrics(struct sandbox *sb, void *arg)
-{
-	(void)sb;
-	(void)arg;
-}
-
-void
-proxy_metrics(struct buf *b)
-{
-	struct pstats *s = &P.st;
-	int rc = 0;
-
-	sandbox_foreach(sb_metrics, NULL);
-#define G(name, type, help) rc |= buf_addf(b, "# HELP " name " " help "\n# TYPE " name " " type "\n")
-	G("egress_proxy_connections", "gauge", "open client connections");
-	rc |= buf_addf(b, "egress_proxy_connections %ld\n", atomic_load(&s->conns));
-	G("egress_proxy_connections_total", "counter", "accepted client connections");
-	rc |= buf_addf(b, "egress_proxy_connections_total %ld\n", atomic_load(&s->conns_total));
-	G("egress_proxy_connections_asleep", "gauge",
-	    "idle intercepted client connections waiting without a bufferevent");
-	rc |= buf_addf(b, "egress_proxy_connections_asleep %ld\n", atomic_load(&s->conns_asleep));
-	G("egress_proxy_tunnels", "gauge", "open tunnels");
-	rc |= buf_addf(b, "egress_proxy_tunnels{mode=\"blind\"} %ld\n", atomic_load(&s->tunnels_blind));
-	rc |= buf_addf(b, "egress_proxy_tunnels{mode=\"intercept\"} %ld\n", atomic_load(&s->tunnels_intercept));
-	G("egress_proxy_connect_total", "counter", "CONNECT decisions");
-	rc |= buf_addf(b, "egress_proxy_connect_total{decision=\"intercept\"} %ld\n", atomic_load(&s->connect_intercept));
-	rc |= buf_addf(b, "egress_proxy_connect_total{decision=\"tunnel\"} %ld\n", atomic_load(&s->connect_tunnel));
-	rc |= buf_addf(b, "egress_proxy_connect_total{decision=\"deny\"} %ld\n", atomic_load(&s->connect_deny));
-	rc |= buf_addf(b, "egress_proxy_connect_total{decision=\"error\"} %ld\n", atomic_load(&s->connect_error));
-	G("egress_proxy_requests_total", "counter", "intercepted and plain requests");
-	rc |= buf_addf(b, "egress_proxy_requests_total{injected=\"true\"} %ld\n", atomic_load(&s->req_injected));
-	rc |= buf_addf(b, "egress_proxy_requests_total{injected=\"false\"} %ld\n", atomic_load(&s->req_plain));
-	G("egress_proxy_refused_total", "counter", "refusals by reason");
-	rc |= buf_addf(b, "egress_proxy_refused_total{reason=\"auth\"} %ld\n", atomic_load(&s->ref_auth));
-	rc |= buf_addf(b, "egress_proxy_refused_total{reason=\"limit\"} %ld\n", atomic_load(&s->ref_limit));
-	rc |= buf_addf(b, "egress_proxy_refused_total{reason=\"ssrf\"} %ld\n", atomic_load(&s->ref_ssrf));
-	rc |= buf_addf(b, "egress_proxy_refused_total{reason=\"misdirected\"} %ld\n", atomic_load(&s->ref_misdirected));
-	rc |= buf_addf(b, "egress_proxy_refused_total{reason=\"badrequest\"} %ld\n", atomic_load(&s->ref_badrequest));
-	rc |= buf_addf(b, "egress_proxy_refused_total{reason=\"addon\"} %ld\n", atomic_load(&s->ref_addon));
-	rc |= buf_addf(b, "egress_proxy_refused_total{reason=\"upstream_tls\"} %ld\n", atomic_load(&s->ref_upstream_tls));
-	G("egress_proxy_bytes_total", "counter", "bytes relayed");
-	rc |= buf_addf(b, "egress_proxy_bytes_total{dir=\"up\"} %ld\n", atomic_load(&s->bytes_up));
-	rc |= buf_addf(b, "egress_proxy_bytes_total{dir=\"down\"} %ld\n", atomic_load(&s->bytes_down));
-	G("egress_proxy_addon_errors_total", "counter", "addon hook errors (failed closed)");
-	rc |= buf_addf(b, "egress_proxy_addon_errors_total %ld\n", atomic_load(&addon_errors_total));
-	G("egress_proxy_addon_reloads_total", "counter", "addon reloads");
-	rc |= buf_addf(b, "egress_proxy_addon_reloads_total{result=\"ok\"} %ld\n", atomic_load(&s->reload_ok));
-	rc |= buf_addf(b, "egress_proxy_addon_reloads_total{result=\"failed\"} %ld\n", atomic_load(&s->reload_failed));
-	G("egress_proxy_upstream_pool", "gauge", "idle upstream TLS connections parked for reuse");
-	rc |= buf_addf(b, "egress_proxy_upstream_pool %ld\n", atomic_load(&s->pool_idle));
-	G("egress_proxy_upstream_pool_total", "counter", "upstream pool events");
-	rc |= buf_addf(b, "egress_proxy_upstream_pool_total{event=\"parked\"} %ld\n", atomic_load(&s->pool_parked));
-	rc |= buf_addf(b, "egress_proxy_upstream_pool_total{event=\"reused\"} %ld\n", atomic_load(&s->pool_reused));
-	rc |= buf_addf(b, "egress_proxy_upstream_pool_total{event=\"lent\"} %ld\n", atomic_load(&s->pool_lent));
-	rc |= buf_addf(b, "egress_proxy_upstream_pool_total{event=\"dropped\"} %ld\n", atomic_load(&s->pool_dropped));
-	rc |= buf_addf(b, "egress_proxy_upstream_pool_total{event=\"retried\"} %ld\n", atomic_load(&s->pool_retried));
-	G("egress_proxy_sandboxes", "gauge", "registered sandboxes");
-	rc |= buf_addf(b, "egress_proxy_sandboxes %zu\n", sandbox_count());
-	G("egress_proxy_leaf_cache", "gauge", "leaf certificates cached");
-	rc |= buf_addf(b, "egress_proxy_leaf_cache %zu\n", P.cc != NULL ? certcache_size(P.cc) : (size_t)0);
-#undef G
-	(void)rc;
 }

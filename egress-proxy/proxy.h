@@ -1,20 +1,22 @@
 /*
  * proxy.h: the proxy's process-wide state, its worker threads and the
- * connection engine (proxy.c).
+ * connection engine (proxy.c). main.c fills the_proxy (conf, cc, audit_fd,
+ * the first addon source) before proxy_workers_start; afterwards only the
+ * counters (atomics, any thread) and the addon source (proxy_set_addons)
+ * change. The counters are shown by metrics.c.
  */
 #ifndef PROXY_PROXY_H
 #define PROXY_PROXY_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
-#include <openssl/ssl.h>
 
 #include "config.h"
 
 struct certcache;
 struct sandbox;
 struct addon_src;
-struct buf;
 
 struct pstats {
 	atomic_long	 conns, conns_total;
@@ -33,18 +35,14 @@ struct pstats {
 struct proxy {
 	struct pconf		*conf;
 	struct certcache	*cc;
-	SSL_CTX			*srv_ctx;	/* TLS towards clients */
-	SSL_CTX			*cli_ctx;	/* TLS towards upstreams */
 	int			 audit_fd;	/* -1: no audit log */
 	struct pstats		 st;
 	_Atomic(struct addon_src *) src;	/* current addons (main thread swaps) */
 	pthread_mutex_t		 src_mtx;
 };
 
-extern struct proxy P;
+extern struct proxy the_proxy;	/* the process's one proxy (proxy.c) */
 
-/* Builds the TLS contexts. 0 or -1 with err. */
-int	proxy_tls_init(char *err, size_t errlen);
 /* Starts n worker threads. 0 or -1. */
 int	proxy_workers_start(int n);
 void	proxy_workers_stop(void);
@@ -56,8 +54,6 @@ void	proxy_kill_sandbox(struct sandbox *sb);
 struct addon_src *proxy_addons(void);
 /* Swaps in a new addon source (ownership passes). */
 void	proxy_set_addons(struct addon_src *);
-/* Prometheus text into b. */
-void	proxy_metrics(struct buf *b);
 /* Open connections on all workers. */
 long	proxy_open_conns(void);
 

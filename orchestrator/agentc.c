@@ -528,3 +528,70 @@ agentc_request(struct agentc *ac, const char *method, const char *path,
 	explicit_bzero(head, sizeof(head));
 	return rc;
 }
+
+/* ---- the per-sandbox connection cache ---- */
+
+void
+agentc_cache_init(struct agentc_cache *cc)
+{
+	memset(cc, 0, sizeof(*cc));
+	pthread_mutex_init(&cc->mu, NULL);
+}
+
+void
+agentc_cache_clear(struct agentc_cache *cc)
+{
+	int i;
+
+	pthread_mutex_lock(&cc->mu);
+	for (i = 0; i < cc->n; i++)
+		agentc_close(cc->v[i].c);
+	cc->n = 0;
+	pthread_mutex_unlock(&cc->mu);
+}
+
+void
+agentc_cache_destroy(struct agentc_cache *cc)
+{
+	agentc_cache_clear(cc);
+	pthread_mutex_destroy(&cc->mu);
+}
+
+struct agentc *
+agentc_cache_get(struct agentc_cache *cc, const struct rt_agent_addr *addr,
+    int connect_ms, int *cached, char *err, size_t errlen)
+{
+	struct agentc *c = NULL;
+	long long now = util_mono_ms();
+
+	pthread_mutex_lock(&cc->mu);
+	while (cc->n > 0) {
+		cc->n--;
+		if (now - cc->v[cc->n].used_ms > AGENTC_CACHE_IDLE_MS) {
+			agentc_close(cc->v[cc->n].c);
+			continue;
+		}
+		c = cc->v[cc->n].c;
+		break;
+	}
+	pthread_mutex_unlock(&cc->mu);
+	*cached = c != NULL;
+	if (c == NULL)
+		c = agentc_open(addr, connect_ms, err, errlen);
+	return c;
+}
+
+void
+agentc_cache_put(struct agentc_cache *cc, struct agentc *c)
+{
+	pthread_mutex_lock(&cc->mu);
+	if (cc->n < AGENTC_CACHE_MAX) {
+		cc->v[cc->n].c = c;
+		cc->v[cc->n].used_ms = util_mono_ms();
+		cc->n++;
+		c = NULL;
+	}
+	pthread_mutex_unlock(&cc->mu);
+	if (c != NULL)
+		agentc_close(c);
+}

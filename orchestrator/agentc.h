@@ -8,6 +8,7 @@
 #ifndef AGENTC_H
 #define AGENTC_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include "attrib.h"
@@ -36,5 +37,38 @@ void	agentc_close(struct agentc *);
  * *flag becomes non-zero while they wait on the agent. NULL: never.
  */
 void	agentc_set_cancel(const atomic_int *flag, int grace_ms);
+
+/*
+ * A small cache of idle keep-alive connections to one sandbox's agent,
+ * shared by the threads that call it (one per session). A connection is
+ * taken out while in use and put back after a complete exchange; one
+ * idle longer than AGENTC_CACHE_IDLE_MS is closed rather than reused, well
+ * before the agent's own idle timeout can race a request on it.
+ */
+#define AGENTC_CACHE_MAX	8	/* concurrent calls of one session, kept */
+#define AGENTC_CACHE_IDLE_MS	20000
+
+struct agentc_cache {
+	pthread_mutex_t	 mu;
+	struct {
+		struct agentc	*c;
+		long long	 used_ms;	/* put back at (monotonic) */
+	}		 v[AGENTC_CACHE_MAX];
+	int		 n;
+};
+
+void	agentc_cache_init(struct agentc_cache *);
+void	agentc_cache_clear(struct agentc_cache *);	/* closes every one */
+void	agentc_cache_destroy(struct agentc_cache *);	/* clear, then free */
+/*
+ * A cached idle connection (*cached = 1) or a new one to addr (*cached =
+ * 0). NULL with err if the connect fails. The caller owns the connection
+ * until it puts it back or closes it.
+ */
+struct agentc *agentc_cache_get(struct agentc_cache *,
+	    const struct rt_agent_addr *addr, int connect_ms, int *cached,
+	    char *err, size_t errlen);
+/* Puts c back for reuse (or closes it when the cache is full). */
+void	agentc_cache_put(struct agentc_cache *, struct agentc *c);
 
 #endif

@@ -3,8 +3,10 @@
 # JSON-RPC fuzz target. Included by orchestrator/module.mk after the runtimes'
 # module.mk, so RT_LOCAL_OBJS / RT_K8S_OBJS are known here; each runtime
 # is linked in only when its part exists.
-ORCH_SRCS := orchestrator/conf.c orchestrator/work.c orchestrator/sess.c \
+ORCH_SRCS := orchestrator/conf.c orchestrator/work.c orchestrator/sessmgr.c \
+	orchestrator/pool.c orchestrator/sess.c orchestrator/reconcile.c \
 	orchestrator/tools.c orchestrator/mcp.c orchestrator/jsonu.c \
+	orchestrator/http.c orchestrator/mcp_http.c orchestrator/rest.c \
 	orchestrator/server.c orchestrator/runtime/fake/fake.c
 ORCH_OBJS := $(ORCH_SRCS:%.c=$(B)/%.o)
 ORCH_MAIN := $(B)/orchestrator/main.o

@@ -6,7 +6,7 @@
  *   orchestrator [-dnv] -f FILE | --help | --print-docs
  */
 #include <errno.h>
-#include <fcntl.h>
+#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,18 +18,21 @@
 
 #include "buf.h"
 #include "conf.h"
+#include "jsonmem.h"
 #include "log.h"
 #include "runtime/runtime.h"
 #include "runtime/fake/fake.h"
 #include "server.h"
 #include "sess.h"
 #include "tools.h"
+#include "util.h"
 #include "work.h"
 #include "xmalloc.h"
 
 #define KEY_MIN	16
 #define KEY_MAX	512
 
+/* The daemon's one instance: what the signal and timer callbacks reach. */
 static struct {
 	struct event_base	*base;
 	struct server		*sv;
@@ -39,7 +42,15 @@ static struct {
 	struct event		*drain_check;
 	struct event		*drain_deadline;
 	int			 draining;
-} G;
+} orch;
+
+enum { OPT_HELP = 256, OPT_PRINT_DOCS };
+
+static const struct option long_opts[] = {
+	{ "help", no_argument, NULL, OPT_HELP },
+	{ "print-docs", no_argument, NULL, OPT_PRINT_DOCS },
+	{ NULL, 0, NULL, 0 },
+};
 
 static void
 usage(FILE *fp)
@@ -58,22 +69,18 @@ load_key(const struct conf *c, char **key, char *err, size_t errlen)
 {
 	struct buf b;
 	const char *v;
-	char chunk[1024];
-	ssize_t n;
-	int fd;
+	char e[512];
 
 	*key = NULL;
 	if (c->key_file != NULL) {
-		if ((fd = open(c->key_file, O_RDONLY | O_CLOEXEC)) == -1) {
-			snprintf(err, errlen, "key_file %s: %s", c->key_file, strerror(errno));
+		buf_init(&b, KEY_MAX + 2);
+		if (util_read_file(c->key_file, &b, e, sizeof(e)) == -1 &&
+		    b.len < KEY_MAX + 2) {
+			buf_free(&b);
+			snprintf(err, errlen, "key_file %s", e);
 			return -1;
 		}
-		buf_init(&b, KEY_MAX + 2);
-		while ((n = read(fd, chunk, sizeof(chunk))) > 0)
-			if (buf_add(&b, chunk, (size_t)n) == -1)
-				break;
-		close(fd);
-		if (b.p == NULL) {
+		if (b.p == NULL || b.len == 0) {
 			buf_free(&b);
 			snprintf(err, errlen, "key_file %s is empty", c->key_file);
 			return -1;
@@ -128,7 +135,7 @@ make_runtime(struct conf *c, char *err, size_t errlen)
 #endif
 	}
 #ifdef HAVE_RT_K8S
-	c->k8s.base = G.base;
+	c->k8s.base = orch.base;
 	return runtime_k8s_new(&c->k8s, err, errlen);
 #else
 	snprintf(err, errlen, "runtime kubernetes: not built into this binary");
@@ -139,22 +146,22 @@ make_runtime(struct conf *c, char *err, size_t errlen)
 static void
 tick_run(void *arg UNUSED)
 {
-	sessmgr_tick(G.mgr);
+	sessmgr_tick(orch.mgr);
 }
 
 static void
 tick_cb(evutil_socket_t fd UNUSED, short ev UNUSED, void *arg UNUSED)
 {
-	if (!G.draining)
+	if (!orch.draining)
 		work_submit(tick_run, NULL, NULL);
 }
 
 static void
 drain_check_cb(evutil_socket_t fd UNUSED, short ev UNUSED, void *arg UNUSED)
 {
-	if (server_inflight(G.sv) == 0) {
+	if (server_inflight(orch.sv) == 0) {
 		log_info("drained: no call in flight; exiting (sandboxes keep running)");
-		event_base_loopexit(G.base, NULL);
+		event_base_loopexit(orch.base, NULL);
 	}
 }
 
@@ -162,8 +169,8 @@ static void
 drain_deadline_cb(evutil_socket_t fd UNUSED, short ev UNUSED, void *arg UNUSED)
 {
 	log_warnx("drain deadline passed with %d calls in flight; exiting "
-	    "(sandboxes keep running)", server_inflight(G.sv));
-	event_base_loopexit(G.base, NULL);
+	    "(sandboxes keep running)", server_inflight(orch.sv));
+	event_base_loopexit(orch.base, NULL);
 }
 
 static void
@@ -171,71 +178,68 @@ sig_cb(evutil_socket_t sig, short ev UNUSED, void *arg UNUSED)
 {
 	struct timeval tv;
 
-	if (G.draining) {
+	if (orch.draining) {
 		log_info("signal %d again: exiting now", (int)sig);
-		event_base_loopexit(G.base, NULL);
+		event_base_loopexit(orch.base, NULL);
 		return;
 	}
-	G.draining = 1;
+	orch.draining = 1;
 	log_info("signal %d: draining (no new sessions, %d calls in flight, "
-	    "deadline %lldms)", (int)sig, server_inflight(G.sv),
-	    G.conf->drain_timeout_ms);
-	sessmgr_set_draining(G.mgr);
-	server_drain(G.sv);
-	G.drain_check = event_new(G.base, -1, EV_PERSIST, drain_check_cb, NULL);
+	    "deadline %lldms)", (int)sig, server_inflight(orch.sv),
+	    orch.conf->drain_timeout_ms);
+	sessmgr_set_draining(orch.mgr);
+	server_drain(orch.sv);
+	orch.drain_check = event_new(orch.base, -1, EV_PERSIST, drain_check_cb, NULL);
 	tv.tv_sec = 0;
 	tv.tv_usec = 50000;
-	event_add(G.drain_check, &tv);
-	G.drain_deadline = evtimer_new(G.base, drain_deadline_cb, NULL);
-	tv.tv_sec = G.conf->drain_timeout_ms / 1000;
-	tv.tv_usec = (G.conf->drain_timeout_ms % 1000) * 1000;
-	event_add(G.drain_deadline, &tv);
+	event_add(orch.drain_check, &tv);
+	orch.drain_deadline = evtimer_new(orch.base, drain_deadline_cb, NULL);
+	tv.tv_sec = orch.conf->drain_timeout_ms / 1000;
+	tv.tv_usec = (orch.conf->drain_timeout_ms % 1000) * 1000;
+	event_add(orch.drain_deadline, &tv);
 }
 
 int
 main(int argc, char **argv)
 {
 	const char *file = NULL;
-	int check = 0, debug = 0, verbose = 0, i, rc = 1;
+	int check = 0, debug = 0, verbose = 0, ch, rc = 1;
 	struct conf conf;
 	struct runtime *rt = NULL;
 	struct event *sigterm = NULL, *sigint = NULL;
 	struct timeval tv;
 	char err[1024], *key = NULL;
 
-	for (i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+	jsonmem_init();
+	while ((ch = getopt_long(argc, argv, "df:nv", long_opts, NULL)) != -1) {
+		switch (ch) {
+		case 'd':
+			debug = 1;
+			break;
+		case 'f':
+			file = optarg;
+			break;
+		case 'n':
+			check = 1;
+			break;
+		case 'v':
+			verbose++;
+			break;
+		case OPT_HELP:
 			usage(stdout);
 			printf("\nconfiguration keys (YAML, dotted names are nested "
 			    "mappings):\n");
 			cfg_print_help(conf_keys, conf_nkeys, stdout);
 			return 0;
-		}
-		if (strcmp(a, "--print-docs") == 0) {
+		case OPT_PRINT_DOCS:
 			cfg_print_markdown(conf_keys, conf_nkeys, stdout);
 			return 0;
+		default:
+			usage(stderr);
+			return 2;
 		}
-		if (strcmp(a, "-f") == 0 && i + 1 < argc) {
-			file = argv[++i];
-			continue;
-		}
-		if (a[0] == '-' && a[1] != '\0' && a[1] != '-' && a[1] != 'f') {
-			const char *p;
-			for (p = a + 1; *p != '\0'; p++) {
-				if (*p == 'n')
-					check = 1;
-				else if (*p == 'd')
-					debug = 1;
-				else if (*p == 'v')
-					verbose++;
-				else {
-					usage(stderr);
-					return 2;
-				}
-			}
-			continue;
-		}
+	}
+	if (optind != argc) {
 		usage(stderr);
 		return 2;
 	}
@@ -272,48 +276,48 @@ main(int argc, char **argv)
 		fatalx("tool schemas do not parse");
 	if (evthread_use_pthreads() == -1)
 		fatalx("evthread_use_pthreads failed");
-	if ((G.base = event_base_new()) == NULL)
+	if ((orch.base = event_base_new()) == NULL)
 		fatalx("event_base_new failed");
-	G.conf = &conf;
+	orch.conf = &conf;
 	if ((rt = make_runtime(&conf, err, sizeof(err))) == NULL) {
 		log_warnx("runtime %s: %s", conf.runtime, err);
 		goto out;
 	}
-	if (work_init(G.base, (int)conf.workers_min, (int)conf.workers_max) == -1)
+	if (work_init(orch.base, (int)conf.workers_min, (int)conf.workers_max) == -1)
 		fatalx("cannot start worker threads");
-	G.mgr = sessmgr_new(rt, &conf);
+	orch.mgr = sessmgr_new(rt, &conf);
 	/* The runtime is the truth: rebuild the sessions before serving. */
-	if (sessmgr_reconcile(G.mgr, 1, err, sizeof(err)) == -1)
+	if (sessmgr_reconcile(orch.mgr, 1, err, sizeof(err)) == -1)
 		log_warnx("initial reconcile failed (will retry): %s", err);
-	if ((G.sv = server_new(G.base, &conf, G.mgr, key, err, sizeof(err))) == NULL) {
+	if ((orch.sv = server_new(orch.base, &conf, orch.mgr, key, err, sizeof(err))) == NULL) {
 		log_warnx("%s", err);
 		goto out;
 	}
 	explicit_bzero(key, strlen(key));
-	G.tick = event_new(G.base, -1, EV_PERSIST, tick_cb, NULL);
+	orch.tick = event_new(orch.base, -1, EV_PERSIST, tick_cb, NULL);
 	tv.tv_sec = conf.reap_interval_ms / 1000;
 	tv.tv_usec = (conf.reap_interval_ms % 1000) * 1000;
-	event_add(G.tick, &tv);
+	event_add(orch.tick, &tv);
 	/* First pool refill right away. */
 	work_submit(tick_run, NULL, NULL);
-	sigterm = evsignal_new(G.base, SIGTERM, sig_cb, NULL);
-	sigint = evsignal_new(G.base, SIGINT, sig_cb, NULL);
+	sigterm = evsignal_new(orch.base, SIGTERM, sig_cb, NULL);
+	sigint = evsignal_new(orch.base, SIGINT, sig_cb, NULL);
 	event_add(sigterm, NULL);
 	event_add(sigint, NULL);
 	log_info("listening on %s runtime=%s pool.min_idle=%lld idle=%lldms "
 	    "lifetime=%lldms", conf.listen, conf.runtime, conf.pool_min_idle,
 	    conf.idle_ms, conf.lifetime_ms);
-	event_base_dispatch(G.base);
+	event_base_dispatch(orch.base);
 	rc = 0;
 	/* Workers may still be inside runtime or agent calls: do not free what
 	 * they use; the process exits and sandboxes keep running. */
 	work_shutdown();
-	if (G.tick != NULL)
-		event_free(G.tick);
-	if (G.drain_check != NULL)
-		event_free(G.drain_check);
-	if (G.drain_deadline != NULL)
-		event_free(G.drain_deadline);
+	if (orch.tick != NULL)
+		event_free(orch.tick);
+	if (orch.drain_check != NULL)
+		event_free(orch.drain_check);
+	if (orch.drain_deadline != NULL)
+		event_free(orch.drain_deadline);
 	if (sigterm != NULL)
 		event_free(sigterm);
 	if (sigint != NULL)

@@ -166,6 +166,122 @@ initialize_result(enum mcp_version v)
 }
 
 /*
+ * One MCP method: answers the request with id and params (an object or
+ * NULL), or returns NULL after adding a pending call. *status_hint is the
+ * HTTP status for a single-message reply (200 unless set).
+ */
+struct mcp_method {
+	const char	*name;
+	cJSON		*(*handler)(const struct mcp_in *, struct mcp_out *,
+			    const cJSON *id, const cJSON *params, int in_batch,
+			    int slot, int *status_hint);
+};
+
+static cJSON *
+m_initialize(const struct mcp_in *in UNUSED, struct mcp_out *out,
+    const cJSON *id, const cJSON *params, int in_batch, int slot UNUSED,
+    int *status_hint)
+{
+	const cJSON *pv = cJSON_GetObjectItemCaseSensitive(params, "protocolVersion");
+
+	if (in_batch) {
+		*status_hint = 400;
+		return mcp_error(id, E_INVALID, "Invalid Request: initialize "
+		    "must not be part of a JSON-RPC batch");
+	}
+	if (!cJSON_IsString(pv))
+		return mcp_error(id, E_PARAMS, "Invalid params: initialize needs "
+		    "params.protocolVersion (a string)");
+	out->version = mcp_negotiate(pv->valuestring);
+	return mcp_result(id, initialize_result(out->version));
+}
+
+static cJSON *
+m_ping(const struct mcp_in *in UNUSED, struct mcp_out *out UNUSED,
+    const cJSON *id, const cJSON *params UNUSED, int in_batch UNUSED,
+    int slot UNUSED, int *status_hint UNUSED)
+{
+	return mcp_result(id, cJSON_CreateObject());
+}
+
+static cJSON *
+m_tools_list(const struct mcp_in *in UNUSED, struct mcp_out *out UNUSED,
+    const cJSON *id, const cJSON *params, int in_batch UNUSED,
+    int slot UNUSED, int *status_hint UNUSED)
+{
+	const cJSON *cur = cJSON_GetObjectItemCaseSensitive(params, "cursor");
+	cJSON *r;
+
+	if (cur != NULL && !cJSON_IsNull(cur))
+		return mcp_error(id, E_PARAMS, "Invalid params: unknown cursor "
+		    "(all tools fit in one page)");
+	r = cJSON_CreateObject();
+	cJSON_AddItemToObject(r, "tools", tools_list());
+	return mcp_result(id, r);
+}
+
+static cJSON *
+m_tools_call(const struct mcp_in *in, struct mcp_out *out, const cJSON *id,
+    const cJSON *params, int in_batch, int slot, int *status_hint)
+{
+	const cJSON *name, *args, *meta, *tok;
+	struct tool_call *tc;
+	char msg[256], nm[64];
+
+	name = cJSON_GetObjectItemCaseSensitive(params, "name");
+	args = cJSON_GetObjectItemCaseSensitive(params, "arguments");
+	if (!cJSON_IsString(name))
+		return mcp_error(id, E_PARAMS, "Invalid params: tools/call needs "
+		    "params.name (a string)");
+	if (!tools_exists(name->valuestring)) {
+		log_escape(nm, sizeof(nm), name->valuestring,
+		    strlen(name->valuestring));
+		snprintf(msg, sizeof(msg), "Unknown tool: %s (tools/list names "
+		    "the tools)", nm);
+		return mcp_error(id, E_PARAMS, msg);
+	}
+	if (args != NULL && !cJSON_IsObject(args) && !cJSON_IsNull(args))
+		return mcp_error(id, E_PARAMS, "Invalid params: params.arguments "
+		    "must be an object");
+	if (in->sid == NULL) {
+		*status_hint = 400;
+		return mcp_error(id, E_PARAMS, "Invalid params: tools/call needs "
+		    "the X-Session-Id request header (1-128 characters from "
+		    "A-Z a-z 0-9 - _ . : @ + =); it names this session's sandbox");
+	}
+	tc = xcalloc(1, sizeof(*tc));
+	snprintf(tc->sid, sizeof(tc->sid), "%s", in->sid);
+	snprintf(tc->org, sizeof(tc->org), "%s", in->org ? in->org : "");
+	snprintf(tc->user, sizeof(tc->user), "%s", in->user ? in->user : "");
+	tc->name = xstrdup(name->valuestring);
+	tc->args = (args != NULL && cJSON_IsObject(args)) ?
+	    cJSON_Duplicate(args, 1) : cJSON_CreateObject();
+	tc->structured = out->version >= MCP_V_0618;
+	out->pend = xreallocarray(out->pend, out->npend + 1, sizeof(*out->pend));
+	out->pend[out->npend].tc = tc;
+	out->pend[out->npend].id = cJSON_Duplicate(id, 1);
+	out->pend[out->npend].slot = slot;
+	out->npend++;
+	if (!in_batch) {
+		snprintf(out->tool, sizeof(out->tool), "%s", tc->name);
+		meta = cJSON_GetObjectItemCaseSensitive(params, "_meta");
+		tok = cJSON_GetObjectItemCaseSensitive(meta, "progressToken");
+		if (id_ok(tok)) {
+			out->want_progress = 1;
+			out->progress_token = cJSON_Duplicate(tok, 1);
+		}
+	}
+	return NULL;	/* pending */
+}
+
+static const struct mcp_method mcp_methods[] = {
+	{ "initialize", m_initialize },
+	{ "ping", m_ping },
+	{ "tools/list", m_tools_list },
+	{ "tools/call", m_tools_call },
+};
+
+/*
  * Handles one message. Returns the reply (or NULL for none) and sets
  * *status_hint for a single-message reply. May add a pending call.
  */
@@ -173,10 +289,11 @@ static cJSON *
 handle_one(const struct mcp_in *in, struct mcp_out *out, const cJSON *m,
     int in_batch, int slot, int *status_hint)
 {
-	const cJSON *id, *params, *name, *args;
+	const cJSON *id, *params;
 	enum kind k = classify(m, &id);
 	const char *method;
 	char msg[256], nm[64];
+	size_t i;
 
 	*status_hint = 200;
 	switch (k) {
@@ -201,81 +318,10 @@ handle_one(const struct mcp_in *in, struct mcp_out *out, const cJSON *m,
 	params = cJSON_GetObjectItemCaseSensitive(m, "params");
 	if (params != NULL && !cJSON_IsObject(params) && !cJSON_IsNull(params))
 		return mcp_error(id, E_PARAMS, "Invalid params: params must be an object");
-
-	if (strcmp(method, "initialize") == 0) {
-		const cJSON *pv = cJSON_GetObjectItemCaseSensitive(params, "protocolVersion");
-		if (in_batch) {
-			*status_hint = 400;
-			return mcp_error(id, E_INVALID, "Invalid Request: initialize "
-			    "must not be part of a JSON-RPC batch");
-		}
-		if (!cJSON_IsString(pv))
-			return mcp_error(id, E_PARAMS, "Invalid params: initialize needs "
-			    "params.protocolVersion (a string)");
-		out->version = mcp_negotiate(pv->valuestring);
-		return mcp_result(id, initialize_result(out->version));
-	}
-	if (strcmp(method, "ping") == 0)
-		return mcp_result(id, cJSON_CreateObject());
-	if (strcmp(method, "tools/list") == 0) {
-		const cJSON *cur = cJSON_GetObjectItemCaseSensitive(params, "cursor");
-		cJSON *r;
-		if (cur != NULL && !cJSON_IsNull(cur))
-			return mcp_error(id, E_PARAMS, "Invalid params: unknown cursor "
-			    "(all tools fit in one page)");
-		r = cJSON_CreateObject();
-		cJSON_AddItemToObject(r, "tools", tools_list());
-		return mcp_result(id, r);
-	}
-	if (strcmp(method, "tools/call") == 0) {
-		struct tool_call *tc;
-		const cJSON *meta, *tok;
-
-		name = cJSON_GetObjectItemCaseSensitive(params, "name");
-		args = cJSON_GetObjectItemCaseSensitive(params, "arguments");
-		if (!cJSON_IsString(name))
-			return mcp_error(id, E_PARAMS, "Invalid params: tools/call needs "
-			    "params.name (a string)");
-		if (!tools_exists(name->valuestring)) {
-			log_escape(nm, sizeof(nm), name->valuestring,
-			    strlen(name->valuestring));
-			snprintf(msg, sizeof(msg), "Unknown tool: %s (tools/list names "
-			    "the tools)", nm);
-			return mcp_error(id, E_PARAMS, msg);
-		}
-		if (args != NULL && !cJSON_IsObject(args) && !cJSON_IsNull(args))
-			return mcp_error(id, E_PARAMS, "Invalid params: params.arguments "
-			    "must be an object");
-		if (in->sid == NULL) {
-			*status_hint = 400;
-			return mcp_error(id, E_PARAMS, "Invalid params: tools/call needs "
-			    "the X-Session-Id request header (1-128 characters from "
-			    "A-Z a-z 0-9 - _ . : @ + =); it names this session's sandbox");
-		}
-		tc = xcalloc(1, sizeof(*tc));
-		snprintf(tc->sid, sizeof(tc->sid), "%s", in->sid);
-		snprintf(tc->org, sizeof(tc->org), "%s", in->org ? in->org : "");
-		snprintf(tc->user, sizeof(tc->user), "%s", in->user ? in->user : "");
-		tc->name = xstrdup(name->valuestring);
-		tc->args = (args != NULL && cJSON_IsObject(args)) ?
-		    cJSON_Duplicate(args, 1) : cJSON_CreateObject();
-		tc->structured = out->version >= MCP_V_0618;
-		out->pend = xreallocarray(out->pend, out->npend + 1, sizeof(*out->pend));
-		out->pend[out->npend].tc = tc;
-		out->pend[out->npend].id = cJSON_Duplicate(id, 1);
-		out->pend[out->npend].slot = slot;
-		out->npend++;
-		if (!in_batch) {
-			snprintf(out->tool, sizeof(out->tool), "%s", tc->name);
-			meta = cJSON_GetObjectItemCaseSensitive(params, "_meta");
-			tok = cJSON_GetObjectItemCaseSensitive(meta, "progressToken");
-			if (id_ok(tok)) {
-				out->want_progress = 1;
-				out->progress_token = cJSON_Duplicate(tok, 1);
-			}
-		}
-		return NULL;	/* pending */
-	}
+	for (i = 0; i < NELEM(mcp_methods); i++)
+		if (strcmp(method, mcp_methods[i].name) == 0)
+			return mcp_methods[i].handler(in, out, id, params, in_batch,
+			    slot, status_hint);
 	log_escape(nm, sizeof(nm), method, strlen(method));
 	snprintf(msg, sizeof(msg), "Method not found: %s", nm);
 	return mcp_error(id, E_METHOD, msg);

@@ -8,6 +8,7 @@
 #include <event2/thread.h>
 
 #include "log.h"
+#include "util.h"
 #include "work.h"
 #include "xmalloc.h"
 
@@ -33,7 +34,7 @@ static struct {
 	struct witem	*chead, *ctail;
 	struct event	*cev;
 	struct event_base *base;
-} W = {
+} wq = {
 	.mu = PTHREAD_MUTEX_INITIALIZER,
 	.cv = PTHREAD_COND_INITIALIZER,
 	.cmu = PTHREAD_MUTEX_INITIALIZER,
@@ -46,17 +47,17 @@ complete(struct witem *it)
 {
 	int kick;
 
-	pthread_mutex_lock(&W.cmu);
-	kick = W.chead == NULL;
+	pthread_mutex_lock(&wq.cmu);
+	kick = wq.chead == NULL;
 	it->next = NULL;
-	if (W.ctail != NULL)
-		W.ctail->next = it;
+	if (wq.ctail != NULL)
+		wq.ctail->next = it;
 	else
-		W.chead = it;
-	W.ctail = it;
-	pthread_mutex_unlock(&W.cmu);
+		wq.chead = it;
+	wq.ctail = it;
+	pthread_mutex_unlock(&wq.cmu);
 	if (kick)
-		event_active(W.cev, EV_READ, 0);
+		event_active(wq.cev, EV_READ, 0);
 }
 
 static void
@@ -64,10 +65,10 @@ completions_cb(evutil_socket_t fd UNUSED, short ev UNUSED, void *arg UNUSED)
 {
 	struct witem *it, *next;
 
-	pthread_mutex_lock(&W.cmu);
-	it = W.chead;
-	W.chead = W.ctail = NULL;
-	pthread_mutex_unlock(&W.cmu);
+	pthread_mutex_lock(&wq.cmu);
+	it = wq.chead;
+	wq.chead = wq.ctail = NULL;
+	pthread_mutex_unlock(&wq.cmu);
 	for (; it != NULL; it = next) {
 		next = it->next;
 		if (it->done != NULL)
@@ -93,8 +94,8 @@ spawn_locked(void)
 		log_warn("work: pthread_create");
 		return -1;
 	}
-	W.nthreads++;
-	W.nidle++;
+	wq.nthreads++;
+	wq.nidle++;
 	return 0;
 }
 
@@ -104,35 +105,34 @@ work_main(void *arg UNUSED)
 	struct witem *it;
 	struct timespec ts;
 
-	pthread_mutex_lock(&W.mu);
+	pthread_mutex_lock(&wq.mu);
 	for (;;) {
-		while (W.head == NULL && !W.stopping) {
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_sec += WORK_IDLE_EXIT_S;
-			if (pthread_cond_timedwait(&W.cv, &W.mu, &ts) == ETIMEDOUT &&
-			    W.head == NULL && W.nthreads > W.min)
+		while (wq.head == NULL && !wq.stopping) {
+			util_deadline(&ts, WORK_IDLE_EXIT_S * 1000LL);
+			if (pthread_cond_timedwait(&wq.cv, &wq.mu, &ts) == ETIMEDOUT &&
+			    wq.head == NULL && wq.nthreads > wq.min)
 				goto out;
 		}
-		if (W.stopping && W.head == NULL)
+		if (wq.stopping && wq.head == NULL)
 			goto out;
-		it = W.head;
-		W.head = it->next;
-		if (W.head == NULL)
-			W.tail = NULL;
-		W.nqueued--;
-		W.nidle--;
-		W.nbusy++;
-		pthread_mutex_unlock(&W.mu);
+		it = wq.head;
+		wq.head = it->next;
+		if (wq.head == NULL)
+			wq.tail = NULL;
+		wq.nqueued--;
+		wq.nidle--;
+		wq.nbusy++;
+		pthread_mutex_unlock(&wq.mu);
 		it->fn(it->arg);
 		complete(it);
-		pthread_mutex_lock(&W.mu);
-		W.nbusy--;
-		W.nidle++;
+		pthread_mutex_lock(&wq.mu);
+		wq.nbusy--;
+		wq.nidle++;
 	}
 out:
-	W.nthreads--;
-	W.nidle--;
-	pthread_mutex_unlock(&W.mu);
+	wq.nthreads--;
+	wq.nidle--;
+	pthread_mutex_unlock(&wq.mu);
 	return NULL;
 }
 
@@ -146,18 +146,18 @@ work_init(struct event_base *base, int min, int max)
 {
 	int i;
 
-	W.base = base;
-	W.min = min;
-	W.max = max;
-	if ((W.cev = event_new(base, -1, EV_PERSIST, completions_cb, NULL)) == NULL)
+	wq.base = base;
+	wq.min = min;
+	wq.max = max;
+	if ((wq.cev = event_new(base, -1, EV_PERSIST, completions_cb, NULL)) == NULL)
 		return -1;
-	pthread_mutex_lock(&W.mu);
+	pthread_mutex_lock(&wq.mu);
 	for (i = 0; i < min; i++)
 		if (spawn_locked() == -1) {
-			pthread_mutex_unlock(&W.mu);
+			pthread_mutex_unlock(&wq.mu);
 			return -1;
 		}
-	pthread_mutex_unlock(&W.mu);
+	pthread_mutex_unlock(&wq.mu);
 	return 0;
 }
 
@@ -169,17 +169,17 @@ work_submit(work_fn fn, work_fn done, void *arg)
 	it->fn = fn;
 	it->done = done;
 	it->arg = arg;
-	pthread_mutex_lock(&W.mu);
-	if (W.tail != NULL)
-		W.tail->next = it;
+	pthread_mutex_lock(&wq.mu);
+	if (wq.tail != NULL)
+		wq.tail->next = it;
 	else
-		W.head = it;
-	W.tail = it;
-	W.nqueued++;
-	if (W.nidle < W.nqueued && W.nthreads < W.max)
+		wq.head = it;
+	wq.tail = it;
+	wq.nqueued++;
+	if (wq.nidle < wq.nqueued && wq.nthreads < wq.max)
 		(void)spawn_locked();
-	pthread_cond_signal(&W.cv);
-	pthread_mutex_unlock(&W.mu);
+	pthread_cond_signal(&wq.cv);
+	pthread_mutex_unlock(&wq.mu);
 }
 
 void
@@ -196,18 +196,18 @@ work_loop_call(work_fn fn, void *arg)
 void
 work_stats(int *threads, int *busy, int *queued)
 {
-	pthread_mutex_lock(&W.mu);
-	*threads = W.nthreads;
-	*busy = W.nbusy;
-	*queued = W.nqueued;
-	pthread_mutex_unlock(&W.mu);
+	pthread_mutex_lock(&wq.mu);
+	*threads = wq.nthreads;
+	*busy = wq.nbusy;
+	*queued = wq.nqueued;
+	pthread_mutex_unlock(&wq.mu);
 }
 
 void
 work_shutdown(void)
 {
-	pthread_mutex_lock(&W.mu);
-	W.stopping = 1;
-	pthread_cond_broadcast(&W.cv);
-	pthread_mutex_unlock(&W.mu);
+	pthread_mutex_lock(&wq.mu);
+	wq.stopping = 1;
+	pthread_cond_broadcast(&wq.cv);
+	pthread_mutex_unlock(&wq.mu);
 }

@@ -1,6 +1,6 @@
 /*
  * runtime.h: the one interface through which the orchestrator drives
- * sandboxes (DESIGN.md section 3). Two engines implement it: local
+ * sandboxes (docs/architecture.md). Two engines implement it: local
  * (runtime/local/local.c, bubblewrap) and kubernetes (runtime/k8s/k8s.c); a fake
  * for tests (runtime/fake/fake.c).
  *

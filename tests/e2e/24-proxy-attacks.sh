@@ -1,4 +1,4 @@
-# 24-proxy-attacks: DESIGN.md section 5, request level. Every case asserts on
+# 24-proxy-attacks: the request-level attacks of docs/threat-model.md. Every case asserts on
 # what the upstreams actually received (fake API log, recording attacker),
 # not only on the status the client saw.
 . "$(dirname "$0")/../lib/common.sh"

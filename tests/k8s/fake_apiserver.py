@@ -790,7 +790,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                           "requested resource")
         verb = {"GET": "get" if name else "list", "POST": "create",
                 "PUT": "update", "PATCH": "patch", "DELETE": "delete"}[method]
-        # RBAC of deploy/rbac.yaml: Secrets may be created and deleted by
+        # RBAC of deploy/10-rbac.yaml: Secrets may be created and deleted by
         # the orchestrator, never read.
         if plural == "secrets" and verb in ("get", "list"):
             return status(403, "Forbidden",

@@ -1,4 +1,4 @@
-/* test_proxy_canon.c: CONNECT target canonicalisation (DESIGN.md sec 5). */
+/* test_proxy_canon.c: CONNECT target canonicalisation (docs/threat-model.md). */
 #include <string.h>
 
 #include "../../egress-proxy/canon.h"

@@ -277,7 +277,7 @@ timeouts:
 	fi
 	px_bench_start() { # row
 		[ "${BENCH_HEAPSITES:-0}" = 1 ] && HS_ENV=(env LD_PRELOAD="$T/heapsites.so" HEAPSITES_OUT="$T/hs-$1")
-		"${HS_ENV[@]}" "$PROXY_BIN" -d -f "$PX_DIR/proxy.yaml" >>"$PX_DIR/stderr" 2>&1 &
+		"${HS_ENV[@]}" "$PROXY_BIN" -f "$PX_DIR/proxy.yaml" >>"$PX_DIR/stderr" 2>&1 &
 		PX_PID=$!
 		track_pid $PX_PID
 		wait_port "$PX_PORT" 20 && wait_for 10 test -s "$PX_CA" && return 0

@@ -219,7 +219,7 @@ main(int argc, char **argv)
 	e.cctx = SSL_CTX_new(TLS_client_method());
 	if (e.sctx == NULL || e.cctx == NULL)
 		die("SSL_CTX_new");
-	/* the proxy's server-side settings (egress-proxy/proxy.c) */
+	/* the proxy's server-side settings (egress-proxy/tls.c, tls_init) */
 	SSL_CTX_set_min_proto_version(e.sctx, TLS1_2_VERSION);
 	SSL_CTX_set_mode(e.sctx, SSL_MODE_RELEASE_BUFFERS);
 	SSL_CTX_set_mode(e.cctx, SSL_MODE_RELEASE_BUFFERS);

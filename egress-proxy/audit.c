@@ -1,0 +1,161 @@
+/*
+ * audit.c: the audit log's lines (see audit.h for the format and the
+ * queue). A line is formatted whole in the queue's line buffer, then
+ * appended to the queue in one piece or dropped: the file never gets half
+ * a line. Only the owning worker's thread touches a queue until it stops.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "attrib.h"
+#include "audit.h"
+#include "buf.h"
+#include "log.h"
+#include "util.h"
+#include "xmalloc.h"
+
+/*
+ * Lines waiting for the flush past this are dropped (with a warning) rather
+ * than held: a stalled audit file must not grow a worker without bound.
+ */
+#define AUDIT_QUEUE_MAX	((size_t)16 * 1024 * 1024)
+/* A line: the path is cut at AUDIT_PATH_MAX, every other field is bounded. */
+#define AUDIT_LINE_MAX	((size_t)64 * 1024)
+#define AUDIT_PATH_MAX	512
+
+struct auditq {
+	int		 fd;
+	struct event	*ev;		/* the flush, made active by the first line */
+	struct buf	 q;		/* lines waiting for ev */
+	struct buf	 line;		/* the line being formatted */
+};
+
+static void
+json_str(struct buf *b, const char *s, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t i;
+	int rc = 0;
+
+	rc |= buf_add(b, "\"", 1);
+	for (i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		if (ch == '"' || ch == '\\') {
+			char e[2] = { '\\', (char)ch };
+			rc |= buf_add(b, e, 2);
+		} else if (ch < 0x20 || ch >= 0x7f) {
+			char e[6] = { '\\', 'u', '0', '0', hex[ch >> 4], hex[ch & 15] };
+			rc |= buf_add(b, e, 6);
+		} else
+			rc |= buf_add(b, (const char *)&ch, 1);
+	}
+	rc |= buf_add(b, "\"", 1);
+	(void)rc;
+}
+
+/* Starts a line: the timestamp, then sandbox and host. */
+static void
+line_start(struct buf *b, const struct audit_rec *r)
+{
+	long long ms = util_unix_ms();
+	time_t sec = (time_t)(ms / 1000);
+	struct tm tm;
+	char t[40];
+	size_t n;
+
+	buf_reset(b);
+	gmtime_r(&sec, &tm);
+	n = strftime(t, sizeof(t), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(t + n, sizeof(t) - n, ".%03dZ", (int)(ms % 1000));
+	ign(buf_addf(b, "{\"ts\":\"%s\",\"sandbox\":", t));
+	json_str(b, r->sandbox, strlen(r->sandbox));
+	ign(buf_add(b, ",\"host\":", 8));
+	json_str(b, r->host, strlen(r->host));
+}
+
+/* Queues the line; the first one of a loop pass makes the flush active. */
+static void
+line_queue(struct auditq *aq)
+{
+	if (aq->line.p == NULL)
+		return;
+	if (aq->q.len == 0)
+		event_active(aq->ev, EV_TIMEOUT, 0);
+	if (buf_add(&aq->q, aq->line.p, aq->line.len) == -1)
+		log_warnx("audit: buffer full, line dropped");
+}
+
+void
+auditq_flush(struct auditq *aq)
+{
+	size_t off = 0;
+	ssize_t n;
+
+	while (off < aq->q.len) {
+		n = write(aq->fd, aq->q.p + off, aq->q.len - off);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			log_warn("audit write");
+			break;
+		}
+		off += (size_t)n;
+	}
+	buf_reset(&aq->q);
+}
+
+static void
+auditq_flush_cb(evutil_socket_t fd, short ev, void *arg)
+{
+	(void)fd;
+	(void)ev;
+	auditq_flush(arg);
+}
+
+struct auditq *
+auditq_new(struct event_base *base, int fd)
+{
+	struct auditq *aq = xcalloc(1, sizeof(*aq));
+
+	aq->fd = fd;
+	buf_init(&aq->q, AUDIT_QUEUE_MAX);
+	buf_init(&aq->line, AUDIT_LINE_MAX);
+	aq->ev = event_new(base, -1, 0, auditq_flush_cb, aq);
+	return aq;
+}
+
+void
+audit_request(struct auditq *aq, const struct audit_rec *r)
+{
+	struct buf *b = &aq->line;
+
+	line_start(b, r);
+	ign(buf_addf(b, ",\"type\":\"%s\",\"method\":\"%s\",\"path\":", r->type,
+	    r->method));
+	json_str(b, r->path, r->path_len > AUDIT_PATH_MAX ? AUDIT_PATH_MAX : r->path_len);
+	ign(buf_addf(b, ",\"status\":%d,\"bytes_up\":%llu,\"bytes_down\":%llu,"
+	    "\"injected\":%s,\"rule\":", r->status, r->bytes_up, r->bytes_down,
+	    r->rule != NULL ? "true" : "false"));
+	if (r->rule != NULL)
+		json_str(b, r->rule, strlen(r->rule));
+	else
+		ign(buf_add(b, "null", 4));
+	ign(buf_add(b, "}\n", 2));
+	line_queue(aq);
+}
+
+void
+audit_tunnel(struct auditq *aq, const struct audit_rec *r)
+{
+	struct buf *b = &aq->line;
+
+	line_start(b, r);
+	ign(buf_addf(b, ",\"type\":\"tunnel\",\"bytes_up\":%llu,\"bytes_down\":%llu,"
+	    "\"injected\":false}\n", r->bytes_up, r->bytes_down));
+	line_queue(aq);
+}

@@ -1,0 +1,323 @@
+/*
+ * rest.c: the REST surface for trusted clients (docs/operator-guide.md):
+ * GET/POST /v1/sessions, GET/DELETE /v1/sessions/{id}, POST
+ * /v1/sessions/{id}/{stop,start}. Parsing and answering run on the event
+ * loop; the session operations run on a worker (rjob) and answer from its
+ * completion. Errors are {"error":{"code","message"}}.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+
+#include <cjson/cJSON.h>
+
+#include "http.h"
+#include "jsonu.h"
+#include "rest.h"
+#include "work.h"
+#include "xmalloc.h"
+
+enum rop { R_CREATE, R_STOP, R_START, R_DELETE };
+
+struct rjob {
+	struct http		*ht;
+	struct sessmgr		*mgr;
+	struct evhttp_request	*req;
+	enum rop		 op;
+	char			 sid[ID_SESSION_MAX + 1];
+	char			 org[ID_SESSION_MAX + 1];
+	char			 user[ID_SESSION_MAX + 1];
+	char			*image;
+	struct sess_opts	 opts;
+	int			 custom;
+	/* out */
+	int			 status;
+	cJSON			*body;
+};
+
+static int
+sess_err_http(enum sess_err e, const char **code)
+{
+	switch (e) {
+	case SE_BAD: *code = "bad_request"; return 400;
+	case SE_NOTFOUND: *code = "not_found"; return 404;
+	case SE_LIMIT: *code = "limit_reached"; return 429;
+	case SE_DRAINING: *code = "draining"; return 503;
+	case SE_BUSY: *code = "busy"; return 409;
+	case SE_AGENT: *code = "agent_error"; return 502;
+	case SE_RUNTIME:
+	default: *code = "runtime_error"; return 502;
+	}
+}
+
+static void
+rjob_run(void *arg)
+{
+	struct rjob *r = arg;
+	struct sessmgr *m = r->mgr;
+	enum sess_err e = SE_OK;
+	const char *code;
+	char err[512];
+	struct sess *s;
+	int rc = 0;
+
+	switch (r->op) {
+	case R_CREATE:
+	case R_START:
+		s = sess_get(m, r->sid, r->org, r->user, r->op == R_CREATE, &e, err,
+		    sizeof(err));
+		if (s == NULL) {
+			rc = -1;
+			break;
+		}
+		if (r->custom)
+			rc = sess_reprovision(s, &r->opts, &e, err, sizeof(err));
+		else if ((rc = sess_enter(s, &e, err, sizeof(err))) == 0)
+			sess_leave(s);
+		if (rc == 0) {
+			r->status = r->op == R_CREATE ? 201 : 200;
+			r->body = sess_json(s);
+		}
+		sess_put(s);
+		break;
+	case R_STOP:
+		if ((rc = sess_stop(m, r->sid, "stopped by REST", &e, err,
+		    sizeof(err))) == 0 &&
+		    (s = sess_get(m, r->sid, NULL, NULL, 0, &e, err, sizeof(err))) != NULL) {
+			r->status = 200;
+			r->body = sess_json(s);
+			sess_put(s);
+		}
+		break;
+	case R_DELETE:
+		if ((rc = sess_delete(m, r->sid, "deleted by REST", &e, err,
+		    sizeof(err))) == 0) {
+			r->status = 200;
+			r->body = cJSON_CreateObject();
+			cJSON_AddStringToObject(r->body, "deleted", r->sid);
+		}
+		break;
+	}
+	if (rc == -1 || r->body == NULL) {
+		r->status = sess_err_http(e, &code);
+		r->body = http_err_json(code, err);
+	}
+}
+
+static void
+rjob_done(void *arg)
+{
+	struct rjob *r = arg;
+
+	http_send_json(r->ht, r->req, r->status, r->body);
+	http_inflight_add(r->ht, -1);
+	cJSON_Delete(r->body);
+	free(r->image);
+	free(r);
+}
+
+/* An id-like string field; NULL if fine, else why not. */
+static const char *
+rest_id_field(cJSON *j, const char *name, char *dst, size_t len, int required)
+{
+	cJSON *v = cJSON_GetObjectItemCaseSensitive(j, name);
+
+	if (v == NULL && !required)
+		return NULL;
+	if (v == NULL || !cJSON_IsString(v) || !id_session_valid(v->valuestring))
+		return "id, org and user must be 1-128 characters from A-Z a-z 0-9 - _ . : @ + = (id is required)";
+	snprintf(dst, len, "%s", v->valuestring);
+	return NULL;
+}
+
+static void
+rest_create(struct http *ht, struct sessmgr *mgr, struct evhttp_request *req)
+{
+	struct evbuffer *in = evhttp_request_get_input_buffer(req);
+	size_t len = evbuffer_get_length(in);
+	const char *body = (const char *)evbuffer_pullup(in, -1);
+	cJSON *j = NULL, *v;
+	struct rjob *r;
+	const char *why = NULL;
+
+	if (!http_ctype_json(http_hdr(req, "Content-Type"))) {
+		http_send_err(ht, req, 415, "unsupported_media_type",
+		    "Content-Type must be application/json");
+		return;
+	}
+	if (body == NULL || !jsonu_utf8_valid(body, len) ||
+	    (j = cJSON_ParseWithLength(body, len)) == NULL || !cJSON_IsObject(j)) {
+		cJSON_Delete(j);
+		http_send_err(ht, req, 400, "bad_json", "the body must be a JSON object");
+		return;
+	}
+	r = xcalloc(1, sizeof(*r));
+	r->ht = ht;
+	r->mgr = mgr;
+	r->req = req;
+	r->op = R_CREATE;
+	r->opts.use_kata = r->opts.run_as_root = r->opts.writable_root = -1;
+	why = rest_id_field(j, "id", r->sid, sizeof(r->sid), 1);
+	if (why == NULL)
+		why = rest_id_field(j, "org", r->org, sizeof(r->org), 0);
+	if (why == NULL)
+		why = rest_id_field(j, "user", r->user, sizeof(r->user), 0);
+	if (why == NULL && (v = cJSON_GetObjectItemCaseSensitive(j, "image")) != NULL) {
+		if (!cJSON_IsString(v) || strlen(v->valuestring) == 0 ||
+		    strlen(v->valuestring) > 255)
+			why = "image must be a non-empty string";
+		else {
+			r->image = xstrdup(v->valuestring);
+			r->opts.image = r->image;
+			r->custom = 1;
+		}
+	}
+#define BOOLF(name, dst) do {							\
+	if (why != NULL) break;							\
+	v = cJSON_GetObjectItemCaseSensitive(j, name);				\
+	if (v == NULL) break;							\
+	if (!cJSON_IsBool(v)) { why = name " must be true or false"; break; }	\
+	(dst) = cJSON_IsTrue(v);						\
+	r->custom = 1;								\
+} while (0)
+	BOOLF("use_kata", r->opts.use_kata);
+	BOOLF("run_as_root", r->opts.run_as_root);
+	BOOLF("writable_root", r->opts.writable_root);
+#undef BOOLF
+	cJSON_Delete(j);
+	if (why != NULL) {
+		http_send_err(ht, req, 400, "bad_request", why);
+		free(r->image);
+		free(r);
+		return;
+	}
+	http_inflight_add(ht, 1);
+	work_submit(rjob_run, rjob_done, r);
+}
+
+void
+rest_handle(struct http *ht, struct evhttp_request *req, const char *path,
+    void *arg)
+{
+	struct sessmgr *mgr = arg;
+	enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
+	const char *rest = path + strlen("/v1/sessions");
+	char *sid = NULL;
+	struct rjob *r;
+	struct sess *s;
+	enum sess_err e;
+	char err[256];
+	const char *code = NULL, *op = NULL;
+
+	if (*rest == '\0' || strcmp(rest, "/") == 0) {
+		if (cmd == EVHTTP_REQ_GET) {
+			const struct evhttp_uri *u = evhttp_request_get_evhttp_uri(req);
+			const char *q = evhttp_uri_get_query(u);
+			struct evkeyvalq kv;
+			const char *org = NULL, *user = NULL, *state = NULL;
+			cJSON *o;
+
+			TAILQ_INIT(&kv);
+			if (q != NULL && evhttp_parse_query_str(q, &kv) == -1) {
+				http_send_err(ht, req, 400, "bad_request", "malformed query string");
+				return;
+			}
+			org = evhttp_find_header(&kv, "org");
+			user = evhttp_find_header(&kv, "user");
+			state = evhttp_find_header(&kv, "state");
+			if (state != NULL && strcmp(state, "running") != 0 &&
+			    strcmp(state, "stopped") != 0 &&
+			    strcmp(state, "provisioning") != 0) {
+				evhttp_clear_headers(&kv);
+				http_send_err(ht, req, 400, "bad_request",
+				    "state must be running, stopped or provisioning");
+				return;
+			}
+			o = cJSON_CreateObject();
+			cJSON_AddItemToObject(o, "sessions",
+			    sessmgr_list_json(mgr, org, user, state));
+			evhttp_clear_headers(&kv);
+			http_send_json(ht, req, 200, o);
+			cJSON_Delete(o);
+			return;
+		}
+		if (cmd == EVHTTP_REQ_POST) {
+			if (http_draining(ht)) {
+				http_send_err(ht, req, 503, "draining", "shutting down");
+				return;
+			}
+			rest_create(ht, mgr, req);
+			return;
+		}
+		evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET, POST");
+		http_send_err(ht, req, 405, "method_not_allowed", "use GET or POST");
+		return;
+	}
+	if (*rest != '/') {
+		http_send_err(ht, req, 404, "not_found", "no such endpoint");
+		return;
+	}
+	rest++;
+	{
+		const char *slash = strchr(rest, '/');
+		size_t n = slash ? (size_t)(slash - rest) : strlen(rest);
+		char raw[3 * ID_SESSION_MAX + 1];
+
+		if (n == 0 || n >= sizeof(raw)) {
+			http_send_err(ht, req, 400, "bad_request", "invalid session id");
+			return;
+		}
+		memcpy(raw, rest, n);
+		raw[n] = '\0';
+		sid = evhttp_uridecode(raw, 0, NULL);
+		if (sid == NULL || !id_session_valid(sid)) {
+			free(sid);
+			http_send_err(ht, req, 400, "bad_request", "invalid session id");
+			return;
+		}
+		op = slash ? slash + 1 : NULL;
+	}
+	if (op == NULL && cmd == EVHTTP_REQ_GET) {
+		if ((s = sess_get(mgr, sid, NULL, NULL, 0, &e, err, sizeof(err))) == NULL) {
+			int st = sess_err_http(e, &code);
+			http_send_err(ht, req, st, code, err);
+		} else {
+			cJSON *o = sess_json(s);
+			sess_put(s);
+			http_send_json(ht, req, 200, o);
+			cJSON_Delete(o);
+		}
+		free(sid);
+		return;
+	}
+	r = xcalloc(1, sizeof(*r));
+	r->ht = ht;
+	r->mgr = mgr;
+	r->req = req;
+	snprintf(r->sid, sizeof(r->sid), "%s", sid);
+	free(sid);
+	if (op == NULL && cmd == EVHTTP_REQ_DELETE)
+		r->op = R_DELETE;
+	else if (op != NULL && strcmp(op, "stop") == 0 && cmd == EVHTTP_REQ_POST)
+		r->op = R_STOP;
+	else if (op != NULL && strcmp(op, "start") == 0 && cmd == EVHTTP_REQ_POST)
+		r->op = R_START;
+	else {
+		free(r);
+		if (op == NULL || strcmp(op, "stop") == 0 || strcmp(op, "start") == 0) {
+			evhttp_add_header(evhttp_request_get_output_headers(req), "Allow",
+			    op == NULL ? "GET, DELETE" : "POST");
+			http_send_err(ht, req, 405, "method_not_allowed",
+			    op == NULL ? "use GET or DELETE" : "use POST");
+		} else
+			http_send_err(ht, req, 404, "not_found", "no such endpoint");
+		return;
+	}
+	http_inflight_add(ht, 1);
+	work_submit(rjob_run, rjob_done, r);
+}
