@@ -606,9 +606,18 @@ static int
 labels_write(struct k8s_rt *r, const char *id, const char *lj, char *err,
     size_t errlen)
 {
+	static const struct {
+		const struct api_res	*rs;
+		void			(*name)(const char *, char *, size_t);
+		const char		*what;
+	} objs[] = {
+		{ &api_pvcs, k8s_name_pvc, "label claim" },	/* the record first */
+		{ &api_pods, k8s_name_pod, "label pod" },
+	};
 	char name[128], path[512];
 	const char *pair[2];
 	cJSON *patch;
+	size_t i;
 	int st, rc = -1;
 
 	if (strlen(lj) > K8S_MAX_ANN) {
@@ -618,21 +627,17 @@ labels_write(struct k8s_rt *r, const char *id, const char *lj, char *err,
 	pair[0] = K8S_ANN_LABELS;
 	pair[1] = lj;
 	patch = api_ann_patch(pair, 1);
-	k8s_name_pvc(id, name, sizeof(name));
-	api_path(&api_pvcs, r->ns, name, path, sizeof(path));
-	if (api_merge_patch(r, path, patch, &st, err, errlen) == -1) {
-		api_failf(err, errlen, "label claim", name);
-		goto out;
-	}
-	if (st == 404) {
-		snprintf(err, errlen, "not found");
-		goto out;
-	}
-	k8s_name_pod(id, name, sizeof(name));
-	api_path(&api_pods, r->ns, name, path, sizeof(path));
-	if (api_merge_patch(r, path, patch, &st, err, errlen) == -1) {
-		api_failf(err, errlen, "label pod", name);
-		goto out;
+	for (i = 0; i < NELEM(objs); i++) {
+		objs[i].name(id, name, sizeof(name));
+		api_path(objs[i].rs, r->ns, name, path, sizeof(path));
+		if (api_merge_patch(r, path, patch, &st, err, errlen) == -1) {
+			api_failf(err, errlen, objs[i].what, name);
+			goto out;
+		}
+		if (i == 0 && st == 404) {
+			snprintf(err, errlen, "not found");
+			goto out;
+		}
 	}
 	rc = 0;
 out:
@@ -926,22 +931,23 @@ setup_check(const struct rt_k8s_conf *conf, char *err, size_t errlen)
 static int
 setup_selectors(struct k8s_rt *r, char *err, size_t errlen)
 {
-	const struct rt_k8s_conf *conf = r->conf;
 	char sel[512];
 
-	r->orch_buf = xstrdup(conf->orch_labels ? conf->orch_labels : "");
-	r->proxy_buf = xstrdup(conf->proxy_selector ? conf->proxy_selector : "");
+	r->orch_buf = xstrdup(r->conf->orch_labels ? r->conf->orch_labels : "");
+	r->proxy_buf = xstrdup(r->conf->proxy_selector ? r->conf->proxy_selector :
+	    "");
 	if (api_sel_parse(r->orch_buf, r->orch, &r->norch) == -1) {
 		snprintf(err, errlen, "kubernetes.orchestrator_labels: expected k=v[,k=v]");
 		return -1;
 	}
 	if (api_sel_parse(r->proxy_buf, r->proxy, &r->nproxy) == -1 ||
-	    api_sel_query(conf->proxy_selector, r->proxy_q, sizeof(r->proxy_q)) == -1) {
+	    api_sel_query(r->conf->proxy_selector, r->proxy_q,
+	    sizeof(r->proxy_q)) == -1) {
 		snprintf(err, errlen, "kubernetes.proxy.selector: expected k=v[,k=v]");
 		return -1;
 	}
 	snprintf(sel, sizeof(sel), "%s=%s,%s=%s", K8S_LBL_MANAGED, K8S_MANAGER,
-	    K8S_LBL_INSTANCE, conf->instance);
+	    K8S_LBL_INSTANCE, r->conf->instance);
 	if (api_sel_query(sel, r->sel_q, sizeof(r->sel_q)) == -1) {
 		snprintf(err, errlen, "label selector too long");
 		return -1;
@@ -949,46 +955,54 @@ setup_selectors(struct k8s_rt *r, char *err, size_t errlen)
 	return 0;
 }
 
-/* Setup: the agent key (random without a file) and the proxy admin token. */
+/* Setup: the agent key, from its file or (without one) random. */
 static int
-setup_keys(struct k8s_rt *r, char *err, size_t errlen)
+setup_agent_key(struct k8s_rt *r, char *err, size_t errlen)
 {
-	const struct rt_k8s_conf *conf = r->conf;
+	const char *path = r->conf->agent_key_file;
 	char kbuf[512];
 	size_t n;
 	int rc = -1;
 
-	if (conf->agent_key_file != NULL && conf->agent_key_file[0] != '\0') {
-		if (read_secret_file(conf->agent_key_file, kbuf, sizeof(kbuf), &n,
-		    err, errlen) == -1)
-			goto out;
-		if (n < 32) {
-			snprintf(err, errlen, "%s: the agent key needs at least 32 bytes",
-			    conf->agent_key_file);
-			goto out;
-		}
-		r->keylen = n > sizeof(r->key) ? sizeof(r->key) : n;
-		memcpy(r->key, kbuf, r->keylen);
-	} else {
+	if (path == NULL || path[0] == '\0') {
 		if (RAND_bytes(r->key, 32) != 1) {
 			snprintf(err, errlen, "RAND_bytes failed");
-			goto out;
+			return -1;
 		}
 		r->keylen = 32;
 		log_warnx("kubernetes.agent_key_file is not set: using a random key; "
 		    "sandboxes will be unreachable after a restart");
+		return 0;
 	}
-	if (conf->proxy_admin_token_file != NULL && conf->proxy_admin_token_file[0]) {
-		if (read_secret_file(conf->proxy_admin_token_file, r->admin_token,
-		    sizeof(r->admin_token), &n, err, errlen) == -1)
-			goto out;
-	} else
-		log_warnx("kubernetes.proxy.admin_token_file is not set: the proxy "
-		    "admin port will refuse registrations");
+	if (read_secret_file(path, kbuf, sizeof(kbuf), &n, err, errlen) == -1)
+		goto out;
+	if (n < 32) {
+		snprintf(err, errlen, "%s: the agent key needs at least 32 bytes",
+		    path);
+		goto out;
+	}
+	r->keylen = n > sizeof(r->key) ? sizeof(r->key) : n;
+	memcpy(r->key, kbuf, r->keylen);
 	rc = 0;
 out:
 	explicit_bzero(kbuf, sizeof(kbuf));
 	return rc;
+}
+
+/* Setup: the proxy admin token, if a file is configured. */
+static int
+setup_admin_token(struct k8s_rt *r, char *err, size_t errlen)
+{
+	const char *path = r->conf->proxy_admin_token_file;
+	size_t n;
+
+	if (path == NULL || path[0] == '\0') {
+		log_warnx("kubernetes.proxy.admin_token_file is not set: the proxy "
+		    "admin port will refuse registrations");
+		return 0;
+	}
+	return read_secret_file(path, r->admin_token, sizeof(r->admin_token), &n,
+	    err, errlen);
 }
 
 /* Setup: what the object builders (obj.h) take from the configuration. */
@@ -1030,7 +1044,8 @@ runtime_k8s_new(const struct rt_k8s_conf *conf, char *err, size_t errlen)
 	if (setup_client(r, err, errlen) == -1 ||
 	    setup_check(conf, err, errlen) == -1 ||
 	    setup_selectors(r, err, errlen) == -1 ||
-	    setup_keys(r, err, errlen) == -1)
+	    setup_agent_key(r, err, errlen) == -1 ||
+	    setup_admin_token(r, err, errlen) == -1)
 		goto fail;
 	setup_params(r);
 	if (fleet_start(r, err, errlen) == -1)

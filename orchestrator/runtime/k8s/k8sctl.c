@@ -325,25 +325,25 @@ cmd_render_netpol(struct runtime *rt UNUSED, int argc, char **argv, char *err,
 	return 0;
 }
 
-static int
-cmd_start(struct runtime *rt, int argc UNUSED, char **argv, char *err,
-    size_t errlen)
-{
-	return rt->ops->start(rt, argv[0], err, errlen);
-}
+/* The lifecycle ops on one ID (start, stop, destroy), by table row. */
+enum idop { OP_NONE, OP_START, OP_STOP, OP_DESTROY };
 
 static int
-cmd_stop(struct runtime *rt, int argc UNUSED, char **argv, char *err,
+run_idop(struct runtime *rt, enum idop op, const char *id, char *err,
     size_t errlen)
 {
-	return rt->ops->stop(rt, argv[0], err, errlen);
-}
-
-static int
-cmd_destroy(struct runtime *rt, int argc UNUSED, char **argv, char *err,
-    size_t errlen)
-{
-	return rt->ops->destroy(rt, argv[0], err, errlen);
+	switch (op) {
+	case OP_START:
+		return rt->ops->start(rt, id, err, errlen);
+	case OP_STOP:
+		return rt->ops->stop(rt, id, err, errlen);
+	case OP_DESTROY:
+		return rt->ops->destroy(rt, id, err, errlen);
+	case OP_NONE:
+		break;
+	}
+	snprintf(err, errlen, "no such operation");
+	return -1;
 }
 
 static int
@@ -351,12 +351,13 @@ cmd_get(struct runtime *rt, int argc UNUSED, char **argv, char *err,
     size_t errlen)
 {
 	struct rt_info ri;
+	int rc;
 
-	if (rt->ops->get(rt, argv[0], &ri, err, errlen) == -1)
-		return -1;
-	print_json(info_json(&ri));
-	rt_info_clear(&ri);
-	return 0;
+	if ((rc = rt->ops->get(rt, argv[0], &ri, err, errlen)) == 0) {
+		print_json(info_json(&ri));
+		rt_info_clear(&ri);
+	}
+	return rc;
 }
 
 static int
@@ -499,23 +500,24 @@ static const struct cmd {
 	int		 min, max;	/* arguments; max -1: any */
 	int		 runtime;	/* loads the config, opens the runtime */
 	int		(*run)(struct runtime *, int, char **, char *, size_t);
+	enum idop	 op;		/* run NULL: this op on the ID */
 } cmds[] = {
-	{ "create", 1, -1, 1, cmd_create },
-	{ "start", 1, 1, 1, cmd_start },
-	{ "stop", 1, 1, 1, cmd_stop },
-	{ "destroy", 1, 1, 1, cmd_destroy },
-	{ "get", 1, 1, 1, cmd_get },
-	{ "addr", 1, 1, 1, cmd_addr },
-	{ "list", 0, 0, 1, cmd_list },
-	{ "labels", 1, -1, 1, cmd_labels },
-	{ "attach", 4, -1, 1, cmd_attach },
-	{ "poll", 2, 2, 1, cmd_poll },
-	{ "fleet-sync", 0, 0, 1, cmd_fleet_sync },
-	{ "reconcile", 0, -1, 1, cmd_reconcile },
-	{ "requests", 0, -1, 1, cmd_requests },
-	{ "agent", 3, -1, 1, cmd_agent },
-	{ "render-netpol", 0, -1, 0, cmd_render_netpol },
-	{ "keys", 0, -1, 0, cmd_keys },
+	{ "create", 1, -1, 1, cmd_create, OP_NONE },
+	{ "start", 1, 1, 1, NULL, OP_START },
+	{ "stop", 1, 1, 1, NULL, OP_STOP },
+	{ "destroy", 1, 1, 1, NULL, OP_DESTROY },
+	{ "get", 1, 1, 1, cmd_get, OP_NONE },
+	{ "addr", 1, 1, 1, cmd_addr, OP_NONE },
+	{ "list", 0, 0, 1, cmd_list, OP_NONE },
+	{ "labels", 1, -1, 1, cmd_labels, OP_NONE },
+	{ "attach", 4, -1, 1, cmd_attach, OP_NONE },
+	{ "poll", 2, 2, 1, cmd_poll, OP_NONE },
+	{ "fleet-sync", 0, 0, 1, cmd_fleet_sync, OP_NONE },
+	{ "reconcile", 0, -1, 1, cmd_reconcile, OP_NONE },
+	{ "requests", 0, -1, 1, cmd_requests, OP_NONE },
+	{ "agent", 3, -1, 1, cmd_agent, OP_NONE },
+	{ "render-netpol", 0, -1, 0, cmd_render_netpol, OP_NONE },
+	{ "keys", 0, -1, 0, cmd_keys, OP_NONE },
 };
 
 /* Runs c with the runtime the configuration at cfgpath describes. */
@@ -534,7 +536,8 @@ run_with_runtime(const struct cmd *c, const char *cfgpath, int argc,
 	conf.k8s.fleet_interval_ms = 0;
 	if ((rt = runtime_k8s_new(&conf.k8s, err, errlen)) == NULL)
 		goto out;
-	rc = c->run(rt, argc, argv, err, errlen);
+	rc = c->run != NULL ? c->run(rt, argc, argv, err, errlen) :
+	    run_idop(rt, c->op, argv[0], err, errlen);
 out:
 	if (rt != NULL)
 		rt->ops->free(rt);
