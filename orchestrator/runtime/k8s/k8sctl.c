@@ -497,27 +497,27 @@ cmd_keys(struct runtime *rt UNUSED, int argc UNUSED, char **argv UNUSED,
  * needs the configuration and the runtime, and what runs it. */
 static const struct cmd {
 	const char	*name;
-	int		 min, max;	/* arguments; max -1: any */
-	int		 runtime;	/* loads the config, opens the runtime */
 	int		(*run)(struct runtime *, int, char **, char *, size_t);
 	enum idop	 op;		/* run NULL: this op on the ID */
+	int		 min, max;	/* arguments; max -1: any */
+	int		 runtime;	/* loads the config, opens the runtime */
 } cmds[] = {
-	{ "create", 1, -1, 1, cmd_create, OP_NONE },
-	{ "start", 1, 1, 1, NULL, OP_START },
-	{ "stop", 1, 1, 1, NULL, OP_STOP },
-	{ "destroy", 1, 1, 1, NULL, OP_DESTROY },
-	{ "get", 1, 1, 1, cmd_get, OP_NONE },
-	{ "addr", 1, 1, 1, cmd_addr, OP_NONE },
-	{ "list", 0, 0, 1, cmd_list, OP_NONE },
-	{ "labels", 1, -1, 1, cmd_labels, OP_NONE },
-	{ "attach", 4, -1, 1, cmd_attach, OP_NONE },
-	{ "poll", 2, 2, 1, cmd_poll, OP_NONE },
-	{ "fleet-sync", 0, 0, 1, cmd_fleet_sync, OP_NONE },
-	{ "reconcile", 0, -1, 1, cmd_reconcile, OP_NONE },
-	{ "requests", 0, -1, 1, cmd_requests, OP_NONE },
-	{ "agent", 3, -1, 1, cmd_agent, OP_NONE },
-	{ "render-netpol", 0, -1, 0, cmd_render_netpol, OP_NONE },
-	{ "keys", 0, -1, 0, cmd_keys, OP_NONE },
+	{ "create", cmd_create, OP_NONE, 1, -1, 1 },
+	{ "start", NULL, OP_START, 1, 1, 1 },
+	{ "stop", NULL, OP_STOP, 1, 1, 1 },
+	{ "destroy", NULL, OP_DESTROY, 1, 1, 1 },
+	{ "get", cmd_get, OP_NONE, 1, 1, 1 },
+	{ "addr", cmd_addr, OP_NONE, 1, 1, 1 },
+	{ "list", cmd_list, OP_NONE, 0, 0, 1 },
+	{ "labels", cmd_labels, OP_NONE, 1, -1, 1 },
+	{ "attach", cmd_attach, OP_NONE, 4, -1, 1 },
+	{ "poll", cmd_poll, OP_NONE, 2, 2, 1 },
+	{ "fleet-sync", cmd_fleet_sync, OP_NONE, 0, 0, 1 },
+	{ "reconcile", cmd_reconcile, OP_NONE, 0, -1, 1 },
+	{ "requests", cmd_requests, OP_NONE, 0, -1, 1 },
+	{ "agent", cmd_agent, OP_NONE, 3, -1, 1 },
+	{ "render-netpol", cmd_render_netpol, OP_NONE, 0, -1, 0 },
+	{ "keys", cmd_keys, OP_NONE, 0, -1, 0 },
 };
 
 /* Runs c with the runtime the configuration at cfgpath describes. */
