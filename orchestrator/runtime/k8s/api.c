@@ -1,8 +1,8 @@
 /*
  * runtime/k8s/api.c: the kubernetes runtime's bottom layer (k8s_int.h):
  * one API call and its wrappers (get, delete, create, merge patch, paged
- * list), resource paths, label selectors, the sandbox objects k8s.c and
- * fleet.c both read or write (pods, claims, the NetworkPolicy), the
+ * list), resource paths, label selectors, reading the sandbox objects
+ * k8s.c and fleet.c both need (pod, claim, policy; our sandbox pods), the
  * derived credentials and the calls to a sandbox's agent.
  *
  * Rules: it calls only down (client.c, obj.c, netpol/, orchestrator/agentc);
@@ -319,92 +319,11 @@ api_pvc_get(struct k8s_rt *r, const char *id, cJSON **pvc, char *err, size_t err
 }
 
 int
-api_netpol_apply(struct k8s_rt *r, const char *id, const char *proxy_pod, char *err,
+api_netpol_get(struct k8s_rt *r, const char *id, cJSON **np, char *err,
     size_t errlen)
 {
-	struct netpol_kv lbl[3] = {
-		{ K8S_LBL_MANAGED, K8S_MANAGER },
-		{ K8S_LBL_INSTANCE, r->conf->instance },
-		{ K8S_LBL_ID, id },
-	};
-	struct netpol_kv podsel[2] = { { K8S_LBL_ID, id }, { K8S_LBL_ROLE, "sandbox" } };
-	struct netpol_kv psel[K8S_MAX_SEL + 1];
-	struct netpol_sandbox np;
-	char name[128], path[512];
-	cJSON *obj;
-	size_t i;
-	int st, rc = -1;
-
-	memset(&np, 0, sizeof(np));
-	k8s_name_netpol(id, name, sizeof(name));
-	np.name = name;
-	np.ns = r->ns;
-	np.labels = lbl;
-	np.nlabels = 3;
-	np.pod = podsel;
-	np.npod = 2;
-	if (proxy_pod != NULL) {
-		for (i = 0; i < r->nproxy; i++)
-			psel[i] = r->proxy[i];
-		psel[i].k = K8S_LBL_PROXY_POD;
-		psel[i].v = proxy_pod;
-		np.proxy = psel;
-		np.nproxy = r->nproxy + 1;
-		np.proxy_ns = r->pns;
-		np.proxy_port = (int)r->conf->proxy_port;
-	}
-	np.orch_ns = r->ons;
-	np.orch = r->orch;
-	np.norch = r->norch;
-	np.agent_port = (int)r->conf->agent_port;
-	np.dns = r->conf->netpol_dns;
-	if ((obj = netpol_render_sandbox(&np)) == NULL) {
-		snprintf(err, errlen, "cannot render network policy for %s", id);
-		return -1;
-	}
-	api_path(&api_netpols, r->ns, NULL, path, sizeof(path));
-	if (api_create(r, path, obj, &st, NULL, err, errlen) == -1) {
-		api_failf(err, errlen, "create network policy", name);
-		goto out;
-	}
-	if (st == 409) {
-		/* Unconditional update (no resourceVersion). */
-		api_path(&api_netpols, r->ns, name, path, sizeof(path));
-		if (api_call(r, "PUT", path, API_Q_STRICT, NULL, obj, 0, &st, NULL, err,
-		    errlen) == -1) {
-			api_failf(err, errlen, "replace network policy", name);
-			goto out;
-		}
-	}
-	rc = 0;
-out:
-	cJSON_Delete(obj);
-	return rc;
-}
-
-int
-api_netpol_attached(struct k8s_rt *r, const char *id, int *yes, char *err,
-    size_t errlen)
-{
-	const cJSON *rules, *rule, *to, *sel;
-	cJSON *np;
-
-	*yes = 0;
-	if (sbx_obj_get(r, &api_netpols, k8s_name_netpol, "get network policy", id,
-	    &np, err, errlen) == -1)
-		return -1;
-	rules = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(np,
-	    "spec"), "egress");
-	cJSON_ArrayForEach(rule, rules) {
-		cJSON_ArrayForEach(to, cJSON_GetObjectItemCaseSensitive(rule, "to")) {
-			sel = cJSON_GetObjectItemCaseSensitive(to, "podSelector");
-			if (k8s_ann(cJSON_GetObjectItemCaseSensitive(sel,
-			    "matchLabels"), K8S_LBL_PROXY_POD) != NULL)
-				*yes = 1;
-		}
-	}
-	cJSON_Delete(np);
-	return 0;
+	return sbx_obj_get(r, &api_netpols, k8s_name_netpol, "get network policy",
+	    id, np, err, errlen);
 }
 
 int

@@ -4,7 +4,10 @@
  * assigning a sandbox to a proxy pod (register through orchestrator/egress.h,
  * record the assignment on the sandbox's pod, open its policy to that pod
  * only, its proxy env), scaling the Deployment and the sweep that moves
- * sandboxes off pods that go, on its own thread.
+ * sandboxes off pods that go, on its own thread. The sandbox's
+ * NetworkPolicy is written here only: it says which proxy pod the sandbox
+ * may reach (none before an attach), so it is also the record that it was
+ * attached (fleet_attached).
  *
  * Rules: every assignment and every scale runs under fleet_mtx, taken
  * here (fleet_assign, fleet_rescale, the sweep) and never held across a
@@ -62,6 +65,94 @@ fleet_detach(struct k8s_rt *r, const char *id, const cJSON *pod_ann)
 	struct egress_admin a = proxy_admin_at(r, k8s_ann(pod_ann, K8S_ANN_PROXY_IP));
 
 	egress_deregister(&a, id);
+}
+
+int
+fleet_netpol_apply(struct k8s_rt *r, const char *id, const char *proxy_pod,
+    char *err, size_t errlen)
+{
+	struct netpol_kv lbl[3] = {
+		{ K8S_LBL_MANAGED, K8S_MANAGER },
+		{ K8S_LBL_INSTANCE, r->conf->instance },
+		{ K8S_LBL_ID, id },
+	};
+	struct netpol_kv podsel[2] = { { K8S_LBL_ID, id }, { K8S_LBL_ROLE, "sandbox" } };
+	struct netpol_kv psel[K8S_MAX_SEL + 1];
+	struct netpol_sandbox np;
+	char name[128], path[512];
+	cJSON *obj;
+	size_t i;
+	int st, rc = -1;
+
+	memset(&np, 0, sizeof(np));
+	k8s_name_netpol(id, name, sizeof(name));
+	np.name = name;
+	np.ns = r->ns;
+	np.labels = lbl;
+	np.nlabels = 3;
+	np.pod = podsel;
+	np.npod = 2;
+	if (proxy_pod != NULL) {
+		for (i = 0; i < r->nproxy; i++)
+			psel[i] = r->proxy[i];
+		psel[i].k = K8S_LBL_PROXY_POD;
+		psel[i].v = proxy_pod;
+		np.proxy = psel;
+		np.nproxy = r->nproxy + 1;
+		np.proxy_ns = r->pns;
+		np.proxy_port = (int)r->conf->proxy_port;
+	}
+	np.orch_ns = r->ons;
+	np.orch = r->orch;
+	np.norch = r->norch;
+	np.agent_port = (int)r->conf->agent_port;
+	np.dns = r->conf->netpol_dns;
+	if ((obj = netpol_render_sandbox(&np)) == NULL) {
+		snprintf(err, errlen, "cannot render network policy for %s", id);
+		return -1;
+	}
+	api_path(&api_netpols, r->ns, NULL, path, sizeof(path));
+	if (api_create(r, path, obj, &st, NULL, err, errlen) == -1) {
+		api_failf(err, errlen, "create network policy", name);
+		goto out;
+	}
+	if (st == 409) {
+		/* Unconditional update (no resourceVersion). */
+		api_path(&api_netpols, r->ns, name, path, sizeof(path));
+		if (api_call(r, "PUT", path, API_Q_STRICT, NULL, obj, 0, &st, NULL, err,
+		    errlen) == -1) {
+			api_failf(err, errlen, "replace network policy", name);
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	cJSON_Delete(obj);
+	return rc;
+}
+
+int
+fleet_attached(struct k8s_rt *r, const char *id, int *yes, char *err,
+    size_t errlen)
+{
+	const cJSON *rules, *rule, *to, *sel;
+	cJSON *np;
+
+	*yes = 0;
+	if (api_netpol_get(r, id, &np, err, errlen) == -1)
+		return -1;
+	rules = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(np,
+	    "spec"), "egress");
+	cJSON_ArrayForEach(rule, rules) {
+		cJSON_ArrayForEach(to, cJSON_GetObjectItemCaseSensitive(rule, "to")) {
+			sel = cJSON_GetObjectItemCaseSensitive(to, "podSelector");
+			if (k8s_ann(cJSON_GetObjectItemCaseSensitive(sel,
+			    "matchLabels"), K8S_LBL_PROXY_POD) != NULL)
+				*yes = 1;
+		}
+	}
+	cJSON_Delete(np);
+	return 0;
 }
 
 static int
@@ -477,7 +568,7 @@ assign_locked(struct k8s_rt *r, const char *id, const char *pod_ip,
 		goto out;
 	best->load++;
 	if (assignment_record(r, id, best, err, errlen) == -1 ||
-	    api_netpol_apply(r, id, best->name, err, errlen) == -1 ||
+	    fleet_netpol_apply(r, id, best->name, err, errlen) == -1 ||
 	    proxy_env(r, id, best->ip, env_out, envlen, err, errlen) == -1)
 		goto out;
 	log_info("sandbox=%s proxy=%s/%s ip=%s load=%lld", id, r->pns, best->name,

@@ -344,7 +344,7 @@ k8s_create(struct runtime *rt, const struct rt_spec *sp, struct rt_info *out,
 	rc = -1;
 
 	/* 3. The policy (no egress until attached), then the pod. */
-	if (api_netpol_apply(r, s.id, NULL, err, errlen) == -1 ||
+	if (fleet_netpol_apply(r, s.id, NULL, err, errlen) == -1 ||
 	    pod_create(r, &s, labels, NULL, created, err, errlen) == -1 ||
 	    wait_ready(r, s.id, &pod, err, errlen) == -1)
 		goto out;
@@ -416,12 +416,12 @@ k8s_start(struct runtime *rt, const char *id, char *err, size_t errlen)
 			goto out;
 	}
 	if (k8s_sbx_decode(k8s_ann(ann, K8S_ANN_SPEC), id, &s, err, errlen) == -1 ||
-	    api_netpol_attached(r, id, &attached, err, errlen) == -1)
+	    fleet_attached(r, id, &attached, err, errlen) == -1)
 		goto out;
 	sbx_defaults(r, &s);
 	if (pod_create(r, &s, k8s_ann(ann, K8S_ANN_LABELS), NULL,
 	    k8s_ann_ll(ann, K8S_ANN_CREATED), err, errlen) == -1 ||
-	    api_netpol_apply(r, id, NULL, err, errlen) == -1 ||
+	    fleet_netpol_apply(r, id, NULL, err, errlen) == -1 ||
 	    wait_ready(r, id, &pod, err, errlen) == -1)
 		goto out;
 	if (attached) {

@@ -6,9 +6,9 @@
  *   k8s.c    the runtime_ops table and the ops, setup and teardown
  *     |  \
  *     |   fleet.c  the egress-proxy fleet: proxy pods, load, assignment,
- *     |  /         scaling, the sweep and its thread
- *   api.c    API calls and object paths, label selectors, the sandbox's
- *            NetworkPolicy, derived credentials, agent calls
+ *     |  /         the sandbox's NetworkPolicy, scaling, the sweep thread
+ *   api.c    API calls and object paths, label selectors, derived
+ *            credentials, agent calls
  *     |
  *   client.c (REST), obj.c (object builders), orchestrator/agentc.c
  *
@@ -125,10 +125,12 @@ cJSON	*api_ann_patch(const char *const *kv, size_t n);
 int	api_list(struct k8s_rt *r, const char *path, const char *q, cJSON **items,
 	    char *err, size_t errlen) WUNRES;
 
-/* Sandbox id's pod or claim into *out (caller frees); NULL if absent. */
+/* Sandbox id's pod, claim or policy (caller frees); NULL if absent. */
 int	api_pod_get(struct k8s_rt *r, const char *id, cJSON **pod, char *err,
 	    size_t errlen) WUNRES;
 int	api_pvc_get(struct k8s_rt *r, const char *id, cJSON **pvc, char *err,
+	    size_t errlen) WUNRES;
+int	api_netpol_get(struct k8s_rt *r, const char *id, cJSON **np, char *err,
 	    size_t errlen) WUNRES;
 
 /* Our sandbox pods, every one (callers skip the deleting and failed). */
@@ -141,18 +143,6 @@ int	api_sandbox_pods(struct k8s_rt *r, cJSON **items, char *err,
  * rt_info_clear().
  */
 void	api_labels(const cJSON *ann, struct rt_info *ri);
-
-/* Creates or replaces the sandbox's NetworkPolicy; proxy NULL: no egress. */
-int	api_netpol_apply(struct k8s_rt *r, const char *id, const char *proxy_pod,
-	    char *err, size_t errlen) WUNRES;
-
-/*
- * *yes = 1 if the sandbox's policy lets it reach a proxy pod, that is, it
- * was attached: the policy outlives a stop, and is the runtime's only
- * record of an attachment (the identity itself is the session labels).
- */
-int	api_netpol_attached(struct k8s_rt *r, const char *id, int *yes,
-	    char *err, size_t errlen) WUNRES;
 
 /* How to reach the agent of sandbox id in the pod at ip (token derived). */
 void	api_agent_at(struct k8s_rt *r, const char *id, const char *ip,
@@ -185,6 +175,18 @@ int	api_agent_push_env(struct k8s_rt *r, const char *id, const char *pod_ip,
 int	fleet_assign(struct k8s_rt *r, const char *id, const char *pod_ip,
 	    const char *current, const struct rt_kv *labels, size_t nlabels,
 	    char *env_out, size_t envlen, char *err, size_t errlen) WUNRES;
+
+/* Creates or replaces the sandbox's NetworkPolicy; proxy NULL: no egress. */
+int	fleet_netpol_apply(struct k8s_rt *r, const char *id,
+	    const char *proxy_pod, char *err, size_t errlen) WUNRES;
+
+/*
+ * *yes = 1 if the sandbox's policy lets it reach a proxy pod, that is, it
+ * was attached: the policy outlives a stop, and is the runtime's only
+ * record of an attachment (the identity itself is the session labels).
+ */
+int	fleet_attached(struct k8s_rt *r, const char *id, int *yes, char *err,
+	    size_t errlen) WUNRES;
 
 /* Deregisters id from the proxy pod its pod annotations name, if any. */
 void	fleet_detach(struct k8s_rt *r, const char *id, const cJSON *pod_ann);

@@ -502,22 +502,22 @@ static const struct cmd {
 	int		 min, max;	/* arguments; max -1: any */
 	int		 runtime;	/* loads the config, opens the runtime */
 } cmds[] = {
-	{ "create", cmd_create, OP_NONE, 1, -1, 1 },
-	{ "start", NULL, OP_START, 1, 1, 1 },
-	{ "stop", NULL, OP_STOP, 1, 1, 1 },
-	{ "destroy", NULL, OP_DESTROY, 1, 1, 1 },
-	{ "get", cmd_get, OP_NONE, 1, 1, 1 },
-	{ "addr", cmd_addr, OP_NONE, 1, 1, 1 },
-	{ "list", cmd_list, OP_NONE, 0, 0, 1 },
-	{ "labels", cmd_labels, OP_NONE, 1, -1, 1 },
-	{ "attach", cmd_attach, OP_NONE, 4, -1, 1 },
-	{ "poll", cmd_poll, OP_NONE, 2, 2, 1 },
-	{ "fleet-sync", cmd_fleet_sync, OP_NONE, 0, 0, 1 },
-	{ "reconcile", cmd_reconcile, OP_NONE, 0, -1, 1 },
-	{ "requests", cmd_requests, OP_NONE, 0, -1, 1 },
-	{ "agent", cmd_agent, OP_NONE, 3, -1, 1 },
-	{ "render-netpol", cmd_render_netpol, OP_NONE, 0, -1, 0 },
-	{ "keys", cmd_keys, OP_NONE, 0, -1, 0 },
+	{ .name = "create", .run = cmd_create, .min = 1, .max = -1, .runtime = 1 },
+	{ .name = "start", .op = OP_START, .min = 1, .max = 1, .runtime = 1 },
+	{ .name = "stop", .op = OP_STOP, .min = 1, .max = 1, .runtime = 1 },
+	{ .name = "destroy", .op = OP_DESTROY, .min = 1, .max = 1, .runtime = 1 },
+	{ .name = "get", .run = cmd_get, .min = 1, .max = 1, .runtime = 1 },
+	{ .name = "addr", .run = cmd_addr, .min = 1, .max = 1, .runtime = 1 },
+	{ .name = "list", .run = cmd_list, .min = 0, .max = 0, .runtime = 1 },
+	{ .name = "labels", .run = cmd_labels, .min = 1, .max = -1, .runtime = 1 },
+	{ .name = "attach", .run = cmd_attach, .min = 4, .max = -1, .runtime = 1 },
+	{ .name = "poll", .run = cmd_poll, .min = 2, .max = 2, .runtime = 1 },
+	{ .name = "fleet-sync", .run = cmd_fleet_sync, .min = 0, .max = 0, .runtime = 1 },
+	{ .name = "reconcile", .run = cmd_reconcile, .min = 0, .max = -1, .runtime = 1 },
+	{ .name = "requests", .run = cmd_requests, .min = 0, .max = -1, .runtime = 1 },
+	{ .name = "agent", .run = cmd_agent, .min = 3, .max = -1, .runtime = 1 },
+	{ .name = "render-netpol", .run = cmd_render_netpol, .min = 0, .max = -1 },
+	{ .name = "keys", .run = cmd_keys, .min = 0, .max = -1 },
 };
 
 /* Runs c with the runtime the configuration at cfgpath describes. */
