@@ -6,7 +6,6 @@
  * backoff timers on the loop, Status objects as errors.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -83,40 +82,17 @@ static char *
 read_small(const char *path, size_t max, size_t *lenp, char *err, size_t errlen)
 {
 	struct buf b;
-	char tmp[4096];
-	ssize_t n;
-	int fd;
 
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+	buf_init(&b, max);
+	if (util_read_file(path, &b, err, errlen) == -1) {
+		buf_free(&b);
 		return NULL;
 	}
-	buf_init(&b, max);
-	for (;;) {
-		n = read(fd, tmp, sizeof(tmp));
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n == -1) {
-			snprintf(err, errlen, "%s: %s", path, strerror(errno));
-			goto fail;
-		}
-		if (n == 0)
-			break;
-		if (buf_add(&b, tmp, (size_t)n) == -1) {
-			snprintf(err, errlen, "%s: larger than %zu bytes", path, max);
-			goto fail;
-		}
-	}
-	close(fd);
 	if (b.p == NULL && buf_add(&b, "", 0) == -1)
 		abort();
 	if (lenp != NULL)
 		*lenp = b.len;
 	return buf_steal(&b, NULL);
-fail:
-	close(fd);
-	buf_free(&b);
-	return NULL;
 }
 
 static void

@@ -1,82 +1,45 @@
 /*
- * runtime/k8s/k8s.c: the kubernetes runtime behind runtime.h.
+ * runtime/k8s/k8s.c: the kubernetes runtime behind runtime.h
+ * (docs/kubernetes.md): the runtime_ops table, the ops, and setup.
  *
  * Per sandbox <id> (all labelled managed-by, instance, id):
  *   PVC     sbx-<id>-ws     /workspace; its annotations are the session
- *                           record (spec, labels, egress identity); kept
- *                           while stopped, deleted on destroy;
+ *                           record (spec, labels); kept while stopped,
+ *                           deleted on destroy;
  *   Secret  sbx-<id>-agent  the agent's bearer token (owned by the PVC);
  *   Policy  sbx-<id>        ingress only from the orchestrator to the agent
- *                           port, egress only to the assigned proxy pod;
+ *                           port, egress only to the assigned proxy pod
+ *                           (kept across a stop: the record of an attach);
  *   Pod     sbx-<id>        deleted on stop, created again on start.
  * Tokens and proxy credentials are HMAC-SHA256(agent_key, purpose:id), so
  * a restarted orchestrator needs no read access to Secrets to reach its
  * sandboxes again.
  *
- * All calls are blocking and run in the caller's (worker) thread; a fleet
- * thread scales the proxy Deployment and re-assigns sandboxes.
+ * Rules: what the cluster holds is the truth; nothing here is cached
+ * between calls. A sandbox's identity at its proxy is its session labels
+ * (orchestrator/egress.h): attach_egress registers with the labels it is
+ * given and returns the env for the core to push; start re-registers from
+ * the labels on the claim. The proxy fleet (fleet.c) and the API helpers
+ * (api.c) sit below this file (k8s_int.h); neither calls back up. All
+ * calls are blocking and run in the caller's (worker) thread.
  */
-#include <errno.h>
-#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <openssl/rand.h>
 
 #include "buf.h"
 #include "client.h"
-#include "obj.h"
+#include "k8s_int.h"
 #include "log.h"
-#include "netpol.h"
-#include "k8s.h"
-#include "strnum.h"
-#include "xmalloc.h"
 #include "util.h"
-
-#define MAX_SEL		16		/* labels in one configured selector */
-#define AGENT_TIMEOUT_MS 5000
-#define ADMIN_TIMEOUT_MS 5000
-#define LIST_PAGE	"500"
-
-struct k8s_rt {
-	const struct rt_k8s_conf *conf;
-	struct k8s_client	*cl;
-	struct k8s_params	 par;
-	char			 ns[64], pns[64], ons[64];
-	char			 sel_q[1024];	/* encoded selector of our objects */
-	char			 proxy_q[1024];	/* encoded selector of proxy pods */
-	struct netpol_kv	 orch[MAX_SEL], proxy[MAX_SEL];
-	size_t			 norch, nproxy;
-	char			*orch_buf, *proxy_buf;
-	unsigned char		 key[64];
-	size_t			 keylen;
-	char			 admin_token[1024];
-	pthread_mutex_t		 fleet_mtx;	/* assignments and scaling */
-	pthread_mutex_t		 stop_mtx;
-	pthread_cond_t		 stop_cv;
-	int			 stopping;
-	int			 thr_started;
-	pthread_t		 thr;
-};
+#include "xmalloc.h"
 
 static const struct runtime_ops k8s_ops;
-
-static void
-nap(long long ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
-
-	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
-		;
-}
 
 static int
 dns_label_ok(const char *s)
@@ -92,378 +55,6 @@ dns_label_ok(const char *s)
 	return 1;
 }
 
-/* Splits "k=v,k=v" (in buf, modified) into kv; -1 if malformed. */
-static int
-parse_sel(char *buf, struct netpol_kv *kv, size_t *n)
-{
-	char *p = buf, *comma, *eq;
-
-	*n = 0;
-	while (p != NULL && *p != '\0') {
-		if ((comma = strchr(p, ',')) != NULL)
-			*comma = '\0';
-		if ((eq = strchr(p, '=')) == NULL || eq == p || *n >= MAX_SEL)
-			return -1;
-		*eq = '\0';
-		kv[*n].k = p;
-		kv[*n].v = eq + 1;
-		(*n)++;
-		p = comma ? comma + 1 : NULL;
-	}
-	return *n > 0 ? 0 : -1;
-}
-
-static int
-sel_query(const char *sel, char *dst, size_t len)
-{
-	char enc[900];
-
-	if (k8s_urlencode(sel, enc, sizeof(enc)) == -1)
-		return -1;
-	return snprintf(dst, len, "labelSelector=%s", enc) >= (int)len ? -1 : 0;
-}
-
-/* HMAC-SHA256(key, purpose ":" id) as 64 hex digits. */
-static void
-derive(struct k8s_rt *r, const char *purpose, const char *id, char out[65])
-{
-	unsigned char mac[EVP_MAX_MD_SIZE];
-	unsigned int mlen = 0, i;
-	char msg[128];
-	int n;
-
-	n = snprintf(msg, sizeof(msg), "%s:%s", purpose, id);
-	if (HMAC(EVP_sha256(), r->key, (int)r->keylen, (unsigned char *)msg,
-	    (size_t)n, mac, &mlen) == NULL || mlen < 32)
-		fatalx("HMAC failed");
-	for (i = 0; i < 32; i++)
-		snprintf(out + (size_t)i * 2, 3, "%02x", mac[i]);
-	out[64] = '\0';
-}
-
-/* ---- API helpers ---- */
-
-#define Q_STRICT	"fieldValidation=Strict"
-#define CT_MERGE	"application/merge-patch+json"
-
-/*
- * One API call: method on path (plus "?q" when q is set) with a JSON body
- * (may be NULL). Returns 0 when the answer is 2xx or the status `also`
- * (404 for a delete, 409 for a create...; 0: none), with *status set and
- * for 2xx *out (if given) the parsed body; otherwise -1 with err set (the
- * Status message for a non-2xx answer).
- */
-static int
-call(struct k8s_rt *r, const char *method, const char *path, const char *q,
-    const char *ctype, const cJSON *body, int also, int *status, cJSON **out,
-    char *err, size_t errlen)
-{
-	char full[4096];
-	struct buf b;
-	char *txt = NULL;
-	int rc;
-
-	if (out != NULL)
-		*out = NULL;
-	if (snprintf(full, sizeof(full), "%s%s%s", path, q ? "?" : "",
-	    q ? q : "") >= (int)sizeof(full)) {
-		snprintf(err, errlen, "%s %.200s: path too long", method, path);
-		return -1;
-	}
-	if (body != NULL && (txt = cJSON_PrintUnformatted(body)) == NULL)
-		abort();
-	buf_init(&b, K8S_MAX_RESP);
-	rc = k8s_request(r->cl, method, full, ctype, txt, status, &b, err, errlen);
-	free(txt);
-	if (rc == 0) {
-		if (*status / 100 == 2) {
-			if (out != NULL &&
-			    (*out = cJSON_ParseWithLength(b.p, b.len)) == NULL) {
-				snprintf(err, errlen, "%s %s: unparseable response",
-				    method, path);
-				rc = -1;
-			}
-		} else {
-			k8s_status_error(*status, b.p, b.len, err, errlen);
-			if (*status != also)
-				rc = -1;
-		}
-	}
-	buf_free(&b);
-	return rc;
-}
-
-/* Wraps an API error with what we were doing. */
-static int
-failf(char *err, size_t errlen, const char *what, const char *name)
-{
-	char tmp[512];
-
-	snprintf(tmp, sizeof(tmp), "%s", err);
-	snprintf(err, errlen, "%s %s: %s", what, name, tmp);
-	return -1;
-}
-
-/* Resources, by API prefix and plural. */
-struct res {
-	const char	*prefix;
-	const char	*plural;
-};
-static const struct res R_PODS = { "/api/v1", "pods" };
-static const struct res R_PVCS = { "/api/v1", "persistentvolumeclaims" };
-static const struct res R_SECRETS = { "/api/v1", "secrets" };
-static const struct res R_NETPOLS = { "/apis/networking.k8s.io/v1",
-    "networkpolicies" };
-
-/* The path of a collection (name NULL) or of one object. */
-static void
-res_path(const struct res *rs, const char *ns, const char *name, char *dst,
-    size_t len)
-{
-	snprintf(dst, len, "%s/namespaces/%s/%s%s%s", rs->prefix, ns, rs->plural,
-	    name ? "/" : "", name ? name : "");
-}
-
-/* GET; *out NULL (and 0 returned) on 404. */
-static int
-get_obj(struct k8s_rt *r, const char *path, cJSON **out, char *err, size_t errlen)
-{
-	int st;
-
-	return call(r, "GET", path, NULL, NULL, NULL, 404, &st, out, err, errlen);
-}
-
-/* DELETE; 404 is success. */
-static int
-del_obj(struct k8s_rt *r, const char *path, const char *q, char *err, size_t errlen)
-{
-	int st;
-
-	return call(r, "DELETE", path, q, NULL, NULL, 404, &st, NULL, err, errlen);
-}
-
-/* POST with fieldValidation=Strict; *st tells a 409 apart. */
-static int
-create_obj(struct k8s_rt *r, const char *path, const cJSON *obj, int *st,
-    cJSON **out, char *err, size_t errlen)
-{
-	return call(r, "POST", path, Q_STRICT, NULL, obj, 409, st, out, err,
-	    errlen);
-}
-
-/* Merge PATCH with fieldValidation=Strict; *st tells a 404 apart. */
-static int
-merge_patch(struct k8s_rt *r, const char *path, const cJSON *patch, int *st,
-    char *err, size_t errlen)
-{
-	return call(r, "PATCH", path, Q_STRICT, CT_MERGE, patch, 404, st, NULL,
-	    err, errlen);
-}
-
-/* {"metadata":{"annotations":{k:v,...}}} from pairs (v NULL deletes). */
-static cJSON *
-ann_patch(const char *const *kv, size_t n)
-{
-	cJSON *p = cJSON_CreateObject(), *a;
-	size_t i;
-
-	a = cJSON_AddObjectToObject(cJSON_AddObjectToObject(p, "metadata"),
-	    "annotations");
-	for (i = 0; i + 1 < 2 * n; i += 2) {
-		if (kv[i + 1] != NULL)
-			cJSON_AddStringToObject(a, kv[i], kv[i + 1]);
-		else
-			cJSON_AddNullToObject(a, kv[i]);
-	}
-	return p;
-}
-
-/* Lists every object under path matching query q into a new array. */
-static int
-list_all(struct k8s_rt *r, const char *path, const char *q, cJSON **items,
-    char *err, size_t errlen)
-{
-	char full[2048], cont[1024] = "";
-	cJSON *page, *arr, *it, *md, *c;
-	int st, pages = 0;
-
-	*items = cJSON_CreateArray();
-	do {
-		snprintf(full, sizeof(full), "%s&limit=" LIST_PAGE "%s%s", q,
-		    cont[0] ? "&continue=" : "", cont);
-		if (call(r, "GET", path, full, NULL, NULL, 0, &st, &page, err,
-		    errlen) == -1)
-			goto fail;
-		arr = cJSON_DetachItemFromObjectCaseSensitive(page, "items");
-		while (arr != NULL && (it = cJSON_DetachItemFromArray(arr, 0)) != NULL)
-			cJSON_AddItemToArray(*items, it);
-		cJSON_Delete(arr);
-		cont[0] = '\0';
-		md = cJSON_GetObjectItemCaseSensitive(page, "metadata");
-		c = cJSON_GetObjectItemCaseSensitive(md, "continue");
-		if (cJSON_IsString(c) && c->valuestring[0] != '\0' &&
-		    k8s_urlencode(c->valuestring, cont, sizeof(cont)) == -1) {
-			snprintf(err, errlen, "list %s: continue token too long", path);
-			cJSON_Delete(page);
-			goto fail;
-		}
-		cJSON_Delete(page);
-	} while (cont[0] != '\0' && ++pages < 1000);
-	return 0;
-fail:
-	cJSON_Delete(*items);
-	*items = NULL;
-	return -1;
-}
-
-/* ---- agent and proxy admin (plain HTTP over the pod network) ---- */
-
-struct sink {
-	struct buf	*b;
-};
-
-static size_t
-sink_cb(char *p, size_t sz, size_t nm, void *arg)
-{
-	struct sink *s = arg;
-
-	return buf_add(s->b, p, sz * nm) == -1 ? 0 : sz * nm;
-}
-
-static void
-url_host(const char *ip, char *dst, size_t len)
-{
-	snprintf(dst, len, strchr(ip, ':') ? "[%s]" : "%s", ip);
-}
-
-/* POST/GET http://ip:port/path with a bearer token; 0 with *status. */
-int
-runtime_k8s_http(const char *ip, long long port, const char *token, const char *method,
-    const char *path, const char *body, int timeout_ms, int *status,
-    struct buf *resp, char *err, size_t errlen)
-{
-	char url[512], host[128], auth[1200], ebuf[CURL_ERROR_SIZE] = "";
-	struct curl_slist *h = NULL;
-	struct sink s = { resp };
-	CURL *c;
-	CURLcode cr;
-	long code = 0;
-
-	if ((c = curl_easy_init()) == NULL) {
-		snprintf(err, errlen, "curl_easy_init failed");
-		return -1;
-	}
-	url_host(ip, host, sizeof(host));
-	snprintf(url, sizeof(url), "http://%s:%lld%s", host, port, path);
-	snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
-	h = curl_slist_append(h, auth);
-	explicit_bzero(auth, sizeof(auth));
-	h = curl_slist_append(h, "Content-Type: application/json");
-	h = curl_slist_append(h, "Expect:");
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http");
-	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
-	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
-	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, ebuf);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, sink_cb);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, &s);
-	if (body != NULL) {
-		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
-	}
-	cr = curl_easy_perform(c);
-	curl_slist_free_all(h);
-	if (cr != CURLE_OK) {
-		snprintf(err, errlen, "%s %s: %s", method, url,
-		    ebuf[0] ? ebuf : curl_easy_strerror(cr));
-		curl_easy_cleanup(c);
-		return -1;
-	}
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
-	curl_easy_cleanup(c);
-	*status = (int)code;
-	if (resp->p == NULL && buf_add(resp, "", 0) == -1)
-		abort();
-	return 0;
-}
-
-static int
-agent_health(struct k8s_rt *r, const char *id, const char *ip, char *err,
-    size_t errlen)
-{
-	char tok[65];
-	struct buf b;
-	int st, rc;
-
-	derive(r, "agent", id, tok);
-	buf_init(&b, 65536);
-	rc = runtime_k8s_http(ip, r->conf->agent_port, tok, "GET", "/v1/health", NULL,
-	    AGENT_TIMEOUT_MS, &st, &b, err, errlen);
-	if (rc == 0 && st != 200) {
-		snprintf(err, errlen, "agent health answered %d", st);
-		rc = -1;
-	}
-	buf_free(&b);
-	explicit_bzero(tok, sizeof(tok));
-	return rc;
-}
-
-/* Sends one admin op to a proxy pod; -1 unless it answers {"ok":true}. */
-static int
-proxy_admin(struct k8s_rt *r, const char *ip, const cJSON *req, char *err,
-    size_t errlen)
-{
-	struct buf b;
-	char *txt;
-	cJSON *rep = NULL, *okv, *e;
-	int st, rc = -1;
-
-	if ((txt = cJSON_PrintUnformatted(req)) == NULL)
-		abort();
-	buf_init(&b, (size_t)1024 * 1024);
-	if (runtime_k8s_http(ip, r->conf->proxy_admin_port, r->admin_token, "POST",
-	    "/v1/admin", txt, ADMIN_TIMEOUT_MS, &st, &b, err, errlen) == -1)
-		goto out;
-	rep = cJSON_ParseWithLength(b.p, b.len);
-	okv = cJSON_GetObjectItemCaseSensitive(rep, "ok");
-	if (st != 200 || !cJSON_IsTrue(okv)) {
-		char esc[200];
-		e = cJSON_GetObjectItemCaseSensitive(rep, "error");
-		log_escape(esc, sizeof(esc), cJSON_IsString(e) ? e->valuestring :
-		    b.p, cJSON_IsString(e) ? strlen(e->valuestring) :
-		    (b.len > 100 ? 100 : b.len));
-		snprintf(err, errlen, "proxy admin %s answered %d: %s", ip, st, esc);
-		goto out;
-	}
-	rc = 0;
-out:
-	cJSON_Delete(rep);
-	explicit_bzero(txt, strlen(txt));
-	free(txt);
-	buf_free(&b);
-	return rc;
-}
-
-static void
-proxy_deregister(struct k8s_rt *r, const char *id, const cJSON *pod_ann)
-{
-	const char *ip = k8s_ann(pod_ann, K8S_ANN_PROXY_IP);
-	cJSON *req;
-	char err[512];
-
-	if (ip == NULL || ip[0] == '\0')
-		return;
-	req = cJSON_CreateObject();
-	cJSON_AddStringToObject(req, "op", "deregister");
-	cJSON_AddStringToObject(req, "id", id);
-	if (proxy_admin(r, ip, req, err, sizeof(err)) == -1)
-		log_warnx("sandbox=%s proxy deregister failed: %s", id, err);
-	cJSON_Delete(req);
-}
-
 /* ---- state ---- */
 
 static void
@@ -474,7 +65,7 @@ info_fill(struct k8s_rt *r, struct rt_info *out, const char *id,
 	struct k8s_podview v;
 	struct k8s_sbx s;
 	char e[128];
-	const char *spec, *lj;
+	const char *spec;
 
 	(void)r;
 	memset(out, 0, sizeof(*out));
@@ -490,11 +81,7 @@ info_fill(struct k8s_rt *r, struct rt_info *out, const char *id,
 		k8s_sbx_clear(&s);
 	}
 	out->created_ms = k8s_ann_ll(ann, K8S_ANN_CREATED);
-	lj = k8s_ann(ann, K8S_ANN_LABELS);
-	if (k8s_labels_decode(lj, &out->labels, &out->nlabels) == -1) {
-		out->labels = NULL;
-		out->nlabels = 0;
-	}
+	api_labels(ann, out);
 	if (pod != NULL) {
 		k8s_pod_view(pod, &v);
 		if (pvc == NULL) {
@@ -522,35 +109,6 @@ info_fill(struct k8s_rt *r, struct rt_info *out, const char *id,
 	}
 }
 
-/* One object of a sandbox (named by namefn from its id); NULL if absent. */
-static int
-sbx_obj_get(struct k8s_rt *r, const struct res *rs,
-    void (*namefn)(const char *, char *, size_t), const char *what,
-    const char *id, cJSON **out, char *err, size_t errlen)
-{
-	char name[128], path[512];
-
-	namefn(id, name, sizeof(name));
-	res_path(rs, r->ns, name, path, sizeof(path));
-	if (get_obj(r, path, out, err, errlen) == -1)
-		return failf(err, errlen, what, name);
-	return 0;
-}
-
-static int
-pod_get(struct k8s_rt *r, const char *id, cJSON **pod, char *err, size_t errlen)
-{
-	return sbx_obj_get(r, &R_PODS, k8s_name_pod, "get pod", id, pod, err,
-	    errlen);
-}
-
-static int
-pvc_get(struct k8s_rt *r, const char *id, cJSON **pvc, char *err, size_t errlen)
-{
-	return sbx_obj_get(r, &R_PVCS, k8s_name_pvc, "get claim", id, pvc, err,
-	    errlen);
-}
-
 /* Waits until the pod is Running, Ready, has an IP and the agent answers. */
 static int
 wait_ready(struct k8s_rt *r, const char *id, cJSON **podp, char *err,
@@ -564,7 +122,7 @@ wait_ready(struct k8s_rt *r, const char *id, cJSON **podp, char *err,
 	for (;;) {
 		cJSON_Delete(pod);
 		pod = NULL;
-		if (pod_get(r, id, &pod, err, errlen) == -1)
+		if (api_pod_get(r, id, &pod, err, errlen) == -1)
 			return -1;
 		if (pod == NULL) {
 			snprintf(err, errlen, "sandbox %s: pod disappeared while starting", id);
@@ -580,7 +138,8 @@ wait_ready(struct k8s_rt *r, const char *id, cJSON **podp, char *err,
 			goto fail;
 		}
 		if (strcmp(v.phase, "Running") == 0 && v.ready && v.ip != NULL) {
-			if (agent_health(r, id, v.ip, aerr, sizeof(aerr)) == 0)
+			if (api_agent_call(r, id, v.ip, "GET", "/v1/health", NULL, aerr,
+			    sizeof(aerr)) == 0)
 				break;
 		}
 		if (util_mono_ms() >= deadline) {
@@ -590,7 +149,7 @@ wait_ready(struct k8s_rt *r, const char *id, cJSON **podp, char *err,
 			    v.reason, aerr[0] ? ", agent: " : "", aerr);
 			goto fail;
 		}
-		nap(step);
+		api_nap(step);
 		step = step * 2 > 1000 ? 1000 : step * 2;
 	}
 	*podp = pod;
@@ -609,7 +168,7 @@ wait_gone(struct k8s_rt *r, const char *id, long long timeout_ms, char *err,
 	cJSON *pod;
 
 	for (;;) {
-		if (pod_get(r, id, &pod, err, errlen) == -1)
+		if (api_pod_get(r, id, &pod, err, errlen) == -1)
 			return -1;
 		if (pod == NULL)
 			return 0;
@@ -619,7 +178,7 @@ wait_gone(struct k8s_rt *r, const char *id, long long timeout_ms, char *err,
 			    id, timeout_ms / 1000);
 			return -1;
 		}
-		nap(step);
+		api_nap(step);
 		step = step * 2 > 500 ? 500 : step * 2;
 	}
 }
@@ -631,676 +190,17 @@ delete_pod(struct k8s_rt *r, const char *id, long long grace, char *err,
 	char name[128], path[512], q[64];
 
 	k8s_name_pod(id, name, sizeof(name));
-	res_path(&R_PODS, r->ns, name, path, sizeof(path));
+	api_path(&api_pods, r->ns, name, path, sizeof(path));
 	snprintf(q, sizeof(q), "gracePeriodSeconds=%lld", grace);
-	if (del_obj(r, path, q, err, errlen) == -1)
-		return failf(err, errlen, "delete pod", name);
+	if (api_delete(r, path, q, err, errlen) == -1)
+		return api_failf(err, errlen, "delete pod", name);
 	return 0;
-}
-
-/* Creates or replaces the sandbox's NetworkPolicy; proxy NULL: no egress. */
-static int
-netpol_apply(struct k8s_rt *r, const char *id, const char *proxy_pod, char *err,
-    size_t errlen)
-{
-	struct netpol_kv lbl[3] = {
-		{ K8S_LBL_MANAGED, K8S_MANAGER },
-		{ K8S_LBL_INSTANCE, r->conf->instance },
-		{ K8S_LBL_ID, id },
-	};
-	struct netpol_kv podsel[2] = { { K8S_LBL_ID, id }, { K8S_LBL_ROLE, "sandbox" } };
-	struct netpol_kv psel[MAX_SEL + 1];
-	struct netpol_sandbox np;
-	char name[128], path[512];
-	cJSON *obj;
-	size_t i;
-	int st, rc = -1;
-
-	memset(&np, 0, sizeof(np));
-	k8s_name_netpol(id, name, sizeof(name));
-	np.name = name;
-	np.ns = r->ns;
-	np.labels = lbl;
-	np.nlabels = 3;
-	np.pod = podsel;
-	np.npod = 2;
-	if (proxy_pod != NULL) {
-		for (i = 0; i < r->nproxy; i++)
-			psel[i] = r->proxy[i];
-		psel[i].k = K8S_LBL_PROXY_POD;
-		psel[i].v = proxy_pod;
-		np.proxy = psel;
-		np.nproxy = r->nproxy + 1;
-		np.proxy_ns = r->pns;
-		np.proxy_port = (int)r->conf->proxy_port;
-	}
-	np.orch_ns = r->ons;
-	np.orch = r->orch;
-	np.norch = r->norch;
-	np.agent_port = (int)r->conf->agent_port;
-	np.dns = r->conf->netpol_dns;
-	if ((obj = netpol_render_sandbox(&np)) == NULL) {
-		snprintf(err, errlen, "cannot render network policy for %s", id);
-		return -1;
-	}
-	res_path(&R_NETPOLS, r->ns, NULL, path, sizeof(path));
-	if (create_obj(r, path, obj, &st, NULL, err, errlen) == -1) {
-		failf(err, errlen, "create network policy", name);
-		goto out;
-	}
-	if (st == 409) {
-		/* Unconditional update (no resourceVersion). */
-		res_path(&R_NETPOLS, r->ns, name, path, sizeof(path));
-		if (call(r, "PUT", path, Q_STRICT, NULL, obj, 0, &st, NULL, err,
-		    errlen) == -1) {
-			failf(err, errlen, "replace network policy", name);
-			goto out;
-		}
-	}
-	rc = 0;
-out:
-	cJSON_Delete(obj);
-	return rc;
-}
-
-/* ---- the proxy fleet ---- */
-
-struct proxy {
-	char		 name[254];
-	char		 ip[64];
-	int		 ready;
-	int		 deleting;
-	int		 labelled;
-	int		 victim;	/* chosen to go on this scale-down */
-	long long	 load;
-	long long	 oldest;	/* created-ms of its oldest sandbox */
-	long long	 cost;		/* pod-deletion-cost (LLONG_MIN: none) */
-};
-
-#define ANN_DELETION_COST	"controller.kubernetes.io/pod-deletion-cost"
-#define VICTIM_COST		(-1000)	/* below any load */
-
-static int
-proxies_list(struct k8s_rt *r, struct proxy **out, size_t *n, char *err,
-    size_t errlen)
-{
-	char path[512];
-	cJSON *items, *it;
-	struct k8s_podview v;
-	struct proxy *p;
-	const char *l;
-	size_t cnt;
-
-	*out = NULL;
-	*n = 0;
-	res_path(&R_PODS, r->pns, NULL, path, sizeof(path));
-	if (list_all(r, path, r->proxy_q, &items, err, errlen) == -1)
-		return failf(err, errlen, "list proxy pods in", r->pns);
-	cnt = (size_t)cJSON_GetArraySize(items);
-	p = cnt ? xcalloc(cnt, sizeof(*p)) : NULL;
-	cJSON_ArrayForEach(it, items) {
-		k8s_pod_view(it, &v);
-		if (p == NULL || *n >= cnt)
-			break;
-		if (v.name == NULL)
-			continue;
-		snprintf(p[*n].name, sizeof(p[*n].name), "%s", v.name);
-		snprintf(p[*n].ip, sizeof(p[*n].ip), "%s", v.ip ? v.ip : "");
-		p[*n].ready = !v.deleting && !v.failed && v.ready && v.ip != NULL &&
-		    strcmp(v.phase, "Running") == 0;
-		p[*n].deleting = v.deleting;
-		l = k8s_ann(v.labels, K8S_LBL_PROXY_POD);
-		p[*n].labelled = l != NULL && strcmp(l, v.name) == 0;
-		p[*n].cost = k8s_ann(v.annotations, ANN_DELETION_COST) ?
-		    k8s_ann_ll(v.annotations, ANN_DELETION_COST) : LLONG_MIN;
-		p[*n].oldest = LLONG_MAX;
-		(*n)++;
-	}
-	cJSON_Delete(items);
-	*out = p;
-	return 0;
-}
-
-static struct proxy *
-proxy_find(struct proxy *p, size_t n, const char *name)
-{
-	size_t i;
-
-	for (i = 0; name != NULL && i < n; i++)
-		if (strcmp(p[i].name, name) == 0)
-			return &p[i];
-	return NULL;
-}
-
-/* Labels a proxy pod with its own name so a policy can select just it. */
-static int
-proxy_label(struct k8s_rt *r, struct proxy *p, char *err, size_t errlen)
-{
-	cJSON *patch;
-	char path[512];
-	int st, rc;
-
-	if (p->labelled)
-		return 0;
-	patch = cJSON_CreateObject();
-	cJSON_AddStringToObject(cJSON_AddObjectToObject(cJSON_AddObjectToObject(
-	    patch, "metadata"), "labels"), K8S_LBL_PROXY_POD, p->name);
-	res_path(&R_PODS, r->pns, p->name, path, sizeof(path));
-	rc = merge_patch(r, path, patch, &st, err, errlen);
-	cJSON_Delete(patch);
-	if (rc == -1 || st == 404)
-		return failf(err, errlen, "label proxy pod", p->name);
-	p->labelled = 1;
-	return 0;
-}
-
-static long long
-desired_replicas(struct k8s_rt *r, long long running)
-{
-	long long per = r->conf->sandboxes_per_proxy, d;
-
-	d = running == 0 ? 0 : (running + per - 1) / per;
-	return d < r->conf->proxy_min_replicas ? r->conf->proxy_min_replicas : d;
-}
-
-/*
- * Tells the ReplicaSet controller which proxy pods to remove first on a
- * scale-down: controller.kubernetes.io/pod-deletion-cost = sandboxes
- * served, and VICTIM_COST for the pods chosen to go. Each PATCH is applied
- * once it is answered. -1 if a victim's mark did not take (then the caller
- * must not scale down: the controller would choose blindly).
- */
-static int
-proxy_costs(struct k8s_rt *r, struct proxy *p, size_t n)
-{
-	char path[512], v[32], err[512];
-	const char *kv[2];
-	long long want;
-	cJSON *patch;
-	size_t i;
-	int st, rc = 0;
-
-	for (i = 0; i < n; i++) {
-		want = p[i].victim ? VICTIM_COST : p[i].load;
-		if (p[i].deleting || p[i].cost == want)
-			continue;
-		snprintf(v, sizeof(v), "%lld", want);
-		kv[0] = ANN_DELETION_COST;
-		kv[1] = v;
-		patch = ann_patch(kv, 1);
-		res_path(&R_PODS, r->pns, p[i].name, path, sizeof(path));
-		if (merge_patch(r, path, patch, &st, err, sizeof(err)) == -1 ||
-		    st == 404) {
-			log_warnx("k8s proxy pod=%s deletion cost: %s", p[i].name,
-			    st == 404 ? "pod gone" : err);
-			if (p[i].victim)
-				rc = -1;
-		} else
-			p[i].cost = want;
-		cJSON_Delete(patch);
-	}
-	return rc;
-}
-
-/* a is a better pod to remove than b: not ready, fewer sandboxes, then
- * younger sandboxes (moving one changes its proxy URL, so long-lived
- * sessions stay put), then the name (deterministic). */
-static int
-more_removable(const struct proxy *a, const struct proxy *b)
-{
-	if (a->ready != b->ready)
-		return !a->ready;
-	if (a->load != b->load)
-		return a->load < b->load;
-	if (a->oldest != b->oldest)
-		return a->oldest > b->oldest;
-	return strcmp(a->name, b->name) > 0;
-}
-
-/* Marks the (live - want) pods to remove; returns how many. */
-static size_t
-pick_victims(struct proxy *p, size_t n, long long want)
-{
-	size_t i, live = 0, k = 0;
-	struct proxy *best;
-
-	for (i = 0; i < n; i++)
-		if (!p[i].deleting)
-			live++;
-	while ((long long)(live - k) > want) {
-		best = NULL;
-		for (i = 0; i < n; i++)
-			if (!p[i].deleting && !p[i].victim &&
-			    (best == NULL || more_removable(&p[i], best)))
-				best = &p[i];
-		if (best == NULL)
-			break;
-		best->victim = 1;
-		k++;
-	}
-	return k;
-}
-
-static int
-is_victim(const struct proxy *p, size_t n, const char *name)
-{
-	size_t i;
-
-	for (i = 0; name != NULL && i < n; i++)
-		if (p[i].victim && strcmp(p[i].name, name) == 0)
-			return 1;
-	return 0;
-}
-
-/* Sets the proxy Deployment's replicas through the scale subresource. */
-static int
-scale_to(struct k8s_rt *r, long long want, char *err, size_t errlen)
-{
-	char path[512];
-	cJSON *sc = NULL, *patch;
-	const cJSON *spec, *rep;
-	int st, rc = -1;
-	long long have = -1;
-
-	snprintf(path, sizeof(path), "/apis/apps/v1/namespaces/%s/deployments/%s/scale",
-	    r->pns, r->conf->proxy_deployment);
-	if (call(r, "GET", path, NULL, NULL, NULL, 0, &st, &sc, err, errlen) == -1)
-		return failf(err, errlen, "get scale of deployment",
-		    r->conf->proxy_deployment);
-	spec = cJSON_GetObjectItemCaseSensitive(sc, "spec");
-	rep = cJSON_GetObjectItemCaseSensitive(spec, "replicas");
-	if (cJSON_IsNumber(rep))
-		have = (long long)rep->valuedouble;
-	else
-		have = 0;
-	cJSON_Delete(sc);
-	if (have == want)
-		return 0;
-	patch = cJSON_CreateObject();
-	cJSON_AddNumberToObject(cJSON_AddObjectToObject(patch, "spec"), "replicas",
-	    (double)want);
-	if (call(r, "PATCH", path, Q_STRICT, CT_MERGE, patch, 0, &st, NULL, err,
-	    errlen) == -1) {
-		failf(err, errlen, "scale deployment", r->conf->proxy_deployment);
-		goto out;
-	}
-	log_info("k8s proxy deployment=%s/%s replicas=%lld (was %lld)", r->pns,
-	    r->conf->proxy_deployment, want, have);
-	rc = 0;
-out:
-	cJSON_Delete(patch);
-	return rc;
-}
-
-/* Our sandbox pods that count as running (not deleting, not failed). */
-static int
-sandboxes_list(struct k8s_rt *r, cJSON **items, char *err, size_t errlen)
-{
-	char path[512];
-
-	res_path(&R_PODS, r->ns, NULL, path, sizeof(path));
-	if (list_all(r, path, r->sel_q, items, err, errlen) == -1)
-		return failf(err, errlen, "list sandbox pods in", r->ns);
-	return 0;
-}
-
-static void
-count_load(cJSON *pods, struct proxy *p, size_t np, long long *running)
-{
-	struct k8s_podview v;
-	struct proxy *x;
-	long long born;
-	cJSON *it;
-
-	*running = 0;
-	cJSON_ArrayForEach(it, pods) {
-		k8s_pod_view(it, &v);
-		if (v.deleting || v.failed)
-			continue;
-		(*running)++;
-		if ((x = proxy_find(p, np, k8s_ann(v.annotations, K8S_ANN_PROXY))) != NULL) {
-			x->load++;
-			born = k8s_ann_ll(v.annotations, K8S_ANN_CREATED);
-			if (born < x->oldest)
-				x->oldest = born;
-		}
-	}
-}
-
-/* The ready pod with the fewest sandboxes, not one of avoid's victims. */
-static struct proxy *
-least_loaded(struct proxy *p, size_t n, const struct proxy *avoid,
-    size_t navoid)
-{
-	struct proxy *best = NULL;
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (p[i].ready && !is_victim(avoid, navoid, p[i].name) &&
-		    (best == NULL || p[i].load < best->load))
-			best = &p[i];
-	return best;
-}
-
-static void
-env_line(char *dst, size_t len, size_t *off, const char *k, const char *v)
-{
-	int n;
-
-	if (*off >= len)
-		return;
-	n = snprintf(dst + *off, len - *off, "%s=%s\n", k, v);
-	if (n > 0)
-		*off += (size_t)n >= len - *off ? len - *off - 1 : (size_t)n;
-}
-
-/* The proxy env of a sandbox, as "K=V\n" lines and as an agent /v1/env set. */
-static void
-proxy_env(struct k8s_rt *r, const char *id, const char *proxy_ip, char *out,
-    size_t outlen, cJSON *set)
-{
-	char sec[65], url[512], host[128];
-	static const char *cas[] = { "SSL_CERT_FILE", "GIT_SSL_CAINFO",
-	    "CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS" };
-	const char *ks[] = { "HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy" };
-	size_t off = 0, i;
-
-	derive(r, "proxy", id, sec);
-	url_host(proxy_ip, host, sizeof(host));
-	snprintf(url, sizeof(url), "http://%s:%s@%s:%lld", id, sec, host,
-	    r->conf->proxy_port);
-	if (outlen > 0)
-		out[0] = '\0';
-	for (i = 0; i < NELEM(ks); i++) {
-		env_line(out, outlen, &off, ks[i], url);
-		cJSON_AddStringToObject(set, ks[i], url);
-	}
-	env_line(out, outlen, &off, "NO_PROXY", "localhost,127.0.0.1,::1");
-	env_line(out, outlen, &off, "no_proxy", "localhost,127.0.0.1,::1");
-	cJSON_AddStringToObject(set, "NO_PROXY", "localhost,127.0.0.1,::1");
-	cJSON_AddStringToObject(set, "no_proxy", "localhost,127.0.0.1,::1");
-	if (r->conf->proxy_ca_configmap != NULL && r->conf->proxy_ca_configmap[0]) {
-		for (i = 0; i < NELEM(cas); i++) {
-			env_line(out, outlen, &off, cas[i], K8S_PROXY_CA_DIR "/ca.crt");
-			cJSON_AddStringToObject(set, cas[i], K8S_PROXY_CA_DIR "/ca.crt");
-		}
-	}
-	explicit_bzero(sec, sizeof(sec));
-	explicit_bzero(url, sizeof(url));
-}
-
-/*
- * Assigns a sandbox (whose pod is running at pod_ip) to the least-loaded
- * ready proxy pod, scaling the fleet up first if there is none: registers
- * it there, records the assignment on the pod, lets the policy reach that
- * pod only, and pushes the proxy env to the agent. With avoid (a proxy
- * list with victims marked), it moves the sandbox off those pods and
- * fails rather than scale or wait. Caller holds fleet_mtx.
- */
-static int
-assign_locked(struct k8s_rt *r, const char *id, const char *pod_ip,
-    const char *current, const char *egress_json, const struct proxy *avoid,
-    size_t navoid, char *env_out, size_t envlen, char *err, size_t errlen)
-{
-	struct proxy *px = NULL, *best;
-	size_t npx = 0;
-	cJSON *pods = NULL, *req = NULL, *attrs, *eg = NULL, *set = NULL, *body;
-	char sec[65], path[512], name[128], tok[65], *txt;
-	const char *kv[6];
-	long long running, deadline = util_mono_ms() + r->conf->proxy_wait_ms;
-	struct buf b;
-	int st, rc = -1;
-
-	for (;;) {
-		free(px);
-		px = NULL;
-		cJSON_Delete(pods);
-		pods = NULL;
-		if (proxies_list(r, &px, &npx, err, errlen) == -1 ||
-		    sandboxes_list(r, &pods, err, errlen) == -1)
-			goto out;
-		count_load(pods, px, npx, &running);
-		/* Stay where we are while that pod is ready. */
-		if ((best = proxy_find(px, npx, current)) != NULL && best->ready &&
-		    !is_victim(avoid, navoid, current)) {
-			best->load--;
-			break;
-		}
-		if ((best = least_loaded(px, npx, avoid, navoid)) != NULL)
-			break;
-		if (navoid > 0) {
-			snprintf(err, errlen, "no other ready egress-proxy pod");
-			goto out;
-		}
-		if (scale_to(r, desired_replicas(r, running > 0 ? running : 1), err,
-		    errlen) == -1)
-			goto out;
-		if (util_mono_ms() >= deadline) {
-			snprintf(err, errlen, "no ready egress-proxy pod in %s after %lld s",
-			    r->pns, r->conf->proxy_wait_ms / 1000);
-			goto out;
-		}
-		nap(250);
-	}
-	if (proxy_label(r, best, err, errlen) == -1)
-		goto out;
-
-	derive(r, "proxy", id, sec);
-	req = cJSON_CreateObject();
-	cJSON_AddStringToObject(req, "op", "register");
-	cJSON_AddStringToObject(req, "id", id);
-	cJSON_AddStringToObject(req, "secret", sec);
-	/* The credential is only good from the sandbox's pod IP. */
-	cJSON_AddItemToObject(req, "client_ips",
-	    cJSON_CreateStringArray((const char *[]){ pod_ip }, 1));
-	eg = egress_json ? cJSON_Parse(egress_json) : NULL;
-	attrs = cJSON_IsObject(eg) ? cJSON_Duplicate(eg, 1) : cJSON_CreateObject();
-	cJSON_AddItemToObject(req, "attrs", attrs);
-	if (proxy_admin(r, best->ip, req, err, errlen) == -1) {
-		failf(err, errlen, "register sandbox with proxy pod", best->name);
-		goto out;
-	}
-	best->load++;
-
-	kv[0] = K8S_ANN_PROXY; kv[1] = best->name;
-	kv[2] = K8S_ANN_PROXY_IP; kv[3] = best->ip;
-	kv[4] = K8S_ANN_EGRESS; kv[5] = egress_json;
-	body = ann_patch(kv, egress_json ? 3 : 2);
-	k8s_name_pod(id, name, sizeof(name));
-	res_path(&R_PODS, r->ns, name, path, sizeof(path));
-	rc = merge_patch(r, path, body, &st, err, errlen);
-	cJSON_Delete(body);
-	if (rc == -1 || st == 404) {
-		rc = -1;
-		if (st == 404)
-			snprintf(err, errlen, "sandbox %s: pod gone while attaching", id);
-		goto out;
-	}
-	rc = -1;
-	if (netpol_apply(r, id, best->name, err, errlen) == -1)
-		goto out;
-
-	set = cJSON_CreateObject();
-	body = cJSON_AddObjectToObject(set, "set");
-	proxy_env(r, id, best->ip, env_out, envlen, body);
-	if ((txt = cJSON_PrintUnformatted(set)) == NULL)
-		abort();
-	derive(r, "agent", id, tok);
-	buf_init(&b, 65536);
-	if (runtime_k8s_http(pod_ip, r->conf->agent_port, tok, "POST", "/v1/env", txt,
-	    AGENT_TIMEOUT_MS, &st, &b, err, errlen) == -1 || st != 200)
-		log_warnx("sandbox=%s could not push proxy env to the agent (%d)",
-		    id, st);
-	buf_free(&b);
-	explicit_bzero(txt, strlen(txt));
-	free(txt);
-	explicit_bzero(tok, sizeof(tok));
-	log_info("sandbox=%s proxy=%s/%s ip=%s load=%lld", id, r->pns, best->name,
-	    best->ip, best->load);
-	rc = 0;
-out:
-	explicit_bzero(sec, sizeof(sec));
-	cJSON_Delete(set);
-	cJSON_Delete(req);
-	cJSON_Delete(eg);
-	cJSON_Delete(pods);
-	free(px);
-	return rc;
 }
 
 struct k8s_client *
 runtime_k8s_client(struct runtime *rt)
 {
 	return ((struct k8s_rt *)rt->impl)->cl;
-}
-
-/* Moves the attached sandboxes of the victim pods to pods that stay. */
-static void
-move_off_victims(struct k8s_rt *r, cJSON *pods, const struct proxy *px,
-    size_t npx)
-{
-	struct k8s_podview v;
-	const char *eg, *cur;
-	char env[2048], e2[512];
-	cJSON *it;
-
-	cJSON_ArrayForEach(it, pods) {
-		k8s_pod_view(it, &v);
-		cur = k8s_ann(v.annotations, K8S_ANN_PROXY);
-		if (v.deleting || v.failed || v.id == NULL || !id_sandbox_valid(v.id) ||
-		    v.ip == NULL || !is_victim(px, npx, cur) ||
-		    (eg = k8s_ann(v.annotations, K8S_ANN_EGRESS)) == NULL)
-			continue;
-		log_info("sandbox=%s proxy=%s goes on scale-down; moving", v.id, cur);
-		if (assign_locked(r, v.id, v.ip, NULL, eg, px, npx, env,
-		    sizeof(env), e2, sizeof(e2)) == -1)
-			log_warnx("sandbox=%s move failed (the next sweep "
-			    "re-assigns it): %s", v.id, e2);
-		explicit_bzero(env, sizeof(env));
-	}
-}
-
-/*
- * The fleet sweep (caller holds fleet_mtx): scale the Deployment to the
- * running sandboxes and re-assign sandboxes whose proxy pod is gone or not
- * ready. A scale-down first picks the pods to remove, moves their
- * sandboxes to the pods that stay, and marks them with the lowest
- * pod-deletion-cost; only once those marks are applied is the scale
- * patched, so the controller removes those pods and no sandbox is left
- * without a proxy. (Should the controller still choose others, e.g. from
- * a stale cache, the re-assignment below or in the next sweep covers it.)
- */
-static int
-fleet_sync_locked(struct k8s_rt *r, int reassign, char *err, size_t errlen)
-{
-	struct proxy *px = NULL, *cur, *old;
-	size_t npx = 0, i, nold;
-	cJSON *pods = NULL, *it;
-	struct k8s_podview v;
-	long long running, want, keep;
-	char env[2048], e2[512];
-	int rc = -1;
-
-	if (sandboxes_list(r, &pods, err, errlen) == -1 ||
-	    proxies_list(r, &px, &npx, err, errlen) == -1)
-		goto out;
-	count_load(pods, px, npx, &running);
-	want = desired_replicas(r, running);
-	/* (To zero, every pod goes: nothing to choose or move.) */
-	if (want > 0 && pick_victims(px, npx, want) > 0) {
-		move_off_victims(r, pods, px, npx);
-		/* Count again: the moves changed the loads. */
-		old = px;
-		nold = npx;
-		cJSON_Delete(pods);
-		pods = NULL;
-		px = NULL;
-		if (sandboxes_list(r, &pods, err, errlen) == -1 ||
-		    proxies_list(r, &px, &npx, err, errlen) == -1) {
-			free(old);
-			goto out;
-		}
-		count_load(pods, px, npx, &running);
-		for (keep = 0, i = 0; i < npx; i++) {
-			if (px[i].deleting)
-				continue;
-			px[i].victim = is_victim(old, nold, px[i].name);
-			if (px[i].victim && px[i].load > 0) {
-				/* A sandbox could not move: keep its pod
-				 * until the next sweep. */
-				log_warnx("k8s proxy pod=%s kept: %lld sandboxes "
-				    "could not move", px[i].name, px[i].load);
-				px[i].victim = 0;
-			}
-			if (!px[i].victim)
-				keep++;
-		}
-		free(old);
-		if (keep > want)
-			want = keep;
-	}
-	if (proxy_costs(r, px, npx) == -1) {
-		snprintf(err, errlen, "not scaling down: the pod-deletion-cost "
-		    "of the pods to remove could not be set");
-		goto out;
-	}
-	if (scale_to(r, want, err, errlen) == -1)
-		goto out;
-	for (i = 0; i < npx; i++)
-		if (px[i].ready && proxy_label(r, &px[i], e2, sizeof(e2)) == -1)
-			log_warnx("k8s %s", e2);
-	/* Re-assign sandboxes whose proxy pod went away or is not ready. */
-	cJSON_ArrayForEach(it, pods) {
-		const char *eg;
-
-		if (!reassign)
-			break;
-		k8s_pod_view(it, &v);
-		if (v.deleting || v.failed || v.id == NULL || !id_sandbox_valid(v.id) ||
-		    v.ip == NULL || strcmp(v.phase, "Running") != 0)
-			continue;
-		if ((eg = k8s_ann(v.annotations, K8S_ANN_EGRESS)) == NULL)
-			continue;	/* never attached (e.g. warm) */
-		cur = proxy_find(px, npx, k8s_ann(v.annotations, K8S_ANN_PROXY));
-		if (cur != NULL && cur->ready)
-			continue;
-		log_info("sandbox=%s proxy=%s gone; re-assigning", v.id,
-		    k8s_ann(v.annotations, K8S_ANN_PROXY) ?
-		    k8s_ann(v.annotations, K8S_ANN_PROXY) : "-");
-		if (assign_locked(r, v.id, v.ip, NULL, eg, NULL, 0, env,
-		    sizeof(env), e2, sizeof(e2)) == -1)
-			log_warnx("sandbox=%s re-assign failed: %s", v.id, e2);
-		explicit_bzero(env, sizeof(env));
-	}
-	rc = 0;
-out:
-	cJSON_Delete(pods);
-	free(px);
-	return rc;
-}
-
-int
-runtime_k8s_fleet_sync(struct runtime *rt, char *err, size_t errlen)
-{
-	struct k8s_rt *r = rt->impl;
-	int rc;
-
-	pthread_mutex_lock(&r->fleet_mtx);
-	rc = fleet_sync_locked(r, 1, err, errlen);
-	pthread_mutex_unlock(&r->fleet_mtx);
-	return rc;
-}
-
-/* Scales to what runs now; errors are logged (the fleet thread retries). */
-static void
-rescale(struct k8s_rt *r)
-{
-	char err[512];
-
-	pthread_mutex_lock(&r->fleet_mtx);
-	if (fleet_sync_locked(r, 0, err, sizeof(err)) == -1)
-		log_warnx("k8s %s", err);
-	pthread_mutex_unlock(&r->fleet_mtx);
 }
 
 /* ---- runtime ops ---- */
@@ -1317,29 +217,29 @@ k8s_destroy(struct runtime *rt, const char *id, char *err, size_t errlen)
 		snprintf(err, errlen, "invalid sandbox id");
 		return -1;
 	}
-	if (pod_get(r, id, &pod, err, errlen) == -1)
+	if (api_pod_get(r, id, &pod, err, errlen) == -1)
 		return -1;
 	if (pod != NULL) {
 		k8s_pod_view(pod, &v);
-		proxy_deregister(r, id, v.annotations);
+		fleet_detach(r, id, v.annotations);
 		cJSON_Delete(pod);
 		if (delete_pod(r, id, 0, err, errlen) == -1)
 			return -1;
 	}
 	k8s_name_netpol(id, name, sizeof(name));
-	res_path(&R_NETPOLS, r->ns, name, path, sizeof(path));
-	if (del_obj(r, path, NULL, err, errlen) == -1)
-		return failf(err, errlen, "delete network policy", name);
+	api_path(&api_netpols, r->ns, name, path, sizeof(path));
+	if (api_delete(r, path, NULL, err, errlen) == -1)
+		return api_failf(err, errlen, "delete network policy", name);
 	k8s_name_secret(id, name, sizeof(name));
-	res_path(&R_SECRETS, r->ns, name, path, sizeof(path));
-	if (del_obj(r, path, NULL, err, errlen) == -1)
-		return failf(err, errlen, "delete secret", name);
+	api_path(&api_secrets, r->ns, name, path, sizeof(path));
+	if (api_delete(r, path, NULL, err, errlen) == -1)
+		return api_failf(err, errlen, "delete secret", name);
 	k8s_name_pvc(id, name, sizeof(name));
-	res_path(&R_PVCS, r->ns, name, path, sizeof(path));
-	if (del_obj(r, path, "propagationPolicy=Background", err, errlen) == -1)
-		return failf(err, errlen, "delete claim", name);
+	api_path(&api_pvcs, r->ns, name, path, sizeof(path));
+	if (api_delete(r, path, "propagationPolicy=Background", err, errlen) == -1)
+		return api_failf(err, errlen, "delete claim", name);
 	log_info("sandbox=%s destroyed", id);
-	rescale(r);
+	fleet_rescale(r);
 	return 0;
 }
 
@@ -1365,12 +265,12 @@ pod_create(struct k8s_rt *r, const struct k8s_sbx *s, const char *labels_json,
 
 	pod = k8s_build_pod(&r->par, s, labels_json, egress_json, created_ms,
 	    util_unix_ms());
-	res_path(&R_PODS, r->ns, NULL, path, sizeof(path));
-	rc = create_obj(r, path, pod, &st, NULL, err, errlen);
+	api_path(&api_pods, r->ns, NULL, path, sizeof(path));
+	rc = api_create(r, path, pod, &st, NULL, err, errlen);
 	cJSON_Delete(pod);
 	k8s_name_pod(s->id, name, sizeof(name));
 	if (rc == -1)
-		return failf(err, errlen, "create pod", name);
+		return api_failf(err, errlen, "create pod", name);
 	if (st == 409) {
 		snprintf(err, errlen, "sandbox %s already has a pod", s->id);
 		return -1;
@@ -1412,10 +312,10 @@ k8s_create(struct runtime *rt, const struct rt_spec *sp, struct rt_info *out,
 
 	/* 1. The workspace claim: the session record. */
 	obj = k8s_build_pvc(&r->par, &s, labels, NULL, created);
-	res_path(&R_PVCS, r->ns, NULL, path, sizeof(path));
+	api_path(&api_pvcs, r->ns, NULL, path, sizeof(path));
 	k8s_name_pvc(s.id, name, sizeof(name));
-	if (create_obj(r, path, obj, &st, &resp, err, errlen) == -1) {
-		failf(err, errlen, "create claim", name);
+	if (api_create(r, path, obj, &st, &resp, err, errlen) == -1) {
+		api_failf(err, errlen, "create claim", name);
 		goto out;
 	}
 	if (st == 409) {
@@ -1428,23 +328,23 @@ k8s_create(struct runtime *rt, const struct rt_spec *sp, struct rt_info *out,
 	    "metadata"), "uid");
 
 	/* 2. The agent token, garbage-collected with the claim. */
-	derive(r, "agent", s.id, tok);
+	api_derive(r, "agent", s.id, tok);
 	obj = k8s_build_secret(&r->par, s.id, tok, cJSON_IsString(uid) ?
 	    uid->valuestring : NULL);
 	explicit_bzero(tok, sizeof(tok));
-	res_path(&R_SECRETS, r->ns, NULL, path, sizeof(path));
+	api_path(&api_secrets, r->ns, NULL, path, sizeof(path));
 	k8s_name_secret(s.id, name, sizeof(name));
-	rc = create_obj(r, path, obj, &st, NULL, err, errlen);
+	rc = api_create(r, path, obj, &st, NULL, err, errlen);
 	cJSON_Delete(obj);
 	obj = NULL;
 	if (rc == -1) {
-		failf(err, errlen, "create secret", name);
+		api_failf(err, errlen, "create secret", name);
 		goto out;
 	}
 	rc = -1;
 
 	/* 3. The policy (no egress until attached), then the pod. */
-	if (netpol_apply(r, s.id, NULL, err, errlen) == -1 ||
+	if (fleet_netpol_apply(r, s.id, NULL, err, errlen) == -1 ||
 	    pod_create(r, &s, labels, NULL, created, err, errlen) == -1 ||
 	    wait_ready(r, s.id, &pod, err, errlen) == -1)
 		goto out;
@@ -1464,7 +364,7 @@ out:
 	free(labels);
 	k8s_sbx_clear(&s);
 	if (rc == 0)
-		rescale(r);
+		fleet_rescale(r);
 	return rc;
 }
 
@@ -1476,16 +376,17 @@ k8s_start(struct runtime *rt, const char *id, char *err, size_t errlen)
 	const cJSON *ann;
 	struct k8s_podview v;
 	struct k8s_sbx s;
-	const char *eg;
-	char env[2048];
-	int rc = -1;
+	struct rt_info li;
+	char env[K8S_ENV_MAX];
+	int attached, rc = -1;
 
 	memset(&s, 0, sizeof(s));
+	memset(&li, 0, sizeof(li));
 	if (!id_sandbox_valid(id)) {
 		snprintf(err, errlen, "invalid sandbox id");
 		return -1;
 	}
-	if (pvc_get(r, id, &pvc, err, errlen) == -1)
+	if (api_pvc_get(r, id, &pvc, err, errlen) == -1)
 		return -1;
 	if (pvc == NULL) {
 		snprintf(err, errlen, "sandbox %s not found", id);
@@ -1493,7 +394,7 @@ k8s_start(struct runtime *rt, const char *id, char *err, size_t errlen)
 	}
 	ann = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pvc,
 	    "metadata"), "annotations");
-	if (pod_get(r, id, &pod, err, errlen) == -1)
+	if (api_pod_get(r, id, &pod, err, errlen) == -1)
 		goto out;
 	if (pod != NULL) {
 		k8s_pod_view(pod, &v);
@@ -1507,29 +408,33 @@ k8s_start(struct runtime *rt, const char *id, char *err, size_t errlen)
 		/* A failed or evicted pod is replaced on the same claim. */
 		log_info("sandbox=%s replacing pod (%s)", id,
 		    v.failed ? v.reason : "terminating");
-		proxy_deregister(r, id, v.annotations);
+		fleet_detach(r, id, v.annotations);
 		cJSON_Delete(pod);
 		pod = NULL;
 		if (delete_pod(r, id, 0, err, errlen) == -1 ||
 		    wait_gone(r, id, 60000, err, errlen) == -1)
 			goto out;
 	}
-	if (k8s_sbx_decode(k8s_ann(ann, K8S_ANN_SPEC), id, &s, err, errlen) == -1)
+	if (k8s_sbx_decode(k8s_ann(ann, K8S_ANN_SPEC), id, &s, err, errlen) == -1 ||
+	    fleet_attached(r, id, &attached, err, errlen) == -1)
 		goto out;
 	sbx_defaults(r, &s);
-	eg = k8s_ann(ann, K8S_ANN_EGRESS);
-	if (pod_create(r, &s, k8s_ann(ann, K8S_ANN_LABELS), eg,
+	if (pod_create(r, &s, k8s_ann(ann, K8S_ANN_LABELS), NULL,
 	    k8s_ann_ll(ann, K8S_ANN_CREATED), err, errlen) == -1 ||
-	    netpol_apply(r, id, NULL, err, errlen) == -1 ||
+	    fleet_netpol_apply(r, id, NULL, err, errlen) == -1 ||
 	    wait_ready(r, id, &pod, err, errlen) == -1)
 		goto out;
-	if (eg != NULL) {
-		/* It had a proxy identity: give it a proxy again. */
+	if (attached) {
+		/*
+		 * It was attached: give it a proxy again, named by the session
+		 * labels the new pod carries (those of the claim). The env is
+		 * not pushed here: the core attaches after a start and pushes
+		 * what attach_egress returns.
+		 */
 		k8s_pod_view(pod, &v);
-		pthread_mutex_lock(&r->fleet_mtx);
-		rc = assign_locked(r, id, v.ip, NULL, eg, NULL, 0, env,
+		api_labels(v.annotations, &li);
+		rc = fleet_assign(r, id, v.ip, NULL, li.labels, li.nlabels, env,
 		    sizeof(env), err, errlen);
-		pthread_mutex_unlock(&r->fleet_mtx);
 		explicit_bzero(env, sizeof(env));
 		if (rc == -1)
 			goto out;
@@ -1537,10 +442,11 @@ k8s_start(struct runtime *rt, const char *id, char *err, size_t errlen)
 	log_info("sandbox=%s started", id);
 	rc = 0;
 out:
+	rt_info_clear(&li);
 	k8s_sbx_clear(&s);
 	cJSON_Delete(pvc);
 	cJSON_Delete(pod);
-	rescale(r);
+	fleet_rescale(r);
 	return rc;
 }
 
@@ -1555,10 +461,10 @@ k8s_stop(struct runtime *rt, const char *id, char *err, size_t errlen)
 		snprintf(err, errlen, "invalid sandbox id");
 		return -1;
 	}
-	if (pod_get(r, id, &pod, err, errlen) == -1)
+	if (api_pod_get(r, id, &pod, err, errlen) == -1)
 		return -1;
 	if (pod == NULL) {
-		if (pvc_get(r, id, &pvc, err, errlen) == -1)
+		if (api_pvc_get(r, id, &pvc, err, errlen) == -1)
 			return -1;
 		if (pvc == NULL) {
 			snprintf(err, errlen, "sandbox %s not found", id);
@@ -1568,7 +474,7 @@ k8s_stop(struct runtime *rt, const char *id, char *err, size_t errlen)
 		return 0;
 	}
 	k8s_pod_view(pod, &v);
-	proxy_deregister(r, id, v.annotations);
+	fleet_detach(r, id, v.annotations);
 	cJSON_Delete(pod);
 	if (delete_pod(r, id, r->conf->stop_grace_s, err, errlen) == -1 ||
 	    wait_gone(r, id, (r->conf->stop_grace_s + 60) * 1000, err, errlen) == -1)
@@ -1576,7 +482,7 @@ k8s_stop(struct runtime *rt, const char *id, char *err, size_t errlen)
 	/* The policy stays (it allows nothing without a pod); the proxy
 	 * assignment went with the pod. */
 	log_info("sandbox=%s stopped", id);
-	rescale(r);
+	fleet_rescale(r);
 	return 0;
 }
 
@@ -1592,8 +498,8 @@ k8s_get(struct runtime *rt, const char *id, struct rt_info *out, char *err,
 		snprintf(err, errlen, "not found");
 		return -1;
 	}
-	if (pod_get(r, id, &pod, err, errlen) == -1 ||
-	    pvc_get(r, id, &pvc, err, errlen) == -1) {
+	if (api_pod_get(r, id, &pod, err, errlen) == -1 ||
+	    api_pvc_get(r, id, &pvc, err, errlen) == -1) {
 		cJSON_Delete(pod);
 		return -1;
 	}
@@ -1655,16 +561,16 @@ k8s_list(struct runtime *rt, struct rt_info **out, size_t *n, char *err,
 	*n = 0;
 	/* Pods and policies first: a pod's claim is made before it, so any
 	 * pod seen here has its claim in the later list unless it is going. */
-	if (sandboxes_list(r, &pods, err, errlen) == -1)
+	if (api_sandbox_pods(r, &pods, err, errlen) == -1)
 		goto out;
-	res_path(&R_NETPOLS, r->ns, NULL, path, sizeof(path));
-	if (list_all(r, path, r->sel_q, &nps, err, errlen) == -1) {
-		failf(err, errlen, "list network policies in", r->ns);
+	api_path(&api_netpols, r->ns, NULL, path, sizeof(path));
+	if (api_list(r, path, r->sel_q, &nps, err, errlen) == -1) {
+		api_failf(err, errlen, "list network policies in", r->ns);
 		goto out;
 	}
-	res_path(&R_PVCS, r->ns, NULL, path, sizeof(path));
-	if (list_all(r, path, r->sel_q, &pvcs, err, errlen) == -1) {
-		failf(err, errlen, "list claims in", r->ns);
+	api_path(&api_pvcs, r->ns, NULL, path, sizeof(path));
+	if (api_list(r, path, r->sel_q, &pvcs, err, errlen) == -1) {
+		api_failf(err, errlen, "list claims in", r->ns);
 		goto out;
 	}
 	cJSON_ArrayForEach(it, pvcs)
@@ -1692,15 +598,60 @@ out:
 	return rc;
 }
 
+/*
+ * Writes the session labels lj (JSON) to the claim, then the pod (if it
+ * exists). -1 with err "not found" when the claim is gone.
+ */
+static int
+labels_write(struct k8s_rt *r, const char *id, const char *lj, char *err,
+    size_t errlen)
+{
+	static const struct {
+		const struct api_res	*rs;
+		void			(*name)(const char *, char *, size_t);
+		const char		*what;
+	} objs[] = {
+		{ &api_pvcs, k8s_name_pvc, "label claim" },	/* the record first */
+		{ &api_pods, k8s_name_pod, "label pod" },
+	};
+	char name[128], path[512];
+	const char *pair[2];
+	cJSON *patch;
+	size_t i;
+	int st, rc = -1;
+
+	if (strlen(lj) > K8S_MAX_ANN) {
+		snprintf(err, errlen, "labels too large (max %zu bytes)", K8S_MAX_ANN);
+		return -1;
+	}
+	pair[0] = K8S_ANN_LABELS;
+	pair[1] = lj;
+	patch = api_ann_patch(pair, 1);
+	for (i = 0; i < NELEM(objs); i++) {
+		objs[i].name(id, name, sizeof(name));
+		api_path(objs[i].rs, r->ns, name, path, sizeof(path));
+		if (api_merge_patch(r, path, patch, &st, err, errlen) == -1) {
+			api_failf(err, errlen, objs[i].what, name);
+			goto out;
+		}
+		if (i == 0 && st == 404) {
+			snprintf(err, errlen, "not found");
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	cJSON_Delete(patch);
+	return rc;
+}
+
 static int
 k8s_set_labels(struct runtime *rt, const char *id, const struct rt_kv *kv,
     size_t nkv, char *err, size_t errlen)
 {
 	struct k8s_rt *r = rt->impl;
-	char name[128], path[512], *lj;
-	const char *pair[2];
-	cJSON *patch;
-	int st, rc = -1;
+	char *lj;
+	int rc;
 
 	if (!id_sandbox_valid(id)) {
 		snprintf(err, errlen, "not found");
@@ -1711,33 +662,7 @@ k8s_set_labels(struct runtime *rt, const char *id, const struct rt_kv *kv,
 		return -1;
 	}
 	lj = k8s_labels_encode(kv, nkv);
-	if (strlen(lj) > K8S_MAX_ANN) {
-		snprintf(err, errlen, "labels too large (max %zu bytes)", K8S_MAX_ANN);
-		free(lj);
-		return -1;
-	}
-	pair[0] = K8S_ANN_LABELS;
-	pair[1] = lj;
-	patch = ann_patch(pair, 1);
-	k8s_name_pvc(id, name, sizeof(name));
-	res_path(&R_PVCS, r->ns, name, path, sizeof(path));
-	if (merge_patch(r, path, patch, &st, err, errlen) == -1) {
-		failf(err, errlen, "label claim", name);
-		goto out;
-	}
-	if (st == 404) {
-		snprintf(err, errlen, "not found");
-		goto out;
-	}
-	k8s_name_pod(id, name, sizeof(name));
-	res_path(&R_PODS, r->ns, name, path, sizeof(path));
-	if (merge_patch(r, path, patch, &st, err, errlen) == -1) {
-		failf(err, errlen, "label pod", name);
-		goto out;
-	}
-	rc = 0;
-out:
-	cJSON_Delete(patch);
+	rc = labels_write(r, id, lj, err, errlen);
 	free(lj);
 	return rc;
 }
@@ -1752,7 +677,7 @@ running_pod(struct k8s_rt *r, const char *id, cJSON **pod,
 		snprintf(err, errlen, "not found");
 		return -1;
 	}
-	if (pod_get(r, id, pod, err, errlen) == -1)
+	if (api_pod_get(r, id, pod, err, errlen) == -1)
 		return -1;
 	if (*pod == NULL) {
 		snprintf(err, errlen, "sandbox %s is not running", id);
@@ -1779,30 +704,65 @@ k8s_agent_addr(struct runtime *rt, const char *id, struct rt_agent_addr *out,
 	struct k8s_rt *r = rt->impl;
 	struct k8s_podview v;
 	cJSON *pod = NULL;
-	char tok[65];
 
 	memset(out, 0, sizeof(*out));
 	if (running_pod(r, id, &pod, &v, err, errlen) == -1)
 		return -1;
-	snprintf(out->host, sizeof(out->host), "%s", v.ip);
-	out->port = (int)r->conf->agent_port;
-	derive(r, "agent", id, tok);
-	snprintf(out->token, sizeof(out->token), "%s", tok);
-	explicit_bzero(tok, sizeof(tok));
+	api_agent_at(r, id, v.ip, out);
 	cJSON_Delete(pod);
 	return 0;
 }
 
-/* The value of label k in eg, "" if absent. */
-static const char *
-eg_label(const struct rt_egress *eg, const char *k)
+int
+runtime_k8s_push_env(struct runtime *rt, const char *id, const char *env,
+    char *err, size_t errlen)
 {
-	size_t i;
+	struct k8s_rt *r = rt->impl;
+	struct k8s_podview v;
+	cJSON *pod = NULL;
+	int rc;
 
+	if (running_pod(r, id, &pod, &v, err, errlen) == -1)
+		return -1;
+	rc = api_agent_push_env(r, id, v.ip, env, err, errlen);
+	cJSON_Delete(pod);
+	return rc;
+}
+
+/*
+ * The identity is the session labels (orchestrator/egress.h): eg's are the
+ * ones the sandbox registers with now, and those of them the record (rec,
+ * from the pod) lacks are added to it, so that a later re-registration
+ * (start, a fleet move) finds them. The core passes the labels it has just
+ * set, so that adds nothing; k8sctl attach ID ORG USER SESSION adds them
+ * here. A label the record has is left alone: set_labels owns it.
+ */
+static int
+labels_adopt(struct k8s_rt *r, const char *id, const struct rt_info *rec,
+    const struct rt_egress *eg, char *err, size_t errlen)
+{
+	struct rt_kv *m;
+	size_t n, i;
+	char *lj;
+	int rc = 0;
+
+	m = xcalloc(rec->nlabels + eg->nlabels + 1, sizeof(*m));
+	for (n = 0; n < rec->nlabels; n++)
+		m[n] = rec->labels[n];
 	for (i = 0; i < eg->nlabels; i++)
-		if (eg->labels[i].k != NULL && strcmp(eg->labels[i].k, k) == 0)
-			return eg->labels[i].v != NULL ? eg->labels[i].v : "";
-	return "";
+		if (eg->labels[i].k != NULL && eg->labels[i].v != NULL &&
+		    rt_label(rec, eg->labels[i].k) == NULL)
+			m[n++] = eg->labels[i];
+	if (n > K8S_MAX_LABELS) {
+		snprintf(err, errlen, "too many labels (max %d)", K8S_MAX_LABELS);
+		rc = -1;
+	} else if (n > rec->nlabels) {
+		lj = k8s_labels_encode(m, n);
+		rc = labels_write(r, id, lj, err, errlen);
+		free(lj);
+	}
+	free(m);
+	return rc;
 }
 
 static int
@@ -1811,83 +771,27 @@ k8s_attach_egress(struct runtime *rt, const char *id, const struct rt_egress *eg
 {
 	struct k8s_rt *r = rt->impl;
 	struct k8s_podview v;
-	cJSON *pod = NULL, *ej, *lab, *patch;
-	char *egj = NULL, name[128], path[512];
-	const char *pair[2];
-	size_t i;
-	int st, rc = -1;
+	struct rt_info rec;
+	cJSON *pod = NULL;
+	int rc = -1;
 
 	if (envlen > 0)
 		env_out[0] = '\0';
+	memset(&rec, 0, sizeof(rec));
 	if (running_pod(r, id, &pod, &v, err, errlen) == -1)
 		return -1;
-	ej = cJSON_CreateObject();
-	cJSON_AddStringToObject(ej, "org", eg_label(eg, LBL_ORG));
-	cJSON_AddStringToObject(ej, "user", eg_label(eg, LBL_USER));
-	cJSON_AddStringToObject(ej, "session", eg_label(eg, LBL_SESSION));
-	lab = cJSON_AddObjectToObject(ej, "labels");
-	for (i = 0; i < eg->nlabels && i < K8S_MAX_LABELS; i++)
-		if (eg->labels[i].k != NULL && eg->labels[i].v != NULL)
-			cJSON_AddStringToObject(lab, eg->labels[i].k, eg->labels[i].v);
-	egj = cJSON_PrintUnformatted(ej);
-	cJSON_Delete(ej);
-	if (egj == NULL)
-		abort();
-	if (strlen(egj) > K8S_MAX_ANN) {
-		snprintf(err, errlen, "egress attributes too large");
+	api_labels(v.annotations, &rec);
+	if (labels_adopt(r, id, &rec, eg, err, errlen) == -1)
 		goto out;
-	}
-	/* The claim keeps the identity so start() can attach again. */
-	pair[0] = K8S_ANN_EGRESS;
-	pair[1] = egj;
-	patch = ann_patch(pair, 1);
-	k8s_name_pvc(id, name, sizeof(name));
-	res_path(&R_PVCS, r->ns, name, path, sizeof(path));
-	rc = merge_patch(r, path, patch, &st, err, errlen);
-	cJSON_Delete(patch);
-	if (rc == -1) {
-		failf(err, errlen, "annotate claim", name);
-		goto out;
-	}
-	pthread_mutex_lock(&r->fleet_mtx);
-	rc = assign_locked(r, id, v.ip, k8s_ann(v.annotations, K8S_ANN_PROXY),
-	    egj, NULL, 0, env_out, envlen, err, errlen);
-	pthread_mutex_unlock(&r->fleet_mtx);
+	rc = fleet_assign(r, id, v.ip, k8s_ann(v.annotations, K8S_ANN_PROXY),
+	    eg->labels, eg->nlabels < K8S_MAX_LABELS ? eg->nlabels : K8S_MAX_LABELS,
+	    env_out, envlen, err, errlen);
 	if (rc == 0)
-		rescale(r);
+		fleet_rescale(r);
 out:
+	rt_info_clear(&rec);
 	cJSON_Delete(pod);
-	free(egj);
 	return rc;
-}
-
-static void *
-fleet_main(void *arg)
-{
-	struct runtime *rt = arg;
-	struct k8s_rt *r = rt->impl;
-	struct timespec ts;
-	char err[512];
-
-	pthread_mutex_lock(&r->stop_mtx);
-	while (!r->stopping) {
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += r->conf->fleet_interval_ms / 1000;
-		ts.tv_nsec += (r->conf->fleet_interval_ms % 1000) * 1000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
-		pthread_cond_timedwait(&r->stop_cv, &r->stop_mtx, &ts);
-		if (r->stopping)
-			break;
-		pthread_mutex_unlock(&r->stop_mtx);
-		if (runtime_k8s_fleet_sync(rt, err, sizeof(err)) == -1)
-			log_warnx("k8s fleet sync: %s", err);
-		pthread_mutex_lock(&r->stop_mtx);
-	}
-	pthread_mutex_unlock(&r->stop_mtx);
-	return NULL;
 }
 
 static void
@@ -1899,13 +803,7 @@ k8s_free(struct runtime *rt)
 		return;
 	r = rt->impl;
 	if (r != NULL) {
-		if (r->thr_started) {
-			pthread_mutex_lock(&r->stop_mtx);
-			r->stopping = 1;
-			pthread_cond_signal(&r->stop_cv);
-			pthread_mutex_unlock(&r->stop_mtx);
-			pthread_join(r->thr, NULL);
-		}
+		fleet_stop(r);
 		k8s_client_free(r->cl);
 		free(r->orch_buf);
 		free(r->proxy_buf);
@@ -1933,49 +831,43 @@ static const struct runtime_ops k8s_ops = {
 	.free = k8s_free,
 };
 
+/*
+ * Reads a secret file (the agent key, the admin token) into dst without
+ * its trailing newlines and spaces; *outlen is its length. -1 with err if
+ * it cannot be read or holds more than len - 1 bytes.
+ */
 static int
 read_secret_file(const char *path, char *dst, size_t len, size_t *outlen,
     char *err, size_t errlen)
 {
-	FILE *f;
+	struct buf b;
 	size_t n;
+	int rc = -1;
 
-	if ((f = fopen(path, "re")) == NULL) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		return -1;
-	}
-	n = fread(dst, 1, len - 1, f);
-	if (ferror(f) || !feof(f)) {
-		snprintf(err, errlen, "%s: %s", path, ferror(f) ? "read error" :
-		    "too large");
-		fclose(f);
-		return -1;
-	}
-	fclose(f);
-	while (n > 0 && (dst[n - 1] == '\n' || dst[n - 1] == '\r' ||
-	    dst[n - 1] == ' '))
-		n--;
+	buf_init(&b, len - 1);
+	if (util_read_file(path, &b, err, errlen) == -1)
+		goto out;
+	for (n = b.len; n > 0 && (b.p[n - 1] == '\n' || b.p[n - 1] == '\r' ||
+	    b.p[n - 1] == ' '); n--)
+		;
+	if (n > 0)
+		memcpy(dst, b.p, n);
 	dst[n] = '\0';
 	*outlen = n;
-	return 0;
+	rc = 0;
+out:
+	if (b.p != NULL)
+		explicit_bzero(b.p, b.len);
+	buf_free(&b);
+	return rc;
 }
 
-struct runtime *
-runtime_k8s_new(const struct rt_k8s_conf *conf, char *err, size_t errlen)
+/* Setup: the API client, and the namespaces it and the configuration name. */
+static int
+setup_client(struct k8s_rt *r, char *err, size_t errlen)
 {
-	struct runtime *rt = xcalloc(1, sizeof(*rt));
-	struct k8s_rt *r = xcalloc(1, sizeof(*r));
+	const struct rt_k8s_conf *conf = r->conf;
 	struct k8s_conn cc;
-	char sel[512], kbuf[512];
-	size_t n;
-
-	rt->ops = &k8s_ops;
-	rt->impl = r;
-	r->conf = conf;
-	pthread_mutex_init(&r->fleet_mtx, NULL);
-	pthread_mutex_init(&r->stop_mtx, NULL);
-	pthread_cond_init(&r->stop_cv, NULL);
-	curl_global_init(CURL_GLOBAL_DEFAULT);
 
 	memset(&cc, 0, sizeof(cc));
 	cc.server = conf->api_server;
@@ -1991,7 +883,7 @@ runtime_k8s_new(const struct rt_k8s_conf *conf, char *err, size_t errlen)
 	cc.token_check_ms = conf->token_check_ms;
 	cc.base = conf->base;
 	if ((r->cl = k8s_client_new(&cc, err, errlen)) == NULL)
-		goto fail;
+		return -1;
 	snprintf(r->ns, sizeof(r->ns), "%s", k8s_client_namespace(r->cl));
 	snprintf(r->pns, sizeof(r->pns), "%s", conf->proxy_namespace &&
 	    conf->proxy_namespace[0] ? conf->proxy_namespace : r->ns);
@@ -2000,22 +892,29 @@ runtime_k8s_new(const struct rt_k8s_conf *conf, char *err, size_t errlen)
 	if (!dns_label_ok(r->ns) || !dns_label_ok(r->pns) || !dns_label_ok(r->ons)) {
 		snprintf(err, errlen, "kubernetes: namespaces must be DNS labels "
 		    "(got \"%.64s\", \"%.64s\", \"%.64s\")", r->ns, r->pns, r->ons);
-		goto fail;
+		return -1;
 	}
+	return 0;
+}
+
+/* Setup: the names and images the configuration gives. */
+static int
+setup_check(const struct rt_k8s_conf *conf, char *err, size_t errlen)
+{
 	if (conf->instance == NULL || !dns_label_ok(conf->instance)) {
 		snprintf(err, errlen, "kubernetes.instance must be a DNS label");
-		goto fail;
+		return -1;
 	}
 	if (conf->proxy_deployment == NULL || !dns_label_ok(conf->proxy_deployment)) {
 		snprintf(err, errlen, "kubernetes.proxy.deployment must be a DNS label");
-		goto fail;
+		return -1;
 	}
 	if (conf->agent_image == NULL ||
 	    k8s_image_valid(conf->agent_image, err, errlen) == -1 ||
 	    conf->image == NULL || k8s_image_valid(conf->image, err, errlen) == -1) {
 		snprintf(err, errlen, "kubernetes.image and kubernetes.agent_image "
 		    "must be valid image names");
-		goto fail;
+		return -1;
 	}
 	if (conf->image_pull_policy == NULL ||
 	    (strcmp(conf->image_pull_policy, "Always") != 0 &&
@@ -2023,54 +922,94 @@ runtime_k8s_new(const struct rt_k8s_conf *conf, char *err, size_t errlen)
 	    strcmp(conf->image_pull_policy, "Never") != 0)) {
 		snprintf(err, errlen, "kubernetes.image_pull_policy: expected "
 		    "Always, IfNotPresent or Never");
-		goto fail;
+		return -1;
 	}
-	r->orch_buf = xstrdup(conf->orch_labels ? conf->orch_labels : "");
-	r->proxy_buf = xstrdup(conf->proxy_selector ? conf->proxy_selector : "");
-	if (parse_sel(r->orch_buf, r->orch, &r->norch) == -1) {
+	return 0;
+}
+
+/* Setup: the label selectors (orchestrator pods, proxy pods, our objects). */
+static int
+setup_selectors(struct k8s_rt *r, char *err, size_t errlen)
+{
+	char sel[512];
+
+	r->orch_buf = xstrdup(r->conf->orch_labels ? r->conf->orch_labels : "");
+	r->proxy_buf = xstrdup(r->conf->proxy_selector ? r->conf->proxy_selector :
+	    "");
+	if (api_sel_parse(r->orch_buf, r->orch, &r->norch) == -1) {
 		snprintf(err, errlen, "kubernetes.orchestrator_labels: expected k=v[,k=v]");
-		goto fail;
+		return -1;
 	}
-	if (parse_sel(r->proxy_buf, r->proxy, &r->nproxy) == -1 ||
-	    sel_query(conf->proxy_selector, r->proxy_q, sizeof(r->proxy_q)) == -1) {
+	if (api_sel_parse(r->proxy_buf, r->proxy, &r->nproxy) == -1 ||
+	    api_sel_query(r->conf->proxy_selector, r->proxy_q,
+	    sizeof(r->proxy_q)) == -1) {
 		snprintf(err, errlen, "kubernetes.proxy.selector: expected k=v[,k=v]");
-		goto fail;
+		return -1;
 	}
 	snprintf(sel, sizeof(sel), "%s=%s,%s=%s", K8S_LBL_MANAGED, K8S_MANAGER,
-	    K8S_LBL_INSTANCE, conf->instance);
-	if (sel_query(sel, r->sel_q, sizeof(r->sel_q)) == -1) {
+	    K8S_LBL_INSTANCE, r->conf->instance);
+	if (api_sel_query(sel, r->sel_q, sizeof(r->sel_q)) == -1) {
 		snprintf(err, errlen, "label selector too long");
-		goto fail;
+		return -1;
 	}
-	if (conf->agent_key_file != NULL && conf->agent_key_file[0] != '\0') {
-		if (read_secret_file(conf->agent_key_file, kbuf, sizeof(kbuf), &n,
-		    err, errlen) == -1)
-			goto fail;
-		if (n < 32) {
-			snprintf(err, errlen, "%s: the agent key needs at least 32 bytes",
-			    conf->agent_key_file);
-			explicit_bzero(kbuf, sizeof(kbuf));
-			goto fail;
-		}
-		r->keylen = n > sizeof(r->key) ? sizeof(r->key) : n;
-		memcpy(r->key, kbuf, r->keylen);
-		explicit_bzero(kbuf, sizeof(kbuf));
-	} else {
+	return 0;
+}
+
+/* Setup: the agent key, from its file or (without one) random. */
+static int
+setup_agent_key(struct k8s_rt *r, char *err, size_t errlen)
+{
+	const char *path = r->conf->agent_key_file;
+	char kbuf[512];
+	size_t n;
+	int rc = -1;
+
+	if (path == NULL || path[0] == '\0') {
 		if (RAND_bytes(r->key, 32) != 1) {
 			snprintf(err, errlen, "RAND_bytes failed");
-			goto fail;
+			return -1;
 		}
 		r->keylen = 32;
 		log_warnx("kubernetes.agent_key_file is not set: using a random key; "
 		    "sandboxes will be unreachable after a restart");
+		return 0;
 	}
-	if (conf->proxy_admin_token_file != NULL && conf->proxy_admin_token_file[0]) {
-		if (read_secret_file(conf->proxy_admin_token_file, r->admin_token,
-		    sizeof(r->admin_token), &n, err, errlen) == -1)
-			goto fail;
-	} else
+	if (read_secret_file(path, kbuf, sizeof(kbuf), &n, err, errlen) == -1)
+		goto out;
+	if (n < 32) {
+		snprintf(err, errlen, "%s: the agent key needs at least 32 bytes",
+		    path);
+		goto out;
+	}
+	r->keylen = n > sizeof(r->key) ? sizeof(r->key) : n;
+	memcpy(r->key, kbuf, r->keylen);
+	rc = 0;
+out:
+	explicit_bzero(kbuf, sizeof(kbuf));
+	return rc;
+}
+
+/* Setup: the proxy admin token, if a file is configured. */
+static int
+setup_admin_token(struct k8s_rt *r, char *err, size_t errlen)
+{
+	const char *path = r->conf->proxy_admin_token_file;
+	size_t n;
+
+	if (path == NULL || path[0] == '\0') {
 		log_warnx("kubernetes.proxy.admin_token_file is not set: the proxy "
 		    "admin port will refuse registrations");
+		return 0;
+	}
+	return read_secret_file(path, r->admin_token, sizeof(r->admin_token), &n,
+	    err, errlen);
+}
+
+/* Setup: what the object builders (obj.h) take from the configuration. */
+static void
+setup_params(struct k8s_rt *r)
+{
+	const struct rt_k8s_conf *conf = r->conf;
 
 	r->par.ns = r->ns;
 	r->par.instance = conf->instance;
@@ -2087,14 +1026,30 @@ runtime_k8s_new(const struct rt_k8s_conf *conf, char *err, size_t errlen)
 	r->par.grace_s = conf->stop_grace_s;
 	r->par.cluster_dns = conf->netpol_dns;
 	r->par.seccomp_localhost = conf->seccomp_profile;
+}
 
-	if (conf->fleet_interval_ms > 0) {
-		if (pthread_create(&r->thr, NULL, fleet_main, rt) != 0) {
-			snprintf(err, errlen, "pthread_create failed");
-			goto fail;
-		}
-		r->thr_started = 1;
-	}
+struct runtime *
+runtime_k8s_new(const struct rt_k8s_conf *conf, char *err, size_t errlen)
+{
+	struct runtime *rt = xcalloc(1, sizeof(*rt));
+	struct k8s_rt *r = xcalloc(1, sizeof(*r));
+
+	rt->ops = &k8s_ops;
+	rt->impl = r;
+	r->conf = conf;
+	pthread_mutex_init(&r->fleet_mtx, NULL);
+	pthread_mutex_init(&r->stop_mtx, NULL);
+	pthread_cond_init(&r->stop_cv, NULL);
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	if (setup_client(r, err, errlen) == -1 ||
+	    setup_check(conf, err, errlen) == -1 ||
+	    setup_selectors(r, err, errlen) == -1 ||
+	    setup_agent_key(r, err, errlen) == -1 ||
+	    setup_admin_token(r, err, errlen) == -1)
+		goto fail;
+	setup_params(r);
+	if (fleet_start(r, err, errlen) == -1)
+		goto fail;
 	log_info("k8s runtime server=%s namespace=%s proxies=%s/%s",
 	    k8s_client_server(r->cl), r->ns, r->pns, conf->proxy_deployment);
 	return rt;

@@ -1,10 +1,11 @@
 /*
- * runtime/k8s/k8s.h: the kubernetes runtime (DESIGN.md section 3,
- * docs/kubernetes.md). A sandbox is a hardened pod plus a PVC for
- * /workspace, a Secret holding the agent's bearer token and a per-sandbox
- * NetworkPolicy; the PVC carries the session record in its annotations so
- * that list() rebuilds everything from the cluster. The egress-proxy
- * Deployment is scaled and sandboxes are assigned to its pods here.
+ * runtime/k8s/k8s.h: the kubernetes runtime (docs/kubernetes.md; the
+ * interface it implements is orchestrator/runtime/runtime.h). A sandbox is
+ * a hardened pod plus a PVC for /workspace, a Secret holding the agent's
+ * bearer token and a per-sandbox NetworkPolicy; the PVC carries the
+ * session record in its annotations so that list() rebuilds everything
+ * from the cluster. The egress-proxy Deployment is scaled and sandboxes
+ * are assigned to its pods by the runtime too (fleet.c).
  *
  * The orchestrator embeds struct rt_k8s_conf in its own configuration and
  * its keys under "kubernetes." with RUNTIME_K8S_CFG_KEYS; the conf must
@@ -178,14 +179,14 @@ struct runtime *runtime_k8s_new(const struct rt_k8s_conf *, char *err,
  * gone or not ready. The fleet thread calls it every fleet_interval. */
 int	runtime_k8s_fleet_sync(struct runtime *, char *err, size_t errlen);
 
-/* Plain HTTP to a pod (agent, proxy admin): METHOD http://ip:port/path with
- * a bearer token and an optional JSON body. 0 with *status and the body in
- * resp (whose max bounds it), or -1 with err when no answer arrived. */
-struct buf;
-int	runtime_k8s_http(const char *ip, long long port, const char *token,
-	    const char *method, const char *path, const char *body,
-	    int timeout_ms, int *status, struct buf *resp, char *err,
-	    size_t errlen) WUNRES;
+/*
+ * Pushes env ("K=V\n" lines, as attach_egress returns them) to the agent of
+ * running sandbox id (POST /v1/env): what the orchestrator core does after
+ * attach_egress, for k8sctl. The runtime itself pushes only after a fleet
+ * move, which no core call follows. 0, or -1 with err.
+ */
+int	runtime_k8s_push_env(struct runtime *, const char *id, const char *env,
+	    char *err, size_t errlen) WUNRES;
 
 /* The runtime's API client (k8sctl's raw requests, tests). */
 struct k8s_client *runtime_k8s_client(struct runtime *);

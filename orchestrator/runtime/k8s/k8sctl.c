@@ -4,24 +4,29 @@
  * calls the runtime only through runtime.h, as the orchestrator does; the
  * tests (tests/e2e/6*-k8s-*.sh) and operators use it to try a cluster.
  *
- *   k8sctl -c FILE create ID [--image I] [--kata] [--non-root] [--ro-root]
+ *   k8sctl [-v] -f FILE create ID [--image I] [--kata] [--non-root] [--ro-root]
  *          [--mem BYTES] [--cpu MILLIS] [--pids N] [--disk BYTES]
  *          [--label K=V]... [--env K=V]...
- *   k8sctl -c FILE start|stop|destroy|get|addr ID
- *   k8sctl -c FILE list
- *   k8sctl -c FILE labels ID K=V...
- *   k8sctl -c FILE attach ID ORG USER SESSION [K=V...]
- *   k8sctl -c FILE fleet-sync
- *   k8sctl -c FILE reconcile [KEEP_ID...]   destroy what is not kept
- *   k8sctl -c FILE agent ID METHOD PATH [BODY]
- *   k8sctl -c FILE poll N MS                list N times, MS apart, in one
+ *   k8sctl -f FILE start|stop|destroy|get|addr ID
+ *   k8sctl -f FILE list
+ *   k8sctl -f FILE labels ID K=V...
+ *   k8sctl -f FILE attach ID ORG USER SESSION [K=V...]   and push the env
+ *   k8sctl -f FILE fleet-sync
+ *   k8sctl -f FILE reconcile [KEEP_ID...]   destroy what is not kept
+ *   k8sctl -f FILE agent ID METHOD PATH [BODY]
+ *   k8sctl -f FILE poll N MS                list N times, MS apart, in one
  *                                           process (token rotation tests)
- *   k8sctl -c FILE requests [--seq N] PATH...  raw GETs through the
+ *   k8sctl -f FILE requests [--seq N] PATH...  raw GETs through the
  *                                           runtime's client: one thread per
  *                                           PATH at once (or N in a row),
  *                                           with timings and client stats
  *   k8sctl render-netpol [PROXY_POD]        the example policy (netpol/)
+ *   k8sctl keys                             the configuration keys (markdown)
+ *
+ * -c FILE is the same as -f FILE (older scripts); -v logs more, repeated;
+ * --help prints the usage. Exit status: 0 done, 1 failed, 2 usage error.
  */
+#include <getopt.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -31,9 +36,11 @@
 
 #include <cjson/cJSON.h>
 
+#include "agentc.h"
 #include "buf.h"
 #include "cfg.h"
 #include "client.h"
+#include "jsonmem.h"
 #include "log.h"
 #include "netpol.h"
 #include "k8s.h"
@@ -45,19 +52,31 @@ struct ctlconf {
 	struct rt_k8s_conf	k8s;
 };
 
+/* One agent call: a shell command's own timeout plus a margin. */
+#define AGENT_CALL_MS	120000
+/* Labels (or env pairs) one command line may give: more than a session
+ * record holds (orchestrator/sess.c writes six). */
+#define CTL_MAX_KV	64
+
 static const struct cfg_key keys[] = {
 	RUNTIME_K8S_CFG_KEYS("kubernetes.", offsetof(struct ctlconf, k8s))
 };
 
 static void
-usage(void)
+usage_to(FILE *fp)
 {
-	fprintf(stderr,
-	    "usage: k8sctl [-v] -c config.yaml command [args]\n"
+	fprintf(fp,
+	    "usage: k8sctl [-v] -f config.yaml command [args]\n"
 	    "commands: create ID [opts] | start ID | stop ID | destroy ID | get ID |\n"
 	    "          addr ID | list | labels ID K=V... | attach ID ORG USER SESSION [K=V...] |\n"
 	    "          fleet-sync | reconcile [KEEP...] | agent ID METHOD PATH [BODY] |\n"
-	    "          requests [--seq N] PATH... | render-netpol [PROXY_POD] | keys\n");
+	    "          poll N MS | requests [--seq N] PATH... | render-netpol [PROXY_POD] | keys\n");
+}
+
+static void NORETURN
+usage(void)
+{
+	usage_to(stderr);
 	exit(2);
 }
 
@@ -89,16 +108,16 @@ print_json(cJSON *o)
 	cJSON_Delete(o);
 }
 
+/* A K=V argument as a label or env pair (split in place). */
 static int
-kv_split(char *s, struct rt_kv *kv)
+kv_arg(char *s, struct rt_kv *kv)
 {
-	char *eq = strchr(s, '=');
+	char *k, *v;
 
-	if (eq == NULL || eq == s)
+	if (util_kv_split(s, &k, &v) == -1)
 		return -1;
-	*eq = '\0';
-	kv->k = s;
-	kv->v = eq + 1;
+	kv->k = k;
+	kv->v = v;
 	return 0;
 }
 
@@ -119,7 +138,7 @@ static int
 cmd_create(struct runtime *rt, int argc, char **argv, char *err, size_t errlen)
 {
 	struct rt_spec sp;
-	struct rt_kv labels[64], env[64];
+	struct rt_kv labels[CTL_MAX_KV], env[CTL_MAX_KV];
 	struct rt_info ri;
 	int i;
 
@@ -152,10 +171,10 @@ cmd_create(struct runtime *rt, int argc, char **argv, char *err, size_t errlen)
 			else if (strcmp(a, "--disk") == 0)
 				sp.disk_bytes = num(val);
 			else if (strcmp(a, "--label") == 0 && sp.nlabels < NELEM(labels) &&
-			    kv_split(argv[i], &labels[sp.nlabels]) == 0)
+			    kv_arg(argv[i], &labels[sp.nlabels]) == 0)
 				sp.nlabels++;
 			else if (strcmp(a, "--env") == 0 && sp.nenv < NELEM(env) &&
-			    kv_split(argv[i], &env[sp.nenv]) == 0)
+			    kv_arg(argv[i], &env[sp.nenv]) == 0)
 				sp.nenv++;
 			else
 				usage();
@@ -175,24 +194,26 @@ static int
 cmd_agent(struct runtime *rt, int argc, char **argv, char *err, size_t errlen)
 {
 	struct rt_agent_addr a;
+	struct agentc *c = NULL;
 	struct buf b;
+	const char *body = argc > 3 ? argv[3] : NULL;
 	int st, rc = -1;
 
-	if (argc < 3)
-		usage();
-	if (rt->ops->agent_addr(rt, argv[0], &a, err, errlen) == -1)
-		return -1;
-	buf_init(&b, (size_t)64 * 1024 * 1024);
-	if (runtime_k8s_http(a.host, a.port, a.token, argv[1], argv[2],
-	    argc > 3 ? argv[3] : NULL, 120000, &st, &b, err, errlen) == -1)
+	buf_init(&b, AGENTC_MAX_RESP);
+	if (rt->ops->agent_addr(rt, argv[0], &a, err, errlen) == -1 ||
+	    (c = agentc_open(&a, AGENT_CALL_MS, err, errlen)) == NULL ||
+	    agentc_request(c, argv[1], argv[2], body != NULL ?
+	    "application/json" : NULL, body, body != NULL ? strlen(body) : 0,
+	    AGENT_CALL_MS, &st, &b, err, errlen) == -1)
 		goto out;
-	printf("%s\n", b.p ? b.p : "");
+	printf("%.*s\n", (int)b.len, b.p != NULL ? b.p : "");
 	if (st != 200) {
 		snprintf(err, errlen, "agent answered %d", st);
 		goto out;
 	}
 	rc = 0;
 out:
+	agentc_close(c);
 	explicit_bzero(&a, sizeof(a));
 	buf_free(&b);
 	return rc;
@@ -270,7 +291,8 @@ cmd_requests(struct runtime *rt, int argc, char **argv, char *err,
 }
 
 static int
-cmd_render_netpol(int argc, char **argv)
+cmd_render_netpol(struct runtime *rt UNUSED, int argc, char **argv, char *err,
+    size_t errlen)
 {
 	struct netpol_kv lbl[] = {
 		{ "app.kubernetes.io/managed-by", "sandbox-orchestrator" },
@@ -292,8 +314,10 @@ cmd_render_netpol(int argc, char **argv)
 	cJSON *o;
 	char *s;
 
-	if ((o = netpol_render_sandbox(&np)) == NULL)
-		return 1;
+	if ((o = netpol_render_sandbox(&np)) == NULL) {
+		snprintf(err, errlen, "cannot render the example policy");
+		return -1;
+	}
 	s = cJSON_Print(o);
 	printf("%s\n", s);
 	free(s);
@@ -301,20 +325,249 @@ cmd_render_netpol(int argc, char **argv)
 	return 0;
 }
 
-int
-main(int argc, char **argv)
+/* The lifecycle ops on one ID (start, stop, destroy), by table row. */
+enum idop { OP_NONE, OP_START, OP_STOP, OP_DESTROY };
+
+static int
+run_idop(struct runtime *rt, enum idop op, const char *id, char *err,
+    size_t errlen)
+{
+	switch (op) {
+	case OP_START:
+		return rt->ops->start(rt, id, err, errlen);
+	case OP_STOP:
+		return rt->ops->stop(rt, id, err, errlen);
+	case OP_DESTROY:
+		return rt->ops->destroy(rt, id, err, errlen);
+	case OP_NONE:
+		break;
+	}
+	snprintf(err, errlen, "no such operation");
+	return -1;
+}
+
+static int
+cmd_get(struct runtime *rt, int argc UNUSED, char **argv, char *err,
+    size_t errlen)
+{
+	struct rt_info ri;
+	int rc;
+
+	if ((rc = rt->ops->get(rt, argv[0], &ri, err, errlen)) == 0) {
+		print_json(info_json(&ri));
+		rt_info_clear(&ri);
+	}
+	return rc;
+}
+
+static int
+cmd_addr(struct runtime *rt, int argc UNUSED, char **argv, char *err,
+    size_t errlen)
+{
+	struct rt_agent_addr a;
+
+	if (rt->ops->agent_addr(rt, argv[0], &a, err, errlen) == -1)
+		return -1;
+	printf("%s %d\n", a.host, a.port);
+	explicit_bzero(&a, sizeof(a));
+	return 0;
+}
+
+static int
+cmd_list(struct runtime *rt, int argc UNUSED, char **argv UNUSED, char *err,
+    size_t errlen)
+{
+	struct rt_info *ri;
+	size_t n, i;
+	cJSON *arr;
+
+	if (rt->ops->list(rt, &ri, &n, err, errlen) == -1)
+		return -1;
+	arr = cJSON_CreateArray();
+	for (i = 0; i < n; i++)
+		cJSON_AddItemToArray(arr, info_json(&ri[i]));
+	print_json(arr);
+	rt_info_free_array(ri, n);
+	return 0;
+}
+
+/* labels ID K=V...: replaces the labels kept with the sandbox. */
+static int
+cmd_labels(struct runtime *rt, int argc, char **argv, char *err,
+    size_t errlen)
+{
+	struct rt_kv kv[CTL_MAX_KV];
+	int i;
+
+	if (argc - 1 > CTL_MAX_KV)
+		usage();
+	for (i = 1; i < argc; i++)
+		if (kv_arg(argv[i], &kv[i - 1]) == -1)
+			usage();
+	return rt->ops->set_labels(rt, argv[0], kv, (size_t)(argc - 1), err,
+	    errlen);
+}
+
+/* attach ID ORG USER SESSION [K=V...]: the identity is labels; the env
+ * goes to the agent as the orchestrator sends it, and to stdout. */
+static int
+cmd_attach(struct runtime *rt, int argc, char **argv, char *err,
+    size_t errlen)
+{
+	struct rt_kv kv[CTL_MAX_KV] = { { LBL_ORG, argv[1] },
+	    { LBL_USER, argv[2] }, { LBL_SESSION, argv[3] } };
+	struct rt_egress eg = { kv, 3 };
+	char env[4096];
+	int i, rc;
+
+	for (i = 4; i < argc && eg.nlabels < CTL_MAX_KV; i++, eg.nlabels++)
+		if (kv_arg(argv[i], &kv[eg.nlabels]) == -1)
+			usage();
+	if ((rc = rt->ops->attach_egress(rt, argv[0], &eg, env, sizeof(env),
+	    err, errlen)) == 0 &&
+	    (rc = runtime_k8s_push_env(rt, argv[0], env, err, errlen)) == 0)
+		printf("%s", env);
+	explicit_bzero(env, sizeof(env));
+	return rc;
+}
+
+/* poll N MS: one long-lived client, as in the orchestrator. */
+static int
+cmd_poll(struct runtime *rt, int argc UNUSED, char **argv, char *err,
+    size_t errlen)
+{
+	struct rt_info *ri;
+	size_t n;
+	long long i, times = num(argv[0]), ms = num(argv[1]);
+
+	for (i = 0; i < times; i++) {
+		if (i > 0)
+			usleep((useconds_t)(ms * 1000));
+		if (rt->ops->list(rt, &ri, &n, err, errlen) == -1)
+			return -1;
+		printf("poll %lld ok %zu\n", i, n);
+		fflush(stdout);
+		rt_info_free_array(ri, n);
+	}
+	return 0;
+}
+
+static int
+cmd_fleet_sync(struct runtime *rt, int argc UNUSED, char **argv UNUSED,
+    char *err, size_t errlen)
+{
+	return runtime_k8s_fleet_sync(rt, err, errlen);
+}
+
+/* reconcile [KEEP...]: what the orchestrator's reconcile sweep does: list,
+ * and destroy every sandbox that belongs to no known session. */
+static int
+cmd_reconcile(struct runtime *rt, int argc, char **argv, char *err,
+    size_t errlen)
+{
+	struct rt_info *ri;
+	size_t n, i;
+	int j, keep, rc;
+
+	if ((rc = rt->ops->list(rt, &ri, &n, err, errlen)) == -1)
+		return -1;
+	for (i = 0; i < n && rc == 0; i++) {
+		for (keep = 0, j = 0; j < argc; j++)
+			if (strcmp(argv[j], ri[i].id) == 0)
+				keep = 1;
+		if (keep)
+			continue;
+		printf("destroy %s (%s%s%s)\n", ri[i].id, rt_state_name(ri[i].state),
+		    ri[i].reason[0] ? ": " : "", ri[i].reason);
+		rc = rt->ops->destroy(rt, ri[i].id, err, errlen);
+	}
+	rt_info_free_array(ri, n);
+	return rc;
+}
+
+static int
+cmd_keys(struct runtime *rt UNUSED, int argc UNUSED, char **argv UNUSED,
+    char *err UNUSED, size_t errlen UNUSED)
+{
+	cfg_print_markdown(keys, NELEM(keys), stdout);
+	return 0;
+}
+
+/* One row a command: its name, how many arguments it takes, whether it
+ * needs the configuration and the runtime, and what runs it. */
+static const struct cmd {
+	const char	*name;
+	int		(*run)(struct runtime *, int, char **, char *, size_t);
+	enum idop	 op;		/* run NULL: this op on the ID */
+	int		 min, max;	/* arguments; max -1: any */
+	int		 runtime;	/* loads the config, opens the runtime */
+} cmds[] = {
+	{ .name = "create", .run = cmd_create, .min = 1, .max = -1, .runtime = 1 },
+	{ .name = "start", .op = OP_START, .min = 1, .max = 1, .runtime = 1 },
+	{ .name = "stop", .op = OP_STOP, .min = 1, .max = 1, .runtime = 1 },
+	{ .name = "destroy", .op = OP_DESTROY, .min = 1, .max = 1, .runtime = 1 },
+	{ .name = "get", .run = cmd_get, .min = 1, .max = 1, .runtime = 1 },
+	{ .name = "addr", .run = cmd_addr, .min = 1, .max = 1, .runtime = 1 },
+	{ .name = "list", .run = cmd_list, .min = 0, .max = 0, .runtime = 1 },
+	{ .name = "labels", .run = cmd_labels, .min = 1, .max = -1, .runtime = 1 },
+	{ .name = "attach", .run = cmd_attach, .min = 4, .max = -1, .runtime = 1 },
+	{ .name = "poll", .run = cmd_poll, .min = 2, .max = 2, .runtime = 1 },
+	{ .name = "fleet-sync", .run = cmd_fleet_sync, .min = 0, .max = 0, .runtime = 1 },
+	{ .name = "reconcile", .run = cmd_reconcile, .min = 0, .max = -1, .runtime = 1 },
+	{ .name = "requests", .run = cmd_requests, .min = 0, .max = -1, .runtime = 1 },
+	{ .name = "agent", .run = cmd_agent, .min = 3, .max = -1, .runtime = 1 },
+	{ .name = "render-netpol", .run = cmd_render_netpol, .min = 0, .max = -1 },
+	{ .name = "keys", .run = cmd_keys, .min = 0, .max = -1 },
+};
+
+/* Runs c with the runtime the configuration at cfgpath describes. */
+static int
+run_with_runtime(const struct cmd *c, const char *cfgpath, int argc,
+    char **argv, char *err, size_t errlen)
 {
 	struct ctlconf conf;
 	struct runtime *rt = NULL;
-	const char *cfgpath = NULL, *cmd;
-	char err[1024] = "", env[4096];
-	int ch, verbose = LOG_LVL_WARN, rc = 1;
+	int rc = -1;
 
-	while ((ch = getopt(argc, argv, "+c:v")) != -1) {
+	memset(&conf, 0, sizeof(conf));
+	if (cfg_load(keys, NELEM(keys), &conf, cfgpath, err, errlen) == -1)
+		goto out;
+	/* The fleet thread belongs to a long-running orchestrator. */
+	conf.k8s.fleet_interval_ms = 0;
+	if ((rt = runtime_k8s_new(&conf.k8s, err, errlen)) == NULL)
+		goto out;
+	rc = c->run != NULL ? c->run(rt, argc, argv, err, errlen) :
+	    run_idop(rt, c->op, argv[0], err, errlen);
+out:
+	if (rt != NULL)
+		rt->ops->free(rt);
+	cfg_free(keys, NELEM(keys), &conf);
+	return rc;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const struct cmd *c = NULL;
+	const char *cfgpath = NULL;
+	char err[1024] = "";
+	int ch, verbose = LOG_LVL_WARN, rc;
+	size_t i;
+
+	jsonmem_init();
+	while ((ch = getopt_long(argc, argv, "+c:f:hv", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'c':
+		case 'f':
 			cfgpath = optarg;
 			break;
+		case 'h':
+			usage_to(stdout);
+			return 0;
 		case 'v':
 			verbose++;
 			break;
@@ -324,127 +577,20 @@ main(int argc, char **argv)
 	}
 	argc -= optind;
 	argv += optind;
-	if (argc < 1)
+	for (i = 0; argc >= 1 && i < NELEM(cmds); i++)
+		if (strcmp(argv[0], cmds[i].name) == 0)
+			c = &cmds[i];
+	if (c == NULL || argc - 1 < c->min || (c->max != -1 && argc - 1 > c->max))
 		usage();
-	cmd = argv[0];
-	argc--;
-	argv++;
 	log_init("k8sctl", verbose, NULL);
-	if (strcmp(cmd, "render-netpol") == 0)
-		return cmd_render_netpol(argc, argv);
-	if (strcmp(cmd, "keys") == 0) {
-		cfg_print_markdown(keys, NELEM(keys), stdout);
-		return 0;
-	}
-	memset(&conf, 0, sizeof(conf));
-	if (cfg_load(keys, NELEM(keys), &conf, cfgpath, err, sizeof(err)) == -1) {
-		fprintf(stderr, "k8sctl: %s\n", err);
-		goto out;
-	}
-	/* The fleet thread belongs to a long-running orchestrator. */
-	conf.k8s.fleet_interval_ms = 0;
-	if ((rt = runtime_k8s_new(&conf.k8s, err, sizeof(err))) == NULL) {
-		fprintf(stderr, "k8sctl: %s\n", err);
-		goto out;
-	}
-	if (strcmp(cmd, "create") == 0 && argc >= 1)
-		rc = cmd_create(rt, argc, argv, err, sizeof(err));
-	else if (strcmp(cmd, "start") == 0 && argc == 1)
-		rc = rt->ops->start(rt, argv[0], err, sizeof(err));
-	else if (strcmp(cmd, "stop") == 0 && argc == 1)
-		rc = rt->ops->stop(rt, argv[0], err, sizeof(err));
-	else if (strcmp(cmd, "destroy") == 0 && argc == 1)
-		rc = rt->ops->destroy(rt, argv[0], err, sizeof(err));
-	else if (strcmp(cmd, "get") == 0 && argc == 1) {
-		struct rt_info ri;
-		if ((rc = rt->ops->get(rt, argv[0], &ri, err, sizeof(err))) == 0) {
-			print_json(info_json(&ri));
-			rt_info_clear(&ri);
-		}
-	} else if (strcmp(cmd, "addr") == 0 && argc == 1) {
-		struct rt_agent_addr a;
-		if ((rc = rt->ops->agent_addr(rt, argv[0], &a, err, sizeof(err))) == 0)
-			printf("%s %d\n", a.host, a.port);
-	} else if (strcmp(cmd, "list") == 0 && argc == 0) {
-		struct rt_info *ri;
-		size_t n, i;
-		cJSON *arr;
-		if ((rc = rt->ops->list(rt, &ri, &n, err, sizeof(err))) == 0) {
-			arr = cJSON_CreateArray();
-			for (i = 0; i < n; i++)
-				cJSON_AddItemToArray(arr, info_json(&ri[i]));
-			print_json(arr);
-			rt_info_free_array(ri, n);
-		}
-	} else if (strcmp(cmd, "labels") == 0 && argc >= 1) {
-		struct rt_kv kv[64];
-		int i;
-		for (i = 1; i < argc && i <= 64; i++)
-			if (kv_split(argv[i], &kv[i - 1]) == -1)
-				usage();
-		rc = rt->ops->set_labels(rt, argv[0], kv, (size_t)(argc - 1), err,
+	if (c->runtime)
+		rc = run_with_runtime(c, cfgpath, argc - 1, argv + 1, err,
 		    sizeof(err));
-	} else if (strcmp(cmd, "attach") == 0 && argc >= 4) {
-		/* ID ORG USER SESSION [K=V...]: the identity is labels */
-		struct rt_kv kv[64] = { { LBL_ORG, argv[1] }, { LBL_USER, argv[2] },
-		    { LBL_SESSION, argv[3] } };
-		struct rt_egress eg = { kv, 3 };
-		int i;
-		for (i = 4; i < argc && eg.nlabels < 64; i++, eg.nlabels++)
-			if (kv_split(argv[i], &kv[eg.nlabels]) == -1)
-				usage();
-		if ((rc = rt->ops->attach_egress(rt, argv[0], &eg, env, sizeof(env),
-		    err, sizeof(err))) == 0)
-			printf("%s", env);
-	} else if (strcmp(cmd, "poll") == 0 && argc == 2) {
-		/* One long-lived client, as in the orchestrator. */
-		struct rt_info *ri;
-		size_t n;
-		long long i, times = num(argv[0]), ms = num(argv[1]);
-		for (rc = 0, i = 0; i < times && rc == 0; i++) {
-			if (i > 0)
-				usleep((useconds_t)(ms * 1000));
-			if ((rc = rt->ops->list(rt, &ri, &n, err, sizeof(err))) == 0) {
-				printf("poll %lld ok %zu\n", i, n);
-				fflush(stdout);
-				rt_info_free_array(ri, n);
-			}
-		}
-	} else if (strcmp(cmd, "fleet-sync") == 0 && argc == 0)
-		rc = runtime_k8s_fleet_sync(rt, err, sizeof(err));
-	else if (strcmp(cmd, "reconcile") == 0) {
-		/* What the orchestrator's reconcile sweep does: list, and
-		 * destroy every sandbox that belongs to no known session. */
-		struct rt_info *ri;
-		size_t n, i;
-		int j, keep;
-		if ((rc = rt->ops->list(rt, &ri, &n, err, sizeof(err))) == 0) {
-			for (i = 0; i < n && rc == 0; i++) {
-				for (keep = 0, j = 0; j < argc; j++)
-					if (strcmp(argv[j], ri[i].id) == 0)
-						keep = 1;
-				if (keep)
-					continue;
-				printf("destroy %s (%s%s%s)\n", ri[i].id,
-				    rt_state_name(ri[i].state), ri[i].reason[0] ? ": " : "",
-				    ri[i].reason);
-				rc = rt->ops->destroy(rt, ri[i].id, err, sizeof(err));
-			}
-			rt_info_free_array(ri, n);
-		}
-	} else if (strcmp(cmd, "requests") == 0)
-		rc = cmd_requests(rt, argc, argv, err, sizeof(err));
-	else if (strcmp(cmd, "agent") == 0)
-		rc = cmd_agent(rt, argc, argv, err, sizeof(err));
 	else
-		usage();
-	if (rc != 0) {
+		rc = c->run(NULL, argc - 1, argv + 1, err, sizeof(err));
+	if (rc == -1) {
 		fprintf(stderr, "k8sctl: %s\n", err);
-		rc = 1;
+		return 1;
 	}
-out:
-	if (rt != NULL)
-		rt->ops->free(rt);
-	cfg_free(keys, NELEM(keys), &conf);
-	return rc;
+	return 0;
 }

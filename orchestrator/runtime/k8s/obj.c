@@ -1,10 +1,10 @@
 /*
  * runtime/k8s/obj.c: builders and readers for the kubernetes runtime's objects.
- * The pod follows DESIGN.md section 3: the requested image, runtimeClass,
- * every capability dropped, seccomp RuntimeDefault, no privilege
- * escalation, no service-account token, no host namespaces or paths,
- * requests and limits for cpu, memory and ephemeral storage, the static
- * agent copied by an init container into an emptyDir and run as the
+ * The pod follows docs/kubernetes.md ("What a sandbox is"): the requested
+ * image, runtimeClass, every capability dropped, seccomp RuntimeDefault, no
+ * privilege escalation, no service-account token, no host namespaces or
+ * paths, requests and limits for cpu, memory and ephemeral storage, the
+ * static agent copied by an init container into an emptyDir and run as the
  * entrypoint, its token mounted from a per-sandbox Secret.
  */
 #include <stdio.h>

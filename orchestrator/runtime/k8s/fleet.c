@@ -1,0 +1,839 @@
+/*
+ * runtime/k8s/fleet.c: the egress-proxy fleet (docs/kubernetes.md, "The
+ * proxy fleet"): the proxy pods and their load, the least-loaded choice,
+ * assigning a sandbox to a proxy pod (register through orchestrator/egress.h,
+ * record the assignment on the sandbox's pod, open its policy to that pod
+ * only, its proxy env), scaling the Deployment and the sweep that moves
+ * sandboxes off pods that go, on its own thread. The sandbox's
+ * NetworkPolicy is written here only: it says which proxy pod the sandbox
+ * may reach (none before an attach), so it is also the record that it was
+ * attached (fleet_attached).
+ *
+ * Rules: every assignment and every scale runs under fleet_mtx, taken
+ * here (fleet_assign, fleet_rescale, the sweep) and never held across a
+ * call back into k8s.c (there is none: fleet.c calls only api.c). The
+ * assignment on a pod (K8S_ANN_PROXY, K8S_ANN_PROXY_IP) is the fleet's
+ * record; the identity a sandbox registers with is its session labels.
+ * Env goes to an agent from here only after a move the fleet makes itself.
+ */
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
+
+#include "egress.h"
+#include "k8s_int.h"
+#include "log.h"
+#include "util.h"
+#include "xmalloc.h"
+
+/* Hosts a sandbox reaches without the proxy: its own loopback only. */
+#define K8S_NO_PROXY	"localhost,127.0.0.1,::1"
+
+struct proxy {
+	char		 name[254];
+	char		 ip[64];
+	int		 ready;
+	int		 deleting;
+	int		 labelled;
+	int		 victim;	/* chosen to go on this scale-down */
+	long long	 load;
+	long long	 oldest;	/* created-ms of its oldest sandbox */
+	long long	 cost;		/* pod-deletion-cost (LLONG_MIN: none) */
+};
+
+#define ANN_DELETION_COST	"controller.kubernetes.io/pod-deletion-cost"
+#define VICTIM_COST		(-1000)	/* below any load */
+
+/* A proxy pod's admin endpoint (orchestrator/egress.h); strings borrowed. */
+static struct egress_admin
+proxy_admin_at(struct k8s_rt *r, const char *ip)
+{
+	struct egress_admin a = { .host = ip, .port = r->conf->proxy_admin_port,
+	    .token = r->admin_token };
+
+	return a;
+}
+
+void
+fleet_detach(struct k8s_rt *r, const char *id, const cJSON *pod_ann)
+{
+	struct egress_admin a = proxy_admin_at(r, k8s_ann(pod_ann, K8S_ANN_PROXY_IP));
+
+	egress_deregister(&a, id);
+}
+
+int
+fleet_netpol_apply(struct k8s_rt *r, const char *id, const char *proxy_pod,
+    char *err, size_t errlen)
+{
+	struct netpol_kv lbl[3] = {
+		{ K8S_LBL_MANAGED, K8S_MANAGER },
+		{ K8S_LBL_INSTANCE, r->conf->instance },
+		{ K8S_LBL_ID, id },
+	};
+	struct netpol_kv podsel[2] = { { K8S_LBL_ID, id }, { K8S_LBL_ROLE, "sandbox" } };
+	struct netpol_kv psel[K8S_MAX_SEL + 1];
+	struct netpol_sandbox np;
+	char name[128], path[512];
+	cJSON *obj;
+	size_t i;
+	int st, rc = -1;
+
+	memset(&np, 0, sizeof(np));
+	k8s_name_netpol(id, name, sizeof(name));
+	np.name = name;
+	np.ns = r->ns;
+	np.labels = lbl;
+	np.nlabels = 3;
+	np.pod = podsel;
+	np.npod = 2;
+	if (proxy_pod != NULL) {
+		for (i = 0; i < r->nproxy; i++)
+			psel[i] = r->proxy[i];
+		psel[i].k = K8S_LBL_PROXY_POD;
+		psel[i].v = proxy_pod;
+		np.proxy = psel;
+		np.nproxy = r->nproxy + 1;
+		np.proxy_ns = r->pns;
+		np.proxy_port = (int)r->conf->proxy_port;
+	}
+	np.orch_ns = r->ons;
+	np.orch = r->orch;
+	np.norch = r->norch;
+	np.agent_port = (int)r->conf->agent_port;
+	np.dns = r->conf->netpol_dns;
+	if ((obj = netpol_render_sandbox(&np)) == NULL) {
+		snprintf(err, errlen, "cannot render network policy for %s", id);
+		return -1;
+	}
+	api_path(&api_netpols, r->ns, NULL, path, sizeof(path));
+	if (api_create(r, path, obj, &st, NULL, err, errlen) == -1) {
+		api_failf(err, errlen, "create network policy", name);
+		goto out;
+	}
+	if (st == 409) {
+		/* Unconditional update (no resourceVersion). */
+		api_path(&api_netpols, r->ns, name, path, sizeof(path));
+		if (api_call(r, "PUT", path, API_Q_STRICT, NULL, obj, 0, &st, NULL, err,
+		    errlen) == -1) {
+			api_failf(err, errlen, "replace network policy", name);
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	cJSON_Delete(obj);
+	return rc;
+}
+
+int
+fleet_attached(struct k8s_rt *r, const char *id, int *yes, char *err,
+    size_t errlen)
+{
+	const cJSON *rules, *rule, *to, *sel;
+	cJSON *np;
+
+	*yes = 0;
+	if (api_netpol_get(r, id, &np, err, errlen) == -1)
+		return -1;
+	rules = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(np,
+	    "spec"), "egress");
+	cJSON_ArrayForEach(rule, rules) {
+		cJSON_ArrayForEach(to, cJSON_GetObjectItemCaseSensitive(rule, "to")) {
+			sel = cJSON_GetObjectItemCaseSensitive(to, "podSelector");
+			if (k8s_ann(cJSON_GetObjectItemCaseSensitive(sel,
+			    "matchLabels"), K8S_LBL_PROXY_POD) != NULL)
+				*yes = 1;
+		}
+	}
+	cJSON_Delete(np);
+	return 0;
+}
+
+static int
+proxies_list(struct k8s_rt *r, struct proxy **out, size_t *n, char *err,
+    size_t errlen)
+{
+	char path[512];
+	cJSON *items, *it;
+	struct k8s_podview v;
+	struct proxy *p;
+	const char *l;
+	size_t cnt;
+
+	*out = NULL;
+	*n = 0;
+	api_path(&api_pods, r->pns, NULL, path, sizeof(path));
+	if (api_list(r, path, r->proxy_q, &items, err, errlen) == -1)
+		return api_failf(err, errlen, "list proxy pods in", r->pns);
+	cnt = (size_t)cJSON_GetArraySize(items);
+	p = cnt ? xcalloc(cnt, sizeof(*p)) : NULL;
+	cJSON_ArrayForEach(it, items) {
+		k8s_pod_view(it, &v);
+		if (p == NULL || *n >= cnt)
+			break;
+		if (v.name == NULL)
+			continue;
+		snprintf(p[*n].name, sizeof(p[*n].name), "%s", v.name);
+		snprintf(p[*n].ip, sizeof(p[*n].ip), "%s", v.ip ? v.ip : "");
+		p[*n].ready = !v.deleting && !v.failed && v.ready && v.ip != NULL &&
+		    strcmp(v.phase, "Running") == 0;
+		p[*n].deleting = v.deleting;
+		l = k8s_ann(v.labels, K8S_LBL_PROXY_POD);
+		p[*n].labelled = l != NULL && strcmp(l, v.name) == 0;
+		p[*n].cost = k8s_ann(v.annotations, ANN_DELETION_COST) ?
+		    k8s_ann_ll(v.annotations, ANN_DELETION_COST) : LLONG_MIN;
+		p[*n].oldest = LLONG_MAX;
+		(*n)++;
+	}
+	cJSON_Delete(items);
+	*out = p;
+	return 0;
+}
+
+static struct proxy *
+proxy_find(struct proxy *p, size_t n, const char *name)
+{
+	size_t i;
+
+	for (i = 0; name != NULL && i < n; i++)
+		if (strcmp(p[i].name, name) == 0)
+			return &p[i];
+	return NULL;
+}
+
+/* Labels a proxy pod with its own name so a policy can select just it. */
+static int
+proxy_label(struct k8s_rt *r, struct proxy *p, char *err, size_t errlen)
+{
+	cJSON *patch;
+	char path[512];
+	int st, rc;
+
+	if (p->labelled)
+		return 0;
+	patch = cJSON_CreateObject();
+	cJSON_AddStringToObject(cJSON_AddObjectToObject(cJSON_AddObjectToObject(
+	    patch, "metadata"), "labels"), K8S_LBL_PROXY_POD, p->name);
+	api_path(&api_pods, r->pns, p->name, path, sizeof(path));
+	rc = api_merge_patch(r, path, patch, &st, err, errlen);
+	cJSON_Delete(patch);
+	if (rc == -1 || st == 404)
+		return api_failf(err, errlen, "label proxy pod", p->name);
+	p->labelled = 1;
+	return 0;
+}
+
+static long long
+desired_replicas(struct k8s_rt *r, long long running)
+{
+	long long per = r->conf->sandboxes_per_proxy, d;
+
+	d = running == 0 ? 0 : (running + per - 1) / per;
+	return d < r->conf->proxy_min_replicas ? r->conf->proxy_min_replicas : d;
+}
+
+/*
+ * Tells the ReplicaSet controller which proxy pods to remove first on a
+ * scale-down: controller.kubernetes.io/pod-deletion-cost = sandboxes
+ * served, and VICTIM_COST for the pods chosen to go. Each PATCH is applied
+ * once it is answered. -1 if a victim's mark did not take (then the caller
+ * must not scale down: the controller would choose blindly).
+ */
+static int
+proxy_costs(struct k8s_rt *r, struct proxy *p, size_t n)
+{
+	char path[512], v[32], err[512];
+	const char *kv[2];
+	long long want;
+	cJSON *patch;
+	size_t i;
+	int st, rc = 0;
+
+	for (i = 0; i < n; i++) {
+		want = p[i].victim ? VICTIM_COST : p[i].load;
+		if (p[i].deleting || p[i].cost == want)
+			continue;
+		snprintf(v, sizeof(v), "%lld", want);
+		kv[0] = ANN_DELETION_COST;
+		kv[1] = v;
+		patch = api_ann_patch(kv, 1);
+		api_path(&api_pods, r->pns, p[i].name, path, sizeof(path));
+		if (api_merge_patch(r, path, patch, &st, err, sizeof(err)) == -1 ||
+		    st == 404) {
+			log_warnx("k8s proxy pod=%s deletion cost: %s", p[i].name,
+			    st == 404 ? "pod gone" : err);
+			if (p[i].victim)
+				rc = -1;
+		} else
+			p[i].cost = want;
+		cJSON_Delete(patch);
+	}
+	return rc;
+}
+
+/* a is a better pod to remove than b: not ready, fewer sandboxes, then
+ * younger sandboxes (moving one changes its proxy URL, so long-lived
+ * sessions stay put), then the name (deterministic). */
+static int
+more_removable(const struct proxy *a, const struct proxy *b)
+{
+	if (a->ready != b->ready)
+		return !a->ready;
+	if (a->load != b->load)
+		return a->load < b->load;
+	if (a->oldest != b->oldest)
+		return a->oldest > b->oldest;
+	return strcmp(a->name, b->name) > 0;
+}
+
+/* Marks the (live - want) pods to remove; returns how many. */
+static size_t
+pick_victims(struct proxy *p, size_t n, long long want)
+{
+	size_t i, live = 0, k = 0;
+	struct proxy *best;
+
+	for (i = 0; i < n; i++)
+		if (!p[i].deleting)
+			live++;
+	while ((long long)(live - k) > want) {
+		best = NULL;
+		for (i = 0; i < n; i++)
+			if (!p[i].deleting && !p[i].victim &&
+			    (best == NULL || more_removable(&p[i], best)))
+				best = &p[i];
+		if (best == NULL)
+			break;
+		best->victim = 1;
+		k++;
+	}
+	return k;
+}
+
+static int
+is_victim(const struct proxy *p, size_t n, const char *name)
+{
+	size_t i;
+
+	for (i = 0; name != NULL && i < n; i++)
+		if (p[i].victim && strcmp(p[i].name, name) == 0)
+			return 1;
+	return 0;
+}
+
+/* Sets the proxy Deployment's replicas through the scale subresource. */
+static int
+scale_to(struct k8s_rt *r, long long want, char *err, size_t errlen)
+{
+	char path[512];
+	cJSON *sc = NULL, *patch;
+	const cJSON *spec, *rep;
+	int st, rc = -1;
+	long long have = -1;
+
+	snprintf(path, sizeof(path), "/apis/apps/v1/namespaces/%s/deployments/%s/scale",
+	    r->pns, r->conf->proxy_deployment);
+	if (api_call(r, "GET", path, NULL, NULL, NULL, 0, &st, &sc, err, errlen) == -1)
+		return api_failf(err, errlen, "get scale of deployment",
+		    r->conf->proxy_deployment);
+	spec = cJSON_GetObjectItemCaseSensitive(sc, "spec");
+	rep = cJSON_GetObjectItemCaseSensitive(spec, "replicas");
+	if (cJSON_IsNumber(rep))
+		have = (long long)rep->valuedouble;
+	else
+		have = 0;
+	cJSON_Delete(sc);
+	if (have == want)
+		return 0;
+	patch = cJSON_CreateObject();
+	cJSON_AddNumberToObject(cJSON_AddObjectToObject(patch, "spec"), "replicas",
+	    (double)want);
+	if (api_call(r, "PATCH", path, API_Q_STRICT, API_CT_MERGE, patch, 0, &st, NULL, err,
+	    errlen) == -1) {
+		api_failf(err, errlen, "scale deployment", r->conf->proxy_deployment);
+		goto out;
+	}
+	log_info("k8s proxy deployment=%s/%s replicas=%lld (was %lld)", r->pns,
+	    r->conf->proxy_deployment, want, have);
+	rc = 0;
+out:
+	cJSON_Delete(patch);
+	return rc;
+}
+
+static void
+count_load(cJSON *pods, struct proxy *p, size_t np, long long *running)
+{
+	struct k8s_podview v;
+	struct proxy *x;
+	long long born;
+	cJSON *it;
+
+	*running = 0;
+	cJSON_ArrayForEach(it, pods) {
+		k8s_pod_view(it, &v);
+		if (v.deleting || v.failed)
+			continue;
+		(*running)++;
+		if ((x = proxy_find(p, np, k8s_ann(v.annotations, K8S_ANN_PROXY))) != NULL) {
+			x->load++;
+			born = k8s_ann_ll(v.annotations, K8S_ANN_CREATED);
+			if (born < x->oldest)
+				x->oldest = born;
+		}
+	}
+}
+
+/* The ready pod with the fewest sandboxes, not one of avoid's victims. */
+static struct proxy *
+least_loaded(struct proxy *p, size_t n, const struct proxy *avoid,
+    size_t navoid)
+{
+	struct proxy *best = NULL;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (p[i].ready && !is_victim(avoid, navoid, p[i].name) &&
+		    (best == NULL || p[i].load < best->load))
+			best = &p[i];
+	return best;
+}
+
+/*
+ * The proxy env of sandbox id served by the proxy pod at proxy_ip, as
+ * "K=V\n" lines (orchestrator/egress.h): its credential, NO_PROXY, and the
+ * CA paths when a CA ConfigMap is mounted. 0, or -1 with err if it does
+ * not fit in out.
+ */
+static int
+proxy_env(struct k8s_rt *r, const char *id, const char *proxy_ip, char *out,
+    size_t outlen, char *err, size_t errlen)
+{
+	char sec[65], hostport[128];
+	const char *ca = NULL;
+	int rc;
+
+	if (r->conf->proxy_ca_configmap != NULL && r->conf->proxy_ca_configmap[0])
+		ca = K8S_PROXY_CA_DIR "/ca.crt";
+	snprintf(hostport, sizeof(hostport), strchr(proxy_ip, ':') ?
+	    "[%s]:%lld" : "%s:%lld", proxy_ip, r->conf->proxy_port);
+	api_derive(r, "proxy", id, sec);
+	rc = egress_proxy_env(id, sec, hostport, K8S_NO_PROXY, ca, out, outlen);
+	explicit_bzero(sec, sizeof(sec));
+	if (rc == -1)
+		snprintf(err, errlen, "sandbox %s: the proxy env needs more than "
+		    "%zu bytes", id, outlen);
+	return rc;
+}
+
+/*
+ * Assignment, step 1: the proxy pod for a sandbox now on current (NULL:
+ * none): current while it is ready and not one of avoid's victims, else
+ * the least-loaded ready pod. Without avoid, scales the fleet up and waits
+ * up to proxy_wait when no pod is ready; with avoid, fails instead. 0 with
+ * *px the listing (caller frees) and *best in it, or -1 with err.
+ */
+static int
+proxy_pick(struct k8s_rt *r, const char *current, const struct proxy *avoid,
+    size_t navoid, struct proxy **px, struct proxy **best, char *err,
+    size_t errlen)
+{
+	long long running, deadline = util_mono_ms() + r->conf->proxy_wait_ms;
+	cJSON *pods = NULL;
+	size_t npx = 0;
+	int rc = -1;
+
+	*px = NULL;
+	for (;;) {
+		free(*px);
+		*px = NULL;
+		cJSON_Delete(pods);
+		pods = NULL;
+		if (proxies_list(r, px, &npx, err, errlen) == -1 ||
+		    api_sandbox_pods(r, &pods, err, errlen) == -1)
+			goto out;
+		count_load(pods, *px, npx, &running);
+		/* Stay where we are while that pod is ready. */
+		if ((*best = proxy_find(*px, npx, current)) != NULL &&
+		    (*best)->ready && !is_victim(avoid, navoid, current)) {
+			(*best)->load--;	/* counted us already */
+			break;
+		}
+		if ((*best = least_loaded(*px, npx, avoid, navoid)) != NULL)
+			break;
+		if (navoid > 0) {
+			snprintf(err, errlen, "no other ready egress-proxy pod");
+			goto out;
+		}
+		if (scale_to(r, desired_replicas(r, running > 0 ? running : 1), err,
+		    errlen) == -1)
+			goto out;
+		if (util_mono_ms() >= deadline) {
+			snprintf(err, errlen, "no ready egress-proxy pod in %s after %lld s",
+			    r->pns, r->conf->proxy_wait_ms / 1000);
+			goto out;
+		}
+		api_nap(250);
+	}
+	rc = 0;
+out:
+	cJSON_Delete(pods);
+	if (rc == -1) {
+		free(*px);
+		*px = NULL;
+	}
+	return rc;
+}
+
+/*
+ * Assignment, step 2: registers sandbox id (pod IP pod_ip) at proxy pod p,
+ * named by labels (orchestrator/egress.h), with its derived credential,
+ * good only from its pod IP.
+ */
+static int
+proxy_register(struct k8s_rt *r, const struct proxy *p, const char *id,
+    const char *pod_ip, const struct rt_kv *labels, size_t nlabels, char *err,
+    size_t errlen)
+{
+	struct egress_admin a = proxy_admin_at(r, p->ip);
+	const char *ips[1] = { pod_ip };
+	struct egress_reg reg;
+	char sec[65];
+	int rc;
+
+	api_derive(r, "proxy", id, sec);
+	memset(&reg, 0, sizeof(reg));
+	reg.id = id;
+	reg.labels = labels;
+	reg.nlabels = nlabels;
+	reg.secret = sec;
+	reg.listen_fd = -1;
+	reg.client_ips = ips;
+	reg.nclient_ips = 1;
+	rc = egress_register(&a, &reg, err, errlen);
+	explicit_bzero(sec, sizeof(sec));
+	if (rc == -1)
+		return api_failf(err, errlen, "register sandbox with proxy pod", p->name);
+	return 0;
+}
+
+/* Assignment, step 3: the assignment on the sandbox's pod, which is where
+ * the fleet sweep reads it back (and what marks the pod as attached). */
+static int
+assignment_record(struct k8s_rt *r, const char *id, const struct proxy *p,
+    char *err, size_t errlen)
+{
+	const char *kv[4] = { K8S_ANN_PROXY, p->name, K8S_ANN_PROXY_IP, p->ip };
+	char name[128], path[512];
+	cJSON *body = api_ann_patch(kv, 2);
+	int st, rc;
+
+	k8s_name_pod(id, name, sizeof(name));
+	api_path(&api_pods, r->ns, name, path, sizeof(path));
+	rc = api_merge_patch(r, path, body, &st, err, errlen);
+	cJSON_Delete(body);
+	if (rc == 0 && st == 404) {
+		snprintf(err, errlen, "sandbox %s: pod gone while attaching", id);
+		rc = -1;
+	}
+	return rc;
+}
+
+/*
+ * Assigns a sandbox (whose pod is running at pod_ip) to the least-loaded
+ * ready proxy pod, scaling the fleet up first if there is none: registers
+ * it there under labels, records the assignment on the pod, lets the
+ * policy reach that pod only, and writes the proxy env to env_out. With
+ * avoid (a proxy list with victims marked), it moves the sandbox off those
+ * pods and fails rather than scale or wait. Caller holds fleet_mtx.
+ */
+static int
+assign_locked(struct k8s_rt *r, const char *id, const char *pod_ip,
+    const char *current, const struct rt_kv *labels, size_t nlabels,
+    const struct proxy *avoid, size_t navoid, char *env_out, size_t envlen,
+    char *err, size_t errlen)
+{
+	struct proxy *px = NULL, *best = NULL;
+	int rc = -1;
+
+	if (proxy_pick(r, current, avoid, navoid, &px, &best, err, errlen) == -1 ||
+	    proxy_label(r, best, err, errlen) == -1 ||
+	    proxy_register(r, best, id, pod_ip, labels, nlabels, err, errlen) == -1)
+		goto out;
+	best->load++;
+	if (assignment_record(r, id, best, err, errlen) == -1 ||
+	    fleet_netpol_apply(r, id, best->name, err, errlen) == -1 ||
+	    proxy_env(r, id, best->ip, env_out, envlen, err, errlen) == -1)
+		goto out;
+	log_info("sandbox=%s proxy=%s/%s ip=%s load=%lld", id, r->pns, best->name,
+	    best->ip, best->load);
+	rc = 0;
+out:
+	free(px);
+	return rc;
+}
+
+/*
+ * A fleet move: re-attaches the running sandbox pod v under the session
+ * labels on it (off avoid's victims when given) and pushes the new env to
+ * its agent, since no core call follows a move the fleet makes on its own
+ * thread. Caller holds fleet_mtx. 0, or -1 with err.
+ */
+static int
+fleet_move_locked(struct k8s_rt *r, const struct k8s_podview *v,
+    const struct proxy *avoid, size_t navoid, char *err, size_t errlen)
+{
+	char env[K8S_ENV_MAX], e2[256];
+	struct rt_info li;
+	int rc;
+
+	memset(&li, 0, sizeof(li));
+	api_labels(v->annotations, &li);
+	rc = assign_locked(r, v->id, v->ip, NULL, li.labels, li.nlabels, avoid,
+	    navoid, env, sizeof(env), err, errlen);
+	if (rc == 0 && api_agent_push_env(r, v->id, v->ip, env, e2, sizeof(e2)) == -1)
+		log_warnx("sandbox=%s could not push proxy env to the agent: %s",
+		    v->id, e2);
+	explicit_bzero(env, sizeof(env));
+	rt_info_clear(&li);
+	return rc;
+}
+
+/* Moves the attached sandboxes of the victim pods to pods that stay. */
+static void
+move_off_victims(struct k8s_rt *r, cJSON *pods, const struct proxy *px,
+    size_t npx)
+{
+	struct k8s_podview v;
+	const char *cur;
+	char e2[512];
+	cJSON *it;
+
+	cJSON_ArrayForEach(it, pods) {
+		k8s_pod_view(it, &v);
+		cur = k8s_ann(v.annotations, K8S_ANN_PROXY);
+		if (v.deleting || v.failed || v.id == NULL || !id_sandbox_valid(v.id) ||
+		    v.ip == NULL || !is_victim(px, npx, cur))
+			continue;
+		log_info("sandbox=%s proxy=%s goes on scale-down; moving", v.id, cur);
+		if (fleet_move_locked(r, &v, px, npx, e2, sizeof(e2)) == -1)
+			log_warnx("sandbox=%s move failed (the next sweep "
+			    "re-assigns it): %s", v.id, e2);
+	}
+}
+
+/*
+ * Sweep, scale-down step: picks the pods to remove (down to want), moves
+ * their sandboxes to the pods that stay, then lists again (*pods and *px
+ * are replaced) with the victims marked, except those a sandbox could not
+ * leave; *want grows to cover the pods kept. 0, or -1 with err.
+ */
+static int
+plan_scale_down(struct k8s_rt *r, cJSON **pods, struct proxy **px,
+    size_t *npx, long long *want, char *err, size_t errlen)
+{
+	struct proxy *old = *px;
+	size_t nold = *npx, i;
+	long long running, keep = 0;
+
+	move_off_victims(r, *pods, old, nold);
+	/* Count again: the moves changed the loads. */
+	cJSON_Delete(*pods);
+	*pods = NULL;
+	*px = NULL;
+	if (api_sandbox_pods(r, pods, err, errlen) == -1 ||
+	    proxies_list(r, px, npx, err, errlen) == -1) {
+		free(old);
+		return -1;
+	}
+	count_load(*pods, *px, *npx, &running);
+	for (i = 0; i < *npx; i++) {
+		if ((*px)[i].deleting)
+			continue;
+		(*px)[i].victim = is_victim(old, nold, (*px)[i].name);
+		if ((*px)[i].victim && (*px)[i].load > 0) {
+			/* A sandbox could not move: keep its pod until the
+			 * next sweep. */
+			log_warnx("k8s proxy pod=%s kept: %lld sandboxes could "
+			    "not move", (*px)[i].name, (*px)[i].load);
+			(*px)[i].victim = 0;
+		}
+		if (!(*px)[i].victim)
+			keep++;
+	}
+	free(old);
+	if (keep > *want)
+		*want = keep;
+	return 0;
+}
+
+/* Sweep, last step: re-assigns the attached sandboxes whose proxy pod went
+ * away or is not ready. */
+static void
+reassign_orphans(struct k8s_rt *r, cJSON *pods, struct proxy *px, size_t npx)
+{
+	struct k8s_podview v;
+	struct proxy *cur;
+	const char *was;
+	char err[512];
+	cJSON *it;
+
+	cJSON_ArrayForEach(it, pods) {
+		k8s_pod_view(it, &v);
+		if (v.deleting || v.failed || v.id == NULL || !id_sandbox_valid(v.id) ||
+		    v.ip == NULL || strcmp(v.phase, "Running") != 0)
+			continue;
+		if ((was = k8s_ann(v.annotations, K8S_ANN_PROXY)) == NULL)
+			continue;	/* never attached (e.g. warm) */
+		cur = proxy_find(px, npx, was);
+		if (cur != NULL && cur->ready)
+			continue;
+		log_info("sandbox=%s proxy=%s gone; re-assigning", v.id, was);
+		if (fleet_move_locked(r, &v, NULL, 0, err, sizeof(err)) == -1)
+			log_warnx("sandbox=%s re-assign failed: %s", v.id, err);
+	}
+}
+
+/*
+ * The fleet sweep (caller holds fleet_mtx): scale the Deployment to the
+ * running sandboxes and re-assign sandboxes whose proxy pod is gone or not
+ * ready. A scale-down first picks the pods to remove, moves their
+ * sandboxes to the pods that stay, and marks them with the lowest
+ * pod-deletion-cost; only once those marks are applied is the scale
+ * patched, so the controller removes those pods and no sandbox is left
+ * without a proxy. (Should the controller still choose others, e.g. from
+ * a stale cache, the re-assignment below or in the next sweep covers it.)
+ */
+static int
+fleet_sync_locked(struct k8s_rt *r, int reassign, char *err, size_t errlen)
+{
+	struct proxy *px = NULL;
+	size_t npx = 0, i;
+	cJSON *pods = NULL;
+	long long running, want;
+	char e2[512];
+	int rc = -1;
+
+	if (api_sandbox_pods(r, &pods, err, errlen) == -1 ||
+	    proxies_list(r, &px, &npx, err, errlen) == -1)
+		goto out;
+	count_load(pods, px, npx, &running);
+	want = desired_replicas(r, running);
+	/* (To zero, every pod goes: nothing to choose or move.) */
+	if (want > 0 && pick_victims(px, npx, want) > 0 &&
+	    plan_scale_down(r, &pods, &px, &npx, &want, err, errlen) == -1)
+		goto out;
+	if (proxy_costs(r, px, npx) == -1) {
+		snprintf(err, errlen, "not scaling down: the pod-deletion-cost "
+		    "of the pods to remove could not be set");
+		goto out;
+	}
+	if (scale_to(r, want, err, errlen) == -1)
+		goto out;
+	for (i = 0; i < npx; i++)
+		if (px[i].ready && proxy_label(r, &px[i], e2, sizeof(e2)) == -1)
+			log_warnx("k8s %s", e2);
+	if (reassign)
+		reassign_orphans(r, pods, px, npx);
+	rc = 0;
+out:
+	cJSON_Delete(pods);
+	free(px);
+	return rc;
+}
+
+int
+runtime_k8s_fleet_sync(struct runtime *rt, char *err, size_t errlen)
+{
+	struct k8s_rt *r = rt->impl;
+	int rc;
+
+	pthread_mutex_lock(&r->fleet_mtx);
+	rc = fleet_sync_locked(r, 1, err, errlen);
+	pthread_mutex_unlock(&r->fleet_mtx);
+	return rc;
+}
+
+void
+fleet_rescale(struct k8s_rt *r)
+{
+	char err[512];
+
+	pthread_mutex_lock(&r->fleet_mtx);
+	if (fleet_sync_locked(r, 0, err, sizeof(err)) == -1)
+		log_warnx("k8s %s", err);
+	pthread_mutex_unlock(&r->fleet_mtx);
+}
+
+int
+fleet_assign(struct k8s_rt *r, const char *id, const char *pod_ip,
+    const char *current, const struct rt_kv *labels, size_t nlabels,
+    char *env_out, size_t envlen, char *err, size_t errlen)
+{
+	int rc;
+
+	pthread_mutex_lock(&r->fleet_mtx);
+	rc = assign_locked(r, id, pod_ip, current, labels, nlabels, NULL, 0,
+	    env_out, envlen, err, errlen);
+	pthread_mutex_unlock(&r->fleet_mtx);
+	return rc;
+}
+
+/* The fleet thread: a sweep every fleet_interval until fleet_stop(). */
+static void *
+fleet_main(void *arg)
+{
+	struct k8s_rt *r = arg;
+	struct timespec ts;
+	char err[512];
+	int rc;
+
+	pthread_mutex_lock(&r->stop_mtx);
+	while (!r->stopping) {
+		util_deadline(&ts, r->conf->fleet_interval_ms);
+		ign(pthread_cond_timedwait(&r->stop_cv, &r->stop_mtx, &ts));
+		if (r->stopping)
+			break;
+		pthread_mutex_unlock(&r->stop_mtx);
+		pthread_mutex_lock(&r->fleet_mtx);
+		rc = fleet_sync_locked(r, 1, err, sizeof(err));
+		pthread_mutex_unlock(&r->fleet_mtx);
+		if (rc == -1)
+			log_warnx("k8s fleet sync: %s", err);
+		pthread_mutex_lock(&r->stop_mtx);
+	}
+	pthread_mutex_unlock(&r->stop_mtx);
+	return NULL;
+}
+
+int
+fleet_start(struct k8s_rt *r, char *err, size_t errlen)
+{
+	if (r->conf->fleet_interval_ms <= 0)
+		return 0;
+	if (pthread_create(&r->thr, NULL, fleet_main, r) != 0) {
+		snprintf(err, errlen, "pthread_create failed");
+		return -1;
+	}
+	r->thr_started = 1;
+	return 0;
+}
+
+void
+fleet_stop(struct k8s_rt *r)
+{
+	if (!r->thr_started)
+		return;
+	pthread_mutex_lock(&r->stop_mtx);
+	r->stopping = 1;
+	pthread_cond_signal(&r->stop_cv);
+	pthread_mutex_unlock(&r->stop_mtx);
+	pthread_join(r->thr, NULL);
+	r->thr_started = 0;
+}

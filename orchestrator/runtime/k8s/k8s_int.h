@@ -1,0 +1,203 @@
+/*
+ * runtime/k8s/k8s_int.h: what the kubernetes runtime's own files share
+ * (docs/kubernetes.md); nothing outside orchestrator/runtime/k8s/ includes
+ * it. The layers point one way:
+ *
+ *   k8s.c    the runtime_ops table and the ops, setup and teardown
+ *     |  \
+ *     |   fleet.c  the egress-proxy fleet: proxy pods, load, assignment,
+ *     |  /         the sandbox's NetworkPolicy, scaling, the sweep thread
+ *   api.c    API calls and object paths, label selectors, derived
+ *            credentials, agent calls
+ *     |
+ *   client.c (REST), obj.c (object builders), orchestrator/agentc.c
+ *
+ * k8s.c calls fleet.c and api.c, fleet.c calls api.c, api.c calls neither.
+ * Every call is blocking and runs on the caller's (worker) thread, or on
+ * the fleet thread; struct k8s_rt is set up once by runtime_k8s_new() and
+ * read-only after it, but for the fleet fields under their mutexes.
+ */
+#ifndef K8S_INT_H
+#define K8S_INT_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <cjson/cJSON.h>
+
+#include "attrib.h"
+#include "k8s.h"
+#include "netpol.h"
+#include "obj.h"
+
+#define K8S_MAX_SEL		16		/* labels in one configured selector */
+/* Bytes of the proxy admin token, NUL included: it travels to the proxy
+ * in an rt_agent_addr (egress.h over agentc), whose token holds this. */
+#define K8S_MAX_ADMIN_TOKEN	sizeof(((struct rt_agent_addr *)0)->token)
+/* Bytes of one sandbox's proxy env: four proxy URLs with the id and a
+ * 64-digit credential, NO_PROXY twice and five CA paths fit in a fourth. */
+#define K8S_ENV_MAX	4096
+
+/* The runtime's state (runtime->impl). */
+struct k8s_rt {
+	const struct rt_k8s_conf *conf;
+	struct k8s_client	*cl;
+	struct k8s_params	 par;
+	char			 ns[64], pns[64], ons[64];
+	char			 sel_q[1024];	/* encoded selector of our objects */
+	char			 proxy_q[1024];	/* encoded selector of proxy pods */
+	struct netpol_kv	 orch[K8S_MAX_SEL], proxy[K8S_MAX_SEL];
+	size_t			 norch, nproxy;
+	char			*orch_buf, *proxy_buf;
+	unsigned char		 key[64];
+	size_t			 keylen;
+	char			 admin_token[K8S_MAX_ADMIN_TOKEN];
+	pthread_mutex_t		 fleet_mtx;	/* assignments and scaling */
+	pthread_mutex_t		 stop_mtx;
+	pthread_cond_t		 stop_cv;
+	int			 stopping;
+	int			 thr_started;
+	pthread_t		 thr;
+};
+
+/* ---- api.c ---- */
+
+#define API_Q_STRICT	"fieldValidation=Strict"
+#define API_CT_MERGE	"application/merge-patch+json"
+
+/* Resources, by API prefix and plural. */
+struct api_res {
+	const char	*prefix;
+	const char	*plural;
+};
+extern const struct api_res api_pods, api_pvcs, api_secrets, api_netpols;
+
+/* Sleeps ms milliseconds (polling between API calls). */
+void	api_nap(long long ms);
+
+/* Splits "k=v,k=v" (in buf, modified) into kv; -1 if malformed. */
+int	api_sel_parse(char *buf, struct netpol_kv *kv, size_t *n) WUNRES;
+
+/* "labelSelector=<sel, encoded>" into dst; -1 if it does not fit. */
+int	api_sel_query(const char *sel, char *dst, size_t len) WUNRES;
+
+/* HMAC-SHA256(key, purpose ":" id) as 64 hex digits. */
+void	api_derive(struct k8s_rt *r, const char *purpose, const char *id,
+	    char out[65]);
+
+/*
+ * One API call: method on path (plus "?q" when q is set) with a JSON body
+ * (may be NULL). Returns 0 when the answer is 2xx or the status `also`
+ * (404 for a delete, 409 for a create...; 0: none), with *status set and
+ * for 2xx *out (if given) the parsed body; otherwise -1 with err set (the
+ * Status message for a non-2xx answer).
+ */
+int	api_call(struct k8s_rt *r, const char *method, const char *path,
+	    const char *q, const char *ctype, const cJSON *body, int also,
+	    int *status, cJSON **out, char *err, size_t errlen) WUNRES;
+
+/* Wraps an API error with what we were doing; returns -1. */
+int	api_failf(char *err, size_t errlen, const char *what, const char *name);
+
+/* The path of a collection (name NULL) or of one object. */
+void	api_path(const struct api_res *rs, const char *ns, const char *name,
+	    char *dst, size_t len);
+
+/* GET; *out NULL (and 0 returned) on 404. */
+int	api_get(struct k8s_rt *r, const char *path, cJSON **out, char *err,
+	    size_t errlen) WUNRES;
+
+/* DELETE; 404 is success. */
+int	api_delete(struct k8s_rt *r, const char *path, const char *q, char *err,
+	    size_t errlen) WUNRES;
+
+/* POST with fieldValidation=Strict; *st tells a 409 apart. */
+int	api_create(struct k8s_rt *r, const char *path, const cJSON *obj, int *st,
+	    cJSON **out, char *err, size_t errlen) WUNRES;
+
+/* Merge PATCH with fieldValidation=Strict; *st tells a 404 apart. */
+int	api_merge_patch(struct k8s_rt *r, const char *path, const cJSON *patch,
+	    int *st, char *err, size_t errlen) WUNRES;
+
+/* {"metadata":{"annotations":{k:v,...}}} from pairs (v NULL deletes). */
+cJSON	*api_ann_patch(const char *const *kv, size_t n);
+
+/* Lists every object under path matching query q into a new array. */
+int	api_list(struct k8s_rt *r, const char *path, const char *q, cJSON **items,
+	    char *err, size_t errlen) WUNRES;
+
+/* Sandbox id's pod, claim or policy (caller frees); NULL if absent. */
+int	api_pod_get(struct k8s_rt *r, const char *id, cJSON **pod, char *err,
+	    size_t errlen) WUNRES;
+int	api_pvc_get(struct k8s_rt *r, const char *id, cJSON **pvc, char *err,
+	    size_t errlen) WUNRES;
+int	api_netpol_get(struct k8s_rt *r, const char *id, cJSON **np, char *err,
+	    size_t errlen) WUNRES;
+
+/* Our sandbox pods, every one (callers skip the deleting and failed). */
+int	api_sandbox_pods(struct k8s_rt *r, cJSON **items, char *err,
+	    size_t errlen) WUNRES;
+
+/*
+ * The session labels kept in the annotations ann (the record list() and
+ * get() return) into ri->labels; none if absent or unreadable. Free with
+ * rt_info_clear().
+ */
+void	api_labels(const cJSON *ann, struct rt_info *ri);
+
+/* How to reach the agent of sandbox id in the pod at ip (token derived). */
+void	api_agent_at(struct k8s_rt *r, const char *id, const char *ip,
+	    struct rt_agent_addr *out);
+
+/*
+ * One request to the agent of sandbox id at ip: method on path with an
+ * optional JSON body. 0 if it answers 200; -1 with err otherwise.
+ */
+int	api_agent_call(struct k8s_rt *r, const char *id, const char *ip,
+	    const char *method, const char *path, const char *body, char *err,
+	    size_t errlen) WUNRES;
+
+/*
+ * Pushes the proxy env lines to the agent of sandbox id at pod_ip: the one
+ * place the runtime sets a shell's env, for the paths after which no core
+ * call does (a fleet move; k8sctl attach through runtime_k8s_push_env).
+ */
+int	api_agent_push_env(struct k8s_rt *r, const char *id, const char *pod_ip,
+	    const char *env, char *err, size_t errlen) WUNRES;
+
+/* ---- fleet.c (and runtime_k8s_fleet_sync in k8s.h) ---- */
+
+/*
+ * Assigns running sandbox id (pod IP pod_ip, now on proxy pod current or
+ * NULL) to a proxy pod under labels, and writes the proxy env it must get
+ * to env_out, which the caller pushes (or leaves to the core). 0, or -1
+ * with err.
+ */
+int	fleet_assign(struct k8s_rt *r, const char *id, const char *pod_ip,
+	    const char *current, const struct rt_kv *labels, size_t nlabels,
+	    char *env_out, size_t envlen, char *err, size_t errlen) WUNRES;
+
+/* Creates or replaces the sandbox's NetworkPolicy; proxy NULL: no egress. */
+int	fleet_netpol_apply(struct k8s_rt *r, const char *id,
+	    const char *proxy_pod, char *err, size_t errlen) WUNRES;
+
+/*
+ * *yes = 1 if the sandbox's policy lets it reach a proxy pod, that is, it
+ * was attached: the policy outlives a stop, and is the runtime's only
+ * record of an attachment (the identity itself is the session labels).
+ */
+int	fleet_attached(struct k8s_rt *r, const char *id, int *yes, char *err,
+	    size_t errlen) WUNRES;
+
+/* Deregisters id from the proxy pod its pod annotations name, if any. */
+void	fleet_detach(struct k8s_rt *r, const char *id, const cJSON *pod_ann);
+
+/* Scales to what runs now; errors are logged (the fleet thread retries). */
+void	fleet_rescale(struct k8s_rt *r);
+
+/* Starts the fleet thread (when fleet_interval is set). 0 or -1 with err. */
+int	fleet_start(struct k8s_rt *r, char *err, size_t errlen) WUNRES;
+
+/* Stops and joins the fleet thread, if it runs. */
+void	fleet_stop(struct k8s_rt *r);
+
+#endif
