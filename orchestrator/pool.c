@@ -62,8 +62,8 @@ pool_warm(struct sessmgr *m, struct poolmem *p)
 	    (p->conn = agentc_open(&addr, AGENT_CONNECT_MS, err, sizeof(err))) == NULL)
 		return;
 	pthread_mutex_lock(&m->mu);
-	if (m->conf->egress && m->env_cache != NULL)
-		env = xstrdup(m->env_cache);
+	if (m->conf->egress && m->env_shared && m->env_cache != NULL)
+		env = xstrdup(m->env_cache);	/* the same for every sandbox */
 	pthread_mutex_unlock(&m->mu);
 	buf_init(&resp, 64 * 1024);
 	txt = NULL;

@@ -154,7 +154,16 @@ personalise(struct sess *s, const char *applied)
 	}
 	t1 = util_mono_ms();
 	pthread_mutex_lock(&m->mu);
-	if (m->env_cache == NULL || strcmp(m->env_cache, envbuf) != 0) {
+	/* Two claims in a row with the same env: it names no sandbox (local:
+	 * one listener address for all), so the pool may apply it ahead. An
+	 * env that differs carries a per-sandbox credential (kubernetes,
+	 * fake): it must never reach another sandbox. */
+	if (m->env_cache != NULL && strcmp(m->env_cache, envbuf) == 0)
+		m->env_shared = 1;
+	else {
+		m->env_shared = 0;
+		if (m->env_cache != NULL)
+			explicit_bzero(m->env_cache, strlen(m->env_cache));
 		free(m->env_cache);
 		m->env_cache = xstrdup(envbuf);
 	}

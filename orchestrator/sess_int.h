@@ -92,6 +92,8 @@ struct sessmgr {
 	pthread_mutex_t		 rtmu;		/* runtime_serialize */
 	struct sess		*tab[HASH_SIZE];
 	char			*env_cache;	/* last egress env (under mu) */
+	int			 env_shared;	/* the last two claims got env_cache:
+						 * it names no sandbox (pool.c) */
 	size_t			 nsess;
 	struct poolmem		*pool;		/* ready warm sandboxes */
 	int			 npool;

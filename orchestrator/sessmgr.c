@@ -179,6 +179,8 @@ sessmgr_free(struct sessmgr *m)
 	for (i = 0; i < m->npending; i++)
 		free(m->pending[i]);
 	free(m->pending);
+	if (m->env_cache != NULL)
+		explicit_bzero(m->env_cache, strlen(m->env_cache));
 	free(m->env_cache);
 	pthread_mutex_destroy(&m->mu);
 	free(m);

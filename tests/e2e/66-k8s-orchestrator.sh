@@ -64,6 +64,14 @@ check "claim registered the sandbox at a proxy pod" grep -q "\"op\": \"register\
 check "its policy allows its proxy pod" test "$(obj networkpolicies sandboxes "$warm" | jq_py 'len(d["spec"]["egress"])')" = 1
 refilled() { test "$(pods | jq_py "len([p for p in d if p != '$warm'])")" -ge 1; }
 check "the pool refills in the background after the claim (a new warm pod)" wait_for 90 refilled
+# A warm pod is readied ahead (agent connection, first command), but the
+# env of the last claim names that sandbox's proxy credential: the new warm
+# pod must not get it (it would hold another sandbox's id:secret).
+new_warm=$(pods | jq_py "[p for p in d if p != '$warm'][0]")
+warm_ready() { grep -q "sandbox=${new_warm#sbx-} warm pool member ready" "$T/orch.log"; }
+check "the new warm pod is readied" wait_for 60 warm_ready
+check "a warm pod holds no other sandbox's proxy credential" \
+    test "$(agent_sh "${new_warm#sbx-}" 'echo "[$HTTPS_PROXY]"')" = "[]"
 # (The fake kubelet runs the agent on the host with the PVC directory as
 # its workdir, so paths stay relative here.)
 mcp_tool sess-1 str_replace_based_edit_tool '{"command":"create","path":"a.txt","file_text":"k8s file\n"}' >/dev/null
