@@ -595,3 +595,32 @@ agentc_cache_put(struct agentc_cache *cc, struct agentc *c)
 	if (c != NULL)
 		agentc_close(c);
 }
+
+/* ---- the /v1/env body ---- */
+
+cJSON *
+agentc_env_body(const char *lines)
+{
+	cJSON *body = cJSON_CreateObject(), *set;
+	const char *l, *v;
+	size_t n, klen;
+	char *k, *val;
+
+	set = cJSON_AddObjectToObject(body, "set");
+	for (l = lines; *l != '\0'; l += n + (l[n] == '\n')) {
+		n = strcspn(l, "\n");
+		if ((v = util_kv_find(l, n, &klen)) == NULL)
+			continue;
+		k = xstrndup(l, klen);
+		val = xstrndup(v, n - klen - 1);
+		cJSON_AddStringToObject(set, k, val);
+		explicit_bzero(val, strlen(val));	/* may be a credential */
+		free(val);
+		free(k);
+	}
+	if (cJSON_GetArraySize(set) == 0) {
+		cJSON_Delete(body);
+		return NULL;
+	}
+	return body;
+}

@@ -11,6 +11,8 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <cjson/cJSON.h>
+
 #include "attrib.h"
 #include "buf.h"
 #include "runtime/runtime.h"
@@ -37,6 +39,13 @@ void	agentc_close(struct agentc *);
  * *flag becomes non-zero while they wait on the agent. NULL: never.
  */
 void	agentc_set_cancel(const atomic_int *flag, int grace_ms);
+
+/*
+ * The agent's POST /v1/env body {"set":{K:V,...}} for "K=V\n" lines (lines
+ * without '=' or with an empty key are skipped); NULL if there is none.
+ * Caller frees; the values may be credentials (wipe the printed text).
+ */
+cJSON	*agentc_env_body(const char *lines);
 
 /*
  * A small cache of idle keep-alive connections to one sandbox's agent,

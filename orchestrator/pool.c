@@ -67,7 +67,7 @@ pool_warm(struct sessmgr *m, struct poolmem *p)
 	pthread_mutex_unlock(&m->mu);
 	buf_init(&resp, 64 * 1024);
 	txt = NULL;
-	if (env != NULL && (body = sm_env_body(env)) != NULL) {
+	if (env != NULL && (body = agentc_env_body(env)) != NULL) {
 		txt = cJSON_PrintUnformatted(body);
 		cJSON_Delete(body);
 		if (agentc_request(p->conn, "POST", "/v1/env", "application/json",

@@ -169,7 +169,7 @@ personalise(struct sess *s, const char *applied)
 	}
 	pthread_mutex_unlock(&m->mu);
 	if ((applied == NULL || strcmp(applied, envbuf) != 0) &&
-	    (body = sm_env_body(envbuf)) != NULL) {
+	    (body = agentc_env_body(envbuf)) != NULL) {
 		txt = cJSON_PrintUnformatted(body);
 		buf_init(&resp, 64 * 1024);
 		if (sm_agent_call(s, "POST", "/v1/env", txt, strlen(txt), 10000,

@@ -170,9 +170,6 @@ int	sm_rt_destroy_logged(struct sessmgr *m, const char *id, const char *sid,
  */
 void	sm_slot_done_locked(struct sessmgr *m, int *slots, int outcome, long long t0);
 
-/* {"set":{K:V...}} for the agent from "K=V\n" lines; NULL if none. */
-cJSON *sm_env_body(const char *env);
-
 
 int	sm_agent_call(struct sess *s, const char *method, const char *path,
     const char *body, size_t bodylen, int timeout_ms, int *status,

@@ -372,35 +372,6 @@ sm_slot_done_locked(struct sessmgr *m, int *slots, int outcome, long long t0)
 	}
 }
 
-cJSON *
-sm_env_body(const char *env)
-{
-	cJSON *body = cJSON_CreateObject(), *set;
-	const char *l, *nl, *eq;
-	char k[256];
-
-	set = cJSON_AddObjectToObject(body, "set");
-	for (l = env; *l != '\0'; l = *nl ? nl + 1 : nl) {
-		nl = l + strcspn(l, "\n");
-		eq = memchr(l, '=', (size_t)(nl - l));
-		if (eq == NULL || eq == l || (size_t)(eq - l) >= sizeof(k))
-			continue;
-		memcpy(k, l, (size_t)(eq - l));
-		k[eq - l] = '\0';
-		{
-			char *v = xstrndup(eq + 1, (size_t)(nl - eq - 1));
-			cJSON_AddStringToObject(set, k, v);
-			free(v);
-		}
-	}
-	if (cJSON_GetArraySize(set) == 0) {
-		cJSON_Delete(body);
-		return NULL;
-	}
-	return body;
-}
-
-
 static int
 idempotent(const char *method, const char *path)
 {

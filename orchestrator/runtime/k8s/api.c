@@ -337,40 +337,17 @@ api_sandbox_pods(struct k8s_rt *r, cJSON **items, char *err, size_t errlen)
 	return 0;
 }
 
-/* {"set":{K:V,...}}, the agent's /v1/env request, from "K=V\n" lines. */
-static cJSON *
-env_set_body(const char *lines)
-{
-	cJSON *body = cJSON_CreateObject(), *set;
-	const char *l, *v;
-	size_t n, klen;
-	char *k, *val;
-
-	set = cJSON_AddObjectToObject(body, "set");
-	for (l = lines; *l != '\0'; l += n + (l[n] == '\n')) {
-		n = strcspn(l, "\n");
-		if ((v = util_kv_find(l, n, &klen)) == NULL)
-			continue;
-		k = xstrndup(l, klen);
-		val = xstrndup(v, n - klen - 1);
-		cJSON_AddStringToObject(set, k, val);
-		explicit_bzero(val, strlen(val));	/* a credential */
-		free(val);
-		free(k);
-	}
-	return body;
-}
-
 int
 api_agent_push_env(struct k8s_rt *r, const char *id, const char *pod_ip,
     const char *env, char *err, size_t errlen)
 {
-	cJSON *body = env_set_body(env);
+	cJSON *body = agentc_env_body(env);
 	char *txt;
 	int rc;
 
-	if ((txt = cJSON_PrintUnformatted(body)) == NULL)
-		abort();
+	if (body == NULL)
+		return 0;	/* nothing to set */
+	txt = cJSON_PrintUnformatted(body);
 	cJSON_Delete(body);
 	rc = api_agent_call(r, id, pod_ip, "POST", "/v1/env", txt, err, errlen);
 	explicit_bzero(txt, strlen(txt));
