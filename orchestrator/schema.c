@@ -385,8 +385,10 @@ compile_root(struct schema *sc, const cJSON *js, char *err, size_t errlen)
 		else if (strcmp(k->string, "additionalProperties") == 0)
 			closed = cJSON_IsFalse(k);
 		else if (strcmp(k->string, "required") == 0) {
-			if (!cJSON_IsArray(k))
-				goto bad;
+			if (!cJSON_IsArray(k)) {
+				snprintf(err, errlen, "'required' must be an array");
+				return -1;
+			}
 			cJSON_ArrayForEach(v, k) {
 				for (i = 0, p = NULL; i < sc->nprops && p == NULL; i++)
 					if (cJSON_IsString(v) &&
@@ -562,7 +564,10 @@ check_array(const struct prop *p, const cJSON *v, char *err, size_t errlen)
 		    x < p->min || x > p->max;
 	if (!bad)
 		return 0;
-	if (p->min_items == p->max_items)
+	if (p->min_items == 0 && p->max_items == SIZE_MAX)
+		w = snprintf(err, errlen, "argument '%s' must be an array of "
+		    "integers", p->name);
+	else if (p->min_items == p->max_items)
 		w = snprintf(err, errlen, "argument '%s' must be an array of %zu "
 		    "integers", p->name, p->min_items);
 	else if (p->max_items == SIZE_MAX)
