@@ -15,11 +15,14 @@
  *              "minItems", "maxItems".
  * A keyword or property named twice in one object is refused too.
  *
- * schema_check reports the first problem, in a fixed order: an unknown
- * member, then property by property in the schema's order: missing, wrong
- * type, too long, too short, not in the enum, not matching the pattern;
- * for numbers not whole, out of range. The message texts are the ones the
- * tools have always given (e2e tests grep for them): keep them.
+ * schema_check reports the first problem, in a fixed order (the order the
+ * tools' hand-written checks had): an unknown member; then the shape of
+ * each property in the schema's order (missing, wrong type, too long, not
+ * whole, out of range, a bad array); then each string's length (too
+ * short, empty); then each string's value (not in the enum, not matching
+ * the pattern). The message
+ * texts are the ones the tools have always given (e2e tests grep for
+ * them): keep them.
  *
  * cJSON strings end at the first NUL ("a\u0000b" reads as "a"), so
  * lengths and patterns see what every later reader of the string sees.
@@ -288,21 +291,26 @@ static const struct kw {
 };
 
 static int check_string(const struct prop *, const cJSON *, char *, size_t);
+static int check_string_value(const struct prop *, const cJSON *, int,
+    char *, size_t);
 static int check_integer(const struct prop *, const cJSON *, char *, size_t);
 static int check_boolean(const struct prop *, const cJSON *, char *, size_t);
 static int check_array(const struct prop *, const cJSON *, char *, size_t);
 
 /* The property types: their "type" name, their noun in "missing required
- * argument" and their check. */
+ * argument", their shape check and their value check (passes 1 and 2;
+ * NULL: none). */
 static const struct ptype_def {
 	const char	*name;
 	const char	*noun;
-	int		(*check)(const struct prop *, const cJSON *, char *, size_t);
+	int		(*shape)(const struct prop *, const cJSON *, char *, size_t);
+	int		(*value)(const struct prop *, const cJSON *, int, char *,
+			    size_t);
 } ptypes[] = {
-	[P_STRING] =	{ "string",	"a string",	 check_string },
-	[P_INTEGER] =	{ "integer",	"an integer",	 check_integer },
-	[P_BOOLEAN] =	{ "boolean",	"true or false", check_boolean },
-	[P_ARRAY] =	{ "array",	"an array",	 check_array },
+	[P_STRING] =	{ "string",  "a string",      check_string, check_string_value },
+	[P_INTEGER] =	{ "integer", "an integer",    check_integer, NULL },
+	[P_BOOLEAN] =	{ "boolean", "true or false", check_boolean, NULL },
+	[P_ARRAY] =	{ "array",   "an array",      check_array, NULL },
 };
 
 static int
@@ -474,23 +482,34 @@ schema_free(struct schema *sc)
 
 /* ---- checking ---- */
 
+/* Shape: a string no longer than maxLength. */
 static int
 check_string(const struct prop *p, const cJSON *v, char *err, size_t errlen)
 {
-	char shown[SHOWN_MAX];
-	size_t n, i;
-
 	if (!cJSON_IsString(v)) {
 		snprintf(err, errlen, "argument '%s' must be a string", p->name);
 		return -1;
 	}
-	n = strlen(v->valuestring);
-	if (n > p->max_len) {
+	if (strlen(v->valuestring) > p->max_len) {
 		snprintf(err, errlen, "argument '%s' is too long (more than %zu "
 		    "bytes)", p->name, p->max_len);
 		return -1;
 	}
-	if (n < p->min_len) {
+	return 0;
+}
+
+/*
+ * A string's value, after every member's shape passed: in pass 1 its
+ * minLength, in pass 2 its enum and pattern.
+ */
+static int
+check_string_value(const struct prop *p, const cJSON *v, int pass, char *err,
+    size_t errlen)
+{
+	char shown[SHOWN_MAX];
+	size_t n = strlen(v->valuestring), i;
+
+	if (pass == 1 && n < p->min_len) {
 		if (p->min_len == 1)
 			snprintf(err, errlen, "argument '%s' is empty", p->name);
 		else
@@ -498,6 +517,8 @@ check_string(const struct prop *p, const cJSON *v, char *err, size_t errlen)
 			    "%zu bytes)", p->name, p->min_len);
 		return -1;
 	}
+	if (pass != 2)
+		return 0;
 	for (i = 0; p->enums != NULL && p->enums[i] != NULL; i++)
 		if (strcmp(v->valuestring, p->enums[i]) == 0)
 			break;
@@ -591,6 +612,7 @@ schema_check(const struct schema *sc, const cJSON *args, char *err,
 	const struct prop *p;
 	const cJSON *v;
 	size_t i;
+	int pass;
 
 	if (!cJSON_IsObject(args)) {
 		snprintf(err, errlen, "the arguments must be an object");
@@ -618,9 +640,18 @@ schema_check(const struct schema *sc, const cJSON *args, char *err,
 			}
 			continue;
 		}
-		if (ptypes[p->type].check(p, v, err, errlen) == -1)
+		if (ptypes[p->type].shape(p, v, err, errlen) == -1)
 			return -1;
 	}
+	for (pass = 1; pass <= 2; pass++)
+		for (i = 0; i < sc->nprops; i++) {
+			p = &sc->props[i];
+			v = cJSON_GetObjectItemCaseSensitive(args, p->name);
+			if (v != NULL && !cJSON_IsNull(v) &&
+			    ptypes[p->type].value != NULL &&
+			    ptypes[p->type].value(p, v, pass, err, errlen) == -1)
+				return -1;
+		}
 	return 0;
 }
 

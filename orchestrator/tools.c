@@ -134,8 +134,8 @@ t_shell_poll, 0 },
 "If it is still running when the timeout passes, call shell_wait again or shell_poll later.",
 "{\"type\":\"object\",\"properties\":{"
 "\"job_id\":{\"type\":\"string\",\"maxLength\":" XSTR(MAX_JOB_ID) ",\"pattern\":\"^[A-Za-z0-9_.-]{1,64}$\",\"description\":\"The job_id returned by shell_async.\"},"
-"\"timeout\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":" XSTR(MAX_WAIT_S) ",\"description\":\"Most seconds to wait (default 30).\"},"
-"\"offset\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":" XSTR(MAX_OFFSET) ",\"description\":\"Byte offset in the job's output to return from (default 0).\"}"
+"\"offset\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":" XSTR(MAX_OFFSET) ",\"description\":\"Byte offset in the job's output to return from (default 0).\"},"
+"\"timeout\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":" XSTR(MAX_WAIT_S) ",\"description\":\"Most seconds to wait (default 30).\"}"
 "},\"required\":[\"job_id\"],\"additionalProperties\":false}",
 "{\"readOnlyHint\":true,\"openWorldHint\":false}",
 t_shell_wait, 0 },
@@ -157,12 +157,12 @@ t_shell_stop, 0 },
 "{\"type\":\"object\",\"properties\":{"
 "\"command\":{\"type\":\"string\",\"maxLength\":" XSTR(MAX_EDIT_CMD) ",\"enum\":[\"view\",\"create\",\"str_replace\",\"insert\"],\"description\":\"The operation.\"},"
 "\"path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":" XSTR(MAX_PATH_LEN) ",\"description\":\"File or directory path, e.g. /workspace/src/main.c.\"},"
-"\"view_range\":{\"type\":\"array\",\"items\":{\"type\":\"integer\"},\"minItems\":2,\"maxItems\":2,\"description\":\"view only: [first_line, last_line], 1-based, last_line -1 for the end of the file.\"},"
 "\"file_text\":{\"type\":\"string\",\"maxLength\":" XSTR(MAX_FILE_TEXT) ",\"description\":\"create only: the whole content of the new file.\"},"
-"\"old_str\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":" XSTR(MAX_FILE_TEXT) ",\"description\":\"str_replace only: the exact text to replace (must occur exactly once).\"},"
+"\"old_str\":{\"type\":\"string\",\"maxLength\":" XSTR(MAX_FILE_TEXT) ",\"description\":\"str_replace only: the exact text to replace (must occur exactly once).\"},"
 "\"new_str\":{\"type\":\"string\",\"maxLength\":" XSTR(MAX_FILE_TEXT) ",\"description\":\"str_replace only: the replacement text (may be empty to delete old_str).\"},"
+"\"insert_text\":{\"type\":\"string\",\"maxLength\":" XSTR(MAX_FILE_TEXT) ",\"description\":\"insert only: the text to insert.\"},"
 "\"insert_line\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":" XSTR(MAX_INSERT_LINE) ",\"description\":\"insert only: the line number after which to insert (0 = top of the file).\"},"
-"\"insert_text\":{\"type\":\"string\",\"maxLength\":" XSTR(MAX_FILE_TEXT) ",\"description\":\"insert only: the text to insert.\"}"
+"\"view_range\":{\"type\":\"array\",\"items\":{\"type\":\"integer\"},\"minItems\":2,\"maxItems\":2,\"description\":\"view only: [first_line, last_line], 1-based, last_line -1 for the end of the file.\"}"
 "},\"required\":[\"command\",\"path\"],\"additionalProperties\":false}",
 "{\"readOnlyHint\":false,\"destructiveHint\":true,\"openWorldHint\":false}",
 t_edit, 0 },
@@ -171,7 +171,7 @@ t_edit, 0 },
 "Replaces this session's sandbox with a new one built from the given options. Everything in the old sandbox (files in /workspace, shell state, background jobs) is lost. "
 "You do not need this to start: the first tool call of a session creates a default sandbox. Use it to pick another image or settings, or to start over.",
 "{\"type\":\"object\",\"properties\":{"
-"\"image\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":" XSTR(MAX_IMAGE) ",\"description\":\"Image to build the sandbox from (default: the server's default image).\"},"
+"\"image\":{\"type\":\"string\",\"maxLength\":" XSTR(MAX_IMAGE) ",\"description\":\"Image to build the sandbox from (default: the server's default image).\"},"
 "\"use_kata\":{\"type\":\"boolean\",\"description\":\"Run under a VM-based runtime (Kata) for stronger isolation; only where the server offers it (default false).\"},"
 "\"run_as_root\":{\"type\":\"boolean\",\"description\":\"Run commands as root inside the sandbox (root there is not root on the host; default true).\"},"
 "\"writable_root\":{\"type\":\"boolean\",\"description\":\"Allow writes outside /workspace, e.g. to install packages (default true).\"}"
@@ -856,7 +856,7 @@ t_edit(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 		cJSON_AddStringToObject(body, "file_text", ft);
 		p = "/v1/files/create";
 	} else if (strcmp(cmd, "str_replace") == 0) {
-		if (os == NULL) {	/* the schema refuses an empty one */
+		if (os == NULL || *os == '\0') {
 			set_text(tc, "str_replace needs a non-empty 'old_str' (the exact "
 			    "text to replace) and 'new_str'", 1);
 			goto out;
