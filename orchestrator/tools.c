@@ -39,15 +39,16 @@
 #define MAX_FILE_TEXT	8388608		/* 8 MiB: old_str and new_str together
 					 * stay inside the agent's 16 MiB body */
 #define MAX_PATH_LEN	4096		/* PATH_MAX: the kernel refuses longer */
-#define MAX_JOB_ID	64		/* as the pattern's {1,64}; the agent's
-					 * ids are shorter */
+#define MAX_JOB_ID	64		/* job ids in the pattern and from the
+					 * agent (its ids are shorter) */
 #define MAX_EDIT_CMD	32		/* longer than any edit command */
 #define MAX_IMAGE	255		/* what the session record keeps */
 #define MAX_OFFSET	1125899906842624	/* 2^50: beyond any job spool */
 #define MAX_INSERT_LINE	1099511627776	/* 2^40: beyond any file's lines */
-#define MAX_WAIT_S	86400		/* a day: the ceiling; the server's own
-					 * limit (tools.shell_max_timeout, 1 h
-					 * by default) is the handlers' check */
+#define MAX_WAIT_S	86400		/* a day: the agent refuses longer; the
+					 * server's own limit (tools.shell_max_
+					 * timeout, 1 h by default) is the
+					 * handlers' check */
 #define MAX_POLL_BYTES	16777216	/* 16 MiB: tools.max_output's ceiling */
 #define STR_(x)		#x
 #define XSTR(x)		STR_(x)
@@ -122,7 +123,7 @@ t_shell_async, 0 },
 "Returns a background job's state (running, exited, signaled, stopped), exit code, and its output starting at byte offset. "
 "Pass the next_offset from the previous poll to read only new output; eof is true once the job has finished and everything was read.",
 "{\"type\":\"object\",\"properties\":{"
-"\"job_id\":{\"type\":\"string\",\"maxLength\":" XSTR(MAX_JOB_ID) ",\"pattern\":\"^[A-Za-z0-9_.-]{1,64}$\",\"description\":\"The job_id returned by shell_async.\"},"
+"\"job_id\":{\"type\":\"string\",\"maxLength\":" XSTR(MAX_JOB_ID) ",\"pattern\":\"^[A-Za-z0-9_.-]{1," XSTR(MAX_JOB_ID) "}$\",\"description\":\"The job_id returned by shell_async.\"},"
 "\"offset\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":" XSTR(MAX_OFFSET) ",\"description\":\"Byte offset in the job's output to read from (default 0: from the start).\"},"
 "\"max_bytes\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":" XSTR(MAX_POLL_BYTES) ",\"description\":\"Most output bytes to return (default: the server's output limit).\"}"
 "},\"required\":[\"job_id\"],\"additionalProperties\":false}",
@@ -133,7 +134,7 @@ t_shell_poll, 0 },
 "Waits until a background job finishes or timeout seconds pass, then returns its state, exit code and output from offset (default: all of it, head and tail kept when long). "
 "If it is still running when the timeout passes, call shell_wait again or shell_poll later.",
 "{\"type\":\"object\",\"properties\":{"
-"\"job_id\":{\"type\":\"string\",\"maxLength\":" XSTR(MAX_JOB_ID) ",\"pattern\":\"^[A-Za-z0-9_.-]{1,64}$\",\"description\":\"The job_id returned by shell_async.\"},"
+"\"job_id\":{\"type\":\"string\",\"maxLength\":" XSTR(MAX_JOB_ID) ",\"pattern\":\"^[A-Za-z0-9_.-]{1," XSTR(MAX_JOB_ID) "}$\",\"description\":\"The job_id returned by shell_async.\"},"
 "\"offset\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":" XSTR(MAX_OFFSET) ",\"description\":\"Byte offset in the job's output to return from (default 0).\"},"
 "\"timeout\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":" XSTR(MAX_WAIT_S) ",\"description\":\"Most seconds to wait (default 30).\"}"
 "},\"required\":[\"job_id\"],\"additionalProperties\":false}",
@@ -143,7 +144,7 @@ t_shell_wait, 0 },
 { "shell_stop", "Stop a background job",
 "Stops a background job: its whole process tree gets SIGTERM, then SIGKILL after 2 seconds. Returns its final state. Stopping a finished job is harmless.",
 "{\"type\":\"object\",\"properties\":{"
-"\"job_id\":{\"type\":\"string\",\"maxLength\":" XSTR(MAX_JOB_ID) ",\"pattern\":\"^[A-Za-z0-9_.-]{1,64}$\",\"description\":\"The job_id returned by shell_async.\"}"
+"\"job_id\":{\"type\":\"string\",\"maxLength\":" XSTR(MAX_JOB_ID) ",\"pattern\":\"^[A-Za-z0-9_.-]{1," XSTR(MAX_JOB_ID) "}$\",\"description\":\"The job_id returned by shell_async.\"}"
 "},\"required\":[\"job_id\"],\"additionalProperties\":false}",
 "{\"readOnlyHint\":false,\"destructiveHint\":true,\"openWorldHint\":false}",
 t_shell_stop, 0 },
@@ -339,7 +340,7 @@ job_id_ok(const char *s)
 {
 	size_t i, n = strlen(s);
 
-	if (n == 0 || n > 64)
+	if (n == 0 || n > MAX_JOB_ID)
 		return 0;
 	for (i = 0; i < n; i++) {
 		char c = s[i];
