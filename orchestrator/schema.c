@@ -31,6 +31,7 @@
  */
 #include <math.h>
 #include <regex.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,9 +107,13 @@ kw_int(const struct prop *p, const cJSON *k, long long lo, long long hi,
 	return 0;
 }
 
+struct kw;
+
 static int
-kw_note(struct prop *p, const cJSON *k, char *err, size_t errlen)
+kw_note(struct prop *p, const struct kw *w, const cJSON *k, char *err,
+    size_t errlen)
 {
+	(void)w;
 	if (!cJSON_IsString(k)) {
 		snprintf(err, errlen, "property '%s': '%s' must be a string",
 		    p->name, k->string);
@@ -117,73 +122,17 @@ kw_note(struct prop *p, const cJSON *k, char *err, size_t errlen)
 	return 0;
 }
 
-static int
-kw_min_length(struct prop *p, const cJSON *k, char *err, size_t errlen)
-{
-	long long n;
-
-	if (kw_int(p, k, 0, SCHEMA_INT_LIMIT, &n, err, errlen) == -1)
-		return -1;
-	p->min_len = (size_t)n;
-	return 0;
-}
-
-static int
-kw_max_length(struct prop *p, const cJSON *k, char *err, size_t errlen)
-{
-	long long n;
-
-	if (kw_int(p, k, 0, SCHEMA_INT_LIMIT, &n, err, errlen) == -1)
-		return -1;
-	p->max_len = (size_t)n;
-	return 0;
-}
-
-static int
-kw_minimum(struct prop *p, const cJSON *k, char *err, size_t errlen)
-{
-	return kw_int(p, k, -SCHEMA_INT_LIMIT, SCHEMA_INT_LIMIT, &p->min, err,
-	    errlen);
-}
-
-static int
-kw_maximum(struct prop *p, const cJSON *k, char *err, size_t errlen)
-{
-	return kw_int(p, k, -SCHEMA_INT_LIMIT, SCHEMA_INT_LIMIT, &p->max, err,
-	    errlen);
-}
-
-static int
-kw_min_items(struct prop *p, const cJSON *k, char *err, size_t errlen)
-{
-	long long n;
-
-	if (kw_int(p, k, 0, INT32_MAX, &n, err, errlen) == -1)
-		return -1;
-	p->min_items = (size_t)n;
-	return 0;
-}
-
-static int
-kw_max_items(struct prop *p, const cJSON *k, char *err, size_t errlen)
-{
-	long long n;
-
-	if (kw_int(p, k, 0, INT32_MAX, &n, err, errlen) == -1)
-		return -1;
-	p->max_items = (size_t)n;
-	return 0;
-}
-
 /* "enum": a non-empty array of strings, spelled "a, b or c" once here. */
 static int
-kw_enum(struct prop *p, const cJSON *k, char *err, size_t errlen)
+kw_enum(struct prop *p, const struct kw *w, const cJSON *k, char *err,
+    size_t errlen)
 {
 	char text[ENUM_TEXT_MAX];
 	const cJSON *e;
 	size_t n, i = 0, off = 0;
-	int w;
+	int r;
 
+	(void)w;
 	if (!cJSON_IsArray(k) || (n = (size_t)cJSON_GetArraySize(k)) == 0) {
 		snprintf(err, errlen, "property '%s': 'enum' must be a non-empty "
 		    "array", p->name);
@@ -198,14 +147,14 @@ kw_enum(struct prop *p, const cJSON *k, char *err, size_t errlen)
 			return -1;
 		}
 		p->enums[i] = xstrdup(e->valuestring);
-		w = snprintf(text + off, sizeof(text) - off, "%s%s", i == 0 ? "" :
+		r = snprintf(text + off, sizeof(text) - off, "%s%s", i == 0 ? "" :
 		    i + 1 == n ? " or " : ", ", e->valuestring);
-		if (w < 0 || (size_t)w >= sizeof(text) - off) {
+		if (r < 0 || (size_t)r >= sizeof(text) - off) {
 			snprintf(err, errlen, "property '%s': 'enum' is too long to "
 			    "spell out", p->name);
 			return -1;
 		}
-		off += (size_t)w;
+		off += (size_t)r;
 		i++;
 	}
 	p->enum_text = xstrdup(text);
@@ -213,12 +162,13 @@ kw_enum(struct prop *p, const cJSON *k, char *err, size_t errlen)
 }
 
 static int
-kw_pattern(struct prop *p, const cJSON *k, char *err, size_t errlen)
+kw_pattern(struct prop *p, const struct kw *w, const cJSON *k, char *err,
+    size_t errlen)
 {
 	char why[128];
 	int rc;
 
-	if (kw_note(p, k, err, errlen) == -1)
+	if (kw_note(p, w, k, err, errlen) == -1)
 		return -1;
 	if ((rc = regcomp(&p->re, k->valuestring, REG_EXTENDED | REG_NOSUB)) != 0) {
 		regerror(rc, &p->re, why, sizeof(why));
@@ -232,10 +182,12 @@ kw_pattern(struct prop *p, const cJSON *k, char *err, size_t errlen)
 
 /* "items": {"type":"integer"} with optional bounds (kept in p->min/max). */
 static int
-kw_items(struct prop *p, const cJSON *k, char *err, size_t errlen)
+kw_items(struct prop *p, const struct kw *w, const cJSON *k, char *err,
+    size_t errlen)
 {
 	const cJSON *m;
 
+	(void)w;
 	if (!cJSON_IsObject(k) || !cJSON_IsString(m =
 	    cJSON_GetObjectItemCaseSensitive(k, "type")) ||
 	    strcmp(m->valuestring, "integer") != 0) {
@@ -251,11 +203,11 @@ kw_items(struct prop *p, const cJSON *k, char *err, size_t errlen)
 		}
 		if (strcmp(m->string, "type") == 0)
 			continue;
-		if (strcmp(m->string, "minimum") == 0) {
-			if (kw_minimum(p, m, err, errlen) == -1)
-				return -1;
-		} else if (strcmp(m->string, "maximum") == 0) {
-			if (kw_maximum(p, m, err, errlen) == -1)
+		if (strcmp(m->string, "minimum") == 0 || strcmp(m->string,
+		    "maximum") == 0) {
+			if (kw_int(p, m, -SCHEMA_INT_LIMIT, SCHEMA_INT_LIMIT,
+			    strcmp(m->string, "minimum") == 0 ? &p->min : &p->max,
+			    err, errlen) == -1)
 				return -1;
 		} else {
 			snprintf(err, errlen, "property '%s': items: keyword '%s' is "
@@ -271,24 +223,55 @@ kw_items(struct prop *p, const cJSON *k, char *err, size_t errlen)
 #define T_ARR	(1u << P_ARRAY)
 #define T_ANY	(T_STR | T_INT | (1u << P_BOOLEAN) | T_ARR)
 
+/* A size keyword (minLength ...): a whole number into the size_t at w->off. */
+static int
+kw_size(struct prop *p, const struct kw *w, const cJSON *k, char *err,
+    size_t errlen);
+/* A bound keyword (minimum, maximum): into the long long at w->off. */
+static int
+kw_bound(struct prop *p, const struct kw *w, const cJSON *k, char *err,
+    size_t errlen);
+
 /* The property keywords: which types each applies to, and what reads it. */
 static const struct kw {
 	const char	*name;
 	unsigned	 types;		/* T_* bits */
-	int		(*apply)(struct prop *, const cJSON *, char *, size_t);
+	int		(*apply)(struct prop *, const struct kw *, const cJSON *,
+			    char *, size_t);
+	size_t		 off;		/* kw_size, kw_bound: the member */
 } prop_kws[] = {
-	{ "type",	 T_ANY,	kw_note },	/* read first, by compile_prop */
-	{ "description", T_ANY,	kw_note },
-	{ "minLength",	 T_STR,	kw_min_length },
-	{ "maxLength",	 T_STR,	kw_max_length },
-	{ "enum",	 T_STR,	kw_enum },
-	{ "pattern",	 T_STR,	kw_pattern },
-	{ "minimum",	 T_INT,	kw_minimum },
-	{ "maximum",	 T_INT,	kw_maximum },
-	{ "items",	 T_ARR,	kw_items },
-	{ "minItems",	 T_ARR,	kw_min_items },
-	{ "maxItems",	 T_ARR,	kw_max_items },
+	{ "type",	 T_ANY,	kw_note, 0 },	/* read first, by compile_prop */
+	{ "description", T_ANY,	kw_note, 0 },
+	{ "minLength",	 T_STR,	kw_size, offsetof(struct prop, min_len) },
+	{ "maxLength",	 T_STR,	kw_size, offsetof(struct prop, max_len) },
+	{ "enum",	 T_STR,	kw_enum, 0 },
+	{ "pattern",	 T_STR,	kw_pattern, 0 },
+	{ "minimum",	 T_INT,	kw_bound, offsetof(struct prop, min) },
+	{ "maximum",	 T_INT,	kw_bound, offsetof(struct prop, max) },
+	{ "items",	 T_ARR,	kw_items, 0 },
+	{ "minItems",	 T_ARR,	kw_size, offsetof(struct prop, min_items) },
+	{ "maxItems",	 T_ARR,	kw_size, offsetof(struct prop, max_items) },
 };
+
+static int
+kw_size(struct prop *p, const struct kw *w, const cJSON *k, char *err,
+    size_t errlen)
+{
+	long long n;
+
+	if (kw_int(p, k, 0, SCHEMA_INT_LIMIT, &n, err, errlen) == -1)
+		return -1;
+	*(size_t *)(void *)((char *)p + w->off) = (size_t)n;
+	return 0;
+}
+
+static int
+kw_bound(struct prop *p, const struct kw *w, const cJSON *k, char *err,
+    size_t errlen)
+{
+	return kw_int(p, k, -SCHEMA_INT_LIMIT, SCHEMA_INT_LIMIT,
+	    (long long *)(void *)((char *)p + w->off), err, errlen);
+}
 
 static int check_string(const struct prop *, const cJSON *, char *, size_t);
 static int check_string_value(const struct prop *, const cJSON *, int,
@@ -357,7 +340,7 @@ compile_prop(struct prop *p, const cJSON *js, char *err, size_t errlen)
 			    "type %s", p->name, k->string, ptypes[p->type].name);
 			return -1;
 		}
-		if (prop_kws[i].apply(p, k, err, errlen) == -1)
+		if (prop_kws[i].apply(p, &prop_kws[i], k, err, errlen) == -1)
 			return -1;
 	}
 	if (p->type == P_ARRAY &&

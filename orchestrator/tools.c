@@ -680,64 +680,64 @@ out:
 	buf_free(&out);
 }
 
-/* shell_poll (mode 0), shell_wait (1) or shell_stop (2). */
-static void
-t_shell_job(struct tool_call *tc, struct sess *s, const struct conf *c,
-    const cJSON *args, int mode)
+/*
+ * The job_id argument, or NULL with tc's result set. The schema's pattern
+ * lets "." and ".." through, and in the agent's URLs they are paths.
+ */
+static const char *
+job_id_arg(struct tool_call *tc, const cJSON *args)
 {
-	const char *what = mode == 0 ? "shell_poll" : mode == 1 ? "shell_wait" :
-	    "shell_stop";
-	struct areq a = { .s = s }, w = { .s = s };
-	struct buf out;
-	const char *jid = schema_str(args, "job_id"), *o;
-	char err[256], path[256];
-	long long maxs = c->shell_max_timeout_ms / 1000;
-	long long off = schema_int(args, "offset", 0);
-	long long maxb = schema_int(args, "max_bytes", c->max_output);
-	long long tmo = schema_int(args, "timeout", -1);
-	cJSON *body;
-	char *text;
+	const char *jid = schema_str(args, "job_id");
 
-	buf_init(&out, AGENT_RESP_MAX);
-	/* The server's limit is configuration, not in the schema. */
-	if (tmo == -1)
-		tmo = 30 < maxs ? 30 : maxs;
-	else if (conf_range("timeout", tmo, 0, maxs, err, sizeof(err)) == -1) {
-		set_text(tc, err, 1);
-		goto out;
-	}
-	/* The schema's pattern lets "." and ".." through: they are paths. */
-	if (!job_id_ok(jid)) {
+	if (jid == NULL || !job_id_ok(jid)) {
 		set_text(tc, "argument 'job_id' is not a job id (use the job_id "
 		    "returned by shell_async)", 1);
-		goto out;
+		return NULL;
 	}
-	if (mode == 1 || mode == 2) {
-		body = cJSON_CreateObject();
-		if (mode == 1)
-			cJSON_AddNumberToObject(body, "timeout_ms", (double)(tmo * 1000));
-		snprintf(path, sizeof(path), "/v1/jobs/%s/%s", jid,
-		    mode == 1 ? "wait" : "stop");
-		if (agent_do(&w, "POST", path, body, (int)(tmo * 1000) + MARGIN_MS) == -1) {
-			cJSON_Delete(body);
-			set_text(tc, w.err, 1);
-			goto out;
-		}
-		cJSON_Delete(body);
-		if (w.status != 200) {
-			job_not_found(tc, &w, jid, what);
-			goto out;
-		}
-	}
-	if (mode == 2) {
-		job_status_text(w.j, &out);
-		ign(buf_addstr(&out, "]"));
-		set_buf(tc, &out, 0);
-		add_structured(tc, job_struct(w.j));
-		goto out;
-	}
+	return jid;
+}
+
+/*
+ * POSTs /v1/jobs/<jid>/<op> (wait: for up to wait_s seconds) into *w.
+ * 0, or -1 with tc's result set.
+ */
+static int
+job_post(struct tool_call *tc, struct areq *w, const char *jid,
+    const char *op, long long wait_s, const char *what)
+{
+	char path[256];
+	cJSON *body = cJSON_CreateObject();
+	int rc = -1;
+
+	if (strcmp(op, "wait") == 0)
+		cJSON_AddNumberToObject(body, "timeout_ms", (double)(wait_s * 1000));
+	snprintf(path, sizeof(path), "/v1/jobs/%s/%s", jid, op);
+	if (agent_do(w, "POST", path, body, (int)(wait_s * 1000) + MARGIN_MS) == -1)
+		set_text(tc, w->err, 1);
+	else if (w->status != 200)
+		job_not_found(tc, w, jid, what);
+	else
+		rc = 0;
+	cJSON_Delete(body);
+	return rc;
+}
+
+/*
+ * Reads a job's output from off (at most max bytes) into tc's result:
+ * for shell_wait after waiting wait_s seconds, for shell_poll (wait_s -1).
+ */
+static void
+job_output(struct tool_call *tc, struct sess *s, const char *jid,
+    long long off, long long max, long long wait_s)
+{
+	const char *what = wait_s >= 0 ? "shell_wait" : "shell_poll", *o, *state;
+	struct areq a = { .s = s };
+	struct buf out;
+	char path[256], *text;
+
+	buf_init(&out, AGENT_RESP_MAX);
 	snprintf(path, sizeof(path), "/v1/jobs/%s?offset=%lld&max=%lld", jid, off,
-	    mode == 0 ? maxb : c->max_output);
+	    max);
 	if (agent_do(&a, "GET", path, NULL, 30000) == -1) {
 		set_text(tc, a.err, 1);
 		goto out;
@@ -755,20 +755,17 @@ t_shell_job(struct tool_call *tc, struct sess *s, const struct conf *c,
 	job_status_text(a.j, &out);
 	ign(buf_addf(&out, "; next_offset %lld%s]", jnum(a.j, "next_offset", off),
 	    jtrue(a.j, "eof") ? ", eof: finished and all output read" : ""));
-	{
-		const char *state = jstr(a.j, "state");
-		if (mode == 1 && state != NULL && strcmp(state, "running") == 0)
-			ign(buf_addf(&out, "\n[still running after %llds; call "
-			    "shell_wait again, or shell_poll from next_offset]", tmo));
-		if (!jtrue(a.j, "eof") && state != NULL && strcmp(state, "running") != 0)
-			ign(buf_addstr(&out, "\n[more output remains: call shell_poll "
-			    "with offset = next_offset]"));
-	}
+	state = jstr(a.j, "state");
+	if (wait_s >= 0 && state != NULL && strcmp(state, "running") == 0)
+		ign(buf_addf(&out, "\n[still running after %llds; call "
+		    "shell_wait again, or shell_poll from next_offset]", wait_s));
+	if (!jtrue(a.j, "eof") && state != NULL && strcmp(state, "running") != 0)
+		ign(buf_addstr(&out, "\n[more output remains: call shell_poll "
+		    "with offset = next_offset]"));
 	set_buf(tc, &out, 0);
 	add_structured(tc, job_struct(a.j));
 out:
 	areq_free(&a);
-	areq_free(&w);
 	buf_free(&out);
 }
 
@@ -776,24 +773,59 @@ static void
 t_shell_poll(struct tool_call *tc, struct sessmgr *m, struct sess *s,
     const struct conf *c, const cJSON *args)
 {
+	const char *jid;
+
 	(void)m;
-	t_shell_job(tc, s, c, args, 0);
+	if ((jid = job_id_arg(tc, args)) != NULL)
+		job_output(tc, s, jid, schema_int(args, "offset", 0),
+		    schema_int(args, "max_bytes", c->max_output), -1);
 }
 
 static void
 t_shell_wait(struct tool_call *tc, struct sessmgr *m, struct sess *s,
     const struct conf *c, const cJSON *args)
 {
+	struct areq w = { .s = s };
+	long long maxs = c->shell_max_timeout_ms / 1000;
+	long long tmo = schema_int(args, "timeout", -1);
+	const char *jid;
+	char err[256];
+
 	(void)m;
-	t_shell_job(tc, s, c, args, 1);
+	/* The server's limit is configuration, not in the schema. */
+	if (tmo == -1)
+		tmo = 30 < maxs ? 30 : maxs;
+	else if (conf_range("timeout", tmo, 0, maxs, err, sizeof(err)) == -1) {
+		set_text(tc, err, 1);
+		return;
+	}
+	if ((jid = job_id_arg(tc, args)) != NULL &&
+	    job_post(tc, &w, jid, "wait", tmo, "shell_wait") == 0)
+		job_output(tc, s, jid, schema_int(args, "offset", 0), c->max_output,
+		    tmo);
+	areq_free(&w);
 }
 
 static void
 t_shell_stop(struct tool_call *tc, struct sessmgr *m, struct sess *s,
     const struct conf *c, const cJSON *args)
 {
+	struct areq w = { .s = s };
+	long long maxs = c->shell_max_timeout_ms / 1000;
+	struct buf out;
+	const char *jid;
+
 	(void)m;
-	t_shell_job(tc, s, c, args, 2);
+	buf_init(&out, 64 * 1024);
+	if ((jid = job_id_arg(tc, args)) != NULL &&
+	    job_post(tc, &w, jid, "stop", 30 < maxs ? 30 : maxs, "shell_stop") == 0) {
+		job_status_text(w.j, &out);
+		ign(buf_addstr(&out, "]"));
+		set_buf(tc, &out, 0);
+		add_structured(tc, job_struct(w.j));
+	}
+	areq_free(&w);
+	buf_free(&out);
 }
 
 static void

@@ -116,27 +116,37 @@ TEST(test_schema_compile_refuses)
 	}
 }
 
-/* Checks args (JSON text) against sc: want NULL means accepted. */
+/*
+ * Checks args (JSON text) against the tool named, or against sc when tool
+ * is NULL; want NULL means accepted. big > 0: a string of that many 'a's
+ * replaces each member whose value is "BIG".
+ */
 static void
-check_args(const struct schema *sc, const char *args, const char *want)
+check_args(const struct schema *sc, const char *tool, const char *args,
+    size_t big, const char *want)
 {
-	cJSON *js = cJSON_Parse(args);
-	char err[512];
+	cJSON *js = cJSON_Parse(args), *v;
+	char err[512], *s = NULL;
 	int rc;
 
 	CHECK(js != NULL);
-	err[0] = '\0';
-	rc = schema_check(sc, js, err, sizeof(err));
-	if (want == NULL) {
-		if (rc != 0)
-			fprintf(stderr, "  %s: refused: %s\n", args, err);
-		CHECK_INT(rc, 0);
-	} else {
-		if (rc != -1)
-			fprintf(stderr, "  %s: accepted\n", args);
-		CHECK_INT(rc, -1);
-		CHECK_STR(err, want);
+	if (big > 0 && (s = malloc(big + 1)) != NULL) {
+		memset(s, 'a', big);
+		s[big] = '\0';
 	}
+	cJSON_ArrayForEach(v, js)
+		if (s != NULL && cJSON_IsString(v) && strcmp(v->valuestring, "BIG") == 0)
+			cJSON_SetValuestring(v, s);
+	free(s);
+	err[0] = '\0';
+	rc = tool != NULL ? tools_check(tool, js, err, sizeof(err)) :
+	    schema_check(sc, js, err, sizeof(err));
+	if (rc != (want == NULL ? 0 : -1))
+		fprintf(stderr, "  %s %s: %s %s\n", tool ? tool : "schema", args,
+		    rc == 0 ? "accepted" : "refused:", rc == 0 ? "" : err);
+	CHECK_INT(rc, want == NULL ? 0 : -1);
+	if (want != NULL)
+		CHECK_STR(err, want);
 	cJSON_Delete(js);
 }
 
@@ -270,7 +280,7 @@ TEST(test_schema_check_table)
 	if (sc == NULL)
 		return;
 	for (i = 0; i < NELEM(t); i++)
-		check_args(sc, t[i].args, t[i].want);
+		check_args(sc, NULL, t[i].args, 0, t[i].want);
 	schema_free(sc);
 }
 
@@ -309,7 +319,7 @@ TEST(test_schema_check_hostile)
 		for (k = 0; k < n; k++)
 			deep[o++] = ']';
 		memcpy(deep + o, "}", 2);
-		check_args(sc, deep, i == 0 ? "argument 's' must be a string" :
+		check_args(sc, NULL, deep, 0, i == 0 ? "argument 's' must be a string" :
 		    "argument 'a' must be an array of 2 integers between -1 and "
 		    "9007199254740992");
 	}
@@ -366,116 +376,115 @@ TEST(test_schema_getters)
 	cJSON_Delete(a);
 }
 
-/* Checks args against a real tool; big: a string of that many 'a's
- * replaces the value "BIG" in args. */
-static void
-check_tool(const char *tool, const char *args, size_t big, const char *want)
-{
-	cJSON *js = cJSON_Parse(args), *v;
-	char err[512];
-	int rc;
-
-	CHECK(js != NULL);
-	cJSON_ArrayForEach(v, js) {
-		if (big > 0 && cJSON_IsString(v) && strcmp(v->valuestring, "BIG") == 0) {
-			char *s = malloc(big + 1);
-			if (s == NULL)
-				break;
-			memset(s, 'a', big);
-			s[big] = '\0';
-			cJSON_SetValuestring(v, s);
-			free(s);
-		}
-	}
-	err[0] = '\0';
-	rc = tools_check(tool, js, err, sizeof(err));
-	if (want == NULL) {
-		if (rc != 0)
-			fprintf(stderr, "  %s %s: refused: %s\n", tool, args, err);
-		CHECK_INT(rc, 0);
-	} else {
-		if (rc != -1)
-			fprintf(stderr, "  %s %s: accepted\n", tool, args);
-		CHECK_INT(rc, -1);
-		CHECK_STR(err, want);
-	}
-	cJSON_Delete(js);
-}
-
-/* The tools' own schemas give the messages the tools always gave. */
-TEST(test_tools_check_table)
+/* Calls every tool's schema accepts (the handler may still refuse some). */
+TEST(test_tools_check_accepts)
 {
 	static const struct {
 		const char	*tool;
 		const char	*args;
-		size_t		 big;
+	} t[] = {
+		{ "shell", "{\"command\":\"true\"}" },
+		{ "shell", "{\"command\":\"x\",\"timeout\":86400}" },
+		{ "shell_poll", "{\"job_id\":\"j1\",\"offset\":0,\"max_bytes\":16777216}" },
+		{ "shell_poll", "{\"job_id\":\"..\"}" },	/* the handler refuses it */
+		{ "shell_wait", "{\"job_id\":\"j\",\"timeout\":0,\"offset\":5}" },
+		{ "shell_stop", "{\"job_id\":\"j\"}" },
+		{ "str_replace_based_edit_tool", "{\"command\":\"view\",\"path\":\"x\",\"view_range\":[1,-1]}" },
+		{ "str_replace_based_edit_tool", "{\"command\":\"str_replace\",\"path\":\"x\",\"old_str\":\"\"}" },	/* the handler refuses it */
+		{ "str_replace_based_edit_tool", "{\"command\":\"view\",\"path\":\"x\",\"old_str\":\"\",\"new_str\":\"\"}" },
+		{ "create_sandbox", "{}" },
+		{ "create_sandbox", "{\"image\":\"alpine\",\"use_kata\":false,\"run_as_root\":true,\"writable_root\":null}" },
+		{ "create_sandbox", "{\"image\":\"\"}" },	/* the default image */
+		{ "clear_session", "{}" },
+	};
+	size_t i;
+
+	CHECK_INT(tools_init(), 0);	/* compiles the tools' schemas */
+	for (i = 0; i < NELEM(t); i++)
+		check_args(NULL, t[i].tool, t[i].args, 0, NULL);
+}
+
+/* Calls they refuse, with the messages the tools always gave. */
+TEST(test_tools_check_refuses)
+{
+	static const struct {
+		const char	*tool;
+		const char	*args;
 		const char	*want;
 	} t[] = {
-		{ "shell", "{\"command\":\"true\"}", 0, NULL },
-		{ "shell", "{}", 0, "missing required argument 'command' (a string)" },
-		{ "shell", "{\"command\":\"true\",\"timeout\":\"soon\"}", 0, "argument 'timeout' must be an integer" },
-		{ "shell", "{\"command\":\"true\",\"sudo\":true}", 0, "unknown argument 'sudo'" },
-		{ "shell", "{\"command\":\"\"}", 0, "argument 'command' is empty" },
-		{ "shell", "{\"command\":\"BIG\"}", 1048576, NULL },
-		{ "shell", "{\"command\":\"BIG\"}", 1048577, "argument 'command' is too long (more than 1048576 bytes)" },
-		{ "shell", "{\"command\":\"x\",\"timeout\":0}", 0, "argument 'timeout' must be between 1 and 86400" },
-		{ "shell", "{\"command\":\"x\",\"timeout\":86401}", 0, "argument 'timeout' must be between 1 and 86400" },
-		{ "shell", "{\"command\":\"x\",\"timeout\":2.5}", 0, "argument 'timeout' must be a whole number" },
-		{ "shell", "{\"command\":\"x\",\"timeout\":1e400}", 0, "argument 'timeout' must be a whole number" },
-		{ "shell", "{\"command\":\"x\",\"timeout\":86400}", 0, NULL },
-		{ "shell_async", "{\"command\":\"BIG\"}", 1048577, "argument 'command' is too long (more than 1048576 bytes)" },
-		{ "shell_async", "{\"command\":\"x\",\"timeout\":5}", 0, "unknown argument 'timeout'" },
-		{ "shell_poll", "{\"job_id\":\"j1\",\"offset\":0,\"max_bytes\":16777216}", 0, NULL },
-		{ "shell_poll", "{\"job_id\":\"../../x\"}", 0, "argument 'job_id' must match the pattern ^[A-Za-z0-9_.-]{1,64}$" },
-		{ "shell_poll", "{\"job_id\":\"\"}", 0, "argument 'job_id' must match the pattern ^[A-Za-z0-9_.-]{1,64}$" },
-		{ "shell_poll", "{\"job_id\":\"..\"}", 0, NULL },	/* the handler refuses it */
-		{ "shell_poll", "{\"job_id\":\"BIG\"}", 64, NULL },
-		{ "shell_poll", "{\"job_id\":\"BIG\"}", 65, "argument 'job_id' is too long (more than 64 bytes)" },
-		{ "shell_poll", "{\"job_id\":7}", 0, "argument 'job_id' must be a string" },
-		{ "shell_poll", "{\"job_id\":\"j\",\"offset\":-1}", 0, "argument 'offset' must be between 0 and 1125899906842624" },
-		{ "shell_poll", "{\"job_id\":\"j\",\"offset\":1125899906842625}", 0, "argument 'offset' must be between 0 and 1125899906842624" },
-		{ "shell_poll", "{\"job_id\":\"j\",\"max_bytes\":0}", 0, "argument 'max_bytes' must be between 1 and 16777216" },
-		{ "shell_poll", "{\"job_id\":\"j\",\"timeout\":1}", 0, "unknown argument 'timeout'" },
-		{ "shell_wait", "{\"job_id\":\"j\",\"timeout\":0,\"offset\":5}", 0, NULL },
-		{ "shell_wait", "{\"job_id\":\"j\",\"timeout\":86401}", 0, "argument 'timeout' must be between 0 and 86400" },
-		{ "shell_wait", "{\"job_id\":\"j\",\"max_bytes\":1}", 0, "unknown argument 'max_bytes'" },
-		{ "shell_stop", "{\"job_id\":\"j\"}", 0, NULL },
-		{ "shell_stop", "{\"job_id\":\"j\",\"offset\":0}", 0, "unknown argument 'offset'" },
-		{ "str_replace_based_edit_tool", "{\"command\":\"view\",\"path\":\"x\",\"view_range\":[1,-1]}", 0, NULL },
-		{ "str_replace_based_edit_tool", "{\"command\":\"delete\",\"path\":\"x\"}", 0, "unknown command 'delete': use view, create, str_replace or insert" },
-		{ "str_replace_based_edit_tool", "{\"command\":\"delete\"}", 0, "missing required argument 'path' (a string)" },
-		{ "str_replace_based_edit_tool", "{\"command\":\"delete\",\"path\":\"\"}", 0, "argument 'path' is empty" },
-		{ "str_replace_based_edit_tool", "{\"command\":\"delete\",\"path\":\"x\",\"insert_line\":-1}", 0, "argument 'insert_line' must be between 0 and 1099511627776" },
-		{ "shell", "{\"command\":\"\",\"timeout\":\"soon\"}", 0, "argument 'timeout' must be an integer" },
-		{ "shell_poll", "{\"job_id\":\"../x\",\"offset\":1.5}", 0, "argument 'offset' must be a whole number" },
-		{ "str_replace_based_edit_tool", "{\"command\":\"BIG\",\"path\":\"x\"}", 33, "argument 'command' is too long (more than 32 bytes)" },
-		{ "str_replace_based_edit_tool", "{\"command\":\"view\"}", 0, "missing required argument 'path' (a string)" },
-		{ "str_replace_based_edit_tool", "{\"path\":\"x\"}", 0, "missing required argument 'command' (a string)" },
-		{ "str_replace_based_edit_tool", "{\"command\":\"view\",\"path\":\"\"}", 0, "argument 'path' is empty" },
-		{ "str_replace_based_edit_tool", "{\"command\":\"view\",\"path\":\"BIG\"}", 4096, NULL },
-		{ "str_replace_based_edit_tool", "{\"command\":\"view\",\"path\":\"BIG\"}", 4097, "argument 'path' is too long (more than 4096 bytes)" },
-		{ "str_replace_based_edit_tool", "{\"command\":\"view\",\"path\":\"x\",\"view_range\":[1]}", 0, "argument 'view_range' must be an array of 2 integers" },
-		{ "str_replace_based_edit_tool", "{\"command\":\"view\",\"path\":\"x\",\"view_range\":[1.5,2]}", 0, "argument 'view_range' must be an array of 2 integers" },
-		{ "str_replace_based_edit_tool", "{\"command\":\"create\",\"path\":\"x\",\"file_text\":\"BIG\"}", 8388608, NULL },
-		{ "str_replace_based_edit_tool", "{\"command\":\"create\",\"path\":\"x\",\"file_text\":\"BIG\"}", 8388609, "argument 'file_text' is too long (more than 8388608 bytes)" },
-		{ "str_replace_based_edit_tool", "{\"command\":\"str_replace\",\"path\":\"x\",\"old_str\":\"\"}", 0, NULL },	/* the handler refuses it */
-		{ "str_replace_based_edit_tool", "{\"command\":\"view\",\"path\":\"x\",\"old_str\":\"\",\"new_str\":\"\"}", 0, NULL },
-		{ "str_replace_based_edit_tool", "{\"command\":\"str_replace\",\"path\":\"x\",\"old_str\":\"a\",\"new_str\":\"BIG\"}", 8388609, "argument 'new_str' is too long (more than 8388608 bytes)" },
-		{ "str_replace_based_edit_tool", "{\"command\":\"insert\",\"path\":\"x\",\"insert_line\":1099511627777,\"insert_text\":\"a\"}", 0, "argument 'insert_line' must be between 0 and 1099511627776" },
-		{ "str_replace_based_edit_tool", "{\"command\":\"insert\",\"path\":\"x\",\"insert_line\":0,\"insert_text\":\"BIG\"}", 8388609, "argument 'insert_text' is too long (more than 8388608 bytes)" },
-		{ "create_sandbox", "{}", 0, NULL },
-		{ "create_sandbox", "{\"image\":\"alpine\",\"use_kata\":false,\"run_as_root\":true,\"writable_root\":null}", 0, NULL },
-		{ "create_sandbox", "{\"use_kata\":\"yes\"}", 0, "argument 'use_kata' must be true or false" },
-		{ "create_sandbox", "{\"image\":\"\"}", 0, NULL },	/* the default image */
-		{ "create_sandbox", "{\"image\":\"BIG\"}", 256, "argument 'image' is too long (more than 255 bytes)" },
-		{ "clear_session", "{}", 0, NULL },
-		{ "clear_session", "{\"x\":1}", 0, "unknown argument 'x'" },
-		{ "rm_rf", "{}", 0, "unknown tool" },
+		{ "shell", "{}", "missing required argument 'command' (a string)" },
+		{ "shell", "{\"command\":\"true\",\"timeout\":\"soon\"}", "argument 'timeout' must be an integer" },
+		{ "shell", "{\"command\":\"true\",\"sudo\":true}", "unknown argument 'sudo'" },
+		{ "shell", "{\"command\":\"\"}", "argument 'command' is empty" },
+		{ "shell", "{\"command\":\"x\",\"timeout\":0}", "argument 'timeout' must be between 1 and 86400" },
+		{ "shell", "{\"command\":\"x\",\"timeout\":86401}", "argument 'timeout' must be between 1 and 86400" },
+		{ "shell", "{\"command\":\"x\",\"timeout\":2.5}", "argument 'timeout' must be a whole number" },
+		{ "shell", "{\"command\":\"x\",\"timeout\":1e400}", "argument 'timeout' must be a whole number" },
+		{ "shell_async", "{\"command\":\"x\",\"timeout\":5}", "unknown argument 'timeout'" },
+		{ "shell_poll", "{\"job_id\":\"../../x\"}", "argument 'job_id' must match the pattern ^[A-Za-z0-9_.-]{1,64}$" },
+		{ "shell_poll", "{\"job_id\":\"\"}", "argument 'job_id' must match the pattern ^[A-Za-z0-9_.-]{1,64}$" },
+		{ "shell_poll", "{\"job_id\":7}", "argument 'job_id' must be a string" },
+		{ "shell_poll", "{\"job_id\":\"j\",\"offset\":-1}", "argument 'offset' must be between 0 and 1125899906842624" },
+		{ "shell_poll", "{\"job_id\":\"j\",\"offset\":1125899906842625}", "argument 'offset' must be between 0 and 1125899906842624" },
+		{ "shell_poll", "{\"job_id\":\"j\",\"max_bytes\":0}", "argument 'max_bytes' must be between 1 and 16777216" },
+		{ "shell_poll", "{\"job_id\":\"j\",\"timeout\":1}", "unknown argument 'timeout'" },
+		{ "shell_wait", "{\"job_id\":\"j\",\"timeout\":86401}", "argument 'timeout' must be between 0 and 86400" },
+		{ "shell_wait", "{\"job_id\":\"j\",\"max_bytes\":1}", "unknown argument 'max_bytes'" },
+		{ "shell_stop", "{\"job_id\":\"j\",\"offset\":0}", "unknown argument 'offset'" },
+		{ "str_replace_based_edit_tool", "{\"command\":\"delete\",\"path\":\"x\"}", "unknown command 'delete': use view, create, str_replace or insert" },
+		{ "str_replace_based_edit_tool", "{\"command\":\"delete\"}", "missing required argument 'path' (a string)" },
+		{ "str_replace_based_edit_tool", "{\"command\":\"delete\",\"path\":\"\"}", "argument 'path' is empty" },
+		{ "str_replace_based_edit_tool", "{\"command\":\"delete\",\"path\":\"x\",\"insert_line\":-1}", "argument 'insert_line' must be between 0 and 1099511627776" },
+		{ "shell", "{\"command\":\"\",\"timeout\":\"soon\"}", "argument 'timeout' must be an integer" },
+		{ "shell_poll", "{\"job_id\":\"../x\",\"offset\":1.5}", "argument 'offset' must be a whole number" },
+		{ "str_replace_based_edit_tool", "{\"command\":\"view\"}", "missing required argument 'path' (a string)" },
+		{ "str_replace_based_edit_tool", "{\"path\":\"x\"}", "missing required argument 'command' (a string)" },
+		{ "str_replace_based_edit_tool", "{\"command\":\"view\",\"path\":\"\"}", "argument 'path' is empty" },
+		{ "str_replace_based_edit_tool", "{\"command\":\"view\",\"path\":\"x\",\"view_range\":[1]}", "argument 'view_range' must be an array of 2 integers" },
+		{ "str_replace_based_edit_tool", "{\"command\":\"view\",\"path\":\"x\",\"view_range\":[1.5,2]}", "argument 'view_range' must be an array of 2 integers" },
+		{ "str_replace_based_edit_tool", "{\"command\":\"insert\",\"path\":\"x\",\"insert_line\":1099511627777,\"insert_text\":\"a\"}", "argument 'insert_line' must be between 0 and 1099511627776" },
+		{ "create_sandbox", "{\"use_kata\":\"yes\"}", "argument 'use_kata' must be true or false" },
+		{ "clear_session", "{\"x\":1}", "unknown argument 'x'" },
+		{ "rm_rf", "{}", "unknown tool" },
 	};
 	size_t i;
 
 	for (i = 0; i < NELEM(t); i++)
-		check_tool(t[i].tool, t[i].args, t[i].big, t[i].want);
+		check_args(NULL, t[i].tool, t[i].args, 0, t[i].want);
+}
+
+/* Each size limit the schemas state: the limit passes, one byte more does
+ * not ("BIG" in args stands for a string of that many bytes). */
+TEST(test_tools_size_limits)
+{
+	static const struct {
+		const char	*tool;
+		const char	*args;
+		size_t		 limit;
+		const char	*over;
+	} t[] = {
+		{ "shell", "{\"command\":\"BIG\"}", 1048576, "argument 'command' is too long (more than 1048576 bytes)" },
+		{ "shell_async", "{\"command\":\"BIG\"}", 1048576, "argument 'command' is too long (more than 1048576 bytes)" },
+		{ "shell_poll", "{\"job_id\":\"BIG\"}", 64, "argument 'job_id' is too long (more than 64 bytes)" },
+		{ "shell_wait", "{\"job_id\":\"BIG\"}", 64, "argument 'job_id' is too long (more than 64 bytes)" },
+		{ "str_replace_based_edit_tool", "{\"command\":\"view\",\"path\":\"BIG\"}", 4096, "argument 'path' is too long (more than 4096 bytes)" },
+		{ "str_replace_based_edit_tool", "{\"command\":\"create\",\"path\":\"x\",\"file_text\":\"BIG\"}", 8388608, "argument 'file_text' is too long (more than 8388608 bytes)" },
+		{ "str_replace_based_edit_tool", "{\"command\":\"str_replace\",\"path\":\"x\",\"old_str\":\"BIG\"}", 8388608, "argument 'old_str' is too long (more than 8388608 bytes)" },
+		{ "str_replace_based_edit_tool", "{\"command\":\"str_replace\",\"path\":\"x\",\"old_str\":\"a\",\"new_str\":\"BIG\"}", 8388608, "argument 'new_str' is too long (more than 8388608 bytes)" },
+		{ "str_replace_based_edit_tool", "{\"command\":\"insert\",\"path\":\"x\",\"insert_line\":0,\"insert_text\":\"BIG\"}", 8388608, "argument 'insert_text' is too long (more than 8388608 bytes)" },
+		{ "create_sandbox", "{\"image\":\"BIG\"}", 255, "argument 'image' is too long (more than 255 bytes)" },
+	};
+	size_t i;
+
+	for (i = 0; i < NELEM(t); i++) {
+		check_args(NULL, t[i].tool, t[i].args, t[i].limit, NULL);
+		check_args(NULL, t[i].tool, t[i].args, t[i].limit + 1, t[i].over);
+	}
+	/* The edit command's 32 bytes: an enum, so the limit itself is refused
+	 * as unknown, one more as too long. */
+	check_args(NULL, "str_replace_based_edit_tool",
+	    "{\"command\":\"BIG\",\"path\":\"x\"}", 33,
+	    "argument 'command' is too long (more than 32 bytes)");
 }
 
 /* tools/list and tools_exists read the same table; init is repeatable. */
@@ -484,7 +493,7 @@ TEST(test_tools_list_matches)
 	cJSON *l, *t;
 	int n = 0;
 
-	CHECK_INT(tools_init(), 0);	/* again: a no-op */
+	CHECK_INT(tools_init(), 0);	/* again (test_tools_check_accepts'): a no-op */
 	l = tools_list();
 	cJSON_ArrayForEach(t, l) {
 		cJSON *nm = cJSON_GetObjectItem(t, "name");
@@ -508,19 +517,19 @@ TEST(test_tools_list_matches)
 	l = tools_list();
 	CHECK_INT(cJSON_GetArraySize(l), 8);
 	cJSON_Delete(l);
+	tools_cleanup();
 }
 
 int
 main(void)
 {
-	if (tools_init() == -1)
-		return 1;
 	RUN(test_schema_compile_refuses);
 	RUN(test_schema_check_table);
 	RUN(test_schema_check_hostile);
 	RUN(test_schema_getters);
-	RUN(test_tools_check_table);
+	RUN(test_tools_check_accepts);
+	RUN(test_tools_check_refuses);
+	RUN(test_tools_size_limits);
 	RUN(test_tools_list_matches);
-	tools_cleanup();
 	return unit_done();
 }
