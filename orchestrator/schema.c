@@ -653,7 +653,8 @@ int_or(const cJSON *v, long long def)
 {
 	long long n;
 
-	return cJSON_IsNumber(v) && int_value(v->valuedouble, &n) == 0 ? n : def;
+	return v != NULL && cJSON_IsNumber(v) &&
+	    int_value(v->valuedouble, &n) == 0 ? n : def;
 }
 
 long long
