@@ -20,9 +20,8 @@
  * each property in the schema's order (missing, wrong type, too long, not
  * whole, out of range, a bad array); then each string's length (too
  * short, empty); then each string's value (not in the enum, not matching
- * the pattern). The message
- * texts are the ones the tools have always given (e2e tests grep for
- * them): keep them.
+ * the pattern). The message texts are the ones the tools have always
+ * given (e2e tests grep for them): keep them.
  *
  * cJSON strings end at the first NUL ("a\u0000b" reads as "a"), so
  * lengths and patterns see what every later reader of the string sees.
@@ -90,6 +89,20 @@ int_value(double d, long long *out)
 
 /* ---- compiling ---- */
 
+#define T_STR	(1u << P_STRING)
+#define T_INT	(1u << P_INTEGER)
+#define T_ARR	(1u << P_ARRAY)
+#define T_ANY	(T_STR | T_INT | (1u << P_BOOLEAN) | T_ARR)
+
+/* A property keyword: which types it applies to, and what reads it. */
+struct kw {
+	const char	*name;
+	unsigned	 types;		/* T_* bits */
+	int		(*apply)(struct prop *, const struct kw *, const cJSON *,
+			    char *, size_t);
+	size_t		 off;		/* kw_size, kw_bound: the member */
+};
+
 /* A keyword's whole-number value in [lo, hi]: 0, or -1 with err. */
 static int
 kw_int(const struct prop *p, const cJSON *k, long long lo, long long hi,
@@ -107,8 +120,6 @@ kw_int(const struct prop *p, const cJSON *k, long long lo, long long hi,
 	return 0;
 }
 
-struct kw;
-
 static int
 kw_note(struct prop *p, const struct kw *w, const cJSON *k, char *err,
     size_t errlen)
@@ -120,6 +131,28 @@ kw_note(struct prop *p, const struct kw *w, const cJSON *k, char *err,
 		return -1;
 	}
 	return 0;
+}
+
+/* A size keyword (minLength ...): a whole number into the size_t at w->off. */
+static int
+kw_size(struct prop *p, const struct kw *w, const cJSON *k, char *err,
+    size_t errlen)
+{
+	long long n;
+
+	if (kw_int(p, k, 0, SCHEMA_INT_LIMIT, &n, err, errlen) == -1)
+		return -1;
+	*(size_t *)(void *)((char *)p + w->off) = (size_t)n;
+	return 0;
+}
+
+/* A bound keyword (minimum, maximum): into the long long at w->off. */
+static int
+kw_bound(struct prop *p, const struct kw *w, const cJSON *k, char *err,
+    size_t errlen)
+{
+	return kw_int(p, k, -SCHEMA_INT_LIMIT, SCHEMA_INT_LIMIT,
+	    (long long *)(void *)((char *)p + w->off), err, errlen);
 }
 
 /* "enum": a non-empty array of strings, spelled "a, b or c" once here. */
@@ -218,28 +251,8 @@ kw_items(struct prop *p, const struct kw *w, const cJSON *k, char *err,
 	return 0;
 }
 
-#define T_STR	(1u << P_STRING)
-#define T_INT	(1u << P_INTEGER)
-#define T_ARR	(1u << P_ARRAY)
-#define T_ANY	(T_STR | T_INT | (1u << P_BOOLEAN) | T_ARR)
-
-/* A size keyword (minLength ...): a whole number into the size_t at w->off. */
-static int
-kw_size(struct prop *p, const struct kw *w, const cJSON *k, char *err,
-    size_t errlen);
-/* A bound keyword (minimum, maximum): into the long long at w->off. */
-static int
-kw_bound(struct prop *p, const struct kw *w, const cJSON *k, char *err,
-    size_t errlen);
-
-/* The property keywords: which types each applies to, and what reads it. */
-static const struct kw {
-	const char	*name;
-	unsigned	 types;		/* T_* bits */
-	int		(*apply)(struct prop *, const struct kw *, const cJSON *,
-			    char *, size_t);
-	size_t		 off;		/* kw_size, kw_bound: the member */
-} prop_kws[] = {
+/* The property keywords. */
+static const struct kw prop_kws[] = {
 	{ "type",	 T_ANY,	kw_note, 0 },	/* read first, by compile_prop */
 	{ "description", T_ANY,	kw_note, 0 },
 	{ "minLength",	 T_STR,	kw_size, offsetof(struct prop, min_len) },
@@ -252,26 +265,6 @@ static const struct kw {
 	{ "minItems",	 T_ARR,	kw_size, offsetof(struct prop, min_items) },
 	{ "maxItems",	 T_ARR,	kw_size, offsetof(struct prop, max_items) },
 };
-
-static int
-kw_size(struct prop *p, const struct kw *w, const cJSON *k, char *err,
-    size_t errlen)
-{
-	long long n;
-
-	if (kw_int(p, k, 0, SCHEMA_INT_LIMIT, &n, err, errlen) == -1)
-		return -1;
-	*(size_t *)(void *)((char *)p + w->off) = (size_t)n;
-	return 0;
-}
-
-static int
-kw_bound(struct prop *p, const struct kw *w, const cJSON *k, char *err,
-    size_t errlen)
-{
-	return kw_int(p, k, -SCHEMA_INT_LIMIT, SCHEMA_INT_LIMIT,
-	    (long long *)(void *)((char *)p + w->off), err, errlen);
-}
 
 static int check_string(const struct prop *, const cJSON *, char *, size_t);
 static int check_string_value(const struct prop *, const cJSON *, int,
