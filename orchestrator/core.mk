@@ -5,9 +5,9 @@
 # is linked in only when its part exists.
 ORCH_SRCS := orchestrator/conf.c orchestrator/work.c orchestrator/sessmgr.c \
 	orchestrator/pool.c orchestrator/sess.c orchestrator/reconcile.c \
-	orchestrator/schema.c orchestrator/tools.c orchestrator/mcp.c orchestrator/jsonu.c \
-	orchestrator/http.c orchestrator/mcp_http.c orchestrator/rest.c \
-	orchestrator/server.c orchestrator/runtime/fake/fake.c
+	orchestrator/schema.c orchestrator/tools.c orchestrator/mcp.c \
+	orchestrator/jsonu.c orchestrator/http.c orchestrator/mcp_http.c \
+	orchestrator/rest.c orchestrator/server.c orchestrator/runtime/fake/fake.c
 ORCH_OBJS := $(ORCH_SRCS:%.c=$(B)/%.o)
 ORCH_MAIN := $(B)/orchestrator/main.o
 ORCH_DEFS :=
