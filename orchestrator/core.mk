@@ -5,9 +5,9 @@
 # is linked in only when its part exists.
 ORCH_SRCS := orchestrator/conf.c orchestrator/work.c orchestrator/sessmgr.c \
 	orchestrator/pool.c orchestrator/sess.c orchestrator/reconcile.c \
-	orchestrator/tools.c orchestrator/mcp.c orchestrator/jsonu.c \
-	orchestrator/http.c orchestrator/mcp_http.c orchestrator/rest.c \
-	orchestrator/server.c orchestrator/runtime/fake/fake.c
+	orchestrator/schema.c orchestrator/tools.c orchestrator/mcp.c \
+	orchestrator/jsonu.c orchestrator/http.c orchestrator/mcp_http.c \
+	orchestrator/rest.c orchestrator/server.c orchestrator/runtime/fake/fake.c
 ORCH_OBJS := $(ORCH_SRCS:%.c=$(B)/%.o)
 ORCH_MAIN := $(B)/orchestrator/main.o
 ORCH_DEFS :=
@@ -30,7 +30,7 @@ $(B)/orchestrator/orchestrator: $(ORCH_MAIN) $(ORCH_OBJS) $(ORCH_RT_OBJS) \
 	$(CC) $(LDFLAGS) $(sort $^) $(PKG_LIBS) -o $@
 
 # Unit tests: link everything but main.o.
-ORCH_UNITS := test_orch_mcp test_orch_jsonu
+ORCH_UNITS := test_orch_mcp test_orch_jsonu test_orch_tools
 UNIT_TESTS += $(ORCH_UNITS:%=$(B)/tests/unit/%)
 ALL_OBJS += $(ORCH_UNITS:%=$(B)/tests/unit/%.o)
 $(ORCH_UNITS:%=$(B)/tests/unit/%.o): CPPFLAGS += -Iorchestrator -Inetpol $(ORCH_DEFS)

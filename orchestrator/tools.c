@@ -1,8 +1,19 @@
 /*
- * tools.c: MCP tool definitions and their execution through the session's
- * agent (docs/internals/agent-protocol.md). Everything the agent returns is
- * treated as hostile: parsed with size caps, strings cleaned to valid UTF-8,
- * nothing interpreted.
+ * tools.c: the MCP tools and their execution through the session's agent
+ * (docs/internals/agent-protocol.md).
+ *
+ * One row of tool_defs holds a tool: its name, what tools/list shows (title,
+ * description, inputSchema, annotations), its handler and how the call
+ * meets the session (flags). The inputSchema is also the argument check:
+ * tools_init compiles each one (schema.c; a schema that does not parse or
+ * uses a keyword the validator lacks fails startup), tools_run checks the
+ * arguments against it before the session is touched, and handlers read
+ * the checked values through schema_str/int/bool. Limits that depend on
+ * the server's configuration cannot be in a static schema: handlers check
+ * those, and say so.
+ *
+ * Everything the agent returns is treated as hostile: parsed with size
+ * caps, strings cleaned to valid UTF-8, nothing interpreted.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,120 +26,227 @@
 #include "buf.h"
 #include "log.h"
 #include "jsonu.h"
+#include "schema.h"
 #include "tools.h"
 #include "xmalloc.h"
 
-#define MAX_COMMAND	(1024 * 1024)
-#define MAX_FILE_TEXT	(8 * 1024 * 1024)
+/*
+ * Argument limits, written into the schemas below (as decimal literals, so
+ * that XSTR can put them in the JSON text) and so shown by tools/list.
+ */
+#define MAX_COMMAND	1048576		/* 1 MiB: the agent's limit for a job's
+					 * command (4 MiB for the shell's) */
+#define MAX_FILE_TEXT	8388608		/* 8 MiB: old_str and new_str together
+					 * stay inside the agent's 16 MiB body */
+#define MAX_PATH_LEN	4096		/* PATH_MAX: the kernel refuses longer */
+#define MAX_JOB_ID	64		/* job ids in the pattern and from the
+					 * agent (its ids are shorter) */
+#define MAX_EDIT_CMD	32		/* longer than any edit command */
+#define MAX_IMAGE	255		/* what the session record keeps */
+#define MAX_OFFSET	1125899906842624	/* 2^50: beyond any job spool */
+#define MAX_INSERT_LINE	1099511627776	/* 2^40: beyond any file's lines */
+#define MAX_WAIT_S	86400		/* a day: the agent refuses longer; the
+					 * server's own limit (tools.shell_max_
+					 * timeout, 1 h by default) is the
+					 * handlers' check */
+#define MAX_POLL_BYTES	16777216	/* 16 MiB: tools.max_output's ceiling */
+#define STR_(x)		#x
+#define XSTR(x)		STR_(x)
+
 #define AGENT_RESP_MAX	((size_t)24 * 1024 * 1024)
 #define MARGIN_MS	15000
 #define CANCEL_SHELL_GRACE_MS	8000	/* the interrupt job's 3 s and more */
 #define CANCEL_RECHECK	20		/* tools_cancel: 100 ms rounds */
 #define BUSY_RETRIES	100		/* 50 ms rounds after an interrupt */
 
+/* How tools_run meets the session before the handler (tool_def.flags). */
+#define TOOL_NO_SANDBOX	0x1	/* works on the session table: no sess_get */
+#define TOOL_NO_ENTER	0x2	/* gets the session, does not enter it: the
+				 * handler replaces the sandbox itself */
+#define TOOL_INTERRUPT	0x4	/* a cancel interrupts the shell (tools_cancel) */
 
 /*
- * The tool list. Descriptions are written for the model that calls them:
- * what the tool does, what persists, and what to do when it fails.
+ * A handler. args were checked against the row's schema; s is NULL for
+ * TOOL_NO_SANDBOX, entered unless TOOL_NO_ENTER. Always sets tc->result.
  */
-static const char *const tools_json[] = {
-"{\"name\":\"shell\",\"title\":\"Run a shell command\","
-"\"description\":\"Runs a command in this session's persistent bash shell inside an isolated Linux sandbox and returns its combined stdout+stderr and exit code. "
+#define TOOL_HANDLER(fn) static void fn(struct tool_call *tc, \
+    struct sessmgr *m, struct sess *s, const struct conf *c, const cJSON *args)
+
+TOOL_HANDLER(t_shell);
+TOOL_HANDLER(t_shell_async);
+TOOL_HANDLER(t_shell_poll);
+TOOL_HANDLER(t_shell_wait);
+TOOL_HANDLER(t_shell_stop);
+TOOL_HANDLER(t_edit);
+TOOL_HANDLER(t_create_sandbox);
+TOOL_HANDLER(t_clear_session);
+
+/*
+ * The tools. Descriptions are written for the model that calls them: what
+ * the tool does, what persists, and what to do when it fails. Titles and
+ * descriptions are plain text; schema and annotations are JSON.
+ */
+static const struct tool_def {
+	const char	*name;
+	const char	*title;
+	const char	*description;
+	const char	*schema;	/* inputSchema: also the argument checks */
+	const char	*annotations;
+	void		(*handler)(struct tool_call *, struct sessmgr *,
+			    struct sess *, const struct conf *, const cJSON *);
+	unsigned	 flags;		/* TOOL_* */
+} tool_defs[] = {
+{ "shell", "Run a shell command",
+"Runs a command in this session's persistent bash shell inside an isolated Linux sandbox and returns its combined stdout+stderr and exit code. "
 "The shell keeps its state between calls: working directory (starts in /workspace), exported variables, functions and aliases. "
 "stdin is /dev/null, so interactive prompts get EOF: pass -y/--yes flags. "
 "If the command runs longer than timeout seconds it is killed with all its child processes and the shell keeps its state; for long builds, servers or anything that may exceed a few minutes use shell_async instead. "
 "Long output keeps its head and tail with the middle replaced by a marker; redirect to a file and view it in parts when you need everything. "
-"Network access is only through the sandbox's egress proxy (git clone/push to configured hosts works without credentials in the sandbox).\","
-"\"inputSchema\":{\"type\":\"object\",\"properties\":{"
-"\"command\":{\"type\":\"string\",\"minLength\":1,\"description\":\"The bash command line to run, e.g. \\\"cd repo && make test\\\". Multi-line scripts are allowed.\"},"
-"\"timeout\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":86400,\"description\":\"Seconds before the command is killed (default 120; at most the server's limit, 3600 unless configured).\"}"
-"},\"required\":[\"command\"],\"additionalProperties\":false},"
-"\"annotations\":{\"title\":\"Run a shell command\",\"readOnlyHint\":false,\"destructiveHint\":true,\"openWorldHint\":true}}",
+"Network access is only through the sandbox's egress proxy (git clone/push to configured hosts works without credentials in the sandbox).",
+"{\"type\":\"object\",\"properties\":{"
+"\"command\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":" XSTR(MAX_COMMAND) ",\"description\":\"The bash command line to run, e.g. \\\"cd repo && make test\\\". Multi-line scripts are allowed.\"},"
+"\"timeout\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":" XSTR(MAX_WAIT_S) ",\"description\":\"Seconds before the command is killed (default 120; at most the server's limit, 3600 unless configured).\"}"
+"},\"required\":[\"command\"],\"additionalProperties\":false}",
+"{\"title\":\"Run a shell command\",\"readOnlyHint\":false,\"destructiveHint\":true,\"openWorldHint\":true}",
+t_shell, TOOL_INTERRUPT },
 
-"{\"name\":\"shell_async\",\"title\":\"Start a background command\","
-"\"description\":\"Starts a command in the background (a job) and returns its job_id at once. It runs in the shell's current directory with its exported variables, in its own process group, and its output is kept in the sandbox (it survives orchestrator restarts). "
-"Use shell_poll to read output incrementally, shell_wait to wait for it to finish, shell_stop to kill it.\","
-"\"inputSchema\":{\"type\":\"object\",\"properties\":{"
-"\"command\":{\"type\":\"string\",\"minLength\":1,\"description\":\"The bash command line to run in the background, e.g. \\\"npm run build\\\".\"}"
-"},\"required\":[\"command\"],\"additionalProperties\":false},"
-"\"annotations\":{\"readOnlyHint\":false,\"destructiveHint\":true,\"openWorldHint\":true}}",
+{ "shell_async", "Start a background command",
+"Starts a command in the background (a job) and returns its job_id at once. It runs in the shell's current directory with its exported variables, in its own process group, and its output is kept in the sandbox (it survives orchestrator restarts). "
+"Use shell_poll to read output incrementally, shell_wait to wait for it to finish, shell_stop to kill it.",
+"{\"type\":\"object\",\"properties\":{"
+"\"command\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":" XSTR(MAX_COMMAND) ",\"description\":\"The bash command line to run in the background, e.g. \\\"npm run build\\\".\"}"
+"},\"required\":[\"command\"],\"additionalProperties\":false}",
+"{\"readOnlyHint\":false,\"destructiveHint\":true,\"openWorldHint\":true}",
+t_shell_async, 0 },
 
-"{\"name\":\"shell_poll\",\"title\":\"Read a background job's output\","
-"\"description\":\"Returns a background job's state (running, exited, signaled, stopped), exit code, and its output starting at byte offset. "
-"Pass the next_offset from the previous poll to read only new output; eof is true once the job has finished and everything was read.\","
-"\"inputSchema\":{\"type\":\"object\",\"properties\":{"
-"\"job_id\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9_.-]{1,64}$\",\"description\":\"The job_id returned by shell_async.\"},"
-"\"offset\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Byte offset in the job's output to read from (default 0: from the start).\"},"
-"\"max_bytes\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":16777216,\"description\":\"Most output bytes to return (default: the server's output limit).\"}"
-"},\"required\":[\"job_id\"],\"additionalProperties\":false},"
-"\"annotations\":{\"readOnlyHint\":true,\"openWorldHint\":false}}",
+{ "shell_poll", "Read a background job's output",
+"Returns a background job's state (running, exited, signaled, stopped), exit code, and its output starting at byte offset. "
+"Pass the next_offset from the previous poll to read only new output; eof is true once the job has finished and everything was read.",
+"{\"type\":\"object\",\"properties\":{"
+"\"job_id\":{\"type\":\"string\",\"maxLength\":" XSTR(MAX_JOB_ID) ",\"pattern\":\"^[A-Za-z0-9_.-]{1," XSTR(MAX_JOB_ID) "}$\",\"description\":\"The job_id returned by shell_async.\"},"
+"\"offset\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":" XSTR(MAX_OFFSET) ",\"description\":\"Byte offset in the job's output to read from (default 0: from the start).\"},"
+"\"max_bytes\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":" XSTR(MAX_POLL_BYTES) ",\"description\":\"Most output bytes to return (default: the server's output limit).\"}"
+"},\"required\":[\"job_id\"],\"additionalProperties\":false}",
+"{\"readOnlyHint\":true,\"openWorldHint\":false}",
+t_shell_poll, 0 },
 
-"{\"name\":\"shell_wait\",\"title\":\"Wait for a background job\","
-"\"description\":\"Waits until a background job finishes or timeout seconds pass, then returns its state, exit code and output from offset (default: all of it, head and tail kept when long). "
-"If it is still running when the timeout passes, call shell_wait again or shell_poll later.\","
-"\"inputSchema\":{\"type\":\"object\",\"properties\":{"
-"\"job_id\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9_.-]{1,64}$\",\"description\":\"The job_id returned by shell_async.\"},"
-"\"timeout\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":86400,\"description\":\"Most seconds to wait (default 30).\"},"
-"\"offset\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Byte offset in the job's output to return from (default 0).\"}"
-"},\"required\":[\"job_id\"],\"additionalProperties\":false},"
-"\"annotations\":{\"readOnlyHint\":true,\"openWorldHint\":false}}",
+{ "shell_wait", "Wait for a background job",
+"Waits until a background job finishes or timeout seconds pass, then returns its state, exit code and output from offset (default: all of it, head and tail kept when long). "
+"If it is still running when the timeout passes, call shell_wait again or shell_poll later.",
+"{\"type\":\"object\",\"properties\":{"
+"\"job_id\":{\"type\":\"string\",\"maxLength\":" XSTR(MAX_JOB_ID) ",\"pattern\":\"^[A-Za-z0-9_.-]{1," XSTR(MAX_JOB_ID) "}$\",\"description\":\"The job_id returned by shell_async.\"},"
+"\"offset\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":" XSTR(MAX_OFFSET) ",\"description\":\"Byte offset in the job's output to return from (default 0).\"},"
+"\"timeout\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":" XSTR(MAX_WAIT_S) ",\"description\":\"Most seconds to wait (default 30).\"}"
+"},\"required\":[\"job_id\"],\"additionalProperties\":false}",
+"{\"readOnlyHint\":true,\"openWorldHint\":false}",
+t_shell_wait, 0 },
 
-"{\"name\":\"shell_stop\",\"title\":\"Stop a background job\","
-"\"description\":\"Stops a background job: its whole process tree gets SIGTERM, then SIGKILL after 2 seconds. Returns its final state. Stopping a finished job is harmless.\","
-"\"inputSchema\":{\"type\":\"object\",\"properties\":{"
-"\"job_id\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9_.-]{1,64}$\",\"description\":\"The job_id returned by shell_async.\"}"
-"},\"required\":[\"job_id\"],\"additionalProperties\":false},"
-"\"annotations\":{\"readOnlyHint\":false,\"destructiveHint\":true,\"openWorldHint\":false}}",
+{ "shell_stop", "Stop a background job",
+"Stops a background job: its whole process tree gets SIGTERM, then SIGKILL after 2 seconds. Returns its final state. Stopping a finished job is harmless.",
+"{\"type\":\"object\",\"properties\":{"
+"\"job_id\":{\"type\":\"string\",\"maxLength\":" XSTR(MAX_JOB_ID) ",\"pattern\":\"^[A-Za-z0-9_.-]{1," XSTR(MAX_JOB_ID) "}$\",\"description\":\"The job_id returned by shell_async.\"}"
+"},\"required\":[\"job_id\"],\"additionalProperties\":false}",
+"{\"readOnlyHint\":false,\"destructiveHint\":true,\"openWorldHint\":false}",
+t_shell_stop, 0 },
 
-"{\"name\":\"str_replace_based_edit_tool\",\"title\":\"View and edit files\","
-"\"description\":\"Views and edits files in the sandbox. Paths are absolute or relative to /workspace. Commands: "
+{ "str_replace_based_edit_tool", "View and edit files",
+"Views and edits files in the sandbox. Paths are absolute or relative to /workspace. Commands: "
 "view (a file with line numbers, optionally only view_range [first, last] with last -1 meaning the end; a directory lists files two levels deep); "
 "create (writes file_text to path, replacing any file there, creating parent directories); "
 "str_replace (replaces old_str, which must occur exactly once in the file, with new_str; include enough surrounding lines to make it unique, and match whitespace exactly); "
-"insert (inserts insert_text after line insert_line; 0 inserts at the top). Writes are atomic.\","
-"\"inputSchema\":{\"type\":\"object\",\"properties\":{"
-"\"command\":{\"type\":\"string\",\"enum\":[\"view\",\"create\",\"str_replace\",\"insert\"],\"description\":\"The operation.\"},"
-"\"path\":{\"type\":\"string\",\"minLength\":1,\"description\":\"File or directory path, e.g. /workspace/src/main.c.\"},"
-"\"view_range\":{\"type\":\"array\",\"items\":{\"type\":\"integer\"},\"minItems\":2,\"maxItems\":2,\"description\":\"view only: [first_line, last_line], 1-based, last_line -1 for the end of the file.\"},"
-"\"file_text\":{\"type\":\"string\",\"description\":\"create only: the whole content of the new file.\"},"
-"\"old_str\":{\"type\":\"string\",\"minLength\":1,\"description\":\"str_replace only: the exact text to replace (must occur exactly once).\"},"
-"\"new_str\":{\"type\":\"string\",\"description\":\"str_replace only: the replacement text (may be empty to delete old_str).\"},"
-"\"insert_line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"insert only: the line number after which to insert (0 = top of the file).\"},"
-"\"insert_text\":{\"type\":\"string\",\"description\":\"insert only: the text to insert.\"}"
-"},\"required\":[\"command\",\"path\"],\"additionalProperties\":false},"
-"\"annotations\":{\"readOnlyHint\":false,\"destructiveHint\":true,\"openWorldHint\":false}}",
+"insert (inserts insert_text after line insert_line; 0 inserts at the top). Writes are atomic.",
+"{\"type\":\"object\",\"properties\":{"
+"\"command\":{\"type\":\"string\",\"maxLength\":" XSTR(MAX_EDIT_CMD) ",\"enum\":[\"view\",\"create\",\"str_replace\",\"insert\"],\"description\":\"The operation.\"},"
+"\"path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":" XSTR(MAX_PATH_LEN) ",\"description\":\"File or directory path, e.g. /workspace/src/main.c.\"},"
+"\"file_text\":{\"type\":\"string\",\"maxLength\":" XSTR(MAX_FILE_TEXT) ",\"description\":\"create only: the whole content of the new file.\"},"
+"\"old_str\":{\"type\":\"string\",\"maxLength\":" XSTR(MAX_FILE_TEXT) ",\"description\":\"str_replace only: the exact text to replace (must occur exactly once).\"},"
+"\"new_str\":{\"type\":\"string\",\"maxLength\":" XSTR(MAX_FILE_TEXT) ",\"description\":\"str_replace only: the replacement text (may be empty to delete old_str).\"},"
+"\"insert_text\":{\"type\":\"string\",\"maxLength\":" XSTR(MAX_FILE_TEXT) ",\"description\":\"insert only: the text to insert.\"},"
+"\"insert_line\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":" XSTR(MAX_INSERT_LINE) ",\"description\":\"insert only: the line number after which to insert (0 = top of the file).\"},"
+"\"view_range\":{\"type\":\"array\",\"items\":{\"type\":\"integer\"},\"minItems\":2,\"maxItems\":2,\"description\":\"view only: [first_line, last_line], 1-based, last_line -1 for the end of the file.\"}"
+"},\"required\":[\"command\",\"path\"],\"additionalProperties\":false}",
+"{\"readOnlyHint\":false,\"destructiveHint\":true,\"openWorldHint\":false}",
+t_edit, 0 },
 
-"{\"name\":\"create_sandbox\",\"title\":\"Create a fresh sandbox\","
-"\"description\":\"Replaces this session's sandbox with a new one built from the given options. Everything in the old sandbox (files in /workspace, shell state, background jobs) is lost. "
-"You do not need this to start: the first tool call of a session creates a default sandbox. Use it to pick another image or settings, or to start over.\","
-"\"inputSchema\":{\"type\":\"object\",\"properties\":{"
-"\"image\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":255,\"description\":\"Image to build the sandbox from (default: the server's default image).\"},"
+{ "create_sandbox", "Create a fresh sandbox",
+"Replaces this session's sandbox with a new one built from the given options. Everything in the old sandbox (files in /workspace, shell state, background jobs) is lost. "
+"You do not need this to start: the first tool call of a session creates a default sandbox. Use it to pick another image or settings, or to start over.",
+"{\"type\":\"object\",\"properties\":{"
+"\"image\":{\"type\":\"string\",\"maxLength\":" XSTR(MAX_IMAGE) ",\"description\":\"Image to build the sandbox from (default: the server's default image).\"},"
 "\"use_kata\":{\"type\":\"boolean\",\"description\":\"Run under a VM-based runtime (Kata) for stronger isolation; only where the server offers it (default false).\"},"
 "\"run_as_root\":{\"type\":\"boolean\",\"description\":\"Run commands as root inside the sandbox (root there is not root on the host; default true).\"},"
 "\"writable_root\":{\"type\":\"boolean\",\"description\":\"Allow writes outside /workspace, e.g. to install packages (default true).\"}"
-"},\"additionalProperties\":false},"
-"\"annotations\":{\"readOnlyHint\":false,\"destructiveHint\":true,\"idempotentHint\":false,\"openWorldHint\":false}}",
+"},\"additionalProperties\":false}",
+"{\"readOnlyHint\":false,\"destructiveHint\":true,\"idempotentHint\":false,\"openWorldHint\":false}",
+t_create_sandbox, TOOL_NO_ENTER },
 
-"{\"name\":\"clear_session\",\"title\":\"Delete this session's sandbox\","
-"\"description\":\"Deletes this session's sandbox and everything in it (workspace, shell, jobs). The next tool call starts a fresh default sandbox.\","
-"\"inputSchema\":{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false},"
-"\"annotations\":{\"readOnlyHint\":false,\"destructiveHint\":true,\"idempotentHint\":true,\"openWorldHint\":false}}",
+{ "clear_session", "Delete this session's sandbox",
+"Deletes this session's sandbox and everything in it (workspace, shell, jobs). The next tool call starts a fresh default sandbox.",
+"{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}",
+"{\"readOnlyHint\":false,\"destructiveHint\":true,\"idempotentHint\":true,\"openWorldHint\":false}",
+t_clear_session, TOOL_NO_SANDBOX },
 };
 
-static cJSON *tools_arr;
+static cJSON *tools_arr;	/* tools/list, built from tool_defs */
+static struct schema *tool_schemas[NELEM(tool_defs)];	/* each row's checks */
+
+static const struct tool_def *
+tool_find(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < NELEM(tool_defs); i++)
+		if (strcmp(tool_defs[i].name, name) == 0)
+			return &tool_defs[i];
+	return NULL;
+}
+
+/* Row d as tools/list shows it, with its schema compiled into *sc. */
+static cJSON *
+tool_json(const struct tool_def *d, struct schema **sc, char *err,
+    size_t errlen)
+{
+	cJSON *t = NULL, *in, *an = NULL;
+
+	if ((in = cJSON_Parse(d->schema)) == NULL ||
+	    (an = cJSON_Parse(d->annotations)) == NULL || !cJSON_IsObject(an)) {
+		snprintf(err, errlen, "its inputSchema or annotations do not parse");
+		goto out;
+	}
+	if (tool_find(d->name) != d) {
+		snprintf(err, errlen, "the name is in the table twice");
+		goto out;
+	}
+	if ((*sc = schema_compile(in, err, errlen)) == NULL)
+		goto out;
+	t = cJSON_CreateObject();
+	cJSON_AddStringToObject(t, "name", d->name);
+	cJSON_AddStringToObject(t, "title", d->title);
+	cJSON_AddStringToObject(t, "description", d->description);
+	cJSON_AddItemToObject(t, "inputSchema", in);
+	cJSON_AddItemToObject(t, "annotations", an);
+	in = an = NULL;
+out:
+	cJSON_Delete(in);
+	cJSON_Delete(an);
+	return t;
+}
 
 int
 tools_init(void)
 {
-	if (tools_arr != NULL)
-		return 0;
+	char err[256];
 	size_t i;
 	cJSON *t;
 
+	if (tools_arr != NULL)
+		return 0;
 	tools_arr = cJSON_CreateArray();
-	for (i = 0; i < NELEM(tools_json); i++) {
-		if ((t = cJSON_Parse(tools_json[i])) == NULL || !cJSON_IsObject(t)) {
-			cJSON_Delete(t);
+	for (i = 0; i < NELEM(tool_defs); i++) {
+		if ((t = tool_json(&tool_defs[i], &tool_schemas[i], err,
+		    sizeof(err))) == NULL) {
+			log_warnx("tool=%s schema: %s", tool_defs[i].name, err);
+			tools_cleanup();
 			return -1;
 		}
 		cJSON_AddItemToArray(tools_arr, t);
@@ -139,6 +257,12 @@ tools_init(void)
 void
 tools_cleanup(void)
 {
+	size_t i;
+
+	for (i = 0; i < NELEM(tool_schemas); i++) {
+		schema_free(tool_schemas[i]);
+		tool_schemas[i] = NULL;
+	}
 	cJSON_Delete(tools_arr);
 	tools_arr = NULL;
 }
@@ -146,20 +270,26 @@ tools_cleanup(void)
 int
 tools_exists(const char *name)
 {
-	cJSON *t;
-
-	cJSON_ArrayForEach(t, tools_arr) {
-		cJSON *n = cJSON_GetObjectItem(t, "name");
-		if (cJSON_IsString(n) && strcmp(n->valuestring, name) == 0)
-			return 1;
-	}
-	return 0;
+	return tool_find(name) != NULL;
 }
 
 cJSON *
 tools_list(void)
 {
 	return cJSON_Duplicate(tools_arr, 1);
+}
+
+int
+tools_check(const char *name, const cJSON *args, char *err, size_t errlen)
+{
+	const struct tool_def *d = tool_find(name);
+
+	if (d == NULL) {
+		snprintf(err, errlen, "unknown tool");
+		return -1;
+	}
+	ASSERT(tool_schemas[d - tool_defs] != NULL);	/* tools_init ran */
+	return schema_check(tool_schemas[d - tool_defs], args, err, errlen);
 }
 
 void
@@ -188,97 +318,19 @@ tools_text_result(const char *text, int is_error)
 	return r;
 }
 
-/* ---- argument helpers: 0 ok, -1 with a message in err ---- */
-
+/*
+ * A second check of an integer argument against a bound the server's
+ * configuration sets (the schema holds only the fixed ceiling); same
+ * message as the schema's. 0, or -1 with err.
+ */
 static int
-arg_str(cJSON *args, const char *k, int required, size_t maxlen,
-    const char **out, char *err, size_t errlen)
+conf_range(const char *k, long long v, long long min, long long max,
+    char *err, size_t errlen)
 {
-	cJSON *v = cJSON_GetObjectItemCaseSensitive(args, k);
-
-	*out = NULL;
-	if (v == NULL || cJSON_IsNull(v)) {
-		if (required) {
-			snprintf(err, errlen, "missing required argument '%s' (a string)", k);
-			return -1;
-		}
-		return 0;
-	}
-	if (!cJSON_IsString(v)) {
-		snprintf(err, errlen, "argument '%s' must be a string", k);
+	if (v < min || v > max) {
+		snprintf(err, errlen, "argument '%s' must be between %lld and %lld",
+		    k, min, max);
 		return -1;
-	}
-	if (strlen(v->valuestring) > maxlen) {
-		snprintf(err, errlen, "argument '%s' is too long (more than %zu bytes)",
-		    k, maxlen);
-		return -1;
-	}
-	*out = v->valuestring;
-	return 0;
-}
-
-static int
-arg_int(cJSON *args, const char *k, long long min, long long max, long long def,
-    long long *out, char *err, size_t errlen)
-{
-	cJSON *v = cJSON_GetObjectItemCaseSensitive(args, k);
-	double d;
-
-	*out = def;
-	if (v == NULL || cJSON_IsNull(v))
-		return 0;
-	if (!cJSON_IsNumber(v)) {
-		snprintf(err, errlen, "argument '%s' must be an integer", k);
-		return -1;
-	}
-	d = v->valuedouble;
-	if (d != (double)(long long)d) {
-		snprintf(err, errlen, "argument '%s' must be a whole number", k);
-		return -1;
-	}
-	if (d < (double)min || d > (double)max) {
-		snprintf(err, errlen, "argument '%s' must be between %lld and %lld", k,
-		    min, max);
-		return -1;
-	}
-	*out = (long long)d;
-	return 0;
-}
-
-static int
-arg_bool(cJSON *args, const char *k, int *out, char *err, size_t errlen)
-{
-	cJSON *v = cJSON_GetObjectItemCaseSensitive(args, k);
-
-	*out = -1;
-	if (v == NULL || cJSON_IsNull(v))
-		return 0;
-	if (!cJSON_IsBool(v)) {
-		snprintf(err, errlen, "argument '%s' must be true or false", k);
-		return -1;
-	}
-	*out = cJSON_IsTrue(v) ? 1 : 0;
-	return 0;
-}
-
-/* Rejects arguments the schema does not have (additionalProperties false). */
-static int
-arg_only(cJSON *args, const char *const *allowed, char *err, size_t errlen)
-{
-	cJSON *v;
-	size_t i;
-
-	cJSON_ArrayForEach(v, args) {
-		for (i = 0; allowed[i] != NULL; i++)
-			if (v->string != NULL && strcmp(v->string, allowed[i]) == 0)
-				break;
-		if (allowed[i] == NULL) {
-			char name[64];
-			log_escape(name, sizeof(name), v->string ? v->string : "",
-			    v->string ? strlen(v->string) : 0);
-			snprintf(err, errlen, "unknown argument '%s'", name);
-			return -1;
-		}
 	}
 	return 0;
 }
@@ -288,7 +340,7 @@ job_id_ok(const char *s)
 {
 	size_t i, n = strlen(s);
 
-	if (n == 0 || n > 64)
+	if (n == 0 || n > MAX_JOB_ID)
 		return 0;
 	for (i = 0; i < n; i++) {
 		char c = s[i];
@@ -415,29 +467,28 @@ add_structured(struct tool_call *tc, cJSON *obj)
 /* ---- tools ---- */
 
 static void
-t_shell(struct tool_call *tc, struct sess *s, const struct conf *c)
+t_shell(struct tool_call *tc, struct sessmgr *m, struct sess *s,
+    const struct conf *c, const cJSON *args)
 {
-	static const char *const allowed[] = { "command", "timeout", NULL };
 	struct areq a = { .s = s };
 	struct buf out;
-	const char *cmd;
+	const char *cmd = schema_str(args, "command");
 	char err[256];
-	long long tmo, maxs = c->shell_max_timeout_ms / 1000;
+	long long tmo = schema_int(args, "timeout", -1);
+	long long maxs = c->shell_max_timeout_ms / 1000;
 	struct timespec busy_wait = { 0, 50 * 1000000 };
 	cJSON *body, *st;
 	char *text;
 	int tries;
 
+	(void)m;
 	buf_init(&out, AGENT_RESP_MAX);
-	if (arg_only(tc->args, allowed, err, sizeof(err)) == -1 ||
-	    arg_str(tc->args, "command", 1, MAX_COMMAND, &cmd, err, sizeof(err)) == -1 ||
-	    arg_int(tc->args, "timeout", 1, maxs < 1 ? 1 : maxs,
-	    c->shell_timeout_ms / 1000, &tmo, err, sizeof(err)) == -1) {
+	/* The server's limit is configuration, not in the schema. */
+	if (tmo == -1)
+		tmo = c->shell_timeout_ms / 1000;
+	else if (conf_range("timeout", tmo, 1, maxs < 1 ? 1 : maxs, err,
+	    sizeof(err)) == -1) {
 		set_text(tc, err, 1);
-		goto out;
-	}
-	if (*cmd == '\0') {
-		set_text(tc, "argument 'command' is empty", 1);
 		goto out;
 	}
 	if (atomic_load(&tc->cancelled)) {
@@ -519,6 +570,7 @@ out:
 	buf_free(&out);
 }
 
+
 static void
 job_status_text(cJSON *j, struct buf *out)
 {
@@ -585,28 +637,21 @@ job_not_found(struct tool_call *tc, struct areq *a, const char *jid,
 	buf_free(&out);
 }
 
+
 static void
-t_shell_async(struct tool_call *tc, struct sess *s)
+t_shell_async(struct tool_call *tc, struct sessmgr *m, struct sess *s,
+    const struct conf *c, const cJSON *args)
 {
-	static const char *const allowed[] = { "command", NULL };
 	struct areq a = { .s = s };
 	struct buf out;
-	const char *cmd, *id;
-	char err[256];
+	const char *id;
 	cJSON *body, *st;
 
+	(void)m;
+	(void)c;
 	buf_init(&out, 64 * 1024);
-	if (arg_only(tc->args, allowed, err, sizeof(err)) == -1 ||
-	    arg_str(tc->args, "command", 1, MAX_COMMAND, &cmd, err, sizeof(err)) == -1) {
-		set_text(tc, err, 1);
-		goto out;
-	}
-	if (*cmd == '\0') {
-		set_text(tc, "argument 'command' is empty", 1);
-		goto out;
-	}
 	body = cJSON_CreateObject();
-	cJSON_AddStringToObject(body, "command", cmd);
+	cJSON_AddStringToObject(body, "command", schema_str(args, "command"));
 	if (agent_do(&a, "POST", "/v1/jobs", body, 30000) == -1) {
 		cJSON_Delete(body);
 		set_text(tc, a.err, 1);
@@ -635,66 +680,64 @@ out:
 	buf_free(&out);
 }
 
-/* poll (wait_s < 0) or wait. */
-static void
-t_shell_job(struct tool_call *tc, struct sess *s, const struct conf *c, int mode)
+/*
+ * The job_id argument, or NULL with tc's result set. The schema's pattern
+ * lets "." and ".." through, and in the agent's URLs they are paths.
+ */
+static const char *
+job_id_arg(struct tool_call *tc, const cJSON *args)
 {
-	static const char *const a_poll[] = { "job_id", "offset", "max_bytes", NULL };
-	static const char *const a_wait[] = { "job_id", "timeout", "offset", NULL };
-	static const char *const a_stop[] = { "job_id", NULL };
-	const char *what = mode == 0 ? "shell_poll" : mode == 1 ? "shell_wait" :
-	    "shell_stop";
-	struct areq a = { .s = s }, w = { .s = s };
-	struct buf out;
-	const char *jid, *o;
-	char err[256], path[256];
-	long long off, maxb, tmo = 0, maxs = c->shell_max_timeout_ms / 1000;
-	cJSON *body;
-	char *text;
+	const char *jid = schema_str(args, "job_id");
 
-	buf_init(&out, AGENT_RESP_MAX);
-	if (arg_only(tc->args, mode == 0 ? a_poll : mode == 1 ? a_wait : a_stop,
-	    err, sizeof(err)) == -1 ||
-	    arg_str(tc->args, "job_id", 1, 64, &jid, err, sizeof(err)) == -1 ||
-	    arg_int(tc->args, "offset", 0, 1LL << 50, 0, &off, err, sizeof(err)) == -1 ||
-	    arg_int(tc->args, "max_bytes", 1, 16 << 20, c->max_output, &maxb,
-	    err, sizeof(err)) == -1 ||
-	    arg_int(tc->args, "timeout", 0, maxs, 30 < maxs ? 30 : maxs, &tmo,
-	    err, sizeof(err)) == -1) {
-		set_text(tc, err, 1);
-		goto out;
-	}
-	if (!job_id_ok(jid)) {
+	if (jid == NULL || !job_id_ok(jid)) {
 		set_text(tc, "argument 'job_id' is not a job id (use the job_id "
 		    "returned by shell_async)", 1);
-		goto out;
+		return NULL;
 	}
-	if (mode == 1 || mode == 2) {
-		body = cJSON_CreateObject();
-		if (mode == 1)
-			cJSON_AddNumberToObject(body, "timeout_ms", (double)(tmo * 1000));
-		snprintf(path, sizeof(path), "/v1/jobs/%s/%s", jid,
-		    mode == 1 ? "wait" : "stop");
-		if (agent_do(&w, "POST", path, body, (int)(tmo * 1000) + MARGIN_MS) == -1) {
-			cJSON_Delete(body);
-			set_text(tc, w.err, 1);
-			goto out;
-		}
-		cJSON_Delete(body);
-		if (w.status != 200) {
-			job_not_found(tc, &w, jid, what);
-			goto out;
-		}
-	}
-	if (mode == 2) {
-		job_status_text(w.j, &out);
-		ign(buf_addstr(&out, "]"));
-		set_buf(tc, &out, 0);
-		add_structured(tc, job_struct(w.j));
-		goto out;
-	}
+	return jid;
+}
+
+/*
+ * POSTs /v1/jobs/<jid>/<op> (wait: for up to wait_s seconds) into *w.
+ * 0, or -1 with tc's result set.
+ */
+static int
+job_post(struct tool_call *tc, struct areq *w, const char *jid,
+    const char *op, long long wait_s, const char *what)
+{
+	char path[256];
+	cJSON *body = cJSON_CreateObject();
+	int rc = -1;
+
+	if (strcmp(op, "wait") == 0)
+		cJSON_AddNumberToObject(body, "timeout_ms", (double)(wait_s * 1000));
+	snprintf(path, sizeof(path), "/v1/jobs/%s/%s", jid, op);
+	if (agent_do(w, "POST", path, body, (int)(wait_s * 1000) + MARGIN_MS) == -1)
+		set_text(tc, w->err, 1);
+	else if (w->status != 200)
+		job_not_found(tc, w, jid, what);
+	else
+		rc = 0;
+	cJSON_Delete(body);
+	return rc;
+}
+
+/*
+ * Reads a job's output from off (at most max bytes) into tc's result:
+ * for shell_wait after waiting wait_s seconds, for shell_poll (wait_s -1).
+ */
+static void
+job_output(struct tool_call *tc, struct sess *s, const char *jid,
+    long long off, long long max, long long wait_s)
+{
+	const char *what = wait_s >= 0 ? "shell_wait" : "shell_poll", *o, *state;
+	struct areq a = { .s = s };
+	struct buf out;
+	char path[256], *text;
+
+	buf_init(&out, AGENT_RESP_MAX);
 	snprintf(path, sizeof(path), "/v1/jobs/%s?offset=%lld&max=%lld", jid, off,
-	    mode == 0 ? maxb : c->max_output);
+	    max);
 	if (agent_do(&a, "GET", path, NULL, 30000) == -1) {
 		set_text(tc, a.err, 1);
 		goto out;
@@ -712,69 +755,125 @@ t_shell_job(struct tool_call *tc, struct sess *s, const struct conf *c, int mode
 	job_status_text(a.j, &out);
 	ign(buf_addf(&out, "; next_offset %lld%s]", jnum(a.j, "next_offset", off),
 	    jtrue(a.j, "eof") ? ", eof: finished and all output read" : ""));
-	{
-		const char *state = jstr(a.j, "state");
-		if (mode == 1 && state != NULL && strcmp(state, "running") == 0)
-			ign(buf_addf(&out, "\n[still running after %llds; call "
-			    "shell_wait again, or shell_poll from next_offset]", tmo));
-		if (!jtrue(a.j, "eof") && state != NULL && strcmp(state, "running") != 0)
-			ign(buf_addstr(&out, "\n[more output remains: call shell_poll "
-			    "with offset = next_offset]"));
-	}
+	state = jstr(a.j, "state");
+	if (wait_s >= 0 && state != NULL && strcmp(state, "running") == 0)
+		ign(buf_addf(&out, "\n[still running after %llds; call "
+		    "shell_wait again, or shell_poll from next_offset]", wait_s));
+	if (!jtrue(a.j, "eof") && state != NULL && strcmp(state, "running") != 0)
+		ign(buf_addstr(&out, "\n[more output remains: call shell_poll "
+		    "with offset = next_offset]"));
 	set_buf(tc, &out, 0);
 	add_structured(tc, job_struct(a.j));
 out:
 	areq_free(&a);
+	buf_free(&out);
+}
+
+static void
+t_shell_poll(struct tool_call *tc, struct sessmgr *m, struct sess *s,
+    const struct conf *c, const cJSON *args)
+{
+	const char *jid;
+
+	(void)m;
+	if ((jid = job_id_arg(tc, args)) != NULL)
+		job_output(tc, s, jid, schema_int(args, "offset", 0),
+		    schema_int(args, "max_bytes", c->max_output), -1);
+}
+
+static void
+t_shell_wait(struct tool_call *tc, struct sessmgr *m, struct sess *s,
+    const struct conf *c, const cJSON *args)
+{
+	struct areq w = { .s = s };
+	long long maxs = c->shell_max_timeout_ms / 1000;
+	long long tmo = schema_int(args, "timeout", -1);
+	const char *jid;
+	char err[256];
+
+	(void)m;
+	/* The server's limit is configuration, not in the schema. */
+	if (tmo == -1)
+		tmo = 30 < maxs ? 30 : maxs;
+	else if (conf_range("timeout", tmo, 0, maxs, err, sizeof(err)) == -1) {
+		set_text(tc, err, 1);
+		return;
+	}
+	if ((jid = job_id_arg(tc, args)) != NULL &&
+	    job_post(tc, &w, jid, "wait", tmo, "shell_wait") == 0)
+		job_output(tc, s, jid, schema_int(args, "offset", 0), c->max_output,
+		    tmo);
+	areq_free(&w);
+}
+
+static void
+t_shell_stop(struct tool_call *tc, struct sessmgr *m, struct sess *s,
+    const struct conf *c, const cJSON *args)
+{
+	struct areq w = { .s = s };
+	long long maxs = c->shell_max_timeout_ms / 1000;
+	struct buf out;
+	const char *jid;
+
+	(void)m;
+	buf_init(&out, 64 * 1024);
+	if ((jid = job_id_arg(tc, args)) != NULL &&
+	    job_post(tc, &w, jid, "stop", 30 < maxs ? 30 : maxs, "shell_stop") == 0) {
+		job_status_text(w.j, &out);
+		ign(buf_addstr(&out, "]"));
+		set_buf(tc, &out, 0);
+		add_structured(tc, job_struct(w.j));
+	}
 	areq_free(&w);
 	buf_free(&out);
 }
 
 static void
-t_edit(struct tool_call *tc, struct sess *s)
+sess_error(struct tool_call *tc, enum sess_err e, const char *err)
 {
-	static const char *const allowed[] = { "command", "path", "view_range",
-	    "file_text", "old_str", "new_str", "insert_line", "insert_text", NULL };
+	struct buf out;
+
+	buf_init(&out, 4096);
+	switch (e) {
+	case SE_LIMIT:
+	case SE_DRAINING:
+	case SE_BUSY:
+		ign(buf_addstr(&out, err));
+		break;
+	default:
+		ign(buf_addf(&out, "%s", err));
+	}
+	set_buf(tc, &out, 1);
+	buf_free(&out);
+}
+
+static void
+t_edit(struct tool_call *tc, struct sessmgr *m, struct sess *s,
+    const struct conf *c, const cJSON *args)
+{
 	struct areq a = { .s = s };
 	struct buf out;
-	const char *cmd, *path, *ft, *os, *ns, *it, *p;
-	char err[256], ep[256];
-	long long line;
+	const char *cmd = schema_str(args, "command");
+	const char *path = schema_str(args, "path");
+	const char *ft = schema_str(args, "file_text");
+	const char *os = schema_str(args, "old_str");
+	const char *ns = schema_str(args, "new_str");
+	const char *it = schema_str(args, "insert_text"), *p;
+	long long line = schema_int(args, "insert_line", -1), x0, x1;
 	cJSON *body = NULL, *vr;
 	char *text;
 
+	(void)m;
+	(void)c;
 	buf_init(&out, AGENT_RESP_MAX);
-	if (arg_only(tc->args, allowed, err, sizeof(err)) == -1 ||
-	    arg_str(tc->args, "command", 1, 32, &cmd, err, sizeof(err)) == -1 ||
-	    arg_str(tc->args, "path", 1, 4096, &path, err, sizeof(err)) == -1 ||
-	    arg_str(tc->args, "file_text", 0, MAX_FILE_TEXT, &ft, err, sizeof(err)) == -1 ||
-	    arg_str(tc->args, "old_str", 0, MAX_FILE_TEXT, &os, err, sizeof(err)) == -1 ||
-	    arg_str(tc->args, "new_str", 0, MAX_FILE_TEXT, &ns, err, sizeof(err)) == -1 ||
-	    arg_str(tc->args, "insert_text", 0, MAX_FILE_TEXT, &it, err, sizeof(err)) == -1 ||
-	    arg_int(tc->args, "insert_line", 0, 1LL << 40, -1, &line, err, sizeof(err)) == -1) {
-		set_text(tc, err, 1);
-		goto out;
-	}
-	if (*path == '\0') {
-		set_text(tc, "argument 'path' is empty", 1);
-		goto out;
-	}
 	body = cJSON_CreateObject();
 	cJSON_AddStringToObject(body, "path", path);
 	if (strcmp(cmd, "view") == 0) {
-		vr = cJSON_GetObjectItemCaseSensitive(tc->args, "view_range");
-		if (vr != NULL && !cJSON_IsNull(vr)) {
-			cJSON *x0, *x1;
-			if (!cJSON_IsArray(vr) || cJSON_GetArraySize(vr) != 2 ||
-			    !cJSON_IsNumber(x0 = cJSON_GetArrayItem(vr, 0)) ||
-			    !cJSON_IsNumber(x1 = cJSON_GetArrayItem(vr, 1)) ||
-			    x0->valuedouble != (double)(long long)x0->valuedouble ||
-			    x1->valuedouble != (double)(long long)x1->valuedouble) {
-				set_text(tc, "argument 'view_range' must be two integers "
-				    "[first_line, last_line] (last_line -1 = to the end)", 1);
-				goto out;
-			}
-			if (x0->valuedouble < 1 || (x1->valuedouble != -1 &&
-			    x1->valuedouble < x0->valuedouble)) {
+		vr = cJSON_GetObjectItemCaseSensitive(args, "view_range");
+		if (cJSON_IsArray(vr)) {	/* the schema: two integers */
+			x0 = schema_int_item(args, "view_range", 0, 0);
+			x1 = schema_int_item(args, "view_range", 1, 0);
+			if (x0 < 1 || (x1 != -1 && x1 < x0)) {
 				set_text(tc, "argument 'view_range': first_line must be >= 1 "
 				    "and last_line >= first_line, or -1 for the end", 1);
 				goto out;
@@ -810,11 +909,7 @@ t_edit(struct tool_call *tc, struct sess *s)
 		cJSON_AddStringToObject(body, "insert_text", it);
 		p = "/v1/files/insert";
 	} else {
-		char cc[40];
-		log_escape(cc, sizeof(cc), cmd, strlen(cmd));
-		snprintf(ep, sizeof(ep), "unknown command '%s': use view, create, "
-		    "str_replace or insert", cc);
-		set_text(tc, ep, 1);
+		set_text(tc, "unknown command", 1);	/* the schema's enum has four */
 		goto out;
 	}
 	if (agent_do(&a, "POST", p, body, 60000) == -1) {
@@ -852,26 +947,96 @@ out:
 }
 
 static void
-sess_error(struct tool_call *tc, enum sess_err e, const char *err)
+t_create_sandbox(struct tool_call *tc, struct sessmgr *m, struct sess *s,
+    const struct conf *c, const cJSON *args)
 {
+	struct sess_opts o = {
+		.image = schema_str(args, "image"),
+		.use_kata = schema_bool(args, "use_kata"),
+		.run_as_root = schema_bool(args, "run_as_root"),
+		.writable_root = schema_bool(args, "writable_root"),
+	};
+	enum sess_err e = SE_OK;
 	struct buf out;
+	char err[512];
 
-	buf_init(&out, 4096);
-	switch (e) {
-	case SE_LIMIT:
-	case SE_DRAINING:
-	case SE_BUSY:
-		ign(buf_addstr(&out, err));
-		break;
-	default:
-		ign(buf_addf(&out, "%s", err));
+	(void)m;
+	(void)c;
+	if (sess_reprovision(s, &o, &e, err, sizeof(err)) == -1) {
+		sess_error(tc, e, err);
+		return;
 	}
-	set_buf(tc, &out, 1);
+	buf_init(&out, 4096);
+	ign(buf_addf(&out, "A fresh sandbox is ready (id %s, image %s). "
+	    "Its workspace is /workspace.", sess_sandbox_id(s),
+	    o.image ? o.image : "default"));
+	set_buf(tc, &out, 0);
 	buf_free(&out);
 }
 
-static void tools_run1(struct sessmgr *, const struct conf *,
-    struct tool_call *);
+static void
+t_clear_session(struct tool_call *tc, struct sessmgr *m, struct sess *s,
+    const struct conf *c, const cJSON *args)
+{
+	enum sess_err e = SE_OK;
+	char err[512];
+
+	(void)s;
+	(void)c;
+	(void)args;
+	if (sess_delete(m, tc->sid, "clear_session", &e, err, sizeof(err)) == -1 &&
+	    e != SE_NOTFOUND) {
+		sess_error(tc, e, err);
+		return;
+	}
+	set_text(tc, "Session cleared: its sandbox and workspace are gone. The "
+	    "next tool call starts a fresh default sandbox.", 0);
+}
+
+/*
+ * Checks the arguments (before anything touches the session: a call the
+ * schema refuses costs no sandbox), meets the session as the row's flags
+ * say, then runs the row's handler.
+ */
+static void
+tools_run1(struct sessmgr *m, const struct conf *c, struct tool_call *tc)
+{
+	const struct tool_def *d = tool_find(tc->name);
+	struct sess *s;
+	enum sess_err e = SE_OK;
+	char err[512];
+
+	if (tc->args == NULL)
+		tc->args = cJSON_CreateObject();
+	if (tools_check(tc->name, tc->args, err, sizeof(err)) == -1) {
+		set_text(tc, err, 1);
+		return;
+	}
+	if (d->flags & TOOL_NO_SANDBOX) {
+		d->handler(tc, m, NULL, c, tc->args);
+		return;
+	}
+	if ((s = sess_get(m, tc->sid, tc->org, tc->user, 1, &e, err, sizeof(err))) == NULL) {
+		sess_error(tc, e, err);
+		return;
+	}
+	if (d->flags & TOOL_NO_ENTER) {
+		d->handler(tc, m, s, c, tc->args);
+		goto out;
+	}
+	if (sess_enter(s, &e, err, sizeof(err)) == -1) {
+		sess_error(tc, e, err);
+		goto out;
+	}
+	/* The tool's own waits on the agent give up as soon as the call is
+	 * cancelled (not the sandbox's set-up above: it must complete). */
+	agentc_set_cancel(&tc->cancelled, 0);
+	d->handler(tc, m, s, c, tc->args);
+	agentc_set_cancel(NULL, 0);
+	sess_leave(s);
+out:
+	sess_put(s);
+}
 
 void
 tools_run(struct sessmgr *m, const struct conf *c, struct tool_call *tc)
@@ -884,10 +1049,11 @@ tools_run(struct sessmgr *m, const struct conf *c, struct tool_call *tc)
 void
 tools_cancel(struct sessmgr *m, struct tool_call *tc)
 {
+	const struct tool_def *d = tool_find(tc->name);
 	struct timespec ts = { 0, 100 * 1000000 };
 	int i;
 
-	if (strcmp(tc->name, "shell") != 0)
+	if (d == NULL || (d->flags & TOOL_INTERRUPT) == 0)
 		return;
 	/*
 	 * The call may not have reached the shell yet (the shell is idle):
@@ -898,87 +1064,4 @@ tools_cancel(struct sessmgr *m, struct tool_call *tc)
 			return;
 		nanosleep(&ts, NULL);
 	}
-}
-
-static void
-tools_run1(struct sessmgr *m, const struct conf *c, struct tool_call *tc)
-{
-	struct sess *s;
-	enum sess_err e = SE_OK;
-	char err[512];
-
-	if (tc->args == NULL)
-		tc->args = cJSON_CreateObject();
-	if (strcmp(tc->name, "clear_session") == 0) {
-		static const char *const none[] = { NULL };
-		if (arg_only(tc->args, none, err, sizeof(err)) == -1) {
-			set_text(tc, err, 1);
-			return;
-		}
-		if (sess_delete(m, tc->sid, "clear_session", &e, err, sizeof(err)) == -1 &&
-		    e != SE_NOTFOUND) {
-			sess_error(tc, e, err);
-			return;
-		}
-		set_text(tc, "Session cleared: its sandbox and workspace are gone. The "
-		    "next tool call starts a fresh default sandbox.", 0);
-		return;
-	}
-	if ((s = sess_get(m, tc->sid, tc->org, tc->user, 1, &e, err, sizeof(err))) == NULL) {
-		sess_error(tc, e, err);
-		return;
-	}
-	if (strcmp(tc->name, "create_sandbox") == 0) {
-		static const char *const allowed[] = { "image", "use_kata",
-		    "run_as_root", "writable_root", NULL };
-		struct sess_opts o;
-		struct buf out;
-		const char *img;
-
-		if (arg_only(tc->args, allowed, err, sizeof(err)) == -1 ||
-		    arg_str(tc->args, "image", 0, 255, &img, err, sizeof(err)) == -1 ||
-		    arg_bool(tc->args, "use_kata", &o.use_kata, err, sizeof(err)) == -1 ||
-		    arg_bool(tc->args, "run_as_root", &o.run_as_root, err, sizeof(err)) == -1 ||
-		    arg_bool(tc->args, "writable_root", &o.writable_root, err, sizeof(err)) == -1) {
-			set_text(tc, err, 1);
-			goto out;
-		}
-		o.image = img;
-		if (sess_reprovision(s, &o, &e, err, sizeof(err)) == -1) {
-			sess_error(tc, e, err);
-			goto out;
-		}
-		buf_init(&out, 4096);
-		ign(buf_addf(&out, "A fresh sandbox is ready (id %s, image %s). "
-		    "Its workspace is /workspace.", sess_sandbox_id(s),
-		    img ? img : "default"));
-		set_buf(tc, &out, 0);
-		buf_free(&out);
-		goto out;
-	}
-	if (sess_enter(s, &e, err, sizeof(err)) == -1) {
-		sess_error(tc, e, err);
-		goto out;
-	}
-	/* The tool's own waits on the agent give up as soon as the call is
-	 * cancelled (not the sandbox's set-up above: it must complete). */
-	agentc_set_cancel(&tc->cancelled, 0);
-	if (strcmp(tc->name, "shell") == 0)
-		t_shell(tc, s, c);
-	else if (strcmp(tc->name, "shell_async") == 0)
-		t_shell_async(tc, s);
-	else if (strcmp(tc->name, "shell_poll") == 0)
-		t_shell_job(tc, s, c, 0);
-	else if (strcmp(tc->name, "shell_wait") == 0)
-		t_shell_job(tc, s, c, 1);
-	else if (strcmp(tc->name, "shell_stop") == 0)
-		t_shell_job(tc, s, c, 2);
-	else if (strcmp(tc->name, "str_replace_based_edit_tool") == 0)
-		t_edit(tc, s);
-	else
-		set_text(tc, "unknown tool", 1);
-	agentc_set_cancel(NULL, 0);
-	sess_leave(s);
-out:
-	sess_put(s);
 }

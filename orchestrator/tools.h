@@ -1,7 +1,7 @@
 /*
  * tools.h: the MCP tools (names, JSON Schemas, descriptions) and their
- * execution against a session's sandbox. tools_run blocks: call it on a
- * worker thread.
+ * execution against a session's sandbox. A tool's inputSchema is also its
+ * argument check (schema.h). tools_run blocks: call it on a worker thread.
  */
 #ifndef TOOLS_H
 #define TOOLS_H
@@ -29,9 +29,15 @@ struct tool_call {
 	atomic_int	 refs;
 };
 
-int	tools_init(void);		/* parses the schemas; -1 on a bug */
+int	tools_init(void);		/* compiles the schemas; -1 on a bug */
 void	tools_cleanup(void);
 int	tools_exists(const char *name);
+/*
+ * Checks a call's arguments against the tool's inputSchema, as tools_run
+ * does first: 0, or -1 with the message the call's result would carry.
+ */
+int	tools_check(const char *name, const cJSON *args, char *err,
+	    size_t errlen);
 /* A fresh copy of the tools array for tools/list (caller frees). */
 cJSON	*tools_list(void);
 /* Runs the call; always sets tc->result. */
