@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# layers.sh OBJ...: the calls between the given objects (one program's or
+# one part's) must point one way. Prints each pair of objects that use
+# symbols of each other ("CYCLE: a <-> b"), exits 1 if there is one.
+# A symbol counts for the object that defines it (nm --defined-only); a
+# use is an undefined symbol of another object (nm -u). Calls through
+# function pointers (route tables, callbacks) are not links and do not count.
+set -u
+declare -A def
+for o in "$@"; do
+	while read -r _ _ s; do def[$s]=$o; done < <(nm --defined-only -g "$o")
+done
+edges=$(for o in "$@"; do
+	while read -r _ s; do
+		d=${def[$s]:-}
+		[ -n "$d" ] && [ "$d" != "$o" ] && echo "$o $d"
+	done < <(nm -u "$o")
+done | sort -u)
+rc=0
+while read -r a b; do
+	[ -z "$a" ] && continue
+	if [[ "$a" < "$b" ]] && grep -qx "$b $a" <<<"$edges"; then
+		echo "CYCLE: ${a#"${B:-build}"/} <-> ${b#"${B:-build}"/}"
+		rc=1
+	fi
+done <<<"$edges"
+exit $rc
