@@ -5,7 +5,7 @@
  * in tests/e2e/4x-*.sh (they need root, bwrap and the agent).
  */
 #include "../../orchestrator/runtime/local/local.c"
-#include "../../orchestrator/runtime/local/sys.c"
+#include "../../orchestrator/runtime/local/spawn.c"
 
 #include <sys/wait.h>
 
