@@ -90,7 +90,7 @@ TEST(test_record_roundtrip_and_hostile)
 	/* hostile or broken records are refused, never half-loaded */
 	snprintf(p, sizeof(p), "%s/sb-1/record.json", rl->state_dir);
 	for (i = 0; i < NELEM(bad); i++) {
-		CHECK(rl_write_atomic(p, bad[i], strlen(bad[i]), 0600, e,
+		CHECK(util_write_file_atomic(p, bad[i], strlen(bad[i]), 0600, e,
 		    sizeof(e)) == 0);
 		CHECK(rec_load(rl, "sb-1", &r2, e, sizeof(e)) == -1);
 	}
@@ -102,7 +102,7 @@ TEST(test_record_roundtrip_and_hostile)
 		memset(big, ' ', n);
 		big[0] = '{';
 		big[n - 1] = '}';
-		CHECK(rl_write_atomic(p, big, n, 0600, e, sizeof(e)) == 0);
+		CHECK(util_write_file_atomic(p, big, n, 0600, e, sizeof(e)) == 0);
 		CHECK(rec_load(rl, "sb-1", &r2, e, sizeof(e)) == -1);
 		free(big);
 	}
@@ -125,14 +125,14 @@ TEST(test_pidfile)
 	snprintf(p, sizeof(p), "%s/sb-2/pid", rl->state_dir);
 	snprintf(line, sizeof(line), "%d %lld %d %lld 123\n", (int)getpid(),
 	    rl_proc_start(getpid()), (int)getpid(), rl_proc_start(getpid()));
-	CHECK(rl_write_atomic(p, line, strlen(line), 0600, e, sizeof(e)) == 0);
+	CHECK(util_write_file_atomic(p, line, strlen(line), 0600, e, sizeof(e)) == 0);
 	CHECK(pid_load(rl, "sb-2", &pr) == 0);
 	CHECK(pid_alive(&pr));
 	/* a reused pid: same number, other start time */
 	pr.child_start++;
 	CHECK(!pid_alive(&pr));
 	for (i = 0; i < NELEM(bad); i++) {
-		CHECK(rl_write_atomic(p, bad[i], strlen(bad[i]), 0600, e,
+		CHECK(util_write_file_atomic(p, bad[i], strlen(bad[i]), 0600, e,
 		    sizeof(e)) == 0);
 		CHECK(pid_load(rl, "sb-2", &pr) == -1);
 	}
@@ -188,16 +188,16 @@ TEST(test_uid_alloc)
 	snprintf(p, sizeof(p), "%s/u-9", rl->state_dir);
 	mkdir(p, 0711);
 	snprintf(p, sizeof(p), "%s/u-9/uid", rl->state_dir);
-	CHECK(rl_write_atomic(p, "5000001\n", 8, 0600, e, sizeof(e)) == 0);
+	CHECK(util_write_file_atomic(p, "5000001\n", 8, 0600, e, sizeof(e)) == 0);
 	CHECK(alloc_uid(rl, &uid, e, sizeof(e)) == 0);
 	CHECK_INT(uid, rl->c.uid_base + 3);
 	snprintf(p, sizeof(p), "%s/u-9/uid", rl->state_dir);
-	CHECK(rl_write_atomic(p, "5000003\n", 8, 0600, e, sizeof(e)) == 0);
+	CHECK(util_write_file_atomic(p, "5000003\n", 8, 0600, e, sizeof(e)) == 0);
 	/* all 4 used now: a clear error */
 	snprintf(p, sizeof(p), "%s/u-8", rl->state_dir);
 	mkdir(p, 0711);
 	snprintf(p, sizeof(p), "%s/u-8/uid", rl->state_dir);
-	CHECK(rl_write_atomic(p, "5000001\n", 8, 0600, e, sizeof(e)) == 0);
+	CHECK(util_write_file_atomic(p, "5000001\n", 8, 0600, e, sizeof(e)) == 0);
 	CHECK(alloc_uid(rl, &uid, e, sizeof(e)) == -1);
 	CHECK(strstr(e, "uid_count") != NULL);
 	free(rl);
@@ -333,13 +333,20 @@ mkfake(const char *root, const char *const *paths, size_t n)
 	}
 }
 
+/* dir/f's contents (the caller frees), or NULL. */
 static char *
 slurp(const char *dir, const char *f)
 {
-	char p[700];
+	char p[700], e[800];
+	struct buf b;
 
 	snprintf(p, sizeof(p), "%s/%s", dir, f);
-	return rl_read_file(p, 4096, NULL);
+	buf_init(&b, 4096);
+	if (util_read_file(p, &b, e, sizeof(e)) == -1) {
+		buf_free(&b);
+		return NULL;
+	}
+	return buf_steal(&b, NULL);
 }
 
 /* Path and controller selection on pure v2, hybrid and v1-only trees, and
@@ -475,7 +482,7 @@ TEST(test_uid_ranges)
 	rec_clear(&r);
 	/* a record without uid_range (older) reads as one id */
 	snprintf(p, sizeof(p), "%s/old/record.json", rl->state_dir);
-	CHECK(rl_write_atomic(p, "{\"uid\":5000001,\"image_dir\":\"/x\"}", 33,
+	CHECK(util_write_file_atomic(p, "{\"uid\":5000001,\"image_dir\":\"/x\"}", 33,
 	    0600, e, sizeof(e)) == 0);
 	CHECK(rec_load(rl, "old", &r, e, sizeof(e)) == 0);
 	CHECK_INT(r.uid_range, 1);

@@ -37,6 +37,8 @@
 #include "util.h"
 
 #define RL_RECORD_MAX	((size_t)256 * 1024)	/* record.json */
+#define RL_PIDFILE_MAX	512	/* five numbers: longer is not ours */
+#define RL_UIDFILE_MAX	64	/* one number */
 #define RL_MAX_LABELS	256
 #define RL_MAX_ENV	256
 #define RL_PROXY_PORT	3128
@@ -89,7 +91,7 @@ struct steps {
 static void
 steps_init(struct steps *s)
 {
-	s->t0 = s->last = rl_mono_us();
+	s->t0 = s->last = util_mono_us();
 	s->off = 0;
 	s->buf[0] = '\0';
 }
@@ -114,14 +116,14 @@ static void
 step(struct steps *s, const char *name)
 {
 	if (s != NULL)
-		step_dur(s, name, rl_mono_us() - s->last);
+		step_dur(s, name, util_mono_us() - s->last);
 }
 
 static void
 steps_log(struct steps *s, const char *id, const char *what)
 {
 	log_debug("sandbox=%s %s:%s total=%.1f", id, what, s->buf,
-	    (double)(rl_mono_us() - s->t0) / 1000.0);
+	    (double)(util_mono_us() - s->t0) / 1000.0);
 }
 
 static void
@@ -206,19 +208,20 @@ static int
 rec_load(const struct rl *rl, const char *id, struct rec *r, char *err,
     size_t errlen)
 {
-	char p[RL_PATH_MAX];
-	char *s;
-	size_t len;
+	char p[RL_PATH_MAX], e[RL_PATH_MAX + 64];
+	struct buf b;
 	cJSON *o, *lim;
 
 	memset(r, 0, sizeof(*r));
+	buf_init(&b, RL_RECORD_MAX);
 	if (sdir_path(rl, id, "record.json", p, sizeof(p)) == -1 ||
-	    (s = rl_read_file(p, RL_RECORD_MAX, &len)) == NULL) {
+	    util_read_file_flags(p, O_NOFOLLOW, &b, e, sizeof(e)) == -1) {
+		buf_free(&b);
 		snprintf(err, errlen, "%s: no record", id);
 		return -1;
 	}
-	o = cJSON_ParseWithLength(s, len);
-	free(s);
+	o = b.p != NULL ? cJSON_ParseWithLength(b.p, b.len) : NULL;
+	buf_free(&b);
 	if (!cJSON_IsObject(o)) {
 		cJSON_Delete(o);
 		snprintf(err, errlen, "%s: record is not valid JSON", id);
@@ -311,8 +314,8 @@ rec_save(const struct rl *rl, const struct rec *r, int durable, char *err,
 		snprintf(err, errlen, "path too long");
 		return -1;
 	}
-	rc = durable ? rl_write_atomic(p, s, strlen(s), 0600, err, errlen) :
-	    rl_write_replace(p, s, strlen(s), 0600, err, errlen);
+	rc = durable ? util_write_file_atomic(p, s, strlen(s), 0600, err,
+	    errlen) : util_write_file_replace(p, s, strlen(s), 0600, err, errlen);
 	free(s);
 	return rc;
 }
@@ -320,17 +323,21 @@ rec_save(const struct rl *rl, const struct rec *r, int durable, char *err,
 static int
 pid_load(const struct rl *rl, const char *id, struct pidrec *pr)
 {
-	char p[RL_PATH_MAX], *s;
+	char p[RL_PATH_MAX], e[RL_PATH_MAX + 64];
+	struct buf b;
 	int n;
 
 	memset(pr, 0, sizeof(*pr));
+	buf_init(&b, RL_PIDFILE_MAX);
 	if (sdir_path(rl, id, "pid", p, sizeof(p)) == -1 ||
-	    (s = rl_read_file(p, 512, NULL)) == NULL)
+	    util_read_file_flags(p, O_NOFOLLOW, &b, e, sizeof(e)) == -1) {
+		buf_free(&b);
 		return -1;
-	n = sscanf(s, "%lld %lld %lld %lld %lld", &pr->bwrap_pid,
-	    &pr->bwrap_start, &pr->child_pid, &pr->child_start,
-	    &pr->started_ms);
-	free(s);
+	}
+	n = b.p != NULL ? sscanf(b.p, "%lld %lld %lld %lld %lld",
+	    &pr->bwrap_pid, &pr->bwrap_start, &pr->child_pid,
+	    &pr->child_start, &pr->started_ms) : 0;
+	buf_free(&b);
 	if (n != 5 || pr->bwrap_pid <= 1 || pr->child_pid <= 1 ||
 	    pr->bwrap_pid > INT_MAX || pr->child_pid > INT_MAX) {
 		memset(pr, 0, sizeof(*pr));
@@ -574,46 +581,49 @@ static int
 install_ca(const struct rl *rl, const struct rec *r, const char *upper,
     char *err, size_t errlen)
 {
-	char p[RL_PATH_MAX + 64];
-	char *ca, *sys = NULL;
-	size_t calen, syslen = 0;
-	struct buf b;
+	char p[RL_PATH_MAX + 64], e[RL_PATH_MAX + 128];
+	struct buf ca, sys, b;
 	int rc = -1;
 
 	if (rl->c.proxy_ca_cert == NULL || rl->c.proxy_ca_cert[0] == '\0')
 		return 0;
-	if ((ca = rl_read_file(rl->c.proxy_ca_cert, RL_CA_MAX, &calen)) == NULL) {
-		snprintf(err, errlen, "proxy_ca_cert %s: %s",
-		    rl->c.proxy_ca_cert, strerror(errno));
-		return -1;
+	buf_init(&ca, RL_CA_MAX);
+	buf_init(&sys, RL_CA_MAX);
+	buf_init(&b, 2 * RL_CA_MAX + 16);
+	/* O_NOFOLLOW: a linked CA path has always been refused */
+	if (util_read_file_flags(rl->c.proxy_ca_cert, O_NOFOLLOW, &ca, e,
+	    sizeof(e)) == -1) {
+		snprintf(err, errlen, "proxy_ca_cert %s", e);
+		goto out;
 	}
-	if (strstr(ca, "-----BEGIN CERTIFICATE-----") == NULL) {
+	if (ca.p == NULL || strstr(ca.p, "-----BEGIN CERTIFICATE-----") == NULL) {
 		snprintf(err, errlen, "proxy_ca_cert %s: no PEM certificate",
 		    rl->c.proxy_ca_cert);
-		free(ca);
-		return -1;
+		goto out;
 	}
+	/* the image's bundle, if any; O_NOFOLLOW: a link in an image means
+	 * a path inside the sandbox, not on the host */
 	snprintf(p, sizeof(p), "%s/etc/ssl/certs/ca-certificates.crt",
 	    r->image_dir);
-	sys = rl_read_file(p, RL_CA_MAX, &syslen);
-	buf_init(&b, 2 * RL_CA_MAX + 16);
-	if ((sys != NULL && buf_add(&b, sys, syslen) == -1) ||
-	    (sys != NULL && syslen > 0 && sys[syslen - 1] != '\n' && buf_addstr(&b, "\n") == -1) ||
-	    buf_add(&b, ca, calen) == -1) {
+	if (util_read_file_flags(p, O_NOFOLLOW, &sys, e, sizeof(e)) == -1)
+		buf_reset(&sys);
+	if ((sys.len > 0 && buf_add(&b, sys.p, sys.len) == -1) ||
+	    (sys.len > 0 && sys.p[sys.len - 1] != '\n' &&
+	    buf_addstr(&b, "\n") == -1) || buf_add(&b, ca.p, ca.len) == -1) {
 		snprintf(err, errlen, "CA bundle too large");
 		goto out;
 	}
 	if (write_in_upper(upper, "etc/ssl/certs", "ca-certificates.crt",
 	    b.p, b.len, (uid_t)r->uid, (gid_t)r->uid, err, errlen) == -1 ||
 	    write_in_upper(upper, "usr/local/share/ca-certificates",
-	    "egress-proxy-ca.crt", ca, calen, (uid_t)r->uid, (gid_t)r->uid,
+	    "egress-proxy-ca.crt", ca.p, ca.len, (uid_t)r->uid, (gid_t)r->uid,
 	    err, errlen) == -1)
 		goto out;
 	rc = 0;
 out:
 	buf_free(&b);
-	free(ca);
-	free(sys);
+	buf_free(&sys);
+	buf_free(&ca);
 	return rc;
 }
 
@@ -1058,7 +1068,7 @@ do_start(struct rl *rl, struct rec *r, const struct rt_kv *xenv, size_t nxenv,
 	    pr.started_ms);
 	snprintf(kv, sizeof(kv), "%s/pid", sdir);
 	if (pr.child_start == -1 ||
-	    rl_write_replace(kv, pidline, strlen(pidline), 0600, err,
+	    util_write_file_replace(kv, pidline, strlen(pidline), 0600, err,
 	    errlen) == -1) {
 		if (pr.child_start == -1)
 			snprintf(err, errlen, "sandbox exited at once (see %s)",
@@ -1121,16 +1131,19 @@ mark_id(const char *id, void *arg)
 {
 	struct uids *u = arg;
 	struct rec r;
-	char e[256], p[RL_PATH_MAX], *s;
+	struct buf b;
+	char e[RL_PATH_MAX + 64], p[RL_PATH_MAX];
 
 	if (rec_load(u->rl, id, &r, e, sizeof(e)) == 0) {
 		mark_used(u, r.uid, r.uid_range);
 		rec_clear(&r);
 	} else if (sdir_path(u->rl, id, "uid", p, sizeof(p)) == 0) {
 		/* a create that died before its record was written */
-		s = rl_read_file(p, 64, NULL);
-		mark_used(u, s != NULL ? strtoll(s, NULL, 10) : 0, u->R);
-		free(s);
+		buf_init(&b, RL_UIDFILE_MAX);
+		mark_used(u, util_read_file_flags(p, O_NOFOLLOW, &b, e,
+		    sizeof(e)) == 0 && b.p != NULL ? strtoll(b.p, NULL, 10) : 0,
+		    u->R);
+		buf_free(&b);
 	}
 }
 
@@ -1384,7 +1397,7 @@ rl_create(struct runtime *rt, const struct rt_spec *spec, struct rt_info *out,
 	r.uid_range = rl->c.uid_range;
 	snprintf(e, sizeof(e), "%lld\n", r.uid);
 	if (sdir_path(rl, r.id, "uid", p, sizeof(p)) == -1 ||
-	    rl_write_replace(p, e, strlen(e), 0600, err, errlen) == -1 ||
+	    util_write_file_replace(p, e, strlen(e), 0600, err, errlen) == -1 ||
 	    rec_save(rl, &r, 0, err, errlen) == -1)
 		goto unlock;
 	rc = 0;

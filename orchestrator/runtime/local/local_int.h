@@ -102,21 +102,9 @@ int	rl_netns_listener(pid_t pid, int port, char *err, size_t errlen);
 /* A memfd holding the seccomp BPF program bwrap --seccomp loads; -1 on
  * error. */
 int	rl_seccomp_fd(char *err, size_t errlen);
-/* Monotonic clock in microseconds (step timing). */
-long long rl_mono_us(void);
 /* /proc/<pid>/stat start time (clock ticks since boot), or -1. */
 long long rl_proc_start(pid_t);
 /* Removes a directory tree without following symlinks; 0 or -1. */
 int	rl_rmtree(const char *path, char *err, size_t errlen);
-/* Writes data to path atomically (temp + fsync + rename), mode. */
-int	rl_write_atomic(const char *path, const void *, size_t, int mode,
-	    char *err, size_t errlen) WUNRES;
-/* The same without fsync (create, start, set_labels, attach_egress:
- * atomic against crashes of the process, not of the machine; ext4's
- * auto_da_alloc orders the data before the rename anyway). */
-int	rl_write_replace(const char *path, const void *, size_t, int mode,
-	    char *err, size_t errlen) WUNRES;
-/* Reads a whole small file (<= max) into a NUL-terminated heap buffer. */
-char	*rl_read_file(const char *path, size_t max, size_t *lenp);
 
 #endif

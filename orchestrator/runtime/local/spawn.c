@@ -34,20 +34,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "log.h"
 #include "local_int.h"
+#include "util.h"
 #include "xmalloc.h"
 
 /* ---- small helpers ---- */
-
-long long
-rl_mono_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
 
 static int
 write_str(const char *path, const char *s)
@@ -62,79 +55,6 @@ write_str(const char *path, const char *s)
 	if (close(fd) == -1)
 		rc = -1;
 	return rc;
-}
-
-char *
-rl_read_file(const char *path, size_t max, size_t *lenp)
-{
-	char *p;
-	size_t len = 0;
-	ssize_t n;
-	int fd;
-
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1)
-		return NULL;
-	p = xmalloc(max + 1);
-	while (len < max) {
-		n = read(fd, p + len, max - len);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-	}
-	close(fd);
-	p[len] = '\0';
-	if (lenp != NULL)
-		*lenp = len;
-	return p;
-}
-
-static int
-write_atomic(const char *path, const void *data, size_t len, int mode,
-    int durable, char *err, size_t errlen)
-{
-	char tmp[RL_PATH_MAX + 32];
-	int fd;
-
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path,
-	    (long)syscall(SYS_gettid)) >= (int)sizeof(tmp)) {
-		snprintf(err, errlen, "path too long: %s", path);
-		return -1;
-	}
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
-	    mode);
-	if (fd == -1) {
-		snprintf(err, errlen, "open %s: %s", tmp, strerror(errno));
-		return -1;
-	}
-	if (write(fd, data, len) != (ssize_t)len ||
-	    (durable && fsync(fd) == -1)) {
-		snprintf(err, errlen, "write %s: %s", tmp, strerror(errno));
-		close(fd);
-		unlink(tmp);
-		return -1;
-	}
-	if (close(fd) == -1 || rename(tmp, path) == -1) {
-		snprintf(err, errlen, "rename %s: %s", path, strerror(errno));
-		unlink(tmp);
-		return -1;
-	}
-	return 0;
-}
-
-int
-rl_write_atomic(const char *path, const void *data, size_t len, int mode,
-    char *err, size_t errlen)
-{
-	return write_atomic(path, data, len, mode, 1, err, errlen);
-}
-
-int
-rl_write_replace(const char *path, const void *data, size_t len, int mode,
-    char *err, size_t errlen)
-{
-	return write_atomic(path, data, len, mode, 0, err, errlen);
 }
 
 long long
@@ -177,15 +97,27 @@ rl_proc_start(pid_t pid)
 
 /* ---- cgroups ---- */
 
+/* A cgroup control file (cgroup.controllers, memory.events): a few lines. */
+#define RL_CG_FILE_MAX	4096
+/* cgroup.procs read at once: some 130k pids (8 bytes a line), far above
+ * the default pids_max; a longer list is read again after the first batch
+ * is killed. */
+#define RL_PROCS_MAX	((size_t)1 << 20)
+
 static int
 file_has_word(const char *path, const char *word)
 {
-	char *s, *t;
+	char e[RL_PATH_MAX + 64], *s, *t;
 	size_t wl = strlen(word);
+	struct buf b;
 	int found = 0;
 
-	if ((s = rl_read_file(path, 4096, NULL)) == NULL)
+	buf_init(&b, RL_CG_FILE_MAX);
+	if (util_read_file_flags(path, O_NOFOLLOW, &b, e, sizeof(e)) == -1 ||
+	    (s = b.p) == NULL) {
+		buf_free(&b);
 		return 0;
+	}
 	for (t = s; (t = strstr(t, word)) != NULL; t += wl) {
 		if ((t == s || t[-1] == ' ' || t[-1] == '\n') &&
 		    (t[wl] == ' ' || t[wl] == '\n' || t[wl] == '\0')) {
@@ -193,7 +125,7 @@ file_has_word(const char *path, const char *word)
 			break;
 		}
 	}
-	free(s);
+	buf_free(&b);
 	return found;
 }
 
@@ -420,20 +352,40 @@ rl_cg_procs_files(const struct rl_cg *cg, const char *id,
 	return 0;
 }
 
+/*
+ * Reads dir/id/cgroup.procs into b (empty: -1). A list longer than
+ * RL_PROCS_MAX keeps what fitted: enough to count (non-zero) and to kill
+ * a first batch, as the kill loop reads it again until it is empty.
+ */
+static int
+read_procs(const char *dir, const char *id, struct buf *b)
+{
+	char p[RL_PATH_MAX + 128], e[RL_PATH_MAX + 192];
+
+	buf_init(b, RL_PROCS_MAX);
+	snprintf(p, sizeof(p), "%s/%s/cgroup.procs", dir, id);
+	if (util_read_file_flags(p, O_NOFOLLOW, b, e, sizeof(e)) == -1 &&
+	    b->len == 0) {
+		buf_free(b);
+		return -1;
+	}
+	return 0;
+}
+
 /* Counts pids listed in dir/id/cgroup.procs; -1 if unreadable. */
 static int
 count_procs(const char *dir, const char *id)
 {
-	char p[RL_PATH_MAX + 128], *s, *t;
+	struct buf b;
+	size_t i;
 	int n = 0;
 
-	snprintf(p, sizeof(p), "%s/%s/cgroup.procs", dir, id);
-	if ((s = rl_read_file(p, 1 << 20, NULL)) == NULL)
+	if (read_procs(dir, id, &b) == -1)
 		return -1;
-	for (t = s; *t != '\0'; t++)
-		if (*t == '\n')
+	for (i = 0; i < b.len; i++)
+		if (b.p[i] == '\n')
 			n++;
-	free(s);
+	buf_free(&b);
 	return n;
 }
 
@@ -453,23 +405,27 @@ rl_cg_nprocs(const struct rl_cg *cg, const char *id)
 static void
 kill_listed(const char *dir, const char *id)
 {
-	char p[RL_PATH_MAX + 128], *s, *t, *e;
+	struct buf b;
+	char *t, *e;
 	long v;
 
-	snprintf(p, sizeof(p), "%s/%s/cgroup.procs", dir, id);
-	if ((s = rl_read_file(p, 1 << 20, NULL)) == NULL)
+	if (read_procs(dir, id, &b) == -1 || b.p == NULL) {
+		buf_free(&b);
 		return;
-	for (t = s; *t != '\0'; t = e) {
+	}
+	for (t = b.p; *t != '\0'; t = e) {
 		errno = 0;
 		v = strtol(t, &e, 10);
 		if (e == t)
 			break;
-		if (errno == 0 && v > 1 && v <= INT_MAX)
+		/* only whole lines: a list cut at RL_PROCS_MAX may end in part
+		 * of a number, another process's pid */
+		if (errno == 0 && v > 1 && v <= INT_MAX && *e == '\n')
 			(void)kill((pid_t)v, SIGKILL);
 		while (*e == '\n')
 			e++;
 	}
-	free(s);
+	buf_free(&b);
 }
 
 static void
@@ -540,13 +496,18 @@ rl_cg_oom_file(const struct rl_cg *cg, const char *id, char *out,
 long long
 rl_cg_oom_kills(const struct rl_cg *cg, const char *id)
 {
-	char p[RL_PATH_MAX + 128], *s, *t;
+	char p[RL_PATH_MAX + 128], e[RL_PATH_MAX + 192], *t;
 	long long v = -1;
+	struct buf b;
 
 	rl_cg_oom_file(cg, id, p, sizeof(p));
-	if (p[0] == '\0' || (s = rl_read_file(p, 4096, NULL)) == NULL)
+	buf_init(&b, RL_CG_FILE_MAX);
+	if (p[0] == '\0' || util_read_file_flags(p, O_NOFOLLOW, &b, e,
+	    sizeof(e)) == -1 || b.p == NULL) {
+		buf_free(&b);
 		return -1;
-	for (t = s; t != NULL && *t != '\0'; ) {
+	}
+	for (t = b.p; t != NULL && *t != '\0'; ) {
 		if (strncmp(t, "oom_kill ", 9) == 0) {
 			v = strtoll(t + 9, NULL, 10);
 			break;
@@ -555,7 +516,7 @@ rl_cg_oom_kills(const struct rl_cg *cg, const char *id)
 		if (t != NULL)
 			t++;
 	}
-	free(s);
+	buf_free(&b);
 	return v;
 }
 
@@ -1143,7 +1104,7 @@ rl_spawn(struct rl_spawn *s, int timeout_ms, char *err, size_t errlen)
 		snprintf(err, errlen, "state paths must not contain ',' or ':'");
 		return -1;
 	}
-	t0 = rl_mono_us();
+	t0 = util_mono_us();
 	/* bwrap runs as the host id of the agent's user inside: in a range,
 	 * uid + inner_uid, so it joins N2 as inner_uid (no switch needed:
 	 * bwrap keeps no capability to switch ids in a namespace it joins) */
@@ -1155,7 +1116,7 @@ rl_spawn(struct rl_spawn *s, int timeout_ms, char *err, size_t errlen)
 		snprintf(err, errlen, "sandbox user namespace: %s", e);
 		goto out;
 	}
-	s->us_idmap = rl_mono_us() - t0;
+	s->us_idmap = util_mono_us() - t0;
 	t0 += s->us_idmap;
 	c.logfd = open(s->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC |
 	    O_NOFOLLOW, 0600);
@@ -1193,7 +1154,7 @@ rl_spawn(struct rl_spawn *s, int timeout_ms, char *err, size_t errlen)
 	pthread_mutex_unlock(&setid_mu);
 	close(infop[1]);
 	infop[1] = -1;
-	s->us_detach = rl_mono_us() - t0;
+	s->us_detach = util_mono_us() - t0;
 	if (c.gpid > 0)
 		s->pid = c.gpid;
 	if (c.fail_step != 0) {
