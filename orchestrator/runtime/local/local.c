@@ -36,57 +36,12 @@
 #include "xmalloc.h"
 #include "util.h"
 
-#define RL_RECORD_MAX	((size_t)256 * 1024)	/* record.json */
 #define RL_PIDFILE_MAX	512	/* five numbers: longer is not ours */
 #define RL_UIDFILE_MAX	64	/* one number */
-#define RL_MAX_LABELS	256
 #define RL_MAX_ENV	256
 #define RL_PROXY_PORT	3128
 #define RL_CA_MAX	((size_t)4 * 1024 * 1024)
-#define RL_INNER_UID	1000		/* run_as_root = 0 */
 #define RL_DISK_MIN	(16LL << 20)
-
-struct rl {
-	struct rt_local_conf	 c;	/* strings owned */
-	struct rl_cg		 cg;
-	pthread_mutex_t		 mu;	/* uid allocation */
-	char			 state_dir[RL_PATH_MAX];
-	char			 images_dir[RL_PATH_MAX];
-	char			 agent_bin[RL_PATH_MAX];
-};
-
-/* A sandbox record, as kept in record.json. */
-struct rec {
-	char		 id[ID_SANDBOX_MAX];
-	char		 image[256];
-	char		 image_dir[RL_PATH_MAX];
-	char		 phase[16];	/* creating running stopped failed */
-	char		 reason[256];
-	long long	 uid;		/* host ids uid..uid+uid_range-1 */
-	long long	 uid_range;	/* 1 in records older than ranges */
-	long long	 created_ms;
-	long long	 disk_bytes;	/* 0: no disk image (no limit) */
-	struct rl_limits lim;
-	int		 run_as_root;
-	int		 writable_root;
-	cJSON		*labels;	/* object of strings */
-	cJSON		*env;		/* object of strings */
-};
-
-/* What the pid file says. */
-struct pidrec {
-	long long	bwrap_pid, bwrap_start;
-	long long	child_pid, child_start;
-	long long	started_ms;
-};
-
-/* Step timing of the create/start path, logged at debug level as one line:
- * "sandbox=ID start: cg=0.4 spawn=61.2 ... total=83.0" (ms per step). */
-struct steps {
-	long long	t0, last;	/* us */
-	size_t		off;
-	char		buf[384];
-};
 
 static void
 steps_init(struct steps *s)
@@ -124,15 +79,6 @@ steps_log(struct steps *s, const char *id, const char *what)
 {
 	log_debug("sandbox=%s %s:%s total=%.1f", id, what, s->buf,
 	    (double)(util_mono_us() - s->t0) / 1000.0);
-}
-
-static void
-sleep_us(long us)
-{
-	struct timespec ts = { us / 1000000, (us % 1000000) * 1000 };
-
-	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
-		;
 }
 
 static int

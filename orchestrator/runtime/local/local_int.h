@@ -8,8 +8,14 @@
 #define RUNTIME_LOCAL_INT_H
 
 #include <limits.h>
+#include <pthread.h>
 #include <sys/types.h>
+
+#include <cjson/cJSON.h>
+
 #include "attrib.h"
+#include "ids.h"
+#include "local.h"
 
 #define RL_PATH_MAX	512
 
@@ -32,6 +38,54 @@ struct rl_limits {
 	long long	mem_bytes;
 	long long	cpu_millis;
 	long long	pids_max;
+};
+
+#define RL_RECORD_MAX	((size_t)256 * 1024)	/* record.json */
+
+#define RL_MAX_LABELS	256
+
+#define RL_INNER_UID	1000		/* run_as_root = 0 */
+
+struct rl {
+	struct rt_local_conf	 c;	/* strings owned */
+	struct rl_cg		 cg;
+	pthread_mutex_t		 mu;	/* uid allocation */
+	char			 state_dir[RL_PATH_MAX];
+	char			 images_dir[RL_PATH_MAX];
+	char			 agent_bin[RL_PATH_MAX];
+};
+
+/* A sandbox record, as kept in record.json. */
+struct rec {
+	char		 id[ID_SANDBOX_MAX];
+	char		 image[256];
+	char		 image_dir[RL_PATH_MAX];
+	char		 phase[16];	/* creating running stopped failed */
+	char		 reason[256];
+	long long	 uid;		/* host ids uid..uid+uid_range-1 */
+	long long	 uid_range;	/* 1 in records older than ranges */
+	long long	 created_ms;
+	long long	 disk_bytes;	/* 0: no disk image (no limit) */
+	struct rl_limits lim;
+	int		 run_as_root;
+	int		 writable_root;
+	cJSON		*labels;	/* object of strings */
+	cJSON		*env;		/* object of strings */
+};
+
+/* What the pid file says. */
+struct pidrec {
+	long long	bwrap_pid, bwrap_start;
+	long long	child_pid, child_start;
+	long long	started_ms;
+};
+
+/* Step timing of the create/start path, logged at debug level as one line:
+ * "sandbox=ID start: cg=0.4 spawn=61.2 ... total=83.0" (ms per step). */
+struct steps {
+	long long	t0, last;	/* us */
+	size_t		off;
+	char		buf[384];
 };
 
 int	rl_cg_detect(const char *mode, const char *name, struct rl_cg *,
@@ -102,9 +156,16 @@ int	rl_netns_listener(pid_t pid, int port, char *err, size_t errlen);
 /* A memfd holding the seccomp BPF program bwrap --seccomp loads; -1 on
  * error. */
 int	rl_seccomp_fd(char *err, size_t errlen);
-/* /proc/<pid>/stat start time (clock ticks since boot), or -1. */
-long long rl_proc_start(pid_t);
 /* Removes a directory tree without following symlinks; 0 or -1. */
 int	rl_rmtree(const char *path, char *err, size_t errlen);
+
+/* proc.c */
+/* /proc/<pid>/stat start time (clock ticks since boot), or -1. */
+long long rl_proc_start(pid_t);
+/* Writes s into the existing file path (a kernel knob) in one write(2);
+ * 0 or -1 with errno. Only system calls. */
+int	write_str(const char *path, const char *s);
+/* Sleeps us microseconds, resuming after signals. */
+void	sleep_us(long us);
 
 #endif
