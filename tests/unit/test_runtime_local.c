@@ -7,6 +7,7 @@
 #include "../../orchestrator/runtime/local/local.c"
 #include "../../orchestrator/runtime/local/spawn.c"
 #include "../../orchestrator/runtime/local/proc.c"
+#include "../../orchestrator/runtime/local/record.c"
 
 #include <sys/wait.h>
 

@@ -159,6 +159,41 @@ int	rl_seccomp_fd(char *err, size_t errlen);
 /* Removes a directory tree without following symlinks; 0 or -1. */
 int	rl_rmtree(const char *path, char *err, size_t errlen);
 
+/* record.c */
+/* out = <state_dir>/<id>[/<sub>]; -1 if it does not fit outlen. */
+int	sdir_path(const struct rl *, const char *id, const char *sub,
+	    char *out, size_t outlen);
+/* Frees what a loaded record holds and zeroes it. */
+void	rec_clear(struct rec *);
+/* Loads <id>/record.json into r (give it to rec_clear). A record that
+ * does not parse or lacks its uid or image is refused whole: -1 with err. */
+int	rec_load(const struct rl *, const char *id, struct rec *r, char *err,
+	    size_t errlen);
+/* Replaces <id>/record.json with r (atomic rename; durable: fsync'd
+ * too). 0 or -1 with err (also when it would pass RL_RECORD_MAX). */
+int	rec_save(const struct rl *, const struct rec *r, int durable,
+	    char *err, size_t errlen);
+/* Loads <id>/pid; -1 if absent or not five sane numbers. */
+int	pid_load(const struct rl *, const char *id, struct pidrec *);
+/* 1 if the sandbox's pid 1 from the pid file still runs. */
+int	pid_alive(const struct pidrec *);
+/* Takes <id>/lock (nonblock: fail at once if held); the fd, or -1. */
+int	id_lock(const struct rl *, const char *id, int nonblock);
+/* Releases id_lock's fd (-1: nothing). */
+void	id_unlock(int fd);
+/* Checks id, locks the sandbox and loads its record: the lock fd (give
+ * it and r to rec_close), or -1 with err. */
+int	rec_open(const struct rl *, const char *id, struct rec *r, char *err,
+	    size_t errlen);
+void	rec_close(struct rec *r, int lfd);
+/* Calls fn(id, arg) for every sandbox directory in the state dir. */
+int	each_id(const struct rl *, void (*fn)(const char *, void *), void *arg,
+	    char *err, size_t errlen);
+/* A free block of uid_range host ids (uid_base + slot * uid_range), by
+ * the records and uid files in the state dir; the caller holds the global
+ * allocation lock. 0, or -1 with err. */
+int	alloc_uid(struct rl *, long long *uid, char *err, size_t errlen);
+
 /* proc.c */
 /* /proc/<pid>/stat start time (clock ticks since boot), or -1. */
 long long rl_proc_start(pid_t);
