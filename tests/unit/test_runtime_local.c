@@ -8,6 +8,7 @@
 #include "../../orchestrator/runtime/local/spawn.c"
 #include "../../orchestrator/runtime/local/proc.c"
 #include "../../orchestrator/runtime/local/record.c"
+#include "../../orchestrator/runtime/local/files.c"
 
 #include <sys/wait.h>
 

@@ -152,81 +152,6 @@ rl_proxy_env(char *out, size_t outlen)
 	    RL_CA_BUNDLE, out, outlen);
 }
 
-/* ---- files in the upper layer (sandbox-controlled: never follow links) ---- */
-
-/* Opens (creating as needed, owned by uid) the directory rel under the
- * directory fd top, one component at a time with O_NOFOLLOW. */
-static int
-open_dirs_nofollow(int top, const char *rel, uid_t uid, gid_t gid)
-{
-	char comp[256];
-	const char *p = rel, *e;
-	int fd, nfd;
-
-	if ((fd = dup(top)) == -1)
-		return -1;
-	while (*p != '\0') {
-		e = strchr(p, '/');
-		if (e == NULL)
-			e = p + strlen(p);
-		if ((size_t)(e - p) >= sizeof(comp) || e == p) {
-			close(fd);
-			errno = EINVAL;
-			return -1;
-		}
-		memcpy(comp, p, (size_t)(e - p));
-		comp[e - p] = '\0';
-		if (mkdirat(fd, comp, 0755) == 0 &&
-		    fchownat(fd, comp, uid, gid, AT_SYMLINK_NOFOLLOW) == -1) {
-			close(fd);
-			return -1;
-		}
-		nfd = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-		    O_CLOEXEC);
-		close(fd);
-		if (nfd == -1)
-			return -1;
-		fd = nfd;
-		p = *e == '/' ? e + 1 : e;
-	}
-	return fd;
-}
-
-static int
-write_in_upper(const char *upper, const char *dir, const char *name,
-    const char *data, size_t len, uid_t uid, gid_t gid, char *err,
-    size_t errlen)
-{
-	int top, d, fd, rc = -1;
-
-	top = open(upper, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (top == -1) {
-		snprintf(err, errlen, "open %s: %s", upper, strerror(errno));
-		return -1;
-	}
-	d = open_dirs_nofollow(top, dir, uid, gid);
-	close(top);
-	if (d == -1) {
-		snprintf(err, errlen, "upper %s: %s", dir, strerror(errno));
-		return -1;
-	}
-	(void)unlinkat(d, name, 0);
-	fd = openat(d, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
-	    O_CLOEXEC, 0644);
-	if (fd == -1 || write(fd, data, len) != (ssize_t)len ||
-	    fchown(fd, uid, gid) == -1) {
-		snprintf(err, errlen, "write %s/%s: %s", dir, name,
-		    strerror(errno));
-		goto out;
-	}
-	rc = 0;
-out:
-	if (fd != -1)
-		close(fd);
-	close(d);
-	return rc;
-}
-
 /*
  * Puts the proxy CA into the sandbox's trust store, in the overlay's upper
  * layer: the image's bundle plus the CA in /etc/ssl/certs/ca-certificates.crt,
@@ -761,21 +686,6 @@ do_stop(struct rl *rl, const char *id)
 }
 
 /* ---- the runtime_ops ---- */
-
-static int
-mkdir_owned(const char *p, int mode, uid_t uid, gid_t gid, char *err,
-    size_t errlen)
-{
-	if (mkdir(p, (mode_t)mode) == -1 && errno != EEXIST) {
-		snprintf(err, errlen, "mkdir %s: %s", p, strerror(errno));
-		return -1;
-	}
-	if (chown(p, uid, gid) == -1 || chmod(p, (mode_t)mode) == -1) {
-		snprintf(err, errlen, "chown %s: %s", p, strerror(errno));
-		return -1;
-	}
-	return 0;
-}
 
 static int
 resolve_image(const struct rl *rl, const char *name, char *out, size_t outlen,

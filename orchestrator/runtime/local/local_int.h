@@ -156,8 +156,6 @@ int	rl_netns_listener(pid_t pid, int port, char *err, size_t errlen);
 /* A memfd holding the seccomp BPF program bwrap --seccomp loads; -1 on
  * error. */
 int	rl_seccomp_fd(char *err, size_t errlen);
-/* Removes a directory tree without following symlinks; 0 or -1. */
-int	rl_rmtree(const char *path, char *err, size_t errlen);
 
 /* record.c */
 /* out = <state_dir>/<id>[/<sub>]; -1 if it does not fit outlen. */
@@ -193,6 +191,21 @@ int	each_id(const struct rl *, void (*fn)(const char *, void *), void *arg,
  * the records and uid files in the state dir; the caller holds the global
  * allocation lock. 0, or -1 with err. */
 int	alloc_uid(struct rl *, long long *uid, char *err, size_t errlen);
+
+/* files.c */
+/* mkdir p (an existing one is fine), then chown uid:gid and chmod mode;
+ * 0 or -1 with err. */
+int	mkdir_owned(const char *p, int mode, uid_t uid, gid_t gid, char *err,
+	    size_t errlen);
+/* Writes data as upper/dir/name (dir made as needed, owned by uid:gid),
+ * never through a link: a link in the way fails (dir) or is replaced
+ * (name). 0 or -1 with err. */
+int	write_in_upper(const char *upper, const char *dir, const char *name,
+	    const char *data, size_t len, uid_t uid, gid_t gid, char *err,
+	    size_t errlen);
+/* Removes a directory tree without following symlinks; 0 or -1 with err
+ * (a path that does not exist is 0). */
+int	rl_rmtree(const char *path, char *err, size_t errlen);
 
 /* proc.c */
 /* /proc/<pid>/stat start time (clock ticks since boot), or -1. */
