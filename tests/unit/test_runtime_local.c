@@ -9,6 +9,7 @@
 #include "../../orchestrator/runtime/local/proc.c"
 #include "../../orchestrator/runtime/local/record.c"
 #include "../../orchestrator/runtime/local/files.c"
+#include "../../orchestrator/runtime/local/image.c"
 
 #include <sys/wait.h>
 

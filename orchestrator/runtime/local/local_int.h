@@ -192,6 +192,18 @@ int	each_id(const struct rl *, void (*fn)(const char *, void *), void *arg,
  * allocation lock. 0, or -1 with err. */
 int	alloc_uid(struct rl *, long long *uid, char *err, size_t errlen);
 
+/* image.c */
+/* The real path of image name (which must exist, under images_dir) into
+ * out; -1 with err if the name is invalid, the image absent or its path
+ * unusable. */
+int	resolve_image(const struct rl *, const char *name, char *out,
+	    size_t outlen, char *err, size_t errlen);
+/* Makes <id>/disk.img (r->disk_bytes, ext4 by mkfs) holding upper/,
+ * work/ and workspace/ (owned by wsuid), and the disk/ mount point.
+ * 0 or -1 with err. */
+int	make_disk(const struct rl *, const struct rec *r, uid_t wsuid,
+	    char *err, size_t errlen);
+
 /* files.c */
 /* mkdir p (an existing one is fine), then chown uid:gid and chmod mode;
  * 0 or -1 with err. */
