@@ -10,6 +10,7 @@
 #include "../../orchestrator/runtime/local/record.c"
 #include "../../orchestrator/runtime/local/files.c"
 #include "../../orchestrator/runtime/local/image.c"
+#include "../../orchestrator/runtime/local/netns.c"
 
 #include <sys/wait.h>
 

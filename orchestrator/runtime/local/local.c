@@ -37,7 +37,6 @@
 #include "util.h"
 
 #define RL_MAX_ENV	256
-#define RL_PROXY_PORT	3128
 #define RL_CA_MAX	((size_t)4 * 1024 * 1024)
 #define RL_DISK_MIN	(16LL << 20)
 
@@ -77,63 +76,6 @@ steps_log(struct steps *s, const char *id, const char *what)
 {
 	log_debug("sandbox=%s %s:%s total=%.1f", id, what, s->buf,
 	    (double)(util_mono_us() - s->t0) / 1000.0);
-}
-
-/* ---- egress ---- */
-
-/* The local proxy listener every sandbox reaches, and what bypasses it. */
-#define RL_PROXY_HOSTPORT	"127.0.0.1:3128"
-#define RL_NO_PROXY		"localhost,127.0.0.1"
-#define RL_CA_BUNDLE		"/etc/ssl/certs/ca-certificates.crt"
-
-/*
- * Registers the sandbox's 127.0.0.1:3128 listener (opened inside its
- * network namespace through child) with the proxy, named by its labels.
- */
-static int
-rl_egress_register(const struct rl *rl, const struct rec *r, pid_t child,
-    char *err, size_t errlen)
-{
-	struct egress_admin a = { .unix_path = rl->c.proxy_admin_socket };
-	struct rt_kv kv[RL_MAX_LABELS];
-	struct egress_reg reg;
-	const cJSON *it;
-	size_t n = 0;
-	int rc;
-
-	if (!egress_admin_set(&a))
-		return 0;
-	cJSON_ArrayForEach(it, r->labels)
-		if (cJSON_IsString(it) && n < NELEM(kv)) {
-			kv[n].k = it->string;
-			kv[n++].v = it->valuestring;
-		}
-	memset(&reg, 0, sizeof(reg));
-	reg.id = r->id;
-	reg.labels = kv;
-	reg.nlabels = n;
-	if ((reg.listen_fd = rl_netns_listener(child, RL_PROXY_PORT, err,
-	    errlen)) == -1)
-		return -1;
-	rc = egress_register(&a, &reg, err, errlen);
-	close(reg.listen_fd);	/* the proxy has its own copy */
-	return rc;
-}
-
-static void
-rl_egress_deregister(const struct rl *rl, const char *id)
-{
-	struct egress_admin a = { .unix_path = rl->c.proxy_admin_socket };
-
-	egress_deregister(&a, id);
-}
-
-/* The proxy and CA environment every sandbox gets, as "K=V\n" lines. */
-static int
-rl_proxy_env(char *out, size_t outlen)
-{
-	return egress_proxy_env(NULL, NULL, RL_PROXY_HOSTPORT, RL_NO_PROXY,
-	    RL_CA_BUNDLE, out, outlen);
 }
 
 /*

@@ -192,6 +192,18 @@ int	each_id(const struct rl *, void (*fn)(const char *, void *), void *arg,
  * allocation lock. 0, or -1 with err. */
 int	alloc_uid(struct rl *, long long *uid, char *err, size_t errlen);
 
+/* netns.c */
+/* Opens the 127.0.0.1:3128 listener inside child's network namespace and
+ * registers it with the egress proxy under r's id and labels (nothing
+ * without a proxy_admin_socket). 0 or -1 with err. */
+int	rl_egress_register(const struct rl *, const struct rec *r, pid_t child,
+	    char *err, size_t errlen);
+/* Deregisters id at the proxy (best effort). */
+void	rl_egress_deregister(const struct rl *, const char *id);
+/* The proxy and CA environment every sandbox gets, as "K=V\n" lines;
+ * -1 if outlen is too small. */
+int	rl_proxy_env(char *out, size_t outlen);
+
 /* image.c */
 /* The real path of image name (which must exist, under images_dir) into
  * out; -1 with err if the name is invalid, the image absent or its path
