@@ -11,6 +11,7 @@
 #include "../../orchestrator/runtime/local/files.c"
 #include "../../orchestrator/runtime/local/image.c"
 #include "../../orchestrator/runtime/local/netns.c"
+#include "../../orchestrator/runtime/local/seccomp.c"
 
 #include <sys/wait.h>
 
