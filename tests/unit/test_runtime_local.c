@@ -12,6 +12,7 @@
 #include "../../orchestrator/runtime/local/image.c"
 #include "../../orchestrator/runtime/local/netns.c"
 #include "../../orchestrator/runtime/local/seccomp.c"
+#include "../../orchestrator/runtime/local/cgroup.c"
 
 #include <sys/wait.h>
 
