@@ -13,6 +13,7 @@
 #include "../../orchestrator/runtime/local/netns.c"
 #include "../../orchestrator/runtime/local/seccomp.c"
 #include "../../orchestrator/runtime/local/cgroup.c"
+#include "../../orchestrator/runtime/local/start.c"
 
 #include <sys/wait.h>
 

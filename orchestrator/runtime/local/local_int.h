@@ -192,6 +192,25 @@ int	each_id(const struct rl *, void (*fn)(const char *, void *), void *arg,
  * allocation lock. 0, or -1 with err. */
 int	alloc_uid(struct rl *, long long *uid, char *err, size_t errlen);
 
+/* start.c */
+/* Starts step timing (s->t0 = now). */
+void	steps_init(struct steps *);
+/* Records the step that ends now as name (s may be NULL). */
+void	step(struct steps *, const char *name);
+/* Logs the steps at debug level: "sandbox=ID what: ... total=...". */
+void	steps_log(struct steps *, const char *id, const char *what);
+/* 1 if k may be an environment variable name ([A-Za-z_][A-Za-z0-9_]*). */
+int	env_name_ok(const char *k);
+/* Starts the sandbox of record r (lock held, phase written): cgroups,
+ * bwrap, the proxy listener, then waits for the agent (start_timeout).
+ * xenv: extra environment. 0, or -1 with err; the caller then undoes
+ * with do_stop. */
+int	do_start(struct rl *, struct rec *r, const struct rt_kv *xenv,
+	    size_t nxenv, struct steps *, char *err, size_t errlen);
+/* Stops the sandbox's processes, releases its cgroups and its proxy
+ * registration, removes the pid file. Idempotent. */
+void	do_stop(struct rl *, const char *id);
+
 /* netns.c */
 /* Opens the 127.0.0.1:3128 listener inside child's network namespace and
  * registers it with the egress proxy under r's id and labels (nothing
