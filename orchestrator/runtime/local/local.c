@@ -185,7 +185,7 @@ unlock:
 	if (r.disk_bytes > 0 && make_disk(rl, &r, uid, err, errlen) == -1)
 		goto fail;
 	step(&stp, "dirs");
-	if (do_start(rl, &r, NULL, 0, &stp, err, errlen) == -1)
+	if (do_start(rl, &r, &stp, err, errlen) == -1)
 		goto fail;
 	snprintf(r.phase, sizeof(r.phase), "running");
 	if (rec_save(rl, &r, 0, err, errlen) == -1)
@@ -231,7 +231,7 @@ rl_start(struct runtime *rt, const char *id, char *err, size_t errlen)
 	snprintf(r.phase, sizeof(r.phase), "running");
 	r.reason[0] = '\0';
 	steps_init(&stp);
-	if (do_start(rl, &r, NULL, 0, &stp, err, errlen) == -1) {
+	if (do_start(rl, &r, &stp, err, errlen) == -1) {
 		do_stop(rl, id);
 		snprintf(r.phase, sizeof(r.phase), "stopped");
 		(void)rec_save(rl, &r, 1, err + strlen(err), 0);

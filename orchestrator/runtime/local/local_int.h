@@ -173,6 +173,9 @@ int	rec_save(const struct rl *, const struct rec *r, int durable,
 	    char *err, size_t errlen);
 /* Loads <id>/pid; -1 if absent or not five sane numbers. */
 int	pid_load(const struct rl *, const char *id, struct pidrec *);
+/* Replaces <id>/pid with pr (atomic rename, no fsync). 0 or -1 with err. */
+int	pid_save(const struct rl *, const char *id, const struct pidrec *pr,
+	    char *err, size_t errlen);
 /* 1 if the sandbox's pid 1 from the pid file still runs. */
 int	pid_alive(const struct pidrec *);
 /* Takes <id>/lock (nonblock: fail at once if held); the fd, or -1. */
@@ -201,12 +204,12 @@ void	step(struct steps *, const char *name);
 void	steps_log(struct steps *, const char *id, const char *what);
 /* 1 if k may be an environment variable name ([A-Za-z_][A-Za-z0-9_]*). */
 int	env_name_ok(const char *k);
-/* Starts the sandbox of record r (lock held, phase written): cgroups,
- * bwrap, the proxy listener, then waits for the agent (start_timeout).
- * xenv: extra environment. 0, or -1 with err; the caller then undoes
- * with do_stop. */
-int	do_start(struct rl *, struct rec *r, const struct rt_kv *xenv,
-	    size_t nxenv, struct steps *, char *err, size_t errlen);
+/* Starts the sandbox of record r (lock held, phase written): the CA,
+ * cgroups, bwrap, the pid file, the proxy listener, then waits for the
+ * agent (start_timeout), timing each step into stp. 0, or -1 with err;
+ * the caller then undoes with do_stop. */
+int	do_start(struct rl *, struct rec *r, struct steps *stp, char *err,
+	    size_t errlen);
 /* Stops the sandbox's processes, releases its cgroups and its proxy
  * registration, removes the pid file. Idempotent. */
 void	do_stop(struct rl *, const char *id);

@@ -232,6 +232,23 @@ pid_load(const struct rl *rl, const char *id, struct pidrec *pr)
 	return 0;
 }
 
+int
+pid_save(const struct rl *rl, const char *id, const struct pidrec *pr,
+    char *err, size_t errlen)
+{
+	char p[RL_PATH_MAX], line[256];
+
+	if (sdir_path(rl, id, "pid", p, sizeof(p)) == -1) {
+		snprintf(err, errlen, "state path too long");
+		return -1;
+	}
+	snprintf(line, sizeof(line), "%lld %lld %lld %lld %lld\n",
+	    pr->bwrap_pid, pr->bwrap_start, pr->child_pid, pr->child_start,
+	    pr->started_ms);
+	return util_write_file_replace(p, line, strlen(line), 0600, err,
+	    errlen);
+}
+
 /* 1 if the sandbox's pid 1 (or its bwrap) from the pid file still runs. */
 int
 pid_alive(const struct pidrec *pr)

@@ -338,65 +338,285 @@ wait_agent(const struct rl *rl, const char *id, const struct pidrec *pr,
 	return rc;
 }
 
-/*
- * Starts the sandbox described by r (phase already written by the caller):
- * cgroups, bwrap, the proxy listener, then waits for the agent.
- */
-int
-do_start(struct rl *rl, struct rec *r, const struct rt_kv *xenv, size_t nxenv,
-    struct steps *stp, char *err, size_t errlen)
-{
-	char sdir[RL_PATH_MAX], upper[RL_PATH_MAX], work[RL_PATH_MAX];
-	char lower[RL_PATH_MAX], root[RL_PATH_MAX], ws[RL_PATH_MAX];
-	char agent[RL_PATH_MAX], logp[RL_PATH_MAX], oomf[RL_PATH_MAX + 64];
-	char cgf[8][RL_PATH_MAX], num[64], kv[1024], pidline[256];
-	char img[RL_PATH_MAX], disk[RL_PATH_MAX], cadir[RL_PATH_MAX];
-	char penv[1024];
-	struct rl_spawn sp;
-	struct argv_b av = { 0 }, ev = { 0 };
-	struct pidrec pr;
-	long long t0 = util_mono_ms(), deadline = t0 + rl->c.start_timeout_ms;
-	size_t ncg = 0, i;
-	int secfd = -1, rc = -1;
-	cJSON *it;
+/* The host paths of one start (docs/local-runtime.md, "State directory"). */
+struct start_paths {
+	char	logp[RL_PATH_MAX];	/* bwrap's and the agent's stderr */
+	char	upper[RL_PATH_MAX];	/* overlay upper and work dirs: in */
+	char	work[RL_PATH_MAX];	/* disk/ with a disk image */
+	char	lower[RL_PATH_MAX];	/* mount point of the image */
+	char	root[RL_PATH_MAX];	/* mount point of the overlay */
+	char	ws[RL_PATH_MAX];	/* /workspace */
+	char	agent[RL_PATH_MAX];	/* /run/agent */
+	char	img[RL_PATH_MAX];	/* disk.img and its mount point */
+	char	disk[RL_PATH_MAX];
+	char	cadir[RL_PATH_MAX];	/* the CA, with a disk image */
+};
 
-	if (sdir_path(rl, r->id, NULL, sdir, sizeof(sdir)) == -1 ||
-	    sdir_path(rl, r->id, "upper", upper, sizeof(upper)) == -1 ||
-	    sdir_path(rl, r->id, "work", work, sizeof(work)) == -1 ||
-	    sdir_path(rl, r->id, "lower", lower, sizeof(lower)) == -1 ||
-	    sdir_path(rl, r->id, "root", root, sizeof(root)) == -1 ||
-	    sdir_path(rl, r->id, "workspace", ws, sizeof(ws)) == -1 ||
-	    sdir_path(rl, r->id, "agent", agent, sizeof(agent)) == -1 ||
-	    sdir_path(rl, r->id, "log", logp, sizeof(logp)) == -1 ||
-	    sdir_path(rl, r->id, "disk.img", img, sizeof(img)) == -1 ||
-	    sdir_path(rl, r->id, "disk", disk, sizeof(disk)) == -1) {
+static int
+start_paths(const struct rl *rl, const struct rec *r, struct start_paths *p,
+    char *err, size_t errlen)
+{
+	if (sdir_path(rl, r->id, "upper", p->upper, sizeof(p->upper)) == -1 ||
+	    sdir_path(rl, r->id, "work", p->work, sizeof(p->work)) == -1 ||
+	    sdir_path(rl, r->id, "lower", p->lower, sizeof(p->lower)) == -1 ||
+	    sdir_path(rl, r->id, "root", p->root, sizeof(p->root)) == -1 ||
+	    sdir_path(rl, r->id, "workspace", p->ws, sizeof(p->ws)) == -1 ||
+	    sdir_path(rl, r->id, "agent", p->agent, sizeof(p->agent)) == -1 ||
+	    sdir_path(rl, r->id, "log", p->logp, sizeof(p->logp)) == -1 ||
+	    sdir_path(rl, r->id, "disk.img", p->img, sizeof(p->img)) == -1 ||
+	    sdir_path(rl, r->id, "disk", p->disk, sizeof(p->disk)) == -1 ||
+	    sdir_path(rl, r->id, "ca", p->cadir, sizeof(p->cadir)) == -1) {
 		snprintf(err, errlen, "state path too long");
 		return -1;
 	}
-	if (r->disk_bytes > 0) {
-		/* the writable layers live in the disk image, mounted at disk
-		 * in the sandbox's mount namespace only */
-		if (sdir_path(rl, r->id, "disk/upper", upper,
-		    sizeof(upper)) == -1 || sdir_path(rl, r->id, "disk/work",
-		    work, sizeof(work)) == -1 || sdir_path(rl, r->id,
-		    "disk/workspace", ws, sizeof(ws)) == -1) {
-			snprintf(err, errlen, "state path too long");
-			return -1;
+	/* the writable layers live in the disk image, mounted at disk in the
+	 * sandbox's mount namespace only */
+	if (r->disk_bytes > 0 && (sdir_path(rl, r->id, "disk/upper", p->upper,
+	    sizeof(p->upper)) == -1 || sdir_path(rl, r->id, "disk/work",
+	    p->work, sizeof(p->work)) == -1 || sdir_path(rl, r->id,
+	    "disk/workspace", p->ws, sizeof(p->ws)) == -1)) {
+		snprintf(err, errlen, "state path too long");
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * The CA goes into the upper layer; a disk image is not mounted here, so
+ * it goes to <id>/ca/ and is bind-mounted over the same paths.
+ */
+static int
+start_ca(const struct rl *rl, const struct rec *r, const struct start_paths *p,
+    char *err, size_t errlen)
+{
+	if (!r->writable_root)
+		return 0;
+	if (r->disk_bytes > 0 && rl->c.proxy_ca_cert[0] &&
+	    mkdir(p->cadir, 0755) == -1 && errno != EEXIST) {
+		snprintf(err, errlen, "mkdir %s: %s", p->cadir, strerror(errno));
+		return -1;
+	}
+	return install_ca(rl, r, r->disk_bytes > 0 ? p->cadir : p->upper, err,
+	    errlen);
+}
+
+/* bwrap's namespaces and ids. */
+static void
+argv_ns(struct argv_b *av, const struct rec *r)
+{
+	char num[64];
+
+	av_add(av, "bwrap");
+	av_add(av, "--userns");	/* N2 (rl_spawn): ids 0..uid_range-1 */
+	av_add(av, "5");
+	av_add(av, "--assert-userns-disabled");
+	av_add(av, "--unshare-pid");
+	av_add(av, "--unshare-net");
+	av_add(av, "--unshare-ipc");
+	av_add(av, "--unshare-uts");
+	av_add(av, "--unshare-cgroup-try");
+	av_add(av, "--uid");
+	snprintf(num, sizeof(num), "%d", r->run_as_root ? 0 : RL_INNER_UID);
+	av_add(av, num);
+	av_add(av, "--gid");
+	av_add(av, num);
+	av_add(av, "--hostname");
+	av_add(av, r->id);
+}
+
+/* What the sandbox sees of the filesystem. */
+static void
+argv_mounts(struct argv_b *av, const struct rl *rl, const struct rec *r,
+    const struct start_paths *p)
+{
+	char num[64], kv[1024], oomf[RL_PATH_MAX + 64];
+
+	av_add(av, r->writable_root ? "--bind" : "--ro-bind");
+	av_add(av, r->writable_root ? p->root : p->lower);
+	av_add(av, "/");
+	av_add(av, "--proc");
+	av_add(av, "/proc");
+	av_add(av, "--dev");
+	av_add(av, "/dev");
+	av_add(av, "--perms");
+	av_add(av, "1777");
+	av_add(av, "--size");
+	snprintf(num, sizeof(num), "%lld", rl->c.tmp_bytes);
+	av_add(av, num);
+	av_add(av, "--tmpfs");
+	av_add(av, "/tmp");
+	av_add(av, "--tmpfs");
+	av_add(av, "/run");
+	av_add(av, "--bind");
+	av_add(av, p->agent);
+	av_add(av, "/run/agent");
+	av_add(av, "--ro-bind");
+	av_add(av, rl->agent_bin);
+	av_add(av, "/run/sandbox/sandbox-agent");
+	rl_cg_oom_file(&rl->cg, r->id, oomf, sizeof(oomf));
+	if (oomf[0] != '\0') {
+		/* the OOM counter (a line "oom_kill N"), read by the agent */
+		av_add(av, "--ro-bind-try");
+		av_add(av, oomf);
+		av_add(av, "/run/sandbox/memory.events");
+		snprintf(kv, sizeof(kv), "%s/sys", r->image_dir);
+		if (access(kv, F_OK) == 0) {
+			av_add(av, "--tmpfs");
+			av_add(av, "/sys");
+			av_add(av, "--ro-bind-try");
+			av_add(av, oomf);
+			av_add(av, "/sys/fs/cgroup/memory.events");
 		}
 	}
-	/* the CA goes into the upper layer; a disk image is not mounted here,
-	 * so it goes to <id>/ca/ and is bind-mounted over the same paths */
-	if (sdir_path(rl, r->id, "ca", cadir, sizeof(cadir)) == -1) {
-		snprintf(err, errlen, "state path too long");
+	if (r->writable_root && r->disk_bytes > 0 && rl->c.proxy_ca_cert[0]) {
+		snprintf(kv, sizeof(kv), "%s/etc/ssl/certs/ca-certificates.crt",
+		    p->cadir);
+		av_add(av, "--ro-bind");
+		av_add(av, kv);
+		av_add(av, "/etc/ssl/certs/ca-certificates.crt");
+		snprintf(kv, sizeof(kv), "%s/usr/local/share/ca-certificates/"
+		    "egress-proxy-ca.crt", p->cadir);
+		av_add(av, "--ro-bind");
+		av_add(av, kv);
+		av_add(av, "/usr/local/share/ca-certificates/egress-proxy-ca.crt");
+	}
+	av_add(av, "--bind");
+	av_add(av, p->ws);
+	av_add(av, "/workspace");
+	av_add(av, "--chdir");
+	av_add(av, "/workspace");
+}
+
+/* The agent's environment: a fixed base, the proxy's, then the spec's. */
+static void
+argv_env(struct argv_b *av, const struct rec *r)
+{
+	char kv[1024], penv[1024];
+	const cJSON *it;
+
+	av_add(av, "--clearenv");
+	av_setenv(av, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:"
+	    "/sbin:/bin");
+	av_setenv(av, r->run_as_root ? "HOME=/root" : "HOME=/workspace");
+	av_setenv(av, r->run_as_root ? "USER=root" : "USER=sandbox");
+	av_setenv(av, "LANG=C.UTF-8");
+	av_setenv(av, "TERM=dumb");
+	snprintf(kv, sizeof(kv), "HOSTNAME=%s", r->id);
+	av_setenv(av, kv);
+	snprintf(kv, sizeof(kv), "SANDBOX_ID=%s", r->id);
+	av_setenv(av, kv);
+	if (rl_proxy_env(penv, sizeof(penv)) == -1)
+		fatalx("local: the proxy env is over %zu bytes", sizeof(penv));
+	av_setenv_lines(av, penv);
+	cJSON_ArrayForEach(it, r->env) {
+		if (!cJSON_IsString(it) || !env_name_ok(it->string))
+			continue;
+		av_add(av, "--setenv");
+		av_add(av, it->string);
+		av_add(av, it->valuestring);
+	}
+}
+
+/* bwrap's whole command line (bwrap(1)); seccomp: --seccomp 4. */
+static void
+bwrap_argv(struct argv_b *av, const struct rl *rl, const struct rec *r,
+    const struct start_paths *p, int seccomp)
+{
+	argv_ns(av, r);
+	argv_mounts(av, rl, r, p);
+	av_add(av, "--new-session");
+	av_add(av, "--info-fd");
+	av_add(av, "3");
+	if (seccomp) {
+		av_add(av, "--seccomp");
+		av_add(av, "4");
+	}
+	argv_env(av, r);
+	av_add(av, "--");
+	av_add(av, "/run/sandbox/sandbox-agent");
+	av_add(av, "--listen");
+	av_add(av, "unix:/run/agent/agent.sock");
+	av_add(av, "--state");
+	av_add(av, "/run/agent/state");
+	av_add(av, "--workdir");
+	av_add(av, "/workspace");
+}
+
+/* Spawns bwrap with argv as the sandbox's processes (spawn.c); fills sp.
+ * On failure, kills what it started. */
+static int
+start_spawn(const struct rl *rl, const struct rec *r,
+    const struct start_paths *p, char *const *argv,
+    char (*cgf)[RL_PATH_MAX], size_t ncg, int secfd, struct rl_spawn *sp,
+    char *err, size_t errlen)
+{
+	static char *const envp[] = { NULL };	/* bwrap --setenv sets it */
+
+	memset(sp, 0, sizeof(*sp));
+	sp->bwrap = rl->c.bwrap;
+	sp->argv = argv;
+	sp->envp = envp;
+	sp->uid = (uid_t)r->uid;
+	sp->gid = (gid_t)r->uid;
+	sp->uid_range = (unsigned)r->uid_range;
+	sp->inner_uid = r->run_as_root ? 0 : RL_INNER_UID;
+	sp->image_dir = r->image_dir;
+	sp->lower = p->lower;
+	sp->upper = r->writable_root ? p->upper : NULL;
+	sp->work = p->work;
+	sp->root = p->root;
+	sp->disk_img = r->disk_bytes > 0 ? p->img : NULL;
+	sp->disk_mnt = p->disk;
+	sp->log_path = p->logp;
+	sp->cg_files = cgf;
+	sp->ncg_files = ncg;
+	sp->seccomp_fd = secfd;
+	if (rl_spawn(sp, (int)rl->c.start_timeout_ms, err, errlen) == -1) {
+		if (sp->pid > 0)
+			(void)kill(sp->pid, SIGKILL);
 		return -1;
 	}
-	if (r->disk_bytes > 0 && r->writable_root && rl->c.proxy_ca_cert[0] &&
-	    mkdir(cadir, 0755) == -1 && errno != EEXIST) {
-		snprintf(err, errlen, "mkdir %s: %s", cadir, strerror(errno));
+	return 0;
+}
+
+/* Writes the pid file of what sp started (pr); on failure, kills it. */
+static int
+start_pidfile(const struct rl *rl, const struct rec *r,
+    const struct start_paths *p, const struct rl_spawn *sp,
+    struct pidrec *pr, char *err, size_t errlen)
+{
+	memset(pr, 0, sizeof(*pr));
+	pr->bwrap_pid = sp->pid;
+	pr->bwrap_start = rl_proc_start(sp->pid);
+	pr->child_pid = sp->child_pid;
+	pr->child_start = rl_proc_start(sp->child_pid);
+	pr->started_ms = util_unix_ms();
+	if (pr->child_start == -1 || pid_save(rl, r->id, pr, err,
+	    errlen) == -1) {
+		if (pr->child_start == -1)
+			snprintf(err, errlen, "sandbox exited at once (see %s)",
+			    p->logp);
+		(void)kill(sp->child_pid, SIGKILL);
 		return -1;
 	}
-	if (r->writable_root && install_ca(rl, r, r->disk_bytes > 0 ? cadir :
-	    upper, err, errlen) == -1)
+	return 0;
+}
+
+int
+do_start(struct rl *rl, struct rec *r, struct steps *stp, char *err,
+    size_t errlen)
+{
+	struct start_paths p;
+	char cgf[8][RL_PATH_MAX], sock[RL_PATH_MAX + 16];
+	struct rl_spawn sp;
+	struct argv_b av = { 0 };
+	struct pidrec pr;
+	long long deadline = util_mono_ms() + rl->c.start_timeout_ms;
+	size_t ncg = 0;
+	int secfd = -1, rc = -1;
+
+	if (start_paths(rl, r, &p, err, errlen) == -1 ||
+	    start_ca(rl, r, &p, err, errlen) == -1)
 		return -1;
 	step(stp, "ca");
 	if (rl_cg_create(&rl->cg, r->id, &r->lim, err, errlen) == -1)
@@ -408,173 +628,19 @@ do_start(struct rl *rl, struct rec *r, const struct rt_kv *xenv, size_t nxenv,
 	}
 	if (rl->c.seccomp && (secfd = rl_seccomp_fd(err, errlen)) == -1)
 		return -1;
-
-	av_add(&av, "bwrap");
-	av_add(&av, "--userns");	/* N2 (rl_spawn): ids 0..uid_range-1 */
-	av_add(&av, "5");
-	av_add(&av, "--assert-userns-disabled");
-	av_add(&av, "--unshare-pid");
-	av_add(&av, "--unshare-net");
-	av_add(&av, "--unshare-ipc");
-	av_add(&av, "--unshare-uts");
-	av_add(&av, "--unshare-cgroup-try");
-	av_add(&av, "--uid");
-	snprintf(num, sizeof(num), "%d", r->run_as_root ? 0 : RL_INNER_UID);
-	av_add(&av, num);
-	av_add(&av, "--gid");
-	av_add(&av, num);
-	av_add(&av, "--hostname");
-	av_add(&av, r->id);
-	av_add(&av, r->writable_root ? "--bind" : "--ro-bind");
-	av_add(&av, r->writable_root ? root : lower);
-	av_add(&av, "/");
-	av_add(&av, "--proc");
-	av_add(&av, "/proc");
-	av_add(&av, "--dev");
-	av_add(&av, "/dev");
-	av_add(&av, "--perms");
-	av_add(&av, "1777");
-	av_add(&av, "--size");
-	snprintf(num, sizeof(num), "%lld", rl->c.tmp_bytes);
-	av_add(&av, num);
-	av_add(&av, "--tmpfs");
-	av_add(&av, "/tmp");
-	av_add(&av, "--tmpfs");
-	av_add(&av, "/run");
-	av_add(&av, "--bind");
-	av_add(&av, agent);
-	av_add(&av, "/run/agent");
-	av_add(&av, "--ro-bind");
-	av_add(&av, rl->agent_bin);
-	av_add(&av, "/run/sandbox/sandbox-agent");
-	rl_cg_oom_file(&rl->cg, r->id, oomf, sizeof(oomf));
-	if (oomf[0] != '\0') {
-		/* the OOM counter (a line "oom_kill N"), read by the agent */
-		av_add(&av, "--ro-bind-try");
-		av_add(&av, oomf);
-		av_add(&av, "/run/sandbox/memory.events");
-		snprintf(kv, sizeof(kv), "%s/sys", r->image_dir);
-		if (access(kv, F_OK) == 0) {
-			av_add(&av, "--tmpfs");
-			av_add(&av, "/sys");
-			av_add(&av, "--ro-bind-try");
-			av_add(&av, oomf);
-			av_add(&av, "/sys/fs/cgroup/memory.events");
-		}
-	}
-	if (r->writable_root && r->disk_bytes > 0 && rl->c.proxy_ca_cert[0]) {
-		snprintf(kv, sizeof(kv), "%s/etc/ssl/certs/ca-certificates.crt",
-		    cadir);
-		av_add(&av, "--ro-bind");
-		av_add(&av, kv);
-		av_add(&av, "/etc/ssl/certs/ca-certificates.crt");
-		snprintf(kv, sizeof(kv), "%s/usr/local/share/ca-certificates/"
-		    "egress-proxy-ca.crt", cadir);
-		av_add(&av, "--ro-bind");
-		av_add(&av, kv);
-		av_add(&av, "/usr/local/share/ca-certificates/egress-proxy-ca.crt");
-	}
-	av_add(&av, "--bind");
-	av_add(&av, ws);
-	av_add(&av, "/workspace");
-	av_add(&av, "--chdir");
-	av_add(&av, "/workspace");
-	av_add(&av, "--new-session");
-	av_add(&av, "--info-fd");
-	av_add(&av, "3");
-	if (secfd != -1) {
-		av_add(&av, "--seccomp");
-		av_add(&av, "4");
-	}
-	av_add(&av, "--clearenv");
-	av_setenv(&av, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:"
-	    "/sbin:/bin");
-	av_setenv(&av, r->run_as_root ? "HOME=/root" : "HOME=/workspace");
-	av_setenv(&av, r->run_as_root ? "USER=root" : "USER=sandbox");
-	av_setenv(&av, "LANG=C.UTF-8");
-	av_setenv(&av, "TERM=dumb");
-	snprintf(kv, sizeof(kv), "HOSTNAME=%s", r->id);
-	av_setenv(&av, kv);
-	snprintf(kv, sizeof(kv), "SANDBOX_ID=%s", r->id);
-	av_setenv(&av, kv);
-	if (rl_proxy_env(penv, sizeof(penv)) == -1)
-		fatalx("local: the proxy env is over %zu bytes", sizeof(penv));
-	av_setenv_lines(&av, penv);
-	cJSON_ArrayForEach(it, r->env) {
-		if (!cJSON_IsString(it) || !env_name_ok(it->string))
-			continue;
-		av_add(&av, "--setenv");
-		av_add(&av, it->string);
-		av_add(&av, it->valuestring);
-	}
-	for (i = 0; i < nxenv; i++) {
-		if (!env_name_ok(xenv[i].k))
-			continue;
-		av_add(&av, "--setenv");
-		av_add(&av, xenv[i].k);
-		av_add(&av, xenv[i].v);
-	}
-	av_add(&av, "--");
-	av_add(&av, "/run/sandbox/sandbox-agent");
-	av_add(&av, "--listen");
-	av_add(&av, "unix:/run/agent/agent.sock");
-	av_add(&av, "--state");
-	av_add(&av, "/run/agent/state");
-	av_add(&av, "--workdir");
-	av_add(&av, "/workspace");
-	ev.v = xcalloc(1, sizeof(char *));
-
+	bwrap_argv(&av, rl, r, &p, secfd != -1);
 	/* a stale socket from a previous run must not look like a new agent */
-	snprintf(kv, sizeof(kv), "%s/agent.sock", agent);
-	(void)unlink(kv);
-
-	memset(&sp, 0, sizeof(sp));
-	sp.bwrap = rl->c.bwrap;
-	sp.argv = av.v;
-	sp.envp = ev.v;
-	sp.uid = (uid_t)r->uid;
-	sp.gid = (gid_t)r->uid;
-	sp.uid_range = (unsigned)r->uid_range;
-	sp.inner_uid = r->run_as_root ? 0 : RL_INNER_UID;
-	sp.image_dir = r->image_dir;
-	sp.lower = lower;
-	sp.upper = r->writable_root ? upper : NULL;
-	sp.work = work;
-	sp.root = root;
-	sp.disk_img = r->disk_bytes > 0 ? img : NULL;
-	sp.disk_mnt = disk;
-	sp.log_path = logp;
-	sp.cg_files = cgf;
-	sp.ncg_files = ncg;
-	sp.seccomp_fd = secfd;
+	snprintf(sock, sizeof(sock), "%s/agent.sock", p.agent);
+	(void)unlink(sock);
 	step(stp, "argv");
-	if (rl_spawn(&sp, (int)rl->c.start_timeout_ms, err, errlen) == -1) {
-		if (sp.pid > 0)
-			(void)kill(sp.pid, SIGKILL);
+	if (start_spawn(rl, r, &p, av.v, cgf, ncg, secfd, &sp, err,
+	    errlen) == -1)
 		goto out;
-	}
 	step_dur(stp, "idmap", sp.us_idmap);	/* rl_spawn's own steps */
 	step_dur(stp, "detach", sp.us_detach);
 	step(stp, "bwrap");
-	memset(&pr, 0, sizeof(pr));
-	pr.bwrap_pid = sp.pid;
-	pr.bwrap_start = rl_proc_start(sp.pid);
-	pr.child_pid = sp.child_pid;
-	pr.child_start = rl_proc_start(sp.child_pid);
-	pr.started_ms = util_unix_ms();
-	snprintf(pidline, sizeof(pidline), "%lld %lld %lld %lld %lld\n",
-	    pr.bwrap_pid, pr.bwrap_start, pr.child_pid, pr.child_start,
-	    pr.started_ms);
-	snprintf(kv, sizeof(kv), "%s/pid", sdir);
-	if (pr.child_start == -1 ||
-	    util_write_file_replace(kv, pidline, strlen(pidline), 0600, err,
-	    errlen) == -1) {
-		if (pr.child_start == -1)
-			snprintf(err, errlen, "sandbox exited at once (see %s)",
-			    logp);
-		(void)kill(sp.child_pid, SIGKILL);
+	if (start_pidfile(rl, r, &p, &sp, &pr, err, errlen) == -1)
 		goto out;
-	}
 	step(stp, "pidfile");
 	if (rl_egress_register(rl, r, sp.child_pid, err, errlen) == -1)
 		goto out;
@@ -587,7 +653,6 @@ out:
 	if (secfd != -1)
 		close(secfd);
 	av_free(&av);
-	free(ev.v);
 	return rc;
 }
 
