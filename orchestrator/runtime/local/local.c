@@ -45,22 +45,17 @@ static void rl_fill_info(struct rl *, const char *, struct rt_info *);
 
 static int rl_destroy(struct runtime *, const char *, char *, size_t);
 
+/*
+ * Checks spec and fills r from it and the defaults (phase "creating", no
+ * uid yet). 0, or -1 with err; on -1, r holds nothing to free.
+ */
 static int
-rl_create(struct runtime *rt, const struct rt_spec *spec, struct rt_info *out,
+create_rec(const struct rl *rl, const struct rt_spec *spec, struct rec *r,
     char *err, size_t errlen)
 {
-	struct rl *rl = rt->impl;
-	struct rec r;
-	struct steps stp;
-	char sdir[RL_PATH_MAX], p[RL_PATH_MAX + 16], e[256];
-	int lfd = -1, gfd = -1, made = 0, rc = -1;
+	char sdir[RL_PATH_MAX];
 	size_t i;
-	uid_t uid;
 
-	steps_init(&stp);
-	memset(&r, 0, sizeof(r));
-	if (out != NULL)
-		memset(out, 0, sizeof(*out));
 	if (spec->id == NULL || !id_sandbox_valid(spec->id)) {
 		snprintf(err, errlen, "invalid sandbox id (expected "
 		    "[a-z0-9][a-z0-9-]{0,62})");
@@ -81,108 +76,165 @@ rl_create(struct runtime *rt, const struct rt_spec *spec, struct rt_info *out,
 			snprintf(err, errlen, "invalid env name");
 			return -1;
 		}
-	snprintf(r.id, sizeof(r.id), "%s", spec->id);
-	snprintf(r.image, sizeof(r.image), "%s", spec->image != NULL &&
+	snprintf(r->id, sizeof(r->id), "%s", spec->id);
+	snprintf(r->image, sizeof(r->image), "%s", spec->image != NULL &&
 	    spec->image[0] != '\0' ? spec->image : rl->c.default_image);
-	if (resolve_image(rl, r.image, r.image_dir, sizeof(r.image_dir), err,
+	if (resolve_image(rl, r->image, r->image_dir, sizeof(r->image_dir), err,
 	    errlen) == -1)
 		return -1;
-	if (sdir_path(rl, r.id, NULL, sdir, sizeof(sdir)) == -1 ||
+	if (sdir_path(rl, r->id, NULL, sdir, sizeof(sdir)) == -1 ||
 	    strlen(sdir) + sizeof("/agent/agent.sock") > 108) {
 		snprintf(err, errlen, "state_dir too long for the agent socket "
 		    "path");
 		return -1;
 	}
-	r.created_ms = util_unix_ms();
-	r.run_as_root = spec->run_as_root;
-	r.writable_root = spec->writable_root;
-	r.lim.mem_bytes = spec->mem_bytes > 0 ? spec->mem_bytes :
+	r->created_ms = util_unix_ms();
+	r->run_as_root = spec->run_as_root;
+	r->writable_root = spec->writable_root;
+	r->lim.mem_bytes = spec->mem_bytes > 0 ? spec->mem_bytes :
 	    rl->c.mem_bytes;
-	r.lim.cpu_millis = spec->cpu_millis > 0 ? spec->cpu_millis :
+	r->lim.cpu_millis = spec->cpu_millis > 0 ? spec->cpu_millis :
 	    rl->c.cpu_millis;
-	r.lim.pids_max = spec->pids_max > 0 ? spec->pids_max : rl->c.pids_max;
-	r.disk_bytes = spec->disk_bytes > 0 ? spec->disk_bytes :
+	r->lim.pids_max = spec->pids_max > 0 ? spec->pids_max : rl->c.pids_max;
+	r->disk_bytes = spec->disk_bytes > 0 ? spec->disk_bytes :
 	    rl->c.disk_bytes;
-	if (r.lim.mem_bytes < (8LL << 20) || r.lim.pids_max < 8 ||
-	    r.lim.cpu_millis < 10 || (r.disk_bytes > 0 &&
-	    r.disk_bytes < RL_DISK_MIN) || r.disk_bytes > (1LL << 44)) {
+	if (r->lim.mem_bytes < (8LL << 20) || r->lim.pids_max < 8 ||
+	    r->lim.cpu_millis < 10 || (r->disk_bytes > 0 &&
+	    r->disk_bytes < RL_DISK_MIN) || r->disk_bytes > (1LL << 44)) {
 		snprintf(err, errlen, "limits too small (memory >= 8MiB, "
 		    "pids >= 8, cpu >= 10 millis, disk 0 or 16MiB..16TiB)");
 		return -1;
 	}
-	r.labels = cJSON_CreateObject();
+	r->labels = cJSON_CreateObject();
 	for (i = 0; i < spec->nlabels; i++) {
 		if (spec->labels[i].k == NULL || spec->labels[i].v == NULL)
 			continue;
-		cJSON_DeleteItemFromObjectCaseSensitive(r.labels,
+		cJSON_DeleteItemFromObjectCaseSensitive(r->labels,
 		    spec->labels[i].k);
-		cJSON_AddStringToObject(r.labels, spec->labels[i].k,
+		cJSON_AddStringToObject(r->labels, spec->labels[i].k,
 		    spec->labels[i].v);
 	}
-	r.env = cJSON_CreateObject();
+	r->env = cJSON_CreateObject();
 	for (i = 0; i < spec->nenv; i++)
-		cJSON_AddStringToObject(r.env, spec->env[i].k, spec->env[i].v);
-	snprintf(r.phase, sizeof(r.phase), "creating");
-	step(&stp, "check");
+		cJSON_AddStringToObject(r->env, spec->env[i].k, spec->env[i].v);
+	snprintf(r->phase, sizeof(r->phase), "creating");
+	return 0;
+}
 
-	/* the directory and the uid, under the global allocation lock */
+/*
+ * The directory and the uid, under the global allocation lock: makes
+ * <id>/ (*made = 1: the caller undoes with rl_destroy), takes its lock
+ * (*lfd), allocates the uid and writes the uid file, then the first
+ * record. 0, or -1 with err.
+ */
+static int
+create_alloc(struct rl *rl, struct rec *r, int *lfd, int *made, char *err,
+    size_t errlen)
+{
+	char sdir[RL_PATH_MAX], p[RL_PATH_MAX + 16], e[64];
+	int gfd, rc = -1;
+
+	if (sdir_path(rl, r->id, NULL, sdir, sizeof(sdir)) == -1) {
+		snprintf(err, errlen, "state path too long");
+		return -1;
+	}
 	pthread_mutex_lock(&rl->mu);
 	snprintf(p, sizeof(p), "%s/.lock", rl->state_dir);
 	gfd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (gfd == -1 || flock(gfd, LOCK_EX) == -1) {
 		snprintf(err, errlen, "lock %s: %s", p, strerror(errno));
-		goto unlock;
+		goto out;
 	}
 	if (mkdir(sdir, 0711) == -1) {
 		snprintf(err, errlen, errno == EEXIST ? "sandbox %s already "
-		    "exists" : "mkdir %s: %s", errno == EEXIST ? r.id : sdir,
+		    "exists" : "mkdir %s: %s", errno == EEXIST ? r->id : sdir,
 		    strerror(errno));
-		goto unlock;
+		goto out;
 	}
-	made = 1;
-	if ((lfd = id_lock(rl, r.id, 0)) == -1) {
-		snprintf(err, errlen, "lock %s: %s", r.id, strerror(errno));
-		goto unlock;
+	*made = 1;
+	if ((*lfd = id_lock(rl, r->id, 0)) == -1) {
+		snprintf(err, errlen, "lock %s: %s", r->id, strerror(errno));
+		goto out;
 	}
-	if (alloc_uid(rl, &r.uid, err, errlen) == -1)
-		goto unlock;
-	r.uid_range = rl->c.uid_range;
-	snprintf(e, sizeof(e), "%lld\n", r.uid);
-	if (sdir_path(rl, r.id, "uid", p, sizeof(p)) == -1 ||
+	if (alloc_uid(rl, &r->uid, err, errlen) == -1)
+		goto out;
+	r->uid_range = rl->c.uid_range;
+	snprintf(e, sizeof(e), "%lld\n", r->uid);
+	if (sdir_path(rl, r->id, "uid", p, sizeof(p)) == -1 ||
 	    util_write_file_replace(p, e, strlen(e), 0600, err, errlen) == -1 ||
-	    rec_save(rl, &r, 0, err, errlen) == -1)
-		goto unlock;
+	    rec_save(rl, r, 0, err, errlen) == -1)
+		goto out;
 	rc = 0;
-unlock:
+out:
 	if (gfd != -1)
 		close(gfd);
 	pthread_mutex_unlock(&rl->mu);
-	if (rc == -1)
-		goto fail;
-	rc = -1;
-	step(&stp, "alloc");
+	return rc;
+}
 
-	uid = (uid_t)r.uid;
-#define SUB(name, mode, u) do {						\
-	if (sdir_path(rl, r.id, name, p, sizeof(p)) == -1 ||		\
-	    mkdir_owned(p, mode, u, u, err, errlen) == -1)		\
-		goto fail;						\
-} while (0)
-	SUB("upper", 0755, uid);
-	SUB("work", 0700, 0);
-	SUB("lower", 0755, 0);
-	SUB("root", 0755, 0);
+/* <id>/name, made owned by uid:uid with mode. 0 or -1 with err. */
+static int
+mkdir_sub(const struct rl *rl, const char *id, const char *name, int mode,
+    uid_t uid, char *err, size_t errlen)
+{
+	char p[RL_PATH_MAX];
+
+	if (sdir_path(rl, id, name, p, sizeof(p)) == -1) {
+		snprintf(err, errlen, "state path too long");
+		return -1;
+	}
+	return mkdir_owned(p, mode, uid, uid, err, errlen);
+}
+
+/* The sandbox's directories (docs/local-runtime.md, "State directory")
+ * and its disk image, if it has a disk limit. 0 or -1 with err. */
+static int
+create_dirs(const struct rl *rl, const struct rec *r, char *err,
+    size_t errlen)
+{
+	uid_t uid = (uid_t)r->uid;
+
+	if (mkdir_sub(rl, r->id, "upper", 0755, uid, err, errlen) == -1 ||
+	    mkdir_sub(rl, r->id, "work", 0700, 0, err, errlen) == -1 ||
+	    mkdir_sub(rl, r->id, "lower", 0755, 0, err, errlen) == -1 ||
+	    mkdir_sub(rl, r->id, "root", 0755, 0, err, errlen) == -1)
+		return -1;
 	/* the agent's user owns /workspace and /run/agent: inside uid 0 or
 	 * RL_INNER_UID (host uid + that, in a range; the same uid in the
 	 * one-uid mapping of older records) */
-	if (!r.run_as_root && r.uid_range > RL_INNER_UID)
+	if (!r->run_as_root && r->uid_range > RL_INNER_UID)
 		uid += RL_INNER_UID;
-	SUB("workspace", 0755, uid);
-	/* 0711: bwrap, as the sandbox's uid 0, must reach it to bind it */
-	SUB("agent", uid == (uid_t)r.uid ? 0700 : 0711, uid);
-	SUB("agent/state", 0700, uid);
-#undef SUB
-	if (r.disk_bytes > 0 && make_disk(rl, &r, uid, err, errlen) == -1)
+	/* agent/ 0711: bwrap, as the sandbox's uid 0, must reach it to bind */
+	if (mkdir_sub(rl, r->id, "workspace", 0755, uid, err, errlen) == -1 ||
+	    mkdir_sub(rl, r->id, "agent", uid == (uid_t)r->uid ? 0700 : 0711,
+	    uid, err, errlen) == -1 ||
+	    mkdir_sub(rl, r->id, "agent/state", 0700, uid, err, errlen) == -1)
+		return -1;
+	if (r->disk_bytes > 0 && make_disk(rl, r, uid, err, errlen) == -1)
+		return -1;
+	return 0;
+}
+
+static int
+rl_create(struct runtime *rt, const struct rt_spec *spec, struct rt_info *out,
+    char *err, size_t errlen)
+{
+	struct rl *rl = rt->impl;
+	struct rec r;
+	struct steps stp;
+	int lfd = -1, made = 0, rc = -1;
+
+	steps_init(&stp);
+	memset(&r, 0, sizeof(r));
+	if (out != NULL)
+		memset(out, 0, sizeof(*out));
+	if (create_rec(rl, spec, &r, err, errlen) == -1)
+		return -1;
+	step(&stp, "check");
+	if (create_alloc(rl, &r, &lfd, &made, err, errlen) == -1)
+		goto fail;
+	step(&stp, "alloc");
+	if (create_dirs(rl, &r, err, errlen) == -1)
 		goto fail;
 	step(&stp, "dirs");
 	if (do_start(rl, &r, &stp, err, errlen) == -1)
