@@ -532,19 +532,72 @@ loop_attach(const char *img, char *dev, size_t devlen, char *err,
 	return lfd;
 }
 
+/*
+ * Reads bwrap --info-fd's {"child-pid": N, ...} from fd (within
+ * timeout_ms) into *pid: the sandbox's pid 1, in our pid namespace.
+ * 0, or -1 with err (bwrap's own error is in log_path).
+ */
+static int
+read_child_pid(int fd, int timeout_ms, const char *log_path, pid_t *pid,
+    char *err, size_t errlen)
+{
+	char info[1024], *cp, *end;
+	struct pollfd pfd;
+	size_t ilen = 0;
+	ssize_t n;
+	long long v;
+	int r;
+
+	for (;;) {
+		pfd.fd = fd;
+		pfd.events = POLLIN;
+		r = poll(&pfd, 1, timeout_ms);
+		if (r == -1 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			snprintf(err, errlen, "bwrap did not report its child "
+			    "in time");
+			return -1;
+		}
+		n = read(fd, info + ilen, sizeof(info) - 1 - ilen);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		ilen += (size_t)n;
+		info[ilen] = '\0';
+		if (strchr(info, '}') != NULL || ilen == sizeof(info) - 1)
+			break;
+	}
+	info[ilen] = '\0';
+	if ((cp = strstr(info, "\"child-pid\"")) == NULL ||
+	    (cp = strchr(cp, ':')) == NULL) {
+		snprintf(err, errlen, "bwrap failed to start the sandbox (see "
+		    "%s)", log_path);
+		return -1;
+	}
+	cp++;
+	while (*cp == ' ')
+		cp++;
+	errno = 0;
+	v = strtoll(cp, &end, 10);
+	if (end == cp || errno != 0 || v <= 1 || v > INT_MAX) {
+		snprintf(err, errlen, "bwrap reported a bad child pid");
+		return -1;
+	}
+	*pid = (pid_t)v;
+	return 0;
+}
+
 int
 rl_spawn(struct rl_spawn *s, int timeout_ms, char *err, size_t errlen)
 {
-	char ovl[4 * RL_PATH_MAX], info[1024], e[256];
-	int infop[2] = { -1, -1 }, rc = -1, r, loopfd = -1;
+	char ovl[4 * RL_PATH_MAX], e[256];
+	int infop[2] = { -1, -1 }, rc = -1, loopfd = -1;
 	struct spawn_ctx c;
-	struct pollfd pfd;
-	size_t ilen = 0;
 	void *stack1 = NULL;
 	pid_t mid;
-	ssize_t n;
-	char *cp, *end;
-	long long v, t0;
+	long long t0;
 
 	memset(&c, 0, sizeof(c));
 	c.s = s;
@@ -627,45 +680,9 @@ rl_spawn(struct rl_spawn *s, int timeout_ms, char *err, size_t errlen)
 		snprintf(err, errlen, "spawn: intermediate process failed");
 		goto out;
 	}
-	/* bwrap --info-fd: {"child-pid": N, ...} */
-	for (;;) {
-		pfd.fd = infop[0];
-		pfd.events = POLLIN;
-		r = poll(&pfd, 1, timeout_ms);
-		if (r == -1 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			snprintf(err, errlen, "bwrap did not report its child "
-			    "in time");
-			goto out;
-		}
-		n = read(infop[0], info + ilen, sizeof(info) - 1 - ilen);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		ilen += (size_t)n;
-		info[ilen] = '\0';
-		if (strchr(info, '}') != NULL || ilen == sizeof(info) - 1)
-			break;
-	}
-	info[ilen] = '\0';
-	if ((cp = strstr(info, "\"child-pid\"")) == NULL ||
-	    (cp = strchr(cp, ':')) == NULL) {
-		snprintf(err, errlen, "bwrap failed to start the sandbox (see "
-		    "%s)", s->log_path);
+	if (read_child_pid(infop[0], timeout_ms, s->log_path, &s->child_pid,
+	    err, errlen) == -1)
 		goto out;
-	}
-	cp++;
-	while (*cp == ' ')
-		cp++;
-	errno = 0;
-	v = strtoll(cp, &end, 10);
-	if (end == cp || errno != 0 || v <= 1 || v > INT_MAX) {
-		snprintf(err, errlen, "bwrap reported a bad child pid");
-		goto out;
-	}
-	s->child_pid = (pid_t)v;
 	rc = 0;
 out:
 	if (c.usernsfd != -1)
