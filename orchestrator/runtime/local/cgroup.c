@@ -154,9 +154,9 @@ rl_cg_detect_at(const char *root, const char *mode, const char *name,
 		}
 		cg->mode = RL_CG_V2;
 		snprintf(p, sizeof(p), "%s/cgroup.subtree_control", v2root);
-		(void)write_str(p, "+memory +pids +cpu");
+		(void)rl_write_str(p, "+memory +pids +cpu");
 		snprintf(p, sizeof(p), "%s/cgroup.subtree_control", cg->v2);
-		if (write_str(p, "+memory +pids +cpu") == -1) {
+		if (rl_write_str(p, "+memory +pids +cpu") == -1) {
 			snprintf(err, errlen, "enable controllers in %s: %s",
 			    cg->v2, strerror(errno));
 			return -1;
@@ -177,7 +177,7 @@ rl_cg_detect_at(const char *root, const char *mode, const char *name,
 	    (cg->v1_freezer[0] && mkdir_p1(cg->v1_freezer, err, errlen) == -1))
 		return -1;
 	snprintf(p, sizeof(p), "%s/memory.use_hierarchy", cg->v1_mem);
-	(void)write_str(p, "1");
+	(void)rl_write_str(p, "1");
 	return 0;
 }
 
@@ -188,7 +188,7 @@ cg_write(const char *dir, const char *id, const char *file, const char *val,
 	char p[RL_PATH_MAX + 128];
 
 	snprintf(p, sizeof(p), "%s/%s/%s", dir, id, file);
-	if (write_str(p, val) == -1) {
+	if (rl_write_str(p, val) == -1) {
 		snprintf(err, errlen, "write %s: %s", p, strerror(errno));
 		return -1;
 	}

@@ -21,7 +21,7 @@
 #include "local_int.h"
 
 int
-mkdir_owned(const char *p, int mode, uid_t uid, gid_t gid, char *err,
+rl_mkdir_owned(const char *p, int mode, uid_t uid, gid_t gid, char *err,
     size_t errlen)
 {
 	if (mkdir(p, (mode_t)mode) == -1 && errno != EEXIST) {
@@ -74,7 +74,7 @@ open_dirs_nofollow(int top, const char *rel, uid_t uid, gid_t gid)
 }
 
 int
-write_in_upper(const char *upper, const char *dir, const char *name,
+rl_write_in_upper(const char *upper, const char *dir, const char *name,
     const char *data, size_t len, uid_t uid, gid_t gid, char *err,
     size_t errlen)
 {

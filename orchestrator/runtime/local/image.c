@@ -41,8 +41,8 @@ image_name_valid(const char *s)
 }
 
 int
-resolve_image(const struct rl *rl, const char *name, char *out, size_t outlen,
-    char *err, size_t errlen)
+rl_resolve_image(const struct rl *rl, const char *name, char *out,
+    size_t outlen, char *err, size_t errlen)
 {
 	char p[RL_PATH_MAX + 256], rp[PATH_MAX];
 	struct stat st;
@@ -74,7 +74,7 @@ resolve_image(const struct rl *rl, const char *name, char *out, size_t outlen,
  * mounted inside the sandbox's mount namespace at each start.
  */
 int
-make_disk(const struct rl *rl, const struct rec *r, uid_t wsuid, char *err,
+rl_make_disk(const struct rl *rl, const struct rec *r, uid_t wsuid, char *err,
     size_t errlen)
 {
 	char img[RL_PATH_MAX], skel[RL_PATH_MAX], p[RL_PATH_MAX + 32];
@@ -86,15 +86,15 @@ make_disk(const struct rl *rl, const struct rec *r, uid_t wsuid, char *err,
 	pid_t pid;
 	int fd, st = -1, rc = -1, sr;
 
-	if (sdir_path(rl, r->id, "disk.img", img, sizeof(img)) == -1 ||
-	    sdir_path(rl, r->id, "disk-skel", skel, sizeof(skel)) == -1 ||
-	    sdir_path(rl, r->id, "log", logp, sizeof(logp)) == -1) {
+	if (rl_sdir_path(rl, r->id, "disk.img", img, sizeof(img)) == -1 ||
+	    rl_sdir_path(rl, r->id, "disk-skel", skel, sizeof(skel)) == -1 ||
+	    rl_sdir_path(rl, r->id, "log", logp, sizeof(logp)) == -1) {
 		snprintf(err, errlen, "state path too long");
 		return -1;
 	}
 #define SK(name, mode, u) do {						\
 	snprintf(p, sizeof(p), "%s%s", skel, name);			\
-	if (mkdir_owned(p, mode, u, u, err, errlen) == -1)		\
+	if (rl_mkdir_owned(p, mode, u, u, err, errlen) == -1)		\
 		goto out;						\
 } while (0)
 	SK("", 0755, 0);
@@ -128,8 +128,8 @@ make_disk(const struct rl *rl, const struct rec *r, uid_t wsuid, char *err,
 		    rl->c.mkfs, st);
 		goto out;
 	}
-	if (sdir_path(rl, r->id, "disk", p, sizeof(p)) == -1 ||
-	    mkdir_owned(p, 0755, 0, 0, err, errlen) == -1)	/* mount point */
+	if (rl_sdir_path(rl, r->id, "disk", p, sizeof(p)) == -1 ||
+	    rl_mkdir_owned(p, 0755, 0, 0, err, errlen) == -1)	/* mount point */
 		goto out;
 	rc = 0;
 out:

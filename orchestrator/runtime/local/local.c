@@ -72,17 +72,17 @@ create_rec(const struct rl *rl, const struct rt_spec *spec, struct rec *r,
 	}
 	for (i = 0; i < spec->nenv; i++)
 		if (spec->env[i].k == NULL || spec->env[i].v == NULL ||
-		    !env_name_ok(spec->env[i].k)) {
+		    !rl_env_name_ok(spec->env[i].k)) {
 			snprintf(err, errlen, "invalid env name");
 			return -1;
 		}
 	snprintf(r->id, sizeof(r->id), "%s", spec->id);
 	snprintf(r->image, sizeof(r->image), "%s", spec->image != NULL &&
 	    spec->image[0] != '\0' ? spec->image : rl->c.default_image);
-	if (resolve_image(rl, r->image, r->image_dir, sizeof(r->image_dir), err,
-	    errlen) == -1)
+	if (rl_resolve_image(rl, r->image, r->image_dir, sizeof(r->image_dir),
+	    err, errlen) == -1)
 		return -1;
-	if (sdir_path(rl, r->id, NULL, sdir, sizeof(sdir)) == -1 ||
+	if (rl_sdir_path(rl, r->id, NULL, sdir, sizeof(sdir)) == -1 ||
 	    strlen(sdir) + sizeof("/agent/agent.sock") > 108) {
 		snprintf(err, errlen, "state_dir too long for the agent socket "
 		    "path");
@@ -134,7 +134,7 @@ create_alloc(struct rl *rl, struct rec *r, int *lfd, int *made, char *err,
 	char sdir[RL_PATH_MAX], p[RL_PATH_MAX + 16], e[64];
 	int gfd, rc = -1;
 
-	if (sdir_path(rl, r->id, NULL, sdir, sizeof(sdir)) == -1) {
+	if (rl_sdir_path(rl, r->id, NULL, sdir, sizeof(sdir)) == -1) {
 		snprintf(err, errlen, "state path too long");
 		return -1;
 	}
@@ -152,17 +152,17 @@ create_alloc(struct rl *rl, struct rec *r, int *lfd, int *made, char *err,
 		goto out;
 	}
 	*made = 1;
-	if ((*lfd = id_lock(rl, r->id, 0)) == -1) {
+	if ((*lfd = rl_id_lock(rl, r->id, 0)) == -1) {
 		snprintf(err, errlen, "lock %s: %s", r->id, strerror(errno));
 		goto out;
 	}
-	if (alloc_uid(rl, &r->uid, err, errlen) == -1)
+	if (rl_alloc_uid(rl, &r->uid, err, errlen) == -1)
 		goto out;
 	r->uid_range = rl->c.uid_range;
 	snprintf(e, sizeof(e), "%lld\n", r->uid);
-	if (sdir_path(rl, r->id, "uid", p, sizeof(p)) == -1 ||
+	if (rl_sdir_path(rl, r->id, "uid", p, sizeof(p)) == -1 ||
 	    util_write_file_replace(p, e, strlen(e), 0600, err, errlen) == -1 ||
-	    rec_save(rl, r, 0, err, errlen) == -1)
+	    rl_rec_save(rl, r, 0, err, errlen) == -1)
 		goto out;
 	rc = 0;
 out:
@@ -179,11 +179,11 @@ mkdir_sub(const struct rl *rl, const char *id, const char *name, int mode,
 {
 	char p[RL_PATH_MAX];
 
-	if (sdir_path(rl, id, name, p, sizeof(p)) == -1) {
+	if (rl_sdir_path(rl, id, name, p, sizeof(p)) == -1) {
 		snprintf(err, errlen, "state path too long");
 		return -1;
 	}
-	return mkdir_owned(p, mode, uid, uid, err, errlen);
+	return rl_mkdir_owned(p, mode, uid, uid, err, errlen);
 }
 
 /* The sandbox's directories (docs/local-runtime.md, "State directory")
@@ -210,7 +210,7 @@ create_dirs(const struct rl *rl, const struct rec *r, char *err,
 	    uid, err, errlen) == -1 ||
 	    mkdir_sub(rl, r->id, "agent/state", 0700, uid, err, errlen) == -1)
 		return -1;
-	if (r->disk_bytes > 0 && make_disk(rl, r, uid, err, errlen) == -1)
+	if (r->disk_bytes > 0 && rl_make_disk(rl, r, uid, err, errlen) == -1)
 		return -1;
 	return 0;
 }
@@ -224,26 +224,26 @@ rl_create(struct runtime *rt, const struct rt_spec *spec, struct rt_info *out,
 	struct steps stp;
 	int lfd = -1, made = 0, rc = -1;
 
-	steps_init(&stp);
+	rl_steps_init(&stp);
 	memset(&r, 0, sizeof(r));
 	if (out != NULL)
 		memset(out, 0, sizeof(*out));
 	if (create_rec(rl, spec, &r, err, errlen) == -1)
 		return -1;
-	step(&stp, "check");
+	rl_step(&stp, "check");
 	if (create_alloc(rl, &r, &lfd, &made, err, errlen) == -1)
 		goto fail;
-	step(&stp, "alloc");
+	rl_step(&stp, "alloc");
 	if (create_dirs(rl, &r, err, errlen) == -1)
 		goto fail;
-	step(&stp, "dirs");
-	if (do_start(rl, &r, &stp, err, errlen) == -1)
+	rl_step(&stp, "dirs");
+	if (rl_do_start(rl, &r, &stp, err, errlen) == -1)
 		goto fail;
 	snprintf(r.phase, sizeof(r.phase), "running");
-	if (rec_save(rl, &r, 0, err, errlen) == -1)
+	if (rl_rec_save(rl, &r, 0, err, errlen) == -1)
 		goto fail;
-	step(&stp, "record");
-	steps_log(&stp, r.id, "create");
+	rl_step(&stp, "record");
+	rl_steps_log(&stp, r.id, "create");
 	if (out != NULL)
 		rl_fill_info(rl, r.id, out);
 	if (out != NULL && out->state == RT_CREATING)
@@ -255,12 +255,12 @@ fail:
 		char e2[256];
 
 		log_warnx("sandbox=%s create failed: %s", r.id, err);
-		id_unlock(lfd);
+		rl_id_unlock(lfd);
 		lfd = -1;
 		(void)rl_destroy(rt, r.id, e2, sizeof(e2));
 	}
-	id_unlock(lfd);
-	rec_clear(&r);
+	rl_id_unlock(lfd);
+	rl_rec_clear(&r);
 	return rc;
 }
 
@@ -273,29 +273,29 @@ rl_start(struct runtime *rt, const char *id, char *err, size_t errlen)
 	struct steps stp;
 	int lfd, rc = -1;
 
-	if ((lfd = rec_open(rl, id, &r, err, errlen)) == -1)
+	if ((lfd = rl_rec_open(rl, id, &r, err, errlen)) == -1)
 		return -1;
-	if (pid_load(rl, id, &pr) == 0 && pid_alive(&pr)) {
+	if (rl_pid_load(rl, id, &pr) == 0 && rl_pid_alive(&pr)) {
 		rc = 0;		/* already running */
 		goto out;
 	}
-	do_stop(rl, id);	/* leftovers of a crash */
+	rl_do_stop(rl, id);	/* leftovers of a crash */
 	snprintf(r.phase, sizeof(r.phase), "running");
 	r.reason[0] = '\0';
-	steps_init(&stp);
-	if (do_start(rl, &r, &stp, err, errlen) == -1) {
-		do_stop(rl, id);
+	rl_steps_init(&stp);
+	if (rl_do_start(rl, &r, &stp, err, errlen) == -1) {
+		rl_do_stop(rl, id);
 		snprintf(r.phase, sizeof(r.phase), "stopped");
-		(void)rec_save(rl, &r, 1, err + strlen(err), 0);
+		(void)rl_rec_save(rl, &r, 1, err + strlen(err), 0);
 		goto out;
 	}
-	if (rec_save(rl, &r, 0, err, errlen) == -1)
+	if (rl_rec_save(rl, &r, 0, err, errlen) == -1)
 		goto out;
-	step(&stp, "record");
-	steps_log(&stp, id, "start");
+	rl_step(&stp, "record");
+	rl_steps_log(&stp, id, "start");
 	rc = 0;
 out:
-	rec_close(&r, lfd);
+	rl_rec_close(&r, lfd);
 	return rc;
 }
 
@@ -306,16 +306,16 @@ rl_stop(struct runtime *rt, const char *id, char *err, size_t errlen)
 	struct rec r;
 	int lfd, rc = -1;
 
-	if ((lfd = rec_open(rl, id, &r, err, errlen)) == -1)
+	if ((lfd = rl_rec_open(rl, id, &r, err, errlen)) == -1)
 		return -1;
-	do_stop(rl, id);
+	rl_do_stop(rl, id);
 	snprintf(r.phase, sizeof(r.phase), "stopped");
 	r.reason[0] = '\0';
-	if (rec_save(rl, &r, 1, err, errlen) == 0) {
+	if (rl_rec_save(rl, &r, 1, err, errlen) == 0) {
 		rc = 0;
 		log_info("sandbox=%s stopped", id);
 	}
-	rec_close(&r, lfd);
+	rl_rec_close(&r, lfd);
 	return rc;
 }
 
@@ -330,26 +330,26 @@ rl_destroy(struct runtime *rt, const char *id, char *err, size_t errlen)
 		snprintf(err, errlen, "invalid sandbox id");
 		return -1;
 	}
-	if (sdir_path(rl, id, NULL, sdir, sizeof(sdir)) == -1)
+	if (rl_sdir_path(rl, id, NULL, sdir, sizeof(sdir)) == -1)
 		return 0;
 	if (access(sdir, F_OK) == -1)
 		return 0;
-	if ((lfd = id_lock(rl, id, 0)) == -1) {
+	if ((lfd = rl_id_lock(rl, id, 0)) == -1) {
 		if (access(sdir, F_OK) == -1)
 			return 0;
 		snprintf(err, errlen, "lock %s: %s", id, strerror(errno));
 		return -1;
 	}
-	do_stop(rl, id);
+	rl_do_stop(rl, id);
 	/* rename first: a crash mid-removal leaves no half sandbox listed */
 	snprintf(gone, sizeof(gone), "%s/.gone-%s-%ld", rl->state_dir, id,
 	    (long)getpid());
 	if (rename(sdir, gone) == -1) {
 		snprintf(err, errlen, "rename %s: %s", sdir, strerror(errno));
-		id_unlock(lfd);
+		rl_id_unlock(lfd);
 		return -1;
 	}
-	id_unlock(lfd);
+	rl_id_unlock(lfd);
 	if (rl_rmtree(gone, err, errlen) == -1)
 		return -1;
 	log_info("sandbox=%s destroyed", id);
@@ -391,10 +391,10 @@ rl_fill_info(struct rl *rl, const char *id, struct rt_info *out)
 
 	memset(out, 0, sizeof(*out));
 	snprintf(out->id, sizeof(out->id), "%s", id);
-	if ((lfd = id_lock(rl, id, 1)) == -1)
+	if ((lfd = rl_id_lock(rl, id, 1)) == -1)
 		busy = errno == EWOULDBLOCK;
-	id_unlock(lfd);
-	if (rec_load(rl, id, &r, e, sizeof(e)) == -1) {
+	rl_id_unlock(lfd);
+	if (rl_rec_load(rl, id, &r, e, sizeof(e)) == -1) {
 		out->state = busy ? RT_CREATING : RT_FAILED;
 		snprintf(out->reason, sizeof(out->reason), "%s", busy ?
 		    "" : "incomplete state (interrupted create): destroy it");
@@ -403,7 +403,7 @@ rl_fill_info(struct rl *rl, const char *id, struct rt_info *out)
 	snprintf(out->image, sizeof(out->image), "%s", r.image);
 	out->created_ms = r.created_ms;
 	labels_to_info(r.labels, out);
-	alive = pid_load(rl, id, &pr) == 0 && pid_alive(&pr);
+	alive = rl_pid_load(rl, id, &pr) == 0 && rl_pid_alive(&pr);
 	if (alive)
 		out->started_ms = pr.started_ms;
 	if (strcmp(r.phase, "creating") == 0) {
@@ -430,7 +430,7 @@ rl_fill_info(struct rl *rl, const char *id, struct rt_info *out)
 		snprintf(out->reason, sizeof(out->reason), "%s",
 		    r.reason[0] ? r.reason : "failed");
 	}
-	rec_clear(&r);
+	rl_rec_clear(&r);
 }
 
 static int
@@ -440,7 +440,7 @@ rl_get(struct runtime *rt, const char *id, struct rt_info *out, char *err,
 	struct rl *rl = rt->impl;
 	char sdir[RL_PATH_MAX];
 
-	if (!id_sandbox_valid(id) || sdir_path(rl, id, NULL, sdir,
+	if (!id_sandbox_valid(id) || rl_sdir_path(rl, id, NULL, sdir,
 	    sizeof(sdir)) == -1 || access(sdir, F_OK) == -1) {
 		snprintf(err, errlen, "not found");
 		return -1;
@@ -482,7 +482,7 @@ rl_list(struct runtime *rt, struct rt_info **out, size_t *n, char *err,
 
 	*out = NULL;
 	*n = 0;
-	if (each_id(l.rl, add_info, &l, err, errlen) == -1)
+	if (rl_each_id(l.rl, add_info, &l, err, errlen) == -1)
 		return -1;
 	if (l.n > 1)
 		qsort(l.a, l.n, sizeof(*l.a), id_cmp);
@@ -505,7 +505,7 @@ rl_set_labels(struct runtime *rt, const char *id, const struct rt_kv *kv,
 		snprintf(err, errlen, "too many labels");
 		return -1;
 	}
-	if ((lfd = rec_open(rl, id, &r, err, errlen)) == -1)
+	if ((lfd = rl_rec_open(rl, id, &r, err, errlen)) == -1)
 		return -1;
 	labels = cJSON_CreateObject();
 	for (i = 0; i < nkv; i++) {
@@ -520,10 +520,10 @@ rl_set_labels(struct runtime *rt, const char *id, const struct rt_kv *kv,
 		cJSON_Delete(r.labels);
 		r.labels = labels;
 		labels = NULL;
-		rc = rec_save(rl, &r, 0, err, errlen);
+		rc = rl_rec_save(rl, &r, 0, err, errlen);
 	}
 	cJSON_Delete(labels);
-	rec_close(&r, lfd);
+	rl_rec_close(&r, lfd);
 	return rc;
 }
 
@@ -535,12 +535,12 @@ rl_agent_addr(struct runtime *rt, const char *id, struct rt_agent_addr *out,
 	char sdir[RL_PATH_MAX];
 
 	memset(out, 0, sizeof(*out));
-	if (!id_sandbox_valid(id) || sdir_path(rl, id, NULL, sdir,
+	if (!id_sandbox_valid(id) || rl_sdir_path(rl, id, NULL, sdir,
 	    sizeof(sdir)) == -1 || access(sdir, F_OK) == -1) {
 		snprintf(err, errlen, "not found");
 		return -1;
 	}
-	if (sdir_path(rl, id, "agent/agent.sock", out->unix_path,
+	if (rl_sdir_path(rl, id, "agent/agent.sock", out->unix_path,
 	    sizeof(out->unix_path)) == -1) {
 		snprintf(err, errlen, "agent socket path too long");
 		return -1;
@@ -564,7 +564,7 @@ rl_attach_egress(struct runtime *rt, const char *id, const struct rt_egress *eg,
 	size_t i;
 	int lfd, changed = 0, rc = -1;
 
-	if ((lfd = rec_open(rl, id, &r, err, errlen)) == -1)
+	if ((lfd = rl_rec_open(rl, id, &r, err, errlen)) == -1)
 		return -1;
 	for (i = 0; i < eg->nlabels && i < RL_MAX_LABELS; i++) {
 		if (eg->labels[i].k == NULL || eg->labels[i].v == NULL)
@@ -577,9 +577,9 @@ rl_attach_egress(struct runtime *rt, const char *id, const struct rt_egress *eg,
 		cJSON_AddStringToObject(r.labels, eg->labels[i].k, eg->labels[i].v);
 		changed = 1;
 	}
-	if (changed && rec_save(rl, &r, 0, err, errlen) == -1)
+	if (changed && rl_rec_save(rl, &r, 0, err, errlen) == -1)
 		goto out;
-	if (pid_load(rl, id, &pr) == 0 && pid_alive(&pr) &&
+	if (rl_pid_load(rl, id, &pr) == 0 && rl_pid_alive(&pr) &&
 	    rl_egress_register(rl, &r, (pid_t)pr.child_pid, err, errlen) == -1)
 		goto out;
 	if (env_out != NULL && envlen > 0 && rl_proxy_env(env_out, envlen) == -1) {
@@ -588,7 +588,7 @@ rl_attach_egress(struct runtime *rt, const char *id, const struct rt_egress *eg,
 	}
 	rc = 0;
 out:
-	rec_close(&r, lfd);
+	rl_rec_close(&r, lfd);
 	return rc;
 }
 
@@ -665,7 +665,8 @@ cg_keep(const char *name, void *arg)
 	struct rl *rl = arg;
 	char p[RL_PATH_MAX];
 
-	if (!id_sandbox_valid(name) || sdir_path(rl, name, NULL, p, sizeof(p)) == -1)
+	if (!id_sandbox_valid(name) ||
+	    rl_sdir_path(rl, name, NULL, p, sizeof(p)) == -1)
 		return 1;
 	return access(p, F_OK) == 0;
 }

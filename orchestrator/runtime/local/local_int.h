@@ -159,60 +159,60 @@ int	rl_seccomp_fd(char *err, size_t errlen);
 
 /* record.c */
 /* out = <state_dir>/<id>[/<sub>]; -1 if it does not fit outlen. */
-int	sdir_path(const struct rl *, const char *id, const char *sub,
+int	rl_sdir_path(const struct rl *, const char *id, const char *sub,
 	    char *out, size_t outlen);
 /* Frees what a loaded record holds and zeroes it. */
-void	rec_clear(struct rec *);
-/* Loads <id>/record.json into r (give it to rec_clear). A record that
+void	rl_rec_clear(struct rec *);
+/* Loads <id>/record.json into r (give it to rl_rec_clear). A record that
  * does not parse or lacks its uid or image is refused whole: -1 with err. */
-int	rec_load(const struct rl *, const char *id, struct rec *r, char *err,
+int	rl_rec_load(const struct rl *, const char *id, struct rec *r, char *err,
 	    size_t errlen);
 /* Replaces <id>/record.json with r (atomic rename; durable: fsync'd
  * too). 0 or -1 with err (also when it would pass RL_RECORD_MAX). */
-int	rec_save(const struct rl *, const struct rec *r, int durable,
+int	rl_rec_save(const struct rl *, const struct rec *r, int durable,
 	    char *err, size_t errlen);
 /* Loads <id>/pid; -1 if absent or not five sane numbers. */
-int	pid_load(const struct rl *, const char *id, struct pidrec *);
+int	rl_pid_load(const struct rl *, const char *id, struct pidrec *);
 /* Replaces <id>/pid with pr (atomic rename, no fsync). 0 or -1 with err. */
-int	pid_save(const struct rl *, const char *id, const struct pidrec *pr,
+int	rl_pid_save(const struct rl *, const char *id, const struct pidrec *pr,
 	    char *err, size_t errlen);
 /* 1 if the sandbox's pid 1 from the pid file still runs. */
-int	pid_alive(const struct pidrec *);
+int	rl_pid_alive(const struct pidrec *);
 /* Takes <id>/lock (nonblock: fail at once if held); the fd, or -1. */
-int	id_lock(const struct rl *, const char *id, int nonblock);
-/* Releases id_lock's fd (-1: nothing). */
-void	id_unlock(int fd);
+int	rl_id_lock(const struct rl *, const char *id, int nonblock);
+/* Releases rl_id_lock's fd (-1: nothing). */
+void	rl_id_unlock(int fd);
 /* Checks id, locks the sandbox and loads its record: the lock fd (give
- * it and r to rec_close), or -1 with err. */
-int	rec_open(const struct rl *, const char *id, struct rec *r, char *err,
+ * it and r to rl_rec_close), or -1 with err. */
+int	rl_rec_open(const struct rl *, const char *id, struct rec *r, char *err,
 	    size_t errlen);
-void	rec_close(struct rec *r, int lfd);
+void	rl_rec_close(struct rec *r, int lfd);
 /* Calls fn(id, arg) for every sandbox directory in the state dir. */
-int	each_id(const struct rl *, void (*fn)(const char *, void *), void *arg,
-	    char *err, size_t errlen);
+int	rl_each_id(const struct rl *, void (*fn)(const char *, void *),
+	    void *arg, char *err, size_t errlen);
 /* A free block of uid_range host ids (uid_base + slot * uid_range), by
  * the records and uid files in the state dir; the caller holds the global
  * allocation lock. 0, or -1 with err. */
-int	alloc_uid(struct rl *, long long *uid, char *err, size_t errlen);
+int	rl_alloc_uid(struct rl *, long long *uid, char *err, size_t errlen);
 
 /* start.c */
 /* Starts step timing (s->t0 = now). */
-void	steps_init(struct steps *);
+void	rl_steps_init(struct steps *);
 /* Records the step that ends now as name (s may be NULL). */
-void	step(struct steps *, const char *name);
+void	rl_step(struct steps *, const char *name);
 /* Logs the steps at debug level: "sandbox=ID what: ... total=...". */
-void	steps_log(struct steps *, const char *id, const char *what);
+void	rl_steps_log(struct steps *, const char *id, const char *what);
 /* 1 if k may be an environment variable name ([A-Za-z_][A-Za-z0-9_]*). */
-int	env_name_ok(const char *k);
+int	rl_env_name_ok(const char *k);
 /* Starts the sandbox of record r (lock held, phase written): the CA,
  * cgroups, bwrap, the pid file, the proxy listener, then waits for the
  * agent (start_timeout), timing each step into stp. 0, or -1 with err;
- * the caller then undoes with do_stop. */
-int	do_start(struct rl *, struct rec *r, struct steps *stp, char *err,
+ * the caller then undoes with rl_do_stop. */
+int	rl_do_start(struct rl *, struct rec *r, struct steps *stp, char *err,
 	    size_t errlen);
 /* Stops the sandbox's processes, releases its cgroups and its proxy
  * registration, removes the pid file. Idempotent. */
-void	do_stop(struct rl *, const char *id);
+void	rl_do_stop(struct rl *, const char *id);
 
 /* netns.c */
 /* Opens the 127.0.0.1:3128 listener inside child's network namespace and
@@ -230,23 +230,23 @@ int	rl_proxy_env(char *out, size_t outlen);
 /* The real path of image name (which must exist, under images_dir) into
  * out; -1 with err if the name is invalid, the image absent or its path
  * unusable. */
-int	resolve_image(const struct rl *, const char *name, char *out,
+int	rl_resolve_image(const struct rl *, const char *name, char *out,
 	    size_t outlen, char *err, size_t errlen);
 /* Makes <id>/disk.img (r->disk_bytes, ext4 by mkfs) holding upper/,
  * work/ and workspace/ (owned by wsuid), and the disk/ mount point.
  * 0 or -1 with err. */
-int	make_disk(const struct rl *, const struct rec *r, uid_t wsuid,
+int	rl_make_disk(const struct rl *, const struct rec *r, uid_t wsuid,
 	    char *err, size_t errlen);
 
 /* files.c */
 /* mkdir p (an existing one is fine), then chown uid:gid and chmod mode;
  * 0 or -1 with err. */
-int	mkdir_owned(const char *p, int mode, uid_t uid, gid_t gid, char *err,
+int	rl_mkdir_owned(const char *p, int mode, uid_t uid, gid_t gid, char *err,
 	    size_t errlen);
 /* Writes data as upper/dir/name (dir made as needed, owned by uid:gid),
  * never through a link: a link in the way fails (dir) or is replaced
  * (name). 0 or -1 with err. */
-int	write_in_upper(const char *upper, const char *dir, const char *name,
+int	rl_write_in_upper(const char *upper, const char *dir, const char *name,
 	    const char *data, size_t len, uid_t uid, gid_t gid, char *err,
 	    size_t errlen);
 /* Removes a directory tree without following symlinks; 0 or -1 with err
@@ -258,8 +258,8 @@ int	rl_rmtree(const char *path, char *err, size_t errlen);
 long long rl_proc_start(pid_t);
 /* Writes s into the existing file path (a kernel knob) in one write(2);
  * 0 or -1 with errno. Only system calls. */
-int	write_str(const char *path, const char *s);
+int	rl_write_str(const char *path, const char *s);
 /* Sleeps us microseconds, resuming after signals. */
-void	sleep_us(long us);
+void	rl_sleep_us(long us);
 
 #endif

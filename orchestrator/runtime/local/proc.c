@@ -5,7 +5,7 @@
  * process: a pid alone may have been reused), writing a short value into
  * a kernel file (cgroup knobs, /proc id maps), and sleeping through EINTR.
  *
- * Rules: calls nothing else in the runtime. write_str makes only system
+ * Rules: calls nothing else in the runtime. rl_write_str makes only system
  * calls (no allocation, no stdio), so the CLONE_VM children of spawn.c
  * may use it too.
  */
@@ -58,7 +58,7 @@ rl_proc_start(pid_t pid)
 }
 
 int
-write_str(const char *path, const char *s)
+rl_write_str(const char *path, const char *s)
 {
 	int fd, rc = -1;
 	size_t len = strlen(s);
@@ -73,7 +73,7 @@ write_str(const char *path, const char *s)
 }
 
 void
-sleep_us(long us)
+rl_sleep_us(long us)
 {
 	struct timespec ts = { us / 1000000, (us % 1000000) * 1000 };
 

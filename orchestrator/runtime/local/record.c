@@ -7,7 +7,7 @@
  * state of its own in memory.
  *
  * Rules:
- * - Whoever changes a sandbox holds its lock (rec_open, or id_lock in
+ * - Whoever changes a sandbox holds its lock (rl_rec_open, or rl_id_lock in
  *   create and destroy); the kernel drops it if that process dies, so a
  *   held lock means "being changed now", a free one over a "creating"
  *   record means "interrupted".
@@ -40,7 +40,7 @@
 #define RL_UIDFILE_MAX	64	/* one number */
 
 int
-sdir_path(const struct rl *rl, const char *id, const char *sub, char *out,
+rl_sdir_path(const struct rl *rl, const char *id, const char *sub, char *out,
     size_t outlen)
 {
 	int n;
@@ -53,7 +53,7 @@ sdir_path(const struct rl *rl, const char *id, const char *sub, char *out,
 }
 
 void
-rec_clear(struct rec *r)
+rl_rec_clear(struct rec *r)
 {
 	cJSON_Delete(r->labels);
 	cJSON_Delete(r->env);
@@ -91,7 +91,7 @@ take_obj(cJSON *o, const char *k)
 }
 
 int
-rec_load(const struct rl *rl, const char *id, struct rec *r, char *err,
+rl_rec_load(const struct rl *rl, const char *id, struct rec *r, char *err,
     size_t errlen)
 {
 	char p[RL_PATH_MAX], e[RL_PATH_MAX + 64];
@@ -100,7 +100,7 @@ rec_load(const struct rl *rl, const char *id, struct rec *r, char *err,
 
 	memset(r, 0, sizeof(*r));
 	buf_init(&b, RL_RECORD_MAX);
-	if (sdir_path(rl, id, "record.json", p, sizeof(p)) == -1 ||
+	if (rl_sdir_path(rl, id, "record.json", p, sizeof(p)) == -1 ||
 	    util_read_file_flags(p, O_NOFOLLOW, &b, e, sizeof(e)) == -1) {
 		buf_free(&b);
 		snprintf(err, errlen, "%s: no record", id);
@@ -138,7 +138,7 @@ rec_load(const struct rl *rl, const char *id, struct rec *r, char *err,
 	if (r->env == NULL)
 		r->env = cJSON_CreateObject();
 	if (r->uid <= 0 || r->image_dir[0] != '/') {
-		rec_clear(r);
+		rl_rec_clear(r);
 		snprintf(err, errlen, "%s: record is incomplete", id);
 		return -1;
 	}
@@ -156,7 +156,7 @@ rec_load(const struct rl *rl, const char *id, struct rec *r, char *err,
  * warm-pool claim path, 5-15 ms per fsync under load) do not.
  */
 int
-rec_save(const struct rl *rl, const struct rec *r, int durable, char *err,
+rl_rec_save(const struct rl *rl, const struct rec *r, int durable, char *err,
     size_t errlen)
 {
 	char p[RL_PATH_MAX];
@@ -195,7 +195,7 @@ rec_save(const struct rl *rl, const struct rec *r, int durable, char *err,
 		snprintf(err, errlen, "record too large (labels/env)");
 		return -1;
 	}
-	if (sdir_path(rl, r->id, "record.json", p, sizeof(p)) == -1) {
+	if (rl_sdir_path(rl, r->id, "record.json", p, sizeof(p)) == -1) {
 		free(s);
 		snprintf(err, errlen, "path too long");
 		return -1;
@@ -207,7 +207,7 @@ rec_save(const struct rl *rl, const struct rec *r, int durable, char *err,
 }
 
 int
-pid_load(const struct rl *rl, const char *id, struct pidrec *pr)
+rl_pid_load(const struct rl *rl, const char *id, struct pidrec *pr)
 {
 	char p[RL_PATH_MAX], e[RL_PATH_MAX + 64];
 	struct buf b;
@@ -215,7 +215,7 @@ pid_load(const struct rl *rl, const char *id, struct pidrec *pr)
 
 	memset(pr, 0, sizeof(*pr));
 	buf_init(&b, RL_PIDFILE_MAX);
-	if (sdir_path(rl, id, "pid", p, sizeof(p)) == -1 ||
+	if (rl_sdir_path(rl, id, "pid", p, sizeof(p)) == -1 ||
 	    util_read_file_flags(p, O_NOFOLLOW, &b, e, sizeof(e)) == -1) {
 		buf_free(&b);
 		return -1;
@@ -233,12 +233,12 @@ pid_load(const struct rl *rl, const char *id, struct pidrec *pr)
 }
 
 int
-pid_save(const struct rl *rl, const char *id, const struct pidrec *pr,
+rl_pid_save(const struct rl *rl, const char *id, const struct pidrec *pr,
     char *err, size_t errlen)
 {
 	char p[RL_PATH_MAX], line[256];
 
-	if (sdir_path(rl, id, "pid", p, sizeof(p)) == -1) {
+	if (rl_sdir_path(rl, id, "pid", p, sizeof(p)) == -1) {
 		snprintf(err, errlen, "state path too long");
 		return -1;
 	}
@@ -251,7 +251,7 @@ pid_save(const struct rl *rl, const char *id, const struct pidrec *pr,
 
 /* 1 if the sandbox's pid 1 (or its bwrap) from the pid file still runs. */
 int
-pid_alive(const struct pidrec *pr)
+rl_pid_alive(const struct pidrec *pr)
 {
 	if (pr->child_pid > 1 &&
 	    rl_proc_start((pid_t)pr->child_pid) == pr->child_start)
@@ -262,12 +262,12 @@ pid_alive(const struct pidrec *pr)
 /* Per-sandbox lock: held by whoever changes the sandbox; released by
  * the kernel if that process dies. Returns the fd or -1. */
 int
-id_lock(const struct rl *rl, const char *id, int nonblock)
+rl_id_lock(const struct rl *rl, const char *id, int nonblock)
 {
 	char p[RL_PATH_MAX];
 	int fd;
 
-	if (sdir_path(rl, id, "lock", p, sizeof(p)) == -1)
+	if (rl_sdir_path(rl, id, "lock", p, sizeof(p)) == -1)
 		return -1;
 	if ((fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) == -1)
 		return -1;
@@ -281,7 +281,7 @@ id_lock(const struct rl *rl, const char *id, int nonblock)
 }
 
 void
-id_unlock(int fd)
+rl_id_unlock(int fd)
 {
 	if (fd != -1)
 		close(fd);
@@ -290,10 +290,10 @@ id_unlock(int fd)
 /*
  * The opening of every operation that changes an existing sandbox: checks
  * the id, takes the sandbox's lock and loads its record. Returns the lock
- * (give it to rec_close) or -1 with err.
+ * (give it to rl_rec_close) or -1 with err.
  */
 int
-rec_open(const struct rl *rl, const char *id, struct rec *r, char *err,
+rl_rec_open(const struct rl *rl, const char *id, struct rec *r, char *err,
     size_t errlen)
 {
 	char sdir[RL_PATH_MAX];
@@ -304,28 +304,28 @@ rec_open(const struct rl *rl, const char *id, struct rec *r, char *err,
 		snprintf(err, errlen, "invalid sandbox id");
 		return -1;
 	}
-	if (sdir_path(rl, id, NULL, sdir, sizeof(sdir)) == -1 ||
-	    access(sdir, F_OK) == -1 || (lfd = id_lock(rl, id, 0)) == -1) {
+	if (rl_sdir_path(rl, id, NULL, sdir, sizeof(sdir)) == -1 ||
+	    access(sdir, F_OK) == -1 || (lfd = rl_id_lock(rl, id, 0)) == -1) {
 		snprintf(err, errlen, "sandbox %s not found", id);
 		return -1;
 	}
-	if (rec_load(rl, id, r, err, errlen) == -1) {
-		id_unlock(lfd);
+	if (rl_rec_load(rl, id, r, err, errlen) == -1) {
+		rl_id_unlock(lfd);
 		return -1;
 	}
 	return lfd;
 }
 
 void
-rec_close(struct rec *r, int lfd)
+rl_rec_close(struct rec *r, int lfd)
 {
-	rec_clear(r);
-	id_unlock(lfd);
+	rl_rec_clear(r);
+	rl_id_unlock(lfd);
 }
 
 /* Calls fn for every sandbox directory (a valid id) in the state dir. */
 int
-each_id(const struct rl *rl, void (*fn)(const char *, void *), void *arg,
+rl_each_id(const struct rl *rl, void (*fn)(const char *, void *), void *arg,
     char *err, size_t errlen)
 {
 	struct dirent *de;
@@ -370,10 +370,10 @@ mark_id(const char *id, void *arg)
 	struct buf b;
 	char e[RL_PATH_MAX + 64], p[RL_PATH_MAX];
 
-	if (rec_load(u->rl, id, &r, e, sizeof(e)) == 0) {
+	if (rl_rec_load(u->rl, id, &r, e, sizeof(e)) == 0) {
 		mark_used(u, r.uid, r.uid_range);
-		rec_clear(&r);
-	} else if (sdir_path(u->rl, id, "uid", p, sizeof(p)) == 0) {
+		rl_rec_clear(&r);
+	} else if (rl_sdir_path(u->rl, id, "uid", p, sizeof(p)) == 0) {
 		/* a create that died before its record was written */
 		buf_init(&b, RL_UIDFILE_MAX);
 		mark_used(u, util_read_file_flags(p, O_NOFOLLOW, &b, e,
@@ -385,7 +385,7 @@ mark_id(const char *id, void *arg)
 
 /* A free block of uid_range host ids: uid_base + slot * uid_range. */
 int
-alloc_uid(struct rl *rl, long long *uid, char *err, size_t errlen)
+rl_alloc_uid(struct rl *rl, long long *uid, char *err, size_t errlen)
 {
 	struct uids u;
 	long long i;
@@ -394,7 +394,7 @@ alloc_uid(struct rl *rl, long long *uid, char *err, size_t errlen)
 	u.n = rl->c.uid_count;
 	u.R = rl->c.uid_range > 0 ? rl->c.uid_range : 1;
 	u.used = xcalloc((size_t)u.n, 1);
-	if (each_id(rl, mark_id, &u, err, errlen) == -1) {
+	if (rl_each_id(rl, mark_id, &u, err, errlen) == -1) {
 		free(u.used);
 		return -1;
 	}

@@ -292,13 +292,13 @@ userns_pair(uid_t uid, gid_t gid, unsigned range, unsigned inner, uid_t owner,
 		goto fail;
 	snprintf(path, sizeof(path), "/proc/%d/uid_map", (int)pid);
 	snprintf(map, sizeof(map), "0 %u %u\n", (unsigned)uid, range);
-	if (write_str(path, map) == -1) {
+	if (rl_write_str(path, map) == -1) {
 		snprintf(err, errlen, "write uid_map: %s", strerror(errno));
 		goto out;
 	}
 	snprintf(path, sizeof(path), "/proc/%d/gid_map", (int)pid);
 	snprintf(map, sizeof(map), "0 %u %u\n", (unsigned)gid, range);
-	if (write_str(path, map) == -1) {
+	if (rl_write_str(path, map) == -1) {
 		snprintf(err, errlen, "write gid_map: %s", strerror(errno));
 		goto out;
 	}

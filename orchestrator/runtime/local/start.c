@@ -9,7 +9,7 @@
  * agent. A stop deregisters, kills and removes the cgroups.
  *
  * Rules: the caller holds the sandbox's lock and has written the phase;
- * a failed start leaves what it made for do_stop to undo (the caller
+ * a failed start leaves what it made for rl_do_stop to undo (the caller
  * calls it). Nothing here is called from elsewhere in the runtime but
  * local.c.
  */
@@ -36,7 +36,7 @@
 #define RL_CA_MAX	((size_t)4 * 1024 * 1024)
 
 void
-steps_init(struct steps *s)
+rl_steps_init(struct steps *s)
 {
 	s->t0 = s->last = util_mono_us();
 	s->off = 0;
@@ -60,14 +60,14 @@ step_dur(struct steps *s, const char *name, long long us)
 
 /* Records the step that ends now. */
 void
-step(struct steps *s, const char *name)
+rl_step(struct steps *s, const char *name)
 {
 	if (s != NULL)
 		step_dur(s, name, util_mono_us() - s->last);
 }
 
 void
-steps_log(struct steps *s, const char *id, const char *what)
+rl_steps_log(struct steps *s, const char *id, const char *what)
 {
 	log_debug("sandbox=%s %s:%s total=%.1f", id, what, s->buf,
 	    (double)(util_mono_us() - s->t0) / 1000.0);
@@ -114,9 +114,9 @@ install_ca(const struct rl *rl, const struct rec *r, const char *upper,
 		snprintf(err, errlen, "CA bundle too large");
 		goto out;
 	}
-	if (write_in_upper(upper, "etc/ssl/certs", "ca-certificates.crt",
+	if (rl_write_in_upper(upper, "etc/ssl/certs", "ca-certificates.crt",
 	    b.p, b.len, (uid_t)r->uid, (gid_t)r->uid, err, errlen) == -1 ||
-	    write_in_upper(upper, "usr/local/share/ca-certificates",
+	    rl_write_in_upper(upper, "usr/local/share/ca-certificates",
 	    "egress-proxy-ca.crt", ca.p, ca.len, (uid_t)r->uid, (gid_t)r->uid,
 	    err, errlen) == -1)
 		goto out;
@@ -156,7 +156,7 @@ av_free(struct argv_b *a)
 }
 
 int
-env_name_ok(const char *k)
+rl_env_name_ok(const char *k)
 {
 	size_t i;
 
@@ -211,7 +211,7 @@ kill_sandbox(const struct rl *rl, const char *id)
 {
 	struct pidrec pr;
 
-	if (pid_load(rl, id, &pr) == 0) {
+	if (rl_pid_load(rl, id, &pr) == 0) {
 		/* SIGKILL to a pid namespace's init kills the namespace */
 		if (rl_proc_start((pid_t)pr.child_pid) == pr.child_start)
 			(void)kill((pid_t)pr.child_pid, SIGKILL);
@@ -226,7 +226,7 @@ kill_sandbox(const struct rl *rl, const char *id)
 
 		for (i = 0; i < 500 && rl_proc_start((pid_t)pr.child_pid) ==
 		    pr.child_start; i++)
-			sleep_us(1000);
+			rl_sleep_us(1000);
 	}
 }
 
@@ -240,7 +240,7 @@ log_tail(const struct rl *rl, const char *id, char *out, size_t outlen)
 	off_t sz;
 
 	snprintf(out, outlen, "no log");
-	if (sdir_path(rl, id, "log", p, sizeof(p)) == -1 ||
+	if (rl_sdir_path(rl, id, "log", p, sizeof(p)) == -1 ||
 	    (fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1)
 		return;
 	if ((sz = lseek(fd, 0, SEEK_END)) > 0 &&
@@ -281,9 +281,9 @@ wait_agent(const struct rl *rl, const char *id, const struct pidrec *pr,
 	long us = 100;
 
 	memset(&a, 0, sizeof(a));
-	if (sdir_path(rl, id, "agent/agent.sock", a.unix_path,
+	if (rl_sdir_path(rl, id, "agent/agent.sock", a.unix_path,
 	    sizeof(a.unix_path)) == -1 ||
-	    sdir_path(rl, id, "agent", dir, sizeof(dir)) == -1) {
+	    rl_sdir_path(rl, id, "agent", dir, sizeof(dir)) == -1) {
 		snprintf(err, errlen, "agent socket path too long (state_dir)");
 		return -1;
 	}
@@ -306,7 +306,7 @@ wait_agent(const struct rl *rl, const char *id, const struct pidrec *pr,
 			agentc_close(ac);
 			ac = NULL;
 		}
-		if (!pid_alive(pr)) {
+		if (!rl_pid_alive(pr)) {
 			log_tail(rl, id, e, sizeof(e));
 			snprintf(err, errlen, "sandbox exited during start: %s",
 			    e);
@@ -327,7 +327,7 @@ wait_agent(const struct rl *rl, const char *id, const struct pidrec *pr,
 					;
 			continue;
 		}
-		sleep_us(us);
+		rl_sleep_us(us);
 		if (us < 5000)
 			us += us / 2;
 	}
@@ -356,24 +356,24 @@ static int
 start_paths(const struct rl *rl, const struct rec *r, struct start_paths *p,
     char *err, size_t errlen)
 {
-	if (sdir_path(rl, r->id, "upper", p->upper, sizeof(p->upper)) == -1 ||
-	    sdir_path(rl, r->id, "work", p->work, sizeof(p->work)) == -1 ||
-	    sdir_path(rl, r->id, "lower", p->lower, sizeof(p->lower)) == -1 ||
-	    sdir_path(rl, r->id, "root", p->root, sizeof(p->root)) == -1 ||
-	    sdir_path(rl, r->id, "workspace", p->ws, sizeof(p->ws)) == -1 ||
-	    sdir_path(rl, r->id, "agent", p->agent, sizeof(p->agent)) == -1 ||
-	    sdir_path(rl, r->id, "log", p->logp, sizeof(p->logp)) == -1 ||
-	    sdir_path(rl, r->id, "disk.img", p->img, sizeof(p->img)) == -1 ||
-	    sdir_path(rl, r->id, "disk", p->disk, sizeof(p->disk)) == -1 ||
-	    sdir_path(rl, r->id, "ca", p->cadir, sizeof(p->cadir)) == -1) {
+	if (rl_sdir_path(rl, r->id, "upper", p->upper, sizeof(p->upper)) == -1 ||
+	    rl_sdir_path(rl, r->id, "work", p->work, sizeof(p->work)) == -1 ||
+	    rl_sdir_path(rl, r->id, "lower", p->lower, sizeof(p->lower)) == -1 ||
+	    rl_sdir_path(rl, r->id, "root", p->root, sizeof(p->root)) == -1 ||
+	    rl_sdir_path(rl, r->id, "workspace", p->ws, sizeof(p->ws)) == -1 ||
+	    rl_sdir_path(rl, r->id, "agent", p->agent, sizeof(p->agent)) == -1 ||
+	    rl_sdir_path(rl, r->id, "log", p->logp, sizeof(p->logp)) == -1 ||
+	    rl_sdir_path(rl, r->id, "disk.img", p->img, sizeof(p->img)) == -1 ||
+	    rl_sdir_path(rl, r->id, "disk", p->disk, sizeof(p->disk)) == -1 ||
+	    rl_sdir_path(rl, r->id, "ca", p->cadir, sizeof(p->cadir)) == -1) {
 		snprintf(err, errlen, "state path too long");
 		return -1;
 	}
 	/* the writable layers live in the disk image, mounted at disk in the
 	 * sandbox's mount namespace only */
-	if (r->disk_bytes > 0 && (sdir_path(rl, r->id, "disk/upper", p->upper,
-	    sizeof(p->upper)) == -1 || sdir_path(rl, r->id, "disk/work",
-	    p->work, sizeof(p->work)) == -1 || sdir_path(rl, r->id,
+	if (r->disk_bytes > 0 && (rl_sdir_path(rl, r->id, "disk/upper", p->upper,
+	    sizeof(p->upper)) == -1 || rl_sdir_path(rl, r->id, "disk/work",
+	    p->work, sizeof(p->work)) == -1 || rl_sdir_path(rl, r->id,
 	    "disk/workspace", p->ws, sizeof(p->ws)) == -1)) {
 		snprintf(err, errlen, "state path too long");
 		return -1;
@@ -509,7 +509,7 @@ argv_env(struct argv_b *av, const struct rec *r)
 		fatalx("local: the proxy env is over %zu bytes", sizeof(penv));
 	av_setenv_lines(av, penv);
 	cJSON_ArrayForEach(it, r->env) {
-		if (!cJSON_IsString(it) || !env_name_ok(it->string))
+		if (!cJSON_IsString(it) || !rl_env_name_ok(it->string))
 			continue;
 		av_add(av, "--setenv");
 		av_add(av, it->string);
@@ -591,7 +591,7 @@ start_pidfile(const struct rl *rl, const struct rec *r,
 	pr->child_pid = sp->child_pid;
 	pr->child_start = rl_proc_start(sp->child_pid);
 	pr->started_ms = util_unix_ms();
-	if (pr->child_start == -1 || pid_save(rl, r->id, pr, err,
+	if (pr->child_start == -1 || rl_pid_save(rl, r->id, pr, err,
 	    errlen) == -1) {
 		if (pr->child_start == -1)
 			snprintf(err, errlen, "sandbox exited at once (see %s)",
@@ -603,7 +603,7 @@ start_pidfile(const struct rl *rl, const struct rec *r,
 }
 
 int
-do_start(struct rl *rl, struct rec *r, struct steps *stp, char *err,
+rl_do_start(struct rl *rl, struct rec *r, struct steps *stp, char *err,
     size_t errlen)
 {
 	struct start_paths p;
@@ -618,10 +618,10 @@ do_start(struct rl *rl, struct rec *r, struct steps *stp, char *err,
 	if (start_paths(rl, r, &p, err, errlen) == -1 ||
 	    start_ca(rl, r, &p, err, errlen) == -1)
 		return -1;
-	step(stp, "ca");
+	rl_step(stp, "ca");
 	if (rl_cg_create(&rl->cg, r->id, &r->lim, err, errlen) == -1)
 		return -1;
-	step(stp, "cgroup");
+	rl_step(stp, "cgroup");
 	if (rl_cg_procs_files(&rl->cg, r->id, cgf, NELEM(cgf), &ncg) == -1) {
 		snprintf(err, errlen, "cgroup path too long");
 		return -1;
@@ -632,22 +632,22 @@ do_start(struct rl *rl, struct rec *r, struct steps *stp, char *err,
 	/* a stale socket from a previous run must not look like a new agent */
 	snprintf(sock, sizeof(sock), "%s/agent.sock", p.agent);
 	(void)unlink(sock);
-	step(stp, "argv");
+	rl_step(stp, "argv");
 	if (start_spawn(rl, r, &p, av.v, cgf, ncg, secfd, &sp, err,
 	    errlen) == -1)
 		goto out;
 	step_dur(stp, "idmap", sp.us_idmap);	/* rl_spawn's own steps */
 	step_dur(stp, "detach", sp.us_detach);
-	step(stp, "bwrap");
+	rl_step(stp, "bwrap");
 	if (start_pidfile(rl, r, &p, &sp, &pr, err, errlen) == -1)
 		goto out;
-	step(stp, "pidfile");
+	rl_step(stp, "pidfile");
 	if (rl_egress_register(rl, r, sp.child_pid, err, errlen) == -1)
 		goto out;
-	step(stp, "egress");
+	rl_step(stp, "egress");
 	if (wait_agent(rl, r->id, &pr, deadline, err, errlen) == -1)
 		goto out;
-	step(stp, "agent");
+	rl_step(stp, "agent");
 	rc = 0;
 out:
 	if (secfd != -1)
@@ -658,13 +658,13 @@ out:
 
 /* Stops processes and releases cgroups and the proxy registration. */
 void
-do_stop(struct rl *rl, const char *id)
+rl_do_stop(struct rl *rl, const char *id)
 {
 	char p[RL_PATH_MAX];
 
 	rl_egress_deregister(rl, id);
 	kill_sandbox(rl, id);
 	(void)rl_cg_remove(&rl->cg, id);
-	if (sdir_path(rl, id, "pid", p, sizeof(p)) == 0)
+	if (rl_sdir_path(rl, id, "pid", p, sizeof(p)) == 0)
 		(void)unlink(p);
 }
