@@ -359,15 +359,6 @@ kill_listed(const char *dir, const char *id)
 	buf_free(&b);
 }
 
-static void
-sleep_ms(int ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-
-	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
-		;
-}
-
 int
 rl_cg_kill(const struct rl_cg *cg, const char *id, int timeout_ms)
 {
@@ -407,7 +398,7 @@ rl_cg_kill(const struct rl_cg *cg, const char *id, int timeout_ms)
 			kill_listed(dir, id);
 		if (waited >= timeout_ms)
 			return -1;
-		sleep_ms(waited < 20 ? 1 : 10);
+		rl_sleep_us(waited < 20 ? 1000 : 10000);
 		waited += waited < 20 ? 1 : 10;
 	}
 	return 0;
@@ -463,7 +454,7 @@ cg_rm(const char *dir, const char *id)
 	/* v1 keeps exiting tasks until they are reaped (by init, for the
 	 * sandbox's outer bwrap), so a just-killed cgroup may stay busy */
 	for (i = 0; rmdir(p) == -1 && errno == EBUSY && i < 300; i++)
-		sleep_ms(10);
+		rl_sleep_us(10000);
 	if (access(p, F_OK) == 0)
 		log_warnx("rmdir %s: still busy (removed by a later sweep)", p);
 }

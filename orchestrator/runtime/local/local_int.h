@@ -150,9 +150,6 @@ struct rl_spawn {
  * to uid/gid and execs bwrap with --info-fd 3. Fills pid and child_pid. */
 int	rl_spawn(struct rl_spawn *, int timeout_ms, char *err,
 	    size_t errlen) WUNRES;
-/* Creates a listening TCP socket on 127.0.0.1:port inside pid's network
- * namespace. Returns the fd or -1 with err. */
-int	rl_netns_listener(pid_t pid, int port, char *err, size_t errlen);
 /* A memfd holding the seccomp BPF program bwrap --seccomp loads; -1 on
  * error. */
 int	rl_seccomp_fd(char *err, size_t errlen);

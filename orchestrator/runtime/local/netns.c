@@ -31,56 +31,6 @@
 #define RL_NO_PROXY		"localhost,127.0.0.1"
 #define RL_CA_BUNDLE		"/etc/ssl/certs/ca-certificates.crt"
 
-/*
- * Registers the sandbox's 127.0.0.1:3128 listener (opened inside its
- * network namespace through child) with the proxy, named by its labels.
- */
-int
-rl_egress_register(const struct rl *rl, const struct rec *r, pid_t child,
-    char *err, size_t errlen)
-{
-	struct egress_admin a = { .unix_path = rl->c.proxy_admin_socket };
-	struct rt_kv kv[RL_MAX_LABELS];
-	struct egress_reg reg;
-	const cJSON *it;
-	size_t n = 0;
-	int rc;
-
-	if (!egress_admin_set(&a))
-		return 0;
-	cJSON_ArrayForEach(it, r->labels)
-		if (cJSON_IsString(it) && n < NELEM(kv)) {
-			kv[n].k = it->string;
-			kv[n++].v = it->valuestring;
-		}
-	memset(&reg, 0, sizeof(reg));
-	reg.id = r->id;
-	reg.labels = kv;
-	reg.nlabels = n;
-	if ((reg.listen_fd = rl_netns_listener(child, RL_PROXY_PORT, err,
-	    errlen)) == -1)
-		return -1;
-	rc = egress_register(&a, &reg, err, errlen);
-	close(reg.listen_fd);	/* the proxy has its own copy */
-	return rc;
-}
-
-void
-rl_egress_deregister(const struct rl *rl, const char *id)
-{
-	struct egress_admin a = { .unix_path = rl->c.proxy_admin_socket };
-
-	egress_deregister(&a, id);
-}
-
-/* The proxy and CA environment every sandbox gets, as "K=V\n" lines. */
-int
-rl_proxy_env(char *out, size_t outlen)
-{
-	return egress_proxy_env(NULL, NULL, RL_PROXY_HOSTPORT, RL_NO_PROXY,
-	    RL_CA_BUNDLE, out, outlen);
-}
-
 struct nsl_arg {
 	int	nsfd;
 	int	port;
@@ -123,8 +73,12 @@ nsl_thread(void *p)
 	return NULL;
 }
 
-int
-rl_netns_listener(pid_t pid, int port, char *err, size_t errlen)
+/*
+ * A listening TCP socket on 127.0.0.1:port inside pid's network
+ * namespace: the fd, or -1 with err.
+ */
+static int
+netns_listener(pid_t pid, int port, char *err, size_t errlen)
 {
 	struct nsl_arg a;
 	pthread_t th;
@@ -149,4 +103,54 @@ rl_netns_listener(pid_t pid, int port, char *err, size_t errlen)
 	if (a.fd == -1)
 		snprintf(err, errlen, "listener in sandbox: %s", a.err);
 	return a.fd;
+}
+
+/*
+ * Registers the sandbox's 127.0.0.1:3128 listener (opened inside its
+ * network namespace through child) with the proxy, named by its labels.
+ */
+int
+rl_egress_register(const struct rl *rl, const struct rec *r, pid_t child,
+    char *err, size_t errlen)
+{
+	struct egress_admin a = { .unix_path = rl->c.proxy_admin_socket };
+	struct rt_kv kv[RL_MAX_LABELS];
+	struct egress_reg reg;
+	const cJSON *it;
+	size_t n = 0;
+	int rc;
+
+	if (!egress_admin_set(&a))
+		return 0;
+	cJSON_ArrayForEach(it, r->labels)
+		if (cJSON_IsString(it) && n < NELEM(kv)) {
+			kv[n].k = it->string;
+			kv[n++].v = it->valuestring;
+		}
+	memset(&reg, 0, sizeof(reg));
+	reg.id = r->id;
+	reg.labels = kv;
+	reg.nlabels = n;
+	if ((reg.listen_fd = netns_listener(child, RL_PROXY_PORT, err,
+	    errlen)) == -1)
+		return -1;
+	rc = egress_register(&a, &reg, err, errlen);
+	close(reg.listen_fd);	/* the proxy has its own copy */
+	return rc;
+}
+
+void
+rl_egress_deregister(const struct rl *rl, const char *id)
+{
+	struct egress_admin a = { .unix_path = rl->c.proxy_admin_socket };
+
+	egress_deregister(&a, id);
+}
+
+/* The proxy and CA environment every sandbox gets, as "K=V\n" lines. */
+int
+rl_proxy_env(char *out, size_t outlen)
+{
+	return egress_proxy_env(NULL, NULL, RL_PROXY_HOSTPORT, RL_NO_PROXY,
+	    RL_CA_BUNDLE, out, outlen);
 }

@@ -134,7 +134,7 @@ h2_child(void *arg)
 	char c;
 
 	(void)syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-	(void)!read(u->to_h2[0], &c, 1);
+	ign(read(u->to_h2[0], &c, 1));
 	return 0;
 }
 
@@ -146,12 +146,12 @@ h1_fail(struct upair *u, int step)
 	u->fail_err = errno;
 	u->fail_step = step;
 	if (u->h2 > 0) {	/* let H2 go before we do */
-		(void)!write(u->to_h2[1], "x", 1);
+		ign(write(u->to_h2[1], "x", 1));
 		while (syscall(SYS_wait4, u->h2, &st, __WALL, NULL) == -1 &&
 		    errno == EINTR)
 			;
 	}
-	(void)!write(u->to_p[1], "f", 1);
+	ign(write(u->to_p[1], "f", 1));
 	_exit(1);
 }
 
@@ -178,19 +178,6 @@ proc_path(char *out, pid_t pid, const char *name)
 }
 
 static int
-put_file(const char *path, const char *s)
-{
-	size_t len = strlen(s);
-	int fd = open(path, O_WRONLY | O_CLOEXEC), ok;
-
-	if (fd == -1)
-		return -1;
-	ok = write(fd, s, len) == (ssize_t)len;
-	close(fd);
-	return ok ? 0 : -1;
-}
-
-static int
 h1_child(void *arg)
 {
 	struct upair *u = arg;
@@ -210,7 +197,7 @@ h1_child(void *arg)
 	if (write(u->to_p[1], "1", 1) != 1 || read(u->to_h1[0], &c, 1) != 1 ||
 	    c != 'm')
 		return h1_fail(u, 3);
-	if (put_file("/proc/sys/user/max_user_namespaces", "1") == -1)
+	if (rl_write_str("/proc/sys/user/max_user_namespaces", "1") == -1)
 		return h1_fail(u, 4);
 	u->h2 = clone(h2_child, (char *)u->stack2 + RL_STACK,
 	    CLONE_VM | CLONE_NEWUSER | SIGCHLD, u);
@@ -219,14 +206,14 @@ h1_child(void *arg)
 		return h1_fail(u, 5);
 	}
 	proc_path(path, u->h2, "uid_map");
-	if (put_file(path, u->map) == -1)
+	if (rl_write_str(path, u->map) == -1)
 		return h1_fail(u, 6);
 	proc_path(path, u->h2, "gid_map");
-	if (put_file(path, u->map) == -1)
+	if (rl_write_str(path, u->map) == -1)
 		return h1_fail(u, 6);
-	(void)!write(u->to_p[1], "2", 1);
-	(void)!read(u->to_h1[0], &c, 1);
-	(void)!write(u->to_h2[1], "x", 1);
+	ign(write(u->to_p[1], "2", 1));
+	ign(read(u->to_h1[0], &c, 1));
+	ign(write(u->to_h2[1], "x", 1));
 	while (syscall(SYS_wait4, u->h2, &st, __WALL, NULL) == -1 &&
 	    errno == EINTR)
 		;
@@ -322,7 +309,7 @@ fail:
 		snprintf(err, errlen, "user namespace helper did not answer");
 out:
 	if (pid > 0) {
-		(void)!write(u.to_h1[1], "x", 1);
+		ign(write(u.to_h1[1], "x", 1));
 		reap(pid);
 		(void)prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
 		pthread_mutex_unlock(&setid_mu);

@@ -171,19 +171,21 @@ rl_env_name_ok(const char *k)
 	return i < 256;
 }
 
+/* --setenv K V for "K=V" (dropped without '=' or with a key too long). */
 static void
 av_setenv(struct argv_b *a, const char *kv)
 {
-	const char *eq = strchr(kv, '=');
+	const char *v;
 	char k[256];
+	size_t kl;
 
-	if (eq == NULL || (size_t)(eq - kv) >= sizeof(k))
+	if ((v = util_kv_find(kv, strlen(kv), &kl)) == NULL || kl >= sizeof(k))
 		return;
-	memcpy(k, kv, (size_t)(eq - kv));
-	k[eq - kv] = '\0';
+	memcpy(k, kv, kl);
+	k[kl] = '\0';
 	av_add(a, "--setenv");
 	av_add(a, k);
-	av_add(a, eq + 1);
+	av_add(a, v);
 }
 
 /* av_setenv for each "K=V" line of lines. */
