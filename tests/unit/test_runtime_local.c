@@ -1,22 +1,32 @@
 /*
  * test_runtime_local.c: the local runtime's pure helpers (records, pid
- * files, /proc parsing, seccomp program, tree removal, config keys),
- * by including the sources. The sandboxes themselves are tested end to end
- * in tests/e2e/4x-*.sh (they need root, bwrap and the agent).
+ * files, /proc parsing, uid allocation, seccomp program, tree removal,
+ * upper-layer writes, cgroup selection, config keys), through its private
+ * interface (runtime/local/local_int.h), linked with its objects. The
+ * sandboxes themselves are tested end to end in tests/e2e/4x-*.sh (they
+ * need root, bwrap and the agent).
  */
-#include "../../orchestrator/runtime/local/local.c"
-#include "../../orchestrator/runtime/local/spawn.c"
-#include "../../orchestrator/runtime/local/proc.c"
-#include "../../orchestrator/runtime/local/record.c"
-#include "../../orchestrator/runtime/local/files.c"
-#include "../../orchestrator/runtime/local/image.c"
-#include "../../orchestrator/runtime/local/netns.c"
-#include "../../orchestrator/runtime/local/seccomp.c"
-#include "../../orchestrator/runtime/local/cgroup.c"
-#include "../../orchestrator/runtime/local/start.c"
-
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
+#include <linux/filter.h>
 
+#include <cjson/cJSON.h>
+
+#include "buf.h"
+#include "cfg.h"
+#include "ids.h"
+#include "log.h"
+#include "runtime/local/local_int.h"
+#include "util.h"
+#include "xmalloc.h"
 #include "unit.h"
 
 static char tdir[256];
@@ -42,12 +52,12 @@ TEST(test_ids_and_names)
 	CHECK(!id_sandbox_valid("a/b"));
 	CHECK(!id_sandbox_valid(".."));
 	CHECK(!id_sandbox_valid(""));
-	CHECK(image_name_valid("default"));
-	CHECK(image_name_valid("busy-box_1.2"));
-	CHECK(!image_name_valid(".."));
-	CHECK(!image_name_valid("a/b"));
-	CHECK(!image_name_valid("-x"));
-	CHECK(!image_name_valid(""));
+	CHECK(rl_image_name_valid("default"));
+	CHECK(rl_image_name_valid("busy-box_1.2"));
+	CHECK(!rl_image_name_valid(".."));
+	CHECK(!rl_image_name_valid("a/b"));
+	CHECK(!rl_image_name_valid("-x"));
+	CHECK(!rl_image_name_valid(""));
 	CHECK(rl_env_name_ok("HTTP_PROXY"));
 	CHECK(!rl_env_name_ok("1X"));
 	CHECK(!rl_env_name_ok("A=B"));

@@ -24,8 +24,8 @@
 #include "log.h"
 #include "local_int.h"
 
-static int
-image_name_valid(const char *s)
+int
+rl_image_name_valid(const char *s)
 {
 	size_t i, n = strlen(s);
 
@@ -47,7 +47,7 @@ rl_resolve_image(const struct rl *rl, const char *name, char *out,
 	char p[RL_PATH_MAX + 256], rp[PATH_MAX];
 	struct stat st;
 
-	if (!image_name_valid(name)) {
+	if (!rl_image_name_valid(name)) {
 		snprintf(err, errlen, "invalid image name \"%.64s\"", name);
 		return -1;
 	}
@@ -147,7 +147,7 @@ runtime_local_image_add(const struct rt_local_conf *c, const char *name,
 	    "/var/lib/sandbox/images";
 	struct stat st;
 
-	if (!image_name_valid(name)) {
+	if (!rl_image_name_valid(name)) {
 		snprintf(err, errlen, "invalid image name (expected "
 		    "[a-z0-9][a-z0-9._-]*)");
 		return -1;

@@ -224,6 +224,8 @@ void	rl_egress_deregister(const struct rl *, const char *id);
 int	rl_proxy_env(char *out, size_t outlen);
 
 /* image.c */
+/* 1 if s may name an image: [a-z0-9][a-z0-9._-]*, at most 64 bytes. */
+int	rl_image_name_valid(const char *s);
 /* The real path of image name (which must exist, under images_dir) into
  * out; -1 with err if the name is invalid, the image absent or its path
  * unusable. */

@@ -17,7 +17,7 @@ $(B)/tests/unit/test_agentc: $(B)/tests/unit/test_agentc.o $(RT_SEAM_OBJS) \
     $(RT_COMMON_OBJS) $(LLHTTP_OBJS) $(COMMON_OBJS)
 	$(CC) $(LDFLAGS) $^ $(PKG_LIBS) -o $@
 $(B)/tests/unit/test_runtime_local: $(B)/tests/unit/test_runtime_local.o \
-    $(RT_COMMON_OBJS) $(RT_SEAM_OBJS) $(LLHTTP_OBJS) $(COMMON_OBJS)
+    $(RT_LOCAL_OBJS) $(RT_COMMON_OBJS) $(RT_SEAM_OBJS) $(LLHTTP_OBJS) $(COMMON_OBJS)
 	$(CC) $(LDFLAGS) $^ $(PKG_LIBS) -o $@
 $(RT_LOCAL_OBJS) $(B)/orchestrator/runtime/local/sandboxctl.o \
     $(B)/tests/unit/test_agentc.o $(B)/tests/unit/test_runtime_local.o: CPPFLAGS += -Iorchestrator
