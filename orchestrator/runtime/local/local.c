@@ -1,45 +1,50 @@
 /*
- * runtime/local/local.c: the local runtime engine (DESIGN.md section 3). Each
- * sandbox is a bubblewrap process tree in its own user, pid, mount, ipc, uts
- * and network namespaces, running as its own unprivileged host uid, over an
- * overlay of an idmapped image, with cgroup limits. Everything about a
- * sandbox lives in <state_dir>/<id>/ so that list() can rebuild the truth
- * after a restart. Layout and reasoning: docs/local-runtime.md.
+ * runtime/local/local.c: the local runtime (docs/local-runtime.md): its
+ * runtime_ops table (orchestrator/runtime/runtime.h), the ops, and
+ * runtime_local_new. Each sandbox is a bubblewrap process tree in its own
+ * user, pid, mount, ipc, uts and network namespaces, running as its own
+ * block of unprivileged host uids, over an overlay of an idmapped image,
+ * with cgroup limits.
+ *
+ * Rules:
+ * - What the state directory and /proc say is the truth (record.c): every
+ *   op reads it and writes it back, nothing about a sandbox lives only in
+ *   memory, so list() after a restart sees what was there before.
+ * - Ops are synchronous and thread-safe. An op that changes a sandbox
+ *   holds its lock throughout (rl_rec_open); create allocates the uid
+ *   under rl->mu and <state_dir>/.lock (other processes: sandboxctl).
+ * - A failed create leaves nothing behind: it destroys what it made. A
+ *   destroy renames the directory first, so a crash mid-removal leaves
+ *   no half sandbox listed; runtime_local_new finishes such removals.
+ * - The top of the layers in local_int.h: called by nothing but the
+ *   table.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <poll.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/inotify.h>
-#include <spawn.h>
 #include <sys/stat.h>
-#include <sys/types.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
 
-#include "agentc.h"
-#include "buf.h"
-#include "egress.h"
 #include "log.h"
 #include "local.h"
 #include "local_int.h"
-#include "xmalloc.h"
 #include "util.h"
+#include "xmalloc.h"
 
+/* Env entries per spec: what an agent's spec may add to the base
+ * environment; the cap bounds a record. */
 #define RL_MAX_ENV	256
+/* Smallest disk limit: ext4 with a journal and the skeleton needs some
+ * room before the sandbox writes a byte. */
 #define RL_DISK_MIN	(16LL << 20)
-
-/* ---- the runtime_ops ---- */
 
 static void rl_fill_info(struct rl *, const char *, struct rt_info *);
 

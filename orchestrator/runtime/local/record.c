@@ -249,7 +249,6 @@ rl_pid_save(const struct rl *rl, const char *id, const struct pidrec *pr,
 	    errlen);
 }
 
-/* 1 if the sandbox's pid 1 (or its bwrap) from the pid file still runs. */
 int
 rl_pid_alive(const struct pidrec *pr)
 {

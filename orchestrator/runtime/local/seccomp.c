@@ -27,8 +27,8 @@
  * module and kexec loading, BPF and perf (large attack surface), the
  * keyring, io_uring, handle-based opens that bypass the mount tree,
  * accounting and swap. Mounts are already confined to the sandbox's own
- * user and mount namespaces; new user namespaces are refused by bwrap
- * --disable-userns.
+ * user and mount namespaces; new user namespaces are refused by the
+ * sandbox's outer user namespace (max_user_namespaces 1, spawn.c).
  */
 static const int deny_nrs[] = {
 #ifdef SYS_kexec_load

@@ -1,44 +1,41 @@
 /*
- * runtime/local/sys.c: the system side of the local runtime: cgroups (v2,
- * v1 and the v1/v2 hybrid), spawning bwrap as an unprivileged uid over an
- * idmapped overlay root, listeners inside a sandbox's network namespace,
- * the seccomp program, and symlink-safe tree removal.
+ * runtime/local/spawn.c: a sandbox's processes (docs/local-runtime.md,
+ * "What a sandbox is", steps 2-4). rl_spawn makes its two user
+ * namespaces, attaches its disk image to a loop device, and starts it
+ * detached from us (a new session, adopted by init): the child joins the
+ * cgroups, makes a private mount namespace with the idmapped image and
+ * the overlay, drops to the sandbox's host uid and execs bwrap, which
+ * reports the sandbox's pid 1 on its --info-fd.
+ *
+ * Rules (the reasons are beside RL_STACK and setid_mu below):
+ * - Every child is a clone(CLONE_VM) of us: it makes only system calls
+ *   (set*id through syscall()), never allocates or takes a lock, and
+ *   reports through the memory it shares with us.
+ * - The children that change ids run one at a time (setid_mu), and we
+ *   set our dumpable flag back after each.
+ * - Calls proc.c only; the caller prepares every path and the argv.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <netinet/in.h>
-#include <arpa/inet.h>
-#include <linux/audit.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 #include <linux/loop.h>
-#include <sys/ioctl.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "buf.h"
-#include "log.h"
 #include "local_int.h"
 #include "util.h"
-#include "xmalloc.h"
 
 /*
  * Processes are made with clone(CLONE_VM): no page tables are copied (a

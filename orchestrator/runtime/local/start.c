@@ -33,6 +33,8 @@
 #include "util.h"
 #include "xmalloc.h"
 
+/* Largest CA file or image bundle read: Debian's bundle is ~200 KiB; a
+ * bundle is read once a start, so the cap only bounds a broken file. */
 #define RL_CA_MAX	((size_t)4 * 1024 * 1024)
 
 void
