@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,22 +61,98 @@ rl_rec_clear(struct rec *r)
 	memset(r, 0, sizeof(*r));
 }
 
-static void
-copy_str(char *dst, size_t dstlen, const cJSON *o, const char *k)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+/*
+ * record.json's scalar fields, one row each: rl_rec_load reads them and
+ * rl_rec_save writes them, in this order, after "id" (written for the
+ * reader's sake; loading takes the id from the directory's name). in: the
+ * object holding the field (NULL: the top level).
+ */
+enum rec_ftype { RF_STR, RF_NUM, RF_FLAG };	/* char[], long long, int */
 
-	dst[0] = '\0';
-	if (cJSON_IsString(v) && v->valuestring != NULL)
-		snprintf(dst, dstlen, "%s", v->valuestring);
+static const struct rec_field {
+	const char	*in;
+	const char	*name;
+	enum rec_ftype	 type;
+	size_t		 off;	/* in struct rec */
+	size_t		 len;	/* RF_STR: the buffer's size */
+} rec_fields[] = {
+#define RF(in, name, type, m) \
+	{ in, name, type, offsetof(struct rec, m), sizeof(((struct rec *)0)->m) }
+	RF(NULL, "image", RF_STR, image),
+	RF(NULL, "image_dir", RF_STR, image_dir),
+	RF(NULL, "phase", RF_STR, phase),
+	RF(NULL, "reason", RF_STR, reason),
+	RF(NULL, "uid", RF_NUM, uid),
+	RF(NULL, "uid_range", RF_NUM, uid_range),
+	RF(NULL, "created_ms", RF_NUM, created_ms),
+	RF(NULL, "disk_bytes", RF_NUM, disk_bytes),
+	RF(NULL, "run_as_root", RF_FLAG, run_as_root),
+	RF(NULL, "writable_root", RF_FLAG, writable_root),
+	RF("limits", "mem_bytes", RF_NUM, lim.mem_bytes),
+	RF("limits", "cpu_millis", RF_NUM, lim.cpu_millis),
+	RF("limits", "pids_max", RF_NUM, lim.pids_max),
+#undef RF
+};
+
+/* Sets r's fields from o by rec_fields: absent or mistyped ones are ""
+ * or 0. */
+static void
+rec_get(struct rec *r, const cJSON *o)
+{
+	const struct rec_field *f;
+	const cJSON *v;
+	char *m;
+
+	for (f = rec_fields; f < rec_fields + NELEM(rec_fields); f++) {
+		v = cJSON_GetObjectItemCaseSensitive(f->in == NULL ? o :
+		    cJSON_GetObjectItemCaseSensitive(o, f->in), f->name);
+		m = (char *)r + f->off;
+		switch (f->type) {
+		case RF_STR:
+			m[0] = '\0';
+			if (cJSON_IsString(v) && v->valuestring != NULL)
+				snprintf(m, f->len, "%s", v->valuestring);
+			break;
+		case RF_NUM:
+			*(long long *)(void *)m = cJSON_IsNumber(v) ?
+			    (long long)v->valuedouble : 0;
+			break;
+		case RF_FLAG:
+			*(int *)(void *)m = cJSON_IsNumber(v) &&
+			    (long long)v->valuedouble != 0;
+			break;
+		}
+	}
 }
 
-static long long
-get_ll(const cJSON *o, const char *k)
+/* Adds r's fields to o by rec_fields. */
+static void
+rec_put(const struct rec *r, cJSON *o)
 {
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+	const struct rec_field *f;
+	const char *m;
+	cJSON *in;
 
-	return cJSON_IsNumber(v) ? (long long)v->valuedouble : 0;
+	for (f = rec_fields; f < rec_fields + NELEM(rec_fields); f++) {
+		in = o;
+		if (f->in != NULL &&
+		    (in = cJSON_GetObjectItemCaseSensitive(o, f->in)) == NULL)
+			in = cJSON_AddObjectToObject(o, f->in);
+		m = (const char *)r + f->off;
+		switch (f->type) {
+		case RF_STR:
+			cJSON_AddStringToObject(in, f->name, m);
+			break;
+		case RF_NUM:
+			cJSON_AddNumberToObject(in, f->name,
+			    (double)*(const long long *)(const void *)m);
+			break;
+		case RF_FLAG:
+			cJSON_AddNumberToObject(in, f->name,
+			    *(const int *)(const void *)m);
+			break;
+		}
+	}
 }
 
 static cJSON *
@@ -96,7 +173,7 @@ rl_rec_load(const struct rl *rl, const char *id, struct rec *r, char *err,
 {
 	char p[RL_PATH_MAX], e[RL_PATH_MAX + 64];
 	struct buf b;
-	cJSON *o, *lim;
+	cJSON *o;
 
 	memset(r, 0, sizeof(*r));
 	buf_init(&b, RL_RECORD_MAX);
@@ -114,22 +191,9 @@ rl_rec_load(const struct rl *rl, const char *id, struct rec *r, char *err,
 		return -1;
 	}
 	snprintf(r->id, sizeof(r->id), "%s", id);
-	copy_str(r->image, sizeof(r->image), o, "image");
-	copy_str(r->image_dir, sizeof(r->image_dir), o, "image_dir");
-	copy_str(r->phase, sizeof(r->phase), o, "phase");
-	copy_str(r->reason, sizeof(r->reason), o, "reason");
-	r->uid = get_ll(o, "uid");
-	r->uid_range = get_ll(o, "uid_range");
+	rec_get(r, o);
 	if (r->uid_range <= 0 || r->uid_range > 65536)
 		r->uid_range = 1;
-	r->created_ms = get_ll(o, "created_ms");
-	r->disk_bytes = get_ll(o, "disk_bytes");
-	r->run_as_root = get_ll(o, "run_as_root") != 0;
-	r->writable_root = get_ll(o, "writable_root") != 0;
-	lim = cJSON_GetObjectItemCaseSensitive(o, "limits");
-	r->lim.mem_bytes = get_ll(lim, "mem_bytes");
-	r->lim.cpu_millis = get_ll(lim, "cpu_millis");
-	r->lim.pids_max = get_ll(lim, "pids_max");
 	r->labels = take_obj(o, "labels");
 	r->env = take_obj(o, "env");
 	cJSON_Delete(o);
@@ -160,26 +224,13 @@ rl_rec_save(const struct rl *rl, const struct rec *r, int durable, char *err,
     size_t errlen)
 {
 	char p[RL_PATH_MAX];
-	cJSON *o, *lim;
+	cJSON *o;
 	char *s;
 	int rc;
 
 	o = cJSON_CreateObject();
 	cJSON_AddStringToObject(o, "id", r->id);
-	cJSON_AddStringToObject(o, "image", r->image);
-	cJSON_AddStringToObject(o, "image_dir", r->image_dir);
-	cJSON_AddStringToObject(o, "phase", r->phase);
-	cJSON_AddStringToObject(o, "reason", r->reason);
-	cJSON_AddNumberToObject(o, "uid", (double)r->uid);
-	cJSON_AddNumberToObject(o, "uid_range", (double)r->uid_range);
-	cJSON_AddNumberToObject(o, "created_ms", (double)r->created_ms);
-	cJSON_AddNumberToObject(o, "disk_bytes", (double)r->disk_bytes);
-	cJSON_AddNumberToObject(o, "run_as_root", r->run_as_root);
-	cJSON_AddNumberToObject(o, "writable_root", r->writable_root);
-	lim = cJSON_AddObjectToObject(o, "limits");
-	cJSON_AddNumberToObject(lim, "mem_bytes", (double)r->lim.mem_bytes);
-	cJSON_AddNumberToObject(lim, "cpu_millis", (double)r->lim.cpu_millis);
-	cJSON_AddNumberToObject(lim, "pids_max", (double)r->lim.pids_max);
+	rec_put(r, o);
 	cJSON_AddItemToObject(o, "labels", r->labels != NULL ?
 	    cJSON_Duplicate(r->labels, 1) : cJSON_CreateObject());
 	cJSON_AddItemToObject(o, "env", r->env != NULL ?
