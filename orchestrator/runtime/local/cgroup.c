@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,18 +70,39 @@ mkdir_p1(const char *p, char *err, size_t errlen)
 	return 0;
 }
 
-/* root/sub if it is a directory holding file ("" file: just the dir). */
-static int
-cg_hier(const char *root, const char *sub, const char *file, const char *name,
-    char *out, size_t outlen)
-{
-	char p[RL_PATH_MAX + 64];
+/*
+ * The v1 hierarchies, each found by a file its controller makes: a
+ * hierarchy's parent is root/sub/name. cpu may be mounted as "cpu" or
+ * "cpu,cpuacct": the first row found fills the parent, the next is
+ * skipped.
+ */
+static const struct cg_v1 {
+	const char	*sub;
+	const char	*file;
+	size_t		 off;	/* the parent's path in struct rl_cg */
+} cg_v1[] = {
+	{ "memory", "memory.limit_in_bytes", offsetof(struct rl_cg, v1_mem) },
+	{ "cpu", "cpu.cfs_quota_us", offsetof(struct rl_cg, v1_cpu) },
+	{ "cpu,cpuacct", "cpu.cfs_quota_us", offsetof(struct rl_cg, v1_cpu) },
+	{ "pids", "cgroup.procs", offsetof(struct rl_cg, v1_pids) },
+	{ "freezer", "cgroup.procs", offsetof(struct rl_cg, v1_freezer) },
+};
 
-	snprintf(p, sizeof(p), "%s/%s/%s", root, sub, file);
-	if (access(p, F_OK) == -1)
-		return 0;
-	snprintf(out, outlen, "%s/%s/%s", root, sub, name);
-	return 1;
+/* Fills cg's v1 parents (under root, named name) that exist. */
+static void
+cg_find_v1(struct rl_cg *cg, const char *root, const char *name)
+{
+	char p[RL_PATH_MAX + 64], *dst;
+	size_t i;
+
+	for (i = 0; i < NELEM(cg_v1); i++) {
+		dst = (char *)cg + cg_v1[i].off;
+		snprintf(p, sizeof(p), "%s/%s/%s", root, cg_v1[i].sub,
+		    cg_v1[i].file);
+		if (dst[0] == '\0' && access(p, F_OK) == 0)
+			snprintf(dst, RL_PATH_MAX, "%s/%s/%s", root,
+			    cg_v1[i].sub, name);
+	}
 }
 
 int
@@ -134,16 +156,7 @@ rl_cg_detect_at(const char *root, const char *mode, const char *name,
 			return -1;
 		cg->v2_track = 1;
 	}
-	(void)cg_hier(root, "memory", "memory.limit_in_bytes", name,
-	    cg->v1_mem, sizeof(cg->v1_mem));
-	if (!cg_hier(root, "cpu", "cpu.cfs_quota_us", name, cg->v1_cpu,
-	    sizeof(cg->v1_cpu)))
-		(void)cg_hier(root, "cpu,cpuacct", "cpu.cfs_quota_us", name,
-		    cg->v1_cpu, sizeof(cg->v1_cpu));
-	(void)cg_hier(root, "pids", "cgroup.procs", name, cg->v1_pids,
-	    sizeof(cg->v1_pids));
-	(void)cg_hier(root, "freezer", "cgroup.procs", name, cg->v1_freezer,
-	    sizeof(cg->v1_freezer));
+	cg_find_v1(cg, root, name);
 
 	if (strcmp(mode, "v2") == 0 || (strcmp(mode, "auto") == 0 && v2ctl)) {
 		if (!v2ctl) {

@@ -149,12 +149,11 @@ av_add(struct argv_b *a, const char *s)
 static void
 av_free(struct argv_b *a)
 {
-	size_t i;
-
-	for (i = 0; i < a->n; i++)
-		free(a->v[i]);
+	while (a->n > 0)
+		free(a->v[--a->n]);
 	free(a->v);
-	memset(a, 0, sizeof(*a));
+	a->v = NULL;
+	a->cap = 0;
 }
 
 int
