@@ -131,7 +131,7 @@ h2_child(void *arg)
 	char c;
 
 	(void)syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-	ign(read(u->to_h2[0], &c, 1));
+	ign((int)read(u->to_h2[0], &c, 1));
 	return 0;
 }
 
@@ -143,12 +143,12 @@ h1_fail(struct upair *u, int step)
 	u->fail_err = errno;
 	u->fail_step = step;
 	if (u->h2 > 0) {	/* let H2 go before we do */
-		ign(write(u->to_h2[1], "x", 1));
+		ign((int)write(u->to_h2[1], "x", 1));
 		while (syscall(SYS_wait4, u->h2, &st, __WALL, NULL) == -1 &&
 		    errno == EINTR)
 			;
 	}
-	ign(write(u->to_p[1], "f", 1));
+	ign((int)write(u->to_p[1], "f", 1));
 	_exit(1);
 }
 
@@ -208,9 +208,9 @@ h1_child(void *arg)
 	proc_path(path, u->h2, "gid_map");
 	if (rl_write_str(path, u->map) == -1)
 		return h1_fail(u, 6);
-	ign(write(u->to_p[1], "2", 1));
-	ign(read(u->to_h1[0], &c, 1));
-	ign(write(u->to_h2[1], "x", 1));
+	ign((int)write(u->to_p[1], "2", 1));
+	ign((int)read(u->to_h1[0], &c, 1));
+	ign((int)write(u->to_h2[1], "x", 1));
 	while (syscall(SYS_wait4, u->h2, &st, __WALL, NULL) == -1 &&
 	    errno == EINTR)
 		;
@@ -306,7 +306,7 @@ fail:
 		snprintf(err, errlen, "user namespace helper did not answer");
 out:
 	if (pid > 0) {
-		ign(write(u.to_h1[1], "x", 1));
+		ign((int)write(u.to_h1[1], "x", 1));
 		reap(pid);
 		(void)prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
 		pthread_mutex_unlock(&setid_mu);
