@@ -74,6 +74,28 @@ usage(FILE *f, int code)
 	exit(code);
 }
 
+/*
+ * The commands' options, in one table: exec takes --timeout (t); create
+ * the rest up to --read-only; attach --org, --user, --session. Each
+ * command's switch refuses the others' with a usage error.
+ */
+static const struct option cmd_opts[] = {
+	{ "timeout", required_argument, NULL, 't' },
+	{ "image", required_argument, NULL, 'i' },
+	{ "label", required_argument, NULL, 'l' },
+	{ "env", required_argument, NULL, 'e' },
+	{ "mem", required_argument, NULL, 'm' },
+	{ "cpu", required_argument, NULL, 'c' },
+	{ "pids", required_argument, NULL, 'p' },
+	{ "disk", required_argument, NULL, 'd' },
+	{ "no-root", no_argument, NULL, 'R' },
+	{ "read-only", no_argument, NULL, 'r' },
+	{ "org", required_argument, NULL, 'o' },
+	{ "user", required_argument, NULL, 'u' },
+	{ "session", required_argument, NULL, 's' },
+	{ NULL, 0, NULL, 0 },
+};
+
 /* A "K=V" word into kv, split in place; usage error if it is not one. */
 static void
 kv_arg(char *s, struct rt_kv *kv)
@@ -85,6 +107,15 @@ kv_arg(char *s, struct rt_kv *kv)
 	kv->k = k;
 	kv->v = v;
 }
+
+/* What a command gets: the runtime (NULL for those that do not open it),
+ * the configuration, and its words, its name first. */
+struct ctl {
+	struct runtime			*rt;
+	const struct rt_local_conf	*conf;
+	int				 argc;
+	char				**argv;
+};
 
 static void
 print_info(const struct rt_info *ri, cJSON *arr)
@@ -116,16 +147,10 @@ print_info(const struct rt_info *ri, cJSON *arr)
 	printf("\n");
 }
 
-static const struct option exec_opts[] = {
-	{ "timeout", required_argument, NULL, 't' },
-	{ NULL, 0, NULL, 0 },
-};
-
 /* exec [--timeout MS] ID -- COMMAND...: runs COMMAND through the agent's
  * /v1/shell; exits with its code (124: timed out). */
 static int
-cmd_exec(struct runtime *rt, const struct rt_local_conf *conf UNUSED, int argc,
-    char **argv)
+cmd_exec(const struct ctl *x)
 {
 	struct rt_agent_addr a;
 	struct agentc *ac;
@@ -138,7 +163,7 @@ cmd_exec(struct runtime *rt, const struct rt_local_conf *conf UNUSED, int argc,
 	int i, ch, st, rc = 1;
 
 	optind = 0;
-	while ((ch = getopt_long(argc, argv, "+", exec_opts, NULL)) != -1) {
+	while ((ch = getopt_long(x->argc, x->argv, "+", cmd_opts, NULL)) != -1) {
 		if (ch != 't')
 			usage(stderr, 2);
 		if (strnum_ll(optarg, 1, 86400000, &tmo, &errstr) == -1) {
@@ -147,21 +172,21 @@ cmd_exec(struct runtime *rt, const struct rt_local_conf *conf UNUSED, int argc,
 		}
 	}
 	i = optind;
-	if (i >= argc)
+	if (i >= x->argc)
 		usage(stderr, 2);
-	id = argv[i++];
-	if (i < argc && strcmp(argv[i], "--") == 0)
+	id = x->argv[i++];
+	if (i < x->argc && strcmp(x->argv[i], "--") == 0)
 		i++;
-	if (i >= argc)
+	if (i >= x->argc)
 		usage(stderr, 2);
 	buf_init(&cmd, 1 << 20);
-	for (; i < argc; i++)
+	for (; i < x->argc; i++)
 		if ((cmd.len && buf_addstr(&cmd, " ") == -1) ||
-		    buf_addstr(&cmd, argv[i]) == -1) {
+		    buf_addstr(&cmd, x->argv[i]) == -1) {
 			fprintf(stderr, "sandboxctl: command too long\n");
 			return 2;
 		}
-	if (rt->ops->agent_addr(rt, id, &a, err, sizeof(err)) == -1) {
+	if (x->rt->ops->agent_addr(x->rt, id, &a, err, sizeof(err)) == -1) {
 		fprintf(stderr, "sandboxctl: %s: %s\n", id, err);
 		buf_free(&cmd);
 		return 1;
@@ -216,23 +241,9 @@ out:
 	return rc;
 }
 
-static const struct option create_opts[] = {
-	{ "image", required_argument, NULL, 'i' },
-	{ "label", required_argument, NULL, 'l' },
-	{ "env", required_argument, NULL, 'e' },
-	{ "mem", required_argument, NULL, 'm' },
-	{ "cpu", required_argument, NULL, 'c' },
-	{ "pids", required_argument, NULL, 'p' },
-	{ "disk", required_argument, NULL, 'd' },
-	{ "no-root", no_argument, NULL, 'R' },
-	{ "read-only", no_argument, NULL, 'r' },
-	{ NULL, 0, NULL, 0 },
-};
-
 /* create [options] ID: prints the new sandbox's line. */
 static int
-cmd_create(struct runtime *rt, const struct rt_local_conf *conf UNUSED,
-    int argc, char **argv)
+cmd_create(const struct ctl *x)
 {
 	struct rt_kv labels[MAX_KV], env[MAX_KV];
 	struct rt_spec sp;
@@ -247,7 +258,7 @@ cmd_create(struct runtime *rt, const struct rt_local_conf *conf UNUSED,
 	sp.labels = labels;
 	sp.env = env;
 	optind = 0;
-	while ((ch = getopt_long(argc, argv, "", create_opts, NULL)) != -1) {
+	while ((ch = getopt_long(x->argc, x->argv, "", cmd_opts, NULL)) != -1) {
 		switch (ch) {
 		case 'i':
 			sp.image = optarg;
@@ -286,10 +297,10 @@ cmd_create(struct runtime *rt, const struct rt_local_conf *conf UNUSED,
 			usage(stderr, 2);
 		}
 	}
-	if (bad || optind != argc - 1)
+	if (bad || optind != x->argc - 1)
 		usage(stderr, 2);
-	sp.id = argv[optind];
-	if (rt->ops->create(rt, &sp, &ri, err, sizeof(err)) == -1) {
+	sp.id = x->argv[optind];
+	if (x->rt->ops->create(x->rt, &sp, &ri, err, sizeof(err)) == -1) {
 		fprintf(stderr, "sandboxctl: create %s: %s\n", sp.id, err);
 		return 1;
 	}
@@ -300,16 +311,15 @@ cmd_create(struct runtime *rt, const struct rt_local_conf *conf UNUSED,
 
 /* list [--json]: one line per sandbox, or a JSON array. */
 static int
-cmd_list(struct runtime *rt, const struct rt_local_conf *conf UNUSED, int argc,
-    char **argv)
+cmd_list(const struct ctl *x)
 {
 	struct rt_info *a;
 	size_t n, i;
-	int json = argc > 1 && strcmp(argv[1], "--json") == 0;
+	int json = x->argc > 1 && strcmp(x->argv[1], "--json") == 0;
 	cJSON *arr = json ? cJSON_CreateArray() : NULL;
 	char err[1024], *s;
 
-	if (rt->ops->list(rt, &a, &n, err, sizeof(err)) == -1) {
+	if (x->rt->ops->list(x->rt, &a, &n, err, sizeof(err)) == -1) {
 		fprintf(stderr, "sandboxctl: list: %s\n", err);
 		cJSON_Delete(arr);
 		return 1;
@@ -328,15 +338,14 @@ cmd_list(struct runtime *rt, const struct rt_local_conf *conf UNUSED, int argc,
 
 /* get ID: the sandbox as a JSON object. */
 static int
-cmd_get(struct runtime *rt, const struct rt_local_conf *conf UNUSED,
-    int argc UNUSED, char **argv)
+cmd_get(const struct ctl *x)
 {
 	struct rt_info ri;
 	cJSON *arr = cJSON_CreateArray();
 	char err[1024], *s;
 
-	if (rt->ops->get(rt, argv[1], &ri, err, sizeof(err)) == -1) {
-		fprintf(stderr, "sandboxctl: %s: %s\n", argv[1], err);
+	if (x->rt->ops->get(x->rt, x->argv[1], &ri, err, sizeof(err)) == -1) {
+		fprintf(stderr, "sandboxctl: %s: %s\n", x->argv[1], err);
 		cJSON_Delete(arr);
 		return 1;
 	}
@@ -351,20 +360,20 @@ cmd_get(struct runtime *rt, const struct rt_local_conf *conf UNUSED,
 
 /* stop ID, start ID, destroy ID. */
 static int
-cmd_lifecycle(struct runtime *rt, const struct rt_local_conf *conf UNUSED,
-    int argc UNUSED, char **argv)
+cmd_lifecycle(const struct ctl *x)
 {
 	char err[1024];
 	int r;
 
-	if (strcmp(argv[0], "stop") == 0)
-		r = rt->ops->stop(rt, argv[1], err, sizeof(err));
-	else if (strcmp(argv[0], "start") == 0)
-		r = rt->ops->start(rt, argv[1], err, sizeof(err));
+	if (strcmp(x->argv[0], "stop") == 0)
+		r = x->rt->ops->stop(x->rt, x->argv[1], err, sizeof(err));
+	else if (strcmp(x->argv[0], "start") == 0)
+		r = x->rt->ops->start(x->rt, x->argv[1], err, sizeof(err));
 	else
-		r = rt->ops->destroy(rt, argv[1], err, sizeof(err));
+		r = x->rt->ops->destroy(x->rt, x->argv[1], err, sizeof(err));
 	if (r == -1) {
-		fprintf(stderr, "sandboxctl: %s %s: %s\n", argv[0], argv[1], err);
+		fprintf(stderr, "sandboxctl: %s %s: %s\n", x->argv[0],
+		    x->argv[1], err);
 		return 1;
 	}
 	return 0;
@@ -372,32 +381,25 @@ cmd_lifecycle(struct runtime *rt, const struct rt_local_conf *conf UNUSED,
 
 /* labels ID [K=V]...: replaces the sandbox's labels. */
 static int
-cmd_labels(struct runtime *rt, const struct rt_local_conf *conf UNUSED,
-    int argc, char **argv)
+cmd_labels(const struct ctl *x)
 {
 	struct rt_kv kv[MAX_KV];
 	char err[1024];
 	size_t n = 0;
 	int i;
 
-	for (i = 2; i < argc; i++) {
+	for (i = 2; i < x->argc; i++) {
 		if (n == MAX_KV)
 			usage(stderr, 2);
-		kv_arg(argv[i], &kv[n++]);
+		kv_arg(x->argv[i], &kv[n++]);
 	}
-	if (rt->ops->set_labels(rt, argv[1], kv, n, err, sizeof(err)) == -1) {
+	if (x->rt->ops->set_labels(x->rt, x->argv[1], kv, n, err,
+	    sizeof(err)) == -1) {
 		fprintf(stderr, "sandboxctl: labels: %s\n", err);
 		return 1;
 	}
 	return 0;
 }
-
-static const struct option attach_opts[] = {
-	{ "org", required_argument, NULL, 'o' },
-	{ "user", required_argument, NULL, 'u' },
-	{ "session", required_argument, NULL, 's' },
-	{ NULL, 0, NULL, 0 },
-};
 
 /*
  * attach ID [--org O] [--user U] [--session S]: --org/--user/--session
@@ -405,8 +407,7 @@ static const struct option attach_opts[] = {
  * prints the proxy environment.
  */
 static int
-cmd_attach(struct runtime *rt, const struct rt_local_conf *conf UNUSED,
-    int argc, char **argv)
+cmd_attach(const struct ctl *x)
 {
 	struct rt_kv kv[3];
 	struct rt_egress eg = { kv, 0 };
@@ -414,7 +415,7 @@ cmd_attach(struct runtime *rt, const struct rt_local_conf *conf UNUSED,
 	int ch;
 
 	optind = 0;
-	while ((ch = getopt_long(argc, argv, "", attach_opts, NULL)) != -1) {
+	while ((ch = getopt_long(x->argc, x->argv, "", cmd_opts, NULL)) != -1) {
 		if (eg.nlabels == NELEM(kv))
 			usage(stderr, 2);
 		if (ch == 'o')
@@ -427,10 +428,10 @@ cmd_attach(struct runtime *rt, const struct rt_local_conf *conf UNUSED,
 			usage(stderr, 2);
 		kv[eg.nlabels++].v = optarg;
 	}
-	if (optind != argc - 1)
+	if (optind != x->argc - 1)
 		usage(stderr, 2);
-	if (rt->ops->attach_egress(rt, argv[optind], &eg, env, sizeof(env),
-	    err, sizeof(err)) == -1) {
+	if (x->rt->ops->attach_egress(x->rt, x->argv[optind], &eg, env,
+	    sizeof(env), err, sizeof(err)) == -1) {
 		fprintf(stderr, "sandboxctl: attach: %s\n", err);
 		return 1;
 	}
@@ -440,14 +441,14 @@ cmd_attach(struct runtime *rt, const struct rt_local_conf *conf UNUSED,
 
 /* agent ID: prints the agent's socket path. */
 static int
-cmd_agent(struct runtime *rt, const struct rt_local_conf *conf UNUSED,
-    int argc UNUSED, char **argv)
+cmd_agent(const struct ctl *x)
 {
 	struct rt_agent_addr a;
 	char err[1024];
 
-	if (rt->ops->agent_addr(rt, argv[1], &a, err, sizeof(err)) == -1) {
-		fprintf(stderr, "sandboxctl: %s: %s\n", argv[1], err);
+	if (x->rt->ops->agent_addr(x->rt, x->argv[1], &a, err,
+	    sizeof(err)) == -1) {
+		fprintf(stderr, "sandboxctl: %s: %s\n", x->argv[1], err);
 		return 1;
 	}
 	printf("%s\n", a.unix_path);
@@ -456,14 +457,13 @@ cmd_agent(struct runtime *rt, const struct rt_local_conf *conf UNUSED,
 
 /* image add NAME DIR. */
 static int
-cmd_image(struct runtime *rt UNUSED, const struct rt_local_conf *conf,
-    int argc UNUSED, char **argv)
+cmd_image(const struct ctl *x)
 {
 	char err[1024];
 
-	if (strcmp(argv[1], "add") != 0)
+	if (strcmp(x->argv[1], "add") != 0)
 		usage(stderr, 2);
-	if (runtime_local_image_add(conf, argv[2], argv[3], err,
+	if (runtime_local_image_add(x->conf, x->argv[2], x->argv[3], err,
 	    sizeof(err)) == -1) {
 		fprintf(stderr, "sandboxctl: %s\n", err);
 		return 1;
@@ -473,8 +473,7 @@ cmd_image(struct runtime *rt UNUSED, const struct rt_local_conf *conf,
 
 /* keys: the config keys with their defaults and help. */
 static int
-cmd_keys(struct runtime *rt UNUSED, const struct rt_local_conf *conf UNUSED,
-    int argc UNUSED, char **argv UNUSED)
+cmd_keys(const struct ctl *x UNUSED)
 {
 	cfg_print_help(keys, NELEM(keys), stdout);
 	return 0;
@@ -490,8 +489,7 @@ static const struct cmd {
 	int		 words;
 	int		 more;
 	int		 rt;
-	int		(*run)(struct runtime *, const struct rt_local_conf *,
-			    int, char **);
+	int		(*run)(const struct ctl *);
 } cmds[] = {
 	{ "create", 1, 1, 1, cmd_create },
 	{ "exec", 1, 1, 1, cmd_exec },
@@ -518,6 +516,7 @@ main(int argc, char **argv)
 	struct rt_local_conf conf;
 	struct runtime *rt = NULL;
 	const struct cmd *c = NULL;
+	struct ctl x;
 	const char *cfgpath = NULL, *statedir = NULL;
 	char err[1024];
 	int ch, rc = 1, verbose = 0;
@@ -565,8 +564,13 @@ main(int argc, char **argv)
 	}
 	if (c->rt && (rt = runtime_local_new(&conf, err, sizeof(err))) == NULL)
 		fprintf(stderr, "sandboxctl: %s\n", err);
-	else
-		rc = c->run(rt, &conf, argc, argv);
+	else {
+		x.rt = rt;
+		x.conf = &conf;
+		x.argc = argc;
+		x.argv = argv;
+		rc = c->run(&x);
+	}
 	if (rt != NULL)
 		rt->ops->free(rt);
 	cfg_free(keys, NELEM(keys), &conf);
