@@ -82,9 +82,16 @@ util_read_fd(int fd, struct buf *b)
 int
 util_read_file(const char *path, struct buf *b, char *err, size_t errlen)
 {
+	return util_read_file_flags(path, 0, b, err, errlen);
+}
+
+int
+util_read_file_flags(const char *path, int oflags, struct buf *b, char *err,
+    size_t errlen)
+{
 	int fd, rc;
 
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | oflags)) == -1) {
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
 		return -1;
 	}
@@ -97,9 +104,10 @@ util_read_file(const char *path, struct buf *b, char *err, size_t errlen)
 	return rc;
 }
 
-int
-util_write_file_atomic(const char *path, const void *data, size_t len,
-    mode_t mode, char *err, size_t errlen)
+/* util_write_file_atomic, and util_write_file_replace without the fsyncs. */
+static int
+write_file(const char *path, const void *data, size_t len, mode_t mode,
+    int durable, char *err, size_t errlen)
 {
 	char tmp[PATH_MAX], dir[PATH_MAX];
 	const char *p = data, *slash;
@@ -124,7 +132,7 @@ util_write_file_atomic(const char *path, const void *data, size_t len,
 			goto fail;
 		off += (size_t)n;
 	}
-	if (fsync(fd) == -1)
+	if (durable && fsync(fd) == -1)
 		goto fail;
 	if (close(fd) == -1) {
 		fd = -1;
@@ -133,7 +141,8 @@ util_write_file_atomic(const char *path, const void *data, size_t len,
 	fd = -1;
 	if (rename(tmp, path) == -1)
 		goto fail;
-	if ((slash = strrchr(path, '/')) != NULL && (size_t)(slash - path) < sizeof(dir)) {
+	if (durable && (slash = strrchr(path, '/')) != NULL &&
+	    (size_t)(slash - path) < sizeof(dir)) {
 		memcpy(dir, path, (size_t)(slash - path));
 		dir[slash - path] = '\0';
 		if ((dfd = open(dir[0] ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) != -1) {
@@ -148,6 +157,20 @@ fail:
 		close(fd);
 	unlink(tmp);
 	return -1;
+}
+
+int
+util_write_file_atomic(const char *path, const void *data, size_t len,
+    mode_t mode, char *err, size_t errlen)
+{
+	return write_file(path, data, len, mode, 1, err, errlen);
+}
+
+int
+util_write_file_replace(const char *path, const void *data, size_t len,
+    mode_t mode, char *err, size_t errlen)
+{
+	return write_file(path, data, len, mode, 0, err, errlen);
 }
 
 uint32_t

@@ -34,12 +34,27 @@ int	util_read_file(const char *path, struct buf *b, char *err,
  * data would pass b->max, else read's error (b then holds a prefix).
  */
 int	util_read_fd(int fd, struct buf *b) WUNRES;
+/*
+ * util_read_file with extra open(2) flags: O_NOFOLLOW refuses a symlink
+ * as the last component (a file in a tree someone else may plant links
+ * in). The same messages.
+ */
+int	util_read_file_flags(const char *path, int oflags, struct buf *b,
+	    char *err, size_t errlen) WUNRES;
 
 /*
  * Replaces path atomically: an O_EXCL temp file beside it, written,
  * fsync'd, renamed over path (and the directory fsync'd). 0 or -1 with err.
  */
 int	util_write_file_atomic(const char *path, const void *data, size_t len,
+	    mode_t mode, char *err, size_t errlen) WUNRES;
+/*
+ * The same without the fsyncs: atomic against a crash of the process
+ * (readers see the old file or the new one, never a torn one), not of the
+ * machine. For hot paths where an fsync (5-15 ms under load) costs more
+ * than what it guards: state that is rebuilt after a reboot anyway.
+ */
+int	util_write_file_replace(const char *path, const void *data, size_t len,
 	    mode_t mode, char *err, size_t errlen) WUNRES;
 
 /*

@@ -110,7 +110,7 @@ TEST(test_util_hash)
 
 TEST(test_util_files)
 {
-	char path[] = "/tmp/test_common.XXXXXX", file[64], err[256];
+	char path[] = "/tmp/test_common.XXXXXX", file[64], link[64], err[256];
 	struct buf b;
 	int fd;
 
@@ -143,6 +143,22 @@ TEST(test_util_files)
 	close(fd);
 	CHECK(util_read_fd(fd, &b) == -1 && errno == EBADF);
 	CHECK(util_write_file_atomic("/nonexistent/x", "a", 1, 0600, err, sizeof(err)) == -1);
+	/* the no-fsync variant replaces the same way */
+	CHECK(util_write_file_replace(file, "again", 5, 0600, err, sizeof(err)) == 0);
+	buf_init(&b, 16);
+	CHECK(util_read_file_flags(file, O_NOFOLLOW, &b, err, sizeof(err)) == 0);
+	CHECK_STR(b.p, "again");
+	buf_free(&b);
+	CHECK(util_write_file_replace("/nonexistent/x", "a", 1, 0600, err, sizeof(err)) == -1);
+	/* O_NOFOLLOW refuses a link the plain read follows */
+	snprintf(link, sizeof(link), "%s/l", path);
+	CHECK(symlink(file, link) == 0);
+	CHECK(util_read_file(link, &b, err, sizeof(err)) == 0);
+	CHECK_STR(b.p, "again");
+	buf_free(&b);
+	CHECK(util_read_file_flags(link, O_NOFOLLOW, &b, err, sizeof(err)) == -1);
+	CHECK(b.len == 0);
+	unlink(link);
 	CHECK(util_mono_ms() > 0 && util_unix_ms() > 1700000000000LL);
 	unlink(file);
 	rmdir(path);

@@ -1,14 +1,32 @@
 /*
  * test_runtime_local.c: the local runtime's pure helpers (records, pid
- * files, /proc parsing, seccomp program, tree removal, config keys),
- * by including the sources. The sandboxes themselves are tested end to end
- * in tests/e2e/4x-*.sh (they need root, bwrap and the agent).
+ * files, /proc parsing, uid allocation, seccomp program, tree removal,
+ * upper-layer writes, cgroup selection, config keys), through its private
+ * interface (runtime/local/local_int.h), linked with its objects. The
+ * sandboxes themselves are tested end to end in tests/e2e/4x-*.sh (they
+ * need root, bwrap and the agent).
  */
-#include "../../orchestrator/runtime/local/local.c"
-#include "../../orchestrator/runtime/local/sys.c"
-
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
+#include <linux/filter.h>
 
+#include <cjson/cJSON.h>
+
+#include "buf.h"
+#include "cfg.h"
+#include "ids.h"
+#include "log.h"
+#include "runtime/local/local_int.h"
+#include "util.h"
+#include "xmalloc.h"
 #include "unit.h"
 
 static char tdir[256];
@@ -34,17 +52,17 @@ TEST(test_ids_and_names)
 	CHECK(!id_sandbox_valid("a/b"));
 	CHECK(!id_sandbox_valid(".."));
 	CHECK(!id_sandbox_valid(""));
-	CHECK(image_name_valid("default"));
-	CHECK(image_name_valid("busy-box_1.2"));
-	CHECK(!image_name_valid(".."));
-	CHECK(!image_name_valid("a/b"));
-	CHECK(!image_name_valid("-x"));
-	CHECK(!image_name_valid(""));
-	CHECK(env_name_ok("HTTP_PROXY"));
-	CHECK(!env_name_ok("1X"));
-	CHECK(!env_name_ok("A=B"));
-	CHECK(!env_name_ok(""));
-	CHECK(!env_name_ok("A B"));
+	CHECK(rl_image_name_valid("default"));
+	CHECK(rl_image_name_valid("busy-box_1.2"));
+	CHECK(!rl_image_name_valid(".."));
+	CHECK(!rl_image_name_valid("a/b"));
+	CHECK(!rl_image_name_valid("-x"));
+	CHECK(!rl_image_name_valid(""));
+	CHECK(rl_env_name_ok("HTTP_PROXY"));
+	CHECK(!rl_env_name_ok("1X"));
+	CHECK(!rl_env_name_ok("A=B"));
+	CHECK(!rl_env_name_ok(""));
+	CHECK(!rl_env_name_ok("A B"));
 }
 
 TEST(test_record_roundtrip_and_hostile)
@@ -76,8 +94,8 @@ TEST(test_record_roundtrip_and_hostile)
 	r.env = cJSON_CreateObject();
 	snprintf(p, sizeof(p), "%s/sb-1", rl->state_dir);
 	mkdir(p, 0711);
-	CHECK(rec_save(rl, &r, 1, e, sizeof(e)) == 0);
-	CHECK(rec_load(rl, "sb-1", &r2, e, sizeof(e)) == 0);
+	CHECK(rl_rec_save(rl, &r, 1, e, sizeof(e)) == 0);
+	CHECK(rl_rec_load(rl, "sb-1", &r2, e, sizeof(e)) == 0);
 	CHECK_STR(r2.image, "busybox");
 	CHECK_STR(r2.phase, "running");
 	CHECK_INT(r2.uid, 5000001);
@@ -85,14 +103,14 @@ TEST(test_record_roundtrip_and_hostile)
 	CHECK_INT(r2.lim.pids_max, 64);
 	CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(r2.labels,
 	    "session")), "s\"1\n");
-	rec_clear(&r2);
-	rec_clear(&r);
+	rl_rec_clear(&r2);
+	rl_rec_clear(&r);
 	/* hostile or broken records are refused, never half-loaded */
 	snprintf(p, sizeof(p), "%s/sb-1/record.json", rl->state_dir);
 	for (i = 0; i < NELEM(bad); i++) {
-		CHECK(rl_write_atomic(p, bad[i], strlen(bad[i]), 0600, e,
+		CHECK(util_write_file_atomic(p, bad[i], strlen(bad[i]), 0600, e,
 		    sizeof(e)) == 0);
-		CHECK(rec_load(rl, "sb-1", &r2, e, sizeof(e)) == -1);
+		CHECK(rl_rec_load(rl, "sb-1", &r2, e, sizeof(e)) == -1);
 	}
 	/* oversized record */
 	{
@@ -102,8 +120,8 @@ TEST(test_record_roundtrip_and_hostile)
 		memset(big, ' ', n);
 		big[0] = '{';
 		big[n - 1] = '}';
-		CHECK(rl_write_atomic(p, big, n, 0600, e, sizeof(e)) == 0);
-		CHECK(rec_load(rl, "sb-1", &r2, e, sizeof(e)) == -1);
+		CHECK(util_write_file_atomic(p, big, n, 0600, e, sizeof(e)) == 0);
+		CHECK(rl_rec_load(rl, "sb-1", &r2, e, sizeof(e)) == -1);
 		free(big);
 	}
 	free(rl);
@@ -125,16 +143,16 @@ TEST(test_pidfile)
 	snprintf(p, sizeof(p), "%s/sb-2/pid", rl->state_dir);
 	snprintf(line, sizeof(line), "%d %lld %d %lld 123\n", (int)getpid(),
 	    rl_proc_start(getpid()), (int)getpid(), rl_proc_start(getpid()));
-	CHECK(rl_write_atomic(p, line, strlen(line), 0600, e, sizeof(e)) == 0);
-	CHECK(pid_load(rl, "sb-2", &pr) == 0);
-	CHECK(pid_alive(&pr));
+	CHECK(util_write_file_atomic(p, line, strlen(line), 0600, e, sizeof(e)) == 0);
+	CHECK(rl_pid_load(rl, "sb-2", &pr) == 0);
+	CHECK(rl_pid_alive(&pr));
 	/* a reused pid: same number, other start time */
 	pr.child_start++;
-	CHECK(!pid_alive(&pr));
+	CHECK(!rl_pid_alive(&pr));
 	for (i = 0; i < NELEM(bad); i++) {
-		CHECK(rl_write_atomic(p, bad[i], strlen(bad[i]), 0600, e,
+		CHECK(util_write_file_atomic(p, bad[i], strlen(bad[i]), 0600, e,
 		    sizeof(e)) == 0);
-		CHECK(pid_load(rl, "sb-2", &pr) == -1);
+		CHECK(rl_pid_load(rl, "sb-2", &pr) == -1);
 	}
 	free(rl);
 }
@@ -180,25 +198,25 @@ TEST(test_uid_alloc)
 		r.uid = rl->c.uid_base + i;
 		snprintf(p, sizeof(p), "%s/u-%d", rl->state_dir, i);
 		mkdir(p, 0711);
-		CHECK(rec_save(rl, &r, 0, e, sizeof(e)) == 0);
+		CHECK(rl_rec_save(rl, &r, 0, e, sizeof(e)) == 0);
 	}
-	CHECK(alloc_uid(rl, &uid, e, sizeof(e)) == 0);
+	CHECK(rl_alloc_uid(rl, &uid, e, sizeof(e)) == 0);
 	CHECK_INT(uid, rl->c.uid_base + 1);
 	/* a create that died before its record: its uid file still counts */
 	snprintf(p, sizeof(p), "%s/u-9", rl->state_dir);
 	mkdir(p, 0711);
 	snprintf(p, sizeof(p), "%s/u-9/uid", rl->state_dir);
-	CHECK(rl_write_atomic(p, "5000001\n", 8, 0600, e, sizeof(e)) == 0);
-	CHECK(alloc_uid(rl, &uid, e, sizeof(e)) == 0);
+	CHECK(util_write_file_atomic(p, "5000001\n", 8, 0600, e, sizeof(e)) == 0);
+	CHECK(rl_alloc_uid(rl, &uid, e, sizeof(e)) == 0);
 	CHECK_INT(uid, rl->c.uid_base + 3);
 	snprintf(p, sizeof(p), "%s/u-9/uid", rl->state_dir);
-	CHECK(rl_write_atomic(p, "5000003\n", 8, 0600, e, sizeof(e)) == 0);
+	CHECK(util_write_file_atomic(p, "5000003\n", 8, 0600, e, sizeof(e)) == 0);
 	/* all 4 used now: a clear error */
 	snprintf(p, sizeof(p), "%s/u-8", rl->state_dir);
 	mkdir(p, 0711);
 	snprintf(p, sizeof(p), "%s/u-8/uid", rl->state_dir);
-	CHECK(rl_write_atomic(p, "5000001\n", 8, 0600, e, sizeof(e)) == 0);
-	CHECK(alloc_uid(rl, &uid, e, sizeof(e)) == -1);
+	CHECK(util_write_file_atomic(p, "5000001\n", 8, 0600, e, sizeof(e)) == 0);
+	CHECK(rl_alloc_uid(rl, &uid, e, sizeof(e)) == -1);
 	CHECK(strstr(e, "uid_count") != NULL);
 	free(rl);
 }
@@ -242,19 +260,19 @@ TEST(test_upper_writes_refuse_symlinks)
 	mkdir(p, 0755);
 	snprintf(p, sizeof(p), "%s/etc/ssl", upper);
 	CHECK(symlink(victim, p) == 0);
-	CHECK(write_in_upper(upper, "etc/ssl/certs", "ca.crt", "x", 1, 0, 0, e,
-	    sizeof(e)) == -1);
+	CHECK(rl_write_in_upper(upper, "etc/ssl/certs", "ca.crt", "x", 1, 0, 0,
+	    e, sizeof(e)) == -1);
 	snprintf(p, sizeof(p), "%s/certs", victim);
 	CHECK(access(p, F_OK) == -1);
 	/* a normal write works, and replaces a planted file link */
-	CHECK(write_in_upper(upper, "usr/local/share", "ca.crt", "pem", 3,
+	CHECK(rl_write_in_upper(upper, "usr/local/share", "ca.crt", "pem", 3,
 	    getuid(), getgid(), e, sizeof(e)) == 0);
 	snprintf(p, sizeof(p), "%s/usr/local/share/ca.crt", upper);
 	CHECK(access(p, F_OK) == 0);
 	unlink(p);
 	snprintf(e, sizeof(e), "%s/target", victim);
 	CHECK(symlink(e, p) == 0);
-	CHECK(write_in_upper(upper, "usr/local/share", "ca.crt", "pem", 3,
+	CHECK(rl_write_in_upper(upper, "usr/local/share", "ca.crt", "pem", 3,
 	    getuid(), getgid(), e, sizeof(e)) == 0);
 	snprintf(p, sizeof(p), "%s/target", victim);
 	CHECK(access(p, F_OK) == -1);
@@ -333,13 +351,20 @@ mkfake(const char *root, const char *const *paths, size_t n)
 	}
 }
 
+/* dir/f's contents (the caller frees), or NULL. */
 static char *
 slurp(const char *dir, const char *f)
 {
-	char p[700];
+	char p[700], e[800];
+	struct buf b;
 
 	snprintf(p, sizeof(p), "%s/%s", dir, f);
-	return rl_read_file(p, 4096, NULL);
+	buf_init(&b, 4096);
+	if (util_read_file(p, &b, e, sizeof(e)) == -1) {
+		buf_free(&b);
+		return NULL;
+	}
+	return buf_steal(&b, NULL);
 }
 
 /* Path and controller selection on pure v2, hybrid and v1-only trees, and
@@ -452,7 +477,7 @@ TEST(test_uid_ranges)
 	rl->c.uid_range = 65536;
 	snprintf(rl->state_dir, sizeof(rl->state_dir), "%s/state-r", tdir);
 	mkdir(rl->state_dir, 0711);
-	CHECK(alloc_uid(rl, &uid, e, sizeof(e)) == 0);
+	CHECK(rl_alloc_uid(rl, &uid, e, sizeof(e)) == 0);
 	CHECK_INT(uid, 5000000);
 	memset(&r, 0, sizeof(r));
 	snprintf(r.image_dir, sizeof(r.image_dir), "/x");
@@ -461,27 +486,27 @@ TEST(test_uid_ranges)
 	r.uid_range = 1;
 	snprintf(p, sizeof(p), "%s/old", rl->state_dir);
 	mkdir(p, 0711);
-	CHECK(rec_save(rl, &r, 0, e, sizeof(e)) == 0);
+	CHECK(rl_rec_save(rl, &r, 0, e, sizeof(e)) == 0);
 	snprintf(r.id, sizeof(r.id), "new");
 	r.uid = 5000000;
 	r.uid_range = 65536;
 	snprintf(p, sizeof(p), "%s/new", rl->state_dir);
 	mkdir(p, 0711);
-	CHECK(rec_save(rl, &r, 0, e, sizeof(e)) == 0);
-	CHECK(alloc_uid(rl, &uid, e, sizeof(e)) == 0);
+	CHECK(rl_rec_save(rl, &r, 0, e, sizeof(e)) == 0);
+	CHECK(rl_alloc_uid(rl, &uid, e, sizeof(e)) == 0);
 	CHECK_INT(uid, 5000000 + 2 * 65536);
-	CHECK(rec_load(rl, "new", &r, e, sizeof(e)) == 0);
+	CHECK(rl_rec_load(rl, "new", &r, e, sizeof(e)) == 0);
 	CHECK_INT(r.uid_range, 65536);
-	rec_clear(&r);
+	rl_rec_clear(&r);
 	/* a record without uid_range (older) reads as one id */
 	snprintf(p, sizeof(p), "%s/old/record.json", rl->state_dir);
-	CHECK(rl_write_atomic(p, "{\"uid\":5000001,\"image_dir\":\"/x\"}", 33,
+	CHECK(util_write_file_atomic(p, "{\"uid\":5000001,\"image_dir\":\"/x\"}", 33,
 	    0600, e, sizeof(e)) == 0);
-	CHECK(rec_load(rl, "old", &r, e, sizeof(e)) == 0);
+	CHECK(rl_rec_load(rl, "old", &r, e, sizeof(e)) == 0);
 	CHECK_INT(r.uid_range, 1);
-	rec_clear(&r);
+	rl_rec_clear(&r);
 	/* "old" now sits in slot 0 beside "new": slot 1 is free again */
-	CHECK(alloc_uid(rl, &uid, e, sizeof(e)) == 0);
+	CHECK(rl_alloc_uid(rl, &uid, e, sizeof(e)) == 0);
 	CHECK_INT(uid, 5000000 + 65536);
 	pthread_mutex_destroy(&rl->mu);
 	free(rl);

@@ -1,1301 +1,66 @@
 /*
- * runtime/local/local.c: the local runtime engine (DESIGN.md section 3). Each
- * sandbox is a bubblewrap process tree in its own user, pid, mount, ipc, uts
- * and network namespaces, running as its own unprivileged host uid, over an
- * overlay of an idmapped image, with cgroup limits. Everything about a
- * sandbox lives in <state_dir>/<id>/ so that list() can rebuild the truth
- * after a restart. Layout and reasoning: docs/local-runtime.md.
+ * runtime/local/local.c: the local runtime (docs/local-runtime.md): its
+ * runtime_ops table (orchestrator/runtime/runtime.h), the ops, and
+ * runtime_local_new. Each sandbox is a bubblewrap process tree in its own
+ * user, pid, mount, ipc, uts and network namespaces, running as its own
+ * block of unprivileged host uids, over an overlay of an idmapped image,
+ * with cgroup limits.
+ *
+ * Rules:
+ * - What the state directory and /proc say is the truth (record.c): every
+ *   op reads it and writes it back, nothing about a sandbox lives only in
+ *   memory, so list() after a restart sees what was there before.
+ * - Ops are synchronous and thread-safe. An op that changes a sandbox
+ *   holds its lock throughout (rl_rec_open); create allocates the uid
+ *   under rl->mu and <state_dir>/.lock (other processes: sandboxctl).
+ * - A failed create leaves nothing behind: it destroys what it made. A
+ *   destroy renames the directory first, so a crash mid-removal leaves
+ *   no half sandbox listed; runtime_local_new finishes such removals.
+ * - The top of the layers in local_int.h: called by nothing but the
+ *   table.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <poll.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/inotify.h>
-#include <spawn.h>
 #include <sys/stat.h>
-#include <sys/types.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
 
-#include "agentc.h"
-#include "buf.h"
-#include "egress.h"
 #include "log.h"
 #include "local.h"
 #include "local_int.h"
-#include "xmalloc.h"
 #include "util.h"
+#include "xmalloc.h"
 
-#define RL_RECORD_MAX	((size_t)256 * 1024)	/* record.json */
-#define RL_MAX_LABELS	256
+/* Env entries per spec: what an agent's spec may add to the base
+ * environment; the cap bounds a record. */
 #define RL_MAX_ENV	256
-#define RL_PROXY_PORT	3128
-#define RL_CA_MAX	((size_t)4 * 1024 * 1024)
-#define RL_INNER_UID	1000		/* run_as_root = 0 */
+/* Smallest disk limit: ext4 with a journal and the skeleton needs some
+ * room before the sandbox writes a byte. */
 #define RL_DISK_MIN	(16LL << 20)
-
-struct rl {
-	struct rt_local_conf	 c;	/* strings owned */
-	struct rl_cg		 cg;
-	pthread_mutex_t		 mu;	/* uid allocation */
-	char			 state_dir[RL_PATH_MAX];
-	char			 images_dir[RL_PATH_MAX];
-	char			 agent_bin[RL_PATH_MAX];
-};
-
-/* A sandbox record, as kept in record.json. */
-struct rec {
-	char		 id[ID_SANDBOX_MAX];
-	char		 image[256];
-	char		 image_dir[RL_PATH_MAX];
-	char		 phase[16];	/* creating running stopped failed */
-	char		 reason[256];
-	long long	 uid;		/* host ids uid..uid+uid_range-1 */
-	long long	 uid_range;	/* 1 in records older than ranges */
-	long long	 created_ms;
-	long long	 disk_bytes;	/* 0: no disk image (no limit) */
-	struct rl_limits lim;
-	int		 run_as_root;
-	int		 writable_root;
-	cJSON		*labels;	/* object of strings */
-	cJSON		*env;		/* object of strings */
-};
-
-/* What the pid file says. */
-struct pidrec {
-	long long	bwrap_pid, bwrap_start;
-	long long	child_pid, child_start;
-	long long	started_ms;
-};
-
-/* Step timing of the create/start path, logged at debug level as one line:
- * "sandbox=ID start: cg=0.4 spawn=61.2 ... total=83.0" (ms per step). */
-struct steps {
-	long long	t0, last;	/* us */
-	size_t		off;
-	char		buf[384];
-};
-
-static void
-steps_init(struct steps *s)
-{
-	s->t0 = s->last = rl_mono_us();
-	s->off = 0;
-	s->buf[0] = '\0';
-}
-
-/* Records a step that took us microseconds (measured elsewhere). */
-static void
-step_dur(struct steps *s, const char *name, long long us)
-{
-	int n;
-
-	if (s == NULL)
-		return;
-	n = snprintf(s->buf + s->off, sizeof(s->buf) - s->off, " %s=%.1f",
-	    name, (double)us / 1000.0);
-	if (n > 0 && (size_t)n < sizeof(s->buf) - s->off)
-		s->off += (size_t)n;
-	s->last += us;
-}
-
-/* Records the step that ends now. */
-static void
-step(struct steps *s, const char *name)
-{
-	if (s != NULL)
-		step_dur(s, name, rl_mono_us() - s->last);
-}
-
-static void
-steps_log(struct steps *s, const char *id, const char *what)
-{
-	log_debug("sandbox=%s %s:%s total=%.1f", id, what, s->buf,
-	    (double)(rl_mono_us() - s->t0) / 1000.0);
-}
-
-static void
-sleep_us(long us)
-{
-	struct timespec ts = { us / 1000000, (us % 1000000) * 1000 };
-
-	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
-		;
-}
-
-static int
-sdir_path(const struct rl *rl, const char *id, const char *sub, char *out,
-    size_t outlen)
-{
-	int n;
-
-	if (sub == NULL)
-		n = snprintf(out, outlen, "%s/%s", rl->state_dir, id);
-	else
-		n = snprintf(out, outlen, "%s/%s/%s", rl->state_dir, id, sub);
-	return n < 0 || (size_t)n >= outlen ? -1 : 0;
-}
-
-static int
-image_name_valid(const char *s)
-{
-	size_t i, n = strlen(s);
-
-	if (n == 0 || n > 64 || s[0] == '.' || s[0] == '-')
-		return 0;
-	for (i = 0; i < n; i++) {
-		char c = s[i];
-		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-		    c == '-' || c == '_' || c == '.'))
-			return 0;
-	}
-	return 1;
-}
-
-/* ---- records ---- */
-
-static void
-rec_clear(struct rec *r)
-{
-	cJSON_Delete(r->labels);
-	cJSON_Delete(r->env);
-	memset(r, 0, sizeof(*r));
-}
-
-static void
-copy_str(char *dst, size_t dstlen, const cJSON *o, const char *k)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-
-	dst[0] = '\0';
-	if (cJSON_IsString(v) && v->valuestring != NULL)
-		snprintf(dst, dstlen, "%s", v->valuestring);
-}
-
-static long long
-get_ll(const cJSON *o, const char *k)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-
-	return cJSON_IsNumber(v) ? (long long)v->valuedouble : 0;
-}
-
-static cJSON *
-take_obj(cJSON *o, const char *k)
-{
-	cJSON *v = cJSON_DetachItemFromObjectCaseSensitive(o, k);
-
-	if (v != NULL && !cJSON_IsObject(v)) {
-		cJSON_Delete(v);
-		v = NULL;
-	}
-	return v;
-}
-
-static int
-rec_load(const struct rl *rl, const char *id, struct rec *r, char *err,
-    size_t errlen)
-{
-	char p[RL_PATH_MAX];
-	char *s;
-	size_t len;
-	cJSON *o, *lim;
-
-	memset(r, 0, sizeof(*r));
-	if (sdir_path(rl, id, "record.json", p, sizeof(p)) == -1 ||
-	    (s = rl_read_file(p, RL_RECORD_MAX, &len)) == NULL) {
-		snprintf(err, errlen, "%s: no record", id);
-		return -1;
-	}
-	o = cJSON_ParseWithLength(s, len);
-	free(s);
-	if (!cJSON_IsObject(o)) {
-		cJSON_Delete(o);
-		snprintf(err, errlen, "%s: record is not valid JSON", id);
-		return -1;
-	}
-	snprintf(r->id, sizeof(r->id), "%s", id);
-	copy_str(r->image, sizeof(r->image), o, "image");
-	copy_str(r->image_dir, sizeof(r->image_dir), o, "image_dir");
-	copy_str(r->phase, sizeof(r->phase), o, "phase");
-	copy_str(r->reason, sizeof(r->reason), o, "reason");
-	r->uid = get_ll(o, "uid");
-	r->uid_range = get_ll(o, "uid_range");
-	if (r->uid_range <= 0 || r->uid_range > 65536)
-		r->uid_range = 1;
-	r->created_ms = get_ll(o, "created_ms");
-	r->disk_bytes = get_ll(o, "disk_bytes");
-	r->run_as_root = get_ll(o, "run_as_root") != 0;
-	r->writable_root = get_ll(o, "writable_root") != 0;
-	lim = cJSON_GetObjectItemCaseSensitive(o, "limits");
-	r->lim.mem_bytes = get_ll(lim, "mem_bytes");
-	r->lim.cpu_millis = get_ll(lim, "cpu_millis");
-	r->lim.pids_max = get_ll(lim, "pids_max");
-	r->labels = take_obj(o, "labels");
-	r->env = take_obj(o, "env");
-	cJSON_Delete(o);
-	if (r->labels == NULL)
-		r->labels = cJSON_CreateObject();
-	if (r->env == NULL)
-		r->env = cJSON_CreateObject();
-	if (r->uid <= 0 || r->image_dir[0] != '/') {
-		rec_clear(r);
-		snprintf(err, errlen, "%s: record is incomplete", id);
-		return -1;
-	}
-	return 0;
-}
-
-/*
- * Writes record.json, always atomically (a temp file renamed over it), so a
- * crash of the process — the orchestrator's or a sandboxctl — never leaves
- * a torn record: readers see the old one or the new one. durable: fsync the
- * temp file first too, which only adds safety against a crash of the whole
- * machine (power loss), where the sandboxes' processes are gone anyway and
- * the orchestrator reconciles from what it finds. Only stop and a failed
- * start ask for it; create, start, set_labels and attach_egress (the
- * warm-pool claim path, 5-15 ms per fsync under load) do not.
- */
-static int
-rec_save(const struct rl *rl, const struct rec *r, int durable, char *err,
-    size_t errlen)
-{
-	char p[RL_PATH_MAX];
-	cJSON *o, *lim;
-	char *s;
-	int rc;
-
-	o = cJSON_CreateObject();
-	cJSON_AddStringToObject(o, "id", r->id);
-	cJSON_AddStringToObject(o, "image", r->image);
-	cJSON_AddStringToObject(o, "image_dir", r->image_dir);
-	cJSON_AddStringToObject(o, "phase", r->phase);
-	cJSON_AddStringToObject(o, "reason", r->reason);
-	cJSON_AddNumberToObject(o, "uid", (double)r->uid);
-	cJSON_AddNumberToObject(o, "uid_range", (double)r->uid_range);
-	cJSON_AddNumberToObject(o, "created_ms", (double)r->created_ms);
-	cJSON_AddNumberToObject(o, "disk_bytes", (double)r->disk_bytes);
-	cJSON_AddNumberToObject(o, "run_as_root", r->run_as_root);
-	cJSON_AddNumberToObject(o, "writable_root", r->writable_root);
-	lim = cJSON_AddObjectToObject(o, "limits");
-	cJSON_AddNumberToObject(lim, "mem_bytes", (double)r->lim.mem_bytes);
-	cJSON_AddNumberToObject(lim, "cpu_millis", (double)r->lim.cpu_millis);
-	cJSON_AddNumberToObject(lim, "pids_max", (double)r->lim.pids_max);
-	cJSON_AddItemToObject(o, "labels", r->labels != NULL ?
-	    cJSON_Duplicate(r->labels, 1) : cJSON_CreateObject());
-	cJSON_AddItemToObject(o, "env", r->env != NULL ?
-	    cJSON_Duplicate(r->env, 1) : cJSON_CreateObject());
-	s = cJSON_PrintUnformatted(o);
-	cJSON_Delete(o);
-	if (s == NULL) {
-		snprintf(err, errlen, "out of memory");
-		return -1;
-	}
-	if (strlen(s) > RL_RECORD_MAX) {
-		free(s);
-		snprintf(err, errlen, "record too large (labels/env)");
-		return -1;
-	}
-	if (sdir_path(rl, r->id, "record.json", p, sizeof(p)) == -1) {
-		free(s);
-		snprintf(err, errlen, "path too long");
-		return -1;
-	}
-	rc = durable ? rl_write_atomic(p, s, strlen(s), 0600, err, errlen) :
-	    rl_write_replace(p, s, strlen(s), 0600, err, errlen);
-	free(s);
-	return rc;
-}
-
-static int
-pid_load(const struct rl *rl, const char *id, struct pidrec *pr)
-{
-	char p[RL_PATH_MAX], *s;
-	int n;
-
-	memset(pr, 0, sizeof(*pr));
-	if (sdir_path(rl, id, "pid", p, sizeof(p)) == -1 ||
-	    (s = rl_read_file(p, 512, NULL)) == NULL)
-		return -1;
-	n = sscanf(s, "%lld %lld %lld %lld %lld", &pr->bwrap_pid,
-	    &pr->bwrap_start, &pr->child_pid, &pr->child_start,
-	    &pr->started_ms);
-	free(s);
-	if (n != 5 || pr->bwrap_pid <= 1 || pr->child_pid <= 1 ||
-	    pr->bwrap_pid > INT_MAX || pr->child_pid > INT_MAX) {
-		memset(pr, 0, sizeof(*pr));
-		return -1;
-	}
-	return 0;
-}
-
-/* 1 if the sandbox's pid 1 (or its bwrap) from the pid file still runs. */
-static int
-pid_alive(const struct pidrec *pr)
-{
-	if (pr->child_pid > 1 &&
-	    rl_proc_start((pid_t)pr->child_pid) == pr->child_start)
-		return 1;
-	return 0;
-}
-
-/* Per-sandbox lock: held by whoever changes the sandbox; released by
- * the kernel if that process dies. Returns the fd or -1. */
-static int
-id_lock(const struct rl *rl, const char *id, int nonblock)
-{
-	char p[RL_PATH_MAX];
-	int fd;
-
-	if (sdir_path(rl, id, "lock", p, sizeof(p)) == -1)
-		return -1;
-	if ((fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) == -1)
-		return -1;
-	while (flock(fd, LOCK_EX | (nonblock ? LOCK_NB : 0)) == -1) {
-		if (errno == EINTR)
-			continue;
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
-static void
-id_unlock(int fd)
-{
-	if (fd != -1)
-		close(fd);
-}
-
-/*
- * The opening of every operation that changes an existing sandbox: checks
- * the id, takes the sandbox's lock and loads its record. Returns the lock
- * (give it to rec_close) or -1 with err.
- */
-static int
-rec_open(const struct rl *rl, const char *id, struct rec *r, char *err,
-    size_t errlen)
-{
-	char sdir[RL_PATH_MAX];
-	int lfd;
-
-	memset(r, 0, sizeof(*r));
-	if (!id_sandbox_valid(id)) {
-		snprintf(err, errlen, "invalid sandbox id");
-		return -1;
-	}
-	if (sdir_path(rl, id, NULL, sdir, sizeof(sdir)) == -1 ||
-	    access(sdir, F_OK) == -1 || (lfd = id_lock(rl, id, 0)) == -1) {
-		snprintf(err, errlen, "sandbox %s not found", id);
-		return -1;
-	}
-	if (rec_load(rl, id, r, err, errlen) == -1) {
-		id_unlock(lfd);
-		return -1;
-	}
-	return lfd;
-}
-
-static void
-rec_close(struct rec *r, int lfd)
-{
-	rec_clear(r);
-	id_unlock(lfd);
-}
-
-/* Calls fn for every sandbox directory (a valid id) in the state dir. */
-static int
-each_id(const struct rl *rl, void (*fn)(const char *, void *), void *arg,
-    char *err, size_t errlen)
-{
-	struct dirent *de;
-	DIR *d;
-
-	if ((d = opendir(rl->state_dir)) == NULL) {
-		snprintf(err, errlen, "opendir %s: %s", rl->state_dir,
-		    strerror(errno));
-		return -1;
-	}
-	while ((de = readdir(d)) != NULL)
-		if (id_sandbox_valid(de->d_name))
-			fn(de->d_name, arg);
-	closedir(d);
-	return 0;
-}
-
-/* ---- egress ---- */
-
-/* The local proxy listener every sandbox reaches, and what bypasses it. */
-#define RL_PROXY_HOSTPORT	"127.0.0.1:3128"
-#define RL_NO_PROXY		"localhost,127.0.0.1"
-#define RL_CA_BUNDLE		"/etc/ssl/certs/ca-certificates.crt"
-
-/*
- * Registers the sandbox's 127.0.0.1:3128 listener (opened inside its
- * network namespace through child) with the proxy, named by its labels.
- */
-static int
-rl_egress_register(const struct rl *rl, const struct rec *r, pid_t child,
-    char *err, size_t errlen)
-{
-	struct egress_admin a = { .unix_path = rl->c.proxy_admin_socket };
-	struct rt_kv kv[RL_MAX_LABELS];
-	struct egress_reg reg;
-	const cJSON *it;
-	size_t n = 0;
-	int rc;
-
-	if (!egress_admin_set(&a))
-		return 0;
-	cJSON_ArrayForEach(it, r->labels)
-		if (cJSON_IsString(it) && n < NELEM(kv)) {
-			kv[n].k = it->string;
-			kv[n++].v = it->valuestring;
-		}
-	memset(&reg, 0, sizeof(reg));
-	reg.id = r->id;
-	reg.labels = kv;
-	reg.nlabels = n;
-	if ((reg.listen_fd = rl_netns_listener(child, RL_PROXY_PORT, err,
-	    errlen)) == -1)
-		return -1;
-	rc = egress_register(&a, &reg, err, errlen);
-	close(reg.listen_fd);	/* the proxy has its own copy */
-	return rc;
-}
-
-static void
-rl_egress_deregister(const struct rl *rl, const char *id)
-{
-	struct egress_admin a = { .unix_path = rl->c.proxy_admin_socket };
-
-	egress_deregister(&a, id);
-}
-
-/* The proxy and CA environment every sandbox gets, as "K=V\n" lines. */
-static int
-rl_proxy_env(char *out, size_t outlen)
-{
-	return egress_proxy_env(NULL, NULL, RL_PROXY_HOSTPORT, RL_NO_PROXY,
-	    RL_CA_BUNDLE, out, outlen);
-}
-
-/* ---- files in the upper layer (sandbox-controlled: never follow links) ---- */
-
-/* Opens (creating as needed, owned by uid) the directory rel under the
- * directory fd top, one component at a time with O_NOFOLLOW. */
-static int
-open_dirs_nofollow(int top, const char *rel, uid_t uid, gid_t gid)
-{
-	char comp[256];
-	const char *p = rel, *e;
-	int fd, nfd;
-
-	if ((fd = dup(top)) == -1)
-		return -1;
-	while (*p != '\0') {
-		e = strchr(p, '/');
-		if (e == NULL)
-			e = p + strlen(p);
-		if ((size_t)(e - p) >= sizeof(comp) || e == p) {
-			close(fd);
-			errno = EINVAL;
-			return -1;
-		}
-		memcpy(comp, p, (size_t)(e - p));
-		comp[e - p] = '\0';
-		if (mkdirat(fd, comp, 0755) == 0 &&
-		    fchownat(fd, comp, uid, gid, AT_SYMLINK_NOFOLLOW) == -1) {
-			close(fd);
-			return -1;
-		}
-		nfd = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-		    O_CLOEXEC);
-		close(fd);
-		if (nfd == -1)
-			return -1;
-		fd = nfd;
-		p = *e == '/' ? e + 1 : e;
-	}
-	return fd;
-}
-
-static int
-write_in_upper(const char *upper, const char *dir, const char *name,
-    const char *data, size_t len, uid_t uid, gid_t gid, char *err,
-    size_t errlen)
-{
-	int top, d, fd, rc = -1;
-
-	top = open(upper, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (top == -1) {
-		snprintf(err, errlen, "open %s: %s", upper, strerror(errno));
-		return -1;
-	}
-	d = open_dirs_nofollow(top, dir, uid, gid);
-	close(top);
-	if (d == -1) {
-		snprintf(err, errlen, "upper %s: %s", dir, strerror(errno));
-		return -1;
-	}
-	(void)unlinkat(d, name, 0);
-	fd = openat(d, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
-	    O_CLOEXEC, 0644);
-	if (fd == -1 || write(fd, data, len) != (ssize_t)len ||
-	    fchown(fd, uid, gid) == -1) {
-		snprintf(err, errlen, "write %s/%s: %s", dir, name,
-		    strerror(errno));
-		goto out;
-	}
-	rc = 0;
-out:
-	if (fd != -1)
-		close(fd);
-	close(d);
-	return rc;
-}
-
-/*
- * Puts the proxy CA into the sandbox's trust store, in the overlay's upper
- * layer: the image's bundle plus the CA in /etc/ssl/certs/ca-certificates.crt,
- * and the CA alone in /usr/local/share/ca-certificates/.
- */
-static int
-install_ca(const struct rl *rl, const struct rec *r, const char *upper,
-    char *err, size_t errlen)
-{
-	char p[RL_PATH_MAX + 64];
-	char *ca, *sys = NULL;
-	size_t calen, syslen = 0;
-	struct buf b;
-	int rc = -1;
-
-	if (rl->c.proxy_ca_cert == NULL || rl->c.proxy_ca_cert[0] == '\0')
-		return 0;
-	if ((ca = rl_read_file(rl->c.proxy_ca_cert, RL_CA_MAX, &calen)) == NULL) {
-		snprintf(err, errlen, "proxy_ca_cert %s: %s",
-		    rl->c.proxy_ca_cert, strerror(errno));
-		return -1;
-	}
-	if (strstr(ca, "-----BEGIN CERTIFICATE-----") == NULL) {
-		snprintf(err, errlen, "proxy_ca_cert %s: no PEM certificate",
-		    rl->c.proxy_ca_cert);
-		free(ca);
-		return -1;
-	}
-	snprintf(p, sizeof(p), "%s/etc/ssl/certs/ca-certificates.crt",
-	    r->image_dir);
-	sys = rl_read_file(p, RL_CA_MAX, &syslen);
-	buf_init(&b, 2 * RL_CA_MAX + 16);
-	if ((sys != NULL && buf_add(&b, sys, syslen) == -1) ||
-	    (sys != NULL && syslen > 0 && sys[syslen - 1] != '\n' && buf_addstr(&b, "\n") == -1) ||
-	    buf_add(&b, ca, calen) == -1) {
-		snprintf(err, errlen, "CA bundle too large");
-		goto out;
-	}
-	if (write_in_upper(upper, "etc/ssl/certs", "ca-certificates.crt",
-	    b.p, b.len, (uid_t)r->uid, (gid_t)r->uid, err, errlen) == -1 ||
-	    write_in_upper(upper, "usr/local/share/ca-certificates",
-	    "egress-proxy-ca.crt", ca, calen, (uid_t)r->uid, (gid_t)r->uid,
-	    err, errlen) == -1)
-		goto out;
-	rc = 0;
-out:
-	buf_free(&b);
-	free(ca);
-	free(sys);
-	return rc;
-}
-
-/* ---- starting and stopping ---- */
-
-struct argv_b {
-	char	**v;
-	size_t	  n, cap;
-};
-
-static void
-av_add(struct argv_b *a, const char *s)
-{
-	if (a->n + 2 > a->cap) {
-		a->cap = a->cap ? a->cap * 2 : 64;
-		a->v = xreallocarray(a->v, a->cap, sizeof(*a->v));
-	}
-	a->v[a->n++] = xstrdup(s);
-	a->v[a->n] = NULL;
-}
-
-static void
-av_free(struct argv_b *a)
-{
-	size_t i;
-
-	for (i = 0; i < a->n; i++)
-		free(a->v[i]);
-	free(a->v);
-	memset(a, 0, sizeof(*a));
-}
-
-static int
-env_name_ok(const char *k)
-{
-	size_t i;
-
-	if (k[0] == '\0' || (k[0] >= '0' && k[0] <= '9'))
-		return 0;
-	for (i = 0; k[i] != '\0'; i++) {
-		char c = k[i];
-		if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-		    (c >= '0' && c <= '9') || c == '_'))
-			return 0;
-	}
-	return i < 256;
-}
-
-static void
-av_setenv(struct argv_b *a, const char *kv)
-{
-	const char *eq = strchr(kv, '=');
-	char k[256];
-
-	if (eq == NULL || (size_t)(eq - kv) >= sizeof(k))
-		return;
-	memcpy(k, kv, (size_t)(eq - kv));
-	k[eq - kv] = '\0';
-	av_add(a, "--setenv");
-	av_add(a, k);
-	av_add(a, eq + 1);
-}
-
-/* av_setenv for each "K=V" line of lines. */
-static void
-av_setenv_lines(struct argv_b *a, const char *lines)
-{
-	char kv[1024];
-	const char *nl;
-	size_t n;
-
-	for (; *lines != '\0'; lines = *nl != '\0' ? nl + 1 : nl) {
-		if ((nl = strchr(lines, '\n')) == NULL)
-			nl = lines + strlen(lines);
-		if ((n = (size_t)(nl - lines)) < sizeof(kv)) {
-			memcpy(kv, lines, n);
-			kv[n] = '\0';
-			av_setenv(a, kv);
-		}
-	}
-}
-
-/* Kills everything of a sandbox (pid namespace and cgroups). */
-static void
-kill_sandbox(const struct rl *rl, const char *id)
-{
-	struct pidrec pr;
-
-	if (pid_load(rl, id, &pr) == 0) {
-		/* SIGKILL to a pid namespace's init kills the namespace */
-		if (rl_proc_start((pid_t)pr.child_pid) == pr.child_start)
-			(void)kill((pid_t)pr.child_pid, SIGKILL);
-		if (rl_proc_start((pid_t)pr.bwrap_pid) == pr.bwrap_start)
-			(void)kill((pid_t)pr.bwrap_pid, SIGKILL);
-	}
-	if (rl->cg.mode != RL_CG_NONE || rl->cg.v2_track) {
-		if (rl_cg_kill(&rl->cg, id, 5000) == -1)
-			log_warnx("sandbox=%s processes survive the kill", id);
-	} else if (pr.child_pid > 1) {
-		int i;
-
-		for (i = 0; i < 500 && rl_proc_start((pid_t)pr.child_pid) ==
-		    pr.child_start; i++)
-			sleep_us(1000);
-	}
-}
-
-/* The last line of the sandbox's log (bwrap's and the agent's stderr). */
-static void
-log_tail(const struct rl *rl, const char *id, char *out, size_t outlen)
-{
-	char p[RL_PATH_MAX], *s = NULL, *t;
-	size_t len = 0;
-	int fd;
-	off_t sz;
-
-	snprintf(out, outlen, "no log");
-	if (sdir_path(rl, id, "log", p, sizeof(p)) == -1 ||
-	    (fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1)
-		return;
-	if ((sz = lseek(fd, 0, SEEK_END)) > 0 &&
-	    lseek(fd, sz > 512 ? sz - 512 : 0, SEEK_SET) != -1) {
-		s = xmalloc(513);
-		ssize_t n = read(fd, s, 512);
-
-		len = n > 0 ? (size_t)n : 0;
-		s[len] = '\0';
-	}
-	close(fd);
-	if (s == NULL)
-		return;
-	while (len > 0 && (s[len - 1] == '\n' || s[len - 1] == '\r'))
-		s[--len] = '\0';
-	t = strrchr(s, '\n');
-	snprintf(out, outlen, "%s", t != NULL ? t + 1 : s);
-	free(s);
-}
-
-/*
- * Waits until the agent answers GET /v1/health or the deadline passes.
- * Event-driven: inotify on the agent directory says when the socket
- * appears (the agent binds, listens, then serves); retries in between are
- * short (the socket may exist a moment before listen()).
- */
-static int
-wait_agent(const struct rl *rl, const char *id, const struct pidrec *pr,
-    long long deadline, char *err, size_t errlen)
-{
-	struct rt_agent_addr a;
-	struct agentc *ac = NULL;
-	struct pollfd pfd;
-	struct buf b;
-	char e[256] = "", dir[RL_PATH_MAX], evb[4096];
-	long long left;
-	int st, rc = -1, ifd;
-	long us = 100;
-
-	memset(&a, 0, sizeof(a));
-	if (sdir_path(rl, id, "agent/agent.sock", a.unix_path,
-	    sizeof(a.unix_path)) == -1 ||
-	    sdir_path(rl, id, "agent", dir, sizeof(dir)) == -1) {
-		snprintf(err, errlen, "agent socket path too long (state_dir)");
-		return -1;
-	}
-	ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-	if (ifd != -1 && inotify_add_watch(ifd, dir, IN_CREATE |
-	    IN_MOVED_TO) == -1) {
-		close(ifd);
-		ifd = -1;
-	}
-	buf_init(&b, (size_t)64 * 1024);
-	for (;;) {
-		if (ac == NULL)
-			ac = agentc_open(&a, 1000, e, sizeof(e));
-		if (ac != NULL) {
-			if (agentc_request(ac, "GET", "/v1/health", NULL, NULL, 0,
-			    2000, &st, &b, e, sizeof(e)) == 0 && st == 200) {
-				rc = 0;
-				break;
-			}
-			agentc_close(ac);
-			ac = NULL;
-		}
-		if (!pid_alive(pr)) {
-			log_tail(rl, id, e, sizeof(e));
-			snprintf(err, errlen, "sandbox exited during start: %s",
-			    e);
-			break;
-		}
-		if ((left = deadline - util_mono_ms()) <= 0) {
-			snprintf(err, errlen, "agent did not answer in time: %s",
-			    e);
-			break;
-		}
-		if (ifd != -1 && access(a.unix_path, F_OK) == -1) {
-			/* no socket yet: until it appears (or 50 ms, to
-			 * notice a sandbox that died) */
-			pfd.fd = ifd;
-			pfd.events = POLLIN;
-			if (poll(&pfd, 1, left < 50 ? (int)left : 50) > 0)
-				while (read(ifd, evb, sizeof(evb)) > 0)
-					;
-			continue;
-		}
-		sleep_us(us);
-		if (us < 5000)
-			us += us / 2;
-	}
-	if (ifd != -1)
-		close(ifd);
-	agentc_close(ac);
-	buf_free(&b);
-	return rc;
-}
-
-/*
- * Starts the sandbox described by r (phase already written by the caller):
- * cgroups, bwrap, the proxy listener, then waits for the agent.
- */
-static int
-do_start(struct rl *rl, struct rec *r, const struct rt_kv *xenv, size_t nxenv,
-    struct steps *stp, char *err, size_t errlen)
-{
-	char sdir[RL_PATH_MAX], upper[RL_PATH_MAX], work[RL_PATH_MAX];
-	char lower[RL_PATH_MAX], root[RL_PATH_MAX], ws[RL_PATH_MAX];
-	char agent[RL_PATH_MAX], logp[RL_PATH_MAX], oomf[RL_PATH_MAX + 64];
-	char cgf[8][RL_PATH_MAX], num[64], kv[1024], pidline[256];
-	char img[RL_PATH_MAX], disk[RL_PATH_MAX], cadir[RL_PATH_MAX];
-	char penv[1024];
-	struct rl_spawn sp;
-	struct argv_b av = { 0 }, ev = { 0 };
-	struct pidrec pr;
-	long long t0 = util_mono_ms(), deadline = t0 + rl->c.start_timeout_ms;
-	size_t ncg = 0, i;
-	int secfd = -1, rc = -1;
-	cJSON *it;
-
-	if (sdir_path(rl, r->id, NULL, sdir, sizeof(sdir)) == -1 ||
-	    sdir_path(rl, r->id, "upper", upper, sizeof(upper)) == -1 ||
-	    sdir_path(rl, r->id, "work", work, sizeof(work)) == -1 ||
-	    sdir_path(rl, r->id, "lower", lower, sizeof(lower)) == -1 ||
-	    sdir_path(rl, r->id, "root", root, sizeof(root)) == -1 ||
-	    sdir_path(rl, r->id, "workspace", ws, sizeof(ws)) == -1 ||
-	    sdir_path(rl, r->id, "agent", agent, sizeof(agent)) == -1 ||
-	    sdir_path(rl, r->id, "log", logp, sizeof(logp)) == -1 ||
-	    sdir_path(rl, r->id, "disk.img", img, sizeof(img)) == -1 ||
-	    sdir_path(rl, r->id, "disk", disk, sizeof(disk)) == -1) {
-		snprintf(err, errlen, "state path too long");
-		return -1;
-	}
-	if (r->disk_bytes > 0) {
-		/* the writable layers live in the disk image, mounted at disk
-		 * in the sandbox's mount namespace only */
-		if (sdir_path(rl, r->id, "disk/upper", upper,
-		    sizeof(upper)) == -1 || sdir_path(rl, r->id, "disk/work",
-		    work, sizeof(work)) == -1 || sdir_path(rl, r->id,
-		    "disk/workspace", ws, sizeof(ws)) == -1) {
-			snprintf(err, errlen, "state path too long");
-			return -1;
-		}
-	}
-	/* the CA goes into the upper layer; a disk image is not mounted here,
-	 * so it goes to <id>/ca/ and is bind-mounted over the same paths */
-	if (sdir_path(rl, r->id, "ca", cadir, sizeof(cadir)) == -1) {
-		snprintf(err, errlen, "state path too long");
-		return -1;
-	}
-	if (r->disk_bytes > 0 && r->writable_root && rl->c.proxy_ca_cert[0] &&
-	    mkdir(cadir, 0755) == -1 && errno != EEXIST) {
-		snprintf(err, errlen, "mkdir %s: %s", cadir, strerror(errno));
-		return -1;
-	}
-	if (r->writable_root && install_ca(rl, r, r->disk_bytes > 0 ? cadir :
-	    upper, err, errlen) == -1)
-		return -1;
-	step(stp, "ca");
-	if (rl_cg_create(&rl->cg, r->id, &r->lim, err, errlen) == -1)
-		return -1;
-	step(stp, "cgroup");
-	if (rl_cg_procs_files(&rl->cg, r->id, cgf, NELEM(cgf), &ncg) == -1) {
-		snprintf(err, errlen, "cgroup path too long");
-		return -1;
-	}
-	if (rl->c.seccomp && (secfd = rl_seccomp_fd(err, errlen)) == -1)
-		return -1;
-
-	av_add(&av, "bwrap");
-	av_add(&av, "--userns");	/* N2 (rl_spawn): ids 0..uid_range-1 */
-	av_add(&av, "5");
-	av_add(&av, "--assert-userns-disabled");
-	av_add(&av, "--unshare-pid");
-	av_add(&av, "--unshare-net");
-	av_add(&av, "--unshare-ipc");
-	av_add(&av, "--unshare-uts");
-	av_add(&av, "--unshare-cgroup-try");
-	av_add(&av, "--uid");
-	snprintf(num, sizeof(num), "%d", r->run_as_root ? 0 : RL_INNER_UID);
-	av_add(&av, num);
-	av_add(&av, "--gid");
-	av_add(&av, num);
-	av_add(&av, "--hostname");
-	av_add(&av, r->id);
-	av_add(&av, r->writable_root ? "--bind" : "--ro-bind");
-	av_add(&av, r->writable_root ? root : lower);
-	av_add(&av, "/");
-	av_add(&av, "--proc");
-	av_add(&av, "/proc");
-	av_add(&av, "--dev");
-	av_add(&av, "/dev");
-	av_add(&av, "--perms");
-	av_add(&av, "1777");
-	av_add(&av, "--size");
-	snprintf(num, sizeof(num), "%lld", rl->c.tmp_bytes);
-	av_add(&av, num);
-	av_add(&av, "--tmpfs");
-	av_add(&av, "/tmp");
-	av_add(&av, "--tmpfs");
-	av_add(&av, "/run");
-	av_add(&av, "--bind");
-	av_add(&av, agent);
-	av_add(&av, "/run/agent");
-	av_add(&av, "--ro-bind");
-	av_add(&av, rl->agent_bin);
-	av_add(&av, "/run/sandbox/sandbox-agent");
-	rl_cg_oom_file(&rl->cg, r->id, oomf, sizeof(oomf));
-	if (oomf[0] != '\0') {
-		/* the OOM counter (a line "oom_kill N"), read by the agent */
-		av_add(&av, "--ro-bind-try");
-		av_add(&av, oomf);
-		av_add(&av, "/run/sandbox/memory.events");
-		snprintf(kv, sizeof(kv), "%s/sys", r->image_dir);
-		if (access(kv, F_OK) == 0) {
-			av_add(&av, "--tmpfs");
-			av_add(&av, "/sys");
-			av_add(&av, "--ro-bind-try");
-			av_add(&av, oomf);
-			av_add(&av, "/sys/fs/cgroup/memory.events");
-		}
-	}
-	if (r->writable_root && r->disk_bytes > 0 && rl->c.proxy_ca_cert[0]) {
-		snprintf(kv, sizeof(kv), "%s/etc/ssl/certs/ca-certificates.crt",
-		    cadir);
-		av_add(&av, "--ro-bind");
-		av_add(&av, kv);
-		av_add(&av, "/etc/ssl/certs/ca-certificates.crt");
-		snprintf(kv, sizeof(kv), "%s/usr/local/share/ca-certificates/"
-		    "egress-proxy-ca.crt", cadir);
-		av_add(&av, "--ro-bind");
-		av_add(&av, kv);
-		av_add(&av, "/usr/local/share/ca-certificates/egress-proxy-ca.crt");
-	}
-	av_add(&av, "--bind");
-	av_add(&av, ws);
-	av_add(&av, "/workspace");
-	av_add(&av, "--chdir");
-	av_add(&av, "/workspace");
-	av_add(&av, "--new-session");
-	av_add(&av, "--info-fd");
-	av_add(&av, "3");
-	if (secfd != -1) {
-		av_add(&av, "--seccomp");
-		av_add(&av, "4");
-	}
-	av_add(&av, "--clearenv");
-	av_setenv(&av, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:"
-	    "/sbin:/bin");
-	av_setenv(&av, r->run_as_root ? "HOME=/root" : "HOME=/workspace");
-	av_setenv(&av, r->run_as_root ? "USER=root" : "USER=sandbox");
-	av_setenv(&av, "LANG=C.UTF-8");
-	av_setenv(&av, "TERM=dumb");
-	snprintf(kv, sizeof(kv), "HOSTNAME=%s", r->id);
-	av_setenv(&av, kv);
-	snprintf(kv, sizeof(kv), "SANDBOX_ID=%s", r->id);
-	av_setenv(&av, kv);
-	if (rl_proxy_env(penv, sizeof(penv)) == -1)
-		fatalx("local: the proxy env is over %zu bytes", sizeof(penv));
-	av_setenv_lines(&av, penv);
-	cJSON_ArrayForEach(it, r->env) {
-		if (!cJSON_IsString(it) || !env_name_ok(it->string))
-			continue;
-		av_add(&av, "--setenv");
-		av_add(&av, it->string);
-		av_add(&av, it->valuestring);
-	}
-	for (i = 0; i < nxenv; i++) {
-		if (!env_name_ok(xenv[i].k))
-			continue;
-		av_add(&av, "--setenv");
-		av_add(&av, xenv[i].k);
-		av_add(&av, xenv[i].v);
-	}
-	av_add(&av, "--");
-	av_add(&av, "/run/sandbox/sandbox-agent");
-	av_add(&av, "--listen");
-	av_add(&av, "unix:/run/agent/agent.sock");
-	av_add(&av, "--state");
-	av_add(&av, "/run/agent/state");
-	av_add(&av, "--workdir");
-	av_add(&av, "/workspace");
-	ev.v = xcalloc(1, sizeof(char *));
-
-	/* a stale socket from a previous run must not look like a new agent */
-	snprintf(kv, sizeof(kv), "%s/agent.sock", agent);
-	(void)unlink(kv);
-
-	memset(&sp, 0, sizeof(sp));
-	sp.bwrap = rl->c.bwrap;
-	sp.argv = av.v;
-	sp.envp = ev.v;
-	sp.uid = (uid_t)r->uid;
-	sp.gid = (gid_t)r->uid;
-	sp.uid_range = (unsigned)r->uid_range;
-	sp.inner_uid = r->run_as_root ? 0 : RL_INNER_UID;
-	sp.image_dir = r->image_dir;
-	sp.lower = lower;
-	sp.upper = r->writable_root ? upper : NULL;
-	sp.work = work;
-	sp.root = root;
-	sp.disk_img = r->disk_bytes > 0 ? img : NULL;
-	sp.disk_mnt = disk;
-	sp.log_path = logp;
-	sp.cg_files = cgf;
-	sp.ncg_files = ncg;
-	sp.seccomp_fd = secfd;
-	step(stp, "argv");
-	if (rl_spawn(&sp, (int)rl->c.start_timeout_ms, err, errlen) == -1) {
-		if (sp.pid > 0)
-			(void)kill(sp.pid, SIGKILL);
-		goto out;
-	}
-	step_dur(stp, "idmap", sp.us_idmap);	/* rl_spawn's own steps */
-	step_dur(stp, "detach", sp.us_detach);
-	step(stp, "bwrap");
-	memset(&pr, 0, sizeof(pr));
-	pr.bwrap_pid = sp.pid;
-	pr.bwrap_start = rl_proc_start(sp.pid);
-	pr.child_pid = sp.child_pid;
-	pr.child_start = rl_proc_start(sp.child_pid);
-	pr.started_ms = util_unix_ms();
-	snprintf(pidline, sizeof(pidline), "%lld %lld %lld %lld %lld\n",
-	    pr.bwrap_pid, pr.bwrap_start, pr.child_pid, pr.child_start,
-	    pr.started_ms);
-	snprintf(kv, sizeof(kv), "%s/pid", sdir);
-	if (pr.child_start == -1 ||
-	    rl_write_replace(kv, pidline, strlen(pidline), 0600, err,
-	    errlen) == -1) {
-		if (pr.child_start == -1)
-			snprintf(err, errlen, "sandbox exited at once (see %s)",
-			    logp);
-		(void)kill(sp.child_pid, SIGKILL);
-		goto out;
-	}
-	step(stp, "pidfile");
-	if (rl_egress_register(rl, r, sp.child_pid, err, errlen) == -1)
-		goto out;
-	step(stp, "egress");
-	if (wait_agent(rl, r->id, &pr, deadline, err, errlen) == -1)
-		goto out;
-	step(stp, "agent");
-	rc = 0;
-out:
-	if (secfd != -1)
-		close(secfd);
-	av_free(&av);
-	free(ev.v);
-	return rc;
-}
-
-/* Stops processes and releases cgroups and the proxy registration. */
-static void
-do_stop(struct rl *rl, const char *id)
-{
-	char p[RL_PATH_MAX];
-
-	rl_egress_deregister(rl, id);
-	kill_sandbox(rl, id);
-	(void)rl_cg_remove(&rl->cg, id);
-	if (sdir_path(rl, id, "pid", p, sizeof(p)) == 0)
-		(void)unlink(p);
-}
-
-/* ---- uid allocation ---- */
-
-/* uid allocation: which slots are taken. */
-struct uids {
-	const struct rl	*rl;
-	unsigned char	*used;
-	long long	 n, R;
-};
-
-/* Marks the slots that [uid, uid+range) overlaps. */
-static void
-mark_used(struct uids *u, long long uid, long long range)
-{
-	long long lo = uid - u->rl->c.uid_base, hi = lo + range - 1, i;
-
-	if (range <= 0 || hi < 0 || lo >= u->n * u->R)
-		return;
-	for (i = lo < 0 ? 0 : lo / u->R; i <= hi / u->R && i < u->n; i++)
-		u->used[i] = 1;
-}
-
-static void
-mark_id(const char *id, void *arg)
-{
-	struct uids *u = arg;
-	struct rec r;
-	char e[256], p[RL_PATH_MAX], *s;
-
-	if (rec_load(u->rl, id, &r, e, sizeof(e)) == 0) {
-		mark_used(u, r.uid, r.uid_range);
-		rec_clear(&r);
-	} else if (sdir_path(u->rl, id, "uid", p, sizeof(p)) == 0) {
-		/* a create that died before its record was written */
-		s = rl_read_file(p, 64, NULL);
-		mark_used(u, s != NULL ? strtoll(s, NULL, 10) : 0, u->R);
-		free(s);
-	}
-}
-
-/* A free block of uid_range host ids: uid_base + slot * uid_range. */
-static int
-alloc_uid(struct rl *rl, long long *uid, char *err, size_t errlen)
-{
-	struct uids u;
-	long long i;
-
-	u.rl = rl;
-	u.n = rl->c.uid_count;
-	u.R = rl->c.uid_range > 0 ? rl->c.uid_range : 1;
-	u.used = xcalloc((size_t)u.n, 1);
-	if (each_id(rl, mark_id, &u, err, errlen) == -1) {
-		free(u.used);
-		return -1;
-	}
-	for (i = 0; i < u.n && u.used[i]; i++)
-		;
-	free(u.used);
-	if (i == u.n) {
-		snprintf(err, errlen, "no free sandbox uid (uid_count %lld "
-		    "reached)", u.n);
-		return -1;
-	}
-	*uid = rl->c.uid_base + i * u.R;
-	return 0;
-}
-
-/* ---- the runtime_ops ---- */
-
-static int
-mkdir_owned(const char *p, int mode, uid_t uid, gid_t gid, char *err,
-    size_t errlen)
-{
-	if (mkdir(p, (mode_t)mode) == -1 && errno != EEXIST) {
-		snprintf(err, errlen, "mkdir %s: %s", p, strerror(errno));
-		return -1;
-	}
-	if (chown(p, uid, gid) == -1 || chmod(p, (mode_t)mode) == -1) {
-		snprintf(err, errlen, "chown %s: %s", p, strerror(errno));
-		return -1;
-	}
-	return 0;
-}
-
-static int
-resolve_image(const struct rl *rl, const char *name, char *out, size_t outlen,
-    char *err, size_t errlen)
-{
-	char p[RL_PATH_MAX + 256], rp[PATH_MAX];
-	struct stat st;
-
-	if (!image_name_valid(name)) {
-		snprintf(err, errlen, "invalid image name \"%.64s\"", name);
-		return -1;
-	}
-	snprintf(p, sizeof(p), "%s/%s", rl->images_dir, name);
-	if (realpath(p, rp) == NULL || stat(rp, &st) == -1 ||
-	    !S_ISDIR(st.st_mode)) {
-		snprintf(err, errlen, "image \"%s\" not found in %s%s", name,
-		    rl->images_dir, strcmp(name, "default") == 0 ?
-		    " (build it with `make image`)" : "");
-		return -1;
-	}
-	if (strlen(rp) >= outlen || strpbrk(rp, ",:") != NULL) {
-		snprintf(err, errlen, "image path unusable: %s", rp);
-		return -1;
-	}
-	snprintf(out, outlen, "%s", rp);
-	return 0;
-}
-
-/*
- * The disk image of a disk-limited sandbox: <id>/disk.img, ext4 of
- * disk_bytes (sparse), made by mke2fs from a skeleton holding upper/ (the
- * sandbox's root), work/ and workspace/ (wsuid). No host mount: it is
- * mounted inside the sandbox's mount namespace at each start.
- */
-static int
-make_disk(const struct rl *rl, const struct rec *r, uid_t wsuid, char *err,
-    size_t errlen)
-{
-	char img[RL_PATH_MAX], skel[RL_PATH_MAX], p[RL_PATH_MAX + 32];
-	char logp[RL_PATH_MAX], e[256];
-	char *av[] = { "mke2fs", "-q", "-F", "-t", "ext4", "-m", "0", "-E",
-	    "root_owner=0:0,lazy_itable_init=1,lazy_journal_init=1", "-d",
-	    skel, img, NULL };
-	posix_spawn_file_actions_t fa;
-	pid_t pid;
-	int fd, st = -1, rc = -1, sr;
-
-	if (sdir_path(rl, r->id, "disk.img", img, sizeof(img)) == -1 ||
-	    sdir_path(rl, r->id, "disk-skel", skel, sizeof(skel)) == -1 ||
-	    sdir_path(rl, r->id, "log", logp, sizeof(logp)) == -1) {
-		snprintf(err, errlen, "state path too long");
-		return -1;
-	}
-#define SK(name, mode, u) do {						\
-	snprintf(p, sizeof(p), "%s%s", skel, name);			\
-	if (mkdir_owned(p, mode, u, u, err, errlen) == -1)		\
-		goto out;						\
-} while (0)
-	SK("", 0755, 0);
-	SK("/upper", 0755, (uid_t)r->uid);
-	SK("/work", 0700, 0);
-	SK("/workspace", 0755, wsuid);
-#undef SK
-	if ((fd = open(img, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC |
-	    O_NOFOLLOW, 0600)) == -1 || ftruncate(fd, r->disk_bytes) == -1) {
-		snprintf(err, errlen, "disk image %s: %s", img,
-		    strerror(errno));
-		if (fd != -1)
-			close(fd);
-		goto out;
-	}
-	close(fd);
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 1, logp, O_WRONLY | O_CREAT |
-	    O_APPEND, 0600);
-	posix_spawn_file_actions_adddup2(&fa, 1, 2);
-	sr = posix_spawn(&pid, rl->c.mkfs, &fa, NULL, av, NULL);
-	posix_spawn_file_actions_destroy(&fa);
-	if (sr != 0) {
-		snprintf(err, errlen, "%s: %s", rl->c.mkfs, strerror(sr));
-		goto out;
-	}
-	while (waitpid(pid, &st, 0) == -1 && errno == EINTR)
-		;
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-		snprintf(err, errlen, "%s failed (status %d; see the log)",
-		    rl->c.mkfs, st);
-		goto out;
-	}
-	if (sdir_path(rl, r->id, "disk", p, sizeof(p)) == -1 ||
-	    mkdir_owned(p, 0755, 0, 0, err, errlen) == -1)	/* mount point */
-		goto out;
-	rc = 0;
-out:
-	if (rl_rmtree(skel, e, sizeof(e)) == -1)
-		log_warnx("sandbox=%s remove %s: %s", r->id, skel, e);
-	return rc;
-}
 
 static void rl_fill_info(struct rl *, const char *, struct rt_info *);
 
 static int rl_destroy(struct runtime *, const char *, char *, size_t);
 
+/*
+ * Checks spec and fills r from it and the defaults (phase "creating", no
+ * uid yet). 0, or -1 with err; on -1, r holds nothing to free.
+ */
 static int
-rl_create(struct runtime *rt, const struct rt_spec *spec, struct rt_info *out,
+create_rec(const struct rl *rl, const struct rt_spec *spec, struct rec *r,
     char *err, size_t errlen)
 {
-	struct rl *rl = rt->impl;
-	struct rec r;
-	struct steps stp;
-	char sdir[RL_PATH_MAX], p[RL_PATH_MAX + 16], e[256];
-	int lfd = -1, gfd = -1, made = 0, rc = -1;
+	char sdir[RL_PATH_MAX];
 	size_t i;
-	uid_t uid;
 
-	steps_init(&stp);
-	memset(&r, 0, sizeof(r));
-	if (out != NULL)
-		memset(out, 0, sizeof(*out));
 	if (spec->id == NULL || !id_sandbox_valid(spec->id)) {
 		snprintf(err, errlen, "invalid sandbox id (expected "
 		    "[a-z0-9][a-z0-9-]{0,62})");
@@ -1312,121 +77,178 @@ rl_create(struct runtime *rt, const struct rt_spec *spec, struct rt_info *out,
 	}
 	for (i = 0; i < spec->nenv; i++)
 		if (spec->env[i].k == NULL || spec->env[i].v == NULL ||
-		    !env_name_ok(spec->env[i].k)) {
+		    !rl_env_name_ok(spec->env[i].k)) {
 			snprintf(err, errlen, "invalid env name");
 			return -1;
 		}
-	snprintf(r.id, sizeof(r.id), "%s", spec->id);
-	snprintf(r.image, sizeof(r.image), "%s", spec->image != NULL &&
+	snprintf(r->id, sizeof(r->id), "%s", spec->id);
+	snprintf(r->image, sizeof(r->image), "%s", spec->image != NULL &&
 	    spec->image[0] != '\0' ? spec->image : rl->c.default_image);
-	if (resolve_image(rl, r.image, r.image_dir, sizeof(r.image_dir), err,
-	    errlen) == -1)
+	if (rl_resolve_image(rl, r->image, r->image_dir, sizeof(r->image_dir),
+	    err, errlen) == -1)
 		return -1;
-	if (sdir_path(rl, r.id, NULL, sdir, sizeof(sdir)) == -1 ||
+	if (rl_sdir_path(rl, r->id, NULL, sdir, sizeof(sdir)) == -1 ||
 	    strlen(sdir) + sizeof("/agent/agent.sock") > 108) {
 		snprintf(err, errlen, "state_dir too long for the agent socket "
 		    "path");
 		return -1;
 	}
-	r.created_ms = util_unix_ms();
-	r.run_as_root = spec->run_as_root;
-	r.writable_root = spec->writable_root;
-	r.lim.mem_bytes = spec->mem_bytes > 0 ? spec->mem_bytes :
+	r->created_ms = util_unix_ms();
+	r->run_as_root = spec->run_as_root;
+	r->writable_root = spec->writable_root;
+	r->lim.mem_bytes = spec->mem_bytes > 0 ? spec->mem_bytes :
 	    rl->c.mem_bytes;
-	r.lim.cpu_millis = spec->cpu_millis > 0 ? spec->cpu_millis :
+	r->lim.cpu_millis = spec->cpu_millis > 0 ? spec->cpu_millis :
 	    rl->c.cpu_millis;
-	r.lim.pids_max = spec->pids_max > 0 ? spec->pids_max : rl->c.pids_max;
-	r.disk_bytes = spec->disk_bytes > 0 ? spec->disk_bytes :
+	r->lim.pids_max = spec->pids_max > 0 ? spec->pids_max : rl->c.pids_max;
+	r->disk_bytes = spec->disk_bytes > 0 ? spec->disk_bytes :
 	    rl->c.disk_bytes;
-	if (r.lim.mem_bytes < (8LL << 20) || r.lim.pids_max < 8 ||
-	    r.lim.cpu_millis < 10 || (r.disk_bytes > 0 &&
-	    r.disk_bytes < RL_DISK_MIN) || r.disk_bytes > (1LL << 44)) {
+	if (r->lim.mem_bytes < (8LL << 20) || r->lim.pids_max < 8 ||
+	    r->lim.cpu_millis < 10 || (r->disk_bytes > 0 &&
+	    r->disk_bytes < RL_DISK_MIN) || r->disk_bytes > (1LL << 44)) {
 		snprintf(err, errlen, "limits too small (memory >= 8MiB, "
 		    "pids >= 8, cpu >= 10 millis, disk 0 or 16MiB..16TiB)");
 		return -1;
 	}
-	r.labels = cJSON_CreateObject();
+	r->labels = cJSON_CreateObject();
 	for (i = 0; i < spec->nlabels; i++) {
 		if (spec->labels[i].k == NULL || spec->labels[i].v == NULL)
 			continue;
-		cJSON_DeleteItemFromObjectCaseSensitive(r.labels,
+		cJSON_DeleteItemFromObjectCaseSensitive(r->labels,
 		    spec->labels[i].k);
-		cJSON_AddStringToObject(r.labels, spec->labels[i].k,
+		cJSON_AddStringToObject(r->labels, spec->labels[i].k,
 		    spec->labels[i].v);
 	}
-	r.env = cJSON_CreateObject();
+	r->env = cJSON_CreateObject();
 	for (i = 0; i < spec->nenv; i++)
-		cJSON_AddStringToObject(r.env, spec->env[i].k, spec->env[i].v);
-	snprintf(r.phase, sizeof(r.phase), "creating");
-	step(&stp, "check");
+		cJSON_AddStringToObject(r->env, spec->env[i].k, spec->env[i].v);
+	snprintf(r->phase, sizeof(r->phase), "creating");
+	return 0;
+}
 
-	/* the directory and the uid, under the global allocation lock */
+/*
+ * The directory and the uid, under the global allocation lock: makes
+ * <id>/ (*made = 1: the caller undoes with rl_destroy), takes its lock
+ * (*lfd), allocates the uid and writes the uid file, then the first
+ * record. 0, or -1 with err.
+ */
+static int
+create_alloc(struct rl *rl, struct rec *r, int *lfd, int *made, char *err,
+    size_t errlen)
+{
+	char sdir[RL_PATH_MAX], p[RL_PATH_MAX + 16], e[64];
+	int gfd, rc = -1;
+
+	if (rl_sdir_path(rl, r->id, NULL, sdir, sizeof(sdir)) == -1) {
+		snprintf(err, errlen, "state path too long");
+		return -1;
+	}
 	pthread_mutex_lock(&rl->mu);
 	snprintf(p, sizeof(p), "%s/.lock", rl->state_dir);
 	gfd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (gfd == -1 || flock(gfd, LOCK_EX) == -1) {
 		snprintf(err, errlen, "lock %s: %s", p, strerror(errno));
-		goto unlock;
+		goto out;
 	}
 	if (mkdir(sdir, 0711) == -1) {
 		snprintf(err, errlen, errno == EEXIST ? "sandbox %s already "
-		    "exists" : "mkdir %s: %s", errno == EEXIST ? r.id : sdir,
+		    "exists" : "mkdir %s: %s", errno == EEXIST ? r->id : sdir,
 		    strerror(errno));
-		goto unlock;
+		goto out;
 	}
-	made = 1;
-	if ((lfd = id_lock(rl, r.id, 0)) == -1) {
-		snprintf(err, errlen, "lock %s: %s", r.id, strerror(errno));
-		goto unlock;
+	*made = 1;
+	if ((*lfd = rl_id_lock(rl, r->id, 0)) == -1) {
+		snprintf(err, errlen, "lock %s: %s", r->id, strerror(errno));
+		goto out;
 	}
-	if (alloc_uid(rl, &r.uid, err, errlen) == -1)
-		goto unlock;
-	r.uid_range = rl->c.uid_range;
-	snprintf(e, sizeof(e), "%lld\n", r.uid);
-	if (sdir_path(rl, r.id, "uid", p, sizeof(p)) == -1 ||
-	    rl_write_replace(p, e, strlen(e), 0600, err, errlen) == -1 ||
-	    rec_save(rl, &r, 0, err, errlen) == -1)
-		goto unlock;
+	if (rl_alloc_uid(rl, &r->uid, err, errlen) == -1)
+		goto out;
+	r->uid_range = rl->c.uid_range;
+	snprintf(e, sizeof(e), "%lld\n", r->uid);
+	if (rl_sdir_path(rl, r->id, "uid", p, sizeof(p)) == -1 ||
+	    util_write_file_replace(p, e, strlen(e), 0600, err, errlen) == -1 ||
+	    rl_rec_save(rl, r, 0, err, errlen) == -1)
+		goto out;
 	rc = 0;
-unlock:
+out:
 	if (gfd != -1)
 		close(gfd);
 	pthread_mutex_unlock(&rl->mu);
-	if (rc == -1)
-		goto fail;
-	rc = -1;
-	step(&stp, "alloc");
+	return rc;
+}
 
-	uid = (uid_t)r.uid;
-#define SUB(name, mode, u) do {						\
-	if (sdir_path(rl, r.id, name, p, sizeof(p)) == -1 ||		\
-	    mkdir_owned(p, mode, u, u, err, errlen) == -1)		\
-		goto fail;						\
-} while (0)
-	SUB("upper", 0755, uid);
-	SUB("work", 0700, 0);
-	SUB("lower", 0755, 0);
-	SUB("root", 0755, 0);
+/* <id>/name, made owned by uid:uid with mode. 0 or -1 with err. */
+static int
+mkdir_sub(const struct rl *rl, const char *id, const char *name, int mode,
+    uid_t uid, char *err, size_t errlen)
+{
+	char p[RL_PATH_MAX];
+
+	if (rl_sdir_path(rl, id, name, p, sizeof(p)) == -1) {
+		snprintf(err, errlen, "state path too long");
+		return -1;
+	}
+	return rl_mkdir_owned(p, mode, uid, uid, err, errlen);
+}
+
+/* The sandbox's directories (docs/local-runtime.md, "State directory")
+ * and its disk image, if it has a disk limit. 0 or -1 with err. */
+static int
+create_dirs(const struct rl *rl, const struct rec *r, char *err,
+    size_t errlen)
+{
+	uid_t uid = (uid_t)r->uid;
+
+	if (mkdir_sub(rl, r->id, "upper", 0755, uid, err, errlen) == -1 ||
+	    mkdir_sub(rl, r->id, "work", 0700, 0, err, errlen) == -1 ||
+	    mkdir_sub(rl, r->id, "lower", 0755, 0, err, errlen) == -1 ||
+	    mkdir_sub(rl, r->id, "root", 0755, 0, err, errlen) == -1)
+		return -1;
 	/* the agent's user owns /workspace and /run/agent: inside uid 0 or
 	 * RL_INNER_UID (host uid + that, in a range; the same uid in the
 	 * one-uid mapping of older records) */
-	if (!r.run_as_root && r.uid_range > RL_INNER_UID)
+	if (!r->run_as_root && r->uid_range > RL_INNER_UID)
 		uid += RL_INNER_UID;
-	SUB("workspace", 0755, uid);
-	/* 0711: bwrap, as the sandbox's uid 0, must reach it to bind it */
-	SUB("agent", uid == (uid_t)r.uid ? 0700 : 0711, uid);
-	SUB("agent/state", 0700, uid);
-#undef SUB
-	if (r.disk_bytes > 0 && make_disk(rl, &r, uid, err, errlen) == -1)
+	/* agent/ 0711: bwrap, as the sandbox's uid 0, must reach it to bind */
+	if (mkdir_sub(rl, r->id, "workspace", 0755, uid, err, errlen) == -1 ||
+	    mkdir_sub(rl, r->id, "agent", uid == (uid_t)r->uid ? 0700 : 0711,
+	    uid, err, errlen) == -1 ||
+	    mkdir_sub(rl, r->id, "agent/state", 0700, uid, err, errlen) == -1)
+		return -1;
+	if (r->disk_bytes > 0 && rl_make_disk(rl, r, uid, err, errlen) == -1)
+		return -1;
+	return 0;
+}
+
+static int
+rl_create(struct runtime *rt, const struct rt_spec *spec, struct rt_info *out,
+    char *err, size_t errlen)
+{
+	struct rl *rl = rt->impl;
+	struct rec r;
+	struct steps stp;
+	int lfd = -1, made = 0, rc = -1;
+
+	rl_steps_init(&stp);
+	memset(&r, 0, sizeof(r));
+	if (out != NULL)
+		memset(out, 0, sizeof(*out));
+	if (create_rec(rl, spec, &r, err, errlen) == -1)
+		return -1;
+	rl_step(&stp, "check");
+	if (create_alloc(rl, &r, &lfd, &made, err, errlen) == -1)
 		goto fail;
-	step(&stp, "dirs");
-	if (do_start(rl, &r, NULL, 0, &stp, err, errlen) == -1)
+	rl_step(&stp, "alloc");
+	if (create_dirs(rl, &r, err, errlen) == -1)
+		goto fail;
+	rl_step(&stp, "dirs");
+	if (rl_do_start(rl, &r, &stp, err, errlen) == -1)
 		goto fail;
 	snprintf(r.phase, sizeof(r.phase), "running");
-	if (rec_save(rl, &r, 0, err, errlen) == -1)
+	if (rl_rec_save(rl, &r, 0, err, errlen) == -1)
 		goto fail;
-	step(&stp, "record");
-	steps_log(&stp, r.id, "create");
+	rl_step(&stp, "record");
+	rl_steps_log(&stp, r.id, "create");
 	if (out != NULL)
 		rl_fill_info(rl, r.id, out);
 	if (out != NULL && out->state == RT_CREATING)
@@ -1438,12 +260,12 @@ fail:
 		char e2[256];
 
 		log_warnx("sandbox=%s create failed: %s", r.id, err);
-		id_unlock(lfd);
+		rl_id_unlock(lfd);
 		lfd = -1;
 		(void)rl_destroy(rt, r.id, e2, sizeof(e2));
 	}
-	id_unlock(lfd);
-	rec_clear(&r);
+	rl_id_unlock(lfd);
+	rl_rec_clear(&r);
 	return rc;
 }
 
@@ -1456,29 +278,29 @@ rl_start(struct runtime *rt, const char *id, char *err, size_t errlen)
 	struct steps stp;
 	int lfd, rc = -1;
 
-	if ((lfd = rec_open(rl, id, &r, err, errlen)) == -1)
+	if ((lfd = rl_rec_open(rl, id, &r, err, errlen)) == -1)
 		return -1;
-	if (pid_load(rl, id, &pr) == 0 && pid_alive(&pr)) {
+	if (rl_pid_load(rl, id, &pr) == 0 && rl_pid_alive(&pr)) {
 		rc = 0;		/* already running */
 		goto out;
 	}
-	do_stop(rl, id);	/* leftovers of a crash */
+	rl_do_stop(rl, id);	/* leftovers of a crash */
 	snprintf(r.phase, sizeof(r.phase), "running");
 	r.reason[0] = '\0';
-	steps_init(&stp);
-	if (do_start(rl, &r, NULL, 0, &stp, err, errlen) == -1) {
-		do_stop(rl, id);
+	rl_steps_init(&stp);
+	if (rl_do_start(rl, &r, &stp, err, errlen) == -1) {
+		rl_do_stop(rl, id);
 		snprintf(r.phase, sizeof(r.phase), "stopped");
-		(void)rec_save(rl, &r, 1, err + strlen(err), 0);
+		(void)rl_rec_save(rl, &r, 1, err + strlen(err), 0);
 		goto out;
 	}
-	if (rec_save(rl, &r, 0, err, errlen) == -1)
+	if (rl_rec_save(rl, &r, 0, err, errlen) == -1)
 		goto out;
-	step(&stp, "record");
-	steps_log(&stp, id, "start");
+	rl_step(&stp, "record");
+	rl_steps_log(&stp, id, "start");
 	rc = 0;
 out:
-	rec_close(&r, lfd);
+	rl_rec_close(&r, lfd);
 	return rc;
 }
 
@@ -1489,16 +311,16 @@ rl_stop(struct runtime *rt, const char *id, char *err, size_t errlen)
 	struct rec r;
 	int lfd, rc = -1;
 
-	if ((lfd = rec_open(rl, id, &r, err, errlen)) == -1)
+	if ((lfd = rl_rec_open(rl, id, &r, err, errlen)) == -1)
 		return -1;
-	do_stop(rl, id);
+	rl_do_stop(rl, id);
 	snprintf(r.phase, sizeof(r.phase), "stopped");
 	r.reason[0] = '\0';
-	if (rec_save(rl, &r, 1, err, errlen) == 0) {
+	if (rl_rec_save(rl, &r, 1, err, errlen) == 0) {
 		rc = 0;
 		log_info("sandbox=%s stopped", id);
 	}
-	rec_close(&r, lfd);
+	rl_rec_close(&r, lfd);
 	return rc;
 }
 
@@ -1513,26 +335,26 @@ rl_destroy(struct runtime *rt, const char *id, char *err, size_t errlen)
 		snprintf(err, errlen, "invalid sandbox id");
 		return -1;
 	}
-	if (sdir_path(rl, id, NULL, sdir, sizeof(sdir)) == -1)
+	if (rl_sdir_path(rl, id, NULL, sdir, sizeof(sdir)) == -1)
 		return 0;
 	if (access(sdir, F_OK) == -1)
 		return 0;
-	if ((lfd = id_lock(rl, id, 0)) == -1) {
+	if ((lfd = rl_id_lock(rl, id, 0)) == -1) {
 		if (access(sdir, F_OK) == -1)
 			return 0;
 		snprintf(err, errlen, "lock %s: %s", id, strerror(errno));
 		return -1;
 	}
-	do_stop(rl, id);
+	rl_do_stop(rl, id);
 	/* rename first: a crash mid-removal leaves no half sandbox listed */
 	snprintf(gone, sizeof(gone), "%s/.gone-%s-%ld", rl->state_dir, id,
 	    (long)getpid());
 	if (rename(sdir, gone) == -1) {
 		snprintf(err, errlen, "rename %s: %s", sdir, strerror(errno));
-		id_unlock(lfd);
+		rl_id_unlock(lfd);
 		return -1;
 	}
-	id_unlock(lfd);
+	rl_id_unlock(lfd);
 	if (rl_rmtree(gone, err, errlen) == -1)
 		return -1;
 	log_info("sandbox=%s destroyed", id);
@@ -1574,10 +396,10 @@ rl_fill_info(struct rl *rl, const char *id, struct rt_info *out)
 
 	memset(out, 0, sizeof(*out));
 	snprintf(out->id, sizeof(out->id), "%s", id);
-	if ((lfd = id_lock(rl, id, 1)) == -1)
+	if ((lfd = rl_id_lock(rl, id, 1)) == -1)
 		busy = errno == EWOULDBLOCK;
-	id_unlock(lfd);
-	if (rec_load(rl, id, &r, e, sizeof(e)) == -1) {
+	rl_id_unlock(lfd);
+	if (rl_rec_load(rl, id, &r, e, sizeof(e)) == -1) {
 		out->state = busy ? RT_CREATING : RT_FAILED;
 		snprintf(out->reason, sizeof(out->reason), "%s", busy ?
 		    "" : "incomplete state (interrupted create): destroy it");
@@ -1586,7 +408,7 @@ rl_fill_info(struct rl *rl, const char *id, struct rt_info *out)
 	snprintf(out->image, sizeof(out->image), "%s", r.image);
 	out->created_ms = r.created_ms;
 	labels_to_info(r.labels, out);
-	alive = pid_load(rl, id, &pr) == 0 && pid_alive(&pr);
+	alive = rl_pid_load(rl, id, &pr) == 0 && rl_pid_alive(&pr);
 	if (alive)
 		out->started_ms = pr.started_ms;
 	if (strcmp(r.phase, "creating") == 0) {
@@ -1613,7 +435,7 @@ rl_fill_info(struct rl *rl, const char *id, struct rt_info *out)
 		snprintf(out->reason, sizeof(out->reason), "%s",
 		    r.reason[0] ? r.reason : "failed");
 	}
-	rec_clear(&r);
+	rl_rec_clear(&r);
 }
 
 static int
@@ -1623,7 +445,7 @@ rl_get(struct runtime *rt, const char *id, struct rt_info *out, char *err,
 	struct rl *rl = rt->impl;
 	char sdir[RL_PATH_MAX];
 
-	if (!id_sandbox_valid(id) || sdir_path(rl, id, NULL, sdir,
+	if (!id_sandbox_valid(id) || rl_sdir_path(rl, id, NULL, sdir,
 	    sizeof(sdir)) == -1 || access(sdir, F_OK) == -1) {
 		snprintf(err, errlen, "not found");
 		return -1;
@@ -1665,7 +487,7 @@ rl_list(struct runtime *rt, struct rt_info **out, size_t *n, char *err,
 
 	*out = NULL;
 	*n = 0;
-	if (each_id(l.rl, add_info, &l, err, errlen) == -1)
+	if (rl_each_id(l.rl, add_info, &l, err, errlen) == -1)
 		return -1;
 	if (l.n > 1)
 		qsort(l.a, l.n, sizeof(*l.a), id_cmp);
@@ -1688,7 +510,7 @@ rl_set_labels(struct runtime *rt, const char *id, const struct rt_kv *kv,
 		snprintf(err, errlen, "too many labels");
 		return -1;
 	}
-	if ((lfd = rec_open(rl, id, &r, err, errlen)) == -1)
+	if ((lfd = rl_rec_open(rl, id, &r, err, errlen)) == -1)
 		return -1;
 	labels = cJSON_CreateObject();
 	for (i = 0; i < nkv; i++) {
@@ -1703,10 +525,10 @@ rl_set_labels(struct runtime *rt, const char *id, const struct rt_kv *kv,
 		cJSON_Delete(r.labels);
 		r.labels = labels;
 		labels = NULL;
-		rc = rec_save(rl, &r, 0, err, errlen);
+		rc = rl_rec_save(rl, &r, 0, err, errlen);
 	}
 	cJSON_Delete(labels);
-	rec_close(&r, lfd);
+	rl_rec_close(&r, lfd);
 	return rc;
 }
 
@@ -1718,12 +540,12 @@ rl_agent_addr(struct runtime *rt, const char *id, struct rt_agent_addr *out,
 	char sdir[RL_PATH_MAX];
 
 	memset(out, 0, sizeof(*out));
-	if (!id_sandbox_valid(id) || sdir_path(rl, id, NULL, sdir,
+	if (!id_sandbox_valid(id) || rl_sdir_path(rl, id, NULL, sdir,
 	    sizeof(sdir)) == -1 || access(sdir, F_OK) == -1) {
 		snprintf(err, errlen, "not found");
 		return -1;
 	}
-	if (sdir_path(rl, id, "agent/agent.sock", out->unix_path,
+	if (rl_sdir_path(rl, id, "agent/agent.sock", out->unix_path,
 	    sizeof(out->unix_path)) == -1) {
 		snprintf(err, errlen, "agent socket path too long");
 		return -1;
@@ -1747,7 +569,7 @@ rl_attach_egress(struct runtime *rt, const char *id, const struct rt_egress *eg,
 	size_t i;
 	int lfd, changed = 0, rc = -1;
 
-	if ((lfd = rec_open(rl, id, &r, err, errlen)) == -1)
+	if ((lfd = rl_rec_open(rl, id, &r, err, errlen)) == -1)
 		return -1;
 	for (i = 0; i < eg->nlabels && i < RL_MAX_LABELS; i++) {
 		if (eg->labels[i].k == NULL || eg->labels[i].v == NULL)
@@ -1760,9 +582,9 @@ rl_attach_egress(struct runtime *rt, const char *id, const struct rt_egress *eg,
 		cJSON_AddStringToObject(r.labels, eg->labels[i].k, eg->labels[i].v);
 		changed = 1;
 	}
-	if (changed && rec_save(rl, &r, 0, err, errlen) == -1)
+	if (changed && rl_rec_save(rl, &r, 0, err, errlen) == -1)
 		goto out;
-	if (pid_load(rl, id, &pr) == 0 && pid_alive(&pr) &&
+	if (rl_pid_load(rl, id, &pr) == 0 && rl_pid_alive(&pr) &&
 	    rl_egress_register(rl, &r, (pid_t)pr.child_pid, err, errlen) == -1)
 		goto out;
 	if (env_out != NULL && envlen > 0 && rl_proxy_env(env_out, envlen) == -1) {
@@ -1771,7 +593,7 @@ rl_attach_egress(struct runtime *rt, const char *id, const struct rt_egress *eg,
 	}
 	rc = 0;
 out:
-	rec_close(&r, lfd);
+	rl_rec_close(&r, lfd);
 	return rc;
 }
 
@@ -1848,7 +670,8 @@ cg_keep(const char *name, void *arg)
 	struct rl *rl = arg;
 	char p[RL_PATH_MAX];
 
-	if (!id_sandbox_valid(name) || sdir_path(rl, name, NULL, p, sizeof(p)) == -1)
+	if (!id_sandbox_valid(name) ||
+	    rl_sdir_path(rl, name, NULL, p, sizeof(p)) == -1)
 		return 1;
 	return access(p, F_OK) == 0;
 }
@@ -1969,44 +792,3 @@ fail:
 	return NULL;
 }
 
-int
-runtime_local_image_add(const struct rt_local_conf *c, const char *name,
-    const char *dir, char *err, size_t errlen)
-{
-	char link[RL_PATH_MAX], rp[PATH_MAX], tmp[RL_PATH_MAX + 32];
-	const char *images = c->images_dir != NULL ? c->images_dir :
-	    "/var/lib/sandbox/images";
-	struct stat st;
-
-	if (!image_name_valid(name)) {
-		snprintf(err, errlen, "invalid image name (expected "
-		    "[a-z0-9][a-z0-9._-]*)");
-		return -1;
-	}
-	if (dir[0] != '/' || realpath(dir, rp) == NULL ||
-	    stat(rp, &st) == -1 || !S_ISDIR(st.st_mode)) {
-		snprintf(err, errlen, "%s: not an absolute path to a directory",
-		    dir);
-		return -1;
-	}
-	if (access(rp, F_OK) == 0) {
-		char sh[PATH_MAX + 16];
-
-		snprintf(sh, sizeof(sh), "%s/bin/sh", rp);
-		if (access(sh, F_OK) == -1)
-			log_warnx("image %s has no /bin/sh", rp);
-	}
-	if (mkdir(images, 0755) == -1 && errno != EEXIST) {
-		snprintf(err, errlen, "mkdir %s: %s", images, strerror(errno));
-		return -1;
-	}
-	snprintf(link, sizeof(link), "%s/%s", images, name);
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", link, (long)getpid());
-	(void)unlink(tmp);
-	if (symlink(rp, tmp) == -1 || rename(tmp, link) == -1) {
-		snprintf(err, errlen, "link %s: %s", link, strerror(errno));
-		(void)unlink(tmp);
-		return -1;
-	}
-	return 0;
-}

@@ -1,17 +1,48 @@
 /*
- * runtime/local/local_int.h: internals of the local runtime shared by
- * runtime/local/local.c (the engine: records, state, lifecycle) and
- * runtime/local/sys.c (the system side: cgroups, spawning bwrap, network
- * namespace listeners, seccomp, removal). Not for other modules.
+ * runtime/local/local_int.h: what the files of the local runtime share;
+ * not for other modules (they use runtime/local/local.h). One file a
+ * concern, and calls point one way, top to bottom:
+ *
+ *   local.c    the runtime_ops: create, start, stop, destroy, list, ...
+ *   start.c    starting and stopping a sandbox (the steps, bwrap's argv)
+ *   spawn.c    the sandbox's processes (user namespaces, mounts, exec)
+ *   cgroup.c   its cgroups          seccomp.c  its seccomp program
+ *   netns.c    its network (the egress listener and registration)
+ *   image.c    images and disk images
+ *   record.c   the state directory: record, pid and uid files, locks
+ *   files.c    files in trees the sandbox controls (never following links)
+ *   proc.c     /proc, kernel knobs, sleeping: calls nothing above
+ *
+ * A file calls only files below it (checked with nm on the objects), so
+ * no two files call each other. Every function here returns 0/-1 with a
+ * message in the caller's err unless its comment says otherwise.
  */
 #ifndef RUNTIME_LOCAL_INT_H
 #define RUNTIME_LOCAL_INT_H
 
 #include <limits.h>
+#include <pthread.h>
 #include <sys/types.h>
-#include "attrib.h"
 
+#include <cjson/cJSON.h>
+
+#include "attrib.h"
+#include "ids.h"
+#include "local.h"
+
+/* Longest path the runtime builds (under state_dir, images_dir and the
+ * cgroup parents); state_dir must be short anyway (the agent socket path
+ * fits in 108 bytes). A longer path is refused, never truncated. */
 #define RL_PATH_MAX	512
+/* Largest record.json read or written: labels and env within their caps
+ * fit with room to spare; a larger file is not one we wrote. */
+#define RL_RECORD_MAX	((size_t)256 * 1024)
+/* Labels per sandbox: the core sets a handful; the cap bounds a record
+ * and a proxy registration. */
+#define RL_MAX_LABELS	256
+/* The agent's uid inside a sandbox with run_as_root false (host uid +
+ * this, in a range): the first user of the usual image. */
+#define RL_INNER_UID	1000
 
 /* Cgroups: where limits go and how a sandbox's processes are killed. */
 enum rl_cg_mode { RL_CG_NONE, RL_CG_V1, RL_CG_V2 };
@@ -34,33 +65,70 @@ struct rl_limits {
 	long long	pids_max;
 };
 
-int	rl_cg_detect(const char *mode, const char *name, struct rl_cg *,
-	    char *err, size_t errlen) WUNRES;
-/* The same under another root than /sys/fs/cgroup (unit tests). */
-int	rl_cg_detect_at(const char *root, const char *mode, const char *name,
-	    struct rl_cg *, char *err, size_t errlen) WUNRES;
-/* Creates (or reuses) the sandbox's cgroups and writes its limits. */
-int	rl_cg_create(const struct rl_cg *, const char *id,
-	    const struct rl_limits *, char *err, size_t errlen) WUNRES;
-/* The cgroup.procs files a new sandbox process must join (NULL ended). */
-int	rl_cg_procs_files(const struct rl_cg *, const char *id,
-	    char files[][RL_PATH_MAX], size_t max, size_t *n);
-/* Kills every process in the sandbox's cgroups and waits (<= timeout). */
-int	rl_cg_kill(const struct rl_cg *, const char *id, int timeout_ms);
-/* Processes in the sandbox's cgroups (-1 if unknown). */
-int	rl_cg_nprocs(const struct rl_cg *, const char *id);
-/* OOM kills so far (-1 if unknown). */
-long long rl_cg_oom_kills(const struct rl_cg *, const char *id);
-/* The file whose "oom_kill N" line counts OOM kills ("" if none). */
-void	rl_cg_oom_file(const struct rl_cg *, const char *id, char *out,
-	    size_t outlen);
-/* Removes the sandbox's cgroups (they must be empty). */
-int	rl_cg_remove(const struct rl_cg *, const char *id);
-/* Removes the empty cgroups under our parents for which keep() says 0
- * (sandboxes destroyed while their cgroup was still busy). */
-void	rl_cg_sweep(const struct rl_cg *, int (*keep)(const char *, void *),
-	    void *);
+/* The runtime: its configuration and what runtime_local_new derived. */
+struct rl {
+	struct rt_local_conf	 c;	/* strings owned */
+	struct rl_cg		 cg;	/* where the cgroups go */
+	pthread_mutex_t		 mu;	/* uid allocation (with <state>/.lock
+					 * for other processes) */
+	char			 state_dir[RL_PATH_MAX];  /* real paths */
+	char			 images_dir[RL_PATH_MAX];
+	char			 agent_bin[RL_PATH_MAX];
+};
 
+/* A sandbox record, as kept in record.json. */
+struct rec {
+	char		 id[ID_SANDBOX_MAX];
+	char		 image[256];
+	char		 image_dir[RL_PATH_MAX];
+	char		 phase[16];	/* creating running stopped failed */
+	char		 reason[256];
+	long long	 uid;		/* host ids uid..uid+uid_range-1 */
+	long long	 uid_range;	/* 1 in records older than ranges */
+	long long	 created_ms;
+	long long	 disk_bytes;	/* 0: no disk image (no limit) */
+	struct rl_limits lim;
+	int		 run_as_root;
+	int		 writable_root;
+	cJSON		*labels;	/* object of strings */
+	cJSON		*env;		/* object of strings */
+};
+
+/* What the pid file says. */
+struct pidrec {
+	long long	bwrap_pid, bwrap_start;
+	long long	child_pid, child_start;
+	long long	started_ms;
+};
+
+/* Step timing of the create/start path, logged at debug level as one line:
+ * "sandbox=ID start: cg=0.4 spawn=61.2 ... total=83.0" (ms per step). */
+struct steps {
+	long long	t0, last;	/* us */
+	size_t		off;
+	char		buf[384];
+};
+
+/* start.c */
+/* Starts step timing (s->t0 = now). */
+void	rl_steps_init(struct steps *);
+/* Records the step that ends now as name (s may be NULL). */
+void	rl_step(struct steps *, const char *name);
+/* Logs the steps at debug level: "sandbox=ID what: ... total=...". */
+void	rl_steps_log(struct steps *, const char *id, const char *what);
+/* 1 if k may be an environment variable name ([A-Za-z_][A-Za-z0-9_]*). */
+int	rl_env_name_ok(const char *k);
+/* Starts the sandbox of record r (lock held, phase written): the CA,
+ * cgroups, bwrap, the pid file, the proxy listener, then waits for the
+ * agent (start_timeout), timing each step into stp. 0, or -1 with err;
+ * the caller then undoes with rl_do_stop. */
+int	rl_do_start(struct rl *, struct rec *r, struct steps *stp, char *err,
+	    size_t errlen);
+/* Stops the sandbox's processes, releases its cgroups and its proxy
+ * registration, removes the pid file. Idempotent. */
+void	rl_do_stop(struct rl *, const char *id);
+
+/* spawn.c */
 /* What the spawned bwrap needs. All strings are prepared by the caller. */
 struct rl_spawn {
 	const char	*bwrap;
@@ -96,27 +164,130 @@ struct rl_spawn {
  * to uid/gid and execs bwrap with --info-fd 3. Fills pid and child_pid. */
 int	rl_spawn(struct rl_spawn *, int timeout_ms, char *err,
 	    size_t errlen) WUNRES;
-/* Creates a listening TCP socket on 127.0.0.1:port inside pid's network
- * namespace. Returns the fd or -1 with err. */
-int	rl_netns_listener(pid_t pid, int port, char *err, size_t errlen);
+
+/* cgroup.c */
+/* Finds where the cgroups go (mode: auto, v2, v1 or none) and makes the
+ * parent name under each hierarchy; 0 or -1 with err. */
+int	rl_cg_detect(const char *mode, const char *name, struct rl_cg *,
+	    char *err, size_t errlen) WUNRES;
+/* The same under another root than /sys/fs/cgroup (unit tests). */
+int	rl_cg_detect_at(const char *root, const char *mode, const char *name,
+	    struct rl_cg *, char *err, size_t errlen) WUNRES;
+/* Creates (or reuses) the sandbox's cgroups and writes its limits. */
+int	rl_cg_create(const struct rl_cg *, const char *id,
+	    const struct rl_limits *, char *err, size_t errlen) WUNRES;
+/* The cgroup.procs files a new sandbox process must join: *n of them
+ * (at most max); -1 if a path does not fit RL_PATH_MAX. */
+int	rl_cg_procs_files(const struct rl_cg *, const char *id,
+	    char files[][RL_PATH_MAX], size_t max, size_t *n);
+/* Kills every process in the sandbox's cgroups and waits (<= timeout). */
+int	rl_cg_kill(const struct rl_cg *, const char *id, int timeout_ms);
+/* Processes in the sandbox's cgroups (-1 if unknown). */
+int	rl_cg_nprocs(const struct rl_cg *, const char *id);
+/* OOM kills so far (-1 if unknown). */
+long long rl_cg_oom_kills(const struct rl_cg *, const char *id);
+/* The file whose "oom_kill N" line counts OOM kills ("" if none). */
+void	rl_cg_oom_file(const struct rl_cg *, const char *id, char *out,
+	    size_t outlen);
+/* Removes the sandbox's cgroups (they must be empty). */
+int	rl_cg_remove(const struct rl_cg *, const char *id);
+/* Removes the empty cgroups under our parents for which keep() says 0
+ * (sandboxes destroyed while their cgroup was still busy). */
+void	rl_cg_sweep(const struct rl_cg *, int (*keep)(const char *, void *),
+	    void *);
+
+/* seccomp.c */
 /* A memfd holding the seccomp BPF program bwrap --seccomp loads; -1 on
  * error. */
 int	rl_seccomp_fd(char *err, size_t errlen);
-/* Monotonic clock in microseconds (step timing). */
-long long rl_mono_us(void);
+
+/* netns.c */
+/* Opens the 127.0.0.1:3128 listener inside child's network namespace and
+ * registers it with the egress proxy under r's id and labels (nothing
+ * without a proxy_admin_socket). 0 or -1 with err. */
+int	rl_egress_register(const struct rl *, const struct rec *r, pid_t child,
+	    char *err, size_t errlen);
+/* Deregisters id at the proxy (best effort). */
+void	rl_egress_deregister(const struct rl *, const char *id);
+/* The proxy and CA environment every sandbox gets, as "K=V\n" lines;
+ * -1 if outlen is too small. */
+int	rl_proxy_env(char *out, size_t outlen);
+
+/* image.c */
+/* 1 if s may name an image: [a-z0-9][a-z0-9._-]*, at most 64 bytes. */
+int	rl_image_name_valid(const char *s);
+/* The real path of image name (which must exist, under images_dir) into
+ * out; -1 with err if the name is invalid, the image absent or its path
+ * unusable. */
+int	rl_resolve_image(const struct rl *, const char *name, char *out,
+	    size_t outlen, char *err, size_t errlen);
+/* Makes <id>/disk.img (r->disk_bytes, ext4 by mkfs) holding upper/,
+ * work/ and workspace/ (owned by wsuid), and the disk/ mount point.
+ * 0 or -1 with err. */
+int	rl_make_disk(const struct rl *, const struct rec *r, uid_t wsuid,
+	    char *err, size_t errlen);
+
+/* record.c */
+/* out = <state_dir>/<id>[/<sub>]; -1 if it does not fit outlen. */
+int	rl_sdir_path(const struct rl *, const char *id, const char *sub,
+	    char *out, size_t outlen);
+/* Frees what a loaded record holds and zeroes it. */
+void	rl_rec_clear(struct rec *);
+/* Loads <id>/record.json into r (give it to rl_rec_clear). A record that
+ * does not parse or lacks its uid or image is refused whole: -1 with err. */
+int	rl_rec_load(const struct rl *, const char *id, struct rec *r, char *err,
+	    size_t errlen);
+/* Replaces <id>/record.json with r (atomic rename; durable: fsync'd
+ * too). 0 or -1 with err (also when it would pass RL_RECORD_MAX). */
+int	rl_rec_save(const struct rl *, const struct rec *r, int durable,
+	    char *err, size_t errlen);
+/* Loads <id>/pid; -1 if absent or not five sane numbers. */
+int	rl_pid_load(const struct rl *, const char *id, struct pidrec *);
+/* Replaces <id>/pid with pr (atomic rename, no fsync). 0 or -1 with err. */
+int	rl_pid_save(const struct rl *, const char *id, const struct pidrec *pr,
+	    char *err, size_t errlen);
+/* 1 if the sandbox's pid 1 from the pid file still runs (that pid with
+ * that start time: a reused pid does not count). */
+int	rl_pid_alive(const struct pidrec *);
+/* Takes <id>/lock (nonblock: fail at once if held); the fd, or -1. */
+int	rl_id_lock(const struct rl *, const char *id, int nonblock);
+/* Releases rl_id_lock's fd (-1: nothing). */
+void	rl_id_unlock(int fd);
+/* Checks id, locks the sandbox and loads its record: the lock fd (give
+ * it and r to rl_rec_close), or -1 with err. */
+int	rl_rec_open(const struct rl *, const char *id, struct rec *r, char *err,
+	    size_t errlen);
+void	rl_rec_close(struct rec *r, int lfd);
+/* Calls fn(id, arg) for every sandbox directory in the state dir. */
+int	rl_each_id(const struct rl *, void (*fn)(const char *, void *),
+	    void *arg, char *err, size_t errlen);
+/* A free block of uid_range host ids (uid_base + slot * uid_range), by
+ * the records and uid files in the state dir; the caller holds the global
+ * allocation lock. 0, or -1 with err. */
+int	rl_alloc_uid(struct rl *, long long *uid, char *err, size_t errlen);
+
+/* files.c */
+/* mkdir p (an existing one is fine), then chown uid:gid and chmod mode;
+ * 0 or -1 with err. */
+int	rl_mkdir_owned(const char *p, int mode, uid_t uid, gid_t gid, char *err,
+	    size_t errlen);
+/* Writes data as upper/dir/name (dir made as needed, owned by uid:gid),
+ * never through a link: a link in the way fails (dir) or is replaced
+ * (name). 0 or -1 with err. */
+int	rl_write_in_upper(const char *upper, const char *dir, const char *name,
+	    const char *data, size_t len, uid_t uid, gid_t gid, char *err,
+	    size_t errlen);
+/* Removes a directory tree without following symlinks; 0 or -1 with err
+ * (a path that does not exist is 0). */
+int	rl_rmtree(const char *path, char *err, size_t errlen);
+
+/* proc.c */
 /* /proc/<pid>/stat start time (clock ticks since boot), or -1. */
 long long rl_proc_start(pid_t);
-/* Removes a directory tree without following symlinks; 0 or -1. */
-int	rl_rmtree(const char *path, char *err, size_t errlen);
-/* Writes data to path atomically (temp + fsync + rename), mode. */
-int	rl_write_atomic(const char *path, const void *, size_t, int mode,
-	    char *err, size_t errlen) WUNRES;
-/* The same without fsync (create, start, set_labels, attach_egress:
- * atomic against crashes of the process, not of the machine; ext4's
- * auto_da_alloc orders the data before the rename anyway). */
-int	rl_write_replace(const char *path, const void *, size_t, int mode,
-	    char *err, size_t errlen) WUNRES;
-/* Reads a whole small file (<= max) into a NUL-terminated heap buffer. */
-char	*rl_read_file(const char *path, size_t max, size_t *lenp);
+/* Writes s into the existing file path (a kernel knob) in one write(2);
+ * 0 or -1 with errno. Only system calls. */
+int	rl_write_str(const char *path, const char *s);
+/* Sleeps us microseconds, resuming after signals. */
+void	rl_sleep_us(long us);
 
 #endif

@@ -1,8 +1,9 @@
 /*
  * sandboxctl: operator and test tool for the local runtime. Drives sandboxes
- * through the library API (runtime/local/local.h) and their agents through agentc.
+ * through the library API (runtime/local/local.h) and their agents through
+ * agentc (docs/local-runtime.md, "Quick start").
  *
- *   sandboxctl [-v] [-s STATE_DIR] [-c CONFIG.yaml] COMMAND ...
+ *   sandboxctl [-v] [-s STATE_DIR] [-f CONFIG.yaml] COMMAND ...
  *     create [--image NAME] [--label K=V]... [--env K=V]... [--mem SIZE]
  *            [--cpu MILLIS] [--pids N] [--disk SIZE] [--no-root]
  *            [--read-only] ID
@@ -14,11 +15,20 @@
  *     attach ID [--org O] [--user U] [--session S]
  *     agent ID                     (prints the agent socket path)
  *     image add NAME DIR
+ *     keys                         (the config keys)
  *
- * The config file holds the `local:` section of the orchestrator's config
- * (the same keys, see --help); environment overrides apply.
+ * -f (or -c, the older spelling) names a file holding the `local:` section
+ * of the orchestrator's config (the same keys, see `keys`); environment
+ * overrides apply. -v (repeatable) logs at debug level, which includes
+ * the step timings of create and start. --help prints this usage and
+ * exits 0; a usage error exits 2, a failed command 1.
+ *
+ * Rules: one row of cmds[] per command (its name, how many words it takes,
+ * whether it needs the runtime, its function); each command parses its own
+ * options with getopt_long.
  */
 #include <errno.h>
+#include <getopt.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,44 +40,82 @@
 #include "agentc.h"
 #include "buf.h"
 #include "cfg.h"
+#include "jsonmem.h"
 #include "log.h"
 #include "local.h"
 #include "strnum.h"
+#include "util.h"
 #include "xmalloc.h"
 
 static const struct cfg_key keys[] = {
 	RUNTIME_LOCAL_CFG_KEYS("local.", 0)
 };
 
+/* --label, --env and labels K=V words per call: far above any real use;
+ * the runtime caps them again (RL_MAX_LABELS, RL_MAX_ENV). */
 #define MAX_KV	128
 
+static const char usage_text[] =
+    "usage: sandboxctl [-v] [-s STATE_DIR] [-f CONFIG.yaml] COMMAND ...\n"
+    "  create [--image NAME] [--label K=V]... [--env K=V]... [--mem SIZE]\n"
+    "         [--cpu MILLIS] [--pids N] [--disk SIZE] [--no-root]\n"
+    "         [--read-only] ID\n"
+    "  exec [--timeout MS] ID -- COMMAND...\n"
+    "  list [--json] | get ID | stop ID | start ID | destroy ID\n"
+    "  labels ID [K=V]... | attach ID [--org O] [--user U] [--session S]\n"
+    "  agent ID | image add NAME DIR | keys\n"
+    "  -f FILE (or -c FILE): the local: config; -v: debug log; --help\n";
+
+/* The usage to f, then exit(code): 0 for --help, 2 for a usage error. */
 static NORETURN void
-usage(void)
+usage(FILE *f, int code)
 {
-	fprintf(stderr,
-	    "usage: sandboxctl [-v] [-s STATE_DIR] [-c CONFIG.yaml] COMMAND ...\n"
-	    "  create [--image NAME] [--label K=V]... [--env K=V]... [--mem SIZE]\n"
-	    "         [--cpu MILLIS] [--pids N] [--disk SIZE] [--no-root]\n"
-	    "         [--read-only] ID\n"
-	    "  exec [--timeout MS] ID -- COMMAND...\n"
-	    "  list [--json] | get ID | stop ID | start ID | destroy ID\n"
-	    "  labels ID [K=V]... | attach ID [--org O] [--user U] [--session S]\n"
-	    "  agent ID | image add NAME DIR | keys\n");
-	exit(2);
+	fputs(usage_text, f);
+	exit(code);
 }
 
-static int
-split_kv(char *s, struct rt_kv *kv)
-{
-	char *eq = strchr(s, '=');
+/*
+ * The commands' options, in one table: exec takes --timeout (t); create
+ * the rest up to --read-only; attach --org, --user, --session. Each
+ * command's switch refuses the others' with a usage error.
+ */
+static const struct option cmd_opts[] = {
+	{ "timeout", required_argument, NULL, 't' },
+	{ "image", required_argument, NULL, 'i' },
+	{ "label", required_argument, NULL, 'l' },
+	{ "env", required_argument, NULL, 'e' },
+	{ "mem", required_argument, NULL, 'm' },
+	{ "cpu", required_argument, NULL, 'c' },
+	{ "pids", required_argument, NULL, 'p' },
+	{ "disk", required_argument, NULL, 'd' },
+	{ "no-root", no_argument, NULL, 'R' },
+	{ "read-only", no_argument, NULL, 'r' },
+	{ "org", required_argument, NULL, 'o' },
+	{ "user", required_argument, NULL, 'u' },
+	{ "session", required_argument, NULL, 's' },
+	{ NULL, 0, NULL, 0 },
+};
 
-	if (eq == NULL || eq == s)
-		return -1;
-	*eq = '\0';
-	kv->k = s;
-	kv->v = eq + 1;
-	return 0;
+/* A "K=V" word into kv, split in place; usage error if it is not one. */
+static void
+kv_arg(char *s, struct rt_kv *kv)
+{
+	char *k, *v;
+
+	if (util_kv_split(s, &k, &v) == -1)
+		usage(stderr, 2);
+	kv->k = k;
+	kv->v = v;
 }
+
+/* What a command gets: the runtime (NULL for those that do not open it),
+ * the configuration, and its words, its name first. */
+struct ctl {
+	struct runtime			*rt;
+	const struct rt_local_conf	*conf;
+	int				 argc;
+	char				**argv;
+};
 
 static void
 print_info(const struct rt_info *ri, cJSON *arr)
@@ -99,8 +147,10 @@ print_info(const struct rt_info *ri, cJSON *arr)
 	printf("\n");
 }
 
+/* exec [--timeout MS] ID -- COMMAND...: runs COMMAND through the agent's
+ * /v1/shell; exits with its code (124: timed out). */
 static int
-cmd_exec(struct runtime *rt, int argc, char **argv)
+cmd_exec(const struct ctl *x)
 {
 	struct rt_agent_addr a;
 	struct agentc *ac;
@@ -110,31 +160,33 @@ cmd_exec(struct runtime *rt, int argc, char **argv)
 	char err[512];
 	cJSON *req, *o, *v;
 	char *body;
-	int i, st, rc = 1;
+	int i, ch, st, rc = 1;
 
-	i = 1;
-	if (i + 1 < argc && strcmp(argv[i], "--timeout") == 0) {
-		if (strnum_ll(argv[i + 1], 1, 86400000, &tmo, &errstr) == -1) {
+	optind = 0;
+	while ((ch = getopt_long(x->argc, x->argv, "+", cmd_opts, NULL)) != -1) {
+		if (ch != 't')
+			usage(stderr, 2);
+		if (strnum_ll(optarg, 1, 86400000, &tmo, &errstr) == -1) {
 			fprintf(stderr, "sandboxctl: --timeout: %s\n", errstr);
 			return 2;
 		}
-		i += 2;
 	}
-	if (i >= argc)
-		usage();
-	id = argv[i++];
-	if (i < argc && strcmp(argv[i], "--") == 0)
+	i = optind;
+	if (i >= x->argc)
+		usage(stderr, 2);
+	id = x->argv[i++];
+	if (i < x->argc && strcmp(x->argv[i], "--") == 0)
 		i++;
-	if (i >= argc)
-		usage();
+	if (i >= x->argc)
+		usage(stderr, 2);
 	buf_init(&cmd, 1 << 20);
-	for (; i < argc; i++)
+	for (; i < x->argc; i++)
 		if ((cmd.len && buf_addstr(&cmd, " ") == -1) ||
-		    buf_addstr(&cmd, argv[i]) == -1) {
+		    buf_addstr(&cmd, x->argv[i]) == -1) {
 			fprintf(stderr, "sandboxctl: command too long\n");
 			return 2;
 		}
-	if (rt->ops->agent_addr(rt, id, &a, err, sizeof(err)) == -1) {
+	if (x->rt->ops->agent_addr(x->rt, id, &a, err, sizeof(err)) == -1) {
 		fprintf(stderr, "sandboxctl: %s: %s\n", id, err);
 		buf_free(&cmd);
 		return 1;
@@ -189,29 +241,317 @@ out:
 	return rc;
 }
 
+/* create [options] ID: prints the new sandbox's line. */
+static int
+cmd_create(const struct ctl *x)
+{
+	struct rt_kv labels[MAX_KV], env[MAX_KV];
+	struct rt_spec sp;
+	struct rt_info ri;
+	const char *errstr;
+	char err[1024];
+	int ch, bad = 0;
+
+	memset(&sp, 0, sizeof(sp));
+	sp.run_as_root = 1;
+	sp.writable_root = 1;
+	sp.labels = labels;
+	sp.env = env;
+	optind = 0;
+	while ((ch = getopt_long(x->argc, x->argv, "", cmd_opts, NULL)) != -1) {
+		switch (ch) {
+		case 'i':
+			sp.image = optarg;
+			break;
+		case 'l':
+			if (sp.nlabels == MAX_KV)
+				usage(stderr, 2);
+			kv_arg(optarg, &labels[sp.nlabels++]);
+			break;
+		case 'e':
+			if (sp.nenv == MAX_KV)
+				usage(stderr, 2);
+			kv_arg(optarg, &env[sp.nenv++]);
+			break;
+		case 'm':
+			bad |= strnum_size(optarg, &sp.mem_bytes, &errstr);
+			break;
+		case 'c':
+			bad |= strnum_ll(optarg, 1, 1000000, &sp.cpu_millis,
+			    &errstr);
+			break;
+		case 'p':
+			bad |= strnum_ll(optarg, 1, 10000000, &sp.pids_max,
+			    &errstr);
+			break;
+		case 'd':
+			bad |= strnum_size(optarg, &sp.disk_bytes, &errstr);
+			break;
+		case 'R':
+			sp.run_as_root = 0;
+			break;
+		case 'r':
+			sp.writable_root = 0;
+			break;
+		default:
+			usage(stderr, 2);
+		}
+	}
+	if (bad || optind != x->argc - 1)
+		usage(stderr, 2);
+	sp.id = x->argv[optind];
+	if (x->rt->ops->create(x->rt, &sp, &ri, err, sizeof(err)) == -1) {
+		fprintf(stderr, "sandboxctl: create %s: %s\n", sp.id, err);
+		return 1;
+	}
+	print_info(&ri, NULL);
+	rt_info_clear(&ri);
+	return 0;
+}
+
+/* list [--json]: one line per sandbox, or a JSON array. */
+static int
+cmd_list(const struct ctl *x)
+{
+	struct rt_info *a;
+	size_t n, i;
+	int json = x->argc > 1 && strcmp(x->argv[1], "--json") == 0;
+	cJSON *arr = json ? cJSON_CreateArray() : NULL;
+	char err[1024], *s;
+
+	if (x->rt->ops->list(x->rt, &a, &n, err, sizeof(err)) == -1) {
+		fprintf(stderr, "sandboxctl: list: %s\n", err);
+		cJSON_Delete(arr);
+		return 1;
+	}
+	for (i = 0; i < n; i++)
+		print_info(&a[i], arr);
+	if (json) {
+		s = cJSON_Print(arr);
+		printf("%s\n", s);
+		free(s);
+		cJSON_Delete(arr);
+	}
+	rt_info_free_array(a, n);
+	return 0;
+}
+
+/* get ID: the sandbox as a JSON object. */
+static int
+cmd_get(const struct ctl *x)
+{
+	struct rt_info ri;
+	cJSON *arr = cJSON_CreateArray();
+	char err[1024], *s;
+
+	if (x->rt->ops->get(x->rt, x->argv[1], &ri, err, sizeof(err)) == -1) {
+		fprintf(stderr, "sandboxctl: %s: %s\n", x->argv[1], err);
+		cJSON_Delete(arr);
+		return 1;
+	}
+	print_info(&ri, arr);
+	s = cJSON_Print(cJSON_GetArrayItem(arr, 0));
+	printf("%s\n", s);
+	free(s);
+	cJSON_Delete(arr);
+	rt_info_clear(&ri);
+	return 0;
+}
+
+/* stop ID, start ID, destroy ID. */
+static int
+cmd_lifecycle(const struct ctl *x)
+{
+	char err[1024];
+	int r;
+
+	if (strcmp(x->argv[0], "stop") == 0)
+		r = x->rt->ops->stop(x->rt, x->argv[1], err, sizeof(err));
+	else if (strcmp(x->argv[0], "start") == 0)
+		r = x->rt->ops->start(x->rt, x->argv[1], err, sizeof(err));
+	else
+		r = x->rt->ops->destroy(x->rt, x->argv[1], err, sizeof(err));
+	if (r == -1) {
+		fprintf(stderr, "sandboxctl: %s %s: %s\n", x->argv[0],
+		    x->argv[1], err);
+		return 1;
+	}
+	return 0;
+}
+
+/* labels ID [K=V]...: replaces the sandbox's labels. */
+static int
+cmd_labels(const struct ctl *x)
+{
+	struct rt_kv kv[MAX_KV];
+	char err[1024];
+	size_t n = 0;
+	int i;
+
+	for (i = 2; i < x->argc; i++) {
+		if (n == MAX_KV)
+			usage(stderr, 2);
+		kv_arg(x->argv[i], &kv[n++]);
+	}
+	if (x->rt->ops->set_labels(x->rt, x->argv[1], kv, n, err,
+	    sizeof(err)) == -1) {
+		fprintf(stderr, "sandboxctl: labels: %s\n", err);
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * attach ID [--org O] [--user U] [--session S]: --org/--user/--session
+ * become the labels the identity is read from (orchestrator/egress.h);
+ * prints the proxy environment.
+ */
+static int
+cmd_attach(const struct ctl *x)
+{
+	struct rt_kv kv[3];
+	struct rt_egress eg = { kv, 0 };
+	char env[4096], err[1024];
+	int ch;
+
+	optind = 0;
+	while ((ch = getopt_long(x->argc, x->argv, "", cmd_opts, NULL)) != -1) {
+		if (eg.nlabels == NELEM(kv))
+			usage(stderr, 2);
+		if (ch == 'o')
+			kv[eg.nlabels].k = LBL_ORG;
+		else if (ch == 'u')
+			kv[eg.nlabels].k = LBL_USER;
+		else if (ch == 's')
+			kv[eg.nlabels].k = LBL_SESSION;
+		else
+			usage(stderr, 2);
+		kv[eg.nlabels++].v = optarg;
+	}
+	if (optind != x->argc - 1)
+		usage(stderr, 2);
+	if (x->rt->ops->attach_egress(x->rt, x->argv[optind], &eg, env,
+	    sizeof(env), err, sizeof(err)) == -1) {
+		fprintf(stderr, "sandboxctl: attach: %s\n", err);
+		return 1;
+	}
+	fputs(env, stdout);
+	return 0;
+}
+
+/* agent ID: prints the agent's socket path. */
+static int
+cmd_agent(const struct ctl *x)
+{
+	struct rt_agent_addr a;
+	char err[1024];
+
+	if (x->rt->ops->agent_addr(x->rt, x->argv[1], &a, err,
+	    sizeof(err)) == -1) {
+		fprintf(stderr, "sandboxctl: %s: %s\n", x->argv[1], err);
+		return 1;
+	}
+	printf("%s\n", a.unix_path);
+	return 0;
+}
+
+/* image add NAME DIR. */
+static int
+cmd_image(const struct ctl *x)
+{
+	char err[1024];
+
+	if (strcmp(x->argv[1], "add") != 0)
+		usage(stderr, 2);
+	if (runtime_local_image_add(x->conf, x->argv[2], x->argv[3], err,
+	    sizeof(err)) == -1) {
+		fprintf(stderr, "sandboxctl: %s\n", err);
+		return 1;
+	}
+	return 0;
+}
+
+/* keys: the config keys with their defaults and help. */
+static int
+cmd_keys(const struct ctl *x UNUSED)
+{
+	cfg_print_help(keys, NELEM(keys), stdout);
+	return 0;
+}
+
+/*
+ * One row a command: words is how many it takes with its name (a minimum
+ * when more is set: the command checks the rest); rt: it needs the
+ * runtime opened (root), else it gets NULL and the config only.
+ */
+static const struct cmd {
+	const char	*name;
+	int		 words;
+	int		 more;
+	int		 rt;
+	int		(*run)(const struct ctl *);
+} cmds[] = {
+	{ "create", 1, 1, 1, cmd_create },
+	{ "exec", 1, 1, 1, cmd_exec },
+	{ "list", 1, 1, 1, cmd_list },
+	{ "get", 2, 0, 1, cmd_get },
+	{ "stop", 2, 0, 1, cmd_lifecycle },
+	{ "start", 2, 0, 1, cmd_lifecycle },
+	{ "destroy", 2, 0, 1, cmd_lifecycle },
+	{ "labels", 2, 1, 1, cmd_labels },
+	{ "attach", 2, 1, 1, cmd_attach },
+	{ "agent", 2, 0, 1, cmd_agent },
+	{ "image", 4, 0, 0, cmd_image },
+	{ "keys", 1, 1, 0, cmd_keys },
+};
+
+static const struct option main_opts[] = {
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
 int
 main(int argc, char **argv)
 {
 	struct rt_local_conf conf;
 	struct runtime *rt = NULL;
-	const char *cfgpath = NULL, *statedir = NULL, *cmd;
+	const struct cmd *c = NULL;
+	struct ctl x;
+	const char *cfgpath = NULL, *statedir = NULL;
 	char err[1024];
 	int ch, rc = 1, verbose = 0;
+	size_t i;
 
-	while ((ch = getopt(argc, argv, "+vs:c:h")) != -1) {
+	jsonmem_init();
+	while ((ch = getopt_long(argc, argv, "+vs:f:c:h", main_opts,
+	    NULL)) != -1) {
 		switch (ch) {
-		case 'v': verbose++; break;
-		case 's': statedir = optarg; break;
-		case 'c': cfgpath = optarg; break;
-		default: usage();
+		case 'v':
+			verbose++;
+			break;
+		case 's':
+			statedir = optarg;
+			break;
+		case 'f':
+		case 'c':	/* the older spelling of -f */
+			cfgpath = optarg;
+			break;
+		case 'h':
+			usage(stdout, 0);
+		default:
+			usage(stderr, 2);
 		}
 	}
 	argc -= optind;
 	argv += optind;
 	if (argc < 1)
-		usage();
+		usage(stderr, 2);
+	for (i = 0; i < NELEM(cmds) && c == NULL; i++)
+		if (strcmp(argv[0], cmds[i].name) == 0)
+			c = &cmds[i];
+	if (c == NULL || argc < c->words || (!c->more && argc > c->words))
+		usage(stderr, 2);
 	log_init("sandboxctl", verbose ? LOG_LVL_DEBUG : LOG_LVL_WARN, NULL);
-	cmd = argv[0];
 	memset(&conf, 0, sizeof(conf));
 	if (cfg_load(keys, NELEM(keys), &conf, cfgpath, err, sizeof(err)) == -1) {
 		fprintf(stderr, "sandboxctl: %s\n", err);
@@ -222,200 +562,15 @@ main(int argc, char **argv)
 		free(conf.state_dir);
 		conf.state_dir = xstrdup(statedir);
 	}
-	if (strcmp(cmd, "keys") == 0) {
-		cfg_print_help(keys, NELEM(keys), stdout);
-		rc = 0;
-		goto done;
-	}
-	if (strcmp(cmd, "image") == 0) {
-		if (argc != 4 || strcmp(argv[1], "add") != 0)
-			usage();
-		if (runtime_local_image_add(&conf, argv[2], argv[3], err,
-		    sizeof(err)) == -1) {
-			fprintf(stderr, "sandboxctl: %s\n", err);
-			goto done;
-		}
-		rc = 0;
-		goto done;
-	}
-	if ((rt = runtime_local_new(&conf, err, sizeof(err))) == NULL) {
+	if (c->rt && (rt = runtime_local_new(&conf, err, sizeof(err))) == NULL)
 		fprintf(stderr, "sandboxctl: %s\n", err);
-		goto done;
+	else {
+		x.rt = rt;
+		x.conf = &conf;
+		x.argc = argc;
+		x.argv = argv;
+		rc = c->run(&x);
 	}
-
-	if (strcmp(cmd, "create") == 0) {
-		struct rt_kv labels[MAX_KV], env[MAX_KV];
-		struct rt_spec sp;
-		struct rt_info ri;
-		const char *errstr;
-		int i;
-
-		memset(&sp, 0, sizeof(sp));
-		sp.run_as_root = 1;
-		sp.writable_root = 1;
-		sp.labels = labels;
-		sp.env = env;
-		for (i = 1; i < argc; i++) {
-			if (strcmp(argv[i], "--image") == 0 && i + 1 < argc)
-				sp.image = argv[++i];
-			else if (strcmp(argv[i], "--label") == 0 && i + 1 < argc) {
-				if (sp.nlabels == MAX_KV ||
-				    split_kv(argv[++i], &labels[sp.nlabels]) == -1)
-					usage();
-				sp.nlabels++;
-			} else if (strcmp(argv[i], "--env") == 0 && i + 1 < argc) {
-				if (sp.nenv == MAX_KV ||
-				    split_kv(argv[++i], &env[sp.nenv]) == -1)
-					usage();
-				sp.nenv++;
-			} else if (strcmp(argv[i], "--mem") == 0 && i + 1 < argc) {
-				if (strnum_size(argv[++i], &sp.mem_bytes,
-				    &errstr) == -1)
-					usage();
-			} else if (strcmp(argv[i], "--cpu") == 0 && i + 1 < argc) {
-				if (strnum_ll(argv[++i], 1, 1000000,
-				    &sp.cpu_millis, &errstr) == -1)
-					usage();
-			} else if (strcmp(argv[i], "--pids") == 0 && i + 1 < argc) {
-				if (strnum_ll(argv[++i], 1, 10000000,
-				    &sp.pids_max, &errstr) == -1)
-					usage();
-			} else if (strcmp(argv[i], "--disk") == 0 && i + 1 < argc) {
-				if (strnum_size(argv[++i], &sp.disk_bytes,
-				    &errstr) == -1)
-					usage();
-			} else if (strcmp(argv[i], "--no-root") == 0)
-				sp.run_as_root = 0;
-			else if (strcmp(argv[i], "--read-only") == 0)
-				sp.writable_root = 0;
-			else if (argv[i][0] != '-' && sp.id == NULL)
-				sp.id = argv[i];
-			else
-				usage();
-		}
-		if (sp.id == NULL)
-			usage();
-		if (rt->ops->create(rt, &sp, &ri, err, sizeof(err)) == -1) {
-			fprintf(stderr, "sandboxctl: create %s: %s\n", sp.id, err);
-			goto done;
-		}
-		print_info(&ri, NULL);
-		rt_info_clear(&ri);
-		rc = 0;
-	} else if (strcmp(cmd, "exec") == 0) {
-		rc = cmd_exec(rt, argc, argv);
-	} else if (strcmp(cmd, "list") == 0) {
-		struct rt_info *a;
-		size_t n, i;
-		int json = argc > 1 && strcmp(argv[1], "--json") == 0;
-		cJSON *arr = json ? cJSON_CreateArray() : NULL;
-
-		if (rt->ops->list(rt, &a, &n, err, sizeof(err)) == -1) {
-			fprintf(stderr, "sandboxctl: list: %s\n", err);
-			cJSON_Delete(arr);
-			goto done;
-		}
-		for (i = 0; i < n; i++)
-			print_info(&a[i], arr);
-		if (json) {
-			char *s = cJSON_Print(arr);
-			printf("%s\n", s);
-			free(s);
-			cJSON_Delete(arr);
-		}
-		rt_info_free_array(a, n);
-		rc = 0;
-	} else if (strcmp(cmd, "get") == 0 && argc == 2) {
-		struct rt_info ri;
-		cJSON *arr = cJSON_CreateArray();
-		char *s;
-
-		if (rt->ops->get(rt, argv[1], &ri, err, sizeof(err)) == -1) {
-			fprintf(stderr, "sandboxctl: %s: %s\n", argv[1], err);
-			cJSON_Delete(arr);
-			goto done;
-		}
-		print_info(&ri, arr);
-		s = cJSON_Print(cJSON_GetArrayItem(arr, 0));
-		printf("%s\n", s);
-		free(s);
-		cJSON_Delete(arr);
-		rt_info_clear(&ri);
-		rc = 0;
-	} else if ((strcmp(cmd, "stop") == 0 || strcmp(cmd, "start") == 0 ||
-	    strcmp(cmd, "destroy") == 0) && argc == 2) {
-		int r;
-
-		if (strcmp(cmd, "stop") == 0)
-			r = rt->ops->stop(rt, argv[1], err, sizeof(err));
-		else if (strcmp(cmd, "start") == 0)
-			r = rt->ops->start(rt, argv[1], err, sizeof(err));
-		else
-			r = rt->ops->destroy(rt, argv[1], err, sizeof(err));
-		if (r == -1) {
-			fprintf(stderr, "sandboxctl: %s %s: %s\n", cmd, argv[1],
-			    err);
-			goto done;
-		}
-		rc = 0;
-	} else if (strcmp(cmd, "labels") == 0 && argc >= 2) {
-		struct rt_kv kv[MAX_KV];
-		size_t n = 0;
-		int i;
-
-		for (i = 2; i < argc; i++) {
-			if (n == MAX_KV || split_kv(argv[i], &kv[n]) == -1)
-				usage();
-			n++;
-		}
-		if (rt->ops->set_labels(rt, argv[1], kv, n, err,
-		    sizeof(err)) == -1) {
-			fprintf(stderr, "sandboxctl: labels: %s\n", err);
-			goto done;
-		}
-		rc = 0;
-	} else if (strcmp(cmd, "attach") == 0 && argc >= 2) {
-		/* --org/--user/--session become the labels the identity is
-		 * read from (orchestrator/egress.h) */
-		struct rt_kv kv[3];
-		struct rt_egress eg = { kv, 0 };
-		char env[4096];
-		int i;
-
-		for (i = 2; i + 1 < argc; i += 2) {
-			if (eg.nlabels == NELEM(kv))
-				usage();
-			if (strcmp(argv[i], "--org") == 0)
-				kv[eg.nlabels].k = LBL_ORG;
-			else if (strcmp(argv[i], "--user") == 0)
-				kv[eg.nlabels].k = LBL_USER;
-			else if (strcmp(argv[i], "--session") == 0)
-				kv[eg.nlabels].k = LBL_SESSION;
-			else
-				usage();
-			kv[eg.nlabels++].v = argv[i + 1];
-		}
-		if (i != argc)
-			usage();
-		if (rt->ops->attach_egress(rt, argv[1], &eg, env, sizeof(env),
-		    err, sizeof(err)) == -1) {
-			fprintf(stderr, "sandboxctl: attach: %s\n", err);
-			goto done;
-		}
-		fputs(env, stdout);
-		rc = 0;
-	} else if (strcmp(cmd, "agent") == 0 && argc == 2) {
-		struct rt_agent_addr a;
-
-		if (rt->ops->agent_addr(rt, argv[1], &a, err, sizeof(err)) == -1) {
-			fprintf(stderr, "sandboxctl: %s: %s\n", argv[1], err);
-			goto done;
-		}
-		printf("%s\n", a.unix_path);
-		rc = 0;
-	} else
-		usage();
-done:
 	if (rt != NULL)
 		rt->ops->free(rt);
 	cfg_free(keys, NELEM(keys), &conf);

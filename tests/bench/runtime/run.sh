@@ -21,8 +21,9 @@ RT_UID_BASE=5000000 RT_UID_COUNT=$((NI + 100))
 rt_setup
 gcc -O2 -std=c11 -D_GNU_SOURCE -Icommon -Iorchestrator -I/usr/share/include/llhttp \
 	$(pkg-config --cflags libcjson) tests/bench/runtime/bench_runtime.c \
-	$(ls "$B"/orchestrator/runtime/local/*.o | grep -v /sandboxctl.o) \
-	"$B"/orchestrator/runtime/runtime.o "$B"/orchestrator/agentc.o "$B"/llhttp/*.o \
+	$(for s in orchestrator/runtime/local/*.c; do [ "${s##*/}" = sandboxctl.c ] || echo "$B/${s%.c}.o"; done) \
+	"$B"/orchestrator/runtime/runtime.o "$B"/orchestrator/agentc.o "$B"/orchestrator/egress.o \
+	"$B"/llhttp/*.o \
 	"$B"/common/*.o $(pkg-config --libs libcjson yaml-0.1 openssl libcurl) -pthread \
 	-o "$T/bench" 2>"$T/cc.log" || { cat "$T/cc.log"; exit 1; }
 

@@ -1,0 +1,181 @@
+/*
+ * runtime/local/image.c: the layers a sandbox's filesystem is made of.
+ * Images: <images_dir>/<name>, a directory (or a symlink to one) that
+ * every sandbox of that image mounts read-only and idmapped as its lower
+ * layer; nothing writes into an image. The disk image of a disk-limited
+ * sandbox: <id>/disk.img, an ext4 file made once at create that holds the
+ * writable layers (upper, work, workspace); spawn.c attaches it to a loop
+ * device at each start (docs/local-runtime.md, "Disk limit").
+ *
+ * Rules: an image path must be absolute and free of ',' and ':' (it goes
+ * into overlay mount options). Calls record.c and files.c only.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "local_int.h"
+
+int
+rl_image_name_valid(const char *s)
+{
+	size_t i, n = strlen(s);
+
+	if (n == 0 || n > 64 || s[0] == '.' || s[0] == '-')
+		return 0;
+	for (i = 0; i < n; i++) {
+		char c = s[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+		    c == '-' || c == '_' || c == '.'))
+			return 0;
+	}
+	return 1;
+}
+
+int
+rl_resolve_image(const struct rl *rl, const char *name, char *out,
+    size_t outlen, char *err, size_t errlen)
+{
+	char p[RL_PATH_MAX + 256], rp[PATH_MAX];
+	struct stat st;
+
+	if (!rl_image_name_valid(name)) {
+		snprintf(err, errlen, "invalid image name \"%.64s\"", name);
+		return -1;
+	}
+	snprintf(p, sizeof(p), "%s/%s", rl->images_dir, name);
+	if (realpath(p, rp) == NULL || stat(rp, &st) == -1 ||
+	    !S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "image \"%s\" not found in %s%s", name,
+		    rl->images_dir, strcmp(name, "default") == 0 ?
+		    " (build it with `make image`)" : "");
+		return -1;
+	}
+	if (strlen(rp) >= outlen || strpbrk(rp, ",:") != NULL) {
+		snprintf(err, errlen, "image path unusable: %s", rp);
+		return -1;
+	}
+	snprintf(out, outlen, "%s", rp);
+	return 0;
+}
+
+/*
+ * The disk image of a disk-limited sandbox: <id>/disk.img, ext4 of
+ * disk_bytes (sparse), made by mke2fs from a skeleton holding upper/ (the
+ * sandbox's root), work/ and workspace/ (wsuid). No host mount: it is
+ * mounted inside the sandbox's mount namespace at each start.
+ */
+int
+rl_make_disk(const struct rl *rl, const struct rec *r, uid_t wsuid, char *err,
+    size_t errlen)
+{
+	char img[RL_PATH_MAX], skel[RL_PATH_MAX], p[RL_PATH_MAX + 32];
+	char logp[RL_PATH_MAX], e[256];
+	char *av[] = { "mke2fs", "-q", "-F", "-t", "ext4", "-m", "0", "-E",
+	    "root_owner=0:0,lazy_itable_init=1,lazy_journal_init=1", "-d",
+	    skel, img, NULL };
+	posix_spawn_file_actions_t fa;
+	pid_t pid;
+	int fd, st = -1, rc = -1, sr;
+
+	if (rl_sdir_path(rl, r->id, "disk.img", img, sizeof(img)) == -1 ||
+	    rl_sdir_path(rl, r->id, "disk-skel", skel, sizeof(skel)) == -1 ||
+	    rl_sdir_path(rl, r->id, "log", logp, sizeof(logp)) == -1) {
+		snprintf(err, errlen, "state path too long");
+		return -1;
+	}
+#define SK(name, mode, u) do {						\
+	snprintf(p, sizeof(p), "%s%s", skel, name);			\
+	if (rl_mkdir_owned(p, mode, u, u, err, errlen) == -1)		\
+		goto out;						\
+} while (0)
+	SK("", 0755, 0);
+	SK("/upper", 0755, (uid_t)r->uid);
+	SK("/work", 0700, 0);
+	SK("/workspace", 0755, wsuid);
+#undef SK
+	if ((fd = open(img, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC |
+	    O_NOFOLLOW, 0600)) == -1 || ftruncate(fd, r->disk_bytes) == -1) {
+		snprintf(err, errlen, "disk image %s: %s", img,
+		    strerror(errno));
+		if (fd != -1)
+			close(fd);
+		goto out;
+	}
+	close(fd);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 1, logp, O_WRONLY | O_CREAT |
+	    O_APPEND, 0600);
+	posix_spawn_file_actions_adddup2(&fa, 1, 2);
+	sr = posix_spawn(&pid, rl->c.mkfs, &fa, NULL, av, NULL);
+	posix_spawn_file_actions_destroy(&fa);
+	if (sr != 0) {
+		snprintf(err, errlen, "%s: %s", rl->c.mkfs, strerror(sr));
+		goto out;
+	}
+	while (waitpid(pid, &st, 0) == -1 && errno == EINTR)
+		;
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		snprintf(err, errlen, "%s failed (status %d; see the log)",
+		    rl->c.mkfs, st);
+		goto out;
+	}
+	if (rl_sdir_path(rl, r->id, "disk", p, sizeof(p)) == -1 ||
+	    rl_mkdir_owned(p, 0755, 0, 0, err, errlen) == -1)	/* mount point */
+		goto out;
+	rc = 0;
+out:
+	if (rl_rmtree(skel, e, sizeof(e)) == -1)
+		log_warnx("sandbox=%s remove %s: %s", r->id, skel, e);
+	return rc;
+}
+
+int
+runtime_local_image_add(const struct rt_local_conf *c, const char *name,
+    const char *dir, char *err, size_t errlen)
+{
+	char link[RL_PATH_MAX], rp[PATH_MAX], tmp[RL_PATH_MAX + 32];
+	const char *images = c->images_dir != NULL ? c->images_dir :
+	    "/var/lib/sandbox/images";
+	struct stat st;
+
+	if (!rl_image_name_valid(name)) {
+		snprintf(err, errlen, "invalid image name (expected "
+		    "[a-z0-9][a-z0-9._-]*)");
+		return -1;
+	}
+	if (dir[0] != '/' || realpath(dir, rp) == NULL ||
+	    stat(rp, &st) == -1 || !S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "%s: not an absolute path to a directory",
+		    dir);
+		return -1;
+	}
+	if (access(rp, F_OK) == 0) {
+		char sh[PATH_MAX + 16];
+
+		snprintf(sh, sizeof(sh), "%s/bin/sh", rp);
+		if (access(sh, F_OK) == -1)
+			log_warnx("image %s has no /bin/sh", rp);
+	}
+	if (mkdir(images, 0755) == -1 && errno != EEXIST) {
+		snprintf(err, errlen, "mkdir %s: %s", images, strerror(errno));
+		return -1;
+	}
+	snprintf(link, sizeof(link), "%s/%s", images, name);
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", link, (long)getpid());
+	(void)unlink(tmp);
+	if (symlink(rp, tmp) == -1 || rename(tmp, link) == -1) {
+		snprintf(err, errlen, "link %s: %s", link, strerror(errno));
+		(void)unlink(tmp);
+		return -1;
+	}
+	return 0;
+}

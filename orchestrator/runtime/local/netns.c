@@ -1,0 +1,156 @@
+/*
+ * runtime/local/netns.c: a sandbox's network. The sandbox has its own
+ * network namespace with only a loopback; its one way out is a listener
+ * on 127.0.0.1:3128 inside that namespace, which this file opens (setns on
+ * a short-lived thread) and hands to the egress proxy with the sandbox's
+ * labels (orchestrator/egress.h builds every admin message), and the
+ * proxy environment that points the sandbox's tools at it.
+ *
+ * Rules: with no proxy_admin_socket there is no listener and so no egress
+ * at all. The caller's thread never changes namespace. Calls nothing else
+ * in the runtime.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <unistd.h>
+
+#include "egress.h"
+#include "local_int.h"
+
+#define RL_PROXY_PORT	3128
+
+/* The local proxy listener every sandbox reaches, and what bypasses it. */
+#define RL_PROXY_HOSTPORT	"127.0.0.1:3128"
+#define RL_NO_PROXY		"localhost,127.0.0.1"
+#define RL_CA_BUNDLE		"/etc/ssl/certs/ca-certificates.crt"
+
+struct nsl_arg {
+	int	nsfd;
+	int	port;
+	int	fd;
+	char	err[200];
+};
+
+static void *
+nsl_thread(void *p)
+{
+	struct nsl_arg *a = p;
+	struct sockaddr_in sin;
+	int s, one = 1;
+
+	a->fd = -1;
+	if (setns(a->nsfd, CLONE_NEWNET) == -1) {
+		snprintf(a->err, sizeof(a->err), "setns: %s", strerror(errno));
+		return NULL;
+	}
+	if ((s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1) {
+		snprintf(a->err, sizeof(a->err), "socket: %s", strerror(errno));
+		return NULL;
+	}
+	(void)setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	/* a re-registration binds a new listener while the proxy still
+	 * holds the old one; it closes the old one on replace */
+	(void)setsockopt(s, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_port = htons((uint16_t)a->port);
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (bind(s, (struct sockaddr *)&sin, sizeof(sin)) == -1 ||
+	    listen(s, 128) == -1) {
+		snprintf(a->err, sizeof(a->err), "bind 127.0.0.1:%d: %s",
+		    a->port, strerror(errno));
+		close(s);
+		return NULL;
+	}
+	a->fd = s;
+	return NULL;
+}
+
+/*
+ * A listening TCP socket on 127.0.0.1:port inside pid's network
+ * namespace: the fd, or -1 with err.
+ */
+static int
+netns_listener(pid_t pid, int port, char *err, size_t errlen)
+{
+	struct nsl_arg a;
+	pthread_t th;
+	char path[64];
+	int e;
+
+	memset(&a, 0, sizeof(a));
+	a.port = port;
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
+	if ((a.nsfd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+		snprintf(err, errlen, "open %s: %s", path, strerror(errno));
+		return -1;
+	}
+	/* setns on a short-lived thread: the caller's namespace is untouched */
+	if ((e = pthread_create(&th, NULL, nsl_thread, &a)) != 0) {
+		close(a.nsfd);
+		snprintf(err, errlen, "pthread_create: %s", strerror(e));
+		return -1;
+	}
+	pthread_join(th, NULL);
+	close(a.nsfd);
+	if (a.fd == -1)
+		snprintf(err, errlen, "listener in sandbox: %s", a.err);
+	return a.fd;
+}
+
+/*
+ * Registers the sandbox's 127.0.0.1:3128 listener (opened inside its
+ * network namespace through child) with the proxy, named by its labels.
+ */
+int
+rl_egress_register(const struct rl *rl, const struct rec *r, pid_t child,
+    char *err, size_t errlen)
+{
+	struct egress_admin a = { .unix_path = rl->c.proxy_admin_socket };
+	struct rt_kv kv[RL_MAX_LABELS];
+	struct egress_reg reg;
+	const cJSON *it;
+	size_t n = 0;
+	int rc;
+
+	if (!egress_admin_set(&a))
+		return 0;
+	cJSON_ArrayForEach(it, r->labels)
+		if (cJSON_IsString(it) && n < NELEM(kv)) {
+			kv[n].k = it->string;
+			kv[n++].v = it->valuestring;
+		}
+	memset(&reg, 0, sizeof(reg));
+	reg.id = r->id;
+	reg.labels = kv;
+	reg.nlabels = n;
+	if ((reg.listen_fd = netns_listener(child, RL_PROXY_PORT, err,
+	    errlen)) == -1)
+		return -1;
+	rc = egress_register(&a, &reg, err, errlen);
+	close(reg.listen_fd);	/* the proxy has its own copy */
+	return rc;
+}
+
+void
+rl_egress_deregister(const struct rl *rl, const char *id)
+{
+	struct egress_admin a = { .unix_path = rl->c.proxy_admin_socket };
+
+	egress_deregister(&a, id);
+}
+
+/* The proxy and CA environment every sandbox gets, as "K=V\n" lines. */
+int
+rl_proxy_env(char *out, size_t outlen)
+{
+	return egress_proxy_env(NULL, NULL, RL_PROXY_HOSTPORT, RL_NO_PROXY,
+	    RL_CA_BUNDLE, out, outlen);
+}

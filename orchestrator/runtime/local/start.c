@@ -1,0 +1,673 @@
+/*
+ * runtime/local/start.c: starting and stopping a sandbox whose record
+ * and directories exist. A start is a row of steps, each timed for the
+ * debug line "sandbox=ID start: ca=... cgroup=... total=..."
+ * (docs/local-runtime.md, "Create latency"): the proxy CA into the upper
+ * layer, the cgroups, the seccomp program, bwrap's command line (what
+ * the sandbox sees: namespaces, mounts, environment), the processes
+ * (spawn.c), the pid file, the egress listener, and the wait for the
+ * agent. A stop deregisters, kills and removes the cgroups.
+ *
+ * Rules: the caller holds the sandbox's lock and has written the phase;
+ * a failed start leaves what it made for rl_do_stop to undo (the caller
+ * calls it). Nothing here is called from elsewhere in the runtime but
+ * local.c.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "agentc.h"
+#include "buf.h"
+#include "log.h"
+#include "local_int.h"
+#include "util.h"
+#include "xmalloc.h"
+
+/* Largest CA file or image bundle read: Debian's bundle is ~200 KiB; a
+ * bundle is read once a start, so the cap only bounds a broken file. */
+#define RL_CA_MAX	((size_t)4 * 1024 * 1024)
+
+void
+rl_steps_init(struct steps *s)
+{
+	s->t0 = s->last = util_mono_us();
+	s->off = 0;
+	s->buf[0] = '\0';
+}
+
+/* Records a step that took us microseconds (measured elsewhere). */
+static void
+step_dur(struct steps *s, const char *name, long long us)
+{
+	int n;
+
+	if (s == NULL)
+		return;
+	n = snprintf(s->buf + s->off, sizeof(s->buf) - s->off, " %s=%.1f",
+	    name, (double)us / 1000.0);
+	if (n > 0 && (size_t)n < sizeof(s->buf) - s->off)
+		s->off += (size_t)n;
+	s->last += us;
+}
+
+/* Records the step that ends now. */
+void
+rl_step(struct steps *s, const char *name)
+{
+	if (s != NULL)
+		step_dur(s, name, util_mono_us() - s->last);
+}
+
+void
+rl_steps_log(struct steps *s, const char *id, const char *what)
+{
+	log_debug("sandbox=%s %s:%s total=%.1f", id, what, s->buf,
+	    (double)(util_mono_us() - s->t0) / 1000.0);
+}
+
+/*
+ * Puts the proxy CA into the sandbox's trust store, in the overlay's upper
+ * layer: the image's bundle plus the CA in /etc/ssl/certs/ca-certificates.crt,
+ * and the CA alone in /usr/local/share/ca-certificates/.
+ */
+static int
+install_ca(const struct rl *rl, const struct rec *r, const char *upper,
+    char *err, size_t errlen)
+{
+	char p[RL_PATH_MAX + 64], e[RL_PATH_MAX + 128];
+	struct buf ca, sys, b;
+	int rc = -1;
+
+	if (rl->c.proxy_ca_cert == NULL || rl->c.proxy_ca_cert[0] == '\0')
+		return 0;
+	buf_init(&ca, RL_CA_MAX);
+	buf_init(&sys, RL_CA_MAX);
+	buf_init(&b, 2 * RL_CA_MAX + 16);
+	/* O_NOFOLLOW: a linked CA path has always been refused */
+	if (util_read_file_flags(rl->c.proxy_ca_cert, O_NOFOLLOW, &ca, e,
+	    sizeof(e)) == -1) {
+		snprintf(err, errlen, "proxy_ca_cert %s", e);
+		goto out;
+	}
+	if (ca.p == NULL || strstr(ca.p, "-----BEGIN CERTIFICATE-----") == NULL) {
+		snprintf(err, errlen, "proxy_ca_cert %s: no PEM certificate",
+		    rl->c.proxy_ca_cert);
+		goto out;
+	}
+	/* the image's bundle, if any; O_NOFOLLOW: a link in an image means
+	 * a path inside the sandbox, not on the host */
+	snprintf(p, sizeof(p), "%s/etc/ssl/certs/ca-certificates.crt",
+	    r->image_dir);
+	if (util_read_file_flags(p, O_NOFOLLOW, &sys, e, sizeof(e)) == -1)
+		buf_reset(&sys);
+	if ((sys.len > 0 && buf_add(&b, sys.p, sys.len) == -1) ||
+	    (sys.len > 0 && sys.p[sys.len - 1] != '\n' &&
+	    buf_addstr(&b, "\n") == -1) || buf_add(&b, ca.p, ca.len) == -1) {
+		snprintf(err, errlen, "CA bundle too large");
+		goto out;
+	}
+	if (rl_write_in_upper(upper, "etc/ssl/certs", "ca-certificates.crt",
+	    b.p, b.len, (uid_t)r->uid, (gid_t)r->uid, err, errlen) == -1 ||
+	    rl_write_in_upper(upper, "usr/local/share/ca-certificates",
+	    "egress-proxy-ca.crt", ca.p, ca.len, (uid_t)r->uid, (gid_t)r->uid,
+	    err, errlen) == -1)
+		goto out;
+	rc = 0;
+out:
+	buf_free(&b);
+	buf_free(&sys);
+	buf_free(&ca);
+	return rc;
+}
+
+struct argv_b {
+	char	**v;
+	size_t	  n, cap;
+};
+
+static void
+av_add(struct argv_b *a, const char *s)
+{
+	if (a->n + 2 > a->cap) {
+		a->cap = a->cap ? a->cap * 2 : 64;
+		a->v = xreallocarray(a->v, a->cap, sizeof(*a->v));
+	}
+	a->v[a->n++] = xstrdup(s);
+	a->v[a->n] = NULL;
+}
+
+static void
+av_free(struct argv_b *a)
+{
+	while (a->n > 0)
+		free(a->v[--a->n]);
+	free(a->v);
+	a->v = NULL;
+	a->cap = 0;
+}
+
+int
+rl_env_name_ok(const char *k)
+{
+	size_t i;
+
+	if (k[0] == '\0' || (k[0] >= '0' && k[0] <= '9'))
+		return 0;
+	for (i = 0; k[i] != '\0'; i++) {
+		char c = k[i];
+		if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+		    (c >= '0' && c <= '9') || c == '_'))
+			return 0;
+	}
+	return i < 256;
+}
+
+/* --setenv K V for "K=V" (dropped without '=' or with a key too long). */
+static void
+av_setenv(struct argv_b *a, const char *kv)
+{
+	const char *v;
+	char k[256];
+	size_t kl;
+
+	if ((v = util_kv_find(kv, strlen(kv), &kl)) == NULL || kl >= sizeof(k))
+		return;
+	memcpy(k, kv, kl);
+	k[kl] = '\0';
+	av_add(a, "--setenv");
+	av_add(a, k);
+	av_add(a, v);
+}
+
+/* av_setenv for each "K=V" line of lines. */
+static void
+av_setenv_lines(struct argv_b *a, const char *lines)
+{
+	char kv[1024];
+	const char *nl;
+	size_t n;
+
+	for (; *lines != '\0'; lines = *nl != '\0' ? nl + 1 : nl) {
+		if ((nl = strchr(lines, '\n')) == NULL)
+			nl = lines + strlen(lines);
+		if ((n = (size_t)(nl - lines)) < sizeof(kv)) {
+			memcpy(kv, lines, n);
+			kv[n] = '\0';
+			av_setenv(a, kv);
+		}
+	}
+}
+
+/* Kills everything of a sandbox (pid namespace and cgroups). */
+static void
+kill_sandbox(const struct rl *rl, const char *id)
+{
+	struct pidrec pr;
+
+	if (rl_pid_load(rl, id, &pr) == 0) {
+		/* SIGKILL to a pid namespace's init kills the namespace */
+		if (rl_proc_start((pid_t)pr.child_pid) == pr.child_start)
+			(void)kill((pid_t)pr.child_pid, SIGKILL);
+		if (rl_proc_start((pid_t)pr.bwrap_pid) == pr.bwrap_start)
+			(void)kill((pid_t)pr.bwrap_pid, SIGKILL);
+	}
+	if (rl->cg.mode != RL_CG_NONE || rl->cg.v2_track) {
+		if (rl_cg_kill(&rl->cg, id, 5000) == -1)
+			log_warnx("sandbox=%s processes survive the kill", id);
+	} else if (pr.child_pid > 1) {
+		int i;
+
+		for (i = 0; i < 500 && rl_proc_start((pid_t)pr.child_pid) ==
+		    pr.child_start; i++)
+			rl_sleep_us(1000);
+	}
+}
+
+/* The last line of the sandbox's log (bwrap's and the agent's stderr). */
+static void
+log_tail(const struct rl *rl, const char *id, char *out, size_t outlen)
+{
+	char p[RL_PATH_MAX], *s = NULL, *t;
+	size_t len = 0;
+	int fd;
+	off_t sz;
+
+	snprintf(out, outlen, "no log");
+	if (rl_sdir_path(rl, id, "log", p, sizeof(p)) == -1 ||
+	    (fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1)
+		return;
+	if ((sz = lseek(fd, 0, SEEK_END)) > 0 &&
+	    lseek(fd, sz > 512 ? sz - 512 : 0, SEEK_SET) != -1) {
+		s = xmalloc(513);
+		ssize_t n = read(fd, s, 512);
+
+		len = n > 0 ? (size_t)n : 0;
+		s[len] = '\0';
+	}
+	close(fd);
+	if (s == NULL)
+		return;
+	while (len > 0 && (s[len - 1] == '\n' || s[len - 1] == '\r'))
+		s[--len] = '\0';
+	t = strrchr(s, '\n');
+	snprintf(out, outlen, "%s", t != NULL ? t + 1 : s);
+	free(s);
+}
+
+/*
+ * Waits until the agent answers GET /v1/health or the deadline passes.
+ * Event-driven: inotify on the agent directory says when the socket
+ * appears (the agent binds, listens, then serves); retries in between are
+ * short (the socket may exist a moment before listen()).
+ */
+static int
+wait_agent(const struct rl *rl, const char *id, const struct pidrec *pr,
+    long long deadline, char *err, size_t errlen)
+{
+	struct rt_agent_addr a;
+	struct agentc *ac = NULL;
+	struct pollfd pfd;
+	struct buf b;
+	char e[256] = "", dir[RL_PATH_MAX], evb[4096];
+	long long left;
+	int st, rc = -1, ifd;
+	long us = 100;
+
+	memset(&a, 0, sizeof(a));
+	if (rl_sdir_path(rl, id, "agent/agent.sock", a.unix_path,
+	    sizeof(a.unix_path)) == -1 ||
+	    rl_sdir_path(rl, id, "agent", dir, sizeof(dir)) == -1) {
+		snprintf(err, errlen, "agent socket path too long (state_dir)");
+		return -1;
+	}
+	ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (ifd != -1 && inotify_add_watch(ifd, dir, IN_CREATE |
+	    IN_MOVED_TO) == -1) {
+		close(ifd);
+		ifd = -1;
+	}
+	buf_init(&b, (size_t)64 * 1024);
+	for (;;) {
+		if (ac == NULL)
+			ac = agentc_open(&a, 1000, e, sizeof(e));
+		if (ac != NULL) {
+			if (agentc_request(ac, "GET", "/v1/health", NULL, NULL, 0,
+			    2000, &st, &b, e, sizeof(e)) == 0 && st == 200) {
+				rc = 0;
+				break;
+			}
+			agentc_close(ac);
+			ac = NULL;
+		}
+		if (!rl_pid_alive(pr)) {
+			log_tail(rl, id, e, sizeof(e));
+			snprintf(err, errlen, "sandbox exited during start: %s",
+			    e);
+			break;
+		}
+		if ((left = deadline - util_mono_ms()) <= 0) {
+			snprintf(err, errlen, "agent did not answer in time: %s",
+			    e);
+			break;
+		}
+		if (ifd != -1 && access(a.unix_path, F_OK) == -1) {
+			/* no socket yet: until it appears (or 50 ms, to
+			 * notice a sandbox that died) */
+			pfd.fd = ifd;
+			pfd.events = POLLIN;
+			if (poll(&pfd, 1, left < 50 ? (int)left : 50) > 0)
+				while (read(ifd, evb, sizeof(evb)) > 0)
+					;
+			continue;
+		}
+		rl_sleep_us(us);
+		if (us < 5000)
+			us += us / 2;
+	}
+	if (ifd != -1)
+		close(ifd);
+	agentc_close(ac);
+	buf_free(&b);
+	return rc;
+}
+
+/* The host paths of one start (docs/local-runtime.md, "State directory"). */
+struct start_paths {
+	char	logp[RL_PATH_MAX];	/* bwrap's and the agent's stderr */
+	char	upper[RL_PATH_MAX];	/* overlay upper and work dirs: in */
+	char	work[RL_PATH_MAX];	/* disk/ with a disk image */
+	char	lower[RL_PATH_MAX];	/* mount point of the image */
+	char	root[RL_PATH_MAX];	/* mount point of the overlay */
+	char	ws[RL_PATH_MAX];	/* /workspace */
+	char	agent[RL_PATH_MAX];	/* /run/agent */
+	char	img[RL_PATH_MAX];	/* disk.img and its mount point */
+	char	disk[RL_PATH_MAX];
+	char	cadir[RL_PATH_MAX];	/* the CA, with a disk image */
+};
+
+static int
+start_paths(const struct rl *rl, const struct rec *r, struct start_paths *p,
+    char *err, size_t errlen)
+{
+	if (rl_sdir_path(rl, r->id, "upper", p->upper, sizeof(p->upper)) == -1 ||
+	    rl_sdir_path(rl, r->id, "work", p->work, sizeof(p->work)) == -1 ||
+	    rl_sdir_path(rl, r->id, "lower", p->lower, sizeof(p->lower)) == -1 ||
+	    rl_sdir_path(rl, r->id, "root", p->root, sizeof(p->root)) == -1 ||
+	    rl_sdir_path(rl, r->id, "workspace", p->ws, sizeof(p->ws)) == -1 ||
+	    rl_sdir_path(rl, r->id, "agent", p->agent, sizeof(p->agent)) == -1 ||
+	    rl_sdir_path(rl, r->id, "log", p->logp, sizeof(p->logp)) == -1 ||
+	    rl_sdir_path(rl, r->id, "disk.img", p->img, sizeof(p->img)) == -1 ||
+	    rl_sdir_path(rl, r->id, "disk", p->disk, sizeof(p->disk)) == -1 ||
+	    rl_sdir_path(rl, r->id, "ca", p->cadir, sizeof(p->cadir)) == -1) {
+		snprintf(err, errlen, "state path too long");
+		return -1;
+	}
+	/* the writable layers live in the disk image, mounted at disk in the
+	 * sandbox's mount namespace only */
+	if (r->disk_bytes > 0 && (rl_sdir_path(rl, r->id, "disk/upper", p->upper,
+	    sizeof(p->upper)) == -1 || rl_sdir_path(rl, r->id, "disk/work",
+	    p->work, sizeof(p->work)) == -1 || rl_sdir_path(rl, r->id,
+	    "disk/workspace", p->ws, sizeof(p->ws)) == -1)) {
+		snprintf(err, errlen, "state path too long");
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * The CA goes into the upper layer; a disk image is not mounted here, so
+ * it goes to <id>/ca/ and is bind-mounted over the same paths.
+ */
+static int
+start_ca(const struct rl *rl, const struct rec *r, const struct start_paths *p,
+    char *err, size_t errlen)
+{
+	if (!r->writable_root)
+		return 0;
+	if (r->disk_bytes > 0 && rl->c.proxy_ca_cert[0] &&
+	    mkdir(p->cadir, 0755) == -1 && errno != EEXIST) {
+		snprintf(err, errlen, "mkdir %s: %s", p->cadir, strerror(errno));
+		return -1;
+	}
+	return install_ca(rl, r, r->disk_bytes > 0 ? p->cadir : p->upper, err,
+	    errlen);
+}
+
+/* bwrap's namespaces and ids. */
+static void
+argv_ns(struct argv_b *av, const struct rec *r)
+{
+	char num[64];
+
+	av_add(av, "bwrap");
+	av_add(av, "--userns");	/* N2 (rl_spawn): ids 0..uid_range-1 */
+	av_add(av, "5");
+	av_add(av, "--assert-userns-disabled");
+	av_add(av, "--unshare-pid");
+	av_add(av, "--unshare-net");
+	av_add(av, "--unshare-ipc");
+	av_add(av, "--unshare-uts");
+	av_add(av, "--unshare-cgroup-try");
+	av_add(av, "--uid");
+	snprintf(num, sizeof(num), "%d", r->run_as_root ? 0 : RL_INNER_UID);
+	av_add(av, num);
+	av_add(av, "--gid");
+	av_add(av, num);
+	av_add(av, "--hostname");
+	av_add(av, r->id);
+}
+
+/* What the sandbox sees of the filesystem. */
+static void
+argv_mounts(struct argv_b *av, const struct rl *rl, const struct rec *r,
+    const struct start_paths *p)
+{
+	char num[64], kv[1024], oomf[RL_PATH_MAX + 64];
+
+	av_add(av, r->writable_root ? "--bind" : "--ro-bind");
+	av_add(av, r->writable_root ? p->root : p->lower);
+	av_add(av, "/");
+	av_add(av, "--proc");
+	av_add(av, "/proc");
+	av_add(av, "--dev");
+	av_add(av, "/dev");
+	av_add(av, "--perms");
+	av_add(av, "1777");
+	av_add(av, "--size");
+	snprintf(num, sizeof(num), "%lld", rl->c.tmp_bytes);
+	av_add(av, num);
+	av_add(av, "--tmpfs");
+	av_add(av, "/tmp");
+	av_add(av, "--tmpfs");
+	av_add(av, "/run");
+	av_add(av, "--bind");
+	av_add(av, p->agent);
+	av_add(av, "/run/agent");
+	av_add(av, "--ro-bind");
+	av_add(av, rl->agent_bin);
+	av_add(av, "/run/sandbox/sandbox-agent");
+	rl_cg_oom_file(&rl->cg, r->id, oomf, sizeof(oomf));
+	if (oomf[0] != '\0') {
+		/* the OOM counter (a line "oom_kill N"), read by the agent */
+		av_add(av, "--ro-bind-try");
+		av_add(av, oomf);
+		av_add(av, "/run/sandbox/memory.events");
+		snprintf(kv, sizeof(kv), "%s/sys", r->image_dir);
+		if (access(kv, F_OK) == 0) {
+			av_add(av, "--tmpfs");
+			av_add(av, "/sys");
+			av_add(av, "--ro-bind-try");
+			av_add(av, oomf);
+			av_add(av, "/sys/fs/cgroup/memory.events");
+		}
+	}
+	if (r->writable_root && r->disk_bytes > 0 && rl->c.proxy_ca_cert[0]) {
+		snprintf(kv, sizeof(kv), "%s/etc/ssl/certs/ca-certificates.crt",
+		    p->cadir);
+		av_add(av, "--ro-bind");
+		av_add(av, kv);
+		av_add(av, "/etc/ssl/certs/ca-certificates.crt");
+		snprintf(kv, sizeof(kv), "%s/usr/local/share/ca-certificates/"
+		    "egress-proxy-ca.crt", p->cadir);
+		av_add(av, "--ro-bind");
+		av_add(av, kv);
+		av_add(av, "/usr/local/share/ca-certificates/egress-proxy-ca.crt");
+	}
+	av_add(av, "--bind");
+	av_add(av, p->ws);
+	av_add(av, "/workspace");
+	av_add(av, "--chdir");
+	av_add(av, "/workspace");
+}
+
+/* The agent's environment: a fixed base, the proxy's, then the spec's. */
+static void
+argv_env(struct argv_b *av, const struct rec *r)
+{
+	char kv[1024], penv[1024];
+	const cJSON *it;
+
+	av_add(av, "--clearenv");
+	av_setenv(av, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:"
+	    "/sbin:/bin");
+	av_setenv(av, r->run_as_root ? "HOME=/root" : "HOME=/workspace");
+	av_setenv(av, r->run_as_root ? "USER=root" : "USER=sandbox");
+	av_setenv(av, "LANG=C.UTF-8");
+	av_setenv(av, "TERM=dumb");
+	snprintf(kv, sizeof(kv), "HOSTNAME=%s", r->id);
+	av_setenv(av, kv);
+	snprintf(kv, sizeof(kv), "SANDBOX_ID=%s", r->id);
+	av_setenv(av, kv);
+	if (rl_proxy_env(penv, sizeof(penv)) == -1)
+		fatalx("local: the proxy env is over %zu bytes", sizeof(penv));
+	av_setenv_lines(av, penv);
+	cJSON_ArrayForEach(it, r->env) {
+		if (!cJSON_IsString(it) || !rl_env_name_ok(it->string))
+			continue;
+		av_add(av, "--setenv");
+		av_add(av, it->string);
+		av_add(av, it->valuestring);
+	}
+}
+
+/* bwrap's whole command line (bwrap(1)); seccomp: --seccomp 4. */
+static void
+bwrap_argv(struct argv_b *av, const struct rl *rl, const struct rec *r,
+    const struct start_paths *p, int seccomp)
+{
+	argv_ns(av, r);
+	argv_mounts(av, rl, r, p);
+	av_add(av, "--new-session");
+	av_add(av, "--info-fd");
+	av_add(av, "3");
+	if (seccomp) {
+		av_add(av, "--seccomp");
+		av_add(av, "4");
+	}
+	argv_env(av, r);
+	av_add(av, "--");
+	av_add(av, "/run/sandbox/sandbox-agent");
+	av_add(av, "--listen");
+	av_add(av, "unix:/run/agent/agent.sock");
+	av_add(av, "--state");
+	av_add(av, "/run/agent/state");
+	av_add(av, "--workdir");
+	av_add(av, "/workspace");
+}
+
+/* Spawns bwrap with argv as the sandbox's processes (spawn.c); fills sp.
+ * On failure, kills what it started. */
+static int
+start_spawn(const struct rl *rl, const struct rec *r,
+    const struct start_paths *p, char *const *argv,
+    char (*cgf)[RL_PATH_MAX], size_t ncg, int secfd, struct rl_spawn *sp,
+    char *err, size_t errlen)
+{
+	static char *const envp[] = { NULL };	/* bwrap --setenv sets it */
+
+	memset(sp, 0, sizeof(*sp));
+	sp->bwrap = rl->c.bwrap;
+	sp->argv = argv;
+	sp->envp = envp;
+	sp->uid = (uid_t)r->uid;
+	sp->gid = (gid_t)r->uid;
+	sp->uid_range = (unsigned)r->uid_range;
+	sp->inner_uid = r->run_as_root ? 0 : RL_INNER_UID;
+	sp->image_dir = r->image_dir;
+	sp->lower = p->lower;
+	sp->upper = r->writable_root ? p->upper : NULL;
+	sp->work = p->work;
+	sp->root = p->root;
+	sp->disk_img = r->disk_bytes > 0 ? p->img : NULL;
+	sp->disk_mnt = p->disk;
+	sp->log_path = p->logp;
+	sp->cg_files = cgf;
+	sp->ncg_files = ncg;
+	sp->seccomp_fd = secfd;
+	if (rl_spawn(sp, (int)rl->c.start_timeout_ms, err, errlen) == -1) {
+		if (sp->pid > 0)
+			(void)kill(sp->pid, SIGKILL);
+		return -1;
+	}
+	return 0;
+}
+
+/* Writes the pid file of what sp started (pr); on failure, kills it. */
+static int
+start_pidfile(const struct rl *rl, const struct rec *r,
+    const struct start_paths *p, const struct rl_spawn *sp,
+    struct pidrec *pr, char *err, size_t errlen)
+{
+	memset(pr, 0, sizeof(*pr));
+	pr->bwrap_pid = sp->pid;
+	pr->bwrap_start = rl_proc_start(sp->pid);
+	pr->child_pid = sp->child_pid;
+	pr->child_start = rl_proc_start(sp->child_pid);
+	pr->started_ms = util_unix_ms();
+	if (pr->child_start == -1 || rl_pid_save(rl, r->id, pr, err,
+	    errlen) == -1) {
+		if (pr->child_start == -1)
+			snprintf(err, errlen, "sandbox exited at once (see %s)",
+			    p->logp);
+		(void)kill(sp->child_pid, SIGKILL);
+		return -1;
+	}
+	return 0;
+}
+
+int
+rl_do_start(struct rl *rl, struct rec *r, struct steps *stp, char *err,
+    size_t errlen)
+{
+	struct start_paths p;
+	char cgf[8][RL_PATH_MAX], sock[RL_PATH_MAX + 16];
+	struct rl_spawn sp;
+	struct argv_b av = { 0 };
+	struct pidrec pr;
+	long long deadline = util_mono_ms() + rl->c.start_timeout_ms;
+	size_t ncg = 0;
+	int secfd = -1, rc = -1;
+
+	if (start_paths(rl, r, &p, err, errlen) == -1 ||
+	    start_ca(rl, r, &p, err, errlen) == -1)
+		return -1;
+	rl_step(stp, "ca");
+	if (rl_cg_create(&rl->cg, r->id, &r->lim, err, errlen) == -1)
+		return -1;
+	rl_step(stp, "cgroup");
+	if (rl_cg_procs_files(&rl->cg, r->id, cgf, NELEM(cgf), &ncg) == -1) {
+		snprintf(err, errlen, "cgroup path too long");
+		return -1;
+	}
+	if (rl->c.seccomp && (secfd = rl_seccomp_fd(err, errlen)) == -1)
+		return -1;
+	bwrap_argv(&av, rl, r, &p, secfd != -1);
+	/* a stale socket from a previous run must not look like a new agent */
+	snprintf(sock, sizeof(sock), "%s/agent.sock", p.agent);
+	(void)unlink(sock);
+	rl_step(stp, "argv");
+	if (start_spawn(rl, r, &p, av.v, cgf, ncg, secfd, &sp, err,
+	    errlen) == -1)
+		goto out;
+	step_dur(stp, "idmap", sp.us_idmap);	/* rl_spawn's own steps */
+	step_dur(stp, "detach", sp.us_detach);
+	rl_step(stp, "bwrap");
+	if (start_pidfile(rl, r, &p, &sp, &pr, err, errlen) == -1)
+		goto out;
+	rl_step(stp, "pidfile");
+	if (rl_egress_register(rl, r, sp.child_pid, err, errlen) == -1)
+		goto out;
+	rl_step(stp, "egress");
+	if (wait_agent(rl, r->id, &pr, deadline, err, errlen) == -1)
+		goto out;
+	rl_step(stp, "agent");
+	rc = 0;
+out:
+	if (secfd != -1)
+		close(secfd);
+	av_free(&av);
+	return rc;
+}
+
+/* Stops processes and releases cgroups and the proxy registration. */
+void
+rl_do_stop(struct rl *rl, const char *id)
+{
+	char p[RL_PATH_MAX];
+
+	rl_egress_deregister(rl, id);
+	kill_sandbox(rl, id);
+	(void)rl_cg_remove(&rl->cg, id);
+	if (rl_sdir_path(rl, id, "pid", p, sizeof(p)) == 0)
+		(void)unlink(p);
+}
