@@ -202,7 +202,7 @@ TEST(test_build_pod)
 	cJSON *o;
 
 	CHECK(k8s_sbx_from_spec(&s, &sp, "d", err, sizeof(err)) == 0);
-	o = k8s_build_pod(&P, &s, "{\"a\":\"b\"}", NULL, 1, 2);
+	o = k8s_build_pod(&P, &s, "{\"a\":\"b\"}", 1, 2);
 	CHECK_STR(jpath(o, "spec|runtimeClassName"), "gvisor");
 	CHECK_STR(jpath(o, "spec|automountServiceAccountToken"), "false");
 	CHECK_STR(jpath(o, "spec|securityContext|runAsNonRoot"), "true");
@@ -226,7 +226,7 @@ TEST(test_build_pod)
 	s.writable_root = 1;
 	p.seccomp_localhost = "profiles/sandbox.json";
 	p.cluster_dns = 1;
-	o = k8s_build_pod(&p, &s, NULL, "{}", 1, 0);
+	o = k8s_build_pod(&p, &s, NULL, 1, 0);
 	CHECK_STR(jpath(o, "spec|runtimeClassName"), "kata");
 	CHECK_STR(jpath(o, "spec|securityContext|runAsUser"), "0");
 	CHECK_STR(jpath(o, "spec|containers|0|securityContext|readOnlyRootFilesystem"), "false");
@@ -236,7 +236,7 @@ TEST(test_build_pod)
 	CHECK(jpath(o, "spec|dnsPolicy") == NULL);
 	cJSON_Delete(o);
 
-	o = k8s_build_pvc(&P, &s, NULL, NULL, 5);
+	o = k8s_build_pvc(&P, &s, NULL, 5);
 	CHECK_STR(jpath(o, "spec|storageClassName"), "fast");
 	CHECK_STR(jpath(o, "spec|resources|requests|storage"), "1073741824");
 	cJSON_Delete(o);

@@ -257,14 +257,13 @@ sbx_defaults(struct k8s_rt *r, struct k8s_sbx *s)
 
 static int
 pod_create(struct k8s_rt *r, const struct k8s_sbx *s, const char *labels_json,
-    const char *egress_json, long long created_ms, char *err, size_t errlen)
+    long long created_ms, char *err, size_t errlen)
 {
 	char path[512], name[128];
 	cJSON *pod;
 	int st, rc;
 
-	pod = k8s_build_pod(&r->par, s, labels_json, egress_json, created_ms,
-	    util_unix_ms());
+	pod = k8s_build_pod(&r->par, s, labels_json, created_ms, util_unix_ms());
 	api_path(&api_pods, r->ns, NULL, path, sizeof(path));
 	rc = api_create(r, path, pod, &st, NULL, err, errlen);
 	cJSON_Delete(pod);
@@ -311,7 +310,7 @@ k8s_create(struct runtime *rt, const struct rt_spec *sp, struct rt_info *out,
 	}
 
 	/* 1. The workspace claim: the session record. */
-	obj = k8s_build_pvc(&r->par, &s, labels, NULL, created);
+	obj = k8s_build_pvc(&r->par, &s, labels, created);
 	api_path(&api_pvcs, r->ns, NULL, path, sizeof(path));
 	k8s_name_pvc(s.id, name, sizeof(name));
 	if (api_create(r, path, obj, &st, &resp, err, errlen) == -1) {
@@ -345,7 +344,7 @@ k8s_create(struct runtime *rt, const struct rt_spec *sp, struct rt_info *out,
 
 	/* 3. The policy (no egress until attached), then the pod. */
 	if (fleet_netpol_apply(r, s.id, NULL, err, errlen) == -1 ||
-	    pod_create(r, &s, labels, NULL, created, err, errlen) == -1 ||
+	    pod_create(r, &s, labels, created, err, errlen) == -1 ||
 	    wait_ready(r, s.id, &pod, err, errlen) == -1)
 		goto out;
 	info_fill(r, out, s.id, pod, resp, NULL);
@@ -419,7 +418,7 @@ k8s_start(struct runtime *rt, const char *id, char *err, size_t errlen)
 	    fleet_attached(r, id, &attached, err, errlen) == -1)
 		goto out;
 	sbx_defaults(r, &s);
-	if (pod_create(r, &s, k8s_ann(ann, K8S_ANN_LABELS), NULL,
+	if (pod_create(r, &s, k8s_ann(ann, K8S_ANN_LABELS),
 	    k8s_ann_ll(ann, K8S_ANN_CREATED), err, errlen) == -1 ||
 	    fleet_netpol_apply(r, id, NULL, err, errlen) == -1 ||
 	    wait_ready(r, id, &pod, err, errlen) == -1)

@@ -323,7 +323,7 @@ meta(const struct k8s_params *p, cJSON *parent, const char *name,
 
 static void
 session_annotations(cJSON *m, const struct k8s_sbx *s, const char *labels_json,
-    const char *egress_json, long long created_ms, long long started_ms)
+    long long created_ms, long long started_ms)
 {
 	cJSON *a = cJSON_AddObjectToObject(m, "annotations");
 	char *spec = k8s_sbx_encode(s);
@@ -334,13 +334,11 @@ session_annotations(cJSON *m, const struct k8s_sbx *s, const char *labels_json,
 	add_ll_str(a, K8S_ANN_CREATED, created_ms);
 	if (started_ms > 0)
 		add_ll_str(a, K8S_ANN_STARTED, started_ms);
-	if (egress_json != NULL)
-		cJSON_AddStringToObject(a, K8S_ANN_EGRESS, egress_json);
 }
 
 cJSON *
 k8s_build_pvc(const struct k8s_params *p, const struct k8s_sbx *s,
-    const char *labels_json, const char *egress_json, long long created_ms)
+    const char *labels_json, long long created_ms)
 {
 	cJSON *o = cJSON_CreateObject(), *m, *spec, *r;
 	char name[128];
@@ -349,7 +347,7 @@ k8s_build_pvc(const struct k8s_params *p, const struct k8s_sbx *s,
 	cJSON_AddStringToObject(o, "kind", "PersistentVolumeClaim");
 	k8s_name_pvc(s->id, name, sizeof(name));
 	m = meta(p, o, name, s->id, NULL);
-	session_annotations(m, s, labels_json, egress_json, created_ms, 0);
+	session_annotations(m, s, labels_json, created_ms, 0);
 	spec = cJSON_AddObjectToObject(o, "spec");
 	cJSON_AddItemToObject(spec, "accessModes",
 	    cJSON_CreateStringArray((const char *[]){ "ReadWriteOnce" }, 1));
@@ -457,8 +455,7 @@ empty_dir(cJSON *vols, const char *name, const char *medium, const char *size)
 
 cJSON *
 k8s_build_pod(const struct k8s_params *p, const struct k8s_sbx *s,
-    const char *labels_json, const char *egress_json, long long created_ms,
-    long long started_ms)
+    const char *labels_json, long long created_ms, long long started_ms)
 {
 	cJSON *o = cJSON_CreateObject(), *m, *spec, *sc, *arr, *c, *r, *cmd;
 	cJSON *vols, *v, *x, *probe;
@@ -473,7 +470,7 @@ k8s_build_pod(const struct k8s_params *p, const struct k8s_sbx *s,
 	k8s_name_pvc(s->id, pvc, sizeof(pvc));
 	k8s_name_secret(s->id, secret, sizeof(secret));
 	m = meta(p, o, name, s->id, "sandbox");
-	session_annotations(m, s, labels_json, egress_json, created_ms, started_ms);
+	session_annotations(m, s, labels_json, created_ms, started_ms);
 
 	spec = cJSON_AddObjectToObject(o, "spec");
 	if (rc != NULL && rc[0] != '\0')

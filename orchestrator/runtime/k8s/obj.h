@@ -23,7 +23,6 @@
 #define K8S_ANN_LABELS		"sandbox.dev/labels"
 #define K8S_ANN_CREATED		"sandbox.dev/created-ms"
 #define K8S_ANN_STARTED		"sandbox.dev/started-ms"
-#define K8S_ANN_EGRESS		"sandbox.dev/egress"	/* old: the runtime writes none */
 #define K8S_ANN_PROXY		"sandbox.dev/proxy-pod"
 #define K8S_ANN_PROXY_IP	"sandbox.dev/proxy-ip"
 
@@ -89,15 +88,14 @@ int	k8s_sbx_decode(const char *json, const char *id, struct k8s_sbx *,
 char	*k8s_labels_encode(const struct rt_kv *, size_t);	/* caller frees */
 int	k8s_labels_decode(const char *json, struct rt_kv **, size_t *) WUNRES;
 
-/* New objects (cJSON_Delete). labels_json/egress_json may be NULL (the
- * runtime passes no egress_json: the identity is the labels). */
+/* New objects (cJSON_Delete). labels_json may be NULL ("{}"); the session
+ * labels are also the sandbox's identity at its proxy (egress.h). */
 cJSON	*k8s_build_pvc(const struct k8s_params *, const struct k8s_sbx *,
-	    const char *labels_json, const char *egress_json, long long created_ms);
+	    const char *labels_json, long long created_ms);
 cJSON	*k8s_build_secret(const struct k8s_params *, const char *id,
 	    const char *token, const char *pvc_uid);
 cJSON	*k8s_build_pod(const struct k8s_params *, const struct k8s_sbx *,
-	    const char *labels_json, const char *egress_json,
-	    long long created_ms, long long started_ms);
+	    const char *labels_json, long long created_ms, long long started_ms);
 
 /* A pod read back (borrowed pointers into the cJSON tree). */
 struct k8s_podview {
