@@ -10,40 +10,38 @@
 
 #include "util.h"
 
-long long
-util_unix_ms(void)
+/* Clock c in units of 1/per seconds (1000: ms, 1000000: us). */
+static long long
+clock_in(clockid_t c, long long per)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	clock_gettime(c, &ts);
+	return (long long)ts.tv_sec * per + ts.tv_nsec / (1000000000 / per);
+}
+
+long long
+util_unix_ms(void)
+{
+	return clock_in(CLOCK_REALTIME, 1000);
 }
 
 long long
 util_mono_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return clock_in(CLOCK_MONOTONIC, 1000);
 }
 
 long long
 util_mono_us(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+	return clock_in(CLOCK_MONOTONIC, 1000000);
 }
 
 long long
 util_mono_coarse_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return clock_in(CLOCK_MONOTONIC_COARSE, 1000);
 }
 
 void
