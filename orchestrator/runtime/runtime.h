@@ -15,6 +15,8 @@
 #define RUNTIME_H
 
 #include <stddef.h>
+#include <cjson/cJSON.h>
+
 #include "attrib.h"
 #include "ids.h"
 
@@ -119,7 +121,10 @@ struct runtime_ops {
 	/* Registers the sandbox with its egress proxy (and, on kubernetes,
 	 * its NetworkPolicy); detach on stop/destroy is the runtime's job.
 	 * Env the shell must get for the proxy (HTTPS_PROXY with a per-sandbox
-	 * credential, CA paths) is returned in env_out as "K=V\n" lines. */
+	 * credential, CA paths) is returned in env_out as "K=V\n" lines.
+	 * The sandbox registers with the given labels; a runtime that
+	 * registers again on its own (start) keeps those the sandbox lacks,
+	 * and never changes one it has (that is set_labels'). */
 	int	(*attach_egress)(struct runtime *, const char *id,
 		    const struct rt_egress *, char *env_out, size_t envlen,
 		    char *err, size_t errlen);
@@ -135,5 +140,10 @@ void	rt_info_clear(struct rt_info *);
 void	rt_info_free_array(struct rt_info *, size_t);
 const char *rt_state_name(enum rt_state);
 const char *rt_label(const struct rt_info *, const char *k);	/* NULL if absent */
+/* The value of key k in kv[0..n), or NULL. */
+const char *rt_kv_get(const struct rt_kv *kv, size_t n, const char *k);
+/* The JSON view of a sandbox the operator tools print:
+ * {id,state,image,created_ms,started_ms,reason,labels{}} (cJSON_Delete). */
+cJSON	*rt_info_json(const struct rt_info *);
 
 #endif

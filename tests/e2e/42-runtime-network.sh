@@ -101,6 +101,15 @@ check "attach-env" grep -q '^HTTPS_PROXY=http://127.0.0.1:3128$' <<<"$env"
 out=$(rt_sh sb-a 'wget -q -O- http://plain.example/after-attach 2>&1')
 check "after-attach-through-proxy" [ "$out" = "upstream-ok" ]
 check "after-attach-attributed" grep -q '"path": "/after-attach"' "$T/up.jsonl"
+# The identity is the labels: attach keeps those the sandbox lacked (so a
+# restart registers the same identity) and changes none it has.
+labels_are() { python3 -c "
+import json,sys; l=json.loads(sys.argv[1])['labels']; assert l==json.loads(sys.argv[2]), l" "$(sbx get sb-a)" "$1"; }
+check "attach-keeps-identity-labels" \
+    labels_are '{"org":"acme","session":"sess-a","user":"u1"}'
+sbx attach sb-a --org other >/dev/null
+check "attach-changes-no-label" \
+    labels_are '{"org":"acme","session":"sess-a","user":"u1"}'
 
 # ---- stop deregisters, start registers again, destroy deregisters ----
 sbx stop sb-b

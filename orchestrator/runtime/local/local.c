@@ -554,9 +554,9 @@ rl_agent_addr(struct runtime *rt, const char *id, struct rt_agent_addr *out,
 }
 
 /*
- * The identity is the labels: eg's labels are merged into the record (the
- * core passes the labels it has just set, so that is a no-op; sandboxctl
- * attach --org ... sets them here), then the sandbox registers again.
+ * The identity is the labels (runtime.h): the sandbox registers with eg's,
+ * and keeps those it lacks so a later start registers the same identity;
+ * a label it has is never changed here (set_labels does that).
  */
 static int
 rl_attach_egress(struct runtime *rt, const char *id, const struct rt_egress *eg,
@@ -565,7 +565,6 @@ rl_attach_egress(struct runtime *rt, const char *id, const struct rt_egress *eg,
 	struct rl *rl = rt->impl;
 	struct rec r;
 	struct pidrec pr;
-	const cJSON *cur;
 	size_t i;
 	int lfd, changed = 0, rc = -1;
 
@@ -574,18 +573,17 @@ rl_attach_egress(struct runtime *rt, const char *id, const struct rt_egress *eg,
 	for (i = 0; i < eg->nlabels && i < RL_MAX_LABELS; i++) {
 		if (eg->labels[i].k == NULL || eg->labels[i].v == NULL)
 			continue;
-		cur = cJSON_GetObjectItemCaseSensitive(r.labels, eg->labels[i].k);
-		if (cJSON_IsString(cur) && strcmp(cur->valuestring,
-		    eg->labels[i].v) == 0)
+		if (cJSON_GetObjectItemCaseSensitive(r.labels,
+		    eg->labels[i].k) != NULL)
 			continue;
-		cJSON_DeleteItemFromObjectCaseSensitive(r.labels, eg->labels[i].k);
 		cJSON_AddStringToObject(r.labels, eg->labels[i].k, eg->labels[i].v);
 		changed = 1;
 	}
 	if (changed && rl_rec_save(rl, &r, 0, err, errlen) == -1)
 		goto out;
 	if (rl_pid_load(rl, id, &pr) == 0 && rl_pid_alive(&pr) &&
-	    rl_egress_register(rl, &r, (pid_t)pr.child_pid, err, errlen) == -1)
+	    rl_egress_register(rl, &r, (pid_t)pr.child_pid, eg->labels,
+	    eg->nlabels, err, errlen) == -1)
 		goto out;
 	if (env_out != NULL && envlen > 0 && rl_proxy_env(env_out, envlen) == -1) {
 		snprintf(err, errlen, "env buffer too small");

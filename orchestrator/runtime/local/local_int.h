@@ -206,7 +206,7 @@ int	rl_seccomp_fd(char *err, size_t errlen);
  * registers it with the egress proxy under r's id and labels (nothing
  * without a proxy_admin_socket). 0 or -1 with err. */
 int	rl_egress_register(const struct rl *, const struct rec *r, pid_t child,
-	    char *err, size_t errlen);
+	    const struct rt_kv *labels, size_t nlabels, char *err, size_t errlen);
 /* Deregisters id at the proxy (best effort). */
 void	rl_egress_deregister(const struct rl *, const char *id);
 /* The proxy and CA environment every sandbox gets, as "K=V\n" lines;

@@ -107,11 +107,12 @@ netns_listener(pid_t pid, int port, char *err, size_t errlen)
 
 /*
  * Registers the sandbox's 127.0.0.1:3128 listener (opened inside its
- * network namespace through child) with the proxy, named by its labels.
+ * network namespace through child) with the proxy, named by labels
+ * (NULL: the record's own).
  */
 int
 rl_egress_register(const struct rl *rl, const struct rec *r, pid_t child,
-    char *err, size_t errlen)
+    const struct rt_kv *labels, size_t nlabels, char *err, size_t errlen)
 {
 	struct egress_admin a = { .unix_path = rl->c.proxy_admin_socket };
 	struct rt_kv kv[RL_MAX_LABELS];
@@ -122,15 +123,19 @@ rl_egress_register(const struct rl *rl, const struct rec *r, pid_t child,
 
 	if (!egress_admin_set(&a))
 		return 0;
-	cJSON_ArrayForEach(it, r->labels)
-		if (cJSON_IsString(it) && n < NELEM(kv)) {
-			kv[n].k = it->string;
-			kv[n++].v = it->valuestring;
-		}
+	if (labels == NULL) {
+		cJSON_ArrayForEach(it, r->labels)
+			if (cJSON_IsString(it) && n < NELEM(kv)) {
+				kv[n].k = it->string;
+				kv[n++].v = it->valuestring;
+			}
+		labels = kv;
+		nlabels = n;
+	}
 	memset(&reg, 0, sizeof(reg));
 	reg.id = r->id;
-	reg.labels = kv;
-	reg.nlabels = n;
+	reg.labels = labels;
+	reg.nlabels = nlabels;
 	if ((reg.listen_fd = netns_listener(child, RL_PROXY_PORT, err,
 	    errlen)) == -1)
 		return -1;
