@@ -69,6 +69,8 @@ egress_call(const struct egress_admin *a, const cJSON *req, int fd,
 	    a->unix_path : a->host;
 	struct buf b;
 	cJSON *rep = NULL, *m;
+	const char *rtxt = "";	/* the reply: the datagram or b */
+	size_t rlen = 0;
 	char *txt;
 	int st = 200, rc = -1;
 
@@ -83,8 +85,8 @@ egress_call(const struct egress_admin *a, const cJSON *req, int fd,
 			snprintf(err, errlen, "egress proxy: %s", e);
 			goto out;
 		}
-		if (buf_addstr(&b, dgram) == -1)
-			fatalx("egress: admin reply over its cap");
+		rtxt = dgram;
+		rlen = strlen(dgram);
 	} else if (a->host != NULL && a->host[0] != '\0') {
 		if (fd != -1) {
 			snprintf(err, errlen, "egress proxy: no fd over HTTP");
@@ -94,19 +96,22 @@ egress_call(const struct egress_admin *a, const cJSON *req, int fd,
 			snprintf(err, errlen, "egress proxy: %s", e);
 			goto out;
 		}
+		if (b.p != NULL) {
+			rtxt = b.p;
+			rlen = b.len;
+		}
 	} else {
 		snprintf(err, errlen, "egress proxy: no admin address");
 		goto out;
 	}
-	rep = cJSON_ParseWithLength(b.p != NULL ? b.p : "", b.len);
+	rep = cJSON_ParseWithLength(rtxt, rlen);
 	if (st != 200 || !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rep, "ok"))) {
 		m = cJSON_GetObjectItemCaseSensitive(rep, "error");
 		if (cJSON_IsString(m))
 			log_escape(esc, sizeof(esc), m->valuestring,
 			    strlen(m->valuestring));
 		else
-			log_escape(esc, sizeof(esc), b.p != NULL ? b.p : "",
-			    b.len > 100 ? 100 : b.len);
+			log_escape(esc, sizeof(esc), rtxt, rlen > 100 ? 100 : rlen);
 		op = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(req,
 		    "op"));
 		if (st != 200)
@@ -133,17 +138,6 @@ out:
 	return rc;
 }
 
-static const char *
-label(const struct egress_reg *r, const char *k)
-{
-	size_t i;
-
-	for (i = 0; i < r->nlabels; i++)
-		if (strcmp(r->labels[i].k, k) == 0)
-			return r->labels[i].v;
-	return NULL;
-}
-
 cJSON *
 egress_register_msg(const struct egress_reg *r)
 {
@@ -161,7 +155,7 @@ egress_register_msg(const struct egress_reg *r)
 		    (const char **)r->client_ips, (int)r->nclient_ips));
 	attrs = cJSON_AddObjectToObject(req, "attrs");
 	for (i = 0; i < NELEM(who); i++)
-		if ((v = label(r, who[i])) != NULL)
+		if ((v = rt_kv_get(r->labels, r->nlabels, who[i])) != NULL)
 			cJSON_AddStringToObject(attrs, who[i], v);
 	labels = cJSON_AddObjectToObject(attrs, "labels");
 	for (i = 0; i < r->nlabels; i++)

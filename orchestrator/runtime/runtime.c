@@ -2,6 +2,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
+
 #include "runtime.h"
 
 void
@@ -41,13 +44,37 @@ rt_state_name(enum rt_state s)
 }
 
 const char *
-rt_label(const struct rt_info *ri, const char *k)
+rt_kv_get(const struct rt_kv *kv, size_t n, const char *k)
 {
 	size_t i;
 
-	for (i = 0; i < ri->nlabels; i++)
-		if (strcmp(ri->labels[i].k, k) == 0)
-			return ri->labels[i].v;
+	for (i = 0; i < n; i++)
+		if (kv[i].k != NULL && strcmp(kv[i].k, k) == 0)
+			return kv[i].v;
 	return NULL;
+}
+
+const char *
+rt_label(const struct rt_info *ri, const char *k)
+{
+	return rt_kv_get(ri->labels, ri->nlabels, k);
+}
+
+cJSON *
+rt_info_json(const struct rt_info *ri)
+{
+	cJSON *o = cJSON_CreateObject(), *l;
+	size_t i;
+
+	cJSON_AddStringToObject(o, "id", ri->id);
+	cJSON_AddStringToObject(o, "state", rt_state_name(ri->state));
+	cJSON_AddStringToObject(o, "image", ri->image);
+	cJSON_AddNumberToObject(o, "created_ms", (double)ri->created_ms);
+	cJSON_AddNumberToObject(o, "started_ms", (double)ri->started_ms);
+	cJSON_AddStringToObject(o, "reason", ri->reason);
+	l = cJSON_AddObjectToObject(o, "labels");
+	for (i = 0; i < ri->nlabels; i++)
+		cJSON_AddStringToObject(l, ri->labels[i].k, ri->labels[i].v);
+	return o;
 }
 

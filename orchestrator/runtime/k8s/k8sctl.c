@@ -80,24 +80,6 @@ usage(void)
 	exit(2);
 }
 
-static cJSON *
-info_json(const struct rt_info *ri)
-{
-	cJSON *o = cJSON_CreateObject(), *l;
-	size_t i;
-
-	cJSON_AddStringToObject(o, "id", ri->id);
-	cJSON_AddStringToObject(o, "state", rt_state_name(ri->state));
-	cJSON_AddStringToObject(o, "image", ri->image);
-	cJSON_AddNumberToObject(o, "created_ms", (double)ri->created_ms);
-	cJSON_AddNumberToObject(o, "started_ms", (double)ri->started_ms);
-	cJSON_AddStringToObject(o, "reason", ri->reason);
-	l = cJSON_AddObjectToObject(o, "labels");
-	for (i = 0; i < ri->nlabels; i++)
-		cJSON_AddStringToObject(l, ri->labels[i].k, ri->labels[i].v);
-	return o;
-}
-
 static void
 print_json(cJSON *o)
 {
@@ -184,7 +166,7 @@ cmd_create(struct runtime *rt, int argc, char **argv, char *err, size_t errlen)
 	sp.env = env;
 	if (rt->ops->create(rt, &sp, &ri, err, errlen) == -1)
 		return -1;
-	print_json(info_json(&ri));
+	print_json(rt_info_json(&ri));
 	rt_info_clear(&ri);
 	return 0;
 }
@@ -354,7 +336,7 @@ cmd_get(struct runtime *rt, int argc UNUSED, char **argv, char *err,
 	int rc;
 
 	if ((rc = rt->ops->get(rt, argv[0], &ri, err, errlen)) == 0) {
-		print_json(info_json(&ri));
+		print_json(rt_info_json(&ri));
 		rt_info_clear(&ri);
 	}
 	return rc;
@@ -385,7 +367,7 @@ cmd_list(struct runtime *rt, int argc UNUSED, char **argv UNUSED, char *err,
 		return -1;
 	arr = cJSON_CreateArray();
 	for (i = 0; i < n; i++)
-		cJSON_AddItemToArray(arr, info_json(&ri[i]));
+		cJSON_AddItemToArray(arr, rt_info_json(&ri[i]));
 	print_json(arr);
 	rt_info_free_array(ri, n);
 	return 0;

@@ -123,19 +123,7 @@ print_info(const struct rt_info *ri, cJSON *arr)
 	size_t i;
 
 	if (arr != NULL) {
-		cJSON *o = cJSON_CreateObject(), *l;
-
-		cJSON_AddStringToObject(o, "id", ri->id);
-		cJSON_AddStringToObject(o, "state", rt_state_name(ri->state));
-		cJSON_AddStringToObject(o, "image", ri->image);
-		cJSON_AddNumberToObject(o, "created_ms", (double)ri->created_ms);
-		cJSON_AddNumberToObject(o, "started_ms", (double)ri->started_ms);
-		cJSON_AddStringToObject(o, "reason", ri->reason);
-		l = cJSON_AddObjectToObject(o, "labels");
-		for (i = 0; i < ri->nlabels; i++)
-			cJSON_AddStringToObject(l, ri->labels[i].k,
-			    ri->labels[i].v);
-		cJSON_AddItemToArray(arr, o);
+		cJSON_AddItemToArray(arr, rt_info_json(ri));
 		return;
 	}
 	printf("%s\t%s\t%s\t%s", ri->id, rt_state_name(ri->state),
