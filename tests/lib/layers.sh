@@ -6,6 +6,11 @@
 # use is an undefined symbol of another object (nm -u). Calls through
 # function pointers (route tables, callbacks) are not links and do not count.
 set -u
+# No objects, or a glob that matched nothing, would pass vacuously.
+[ $# -ge 2 ] || { echo "layers.sh: give two objects or more" >&2; exit 2; }
+for o in "$@"; do
+	[ -r "$o" ] || { echo "layers.sh: $o: no such object" >&2; exit 2; }
+done
 declare -A def
 for o in "$@"; do
 	while read -r _ _ s; do def[$s]=$o; done < <(nm --defined-only -g "$o")
