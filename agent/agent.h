@@ -18,6 +18,7 @@
 #define AGENT_JOB_OUTPUT_CAP	((size_t)64 * 1024 * 1024)	/* default spool cap */
 #define AGENT_JOB_KEEP		100		/* finished jobs kept, default */
 #define AGENT_JOB_KEEP_MS	(24LL * 3600 * 1000)	/* and for a day */
+#define NEST_RUN_BYTES		(64LL * 1024 * 1024)	/* the sandbox's /run */
 
 struct agent_conf {
 	const char	*shell;		/* --shell */

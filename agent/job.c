@@ -35,6 +35,7 @@
 #include "job.h"
 #include "json.h"
 #include "log.h"
+#include "nest.h"
 #include "proc.h"
 #include "shell.h"
 #include "strnum.h"
@@ -619,6 +620,11 @@ wrapper_exit_record(const char *dir, int code, int sig, int oom)
 	buf_free(&b);
 }
 
+/* The job's script, open in its shell (it stays open in what the script
+ * starts: a read-only copy of the script). */
+#define JOB_SCRIPT_FD	63
+#define JOB_SCRIPT_PATH	"/dev/fd/63"
+
 /* The wrapper: runs in a fork of the agent, never returns. */
 static void
 wrapper_main(const char *dir, int outfd, int pipefd, const char *cwd,
@@ -631,7 +637,7 @@ wrapper_main(const char *dir, int outfd, int pipefd, const char *cwd,
 	sigset_t none, chld;
 	pid_t child, w;
 	int st, i, code = -1, sig = -1, oom = 0, tmo;
-	int dnull, op[2], sfd;
+	int dnull, op[2], sfd, scfd;
 
 	setsid();
 	(void)prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -660,10 +666,15 @@ wrapper_main(const char *dir, int outfd, int pipefd, const char *cwd,
 	    (sfd = signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC)) == -1)
 		_exit(126);
 	oom0 = proc_oom_kills();
-	if ((child = fork()) == -1)
+	/* the script is read through a descriptor: under nest.c its path
+	 * (in the agent's state) is not in the sandbox's view */
+	if ((i = open(script, O_RDONLY)) == -1 ||
+	    (scfd = fcntl(i, F_DUPFD, JOB_SCRIPT_FD)) != JOB_SCRIPT_FD ||
+	    close(i) == -1 || (child = nest_fork()) == -1)
 		_exit(126);
 	if (child == 0) {
 		char *argv[3];
+		nest_child_drop();
 		setpgid(0, 0);
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
@@ -673,12 +684,12 @@ wrapper_main(const char *dir, int outfd, int pipefd, const char *cwd,
 		signal(SIGPIPE, SIG_DFL);
 		if (dup2(op[1], 1) == -1 || dup2(op[1], 2) == -1)
 			_exit(127);
-		proc_closefrom(3, -1);
+		proc_closefrom(3, JOB_SCRIPT_FD);
 		if (chdir(cwd) == -1 && chdir(agent_conf.workdir) == -1)
 			ign(chdir("/"));
 		/* busybox picks the applet by argv[0] */
 		argv[0] = (char *)(shell_is_bash() ? "bash" : "sh");
-		argv[1] = (char *)script;
+		argv[1] = (char *)JOB_SCRIPT_PATH;
 		argv[2] = NULL;
 		execv(shell_path(), argv);
 		_exit(127);

@@ -49,6 +49,7 @@
 #include "job.h"
 #include "json.h"
 #include "log.h"
+#include "nest.h"
 #include "shell.h"
 #include "strnum.h"
 #include "xmalloc.h"
@@ -471,6 +472,9 @@ reap(void)
 			continue;
 		if (job_child_exited(pid, st))
 			continue;
+		if (pid == nest_init_pid())
+			fatalx("the sandbox's init exited (status 0x%x): stopping "
+			    "the sandbox", st);
 		log_debug("reaped pid=%d status=0x%x", (int)pid, st);
 	}
 }
@@ -606,7 +610,7 @@ usage(FILE *out, int status)
 	fprintf(out, "usage: sandbox-agent [-dv] --listen unix:PATH|tcp:HOST:PORT "
 	    "[--token-file FILE]\n\t[--state DIR] [--workdir DIR] [--shell PATH] "
 	    "[--max-output BYTES]\n\t[--request-timeout MS] [--job-output-cap BYTES] "
-	    "[--job-keep N] [--job-keep-ms MS]\n");
+	    "[--job-keep N] [--job-keep-ms MS]\n\t[--nest-caps HEX]\n");
 	exit(status);
 }
 
@@ -615,7 +619,25 @@ struct args {
 	const char	*listen;	/* --listen (required) */
 	const char	*token_file;	/* --token-file */
 	int		 verbose;	/* log level: info, one up a -v */
+	int		 nest;		/* --nest-caps given (nest.h) */
+	uint64_t	 nest_caps;	/* what root keeps in the sandbox */
 };
+
+/* --nest-caps: a capability mask in hex ("0xa00405fb", "0"). */
+static int
+parse_caps(const char *s, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+
+	errno = 0;
+	v = strtoull(s, &end, 16);
+	if (*s == '\0' || *s == '-' || *end != '\0' || errno != 0 ||
+	    v >= (1ULL << 41))
+		return -1;
+	*out = v;
+	return 0;
+}
 
 /*
  * Parses the command line (getopt_long) into a and agent_conf. --help
@@ -638,6 +660,7 @@ parse_args(int argc, char **argv, struct args *a)
 		{ "job-output-cap", required_argument, NULL, 'C' },
 		{ "job-keep", required_argument, NULL, 'K' },
 		{ "job-keep-ms", required_argument, NULL, 'T' },
+		{ "nest-caps", required_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -685,6 +708,11 @@ parse_args(int argc, char **argv, struct args *a)
 			    &errstr) == -1)
 				usage(stderr, 2);
 			agent_conf.job_keep_ms = v;
+			break;
+		case 'N':
+			if (parse_caps(optarg, &a->nest_caps) == -1)
+				usage(stderr, 2);
+			a->nest = 1;
 			break;
 		default:
 			usage(stderr, 2);
@@ -763,6 +791,7 @@ int
 main(int argc, char **argv)
 {
 	struct args a;
+	char err[256];
 
 	parse_args(argc, argv, &a);
 	log_init("sandbox-agent", a.verbose, NULL);
@@ -774,6 +803,9 @@ main(int argc, char **argv)
 	if (conn_serve(listen_fd, conn_dispatch) == -1)
 		fatal("epoll listen");
 	agent_touch();
+	if (a.nest && nest_init(a.nest_caps, NEST_RUN_BYTES, err,
+	    sizeof(err)) == -1)
+		fatalx("nest: %s", err);
 	if (job_init() == -1)
 		log_warnx("jobs: state directory %s unusable", agent_conf.statedir);
 	if (shell_init() == -1)

@@ -35,6 +35,7 @@
 #include "ev.h"
 #include "json.h"
 #include "log.h"
+#include "nest.h"
 #include "proc.h"
 #include "shell.h"
 #include "strnum.h"
@@ -368,12 +369,13 @@ shell_spawn(void)
 		goto fail;
 	}
 	(void)fcntl(outp[0], F_SETPIPE_SZ, SHELL_PIPE_SIZE);
-	if ((pid = fork()) == -1) {
+	if ((pid = nest_fork()) == -1) {
 		log_warn("shell: fork");
 		goto fail;
 	}
 	if (pid == 0) {
 		char *argv[4];
+		nest_child_drop();
 		if (dup2(inp[0], 0) == -1 || dup2(outp[1], 1) == -1 ||
 		    dup2(outp[1], 2) == -1 || dup2(stp[1], sh.stfdnum) == -1)
 			_exit(127);

@@ -103,10 +103,12 @@ reap(pid_t pid)
  * The sandbox's user namespaces. N1, owned by the sandbox's host uid U,
  * maps ids 0..R-1 to U..U+R-1 (R = uid_range): the idmapped mount of the
  * image uses it, so an image file owned by uid k belongs to U+k. Its
- * max_user_namespaces is 1, taken by N2, a child of N1 with the identity
- * map 0..R-1: bwrap joins N2 (--userns), so processes inside see every id
- * of their range, and no process in N2 can make a user namespace (N1's
- * limit is out of N2's reach), as bwrap --disable-userns would do. Made by
+ * max_user_namespaces is 2, taken by N2, a child of N1 with the identity
+ * map 0..R-1, and N3, the agent's child of N2 where the sandbox's
+ * commands run (agent/nest.c): bwrap joins N2 (--userns), so processes
+ * inside see every id of their range, and once N3 exists no process in
+ * N2 or N3 can make a user namespace (N1's limit, charged for every user
+ * namespace below N1, is out of their reach). Made by
  * two short-lived CLONE_VM helpers: H1 (euid U, unshares N1; after we wrote
  * N1's maps it sets the limit and clones H2 into N2 and writes N2's maps,
  * which only a process in N1 may do). Talks over pipes with bytes.
@@ -194,7 +196,7 @@ h1_child(void *arg)
 	if (write(u->to_p[1], "1", 1) != 1 || read(u->to_h1[0], &c, 1) != 1 ||
 	    c != 'm')
 		return h1_fail(u, 3);
-	if (rl_write_str("/proc/sys/user/max_user_namespaces", "1") == -1)
+	if (rl_write_str("/proc/sys/user/max_user_namespaces", "2") == -1)
 		return h1_fail(u, 4);
 	u->h2 = clone(h2_child, (char *)u->stack2 + RL_STACK,
 	    CLONE_VM | CLONE_NEWUSER | SIGCHLD, u);

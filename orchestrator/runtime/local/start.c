@@ -28,6 +28,7 @@
 
 #include "agentc.h"
 #include "buf.h"
+#include "caps.h"
 #include "log.h"
 #include "local_int.h"
 #include "util.h"
@@ -412,7 +413,20 @@ argv_ns(struct argv_b *av, const struct rec *r)
 	av_add(av, "bwrap");
 	av_add(av, "--userns");	/* N2 (rl_spawn): ids 0..uid_range-1 */
 	av_add(av, "5");
-	av_add(av, "--assert-userns-disabled");
+	/* the agent's, for agent/nest.c, which drops them: a plain /proc
+	 * (SYS_ADMIN), the maps of N3, the user namespace of the sandbox's
+	 * commands (SETUID, SETGID; SETFCAP to map its root), and its low
+	 * ports (NET_ADMIN: the sysctl ip_unprivileged_port_start) */
+	av_add(av, "--cap-add");
+	av_add(av, "CAP_SYS_ADMIN");
+	av_add(av, "--cap-add");
+	av_add(av, "CAP_SETUID");
+	av_add(av, "--cap-add");
+	av_add(av, "CAP_SETGID");
+	av_add(av, "--cap-add");
+	av_add(av, "CAP_SETFCAP");
+	av_add(av, "--cap-add");
+	av_add(av, "CAP_NET_ADMIN");
 	av_add(av, "--unshare-pid");
 	av_add(av, "--unshare-net");
 	av_add(av, "--unshare-ipc");
@@ -450,6 +464,12 @@ argv_mounts(struct argv_b *av, const struct rl *rl, const struct rec *r,
 	av_add(av, "/tmp");
 	av_add(av, "--tmpfs");
 	av_add(av, "/run");
+	av_add(av, "--perms");
+	av_add(av, "0700");
+	av_add(av, "--dir");
+	av_add(av, "/run/nest");
+	av_add(av, "--dir");
+	av_add(av, "/run/nest/proc");
 	av_add(av, "--bind");
 	av_add(av, p->agent);
 	av_add(av, "/run/agent");
@@ -525,6 +545,8 @@ static void
 bwrap_argv(struct argv_b *av, const struct rl *rl, const struct rec *r,
     const struct start_paths *p, int seccomp)
 {
+	char caps[32];
+
 	argv_ns(av, r);
 	argv_mounts(av, rl, r, p);
 	av_add(av, "--new-session");
@@ -543,6 +565,12 @@ bwrap_argv(struct argv_b *av, const struct rl *rl, const struct rec *r,
 	av_add(av, "/run/agent/state");
 	av_add(av, "--workdir");
 	av_add(av, "/workspace");
+	/* the sandbox's commands one level below the agent (agent/nest.c),
+	 * root with the capabilities of common/caps.h */
+	snprintf(caps, sizeof(caps), "%#llx", r->run_as_root ?
+	    (unsigned long long)SANDBOX_CAPS_MASK : 0ULL);
+	av_add(av, "--nest-caps");
+	av_add(av, caps);
 }
 
 /* Spawns bwrap with argv as the sandbox's processes (spawn.c); fills sp.
