@@ -656,7 +656,7 @@ wrapper_main(const char *dir, int outfd, int pipefd, const char *cwd,
 	if (dup2(dnull, 0) == -1 || dup2(dnull, 1) == -1 || dup2(dnull, 2) == -1 ||
 	    dup2(outfd, 3) == -1 || dup2(pipefd, 4) == -1)
 		_exit(126);
-	proc_closefrom(5, -1);
+	nest_closefrom(5);
 	if (pipe2(op, O_CLOEXEC) == -1)
 		_exit(126);
 	(void)fcntl(op[0], F_SETPIPE_SZ, 1024 * 1024);

@@ -301,23 +301,42 @@ get_byte(int fd)
 	return c;
 }
 
+/* What C0 says on its own pipe (init's "r" on the socket may come first). */
+struct c0_msg {
+	int	step;	/* 0: pid is init's; else what failed (c0_steps) */
+	int	err;	/* its errno */
+	pid_t	pid;
+};
+
+static const char *const c0_steps[] = {
+	"ok", "unshare of the user and mount namespaces", "sync",
+	"unshare of the pid namespace", "fork of init",
+};
+
 /*
  * C0, a fork of ours: unshares N3 and M3, waits for us to write N3's
  * maps, unshares P2 and forks init into it, tells us init's pid, exits.
  */
 static NORETURN void
-c0_main(int ctl, int life, long long run_bytes)
+c0_main(int ctl, int rep, int life, long long run_bytes)
 {
-	pid_t pid;
+	struct c0_msg m = { 0, 0, -1 };
 	char c;
 
-	if (unshare(CLONE_NEWUSER | CLONE_NEWNS) == -1 ||
-	    write(ctl, "u", 1) != 1 || read(ctl, &c, 1) != 1 || c != 'm' ||
-	    unshare(CLONE_NEWPID) == -1 || (pid = fork()) == -1)
-		_exit(1);
-	if (pid == 0)
+	if (unshare(CLONE_NEWUSER | CLONE_NEWNS) == -1)
+		m.step = 1;
+	else if (write(ctl, "u", 1) != 1 || read(ctl, &c, 1) != 1 || c != 'm')
+		m.step = 2;
+	else if (unshare(CLONE_NEWPID) == -1)
+		m.step = 3;
+	else if ((m.pid = fork()) == -1)
+		m.step = 4;
+	else if (m.pid == 0) {
+		close(rep);
 		init_main(ctl, life, run_bytes);
-	ign((int)write(ctl, &pid, sizeof(pid)));
+	}
+	m.err = errno;
+	ign((int)write(rep, &m, sizeof(m)));
 	_exit(0);
 }
 
@@ -346,12 +365,13 @@ low_ports(void)
 static int
 start_init(long long run_bytes, char *err, size_t errlen)
 {
-	int ctl[2] = { -1, -1 }, life[2] = { -1, -1 }, rc = -1, st;
-	pid_t c0 = -1, pid = -1;
-	ssize_t n;
+	int ctl[2] = { -1, -1 }, life[2] = { -1, -1 }, rep[2] = { -1, -1 };
+	int rc = -1, st;
+	struct c0_msg m = { -1, 0, -1 };
+	pid_t c0 = -1;
 
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ctl) == -1 ||
-	    pipe2(life, O_CLOEXEC) == -1) {
+	    pipe2(life, O_CLOEXEC) == -1 || pipe2(rep, O_CLOEXEC) == -1) {
 		snprintf(err, errlen, "socketpair: %s", strerror(errno));
 		goto out;
 	}
@@ -362,22 +382,22 @@ start_init(long long run_bytes, char *err, size_t errlen)
 	if (c0 == 0) {
 		close(ctl[0]);
 		close(life[1]);
-		c0_main(ctl[1], life[0], run_bytes);
+		close(rep[0]);
+		c0_main(ctl[1], rep[1], life[0], run_bytes);
 	}
 	close(ctl[1]);
 	ctl[1] = -1;
+	close(rep[1]);
+	rep[1] = -1;
 	close(life[0]);
 	life[0] = -1;
-	if (get_byte(ctl[0]) != 'u') {
-		snprintf(err, errlen, "unshare of the user and mount namespaces "
-		    "failed");
+	if (get_byte(ctl[0]) == 'u' && write_maps(c0, err, errlen) == -1)
 		goto out;
-	}
-	if (write_maps(c0, err, errlen) == -1)
-		goto out;
-	if (write(ctl[0], "m", 1) != 1 ||
-	    (n = read(ctl[0], &pid, sizeof(pid))) != (ssize_t)sizeof(pid)) {
-		snprintf(err, errlen, "unshare of the pid namespace failed");
+	ign((int)write(ctl[0], "m", 1));
+	if (read(rep[0], &m, sizeof(m)) != (ssize_t)sizeof(m) || m.step != 0) {
+		snprintf(err, errlen, "%s: %s", m.step > 0 &&
+		    (size_t)m.step < NELEM(c0_steps) ? c0_steps[m.step] :
+		    "C0 did not answer", m.step > 0 ? strerror(m.err) : "");
 		goto out;
 	}
 	if (recv_ns(ctl[0]) == -1) {
@@ -392,13 +412,17 @@ out:
 		close(ctl[0]);
 	if (ctl[1] != -1)
 		close(ctl[1]);
+	if (rep[0] != -1)
+		close(rep[0]);
+	if (rep[1] != -1)
+		close(rep[1]);
 	if (c0 > 0)
 		while (waitpid(c0, &st, 0) == -1 && errno == EINTR)
 			;
 	if (life[0] != -1)
 		close(life[0]);
 	if (rc == 0) {
-		nest.init = pid;
+		nest.init = m.pid;
 		nest.lifeline = life[1];
 	} else if (life[1] != -1)
 		close(life[1]);
@@ -437,6 +461,30 @@ nest_init(uint64_t caps, long long run_bytes, char *err, size_t errlen)
 	log_info("nest: sandbox init pid=%d caps=0x%llx", (int)nest.init,
 	    (unsigned long long)caps);
 	return 0;
+}
+
+void
+nest_closefrom(int lowfd)
+{
+	int keep[3], i, j, t, from = lowfd;
+
+	memcpy(keep, nest.nsfd, sizeof(keep));
+	for (i = 0; i < 3; i++)
+		for (j = i + 1; j < 3; j++)
+			if (keep[j] < keep[i]) {
+				t = keep[i];
+				keep[i] = keep[j];
+				keep[j] = t;
+			}
+	for (i = 0; i < 3; i++) {
+		if (keep[i] < from)
+			continue;
+		if (keep[i] > from)
+			ign((int)syscall(SYS_close_range, (unsigned)from,
+			    (unsigned)keep[i] - 1, 0));
+		from = keep[i] + 1;
+	}
+	ign((int)syscall(SYS_close_range, (unsigned)from, ~0U, 0));
 }
 
 pid_t

@@ -25,6 +25,8 @@ int	nest_on(void);
  * The child is still privileged; it calls nest_child_drop before exec.
  */
 pid_t	nest_fork(void);
+/* closefrom(lowfd) that keeps what nest_fork needs (a job's wrapper). */
+void	nest_closefrom(int lowfd);
 /* In a child of nest_fork: takes the sandbox's ids (the agent's uid and
  * gid) and capabilities. _exit(126) if it cannot. */
 void	nest_child_drop(void);
