@@ -57,7 +57,8 @@ mirror_selfcheck
 cat >"$T/mirror.lua" <<LUA
 -- only the internal mirror, and only plain HTTP (no credential ever)
 local M = { name = "e2e-mirror" }
-local allowed = { ["$M"] = true, ["lo.e2e.test"] = true }
+-- (lo.e2e.test and ten.e2e.test: names the addon allows at addresses it must not reach)
+local allowed = { ["$M"] = true, ["lo.e2e.test"] = true, ["ten.e2e.test"] = true }
 function M.on_connect(ctx)
   if ctx.plain and ctx.port == 80 and allowed[ctx.host] then return "tunnel" end
   return "deny", "only the internal mirror", 403
@@ -75,6 +76,7 @@ upstream:
 resolve:
   "$M:80": "$MADDR:$MIRROR_PORT"
   "lo.e2e.test:80": "127.0.0.1:$MIRROR_HOSTONLY_PORT"
+  "ten.e2e.test:80": "10.255.255.1:80"
 default_action: deny
 addons: [$T/mirror.lua]
 addon_watch: 0
@@ -116,8 +118,10 @@ run curl "curl -sS --max-time 20 http://$M/debian/dists/e2e/Release -o /tmp/Rele
 expect "curl-mirror-through-proxy" curl "" has curl "$(sha256sum <"$MIRROR_WWW/debian/dists/e2e/Release" | cut -c1-64)"
 run direct "curl -sS --noproxy '*' --max-time 5 http://$MADDR:$MIRROR_PORT/debian/dists/e2e/Release"
 expect "mirror-unreachable-directly" direct "" bash -c "! grep -qx rc=0 '$T/direct.out'"
-run hostlo "curl -sS --max-time 10 -o /dev/null -w 'status=%{http_code}\n' http://lo.e2e.test/"
-expect "host-loopback-refused-by-address" hostlo "" has hostlo 'status=403'
+run hostlo "curl -sS --max-time 10 -w '\nstatus=%{http_code}\n' http://lo.e2e.test/ http://ten.e2e.test/"
+expect "host-loopback-refused-by-address" hostlo "" has hostlo 'lo.e2e.test:80 not allowed (proxy-address)'
+expect "internal-range-refused-by-address" hostlo "" has hostlo 'ten.e2e.test:80 not allowed (private)'
+expect "refusals-are-403" hostlo "" bash -c "[ \$(grep -c '^status=403$' '$T/hostlo.out') = 2 ]"
 check "host-loopback-never-reached" not_contains "$MIRROR_LOG" '"GET / HTTP/1.1" 200 host="lo.e2e.test"'
 run other "curl -sS --max-time 10 -D - -o /dev/null http://deb.debian.org/debian/; curl -sS --max-time 10 -o /dev/null https://$M/ 2>&1"
 expect "other-hosts-denied-by-addon" other "" bash -c "grep -q '^HTTP/1.1 403' '$T/other.out' && grep -qi '^x-proxy-deny-reason: only the internal mirror' '$T/other.out'"
