@@ -171,6 +171,12 @@ expect "pip-install-system" pip "" rc0 pip
 expect "pip-import-from-system-site" pip "" has pip '^/usr/local/lib/python3[.0-9]*/dist-packages/e2e_hello_py/__init__.py$'
 expect "pip-console-script" pip "" bash -c "[ \$(grep -c '^hello from the e2e wheel$' '$T/pip.out') = 2 ]"
 
+# the same wheel found through the mirror's simple index (an http index is
+# not a "secure origin" to pip: it needs --trusted-host)
+run pipidx "pip download --no-deps --disable-pip-version-check -d /tmp/pd --index-url http://$M/py/simple/ \
+	--trusted-host $M e2e-hello-py==1.0 && sha256sum </tmp/pd/$MIRROR_WHEEL"
+expect "pip-index-through-proxy" pipidx "" has pipidx "$(sha256sum <"$MIRROR_WWW/py/$MIRROR_WHEEL" | cut -c1-64)"
+
 # ---- npm ----
 if rt_sh sb-m 'command -v npm' >/dev/null 2>&1; then
 	run npm "npm install -g --no-audit --no-fund http://$M/npm/e2e-hello-npm/-/$MIRROR_NPM_TGZ && e2e-hello-npm"

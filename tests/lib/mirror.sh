@@ -11,7 +11,8 @@
 #                                        throwaway ed25519 key
 #                         debian-unsigned/  the same index without any signature
 #                         py/            e2e_hello_py-1.0-py3-none-any.whl (console script
-#                                        e2e-hello-py), written with zipfile
+#                                        e2e-hello-py), written with zipfile, and a simple
+#                                        index naming it: py/simple/e2e-hello-py/
 #                         npm/           e2e-hello-npm-1.0.0.tgz (npm pack) under a registry
 #                                        layout: GET /npm/e2e-hello-npm is its packument
 #                       and, outside the document root:
@@ -194,6 +195,13 @@ with zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_DEFLATED) as z:
     record.append("e2e_hello_py-1.0.dist-info/RECORD,,")
     z.writestr("e2e_hello_py-1.0.dist-info/RECORD", "\n".join(record) + "\n")
 PY
+	# a PEP 503 simple index naming it, with its hash (pip --index-url)
+	local h
+	h=$(sha256sum <"$MIRROR_WWW/py/$MIRROR_WHEEL" | cut -c1-64)
+	mkdir -p "$MIRROR_WWW/py/simple/e2e-hello-py"
+	printf '<!DOCTYPE html>\n<a href="e2e-hello-py/">e2e-hello-py</a>\n' >"$MIRROR_WWW/py/simple/index.html"
+	printf '<!DOCTYPE html>\n<a href="../../%s#sha256=%s">%s</a>\n' "$MIRROR_WHEEL" "$h" "$MIRROR_WHEEL" \
+		>"$MIRROR_WWW/py/simple/e2e-hello-py/index.html"
 }
 
 # The npm tarball (npm pack of a local directory) and its packument, so both
@@ -342,6 +350,9 @@ mirror_selfcheck() {
 	check_log "fixture-pip-install" "$d/pip.log" bash -c "PYTHONPATH='$d/py' '$MIRROR_PY' -c \
 		'import e2e_hello_py; e2e_hello_py.main()' | grep -qx 'hello from the e2e wheel'"
 	check_log "fixture-pip-console-script" "$d/pip.log" test -x "$d/py/bin/e2e-hello-py"
+	PIP_CONFIG_FILE=/dev/null "$MIRROR_PY" -m pip download -q --no-deps --disable-pip-version-check \
+		--no-cache-dir -d "$d/pyidx" --index-url "$base/py/simple/" e2e-hello-py==1.0 >"$d/pipidx.log" 2>&1
+	check_log "fixture-pip-index" "$d/pipidx.log" cmp -s "$d/pyidx/$MIRROR_WHEEL" "$MIRROR_WWW/py/$MIRROR_WHEEL"
 	# npm: the tarball installs globally (into a prefix) and its bin runs
 	if command -v npm >/dev/null 2>&1; then
 		npm install -g --prefix "$d/npm" --cache "$d/npm-cache" --no-audit --no-fund \
