@@ -13,10 +13,12 @@
 # every request passed through untouched, no credential injected, and the
 # mirror must have seen exactly those requests.
 #
-# Then what must keep holding once sandbox root has capabilities: no mount,
-# no module, no write into another sandbox, no cgroup limit change, no user
-# namespace, the capability set exactly CAP_SET below; with --no-root
-# (run_as_root: false) no capability and not root.
+# Then what must keep holding once sandbox root has capabilities: the
+# capability set exactly CAP_SET below (and nothing more in the bounding
+# set); no mount, module, device node, user/mount/net namespace, signal to a
+# host process, cgroup limit change, write into another sandbox or change to
+# the shared image; with --no-root (run_as_root: false) no capability and
+# not root.
 #
 # A check that depends on sandbox root holding capabilities says which in
 # its failure reason ("root needs CAP_...").
@@ -83,6 +85,7 @@ addon_watch: 0
 audit: {log: $T/audit.jsonl}
 YAML
 "$PROXY" -d -f "$T/p.yaml" >"$T/proxy.log" 2>&1 & track_pid $!
+PROXY_PID=$!
 wait_port "$PP" 20 && wait_for 10 test -S "$T/admin.sock" ||
 	{ fail "proxy-start" "$(tail -5 "$T/proxy.log")"; exit 1; }
 
@@ -313,6 +316,12 @@ done
 expect "probe-ran" probe "" has probe '^getpid ALLOWED'
 run unshare "for o in -U -m -n -p; do unshare \$o -f true 2>/dev/null && echo \"UNSHARED \$o\" || echo \"refused \$o\"; done"
 expect "no-unshare-U-m-n-p" unshare "" bash -c "! grep -q UNSHARED '$T/unshare.out' && [ \$(grep -c refused '$T/unshare.out') = 4 ]"
+# devices and host processes: no device node, no signal outside the pid namespace
+run devkill "mknod /tmp/sda b 8 0 2>/dev/null && echo 'MADE block' || echo 'refused block'
+	mknod /tmp/mem c 1 1 2>/dev/null && echo 'MADE char' || echo 'refused char'
+	for p in $PROXY_PID $$; do kill -0 \$p 2>/dev/null && echo \"SIGNALLED \$p\" || echo \"refused \$p\"; done"
+expect "no-mknod" devkill "" bash -c "! grep -q MADE '$T/devkill.out' && [ \$(grep -c '^refused [bc]' '$T/devkill.out') = 2 ]"
+expect "no-signal-to-host-processes" devkill "" bash -c "! grep -q SIGNALLED '$T/devkill.out' && [ \$(grep -c '^refused [0-9]' '$T/devkill.out') = 2 ]"
 
 # cgroups: the limits, read on the host, do not move whatever root inside writes
 cglimits() {
@@ -358,6 +367,13 @@ check "cross-sandbox-files-unchanged" [ "$o0" = "$o1" ]
 check "cross-sandbox-no-marker" bash -c "! grep -rqs M-WAS-HERE '$RT_STATE/sb-o'"
 rt_sh sb-o "ls -d /usr/bin/e2e-hello /usr/lib/e2e-local /usr/local/bin/e2e-hello-py 2>/dev/null; getent passwd e2ehello e2euser; echo end" >"$T/osees.out" 2>&1
 expect "other-sandbox-sees-no-install" osees "sb-o sees what sb-m installed" [ "$(cat "$T/osees.out")" = end ]
+# the image is shared: owner and mode changes of its files stay in sb-m's upper layer
+mode0=$(stat -c '%a %u' "$IMG/usr/bin/bash" "$IMG/etc/hostname" | tr '\n' ' ')
+run meta "chmod 4777 /usr/bin/bash; chown 1234:1234 /etc/hostname; stat -c '%a %u' /usr/bin/bash /etc/hostname"
+rt_sh sb-o "stat -c '%a %u' /usr/bin/bash /etc/hostname" >"$T/ometa.out" 2>&1
+expect "shared-image-metadata-stays-private" meta "image: $mode0; sb-o: $(tr '\n' ' ' <"$T/ometa.out")" \
+	[ "$(stat -c '%a %u' "$IMG/usr/bin/bash" "$IMG/etc/hostname" | tr '\n' ' ')" = "$mode0" -a \
+	"$(tr '\n' ' ' <"$T/ometa.out")" = "$mode0" ]
 check "image-untouched" bash -c "! grep -q 'e2ehello\|e2euser' '$IMG/etc/passwd' && [ ! -e '$IMG/usr/bin/e2e-hello' ] &&
 	[ ! -e '$IMG/usr/local/lib/python3.11/dist-packages/e2e_hello_py' ] && ! grep -q e2e '$IMG/etc/apt/sources.list'"
 
