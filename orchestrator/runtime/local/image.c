@@ -18,7 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <linux/openat2.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -178,4 +180,62 @@ runtime_local_image_add(const struct rt_local_conf *c, const char *name,
 		return -1;
 	}
 	return 0;
+}
+
+/*
+ * rel's place in the image: symlinks resolved as the sandbox would, with
+ * the image as root (openat2 RESOLVE_IN_ROOT: an absolute or ../ link
+ * stays inside), "etc/ssl/certs/x" becoming "etc/pki/tls/certs/x" where
+ * etc/ssl/certs links there. 0 with out; 1 if rel does not exist (out is
+ * then rel with its longest existing parent resolved); -1 on error.
+ */
+int
+rl_image_path(const char *image_dir, const char *rel, char *out, size_t outlen)
+{
+	struct open_how how = { .flags = O_PATH | O_CLOEXEC,
+	    .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
+	char root[PATH_MAX], lnk[64], got[PATH_MAX], head[PATH_MAX];
+	const char *tail = "";
+	size_t rl;
+	ssize_t n;
+	int rfd, fd = -1, missing = 0;
+	char *slash;
+
+	if (realpath(image_dir, root) == NULL ||
+	    snprintf(head, sizeof(head), "%s", rel) >= (int)sizeof(head) ||
+	    (rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC)) == -1)
+		return -1;
+	/* the longest prefix of rel that resolves */
+	for (;;) {
+		fd = (int)syscall(SYS_openat2, rfd, head, &how, sizeof(how));
+		if (fd != -1 || errno != ENOENT)
+			break;
+		missing = 1;
+		if ((slash = strrchr(head, '/')) == NULL) {
+			head[0] = '\0';
+			break;
+		}
+		*slash = '\0';
+		tail = rel + (slash - head) + 1;
+	}
+	close(rfd);
+	if (fd == -1 && head[0] != '\0')
+		return -1;
+	if (fd == -1) {	/* nothing of rel exists */
+		snprintf(out, outlen, "%s", rel);
+		return 1;
+	}
+	snprintf(lnk, sizeof(lnk), "/proc/self/fd/%d", fd);
+	n = readlink(lnk, got, sizeof(got) - 1);
+	close(fd);
+	rl = strlen(root);
+	if (n < (ssize_t)rl || strncmp(got, root, rl) != 0 ||
+	    (n > (ssize_t)rl && got[rl] != '/'))
+		return -1;
+	got[n] = '\0';
+	if (snprintf(out, outlen, "%s%s%s", got[rl] == '/' ? got + rl + 1 : "",
+	    missing && got[rl] == '/' ? "/" : "", missing ? tail : "") >=
+	    (int)outlen)
+		return -1;
+	return missing;
 }

@@ -266,6 +266,12 @@ int	rl_each_id(const struct rl *, void (*fn)(const char *, void *),
  * allocation lock. 0, or -1 with err. */
 int	rl_alloc_uid(struct rl *, long long *uid, char *err, size_t errlen);
 
+/* rel's place in the image (its symlinks followed with the image as
+ * root): 0 with out, 1 if it does not exist (out: its longest existing
+ * parent resolved, then the rest), -1 on error. */
+int	rl_image_path(const char *image_dir, const char *rel, char *out,
+	    size_t outlen);
+
 /* files.c */
 /* mkdir p (an existing one is fine), then chown uid:gid and chmod mode;
  * 0 or -1 with err. */

@@ -77,20 +77,89 @@ rl_steps_log(struct steps *s, const char *id, const char *what)
 }
 
 /*
- * Puts the proxy CA into the sandbox's trust store, in the overlay's upper
- * layer: the image's bundle plus the CA in /etc/ssl/certs/ca-certificates.crt,
- * and the CA alone in /usr/local/share/ca-certificates/.
+ * The files the runtime puts into a sandbox's root at each start
+ * (docs/local-runtime.md, "Files the runtime writes"): /etc/hostname, and
+ * with a proxy CA the trust store's bundle (the image's own bundle plus
+ * the CA) and the CA alone where the image's update tools look. Each goes
+ * to its path in the image with the image's symlinks followed inside the
+ * image (rl_image_path), so a layout where /etc/ssl/certs links elsewhere
+ * (RHEL) keeps its link and gets the bundle at the link's target. They go
+ * into the upper layer, or with a disk image (mounted in the sandbox's
+ * mount namespace only) into <id>/ca/, bind-mounted over the same paths.
  */
-static int
-install_ca(const struct rl *rl, const struct rec *r, const char *upper,
-    char *err, size_t errlen)
+#define RL_ROOT_FILES	4
+
+struct root_files {
+	char	rel[RL_ROOT_FILES][RL_PATH_MAX];	/* resolved, in the image */
+	size_t	n;
+};
+
+/* Where the image keeps its CA bundle, most common first. */
+static const char *const image_bundles[] = {
+	"etc/ssl/certs/ca-certificates.crt",	/* Debian, Alpine, Arch */
+	"etc/pki/tls/certs/ca-bundle.crt",	/* RHEL, Fedora */
+	"etc/ssl/ca-bundle.pem",		/* SUSE */
+	"etc/ssl/cert.pem",			/* Alpine, BSD-style */
+};
+
+/* Reads the image's own CA bundle into b (empty if it has none). */
+static void
+read_image_bundle(const struct rec *r, struct buf *b)
 {
-	char p[RL_PATH_MAX + 64], e[RL_PATH_MAX + 128];
+	char rel[RL_PATH_MAX], p[RL_PATH_MAX * 2], e[RL_PATH_MAX + 128];
+	size_t i;
+
+	for (i = 0; i < NELEM(image_bundles); i++) {
+		if (rl_image_path(r->image_dir, image_bundles[i], rel,
+		    sizeof(rel)) != 0)
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", r->image_dir, rel);
+		/* O_NOFOLLOW: rel has its links resolved */
+		if (util_read_file_flags(p, O_NOFOLLOW, b, e, sizeof(e)) == 0)
+			return;
+		buf_reset(b);
+	}
+}
+
+/* Writes data at rel (a resolved path in the image) under top. */
+static int
+put_root_file(const char *top, const struct rec *r, const char *rel,
+    const char *data, size_t len, struct root_files *rf, char *err,
+    size_t errlen)
+{
+	char dir[RL_PATH_MAX], *slash;
+
+	snprintf(dir, sizeof(dir), "%s", rel);
+	if ((slash = strrchr(dir, '/')) == NULL || rf->n >= RL_ROOT_FILES) {
+		snprintf(err, errlen, "bad root file path %s", rel);
+		return -1;
+	}
+	*slash = '\0';
+	if (rl_write_in_upper(top, dir, slash + 1, data, len, (uid_t)r->uid,
+	    (gid_t)r->uid, err, errlen) == -1)
+		return -1;
+	snprintf(rf->rel[rf->n++], RL_PATH_MAX, "%s", rel);
+	return 0;
+}
+
+/* rel resolved in the image (as itself if that fails). */
+static void
+image_rel(const struct rec *r, const char *rel, char *out, size_t outlen)
+{
+	if (rl_image_path(r->image_dir, rel, out, outlen) == -1)
+		snprintf(out, outlen, "%s", rel);
+}
+
+/* The proxy CA: the bundle at the path the environment names (netns.c's
+ * SSL_CERT_FILE and friends), the CA alone for update-ca-certificates. */
+static int
+put_ca(const struct rl *rl, const struct rec *r, const char *top,
+    struct root_files *rf, char *err, size_t errlen)
+{
+	char rel[RL_PATH_MAX], e[RL_PATH_MAX + 128];
 	struct buf ca, sys, b;
 	int rc = -1;
 
-	if (rl->c.proxy_ca_cert == NULL || rl->c.proxy_ca_cert[0] == '\0')
-		return 0;
 	buf_init(&ca, RL_CA_MAX);
 	buf_init(&sys, RL_CA_MAX);
 	buf_init(&b, 2 * RL_CA_MAX + 16);
@@ -105,23 +174,19 @@ install_ca(const struct rl *rl, const struct rec *r, const char *upper,
 		    rl->c.proxy_ca_cert);
 		goto out;
 	}
-	/* the image's bundle, if any; O_NOFOLLOW: a link in an image means
-	 * a path inside the sandbox, not on the host */
-	snprintf(p, sizeof(p), "%s/etc/ssl/certs/ca-certificates.crt",
-	    r->image_dir);
-	if (util_read_file_flags(p, O_NOFOLLOW, &sys, e, sizeof(e)) == -1)
-		buf_reset(&sys);
+	read_image_bundle(r, &sys);
 	if ((sys.len > 0 && buf_add(&b, sys.p, sys.len) == -1) ||
 	    (sys.len > 0 && sys.p[sys.len - 1] != '\n' &&
 	    buf_addstr(&b, "\n") == -1) || buf_add(&b, ca.p, ca.len) == -1) {
 		snprintf(err, errlen, "CA bundle too large");
 		goto out;
 	}
-	if (rl_write_in_upper(upper, "etc/ssl/certs", "ca-certificates.crt",
-	    b.p, b.len, (uid_t)r->uid, (gid_t)r->uid, err, errlen) == -1 ||
-	    rl_write_in_upper(upper, "usr/local/share/ca-certificates",
-	    "egress-proxy-ca.crt", ca.p, ca.len, (uid_t)r->uid, (gid_t)r->uid,
-	    err, errlen) == -1)
+	image_rel(r, "etc/ssl/certs/ca-certificates.crt", rel, sizeof(rel));
+	if (put_root_file(top, r, rel, b.p, b.len, rf, err, errlen) == -1)
+		goto out;
+	image_rel(r, "usr/local/share/ca-certificates/egress-proxy-ca.crt", rel,
+	    sizeof(rel));
+	if (put_root_file(top, r, rel, ca.p, ca.len, rf, err, errlen) == -1)
 		goto out;
 	rc = 0;
 out:
@@ -129,6 +194,24 @@ out:
 	buf_free(&sys);
 	buf_free(&ca);
 	return rc;
+}
+
+/* Writes the root files under top (the upper layer or <id>/ca/). */
+static int
+put_root_files(const struct rl *rl, const struct rec *r, const char *top,
+    struct root_files *rf, char *err, size_t errlen)
+{
+	char rel[RL_PATH_MAX], host[ID_SANDBOX_MAX + 2];
+
+	rf->n = 0;
+	snprintf(host, sizeof(host), "%s\n", r->id);
+	image_rel(r, "etc/hostname", rel, sizeof(rel));
+	if (put_root_file(top, r, rel, host, strlen(host), rf, err,
+	    errlen) == -1)
+		return -1;
+	if (rl->c.proxy_ca_cert == NULL || rl->c.proxy_ca_cert[0] == '\0')
+		return 0;
+	return put_ca(rl, r, top, rf, err, errlen);
 }
 
 struct argv_b {
@@ -353,7 +436,8 @@ struct start_paths {
 	char	agent[RL_PATH_MAX];	/* /run/agent */
 	char	img[RL_PATH_MAX];	/* disk.img and its mount point */
 	char	disk[RL_PATH_MAX];
-	char	cadir[RL_PATH_MAX];	/* the CA, with a disk image */
+	char	cadir[RL_PATH_MAX];	/* root files, with a disk image */
+	struct root_files rf;		/* what put_root_files wrote */
 };
 
 static int
@@ -385,23 +469,21 @@ start_paths(const struct rl *rl, const struct rec *r, struct start_paths *p,
 	return 0;
 }
 
-/*
- * The CA goes into the upper layer; a disk image is not mounted here, so
- * it goes to <id>/ca/ and is bind-mounted over the same paths.
- */
+/* The root files (put_root_files) of a writable root. */
 static int
-start_ca(const struct rl *rl, const struct rec *r, const struct start_paths *p,
-    char *err, size_t errlen)
+start_root_files(const struct rl *rl, const struct rec *r,
+    struct start_paths *p, char *err, size_t errlen)
 {
+	p->rf.n = 0;
 	if (!r->writable_root)
 		return 0;
-	if (r->disk_bytes > 0 && rl->c.proxy_ca_cert[0] &&
-	    mkdir(p->cadir, 0755) == -1 && errno != EEXIST) {
+	if (r->disk_bytes > 0 && mkdir(p->cadir, 0755) == -1 &&
+	    errno != EEXIST) {
 		snprintf(err, errlen, "mkdir %s: %s", p->cadir, strerror(errno));
 		return -1;
 	}
-	return install_ca(rl, r, r->disk_bytes > 0 ? p->cadir : p->upper, err,
-	    errlen);
+	return put_root_files(rl, r, r->disk_bytes > 0 ? p->cadir : p->upper,
+	    &p->rf, err, errlen);
 }
 
 /* bwrap's namespaces and ids. */
@@ -446,7 +528,8 @@ static void
 argv_mounts(struct argv_b *av, const struct rl *rl, const struct rec *r,
     const struct start_paths *p)
 {
-	char num[64], kv[1024], oomf[RL_PATH_MAX + 64];
+	char num[64], kv[RL_PATH_MAX * 2], oomf[RL_PATH_MAX + 64];
+	size_t i;
 
 	av_add(av, r->writable_root ? "--bind" : "--ro-bind");
 	av_add(av, r->writable_root ? p->root : p->lower);
@@ -491,17 +574,14 @@ argv_mounts(struct argv_b *av, const struct rl *rl, const struct rec *r,
 			av_add(av, "/sys/fs/cgroup/memory.events");
 		}
 	}
-	if (r->writable_root && r->disk_bytes > 0 && rl->c.proxy_ca_cert[0]) {
-		snprintf(kv, sizeof(kv), "%s/etc/ssl/certs/ca-certificates.crt",
-		    p->cadir);
+	/* with a disk image, the root files bound over their (resolved,
+	 * so link-free) paths */
+	for (i = 0; r->disk_bytes > 0 && i < p->rf.n; i++) {
+		snprintf(kv, sizeof(kv), "%s/%s", p->cadir, p->rf.rel[i]);
 		av_add(av, "--ro-bind");
 		av_add(av, kv);
-		av_add(av, "/etc/ssl/certs/ca-certificates.crt");
-		snprintf(kv, sizeof(kv), "%s/usr/local/share/ca-certificates/"
-		    "egress-proxy-ca.crt", p->cadir);
-		av_add(av, "--ro-bind");
+		snprintf(kv, sizeof(kv), "/%s", p->rf.rel[i]);
 		av_add(av, kv);
-		av_add(av, "/usr/local/share/ca-certificates/egress-proxy-ca.crt");
 	}
 	av_add(av, "--bind");
 	av_add(av, p->ws);
@@ -647,9 +727,9 @@ rl_do_start(struct rl *rl, struct rec *r, struct steps *stp, char *err,
 	int secfd = -1, rc = -1;
 
 	if (start_paths(rl, r, &p, err, errlen) == -1 ||
-	    start_ca(rl, r, &p, err, errlen) == -1)
+	    start_root_files(rl, r, &p, err, errlen) == -1)
 		return -1;
-	rl_step(stp, "ca");
+	rl_step(stp, "files");
 	if (rl_cg_create(&rl->cg, r->id, &r->lim, err, errlen) == -1)
 		return -1;
 	rl_step(stp, "cgroup");
