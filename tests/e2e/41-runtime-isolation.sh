@@ -131,3 +131,53 @@ check "nonroot-survives-stop-start" [ "$(head -n3 <<<"$out" | tr '\n' ' ')" = "o
 check "nonroot-owners-survive" [ "$(tail -n1 <<<"$out")" = "1000:1000 1000:1000 1000:1000 " ]
 out=$(rt_sh sb-u 'busybox unshare -U true 2>&1; echo rc=$?')
 check "range-still-no-userns" grep -q 'rc=1' <<<"$out"
+
+# ---- the agent out of the sandbox's reach (agent/nest.c) ----
+# As root with its capabilities, on the default image (python for the
+# system calls): the agent, the job wrappers and bwrap are not in the
+# sandbox's pid namespace; its pid 1 ignores SIGSTOP/SIGKILL from inside;
+# ptrace, pidfd_getfd and /proc/1/mem of pid 1 are refused (not dumpable,
+# in a user namespace where the sandbox has no capability); the sandbox
+# still answers afterwards.
+IMG=${SANDBOX_DEFAULT_IMAGE_DIR:-/var/lib/sandbox/images/default}
+if [ -x "$IMG/usr/bin/python3" ]; then
+	sbx image add debian "$IMG"
+	sbx create --image debian sb-r >/dev/null || fail "create-debian"
+	rt_api sb-r POST /v1/jobs '{"command":"exec sleep 991"}' >/dev/null
+	out=$(rt_sh sb-r 'ps -e -o pid=,comm= | tr -s " " | tr "\n" ";"; ls /run/agent /run/sandbox 2>&1 | tr "\n" " "')
+	check "agent-not-in-pid-namespace" lacks 'sandbox-agent\|bwrap' "$out"
+	check "job-visible-wrapper-not" grep -q 'sleep' <<<"$out"
+	check "agent-dirs-out-of-view" grep -q "/run/agent.*No such file" <<<"$out"
+	cat >"$T/reach.py" <<'PY'
+import ctypes, os, signal
+libc = ctypes.CDLL(None, use_errno=True)
+def err(): return os.strerror(ctypes.get_errno())
+print("caps", open("/proc/self/status").read().split("CapEff:\t")[1].split()[0])
+print("ptrace", libc.ptrace(16, 1, 0, 0), err())          # PTRACE_ATTACH
+fd = libc.syscall(434, 1, 0)                                # pidfd_open
+print("getfd", libc.syscall(438, fd, 0, 0), err())          # pidfd_getfd
+try:
+    open("/proc/1/mem", "rb").read(1); print("mem read")
+except OSError as e:
+    print("mem", e.strerror)
+for s in (signal.SIGSTOP, signal.SIGKILL, signal.SIGTERM):
+    os.kill(1, s)
+print("signalled")
+PY
+	cp "$T/reach.py" "$RT_STATE/sb-r/workspace/reach.py"
+	out=$(rt_sh sb-r 'python3 /workspace/reach.py 2>&1')
+	check "reach-as-root-with-caps" grep -q '^caps 00000000a00405fb' <<<"$out"
+	check "ptrace-init-refused" grep -q '^ptrace -1 Operation not permitted' <<<"$out"
+	check "pidfd-getfd-init-refused" grep -q '^getfd -1 Operation not permitted' <<<"$out"
+	check "init-mem-refused" grep -q '^mem Permission denied' <<<"$out"
+	check "signals-to-init-delivered-nowhere" grep -q '^signalled' <<<"$out"
+	check "sandbox-answers-after" [ "$(rt_sh sb-r 'echo alive; cat /proc/1/comm' | tr '\n' ' ')" = "alive init " ]
+	apid=$(pgrep -P "$(awk '{print $3}' "$RT_STATE/sb-r/pid")" | head -n1)
+	check "agent-not-stopped" bash -c "grep -q '^State:.*S\|^State:.*R' /proc/$apid/status"
+	check "agent-not-dumpable-host-view" [ "$(stat -c %u /proc/$apid)" = "$(rt_uid sb-r)" ]
+	out=$(rt_sh sb-r 'unshare -U true 2>&1; echo rc=$?; unshare -p -f true 2>&1; echo rc=$?')
+	check "no-userns-below-root" grep -q 'No space left on device' <<<"$out"
+	sbx destroy sb-r
+else
+	fail "agent-out-of-reach" "the default image is missing ($IMG; make image)"
+fi

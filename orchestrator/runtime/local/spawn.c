@@ -604,8 +604,8 @@ rl_spawn(struct rl_spawn *s, int timeout_ms, char *err, size_t errlen)
 	}
 	t0 = util_mono_us();
 	/* bwrap runs as the host id of the agent's user inside: in a range,
-	 * uid + inner_uid, so it joins N2 as inner_uid (no switch needed:
-	 * bwrap keeps no capability to switch ids in a namespace it joins) */
+	 * uid + inner_uid, so it joins N2 as inner_uid (no switch needed;
+	 * the capabilities bwrap --cap-add keeps are the agent's, N2's) */
 	c.run_uid = s->uid + (s->uid_range > 1 ? s->inner_uid : 0);
 	c.run_gid = s->gid + (s->uid_range > 1 ? s->inner_uid : 0);
 	if (userns_pair(s->uid, s->gid, s->uid_range, s->inner_uid, c.run_uid,

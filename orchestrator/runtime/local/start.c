@@ -1,9 +1,9 @@
 /*
  * runtime/local/start.c: starting and stopping a sandbox whose record
  * and directories exist. A start is a row of steps, each timed for the
- * debug line "sandbox=ID start: ca=... cgroup=... total=..."
- * (docs/local-runtime.md, "Create latency"): the proxy CA into the upper
- * layer, the cgroups, the seccomp program, bwrap's command line (what
+ * debug line "sandbox=ID start: files=... cgroup=... total=..."
+ * (docs/local-runtime.md, "Create latency"): the root files (hostname,
+ * the proxy CA) into the upper layer, the cgroups, the seccomp program, bwrap's command line (what
  * the sandbox sees: namespaces, mounts, environment), the processes
  * (spawn.c), the pid file, the egress listener, and the wait for the
  * agent. A stop deregisters, kills and removes the cgroups.
