@@ -59,8 +59,10 @@ all: $(BINS) $(UNIT_TESTS)
 deps:
 	@bash scripts/install-deps.sh
 
+# The default sandbox image is built first (cached): the runtime tests use it.
 test: deps
 	@$(MAKE) --no-print-directory all
+	@bash scripts/build-image.sh
 	@B=$(B) SANITIZER=$(SANITIZER) bash tests/run $(TESTS)
 
 unit: all

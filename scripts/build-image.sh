@@ -77,7 +77,8 @@ build_default() {
 	mirror=$(grep -rhoE '^(URIs:|deb) +http[^ ]+' /etc/apt/sources.list /etc/apt/sources.list.d/ 2>/dev/null |
 		awk '{print $2}' | grep -E '/debian/?$' | head -n1 || true)
 	mirror=${mirror:-http://deb.debian.org/debian}
-	hash=$(printf '%s %s %s' "$pkgs" "$suite" "$mirror" | sha256sum | cut -c1-16)
+	# the layout version: bump it when the image's own files change
+	hash=$(printf '%s %s %s layout-2' "$pkgs" "$suite" "$mirror" | sha256sum | cut -c1-16)
 	stamp="debian $suite $hash"
 	if [ $force -eq 0 ] && [ -f "$d/.image-stamp" ] && [ "$(cat "$d/.image-stamp")" = "$stamp" ]; then
 		say "default image $d is up to date (delete it or use --force to rebuild)"
@@ -96,11 +97,13 @@ build_default() {
 			--dpkgopt='path-include=/usr/share/doc/*/copyright' \
 			--dpkgopt='path-exclude=/usr/share/locale/*' \
 			--customize-hook='chroot "$1" mkdir -p /workspace' \
+			--customize-hook='echo sandbox >"$1/etc/hostname" && chmod 644 "$1/etc/hostname"' \
 			--customize-hook='rm -rf "$1"/var/cache/apt/archives/*.deb "$1"/var/lib/apt/lists/*' \
 			"$suite" "$tmp" "$mirror" >&2
 	elif command -v debootstrap >/dev/null; then
 		debootstrap --variant=minbase --include="$pkgs" "$suite" "$tmp" "$mirror" >&2
 		mkdir -p "$tmp/workspace"
+		echo sandbox >"$tmp/etc/hostname" && chmod 644 "$tmp/etc/hostname"
 		rm -rf "$tmp"/var/cache/apt/archives/*.deb
 	else
 		say "neither mmdebstrap nor debootstrap is installed"

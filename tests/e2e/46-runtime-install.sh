@@ -4,9 +4,9 @@
 # proxy, the way an operator would set it up: apt-get update/install of a
 # signed suite (a Depends and a postinst doing useradd + chown), dpkg -i of a
 # local .deb, useradd/su/chown, pip install of a wheel into the system
-# site-packages, and npm (the image has no node: the registry protocol is
-# fetched with curl inside, and npm itself runs on the host through the same
-# proxy). The mirror (tests/lib/mirror.sh, built offline, nginx on a loopback
+# site-packages, and npm install -g of a tarball (and the registry protocol
+# fetched with curl inside; the host's npm through the same proxy with a
+# registered credential). The mirror (tests/lib/mirror.sh, built offline, nginx on a loopback
 # address of its own) is admitted by upstream.allow_cidrs for that one
 # address and a `resolve` entry for its name; an addon allows only it (plain
 # HTTP), so nothing can reach the internet. The proxy's audit log must show
@@ -27,8 +27,8 @@
 . "$TOP/tests/lib/mirror.sh"
 IMG=${SANDBOX_DEFAULT_IMAGE_DIR:-/var/lib/sandbox/images/default}
 if [ ! -x "$IMG/usr/bin/apt-get" ] || [ ! -x "$IMG/usr/bin/pip3" ]; then
-	skip "runtime-install" "default image not built ($IMG; run make image)"
-	exit 0
+	fail "runtime-install" "default image not built ($IMG; make test builds it: scripts/build-image.sh)"
+	exit 1
 fi
 PROXY=$BIN/egress-proxy/egress-proxy
 [ -x "$PROXY" ] || { fail "egress-proxy-built" "$PROXY missing (make)"; exit 1; }
@@ -181,12 +181,8 @@ run pipidx "pip download --no-deps --disable-pip-version-check -d /tmp/pd --inde
 expect "pip-index-through-proxy" pipidx "" has pipidx "$(sha256sum <"$MIRROR_WWW/py/$MIRROR_WHEEL" | cut -c1-64)"
 
 # ---- npm ----
-if rt_sh sb-m 'command -v npm' >/dev/null 2>&1; then
-	run npm "npm install -g --no-audit --no-fund http://$M/npm/e2e-hello-npm/-/$MIRROR_NPM_TGZ && e2e-hello-npm"
-	expect "npm-install-global" npm "" has npm '^hello from the e2e npm package$'
-else
-	skip "npm-install-global" "the default image has no node/npm (images/default/packages.txt); npm runs on the host through the proxy below"
-fi
+run npm "npm install -g --no-audit --no-fund http://$M/npm/e2e-hello-npm/-/$MIRROR_NPM_TGZ && e2e-hello-npm"
+expect "npm-install-global" npm "" has npm '^hello from the e2e npm package$'
 # what npm does on the wire, from inside: the packument, then the tarball, checked by its integrity
 run npmwire "curl -sS --max-time 20 http://$M/npm/e2e-hello-npm -o /tmp/p.json &&
 	u=\$(python3 -c 'import json; print(json.load(open(\"/tmp/p.json\"))[\"versions\"][\"1.0.0\"][\"dist\"][\"tarball\"])') &&
@@ -205,7 +201,7 @@ if command -v npm >/dev/null 2>&1; then
 	expect "npm-install-through-proxy (host npm)" npmhost "" bash -c "'$T/npmp/bin/e2e-hello-npm' | grep -qx 'hello from the e2e npm package'"
 	check "npm-proxy-credential-not-forwarded" not_contains "$MIRROR_LOG" "$NPMSEC"
 else
-	skip "npm-install-through-proxy" "npm not installed on the host"
+	fail "npm-install-through-proxy" "npm not installed on the host (scripts/install-deps.sh installs it)"
 fi
 
 # ---- the audit log and the mirror's log agree: untouched, no credential ----
@@ -368,11 +364,11 @@ check "cross-sandbox-no-marker" bash -c "! grep -rqs M-WAS-HERE '$RT_STATE/sb-o'
 rt_sh sb-o "ls -d /usr/bin/e2e-hello /usr/lib/e2e-local /usr/local/bin/e2e-hello-py 2>/dev/null; getent passwd e2ehello e2euser; echo end" >"$T/osees.out" 2>&1
 expect "other-sandbox-sees-no-install" osees "sb-o sees what sb-m installed" [ "$(cat "$T/osees.out")" = end ]
 # the image is shared: owner and mode changes of its files stay in sb-m's upper layer
-mode0=$(stat -c '%a %u' "$IMG/usr/bin/bash" "$IMG/etc/hostname" | tr '\n' ' ')
-run meta "chmod 4777 /usr/bin/bash; chown 1234:1234 /etc/hostname; stat -c '%a %u' /usr/bin/bash /etc/hostname"
-rt_sh sb-o "stat -c '%a %u' /usr/bin/bash /etc/hostname" >"$T/ometa.out" 2>&1
+mode0=$(stat -c '%a %u' "$IMG/usr/bin/bash" "$IMG/etc/issue" | tr '\n' ' ')
+run meta "chmod 4777 /usr/bin/bash; chown 1234:1234 /etc/issue; stat -c '%a %u' /usr/bin/bash /etc/issue"
+rt_sh sb-o "stat -c '%a %u' /usr/bin/bash /etc/issue" >"$T/ometa.out" 2>&1
 expect "shared-image-metadata-stays-private" meta "image: $mode0; sb-o: $(tr '\n' ' ' <"$T/ometa.out")" \
-	[ "$(stat -c '%a %u' "$IMG/usr/bin/bash" "$IMG/etc/hostname" | tr '\n' ' ')" = "$mode0" -a \
+	[ "$(stat -c '%a %u' "$IMG/usr/bin/bash" "$IMG/etc/issue" | tr '\n' ' ')" = "$mode0" -a \
 	"$(tr '\n' ' ' <"$T/ometa.out")" = "$mode0" ]
 check "image-untouched" bash -c "! grep -q 'e2ehello\|e2euser' '$IMG/etc/passwd' && [ ! -e '$IMG/usr/bin/e2e-hello' ] &&
 	[ ! -e '$IMG/usr/local/lib/python3.11/dist-packages/e2e_hello_py' ] && ! grep -q e2e '$IMG/etc/apt/sources.list'"
