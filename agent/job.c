@@ -637,7 +637,7 @@ wrapper_main(const char *dir, int outfd, int pipefd, const char *cwd,
 	sigset_t none, chld;
 	pid_t child, w;
 	int st, i, code = -1, sig = -1, oom = 0, tmo;
-	int dnull, op[2], sfd, scfd;
+	int dnull, op[2], sfd;
 
 	setsid();
 	(void)prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -669,7 +669,7 @@ wrapper_main(const char *dir, int outfd, int pipefd, const char *cwd,
 	/* the script is read through a descriptor: under nest.c its path
 	 * (in the agent's state) is not in the sandbox's view */
 	if ((i = open(script, O_RDONLY)) == -1 ||
-	    (scfd = fcntl(i, F_DUPFD, JOB_SCRIPT_FD)) != JOB_SCRIPT_FD ||
+	    fcntl(i, F_DUPFD, JOB_SCRIPT_FD) != JOB_SCRIPT_FD ||
 	    close(i) == -1 || (child = nest_fork()) == -1)
 		_exit(126);
 	if (child == 0) {

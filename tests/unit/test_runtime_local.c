@@ -247,6 +247,57 @@ TEST(test_rmtree_no_follow)
 	CHECK(rl_rmtree("/nonexistent/xyz", e, sizeof(e)) == 0);
 }
 
+/* rl_image_path: links followed with the image as root, never out of it. */
+TEST(test_image_path)
+{
+	char img[600], p[700], out[1024];
+
+	snprintf(img, sizeof(img), "%s/img", tdir);
+	snprintf(p, sizeof(p), "%s/etc/pki/tls/certs", img);
+	CHECK(mkdir(img, 0755) == 0);
+	snprintf(p, sizeof(p), "%s/etc", img);
+	CHECK(mkdir(p, 0755) == 0);
+	snprintf(p, sizeof(p), "%s/etc/ssl", img);
+	CHECK(mkdir(p, 0755) == 0);
+	snprintf(p, sizeof(p), "%s/etc/pki", img);
+	CHECK(mkdir(p, 0755) == 0);
+	snprintf(p, sizeof(p), "%s/etc/pki/certs", img);
+	CHECK(mkdir(p, 0755) == 0);
+	/* RHEL: a relative link; an absolute link is the image's, not ours */
+	snprintf(p, sizeof(p), "%s/etc/ssl/certs", img);
+	CHECK(symlink("../pki/certs", p) == 0);
+	snprintf(p, sizeof(p), "%s/etc/pki/certs/bundle.crt", img);
+	close(open(p, O_CREAT | O_WRONLY, 0644));
+	snprintf(p, sizeof(p), "%s/etc/pki/certs/ca-certificates.crt", img);
+	CHECK(symlink("/etc/pki/certs/bundle.crt", p) == 0);
+	snprintf(p, sizeof(p), "%s/tmp", img);
+	CHECK(mkdir(p, 0755) == 0);
+	snprintf(p, sizeof(p), "%s/etc/escape", img);
+	CHECK(symlink("../../../../../../tmp", p) == 0);
+	snprintf(p, sizeof(p), "%s/etc/hostname", img);
+	CHECK(symlink("/etc/../../../../var/hostname", p) == 0);
+	snprintf(p, sizeof(p), "%s/etc/loop", img);
+	CHECK(symlink("/etc/loop", p) == 0);
+	CHECK(rl_image_path(img, "etc/ssl/certs/ca-certificates.crt", out,
+	    sizeof(out)) == 0);
+	CHECK_STR(out, "etc/pki/certs/bundle.crt");
+	CHECK(rl_image_path(img, "etc/ssl/certs/missing.crt", out,
+	    sizeof(out)) == 1);
+	CHECK_STR(out, "etc/pki/certs/missing.crt");
+	CHECK(rl_image_path(img, "usr/local/share/x.crt", out, sizeof(out)) == 1);
+	CHECK_STR(out, "usr/local/share/x.crt");
+	CHECK(rl_image_path(img, "etc/new/x", out, sizeof(out)) == 1);
+	CHECK_STR(out, "etc/new/x");
+	/* ../ past the image's root stays at its root */
+	CHECK(rl_image_path(img, "etc/escape/x", out, sizeof(out)) == 1);
+	CHECK_STR(out, "tmp/x");
+	/* a dangling link: the link itself is what gets replaced */
+	CHECK(rl_image_path(img, "etc/hostname", out, sizeof(out)) == 1);
+	CHECK_STR(out, "etc/hostname");
+	CHECK(rl_image_path(img, "etc/loop", out, sizeof(out)) == -1);
+	CHECK(rl_image_path("/nonexistent/img", "etc", out, sizeof(out)) == -1);
+}
+
 TEST(test_upper_writes_refuse_symlinks)
 {
 	char upper[600], victim[600], p[700], e[700];
@@ -526,6 +577,7 @@ main(void)
 	RUN(test_proc_start);
 	RUN(test_uid_alloc);
 	RUN(test_rmtree_no_follow);
+	RUN(test_image_path);
 	RUN(test_upper_writes_refuse_symlinks);
 	RUN(test_seccomp_program);
 	RUN(test_cfg_keys);
