@@ -361,6 +361,29 @@ low_ports(void)
 		log_warn("nest: ip_unprivileged_port_start");
 }
 
+/* What init's exit status says (init_main's _exit codes). */
+static void
+init_failed(pid_t pid, char *err, size_t errlen)
+{
+	static const char *const what[] = {
+		"mount of the sandbox's /proc", "read-only binds over /proc",
+		"tmpfs on /run", "chdir /", "signalfd", "sending its namespaces",
+	};
+	int st = 0, i;
+
+	for (i = 0; i < 100; i++) {	/* it exits at once when it fails */
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			break;
+		usleep(1000);
+	}
+	if (i < 100 && WIFEXITED(st) && WEXITSTATUS(st) >= 120 &&
+	    WEXITSTATUS(st) < 120 + (int)NELEM(what))
+		snprintf(err, errlen, "the sandbox's init failed: %s",
+		    what[WEXITSTATUS(st) - 120]);
+	else
+		snprintf(err, errlen, "the sandbox's init did not start");
+}
+
 /* Starts C0 and through it init; fills nest.init. */
 static int
 start_init(long long run_bytes, char *err, size_t errlen)
@@ -401,8 +424,7 @@ start_init(long long run_bytes, char *err, size_t errlen)
 		goto out;
 	}
 	if (recv_ns(ctl[0]) == -1) {
-		snprintf(err, errlen, "the sandbox's init did not start (its "
-		    "mounts failed)");
+		init_failed(m.pid, err, errlen);
 		goto out;
 	}
 	rc = 0;
