@@ -156,6 +156,7 @@ rest_create(struct http *ht, struct sessmgr *mgr, struct evhttp_request *req)
 		http_send_err(ht, req, 400, "bad_json", "the body must be a JSON object");
 		return;
 	}
+	(void)jsonu_mark_nul(body, len, j);	/* a NUL: no string, refused below */
 	r = xcalloc(1, sizeof(*r));
 	r->ht = ht;
 	r->mgr = mgr;
