@@ -273,8 +273,10 @@ jsonu_nul_to_symbol(char *s, size_t n)
 	int in = 0;
 
 	while ((d = find_nul(s + off, s + n, &in)) != -1) {
-		memcpy(s + off + (size_t)d + 1, "2400", 4);
-		off += (size_t)d + 5;
+		off += (size_t)d;	/* at the 'u' of "u0000" */
+		s[off + 1] = '2';
+		s[off + 2] = '4';
+		off += 5;
 		k++;
 	}
 	return k;
