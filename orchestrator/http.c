@@ -18,8 +18,8 @@
  * Origin and Host (DNS rebinding; every route, before the key). A request
  * without Origin is no browser's and passes; an Origin passes when it is
  * in allowed_origins, or, while the listener is a loopback address, when
- * it is http(s)://localhost, 127.0.0.1 or [::1] with any port: a page
- * served from this machine. While the listener is a loopback address the
+ * it is http(s)://localhost, 127.0.0.1 or [::1] (or the listen host) with
+ * any port: a page served from this machine. While the listener is a loopback address the
  * Host must name it too: localhost, 127.0.0.1, [::1] or the listen host,
  * any port (a request without Host, HTTP/1.0, passes: browsers always send
  * one). A rebinding page's requests carry its own name as Host, so they
