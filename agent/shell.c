@@ -680,7 +680,9 @@ shell_finish(int exit_code, int restarted, int died_status)
 		oom = sh.oom0 >= 0 && oom1 > sh.oom0;
 		sh.oom0 = oom1;
 	}
-	if (sh.timed_out || sh.interrupted)
+	if (sh.timed_out)
+		exit_code = 124;	/* as timeout(1) reports a timeout */
+	else if (sh.interrupted)
 		exit_code = -1;
 	if (restarted) {
 		if (WIFSIGNALED(died_status))

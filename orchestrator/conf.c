@@ -9,13 +9,13 @@
 #define DAY (86400000LL)
 const struct cfg_key conf_keys[] = {
 	{ "listen", CFG_STR, O(listen), 0, 0, "127.0.0.1:8080", "ORCH_LISTEN",
-	  "address:port the MCP and REST server listens on (keep it on 127.0.0.1 unless behind TLS)" },
+	  "address:port the MCP and REST server listens on (keep it on 127.0.0.1 unless behind TLS); on a loopback address, requests whose Host is not localhost, 127.0.0.1 or [::1] get 403 (DNS rebinding)" },
 	{ "key_file", CFG_PATH, O(key_file), 0, 0, NULL, "ORCH_KEY_FILE",
 	  "file holding the bearer key clients must send (Authorization: Bearer <key>); first line, at least 16 characters" },
 	{ "key_env", CFG_STR, O(key_env), 0, 0, "ORCHESTRATOR_KEY", NULL,
 	  "name of the environment variable that may hold the key instead of key_file; the daemon refuses to start without a key" },
 	{ "allowed_origins", CFG_LIST, O(allowed_origins), 0, 0, NULL, NULL,
-	  "Origin header values accepted on browser requests; a request with any other Origin gets 403 (requests without Origin are allowed)" },
+	  "Origin header values accepted on browser requests, besides http(s)://localhost, 127.0.0.1 and [::1] (any port) while listen is a loopback address; a request with any other Origin gets 403 (requests without Origin are allowed)" },
 	{ "http.max_body", CFG_SIZE, O(max_body), 1024, 64LL << 20, "4MiB", "ORCH_MAX_BODY",
 	  "largest request body accepted (413 beyond)" },
 	{ "http.max_headers", CFG_SIZE, O(max_headers), 1024, 1LL << 20, "64KiB", NULL,

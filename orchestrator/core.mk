@@ -30,12 +30,17 @@ $(B)/orchestrator/orchestrator: $(ORCH_MAIN) $(ORCH_OBJS) $(ORCH_RT_OBJS) \
 	$(CC) $(LDFLAGS) $(sort $^) $(PKG_LIBS) -o $@
 
 # Unit tests: link everything but main.o.
-ORCH_UNITS := test_orch_mcp test_orch_jsonu test_orch_tools
+ORCH_UNITS := test_orch_mcp test_orch_jsonu test_orch_tools test_orch_results
 UNIT_TESTS += $(ORCH_UNITS:%=$(B)/tests/unit/%)
 ALL_OBJS += $(ORCH_UNITS:%=$(B)/tests/unit/%.o)
 $(ORCH_UNITS:%=$(B)/tests/unit/%.o): CPPFLAGS += -Iorchestrator -Inetpol $(ORCH_DEFS)
 $(B)/tests/unit/test_orch_%: $(B)/tests/unit/test_orch_%.o $(ORCH_OBJS) \
     $(ORCH_RT_OBJS) $(RT_COMMON_OBJS) $(RT_SEAM_OBJS) $(LLHTTP_OBJS) $(COMMON_OBJS)
+	$(CC) $(LDFLAGS) $(sort $^) $(PKG_LIBS) -o $@
+# test_orch_results includes tools.c (its static result builders): no tools.o.
+$(B)/tests/unit/test_orch_results: $(B)/tests/unit/test_orch_results.o \
+    $(filter-out $(B)/orchestrator/tools.o,$(ORCH_OBJS)) $(ORCH_RT_OBJS) \
+    $(RT_COMMON_OBJS) $(RT_SEAM_OBJS) $(LLHTTP_OBJS) $(COMMON_OBJS)
 	$(CC) $(LDFLAGS) $(sort $^) $(PKG_LIBS) -o $@
 
 # Fuzz: JSON-RPC dispatch (libFuzzer under `make fuzz`; replay under gcc).

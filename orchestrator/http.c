@@ -14,7 +14,20 @@
  * evhttp's own limit. State is per fd in the server (a generation tells
  * connections apart), so nothing needs freeing when evhttp frees a
  * connection.
+ *
+ * Origin and Host (DNS rebinding; every route, before the key). A request
+ * without Origin is no browser's and passes; an Origin passes when it is
+ * in allowed_origins, or, while the listener is a loopback address, when
+ * it is http(s)://localhost, 127.0.0.1 or [::1] (or the listen host) with
+ * any port: a page served from this machine. While the listener is a loopback address the
+ * Host must name it too: localhost, 127.0.0.1, [::1] or the listen host,
+ * any port (a request without Host, HTTP/1.0, passes: browsers always send
+ * one). A rebinding page's requests carry its own name as Host, so they
+ * get 403 even when they carry no Origin. On any other listener the
+ * operator's names for it are unknown here: Host is not checked, and only
+ * allowed_origins pass (docs/operator-guide.md).
  */
+#include <arpa/inet.h>
 #include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -61,6 +74,8 @@ struct http {
 	size_t				 nroutes;
 	char				*key;
 	size_t				 keylen;
+	int				 loopback;	/* the listener is */
+	char				 listen_host[256];	/* as Host names it */
 	int				 draining;
 	int				 inflight;	/* async requests */
 	struct hstream			*hs_tab;	/* by fd */
@@ -187,7 +202,44 @@ http_hdr(struct evhttp_request *req, const char *name)
 	return evhttp_find_header(evhttp_request_get_input_headers(req), name);
 }
 
-/* ---- auth and origin ---- */
+/* ---- auth, Origin and Host (see the top of the file) ---- */
+
+/* Is name (a host, IPv6 in brackets) one of the loopback names? */
+static int
+loopback_name(const struct http *ht, const char *name, size_t n)
+{
+	static const char *const names[] = { "localhost", "127.0.0.1", "[::1]" };
+	size_t i;
+
+	for (i = 0; i < NELEM(names); i++)
+		if (n == strlen(names[i]) && strncasecmp(name, names[i], n) == 0)
+			return 1;
+	return n == strlen(ht->listen_host) && strncasecmp(name, ht->listen_host,
+	    n) == 0;
+}
+
+/* Is a ("host", "host:port", "[v6]:port") a loopback name, any port? */
+static int
+loopback_authority(const struct http *ht, const char *a)
+{
+	const char *colon;
+	size_t n;
+
+	if (a[0] == '[') {
+		if ((colon = strchr(a, ']')) == NULL)
+			return 0;
+		colon++;
+	} else
+		colon = a + strcspn(a, ":");
+	n = (size_t)(colon - a);
+	if (*colon == ':') {
+		size_t d = strspn(colon + 1, "0123456789");
+		if (d == 0 || d > 5 || colon[1 + d] != '\0')
+			return 0;
+	} else if (*colon != '\0')
+		return 0;
+	return n > 0 && loopback_name(ht, a, n);
+}
 
 static int
 origin_ok(struct http *ht, struct evhttp_request *req)
@@ -200,7 +252,21 @@ origin_ok(struct http *ht, struct evhttp_request *req)
 	for (i = 0; i < ht->conf->allowed_origins.n; i++)
 		if (strcmp(o, ht->conf->allowed_origins.v[i]) == 0)
 			return 1;
+	if (!ht->loopback)
+		return 0;
+	if (strncasecmp(o, "http://", 7) == 0)
+		return loopback_authority(ht, o + 7);
+	if (strncasecmp(o, "https://", 8) == 0)
+		return loopback_authority(ht, o + 8);
 	return 0;
+}
+
+static int
+host_ok(struct http *ht, struct evhttp_request *req)
+{
+	const char *h = http_hdr(req, "Host");
+
+	return !ht->loopback || h == NULL || loopback_authority(ht, h);
 }
 
 static int
@@ -544,14 +610,29 @@ http_cb(struct evhttp_request *req, void *arg)
 
 	if (path == NULL || *path == '\0')
 		path = "/";
-	if ((r = route_find(ht, path)) != NULL && !r->auth) {
-		ht->req[r->endpoint]++;
-		r->handler(ht, req, path, r->arg);
+	r = route_find(ht, path);
+	if (!host_ok(ht, req)) {
+		char shown[80], msg[256];
+		const char *h = http_hdr(req, "Host");
+
+		log_escape(shown, sizeof(shown), h, strlen(h));
+		snprintf(msg, sizeof(msg), "Host '%s' not allowed: this server "
+		    "listens on a loopback address and answers only requests for "
+		    "localhost, 127.0.0.1 or [::1] (DNS rebinding defence)", shown);
+		send_route_err(ht, req, r, 403, "forbidden_host", msg);
 		return;
 	}
 	if (!origin_ok(ht, req)) {
-		send_route_err(ht, req, r, 403, "forbidden_origin",
-		    "Origin not allowed");
+		send_route_err(ht, req, r, 403, "forbidden_origin", ht->loopback ?
+		    "Origin not allowed: only pages from localhost, 127.0.0.1, "
+		    "[::1] or an origin in allowed_origins may call this server" :
+		    "Origin not allowed: only origins in allowed_origins may call "
+		    "this server");
+		return;
+	}
+	if (r != NULL && !r->auth) {
+		ht->req[r->endpoint]++;
+		r->handler(ht, req, path, r->arg);
 		return;
 	}
 	if (!auth_ok(ht, req)) {
@@ -595,6 +676,23 @@ split_listen(const char *listen, char *host, size_t hostlen, long long *port,
 	return 0;
 }
 
+/* Is host (from split_listen) a loopback name or address? */
+static int
+listen_loopback(const char *host)
+{
+	struct in_addr a4;
+	struct in6_addr a6;
+
+	if (strcasecmp(host, "localhost") == 0)
+		return 1;
+	if (inet_pton(AF_INET, host, &a4) == 1)
+		return (ntohl(a4.s_addr) >> 24) == 127;
+	if (inet_pton(AF_INET6, host, &a6) == 1)
+		return IN6_IS_ADDR_LOOPBACK(&a6) || (IN6_IS_ADDR_V4MAPPED(&a6) &&
+		    a6.s6_addr[12] == 127);
+	return 0;
+}
+
 struct http *
 http_new(struct event_base *base, const struct conf *conf, const char *key,
     const struct http_route *routes, size_t n, char *err, size_t errlen)
@@ -627,6 +725,9 @@ http_new(struct event_base *base, const struct conf *conf, const char *key,
 	if (split_listen(conf->listen, host, sizeof(host), &port, err,
 	    errlen) == -1)
 		goto fail;
+	ht->loopback = listen_loopback(host);
+	snprintf(ht->listen_host, sizeof(ht->listen_host), strchr(host, ':') ?
+	    "[%s]" : "%s", host);
 	if ((ht->bound = evhttp_bind_socket_with_handle(ht->evh, host,
 	    (ev_uint16_t)port)) == NULL) {
 		snprintf(err, errlen, "cannot listen on %s", conf->listen);
@@ -712,7 +813,8 @@ http_metrics(const struct http *ht, struct buf *b)
 	    "orch_http_responses_total{class=\"5xx\"} %llu\n"
 	    "# HELP orch_auth_failures_total Requests refused for a missing or wrong key.\n"
 	    "# TYPE orch_auth_failures_total counter\norch_auth_failures_total %llu\n"
-	    "# HELP orch_origin_rejected_total Requests refused for their Origin.\n"
+	    "# HELP orch_origin_rejected_total Requests refused for their Origin "
+	    "or Host (403).\n"
 	    "# TYPE orch_origin_rejected_total counter\norch_origin_rejected_total %llu\n",
 	    ht->st_2xx, ht->st_4xx, ht->st_5xx, ht->st_401, ht->st_403);
 	return r ? -1 : 0;

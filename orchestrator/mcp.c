@@ -7,6 +7,16 @@
  * MCP-Protocol-Version -> 400 -32000; batches only for 2025-03-26 (later
  * versions -> 400 -32600); method-level errors (-32601, -32602) -> 200
  * with the error object.
+ *
+ * Ids are echoed exactly as sent. cJSON keeps numbers as doubles (an id
+ * of 9007199254740993 would come back as ...992) and cuts strings at a
+ * NUL, so before dispatch the parsed tree is mended from the body's text
+ * (raw_ids, jsonu_mark_nul): an integer id, requestId or progressToken
+ * becomes a cJSON_Raw of its digits as written, a string holding a NUL a
+ * Raw of its JSON text; ids are then strings or Raws, and a number id
+ * written with a fraction or an exponent is no integer: -32600. A Raw
+ * anywhere else is no string to any check, so a method, tool name or
+ * argument holding a NUL is refused, never read cut short.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +36,10 @@ const char *const mcp_versions[] = {
 	[MCP_V_0618] = "2025-06-18",
 	[MCP_V_1125] = "2025-11-25",
 };
+
+/* Longest integer id (digits and sign) echoed; longer ones are refused
+ * (-32600): no client counts that high, and ids are copied per call. */
+#define MCP_INT_ID_MAX	64
 
 #define E_PARSE		(-32700)
 #define E_INVALID	(-32600)
@@ -83,10 +97,109 @@ mcp_result(const cJSON *id, cJSON *result)
 	return o;
 }
 
+/* A request id: a string, or a Raw from raw_ids or jsonu_mark_nul. */
 static int
 id_ok(const cJSON *id)
 {
-	return cJSON_IsString(id) || cJSON_IsNumber(id);
+	return cJSON_IsString(id) || cJSON_IsRaw(id);
+}
+
+/*
+ * If v (a number child of parent, written t[0..n)) is written as a JSON
+ * integer of at most MCP_INT_ID_MAX characters, it becomes a Raw of that
+ * text; otherwise it stays a number, which id_ok refuses.
+ */
+static void
+raw_int(cJSON *parent, cJSON *v, const char *t, size_t n)
+{
+	size_t i = t[0] == '-';
+	cJSON *raw;
+	char txt[MCP_INT_ID_MAX + 1];
+
+	if (!cJSON_IsNumber(v) || n > MCP_INT_ID_MAX || i == n ||
+	    (t[i] == '0' && n > i + 1))
+		return;
+	for (; i < n; i++)
+		if (t[i] < '0' || t[i] > '9')
+			return;
+	memcpy(txt, t, n);
+	txt[n] = '\0';
+	if ((raw = cJSON_CreateRaw(txt)) == NULL)
+		return;
+	raw->string = v->string;	/* not kept by ReplaceItemViaPointer */
+	v->string = NULL;
+	if (!cJSON_ReplaceItemViaPointer(parent, v, raw)) {
+		v->string = raw->string;
+		raw->string = NULL;
+		cJSON_Delete(raw);
+	}
+}
+
+/*
+ * The member of object o (its text t[0..n)) named key that the dispatch
+ * reads (the first of that name), passed to fn with its value's text.
+ */
+static void
+raw_members(cJSON *o, const char *t, size_t n, const char *key,
+    void (*fn)(cJSON *, cJSON *, const char *, size_t))
+{
+	struct jsonu_iter it;
+	const char *nm, *v;
+	size_t nl, vl;
+	cJSON *c, *want = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	if (want == NULL || jsonu_iter_init(&it, t, n, o) == -1)
+		return;
+	while (jsonu_iter_next(&it, &c, &nm, &nl, &v, &vl) == 1)
+		if (c == want) {
+			fn(o, c, v, vl);
+			return;
+		}
+}
+
+static void
+raw_meta(cJSON *params UNUSED, cJSON *meta, const char *t, size_t n)
+{
+	if (cJSON_IsObject(meta))
+		raw_members(meta, t, n, "progressToken", raw_int);
+}
+
+static void
+raw_params(cJSON *m UNUSED, cJSON *params, const char *t, size_t n)
+{
+	if (!cJSON_IsObject(params))
+		return;
+	raw_members(params, t, n, "requestId", raw_int);
+	raw_members(params, t, n, "_meta", raw_meta);
+}
+
+/* A message's id, params.requestId and params._meta.progressToken. */
+static void
+raw_message(cJSON *m, const char *t, size_t n)
+{
+	if (!cJSON_IsObject(m))
+		return;
+	raw_members(m, t, n, "id", raw_int);
+	raw_members(m, t, n, "params", raw_params);
+}
+
+/* raw_message for the message root (t[0..n)) or each one of its batch. */
+static void
+raw_ids(cJSON *root, const char *t, size_t n)
+{
+	struct jsonu_iter it;
+	const char *nm, *v;
+	size_t nl, vl;
+	cJSON *m;
+
+	if (!cJSON_IsArray(root)) {
+		raw_message(root, t, n);
+		return;
+	}
+	if (jsonu_iter_init(&it, t, n, root) == -1)
+		return;
+	while (jsonu_iter_next(&it, &m, &nm, &nl, &v, &vl) == 1)
+		raw_message(m, v, vl);
 }
 
 static enum kind
@@ -349,7 +462,9 @@ mcp_dispatch(const struct mcp_in *in, struct mcp_out *out)
 			return;
 		}
 	}
+	/* JSON has no raw control bytes; cJSON would take a NUL as an end. */
 	if (!jsonu_utf8_valid(in->body, in->len) ||
+	    memchr(in->body, '\0', in->len) != NULL ||
 	    (root = cJSON_ParseWithLengthOpts(in->body, in->len, &end, 0)) == NULL) {
 		out->status = 400;
 		out->body = mcp_error(NULL, E_PARSE, "Parse error: the body is not "
@@ -365,6 +480,8 @@ mcp_dispatch(const struct mcp_in *in, struct mcp_out *out)
 			    "data after the JSON value");
 			return;
 		}
+	(void)jsonu_mark_nul(in->body, in->len, root);
+	raw_ids(root, in->body, in->len);
 	if (!cJSON_IsArray(root)) {
 		reply = handle_one(in, out, root, 0, -1, &hint);
 		if (reply == NULL && out->npend == 0) {

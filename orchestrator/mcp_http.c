@@ -1,7 +1,7 @@
 /*
  * mcp_http.c: MCP over Streamable HTTP (mcp_http.h): the transport rules
  * (POST only, Accept and Content-Type, the X-Session-Id/X-Org-Id/X-User-Id
- * headers), JSON or SSE replies with progress notifications, cancellation
+ * headers: X-Session-Id on every POST, initialize included), JSON or SSE replies with progress notifications, cancellation
  * of calls in flight, and the per-tool counters. The JSON-RPC itself is
  * mcp.c (pure); each tool call runs on a worker (tools.h) and the reply
  * goes out when the last call of the POST completes.
@@ -324,6 +324,15 @@ mcp_http_handle(struct http *ht, struct evhttp_request *req,
 		char msg[200];
 		snprintf(msg, sizeof(msg), "Bad Request: invalid %s header (use 1-%d "
 		    "characters from A-Z a-z 0-9 - _ . : @ + =)", bad, ID_SESSION_MAX);
+		send_rpc_err(ht, req, 400, -32600, msg);
+		return;
+	}
+	if (mi.sid == NULL) {
+		char msg[300];
+		snprintf(msg, sizeof(msg), "Bad Request: the X-Session-Id header is "
+		    "missing; every request to this server (initialize and tools/list "
+		    "too) must carry it: 1-%d characters from A-Z a-z 0-9 - _ . : @ + "
+		    "=, naming this session's sandbox", ID_SESSION_MAX);
 		send_rpc_err(ht, req, 400, -32600, msg);
 		return;
 	}

@@ -49,6 +49,7 @@ sess_err_http(enum sess_err e, const char **code)
 	case SE_LIMIT: *code = "limit_reached"; return 429;
 	case SE_DRAINING: *code = "draining"; return 503;
 	case SE_BUSY: *code = "busy"; return 409;
+	case SE_IDENTITY: *code = "identity_mismatch"; return 409;
 	case SE_AGENT: *code = "agent_error"; return 502;
 	case SE_RUNTIME:
 	default: *code = "runtime_error"; return 502;
@@ -156,6 +157,7 @@ rest_create(struct http *ht, struct sessmgr *mgr, struct evhttp_request *req)
 		http_send_err(ht, req, 400, "bad_json", "the body must be a JSON object");
 		return;
 	}
+	(void)jsonu_mark_nul(body, len, j);	/* a NUL: no string, refused below */
 	r = xcalloc(1, sizeof(*r));
 	r->ht = ht;
 	r->mgr = mgr;

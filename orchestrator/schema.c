@@ -23,8 +23,12 @@
  * the pattern). The message texts are the ones the tools have always
  * given (e2e tests grep for them): keep them.
  *
- * cJSON strings end at the first NUL ("a\u0000b" reads as "a"), so
- * lengths and patterns see what every later reader of the string sees.
+ * cJSON strings end at the first NUL ("a\u0000b" reads as "a"). The
+ * callers mark such strings (jsonu_mark_nul: a cJSON_Raw of the string's
+ * JSON text in its place), and a string property refuses a Raw with a
+ * message naming the NUL, so no command, path or id is ever run cut short.
+ * This validator also checks the tools' own results (their outputSchema),
+ * where the same keywords suffice.
  * A compiled schema is read-only: checks may run on many threads at once
  * (glibc's regexec locks the compiled pattern itself).
  */
@@ -462,6 +466,13 @@ schema_free(struct schema *sc)
 static int
 check_string(const struct prop *p, const cJSON *v, char *err, size_t errlen)
 {
+	if (cJSON_IsRaw(v)) {	/* jsonu_mark_nul: a string holding a NUL */
+		snprintf(err, errlen, "argument '%s' contains a NUL character "
+		    "(\\u0000), which cannot be passed on: commands, paths, ids and "
+		    "file text would end at it. Remove it (a command can still "
+		    "produce the byte, e.g. printf '\\0')", p->name);
+		return -1;
+	}
 	if (!cJSON_IsString(v)) {
 		snprintf(err, errlen, "argument '%s' must be a string", p->name);
 		return -1;

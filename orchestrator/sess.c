@@ -74,12 +74,10 @@ sess_get(struct sessmgr *m, const char *sid, const char *org, const char *user,
 			return NULL;
 		}
 		s = sm_insert_locked(m, sid, org, user);
-	} else {
-		/* Attribution follows the latest caller that named it. */
-		if (org != NULL && *org != '\0' && strcmp(s->org, org) != 0)
-			snprintf(s->org, sizeof(s->org), "%s", org);
-		if (user != NULL && *user != '\0' && strcmp(s->user, user) != 0)
-			snprintf(s->user, sizeof(s->user), "%s", user);
+	} else if (!sm_identity_ok_locked(s, org, user, err, errlen)) {
+		pthread_mutex_unlock(&m->mu);
+		*e = SE_IDENTITY;
+		return NULL;
 	}
 	s->refs++;
 	pthread_mutex_unlock(&m->mu);

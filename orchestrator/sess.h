@@ -33,6 +33,7 @@ enum sess_err {
 	SE_BUSY,	/* a call is running; lifecycle change refused */
 	SE_RUNTIME,	/* the runtime failed */
 	SE_AGENT,	/* the agent did not answer */
+	SE_IDENTITY,	/* org or user differ from the session's (fixed) */
 };
 
 struct sess_opts {
@@ -59,8 +60,11 @@ int	sessmgr_metrics(struct sessmgr *, struct buf *) WUNRES;
 /* Validates an X-Session-Id / X-Org-Id / X-User-Id value. */
 
 /*
- * Finds a session, or (create != 0) makes an empty record for it. Returns a
- * reference (release with sess_put), or NULL with *e and err set.
+ * Finds a session, or (create != 0) makes an empty record for it, with
+ * org and user (NULL or "": none). Returns a reference (release with
+ * sess_put), or NULL with *e and err set: SE_IDENTITY when the session
+ * exists and org/user claim another identity (sess_int.h
+ * sm_identity_ok_locked: naming neither claims nothing).
  */
 struct sess *sess_get(struct sessmgr *, const char *sid, const char *org,
 	    const char *user, int create, enum sess_err *e, char *err,

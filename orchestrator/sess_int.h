@@ -154,6 +154,15 @@ int	sm_count_running_locked(struct sessmgr *m);
 
 void	sm_fmt_ll(char *b, size_t n, long long v);
 
+/*
+ * Does a request's identity (org, user: X-Org-Id, X-User-Id; NULL or ""
+ * when absent) match s's, fixed when s was created? A request naming
+ * neither makes no claim (1); one naming either claims both, so a value
+ * it leaves out must be unset on s too. 0 with err naming what differs.
+ */
+int	sm_identity_ok_locked(const struct sess *s, const char *org,
+    const char *user, char *err, size_t errlen);
+
 /* The session record as labels. Strings point into s and the bufs. */
 size_t	sm_record_labels(struct sess *s, struct rt_kv *kv, char *created, size_t clen,
     char *stopped, size_t slen);

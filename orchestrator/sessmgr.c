@@ -295,6 +295,28 @@ sm_fmt_ll(char *b, size_t n, long long v)
 	snprintf(b, n, "%lld", v);
 }
 
+int
+sm_identity_ok_locked(const struct sess *s, const char *org, const char *user,
+    char *err, size_t errlen)
+{
+	const char *o = org != NULL ? org : "", *u = user != NULL ? user : "";
+	const char *bad;
+
+	if (*o == '\0' && *u == '\0')
+		return 1;	/* no claim: the session's identity stands */
+	if (strcmp(s->org, o) != 0)
+		bad = "org (X-Org-Id)";
+	else if (strcmp(s->user, u) != 0)
+		bad = "user (X-User-Id)";
+	else
+		return 1;
+	snprintf(err, errlen, "this request's %s differs from the one session "
+	    "'%s' was created with: a session's org and user are fixed when it "
+	    "is created and are never changed by a later request. Use a new "
+	    "session id (X-Session-Id) for another org or user", bad, s->sid);
+	return 0;
+}
+
 size_t
 sm_record_labels(struct sess *s, struct rt_kv *kv, char *created, size_t clen,
     char *stopped, size_t slen)

@@ -3,18 +3,33 @@
  * (docs/internals/agent-protocol.md).
  *
  * One row of tool_defs holds a tool: its name, what tools/list shows (title,
- * description, inputSchema, annotations), its handler and how the call
- * meets the session (flags). The inputSchema is also the argument check:
- * tools_init compiles each one (schema.c; a schema that does not parse or
- * uses a keyword the validator lacks fails startup), tools_run checks the
- * arguments against it before the session is touched, and handlers read
- * the checked values through schema_str/int/bool. Limits that depend on
- * the server's configuration cannot be in a static schema: handlers check
- * those, and say so.
+ * description, inputSchema, annotations, outputSchema), its handler and how
+ * the call meets the session (flags). The inputSchema is also the argument
+ * check: tools_init compiles each one (schema.c; a schema that does not
+ * parse or uses a keyword the validator lacks fails startup), tools_run
+ * checks the arguments against it before the session is touched, and
+ * handlers read the checked values through schema_str/int/bool. Limits
+ * that depend on the server's configuration cannot be in a static schema:
+ * handlers check those, and say so.
+ *
+ * Results. Each handler does its I/O, then a *_result function builds the
+ * CallToolResult from what the agent answered: a text block written for
+ * the model and, for clients of 2025-06-18 and later, structuredContent
+ * matching the row's outputSchema (MCP: a tool that declares one MUST
+ * return conforming structuredContent, and SDK clients reject a result
+ * that does not). The builders take the agent's reply, never trusting it:
+ * numbers are bounded, strings cleaned, states mapped onto the schema's
+ * enum; tools_run checks every result against the outputSchema anyway
+ * and turns a mismatch into a tool error rather than send it, and
+ * tests/unit/test_orch_results.c feeds the builders hostile replies.
  *
  * Everything the agent returns is treated as hostile: parsed with size
- * caps, strings cleaned to valid UTF-8, nothing interpreted.
+ * caps, strings cleaned to valid UTF-8 (a NUL byte shown as U+2400, an
+ * invalid byte as U+FFFD: agent_do, jsonu_utf8_clean), nothing
+ * interpreted.
  */
+#include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,9 +97,32 @@ TOOL_HANDLER(t_create_sandbox);
 TOOL_HANDLER(t_clear_session);
 
 /*
+ * The job tools' outputSchemas: a job's state (shell_stop), and with the
+ * output read (shell_poll, shell_wait). One property a line.
+ */
+#define JOB_STATE_PROPS \
+"\"job_id\":{\"type\":\"string\",\"description\":\"The job's id.\"}," \
+"\"state\":{\"type\":\"string\",\"enum\":[\"running\",\"exited\",\"signaled\",\"stopped\",\"unknown\"],\"description\":\"running, exited (see exit_code), signaled (see signal), stopped (by shell_stop).\"}," \
+"\"exit_code\":{\"type\":\"integer\",\"description\":\"The exit status, once exited.\"}," \
+"\"signal\":{\"type\":\"integer\",\"description\":\"The signal that ended it, if one did.\"}," \
+"\"oom_killed\":{\"type\":\"boolean\",\"description\":\"Killed because the sandbox ran out of memory.\"}," \
+"\"output_bytes\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Output bytes kept so far.\"}," \
+"\"truncated\":{\"type\":\"boolean\",\"description\":\"Output beyond the spool's cap was dropped.\"}," \
+"\"dropped_bytes\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Output bytes dropped.\"}"
+#define JOB_STATE_REQUIRED \
+"\"job_id\",\"state\",\"oom_killed\",\"output_bytes\",\"truncated\",\"dropped_bytes\""
+#define JOB_OUTPUT_SCHEMA \
+"{\"type\":\"object\",\"properties\":{" \
+JOB_STATE_PROPS "," \
+"\"output\":{\"type\":\"string\",\"description\":\"Output from the offset asked for, as text (NUL as U+2400, bytes that are not UTF-8 as U+FFFD).\"}," \
+"\"next_offset\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"The byte offset to read on from.\"}," \
+"\"eof\":{\"type\":\"boolean\",\"description\":\"Finished, and all output read.\"}" \
+"},\"required\":[" JOB_STATE_REQUIRED ",\"output\",\"next_offset\",\"eof\"],\"additionalProperties\":false}"
+
+/*
  * The tools. Descriptions are written for the model that calls them: what
  * the tool does, what persists, and what to do when it fails. Titles and
- * descriptions are plain text; schema and annotations are JSON.
+ * descriptions are plain text; schema, annotations and output are JSON.
  */
 static const struct tool_def {
 	const char	*name;
@@ -95,6 +133,9 @@ static const struct tool_def {
 	void		(*handler)(struct tool_call *, struct sessmgr *,
 			    struct sess *, const struct conf *, const cJSON *);
 	unsigned	 flags;		/* TOOL_* */
+	/* outputSchema: what every structuredContent of the tool holds,
+	 * checked on each result (tools_run) and by test_orch_results */
+	const char	*output;
 } tool_defs[] = {
 { "shell", "Run a shell command",
 "Runs a command in this session's persistent bash shell inside an isolated Linux sandbox and returns its combined stdout+stderr and exit code. "
@@ -102,13 +143,25 @@ static const struct tool_def {
 "stdin is /dev/null, so interactive prompts get EOF: pass -y/--yes flags. "
 "If the command runs longer than timeout seconds it is killed with all its child processes and the shell keeps its state; for long builds, servers or anything that may exceed a few minutes use shell_async instead. "
 "Long output keeps its head and tail with the middle replaced by a marker; redirect to a file and view it in parts when you need everything. "
+"Output is returned as text: a NUL byte shows as \xe2\x90\x80 (U+2400) and each byte that is not UTF-8 as \xef\xbf\xbd (U+FFFD). "
+"A command that timed out reports exit code 124, as timeout(1) does. "
 "Network access is only through the sandbox's egress proxy (git clone/push to configured hosts works without credentials in the sandbox).",
 "{\"type\":\"object\",\"properties\":{"
 "\"command\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":" XSTR(MAX_COMMAND) ",\"description\":\"The bash command line to run, e.g. \\\"cd repo && make test\\\". Multi-line scripts are allowed.\"},"
 "\"timeout\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":" XSTR(MAX_WAIT_S) ",\"description\":\"Seconds before the command is killed (default 120; at most the server's limit, 3600 unless configured).\"}"
 "},\"required\":[\"command\"],\"additionalProperties\":false}",
 "{\"title\":\"Run a shell command\",\"readOnlyHint\":false,\"destructiveHint\":true,\"openWorldHint\":true}",
-t_shell, TOOL_INTERRUPT },
+t_shell, TOOL_INTERRUPT,
+"{\"type\":\"object\",\"properties\":{"
+"\"exit_code\":{\"type\":\"integer\",\"description\":\"The command's exit status; 124 when it timed out (as timeout(1) reports), -1 when it was interrupted.\"},"
+"\"output\":{\"type\":\"string\",\"description\":\"stdout and stderr interleaved, as text (NUL as U+2400, bytes that are not UTF-8 as U+FFFD); when long, head and tail around a marker.\"},"
+"\"timed_out\":{\"type\":\"boolean\",\"description\":\"The command ran past its timeout and was killed with its child processes.\"},"
+"\"truncated\":{\"type\":\"boolean\",\"description\":\"The middle of the output was dropped.\"},"
+"\"dropped_bytes\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Output bytes dropped from the middle.\"},"
+"\"duration_ms\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"How long the command ran.\"},"
+"\"oom_killed\":{\"type\":\"boolean\",\"description\":\"The sandbox ran out of memory and the command was killed.\"},"
+"\"shell_restarted\":{\"type\":\"boolean\",\"description\":\"The shell exited and a fresh one was started (cwd and variables reset).\"}"
+"},\"required\":[\"exit_code\",\"output\",\"timed_out\",\"truncated\",\"dropped_bytes\",\"duration_ms\",\"oom_killed\",\"shell_restarted\"],\"additionalProperties\":false}" },
 
 { "shell_async", "Start a background command",
 "Starts a command in the background (a job) and returns its job_id at once. It runs in the shell's current directory with its exported variables, in its own process group, and its output is kept in the sandbox (it survives orchestrator restarts). "
@@ -117,29 +170,37 @@ t_shell, TOOL_INTERRUPT },
 "\"command\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":" XSTR(MAX_COMMAND) ",\"description\":\"The bash command line to run in the background, e.g. \\\"npm run build\\\".\"}"
 "},\"required\":[\"command\"],\"additionalProperties\":false}",
 "{\"readOnlyHint\":false,\"destructiveHint\":true,\"openWorldHint\":true}",
-t_shell_async, 0 },
+t_shell_async, 0,
+"{\"type\":\"object\",\"properties\":{"
+"\"job_id\":{\"type\":\"string\",\"description\":\"The job's id, for shell_poll, shell_wait and shell_stop.\"},"
+"\"pid\":{\"type\":\"integer\",\"description\":\"The job's process id in the sandbox.\"}"
+"},\"required\":[\"job_id\",\"pid\"],\"additionalProperties\":false}" },
 
 { "shell_poll", "Read a background job's output",
 "Returns a background job's state (running, exited, signaled, stopped), exit code, and its output starting at byte offset. "
-"Pass the next_offset from the previous poll to read only new output; eof is true once the job has finished and everything was read.",
+"Pass the next_offset from the previous poll to read only new output; eof is true once the job has finished and everything was read. "
+"Offsets count the job's output bytes; the text shows a NUL byte as \xe2\x90\x80 (U+2400) and each byte that is not UTF-8 as \xef\xbf\xbd (U+FFFD).",
 "{\"type\":\"object\",\"properties\":{"
 "\"job_id\":{\"type\":\"string\",\"maxLength\":" XSTR(MAX_JOB_ID) ",\"pattern\":\"^[A-Za-z0-9_.-]{1," XSTR(MAX_JOB_ID) "}$\",\"description\":\"The job_id returned by shell_async.\"},"
 "\"offset\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":" XSTR(MAX_OFFSET) ",\"description\":\"Byte offset in the job's output to read from (default 0: from the start).\"},"
 "\"max_bytes\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":" XSTR(MAX_POLL_BYTES) ",\"description\":\"Most output bytes to return (default: the server's output limit).\"}"
 "},\"required\":[\"job_id\"],\"additionalProperties\":false}",
 "{\"readOnlyHint\":true,\"openWorldHint\":false}",
-t_shell_poll, 0 },
+t_shell_poll, 0,
+JOB_OUTPUT_SCHEMA },
 
 { "shell_wait", "Wait for a background job",
 "Waits until a background job finishes or timeout seconds pass, then returns its state, exit code and output from offset (default: all of it, head and tail kept when long). "
-"If it is still running when the timeout passes, call shell_wait again or shell_poll later.",
+"If it is still running when the timeout passes (state running), call shell_wait again or shell_poll later: the job itself has no timeout. "
+"The text shows a NUL byte as \xe2\x90\x80 (U+2400) and each byte that is not UTF-8 as \xef\xbf\xbd (U+FFFD).",
 "{\"type\":\"object\",\"properties\":{"
 "\"job_id\":{\"type\":\"string\",\"maxLength\":" XSTR(MAX_JOB_ID) ",\"pattern\":\"^[A-Za-z0-9_.-]{1," XSTR(MAX_JOB_ID) "}$\",\"description\":\"The job_id returned by shell_async.\"},"
 "\"offset\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":" XSTR(MAX_OFFSET) ",\"description\":\"Byte offset in the job's output to return from (default 0).\"},"
 "\"timeout\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":" XSTR(MAX_WAIT_S) ",\"description\":\"Most seconds to wait (default 30).\"}"
 "},\"required\":[\"job_id\"],\"additionalProperties\":false}",
 "{\"readOnlyHint\":true,\"openWorldHint\":false}",
-t_shell_wait, 0 },
+t_shell_wait, 0,
+JOB_OUTPUT_SCHEMA },
 
 { "shell_stop", "Stop a background job",
 "Stops a background job: its whole process tree gets SIGTERM, then SIGKILL after 2 seconds. Returns its final state. Stopping a finished job is harmless.",
@@ -147,7 +208,10 @@ t_shell_wait, 0 },
 "\"job_id\":{\"type\":\"string\",\"maxLength\":" XSTR(MAX_JOB_ID) ",\"pattern\":\"^[A-Za-z0-9_.-]{1," XSTR(MAX_JOB_ID) "}$\",\"description\":\"The job_id returned by shell_async.\"}"
 "},\"required\":[\"job_id\"],\"additionalProperties\":false}",
 "{\"readOnlyHint\":false,\"destructiveHint\":true,\"openWorldHint\":false}",
-t_shell_stop, 0 },
+t_shell_stop, 0,
+"{\"type\":\"object\",\"properties\":{"
+JOB_STATE_PROPS
+"},\"required\":[" JOB_STATE_REQUIRED "],\"additionalProperties\":false}" },
 
 { "str_replace_based_edit_tool", "View and edit files",
 "Views and edits files in the sandbox. Paths are absolute or relative to /workspace. Commands: "
@@ -166,7 +230,15 @@ t_shell_stop, 0 },
 "\"view_range\":{\"type\":\"array\",\"items\":{\"type\":\"integer\"},\"minItems\":2,\"maxItems\":2,\"description\":\"view only: [first_line, last_line], 1-based, last_line -1 for the end of the file.\"}"
 "},\"required\":[\"command\",\"path\"],\"additionalProperties\":false}",
 "{\"readOnlyHint\":false,\"destructiveHint\":true,\"openWorldHint\":false}",
-t_edit, 0 },
+t_edit, 0,
+"{\"type\":\"object\",\"properties\":{"
+"\"command\":{\"type\":\"string\",\"enum\":[\"view\",\"create\",\"str_replace\",\"insert\"],\"description\":\"The operation done.\"},"
+"\"path\":{\"type\":\"string\",\"description\":\"The path as given.\"},"
+"\"content\":{\"type\":\"string\",\"description\":\"view: the file with line numbers, or the directory listing.\"},"
+"\"snippet\":{\"type\":\"string\",\"description\":\"str_replace: the edited part of the file with line numbers.\"},"
+"\"bytes\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"create: the bytes written.\"},"
+"\"insert_line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"insert: the line the text was inserted after.\"}"
+"},\"required\":[\"command\",\"path\"],\"additionalProperties\":false}" },
 
 { "create_sandbox", "Create a fresh sandbox",
 "Replaces this session's sandbox with a new one built from the given options. Everything in the old sandbox (files in /workspace, shell state, background jobs) is lost. "
@@ -178,17 +250,26 @@ t_edit, 0 },
 "\"writable_root\":{\"type\":\"boolean\",\"description\":\"Allow writes outside /workspace, e.g. to install packages (default true).\"}"
 "},\"additionalProperties\":false}",
 "{\"readOnlyHint\":false,\"destructiveHint\":true,\"idempotentHint\":false,\"openWorldHint\":false}",
-t_create_sandbox, TOOL_NO_ENTER },
+t_create_sandbox, TOOL_NO_ENTER,
+"{\"type\":\"object\",\"properties\":{"
+"\"sandbox_id\":{\"type\":\"string\",\"description\":\"The new sandbox's id.\"},"
+"\"image\":{\"type\":\"string\",\"description\":\"The image asked for, or default.\"}"
+"},\"required\":[\"sandbox_id\",\"image\"],\"additionalProperties\":false}" },
 
 { "clear_session", "Delete this session's sandbox",
 "Deletes this session's sandbox and everything in it (workspace, shell, jobs). The next tool call starts a fresh default sandbox.",
 "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}",
 "{\"readOnlyHint\":false,\"destructiveHint\":true,\"idempotentHint\":true,\"openWorldHint\":false}",
-t_clear_session, TOOL_NO_SANDBOX },
+t_clear_session, TOOL_NO_SANDBOX,
+"{\"type\":\"object\",\"properties\":{"
+"\"cleared\":{\"type\":\"boolean\",\"description\":\"The session has no sandbox now.\"},"
+"\"had_sandbox\":{\"type\":\"boolean\",\"description\":\"It had one, which was deleted.\"}"
+"},\"required\":[\"cleared\",\"had_sandbox\"],\"additionalProperties\":false}" },
 };
 
 static cJSON *tools_arr;	/* tools/list, built from tool_defs */
 static struct schema *tool_schemas[NELEM(tool_defs)];	/* each row's checks */
+static struct schema *out_schemas[NELEM(tool_defs)];	/* each row's output */
 
 static const struct tool_def *
 tool_find(const char *name)
@@ -201,16 +282,18 @@ tool_find(const char *name)
 	return NULL;
 }
 
-/* Row d as tools/list shows it, with its schema compiled into *sc. */
+/* Row d as tools/list shows it, with its schemas compiled into *sc, *oc. */
 static cJSON *
-tool_json(const struct tool_def *d, struct schema **sc, char *err,
-    size_t errlen)
+tool_json(const struct tool_def *d, struct schema **sc, struct schema **oc,
+    char *err, size_t errlen)
 {
-	cJSON *t = NULL, *in, *an = NULL;
+	cJSON *t = NULL, *in, *an = NULL, *out = NULL;
 
 	if ((in = cJSON_Parse(d->schema)) == NULL ||
-	    (an = cJSON_Parse(d->annotations)) == NULL || !cJSON_IsObject(an)) {
-		snprintf(err, errlen, "its inputSchema or annotations do not parse");
+	    (an = cJSON_Parse(d->annotations)) == NULL || !cJSON_IsObject(an) ||
+	    d->output == NULL || (out = cJSON_Parse(d->output)) == NULL) {
+		snprintf(err, errlen, "its inputSchema, annotations or "
+		    "outputSchema are missing or do not parse");
 		goto out;
 	}
 	if (tool_find(d->name) != d) {
@@ -219,16 +302,20 @@ tool_json(const struct tool_def *d, struct schema **sc, char *err,
 	}
 	if ((*sc = schema_compile(in, err, errlen)) == NULL)
 		goto out;
+	if ((*oc = schema_compile(out, err, errlen)) == NULL)
+		goto out;
 	t = cJSON_CreateObject();
 	cJSON_AddStringToObject(t, "name", d->name);
 	cJSON_AddStringToObject(t, "title", d->title);
 	cJSON_AddStringToObject(t, "description", d->description);
 	cJSON_AddItemToObject(t, "inputSchema", in);
+	cJSON_AddItemToObject(t, "outputSchema", out);
 	cJSON_AddItemToObject(t, "annotations", an);
-	in = an = NULL;
+	in = an = out = NULL;
 out:
 	cJSON_Delete(in);
 	cJSON_Delete(an);
+	cJSON_Delete(out);
 	return t;
 }
 
@@ -243,8 +330,8 @@ tools_init(void)
 		return 0;
 	tools_arr = cJSON_CreateArray();
 	for (i = 0; i < NELEM(tool_defs); i++) {
-		if ((t = tool_json(&tool_defs[i], &tool_schemas[i], err,
-		    sizeof(err))) == NULL) {
+		if ((t = tool_json(&tool_defs[i], &tool_schemas[i], &out_schemas[i],
+		    err, sizeof(err))) == NULL) {
 			log_warnx("tool=%s schema: %s", tool_defs[i].name, err);
 			tools_cleanup();
 			return -1;
@@ -262,6 +349,8 @@ tools_cleanup(void)
 	for (i = 0; i < NELEM(tool_schemas); i++) {
 		schema_free(tool_schemas[i]);
 		tool_schemas[i] = NULL;
+		schema_free(out_schemas[i]);
+		out_schemas[i] = NULL;
 	}
 	cJSON_Delete(tools_arr);
 	tools_arr = NULL;
@@ -385,7 +474,18 @@ agent_do(struct areq *a, const char *method, const char *path, cJSON *body,
 		    "for a fresh sandbox", terr);
 		return -1;
 	}
-	if ((a->j = cJSON_ParseWithLength(a->resp.p ? a->resp.p : "", a->resp.len)) == NULL ||
+	/*
+	 * A NUL byte of the output comes as "\u0000", which cJSON would end
+	 * the string at: it reads as U+2400 instead. Raw NUL bytes are no
+	 * JSON, and cJSON would stop at them too; trailing ones are let go
+	 * (the agent's file create reply counts its C string's terminator).
+	 */
+	while (a->resp.len > 0 && a->resp.p[a->resp.len - 1] == '\0')
+		a->resp.len--;
+	if (a->resp.p != NULL)
+		(void)jsonu_nul_to_symbol(a->resp.p, a->resp.len);
+	if ((a->resp.p != NULL && memchr(a->resp.p, '\0', a->resp.len) != NULL) ||
+	    (a->j = cJSON_ParseWithLength(a->resp.p ? a->resp.p : "", a->resp.len)) == NULL ||
 	    !cJSON_IsObject(a->j)) {
 		snprintf(a->err, sizeof(a->err), "the sandbox's agent sent an "
 		    "unreadable reply (HTTP %d); retry the call", a->status);
@@ -402,25 +502,53 @@ areq_free(struct areq *a)
 }
 
 static const char *
-jstr(cJSON *o, const char *k)
+jstr(const cJSON *o, const char *k)
 {
-	cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
 
 	return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
+/*
+ * Member k of the agent's reply o as a whole number in [lo, hi] (a
+ * fraction is cut off); def when it is absent, no number, or out of range
+ * (1e400 is infinity, and no double that large converts).
+ */
 static long long
-jnum(cJSON *o, const char *k, long long def)
+jint(const cJSON *o, const char *k, long long def, long long lo, long long hi)
 {
-	cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
 
-	return cJSON_IsNumber(v) ? (long long)v->valuedouble : def;
+	if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) ||
+	    v->valuedouble < (double)lo || v->valuedouble > (double)hi)
+		return def;
+	return (long long)v->valuedouble;
+}
+
+/* The bound of the numbers taken from agents: within it doubles are exact,
+ * and so are the integers of the outputSchemas (schema.c's limit). */
+#define JINT_MAX	(1LL << 53)
+
+/* A count (bytes, offsets, milliseconds): never negative. */
+static long long
+jcount(const cJSON *o, const char *k, long long def)
+{
+	return jint(o, k, def, 0, JINT_MAX);
 }
 
 static int
-jtrue(cJSON *o, const char *k)
+jtrue(const cJSON *o, const char *k)
 {
 	return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, k));
+}
+
+/* Member k of o as clean text (caller frees); "" when it is no string. */
+static char *
+jtext(const cJSON *o, const char *k)
+{
+	const char *v = jstr(o, k);
+
+	return v != NULL ? jsonu_utf8_clean(v, strlen(v)) : xstrdup("");
 }
 
 /* The agent's error reply as a message for the model. */
@@ -464,6 +592,302 @@ add_structured(struct tool_call *tc, cJSON *obj)
 		cJSON_Delete(obj);
 }
 
+/* ---- results (see the top of the file) ---- */
+
+/*
+ * shell's result from the agent's reply j to POST /v1/shell (tmo: the
+ * timeout asked for, in seconds). A timeout is exit code 124 whatever the
+ * agent said (older agents said -1).
+ */
+static void
+shell_result(struct tool_call *tc, const cJSON *j, long long tmo)
+{
+	struct buf out;
+	int timed_out = jtrue(j, "timed_out"), oom = jtrue(j, "oom_killed");
+	int trunc = jtrue(j, "truncated"), restarted = jtrue(j, "shell_restarted");
+	long long code = timed_out ? 124 : jint(j, "exit_code", -1, INT_MIN,
+	    INT_MAX);
+	long long dropped = jcount(j, "dropped_bytes", 0);
+	long long dur = jcount(j, "duration_ms", 0);
+	char *text = jtext(j, "output");
+	cJSON *st;
+
+	buf_init(&out, AGENT_RESP_MAX);
+	ign(buf_addstr(&out, text));
+	if (out.len > 0 && out.p[out.len - 1] != '\n')
+		ign(buf_addstr(&out, "\n"));
+	if (timed_out)
+		ign(buf_addf(&out, "[timed out after %llds (exit code 124): the "
+		    "command and its child processes were killed; the shell keeps "
+		    "its state. Use shell_async for long-running commands, or a "
+		    "larger timeout]", tmo));
+	else if (oom)
+		ign(buf_addf(&out, "[killed: out of memory (the sandbox's "
+		    "memory limit); exit code %lld]", code));
+	else
+		ign(buf_addf(&out, "[exit code %lld, %lld ms]", code, dur));
+	if (trunc)
+		ign(buf_addf(&out, "\n[output truncated: %lld bytes dropped "
+		    "from the middle; redirect output to a file and view it "
+		    "in parts]", dropped));
+	if (restarted)
+		ign(buf_addstr(&out, "\n[the shell exited and a fresh one "
+		    "was started in /workspace; variables and cwd were reset]"));
+	set_buf(tc, &out, timed_out || oom);
+	buf_free(&out);
+	st = cJSON_CreateObject();
+	cJSON_AddNumberToObject(st, "exit_code", (double)code);
+	cJSON_AddStringToObject(st, "output", text);
+	cJSON_AddBoolToObject(st, "timed_out", timed_out);
+	cJSON_AddBoolToObject(st, "truncated", trunc);
+	cJSON_AddNumberToObject(st, "dropped_bytes", (double)dropped);
+	cJSON_AddNumberToObject(st, "duration_ms", (double)dur);
+	cJSON_AddBoolToObject(st, "oom_killed", oom);
+	cJSON_AddBoolToObject(st, "shell_restarted", restarted);
+	add_structured(tc, st);
+	free(text);
+}
+
+/* The job's state as the outputSchemas' enum has it. */
+static const char *
+job_state(const cJSON *j)
+{
+	static const char *const states[] = { "running", "exited", "signaled",
+	    "stopped" };
+	const char *st = jstr(j, "state");
+	size_t i;
+
+	for (i = 0; st != NULL && i < NELEM(states); i++)
+		if (strcmp(st, states[i]) == 0)
+			return states[i];
+	return "unknown";
+}
+
+static void
+job_status_text(const cJSON *j, const char *jid, struct buf *out)
+{
+	const char *id = jstr(j, "id");
+	cJSON *code = cJSON_GetObjectItemCaseSensitive(j, "exit_code");
+	cJSON *sig = cJSON_GetObjectItemCaseSensitive(j, "signal");
+	char idc[80];
+
+	if (id == NULL)
+		id = jid;
+	log_escape(idc, sizeof(idc), id, strlen(id));
+	ign(buf_addf(out, "[job %s: %s", idc, job_state(j)));
+	if (cJSON_IsNumber(code))
+		ign(buf_addf(out, ", exit code %lld", jint(j, "exit_code", -1,
+		    INT_MIN, INT_MAX)));
+	if (cJSON_IsNumber(sig))
+		ign(buf_addf(out, ", signal %lld", jint(j, "signal", -1, 0,
+		    INT_MAX)));
+	if (jtrue(j, "oom_killed"))
+		ign(buf_addstr(out, ", killed: out of memory"));
+	ign(buf_addf(out, ", %lld output bytes", jcount(j, "output_bytes", 0)));
+	if (jtrue(j, "truncated"))
+		ign(buf_addf(out, "; output capped, %lld bytes dropped (the spool "
+		    "keeps the head; rerun with output piped through tail or to a "
+		    "file for the end)", jcount(j, "dropped_bytes", 0)));
+}
+
+/*
+ * A job's structuredContent from the agent's {job} j (jid: the id asked
+ * for, used when j has none that is a job id). exit_code and signal only
+ * when the agent gave usable numbers (it gives null while running, or
+ * when the status was lost).
+ */
+static cJSON *
+job_struct(const cJSON *j, const char *jid)
+{
+	cJSON *st = cJSON_CreateObject();
+	const char *id = jstr(j, "id");
+	long long v;
+
+	cJSON_AddStringToObject(st, "job_id", id != NULL && job_id_ok(id) ? id :
+	    jid);
+	cJSON_AddStringToObject(st, "state", job_state(j));
+	if ((v = jint(j, "exit_code", LLONG_MIN, INT_MIN, INT_MAX)) != LLONG_MIN)
+		cJSON_AddNumberToObject(st, "exit_code", (double)v);
+	if ((v = jint(j, "signal", LLONG_MIN, 0, INT_MAX)) != LLONG_MIN)
+		cJSON_AddNumberToObject(st, "signal", (double)v);
+	cJSON_AddBoolToObject(st, "oom_killed", jtrue(j, "oom_killed"));
+	cJSON_AddNumberToObject(st, "output_bytes", (double)jcount(j,
+	    "output_bytes", 0));
+	cJSON_AddBoolToObject(st, "truncated", jtrue(j, "truncated"));
+	cJSON_AddNumberToObject(st, "dropped_bytes", (double)jcount(j,
+	    "dropped_bytes", 0));
+	return st;
+}
+
+/* shell_async's result from the agent's reply j to POST /v1/jobs. */
+static void
+job_started_result(struct tool_call *tc, const cJSON *j)
+{
+	const char *id = jstr(j, "id");
+	long long pid = jint(j, "pid", 0, 0, INT_MAX);
+	struct buf out;
+	cJSON *st;
+
+	if (id == NULL || !job_id_ok(id)) {
+		set_text(tc, "shell_async: the agent returned no usable job id; retry", 1);
+		return;
+	}
+	buf_init(&out, 64 * 1024);
+	ign(buf_addf(&out, "Started job %s (pid %lld). Use shell_poll with "
+	    "job_id \"%s\" to read its output, shell_wait to wait for it, "
+	    "shell_stop to stop it.", id, pid, id));
+	set_buf(tc, &out, 0);
+	buf_free(&out);
+	st = cJSON_CreateObject();
+	cJSON_AddStringToObject(st, "job_id", id);
+	cJSON_AddNumberToObject(st, "pid", (double)pid);
+	add_structured(tc, st);
+}
+
+/*
+ * shell_poll's (wait_s -1) or shell_wait's result from the agent's {job}
+ * with output j, read from offset off for job jid.
+ */
+static void
+job_output_result(struct tool_call *tc, const cJSON *j, const char *jid,
+    long long off, long long wait_s)
+{
+	const char *state = job_state(j);
+	long long next = jcount(j, "next_offset", off);
+	int eof = jtrue(j, "eof");
+	char *text = jtext(j, "output");
+	struct buf out;
+	cJSON *st;
+
+	buf_init(&out, AGENT_RESP_MAX);
+	ign(buf_addstr(&out, text));
+	if (out.len > 0 && out.p[out.len - 1] != '\n')
+		ign(buf_addstr(&out, "\n"));
+	job_status_text(j, jid, &out);
+	ign(buf_addf(&out, "; next_offset %lld%s]", next,
+	    eof ? ", eof: finished and all output read" : ""));
+	if (wait_s >= 0 && strcmp(state, "running") == 0)
+		ign(buf_addf(&out, "\n[still running after %llds; call "
+		    "shell_wait again, or shell_poll from next_offset]", wait_s));
+	if (!eof && strcmp(state, "running") != 0)
+		ign(buf_addstr(&out, "\n[more output remains: call shell_poll "
+		    "with offset = next_offset]"));
+	set_buf(tc, &out, 0);
+	buf_free(&out);
+	st = job_struct(j, jid);
+	cJSON_AddStringToObject(st, "output", text);
+	cJSON_AddNumberToObject(st, "next_offset", (double)next);
+	cJSON_AddBoolToObject(st, "eof", eof);
+	add_structured(tc, st);
+	free(text);
+}
+
+/* shell_stop's result from the agent's {job} j. */
+static void
+job_stop_result(struct tool_call *tc, const cJSON *j, const char *jid)
+{
+	struct buf out;
+
+	buf_init(&out, 64 * 1024);
+	job_status_text(j, jid, &out);
+	ign(buf_addstr(&out, "]"));
+	set_buf(tc, &out, 0);
+	buf_free(&out);
+	add_structured(tc, job_struct(j, jid));
+}
+
+/*
+ * str_replace_based_edit_tool's result for command cmd on path from the
+ * agent's reply j (file_text: create's, line: insert's).
+ */
+static void
+edit_result(struct tool_call *tc, const char *cmd, const char *path,
+    const char *file_text, long long line, const cJSON *j)
+{
+	struct buf out;
+	char *text = NULL;
+	cJSON *st = cJSON_CreateObject();
+
+	buf_init(&out, AGENT_RESP_MAX);
+	cJSON_AddStringToObject(st, "command", cmd);
+	cJSON_AddStringToObject(st, "path", path);
+	if (strcmp(cmd, "view") == 0) {
+		text = jtext(j, "content");
+		ign(buf_addstr(&out, text));
+		cJSON_AddStringToObject(st, "content", text);
+	} else if (strcmp(cmd, "str_replace") == 0) {
+		text = jtext(j, "snippet");
+		ign(buf_addf(&out, "Replaced the text in %s.%s%s", path,
+		    *text ? " The edited part now reads:\n" : "", text));
+		cJSON_AddStringToObject(st, "snippet", text);
+	} else if (strcmp(cmd, "create") == 0) {
+		ign(buf_addf(&out, "Created %s (%zu bytes).", path, strlen(file_text)));
+		cJSON_AddNumberToObject(st, "bytes", (double)strlen(file_text));
+	} else {
+		ign(buf_addf(&out, "Inserted the text after line %lld of %s.", line,
+		    path));
+		cJSON_AddNumberToObject(st, "insert_line", (double)line);
+	}
+	set_buf(tc, &out, 0);
+	buf_free(&out);
+	add_structured(tc, st);
+	free(text);
+}
+
+/* create_sandbox's result: the new sandbox's id, the image asked for. */
+static void
+sandbox_result(struct tool_call *tc, const char *sandbox_id, const char *image)
+{
+	struct buf out;
+	cJSON *st;
+
+	buf_init(&out, 4096);
+	ign(buf_addf(&out, "A fresh sandbox is ready (id %s, image %s). "
+	    "Its workspace is /workspace.", sandbox_id, image));
+	set_buf(tc, &out, 0);
+	buf_free(&out);
+	st = cJSON_CreateObject();
+	cJSON_AddStringToObject(st, "sandbox_id", sandbox_id);
+	cJSON_AddStringToObject(st, "image", image);
+	add_structured(tc, st);
+}
+
+/* clear_session's result (had: a sandbox was deleted). */
+static void
+cleared_result(struct tool_call *tc, int had)
+{
+	cJSON *st;
+
+	set_text(tc, "Session cleared: its sandbox and workspace are gone. The "
+	    "next tool call starts a fresh default sandbox.", 0);
+	st = cJSON_CreateObject();
+	cJSON_AddTrueToObject(st, "cleared");
+	cJSON_AddBoolToObject(st, "had_sandbox", had);
+	add_structured(tc, st);
+}
+
+/*
+ * Does tc's result carry what row d's outputSchema asks for? An error
+ * result may leave structuredContent out; any other result of a
+ * structured call (2025-06-18 and later) must hold it, matching. 0, or -1
+ * with err.
+ */
+static int
+output_check(const struct tool_def *d, const struct tool_call *tc, char *err,
+    size_t errlen)
+{
+	const cJSON *st = cJSON_GetObjectItemCaseSensitive(tc->result,
+	    "structuredContent");
+
+	if (st == NULL) {
+		if (!tc->structured || tc->is_error)
+			return 0;
+		snprintf(err, errlen, "no structuredContent");
+		return -1;
+	}
+	return schema_check(out_schemas[d - tool_defs], st, err, errlen);
+}
+
 /* ---- tools ---- */
 
 static void
@@ -477,12 +901,11 @@ t_shell(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 	long long tmo = schema_int(args, "timeout", -1);
 	long long maxs = c->shell_max_timeout_ms / 1000;
 	struct timespec busy_wait = { 0, 50 * 1000000 };
-	cJSON *body, *st;
-	char *text;
+	cJSON *body;
 	int tries;
 
 	(void)m;
-	buf_init(&out, AGENT_RESP_MAX);
+	buf_init(&out, 64 * 1024);
 	/* The server's limit is configuration, not in the schema. */
 	if (tmo == -1)
 		tmo = c->shell_timeout_ms / 1000;
@@ -526,97 +949,10 @@ t_shell(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 		set_buf(tc, &out, 1);
 		goto out;
 	}
-	{
-		const char *o = jstr(a.j, "output");
-		long long code = jnum(a.j, "exit_code", -1);
-		int timed_out = jtrue(a.j, "timed_out"), oom = jtrue(a.j, "oom_killed");
-		int trunc = jtrue(a.j, "truncated"), restarted = jtrue(a.j, "shell_restarted");
-		long long dropped = jnum(a.j, "dropped_bytes", 0);
-		long long dur = jnum(a.j, "duration_ms", 0);
-
-		text = o ? jsonu_utf8_clean(o, strlen(o)) : xstrdup("");
-		ign(buf_addstr(&out, text));
-		free(text);
-		if (out.len > 0 && out.p[out.len - 1] != '\n')
-			ign(buf_addstr(&out, "\n"));
-		if (timed_out)
-			ign(buf_addf(&out, "[timed out after %llds: the command and "
-			    "its child processes were killed; the shell keeps its "
-			    "state. Use shell_async for long-running commands, or a "
-			    "larger timeout]", tmo));
-		else if (oom)
-			ign(buf_addf(&out, "[killed: out of memory (the sandbox's "
-			    "memory limit); exit code %lld]", code));
-		else
-			ign(buf_addf(&out, "[exit code %lld, %lld ms]", code, dur));
-		if (trunc)
-			ign(buf_addf(&out, "\n[output truncated: %lld bytes dropped "
-			    "from the middle; redirect output to a file and view it "
-			    "in parts]", dropped));
-		if (restarted)
-			ign(buf_addstr(&out, "\n[the shell exited and a fresh one "
-			    "was started in /workspace; variables and cwd were reset]"));
-		set_buf(tc, &out, timed_out || oom);
-		st = cJSON_CreateObject();
-		cJSON_AddNumberToObject(st, "exit_code", (double)code);
-		cJSON_AddBoolToObject(st, "timed_out", timed_out);
-		cJSON_AddBoolToObject(st, "truncated", trunc);
-		cJSON_AddBoolToObject(st, "oom_killed", oom);
-		cJSON_AddNumberToObject(st, "duration_ms", (double)dur);
-		add_structured(tc, st);
-	}
+	shell_result(tc, a.j, tmo);
 out:
 	areq_free(&a);
 	buf_free(&out);
-}
-
-
-static void
-job_status_text(cJSON *j, struct buf *out)
-{
-	const char *id = jstr(j, "id"), *state = jstr(j, "state");
-	cJSON *code = cJSON_GetObjectItemCaseSensitive(j, "exit_code");
-	cJSON *sig = cJSON_GetObjectItemCaseSensitive(j, "signal");
-	char idc[80], stc[40];
-
-	log_escape(idc, sizeof(idc), id ? id : "?", id ? strlen(id) : 1);
-	log_escape(stc, sizeof(stc), state ? state : "unknown",
-	    state ? strlen(state) : 7);
-	ign(buf_addf(out, "[job %s: %s", idc, stc));
-	if (cJSON_IsNumber(code))
-		ign(buf_addf(out, ", exit code %lld", (long long)code->valuedouble));
-	if (cJSON_IsNumber(sig))
-		ign(buf_addf(out, ", signal %lld", (long long)sig->valuedouble));
-	if (jtrue(j, "oom_killed"))
-		ign(buf_addstr(out, ", killed: out of memory"));
-	ign(buf_addf(out, ", %lld output bytes", jnum(j, "output_bytes", 0)));
-	if (jtrue(j, "truncated"))
-		ign(buf_addf(out, "; output capped, %lld bytes dropped (the spool "
-		    "keeps the head; rerun with output piped through tail or to a "
-		    "file for the end)", jnum(j, "dropped_bytes", 0)));
-}
-
-static cJSON *
-job_struct(cJSON *j)
-{
-	cJSON *st = cJSON_CreateObject(), *v;
-	static const char *const keys[] = { "id", "state", "exit_code", "signal",
-	    "oom_killed", "output_bytes", "next_offset", "eof", "truncated",
-	    "dropped_bytes", NULL };
-	size_t i;
-
-	for (i = 0; keys[i] != NULL; i++) {
-		v = cJSON_GetObjectItemCaseSensitive(j, keys[i]);
-		if (v == NULL)
-			continue;
-		if (cJSON_IsString(v)) {
-			char *cl = jsonu_utf8_clean(v->valuestring, strlen(v->valuestring));
-			cJSON_AddStringToObject(st, keys[i], cl);
-			free(cl);
-		} else if (cJSON_IsNumber(v) || cJSON_IsBool(v) || cJSON_IsNull(v))
-			cJSON_AddItemToObject(st, keys[i], cJSON_Duplicate(v, 0));
-	}
-	return st;
 }
 
 static void
@@ -644,8 +980,7 @@ t_shell_async(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 {
 	struct areq a = { .s = s };
 	struct buf out;
-	const char *id;
-	cJSON *body, *st;
+	cJSON *body;
 
 	(void)m;
 	(void)c;
@@ -663,18 +998,7 @@ t_shell_async(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 		set_buf(tc, &out, 1);
 		goto out;
 	}
-	if ((id = jstr(a.j, "id")) == NULL || !job_id_ok(id)) {
-		set_text(tc, "shell_async: the agent returned no usable job id; retry", 1);
-		goto out;
-	}
-	ign(buf_addf(&out, "Started job %s (pid %lld). Use shell_poll with "
-	    "job_id \"%s\" to read its output, shell_wait to wait for it, "
-	    "shell_stop to stop it.", id, jnum(a.j, "pid", 0), id));
-	set_buf(tc, &out, 0);
-	st = cJSON_CreateObject();
-	cJSON_AddStringToObject(st, "job_id", id);
-	cJSON_AddNumberToObject(st, "pid", (double)jnum(a.j, "pid", 0));
-	add_structured(tc, st);
+	job_started_result(tc, a.j);
 out:
 	areq_free(&a);
 	buf_free(&out);
@@ -730,43 +1054,19 @@ static void
 job_output(struct tool_call *tc, struct sess *s, const char *jid,
     long long off, long long max, long long wait_s)
 {
-	const char *what = wait_s >= 0 ? "shell_wait" : "shell_poll", *o, *state;
+	const char *what = wait_s >= 0 ? "shell_wait" : "shell_poll";
 	struct areq a = { .s = s };
-	struct buf out;
-	char path[256], *text;
+	char path[256];
 
-	buf_init(&out, AGENT_RESP_MAX);
 	snprintf(path, sizeof(path), "/v1/jobs/%s?offset=%lld&max=%lld", jid, off,
 	    max);
-	if (agent_do(&a, "GET", path, NULL, 30000) == -1) {
+	if (agent_do(&a, "GET", path, NULL, 30000) == -1)
 		set_text(tc, a.err, 1);
-		goto out;
-	}
-	if (a.status != 200) {
+	else if (a.status != 200)
 		job_not_found(tc, &a, jid, what);
-		goto out;
-	}
-	o = jstr(a.j, "output");
-	text = o ? jsonu_utf8_clean(o, strlen(o)) : xstrdup("");
-	ign(buf_addstr(&out, text));
-	if (out.len > 0 && out.p[out.len - 1] != '\n')
-		ign(buf_addstr(&out, "\n"));
-	free(text);
-	job_status_text(a.j, &out);
-	ign(buf_addf(&out, "; next_offset %lld%s]", jnum(a.j, "next_offset", off),
-	    jtrue(a.j, "eof") ? ", eof: finished and all output read" : ""));
-	state = jstr(a.j, "state");
-	if (wait_s >= 0 && state != NULL && strcmp(state, "running") == 0)
-		ign(buf_addf(&out, "\n[still running after %llds; call "
-		    "shell_wait again, or shell_poll from next_offset]", wait_s));
-	if (!jtrue(a.j, "eof") && state != NULL && strcmp(state, "running") != 0)
-		ign(buf_addstr(&out, "\n[more output remains: call shell_poll "
-		    "with offset = next_offset]"));
-	set_buf(tc, &out, 0);
-	add_structured(tc, job_struct(a.j));
-out:
+	else
+		job_output_result(tc, a.j, jid, off, wait_s);
 	areq_free(&a);
-	buf_free(&out);
 }
 
 static void
@@ -812,20 +1112,13 @@ t_shell_stop(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 {
 	struct areq w = { .s = s };
 	long long maxs = c->shell_max_timeout_ms / 1000;
-	struct buf out;
 	const char *jid;
 
 	(void)m;
-	buf_init(&out, 64 * 1024);
 	if ((jid = job_id_arg(tc, args)) != NULL &&
-	    job_post(tc, &w, jid, "stop", 30 < maxs ? 30 : maxs, "shell_stop") == 0) {
-		job_status_text(w.j, &out);
-		ign(buf_addstr(&out, "]"));
-		set_buf(tc, &out, 0);
-		add_structured(tc, job_struct(w.j));
-	}
+	    job_post(tc, &w, jid, "stop", 30 < maxs ? 30 : maxs, "shell_stop") == 0)
+		job_stop_result(tc, w.j, jid);
 	areq_free(&w);
-	buf_free(&out);
 }
 
 static void
@@ -861,11 +1154,10 @@ t_edit(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 	const char *it = schema_str(args, "insert_text"), *p;
 	long long line = schema_int(args, "insert_line", -1), x0, x1;
 	cJSON *body = NULL, *vr;
-	char *text;
 
 	(void)m;
 	(void)c;
-	buf_init(&out, AGENT_RESP_MAX);
+	buf_init(&out, 64 * 1024);
 	body = cJSON_CreateObject();
 	cJSON_AddStringToObject(body, "path", path);
 	if (strcmp(cmd, "view") == 0) {
@@ -921,25 +1213,7 @@ t_edit(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 		set_buf(tc, &out, 1);
 		goto out;
 	}
-	if (strcmp(cmd, "view") == 0) {
-		const char *ct = jstr(a.j, "content");
-		text = ct ? jsonu_utf8_clean(ct, strlen(ct)) : xstrdup("");
-		set_text(tc, text, 0);
-		free(text);
-	} else if (strcmp(cmd, "str_replace") == 0) {
-		const char *sn = jstr(a.j, "snippet");
-		text = sn ? jsonu_utf8_clean(sn, strlen(sn)) : xstrdup("");
-		ign(buf_addf(&out, "Replaced the text in %s.%s%s", path,
-		    *text ? " The edited part now reads:\n" : "", text));
-		free(text);
-		set_buf(tc, &out, 0);
-	} else if (strcmp(cmd, "create") == 0) {
-		ign(buf_addf(&out, "Created %s (%zu bytes).", path, strlen(ft)));
-		set_buf(tc, &out, 0);
-	} else {
-		ign(buf_addf(&out, "Inserted the text after line %lld of %s.", line, path));
-		set_buf(tc, &out, 0);
-	}
+	edit_result(tc, cmd, path, ft, line, a.j);
 out:
 	cJSON_Delete(body);
 	areq_free(&a);
@@ -957,7 +1231,6 @@ t_create_sandbox(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 		.writable_root = schema_bool(args, "writable_root"),
 	};
 	enum sess_err e = SE_OK;
-	struct buf out;
 	char err[512];
 
 	(void)m;
@@ -966,12 +1239,7 @@ t_create_sandbox(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 		sess_error(tc, e, err);
 		return;
 	}
-	buf_init(&out, 4096);
-	ign(buf_addf(&out, "A fresh sandbox is ready (id %s, image %s). "
-	    "Its workspace is /workspace.", sess_sandbox_id(s),
-	    o.image ? o.image : "default"));
-	set_buf(tc, &out, 0);
-	buf_free(&out);
+	sandbox_result(tc, sess_sandbox_id(s), o.image ? o.image : "default");
 }
 
 static void
@@ -980,17 +1248,17 @@ t_clear_session(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 {
 	enum sess_err e = SE_OK;
 	char err[512];
+	int rc;
 
 	(void)s;
 	(void)c;
 	(void)args;
-	if (sess_delete(m, tc->sid, "clear_session", &e, err, sizeof(err)) == -1 &&
-	    e != SE_NOTFOUND) {
+	if ((rc = sess_delete(m, tc->sid, "clear_session", &e, err,
+	    sizeof(err))) == -1 && e != SE_NOTFOUND) {
 		sess_error(tc, e, err);
 		return;
 	}
-	set_text(tc, "Session cleared: its sandbox and workspace are gone. The "
-	    "next tool call starts a fresh default sandbox.", 0);
+	cleared_result(tc, rc == 0);
 }
 
 /*
@@ -1013,6 +1281,14 @@ tools_run1(struct sessmgr *m, const struct conf *c, struct tool_call *tc)
 		return;
 	}
 	if (d->flags & TOOL_NO_SANDBOX) {
+		/* No sandbox is met, but the session's identity holds. */
+		if ((s = sess_get(m, tc->sid, tc->org, tc->user, 0, &e, err,
+		    sizeof(err))) != NULL)
+			sess_put(s);
+		else if (e == SE_IDENTITY) {
+			sess_error(tc, e, err);
+			return;
+		}
 		d->handler(tc, m, NULL, c, tc->args);
 		return;
 	}
@@ -1038,11 +1314,44 @@ out:
 	sess_put(s);
 }
 
+/*
+ * A result that does not match its tool's outputSchema is a bug here (or
+ * an agent reply a builder let through): the client would reject it, so
+ * it goes out as a tool error, with the text kept.
+ */
+static void
+output_guard(struct tool_call *tc)
+{
+	const struct tool_def *d = tool_find(tc->name);
+	char err[256];
+	cJSON *c;
+
+	if (d == NULL || tc->result == NULL ||
+	    output_check(d, tc, err, sizeof(err)) == 0)
+		return;
+	log_warnx("session=%s tool=%s result does not match its outputSchema: %s",
+	    tc->sid, tc->name, err);
+	cJSON_DeleteItemFromObjectCaseSensitive(tc->result, "structuredContent");
+	cJSON_DeleteItemFromObjectCaseSensitive(tc->result, "isError");
+	cJSON_AddTrueToObject(tc->result, "isError");
+	tc->is_error = 1;
+	if (cJSON_IsArray(c = cJSON_GetObjectItemCaseSensitive(tc->result,
+	    "content"))) {
+		cJSON *t = cJSON_CreateObject();
+		cJSON_AddStringToObject(t, "type", "text");
+		cJSON_AddStringToObject(t, "text", "\n[internal error: the "
+		    "orchestrator could not build this tool's structured result; the "
+		    "text above is what it got]");
+		cJSON_AddItemToArray(c, t);
+	}
+}
+
 void
 tools_run(struct sessmgr *m, const struct conf *c, struct tool_call *tc)
 {
 	tools_run1(m, c, tc);
 	agentc_set_cancel(NULL, 0);
+	output_guard(tc);
 	atomic_store(&tc->finished, 1);
 }
 

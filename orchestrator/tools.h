@@ -1,7 +1,8 @@
 /*
  * tools.h: the MCP tools (names, JSON Schemas, descriptions) and their
  * execution against a session's sandbox. A tool's inputSchema is also its
- * argument check (schema.h). tools_run blocks: call it on a worker thread.
+ * argument check, and its outputSchema the check of every structuredContent
+ * it returns (schema.h). tools_run blocks: call it on a worker thread.
  */
 #ifndef TOOLS_H
 #define TOOLS_H
@@ -18,7 +19,8 @@ struct tool_call {
 	char		 user[ID_SESSION_MAX + 1];
 	char		*name;		/* owned */
 	cJSON		*args;		/* owned; an object */
-	int		 structured;	/* add structuredContent (2025-06-18+) */
+	int		 structured;	/* add structuredContent (2025-06-18+),
+					 * matching the tool's outputSchema */
 	/* out */
 	cJSON		*result;	/* CallToolResult */
 	int		 is_error;

@@ -52,7 +52,7 @@ sh_run 'kill %1 2>/dev/null; wait 2>/dev/null; echo ok'
 # Timeout kills the whole tree (grandchildren, TERM-ignoring, setsid'd) and
 # the shell keeps its state.
 sh_run 'echo $$ > '"$T"'/shellpid; (trap "" TERM; sleep 301) & setsid sh -c "trap \"\" TERM; sleep 302" & bash -c "sleep 303 & sleep 304"; echo not-reached' 1000
-check "timeout reported" test "$(j '.timed_out == true and .exit_code == -1')" = true
+check "timeout reported (exit code 124)" test "$(j '.timed_out == true and .exit_code == 124')" = true
 check "rest of a timed-out command is abandoned" not_contains "$T/body" not-reached
 sleep 0.3
 check "no process of the timed-out tree survives" \

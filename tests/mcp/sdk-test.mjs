@@ -19,10 +19,14 @@ async function check(name, fn) {
   }
 }
 
-async function connect(sid, k = key) {
-  const transport = new StreamableHTTPClientTransport(new URL(url), {
-    requestInit: { headers: { Authorization: `Bearer ${k}`, 'X-Session-Id': sid, 'X-Org-Id': 'acme', 'X-User-Id': 'alice' } },
-  });
+// Every request carries X-Session-Id (the server refuses any without it).
+// The client validates each structuredContent against the tool's
+// outputSchema once listTools() has run (callTool throws when it does not
+// match), so every call below checks the server's results too.
+async function connect(sid, k = key, extra = { 'X-Org-Id': 'acme', 'X-User-Id': 'alice' }) {
+  const headers = { Authorization: `Bearer ${k}`, ...extra };
+  if (sid !== null) headers['X-Session-Id'] = sid;
+  const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } });
   const client = new Client({ name: 'orchestrator-e2e', version: '1.0.0' });
   await client.connect(transport);
   return client;
@@ -52,9 +56,26 @@ await check('sdk list tools', async () => {
   return (JSON.stringify(names) === JSON.stringify(want) && schemasOk) || names;
 });
 
+await check('sdk every tool declares an outputSchema the client validates with', async () => {
+  const { tools } = await a.listTools();
+  const bad = tools.filter((t) => !t.outputSchema || t.outputSchema.type !== 'object' ||
+    typeof a.getToolOutputValidator(t.name) !== 'function');
+  return bad.length === 0 || bad.map((t) => t.name);
+});
+
 await check('sdk shell echo', async () => {
   const r = await sh(a, 'echo hello-from-sandbox');
-  return (!r.isError && text(r).includes('hello-from-sandbox') && text(r).includes('exit code 0')) || r;
+  const st = r.structuredContent || {};
+  return (!r.isError && text(r).includes('hello-from-sandbox') && text(r).includes('exit code 0') &&
+    st.exit_code === 0 && st.output === 'hello-from-sandbox\n' && st.timed_out === false &&
+    st.truncated === false && st.dropped_bytes === 0 && Number.isInteger(st.duration_ms)) || r;
+});
+
+await check('sdk shell output with NUL and invalid UTF-8 comes back escaped', async () => {
+  const r = await sh(a, "printf 'before\\0after \\377 end'");
+  const st = r.structuredContent || {};
+  return (st.output === 'before\u2400after \ufffd end' && text(r).startsWith('before\u2400after \ufffd end') &&
+    st.truncated === false) || r;
 });
 
 await check('sdk shell nonzero exit is a result', async () => {
@@ -72,7 +93,9 @@ await check('sdk shell state persists', async () => {
 await check('sdk shell timeout reported', async () => {
   const r = await sh(a, 'sleep 30', { timeout: 1 });
   const r2 = await sh(a, 'echo $SDKVAR');
-  return (r.isError === true && text(r).includes('timed out') && text(r2).includes('persisted')) || [r, r2];
+  const st = r.structuredContent || {};
+  return (r.isError === true && text(r).includes('timed out') && text(r2).includes('persisted') &&
+    st.exit_code === 124 && st.timed_out === true && text(r).includes('exit code 124')) || [r, r2];
 });
 
 await check('sdk AbortSignal cancels a running shell call', async () => {
@@ -108,8 +131,12 @@ await check('sdk async job', async () => {
   const w = await a.callTool({ name: 'shell_wait', arguments: { job_id: id, timeout: 30 } });
   const p = await a.callTool({ name: 'shell_poll', arguments: { job_id: id, offset: 0 } });
   const t = text(w);
+  const ws = w.structuredContent || {}, ps = p.structuredContent || {};
   return (t.includes('line1') && t.includes('line3') && t.includes('exit code 4') &&
-    text(p).includes('line2') && text(p).includes('eof')) || [t, text(p)];
+    text(p).includes('line2') && text(p).includes('eof') &&
+    s.structuredContent.job_id === id && Number.isInteger(s.structuredContent.pid) &&
+    ws.job_id === id && ws.state === 'exited' && ws.exit_code === 4 && ws.output === 'line1\nline2\nline3\n' &&
+    ps.eof === true && ps.next_offset === 18 && ps.output_bytes === 18) || [t, text(p), ws, ps];
 });
 
 await check('sdk async job stop', async () => {
@@ -117,7 +144,8 @@ await check('sdk async job stop', async () => {
   const id = text(s).match(/Started job (\S+)/)[1];
   const st = await a.callTool({ name: 'shell_stop', arguments: { job_id: id } });
   const t = text(st);
-  return (!t.includes(': running')) || t;
+  const ss = st.structuredContent || {};
+  return (!t.includes(': running') && ss.job_id === id && ss.state !== 'running' && !('output' in ss)) || [t, ss];
 });
 
 await check('sdk unknown job id is a tool error', async () => {
@@ -137,11 +165,17 @@ await check('sdk file edits', async () => {
   const whole = await ed({ command: 'view', path: 'notes/a.txt' });
   const dup = await ed({ command: 'str_replace', path: 'notes/a.txt', old_str: 'e', new_str: 'E' });
   const t = text(v);
+  const sc = (x) => x.structuredContent || {};
   return (t.includes('one') && t.includes('TWO') && !t.includes('zero') && !t.includes('three') &&
-    /zero\n\s*2\tone\n\s*3\tTWO\n\s*4\tthree/.test(text(whole)) && dup.isError === true) || [t, text(whole), dup];
+    /zero\n\s*2\tone\n\s*3\tTWO\n\s*4\tthree/.test(text(whole)) && dup.isError === true &&
+    sc(c).command === 'create' && sc(c).path === 'notes/a.txt' && sc(c).bytes === 14 &&
+    sc(r).command === 'str_replace' && sc(r).snippet.includes('TWO') &&
+    sc(i).command === 'insert' && sc(i).insert_line === 0 &&
+    sc(whole).command === 'view' && sc(whole).content === text(whole)) || [t, text(whole), dup, c, r, i, whole];
 });
 
 const b = await connect(sidB);
+await b.listTools();	// the client validates results from here on
 await check('sdk two sessions isolated', async () => {
   await sh(a, 'echo secret-a > /workspace/only-a.txt 2>/dev/null || echo secret-a > only-a.txt; export ONLYA=1');
   const r = await sh(b, 'ls; cat only-a.txt 2>&1; echo "var=[$ONLYA]"');
@@ -154,8 +188,35 @@ await check('sdk two sessions isolated', async () => {
 await check('sdk clear_session gives a fresh sandbox', async () => {
   await sh(b, 'echo keep > marker.txt');
   const c = await b.callTool({ name: 'clear_session', arguments: {} });
+  const again = await b.callTool({ name: 'clear_session', arguments: {} });
   const r = await sh(b, 'cat marker.txt 2>&1 || echo gone');
-  return (!c.isError && text(r).includes('gone')) || [c, text(r)];
+  return (!c.isError && text(r).includes('gone') && c.structuredContent.cleared === true &&
+    c.structuredContent.had_sandbox === true && again.structuredContent.had_sandbox === false) || [c, text(r), again];
+});
+
+await check('sdk create_sandbox returns its sandbox id', async () => {
+  const c = await b.callTool({ name: 'create_sandbox', arguments: {} }, undefined, { timeout: 120000 });
+  const st = c.structuredContent || {};
+  const r = await sh(b, 'echo fresh');
+  return (!c.isError && typeof st.sandbox_id === 'string' && st.sandbox_id.length > 0 && st.image === 'default' &&
+    text(c).includes(st.sandbox_id) && text(r).includes('fresh')) || c;
+});
+
+await check('sdk client without X-Session-Id is refused, the header named', async () => {
+  try {
+    const c = await connect(null);
+    await c.close();
+    return 'connected without X-Session-Id';
+  } catch (e) {
+    return String(e).includes('X-Session-Id header is missing') || String(e);
+  }
+});
+
+await check('sdk another org on the same session is refused', async () => {
+  const c = await connect(sidA, key, { 'X-Org-Id': 'other-org', 'X-User-Id': 'alice' });
+  const r = await sh(c, 'echo should-not-run');
+  await c.close();
+  return (r.isError === true && text(r).includes('differs') && !text(r).includes('should-not-run')) || r;
 });
 
 await check('sdk bad arguments are tool errors', async () => {

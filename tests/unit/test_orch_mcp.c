@@ -1,6 +1,7 @@
 /*
  * test_orch_mcp.c: JSON-RPC dispatch for MCP (mcp.c): status codes, error
- * codes, version negotiation, batches per version, pending tool calls.
+ * codes, version negotiation, batches per version, pending tool calls, ids
+ * echoed byte for byte, NUL characters refused rather than cut.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -8,8 +9,21 @@
 #include <cjson/cJSON.h>
 
 #include "mcp.h"
+#include "schema.h"
 #include "tools.h"
 #include "unit.h"
+
+/* The JSON text of member k of o ("" if absent; static buffer). */
+static const char *
+member_text(const cJSON *o, const char *k)
+{
+	static char buf[256];
+	char *t = cJSON_PrintUnformatted(cJSON_GetObjectItem(o, k));
+
+	snprintf(buf, sizeof(buf), "%s", t ? t : "");
+	free(t);
+	return buf;
+}
 
 static int
 err_code(cJSON *o)
@@ -129,8 +143,7 @@ TEST(test_mcp_initialize_negotiation)
 		CHECK(cJSON_IsString(v) && strcmp(v->valuestring, t[i].want) == 0);
 		caps = cJSON_GetObjectItem(r, "capabilities");
 		CHECK(cJSON_IsObject(cJSON_GetObjectItem(caps, "tools")));
-		v = cJSON_GetObjectItem(out.body, "id");
-		CHECK(cJSON_IsNumber(v) && v->valueint == 0);
+		CHECK_STR(member_text(out.body, "id"), "0");
 		mcp_out_free(&out);
 	}
 }
@@ -260,7 +273,162 @@ TEST(test_mcp_cancelled_no_response)
 	out.pend[1].tc->result = tools_text_result("b done", 0);
 	CHECK_INT(mcp_complete(&out, 1), 1);
 	CHECK_INT(cJSON_GetArraySize(out.body), 2);	/* ping + id 3 */
-	CHECK_INT(cJSON_GetObjectItem(cJSON_GetArrayItem(out.body, 1), "id")->valueint, 3);
+	CHECK_STR(member_text(cJSON_GetArrayItem(out.body, 1), "id"), "3");
+	mcp_out_free(&out);
+}
+
+/*
+ * Ids come back exactly as sent: integers past 2^53 and past 2^64 digit
+ * for digit, strings with escapes and NULs as written; ids that are no
+ * integer (a fraction, an exponent, a leading zero, too long) are -32600.
+ */
+TEST(test_mcp_ids_exact)
+{
+	static const struct {
+		const char	*id;	/* as written in the request */
+		int		 status;
+		const char	*echo;	/* the reply's id; NULL: as written */
+	} t[] = {
+		{ "0", 200, NULL },
+		{ "-7", 200, NULL },
+		{ "9007199254740993", 200, NULL },
+		{ "12345678901234567890", 200, NULL },
+		{ "-123456789012345678901234567890", 200, NULL },
+		{ "1234567890123456789012345678901234567890123456789012345678901234", 200, NULL },
+		{ "12345678901234567890123456789012345678901234567890123456789012345", 400, "null" },
+		{ "1.5", 400, "null" },
+		{ "1.0", 400, "null" },
+		{ "1e3", 400, "null" },
+		{ "-0.0", 400, "null" },
+		{ "\"a\\u0000b\"", 200, NULL },
+		{ "\"\\u00e9\\ud83d\\ude00\"", 200, "\"\xc3\xa9\xf0\x9f\x98\x80\"" },
+		{ "\"x\"", 200, NULL },
+	};
+	char body[512], want[512];
+	size_t i;
+
+	for (i = 0; i < NELEM(t); i++) {
+		struct mcp_out out;
+		struct mcp_in in = { body, 0, NULL, "s", NULL, NULL };
+		char *txt;
+
+		snprintf(body, sizeof(body), "{\"jsonrpc\":\"2.0\",\"id\":%s,"
+		    "\"method\":\"ping\"}", t[i].id);
+		in.len = strlen(body);
+		mcp_dispatch(&in, &out);
+		CHECK_INT(out.status, t[i].status);
+		if (t[i].status == 400)
+			CHECK_INT(err_code(out.body), -32600);
+		CHECK_STR(member_text(out.body, "id"), t[i].echo ? t[i].echo : t[i].id);
+		txt = cJSON_PrintUnformatted(out.body);
+		snprintf(want, sizeof(want), "\"id\":%s,", t[i].echo ? t[i].echo :
+		    t[i].id);
+		CHECK(txt != NULL && strstr(txt, want) != NULL);
+		free(txt);
+		mcp_out_free(&out);
+	}
+}
+
+/* Big integer ids of a batch, a progressToken and a requestId too. */
+TEST(test_mcp_ids_exact_elsewhere)
+{
+	const char *b = "[{\"jsonrpc\":\"2.0\",\"id\":9007199254740993,\"method\":\"ping\"},"
+	    " {\"method\":\"ping\",\"jsonrpc\":\"2.0\",\"id\":18446744073709551617}]";
+	const char *p = "{\"params\":{\"_meta\":{\"progressToken\":9007199254740995},"
+	    "\"name\":\"shell\",\"arguments\":{\"command\":\"true\"}},\"jsonrpc\":\"2.0\","
+	    "\"method\":\"tools/call\",\"id\":12345678901234567891}";
+	const char *c = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\","
+	    "\"params\":{\"requestId\":12345678901234567891}}";
+	struct mcp_in in = { b, strlen(b), NULL, "s", NULL, NULL };
+	struct mcp_out out;
+	char *txt;
+
+	mcp_dispatch(&in, &out);
+	CHECK_INT(out.status, 200);
+	CHECK_STR(member_text(cJSON_GetArrayItem(out.body, 0), "id"), "9007199254740993");
+	CHECK_STR(member_text(cJSON_GetArrayItem(out.body, 1), "id"), "18446744073709551617");
+	mcp_out_free(&out);
+
+	in.body = p;
+	in.len = strlen(p);
+	mcp_dispatch(&in, &out);
+	CHECK_INT(out.npend, 1);
+	CHECK_INT(out.want_progress, 1);
+	txt = cJSON_PrintUnformatted(out.progress_token);
+	CHECK_STR(txt, "9007199254740995");
+	free(txt);
+	out.pend[0].tc->result = tools_text_result("ok", 0);
+	CHECK_INT(mcp_complete(&out, 0), 1);
+	CHECK_STR(member_text(out.body, "id"), "12345678901234567891");
+	{
+		/* the cancel names the same request: the ids compare equal */
+		struct mcp_in ci = { c, strlen(c), NULL, "s", NULL, NULL };
+		struct mcp_out co;
+		cJSON *id = cJSON_GetObjectItem(out.body, "id");
+
+		mcp_dispatch(&ci, &co);
+		CHECK(co.cancels != NULL &&
+		    cJSON_Compare(cJSON_GetArrayItem(co.cancels, 0), id, 1));
+		mcp_out_free(&co);
+	}
+	mcp_out_free(&out);
+}
+
+/*
+ * A NUL (\u0000) never reaches a reader cut short: in a method it is no
+ * method, in a tool name no tool, in an argument the tool refuses it; a
+ * raw NUL byte is no JSON.
+ */
+TEST(test_mcp_nul_refused)
+{
+	static const struct {
+		const char	*body;
+		int		 status, code;
+		size_t		 npend;
+	} t[] = {
+		{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\\u0000x\"}", 400, -32600, 0 },
+		{ "{\"jsonrpc\":\"2.0\\u0000\",\"id\":1,\"method\":\"ping\"}", 400, -32600, 0 },
+		{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"shell\\u0000\",\"arguments\":{}}}", 200, -32602, 0 },
+		{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\\u0000\"}}", 200, -32602, 0 },
+		{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"shell\",\"arguments\":{\"command\":\"ls\\u0000rm -rf /\"}}}", 200, 0, 1 },
+		{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"shell\",\"arguments\":{\"command\\u0000x\":\"ls\"}}}", 200, 0, 1 },
+		/* an escaped backslash before u0000 is no NUL */
+		{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"shell\",\"arguments\":{\"command\":\"echo \\\\u0000\"}}}", 200, 0, 1 },
+	};
+	static const char rawnul[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"x\":\"a\0b\"}";
+	struct mcp_in in = { rawnul, sizeof(rawnul) - 1, NULL, "s", NULL, NULL };
+	struct mcp_out out;
+	char err[512];
+	size_t i;
+
+	for (i = 0; i < NELEM(t); i++) {
+		in.body = t[i].body;
+		in.len = strlen(t[i].body);
+		mcp_dispatch(&in, &out);
+		CHECK_INT(out.status, t[i].status);
+		CHECK_INT(out.npend, t[i].npend);
+		if (t[i].code != 0)
+			CHECK_INT(err_code(out.body), t[i].code);
+		if (out.npend == 1) {
+			int r = tools_check(out.pend[0].tc->name, out.pend[0].tc->args,
+			    err, sizeof(err));
+			if (i + 1 == NELEM(t)) {
+				CHECK_INT(r, 0);
+				CHECK_STR(schema_str(out.pend[0].tc->args, "command"),
+				    "echo \\u0000");
+			} else {
+				CHECK_INT(r, -1);
+				CHECK(strncmp(err, "argument 'command' contains a NUL "
+				    "character (\\u0000)", 52) == 0);
+			}
+		}
+		mcp_out_free(&out);
+	}
+	in.body = rawnul;
+	in.len = sizeof(rawnul) - 1;
+	mcp_dispatch(&in, &out);
+	CHECK_INT(out.status, 400);
+	CHECK_INT(err_code(out.body), -32700);
 	mcp_out_free(&out);
 }
 
@@ -276,6 +444,9 @@ main(void)
 	RUN(test_mcp_progress_token);
 	RUN(test_mcp_cancel);
 	RUN(test_mcp_cancelled_no_response);
+	RUN(test_mcp_ids_exact);
+	RUN(test_mcp_ids_exact_elsewhere);
+	RUN(test_mcp_nul_refused);
 	tools_cleanup();
 	return unit_done();
 }

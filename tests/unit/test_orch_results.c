@@ -1,0 +1,258 @@
+/*
+ * test_orch_results.c: every tool's result builder (tools.c, included for
+ * its static builders) on agent replies good and hostile. Each result's
+ * structuredContent must match the tool's own outputSchema (output_check,
+ * which tools_run applies to every call; schema.c validates), the text
+ * block stays, and a result that does not match goes out as a tool error.
+ */
+#include "tools.c"
+
+#include "unit.h"
+
+/* One agent reply handed to a tool's builder; arg: what else it takes. */
+static const struct rcase {
+	const char	*tool;
+	const char	*arg;		/* edit: the command; create_sandbox: image;
+					 * clear_session: "1" had a sandbox */
+	const char	*reply;		/* the agent's JSON */
+	int		 is_error;	/* the result is a tool error */
+} cases[] = {
+	{ "shell", NULL, "{\"exit_code\":0,\"output\":\"hi\\n\",\"timed_out\":false,\"interrupted\":false,\"duration_ms\":12,\"truncated\":false,\"dropped_bytes\":0,\"shell_restarted\":false,\"oom_killed\":false}", 0 },
+	{ "shell", NULL, "{\"exit_code\":124,\"output\":\"\",\"timed_out\":true,\"duration_ms\":1000}", 1 },
+	{ "shell", NULL, "{\"exit_code\":-1,\"output\":\"old agent\",\"timed_out\":true}", 1 },
+	{ "shell", NULL, "{\"exit_code\":137,\"output\":\"\",\"oom_killed\":true}", 1 },
+	{ "shell", NULL, "{\"exit_code\":3,\"output\":\"before\\u2400after \\ufffd\",\"truncated\":true,\"dropped_bytes\":1048576,\"shell_restarted\":true}", 0 },
+	/* hostile: wrong types, out of range, missing */
+	{ "shell", NULL, "{}", 0 },
+	{ "shell", NULL, "{\"exit_code\":\"0\",\"output\":5,\"timed_out\":\"yes\",\"duration_ms\":-5,\"dropped_bytes\":1e400,\"truncated\":1}", 0 },
+	{ "shell", NULL, "{\"exit_code\":1e300,\"duration_ms\":1.5,\"dropped_bytes\":-1e400,\"output\":null}", 0 },
+	{ "shell", NULL, "{\"exit_code\":2.7,\"duration_ms\":9007199254740993,\"output\":{\"a\":1}}", 0 },
+	{ "shell_async", NULL, "{\"id\":\"j-0123456789ab\",\"pid\":123}", 0 },
+	{ "shell_async", NULL, "{\"id\":\"j-1\",\"pid\":-4}", 0 },
+	{ "shell_async", NULL, "{\"id\":\"j-1\",\"pid\":1e400}", 0 },
+	{ "shell_async", NULL, "{\"id\":\"../x\",\"pid\":1}", 1 },
+	{ "shell_async", NULL, "{\"pid\":1}", 1 },
+	{ "shell_poll", NULL, "{\"id\":\"j-1\",\"command\":\"x\",\"state\":\"running\",\"pid\":5,\"exit_code\":null,\"signal\":null,\"oom_killed\":false,\"started_ms\":1,\"ended_ms\":null,\"output_bytes\":6,\"truncated\":false,\"dropped_bytes\":0,\"output\":\"line1\\n\",\"offset\":0,\"next_offset\":6,\"eof\":false}", 0 },
+	{ "shell_poll", NULL, "{\"id\":\"j-1\",\"state\":\"exited\",\"exit_code\":4,\"output\":\"a\\u2400b\",\"next_offset\":3,\"eof\":true}", 0 },
+	{ "shell_poll", NULL, "{\"id\":\"j-1\",\"state\":\"signaled\",\"signal\":9,\"oom_killed\":true,\"truncated\":true,\"dropped_bytes\":99}", 0 },
+	{ "shell_poll", NULL, "{}", 0 },
+	{ "shell_poll", NULL, "{\"id\":\"../etc\",\"state\":\"zombie\",\"exit_code\":\"1\",\"signal\":1e400,\"next_offset\":-1,\"output\":[\"x\"],\"eof\":\"no\",\"output_bytes\":-3}", 0 },
+	{ "shell_wait", NULL, "{\"id\":\"j-1\",\"state\":\"running\",\"output\":\"\",\"next_offset\":0}", 0 },
+	{ "shell_wait", NULL, "{\"id\":\"j-1\",\"state\":\"exited\",\"exit_code\":0,\"output\":\"done\\n\",\"next_offset\":5,\"eof\":true}", 0 },
+	{ "shell_wait", NULL, "{\"state\":7,\"exit_code\":2147483648}", 0 },
+	{ "shell_stop", NULL, "{\"id\":\"j-1\",\"state\":\"stopped\",\"signal\":15,\"output_bytes\":10}", 0 },
+	{ "shell_stop", NULL, "{\"id\":\"j-1\",\"state\":\"exited\",\"exit_code\":0}", 0 },
+	{ "shell_stop", NULL, "{\"id\":5,\"state\":null,\"note\":\"lost\"}", 0 },
+	{ "str_replace_based_edit_tool", "view", "{\"content\":\"     1\\tone\\n\"}", 0 },
+	{ "str_replace_based_edit_tool", "view", "{\"content\":5}", 0 },
+	{ "str_replace_based_edit_tool", "view", "{}", 0 },
+	{ "str_replace_based_edit_tool", "create", "{\"ok\":true}", 0 },
+	{ "str_replace_based_edit_tool", "str_replace", "{\"ok\":true,\"snippet\":\"     2\\tTWO\\n\"}", 0 },
+	{ "str_replace_based_edit_tool", "str_replace", "{\"snippet\":[1]}", 0 },
+	{ "str_replace_based_edit_tool", "insert", "{\"ok\":true}", 0 },
+	{ "create_sandbox", "default", NULL, 0 },
+	{ "create_sandbox", "busybox", NULL, 0 },
+	{ "clear_session", "1", NULL, 0 },
+	{ "clear_session", "0", NULL, 0 },
+};
+
+/* Runs case c's builder into tc (structured as asked). */
+static void
+build(const struct rcase *c, struct tool_call *tc, int structured)
+{
+	cJSON *j = c->reply != NULL ? cJSON_Parse(c->reply) : NULL;
+
+	memset(tc, 0, sizeof(*tc));
+	tc->name = xstrdup(c->tool);
+	tc->structured = structured;
+	snprintf(tc->sid, sizeof(tc->sid), "s1");
+	if (strcmp(c->tool, "shell") == 0)
+		shell_result(tc, j, 5);
+	else if (strcmp(c->tool, "shell_async") == 0)
+		job_started_result(tc, j);
+	else if (strcmp(c->tool, "shell_poll") == 0)
+		job_output_result(tc, j, "j-1", 0, -1);
+	else if (strcmp(c->tool, "shell_wait") == 0)
+		job_output_result(tc, j, "j-1", 0, 30);
+	else if (strcmp(c->tool, "shell_stop") == 0)
+		job_stop_result(tc, j, "j-1");
+	else if (strcmp(c->tool, "str_replace_based_edit_tool") == 0)
+		edit_result(tc, c->arg, "notes/a.txt", "one\ntwo\n", 3, j);
+	else if (strcmp(c->tool, "create_sandbox") == 0)
+		sandbox_result(tc, "sbx-0123", c->arg);
+	else if (strcmp(c->tool, "clear_session") == 0)
+		cleared_result(tc, c->arg[0] == '1');
+	cJSON_Delete(j);
+}
+
+static const char *
+result_text(const struct tool_call *tc)
+{
+	const cJSON *c = cJSON_GetObjectItem(tc->result, "content");
+	const cJSON *t = cJSON_GetObjectItem(cJSON_GetArrayItem(c, 0), "text");
+
+	return cJSON_IsString(t) ? t->valuestring : NULL;
+}
+
+/* Every case's structuredContent matches its tool's outputSchema. */
+TEST(test_results_match_output_schema)
+{
+	struct tool_call tc;
+	char err[256];
+	size_t i;
+
+	for (i = 0; i < NELEM(cases); i++) {
+		const struct tool_def *d = tool_find(cases[i].tool);
+		const cJSON *st;
+
+		CHECK(d != NULL);
+		if (d == NULL)
+			continue;
+		build(&cases[i], &tc, 1);
+		st = cJSON_GetObjectItem(tc.result, "structuredContent");
+		if (output_check(d, &tc, err, sizeof(err)) != 0) {
+			fprintf(stderr, "  case %zu (%s %s): %s\n", i, cases[i].tool,
+			    cases[i].reply ? cases[i].reply : "", err);
+			CHECK(0);
+		}
+		CHECK_INT(tc.is_error, cases[i].is_error);
+		CHECK(result_text(&tc) != NULL);
+		/* a usable result carries structuredContent; errors may not */
+		if (!cases[i].is_error)
+			CHECK(cJSON_IsObject(st));
+		cJSON_Delete(tc.result);
+		free(tc.name);
+		/* 2025-03-26 clients: the same text, no structuredContent */
+		build(&cases[i], &tc, 0);
+		CHECK(cJSON_GetObjectItem(tc.result, "structuredContent") == NULL);
+		CHECK(result_text(&tc) != NULL);
+		cJSON_Delete(tc.result);
+		free(tc.name);
+	}
+}
+
+/* The table covers every tool (a new row needs cases here). */
+TEST(test_results_cover_every_tool)
+{
+	size_t i, k, n;
+
+	for (i = 0; i < NELEM(tool_defs); i++) {
+		for (k = n = 0; k < NELEM(cases); k++)
+			n += strcmp(cases[k].tool, tool_defs[i].name) == 0;
+		if (n == 0)
+			fprintf(stderr, "  tool %s has no result case\n",
+			    tool_defs[i].name);
+		CHECK(n > 0);
+	}
+}
+
+/* What the fields say, for the cases that matter. */
+TEST(test_results_values)
+{
+	struct tool_call tc;
+	const cJSON *st;
+
+	build(&cases[2], &tc, 1);	/* an older agent's -1 on timeout */
+	st = cJSON_GetObjectItem(tc.result, "structuredContent");
+	CHECK_INT(cJSON_GetObjectItem(st, "exit_code")->valuedouble, 124);
+	CHECK(cJSON_IsTrue(cJSON_GetObjectItem(st, "timed_out")));
+	CHECK(strstr(result_text(&tc), "exit code 124") != NULL);
+	CHECK_STR(cJSON_GetObjectItem(st, "output")->valuestring, "old agent");
+	cJSON_Delete(tc.result);
+	free(tc.name);
+
+	build(&cases[4], &tc, 1);	/* escaped output, truncated */
+	st = cJSON_GetObjectItem(tc.result, "structuredContent");
+	CHECK_STR(cJSON_GetObjectItem(st, "output")->valuestring,
+	    "before\xe2\x90\x80" "after \xef\xbf\xbd");
+	CHECK(strncmp(result_text(&tc), "before\xe2\x90\x80" "after", 11) == 0);
+	CHECK_INT(cJSON_GetObjectItem(st, "dropped_bytes")->valuedouble, 1048576);
+	CHECK_INT(cJSON_GetObjectItem(st, "exit_code")->valuedouble, 3);
+	cJSON_Delete(tc.result);
+	free(tc.name);
+
+	build(&cases[6], &tc, 1);	/* hostile: defaults, nothing raw */
+	st = cJSON_GetObjectItem(tc.result, "structuredContent");
+	CHECK_INT(cJSON_GetObjectItem(st, "exit_code")->valuedouble, -1);
+	CHECK_INT(cJSON_GetObjectItem(st, "duration_ms")->valuedouble, 0);
+	CHECK_INT(cJSON_GetObjectItem(st, "dropped_bytes")->valuedouble, 0);
+	CHECK_STR(cJSON_GetObjectItem(st, "output")->valuestring, "");
+	cJSON_Delete(tc.result);
+	free(tc.name);
+
+	build(&cases[18], &tc, 1);	/* hostile job: the asked id, "unknown" */
+	st = cJSON_GetObjectItem(tc.result, "structuredContent");
+	CHECK_STR(cJSON_GetObjectItem(st, "job_id")->valuestring, "j-1");
+	CHECK_STR(cJSON_GetObjectItem(st, "state")->valuestring, "unknown");
+	CHECK(cJSON_GetObjectItem(st, "exit_code") == NULL);
+	CHECK(cJSON_GetObjectItem(st, "signal") == NULL);
+	CHECK_INT(cJSON_GetObjectItem(st, "next_offset")->valuedouble, 0);
+	cJSON_Delete(tc.result);
+	free(tc.name);
+
+	build(&cases[15], &tc, 1);	/* finished job with a NUL shown */
+	st = cJSON_GetObjectItem(tc.result, "structuredContent");
+	CHECK_STR(cJSON_GetObjectItem(st, "output")->valuestring, "a\xe2\x90\x80" "b");
+	CHECK_INT(cJSON_GetObjectItem(st, "exit_code")->valuedouble, 4);
+	CHECK(cJSON_IsTrue(cJSON_GetObjectItem(st, "eof")));
+	cJSON_Delete(tc.result);
+	free(tc.name);
+}
+
+/* A result that does not match goes out as a tool error, text kept. */
+TEST(test_results_guard)
+{
+	struct tool_call tc;
+	cJSON *st;
+
+	build(&cases[0], &tc, 1);
+	st = cJSON_GetObjectItem(tc.result, "structuredContent");
+	cJSON_AddNumberToObject(st, "surprise", 1);
+	output_guard(&tc);
+	CHECK(cJSON_GetObjectItem(tc.result, "structuredContent") == NULL);
+	CHECK(cJSON_IsTrue(cJSON_GetObjectItem(tc.result, "isError")));
+	CHECK_INT(tc.is_error, 1);
+	CHECK(strncmp(result_text(&tc), "hi\n", 3) == 0);
+	cJSON_Delete(tc.result);
+	free(tc.name);
+
+	/* a usable result without structuredContent, for a 2025-06-18 client */
+	memset(&tc, 0, sizeof(tc));
+	tc.name = xstrdup("shell");
+	tc.structured = 1;
+	set_text(&tc, "text only", 0);
+	output_guard(&tc);
+	CHECK_INT(tc.is_error, 1);
+	cJSON_Delete(tc.result);
+	free(tc.name);
+}
+
+/* tools/list shows each tool's outputSchema, an object schema. */
+TEST(test_results_listed)
+{
+	cJSON *l = tools_list(), *t;
+	int n = 0;
+
+	cJSON_ArrayForEach(t, l) {
+		cJSON *o = cJSON_GetObjectItem(t, "outputSchema");
+		CHECK(cJSON_IsObject(o));
+		CHECK_STR(cJSON_GetObjectItem(o, "type")->valuestring, "object");
+		n++;
+	}
+	CHECK_INT(n, (int)NELEM(tool_defs));
+	cJSON_Delete(l);
+}
+
+int
+main(void)
+{
+	if (tools_init() == -1)
+		return 1;
+	RUN(test_results_match_output_schema);
+	RUN(test_results_cover_every_tool);
+	RUN(test_results_values);
+	RUN(test_results_guard);
+	RUN(test_results_listed);
+	tools_cleanup();
+	return unit_done();
+}
