@@ -1,8 +1,9 @@
 /*
  * reconcile.c: the top layer (sess_int.h): reconcile (adopt what the
  * runtime holds, remove unlabelled sandboxes, fix records, forget what is
- * gone) and the reaper (idle, lifetime, stopped TTL, stopped limit), run
- * from sessmgr_tick. Both only *try* a session's exclusive lock, so a call
+ * gone) and the reaper (idle, lifetime: each session's own when its create
+ * asked for them, else reap.idle and reap.lifetime; stopped TTL, stopped
+ * limit), run from sessmgr_tick. Both only *try* a session's exclusive lock, so a call
  * in flight is never stopped under it.
  */
 #include <errno.h>
@@ -125,6 +126,9 @@ sessmgr_reconcile(struct sessmgr *m, int at_start UNUSED, char *err, size_t errl
 			if (!live && s->stopped_ms == 0)
 				s->stopped_ms = util_unix_ms();
 			s->rt_set_ms = util_mono_ms();
+			sm_cfg_from_info(&s->cfg, &ri[i]);
+			s->lifetime_ms = label_ll(&ri[i], LBL_LIFETIME);
+			s->idle_ms = label_ll(&ri[i], LBL_IDLE);
 			s->personalised = 0;
 			s->addr_ok = 0;
 			pthread_rwlock_unlock(&s->lk);
@@ -151,6 +155,7 @@ sessmgr_reconcile(struct sessmgr *m, int at_start UNUSED, char *err, size_t errl
 			if (live && m->npool < m->conf->pool_min_idle) {
 				p = xcalloc(1, sizeof(*p));
 				snprintf(p->id, sizeof(p->id), "%s", ri[i].id);
+				sm_cfg_from_info(&p->cfg, &ri[i]);
 				p->added_ms = util_mono_ms();
 				p->next = m->pool;
 				m->pool = p;
@@ -265,7 +270,7 @@ reap_one(struct sess *s, long long now)
 		return;
 	idle = now - atomic_load(&s->last_used_ms);
 	life = now - s->started_ms;
-	if (idle < c->idle_ms && life < c->lifetime_ms)
+	if (idle < sm_idle_ms(s) && life < sm_lifetime_ms(s))
 		return;
 	if (pthread_rwlock_trywrlock(&s->lk) != 0)
 		return;	/* a call is running: activity */
@@ -281,9 +286,9 @@ reap_one(struct sess *s, long long now)
 	if (act > atomic_load(&s->last_used_ms))
 		atomic_store(&s->last_used_ms, act);
 	idle = now - atomic_load(&s->last_used_ms);
-	if (idle >= c->idle_ms)
+	if (idle >= sm_idle_ms(s))
 		reason = "idle";
-	else if (life >= c->lifetime_ms)
+	else if (life >= sm_lifetime_ms(s))
 		reason = "lifetime";
 	else
 		goto out;

@@ -7,10 +7,13 @@
  *   root:      "type":"object", "properties", "required" (names of
  *              properties), "additionalProperties":false (it must be there:
  *              members the schema does not name are always refused).
- *   property:  "type" (string, integer, boolean, array) and "description";
+ *   property:  "type" (string, integer, number, boolean, array) and
+ *              "description";
  *     string:  "minLength", "maxLength" (bytes, not characters), "enum" (of
  *              strings), "pattern" (POSIX extended, compiled once here);
  *     integer: "minimum", "maximum";
+ *     number:  "minimum", "maximum" (whole numbers; the value may be any
+ *              finite number between them);
  *     array:   "items" ({"type":"integer"}, optional "minimum"/"maximum"),
  *              "minItems", "maxItems".
  * A keyword or property named twice in one object is refused too.
@@ -46,10 +49,11 @@
 /* Most bytes (escaped) of a caller's member name or value quoted back in
  * a message: enough to recognise it, too few to flood the reply. */
 #define SHOWN_MAX		64
-/* Longest "a, b or c" an enum may spell out in its message. */
-#define ENUM_TEXT_MAX		256
+/* Longest "a, b or c" an enum may spell out in its message (a runtime's
+ * image names are one: tools.c). */
+#define ENUM_TEXT_MAX		2048
 
-enum ptype { P_STRING, P_INTEGER, P_BOOLEAN, P_ARRAY };
+enum ptype { P_STRING, P_INTEGER, P_BOOLEAN, P_ARRAY, P_NUMBER };
 
 struct prop {
 	char		*name;		/* owned */
@@ -60,7 +64,7 @@ struct prop {
 	char		*enum_text;	/* "a, b or c", for the message */
 	char		*pattern;	/* string: as written (set once re is) */
 	regex_t		 re;
-	long long	 min, max;	/* integer, or an array's items */
+	long long	 min, max;	/* integer, number, or an array's items */
 	size_t		 min_items, max_items;	/* array */
 };
 
@@ -92,7 +96,8 @@ int_value(double d, long long *out)
 #define T_STR	(1u << P_STRING)
 #define T_INT	(1u << P_INTEGER)
 #define T_ARR	(1u << P_ARRAY)
-#define T_ANY	(T_STR | T_INT | (1u << P_BOOLEAN) | T_ARR)
+#define T_NUM	(1u << P_NUMBER)
+#define T_ANY	(T_STR | T_INT | (1u << P_BOOLEAN) | T_ARR | T_NUM)
 
 /* A property keyword: which types it applies to, and what reads it. */
 struct kw {
@@ -259,8 +264,8 @@ static const struct kw prop_kws[] = {
 	{ "maxLength",	 T_STR,	kw_size, offsetof(struct prop, max_len) },
 	{ "enum",	 T_STR,	kw_enum, 0 },
 	{ "pattern",	 T_STR,	kw_pattern, 0 },
-	{ "minimum",	 T_INT,	kw_bound, offsetof(struct prop, min) },
-	{ "maximum",	 T_INT,	kw_bound, offsetof(struct prop, max) },
+	{ "minimum",	 T_INT | T_NUM, kw_bound, offsetof(struct prop, min) },
+	{ "maximum",	 T_INT | T_NUM, kw_bound, offsetof(struct prop, max) },
 	{ "items",	 T_ARR,	kw_items, 0 },
 	{ "minItems",	 T_ARR,	kw_size, offsetof(struct prop, min_items) },
 	{ "maxItems",	 T_ARR,	kw_size, offsetof(struct prop, max_items) },
@@ -270,6 +275,7 @@ static int check_string(const struct prop *, const cJSON *, char *, size_t);
 static int check_string_value(const struct prop *, const cJSON *, int,
     char *, size_t);
 static int check_integer(const struct prop *, const cJSON *, char *, size_t);
+static int check_number(const struct prop *, const cJSON *, char *, size_t);
 static int check_boolean(const struct prop *, const cJSON *, char *, size_t);
 static int check_array(const struct prop *, const cJSON *, char *, size_t);
 
@@ -287,6 +293,7 @@ static const struct ptype_def {
 	[P_INTEGER] =	{ "integer", "an integer",    check_integer, NULL },
 	[P_BOOLEAN] =	{ "boolean", "true or false", check_boolean, NULL },
 	[P_ARRAY] =	{ "array",   "an array",      check_array, NULL },
+	[P_NUMBER] =	{ "number",  "a number",      check_number, NULL },
 };
 
 static int
@@ -527,6 +534,21 @@ check_integer(const struct prop *p, const cJSON *v, char *err, size_t errlen)
 		return -1;
 	}
 	if (r == 1 || n < p->min || n > p->max) {
+		snprintf(err, errlen, "argument '%s' must be between %lld and %lld",
+		    p->name, p->min, p->max);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+check_number(const struct prop *p, const cJSON *v, char *err, size_t errlen)
+{
+	if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble)) {
+		snprintf(err, errlen, "argument '%s' must be a number", p->name);
+		return -1;
+	}
+	if (v->valuedouble < (double)p->min || v->valuedouble > (double)p->max) {
 		snprintf(err, errlen, "argument '%s' must be between %lld and %lld",
 		    p->name, p->min, p->max);
 		return -1;

@@ -32,6 +32,8 @@
 #define LBL_CREATED	"created-ms"
 #define LBL_STOPPED	"stopped-ms"
 #define LBL_POOL	"pool"
+#define LBL_LIFETIME	"lifetime-ms"	/* the session's own reaper limits, */
+#define LBL_IDLE	"idle-ms"	/* when its create asked for them */
 
 struct rt_kv {
 	const char	*k;

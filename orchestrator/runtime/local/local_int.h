@@ -42,7 +42,7 @@
 #define RL_MAX_LABELS	256
 /* Images listed (rl_images): a tool's enum and description name them,
  * so the list stays short enough to read. */
-#define RL_MAX_IMAGES	256
+#define RL_MAX_IMAGES	64
 /* The agent's uid inside a sandbox with run_as_root false (host uid +
  * this, in a range): the first user of the usual image. */
 #define RL_INNER_UID	1000
