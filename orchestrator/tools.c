@@ -281,8 +281,9 @@ tool_add_images(const struct tool_def *d, cJSON *in, const cJSON *images,
 	if (img != NULL)
 		cJSON_AddItemToObject(img, "enum", cJSON_Duplicate(images, 1));
 	ign(buf_addstr(desc, " Images here:"));
-	cJSON_ArrayForEach(n, images)
+	cJSON_ArrayForEach(n, images) {
 		ign(buf_addf(desc, " %s%s", n->valuestring, n->next ? "," : "."));
+	}
 }
 
 /* Row d as tools/list shows it (images: the runtime's image names, or
@@ -1223,9 +1224,10 @@ status_text(const cJSON *st, struct buf *out)
 		    jtrue((cJSON *)st, "busy") ? "a command is running" : "idle",
 		    jll(st, "running_jobs")));
 		n = 0;
-		cJSON_ArrayForEach(j, cJSON_GetObjectItemCaseSensitive(st, "jobs"))
+		cJSON_ArrayForEach(j, cJSON_GetObjectItemCaseSensitive(st, "jobs")) {
 			ign(buf_addf(out, "%s %s (%s)", n++ == 0 ? ":" : ";",
 			    jstr((cJSON *)j, "id"), jstr((cJSON *)j, "command")));
+		}
 		ign(buf_addstr(out, ".\n"));
 	}
 	ign(buf_addf(out, "Works for org \"%s\", user \"%s\" at the egress proxy "

@@ -241,26 +241,24 @@ cp_data(int in, int out, off_t size)
 	char b[65536];
 	off_t done = 0;
 	ssize_t n, w, o;
+	size_t want;
 	int kernel = 1;
 
 	if (ioctl(out, FICLONE, in) == 0)
 		return 0;
 	while (done < size) {
-		n = -1;
-		if (kernel) {
-			n = copy_file_range(in, NULL, out, NULL,
-			    (size_t)(size - done), 0);
-			if (n == -1 && (errno == EXDEV || errno == EINVAL ||
-			    errno == ENOSYS || errno == EOPNOTSUPP)) {
-				kernel = 0;
-				continue;
-			}
-		} else if ((n = read(in, b, (size_t)(size - done) < sizeof(b) ?
-		    (size_t)(size - done) : sizeof(b))) > 0) {
+		want = (size_t)(size - done);
+		if (kernel && (n = copy_file_range(in, NULL, out, NULL, want,
+		    0)) == -1 && (errno == EXDEV || errno == EINVAL ||
+		    errno == ENOSYS || errno == EOPNOTSUPP)) {
+			kernel = 0;
+			continue;
+		}
+		if (!kernel && (n = read(in, b, want < sizeof(b) ? want :
+		    sizeof(b))) > 0)
 			for (o = 0; o < n; o += w)
 				if ((w = write(out, b + o, (size_t)(n - o))) == -1)
 					return -1;
-		}
 		if (n == -1 && errno == EINTR)
 			continue;
 		if (n == -1)
