@@ -145,7 +145,7 @@ make_runtime(struct conf *c, char *err, size_t errlen)
 }
 
 /* The runtime's image names into create_sandbox's schema (tools.h):
- * at start and every tick, so an image added later shows up. */
+ * every tick, the first at start, so an image added later shows up. */
 static void
 images_refresh(void)
 {
@@ -158,8 +158,8 @@ images_refresh(void)
 static void
 tick_run(void *arg UNUSED)
 {
+	images_refresh();	/* the first tick runs at start */
 	sessmgr_tick(orch.mgr);
-	images_refresh();
 }
 
 static void
@@ -297,7 +297,6 @@ main(int argc, char **argv)
 		goto out;
 	}
 	orch.rt = rt;
-	images_refresh();
 	if (work_init(orch.base, (int)conf.workers_min, (int)conf.workers_max) == -1)
 		fatalx("cannot start worker threads");
 	orch.mgr = sessmgr_new(rt, &conf);

@@ -63,6 +63,31 @@ in_list(const struct rt_info *ri, size_t n, const char *id)
 	return 0;
 }
 
+/* s (no sandbox) takes the sandbox ri as its record says. Held: s->lk
+ * exclusive, mgr->mu. */
+static void
+adopt_locked(struct sess *s, const struct rt_info *ri, int live)
+{
+	snprintf(s->rtid, sizeof(s->rtid), "%s", ri->id);
+	snprintf(s->image, sizeof(s->image), "%s", ri->image);
+	s->state = live ? S_RUNNING : S_STOPPED;
+	s->created_ms = label_ll(ri, LBL_CREATED);
+	if (s->created_ms == 0)
+		s->created_ms = ri->created_ms;
+	s->started_ms = live ? ri->started_ms : 0;
+	if (live && s->started_ms == 0)
+		s->started_ms = util_unix_ms();
+	s->stopped_ms = live ? 0 : label_ll(ri, LBL_STOPPED);
+	if (!live && s->stopped_ms == 0)
+		s->stopped_ms = util_unix_ms();
+	s->rt_set_ms = util_mono_ms();
+	sm_cfg_from_info(&s->cfg, ri);
+	s->lifetime_ms = label_ll(ri, LBL_LIFETIME);
+	s->idle_ms = label_ll(ri, LBL_IDLE);
+	s->personalised = 0;
+	s->addr_ok = 0;
+}
+
 int
 sessmgr_reconcile(struct sessmgr *m, int at_start UNUSED, char *err, size_t errlen)
 {
@@ -113,24 +138,7 @@ sessmgr_reconcile(struct sessmgr *m, int at_start UNUSED, char *err, size_t errl
 				    rt_label(&ri[i], LBL_USER));
 			if (pthread_rwlock_trywrlock(&s->lk) != 0)
 				continue;
-			snprintf(s->rtid, sizeof(s->rtid), "%s", ri[i].id);
-			snprintf(s->image, sizeof(s->image), "%s", ri[i].image);
-			s->state = live ? S_RUNNING : S_STOPPED;
-			s->created_ms = label_ll(&ri[i], LBL_CREATED);
-			if (s->created_ms == 0)
-				s->created_ms = ri[i].created_ms;
-			s->started_ms = live ? ri[i].started_ms : 0;
-			if (live && s->started_ms == 0)
-				s->started_ms = util_unix_ms();
-			s->stopped_ms = live ? 0 : label_ll(&ri[i], LBL_STOPPED);
-			if (!live && s->stopped_ms == 0)
-				s->stopped_ms = util_unix_ms();
-			s->rt_set_ms = util_mono_ms();
-			sm_cfg_from_info(&s->cfg, &ri[i]);
-			s->lifetime_ms = label_ll(&ri[i], LBL_LIFETIME);
-			s->idle_ms = label_ll(&ri[i], LBL_IDLE);
-			s->personalised = 0;
-			s->addr_ok = 0;
+			adopt_locked(s, &ri[i], live);
 			pthread_rwlock_unlock(&s->lk);
 			m->n_adopted++;
 			log_info("session=%s sandbox=%s adopted state=%s", s->sid,
