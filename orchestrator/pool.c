@@ -127,6 +127,7 @@ pool_create(void *arg)
 	}
 	p = xcalloc(1, sizeof(*p));
 	snprintf(p->id, sizeof(p->id), "%s", id);
+	snprintf(p->image, sizeof(p->image), "%s", ri.image);
 	sm_cfg_from_info(&p->cfg, &ri);
 	rt_info_clear(&ri);
 	pool_warm(m, p);

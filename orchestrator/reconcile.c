@@ -163,6 +163,7 @@ sessmgr_reconcile(struct sessmgr *m, int at_start UNUSED, char *err, size_t errl
 			if (live && m->npool < m->conf->pool_min_idle) {
 				p = xcalloc(1, sizeof(*p));
 				snprintf(p->id, sizeof(p->id), "%s", ri[i].id);
+				snprintf(p->image, sizeof(p->image), "%s", ri[i].image);
 				sm_cfg_from_info(&p->cfg, &ri[i]);
 				p->added_ms = util_mono_ms();
 				p->next = m->pool;

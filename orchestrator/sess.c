@@ -264,8 +264,8 @@ claim_pool(struct sess *s, struct newsb *nw)
 		return -1;
 	pool_refill(m);		/* replace it now, not at the next tick */
 	snprintf(nw->id, sizeof(nw->id), "%s", pm->id);
-	snprintf(nw->image, sizeof(nw->image), "%s", m->conf->image ?
-	    m->conf->image : "");
+	snprintf(nw->image, sizeof(nw->image), "%s", pm->image[0] ? pm->image :
+	    m->conf->image ? m->conf->image : "");
 	nw->cfg = pm->cfg;
 	nw->pm = pm;
 	nw->t0 = t0;
@@ -846,8 +846,8 @@ sess_reprovision(struct sess *s, const struct sess_opts *o, enum sess_err *e,
 {
 	int rc;
 
-	if (lock_excl(s, "a command is still running in this session; wait for "
-	    "it (or stop it with shell_stop), then retry create_sandbox. Your "
+	if (lock_excl(s, "another call (a shell command) is still running in "
+	    "this session; wait for it to finish, then retry create_sandbox. Your "
 	    "sandbox and its /workspace are unchanged.", e, err, errlen) == -1)
 		return -1;
 	set_provisioning(s, 1);

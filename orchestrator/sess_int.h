@@ -109,7 +109,8 @@ struct sess {
 struct poolmem {
 	char		 id[ID_SANDBOX_MAX];
 	long long	 added_ms;
-	struct sbxcfg	 cfg;		/* as created (reconcile: as listed) */
+	char		 image[256];	/* as created (reconcile: as listed) */
+	struct sbxcfg	 cfg;
 	char		*env;		/* egress env already applied, or NULL */
 	struct agentc	*conn;		/* an open agent connection, or NULL */
 	struct poolmem	*next;
