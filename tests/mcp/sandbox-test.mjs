@@ -55,7 +55,8 @@ await check('tools list: create_sandbox names the images, sandbox_status has an 
     { en, desc: cs.description, out: st && st.outputSchema };
 });
 
-await sh(a, 'echo precious > /workspace/keep.txt && mkdir -p /workspace/d/e && ln -s ../keep.txt /workspace/d/link && echo hl > /workspace/h1 && ln /workspace/h1 /workspace/h2');
+await sh(a, 'echo precious > /workspace/keep.txt && mkdir -p /workspace/d/e && ln -s ../keep.txt /workspace/d/link && echo hl > /workspace/h1 && ln /workspace/h1 /workspace/h2 && ' +
+  'truncate -s 4294967296 /workspace/sparse && echo tail >> /workspace/sparse && mkfifo /workspace/fifo');
 const first = await status(a);
 
 async function refused(name, args, want) {
@@ -80,10 +81,13 @@ await refused('create_sandbox with a limit below the runtime minimum: refused', 
 await check('create_sandbox keeps /workspace by default (another image, links kept)', async () => {
   const r = await call(a, 'create_sandbox', { image: image2, memory: '256MiB', lifetime: '2h', idle_timeout: '30m', cpu: 1.5 });
   const t = await sh(a, 'cat /workspace/keep.txt; readlink /workspace/d/link; cat /workspace/d/link; ' +
-    'ls -i /workspace/h1 /workspace/h2 | awk \'{print $1}\' | uniq | wc -l; echo more >> /workspace/keep.txt && echo appended');
+    'ls -i /workspace/h1 /workspace/h2 | awk \'{print $1}\' | uniq | wc -l; echo more >> /workspace/keep.txt && echo appended; ' +
+    'echo size=$(stat -c %s /workspace/sparse) kb=$(du -k /workspace/sparse | cut -f1); tail -c 5 /workspace/sparse; [ -p /workspace/fifo ] && echo fifo-kept');
   const st = await status(a);
   return (!r.isError && text(r).includes('holds a copy') && text(t).includes('precious') &&
     text(t).includes('../keep.txt') && /\n1\n/.test(text(t)) && text(t).includes('appended') &&
+    text(t).includes('size=4294967301 ') && Number((text(t).match(/kb=(\d+)/) || [])[1]) < 1024 &&
+    text(t).includes('tail') && text(t).includes('fifo-kept') &&
     st.sandbox_id !== first.sandbox_id && st.image === image2 && st.limits.memory_bytes === 256 * 1048576 &&
     st.limits.cpu === 1.5 && st.limits.lifetime_ms === 7200000 && st.limits.idle_timeout_ms === 1800000) ||
     [text(r), text(t), st];

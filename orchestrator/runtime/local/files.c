@@ -186,8 +186,11 @@ struct cp {
 		dev_t	 dev;
 		ino_t	 ino;
 		char	*path;			/* first copy, under droot */
-	}			*links;		/* files with more than one link */
+	}			*links;		/* files with more than one link: a
+						 * hash of RL_COPY_LINK_SLOTS, made at
+						 * the first */
 	size_t			 nlinks;
+	size_t			 link_bytes;	/* of the paths kept */
 	char			 path[PATH_MAX];	/* the entry, under droot */
 	char			*err;
 	size_t			 errlen;
@@ -232,32 +235,29 @@ cp_attrs(struct cp *c, int dfd, const char *name, const struct stat *st)
 	return 0;
 }
 
-/* The data of the open file in into out: a reflink where the filesystem
- * offers one, else copy_file_range, else read/write; at most size bytes
- * (the size when it was opened: a file growing under the copy is cut). */
+/* Bytes [off, end) of in into out at the same offsets: copy_file_range
+ * while the kernel can (*kernel), else pread/pwrite. 0, or -1. */
 static int
-cp_data(int in, int out, off_t size)
+cp_range(int in, int out, off_t off, off_t end, int *kernel)
 {
 	char b[65536];
-	off_t done = 0;
+	off_t oi = off, oo = off;
 	ssize_t n, w, o;
 	size_t want;
-	int kernel = 1;
 
-	if (ioctl(out, FICLONE, in) == 0)
-		return 0;
-	while (done < size) {
-		want = (size_t)(size - done);
-		if (kernel && (n = copy_file_range(in, NULL, out, NULL, want,
+	while (off < end) {
+		want = (size_t)(end - off);
+		if (*kernel && (n = copy_file_range(in, &oi, out, &oo, want,
 		    0)) == -1 && (errno == EXDEV || errno == EINVAL ||
 		    errno == ENOSYS || errno == EOPNOTSUPP)) {
-			kernel = 0;
+			*kernel = 0;
 			continue;
 		}
-		if (!kernel && (n = read(in, b, want < sizeof(b) ? want :
-		    sizeof(b))) > 0)
+		if (!*kernel && (n = pread(in, b, want < sizeof(b) ? want :
+		    sizeof(b), off)) > 0)
 			for (o = 0; o < n; o += w)
-				if ((w = write(out, b + o, (size_t)(n - o))) == -1)
+				if ((w = pwrite(out, b + o, (size_t)(n - o),
+				    off + o)) == -1)
 					return -1;
 		if (n == -1 && errno == EINTR)
 			continue;
@@ -265,9 +265,43 @@ cp_data(int in, int out, off_t size)
 			return -1;
 		if (n == 0)
 			break;		/* shrank under the copy */
-		done += n;
+		off += n;
+		oi = oo = off;
 	}
 	return 0;
+}
+
+/*
+ * The data of the open file in into out: a reflink where the filesystem
+ * offers one, else its data ranges only (SEEK_DATA/SEEK_HOLE: a sparse
+ * file stays sparse, so a sandbox cannot turn a terabyte of holes into a
+ * terabyte of host disk), up to size (the size when it was opened: a
+ * file growing under the copy is cut). 0, or -1.
+ */
+static int
+cp_data(int in, int out, off_t size)
+{
+	off_t data = 0, hole;
+	int kernel = 1;
+
+	if (ioctl(out, FICLONE, in) == 0)
+		return 0;
+	while (data < size) {
+		if ((data = lseek(in, data, SEEK_DATA)) == -1) {
+			if (errno == ENXIO)
+				break;		/* only a hole is left */
+			data = 0;		/* no SEEK_DATA here: all of it */
+			hole = size;
+		} else if ((hole = lseek(in, data, SEEK_HOLE)) == -1 ||
+		    hole > size)
+			hole = size;
+		if (data >= size)
+			break;
+		if (cp_range(in, out, data, hole, &kernel) == -1)
+			return -1;
+		data = hole;
+	}
+	return ftruncate(out, size);
 }
 
 /* A file with other links already copied: link to that copy. 1 if
@@ -275,20 +309,28 @@ cp_data(int in, int out, off_t size)
 static int
 cp_hardlink(struct cp *c, int ddir, const char *name, const struct stat *st)
 {
-	size_t i;
+	size_t h, n;
+	struct cp_link *l;
 
 	if (st->st_nlink < 2)
 		return 0;
-	for (i = 0; i < c->nlinks; i++)
-		if (c->links[i].dev == st->st_dev && c->links[i].ino == st->st_ino)
-			return linkat(c->droot, c->links[i].path, ddir, name, 0) == 0 ?
-			    1 : 0;
-	if (c->nlinks < RL_COPY_MAX_LINKS) {
-		c->links = xreallocarray(c->links, c->nlinks + 1,
-		    sizeof(*c->links));
-		c->links[c->nlinks].dev = st->st_dev;
-		c->links[c->nlinks].ino = st->st_ino;
-		c->links[c->nlinks].path = xstrdup(c->path);
+	if (c->links == NULL)
+		c->links = xcalloc(RL_COPY_LINK_SLOTS, sizeof(*c->links));
+	h = ((size_t)st->st_ino * 31 + (size_t)st->st_dev) % RL_COPY_LINK_SLOTS;
+	for (n = 0; n < RL_COPY_LINK_SLOTS; n++) {
+		l = &c->links[(h + n) % RL_COPY_LINK_SLOTS];
+		if (l->path == NULL)
+			break;
+		if (l->dev == st->st_dev && l->ino == st->st_ino)
+			return linkat(c->droot, l->path, ddir, name, 0) == 0;
+	}
+	/* at most half the slots, so a search ends at an empty one */
+	if (n < RL_COPY_LINK_SLOTS && c->nlinks < RL_COPY_LINK_SLOTS / 2 &&
+	    c->link_bytes + strlen(c->path) < RL_COPY_MAX_LINK_BYTES) {
+		l->dev = st->st_dev;
+		l->ino = st->st_ino;
+		l->path = xstrdup(c->path);
+		c->link_bytes += strlen(c->path) + 1;
 		c->nlinks++;
 	}
 	return 0;
@@ -440,7 +482,7 @@ rl_copy_tree(int src, const char *dst, const struct rl_idmap *map, char *err,
 		return -1;
 	}
 	rc = cp_dir(&c, src, c.droot, 0);
-	for (i = 0; i < c.nlinks; i++)
+	for (i = 0; c.links != NULL && i < RL_COPY_LINK_SLOTS; i++)
 		free(c.links[i].path);
 	free(c.links);
 	close(c.droot);

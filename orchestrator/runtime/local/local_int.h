@@ -300,15 +300,18 @@ int	rl_write_in_upper(const char *upper, const char *dir, const char *name,
 int	rl_rmtree(const char *path, char *err, size_t errlen);
 /* Bounds of a workspace copy: the sandbox made the tree, so its size in
  * entries and depth is capped (a create_sandbox that meets them fails
- * and changes nothing); files with several links stay linked up to
- * RL_COPY_MAX_LINKS of them (beyond, each link is a copy). */
+ * and changes nothing); files with several links stay linked up to half
+ * of RL_COPY_LINK_SLOTS of them and RL_COPY_MAX_LINK_BYTES of their
+ * paths kept in memory (beyond, each further link is a copy). */
 #define RL_COPY_MAX_ENTRIES	10000000
 #define RL_COPY_MAX_DEPTH	256
-#define RL_COPY_MAX_LINKS	65536
+#define RL_COPY_LINK_SLOTS	131072
+#define RL_COPY_MAX_LINK_BYTES	((size_t)16 << 20)
 /* Copies what is under the directory fd src into the existing directory
  * dst (which keeps its own owner and mode), never following a link:
- * regular files (a reflink where the filesystem can; up to the size they
- * had when opened), directories, symlinks and fifos, with owners moved by
+ * regular files (a reflink where the filesystem can, else their data
+ * ranges, holes kept; up to the size they had when opened), directories,
+ * symlinks and fifos, with owners moved by
  * map, modes (set-id bits too) and times kept; devices and sockets are
  * skipped. 0 or -1 with err (dst then holds a partial copy). */
 int	rl_copy_tree(int src, const char *dst, const struct rl_idmap *map,
