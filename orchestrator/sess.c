@@ -3,7 +3,15 @@
  * up or creating it, provisioning its sandbox (a pool claim or a create),
  * resuming a stopped one, the shared/exclusive lock around each call,
  * agent calls with liveness, interrupt, stop, delete, re-provision, and the
- * JSON views. Calls sessmgr.c and pool.c, never reconcile.c.
+ * JSON views (sess_json; sess_status adds usage and jobs). Calls sessmgr.c,
+ * sessopt.c and pool.c, never reconcile.c.
+ *
+ * A new sandbox is made beside the session's (struct newsb): it stays
+ * pending and holds a creation slot until take_sandbox gives it to the
+ * session or drop_sandbox removes it, so a re-provision that fails at any
+ * step before the swap leaves the old sandbox as it was; the old one is
+ * pending too from the swap until it is destroyed (reconcile must not take
+ * it for a duplicate and race the destroy).
  */
 #include <errno.h>
 #include <math.h>
