@@ -52,6 +52,12 @@ const struct cfg_key conf_keys[] = {
 	  "default for create_sandbox writable_root" },
 	{ "sandbox.egress", CFG_BOOL, O(egress), 0, 0, "true", "ORCH_EGRESS",
 	  "register each sandbox with the egress proxy when it is handed to a session" },
+	{ "sandbox.max_memory", CFG_SIZE, O(max_mem_bytes), 16LL << 20, 1LL << 40, "8GiB", NULL,
+	  "most memory a create_sandbox or REST create may ask for (its memory); beyond is refused, naming this maximum" },
+	{ "sandbox.max_cpu_millis", CFG_INT, O(max_cpu_millis), 10, 256000, "4000", NULL,
+	  "most CPU a create may ask for (its cpu, in cores), in thousandths of a core" },
+	{ "sandbox.max_disk", CFG_SIZE, O(max_disk_bytes), 16LL << 20, 1LL << 44, "64GiB", NULL,
+	  "most disk a create may ask for (its disk)" },
 	{ "limits.max_running", CFG_INT, O(max_running), 1, 100000, "100", "ORCH_MAX_RUNNING",
 	  "most running sandboxes, warm pool included; creating beyond fails with a clear error" },
 	{ "limits.max_stopped", CFG_INT, O(max_stopped), 0, 1000000, "1000", NULL,
@@ -68,6 +74,10 @@ const struct cfg_key conf_keys[] = {
 	  "a running sandbox is stopped this long after it was started, unless a command or job is running (workspace kept)" },
 	{ "reap.idle", CFG_DURATION, O(idle_ms), 1000, 365 * DAY, "10m", "ORCH_IDLE",
 	  "a running sandbox with no call, command or job for this long is stopped (workspace kept)" },
+	{ "reap.max_lifetime", CFG_DURATION, O(max_lifetime_ms), 60000, 365 * DAY, "24h", NULL,
+	  "longest lifetime a create may ask for (its lifetime; default reap.lifetime)" },
+	{ "reap.max_idle", CFG_DURATION, O(max_idle_ms), 60000, 365 * DAY, "4h", NULL,
+	  "longest idle timeout a create may ask for (its idle_timeout; default reap.idle)" },
 	{ "reap.stopped_ttl", CFG_DURATION, O(stopped_ttl_ms), 1000, 3650 * DAY, "24h", "ORCH_STOPPED_TTL",
 	  "a stopped sandbox is deleted, workspace included, this long after it stopped" },
 	{ "reconcile.interval", CFG_DURATION, O(reconcile_interval_ms), 500, DAY, "60s", NULL,
@@ -118,6 +128,28 @@ conf_load(struct conf *c, const char *path, char *err, size_t errlen)
 		snprintf(err, errlen, "%s: workers.max: smaller than workers.min",
 		    path ? path : "(defaults)");
 		return -1;
+	}
+	{
+		/* Each default within the maximum a create may ask for. */
+		const struct { const char *k, *max; long long v, m; } d[] = {
+			{ "sandbox.memory", "sandbox.max_memory", c->mem_bytes,
+			  c->max_mem_bytes },
+			{ "sandbox.cpu_millis", "sandbox.max_cpu_millis",
+			  c->cpu_millis, c->max_cpu_millis },
+			{ "sandbox.disk", "sandbox.max_disk", c->disk_bytes,
+			  c->max_disk_bytes },
+			{ "reap.lifetime", "reap.max_lifetime", c->lifetime_ms,
+			  c->max_lifetime_ms },
+			{ "reap.idle", "reap.max_idle", c->idle_ms, c->max_idle_ms },
+		};
+		size_t i;
+
+		for (i = 0; i < NELEM(d); i++)
+			if (d[i].v > d[i].m) {
+				snprintf(err, errlen, "%s: %s: larger than %s",
+				    path ? path : "(defaults)", d[i].k, d[i].max);
+				return -1;
+			}
 	}
 	if (c->pool_min_idle > c->max_running) {
 		snprintf(err, errlen, "%s: pool.min_idle: larger than limits.max_running",

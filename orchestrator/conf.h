@@ -40,6 +40,12 @@ struct conf {
 	int		 run_as_root;
 	int		 writable_root;
 	int		 egress;
+	/* what one create may ask for at most (sessopt.c) */
+	long long	 max_mem_bytes;
+	long long	 max_cpu_millis;
+	long long	 max_disk_bytes;
+	long long	 max_lifetime_ms;
+	long long	 max_idle_ms;
 
 	/* limits */
 	long long	 max_running;

@@ -4,7 +4,8 @@
 # module.mk, so RT_LOCAL_OBJS / RT_K8S_OBJS are known here; each runtime
 # is linked in only when its part exists.
 ORCH_SRCS := orchestrator/conf.c orchestrator/work.c orchestrator/sessmgr.c \
-	orchestrator/pool.c orchestrator/sess.c orchestrator/reconcile.c \
+	orchestrator/sessopt.c orchestrator/pool.c orchestrator/sess.c \
+	orchestrator/reconcile.c \
 	orchestrator/schema.c orchestrator/tools.c orchestrator/mcp.c \
 	orchestrator/jsonu.c orchestrator/http.c orchestrator/mcp_http.c \
 	orchestrator/rest.c orchestrator/server.c orchestrator/runtime/fake/fake.c

@@ -37,6 +37,7 @@ static struct {
 	struct event_base	*base;
 	struct server		*sv;
 	struct sessmgr		*mgr;
+	struct runtime		*rt;
 	const struct conf	*conf;
 	struct event		*tick;
 	struct event		*drain_check;
@@ -143,9 +144,21 @@ make_runtime(struct conf *c, char *err, size_t errlen)
 #endif
 }
 
+/* The runtime's image names into create_sandbox's schema (tools.h):
+ * every tick, the first at start, so an image added later shows up. */
+static void
+images_refresh(void)
+{
+	cJSON *im = orch.rt->ops->images(orch.rt);
+
+	(void)tools_set_images(im);
+	cJSON_Delete(im);
+}
+
 static void
 tick_run(void *arg UNUSED)
 {
+	images_refresh();	/* the first tick runs at start */
 	sessmgr_tick(orch.mgr);
 }
 
@@ -283,6 +296,7 @@ main(int argc, char **argv)
 		log_warnx("runtime %s: %s", conf.runtime, err);
 		goto out;
 	}
+	orch.rt = rt;
 	if (work_init(orch.base, (int)conf.workers_min, (int)conf.workers_max) == -1)
 		fatalx("cannot start worker threads");
 	orch.mgr = sessmgr_new(rt, &conf);

@@ -4,7 +4,7 @@
  * last claim got, the shell's first command paid) so a claim is a label
  * change. Members are created on worker threads (pool_refill); a claim takes
  * one under mgr->mu and counts as a creation until it is claimed or given
- * back. Calls only sessmgr.c.
+ * back, and starts the refill at once (sess.c). Calls only sessmgr.c.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -125,9 +125,11 @@ pool_create(void *arg)
 		rt_info_clear(&ri);
 		return;
 	}
-	rt_info_clear(&ri);
 	p = xcalloc(1, sizeof(*p));
 	snprintf(p->id, sizeof(p->id), "%s", id);
+	snprintf(p->image, sizeof(p->image), "%s", ri.image);
+	sm_cfg_from_info(&p->cfg, &ri);
+	rt_info_clear(&ri);
 	pool_warm(m, p);
 	p->added_ms = util_mono_ms();
 	pthread_mutex_lock(&m->mu);

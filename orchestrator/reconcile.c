@@ -1,8 +1,9 @@
 /*
  * reconcile.c: the top layer (sess_int.h): reconcile (adopt what the
  * runtime holds, remove unlabelled sandboxes, fix records, forget what is
- * gone) and the reaper (idle, lifetime, stopped TTL, stopped limit), run
- * from sessmgr_tick. Both only *try* a session's exclusive lock, so a call
+ * gone) and the reaper (idle, lifetime: each session's own when its create
+ * asked for them, else reap.idle and reap.lifetime; stopped TTL, stopped
+ * limit), run from sessmgr_tick. Both only *try* a session's exclusive lock, so a call
  * in flight is never stopped under it.
  */
 #include <errno.h>
@@ -62,6 +63,31 @@ in_list(const struct rt_info *ri, size_t n, const char *id)
 	return 0;
 }
 
+/* s (no sandbox) takes the sandbox ri as its record says. Held: s->lk
+ * exclusive, mgr->mu. */
+static void
+adopt_locked(struct sess *s, const struct rt_info *ri, int live)
+{
+	snprintf(s->rtid, sizeof(s->rtid), "%s", ri->id);
+	snprintf(s->image, sizeof(s->image), "%s", ri->image);
+	s->state = live ? S_RUNNING : S_STOPPED;
+	s->created_ms = label_ll(ri, LBL_CREATED);
+	if (s->created_ms == 0)
+		s->created_ms = ri->created_ms;
+	s->started_ms = live ? ri->started_ms : 0;
+	if (live && s->started_ms == 0)
+		s->started_ms = util_unix_ms();
+	s->stopped_ms = live ? 0 : label_ll(ri, LBL_STOPPED);
+	if (!live && s->stopped_ms == 0)
+		s->stopped_ms = util_unix_ms();
+	s->rt_set_ms = util_mono_ms();
+	sm_cfg_from_info(&s->cfg, ri);
+	s->lifetime_ms = label_ll(ri, LBL_LIFETIME);
+	s->idle_ms = label_ll(ri, LBL_IDLE);
+	s->personalised = 0;
+	s->addr_ok = 0;
+}
+
 int
 sessmgr_reconcile(struct sessmgr *m, int at_start UNUSED, char *err, size_t errlen)
 {
@@ -112,21 +138,7 @@ sessmgr_reconcile(struct sessmgr *m, int at_start UNUSED, char *err, size_t errl
 				    rt_label(&ri[i], LBL_USER));
 			if (pthread_rwlock_trywrlock(&s->lk) != 0)
 				continue;
-			snprintf(s->rtid, sizeof(s->rtid), "%s", ri[i].id);
-			snprintf(s->image, sizeof(s->image), "%s", ri[i].image);
-			s->state = live ? S_RUNNING : S_STOPPED;
-			s->created_ms = label_ll(&ri[i], LBL_CREATED);
-			if (s->created_ms == 0)
-				s->created_ms = ri[i].created_ms;
-			s->started_ms = live ? ri[i].started_ms : 0;
-			if (live && s->started_ms == 0)
-				s->started_ms = util_unix_ms();
-			s->stopped_ms = live ? 0 : label_ll(&ri[i], LBL_STOPPED);
-			if (!live && s->stopped_ms == 0)
-				s->stopped_ms = util_unix_ms();
-			s->rt_set_ms = util_mono_ms();
-			s->personalised = 0;
-			s->addr_ok = 0;
+			adopt_locked(s, &ri[i], live);
 			pthread_rwlock_unlock(&s->lk);
 			m->n_adopted++;
 			log_info("session=%s sandbox=%s adopted state=%s", s->sid,
@@ -151,6 +163,8 @@ sessmgr_reconcile(struct sessmgr *m, int at_start UNUSED, char *err, size_t errl
 			if (live && m->npool < m->conf->pool_min_idle) {
 				p = xcalloc(1, sizeof(*p));
 				snprintf(p->id, sizeof(p->id), "%s", ri[i].id);
+				snprintf(p->image, sizeof(p->image), "%s", ri[i].image);
+				sm_cfg_from_info(&p->cfg, &ri[i]);
 				p->added_ms = util_mono_ms();
 				p->next = m->pool;
 				m->pool = p;
@@ -265,7 +279,7 @@ reap_one(struct sess *s, long long now)
 		return;
 	idle = now - atomic_load(&s->last_used_ms);
 	life = now - s->started_ms;
-	if (idle < c->idle_ms && life < c->lifetime_ms)
+	if (idle < sm_idle_ms(s) && life < sm_lifetime_ms(s))
 		return;
 	if (pthread_rwlock_trywrlock(&s->lk) != 0)
 		return;	/* a call is running: activity */
@@ -281,9 +295,9 @@ reap_one(struct sess *s, long long now)
 	if (act > atomic_load(&s->last_used_ms))
 		atomic_store(&s->last_used_ms, act);
 	idle = now - atomic_load(&s->last_used_ms);
-	if (idle >= c->idle_ms)
+	if (idle >= sm_idle_ms(s))
 		reason = "idle";
-	else if (life >= c->lifetime_ms)
+	else if (life >= sm_lifetime_ms(s))
 		reason = "lifetime";
 	else
 		goto out;

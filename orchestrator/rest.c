@@ -2,8 +2,11 @@
  * rest.c: the REST surface for trusted clients (docs/operator-guide.md):
  * GET/POST /v1/sessions, GET/DELETE /v1/sessions/{id}, POST
  * /v1/sessions/{id}/{stop,start}. Parsing and answering run on the event
- * loop; the session operations run on a worker (rjob) and answer from its
- * completion. Errors are {"error":{"code","message"}}.
+ * loop; the session operations (and GET of one session, which asks the
+ * runtime and the agent what it uses) run on a worker (rjob) and answer
+ * from its completion. A create's body holds id, org, user and the
+ * options of sessopt.h; any other member is refused. Errors are
+ * {"error":{"code","message"}}.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +25,7 @@
 #include "work.h"
 #include "xmalloc.h"
 
-enum rop { R_CREATE, R_STOP, R_START, R_DELETE };
+enum rop { R_CREATE, R_STOP, R_START, R_DELETE, R_GET };
 
 struct rjob {
 	struct http		*ht;
@@ -32,9 +35,8 @@ struct rjob {
 	char			 sid[ID_SESSION_MAX + 1];
 	char			 org[ID_SESSION_MAX + 1];
 	char			 user[ID_SESSION_MAX + 1];
-	char			*image;
+	cJSON			*body_in;	/* a create's body (opts point into it) */
 	struct sess_opts	 opts;
-	int			 custom;
 	/* out */
 	int			 status;
 	cJSON			*body;
@@ -63,9 +65,9 @@ rjob_run(void *arg)
 	struct sessmgr *m = r->mgr;
 	enum sess_err e = SE_OK;
 	const char *code;
-	char err[512];
+	char err[1024];
 	struct sess *s;
-	int rc = 0;
+	int rc = 0, created = 0;
 
 	switch (r->op) {
 	case R_CREATE:
@@ -76,14 +78,24 @@ rjob_run(void *arg)
 			rc = -1;
 			break;
 		}
-		if (r->custom)
-			rc = sess_reprovision(s, &r->opts, &e, err, sizeof(err));
+		if (r->op == R_CREATE)
+			rc = sess_create(s, &r->opts, &created, &e, err, sizeof(err));
 		else if ((rc = sess_enter(s, &e, err, sizeof(err))) == 0)
 			sess_leave(s);
 		if (rc == 0) {
-			r->status = r->op == R_CREATE ? 201 : 200;
+			r->status = created ? 201 : 200;
 			r->body = sess_json(s);
 		}
+		sess_put(s);
+		break;
+	case R_GET:
+		if ((s = sess_get(m, r->sid, NULL, NULL, 0, &e, err,
+		    sizeof(err))) == NULL) {
+			rc = -1;
+			break;
+		}
+		r->status = 200;
+		r->body = sess_status(s);
 		sess_put(s);
 		break;
 	case R_STOP:
@@ -118,7 +130,7 @@ rjob_done(void *arg)
 	http_send_json(r->ht, r->req, r->status, r->body);
 	http_inflight_add(r->ht, -1);
 	cJSON_Delete(r->body);
-	free(r->image);
+	cJSON_Delete(r->body_in);
 	free(r);
 }
 
@@ -136,15 +148,19 @@ rest_id_field(cJSON *j, const char *name, char *dst, size_t len, int required)
 	return NULL;
 }
 
+/* The members of a create body besides the options (sessopt.h). */
+static const char *const create_ids[] = { "id", "org", "user", NULL };
+
 static void
 rest_create(struct http *ht, struct sessmgr *mgr, struct evhttp_request *req)
 {
 	struct evbuffer *in = evhttp_request_get_input_buffer(req);
 	size_t len = evbuffer_get_length(in);
 	const char *body = (const char *)evbuffer_pullup(in, -1);
-	cJSON *j = NULL, *v;
+	cJSON *j = NULL;
 	struct rjob *r;
 	const char *why = NULL;
+	char err[512];
 
 	if (!http_ctype_json(http_hdr(req, "Content-Type"))) {
 		http_send_err(ht, req, 415, "unsupported_media_type",
@@ -163,41 +179,22 @@ rest_create(struct http *ht, struct sessmgr *mgr, struct evhttp_request *req)
 	r->mgr = mgr;
 	r->req = req;
 	r->op = R_CREATE;
-	r->opts.use_kata = r->opts.run_as_root = r->opts.writable_root = -1;
+	sessopt_init(&r->opts);
 	why = rest_id_field(j, "id", r->sid, sizeof(r->sid), 1);
 	if (why == NULL)
 		why = rest_id_field(j, "org", r->org, sizeof(r->org), 0);
 	if (why == NULL)
 		why = rest_id_field(j, "user", r->user, sizeof(r->user), 0);
-	if (why == NULL && (v = cJSON_GetObjectItemCaseSensitive(j, "image")) != NULL) {
-		if (!cJSON_IsString(v) || strlen(v->valuestring) == 0 ||
-		    strlen(v->valuestring) > 255)
-			why = "image must be a non-empty string";
-		else {
-			r->image = xstrdup(v->valuestring);
-			r->opts.image = r->image;
-			r->custom = 1;
-		}
-	}
-#define BOOLF(name, dst) do {							\
-	if (why != NULL) break;							\
-	v = cJSON_GetObjectItemCaseSensitive(j, name);				\
-	if (v == NULL) break;							\
-	if (!cJSON_IsBool(v)) { why = name " must be true or false"; break; }	\
-	(dst) = cJSON_IsTrue(v);						\
-	r->custom = 1;								\
-} while (0)
-	BOOLF("use_kata", r->opts.use_kata);
-	BOOLF("run_as_root", r->opts.run_as_root);
-	BOOLF("writable_root", r->opts.writable_root);
-#undef BOOLF
-	cJSON_Delete(j);
+	if (why == NULL && sessopt_parse(j, create_ids, &r->opts, err,
+	    sizeof(err)) == -1)
+		why = err;
 	if (why != NULL) {
 		http_send_err(ht, req, 400, "bad_request", why);
-		free(r->image);
+		cJSON_Delete(j);
 		free(r);
 		return;
 	}
+	r->body_in = j;	/* the options' strings point into it */
 	http_inflight_add(ht, 1);
 	work_submit(rjob_run, rjob_done, r);
 }
@@ -211,10 +208,7 @@ rest_handle(struct http *ht, struct evhttp_request *req, const char *path,
 	const char *rest = path + strlen("/v1/sessions");
 	char *sid = NULL;
 	struct rjob *r;
-	struct sess *s;
-	enum sess_err e;
-	char err[256];
-	const char *code = NULL, *op = NULL;
+	const char *op = NULL;
 
 	if (*rest == '\0' || strcmp(rest, "/") == 0) {
 		if (cmd == EVHTTP_REQ_GET) {
@@ -284,26 +278,15 @@ rest_handle(struct http *ht, struct evhttp_request *req, const char *path,
 		}
 		op = slash ? slash + 1 : NULL;
 	}
-	if (op == NULL && cmd == EVHTTP_REQ_GET) {
-		if ((s = sess_get(mgr, sid, NULL, NULL, 0, &e, err, sizeof(err))) == NULL) {
-			int st = sess_err_http(e, &code);
-			http_send_err(ht, req, st, code, err);
-		} else {
-			cJSON *o = sess_json(s);
-			sess_put(s);
-			http_send_json(ht, req, 200, o);
-			cJSON_Delete(o);
-		}
-		free(sid);
-		return;
-	}
 	r = xcalloc(1, sizeof(*r));
 	r->ht = ht;
 	r->mgr = mgr;
 	r->req = req;
 	snprintf(r->sid, sizeof(r->sid), "%s", sid);
 	free(sid);
-	if (op == NULL && cmd == EVHTTP_REQ_DELETE)
+	if (op == NULL && cmd == EVHTTP_REQ_GET)
+		r->op = R_GET;	/* with what it uses now: runtime and agent */
+	else if (op == NULL && cmd == EVHTTP_REQ_DELETE)
 		r->op = R_DELETE;
 	else if (op != NULL && strcmp(op, "stop") == 0 && cmd == EVHTTP_REQ_POST)
 		r->op = R_STOP;

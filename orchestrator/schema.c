@@ -7,12 +7,19 @@
  *   root:      "type":"object", "properties", "required" (names of
  *              properties), "additionalProperties":false (it must be there:
  *              members the schema does not name are always refused).
- *   property:  "type" (string, integer, boolean, array) and "description";
+ *   property:  "type" (string, integer, number, boolean, array) and
+ *              "description";
  *     string:  "minLength", "maxLength" (bytes, not characters), "enum" (of
  *              strings), "pattern" (POSIX extended, compiled once here);
  *     integer: "minimum", "maximum";
- *     array:   "items" ({"type":"integer"}, optional "minimum"/"maximum"),
- *              "minItems", "maxItems".
+ *     number:  "minimum", "maximum" (whole numbers; the value may be any
+ *              finite number between them);
+ *     array:   "items" ({"type":"integer"}, optional "minimum"/"maximum";
+ *              or an object schema), "minItems", "maxItems";
+ *     object:  "properties", "required", "additionalProperties" (a nested
+ *              object without additionalProperties:false may carry other
+ *              members: tool results that grow).
+ *   "type" may also be ["T","null"] (null counts as absent anyway).
  * A keyword or property named twice in one object is refused too.
  *
  * schema_check reports the first problem, in a fixed order (the order the
@@ -50,10 +57,13 @@
 /* Most bytes (escaped) of a caller's member name or value quoted back in
  * a message: enough to recognise it, too few to flood the reply. */
 #define SHOWN_MAX		64
-/* Longest "a, b or c" an enum may spell out in its message. */
-#define ENUM_TEXT_MAX		256
+/* Longest "a, b or c" an enum may spell out in its message (a runtime's
+ * image names are one: tools.c). */
+#define ENUM_TEXT_MAX		2048
 
-enum ptype { P_STRING, P_INTEGER, P_BOOLEAN, P_ARRAY };
+enum ptype { P_STRING, P_INTEGER, P_BOOLEAN, P_ARRAY, P_NUMBER, P_OBJECT };
+
+struct schema;
 
 struct prop {
 	char		*name;		/* owned */
@@ -64,14 +74,19 @@ struct prop {
 	char		*enum_text;	/* "a, b or c", for the message */
 	char		*pattern;	/* string: as written (set once re is) */
 	regex_t		 re;
-	long long	 min, max;	/* integer, or an array's items */
+	long long	 min, max;	/* integer, number, or an array's items */
 	size_t		 min_items, max_items;	/* array */
+	struct schema	*sub;		/* object; array: its items' */
 };
 
 struct schema {
 	struct prop	*props;
 	size_t		 nprops;
+	int		 open;		/* nested, no additionalProperties:false */
 };
+
+static struct schema *compile_object(const cJSON *, int nested, char *,
+    size_t);
 
 /*
  * 0: d is a whole number within SCHEMA_INT_LIMIT, in *out. 1: a finite
@@ -96,7 +111,9 @@ int_value(double d, long long *out)
 #define T_STR	(1u << P_STRING)
 #define T_INT	(1u << P_INTEGER)
 #define T_ARR	(1u << P_ARRAY)
-#define T_ANY	(T_STR | T_INT | (1u << P_BOOLEAN) | T_ARR)
+#define T_NUM	(1u << P_NUMBER)
+#define T_OBJ	(1u << P_OBJECT)
+#define T_ANY	(T_STR | T_INT | (1u << P_BOOLEAN) | T_ARR | T_NUM | T_OBJ)
 
 /* A property keyword: which types it applies to, and what reads it. */
 struct kw {
@@ -134,6 +151,16 @@ kw_note(struct prop *p, const struct kw *w, const cJSON *k, char *err,
 		    p->name, k->string);
 		return -1;
 	}
+	return 0;
+}
+
+/* A keyword read elsewhere ("type" by type_name, an object's members by
+ * compile_object). */
+static int
+kw_read_elsewhere(struct prop *p, const struct kw *w, const cJSON *k,
+    char *err, size_t errlen)
+{
+	(void)p; (void)w; (void)k; (void)err; (void)errlen;
 	return 0;
 }
 
@@ -225,11 +252,18 @@ kw_items(struct prop *p, const struct kw *w, const cJSON *k, char *err,
 	const cJSON *m;
 
 	(void)w;
+	if (cJSON_IsObject(k) && cJSON_IsString(m =
+	    cJSON_GetObjectItemCaseSensitive(k, "type")) &&
+	    strcmp(m->valuestring, "object") == 0) {
+		/* an array of objects (tool results) */
+		return (p->sub = compile_object(k, 1, err, errlen)) == NULL ? -1 : 0;
+	}
 	if (!cJSON_IsObject(k) || !cJSON_IsString(m =
 	    cJSON_GetObjectItemCaseSensitive(k, "type")) ||
 	    strcmp(m->valuestring, "integer") != 0) {
 		snprintf(err, errlen, "property '%s': only arrays of integers "
-		    "(\"items\":{\"type\":\"integer\"}) are supported", p->name);
+		    "(\"items\":{\"type\":\"integer\"}) or objects are "
+		    "supported", p->name);
 		return -1;
 	}
 	cJSON_ArrayForEach(m, k) {
@@ -257,25 +291,31 @@ kw_items(struct prop *p, const struct kw *w, const cJSON *k, char *err,
 
 /* The property keywords. */
 static const struct kw prop_kws[] = {
-	{ "type",	 T_ANY,	kw_note, 0 },	/* read first, by compile_prop */
+	{ "type",	 T_ANY,	kw_read_elsewhere, 0 },	/* first, by compile_prop */
 	{ "description", T_ANY,	kw_note, 0 },
 	{ "minLength",	 T_STR,	kw_size, offsetof(struct prop, min_len) },
 	{ "maxLength",	 T_STR,	kw_size, offsetof(struct prop, max_len) },
 	{ "enum",	 T_STR,	kw_enum, 0 },
 	{ "pattern",	 T_STR,	kw_pattern, 0 },
-	{ "minimum",	 T_INT,	kw_bound, offsetof(struct prop, min) },
-	{ "maximum",	 T_INT,	kw_bound, offsetof(struct prop, max) },
+	{ "minimum",	 T_INT | T_NUM, kw_bound, offsetof(struct prop, min) },
+	{ "maximum",	 T_INT | T_NUM, kw_bound, offsetof(struct prop, max) },
 	{ "items",	 T_ARR,	kw_items, 0 },
 	{ "minItems",	 T_ARR,	kw_size, offsetof(struct prop, min_items) },
 	{ "maxItems",	 T_ARR,	kw_size, offsetof(struct prop, max_items) },
+	/* an object's: compile_prop reads them whole (compile_object) */
+	{ "properties",	 T_OBJ,	kw_read_elsewhere, 0 },
+	{ "required",	 T_OBJ,	kw_read_elsewhere, 0 },
+	{ "additionalProperties", T_OBJ, kw_read_elsewhere, 0 },
 };
 
 static int check_string(const struct prop *, const cJSON *, char *, size_t);
 static int check_string_value(const struct prop *, const cJSON *, int,
     char *, size_t);
 static int check_integer(const struct prop *, const cJSON *, char *, size_t);
+static int check_number(const struct prop *, const cJSON *, char *, size_t);
 static int check_boolean(const struct prop *, const cJSON *, char *, size_t);
 static int check_array(const struct prop *, const cJSON *, char *, size_t);
+static int check_object(const struct prop *, const cJSON *, char *, size_t);
 
 /* The property types: their "type" name, their noun in "missing required
  * argument", their shape check and their value check (passes 1 and 2;
@@ -291,7 +331,29 @@ static const struct ptype_def {
 	[P_INTEGER] =	{ "integer", "an integer",    check_integer, NULL },
 	[P_BOOLEAN] =	{ "boolean", "true or false", check_boolean, NULL },
 	[P_ARRAY] =	{ "array",   "an array",      check_array, NULL },
+	[P_NUMBER] =	{ "number",  "a number",      check_number, NULL },
+	[P_OBJECT] =	{ "object",  "an object",     check_object, NULL },
 };
+
+/*
+ * The type's name: "type":"T", or "type":["T","null"] (null is what an
+ * absent member means here, so it only documents that T may be null).
+ */
+static const char *
+type_name(const cJSON *t)
+{
+	const cJSON *a, *b;
+
+	if (cJSON_IsString(t))
+		return t->valuestring;
+	if (!cJSON_IsArray(t) || cJSON_GetArraySize(t) != 2 ||
+	    !cJSON_IsString(a = cJSON_GetArrayItem(t, 0)) ||
+	    !cJSON_IsString(b = cJSON_GetArrayItem(t, 1)))
+		return NULL;
+	if (strcmp(b->valuestring, "null") == 0)
+		return a->valuestring;
+	return strcmp(a->valuestring, "null") == 0 ? b->valuestring : NULL;
+}
 
 static int
 compile_prop(struct prop *p, const cJSON *js, char *err, size_t errlen)
@@ -303,18 +365,20 @@ compile_prop(struct prop *p, const cJSON *js, char *err, size_t errlen)
 	p->min = -SCHEMA_INT_LIMIT;
 	p->max = SCHEMA_INT_LIMIT;
 	p->max_items = SIZE_MAX;
-	if (!cJSON_IsObject(js) || !cJSON_IsString(t =
-	    cJSON_GetObjectItemCaseSensitive(js, "type"))) {
+	const char *tn;
+
+	if (!cJSON_IsObject(js) || (tn = type_name(t =
+	    cJSON_GetObjectItemCaseSensitive(js, "type"))) == NULL) {
 		snprintf(err, errlen, "property '%s' needs an object with a type",
 		    p->name);
 		return -1;
 	}
 	for (i = 0; i < NELEM(ptypes); i++)
-		if (strcmp(t->valuestring, ptypes[i].name) == 0)
+		if (strcmp(tn, ptypes[i].name) == 0)
 			break;
 	if (i == NELEM(ptypes)) {
 		snprintf(err, errlen, "property '%s': type '%s' is not supported",
-		    p->name, t->valuestring);
+		    p->name, tn);
 		return -1;
 	}
 	p->type = (enum ptype)i;
@@ -340,6 +404,9 @@ compile_prop(struct prop *p, const cJSON *js, char *err, size_t errlen)
 		if (prop_kws[i].apply(p, &prop_kws[i], k, err, errlen) == -1)
 			return -1;
 	}
+	if (p->type == P_OBJECT &&
+	    (p->sub = compile_object(js, 1, err, errlen)) == NULL)
+		return -1;
 	if (p->type == P_ARRAY &&
 	    cJSON_GetObjectItemCaseSensitive(js, "items") == NULL) {
 		snprintf(err, errlen, "property '%s': an array needs 'items'", p->name);
@@ -356,7 +423,8 @@ compile_prop(struct prop *p, const cJSON *js, char *err, size_t errlen)
 
 /* The root's members other than "properties": 0, or -1 with err. */
 static int
-compile_root(struct schema *sc, const cJSON *js, char *err, size_t errlen)
+compile_root(struct schema *sc, const cJSON *js, int nested, char *err,
+    size_t errlen)
 {
 	const cJSON *k, *v;
 	struct prop *p;
@@ -389,8 +457,14 @@ compile_root(struct schema *sc, const cJSON *js, char *err, size_t errlen)
 				}
 				p->required = 1;
 			}
-		} else if (strcmp(k->string, "properties") != 0)
+		} else if (strcmp(k->string, "properties") != 0 &&
+		    (!nested || strcmp(k->string, "description") != 0))
 			goto bad;
+	}
+	if (nested && typed && !closed &&
+	    cJSON_GetObjectItemCaseSensitive(js, "additionalProperties") == NULL) {
+		sc->open = 1;	/* a result's nested object may grow */
+		return 0;
 	}
 	if (!typed || !closed) {
 		snprintf(err, errlen, "the schema needs \"type\":\"object\" and "
@@ -405,6 +479,13 @@ bad:
 
 struct schema *
 schema_compile(const cJSON *js, char *err, size_t errlen)
+{
+	return compile_object(js, 0, err, errlen);
+}
+
+/* An object schema: the root (nested 0) or a property's or items'. */
+static struct schema *
+compile_object(const cJSON *js, int nested, char *err, size_t errlen)
 {
 	struct schema *sc = NULL, *ret = NULL;
 	const cJSON *props, *v;
@@ -428,7 +509,7 @@ schema_compile(const cJSON *js, char *err, size_t errlen)
 		if (compile_prop(p, v, err, errlen) == -1)
 			goto out;
 	}
-	if (compile_root(sc, js, err, errlen) == -1)
+	if (compile_root(sc, js, nested, err, errlen) == -1)
 		goto out;
 	ret = sc;
 	sc = NULL;
@@ -453,6 +534,7 @@ schema_free(struct schema *sc)
 		free(p->enum_text);
 		if (p->pattern != NULL)
 			regfree(&p->re);
+		schema_free(p->sub);
 		free(p->pattern);
 		free(p->name);
 	}
@@ -546,6 +628,21 @@ check_integer(const struct prop *p, const cJSON *v, char *err, size_t errlen)
 }
 
 static int
+check_number(const struct prop *p, const cJSON *v, char *err, size_t errlen)
+{
+	if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble)) {
+		snprintf(err, errlen, "argument '%s' must be a number", p->name);
+		return -1;
+	}
+	if (v->valuedouble < (double)p->min || v->valuedouble > (double)p->max) {
+		snprintf(err, errlen, "argument '%s' must be between %lld and %lld",
+		    p->name, p->min, p->max);
+		return -1;
+	}
+	return 0;
+}
+
+static int
 check_boolean(const struct prop *p, const cJSON *v, char *err, size_t errlen)
 {
 	if (!cJSON_IsBool(v)) {
@@ -567,11 +664,22 @@ check_array(const struct prop *p, const cJSON *v, char *err, size_t errlen)
 		n = (size_t)cJSON_GetArraySize(v);
 		bad = n < p->min_items || n > p->max_items;
 	}
-	for (e = bad ? NULL : v->child; e != NULL && !bad; e = e->next)
+	for (e = bad ? NULL : v->child; e != NULL && !bad; e = e->next) {
+		if (p->sub != NULL) {	/* objects */
+			if (schema_check(p->sub, e, err, errlen) == -1)
+				return -1;
+			continue;
+		}
 		bad = !cJSON_IsNumber(e) || int_value(e->valuedouble, &x) != 0 ||
 		    x < p->min || x > p->max;
+	}
 	if (!bad)
 		return 0;
+	if (p->sub != NULL) {
+		snprintf(err, errlen, "argument '%s' must be an array of objects",
+		    p->name);
+		return -1;
+	}
 	if (p->min_items == 0 && p->max_items == SIZE_MAX)
 		w = snprintf(err, errlen, "argument '%s' must be an array of "
 		    "integers", p->name);
@@ -591,6 +699,17 @@ check_array(const struct prop *p, const cJSON *v, char *err, size_t errlen)
 	return -1;
 }
 
+/* An object member: the nested schema's checks. */
+static int
+check_object(const struct prop *p, const cJSON *v, char *err, size_t errlen)
+{
+	if (!cJSON_IsObject(v)) {
+		snprintf(err, errlen, "argument '%s' must be an object", p->name);
+		return -1;
+	}
+	return schema_check(p->sub, v, err, errlen);
+}
+
 int
 schema_check(const struct schema *sc, const cJSON *args, char *err,
     size_t errlen)
@@ -606,6 +725,8 @@ schema_check(const struct schema *sc, const cJSON *args, char *err,
 		return -1;
 	}
 	cJSON_ArrayForEach(v, args) {
+		if (sc->open)
+			break;
 		for (i = 0; i < sc->nprops; i++)
 			if (v->string != NULL && strcmp(v->string, sc->props[i].name) == 0)
 				break;

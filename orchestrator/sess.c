@@ -3,9 +3,18 @@
  * up or creating it, provisioning its sandbox (a pool claim or a create),
  * resuming a stopped one, the shared/exclusive lock around each call,
  * agent calls with liveness, interrupt, stop, delete, re-provision, and the
- * JSON views. Calls sessmgr.c and pool.c, never reconcile.c.
+ * JSON views (sess_json; sess_status adds usage and jobs). Calls sessmgr.c,
+ * sessopt.c and pool.c, never reconcile.c.
+ *
+ * A new sandbox is made beside the session's (struct newsb): it stays
+ * pending and holds a creation slot until take_sandbox gives it to the
+ * session or drop_sandbox removes it, so a re-provision that fails at any
+ * step before the swap leaves the old sandbox as it was; the old one is
+ * pending too from the swap until it is destroyed (reconcile must not take
+ * it for a duplicate and race the destroy).
  */
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -16,6 +25,7 @@
 #include <cjson/cJSON.h>
 
 #include "agentc.h"
+#include "jsonu.h"
 #include "log.h"
 #include "sess_int.h"
 #include "strnum.h"
@@ -127,8 +137,8 @@ personalise(struct sess *s, const char *applied)
 {
 	struct sessmgr *m = s->mgr;
 	struct rt_egress eg;
-	struct rt_kv kv[6];
-	char envbuf[8192], err[256], created[32];
+	struct sm_rec rec;
+	char envbuf[8192], err[256];
 	cJSON *body = NULL;
 	char *txt;
 	struct buf resp;
@@ -140,8 +150,9 @@ personalise(struct sess *s, const char *applied)
 		return;
 	}
 	memset(&eg, 0, sizeof(eg));
-	eg.nlabels = sm_record_labels(s, kv, created, sizeof(created), NULL, 0);
-	eg.labels = kv;
+	sm_record(s, 0, &rec);
+	eg.nlabels = rec.n;
+	eg.labels = rec.kv;
 	envbuf[0] = '\0';
 	if (sm_rt_attach(m, s->rtid, &eg, envbuf, sizeof(envbuf),
 	    err, sizeof(err)) == -1) {
@@ -200,61 +211,94 @@ set_running_locked(struct sess *s, const char *id, const char *image)
 	atomic_store(&s->dead, 0);
 }
 
-/* Creates or claims a sandbox for s (state NONE). Held: s->lk exclusive. */
-static int
-provision(struct sess *s, const struct sess_opts *o, enum sess_err *e,
-    char *err, size_t errlen)
+/* The session's own reaper limits (0: the configuration's). */
+static void
+set_reap_ms(struct sess *s, long long life, long long idle)
+{
+	pthread_mutex_lock(&s->mgr->mu);
+	s->lifetime_ms = life;
+	s->idle_ms = idle;
+	pthread_mutex_unlock(&s->mgr->mu);
+}
+
+/*
+ * A sandbox made or claimed for a session and not yet its own: reconcile
+ * leaves it alone (pending) and it holds a creation slot, until
+ * take_sandbox gives it to the session or drop_sandbox removes it.
+ */
+struct newsb {
+	char			 id[ID_SANDBOX_MAX];
+	char			 image[256];
+	struct rt_agent_addr	 addr;
+	struct sbxcfg		 cfg;
+	long long		 t0;	/* mono ms: when its creation began */
+	struct poolmem		*pm;	/* claimed from the warm pool, or NULL */
+};
+
+/* A new sandbox nobody will use: destroyed, its slot and id freed. */
+static void
+drop_sandbox(struct sess *s, struct newsb *nw, const char *why)
 {
 	struct sessmgr *m = s->mgr;
-	struct rt_spec sp;
-	struct rt_info ri;
-	struct rt_kv kv[6];
-	char id[ID_SANDBOX_MAX], created[32], rerr[256];
+
+	(void)sm_rt_destroy_logged(m, nw->id, s->sid, why);
+	pthread_mutex_lock(&m->mu);
+	sm_slot_done_locked(m, &m->creating, nw->pm != NULL ? -1 : 0, 0);
+	pthread_mutex_unlock(&m->mu);
+	sm_pending_del(m, nw->id);
+	sm_poolmem_free(nw->pm);
+	nw->pm = NULL;
+}
+
+/*
+ * Claims a warm pool member for s into nw: the record first (a crash after
+ * this leaves a session's sandbox, never a used one back in the pool).
+ * The pool starts its refill at once. 0, or -1 when there is none or the
+ * claim failed (then create one). Held: s->lk exclusive.
+ */
+static int
+claim_pool(struct sess *s, struct newsb *nw)
+{
+	struct sessmgr *m = s->mgr;
+	struct sm_rec rec;
+	char rerr[256];
 	struct poolmem *pm;
 	long long t0 = util_mono_ms();
-	int custom = o != NULL && ((o->image && *o->image) || o->use_kata > 0 ||
-	    o->run_as_root >= 0 || o->writable_root >= 0);
 
-	s->created_ms = util_unix_ms();
-	/* Warm pool: only for default sandboxes. */
-	if (!custom && (pm = pool_take(m)) != NULL) {
-		struct rt_agent_addr addr;
-		size_t n = sm_record_labels(s, kv, created, sizeof(created), NULL, 0);
-
-		snprintf(id, sizeof(id), "%s", pm->id);
-		/* The record first: a crash after this leaves a session's
-		 * sandbox, never a used one back in the pool. */
-		if (m->rt->ops->set_labels(m->rt, id, kv, n, rerr, sizeof(rerr)) == 0 &&
-		    m->rt->ops->agent_addr(m->rt, id, &addr, rerr, sizeof(rerr)) == 0) {
-			long long t1 = util_mono_ms();
-
-			pthread_mutex_lock(&m->mu);
-			set_running_locked(s, id, m->conf->image);
-			s->addr = addr;
-			s->personalised = 0;
-			sm_slot_done_locked(m, &m->creating, -1, 0);
-			m->n_claimed++;
-			pthread_mutex_unlock(&m->mu);
-			sm_pending_del(m, id);
-			if (pm->conn != NULL &&
-			    util_mono_ms() - pm->added_ms < AGENTC_CACHE_IDLE_MS) {
-				agentc_cache_put(&s->conns, pm->conn);	/* opened in the pool */
-				pm->conn = NULL;
-			}
-			log_info("session=%s sandbox=%s claimed from pool labels_ms=%lld",
-			    s->sid, id, t1 - t0);
-			personalise(s, pm->env);
-			sm_poolmem_free(pm);
-			return 0;
-		}
-		sm_poolmem_free(pm);
-		log_warnx("sandbox=%s pool claim failed err=\"%s\"", id, rerr);
-		pthread_mutex_lock(&m->mu);
-		sm_slot_done_locked(m, &m->creating, -1, 0);
-		pthread_mutex_unlock(&m->mu);
-		(void)sm_rt_destroy_logged(m, id, s->sid, "pool claim failed");
-		sm_pending_del(m, id);
+	memset(nw, 0, sizeof(*nw));
+	if ((pm = pool_take(m)) == NULL)
+		return -1;
+	pool_refill(m);		/* replace it now, not at the next tick */
+	snprintf(nw->id, sizeof(nw->id), "%s", pm->id);
+	snprintf(nw->image, sizeof(nw->image), "%s", pm->image[0] ? pm->image :
+	    m->conf->image ? m->conf->image : "");
+	nw->cfg = pm->cfg;
+	nw->pm = pm;
+	nw->t0 = t0;
+	sm_record(s, 0, &rec);
+	if (m->rt->ops->set_labels(m->rt, nw->id, rec.kv, rec.n, rerr,
+	    sizeof(rerr)) == -1 || m->rt->ops->agent_addr(m->rt, nw->id,
+	    &nw->addr, rerr, sizeof(rerr)) == -1) {
+		log_warnx("sandbox=%s pool claim failed err=\"%s\"", nw->id, rerr);
+		drop_sandbox(s, nw, "pool claim failed");
+		return -1;
 	}
+	log_info("session=%s sandbox=%s claimed from pool labels_ms=%lld",
+	    s->sid, nw->id, util_mono_ms() - t0);
+	return 0;
+}
+
+/*
+ * Waits (bounded) for a creation slot and takes it with a new id into
+ * nw->id, pending. replacing: the session's current sandbox goes once the
+ * new one is ready, so it may pass limits.max_running by that one. 0, or
+ * -1 with *e and err.
+ */
+static int
+take_slot(struct sessmgr *m, int replacing, struct newsb *nw, enum sess_err *e,
+    char *err, size_t errlen)
+{
+	struct timespec ts;
 
 	pthread_mutex_lock(&m->mu);
 	if (m->draining) {
@@ -263,24 +307,19 @@ provision(struct sess *s, const struct sess_opts *o, enum sess_err *e,
 		snprintf(err, errlen, "the orchestrator is shutting down; retry in a moment");
 		return -1;
 	}
-	if (sm_count_running_locked(m) >= m->conf->max_running) {
+	if (sm_count_running_locked(m) >= m->conf->max_running + replacing) {
 		pthread_mutex_unlock(&m->mu);
 		*e = SE_LIMIT;
 		snprintf(err, errlen, "limit reached: %lld sandboxes are running "
-		    "(limits.max_running); retry later or free one with clear_session",
-		    m->conf->max_running);
+		    "(limits.max_running); retry later", m->conf->max_running);
 		return -1;
 	}
-	{
-		/* Wait (bounded) for a creation slot rather than failing. */
-		struct timespec ts;
-
-		util_deadline(&ts, CREATE_SLOT_WAIT_S * 1000LL);
-		while (m->creating + m->pool_creating >= m->conf->max_creating &&
-		    !m->draining)
-			if (pthread_cond_timedwait(&m->slot_cv, &m->mu, &ts) == ETIMEDOUT)
-				break;
-	}
+	/* Wait (bounded) for a creation slot rather than failing. */
+	util_deadline(&ts, CREATE_SLOT_WAIT_S * 1000LL);
+	while (m->creating + m->pool_creating >= m->conf->max_creating &&
+	    !m->draining)
+		if (pthread_cond_timedwait(&m->slot_cv, &m->mu, &ts) == ETIMEDOUT)
+			break;
 	if (m->creating + m->pool_creating >= m->conf->max_creating) {
 		pthread_mutex_unlock(&m->mu);
 		*e = SE_LIMIT;
@@ -290,59 +329,117 @@ provision(struct sess *s, const struct sess_opts *o, enum sess_err *e,
 		return -1;
 	}
 	m->creating++;
-	sm_new_rtid(id, sizeof(id), "s-");
-	sm_pending_add_locked(m, id);
+	sm_new_rtid(nw->id, sizeof(nw->id), "s-");
+	sm_pending_add_locked(m, nw->id);
 	pthread_mutex_unlock(&m->mu);
+	return 0;
+}
 
+/*
+ * Creates a sandbox for s from o into nw, labelled with s's record (its
+ * lifetime and idle limits already set), its /workspace a copy of
+ * sandbox ws_from's when that is set. s itself is not changed. 0, or -1
+ * with *e and err (nothing left behind). Held: s->lk exclusive.
+ */
+static int
+create_for(struct sess *s, const struct sess_opts *o, const char *ws_from,
+    int replacing, struct newsb *nw, enum sess_err *e, char *err,
+    size_t errlen)
+{
+	struct sessmgr *m = s->mgr;
+	struct rt_spec sp;
+	struct rt_info ri;
+	struct sm_rec rec;
+	char rerr[256];
+
+	memset(nw, 0, sizeof(*nw));
+	nw->t0 = util_mono_ms();
+	if (take_slot(m, replacing, nw, e, err, errlen) == -1)
+		return -1;
 	sm_spec_defaults(m, &sp, o);
-	sp.id = id;
-	sp.labels = kv;
-	sp.nlabels = sm_record_labels(s, kv, created, sizeof(created), NULL, 0);
+	sp.id = nw->id;
+	sm_record(s, 0, &rec);
+	sp.labels = rec.kv;
+	sp.nlabels = rec.n;
+	sp.workspace_from = ws_from;
 	memset(&ri, 0, sizeof(ri));
-	log_info("session=%s sandbox=%s creating image=%s", s->sid, id,
-	    sp.image ? sp.image : "(default)");
+	log_info("session=%s sandbox=%s creating image=%s%s%s", s->sid, nw->id,
+	    sp.image ? sp.image : "(default)", ws_from ? " workspace_from=" : "",
+	    ws_from ? ws_from : "");
 	if (sm_rt_create(m, &sp, &ri, rerr, sizeof(rerr)) == -1) {
 		rt_info_clear(&ri);
 		log_warnx("session=%s sandbox=%s create failed err=\"%s\"", s->sid,
-		    id, rerr);
-		/* Whatever got half made goes. */
-		(void)sm_rt_destroy_logged(m, id, s->sid, "create failed");
-		pthread_mutex_lock(&m->mu);
-		sm_slot_done_locked(m, &m->creating, 0, 0);
-		pthread_mutex_unlock(&m->mu);
-		sm_pending_del(m, id);
+		    nw->id, rerr);
+		drop_sandbox(s, nw, "create failed");	/* whatever got half made */
 		*e = SE_RUNTIME;
 		snprintf(err, errlen, "could not create the sandbox: %s", rerr);
 		return -1;
 	}
-	{
-		struct rt_agent_addr addr;
-		char img[256];
-
-		snprintf(img, sizeof(img), "%s", ri.image[0] ? ri.image :
-		    sp.image ? sp.image : "");
-		rt_info_clear(&ri);
-		if (m->rt->ops->agent_addr(m->rt, id, &addr, rerr, sizeof(rerr)) == -1) {
-			(void)sm_rt_destroy_logged(m, id, s->sid, "no agent address");
-			pthread_mutex_lock(&m->mu);
-			sm_slot_done_locked(m, &m->creating, 0, 0);
-			pthread_mutex_unlock(&m->mu);
-			sm_pending_del(m, id);
-			*e = SE_RUNTIME;
-			snprintf(err, errlen, "sandbox created but its agent cannot be "
-			    "reached: %s", rerr);
-			return -1;
-		}
-		pthread_mutex_lock(&m->mu);
-		set_running_locked(s, id, img);
-		s->addr = addr;
-		s->personalised = 0;
-		sm_slot_done_locked(m, &m->creating, 1, t0);
-		pthread_mutex_unlock(&m->mu);
+	snprintf(nw->image, sizeof(nw->image), "%s", ri.image[0] ? ri.image :
+	    sp.image ? sp.image : "");
+	sm_cfg_from_info(&nw->cfg, &ri);
+	rt_info_clear(&ri);
+	if (m->rt->ops->agent_addr(m->rt, nw->id, &nw->addr, rerr,
+	    sizeof(rerr)) == -1) {
+		drop_sandbox(s, nw, "no agent address");
+		*e = SE_RUNTIME;
+		snprintf(err, errlen, "sandbox created but its agent cannot be "
+		    "reached: %s", rerr);
+		return -1;
 	}
-	sm_pending_del(m, id);
-	log_info("session=%s sandbox=%s created ms=%lld", s->sid, id, util_mono_ms() - t0);
-	personalise(s, NULL);
+	return 0;
+}
+
+/* s takes nw as its sandbox (running), then gets personalised. Held:
+ * s->lk exclusive. */
+static void
+take_sandbox(struct sess *s, struct newsb *nw)
+{
+	struct sessmgr *m = s->mgr;
+	struct poolmem *pm = nw->pm;
+
+	pthread_mutex_lock(&m->mu);
+	set_running_locked(s, nw->id, nw->image);
+	s->addr = nw->addr;
+	s->cfg = nw->cfg;
+	s->personalised = 0;
+	sm_slot_done_locked(m, &m->creating, pm != NULL ? -1 : 1, nw->t0);
+	if (pm != NULL)
+		m->n_claimed++;
+	pthread_mutex_unlock(&m->mu);
+	sm_pending_del(m, nw->id);
+	if (pm == NULL) {
+		log_info("session=%s sandbox=%s created ms=%lld", s->sid, nw->id,
+		    util_mono_ms() - nw->t0);
+		personalise(s, NULL);
+		return;
+	}
+	if (pm->conn != NULL && util_mono_ms() - pm->added_ms < AGENTC_CACHE_IDLE_MS) {
+		agentc_cache_put(&s->conns, pm->conn);	/* opened in the pool */
+		pm->conn = NULL;
+	}
+	personalise(s, pm->env);
+	sm_poolmem_free(pm);
+	nw->pm = NULL;
+}
+
+/* Creates or claims a sandbox for s (state NONE) from o (NULL: the
+ * defaults; the warm pool serves those). Held: s->lk exclusive. */
+static int
+provision(struct sess *s, const struct sess_opts *o, enum sess_err *e,
+    char *err, size_t errlen)
+{
+	struct newsb nw;
+
+	s->created_ms = util_unix_ms();
+	set_reap_ms(s, o != NULL ? o->lifetime_ms : 0, o != NULL ? o->idle_ms : 0);
+	if ((o == NULL || !sessopt_sandbox_given(o)) && claim_pool(s, &nw) == 0) {
+		take_sandbox(s, &nw);
+		return 0;
+	}
+	if (create_for(s, o, NULL, 0, &nw, e, err, errlen) == -1)
+		return -1;
+	take_sandbox(s, &nw);
 	return 0;
 }
 
@@ -352,9 +449,8 @@ resume(struct sess *s, enum sess_err *e, char *err, size_t errlen)
 {
 	struct sessmgr *m = s->mgr;
 	struct rt_agent_addr addr;
-	struct rt_kv kv[6];
-	char rerr[256], created[32];
-	size_t n;
+	struct sm_rec rec;
+	char rerr[256];
 
 	pthread_mutex_lock(&m->mu);
 	if (sm_count_running_locked(m) >= m->conf->max_running) {
@@ -373,13 +469,14 @@ resume(struct sess *s, enum sess_err *e, char *err, size_t errlen)
 		    s->rtid, rerr);
 		*e = SE_RUNTIME;
 		snprintf(err, errlen, "this session's sandbox could not be "
-		    "restarted (%s); call create_sandbox to replace it with a fresh "
-		    "one (its workspace will be lost)", rerr);
+		    "restarted (%s); its /workspace is kept: retry in a moment",
+		    rerr);
 		return -1;
 	}
 	/* The record no longer says stopped. */
-	n = sm_record_labels(s, kv, created, sizeof(created), NULL, 0);
-	if (m->rt->ops->set_labels(m->rt, s->rtid, kv, n, rerr, sizeof(rerr)) == -1)
+	sm_record(s, 0, &rec);
+	if (m->rt->ops->set_labels(m->rt, s->rtid, rec.kv, rec.n, rerr,
+	    sizeof(rerr)) == -1)
 		log_warnx("session=%s sandbox=%s set_labels failed err=\"%s\"",
 		    s->sid, s->rtid, rerr);
 	pthread_mutex_lock(&m->mu);
@@ -606,15 +703,14 @@ int
 sess_do_stop(struct sess *s, const char *reason, char *err, size_t errlen)
 {
 	struct sessmgr *m = s->mgr;
-	struct rt_kv kv[6];
-	char created[32], stopped[32];
-	size_t n;
+	struct sm_rec rec;
 
 	if (s->state != S_RUNNING)
 		return 0;
 	s->stopped_ms = util_unix_ms();
-	n = sm_record_labels(s, kv, created, sizeof(created), stopped, sizeof(stopped));
-	if (m->rt->ops->set_labels(m->rt, s->rtid, kv, n, err, errlen) == -1)
+	sm_record(s, 1, &rec);
+	if (m->rt->ops->set_labels(m->rt, s->rtid, rec.kv, rec.n, err,
+	    errlen) == -1)
 		log_warnx("session=%s sandbox=%s set_labels failed err=\"%s\"",
 		    s->sid, s->rtid, err);
 	agentc_cache_clear(&s->conns);
@@ -664,25 +760,170 @@ sess_do_destroy(struct sess *s, const char *reason, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * Checks o before anything is touched: the operator's maxima, then the
+ * runtime (image, options, its bounds). 0, or -1 with *e SE_BAD and err.
+ */
+static int
+check_opts(struct sessmgr *m, const struct sess_opts *o, enum sess_err *e,
+    char *err, size_t errlen)
+{
+	struct rt_spec sp;
+
+	if (sessopt_check(m->conf, o, err, errlen) == -1) {
+		*e = SE_BAD;
+		return -1;
+	}
+	sm_spec_defaults(m, &sp, o);
+	if (m->rt->ops->check(m->rt, &sp, err, errlen) == -1) {
+		*e = SE_BAD;
+		return -1;
+	}
+	return 0;
+}
+
+/* err = "why; your sandbox ... unchanged" (why: a copy of err). */
+static void
+say_unchanged(char *err, size_t errlen, int had_one)
+{
+	char why[512];
+
+	snprintf(why, sizeof(why), "%s", err);
+	snprintf(err, errlen, "%s. %s", why, had_one ? "Your sandbox and its "
+	    "/workspace are unchanged." : "No sandbox was made.");
+}
+
+/*
+ * Replaces s's sandbox with one built from o: checked first, then built
+ * beside the old one (its /workspace a copy of the old one's unless
+ * o->fresh_workspace; a stopped sandbox is started for the copy), and
+ * only once it answers is it swapped in and the old one destroyed. Any
+ * failure before the swap leaves the old sandbox as it was. Held: s->lk
+ * exclusive.
+ */
+static int
+replace_locked(struct sess *s, const struct sess_opts *o, enum sess_err *e,
+    char *err, size_t errlen)
+{
+	struct sessmgr *m = s->mgr;
+	char old[ID_SANDBOX_MAX];
+	long long life = s->lifetime_ms, idle = s->idle_ms;
+	int carry = !o->fresh_workspace;
+	struct newsb nw;
+
+	if (check_opts(m, o, e, err, errlen) == -1) {
+		say_unchanged(err, errlen, s->state != S_NONE);
+		return -1;
+	}
+	if (s->state == S_NONE) {
+		if (provision(s, o, e, err, errlen) == -1) {
+			say_unchanged(err, errlen, 0);
+			return -1;
+		}
+		return 0;
+	}
+	if (carry && s->state == S_STOPPED && resume(s, e, err, errlen) == -1) {
+		say_unchanged(err, errlen, 1);
+		return -1;
+	}
+	set_reap_ms(s, o->lifetime_ms, o->idle_ms);	/* the new record's */
+	if (create_for(s, o, carry ? s->rtid : NULL, 1, &nw, e, err,
+	    errlen) == -1) {
+		set_reap_ms(s, life, idle);
+		say_unchanged(err, errlen, 1);
+		return -1;
+	}
+	snprintf(old, sizeof(old), "%s", s->rtid);
+	pthread_mutex_lock(&m->mu);
+	sm_pending_add_locked(m, old);	/* reconcile: not a duplicate */
+	pthread_mutex_unlock(&m->mu);
+	agentc_cache_clear(&s->conns);
+	take_sandbox(s, &nw);
+	log_info("session=%s sandbox=%s replaces sandbox=%s workspace=%s",
+	    s->sid, s->rtid, old, carry ? "copied" : "fresh");
+	(void)sm_rt_destroy_logged(m, old, s->sid, "replaced by create_sandbox");
+	sm_pending_del(m, old);
+	return 0;
+}
+
 int
 sess_reprovision(struct sess *s, const struct sess_opts *o, enum sess_err *e,
     char *err, size_t errlen)
 {
-	int rc = -1;
+	int rc;
 
-	if (lock_excl(s, "a command is still running in this session; stop it "
-	    "(shell_stop) or wait for it, then retry create_sandbox", e, err,
-	    errlen) == -1)
+	if (lock_excl(s, "another call (a shell command) is still running in "
+	    "this session; wait for it to finish, then retry create_sandbox. Your "
+	    "sandbox and its /workspace are unchanged.", e, err, errlen) == -1)
 		return -1;
 	set_provisioning(s, 1);
-	if (sess_do_destroy(s, "re-provisioned by create_sandbox", err, errlen) == -1) {
-		*e = SE_RUNTIME;
-		goto out;
-	}
-	rc = provision(s, o, e, err, errlen);
-out:
+	rc = replace_locked(s, o, e, err, errlen);
 	set_provisioning(s, 0);
 	pthread_rwlock_unlock(&s->lk);
+	return rc;
+}
+
+/* 1 if every sandbox option o names is what s's sandbox has. */
+static int
+opts_match(const struct sess *s, const struct sess_opts *o)
+{
+	const struct sbxcfg *c = &s->cfg;
+
+	return (o->image == NULL || strcmp(o->image, s->image) == 0) &&
+	    (o->use_kata < 0 || o->use_kata == c->use_kata) &&
+	    (o->run_as_root < 0 || o->run_as_root == c->run_as_root) &&
+	    (o->writable_root < 0 || o->writable_root == c->writable_root) &&
+	    (o->cpu_millis <= 0 || o->cpu_millis == c->lim.cpu_millis) &&
+	    (o->mem_bytes <= 0 || o->mem_bytes == c->lim.mem_bytes) &&
+	    (o->disk_bytes <= 0 || o->disk_bytes == c->lim.disk_bytes);
+}
+
+/* New reaper limits for s's sandbox as it is, kept in its record. Held:
+ * s->lk exclusive. */
+static void
+set_reap_limits(struct sess *s, const struct sess_opts *o)
+{
+	struct sessmgr *m = s->mgr;
+	struct sm_rec rec;
+	char err[256];
+
+	if ((o->lifetime_ms <= 0 || o->lifetime_ms == s->lifetime_ms) &&
+	    (o->idle_ms <= 0 || o->idle_ms == s->idle_ms))
+		return;
+	set_reap_ms(s, o->lifetime_ms > 0 ? o->lifetime_ms : s->lifetime_ms,
+	    o->idle_ms > 0 ? o->idle_ms : s->idle_ms);
+	sm_record(s, s->state == S_STOPPED, &rec);
+	if (m->rt->ops->set_labels(m->rt, s->rtid, rec.kv, rec.n, err,
+	    sizeof(err)) == -1)
+		log_warnx("session=%s sandbox=%s set_labels failed err=\"%s\"",
+		    s->sid, s->rtid, err);
+}
+
+int
+sess_create(struct sess *s, const struct sess_opts *o, int *created,
+    enum sess_err *e, char *err, size_t errlen)
+{
+	int rc = 0, same;
+
+	if (lock_excl(s, "a call is still running in this session; retry in a "
+	    "moment", e, err, errlen) == -1)
+		return -1;
+	set_provisioning(s, 1);
+	*created = s->state == S_NONE;
+	same = !*created && (!sessopt_sandbox_given(o) || opts_match(s, o));
+	if (same) {
+		if (sessopt_check(s->mgr->conf, o, err, errlen) == -1) {
+			*e = SE_BAD;
+			rc = -1;
+		} else
+			set_reap_limits(s, o);
+	} else
+		rc = replace_locked(s, o, e, err, errlen);
+	set_provisioning(s, 0);
+	pthread_rwlock_unlock(&s->lk);
+	/* The same sandbox: running, as a call would find it. */
+	if (rc == 0 && same && (rc = sess_enter(s, e, err, errlen)) == 0)
+		sess_leave(s);
 	return rc;
 }
 
@@ -752,10 +993,23 @@ sstate_name(const struct sess *s)
 	return "unknown";
 }
 
+/* max(0, v) as a JSON number, or null when unknown (v < 0 asks for null). */
+static void
+add_ms_or_null(cJSON *o, const char *k, int known, long long v)
+{
+	if (known)
+		cJSON_AddNumberToObject(o, k, (double)(v > 0 ? v : 0));
+	else
+		cJSON_AddNullToObject(o, k);
+}
+
 static cJSON *
 sess_json_locked(struct sess *s)
 {
-	cJSON *o = cJSON_CreateObject();
+	cJSON *o = cJSON_CreateObject(), *l;
+	long long now = util_unix_ms(), used = atomic_load(&s->last_used_ms);
+	long long life = sm_lifetime_ms(s), idle = sm_idle_ms(s);
+	int run = s->state == S_RUNNING && !s->provisioning;
 
 	cJSON_AddStringToObject(o, "id", s->sid);
 	cJSON_AddStringToObject(o, "org", s->org);
@@ -763,12 +1017,24 @@ sess_json_locked(struct sess *s)
 	cJSON_AddStringToObject(o, "state", sstate_name(s));
 	cJSON_AddStringToObject(o, "sandbox_id", s->rtid);
 	cJSON_AddStringToObject(o, "image", s->image);
+	cJSON_AddBoolToObject(o, "run_as_root", s->cfg.run_as_root);
+	cJSON_AddBoolToObject(o, "writable_root", s->cfg.writable_root);
+	cJSON_AddBoolToObject(o, "use_kata", s->cfg.use_kata);
+	l = cJSON_AddObjectToObject(o, "limits");
+	cJSON_AddNumberToObject(l, "cpu", (double)s->cfg.lim.cpu_millis / 1000.0);
+	cJSON_AddNumberToObject(l, "memory_bytes", (double)s->cfg.lim.mem_bytes);
+	cJSON_AddNumberToObject(l, "disk_bytes", (double)s->cfg.lim.disk_bytes);
+	cJSON_AddNumberToObject(l, "pids", (double)s->cfg.lim.pids_max);
+	cJSON_AddNumberToObject(l, "lifetime_ms", (double)life);
+	cJSON_AddNumberToObject(l, "idle_timeout_ms", (double)idle);
 	cJSON_AddNumberToObject(o, "created_ms", (double)s->created_ms);
 	cJSON_AddNumberToObject(o, "started_ms", (double)s->started_ms);
 	cJSON_AddNumberToObject(o, "stopped_ms", (double)s->stopped_ms);
-	cJSON_AddNumberToObject(o, "last_used_ms",
-	    (double)atomic_load(&s->last_used_ms));
+	cJSON_AddNumberToObject(o, "last_used_ms", (double)used);
 	cJSON_AddNumberToObject(o, "calls_in_flight", atomic_load(&s->inflight));
+	add_ms_or_null(o, "uptime_ms", run, now - s->started_ms);
+	add_ms_or_null(o, "lifetime_left_ms", run, s->started_ms + life - now);
+	add_ms_or_null(o, "idle_left_ms", run, used + idle - now);
 	return o;
 }
 
@@ -780,6 +1046,133 @@ sess_json(struct sess *s)
 	pthread_mutex_lock(&s->mgr->mu);
 	o = sess_json_locked(s);
 	pthread_mutex_unlock(&s->mgr->mu);
+	return o;
+}
+
+/*
+ * GET path from s's agent (held shared; the cached connections when its
+ * address is current, else a connection of its own) into *out: the
+ * parsed object, or NULL.
+ */
+static void
+status_get(struct sess *s, const char *path, cJSON **out)
+{
+	struct sessmgr *m = s->mgr;
+	struct rt_agent_addr addr;
+	struct agentc *c;
+	struct buf resp;
+	char err[256];
+	int status = 0, rc = -1;
+
+	*out = NULL;
+	buf_init(&resp, STATUS_RESP_MAX);
+	if (s->addr_ok)
+		rc = sm_agent_call(s, "GET", path, NULL, 0, STATUS_AGENT_MS, &status,
+		    &resp, err, sizeof(err));
+	else if (m->rt->ops->agent_addr(m->rt, s->rtid, &addr, err,
+	    sizeof(err)) == 0 && (c = agentc_open(&addr, AGENT_CONNECT_MS, err,
+	    sizeof(err))) != NULL) {
+		rc = agentc_request(c, "GET", path, NULL, NULL, 0, STATUS_AGENT_MS,
+		    &status, &resp, err, sizeof(err));
+		agentc_close(c);
+	}
+	if (rc == 0 && status == 200 && resp.p != NULL &&
+	    (*out = cJSON_ParseWithLength(resp.p, resp.len)) != NULL &&
+	    !cJSON_IsObject(*out)) {
+		cJSON_Delete(*out);
+		*out = NULL;
+	}
+	buf_free(&resp);
+}
+
+/* A number the agent sent, bounded, or null. */
+static void
+add_agent_num(cJSON *o, const char *k, const cJSON *from, const char *fk)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(from, fk);
+
+	if (cJSON_IsNumber(v) && isfinite(v->valuedouble) && v->valuedouble >= 0 &&
+	    v->valuedouble < 9.0e15)
+		cJSON_AddNumberToObject(o, k, (double)(long long)v->valuedouble);
+	else
+		cJSON_AddNullToObject(o, k);
+}
+
+/* The agent's view: busy, last activity, and its running jobs (at most
+ * STATUS_MAX_JOBS; commands cut, cleaned to UTF-8). */
+static void
+status_agent(struct sess *s, cJSON *o)
+{
+	cJSON *h = NULL, *jl = NULL, *jobs, *j, *x, *it;
+	const char *cmd, *id, *st;
+	char *cl;
+	int n = 0;
+
+	status_get(s, "/v1/health", &h);
+	cJSON_AddBoolToObject(o, "busy", cJSON_IsTrue(
+	    cJSON_GetObjectItemCaseSensitive(h, "busy")));
+	add_agent_num(o, "last_activity_ms", h, "last_activity_ms");
+	jobs = cJSON_AddArrayToObject(o, "jobs");
+	status_get(s, "/v1/jobs", &jl);
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(jl, "jobs")) {
+		id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "id"));
+		st = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "state"));
+		if (id == NULL || st == NULL || strcmp(st, "running") != 0)
+			continue;
+		if (++n > STATUS_MAX_JOBS)
+			break;
+		j = cJSON_CreateObject();
+		cl = jsonu_utf8_clean(id, strnlen(id, 64));
+		cJSON_AddStringToObject(j, "id", cl);
+		free(cl);
+		x = cJSON_GetObjectItemCaseSensitive(it, "command");
+		cmd = cJSON_GetStringValue(x);
+		cl = jsonu_utf8_clean(cmd ? cmd : "", cmd ? strnlen(cmd,
+		    STATUS_CMD_MAX) : 0);
+		cJSON_AddStringToObject(j, "command", cl);
+		free(cl);
+		add_agent_num(j, "pid", it, "pid");
+		add_agent_num(j, "started_ms", it, "started_ms");
+		cJSON_AddItemToArray(jobs, j);
+	}
+	cJSON_AddNumberToObject(o, "running_jobs", n);
+	cJSON_Delete(h);
+	cJSON_Delete(jl);
+}
+
+cJSON *
+sess_status(struct sess *s)
+{
+	struct sessmgr *m = s->mgr;
+	struct rt_usage us;
+	struct timespec ts;
+	char err[256];
+	cJSON *o, *u;
+	int held;
+
+	util_deadline(&ts, STATUS_LOCK_MS);
+	held = pthread_rwlock_timedrdlock(&s->lk, &ts) == 0;
+	o = sess_json(s);
+	us.mem_bytes = us.disk_bytes = us.oom_kills = -1;
+	us.disk_partial = 0;
+	if (held && s->state != S_NONE && s->rtid[0] != '\0' &&
+	    m->rt->ops->usage(m->rt, s->rtid, &us, err, sizeof(err)) == -1)
+		us.mem_bytes = us.disk_bytes = us.oom_kills = -1;
+	u = cJSON_AddObjectToObject(o, "usage");
+	add_ms_or_null(u, "memory_bytes", us.mem_bytes >= 0, us.mem_bytes);
+	add_ms_or_null(u, "disk_bytes", us.disk_bytes >= 0, us.disk_bytes);
+	cJSON_AddBoolToObject(u, "disk_partial", us.disk_partial);
+	add_ms_or_null(u, "oom_kills", us.oom_kills >= 0, us.oom_kills);
+	if (held && s->state == S_RUNNING)
+		status_agent(s, o);
+	else {
+		cJSON_AddBoolToObject(o, "busy", 0);
+		cJSON_AddNullToObject(o, "last_activity_ms");
+		cJSON_AddArrayToObject(o, "jobs");
+		cJSON_AddNumberToObject(o, "running_jobs", 0);
+	}
+	if (held)
+		pthread_rwlock_unlock(&s->lk);
 	return o;
 }
 

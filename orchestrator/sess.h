@@ -23,6 +23,7 @@
 #include "ids.h"
 #include "conf.h"
 #include "runtime/runtime.h"
+#include "sessopt.h"
 
 enum sess_err {
 	SE_OK,
@@ -34,13 +35,6 @@ enum sess_err {
 	SE_RUNTIME,	/* the runtime failed */
 	SE_AGENT,	/* the agent did not answer */
 	SE_IDENTITY,	/* org or user differ from the session's (fixed) */
-};
-
-struct sess_opts {
-	const char	*image;		/* NULL: default */
-	int		 use_kata;	/* -1: default */
-	int		 run_as_root;	/* -1: default */
-	int		 writable_root;	/* -1: default */
 };
 
 struct sessmgr;
@@ -91,8 +85,25 @@ int	sess_agent(struct sess *, const char *method, const char *path,
 int	sess_interrupt(struct sessmgr *, const char *sid);
 /* Was a command of s interrupted in the last ms milliseconds? */
 int	sess_interrupted_recently(struct sess *, int ms);
-/* Replaces the session's sandbox with a new one built from opts. */
+/*
+ * Replaces the session's sandbox with a new one built from opts (or makes
+ * its first). Everything is checked first (the operator's maxima, the
+ * runtime's check: image, options, bounds); the new sandbox is built
+ * beside the old one, its /workspace a copy of the old one's unless
+ * opts->fresh_workspace, and only when it answers is it swapped in and
+ * the old one destroyed. On -1 (*e and err; err says so) the old sandbox
+ * and its files are as they were.
+ */
 int	sess_reprovision(struct sess *, const struct sess_opts *,
+	    enum sess_err *e, char *err, size_t errlen) WUNRES;
+/*
+ * REST create: a session with no sandbox gets one from opts (*created 1);
+ * one whose sandbox already has every option opts names keeps it (new
+ * lifetime/idle_timeout applied, resumed if stopped; fresh_workspace
+ * ignored), so the same request twice changes nothing; any other is
+ * replaced as sess_reprovision does. 0, or -1 with *e and err.
+ */
+int	sess_create(struct sess *, const struct sess_opts *, int *created,
 	    enum sess_err *e, char *err, size_t errlen) WUNRES;
 /* Stops (workspace kept) or deletes (everything gone) a session. */
 int	sess_stop(struct sessmgr *, const char *sid, const char *reason,
@@ -100,8 +111,18 @@ int	sess_stop(struct sessmgr *, const char *sid, const char *reason,
 int	sess_delete(struct sessmgr *, const char *sid, const char *reason,
 	    enum sess_err *e, char *err, size_t errlen) WUNRES;
 
-/* A JSON description of a session (caller frees). */
+/*
+ * A JSON description of a session (caller frees): ids, state, image,
+ * options, limits, times and the time left before the reaper's lifetime
+ * and idle limits (docs/operator-guide.md, "REST"). Only takes a mutex.
+ */
 cJSON	*sess_json(struct sess *);
+/*
+ * sess_json plus what the sandbox uses now (memory and disk, the
+ * runtime's usage), the agent's activity and its running jobs. Starts or
+ * resumes nothing; blocks on the runtime and the agent (a worker only).
+ */
+cJSON	*sess_status(struct sess *);
 /* All sessions matching the filters (NULL: any), as a JSON array. */
 cJSON	*sessmgr_list_json(struct sessmgr *, const char *org, const char *user,
 	    const char *state);

@@ -40,6 +40,33 @@
 #define MAX_PENDING	4096
 #define CREATE_SLOT_WAIT_S 120
 #define POOL_WARM_CMD	"{\"command\":\"true\",\"timeout_ms\":10000}"
+/* sess_status: how long it waits for a lifecycle change to finish before
+ * it answers without the sandbox's figures, how long each agent request
+ * may take, the largest agent reply it reads, the running jobs it lists
+ * and the bytes of each job's command it shows. */
+#define STATUS_LOCK_MS	2000
+#define STATUS_AGENT_MS	5000
+#define STATUS_RESP_MAX	((size_t)4 << 20)
+#define STATUS_MAX_JOBS	50
+#define STATUS_CMD_MAX	200
+
+/* Session record labels at most (sm_record). */
+#define SM_MAX_LABELS	8
+
+/* What a sandbox was made with, as its runtime reports it (rt_info). */
+struct sbxcfg {
+	struct rt_limits lim;
+	int		 use_kata;
+	int		 run_as_root;
+	int		 writable_root;
+};
+
+/* The session record as labels: kv's strings point into s and here. */
+struct sm_rec {
+	struct rt_kv	 kv[SM_MAX_LABELS];
+	size_t		 n;
+	char		 created[24], stopped[24], life[24], idle[24];
+};
 
 enum sstate {
 	S_NONE,		/* no sandbox (new, cleared, or lost) */
@@ -62,6 +89,9 @@ struct sess {
 	int		 addr_ok;	/* addr is current */
 	long long	 created_ms, started_ms, stopped_ms;
 	long long	 rt_set_ms;	/* when rtid was last assigned */
+	struct sbxcfg	 cfg;		/* what the sandbox was made with */
+	long long	 lifetime_ms;	/* the session's own reaper limits (its */
+	long long	 idle_ms;	/* labels); 0: reap.lifetime, reap.idle */
 	atomic_int	 dead;		/* the agent stopped answering */
 	/* under mgr->mu */
 	int		 refs;
@@ -79,6 +109,8 @@ struct sess {
 struct poolmem {
 	char		 id[ID_SANDBOX_MAX];
 	long long	 added_ms;
+	char		 image[256];	/* as created (reconcile: as listed) */
+	struct sbxcfg	 cfg;
 	char		*env;		/* egress env already applied, or NULL */
 	struct agentc	*conn;		/* an open agent connection, or NULL */
 	struct poolmem	*next;
@@ -163,11 +195,18 @@ void	sm_fmt_ll(char *b, size_t n, long long v);
 int	sm_identity_ok_locked(const struct sess *s, const char *org,
     const char *user, char *err, size_t errlen);
 
-/* The session record as labels. Strings point into s and the bufs. */
-size_t	sm_record_labels(struct sess *s, struct rt_kv *kv, char *created, size_t clen,
-    char *stopped, size_t slen);
+/* The session record as labels (stopped: with s's stopped-ms). */
+void	sm_record(struct sess *s, int stopped, struct sm_rec *r);
 
+/* A spec from o and the configuration's defaults. */
 void	sm_spec_defaults(struct sessmgr *m, struct rt_spec *sp, const struct sess_opts *o);
+
+/* ri's settings as a session keeps them. */
+void	sm_cfg_from_info(struct sbxcfg *cfg, const struct rt_info *ri);
+
+/* The reaper limits of s in effect (its own, else the configuration's). */
+long long sm_lifetime_ms(const struct sess *s);
+long long sm_idle_ms(const struct sess *s);
 
 int	sm_rt_destroy_logged(struct sessmgr *m, const char *id, const char *sid,
     const char *reason);

@@ -317,31 +317,41 @@ sm_identity_ok_locked(const struct sess *s, const char *org, const char *user,
 	return 0;
 }
 
-size_t
-sm_record_labels(struct sess *s, struct rt_kv *kv, char *created, size_t clen,
-    char *stopped, size_t slen)
+void
+sm_record(struct sess *s, int stopped, struct sm_rec *r)
 {
 	size_t n = 0;
 
-	kv[n].k = LBL_SESSION;
-	kv[n++].v = s->sid;
+	r->kv[n].k = LBL_SESSION;
+	r->kv[n++].v = s->sid;
 	if (s->org[0] != '\0') {
-		kv[n].k = LBL_ORG;
-		kv[n++].v = s->org;
+		r->kv[n].k = LBL_ORG;
+		r->kv[n++].v = s->org;
 	}
 	if (s->user[0] != '\0') {
-		kv[n].k = LBL_USER;
-		kv[n++].v = s->user;
+		r->kv[n].k = LBL_USER;
+		r->kv[n++].v = s->user;
 	}
-	sm_fmt_ll(created, clen, s->created_ms);
-	kv[n].k = LBL_CREATED;
-	kv[n++].v = created;
-	if (stopped != NULL) {
-		sm_fmt_ll(stopped, slen, s->stopped_ms);
-		kv[n].k = LBL_STOPPED;
-		kv[n++].v = stopped;
+	sm_fmt_ll(r->created, sizeof(r->created), s->created_ms);
+	r->kv[n].k = LBL_CREATED;
+	r->kv[n++].v = r->created;
+	if (stopped) {
+		sm_fmt_ll(r->stopped, sizeof(r->stopped), s->stopped_ms);
+		r->kv[n].k = LBL_STOPPED;
+		r->kv[n++].v = r->stopped;
 	}
-	return n;
+	if (s->lifetime_ms > 0) {
+		sm_fmt_ll(r->life, sizeof(r->life), s->lifetime_ms);
+		r->kv[n].k = LBL_LIFETIME;
+		r->kv[n++].v = r->life;
+	}
+	if (s->idle_ms > 0) {
+		sm_fmt_ll(r->idle, sizeof(r->idle), s->idle_ms);
+		r->kv[n].k = LBL_IDLE;
+		r->kv[n++].v = r->idle;
+	}
+	ASSERT(n <= SM_MAX_LABELS);
+	r->n = n;
 }
 
 void
@@ -355,10 +365,31 @@ sm_spec_defaults(struct sessmgr *m, struct rt_spec *sp, const struct sess_opts *
 	sp->run_as_root = (o && o->run_as_root >= 0) ? o->run_as_root : c->run_as_root;
 	sp->writable_root = (o && o->writable_root >= 0) ? o->writable_root :
 	    c->writable_root;
-	sp->mem_bytes = c->mem_bytes;
-	sp->cpu_millis = c->cpu_millis;
+	sp->mem_bytes = o && o->mem_bytes > 0 ? o->mem_bytes : c->mem_bytes;
+	sp->cpu_millis = o && o->cpu_millis > 0 ? o->cpu_millis : c->cpu_millis;
 	sp->pids_max = c->pids_max;
-	sp->disk_bytes = c->disk_bytes;
+	sp->disk_bytes = o && o->disk_bytes > 0 ? o->disk_bytes : c->disk_bytes;
+}
+
+void
+sm_cfg_from_info(struct sbxcfg *cfg, const struct rt_info *ri)
+{
+	cfg->lim = ri->lim;
+	cfg->use_kata = ri->use_kata;
+	cfg->run_as_root = ri->run_as_root;
+	cfg->writable_root = ri->writable_root;
+}
+
+long long
+sm_lifetime_ms(const struct sess *s)
+{
+	return s->lifetime_ms > 0 ? s->lifetime_ms : s->mgr->conf->lifetime_ms;
+}
+
+long long
+sm_idle_ms(const struct sess *s)
+{
+	return s->idle_ms > 0 ? s->idle_ms : s->mgr->conf->idle_ms;
 }
 
 int

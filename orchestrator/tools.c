@@ -30,6 +30,7 @@
  */
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +66,10 @@
 					 * timeout, 1 h by default) is the
 					 * handlers' check */
 #define MAX_POLL_BYTES	16777216	/* 16 MiB: tools.max_output's ceiling */
+#define MAX_CPU_CORES	256		/* the runtimes' ceiling; the server's
+					 * sandbox.max_cpu_millis is the
+					 * handler's check (sessopt.c) */
+#define MAX_QTY		32		/* a size or duration string */
 #define STR_(x)		#x
 #define XSTR(x)		STR_(x)
 
@@ -79,6 +84,9 @@
 #define TOOL_NO_ENTER	0x2	/* gets the session, does not enter it: the
 				 * handler replaces the sandbox itself */
 #define TOOL_INTERRUPT	0x4	/* a cancel interrupts the shell (tools_cancel) */
+#define TOOL_UNCHANGED	0x8	/* a refused call says the sandbox is unchanged */
+#define TOOL_IMAGES	0x10	/* its "image" property and description name the
+				 * runtime's images (tools_set_images) */
 
 /*
  * A handler. args were checked against the row's schema; s is NULL for
@@ -94,7 +102,39 @@ TOOL_HANDLER(t_shell_wait);
 TOOL_HANDLER(t_shell_stop);
 TOOL_HANDLER(t_edit);
 TOOL_HANDLER(t_create_sandbox);
+TOOL_HANDLER(t_sandbox_status);
 TOOL_HANDLER(t_clear_session);
+
+/* sandbox_status's structuredContent (sess_status in sess.c builds it). */
+#define NUM_OR_NULL "{\"type\":[\"number\",\"null\"]}"
+#define SANDBOX_STATUS_OUT "{\"type\":\"object\",\"properties\":{"		\
+	"\"id\":{\"type\":\"string\"},\"org\":{\"type\":\"string\"},"		\
+	"\"user\":{\"type\":\"string\"},"					\
+	"\"state\":{\"type\":\"string\",\"enum\":[\"none\",\"running\",\"stopped\",\"provisioning\"]}," \
+	"\"sandbox_id\":{\"type\":\"string\"},\"image\":{\"type\":\"string\"},"	\
+	"\"run_as_root\":{\"type\":\"boolean\"},\"writable_root\":{\"type\":\"boolean\"}," \
+	"\"use_kata\":{\"type\":\"boolean\"},"					\
+	"\"limits\":{\"type\":\"object\",\"properties\":{"				\
+	"\"cpu\":{\"type\":\"number\"},\"memory_bytes\":{\"type\":\"number\"},"	\
+	"\"disk_bytes\":{\"type\":\"number\"},\"pids\":{\"type\":\"number\"},"	\
+	"\"lifetime_ms\":{\"type\":\"number\"},\"idle_timeout_ms\":{\"type\":\"number\"}}," \
+	"\"required\":[\"cpu\",\"memory_bytes\",\"disk_bytes\",\"lifetime_ms\",\"idle_timeout_ms\"]}," \
+	"\"created_ms\":{\"type\":\"number\"},\"started_ms\":{\"type\":\"number\"},"	\
+	"\"stopped_ms\":{\"type\":\"number\"},\"last_used_ms\":{\"type\":\"number\"},"	\
+	"\"calls_in_flight\":{\"type\":\"number\"},"					\
+	"\"uptime_ms\":" NUM_OR_NULL ",\"lifetime_left_ms\":" NUM_OR_NULL ","		\
+	"\"idle_left_ms\":" NUM_OR_NULL ","						\
+	"\"usage\":{\"type\":\"object\",\"properties\":{"				\
+	"\"memory_bytes\":" NUM_OR_NULL ",\"disk_bytes\":" NUM_OR_NULL ","		\
+	"\"disk_partial\":{\"type\":\"boolean\"},\"oom_kills\":" NUM_OR_NULL "}},"	\
+	"\"busy\":{\"type\":\"boolean\"},\"last_activity_ms\":" NUM_OR_NULL ","		\
+	"\"running_jobs\":{\"type\":\"number\"},"					\
+	"\"jobs\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{" \
+	"\"id\":{\"type\":\"string\"},\"command\":{\"type\":\"string\"},"		\
+	"\"pid\":" NUM_OR_NULL ",\"started_ms\":" NUM_OR_NULL "},"			\
+	"\"required\":[\"id\",\"command\"]}}},"						\
+	"\"required\":[\"id\",\"state\",\"sandbox_id\",\"image\",\"limits\",\"usage\"," \
+	"\"busy\",\"running_jobs\",\"jobs\"],\"additionalProperties\":false}"
 
 /*
  * The job tools' outputSchemas: a job's state (shell_stop), and with the
@@ -240,21 +280,37 @@ t_edit, 0,
 "\"insert_line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"insert: the line the text was inserted after.\"}"
 "},\"required\":[\"command\",\"path\"],\"additionalProperties\":false}" },
 
-{ "create_sandbox", "Create a fresh sandbox",
-"Replaces this session's sandbox with a new one built from the given options. Everything in the old sandbox (files in /workspace, shell state, background jobs) is lost. "
-"You do not need this to start: the first tool call of a session creates a default sandbox. Use it to pick another image or settings, or to start over.",
+{ "create_sandbox", "Create a new sandbox",
+"Replaces this session's sandbox with a new one built from the given image and settings. By default the new sandbox starts with a copy of /workspace (the same files on another OS); fresh_workspace: true starts it empty instead. "
+"Nothing else carries over: shell state, background jobs and anything installed or changed outside /workspace are gone. "
+"Everything is checked first and the old sandbox is replaced only once the new one is ready: if the call fails, your sandbox and its /workspace are unchanged. "
+"Limits (cpu, memory, disk, lifetime, idle_timeout) default to the server's and may be raised up to its maxima; sandbox_status shows what a sandbox has. "
+"You do not need this to start: the first tool call of a session creates a default sandbox.",
 "{\"type\":\"object\",\"properties\":{"
 "\"image\":{\"type\":\"string\",\"maxLength\":" XSTR(MAX_IMAGE) ",\"description\":\"Image to build the sandbox from (default: the server's default image).\"},"
 "\"use_kata\":{\"type\":\"boolean\",\"description\":\"Run under a VM-based runtime (Kata) for stronger isolation; only where the server offers it (default false).\"},"
 "\"run_as_root\":{\"type\":\"boolean\",\"description\":\"Run commands as root inside the sandbox (root there is not root on the host; default true).\"},"
-"\"writable_root\":{\"type\":\"boolean\",\"description\":\"Allow writes outside /workspace, e.g. to install packages (default true).\"}"
+"\"writable_root\":{\"type\":\"boolean\",\"description\":\"Allow writes outside /workspace, e.g. to install packages (default true).\"},"
+"\"cpu\":{\"type\":\"number\",\"minimum\":0,\"maximum\":" XSTR(MAX_CPU_CORES) ",\"description\":\"CPU limit in cores, e.g. 0.5 or 2 (default: the server's).\"},"
+"\"memory\":{\"type\":\"string\",\"maxLength\":" XSTR(MAX_QTY) ",\"description\":\"Memory limit, e.g. \\\"512MiB\\\" or \\\"4GiB\\\" (default: the server's).\"},"
+"\"disk\":{\"type\":\"string\",\"maxLength\":" XSTR(MAX_QTY) ",\"description\":\"Disk limit for the sandbox's files, e.g. \\\"10GiB\\\" (default: the server's).\"},"
+"\"lifetime\":{\"type\":\"string\",\"maxLength\":" XSTR(MAX_QTY) ",\"description\":\"How long the sandbox may run before it is stopped (files kept), e.g. \\\"4h\\\" (default: the server's).\"},"
+"\"idle_timeout\":{\"type\":\"string\",\"maxLength\":" XSTR(MAX_QTY) ",\"description\":\"How long without calls, commands or jobs before it is stopped (files kept), e.g. \\\"30m\\\".\"},"
+"\"fresh_workspace\":{\"type\":\"boolean\",\"description\":\"Start with an empty /workspace instead of a copy of the current one (default false). The old files are deleted with the old sandbox.\"}"
 "},\"additionalProperties\":false}",
 "{\"readOnlyHint\":false,\"destructiveHint\":true,\"idempotentHint\":false,\"openWorldHint\":false}",
-t_create_sandbox, TOOL_NO_ENTER,
+t_create_sandbox, TOOL_NO_ENTER | TOOL_UNCHANGED | TOOL_IMAGES,
 "{\"type\":\"object\",\"properties\":{"
 "\"sandbox_id\":{\"type\":\"string\",\"description\":\"The new sandbox's id.\"},"
 "\"image\":{\"type\":\"string\",\"description\":\"The image asked for, or default.\"}"
 "},\"required\":[\"sandbox_id\",\"image\"],\"additionalProperties\":false}" },
+
+{ "sandbox_status", "Show this session's sandbox",
+"Shows this session's sandbox without changing it: image, state, settings, limits (cpu, memory, disk, lifetime, idle timeout), how long it has run and how long is left before the lifetime or idle limit stops it, memory and disk in use, whether a command is running, the running background jobs, and the org and user it works for at the egress proxy. "
+"It does not start a stopped sandbox.",
+"{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}",
+"{\"readOnlyHint\":true,\"idempotentHint\":true,\"openWorldHint\":false}",
+t_sandbox_status, TOOL_NO_ENTER, SANDBOX_STATUS_OUT },
 
 { "clear_session", "Delete this session's sandbox",
 "Deletes this session's sandbox and everything in it (workspace, shell, jobs). The next tool call starts a fresh default sandbox.",
@@ -270,6 +326,10 @@ t_clear_session, TOOL_NO_SANDBOX,
 static cJSON *tools_arr;	/* tools/list, built from tool_defs */
 static struct schema *tool_schemas[NELEM(tool_defs)];	/* each row's checks */
 static struct schema *out_schemas[NELEM(tool_defs)];	/* each row's output */
+/* tools_set_images replaces the TOOL_IMAGES rows of both while calls read
+ * them: readers hold it shared, the swap exclusive. */
+static pthread_rwlock_t tools_lk = PTHREAD_RWLOCK_INITIALIZER;
+static cJSON *tools_images;	/* the names those rows show, or NULL */
 
 static const struct tool_def *
 tool_find(const char *name)
@@ -282,13 +342,39 @@ tool_find(const char *name)
 	return NULL;
 }
 
-/* Row d as tools/list shows it, with its schemas compiled into *sc, *oc. */
+/*
+ * A TOOL_IMAGES row's image names: an "enum" on its "image" property (in
+ * the schema in), and a sentence ending its description (into desc).
+ */
+static void
+tool_add_images(const struct tool_def *d, cJSON *in, const cJSON *images,
+    struct buf *desc)
+{
+	cJSON *img = cJSON_GetObjectItemCaseSensitive(
+	    cJSON_GetObjectItemCaseSensitive(in, "properties"), "image");
+	const cJSON *n;
+
+	ign(buf_addstr(desc, d->description));
+	if (!(d->flags & TOOL_IMAGES) || cJSON_GetArraySize(images) == 0)
+		return;
+	if (img != NULL)
+		cJSON_AddItemToObject(img, "enum", cJSON_Duplicate(images, 1));
+	ign(buf_addstr(desc, " Images here:"));
+	cJSON_ArrayForEach(n, images) {
+		ign(buf_addf(desc, " %s%s", n->valuestring, n->next ? "," : "."));
+	}
+}
+
+/* Row d as tools/list shows it (images: the runtime's image names, or
+ * NULL), with its schemas compiled into *sc (input) and *oc (output). */
 static cJSON *
-tool_json(const struct tool_def *d, struct schema **sc, struct schema **oc,
-    char *err, size_t errlen)
+tool_json(const struct tool_def *d, const cJSON *images, struct schema **sc,
+    struct schema **oc, char *err, size_t errlen)
 {
 	cJSON *t = NULL, *in, *an = NULL, *out = NULL;
+	struct buf desc;
 
+	buf_init(&desc, 64 * 1024);
 	if ((in = cJSON_Parse(d->schema)) == NULL ||
 	    (an = cJSON_Parse(d->annotations)) == NULL || !cJSON_IsObject(an) ||
 	    d->output == NULL || (out = cJSON_Parse(d->output)) == NULL) {
@@ -300,6 +386,7 @@ tool_json(const struct tool_def *d, struct schema **sc, struct schema **oc,
 		snprintf(err, errlen, "the name is in the table twice");
 		goto out;
 	}
+	tool_add_images(d, in, images, &desc);
 	if ((*sc = schema_compile(in, err, errlen)) == NULL)
 		goto out;
 	if ((*oc = schema_compile(out, err, errlen)) == NULL)
@@ -307,7 +394,7 @@ tool_json(const struct tool_def *d, struct schema **sc, struct schema **oc,
 	t = cJSON_CreateObject();
 	cJSON_AddStringToObject(t, "name", d->name);
 	cJSON_AddStringToObject(t, "title", d->title);
-	cJSON_AddStringToObject(t, "description", d->description);
+	cJSON_AddStringToObject(t, "description", desc.p ? desc.p : "");
 	cJSON_AddItemToObject(t, "inputSchema", in);
 	cJSON_AddItemToObject(t, "outputSchema", out);
 	cJSON_AddItemToObject(t, "annotations", an);
@@ -316,6 +403,7 @@ out:
 	cJSON_Delete(in);
 	cJSON_Delete(an);
 	cJSON_Delete(out);
+	buf_free(&desc);
 	return t;
 }
 
@@ -330,13 +418,67 @@ tools_init(void)
 		return 0;
 	tools_arr = cJSON_CreateArray();
 	for (i = 0; i < NELEM(tool_defs); i++) {
-		if ((t = tool_json(&tool_defs[i], &tool_schemas[i], &out_schemas[i],
-		    err, sizeof(err))) == NULL) {
+		if ((t = tool_json(&tool_defs[i], NULL, &tool_schemas[i],
+		    &out_schemas[i], err, sizeof(err))) == NULL) {
 			log_warnx("tool=%s schema: %s", tool_defs[i].name, err);
 			tools_cleanup();
 			return -1;
 		}
 		cJSON_AddItemToArray(tools_arr, t);
+	}
+	return 0;
+}
+
+int
+tools_set_images(const cJSON *images)
+{
+	struct schema *sc[NELEM(tool_defs)] = { NULL }, *old;
+	struct schema *oc[NELEM(tool_defs)] = { NULL };
+	cJSON *t[NELEM(tool_defs)] = { NULL };
+	char err[256];
+	size_t i;
+	int same;
+
+	if (images != NULL && (!cJSON_IsArray(images) ||
+	    cJSON_GetArraySize(images) == 0))
+		images = NULL;
+	pthread_rwlock_rdlock(&tools_lk);
+	same = (images == NULL && tools_images == NULL) || (images != NULL &&
+	    tools_images != NULL && cJSON_Compare(images, tools_images, 1));
+	pthread_rwlock_unlock(&tools_lk);
+	if (same || tools_arr == NULL)
+		return 0;
+	/* the output schemas do not change with the images: out_schemas
+	 * stays, oc is only what tool_json compiles again */
+	for (i = 0; i < NELEM(tool_defs); i++)
+		if ((tool_defs[i].flags & TOOL_IMAGES) && (t[i] = tool_json(
+		    &tool_defs[i], images, &sc[i], &oc[i], err,
+		    sizeof(err))) == NULL) {
+			/* e.g. an enum too long to spell in its message */
+			log_warnx("tool=%s images not shown: %s", tool_defs[i].name,
+			    err);
+			for (i = 0; i < NELEM(tool_defs); i++) {
+				cJSON_Delete(t[i]);
+				schema_free(sc[i]);
+				schema_free(oc[i]);
+			}
+			return -1;
+		}
+	pthread_rwlock_wrlock(&tools_lk);
+	for (i = 0; i < NELEM(tool_defs); i++) {
+		if (t[i] == NULL)
+			continue;
+		cJSON_ReplaceItemInArray(tools_arr, (int)i, t[i]);
+		old = tool_schemas[i];
+		tool_schemas[i] = sc[i];
+		sc[i] = old;	/* freed below, out of the lock */
+	}
+	cJSON_Delete(tools_images);
+	tools_images = images != NULL ? cJSON_Duplicate(images, 1) : NULL;
+	pthread_rwlock_unlock(&tools_lk);
+	for (i = 0; i < NELEM(tool_defs); i++) {
+		schema_free(sc[i]);
+		schema_free(oc[i]);
 	}
 	return 0;
 }
@@ -354,6 +496,8 @@ tools_cleanup(void)
 	}
 	cJSON_Delete(tools_arr);
 	tools_arr = NULL;
+	cJSON_Delete(tools_images);
+	tools_images = NULL;
 }
 
 int
@@ -365,20 +509,29 @@ tools_exists(const char *name)
 cJSON *
 tools_list(void)
 {
-	return cJSON_Duplicate(tools_arr, 1);
+	cJSON *a;
+
+	pthread_rwlock_rdlock(&tools_lk);
+	a = cJSON_Duplicate(tools_arr, 1);
+	pthread_rwlock_unlock(&tools_lk);
+	return a;
 }
 
 int
 tools_check(const char *name, const cJSON *args, char *err, size_t errlen)
 {
 	const struct tool_def *d = tool_find(name);
+	int rc;
 
 	if (d == NULL) {
 		snprintf(err, errlen, "unknown tool");
 		return -1;
 	}
+	pthread_rwlock_rdlock(&tools_lk);
 	ASSERT(tool_schemas[d - tool_defs] != NULL);	/* tools_init ran */
-	return schema_check(tool_schemas[d - tool_defs], args, err, errlen);
+	rc = schema_check(tool_schemas[d - tool_defs], args, err, errlen);
+	pthread_rwlock_unlock(&tools_lk);
+	return rc;
 }
 
 void
@@ -471,7 +624,7 @@ agent_do(struct areq *a, const char *method, const char *path, cJSON *body,
 		snprintf(a->err, sizeof(a->err), "the sandbox did not answer (%s). "
 		    "It may have been killed (out of memory?) or be restarting; "
 		    "retry the call, and if it keeps failing use create_sandbox "
-		    "for a fresh sandbox", terr);
+		    "for a new sandbox (it starts with a copy of /workspace)", terr);
 		return -1;
 	}
 	/*
@@ -834,18 +987,14 @@ edit_result(struct tool_call *tc, const char *cmd, const char *path,
 	free(text);
 }
 
-/* create_sandbox's result: the new sandbox's id, the image asked for. */
+/* create_sandbox's result: text, the new sandbox's id and image. */
 static void
-sandbox_result(struct tool_call *tc, const char *sandbox_id, const char *image)
+sandbox_result(struct tool_call *tc, struct buf *text, const char *sandbox_id,
+    const char *image)
 {
-	struct buf out;
 	cJSON *st;
 
-	buf_init(&out, 4096);
-	ign(buf_addf(&out, "A fresh sandbox is ready (id %s, image %s). "
-	    "Its workspace is /workspace.", sandbox_id, image));
-	set_buf(tc, &out, 0);
-	buf_free(&out);
+	set_buf(tc, text, 0);
 	st = cJSON_CreateObject();
 	cJSON_AddStringToObject(st, "sandbox_id", sandbox_id);
 	cJSON_AddStringToObject(st, "image", image);
@@ -1220,26 +1369,162 @@ out:
 	buf_free(&out);
 }
 
+/* A number member of o (0 if absent or null). */
+static long long
+jll(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	return cJSON_IsNumber(v) ? (long long)v->valuedouble : 0;
+}
+
+/* "cpu 2 cores, memory 2GiB, disk 10GiB, lifetime 1h, idle timeout 10m". */
+static void
+limits_text(const cJSON *st, struct buf *out)
+{
+	const cJSON *l = cJSON_GetObjectItemCaseSensitive(st, "limits");
+	const cJSON *cpu = cJSON_GetObjectItemCaseSensitive(l, "cpu");
+	char mem[48], disk[48], life[48], idle[48];
+
+	sessopt_fmt_size(mem, sizeof(mem), jll(l, "memory_bytes"));
+	if (jll(l, "disk_bytes") > 0)
+		sessopt_fmt_size(disk, sizeof(disk), jll(l, "disk_bytes"));
+	else
+		snprintf(disk, sizeof(disk), "no limit");
+	sessopt_fmt_duration(life, sizeof(life), jll(l, "lifetime_ms"));
+	sessopt_fmt_duration(idle, sizeof(idle), jll(l, "idle_timeout_ms"));
+	ign(buf_addf(out, "cpu %g cores, memory %s, disk %s, lifetime %s, idle "
+	    "timeout %s", cJSON_IsNumber(cpu) ? cpu->valuedouble : 0.0, mem, disk,
+	    life, idle));
+}
+
 static void
 t_create_sandbox(struct tool_call *tc, struct sessmgr *m, struct sess *s,
     const struct conf *c, const cJSON *args)
 {
-	struct sess_opts o = {
-		.image = schema_str(args, "image"),
-		.use_kata = schema_bool(args, "use_kata"),
-		.run_as_root = schema_bool(args, "run_as_root"),
-		.writable_root = schema_bool(args, "writable_root"),
-	};
+	struct sess_opts o;
 	enum sess_err e = SE_OK;
-	char err[512];
+	struct buf out;
+	char err[1024];
+	cJSON *st;
 
 	(void)m;
-	(void)c;
+	(void)c;	/* the maxima: sess_reprovision checks them */
+	sessopt_init(&o);
+	if (sessopt_parse(args, NULL, &o, err, sizeof(err)) == -1) {
+		snprintf(err + strlen(err), sizeof(err) - strlen(err), ". Your "
+		    "sandbox and its /workspace are unchanged.");
+		set_text(tc, err, 1);
+		return;
+	}
 	if (sess_reprovision(s, &o, &e, err, sizeof(err)) == -1) {
 		sess_error(tc, e, err);
 		return;
 	}
-	sandbox_result(tc, sess_sandbox_id(s), o.image ? o.image : "default");
+	st = sess_json(s);
+	buf_init(&out, 4096);
+	ign(buf_addf(&out, "A new sandbox is ready (id %s, image %s). Its "
+	    "/workspace %s. Limits: ", sess_sandbox_id(s), jstr(st, "image"),
+	    o.fresh_workspace ? "is empty" : "holds a copy of the old one's files"));
+	limits_text(st, &out);
+	ign(buf_addstr(&out, "."));
+	sandbox_result(tc, &out, sess_sandbox_id(s), jstr(st, "image"));
+	cJSON_Delete(st);
+	buf_free(&out);
+}
+
+/* "2h 5m", "3m 20s", "45s": a span for a model to read. */
+static void
+span_text(char *out, size_t len, long long ms)
+{
+	long long sec = ms / 1000;
+
+	if (sec >= 3600)
+		snprintf(out, len, "%lldh %lldm", sec / 3600, sec % 3600 / 60);
+	else if (sec >= 60)
+		snprintf(out, len, "%lldm %llds", sec / 60, sec % 60);
+	else
+		snprintf(out, len, "%llds", sec);
+}
+
+/* sandbox_status's text, from sess_status's JSON. */
+static void
+status_text(const cJSON *st, struct buf *out)
+{
+	const cJSON *u = cJSON_GetObjectItemCaseSensitive(st, "usage"), *j;
+	const char *state = jstr((cJSON *)st, "state");
+	char a[48], b[48];
+	int n;
+
+	if (state != NULL && strcmp(state, "none") == 0) {
+		ign(buf_addstr(out, "This session has no sandbox yet: the next "
+		    "tool call creates a default one (create_sandbox picks "
+		    "another). Limits a default sandbox gets: "));
+		limits_text(st, out);
+		ign(buf_addstr(out, ".\n"));
+	} else {
+		ign(buf_addf(out, "Sandbox %s (image %s) is %s", jstr((cJSON *)st,
+		    "sandbox_id"), jstr((cJSON *)st, "image"), state ? state : "?"));
+		if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(st, "uptime_ms"))) {
+			span_text(a, sizeof(a), jll(st, "uptime_ms"));
+			span_text(b, sizeof(b), jll(st, "lifetime_left_ms"));
+			ign(buf_addf(out, ", up %s; %s left of its lifetime", a, b));
+			span_text(a, sizeof(a), jll(st, "idle_left_ms"));
+			ign(buf_addf(out, ", %s until the idle limit", a));
+		}
+		ign(buf_addf(out, ". Root: %s, writable root: %s.\nLimits: ",
+		    jtrue((cJSON *)st, "run_as_root") ? "yes" : "no",
+		    jtrue((cJSON *)st, "writable_root") ? "yes" : "no"));
+		limits_text(st, out);
+		ign(buf_addstr(out, ".\nIn use: memory "));
+		if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(u, "memory_bytes"))) {
+			sessopt_fmt_size(a, sizeof(a), jll(u, "memory_bytes"));
+			ign(buf_addstr(out, a));
+		} else
+			ign(buf_addstr(out, "unknown"));
+		ign(buf_addstr(out, ", disk "));
+		if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(u, "disk_bytes"))) {
+			sessopt_fmt_size(a, sizeof(a), jll(u, "disk_bytes"));
+			ign(buf_addf(out, "%s%s", jtrue((cJSON *)u, "disk_partial") ?
+			    "at least " : "", a));
+		} else
+			ign(buf_addstr(out, "unknown"));
+		ign(buf_addf(out, ".\nShell: %s. Running background jobs: %lld",
+		    jtrue((cJSON *)st, "busy") ? "a command is running" : "idle",
+		    jll(st, "running_jobs")));
+		n = 0;
+		cJSON_ArrayForEach(j, cJSON_GetObjectItemCaseSensitive(st, "jobs")) {
+			ign(buf_addf(out, "%s %s (%s)", n++ == 0 ? ":" : ";",
+			    jstr((cJSON *)j, "id"), jstr((cJSON *)j, "command")));
+		}
+		ign(buf_addstr(out, ".\n"));
+	}
+	ign(buf_addf(out, "Works for org \"%s\", user \"%s\" at the egress proxy "
+	    "(session %s).", jstr((cJSON *)st, "org"), jstr((cJSON *)st, "user"),
+	    jstr((cJSON *)st, "id")));
+}
+
+/* sandbox_status's result from sess_status's JSON st (taken). */
+static void
+status_result(struct tool_call *tc, cJSON *st)
+{
+	struct buf out;
+
+	buf_init(&out, 64 * 1024);
+	status_text(st, &out);
+	set_buf(tc, &out, 0);
+	add_structured(tc, st);
+	buf_free(&out);
+}
+
+static void
+t_sandbox_status(struct tool_call *tc, struct sessmgr *m, struct sess *s,
+    const struct conf *c, const cJSON *args)
+{
+	(void)m;
+	(void)c;
+	(void)args;
+	status_result(tc, sess_status(s));
 }
 
 static void
@@ -1277,6 +1562,9 @@ tools_run1(struct sessmgr *m, const struct conf *c, struct tool_call *tc)
 	if (tc->args == NULL)
 		tc->args = cJSON_CreateObject();
 	if (tools_check(tc->name, tc->args, err, sizeof(err)) == -1) {
+		if (d->flags & TOOL_UNCHANGED)
+			snprintf(err + strlen(err), sizeof(err) - strlen(err), ". "
+			    "Your sandbox and its /workspace are unchanged.");
 		set_text(tc, err, 1);
 		return;
 	}

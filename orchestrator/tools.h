@@ -32,6 +32,14 @@ struct tool_call {
 };
 
 int	tools_init(void);		/* compiles the schemas; -1 on a bug */
+/*
+ * The runtime's image names (a JSON array of strings; NULL or empty: the
+ * runtime takes any reference) become an "enum" of create_sandbox's image
+ * and a sentence of its description. Thread-safe; a list equal to the
+ * last one changes nothing. 0, or -1 (logged) if the rows would not
+ * compile (they stay as they were).
+ */
+int	tools_set_images(const cJSON *images);
 void	tools_cleanup(void);
 int	tools_exists(const char *name);
 /*

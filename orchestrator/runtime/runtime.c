@@ -72,6 +72,14 @@ rt_info_json(const struct rt_info *ri)
 	cJSON_AddNumberToObject(o, "created_ms", (double)ri->created_ms);
 	cJSON_AddNumberToObject(o, "started_ms", (double)ri->started_ms);
 	cJSON_AddStringToObject(o, "reason", ri->reason);
+	l = cJSON_AddObjectToObject(o, "limits");
+	cJSON_AddNumberToObject(l, "mem_bytes", (double)ri->lim.mem_bytes);
+	cJSON_AddNumberToObject(l, "cpu_millis", (double)ri->lim.cpu_millis);
+	cJSON_AddNumberToObject(l, "pids_max", (double)ri->lim.pids_max);
+	cJSON_AddNumberToObject(l, "disk_bytes", (double)ri->lim.disk_bytes);
+	cJSON_AddBoolToObject(o, "run_as_root", ri->run_as_root);
+	cJSON_AddBoolToObject(o, "writable_root", ri->writable_root);
+	cJSON_AddBoolToObject(o, "use_kata", ri->use_kata);
 	l = cJSON_AddObjectToObject(o, "labels");
 	for (i = 0; i < ri->nlabels; i++)
 		cJSON_AddStringToObject(l, ri->labels[i].k, ri->labels[i].v);

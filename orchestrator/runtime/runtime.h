@@ -32,13 +32,19 @@
 #define LBL_CREATED	"created-ms"
 #define LBL_STOPPED	"stopped-ms"
 #define LBL_POOL	"pool"
+#define LBL_LIFETIME	"lifetime-ms"	/* the session's own reaper limits, */
+#define LBL_IDLE	"idle-ms"	/* when its create asked for them */
 
 struct rt_kv {
 	const char	*k;
 	const char	*v;
 };
 
-/* What to create. Strings are borrowed for the duration of the call. */
+/*
+ * What to create. Strings are borrowed for the duration of the call.
+ * Limits of 0 take the runtime's defaults; check() and create() refuse a
+ * limit outside the runtime's own bounds, naming them.
+ */
 struct rt_spec {
 	const char		*id;		/* chosen by the orchestrator */
 	const char		*image;		/* NULL: the runtime's default */
@@ -53,6 +59,21 @@ struct rt_spec {
 	size_t			 nlabels;	/* sandbox and returned by list() */
 	const struct rt_kv	*env;		/* extra env for shell and jobs */
 	size_t			 nenv;
+	/* A sandbox this runtime holds whose /workspace the new one starts
+	 * with: a copy (local, fake) or a clone of its volume (kubernetes),
+	 * taken during create; the source is read, never changed, and a
+	 * failed create leaves it as it was. NULL: an empty /workspace. */
+	const char		*workspace_from;
+};
+
+/* The limits a sandbox got (its defaults filled in); 0: none or unknown. */
+struct rt_limits {
+	long long	 mem_bytes;
+	long long	 cpu_millis;
+	long long	 pids_max;
+	long long	 disk_bytes;	/* local: root + /workspace; kubernetes:
+					 * the /workspace claim (and the
+					 * ephemeral-storage limit) */
 };
 
 enum rt_state {
@@ -72,6 +93,20 @@ struct rt_info {
 	struct rt_kv	*labels;	/* owned: k and v are heap strings */
 	size_t		 nlabels;
 	char		 reason[256];	/* for RT_FAILED (e.g. "oom", "evicted") */
+	/* what it was created with (0 where a runtime does not know) */
+	struct rt_limits lim;
+	int		 use_kata;
+	int		 run_as_root;
+	int		 writable_root;
+};
+
+/* What a sandbox uses now; -1 where the runtime cannot tell cheaply. */
+struct rt_usage {
+	long long	 mem_bytes;	/* memory charged to it (cgroup) */
+	long long	 disk_bytes;	/* bytes its writable layers hold */
+	int		 disk_partial;	/* 1: disk_bytes is a lower bound (the
+					 * count stopped at its bound) */
+	long long	 oom_kills;	/* OOM kills so far */
 };
 
 /* How to reach a sandbox's agent (docs/internals/agent-protocol.md). */
@@ -128,6 +163,28 @@ struct runtime_ops {
 	int	(*attach_egress)(struct runtime *, const char *id,
 		    const struct rt_egress *, char *env_out, size_t envlen,
 		    char *err, size_t errlen);
+	/*
+	 * Checks a spec as create would, creating nothing: the image exists
+	 * (local: in images_dir) or is a valid reference (kubernetes), every
+	 * option is supported here, the limits are within the runtime's
+	 * bounds, workspace_from names a sandbox whose /workspace can be
+	 * copied. 0, or -1 with err saying what to change. spec->id may be
+	 * NULL. The orchestrator calls it before it touches a running
+	 * sandbox, so a create that would fail for these reasons never
+	 * costs the old one.
+	 */
+	int	(*check)(struct runtime *, const struct rt_spec *, char *err,
+		    size_t errlen);
+	/*
+	 * The image names a create may use, where the runtime has a fixed set
+	 * (local: the images in images_dir): a JSON array of strings, sorted
+	 * (cJSON_Delete). NULL: any valid reference goes (kubernetes, fake).
+	 */
+	cJSON	*(*images)(struct runtime *);
+	/* What sandbox id uses now (rt_usage; -1 fields: unknown). 0, or -1
+	 * with err "not found". Cheap: no walk without a bound. */
+	int	(*usage)(struct runtime *, const char *id, struct rt_usage *out,
+		    char *err, size_t errlen);
 	void	(*free)(struct runtime *);
 };
 
@@ -143,7 +200,8 @@ const char *rt_label(const struct rt_info *, const char *k);	/* NULL if absent *
 /* The value of key k in kv[0..n), or NULL. */
 const char *rt_kv_get(const struct rt_kv *kv, size_t n, const char *k);
 /* The JSON view of a sandbox the operator tools print:
- * {id,state,image,created_ms,started_ms,reason,labels{}} (cJSON_Delete). */
+ * {id,state,image,created_ms,started_ms,reason,limits{},run_as_root,
+ * writable_root,use_kata,labels{}} (cJSON_Delete). */
 cJSON	*rt_info_json(const struct rt_info *);
 
 #endif

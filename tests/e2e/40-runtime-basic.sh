@@ -85,7 +85,7 @@ bad image-missing 'image "nosuch" not found' create --image nosuch sb-x
 bad image-traversal "invalid image name" create --image ../images sb-x
 bad image-add-relative "not an absolute path" image add x relative/dir
 bad image-add-name "invalid image name" image add ../x /tmp
-bad mem-too-small "limits too small" create --mem 1MiB sb-x
+bad mem-too-small "memory 1MiB is outside the local runtime's bounds (8MiB" create --mem 1MiB sb-x
 bad unknown-config "unknown key" -c /dev/stdin list <<<"local: {nosuch: 1}"
 check "failed-create-leaves-nothing" [ ! -e "$RT_STATE/sb-x" ]
 check "destroy-missing-ok" sbx destroy never-existed

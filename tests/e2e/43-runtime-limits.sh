@@ -146,7 +146,7 @@ check "bad-cgroup-mode" [ $rc -ne 0 ]
 
 # ---- disk limit: an ext4 image per sandbox (opt-in: --disk / disk_bytes) ----
 out=$(sbx create --disk 1MiB sb-dtiny 2>&1); rc=$?
-check "disk-too-small-refused" bash -c "[ $rc -ne 0 ] && grep -q 'disk 0 or 16MiB' <<<'$out'"
+check "disk-too-small-refused" bash -c '[ "$1" -ne 0 ] && grep -qF "disk 1MiB is outside the local runtime'"'"'s bounds (16MiB" <<<"$2"' _ "$rc" "$out"
 if sbx create --disk 32MiB sb-d >/dev/null && sbx create --disk 32MiB sb-d2 >/dev/null; then
 	img=$RT_STATE/sb-d/disk.img
 	check "disk-image-sized" [ "$(stat -c %s "$img")" = 33554432 ]

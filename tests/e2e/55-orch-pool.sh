@@ -24,7 +24,7 @@ wait_for 60 bash -c "curl -s -H 'Authorization: Bearer $ORCH_KEY' $ORCH_URL/metr
 check "pool refilled in the background" [ "$(pool_idle)" = 3 ]
 check "four sandboxes now" [ "$(nsandboxes)" = 4 ]
 out=$(mcp_tool warm-1 create_sandbox '{"run_as_root":true}')
-check "create_sandbox with options builds a fresh one" contains <(echo "$out") 'fresh sandbox is ready'
+check "create_sandbox with options builds a new one" contains <(echo "$out") 'new sandbox is ready'
 nsid=$(rest GET /v1/sessions/warm-1 | jq -r .sandbox_id)
 check "custom sandbox is not from the pool" [ "${nsid#s-}" != "$nsid" ]
 check "old sandbox destroyed" eval "! sbx_exists $sid"

@@ -12,7 +12,7 @@ check "rendered sandbox policy equals netpol/sandbox-policy.example.json" \
     python3 -c 'import json,sys; sys.exit(json.load(open(sys.argv[1])) != json.load(open(sys.argv[2])))' \
     "$T/np.json" "$TOP/netpol/sandbox-policy.example.json"
 check "rendered policy passes validate.py (1.30)" \
-    python3 "$TOP/../shared/k8s/validate.py" --k8s-version 1.30 "$T/np.json"
+    python3 "${K8S_SHARED_DIR:-$TOP/../shared/k8s}/validate.py" --k8s-version 1.30 "$T/np.json"
 "$K8SCTL" keys >"$T/keys.md"
 missing=
 for k in $(sed -n 's/^| `\(kubernetes\.[a-z_.]*\)`.*/\1/p' "$T/keys.md"); do

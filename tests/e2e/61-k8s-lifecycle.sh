@@ -28,7 +28,7 @@ check "agent is the entrypoint, copied by the init container" test "$(echo "$pod
     '[d["spec"]["containers"][0]["command"][0], d["spec"]["initContainers"][0]["command"][0]]')" = '["/opt/agent/sandbox-agent", "/agent-install"]'
 check "env passed" test "$(echo "$pod" | jq_py '[e["value"] for e in d["spec"]["containers"][0]["env"] if e["name"]=="FOO"]')" = '["bar"]'
 pvc=$(obj persistentvolumeclaims sandboxes sbx-s1-ws)
-check "workspace PVC 10GiB RWO" test "$(echo "$pvc" | jq_py '[d["spec"]["resources"]["requests"]["storage"], d["spec"]["accessModes"]]')" = '["10737418240", ["ReadWriteOnce"]]'
+check "workspace PVC sized by the disk limit, RWO" test "$(echo "$pvc" | jq_py '[d["spec"]["resources"]["requests"]["storage"], d["spec"]["accessModes"]]')" = '["2147483648", ["ReadWriteOnce"]]'
 check "token secret owned by the PVC" test "$(obj secrets sandboxes sbx-s1-agent | jq_py 'd["metadata"]["ownerReferences"][0]["kind"]')" = PersistentVolumeClaim
 np=$(obj networkpolicies sandboxes sbx-s1)
 check "policy: no egress before attach, ingress only orchestrator:agent" test "$(echo "$np" | jq_py \

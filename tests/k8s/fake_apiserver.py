@@ -21,7 +21,9 @@ The "kubelet" gives each pod an IP 127.0.0.N. For a sandbox pod
 (label sandbox.dev/role=sandbox) it runs the real agent binary (--agent) on
 that IP and the agent port, with the token from the pod's Secret and
 /workspace backed by a directory per PVC, and reports Ready once the port
-accepts (the pod's readiness probe). For pods of a Deployment it runs
+accepts (the pod's readiness probe). A PVC with a PersistentVolumeClaim
+dataSource starts as a copy of that claim's directory (CSI volume cloning);
+without clone support (noclone) it stays Pending and so do its pods. For pods of a Deployment it runs
 --pod-cmd (if given) with POD_IP/POD_NAME in the environment.
 
 Test control (no auth, loopback only): POST /_fake/<op> with a JSON body:
@@ -33,6 +35,7 @@ Test control (no auth, loopback only): POST /_fake/<op> with a JSON body:
   badimage {"image"}                                         ImagePullBackOff
   vanish   {"ns","name"}                                     pod deleted now
   hold     {"on":true}                                       pods stay Pending
+  noclone  {"on":true}                                       PVC clones stay Pending
 GET /_fake/state (all objects), GET /_fake/log (requests seen),
 GET /_fake/stalled ({"stalled": answers being delayed now, "delayed": ever}).
 """
@@ -46,6 +49,7 @@ import json
 import os
 import random
 import re
+import shutil
 import signal
 import socket
 import ssl
@@ -91,7 +95,7 @@ RV = [1000]
 VIOLATIONS = []
 LOG = []
 INJECT = []         # dicts: kind fail/delay, method, path(regex), ...
-STATE = {"hold": False, "badimages": [], "ips": set(), "stalled": 0,
+STATE = {"hold": False, "noclone": False, "badimages": [], "ips": set(), "stalled": 0,
          "delayed": 0}
 PROCS = {}          # pod key -> Popen
 ARGS = None
@@ -260,6 +264,17 @@ def finish_create(group, plural, ns, obj):
                          "capacity": obj.get("spec", {}).get("resources", {})
                          .get("requests", {})}
         d = os.path.join(ARGS.workdir, "pvc", ns, md["name"])
+        src = obj.get("spec", {}).get("dataSource") or {}
+        if src.get("kind") == "PersistentVolumeClaim" and not STATE["noclone"]:
+            # CSI volume cloning: the new volume starts as a copy
+            sd = os.path.join(ARGS.workdir, "pvc", ns, src.get("name", ""))
+            if key_of("", "persistentvolumeclaims", ns, src.get("name", "")) \
+                    in STORE and os.path.isdir(sd):
+                shutil.copytree(sd, d, symlinks=True, dirs_exist_ok=True)
+            else:
+                obj["status"] = {"phase": "Pending"}
+        elif src:
+            obj["status"] = {"phase": "Pending"}	# no clone support
         os.makedirs(d, exist_ok=True)
     elif plural == "secrets":
         sd = obj.pop("stringData", None) or {}
@@ -366,6 +381,10 @@ def start_sandbox_agent(k, pod, ip):
         .get("persistentVolumeClaim", {}).get("claimName", "")
     if key_of("", "persistentvolumeclaims", ns, claim) not in STORE:
         return "ContainerCreating", 'persistentvolumeclaim "%s" not found' % claim
+    if STORE[key_of("", "persistentvolumeclaims", ns, claim)] \
+            .get("status", {}).get("phase") != "Bound":
+        return "ContainerCreating", 'persistentvolumeclaim "%s" is not bound' \
+            % claim
     pdir = os.path.join(ARGS.workdir, "pods", ns, k[3])
     os.makedirs(os.path.join(pdir, "state"), exist_ok=True)
     tok = base64.b64decode(sobj["data"]["token"]).decode()
@@ -741,6 +760,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 return self.send_json(200, {"ok": True})
             if op == "hold":
                 STATE["hold"] = bool(body.get("on"))
+                return self.send_json(200, {"ok": True})
+            if op == "noclone":
+                STATE["noclone"] = bool(body.get("on"))
                 return self.send_json(200, {"ok": True})
             if op == "badimage":
                 STATE["badimages"].append(body["image"])

@@ -45,8 +45,10 @@ def exists(name, citing):
     if name.endswith('.h') and (os.path.exists('/usr/include/' + name) or
                                 os.path.exists('/usr/include/x86_64-linux-gnu/' + name)):
         return True  # a system header
-    if os.path.exists(os.path.join(root, '..', 'shared', 'k8s', name)):
-        return True  # the shared Kubernetes schemas and validator beside the repo
+    shared = os.environ.get('K8S_SHARED_DIR') or os.path.join(root, '..', 'shared', 'k8s')
+    for n in (name, name.replace('../shared/k8s/', '')):
+        if os.path.exists(os.path.join(shared, n)):
+            return True  # the shared Kubernetes schemas and validator beside the repo
     if '/' not in name:
         return name in bases
     d = os.path.dirname(citing)

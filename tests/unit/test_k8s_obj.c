@@ -66,9 +66,15 @@ TEST(test_names)
 TEST(test_image_and_env_validation)
 {
 	static const struct { const char *img; int ok; } t[] = {
-		{ "debian:12", 1 }, { "registry.example:5000/a/b@sha256:abc", 1 },
+		{ "debian:12", 1 }, { "registry.example:5000/a/b@sha256:"
+		  "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", 1 },
+		{ "ghcr.io/org/img_x.y-z__w:v1.2-rc_3", 1 }, { "localhost:5000/x", 1 },
+		{ "busybox", 1 }, { "a/b/c/d:latest", 1 },
 		{ "", 0 }, { "a b", 0 }, { "a\nb", 0 }, { "-x", 0 }, { "/x", 0 },
 		{ "a\x7f", 0 }, { "\xc3\xa9", 0 },
+		{ "Debian:12", 0 }, { "a:b:c", 0 }, { "a@sha256:abc", 0 },
+		{ "a//b", 0 }, { "a/", 0 }, { "a:", 0 }, { "a_-b", 0 }, { "x.y/A", 0 },
+		{ "a:-tag", 0 },
 	};
 	static const struct { const char *n; int ok; } e[] = {
 		{ "PATH", 1 }, { "_x1", 1 }, { "1X", 0 }, { "A-B", 0 }, { "", 0 },
@@ -209,6 +215,8 @@ TEST(test_build_pod)
 	CHECK_STR(jpath(o, "spec|securityContext|runAsUser"), "65532");
 	CHECK_STR(jpath(o, "spec|containers|0|securityContext|readOnlyRootFilesystem"), "true");
 	CHECK_STR(jpath(o, "spec|containers|0|securityContext|capabilities|drop|0"), "ALL");
+	CHECK(jpath(o, "spec|containers|0|securityContext|capabilities|add") == NULL);
+	CHECK_STR(jpath(o, "spec|containers|0|securityContext|runAsNonRoot"), "true");
 	CHECK_STR(jpath(o, "spec|containers|0|securityContext|seccompProfile|type"), "RuntimeDefault");
 	/* request capped at the limit */
 	CHECK_STR(jpath(o, "spec|containers|0|resources|requests|cpu"), "100m");
@@ -234,12 +242,35 @@ TEST(test_build_pod)
 	CHECK_STR(jpath(o, "spec|containers|0|securityContext|seccompProfile|localhostProfile"),
 	    "profiles/sandbox.json");
 	CHECK(jpath(o, "spec|dnsPolicy") == NULL);
+
+	/* run_as_root: ALL dropped, exactly the documented set back */
+	CHECK_STR(jpath(o, "spec|containers|0|securityContext|capabilities|drop|0"), "ALL");
+	CHECK_STR(jpath(o, "spec|containers|0|securityContext|capabilities|add|0"), "CHOWN");
+	CHECK_STR(jpath(o, "spec|containers|0|securityContext|capabilities|add|11"), "SETFCAP");
+	CHECK(jpath(o, "spec|containers|0|securityContext|capabilities|add|12") == NULL);
+	CHECK_STR(jpath(o, "spec|containers|0|securityContext|allowPrivilegeEscalation"), "false");
+	CHECK(jpath(o, "spec|initContainers|0|securityContext|capabilities|add") == NULL);
 	cJSON_Delete(o);
 
+	/* the claim takes the sandbox's disk; a clone names its source */
 	o = k8s_build_pvc(&P, &s, NULL, 5);
 	CHECK_STR(jpath(o, "spec|storageClassName"), "fast");
-	CHECK_STR(jpath(o, "spec|resources|requests|storage"), "1073741824");
+	CHECK_STR(jpath(o, "spec|resources|requests|storage"), "4000000");
+	CHECK(jpath(o, "spec|dataSource") == NULL);
 	cJSON_Delete(o);
+	s.ws = 0;
+	snprintf(s.ws_from, sizeof(s.ws_from), "sbx-old-ws");
+	o = k8s_build_pvc(&P, &s, NULL, 5);
+	CHECK_STR(jpath(o, "spec|resources|requests|storage"), "1073741824");
+	CHECK_STR(jpath(o, "spec|dataSource|kind"), "PersistentVolumeClaim");
+	CHECK_STR(jpath(o, "spec|dataSource|name"), "sbx-old-ws");
+	cJSON_Delete(o);
+	CHECK(k8s_qty_bytes("10Gi") == 10LL << 30);
+	CHECK(k8s_qty_bytes("1073741824") == 1LL << 30);
+	CHECK(k8s_qty_bytes("5G") == 5000000000LL);
+	CHECK(k8s_qty_bytes("1.5Gi") == -1);
+	CHECK(k8s_qty_bytes("") == -1);
+	CHECK(k8s_qty_bytes("9999999999999999999Ki") == -1);
 	o = k8s_build_secret(&P, "p1", "tok", "uid-1");
 	CHECK_STR(jpath(o, "metadata|ownerReferences|0|uid"), "uid-1");
 	CHECK_STR(jpath(o, "stringData|token"), "tok");

@@ -52,6 +52,19 @@ static const struct rcase {
 	{ "str_replace_based_edit_tool", "insert", "{\"ok\":true}", 0 },
 	{ "create_sandbox", "default", NULL, 0 },
 	{ "create_sandbox", "busybox", NULL, 0 },
+	{ "sandbox_status", NULL, "{\"id\":\"s1\",\"org\":\"acme\",\"user\":\"al\","
+	    "\"state\":\"running\",\"sandbox_id\":\"sbx-1\",\"image\":\"default\","
+	    "\"run_as_root\":true,\"writable_root\":true,\"use_kata\":false,"
+	    "\"limits\":{\"cpu\":2,\"memory_bytes\":1073741824,\"disk_bytes\":0,"
+	    "\"lifetime_ms\":3600000,\"idle_timeout_ms\":600000},\"uptime_ms\":5000,"
+	    "\"lifetime_left_ms\":3595000,\"idle_left_ms\":590000,\"usage\":"
+	    "{\"memory_bytes\":1048576,\"disk_bytes\":null},\"busy\":false,"
+	    "\"running_jobs\":1,\"jobs\":[{\"id\":\"j-1\",\"command\":\"sleep 9\"}]}", 0 },
+	{ "sandbox_status", NULL, "{\"id\":\"s2\",\"org\":\"\",\"user\":\"\","
+	    "\"state\":\"none\",\"sandbox_id\":\"\",\"image\":\"\","
+	    "\"limits\":{\"cpu\":2,\"memory_bytes\":1073741824,\"disk_bytes\":0,"
+	    "\"lifetime_ms\":3600000,\"idle_timeout_ms\":600000},\"usage\":{},"
+	    "\"busy\":false,\"running_jobs\":0,\"jobs\":[]}", 0 },
 	{ "clear_session", "1", NULL, 0 },
 	{ "clear_session", "0", NULL, 0 },
 };
@@ -78,8 +91,15 @@ build(const struct rcase *c, struct tool_call *tc, int structured)
 		job_stop_result(tc, j, "j-1");
 	else if (strcmp(c->tool, "str_replace_based_edit_tool") == 0)
 		edit_result(tc, c->arg, "notes/a.txt", "one\ntwo\n", 3, j);
-	else if (strcmp(c->tool, "create_sandbox") == 0)
-		sandbox_result(tc, "sbx-0123", c->arg);
+	else if (strcmp(c->tool, "create_sandbox") == 0) {
+		struct buf t;
+
+		buf_init(&t, 4096);
+		ign(buf_addstr(&t, "A new sandbox is ready."));
+		sandbox_result(tc, &t, "sbx-0123", c->arg);
+		buf_free(&t);
+	} else if (strcmp(c->tool, "sandbox_status") == 0)
+		status_result(tc, cJSON_Duplicate(j, 1));
 	else if (strcmp(c->tool, "clear_session") == 0)
 		cleared_result(tc, c->arg[0] == '1');
 	cJSON_Delete(j);

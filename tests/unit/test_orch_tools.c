@@ -11,6 +11,7 @@
 #include <cjson/cJSON.h>
 
 #include "schema.h"
+#include "sessopt.h"
 #include "tools.h"
 #include "unit.h"
 
@@ -40,10 +41,11 @@ TEST(test_schema_compile_refuses)
 		ROOT("\"a\":1"),
 		ROOT("\"a\":{}"),
 		ROOT("\"a\":{\"type\":5}"),
-		ROOT("\"a\":{\"type\":\"number\"}"),
+		ROOT("\"a\":{\"type\":\"number\",\"maxLength\":3}"),
+		ROOT("\"a\":{\"type\":\"number\",\"minimum\":0.5}"),
 		ROOT("\"a\":{\"type\":\"object\"}"),
 		ROOT("\"a\":{\"type\":\"null\"}"),
-		ROOT("\"a\":{\"type\":[\"string\",\"null\"]}"),
+		ROOT("\"a\":{\"type\":[\"string\",\"integer\"]}"),
 		ROOT("\"a\":{\"type\":\"string\"},\"a\":{\"type\":\"string\"}"),
 		/* unknown or misspelt keywords */
 		ROOT("\"a\":{\"type\":\"string\",\"maxlength\":3}"),
@@ -85,6 +87,7 @@ TEST(test_schema_compile_refuses)
 		    "\"required\":[\"a\"],\"additionalProperties\":false}",
 		ROOT("\"a\":{\"type\":\"integer\",\"minimum\":-9007199254740992,"
 		    "\"maximum\":9007199254740992}"),
+		ROOT("\"a\":{\"type\":\"number\",\"minimum\":0,\"maximum\":256}"),
 	};
 	char err[256];
 	size_t i;
@@ -161,7 +164,8 @@ static const char test_schema[] =
     "\"minItems\":2,\"maxItems\":2},"
     "\"u\":{\"type\":\"integer\"},"
     "\"t\":{\"type\":\"string\",\"minLength\":3},"
-    "\"v\":{\"type\":\"array\",\"items\":{\"type\":\"integer\"}}"
+    "\"v\":{\"type\":\"array\",\"items\":{\"type\":\"integer\"}},"
+    "\"n\":{\"type\":\"number\",\"minimum\":0,\"maximum\":4}"
     "},\"required\":[\"s\"],\"additionalProperties\":false}";
 
 TEST(test_schema_check_table)
@@ -267,6 +271,13 @@ TEST(test_schema_check_table)
 		{ "{\"s\":\"x\",\"v\":[]}", NULL },
 		{ "{\"s\":\"x\",\"v\":[1,2,3,4,5,6,7,8,9]}", NULL },
 		{ "{\"s\":\"x\",\"v\":[1,true]}", "argument 'v' must be an array of integers" },
+		/* numbers: fractions in bounds */
+		{ "{\"s\":\"x\",\"n\":0.5}", NULL },
+		{ "{\"s\":\"x\",\"n\":4}", NULL },
+		{ "{\"s\":\"x\",\"n\":4.01}", "argument 'n' must be between 0 and 4" },
+		{ "{\"s\":\"x\",\"n\":-0.1}", "argument 'n' must be between 0 and 4" },
+		{ "{\"s\":\"x\",\"n\":1e400}", "argument 'n' must be a number" },
+		{ "{\"s\":\"x\",\"n\":\"1\"}", "argument 'n' must be a number" },
 	};
 	char err[256];
 	cJSON *js = cJSON_Parse(test_schema);
@@ -395,6 +406,9 @@ TEST(test_tools_check_accepts)
 		{ "create_sandbox", "{}" },
 		{ "create_sandbox", "{\"image\":\"alpine\",\"use_kata\":false,\"run_as_root\":true,\"writable_root\":null}" },
 		{ "create_sandbox", "{\"image\":\"\"}" },	/* the default image */
+		{ "create_sandbox", "{\"cpu\":1.5,\"memory\":\"2GiB\",\"disk\":\"10G\","
+		  "\"lifetime\":\"2h\",\"idle_timeout\":\"30m\",\"fresh_workspace\":true}" },
+		{ "sandbox_status", "{}" },
 		{ "clear_session", "{}" },
 	};
 	size_t i;
@@ -444,6 +458,11 @@ TEST(test_tools_check_refuses)
 		{ "str_replace_based_edit_tool", "{\"command\":\"view\",\"path\":\"x\",\"view_range\":[1.5,2]}", "argument 'view_range' must be an array of 2 integers" },
 		{ "str_replace_based_edit_tool", "{\"command\":\"insert\",\"path\":\"x\",\"insert_line\":1099511627777,\"insert_text\":\"a\"}", "argument 'insert_line' must be between 0 and 1099511627776" },
 		{ "create_sandbox", "{\"use_kata\":\"yes\"}", "argument 'use_kata' must be true or false" },
+		{ "create_sandbox", "{\"cpu\":\"2\"}", "argument 'cpu' must be a number" },
+		{ "create_sandbox", "{\"cpu\":257}", "argument 'cpu' must be between 0 and 256" },
+		{ "create_sandbox", "{\"memory\":2147483648}", "argument 'memory' must be a string" },
+		{ "create_sandbox", "{\"gpus\":1}", "unknown argument 'gpus'" },
+		{ "sandbox_status", "{\"verbose\":true}", "unknown argument 'verbose'" },
 		{ "clear_session", "{\"x\":1}", "unknown argument 'x'" },
 		{ "rm_rf", "{}", "unknown tool" },
 	};
@@ -508,16 +527,117 @@ TEST(test_tools_list_matches)
 		schema_free(sc);
 		n++;
 	}
-	CHECK_INT(n, 8);
+	CHECK_INT(n, 9);
 	CHECK(!tools_exists("nope"));
 	CHECK(!tools_exists(""));
 	cJSON_Delete(l);
 	tools_cleanup();
 	CHECK_INT(tools_init(), 0);
 	l = tools_list();
-	CHECK_INT(cJSON_GetArraySize(l), 8);
+	CHECK_INT(cJSON_GetArraySize(l), 9);
 	cJSON_Delete(l);
 	tools_cleanup();
+}
+
+/* The runtime's images become create_sandbox's enum and description. */
+TEST(test_tools_images)
+{
+	cJSON *im = cJSON_CreateStringArray((const char *[]){ "busybox",
+	    "default" }, 2), *l, *t, *cs = NULL;
+	const char *d;
+
+	CHECK_INT(tools_init(), 0);
+	CHECK_INT(tools_set_images(im), 0);
+	check_args(NULL, "create_sandbox", "{\"image\":\"busybox\"}", 0, NULL);
+	check_args(NULL, "create_sandbox", "{\"image\":\"nope\"}", 0,
+	    "unknown image 'nope': use busybox or default");
+	l = tools_list();
+	cJSON_ArrayForEach(t, l)
+		if (strcmp(cJSON_GetObjectItem(t, "name")->valuestring,
+		    "create_sandbox") == 0)
+			cs = t;
+	CHECK(cs != NULL);
+	d = cJSON_GetStringValue(cJSON_GetObjectItem(cs, "description"));
+	CHECK(d != NULL && strstr(d, "Images here: busybox, default.") != NULL);
+	CHECK(cJSON_IsArray(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(
+	    cJSON_GetObjectItem(cs, "inputSchema"), "properties"), "image"), "enum")));
+	cJSON_Delete(l);
+	CHECK_INT(tools_set_images(im), 0);	/* the same again: nothing */
+	CHECK_INT(tools_set_images(NULL), 0);	/* any image again */
+	check_args(NULL, "create_sandbox", "{\"image\":\"nope\"}", 0, NULL);
+	cJSON_Delete(im);
+	tools_cleanup();
+}
+
+/* create_sandbox's and POST /v1/sessions' options (sessopt.c). */
+TEST(test_sessopt)
+{
+	static const struct {
+		const char	*json;
+		const char	*want;	/* NULL: parsed */
+	} t[] = {
+		{ "{\"cpu\":0.5,\"memory\":\"512MiB\",\"disk\":\"1073741824\"}", NULL },
+		{ "{\"lifetime\":\"2h\",\"idle_timeout\":\"90s\",\"image\":null}", NULL },
+		{ "{\"id\":\"s1\",\"org\":\"o\"}", NULL },
+		{ "{\"cpu\":0.001}", "cpu must be a number of cores from 0.01 to 256 (e.g. 0.5 or 2)" },
+		{ "{\"cpu\":\"1\"}", "cpu must be a number of cores from 0.01 to 256 (e.g. 0.5 or 2)" },
+		{ "{\"memory\":\"lots\"}", "memory must be a size such as \"512MiB\" or \"2GiB\" (a string; a bare number is bytes)" },
+		{ "{\"memory\":1024}", "memory must be a size such as \"512MiB\" or \"2GiB\" (a string; a bare number is bytes)" },
+		{ "{\"lifetime\":\"3600000\"}", "lifetime must be a duration of at least 1m with its unit, such as \"90s\", \"30m\" or \"2h\"" },
+		{ "{\"idle_timeout\":\"10s\"}", "idle_timeout must be a duration of at least 1m with its unit, such as \"90s\", \"30m\" or \"2h\"" },
+		{ "{\"image\":\"\"}", "image must be a non-empty string of at most 255 bytes" },
+		{ "{\"use_kata\":1}", "use_kata must be true or false" },
+		{ "{\"gpus\":1}", "unknown field 'gpus' (the options are image, use_kata, run_as_root, writable_root, cpu, memory, disk, lifetime, idle_timeout, fresh_workspace)" },
+		{ "{\"cpu\":1,\"cpu\":2}", "field 'cpu' appears twice" },
+	};
+	static const char *const ids[] = { "id", "org", "user", NULL };
+	struct conf c;
+	struct sess_opts o;
+	char err[512], b[64];
+	size_t i;
+
+	for (i = 0; i < NELEM(t); i++) {
+		cJSON *js = cJSON_Parse(t[i].json);
+		int rc;
+
+		sessopt_init(&o);
+		err[0] = '\0';
+		rc = sessopt_parse(js, ids, &o, err, sizeof(err));
+		CHECK_INT(rc, t[i].want == NULL ? 0 : -1);
+		if (t[i].want != NULL)
+			CHECK_STR(err, t[i].want);
+		cJSON_Delete(js);
+	}
+	sessopt_init(&o);
+	CHECK(!sessopt_sandbox_given(&o));
+	o.lifetime_ms = 7200000;
+	CHECK(!sessopt_sandbox_given(&o));
+	o.cpu_millis = 500;
+	CHECK(sessopt_sandbox_given(&o));
+	memset(&c, 0, sizeof(c));
+	c.max_cpu_millis = 4000;
+	c.max_mem_bytes = 8LL << 30;
+	c.max_disk_bytes = 64LL << 30;
+	c.max_lifetime_ms = 86400000;
+	c.max_idle_ms = 4 * 3600000;
+	CHECK_INT(sessopt_check(&c, &o, err, sizeof(err)), 0);
+	o.mem_bytes = 16LL << 30;
+	CHECK_INT(sessopt_check(&c, &o, err, sizeof(err)), -1);
+	CHECK_STR(err, "memory 16GiB is above the maximum of 8GiB (sandbox.max_memory)");
+	o.mem_bytes = 0;
+	o.cpu_millis = 4500;
+	CHECK_INT(sessopt_check(&c, &o, err, sizeof(err)), -1);
+	CHECK_STR(err, "cpu 4.5 cores is above the maximum of 4 cores (sandbox.max_cpu_millis)");
+	o.cpu_millis = 0;
+	o.lifetime_ms = 2 * 86400000LL;
+	CHECK_INT(sessopt_check(&c, &o, err, sizeof(err)), -1);
+	CHECK_STR(err, "lifetime 48h is above the maximum of 24h (reap.max_lifetime)");
+	sessopt_fmt_size(b, sizeof(b), 1536);
+	CHECK_STR(b, "1536 bytes");
+	sessopt_fmt_size(b, sizeof(b), 3LL << 20);
+	CHECK_STR(b, "3MiB");
+	sessopt_fmt_duration(b, sizeof(b), 90000);
+	CHECK_STR(b, "90s");
 }
 
 int
@@ -531,5 +651,7 @@ main(void)
 	RUN(test_tools_check_refuses);
 	RUN(test_tools_size_limits);
 	RUN(test_tools_list_matches);
+	RUN(test_tools_images);
+	RUN(test_sessopt);
 	return unit_done();
 }

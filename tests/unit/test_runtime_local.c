@@ -329,6 +329,67 @@ TEST(test_upper_writes_refuse_symlinks)
 	CHECK(access(p, F_OK) == -1);
 }
 
+/* A hostile workspace copied into another sandbox (rl_copy_tree). */
+TEST(test_copy_tree)
+{
+	char src[600], dst[700], p[800], q[800], e[700];
+	struct rl_idmap map = { .from_base = 2000000, .from_range = 65536,
+	    .from_agent = 0, .to_base = 3000000, .to_range = 65536,
+	    .to_agent = 1000 };
+	struct stat st, st2;
+	int fd, sfd, root = geteuid() == 0;
+
+	snprintf(src, sizeof(src), "%s/cpsrc", tdir);
+	snprintf(dst, sizeof(dst), "%s/cpdst", tdir);
+	mkdir(src, 0755);
+	mkdir(dst, 0755);
+	snprintf(p, sizeof(p), "%s/sub", src);
+	mkdir(p, 0750);
+	snprintf(p, sizeof(p), "%s/sub/file", src);
+	fd = open(p, O_CREAT | O_WRONLY, 04755);
+	CHECK(write(fd, "data", 4) == 4);
+	close(fd);
+	if (root)
+		CHECK(chown(p, 2000000 + 0, 2000000 + 5) == 0);	/* the agent, gid 5 */
+	chmod(p, 04755);	/* after the chown, which clears set-id bits */
+	snprintf(q, sizeof(q), "%s/sub/hard", src);
+	CHECK(link(p, q) == 0);
+	snprintf(p, sizeof(p), "%s/sparse", src);
+	fd = open(p, O_CREAT | O_WRONLY, 0644);
+	CHECK(pwrite(fd, "end", 3, 1LL << 33) == 3);	/* 8 GiB of hole first */
+	close(fd);
+	snprintf(p, sizeof(p), "%s/escape", src);
+	CHECK(symlink("/etc", p) == 0);
+	snprintf(p, sizeof(p), "%s/fifo", src);
+	CHECK(mkfifo(p, 0600) == 0);
+	CHECK((sfd = open(src, O_RDONLY | O_DIRECTORY)) != -1);
+	CHECK(rl_copy_tree(sfd, dst, &map, e, sizeof(e)) == 0);
+	close(sfd);
+	snprintf(p, sizeof(p), "%s/sub/file", dst);
+	CHECK(lstat(p, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 4);
+	CHECK_INT((int)(st.st_mode & 07777), 04755);	/* set-id kept after chown */
+	if (root) {
+		CHECK_INT((int)st.st_uid, 3000000 + 1000);	/* agent -> agent */
+		CHECK_INT((int)st.st_gid, 3000000 + 5);		/* inner id kept */
+	}
+	snprintf(q, sizeof(q), "%s/sub/hard", dst);
+	CHECK(lstat(q, &st2) == 0 && st2.st_ino == st.st_ino);	/* still a link */
+	snprintf(p, sizeof(p), "%s/sub", dst);
+	CHECK(lstat(p, &st) == 0 && (st.st_mode & 07777) == 0750);
+	snprintf(p, sizeof(p), "%s/sparse", dst);
+	CHECK(lstat(p, &st) == 0 && st.st_size == (1LL << 33) + 3);
+	CHECK(st.st_blocks < 1024);	/* the hole stayed a hole */
+	fd = open(p, O_RDONLY);
+	CHECK(pread(fd, e, 3, 1LL << 33) == 3 && memcmp(e, "end", 3) == 0);
+	close(fd);
+	snprintf(p, sizeof(p), "%s/escape", dst);
+	CHECK(lstat(p, &st) == 0 && S_ISLNK(st.st_mode));	/* a link, not /etc */
+	CHECK(readlink(p, e, sizeof(e)) == 4 && memcmp(e, "/etc", 4) == 0);
+	snprintf(p, sizeof(p), "%s/fifo", dst);
+	CHECK(lstat(p, &st) == 0 && S_ISFIFO(st.st_mode));
+	CHECK(rl_rmtree(src, e, sizeof(e)) == 0 && rl_rmtree(dst, e, sizeof(e)) == 0);
+}
+
 TEST(test_seccomp_program)
 {
 	char e[256];
@@ -579,6 +640,7 @@ main(void)
 	RUN(test_rmtree_no_follow);
 	RUN(test_image_path);
 	RUN(test_upper_writes_refuse_symlinks);
+	RUN(test_copy_tree);
 	RUN(test_seccomp_program);
 	RUN(test_cfg_keys);
 	RUN(test_cgroup_selection);

@@ -6,13 +6,16 @@
  * (double fork), so they survive an orchestrator restart like real
  * sandboxes do; list() rebuilds everything from the directories and the
  * live processes. Every process of a sandbox carries FAKE_SANDBOX_ID=<id>
- * in its environment, which is how stop() finds them all.
+ * in its environment, which is how stop() finds them all. A create with
+ * workspace_from copies that sandbox's workspace (cp -a); limits are
+ * recorded and reported, never enforced.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +36,8 @@
 #include "strnum.h"
 #include "xmalloc.h"
 #include "util.h"
+
+extern char **environ;
 
 struct fake {
 	char		*dir;
@@ -223,6 +228,31 @@ rm_rf(const char *path)
 	return rmdir(path);
 }
 
+/* Adds the allocated bytes under path (no links followed) to *n. */
+static int
+du_bytes(const char *path, long long *n, int depth)
+{
+	DIR *d;
+	struct dirent *de;
+	char p[4096];
+	struct stat st;
+
+	if (lstat(path, &st) == -1)
+		return -1;
+	*n += (long long)st.st_blocks * 512;
+	if (!S_ISDIR(st.st_mode) || depth > 64 || (d = opendir(path)) == NULL)
+		return 0;
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if ((size_t)snprintf(p, sizeof(p), "%s/%s", path, de->d_name) <
+		    sizeof(p))
+			(void)du_bytes(p, n, depth + 1);
+	}
+	closedir(d);
+	return 0;
+}
+
 /* Starts the agent for id; waits until it answers. */
 static int
 spawn_agent(struct fake *f, const char *id, cJSON *meta, char *err, size_t errlen)
@@ -352,6 +382,15 @@ fail:
 	return -1;
 }
 
+static long long
+meta_ll(const cJSON *meta, const char *k)
+{
+	const cJSON *x = cJSON_GetObjectItem(meta, k);
+
+	return cJSON_IsNumber(x) && x->valuedouble > 0 &&
+	    x->valuedouble < 9.0e15 ? (long long)x->valuedouble : 0;
+}
+
 static void
 info_from(struct fake *f, const char *id, cJSON *meta, struct rt_info *out)
 {
@@ -366,6 +405,13 @@ info_from(struct fake *f, const char *id, cJSON *meta, struct rt_info *out)
 	    cJSON_IsString(x) ? x->valuestring : "host");
 	x = cJSON_GetObjectItem(meta, "created_ms");
 	out->created_ms = cJSON_IsNumber(x) ? (long long)x->valuedouble : 0;
+	out->lim.mem_bytes = meta_ll(meta, "mem_bytes");
+	out->lim.cpu_millis = meta_ll(meta, "cpu_millis");
+	out->lim.pids_max = meta_ll(meta, "pids_max");
+	out->lim.disk_bytes = meta_ll(meta, "disk_bytes");
+	out->run_as_root = cJSON_IsTrue(cJSON_GetObjectItem(meta, "run_as_root"));
+	out->writable_root = cJSON_IsTrue(cJSON_GetObjectItem(meta,
+	    "writable_root"));
 	if (agent_pid(f, id) > 0) {
 		out->state = RT_RUNNING;
 		x = cJSON_GetObjectItem(meta, "started_ms");
@@ -405,6 +451,102 @@ f_get(struct runtime *rt, const char *id, struct rt_info *out, char *err,
 	return 0;
 }
 
+/* What create and check refuse (fake: no VM isolation, images are names). */
+static int
+f_spec_ok(struct fake *f, const struct rt_spec *sp, char *err, size_t errlen)
+{
+	char p[512];
+	size_t i, n = sp->image ? strlen(sp->image) : 0;
+
+	if (sp->use_kata) {
+		snprintf(err, errlen, "use_kata is not available on this runtime "
+		    "(fake: no VM isolation)");
+		return -1;
+	}
+	for (i = 0; i < n; i++)
+		if ((unsigned char)sp->image[i] <= ' ' || sp->image[i] == '/') {
+			snprintf(err, errlen, "invalid image name");
+			return -1;
+		}
+	if (sp->mem_bytes < 0 || sp->cpu_millis < 0 || sp->disk_bytes < 0 ||
+	    sp->pids_max < 0) {
+		snprintf(err, errlen, "limits must not be negative");
+		return -1;
+	}
+	if (sp->workspace_from != NULL && (!id_sandbox_valid(sp->workspace_from) ||
+	    path_of(f, sp->workspace_from, "workspace", p, sizeof(p)) == -1 ||
+	    access(p, F_OK) == -1)) {
+		snprintf(err, errlen, "sandbox %s has no workspace to copy",
+		    sp->workspace_from);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+f_check(struct runtime *rt, const struct rt_spec *sp, char *err, size_t errlen)
+{
+	return f_spec_ok(rt->impl, sp, err, errlen);
+}
+
+static cJSON *
+f_images(struct runtime *rt)
+{
+	(void)rt;
+	return NULL;	/* any name: the agent runs on the host */
+}
+
+/* cp -a from's workspace into id's (the fake runs as one user). */
+static int
+copy_ws(struct fake *f, const char *from, const char *id, char *err,
+    size_t errlen)
+{
+	char src[520], dst[512];
+	char *av[] = { "cp", "-a", "--", src, dst, NULL };
+	pid_t pid;
+	int st = -1;
+
+	if (path_of(f, from, "workspace/.", src, sizeof(src)) == -1 ||
+	    path_of(f, id, "workspace", dst, sizeof(dst)) == -1 ||
+	    (mkdir(dst, 0755) == -1 && errno != EEXIST)) {
+		snprintf(err, errlen, "fake: workspace path");
+		return -1;
+	}
+	if (posix_spawnp(&pid, "cp", NULL, NULL, av, environ) != 0) {
+		snprintf(err, errlen, "fake: cannot run cp");
+		return -1;
+	}
+	while (waitpid(pid, &st, 0) == -1 && errno == EINTR)
+		;
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		snprintf(err, errlen, "fake: copying the workspace of %s failed",
+		    from);
+		return -1;
+	}
+	return 0;
+}
+
+/* Disk: the workspace's allocated bytes (du); memory is not known. */
+static int
+f_usage(struct runtime *rt, const char *id, struct rt_usage *out, char *err,
+    size_t errlen)
+{
+	struct fake *f = rt->impl;
+	char p[512];
+	long long n = 0;
+
+	out->mem_bytes = out->disk_bytes = out->oom_kills = -1;
+	out->disk_partial = 0;
+	if (!id_sandbox_valid(id) || path_of(f, id, "workspace", p,
+	    sizeof(p)) == -1 || access(p, F_OK) == -1) {
+		snprintf(err, errlen, "not found");
+		return -1;
+	}
+	if (du_bytes(p, &n, 0) == 0)
+		out->disk_bytes = n;
+	return 0;
+}
+
 static int
 f_create(struct runtime *rt, const struct rt_spec *sp, struct rt_info *out,
     char *err, size_t errlen)
@@ -420,11 +562,8 @@ f_create(struct runtime *rt, const struct rt_spec *sp, struct rt_info *out,
 		snprintf(err, errlen, "invalid id");
 		return -1;
 	}
-	if (sp->use_kata) {
-		snprintf(err, errlen, "use_kata is not available on this runtime "
-		    "(fake: no VM isolation)");
+	if (f_spec_ok(f, sp, err, errlen) == -1)
 		return -1;
-	}
 	if (path_of(f, sp->id, NULL, dir, sizeof(dir)) == -1 ||
 	    path_of(f, sp->id, "creating", cr, sizeof(cr)) == -1) {
 		snprintf(err, errlen, "path too long");
@@ -442,6 +581,10 @@ f_create(struct runtime *rt, const struct rt_spec *sp, struct rt_info *out,
 	cJSON_AddNumberToObject(meta, "started_ms", (double)util_unix_ms());
 	cJSON_AddBoolToObject(meta, "run_as_root", sp->run_as_root);
 	cJSON_AddBoolToObject(meta, "writable_root", sp->writable_root);
+	cJSON_AddNumberToObject(meta, "mem_bytes", (double)sp->mem_bytes);
+	cJSON_AddNumberToObject(meta, "cpu_millis", (double)sp->cpu_millis);
+	cJSON_AddNumberToObject(meta, "pids_max", (double)sp->pids_max);
+	cJSON_AddNumberToObject(meta, "disk_bytes", (double)sp->disk_bytes);
 	l = cJSON_AddObjectToObject(meta, "labels");
 	for (i = 0; i < sp->nlabels; i++)
 		cJSON_AddStringToObject(l, sp->labels[i].k, sp->labels[i].v);
@@ -456,6 +599,11 @@ f_create(struct runtime *rt, const struct rt_spec *sp, struct rt_info *out,
 		return -1;
 	}
 	pthread_mutex_unlock(&f->mu);
+	if (sp->workspace_from != NULL && copy_ws(f, sp->workspace_from, sp->id,
+	    err, errlen) == -1) {
+		cJSON_Delete(meta);
+		return -1;
+	}
 	if (f->create_delay_ms > 0)
 		usleep((useconds_t)(f->create_delay_ms * 1000));
 	if (spawn_agent(f, sp->id, meta, err, errlen) == -1) {
@@ -696,6 +844,9 @@ static const struct runtime_ops fake_ops = {
 	.set_labels = f_set_labels,
 	.agent_addr = f_agent_addr,
 	.attach_egress = f_attach_egress,
+	.check = f_check,
+	.images = f_images,
+	.usage = f_usage,
 	.free = f_free,
 };
 

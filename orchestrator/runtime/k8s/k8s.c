@@ -5,7 +5,9 @@
  * Per sandbox <id> (all labelled managed-by, instance, id):
  *   PVC     sbx-<id>-ws     /workspace; its annotations are the session
  *                           record (spec, labels); kept while stopped,
- *                           deleted on destroy;
+ *                           deleted on destroy; a create that carries a
+ *                           /workspace over clones the old sandbox's
+ *                           claim (dataSource), leaving it as it was;
  *   Secret  sbx-<id>-agent  the agent's bearer token (owned by the PVC);
  *   Policy  sbx-<id>        ingress only from the orchestrator to the agent
  *                           port, egress only to the assigned proxy pod
@@ -67,7 +69,6 @@ info_fill(struct k8s_rt *r, struct rt_info *out, const char *id,
 	char e[128];
 	const char *spec;
 
-	(void)r;
 	memset(out, 0, sizeof(*out));
 	snprintf(out->id, sizeof(out->id), "%s", id);
 	src = pvc ? pvc : pod;
@@ -78,6 +79,13 @@ info_fill(struct k8s_rt *r, struct rt_info *out, const char *id,
 	if ((spec = k8s_ann(ann, K8S_ANN_SPEC)) != NULL &&
 	    k8s_sbx_decode(spec, id, &s, e, sizeof(e)) == 0) {
 		snprintf(out->image, sizeof(out->image), "%s", s.image);
+		out->lim.mem_bytes = s.mem;
+		out->lim.cpu_millis = s.cpu;
+		out->lim.pids_max = s.pids;
+		out->lim.disk_bytes = s.ws > 0 ? s.ws : r->conf->workspace_bytes;
+		out->use_kata = s.use_kata;
+		out->run_as_root = s.run_as_root;
+		out->writable_root = s.writable_root;
 		k8s_sbx_clear(&s);
 	}
 	out->created_ms = k8s_ann_ll(ann, K8S_ANN_CREATED);
@@ -253,6 +261,146 @@ sbx_defaults(struct k8s_rt *r, struct k8s_sbx *s)
 		s->cpu = r->conf->cpu_millis;
 	if (s->disk == 0)
 		s->disk = r->conf->disk_bytes;
+	if (s->ws == 0)
+		s->ws = r->conf->workspace_bytes;
+}
+
+/*
+ * One limit against the runtime's bounds (v in bytes or units; min and
+ * max in units of scale, named unit; a v that is not a whole number of
+ * them is shown as it is). 0, or -1 with err naming the bounds.
+ */
+static int
+lim_ok(const char *what, long long v, long long min, long long max,
+    long long scale, const char *unit, char *err, size_t errlen)
+{
+	if (v >= min * scale && v <= max * scale)
+		return 0;
+	if (v % scale == 0)
+		snprintf(err, errlen, "%s %lld%s is outside the kubernetes runtime's "
+		    "bounds (%lld%s to %lld%s)", what, v / scale, unit, min,
+		    unit, max, unit);
+	else
+		snprintf(err, errlen, "%s %lld bytes is outside the kubernetes runtime's "
+		    "bounds (%lld%s to %lld%s)", what, v, min, unit, max, unit);
+	return -1;
+}
+
+/*
+ * The /workspace a new sandbox carries over (sp->workspace_from): the
+ * claim it clones (into s->ws_from), which must exist and be no larger
+ * than the new claim (a clone cannot shrink). 0, or -1 with err.
+ */
+static int
+ws_source(struct k8s_rt *r, const struct rt_spec *sp, struct k8s_sbx *s,
+    char *err, size_t errlen)
+{
+	const cJSON *q;
+	cJSON *pvc = NULL;
+	long long have;
+
+	if (sp->workspace_from == NULL)
+		return 0;
+	if (!r->conf->workspace_clone) {
+		snprintf(err, errlen, "carrying /workspace to a new sandbox is off "
+		    "on this cluster (kubernetes.workspace_clone: false)");
+		return -1;
+	}
+	if (!id_sandbox_valid(sp->workspace_from) ||
+	    api_pvc_get(r, sp->workspace_from, &pvc, err, errlen) == -1 ||
+	    pvc == NULL) {
+		if (pvc == NULL)
+			snprintf(err, errlen, "sandbox %s has no workspace claim to "
+			    "copy", sp->workspace_from);
+		return -1;
+	}
+	q = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(
+	    cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pvc,
+	    "spec"), "resources"), "requests"), "storage");
+	have = cJSON_IsString(q) ? k8s_qty_bytes(q->valuestring) : -1;
+	cJSON_Delete(pvc);
+	if (have > s->ws) {
+		snprintf(err, errlen, "disk %lld bytes is smaller than the /workspace "
+		    "being carried over (%lld bytes): a copy cannot shrink", s->ws,
+		    have);
+		return -1;
+	}
+	k8s_name_pvc(sp->workspace_from, s->ws_from, sizeof(s->ws_from));
+	return 0;
+}
+
+/* What create needs from a spec, checked (check() and create()): s filled
+ * with the defaults, the clone source found. 0, or -1 with err. */
+static int
+sbx_check(struct k8s_rt *r, const struct rt_spec *sp, struct k8s_sbx *s,
+    char *err, size_t errlen)
+{
+	if (k8s_sbx_from_spec(s, sp, r->conf->image, err, errlen) == -1)
+		return -1;
+	sbx_defaults(r, s);
+	if (s->use_kata && (r->conf->kata_runtime_class == NULL ||
+	    r->conf->kata_runtime_class[0] == '\0')) {
+		snprintf(err, errlen, "use_kata: no kata runtime class is configured "
+		    "(kubernetes.kata_runtime_class)");
+		goto fail;
+	}
+	if (sp->nlabels > K8S_MAX_LABELS) {
+		snprintf(err, errlen, "too many labels (max %d)", K8S_MAX_LABELS);
+		goto fail;
+	}
+	if (lim_ok("memory", s->mem, 16, 1LL << 20, 1LL << 20, "MiB", err,
+	    errlen) == -1 || lim_ok("cpu", s->cpu, 10, 256000, 1, " millicores",
+	    err, errlen) == -1 || lim_ok("disk", s->ws, 1, 1LL << 24, 1LL << 20,
+	    "MiB", err, errlen) == -1 || lim_ok("ephemeral storage", s->disk, 16,
+	    1LL << 22, 1LL << 20, "MiB", err, errlen) == -1 ||
+	    ws_source(r, sp, s, err, errlen) == -1)
+		goto fail;
+	return 0;
+fail:
+	k8s_sbx_clear(s);
+	return -1;
+}
+
+static int
+k8s_check(struct runtime *rt, const struct rt_spec *sp, char *err,
+    size_t errlen)
+{
+	struct rt_spec c = *sp;
+	struct k8s_sbx s;
+
+	if (c.id == NULL)
+		c.id = "check";
+	if (sbx_check(rt->impl, &c, &s, err, errlen) == -1)
+		return -1;
+	k8s_sbx_clear(&s);
+	return 0;
+}
+
+static cJSON *
+k8s_images(struct runtime *rt)
+{
+	(void)rt;
+	return NULL;	/* any reference the cluster can pull */
+}
+
+/* Nothing the API tells cheaply (no metrics API is assumed): unknown. */
+static int
+k8s_usage(struct runtime *rt, const char *id, struct rt_usage *out, char *err,
+    size_t errlen)
+{
+	struct k8s_rt *r = rt->impl;
+	cJSON *pvc = NULL;
+
+	out->mem_bytes = out->disk_bytes = out->oom_kills = -1;
+	out->disk_partial = 0;
+	if (!id_sandbox_valid(id) || api_pvc_get(r, id, &pvc, err, errlen) == -1 ||
+	    pvc == NULL) {
+		if (pvc == NULL)
+			snprintf(err, errlen, "not found");
+		return -1;
+	}
+	cJSON_Delete(pvc);
+	return 0;
 }
 
 static int
@@ -290,19 +438,8 @@ k8s_create(struct runtime *rt, const struct rt_spec *sp, struct rt_info *out,
 	int st, rc = -1, made = 0;
 
 	memset(out, 0, sizeof(*out));
-	if (k8s_sbx_from_spec(&s, sp, r->conf->image, err, errlen) == -1)
+	if (sbx_check(r, sp, &s, err, errlen) == -1)
 		return -1;
-	sbx_defaults(r, &s);
-	if (s.use_kata && (r->conf->kata_runtime_class == NULL ||
-	    r->conf->kata_runtime_class[0] == '\0')) {
-		snprintf(err, errlen, "use_kata: no kata runtime class is configured "
-		    "(kubernetes.kata_runtime_class)");
-		goto out;
-	}
-	if (sp->nlabels > K8S_MAX_LABELS) {
-		snprintf(err, errlen, "too many labels (max %d)", K8S_MAX_LABELS);
-		goto out;
-	}
 	labels = k8s_labels_encode(sp->labels, sp->nlabels);
 	if (strlen(labels) > K8S_MAX_ANN) {
 		snprintf(err, errlen, "labels too large (max %zu bytes)", K8S_MAX_ANN);
@@ -827,6 +964,9 @@ static const struct runtime_ops k8s_ops = {
 	.set_labels = k8s_set_labels,
 	.agent_addr = k8s_agent_addr,
 	.attach_egress = k8s_attach_egress,
+	.check = k8s_check,
+	.images = k8s_images,
+	.usage = k8s_usage,
 	.free = k8s_free,
 };
 

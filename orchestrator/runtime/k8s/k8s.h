@@ -44,6 +44,7 @@ struct rt_k8s_conf {
 	char		*kata_runtime_class;
 	char		*storage_class;
 	long long	 workspace_bytes;
+	int		 workspace_clone;
 	long long	 cpu_millis;
 	long long	 cpu_request_millis;
 	long long	 mem_bytes;
@@ -115,7 +116,11 @@ struct rt_k8s_conf {
 	{ PFX "storage_class", CFG_STR, RT_K8S_O_(OFF, storage_class), 0, 0, NULL, NULL, \
 	    "StorageClass of workspace PVCs; empty: the cluster default" }, \
 	{ PFX "workspace_size", CFG_SIZE, RT_K8S_O_(OFF, workspace_bytes), 1048576, \
-	    1LL << 44, "10GiB", NULL, "size of each /workspace PVC" }, \
+	    1LL << 44, "10GiB", NULL, "size of each /workspace PVC (a create's disk limit sets its own)" }, \
+	{ PFX "workspace_clone", CFG_BOOL, RT_K8S_O_(OFF, workspace_clone), 0, 0, "true", \
+	    NULL, "create_sandbox carries /workspace over by cloning the old PVC (dataSource: " \
+	    "the StorageClass's CSI driver must support volume cloning); false: carrying is " \
+	    "refused and only fresh_workspace works" }, \
 	{ PFX "cpu_millis", CFG_INT, RT_K8S_O_(OFF, cpu_millis), 10, 256000, "2000", NULL, \
 	    "default CPU limit (1000 = one core)" }, \
 	{ PFX "cpu_request_millis", CFG_INT, RT_K8S_O_(OFF, cpu_request_millis), 1, 256000, \

@@ -6,7 +6,8 @@
  *
  *   k8sctl [-v] -f FILE create ID [--image I] [--kata] [--non-root] [--ro-root]
  *          [--mem BYTES] [--cpu MILLIS] [--pids N] [--disk BYTES]
- *          [--label K=V]... [--env K=V]...
+ *          [--workspace-from ID] [--label K=V]... [--env K=V]...
+ *   k8sctl -f FILE check ID [create's options]   what create would refuse
  *   k8sctl -f FILE start|stop|destroy|get|addr ID
  *   k8sctl -f FILE list
  *   k8sctl -f FILE labels ID K=V...
@@ -67,7 +68,8 @@ usage_to(FILE *fp)
 {
 	fprintf(fp,
 	    "usage: k8sctl [-v] -f config.yaml command [args]\n"
-	    "commands: create ID [opts] | start ID | stop ID | destroy ID | get ID |\n"
+	    "commands: create ID [opts] | check ID [opts] | start ID | stop ID |\n"
+	    "          destroy ID | get ID |\n"
 	    "          addr ID | list | labels ID K=V... | attach ID ORG USER SESSION [K=V...] |\n"
 	    "          fleet-sync | reconcile [KEEP...] | agent ID METHOD PATH [BODY] |\n"
 	    "          poll N MS | requests [--seq N] PATH... | render-netpol [PROXY_POD] | keys\n");
@@ -116,26 +118,26 @@ num(const char *s)
 	return v;
 }
 
-static int
-cmd_create(struct runtime *rt, int argc, char **argv, char *err, size_t errlen)
+/* The options of create and check into sp (labels and env into the
+ * arrays, which must outlive sp). */
+static void
+spec_args(struct rt_spec *sp, int argc, char **argv, struct rt_kv *labels,
+    struct rt_kv *env, size_t max)
 {
-	struct rt_spec sp;
-	struct rt_kv labels[CTL_MAX_KV], env[CTL_MAX_KV];
-	struct rt_info ri;
 	int i;
 
-	memset(&sp, 0, sizeof(sp));
-	sp.id = argv[0];
-	sp.run_as_root = 1;
-	sp.writable_root = 1;
+	memset(sp, 0, sizeof(*sp));
+	sp->id = argv[0];
+	sp->run_as_root = 1;
+	sp->writable_root = 1;
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (strcmp(a, "--kata") == 0)
-			sp.use_kata = 1;
+			sp->use_kata = 1;
 		else if (strcmp(a, "--non-root") == 0)
-			sp.run_as_root = 0;
+			sp->run_as_root = 0;
 		else if (strcmp(a, "--ro-root") == 0)
-			sp.writable_root = 0;
+			sp->writable_root = 0;
 		else {
 			/* every other option takes a value */
 			const char *val = i + 1 < argc ? argv[++i] : NULL;
@@ -143,31 +145,57 @@ cmd_create(struct runtime *rt, int argc, char **argv, char *err, size_t errlen)
 			if (val == NULL)
 				usage();
 			if (strcmp(a, "--image") == 0)
-				sp.image = val;
+				sp->image = val;
 			else if (strcmp(a, "--mem") == 0)
-				sp.mem_bytes = num(val);
+				sp->mem_bytes = num(val);
 			else if (strcmp(a, "--cpu") == 0)
-				sp.cpu_millis = num(val);
+				sp->cpu_millis = num(val);
 			else if (strcmp(a, "--pids") == 0)
-				sp.pids_max = num(val);
+				sp->pids_max = num(val);
 			else if (strcmp(a, "--disk") == 0)
-				sp.disk_bytes = num(val);
-			else if (strcmp(a, "--label") == 0 && sp.nlabels < NELEM(labels) &&
-			    kv_arg(argv[i], &labels[sp.nlabels]) == 0)
-				sp.nlabels++;
-			else if (strcmp(a, "--env") == 0 && sp.nenv < NELEM(env) &&
-			    kv_arg(argv[i], &env[sp.nenv]) == 0)
-				sp.nenv++;
+				sp->disk_bytes = num(val);
+			else if (strcmp(a, "--workspace-from") == 0)
+				sp->workspace_from = val;
+			else if (strcmp(a, "--label") == 0 && sp->nlabels < max &&
+			    kv_arg(argv[i], &labels[sp->nlabels]) == 0)
+				sp->nlabels++;
+			else if (strcmp(a, "--env") == 0 && sp->nenv < max &&
+			    kv_arg(argv[i], &env[sp->nenv]) == 0)
+				sp->nenv++;
 			else
 				usage();
 		}
 	}
-	sp.labels = labels;
-	sp.env = env;
+	sp->labels = labels;
+	sp->env = env;
+}
+
+static int
+cmd_create(struct runtime *rt, int argc, char **argv, char *err, size_t errlen)
+{
+	struct rt_spec sp;
+	struct rt_kv labels[CTL_MAX_KV], env[CTL_MAX_KV];
+	struct rt_info ri;
+
+	spec_args(&sp, argc, argv, labels, env, CTL_MAX_KV);
 	if (rt->ops->create(rt, &sp, &ri, err, errlen) == -1)
 		return -1;
 	print_json(rt_info_json(&ri));
 	rt_info_clear(&ri);
+	return 0;
+}
+
+/* What create would refuse, creating nothing (runtime.h check). */
+static int
+cmd_check(struct runtime *rt, int argc, char **argv, char *err, size_t errlen)
+{
+	struct rt_spec sp;
+	struct rt_kv labels[CTL_MAX_KV], env[CTL_MAX_KV];
+
+	spec_args(&sp, argc, argv, labels, env, CTL_MAX_KV);
+	if (rt->ops->check(rt, &sp, err, errlen) == -1)
+		return -1;
+	printf("ok\n");
 	return 0;
 }
 
@@ -485,6 +513,7 @@ static const struct cmd {
 	int		 runtime;	/* loads the config, opens the runtime */
 } cmds[] = {
 	{ .name = "create", .run = cmd_create, .min = 1, .max = -1, .runtime = 1 },
+	{ .name = "check", .run = cmd_check, .min = 1, .max = -1, .runtime = 1 },
 	{ .name = "start", .op = OP_START, .min = 1, .max = 1, .runtime = 1 },
 	{ .name = "stop", .op = OP_STOP, .min = 1, .max = 1, .runtime = 1 },
 	{ .name = "destroy", .op = OP_DESTROY, .min = 1, .max = 1, .runtime = 1 },

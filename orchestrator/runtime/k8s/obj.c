@@ -1,12 +1,15 @@
 /*
  * runtime/k8s/obj.c: builders and readers for the kubernetes runtime's objects.
  * The pod follows docs/kubernetes.md ("What a sandbox is"): the requested
- * image, runtimeClass, every capability dropped, seccomp RuntimeDefault, no
- * privilege escalation, no service-account token, no host namespaces or
- * paths, requests and limits for cpu, memory and ephemeral storage, the
+ * image, runtimeClass, every capability dropped (a root sandbox gets
+ * K8S_ROOT_CAPS back, nothing else), seccomp RuntimeDefault, no privilege
+ * escalation, no service-account token, no host namespaces or paths,
+ * requests and limits for cpu, memory and ephemeral storage, the
  * static agent copied by an init container into an emptyDir and run as the
  * entrypoint, its token mounted from a per-sandbox Secret.
  */
+#include <pthread.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +42,29 @@ k8s_name_netpol(const char *id, char *dst, size_t len)
 	snprintf(dst, len, "sbx-%s", id);
 }
 
+/*
+ * An image reference (distribution/reference): an optional registry host
+ * (DNS labels, optional port) and '/', lower-case path components joined
+ * by '/' with '.', '_', '__' or '-' runs inside, an optional tag of at
+ * most 128 characters, an optional digest (algorithm, ':', 32+ hex).
+ */
+#define REF_DOMAIN "([a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])" \
+	"(\\.([a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*(:[0-9]+)?/"
+#define REF_COMP "[a-z0-9]+((\\.|_|__|-+)[a-z0-9]+)*"
+#define REF_RE "^(" REF_DOMAIN ")?" REF_COMP "(/" REF_COMP ")*" \
+	"(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?" \
+	"(@[A-Za-z][A-Za-z0-9]*([-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$"
+
+static pthread_once_t ref_once = PTHREAD_ONCE_INIT;
+static regex_t ref_re;
+static int ref_ok;
+
+static void
+ref_compile(void)
+{
+	ref_ok = regcomp(&ref_re, REF_RE, REG_EXTENDED | REG_NOSUB) == 0;
+}
+
 int
 k8s_image_valid(const char *img, char *err, size_t errlen)
 {
@@ -58,6 +84,13 @@ k8s_image_valid(const char *img, char *err, size_t errlen)
 	}
 	if (img[0] == '-' || img[0] == '/' || img[0] == ':' || img[0] == '@') {
 		snprintf(err, errlen, "image name must start with a letter or digit");
+		return -1;
+	}
+	pthread_once(&ref_once, ref_compile);
+	if (!ref_ok || regexec(&ref_re, img, 0, NULL, 0) != 0) {
+		snprintf(err, errlen, "image \"%.64s\" is not a valid image "
+		    "reference ([registry[:port]/]name[:tag][@sha256:digest], the "
+		    "name in lower case)", img);
 		return -1;
 	}
 	return 0;
@@ -123,6 +156,7 @@ k8s_sbx_from_spec(struct k8s_sbx *s, const struct rt_spec *sp,
 	s->cpu = sp->cpu_millis;
 	s->pids = sp->pids_max;
 	s->disk = sp->disk_bytes;
+	s->ws = sp->disk_bytes;	/* a sandbox's disk: its claim and the rest */
 	if (sp->nenv > 0)
 		s->env = xcalloc(sp->nenv, sizeof(*s->env));
 	for (i = 0; i < sp->nenv; i++) {
@@ -154,6 +188,7 @@ k8s_sbx_encode(const struct k8s_sbx *s)
 	cJSON_AddNumberToObject(o, "cpu", (double)s->cpu);
 	cJSON_AddNumberToObject(o, "pids", (double)s->pids);
 	cJSON_AddNumberToObject(o, "disk", (double)s->disk);
+	cJSON_AddNumberToObject(o, "ws", (double)s->ws);
 	env = cJSON_AddObjectToObject(o, "env");
 	for (i = 0; i < s->nenv; i++)
 		cJSON_AddStringToObject(env, s->env[i].k, s->env[i].v);
@@ -204,6 +239,7 @@ k8s_sbx_decode(const char *json, const char *id, struct k8s_sbx *s, char *err,
 	s->cpu = num_ge0(o, "cpu");
 	s->pids = num_ge0(o, "pids");
 	s->disk = num_ge0(o, "disk");
+	s->ws = num_ge0(o, "ws");
 	env = cJSON_GetObjectItemCaseSensitive(o, "env");
 	if (cJSON_IsObject(env)) {
 		size_t n = (size_t)cJSON_GetArraySize(env);
@@ -353,10 +389,16 @@ k8s_build_pvc(const struct k8s_params *p, const struct k8s_sbx *s,
 	    cJSON_CreateStringArray((const char *[]){ "ReadWriteOnce" }, 1));
 	r = cJSON_AddObjectToObject(cJSON_AddObjectToObject(spec, "resources"),
 	    "requests");
-	add_qty(r, "storage", 0, p->workspace_bytes);
+	add_qty(r, "storage", 0, s->ws > 0 ? s->ws : p->workspace_bytes);
 	if (p->storage_class != NULL && p->storage_class[0] != '\0')
 		cJSON_AddStringToObject(spec, "storageClassName", p->storage_class);
 	cJSON_AddStringToObject(spec, "volumeMode", "Filesystem");
+	if (s->ws_from[0] != '\0') {
+		/* CSI volume cloning: the new claim starts as a copy */
+		r = cJSON_AddObjectToObject(spec, "dataSource");
+		cJSON_AddStringToObject(r, "kind", "PersistentVolumeClaim");
+		cJSON_AddStringToObject(r, "name", s->ws_from);
+	}
 	return o;
 }
 
@@ -402,17 +444,31 @@ seccomp(const char *localhost)
 	return s;
 }
 
+/*
+ * A container's security context: ALL capabilities dropped, and for
+ * root (1) exactly K8S_ROOT_CAPS added back; 0: non-root (runAsNonRoot,
+ * the pod's non-zero uid), -1: as the pod says (the init container).
+ * allowPrivilegeEscalation is false in both: no_new_privs keeps root at
+ * the set it starts with (setuid and file-capability binaries gain
+ * nothing) and is what Pod Security "restricted" and "baseline" expect.
+ */
 static cJSON *
-hardened_ctx(int ro_root, const char *localhost)
+hardened_ctx(int ro_root, const char *localhost, int root)
 {
+	static const char *const root_caps[] = K8S_ROOT_CAPS;
 	cJSON *c = cJSON_CreateObject(), *caps;
 
 	cJSON_AddBoolToObject(c, "allowPrivilegeEscalation", 0);
 	cJSON_AddBoolToObject(c, "privileged", 0);
 	cJSON_AddBoolToObject(c, "readOnlyRootFilesystem", ro_root);
+	if (root == 0)
+		cJSON_AddBoolToObject(c, "runAsNonRoot", 1);
 	caps = cJSON_AddObjectToObject(c, "capabilities");
 	cJSON_AddItemToObject(caps, "drop",
 	    cJSON_CreateStringArray((const char *[]){ "ALL" }, 1));
+	if (root == 1)
+		cJSON_AddItemToObject(caps, "add", cJSON_CreateStringArray(
+		    (const char **)root_caps, (int)NELEM(root_caps)));
 	cJSON_AddItemToObject(c, "seccompProfile", seccomp(localhost));
 	return c;
 }
@@ -512,7 +568,7 @@ k8s_build_pod(const struct k8s_params *p, const struct k8s_sbx *s,
 	cJSON_AddItemToObject(c, "command", cJSON_CreateStringArray((const char *[]){
 	    "/agent-install", "/sandbox-agent", K8S_AGENT_BIN }, 3));
 	mount(cJSON_AddArrayToObject(c, "volumeMounts"), "agent-bin", K8S_AGENT_DIR, 0);
-	cJSON_AddItemToObject(c, "securityContext", hardened_ctx(1, NULL));
+	cJSON_AddItemToObject(c, "securityContext", hardened_ctx(1, NULL, -1));
 	r = cJSON_AddObjectToObject(c, "resources");
 	x = cJSON_AddObjectToObject(r, "requests");
 	cJSON_AddStringToObject(x, "cpu", "50m");
@@ -557,7 +613,7 @@ k8s_build_pod(const struct k8s_params *p, const struct k8s_sbx *s,
 	if (p->proxy_ca_configmap != NULL && p->proxy_ca_configmap[0] != '\0')
 		mount(x, "proxy-ca", K8S_PROXY_CA_DIR, 1);
 	cJSON_AddItemToObject(c, "securityContext", hardened_ctx(!s->writable_root,
-	    p->seccomp_localhost));
+	    p->seccomp_localhost, s->run_as_root));
 	r = cJSON_AddObjectToObject(c, "resources");
 	if (creq > cpu)
 		creq = cpu;
@@ -601,6 +657,35 @@ k8s_build_pod(const struct k8s_params *p, const struct k8s_sbx *s,
 		cJSON_AddItemToArray(vols, v);
 	}
 	return o;
+}
+
+long long
+k8s_qty_bytes(const char *q)
+{
+	static const struct { const char *sfx; long long mul; } u[] = {
+		{ "Ki", 1LL << 10 }, { "Mi", 1LL << 20 }, { "Gi", 1LL << 30 },
+		{ "Ti", 1LL << 40 }, { "Pi", 1LL << 50 }, { "k", 1000LL },
+		{ "M", 1000000LL }, { "G", 1000000000LL }, { "T", 1000000000000LL },
+		{ "", 1 },
+	};
+	char num[32];
+	const char *es;
+	long long v;
+	size_t i, n;
+
+	if (q == NULL)
+		return -1;
+	n = strspn(q, "0123456789");
+	if (n == 0 || n >= sizeof(num))
+		return -1;
+	memcpy(num, q, n);
+	num[n] = '\0';
+	if (strnum_ll(num, 0, 1LL << 53, &v, &es) == -1)
+		return -1;
+	for (i = 0; i < NELEM(u); i++)
+		if (strcmp(q + n, u[i].sfx) == 0)
+			return v > (1LL << 62) / u[i].mul ? -1 : v * u[i].mul;
+	return -1;
 }
 
 const char *

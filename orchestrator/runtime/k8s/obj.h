@@ -42,10 +42,24 @@ struct k8s_sbx {
 	int		 use_kata;
 	int		 run_as_root;
 	int		 writable_root;
-	long long	 mem, cpu, pids, disk;
+	long long	 mem, cpu, pids, disk;	/* disk: ephemeral-storage */
+	long long	 ws;	/* the /workspace claim's size; 0: the default */
 	struct rt_kv	*env;	/* owned */
 	size_t		 nenv;
+	/* create only, not stored: the claim a new claim is cloned from
+	 * (spec.dataSource; "" for an empty /workspace) */
+	char		 ws_from[128];
 };
+
+/*
+ * The capabilities a run_as_root sandbox container gets back after
+ * dropping ALL (docs/kubernetes.md): what package managers and the usual
+ * root tasks need, the set container engines grant by default less
+ * MKNOD and NET_RAW (Pod Security "baseline" allows all of them).
+ */
+#define K8S_ROOT_CAPS	{ "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", \
+	"KILL", "SETGID", "SETUID", "SETPCAP", "NET_BIND_SERVICE", \
+	"SYS_CHROOT", "AUDIT_WRITE", "SETFCAP" }
 
 /* Cluster-wide settings the builders need (from struct rt_k8s_conf). */
 struct k8s_params {
@@ -72,7 +86,9 @@ void	k8s_name_pvc(const char *id, char *dst, size_t len);
 void	k8s_name_secret(const char *id, char *dst, size_t len);
 void	k8s_name_netpol(const char *id, char *dst, size_t len);
 
-/* Checks a user-supplied image reference and env names; -1 with err. */
+/* Checks a user-supplied image reference ([registry[:port]/]name[:tag]
+ * [@digest], the grammar of distribution/reference: a lower-case name)
+ * and env names; -1 with err. */
 int	k8s_image_valid(const char *img, char *err, size_t errlen) WUNRES;
 int	k8s_env_name_valid(const char *name);
 
@@ -89,7 +105,8 @@ char	*k8s_labels_encode(const struct rt_kv *, size_t);	/* caller frees */
 int	k8s_labels_decode(const char *json, struct rt_kv **, size_t *) WUNRES;
 
 /* New objects (cJSON_Delete). labels_json may be NULL ("{}"); the session
- * labels are also the sandbox's identity at its proxy (egress.h). */
+ * labels are also the sandbox's identity at its proxy (egress.h). The
+ * claim is s->ws bytes (0: the default), cloned from s->ws_from if set. */
 cJSON	*k8s_build_pvc(const struct k8s_params *, const struct k8s_sbx *,
 	    const char *labels_json, long long created_ms);
 cJSON	*k8s_build_secret(const struct k8s_params *, const char *id,
@@ -112,6 +129,8 @@ struct k8s_podview {
 };
 void	k8s_pod_view(const cJSON *pod, struct k8s_podview *);
 const char *k8s_ann(const cJSON *annotations, const char *key);	/* NULL if absent */
+/* A quantity in bytes ("1073741824", "10Gi", "5G"; no fractions), or -1. */
+long long k8s_qty_bytes(const char *q);
 long long k8s_ann_ll(const cJSON *annotations, const char *key);	/* 0 if absent */
 
 #endif

@@ -26,6 +26,7 @@
 #include "buf.h"
 #include "log.h"
 #include "local_int.h"
+#include "strnum.h"
 #include "util.h"
 
 /* A cgroup control file (cgroup.controllers, memory.events): a few lines. */
@@ -449,6 +450,32 @@ rl_cg_oom_kills(const struct rl_cg *cg, const char *id)
 		t = strchr(t, '\n');
 		if (t != NULL)
 			t++;
+	}
+	buf_free(&b);
+	return v;
+}
+
+long long
+rl_cg_mem_current(const struct rl_cg *cg, const char *id)
+{
+	char p[RL_PATH_MAX + 128], e[RL_PATH_MAX + 192];
+	const char *es;
+	long long v = -1;
+	struct buf b;
+
+	if (cg->mode == RL_CG_V2)
+		snprintf(p, sizeof(p), "%s/%s/memory.current", cg->v2, id);
+	else if (cg->mode == RL_CG_V1)
+		snprintf(p, sizeof(p), "%s/%s/memory.usage_in_bytes", cg->v1_mem,
+		    id);
+	else
+		return -1;
+	buf_init(&b, RL_CG_FILE_MAX);
+	if (util_read_file_flags(p, O_NOFOLLOW, &b, e, sizeof(e)) == 0 &&
+	    b.p != NULL) {
+		b.p[strcspn(b.p, "\n")] = '\0';
+		if (strnum_ll(b.p, 0, 1LL << 62, &v, &es) == -1)
+			v = -1;
 	}
 	buf_free(&b);
 	return v;

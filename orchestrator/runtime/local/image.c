@@ -8,8 +8,11 @@
  * device at each start (docs/local-runtime.md, "Disk limit").
  *
  * Rules: an image path must be absolute and free of ',' and ':' (it goes
- * into overlay mount options). Calls record.c and files.c only.
+ * into overlay mount options); the images a create may name are the valid
+ * names in images_dir that resolve to a directory (rl_images lists them,
+ * at most RL_MAX_IMAGES). Calls record.c and files.c only.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -25,6 +28,7 @@
 
 #include "log.h"
 #include "local_int.h"
+#include "xmalloc.h"
 
 int
 rl_image_name_valid(const char *s)
@@ -69,15 +73,51 @@ rl_resolve_image(const struct rl *rl, const char *name, char *out,
 	return 0;
 }
 
+static int
+name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+cJSON *
+rl_images(const struct rl *rl)
+{
+	char dir[RL_PATH_MAX], e[256], **v = NULL;
+	struct dirent *de;
+	cJSON *a = cJSON_CreateArray();
+	size_t n = 0, i;
+	DIR *d;
+
+	if ((d = opendir(rl->images_dir)) == NULL)
+		return a;
+	while ((de = readdir(d)) != NULL && n < RL_MAX_IMAGES)
+		if (rl_image_name_valid(de->d_name) && rl_resolve_image(rl,
+		    de->d_name, dir, sizeof(dir), e, sizeof(e)) == 0) {
+			v = xreallocarray(v, n + 1, sizeof(*v));
+			v[n++] = xstrdup(de->d_name);
+		}
+	closedir(d);
+	if (n > 1)
+		qsort(v, n, sizeof(*v), name_cmp);
+	for (i = 0; i < n; i++) {
+		cJSON_AddItemToArray(a, cJSON_CreateString(v[i]));
+		free(v[i]);
+	}
+	free(v);
+	return a;
+}
+
 /*
  * The disk image of a disk-limited sandbox: <id>/disk.img, ext4 of
  * disk_bytes (sparse), made by mke2fs from a skeleton holding upper/ (the
- * sandbox's root), work/ and workspace/ (wsuid). No host mount: it is
- * mounted inside the sandbox's mount namespace at each start.
+ * sandbox's root), work/ and workspace/ (wsuid; with ws_src != -1 a copy
+ * of that tree, owners moved by map: mke2fs -d keeps owners, modes, times
+ * and hard links). No host mount: it is mounted inside the sandbox's
+ * mount namespace at each start.
  */
 int
-rl_make_disk(const struct rl *rl, const struct rec *r, uid_t wsuid, char *err,
-    size_t errlen)
+rl_make_disk(const struct rl *rl, const struct rec *r, uid_t wsuid,
+    int ws_src, const struct rl_idmap *map, char *err, size_t errlen)
 {
 	char img[RL_PATH_MAX], skel[RL_PATH_MAX], p[RL_PATH_MAX + 32];
 	char logp[RL_PATH_MAX], e[256];
@@ -104,6 +144,9 @@ rl_make_disk(const struct rl *rl, const struct rec *r, uid_t wsuid, char *err,
 	SK("/work", 0700, 0);
 	SK("/workspace", 0755, wsuid);
 #undef SK
+	snprintf(p, sizeof(p), "%s/workspace", skel);
+	if (ws_src != -1 && rl_copy_tree(ws_src, p, map, err, errlen) == -1)
+		goto out;
 	if ((fd = open(img, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC |
 	    O_NOFOLLOW, 0600)) == -1 || ftruncate(fd, r->disk_bytes) == -1) {
 		snprintf(err, errlen, "disk image %s: %s", img,
@@ -126,8 +169,13 @@ rl_make_disk(const struct rl *rl, const struct rec *r, uid_t wsuid, char *err,
 	while (waitpid(pid, &st, 0) == -1 && errno == EINTR)
 		;
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-		snprintf(err, errlen, "%s failed (status %d; see the log)",
-		    rl->c.mkfs, st);
+		if (ws_src != -1)
+			snprintf(err, errlen, "the copy of /workspace does not "
+			    "fit a disk of %lld bytes (%s failed; see the log)",
+			    r->disk_bytes, rl->c.mkfs);
+		else
+			snprintf(err, errlen, "%s failed (status %d; see the log)",
+			    rl->c.mkfs, st);
 		goto out;
 	}
 	if (rl_sdir_path(rl, r->id, "disk", p, sizeof(p)) == -1 ||

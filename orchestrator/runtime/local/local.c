@@ -29,6 +29,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -45,14 +46,39 @@
 /* Smallest disk limit: ext4 with a journal and the skeleton needs some
  * room before the sandbox writes a byte. */
 #define RL_DISK_MIN	(16LL << 20)
+/* Entries a usage() walk of a sandbox without a disk image visits at most
+ * (a status call must stay cheap; beyond, the figure is a lower bound). */
+#define RL_USAGE_ENTRIES	200000
 
 static void rl_fill_info(struct rl *, const char *, struct rt_info *);
 
 static int rl_destroy(struct runtime *, const char *, char *, size_t);
 
 /*
+ * One limit against the runtime's bounds (v in bytes or units; min and
+ * max in units of scale, named unit; a v that is not a whole number of
+ * them is shown as it is). 0, or -1 with err naming the bounds.
+ */
+static int
+lim_ok(const char *what, long long v, long long min, long long max,
+    long long scale, const char *unit, char *err, size_t errlen)
+{
+	if (v >= min * scale && v <= max * scale)
+		return 0;
+	if (v % scale == 0)
+		snprintf(err, errlen, "%s %lld%s is outside the local runtime's "
+		    "bounds (%lld%s to %lld%s)", what, v / scale, unit, min,
+		    unit, max, unit);
+	else
+		snprintf(err, errlen, "%s %lld bytes is outside the local runtime's "
+		    "bounds (%lld%s to %lld%s)", what, v, min, unit, max, unit);
+	return -1;
+}
+
+/*
  * Checks spec and fills r from it and the defaults (phase "creating", no
- * uid yet). 0, or -1 with err; on -1, r holds nothing to free.
+ * uid yet); spec->id may be NULL (check() only). 0, or -1 with err; on -1,
+ * r holds nothing to free.
  */
 static int
 create_rec(const struct rl *rl, const struct rt_spec *spec, struct rec *r,
@@ -61,14 +87,14 @@ create_rec(const struct rl *rl, const struct rt_spec *spec, struct rec *r,
 	char sdir[RL_PATH_MAX];
 	size_t i;
 
-	if (spec->id == NULL || !id_sandbox_valid(spec->id)) {
+	if (spec->id != NULL && !id_sandbox_valid(spec->id)) {
 		snprintf(err, errlen, "invalid sandbox id (expected "
 		    "[a-z0-9][a-z0-9-]{0,62})");
 		return -1;
 	}
 	if (spec->use_kata) {
 		snprintf(err, errlen, "use_kata is not available on the local "
-		    "runtime");
+		    "runtime (it has no VM isolation; leave use_kata out)");
 		return -1;
 	}
 	if (spec->nlabels > RL_MAX_LABELS || spec->nenv > RL_MAX_ENV) {
@@ -81,7 +107,7 @@ create_rec(const struct rl *rl, const struct rt_spec *spec, struct rec *r,
 			snprintf(err, errlen, "invalid env name");
 			return -1;
 		}
-	snprintf(r->id, sizeof(r->id), "%s", spec->id);
+	snprintf(r->id, sizeof(r->id), "%s", spec->id ? spec->id : "check");
 	snprintf(r->image, sizeof(r->image), "%s", spec->image != NULL &&
 	    spec->image[0] != '\0' ? spec->image : rl->c.default_image);
 	if (rl_resolve_image(rl, r->image, r->image_dir, sizeof(r->image_dir),
@@ -103,13 +129,13 @@ create_rec(const struct rl *rl, const struct rt_spec *spec, struct rec *r,
 	r->lim.pids_max = spec->pids_max > 0 ? spec->pids_max : rl->c.pids_max;
 	r->disk_bytes = spec->disk_bytes > 0 ? spec->disk_bytes :
 	    rl->c.disk_bytes;
-	if (r->lim.mem_bytes < (8LL << 20) || r->lim.pids_max < 8 ||
-	    r->lim.cpu_millis < 10 || (r->disk_bytes > 0 &&
-	    r->disk_bytes < RL_DISK_MIN) || r->disk_bytes > (1LL << 44)) {
-		snprintf(err, errlen, "limits too small (memory >= 8MiB, "
-		    "pids >= 8, cpu >= 10 millis, disk 0 or 16MiB..16TiB)");
+	if (lim_ok("memory", r->lim.mem_bytes, 8, 1LL << 20, 1LL << 20, "MiB",
+	    err, errlen) == -1 || lim_ok("pids", r->lim.pids_max, 8, 1000000, 1,
+	    "", err, errlen) == -1 || lim_ok("cpu", r->lim.cpu_millis, 10, 256000,
+	    1, " millicores", err, errlen) == -1 || (r->disk_bytes > 0 &&
+	    lim_ok("disk", r->disk_bytes, RL_DISK_MIN >> 20, 1LL << 24, 1LL << 20,
+	    "MiB", err, errlen) == -1))
 		return -1;
-	}
 	r->labels = cJSON_CreateObject();
 	for (i = 0; i < spec->nlabels; i++) {
 		if (spec->labels[i].k == NULL || spec->labels[i].v == NULL)
@@ -124,6 +150,67 @@ create_rec(const struct rl *rl, const struct rt_spec *spec, struct rec *r,
 		cJSON_AddStringToObject(r->env, spec->env[i].k, spec->env[i].v);
 	snprintf(r->phase, sizeof(r->phase), "creating");
 	return 0;
+}
+
+/* The inner id of a sandbox's agent user (create_dirs gives it
+ * /workspace): 0, or RL_INNER_UID without run_as_root in a range. */
+static long long
+agent_inner(const struct rec *r)
+{
+	return !r->run_as_root && r->uid_range > RL_INNER_UID ? RL_INNER_UID : 0;
+}
+
+/*
+ * Opens the /workspace of sandbox id for a copy (workspace_from), and
+ * fills map's from side. Without a disk image it is <id>/workspace on the
+ * host; in a disk image it is reached through the running sandbox's root
+ * (/proc/<pid 1>/root, its mount namespace; the pid checked by start
+ * time after the open, so a reused pid is refused). Never changes the
+ * sandbox and takes no lock (records are replaced by rename). The fd, or
+ * -1 with err.
+ */
+static int
+ws_source_open(const struct rl *rl, const char *id, struct rl_idmap *map,
+    char *err, size_t errlen)
+{
+	char p[RL_PATH_MAX];
+	struct pidrec pr;
+	struct rec r;
+	int root, fd = -1;
+
+	if (!id_sandbox_valid(id) || rl_rec_load(rl, id, &r, err, errlen) == -1) {
+		snprintf(err, errlen, "sandbox %s not found (its /workspace cannot "
+		    "be copied)", id);
+		return -1;
+	}
+	map->from_base = r.uid;
+	map->from_range = r.uid_range;
+	map->from_agent = agent_inner(&r);
+	if (r.disk_bytes == 0) {
+		if (rl_sdir_path(rl, id, "workspace", p, sizeof(p)) == 0)
+			fd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	} else if (rl_pid_load(rl, id, &pr) == 0 && rl_pid_alive(&pr)) {
+		snprintf(p, sizeof(p), "/proc/%lld/root", pr.child_pid);
+		if ((root = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC)) != -1) {
+			fd = openat(root, "workspace", O_RDONLY | O_DIRECTORY |
+			    O_NOFOLLOW | O_CLOEXEC);
+			close(root);
+			if (fd != -1 && !rl_pid_alive(&pr)) {
+				close(fd);
+				fd = -1;
+			}
+		}
+	} else {
+		snprintf(err, errlen, "sandbox %s is not running and its /workspace "
+		    "is on a disk image: start it, then copy", id);
+		rl_rec_clear(&r);
+		return -1;
+	}
+	if (fd == -1)
+		snprintf(err, errlen, "sandbox %s: cannot open its /workspace: %s",
+		    id, strerror(errno));
+	rl_rec_clear(&r);
+	return fd;
 }
 
 /*
@@ -192,11 +279,14 @@ mkdir_sub(const struct rl *rl, const char *id, const char *name, int mode,
 }
 
 /* The sandbox's directories (docs/local-runtime.md, "State directory")
- * and its disk image, if it has a disk limit. 0 or -1 with err. */
+ * and its disk image, if it has a disk limit; with ws_src != -1 its
+ * /workspace holds a copy of that tree (map's from side filled). 0 or -1
+ * with err. */
 static int
-create_dirs(const struct rl *rl, const struct rec *r, char *err,
-    size_t errlen)
+create_dirs(const struct rl *rl, const struct rec *r, int ws_src,
+    struct rl_idmap *map, char *err, size_t errlen)
 {
+	char p[RL_PATH_MAX];
 	uid_t uid = (uid_t)r->uid;
 
 	if (mkdir_sub(rl, r->id, "upper", 0755, uid, err, errlen) == -1 ||
@@ -215,7 +305,13 @@ create_dirs(const struct rl *rl, const struct rec *r, char *err,
 	    uid, err, errlen) == -1 ||
 	    mkdir_sub(rl, r->id, "agent/state", 0700, uid, err, errlen) == -1)
 		return -1;
-	if (r->disk_bytes > 0 && rl_make_disk(rl, r, uid, err, errlen) == -1)
+	map->to_base = r->uid;
+	map->to_range = r->uid_range;
+	map->to_agent = agent_inner(r);
+	if (r->disk_bytes > 0)
+		return rl_make_disk(rl, r, uid, ws_src, map, err, errlen);
+	if (ws_src != -1 && (rl_sdir_path(rl, r->id, "workspace", p,
+	    sizeof(p)) == -1 || rl_copy_tree(ws_src, p, map, err, errlen) == -1))
 		return -1;
 	return 0;
 }
@@ -227,21 +323,32 @@ rl_create(struct runtime *rt, const struct rt_spec *spec, struct rt_info *out,
 	struct rl *rl = rt->impl;
 	struct rec r;
 	struct steps stp;
-	int lfd = -1, made = 0, rc = -1;
+	struct rl_idmap map;
+	int lfd = -1, made = 0, rc = -1, ws = -1;
 
 	rl_steps_init(&stp);
 	memset(&r, 0, sizeof(r));
+	memset(&map, 0, sizeof(map));
 	if (out != NULL)
 		memset(out, 0, sizeof(*out));
+	if (spec->id == NULL) {
+		snprintf(err, errlen, "invalid sandbox id");
+		return -1;
+	}
 	if (create_rec(rl, spec, &r, err, errlen) == -1)
 		return -1;
+	if (spec->workspace_from != NULL && (ws = ws_source_open(rl,
+	    spec->workspace_from, &map, err, errlen)) == -1) {
+		rl_rec_clear(&r);
+		return -1;
+	}
 	rl_step(&stp, "check");
 	if (create_alloc(rl, &r, &lfd, &made, err, errlen) == -1)
 		goto fail;
 	rl_step(&stp, "alloc");
-	if (create_dirs(rl, &r, err, errlen) == -1)
+	if (create_dirs(rl, &r, ws, &map, err, errlen) == -1)
 		goto fail;
-	rl_step(&stp, "dirs");
+	rl_step(&stp, ws != -1 ? "dirs+copy" : "dirs");
 	if (rl_do_start(rl, &r, &stp, err, errlen) == -1)
 		goto fail;
 	snprintf(r.phase, sizeof(r.phase), "running");
@@ -266,7 +373,84 @@ fail:
 	}
 	rl_id_unlock(lfd);
 	rl_rec_clear(&r);
+	if (ws != -1)
+		close(ws);
 	return rc;
+}
+
+static int
+rl_check(struct runtime *rt, const struct rt_spec *spec, char *err,
+    size_t errlen)
+{
+	struct rl *rl = rt->impl;
+	struct rl_idmap map;
+	struct rec r;
+	int ws;
+
+	memset(&r, 0, sizeof(r));
+	if (create_rec(rl, spec, &r, err, errlen) == -1)
+		return -1;
+	rl_rec_clear(&r);
+	if (spec->workspace_from != NULL) {
+		if ((ws = ws_source_open(rl, spec->workspace_from, &map, err,
+		    errlen)) == -1)
+			return -1;
+		close(ws);
+	}
+	return 0;
+}
+
+static cJSON *
+rl_images_op(struct runtime *rt)
+{
+	return rl_images(rt->impl);
+}
+
+/*
+ * Memory from the cgroup; disk: a disk image's filesystem as the running
+ * sandbox sees it (statvfs through its root), else the allocated bytes of
+ * upper/ and workspace/ (a walk of at most RL_USAGE_ENTRIES entries).
+ */
+static int
+rl_usage(struct runtime *rt, const char *id, struct rt_usage *out, char *err,
+    size_t errlen)
+{
+	struct rl *rl = rt->impl;
+	char p[RL_PATH_MAX];
+	struct pidrec pr;
+	struct statvfs sv;
+	struct stat st;
+	struct rec r;
+	long long left = RL_USAGE_ENTRIES;
+	int alive;
+
+	out->mem_bytes = out->disk_bytes = out->oom_kills = -1;
+	out->disk_partial = 0;
+	if (!id_sandbox_valid(id) || rl_rec_load(rl, id, &r, err, errlen) == -1) {
+		snprintf(err, errlen, "not found");
+		return -1;
+	}
+	out->mem_bytes = rl_cg_mem_current(&rl->cg, id);
+	out->oom_kills = rl_cg_oom_kills(&rl->cg, id);
+	if (r.disk_bytes > 0) {
+		alive = rl_pid_load(rl, id, &pr) == 0 && rl_pid_alive(&pr);
+		if (alive)
+			snprintf(p, sizeof(p), "/proc/%lld/root/workspace",
+			    pr.child_pid);
+		if (alive && statvfs(p, &sv) == 0)
+			out->disk_bytes = (long long)(sv.f_blocks - sv.f_bfree) *
+			    (long long)sv.f_frsize;
+		else if (rl_sdir_path(rl, id, "disk.img", p, sizeof(p)) == 0 &&
+		    stat(p, &st) == 0)
+			out->disk_bytes = (long long)st.st_blocks * 512;
+	} else if (rl_sdir_path(rl, id, "upper", p, sizeof(p)) == 0) {
+		out->disk_bytes = rl_tree_bytes(p, &left);
+		if (rl_sdir_path(rl, id, "workspace", p, sizeof(p)) == 0)
+			out->disk_bytes += rl_tree_bytes(p, &left);
+		out->disk_partial = left <= 0;
+	}
+	rl_rec_clear(&r);
+	return 0;
 }
 
 static int
@@ -407,6 +591,12 @@ rl_fill_info(struct rl *rl, const char *id, struct rt_info *out)
 	}
 	snprintf(out->image, sizeof(out->image), "%s", r.image);
 	out->created_ms = r.created_ms;
+	out->lim.mem_bytes = r.lim.mem_bytes;
+	out->lim.cpu_millis = r.lim.cpu_millis;
+	out->lim.pids_max = r.lim.pids_max;
+	out->lim.disk_bytes = r.disk_bytes;
+	out->run_as_root = r.run_as_root;
+	out->writable_root = r.writable_root;
 	labels_to_info(r.labels, out);
 	alive = rl_pid_load(rl, id, &pr) == 0 && rl_pid_alive(&pr);
 	if (alive)
@@ -629,6 +819,9 @@ static const struct runtime_ops rl_ops = {
 	.set_labels = rl_set_labels,
 	.agent_addr = rl_agent_addr,
 	.attach_egress = rl_attach_egress,
+	.check = rl_check,
+	.images = rl_images_op,
+	.usage = rl_usage,
 	.free = rl_free,
 };
 

@@ -40,6 +40,9 @@
 /* Labels per sandbox: the core sets a handful; the cap bounds a record
  * and a proxy registration. */
 #define RL_MAX_LABELS	256
+/* Images listed (rl_images): a tool's enum and description name them,
+ * so the list stays short enough to read. */
+#define RL_MAX_IMAGES	64
 /* The agent's uid inside a sandbox with run_as_root false (host uid +
  * this, in a range): the first user of the usual image. */
 #define RL_INNER_UID	1000
@@ -92,6 +95,15 @@ struct rec {
 	int		 writable_root;
 	cJSON		*labels;	/* object of strings */
 	cJSON		*env;		/* object of strings */
+};
+
+/* How a copied tree's owners move between two sandboxes' host ids: an
+ * id inside from's block keeps its inner value (the agent's own user
+ * becomes the new agent's); any other id, or one the new block lacks,
+ * becomes the new agent's user. */
+struct rl_idmap {
+	long long	 from_base, from_range, from_agent;	/* agent: inner id */
+	long long	 to_base, to_range, to_agent;
 };
 
 /* What the pid file says. */
@@ -186,6 +198,8 @@ int	rl_cg_kill(const struct rl_cg *, const char *id, int timeout_ms);
 int	rl_cg_nprocs(const struct rl_cg *, const char *id);
 /* OOM kills so far (-1 if unknown). */
 long long rl_cg_oom_kills(const struct rl_cg *, const char *id);
+/* Memory charged to the sandbox's cgroup now, bytes (-1 if unknown). */
+long long rl_cg_mem_current(const struct rl_cg *, const char *id);
 /* The file whose "oom_kill N" line counts OOM kills ("" if none). */
 void	rl_cg_oom_file(const struct rl_cg *, const char *id, char *out,
 	    size_t outlen);
@@ -222,10 +236,14 @@ int	rl_image_name_valid(const char *s);
 int	rl_resolve_image(const struct rl *, const char *name, char *out,
 	    size_t outlen, char *err, size_t errlen);
 /* Makes <id>/disk.img (r->disk_bytes, ext4 by mkfs) holding upper/,
- * work/ and workspace/ (owned by wsuid), and the disk/ mount point.
+ * work/ and workspace/ (owned by wsuid; ws_src != -1: holding a copy of
+ * that directory, rl_copy_tree with map), and the disk/ mount point.
  * 0 or -1 with err. */
 int	rl_make_disk(const struct rl *, const struct rec *r, uid_t wsuid,
-	    char *err, size_t errlen);
+	    int ws_src, const struct rl_idmap *map, char *err, size_t errlen);
+/* The image names in images_dir that resolve to a directory, sorted: a
+ * JSON array of strings (cJSON_Delete). */
+cJSON	*rl_images(const struct rl *);
 
 /* record.c */
 /* out = <state_dir>/<id>[/<sub>]; -1 if it does not fit outlen. */
@@ -286,6 +304,27 @@ int	rl_write_in_upper(const char *upper, const char *dir, const char *name,
 /* Removes a directory tree without following symlinks; 0 or -1 with err
  * (a path that does not exist is 0). */
 int	rl_rmtree(const char *path, char *err, size_t errlen);
+/* Bounds of a workspace copy: the sandbox made the tree, so its size in
+ * entries and depth is capped (a create_sandbox that meets them fails
+ * and changes nothing); files with several links stay linked up to half
+ * of RL_COPY_LINK_SLOTS of them and RL_COPY_MAX_LINK_BYTES of their
+ * paths kept in memory (beyond, each further link is a copy). */
+#define RL_COPY_MAX_ENTRIES	10000000
+#define RL_COPY_MAX_DEPTH	256
+#define RL_COPY_LINK_SLOTS	131072
+#define RL_COPY_MAX_LINK_BYTES	((size_t)16 << 20)
+/* Copies what is under the directory fd src into the existing directory
+ * dst (which keeps its own owner and mode), never following a link:
+ * regular files (a reflink where the filesystem can, else their data
+ * ranges, holes kept; up to the size they had when opened), directories,
+ * symlinks and fifos, with owners moved by
+ * map, modes (set-id bits too) and times kept; devices and sockets are
+ * skipped. 0 or -1 with err (dst then holds a partial copy). */
+int	rl_copy_tree(int src, const char *dst, const struct rl_idmap *map,
+	    char *err, size_t errlen);
+/* Allocated bytes under path (not following links), visiting at most
+ * *left entries (decremented; 0 after: the sum is a lower bound). */
+long long rl_tree_bytes(const char *path, long long *left);
 
 /* proc.c */
 /* /proc/<pid>/stat start time (clock ticks since boot), or -1. */
