@@ -448,9 +448,14 @@ op_create(struct conn *c, const struct json *body)
 		return;
 	}
 	agent_touch();
-	conn_reply(c, 200, "application/json", existed ?
-	    "{\"ok\":true,\"created\":false}" : "{\"ok\":true,\"created\":true}",
-	    existed ? 28 : 27);
+	if (existed)
+		conn_reply(c, 200, "application/json",
+		    "{\"ok\":true,\"created\":false}",
+		    sizeof("{\"ok\":true,\"created\":false}") - 1);
+	else
+		conn_reply(c, 200, "application/json",
+		    "{\"ok\":true,\"created\":true}",
+		    sizeof("{\"ok\":true,\"created\":true}") - 1);
 }
 
 static void

@@ -18,6 +18,7 @@ raw_put() {
 # create: parents made, content exact, atomic (no temp files left).
 fapi create '{"path":"a/b/c.txt","file_text":"alpha\nbeta\n  gamma\nbeta\n"}'
 check "create: 200, created" test "$(j '.ok and .created')" = true
+check "create: reply is the JSON and nothing after it" test "$(tr -d '\000' <"$T/body" | wc -c)" = "$(wc -c <"$T/body")"
 check "create: parents and content" test "$(cat "$WS/a/b/c.txt")" = "$(printf 'alpha\nbeta\n  gamma\nbeta')"
 check "create: no temp file left" test "$(ls -A "$WS/a/b")" = c.txt
 fapi create '{"path":"'"$WS"'/abs.txt","file_text":""}'
