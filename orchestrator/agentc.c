@@ -34,6 +34,7 @@ struct agentc {
 	int			 fd;
 	int			 connect_ms;
 	unsigned long		 nreq;	/* requests done on this fd */
+	int			 delivered;	/* the last request was sent whole */
 };
 
 /* Parser state for one response. */
@@ -373,7 +374,9 @@ request_once(struct agentc *ac, const char *head, size_t headlen,
 	llhttp_errno_t pe;
 
 	*retry = 0;
-	if (send_all(ac->fd, head, headlen, body, bodylen, deadline, &sent_any) == -1) {
+	if (send_all(ac->fd, head, headlen, body, bodylen, deadline, &sent_any) == 0)
+		ac->delivered = 1;
+	else {
 		e = errno;
 		if (ac->nreq > 0 && (e == EPIPE || e == ECONNRESET))
 			*retry = 1;
@@ -479,6 +482,7 @@ agentc_request(struct agentc *ac, const char *method, const char *path,
 	int n, retry = 0, attempt, rc = -1;
 
 	*status = 0;
+	ac->delivered = 0;
 	if (resp->max == 0 || resp->max > (size_t)AGENTC_MAX_RESP)
 		resp->max = (size_t)AGENTC_MAX_RESP;
 	if (method == NULL || path == NULL || *method == '\0' ||
@@ -527,6 +531,12 @@ agentc_request(struct agentc *ac, const char *method, const char *path,
 	}
 	explicit_bzero(head, sizeof(head));
 	return rc;
+}
+
+int
+agentc_delivered(const struct agentc *ac)
+{
+	return ac->delivered;
 }
 
 /* ---- the per-sandbox connection cache ---- */

@@ -33,6 +33,9 @@ struct agentc *agentc_open(const struct rt_agent_addr *, int timeout_ms,
 int	agentc_request(struct agentc *, const char *method, const char *path,
 	    const char *ctype, const char *body, size_t bodylen, int timeout_ms,
 	    int *status, struct buf *resp, char *err, size_t errlen) WUNRES;
+/* Whether agentc_request's last request (any attempt) was sent whole: when
+ * not, the agent never saw it and nothing of it ran. */
+int	agentc_delivered(const struct agentc *);
 void	agentc_close(struct agentc *);
 /*
  * Makes this thread's requests give up (-1, "cancelled") grace_ms after

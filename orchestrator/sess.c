@@ -182,7 +182,7 @@ personalise(struct sess *s, const char *applied)
 		txt = cJSON_PrintUnformatted(body);
 		buf_init(&resp, 64 * 1024);
 		if (sm_agent_call(s, "POST", "/v1/env", txt, strlen(txt), 10000,
-		    &status, &resp, err, sizeof(err)) == -1 || status != 200)
+		    &status, &resp, err, sizeof(err)) != 0 || status != 200)
 			log_warnx("session=%s sandbox=%s agent env failed status=%d",
 			    s->sid, s->rtid, status);
 		buf_free(&resp);
@@ -585,28 +585,72 @@ sess_leave(struct sess *s)
 	pthread_rwlock_unlock(&s->lk);
 }
 
+/*
+ * After a failed agent request: has the sandbox stopped? An agent that
+ * refuses connections is gone, but its sandbox's pid 1 exits a moment
+ * later: the runtime is asked again for up to SESS_GONE_WAIT_MS while the
+ * agent stays unreachable. 1 with why (the state and reason), 0 if the
+ * sandbox runs and its agent answers connections.
+ */
+#define SESS_GONE_WAIT_MS	1500
+
+static int
+sandbox_gone(struct sess *s, char *why, size_t whylen)
+{
+	struct sessmgr *m = s->mgr;
+	struct rt_info ri;
+	struct agentc *c;
+	char e[256];
+	long long until = util_mono_ms() + SESS_GONE_WAIT_MS;
+	int gone = 0;
+
+	for (;;) {
+		memset(&ri, 0, sizeof(ri));
+		if (m->rt->ops->get(m->rt, s->rtid, &ri, e, sizeof(e)) == -1) {
+			snprintf(why, whylen, "gone from the runtime");
+			gone = 1;
+		} else if (ri.state != RT_RUNNING) {
+			snprintf(why, whylen, "%s%s%s", rt_state_name(ri.state),
+			    ri.reason[0] != '\0' ? ": " : "", ri.reason);
+			gone = 1;
+		}
+		rt_info_clear(&ri);
+		if (gone)
+			return 1;
+		/* running, says the runtime: does its agent take a connection? */
+		if ((c = agentc_open(&s->addr, AGENT_CONNECT_MS, e,
+		    sizeof(e))) != NULL) {
+			agentc_close(c);
+			return 0;
+		}
+		if (util_mono_ms() >= until) {
+			snprintf(why, whylen, "its agent refuses connections");
+			return 1;
+		}
+		nanosleep(&(struct timespec){ 0, 50 * 1000000L }, NULL);
+	}
+}
+
 int
 sess_agent(struct sess *s, const char *method, const char *path,
     const char *body, size_t bodylen, int timeout_ms, int *status,
     struct buf *resp, char *err, size_t errlen)
 {
-	struct sessmgr *m = s->mgr;
-	struct rt_info ri;
-	char rerr[128];
+	char why[384];
+	int rc;
 
-	if (sm_agent_call(s, method, path, body, bodylen, timeout_ms, status, resp,
-	    err, errlen) == 0)
+	if ((rc = sm_agent_call(s, method, path, body, bodylen, timeout_ms,
+	    status, resp, err, errlen)) == 0)
 		return 0;
-	/* Is the sandbox still there? If not, the next call restarts it. */
-	memset(&ri, 0, sizeof(ri));
-	if (m->rt->ops->get(m->rt, s->rtid, &ri, rerr, sizeof(rerr)) == -1 ||
-	    ri.state != RT_RUNNING) {
-		atomic_store(&s->dead, 1);
-		log_warnx("session=%s sandbox=%s agent unreachable, sandbox %s",
-		    s->sid, s->rtid, rt_state_name(ri.state));
-	}
-	rt_info_clear(&ri);
-	return -1;
+	/* Has the sandbox stopped? Then the next sess_enter starts it again
+	 * (its workspace kept). */
+	if (!sandbox_gone(s, why, sizeof(why)))
+		return -1;
+	atomic_store(&s->dead, 1);
+	log_warnx("session=%s sandbox=%s agent unreachable, sandbox %s", s->sid,
+	    s->rtid, why);
+	snprintf(err, errlen, "its agent was gone: sandbox %s", why);
+	return rc == -2 ? -2 : -3;
 }
 
 int

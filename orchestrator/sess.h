@@ -70,7 +70,10 @@ int	sess_enter(struct sess *, enum sess_err *e, char *err, size_t errlen) WUNRES
 void	sess_leave(struct sess *);
 /*
  * One request to the session's agent (held with sess_enter). Returns 0 with
- * *status, or -1 with err when the agent could not be reached.
+ * *status, or with err: -1 the agent did not answer (its sandbox runs);
+ * -2 its sandbox had stopped and the request never reached it; -3 its
+ * sandbox stopped during the request. After -2 and -3 the next sess_enter
+ * starts the sandbox again with its workspace.
  */
 int	sess_agent(struct sess *, const char *method, const char *path,
 	    const char *body, size_t bodylen, int timeout_ms, int *status,

@@ -219,6 +219,9 @@ int	sm_rt_destroy_logged(struct sessmgr *m, const char *id, const char *sid,
 void	sm_slot_done_locked(struct sessmgr *m, int *slots, int outcome, long long t0);
 
 
+/* One agent request, a stale keep-alive connection retried when that is
+ * safe. 0 with *status, or -1 with err; -2 when the request never reached
+ * the agent whole (no connection, or the peer gone before it was sent). */
 int	sm_agent_call(struct sess *s, const char *method, const char *path,
     const char *body, size_t bodylen, int timeout_ms, int *status,
     struct buf *resp, char *err, size_t errlen);

@@ -438,24 +438,25 @@ sm_agent_call(struct sess *s, const char *method, const char *path,
     struct buf *resp, char *err, size_t errlen)
 {
 	struct agentc *c;
-	int cached, tries;
+	int cached, tries, delivered = 0;
 
 	*status = 0;
 	for (tries = 0; tries < 2; tries++) {
 		if ((c = agentc_cache_get(&s->conns, &s->addr, AGENT_CONNECT_MS, &cached,
 		    err, errlen)) == NULL)
-			return -1;
+			return delivered ? -1 : -2;
 		if (agentc_request(c, method, path, "application/json", body,
 		    bodylen, timeout_ms, status, resp, err, errlen) == 0) {
 			agentc_cache_put(&s->conns, c);
 			return 0;
 		}
+		delivered |= agentc_delivered(c);
 		agentc_close(c);
 		/* A stale keep-alive connection: retry once when safe. */
 		if (!cached || !idempotent(method, path))
 			break;
 	}
-	return -1;
+	return delivered ? -1 : -2;
 }
 
 int

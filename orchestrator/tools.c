@@ -595,12 +595,20 @@ job_id_ok(const char *s)
 
 /* ---- agent replies ---- */
 
+/*
+ * Set by agent_do on this worker thread when the session's sandbox had
+ * stopped before the request reached it (sess_agent -2): tools_run1 then
+ * starts it again (sess_enter) and runs the tool once more.
+ */
+static _Thread_local int tl_lost;
+static _Thread_local char tl_lost_why[256];
+
 struct areq {
 	struct sess	*s;
 	struct buf	 resp;
 	int		 status;
 	cJSON		*j;	/* parsed reply */
-	char		 err[512];
+	char		 err[768];
 };
 
 /*
@@ -620,11 +628,24 @@ agent_do(struct areq *a, const char *method, const char *path, cJSON *body,
 	rc = sess_agent(a->s, method, path, txt, txt ? strlen(txt) : 0, timeout_ms,
 	    &a->status, &a->resp, terr, sizeof(terr));
 	free(txt);
-	if (rc == -1) {
+	if (rc == -2) {
+		/* nothing ran: tools_run1 starts the sandbox again and retries */
+		tl_lost = 1;
+		snprintf(tl_lost_why, sizeof(tl_lost_why), "%s", terr);
+	}
+	if (rc == -2 || rc == -3) {
+		snprintf(a->err, sizeof(a->err), "the sandbox stopped (%s). Its "
+		    "/workspace is kept: the next call starts the sandbox again "
+		    "with it, with a fresh shell (variables and directory reset) "
+		    "and no background jobs. %s", terr, rc == -3 ? "Whether this "
+		    "call's command finished is unknown: check its effects "
+		    "before running it again." : "This call did not run.");
+		return -1;
+	}
+	if (rc != 0) {
 		snprintf(a->err, sizeof(a->err), "the sandbox did not answer (%s). "
-		    "It may have been killed (out of memory?) or be restarting; "
-		    "retry the call, and if it keeps failing use create_sandbox "
-		    "for a new sandbox (it starts with a copy of /workspace)", terr);
+		    "It may be overloaded or the command may still hold it; retry "
+		    "the call (sandbox_status shows what runs)", terr);
 		return -1;
 	}
 	/*
@@ -1551,6 +1572,46 @@ t_clear_session(struct tool_call *tc, struct sessmgr *m, struct sess *s,
  * schema refuses costs no sandbox), meets the session as the row's flags
  * say, then runs the row's handler.
  */
+/*
+ * The sandbox had stopped before the call's request reached its agent (it
+ * died, was OOM-killed or killed from outside): starts it again with its
+ * workspace (sess_enter) and runs the tool once more, its text saying so.
+ * A second loss is answered as it is.
+ */
+static void
+rerun_lost(struct tool_call *tc, struct sessmgr *m, struct sess *s,
+    const struct conf *c, const struct tool_def *d)
+{
+	char err[512], why[256];
+	enum sess_err e = SE_OK;
+	cJSON *ct, *t0, *t;
+
+	snprintf(why, sizeof(why), "%s", tl_lost_why);
+	log_warnx("session=%s tool=%s sandbox had stopped (%s): starting it "
+	    "again and retrying", tc->sid, tc->name, why);
+	if (sess_enter(s, &e, err, sizeof(err)) == -1)
+		return;		/* the first answer stands */
+	agentc_set_cancel(&tc->cancelled, 0);
+	tl_lost = 0;
+	d->handler(tc, m, s, c, tc->args);
+	agentc_set_cancel(NULL, 0);
+	sess_leave(s);
+	if (tl_lost || tc->result == NULL ||
+	    !cJSON_IsArray(ct = cJSON_GetObjectItemCaseSensitive(tc->result,
+	    "content")))
+		return;
+	t = cJSON_CreateObject();
+	cJSON_AddStringToObject(t, "type", "text");
+	snprintf(err, sizeof(err), "[The sandbox had stopped (%s). It was "
+	    "started again with /workspace as it was; the shell is a fresh one "
+	    "(variables and directory reset) and background jobs from before "
+	    "are gone. The call above ran in the restarted sandbox.]", why);
+	cJSON_AddStringToObject(t, "text", err);
+	t0 = cJSON_DetachItemFromArray(ct, 0);
+	cJSON_AddItemToArray(ct, t0 != NULL ? t0 : cJSON_CreateString(""));
+	cJSON_AddItemToArray(ct, t);
+}
+
 static void
 tools_run1(struct sessmgr *m, const struct conf *c, struct tool_call *tc)
 {
@@ -1595,9 +1656,12 @@ tools_run1(struct sessmgr *m, const struct conf *c, struct tool_call *tc)
 	/* The tool's own waits on the agent give up as soon as the call is
 	 * cancelled (not the sandbox's set-up above: it must complete). */
 	agentc_set_cancel(&tc->cancelled, 0);
+	tl_lost = 0;
 	d->handler(tc, m, s, c, tc->args);
 	agentc_set_cancel(NULL, 0);
 	sess_leave(s);
+	if (tl_lost)
+		rerun_lost(tc, m, s, c, d);
 out:
 	sess_put(s);
 }

@@ -29,6 +29,35 @@ else
 	skip "sdk sandbox tests" "needs the local runtime (root, bwrap)"
 fi
 
+# --- the agent dies: the next call restarts the sandbox with /workspace ---
+# (local: the agent is killed from the host; the sandbox cannot reach it)
+if [ "$ORCH_RT" = local ]; then
+	agent_pid() {
+		local id
+		id=$(rest GET "/v1/sessions/$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["sandbox_id"])')
+		pgrep -P "$(awk '{print $3}' "$ORCH_SBX_DIR/$id/pid")" | head -n1
+	}
+	mcp_tool lost-1 shell '{"command":"echo kept > /workspace/k; export V=1"}' >/dev/null
+	kill -9 "$(agent_pid lost-1)"
+	sleep 0.5
+	out=$(mcp_tool lost-1 shell '{"command":"cat /workspace/k; echo v=$V"}')
+	echo "after the agent was killed: $out"
+	check "dead agent: the call runs in the restarted sandbox" contains <(echo "$out") kept
+	check "dead agent: the shell is a fresh one" contains <(echo "$out") 'v='
+	check "dead agent: the model is told what happened" contains <(echo "$out") 'The sandbox had stopped'
+	check "dead agent: no advice that destroys work" eval '! grep -q "create_sandbox\|clear_session" <<<"$out"'
+	( mcp_tool lost-1 shell '{"command":"sleep 20; echo late"}' >"$T/lost-mid" 2>&1 ) &
+	mid=$!
+	sleep 1.5
+	kill -9 "$(agent_pid lost-1)"
+	wait "$mid"
+	echo "killed mid-call: $(cat "$T/lost-mid")"
+	check "agent dies mid-call: said plainly" contains "$T/lost-mid" 'Whether this call'"'"'s command finished is unknown'
+	check "agent dies mid-call: no advice that destroys work" eval '! grep -q "create_sandbox\|clear_session" "$T/lost-mid"'
+	out=$(mcp_tool lost-1 shell '{"command":"cat /workspace/k"}')
+	check "agent dies mid-call: next call has /workspace" contains <(echo "$out") kept
+fi
+
 # --- REST: the same create twice changes nothing ---
 out=$(rest POST /v1/sessions -H 'Content-Type: application/json' \
     -d '{"id":"rs-1","org":"o1","memory":"256MiB","lifetime":"2h"}' -w ' %{http_code}')

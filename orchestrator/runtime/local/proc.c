@@ -41,6 +41,10 @@ rl_proc_start(pid_t pid)
 	if ((p = strrchr(buf, ')')) == NULL)
 		return -1;
 	p++;
+	/* a zombie has exited: whatever reaps it (init, maybe late) changes
+	 * nothing, and a sandbox whose pid 1 is one is not running */
+	if (p[0] == ' ' && (p[1] == 'Z' || p[1] == 'X'))
+		return -1;
 	/* p points at " S ppid ...": state is field 3, starttime field 22 */
 	for (field = 2; field < 22 && *p != '\0'; p++)
 		if (*p == ' ')
