@@ -198,7 +198,8 @@ await check('sdk create_sandbox returns its sandbox id', async () => {
   const c = await b.callTool({ name: 'create_sandbox', arguments: {} }, undefined, { timeout: 120000 });
   const st = c.structuredContent || {};
   const r = await sh(b, 'echo fresh');
-  return (!c.isError && typeof st.sandbox_id === 'string' && st.sandbox_id.length > 0 && st.image === 'default' &&
+  return (!c.isError && typeof st.sandbox_id === 'string' && st.sandbox_id.length > 0 &&
+    typeof st.image === 'string' && st.image.length > 0 && st.image !== 'default' &&
     text(c).includes(st.sandbox_id) && text(r).includes('fresh')) || c;
 });
 
