@@ -289,7 +289,7 @@ t_edit, 0,
 "{\"type\":\"object\",\"properties\":{"
 "\"image\":{\"type\":\"string\",\"maxLength\":" XSTR(MAX_IMAGE) ",\"description\":\"Image to build the sandbox from (default: the server's default image).\"},"
 "\"use_kata\":{\"type\":\"boolean\",\"description\":\"Run under a VM-based runtime (Kata) for stronger isolation; only where the server offers it (default false).\"},"
-"\"run_as_root\":{\"type\":\"boolean\",\"description\":\"Run commands as root inside the sandbox (root there is not root on the host; default true).\"},"
+"\"run_as_root\":{\"type\":\"boolean\",\"description\":\"Run commands as root inside the sandbox, with the capabilities package managers and admin tools need (apt-get, dpkg, useradd, su, chown work); root there is not root on the host (default true). false: an unprivileged user with no capabilities.\"},"
 "\"writable_root\":{\"type\":\"boolean\",\"description\":\"Allow writes outside /workspace, e.g. to install packages (default true).\"},"
 "\"cpu\":{\"type\":\"number\",\"minimum\":0,\"maximum\":" XSTR(MAX_CPU_CORES) ",\"description\":\"CPU limit in cores, e.g. 0.5 or 2 (default: the server's).\"},"
 "\"memory\":{\"type\":\"string\",\"maxLength\":" XSTR(MAX_QTY) ",\"description\":\"Memory limit, e.g. \\\"512MiB\\\" or \\\"4GiB\\\" (default: the server's).\"},"
@@ -302,7 +302,7 @@ t_edit, 0,
 t_create_sandbox, TOOL_NO_ENTER | TOOL_UNCHANGED | TOOL_IMAGES,
 "{\"type\":\"object\",\"properties\":{"
 "\"sandbox_id\":{\"type\":\"string\",\"description\":\"The new sandbox's id.\"},"
-"\"image\":{\"type\":\"string\",\"description\":\"The image asked for, or default.\"}"
+"\"image\":{\"type\":\"string\",\"description\":\"The image the new sandbox runs.\"}"
 "},\"required\":[\"sandbox_id\",\"image\"],\"additionalProperties\":false}" },
 
 { "sandbox_status", "Show this session's sandbox",
