@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <cjson/cJSON.h>
 #include "attrib.h"
+#include "caps.h"
 #include "runtime/runtime.h"
 
 #define K8S_MANAGER		"sandbox-orchestrator"
@@ -53,13 +54,11 @@ struct k8s_sbx {
 
 /*
  * The capabilities a run_as_root sandbox container gets back after
- * dropping ALL (docs/kubernetes.md): what package managers and the usual
- * root tasks need, the set container engines grant by default less
- * MKNOD and NET_RAW (Pod Security "baseline" allows all of them).
+ * dropping ALL (docs/kubernetes.md): the one list of both runtimes,
+ * common/caps.h (Pod Security "baseline" allows all of them).
  */
-#define K8S_ROOT_CAPS	{ "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", \
-	"KILL", "SETGID", "SETUID", "SETPCAP", "NET_BIND_SERVICE", \
-	"SYS_CHROOT", "AUDIT_WRITE", "SETFCAP" }
+#define K8S_CAP_NAME(name, nr)	#name,
+#define K8S_ROOT_CAPS	{ SANDBOX_CAPS(K8S_CAP_NAME) }
 
 /* Cluster-wide settings the builders need (from struct rt_k8s_conf). */
 struct k8s_params {
