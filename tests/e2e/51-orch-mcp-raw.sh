@@ -236,8 +236,8 @@ req "identity: clear_session under another org refused" 200 "d['result']['isErro
 req "identity: REST create with another org 409" 409 "d['error']['code']=='identity_mismatch' and 'differs' in d['error']['message']" -H "$AUTH" -H "$CT" -d '{"id":"raw-id1","org":"o2","user":"u1"}' "$ORCH_URL/v1/sessions"
 req "identity: REST create leaving the user out 409" 409 "d['error']['code']=='identity_mismatch'" -H "$AUTH" -H "$CT" -d '{"id":"raw-id1","org":"o1"}' "$ORCH_URL/v1/sessions"
 req "identity: REST create naming one where none 409" 409 "d['error']['code']=='identity_mismatch'" -H "$AUTH" -H "$CT" -d '{"id":"raw-id2","user":"u9"}' "$ORCH_URL/v1/sessions"
-req "identity: REST create with the same identity 201" 201 "d['org']=='o1' and d['user']=='u1'" -H "$AUTH" -H "$CT" -d '{"id":"raw-id1","org":"o1","user":"u1"}' "$ORCH_URL/v1/sessions"
-req "identity: REST create naming none 201" 201 "d['org']=='o1' and d['user']=='u1'" -H "$AUTH" -H "$CT" -d '{"id":"raw-id1"}' "$ORCH_URL/v1/sessions"
+req "identity: REST create with the same identity: 200, nothing changed" 200 "d['org']=='o1' and d['user']=='u1'" -H "$AUTH" -H "$CT" -d '{"id":"raw-id1","org":"o1","user":"u1"}' "$ORCH_URL/v1/sessions"
+req "identity: REST create naming none: 200, nothing changed" 200 "d['org']=='o1' and d['user']=='u1'" -H "$AUTH" -H "$CT" -d '{"id":"raw-id1"}' "$ORCH_URL/v1/sessions"
 req_flush
 req "identity: never re-attributed" 200 "d['org']=='o1' and d['user']=='u1' and d['state']=='running'" -H "$AUTH" "$ORCH_URL/v1/sessions/raw-id1"
 req "identity: the session without one keeps none" 200 "d['org']=='' and d['user']==''" -H "$AUTH" "$ORCH_URL/v1/sessions/raw-id2"
