@@ -52,6 +52,7 @@
 #include "nest.h"
 #include "shell.h"
 #include "strnum.h"
+#include "util.h"
 #include "xmalloc.h"
 
 static int listen_fd = -1;
@@ -482,6 +483,7 @@ reap(void)
 static void
 signal_cb(int fd, uint32_t events, void *arg)
 {
+	static long long ignored_ms = -100000;
 	struct signalfd_siginfo si;
 
 	(void)events; (void)arg;
@@ -492,6 +494,18 @@ signal_cb(int fd, uint32_t events, void *arg)
 		case SIGTERM:
 		case SIGINT:
 		case SIGHUP:
+			/* as a pid namespace's init (Kubernetes), a stop comes
+			 * from outside it (sender pid 0 here); the sandbox's own
+			 * processes, root included, do not stop their agent */
+			if (getpid() == 1 && si.ssi_pid != 0) {
+				if (util_mono_coarse_ms() - ignored_ms > 10000) {
+					log_warnx("signal %u from pid %u inside the "
+					    "sandbox ignored", si.ssi_signo,
+					    si.ssi_pid);
+					ignored_ms = util_mono_coarse_ms();
+				}
+				break;
+			}
 			shutdown_agent((int)si.ssi_signo);
 			break;
 		}
@@ -806,6 +820,11 @@ main(int argc, char **argv)
 	if (a.nest && nest_init(a.nest_caps, NEST_RUN_BYTES, err,
 	    sizeof(err)) == -1)
 		fatalx("nest: %s", err);
+	/* without nest.c (Kubernetes: the sandbox shares our pid namespace):
+	 * no ptrace, /proc/PID/mem or pidfd_getfd of us without
+	 * CAP_SYS_PTRACE, which sandboxes are never given */
+	if (!a.nest && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == -1)
+		log_warn("PR_SET_DUMPABLE");
 	if (job_init() == -1)
 		log_warnx("jobs: state directory %s unusable", agent_conf.statedir);
 	if (shell_init() == -1)

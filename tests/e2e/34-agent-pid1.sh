@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# 34-agent-pid1: the agent as PID 1 of a fresh pid namespace (as under
-# bwrap): it reaps every orphan, jobs and the shell work, and SIGTERM takes
-# the whole namespace down.
+# 34-agent-pid1: the agent as PID 1 of a fresh pid namespace (as in a
+# Kubernetes container): it reaps every orphan, jobs and the shell work,
+# the sandbox's own processes can neither stop it (signals from inside are
+# ignored) nor trace it (not dumpable), and SIGTERM from outside takes the
+# whole namespace down.
 . "$(dirname "$0")/../lib/common.sh"
 . "$TOP/tests/lib/agent.sh"
 
@@ -30,7 +32,32 @@ check "a job in the namespace: exit 2" test "$(j .exit_code)" = 2
 sh_run 'sleep 100' 500
 check "timeout works as PID 1" test "$(j .timed_out)" = true
 
-# SIGTERM to the agent (PID 1 inside) ends everything in the namespace.
+# The sandbox's own processes cannot stop or trace PID 1 (as on Kubernetes,
+# where the agent is the container's init): signals from inside are
+# ignored, and it is not dumpable.
+sh_run 'kill -TERM 1; kill -INT 1; kill -HUP 1; kill -STOP 1; sleep 0.3; echo sent'
+check "signals from inside the namespace: sent" test "$(j .output)" = sent
+api GET /v1/health
+check "signals from inside the namespace: agent still answers" test "$(j .pid)" = 1
+check "signals from inside logged once" test "$(grep -c 'inside the sandbox ignored' "$T/agent.log")" = 1
+# (root here holds every capability: without CAP_SYS_PTRACE, as a sandbox)
+cat >"$T/probe.py" <<'PY'
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+r = libc.ptrace(16, 1, 0, 0)                                   # PTRACE_ATTACH
+print("attach", "refused" if r == -1 else "allowed")
+try:
+    open("/proc/1/mem", "rb"); print("mem allowed")
+except OSError:
+    print("mem refused")
+fd = libc.syscall(434, 1, 0)                                   # pidfd_open
+print("getfd", "refused" if libc.syscall(438, fd, 0, 0) == -1 else "allowed")
+PY
+sh_run "setpriv --bounding-set -sys_ptrace --inh-caps -sys_ptrace -- python3 $T/probe.py"
+check "PID 1 not dumpable: ptrace, /proc/1/mem and pidfd_getfd refused without CAP_SYS_PTRACE" \
+    test "$(j .output | tr '\n' ' ' | sed 's/ *$//')" = "attach refused mem refused getfd refused"
+
+# SIGTERM to the agent (PID 1 inside) from outside ends everything.
 id=$(job_start 'sleep 241')
 apid=$(pgrep -P $(pgrep -P $upid -x unshare || echo $upid) -f sandbox-agent || true)
 [ -n "$apid" ] || apid=$(pgrep -f "sandbox-agent -d --listen unix:$SOCK" | head -1)
