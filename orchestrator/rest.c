@@ -199,6 +199,26 @@ rest_create(struct http *ht, struct sessmgr *mgr, struct evhttp_request *req)
 	work_submit(rjob_run, rjob_done, r);
 }
 
+/* No body, or one that is an empty JSON object (whitespace around). */
+static int
+body_empty(struct evhttp_request *req)
+{
+	struct evbuffer *in = evhttp_request_get_input_buffer(req);
+	size_t n = evbuffer_get_length(in);
+	const unsigned char *p;
+	cJSON *j;
+	int ok;
+
+	if (n == 0)
+		return 1;
+	if (n > 256 || (p = evbuffer_pullup(in, (ssize_t)n)) == NULL)
+		return 0;
+	j = cJSON_ParseWithLength((const char *)p, n);
+	ok = cJSON_IsObject(j) && j->child == NULL;
+	cJSON_Delete(j);
+	return ok;
+}
+
 void
 rest_handle(struct http *ht, struct evhttp_request *req, const char *path,
     void *arg)
@@ -301,6 +321,12 @@ rest_handle(struct http *ht, struct evhttp_request *req, const char *path,
 			    op == NULL ? "use GET or DELETE" : "use POST");
 		} else
 			http_send_err(ht, req, 404, "not_found", "no such endpoint");
+		return;
+	}
+	if ((r->op == R_STOP || r->op == R_START) && !body_empty(req)) {
+		free(r);
+		http_send_err(ht, req, 400, "bad_request", "this endpoint takes "
+		    "no fields: send no body or {}");
 		return;
 	}
 	http_inflight_add(ht, 1);

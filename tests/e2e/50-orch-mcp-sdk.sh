@@ -22,7 +22,9 @@ check "rest create 201" contains <(echo "$out") '"state":"running"'
 check "rest create status" contains <(echo "$out") ' 201'
 out=$(rest GET /v1/sessions/rest-1)
 check "rest get" contains <(echo "$out") '"id":"rest-1"'
-out=$(rest POST /v1/sessions/rest-1/stop -w ' %{http_code}')
+out=$(rest POST /v1/sessions/rest-1/stop -H 'Content-Type: application/json' -d '{"force":true}' -w ' %{http_code}')
+check "rest stop with a field refused (400)" contains <(echo "$out") 'takes no fields'
+out=$(rest POST /v1/sessions/rest-1/stop -H 'Content-Type: application/json' -d ' {} ' -w ' %{http_code}')
 check "rest stop" contains <(echo "$out") '"state":"stopped"'
 out=$(mcp_tool rest-1 shell '{"command":"echo resumed"}')
 check "stopped session resumes on next call" contains <(echo "$out") 'resumed'
