@@ -32,6 +32,20 @@ done
 
 say() { printf '[build-image] %s\n' "$*" >&2; }
 
+# replace_dir NEW DIR: NEW becomes DIR. Sandboxes started from the old DIR
+# keep their files: it is renamed to .NAME.old beside it (their mounts
+# follow the rename; a dot name is no image), not deleted; the one of the
+# build before is deleted.
+replace_dir() {
+	local new=$1 d=$2 old
+	old=$(dirname "$d")/.$(basename "$d").old
+	if [ -e "$d" ]; then
+		rm -rf "$old"
+		mv "$d" "$old"
+	fi
+	mv "$new" "$d"
+}
+
 build_busybox() {
 	local d=$1 bb bash_static a
 	bb=$(command -v busybox || true)
@@ -65,8 +79,7 @@ build_busybox() {
 	printf '127.0.0.1 localhost\n::1 localhost\n' >"$tmp/etc/hosts"
 	: >"$tmp/etc/ssl/certs/ca-certificates.crt"
 	echo "$stamp" >"$tmp/.image-stamp"
-	rm -rf "$d"
-	mv "$tmp" "$d"
+	replace_dir "$tmp" "$d"
 	say "busybox image ready: $d ($(du -sh "$d" | cut -f1))"
 }
 
@@ -110,8 +123,7 @@ build_default() {
 		exit 1
 	fi
 	echo "$stamp" >"$tmp/.image-stamp"
-	rm -rf "$d"
-	mv "$tmp" "$d"
+	replace_dir "$tmp" "$d"
 	say "default image ready: $d ($(du -sh "$d" | cut -f1))"
 }
 
