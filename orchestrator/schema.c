@@ -358,16 +358,15 @@ type_name(const cJSON *t)
 static int
 compile_prop(struct prop *p, const cJSON *js, char *err, size_t errlen)
 {
-	const cJSON *t, *k;
+	const cJSON *k;
+	const char *tn;
 	size_t i;
 
 	p->max_len = SIZE_MAX;
 	p->min = -SCHEMA_INT_LIMIT;
 	p->max = SCHEMA_INT_LIMIT;
 	p->max_items = SIZE_MAX;
-	const char *tn;
-
-	if (!cJSON_IsObject(js) || (tn = type_name(t =
+	if (!cJSON_IsObject(js) || (tn = type_name(
 	    cJSON_GetObjectItemCaseSensitive(js, "type"))) == NULL) {
 		snprintf(err, errlen, "property '%s' needs an object with a type",
 		    p->name);

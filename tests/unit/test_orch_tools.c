@@ -365,6 +365,59 @@ out:
 	schema_free(sc);
 }
 
+/* Result schemas: nested objects (open or closed), arrays of objects,
+ * ["T","null"]. */
+TEST(test_schema_nested)
+{
+	static const char *sch = "{\"type\":\"object\",\"properties\":{"
+	    "\"l\":{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"number\"}},"
+	    "\"required\":[\"n\"]},"
+	    "\"c\":{\"type\":\"object\",\"properties\":{\"s\":{\"type\":\"string\"}},"
+	    "\"additionalProperties\":false},"
+	    "\"a\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":"
+	    "{\"id\":{\"type\":\"string\"}},\"required\":[\"id\"]}},"
+	    "\"u\":{\"type\":[\"integer\",\"null\"]}},"
+	    "\"additionalProperties\":false}";
+	static const struct { const char *in; int ok; } cases[] = {
+		{ "{}", 1 },
+		{ "{\"l\":{\"n\":1,\"extra\":true}}", 1 },	/* open */
+		{ "{\"l\":{}}", 0 },				/* n required */
+		{ "{\"l\":3}", 0 },
+		{ "{\"c\":{\"s\":\"x\"}}", 1 },
+		{ "{\"c\":{\"s\":\"x\",\"t\":1}}", 0 },		/* closed */
+		{ "{\"a\":[{\"id\":\"j\"},{\"id\":\"k\",\"more\":1}]}", 1 },
+		{ "{\"a\":[{\"id\":\"j\"},{}]}", 0 },
+		{ "{\"a\":[1]}", 0 },
+		{ "{\"u\":null}", 1 },
+		{ "{\"u\":5}", 1 },
+		{ "{\"u\":\"5\"}", 0 },
+	};
+	char err[256];
+	struct schema *sc;
+	cJSON *js, *v;
+	size_t i;
+
+	js = cJSON_Parse(sch);
+	sc = schema_compile(js, err, sizeof(err));
+	CHECK(sc != NULL);
+	for (i = 0; sc != NULL && i < NELEM(cases); i++) {
+		v = cJSON_Parse(cases[i].in);
+		if ((schema_check(sc, v, err, sizeof(err)) == 0) != cases[i].ok) {
+			fprintf(stderr, "  case %zu %s: %s\n", i, cases[i].in, err);
+			CHECK(0);
+		}
+		cJSON_Delete(v);
+	}
+	schema_free(sc);
+	cJSON_Delete(js);
+	/* a nested object that is not one, or mixed types, are refused */
+	js = cJSON_Parse("{\"type\":\"object\",\"properties\":{\"x\":{\"type\":"
+	    "\"object\",\"properties\":{\"y\":{\"type\":\"what\"}}}},"
+	    "\"additionalProperties\":false}");
+	CHECK(schema_compile(js, err, sizeof(err)) == NULL);
+	cJSON_Delete(js);
+}
+
 TEST(test_schema_getters)
 {
 	cJSON *a = cJSON_Parse("{\"s\":\"x\",\"i\":-5,\"b\":false,\"n\":null,"
@@ -646,6 +699,7 @@ main(void)
 	RUN(test_schema_compile_refuses);
 	RUN(test_schema_check_table);
 	RUN(test_schema_check_hostile);
+	RUN(test_schema_nested);
 	RUN(test_schema_getters);
 	RUN(test_tools_check_accepts);
 	RUN(test_tools_check_refuses);
