@@ -116,8 +116,9 @@ fx_nginx_start() {
 	truncate -s 256M "$T/www/big/256m.bin"
 	fcgiwrap -c 4 -s "unix:$T/nginx/fcgiwrap.sock" >>"$T/nginx/fcgiwrap.log" 2>&1 &
 	track_pid $!
-	# its preforked children are ours too: stop them (by pid) before the parent
-	on_exit "kill \$(pgrep -P $!) 2>/dev/null"
+	# its preforked children are ours too: the parent first (it forks a new
+	# child for each one that dies), then the children it had
+	on_exit "_k=\$(pgrep -P $!); kill $! 2>/dev/null; kill \$_k 2>/dev/null"
 	{
 		cat <<EOF
 user root;
