@@ -6,7 +6,7 @@
 ORCH_SRCS := orchestrator/conf.c orchestrator/work.c orchestrator/sessmgr.c \
 	orchestrator/sessopt.c orchestrator/pool.c orchestrator/sess.c \
 	orchestrator/reconcile.c \
-	orchestrator/schema.c orchestrator/tools.c orchestrator/mcp.c \
+	orchestrator/schema.c orchestrator/tools.c orchestrator/toolres.c orchestrator/mcp.c \
 	orchestrator/jsonu.c orchestrator/http.c orchestrator/mcp_http.c \
 	orchestrator/rest.c orchestrator/server.c orchestrator/runtime/fake/fake.c
 ORCH_OBJS := $(ORCH_SRCS:%.c=$(B)/%.o)
@@ -38,7 +38,8 @@ $(ORCH_UNITS:%=$(B)/tests/unit/%.o): CPPFLAGS += -Iorchestrator -Inetpol $(ORCH_
 $(B)/tests/unit/test_orch_%: $(B)/tests/unit/test_orch_%.o $(ORCH_OBJS) \
     $(ORCH_RT_OBJS) $(RT_COMMON_OBJS) $(RT_SEAM_OBJS) $(LLHTTP_OBJS) $(COMMON_OBJS)
 	$(CC) $(LDFLAGS) $(sort $^) $(PKG_LIBS) -o $@
-# test_orch_results includes tools.c (its static result builders): no tools.o.
+# test_orch_results includes tools.c (its static table and output schemas;
+# the builders are toolres.o's): no tools.o.
 $(B)/tests/unit/test_orch_results: $(B)/tests/unit/test_orch_results.o \
     $(filter-out $(B)/orchestrator/tools.o,$(ORCH_OBJS)) $(ORCH_RT_OBJS) \
     $(RT_COMMON_OBJS) $(RT_SEAM_OBJS) $(LLHTTP_OBJS) $(COMMON_OBJS)

@@ -12,16 +12,10 @@
  * that depend on the server's configuration cannot be in a static schema:
  * handlers check those, and say so.
  *
- * Results. Each handler does its I/O, then a *_result function builds the
- * CallToolResult from what the agent answered: a text block written for
- * the model and, for clients of 2025-06-18 and later, structuredContent
- * matching the row's outputSchema (MCP: a tool that declares one MUST
- * return conforming structuredContent, and SDK clients reject a result
- * that does not). The builders take the agent's reply, never trusting it:
- * numbers are bounded, strings cleaned, states mapped onto the schema's
- * enum; tools_run checks every result against the outputSchema anyway
- * and turns a mismatch into a tool error rather than send it, and
- * tests/unit/test_orch_results.c feeds the builders hostile replies.
+ * Results. Each handler does its I/O, then a *_result function of
+ * toolres.c builds the CallToolResult from what the agent answered;
+ * tools_run checks every result against the row's outputSchema and turns
+ * a mismatch into a tool error rather than send it.
  *
  * Everything the agent returns is treated as hostile: parsed with size
  * caps, strings cleaned to valid UTF-8 (a NUL byte shown as U+2400, an
@@ -43,6 +37,7 @@
 #include "log.h"
 #include "jsonu.h"
 #include "schema.h"
+#include "toolres.h"
 #include "tools.h"
 #include "xmalloc.h"
 
@@ -55,8 +50,6 @@
 #define MAX_FILE_TEXT	8388608		/* 8 MiB: old_str and new_str together
 					 * stay inside the agent's 16 MiB body */
 #define MAX_PATH_LEN	4096		/* PATH_MAX: the kernel refuses longer */
-#define MAX_JOB_ID	64		/* job ids in the pattern and from the
-					 * agent (its ids are shorter) */
 #define MAX_EDIT_CMD	32		/* longer than any edit command */
 #define MAX_IMAGE	255		/* what the session record keeps */
 #define MAX_OFFSET	1125899906842624	/* 2^50: beyond any job spool */
@@ -73,7 +66,6 @@
 #define STR_(x)		#x
 #define XSTR(x)		STR_(x)
 
-#define AGENT_RESP_MAX	((size_t)24 * 1024 * 1024)
 #define MARGIN_MS	15000
 #define CANCEL_SHELL_GRACE_MS	8000	/* the interrupt job's 3 s and more */
 #define CANCEL_RECHECK	20		/* tools_cancel: 100 ms rounds */
@@ -545,21 +537,6 @@ tool_call_free(struct tool_call *tc)
 	free(tc);
 }
 
-cJSON *
-tools_text_result(const char *text, int is_error)
-{
-	cJSON *r = cJSON_CreateObject(), *c, *t;
-
-	c = cJSON_AddArrayToObject(r, "content");
-	t = cJSON_CreateObject();
-	cJSON_AddStringToObject(t, "type", "text");
-	cJSON_AddStringToObject(t, "text", text);
-	cJSON_AddItemToArray(c, t);
-	if (is_error)
-		cJSON_AddTrueToObject(r, "isError");
-	return r;
-}
-
 /*
  * A second check of an integer argument against a bound the server's
  * configuration sets (the schema holds only the fixed ceiling); same
@@ -575,22 +552,6 @@ conf_range(const char *k, long long v, long long min, long long max,
 		return -1;
 	}
 	return 0;
-}
-
-static int
-job_id_ok(const char *s)
-{
-	size_t i, n = strlen(s);
-
-	if (n == 0 || n > MAX_JOB_ID)
-		return 0;
-	for (i = 0; i < n; i++) {
-		char c = s[i];
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-		    (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.'))
-			return 0;
-	}
-	return strcmp(s, ".") != 0 && strcmp(s, "..") != 0;
 }
 
 /* ---- agent replies ---- */
@@ -675,62 +636,12 @@ areq_free(struct areq *a)
 	buf_free(&a->resp);
 }
 
-static const char *
-jstr(const cJSON *o, const char *k)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-/*
- * Member k of the agent's reply o as a whole number in [lo, hi] (a
- * fraction is cut off); def when it is absent, no number, or out of range
- * (1e400 is infinity, and no double that large converts).
- */
-static long long
-jint(const cJSON *o, const char *k, long long def, long long lo, long long hi)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-
-	if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) ||
-	    v->valuedouble < (double)lo || v->valuedouble > (double)hi)
-		return def;
-	return (long long)v->valuedouble;
-}
-
-/* The bound of the numbers taken from agents: within it doubles are exact,
- * and so are the integers of the outputSchemas (schema.c's limit). */
-#define JINT_MAX	(1LL << 53)
-
-/* A count (bytes, offsets, milliseconds): never negative. */
-static long long
-jcount(const cJSON *o, const char *k, long long def)
-{
-	return jint(o, k, def, 0, JINT_MAX);
-}
-
-static int
-jtrue(const cJSON *o, const char *k)
-{
-	return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, k));
-}
-
-/* Member k of o as clean text (caller frees); "" when it is no string. */
-static char *
-jtext(const cJSON *o, const char *k)
-{
-	const char *v = jstr(o, k);
-
-	return v != NULL ? jsonu_utf8_clean(v, strlen(v)) : xstrdup("");
-}
-
 /* The agent's error reply as a message for the model. */
 static void
 agent_error_text(struct areq *a, const char *what, struct buf *out)
 {
 	cJSON *e = cJSON_GetObjectItemCaseSensitive(a->j, "error");
-	const char *code = jstr(e, "code"), *msg = jstr(e, "message");
+	const char *code = tr_str(e, "code"), *msg = tr_str(e, "message");
 	char *clean = msg ? jsonu_utf8_clean(msg, strlen(msg)) : NULL;
 
 	if (a->status == 409)
@@ -741,299 +652,6 @@ agent_error_text(struct areq *a, const char *what, struct buf *out)
 		ign(buf_addf(out, "%s failed (%s): %s", what,
 		    code ? code : "error", clean ? clean : "no details"));
 	free(clean);
-}
-
-static void
-set_text(struct tool_call *tc, const char *text, int is_error)
-{
-	cJSON_Delete(tc->result);
-	tc->result = tools_text_result(text, is_error);
-	tc->is_error = is_error;
-}
-
-static void
-set_buf(struct tool_call *tc, struct buf *b, int is_error)
-{
-	set_text(tc, b->p ? b->p : "", is_error);
-}
-
-static void
-add_structured(struct tool_call *tc, cJSON *obj)
-{
-	if (tc->structured && tc->result != NULL)
-		cJSON_AddItemToObject(tc->result, "structuredContent", obj);
-	else
-		cJSON_Delete(obj);
-}
-
-/* ---- results (see the top of the file) ---- */
-
-/*
- * shell's result from the agent's reply j to POST /v1/shell (tmo: the
- * timeout asked for, in seconds). A timeout is exit code 124 whatever the
- * agent said (older agents said -1).
- */
-static void
-shell_result(struct tool_call *tc, const cJSON *j, long long tmo)
-{
-	struct buf out;
-	int timed_out = jtrue(j, "timed_out"), oom = jtrue(j, "oom_killed");
-	int trunc = jtrue(j, "truncated"), restarted = jtrue(j, "shell_restarted");
-	long long code = timed_out ? 124 : jint(j, "exit_code", -1, INT_MIN,
-	    INT_MAX);
-	long long dropped = jcount(j, "dropped_bytes", 0);
-	long long dur = jcount(j, "duration_ms", 0);
-	char *text = jtext(j, "output");
-	cJSON *st;
-
-	buf_init(&out, AGENT_RESP_MAX);
-	ign(buf_addstr(&out, text));
-	if (out.len > 0 && out.p[out.len - 1] != '\n')
-		ign(buf_addstr(&out, "\n"));
-	if (timed_out)
-		ign(buf_addf(&out, "[timed out after %llds (exit code 124): the "
-		    "command and its child processes were killed; the shell keeps "
-		    "its state. Use shell_async for long-running commands, or a "
-		    "larger timeout]", tmo));
-	else if (oom)
-		ign(buf_addf(&out, "[killed: out of memory (the sandbox's "
-		    "memory limit); exit code %lld]", code));
-	else
-		ign(buf_addf(&out, "[exit code %lld, %lld ms]", code, dur));
-	if (trunc)
-		ign(buf_addf(&out, "\n[output truncated: %lld bytes dropped "
-		    "from the middle; redirect output to a file and view it "
-		    "in parts]", dropped));
-	if (restarted)
-		ign(buf_addstr(&out, "\n[the shell exited and a fresh one "
-		    "was started in /workspace; variables and cwd were reset]"));
-	set_buf(tc, &out, timed_out || oom);
-	buf_free(&out);
-	st = cJSON_CreateObject();
-	cJSON_AddNumberToObject(st, "exit_code", (double)code);
-	cJSON_AddStringToObject(st, "output", text);
-	cJSON_AddBoolToObject(st, "timed_out", timed_out);
-	cJSON_AddBoolToObject(st, "truncated", trunc);
-	cJSON_AddNumberToObject(st, "dropped_bytes", (double)dropped);
-	cJSON_AddNumberToObject(st, "duration_ms", (double)dur);
-	cJSON_AddBoolToObject(st, "oom_killed", oom);
-	cJSON_AddBoolToObject(st, "shell_restarted", restarted);
-	add_structured(tc, st);
-	free(text);
-}
-
-/* The job's state as the outputSchemas' enum has it. */
-static const char *
-job_state(const cJSON *j)
-{
-	static const char *const states[] = { "running", "exited", "signaled",
-	    "stopped" };
-	const char *st = jstr(j, "state");
-	size_t i;
-
-	for (i = 0; st != NULL && i < NELEM(states); i++)
-		if (strcmp(st, states[i]) == 0)
-			return states[i];
-	return "unknown";
-}
-
-static void
-job_status_text(const cJSON *j, const char *jid, struct buf *out)
-{
-	const char *id = jstr(j, "id");
-	cJSON *code = cJSON_GetObjectItemCaseSensitive(j, "exit_code");
-	cJSON *sig = cJSON_GetObjectItemCaseSensitive(j, "signal");
-	char idc[80];
-
-	if (id == NULL)
-		id = jid;
-	log_escape(idc, sizeof(idc), id, strlen(id));
-	ign(buf_addf(out, "[job %s: %s", idc, job_state(j)));
-	if (cJSON_IsNumber(code))
-		ign(buf_addf(out, ", exit code %lld", jint(j, "exit_code", -1,
-		    INT_MIN, INT_MAX)));
-	if (cJSON_IsNumber(sig))
-		ign(buf_addf(out, ", signal %lld", jint(j, "signal", -1, 0,
-		    INT_MAX)));
-	if (jtrue(j, "oom_killed"))
-		ign(buf_addstr(out, ", killed: out of memory"));
-	ign(buf_addf(out, ", %lld output bytes", jcount(j, "output_bytes", 0)));
-	if (jtrue(j, "truncated"))
-		ign(buf_addf(out, "; output capped, %lld bytes dropped (the spool "
-		    "keeps the head; rerun with output piped through tail or to a "
-		    "file for the end)", jcount(j, "dropped_bytes", 0)));
-}
-
-/*
- * A job's structuredContent from the agent's {job} j (jid: the id asked
- * for, used when j has none that is a job id). exit_code and signal only
- * when the agent gave usable numbers (it gives null while running, or
- * when the status was lost).
- */
-static cJSON *
-job_struct(const cJSON *j, const char *jid)
-{
-	cJSON *st = cJSON_CreateObject();
-	const char *id = jstr(j, "id");
-	long long v;
-
-	cJSON_AddStringToObject(st, "job_id", id != NULL && job_id_ok(id) ? id :
-	    jid);
-	cJSON_AddStringToObject(st, "state", job_state(j));
-	if ((v = jint(j, "exit_code", LLONG_MIN, INT_MIN, INT_MAX)) != LLONG_MIN)
-		cJSON_AddNumberToObject(st, "exit_code", (double)v);
-	if ((v = jint(j, "signal", LLONG_MIN, 0, INT_MAX)) != LLONG_MIN)
-		cJSON_AddNumberToObject(st, "signal", (double)v);
-	cJSON_AddBoolToObject(st, "oom_killed", jtrue(j, "oom_killed"));
-	cJSON_AddNumberToObject(st, "output_bytes", (double)jcount(j,
-	    "output_bytes", 0));
-	cJSON_AddBoolToObject(st, "truncated", jtrue(j, "truncated"));
-	cJSON_AddNumberToObject(st, "dropped_bytes", (double)jcount(j,
-	    "dropped_bytes", 0));
-	return st;
-}
-
-/* shell_async's result from the agent's reply j to POST /v1/jobs. */
-static void
-job_started_result(struct tool_call *tc, const cJSON *j)
-{
-	const char *id = jstr(j, "id");
-	long long pid = jint(j, "pid", 0, 0, INT_MAX);
-	struct buf out;
-	cJSON *st;
-
-	if (id == NULL || !job_id_ok(id)) {
-		set_text(tc, "shell_async: the agent returned no usable job id; retry", 1);
-		return;
-	}
-	buf_init(&out, 64 * 1024);
-	ign(buf_addf(&out, "Started job %s (pid %lld). Use shell_poll with "
-	    "job_id \"%s\" to read its output, shell_wait to wait for it, "
-	    "shell_stop to stop it.", id, pid, id));
-	set_buf(tc, &out, 0);
-	buf_free(&out);
-	st = cJSON_CreateObject();
-	cJSON_AddStringToObject(st, "job_id", id);
-	cJSON_AddNumberToObject(st, "pid", (double)pid);
-	add_structured(tc, st);
-}
-
-/*
- * shell_poll's (wait_s -1) or shell_wait's result from the agent's {job}
- * with output j, read from offset off for job jid.
- */
-static void
-job_output_result(struct tool_call *tc, const cJSON *j, const char *jid,
-    long long off, long long wait_s)
-{
-	const char *state = job_state(j);
-	long long next = jcount(j, "next_offset", off);
-	int eof = jtrue(j, "eof");
-	char *text = jtext(j, "output");
-	struct buf out;
-	cJSON *st;
-
-	buf_init(&out, AGENT_RESP_MAX);
-	ign(buf_addstr(&out, text));
-	if (out.len > 0 && out.p[out.len - 1] != '\n')
-		ign(buf_addstr(&out, "\n"));
-	job_status_text(j, jid, &out);
-	ign(buf_addf(&out, "; next_offset %lld%s]", next,
-	    eof ? ", eof: finished and all output read" : ""));
-	if (wait_s >= 0 && strcmp(state, "running") == 0)
-		ign(buf_addf(&out, "\n[still running after %llds; call "
-		    "shell_wait again, or shell_poll from next_offset]", wait_s));
-	if (!eof && strcmp(state, "running") != 0)
-		ign(buf_addstr(&out, "\n[more output remains: call shell_poll "
-		    "with offset = next_offset]"));
-	set_buf(tc, &out, 0);
-	buf_free(&out);
-	st = job_struct(j, jid);
-	cJSON_AddStringToObject(st, "output", text);
-	cJSON_AddNumberToObject(st, "next_offset", (double)next);
-	cJSON_AddBoolToObject(st, "eof", eof);
-	add_structured(tc, st);
-	free(text);
-}
-
-/* shell_stop's result from the agent's {job} j. */
-static void
-job_stop_result(struct tool_call *tc, const cJSON *j, const char *jid)
-{
-	struct buf out;
-
-	buf_init(&out, 64 * 1024);
-	job_status_text(j, jid, &out);
-	ign(buf_addstr(&out, "]"));
-	set_buf(tc, &out, 0);
-	buf_free(&out);
-	add_structured(tc, job_struct(j, jid));
-}
-
-/*
- * str_replace_based_edit_tool's result for command cmd on path from the
- * agent's reply j (file_text: create's, line: insert's).
- */
-static void
-edit_result(struct tool_call *tc, const char *cmd, const char *path,
-    const char *file_text, long long line, const cJSON *j)
-{
-	struct buf out;
-	char *text = NULL;
-	cJSON *st = cJSON_CreateObject();
-
-	buf_init(&out, AGENT_RESP_MAX);
-	cJSON_AddStringToObject(st, "command", cmd);
-	cJSON_AddStringToObject(st, "path", path);
-	if (strcmp(cmd, "view") == 0) {
-		text = jtext(j, "content");
-		ign(buf_addstr(&out, text));
-		cJSON_AddStringToObject(st, "content", text);
-	} else if (strcmp(cmd, "str_replace") == 0) {
-		text = jtext(j, "snippet");
-		ign(buf_addf(&out, "Replaced the text in %s.%s%s", path,
-		    *text ? " The edited part now reads:\n" : "", text));
-		cJSON_AddStringToObject(st, "snippet", text);
-	} else if (strcmp(cmd, "create") == 0) {
-		ign(buf_addf(&out, "Created %s (%zu bytes).", path, strlen(file_text)));
-		cJSON_AddNumberToObject(st, "bytes", (double)strlen(file_text));
-	} else {
-		ign(buf_addf(&out, "Inserted the text after line %lld of %s.", line,
-		    path));
-		cJSON_AddNumberToObject(st, "insert_line", (double)line);
-	}
-	set_buf(tc, &out, 0);
-	buf_free(&out);
-	add_structured(tc, st);
-	free(text);
-}
-
-/* create_sandbox's result: text, the new sandbox's id and image. */
-static void
-sandbox_result(struct tool_call *tc, struct buf *text, const char *sandbox_id,
-    const char *image)
-{
-	cJSON *st;
-
-	set_buf(tc, text, 0);
-	st = cJSON_CreateObject();
-	cJSON_AddStringToObject(st, "sandbox_id", sandbox_id);
-	cJSON_AddStringToObject(st, "image", image);
-	add_structured(tc, st);
-}
-
-/* clear_session's result (had: a sandbox was deleted). */
-static void
-cleared_result(struct tool_call *tc, int had)
-{
-	cJSON *st;
-
-	set_text(tc, "Session cleared: its sandbox and workspace are gone. The "
-	    "next tool call starts a fresh default sandbox.", 0);
-	st = cJSON_CreateObject();
-	cJSON_AddTrueToObject(st, "cleared");
-	cJSON_AddBoolToObject(st, "had_sandbox", had);
-	add_structured(tc, st);
 }
 
 /*
@@ -1081,11 +699,11 @@ t_shell(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 		tmo = c->shell_timeout_ms / 1000;
 	else if (conf_range("timeout", tmo, 1, maxs < 1 ? 1 : maxs, err,
 	    sizeof(err)) == -1) {
-		set_text(tc, err, 1);
+		tr_set_text(tc, err, 1);
 		goto out;
 	}
 	if (atomic_load(&tc->cancelled)) {
-		set_text(tc, "cancelled", 1);
+		tr_set_text(tc, "cancelled", 1);
 		goto out;
 	}
 	/* A cancel interrupts the command (tools_cancel): let the agent
@@ -1099,7 +717,7 @@ t_shell(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 		if (agent_do(&a, "POST", "/v1/shell", body,
 		    (int)(tmo * 1000) + MARGIN_MS) == -1) {
 			cJSON_Delete(body);
-			set_text(tc, a.err, 1);
+			tr_set_text(tc, a.err, 1);
 			goto out;
 		}
 		/* Busy right after a cancelled command was interrupted: it is
@@ -1116,7 +734,7 @@ t_shell(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 	cJSON_Delete(body);
 	if (a.status != 200) {
 		agent_error_text(&a, "shell", &out);
-		set_buf(tc, &out, 1);
+		tr_set_buf(tc, &out, 1);
 		goto out;
 	}
 	shell_result(tc, a.j, tmo);
@@ -1139,7 +757,7 @@ job_not_found(struct tool_call *tc, struct areq *a, const char *jid,
 		    "old jobs.", what, jid));
 	else
 		agent_error_text(a, what, &out);
-	set_buf(tc, &out, 1);
+	tr_set_buf(tc, &out, 1);
 	buf_free(&out);
 }
 
@@ -1159,13 +777,13 @@ t_shell_async(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 	cJSON_AddStringToObject(body, "command", schema_str(args, "command"));
 	if (agent_do(&a, "POST", "/v1/jobs", body, 30000) == -1) {
 		cJSON_Delete(body);
-		set_text(tc, a.err, 1);
+		tr_set_text(tc, a.err, 1);
 		goto out;
 	}
 	cJSON_Delete(body);
 	if (a.status != 200 && a.status != 201) {
 		agent_error_text(&a, "shell_async", &out);
-		set_buf(tc, &out, 1);
+		tr_set_buf(tc, &out, 1);
 		goto out;
 	}
 	job_started_result(tc, a.j);
@@ -1184,7 +802,7 @@ job_id_arg(struct tool_call *tc, const cJSON *args)
 	const char *jid = schema_str(args, "job_id");
 
 	if (jid == NULL || !job_id_ok(jid)) {
-		set_text(tc, "argument 'job_id' is not a job id (use the job_id "
+		tr_set_text(tc, "argument 'job_id' is not a job id (use the job_id "
 		    "returned by shell_async)", 1);
 		return NULL;
 	}
@@ -1207,7 +825,7 @@ job_post(struct tool_call *tc, struct areq *w, const char *jid,
 		cJSON_AddNumberToObject(body, "timeout_ms", (double)(wait_s * 1000));
 	snprintf(path, sizeof(path), "/v1/jobs/%s/%s", jid, op);
 	if (agent_do(w, "POST", path, body, (int)(wait_s * 1000) + MARGIN_MS) == -1)
-		set_text(tc, w->err, 1);
+		tr_set_text(tc, w->err, 1);
 	else if (w->status != 200)
 		job_not_found(tc, w, jid, what);
 	else
@@ -1231,7 +849,7 @@ job_output(struct tool_call *tc, struct sess *s, const char *jid,
 	snprintf(path, sizeof(path), "/v1/jobs/%s?offset=%lld&max=%lld", jid, off,
 	    max);
 	if (agent_do(&a, "GET", path, NULL, 30000) == -1)
-		set_text(tc, a.err, 1);
+		tr_set_text(tc, a.err, 1);
 	else if (a.status != 200)
 		job_not_found(tc, &a, jid, what);
 	else
@@ -1266,7 +884,7 @@ t_shell_wait(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 	if (tmo == -1)
 		tmo = 30 < maxs ? 30 : maxs;
 	else if (conf_range("timeout", tmo, 0, maxs, err, sizeof(err)) == -1) {
-		set_text(tc, err, 1);
+		tr_set_text(tc, err, 1);
 		return;
 	}
 	if ((jid = job_id_arg(tc, args)) != NULL &&
@@ -1306,7 +924,7 @@ sess_error(struct tool_call *tc, enum sess_err e, const char *err)
 	default:
 		ign(buf_addf(&out, "%s", err));
 	}
-	set_buf(tc, &out, 1);
+	tr_set_buf(tc, &out, 1);
 	buf_free(&out);
 }
 
@@ -1336,7 +954,7 @@ t_edit(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 			x0 = schema_int_item(args, "view_range", 0, 0);
 			x1 = schema_int_item(args, "view_range", 1, 0);
 			if (x0 < 1 || (x1 != -1 && x1 < x0)) {
-				set_text(tc, "argument 'view_range': first_line must be >= 1 "
+				tr_set_text(tc, "argument 'view_range': first_line must be >= 1 "
 				    "and last_line >= first_line, or -1 for the end", 1);
 				goto out;
 			}
@@ -1345,14 +963,14 @@ t_edit(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 		p = "/v1/files/view";
 	} else if (strcmp(cmd, "create") == 0) {
 		if (ft == NULL) {
-			set_text(tc, "create needs 'file_text' (the whole file content)", 1);
+			tr_set_text(tc, "create needs 'file_text' (the whole file content)", 1);
 			goto out;
 		}
 		cJSON_AddStringToObject(body, "file_text", ft);
 		p = "/v1/files/create";
 	} else if (strcmp(cmd, "str_replace") == 0) {
 		if (os == NULL || *os == '\0') {
-			set_text(tc, "str_replace needs a non-empty 'old_str' (the exact "
+			tr_set_text(tc, "str_replace needs a non-empty 'old_str' (the exact "
 			    "text to replace) and 'new_str'", 1);
 			goto out;
 		}
@@ -1363,7 +981,7 @@ t_edit(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 		if (it == NULL)
 			it = ns;	/* some clients send new_str for insert */
 		if (line < 0 || it == NULL) {
-			set_text(tc, "insert needs 'insert_line' (0 = top) and "
+			tr_set_text(tc, "insert needs 'insert_line' (0 = top) and "
 			    "'insert_text'", 1);
 			goto out;
 		}
@@ -1371,16 +989,16 @@ t_edit(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 		cJSON_AddStringToObject(body, "insert_text", it);
 		p = "/v1/files/insert";
 	} else {
-		set_text(tc, "unknown command", 1);	/* the schema's enum has four */
+		tr_set_text(tc, "unknown command", 1);	/* the schema's enum has four */
 		goto out;
 	}
 	if (agent_do(&a, "POST", p, body, 60000) == -1) {
-		set_text(tc, a.err, 1);
+		tr_set_text(tc, a.err, 1);
 		goto out;
 	}
 	if (a.status != 200) {
 		agent_error_text(&a, cmd, &out);
-		set_buf(tc, &out, 1);
+		tr_set_buf(tc, &out, 1);
 		goto out;
 	}
 	edit_result(tc, cmd, path, ft, line, a.j);
@@ -1388,35 +1006,6 @@ out:
 	cJSON_Delete(body);
 	areq_free(&a);
 	buf_free(&out);
-}
-
-/* A number member of o (0 if absent or null). */
-static long long
-jll(const cJSON *o, const char *k)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-
-	return cJSON_IsNumber(v) ? (long long)v->valuedouble : 0;
-}
-
-/* "cpu 2 cores, memory 2GiB, disk 10GiB, lifetime 1h, idle timeout 10m". */
-static void
-limits_text(const cJSON *st, struct buf *out)
-{
-	const cJSON *l = cJSON_GetObjectItemCaseSensitive(st, "limits");
-	const cJSON *cpu = cJSON_GetObjectItemCaseSensitive(l, "cpu");
-	char mem[48], disk[48], life[48], idle[48];
-
-	sessopt_fmt_size(mem, sizeof(mem), jll(l, "memory_bytes"));
-	if (jll(l, "disk_bytes") > 0)
-		sessopt_fmt_size(disk, sizeof(disk), jll(l, "disk_bytes"));
-	else
-		snprintf(disk, sizeof(disk), "no limit");
-	sessopt_fmt_duration(life, sizeof(life), jll(l, "lifetime_ms"));
-	sessopt_fmt_duration(idle, sizeof(idle), jll(l, "idle_timeout_ms"));
-	ign(buf_addf(out, "cpu %g cores, memory %s, disk %s, lifetime %s, idle "
-	    "timeout %s", cJSON_IsNumber(cpu) ? cpu->valuedouble : 0.0, mem, disk,
-	    life, idle));
 }
 
 static void
@@ -1435,7 +1024,7 @@ t_create_sandbox(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 	if (sessopt_parse(args, NULL, &o, err, sizeof(err)) == -1) {
 		snprintf(err + strlen(err), sizeof(err) - strlen(err), ". Your "
 		    "sandbox and its /workspace are unchanged.");
-		set_text(tc, err, 1);
+		tr_set_text(tc, err, 1);
 		return;
 	}
 	if (sess_reprovision(s, &o, &e, err, sizeof(err)) == -1) {
@@ -1445,96 +1034,12 @@ t_create_sandbox(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 	st = sess_json(s);
 	buf_init(&out, 4096);
 	ign(buf_addf(&out, "A new sandbox is ready (id %s, image %s). Its "
-	    "/workspace %s. Limits: ", sess_sandbox_id(s), jstr(st, "image"),
+	    "/workspace %s. Limits: ", sess_sandbox_id(s), tr_str(st, "image"),
 	    o.fresh_workspace ? "is empty" : "holds a copy of the old one's files"));
-	limits_text(st, &out);
+	tr_limits_text(st, &out);
 	ign(buf_addstr(&out, "."));
-	sandbox_result(tc, &out, sess_sandbox_id(s), jstr(st, "image"));
+	sandbox_result(tc, &out, sess_sandbox_id(s), tr_str(st, "image"));
 	cJSON_Delete(st);
-	buf_free(&out);
-}
-
-/* "2h 5m", "3m 20s", "45s": a span for a model to read. */
-static void
-span_text(char *out, size_t len, long long ms)
-{
-	long long sec = ms / 1000;
-
-	if (sec >= 3600)
-		snprintf(out, len, "%lldh %lldm", sec / 3600, sec % 3600 / 60);
-	else if (sec >= 60)
-		snprintf(out, len, "%lldm %llds", sec / 60, sec % 60);
-	else
-		snprintf(out, len, "%llds", sec);
-}
-
-/* sandbox_status's text, from sess_status's JSON. */
-static void
-status_text(const cJSON *st, struct buf *out)
-{
-	const cJSON *u = cJSON_GetObjectItemCaseSensitive(st, "usage"), *j;
-	const char *state = jstr((cJSON *)st, "state");
-	char a[48], b[48];
-	int n;
-
-	if (state != NULL && strcmp(state, "none") == 0) {
-		ign(buf_addstr(out, "This session has no sandbox yet: the next "
-		    "tool call creates a default one (create_sandbox picks "
-		    "another). Limits a default sandbox gets: "));
-		limits_text(st, out);
-		ign(buf_addstr(out, ".\n"));
-	} else {
-		ign(buf_addf(out, "Sandbox %s (image %s) is %s", jstr((cJSON *)st,
-		    "sandbox_id"), jstr((cJSON *)st, "image"), state ? state : "?"));
-		if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(st, "uptime_ms"))) {
-			span_text(a, sizeof(a), jll(st, "uptime_ms"));
-			span_text(b, sizeof(b), jll(st, "lifetime_left_ms"));
-			ign(buf_addf(out, ", up %s; %s left of its lifetime", a, b));
-			span_text(a, sizeof(a), jll(st, "idle_left_ms"));
-			ign(buf_addf(out, ", %s until the idle limit", a));
-		}
-		ign(buf_addf(out, ". Root: %s, writable root: %s.\nLimits: ",
-		    jtrue((cJSON *)st, "run_as_root") ? "yes" : "no",
-		    jtrue((cJSON *)st, "writable_root") ? "yes" : "no"));
-		limits_text(st, out);
-		ign(buf_addstr(out, ".\nIn use: memory "));
-		if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(u, "memory_bytes"))) {
-			sessopt_fmt_size(a, sizeof(a), jll(u, "memory_bytes"));
-			ign(buf_addstr(out, a));
-		} else
-			ign(buf_addstr(out, "unknown"));
-		ign(buf_addstr(out, ", disk "));
-		if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(u, "disk_bytes"))) {
-			sessopt_fmt_size(a, sizeof(a), jll(u, "disk_bytes"));
-			ign(buf_addf(out, "%s%s", jtrue((cJSON *)u, "disk_partial") ?
-			    "at least " : "", a));
-		} else
-			ign(buf_addstr(out, "unknown"));
-		ign(buf_addf(out, ".\nShell: %s. Running background jobs: %lld",
-		    jtrue((cJSON *)st, "busy") ? "a command is running" : "idle",
-		    jll(st, "running_jobs")));
-		n = 0;
-		cJSON_ArrayForEach(j, cJSON_GetObjectItemCaseSensitive(st, "jobs")) {
-			ign(buf_addf(out, "%s %s (%s)", n++ == 0 ? ":" : ";",
-			    jstr((cJSON *)j, "id"), jstr((cJSON *)j, "command")));
-		}
-		ign(buf_addstr(out, ".\n"));
-	}
-	ign(buf_addf(out, "Works for org \"%s\", user \"%s\" at the egress proxy "
-	    "(session %s).", jstr((cJSON *)st, "org"), jstr((cJSON *)st, "user"),
-	    jstr((cJSON *)st, "id")));
-}
-
-/* sandbox_status's result from sess_status's JSON st (taken). */
-static void
-status_result(struct tool_call *tc, cJSON *st)
-{
-	struct buf out;
-
-	buf_init(&out, 64 * 1024);
-	status_text(st, &out);
-	set_buf(tc, &out, 0);
-	add_structured(tc, st);
 	buf_free(&out);
 }
 
@@ -1626,7 +1131,7 @@ tools_run1(struct sessmgr *m, const struct conf *c, struct tool_call *tc)
 		if (d->flags & TOOL_UNCHANGED)
 			snprintf(err + strlen(err), sizeof(err) - strlen(err), ". "
 			    "Your sandbox and its /workspace are unchanged.");
-		set_text(tc, err, 1);
+		tr_set_text(tc, err, 1);
 		return;
 	}
 	if (d->flags & TOOL_NO_SANDBOX) {

@@ -9,6 +9,7 @@
 
 #include <stdatomic.h>
 #include <cjson/cJSON.h>
+#include "toolres.h"
 #include "conf.h"
 #include "sess.h"
 
@@ -62,6 +63,6 @@ void	tool_call_free(struct tool_call *);
 void	tools_cancel(struct sessmgr *, struct tool_call *);
 
 /* A CallToolResult with one text block. */
-cJSON	*tools_text_result(const char *text, int is_error);
+/* tools_text_result: toolres.h */
 
 #endif

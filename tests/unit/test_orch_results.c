@@ -240,7 +240,7 @@ TEST(test_results_guard)
 	memset(&tc, 0, sizeof(tc));
 	tc.name = xstrdup("shell");
 	tc.structured = 1;
-	set_text(&tc, "text only", 0);
+	tr_set_text(&tc, "text only", 0);
 	output_guard(&tc);
 	CHECK_INT(tc.is_error, 1);
 	cJSON_Delete(tc.result);

@@ -1,0 +1,516 @@
+/*
+ * toolres.c: the results of tool calls (toolres.h). Each *_result builds
+ * the CallToolResult from what the agent answered: a text block written
+ * for the model and, for clients of 2025-06-18 and later,
+ * structuredContent matching the tool's outputSchema (tools.c's table;
+ * tools_run checks every result against it). The agent's reply is never
+ * trusted: numbers are bounded, strings cleaned to valid UTF-8, states
+ * mapped onto the schema's enum; tests/unit/test_orch_results.c feeds the
+ * builders hostile replies.
+ *
+ * Rules: no I/O here (tools.c talks to the agent); calls only jsonu.c and
+ * sessopt.c.
+ */
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "buf.h"
+#include "jsonu.h"
+#include "log.h"
+#include "sessopt.h"
+#include "toolres.h"
+#include "tools.h"
+#include "xmalloc.h"
+
+int
+job_id_ok(const char *s)
+{
+	size_t i, n = strlen(s);
+
+	if (n == 0 || n > MAX_JOB_ID)
+		return 0;
+	for (i = 0; i < n; i++) {
+		char c = s[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		    (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.'))
+			return 0;
+	}
+	return strcmp(s, ".") != 0 && strcmp(s, "..") != 0;
+}
+
+cJSON *
+tools_text_result(const char *text, int is_error)
+{
+	cJSON *r = cJSON_CreateObject(), *c, *t;
+
+	c = cJSON_AddArrayToObject(r, "content");
+	t = cJSON_CreateObject();
+	cJSON_AddStringToObject(t, "type", "text");
+	cJSON_AddStringToObject(t, "text", text);
+	cJSON_AddItemToArray(c, t);
+	if (is_error)
+		cJSON_AddTrueToObject(r, "isError");
+	return r;
+}
+
+const char *
+tr_str(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/*
+ * Member k of the agent's reply o as a whole number in [lo, hi] (a
+ * fraction is cut off); def when it is absent, no number, or out of range
+ * (1e400 is infinity, and no double that large converts).
+ */
+static long long
+jint(const cJSON *o, const char *k, long long def, long long lo, long long hi)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) ||
+	    v->valuedouble < (double)lo || v->valuedouble > (double)hi)
+		return def;
+	return (long long)v->valuedouble;
+}
+
+/* The bound of the numbers taken from agents: within it doubles are exact,
+ * and so are the integers of the outputSchemas (schema.c's limit). */
+#define JINT_MAX	(1LL << 53)
+
+/* A count (bytes, offsets, milliseconds): never negative. */
+static long long
+jcount(const cJSON *o, const char *k, long long def)
+{
+	return jint(o, k, def, 0, JINT_MAX);
+}
+
+static int
+jtrue(const cJSON *o, const char *k)
+{
+	return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, k));
+}
+
+/* Member k of o as clean text (caller frees); "" when it is no string. */
+static char *
+jtext(const cJSON *o, const char *k)
+{
+	const char *v = tr_str(o, k);
+
+	return v != NULL ? jsonu_utf8_clean(v, strlen(v)) : xstrdup("");
+}
+
+void
+tr_set_text(struct tool_call *tc, const char *text, int is_error)
+{
+	cJSON_Delete(tc->result);
+	tc->result = tools_text_result(text, is_error);
+	tc->is_error = is_error;
+}
+
+void
+tr_set_buf(struct tool_call *tc, struct buf *b, int is_error)
+{
+	tr_set_text(tc, b->p ? b->p : "", is_error);
+}
+
+static void
+add_structured(struct tool_call *tc, cJSON *obj)
+{
+	if (tc->structured && tc->result != NULL)
+		cJSON_AddItemToObject(tc->result, "structuredContent", obj);
+	else
+		cJSON_Delete(obj);
+}
+
+/* ---- results (see the top of the file) ---- */
+
+/*
+ * shell's result from the agent's reply j to POST /v1/shell (tmo: the
+ * timeout asked for, in seconds). A timeout is exit code 124 whatever the
+ * agent said (older agents said -1).
+ */
+void
+shell_result(struct tool_call *tc, const cJSON *j, long long tmo)
+{
+	struct buf out;
+	int timed_out = jtrue(j, "timed_out"), oom = jtrue(j, "oom_killed");
+	int trunc = jtrue(j, "truncated"), restarted = jtrue(j, "shell_restarted");
+	long long code = timed_out ? 124 : jint(j, "exit_code", -1, INT_MIN,
+	    INT_MAX);
+	long long dropped = jcount(j, "dropped_bytes", 0);
+	long long dur = jcount(j, "duration_ms", 0);
+	char *text = jtext(j, "output");
+	cJSON *st;
+
+	buf_init(&out, AGENT_RESP_MAX);
+	ign(buf_addstr(&out, text));
+	if (out.len > 0 && out.p[out.len - 1] != '\n')
+		ign(buf_addstr(&out, "\n"));
+	if (timed_out)
+		ign(buf_addf(&out, "[timed out after %llds (exit code 124): the "
+		    "command and its child processes were killed; the shell keeps "
+		    "its state. Use shell_async for long-running commands, or a "
+		    "larger timeout]", tmo));
+	else if (oom)
+		ign(buf_addf(&out, "[killed: out of memory (the sandbox's "
+		    "memory limit); exit code %lld]", code));
+	else
+		ign(buf_addf(&out, "[exit code %lld, %lld ms]", code, dur));
+	if (trunc)
+		ign(buf_addf(&out, "\n[output truncated: %lld bytes dropped "
+		    "from the middle; redirect output to a file and view it "
+		    "in parts]", dropped));
+	if (restarted)
+		ign(buf_addstr(&out, "\n[the shell exited and a fresh one "
+		    "was started in /workspace; variables and cwd were reset]"));
+	tr_set_buf(tc, &out, timed_out || oom);
+	buf_free(&out);
+	st = cJSON_CreateObject();
+	cJSON_AddNumberToObject(st, "exit_code", (double)code);
+	cJSON_AddStringToObject(st, "output", text);
+	cJSON_AddBoolToObject(st, "timed_out", timed_out);
+	cJSON_AddBoolToObject(st, "truncated", trunc);
+	cJSON_AddNumberToObject(st, "dropped_bytes", (double)dropped);
+	cJSON_AddNumberToObject(st, "duration_ms", (double)dur);
+	cJSON_AddBoolToObject(st, "oom_killed", oom);
+	cJSON_AddBoolToObject(st, "shell_restarted", restarted);
+	add_structured(tc, st);
+	free(text);
+}
+
+/* The job's state as the outputSchemas' enum has it. */
+static const char *
+job_state(const cJSON *j)
+{
+	static const char *const states[] = { "running", "exited", "signaled",
+	    "stopped" };
+	const char *st = tr_str(j, "state");
+	size_t i;
+
+	for (i = 0; st != NULL && i < NELEM(states); i++)
+		if (strcmp(st, states[i]) == 0)
+			return states[i];
+	return "unknown";
+}
+
+static void
+job_status_text(const cJSON *j, const char *jid, struct buf *out)
+{
+	const char *id = tr_str(j, "id");
+	cJSON *code = cJSON_GetObjectItemCaseSensitive(j, "exit_code");
+	cJSON *sig = cJSON_GetObjectItemCaseSensitive(j, "signal");
+	char idc[80];
+
+	if (id == NULL)
+		id = jid;
+	log_escape(idc, sizeof(idc), id, strlen(id));
+	ign(buf_addf(out, "[job %s: %s", idc, job_state(j)));
+	if (cJSON_IsNumber(code))
+		ign(buf_addf(out, ", exit code %lld", jint(j, "exit_code", -1,
+		    INT_MIN, INT_MAX)));
+	if (cJSON_IsNumber(sig))
+		ign(buf_addf(out, ", signal %lld", jint(j, "signal", -1, 0,
+		    INT_MAX)));
+	if (jtrue(j, "oom_killed"))
+		ign(buf_addstr(out, ", killed: out of memory"));
+	ign(buf_addf(out, ", %lld output bytes", jcount(j, "output_bytes", 0)));
+	if (jtrue(j, "truncated"))
+		ign(buf_addf(out, "; output capped, %lld bytes dropped (the spool "
+		    "keeps the head; rerun with output piped through tail or to a "
+		    "file for the end)", jcount(j, "dropped_bytes", 0)));
+}
+
+/*
+ * A job's structuredContent from the agent's {job} j (jid: the id asked
+ * for, used when j has none that is a job id). exit_code and signal only
+ * when the agent gave usable numbers (it gives null while running, or
+ * when the status was lost).
+ */
+static cJSON *
+job_struct(const cJSON *j, const char *jid)
+{
+	cJSON *st = cJSON_CreateObject();
+	const char *id = tr_str(j, "id");
+	long long v;
+
+	cJSON_AddStringToObject(st, "job_id", id != NULL && job_id_ok(id) ? id :
+	    jid);
+	cJSON_AddStringToObject(st, "state", job_state(j));
+	if ((v = jint(j, "exit_code", LLONG_MIN, INT_MIN, INT_MAX)) != LLONG_MIN)
+		cJSON_AddNumberToObject(st, "exit_code", (double)v);
+	if ((v = jint(j, "signal", LLONG_MIN, 0, INT_MAX)) != LLONG_MIN)
+		cJSON_AddNumberToObject(st, "signal", (double)v);
+	cJSON_AddBoolToObject(st, "oom_killed", jtrue(j, "oom_killed"));
+	cJSON_AddNumberToObject(st, "output_bytes", (double)jcount(j,
+	    "output_bytes", 0));
+	cJSON_AddBoolToObject(st, "truncated", jtrue(j, "truncated"));
+	cJSON_AddNumberToObject(st, "dropped_bytes", (double)jcount(j,
+	    "dropped_bytes", 0));
+	return st;
+}
+
+/* shell_async's result from the agent's reply j to POST /v1/jobs. */
+void
+job_started_result(struct tool_call *tc, const cJSON *j)
+{
+	const char *id = tr_str(j, "id");
+	long long pid = jint(j, "pid", 0, 0, INT_MAX);
+	struct buf out;
+	cJSON *st;
+
+	if (id == NULL || !job_id_ok(id)) {
+		tr_set_text(tc, "shell_async: the agent returned no usable job id; retry", 1);
+		return;
+	}
+	buf_init(&out, 64 * 1024);
+	ign(buf_addf(&out, "Started job %s (pid %lld). Use shell_poll with "
+	    "job_id \"%s\" to read its output, shell_wait to wait for it, "
+	    "shell_stop to stop it.", id, pid, id));
+	tr_set_buf(tc, &out, 0);
+	buf_free(&out);
+	st = cJSON_CreateObject();
+	cJSON_AddStringToObject(st, "job_id", id);
+	cJSON_AddNumberToObject(st, "pid", (double)pid);
+	add_structured(tc, st);
+}
+
+/*
+ * shell_poll's (wait_s -1) or shell_wait's result from the agent's {job}
+ * with output j, read from offset off for job jid.
+ */
+void
+job_output_result(struct tool_call *tc, const cJSON *j, const char *jid,
+    long long off, long long wait_s)
+{
+	const char *state = job_state(j);
+	long long next = jcount(j, "next_offset", off);
+	int eof = jtrue(j, "eof");
+	char *text = jtext(j, "output");
+	struct buf out;
+	cJSON *st;
+
+	buf_init(&out, AGENT_RESP_MAX);
+	ign(buf_addstr(&out, text));
+	if (out.len > 0 && out.p[out.len - 1] != '\n')
+		ign(buf_addstr(&out, "\n"));
+	job_status_text(j, jid, &out);
+	ign(buf_addf(&out, "; next_offset %lld%s]", next,
+	    eof ? ", eof: finished and all output read" : ""));
+	if (wait_s >= 0 && strcmp(state, "running") == 0)
+		ign(buf_addf(&out, "\n[still running after %llds; call "
+		    "shell_wait again, or shell_poll from next_offset]", wait_s));
+	if (!eof && strcmp(state, "running") != 0)
+		ign(buf_addstr(&out, "\n[more output remains: call shell_poll "
+		    "with offset = next_offset]"));
+	tr_set_buf(tc, &out, 0);
+	buf_free(&out);
+	st = job_struct(j, jid);
+	cJSON_AddStringToObject(st, "output", text);
+	cJSON_AddNumberToObject(st, "next_offset", (double)next);
+	cJSON_AddBoolToObject(st, "eof", eof);
+	add_structured(tc, st);
+	free(text);
+}
+
+/* shell_stop's result from the agent's {job} j. */
+void
+job_stop_result(struct tool_call *tc, const cJSON *j, const char *jid)
+{
+	struct buf out;
+
+	buf_init(&out, 64 * 1024);
+	job_status_text(j, jid, &out);
+	ign(buf_addstr(&out, "]"));
+	tr_set_buf(tc, &out, 0);
+	buf_free(&out);
+	add_structured(tc, job_struct(j, jid));
+}
+
+/*
+ * str_replace_based_edit_tool's result for command cmd on path from the
+ * agent's reply j (file_text: create's, line: insert's).
+ */
+void
+edit_result(struct tool_call *tc, const char *cmd, const char *path,
+    const char *file_text, long long line, const cJSON *j)
+{
+	struct buf out;
+	char *text = NULL;
+	cJSON *st = cJSON_CreateObject();
+
+	buf_init(&out, AGENT_RESP_MAX);
+	cJSON_AddStringToObject(st, "command", cmd);
+	cJSON_AddStringToObject(st, "path", path);
+	if (strcmp(cmd, "view") == 0) {
+		text = jtext(j, "content");
+		ign(buf_addstr(&out, text));
+		cJSON_AddStringToObject(st, "content", text);
+	} else if (strcmp(cmd, "str_replace") == 0) {
+		text = jtext(j, "snippet");
+		ign(buf_addf(&out, "Replaced the text in %s.%s%s", path,
+		    *text ? " The edited part now reads:\n" : "", text));
+		cJSON_AddStringToObject(st, "snippet", text);
+	} else if (strcmp(cmd, "create") == 0) {
+		ign(buf_addf(&out, "Created %s (%zu bytes).", path, strlen(file_text)));
+		cJSON_AddNumberToObject(st, "bytes", (double)strlen(file_text));
+	} else {
+		ign(buf_addf(&out, "Inserted the text after line %lld of %s.", line,
+		    path));
+		cJSON_AddNumberToObject(st, "insert_line", (double)line);
+	}
+	tr_set_buf(tc, &out, 0);
+	buf_free(&out);
+	add_structured(tc, st);
+	free(text);
+}
+
+/* create_sandbox's result: text, the new sandbox's id and image. */
+void
+sandbox_result(struct tool_call *tc, struct buf *text, const char *sandbox_id,
+    const char *image)
+{
+	cJSON *st;
+
+	tr_set_buf(tc, text, 0);
+	st = cJSON_CreateObject();
+	cJSON_AddStringToObject(st, "sandbox_id", sandbox_id);
+	cJSON_AddStringToObject(st, "image", image);
+	add_structured(tc, st);
+}
+
+/* clear_session's result (had: a sandbox was deleted). */
+void
+cleared_result(struct tool_call *tc, int had)
+{
+	cJSON *st;
+
+	tr_set_text(tc, "Session cleared: its sandbox and workspace are gone. The "
+	    "next tool call starts a fresh default sandbox.", 0);
+	st = cJSON_CreateObject();
+	cJSON_AddTrueToObject(st, "cleared");
+	cJSON_AddBoolToObject(st, "had_sandbox", had);
+	add_structured(tc, st);
+}
+
+/* A number member of o (0 if absent or null). */
+static long long
+jll(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	return cJSON_IsNumber(v) ? (long long)v->valuedouble : 0;
+}
+
+/* "cpu 2 cores, memory 2GiB, disk 10GiB, lifetime 1h, idle timeout 10m". */
+void
+tr_limits_text(const cJSON *st, struct buf *out)
+{
+	const cJSON *l = cJSON_GetObjectItemCaseSensitive(st, "limits");
+	const cJSON *cpu = cJSON_GetObjectItemCaseSensitive(l, "cpu");
+	char mem[48], disk[48], life[48], idle[48];
+
+	sessopt_fmt_size(mem, sizeof(mem), jll(l, "memory_bytes"));
+	if (jll(l, "disk_bytes") > 0)
+		sessopt_fmt_size(disk, sizeof(disk), jll(l, "disk_bytes"));
+	else
+		snprintf(disk, sizeof(disk), "no limit");
+	sessopt_fmt_duration(life, sizeof(life), jll(l, "lifetime_ms"));
+	sessopt_fmt_duration(idle, sizeof(idle), jll(l, "idle_timeout_ms"));
+	ign(buf_addf(out, "cpu %g cores, memory %s, disk %s, lifetime %s, idle "
+	    "timeout %s", cJSON_IsNumber(cpu) ? cpu->valuedouble : 0.0, mem, disk,
+	    life, idle));
+}
+
+/* "2h 5m", "3m 20s", "45s": a span for a model to read. */
+static void
+span_text(char *out, size_t len, long long ms)
+{
+	long long sec = ms / 1000;
+
+	if (sec >= 3600)
+		snprintf(out, len, "%lldh %lldm", sec / 3600, sec % 3600 / 60);
+	else if (sec >= 60)
+		snprintf(out, len, "%lldm %llds", sec / 60, sec % 60);
+	else
+		snprintf(out, len, "%llds", sec);
+}
+
+/* sandbox_status's text, from sess_status's JSON. */
+static void
+status_text(const cJSON *st, struct buf *out)
+{
+	const cJSON *u = cJSON_GetObjectItemCaseSensitive(st, "usage"), *j;
+	const char *state = tr_str((cJSON *)st, "state");
+	char a[48], b[48];
+	int n;
+
+	if (state != NULL && strcmp(state, "none") == 0) {
+		ign(buf_addstr(out, "This session has no sandbox yet: the next "
+		    "tool call creates a default one (create_sandbox picks "
+		    "another). Limits a default sandbox gets: "));
+		tr_limits_text(st, out);
+		ign(buf_addstr(out, ".\n"));
+	} else {
+		ign(buf_addf(out, "Sandbox %s (image %s) is %s", tr_str((cJSON *)st,
+		    "sandbox_id"), tr_str((cJSON *)st, "image"), state ? state : "?"));
+		if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(st, "uptime_ms"))) {
+			span_text(a, sizeof(a), jll(st, "uptime_ms"));
+			span_text(b, sizeof(b), jll(st, "lifetime_left_ms"));
+			ign(buf_addf(out, ", up %s; %s left of its lifetime", a, b));
+			span_text(a, sizeof(a), jll(st, "idle_left_ms"));
+			ign(buf_addf(out, ", %s until the idle limit", a));
+		}
+		ign(buf_addf(out, ". Root: %s, writable root: %s.\nLimits: ",
+		    jtrue((cJSON *)st, "run_as_root") ? "yes" : "no",
+		    jtrue((cJSON *)st, "writable_root") ? "yes" : "no"));
+		tr_limits_text(st, out);
+		ign(buf_addstr(out, ".\nIn use: memory "));
+		if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(u, "memory_bytes"))) {
+			sessopt_fmt_size(a, sizeof(a), jll(u, "memory_bytes"));
+			ign(buf_addstr(out, a));
+		} else
+			ign(buf_addstr(out, "unknown"));
+		ign(buf_addstr(out, ", disk "));
+		if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(u, "disk_bytes"))) {
+			sessopt_fmt_size(a, sizeof(a), jll(u, "disk_bytes"));
+			ign(buf_addf(out, "%s%s", jtrue((cJSON *)u, "disk_partial") ?
+			    "at least " : "", a));
+		} else
+			ign(buf_addstr(out, "unknown"));
+		ign(buf_addf(out, ".\nShell: %s. Running background jobs: %lld",
+		    jtrue((cJSON *)st, "busy") ? "a command is running" : "idle",
+		    jll(st, "running_jobs")));
+		n = 0;
+		cJSON_ArrayForEach(j, cJSON_GetObjectItemCaseSensitive(st, "jobs")) {
+			ign(buf_addf(out, "%s %s (%s)", n++ == 0 ? ":" : ";",
+			    tr_str((cJSON *)j, "id"), tr_str((cJSON *)j, "command")));
+		}
+		ign(buf_addstr(out, ".\n"));
+	}
+	ign(buf_addf(out, "Works for org \"%s\", user \"%s\" at the egress proxy "
+	    "(session %s).", tr_str((cJSON *)st, "org"), tr_str((cJSON *)st, "user"),
+	    tr_str((cJSON *)st, "id")));
+}
+
+/* sandbox_status's result from sess_status's JSON st (taken). */
+void
+status_result(struct tool_call *tc, cJSON *st)
+{
+	struct buf out;
+
+	buf_init(&out, 64 * 1024);
+	status_text(st, &out);
+	tr_set_buf(tc, &out, 0);
+	add_structured(tc, st);
+	buf_free(&out);
+}
+
