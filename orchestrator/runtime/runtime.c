@@ -1,5 +1,6 @@
 /* runtime.c: helpers shared by every runtime engine. */
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cjson/cJSON.h>
@@ -86,3 +87,19 @@ rt_info_json(const struct rt_info *ri)
 	return o;
 }
 
+
+int
+rt_limit_ok(const char *rt, const char *what, long long v, long long min,
+    long long max, long long scale, const char *unit, char *err, size_t errlen)
+{
+	if (v >= min * scale && v <= max * scale)
+		return 0;
+	if (v % scale == 0)
+		snprintf(err, errlen, "%s %lld%s is outside the %s runtime's "
+		    "bounds (%lld%s to %lld%s)", what, v / scale, unit, rt, min,
+		    unit, max, unit);
+	else
+		snprintf(err, errlen, "%s %lld bytes is outside the %s runtime's "
+		    "bounds (%lld%s to %lld%s)", what, v, rt, min, unit, max, unit);
+	return -1;
+}

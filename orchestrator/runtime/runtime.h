@@ -204,4 +204,13 @@ const char *rt_kv_get(const struct rt_kv *kv, size_t n, const char *k);
  * writable_root,use_kata,labels{}} (cJSON_Delete). */
 cJSON	*rt_info_json(const struct rt_info *);
 
+/*
+ * One limit of a spec against runtime rt's bounds (v in bytes or units;
+ * min and max in units of scale, named unit; a v that is not a whole
+ * number of them is shown as it is). 0, or -1 with err naming the bounds.
+ */
+int	rt_limit_ok(const char *rt, const char *what, long long v, long long min,
+	    long long max, long long scale, const char *unit, char *err,
+	    size_t errlen);
+
 #endif

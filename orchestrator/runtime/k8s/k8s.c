@@ -266,27 +266,6 @@ sbx_defaults(struct k8s_rt *r, struct k8s_sbx *s)
 }
 
 /*
- * One limit against the runtime's bounds (v in bytes or units; min and
- * max in units of scale, named unit; a v that is not a whole number of
- * them is shown as it is). 0, or -1 with err naming the bounds.
- */
-static int
-lim_ok(const char *what, long long v, long long min, long long max,
-    long long scale, const char *unit, char *err, size_t errlen)
-{
-	if (v >= min * scale && v <= max * scale)
-		return 0;
-	if (v % scale == 0)
-		snprintf(err, errlen, "%s %lld%s is outside the kubernetes runtime's "
-		    "bounds (%lld%s to %lld%s)", what, v / scale, unit, min,
-		    unit, max, unit);
-	else
-		snprintf(err, errlen, "%s %lld bytes is outside the kubernetes runtime's "
-		    "bounds (%lld%s to %lld%s)", what, v, min, unit, max, unit);
-	return -1;
-}
-
-/*
  * The /workspace a new sandbox carries over (sp->workspace_from): the
  * claim it clones (into s->ws_from), which must exist and be no larger
  * than the new claim (a clone cannot shrink). 0, or -1 with err.
@@ -348,10 +327,13 @@ sbx_check(struct k8s_rt *r, const struct rt_spec *sp, struct k8s_sbx *s,
 		snprintf(err, errlen, "too many labels (max %d)", K8S_MAX_LABELS);
 		goto fail;
 	}
-	if (lim_ok("memory", s->mem, 16, 1LL << 20, 1LL << 20, "MiB", err,
-	    errlen) == -1 || lim_ok("cpu", s->cpu, 10, 256000, 1, " millicores",
-	    err, errlen) == -1 || lim_ok("disk", s->ws, 1, 1LL << 24, 1LL << 20,
-	    "MiB", err, errlen) == -1 || lim_ok("ephemeral storage", s->disk, 16,
+	if (rt_limit_ok("kubernetes", "memory", s->mem, 16, 1LL << 20,
+	    1LL << 20, "MiB", err, errlen) == -1 ||
+	    rt_limit_ok("kubernetes", "cpu", s->cpu, 10, 256000, 1,
+	    " millicores", err, errlen) == -1 ||
+	    rt_limit_ok("kubernetes", "disk", s->ws, 1, 1LL << 24, 1LL << 20,
+	    "MiB", err, errlen) == -1 ||
+	    rt_limit_ok("kubernetes", "ephemeral storage", s->disk, 16,
 	    1LL << 22, 1LL << 20, "MiB", err, errlen) == -1 ||
 	    ws_source(r, sp, s, err, errlen) == -1)
 		goto fail;

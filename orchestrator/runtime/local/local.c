@@ -54,26 +54,7 @@ static void rl_fill_info(struct rl *, const char *, struct rt_info *);
 
 static int rl_destroy(struct runtime *, const char *, char *, size_t);
 
-/*
- * One limit against the runtime's bounds (v in bytes or units; min and
- * max in units of scale, named unit; a v that is not a whole number of
- * them is shown as it is). 0, or -1 with err naming the bounds.
- */
-static int
-lim_ok(const char *what, long long v, long long min, long long max,
-    long long scale, const char *unit, char *err, size_t errlen)
-{
-	if (v >= min * scale && v <= max * scale)
-		return 0;
-	if (v % scale == 0)
-		snprintf(err, errlen, "%s %lld%s is outside the local runtime's "
-		    "bounds (%lld%s to %lld%s)", what, v / scale, unit, min,
-		    unit, max, unit);
-	else
-		snprintf(err, errlen, "%s %lld bytes is outside the local runtime's "
-		    "bounds (%lld%s to %lld%s)", what, v, min, unit, max, unit);
-	return -1;
-}
+#define RL_NAME	"local"	/* in messages */
 
 /*
  * Checks spec and fills r from it and the defaults (phase "creating", no
@@ -129,12 +110,14 @@ create_rec(const struct rl *rl, const struct rt_spec *spec, struct rec *r,
 	r->lim.pids_max = spec->pids_max > 0 ? spec->pids_max : rl->c.pids_max;
 	r->disk_bytes = spec->disk_bytes > 0 ? spec->disk_bytes :
 	    rl->c.disk_bytes;
-	if (lim_ok("memory", r->lim.mem_bytes, 8, 1LL << 20, 1LL << 20, "MiB",
-	    err, errlen) == -1 || lim_ok("pids", r->lim.pids_max, 8, 1000000, 1,
-	    "", err, errlen) == -1 || lim_ok("cpu", r->lim.cpu_millis, 10, 256000,
-	    1, " millicores", err, errlen) == -1 || (r->disk_bytes > 0 &&
-	    lim_ok("disk", r->disk_bytes, RL_DISK_MIN >> 20, 1LL << 24, 1LL << 20,
-	    "MiB", err, errlen) == -1))
+	if (rt_limit_ok(RL_NAME, "memory", r->lim.mem_bytes, 8, 1LL << 20,
+	    1LL << 20, "MiB", err, errlen) == -1 ||
+	    rt_limit_ok(RL_NAME, "pids", r->lim.pids_max, 8, 1000000, 1, "",
+	    err, errlen) == -1 ||
+	    rt_limit_ok(RL_NAME, "cpu", r->lim.cpu_millis, 10, 256000, 1,
+	    " millicores", err, errlen) == -1 || (r->disk_bytes > 0 &&
+	    rt_limit_ok(RL_NAME, "disk", r->disk_bytes, RL_DISK_MIN >> 20,
+	    1LL << 24, 1LL << 20, "MiB", err, errlen) == -1))
 		return -1;
 	r->labels = cJSON_CreateObject();
 	for (i = 0; i < spec->nlabels; i++) {
