@@ -3,6 +3,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,7 @@
 #include "ghapp.h"
 #include "httpreq.h"
 #include "log.h"
+#include "pmatch.h"
 #include "sandbox.h"
 #include "util.h"
 #include "xmalloc.h"
@@ -30,6 +32,10 @@
 #define ADDON_MAX	64
 #define ADDON_SRC_MAX	((size_t)1024 * 1024)
 #define SECRET_MAX	((size_t)64 * 1024)
+#define RUN_TICK	1000	/* instructions between two budget checks */
+#define RUN_CPU_MAX_MS	100	/* CPU time of one run of a hook between pauses */
+#define ERRLOG_MS	10000	/* resource failures: one log line per kind per interval */
+#define TRACE_HEADROOM	((size_t)64 * 1024)	/* free heap needed for a traceback */
 
 _Atomic long addon_errors_total;
 static atomic_uint src_gen;
@@ -65,8 +71,39 @@ struct secret_ent {
 	long long	 at;	/* ms, monotonic */
 };
 
+/* Resource failures, logged at most once per ERRLOG_MS each. */
+enum err_kind { EK_NONE, EK_MEM, EK_BUDGET, EK_TIME, EK_MAX };
+
+/*
+ * The Lua code running now (one run at a time per VM: a hook between its
+ * start or resumption and its end or yield, an on_response call, a load).
+ * Instructions (every RUN_TICK) and pattern-matching steps are charged to
+ * it; past the budget, the deadline or RUN_CPU_MAX_MS of CPU it is over and
+ * every further instruction or match step raises, so pcall cannot keep it
+ * alive.
+ */
+struct run {
+	int			 active;
+	int			 over;
+	enum err_kind		 kind;		/* why it is over */
+	const char		*why;
+	unsigned		 ticks;
+	unsigned long long	 steps, budget;
+	long long		 deadline;	/* coarse monotonic ms */
+	long long		 cpu0;		/* thread CPU ns at the start */
+};
+
 struct addon_vm {
 	int			 refs;		/* worker thread only */
+	int			 broken;	/* a Lua panic: L is never used again */
+	int			 stale;		/* heap full of live data: rebuild wanted */
+	jmp_buf			*jb;		/* recovery point of the panic handler */
+	char			 panicmsg[256];
+	struct run		 run;
+	size_t			 hook_mem;	/* heap growth allowed to one hook run */
+	size_t			 hook_cap;	/* heap cap of the current run, 0 none */
+	long long		 errlog_at[EK_MAX];
+	unsigned		 errlog_n[EK_MAX];	/* suppressed since */
 	struct secret_ent	 sc[SECRET_CACHE];	/* file: secrets, 1 s */
 	unsigned		 sc_next;
 	unsigned		 gen;
@@ -90,6 +127,13 @@ struct lreq {
 
 struct hook {
 	struct addon_vm		*vm;
+	const struct hook_ctx	*hc;		/* on_connect start only */
+	int			*ctx_out;	/* on_connect start only */
+	long long		 deadline;	/* timeouts.hook from the start */
+	const char		*tok, *tokerr;	/* token wait result to resume with */
+	int			 failed;	/* err holds why */
+	enum err_kind		 errkind;
+	char			 err[1024];
 	lua_State		*co;
 	int			 co_ref;
 	int			 lr_ref;
@@ -117,7 +161,8 @@ l_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 		vm->mem -= osize;
 		return NULL;
 	}
-	if (nsize > osize && vm->mem + (nsize - osize) > vm->memlimit)
+	if (nsize > osize && (vm->mem + (nsize - osize) > vm->memlimit ||
+	    (vm->hook_cap != 0 && vm->mem + (nsize - osize) > vm->hook_cap)))
 		return NULL;
 	ptr = realloc(ptr, nsize);
 	if (ptr != NULL)
@@ -125,11 +170,186 @@ l_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 	return ptr;
 }
 
+static struct addon_vm *
+vm_of(lua_State *L)
+{
+	void *ud;
+
+	(void)lua_getallocf(L, &ud);
+	return ud;
+}
+
+static long long
+cpu_ns(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == -1)
+		return 0;
+	return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void count_hook(lua_State *L, lua_Debug *ar);
+
+/*
+ * Charges n steps to the current run; raises once it is over (and sets the
+ * running thread's count hook to every instruction, so that an addon's
+ * pcall cannot swallow it for long).
+ */
 static void
-budget_hook(lua_State *L, lua_Debug *ar)
+run_charge(lua_State *L, struct addon_vm *vm, unsigned long n)
+{
+	struct run *r = &vm->run;
+
+	if (!r->active)
+		return;
+	r->steps += n;
+	if (r->over)
+		goto raise;
+	if (r->steps > r->budget) {
+		r->kind = EK_BUDGET;
+		r->why = "instruction budget exceeded (limits.lua_instructions)";
+		goto over;
+	}
+	if ((++r->ticks & 7) == 0 || n >= PMATCH_CHUNK) {
+		if (r->deadline != 0 && util_mono_coarse_ms() > r->deadline) {
+			r->kind = EK_TIME;
+			r->why = "hook timed out (timeouts.hook)";
+			goto over;
+		}
+		if (cpu_ns() - r->cpu0 > (long long)RUN_CPU_MAX_MS * 1000000) {
+			r->kind = EK_TIME;
+			r->why = "hook ran for more than 100 ms of CPU without pausing";
+			goto over;
+		}
+	}
+	return;
+over:
+	r->over = 1;
+	lua_sethook(L, count_hook, LUA_MASKCOUNT, 1);
+raise:
+	luaL_error(L, "%s", r->why);
+}
+
+static void
+count_hook(lua_State *L, lua_Debug *ar)
 {
 	(void)ar;
-	luaL_error(L, "instruction budget exceeded");
+	run_charge(L, vm_of(L), RUN_TICK);
+}
+
+static void
+pm_charge(lua_State *L, void *ud, unsigned long n)
+{
+	run_charge(L, ud, n);
+}
+
+/* Starts a run; per_hook caps its heap growth at limits.lua_hook_memory. */
+static void
+run_begin(struct addon_vm *vm, long long deadline, int per_hook)
+{
+	struct run *r = &vm->run;
+
+	memset(r, 0, sizeof(*r));
+	r->active = 1;
+	r->budget = (unsigned long long)vm->budget;
+	r->deadline = deadline;
+	r->cpu0 = cpu_ns();
+	vm->hook_cap = 0;
+	if (per_hook && vm->hook_mem > 0 && vm->hook_mem < vm->memlimit - vm->mem)
+		vm->hook_cap = vm->mem + vm->hook_mem;
+}
+
+static void
+run_end(struct addon_vm *vm)
+{
+	vm->run.active = 0;
+	vm->hook_cap = 0;
+}
+
+/*
+ * The panic handler: reached only if Lua raises outside every protected
+ * call (a bug). It never returns: it jumps back to vm_call, which marks
+ * the VM broken (never touched again; the worker builds a new one).
+ */
+static int
+on_panic(lua_State *L)
+{
+	struct addon_vm *vm = vm_of(L);
+	const char *m = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "?";
+
+	snprintf(vm->panicmsg, sizeof(vm->panicmsg), "%s", m);
+	if (vm->jb != NULL)
+		longjmp(*vm->jb, 1);
+	log_warnx("addon: Lua panic outside a protected call: %s", vm->panicmsg);
+	return 0;	/* Lua aborts */
+}
+
+/*
+ * Runs f(L) with the light userdata ud as its argument on the VM's main
+ * state inside lua_pcall (and with the panic handler's recovery point
+ * set). Every use of the main state goes through here. LUA_OK, or the Lua
+ * status with the message in err. A broken VM is not entered.
+ */
+static int
+vm_call(struct addon_vm *vm, lua_CFunction f, void *ud, char *err, size_t errlen)
+{
+	jmp_buf jb;
+	jmp_buf *volatile prev = vm->jb;
+	lua_State *volatile L = vm->L;
+	volatile int st = LUA_ERRERR, top;
+
+	if (vm->broken) {
+		snprintf(err, errlen, "addon VM unusable after a Lua panic");
+		return LUA_ERRERR;
+	}
+	top = lua_gettop(L);
+	vm->jb = &jb;
+	if (setjmp(jb) == 0) {
+		lua_pushcfunction(L, f);
+		lua_pushlightuserdata(L, ud);
+		st = lua_pcall(L, 1, 0, 0);
+		if (st != LUA_OK) {
+			snprintf(err, errlen, "%s", lua_type(L, -1) == LUA_TSTRING ?
+			    lua_tostring(L, -1) : "(error object is not a string)");
+			lua_settop(L, top);
+		}
+	} else {
+		vm->broken = 1;
+		st = LUA_ERRERR;
+		snprintf(err, errlen, "Lua panic: %s", vm->panicmsg);
+		log_warnx("addon: Lua panic (%s): this worker's addon VM is dropped and rebuilt",
+		    vm->panicmsg);
+	}
+	run_end(vm);
+	vm->jb = prev;
+	return st;
+}
+
+static int
+is_memerr(const char *m)
+{
+	return m != NULL && strstr(m, "not enough memory") != NULL;
+}
+
+/* Logs a resource failure at most once per ERRLOG_MS per kind and VM. */
+static void
+log_limited(struct addon_vm *vm, enum err_kind k, const char *msg)
+{
+	long long now = util_mono_coarse_ms();
+
+	if (k != EK_NONE && vm->errlog_at[k] != 0 && now - vm->errlog_at[k] < ERRLOG_MS) {
+		vm->errlog_n[k]++;
+		return;
+	}
+	if (k != EK_NONE && vm->errlog_n[k] > 0)
+		log_warnx("addon: %u similar failures not logged in the last %d s",
+		    vm->errlog_n[k], ERRLOG_MS / 1000);
+	if (k != EK_NONE) {
+		vm->errlog_at[k] = now;
+		vm->errlog_n[k] = 0;
+	}
+	log_warnx("%s", msg);
 }
 
 /* ---- helpers exposed as proxy.* ---- */
@@ -149,6 +369,18 @@ l_env(lua_State *L)
 		lua_pushnil(L);
 	else
 		lua_pushstring(L, v);
+	return 1;
+}
+
+/* 1 if s (n bytes) is empty or only whitespace: never a credential. */
+static int
+blank(const char *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (strchr(" \t\r\n\v\f", s[i]) == NULL || s[i] == '\0')
+			return 0;
 	return 1;
 }
 
@@ -195,14 +427,19 @@ secret_file(lua_State *L, const char *path)
 	struct addon_vm *vm;
 	struct secret_ent *e;
 	struct buf b;
-	char err[300];
+	char err[300] = "";
 	long long now = util_mono_coarse_ms();
 	unsigned i;
 
 	if (h == NULL) {
 		lua_settop(L, 0);
 		lua_pushstring(L, path);
-		return l_read_file(L);
+		if (l_read_file(L) == 1 && blank(lua_tostring(L, -1), lua_rawlen(L, -1))) {
+			lua_pushnil(L);
+			lua_pushliteral(L, "empty secret");
+			return 2;
+		}
+		return lua_gettop(L) - 1;
 	}
 	vm = h->vm;
 	for (i = 0; i < SECRET_CACHE; i++) {
@@ -213,7 +450,11 @@ secret_file(lua_State *L, const char *path)
 		}
 	}
 	buf_init(&b, SECRET_MAX);
-	if (read_small(path, &b, err, sizeof(err)) == -1) {
+	if (read_small(path, &b, err, sizeof(err)) == -1 || blank(b.p, b.len)) {
+		if (err[0] == '\0')
+			snprintf(err, sizeof(err), "empty secret");
+		if (b.p != NULL)
+			OPENSSL_cleanse(b.p, b.len);
 		buf_free(&b);
 		lua_pushnil(L);
 		lua_pushstring(L, err);
@@ -249,9 +490,14 @@ l_secret(lua_State *L)
 	const char *spec = luaL_checkstring(L, 1), *v;
 
 	if (strncmp(spec, "env:", 4) == 0) {
-		if ((v = getenv(spec + 4)) == NULL || *v == '\0') {
+		if ((v = getenv(spec + 4)) == NULL) {
 			lua_pushnil(L);
 			lua_pushfstring(L, "environment variable %s is not set", spec + 4);
+			return 2;
+		}
+		if (blank(v, strlen(v))) {
+			lua_pushnil(L);
+			lua_pushliteral(L, "empty secret");
 			return 2;
 		}
 		lua_pushstring(L, v);
@@ -357,7 +603,7 @@ l_warn(lua_State *L)
 static void
 gh_done(void *arg, const char *token, const char *err);
 
-static int hook_step(struct hook *h, int nargs);
+static void vm_check_heap(struct addon_vm *vm);
 static void hook_release(struct hook *h);
 
 /*
@@ -427,6 +673,11 @@ l_github_app_token(lua_State *L)
 	}
 	rc = ghapp_token(h->vm->gh, &o, tok, sizeof(tok), err, sizeof(err), gh_done, h);
 	buf_free(&body);
+	if (rc == 0 && tok[0] == '\0') {
+		lua_pushnil(L);
+		lua_pushliteral(L, "empty token");
+		return 2;
+	}
 	if (rc == 0) {
 		lua_pushstring(L, tok);
 		memset(tok, 0, sizeof(tok));
@@ -580,11 +831,16 @@ static const char prelude[] =
     "  return addons[i].on_response(resp, ctx)\n"
     "end\n";
 
+/* Message handler: a traceback, unless memory is short (the message as is). */
 static int
 msgh(lua_State *L)
 {
-	const char *m = lua_tostring(L, 1);
+	struct addon_vm *vm = vm_of(L);
+	const char *m = lua_type(L, 1) == LUA_TSTRING ? lua_tostring(L, 1) : NULL;
+	size_t cap = vm->hook_cap != 0 ? vm->hook_cap : vm->memlimit;
 
+	if (vm->run.over || vm->mem + TRACE_HEADROOM > cap || is_memerr(m))
+		return 1;
 	luaL_traceback(L, L, m != NULL ? m : "(error object is not a string)", 1);
 	return 1;
 }
@@ -594,7 +850,8 @@ vm_free(struct addon_vm *vm)
 {
 	size_t i, j;
 
-	if (vm->L != NULL)
+	/* A panicked state may be inconsistent: its memory is left, not walked. */
+	if (vm->L != NULL && !vm->broken)
 		lua_close(vm->L);
 	for (i = 0; i < SECRET_CACHE; i++) {
 		if (vm->sc[i].val != NULL)
@@ -610,27 +867,33 @@ vm_free(struct addon_vm *vm)
 	free(vm);
 }
 
-struct addon_vm *
-addon_vm_new(struct addon_src *src, const struct pconf *conf, struct ghapp *gh,
-    char *err, size_t errlen)
+/* The per-hook heap growth allowed (limits.lua_hook_memory): a quarter of the VM's. */
+static size_t
+hook_memory(const struct pconf *conf)
 {
-	struct addon_vm *vm = xcalloc(1, sizeof(*vm));
-	lua_State *L;
-	size_t i, j;
-	const char *base;
+	return (size_t)conf->lua_memory / 4;
+}
 
-	vm->refs = 1;
-	vm->gen = src->gen;
-	vm->conf = conf;
-	vm->gh = gh;
-	vm->memlimit = (size_t)conf->lua_memory;
-	vm->budget = conf->lua_instructions;
-	if ((L = vm->L = lua_newstate(l_alloc, vm)) == NULL) {
-		snprintf(err, errlen, "cannot create Lua state");
-		goto fail;
-	}
-	*(struct hook **)lua_getextraspace(L) = NULL;
+struct vm_setup {
+	struct addon_vm		*vm;
+	struct addon_src	*src;
+	const struct pconf	*conf;
+};
+
+/* Builds the VM's globals and loads the addons (protected: vm_call). */
+static int
+vm_setup(lua_State *L)
+{
+	struct vm_setup *a = lua_touserdata(L, 1);
+	struct addon_vm *vm = a->vm;
+	struct addon_src *src = a->src;
+	const struct pconf *conf = a->conf;
+	const char *base;
+	size_t i;
+
+	lua_settop(L, 0);
 	luaL_openlibs(L);
+	pmatch_install(L, pm_charge, vm);
 	/* proxy.* */
 	luaL_newlib(L, proxy_fns);
 	lua_newtable(L);
@@ -649,8 +912,8 @@ addon_vm_new(struct addon_src *src, const struct pconf *conf, struct ghapp *gh,
 	lua_pop(L, 1);
 	/* the addons */
 	lua_newtable(L);	/* addons list, stays at index 1 */
-	lua_sethook(L, budget_hook, LUA_MASKCOUNT, (int)(vm->budget > 0x7fffffff ?
-	    0x7fffffff : vm->budget));
+	run_begin(vm, util_mono_coarse_ms() + conf->hook_ms, 0);
+	lua_sethook(L, count_hook, LUA_MASKCOUNT, RUN_TICK);
 	for (i = 0; i < src->n; i++) {
 		struct addon_info *ai = &vm->a[i];
 		char chunk[300];
@@ -658,20 +921,13 @@ addon_vm_new(struct addon_src *src, const struct pconf *conf, struct ghapp *gh,
 		snprintf(chunk, sizeof(chunk), "@%s", src->f[i].path);
 		lua_pushcfunction(L, msgh);
 		if (luaL_loadbufferx(L, src->f[i].text, src->f[i].len, chunk, "t") != LUA_OK ||
-		    lua_pcall(L, 0, 1, -2) != LUA_OK) {
-			snprintf(err, errlen, "%s", lua_tostring(L, -1) ? lua_tostring(L, -1) :
-			    "load error");
-			lua_sethook(L, NULL, 0, 0);
-			goto fail;
-		}
-		if (!lua_istable(L, -1)) {
-			snprintf(err, errlen, "%s: an addon must return a table", src->f[i].path);
-			lua_sethook(L, NULL, 0, 0);
-			goto fail;
-		}
+		    lua_pcall(L, 0, 1, -2) != LUA_OK)
+			return lua_error(L);
+		if (!lua_istable(L, -1))
+			return luaL_error(L, "%s: an addon must return a table", src->f[i].path);
 		lua_getfield(L, -1, "name");
 		base = strrchr(src->f[i].path, '/');
-		snprintf(ai->name, sizeof(ai->name), "%s", lua_isstring(L, -1) ?
+		snprintf(ai->name, sizeof(ai->name), "%s", lua_type(L, -1) == LUA_TSTRING ?
 		    lua_tostring(L, -1) : (base != NULL ? base + 1 : src->f[i].path));
 		lua_pop(L, 1);
 		lua_getfield(L, -1, "on_connect");
@@ -686,6 +942,8 @@ addon_vm_new(struct addon_src *src, const struct pconf *conf, struct ghapp *gh,
 			lua_Integer n = luaL_len(L, -1), k;
 			if (n > 64)
 				n = 64;
+			if (n < 0)
+				n = 0;
 			ai->strip = xcalloc((size_t)n + 1, sizeof(char *));
 			for (k = 1; k <= n; k++) {
 				lua_geti(L, -1, k);
@@ -699,18 +957,42 @@ addon_vm_new(struct addon_src *src, const struct pconf *conf, struct ghapp *gh,
 		lua_pop(L, 1);				/* msgh */
 		vm->n++;
 	}
-	if (luaL_loadbufferx(L, prelude, sizeof(prelude) - 1, "=prelude", "t") != LUA_OK) {
-		snprintf(err, errlen, "prelude: %s", lua_tostring(L, -1));
-		goto fail;
-	}
-	lua_pushvalue(L, -2);
-	if (lua_pcall(L, 1, 0, 0) != LUA_OK) {
-		snprintf(err, errlen, "prelude: %s", lua_tostring(L, -1));
-		goto fail;
-	}
+	if (luaL_loadbufferx(L, prelude, sizeof(prelude) - 1, "=prelude", "t") != LUA_OK)
+		return lua_error(L);
+	lua_pushvalue(L, 1);
+	lua_call(L, 1, 0);
 	lua_sethook(L, NULL, 0, 0);
+	run_end(vm);
 	lua_settop(L, 0);
-	(void)j;
+	return 0;
+}
+
+struct addon_vm *
+addon_vm_new(struct addon_src *src, const struct pconf *conf, struct ghapp *gh,
+    char *err, size_t errlen)
+{
+	struct addon_vm *vm = xcalloc(1, sizeof(*vm));
+	struct vm_setup a;
+	lua_State *L;
+
+	vm->refs = 1;
+	vm->gen = src->gen;
+	vm->conf = conf;
+	vm->gh = gh;
+	vm->memlimit = (size_t)conf->lua_memory;
+	vm->hook_mem = hook_memory(conf);
+	vm->budget = conf->lua_instructions;
+	if ((L = vm->L = lua_newstate(l_alloc, vm)) == NULL) {
+		snprintf(err, errlen, "cannot create Lua state (limits.lua_memory)");
+		goto fail;
+	}
+	lua_atpanic(L, on_panic);
+	*(struct hook **)lua_getextraspace(L) = NULL;
+	a.vm = vm;
+	a.src = src;
+	a.conf = conf;
+	if (vm_call(vm, vm_setup, &a, err, errlen) != LUA_OK)
+		goto fail;
 	return vm;
 fail:
 	vm_free(vm);
@@ -731,10 +1013,14 @@ addon_vm_unref(struct addon_vm *vm)
 		vm_free(vm);
 }
 
+/*
+ * A broken (panicked) or stale (heap full of live data) VM reports a
+ * generation no source set has, so the worker builds a fresh one.
+ */
 unsigned
 addon_vm_gen(const struct addon_vm *vm)
 {
-	return vm->gen;
+	return vm->broken || vm->stale ? vm->gen + 0x80000000u : vm->gen;
 }
 
 const char *const *
@@ -949,28 +1235,36 @@ push_ctx(lua_State *L, const struct hook_ctx *hc)
 	lua_setfield(L, -2, "sandbox");
 }
 
+/* A hook's C side; its Lua side (hook_thread) is made under vm_call. */
 static struct hook *
 hook_new(struct addon_vm *vm, enum hook_kind kind, hook_cb cb, void *arg)
 {
 	struct hook *h = xcalloc(1, sizeof(*h));
-	lua_State *L = vm->L;
 
 	h->vm = addon_vm_ref(vm);
 	h->kind = kind;
 	h->cb = cb;
 	h->arg = arg;
+	h->co_ref = LUA_NOREF;
 	h->lr_ref = LUA_NOREF;
 	h->res.addon = -1;
-	h->co = lua_newthread(L);
-	h->co_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-	*(struct hook **)lua_getextraspace(h->co) = h;
+	h->deadline = util_mono_coarse_ms() + vm->conf->hook_ms;
 	return h;
 }
 
+/* The hook's coroutine (protected). */
 static void
-hook_release(struct hook *h)
+hook_thread(lua_State *L, struct hook *h)
 {
-	lua_State *L = h->vm->L;
+	h->co = lua_newthread(L);
+	h->co_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+	*(struct hook **)lua_getextraspace(h->co) = h;
+}
+
+static int
+hook_unref(lua_State *L)
+{
+	struct hook *h = lua_touserdata(L, 1);
 
 	if (h->lr != NULL)
 		h->lr->r = NULL;
@@ -978,6 +1272,15 @@ hook_release(struct hook *h)
 		*(struct hook **)lua_getextraspace(h->co) = NULL;
 	luaL_unref(L, LUA_REGISTRYINDEX, h->co_ref);
 	luaL_unref(L, LUA_REGISTRYINDEX, h->lr_ref);
+	return 0;
+}
+
+static void
+hook_release(struct hook *h)
+{
+	char err[256];
+
+	(void)vm_call(h->vm, hook_unref, h, err, sizeof(err));
 	addon_vm_unref(h->vm);
 	free(h);
 }
@@ -997,15 +1300,16 @@ parse_action(const char *s)
 }
 
 static void
-hook_error(struct hook *h, const char *msg)
+hook_error(struct hook *h, const char *msg, enum err_kind k)
 {
-	char esc[2048];
+	char esc[2048], line[2300];
 	const char *name = h->res.addon >= 0 ? addon_vm_name(h->vm, h->res.addon) : "-";
 
 	atomic_fetch_add(&addon_errors_total, 1);
 	log_escape(esc, sizeof(esc), msg, strlen(msg));
-	log_warnx("addon=%s hook=%s failed closed: %s", name,
+	snprintf(line, sizeof(line), "addon=%s hook=%s failed closed: %s", name,
 	    h->kind == HOOK_CONNECT ? "on_connect" : "on_request", esc);
+	log_limited(h->vm, k, line);
 	h->res.action = ACT_ERROR;
 	h->res.status = 502;
 	snprintf(h->res.reason, sizeof(h->res.reason), "addon error");
@@ -1027,7 +1331,8 @@ hook_results(struct hook *h, int nres)
 		h->res.addon = (int)idx - 1;
 		h->res.action = parse_action(nres >= 2 ? lua_tostring(co, base + 1) : NULL);
 		if (h->res.action == ACT_ERROR) {
-			hook_error(h, "on_connect must return \"intercept\", \"tunnel\", \"deny\" or nil");
+			hook_error(h, "on_connect must return \"intercept\", \"tunnel\", \"deny\" or nil",
+			    EK_NONE);
 			return;
 		}
 		if (nres >= 3 && lua_isstring(co, base + 2))
@@ -1059,7 +1364,7 @@ hook_results(struct hook *h, int nres)
 			return;
 		}
 		if (s == NULL || (strcmp(s, "forward") != 0 && strcmp(s, "ok") != 0)) {
-			hook_error(h, "on_request must return nil, \"forward\" or \"deny\"");
+			hook_error(h, "on_request must return nil, \"forward\" or \"deny\"", EK_NONE);
 			return;
 		}
 	}
@@ -1067,34 +1372,110 @@ hook_results(struct hook *h, int nres)
 }
 
 /*
- * Resumes the hook's coroutine. Returns 1 if it is waiting again, 0 when it
- * finished (h->res filled; the caller delivers and releases).
+ * Resumes the hook's coroutine (protected: called from vm_call's function).
+ * On return h->waiting says it yielded for a token; else h->res is filled
+ * or h->failed is set with h->err.
  */
-static int
-hook_step(struct hook *h, int nargs)
+static void
+hook_resume(lua_State *L, struct hook *h, int nargs)
 {
+	struct addon_vm *vm = h->vm;
 	lua_State *co = h->co;
+	const char *m;
 	int st, nres = 0;
-	long long b = h->vm->budget;
 
-	lua_sethook(co, budget_hook, LUA_MASKCOUNT, (int)(b > 0x7fffffff ? 0x7fffffff : b));
-	st = lua_resume(co, h->vm->L, nargs, &nres);
+	run_begin(vm, h->deadline, 1);
+	lua_sethook(co, count_hook, LUA_MASKCOUNT, RUN_TICK);
+	st = lua_resume(co, L, nargs, &nres);
 	lua_sethook(co, NULL, 0, 0);
+	if (vm->run.over) {
+		/* past its budget or deadline: fails whatever it returned */
+		h->failed = 1;
+		h->waiting = 0;
+		h->errkind = vm->run.kind;
+		snprintf(h->err, sizeof(h->err), "%s", vm->run.why);
+		run_end(vm);
+		return;
+	}
+	run_end(vm);
 	if (st == LUA_YIELD) {
 		if (h->waiting) {
 			lua_pop(co, nres);
-			return 1;
+			return;
 		}
-		hook_error(h, "a hook may not yield (only proxy.github_app_token waits)");
-		return 0;
+		h->failed = 1;
+		snprintf(h->err, sizeof(h->err), "a hook may not yield (only proxy.github_app_token waits)");
+		return;
 	}
 	if (st != LUA_OK) {
-		const char *m = lua_tostring(co, -1);
-		luaL_traceback(co, co, m != NULL ? m : "(error object is not a string)", 0);
-		hook_error(h, lua_tostring(co, -1));
-		return 0;
+		h->failed = 1;
+		m = lua_type(co, -1) == LUA_TSTRING ? lua_tostring(co, -1) : NULL;
+		if (st == LUA_ERRMEM || is_memerr(m))
+			h->errkind = EK_MEM;
+		if (h->errkind == EK_NONE || h->err[0] == '\0')
+			snprintf(h->err, sizeof(h->err), "%s", m != NULL ? m :
+			    "(error object is not a string)");
+		/* the traceback, if memory allows (it is the only allocation here) */
+		if (h->errkind != EK_MEM && vm->mem + TRACE_HEADROOM < vm->memlimit) {
+			luaL_traceback(L, co, h->err, 0);
+			snprintf(h->err, sizeof(h->err), "%s", lua_tostring(L, -1));
+			lua_pop(L, 1);
+		}
+		return;
+	}
+	if (util_mono_coarse_ms() > h->deadline) {
+		/* one long C call outlived timeouts.hook: its result is not used */
+		h->failed = 1;
+		h->errkind = EK_TIME;
+		snprintf(h->err, sizeof(h->err), "hook timed out (timeouts.hook)");
+		return;
 	}
 	hook_results(h, nres);
+}
+
+/*
+ * After a hook's start or resumption under vm_call (status st, message in
+ * cerr): 1 if it waits for a token, else 0 with h->res final.
+ */
+static int
+hook_settle(struct hook *h, int st, const char *cerr)
+{
+	struct addon_vm *vm = h->vm;
+
+	if (st != LUA_OK) {
+		h->failed = 1;
+		if (is_memerr(cerr))
+			h->errkind = EK_MEM;
+		snprintf(h->err, sizeof(h->err), "%s", cerr);
+	}
+	if (h->failed) {
+		h->waiting = 0;
+		hook_error(h, h->err, h->errkind);
+		if (h->errkind == EK_MEM)
+			vm_check_heap(vm);
+		return 0;
+	}
+	return h->waiting ? 1 : 0;
+}
+
+static int
+resume_token(lua_State *L)
+{
+	struct hook *h = lua_touserdata(L, 1);
+	int nargs;
+
+	if (!lua_checkstack(h->co, 3))
+		return luaL_error(L, "not enough memory");
+	if (h->tok != NULL) {
+		lua_pushstring(L, h->tok);
+		nargs = 1;
+	} else {
+		lua_pushnil(L);
+		lua_pushstring(L, h->tokerr != NULL ? h->tokerr : "token request failed");
+		nargs = 2;
+	}
+	lua_xmove(L, h->co, nargs);
+	hook_resume(L, h, nargs);
 	return 0;
 }
 
@@ -1102,30 +1483,28 @@ static void
 gh_done(void *arg, const char *token, const char *err)
 {
 	struct hook *h = arg;
-	int nargs;
+	struct hook_result res;
+	hook_cb cb;
+	void *carg;
+	char cerr[512];
+	int st;
 
 	h->waiting = 0;
 	if (h->cancelled) {
 		hook_release(h);
 		return;
 	}
-	if (token != NULL) {
-		lua_pushstring(h->co, token);
-		nargs = 1;
-	} else {
-		lua_pushnil(h->co);
-		lua_pushstring(h->co, err != NULL ? err : "token request failed");
-		nargs = 2;
-	}
-	if (hook_step(h, nargs) == 1)
+	h->tok = token != NULL && *token != '\0' ? token : NULL;
+	h->tokerr = token != NULL && *token == '\0' ? "empty token" : err;
+	st = vm_call(h->vm, resume_token, h, cerr, sizeof(cerr));
+	h->tok = h->tokerr = NULL;
+	if (hook_settle(h, st, cerr) == 1)
 		return;
-	{
-		struct hook_result res = h->res;
-		hook_cb cb = h->cb;
-		void *carg = h->arg;
-		hook_release(h);
-		cb(carg, &res);
-	}
+	res = h->res;
+	cb = h->cb;
+	carg = h->arg;
+	hook_release(h);
+	cb(carg, &res);
 }
 
 void
@@ -1151,33 +1530,90 @@ hook_finish_sync(struct hook *h, struct hook_result *res)
 	return 0;
 }
 
+static int
+connect_start(lua_State *L)
+{
+	struct hook *h = lua_touserdata(L, 1);
+
+	push_ctx(L, h->hc);
+	*h->ctx_out = luaL_ref(L, LUA_REGISTRYINDEX);
+	hook_thread(L, h);
+	lua_getglobal(h->co, "__decide");
+	lua_rawgeti(h->co, LUA_REGISTRYINDEX, *h->ctx_out);
+	hook_resume(L, h, 1);
+	return 0;
+}
+
 int
 addon_on_connect(struct addon_vm *vm, const struct hook_ctx *hc, int *ctx_ref,
     struct hook_result *res, hook_cb cb, void *arg, struct hook **hp)
 {
 	struct hook *h;
-	lua_State *L = vm->L;
+	char cerr[512];
+	int st;
 
 	*hp = NULL;
-	push_ctx(L, hc);
-	*ctx_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+	*ctx_ref = 0;
 	h = hook_new(vm, HOOK_CONNECT, cb, arg);
-	lua_getglobal(h->co, "__decide");
-	lua_rawgeti(h->co, LUA_REGISTRYINDEX, *ctx_ref);
-	if (hook_step(h, 1) == 1) {
+	h->hc = hc;
+	h->ctx_out = ctx_ref;
+	st = vm_call(vm, connect_start, h, cerr, sizeof(cerr));
+	h->hc = NULL;
+	h->ctx_out = NULL;
+	if (hook_settle(h, st, cerr) == 1) {
 		*hp = h;
 		return 1;
 	}
-	return hook_finish_sync(h, res);
+	hook_finish_sync(h, res);
+	/*
+	 * Only intercepted and plain requests run more hooks: a blind tunnel,
+	 * a refusal or an error keeps no Lua state for its connection.
+	 */
+	if (!hc->plain && res->action != ACT_INTERCEPT && *ctx_ref > 0) {
+		addon_ctx_release(vm, *ctx_ref);
+		*ctx_ref = 0;
+	}
+	return 0;
+}
+
+struct req_start {
+	struct hook		*h;
+	int			 addon, ctx_ref;
+	struct hreq		*req;
+	const struct target	*t;
+};
+
+static int
+request_start(lua_State *L)
+{
+	struct req_start *a = lua_touserdata(L, 1);
+	struct hook *h = a->h;
+	struct lreq *lr;
+
+	lr = lua_newuserdatauv(L, sizeof(*lr), 0);
+	memset(lr, 0, sizeof(*lr));
+	luaL_setmetatable(L, "egress.req");
+	h->lr_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+	lr->r = a->req;
+	lr->t = a->t;
+	h->lr = lr;
+	hook_thread(L, h);
+	lua_getglobal(h->co, "__request");
+	lua_pushinteger(h->co, a->addon + 1);
+	lua_rawgeti(h->co, LUA_REGISTRYINDEX, h->lr_ref);
+	lua_rawgeti(h->co, LUA_REGISTRYINDEX, a->ctx_ref);
+	hook_resume(L, h, 3);
+	return 0;
 }
 
 int
 addon_on_request(struct addon_vm *vm, int addon, int ctx_ref, struct hreq *req,
     const struct target *t, struct hook_result *res, hook_cb cb, void *arg, struct hook **hp)
 {
+	struct req_start a;
 	struct hook *h;
-	struct lreq *lr;
-	lua_State *L = vm->L;
+	char cerr[512];
+	int st;
 
 	*hp = NULL;
 	if (addon < 0 || (size_t)addon >= vm->n || !vm->a[addon].has_request) {
@@ -1188,36 +1624,40 @@ addon_on_request(struct addon_vm *vm, int addon, int ctx_ref, struct hreq *req,
 	}
 	h = hook_new(vm, HOOK_REQUEST, cb, arg);
 	h->res.addon = addon;
-	lr = lua_newuserdatauv(L, sizeof(*lr), 0);
-	memset(lr, 0, sizeof(*lr));
-	lr->r = req;
-	lr->t = t;
-	luaL_setmetatable(L, "egress.req");
-	h->lr_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-	h->lr = lr;
-	lua_getglobal(h->co, "__request");
-	lua_pushinteger(h->co, addon + 1);
-	lua_rawgeti(h->co, LUA_REGISTRYINDEX, h->lr_ref);
-	lua_rawgeti(h->co, LUA_REGISTRYINDEX, ctx_ref);
-	if (hook_step(h, 3) == 1) {
+	a.h = h;
+	a.addon = addon;
+	a.ctx_ref = ctx_ref;
+	a.req = req;
+	a.t = t;
+	st = vm_call(vm, request_start, &a, cerr, sizeof(cerr));
+	if (hook_settle(h, st, cerr) == 1) {
 		*hp = h;
 		return 1;
 	}
 	return hook_finish_sync(h, res);
 }
 
-void
-addon_on_response(struct addon_vm *vm, int addon, int ctx_ref, struct hreq *req,
-    int status)
+struct resp_call {
+	struct addon_vm	*vm;
+	int		 addon, ctx_ref, status;
+	struct hreq	*req;
+	int		 failed;
+	char		 err[1024];
+};
+
+static int
+response_call(lua_State *L)
 {
-	lua_State *L = vm->L;
-	long long b = vm->budget;
+	struct resp_call *a = lua_touserdata(L, 1);
+	struct addon_vm *vm = a->vm;
+	struct hreq *req = a->req;
+	int st;
 
 	lua_pushcfunction(L, msgh);
 	lua_getglobal(L, "__response");
-	lua_pushinteger(L, addon + 1);
+	lua_pushinteger(L, a->addon + 1);
 	lua_createtable(L, 0, 5);
-	lua_pushinteger(L, status);
+	lua_pushinteger(L, a->status);
 	lua_setfield(L, -2, "status");
 	lua_pushstring(L, hreq_method(req));
 	lua_setfield(L, -2, "method");
@@ -1225,28 +1665,94 @@ addon_on_response(struct addon_vm *vm, int addon, int ctx_ref, struct hreq *req,
 	lua_setfield(L, -2, "path");
 	lua_pushboolean(L, req->injected);
 	lua_setfield(L, -2, "injected");
-	lua_rawgeti(L, LUA_REGISTRYINDEX, ctx_ref);
-	lua_sethook(L, budget_hook, LUA_MASKCOUNT, (int)(b > 0x7fffffff ? 0x7fffffff : b));
-	if (lua_pcall(L, 3, 0, -5) != LUA_OK) {
-		char esc[2048];
-		const char *m = lua_tostring(L, -1);
-		atomic_fetch_add(&addon_errors_total, 1);
-		log_warnx("addon=%s hook=on_response failed: %s", addon_vm_name(vm, addon),
-		    log_escape(esc, sizeof(esc), m ? m : "?", m ? strlen(m) : 1));
-		lua_pop(L, 1);
-	}
+	lua_rawgeti(L, LUA_REGISTRYINDEX, a->ctx_ref);
+	run_begin(vm, util_mono_coarse_ms() + vm->conf->hook_ms, 1);
+	lua_sethook(L, count_hook, LUA_MASKCOUNT, RUN_TICK);
+	st = lua_pcall(L, 3, 0, -5);
 	lua_sethook(L, NULL, 0, 0);
-	lua_pop(L, 1);
+	run_end(vm);
+	if (st != LUA_OK) {
+		a->failed = 1;
+		snprintf(a->err, sizeof(a->err), "%s", lua_type(L, -1) == LUA_TSTRING ?
+		    lua_tostring(L, -1) : "?");
+	}
+	return 0;
+}
+
+void
+addon_on_response(struct addon_vm *vm, int addon, int ctx_ref, struct hreq *req,
+    int status)
+{
+	struct resp_call a;
+	char esc[2048], line[2300];
+
+	memset(&a, 0, sizeof(a));
+	a.vm = vm;
+	a.addon = addon;
+	a.ctx_ref = ctx_ref;
+	a.status = status;
+	a.req = req;
+	if (vm_call(vm, response_call, &a, a.err, sizeof(a.err)) != LUA_OK)
+		a.failed = 1;
+	if (!a.failed)
+		return;
+	atomic_fetch_add(&addon_errors_total, 1);
+	snprintf(line, sizeof(line), "addon=%s hook=on_response failed: %s",
+	    addon_vm_name(vm, addon), log_escape(esc, sizeof(esc), a.err, strlen(a.err)));
+	log_limited(vm, is_memerr(a.err) ? EK_MEM : EK_NONE, line);
+	if (is_memerr(a.err))
+		vm_check_heap(vm);
+}
+
+static int
+gc_call(lua_State *L)
+{
+	lua_gc(L, LUA_GCCOLLECT);
+	return 0;
 }
 
 void
 addon_vm_gc(struct addon_vm *vm)
 {
-	lua_gc(vm->L, LUA_GCCOLLECT);
+	char err[256];
+
+	(void)vm_call(vm, gc_call, NULL, err, sizeof(err));
+}
+
+/*
+ * After a hook ran out of memory: a full collection, and if the heap is
+ * still mostly live data (an addon keeping state per request) the VM is
+ * marked stale so that the worker builds a fresh one for new connections.
+ */
+static void
+vm_check_heap(struct addon_vm *vm)
+{
+	char line[256];
+
+	addon_vm_gc(vm);
+	if (vm->stale || vm->mem < vm->memlimit / 4 * 3)
+		return;
+	vm->stale = 1;
+	snprintf(line, sizeof(line), "addon: %zu of %zu bytes of the Lua heap (limits.lua_memory) "
+	    "still live after a full collection: rebuilding this worker's addon VM", vm->mem,
+	    vm->memlimit);
+	log_limited(vm, EK_MEM, line);
+}
+
+static int
+unref_call(lua_State *L)
+{
+	int *ref = lua_touserdata(L, 1);
+
+	luaL_unref(L, LUA_REGISTRYINDEX, *ref);
+	return 0;
 }
 
 void
 addon_ctx_release(struct addon_vm *vm, int ctx_ref)
 {
-	luaL_unref(vm->L, LUA_REGISTRYINDEX, ctx_ref);
+	char err[256];
+
+	if (ctx_ref > 0)
+		(void)vm_call(vm, unref_call, &ctx_ref, err, sizeof(err));
 }

@@ -31,3 +31,15 @@ endif
 ifeq ($(FUZZ),1)
 $(PROXY_LIB_OBJS) $(COMMON_OBJS) $(B)/tests/fuzz/fuzz_proxy_request.o: CFLAGS += -fsanitize=fuzzer-no-link
 endif
+
+# The pattern matcher against the real string library (differential).
+BINS += $(B)/tests/fuzz/replay_proxy_pattern
+ALL_OBJS += $(B)/tests/fuzz/fuzz_proxy_pattern.o
+$(B)/tests/fuzz/replay_proxy_pattern: $(B)/tests/fuzz/fuzz_proxy_pattern.o $(B)/tests/fuzz/replay_main.o $(B)/egress-proxy/pmatch.o
+	$(CC) $(LDFLAGS) $^ $(PKG_LIBS) -o $@
+ifeq ($(FUZZ),1)
+FUZZ_TARGETS += $(B)/tests/fuzz/fuzz_proxy_pattern
+$(B)/tests/fuzz/fuzz_proxy_pattern: $(B)/tests/fuzz/fuzz_proxy_pattern.o $(B)/egress-proxy/pmatch.o
+	$(CC) $(LDFLAGS) -fsanitize=fuzzer,address,undefined $^ $(PKG_LIBS) -o $@
+$(B)/tests/fuzz/fuzz_proxy_pattern.o $(B)/egress-proxy/pmatch.o: CFLAGS += -fsanitize=fuzzer-no-link
+endif
