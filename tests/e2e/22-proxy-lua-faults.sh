@@ -1,0 +1,136 @@
+# 22-proxy-lua-faults: the Lua addon engine never takes the proxy down and
+# its hooks are bounded in time (issue 13). Out of Lua memory in a hook
+# (an addon keeping memory per request; one filling the heap then raising;
+# the shipped github.lua at limits.lua_memory 1MiB under thousands of blind
+# tunnels) fails that request closed and the worker goes on; hostile Lua
+# patterns are interrupted, refused with nothing forwarded, and do not hold
+# up another client on the same worker; empty secrets are refused.
+# Asserted on what the fake upstreams received.
+. "$(dirname "$0")/../lib/common.sh"
+. "$TOP/tests/lib/fakegit.sh"
+. "$TOP/tests/lib/proxy.sh"
+px_isolate "$@"
+
+ulimit -n "$(ulimit -Hn)" 2>/dev/null
+ulimit -n 65536 2>/dev/null
+fx_all || { fail "fixtures start"; exit 1; }
+LF=$TOP/tests/fixtures/lua-faults
+R=$T/r; mkdir -p "$R"
+
+# one worker: every connection shares the one Lua VM under test
+one_worker() { sed -i 's/^workers: .*/workers: 1/' "$PX_DIR/proxy.yaml"; }
+# curl through the proxy as sandbox sb-e2e (a real client, one connection reused)
+pcurl() {
+	curl -s -o /dev/null -w '%{http_code}\n' --max-time 60 --cacert "$PX_CA" \
+		-x "http://$PC_ID:$PC_SECRET@127.0.0.1:$PX_PORT" "$@"
+}
+api_auth_count() { fx_api_q "h.get('authorization')==['token $GH_TOKEN_REAL']"; }
+ms_since() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
+
+# --- 1. an addon that keeps a little memory per request, limits.lua_memory 1MiB
+PX_ADDONS="[$LF/leak.lua]" PX_EXTRA="limits:
+  lua_memory: 1MiB" px_config leak && one_worker && px_start leak && px_sandbox ||
+	{ fail "leak: proxy start"; exit 1; }
+n0=$(api_auth_count)
+pcurl "https://api.github.com/user?i=[1-700]" >"$R/leak.codes" 2>&1
+check "leak: proxy alive after 700 requests" px_alive
+check "leak: no abort" bash -c "! { grep -qE 'SIGABRT|Aborted' $PX_DIR/stderr; }"
+nok=$(grep -c '^200$' "$R/leak.codes"); nbad=$(grep -c '^502$' "$R/leak.codes")
+echo "# leak: $nok x 200, $nbad x 502 of 700"
+check "leak: the heap ran out at least once (502 for that request)" test "$nbad" -ge 1
+check "leak: every other request answered 200" test $((nok + nbad)) = 700
+check "leak: each forwarded request carried the full token" test "$(( $(api_auth_count) - n0 ))" = "$nok"
+check "leak: nothing forwarded without the token" test "$(fx_api_q "'i=' in r['path'] and h.get('authorization')!=['token $GH_TOKEN_REAL']")" = 0
+check "leak: out-of-memory logged" grep -q "not enough memory" "$PX_DIR/proxy.log"
+check "leak: logged at most a few times (once per interval)" test "$(grep -c 'failed closed: not enough memory' "$PX_DIR/proxy.log")" -le 3
+check "leak: the worker rebuilt its VM" grep -q "rebuilding this worker's addon VM" "$PX_DIR/proxy.log"
+check "leak: served again afterwards" test "$(pcurl https://api.github.com/user?after=1)" = 200
+kill "$PX_PID"; wait "$PX_PID" 2>/dev/null
+
+# --- 2. an addon that fills the heap, then raises
+PX_ADDONS="[$LF/fill.lua, $FX/addons/inject.lua]" PX_EXTRA="limits:
+  lua_memory: 1MiB" px_config fill && one_worker && px_start fill && px_sandbox ||
+	{ fail "fill: proxy start"; exit 1; }
+n_nginx=$(wc -l <"$T/nginx/access.log")
+pcurl "https://uploads.github.com/o/r/f?i=[1-12]" >"$R/fill.codes" 2>&1
+check "fill: proxy alive" px_alive
+check "fill: every request refused (502)" test "$(grep -c '^502$' "$R/fill.codes")" = 12
+check "fill: nothing reached the upload host" test "$(wc -l <"$T/nginx/access.log")" = "$n_nginx"
+check "fill: the addon's error or the memory error is logged" grep -qE "after filling the heap|not enough memory" "$PX_DIR/proxy.log"
+check "fill: other hosts still served by the same worker" test "$(pcurl https://api.github.com/user)" = 200
+kill "$PX_PID"; wait "$PX_PID" 2>/dev/null
+
+# --- 3. shipped github.lua, limits.lua_memory 1MiB, thousands of blind tunnels
+PX_EXTRA="limits:
+  lua_memory: 1MiB
+  tunnels_per_sandbox: 5000
+  conns_per_sandbox: 5000" px_config tun && one_worker && px_start tun && px_sandbox ||
+	{ fail "tunnels: proxy start"; exit 1; }
+hold blind --target "127.0.0.1:$SINK_PORT" --n 3000 --threads 32 --max-hold 300
+echo "# blind tunnels: $(cat "$T/hold-blind.out")"
+check "tunnels: proxy alive with 3000 blind tunnels from one client" px_alive
+check "tunnels: all 3000 opened" test "$(opened blind)" = 3000
+check "tunnels: github.lua still injects for a new request" test "$(pcurl https://api.github.com/user)" = 200
+release blind
+check "tunnels: proxy alive after they close" px_alive
+kill "$PX_PID"; wait "$PX_PID" 2>/dev/null
+
+# --- 4. hostile patterns: interrupted, refused, nothing forwarded, others not held up
+# lua_instructions at its maximum: only the time bounds can stop these hooks.
+PX_ADDONS="[$LF/regex.lua, $FX/addons/inject.lua]" PX_EXTRA="limits:
+  lua_instructions: 1000000000
+timeouts:
+  hook: 1s" px_config re && one_worker && px_start re && px_sandbox ||
+	{ fail "regex: proxy start"; exit 1; }
+n_nginx=$(wc -l <"$T/nginx/access.log")
+for p in find match gsub gmatch pcall plain; do
+	t0=$(date +%s%N)
+	code=$(pcurl "https://codeload.github.com/$p")
+	el=$(ms_since "$t0")
+	echo "# hostile $p: $code in $el ms"
+	check "regex $p: refused (502)" test "$code" = 502
+	check "regex $p: within timeouts.hook + 500 ms ($el ms)" test "$el" -lt 1500
+done
+check "regex: nothing reached the git host (no credential forwarded)" test "$(wc -l <"$T/nginx/access.log")" = "$n_nginx"
+check "regex: the bound is logged as the reason" grep -qE "without pausing|timed out" "$PX_DIR/proxy.log"
+# another client on the same (only) worker while a hostile hook runs
+lat() { # two tries: load on a shared machine can add a one-off delay
+	local i el
+	for i in 1 2; do
+		pcurl https://codeload.github.com/find >/dev/null &
+		sleep 0.05
+		t0=$(date +%s%N)
+		code=$(PC_ID=sb-two PC_SECRET=two-secret pcurl https://api.github.com/user)
+		el=$(ms_since "$t0")
+		wait
+		[ "$code" = 200 ] && [ "$el" -lt 400 ] && break
+	done
+	echo "$code $el"
+}
+px_register sb-two two-secret
+set -- $(lat)
+echo "# other client during a hostile hook: $1 in $2 ms (bound: 100 ms CPU per hook run)"
+check "regex: another client's request on the same worker served" test "$1" = 200
+check "regex: ...within 400 ms ($2 ms)" test "$2" -lt 400
+check "regex: proxy alive" px_alive
+kill "$PX_PID"; wait "$PX_PID" 2>/dev/null
+
+# --- 5. empty and whitespace-only secrets: refused, never an empty credential
+printf '  \n\t\n' >"$T/blank_token"
+export PX_EMPTY_TOKEN="   "
+PX_ADDON_CONFIG="  github_token@e2e-org: env:PX_EMPTY_TOKEN
+  github_token@blank-org: file:$T/blank_token" px_config sec && px_start sec && px_sandbox ||
+	{ fail "secrets: proxy start"; exit 1; }
+px_register sb-blank blank-secret '{"org":"blank-org"}'
+n_api=$(wc -l <"$T/api.log")
+code_env=$(pcurl https://api.github.com/user?empty=env)
+code_file=$(PC_ID=sb-blank PC_SECRET=blank-secret pcurl https://api.github.com/user?empty=file)
+check "secrets: env: whitespace-only token refused (502)" test "$code_env" = 502
+check "secrets: file: whitespace-only token refused (502)" test "$code_file" = 502
+check "secrets: nothing reached the API" test "$(wc -l <"$T/api.log")" = "$n_api"
+check "secrets: refusal logged as an empty secret" grep -q "empty secret" "$PX_DIR/proxy.log"
+check "secrets: no audit line claims an injection" bash -c "! grep 'empty=' $PX_DIR/audit.jsonl | grep -q '\"injected\":true'"
+check "secrets: no empty Bearer anywhere in the audit log" bash -c "! grep -q 'Bearer \"' $PX_DIR/audit.jsonl"
+check "secrets: proxy alive" px_alive
+kill "$PX_PID"; wait "$PX_PID" 2>/dev/null
+check "no sanitizer report from the proxy" px_san_clean
