@@ -1722,21 +1722,32 @@ addon_vm_gc(struct addon_vm *vm)
 /*
  * After a hook ran out of memory: a full collection, and if the heap is
  * still mostly live data (an addon keeping state per request) the VM is
- * marked stale so that the worker builds a fresh one for new connections.
+ * marked stale so that the worker builds a fresh one for new connections
+ * (at most once per ERRLOG_MS per worker).
  */
 static void
 vm_check_heap(struct addon_vm *vm)
 {
+	static _Thread_local long long stale_at;	/* this worker's last rebuild */
+	long long now = util_mono_coarse_ms();
 	char line[256];
 
 	addon_vm_gc(vm);
 	if (vm->stale || vm->mem < vm->memlimit / 4 * 3)
 		return;
+	/*
+	 * At most one rebuild per ERRLOG_MS per worker: connections keep the
+	 * old state alive until they close, so more often would multiply the
+	 * worker's Lua memory (heap full of intercepted connections' ctx).
+	 */
+	if (stale_at != 0 && now - stale_at < ERRLOG_MS)
+		return;
+	stale_at = now;
 	vm->stale = 1;
 	snprintf(line, sizeof(line), "addon: %zu of %zu bytes of the Lua heap (limits.lua_memory) "
 	    "still live after a full collection: rebuilding this worker's addon VM", vm->mem,
 	    vm->memlimit);
-	log_limited(vm, EK_MEM, line);
+	log_limited(vm, EK_NONE, line);	/* once per VM: it is stale now */
 }
 
 static int

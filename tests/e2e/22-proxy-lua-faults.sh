@@ -26,8 +26,11 @@ pcurl() {
 }
 api_auth_count() { fx_api_q "h.get('authorization')==['token $GH_TOKEN_REAL']"; }
 ms_since() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
+# LF_ONLY="1 3": run only those parts (while debugging one)
+only() { [ -z "${LF_ONLY:-}" ] || [[ " $LF_ONLY " == *" $1 "* ]]; }
 
 # --- 1. an addon that keeps a little memory per request, limits.lua_memory 1MiB
+if only 1; then
 PX_ADDONS="[$LF/leak.lua]" PX_EXTRA="limits:
   lua_memory: 1MiB" px_config leak && one_worker && px_start leak && px_sandbox ||
 	{ fail "leak: proxy start"; exit 1; }
@@ -46,8 +49,11 @@ check "leak: logged at most a few times (once per interval)" test "$(grep -c 'fa
 check "leak: the worker rebuilt its VM" grep -q "rebuilding this worker's addon VM" "$PX_DIR/proxy.log"
 check "leak: served again afterwards" test "$(pcurl https://api.github.com/user?after=1)" = 200
 kill "$PX_PID"; wait "$PX_PID" 2>/dev/null
+fi
+
 
 # --- 2. an addon that fills the heap, then raises
+if only 2; then
 PX_ADDONS="[$LF/fill.lua, $FX/addons/inject.lua]" PX_EXTRA="limits:
   lua_memory: 1MiB" px_config fill && one_worker && px_start fill && px_sandbox ||
 	{ fail "fill: proxy start"; exit 1; }
@@ -59,23 +65,41 @@ check "fill: nothing reached the upload host" test "$(wc -l <"$T/nginx/access.lo
 check "fill: the addon's error or the memory error is logged" grep -qE "after filling the heap|not enough memory" "$PX_DIR/proxy.log"
 check "fill: other hosts still served by the same worker" test "$(pcurl https://api.github.com/user)" = 200
 kill "$PX_PID"; wait "$PX_PID" 2>/dev/null
+fi
+
 
 # --- 3. shipped github.lua, limits.lua_memory 1MiB, thousands of blind tunnels
+if only 3; then
+NTUN=${LF_NTUN:-4500}
 PX_EXTRA="limits:
   lua_memory: 1MiB
   tunnels_per_sandbox: 5000
   conns_per_sandbox: 5000" px_config tun && one_worker && px_start tun && px_sandbox ||
 	{ fail "tunnels: proxy start"; exit 1; }
-hold blind --target "127.0.0.1:$SINK_PORT" --n 3000 --threads 32 --max-hold 300
+hold blind --target "127.0.0.1:$SINK_PORT" --n "$NTUN" --threads 32 --max-hold 300
 echo "# blind tunnels: $(cat "$T/hold-blind.out")"
-check "tunnels: proxy alive with 3000 blind tunnels from one client" px_alive
-check "tunnels: all 3000 opened" test "$(opened blind)" = 3000
+check "tunnels: proxy alive with $NTUN blind tunnels from one client" px_alive
+check "tunnels: all $NTUN opened" test "$(opened blind)" = "$NTUN"
 check "tunnels: github.lua still injects for a new request" test "$(pcurl https://api.github.com/user)" = 200
 release blind
 check "tunnels: proxy alive after they close" px_alive
+# intercepted connections keep their ctx in Lua: past the heap, CONNECTs are refused, no abort
+hold icpt --target api.github.com:443 --tls --sni api.github.com --cafile "$PX_CA" --n 3500 \
+	--threads 32 --max-hold 300
+echo "# intercepted: $(cat "$T/hold-icpt.out")"
+check "tunnels: proxy alive with 3500 intercepted connections at lua_memory 1MiB" px_alive
+check "tunnels: ...most of them set up" test "$(opened icpt)" -ge 1000
+check "tunnels: a new request is answered meanwhile (200, or 502 when the heap is full)" \
+	bash -c "c=\$(PC_ID=$PC_ID PC_SECRET=$PC_SECRET; curl -s -o /dev/null -w '%{http_code}' --max-time 60 --cacert $PX_CA -x http://$PC_ID:$PC_SECRET@127.0.0.1:$PX_PORT https://api.github.com/user); [ \$c = 200 ] || [ \$c = 502 ]"
+release icpt
+check "tunnels: served again once they close" wait_for 20 bash -c "[ \$(curl -s -o /dev/null -w '%{http_code}' --max-time 60 --cacert $PX_CA -x http://$PC_ID:$PC_SECRET@127.0.0.1:$PX_PORT https://api.github.com/user) = 200 ]"
+check "tunnels: proxy alive at the end" px_alive
 kill "$PX_PID"; wait "$PX_PID" 2>/dev/null
+fi
+
 
 # --- 4. hostile patterns: interrupted, refused, nothing forwarded, others not held up
+if only 4; then
 # lua_instructions at its maximum: only the time bounds can stop these hooks.
 PX_ADDONS="[$LF/regex.lua, $FX/addons/inject.lua]" PX_EXTRA="limits:
   lua_instructions: 1000000000
@@ -114,8 +138,11 @@ check "regex: another client's request on the same worker served" test "$1" = 20
 check "regex: ...within 400 ms ($2 ms)" test "$2" -lt 400
 check "regex: proxy alive" px_alive
 kill "$PX_PID"; wait "$PX_PID" 2>/dev/null
+fi
+
 
 # --- 5. empty and whitespace-only secrets: refused, never an empty credential
+if only 5; then
 printf '  \n\t\n' >"$T/blank_token"
 export PX_EMPTY_TOKEN="   "
 PX_ADDON_CONFIG="  github_token@e2e-org: env:PX_EMPTY_TOKEN
@@ -133,4 +160,23 @@ check "secrets: no audit line claims an injection" bash -c "! grep 'empty=' $PX_
 check "secrets: no empty Bearer anywhere in the audit log" bash -c "! grep -q 'Bearer \"' $PX_DIR/audit.jsonl"
 check "secrets: proxy alive" px_alive
 kill "$PX_PID"; wait "$PX_PID" 2>/dev/null
+fi
+
+# --- 6. out of memory at load and at reload
+if only 6; then
+A=$T/addons6; mkdir -p "$A"; cp "$FX/addons/inject.lua" "$A/main.lua"
+PX_ADDONS="[$A/main.lua]" PX_EXTRA="limits:
+  lua_memory: 1MiB" px_config ld && one_worker && px_start ld && px_sandbox ||
+	{ fail "load: proxy start"; exit 1; }
+check "load: baseline request served" test "$(pcurl https://api.github.com/user)" = 200
+cp "$LF/bigload.lua" "$A/main.lua.new" && mv "$A/main.lua.new" "$A/main.lua"
+kill -HUP "$PX_PID"
+check "reload: out of memory reported as a reload failure" wait_for 10 grep -q "not enough memory" "$PX_DIR/proxy.log"
+check "reload: proxy alive" px_alive
+check "reload: the old addon still injects" test "$(pcurl https://api.github.com/user?after=reload)" = 200
+check "reload: ...with the token" test "$(fx_api_q "'after=reload' in r['path'] and h.get('authorization')==['token $GH_TOKEN_REAL']")" = 1
+check "load: -n rejects the addon (out of memory), without aborting" bash -c "$PROXY_BIN -n -f $PX_DIR/proxy.yaml >$R/n-big 2>&1; [ \$? = 1 ] && grep -q 'not enough memory' $R/n-big"
+kill "$PX_PID"; wait "$PX_PID" 2>/dev/null
+fi
+
 check "no sanitizer report from the proxy" px_san_clean
