@@ -530,7 +530,7 @@ find_aux(lua_State *L, int find)
 		charge_flush(&ms);
 		if (hit != NULL) {
 			lua_pushinteger(L, (hit - s) + 1);
-			lua_pushinteger(L, (lua_Integer)((size_t)(hit - s) + lp));
+			lua_pushinteger(L, (lua_Integer)(hit - s) + (lua_Integer)lp);
 			return 2;
 		}
 	} else {
