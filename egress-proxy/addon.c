@@ -118,11 +118,15 @@ struct addon_vm {
 
 enum hook_kind { HOOK_CONNECT, HOOK_REQUEST };
 
+#define LREQ_INJ	8
+
 struct lreq {
 	struct hreq	*r;		/* NULL once the hook is over */
 	const struct target *t;
 	int		 denied, status;
 	char		 reason[256];
+	int		 ninj;		/* headers injected so far */
+	char		 inj[LREQ_INJ][64];
 };
 
 struct hook {
@@ -757,8 +761,12 @@ req_inject(lua_State *L)
 	struct lreq *lr = check_req(L);
 	const char *rule = luaL_optstring(L, 4, "addon");
 
-	if (hreq_inject(lr->r, luaL_checkstring(L, 2), luaL_checkstring(L, 3), rule) == -1)
+	const char *name = luaL_checkstring(L, 2);
+
+	if (hreq_inject(lr->r, name, luaL_checkstring(L, 3), rule) == -1)
 		return luaL_error(L, "inject: bad header name or value");
+	if (lr->ninj < LREQ_INJ && strlen(name) < sizeof(lr->inj[0]))
+		snprintf(lr->inj[lr->ninj++], sizeof(lr->inj[0]), "%s", name);
 	return 0;
 }
 
@@ -1434,6 +1442,25 @@ hook_resume(lua_State *L, struct hook *h, int nargs)
 }
 
 /*
+ * A request refused by its hook (error, deny, budget, time) is not sent:
+ * the headers it injected are taken out again and it no longer counts as
+ * injected, so that the audit line says what was actually sent.
+ */
+static void
+hook_uninject(struct hook *h)
+{
+	struct lreq *lr = h->lr;
+	int i;
+
+	if (h->kind != HOOK_REQUEST || lr == NULL || lr->r == NULL || !lr->r->injected)
+		return;
+	for (i = 0; i < lr->ninj; i++)
+		(void)hreq_remove(lr->r, lr->inj[i]);
+	lr->r->injected = 0;
+	lr->r->rule[0] = '\0';
+}
+
+/*
  * After a hook's start or resumption under vm_call (status st, message in
  * cerr): 1 if it waits for a token, else 0 with h->res final.
  */
@@ -1451,11 +1478,16 @@ hook_settle(struct hook *h, int st, const char *cerr)
 	if (h->failed) {
 		h->waiting = 0;
 		hook_error(h, h->err, h->errkind);
+		hook_uninject(h);
 		if (h->errkind == EK_MEM)
 			vm_check_heap(vm);
 		return 0;
 	}
-	return h->waiting ? 1 : 0;
+	if (h->waiting)
+		return 1;
+	if (h->res.action == ACT_DENY || h->res.action == ACT_ERROR)
+		hook_uninject(h);
+	return 0;
 }
 
 static int

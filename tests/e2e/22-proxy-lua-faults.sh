@@ -100,11 +100,12 @@ fi
 
 # --- 4. hostile patterns: interrupted, refused, nothing forwarded, others not held up
 if only 4; then
-# lua_instructions at its maximum: only the time bounds can stop these hooks.
+# lua_instructions at its maximum and timeouts.hook long: only the bound on one
+# hook run (100 ms of CPU) can stop these hooks this soon.
 PX_ADDONS="[$LF/regex.lua, $FX/addons/inject.lua]" PX_EXTRA="limits:
   lua_instructions: 1000000000
 timeouts:
-  hook: 1s" px_config re && one_worker && px_start re && px_sandbox ||
+  hook: 20s" px_config re && one_worker && px_start re && px_sandbox ||
 	{ fail "regex: proxy start"; exit 1; }
 n_nginx=$(wc -l <"$T/nginx/access.log")
 for p in find match gsub gmatch pcall plain; do
@@ -113,30 +114,49 @@ for p in find match gsub gmatch pcall plain; do
 	el=$(ms_since "$t0")
 	echo "# hostile $p: $code in $el ms"
 	check "regex $p: refused (502)" test "$code" = 502
-	check "regex $p: within timeouts.hook + 500 ms ($el ms)" test "$el" -lt 1500
+	check "regex $p: within 3 s, far below timeouts.hook ($el ms)" test "$el" -lt 3000
 done
 check "regex: nothing reached the git host (no credential forwarded)" test "$(wc -l <"$T/nginx/access.log")" = "$n_nginx"
+check "regex: the audit lines of the refused requests do not claim an injection" \
+	bash -c "grep -q '\"host\":\"codeload.github.com:443\".*\"status\":502' $PX_DIR/audit.jsonl && ! grep '\"host\":\"codeload.github.com:443\"' $PX_DIR/audit.jsonl | grep -q '\"injected\":true'"
 check "regex: the bound is logged as the reason" grep -qE "without pausing|timed out" "$PX_DIR/proxy.log"
-# another client on the same (only) worker while a hostile hook runs
-lat() { # two tries: load on a shared machine can add a one-off delay
-	local i el
+# another client on the same (only) worker while a hostile hook runs: its extra
+# wait over the same request alone is bounded by one hook run (100 ms of CPU; the
+# machine may be loaded, so the bound is generous, measured relative, tried twice)
+px_register sb-two two-secret
+other() { PC_ID=sb-two PC_SECRET=two-secret pcurl https://api.github.com/user; }
+lat() {
+	local i el base code best_d=999999 best_el= best_base=
 	for i in 1 2; do
+		t0=$(date +%s%N); other >/dev/null; base=$(ms_since "$t0")
 		pcurl https://codeload.github.com/find >/dev/null &
 		sleep 0.05
-		t0=$(date +%s%N)
-		code=$(PC_ID=sb-two PC_SECRET=two-secret pcurl https://api.github.com/user)
-		el=$(ms_since "$t0")
+		t0=$(date +%s%N); code=$(other); el=$(ms_since "$t0")
 		wait
-		[ "$code" = 200 ] && [ "$el" -lt 400 ] && break
+		[ "$code" = 200 ] || continue
+		[ $((el - base)) -lt "$best_d" ] && { best_d=$((el - base)); best_el=$el; best_base=$base; }
+		[ "$best_d" -lt 1500 ] && break
 	done
-	echo "$code $el"
+	echo "${best_el:-none} ${best_base:-none} $best_d"
 }
-px_register sb-two two-secret
 set -- $(lat)
-echo "# other client during a hostile hook: $1 in $2 ms (bound: 100 ms CPU per hook run)"
-check "regex: another client's request on the same worker served" test "$1" = 200
-check "regex: ...within 400 ms ($2 ms)" test "$2" -lt 400
+echo "# other client during a hostile hook: $1 ms (alone: $2 ms; extra $3 ms; load $(cut -d' ' -f1 /proc/loadavg))"
+check "regex: another client's request on the same worker served (200)" test "$1" != none
+check "regex: ...held up by less than 1500 ms ($3 ms)" test "$3" -lt 1500
 check "regex: proxy alive" px_alive
+kill "$PX_PID"; wait "$PX_PID" 2>/dev/null
+fi
+
+# --- 7. a hook that finishes after timeouts.hook (one long C call) is refused, not forwarded
+if only 7; then
+PX_ADDONS="[$LF/regex.lua, $FX/addons/inject.lua]" PX_EXTRA="timeouts:
+  hook: 500ms" px_config re2 && one_worker && px_start re2 && px_sandbox ||
+	{ fail "deadline: proxy start"; exit 1; }
+n_nginx=$(wc -l <"$T/nginx/access.log")
+check "deadline: a hook returning after timeouts.hook is refused (502)" test "$(pcurl https://codeload.github.com/sleep)" = 502
+check "deadline: nothing reached the git host" test "$(wc -l <"$T/nginx/access.log")" = "$n_nginx"
+check "deadline: logged as a timeout" grep -q "hook timed out" "$PX_DIR/proxy.log"
+check "deadline: proxy alive" px_alive
 kill "$PX_PID"; wait "$PX_PID" 2>/dev/null
 fi
 
