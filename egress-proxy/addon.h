@@ -2,8 +2,13 @@
  * addon.h: Lua 5.4 addons (docs/addons.md). The main thread loads the
  * addon files into a refcounted source set (validated by building a VM from
  * it); each worker builds its own VM (one lua_State) from the current set.
- * Every hook runs in its own coroutine with an instruction budget; a hook
- * may yield while a GitHub App token is minted. Any error fails closed.
+ * Every hook runs in its own coroutine with an instruction budget (VM
+ * instructions plus pattern-matching steps: string.find/match/gmatch/gsub
+ * are pmatch.c's), a heap budget per hook run, a bound of 100 ms of CPU per
+ * run and the timeouts.hook deadline; a hook may yield while a GitHub App
+ * token is minted. Any error, out of memory included, fails closed. Every
+ * use of a worker's lua_State is a protected call; a Lua panic (a bug)
+ * drops that VM and addon_vm_gen then tells the worker to build a new one.
  */
 #ifndef PROXY_ADDON_H
 #define PROXY_ADDON_H
@@ -66,6 +71,11 @@ struct addon_vm *addon_vm_new(struct addon_src *, const struct pconf *,
 	    struct ghapp *gh, char *err, size_t errlen);
 struct addon_vm *addon_vm_ref(struct addon_vm *);
 void	addon_vm_unref(struct addon_vm *);
+/*
+ * The source generation the VM was built from; a different value once the
+ * VM is unusable (Lua panic) or its heap is full of live data after running
+ * out of memory (at most once per 10 s per worker), so the worker rebuilds.
+ */
 unsigned addon_vm_gen(const struct addon_vm *);
 /* A full garbage collection of the VM (the worker is quiet). */
 void	addon_vm_gc(struct addon_vm *);
@@ -77,11 +87,17 @@ const char *addon_vm_name(const struct addon_vm *, int addon);
  * Runs on_connect of each addon in order until one decides. Returns 0 with
  * res filled, or 1 if the hook is waiting (cb(arg, res) comes later; *hp
  * may be passed to addon_cancel). *ctx_ref receives a Lua reference to the
- * ctx table (reused by later hooks; release with addon_ctx_release).
+ * ctx table (reused by later hooks; release with addon_ctx_release), or
+ * 0 when the decision needs no later hook (a CONNECT tunnelled, refused or
+ * failed: no Lua state is kept for it).
  */
 int	addon_on_connect(struct addon_vm *, const struct hook_ctx *, int *ctx_ref,
 	    struct hook_result *res, hook_cb cb, void *arg, struct hook **hp);
-/* Runs addon's on_request(req, ctx). Same contract; ACT_NONE: forward. */
+/*
+ * Runs addon's on_request(req, ctx). Same contract; ACT_NONE: forward. On
+ * ACT_DENY or ACT_ERROR the headers the hook injected are removed from req
+ * again and req->injected is cleared (the request is not sent).
+ */
 int	addon_on_request(struct addon_vm *, int addon, int ctx_ref,
 	    struct hreq *req, const struct target *t, struct hook_result *res, hook_cb cb, void *arg,
 	    struct hook **hp);
