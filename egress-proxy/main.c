@@ -30,6 +30,7 @@
 #include "certcache.h"
 #include "config.h"
 #include "jsonmem.h"
+#include "lguard.h"
 #include "log.h"
 #include "metrics.h"
 #include "netcheck.h"
@@ -368,6 +369,7 @@ start_engine(void)
 	proxy_set_addons(src);
 	if ((mbase = event_base_new()) == NULL)
 		fatalx("event_base_new");
+	lguard_init(mbase);
 	nw = (int)c->workers;
 	if (nw == 0)
 		nw = (int)sysconf(_SC_NPROCESSORS_ONLN);
@@ -398,6 +400,7 @@ start_listeners(void)
 		    (struct sockaddr *)&c->listen_ss, (int)c->listen_sslen);
 		if (lis == NULL)
 			fatal("listen %s", c->listen);
+		lguard_add(lis);
 		netcheck_add_self((struct sockaddr *)&c->listen_ss, c->listen_sslen);
 	}
 	if (c->admin_socket != NULL &&
@@ -416,10 +419,13 @@ start_listeners(void)
 	}
 	if (c->metrics_sslen != 0) {
 		listen_host(c->metrics_listen, host, sizeof(host));
+		struct evhttp_bound_socket *bs = NULL;
+
 		http = evhttp_new(mbase);
-		if (http == NULL || evhttp_bind_socket(http, host,
-		    ntohs(((struct sockaddr_in *)&c->metrics_ss)->sin_port)) == -1)
+		if (http == NULL || (bs = evhttp_bind_socket_with_handle(http, host,
+		    ntohs(((struct sockaddr_in *)&c->metrics_ss)->sin_port))) == NULL)
 			fatalx("metrics.listen %s: cannot bind", c->metrics_listen);
+		lguard_add(evhttp_bound_socket_get_listener(bs));
 		evhttp_set_cb(http, "/metrics", metrics_cb, NULL);
 		evhttp_set_gencb(http, notfound_cb, NULL);
 		netcheck_add_self((struct sockaddr *)&c->metrics_ss, c->metrics_sslen);
@@ -486,6 +492,7 @@ main(int argc, char **argv)
 		return 1;
 	}
 	log_set_json(the_proxy.conf->log_json);
+	ign(lguard_raise_nofile());
 	signal(SIGPIPE, SIG_IGN);
 	evthread_use_pthreads();
 	nw = start_engine();
@@ -497,8 +504,10 @@ main(int argc, char **argv)
 	    the_proxy.conf->admin_socket ? the_proxy.conf->admin_socket : "");
 	event_base_dispatch(mbase);
 	admin_stop();
-	if (lis != NULL)
+	if (lis != NULL) {
+		lguard_del(lis);
 		evconnlistener_free(lis);
+	}
 	proxy_workers_stop();
 	log_info("stopped");
 	return 0;
