@@ -123,6 +123,7 @@ struct conn {
 	unsigned		 connect_then_req:1; /* connecting for a request */
 	unsigned		 no_pool:1;	/* retrying: dial a fresh upstream */
 	unsigned		 idle_linked:1;	/* on w->idleup */
+	unsigned		 tunnel_open:1;	/* blind tunnel started (its line is due at close) */
 	unsigned		 unid:1;	/* main listener, not identified: on w->unid,
 						   counted in conns_unid and its source's count */
 	unsigned		 aud_connect:1;	/* a CONNECT head parsed, its outcome line due */
@@ -831,7 +832,7 @@ conn_kill(struct conn *c)
 	if (c->up != NULL && (c->st == CS_REQ_HEAD || c->st == CS_CL_TLS))
 		pool_park(c);
 	c->dead = 1;
-	if (c->mode == MODE_TUNNEL && c->counted_tun)
+	if (c->tunnel_open)
 		tunnel_audit(c);
 	if (c->cl != NULL) {
 		bufferevent_disable(c->cl, EV_READ | EV_WRITE);
@@ -1807,6 +1808,7 @@ tunnel_start(struct conn *c)
 	size_t hwm = (size_t)the_proxy.conf->high_watermark;
 
 	c->st = CS_TUNNEL;
+	c->tunnel_open = 1;
 	c->deadline = 0;
 	bufferevent_setcb(c->cl, cl_read_req, cl_write, cl_event, c);
 	bufferevent_setcb(c->up, up_read, up_write, up_event, c);
