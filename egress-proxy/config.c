@@ -92,7 +92,7 @@ static const struct cfg_key keys[] = {
 	{ "buffers.high_watermark", CFG_SIZE, O(high_watermark), 4096, 67108864, "256KiB", NULL,
 	  "a side stops being read while the other side has this much unsent" },
 	{ "audit.log", CFG_PATH, O(audit_log), 0, 0, NULL, "EGRESS_PROXY_AUDIT_LOG",
-	  "audit log: one JSON line per intercepted request (never a secret); empty: none" },
+	  "audit log: one JSON line per CONNECT outcome, request, refusal and closed blind tunnel (never a secret; docs/proxy.md); empty: none" },
 	{ "log.file", CFG_PATH, O(log_file), 0, 0, NULL, "EGRESS_PROXY_LOG_FILE",
 	  "log file; empty: stderr" },
 	{ "log.json", CFG_BOOL, O(log_json), 0, 0, "false", NULL,
