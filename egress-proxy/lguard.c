@@ -125,7 +125,7 @@ lguard_del(struct evconnlistener *l)
 		}
 }
 
-long
+void
 lguard_raise_nofile(void)
 {
 	struct rlimit rl;
@@ -133,7 +133,7 @@ lguard_raise_nofile(void)
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) == -1) {
 		log_warn("getrlimit RLIMIT_NOFILE");
-		return -1;
+		return;
 	}
 	was = rl.rlim_cur;
 	if (rl.rlim_cur < rl.rlim_max) {
@@ -146,5 +146,4 @@ lguard_raise_nofile(void)
 	log_info("descriptors: soft limit %llu (was %llu), hard limit %llu",
 	    (unsigned long long)rl.rlim_cur, (unsigned long long)was,
 	    (unsigned long long)rl.rlim_max);
-	return rl.rlim_cur == RLIM_INFINITY ? -1 : (long)rl.rlim_cur;
 }

@@ -21,10 +21,7 @@ void	lguard_init(struct event_base *);
 void	lguard_add(struct evconnlistener *l);
 /* Forgets l (call before evconnlistener_free). */
 void	lguard_del(struct evconnlistener *l);
-/*
- * Raises the soft RLIMIT_NOFILE to the hard limit and logs both; returns
- * the soft limit in force afterwards.
- */
-long	lguard_raise_nofile(void);
+/* Raises the soft RLIMIT_NOFILE to the hard limit and logs both. */
+void	lguard_raise_nofile(void);
 
 #endif

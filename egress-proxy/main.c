@@ -492,7 +492,7 @@ main(int argc, char **argv)
 		return 1;
 	}
 	log_set_json(the_proxy.conf->log_json);
-	ign(lguard_raise_nofile());
+	lguard_raise_nofile();
 	signal(SIGPIPE, SIG_IGN);
 	evthread_use_pthreads();
 	nw = start_engine();
