@@ -566,16 +566,27 @@ tunnel_pull(struct bufferevent *src, struct evbuffer *dst, size_t hwm)
  * their own caps, so that a client holding many idle ones cannot take the
  * connections of registered sandboxes: limits.unidentified_per_source per
  * client address (counted over all workers in srctab) and
- * limits.unidentified in total (at most half of limits.max_conns). A new
- * connection beyond a cap closes the oldest unidentified one of its worker
- * (of the same address for the per-address cap), idle ones (no byte
- * received) first; only when its worker has none is the new one closed.
+ * limits.unidentified in total (at most a quarter of limits.max_conns). A
+ * new connection beyond the per-address cap closes its address's oldest
+ * unidentified one that is at least UNID_GRACE_MS old, idle ones (no byte
+ * received) first; beyond the total cap, one of the address holding the
+ * most (unid_heaviest), whatever its age, or the new one's own address's
+ * as before when that is the one. When there is none to close, it is
+ * admitted up to UNID_BURST times the cap and closed beyond.
  * They have timeouts.identify from accept to identify. When descriptors
  * run short, lguard.c asks the workers to shed the oldest (unid_shed).
  */
 
 /* Buckets of the per-address counts (entries are freed at zero). */
 #define SRC_BUCKETS	1024
+/*
+ * A connection younger than this is never closed to make room: a client's
+ * burst of new connections (npm, git) arrives before any of them has sent
+ * its head. Beyond a cap, young connections are admitted up to UNID_BURST
+ * times the cap; an attacker's held connections age past it and go first.
+ */
+#define UNID_GRACE_MS	1000
+#define UNID_BURST	2
 
 struct srcent {
 	struct srcent	*next;
@@ -657,15 +668,19 @@ unid_idle(struct conn *c)
 }
 
 /*
- * The oldest unidentified connection of w other than c, idle ones first;
- * with same_src, of c's address only. NULL: none.
+ * The oldest unidentified connection of w other than c and at least
+ * UNID_GRACE_MS old, idle ones first; with same_src, of c's address only.
+ * NULL: none.
  */
 static struct conn *
 unid_victim(struct worker *w, struct conn *c, int same_src)
 {
 	struct conn *v, *busy = NULL;
+	long long now = util_mono_coarse_ms();
 
 	TAILQ_FOREACH(v, &w->unid, unid_link) {
+		if (now - v->accepted < UNID_GRACE_MS)
+			break;	/* oldest first: the rest are younger */
 		if (v == c || (same_src && (v->peer_family != c->peer_family ||
 		    memcmp(v->peer, c->peer, 16) != 0)))
 			continue;
@@ -677,15 +692,60 @@ unid_victim(struct worker *w, struct conn *c, int same_src)
 	return busy;
 }
 
-/* The total cap in force: limits.unidentified, at most half of max_conns. */
+/*
+ * For the total cap: the unidentified connection of w, other than c and not
+ * of c's address, whose address holds the most unidentified connections
+ * (over all workers), idle ones first, then the oldest; its address's
+ * count in *nv. NULL: none.
+ */
+static struct conn *
+unid_heaviest(struct worker *w, struct conn *c, long *nv)
+{
+	struct conn *v, *best = NULL;
+	struct srcent *e;
+	long n, bn = 0;
+	int bidle = 0, idle;
+	uint32_t h;
+	int i;
+
+	pthread_mutex_lock(&srctab_mtx);
+	TAILQ_FOREACH(v, &w->unid, unid_link) {
+		if (v == c || (v->peer_family == c->peer_family &&
+		    memcmp(v->peer, c->peer, 16) == 0))
+			continue;
+		h = 2166136261U;
+		for (i = 0; i < 16; i++)
+			h = (h ^ v->peer[i]) * 16777619U;
+		h = (h ^ v->peer_family) * 16777619U;
+		for (e = srctab[h % SRC_BUCKETS]; e != NULL; e = e->next)
+			if (e->fam == v->peer_family && memcmp(e->a, v->peer, 16) == 0)
+				break;
+		n = e != NULL ? e->n : 0;
+		idle = unid_idle(v);
+		if (best == NULL || n > bn || (n == bn && idle && !bidle)) {
+			best = v;
+			bn = n;
+			bidle = idle;
+		}
+	}
+	pthread_mutex_unlock(&srctab_mtx);
+	*nv = bn;
+	return best;
+}
+
+/*
+ * The total cap in force: limits.unidentified, at most a quarter of
+ * max_conns, so that with its burst allowance (UNID_BURST times) half of
+ * max_conns is always left to identified connections.
+ */
 static long
 unid_cap(void)
 {
-	long long half = the_proxy.conf->max_conns / 2;
+	long long q = the_proxy.conf->max_conns / (2 * UNID_BURST);
 
-	if (half < 1)
-		half = 1;
-	return (long)(the_proxy.conf->unid_max < half ? the_proxy.conf->unid_max : half);
+	if (q < 1)
+		q = 1;
+	return (long)(the_proxy.conf->unid_max < q ? the_proxy.conf->unid_max : q);
 }
 
 /*
@@ -695,18 +755,33 @@ unid_cap(void)
 static int
 unid_admit(struct conn *c, long nsrc)
 {
-	struct conn *v;
+	struct conn *v, *other = NULL;
 	const char *which = NULL;
-	long dropped;
+	long dropped, n, cap, nv = 0;
 
 	if (nsrc > the_proxy.conf->unid_per_source) {
+		/* this address's own: its oldest aged one, else a young burst */
 		which = "per-address";
+		n = nsrc;
+		cap = (long)the_proxy.conf->unid_per_source;
 		v = unid_victim(c->w, c, 1);
-	} else if (atomic_load(&the_proxy.st.conns_unid) > unid_cap()) {
+	} else if ((n = atomic_load(&the_proxy.st.conns_unid)) > unid_cap()) {
+		/*
+		 * In total: the address holding the most pays, whatever the
+		 * age of its connections (a flood renews them to keep them
+		 * young); this address's own aged ones when it is the one.
+		 */
 		which = "total";
-		v = unid_victim(c->w, c, 0);
+		cap = unid_cap();
+		other = unid_heaviest(c->w, c, &nv);
+		v = other != NULL && nv >= nsrc ? other : unid_victim(c->w, c, 1);
 	} else
 		return 0;
+	if (v == NULL && n <= cap * UNID_BURST &&
+	    atomic_load(&the_proxy.st.conns_unid) <= unid_cap() * UNID_BURST)
+		return 0;	/* a burst of young ones: admitted */
+	if (v == NULL)
+		v = other;
 	if (v != NULL) {
 		atomic_fetch_add(&the_proxy.st.unid_evicted, 1);
 		if (log_rate_ok(&unid_rl, 1, 10000, &dropped))
