@@ -166,6 +166,25 @@ trim_cb(evutil_socket_t fd, short ev, void *arg)
 	}
 }
 
+/*
+ * libevent's own warnings (a listener's accept error, a DNS server gone)
+ * go to the log, at most LIBEVENT_LOG_BURST per 10 s: a peer can cause
+ * some of them at will, and libevent writes one per event-loop turn.
+ */
+#define LIBEVENT_LOG_BURST	10
+
+static void
+libevent_log(int severity, const char *msg)
+{
+	static struct log_rate rl;
+	long dropped;
+
+	if (severity < EVENT_LOG_WARN)
+		return;
+	if (log_rate_ok(&rl, LIBEVENT_LOG_BURST, 10000, &dropped))
+		log_warnx("libevent: %s (%ld similar suppressed)", msg, dropped);
+}
+
 static void
 sig_cb(evutil_socket_t sig, short ev, void *arg)
 {
@@ -494,6 +513,7 @@ main(int argc, char **argv)
 	log_set_json(the_proxy.conf->log_json);
 	lguard_raise_nofile();
 	signal(SIGPIPE, SIG_IGN);
+	event_set_log_callback(libevent_log);
 	evthread_use_pthreads();
 	nw = start_engine();
 	lis = start_listeners();

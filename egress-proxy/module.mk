@@ -12,7 +12,7 @@ BINS += $(B)/egress-proxy/egress-proxy
 $(B)/egress-proxy/egress-proxy: $(PROXY_OBJS) $(COMMON_OBJS) $(LLHTTP_OBJS)
 	$(CC) $(LDFLAGS) $^ $(PROXY_LIBS) -o $@
 
-PROXY_UNITS := canon headers certcache netcheck hop
+PROXY_UNITS := canon headers certcache netcheck hop lograte
 UNIT_TESTS += $(PROXY_UNITS:%=$(B)/tests/unit/test_proxy_%)
 ALL_OBJS += $(PROXY_UNITS:%=$(B)/tests/unit/test_proxy_%.o)
 $(B)/tests/unit/test_proxy_%: $(B)/tests/unit/test_proxy_%.o $(PROXY_LIB_OBJS) $(COMMON_OBJS) $(LLHTTP_OBJS)
