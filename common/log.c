@@ -1,6 +1,7 @@
 /* log.c: line-oriented logging to stderr or a file, thread-safe. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,4 +143,24 @@ log_escape(char *dst, size_t dstlen, const char *src, size_t srclen)
 	}
 	dst[o] = '\0';
 	return dst;
+}
+
+int
+log_rate_ok(struct log_rate *r, int burst, long long interval_ms, long *dropped)
+{
+	struct timespec ts;
+	long long now, w;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	now = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + 1;	/* never 0 */
+	w = atomic_load(&r->win);
+	if ((w == 0 || now - w >= interval_ms) &&
+	    atomic_compare_exchange_strong(&r->win, &w, now))
+		atomic_store(&r->n, 0);
+	if (atomic_fetch_add(&r->n, 1) < burst) {
+		*dropped = atomic_exchange(&r->dropped, 0);
+		return 1;
+	}
+	atomic_fetch_add(&r->dropped, 1);
+	return 0;
 }

@@ -37,4 +37,25 @@ NORETURN void fatalx(const char *, ...) PRINTF(1, 2);
  */
 char	*log_escape(char *dst, size_t dstlen, const char *src, size_t srclen);
 
+/*
+ * A rate limit for one kind of log line (a peer can cause it at will: an
+ * accept error, a malformed request): at most burst lines per interval_ms,
+ * the rest counted. Zero-initialise (static struct log_rate r;); safe from
+ * any thread. log_rate_ok() returns 1 when a line may be written now and
+ * sets *dropped to the lines suppressed since the last one written (say
+ * so in the line), 0 when this one is to be dropped (it is counted).
+ *
+ *   static struct log_rate rl;
+ *   long n;
+ *   if (log_rate_ok(&rl, 1, 10000, &n))
+ *           log_warn("accept (%ld similar suppressed)", n);
+ */
+struct log_rate {
+	_Atomic long long	 win;		/* start of the window, monotonic ms */
+	_Atomic int		 n;		/* lines written in the window */
+	_Atomic long		 dropped;	/* suppressed since the last written */
+};
+
+int	log_rate_ok(struct log_rate *, int burst, long long interval_ms, long *dropped);
+
 #endif

@@ -27,7 +27,9 @@
 #include "admin.h"
 #include "buf.h"
 #include "ids.h"
+#include "lguard.h"
 #include "log.h"
+#include "netcheck.h"
 #include "metrics.h"
 #include "padmin.h"
 #include "proxy.h"
@@ -44,6 +46,13 @@ struct aclient {
 
 static struct event_base *abase;
 static struct event *listen_ev;
+/*
+ * accept() on the admin socket short of descriptors: the socket stays
+ * readable, so it is left alone for ADMIN_ACCEPT_PAUSE_MS (resume_ev).
+ */
+#define ADMIN_ACCEPT_PAUSE_MS	500
+static struct event *resume_ev;
+static struct log_rate admin_accept_rl;
 static int listen_fd = -1;
 static int nclients;
 static int (*reload_fn)(char *, size_t);
@@ -69,6 +78,10 @@ static void
 sb_listener_free(struct sandbox *sb)
 {
 	if (sb->listener != NULL) {
+		lguard_del(sb->listener);
+		if (sb->listen_sslen != 0)
+			netcheck_del_self((struct sockaddr *)&sb->listen_ss, sb->listen_sslen);
+		sb->listen_sslen = 0;
 		evconnlistener_free(sb->listener);
 		sb->listener = NULL;
 		sandbox_unref(sb);	/* the listener's reference */
@@ -223,6 +236,13 @@ op_register(cJSON *req, int fd, struct buf *r)
 		sb_listener_free(sb);
 		sb->listener = l;
 		sandbox_ref(sb);	/* held by the listener */
+		lguard_add(l);
+		/* Its address is the proxy's own: never dialled (netcheck). */
+		sb->listen_sslen = sizeof(sb->listen_ss);
+		if (getsockname(dup_fd, (struct sockaddr *)&sb->listen_ss, &sb->listen_sslen) == -1)
+			sb->listen_sslen = 0;
+		else
+			netcheck_add_self((struct sockaddr *)&sb->listen_ss, sb->listen_sslen);
 	}
 	log_info("sandbox=%s %s%s", sb->id, created ? "registered" : "updated",
 	    fd != -1 ? " listener=fd" : "");
@@ -473,8 +493,19 @@ accept_cb(evutil_socket_t fd, short ev, void *arg)
 
 	(void)ev;
 	(void)arg;
-	if ((c = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) == -1)
+	if ((c = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) == -1) {
+		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+			struct timeval tv = { 0, ADMIN_ACCEPT_PAUSE_MS * 1000 };
+			long dropped;
+
+			event_del(listen_ev);
+			evtimer_add(resume_ev, &tv);
+			if (log_rate_ok(&admin_accept_rl, 1, 10000, &dropped))
+				log_warn("admin accept (paused %d ms; %ld similar suppressed)",
+				    ADMIN_ACCEPT_PAUSE_MS, dropped);
+		}
 		return;
+	}
 	if (nclients >= ADMIN_CLIENTS_MAX) {
 		close(c);
 		return;
@@ -484,6 +515,16 @@ accept_cb(evutil_socket_t fd, short ev, void *arg)
 	ac->ev = event_new(abase, c, EV_READ | EV_PERSIST, client_cb, ac);
 	event_add(ac->ev, NULL);
 	nclients++;
+}
+
+static void
+accept_resume(evutil_socket_t fd, short ev, void *arg)
+{
+	(void)fd;
+	(void)ev;
+	(void)arg;
+	if (listen_ev != NULL)
+		event_add(listen_ev, NULL);
 }
 
 int
@@ -524,6 +565,7 @@ admin_start(struct event_base *base, const char *path,
 	}
 	listen_ev = event_new(base, listen_fd, EV_READ | EV_PERSIST, accept_cb, NULL);
 	event_add(listen_ev, NULL);
+	resume_ev = evtimer_new(base, accept_resume, NULL);
 	return 0;
 }
 
@@ -578,6 +620,7 @@ admin_http_start(struct event_base *base, const char *host, unsigned short port,
     const char *token, int (*reload)(char *, size_t), char *err, size_t errlen)
 {
 	struct evhttp *h;
+	struct evhttp_bound_socket *bs;
 
 	abase = base;
 	reload_fn = reload;
@@ -586,10 +629,12 @@ admin_http_start(struct event_base *base, const char *host, unsigned short port,
 		return -1;
 	}
 	http_token = xstrdup(token);
-	if ((h = evhttp_new(base)) == NULL || evhttp_bind_socket(h, host, port) == -1) {
+	if ((h = evhttp_new(base)) == NULL ||
+	    (bs = evhttp_bind_socket_with_handle(h, host, port)) == NULL) {
 		snprintf(err, errlen, "admin.listen %s:%u: cannot bind", host, port);
 		return -1;
 	}
+	lguard_add(evhttp_bound_socket_get_listener(bs));
 	evhttp_set_max_body_size(h, PADMIN_MAX_MSG);
 	evhttp_set_cb(h, "/v1/admin", http_admin_cb, NULL);
 	evhttp_set_gencb(h, http_other_cb, NULL);
@@ -602,6 +647,9 @@ admin_stop(void)
 	if (listen_ev != NULL)
 		event_free(listen_ev);
 	listen_ev = NULL;
+	if (resume_ev != NULL)
+		event_free(resume_ev);
+	resume_ev = NULL;
 	if (listen_fd != -1) {
 		close(listen_fd);
 		unlink(sock_path);

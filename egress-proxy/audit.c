@@ -58,6 +58,16 @@ json_str(struct buf *b, const char *s, size_t n)
 	(void)rc;
 }
 
+/* s as a JSON string, or null. */
+static void
+json_opt(struct buf *b, const char *s)
+{
+	if (s == NULL)
+		ign(buf_add(b, "null", 4));
+	else
+		json_str(b, s, strlen(s));
+}
+
 /* Starts a line: the timestamp, then sandbox and host. */
 static void
 line_start(struct buf *b, const struct audit_rec *r)
@@ -73,9 +83,23 @@ line_start(struct buf *b, const struct audit_rec *r)
 	n = strftime(t, sizeof(t), "%Y-%m-%dT%H:%M:%S", &tm);
 	snprintf(t + n, sizeof(t) - n, ".%03dZ", (int)(ms % 1000));
 	ign(buf_addf(b, "{\"ts\":\"%s\",\"sandbox\":", t));
-	json_str(b, r->sandbox, strlen(r->sandbox));
+	json_opt(b, r->sandbox);
 	ign(buf_add(b, ",\"host\":", 8));
-	json_str(b, r->host, strlen(r->host));
+	json_str(b, r->host != NULL ? r->host : "", r->host != NULL ? strlen(r->host) : 0);
+}
+
+/* Ends a line: the connection id, the reason code and the detail. */
+static void
+line_end(struct buf *b, const struct audit_rec *r)
+{
+	ign(buf_addf(b, ",\"conn\":\"%llx\",\"reason\":", r->conn));
+	json_opt(b, r->reason);
+	if (r->detail != NULL) {
+		ign(buf_addstr(b, ",\"detail\":"));
+		json_str(b, r->detail, strlen(r->detail) > AUDIT_PATH_MAX ? AUDIT_PATH_MAX :
+		    strlen(r->detail));
+	}
+	ign(buf_add(b, "}\n", 2));
 }
 
 /* Queues the line; the first one of a loop pass makes the flush active. */
@@ -140,12 +164,36 @@ audit_request(struct auditq *aq, const struct audit_rec *r)
 	json_str(b, r->path, r->path_len > AUDIT_PATH_MAX ? AUDIT_PATH_MAX : r->path_len);
 	ign(buf_addf(b, ",\"status\":%d,\"bytes_up\":%llu,\"bytes_down\":%llu,"
 	    "\"injected\":%s,\"rule\":", r->status, r->bytes_up, r->bytes_down,
-	    r->rule != NULL ? "true" : "false"));
-	if (r->rule != NULL)
-		json_str(b, r->rule, strlen(r->rule));
-	else
-		ign(buf_add(b, "null", 4));
-	ign(buf_add(b, "}\n", 2));
+	    r->injected ? "true" : "false"));
+	json_opt(b, r->injected ? r->rule : NULL);
+	line_end(b, r);
+	line_queue(aq);
+}
+
+void
+audit_connect(struct auditq *aq, const struct audit_rec *r)
+{
+	struct buf *b = &aq->line;
+
+	line_start(b, r);
+	ign(buf_addstr(b, ",\"type\":\"connect\",\"method\":\"CONNECT\",\"path\":"));
+	json_str(b, r->host != NULL ? r->host : "", r->host != NULL ? strlen(r->host) : 0);
+	ign(buf_addf(b, ",\"status\":%d,\"decision\":", r->status));
+	json_opt(b, r->decision);
+	ign(buf_addstr(b, ",\"injected\":false"));
+	line_end(b, r);
+	line_queue(aq);
+}
+
+void
+audit_refused(struct auditq *aq, const struct audit_rec *r)
+{
+	struct buf *b = &aq->line;
+
+	line_start(b, r);
+	ign(buf_addf(b, ",\"type\":\"refused\",\"status\":%d,\"injected\":false",
+	    r->status));
+	line_end(b, r);
 	line_queue(aq);
 }
 
@@ -156,6 +204,7 @@ audit_tunnel(struct auditq *aq, const struct audit_rec *r)
 
 	line_start(b, r);
 	ign(buf_addf(b, ",\"type\":\"tunnel\",\"bytes_up\":%llu,\"bytes_down\":%llu,"
-	    "\"injected\":false}\n", r->bytes_up, r->bytes_down));
+	    "\"injected\":false", r->bytes_up, r->bytes_down));
+	line_end(b, r);
 	line_queue(aq);
 }

@@ -16,15 +16,20 @@ struct auditq;
 
 /* What one line says; every pointer is borrowed for the call. */
 struct audit_rec {
-	const char		*sandbox;	/* sandbox id */
-	const char		*host;		/* canonical "host:port" */
+	const char		*sandbox;	/* sandbox id; NULL: not identified (null) */
+	const char		*host;		/* canonical "host:port"; NULL: none yet ("") */
+	unsigned long long	 conn;		/* the connection id, as the log's conn= */
 	const char		*type;		/* requests: "intercept" or "http" */
 	const char		*method;	/* requests: "GET" */
 	const char		*path;		/* requests: path_len bytes, any bytes */
 	size_t			 path_len;
 	int			 status;	/* requests: what the client got */
 	unsigned long long	 bytes_up, bytes_down;	/* requests: body bytes */
+	int			 injected;	/* requests: a credential was written upstream */
 	const char		*rule;		/* requests: the injecting rule; NULL: none */
+	const char		*decision;	/* connect: the addon decision; NULL: none reached */
+	const char		*reason;	/* refusals: a reason code ("deny"); NULL: none */
+	const char		*detail;	/* refusals: what the client was told; NULL: none */
 };
 
 /*
@@ -37,6 +42,10 @@ void	auditq_flush(struct auditq *);
 
 /* Queues the line of a request that got status r->status. */
 void	audit_request(struct auditq *, const struct audit_rec *r);
+/* Queues the line of a CONNECT's outcome: 200 (decision) or a refusal. */
+void	audit_connect(struct auditq *, const struct audit_rec *r);
+/* Queues the line of a refusal before any request was parsed (400, 431, 407, 408). */
+void	audit_refused(struct auditq *, const struct audit_rec *r);
 /* Queues the line of a closed blind tunnel (sandbox, host, byte counts). */
 void	audit_tunnel(struct auditq *, const struct audit_rec *r);
 

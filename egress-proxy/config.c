@@ -38,7 +38,7 @@ static const struct cfg_key keys[] = {
 	{ "upstream.ca_bundle", CFG_PATH, O(upstream_ca_bundle), 0, 0, NULL, "EGRESS_PROXY_UPSTREAM_CA",
 	  "extra CA certificates (PEM) trusted for upstream TLS besides the system store" },
 	{ "upstream.allow_cidrs", CFG_LIST, O(allow_cidrs_l), 0, 0, NULL, NULL,
-	  "destination CIDRs allowed although denied by default (loopback, link-local, RFC1918, CGNAT, ULA, multicast, the proxy's own addresses)" },
+	  "destination CIDRs allowed although denied by default (loopback, link-local, RFC1918, CGNAT, ULA, multicast, the proxy's own addresses), each with an optional port: 127.0.0.1/32:8443, [::1]/128:8443 (without one: every port)" },
 	{ "upstream.pool_max", CFG_INT, O(pool_max), 0, 100000, "64", NULL,
 	  "idle upstream TLS connections kept per worker thread for reuse by a later intercepted connection of the SAME sandbox to the same target and address (never across sandboxes); 0: no pool" },
 	{ "upstream.pool_per_target", CFG_INT, O(pool_per_target), 1, 100000, "8", NULL,
@@ -61,6 +61,10 @@ static const struct cfg_key keys[] = {
 	  "open CONNECT tunnels (blind or intercepted) per sandbox" },
 	{ "limits.max_conns", CFG_INT, O(max_conns), 1, 10000000, "65536", NULL,
 	  "open client connections in total; accept pauses beyond it" },
+	{ "limits.unidentified", CFG_INT, O(unid_max), 1, 10000000, "1024", NULL,
+	  "open connections on the main listener not yet identified as a registered sandbox, in total (at most a quarter of limits.max_conns); a new one beyond it closes the oldest unidentified one (idle ones first, none younger than 1 s; up to twice the cap while they all are)" },
+	{ "limits.unidentified_per_source", CFG_INT, O(unid_per_source), 1, 10000000, "64", NULL,
+	  "unidentified connections per client address; a new one beyond it closes that address's oldest unidentified one (idle ones first, none younger than 1 s; up to twice the cap while they all are)" },
 	{ "limits.header_bytes", CFG_SIZE, O(header_bytes), 1024, 1048576, "32KiB", NULL,
 	  "largest request or response head (request line and headers); larger gets 431 / 502" },
 	{ "limits.headers", CFG_INT, O(max_headers), 4, 1000, "100", NULL,
@@ -73,6 +77,8 @@ static const struct cfg_key keys[] = {
 	  "TLS handshake with the client or the upstream" },
 	{ "timeouts.header", CFG_DURATION, O(header_ms), 100, 600000, "30s", NULL,
 	  "time to receive a complete request head once its first byte arrived" },
+	{ "timeouts.identify", CFG_DURATION, O(identify_ms), 100, 600000, "10s", NULL,
+	  "a connection on the main listener that has not identified (a complete first request head with its Proxy-Authorization) this long after accept is closed (408 if it sent part of a head)" },
 	{ "timeouts.idle", CFG_DURATION, O(idle_ms), 100, DAY, "5m", NULL,
 	  "connection closed after this long without a byte either way" },
 	{ "timeouts.upstream_idle", CFG_DURATION, O(upstream_idle_ms), 100, DAY, "1s", NULL,
@@ -86,7 +92,7 @@ static const struct cfg_key keys[] = {
 	{ "buffers.high_watermark", CFG_SIZE, O(high_watermark), 4096, 67108864, "256KiB", NULL,
 	  "a side stops being read while the other side has this much unsent" },
 	{ "audit.log", CFG_PATH, O(audit_log), 0, 0, NULL, "EGRESS_PROXY_AUDIT_LOG",
-	  "audit log: one JSON line per intercepted request (never a secret); empty: none" },
+	  "audit log: one JSON line per CONNECT outcome, request, refusal and closed blind tunnel (never a secret; docs/proxy.md); empty: none" },
 	{ "log.file", CFG_PATH, O(log_file), 0, 0, NULL, "EGRESS_PROXY_LOG_FILE",
 	  "log file; empty: stderr" },
 	{ "log.json", CFG_BOOL, O(log_json), 0, 0, "false", NULL,
@@ -160,28 +166,86 @@ int
 pconf_parse_cidr(const char *s, struct cidr *c)
 {
 	char a[64];
-	const char *slash = strchr(s, '/');
-	size_t n = slash ? (size_t)(slash - s) : strlen(s);
-	long long bits;
+	const char *p = s, *end, *slash, *portp = NULL;
+	size_t n;
+	long long v;
 	const char *es;
 
 	memset(c, 0, sizeof(*c));
-	if (n == 0 || n >= sizeof(a))
-		return -1;
-	memcpy(a, s, n);
-	a[n] = '\0';
-	if (inet_pton(AF_INET, a, c->addr) == 1) {
-		c->family = AF_INET;
-		c->bits = 32;
-	} else if (inet_pton(AF_INET6, a, c->addr) == 1) {
+	if (*p == '[') {
+		/* "[v6]", "[v6]/bits", each with an optional ":port" */
+		if ((end = strchr(p, ']')) == NULL)
+			return -1;
+		n = (size_t)(end - p - 1);
+		if (n == 0 || n >= sizeof(a))
+			return -1;
+		memcpy(a, p + 1, n);
+		a[n] = '\0';
+		if (inet_pton(AF_INET6, a, c->addr) != 1)
+			return -1;
 		c->family = AF_INET6;
 		c->bits = 128;
-	} else
-		return -1;
-	if (slash != NULL) {
-		if (strnum_ll(slash + 1, 0, c->bits, &bits, &es) == -1)
+		p = end + 1;
+		if (*p == '/') {
+			for (end = p + 1; *end != '\0' && *end != ':'; end++)
+				;
+			n = (size_t)(end - p - 1);
+			if (n == 0 || n >= sizeof(a))
+				return -1;
+			memcpy(a, p + 1, n);
+			a[n] = '\0';
+			if (strnum_ll(a, 0, 128, &v, &es) == -1)
+				return -1;
+			c->bits = (int)v;
+			p = end;
+		}
+		if (*p == ':')
+			portp = p + 1;
+		else if (*p != '\0')
 			return -1;
-		c->bits = (int)bits;
+	} else {
+		slash = strchr(p, '/');
+		if (strchr(p, ':') != strrchr(p, ':') || (slash == NULL && strchr(p, '.') == NULL)) {
+			/* bare IPv6 (no brackets): no port */
+			n = slash ? (size_t)(slash - p) : strlen(p);
+		} else {
+			/* IPv4, "a.b.c.d[/bits][:port]" */
+			const char *colon = strchr(p, ':');
+			n = slash ? (size_t)(slash - p) : colon ? (size_t)(colon - p) : strlen(p);
+			if (colon != NULL && slash != NULL && colon < slash)
+				return -1;
+			if (colon != NULL)
+				portp = colon + 1;
+		}
+		if (n == 0 || n >= sizeof(a))
+			return -1;
+		memcpy(a, p, n);
+		a[n] = '\0';
+		if (inet_pton(AF_INET, a, c->addr) == 1) {
+			c->family = AF_INET;
+			c->bits = 32;
+		} else if (portp == NULL && inet_pton(AF_INET6, a, c->addr) == 1) {
+			c->family = AF_INET6;
+			c->bits = 128;
+		} else
+			return -1;
+		if (slash != NULL) {
+			char b[8];
+			size_t bl = portp != NULL ? (size_t)(portp - 1 - slash - 1) : strlen(slash + 1);
+
+			if (bl == 0 || bl >= sizeof(b))
+				return -1;
+			memcpy(b, slash + 1, bl);
+			b[bl] = '\0';
+			if (strnum_ll(b, 0, c->bits, &v, &es) == -1)
+				return -1;
+			c->bits = (int)v;
+		}
+	}
+	if (portp != NULL) {
+		if (strnum_ll(portp, 1, 65535, &v, &es) == -1)
+			return -1;
+		c->port = (int)v;
 	}
 	return 0;
 }
@@ -194,10 +258,15 @@ cidr_match(const struct cidr *c, const struct sockaddr *sa)
 
 	if (sa->sa_family != c->family)
 		return 0;
-	if (sa->sa_family == AF_INET)
+	if (sa->sa_family == AF_INET) {
 		a = (const unsigned char *)&((const struct sockaddr_in *)sa)->sin_addr;
-	else
+		if (c->port != 0 && ntohs(((const struct sockaddr_in *)sa)->sin_port) != c->port)
+			return 0;
+	} else {
 		a = (const unsigned char *)&((const struct sockaddr_in6 *)sa)->sin6_addr;
+		if (c->port != 0 && ntohs(((const struct sockaddr_in6 *)sa)->sin6_port) != c->port)
+			return 0;
+	}
 	for (i = 0; bits >= 8; i++, bits -= 8)
 		if (a[i] != c->addr[i])
 			return 0;

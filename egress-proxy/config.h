@@ -18,6 +18,7 @@ struct cidr {
 	int		 family;	/* AF_INET or AF_INET6 */
 	unsigned char	 addr[16];	/* network, in network byte order */
 	int		 bits;
+	int		 port;		/* host byte order; 0: every port */
 };
 
 struct resolve_entry {
@@ -49,6 +50,9 @@ struct pconf {
 	long long	 conns_per_sandbox;
 	long long	 tunnels_per_sandbox;
 	long long	 max_conns;
+	long long	 unid_max;		/* limits.unidentified */
+	long long	 unid_per_source;	/* limits.unidentified_per_source */
+	long long	 identify_ms;		/* timeouts.identify */
 	long long	 header_bytes;
 	long long	 max_headers;
 	long long	 lua_instructions;
@@ -93,8 +97,13 @@ void		 pconf_print_markdown(FILE *);
 
 /* "host:port" / "[v6]:port" / "*:port" to a sockaddr. 0 or -1. */
 int	pconf_parse_addr(const char *, struct sockaddr_storage *, socklen_t *);
-/* "10.0.0.0/8", "::1/128" or a bare address. 0 or -1. */
+/*
+ * "10.0.0.0/8", "::1/128" or a bare address, each with an optional port:
+ * "127.0.0.1/32:8443", "127.0.0.1:8443", "[::1]/128:8443", "[::1]:8443".
+ * 0 or -1.
+ */
 int	pconf_parse_cidr(const char *, struct cidr *);
+/* 1 when sa's address is inside c and, if c has a port, sa's port is it. */
 int	cidr_match(const struct cidr *, const struct sockaddr *);
 
 #endif

@@ -38,6 +38,94 @@ struct cached {
 static pthread_mutex_t cache_mtx = PTHREAD_MUTEX_INITIALIZER;
 static struct cached cache[GH_CACHE_MAX];
 
+atomic_long ghapp_requests_ok, ghapp_requests_failed, ghapp_backoff_refused;
+
+/*
+ * The back-off of one installation (see ghapp.h), under cache_mtx. At most
+ * GH_CACHE_MAX installations are tracked; the one backing off the least
+ * long is replaced beyond that.
+ */
+struct backoff {
+	char		 inst[GH_KEY_MAX];	/* "api|app_id|installation_id"; "": free */
+	unsigned	 fails;			/* consecutive failures */
+	long long	 until_ms;		/* no request before this (monotonic ms) */
+	char		 err[256];		/* the last failure */
+};
+
+static struct backoff backoffs[GH_CACHE_MAX];
+
+static long long
+mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * 1 when inst is backing off (err gets why and how long), 0 when a
+ * request may be sent.
+ */
+static int
+backoff_check(const char *inst, char *err, size_t errlen)
+{
+	long long now = mono_ms();
+	int i, wait = 0;
+
+	pthread_mutex_lock(&cache_mtx);
+	for (i = 0; i < GH_CACHE_MAX; i++)
+		if (backoffs[i].inst[0] != '\0' && strcmp(backoffs[i].inst, inst) == 0) {
+			if (now < backoffs[i].until_ms) {
+				wait = 1;
+				snprintf(err, errlen, "token endpoint failing, next request in %lld ms (after %u failures; last: %s)",
+				    backoffs[i].until_ms - now, backoffs[i].fails, backoffs[i].err);
+			}
+			break;
+		}
+	pthread_mutex_unlock(&cache_mtx);
+	return wait;
+}
+
+/* Records the outcome of a token request for inst (err NULL: success). */
+static void
+backoff_note(const char *inst, const char *err)
+{
+	long long now = mono_ms(), d;
+	int i, slot = -1;
+	unsigned k;
+
+	pthread_mutex_lock(&cache_mtx);
+	for (i = 0; i < GH_CACHE_MAX; i++) {
+		if (strcmp(backoffs[i].inst, inst) == 0) {
+			slot = i;
+			break;
+		}
+		if (slot == -1 || backoffs[i].inst[0] == '\0' ||
+		    (backoffs[slot].inst[0] != '\0' && backoffs[i].until_ms < backoffs[slot].until_ms))
+			slot = i;
+	}
+	if (err == NULL) {
+		if (strcmp(backoffs[slot].inst, inst) == 0)
+			memset(&backoffs[slot], 0, sizeof(backoffs[slot]));
+		pthread_mutex_unlock(&cache_mtx);
+		return;
+	}
+	if (strcmp(backoffs[slot].inst, inst) != 0) {
+		memset(&backoffs[slot], 0, sizeof(backoffs[slot]));
+		snprintf(backoffs[slot].inst, sizeof(backoffs[slot].inst), "%s", inst);
+	}
+	backoffs[slot].fails++;
+	d = (long long)GHAPP_BACKOFF_MIN_S * 1000;
+	for (k = 1; k < backoffs[slot].fails && d < (long long)GHAPP_BACKOFF_MAX_S * 1000; k++)
+		d *= 2;
+	if (d > (long long)GHAPP_BACKOFF_MAX_S * 1000)
+		d = (long long)GHAPP_BACKOFF_MAX_S * 1000;
+	backoffs[slot].until_ms = now + d;
+	snprintf(backoffs[slot].err, sizeof(backoffs[slot].err), "%s", err);
+	pthread_mutex_unlock(&cache_mtx);
+}
+
 struct waiter {
 	struct waiter	*next;
 	ghapp_cb	 cb;
@@ -48,6 +136,7 @@ struct fetch {
 	struct fetch		*next;
 	struct ghapp		*g;
 	char			 key[GH_KEY_MAX];
+	char			 inst[GH_KEY_MAX];	/* the back-off key */
 	CURL			*easy;
 	struct curl_slist	*hdrs;
 	char			*body;
@@ -428,8 +517,10 @@ fetch_done(struct ghapp *g, struct fetch *f, CURLcode cc)
 			token = tok;
 		}
 	}
+	backoff_note(f->inst, err[0] != '\0' ? err : NULL);
+	atomic_fetch_add(err[0] != '\0' ? &ghapp_requests_failed : &ghapp_requests_ok, 1);
 	if (err[0] != '\0')
-		log_warnx("github app token: %s", err);
+		log_warnx("github app token: %s (next request for this installation backs off)", err);
 	else
 		log_info("github app token minted, valid until expires_at");
 	if (j != NULL) {
@@ -473,7 +564,7 @@ int
 ghapp_token(struct ghapp *g, const struct ghapp_opts *o, char *tok, size_t toklen,
     char *err, size_t errlen, ghapp_cb cb, void *arg)
 {
-	char key[GH_KEY_MAX], url[1024], jwt[4096], auth[4200];
+	char key[GH_KEY_MAX], inst[GH_KEY_MAX], url[1024], jwt[4096], auth[4200];
 	struct fetch *f;
 	struct waiter *w;
 	size_t al = strlen(o->api);
@@ -497,6 +588,12 @@ ghapp_token(struct ghapp *g, const struct ghapp_opts *o, char *tok, size_t tokle
 	for (f = g->fetches; f != NULL; f = f->next)
 		if (strcmp(f->key, key) == 0)
 			break;
+	/* Fits: key holds the same fields and more. */
+	snprintf(inst, sizeof(inst), "%s|%s|%s", o->api, o->app_id, o->installation_id);
+	if (f == NULL && backoff_check(inst, err, errlen)) {
+		atomic_fetch_add(&ghapp_backoff_refused, 1);
+		return -1;
+	}
 	if (f == NULL) {
 		if (ghapp_jwt(o->app_id, o->key_file, (long)time(NULL), jwt, sizeof(jwt),
 		    err, errlen) == -1)
@@ -507,6 +604,7 @@ ghapp_token(struct ghapp *g, const struct ghapp_opts *o, char *tok, size_t tokle
 		f = xcalloc(1, sizeof(*f));
 		f->g = g;
 		snprintf(f->key, sizeof(f->key), "%s", key);
+		snprintf(f->inst, sizeof(f->inst), "%s", inst);
 		buf_init(&f->resp, GH_RESP_MAX);
 		f->body = xstrdup(o->body ? o->body : "{}");
 		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", jwt);
@@ -547,6 +645,8 @@ ghapp_token(struct ghapp *g, const struct ghapp_opts *o, char *tok, size_t tokle
 			g->fetches = f->next;
 			fetch_free(f);
 			snprintf(err, errlen, "cannot start the token request");
+			backoff_note(inst, err);
+			atomic_fetch_add(&ghapp_requests_failed, 1);
 			return -1;
 		}
 	}

@@ -9,6 +9,7 @@
 #ifndef PROXY_GHAPP_H
 #define PROXY_GHAPP_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 
 struct event_base;
@@ -22,6 +23,22 @@ struct ghapp_opts {
 	const char	*key_file;	/* PEM private key of the app */
 	const char	*body;		/* JSON body (repositories/permissions) or NULL */
 };
+
+/*
+ * Token requests sent (by result) and refused while backing off, process
+ * wide (metrics.c shows them).
+ */
+extern atomic_long ghapp_requests_ok, ghapp_requests_failed, ghapp_backoff_refused;
+
+/*
+ * After a failed token request, an installation (api, app_id,
+ * installation_id) is not asked again for GHAPP_BACKOFF_MIN_S seconds,
+ * doubling per consecutive failure up to GHAPP_BACKOFF_MAX_S; meanwhile
+ * ghapp_token fails at once (closed) with the last error. Shared by all
+ * workers; a success clears it.
+ */
+#define GHAPP_BACKOFF_MIN_S	1
+#define GHAPP_BACKOFF_MAX_S	300
 
 typedef void (*ghapp_cb)(void *arg, const char *token, const char *err);
 

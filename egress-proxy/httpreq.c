@@ -242,6 +242,8 @@ hreq_parse(struct hreq *r, const char *head, size_t len, char *err, size_t errle
 	r->body_done = 0;
 	r->injected = 0;
 	r->rule[0] = '\0';
+	r->inj_name[0] = '\0';
+	r->sent_cred = 0;
 	r->on_body = ob;
 	r->arg = arg;
 	llhttp_init(&r->p, HTTP_REQUEST, &req_settings);
@@ -512,6 +514,7 @@ hreq_set(struct hreq *r, const char *name, const char *value)
 	}
 	h.nl = (uint32_t)nl;
 	h.vl = (uint32_t)vl;
+	h.set = 1;
 	if (r->nh == r->caph) {
 		r->caph = r->caph ? r->caph * 2 : 16;
 		r->h = xreallocarray(r->h, r->caph, sizeof(*r->h));
@@ -528,7 +531,105 @@ hreq_inject(struct hreq *r, const char *name, const char *value, const char *rul
 		return -1;
 	r->injected = 1;
 	snprintf(r->rule, sizeof(r->rule), "%s", rule != NULL ? rule : "");
+	snprintf(r->inj_name, sizeof(r->inj_name), "%s", name);
 	return 0;
+}
+
+/* A credential value: see hreq_cred_ok. auth: an Authorization-like header. */
+static int
+cred_value_ok(const char *v, size_t n, int auth)
+{
+	size_t i = 0;
+
+	while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+		n--;
+	while (i < n && (v[i] == ' ' || v[i] == '\t'))
+		i++;
+	if (i == n)
+		return 0;
+	if (!auth)
+		return 1;
+	/* "scheme credentials": something must follow the scheme */
+	while (i < n && v[i] != ' ' && v[i] != '\t')
+		i++;
+	while (i < n && (v[i] == ' ' || v[i] == '\t'))
+		i++;
+	return i < n;
+}
+
+static int
+is_auth_name(const char *n, size_t nl)
+{
+	return (nl == 13 && strncasecmp(n, "authorization", 13) == 0) ||
+	    (nl == 19 && strncasecmp(n, "proxy-authorization", 19) == 0);
+}
+
+int
+hreq_cred_ok(const struct hreq *r)
+{
+	size_t i, nl = strlen(r->inj_name);
+
+	if (!r->injected || nl == 0)
+		return 0;
+	for (i = 0; i < r->nh; i++)
+		if (!r->h[i].del && r->h[i].set && name_eq(r, &r->h[i], r->inj_name, nl))
+			return cred_value_ok(r->data.p + r->h[i].vo, r->h[i].vl,
+			    is_auth_name(r->inj_name, nl));
+	return 0;
+}
+
+void
+hreq_strip_hop(struct hreq *r)
+{
+	static const char *const hop[] = { "connection", "keep-alive", "te", "trailer",
+	    "upgrade" };
+	static const char *const keep[] = { "host", "content-length", "transfer-encoding" };
+	const char *conn;
+	size_t i, j, k, s, e, connl;
+	uint8_t *drop;
+	int listed;
+
+	/* Decided first, removed after: a Connection header names others. */
+	drop = xcalloc(r->nh + 1, 1);
+	for (i = 0; i < r->nh; i++) {
+		struct hhdr *h = &r->h[i];
+		const char *n = r->data.p + h->no;
+
+		if (h->del || h->set)
+			continue;
+		for (k = 0; k < NELEM(keep); k++)
+			if (name_eq(r, h, keep[k], strlen(keep[k])))
+				break;
+		if (k < NELEM(keep))
+			continue;
+		listed = h->nl >= 6 && strncasecmp(n, "proxy-", 6) == 0;
+		for (j = 0; j < NELEM(hop) && !listed; j++)
+			listed = name_eq(r, h, hop[j], strlen(hop[j]));
+		/* every Connection header's tokens, not only the first's */
+		for (j = 0; j < r->nh && !listed; j++) {
+			if (r->h[j].del || r->h[j].set || !name_eq(r, &r->h[j], "connection", 10))
+				continue;
+			conn = r->data.p + r->h[j].vo;
+			connl = r->h[j].vl;
+			for (s = 0; s < connl && !listed; s = e + 1) {
+				size_t t;
+
+				while (s < connl && (conn[s] == ' ' || conn[s] == '\t' || conn[s] == ','))
+					s++;
+				for (e = s; e < connl && conn[e] != ','; e++)
+					;
+				t = e;
+				while (t > s && (conn[t - 1] == ' ' || conn[t - 1] == '\t'))
+					t--;
+				listed = t > s && h->nl == t - s && strncasecmp(n, conn + s, t - s) == 0;
+			}
+		}
+		drop[i] = (uint8_t)listed;
+	}
+	for (i = 0; i < r->nh; i++)
+		if (drop[i])
+			r->h[i].del = 1;
+	free(drop);
 }
 
 static int
@@ -544,8 +645,8 @@ is_hop(const struct hreq *r, const struct hhdr *h, const char *conn, size_t conn
 	for (i = 0; i < NELEM(hop); i++)
 		if (name_eq(r, h, hop[i], strlen(hop[i])))
 			return 1;
-	/* Headers named in Connection are hop-by-hop too. */
-	for (s = 0; conn != NULL && s < connl; s = e + 1) {
+	/* The client's headers named in Connection are hop-by-hop too. */
+	for (s = 0; conn != NULL && !h->set && s < connl; s = e + 1) {
 		while (s < connl && (conn[s] == ' ' || conn[s] == '\t' || conn[s] == ','))
 			s++;
 		for (e = s; e < connl && conn[e] != ','; e++)
@@ -567,6 +668,7 @@ hreq_build(struct hreq *r, const struct target *t, struct buf *out)
 	int rc = 0;
 
 	conn = hreq_get(r, "connection", &connl);
+	r->sent_cred = 0;
 	rc |= buf_addstr(out, m);
 	rc |= buf_add(out, " ", 1);
 	rc |= buf_add(out, r->data.p + r->path_o, r->path_l);
@@ -577,6 +679,10 @@ hreq_build(struct hreq *r, const struct target *t, struct buf *out)
 		struct hhdr *h = &r->h[i];
 		if (h->del || is_hop(r, h, conn, connl))
 			continue;
+		if (r->injected && h->set && h->nl == strlen(r->inj_name) &&
+		    strncasecmp(r->data.p + h->no, r->inj_name, h->nl) == 0 &&
+		    cred_value_ok(r->data.p + h->vo, h->vl, is_auth_name(r->inj_name, h->nl)))
+			r->sent_cred = 1;
 		rc |= buf_add(out, r->data.p + h->no, h->nl);
 		rc |= buf_add(out, ": ", 2);
 		rc |= buf_add(out, r->data.p + h->vo, h->vl);
@@ -588,6 +694,8 @@ hreq_build(struct hreq *r, const struct target *t, struct buf *out)
 		rc |= buf_addf(out, "Content-Length: %llu\r\n",
 		    (unsigned long long)r->content_length);
 	rc |= buf_add(out, "\r\n", 2);
+	if (rc != 0)
+		r->sent_cred = 0;
 	return rc == 0 ? 0 : -1;
 }
 

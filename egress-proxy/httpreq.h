@@ -19,6 +19,7 @@ struct hhdr {
 	uint32_t	 no, nl;	/* name offset/length in data */
 	uint32_t	 vo, vl;	/* value offset/length */
 	uint8_t		 del;		/* removed */
+	uint8_t		 set;		/* added by the proxy (hreq_set), not the client's */
 };
 
 struct hreq {
@@ -42,8 +43,10 @@ struct hreq {
 	int		(*on_body)(void *, const char *, size_t);
 	void		*arg;
 	/* Audit: set by hreq_inject. */
-	uint8_t		 injected;
+	uint8_t		 injected;	/* an addon injected a credential */
+	uint8_t		 sent_cred;	/* hreq_build wrote it, non-empty (what the audit says) */
 	char		 rule[64];
+	char		 inj_name[64];	/* the injected header's name */
 };
 
 #define HREQ_NEED_MORE	0
@@ -89,10 +92,28 @@ int	hreq_inject(struct hreq *, const char *name, const char *value,
 	    const char *rule);
 
 /*
+ * Removes the client's hop-by-hop headers: Connection, Keep-Alive, TE,
+ * Trailer, Upgrade, Proxy-* and every header the client's Connection
+ * names (not Host, Content-Length or Transfer-Encoding, which the proxy
+ * rewrites itself). Called before the addon sees the request, so that a
+ * header the addon sets or injects afterwards is never taken for one.
+ */
+void	hreq_strip_hop(struct hreq *);
+/*
+ * 1 when the injected credential header is present and carries a value:
+ * not empty or blank, and for Authorization-like headers a scheme with a
+ * credential after it ("Bearer " alone is none). 0 otherwise (or nothing
+ * was injected).
+ */
+int	hreq_cred_ok(const struct hreq *);
+
+/*
  * Rebuilds the head for the upstream into out: request line (origin
  * form, HTTP/1.1), Host = t->hosthdr, the remaining headers without
- * hop-by-hop ones (and those named by Connection) and Proxy-*, then the
- * framing. 0 or -1 (out full).
+ * hop-by-hop ones (and the client's headers named by Connection; never a
+ * header the proxy set) and Proxy-*, then the framing. Sets r->sent_cred
+ * when the injected credential is among the headers written and
+ * hreq_cred_ok. 0 or -1 (out full).
  */
 int	hreq_build(struct hreq *, const struct target *t, struct buf *out);
 

@@ -30,6 +30,7 @@
 #include "certcache.h"
 #include "config.h"
 #include "jsonmem.h"
+#include "lguard.h"
 #include "log.h"
 #include "metrics.h"
 #include "netcheck.h"
@@ -163,6 +164,25 @@ trim_cb(evutil_socket_t fd, short ev, void *arg)
 		ticks = 0;
 		malloc_trim(0);
 	}
+}
+
+/*
+ * libevent's own warnings (a listener's accept error, a DNS server gone)
+ * go to the log, at most LIBEVENT_LOG_BURST per 10 s: a peer can cause
+ * some of them at will, and libevent writes one per event-loop turn.
+ */
+#define LIBEVENT_LOG_BURST	10
+
+static void
+libevent_log(int severity, const char *msg)
+{
+	static struct log_rate rl;
+	long dropped;
+
+	if (severity < EVENT_LOG_WARN)
+		return;
+	if (log_rate_ok(&rl, LIBEVENT_LOG_BURST, 10000, &dropped))
+		log_warnx("libevent: %s (%ld similar suppressed)", msg, dropped);
 }
 
 static void
@@ -368,6 +388,7 @@ start_engine(void)
 	proxy_set_addons(src);
 	if ((mbase = event_base_new()) == NULL)
 		fatalx("event_base_new");
+	lguard_init(mbase);
 	nw = (int)c->workers;
 	if (nw == 0)
 		nw = (int)sysconf(_SC_NPROCESSORS_ONLN);
@@ -398,6 +419,7 @@ start_listeners(void)
 		    (struct sockaddr *)&c->listen_ss, (int)c->listen_sslen);
 		if (lis == NULL)
 			fatal("listen %s", c->listen);
+		lguard_add(lis);
 		netcheck_add_self((struct sockaddr *)&c->listen_ss, c->listen_sslen);
 	}
 	if (c->admin_socket != NULL &&
@@ -416,10 +438,13 @@ start_listeners(void)
 	}
 	if (c->metrics_sslen != 0) {
 		listen_host(c->metrics_listen, host, sizeof(host));
+		struct evhttp_bound_socket *bs = NULL;
+
 		http = evhttp_new(mbase);
-		if (http == NULL || evhttp_bind_socket(http, host,
-		    ntohs(((struct sockaddr_in *)&c->metrics_ss)->sin_port)) == -1)
+		if (http == NULL || (bs = evhttp_bind_socket_with_handle(http, host,
+		    ntohs(((struct sockaddr_in *)&c->metrics_ss)->sin_port))) == NULL)
 			fatalx("metrics.listen %s: cannot bind", c->metrics_listen);
+		lguard_add(evhttp_bound_socket_get_listener(bs));
 		evhttp_set_cb(http, "/metrics", metrics_cb, NULL);
 		evhttp_set_gencb(http, notfound_cb, NULL);
 		netcheck_add_self((struct sockaddr *)&c->metrics_ss, c->metrics_sslen);
@@ -486,7 +511,9 @@ main(int argc, char **argv)
 		return 1;
 	}
 	log_set_json(the_proxy.conf->log_json);
+	lguard_raise_nofile();
 	signal(SIGPIPE, SIG_IGN);
+	event_set_log_callback(libevent_log);
 	evthread_use_pthreads();
 	nw = start_engine();
 	lis = start_listeners();
@@ -497,8 +524,10 @@ main(int argc, char **argv)
 	    the_proxy.conf->admin_socket ? the_proxy.conf->admin_socket : "");
 	event_base_dispatch(mbase);
 	admin_stop();
-	if (lis != NULL)
+	if (lis != NULL) {
+		lguard_del(lis);
 		evconnlistener_free(lis);
+	}
 	proxy_workers_stop();
 	log_info("stopped");
 	return 0;

@@ -9,6 +9,7 @@
 
 #include "addon.h"
 #include "attrib.h"
+#include "ghapp.h"
 #include "buf.h"
 #include "certcache.h"
 #include "metrics.h"
@@ -44,6 +45,29 @@ static const struct metric_family {
 	{ "egress_proxy_connections_asleep", "gauge",
 	    "idle intercepted client connections waiting without a bufferevent",
 	    { { "", &the_proxy.st.conns_asleep } } },
+	{ "egress_proxy_connections_unidentified", "gauge",
+	    "open connections on the main listener not yet identified as a sandbox",
+	    { { "", &the_proxy.st.conns_unid } } },
+	{ "egress_proxy_unidentified_closed_total", "counter",
+	    "unidentified connections closed by the proxy, by reason",
+	    { { "{reason=\"evicted\"}", &the_proxy.st.unid_evicted },
+	      { "{reason=\"refused\"}", &the_proxy.st.unid_refused },
+	      { "{reason=\"expired\"}", &the_proxy.st.unid_expired },
+	      { "{reason=\"shed\"}", &the_proxy.st.unid_shed } } },
+	{ "egress_proxy_accept_paused_total", "counter",
+	    "times accepting paused because descriptors or memory ran short",
+	    { { "", &the_proxy.st.accept_paused } } },
+	{ "egress_proxy_upstream_failures_total", "counter",
+	    "upstream dials that failed, by stage",
+	    { { "{stage=\"resolve\"}", &the_proxy.st.resolve_failed },
+	      { "{stage=\"connect\"}", &the_proxy.st.connect_failed } } },
+	{ "egress_proxy_token_requests_total", "counter",
+	    "GitHub App token requests sent to the token endpoint, by result",
+	    { { "{result=\"ok\"}", &ghapp_requests_ok },
+	      { "{result=\"failed\"}", &ghapp_requests_failed } } },
+	{ "egress_proxy_token_backoff_total", "counter",
+	    "token requests not sent because the installation's endpoint is backing off (failed closed)",
+	    { { "", &ghapp_backoff_refused } } },
 	{ "egress_proxy_tunnels", "gauge", "open tunnels",
 	    { { "{mode=\"blind\"}", &the_proxy.st.tunnels_blind },
 	      { "{mode=\"intercept\"}", &the_proxy.st.tunnels_intercept } } },

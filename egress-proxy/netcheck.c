@@ -14,8 +14,12 @@
 
 static struct sockaddr_storage self_if[SELF_MAX];	/* interface addresses */
 static size_t nself_if;
-static struct sockaddr_storage self_listen[64];		/* our listeners */
-static size_t nself_listen;
+/* Our listeners, each with a count (sandbox listeners often share one). */
+static struct self_listener {
+	struct sockaddr_storage	 ss;
+	long			 refs;
+} *self_listen;
+static size_t nself_listen, capself_listen;
 static pthread_mutex_t self_mtx = PTHREAD_MUTEX_INITIALIZER;
 
 int
@@ -40,12 +44,55 @@ netcheck_init(void)
 	return 0;
 }
 
+static int same_addr(const struct sockaddr *, const struct sockaddr *, int);
+
+/* The slot of exactly sa (address and port, no wildcard match), or -1. */
+static long
+self_find(const struct sockaddr *sa)
+{
+	size_t i;
+
+	for (i = 0; i < nself_listen; i++) {
+		const struct sockaddr *x = (const struct sockaddr *)&self_listen[i].ss;
+		if (x->sa_family == sa->sa_family && same_addr(sa, x, 1) && same_addr(x, sa, 1))
+			return (long)i;
+	}
+	return -1;
+}
+
 void
 netcheck_add_self(const struct sockaddr *sa, socklen_t len)
 {
+	long i;
+
+	if (len > sizeof(struct sockaddr_storage) ||
+	    (sa->sa_family != AF_INET && sa->sa_family != AF_INET6))
+		return;
 	pthread_mutex_lock(&self_mtx);
-	if (nself_listen < NELEM(self_listen) && len <= sizeof(struct sockaddr_storage))
-		memcpy(&self_listen[nself_listen++], sa, len);
+	if ((i = self_find(sa)) != -1)
+		self_listen[i].refs++;
+	else {
+		if (nself_listen == capself_listen) {
+			capself_listen = capself_listen ? capself_listen * 2 : 16;
+			self_listen = xreallocarray(self_listen, capself_listen,
+			    sizeof(*self_listen));
+		}
+		memset(&self_listen[nself_listen], 0, sizeof(self_listen[0]));
+		memcpy(&self_listen[nself_listen].ss, sa, len);
+		self_listen[nself_listen++].refs = 1;
+	}
+	pthread_mutex_unlock(&self_mtx);
+}
+
+void
+netcheck_del_self(const struct sockaddr *sa, socklen_t len)
+{
+	long i;
+
+	(void)len;
+	pthread_mutex_lock(&self_mtx);
+	if ((i = self_find(sa)) != -1 && --self_listen[i].refs == 0)
+		self_listen[i] = self_listen[--nself_listen];
 	pthread_mutex_unlock(&self_mtx);
 }
 
@@ -119,7 +166,7 @@ netcheck_addr(const struct sockaddr *sa, const struct cidr *allow, size_t nallow
 			allowed = 1;
 	pthread_mutex_lock(&self_mtx);
 	for (i = 0; i < nself_listen; i++)
-		if (same_addr(sa, (struct sockaddr *)&self_listen[i], 1)) {
+		if (same_addr(sa, (struct sockaddr *)&self_listen[i].ss, 1)) {
 			pthread_mutex_unlock(&self_mtx);
 			return "proxy-listener";
 		}

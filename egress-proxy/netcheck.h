@@ -13,8 +13,13 @@
 
 /* Records the host's interface addresses (call once at start; 0 or -1). */
 int	netcheck_init(void);
-/* A listener address of this proxy (never dialled). */
+/*
+ * A listener address of this proxy (never dialled): the configured ones at
+ * start, and each registered sandbox's listener while it is registered.
+ * Counted: the same address added twice needs two netcheck_del_self.
+ */
 void	netcheck_add_self(const struct sockaddr *, socklen_t);
+void	netcheck_del_self(const struct sockaddr *, socklen_t);
 /*
  * NULL if sa may be dialled, else a static reason ("loopback", ...).
  * allow/nallow: upstream.allow_cidrs.

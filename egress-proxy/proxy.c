@@ -95,6 +95,7 @@ struct worker;
 struct conn {
 	TAILQ_ENTRY(conn)	 link;
 	TAILQ_ENTRY(conn)	 idle_link;	/* on w->idleup */
+	TAILQ_ENTRY(conn)	 unid_link;	/* on w->unid while unid */
 	struct worker		*w;
 	uint64_t		 id;
 	struct sandbox		*sb;		/* NULL until identified */
@@ -122,6 +123,13 @@ struct conn {
 	unsigned		 connect_then_req:1; /* connecting for a request */
 	unsigned		 no_pool:1;	/* retrying: dial a fresh upstream */
 	unsigned		 idle_linked:1;	/* on w->idleup */
+	unsigned		 tunnel_open:1;	/* blind tunnel started (its line is due at close) */
+	unsigned		 unid:1;	/* main listener, not identified: on w->unid,
+						   counted in conns_unid and its source's count */
+	unsigned		 aud_connect:1;	/* a CONNECT head parsed, its outcome line due */
+	unsigned		 aud_req:1;	/* a request head parsed, its line due */
+	const char		*decision;	/* on_connect's: "intercept", ...; NULL: none */
+	long long		 accepted;	/* ms, util_mono_coarse_ms */
 	unsigned		 up_nreq;	/* requests sent on c->up */
 	union sa_any {
 		struct sockaddr		sa;
@@ -148,12 +156,12 @@ struct conn {
 	unsigned long long	 tot_up, tot_down;
 };
 
-enum msgtype { MSG_ACCEPT, MSG_KILL_SB, MSG_STOP };
+enum msgtype { MSG_ACCEPT, MSG_KILL_SB, MSG_SHED, MSG_STOP };
 
 struct msg {
 	struct msg	*next;
 	enum msgtype	 type;
-	int		 fd;
+	int		 fd;		/* MSG_ACCEPT; MSG_SHED: how many */
 	struct sandbox	*sb;
 };
 
@@ -184,6 +192,7 @@ struct worker {
 	atomic_long		 load;
 	TAILQ_HEAD(connq, conn)	 conns;
 	struct connq		 dead;
+	struct connq		 unid;		/* unidentified connections, oldest first */
 	TAILQ_HEAD(poolq, pooled) pool;		/* newest first */
 	long			 npool;
 	/*
@@ -290,21 +299,46 @@ reason_clean(char *dst, size_t len, const char *src)
 	dst[i] = '\0';
 }
 
+static void refusal_audit(struct conn *, int, const char *, const char *);
+
+/*
+ * Refusal log lines: a peer causes them at will (a flood of malformed
+ * heads), so at most REFUSE_LOG_BURST per REFUSE_LOG_MS, the rest counted
+ * and reported in the next line written.
+ */
+#define REFUSE_LOG_BURST	20
+#define REFUSE_LOG_MS		1000
+static struct log_rate refuse_rl;
+
 /*
  * Answers the client with status and a text body, then closes once it is
- * flushed. The reason is readable by the agent (body and header).
+ * flushed. The reason is readable by the agent (body and header). code is
+ * the audit's reason ("deny", "address_policy", ...; docs/proxy.md "Audit
+ * log and logs"): the line of the CONNECT or request being answered, or a
+ * "refused" line, is written here, once.
  */
 static void
-conn_respond(struct conn *c, int status, const char *reason)
+conn_respond(struct conn *c, int status, const char *code, const char *reason)
 {
-	char r[300];
+	char r[300], e[400];
 	struct evbuffer *out;
+	long dropped;
 
+	reason_clean(r, sizeof(r), reason != NULL ? reason : status_text(status));
+	if (!c->dead) {
+		refusal_audit(c, status, code, r);
+		if (status >= 400 && log_rate_ok(&refuse_rl, REFUSE_LOG_BURST, REFUSE_LOG_MS,
+		    &dropped))
+			log_info("conn=%llx sandbox=%s target=%s refused status=%d reason=%s detail=\"%s\"%s%.0ld%s",
+			    (unsigned long long)c->id, c->sb != NULL ? c->sb->id : "-",
+			    c->tgt->hostport[0] != '\0' ? c->tgt->hostport : "-", status,
+			    code != NULL ? code : "-", log_escape(e, sizeof(e), r, strlen(r)),
+			    dropped > 0 ? " (" : "", dropped, dropped > 0 ? " similar suppressed)" : "");
+	}
 	if (c->cl == NULL || c->dead) {
 		conn_kill(c);
 		return;
 	}
-	reason_clean(r, sizeof(r), reason != NULL ? reason : status_text(status));
 	out = bufferevent_get_output(c->cl);
 	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\n"
 	    "Content-Length: %zu\r\nConnection: close\r\n%s%s%s%s\r\n%s\n",
@@ -336,31 +370,91 @@ conn_respond(struct conn *c, int status, const char *reason)
 /* ---- audit records: what a connection tells audit.c ---- */
 /*
  * One line per request answered (forwarded, refused after its head, or
- * failed), with the status the client got, and one per blind tunnel when it
- * closes; nothing when audit.log is unset (w->audit is NULL).
+ * failed), with the status the client got; one per CONNECT (its 200 or its
+ * refusal); one per refusal before any head was parsed; one per blind
+ * tunnel when it closes; nothing when audit.log is unset (w->audit is
+ * NULL). c->aud_connect / c->aud_req say a line is due: the first of the
+ * answer (conn_respond), the success or the close (conn_kill) writes it,
+ * so each gets exactly one.
  */
 
-/* The audit line of c's current request, answered with status. */
+/* The audit line of c's current request, answered with status (0: none). */
 static void
-req_audit(struct conn *c, int status)
+req_audit(struct conn *c, int status, const char *code, const char *detail)
 {
 	struct hreq *r = c->req;
 	struct audit_rec a;
 
+	c->aud_req = 0;
 	if (c->w->audit == NULL || r == NULL)
 		return;
 	memset(&a, 0, sizeof(a));
-	a.sandbox = c->sb->id;
+	a.sandbox = c->sb != NULL ? c->sb->id : NULL;
 	a.host = c->tgt->hostport;
-	a.type = c->mode == MODE_PLAIN ? "http" : "intercept";
+	a.conn = c->id;
+	a.type = c->mode == MODE_INTERCEPT ? "intercept" : "http";
 	a.method = hreq_method(r);
 	a.path = r->data.p + r->path_o;
 	a.path_len = r->path_l;
 	a.status = status;
 	a.bytes_up = c->req_up;
 	a.bytes_down = c->req_down;
-	a.rule = r->injected ? r->rule : NULL;
+	/* What was written upstream, not what the addon asked for. */
+	a.injected = r->sent_cred;
+	a.rule = r->rule;
+	a.reason = code;
+	a.detail = detail;
 	audit_request(c->w->audit, &a);
+}
+
+/* The audit line of c's CONNECT: 200 or the refusal (0: none sent). */
+static void
+connect_audit(struct conn *c, int status, const char *code, const char *detail)
+{
+	struct audit_rec a;
+
+	c->aud_connect = 0;
+	if (c->w->audit == NULL)
+		return;
+	memset(&a, 0, sizeof(a));
+	a.sandbox = c->sb != NULL ? c->sb->id : NULL;
+	a.host = c->tgt->hostport;
+	a.conn = c->id;
+	a.status = status;
+	a.decision = c->decision;
+	a.reason = code;
+	a.detail = detail;
+	audit_connect(c->w->audit, &a);
+}
+
+/*
+ * The line of a refusal (status) of c: its CONNECT's, its request's, or a
+ * "refused" line when no head was parsed (malformed, too large, timed out).
+ */
+static void
+refusal_audit(struct conn *c, int status, const char *code, const char *detail)
+{
+	struct audit_rec a;
+
+	if (c->aud_connect) {
+		connect_audit(c, status, code, detail);
+		return;
+	}
+	if (c->aud_req && c->req != NULL) {
+		req_audit(c, status, code, detail);
+		return;
+	}
+	c->aud_req = 0;
+	if (c->w->audit == NULL || status < 400)
+		return;
+	memset(&a, 0, sizeof(a));
+	a.sandbox = c->sb != NULL ? c->sb->id : NULL;
+	a.host = c->tgt->hostport[0] != '\0' ? c->tgt->hostport : NULL;
+	a.conn = c->id;
+	a.status = status;
+	a.reason = code;
+	a.detail = detail;
+	audit_refused(c->w->audit, &a);
 }
 
 /* The audit line of c, a blind tunnel closing. */
@@ -374,6 +468,7 @@ tunnel_audit(struct conn *c)
 	memset(&a, 0, sizeof(a));
 	a.sandbox = c->sb->id;
 	a.host = c->tgt->hostport;
+	a.conn = c->id;
 	a.bytes_up = c->tot_up;
 	a.bytes_down = c->tot_down;
 	audit_tunnel(c->w->audit, &a);
@@ -464,6 +559,266 @@ tunnel_pull(struct bufferevent *src, struct evbuffer *dst, size_t hwm)
 	return got;
 }
 
+/* ---- unidentified connections: their share, per source and in total ---- */
+/*
+ * A connection on the main listener is unidentified until its first head
+ * names a registered sandbox (identify). Unidentified connections have
+ * their own caps, so that a client holding many idle ones cannot take the
+ * connections of registered sandboxes: limits.unidentified_per_source per
+ * client address (counted over all workers in srctab) and
+ * limits.unidentified in total (at most a quarter of limits.max_conns). A
+ * new connection beyond the per-address cap closes its address's oldest
+ * unidentified one that is at least UNID_GRACE_MS old, idle ones (no byte
+ * received) first; beyond the total cap, one of the address holding the
+ * most (unid_heaviest), whatever its age, or the new one's own address's
+ * as before when that is the one. When there is none to close, it is
+ * admitted up to UNID_BURST times the cap and closed beyond.
+ * They have timeouts.identify from accept to identify. When descriptors
+ * run short, lguard.c asks the workers to shed the oldest (unid_shed).
+ */
+
+/* Buckets of the per-address counts (entries are freed at zero). */
+#define SRC_BUCKETS	1024
+/*
+ * A connection younger than this is never closed to make room: a client's
+ * burst of new connections (npm, git) arrives before any of them has sent
+ * its head. Beyond a cap, young connections are admitted up to UNID_BURST
+ * times the cap; an attacker's held connections age past it and go first.
+ */
+#define UNID_GRACE_MS	1000
+#define UNID_BURST	2
+
+struct srcent {
+	struct srcent	*next;
+	unsigned char	 fam;
+	unsigned char	 a[16];
+	long		 n;
+};
+
+static struct srcent *srctab[SRC_BUCKETS];
+static pthread_mutex_t srctab_mtx = PTHREAD_MUTEX_INITIALIZER;
+/* Evictions and refusals at the caps: a flood causes them at will. */
+static struct log_rate unid_rl;
+
+/* Adds d to the count of c's client address; returns the new count. */
+static long
+src_adj(const struct conn *c, long d)
+{
+	uint32_t h = 2166136261U;
+	struct srcent **pp, *e;
+	long n;
+	int i;
+
+	for (i = 0; i < 16; i++)
+		h = (h ^ c->peer[i]) * 16777619U;
+	h = (h ^ c->peer_family) * 16777619U;
+	pthread_mutex_lock(&srctab_mtx);
+	for (pp = &srctab[h % SRC_BUCKETS]; (e = *pp) != NULL; pp = &e->next)
+		if (e->fam == c->peer_family && memcmp(e->a, c->peer, 16) == 0)
+			break;
+	if (e == NULL) {
+		if (d <= 0) {
+			pthread_mutex_unlock(&srctab_mtx);
+			return 0;
+		}
+		e = xcalloc(1, sizeof(*e));
+		e->fam = (unsigned char)c->peer_family;
+		memcpy(e->a, c->peer, 16);
+		e->next = srctab[h % SRC_BUCKETS];
+		srctab[h % SRC_BUCKETS] = e;
+		pp = &srctab[h % SRC_BUCKETS];
+	}
+	n = (e->n += d);
+	if (n <= 0) {
+		*pp = e->next;
+		free(e);
+	}
+	pthread_mutex_unlock(&srctab_mtx);
+	return n;
+}
+
+/* c is unidentified: listed and counted. Returns its address's count. */
+static long
+unid_enter(struct conn *c)
+{
+	c->unid = 1;
+	TAILQ_INSERT_TAIL(&c->w->unid, c, unid_link);
+	atomic_fetch_add(&the_proxy.st.conns_unid, 1);
+	return src_adj(c, 1);
+}
+
+/* c is identified or closing: no longer counted. Idempotent. */
+static void
+unid_leave(struct conn *c)
+{
+	if (!c->unid)
+		return;
+	c->unid = 0;
+	TAILQ_REMOVE(&c->w->unid, c, unid_link);
+	atomic_fetch_sub(&the_proxy.st.conns_unid, 1);
+	src_adj(c, -1);
+}
+
+/* No byte received yet: nothing is lost by closing it. */
+static int
+unid_idle(struct conn *c)
+{
+	return c->st == CS_HEAD && c->head_start == 0 &&
+	    (c->cl == NULL || evbuffer_get_length(bufferevent_get_input(c->cl)) == 0);
+}
+
+/*
+ * The oldest unidentified connection of w other than c and at least
+ * UNID_GRACE_MS old, idle ones first; with same_src, of c's address only.
+ * NULL: none.
+ */
+static struct conn *
+unid_victim(struct worker *w, struct conn *c, int same_src)
+{
+	struct conn *v, *busy = NULL;
+	long long now = util_mono_coarse_ms();
+
+	TAILQ_FOREACH(v, &w->unid, unid_link) {
+		if (now - v->accepted < UNID_GRACE_MS)
+			break;	/* oldest first: the rest are younger */
+		if (v == c || (same_src && (v->peer_family != c->peer_family ||
+		    memcmp(v->peer, c->peer, 16) != 0)))
+			continue;
+		if (unid_idle(v))
+			return v;
+		if (busy == NULL)
+			busy = v;
+	}
+	return busy;
+}
+
+/*
+ * For the total cap: the unidentified connection of w, other than c and not
+ * of c's address, whose address holds the most unidentified connections
+ * (over all workers), idle ones first, then the oldest; its address's
+ * count in *nv. NULL: none.
+ */
+static struct conn *
+unid_heaviest(struct worker *w, struct conn *c, long *nv)
+{
+	struct conn *v, *best = NULL;
+	struct srcent *e;
+	long n, bn = 0;
+	int bidle = 0, idle;
+	uint32_t h;
+	int i;
+
+	pthread_mutex_lock(&srctab_mtx);
+	TAILQ_FOREACH(v, &w->unid, unid_link) {
+		if (v == c || (v->peer_family == c->peer_family &&
+		    memcmp(v->peer, c->peer, 16) == 0))
+			continue;
+		h = 2166136261U;
+		for (i = 0; i < 16; i++)
+			h = (h ^ v->peer[i]) * 16777619U;
+		h = (h ^ v->peer_family) * 16777619U;
+		for (e = srctab[h % SRC_BUCKETS]; e != NULL; e = e->next)
+			if (e->fam == v->peer_family && memcmp(e->a, v->peer, 16) == 0)
+				break;
+		n = e != NULL ? e->n : 0;
+		idle = unid_idle(v);
+		if (best == NULL || n > bn || (n == bn && idle && !bidle)) {
+			best = v;
+			bn = n;
+			bidle = idle;
+		}
+	}
+	pthread_mutex_unlock(&srctab_mtx);
+	*nv = bn;
+	return best;
+}
+
+/*
+ * The total cap in force: limits.unidentified, at most a quarter of
+ * max_conns, so that with its burst allowance (UNID_BURST times) half of
+ * max_conns is always left to identified connections.
+ */
+static long
+unid_cap(void)
+{
+	long long q = the_proxy.conf->max_conns / (2 * UNID_BURST);
+
+	if (q < 1)
+		q = 1;
+	return (long)(the_proxy.conf->unid_max < q ? the_proxy.conf->unid_max : q);
+}
+
+/*
+ * Applies the caps to c, just accepted unidentified with nsrc connections
+ * of its address counted. 0: c goes on; -1: c was closed.
+ */
+static int
+unid_admit(struct conn *c, long nsrc)
+{
+	struct conn *v, *other = NULL;
+	const char *which = NULL;
+	long dropped, n, cap, nv = 0;
+
+	if (nsrc > the_proxy.conf->unid_per_source) {
+		/* this address's own: its oldest aged one, else a young burst */
+		which = "per-address";
+		n = nsrc;
+		cap = (long)the_proxy.conf->unid_per_source;
+		v = unid_victim(c->w, c, 1);
+	} else if ((n = atomic_load(&the_proxy.st.conns_unid)) > unid_cap()) {
+		/*
+		 * In total: the address holding the most pays, whatever the
+		 * age of its connections (a flood renews them to keep them
+		 * young); this address's own aged ones when it is the one.
+		 */
+		which = "total";
+		cap = unid_cap();
+		other = unid_heaviest(c->w, c, &nv);
+		v = other != NULL && nv >= nsrc ? other : unid_victim(c->w, c, 1);
+	} else
+		return 0;
+	if (v == NULL && n <= cap * UNID_BURST &&
+	    atomic_load(&the_proxy.st.conns_unid) <= unid_cap() * UNID_BURST)
+		return 0;	/* a burst of young ones: admitted */
+	if (v == NULL)
+		v = other;
+	if (v != NULL) {
+		atomic_fetch_add(&the_proxy.st.unid_evicted, 1);
+		if (log_rate_ok(&unid_rl, 1, 10000, &dropped))
+			log_info("conn=%llx unidentified connections at their %s cap: closed the oldest, conn=%llx (%ld similar suppressed)",
+			    (unsigned long long)c->id, which, (unsigned long long)v->id, dropped);
+		conn_kill(v);
+		return 0;
+	}
+	atomic_fetch_add(&the_proxy.st.unid_refused, 1);
+	atomic_fetch_add(&the_proxy.st.ref_limit, 1);
+	if (log_rate_ok(&unid_rl, 1, 10000, &dropped))
+		log_info("conn=%llx unidentified connections at their %s cap: refused (%ld similar suppressed)",
+		    (unsigned long long)c->id, which, dropped);
+	conn_kill(c);
+	return -1;
+}
+
+/* Closes up to n unidentified connections of w, oldest idle ones first. */
+static long
+unid_shed(struct worker *w, long n)
+{
+	struct conn *c, *next;
+	long done = 0;
+	int pass;
+
+	for (pass = 0; pass < 2 && done < n; pass++)
+		for (c = TAILQ_FIRST(&w->unid); c != NULL && done < n; c = next) {
+			next = TAILQ_NEXT(c, unid_link);
+			if (pass == 0 && !unid_idle(c))
+				continue;
+			conn_kill(c);
+			done++;
+		}
+	atomic_fetch_add(&the_proxy.st.unid_shed, done);
+	return done;
+}
+
 /* ---- lifecycle: new, kill, free ---- */
 /*
  * conn_kill unhooks every callback and queues c on w->dead (idempotent);
@@ -541,12 +896,18 @@ conn_kill(struct conn *c)
 {
 	if (c->dead)
 		return;
+	/* A CONNECT or request closed before it was answered. */
+	if (c->aud_connect)
+		connect_audit(c, 0, "closed", NULL);
+	if (c->aud_req)
+		req_audit(c, c->resp_status, "closed", NULL);
+	unid_leave(c);
 	idle_unlink(c);
 	/* A clean idle upstream (between requests) goes to the pool. */
 	if (c->up != NULL && (c->st == CS_REQ_HEAD || c->st == CS_CL_TLS))
 		pool_park(c);
 	c->dead = 1;
-	if (c->mode == MODE_TUNNEL && c->counted_tun)
+	if (c->tunnel_open)
 		tunnel_audit(c);
 	if (c->cl != NULL) {
 		bufferevent_disable(c->cl, EV_READ | EV_WRITE);
@@ -614,8 +975,9 @@ conn_new(struct worker *w, int fd, struct sandbox *sb)
 	atomic_fetch_add(&the_proxy.st.conns_total, 1);
 	/* w->load was counted by proxy_dispatch; conn_kill uncounts it. */
 	TAILQ_INSERT_TAIL(&w->conns, c, link);
-	c->last_active = util_mono_coarse_ms();
-	c->deadline = c->last_active + the_proxy.conf->header_ms;
+	c->last_active = c->accepted = util_mono_coarse_ms();
+	c->deadline = c->last_active + (sb == NULL ? the_proxy.conf->identify_ms :
+	    the_proxy.conf->header_ms);
 	evutil_make_socket_nonblocking(fd);
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	{
@@ -636,15 +998,19 @@ conn_new(struct worker *w, int fd, struct sandbox *sb)
 		c->fixed_sb = 1;
 		c->attrs = sandbox_attrs(sb);
 		if (atomic_fetch_add(&sb->conns, 1) >= the_proxy.conf->conns_per_sandbox) {
+			long dropped;
+
 			atomic_fetch_sub(&sb->conns, 1);
 			atomic_fetch_add(&the_proxy.st.ref_limit, 1);
-			log_warnx("conn=%llx sandbox=%s refused reason=conn-limit",
-			    (unsigned long long)c->id, sb->id);
+			if (log_rate_ok(&refuse_rl, REFUSE_LOG_BURST, REFUSE_LOG_MS, &dropped))
+				log_warnx("conn=%llx sandbox=%s refused reason=conn-limit (%ld similar suppressed)",
+				    (unsigned long long)c->id, sb->id, dropped);
 			conn_kill(c);
 			return;
 		}
 		c->counted_sb = 1;
-	}
+	} else if (unid_admit(c, unid_enter(c)) == -1)
+		return;
 	if ((c->cl = bufferevent_socket_new(w->base, fd, 0)) == NULL) {
 		conn_kill(c);
 		return;
@@ -688,7 +1054,7 @@ identify(struct conn *c, struct hreq *r)
 			sbattrs_unref(a);
 		}
 		atomic_fetch_add(&the_proxy.st.ref_auth, 1);
-		conn_respond(c, 407, "proxy credential changed on this connection");
+		conn_respond(c, 407, "auth", "proxy credential changed on this connection");
 		return -1;
 	}
 	if (pa != NULL)
@@ -700,12 +1066,13 @@ identify(struct conn *c, struct hreq *r)
 		sb = NULL;
 	if (sb == NULL) {
 		atomic_fetch_add(&the_proxy.st.ref_auth, 1);
-		conn_respond(c, 407, pa == NULL ? "proxy credential required" :
+		conn_respond(c, 407, "auth", pa == NULL ? "proxy credential required" :
 		    "bad proxy credential");
 		return -1;
 	}
 	c->sb = sb;
 	c->attrs = a;
+	unid_leave(c);
 	if (a->nips > 0) {
 		size_t i;
 		int match = 0;
@@ -716,18 +1083,18 @@ identify(struct conn *c, struct hreq *r)
 			atomic_fetch_add(&the_proxy.st.ref_auth, 1);
 			log_warnx("conn=%llx sandbox=%s refused: credential used from an address not registered for it",
 			    (unsigned long long)c->id, sb->id);
-			conn_respond(c, 407, "proxy credential not valid from this address");
+			conn_respond(c, 407, "auth", "proxy credential not valid from this address");
 			return -1;
 		}
 	}
 	if (atomic_load(&sb->dead)) {
-		conn_respond(c, 407, "sandbox deregistered");
+		conn_respond(c, 407, "auth", "sandbox deregistered");
 		return -1;
 	}
 	if (atomic_fetch_add(&sb->conns, 1) >= the_proxy.conf->conns_per_sandbox) {
 		atomic_fetch_sub(&sb->conns, 1);
 		atomic_fetch_add(&the_proxy.st.ref_limit, 1);
-		conn_respond(c, 429, "too many connections for this sandbox");
+		conn_respond(c, 429, "conn_limit", "too many connections for this sandbox");
 		return -1;
 	}
 	c->counted_sb = 1;
@@ -766,8 +1133,9 @@ read_head(struct conn *c, struct bufferevent *bev, int allow_connect)
 		return 0;
 	if (end < 0) {
 		atomic_fetch_add(&the_proxy.st.ref_badrequest, 1);
-		conn_respond(c, end == -2 ? 431 : 400, end == -2 ?
-		    "request head too large" : "malformed request head (bare LF, obs-fold or NUL)");
+		conn_respond(c, end == -2 ? 431 : 400, end == -2 ? "head_too_large" :
+		    "malformed_head", end == -2 ? "request head too large" :
+		    "malformed request head (bare LF, obs-fold or NUL)");
 		return -1;
 	}
 	if (c->req == NULL) {
@@ -780,7 +1148,8 @@ read_head(struct conn *c, struct bufferevent *bev, int allow_connect)
 	c->head_start = 0;
 	if (st != 0) {
 		atomic_fetch_add(&the_proxy.st.ref_badrequest, 1);
-		conn_respond(c, st, err);
+		conn_respond(c, st, st == 431 ? "head_too_large" : st == 501 ?
+		    "not_implemented" : "malformed_head", err);
 		return -1;
 	}
 	return 1;
@@ -845,6 +1214,10 @@ cl_read_head(struct bufferevent *bev, void *arg)
 	if (read_head(c, bev, 1) <= 0)
 		return;
 	r = c->req;
+	if (r->method == HTTP_CONNECT)
+		c->aud_connect = 1;
+	else
+		c->aud_req = 1;
 	if (identify(c, r) == -1)
 		return;
 	if (r->method == HTTP_CONNECT) {
@@ -853,7 +1226,7 @@ cl_read_head(struct bufferevent *bev, void *arg)
 		if (canon_authority(r->data.p + r->url_o, r->url_l, &t, err,
 		    sizeof(err)) == -1) {
 			atomic_fetch_add(&the_proxy.st.ref_badrequest, 1);
-			conn_respond(c, 400, err);
+			conn_respond(c, 400, "bad_target", err);
 			return;
 		}
 		tgt_set(c, &t);
@@ -864,7 +1237,7 @@ cl_read_head(struct bufferevent *bev, void *arg)
 		if (atomic_fetch_add(&c->sb->tunnels, 1) >= the_proxy.conf->tunnels_per_sandbox) {
 			atomic_fetch_sub(&c->sb->tunnels, 1);
 			atomic_fetch_add(&the_proxy.st.ref_limit, 1);
-			conn_respond(c, 429, "too many tunnels for this sandbox");
+			conn_respond(c, 429, "tunnel_limit", "too many tunnels for this sandbox");
 			return;
 		}
 		c->counted_tun = 1;
@@ -879,7 +1252,7 @@ cl_read_head(struct bufferevent *bev, void *arg)
 		if (st != 0) {
 			atomic_fetch_add(st == 421 ? &the_proxy.st.ref_misdirected :
 			    &the_proxy.st.ref_badrequest, 1);
-			conn_respond(c, st, err);
+			conn_respond(c, st, st == 421 ? "misdirected" : "bad_target", err);
 			return;
 		}
 		if (c->up != NULL && strcmp(t.hostport, c->tgt->hostport) != 0) {
@@ -887,6 +1260,7 @@ cl_read_head(struct bufferevent *bev, void *arg)
 			c->up = NULL;
 		}
 		tgt_set(c, &t);
+		hreq_strip_hop(r);
 	}
 	c->mode = MODE_PLAIN;
 	decide(c, 1);
@@ -912,19 +1286,18 @@ hook_done(void *arg, const struct hook_result *res)
 		if (a == ACT_NONE)
 			a = the_proxy.conf->deny_default ? ACT_DENY : ACT_TUNNEL;
 		c->addon = res->addon;
+		c->decision = a == ACT_ERROR ? "error" : a == ACT_DENY ? "deny" :
+		    a == ACT_INTERCEPT ? "intercept" : "tunnel";
 		if (a == ACT_ERROR) {
 			atomic_fetch_add(&the_proxy.st.connect_error, 1);
 			atomic_fetch_add(&the_proxy.st.ref_addon, 1);
-			conn_respond(c, 502, "addon error (see proxy log)");
+			conn_respond(c, 502, "addon_error", "addon error (see proxy log)");
 			return;
 		}
 		if (a == ACT_DENY) {
 			atomic_fetch_add(&the_proxy.st.connect_deny, 1);
-			log_info("conn=%llx sandbox=%s target=%s decision=deny reason=\"%s\"",
-			    (unsigned long long)c->id, c->sb->id, c->tgt->hostport,
-			    res->reason);
 			conn_respond(c, res->status >= 400 && res->status <= 599 ?
-			    res->status : 403, res->reason[0] ? res->reason :
+			    res->status : 403, "deny", res->reason[0] ? res->reason :
 			    "denied by policy");
 			return;
 		}
@@ -955,15 +1328,26 @@ hook_done(void *arg, const struct hook_result *res)
 	if (c->st == CS_HOOK) {
 		if (res->action == ACT_ERROR) {
 			atomic_fetch_add(&the_proxy.st.ref_addon, 1);
-			req_audit(c, 502);
-			conn_respond(c, 502, "addon error (see proxy log); request not forwarded");
+			conn_respond(c, 502, "addon_error",
+			    "addon error (see proxy log); request not forwarded");
 			return;
 		}
 		if (res->action == ACT_DENY) {
-			req_audit(c, res->status);
 			conn_respond(c, res->status >= 400 && res->status <= 599 ?
-			    res->status : 403, res->reason[0] ? res->reason :
+			    res->status : 403, "deny", res->reason[0] ? res->reason :
 			    "denied by policy");
+			return;
+		}
+		if (c->req->injected && !hreq_cred_ok(c->req)) {
+			/*
+			 * An injection that carries no credential ("Bearer "
+			 * with nothing after it, an empty value): fail closed
+			 * rather than send an empty credential.
+			 */
+			atomic_fetch_add(&addon_errors_total, 1);
+			atomic_fetch_add(&the_proxy.st.ref_addon, 1);
+			conn_respond(c, 502, "empty_credential",
+			    "addon injected an empty credential; request not forwarded");
 			return;
 		}
 		if (c->req->injected)
@@ -1293,12 +1677,20 @@ pool_kill_sb(struct worker *w, struct sandbox *sb)
  * allowed, else 502 (504 on the connect timeout, 400 for a bad literal).
  */
 
+/*
+ * The dial failed: code is the audit reason ("address_policy",
+ * "resolve_failed", "connect_failed", "connect_timeout", "upstream_tls",
+ * "upstream_certificate", "tls_setup", "bad_target"); counted in the
+ * metrics, logged (rate-limited) and answered by conn_respond.
+ */
 static void
-connect_fail(struct conn *c, int status, const char *why)
+connect_fail(struct conn *c, int status, const char *code, const char *why)
 {
-	log_info("conn=%llx sandbox=%s target=%s upstream failed: %s",
-	    (unsigned long long)c->id, c->sb ? c->sb->id : "-", c->tgt->hostport, why);
-	conn_respond(c, status, why);
+	if (strcmp(code, "resolve_failed") == 0)
+		atomic_fetch_add(&the_proxy.st.resolve_failed, 1);
+	else if (strcmp(code, "connect_failed") == 0 || strcmp(code, "connect_timeout") == 0)
+		atomic_fetch_add(&the_proxy.st.connect_failed, 1);
+	conn_respond(c, status, code, why);
 }
 
 static void
@@ -1318,9 +1710,9 @@ up_try(struct conn *c)
 			atomic_fetch_add(&the_proxy.st.ref_ssrf, 1);
 			snprintf(msg, sizeof(msg), "destination %s not allowed (%s)",
 			    c->tgt->hostport, why != NULL ? why : "no address");
-			connect_fail(c, 403, msg);
+			connect_fail(c, 403, "address_policy", msg);
 		} else
-			connect_fail(c, 502, "cannot connect to upstream");
+			connect_fail(c, 502, "connect_failed", "cannot connect to upstream");
 		return;
 	}
 	c->ai_cur = ai->ai_next;
@@ -1339,14 +1731,14 @@ up_try(struct conn *c)
 		memset(&c->up_addr, 0, sizeof(c->up_addr));
 	if (c->mode == MODE_INTERCEPT) {
 		if ((ssl = tls_upstream_new(c->tgt)) == NULL) {
-			connect_fail(c, 502, "TLS setup failed");
+			connect_fail(c, 502, "tls_setup", "TLS setup failed");
 			return;
 		}
 		c->up = bufferevent_openssl_socket_new(c->w->base, -1, ssl,
 		    BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE);
 		if (c->up == NULL) {
 			SSL_free(ssl);
-			connect_fail(c, 502, "TLS setup failed");
+			connect_fail(c, 502, "tls_setup", "TLS setup failed");
 			return;
 		}
 		bufferevent_openssl_set_allow_dirty_shutdown(c->up, 1);
@@ -1355,7 +1747,7 @@ up_try(struct conn *c)
 		c->up = bufferevent_socket_new(c->w->base, -1, BEV_OPT_CLOSE_ON_FREE);
 		c->up_tls = 0;
 		if (c->up == NULL) {
-			connect_fail(c, 502, "socket failed");
+			connect_fail(c, 502, "connect_failed", "socket failed");
 			return;
 		}
 	}
@@ -1393,7 +1785,7 @@ dns_cb(int result, struct evutil_addrinfo *res, void *arg)
 		    evutil_gai_strerror(result));
 		if (res != NULL)
 			evutil_freeaddrinfo(res);
-		connect_fail(c, 502, m);
+		connect_fail(c, 502, "resolve_failed", m);
 		return;
 	}
 	if (c->ai != NULL)
@@ -1449,7 +1841,7 @@ up_connect(struct conn *c)
 			c->ai = c->ai_cur = ai_from_sa((struct sockaddr *)&the_proxy.conf->resolve[i].ss,
 			    the_proxy.conf->resolve[i].sslen);
 			if (c->ai == NULL) {
-				connect_fail(c, 502, "bad resolve override");
+				connect_fail(c, 502, "resolve_failed", "bad resolve override");
 				return;
 			}
 			up_try(c);
@@ -1463,7 +1855,7 @@ up_connect(struct conn *c)
 	if (c->tgt->kind != CANON_NAME) {
 		hints.ai_flags = EVUTIL_AI_NUMERICHOST | EVUTIL_AI_NUMERICSERV;
 		if (evutil_getaddrinfo(c->tgt->host, port, &hints, &c->ai) != 0) {
-			connect_fail(c, 400, "bad address");
+			connect_fail(c, 400, "bad_target", "bad address");
 			return;
 		}
 		c->ai_cur = c->ai;
@@ -1491,6 +1883,7 @@ tunnel_start(struct conn *c)
 	size_t hwm = (size_t)the_proxy.conf->high_watermark;
 
 	c->st = CS_TUNNEL;
+	c->tunnel_open = 1;
 	c->deadline = 0;
 	bufferevent_setcb(c->cl, cl_read_req, cl_write, cl_event, c);
 	bufferevent_setcb(c->up, up_read, up_write, up_event, c);
@@ -1643,17 +2036,17 @@ client_tls_start(struct conn *c)
 		return;
 	}
 	if (evbuffer_get_length(bufferevent_get_input(c->cl)) > 0) {
-		conn_respond(c, 400, "bytes sent before the CONNECT response");
+		conn_respond(c, 400, "bad_request", "bytes sent before the CONNECT response");
 		return;
 	}
 	if ((leaf = certcache_get(the_proxy.cc, c->tgt, &hit)) == NULL) {
-		connect_fail(c, 502, "cannot mint certificate");
+		connect_fail(c, 502, "tls_setup", "cannot mint certificate");
 		return;
 	}
 	ssl = tls_client_new(leaf, certcache_leaf_key(the_proxy.cc));
 	X509_free(leaf);
 	if (ssl == NULL) {
-		connect_fail(c, 502, "TLS setup failed");
+		connect_fail(c, 502, "tls_setup", "TLS setup failed");
 		return;
 	}
 	/* Nothing is queued on the plain side: write the 200 directly. */
@@ -1663,6 +2056,7 @@ client_tls_start(struct conn *c)
 		conn_kill(c);
 		return;
 	}
+	connect_audit(c, 200, NULL, NULL);
 	bufferevent_free(c->cl);
 	c->cl_ssl = ssl;
 	if (cl_tls_bev(c, BUFFEREVENT_SSL_ACCEPTING) == -1) {
@@ -1699,6 +2093,7 @@ up_connected(struct conn *c)
 		return;
 	}
 	if (c->mode == MODE_TUNNEL) {
+		connect_audit(c, 200, NULL, NULL);
 		evbuffer_add(bufferevent_get_output(c->cl),
 		    "HTTP/1.1 200 Connection established\r\n\r\n", 39);
 		tunnel_start(c);
@@ -1886,7 +2281,7 @@ req_send(struct conn *c)
 
 	buf_reset(b);
 	if (hreq_build(r, c->tgt, b) == -1) {
-		conn_respond(c, 431, "request head too large after rewriting");
+		conn_respond(c, 431, "head_too_large", "request head too large after rewriting");
 		return;
 	}
 	tls_add(c->up, b->p, b->len);
@@ -1938,7 +2333,7 @@ body_pump(struct conn *c)
 		n = hreq_body(c->req, v.iov_base, v.iov_len);
 		if (n < 0) {
 			atomic_fetch_add(&the_proxy.st.ref_badrequest, 1);
-			conn_respond(c, 400, "bad request body framing");
+			conn_respond(c, 400, "bad_body", "bad request body framing");
 			return;
 		}
 		evbuffer_drain(in, (size_t)n);
@@ -1969,7 +2364,7 @@ resp_finish(struct conn *c)
 		if (!c->req->injected)
 			atomic_fetch_add(&the_proxy.st.req_plain, 1);
 	}
-	req_audit(c, c->resp_status);
+	req_audit(c, c->resp_status, NULL, NULL);
 	if (c->vm != NULL && c->addon >= 0 && c->mode == MODE_INTERCEPT &&
 	    addon_has_response(c->vm, c->addon))
 		addon_on_response(c->vm, c->addon, c->ctx_ref, c->req, c->resp_status);
@@ -2037,16 +2432,20 @@ intercept_request(struct conn *c)
 
 	if (read_head(c, c->cl, 0) <= 0)
 		return;
+	c->aud_req = 1;
 	c->w->nreq++;
 	st = hreq_check_target(c->req, c->tgt, NULL, err, sizeof(err));
 	if (st != 0) {
 		atomic_fetch_add(st == 421 ? &the_proxy.st.ref_misdirected : &the_proxy.st.ref_badrequest, 1);
-		log_info("conn=%llx sandbox=%s target=%s refused status=%d reason=\"%s\"",
-		    (unsigned long long)c->id, c->sb->id, c->tgt->hostport, st, err);
-		req_audit(c, st);
-		conn_respond(c, st, err);
+		conn_respond(c, st, st == 421 ? "misdirected" : "bad_target", err);
 		return;
 	}
+	/*
+	 * Hop-by-hop headers go before the addon sees the request: what it
+	 * sets or injects afterwards is never removed as one (a client's
+	 * "Connection: close, Authorization" strips nothing injected).
+	 */
+	hreq_strip_hop(c->req);
 	/* Exactly one credential upstream: the client's own never passes. */
 	hreq_remove(c->req, "authorization");
 	hreq_remove(c->req, "proxy-authorization");
@@ -2152,8 +2551,7 @@ up_read(struct bufferevent *bev, void *arg)
 			log_info("conn=%llx target=%s bad upstream response: %s",
 			    (unsigned long long)c->id, c->tgt->hostport, llhttp_errno_name(e));
 			if (c->resp_status == 0 && !c->resp_wrote && evbuffer_get_length(out) == 0) {
-				req_audit(c, 502);
-				conn_respond(c, 502, "bad response from upstream");
+				conn_respond(c, 502, "bad_upstream_response", "bad response from upstream");
 			} else
 				conn_kill(c);
 			return;
@@ -2300,11 +2698,11 @@ up_event(struct bufferevent *bev, short what, void *arg)
 			tls_fail_reason(bev, m, sizeof(m));
 			if (strstr(m, "verification") != NULL) {
 				atomic_fetch_add(&the_proxy.st.ref_upstream_tls, 1);
-				connect_fail(c, 502, m);
+				connect_fail(c, 502, "upstream_certificate", m);
 				return;
 			}
 			if (c->ai_cur == NULL) {
-				connect_fail(c, 502, m);
+				connect_fail(c, 502, "upstream_tls", m);
 				return;
 			}
 		}
@@ -2314,7 +2712,7 @@ up_event(struct bufferevent *bev, short what, void *arg)
 		}
 		snprintf(m, sizeof(m), "cannot connect to %s: %s", c->tgt->hostport,
 		    evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
-		connect_fail(c, 502, m);
+		connect_fail(c, 502, "connect_failed", m);
 		return;
 	}
 	if (c->st == CS_TUNNEL) {
@@ -2361,8 +2759,7 @@ up_event(struct bufferevent *bev, short what, void *arg)
 		}
 		if (c->resp_status == 0 && !c->resp_wrote &&
 		    evbuffer_get_length(bufferevent_get_output(c->cl)) == 0) {
-			req_audit(c, 502);
-			conn_respond(c, 502, "upstream closed without a response");
+			conn_respond(c, 502, "upstream_closed", "upstream closed without a response");
 		} else
 			conn_kill(c);
 		return;
@@ -2396,17 +2793,20 @@ tick_cb(evutil_socket_t fd, short ev, void *arg)
 		if (c->deadline != 0 && now > c->deadline) {
 			switch (c->st) {
 			case CS_CONNECTING:
-				connect_fail(c, 504, "upstream connect timed out");
+				connect_fail(c, 504, "connect_timeout", "upstream connect timed out");
 				break;
 			case CS_DECIDE:
 			case CS_HOOK:
 				atomic_fetch_add(&addon_errors_total, 1);
 				log_warnx("conn=%llx addon hook timed out", (unsigned long long)c->id);
-				conn_respond(c, 502, "addon hook timed out");
+				conn_respond(c, 502, "hook_timeout", "addon hook timed out");
 				break;
 			case CS_HEAD:
-				if (evbuffer_get_length(bufferevent_get_input(c->cl)) > 0)
-					conn_respond(c, 408, "request head timeout");
+				if (c->unid)
+					atomic_fetch_add(&the_proxy.st.unid_expired, 1);
+				if (c->cl != NULL &&
+				    evbuffer_get_length(bufferevent_get_input(c->cl)) > 0)
+					conn_respond(c, 408, "head_timeout", "request head timeout");
 				else
 					conn_kill(c);
 				break;
@@ -2418,7 +2818,7 @@ tick_cb(evutil_socket_t fd, short ev, void *arg)
 		}
 		if (c->head_start != 0 && now - c->head_start > the_proxy.conf->header_ms &&
 		    (c->st == CS_HEAD || c->st == CS_REQ_HEAD)) {
-			conn_respond(c, 408, "request head timeout");
+			conn_respond(c, 408, "head_timeout", "request head timeout");
 			continue;
 		}
 		if (c->deadline == 0 && now - c->last_active > the_proxy.conf->idle_ms) {
@@ -2482,6 +2882,9 @@ inbox_cb(evutil_socket_t fd, short ev, void *arg)
 			pool_kill_sb(w, m->sb);
 			sandbox_unref(m->sb);
 			break;
+		case MSG_SHED:
+			unid_shed(w, m->fd);
+			break;
 		case MSG_STOP:
 			event_base_loopbreak(w->base);
 			break;
@@ -2534,6 +2937,7 @@ proxy_workers_start(int n)
 		pthread_mutex_init(&w->mtx, NULL);
 		TAILQ_INIT(&w->conns);
 		TAILQ_INIT(&w->dead);
+		TAILQ_INIT(&w->unid);
 		TAILQ_INIT(&w->pool);
 		TAILQ_INIT(&w->idleup);
 		buf_init(&w->scratch, (size_t)4 * 1024 * 1024);
@@ -2629,6 +3033,20 @@ long
 proxy_open_conns(void)
 {
 	return atomic_load(&the_proxy.st.conns);
+}
+
+long
+proxy_shed(int n)
+{
+	int i;
+
+	for (i = 0; i < nworkers; i++) {
+		struct msg *m = xcalloc(1, sizeof(*m));
+		m->type = MSG_SHED;
+		m->fd = n;
+		worker_post(&workers[i], m);
+	}
+	return (long)n * nworkers;
 }
 
 struct addon_src *

@@ -21,6 +21,10 @@ struct addon_src;
 struct pstats {
 	atomic_long	 conns, conns_total;
 	atomic_long	 conns_asleep;	/* idle intercepted, bufferevent dropped */
+	atomic_long	 conns_unid;	/* main listener, not identified yet */
+	atomic_long	 unid_evicted, unid_refused, unid_expired, unid_shed;
+	atomic_long	 accept_paused;	/* accept() short of descriptors (lguard.c) */
+	atomic_long	 resolve_failed, connect_failed;
 	atomic_long	 tunnels_blind, tunnels_intercept;
 	atomic_long	 connect_intercept, connect_tunnel, connect_deny, connect_error;
 	atomic_long	 req_injected, req_plain;
@@ -56,5 +60,11 @@ struct addon_src *proxy_addons(void);
 void	proxy_set_addons(struct addon_src *);
 /* Open connections on all workers. */
 long	proxy_open_conns(void);
+/*
+ * Asks every worker to close up to n of its oldest unidentified
+ * connections, idle ones (no byte received) first: descriptors are short.
+ * Returns the most that may be closed in all.
+ */
+long	proxy_shed(int n);
 
 #endif

@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 struct sbattrs {
 	atomic_int	 refs;
@@ -34,6 +35,8 @@ struct sandbox {
 	atomic_long	 bytes_up, bytes_down, denied;
 	struct sbattrs	*attrs;		/* current; guarded by the registry lock */
 	void		*listener;	/* main thread only (struct evconnlistener) */
+	struct sockaddr_storage listen_ss;	/* main thread only: the listener's address */
+	socklen_t	 listen_sslen;	/* 0: none */
 };
 
 /* The sandbox used for anonymous connections. */

@@ -13,4 +13,5 @@ for bad in "-api.github.com:443" "api-.github.com:443" "api.-github.com:443"; do
 	check "CONNECT '$bad' refused with 400" grep -q '^connect: HTTP/1.[01] 400' "$T/out"
 done
 sleep 12
-check "none of them was resolved or dialled" bash -c "! grep -q -- \"target=-api\\\\|target=api-\\\\|target=api\\.-\" $PX_DIR/proxy.log || ! grep -q \"upstream failed\" $PX_DIR/proxy.log"
+check "none of them was resolved or dialled" bash -c "! grep -qE 'target=(-api|api-|api\\.-).*reason=(resolve_failed|connect_failed|connect_timeout|address_policy)' $PX_DIR/proxy.log"
+check "each refused as a bad target in the audit log" test "$(grep -c '"type":"connect".*"status":400.*"reason":"bad_target"' "$PX_DIR/audit.jsonl")" = 3
