@@ -875,11 +875,12 @@ vm_free(struct addon_vm *vm)
 	free(vm);
 }
 
-/* The per-hook heap growth allowed (limits.lua_hook_memory): a quarter of the VM's. */
+/* The per-hook heap growth allowed: limits.lua_hook_memory, or (0) a quarter of the VM's. */
 static size_t
 hook_memory(const struct pconf *conf)
 {
-	return (size_t)conf->lua_memory / 4;
+	return conf->lua_hook_memory > 0 ? (size_t)conf->lua_hook_memory :
+	    (size_t)conf->lua_memory / 4;
 }
 
 struct vm_setup {

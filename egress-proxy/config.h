@@ -57,6 +57,7 @@ struct pconf {
 	long long	 max_headers;
 	long long	 lua_instructions;
 	long long	 lua_memory;
+	long long	 lua_hook_memory;	/* 0: lua_memory / 4 */
 	long long	 handshake_ms;
 	long long	 header_ms;
 	long long	 idle_ms;

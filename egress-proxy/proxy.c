@@ -941,15 +941,19 @@ static struct addon_vm *
 worker_vm(struct worker *w)
 {
 	struct addon_src *src = proxy_addons();
+	static struct log_rate rl;	/* a failing rebuild is tried per connection */
 	struct addon_vm *vm;
 	char err[512];
+	long dropped;
 
 	if (src == NULL)
 		return w->vm;
 	if (w->vm == NULL || addon_vm_gen(w->vm) != addon_src_gen(src)) {
-		if ((vm = addon_vm_new(src, the_proxy.conf, w->gh, err, sizeof(err))) == NULL)
-			log_warnx("worker=%d addons not reloaded: %s", w->idx, err);
-		else {
+		if ((vm = addon_vm_new(src, the_proxy.conf, w->gh, err, sizeof(err))) == NULL) {
+			if (log_rate_ok(&rl, 1, 10000, &dropped))
+				log_warnx("worker=%d addons not reloaded: %s (%ld more "
+				    "not logged)", w->idx, err, dropped);
+		} else {
 			if (w->vm != NULL)
 				addon_vm_unref(w->vm);
 			w->vm = vm;

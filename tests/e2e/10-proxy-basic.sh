@@ -384,6 +384,7 @@ kill -HUP "$PPID_"
 wait_for 10 grep -q 'addons reload failed, keeping the previous addons' "$T/proxy.log"
 check "reload-broken-logged" grep -q 'reload failed' "$T/proxy.log"
 "${C[@]}" -x "$PX" https://github.com/after-broken-reload -o /dev/null
+wait_for 5 grep -q '"path":"/after-broken-reload"' "$T/audit.jsonl"
 check "old-addon-still-injects" grep -q '"path":"/after-broken-reload".*"injected":true,"rule":"e2e-v1"' "$T/audit.jsonl"
 sed 's/e2e-v1/e2e-v2/' "$T/addon.good" >"$T/addon.lua"
 r=$(admin '{"op":"reload"}')
