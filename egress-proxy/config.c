@@ -74,7 +74,7 @@ static const struct cfg_key keys[] = {
 	{ "limits.lua_memory", CFG_SIZE, O(lua_memory), 1048576, 4294967296LL, "64MiB", NULL,
 	  "memory limit of each worker's Lua state" },
 	{ "limits.lua_hook_memory", CFG_SIZE, O(lua_hook_memory), 0, 4294967296LL, "0", NULL,
-	  "heap growth allowed to one addon hook run; 0: a quarter of limits.lua_memory" },
+	  "heap growth allowed to one addon hook run (0: a quarter of limits.lua_memory); over it, that hook fails closed" },
 	{ "timeouts.handshake", CFG_DURATION, O(handshake_ms), 100, 600000, "10s", NULL,
 	  "TLS handshake with the client or the upstream" },
 	{ "timeouts.header", CFG_DURATION, O(header_ms), 100, 600000, "30s", NULL,
