@@ -24,6 +24,8 @@ endif
 ALL_OBJS += $(ORCH_OBJS) $(ORCH_MAIN)
 
 $(ORCH_OBJS) $(ORCH_MAIN): CPPFLAGS += -Iorchestrator -Inetpol $(ORCH_DEFS)
+# http.c: our HTTP/1.1 server, on llhttp (LLHTTP_OBJS, linked already).
+$(B)/orchestrator/http.o: CPPFLAGS += -I$(LLHTTP_INC)
 
 BINS += $(B)/orchestrator/orchestrator
 $(B)/orchestrator/orchestrator: $(ORCH_MAIN) $(ORCH_OBJS) $(ORCH_RT_OBJS) \
