@@ -24,8 +24,6 @@ endif
 ALL_OBJS += $(ORCH_OBJS) $(ORCH_MAIN)
 
 $(ORCH_OBJS) $(ORCH_MAIN): CPPFLAGS += -Iorchestrator -Inetpol $(ORCH_DEFS)
-# http.c: our HTTP/1.1 server, on llhttp (LLHTTP_OBJS, linked already).
-$(B)/orchestrator/http.o: CPPFLAGS += -I$(LLHTTP_INC)
 
 BINS += $(B)/orchestrator/orchestrator
 $(B)/orchestrator/orchestrator: $(ORCH_MAIN) $(ORCH_OBJS) $(ORCH_RT_OBJS) \
@@ -33,7 +31,8 @@ $(B)/orchestrator/orchestrator: $(ORCH_MAIN) $(ORCH_OBJS) $(ORCH_RT_OBJS) \
 	$(CC) $(LDFLAGS) $(sort $^) $(PKG_LIBS) -o $@
 
 # Unit tests: link everything but main.o.
-ORCH_UNITS := test_orch_mcp test_orch_jsonu test_orch_tools test_orch_results
+ORCH_UNITS := test_orch_mcp test_orch_jsonu test_orch_tools test_orch_results \
+	test_orch_work
 UNIT_TESTS += $(ORCH_UNITS:%=$(B)/tests/unit/%)
 ALL_OBJS += $(ORCH_UNITS:%=$(B)/tests/unit/%.o)
 $(ORCH_UNITS:%=$(B)/tests/unit/%.o): CPPFLAGS += -Iorchestrator -Inetpol $(ORCH_DEFS)

@@ -161,6 +161,9 @@ struct hconn {
 	unsigned		 wr_shut:1;
 	unsigned		 complete:1;	/* c->req is whole: dispatch it */
 	const char		*perr;		/* why a callback failed */
+	const struct http_route	*guess;		/* the route by the raw request
+						 * line: an error's shape before
+						 * llhttp read the target */
 	TAILQ_ENTRY(hconn)	 all;
 	TAILQ_ENTRY(hconn)	 idle;		/* ht->idle while C_IDLE */
 };
@@ -204,6 +207,7 @@ static void conn_parse(struct hconn *);
 static void conn_want_write(struct hconn *);
 static void conn_arm(struct hconn *);
 static void conn_set(struct hconn *, enum cstate);
+static void conn_guess(struct hconn *);
 
 static const char *
 reason(int code)
@@ -411,8 +415,10 @@ reply_done(struct hconn *c)
 	conn_want_write(c);
 	conn_arm(c);
 	/* Pipelined bytes: parse them from a fresh callback. */
-	if (c->in.len > 0)
+	if (c->in.len > 0) {
+		conn_guess(c);
 		event_active(c->kick, EV_TIMEOUT, 0);
+	}
 }
 
 void
@@ -510,7 +516,8 @@ conn_error(struct hconn *c, int code, const char *ecode, const char *msg)
 {
 	struct http *ht = c->ht;
 	struct http_req *r = c->req;
-	cJSON *o = route_error(r != NULL ? r->route : NULL, code, ecode, msg);
+	cJSON *o = route_error(r != NULL && r->route != NULL ? r->route :
+	    c->guess, code, ecode, msg);
 	char *txt = cJSON_PrintUnformatted(o);
 	size_t n = strlen(txt);
 
@@ -691,6 +698,36 @@ route_find(const struct http *ht, const char *path)
 			return &ht->routes[i];
 	}
 	return NULL;
+}
+
+/*
+ * The route a request's raw first bytes name ("METHOD /path..."), so that
+ * a request line llhttp refuses (a bad method) is still answered in its
+ * route's shape. Best effort: NULL when the target is not in c->in.
+ */
+static void
+conn_guess(struct hconn *c)
+{
+	char t[64];
+	const char *p, *e, *end;
+	size_t n;
+
+	c->guess = NULL;
+	if (c->in.len == 0)
+		return;
+	end = c->in.p + c->in.len;
+	if ((p = memchr(c->in.p, ' ', c->in.len < 32 ? c->in.len : 32)) == NULL)
+		return;
+	p++;
+	for (e = p; e < end && *e != ' ' && *e != '?' && *e != '\r' &&
+	    *e != '\n'; e++)
+		;
+	n = (size_t)(e - p);
+	if (e == end || n == 0 || n >= sizeof(t) || *p != '/')
+		return;
+	memcpy(t, p, n);
+	t[n] = '\0';
+	c->guess = route_find(c->ht, t);
 }
 
 /*
@@ -1176,7 +1213,7 @@ parse_error(struct hconn *c, llhttp_errno_t e)
 		conn_error(c, 431, "headers_too_large", msg);
 		return;
 	}
-	if (strcmp(why, "505") == 0) {
+	if (strcmp(why, "505") == 0 || e == HPE_INVALID_VERSION) {
 		conn_error(c, 505, "http_version", "only HTTP/1.0 and HTTP/1.1 are served");
 		return;
 	}
@@ -1272,6 +1309,8 @@ read_cb(evutil_socket_t fd UNUSED, short ev UNUSED, void *arg)
 		conn_set(c, C_READING);
 		conn_arm(c);
 	}
+	if (c->st == C_READING && c->req == NULL)
+		conn_guess(c);	/* a new request's first bytes */
 	if (c->st == C_READING)
 		conn_parse(c);
 	else if (c->st == C_INFLIGHT && c->in.len >= PEND_MAX) {

@@ -57,9 +57,11 @@ metrics(struct http *ht, struct http_req *req, const char *path UNUSED,
 {
 	struct server *sv = arg;
 	struct buf b;
-	int r = 0, wt, wb, wq;
+	int r = 0, wt, wb, wq, wk;
+	unsigned long long wr;
 
 	work_stats(&wt, &wb, &wq);
+	work_key_stats(&wk, &wr);
 	buf_init(&b, 1 << 20);
 	r |= http_metrics(ht, &b);
 	r |= mcp_front_metrics(sv->mcp, &b);
@@ -72,6 +74,12 @@ metrics(struct http *ht, struct http_req *req, const char *path UNUSED,
 	    "# HELP orch_worker_queued Work items waiting for a thread.\n"
 	    "# TYPE orch_worker_queued gauge\norch_worker_queued %d\n",
 	    http_inflight(ht), wt, wb, wq);
+	r |= buf_addf(&b, "# HELP orch_work_sessions Sessions with work queued or running.\n"
+	    "# TYPE orch_work_sessions gauge\norch_work_sessions %d\n"
+	    "# HELP orch_work_refused_total Calls refused at their session's cap "
+	    "(limits.session_calls).\n"
+	    "# TYPE orch_work_refused_total counter\norch_work_refused_total %llu\n",
+	    wk, wr);
 	r |= sessmgr_metrics(sv->mgr, &b);
 	if (r != 0) {
 		buf_free(&b);
