@@ -1,7 +1,8 @@
 /*
  * http.c: the HTTP/1.1 server (http.h) on llhttp: listener and accept
- * back-off, connection caps, request parsing and framing, route table,
- * auth and Origin, replies, counters.
+ * back-off, connection caps, request parsing and framing, replies. The
+ * request side (accessors, route table, Origin/Host/auth, dispatch, the
+ * counters page) is httpreq.c; the structs both share are http_int.h.
  *
  * Connections. Each accepted socket is a struct hconn with one state:
  *   C_IDLE     no request bytes; on the idle list (oldest first), closed
@@ -37,18 +38,6 @@
  * pauses (ACCEPT_BACKOFF_MIN_MS doubling to ACCEPT_BACKOFF_MAX_MS) and
  * one line per ACCEPT_LOG_INTERVAL_S is logged: no busy loop, no flood.
  *
- * Origin and Host (DNS rebinding; every route, before the key). A request
- * without Origin is no browser's and passes; an Origin passes when it is
- * in allowed_origins, or, while the listener is a loopback address, when
- * it is http(s)://localhost, 127.0.0.1 or [::1] (or the listen host) with
- * any port: a page served from this machine. While the listener is a
- * loopback address the Host must name it too: localhost, 127.0.0.1, [::1]
- * or the listen host, any port (a request without Host, HTTP/1.0, passes:
- * browsers always send one). A rebinding page's requests carry its own
- * name as Host, so they get 403 even when they carry no Origin. On any
- * other listener the operator's names for it are unknown here: Host is
- * not checked, and only allowed_origins pass (docs/operator-guide.md).
- *
  * Framing. llhttp refuses what could smuggle a request (Content-Length
  * with Transfer-Encoding, a Transfer-Encoding without chunked last, bad
  * chunk sizes, bare CR); a second Content-Length, even an equal one, is
@@ -77,6 +66,7 @@
 #include <llhttp.h>
 
 #include "http.h"
+#include "http_int.h"
 #include "jsonu.h"
 #include "log.h"
 #include "strnum.h"
@@ -84,7 +74,6 @@
 #include "xmalloc.h"
 
 #define FD_RESERVE		256	/* descriptors kept from connections */
-#define HDR_MAX			100	/* headers in one request */
 #define URL_MAX			8192	/* request target (414 beyond: 431) */
 #define PEND_MAX		(64 * 1024)	/* input kept while a request is
 					 * in flight; reading stops beyond */
@@ -97,117 +86,13 @@
 					 * more are closed unanswered */
 #define REFUSE_TIMEOUT_MS	2000	/* a refused connection's head */
 #define SINK_LINGER_MS		2000	/* input dropped after an error */
-#define ADDR_BUCKETS		1024
 #define RETRY_AFTER		"1"	/* seconds, on every 503 and 429 */
-
-enum cstate { C_IDLE, C_READING, C_INFLIGHT, C_SINK };
-
-struct addrcnt {		/* connections from one client address */
-	unsigned char	 a[16];
-	int		 fam;
-	int		 n;
-	struct addrcnt	*next;
-};
-
-struct hdr {
-	size_t		 name, val;	/* offsets into req->hb */
-};
-
-struct http_req {
-	struct http		*ht;
-	struct hconn		*c;		/* NULL once the client is gone */
-	enum http_method	 method;
-	struct buf		 url;
-	struct buf		 hb;		/* "name\0value\0"... */
-	struct hdr		 h[HDR_MAX];
-	int			 nh;
-	int			 in_value;	/* parsing a header's value */
-	int			 ncl;		/* Content-Length headers seen */
-	struct buf		 body;
-	struct buf		 extra;		/* reply headers added */
-	char			*path, *query;	/* split from url (owned) */
-	const struct http_route	*route;
-	int			 keepalive;	/* the client allows it */
-	int			 http10;
-	unsigned		 dispatched:1;	/* with its handler */
-	unsigned		 streaming:1;	/* a streamed reply started */
-	unsigned		 answered:1;	/* replied by this layer (deadline) */
-	unsigned		 aborted:1;	/* abort cb ran */
-	void			(*abort_cb)(struct http_req *, enum http_abort,
-				    void *);
-	void			*abort_arg;
-	TAILQ_ENTRY(http_req)	 link;		/* ht->reqs while dispatched */
-};
-
-struct hconn {
-	struct http		*ht;
-	int			 fd;
-	enum cstate		 st;
-	struct event		*rev, *wev, *tmo, *kick;
-	llhttp_t		 parser;
-	struct buf		 in;		/* read, not yet parsed */
-	struct evbuffer		*out;
-	struct http_req		*req;		/* arriving or in flight */
-	struct addrcnt		*ac;
-	char			 peer[64];
-	const char		*refuse;	/* answer this instead (cap) */
-	int			 refuse_code;
-	long long		 t_state;	/* ms: when st last changed */
-	long long		 t_wrote;	/* ms: last write progress */
-	unsigned		 dead:1;	/* killed, free pending */
-	unsigned		 close_after:1;	/* close once the reply is out */
-	unsigned		 eof:1;		/* the client closed its side */
-	unsigned		 reading_off:1;	/* PEND_MAX reached */
-	unsigned		 wr_shut:1;
-	unsigned		 complete:1;	/* c->req is whole: dispatch it */
-	const char		*perr;		/* why a callback failed */
-	const struct http_route	*guess;		/* the route by the raw request
-						 * line: an error's shape before
-						 * llhttp read the target */
-	TAILQ_ENTRY(hconn)	 all;
-	TAILQ_ENTRY(hconn)	 idle;		/* ht->idle while C_IDLE */
-};
-
-TAILQ_HEAD(hconnq, hconn);
-TAILQ_HEAD(reqq, http_req);
-
-struct http {
-	struct event_base		*base;
-	const struct conf		*conf;
-	const struct http_route		*routes;
-	size_t				 nroutes;
-	char				*key;
-	size_t				 keylen;
-	int				 loopback;	/* the listener is */
-	char				 listen_host[256];	/* as Host names it */
-	int				 lfd;
-	struct event			*lev, *lbackoff;
-	int				 backoff_ms;
-	long long			 t_acclog;	/* last EMFILE log line */
-	unsigned long long		 n_accerr_unlogged;
-	int				 draining;
-	int				 inflight;	/* async requests */
-	struct hconnq			 conns, idleq;
-	struct reqq			 reqs;		/* dispatched */
-	int				 nconns, nrefusing;
-	long long			 max_conns;
-	struct addrcnt			*addrs[ADDR_BUCKETS];
-	llhttp_settings_t		 ps;
-	/* counters (event loop thread only) */
-	unsigned long long		 req[HTTP_EP_MAX];
-	unsigned long long		 st_2xx, st_4xx, st_5xx, st_401, st_403;
-	unsigned long long		 n_too_large, n_bad, n_accept_err;
-	unsigned long long		 n_refused_total, n_refused_addr;
-	unsigned long long		 n_evicted, n_idle_closed, n_gone;
-	unsigned long long		 n_timeout;
-};
 
 static void conn_kill(struct hconn *, const char *why);
 static void conn_parse(struct hconn *);
 static void conn_want_write(struct hconn *);
 static void conn_arm(struct hconn *);
 static void conn_set(struct hconn *, enum cstate);
-static void conn_guess(struct hconn *);
 
 static const char *
 reason(int code)
@@ -254,27 +139,6 @@ count_status(struct http *ht, int code)
 		ht->st_403++;
 }
 
-cJSON *
-http_err_json(const char *code, const char *msg)
-{
-	cJSON *o = cJSON_CreateObject(), *e;
-
-	e = cJSON_AddObjectToObject(o, "error");
-	cJSON_AddStringToObject(e, "code", code);
-	cJSON_AddStringToObject(e, "message", msg);
-	return o;
-}
-
-/* An error this layer answers, in r's shape (r may be NULL). */
-static cJSON *
-route_error(const struct http_route *r, int status, const char *code,
-    const char *msg)
-{
-	if (r != NULL && r->error_body != NULL)
-		return r->error_body(status, code, msg);
-	return http_err_json(code, msg);
-}
-
 /* ---- the request ---- */
 
 static struct http_req *
@@ -305,65 +169,6 @@ req_free(struct http_req *r)
 	free(r->path);
 	free(r->query);
 	free(r);
-}
-
-const char *
-http_hdr(const struct http_req *r, const char *name)
-{
-	int i;
-
-	for (i = 0; i < r->nh; i++)
-		if (strcasecmp(r->hb.p + r->h[i].name, name) == 0)
-			return r->hb.p + r->h[i].val;
-	return NULL;
-}
-
-enum http_method
-http_req_method(const struct http_req *r)
-{
-	return r->method;
-}
-
-const char *
-http_req_body(const struct http_req *r, size_t *len)
-{
-	*len = r->body.len;
-	return r->body.p != NULL ? r->body.p : "";
-}
-
-const char *
-http_req_query(const struct http_req *r)
-{
-	return r->query;
-}
-
-const char *
-http_req_peer(const struct http_req *r)
-{
-	return r->c != NULL ? r->c->peer : "-";
-}
-
-int
-http_req_gone(const struct http_req *r)
-{
-	return r->c == NULL;
-}
-
-void
-http_req_on_abort(struct http_req *r, void (*cb)(struct http_req *,
-    enum http_abort, void *), void *arg)
-{
-	r->abort_cb = cb;
-	r->abort_arg = arg;
-}
-
-void
-http_add_header(struct http_req *r, const char *name, const char *value)
-{
-	if (strpbrk(name, "\r\n:") != NULL || strpbrk(value, "\r\n") != NULL)
-		return;
-	if (buf_addf(&r->extra, "%s: %s\r\n", name, value) == -1)
-		log_warnx("http: reply headers too large; %s dropped", name);
 }
 
 /* ---- replies ---- */
@@ -416,7 +221,7 @@ reply_done(struct hconn *c)
 	conn_arm(c);
 	/* Pipelined bytes: parse them from a fresh callback. */
 	if (c->in.len > 0) {
-		conn_guess(c);
+		hreq_guess(c);
 		event_active(c->kick, EV_TIMEOUT, 0);
 	}
 }
@@ -516,7 +321,7 @@ conn_error(struct hconn *c, int code, const char *ecode, const char *msg)
 {
 	struct http *ht = c->ht;
 	struct http_req *r = c->req;
-	cJSON *o = route_error(r != NULL && r->route != NULL ? r->route :
+	cJSON *o = hreq_route_error(r != NULL && r->route != NULL ? r->route :
 	    c->guess, code, ecode, msg);
 	char *txt = cJSON_PrintUnformatted(o);
 	size_t n = strlen(txt);
@@ -543,277 +348,6 @@ conn_error(struct hconn *c, int code, const char *ecode, const char *msg)
 	conn_set(c, C_SINK);
 	conn_want_write(c);
 	conn_arm(c);
-}
-
-/* ---- auth, Origin and Host (see the top of the file) ---- */
-
-/* Is name (a host, IPv6 in brackets) one of the loopback names? */
-static int
-loopback_name(const struct http *ht, const char *name, size_t n)
-{
-	static const char *const names[] = { "localhost", "127.0.0.1", "[::1]" };
-	size_t i;
-
-	for (i = 0; i < NELEM(names); i++)
-		if (n == strlen(names[i]) && strncasecmp(name, names[i], n) == 0)
-			return 1;
-	return n == strlen(ht->listen_host) && strncasecmp(name, ht->listen_host,
-	    n) == 0;
-}
-
-/* Is a ("host", "host:port", "[v6]:port") a loopback name, any port? */
-static int
-loopback_authority(const struct http *ht, const char *a)
-{
-	const char *colon;
-	size_t n;
-
-	if (a[0] == '[') {
-		if ((colon = strchr(a, ']')) == NULL)
-			return 0;
-		colon++;
-	} else
-		colon = a + strcspn(a, ":");
-	n = (size_t)(colon - a);
-	if (*colon == ':') {
-		size_t d = strspn(colon + 1, "0123456789");
-		if (d == 0 || d > 5 || colon[1 + d] != '\0')
-			return 0;
-	} else if (*colon != '\0')
-		return 0;
-	return n > 0 && loopback_name(ht, a, n);
-}
-
-static int
-origin_ok(struct http *ht, struct http_req *req)
-{
-	const char *o = http_hdr(req, "Origin");
-	size_t i;
-
-	if (o == NULL)
-		return 1;	/* not a browser */
-	for (i = 0; i < ht->conf->allowed_origins.n; i++)
-		if (strcmp(o, ht->conf->allowed_origins.v[i]) == 0)
-			return 1;
-	if (!ht->loopback)
-		return 0;
-	if (strncasecmp(o, "http://", 7) == 0)
-		return loopback_authority(ht, o + 7);
-	if (strncasecmp(o, "https://", 8) == 0)
-		return loopback_authority(ht, o + 8);
-	return 0;
-}
-
-static int
-host_ok(struct http *ht, struct http_req *req)
-{
-	const char *h = http_hdr(req, "Host");
-
-	return !ht->loopback || h == NULL || loopback_authority(ht, h);
-}
-
-static int
-auth_ok(struct http *ht, struct http_req *req)
-{
-	const char *a = http_hdr(req, "Authorization"), *tok;
-
-	if (a == NULL || strncasecmp(a, "Bearer ", 7) != 0)
-		return 0;
-	for (tok = a + 7; *tok == ' '; tok++)
-		;
-	return jsonu_ct_equal(tok, strlen(tok), ht->key, ht->keylen);
-}
-
-/* ---- media types ---- */
-
-int
-http_accepts(const char *h, const char *type)
-{
-	const char *p = h, *slash = strchr(type, '/');
-	size_t tl = strlen(type), ml = (size_t)(slash - type);
-
-	while (*p != '\0') {
-		const char *e = p, *semi;
-		size_t n;
-
-		while (*e != '\0' && *e != ',')
-			e++;
-		while (p < e && (*p == ' ' || *p == '\t'))
-			p++;
-		semi = p;
-		while (semi < e && *semi != ';')
-			semi++;
-		n = (size_t)(semi - p);
-		while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t'))
-			n--;
-		/* q=0 means "not acceptable" */
-		if (semi < e) {
-			const char *q = semi;
-			while (q < e) {
-				while (q < e && (*q == ';' || *q == ' '))
-					q++;
-				if ((size_t)(e - q) >= 3 && strncasecmp(q, "q=0", 3) == 0 &&
-				    (q + 3 == e || q[3] == ';' || q[3] == ' ' ||
-				    (q[3] == '.' && strspn(q + 4, "0") >= (size_t)(e - q - 4))))
-					goto next;
-				while (q < e && *q != ';')
-					q++;
-			}
-		}
-		if ((n == tl && strncasecmp(p, type, tl) == 0) ||
-		    (n == 3 && strncmp(p, "*/*", 3) == 0) ||
-		    (n == ml + 2 && strncasecmp(p, type, ml + 1) == 0 && p[ml + 1] == '*'))
-			return 1;
-next:
-		p = *e == ',' ? e + 1 : e;
-	}
-	return 0;
-}
-
-int
-http_ctype_json(const char *ct)
-{
-	size_t n;
-
-	if (ct == NULL)
-		return 0;
-	while (*ct == ' ')
-		ct++;
-	n = strcspn(ct, "; ");
-	return n == 16 && strncasecmp(ct, "application/json", 16) == 0;
-}
-
-/* ---- dispatch ---- */
-
-/* The route serving path, or NULL. */
-static const struct http_route *
-route_find(const struct http *ht, const char *path)
-{
-	size_t i, n;
-
-	for (i = 0; i < ht->nroutes; i++) {
-		n = strlen(ht->routes[i].path);
-		if (ht->routes[i].prefix ? strncmp(path, ht->routes[i].path, n) == 0 :
-		    strcmp(path, ht->routes[i].path) == 0)
-			return &ht->routes[i];
-	}
-	return NULL;
-}
-
-/*
- * The route a request's raw first bytes name ("METHOD /path..."), so that
- * a request line llhttp refuses (a bad method) is still answered in its
- * route's shape. Best effort: NULL when the target is not in c->in.
- */
-static void
-conn_guess(struct hconn *c)
-{
-	char t[64];
-	const char *p, *e, *end;
-	size_t n;
-
-	c->guess = NULL;
-	if (c->in.len == 0)
-		return;
-	end = c->in.p + c->in.len;
-	if ((p = memchr(c->in.p, ' ', c->in.len < 32 ? c->in.len : 32)) == NULL)
-		return;
-	p++;
-	for (e = p; e < end && *e != ' ' && *e != '?' && *e != '\r' &&
-	    *e != '\n'; e++)
-		;
-	n = (size_t)(e - p);
-	if (e == end || n == 0 || n >= sizeof(t) || *p != '/')
-		return;
-	memcpy(t, p, n);
-	t[n] = '\0';
-	c->guess = route_find(c->ht, t);
-}
-
-/*
- * Splits the request target into path and query: origin-form
- * ("/p?q") or absolute-form ("http://host/p?q"). -1: neither.
- */
-static int
-split_target(struct http_req *r)
-{
-	const char *u = r->url.p != NULL ? r->url.p : "", *p, *q, *e;
-
-	if (u[0] == '/')
-		p = u;
-	else if (strncasecmp(u, "http://", 7) == 0 || strncasecmp(u, "https://", 8) == 0) {
-		p = strchr(u + (u[4] == ':' ? 7 : 8), '/');
-		if (p == NULL)
-			p = "/";
-	} else
-		return -1;
-	e = p + strcspn(p, "#");
-	q = memchr(p, '?', (size_t)(e - p));
-	r->path = xstrndup(p, (size_t)((q != NULL ? q : e) - p));
-	if (q != NULL)
-		r->query = xstrndup(q + 1, (size_t)(e - q - 1));
-	return 0;
-}
-
-static void
-send_route_err(struct http *ht, struct http_req *req, int status,
-    const char *code, const char *msg)
-{
-	cJSON *o = route_error(req->route, status, code, msg);
-
-	http_send_json(ht, req, status, o);
-	cJSON_Delete(o);
-}
-
-/* The request on c is whole: to its handler (which owns it from now). */
-static void
-dispatch(struct hconn *c)
-{
-	struct http *ht = c->ht;
-	struct http_req *req = c->req;
-	const struct http_route *r = req->route;
-	const char *path = req->path;
-
-	req->dispatched = 1;
-	TAILQ_INSERT_TAIL(&ht->reqs, req, link);
-	if (!host_ok(ht, req)) {
-		char shown[80], msg[256];
-		const char *h = http_hdr(req, "Host");
-
-		log_escape(shown, sizeof(shown), h, strlen(h));
-		snprintf(msg, sizeof(msg), "Host '%s' not allowed: this server "
-		    "listens on a loopback address and answers only requests for "
-		    "localhost, 127.0.0.1 or [::1] (DNS rebinding defence)", shown);
-		send_route_err(ht, req, 403, "forbidden_host", msg);
-		return;
-	}
-	if (!origin_ok(ht, req)) {
-		send_route_err(ht, req, 403, "forbidden_origin", ht->loopback ?
-		    "Origin not allowed: only pages from localhost, 127.0.0.1, "
-		    "[::1] or an origin in allowed_origins may call this server" :
-		    "Origin not allowed: only origins in allowed_origins may call "
-		    "this server");
-		return;
-	}
-	if (r != NULL && !r->auth) {
-		ht->req[r->endpoint]++;
-		r->handler(ht, req, path, r->arg);
-		return;
-	}
-	if (!auth_ok(ht, req)) {
-		http_add_header(req, "WWW-Authenticate", "Bearer realm=\"orchestrator\"");
-		send_route_err(ht, req, 401, "unauthorized", "send "
-		    "Authorization: Bearer <key> with the orchestrator's key");
-		return;
-	}
-	if (r != NULL) {
-		ht->req[r->endpoint]++;
-		r->handler(ht, req, path, r->arg);
-		return;
-	}
-	ht->req[HTTP_EP_OTHER]++;
-	http_send_err(ht, req, 404, "not_found", "no such endpoint (try /mcp, "
-	    "/v1/sessions, /healthz, /readyz, /metrics)");
 }
 
 /* ---- llhttp callbacks (parser->data: the connection) ---- */
@@ -847,11 +381,11 @@ on_url_complete(llhttp_t *p)
 	struct hconn *c = p->data;
 	struct http_req *r = c->req;
 
-	if (split_target(r) == -1) {
+	if (hreq_split_target(r) == -1) {
 		c->perr = "target";
 		return -1;
 	}
-	r->route = route_find(c->ht, r->path);
+	r->route = hreq_route_find(c->ht, r->path);
 	return 0;
 }
 
@@ -1260,7 +794,7 @@ conn_parse(struct hconn *c)
 			c->complete = 0;
 			conn_set(c, C_INFLIGHT);
 			conn_arm(c);
-			dispatch(c);	/* may reply at once: c kicks itself */
+			hreq_dispatch(c);	/* may reply at once: c kicks itself */
 		}
 		return;
 	}
@@ -1310,7 +844,7 @@ read_cb(evutil_socket_t fd UNUSED, short ev UNUSED, void *arg)
 		conn_arm(c);
 	}
 	if (c->st == C_READING && c->req == NULL)
-		conn_guess(c);	/* a new request's first bytes */
+		hreq_guess(c);	/* a new request's first bytes */
 	if (c->st == C_READING)
 		conn_parse(c);
 	else if (c->st == C_INFLIGHT && c->in.len >= PEND_MAX) {
@@ -1523,6 +1057,8 @@ accept_cb(evutil_socket_t lfd, short ev UNUSED, void *arg)
 	socklen_t len;
 	int i, fd, tries = 0;
 
+	memset(&ss, 0, sizeof(ss));
+
 	for (i = 0; i < ACCEPT_BATCH; i++) {
 		len = sizeof(ss);
 		fd = accept4(lfd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK |
@@ -1692,6 +1228,18 @@ http_draining(const struct http *ht)
 	return ht->draining;
 }
 
+/* The first dispatched request still owed an answer, or NULL. */
+static struct http_req *
+next_unanswered(struct http *ht)
+{
+	struct http_req *r;
+
+	TAILQ_FOREACH(r, &ht->reqs, link)
+		if (!r->answered && !(r->aborted && r->c == NULL))
+			return r;
+	return NULL;
+}
+
 int
 http_abort_inflight(struct http *ht)
 {
@@ -1700,12 +1248,7 @@ http_abort_inflight(struct http *ht)
 	cJSON *o;
 	char *txt;
 
-	for (;;) {
-		TAILQ_FOREACH(r, &ht->reqs, link)
-			if (!r->answered && !(r->aborted && r->c == NULL))
-				break;
-		if (r == NULL)
-			break;
+	while ((r = next_unanswered(ht)) != NULL) {
 		n++;
 		if (r->abort_cb != NULL && !r->aborted) {
 			r->aborted = 1;
@@ -1717,7 +1260,7 @@ http_abort_inflight(struct http *ht)
 		if (r->c == NULL)
 			continue;
 		/* Answered here; the handler's own reply frees r later. */
-		o = route_error(r->route, 503, "draining", "Service Unavailable: the "
+		o = hreq_route_error(r->route, 503, "draining", "Service Unavailable: the "
 		    "orchestrator shut down (drain deadline) before this request "
 		    "finished; retry");
 		txt = cJSON_PrintUnformatted(o);
@@ -1811,62 +1354,4 @@ http_free(struct http *ht)
 		free(ht->key);
 	}
 	free(ht);
-}
-
-int
-http_metrics(const struct http *ht, struct buf *b)
-{
-	int r = 0;
-
-	r |= buf_addf(b, "# HELP orch_http_requests_total HTTP requests by endpoint.\n"
-	    "# TYPE orch_http_requests_total counter\n"
-	    "orch_http_requests_total{endpoint=\"mcp\"} %llu\n"
-	    "orch_http_requests_total{endpoint=\"rest\"} %llu\n"
-	    "orch_http_requests_total{endpoint=\"other\"} %llu\n",
-	    ht->req[HTTP_EP_MCP], ht->req[HTTP_EP_REST], ht->req[HTTP_EP_OTHER]);
-	r |= buf_addf(b, "# HELP orch_http_responses_total HTTP responses by status class.\n"
-	    "# TYPE orch_http_responses_total counter\n"
-	    "orch_http_responses_total{class=\"2xx\"} %llu\n"
-	    "orch_http_responses_total{class=\"4xx\"} %llu\n"
-	    "orch_http_responses_total{class=\"5xx\"} %llu\n"
-	    "# HELP orch_auth_failures_total Requests refused for a missing or wrong key.\n"
-	    "# TYPE orch_auth_failures_total counter\norch_auth_failures_total %llu\n"
-	    "# HELP orch_origin_rejected_total Requests refused for their Origin "
-	    "or Host (403).\n"
-	    "# TYPE orch_origin_rejected_total counter\norch_origin_rejected_total %llu\n",
-	    ht->st_2xx, ht->st_4xx, ht->st_5xx, ht->st_401, ht->st_403);
-	r |= buf_addf(b, "# HELP orch_http_connections Client connections open.\n"
-	    "# TYPE orch_http_connections gauge\norch_http_connections %d\n"
-	    "# HELP orch_http_connections_max The connection cap in force "
-	    "(http.max_conns, below the descriptor limit).\n"
-	    "# TYPE orch_http_connections_max gauge\norch_http_connections_max %lld\n"
-	    "# HELP orch_http_conns_refused_total Connections refused at a cap.\n"
-	    "# TYPE orch_http_conns_refused_total counter\n"
-	    "orch_http_conns_refused_total{cap=\"total\"} %llu\n"
-	    "orch_http_conns_refused_total{cap=\"per_addr\"} %llu\n"
-	    "# HELP orch_http_conns_evicted_total Idle connections closed to make "
-	    "room (a cap, or no descriptor).\n"
-	    "# TYPE orch_http_conns_evicted_total counter\n"
-	    "orch_http_conns_evicted_total %llu\n"
-	    "# HELP orch_http_idle_closed_total Keep-alive connections closed "
-	    "after http.idle_timeout.\n"
-	    "# TYPE orch_http_idle_closed_total counter\norch_http_idle_closed_total %llu\n"
-	    "# HELP orch_http_accept_errors_total accept() failures (EMFILE and "
-	    "others).\n"
-	    "# TYPE orch_http_accept_errors_total counter\n"
-	    "orch_http_accept_errors_total %llu\n"
-	    "# HELP orch_http_bad_requests_total Malformed requests (400).\n"
-	    "# TYPE orch_http_bad_requests_total counter\norch_http_bad_requests_total %llu\n"
-	    "# HELP orch_http_too_large_total Bodies refused (413).\n"
-	    "# TYPE orch_http_too_large_total counter\norch_http_too_large_total %llu\n"
-	    "# HELP orch_http_timeouts_total Connections timed out (408, or a "
-	    "reply left unread).\n"
-	    "# TYPE orch_http_timeouts_total counter\norch_http_timeouts_total %llu\n"
-	    "# HELP orch_http_clients_gone_total Clients that left with a request "
-	    "in flight (its call was cancelled).\n"
-	    "# TYPE orch_http_clients_gone_total counter\norch_http_clients_gone_total %llu\n",
-	    ht->nconns, ht->max_conns, ht->n_refused_total, ht->n_refused_addr,
-	    ht->n_evicted, ht->n_idle_closed, ht->n_accept_err, ht->n_bad,
-	    ht->n_too_large, ht->n_timeout, ht->n_gone);
-	return r ? -1 : 0;
 }
