@@ -1,8 +1,8 @@
 /*
  * http.c: the HTTP/1.1 server (http.h) on llhttp: listener and accept
- * back-off, connection caps, request parsing and framing, replies. The
- * request side (accessors, route table, Origin/Host/auth, dispatch, the
- * counters page) is httpreq.c; the structs both share are http_int.h.
+ * back-off, connection caps, request parsing and framing, dispatch,
+ * replies. The request side (accessors, route table, Origin/Host/auth,
+ * the counters page) is httpreq.c; the structs both share are http_int.h.
  *
  * Connections. Each accepted socket is a struct hconn with one state:
  *   C_IDLE     no request bytes; on the idle list (oldest first), closed
@@ -348,6 +348,69 @@ conn_error(struct hconn *c, int code, const char *ecode, const char *msg)
 	conn_set(c, C_SINK);
 	conn_want_write(c);
 	conn_arm(c);
+}
+
+/* ---- dispatch ---- */
+
+static void
+send_route_err(struct http *ht, struct http_req *req, int status,
+    const char *code, const char *msg)
+{
+	cJSON *o = hreq_route_error(req->route, status, code, msg);
+
+	http_send_json(ht, req, status, o);
+	cJSON_Delete(o);
+}
+
+/* The request on c is whole: to its handler (which owns it from now). */
+static void
+dispatch(struct hconn *c)
+{
+	struct http *ht = c->ht;
+	struct http_req *req = c->req;
+	const struct http_route *r = req->route;
+	const char *path = req->path;
+
+	req->dispatched = 1;
+	TAILQ_INSERT_TAIL(&ht->reqs, req, link);
+	if (!hreq_host_ok(ht, req)) {
+		char shown[80], msg[256];
+		const char *h = http_hdr(req, "Host");
+
+		log_escape(shown, sizeof(shown), h, strlen(h));
+		snprintf(msg, sizeof(msg), "Host '%s' not allowed: this server "
+		    "listens on a loopback address and answers only requests for "
+		    "localhost, 127.0.0.1 or [::1] (DNS rebinding defence)", shown);
+		send_route_err(ht, req, 403, "forbidden_host", msg);
+		return;
+	}
+	if (!hreq_origin_ok(ht, req)) {
+		send_route_err(ht, req, 403, "forbidden_origin", ht->loopback ?
+		    "Origin not allowed: only pages from localhost, 127.0.0.1, "
+		    "[::1] or an origin in allowed_origins may call this server" :
+		    "Origin not allowed: only origins in allowed_origins may call "
+		    "this server");
+		return;
+	}
+	if (r != NULL && !r->auth) {
+		ht->req[r->endpoint]++;
+		r->handler(ht, req, path, r->arg);
+		return;
+	}
+	if (!hreq_auth_ok(ht, req)) {
+		http_add_header(req, "WWW-Authenticate", "Bearer realm=\"orchestrator\"");
+		send_route_err(ht, req, 401, "unauthorized", "send "
+		    "Authorization: Bearer <key> with the orchestrator's key");
+		return;
+	}
+	if (r != NULL) {
+		ht->req[r->endpoint]++;
+		r->handler(ht, req, path, r->arg);
+		return;
+	}
+	ht->req[HTTP_EP_OTHER]++;
+	http_send_err(ht, req, 404, "not_found", "no such endpoint (try /mcp, "
+	    "/v1/sessions, /healthz, /readyz, /metrics)");
 }
 
 /* ---- llhttp callbacks (parser->data: the connection) ---- */
@@ -794,7 +857,7 @@ conn_parse(struct hconn *c)
 			c->complete = 0;
 			conn_set(c, C_INFLIGHT);
 			conn_arm(c);
-			hreq_dispatch(c);	/* may reply at once: c kicks itself */
+			dispatch(c);	/* may reply at once: c kicks itself */
 		}
 		return;
 	}

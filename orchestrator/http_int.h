@@ -1,7 +1,8 @@
 /*
  * http_int.h: the structs of the HTTP server shared by http.c (connections,
- * parsing, replies) and httpreq.c (the request side: accessors, routes,
- * Origin/Host/auth, dispatch, counters). Nothing else includes it.
+ * parsing, dispatch, replies) and httpreq.c (the request side: accessors,
+ * routes, Origin/Host/auth, counters), which calls nothing of http.c.
+ * Nothing else includes it.
  */
 #ifndef HTTP_INT_H
 #define HTTP_INT_H
@@ -131,7 +132,9 @@ const struct http_route *hreq_route_find(const struct http *, const char *path);
 void	hreq_guess(struct hconn *);
 /* req->path and req->query from req->url; -1: no path there. */
 int	hreq_split_target(struct http_req *);
-/* c->req is whole: checks, then to its handler (which owns it now). */
-void	hreq_dispatch(struct hconn *);
+/* The Origin and Host checks (httpreq.c's top) and the bearer key. */
+int	hreq_origin_ok(struct http *, struct http_req *);
+int	hreq_host_ok(struct http *, struct http_req *);
+int	hreq_auth_ok(struct http *, struct http_req *);
 
 #endif

@@ -1,8 +1,9 @@
 /*
  * httpreq.c: the request side of the HTTP server (http.h): the request's
  * accessors, the route table, the Origin/Host check and the bearer key,
- * media types, the dispatch of a whole request to its route's handler,
- * and the counters page. Connections and parsing are http.c.
+ * media types, and the counters page. Connections, parsing, the dispatch
+ * to a route's handler and replies are http.c, which calls this file (and
+ * never the reverse).
  *
  * Origin and Host (DNS rebinding; every route, before the key). A request
  * without Origin is no browser's and passes; an Origin passes when it is
@@ -147,8 +148,8 @@ loopback_authority(const struct http *ht, const char *a)
 	return n > 0 && loopback_name(ht, a, n);
 }
 
-static int
-origin_ok(struct http *ht, struct http_req *req)
+int
+hreq_origin_ok(struct http *ht, struct http_req *req)
 {
 	const char *o = http_hdr(req, "Origin");
 	size_t i;
@@ -167,16 +168,16 @@ origin_ok(struct http *ht, struct http_req *req)
 	return 0;
 }
 
-static int
-host_ok(struct http *ht, struct http_req *req)
+int
+hreq_host_ok(struct http *ht, struct http_req *req)
 {
 	const char *h = http_hdr(req, "Host");
 
 	return !ht->loopback || h == NULL || loopback_authority(ht, h);
 }
 
-static int
-auth_ok(struct http *ht, struct http_req *req)
+int
+hreq_auth_ok(struct http *ht, struct http_req *req)
 {
 	const char *a = http_hdr(req, "Authorization"), *tok;
 
@@ -246,7 +247,7 @@ http_ctype_json(const char *ct)
 	return n == 16 && strncasecmp(ct, "application/json", 16) == 0;
 }
 
-/* ---- dispatch ---- */
+/* ---- routes ---- */
 
 /* The route serving path, or NULL. */
 const struct http_route *
@@ -318,66 +319,6 @@ hreq_split_target(struct http_req *r)
 	return 0;
 }
 
-static void
-send_route_err(struct http *ht, struct http_req *req, int status,
-    const char *code, const char *msg)
-{
-	cJSON *o = hreq_route_error(req->route, status, code, msg);
-
-	http_send_json(ht, req, status, o);
-	cJSON_Delete(o);
-}
-
-/* The request on c is whole: to its handler (which owns it from now). */
-void
-hreq_dispatch(struct hconn *c)
-{
-	struct http *ht = c->ht;
-	struct http_req *req = c->req;
-	const struct http_route *r = req->route;
-	const char *path = req->path;
-
-	req->dispatched = 1;
-	TAILQ_INSERT_TAIL(&ht->reqs, req, link);
-	if (!host_ok(ht, req)) {
-		char shown[80], msg[256];
-		const char *h = http_hdr(req, "Host");
-
-		log_escape(shown, sizeof(shown), h, strlen(h));
-		snprintf(msg, sizeof(msg), "Host '%s' not allowed: this server "
-		    "listens on a loopback address and answers only requests for "
-		    "localhost, 127.0.0.1 or [::1] (DNS rebinding defence)", shown);
-		send_route_err(ht, req, 403, "forbidden_host", msg);
-		return;
-	}
-	if (!origin_ok(ht, req)) {
-		send_route_err(ht, req, 403, "forbidden_origin", ht->loopback ?
-		    "Origin not allowed: only pages from localhost, 127.0.0.1, "
-		    "[::1] or an origin in allowed_origins may call this server" :
-		    "Origin not allowed: only origins in allowed_origins may call "
-		    "this server");
-		return;
-	}
-	if (r != NULL && !r->auth) {
-		ht->req[r->endpoint]++;
-		r->handler(ht, req, path, r->arg);
-		return;
-	}
-	if (!auth_ok(ht, req)) {
-		http_add_header(req, "WWW-Authenticate", "Bearer realm=\"orchestrator\"");
-		send_route_err(ht, req, 401, "unauthorized", "send "
-		    "Authorization: Bearer <key> with the orchestrator's key");
-		return;
-	}
-	if (r != NULL) {
-		ht->req[r->endpoint]++;
-		r->handler(ht, req, path, r->arg);
-		return;
-	}
-	ht->req[HTTP_EP_OTHER]++;
-	http_send_err(ht, req, 404, "not_found", "no such endpoint (try /mcp, "
-	    "/v1/sessions, /healthz, /readyz, /metrics)");
-}
 
 int
 http_metrics(const struct http *ht, struct buf *b)

@@ -517,7 +517,7 @@ mcp_front_metrics(const struct mcp_front *fr, struct buf *b)
 	    "# TYPE orch_tool_calls_cancelled_total counter\n"
 	    "orch_tool_calls_cancelled_total %llu\n"
 	    "# HELP orch_tool_calls_refused_total Tool calls refused at the "
-	    "session's cap (limits.session_calls).\n"
+	    "per-session cap (limits.session_calls).\n"
 	    "# TYPE orch_tool_calls_refused_total counter\n"
 	    "orch_tool_calls_refused_total %llu\n", fr->n_cancelled, fr->n_refused);
 	r |= buf_addf(b, "# HELP orch_tool_call_seconds_sum Time spent in tool calls.\n"

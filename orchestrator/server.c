@@ -76,7 +76,7 @@ metrics(struct http *ht, struct http_req *req, const char *path UNUSED,
 	    http_inflight(ht), wt, wb, wq);
 	r |= buf_addf(&b, "# HELP orch_work_sessions Sessions with work queued or running.\n"
 	    "# TYPE orch_work_sessions gauge\norch_work_sessions %d\n"
-	    "# HELP orch_work_refused_total Calls refused at their session's cap "
+	    "# HELP orch_work_refused_total Calls refused at the per-session cap "
 	    "(limits.session_calls).\n"
 	    "# TYPE orch_work_refused_total counter\norch_work_refused_total %llu\n",
 	    wk, wr);
