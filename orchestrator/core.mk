@@ -61,6 +61,19 @@ FUZZ_TARGETS += $(B)/tests/fuzz/fuzz_orch_jsonrpc
 $(B)/tests/fuzz/fuzz_orch_jsonrpc: $(B)/tests/fuzz/fuzz_orch_jsonrpc.o $(ORCH_FUZZ_DEPS)
 	$(CC) $(LDFLAGS) -fsanitize=fuzzer,address,undefined $(sort $^) $(PKG_LIBS) -o $@
 endif
+# Fuzz: the HTTP server (fuzz_orch_http.c includes http.c: no http.o).
+ORCH_HTTP_FUZZ_DEPS := $(filter-out $(B)/orchestrator/http.o,$(ORCH_FUZZ_DEPS))
+ALL_OBJS += $(B)/tests/fuzz/fuzz_orch_http.o
+$(B)/tests/fuzz/fuzz_orch_http.o: CPPFLAGS += -Iorchestrator -Inetpol $(ORCH_DEFS)
+BINS += $(B)/tests/fuzz/replay_orch_http
+$(B)/tests/fuzz/replay_orch_http: $(B)/tests/fuzz/fuzz_orch_http.o \
+    $(B)/tests/fuzz/replay_main.o $(ORCH_HTTP_FUZZ_DEPS)
+	$(CC) $(LDFLAGS) $(sort $^) $(PKG_LIBS) -o $@
 ifeq ($(FUZZ),1)
-$(ORCH_OBJS) $(B)/tests/fuzz/fuzz_orch_jsonrpc.o: CFLAGS += -fsanitize=fuzzer-no-link
+FUZZ_TARGETS += $(B)/tests/fuzz/fuzz_orch_http
+$(B)/tests/fuzz/fuzz_orch_http: $(B)/tests/fuzz/fuzz_orch_http.o $(ORCH_HTTP_FUZZ_DEPS)
+	$(CC) $(LDFLAGS) -fsanitize=fuzzer,address,undefined $(sort $^) $(PKG_LIBS) -o $@
+endif
+ifeq ($(FUZZ),1)
+$(ORCH_OBJS) $(B)/tests/fuzz/fuzz_orch_jsonrpc.o $(B)/tests/fuzz/fuzz_orch_http.o: CFLAGS += -fsanitize=fuzzer-no-link
 endif

@@ -1226,14 +1226,12 @@ listen_on(const char *host, long long port, char *err, size_t errlen)
 	return fd;
 }
 
-struct http *
-http_new(struct event_base *base, const struct conf *conf, const char *key,
-    const struct http_route *routes, size_t n, long long max_fds, char *err,
-    size_t errlen)
+/* A server without a listener (http_new's first half; the fuzz target's). */
+static struct http *
+http_alloc(struct event_base *base, const struct conf *conf, const char *key,
+    const struct http_route *routes, size_t n, long long max_fds)
 {
 	struct http *ht = xcalloc(1, sizeof(*ht));
-	char host[256];
-	long long port;
 
 	ht->base = base;
 	ht->conf = conf;
@@ -1262,6 +1260,18 @@ http_new(struct event_base *base, const struct conf *conf, const char *key,
 		    "less %d kept for sandboxes and agents: at most %lld connections",
 		    conf->http_max_conns, max_fds, FD_RESERVE, ht->max_conns);
 	}
+	return ht;
+}
+
+struct http *
+http_new(struct event_base *base, const struct conf *conf, const char *key,
+    const struct http_route *routes, size_t n, long long max_fds, char *err,
+    size_t errlen)
+{
+	struct http *ht = http_alloc(base, conf, key, routes, n, max_fds);
+	char host[256];
+	long long port;
+
 	if (split_listen(conf->listen, host, sizeof(host), &port, err,
 	    errlen) == -1)
 		goto fail;
