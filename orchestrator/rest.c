@@ -6,7 +6,9 @@
  * runtime and the agent what it uses) run on a worker (rjob) and answer
  * from its completion. A create's body holds id, org, user and the
  * options of sessopt.h; any other member is refused. Errors are
- * {"error":{"code","message"}}. An operation on a session counts against
+ * {"error":{"code","message"}}; a runtime or agent failure is 503, its
+ * text without host paths (whole in the log). An operation on a session
+ * counts against
  * its limits.session_calls with its tool calls (work.h): beyond, 429.
  */
 #include <stdio.h>
@@ -21,6 +23,7 @@
 
 #include "http.h"
 #include "jsonu.h"
+#include "log.h"
 #include "rest.h"
 #include "work.h"
 #include "xmalloc.h"
@@ -42,6 +45,47 @@ struct rjob {
 	cJSON			*body;
 };
 
+static const char *
+rop_name(enum rop op)
+{
+	switch (op) {
+	case R_CREATE: return "create";
+	case R_STOP: return "stop";
+	case R_START: return "start";
+	case R_DELETE: return "delete";
+	case R_GET: return "read";
+	}
+	return "handle";
+}
+
+/*
+ * s into dst with every absolute path ("/x/y", at the start or after a
+ * space, quote, '=', '(' or ':') replaced by "<path>": a runtime's error
+ * text without the host's layout.
+ */
+static void
+redact_paths(const char *s, char *dst, size_t len)
+{
+	size_t o = 0;
+	char prev = ' ';
+
+	while (*s != '\0' && o + 8 < len) {
+		if (*s == '/' && strchr(" \t'\"=(:", prev) != NULL) {
+			while (*s != '\0' && strchr(" \t'\",;)", *s) == NULL)
+				s++;
+			memcpy(dst + o, "<path>", 6);
+			o += 6;
+			prev = '>';
+			continue;
+		}
+		prev = *s;
+		dst[o++] = *s++;
+	}
+	dst[o] = '\0';
+}
+
+/* A runtime or agent failure is 503 (Retry-After) with the host paths
+ * taken out of its text (rjob_run); the others are the caller's to fix. */
 static int
 sess_err_http(enum sess_err e, const char **code)
 {
@@ -52,9 +96,9 @@ sess_err_http(enum sess_err e, const char **code)
 	case SE_DRAINING: *code = "draining"; return 503;
 	case SE_BUSY: *code = "busy"; return 409;
 	case SE_IDENTITY: *code = "identity_mismatch"; return 409;
-	case SE_AGENT: *code = "agent_error"; return 502;
+	case SE_AGENT: *code = "agent_error"; return 503;
 	case SE_RUNTIME:
-	default: *code = "runtime_error"; return 502;
+	default: *code = "runtime_error"; return 503;
 	}
 }
 
@@ -118,7 +162,17 @@ rjob_run(void *arg)
 	}
 	if (rc == -1 || r->body == NULL) {
 		r->status = sess_err_http(e, &code);
-		r->body = http_err_json(code, err);
+		if (r->status >= 500 && e != SE_DRAINING) {
+			/* The runtime's or agent's words may name host paths:
+			 * whole in the log, without the paths in the reply. */
+			char msg[1024];
+
+			log_warnx("session=%s rest %s failed: %s", r->sid,
+			    rop_name(r->op), err);
+			redact_paths(err, msg, sizeof(msg));
+			r->body = http_err_json(code, msg);
+		} else
+			r->body = http_err_json(code, err);
 	}
 }
 
