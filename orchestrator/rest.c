@@ -6,8 +6,9 @@
  * runtime and the agent what it uses) run on a worker (rjob) and answer
  * from its completion. A create's body holds id, org, user and the
  * options of sessopt.h; any other member is refused. Errors are
- * {"error":{"code","message"}}; a runtime or agent failure is 503, its
- * text without host paths (whole in the log). An operation on a session
+ * {"error":{"code","message"}}; a runtime or agent failure is 503, and
+ * no error text carries a host path (redact_paths; a 5xx's text is whole
+ * in the log). An operation on a session
  * counts against
  * its limits.session_calls with its tool calls (work.h): beyond, 429.
  */
@@ -84,8 +85,8 @@ redact_paths(const char *s, char *dst, size_t len)
 	dst[o] = '\0';
 }
 
-/* A runtime or agent failure is 503 (Retry-After) with the host paths
- * taken out of its text (rjob_run); the others are the caller's to fix. */
+/* A runtime or agent failure is 503 (Retry-After); every error's text
+ * goes out with its host paths taken out (rjob_run). */
 static int
 sess_err_http(enum sess_err e, const char **code)
 {
@@ -109,7 +110,7 @@ rjob_run(void *arg)
 	struct sessmgr *m = r->mgr;
 	enum sess_err e = SE_OK;
 	const char *code;
-	char err[1024];
+	char err[1024], msg[1024];
 	struct sess *s;
 	int rc = 0, created = 0;
 
@@ -162,17 +163,13 @@ rjob_run(void *arg)
 	}
 	if (rc == -1 || r->body == NULL) {
 		r->status = sess_err_http(e, &code);
-		if (r->status >= 500 && e != SE_DRAINING) {
-			/* The runtime's or agent's words may name host paths:
-			 * whole in the log, without the paths in the reply. */
-			char msg[1024];
-
+		/* The runtime's words may name host paths: whole in the log
+		 * (5xx), without the paths in the reply. */
+		if (r->status >= 500 && e != SE_DRAINING)
 			log_warnx("session=%s rest %s failed: %s", r->sid,
 			    rop_name(r->op), err);
-			redact_paths(err, msg, sizeof(msg));
-			r->body = http_err_json(code, msg);
-		} else
-			r->body = http_err_json(code, err);
+		redact_paths(err, msg, sizeof(msg));
+		r->body = http_err_json(code, msg);
 	}
 }
 
