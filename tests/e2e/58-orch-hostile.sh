@@ -205,3 +205,28 @@ check "fd: a client gets in after the stuck heads time out" curl -sf --max-time 
 exec 7>&-
 wait $hold4 2>/dev/null
 orch_stop
+
+# --- the total cap (http.max_conns): oldest idle closed, else 503 JSON ---
+orch_config "http:" "  max_conns: 16" "  request_timeout: 3s"
+check "orch starts with max_conns 16" orch_start
+exec 7> >($H hold 127.0.0.1 "$ORCH_PORT" 24 30 idle 127.0.0.2 127.0.0.3 > "$T/hold5" 2>&1)
+hold5=$!
+wait_for 10 grep -q '^held' "$T/hold5"
+sleep 0.3
+check "total cap: a client gets in past 24 idle connections" curl -sf --max-time 3 "$ORCH_URL/healthz"
+n=$(curl -s -H "$AUTH" "$ORCH_URL/metrics" | awk '/^orch_http_connections / {print $2}')
+check "total cap: at most 16 connections open (${n})" [ "${n:-99}" -le 16 ]
+exec 7>&-
+wait $hold5 2>/dev/null
+exec 7> >($H hold 127.0.0.1 "$ORCH_PORT" 16 30 partial 127.0.0.2 127.0.0.3 > "$T/hold6" 2>&1)
+hold6=$!
+wait_for 10 grep -q '^held' "$T/hold6"
+sleep 0.3
+st=$(mcp_post -D "$T/h503" -o "$T/b503" -w '%{http_code}' -H 'X-Session-Id: x' -d '{"jsonrpc":"2.0","id":1,"method":"ping"}')
+check "total cap with none idle: 503 JSON-RPC error with Retry-After" \
+    bash -c "[ $st = 503 ] && jq -e '.error.code == -32000' $T/b503 >/dev/null && grep -qi '^retry-after:' $T/h503"
+exec 7>&-
+wait $hold6 2>/dev/null
+wait_for 10 curl -sf --max-time 2 "$ORCH_URL/healthz"
+check "total cap: clients get in once the heads time out" curl -sf --max-time 3 "$ORCH_URL/healthz"
+orch_stop
