@@ -13,7 +13,8 @@ AUTH="Authorization: Bearer $ORCH_KEY"
 
 # ms of CPU (user + system) the daemon used so far.
 cpu_ms() { awk '{print int(($14 + $15) * 1000 / '"$(getconf CLK_TCK)"')}' /proc/$ORCH_PID/stat; }
-# Median ms of 5 `echo` calls of session $1.
+# The slowest of 5 `echo` calls of session $1, in ms (the first one is the
+# one that would wait for a thread).
 echo_ms() {
 	local i t all=""
 	for i in 1 2 3 4 5; do
@@ -21,7 +22,7 @@ echo_ms() {
 		    -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"shell","arguments":{"command":"echo hi"}}}')
 		all="$all $(python3 -c "print(int(float('$t') * 1000))")"
 	done
-	echo $all | tr ' ' '\n' | sort -n | sed -n 3p
+	echo $all | tr ' ' '\n' | sort -n | tail -1
 }
 
 orch_config "http:" "  max_body: 1MiB" "  request_timeout: 2s" "  idle_timeout: 2s" \
@@ -113,12 +114,12 @@ for b in 0 1 2 3 4 5; do
 done
 sleep 2	# the batches are in (on the old code: 512 threads held, the rest queued)
 loaded=$(echo_ms fair-b)
-if [ "$loaded" -le $((base + 40)) ] || [ "$loaded" -le $((base * 2 + 10)) ]; then
-	ok "fair: another session's echo is not delayed (${base} ms idle, ${loaded} ms under 520 calls)"
+# Old code: the first echo waited ~18 s for one of 512 threads. No retry:
+# by then the calls have ended; the bound is generous against load spikes.
+if [ "$loaded" -le $((base + 250)) ]; then
+	ok "fair: another session's echo is not delayed (slowest of 5: ${base} ms idle, ${loaded} ms under 520 calls)"
 else
-	loaded2=$(echo_ms fair-b)
-	if [ "$loaded2" -le $((base + 40)) ]; then ok "fair: another session's echo is not delayed (retry: ${base} ms, ${loaded2} ms)"
-	else fail "fair: another session's echo is not delayed" "${base} ms idle, ${loaded} then ${loaded2} ms loaded"; fi
+	fail "fair: another session's echo is not delayed" "slowest of 5: ${base} ms idle, ${loaded} ms under 520 calls"
 fi
 n=$(curl -s -H "$AUTH" "$ORCH_URL/metrics" | awk '/^orch_tool_calls_refused_total/ {print $2}')
 check "fair: 504 of the 520 calls refused at limits.session_calls (${n:-none})" [ "${n:-0}" = 504 ]
