@@ -21,7 +21,11 @@ struct conf {
 	struct cfg_list	 allowed_origins;
 	long long	 max_body;
 	long long	 max_headers;
-	long long	 http_timeout_ms;
+	long long	 http_timeout_ms;	/* a reply stalled unread */
+	long long	 http_request_timeout_ms;	/* head + body arrival */
+	long long	 http_idle_timeout_ms;	/* keep-alive, nothing in flight */
+	long long	 http_max_conns;
+	long long	 http_max_conns_per_addr;
 	long long	 drain_timeout_ms;
 	char		*log_file;
 	int		 log_json;
@@ -51,6 +55,7 @@ struct conf {
 	long long	 max_running;
 	long long	 max_stopped;
 	long long	 max_creating;
+	long long	 session_calls;	/* calls in flight per session */
 
 	/* warm pool */
 	long long	 pool_min_idle;

@@ -7,7 +7,8 @@ ORCH_SRCS := orchestrator/conf.c orchestrator/work.c orchestrator/sessmgr.c \
 	orchestrator/sessopt.c orchestrator/pool.c orchestrator/sess.c \
 	orchestrator/reconcile.c \
 	orchestrator/schema.c orchestrator/tools.c orchestrator/toolres.c orchestrator/mcp.c \
-	orchestrator/jsonu.c orchestrator/http.c orchestrator/mcp_http.c \
+	orchestrator/jsonu.c orchestrator/http.c orchestrator/httpreq.c \
+	orchestrator/mcp_http.c \
 	orchestrator/rest.c orchestrator/server.c orchestrator/runtime/fake/fake.c
 ORCH_OBJS := $(ORCH_SRCS:%.c=$(B)/%.o)
 ORCH_MAIN := $(B)/orchestrator/main.o
@@ -31,7 +32,8 @@ $(B)/orchestrator/orchestrator: $(ORCH_MAIN) $(ORCH_OBJS) $(ORCH_RT_OBJS) \
 	$(CC) $(LDFLAGS) $(sort $^) $(PKG_LIBS) -o $@
 
 # Unit tests: link everything but main.o.
-ORCH_UNITS := test_orch_mcp test_orch_jsonu test_orch_tools test_orch_results
+ORCH_UNITS := test_orch_mcp test_orch_jsonu test_orch_tools test_orch_results \
+	test_orch_work
 UNIT_TESTS += $(ORCH_UNITS:%=$(B)/tests/unit/%)
 ALL_OBJS += $(ORCH_UNITS:%=$(B)/tests/unit/%.o)
 $(ORCH_UNITS:%=$(B)/tests/unit/%.o): CPPFLAGS += -Iorchestrator -Inetpol $(ORCH_DEFS)
@@ -59,6 +61,19 @@ FUZZ_TARGETS += $(B)/tests/fuzz/fuzz_orch_jsonrpc
 $(B)/tests/fuzz/fuzz_orch_jsonrpc: $(B)/tests/fuzz/fuzz_orch_jsonrpc.o $(ORCH_FUZZ_DEPS)
 	$(CC) $(LDFLAGS) -fsanitize=fuzzer,address,undefined $(sort $^) $(PKG_LIBS) -o $@
 endif
+# Fuzz: the HTTP server (fuzz_orch_http.c includes http.c: no http.o).
+ORCH_HTTP_FUZZ_DEPS := $(filter-out $(B)/orchestrator/http.o,$(ORCH_FUZZ_DEPS))
+ALL_OBJS += $(B)/tests/fuzz/fuzz_orch_http.o
+$(B)/tests/fuzz/fuzz_orch_http.o: CPPFLAGS += -Iorchestrator -Inetpol $(ORCH_DEFS)
+BINS += $(B)/tests/fuzz/replay_orch_http
+$(B)/tests/fuzz/replay_orch_http: $(B)/tests/fuzz/fuzz_orch_http.o \
+    $(B)/tests/fuzz/replay_main.o $(ORCH_HTTP_FUZZ_DEPS)
+	$(CC) $(LDFLAGS) $(sort $^) $(PKG_LIBS) -o $@
 ifeq ($(FUZZ),1)
-$(ORCH_OBJS) $(B)/tests/fuzz/fuzz_orch_jsonrpc.o: CFLAGS += -fsanitize=fuzzer-no-link
+FUZZ_TARGETS += $(B)/tests/fuzz/fuzz_orch_http
+$(B)/tests/fuzz/fuzz_orch_http: $(B)/tests/fuzz/fuzz_orch_http.o $(ORCH_HTTP_FUZZ_DEPS)
+	$(CC) $(LDFLAGS) -fsanitize=fuzzer,address,undefined $(sort $^) $(PKG_LIBS) -o $@
+endif
+ifeq ($(FUZZ),1)
+$(ORCH_OBJS) $(B)/tests/fuzz/fuzz_orch_jsonrpc.o $(B)/tests/fuzz/fuzz_orch_http.o: CFLAGS += -fsanitize=fuzzer-no-link
 endif

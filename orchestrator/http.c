@@ -1,96 +1,104 @@
 /*
- * http.c: the HTTP layer (http.h): listener, route table, auth and Origin,
- * reply helpers, counters, and the oversized-body guard.
+ * http.c: the HTTP/1.1 server (http.h) on llhttp: listener and accept
+ * back-off, connection caps, request parsing and framing, dispatch,
+ * replies. The request side (accessors, route table, Origin/Host/auth,
+ * the counters page) is httpreq.c; the structs both share are http_int.h.
  *
- * Oversized bodies. libevent answers a body over its limit with its own
- * HTML page. To answer with the route's JSON error instead, every
- * connection's input is watched as it arrives, before evhttp parses it (an
- * evbuffer callback on the input of the bufferevent we make for evhttp):
- * the request framing is tracked (request line, the Content-Length and
- * Transfer-Encoding headers, body length), and a head announcing a body
- * over http.max_body is answered at once with 413 and a JSON body, the
- * write side is shut and whatever else the client sends is discarded until
- * it closes, so evhttp never sees that request. Chunked bodies are left to
- * evhttp's own limit. State is per fd in the server (a generation tells
- * connections apart), so nothing needs freeing when evhttp frees a
+ * Connections. Each accepted socket is a struct hconn with one state:
+ *   C_IDLE     no request bytes; on the idle list (oldest first), closed
+ *              after http.idle_timeout, or first when a cap or EMFILE
+ *              needs a descriptor;
+ *   C_READING  a request is arriving; its head and body must come within
+ *              http.request_timeout (408);
+ *   C_INFLIGHT the request is with its handler: no timeout (a long tool
+ *              call keeps its time); input is still read, to see the
+ *              client go (its call is then aborted, HTTP_ABORT_GONE), and
+ *              kept (pipelining) up to PEND_MAX;
+ *   C_SINK     an error went out and the connection closes: the write
+ *              side is shut once the reply is written and input is read
+ *              and dropped until EOF or SINK_LINGER_MS, so the client sees
+ *              the reply rather than a reset.
+ * A reply's bytes wait in c->out; a client that takes none of them for
+ * http.timeout loses the connection. One request is handled at a time;
+ * the parser is paused at each request's end and resumed after its reply.
+ *
+ * Free rule (as the proxy's conn_kill): conn_kill closes the socket,
+ * unhooks every event, hands the request in flight to its handler as gone
+ * (req->c = NULL) and frees the connection from a deferred event, never
+ * on the stack of its own callback. A request is freed only by its final
+ * reply (http.h), so a handler's late reply never touches a freed
  * connection.
  *
- * Origin and Host (DNS rebinding; every route, before the key). A request
- * without Origin is no browser's and passes; an Origin passes when it is
- * in allowed_origins, or, while the listener is a loopback address, when
- * it is http(s)://localhost, 127.0.0.1 or [::1] (or the listen host) with
- * any port: a page served from this machine. While the listener is a loopback address the
- * Host must name it too: localhost, 127.0.0.1, [::1] or the listen host,
- * any port (a request without Host, HTTP/1.0, passes: browsers always send
- * one). A rebinding page's requests carry its own name as Host, so they
- * get 403 even when they carry no Origin. On any other listener the
- * operator's names for it are unknown here: Host is not checked, and only
- * allowed_origins pass (docs/operator-guide.md).
+ * Descriptors. At the connection cap (http.max_conns, kept below the
+ * descriptor limit with FD_RESERVE for sandboxes, agents and logs) or the
+ * per-address cap, the oldest idle connection (of that address) is closed
+ * to make room; with none idle the new connection is answered 503 (429
+ * per address) in its route's shape. On EMFILE/ENFILE accept() the oldest
+ * idle connection is closed and accept retried; with none idle accepting
+ * pauses (ACCEPT_BACKOFF_MIN_MS doubling to ACCEPT_BACKOFF_MAX_MS) and
+ * one line per ACCEPT_LOG_INTERVAL_S is logged: no busy loop, no flood.
+ *
+ * Framing. llhttp refuses what could smuggle a request (Content-Length
+ * with Transfer-Encoding, a Transfer-Encoding without chunked last, bad
+ * chunk sizes, bare CR); a second Content-Length, even an equal one, is
+ * refused here. A body announced over http.max_body gets 413 before it
+ * is read (and before auth), a chunked one as soon as it passes the
+ * limit; a head over http.max_headers or HDR_MAX headers gets 431.
  */
 #include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/queue.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
 #include <event2/event.h>
-#include <event2/http.h>
-#include <event2/keyvalq_struct.h>
+
+#include <llhttp.h>
 
 #include "http.h"
+#include "http_int.h"
 #include "jsonu.h"
 #include "log.h"
 #include "strnum.h"
+#include "util.h"
 #include "xmalloc.h"
 
-enum hs_state { HS_HEAD, HS_BODY, HS_PASS, HS_SINK };
+#define FD_RESERVE		256	/* descriptors kept from connections */
+#define URL_MAX			8192	/* request target (414 beyond: 431) */
+#define PEND_MAX		(64 * 1024)	/* input kept while a request is
+					 * in flight; reading stops beyond */
+#define READ_CHUNK		16384
+#define ACCEPT_BATCH		64	/* accepts per listener callback */
+#define ACCEPT_BACKOFF_MIN_MS	50
+#define ACCEPT_BACKOFF_MAX_MS	1000
+#define ACCEPT_LOG_INTERVAL_S	10
+#define REFUSING_MAX		64	/* connections being refused at once;
+					 * more are closed unanswered */
+#define REFUSE_TIMEOUT_MS	2000	/* a refused connection's head */
+#define SINK_LINGER_MS		2000	/* input dropped after an error */
+#define RETRY_AFTER		"1"	/* seconds, on every 503 and 429 */
 
-struct hstream {
-	const void	*bev;		/* whose state this is */
-	unsigned char	 st;
-	unsigned char	 nlines;	/* lines of this head seen (capped) */
-	unsigned char	 has_body;	/* POST, PUT, PATCH */
-	unsigned char	 chunked;
-	char		 target[48];	/* the request target (first bytes) */
-	char		 line[48];	/* the line so far (first bytes) */
-	size_t		 llen;
-	long long	 clen;		/* -1: none */
-	unsigned long long left;	/* HS_BODY: body bytes to skip */
-};
-
-struct http {
-	struct event_base		*base;
-	struct evhttp			*evh;
-	struct evhttp_bound_socket	*bound;
-	const struct conf		*conf;
-	const struct http_route		*routes;
-	size_t				 nroutes;
-	char				*key;
-	size_t				 keylen;
-	int				 loopback;	/* the listener is */
-	char				 listen_host[256];	/* as Host names it */
-	int				 draining;
-	int				 inflight;	/* async requests */
-	struct hstream			*hs_tab;	/* by fd */
-	size_t				 hs_n;
-	/* counters (event loop thread only) */
-	unsigned long long		 req[HTTP_EP_MAX];
-	unsigned long long		 st_2xx, st_4xx, st_5xx, st_401, st_403;
-	unsigned long long		 n_too_large;
-};
-
+static void conn_kill(struct hconn *, const char *why);
+static void conn_parse(struct hconn *);
+static void conn_want_write(struct hconn *);
+static void conn_arm(struct hconn *);
+static void conn_set(struct hconn *, enum cstate);
 
 static const char *
 reason(int code)
 {
 	switch (code) {
+	case 100: return "Continue";
 	case 200: return "OK";
 	case 201: return "Created";
 	case 202: return "Accepted";
@@ -101,19 +109,23 @@ reason(int code)
 	case 404: return "Not Found";
 	case 405: return "Method Not Allowed";
 	case 406: return "Not Acceptable";
+	case 408: return "Request Timeout";
 	case 409: return "Conflict";
 	case 413: return "Payload Too Large";
 	case 415: return "Unsupported Media Type";
 	case 429: return "Too Many Requests";
+	case 431: return "Request Header Fields Too Large";
 	case 500: return "Internal Server Error";
+	case 501: return "Not Implemented";
 	case 502: return "Bad Gateway";
 	case 503: return "Service Unavailable";
+	case 505: return "HTTP Version Not Supported";
 	}
 	return "Status";
 }
 
-void
-http_count_status(struct http *ht, int code)
+static void
+count_status(struct http *ht, int code)
 {
 	if (code < 300)
 		ht->st_2xx++;
@@ -127,491 +139,241 @@ http_count_status(struct http *ht, int code)
 		ht->st_403++;
 }
 
-void
-http_send_body(struct http *ht, struct evhttp_request *req, int code,
-    const char *ctype, const char *body, size_t len)
-{
-	struct evbuffer *b = evbuffer_new();
-	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+/* ---- the request ---- */
 
+static struct http_req *
+req_new(struct http *ht, struct hconn *c)
+{
+	struct http_req *r = xcalloc(1, sizeof(*r));
+
+	r->ht = ht;
+	r->c = c;
+	buf_init(&r->url, URL_MAX);
+	buf_init(&r->hb, (size_t)ht->conf->max_headers);
+	buf_init(&r->body, (size_t)ht->conf->max_body);
+	buf_init(&r->extra, 16384);
+	return r;
+}
+
+static void
+req_free(struct http_req *r)
+{
+	if (r == NULL)
+		return;
+	if (r->dispatched)
+		TAILQ_REMOVE(&r->ht->reqs, r, link);
+	buf_free(&r->url);
+	buf_free(&r->hb);
+	buf_free(&r->body);
+	buf_free(&r->extra);
+	free(r->path);
+	free(r->query);
+	free(r);
+}
+
+/* ---- replies ---- */
+
+/* The head of a reply to r (on c). body_len -1: streamed (chunked). */
+static void
+put_head(struct http *ht, struct hconn *c, struct http_req *r, int code,
+    const char *ctype, long long body_len)
+{
+	int close = c->close_after || ht->draining || !r->keepalive;
+
+	evbuffer_add_printf(c->out, "HTTP/1.1 %d %s\r\n", code, reason(code));
 	if (ctype != NULL)
-		evhttp_add_header(h, "Content-Type", ctype);
-	evhttp_add_header(h, "Cache-Control", "no-store");
-	if (ht->draining)
-		evhttp_add_header(h, "Connection", "close");
-	if (body != NULL && len > 0)
-		evbuffer_add(b, body, len);
-	http_count_status(ht, code);
-	evhttp_send_reply(req, code, reason(code), b);
-	evbuffer_free(b);
+		evbuffer_add_printf(c->out, "Content-Type: %s\r\n", ctype);
+	if (code == 503 || code == 429)
+		evbuffer_add_printf(c->out, "Retry-After: %s\r\n", RETRY_AFTER);
+	if (r->extra.len > 0)
+		evbuffer_add(c->out, r->extra.p, r->extra.len);
+	if (body_len >= 0)
+		evbuffer_add_printf(c->out, "Content-Length: %lld\r\n", body_len);
+	else if (!r->http10)
+		evbuffer_add_printf(c->out, "Transfer-Encoding: chunked\r\n");
+	else
+		close = 1;	/* HTTP/1.0: the end of the body is the close */
+	if (close) {
+		evbuffer_add_printf(c->out, "Connection: close\r\n");
+		c->close_after = 1;
+	}
+	evbuffer_add(c->out, "\r\n", 2);
+}
+
+/* The request's reply is complete: the connection takes its next one. */
+static void
+reply_done(struct hconn *c)
+{
+	c->req = NULL;
+	if (c->close_after) {
+		conn_set(c, C_SINK);
+		conn_want_write(c);
+		conn_arm(c);
+		return;
+	}
+	llhttp_resume(&c->parser);
+	conn_set(c, c->in.len > 0 ? C_READING : C_IDLE);
+	if (c->reading_off) {
+		c->reading_off = 0;
+		event_add(c->rev, NULL);
+	}
+	conn_want_write(c);
+	conn_arm(c);
+	/* Pipelined bytes: parse them from a fresh callback. */
+	if (c->in.len > 0) {
+		hreq_guess(c);
+		event_active(c->kick, EV_TIMEOUT, 0);
+	}
 }
 
 void
-http_send_json(struct http *ht, struct evhttp_request *req, int code, const cJSON *j)
+http_send_body(struct http *ht, struct http_req *r, int code,
+    const char *ctype, const char *body, size_t len)
+{
+	struct hconn *c = r->c;
+
+	if (!r->answered)
+		count_status(ht, code);
+	if (c == NULL || r->answered || r->streaming) {
+		req_free(r);	/* gone, or answered at the deadline */
+		return;
+	}
+	if (ctype != NULL)
+		http_add_header(r, "Cache-Control", "no-store");
+	put_head(ht, c, r, code, ctype, (long long)len);
+	if (body != NULL && len > 0 && r->method != HTTP_M_HEAD)
+		evbuffer_add(c->out, body, len);
+	req_free(r);
+	reply_done(c);
+}
+
+void
+http_send_json(struct http *ht, struct http_req *r, int code, const cJSON *j)
 {
 	char *txt = cJSON_PrintUnformatted(j);
 
-	http_send_body(ht, req, code, "application/json", txt, strlen(txt));
+	http_send_body(ht, r, code, "application/json", txt, strlen(txt));
 	free(txt);
 }
 
-cJSON *
-http_err_json(const char *code, const char *msg)
-{
-	cJSON *o = cJSON_CreateObject(), *e;
-
-	e = cJSON_AddObjectToObject(o, "error");
-	cJSON_AddStringToObject(e, "code", code);
-	cJSON_AddStringToObject(e, "message", msg);
-	return o;
-}
-
 void
-http_send_err(struct http *ht, struct evhttp_request *req, int code,
+http_send_err(struct http *ht, struct http_req *r, int code,
     const char *ecode, const char *msg)
 {
 	cJSON *o = http_err_json(ecode, msg);
 
-	http_send_json(ht, req, code, o);
+	http_send_json(ht, r, code, o);
 	cJSON_Delete(o);
 }
 
-/* An error this layer answers, in route r's shape (r may be NULL). */
-static cJSON *
-route_error(const struct http_route *r, int status, const char *code,
-    const char *msg)
+void
+http_stream_start(struct http *ht, struct http_req *r, int code)
 {
-	if (r != NULL && r->error_body != NULL)
-		return r->error_body(status, code, msg);
-	return http_err_json(code, msg);
+	struct hconn *c = r->c;
+
+	r->streaming = 1;
+	if (c == NULL || r->answered)
+		return;
+	(void)ht;
+	put_head(ht, c, r, code, NULL, -1);
+	conn_want_write(c);
 }
 
-static void
-send_route_err(struct http *ht, struct evhttp_request *req,
-    const struct http_route *r, int status, const char *code, const char *msg)
+void
+http_stream_chunk(struct http_req *r, const char *p, size_t n)
 {
-	cJSON *o = route_error(r, status, code, msg);
+	struct hconn *c = r->c;
 
-	http_send_json(ht, req, status, o);
-	cJSON_Delete(o);
+	if (c == NULL || r->answered || !r->streaming || n == 0)
+		return;
+	if (!r->http10)
+		evbuffer_add_printf(c->out, "%zx\r\n", n);
+	evbuffer_add(c->out, p, n);
+	if (!r->http10)
+		evbuffer_add(c->out, "\r\n", 2);
+	conn_want_write(c);
 }
 
-const char *
-http_hdr(struct evhttp_request *req, const char *name)
+void
+http_stream_end(struct http *ht, struct http_req *r)
 {
-	return evhttp_find_header(evhttp_request_get_input_headers(req), name);
-}
+	struct hconn *c = r->c;
+	int code = 200;
 
-/* ---- auth, Origin and Host (see the top of the file) ---- */
-
-/* Is name (a host, IPv6 in brackets) one of the loopback names? */
-static int
-loopback_name(const struct http *ht, const char *name, size_t n)
-{
-	static const char *const names[] = { "localhost", "127.0.0.1", "[::1]" };
-	size_t i;
-
-	for (i = 0; i < NELEM(names); i++)
-		if (n == strlen(names[i]) && strncasecmp(name, names[i], n) == 0)
-			return 1;
-	return n == strlen(ht->listen_host) && strncasecmp(name, ht->listen_host,
-	    n) == 0;
-}
-
-/* Is a ("host", "host:port", "[v6]:port") a loopback name, any port? */
-static int
-loopback_authority(const struct http *ht, const char *a)
-{
-	const char *colon;
-	size_t n;
-
-	if (a[0] == '[') {
-		if ((colon = strchr(a, ']')) == NULL)
-			return 0;
-		colon++;
-	} else
-		colon = a + strcspn(a, ":");
-	n = (size_t)(colon - a);
-	if (*colon == ':') {
-		size_t d = strspn(colon + 1, "0123456789");
-		if (d == 0 || d > 5 || colon[1 + d] != '\0')
-			return 0;
-	} else if (*colon != '\0')
-		return 0;
-	return n > 0 && loopback_name(ht, a, n);
-}
-
-static int
-origin_ok(struct http *ht, struct evhttp_request *req)
-{
-	const char *o = http_hdr(req, "Origin");
-	size_t i;
-
-	if (o == NULL)
-		return 1;	/* not a browser */
-	for (i = 0; i < ht->conf->allowed_origins.n; i++)
-		if (strcmp(o, ht->conf->allowed_origins.v[i]) == 0)
-			return 1;
-	if (!ht->loopback)
-		return 0;
-	if (strncasecmp(o, "http://", 7) == 0)
-		return loopback_authority(ht, o + 7);
-	if (strncasecmp(o, "https://", 8) == 0)
-		return loopback_authority(ht, o + 8);
-	return 0;
-}
-
-static int
-host_ok(struct http *ht, struct evhttp_request *req)
-{
-	const char *h = http_hdr(req, "Host");
-
-	return !ht->loopback || h == NULL || loopback_authority(ht, h);
-}
-
-static int
-auth_ok(struct http *ht, struct evhttp_request *req)
-{
-	const char *a = http_hdr(req, "Authorization"), *tok;
-
-	if (a == NULL || strncasecmp(a, "Bearer ", 7) != 0)
-		return 0;
-	for (tok = a + 7; *tok == ' '; tok++)
-		;
-	return jsonu_ct_equal(tok, strlen(tok), ht->key, ht->keylen);
-}
-
-/* ---- media types ---- */
-
-int
-http_accepts(const char *h, const char *type)
-{
-	const char *p = h, *slash = strchr(type, '/');
-	size_t tl = strlen(type), ml = (size_t)(slash - type);
-
-	while (*p != '\0') {
-		const char *e = p, *semi;
-		size_t n;
-
-		while (*e != '\0' && *e != ',')
-			e++;
-		while (p < e && (*p == ' ' || *p == '\t'))
-			p++;
-		semi = p;
-		while (semi < e && *semi != ';')
-			semi++;
-		n = (size_t)(semi - p);
-		while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t'))
-			n--;
-		/* q=0 means "not acceptable" */
-		if (semi < e) {
-			const char *q = semi;
-			while (q < e) {
-				while (q < e && (*q == ';' || *q == ' '))
-					q++;
-				if ((size_t)(e - q) >= 3 && strncasecmp(q, "q=0", 3) == 0 &&
-				    (q + 3 == e || q[3] == ';' || q[3] == ' ' ||
-				    (q[3] == '.' && strspn(q + 4, "0") >= (size_t)(e - q - 4))))
-					goto next;
-				while (q < e && *q != ';')
-					q++;
-			}
-		}
-		if ((n == tl && strncasecmp(p, type, tl) == 0) ||
-		    (n == 3 && strncmp(p, "*/*", 3) == 0) ||
-		    (n == ml + 2 && strncasecmp(p, type, ml + 1) == 0 && p[ml + 1] == '*'))
-			return 1;
-next:
-		p = *e == ',' ? e + 1 : e;
+	if (!r->answered)
+		count_status(ht, code);
+	if (c == NULL || r->answered) {
+		req_free(r);
+		return;
 	}
-	return 0;
-}
-
-int
-http_ctype_json(const char *ct)
-{
-	size_t n;
-
-	if (ct == NULL)
-		return 0;
-	while (*ct == ' ')
-		ct++;
-	n = strcspn(ct, "; ");
-	return n == 16 && strncasecmp(ct, "application/json", 16) == 0;
-}
-
-/* ---- oversized bodies (see the top of the file) ---- */
-
-/*
- * The one server whose connections are watched: evhttp's bufferevent hook
- * passes no argument down to the input callback, so the callback finds the
- * server here (one orchestrator, one HTTP server).
- */
-static struct http *hs_owner;
-
-static struct hstream *
-hs_get(struct http *ht, int fd, const void *bev)
-{
-	struct hstream *h;
-
-	if (fd < 0 || fd > (1 << 22))
-		return NULL;
-	if ((size_t)fd >= ht->hs_n) {
-		size_t n = (size_t)fd + 64;
-		ht->hs_tab = xreallocarray(ht->hs_tab, n, sizeof(*ht->hs_tab));
-		memset(ht->hs_tab + ht->hs_n, 0, (n - ht->hs_n) *
-		    sizeof(*ht->hs_tab));
-		ht->hs_n = n;
-	}
-	h = &ht->hs_tab[fd];
-	if (h->bev != bev) {
-		memset(h, 0, sizeof(*h));
-		h->bev = bev;
-		h->clen = -1;
-	}
-	return h;
-}
-
-static int
-hs_prefix(const char *l, size_t n, const char *p)
-{
-	size_t pl = strlen(p);
-
-	return n >= pl && strncasecmp(l, p, pl) == 0;
-}
-
-/* One complete line of a head (without CR LF); 1: the head ended. */
-static int
-hs_line(struct hstream *h, const char *l, size_t n)
-{
-	const char *v, *es, *t;
-	long long cl;
-	char num[32];
-	size_t k;
-
-	if (n == 0)
-		return h->nlines > 0;	/* blank lines before a request: skip */
-	if (h->nlines < 255)
-		h->nlines++;
-	if (h->nlines == 1) {
-		h->has_body = hs_prefix(l, n, "POST ") || hs_prefix(l, n, "PUT ") ||
-		    hs_prefix(l, n, "PATCH ");
-		h->target[0] = '\0';
-		if ((t = memchr(l, ' ', n)) != NULL) {
-			t++;
-			k = strcspn(t, " ?");
-			if (k > (size_t)(l + n - t))
-				k = (size_t)(l + n - t);
-			if (k >= sizeof(h->target))
-				k = sizeof(h->target) - 1;
-			memcpy(h->target, t, k);
-			h->target[k] = '\0';
-		}
-		return 0;
-	}
-	if (hs_prefix(l, n, "content-length:")) {
-		v = l + 15;
-		while (v < l + n && (*v == ' ' || *v == '\t'))
-			v++;
-		k = (size_t)(l + n - v);
-		while (k > 0 && (v[k - 1] == ' ' || v[k - 1] == '\t'))
-			k--;
-		if (k > 0 && k < sizeof(num)) {
-			memcpy(num, v, k);
-			num[k] = '\0';
-			if (strnum_ll(num, 0, LLONG_MAX, &cl, &es) == 0)
-				h->clen = cl;
-		}
-	} else if (hs_prefix(l, n, "transfer-encoding:"))
-		h->chunked = 1;
-	return 0;
-}
-
-/* The route serving path, or NULL. */
-static const struct http_route *
-route_find(const struct http *ht, const char *path)
-{
-	size_t i, n;
-
-	for (i = 0; i < ht->nroutes; i++) {
-		n = strlen(ht->routes[i].path);
-		if (ht->routes[i].prefix ? strncmp(path, ht->routes[i].path, n) == 0 :
-		    strcmp(path, ht->routes[i].path) == 0)
-			return &ht->routes[i];
-	}
-	return NULL;
-}
-
-static void
-hs_too_large(struct http *ht, struct bufferevent *bev, struct evbuffer *in,
-    struct hstream *h)
-{
-	char msg[200], head[256];
-	cJSON *o;
-	char *body;
-	int fd = (int)bufferevent_getfd(bev), n;
-
-	snprintf(msg, sizeof(msg), "Payload Too Large: the request body is %lld "
-	    "bytes; the limit is %lld bytes (http.max_body)", h->clen,
-	    ht->conf->max_body);
-	o = route_error(route_find(ht, h->target), 413, "too_large", msg);
-	body = cJSON_PrintUnformatted(o);
-	cJSON_Delete(o);
-	n = snprintf(head, sizeof(head), "HTTP/1.1 413 Payload Too Large\r\n"
-	    "Content-Type: application/json\r\nCache-Control: no-store\r\n"
-	    "Connection: close\r\nContent-Length: %zu\r\n\r\n", strlen(body));
-	/* Nothing else is being written (checked by the caller). */
-	if (send(fd, head, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) != n ||
-	    send(fd, body, strlen(body), MSG_NOSIGNAL | MSG_DONTWAIT) !=
-	    (ssize_t)strlen(body))
-		log_debug("413 reply not sent whole");
-	(void)shutdown(fd, SHUT_WR);
-	free(body);
-	http_count_status(ht, 413);
-	ht->n_too_large++;
-	log_info("413: request body of %lld bytes refused (limit %lld)", h->clen,
-	    ht->conf->max_body);
-	h->st = HS_SINK;
-	evbuffer_drain(in, evbuffer_get_length(in));
+	if (!r->http10)
+		evbuffer_add(c->out, "0\r\n\r\n", 5);
+	req_free(r);
+	reply_done(c);
 }
 
 /*
- * Feeds take bytes at p through h's framing. 1: stop watching this input
- * (a pass, a sink or a refusal happened), else 0.
+ * An error this layer answers on c (route shape), outside any handler:
+ * the connection closes after it (C_SINK). r may be NULL (no request yet).
  */
-static int
-hs_feed(struct http *ht, struct bufferevent *bev, struct evbuffer *in,
-    struct hstream *h, const char *p, size_t take)
-{
-	size_t j, n, skip;
-
-	for (j = 0; j < take; j++) {
-		if (h->st == HS_BODY) {
-			skip = take - j;
-			if ((unsigned long long)skip > h->left)
-				skip = (size_t)h->left;
-			h->left -= skip;
-			j += skip - 1;
-			if (h->left == 0)
-				h->st = HS_HEAD;
-			continue;
-		}
-		if (h->st != HS_HEAD)
-			return 1;
-		if (p[j] != '\n') {
-			if (h->llen < sizeof(h->line))
-				h->line[h->llen] = p[j];
-			h->llen++;
-			continue;
-		}
-		n = h->llen < sizeof(h->line) ? h->llen : sizeof(h->line);
-		if (h->llen <= sizeof(h->line) && n > 0 && h->line[n - 1] == '\r')
-			n--;
-		h->llen = 0;
-		if (!hs_line(h, h->line, n))
-			continue;
-		/* The head ended. */
-		if (h->chunked && h->has_body) {
-			h->st = HS_PASS;	/* evhttp's limit */
-			return 1;
-		}
-		if (h->has_body && h->clen > ht->conf->max_body) {
-			/* A reply still being written (pipelining): ours must
-			 * not overtake it; evhttp's page. */
-			if (evbuffer_get_length(bufferevent_get_output(bev)) > 0)
-				h->st = HS_PASS;
-			else
-				hs_too_large(ht, bev, in, h);
-			return 1;
-		}
-		if (h->has_body && h->clen > 0) {
-			h->st = HS_BODY;
-			h->left = (unsigned long long)h->clen;
-		}
-		h->nlines = 0;
-		h->clen = -1;
-		h->chunked = h->has_body = 0;
-	}
-	return 0;
-}
-
 static void
-hs_input_cb(struct evbuffer *in, const struct evbuffer_cb_info *info, void *arg)
+conn_error(struct hconn *c, int code, const char *ecode, const char *msg)
 {
-	struct bufferevent *bev = arg;
-	struct http *ht = hs_owner;
-	struct hstream *h;
-	struct evbuffer_ptr pos;
-	struct evbuffer_iovec vec[16];
-	size_t total, i, take;
-	int nvec, k;
+	struct http *ht = c->ht;
+	struct http_req *r = c->req;
+	cJSON *o = hreq_route_error(r != NULL && r->route != NULL ? r->route :
+	    c->guess, code, ecode, msg);
+	char *txt = cJSON_PrintUnformatted(o);
+	size_t n = strlen(txt);
 
-	if (info->n_added == 0 || ht == NULL)
-		return;
-	if ((h = hs_get(ht, (int)bufferevent_getfd(bev), bev)) == NULL)
-		return;
-	if (h->st == HS_SINK) {
-		evbuffer_drain(in, evbuffer_get_length(in));
+	cJSON_Delete(o);
+	count_status(ht, code);
+	if (r != NULL && r->dispatched) {
+		/* Never two replies to one request. */
+		free(txt);
+		conn_kill(c, ecode);
 		return;
 	}
-	if (h->st == HS_PASS)
-		return;
-	total = evbuffer_get_length(in);
-	if (info->n_added > total ||
-	    evbuffer_ptr_set(in, &pos, total - info->n_added, EVBUFFER_PTR_SET) == -1)
-		return;
-	/* Walk the new bytes, 16 segments at a time. */
-	for (i = total - info->n_added; i < total;) {
-		if (evbuffer_ptr_set(in, &pos, i, EVBUFFER_PTR_SET) == -1)
-			return;
-		nvec = evbuffer_peek(in, (ev_ssize_t)(total - i), &pos, vec, 16);
-		if (nvec <= 0)
-			return;
-		if (nvec > 16)
-			nvec = 16;
-		for (k = 0; k < nvec && i < total; k++) {
-			take = vec[k].iov_len;
-			if (take > total - i)
-				take = total - i;
-			if (hs_feed(ht, bev, in, h, vec[k].iov_base, take))
-				return;
-			i += take;
-		}
+	evbuffer_add_printf(c->out, "HTTP/1.1 %d %s\r\nContent-Type: "
+	    "application/json\r\nCache-Control: no-store\r\n%sConnection: close\r\n"
+	    "Content-Length: %zu\r\n\r\n", code, reason(code),
+	    code == 503 || code == 429 ? "Retry-After: " RETRY_AFTER "\r\n" : "", n);
+	evbuffer_add(c->out, txt, n);
+	free(txt);
+	if (r != NULL) {
+		req_free(r);
+		c->req = NULL;
 	}
-}
-
-/* evhttp's bufferevent for each new connection, with the input watched. */
-static struct bufferevent *
-hs_bevcb(struct event_base *base, void *arg)
-{
-	struct http *ht = arg;
-	struct bufferevent *bev;
-	size_t i;
-
-	if ((bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE)) == NULL)
-		return NULL;
-	/* A freed connection's bufferevent may have had this address. */
-	for (i = 0; i < ht->hs_n; i++)
-		if (ht->hs_tab[i].bev == bev)
-			ht->hs_tab[i].bev = NULL;
-	evbuffer_add_cb(bufferevent_get_input(bev), hs_input_cb, bev);
-	return bev;
+	c->close_after = 1;
+	conn_set(c, C_SINK);
+	conn_want_write(c);
+	conn_arm(c);
 }
 
 /* ---- dispatch ---- */
 
 static void
-http_cb(struct evhttp_request *req, void *arg)
+send_route_err(struct http *ht, struct http_req *req, int status,
+    const char *code, const char *msg)
 {
-	struct http *ht = arg;
-	const struct evhttp_uri *u = evhttp_request_get_evhttp_uri(req);
-	const char *path = u ? evhttp_uri_get_path(u) : NULL;
-	const struct http_route *r;
+	cJSON *o = hreq_route_error(req->route, status, code, msg);
 
-	if (path == NULL || *path == '\0')
-		path = "/";
-	r = route_find(ht, path);
-	if (!host_ok(ht, req)) {
+	http_send_json(ht, req, status, o);
+	cJSON_Delete(o);
+}
+
+/* The request on c is whole: to its handler (which owns it from now). */
+static void
+dispatch(struct hconn *c)
+{
+	struct http *ht = c->ht;
+	struct http_req *req = c->req;
+	const struct http_route *r = req->route;
+	const char *path = req->path;
+
+	req->dispatched = 1;
+	TAILQ_INSERT_TAIL(&ht->reqs, req, link);
+	if (!hreq_host_ok(ht, req)) {
 		char shown[80], msg[256];
 		const char *h = http_hdr(req, "Host");
 
@@ -619,11 +381,11 @@ http_cb(struct evhttp_request *req, void *arg)
 		snprintf(msg, sizeof(msg), "Host '%s' not allowed: this server "
 		    "listens on a loopback address and answers only requests for "
 		    "localhost, 127.0.0.1 or [::1] (DNS rebinding defence)", shown);
-		send_route_err(ht, req, r, 403, "forbidden_host", msg);
+		send_route_err(ht, req, 403, "forbidden_host", msg);
 		return;
 	}
-	if (!origin_ok(ht, req)) {
-		send_route_err(ht, req, r, 403, "forbidden_origin", ht->loopback ?
+	if (!hreq_origin_ok(ht, req)) {
+		send_route_err(ht, req, 403, "forbidden_origin", ht->loopback ?
 		    "Origin not allowed: only pages from localhost, 127.0.0.1, "
 		    "[::1] or an origin in allowed_origins may call this server" :
 		    "Origin not allowed: only origins in allowed_origins may call "
@@ -635,10 +397,9 @@ http_cb(struct evhttp_request *req, void *arg)
 		r->handler(ht, req, path, r->arg);
 		return;
 	}
-	if (!auth_ok(ht, req)) {
-		evhttp_add_header(evhttp_request_get_output_headers(req),
-		    "WWW-Authenticate", "Bearer realm=\"orchestrator\"");
-		send_route_err(ht, req, r, 401, "unauthorized", "send "
+	if (!hreq_auth_ok(ht, req)) {
+		http_add_header(req, "WWW-Authenticate", "Bearer realm=\"orchestrator\"");
+		send_route_err(ht, req, 401, "unauthorized", "send "
 		    "Authorization: Bearer <key> with the orchestrator's key");
 		return;
 	}
@@ -650,6 +411,737 @@ http_cb(struct evhttp_request *req, void *arg)
 	ht->req[HTTP_EP_OTHER]++;
 	http_send_err(ht, req, 404, "not_found", "no such endpoint (try /mcp, "
 	    "/v1/sessions, /healthz, /readyz, /metrics)");
+}
+
+/* ---- llhttp callbacks (parser->data: the connection) ---- */
+
+static int
+on_message_begin(llhttp_t *p)
+{
+	struct hconn *c = p->data;
+
+	if (c->req != NULL)
+		return -1;
+	c->req = req_new(c->ht, c);
+	return 0;
+}
+
+static int
+on_url(llhttp_t *p, const char *at, size_t n)
+{
+	struct hconn *c = p->data;
+
+	if (buf_add(&c->req->url, at, n) == -1) {
+		c->perr = "431";
+		return -1;
+	}
+	return 0;
+}
+
+static int
+on_url_complete(llhttp_t *p)
+{
+	struct hconn *c = p->data;
+	struct http_req *r = c->req;
+
+	if (hreq_split_target(r) == -1) {
+		c->perr = "target";
+		return -1;
+	}
+	r->route = hreq_route_find(c->ht, r->path);
+	return 0;
+}
+
+static int
+on_hfield(llhttp_t *p, const char *at, size_t n)
+{
+	struct hconn *c = p->data;
+	struct http_req *r = c->req;
+
+	if (r->in_value || r->nh == 0) {
+		/* a new header */
+		if (r->nh == HDR_MAX) {
+			c->perr = "431";
+			return -1;
+		}
+		r->h[r->nh].name = r->hb.len;
+		r->h[r->nh].val = (size_t)-1;
+		r->nh++;
+		r->in_value = 0;
+	}
+	if (buf_add(&r->hb, at, n) == -1) {
+		c->perr = "431";
+		return -1;
+	}
+	return 0;
+}
+
+static int
+on_hvalue(llhttp_t *p, const char *at, size_t n)
+{
+	struct hconn *c = p->data;
+	struct http_req *r = c->req;
+	struct hdr *h = &r->h[r->nh - 1];
+
+	if (!r->in_value) {
+		r->in_value = 1;
+		if (buf_add(&r->hb, "", 1) == -1) {	/* the name's NUL */
+			c->perr = "431";
+			return -1;
+		}
+		h->val = r->hb.len;
+	}
+	if (buf_add(&r->hb, at, n) == -1) {
+		c->perr = "431";
+		return -1;
+	}
+	return 0;
+}
+
+static int
+on_hvalue_complete(llhttp_t *p)
+{
+	struct hconn *c = p->data;
+	struct http_req *r = c->req;
+	struct hdr *h = &r->h[r->nh - 1];
+
+	if (!r->in_value) {	/* an empty value */
+		if (buf_add(&r->hb, "", 1) == -1) {
+			c->perr = "431";
+			return -1;
+		}
+		h->val = r->hb.len;
+	}
+	if (buf_add(&r->hb, "", 1) == -1) {
+		c->perr = "431";
+		return -1;
+	}
+	r->in_value = 1;	/* the next field starts a new header */
+	if (strcasecmp(r->hb.p + h->name, "content-length") == 0 && ++r->ncl > 1) {
+		c->perr = "duplicate Content-Length";
+		return -1;
+	}
+	return 0;
+}
+
+static enum http_method
+method_of(uint8_t m)
+{
+	switch (m) {	/* llhttp's enum llhttp_method */
+	case HTTP_GET: return HTTP_M_GET;
+	case HTTP_POST: return HTTP_M_POST;
+	case HTTP_DELETE: return HTTP_M_DELETE;
+	case HTTP_PUT: return HTTP_M_PUT;
+	case HTTP_PATCH: return HTTP_M_PATCH;
+	case HTTP_OPTIONS: return HTTP_M_OPTIONS;
+	case HTTP_HEAD: return HTTP_M_HEAD;
+	default: break;
+	}
+	return HTTP_M_OTHER;
+}
+
+static int
+on_headers_complete(llhttp_t *p)
+{
+	struct hconn *c = p->data;
+	struct http *ht = c->ht;
+	struct http_req *r = c->req;
+	const char *e;
+	char msg[200];
+
+	r->method = method_of(p->method);
+	r->keepalive = llhttp_should_keep_alive(p);
+	r->http10 = p->http_major == 1 && p->http_minor == 0;
+	if (p->http_major != 1) {
+		c->perr = "505";
+		return -1;
+	}
+	if (c->refuse != NULL) {
+		c->perr = "refuse";
+		return -1;
+	}
+	if ((p->flags & F_CONTENT_LENGTH) && p->content_length >
+	    (uint64_t)ht->conf->max_body) {
+		snprintf(msg, sizeof(msg), "Payload Too Large: the request body is "
+		    "%llu bytes; the limit is %lld bytes (http.max_body)",
+		    (unsigned long long)p->content_length, ht->conf->max_body);
+		ht->n_too_large++;
+		log_info("413: request body of %llu bytes refused (limit %lld)",
+		    (unsigned long long)p->content_length, ht->conf->max_body);
+		conn_error(c, 413, "too_large", msg);
+		return -1;	/* answered: conn_parse stops */
+	}
+	if ((e = http_hdr(r, "Expect")) != NULL) {
+		if (strcasecmp(e, "100-continue") != 0) {
+			c->perr = "expect";
+			return -1;
+		}
+		if (!r->http10)
+			evbuffer_add_printf(c->out, "HTTP/1.1 100 Continue\r\n\r\n");
+		conn_want_write(c);
+	}
+	return 0;
+}
+
+static int
+on_body(llhttp_t *p, const char *at, size_t n)
+{
+	struct hconn *c = p->data;
+	struct http *ht = c->ht;
+	char msg[200];
+
+	if (buf_add(&c->req->body, at, n) == -1) {
+		snprintf(msg, sizeof(msg), "Payload Too Large: the chunked request "
+		    "body passed the limit of %lld bytes (http.max_body)",
+		    ht->conf->max_body);
+		ht->n_too_large++;
+		log_info("413: chunked request body over %lld bytes refused",
+		    ht->conf->max_body);
+		conn_error(c, 413, "too_large", msg);
+		return -1;	/* answered: conn_parse stops */
+	}
+	return 0;
+}
+
+static int
+on_message_complete(llhttp_t *p)
+{
+	struct hconn *c = p->data;
+
+	if (p->upgrade)
+		c->close_after = 1;	/* no upgrades here: answer and close */
+	c->complete = 1;	/* dispatched once llhttp_execute returns */
+	return HPE_PAUSED;
+}
+
+/* ---- connections ---- */
+
+static void
+conn_set(struct hconn *c, enum cstate st)
+{
+	if (c->st == C_IDLE && st != C_IDLE)
+		TAILQ_REMOVE(&c->ht->idleq, c, idle);
+	else if (c->st != C_IDLE && st == C_IDLE)
+		TAILQ_INSERT_TAIL(&c->ht->idleq, c, idle);
+	c->st = st;
+	c->t_state = util_mono_ms();
+}
+
+static void
+conn_want_write(struct hconn *c)
+{
+	if (!c->dead && evbuffer_get_length(c->out) > 0)
+		event_add(c->wev, NULL);
+}
+
+/* The timer for c's state (see the top of the file). */
+static void
+conn_arm(struct hconn *c)
+{
+	const struct conf *cf = c->ht->conf;
+	long long now = util_mono_ms(), due = -1, t;
+	struct timeval tv;
+
+	if (c->dead)
+		return;
+	switch (c->st) {
+	case C_IDLE:
+		due = c->t_state + cf->http_idle_timeout_ms;
+		break;
+	case C_READING:
+		due = c->t_state + (c->refuse != NULL ? REFUSE_TIMEOUT_MS :
+		    cf->http_request_timeout_ms);
+		break;
+	case C_INFLIGHT:
+		break;
+	case C_SINK:
+		due = c->t_state + SINK_LINGER_MS;
+		break;
+	}
+	if (evbuffer_get_length(c->out) > 0) {
+		t = c->t_wrote + cf->http_timeout_ms;
+		if (due == -1 || t > due)
+			due = t;
+	}
+	if (due == -1) {
+		event_del(c->tmo);
+		return;
+	}
+	t = due > now ? due - now : 0;
+	tv.tv_sec = t / 1000;
+	tv.tv_usec = (t % 1000) * 1000;
+	event_add(c->tmo, &tv);
+}
+
+static void
+conn_free_cb(evutil_socket_t fd UNUSED, short ev UNUSED, void *arg)
+{
+	struct hconn *c = arg;
+
+	event_free(c->rev);
+	event_free(c->wev);
+	event_free(c->tmo);
+	event_free(c->kick);
+	evbuffer_free(c->out);
+	buf_free(&c->in);
+	free(c);
+}
+
+static void
+addr_put(struct http *ht, struct addrcnt *ac)
+{
+	struct addrcnt **pp;
+	unsigned h;
+
+	if (ac == NULL || --ac->n > 0)
+		return;
+	h = (unsigned)(ac->a[12] * 131u + ac->a[13] * 31u + ac->a[14] * 7u +
+	    ac->a[15] + ac->a[7] * 17u) % ADDR_BUCKETS;
+	for (pp = &ht->addrs[h]; *pp != NULL; pp = &(*pp)->next)
+		if (*pp == ac) {
+			*pp = ac->next;
+			free(ac);
+			return;
+		}
+}
+
+/* The counter of a's address (created with n = 0). */
+static struct addrcnt *
+addr_get(struct http *ht, const struct sockaddr_storage *ss)
+{
+	unsigned char a[16];
+	struct addrcnt *ac;
+	unsigned h;
+	int fam = ss->ss_family;
+
+	memset(a, 0, sizeof(a));
+	if (fam == AF_INET)
+		memcpy(a + 12, &((const struct sockaddr_in *)ss)->sin_addr, 4);
+	else if (fam == AF_INET6)
+		memcpy(a, &((const struct sockaddr_in6 *)ss)->sin6_addr, 16);
+	h = (unsigned)(a[12] * 131u + a[13] * 31u + a[14] * 7u + a[15] +
+	    a[7] * 17u) % ADDR_BUCKETS;
+	for (ac = ht->addrs[h]; ac != NULL; ac = ac->next)
+		if (ac->fam == fam && memcmp(ac->a, a, 16) == 0)
+			return ac;
+	ac = xcalloc(1, sizeof(*ac));
+	memcpy(ac->a, a, 16);
+	ac->fam = fam;
+	ac->next = ht->addrs[h];
+	ht->addrs[h] = ac;
+	return ac;
+}
+
+/*
+ * Closes c now and frees it from a deferred event (see the top of the
+ * file). A request with its handler is handed over as gone.
+ */
+static void
+conn_kill(struct hconn *c, const char *why)
+{
+	struct http *ht = c->ht;
+	struct http_req *r = c->req;
+	static const struct timeval zero = { 0, 0 };
+
+	if (c->dead)
+		return;
+	if (c->st == C_IDLE)
+		TAILQ_REMOVE(&ht->idleq, c, idle);
+	c->dead = 1;
+	event_del(c->rev);
+	event_del(c->wev);
+	event_del(c->tmo);
+	event_del(c->kick);
+	close(c->fd);
+	c->fd = -1;
+	ht->nconns--;
+	if (c->refuse != NULL)
+		ht->nrefusing--;
+	addr_put(ht, c->ac);
+	c->ac = NULL;
+	TAILQ_REMOVE(&ht->conns, c, all);
+	c->req = NULL;
+	if (r != NULL && r->dispatched) {
+		r->c = NULL;
+		ht->n_gone++;
+		log_debug("http: client %s gone (%s) with a request in flight",
+		    c->peer, why);
+		if (r->abort_cb != NULL && !r->aborted) {
+			r->aborted = 1;
+			r->abort_cb(r, HTTP_ABORT_GONE, r->abort_arg);
+		}
+	} else
+		req_free(r);
+	if (event_base_once(ht->base, -1, EV_TIMEOUT, conn_free_cb, c, &zero) == -1)
+		log_warnx("http: cannot schedule a connection's free (leaked)");
+}
+
+/* At most one line per interval for a kind of event; 1: log it now. */
+static int
+log_now(long long *last, unsigned long long *skipped)
+{
+	long long now = util_mono_ms();
+
+	if (*last != 0 && now - *last < ACCEPT_LOG_INTERVAL_S * 1000LL) {
+		(*skipped)++;
+		return 0;
+	}
+	*last = now;
+	return 1;
+}
+
+/* A parse error on c: the answer in the route's shape, then close. */
+static void
+parse_error(struct hconn *c, llhttp_errno_t e)
+{
+	struct http *ht = c->ht;
+	const char *why = c->perr != NULL ? c->perr :
+	    llhttp_get_error_reason(&c->parser);
+	static long long last;
+	static unsigned long long skipped;
+	char msg[256], shown[120];
+
+	if (why == NULL)
+		why = llhttp_errno_name(e);
+	if (strcmp(why, "431") == 0) {
+		snprintf(msg, sizeof(msg), "Request Header Fields Too Large: the "
+		    "head passed http.max_headers (%lld bytes) or %d headers",
+		    ht->conf->max_headers, HDR_MAX);
+		conn_error(c, 431, "headers_too_large", msg);
+		return;
+	}
+	if (strcmp(why, "505") == 0 || e == HPE_INVALID_VERSION) {
+		conn_error(c, 505, "http_version", "only HTTP/1.0 and HTTP/1.1 are served");
+		return;
+	}
+	if (strcmp(why, "refuse") == 0) {
+		conn_error(c, c->refuse_code, c->refuse_code == 429 ?
+		    "too_many_connections" : "overloaded", c->refuse);
+		return;
+	}
+	ht->n_bad++;
+	log_escape(shown, sizeof(shown), why, strlen(why));
+	if (log_now(&last, &skipped)) {
+		log_info("http: 400 from %s: %s (%llu more since the last line)",
+		    c->peer, shown, skipped);
+		skipped = 0;
+	}
+	snprintf(msg, sizeof(msg), "Bad Request: malformed HTTP request (%s)",
+	    strcmp(why, "target") == 0 ? "the request target must be a path" :
+	    strcmp(why, "expect") == 0 ? "only Expect: 100-continue is understood" :
+	    shown);
+	conn_error(c, 400, "bad_request", msg);
+}
+
+/* Parses what c->in holds while a request is arriving. */
+static void
+conn_parse(struct hconn *c)
+{
+	llhttp_errno_t e;
+	const char *pos;
+
+	if (c->dead || c->st != C_READING || c->in.len == 0)
+		return;
+	e = llhttp_execute(&c->parser, c->in.p, c->in.len);
+	if (e == HPE_OK) {
+		buf_reset(&c->in);
+		return;
+	}
+	if (e == HPE_PAUSED || e == HPE_PAUSED_UPGRADE) {
+		pos = llhttp_get_error_pos(&c->parser);
+		if (pos != NULL && pos >= c->in.p && pos <= c->in.p + c->in.len)
+			buf_consume(&c->in, (size_t)(pos - c->in.p));
+		else
+			buf_reset(&c->in);
+		if (c->complete && c->st == C_READING) {
+			c->complete = 0;
+			conn_set(c, C_INFLIGHT);
+			conn_arm(c);
+			dispatch(c);	/* may reply at once: c kicks itself */
+		}
+		return;
+	}
+	buf_reset(&c->in);
+	if (c->dead || c->st == C_SINK)
+		return;		/* a callback answered already (413) */
+	parse_error(c, e);
+}
+
+static void
+kick_cb(evutil_socket_t fd UNUSED, short ev UNUSED, void *arg)
+{
+	conn_parse(arg);
+}
+
+static void
+read_cb(evutil_socket_t fd UNUSED, short ev UNUSED, void *arg)
+{
+	struct hconn *c = arg;
+	char tmp[READ_CHUNK];
+	ssize_t n;
+
+	n = read(c->fd, tmp, sizeof(tmp));
+	if (n == -1) {
+		if (errno == EAGAIN || errno == EINTR)
+			return;
+		conn_kill(c, "read error");
+		return;
+	}
+	if (n == 0) {
+		c->eof = 1;
+		if (c->st == C_SINK && evbuffer_get_length(c->out) > 0) {
+			event_del(c->rev);	/* write the reply, then close */
+			return;
+		}
+		conn_kill(c, "eof");
+		return;
+	}
+	if (c->st == C_SINK)
+		return;		/* dropped */
+	if (buf_add(&c->in, tmp, (size_t)n) == -1) {
+		conn_kill(c, "input overflow");
+		return;
+	}
+	if (c->st == C_IDLE) {
+		conn_set(c, C_READING);
+		conn_arm(c);
+	}
+	if (c->st == C_READING && c->req == NULL)
+		hreq_guess(c);	/* a new request's first bytes */
+	if (c->st == C_READING)
+		conn_parse(c);
+	else if (c->st == C_INFLIGHT && c->in.len >= PEND_MAX) {
+		event_del(c->rev);	/* pipelined too far ahead */
+		c->reading_off = 1;
+	}
+}
+
+static void
+write_cb(evutil_socket_t fd UNUSED, short ev UNUSED, void *arg)
+{
+	struct hconn *c = arg;
+	int n;
+
+	n = evbuffer_write(c->out, c->fd);
+	if (n == -1) {
+		if (errno == EAGAIN || errno == EINTR)
+			return;
+		conn_kill(c, "write error");
+		return;
+	}
+	if (n > 0)
+		c->t_wrote = util_mono_ms();
+	if (evbuffer_get_length(c->out) > 0) {
+		conn_arm(c);
+		return;
+	}
+	event_del(c->wev);
+	if (c->st == C_SINK) {
+		if (c->eof) {
+			conn_kill(c, "closed");
+			return;
+		}
+		if (!c->wr_shut) {
+			(void)shutdown(c->fd, SHUT_WR);
+			c->wr_shut = 1;
+		}
+	}
+	if (c->reading_off && c->st != C_INFLIGHT) {
+		c->reading_off = 0;
+		event_add(c->rev, NULL);
+	}
+	conn_arm(c);
+}
+
+static void
+tmo_cb(evutil_socket_t fd UNUSED, short ev UNUSED, void *arg)
+{
+	struct hconn *c = arg;
+	struct http *ht = c->ht;
+	long long now = util_mono_ms();
+	char msg[160];
+
+	if (evbuffer_get_length(c->out) > 0 &&
+	    now - c->t_wrote >= ht->conf->http_timeout_ms) {
+		ht->n_timeout++;
+		log_info("http: client %s read nothing of its reply for %lldms "
+		    "(http.timeout): closed", c->peer, ht->conf->http_timeout_ms);
+		conn_kill(c, "write timeout");
+		return;
+	}
+	switch (c->st) {
+	case C_IDLE:
+		if (now - c->t_state >= ht->conf->http_idle_timeout_ms) {
+			ht->n_idle_closed++;
+			conn_kill(c, "idle");
+			return;
+		}
+		break;
+	case C_READING:
+		ht->n_timeout++;
+		if (c->refuse != NULL) {
+			conn_kill(c, "refused");
+			return;
+		}
+		snprintf(msg, sizeof(msg), "Request Timeout: the request did not "
+		    "arrive whole within %lldms (http.request_timeout)",
+		    ht->conf->http_request_timeout_ms);
+		conn_error(c, 408, "request_timeout", msg);
+		return;
+	case C_SINK:
+		if (now - c->t_state >= SINK_LINGER_MS &&
+		    evbuffer_get_length(c->out) == 0) {
+			conn_kill(c, "linger");
+			return;
+		}
+		break;
+	case C_INFLIGHT:
+		break;
+	}
+	conn_arm(c);
+}
+
+/* Closes the oldest idle connection (from ac's address when ac != NULL). */
+static int
+evict_idle(struct http *ht, const struct addrcnt *ac)
+{
+	struct hconn *c;
+
+	TAILQ_FOREACH(c, &ht->idleq, idle)
+		if (ac == NULL || c->ac == ac) {
+			ht->n_evicted++;
+			conn_kill(c, "evicted");
+			return 0;
+		}
+	return -1;
+}
+
+static void
+conn_new(struct http *ht, int fd, const struct sockaddr_storage *ss)
+{
+	struct addrcnt *ac = addr_get(ht, ss);
+	struct hconn *c;
+	const char *refuse = NULL;
+	int code = 0;
+	static char msg_total[160], msg_addr[160];
+
+	if (ht->nconns >= ht->max_conns && evict_idle(ht, NULL) == -1) {
+		snprintf(msg_total, sizeof(msg_total), "Service Unavailable: %lld "
+		    "client connections are open, none idle (http.max_conns); retry "
+		    "in a moment", ht->max_conns);
+		refuse = msg_total;
+		code = 503;
+		ht->n_refused_total++;
+	} else if (ac->n >= ht->conf->http_max_conns_per_addr &&
+	    evict_idle(ht, ac) == -1) {
+		snprintf(msg_addr, sizeof(msg_addr), "Too Many Requests: your "
+		    "address has %lld connections open, none idle "
+		    "(http.max_conns_per_addr)", ht->conf->http_max_conns_per_addr);
+		refuse = msg_addr;
+		code = 429;
+		ht->n_refused_addr++;
+	}
+	if (refuse != NULL && ht->nrefusing >= REFUSING_MAX) {
+		close(fd);	/* no descriptor to spend on an answer */
+		if (ac->n == 0) {
+			ac->n = 1;	/* a new counter: free it */
+			addr_put(ht, ac);
+		}
+		return;
+	}
+	c = xcalloc(1, sizeof(*c));
+	c->ht = ht;
+	c->fd = fd;
+	c->ac = ac;
+	ac->n++;
+	c->refuse = refuse;
+	c->refuse_code = code;
+	if (refuse != NULL)
+		ht->nrefusing++;
+	if (ss->ss_family == AF_INET)
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)ss)->sin_addr, c->peer,
+		    sizeof(c->peer));
+	else if (ss->ss_family == AF_INET6)
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)ss)->sin6_addr,
+		    c->peer, sizeof(c->peer));
+	else
+		snprintf(c->peer, sizeof(c->peer), "local");
+	buf_init(&c->in, PEND_MAX + READ_CHUNK);
+	c->out = evbuffer_new();
+	c->rev = event_new(ht->base, fd, EV_READ | EV_PERSIST, read_cb, c);
+	c->wev = event_new(ht->base, fd, EV_WRITE | EV_PERSIST, write_cb, c);
+	c->tmo = evtimer_new(ht->base, tmo_cb, c);
+	c->kick = event_new(ht->base, -1, 0, kick_cb, c);
+	llhttp_init(&c->parser, HTTP_REQUEST, &ht->ps);
+	c->parser.data = c;
+	c->t_wrote = util_mono_ms();
+	c->st = C_READING;	/* not on the idle list yet */
+	conn_set(c, refuse != NULL ? C_READING : C_IDLE);
+	TAILQ_INSERT_TAIL(&ht->conns, c, all);
+	ht->nconns++;
+	event_add(c->rev, NULL);
+	conn_arm(c);
+}
+
+static void
+accept_resume_cb(evutil_socket_t fd UNUSED, short ev UNUSED, void *arg)
+{
+	struct http *ht = arg;
+
+	event_add(ht->lev, NULL);
+}
+
+/* Out of descriptors with nothing idle: stop accepting for a while. */
+static void
+accept_pause(struct http *ht, int err)
+{
+	struct timeval tv;
+
+	ht->backoff_ms = ht->backoff_ms == 0 ? ACCEPT_BACKOFF_MIN_MS :
+	    ht->backoff_ms * 2 > ACCEPT_BACKOFF_MAX_MS ? ACCEPT_BACKOFF_MAX_MS :
+	    ht->backoff_ms * 2;
+	event_del(ht->lev);
+	tv.tv_sec = ht->backoff_ms / 1000;
+	tv.tv_usec = (ht->backoff_ms % 1000) * 1000;
+	evtimer_add(ht->lbackoff, &tv);
+	if (log_now(&ht->t_acclog, &ht->n_accerr_unlogged)) {
+		log_warnx("http: accept: %s: not accepting for %dms (%d connections "
+		    "open, none idle; %llu more such errors since the last line)",
+		    strerror(err), ht->backoff_ms, ht->nconns, ht->n_accerr_unlogged);
+		ht->n_accerr_unlogged = 0;
+	}
+}
+
+static void
+accept_cb(evutil_socket_t lfd, short ev UNUSED, void *arg)
+{
+	struct http *ht = arg;
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int i, fd, tries = 0;
+
+	memset(&ss, 0, sizeof(ss));
+
+	for (i = 0; i < ACCEPT_BATCH; i++) {
+		len = sizeof(ss);
+		fd = accept4(lfd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK |
+		    SOCK_CLOEXEC);
+		if (fd == -1) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return;
+			if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO)
+				continue;
+			ht->n_accept_err++;
+			if ((errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+			    errno == ENOMEM) && tries++ < 4 &&
+			    evict_idle(ht, NULL) == 0)
+				continue;	/* a descriptor freed: retry */
+			accept_pause(ht, errno);
+			return;
+		}
+		ht->backoff_ms = 0;
+		conn_new(ht, fd, &ss);
+	}
 }
 
 /* ---- the server ---- */
@@ -693,15 +1185,53 @@ listen_loopback(const char *host)
 	return 0;
 }
 
-struct http *
-http_new(struct event_base *base, const struct conf *conf, const char *key,
-    const struct http_route *routes, size_t n, char *err, size_t errlen)
+/* A listening socket on host:port (nonblocking). -1 with err. */
+static int
+listen_on(const char *host, long long port, char *err, size_t errlen)
+{
+	struct addrinfo hints, *res = NULL, *ai;
+	char ps[16];
+	int fd = -1, one = 1, rc;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE;
+	snprintf(ps, sizeof(ps), "%lld", port);
+	if ((rc = getaddrinfo(host[0] != '\0' ? host : NULL, ps, &hints, &res)) != 0) {
+		snprintf(err, errlen, "listen: %s: %s", host, gai_strerror(rc));
+		return -1;
+	}
+	for (ai = res; ai != NULL; ai = ai->ai_next) {
+		if ((fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK |
+		    SOCK_CLOEXEC, ai->ai_protocol)) == -1)
+			continue;
+		(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		/* Small replies on keep-alive connections must not wait for
+		 * the client's delayed ACK (Nagle): accepted sockets inherit
+		 * this. */
+		if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) == -1)
+			log_warn("listen: TCP_NODELAY");
+		if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 &&
+		    listen(fd, SOMAXCONN) == 0)
+			break;
+		snprintf(err, errlen, "cannot listen on %s:%lld: %s", host, port,
+		    strerror(errno));
+		close(fd);
+		fd = -1;
+	}
+	if (ai == NULL && fd == -1 && res == NULL)
+		snprintf(err, errlen, "cannot listen on %s:%lld", host, port);
+	freeaddrinfo(res);
+	return fd;
+}
+
+/* A server without a listener (http_new's first half; the fuzz target's). */
+static struct http *
+http_alloc(struct event_base *base, const struct conf *conf, const char *key,
+    const struct http_route *routes, size_t n, long long max_fds)
 {
 	struct http *ht = xcalloc(1, sizeof(*ht));
-	char host[256];
-	long long port;
-	evutil_socket_t fd;
-	int one = 1;
 
 	ht->base = base;
 	ht->conf = conf;
@@ -709,35 +1239,50 @@ http_new(struct event_base *base, const struct conf *conf, const char *key,
 	ht->nroutes = n;
 	ht->key = xstrdup(key);
 	ht->keylen = strlen(key);
-	if ((ht->evh = evhttp_new(base)) == NULL) {
-		snprintf(err, errlen, "evhttp_new failed");
-		goto fail;
+	ht->lfd = -1;
+	TAILQ_INIT(&ht->conns);
+	TAILQ_INIT(&ht->idleq);
+	TAILQ_INIT(&ht->reqs);
+	llhttp_settings_init(&ht->ps);
+	ht->ps.on_message_begin = on_message_begin;
+	ht->ps.on_url = on_url;
+	ht->ps.on_url_complete = on_url_complete;
+	ht->ps.on_header_field = on_hfield;
+	ht->ps.on_header_value = on_hvalue;
+	ht->ps.on_header_value_complete = on_hvalue_complete;
+	ht->ps.on_headers_complete = on_headers_complete;
+	ht->ps.on_body = on_body;
+	ht->ps.on_message_complete = on_message_complete;
+	ht->max_conns = conf->http_max_conns;
+	if (max_fds > 0 && ht->max_conns > max_fds - FD_RESERVE) {
+		ht->max_conns = max_fds - FD_RESERVE > 16 ? max_fds - FD_RESERVE : 16;
+		log_warnx("http.max_conns %lld is above the descriptor limit %lld "
+		    "less %d kept for sandboxes and agents: at most %lld connections",
+		    conf->http_max_conns, max_fds, FD_RESERVE, ht->max_conns);
 	}
-	evhttp_set_max_body_size(ht->evh, (ev_ssize_t)conf->max_body);
-	evhttp_set_max_headers_size(ht->evh, (ev_ssize_t)conf->max_headers);
-	evhttp_set_timeout(ht->evh, (int)(conf->http_timeout_ms / 1000));
-	evhttp_set_allowed_methods(ht->evh, EVHTTP_REQ_GET | EVHTTP_REQ_POST |
-	    EVHTTP_REQ_DELETE | EVHTTP_REQ_PUT | EVHTTP_REQ_PATCH |
-	    EVHTTP_REQ_OPTIONS | EVHTTP_REQ_HEAD);
-	evhttp_set_gencb(ht->evh, http_cb, ht);
-	hs_owner = ht;
-	evhttp_set_bevcb(ht->evh, hs_bevcb, ht);
+	return ht;
+}
+
+struct http *
+http_new(struct event_base *base, const struct conf *conf, const char *key,
+    const struct http_route *routes, size_t n, long long max_fds, char *err,
+    size_t errlen)
+{
+	struct http *ht = http_alloc(base, conf, key, routes, n, max_fds);
+	char host[256];
+	long long port;
+
 	if (split_listen(conf->listen, host, sizeof(host), &port, err,
 	    errlen) == -1)
 		goto fail;
 	ht->loopback = listen_loopback(host);
 	snprintf(ht->listen_host, sizeof(ht->listen_host), strchr(host, ':') ?
 	    "[%s]" : "%s", host);
-	if ((ht->bound = evhttp_bind_socket_with_handle(ht->evh, host,
-	    (ev_uint16_t)port)) == NULL) {
-		snprintf(err, errlen, "cannot listen on %s", conf->listen);
+	if ((ht->lfd = listen_on(host, port, err, errlen)) == -1)
 		goto fail;
-	}
-	/* Small replies on keep-alive connections must not wait for the
-	 * client's delayed ACK (Nagle): accepted sockets inherit this. */
-	fd = evhttp_bound_socket_get_fd(ht->bound);
-	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) == -1)
-		log_warn("listen: TCP_NODELAY");
+	ht->lev = event_new(base, ht->lfd, EV_READ | EV_PERSIST, accept_cb, ht);
+	ht->lbackoff = evtimer_new(base, accept_resume_cb, ht);
+	event_add(ht->lev, NULL);
 	return ht;
 fail:
 	http_free(ht);
@@ -747,17 +1292,87 @@ fail:
 void
 http_drain(struct http *ht)
 {
-	ht->draining = 1;
-	if (ht->bound != NULL) {
-		evhttp_del_accept_socket(ht->evh, ht->bound);
-		ht->bound = NULL;
-	}
+	ht->draining = 1;	/* the listener stays: see http.h */
 }
 
 int
 http_draining(const struct http *ht)
 {
 	return ht->draining;
+}
+
+/* The first dispatched request still owed an answer, or NULL. */
+static struct http_req *
+next_unanswered(struct http *ht)
+{
+	struct http_req *r;
+
+	TAILQ_FOREACH(r, &ht->reqs, link)
+		if (!r->answered && !(r->aborted && r->c == NULL))
+			return r;
+	return NULL;
+}
+
+int
+http_abort_inflight(struct http *ht)
+{
+	struct http_req *r;
+	int n = 0;
+	cJSON *o;
+	char *txt;
+
+	while ((r = next_unanswered(ht)) != NULL) {
+		n++;
+		if (r->abort_cb != NULL && !r->aborted) {
+			r->aborted = 1;
+			r->abort_cb(r, HTTP_ABORT_DEADLINE, r->abort_arg);
+			continue;	/* r may be freed: look again */
+		}
+		r->aborted = 1;
+		r->answered = 1;
+		if (r->c == NULL)
+			continue;
+		/* Answered here; the handler's own reply frees r later. */
+		o = hreq_route_error(r->route, 503, "draining", "Service Unavailable: the "
+		    "orchestrator shut down (drain deadline) before this request "
+		    "finished; retry");
+		txt = cJSON_PrintUnformatted(o);
+		cJSON_Delete(o);
+		count_status(ht, 503);
+		r->c->close_after = 1;
+		if (r->streaming) {
+			/* one more event, then the end */
+			if (!r->http10)
+				evbuffer_add_printf(r->c->out, "%zx\r\n", strlen(txt) + 23);
+			evbuffer_add_printf(r->c->out, "event: message\ndata: %s\n\n", txt);
+			if (!r->http10)
+				evbuffer_add(r->c->out, "\r\n0\r\n\r\n", 7);
+		} else {
+			r->extra.len = 0;
+			put_head(ht, r->c, r, 503, "application/json",
+			    (long long)strlen(txt));
+			evbuffer_add(r->c->out, txt, strlen(txt));
+		}
+		free(txt);
+		conn_set(r->c, C_SINK);
+		conn_want_write(r->c);
+		conn_arm(r->c);
+		r->c->req = NULL;	/* the connection no longer waits for r */
+		r->c = NULL;
+	}
+	return n;
+}
+
+int
+http_output_pending(const struct http *ht)
+{
+	const struct hconn *c;
+	int n = 0;
+
+	TAILQ_FOREACH(c, &ht->conns, all)
+		if (evbuffer_get_length(c->out) > 0)
+			n++;
+	return n;
 }
 
 void
@@ -781,41 +1396,35 @@ http_base(const struct http *ht)
 void
 http_free(struct http *ht)
 {
+	struct hconn *c;
+	struct addrcnt *ac;
+	size_t i;
+
 	if (ht == NULL)
 		return;
-	if (ht->evh != NULL)
-		evhttp_free(ht->evh);
-	if (hs_owner == ht)
-		hs_owner = NULL;
-	free(ht->hs_tab);
+	/* Connections go without their handlers hearing (the daemon ends). */
+	while ((c = TAILQ_FIRST(&ht->conns)) != NULL) {
+		if (c->req != NULL && c->req->dispatched) {
+			c->req->c = NULL;
+			c->req->abort_cb = NULL;
+			c->req = NULL;
+		}
+		conn_kill(c, "shutdown");
+	}
+	if (ht->lev != NULL)
+		event_free(ht->lev);
+	if (ht->lbackoff != NULL)
+		event_free(ht->lbackoff);
+	if (ht->lfd != -1)
+		close(ht->lfd);
+	for (i = 0; i < ADDR_BUCKETS; i++)
+		while ((ac = ht->addrs[i]) != NULL) {
+			ht->addrs[i] = ac->next;
+			free(ac);
+		}
 	if (ht->key != NULL) {
 		explicit_bzero(ht->key, ht->keylen);
 		free(ht->key);
 	}
 	free(ht);
-}
-
-int
-http_metrics(const struct http *ht, struct buf *b)
-{
-	int r = 0;
-
-	r |= buf_addf(b, "# HELP orch_http_requests_total HTTP requests by endpoint.\n"
-	    "# TYPE orch_http_requests_total counter\n"
-	    "orch_http_requests_total{endpoint=\"mcp\"} %llu\n"
-	    "orch_http_requests_total{endpoint=\"rest\"} %llu\n"
-	    "orch_http_requests_total{endpoint=\"other\"} %llu\n",
-	    ht->req[HTTP_EP_MCP], ht->req[HTTP_EP_REST], ht->req[HTTP_EP_OTHER]);
-	r |= buf_addf(b, "# HELP orch_http_responses_total HTTP responses by status class.\n"
-	    "# TYPE orch_http_responses_total counter\n"
-	    "orch_http_responses_total{class=\"2xx\"} %llu\n"
-	    "orch_http_responses_total{class=\"4xx\"} %llu\n"
-	    "orch_http_responses_total{class=\"5xx\"} %llu\n"
-	    "# HELP orch_auth_failures_total Requests refused for a missing or wrong key.\n"
-	    "# TYPE orch_auth_failures_total counter\norch_auth_failures_total %llu\n"
-	    "# HELP orch_origin_rejected_total Requests refused for their Origin "
-	    "or Host (403).\n"
-	    "# TYPE orch_origin_rejected_total counter\norch_origin_rejected_total %llu\n",
-	    ht->st_2xx, ht->st_4xx, ht->st_5xx, ht->st_401, ht->st_403);
-	return r ? -1 : 0;
 }

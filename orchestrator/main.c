@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -42,8 +43,13 @@ static struct {
 	struct event		*tick;
 	struct event		*drain_check;
 	struct event		*drain_deadline;
+	struct event		*drain_flush;
+	long long		 flush_until;	/* ms: last replies' deadline */
 	int			 draining;
 } orch;
+
+#define DRAIN_FLUSH_MS	2000	/* after the deadline: for the error replies
+				 * to be written before the daemon exits */
 
 enum { OPT_HELP = 256, OPT_PRINT_DOCS };
 
@@ -172,18 +178,68 @@ tick_cb(evutil_socket_t fd UNUSED, short ev UNUSED, void *arg UNUSED)
 static void
 drain_check_cb(evutil_socket_t fd UNUSED, short ev UNUSED, void *arg UNUSED)
 {
-	if (server_inflight(orch.sv) == 0) {
+	if (server_inflight(orch.sv) == 0 && server_output_pending(orch.sv) == 0) {
 		log_info("drained: no call in flight; exiting (sandboxes keep running)");
 		event_base_loopexit(orch.base, NULL);
 	}
 }
 
 static void
+drain_flush_cb(evutil_socket_t fd UNUSED, short ev UNUSED, void *arg UNUSED)
+{
+	if (server_output_pending(orch.sv) == 0 || util_mono_ms() >=
+	    orch.flush_until) {
+		log_info("drain: %d replies still unwritten; exiting",
+		    server_output_pending(orch.sv));
+		event_base_loopexit(orch.base, NULL);
+	}
+}
+
+/* Every call still running gets an error reply; exit once written. */
+static void
 drain_deadline_cb(evutil_socket_t fd UNUSED, short ev UNUSED, void *arg UNUSED)
 {
-	log_warnx("drain deadline passed with %d calls in flight; exiting "
-	    "(sandboxes keep running)", server_inflight(orch.sv));
-	event_base_loopexit(orch.base, NULL);
+	struct timeval tv = { 0, 20000 };
+	int n = server_inflight(orch.sv), answered;
+
+	answered = server_abort_inflight(orch.sv);
+	log_warnx("drain deadline passed with %d calls in flight: %d answered "
+	    "with an error; exiting (sandboxes keep running)", n, answered);
+	if (orch.drain_check != NULL)
+		event_del(orch.drain_check);
+	orch.flush_until = util_mono_ms() + DRAIN_FLUSH_MS;
+	orch.drain_flush = event_new(orch.base, -1, EV_PERSIST, drain_flush_cb, NULL);
+	event_add(orch.drain_flush, &tv);
+}
+
+/*
+ * The soft descriptor limit raised to the hard one (both logged): idle
+ * client connections must not run the daemon out of descriptors at the
+ * common soft limit of 1024. Returns the soft limit in force.
+ */
+static long long
+raise_nofile(void)
+{
+	struct rlimit rl;
+	rlim_t soft;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == -1) {
+		log_warn("getrlimit(RLIMIT_NOFILE)");
+		return 1024;
+	}
+	soft = rl.rlim_cur;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) == -1) {
+			log_warn("setrlimit(RLIMIT_NOFILE, %llu)",
+			    (unsigned long long)rl.rlim_max);
+			rl.rlim_cur = soft;
+		}
+	}
+	log_info("descriptors: soft limit %llu (was %llu), hard limit %llu",
+	    (unsigned long long)rl.rlim_cur, (unsigned long long)soft,
+	    (unsigned long long)rl.rlim_max);
+	return rl.rlim_cur == RLIM_INFINITY ? (1LL << 30) : (long long)rl.rlim_cur;
 }
 
 static void
@@ -197,8 +253,9 @@ sig_cb(evutil_socket_t sig, short ev UNUSED, void *arg UNUSED)
 		return;
 	}
 	orch.draining = 1;
-	log_info("signal %d: draining (no new sessions, %d calls in flight, "
-	    "deadline %lldms)", (int)sig, server_inflight(orch.sv),
+	log_info("signal %d: draining (listener open; new calls and /readyz "
+	    "get 503; %d calls in flight, deadline %lldms)", (int)sig,
+	    server_inflight(orch.sv),
 	    orch.conf->drain_timeout_ms);
 	sessmgr_set_draining(orch.mgr);
 	server_drain(orch.sv);
@@ -222,6 +279,7 @@ main(int argc, char **argv)
 	struct event *sigterm = NULL, *sigint = NULL;
 	struct timeval tv;
 	char err[1024], *key = NULL;
+	long long max_fds;
 
 	jsonmem_init();
 	while ((ch = getopt_long(argc, argv, "df:nv", long_opts, NULL)) != -1) {
@@ -285,6 +343,7 @@ main(int argc, char **argv)
 	}
 	log_set_json(conf.log_json);
 	signal(SIGPIPE, SIG_IGN);
+	max_fds = raise_nofile();
 	if (tools_init() == -1)
 		fatalx("tool schemas do not parse");
 	if (evthread_use_pthreads() == -1)
@@ -303,7 +362,8 @@ main(int argc, char **argv)
 	/* The runtime is the truth: rebuild the sessions before serving. */
 	if (sessmgr_reconcile(orch.mgr, 1, err, sizeof(err)) == -1)
 		log_warnx("initial reconcile failed (will retry): %s", err);
-	if ((orch.sv = server_new(orch.base, &conf, orch.mgr, key, err, sizeof(err))) == NULL) {
+	if ((orch.sv = server_new(orch.base, &conf, orch.mgr, key, max_fds, err,
+	    sizeof(err))) == NULL) {
 		log_warnx("%s", err);
 		goto out;
 	}
@@ -332,6 +392,8 @@ main(int argc, char **argv)
 		event_free(orch.drain_check);
 	if (orch.drain_deadline != NULL)
 		event_free(orch.drain_deadline);
+	if (orch.drain_flush != NULL)
+		event_free(orch.drain_flush);
 	if (sigterm != NULL)
 		event_free(sigterm);
 	if (sigint != NULL)

@@ -599,3 +599,36 @@ mcp_out_free(struct mcp_out *out)
 	cJSON_Delete(out->cancels);
 	memset(out, 0, sizeof(*out));
 }
+
+cJSON *
+mcp_abort_body(const struct mcp_out *out, int code, const char *msg)
+{
+	const struct mcp_pending *p;
+	cJSON *b;
+	size_t k;
+	int n;
+
+	if (!out->batch) {
+		for (k = 0; k < out->npend; k++) {
+			p = &out->pend[k];
+			if (p->tc != NULL && !atomic_load(&p->tc->cancelled))
+				return mcp_error(p->id, code, msg);
+		}
+		return out->body != NULL ? cJSON_Duplicate(out->body, 1) : NULL;
+	}
+	b = out->body != NULL ? cJSON_Duplicate(out->body, 1) : cJSON_CreateArray();
+	for (k = 0; k < out->npend; k++) {
+		p = &out->pend[k];
+		if (p->tc == NULL || atomic_load(&p->tc->cancelled) || p->slot < 0)
+			continue;
+		cJSON_ReplaceItemInArray(b, p->slot, mcp_error(p->id, code, msg));
+	}
+	for (n = cJSON_GetArraySize(b) - 1; n >= 0; n--)
+		if (cJSON_IsNull(cJSON_GetArrayItem(b, n)))
+			cJSON_DeleteItemFromArray(b, n);
+	if (cJSON_GetArraySize(b) == 0) {
+		cJSON_Delete(b);
+		return NULL;
+	}
+	return b;
+}

@@ -57,6 +57,14 @@ void	mcp_dispatch(const struct mcp_in *, struct mcp_out *);
  */
 int	mcp_complete(struct mcp_out *, size_t i);
 void	mcp_out_free(struct mcp_out *);
+/*
+ * The drain deadline's reply for out: every call still pending answered
+ * by a JSON-RPC error (code, msg), the completed ones with their results
+ * (a batch keeps its order). NULL when nothing is to be sent (all
+ * cancelled). Caller frees. out is left as it is: workers still hold its
+ * pending calls, and mcp_complete() works on it as before.
+ */
+cJSON	*mcp_abort_body(const struct mcp_out *, int code, const char *msg);
 /* A JSON-RPC error object: {"jsonrpc","id","error":{code,message}}. id is
  * duplicated (NULL: null). */
 cJSON	*mcp_error(const cJSON *id, int code, const char *msg);

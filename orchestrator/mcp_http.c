@@ -9,16 +9,22 @@
  * Rules: everything here runs on the event loop thread; a call holds one
  * http_inflight_add() from the POST until its reply ends; a cancelled call
  * keeps its slot until its worker returns (the tool_call is refcounted).
+ *
+ * A session has at most limits.session_calls calls in flight (work.h
+ * counts them per session id, with the REST operations): a call beyond
+ * gets a tool error at once. A client that disconnects cancels its calls
+ * in flight as notifications/cancelled does (HTTP_ABORT_GONE), so the
+ * session's next call does not find its shell busy. At the drain deadline
+ * (HTTP_ABORT_DEADLINE) each call still running is answered with a
+ * JSON-RPC error (mcp_abort_body) and forgotten; its worker's late result
+ * is dropped.
  */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <event2/buffer.h>
 #include <event2/event.h>
-#include <event2/http.h>
-#include <event2/keyvalq_struct.h>
 
 #include <cjson/cJSON.h>
 
@@ -47,13 +53,15 @@ struct mcp_front {
 	struct tool_stat	 tools[NTOOLS_STAT];
 	int			 ntools;
 	unsigned long long	 n_cancelled;
+	unsigned long long	 n_refused;	/* over limits.session_calls */
 };
 
 struct mcall {
 	struct mcp_front	*fr;
 	struct http		*ht;
-	struct evhttp_request	*req;
+	struct http_req		*req;		/* NULL once answered (deadline) */
 	struct mcall		*prev, *next;	/* fr->calls: in flight */
+	int			 aborted;	/* answered at the drain deadline */
 	struct mcp_out		 out;
 	size_t			 remaining;
 	int			 sse;		/* reply is an SSE stream */
@@ -66,6 +74,7 @@ struct mjob {
 	struct mcall	*mc;
 	size_t		 i;
 	long long	 t0;
+	int		 refused;	/* over the session's cap: not run */
 };
 
 struct cjob {
@@ -75,7 +84,7 @@ struct cjob {
 
 /* MCP transport error: HTTP status + JSON-RPC error without id. */
 static void
-send_rpc_err(struct http *ht, struct evhttp_request *req, int code,
+send_rpc_err(struct http *ht, struct http_req *req, int code,
     int rpc, const char *msg)
 {
 	cJSON *o = mcp_error(NULL, rpc, msg);
@@ -116,14 +125,15 @@ tool_stat(struct mcp_front *fr, const char *name, int is_err, double secs)
 }
 
 static void
-sse_send(struct evhttp_request *req, cJSON *msg)
+sse_send(struct http_req *req, cJSON *msg)
 {
-	struct evbuffer *b = evbuffer_new();
-	char *txt = cJSON_PrintUnformatted(msg);
+	char *txt = cJSON_PrintUnformatted(msg), *ev;
+	size_t n = strlen(txt) + 32;
 
-	evbuffer_add_printf(b, "event: message\ndata: %s\n\n", txt);
-	evhttp_send_reply_chunk(req, b);
-	evbuffer_free(b);
+	ev = xmalloc(n);
+	snprintf(ev, n, "event: message\ndata: %s\n\n", txt);
+	http_stream_chunk(req, ev, strlen(ev));
+	free(ev);
 	free(txt);
 }
 
@@ -149,11 +159,11 @@ progress_cb(evutil_socket_t fd UNUSED, short ev UNUSED, void *arg)
 	cJSON_Delete(n);
 }
 
+/* Off the list of calls in flight, the progress timer stopped. */
 static void
-mcall_finish(struct mcall *mc)
+mcall_unlink(struct mcall *mc)
 {
 	struct mcp_front *fr = mc->fr;
-	struct http *ht = mc->ht;
 
 	if (mc->prev != NULL)
 		mc->prev->next = mc->next;
@@ -161,14 +171,28 @@ mcall_finish(struct mcall *mc)
 		fr->calls = mc->next;
 	if (mc->next != NULL)
 		mc->next->prev = mc->prev;
+	mc->prev = mc->next = NULL;
+	if (mc->ptimer != NULL)
+		event_free(mc->ptimer);
+	mc->ptimer = NULL;
+}
+
+static void
+mcall_finish(struct mcall *mc)
+{
+	struct http *ht = mc->ht;
+
+	if (mc->aborted) {	/* answered at the drain deadline */
+		mcp_out_free(&mc->out);
+		free(mc);
+		return;
+	}
+	mcall_unlink(mc);
 	/* No body: every request in it was cancelled and gets no response. */
 	if (mc->sse) {
-		if (mc->ptimer != NULL)
-			event_free(mc->ptimer);
 		if (mc->out.body != NULL)
 			sse_send(mc->req, mc->out.body);
-		evhttp_send_reply_end(mc->req);
-		http_count_status(ht, 200);
+		http_stream_end(ht, mc->req);
 	} else if (mc->out.body == NULL)
 		http_send_body(ht, mc->req, 202, NULL, NULL, 0);
 	else
@@ -195,6 +219,22 @@ cjob_done(void *arg)
 	free(c);
 }
 
+/* Cancels tc (running on a worker) as notifications/cancelled does. */
+static void
+cancel_tc(struct mcp_front *fr, struct tool_call *tc, const char *by)
+{
+	struct cjob *c;
+
+	atomic_store(&tc->cancelled, 1);
+	fr->n_cancelled++;
+	log_info("session=%s tool=%s cancelled %s", tc->sid, tc->name, by);
+	atomic_fetch_add(&tc->refs, 1);
+	c = xcalloc(1, sizeof(*c));
+	c->fr = fr;
+	c->tc = tc;
+	work_submit(cjob_run, cjob_done, c);
+}
+
 /*
  * notifications/cancelled: the in-flight tools/call with that request id
  * from the same client session (X-Session-Id; every caller holds the one
@@ -205,7 +245,6 @@ cancel_calls(struct mcp_front *fr, const char *sid, cJSON *ids)
 {
 	struct mcall *mc;
 	struct tool_call *tc;
-	struct cjob *c;
 	cJSON *id;
 	size_t i;
 
@@ -219,16 +258,51 @@ cancel_calls(struct mcp_front *fr, const char *sid, cJSON *ids)
 				    !cJSON_Compare(mc->out.pend[i].id, id, 1) ||
 				    atomic_load(&tc->cancelled))
 					continue;
-				atomic_store(&tc->cancelled, 1);
-				fr->n_cancelled++;
-				log_info("session=%s tool=%s cancelled by the client",
-				    tc->sid, tc->name);
-				atomic_fetch_add(&tc->refs, 1);
-				c = xcalloc(1, sizeof(*c));
-				c->fr = fr;
-				c->tc = tc;
-				work_submit(cjob_run, cjob_done, c);
+				cancel_tc(fr, tc, "by the client");
 			}
+}
+
+/*
+ * The POST's client went (HTTP_ABORT_GONE): its calls are cancelled, and
+ * the reply, when they return, goes nowhere. The drain deadline
+ * (HTTP_ABORT_DEADLINE): a JSON-RPC error for each call still running,
+ * now; the workers' results are dropped.
+ */
+static void
+mcall_abort(struct http_req *req, enum http_abort why, void *arg)
+{
+	struct mcall *mc = arg;
+	struct tool_call *tc;
+	cJSON *body;
+	size_t i;
+
+	if (why == HTTP_ABORT_GONE) {
+		if (mc->ptimer != NULL)
+			event_del(mc->ptimer);
+		for (i = 0; i < mc->out.npend; i++) {
+			tc = mc->out.pend[i].tc;
+			if (tc != NULL && !atomic_load(&tc->cancelled) &&
+			    !atomic_load(&tc->finished))
+				cancel_tc(mc->fr, tc, "(the client disconnected)");
+		}
+		return;
+	}
+	body = mcp_abort_body(&mc->out, -32000, "the orchestrator shut down "
+	    "(drain deadline) before this call finished; it may still be running "
+	    "in the sandbox: check its effects before retrying");
+	mcall_unlink(mc);
+	mc->aborted = 1;
+	mc->req = NULL;
+	if (mc->sse) {
+		if (body != NULL)
+			sse_send(req, body);
+		http_stream_end(mc->ht, req);
+	} else if (body == NULL)
+		http_send_body(mc->ht, req, 202, NULL, NULL, 0);
+	else
+		http_send_json(mc->ht, req, 200, body);
+	cJSON_Delete(body);
+	http_inflight_add(mc->ht, -1);
 }
 
 static void
@@ -246,6 +320,17 @@ mjob_done(void *arg)
 	struct mcall *mc = j->mc;
 	struct tool_call *tc = mc->out.pend[j->i].tc;
 	double secs = (double)(util_mono_us() - j->t0) / 1e6;
+	char msg[256];
+
+	if (j->refused) {
+		snprintf(msg, sizeof(msg), "too many calls in flight for session "
+		    "%s: at most %lld at once (limits.session_calls); wait for one "
+		    "to finish, then retry", tc->sid, mc->fr->conf->session_calls);
+		tc->result = tools_text_result(msg, 1);
+		tc->is_error = 1;
+		atomic_store(&tc->finished, 1);
+		mc->fr->n_refused++;
+	}
 
 	tool_stat(mc->fr, tc->name, tc->is_error, secs);
 	log_info("session=%s tool=%s ms=%.1f error=%d%s", tc->sid, tc->name,
@@ -257,7 +342,7 @@ mjob_done(void *arg)
 }
 
 static int
-hdr_id(struct evhttp_request *req, const char *name, const char **out)
+hdr_id(struct http_req *req, const char *name, const char **out)
 {
 	const char *v = http_hdr(req, name);
 
@@ -271,33 +356,32 @@ hdr_id(struct evhttp_request *req, const char *name, const char **out)
 }
 
 void
-mcp_http_handle(struct http *ht, struct evhttp_request *req,
+mcp_http_handle(struct http *ht, struct http_req *req,
     const char *path UNUSED, void *arg)
 {
 	struct mcp_front *fr = arg;
-	struct evbuffer *in = evhttp_request_get_input_buffer(req);
 	const char *acc = http_hdr(req, "Accept"), *bad = NULL;
 	struct mcp_in mi;
 	struct mcall *mc;
 	size_t i, len;
 	int json_ok, sse_ok;
 
-	switch (evhttp_request_get_command(req)) {
-	case EVHTTP_REQ_POST:
+	switch (http_req_method(req)) {
+	case HTTP_M_POST:
 		break;
-	case EVHTTP_REQ_GET:
+	case HTTP_M_GET:
 		/* No server-initiated stream: 405 per the transport spec. */
-		evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "POST");
+		http_add_header(req, "Allow", "POST");
 		send_rpc_err(ht, req, 405, -32000, "Method Not Allowed: this server "
 		    "offers no SSE stream on GET; send requests with POST");
 		return;
-	case EVHTTP_REQ_DELETE:
-		evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "POST");
+	case HTTP_M_DELETE:
+		http_add_header(req, "Allow", "POST");
 		send_rpc_err(ht, req, 405, -32000, "Method Not Allowed: this server "
 		    "issues no Mcp-Session-Id, so there is no session to delete");
 		return;
 	default:
-		evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "POST");
+		http_add_header(req, "Allow", "POST");
 		send_rpc_err(ht, req, 405, -32000, "Method Not Allowed: use POST");
 		return;
 	}
@@ -337,11 +421,8 @@ mcp_http_handle(struct http *ht, struct evhttp_request *req,
 		return;
 	}
 	mi.proto = http_hdr(req, "MCP-Protocol-Version");
-	len = evbuffer_get_length(in);
-	mi.body = (const char *)evbuffer_pullup(in, -1);
+	mi.body = http_req_body(req, &len);
 	mi.len = len;
-	if (mi.body == NULL)
-		mi.body = "";
 
 	mc = xcalloc(1, sizeof(*mc));
 	mc->fr = fr;
@@ -375,14 +456,13 @@ mcp_http_handle(struct http *ht, struct evhttp_request *req,
 	fr->calls = mc;
 	/* SSE when the client can only take SSE, or asked for progress. */
 	if (!mc->out.batch && sse_ok && (!json_ok || mc->out.want_progress)) {
-		struct evkeyvalq *h = evhttp_request_get_output_headers(req);
 		struct timeval tv;
 
 		mc->sse = 1;
-		evhttp_add_header(h, "Content-Type", "text/event-stream");
-		evhttp_add_header(h, "Cache-Control", "no-cache, no-transform");
-		evhttp_add_header(h, "X-Accel-Buffering", "no");
-		evhttp_send_reply_start(req, 200, "OK");
+		http_add_header(req, "Content-Type", "text/event-stream");
+		http_add_header(req, "Cache-Control", "no-cache, no-transform");
+		http_add_header(req, "X-Accel-Buffering", "no");
+		http_stream_start(ht, req, 200);
 		if (mc->out.want_progress) {
 			mc->ptimer = event_new(http_base(ht), -1, EV_PERSIST, progress_cb, mc);
 			tv.tv_sec = fr->conf->progress_interval_ms / 1000;
@@ -390,12 +470,17 @@ mcp_http_handle(struct http *ht, struct evhttp_request *req,
 			event_add(mc->ptimer, &tv);
 		}
 	}
+	http_req_on_abort(req, mcall_abort, mc);
 	for (i = 0; i < mc->out.npend; i++) {
 		struct mjob *j = xcalloc(1, sizeof(*j));
 		j->mc = mc;
 		j->i = i;
 		j->t0 = util_mono_us();
-		work_submit(mjob_run, mjob_done, j);
+		if (work_submit_key(mc->out.pend[i].tc->sid,
+		    (int)fr->conf->session_calls, mjob_run, mjob_done, j) == -1) {
+			j->refused = 1;	/* answered from the loop, not run */
+			work_loop_call(mjob_done, j);
+		}
 	}
 }
 
@@ -430,7 +515,11 @@ mcp_front_metrics(const struct mcp_front *fr, struct buf *b)
 	r |= buf_addf(b, "# HELP orch_tool_calls_cancelled_total Tool calls "
 	    "cancelled by the client (notifications/cancelled).\n"
 	    "# TYPE orch_tool_calls_cancelled_total counter\n"
-	    "orch_tool_calls_cancelled_total %llu\n", fr->n_cancelled);
+	    "orch_tool_calls_cancelled_total %llu\n"
+	    "# HELP orch_tool_calls_refused_total Tool calls refused at the "
+	    "per-session cap (limits.session_calls).\n"
+	    "# TYPE orch_tool_calls_refused_total counter\n"
+	    "orch_tool_calls_refused_total %llu\n", fr->n_cancelled, fr->n_refused);
 	r |= buf_addf(b, "# HELP orch_tool_call_seconds_sum Time spent in tool calls.\n"
 	    "# TYPE orch_tool_call_seconds_sum counter\n");
 	for (i = 0; i < fr->ntools; i++)

@@ -18,7 +18,7 @@ struct mcp_front;
 struct mcp_front *mcp_front_new(struct sessmgr *, const struct conf *);
 void	mcp_front_free(struct mcp_front *);
 /* The /mcp route's handler; arg: the struct mcp_front. */
-void	mcp_http_handle(struct http *, struct evhttp_request *, const char *path,
+void	mcp_http_handle(struct http *, struct http_req *, const char *path,
 	    void *arg);
 /* The /mcp route's error shape: a JSON-RPC error without id. */
 cJSON	*mcp_http_error(int status, const char *code, const char *msg);

@@ -6,14 +6,17 @@
  * runtime and the agent what it uses) run on a worker (rjob) and answer
  * from its completion. A create's body holds id, org, user and the
  * options of sessopt.h; any other member is refused. Errors are
- * {"error":{"code","message"}}.
+ * {"error":{"code","message"}}; a runtime or agent failure is 503, and
+ * no error text carries a host path (redact_paths; a 5xx's text is whole
+ * in the log). An operation on a session
+ * counts against
+ * its limits.session_calls with its tool calls (work.h): beyond, 429.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/queue.h>
 
-#include <event2/buffer.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
@@ -21,6 +24,7 @@
 
 #include "http.h"
 #include "jsonu.h"
+#include "log.h"
 #include "rest.h"
 #include "work.h"
 #include "xmalloc.h"
@@ -30,7 +34,7 @@ enum rop { R_CREATE, R_STOP, R_START, R_DELETE, R_GET };
 struct rjob {
 	struct http		*ht;
 	struct sessmgr		*mgr;
-	struct evhttp_request	*req;
+	struct http_req		*req;
 	enum rop		 op;
 	char			 sid[ID_SESSION_MAX + 1];
 	char			 org[ID_SESSION_MAX + 1];
@@ -42,6 +46,47 @@ struct rjob {
 	cJSON			*body;
 };
 
+static const char *
+rop_name(enum rop op)
+{
+	switch (op) {
+	case R_CREATE: return "create";
+	case R_STOP: return "stop";
+	case R_START: return "start";
+	case R_DELETE: return "delete";
+	case R_GET: return "read";
+	}
+	return "handle";
+}
+
+/*
+ * s into dst with every absolute path ("/x/y", at the start or after a
+ * space, quote, '=', '(' or ':') replaced by "<path>": a runtime's error
+ * text without the host's layout.
+ */
+static void
+redact_paths(const char *s, char *dst, size_t len)
+{
+	size_t o = 0;
+	char prev = ' ';
+
+	while (*s != '\0' && o + 8 < len) {
+		if (*s == '/' && strchr(" \t'\"=(:", prev) != NULL) {
+			while (*s != '\0' && strchr(" \t'\",;)", *s) == NULL)
+				s++;
+			memcpy(dst + o, "<path>", 6);
+			o += 6;
+			prev = '>';
+			continue;
+		}
+		prev = *s;
+		dst[o++] = *s++;
+	}
+	dst[o] = '\0';
+}
+
+/* A runtime or agent failure is 503 (Retry-After); every error's text
+ * goes out with its host paths taken out (rjob_run). */
 static int
 sess_err_http(enum sess_err e, const char **code)
 {
@@ -52,9 +97,9 @@ sess_err_http(enum sess_err e, const char **code)
 	case SE_DRAINING: *code = "draining"; return 503;
 	case SE_BUSY: *code = "busy"; return 409;
 	case SE_IDENTITY: *code = "identity_mismatch"; return 409;
-	case SE_AGENT: *code = "agent_error"; return 502;
+	case SE_AGENT: *code = "agent_error"; return 503;
 	case SE_RUNTIME:
-	default: *code = "runtime_error"; return 502;
+	default: *code = "runtime_error"; return 503;
 	}
 }
 
@@ -65,7 +110,7 @@ rjob_run(void *arg)
 	struct sessmgr *m = r->mgr;
 	enum sess_err e = SE_OK;
 	const char *code;
-	char err[1024];
+	char err[1024], msg[1024];
 	struct sess *s;
 	int rc = 0, created = 0;
 
@@ -118,7 +163,13 @@ rjob_run(void *arg)
 	}
 	if (rc == -1 || r->body == NULL) {
 		r->status = sess_err_http(e, &code);
-		r->body = http_err_json(code, err);
+		/* The runtime's words may name host paths: whole in the log
+		 * (5xx), without the paths in the reply. */
+		if (r->status >= 500 && e != SE_DRAINING)
+			log_warnx("session=%s rest %s failed: %s", r->sid,
+			    rop_name(r->op), err);
+		redact_paths(err, msg, sizeof(msg));
+		r->body = http_err_json(code, msg);
 	}
 }
 
@@ -151,12 +202,31 @@ rest_id_field(cJSON *j, const char *name, char *dst, size_t len, int required)
 /* The members of a create body besides the options (sessopt.h). */
 static const char *const create_ids[] = { "id", "org", "user", NULL };
 
+/* Runs r on a worker, counted against its session's cap (429 beyond). */
 static void
-rest_create(struct http *ht, struct sessmgr *mgr, struct evhttp_request *req)
+rjob_start(struct http *ht, const struct conf *conf, struct rjob *r)
 {
-	struct evbuffer *in = evhttp_request_get_input_buffer(req);
-	size_t len = evbuffer_get_length(in);
-	const char *body = (const char *)evbuffer_pullup(in, -1);
+	char msg[256];
+
+	if (work_submit_key(r->sid, (int)conf->session_calls, rjob_run, rjob_done,
+	    r) == 0) {
+		http_inflight_add(ht, 1);
+		return;
+	}
+	snprintf(msg, sizeof(msg), "too many calls in flight for session %s: at "
+	    "most %lld at once (limits.session_calls); retry when one finished",
+	    r->sid, conf->session_calls);
+	http_send_err(ht, r->req, 429, "too_many_calls", msg);
+	cJSON_Delete(r->body_in);
+	free(r);
+}
+
+static void
+rest_create(struct http *ht, struct sessmgr *mgr, const struct conf *conf,
+    struct http_req *req)
+{
+	size_t len;
+	const char *body = http_req_body(req, &len);
 	cJSON *j = NULL;
 	struct rjob *r;
 	const char *why = NULL;
@@ -195,45 +265,43 @@ rest_create(struct http *ht, struct sessmgr *mgr, struct evhttp_request *req)
 		return;
 	}
 	r->body_in = j;	/* the options' strings point into it */
-	http_inflight_add(ht, 1);
-	work_submit(rjob_run, rjob_done, r);
+	rjob_start(ht, conf, r);
 }
 
 /* No body, or one that is an empty JSON object (whitespace around). */
 static int
-body_empty(struct evhttp_request *req)
+body_empty(struct http_req *req)
 {
-	struct evbuffer *in = evhttp_request_get_input_buffer(req);
-	size_t n = evbuffer_get_length(in);
-	const unsigned char *p;
+	size_t n;
+	const char *p = http_req_body(req, &n);
 	cJSON *j;
 	int ok;
 
 	if (n == 0)
 		return 1;
-	if (n > 256 || (p = evbuffer_pullup(in, (ssize_t)n)) == NULL)
+	if (n > 256)
 		return 0;
-	j = cJSON_ParseWithLength((const char *)p, n);
+	j = cJSON_ParseWithLength(p, n);
 	ok = cJSON_IsObject(j) && j->child == NULL;
 	cJSON_Delete(j);
 	return ok;
 }
 
 void
-rest_handle(struct http *ht, struct evhttp_request *req, const char *path,
+rest_handle(struct http *ht, struct http_req *req, const char *path,
     void *arg)
 {
-	struct sessmgr *mgr = arg;
-	enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
+	struct rest_ctx *ctx = arg;
+	struct sessmgr *mgr = ctx->mgr;
+	enum http_method cmd = http_req_method(req);
 	const char *rest = path + strlen("/v1/sessions");
 	char *sid = NULL;
 	struct rjob *r;
 	const char *op = NULL;
 
 	if (*rest == '\0' || strcmp(rest, "/") == 0) {
-		if (cmd == EVHTTP_REQ_GET) {
-			const struct evhttp_uri *u = evhttp_request_get_evhttp_uri(req);
-			const char *q = evhttp_uri_get_query(u);
+		if (cmd == HTTP_M_GET) {
+			const char *q = http_req_query(req);
 			struct evkeyvalq kv;
 			const char *org = NULL, *user = NULL, *state = NULL;
 			cJSON *o;
@@ -262,15 +330,15 @@ rest_handle(struct http *ht, struct evhttp_request *req, const char *path,
 			cJSON_Delete(o);
 			return;
 		}
-		if (cmd == EVHTTP_REQ_POST) {
+		if (cmd == HTTP_M_POST) {
 			if (http_draining(ht)) {
 				http_send_err(ht, req, 503, "draining", "shutting down");
 				return;
 			}
-			rest_create(ht, mgr, req);
+			rest_create(ht, mgr, ctx->conf, req);
 			return;
 		}
-		evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET, POST");
+		http_add_header(req, "Allow", "GET, POST");
 		http_send_err(ht, req, 405, "method_not_allowed", "use GET or POST");
 		return;
 	}
@@ -304,18 +372,18 @@ rest_handle(struct http *ht, struct evhttp_request *req, const char *path,
 	r->req = req;
 	snprintf(r->sid, sizeof(r->sid), "%s", sid);
 	free(sid);
-	if (op == NULL && cmd == EVHTTP_REQ_GET)
+	if (op == NULL && cmd == HTTP_M_GET)
 		r->op = R_GET;	/* with what it uses now: runtime and agent */
-	else if (op == NULL && cmd == EVHTTP_REQ_DELETE)
+	else if (op == NULL && cmd == HTTP_M_DELETE)
 		r->op = R_DELETE;
-	else if (op != NULL && strcmp(op, "stop") == 0 && cmd == EVHTTP_REQ_POST)
+	else if (op != NULL && strcmp(op, "stop") == 0 && cmd == HTTP_M_POST)
 		r->op = R_STOP;
-	else if (op != NULL && strcmp(op, "start") == 0 && cmd == EVHTTP_REQ_POST)
+	else if (op != NULL && strcmp(op, "start") == 0 && cmd == HTTP_M_POST)
 		r->op = R_START;
 	else {
 		free(r);
 		if (op == NULL || strcmp(op, "stop") == 0 || strcmp(op, "start") == 0) {
-			evhttp_add_header(evhttp_request_get_output_headers(req), "Allow",
+			http_add_header(req, "Allow",
 			    op == NULL ? "GET, DELETE" : "POST");
 			http_send_err(ht, req, 405, "method_not_allowed",
 			    op == NULL ? "use GET or DELETE" : "use POST");
@@ -329,6 +397,5 @@ rest_handle(struct http *ht, struct evhttp_request *req, const char *path,
 		    "no fields: send no body or {}");
 		return;
 	}
-	http_inflight_add(ht, 1);
-	work_submit(rjob_run, rjob_done, r);
+	rjob_start(ht, ctx->conf, r);
 }

@@ -5,11 +5,17 @@
 #ifndef REST_H
 #define REST_H
 
+#include "conf.h"
 #include "http.h"
 #include "sess.h"
 
-/* The /v1/sessions route's handler; arg: the struct sessmgr. */
-void	rest_handle(struct http *, struct evhttp_request *, const char *path,
+struct rest_ctx {		/* the route's argument */
+	struct sessmgr		*mgr;
+	const struct conf	*conf;	/* limits.session_calls */
+};
+
+/* The /v1/sessions route's handler; arg: a struct rest_ctx. */
+void	rest_handle(struct http *, struct http_req *, const char *path,
 	    void *arg);
 
 #endif

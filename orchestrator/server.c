@@ -2,13 +2,12 @@
  * server.c: the HTTP front end put together (server.h): the route table
  * (/healthz, /readyz, /mcp, /v1/sessions, /metrics) over http.c, the two
  * surfaces (mcp_http.c, rest.c), and the /metrics page that joins every
- * part's counters. It owns no protocol of its own.
+ * part's counters. It owns no protocol of its own. While draining,
+ * /readyz answers 503 with Retry-After (http.c adds it to every 503).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <event2/http.h>
 
 #include "buf.h"
 #include "http.h"
@@ -26,18 +25,19 @@ struct server {
 	struct http		*ht;
 	struct sessmgr		*mgr;
 	struct mcp_front	*mcp;
+	struct rest_ctx		 rest;
 	struct http_route	 routes[ROUTE_MAX];
 };
 
 static void
-healthz(struct http *ht, struct evhttp_request *req, const char *path UNUSED,
+healthz(struct http *ht, struct http_req *req, const char *path UNUSED,
     void *arg UNUSED)
 {
 	http_send_body(ht, req, 200, "application/json", "{\"ok\":true}\n", 12);
 }
 
 static void
-readyz(struct http *ht, struct evhttp_request *req, const char *path UNUSED,
+readyz(struct http *ht, struct http_req *req, const char *path UNUSED,
     void *arg)
 {
 	struct server *sv = arg;
@@ -52,14 +52,16 @@ readyz(struct http *ht, struct evhttp_request *req, const char *path UNUSED,
 }
 
 static void
-metrics(struct http *ht, struct evhttp_request *req, const char *path UNUSED,
+metrics(struct http *ht, struct http_req *req, const char *path UNUSED,
     void *arg)
 {
 	struct server *sv = arg;
 	struct buf b;
-	int r = 0, wt, wb, wq;
+	int r = 0, wt, wb, wq, wk;
+	unsigned long long wr;
 
 	work_stats(&wt, &wb, &wq);
+	work_key_stats(&wk, &wr);
 	buf_init(&b, 1 << 20);
 	r |= http_metrics(ht, &b);
 	r |= mcp_front_metrics(sv->mcp, &b);
@@ -72,6 +74,12 @@ metrics(struct http *ht, struct evhttp_request *req, const char *path UNUSED,
 	    "# HELP orch_worker_queued Work items waiting for a thread.\n"
 	    "# TYPE orch_worker_queued gauge\norch_worker_queued %d\n",
 	    http_inflight(ht), wt, wb, wq);
+	r |= buf_addf(&b, "# HELP orch_work_sessions Sessions with work queued or running.\n"
+	    "# TYPE orch_work_sessions gauge\norch_work_sessions %d\n"
+	    "# HELP orch_work_refused_total Calls refused at the per-session cap "
+	    "(limits.session_calls).\n"
+	    "# TYPE orch_work_refused_total counter\norch_work_refused_total %llu\n",
+	    wk, wr);
 	r |= sessmgr_metrics(sv->mgr, &b);
 	if (r != 0) {
 		buf_free(&b);
@@ -84,13 +92,16 @@ metrics(struct http *ht, struct evhttp_request *req, const char *path UNUSED,
 
 struct server *
 server_new(struct event_base *base, const struct conf *conf,
-    struct sessmgr *mgr, const char *key, char *err, size_t errlen)
+    struct sessmgr *mgr, const char *key, long long max_fds, char *err,
+    size_t errlen)
 {
 	struct server *sv = xcalloc(1, sizeof(*sv));
 	struct http_route *r = sv->routes;
 
 	sv->mgr = mgr;
 	sv->mcp = mcp_front_new(mgr, conf);
+	sv->rest.mgr = mgr;
+	sv->rest.conf = conf;
 	r[ROUTE_HEALTHZ] = (struct http_route){ "/healthz", 0, 0, HTTP_EP_OTHER,
 	    NULL, healthz, sv };
 	r[ROUTE_READYZ] = (struct http_route){ "/readyz", 0, 0, HTTP_EP_OTHER,
@@ -100,11 +111,11 @@ server_new(struct event_base *base, const struct conf *conf,
 	r[ROUTE_MCP_SLASH] = r[ROUTE_MCP];
 	r[ROUTE_MCP_SLASH].path = "/mcp/";
 	r[ROUTE_REST] = (struct http_route){ "/v1/sessions", 1, 1, HTTP_EP_REST,
-	    NULL, rest_handle, mgr };
+	    NULL, rest_handle, &sv->rest };
 	r[ROUTE_METRICS] = (struct http_route){ "/metrics", 0, 1, HTTP_EP_OTHER,
 	    NULL, metrics, sv };
-	if ((sv->ht = http_new(base, conf, key, sv->routes, ROUTE_MAX, err,
-	    errlen)) == NULL) {
+	if ((sv->ht = http_new(base, conf, key, sv->routes, ROUTE_MAX, max_fds,
+	    err, errlen)) == NULL) {
 		server_free(sv);
 		return NULL;
 	}
@@ -115,6 +126,18 @@ void
 server_drain(struct server *sv)
 {
 	http_drain(sv->ht);
+}
+
+int
+server_abort_inflight(struct server *sv)
+{
+	return http_abort_inflight(sv->ht);
+}
+
+int
+server_output_pending(struct server *sv)
+{
+	return http_output_pending(sv->ht);
 }
 
 int

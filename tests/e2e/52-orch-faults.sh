@@ -79,8 +79,20 @@ wait_for 20 pgrep -fx "sleep 2.517" || true
 nrun=$(running_sandboxes)
 kill -TERM "$ORCH_PID"
 sleep 0.3
-st=$(curl -s -o /dev/null -w '%{http_code}' --max-time 3 "$ORCH_URL/healthz")
-check "no new connections while draining" [ "$st" = 000 ]
+# The listener stays open while draining: /readyz and new calls get 503
+# with Retry-After, in each route's JSON shape.
+hdr=$(curl -s -D - -o "$T/ready-body" --max-time 3 "$ORCH_URL/readyz" | tr -d '\r')
+check "draining: /readyz answers 503" grep -q '^HTTP/1.1 503' <<<"$hdr"
+check "draining: /readyz carries Retry-After" grep -qi '^retry-after: [0-9]' <<<"$hdr"
+check "draining: /readyz body is the REST error" jq -e '.error.code == "draining"' "$T/ready-body"
+hdr=$(mcp_post -D - -o "$T/drain-new" -H 'X-Session-Id: drain-new' --max-time 3 \
+    -d '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"shell","arguments":{"command":"echo no"}}}' | tr -d '\r')
+check "draining: a new call gets 503 with Retry-After" bash -c "grep -q '^HTTP/1.1 503' <<<'$hdr' && grep -qi '^retry-after:' <<<'$hdr'"
+check "draining: the new call's 503 is a JSON-RPC error" jq -e '.jsonrpc == "2.0" and .error.code == -32000' "$T/drain-new"
+st=$(curl -s -o "$T/drain-rest" -w '%{http_code}' --max-time 3 -H "Authorization: Bearer $ORCH_KEY" \
+    -H 'Content-Type: application/json' -d '{"id":"drain-rest"}' "$ORCH_URL/v1/sessions")
+check "draining: REST create gets 503 in the REST shape" bash -c "[ $st = 503 ] && jq -e '.error.code == \"draining\"' $T/drain-rest"
+check "draining: /healthz still answers" curl -sf --max-time 3 "$ORCH_URL/healthz"
 wait $dpid
 if grep -q drained-ok "$T/drain-out"; then ok "in-flight call finished during drain"
 else fail "in-flight call finished during drain" "$(head -c 600 "$T/drain-out"; grep -i 'drain\|job-s' "$ORCH_LOG" | tail -5)"; fi

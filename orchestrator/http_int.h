@@ -1,0 +1,140 @@
+/*
+ * http_int.h: the structs of the HTTP server shared by http.c (connections,
+ * parsing, dispatch, replies) and httpreq.c (the request side: accessors,
+ * routes, Origin/Host/auth, counters), which calls nothing of http.c.
+ * Nothing else includes it.
+ */
+#ifndef HTTP_INT_H
+#define HTTP_INT_H
+
+#include <sys/queue.h>
+#include <sys/socket.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <llhttp.h>
+
+#include "buf.h"
+#include "http.h"
+
+#define HDR_MAX			100	/* headers in one request (431 beyond) */
+#define ADDR_BUCKETS		1024	/* client address counters (hash) */
+
+enum cstate { C_IDLE, C_READING, C_INFLIGHT, C_SINK };
+
+struct addrcnt {		/* connections from one client address */
+	unsigned char	 a[16];
+	int		 fam;
+	int		 n;
+	struct addrcnt	*next;
+};
+
+struct hdr {
+	size_t		 name, val;	/* offsets into req->hb */
+};
+
+struct http_req {
+	struct http		*ht;
+	struct hconn		*c;		/* NULL once the client is gone */
+	enum http_method	 method;
+	struct buf		 url;
+	struct buf		 hb;		/* "name\0value\0"... */
+	struct hdr		 h[HDR_MAX];
+	int			 nh;
+	int			 in_value;	/* parsing a header's value */
+	int			 ncl;		/* Content-Length headers seen */
+	struct buf		 body;
+	struct buf		 extra;		/* reply headers added */
+	char			*path, *query;	/* split from url (owned) */
+	const struct http_route	*route;
+	int			 keepalive;	/* the client allows it */
+	int			 http10;
+	unsigned		 dispatched:1;	/* with its handler */
+	unsigned		 streaming:1;	/* a streamed reply started */
+	unsigned		 answered:1;	/* replied by this layer (deadline) */
+	unsigned		 aborted:1;	/* abort cb ran */
+	void			(*abort_cb)(struct http_req *, enum http_abort,
+				    void *);
+	void			*abort_arg;
+	TAILQ_ENTRY(http_req)	 link;		/* ht->reqs while dispatched */
+};
+
+struct hconn {
+	struct http		*ht;
+	int			 fd;
+	enum cstate		 st;
+	struct event		*rev, *wev, *tmo, *kick;
+	llhttp_t		 parser;
+	struct buf		 in;		/* read, not yet parsed */
+	struct evbuffer		*out;
+	struct http_req		*req;		/* arriving or in flight */
+	struct addrcnt		*ac;
+	char			 peer[64];
+	const char		*refuse;	/* answer this instead (cap) */
+	int			 refuse_code;
+	long long		 t_state;	/* ms: when st last changed */
+	long long		 t_wrote;	/* ms: last write progress */
+	unsigned		 dead:1;	/* killed, free pending */
+	unsigned		 close_after:1;	/* close once the reply is out */
+	unsigned		 eof:1;		/* the client closed its side */
+	unsigned		 reading_off:1;	/* PEND_MAX reached */
+	unsigned		 wr_shut:1;
+	unsigned		 complete:1;	/* c->req is whole: dispatch it */
+	const char		*perr;		/* why a callback failed */
+	const struct http_route	*guess;		/* the route by the raw request
+						 * line: an error's shape before
+						 * llhttp read the target */
+	TAILQ_ENTRY(hconn)	 all;
+	TAILQ_ENTRY(hconn)	 idle;		/* ht->idle while C_IDLE */
+};
+
+TAILQ_HEAD(hconnq, hconn);
+TAILQ_HEAD(reqq, http_req);
+
+struct http {
+	struct event_base		*base;
+	const struct conf		*conf;
+	const struct http_route		*routes;
+	size_t				 nroutes;
+	char				*key;
+	size_t				 keylen;
+	int				 loopback;	/* the listener is */
+	char				 listen_host[256];	/* as Host names it */
+	int				 lfd;
+	struct event			*lev, *lbackoff;
+	int				 backoff_ms;
+	long long			 t_acclog;	/* last EMFILE log line */
+	unsigned long long		 n_accerr_unlogged;
+	int				 draining;
+	int				 inflight;	/* async requests */
+	struct hconnq			 conns, idleq;
+	struct reqq			 reqs;		/* dispatched */
+	int				 nconns, nrefusing;
+	long long			 max_conns;
+	struct addrcnt			*addrs[ADDR_BUCKETS];
+	llhttp_settings_t		 ps;
+	/* counters (event loop thread only) */
+	unsigned long long		 req[HTTP_EP_MAX];
+	unsigned long long		 st_2xx, st_4xx, st_5xx, st_401, st_403;
+	unsigned long long		 n_too_large, n_bad, n_accept_err;
+	unsigned long long		 n_refused_total, n_refused_addr;
+	unsigned long long		 n_evicted, n_idle_closed, n_gone;
+	unsigned long long		 n_timeout;
+};
+
+/* httpreq.c, for http.c */
+/* An error's body in r's shape (r may be NULL; caller frees). */
+cJSON	*hreq_route_error(const struct http_route *r, int status,
+	    const char *code, const char *msg);
+/* The route serving path, or NULL. */
+const struct http_route *hreq_route_find(const struct http *, const char *path);
+/* c->guess from the raw first bytes of c->in (a new request). */
+void	hreq_guess(struct hconn *);
+/* req->path and req->query from req->url; -1: no path there. */
+int	hreq_split_target(struct http_req *);
+/* The Origin and Host checks (httpreq.c's top) and the bearer key. */
+int	hreq_origin_ok(struct http *, struct http_req *);
+int	hreq_host_ok(struct http *, struct http_req *);
+int	hreq_auth_ok(struct http *, struct http_req *);
+
+#endif
