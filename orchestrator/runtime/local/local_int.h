@@ -216,6 +216,9 @@ void	rl_cg_sweep(const struct rl_cg *, int (*keep)(const char *, void *),
 int	rl_seccomp_fd(char *err, size_t errlen);
 
 /* netns.c */
+/* A listening TCP socket on 127.0.0.1:port inside pid's network namespace
+ * (bound whatever state its loopback is in): the fd, or -1 with err. */
+int	rl_netns_listener(pid_t pid, int port, char *err, size_t errlen);
 /* Opens the 127.0.0.1:3128 listener inside child's network namespace and
  * registers it with the egress proxy under r's id and labels (nothing
  * without a proxy_admin_socket). 0 or -1 with err. */
