@@ -685,6 +685,7 @@ wrapper_main(const char *dir, int outfd, int pipefd, const char *cwd,
 		if (dup2(op[1], 1) == -1 || dup2(op[1], 2) == -1)
 			_exit(127);
 		proc_closefrom(3, JOB_SCRIPT_FD);
+		proc_child_rlimits();
 		if (chdir(cwd) == -1 && chdir(agent_conf.workdir) == -1)
 			ign(chdir("/"));
 		/* busybox picks the applet by argv[0] */

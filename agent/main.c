@@ -50,6 +50,7 @@
 #include "json.h"
 #include "log.h"
 #include "nest.h"
+#include "proc.h"
 #include "shell.h"
 #include "strnum.h"
 #include "util.h"
@@ -812,6 +813,7 @@ main(int argc, char **argv)
 	setup_token(&a);
 	setup_dirs();
 	setup_process();
+	proc_raise_nofile();
 	if ((listen_fd = listen_on(a.listen)) == -1)
 		exit(1);
 	if (conn_serve(listen_fd, conn_dispatch) == -1)

@@ -380,6 +380,7 @@ shell_spawn(void)
 		    dup2(outp[1], 2) == -1 || dup2(stp[1], sh.stfdnum) == -1)
 			_exit(127);
 		proc_closefrom(3, sh.stfdnum);
+		proc_child_rlimits();
 		for (i = 1; i < NSIG; i++)
 			signal(i, SIG_DFL);
 		sigemptyset(&all);
