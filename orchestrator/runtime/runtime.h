@@ -185,6 +185,14 @@ struct runtime_ops {
 	 * with err "not found". Cheap: no walk without a bound. */
 	int	(*usage)(struct runtime *, const char *id, struct rt_usage *out,
 		    char *err, size_t errlen);
+	/*
+	 * Can sandboxes be made now? A JSON array of checks, each
+	 * {"name", "ok", "isolation", "error" | "warning"} (cJSON_Delete),
+	 * for the operator (/readyz; messages may name host paths). NULL
+	 * op: the runtime has no checks. May take a while (a connection to
+	 * an API): call it from a worker thread.
+	 */
+	cJSON	*(*health)(struct runtime *);
 	void	(*free)(struct runtime *);
 };
 

@@ -689,3 +689,36 @@ out:
 	stack_free(c.stack2);
 	return rc;
 }
+
+static int
+probe_child(void *arg)
+{
+	(void)arg;
+	return 0;
+}
+
+int
+rl_probe_userns(char *err, size_t errlen)
+{
+	void *stack;
+	pid_t pid;
+	int e;
+
+	if ((stack = stack_new()) == NULL) {
+		snprintf(err, errlen, "mmap: %s", strerror(errno));
+		return -1;
+	}
+	pid = clone_vm(probe_child, stack, CLONE_NEWUSER | CLONE_VFORK, NULL);
+	e = errno;
+	if (pid != -1)
+		reap(pid);
+	stack_free(stack);
+	if (pid == -1) {
+		snprintf(err, errlen, "cannot make a user namespace: %s%s",
+		    strerror(e), e == ENOSPC ? " (user.max_user_namespaces "
+		    "is used up or 0)" : e == EPERM ? " (unprivileged or "
+		    "seccomp-filtered: sandboxes need user namespaces)" : "");
+		return -1;
+	}
+	return 0;
+}
