@@ -18,7 +18,7 @@
  *   sandbox-agent [-dv] --listen unix:PATH|tcp:HOST:PORT [--token-file FILE]
  *       [--state DIR] [--workdir DIR] [--shell PATH] [--max-output BYTES]
  *       [--request-timeout MS] [--job-output-cap BYTES] [--job-keep N]
- *       [--job-keep-ms MS]
+ *       [--job-keep-ms MS] [--job-spool-total BYTES]
  *   sandbox-agent --help
  */
 #include <errno.h>
@@ -625,7 +625,8 @@ usage(FILE *out, int status)
 	fprintf(out, "usage: sandbox-agent [-dv] --listen unix:PATH|tcp:HOST:PORT "
 	    "[--token-file FILE]\n\t[--state DIR] [--workdir DIR] [--shell PATH] "
 	    "[--max-output BYTES]\n\t[--request-timeout MS] [--job-output-cap BYTES] "
-	    "[--job-keep N] [--job-keep-ms MS]\n\t[--nest-caps HEX]\n");
+	    "[--job-keep N] [--job-keep-ms MS]\n\t[--job-spool-total BYTES] "
+	    "[--nest-caps HEX]\n");
 	exit(status);
 }
 
@@ -675,6 +676,7 @@ parse_args(int argc, char **argv, struct args *a)
 		{ "job-output-cap", required_argument, NULL, 'C' },
 		{ "job-keep", required_argument, NULL, 'K' },
 		{ "job-keep-ms", required_argument, NULL, 'T' },
+		{ "job-spool-total", required_argument, NULL, 'O' },
 		{ "nest-caps", required_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -712,6 +714,13 @@ parse_args(int argc, char **argv, struct args *a)
 			    (v != 0 && v < 4096) || v > (1LL << 40))
 				usage(stderr, 2);
 			agent_conf.job_output_cap = (size_t)v;
+			break;
+		case 'O':
+			/* 0: no total; else at least 64 KiB, at most 1 TiB. */
+			if (strnum_size(optarg, &v, &errstr) == -1 ||
+			    (v != 0 && v < 65536) || v > (1LL << 40))
+				usage(stderr, 2);
+			agent_conf.job_spool_total = (size_t)v;
 			break;
 		case 'K':
 			if (strnum_ll(optarg, 1, 4096, &v, &errstr) == -1)

@@ -844,20 +844,109 @@ rl_free(struct runtime *rt)
 	free(rt);
 }
 
+/*
+ * What an op says goes to clients and models: host paths (the state and
+ * images directories, the agent binary) are replaced by names, in place;
+ * the host's view is logged here (at info), for the operator.
+ */
+static void
+scrub_err(const struct rl *rl, char *err, size_t errlen)
+{
+	const struct { const char *path, *name; } sub[] = {
+		{ rl->state_dir, "<state_dir>" },
+		{ rl->c.state_dir, "<state_dir>" },
+		{ rl->images_dir, "<images_dir>" },
+		{ rl->c.images_dir, "<images_dir>" },
+		{ rl->agent_bin, "<agent_bin>" },
+		{ rl->c.agent_bin, "<agent_bin>" },
+	};
+	char out[4096], orig[1024];
+	size_t i, o, n, len;
+	const char *p, *hit;
+	int changed = 0;
+
+	if (err == NULL || errlen == 0 || err[0] == '\0')
+		return;
+	snprintf(orig, sizeof(orig), "%s", err);
+	for (i = 0; i < NELEM(sub); i++) {
+		if (sub[i].path == NULL || (len = strlen(sub[i].path)) < 2)
+			continue;
+		o = 0;
+		for (p = err; (hit = strstr(p, sub[i].path)) != NULL;
+		    p = hit + len) {
+			n = (size_t)(hit - p);
+			if (o + n + strlen(sub[i].name) >= sizeof(out))
+				break;
+			memcpy(out + o, p, n);
+			o += n;
+			memcpy(out + o, sub[i].name, strlen(sub[i].name));
+			o += strlen(sub[i].name);
+			changed = 1;
+		}
+		if (p == err)
+			continue;
+		snprintf(out + o, sizeof(out) - o, "%s", p);
+		snprintf(err, errlen, "%s", out);
+	}
+	if (changed)
+		log_info("runtime error (host view): %s", orig);
+}
+
+/* The ops as the table gives them: each error scrubbed (scrub_err). */
+#define SCRUBBED(name, args, call)					\
+static int								\
+name args								\
+{									\
+	int rc = call;							\
+									\
+	if (rc == -1)							\
+		scrub_err(rt->impl, err, errlen);			\
+	return rc;							\
+}
+SCRUBBED(op_create, (struct runtime *rt, const struct rt_spec *spec,
+    struct rt_info *out, char *err, size_t errlen),
+    rl_create(rt, spec, out, err, errlen))
+SCRUBBED(op_start, (struct runtime *rt, const char *id, char *err,
+    size_t errlen), rl_start(rt, id, err, errlen))
+SCRUBBED(op_stop, (struct runtime *rt, const char *id, char *err,
+    size_t errlen), rl_stop(rt, id, err, errlen))
+SCRUBBED(op_destroy, (struct runtime *rt, const char *id, char *err,
+    size_t errlen), rl_destroy(rt, id, err, errlen))
+SCRUBBED(op_list, (struct runtime *rt, struct rt_info **out, size_t *n,
+    char *err, size_t errlen), rl_list(rt, out, n, err, errlen))
+SCRUBBED(op_get, (struct runtime *rt, const char *id, struct rt_info *out,
+    char *err, size_t errlen), rl_get(rt, id, out, err, errlen))
+SCRUBBED(op_set_labels, (struct runtime *rt, const char *id,
+    const struct rt_kv *kv, size_t nkv, char *err, size_t errlen),
+    rl_set_labels(rt, id, kv, nkv, err, errlen))
+SCRUBBED(op_agent_addr, (struct runtime *rt, const char *id,
+    struct rt_agent_addr *out, char *err, size_t errlen),
+    rl_agent_addr(rt, id, out, err, errlen))
+SCRUBBED(op_attach_egress, (struct runtime *rt, const char *id,
+    const struct rt_egress *eg, char *env_out, size_t envlen, char *err,
+    size_t errlen), rl_attach_egress(rt, id, eg, env_out, envlen, err,
+    errlen))
+SCRUBBED(op_check, (struct runtime *rt, const struct rt_spec *spec,
+    char *err, size_t errlen), rl_check(rt, spec, err, errlen))
+SCRUBBED(op_usage, (struct runtime *rt, const char *id,
+    struct rt_usage *out, char *err, size_t errlen),
+    rl_usage(rt, id, out, err, errlen))
+#undef SCRUBBED
+
 static const struct runtime_ops rl_ops = {
 	.name = "local",
-	.create = rl_create,
-	.start = rl_start,
-	.stop = rl_stop,
-	.destroy = rl_destroy,
-	.list = rl_list,
-	.get = rl_get,
-	.set_labels = rl_set_labels,
-	.agent_addr = rl_agent_addr,
-	.attach_egress = rl_attach_egress,
-	.check = rl_check,
+	.create = op_create,
+	.start = op_start,
+	.stop = op_stop,
+	.destroy = op_destroy,
+	.list = op_list,
+	.get = op_get,
+	.set_labels = op_set_labels,
+	.agent_addr = op_agent_addr,
+	.attach_egress = op_attach_egress,
+	.check = op_check,
 	.images = rl_images_op,
-	.usage = rl_usage,
+	.usage = op_usage,
 	.health = rl_health_op,
 	.free = rl_free,
 };

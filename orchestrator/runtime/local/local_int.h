@@ -174,6 +174,9 @@ struct rl_spawn {
 					 * loop device, in the sandbox's mount
 					 * namespace) at disk_mnt first */
 	const char	*disk_mnt;
+	const char	*agent_state;	/* with disk_img: a directory made in
+					 * it for the agent's state (owned by
+					 * the agent's host uid); NULL: none */
 	const char	*log_path;	/* stdout/stderr of bwrap and the agent */
 	char		 (*cg_files)[RL_PATH_MAX];
 	size_t		 ncg_files;

@@ -436,6 +436,7 @@ struct start_paths {
 	char	agent[RL_PATH_MAX];	/* /run/agent */
 	char	img[RL_PATH_MAX];	/* disk.img and its mount point */
 	char	disk[RL_PATH_MAX];
+	char	astate[RL_PATH_MAX];	/* /run/agent/state in the disk image */
 	char	cadir[RL_PATH_MAX];	/* root files, with a disk image */
 	struct root_files rf;		/* what put_root_files wrote */
 };
@@ -453,6 +454,8 @@ start_paths(const struct rl *rl, const struct rec *r, struct start_paths *p,
 	    rl_sdir_path(rl, r->id, "log", p->logp, sizeof(p->logp)) == -1 ||
 	    rl_sdir_path(rl, r->id, "disk.img", p->img, sizeof(p->img)) == -1 ||
 	    rl_sdir_path(rl, r->id, "disk", p->disk, sizeof(p->disk)) == -1 ||
+	    rl_sdir_path(rl, r->id, "disk/agent-state", p->astate,
+	    sizeof(p->astate)) == -1 ||
 	    rl_sdir_path(rl, r->id, "ca", p->cadir, sizeof(p->cadir)) == -1) {
 		snprintf(err, errlen, "state path too long");
 		return -1;
@@ -556,6 +559,12 @@ argv_mounts(struct argv_b *av, const struct rl *rl, const struct rec *r,
 	av_add(av, "--bind");
 	av_add(av, p->agent);
 	av_add(av, "/run/agent");
+	if (r->disk_bytes > 0) {
+		/* the job spools and records inside the disk limit */
+		av_add(av, "--bind");
+		av_add(av, p->astate);
+		av_add(av, "/run/agent/state");
+	}
 	av_add(av, "--ro-bind");
 	av_add(av, rl->agent_bin);
 	av_add(av, "/run/sandbox/sandbox-agent");
@@ -678,6 +687,7 @@ start_spawn(const struct rl *rl, const struct rec *r,
 	sp->root = p->root;
 	sp->disk_img = r->disk_bytes > 0 ? p->img : NULL;
 	sp->disk_mnt = p->disk;
+	sp->agent_state = r->disk_bytes > 0 ? p->astate : NULL;
 	sp->log_path = p->logp;
 	sp->cg_files = cgf;
 	sp->ncg_files = ncg;
