@@ -44,6 +44,12 @@ done
 mv "$AGENT_BIN" "$AGENT_BIN.away"
 check "agent_bin removed: readyz 503 names agent_bin" wait_until 10 rz_is 503 agent_bin
 check "agent_bin: the message says what is missing" grep -q "agent_bin $AGENT_BIN: No such file" "$T/rz"
+# a create now fails; what the model is told names no host path
+out=$(mcp_tool h-0 shell '{"command":"echo x"}')
+echo "# tool error: $out"
+check "tool error: the create failed" grep -q '^ERROR' <<<"$out"
+check "tool error: no host path in it" bash -c "! grep -qF -e '$AGENT_BIN' -e '$ORCH_STATE' -e '$T' <<<\"\$1\"" _ "$out"
+check "tool error: the host view is logged for the operator" grep -q "runtime error (host view):.*$AGENT_BIN" "$ORCH_LOG"
 mv "$AGENT_BIN.away" "$AGENT_BIN"
 check "agent_bin back: readyz 200" wait_until 10 rz_is 200
 orch_stop

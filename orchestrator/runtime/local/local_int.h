@@ -356,8 +356,11 @@ int	rl_copy_tree(int src, const char *dst, const struct rl_idmap *map,
 long long rl_tree_bytes(const char *path, long long *left);
 
 /* proc.c */
-/* /proc/<pid>/stat start time (clock ticks since boot), or -1. */
+/* /proc/<pid>/stat start time (clock ticks since boot), or -1 (also for a
+ * zombie: it has exited). */
 long long rl_proc_start(pid_t);
+/* The same, a zombie included (it still holds its pid until reaped). */
+long long rl_proc_start_any(pid_t);
 /* Writes s into the existing file path (a kernel knob) in one write(2);
  * 0 or -1 with errno. Only system calls. */
 int	rl_write_str(const char *path, const char *s);

@@ -19,8 +19,8 @@
 
 #include "local_int.h"
 
-long long
-rl_proc_start(pid_t pid)
+static long long
+proc_start(pid_t pid, int zombie_ok)
 {
 	char path[64], buf[1024], *p;
 	long long v;
@@ -43,7 +43,7 @@ rl_proc_start(pid_t pid)
 	p++;
 	/* a zombie has exited: whatever reaps it (init, maybe late) changes
 	 * nothing, and a sandbox whose pid 1 is one is not running */
-	if (p[0] == ' ' && (p[1] == 'Z' || p[1] == 'X'))
+	if (!zombie_ok && p[0] == ' ' && (p[1] == 'Z' || p[1] == 'X'))
 		return -1;
 	/* p points at " S ppid ...": state is field 3, starttime field 22 */
 	for (field = 2; field < 22 && *p != '\0'; p++)
@@ -59,6 +59,18 @@ rl_proc_start(pid_t pid)
 		p++;
 	}
 	return v;
+}
+
+long long
+rl_proc_start(pid_t pid)
+{
+	return proc_start(pid, 0);
+}
+
+long long
+rl_proc_start_any(pid_t pid)
+{
+	return proc_start(pid, 1);
 }
 
 int

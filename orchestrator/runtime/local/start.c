@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -292,13 +293,41 @@ av_setenv_lines(struct argv_b *a, const char *lines)
 	}
 }
 
-/* Kills everything of a sandbox (pid namespace and cgroups). */
+/* How long a stop or destroy waits for the sandbox's last processes (its
+ * two bwrap processes, adopted by init) to be reaped after they died:
+ * init reaps them, at its own pace (up to a second was seen). */
+#define RL_REAP_WAIT_MS	5000
+
+/* Waits until pid (with start time start) is gone from /proc, zombie
+ * included, or ms passed; reaps it if it is our child. 1 if gone. */
+static int
+wait_gone(pid_t pid, long long start, int ms)
+{
+	int waited = 0, st;
+
+	if (pid <= 1)
+		return 1;
+	while (rl_proc_start_any(pid) == start) {
+		(void)waitpid(pid, &st, WNOHANG);
+		if (waited >= ms)
+			return 0;
+		rl_sleep_us(2000);
+		waited += 2;
+	}
+	return 1;
+}
+
+/* Kills everything of a sandbox (pid namespace and cgroups) and returns
+ * when its processes are gone (reaped, not only dead), or after
+ * RL_REAP_WAIT_MS with a warning. */
 static void
 kill_sandbox(const struct rl *rl, const char *id)
 {
 	struct pidrec pr;
+	int have = 0;
 
 	if (rl_pid_load(rl, id, &pr) == 0) {
+		have = 1;
 		/* SIGKILL to a pid namespace's init kills the namespace */
 		if (rl_proc_start((pid_t)pr.child_pid) == pr.child_start)
 			(void)kill((pid_t)pr.child_pid, SIGKILL);
@@ -308,13 +337,12 @@ kill_sandbox(const struct rl *rl, const char *id)
 	if (rl->cg.mode != RL_CG_NONE || rl->cg.v2_track) {
 		if (rl_cg_kill(&rl->cg, id, 5000) == -1)
 			log_warnx("sandbox=%s processes survive the kill", id);
-	} else if (pr.child_pid > 1) {
-		int i;
-
-		for (i = 0; i < 500 && rl_proc_start((pid_t)pr.child_pid) ==
-		    pr.child_start; i++)
-			rl_sleep_us(1000);
 	}
+	if (have && (!wait_gone((pid_t)pr.child_pid, pr.child_start,
+	    RL_REAP_WAIT_MS) || !wait_gone((pid_t)pr.bwrap_pid,
+	    pr.bwrap_start, RL_REAP_WAIT_MS)))
+		log_warnx("sandbox=%s its bwrap processes were not reaped "
+		    "within %d ms", id, RL_REAP_WAIT_MS);
 }
 
 /* The last line of the sandbox's log (bwrap's and the agent's stderr). */
