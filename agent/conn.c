@@ -71,6 +71,8 @@ struct conn {
 	int		 fd;
 	enum conn_state	 state;
 	int		 dead;		/* closed; memory freed when nothing holds it */
+	void		(*gone_cb)(void *);	/* conn_on_gone */
+	void		*gone_arg;
 	int		 in_process;	/* conn_process is on the stack */
 	int		 close_after;	/* close once the response is out */
 	int		 have_head;
@@ -368,9 +370,16 @@ conn_io(int fd, uint32_t events, void *arg)
 
 	(void)fd;
 	if (c->state == CS_BUSY) {
-		/* Peer went away while a handler runs. */
-		if (events & (EPOLLHUP | EPOLLERR | EPOLLRDHUP))
+		/* Peer went away while a handler runs: closed now (the memory
+		 * stays for the late reply), then the handler is told. */
+		if (events & (EPOLLHUP | EPOLLERR | EPOLLRDHUP)) {
+			void (*cb)(void *) = c->gone_cb;
+
+			c->gone_cb = NULL;
 			conn_free(c);
+			if (cb != NULL)
+				cb(c->gone_arg);	/* may reply: frees c */
+		}
 		return;
 	}
 	if (events & EPOLLOUT && c->state == CS_WRITE) {
@@ -517,6 +526,15 @@ sweep_cb(void *arg)
 		}
 	}
 	ev_timer_add(SWEEP_MS, sweep_cb, NULL);
+}
+
+void
+conn_on_gone(struct conn *c, void (*cb)(void *), void *arg)
+{
+	if (c->dead || c->state != CS_BUSY)
+		return;
+	c->gone_cb = cb;
+	c->gone_arg = arg;
 }
 
 int

@@ -131,6 +131,8 @@ h_shell(struct conn *c, const struct route_req *q)
 		return;
 	}
 	r = shell_run(cmd, len, tmo, (size_t)maxo, shell_done, c);
+	if (r == 0)	/* nobody to answer: stop it (and say so next time) */
+		conn_on_gone(c, shell_abandon, c);
 	if (r == -1) {
 		conn_reply_error(c, 409, "busy", "the shell is running another "
 		    "command; wait for it, or start this one as a job");

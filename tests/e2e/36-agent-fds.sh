@@ -74,3 +74,29 @@ check "shell works during the flood" out_is alive
 kill "$fpid" 2>/dev/null; wait "$fpid" 2>/dev/null
 check "agent healthy after the flood" agent_alive
 stop_agent
+
+# 3. a caller that goes away mid-command (the orchestrator killed, a client
+# gone): the command is stopped, the next call is not refused as busy and
+# says plainly what happened.
+check "agent starts" start_lim 1024:4096
+curl -s -m 1 --unix-socket "$SOCK" -H 'Content-Type: application/json' \
+    --data-binary '{"command":"echo started; sleep 307; echo late","timeout_ms":60000}' \
+    http://a/v1/shell -o /dev/null
+check "the abandoned command is stopped" wait_for 10 bash -c '! pgrep -f "sleep 30[7]" >/dev/null'
+sh_run 'echo next'
+echo "# next call: $(cat "$T/body")"
+check "next call: not busy (200)" test "$(status)" = 200
+check "next call: runs" test "$(j '.output | endswith("next\n")')" = true
+check "next call: says the previous command was interrupted" test "$(j '.output | startswith("[the previous command (echo started; sleep 307; echo late) was interrupted: the call that ran it went away")')" = true
+check "next call: previous_interrupted" test "$(j .previous_interrupted)" = true
+sh_run 'echo again'
+check "the call after: no note" test "$(j '.output == "again\n" and .previous_interrupted == false')" = true
+# a call that arrives while the abandoned command is still being stopped
+# waits for it instead of failing busy
+curl -s -m 1 --unix-socket "$SOCK" -H 'Content-Type: application/json' \
+    --data-binary '{"command":"trap \"\" USR1 TERM; sleep 308","timeout_ms":60000}' \
+    http://a/v1/shell -o /dev/null
+sh_run 'echo waited'
+check "a call during the stop waits, not 409" test "$(status) $(j '.output | endswith("waited\n")')" = "200 true"
+check "no sleep left" bash -c '! pgrep -f "sleep 30[78]" >/dev/null'
+stop_agent

@@ -167,14 +167,29 @@ ratio() {
 p = [tuple(map(float, x.split('/'))) for x in sys.argv[1:]]
 print('%.2f' % statistics.median(b / a for a, b in p), ' '.join('%d/%d' % x for x in p))" $out
 }
+# Other runnable processes on the machine (the median of 10 samples of
+# /proc/loadavg's running count, less the reader): the sandboxes' parent
+# cgroup competes with them as one unit, so while any runs, a hog takes
+# half of what the neighbour's group gets and no quota can prevent it.
+others() {
+	for _ in 1 2 3 4 5 6 7 8 9 10; do cut -d' ' -f4 /proc/loadavg | cut -d/ -f1; sleep 0.1; done |
+	    sort -n | sed -n 5p | awk '{print $1 - 1}'
+}
 timed >/dev/null	# warm up
-read -r r pairs <<<"$(ratio sb-hog)"
-echo "# cpu: neighbour beside a hog (default quota): median ${r}x; alone/beside ms: $pairs (load: $(cut -d' ' -f1-3 /proc/loadavg))"
-if python3 -c "import sys; sys.exit(0 if $r <= 1.3 else 1)"; then :; else
+r=""
+for attempt in 1 2 3 4; do
+	o=$(others)
 	read -r r pairs <<<"$(ratio sb-hog)"
-	echo "# cpu (retry): median ${r}x; $pairs (load: $(cut -d' ' -f1-3 /proc/loadavg))"
+	echo "# cpu (attempt $attempt, $o other runnable): neighbour beside a hog (default quota): median ${r}x; alone/beside ms: $pairs (load: $(cut -d' ' -f1-3 /proc/loadavg))"
+	if [ "$o" -le 0 ] && python3 -c "import sys; sys.exit(0 if $r <= 1.3 else 1)"; then break; fi
+	[ "$o" -le 0 ] && [ "$attempt" -ge 2 ] && break
+	sleep 15
+done
+if [ "$o" -le 0 ]; then
+	check "cpu-hog-slows-neighbour-at-most-1.3x" python3 -c "import sys; sys.exit(0 if $r <= 1.3 else 1)"
+else
+	skip "cpu-hog-slows-neighbour-at-most-1.3x" "the machine never had a free core ($o other runnable processes): figures above"
 fi
-check "cpu-hog-slows-neighbour-at-most-1.3x" python3 -c "import sys; sys.exit(0 if $r <= 1.3 else 1)"
 read -r r2 pairs2 <<<"$(ratio sb-hog2)"
 echo "# cpu: for comparison, a hog with the whole machine (--cpu $((ncpu * 1000)), the old default): median ${r2}x; $pairs2"
 sbx destroy sb-hog; sbx destroy sb-hog2; sbx destroy sb-nb
