@@ -496,30 +496,6 @@ idempotent(const char *method, const char *path)
 	    strcmp(path, "/v1/env") == 0;
 }
 
-/* err with every path in it replaced by name: what reaches a tool or a
- * client never names a host path (the agent's socket lives in the state
- * directory). */
-static void
-scrub_path(char *err, size_t errlen, const char *path, const char *name)
-{
-	char out[1024];
-	const char *p, *hit;
-	size_t len, o = 0, n;
-
-	if (path == NULL || (len = strlen(path)) < 2 || strstr(err, path) == NULL)
-		return;
-	for (p = err; (hit = strstr(p, path)) != NULL; p = hit + len) {
-		n = (size_t)(hit - p);
-		if (o + n + strlen(name) >= sizeof(out))
-			break;
-		memcpy(out + o, p, n);
-		memcpy(out + o + n, name, strlen(name));
-		o += n + strlen(name);
-	}
-	snprintf(out + o, sizeof(out) - o, "%s", p);
-	snprintf(err, errlen, "%s", out);
-}
-
 int
 sm_agent_call(struct sess *s, const char *method, const char *path,
     const char *body, size_t bodylen, int timeout_ms, int *status,
@@ -532,7 +508,7 @@ sm_agent_call(struct sess *s, const char *method, const char *path,
 	for (tries = 0; tries < 2; tries++) {
 		if ((c = agentc_cache_get(&s->conns, &s->addr, AGENT_CONNECT_MS, &cached,
 		    err, errlen)) == NULL) {
-			scrub_path(err, errlen, s->addr.unix_path, "(socket)");
+			(void)rt_scrub(err, errlen, s->addr.unix_path, "(socket)");
 			return delivered ? -1 : -2;
 		}
 		if (agentc_request(c, method, path, "application/json", body,
@@ -546,7 +522,7 @@ sm_agent_call(struct sess *s, const char *method, const char *path,
 		if (!cached || !idempotent(method, path))
 			break;
 	}
-	scrub_path(err, errlen, s->addr.unix_path, "(socket)");
+	(void)rt_scrub(err, errlen, s->addr.unix_path, "(socket)");
 	return delivered ? -1 : -2;
 }
 

@@ -221,4 +221,12 @@ int	rt_limit_ok(const char *rt, const char *what, long long v, long long min,
 	    long long max, long long scale, const char *unit, char *err,
 	    size_t errlen);
 
+/*
+ * Replaces every occurrence of path in err (NUL-terminated, of errlen
+ * bytes) by name, in place: what reaches a client or a model never names a
+ * host path. 1 if something was replaced. A path shorter than 2 bytes is
+ * left alone; a result that would not fit stops at the last whole name.
+ */
+int	rt_scrub(char *err, size_t errlen, const char *path, const char *name);
+
 #endif

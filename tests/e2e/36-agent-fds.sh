@@ -7,12 +7,14 @@
 . "$(dirname "$0")/../lib/common.sh"
 . "$TOP/tests/lib/agent.sh"
 
-# start_lim SOFT:HARD: the agent under that fd limit, waits until healthy.
+# start_lim SOFT:HARD [ARGS...]: the agent under that fd limit, waits until
+# healthy.
 start_lim() {
+	local lim=$1; shift
 	mkdir -p "$T/ws" "$T/state"
 	: >"$T/agent.log"
-	prlimit --nofile="$1" "$AGENT" -d --listen "unix:$SOCK" --state "$T/state" \
-	    --workdir "$T/ws" >>"$T/agent.log" 2>&1 &
+	prlimit --nofile="$lim" "$AGENT" -d --listen "unix:$SOCK" --state "$T/state" \
+	    --workdir "$T/ws" "$@" >>"$T/agent.log" 2>&1 &
 	AGENT_PID=$!
 	track_pid "$AGENT_PID"
 	wait_for 20 curl -sf --unix-socket "$SOCK" http://a/v1/health
@@ -21,6 +23,8 @@ soft_limit() { awk '/^Max open files/ {print $4}' "/proc/$AGENT_PID/limits"; }
 # CPU ticks (user + system) the agent has used.
 ticks() { awk '{print $14 + $15}' "/proc/$AGENT_PID/stat"; }
 
+# (the script's first lines say what it covers; the spool total is here too,
+# the other way a sandbox's agent could be made to fill a disk)
 # 1. the soft limit is raised to the hard one; commands get the original.
 check "agent starts under nofile 64:4096" start_lim 64:4096
 check "soft limit raised to the hard limit" test "$(soft_limit)" = 4096
@@ -99,4 +103,22 @@ curl -s -m 1 --unix-socket "$SOCK" -H 'Content-Type: application/json' \
 sh_run 'echo waited'
 check "a call during the stop waits, not 409" test "$(status) $(j '.output | endswith("waited\n")')" = "200 true"
 check "no sleep left" bash -c '! pgrep -f "sleep 30[78]" >/dev/null'
+stop_agent
+
+# 4. the job spools together stay within --job-spool-total
+check "agent starts with a 1 MiB spool total" start_lim 1024:4096 \
+    --job-output-cap 256KiB --job-spool-total 1MiB
+for i in 1 2 3 4 5 6 7 8; do
+	jid=$(job_start 'head -c 300000 /dev/zero | tr "\\0" y')
+	job_wait "$jid" 20000
+	echo "$jid" >>"$T/jids"
+done
+total=$(du -cb "$T"/state/jobs/*/output | tail -1 | cut -f1)
+echo "# 8 jobs of 300 kB, cap 256 KiB each, 1 MiB in all: $total bytes kept in $(ls -d "$T"/state/jobs/*/ | wc -l) spools"
+check "spools stay within the total" test "$total" -le $((1024 * 1024 + 8192))
+job_output "$(tail -1 "$T/jids")"
+check "the newest job has its output (capped)" test "$(tr -cd y <"$T/jobout" | wc -c)" -ge $((200 * 1024))
+api GET "/v1/jobs/$(head -1 "$T/jids")"
+check "the oldest finished jobs made room" test "$(status)" = 404
+check "removal logged" grep -q 'removed (spool total' "$T/agent.log"
 stop_agent

@@ -117,3 +117,22 @@ sb=$(sbx_of h-2)
 check "no loop devices: no disk image" test ! -e "$ORCH_SBX_DIR/$sb/disk.img"
 rest DELETE /v1/sessions/h-2 -o /dev/null
 orch_stop
+
+# ---- kill -9 of the orchestrator mid-command: the next call says so ----
+orch_config "reap:" "  interval: 300ms"
+check "orch starts (kill -9 case)" orch_start
+mcp_tool r-1 shell '{"command":"cd /tmp; export KEEP=1"}' >/dev/null
+( mcp_tool r-1 shell '{"command":"echo begun; sleep 309; echo late"}' >"$T/mid" 2>&1 ) &
+mid=$!
+check "the command runs in the sandbox" wait_for 15 pgrep -f 'sleep 30[9]'
+orch_kill9
+wait "$mid" 2>/dev/null
+check "the killed call's command is stopped by the agent" wait_for 10 bash -c '! pgrep -f "sleep 30[9]" >/dev/null'
+check "orch restarts" orch_start
+out=$(mcp_tool r-1 shell '{"command":"echo after; pwd; echo keep=$KEEP"}')
+echo "# after the restart: $out"
+check "next call: runs (not busy)" grep -q '^after$' <<<"$out"
+check "next call: no 'concurrent call'" bash -c '! grep -q "concurrent" <<<"$1"' _ "$out"
+check "next call: says the previous command was interrupted" grep -qF '[the previous command (echo begun; sleep 309; echo late) was interrupted: the call that ran it went away (the orchestrator restarted' <<<"$out"
+check "next call: the shell kept its state" grep -q '^/tmp$' <<<"$out"
+orch_stop

@@ -861,34 +861,15 @@ scrub_err(const struct rl *rl, char *err, size_t errlen)
 		{ rl->agent_bin, "<agent_bin>" },
 		{ rl->c.agent_bin, "<agent_bin>" },
 	};
-	char out[4096], orig[1024];
-	size_t i, o, n, len;
-	const char *p, *hit;
+	char orig[1024];
+	size_t i;
 	int changed = 0;
 
 	if (err == NULL || errlen == 0 || err[0] == '\0')
 		return;
 	snprintf(orig, sizeof(orig), "%s", err);
-	for (i = 0; i < NELEM(sub); i++) {
-		if (sub[i].path == NULL || (len = strlen(sub[i].path)) < 2)
-			continue;
-		o = 0;
-		for (p = err; (hit = strstr(p, sub[i].path)) != NULL;
-		    p = hit + len) {
-			n = (size_t)(hit - p);
-			if (o + n + strlen(sub[i].name) >= sizeof(out))
-				break;
-			memcpy(out + o, p, n);
-			o += n;
-			memcpy(out + o, sub[i].name, strlen(sub[i].name));
-			o += strlen(sub[i].name);
-			changed = 1;
-		}
-		if (p == err)
-			continue;
-		snprintf(out + o, sizeof(out) - o, "%s", p);
-		snprintf(err, errlen, "%s", out);
-	}
+	for (i = 0; i < NELEM(sub); i++)
+		changed |= rt_scrub(err, errlen, sub[i].path, sub[i].name);
 	if (changed)
 		log_info("runtime error (host view): %s", orig);
 }
