@@ -8,7 +8,7 @@
 # every descriptor it can reach (/proc/*/fd, pidfd_getfd) and writes to it:
 # nothing of the host is written. No host path shows inside. Destroy returns
 # only when every process of the sandbox is gone (one ignoring SIGTERM, a
-# tree of 60). 150 creates in a row with the real egress proxy: none fails
+# tree of 60). 100 creates in a row with the real egress proxy: none fails
 # (the listener bind race of issue 13).
 . "$(dirname "$0")/../lib/common.sh"
 . "$TOP/tests/bench/runtime/rt-lib.sh"
@@ -177,13 +177,13 @@ others() {
 }
 timed >/dev/null	# warm up
 r=""
-for attempt in 1 2 3 4; do
+for attempt in 1 2 3; do
 	o=$(others)
 	read -r r pairs <<<"$(ratio sb-hog)"
 	echo "# cpu (attempt $attempt, $o other runnable): neighbour beside a hog (default quota): median ${r}x; alone/beside ms: $pairs (load: $(cut -d' ' -f1-3 /proc/loadavg))"
 	if [ "$o" -le 0 ] && python3 -c "import sys; sys.exit(0 if $r <= 1.3 else 1)"; then break; fi
 	[ "$o" -le 0 ] && [ "$attempt" -ge 2 ] && break
-	sleep 15
+	sleep 10
 done
 if [ "$o" -le 0 ]; then
 	check "cpu-hog-slows-neighbour-at-most-1.3x" python3 -c "import sys; sys.exit(0 if $r <= 1.3 else 1)"
@@ -216,8 +216,10 @@ out=$(adm start sb-m1 2>&1); rc=$?
 check "admission: a start beyond is refused too" bash -c "[ $rc -ne 0 ] && grep -q 'not enough memory' <<<\"\$1\"" _ "$out"
 for i in $(seq 1 "$n_fit") x; do adm destroy "sb-m$i" >/dev/null 2>&1; done
 
-# ---- 150 creates in a row with the egress proxy: none fails ----
-N=${STRESS_N:-150}
+# ---- 100 creates in a row with the egress proxy: none fails ----
+# (the old code failed about 1 in 500 here, so this rarely catches it; the
+# race itself is reproduced by tests/unit test_netns_listener_race)
+N=${STRESS_N:-100}
 fails=0
 t0=$SECONDS
 for i in $(seq 1 "$N"); do
