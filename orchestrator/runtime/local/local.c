@@ -28,7 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -1136,13 +1135,6 @@ runtime_local_new(const struct rt_local_conf *c, char *err, size_t errlen)
 		goto fail;
 	if (start_checks(rl, err, errlen) == -1)
 		goto fail;
-	/* the sandboxes we start (detached, in their own session) are
-	 * reparented to us rather than to init while we run, so a stop or
-	 * destroy reaps their last processes at once (start.c wait_gone)
-	 * instead of waiting for init's pace; after we exit, init adopts
-	 * them as before. We wait only for pids we know. */
-	if (prctl(PR_SET_CHILD_SUBREAPER, 1) == -1)
-		log_warn("PR_SET_CHILD_SUBREAPER");
 	sweep_gone(rl);
 	rl_cg_sweep(&rl->cg, cg_keep, rl);
 	return rt;
