@@ -516,6 +516,29 @@ signal_cb(int fd, uint32_t events, void *arg)
 	reap();
 }
 
+/*
+ * Under nest.c (the local runtime) the socket's directory is a directory
+ * of the host, outside the sandbox's disk limit: once the socket is bound
+ * nothing more is written there (not by us, not by a file operation led
+ * there by a symlink), so its write bits go. The runtime gives them back
+ * at the next start.
+ */
+static void
+seal_listen_dir(void)
+{
+	char dir[sizeof(unix_path)], *sl;
+	struct stat st;
+
+	if (unix_path[0] == '\0')
+		return;
+	snprintf(dir, sizeof(dir), "%s", unix_path);
+	if ((sl = strrchr(dir, '/')) == NULL || sl == dir)
+		return;
+	*sl = '\0';
+	if (stat(dir, &st) == -1 || chmod(dir, st.st_mode & 07555) == -1)
+		log_warn("seal %s", dir);
+}
+
 static int
 listen_on(const char *spec)
 {
@@ -827,6 +850,8 @@ main(int argc, char **argv)
 	proc_raise_nofile();
 	if ((listen_fd = listen_on(a.listen)) == -1)
 		exit(1);
+	if (a.nest)
+		seal_listen_dir();
 	if (conn_serve(listen_fd, conn_dispatch) == -1)
 		fatal("epoll listen");
 	agent_touch();

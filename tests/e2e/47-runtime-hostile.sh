@@ -59,6 +59,9 @@ jid=$(jget '["id"]' <<<"$r")
 r=$(RT_API_TIMEOUT=130 rt_api sb-w POST "/v1/jobs/$jid/wait" '{"timeout_ms":120000}')
 check "job-ran" grep -q '"state":"exited"' <<<"$r"
 check "job-spool-not-on-host" [ -z "$(find "$RT_STATE/sb-w/agent" -type f 2>/dev/null)" ]
+# the host directory behind /run/agent holds the socket and takes no more writes
+check "agent-dir-sealed" [ "$(( 0$(stat -c %a "$RT_STATE/sb-w/agent") & 0222 ))" = 0 ]
+check "agent-dir-sealed: the agent cannot write there" bash -c "! setpriv --reuid=\$(stat -c %u '$RT_STATE/sb-w/agent') --regid=\$(stat -c %g '$RT_STATE/sb-w/agent') --clear-groups touch '$RT_STATE/sb-w/agent/x' 2>/dev/null"
 du1=$(du -sk "$RT_STATE" | cut -f1)
 echo "# state dir grew by $(( (du1 - du0) / 1024 )) MiB while the sandbox wrote ~600 MB"
 check "host-disk-bounded-by-the-limit" [ $(( du1 - du0 )) -le $(( 70 * 1024 )) ]

@@ -761,6 +761,7 @@ rl_do_start(struct rl *rl, struct rec *r, struct steps *stp, char *err,
 	struct argv_b av = { 0 };
 	struct pidrec pr;
 	long long deadline = util_mono_ms() + rl->c.start_timeout_ms;
+	struct stat ast;
 	size_t ncg = 0;
 	int secfd = -1, rc = -1;
 
@@ -778,9 +779,13 @@ rl_do_start(struct rl *rl, struct rec *r, struct steps *stp, char *err,
 	if (rl->c.seccomp && (secfd = rl_seccomp_fd(err, errlen)) == -1)
 		return -1;
 	bwrap_argv(&av, rl, r, &p, secfd != -1);
-	/* a stale socket from a previous run must not look like a new agent */
+	/* a stale socket from a previous run must not look like a new agent;
+	 * the agent took the directory's write bit once its socket was bound
+	 * (agent/main.c seal_listen_dir): back for the new one */
 	snprintf(sock, sizeof(sock), "%s/agent.sock", p.agent);
 	(void)unlink(sock);
+	if (stat(p.agent, &ast) == 0 && S_ISDIR(ast.st_mode))
+		(void)chmod(p.agent, (ast.st_mode & 07777) | S_IWUSR);
 	rl_step(stp, "argv");
 	if (start_spawn(rl, r, &p, av.v, cgf, ncg, secfd, &sp, err,
 	    errlen) == -1)
