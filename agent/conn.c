@@ -148,6 +148,7 @@ void
 conn_reply(struct conn *c, int status, const char *ctype, const char *body,
     size_t len)
 {
+	c->gone_cb = NULL;	/* answered: conn_on_gone was for this request */
 	if (c->dead) {
 		/* The peer went away while the handler ran. */
 		c->state = CS_READ;
