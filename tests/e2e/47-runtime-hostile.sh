@@ -31,6 +31,11 @@ jget() { python3 -c 'import json,sys; v=json.load(sys.stdin); print(v'"$1"')'; }
 v1=/sys/fs/cgroup
 ncpu=$(nproc)
 
+# ---- health with the real egress proxy (its admin socket is SOCK_SEQPACKET) ----
+out=$(sbx health); rc=$?
+check "health: every check passes" [ "$rc" = 0 ]
+check "health: the proxy's admin socket answers" python3 -c "import json,sys; c={x['name']: x for x in json.loads(sys.argv[1])}; assert c['proxy_admin']['ok'], c" "$out"
+
 # ---- defaults: a disk image, a CPU quota below the machine, equal weights ----
 sbx create sb-def >/dev/null || { fail "create-default" "$(tail -3 "$RT_STATE/sb-def/log")"; exit 1; }
 check "default-disk-image-10GiB" [ "$(stat -c %s "$RT_STATE/sb-def/disk.img")" = $((10 << 30)) ]

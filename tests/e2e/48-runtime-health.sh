@@ -60,7 +60,7 @@ check "orch starts without its proxy (not an isolation check)" orch_start_any
 check "no admin socket: readyz 503 names proxy_admin" wait_until 10 rz_is 503 proxy_admin
 check "proxy_admin: the message names the socket" grep -q "admin.sock" "$T/rz"
 python3 -c 'import socket,sys,time
-s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(64); time.sleep(60)' "$T/admin.sock" &
+s=socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET); s.bind(sys.argv[1]); s.listen(64); time.sleep(60)' "$T/admin.sock" &
 track_pid $!
 check "admin socket up: readyz 200" wait_until 10 rz_is 200
 orch_stop

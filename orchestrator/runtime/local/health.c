@@ -155,7 +155,7 @@ check_proxy(const struct rl *rl, char *err, size_t errlen)
 	}
 	memcpy(sa.sun_path, rl->c.proxy_admin_socket,
 	    strlen(rl->c.proxy_admin_socket));
-	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1) {
+	if ((fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0)) == -1) {
 		snprintf(err, errlen, "socket: %s", strerror(errno));
 		return -1;
 	}
