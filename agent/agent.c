@@ -19,6 +19,7 @@ struct agent_conf agent_conf = {
 	.request_timeout_ms = 30000,
 	.idle_timeout_ms = 3600LL * 1000,
 	.job_output_cap = AGENT_JOB_OUTPUT_CAP,
+	.job_spool_total = AGENT_JOB_SPOOL_TOTAL,
 	.job_keep = AGENT_JOB_KEEP,
 	.job_keep_ms = AGENT_JOB_KEEP_MS,
 };

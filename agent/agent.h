@@ -16,6 +16,10 @@
 #define AGENT_MAX_RESP		((size_t)64 * 1024 * 1024)	/* a response body */
 #define AGENT_MAX_TIMEOUT_MS	(24LL * 3600 * 1000)
 #define AGENT_JOB_OUTPUT_CAP	((size_t)64 * 1024 * 1024)	/* default spool cap */
+/* All job spools of a sandbox together, default: a new job's cap is
+ * what is left of it (finished jobs' output, oldest first, makes room),
+ * so kept jobs cannot hold 100 x the per-job cap. */
+#define AGENT_JOB_SPOOL_TOTAL	((size_t)1024 * 1024 * 1024)
 #define AGENT_JOB_KEEP		100		/* finished jobs kept, default */
 #define AGENT_JOB_KEEP_MS	(24LL * 3600 * 1000)	/* and for a day */
 #define NEST_RUN_BYTES		(64LL * 1024 * 1024)	/* the sandbox's /run */
@@ -28,6 +32,7 @@ struct agent_conf {
 	long long	 request_timeout_ms;	/* a request must arrive within */
 	long long	 idle_timeout_ms;	/* idle keep-alive connections */
 	size_t		 job_output_cap;	/* --job-output-cap, 0: none */
+	size_t		 job_spool_total;	/* --job-spool-total, 0: none */
 	int		 job_keep;		/* --job-keep: finished jobs kept */
 	long long	 job_keep_ms;		/* --job-keep-ms: and for how long */
 };

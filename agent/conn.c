@@ -48,6 +48,17 @@
 /* After a closing reply, how long the peer's input is drained, so that
  * it reads the reply instead of a reset. */
 #define LINGER_MS		2000
+/* Out of descriptors (EMFILE/ENFILE) the listener is taken out of epoll
+ * for this long (level-triggered, it would fire again at once: a busy
+ * loop); the idle connection longest without a request is closed first,
+ * so the next accept has room. */
+#define ACCEPT_BACKOFF_MS	200
+/* Idle connections closed per pause: enough that the backlog drains in a
+ * few pauses, few enough that busy clients keep theirs. */
+#define ACCEPT_SHED		16
+/* At most one "out of descriptors" line per this interval, with the count
+ * of refusals since the last one. */
+#define FDLOG_INTERVAL_MS	10000
 
 enum conn_state {
 	CS_READ,	/* reading a request */
@@ -60,6 +71,8 @@ struct conn {
 	int		 fd;
 	enum conn_state	 state;
 	int		 dead;		/* closed; memory freed when nothing holds it */
+	void		(*gone_cb)(void *);	/* conn_on_gone */
+	void		*gone_arg;
 	int		 in_process;	/* conn_process is on the stack */
 	int		 close_after;	/* close once the response is out */
 	int		 have_head;
@@ -135,6 +148,7 @@ void
 conn_reply(struct conn *c, int status, const char *ctype, const char *body,
     size_t len)
 {
+	c->gone_cb = NULL;	/* answered: conn_on_gone was for this request */
 	if (c->dead) {
 		/* The peer went away while the handler ran. */
 		c->state = CS_READ;
@@ -357,9 +371,16 @@ conn_io(int fd, uint32_t events, void *arg)
 
 	(void)fd;
 	if (c->state == CS_BUSY) {
-		/* Peer went away while a handler runs. */
-		if (events & (EPOLLHUP | EPOLLERR | EPOLLRDHUP))
+		/* Peer went away while a handler runs: closed now (the memory
+		 * stays for the late reply), then the handler is told. */
+		if (events & (EPOLLHUP | EPOLLERR | EPOLLRDHUP)) {
+			void (*cb)(void *) = c->gone_cb;
+
+			c->gone_cb = NULL;
 			conn_free(c);
+			if (cb != NULL)
+				cb(c->gone_arg);	/* may reply: frees c */
+		}
 		return;
 	}
 	if (events & EPOLLOUT && c->state == CS_WRITE) {
@@ -368,6 +389,61 @@ conn_io(int fd, uint32_t events, void *arg)
 	}
 	if (events & (EPOLLIN | EPOLLHUP | EPOLLERR))
 		conn_read(c);
+}
+
+static int	 listen_sock = -1;
+static int	 accept_paused;
+static long long fdlog_at;	/* last "out of descriptors" line */
+static unsigned long fdlog_n;	/* pauses since then */
+
+static void accept_cb(int, uint32_t, void *);
+
+static void
+accept_resume(void *arg)
+{
+	(void)arg;
+	accept_paused = 0;
+	if (ev_mod(listen_sock, EPOLLIN) == -1)
+		log_warn("epoll listener");
+}
+
+/*
+ * accept failed with EMFILE/ENFILE: close the oldest idle connection
+ * (reading, nothing received), stop accepting for ACCEPT_BACKOFF_MS, log
+ * at most once per FDLOG_INTERVAL_MS.
+ */
+static void
+accept_pause(int err)
+{
+	struct conn *c, *old;
+	long long now = util_mono_ms();
+	int i, shed = 0;
+
+	for (i = 0; i < ACCEPT_SHED; i++) {
+		old = NULL;
+		for (c = conns; c != NULL; c = c->next)
+			if (!c->dead && c->state == CS_READ && c->in.len == 0 &&
+			    (old == NULL || c->since < old->since))
+				old = c;
+		if (old == NULL)
+			break;
+		conn_free(old);
+		shed++;
+	}
+	fdlog_n++;
+	if (fdlog_at == 0 || now - fdlog_at >= FDLOG_INTERVAL_MS) {
+		log_warnx("accept: %s (%d connections); closed %d idle, "
+		    "pausing accept %d ms (%lu times since the last report)",
+		    strerror(err), nconns, shed, ACCEPT_BACKOFF_MS, fdlog_n);
+		fdlog_at = now;
+		fdlog_n = 0;
+	}
+	if (accept_paused)
+		return;
+	if (ev_mod(listen_sock, 0) == -1)
+		log_warn("epoll listener");
+	accept_paused = 1;
+	ev_timer_add(ACCEPT_BACKOFF_MS, accept_resume, NULL);
 }
 
 static void
@@ -382,12 +458,26 @@ accept_cb(int fd, uint32_t events, void *arg)
 		if (cfd == -1) {
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
+			if (errno == EMFILE || errno == ENFILE) {
+				accept_pause(errno);
+				return;
+			}
 			if (errno != EAGAIN)
 				log_warn("accept");
 			return;
 		}
 		if (nconns >= MAX_CONNS) {
-			log_warnx("too many connections (%d); refusing one", nconns);
+			static long long full_at;	/* last line */
+			static unsigned long full_n;	/* refused since */
+			long long now = util_mono_ms();
+
+			full_n++;
+			if (full_at == 0 || now - full_at >= FDLOG_INTERVAL_MS) {
+				log_warnx("too many connections (%d); refused %lu "
+				    "since the last report", nconns, full_n);
+				full_at = now;
+				full_n = 0;
+			}
 			close(cfd);
 			continue;
 		}
@@ -439,10 +529,20 @@ sweep_cb(void *arg)
 	ev_timer_add(SWEEP_MS, sweep_cb, NULL);
 }
 
+void
+conn_on_gone(struct conn *c, void (*cb)(void *), void *arg)
+{
+	if (c->dead || c->state != CS_BUSY)
+		return;
+	c->gone_cb = cb;
+	c->gone_arg = arg;
+}
+
 int
 conn_serve(int listen_fd, conn_dispatch_cb cb)
 {
 	dispatch = cb;
+	listen_sock = listen_fd;
 	if (ev_add(listen_fd, EPOLLIN, accept_cb, NULL) == -1)
 		return -1;
 	ev_timer_add(SWEEP_MS, sweep_cb, NULL);

@@ -34,6 +34,14 @@ typedef void (*conn_dispatch_cb)(struct conn *, const struct http_req *r,
  */
 int	conn_serve(int listen_fd, conn_dispatch_cb cb);
 
+/*
+ * cb(arg) is called once if the peer goes away while the handler still
+ * holds c (before its reply): for a handler whose work is useless without
+ * its caller (a shell command). The reply is still owed; made then, it
+ * frees c.
+ */
+void	conn_on_gone(struct conn *, void (*cb)(void *), void *arg);
+
 /* Replies status with body[0..len) of type ctype. */
 void	conn_reply(struct conn *, int status, const char *ctype,
 	    const char *body, size_t len);

@@ -51,10 +51,15 @@
 #define JOB_STOP_GRACE_MS	2000
 #define JOB_STOP_GIVEUP_MS	8000
 #define JOB_MAX_WAIT_MS		(3600LL * 1000)
+/* The smallest cap a job gets when the spool total is used up by running
+ * jobs: its first output is still seen, and 4096 of them stay bounded. */
+#define JOB_MIN_CAP		((size_t)64 * 1024)
 
 struct job {
 	char		 id[32];
 	pid_t		 wrapper;	/* our unreaped child, else 0 */
+	size_t		 cap;		/* its spool cap (0: unknown, an older
+					 * agent's: the per-job cap) */
 	int		 finished;	/* cached: exit.json seen or lost */
 	struct job	*next;
 };
@@ -504,6 +509,88 @@ job_init(void)
 	return 0;
 }
 
+/* The cap of the job about to start (job_budget): the wrapper, a fork,
+ * reads its copy. */
+static size_t spool_cap;
+
+/* Bytes job id's spool holds or may still take: its output file's size,
+ * or, while it runs, its cap. */
+static size_t
+spool_bytes(const struct job *j, int running)
+{
+	char path[PATH_MAX + 64];
+	struct stat st;
+	size_t sz = 0;
+
+	snprintf(path, sizeof(path), "%s/%s/output", jobsdir, j->id);
+	if (lstat(path, &st) == 0 && S_ISREG(st.st_mode))
+		sz = (size_t)st.st_blocks * 512;
+	if (running) {
+		size_t cap = j->cap != 0 ? j->cap : agent_conf.job_output_cap;
+
+		if (cap > sz)
+			sz = cap;
+	}
+	return sz;
+}
+
+/*
+ * The cap of a new job under agent_conf.job_spool_total: what the kept
+ * spools leave of it, after the oldest finished jobs are removed to make
+ * room for a full per-job cap; at least JOB_MIN_CAP.
+ */
+static size_t
+job_budget(void)
+{
+	size_t total = agent_conf.job_spool_total, want = agent_conf.job_output_cap;
+	size_t used = 0, left;
+	struct job **pp, *j;
+	struct jinfo ji;
+	int running;
+
+	if (total == 0)
+		return want;
+	if (want == 0 || want > total)
+		want = total;
+	for (j = jobs; j != NULL; j = j->next) {
+		running = j->wrapper != 0;
+		if (!running && jinfo_load(j->id, &ji) == 0) {
+			running = ji.running;
+			jinfo_free(&ji);
+		}
+		used += spool_bytes(j, running);
+	}
+	/* oldest first: the list is in start order */
+	for (pp = &jobs; used + want > total && (j = *pp) != NULL;) {
+		if (j->wrapper != 0 || has_waiter(j->id) ||
+		    jinfo_load(j->id, &ji) == -1) {
+			pp = &j->next;
+			continue;
+		}
+		running = ji.running || (ji.wrapper > 1 && ji.wstart >= 0 &&
+		    proc_starttime((pid_t)ji.wrapper) == ji.wstart);
+		jinfo_free(&ji);
+		if (!running) {
+			size_t b = spool_bytes(j, 0);
+
+			if (remove_job_dir(j->id) == 0) {
+				log_info("job=%s removed (spool total %zu bytes "
+				    "reached)", j->id, total);
+				used -= b < used ? b : used;
+				*pp = j->next;
+				free(j);
+				njobs--;
+				continue;
+			}
+		}
+		pp = &j->next;
+	}
+	left = used < total ? total - used : 0;
+	if (left > want)
+		left = want;
+	return left < JOB_MIN_CAP ? JOB_MIN_CAP : left;
+}
+
 /* The wrapper's spool: the job's output copied to the file up to the cap. */
 struct spool {
 	int		 fd;		/* the output file */
@@ -549,7 +636,7 @@ spool_save(struct spool *sp)
 static void
 spool_add(struct spool *sp, const char *p, size_t n)
 {
-	size_t cap = agent_conf.job_output_cap, k;
+	size_t cap = spool_cap, k;
 	char marker[160];
 	int m;
 
@@ -685,6 +772,7 @@ wrapper_main(const char *dir, int outfd, int pipefd, const char *cwd,
 		if (dup2(op[1], 1) == -1 || dup2(op[1], 2) == -1)
 			_exit(127);
 		proc_closefrom(3, JOB_SCRIPT_FD);
+		proc_child_rlimits();
 		if (chdir(cwd) == -1 && chdir(agent_conf.workdir) == -1)
 			ign(chdir("/"));
 		/* busybox picks the applet by argv[0] */
@@ -802,6 +890,7 @@ job_start_cont(void *arg)
 	char spath[PATH_MAX + 128], err[PATH_MAX + 256];
 	struct buf script, rec, resp;
 	struct jw w;
+	struct job *j;
 	int outfd = -1, pp[2] = { -1, -1 };
 	pid_t wpid, child = -1;
 	ssize_t n;
@@ -853,6 +942,7 @@ job_start_cont(void *arg)
 	}
 	buf_free(&script);
 	shell_cwd(cwd, sizeof(cwd));
+	spool_cap = job_budget();
 	started = util_unix_ms();
 	if ((wpid = fork()) == -1) {
 		conn_reply_error(c, 500, "internal", "fork: %s", strerror(errno));
@@ -867,7 +957,9 @@ job_start_cont(void *arg)
 	} while (n == -1 && errno == EINTR);
 	if (n != (ssize_t)sizeof(child))
 		child = -1;
-	job_remember(id)->wrapper = wpid;
+	j = job_remember(id);
+	j->wrapper = wpid;
+	j->cap = spool_cap;
 	buf_init(&rec, JOB_MAX_CMD * 6 + 4096);
 	jw_init(&w, &rec);
 	jw_obj(&w);

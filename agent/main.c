@@ -18,7 +18,7 @@
  *   sandbox-agent [-dv] --listen unix:PATH|tcp:HOST:PORT [--token-file FILE]
  *       [--state DIR] [--workdir DIR] [--shell PATH] [--max-output BYTES]
  *       [--request-timeout MS] [--job-output-cap BYTES] [--job-keep N]
- *       [--job-keep-ms MS]
+ *       [--job-keep-ms MS] [--job-spool-total BYTES]
  *   sandbox-agent --help
  */
 #include <errno.h>
@@ -50,6 +50,7 @@
 #include "json.h"
 #include "log.h"
 #include "nest.h"
+#include "proc.h"
 #include "shell.h"
 #include "strnum.h"
 #include "util.h"
@@ -130,6 +131,8 @@ h_shell(struct conn *c, const struct route_req *q)
 		return;
 	}
 	r = shell_run(cmd, len, tmo, (size_t)maxo, shell_done, c);
+	if (r == 0)	/* nobody to answer: stop it (and say so next time) */
+		conn_on_gone(c, shell_abandon, c);
 	if (r == -1) {
 		conn_reply_error(c, 409, "busy", "the shell is running another "
 		    "command; wait for it, or start this one as a job");
@@ -513,6 +516,29 @@ signal_cb(int fd, uint32_t events, void *arg)
 	reap();
 }
 
+/*
+ * Under nest.c (the local runtime) the socket's directory is a directory
+ * of the host, outside the sandbox's disk limit: once the socket is bound
+ * nothing more is written there (not by us, not by a file operation led
+ * there by a symlink), so its write bits go. The runtime gives them back
+ * at the next start.
+ */
+static void
+seal_listen_dir(void)
+{
+	char dir[sizeof(unix_path)], *sl;
+	struct stat st;
+
+	if (unix_path[0] == '\0')
+		return;
+	snprintf(dir, sizeof(dir), "%s", unix_path);
+	if ((sl = strrchr(dir, '/')) == NULL || sl == dir)
+		return;
+	*sl = '\0';
+	if (stat(dir, &st) == -1 || chmod(dir, st.st_mode & 07555) == -1)
+		log_warn("seal %s", dir);
+}
+
 static int
 listen_on(const char *spec)
 {
@@ -624,7 +650,8 @@ usage(FILE *out, int status)
 	fprintf(out, "usage: sandbox-agent [-dv] --listen unix:PATH|tcp:HOST:PORT "
 	    "[--token-file FILE]\n\t[--state DIR] [--workdir DIR] [--shell PATH] "
 	    "[--max-output BYTES]\n\t[--request-timeout MS] [--job-output-cap BYTES] "
-	    "[--job-keep N] [--job-keep-ms MS]\n\t[--nest-caps HEX]\n");
+	    "[--job-keep N] [--job-keep-ms MS]\n\t[--job-spool-total BYTES] "
+	    "[--nest-caps HEX]\n");
 	exit(status);
 }
 
@@ -674,6 +701,7 @@ parse_args(int argc, char **argv, struct args *a)
 		{ "job-output-cap", required_argument, NULL, 'C' },
 		{ "job-keep", required_argument, NULL, 'K' },
 		{ "job-keep-ms", required_argument, NULL, 'T' },
+		{ "job-spool-total", required_argument, NULL, 'O' },
 		{ "nest-caps", required_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -711,6 +739,13 @@ parse_args(int argc, char **argv, struct args *a)
 			    (v != 0 && v < 4096) || v > (1LL << 40))
 				usage(stderr, 2);
 			agent_conf.job_output_cap = (size_t)v;
+			break;
+		case 'O':
+			/* 0: no total; else at least 64 KiB, at most 1 TiB. */
+			if (strnum_size(optarg, &v, &errstr) == -1 ||
+			    (v != 0 && v < 65536) || v > (1LL << 40))
+				usage(stderr, 2);
+			agent_conf.job_spool_total = (size_t)v;
 			break;
 		case 'K':
 			if (strnum_ll(optarg, 1, 4096, &v, &errstr) == -1)
@@ -812,8 +847,11 @@ main(int argc, char **argv)
 	setup_token(&a);
 	setup_dirs();
 	setup_process();
+	proc_raise_nofile();
 	if ((listen_fd = listen_on(a.listen)) == -1)
 		exit(1);
+	if (a.nest)
+		seal_listen_dir();
 	if (conn_serve(listen_fd, conn_dispatch) == -1)
 		fatal("epoll listen");
 	agent_touch();

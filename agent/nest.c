@@ -237,7 +237,7 @@ init_main(int ctl, int lifeline, long long run_bytes)
 	struct pollfd pf[2];
 	sigset_t chld;
 	size_t i;
-	int sfd;
+	int sfd, nfd;
 
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == -1 ||
 	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == -1 ||
@@ -261,8 +261,14 @@ init_main(int ctl, int lifeline, long long run_bytes)
 	(void)prctl(PR_SET_NAME, "init", 0, 0, 0);
 	if (send_ns(ctl) == -1 || capset_all(0, 0, 0) == -1)
 		_exit(125);
-	/* nothing of the agent's stays open here but the lifeline */
+	/* nothing of the agent's stays open here but the lifeline; not its
+	 * log either (stdio: the sandbox's /dev/null, not the host's file) */
 	proc_closefrom(3, lifeline);
+	if ((nfd = open("/dev/null", O_RDWR | O_CLOEXEC)) == -1 ||
+	    dup2(nfd, 0) == -1 || dup2(nfd, 1) == -1 || dup2(nfd, 2) == -1)
+		_exit(127);
+	if (nfd > 2)
+		close(nfd);
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
 	if (sigprocmask(SIG_BLOCK, &chld, NULL) == -1 ||

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "proc.h"
 #include "xmalloc.h"
 
@@ -388,4 +389,42 @@ proc_closefrom(int lowfd, int keep)
 	for (fd = lowfd; fd < max; fd++)
 		if (fd != keep)
 			close((int)fd);
+}
+
+/* The soft RLIMIT_NOFILE the agent was started with (0: not raised). */
+static struct rlimit nofile_orig;
+static int nofile_raised;
+
+void
+proc_raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == -1) {
+		log_warn("getrlimit NOFILE");
+		return;
+	}
+	nofile_orig = rl;
+	if (rl.rlim_cur == rl.rlim_max) {
+		log_info("fd limit soft=%llu hard=%llu",
+		    (unsigned long long)rl.rlim_cur,
+		    (unsigned long long)rl.rlim_max);
+		return;
+	}
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl) == -1) {
+		log_warn("setrlimit NOFILE %llu", (unsigned long long)rl.rlim_max);
+		return;
+	}
+	nofile_raised = 1;
+	log_info("fd limit soft=%llu raised to hard=%llu",
+	    (unsigned long long)nofile_orig.rlim_cur,
+	    (unsigned long long)rl.rlim_max);
+}
+
+void
+proc_child_rlimits(void)
+{
+	if (nofile_raised)
+		(void)setrlimit(RLIMIT_NOFILE, &nofile_orig);
 }

@@ -44,5 +44,13 @@ long long proc_starttime(pid_t);
 long long proc_oom_kills(void);
 /* Closes every fd >= lowfd except keep (-1 for none). */
 void	proc_closefrom(int lowfd, int keep);
+/* Raises the soft RLIMIT_NOFILE to the hard limit (logs both), so that
+ * connections cannot run the agent out of descriptors at the common 1024;
+ * what the agent starts gets the original back (proc_child_rlimits). */
+void	proc_raise_nofile(void);
+/* In a child before exec: the soft limits the agent was started with
+ * (programs that walk every fd up to the limit stay fast). Only system
+ * calls. */
+void	proc_child_rlimits(void);
 
 #endif

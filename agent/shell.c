@@ -75,7 +75,8 @@ static struct {
 	void		(*snap_cb)(void *);
 	void		*snap_arg;
 	struct buf	 envcache;	/* `export -p` from the last snapshot */
-	struct {			/* one /v1/shell call waiting on a snapshot */
+	struct {			/* one /v1/shell call waiting on a snapshot
+					 * or an abandoned command's end */
 		int		 set;
 		char		*cmd;
 		size_t		 len;
@@ -94,6 +95,14 @@ static struct {
 	long long	 kill_t0;	/* when the timeout kill started */
 	int		 timed_out;
 	int		 interrupted;	/* POST /v1/shell/interrupt stopped it */
+	int		 abandoned;	/* its caller went away (shell_abandon):
+					 * stopped, its result dropped */
+	int		 tell_abandoned; /* the next command's result says so */
+	int		 cur_told;	/* this command's result says so */
+	char		*cur_cmd;	/* the running command (shown if it is
+					 * abandoned) */
+	size_t		 cur_cmd_len;
+	char		 abandoned_cmd[SHELL_ABANDONED_SHOWN + 4];
 	int		 flushing;	/* a ":" after a timeout, see st_read */
 	long long	 oom0;
 	struct proc_set	 before;	/* the shell's descendants at command start */
@@ -105,6 +114,7 @@ static struct {
 static char rbuf[SHELL_READ_CHUNK];
 
 static void shell_finish(int exit_code, int restarted, int died_status);
+static void run_queued(void);
 static int add_cmd_script(struct buf *, const char *, size_t);
 static void tx_flush(void);
 static int shell_spawn(void);
@@ -380,6 +390,7 @@ shell_spawn(void)
 		    dup2(outp[1], 2) == -1 || dup2(stp[1], sh.stfdnum) == -1)
 			_exit(127);
 		proc_closefrom(3, sh.stfdnum);
+		proc_child_rlimits();
 		for (i = 1; i < NSIG; i++)
 			signal(i, SIG_DFL);
 		sigemptyset(&all);
@@ -583,9 +594,10 @@ timeout_cb(void *arg)
 static void
 write_result(struct jw *w, int exit_code, const char *out, size_t outlen,
     int timed_out, int interrupted, long long duration_ms,
-    unsigned long long dropped, int restarted, int oom)
+    unsigned long long dropped, int restarted, int oom, int prev_abandoned)
 {
 	jw_obj(w);
+	jw_key(w, "previous_interrupted"); jw_bool(w, prev_abandoned);
 	jw_key(w, "exit_code"); jw_int(w, exit_code);
 	jw_key(w, "output"); jw_str(w, out, outlen);
 	jw_key(w, "timed_out"); jw_bool(w, timed_out);
@@ -606,8 +618,9 @@ shell_interrupt(void)
 	shell_done_cb cb;
 	void *arg;
 
-	if (sh.busy && sh.internal && sh.queued.set) {
-		/* The call waits on an env snapshot: it never started. */
+	if (sh.busy && (sh.internal || sh.abandoned) && sh.queued.set) {
+		/* The call waits on an env snapshot or an abandoned command's
+		 * end: it never started. */
 		cb = sh.queued.cb;
 		arg = sh.queued.arg;
 		sh.queued.set = 0;
@@ -616,7 +629,7 @@ shell_interrupt(void)
 		log_info("shell command interrupted before it started");
 		buf_init(&body, 4096);
 		jw_init(&w, &body);
-		write_result(&w, -1, "", 0, 0, 1, 0, 0, 0, 0);
+		write_result(&w, -1, "", 0, 0, 1, 0, 0, 0, 0, 0);
 		if (jw_finish(&w) == -1)
 			conn_reply_error(arg, 500, "internal", "response too large");
 		else
@@ -701,29 +714,104 @@ shell_finish(int exit_code, int restarted, int died_status)
 	jw_init(&w, &body);
 	write_result(&w, exit_code, out.p ? out.p : "", out.len, sh.timed_out,
 	    sh.interrupted, util_mono_ms() - sh.t0, dropped,
-	    restarted, oom);
+	    restarted, oom, sh.cur_told);
 	buf_free(&out);
 	free_output();
 	sh.busy = 0;
 	sh.flushing = 0;
 	sh.cb = NULL;
 	sh.arg = NULL;
+	if (sh.abandoned) {
+		log_info("shell command abandoned by its caller ended after "
+		    "%lld ms", util_mono_ms() - sh.t0);
+		sh.abandoned = 0;
+		sh.tell_abandoned = 1;
+	}
 	agent_touch();
 	if (jw_finish(&w) == -1) {
 		buf_free(&body);
 		conn_reply_error(arg, 500, "internal", "response too large");
-		return;
-	}
-	cb(arg, &body);
+	} else
+		cb(arg, &body);
 	buf_free(&body);
+	run_queued();
 	return;
 nomem:
 	buf_free(&out);
 	free_output();
 	sh.busy = 0;
 	sh.flushing = 0;
+	if (sh.abandoned) {
+		sh.abandoned = 0;
+		sh.tell_abandoned = 1;
+	}
 	agent_touch();
 	conn_reply_error(arg, 500, "internal", "output too large");
+	run_queued();
+}
+
+/*
+ * The caller of the command with arg (running, or queued behind a snapshot
+ * or an abandoned command) went away: a queued call is dropped; a running
+ * one is stopped as an interrupt stops it, its result goes nowhere, and the
+ * next command's output and result (previous_interrupted) say so. A new
+ * call meanwhile waits for the stop (queued) instead of failing busy.
+ */
+void
+shell_abandon(void *arg)
+{
+	struct buf body;
+	struct jw w;
+	size_t n;
+
+	if (sh.queued.set && sh.queued.arg == arg) {
+		sh.queued.set = 0;
+		free(sh.queued.cmd);
+		sh.queued.cmd = NULL;
+		buf_init(&body, 4096);
+		jw_init(&w, &body);
+		write_result(&w, -1, "", 0, 0, 1, 0, 0, 0, 0, 0);
+		if (jw_finish(&w) == -1)
+			conn_reply_error(arg, 500, "internal", "response too large");
+		else
+			conn_reply_json(arg, 200, &body);
+		buf_free(&body);
+		return;
+	}
+	if (!sh.busy || sh.internal || sh.arg != arg || sh.abandoned)
+		return;
+	sh.abandoned = 1;
+	n = sh.cur_cmd_len;
+	if (n > SHELL_ABANDONED_SHOWN)
+		n = SHELL_ABANDONED_SHOWN;
+	n = json_utf8_complete(sh.cur_cmd, n);
+	memcpy(sh.abandoned_cmd, sh.cur_cmd, n);
+	memcpy(sh.abandoned_cmd + n, sh.cur_cmd_len > n ? "..." : "",
+	    sh.cur_cmd_len > n ? 4 : 1);
+	if (sh.timed_out || sh.interrupted)
+		return;		/* already being stopped */
+	sh.interrupted = 1;
+	log_info("shell command abandoned: its caller went away after %lld ms; "
+	    "killing its tree", util_mono_ms() - sh.t0);
+	stop_command();
+}
+
+/* Starts the call queued behind a snapshot or an abandoned command. */
+static void
+run_queued(void)
+{
+	int r;
+
+	if (!sh.queued.set || sh.busy)
+		return;
+	sh.queued.set = 0;
+	r = shell_run(sh.queued.cmd, sh.queued.len, sh.queued.timeout_ms,
+	    sh.queued.max_output, sh.queued.cb, sh.queued.arg);
+	free(sh.queued.cmd);
+	sh.queued.cmd = NULL;
+	if (r != 0)
+		conn_reply_error(sh.queued.arg, 500, "internal",
+		    "the shell could not run the command");
 }
 
 int
@@ -799,8 +887,9 @@ shell_run(const char *cmd, size_t len, long long timeout_ms, size_t max_output,
 {
 	if (memchr(cmd, '\0', len) != NULL || len > SHELL_MAX_CMD)
 		return -2;
-	if (sh.busy && sh.internal && !sh.queued.set) {
-		/* An env snapshot takes a millisecond: run this right after. */
+	if (sh.busy && (sh.internal || sh.abandoned) && !sh.queued.set) {
+		/* An env snapshot takes a millisecond, an abandoned command is
+		 * being stopped: run this right after. */
 		sh.queued.set = 1;
 		sh.queued.cmd = xmalloc(len + 1);
 		memcpy(sh.queued.cmd, cmd, len);
@@ -839,6 +928,24 @@ shell_run(const char *cmd, size_t len, long long timeout_ms, size_t max_output,
 	sh.t0 = util_mono_ms();
 	sh.timed_out = 0;
 	sh.interrupted = 0;
+	sh.abandoned = 0;
+	free(sh.cur_cmd);
+	sh.cur_cmd = xmalloc(len + 1);
+	memcpy(sh.cur_cmd, cmd, len);
+	sh.cur_cmd[len] = '\0';
+	sh.cur_cmd_len = len;
+	sh.cur_told = sh.tell_abandoned;
+	if (sh.tell_abandoned) {
+		/* Say so in this command's output, as a dead shell is told. */
+		char note[SHELL_ABANDONED_SHOWN + 256];
+		int n = snprintf(note, sizeof(note), "[the previous command "
+		    "(%s) was interrupted: the call that ran it went away (the "
+		    "orchestrator restarted, or its client disconnected); its "
+		    "output is lost]\n", sh.abandoned_cmd);
+		if (n > 0)
+			out_add(note, (size_t)n < sizeof(note) ? (size_t)n : sizeof(note) - 1);
+		sh.tell_abandoned = 0;
+	}
 	/* sh.oom0 is the OOM count when the last command ended (or a job, or
 	 * start): reading it here would cost every command a file read. */
 	sh.timer = ev_timer_add((uint64_t)timeout_ms, timeout_cb, NULL);
@@ -947,18 +1054,7 @@ snap_finish(int ok)
 	sh.snap_cb = NULL;
 	sh.snap_arg = NULL;
 	cb(arg);
-	if (sh.queued.set && !sh.busy) {
-		int r;
-
-		sh.queued.set = 0;
-		r = shell_run(sh.queued.cmd, sh.queued.len, sh.queued.timeout_ms,
-		    sh.queued.max_output, sh.queued.cb, sh.queued.arg);
-		free(sh.queued.cmd);
-		sh.queued.cmd = NULL;
-		if (r != 0)
-			conn_reply_error(sh.queued.arg, 500, "internal",
-			    "the shell could not run the command");
-	}
+	run_queued();
 }
 
 int

@@ -30,6 +30,15 @@ int	shell_busy(void);
  * (or it was already being stopped).
  */
 int	shell_interrupt(void);
+/* The command's text shown in the note of an abandoned command, bytes. */
+#define SHELL_ABANDONED_SHOWN	200
+/*
+ * The caller of the command started with arg went away (conn_on_gone):
+ * a queued call is answered (interrupted) at once; a running command is
+ * stopped as shell_interrupt does, and the next command's output starts
+ * with a note saying so ("previous_interrupted": true in its result).
+ */
+void	shell_abandon(void *arg);
 pid_t	shell_pid(void);
 /* From the SIGCHLD loop: 1 if pid was the shell (handled), else 0. */
 int	shell_child_exited(pid_t pid, int status);

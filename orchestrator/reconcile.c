@@ -359,6 +359,7 @@ sessmgr_tick(struct sessmgr *m)
 	if (do_rec && sessmgr_reconcile(m, 0, err, sizeof(err)) == -1)
 		log_warnx("reconcile failed err=\"%s\"", err);
 	pool_refill(m);
+	sessmgr_health_refresh(m);
 	pthread_mutex_lock(&m->mu);
 	m->ticking = 0;
 	pthread_mutex_unlock(&m->mu);

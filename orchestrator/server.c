@@ -41,14 +41,17 @@ readyz(struct http *ht, struct http_req *req, const char *path UNUSED,
     void *arg)
 {
 	struct server *sv = arg;
-	int draining = http_draining(ht);
+	int ready;
+	cJSON *o;
 
-	if (!draining && sessmgr_ready(sv->mgr))
-		http_send_body(ht, req, 200, "application/json", "{\"ready\":true}\n",
-		    15);
-	else
-		http_send_err(ht, req, 503, draining ? "draining" : "not_ready",
-		    draining ? "shutting down" : "reconciling with the runtime");
+	if (http_draining(ht)) {
+		http_send_err(ht, req, 503, "draining", "shutting down");
+		return;
+	}
+	/* reconciled, and the runtime's checks (sessmgr_health) all pass */
+	o = sessmgr_health(sv->mgr, &ready);
+	http_send_json(ht, req, ready ? 200 : 503, o);
+	cJSON_Delete(o);
 }
 
 static void

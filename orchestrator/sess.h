@@ -48,6 +48,18 @@ int	sessmgr_reconcile(struct sessmgr *, int at_start, char *err, size_t errlen);
 void	sessmgr_tick(struct sessmgr *);
 void	sessmgr_set_draining(struct sessmgr *);
 int	sessmgr_ready(struct sessmgr *);	/* reconciled at least once */
+/* Runs the runtime's health checks (runtime.h) and keeps the result for
+ * sessmgr_health; sessmgr_new and every sessmgr_tick call it. Blocks. */
+void	sessmgr_health_refresh(struct sessmgr *);
+/*
+ * Can sessions get sandboxes? *ready 1 when reconciled, not draining and
+ * every check of the last refresh passed. A JSON object (cJSON_Delete):
+ * {"ready", "checks": [...], "checked_ms_ago"} and, when not ready,
+ * "failing" (the first failing check's name, or "reconcile" /
+ * "draining") and "error": {"code": "not_ready", "message"}. Only takes
+ * a mutex.
+ */
+cJSON	*sessmgr_health(struct sessmgr *, int *ready);
 /* Prometheus text for the session gauges and counters. */
 int	sessmgr_metrics(struct sessmgr *, struct buf *) WUNRES;
 

@@ -135,6 +135,9 @@ struct sessmgr {
 	size_t			 npending;
 	int			 draining;
 	int			 ready;
+	cJSON			*health;	/* the runtime's last checks (an
+						 * array; NULL: none yet; under mu) */
+	long long		 health_ms;	/* when they ran (mono ms) */
 	int			 ticking;
 	long long		 last_reconcile_ms;
 	/* counters (under mu) */

@@ -155,7 +155,70 @@ sessmgr_new(struct runtime *rt, const struct conf *conf)
 	pthread_mutex_init(&m->mu, NULL);
 	pthread_mutex_init(&m->rtmu, NULL);
 	pthread_cond_init(&m->slot_cv, NULL);
+	sessmgr_health_refresh(m);
 	return m;
+}
+
+void
+sessmgr_health_refresh(struct sessmgr *m)
+{
+	cJSON *h = NULL, *old;
+
+	if (m->rt->ops->health != NULL)
+		h = m->rt->ops->health(m->rt);
+	if (h == NULL)
+		h = cJSON_CreateArray();
+	pthread_mutex_lock(&m->mu);
+	old = m->health;
+	m->health = h;
+	m->health_ms = util_mono_ms();
+	pthread_mutex_unlock(&m->mu);
+	cJSON_Delete(old);
+}
+
+cJSON *
+sessmgr_health(struct sessmgr *m, int *ready)
+{
+	cJSON *o = cJSON_CreateObject(), *checks, *c, *e;
+	const char *failing = NULL, *name;
+	char msg[1024];
+
+	msg[0] = '\0';
+	pthread_mutex_lock(&m->mu);
+	checks = m->health != NULL ? cJSON_Duplicate(m->health, 1) :
+	    cJSON_CreateArray();
+	cJSON_AddNumberToObject(o, "checked_ms_ago", m->health != NULL ?
+	    (double)(util_mono_ms() - m->health_ms) : -1);
+	if (m->draining) {
+		failing = "draining";
+		snprintf(msg, sizeof(msg), "shutting down");
+	} else if (!m->ready) {
+		failing = "reconcile";
+		snprintf(msg, sizeof(msg), "reconciling with the runtime");
+	}
+	pthread_mutex_unlock(&m->mu);
+	cJSON_ArrayForEach(c, checks) {
+		if (failing != NULL)
+			break;
+		if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(c, "ok"))) {
+			name = cJSON_GetStringValue(
+			    cJSON_GetObjectItemCaseSensitive(c, "name"));
+			e = cJSON_GetObjectItemCaseSensitive(c, "error");
+			failing = name != NULL ? name : "?";
+			snprintf(msg, sizeof(msg), "runtime check %s failed: %s",
+			    failing, cJSON_IsString(e) ? e->valuestring : "");
+		}
+	}
+	*ready = failing == NULL;
+	cJSON_AddBoolToObject(o, "ready", *ready);
+	if (failing != NULL) {
+		cJSON_AddStringToObject(o, "failing", failing);
+		e = cJSON_AddObjectToObject(o, "error");
+		cJSON_AddStringToObject(e, "code", "not_ready");
+		cJSON_AddStringToObject(e, "message", msg);
+	}
+	cJSON_AddItemToObject(o, "checks", checks);
+	return o;
 }
 
 void
@@ -182,6 +245,7 @@ sessmgr_free(struct sessmgr *m)
 	if (m->env_cache != NULL)
 		explicit_bzero(m->env_cache, strlen(m->env_cache));
 	free(m->env_cache);
+	cJSON_Delete(m->health);
 	pthread_mutex_destroy(&m->mu);
 	free(m);
 }
@@ -443,8 +507,10 @@ sm_agent_call(struct sess *s, const char *method, const char *path,
 	*status = 0;
 	for (tries = 0; tries < 2; tries++) {
 		if ((c = agentc_cache_get(&s->conns, &s->addr, AGENT_CONNECT_MS, &cached,
-		    err, errlen)) == NULL)
+		    err, errlen)) == NULL) {
+			(void)rt_scrub(err, errlen, s->addr.unix_path, "(socket)");
 			return delivered ? -1 : -2;
+		}
 		if (agentc_request(c, method, path, "application/json", body,
 		    bodylen, timeout_ms, status, resp, err, errlen) == 0) {
 			agentc_cache_put(&s->conns, c);
@@ -456,6 +522,7 @@ sm_agent_call(struct sess *s, const char *method, const char *path,
 		if (!cached || !idempotent(method, path))
 			break;
 	}
+	(void)rt_scrub(err, errlen, s->addr.unix_path, "(socket)");
 	return delivered ? -1 : -2;
 }
 

@@ -103,3 +103,26 @@ rt_limit_ok(const char *rt, const char *what, long long v, long long min,
 		    "bounds (%lld%s to %lld%s)", what, v, rt, min, unit, max, unit);
 	return -1;
 }
+
+int
+rt_scrub(char *err, size_t errlen, const char *path, const char *name)
+{
+	char out[4096];
+	const char *p, *hit;
+	size_t len, nlen = strlen(name), o = 0, n;
+
+	if (err == NULL || errlen == 0 || path == NULL ||
+	    (len = strlen(path)) < 2 || strstr(err, path) == NULL)
+		return 0;
+	for (p = err; (hit = strstr(p, path)) != NULL; p = hit + len) {
+		n = (size_t)(hit - p);
+		if (o + n + nlen >= sizeof(out))
+			break;
+		memcpy(out + o, p, n);
+		o += n;
+		o += (size_t)snprintf(out + o, sizeof(out) - o, "%s", name);
+	}
+	snprintf(out + o, sizeof(out) - o, "%s", p);
+	snprintf(err, errlen, "%s", out);
+	return 1;
+}

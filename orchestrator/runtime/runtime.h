@@ -185,6 +185,14 @@ struct runtime_ops {
 	 * with err "not found". Cheap: no walk without a bound. */
 	int	(*usage)(struct runtime *, const char *id, struct rt_usage *out,
 		    char *err, size_t errlen);
+	/*
+	 * Can sandboxes be made now? A JSON array of checks, each
+	 * {"name", "ok", "isolation", "error" | "warning"} (cJSON_Delete),
+	 * for the operator (/readyz; messages may name host paths). NULL
+	 * op: the runtime has no checks. May take a while (a connection to
+	 * an API): call it from a worker thread.
+	 */
+	cJSON	*(*health)(struct runtime *);
 	void	(*free)(struct runtime *);
 };
 
@@ -212,5 +220,13 @@ cJSON	*rt_info_json(const struct rt_info *);
 int	rt_limit_ok(const char *rt, const char *what, long long v, long long min,
 	    long long max, long long scale, const char *unit, char *err,
 	    size_t errlen);
+
+/*
+ * Replaces every occurrence of path in err (NUL-terminated, of errlen
+ * bytes) by name, in place: what reaches a client or a model never names a
+ * host path. 1 if something was replaced. A path shorter than 2 bytes is
+ * left alone; a result that would not fit stops at the last whole name.
+ */
+int	rt_scrub(char *err, size_t errlen, const char *path, const char *name);
 
 #endif

@@ -44,7 +44,8 @@ check "get-missing" bash -c "! '$SBX' -c '$T/rt.yaml' get nope 2>/dev/null"
 # ---- writable root (overlay), workspace, stop/start ----
 rt_sh sb-a 'echo w > /workspace/keep; echo r > /etc/rootfile; echo t > /tmp/tmpfile; mkdir -p /opt/x'
 check "image-untouched" [ ! -e "$RT_BB/etc/rootfile" ]
-check "write-in-upper" [ -f "$RT_STATE/sb-a/upper/etc/rootfile" ]
+# the disk limit is on by default: root writes land in the disk image
+check "write-in-disk-image" [ ! -e "$RT_STATE/sb-a/upper/etc/rootfile" -a -f "$RT_STATE/sb-a/disk.img" ]
 pids=$(rt_pids sb-a | tr "\n" " ")
 check "has-processes" [ -n "$pids" ]
 sbx stop sb-a

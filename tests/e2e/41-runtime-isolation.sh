@@ -6,6 +6,9 @@
 # refuses the dangerous calls).
 . "$(dirname "$0")/../lib/common.sh"
 . "$TOP/tests/bench/runtime/rt-lib.sh"
+# these checks look at the sandbox's files from the host (upper/, workspace/):
+# no disk image (the default one is tested in 43 and 47)
+RT_EXTRA_CONF="disk_bytes: 0"
 rt_setup
 lacks() { ! grep -q -- "$1" <<<"$2"; }
 

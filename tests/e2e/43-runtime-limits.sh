@@ -167,7 +167,7 @@ if sbx create --disk 32MiB sb-d >/dev/null && sbx create --disk 32MiB sb-d2 >/de
 	check "disk-workspace-survives" [ "$(rt_sh sb-d 'cat /workspace/k')" = keep ]
 	sbx destroy sb-d; sbx destroy sb-d2
 	check "disk-destroy-frees" [ ! -e "$img" ]
-	check "disk-loop-detached" wait_for 20 bash -c "! losetup -a | grep -q '$RT_STATE/'"
+	check "disk-loop-detached" wait_for 20 bash -c "! losetup -a | grep -q '$RT_STATE/sb-d/'"
 else
 	fail "disk-create" "create --disk 32MiB failed"
 fi

@@ -36,7 +36,8 @@ out=$(rt_api sb-1 GET "/v1/jobs/$jid?offset=0")
 check "job-output-complete" python3 -c "
 import json,sys; o=json.loads(sys.argv[1])['output'].split()
 assert o == ['line-%d' % i for i in range(1, 41)], o" "$out"
-check "job-spool-on-host" [ -n "$(find "$RT_STATE/sb-1/agent/state" -name output 2>/dev/null)" ]
+# the spools live in the sandbox's disk image (on by default), not on the host
+check "job-spool-in-disk-image" [ -z "$(find "$RT_STATE/sb-1/agent/state" -name output 2>/dev/null)" ]
 
 # ---- a sandbox killed from outside: failed, then starts again ----
 rt_sh sb-2 'echo kept > /workspace/k' >/dev/null

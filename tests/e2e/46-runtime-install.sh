@@ -89,8 +89,10 @@ PROXY_PID=$!
 wait_port "$PP" 20 && wait_for 10 test -S "$T/admin.sock" ||
 	{ fail "proxy-start" "$(tail -5 "$T/proxy.log")"; exit 1; }
 
+# files go into $RT_STATE/sb-m/workspace from the host: no disk image
 RT_EXTRA_CONF="proxy_admin_socket: $T/admin.sock
-  proxy_ca_cert: $T/ca.crt"
+  proxy_ca_cert: $T/ca.crt
+  disk_bytes: 0"
 rt_setup
 sbx image add debian "$IMG" || { fail "image-add-debian"; exit 1; }
 sbx create --image debian sb-m >/dev/null || { fail "create-sb-m" "$(tail -3 "$RT_STATE/sb-m/log" 2>/dev/null)"; exit 1; }

@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -624,6 +626,77 @@ TEST(test_uid_ranges)
 	free(rl);
 }
 
+/*
+ * The egress listener is bound while bwrap brings the sandbox's loopback up
+ * (RTM_NEWADDR, then IFF_UP, as `ip addr add` and `ip link set up` do here
+ * in a child's fresh network namespace). Every bind in that window must
+ * succeed: a plain bind failed there with EADDRNOTAVAIL, about one create
+ * in 500.
+ */
+TEST(test_netns_listener_race)
+{
+	char e[256], c;
+	int round, bad = 0, good = 0, rounds = 0;
+
+	for (round = 0; round < 60; round++) {
+		int go[2], ev[2], fd, st;
+		struct pollfd pf;
+		pid_t pid;
+
+		if (pipe(go) == -1 || pipe(ev) == -1)
+			break;
+		if ((pid = fork()) == 0) {
+			close(go[1]);
+			close(ev[0]);
+			if (unshare(CLONE_NEWNET) == -1)
+				_exit(2);
+			(void)!write(ev[1], "r", 1);
+			(void)!read(go[0], &c, 1);
+			if (system("ip addr add 127.0.0.1/8 dev lo && "
+			    "ip link set lo up") != 0)
+				_exit(3);
+			(void)!write(ev[1], "d", 1);
+			(void)!read(go[0], &c, 1);	/* until the parent is done */
+			_exit(0);
+		}
+		close(go[0]);
+		close(ev[1]);
+		if (read(ev[0], &c, 1) != 1) {	/* no netns here: skip */
+			close(go[1]);
+			close(ev[0]);
+			waitpid(pid, &st, 0);
+			break;
+		}
+		(void)!write(go[1], "g", 1);
+		pf.fd = ev[0];
+		pf.events = POLLIN;
+		do {
+			if ((fd = rl_netns_listener(pid, 3128, e, sizeof(e))) == -1) {
+				if (bad++ == 0)
+					fprintf(stderr, "  round %d: %s\n", round, e);
+			} else {
+				good++;
+				close(fd);
+			}
+		} while (poll(&pf, 1, 0) == 0);
+		/* and after: bound and listening */
+		fd = rl_netns_listener(pid, 3128, e, sizeof(e));
+		CHECK(fd != -1);
+		if (fd != -1)
+			close(fd);
+		close(go[1]);
+		close(ev[0]);
+		waitpid(pid, &st, 0);
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		rounds++;
+	}
+	fprintf(stderr, "  %d rounds, %d binds, %d failed\n", rounds,
+	    good + bad, bad);
+	if (rounds == 0)
+		printf("skip test_netns_listener_race no network namespaces\n");
+	CHECK_INT(bad, 0);
+}
+
 int
 main(void)
 {
@@ -645,6 +718,7 @@ main(void)
 	RUN(test_cfg_keys);
 	RUN(test_cgroup_selection);
 	RUN(test_uid_ranges);
+	RUN(test_netns_listener_race);
 	(void)rl_rmtree(tdir, e, sizeof(e));
 	return unit_done();
 }

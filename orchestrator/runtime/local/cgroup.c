@@ -237,6 +237,9 @@ rl_cg_create(const struct rl_cg *cg, const char *id,
 		snprintf(v, sizeof(v), "%lld 100000", l->cpu_millis * 100);
 		if (cg_write(cg->v2, id, "cpu.max", v, err, errlen) == -1)
 			return -1;
+		/* equal weights: under contention every sandbox gets the same
+		 * share, whatever its quota or thread count */
+		(void)cg_write(cg->v2, id, "cpu.weight", "100", err, errlen);
 		return 0;
 	}
 	if (cg->mode != RL_CG_V1)
@@ -265,6 +268,8 @@ rl_cg_create(const struct rl_cg *cg, const char *id,
 		if (cg_write(cg->v1_cpu, id, "cpu.cfs_quota_us", v, err,
 		    errlen) == -1)
 			return -1;
+		(void)cg_write(cg->v1_cpu, id, "cpu.shares", "1024", err,
+		    errlen);	/* equal weights, as cpu.weight above */
 	}
 	return 0;
 }

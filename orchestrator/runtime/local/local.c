@@ -197,6 +197,36 @@ ws_source_open(const struct rl *rl, const char *id, struct rl_idmap *map,
 }
 
 /*
+ * Memory admission (under rl->mu): the limits of the sandboxes that run or
+ * are being made (skip left out), plus starts in progress, plus want,
+ * must stay within the host's memory times mem_overcommit percent. 0, or
+ * -1 with err saying what is committed and what to do.
+ */
+static int
+mem_admit(const struct rl *rl, const char *skip, long long want, char *err,
+    size_t errlen)
+{
+	long long total = rl_mem_total(), cap, used;
+	int n = 0;
+
+	if (total <= 0)
+		return 0;	/* unknown: admission is off */
+	cap = total / 100 * rl->c.mem_overcommit_pct;
+	if ((used = rl_mem_committed(rl, skip, &n)) == -1)
+		return 0;
+	used += rl->mem_starting;
+	if (used + want <= cap)
+		return 0;
+	snprintf(err, errlen, "not enough memory on this host: %d running "
+	    "sandboxes hold %lld MiB of memory limits, this one asks %lld MiB, "
+	    "and at most %lld MiB may be given out (%lld%% of the host's %lld "
+	    "MiB, local.mem_overcommit); stop or delete a sandbox, or ask for "
+	    "less memory", n, used >> 20, want >> 20, cap >> 20,
+	    rl->c.mem_overcommit_pct, total >> 20);
+	return -1;
+}
+
+/*
  * The directory and the uid, under the global allocation lock: makes
  * <id>/ (*made = 1: the caller undoes with rl_destroy), takes its lock
  * (*lfd), allocates the uid and writes the uid file, then the first
@@ -220,6 +250,9 @@ create_alloc(struct rl *rl, struct rec *r, int *lfd, int *made, char *err,
 		snprintf(err, errlen, "lock %s: %s", p, strerror(errno));
 		goto out;
 	}
+	if (access(sdir, F_OK) == -1 && mem_admit(rl, NULL, r->lim.mem_bytes,
+	    err, errlen) == -1)
+		goto out;
 	if (mkdir(sdir, 0711) == -1) {
 		snprintf(err, errlen, errno == EEXIST ? "sandbox %s already "
 		    "exists" : "mkdir %s: %s", errno == EEXIST ? r->id : sdir,
@@ -443,6 +476,7 @@ rl_start(struct runtime *rt, const char *id, char *err, size_t errlen)
 	struct rec r;
 	struct pidrec pr;
 	struct steps stp;
+	long long reserved = 0;
 	int lfd, rc = -1;
 
 	if ((lfd = rl_rec_open(rl, id, &r, err, errlen)) == -1)
@@ -452,6 +486,14 @@ rl_start(struct runtime *rt, const char *id, char *err, size_t errlen)
 		goto out;
 	}
 	rl_do_stop(rl, id);	/* leftovers of a crash */
+	pthread_mutex_lock(&rl->mu);
+	if (mem_admit(rl, id, r.lim.mem_bytes, err, errlen) == -1) {
+		pthread_mutex_unlock(&rl->mu);
+		goto out;
+	}
+	rl->mem_starting += r.lim.mem_bytes;
+	reserved = r.lim.mem_bytes;
+	pthread_mutex_unlock(&rl->mu);
 	snprintf(r.phase, sizeof(r.phase), "running");
 	r.reason[0] = '\0';
 	rl_steps_init(&stp);
@@ -467,6 +509,11 @@ rl_start(struct runtime *rt, const char *id, char *err, size_t errlen)
 	rl_steps_log(&stp, id, "start");
 	rc = 0;
 out:
+	if (reserved > 0) {
+		pthread_mutex_lock(&rl->mu);
+		rl->mem_starting -= reserved;
+		pthread_mutex_unlock(&rl->mu);
+	}
 	rl_rec_close(&r, lfd);
 	return rc;
 }
@@ -768,6 +815,12 @@ out:
 	return rc;
 }
 
+static cJSON *
+rl_health_op(struct runtime *rt)
+{
+	return rl_health(rt->impl, NULL, NULL, 0);
+}
+
 static void
 rl_free(struct runtime *rt)
 {
@@ -791,20 +844,91 @@ rl_free(struct runtime *rt)
 	free(rt);
 }
 
+/*
+ * What an op says goes to clients and models: host paths (the state and
+ * images directories, the agent binary) are replaced by names, in place;
+ * the host's view is logged here (at info), for the operator.
+ */
+static void
+scrub_err(const struct rl *rl, char *err, size_t errlen)
+{
+	const struct { const char *path, *name; } sub[] = {
+		{ rl->state_dir, "<state_dir>" },
+		{ rl->c.state_dir, "<state_dir>" },
+		{ rl->images_dir, "<images_dir>" },
+		{ rl->c.images_dir, "<images_dir>" },
+		{ rl->agent_bin, "<agent_bin>" },
+		{ rl->c.agent_bin, "<agent_bin>" },
+	};
+	char orig[1024];
+	size_t i;
+	int changed = 0;
+
+	if (err == NULL || errlen == 0 || err[0] == '\0')
+		return;
+	snprintf(orig, sizeof(orig), "%s", err);
+	for (i = 0; i < NELEM(sub); i++)
+		changed |= rt_scrub(err, errlen, sub[i].path, sub[i].name);
+	if (changed)
+		log_info("runtime error (host view): %s", orig);
+}
+
+/* The ops as the table gives them: each error scrubbed (scrub_err). */
+#define SCRUBBED(name, args, call)					\
+static int								\
+name args								\
+{									\
+	int rc = call;							\
+									\
+	if (rc == -1)							\
+		scrub_err(rt->impl, err, errlen);			\
+	return rc;							\
+}
+SCRUBBED(op_create, (struct runtime *rt, const struct rt_spec *spec,
+    struct rt_info *out, char *err, size_t errlen),
+    rl_create(rt, spec, out, err, errlen))
+SCRUBBED(op_start, (struct runtime *rt, const char *id, char *err,
+    size_t errlen), rl_start(rt, id, err, errlen))
+SCRUBBED(op_stop, (struct runtime *rt, const char *id, char *err,
+    size_t errlen), rl_stop(rt, id, err, errlen))
+SCRUBBED(op_destroy, (struct runtime *rt, const char *id, char *err,
+    size_t errlen), rl_destroy(rt, id, err, errlen))
+SCRUBBED(op_list, (struct runtime *rt, struct rt_info **out, size_t *n,
+    char *err, size_t errlen), rl_list(rt, out, n, err, errlen))
+SCRUBBED(op_get, (struct runtime *rt, const char *id, struct rt_info *out,
+    char *err, size_t errlen), rl_get(rt, id, out, err, errlen))
+SCRUBBED(op_set_labels, (struct runtime *rt, const char *id,
+    const struct rt_kv *kv, size_t nkv, char *err, size_t errlen),
+    rl_set_labels(rt, id, kv, nkv, err, errlen))
+SCRUBBED(op_agent_addr, (struct runtime *rt, const char *id,
+    struct rt_agent_addr *out, char *err, size_t errlen),
+    rl_agent_addr(rt, id, out, err, errlen))
+SCRUBBED(op_attach_egress, (struct runtime *rt, const char *id,
+    const struct rt_egress *eg, char *env_out, size_t envlen, char *err,
+    size_t errlen), rl_attach_egress(rt, id, eg, env_out, envlen, err,
+    errlen))
+SCRUBBED(op_check, (struct runtime *rt, const struct rt_spec *spec,
+    char *err, size_t errlen), rl_check(rt, spec, err, errlen))
+SCRUBBED(op_usage, (struct runtime *rt, const char *id,
+    struct rt_usage *out, char *err, size_t errlen),
+    rl_usage(rt, id, out, err, errlen))
+#undef SCRUBBED
+
 static const struct runtime_ops rl_ops = {
 	.name = "local",
-	.create = rl_create,
-	.start = rl_start,
-	.stop = rl_stop,
-	.destroy = rl_destroy,
-	.list = rl_list,
-	.get = rl_get,
-	.set_labels = rl_set_labels,
-	.agent_addr = rl_agent_addr,
-	.attach_egress = rl_attach_egress,
-	.check = rl_check,
+	.create = op_create,
+	.start = op_start,
+	.stop = op_stop,
+	.destroy = op_destroy,
+	.list = op_list,
+	.get = op_get,
+	.set_labels = op_set_labels,
+	.agent_addr = op_agent_addr,
+	.attach_egress = op_attach_egress,
+	.check = op_check,
 	.images = rl_images_op,
-	.usage = rl_usage,
+	.usage = op_usage,
+	.health = rl_health_op,
 	.free = rl_free,
 };
 
@@ -870,6 +994,55 @@ sweep_gone(struct rl *rl)
 	closedir(d);
 }
 
+/* The default CPU quota: half of the online cores, at least one core, so
+ * that one sandbox never has the whole machine (on two cores or more). */
+static long long
+default_cpu_millis(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (n < 2)
+		return 1000;
+	return (long long)n * 1000 / 2;
+}
+
+/*
+ * The health checks at start: without loop devices the default disk
+ * limit is dropped with a loud warning; a failing isolation check refuses
+ * the start unless require_isolation is off (then it is logged and
+ * /readyz reports it). 0, or -1 with err.
+ */
+static int
+start_checks(struct rl *rl, char *err, size_t errlen)
+{
+	const char *fatal;
+	char ferr[2200];
+	cJSON *h;
+
+	h = rl_health(rl, &fatal, ferr, sizeof(ferr));
+	cJSON_Delete(h);
+	if (fatal != NULL && strcmp(fatal, "loop_devices") == 0) {
+		log_warnx("WARNING: %s; sandboxes get NO DISK LIMIT (local."
+		    "disk_bytes %lld is dropped): a sandbox can fill the state "
+		    "directory's filesystem. Load the loop module or run where "
+		    "/dev/loop-control exists.", ferr, rl->c.disk_bytes);
+		rl->c.disk_bytes = 0;
+		rl->disk_fallback = 1;
+		h = rl_health(rl, &fatal, ferr, sizeof(ferr));
+		cJSON_Delete(h);
+	}
+	if (fatal == NULL)
+		return 0;
+	if (!rl->c.require_isolation) {
+		log_warnx("%s; starting anyway (local.require_isolation false): "
+		    "no sandbox can be made until it passes", ferr);
+		return 0;
+	}
+	snprintf(err, errlen, "%s (set local.require_isolation: false to "
+	    "start anyway)", ferr);
+	return -1;
+}
+
 struct runtime *
 runtime_local_new(const struct rt_local_conf *c, char *err, size_t errlen)
 {
@@ -897,7 +1070,9 @@ runtime_local_new(const struct rt_local_conf *c, char *err, size_t errlen)
 	if (rl->c.mem_bytes <= 0)
 		rl->c.mem_bytes = 2LL << 30;
 	if (rl->c.cpu_millis <= 0)
-		rl->c.cpu_millis = 2000;
+		rl->c.cpu_millis = default_cpu_millis();
+	if (rl->c.mem_overcommit_pct <= 0)
+		rl->c.mem_overcommit_pct = 150;
 	if (rl->c.pids_max <= 0)
 		rl->c.pids_max = 1024;
 	if (rl->c.tmp_bytes <= 0)
@@ -957,6 +1132,8 @@ runtime_local_new(const struct rt_local_conf *c, char *err, size_t errlen)
 	}
 	if (rl_cg_detect(rl->c.cgroup_mode, rl->c.cgroup_name, &rl->cg, err,
 	    errlen) == -1)
+		goto fail;
+	if (start_checks(rl, err, errlen) == -1)
 		goto fail;
 	sweep_gone(rl);
 	rl_cg_sweep(&rl->cg, cg_keep, rl);

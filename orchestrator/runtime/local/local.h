@@ -35,6 +35,10 @@ struct rt_local_conf {
 	char		*cgroup_mode;	/* auto | v2 | v1 | none */
 	int		 seccomp;	/* load the deny-list seccomp filter */
 	long long	 start_timeout_ms; /* create/start: until the agent answers */
+	long long	 mem_overcommit_pct; /* admission: running sandboxes'
+					 * memory limits <= MemTotal * this/100 */
+	int		 require_isolation; /* refuse to start when a check
+					 * isolation needs fails */
 };
 
 /* cfg_key initializers for every field, each followed by a comma. */
@@ -70,8 +74,10 @@ struct rt_local_conf {
 	  mem_bytes), 16LL << 20, 1LL << 40, "2GiB", NULL,			\
 	  "local runtime: default memory limit per sandbox" },			\
 	{ PFX "cpu_millis", CFG_INT, (OFF) + offsetof(struct rt_local_conf,	\
-	  cpu_millis), 10, 256000, "2000", NULL,				\
-	  "local runtime: default CPU quota per sandbox (1000 = one core)" },	\
+	  cpu_millis), 0, 256000, "0", NULL,					\
+	  "local runtime: default CPU quota per sandbox (1000 = one core); "	\
+	  "0: half of the host's cores, at least one (never the whole "	\
+	  "machine on two or more cores)" },					\
 	{ PFX "pids_max", CFG_INT, (OFF) + offsetof(struct rt_local_conf,	\
 	  pids_max), 16, 1000000, "1024", NULL,					\
 	  "local runtime: default limit on processes and threads per sandbox" },\
@@ -80,11 +86,12 @@ struct rt_local_conf {
 	  "local runtime: size of each sandbox's /tmp (tmpfs, counts against "\
 	  "its memory)" },							\
 	{ PFX "disk_bytes", CFG_SIZE, (OFF) + offsetof(struct rt_local_conf,	\
-	  disk_bytes), 0, 1LL << 44, "0", NULL,					\
-	  "local runtime: default disk limit of a sandbox's writable root "	\
-	  "and /workspace (an ext4 image on a loop device per sandbox, made "	\
-	  "at create: ~0.1 s); 0: no limit (a spec's disk_bytes still sets "	\
-	  "one)" },								\
+	  disk_bytes), 0, 1LL << 44, "10GiB", NULL,				\
+	  "local runtime: default disk limit of a sandbox's writable root, "	\
+	  "/workspace and the agent's job spools (a sparse ext4 image on a "	\
+	  "loop device per sandbox, made at create); 0: no limit (a spec's "	\
+	  "disk_bytes still sets one). Without loop devices the runtime "	\
+	  "warns loudly and runs without the default" },			\
 	{ PFX "mkfs", CFG_PATH, (OFF) + offsetof(struct rt_local_conf, mkfs),	\
 	  0, 0, "/usr/sbin/mke2fs", NULL,					\
 	  "local runtime: mke2fs, for disk-limited sandboxes" },		\
@@ -116,7 +123,17 @@ struct rt_local_conf {
 	{ PFX "start_timeout", CFG_DURATION, (OFF) +				\
 	  offsetof(struct rt_local_conf, start_timeout_ms), 100, 600000,	\
 	  "20s", NULL, "local runtime: create/start fail if the agent does "	\
-	  "not answer within this time" },
+	  "not answer within this time" },					\
+	{ PFX "mem_overcommit", CFG_INT, (OFF) +				\
+	  offsetof(struct rt_local_conf, mem_overcommit_pct), 1, 100000,	\
+	  "150", NULL, "local runtime: memory admission, in percent of the "	\
+	  "host's memory: a create or start whose memory limit would take "	\
+	  "the sum of running sandboxes' limits past it is refused" },		\
+	{ PFX "require_isolation", CFG_BOOL, (OFF) +				\
+	  offsetof(struct rt_local_conf, require_isolation), 0, 0, "true",	\
+	  NULL, "local runtime: refuse to start when a check isolation "	\
+	  "needs fails (user namespaces, cgroups, bwrap, the agent binary); "	\
+	  "false: start anyway and report the failing check in /readyz" },
 
 struct runtime *runtime_local_new(const struct rt_local_conf *, char *err,
 	    size_t errlen);

@@ -4,6 +4,7 @@
  * concern, and calls point one way, top to bottom:
  *
  *   local.c    the runtime_ops: create, start, stop, destroy, list, ...
+ *   health.c   the checks isolation needs (start and /readyz)
  *   start.c    starting and stopping a sandbox (the steps, bwrap's argv)
  *   spawn.c    the sandbox's processes (user namespaces, mounts, exec)
  *   cgroup.c   its cgroups          seccomp.c  its seccomp program
@@ -74,6 +75,10 @@ struct rl {
 	struct rl_cg		 cg;	/* where the cgroups go */
 	pthread_mutex_t		 mu;	/* uid allocation (with <state>/.lock
 					 * for other processes) */
+	int			 disk_fallback;	/* no loop devices: the default
+					 * disk limit is off (warned) */
+	long long		 mem_starting;	/* memory of starts in progress
+					 * (admission; under mu) */
 	char			 state_dir[RL_PATH_MAX];  /* real paths */
 	char			 images_dir[RL_PATH_MAX];
 	char			 agent_bin[RL_PATH_MAX];
@@ -121,6 +126,15 @@ struct steps {
 	char		buf[384];
 };
 
+/* health.c */
+/* Runs the health checks (docs/local-runtime.md, "Health checks"): a JSON
+ * array of {name, ok, isolation, error | warning} (cJSON_Delete). With
+ * fatal non-NULL: *fatal is the first failing isolation check (NULL if
+ * none) and ferr says what failed. Host paths appear in the messages:
+ * for the operator only. */
+cJSON	*rl_health(const struct rl *, const char **fatal, char *ferr,
+	    size_t ferrlen);
+
 /* start.c */
 /* Starts step timing (s->t0 = now). */
 void	rl_steps_init(struct steps *);
@@ -160,6 +174,9 @@ struct rl_spawn {
 					 * loop device, in the sandbox's mount
 					 * namespace) at disk_mnt first */
 	const char	*disk_mnt;
+	const char	*agent_state;	/* with disk_img: a directory made in
+					 * it for the agent's state (owned by
+					 * the agent's host uid); NULL: none */
 	const char	*log_path;	/* stdout/stderr of bwrap and the agent */
 	char		 (*cg_files)[RL_PATH_MAX];
 	size_t		 ncg_files;
@@ -176,6 +193,10 @@ struct rl_spawn {
  * to uid/gid and execs bwrap with --info-fd 3. Fills pid and child_pid. */
 int	rl_spawn(struct rl_spawn *, int timeout_ms, char *err,
 	    size_t errlen) WUNRES;
+
+/* A user namespace can be made here now (a CLONE_VM child in a new one,
+ * gone at once). 0, or -1 with err saying why not. */
+int	rl_probe_userns(char *err, size_t errlen);
 
 /* cgroup.c */
 /* Finds where the cgroups go (mode: auto, v2, v1 or none) and makes the
@@ -216,6 +237,9 @@ void	rl_cg_sweep(const struct rl_cg *, int (*keep)(const char *, void *),
 int	rl_seccomp_fd(char *err, size_t errlen);
 
 /* netns.c */
+/* A listening TCP socket on 127.0.0.1:port inside pid's network namespace
+ * (bound whatever state its loopback is in): the fd, or -1 with err. */
+int	rl_netns_listener(pid_t pid, int port, char *err, size_t errlen);
 /* Opens the 127.0.0.1:3128 listener inside child's network namespace and
  * registers it with the egress proxy under r's id and labels (nothing
  * without a proxy_admin_socket). 0 or -1 with err. */
@@ -284,6 +308,11 @@ int	rl_each_id(const struct rl *, void (*fn)(const char *, void *),
  * allocation lock. 0, or -1 with err. */
 int	rl_alloc_uid(struct rl *, long long *uid, char *err, size_t errlen);
 
+/* The sum of the memory limits of the sandboxes that run or are being
+ * made (skip: an id left out; NULL none), their count in *n (may be
+ * NULL); -1 if the state dir cannot be read. */
+long long rl_mem_committed(const struct rl *, const char *skip, int *n);
+
 /* rel's place in the image (its symlinks followed with the image as
  * root): 0 with out, 1 if it does not exist (out: its longest existing
  * parent resolved, then the rest), -1 on error. */
@@ -327,12 +356,17 @@ int	rl_copy_tree(int src, const char *dst, const struct rl_idmap *map,
 long long rl_tree_bytes(const char *path, long long *left);
 
 /* proc.c */
-/* /proc/<pid>/stat start time (clock ticks since boot), or -1. */
+/* /proc/<pid>/stat start time (clock ticks since boot), or -1 (also for a
+ * zombie: it has exited). */
 long long rl_proc_start(pid_t);
+/* The same, a zombie included (it still holds its pid until reaped). */
+long long rl_proc_start_any(pid_t);
 /* Writes s into the existing file path (a kernel knob) in one write(2);
  * 0 or -1 with errno. Only system calls. */
 int	rl_write_str(const char *path, const char *s);
 /* Sleeps us microseconds, resuming after signals. */
 void	rl_sleep_us(long us);
+/* The host's memory (MemTotal), bytes, or -1. */
+long long rl_mem_total(void);
 
 #endif

@@ -58,6 +58,19 @@ nsl_thread(void *p)
 	/* a re-registration binds a new listener while the proxy still
 	 * holds the old one; it closes the old one on replace */
 	(void)setsockopt(s, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+	/* bwrap brings the namespace's loopback up (RTM_NEWADDR, then
+	 * IFF_UP) in its child while we run here: bwrap reports the child's
+	 * pid before that, and between the two messages 127.0.0.1 is neither
+	 * unrouted nor local, so a plain bind fails with EADDRNOTAVAIL
+	 * (tests/unit test_netns_listener_race shows the window). FREEBIND
+	 * binds whatever state the address is in; the socket receives as
+	 * soon as loopback is up, which is before the agent answers. */
+	if (setsockopt(s, IPPROTO_IP, IP_FREEBIND, &one, sizeof(one)) == -1) {
+		snprintf(a->err, sizeof(a->err), "IP_FREEBIND: %s",
+		    strerror(errno));
+		close(s);
+		return NULL;
+	}
 	memset(&sin, 0, sizeof(sin));
 	sin.sin_family = AF_INET;
 	sin.sin_port = htons((uint16_t)a->port);
@@ -77,8 +90,8 @@ nsl_thread(void *p)
  * A listening TCP socket on 127.0.0.1:port inside pid's network
  * namespace: the fd, or -1 with err.
  */
-static int
-netns_listener(pid_t pid, int port, char *err, size_t errlen)
+int
+rl_netns_listener(pid_t pid, int port, char *err, size_t errlen)
 {
 	struct nsl_arg a;
 	pthread_t th;
@@ -136,7 +149,7 @@ rl_egress_register(const struct rl *rl, const struct rec *r, pid_t child,
 	reg.id = r->id;
 	reg.labels = labels;
 	reg.nlabels = nlabels;
-	if ((reg.listen_fd = netns_listener(child, RL_PROXY_PORT, err,
+	if ((reg.listen_fd = rl_netns_listener(child, RL_PROXY_PORT, err,
 	    errlen)) == -1)
 		return -1;
 	rc = egress_register(&a, &reg, err, errlen);

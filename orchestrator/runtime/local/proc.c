@@ -19,8 +19,8 @@
 
 #include "local_int.h"
 
-long long
-rl_proc_start(pid_t pid)
+static long long
+proc_start(pid_t pid, int zombie_ok)
 {
 	char path[64], buf[1024], *p;
 	long long v;
@@ -43,7 +43,7 @@ rl_proc_start(pid_t pid)
 	p++;
 	/* a zombie has exited: whatever reaps it (init, maybe late) changes
 	 * nothing, and a sandbox whose pid 1 is one is not running */
-	if (p[0] == ' ' && (p[1] == 'Z' || p[1] == 'X'))
+	if (!zombie_ok && p[0] == ' ' && (p[1] == 'Z' || p[1] == 'X'))
 		return -1;
 	/* p points at " S ppid ...": state is field 3, starttime field 22 */
 	for (field = 2; field < 22 && *p != '\0'; p++)
@@ -59,6 +59,18 @@ rl_proc_start(pid_t pid)
 		p++;
 	}
 	return v;
+}
+
+long long
+rl_proc_start(pid_t pid)
+{
+	return proc_start(pid, 0);
+}
+
+long long
+rl_proc_start_any(pid_t pid)
+{
+	return proc_start(pid, 1);
 }
 
 int
@@ -83,4 +95,24 @@ rl_sleep_us(long us)
 
 	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
 		;
+}
+
+long long
+rl_mem_total(void)
+{
+	char buf[4096];
+	long long kb = -1;
+	ssize_t n;
+	int fd;
+
+	if ((fd = open("/proc/meminfo", O_RDONLY | O_CLOEXEC)) == -1)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	if (sscanf(buf, "MemTotal: %lld kB", &kb) != 1 || kb <= 0)
+		return -1;
+	return kb * 1024;
 }

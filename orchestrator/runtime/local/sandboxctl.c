@@ -15,6 +15,8 @@
  *     attach ID [--org O] [--user U] [--session S]
  *     agent ID                     (prints the agent socket path)
  *     image add NAME DIR
+ *     health                       (the health checks as JSON; exit 1 if
+ *                                   one fails)
  *     keys                         (the config keys)
  *
  * -f (or -c, the older spelling) names a file holding the `local:` section
@@ -63,7 +65,7 @@ static const char usage_text[] =
     "  exec [--timeout MS] ID -- COMMAND...\n"
     "  list [--json] | get ID | stop ID | start ID | destroy ID\n"
     "  labels ID [K=V]... | attach ID [--org O] [--user U] [--session S]\n"
-    "  agent ID | image add NAME DIR | keys\n"
+    "  agent ID | image add NAME DIR | health | keys\n"
     "  -f FILE (or -c FILE): the local: config; -v: debug log; --help\n";
 
 /* The usage to f, then exit(code): 0 for --help, 2 for a usage error. */
@@ -459,6 +461,24 @@ cmd_image(const struct ctl *x)
 	return 0;
 }
 
+/* health: the runtime's checks (docs/local-runtime.md, "Health checks"). */
+static int
+cmd_health(const struct ctl *x)
+{
+	cJSON *h = x->rt->ops->health(x->rt), *c;
+	char *txt;
+	int rc = 0;
+
+	cJSON_ArrayForEach(c, h)
+		if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(c, "ok")))
+			rc = 1;
+	txt = cJSON_Print(h);
+	printf("%s\n", txt);
+	free(txt);
+	cJSON_Delete(h);
+	return rc;
+}
+
 /* keys: the config keys with their defaults and help. */
 static int
 cmd_keys(const struct ctl *x UNUSED)
@@ -490,6 +510,7 @@ static const struct cmd {
 	{ "attach", 2, 1, 1, cmd_attach },
 	{ "agent", 2, 0, 1, cmd_agent },
 	{ "image", 4, 0, 0, cmd_image },
+	{ "health", 1, 0, 1, cmd_health },
 	{ "keys", 1, 1, 0, cmd_keys },
 };
 

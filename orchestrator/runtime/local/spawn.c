@@ -29,6 +29,7 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <linux/loop.h>
@@ -355,6 +356,7 @@ static const char *spawn_steps[] = {
 	"open_tree image", "idmap image (mount_setattr)", "attach image",
 	"mount overlay", "drop privileges", "set up fds", "exec bwrap",
 	"setsid", "clone", "mount the disk image",
+	"make the agent's state in the disk image",
 };
 
 static int
@@ -395,6 +397,13 @@ spawn_child(void *arg)
 	if (c->loopdev[0] != '\0' && mount(c->loopdev, s->disk_mnt, "ext4",
 	    MS_NOSUID | MS_NODEV, NULL) == -1)
 		return child_fail(c, 13);
+	/* the agent's state (job spools, records) inside the disk limit; the
+	 * image's top level is ours (the sandbox writes below upper/ and
+	 * workspace/ only), so no link can be in the way */
+	if (c->loopdev[0] != '\0' && s->agent_state != NULL &&
+	    ((mkdir(s->agent_state, 0700) == -1 && errno != EEXIST) ||
+	    lchown(s->agent_state, c->run_uid, c->run_gid) == -1))
+		return child_fail(c, 14);
 	t = (int)syscall(SYS_open_tree, AT_FDCWD, s->image_dir,
 	    OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
 	if (t == -1)
@@ -688,4 +697,37 @@ out:
 	stack_free(stack1);
 	stack_free(c.stack2);
 	return rc;
+}
+
+static int
+probe_child(void *arg)
+{
+	(void)arg;
+	return 0;
+}
+
+int
+rl_probe_userns(char *err, size_t errlen)
+{
+	void *stack;
+	pid_t pid;
+	int e;
+
+	if ((stack = stack_new()) == NULL) {
+		snprintf(err, errlen, "mmap: %s", strerror(errno));
+		return -1;
+	}
+	pid = clone_vm(probe_child, stack, CLONE_NEWUSER | CLONE_VFORK, NULL);
+	e = errno;
+	if (pid != -1)
+		reap(pid);
+	stack_free(stack);
+	if (pid == -1) {
+		snprintf(err, errlen, "cannot make a user namespace: %s%s",
+		    strerror(e), e == ENOSPC ? " (user.max_user_namespaces "
+		    "is used up or 0)" : e == EPERM ? " (unprivileged or "
+		    "seccomp-filtered: sandboxes need user namespaces)" : "");
+		return -1;
+	}
+	return 0;
 }

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -292,13 +293,41 @@ av_setenv_lines(struct argv_b *a, const char *lines)
 	}
 }
 
-/* Kills everything of a sandbox (pid namespace and cgroups). */
+/* How long a stop or destroy waits for the sandbox's last processes (its
+ * two bwrap processes, adopted by init) to be reaped after they died:
+ * init reaps them, at its own pace (up to a second was seen). */
+#define RL_REAP_WAIT_MS	5000
+
+/* Waits until pid (with start time start) is gone from /proc, zombie
+ * included, or ms passed; reaps it if it is our child. 1 if gone. */
+static int
+wait_gone(pid_t pid, long long start, int ms)
+{
+	int waited = 0, st;
+
+	if (pid <= 1)
+		return 1;
+	while (rl_proc_start_any(pid) == start) {
+		(void)waitpid(pid, &st, WNOHANG);
+		if (waited >= ms)
+			return 0;
+		rl_sleep_us(2000);
+		waited += 2;
+	}
+	return 1;
+}
+
+/* Kills everything of a sandbox (pid namespace and cgroups) and returns
+ * when its processes are gone (reaped, not only dead), or after
+ * RL_REAP_WAIT_MS with a warning. */
 static void
 kill_sandbox(const struct rl *rl, const char *id)
 {
 	struct pidrec pr;
+	int have = 0;
 
 	if (rl_pid_load(rl, id, &pr) == 0) {
+		have = 1;
 		/* SIGKILL to a pid namespace's init kills the namespace */
 		if (rl_proc_start((pid_t)pr.child_pid) == pr.child_start)
 			(void)kill((pid_t)pr.child_pid, SIGKILL);
@@ -308,13 +337,12 @@ kill_sandbox(const struct rl *rl, const char *id)
 	if (rl->cg.mode != RL_CG_NONE || rl->cg.v2_track) {
 		if (rl_cg_kill(&rl->cg, id, 5000) == -1)
 			log_warnx("sandbox=%s processes survive the kill", id);
-	} else if (pr.child_pid > 1) {
-		int i;
-
-		for (i = 0; i < 500 && rl_proc_start((pid_t)pr.child_pid) ==
-		    pr.child_start; i++)
-			rl_sleep_us(1000);
 	}
+	if (have && (!wait_gone((pid_t)pr.child_pid, pr.child_start,
+	    RL_REAP_WAIT_MS) || !wait_gone((pid_t)pr.bwrap_pid,
+	    pr.bwrap_start, RL_REAP_WAIT_MS)))
+		log_warnx("sandbox=%s its bwrap processes were not reaped "
+		    "within %d ms", id, RL_REAP_WAIT_MS);
 }
 
 /* The last line of the sandbox's log (bwrap's and the agent's stderr). */
@@ -436,6 +464,7 @@ struct start_paths {
 	char	agent[RL_PATH_MAX];	/* /run/agent */
 	char	img[RL_PATH_MAX];	/* disk.img and its mount point */
 	char	disk[RL_PATH_MAX];
+	char	astate[RL_PATH_MAX];	/* /run/agent/state in the disk image */
 	char	cadir[RL_PATH_MAX];	/* root files, with a disk image */
 	struct root_files rf;		/* what put_root_files wrote */
 };
@@ -453,6 +482,8 @@ start_paths(const struct rl *rl, const struct rec *r, struct start_paths *p,
 	    rl_sdir_path(rl, r->id, "log", p->logp, sizeof(p->logp)) == -1 ||
 	    rl_sdir_path(rl, r->id, "disk.img", p->img, sizeof(p->img)) == -1 ||
 	    rl_sdir_path(rl, r->id, "disk", p->disk, sizeof(p->disk)) == -1 ||
+	    rl_sdir_path(rl, r->id, "disk/agent-state", p->astate,
+	    sizeof(p->astate)) == -1 ||
 	    rl_sdir_path(rl, r->id, "ca", p->cadir, sizeof(p->cadir)) == -1) {
 		snprintf(err, errlen, "state path too long");
 		return -1;
@@ -556,6 +587,12 @@ argv_mounts(struct argv_b *av, const struct rl *rl, const struct rec *r,
 	av_add(av, "--bind");
 	av_add(av, p->agent);
 	av_add(av, "/run/agent");
+	if (r->disk_bytes > 0) {
+		/* the job spools and records inside the disk limit */
+		av_add(av, "--bind");
+		av_add(av, p->astate);
+		av_add(av, "/run/agent/state");
+	}
 	av_add(av, "--ro-bind");
 	av_add(av, rl->agent_bin);
 	av_add(av, "/run/sandbox/sandbox-agent");
@@ -678,6 +715,7 @@ start_spawn(const struct rl *rl, const struct rec *r,
 	sp->root = p->root;
 	sp->disk_img = r->disk_bytes > 0 ? p->img : NULL;
 	sp->disk_mnt = p->disk;
+	sp->agent_state = r->disk_bytes > 0 ? p->astate : NULL;
 	sp->log_path = p->logp;
 	sp->cg_files = cgf;
 	sp->ncg_files = ncg;
@@ -723,6 +761,7 @@ rl_do_start(struct rl *rl, struct rec *r, struct steps *stp, char *err,
 	struct argv_b av = { 0 };
 	struct pidrec pr;
 	long long deadline = util_mono_ms() + rl->c.start_timeout_ms;
+	struct stat ast;
 	size_t ncg = 0;
 	int secfd = -1, rc = -1;
 
@@ -740,9 +779,13 @@ rl_do_start(struct rl *rl, struct rec *r, struct steps *stp, char *err,
 	if (rl->c.seccomp && (secfd = rl_seccomp_fd(err, errlen)) == -1)
 		return -1;
 	bwrap_argv(&av, rl, r, &p, secfd != -1);
-	/* a stale socket from a previous run must not look like a new agent */
+	/* a stale socket from a previous run must not look like a new agent;
+	 * the agent took the directory's write bit once its socket was bound
+	 * (agent/main.c seal_listen_dir): back for the new one */
 	snprintf(sock, sizeof(sock), "%s/agent.sock", p.agent);
 	(void)unlink(sock);
+	if (stat(p.agent, &ast) == 0 && S_ISDIR(ast.st_mode))
+		(void)chmod(p.agent, (ast.st_mode & 07777) | S_IWUSR);
 	rl_step(stp, "argv");
 	if (start_spawn(rl, r, &p, av.v, cgf, ncg, secfd, &sp, err,
 	    errlen) == -1)
