@@ -6,11 +6,11 @@
  * runtime and the agent what it uses) run on a worker (rjob) and answer
  * from its completion. A create's body holds id, org, user and the
  * options of sessopt.h; any other member is refused. Errors are
- * {"error":{"code","message"}}; a runtime or agent failure is 503, and
- * no error text carries a host path (redact_paths; a 5xx's text is whole
- * in the log). An operation on a session
- * counts against
- * its limits.session_calls with its tool calls (work.h): beyond, 429.
+ * {"error":{"code","message"}}; a runtime or agent failure is 503 (its
+ * text also goes to the log). The runtimes' error texts name no host path
+ * (runtime.h); the sandbox's own paths stay in them. An operation on a
+ * session counts against its limits.session_calls with its tool calls
+ * (work.h): beyond, 429.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,32 +59,6 @@ rop_name(enum rop op)
 	return "handle";
 }
 
-/*
- * s into dst with every absolute path ("/x/y", at the start or after a
- * space, quote, '=', '(' or ':') replaced by "<path>": a runtime's error
- * text without the host's layout.
- */
-static void
-redact_paths(const char *s, char *dst, size_t len)
-{
-	size_t o = 0;
-	char prev = ' ';
-
-	while (*s != '\0' && o + 8 < len) {
-		if (*s == '/' && strchr(" \t'\"=(:", prev) != NULL) {
-			while (*s != '\0' && strchr(" \t'\",;)", *s) == NULL)
-				s++;
-			memcpy(dst + o, "<path>", 6);
-			o += 6;
-			prev = '>';
-			continue;
-		}
-		prev = *s;
-		dst[o++] = *s++;
-	}
-	dst[o] = '\0';
-}
-
 /* A runtime or agent failure is 503 (Retry-After); every error's text
  * goes out with its host paths taken out (rjob_run). */
 static int
@@ -110,7 +84,7 @@ rjob_run(void *arg)
 	struct sessmgr *m = r->mgr;
 	enum sess_err e = SE_OK;
 	const char *code;
-	char err[1024], msg[1024];
+	char err[1024];
 	struct sess *s;
 	int rc = 0, created = 0;
 
@@ -163,13 +137,10 @@ rjob_run(void *arg)
 	}
 	if (rc == -1 || r->body == NULL) {
 		r->status = sess_err_http(e, &code);
-		/* The runtime's words may name host paths: whole in the log
-		 * (5xx), without the paths in the reply. */
 		if (r->status >= 500 && e != SE_DRAINING)
 			log_warnx("session=%s rest %s failed: %s", r->sid,
 			    rop_name(r->op), err);
-		redact_paths(err, msg, sizeof(msg));
-		r->body = http_err_json(code, msg);
+		r->body = http_err_json(code, err);
 	}
 }
 
