@@ -87,6 +87,15 @@ out=$(mcp_tool sess-1 clear_session '{}')
 claim_gone() { test "$(obj persistentvolumeclaims sandboxes "$warm-ws")" = null; }
 check "clear_session removes the sandbox's pod and claim" wait_for 30 claim_gone
 
+# Health: /readyz names the Kubernetes API when it stops answering our lists.
+readyz() { curl -s -o "$T/readyz" -w '%{http_code}' "http://127.0.0.1:$ORCH_PORT/readyz"; }
+check "readyz lists a passing kubernetes_api check" jq -e '.checks[] | select(.name == "kubernetes_api") | .ok' <(curl -s "http://127.0.0.1:$ORCH_PORT/readyz")
+fake fail '{"method":"GET","path":"/pods","status":403,"count":100000}' >/dev/null
+api_down() { [ "$(readyz)" = 503 ] && jq -e '.failing == "kubernetes_api"' "$T/readyz" >/dev/null; }
+check "readyz: 503 naming kubernetes_api while the API refuses our lists" wait_for 20 api_down
+fake clear >/dev/null
+check "readyz: 200 again once the API answers" wait_for 20 bash -c "[ \"\$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$ORCH_PORT/readyz)\" = 200 ]"
+
 # Shutdown with API requests in flight (the API server stalls them): the
 # SIGTERM drain ends the event loop without waiting for them.
 fake delay '{"path":"/pods","seconds":30,"count":1000}' >/dev/null

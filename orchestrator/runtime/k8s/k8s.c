@@ -358,6 +358,33 @@ k8s_check(struct runtime *rt, const struct rt_spec *sp, char *err,
 	return 0;
 }
 
+/*
+ * Health: can the API be reached, and does it let us list our pods (the
+ * first thing every create and reconcile does)? One list of at most one
+ * pod; the client's retries bound how long an unreachable API takes.
+ */
+static cJSON *
+k8s_health(struct runtime *rt)
+{
+	struct k8s_rt *r = rt->impl;
+	cJSON *arr = cJSON_CreateArray(), *c = cJSON_CreateObject(), *out = NULL;
+	char path[512], q[1200], err[512];
+	int st = 0, ok;
+
+	api_path(&api_pods, r->ns, NULL, path, sizeof(path));
+	snprintf(q, sizeof(q), "limit=1&%s", r->sel_q);
+	ok = api_call(r, "GET", path, q, NULL, NULL, 0, &st, &out, err,
+	    sizeof(err)) == 0;
+	cJSON_Delete(out);
+	cJSON_AddStringToObject(c, "name", "kubernetes_api");
+	cJSON_AddBoolToObject(c, "ok", ok);
+	cJSON_AddBoolToObject(c, "isolation", 0);
+	if (!ok)
+		cJSON_AddStringToObject(c, "error", err);
+	cJSON_AddItemToArray(arr, c);
+	return arr;
+}
+
 static cJSON *
 k8s_images(struct runtime *rt)
 {
@@ -949,6 +976,7 @@ static const struct runtime_ops k8s_ops = {
 	.check = k8s_check,
 	.images = k8s_images,
 	.usage = k8s_usage,
+	.health = k8s_health,
 	.free = k8s_free,
 };
 
