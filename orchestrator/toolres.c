@@ -183,6 +183,8 @@ shell_result(struct tool_call *tc, const cJSON *j, long long tmo)
 	cJSON_AddNumberToObject(st, "duration_ms", (double)dur);
 	cJSON_AddBoolToObject(st, "oom_killed", oom);
 	cJSON_AddBoolToObject(st, "shell_restarted", restarted);
+	if (jtrue(j, "previous_interrupted"))
+		cJSON_AddTrueToObject(st, "previous_interrupted");
 	add_structured(tc, st);
 	free(text);
 }

@@ -192,7 +192,8 @@ t_shell, TOOL_INTERRUPT,
 "\"dropped_bytes\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Output bytes dropped from the middle.\"},"
 "\"duration_ms\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"How long the command ran.\"},"
 "\"oom_killed\":{\"type\":\"boolean\",\"description\":\"The sandbox ran out of memory and the command was killed.\"},"
-"\"shell_restarted\":{\"type\":\"boolean\",\"description\":\"The shell exited and a fresh one was started (cwd and variables reset).\"}"
+"\"shell_restarted\":{\"type\":\"boolean\",\"description\":\"The shell exited and a fresh one was started (cwd and variables reset).\"},"
+"\"previous_interrupted\":{\"type\":\"boolean\",\"description\":\"The previous command was stopped because the call that ran it went away (the orchestrator restarted or its client disconnected); its output is lost.\"}"
 "},\"required\":[\"exit_code\",\"output\",\"timed_out\",\"truncated\",\"dropped_bytes\",\"duration_ms\",\"oom_killed\",\"shell_restarted\"],\"additionalProperties\":false}" },
 
 { "shell_async", "Start a background command",
