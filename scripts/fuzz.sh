@@ -19,7 +19,7 @@
 #   FUZZ_ARGS     extra libFuzzer flags
 # Exit status: 0 when no target crashed.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 execs=${FUZZ_EXECS:-10000000}
 secs=${FUZZ_SECONDS:-1800}
 unit_tmo=${FUZZ_TIMEOUT:-10}
@@ -38,10 +38,11 @@ for f in "$out"/tests/fuzz/fuzz_*; do
 	log=$out/fuzz-$name.log
 	echo "fuzz: $name: up to $execs executions or ${secs}s"
 	t0=$(date +%s)
+	dargs=()
+	[ -f "$dict" ] && dargs=("-dict=$dict")
 	# shellcheck disable=SC2086
 	"$f" -runs="$execs" -max_total_time="$secs" -timeout="$unit_tmo" -print_final_stats=1 \
-	    -artifact_prefix="$out/artifacts/$name/" ${FUZZ_ARGS:-} \
-	    $([ -f "$dict" ] && echo "-dict=$dict") \
+	    -artifact_prefix="$out/artifacts/$name/" ${FUZZ_ARGS:-} "${dargs[@]}" \
 	    "$out/corpus/$name" "tests/fuzz/corpus/$name" >"$log" 2>&1
 	frc=$?
 	took=$(( $(date +%s) - t0 ))

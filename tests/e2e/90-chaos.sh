@@ -29,7 +29,7 @@ if [ -z "${E2E_NETNS:-}" ]; then
 	wait "$child"
 	exit $?
 fi
-ORCH_TEST_RUNTIME=local
+export ORCH_TEST_RUNTIME=local
 SECS=${CHAOS_SECONDS:-75}
 NCL=${CHAOS_CLIENTS:-4}
 SEED=${CHAOS_SEED:-$(( $(date +%s) % 32768 ))}
@@ -87,7 +87,7 @@ printf '%s\n' "$ORCH_LOCAL_YAML" >"$T/rt.yaml"
 orch_config "reconcile:" "  interval: 1s" "reap:" "  interval: 500ms" "drain_timeout: 5s"
 # what the state directory holds before any sandbox (the runtime's own files)
 check "orch starts" orch_start
-state_ls() { ls -A "$ORCH_SBX_DIR" 2>/dev/null | grep -vx '.lock' | sort | tr '\n' ' '; }
+state_ls() { find "$ORCH_SBX_DIR" -mindepth 1 -maxdepth 1 ! -name .lock -printf '%f\n' 2>/dev/null | sort | tr '\n' ' '; }
 state_base=$(state_ls)
 cg_base=$(find /sys/fs/cgroup -path "*/$ORCH_CG/*" -type d 2>/dev/null | wc -l)
 
@@ -179,7 +179,9 @@ for s in "${sessions[@]}"; do
 	vpids+=($!)
 done
 for p in "${vpids[@]}"; do wait "$p"; done
-python3 "$TOP/tests/chaos/check.py" "$EV" $(for s in "${sessions[@]}"; do echo "$T/$s.jsonl"; done) >"$T/check.out" 2>&1
+logs=()
+for s in "${sessions[@]}"; do logs+=("$T/$s.jsonl"); done
+python3 "$TOP/tests/chaos/check.py" "$EV" "${logs[@]}" >"$T/check.out" 2>&1
 cat "$T/check.out"
 [ -s "$T/client.stderr" ] && { echo "# client stderr:"; head -c 2000 "$T/client.stderr"; }
 _nfail=$((_nfail + $(grep -c '^not ok ' "$T/check.out")))
@@ -206,7 +208,7 @@ for s in "${sessions[@]}"; do
 	u=$(cat "$ORCH_SBX_DIR/$id/uid" 2>/dev/null)
 	mcp_tool "$s" clear_session '{}' >/dev/null
 	[ -n "$u" ] && [ -n "$(procs_of_uid "$u")" ] &&
-		early="$early $s: $(procs_of_uid "$u" | wc -l) processes still there;"
+		early="$early $s: $(procs_of_uid "$u" | wc -l) processes still there ($(procs_of_uid "$u" | awk '{print $3}' | sort | uniq -c | tr -s ' \n' ' '));"
 done
 if [ -z "$early" ]; then ok "chaos: clear_session returns when the sandbox's processes are gone"
 else fail "chaos: clear_session returns when the sandbox's processes are gone" "$early"; fi
