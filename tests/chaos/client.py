@@ -181,7 +181,7 @@ def verify(url, key, sid, out):
         if r["op"] == "async" and r["kind"] == "ok":
             t0 = ms()
             for _ in range(3):      # a call refused as busy right after restart
-                kind, res = cl.call("shell_wait", {"job_id": r["job"], "timeout": 30})
+                kind, res = cl.call("shell_wait", {"job_id": r["job"], "timeout": 10})
                 if kind != "conn":
                     break
                 time.sleep(1)
