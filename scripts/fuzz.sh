@@ -12,7 +12,7 @@
 # The table at the end (also build-fuzz/fuzz-figures.md) has the figures
 # docs/testing.md reports.
 #
-#   FUZZ_EXECS    executions per target (10000000)
+#   FUZZ_EXECS    executions per target (10000000; -1: no bound)
 #   FUZZ_SECONDS  most seconds per target (1800; 0: no time bound)
 #   FUZZ_ONLY     space-separated target names to run (default: all)
 #   FUZZ_TIMEOUT  seconds one input may take before it counts as a hang (10)
