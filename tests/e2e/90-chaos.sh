@@ -164,6 +164,9 @@ check "clients finish within the bound" [ $((SECONDS - t0)) -le 90 ]
 echo "# faults: $(cut -d' ' -f2 "$EV" | sort | uniq -c | tr -s ' \n' ' ')"
 
 # ---- the proxy restarted once more: every sandbox gets its egress back ----
+# (one call per session first: an orchestrator restarted by the loop attaches
+# a session's egress again at its first call, which would hide the bug)
+for s in "${sessions[@]}"; do mcp_tool "$s" shell '{"command":"true"}' >/dev/null; done
 px_kill9; event proxy_kill; px_up; event proxy_up
 px_fds=$(ls /proc/"$PX_PID"/fd | wc -l)
 egress_back() {
