@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 
+sys.dont_write_bytecode = True  # no __pycache__ in the tree
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, here)
 from client import judge_reply, JOB_LINES  # noqa: E402
