@@ -5,9 +5,14 @@
 #   make test            install deps, build, run unit + e2e tests (tests/run)
 #   make test SANITIZER=address,undefined
 #   make run             start orchestrator + egress proxy on the local runtime
-#   make fuzz            build libFuzzer targets (clang-14)
+#   make fuzz            build and run every libFuzzer target (clang-14): up to
+#                        FUZZ_EXECS (10M) executions or FUZZ_SECONDS (1800) each
+#   make ci              .ci/run: make test, then the ASan+UBSan suite, one summary
 #   make bench           run the benchmarks in tests/bench (figures, not a gate)
 #   make lint / format   cppcheck + clang-tidy + banned calls / clang-format-14
+
+# `make` alone builds everything (the module.mk fragments define targets first).
+.DEFAULT_GOAL := all
 
 CC      ?= cc
 CFLAGS  ?= -O2 -g
@@ -50,7 +55,7 @@ include common/module.mk
 -include agent/module.mk
 -include orchestrator/module.mk
 
-.PHONY: all deps test unit run fuzz bench lint format image clean
+.PHONY: all deps test unit run fuzz ci bench lint format image clean
 # Keep intermediate objects (test and fuzz objects come from pattern rules).
 .SECONDARY:
 all: $(BINS) $(UNIT_TESTS)
@@ -76,9 +81,17 @@ bench: deps
 	@$(MAKE) --no-print-directory all
 	@B=$(B) bash tests/bench/run.sh
 
+# Crashes become seeds in tests/fuzz/corpus/<target>/ (docs/testing.md).
 fuzz: deps
 	@$(MAKE) --no-print-directory CC=clang-14 B=build-fuzz FUZZ=1 fuzz-targets
-	@bash scripts/fuzz.sh
+	@FUZZ_EXECS=$(FUZZ_EXECS) FUZZ_SECONDS=$(FUZZ_SECONDS) bash scripts/fuzz.sh
+
+FUZZ_EXECS ?= 10000000
+FUZZ_SECONDS ?= 1800
+
+# What CI runs: the plain suite, then the sanitizer suite (.ci/run).
+ci:
+	@bash .ci/run
 
 lint:
 	@bash scripts/lint.sh
