@@ -41,6 +41,7 @@ static struct {
 	struct runtime		*rt;
 	const struct conf	*conf;
 	struct event		*tick;
+	struct event		*heal;	/* every HEAL_MS: sessmgr_heal */
 	struct event		*drain_check;
 	struct event		*drain_deadline;
 	struct event		*drain_flush;
@@ -166,6 +167,23 @@ tick_run(void *arg UNUSED)
 {
 	images_refresh();	/* the first tick runs at start */
 	sessmgr_tick(orch.mgr);
+}
+
+/* How often the runtime repairs what a peer's restart lost (egress
+ * registrations after the proxy restarted): the outage's upper bound. */
+#define HEAL_MS 2000
+
+static void
+heal_run(void *arg UNUSED)
+{
+	sessmgr_heal(orch.mgr);
+}
+
+static void
+heal_cb(evutil_socket_t fd UNUSED, short ev UNUSED, void *arg UNUSED)
+{
+	if (!orch.draining)
+		work_submit(heal_run, NULL, NULL);
 }
 
 static void
@@ -372,6 +390,10 @@ main(int argc, char **argv)
 	tv.tv_sec = conf.reap_interval_ms / 1000;
 	tv.tv_usec = (conf.reap_interval_ms % 1000) * 1000;
 	event_add(orch.tick, &tv);
+	orch.heal = event_new(orch.base, -1, EV_PERSIST, heal_cb, NULL);
+	tv.tv_sec = HEAL_MS / 1000;
+	tv.tv_usec = (HEAL_MS % 1000) * 1000;
+	event_add(orch.heal, &tv);
 	/* First pool refill right away. */
 	work_submit(tick_run, NULL, NULL);
 	sigterm = evsignal_new(orch.base, SIGTERM, sig_cb, NULL);
@@ -388,6 +410,8 @@ main(int argc, char **argv)
 	work_shutdown();
 	if (orch.tick != NULL)
 		event_free(orch.tick);
+	if (orch.heal != NULL)
+		event_free(orch.heal);
 	if (orch.drain_check != NULL)
 		event_free(orch.drain_check);
 	if (orch.drain_deadline != NULL)

@@ -51,6 +51,9 @@ int	sessmgr_ready(struct sessmgr *);	/* reconciled at least once */
 /* Runs the runtime's health checks (runtime.h) and keeps the result for
  * sessmgr_health; sessmgr_new and every sessmgr_tick call it. Blocks. */
 void	sessmgr_health_refresh(struct sessmgr *);
+/* The runtime's heal op (runtime.h), if it has one; from a worker. At
+ * most one runs at a time (a call while one runs returns at once). */
+void	sessmgr_heal(struct sessmgr *);
 /*
  * Can sessions get sandboxes? *ready 1 when reconciled, not draining and
  * every check of the last refresh passed. A JSON object (cJSON_Delete):

@@ -176,6 +176,17 @@ sessmgr_health_refresh(struct sessmgr *m)
 	cJSON_Delete(old);
 }
 
+void
+sessmgr_heal(struct sessmgr *m)
+{
+	static atomic_flag running = ATOMIC_FLAG_INIT;
+
+	if (m->rt->ops->heal == NULL || atomic_flag_test_and_set(&running))
+		return;
+	m->rt->ops->heal(m->rt);
+	atomic_flag_clear(&running);
+}
+
 cJSON *
 sessmgr_health(struct sessmgr *m, int *ready)
 {

@@ -193,6 +193,13 @@ struct runtime_ops {
 	 * an API): call it from a worker thread.
 	 */
 	cJSON	*(*health)(struct runtime *);
+	/*
+	 * Repairs what a restart of a peer lost (local: registers again
+	 * every running sandbox the egress proxy no longer knows). NULL op:
+	 * nothing to repair. Blocks: call it from a worker thread, often
+	 * (every 2 s); it must be cheap when nothing is wrong.
+	 */
+	void	(*heal)(struct runtime *);
 	void	(*free)(struct runtime *);
 };
 

@@ -179,9 +179,16 @@ print('%.2f' % statistics.median(b / a for a, b in p), ' '.join('%d/%d' % x for 
 # /proc/loadavg's running count, less the reader): the sandboxes' parent
 # cgroup competes with them as one unit, so while any runs, a hog takes
 # half of what the neighbour's group gets and no quota can prevent it.
+# Read with bash's own read, so the reader is the only one of ours counted
+# (a pipeline of cut would count itself too and never see a free core).
 others() {
-	for _ in 1 2 3 4 5 6 7 8 9 10; do cut -d' ' -f4 /proc/loadavg | cut -d/ -f1; sleep 0.1; done |
-	    sort -n | sed -n 5p | awk '{print $1 - 1}'
+	local l1 l5 l15 rq rest n=() i
+	for i in 1 2 3 4 5 6 7 8 9 10; do
+		read -r l1 l5 l15 rq rest </proc/loadavg
+		n+=("${rq%%/*}")
+		sleep 0.1
+	done
+	printf '%s\n' "${n[@]}" | sort -n | sed -n 5p | awk '{print $1 - 1}'
 }
 timed >/dev/null	# warm up
 r=""

@@ -97,3 +97,17 @@ check "no token in any sandbox process environment (seen from the host: $n proce
 check "orchestrator key not in the sandbox" not_contains <(echo "$out") "$ORCH_KEY"
 out=$(mcp_tool git-s shell '{"command":"git ls-remote https://github.com/e2e-org/repo.git main"}')
 check "later calls keep working through the proxy" bash -c "grep -q refs/heads/main <<<'$out'"
+
+# The proxy keeps registrations in memory only: after a kill -9 and a
+# restart it knows no sandbox. The orchestrator registers every running
+# sandbox again within a few seconds (HEAL_MS), with no call from the
+# session needed; its git works again through the same 127.0.0.1:3128.
+if [ "$ORCH_RT" = local ]; then
+	kill -9 "$PX_PID"; wait "$PX_PID" 2>/dev/null
+	px_start || fail "proxy restart"
+	known() { px_admin '{"op":"stats"}' | grep -qF "\"$sb\""; }
+	check "after a proxy restart the sandbox is registered again, unasked" wait_for 10 known
+	check "the orchestrator logged it" wait_for 5 grep -q "sandbox=$sb egress registered again" "$ORCH_LOG"
+	out=$(mcp_tool git-s shell '{"command":"git ls-remote https://github.com/e2e-org/repo.git main"}')
+	check "git works again through the restarted proxy" bash -c "grep -q refs/heads/main <<<'$out'"
+fi

@@ -34,6 +34,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "egress.h"
 #include "log.h"
 #include "local.h"
 #include "local_int.h"
@@ -815,6 +816,104 @@ out:
 	return rc;
 }
 
+struct heal {
+	struct rl	*rl;
+	const cJSON	*known;		/* the proxy's stats: sandboxes[] */
+	int		 healed, failed;
+};
+
+static int
+proxy_knows(const cJSON *known, const char *id)
+{
+	const cJSON *it;
+
+	const char *v;
+
+	cJSON_ArrayForEach(it, known) {
+		v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it,
+		    "id"));
+		if (v != NULL && strcmp(v, id) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+static void
+heal_one(const char *id, void *arg)
+{
+	struct heal *h = arg;
+	static struct log_rate rl_fail;
+	struct pidrec pr;
+	struct rec r;
+	char err[512];
+	long dropped;
+	int lfd;
+
+	if (proxy_knows(h->known, id))
+		return;
+	/* Not waiting: a sandbox being started, stopped or destroyed now is
+	 * registered (or deregistered) by that operation itself. */
+	if ((lfd = rl_id_lock(h->rl, id, 1)) == -1)
+		return;
+	memset(&r, 0, sizeof(r));
+	if (rl_rec_load(h->rl, id, &r, err, sizeof(err)) == 0 &&
+	    rl_pid_load(h->rl, id, &pr) == 0 && rl_pid_alive(&pr)) {
+		if (rl_egress_register(h->rl, &r, (pid_t)pr.child_pid, NULL, 0,
+		    err, sizeof(err)) == 0) {
+			h->healed++;
+			log_info("sandbox=%s egress registered again (the proxy "
+			    "no longer knew it: restarted?)", id);
+		} else {
+			h->failed++;
+			if (log_rate_ok(&rl_fail, 1, 10000, &dropped))
+				log_warnx("sandbox=%s egress re-register failed: "
+				    "%s (%ld similar not logged)", id, err,
+				    dropped);
+		}
+	}
+	rl_rec_clear(&r);
+	rl_id_unlock(lfd);
+}
+
+/*
+ * The proxy keeps registrations and listeners in memory only: after it
+ * restarts it knows no sandbox, and each one's 127.0.0.1:3128 refuses.
+ * One stats call; every running sandbox it does not list is registered
+ * again (a new listener in its network namespace, its record's labels).
+ */
+static void
+rl_heal(struct runtime *rt)
+{
+	struct rl *rl = rt->impl;
+	struct egress_admin a = { .unix_path = rl->c.proxy_admin_socket };
+	static struct log_rate rl_stats;
+	cJSON *req, *reply = NULL;
+	struct heal h = { rl, NULL, 0, 0 };
+	char err[512];
+	long dropped;
+
+	if (!egress_admin_set(&a))
+		return;
+	req = cJSON_CreateObject();
+	cJSON_AddStringToObject(req, "op", "stats");
+	if (egress_call(&a, req, -1, EGRESS_ADMIN_MS, &reply, err,
+	    sizeof(err)) == -1) {
+		cJSON_Delete(req);
+		if (log_rate_ok(&rl_stats, 1, 60000, &dropped))
+			log_warnx("egress proxy stats failed: %s (%ld similar not "
+			    "logged)", err, dropped);
+		return;
+	}
+	cJSON_Delete(req);
+	h.known = cJSON_GetObjectItemCaseSensitive(reply, "sandboxes");
+	if (cJSON_IsArray(h.known) &&
+	    rl_each_id(rl, heal_one, &h, err, sizeof(err)) == 0 &&
+	    (h.healed > 0 || h.failed > 0))
+		log_info("egress: %d sandboxes registered again, %d failed",
+		    h.healed, h.failed);
+	cJSON_Delete(reply);
+}
+
 static cJSON *
 rl_health_op(struct runtime *rt)
 {
@@ -929,6 +1028,7 @@ static const struct runtime_ops rl_ops = {
 	.images = rl_images_op,
 	.usage = op_usage,
 	.health = rl_health_op,
+	.heal = rl_heal,
 	.free = rl_free,
 };
 
