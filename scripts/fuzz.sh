@@ -9,7 +9,7 @@
 # minimized, copied to tests/fuzz/corpus/<name>/crash-<sha1> (so the replay
 # tests of `make test` run it from then on: commit it with the fix) and its
 # trace is kept in build-fuzz/crash-<name>-<sha1>.txt; the next target runs.
-# The table at the end (also build-fuzz/fuzz-figures.md) has the figures
+# The table at the end (also saved in build-fuzz/, as fuzz-figures) has the figures
 # docs/testing.md reports.
 #
 #   FUZZ_EXECS    executions per target (10000000; -1: no bound)
