@@ -537,7 +537,11 @@ sess_enter(struct sess *s, enum sess_err *e, char *err, size_t errlen)
 		    "another call; retry in a moment", e, err, errlen) == -1)
 			return -1;
 		set_provisioning(s, 1);
-		if (atomic_load(&s->dead) && s->state == S_RUNNING) {
+		/* A dead agent's sandbox, or a stopped one (reconcile may have
+		 * seen it stopping while something outside destroyed it): when
+		 * the runtime no longer has it, make a new one instead. */
+		if ((atomic_load(&s->dead) && s->state == S_RUNNING) ||
+		    s->state == S_STOPPED) {
 			struct rt_info ri;
 			char gerr[128];
 			int gone;
@@ -545,6 +549,10 @@ sess_enter(struct sess *s, enum sess_err *e, char *err, size_t errlen)
 			memset(&ri, 0, sizeof(ri));
 			gone = m->rt->ops->get(m->rt, s->rtid, &ri, gerr, sizeof(gerr)) == -1;
 			rt_info_clear(&ri);
+			/* A stopped sandbox holds the session's /workspace: only
+			 * the runtime's own "not found" gives it up. */
+			if (gone && s->state == S_STOPPED && strstr(gerr, "not found") == NULL)
+				gone = 0;
 			pthread_mutex_lock(&m->mu);
 			if (gone) {
 				log_info("session=%s sandbox=%s fixed: sandbox gone from "
