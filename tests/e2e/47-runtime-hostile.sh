@@ -146,8 +146,9 @@ rt_api sb-k POST /v1/jobs '{"command":"trap \"\" TERM; for i in $(seq 1 30); do 
 wait_for 10 bash -c "[ \$(grep -l '^Uid:.*\b$uk\b' /proc/[0-9]*/status 2>/dev/null | wc -l) -ge 60 ]"
 n_before=$(grep -lE "^Uid:[[:space:]]+$uk[[:space:]]" /proc/[0-9]*/status 2>/dev/null | wc -l)
 sbx destroy sb-k
-# every id of the sandbox's block: uk .. uk+65535
-left=$(awk -v lo="$uk" -v hi="$((uk + 65535))" '/^Uid:/ { if ($2 >= lo && $2 <= hi) { print FILENAME; nextfile } }' /proc/[0-9]*/status 2>/dev/null | wc -l)
+# every id of the sandbox's block: uk .. uk+65535; a zombie (State: Z,
+# dead, waiting for init to reap it) holds nothing but its pid
+left=$(awk -v lo="$uk" -v hi="$((uk + 65535))" '/^State:/ { z = ($2 == "Z") } /^Uid:/ { if (!z && $2 >= lo && $2 <= hi) { print FILENAME; nextfile } }' /proc/[0-9]*/status 2>/dev/null | wc -l)
 echo "# sandbox processes before destroy: $n_before, right after: $left"
 check "destroy-waits-for-processes" [ "$left" = 0 ]
 

@@ -307,7 +307,7 @@ wait_gone(pid_t pid, long long start, int ms)
 
 	if (pid <= 1)
 		return 1;
-	while (rl_proc_start_any(pid) == start) {
+	while (rl_proc_start(pid) == start) {
 		(void)waitpid(pid, &st, WNOHANG);
 		if (waited >= ms)
 			return 0;
@@ -318,8 +318,9 @@ wait_gone(pid_t pid, long long start, int ms)
 }
 
 /* Kills everything of a sandbox (pid namespace and cgroups) and returns
- * when its processes are gone (reaped, not only dead), or after
- * RL_REAP_WAIT_MS with a warning. */
+ * when its processes are gone (dead: a zombie waiting for init to reap it,
+ * at init's pace, about once a second here, holds nothing but its pid), or
+ * after RL_REAP_WAIT_MS with a warning. */
 static void
 kill_sandbox(const struct rl *rl, const char *id)
 {
