@@ -66,7 +66,7 @@ deps:
 
 # The default sandbox image is built first (cached): the runtime tests use it.
 test: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory -j$$(nproc) all
 	@bash scripts/build-image.sh
 	@B=$(B) SANITIZER=$(SANITIZER) bash tests/run $(TESTS)
 
