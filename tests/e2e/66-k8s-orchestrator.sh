@@ -53,13 +53,20 @@ pods() { fake_get state | jq_py 'sorted(o["metadata"]["name"] for o in d["items"
 check "orchestrator starts on the kubernetes runtime" orch_start || { tail -20 "$T/orch.log"; exit 1; }
 one_pod() { test "$(pods | jq_py 'len(d)')" -ge 1; }
 check "warm pool: one idle sandbox pod" wait_for 60 one_pod
-warm=$(pods | jq_py 'd[0]')
-warm_uid=$(obj pods sandboxes "$warm" | jq_py 'd["metadata"]["uid"]')
+# Every pod there now, with its uid: the pool may hold more than one for a
+# moment (a refill racing the first reconcile), and which one a claim takes
+# is the orchestrator's choice; the session's own pod is asked below.
+declare -A uid_before
+for p in $(pods | jq_py '" ".join(d)'); do
+	uid_before[$p]=$(obj pods sandboxes "$p" | jq_py 'd["metadata"]["uid"]')
+done
 
 out=$(mcp_tool sess-1 shell '{"command":"echo hi-from-k8s; echo $HTTPS_PROXY"}')
 check "MCP shell runs in a sandbox pod" test "$(echo "$out" | grep -c hi-from-k8s)" = 1
 check "the shell has the per-sandbox proxy URL" bash -c "echo '$out' | grep -q 'http://[a-z0-9-]*:[0-9a-f]\{64\}@127\.0\.0\.[0-9]*:3128'"
-check "the warm pod was claimed, not recreated" test "$(obj pods sandboxes "$warm" | jq_py 'd["metadata"]["uid"]')" = "$warm_uid"
+warm=sbx-$(curl -s -H "Authorization: Bearer $ORCH_KEY" "http://127.0.0.1:$ORCH_PORT/v1/sessions/sess-1" | jq_py 'd["sandbox_id"]')
+echo "# the session's pod: $warm (warm pods before the call: ${!uid_before[*]})"
+check "the warm pod was claimed, not recreated" test -n "${uid_before[$warm]:-}" -a "$(obj pods sandboxes "$warm" | jq_py 'd["metadata"]["uid"]')" = "${uid_before[$warm]:-none}"
 check "claim registered the sandbox at a proxy pod" grep -q "\"op\": \"register\", \"id\": \"${warm#sbx-}\"" "$T/proxy-record.jsonl"
 check "its policy allows its proxy pod" test "$(obj networkpolicies sandboxes "$warm" | jq_py 'len(d["spec"]["egress"])')" = 1
 refilled() { test "$(pods | jq_py "len([p for p in d if p != '$warm'])")" -ge 1; }
