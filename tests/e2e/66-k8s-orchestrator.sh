@@ -53,9 +53,14 @@ pods() { fake_get state | jq_py 'sorted(o["metadata"]["name"] for o in d["items"
 check "orchestrator starts on the kubernetes runtime" orch_start || { tail -20 "$T/orch.log"; exit 1; }
 one_pod() { test "$(pods | jq_py 'len(d)')" -ge 1; }
 check "warm pool: one idle sandbox pod" wait_for 60 one_pod
-# Every pod there now, with its uid: the pool may hold more than one for a
-# moment (a refill racing the first reconcile), and which one a claim takes
-# is the orchestrator's choice; the session's own pod is asked below.
+# A claim takes only a pool member that is ready (agent answered, first
+# command run); a call before that gets a new pod of its own, which is
+# right but not what this test is about: wait for the warm pod to be ready.
+# (Calling too early is what made the claim checks below fail now and then.)
+first_ready() { grep -q "warm pool member ready" "$T/orch.log"; }
+check "the warm pod is readied before the first call" wait_for 60 first_ready
+# Every pod there now, with its uid: which one a claim takes is the
+# orchestrator's choice; the session's own pod is asked below.
 declare -A uid_before
 for p in $(pods | jq_py '" ".join(d)'); do
 	uid_before[$p]=$(obj pods sandboxes "$p" | jq_py 'd["metadata"]["uid"]')
