@@ -74,6 +74,18 @@ struct conf {
 	long long	 max_output;
 	long long	 progress_interval_ms;
 
+	/* apps published through the app gateway (apps.c) */
+	char		*apps_domain;	/* NULL: expose_port is off */
+	char		*apps_scheme;	/* http | https: the URLs handed out */
+	long long	 apps_port;	/* 0: the scheme's default */
+	char		*apps_control_socket;	/* unix: local gateways */
+	char		*apps_control_listen;	/* host:port: remote gateways */
+	char		*apps_control_token_file;
+	long long	 apps_max_per_sandbox;
+	struct cfg_list	 apps_reserved_ports;
+	int		 apps_public;
+	int		 apps_activity;
+
 	/* fake runtime (tests) */
 	char		*fake_state_dir;
 	char		*fake_agent;

@@ -5,7 +5,7 @@
 # is linked in only when its part exists.
 ORCH_SRCS := orchestrator/conf.c orchestrator/work.c orchestrator/sessmgr.c \
 	orchestrator/sessopt.c orchestrator/pool.c orchestrator/sess.c \
-	orchestrator/reconcile.c \
+	orchestrator/reconcile.c orchestrator/apps.c orchestrator/appctl.c \
 	orchestrator/schema.c orchestrator/tools.c orchestrator/toolres.c orchestrator/mcp.c \
 	orchestrator/jsonu.c orchestrator/http.c orchestrator/httpreq.c \
 	orchestrator/mcp_http.c \

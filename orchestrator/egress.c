@@ -159,7 +159,8 @@ egress_register_msg(const struct egress_reg *r)
 			cJSON_AddStringToObject(attrs, who[i], v);
 	labels = cJSON_AddObjectToObject(attrs, "labels");
 	for (i = 0; i < r->nlabels; i++)
-		cJSON_AddStringToObject(labels, r->labels[i].k, r->labels[i].v);
+		if (strcmp(r->labels[i].k, LBL_APPS) != 0)	/* the gateway's */
+			cJSON_AddStringToObject(labels, r->labels[i].k, r->labels[i].v);
 	return req;
 }
 

@@ -18,6 +18,7 @@
 #include <event2/thread.h>
 
 #include "buf.h"
+#include "appctl.h"
 #include "conf.h"
 #include "jsonmem.h"
 #include "log.h"
@@ -386,6 +387,10 @@ main(int argc, char **argv)
 		goto out;
 	}
 	explicit_bzero(key, strlen(key));
+	if (appctl_start(orch.mgr, &conf, err, sizeof(err)) == -1) {
+		log_warnx("%s", err);
+		goto out;
+	}
 	orch.tick = event_new(orch.base, -1, EV_PERSIST, tick_cb, NULL);
 	tv.tv_sec = conf.reap_interval_ms / 1000;
 	tv.tv_usec = (conf.reap_interval_ms % 1000) * 1000;
@@ -405,6 +410,7 @@ main(int argc, char **argv)
 	    conf.idle_ms, conf.lifetime_ms);
 	event_base_dispatch(orch.base);
 	rc = 0;
+	appctl_stop();
 	/* Workers may still be inside runtime or agent calls: do not free what
 	 * they use; the process exits and sandboxes keep running. */
 	work_shutdown();

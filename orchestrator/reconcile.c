@@ -84,6 +84,9 @@ adopt_locked(struct sess *s, const struct rt_info *ri, int live)
 	sm_cfg_from_info(&s->cfg, ri);
 	s->lifetime_ms = label_ll(ri, LBL_LIFETIME);
 	s->idle_ms = label_ll(ri, LBL_IDLE);
+	snprintf(s->apps, sizeof(s->apps), "%s",
+	    rt_label(ri, LBL_APPS) != NULL ? rt_label(ri, LBL_APPS) : "");
+	snprintf(s->apps_of, sizeof(s->apps_of), "%s", ri->id);
 	s->personalised = 0;
 	s->addr_ok = 0;
 }

@@ -22,6 +22,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "apps.h"
 #include "http.h"
 #include "jsonu.h"
 #include "log.h"
@@ -29,7 +30,8 @@
 #include "work.h"
 #include "xmalloc.h"
 
-enum rop { R_CREATE, R_STOP, R_START, R_DELETE, R_GET };
+enum rop { R_CREATE, R_STOP, R_START, R_DELETE, R_GET, R_APPS, R_EXPOSE,
+	R_APP, R_UNEXPOSE };
 
 struct rjob {
 	struct http		*ht;
@@ -41,6 +43,8 @@ struct rjob {
 	char			 user[ID_SESSION_MAX + 1];
 	cJSON			*body_in;	/* a create's body (opts point into it) */
 	struct sess_opts	 opts;
+	char			 app[APP_NAME_MAX + 1];	/* R_APP, R_UNEXPOSE, R_EXPOSE */
+	int			 port;			/* R_EXPOSE */
 	/* out */
 	int			 status;
 	cJSON			*body;
@@ -55,6 +59,10 @@ rop_name(enum rop op)
 	case R_START: return "start";
 	case R_DELETE: return "delete";
 	case R_GET: return "read";
+	case R_APPS: return "list apps";
+	case R_EXPOSE: return "expose";
+	case R_APP: return "read app";
+	case R_UNEXPOSE: return "unexpose";
 	}
 	return "handle";
 }
@@ -74,6 +82,69 @@ sess_err_http(enum sess_err e, const char **code)
 	case SE_AGENT: *code = "agent_error"; return 503;
 	case SE_RUNTIME:
 	default: *code = "runtime_error"; return 503;
+	}
+}
+
+/* The app ops: s is the session (held by the caller's reference). */
+static int
+rjob_apps(struct rjob *r, struct sess *s, enum sess_err *e, char *err,
+    size_t errlen)
+{
+	char note[256];
+	cJSON *l, *a;
+
+	switch (r->op) {
+	case R_EXPOSE:
+		if (sess_enter(s, e, err, errlen) == -1)
+			return -1;
+		r->body = apps_expose(s, r->port, r->app[0] ? r->app : NULL, e, err,
+		    errlen, note, sizeof(note));
+		sess_leave(s);
+		if (r->body == NULL)
+			return -1;
+		if (note[0] != '\0')
+			cJSON_AddStringToObject(r->body, "note", note);
+		r->status = 201;
+		return 0;
+	case R_APPS:
+		r->body = apps_list(s);
+		r->status = 200;
+		return 0;
+	case R_APP:
+		l = apps_list(s);
+		cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(l, "apps"))
+			if (strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(a,
+			    "name")), r->app) == 0)
+				break;
+		if (a != NULL)
+			r->body = cJSON_Duplicate(a, 1);
+		cJSON_Delete(l);
+		if (a == NULL) {
+			*e = SE_NOTFOUND;
+			snprintf(err, errlen, "no app named '%s' in session %s",
+			    r->app, r->sid);
+			return -1;
+		}
+		r->status = 200;
+		return 0;
+	case R_UNEXPOSE:
+		if (sess_hold(s, LIFECYCLE_HOLD_MS) == -1) {
+			*e = SE_BUSY;
+			snprintf(err, errlen, "the session's sandbox is being changed: "
+			    "retry");
+			return -1;
+		}
+		if (apps_unexpose(s, r->app, e, err, errlen) == -1) {
+			sess_release(s);
+			return -1;
+		}
+		sess_release(s);
+		r->body = cJSON_CreateObject();
+		cJSON_AddStringToObject(r->body, "unexposed", r->app);
+		r->status = 200;
+		return 0;
+	default:
+		return -1;
 	}
 }
 
@@ -115,6 +186,18 @@ rjob_run(void *arg)
 		}
 		r->status = 200;
 		r->body = sess_status(s);
+		sess_put(s);
+		break;
+	case R_APPS:
+	case R_EXPOSE:
+	case R_APP:
+	case R_UNEXPOSE:
+		if ((s = sess_get(m, r->sid, NULL, NULL, 0, &e, err,
+		    sizeof(err))) == NULL) {
+			rc = -1;
+			break;
+		}
+		rc = rjob_apps(r, s, &e, err, sizeof(err));
 		sess_put(s);
 		break;
 	case R_STOP:
@@ -258,6 +341,109 @@ body_empty(struct http_req *req)
 	return ok;
 }
 
+/* The app name in "apps/<name>" (a DNS label); -1 if it is not one. */
+static int
+app_name_of(const char *op, char *dst, size_t len)
+{
+	const char *n = op + 5;
+	size_t k = strlen(n), i;
+
+	if (k == 0 || k >= len)
+		return -1;
+	for (i = 0; i < k; i++)
+		if (!((n[i] >= 'a' && n[i] <= 'z') || (n[i] >= '0' && n[i] <= '9') ||
+		    n[i] == '-'))
+			return -1;
+	memcpy(dst, n, k + 1);
+	return 0;
+}
+
+/* POST /apps: {"port": N, "name": "x"?}, nothing else. */
+static const char *
+expose_body(struct http_req *req, struct rjob *r)
+{
+	size_t len;
+	const char *body = http_req_body(req, &len);
+	cJSON *j, *it;
+	const char *why = NULL;
+
+	if (!http_ctype_json(http_hdr(req, "Content-Type")))
+		return "Content-Type must be application/json";
+	if (body == NULL || !jsonu_utf8_valid(body, len) ||
+	    (j = cJSON_ParseWithLength(body, len)) == NULL || !cJSON_IsObject(j)) {
+		if (body != NULL && (j = cJSON_ParseWithLength(body, len)) != NULL)
+			cJSON_Delete(j);
+		return "the body must be a JSON object: {\"port\": 8000, \"name\": "
+		    "\"web\"}";
+	}
+	cJSON_ArrayForEach(it, j) {
+		if (strcmp(it->string, "port") == 0) {
+			if (!cJSON_IsNumber(it) || it->valuedouble != (double)(int)it->valuedouble ||
+			    it->valuedouble < 1 || it->valuedouble > 65535)
+				why = "port must be an integer 1-65535";
+			else
+				r->port = (int)it->valuedouble;
+		} else if (strcmp(it->string, "name") == 0) {
+			if (!cJSON_IsString(it) || strlen(it->valuestring) > APP_NAME_MAX ||
+			    it->valuestring[0] == '\0')
+				why = "name must be a DNS label of 1-40 characters";
+			else
+				snprintf(r->app, sizeof(r->app), "%s", it->valuestring);
+		} else
+			why = "unknown member: the body takes port and name";
+		if (why != NULL)
+			break;
+	}
+	if (why == NULL && r->port == 0)
+		why = "port is required";
+	cJSON_Delete(j);
+	return why;
+}
+
+static void
+rest_apps(struct http *ht, struct rest_ctx *ctx, struct http_req *req,
+    struct rjob *r, enum http_method cmd, const char *op)
+{
+	const char *why;
+
+	if (strcmp(op, "apps") == 0 || strcmp(op, "apps/") == 0) {
+		if (cmd == HTTP_M_GET)
+			r->op = R_APPS;
+		else if (cmd == HTTP_M_POST) {
+			r->op = R_EXPOSE;
+			if ((why = expose_body(req, r)) != NULL) {
+				free(r);
+				http_send_err(ht, req, 400, "bad_request", why);
+				return;
+			}
+		} else {
+			free(r);
+			http_add_header(req, "Allow", "GET, POST");
+			http_send_err(ht, req, 405, "method_not_allowed", "use GET or POST");
+			return;
+		}
+	} else {
+		if (app_name_of(op, r->app, sizeof(r->app)) == -1) {
+			free(r);
+			http_send_err(ht, req, 404, "not_found", "no such app: names are "
+			    "DNS labels");
+			return;
+		}
+		if (cmd == HTTP_M_GET)
+			r->op = R_APP;
+		else if (cmd == HTTP_M_DELETE)
+			r->op = R_UNEXPOSE;
+		else {
+			free(r);
+			http_add_header(req, "Allow", "GET, DELETE");
+			http_send_err(ht, req, 405, "method_not_allowed",
+			    "use GET or DELETE");
+			return;
+		}
+	}
+	rjob_start(ht, ctx->conf, r);
+}
+
 void
 rest_handle(struct http *ht, struct http_req *req, const char *path,
     void *arg)
@@ -351,7 +537,11 @@ rest_handle(struct http *ht, struct http_req *req, const char *path,
 		r->op = R_STOP;
 	else if (op != NULL && strcmp(op, "start") == 0 && cmd == HTTP_M_POST)
 		r->op = R_START;
-	else {
+	else if (op != NULL && (strcmp(op, "apps") == 0 ||
+	    strncmp(op, "apps/", 5) == 0)) {
+		rest_apps(ht, ctx, req, r, cmd, op);
+		return;
+	} else {
 		free(r);
 		if (op == NULL || strcmp(op, "stop") == 0 || strcmp(op, "start") == 0) {
 			http_add_header(req, "Allow",

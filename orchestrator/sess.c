@@ -150,7 +150,7 @@ personalise(struct sess *s, const char *applied)
 		return;
 	}
 	memset(&eg, 0, sizeof(eg));
-	sm_record(s, 0, &rec);
+	sm_record(s, s->rtid, 0, &rec);
 	eg.nlabels = rec.n;
 	eg.labels = rec.kv;
 	envbuf[0] = '\0';
@@ -275,7 +275,7 @@ claim_pool(struct sess *s, struct newsb *nw)
 	nw->cfg = pm->cfg;
 	nw->pm = pm;
 	nw->t0 = t0;
-	sm_record(s, 0, &rec);
+	sm_record(s, nw->id, 0, &rec);
 	if (m->rt->ops->set_labels(m->rt, nw->id, rec.kv, rec.n, rerr,
 	    sizeof(rerr)) == -1 || m->rt->ops->agent_addr(m->rt, nw->id,
 	    &nw->addr, rerr, sizeof(rerr)) == -1) {
@@ -358,7 +358,7 @@ create_for(struct sess *s, const struct sess_opts *o, const char *ws_from,
 		return -1;
 	sm_spec_defaults(m, &sp, o);
 	sp.id = nw->id;
-	sm_record(s, 0, &rec);
+	sm_record(s, nw->id, 0, &rec);
 	sp.labels = rec.kv;
 	sp.nlabels = rec.n;
 	sp.workspace_from = ws_from;
@@ -474,7 +474,7 @@ resume(struct sess *s, enum sess_err *e, char *err, size_t errlen)
 		return -1;
 	}
 	/* The record no longer says stopped. */
-	sm_record(s, 0, &rec);
+	sm_record(s, s->rtid, 0, &rec);
 	if (m->rt->ops->set_labels(m->rt, s->rtid, rec.kv, rec.n, rerr,
 	    sizeof(rerr)) == -1)
 		log_warnx("session=%s sandbox=%s set_labels failed err=\"%s\"",
@@ -497,6 +497,21 @@ timed_wrlock(struct sess *s, int ms)
 
 	util_deadline(&ts, ms);
 	return pthread_rwlock_timedwrlock(&s->lk, &ts) == 0 ? 0 : -1;
+}
+
+int
+sess_hold(struct sess *s, int ms)
+{
+	struct timespec ts;
+
+	util_deadline(&ts, ms);
+	return pthread_rwlock_timedrdlock(&s->lk, &ts) == 0 ? 0 : -1;
+}
+
+void
+sess_release(struct sess *s)
+{
+	pthread_rwlock_unlock(&s->lk);
 }
 
 /* Holds s exclusive for a lifecycle change; busy says why not, for a model. */
@@ -760,7 +775,7 @@ sess_do_stop(struct sess *s, const char *reason, char *err, size_t errlen)
 	if (s->state != S_RUNNING)
 		return 0;
 	s->stopped_ms = util_unix_ms();
-	sm_record(s, 1, &rec);
+	sm_record(s, s->rtid, 1, &rec);
 	if (m->rt->ops->set_labels(m->rt, s->rtid, rec.kv, rec.n, err,
 	    errlen) == -1)
 		log_warnx("session=%s sandbox=%s set_labels failed err=\"%s\"",
@@ -944,7 +959,7 @@ set_reap_limits(struct sess *s, const struct sess_opts *o)
 		return;
 	set_reap_ms(s, o->lifetime_ms > 0 ? o->lifetime_ms : s->lifetime_ms,
 	    o->idle_ms > 0 ? o->idle_ms : s->idle_ms);
-	sm_record(s, s->state == S_STOPPED, &rec);
+	sm_record(s, s->rtid, s->state == S_STOPPED, &rec);
 	if (m->rt->ops->set_labels(m->rt, s->rtid, rec.kv, rec.n, err,
 	    sizeof(err)) == -1)
 		log_warnx("session=%s sandbox=%s set_labels failed err=\"%s\"",

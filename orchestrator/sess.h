@@ -83,6 +83,12 @@ void	sess_put(struct sess *);
  * holds it for a call. 0, or -1 with *e and err. */
 int	sess_enter(struct sess *, enum sess_err *e, char *err, size_t errlen) WUNRES;
 void	sess_leave(struct sess *);
+/* Holds s shared like sess_enter, without starting anything (its sandbox
+ * may be stopped or absent), waiting at most ms for a lifecycle change.
+ * 0, or -1 when one is still running. Release with sess_release. */
+#define LIFECYCLE_HOLD_MS 30000
+int	sess_hold(struct sess *, int ms) WUNRES;
+void	sess_release(struct sess *);
 /*
  * One request to the session's agent (held with sess_enter). Returns 0 with
  * *status, or with err: -1 the agent did not answer (its sandbox runs);

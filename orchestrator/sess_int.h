@@ -52,6 +52,9 @@
 
 /* Session record labels at most (sm_record). */
 #define SM_MAX_LABELS	8
+/* The apps label's longest value: apps.max_per_sandbox (at most 32) times
+ * "name:port:<64 hex>," with a name of at most 40 bytes (apps.c). */
+#define SM_APPS_MAX	4096
 
 /* What a sandbox was made with, as its runtime reports it (rt_info). */
 struct sbxcfg {
@@ -66,6 +69,7 @@ struct sm_rec {
 	struct rt_kv	 kv[SM_MAX_LABELS];
 	size_t		 n;
 	char		 created[24], stopped[24], life[24], idle[24];
+	char		 apps[SM_APPS_MAX];
 };
 
 enum sstate {
@@ -94,6 +98,9 @@ struct sess {
 	long long	 idle_ms;	/* labels); 0: reap.lifetime, reap.idle */
 	atomic_int	 dead;		/* the agent stopped answering */
 	/* under mgr->mu */
+	char		 apps[SM_APPS_MAX];	/* the apps label (apps.c): "" none */
+	char		 apps_of[ID_SANDBOX_MAX];	/* the sandbox they are in:
+						 * apps of any other are gone */
 	int		 refs;
 	int		 removed;	/* out of the table */
 	int		 provisioning;
@@ -198,8 +205,9 @@ void	sm_fmt_ll(char *b, size_t n, long long v);
 int	sm_identity_ok_locked(const struct sess *s, const char *org,
     const char *user, char *err, size_t errlen);
 
-/* The session record as labels (stopped: with s's stopped-ms). */
-void	sm_record(struct sess *s, int stopped, struct sm_rec *r);
+/* The session record as labels for sandbox id (stopped: with s's
+ * stopped-ms; its apps only if they are id's). Takes mgr->mu. */
+void	sm_record(struct sess *s, const char *id, int stopped, struct sm_rec *r);
 
 /* A spec from o and the configuration's defaults. */
 void	sm_spec_defaults(struct sessmgr *m, struct rt_spec *sp, const struct sess_opts *o);

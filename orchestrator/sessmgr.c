@@ -393,7 +393,7 @@ sm_identity_ok_locked(const struct sess *s, const char *org, const char *user,
 }
 
 void
-sm_record(struct sess *s, int stopped, struct sm_rec *r)
+sm_record(struct sess *s, const char *id, int stopped, struct sm_rec *r)
 {
 	size_t n = 0;
 
@@ -424,6 +424,16 @@ sm_record(struct sess *s, int stopped, struct sm_rec *r)
 		sm_fmt_ll(r->idle, sizeof(r->idle), s->idle_ms);
 		r->kv[n].k = LBL_IDLE;
 		r->kv[n++].v = r->idle;
+	}
+	pthread_mutex_lock(&s->mgr->mu);
+	if (s->apps[0] != '\0' && id != NULL && strcmp(id, s->apps_of) == 0)
+		snprintf(r->apps, sizeof(r->apps), "%s", s->apps);
+	else
+		r->apps[0] = '\0';
+	pthread_mutex_unlock(&s->mgr->mu);
+	if (r->apps[0] != '\0') {
+		r->kv[n].k = LBL_APPS;
+		r->kv[n++].v = r->apps;
 	}
 	ASSERT(n <= SM_MAX_LABELS);
 	r->n = n;

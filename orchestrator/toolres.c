@@ -131,6 +131,8 @@ add_structured(struct tool_call *tc, cJSON *obj)
 		cJSON_Delete(obj);
 }
 
+static long long jll(const cJSON *o, const char *k);
+
 /* ---- results (see the top of the file) ---- */
 
 /*
@@ -400,6 +402,70 @@ cleared_result(struct tool_call *tc, int had)
 	st = cJSON_CreateObject();
 	cJSON_AddTrueToObject(st, "cleared");
 	cJSON_AddBoolToObject(st, "had_sandbox", had);
+	add_structured(tc, st);
+}
+
+void
+app_result(struct tool_call *tc, cJSON *app, const char *note)
+{
+	const char *name = tr_str(app, "name"), *url = tr_str(app, "url");
+	const char *tok = tr_str(app, "token");
+	struct buf out;
+
+	buf_init(&out, 8192);
+	ign(buf_addf(&out, "Published port %d of the sandbox as app '%s' at %s\n"
+	    "Open it in a browser with its token: %s?token=%s (the gateway then "
+	    "keeps the token in a cookie for that one address and takes it out of "
+	    "the URL). Scripts send 'Authorization: Bearer %s'. Each request "
+	    "needs the token; the app never sees it. This token is shown only "
+	    "now (expose_port again with the same name gives a new one, "
+	    "unexpose_port ends it): give the URL with the token to the person "
+	    "you work for, and keep it out of files and commits.",
+	    (int)jll(app, "port"), name ? name : "", url ? url : "",
+	    url ? url : "", tok ? tok : "", tok ? tok : ""));
+	if (note != NULL && note[0] != '\0')
+		ign(buf_addf(&out, "\n%s", note));
+	tr_set_buf(tc, &out, 0);
+	buf_free(&out);
+	add_structured(tc, app);
+}
+
+void
+apps_list_result(struct tool_call *tc, cJSON *list)
+{
+	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(list, "apps"), *a;
+	struct buf out;
+
+	buf_init(&out, 64 * 1024);
+	if (cJSON_GetArraySize(arr) == 0)
+		ign(buf_addstr(&out, "This session's sandbox publishes no apps "
+		    "(expose_port publishes one)."));
+	else
+		ign(buf_addstr(&out, "Published apps (tokens are shown only by "
+		    "expose_port):"));
+	cJSON_ArrayForEach(a, arr)
+		ign(buf_addf(&out, "\n- %s: port %d at %s", tr_str(a, "name"),
+		    (int)jll(a, "port"), tr_str(a, "url")));
+	tr_set_buf(tc, &out, 0);
+	buf_free(&out);
+	add_structured(tc, list);
+}
+
+void
+unexposed_result(struct tool_call *tc, const char *name)
+{
+	struct buf out;
+	cJSON *st;
+
+	buf_init(&out, 4096);
+	ign(buf_addf(&out, "App '%s' is no longer published: its URL answers 404 "
+	    "and its token is void. The server in the sandbox keeps running.",
+	    name));
+	tr_set_buf(tc, &out, 0);
+	buf_free(&out);
+	st = cJSON_CreateObject();
+	cJSON_AddStringToObject(st, "name", name);
+	cJSON_AddTrueToObject(st, "unexposed");
 	add_structured(tc, st);
 }
 

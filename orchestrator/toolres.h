@@ -41,6 +41,13 @@ void	edit_result(struct tool_call *tc, const char *cmd, const char *path,
 void	sandbox_result(struct tool_call *tc, struct buf *text,
 	    const char *sandbox_id, const char *image);
 void	cleared_result(struct tool_call *tc, int had);
+/* expose_port: app is {name, port, url, token} (taken); note: "" or a line
+ * for the model. */
+void	app_result(struct tool_call *tc, cJSON *app, const char *note);
+/* list_apps: list is {apps: [...]} (taken). */
+void	apps_list_result(struct tool_call *tc, cJSON *list);
+/* unexpose_port. */
+void	unexposed_result(struct tool_call *tc, const char *name);
 /* sandbox_status's result from sess_status's JSON st (taken). */
 void	status_result(struct tool_call *tc, cJSON *st);
 

@@ -33,6 +33,7 @@
 #include <cjson/cJSON.h>
 
 #include "agentc.h"
+#include "apps.h"
 #include "buf.h"
 #include "log.h"
 #include "jsonu.h"
@@ -96,6 +97,15 @@ TOOL_HANDLER(t_edit);
 TOOL_HANDLER(t_create_sandbox);
 TOOL_HANDLER(t_sandbox_status);
 TOOL_HANDLER(t_clear_session);
+TOOL_HANDLER(t_expose_port);
+TOOL_HANDLER(t_list_apps);
+TOOL_HANDLER(t_unexpose_port);
+
+/* An app in the app tools' outputSchemas. */
+#define APP_PROPS \
+"\"name\":{\"type\":\"string\",\"description\":\"The app's name (a DNS label, part of its address).\"}," \
+"\"port\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":65535,\"description\":\"The port in the sandbox it serves.\"}," \
+"\"url\":{\"type\":\"string\",\"description\":\"Its address (no secret in it: requests need the token).\"}"
 
 /* sandbox_status's structuredContent (sess_status in sess.c builds it). */
 #define NUM_OR_NULL "{\"type\":[\"number\",\"null\"]}"
@@ -314,6 +324,44 @@ t_clear_session, TOOL_NO_SANDBOX,
 "\"cleared\":{\"type\":\"boolean\",\"description\":\"The session has no sandbox now.\"},"
 "\"had_sandbox\":{\"type\":\"boolean\",\"description\":\"It had one, which was deleted.\"}"
 "},\"required\":[\"cleared\",\"had_sandbox\"],\"additionalProperties\":false}" },
+
+{ "expose_port", "Publish a web app",
+"Publishes a web server running in the sandbox at its own address, so the person you work for can open it in a browser (a dev server, a dashboard, docs, a notebook; WebSockets work). "
+"Start the server first (with shell_async, listening on 0.0.0.0 or 127.0.0.1 at port), then call this. "
+"It returns the app's url and a token: the person opens url?token=<token> once (the browser then keeps it in a cookie for that address); scripts send Authorization: Bearer <token>. Every request needs the token and the app never sees it. "
+"Each app gets its own host, so absolute paths (/static/app.js) work unchanged. The same name again replaces that app and gives a new token. The app ends with the sandbox (clear_session, create_sandbox).",
+"{\"type\":\"object\",\"properties\":{"
+"\"port\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":65535,\"description\":\"The TCP port the server listens on inside the sandbox, e.g. 8000.\"},"
+"\"name\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":" XSTR(APP_NAME_MAX) ",\"pattern\":\"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$\",\"description\":\"A short name for the app, part of its address: lower-case letters, digits and '-' (default p<port>).\"}"
+"},\"required\":[\"port\"],\"additionalProperties\":false}",
+"{\"readOnlyHint\":false,\"destructiveHint\":false,\"idempotentHint\":false,\"openWorldHint\":true}",
+t_expose_port, 0,
+"{\"type\":\"object\",\"properties\":{"
+APP_PROPS ","
+"\"token\":{\"type\":\"string\",\"description\":\"The app's token, shown only now.\"}"
+"},\"required\":[\"name\",\"port\",\"url\",\"token\"],\"additionalProperties\":false}" },
+
+{ "list_apps", "List published web apps",
+"Lists the web apps this session's sandbox publishes (expose_port): name, port and address of each. Tokens are not shown again: expose_port with the same name gives a new one.",
+"{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}",
+"{\"readOnlyHint\":true,\"idempotentHint\":true,\"openWorldHint\":false}",
+t_list_apps, TOOL_NO_ENTER,
+"{\"type\":\"object\",\"properties\":{"
+"\"apps\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{" APP_PROPS "},"
+"\"required\":[\"name\",\"port\",\"url\"],\"additionalProperties\":false}}"
+"},\"required\":[\"apps\"],\"additionalProperties\":false}" },
+
+{ "unexpose_port", "Stop publishing a web app",
+"Stops publishing an app (by the name expose_port gave it): its address answers 404 at once and its token no longer works. The server in the sandbox keeps running.",
+"{\"type\":\"object\",\"properties\":{"
+"\"name\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":" XSTR(APP_NAME_MAX) ",\"description\":\"The app's name, as list_apps shows it.\"}"
+"},\"required\":[\"name\"],\"additionalProperties\":false}",
+"{\"readOnlyHint\":false,\"destructiveHint\":true,\"idempotentHint\":false,\"openWorldHint\":false}",
+t_unexpose_port, TOOL_NO_ENTER,
+"{\"type\":\"object\",\"properties\":{"
+"\"name\":{\"type\":\"string\",\"description\":\"The app that is no longer published.\"},"
+"\"unexposed\":{\"type\":\"boolean\",\"description\":\"Always true.\"}"
+"},\"required\":[\"name\",\"unexposed\"],\"additionalProperties\":false}" },
 };
 
 static cJSON *tools_arr;	/* tools/list, built from tool_defs */
@@ -1071,6 +1119,59 @@ t_clear_session(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 		return;
 	}
 	cleared_result(tc, rc == 0);
+}
+
+static void
+t_expose_port(struct tool_call *tc, struct sessmgr *m, struct sess *s,
+    const struct conf *c, const cJSON *args)
+{
+	enum sess_err e = SE_OK;
+	char err[512], note[256];
+	cJSON *app;
+
+	(void)m;
+	(void)c;
+	app = apps_expose(s, (int)schema_int(args, "port", 0),
+	    schema_str(args, "name"), &e, err, sizeof(err), note, sizeof(note));
+	if (app == NULL) {
+		sess_error(tc, e, err);
+		return;
+	}
+	app_result(tc, app, note);
+}
+
+static void
+t_list_apps(struct tool_call *tc, struct sessmgr *m, struct sess *s,
+    const struct conf *c, const cJSON *args)
+{
+	(void)m;
+	(void)c;
+	(void)args;
+	apps_list_result(tc, apps_list(s));
+}
+
+static void
+t_unexpose_port(struct tool_call *tc, struct sessmgr *m, struct sess *s,
+    const struct conf *c, const cJSON *args)
+{
+	enum sess_err e = SE_OK;
+	const char *name = schema_str(args, "name");
+	char err[512];
+
+	(void)m;
+	(void)c;
+	if (sess_hold(s, LIFECYCLE_HOLD_MS) == -1) {
+		sess_error(tc, SE_BUSY, "the sandbox is being changed (created, "
+		    "stopped or replaced): retry in a moment");
+		return;
+	}
+	if (apps_unexpose(s, name, &e, err, sizeof(err)) == -1) {
+		sess_release(s);
+		sess_error(tc, e, err);
+		return;
+	}
+	sess_release(s);
+	unexposed_result(tc, name);
 }
 
 /*

@@ -20,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -777,6 +779,47 @@ f_agent_addr(struct runtime *rt, const char *id, struct rt_agent_addr *out,
 	return 0;
 }
 
+/*
+ * The fake runs agents on the host, so an app listens on the host's own
+ * loopback: the connection goes there (tests only: no isolation).
+ */
+static int
+f_app_connect(struct runtime *rt, const char *id, int port,
+    struct rt_app_conn *out, char *err, size_t errlen)
+{
+	struct sockaddr_in sin;
+	struct rt_info ri;
+	int s, st;
+
+	out->fd = -1;
+	out->addr[0] = '\0';
+	memset(&ri, 0, sizeof(ri));
+	if (f_get(rt, id, &ri, err, errlen) == -1)
+		return -1;
+	st = ri.state;
+	rt_info_clear(&ri);
+	if (st != RT_RUNNING) {
+		snprintf(err, errlen, "stopped");
+		return -1;
+	}
+	if ((s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1) {
+		snprintf(err, errlen, "socket: %s", strerror(errno));
+		return -1;
+	}
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_port = htons((uint16_t)port);
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (connect(s, (struct sockaddr *)&sin, sizeof(sin)) == -1) {
+		snprintf(err, errlen, errno == ECONNREFUSED ? "not listening" :
+		    "connect 127.0.0.1:%d: %s", port, strerror(errno));
+		close(s);
+		return -1;
+	}
+	out->fd = s;
+	return 0;
+}
+
 static int
 f_attach_egress(struct runtime *rt, const char *id, const struct rt_egress *eg,
     char *env_out, size_t envlen, char *err, size_t errlen)
@@ -847,6 +890,7 @@ static const struct runtime_ops fake_ops = {
 	.check = f_check,
 	.images = f_images,
 	.usage = f_usage,
+	.app_connect = f_app_connect,
 	.free = f_free,
 };
 

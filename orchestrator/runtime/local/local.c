@@ -816,6 +816,47 @@ out:
 	return rc;
 }
 
+/*
+ * A connection to an app in the sandbox (runtime.h): made inside its
+ * network namespace, so the sandbox gets no new network path; the pid is
+ * checked by its start time after the namespace is opened, so a reused
+ * pid never gets another process's namespace. Takes no lock.
+ */
+static int
+rl_app_connect(struct runtime *rt, const char *id, int port,
+    struct rt_app_conn *out, char *err, size_t errlen)
+{
+	struct rl *rl = rt->impl;
+	struct pidrec pr;
+	char sdir[RL_PATH_MAX];
+	int fd;
+
+	out->fd = -1;
+	out->addr[0] = '\0';
+	if (!id_sandbox_valid(id) || rl_sdir_path(rl, id, NULL, sdir,
+	    sizeof(sdir)) == -1 || access(sdir, F_OK) == -1) {
+		snprintf(err, errlen, "not found");
+		return -1;
+	}
+	if (port < 1 || port > 65535) {
+		snprintf(err, errlen, "port %d out of range", port);
+		return -1;
+	}
+	if (rl_pid_load(rl, id, &pr) == -1 || !rl_pid_alive(&pr)) {
+		snprintf(err, errlen, "stopped");
+		return -1;
+	}
+	if ((fd = rl_netns_connect((pid_t)pr.child_pid, port, err, errlen)) == -1)
+		return -1;
+	if (!rl_pid_alive(&pr)) {
+		close(fd);
+		snprintf(err, errlen, "stopped");
+		return -1;
+	}
+	out->fd = fd;
+	return 0;
+}
+
 struct heal {
 	struct rl	*rl;
 	const cJSON	*known;		/* the proxy's stats: sandboxes[] */
@@ -1029,6 +1070,7 @@ static const struct runtime_ops rl_ops = {
 	.usage = op_usage,
 	.health = rl_health_op,
 	.heal = rl_heal,
+	.app_connect = rl_app_connect,
 	.free = rl_free,
 };
 

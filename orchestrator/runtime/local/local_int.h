@@ -240,6 +240,9 @@ int	rl_seccomp_fd(char *err, size_t errlen);
 /* A listening TCP socket on 127.0.0.1:port inside pid's network namespace
  * (bound whatever state its loopback is in): the fd, or -1 with err. */
 int	rl_netns_listener(pid_t pid, int port, char *err, size_t errlen);
+/* A socket connected to 127.0.0.1:port inside pid's network namespace;
+ * -1 with err "not listening", "stopped" or why. */
+int	rl_netns_connect(pid_t pid, int port, char *err, size_t errlen);
 /* Opens the 127.0.0.1:3128 listener inside child's network namespace and
  * registers it with the egress proxy under r's id and labels (nothing
  * without a proxy_admin_socket). 0 or -1 with err. */

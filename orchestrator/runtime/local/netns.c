@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <arpa/inet.h>
 #include <unistd.h>
 
@@ -115,6 +116,85 @@ rl_netns_listener(pid_t pid, int port, char *err, size_t errlen)
 	close(a.nsfd);
 	if (a.fd == -1)
 		snprintf(err, errlen, "listener in sandbox: %s", a.err);
+	return a.fd;
+}
+
+struct nsc_arg {
+	int	nsfd;
+	int	port;
+	int	fd;
+	int	refused;
+	char	err[200];
+};
+
+static void *
+nsc_thread(void *p)
+{
+	struct nsc_arg *a = p;
+	struct sockaddr_in sin;
+	int s, one = 1;
+
+	a->fd = -1;
+	if (setns(a->nsfd, CLONE_NEWNET) == -1) {
+		snprintf(a->err, sizeof(a->err), "setns: %s", strerror(errno));
+		return NULL;
+	}
+	if ((s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1) {
+		snprintf(a->err, sizeof(a->err), "socket: %s", strerror(errno));
+		return NULL;
+	}
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_port = htons((uint16_t)a->port);
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	/* Loopback: the connect completes (or is refused) at once, unless
+	 * the app's accept queue is full, where it waits for the SYN retry;
+	 * the gateway's timeouts.connect bounds what the browser waits. */
+	if (connect(s, (struct sockaddr *)&sin, sizeof(sin)) == -1) {
+		a->refused = errno == ECONNREFUSED;
+		snprintf(a->err, sizeof(a->err), "connect 127.0.0.1:%d: %s",
+		    a->port, strerror(errno));
+		close(s);
+		return NULL;
+	}
+	(void)setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	a->fd = s;
+	return NULL;
+}
+
+/*
+ * A TCP socket connected to 127.0.0.1:port inside pid's network namespace
+ * (an exposed app, for the app gateway): the fd, or -1 with err
+ * ("not listening" when nothing accepts on the port).
+ */
+int
+rl_netns_connect(pid_t pid, int port, char *err, size_t errlen)
+{
+	struct nsc_arg a;
+	pthread_t th;
+	char path[64];
+	int e;
+
+	memset(&a, 0, sizeof(a));
+	a.port = port;
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
+	if ((a.nsfd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+		snprintf(err, errlen, "stopped");
+		return -1;
+	}
+	if ((e = pthread_create(&th, NULL, nsc_thread, &a)) != 0) {
+		close(a.nsfd);
+		snprintf(err, errlen, "pthread_create: %s", strerror(e));
+		return -1;
+	}
+	pthread_join(th, NULL);
+	close(a.nsfd);
+	if (a.fd == -1) {
+		if (a.refused)
+			snprintf(err, errlen, "not listening");
+		else
+			snprintf(err, errlen, "%s", a.err);
+	}
 	return a.fd;
 }
 

@@ -1,0 +1,181 @@
+#!/usr/bin/env bash
+# 72-apps-local.sh: expose_port on the local runtime, end to end. A web
+# server started in a real sandbox is published with the MCP tools; the
+# orchestrator's control channel (played first by tests/mcp/gwprobe.py, then
+# the real app-gateway with curl) routes it, hands out connections made
+# inside the sandbox's network namespace only for the right token, and drops
+# it on unexpose, clear_session and re-provisioning. REST for the same.
+. "$(dirname "$0")/../lib/common.sh"
+. "$TOP/tests/mcp/orch-lib.sh"
+
+PROBE="python3 $TOP/tests/mcp/gwprobe.py"
+orch_alive_ok() { curl -sf "$ORCH_URL/healthz" >/dev/null; }
+CTL=$T/gw.sock
+DOMAIN=apps.test
+orch_config "apps:" "  domain: $DOMAIN" "  port: 8081" "  control_socket: $CTL" \
+    "  max_per_sandbox: 3" "  reserved_ports: [\"9999\"]"
+check "orch starts with apps on" orch_start
+check "control socket is there, mode 0660" [ "$(stat -c %a "$CTL")" = 660 ]
+
+# A tool call's structuredContent (or the error text).
+tool_sc() {
+	mcp_post -H "X-Session-Id: $1" -H "MCP-Protocol-Version: 2025-06-18" -d "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"$2\",\"arguments\":$3}}" |
+	    jq -c 'if .result.isError then {error: ([.result.content[].text] | join(""))} else .result.structuredContent end'
+}
+
+check "tools/list has the app tools" bash -c "$(declare -f mcp_post); ORCH_KEY=$ORCH_KEY ORCH_URL=$ORCH_URL; \
+    mcp_post -H 'X-Session-Id: a1' -d '{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}' |
+    jq -e '[.result.tools[].name] | index(\"expose_port\") and index(\"list_apps\") and index(\"unexpose_port\")'"
+
+# The app: busybox httpd serving a page from /workspace.
+out=$(mcp_tool a1 shell '{"command":"mkdir -p /workspace/www && echo hello-from-app-a1 > /workspace/www/index.html && (busybox httpd -p 127.0.0.1:8000 -h /workspace/www &) && sleep 0.3 && echo started"}')
+check "app started in the sandbox" contains <(echo "$out") started
+sb=$(rest GET /v1/sessions/a1 | jq -r .sandbox_id)
+
+r=$(tool_sc a1 expose_port '{"port":8000,"name":"web"}')
+echo "expose: $r" | sed 's/"token":"[^"]*"/"token":"…"/'
+tok=$(echo "$r" | jq -r .token)
+host=web-$sb.$DOMAIN
+check "expose_port answers name, port, url, token" \
+    [ "$(echo "$r" | jq -r '[.name,.port,.url] | join(" ")')" = "web 8000 http://$host:8081/" ]
+check "token is 43 base64url characters (256 bits)" bash -c "[[ '$tok' =~ ^[A-Za-z0-9_-]{43}\$ ]]"
+check "url carries no secret" bash -c "! echo '$r' | jq -r .url | grep -qF -- '$tok'"
+check "the record keeps only the token's hash" bash -c "! grep -rqF -- '$tok' $ORCH_SBX_DIR/$sb/record.json && \
+    grep -q \"web:8000:\$(printf %s '$tok' | sha256sum | cut -c1-64)\" $ORCH_SBX_DIR/$sb/record.json"
+check "the token is not in the orchestrator's log" bash -c "! grep -qF -- '$tok' $ORCH_LOG"
+
+routes=$($PROBE "$CTL" routes)
+check "the gateway gets the route" [ "$(echo "$routes" | jq -r --arg h "$host" '.[] | select(.host == $h) | [.port, .sandbox, .session, .public] | join(" ")')" = "8000 $sb a1 false" ]
+check "the route has the token's hash, not the token" bash -c "echo '$routes' | grep -q \"\$(printf %s '$tok' | sha256sum | cut -c1-64)\" && ! echo '$routes' | grep -qF -- '$tok'"
+
+out=$($PROBE "$CTL" open "$host" "$tok" /index.html)
+check "open with the token: a connection to the app in the sandbox" contains <(echo "$out") hello-from-app-a1
+out=$($PROBE "$CTL" open "$host" "WRONG$tok")
+check "open with a wrong token: 401" [ "$(echo "$out" | jq -r .status)" = 401 ]
+out=$($PROBE "$CTL" open "$host" -)
+check "open without a token: 401" [ "$(echo "$out" | jq -r .status)" = 401 ]
+out=$($PROBE "$CTL" open "nope-$sb.$DOMAIN" "$tok")
+check "open of an unknown host: 404" [ "$(echo "$out" | jq -r .status)" = 404 ]
+out=$($PROBE "$CTL" open "WEB-$sb.$DOMAIN" "$tok" /index.html)
+check "hosts match case-insensitively" contains <(echo "$out") hello-from-app-a1
+
+# Nothing listening: the tool says so, open answers 502.
+r=$(tool_sc a1 expose_port '{"port":8001}')
+check "default name p<port>" [ "$(echo "$r" | jq -r .name)" = p8001 ]
+out=$(mcp_tool a1 expose_port '{"port":8001}')
+check "the model is told nothing listens yet" contains <(echo "$out") "Nothing listens on port 8001"
+tok2=$(tool_sc a1 expose_port '{"port":8001}' | jq -r .token)
+out=$($PROBE "$CTL" open "p8001-$sb.$DOMAIN" "$tok2")
+check "open of a port nothing listens on: 502" [ "$(echo "$out" | jq -r .status)" = 502 ]
+check "the 502 says which port" contains <(echo "$out") "nothing listens on port 8001"
+out=$($PROBE "$CTL" open "web-$sb.$DOMAIN" "$tok2")
+check "one app's token does not open another" [ "$(echo "$out" | jq -r .status)" = 401 ]
+
+# Bad input.
+for a in '{"port":0}' '{"port":65536}' '{"port":"80"}' '{"port":8000,"name":"Web"}' \
+    '{"port":8000,"name":"-web"}' '{"port":8000,"name":"a.b"}' '{"port":8000,"extra":1}' \
+    "{\"port\":8000,\"name\":\"$(printf 'a%.0s' $(seq 1 41))\"}"; do
+	out=$(mcp_tool a1 expose_port "$a")
+	check "expose_port $a refused" contains <(echo "$out") "ERROR:"
+done
+for p in 3128 7070 9999; do
+	out=$(mcp_tool a1 expose_port "{\"port\":$p}")
+	check "reserved port $p refused" contains <(echo "$out") "is reserved"
+done
+tool_sc a1 expose_port '{"port":8002}' >/dev/null
+out=$(mcp_tool a1 expose_port '{"port":8003}')
+check "at most apps.max_per_sandbox apps" contains <(echo "$out") "already publishes 3 apps"
+check "expose with an existing name replaces it (no new slot)" bash -c "$(declare -f mcp_call mcp_post); \
+    ORCH_KEY=$ORCH_KEY ORCH_URL=$ORCH_URL; mcp_call a1 '{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"expose_port\",\"arguments\":{\"port\":8003,\"name\":\"p8002\"}}}' | jq -e '.result.isError != true'"
+
+l=$(tool_sc a1 list_apps '{}')
+check "list_apps: three apps, no tokens" [ "$(echo "$l" | jq -r '[.apps[].name] | sort | join(",")')" = "p8001,p8002,web" ]
+check "list_apps shows no token" bash -c "! echo '$l' | grep -q token"
+
+# Re-expose gives a new token; the old one stops working.
+tok3=$(tool_sc a1 expose_port '{"port":8000,"name":"web"}' | jq -r .token)
+check "re-expose gives a new token" [ "$tok3" != "$tok" ]
+out=$($PROBE "$CTL" open "$host" "$tok")
+check "the old token no longer opens it" [ "$(echo "$out" | jq -r .status)" = 401 ]
+out=$($PROBE "$CTL" open "$host" "$tok3" /index.html)
+check "the new token opens it" contains <(echo "$out") hello-from-app-a1
+
+# Another session cannot see or use a1's apps.
+mcp_tool b1 shell '{"command":"true"}' >/dev/null
+check "another session lists no apps" [ "$(tool_sc b1 list_apps '{}' | jq -r '.apps | length')" = 0 ]
+out=$(mcp_tool b1 unexpose_port '{"name":"web"}')
+check "another session cannot unexpose a1's app" contains <(echo "$out") "no app named"
+
+# A gateway holding the channel sees unroute before unexpose_port returns.
+$PROBE "$CTL" hold 6 "$T/hold.log" &
+hp=$!
+sleep 1
+out=$(mcp_tool a1 unexpose_port '{"name":"p8001"}')
+check "unexpose_port answers" contains <(echo "$out") "no longer published"
+check "the held gateway got the unroute before the tool returned" grep -q "\"unroute\".*p8001-$sb" "$T/hold.log"
+check "and a ping to acknowledge" grep -q '"op": "ping"' "$T/hold.log"
+out=$($PROBE "$CTL" open "p8001-$sb.$DOMAIN" "$tok2")
+check "unexposed app: 404" [ "$(echo "$out" | jq -r .status)" = 404 ]
+out=$(mcp_tool a1 unexpose_port '{"name":"p8001"}')
+check "unexpose of an unknown name is an error" contains <(echo "$out") "ERROR: no app named"
+wait "$hp"
+
+# REST for trusted clients.
+r=$(rest POST /v1/sessions/a1/apps -H 'Content-Type: application/json' -d '{"port":8000,"name":"rest"}')
+check "REST expose: 201 body with token" [ "$(echo "$r" | jq -r '.name + " " + (.token | length | tostring)')" = "rest 43" ]
+check "REST list" [ "$(rest GET /v1/sessions/a1/apps | jq -r '[.apps[].name] | sort | join(",")')" = "p8002,rest,web" ]
+check "REST get one" [ "$(rest GET /v1/sessions/a1/apps/rest | jq -r .port)" = 8000 ]
+check "REST get unknown: 404" [ "$(rest GET /v1/sessions/a1/apps/zzz -o /dev/null -w '%{http_code}')" = 404 ]
+check "REST bad name: 404" [ "$(rest GET /v1/sessions/a1/apps/a.b -o /dev/null -w '%{http_code}')" = 404 ]
+check "REST expose bad body: 400" [ "$(rest POST /v1/sessions/a1/apps -H 'Content-Type: application/json' -d '{"port":1,"x":2}' -o /dev/null -w '%{http_code}')" = 400 ]
+check "REST expose not JSON: 400" [ "$(rest POST /v1/sessions/a1/apps -H 'Content-Type: application/json' -d '[1]' -o /dev/null -w '%{http_code}')" = 400 ]
+check "REST expose on an unknown session: 404" [ "$(rest POST /v1/sessions/nobody/apps -H 'Content-Type: application/json' -d '{"port":8000}' -o /dev/null -w '%{http_code}')" = 404 ]
+check "REST PUT: 405" [ "$(rest PUT /v1/sessions/a1/apps -o /dev/null -w '%{http_code}')" = 405 ]
+check "REST delete" [ "$(rest DELETE /v1/sessions/a1/apps/rest | jq -r .unexposed)" = rest ]
+check "REST delete again: 404" [ "$(rest DELETE /v1/sessions/a1/apps/rest -o /dev/null -w '%{http_code}')" = 404 ]
+
+# A bad gateway: wrong lines, oversized lines, no hello.
+out=$($PROBE "$CTL" raw 'not json' '{"op":"open"}' '{"op":"zzz"}' '{"op":"activity","hosts":[1,"x"]}')
+check "junk on the channel: the orchestrator keeps serving" orch_alive_ok
+check "the channel stays up after junk lines" bash -c "$PROBE $CTL routes | jq -e 'length >= 1' >/dev/null"
+python3 - "$CTL" <<'EOF'
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+s.sendall(b'{"op":"hello","version":1}\n' + b"x" * (70 * 1024))
+s.settimeout(5)
+try:
+    while s.recv(65536): pass
+except Exception: pass
+EOF
+check "an oversized line closes that channel, logged" contains "$ORCH_LOG" "over 65536 bytes: channel closed"
+check "orchestrator still answers" orch_alive_ok
+
+# Survives an orchestrator restart: the record has the apps.
+orch_kill9
+check "orch restarts" orch_start
+routes=$($PROBE "$CTL" routes)
+check "after a restart the apps are announced again" [ "$(echo "$routes" | jq -r --arg h "$host" '.[] | select(.host == $h) | .port')" = 8000 ]
+out=$($PROBE "$CTL" open "$host" "$tok3" /index.html)
+check "and the token still opens it" contains <(echo "$out") hello-from-app-a1
+
+# Stopped: 503. The next tool call resumes the sandbox.
+rest POST /v1/sessions/a1/stop >/dev/null
+out=$($PROBE "$CTL" open "$host" "$tok3")
+check "a stopped sandbox's app: 503" [ "$(echo "$out" | jq -r .status)" = 503 ]
+check "the route stays while stopped" [ "$($PROBE "$CTL" routes | jq -r --arg h "$host" '[.[] | select(.host == $h)] | length')" = 1 ]
+
+# The app ends with its sandbox.
+mcp_tool a1 clear_session '{}' >/dev/null
+check "clear_session: the route is gone" [ "$($PROBE "$CTL" routes | jq -r --arg s "$sb" '[.[] | select(.sandbox == $s)] | length')" = 0 ]
+check "clear_session: no apps listed" [ "$(tool_sc a1 list_apps '{}' | jq -r '.apps | length')" = 0 ]
+
+# Re-provisioning: a new sandbox has none of the old one's apps.
+mcp_tool c1 shell '{"command":"true"}' >/dev/null
+tool_sc c1 expose_port '{"port":8000}' >/dev/null
+check "c1 has an app" [ "$(tool_sc c1 list_apps '{}' | jq -r '.apps | length')" = 1 ]
+mcp_tool c1 create_sandbox '{"writable_root":true}' >/dev/null
+check "after create_sandbox the new sandbox publishes nothing" [ "$(tool_sc c1 list_apps '{}' | jq -r '.apps | length')" = 0 ]
+check "and the gateways lost its route" [ "$($PROBE "$CTL" routes | jq -r '[.[] | select(.session == "c1")] | length')" = 0 ]
+
+orch_stop
+check "control socket removed at exit" [ ! -e "$CTL" ]
