@@ -112,7 +112,7 @@ const struct cfg_key conf_keys[] = {
 	  "host:port on which remote app gateways (Kubernetes) connect; needs apps.control_token_file" },
 	{ "apps.control_token_file", CFG_PATH, O(apps_control_token_file), 0, 0, NULL, NULL,
 	  "file holding the token a gateway must send on apps.control_listen (at least 16 bytes)" },
-	{ "apps.max_per_sandbox", CFG_INT, O(apps_max_per_sandbox), 1, 64, "16", NULL,
+	{ "apps.max_per_sandbox", CFG_INT, O(apps_max_per_sandbox), 1, 32, "16", NULL,
 	  "most apps one sandbox may publish at once" },
 	{ "apps.reserved_ports", CFG_LIST, O(apps_reserved_ports), 0, 0, NULL, NULL,
 	  "ports expose_port refuses besides the proxy listener 3128 and the Kubernetes agent's 7070" },

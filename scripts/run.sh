@@ -12,7 +12,8 @@
 # Environment: ORCH_LISTEN (default 127.0.0.1:8080), GITHUB_TOKEN /
 # GITLAB_TOKEN (handed to the addons through env:, never to sandboxes),
 # ORCH_POOL (warm pool size, default 2), IMAGE=busybox to skip the Debian
-# image build.
+# image build, APPS_PORT (default 8081: the app gateway, apps published
+# with expose_port at http://<name>-<sandbox>.apps.localhost:APPS_PORT/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TOP=$PWD
@@ -21,11 +22,13 @@ VAR=$TOP/var
 ORCH=$B/orchestrator/orchestrator
 PROXY=$B/egress-proxy/egress-proxy
 AGENT=$B/agent/sandbox-agent
+GATEWAY=$B/gateway/app-gateway
 LISTEN=${ORCH_LISTEN:-127.0.0.1:8080}
+APPS_PORT=${APPS_PORT:-8081}
 POOL=${ORCH_POOL:-2}
 
 die() { echo "run: $*" >&2; exit 1; }
-for b in "$ORCH" "$PROXY" "$AGENT"; do
+for b in "$ORCH" "$PROXY" "$AGENT" "$GATEWAY"; do
 	[ -x "$b" ] || die "$b is missing: run make first"
 done
 [ "$(id -u)" = 0 ] || die "the local runtime needs root (user namespaces, cgroups, mounts): run as root"
@@ -89,9 +92,21 @@ local:
   agent_bin: $TOP/$AGENT
   proxy_admin_socket: $VAR/proxy/admin.sock
   proxy_ca_cert: $VAR/proxy/ca-export.crt
+apps:
+  domain: apps.localhost
+  port: $APPS_PORT
+  control_socket: $VAR/gateway.sock
+EOF
+cat > "$VAR/app-gateway.yaml" <<EOF
+# written by scripts/run.sh: the app gateway (docs/gateway.md)
+listen: 127.0.0.1:$APPS_PORT
+domain: apps.localhost
+control:
+  socket: $VAR/gateway.sock
 EOF
 "$PROXY" -n -f "$VAR/egress-proxy.yaml" >/dev/null || die "egress proxy configuration check failed"
 env -u ORCHESTRATOR_KEY "$ORCH" -n -f "$VAR/orchestrator.yaml" >/dev/null || die "orchestrator configuration check failed"
+"$GATEWAY" -n -f "$VAR/app-gateway.yaml" >/dev/null || die "app gateway configuration check failed"
 
 pids=()
 cleanup() {
@@ -111,6 +126,10 @@ env -u ORCHESTRATOR_KEY "$ORCH" -d -f "$VAR/orchestrator.yaml" &
 pids+=($!)
 for _ in $(seq 1 100); do curl -sf "http://$LISTEN/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
 curl -sf "http://$LISTEN/readyz" >/dev/null 2>&1 || die "the orchestrator did not become ready"
+# The gateway faces browsers: no key, no credential; it only asks the
+# orchestrator for connections to published apps.
+"$GATEWAY" -f "$VAR/app-gateway.yaml" &
+pids+=($!)
 
 cat <<EOF
 
@@ -118,6 +137,9 @@ cat <<EOF
  Orchestrator ready (runtime local, image $IMG, warm pool $POOL)
  MCP URL : http://$LISTEN/mcp
  REST    : http://$LISTEN/v1/sessions
+ Apps    : http://<name>-<sandbox>.apps.localhost:$APPS_PORT/
+           (expose_port publishes a sandbox's web server and gives
+           its address and token; open <url>?token=<token>)
  Key     : $KEY
            (in $KEYF; send it as Authorization: Bearer <key>)
 
@@ -139,7 +161,7 @@ cat <<EOF
    curl -s http://$LISTEN/mcp -H 'Authorization: Bearer $KEY' \\
      -H 'X-Session-Id: demo' -H 'Content-Type: application/json' \\
      -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"shell","arguments":{"command":"uname -a"}}}'
- Ctrl-C stops both daemons.
+ Ctrl-C stops the daemons.
 ================================================================
 EOF
 wait -n "${pids[@]}" || true

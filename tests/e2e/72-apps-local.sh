@@ -179,3 +179,23 @@ check "and the gateways lost its route" [ "$($PROBE "$CTL" routes | jq -r '[.[] 
 
 orch_stop
 check "control socket removed at exit" [ ! -e "$CTL" ]
+
+# Traffic to an app counts as activity for the idle reaper (apps.activity).
+for act in true false; do
+	orch_config "apps:" "  domain: $DOMAIN" "  control_socket: $CTL" "  activity: $act" \
+	    "reap:" "  interval: 300ms" "  idle: 2s"
+	orch_start || { fail "orch starts (activity $act)"; continue; }
+	mcp_tool d-$act shell '{"command":"true"}' >/dev/null
+	dsb=$(rest GET /v1/sessions/d-$act | jq -r .sandbox_id)
+	tool_sc d-$act expose_port '{"port":8000,"name":"a"}' >/dev/null
+	$PROBE "$CTL" activity "a-$dsb.$DOMAIN" 4
+	st=$(rest GET /v1/sessions/d-$act | jq -r .state)
+	if [ $act = true ]; then
+		check "app traffic kept the sandbox from the idle reaper" [ "$st" = running ]
+		wait_until 10 bash -c "[ \"\$(curl -s -H 'Authorization: Bearer $ORCH_KEY' $ORCH_URL/v1/sessions/d-$act | jq -r .state)\" = stopped ]"
+		check "without traffic it is reaped as idle" [ "$(rest GET /v1/sessions/d-$act | jq -r .state)" = stopped ]
+	else
+		check "apps.activity false: app traffic does not count" [ "$st" = stopped ]
+	fi
+	orch_stop
+done

@@ -10,6 +10,7 @@
                                           print what comes back for 1 s
   gwprobe.py SOCK hold SECONDS OUTFILE    stay connected, answer pings, log
                                           every message (one JSON a line)
+  gwprobe.py SOCK activity HOST SECONDS   report traffic to HOST every 0.5 s
 SOCK is a unix socket path, or tcp:HOST:PORT:TOKENFILE.
 """
 import array
@@ -135,6 +136,14 @@ def main():
             if o is None:
                 break
             print(json.dumps(o))
+    elif cmd == "activity":
+        host, secs = sys.argv[3], float(sys.argv[4])
+        c = Chan(spec)
+        c.until("synced")
+        end = time.time() + secs
+        while time.time() < end:
+            c.send({"op": "activity", "hosts": [host]})
+            c.recv_line(0.5)
     elif cmd == "hold":
         secs, outf = float(sys.argv[3]), sys.argv[4]
         c = Chan(spec)
