@@ -50,8 +50,9 @@ await check('sdk negotiated version and server info', async () => {
 await check('sdk list tools', async () => {
   const { tools } = await a.listTools();
   const names = tools.map((t) => t.name).sort();
-  const want = ['clear_session', 'create_sandbox', 'sandbox_status', 'shell', 'shell_async',
-    'shell_poll', 'shell_stop', 'shell_wait', 'str_replace_based_edit_tool'];
+  const want = ['clear_session', 'create_sandbox', 'expose_port', 'list_apps', 'sandbox_status',
+    'shell', 'shell_async', 'shell_poll', 'shell_stop', 'shell_wait', 'str_replace_based_edit_tool',
+    'unexpose_port'];
   const schemasOk = tools.every((t) => t.inputSchema && t.inputSchema.type === 'object' && t.description.length > 40);
   return (JSON.stringify(names) === JSON.stringify(want) && schemasOk) || names;
 });

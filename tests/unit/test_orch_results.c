@@ -67,6 +67,11 @@ static const struct rcase {
 	    "\"busy\":false,\"running_jobs\":0,\"jobs\":[]}", 0 },
 	{ "clear_session", "1", NULL, 0 },
 	{ "clear_session", "0", NULL, 0 },
+	{ "expose_port", "", "{\"name\":\"web\",\"port\":8000,\"url\":\"http://web-s-1.apps.test/\",\"token\":\"abc\"}", 0 },
+	{ "expose_port", "Nothing listens on port 8000 yet.", "{\"name\":\"p1\",\"port\":1,\"url\":\"http://p1-s-1.apps.test:8081/\",\"token\":\"t\"}", 0 },
+	{ "list_apps", NULL, "{\"apps\":[]}", 0 },
+	{ "list_apps", NULL, "{\"apps\":[{\"name\":\"web\",\"port\":8000,\"url\":\"http://web-s-1.apps.test/\"},{\"name\":\"p2\",\"port\":2,\"url\":\"http://p2-s-1.apps.test/\"}]}", 0 },
+	{ "unexpose_port", "web", NULL, 0 },
 };
 
 /* Runs case c's builder into tc (structured as asked). */
@@ -102,6 +107,14 @@ build(const struct rcase *c, struct tool_call *tc, int structured)
 		status_result(tc, cJSON_Duplicate(j, 1));
 	else if (strcmp(c->tool, "clear_session") == 0)
 		cleared_result(tc, c->arg[0] == '1');
+	else if (strcmp(c->tool, "expose_port") == 0) {
+		app_result(tc, j, c->arg);
+		j = NULL;
+	} else if (strcmp(c->tool, "list_apps") == 0) {
+		apps_list_result(tc, j);
+		j = NULL;
+	} else if (strcmp(c->tool, "unexpose_port") == 0)
+		unexposed_result(tc, c->arg);
 	cJSON_Delete(j);
 }
 
