@@ -11,7 +11,7 @@
 PROBE="python3 $TOP/tests/mcp/gwprobe.py"
 orch_alive_ok() { curl -sf "$ORCH_URL/healthz" >/dev/null; }
 CTL=$T/gw.sock
-DOMAIN=apps.test
+DOMAIN=apps.localhost	# curl and browsers resolve *.localhost to loopback
 orch_config "apps:" "  domain: $DOMAIN" "  port: 8081" "  control_socket: $CTL" \
     "  max_per_sandbox: 3" "  reserved_ports: [\"9999\"]"
 check "orch starts with apps on" orch_start
@@ -133,6 +133,65 @@ check "REST expose on an unknown session: 404" [ "$(rest POST /v1/sessions/nobod
 check "REST PUT: 405" [ "$(rest PUT /v1/sessions/a1/apps -o /dev/null -w '%{http_code}')" = 405 ]
 check "REST delete" [ "$(rest DELETE /v1/sessions/a1/apps/rest | jq -r .unexposed)" = rest ]
 check "REST delete again: 404" [ "$(rest DELETE /v1/sessions/a1/apps/rest -o /dev/null -w '%{http_code}')" = 404 ]
+
+# ---- the real gateway, driven with the MCP SDK client and curl ----
+GW=$BIN/gateway/app-gateway
+GWP=$(free_port)
+cat > "$T/gw.yaml" <<EOF
+listen: 127.0.0.1:$GWP
+domain: $DOMAIN
+control:
+  socket: $CTL
+EOF
+"$GW" -f "$T/gw.yaml" >>"$T/gw.log" 2>&1 &
+gwpid=$!
+track_pid "$gwpid"
+check "the gateway connects to the orchestrator" wait_for 10 grep -q "gateway=unix:[0-9]* connected" "$ORCH_LOG"
+SDK() { (cd "$TOP/tests/mcp" && timeout 120 node apps-sdk.mjs "$ORCH_URL/mcp" "$ORCH_KEY" "$@"); }
+r=$(SDK e1 shell_async '{"command":"mkdir -p /tmp/www && echo e1-page > /tmp/www/index.html && exec busybox httpd -f -p 0.0.0.0:8080 -h /tmp/www"}')
+check "SDK: the app started with shell_async" [ -n "$(echo "$r" | jq -r '.job_id // empty')" ]
+r=$(SDK e1 expose_port '{"port":8080,"name":"site"}')
+esb=$(rest GET /v1/sessions/e1 | jq -r .sandbox_id)
+etok=$(echo "$r" | jq -r .token)
+eurl=$(echo "$r" | jq -r .url)
+check "SDK: expose_port's structuredContent passed the client's outputSchema check" \
+    [ "$eurl" = "http://site-$esb.$DOMAIN:8081/" ]
+U=http://site-$esb.$DOMAIN:$GWP
+wait_until 10 bash -c "[ \"\$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer $etok' $U/)\" = 200 ]"
+code=$(curl -s -o "$T/b" -w '%{http_code}' "$U/")
+check "curl without a token: 401" [ "$code" = 401 ]
+check "the 401 page says how to authenticate" grep -q "token" "$T/b"
+curl -s -D "$T/h" -o /dev/null "$U/index.html?token=$etok&x=1"
+check "?token=: 302" grep -q "^HTTP/1.1 302" "$T/h"
+check "the redirect drops the token and keeps the rest" grep -qiE "^location: (http://[^/]+)?/index.html\?x=1.?$" "$T/h"
+check "the cookie is HttpOnly, SameSite=Lax, for this host only" \
+    grep -qiE "^set-cookie: sbx-app=$etok; *Path=/; *HttpOnly; *SameSite=Lax" "$T/h"
+check "Referrer-Policy: no-referrer on the redirect" grep -qi "^referrer-policy: no-referrer" "$T/h"
+check "the cookie opens the app" [ "$(curl -s -b "sbx-app=$etok" "$U/index.html")" = e1-page ]
+check "a browser-style follow of the redirect lands on the page" \
+    [ "$(curl -s -L -c "$T/jar" -b "$T/jar" "$U/index.html?token=$etok")" = e1-page ]
+check "Bearer opens the app" [ "$(curl -s -H "Authorization: Bearer $etok" "$U/index.html")" = e1-page ]
+check "a wrong Bearer: 401" [ "$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer x$etok" "$U/")" = 401 ]
+check "another session's token: 401" [ "$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $tok3" "$U/")" = 401 ]
+check "this token on another session's app: 401" \
+    [ "$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $etok" "http://web-$sb.$DOMAIN:$GWP/")" = 401 ]
+check "a1's app with its own token, through the gateway" \
+    [ "$(curl -s -H "Authorization: Bearer $tok3" "http://web-$sb.$DOMAIN:$GWP/index.html")" = hello-from-app-a1 ]
+check "an unknown app: 404" [ "$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $etok" "http://zz-$esb.$DOMAIN:$GWP/")" = 404 ]
+r=$(SDK e1 shell '{"command":"busybox wget -q -T 3 -O- http://127.0.0.1:'"$GWP"'/ 2>&1; echo rc=$?; ls '"$CTL"' 2>&1"}')
+check "the sandbox cannot reach the gateway (its own network)" bash -c "echo '$r' | jq -r .output | grep -q 'rc=[1-9]'"
+check "nor the control socket (its own filesystem)" bash -c "echo '$r' | jq -r .output | grep -qi 'no such file'"
+r=$(SDK e1 unexpose_port '{"name":"site"}')
+check "SDK: unexpose_port" [ "$(echo "$r" | jq -r .unexposed)" = true ]
+check "unexposed: 404 at once" [ "$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $etok" "$U/")" = 404 ]
+r=$(SDK e1 expose_port '{"port":8080,"name":"site"}')
+etok2=$(echo "$r" | jq -r .token)
+check "re-exposed: the new token opens it" [ "$(curl -s -H "Authorization: Bearer $etok2" "$U/index.html")" = e1-page ]
+check "re-exposed: the old token is refused" [ "$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $etok" "$U/")" = 401 ]
+r=$(SDK e1 list_apps '{}')
+check "SDK: list_apps" [ "$(echo "$r" | jq -r '[.apps[].name] | join(",")')" = site ]
+check "the gateway never logged a token" bash -c "! grep -qF -- '$etok' $T/gw.log && ! grep -qF -- '$etok2' $T/gw.log"
+kill "$gwpid" 2>/dev/null; wait "$gwpid" 2>/dev/null
 
 # A bad gateway: wrong lines, oversized lines, no hello.
 out=$($PROBE "$CTL" raw 'not json' '{"op":"open"}' '{"op":"zzz"}' '{"op":"activity","hosts":[1,"x"]}')
