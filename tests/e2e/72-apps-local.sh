@@ -146,7 +146,6 @@ EOF
 "$GW" -f "$T/gw.yaml" >>"$T/gw.log" 2>&1 &
 gwpid=$!
 track_pid "$gwpid"
-check "the gateway connects to the orchestrator" wait_for 10 grep -q "gateway=unix:[0-9]* connected" "$ORCH_LOG"
 SDK() { (cd "$TOP/tests/mcp" && timeout 120 node apps-sdk.mjs "$ORCH_URL/mcp" "$ORCH_KEY" "$@"); }
 r=$(SDK e1 shell_async '{"command":"mkdir -p /tmp/www && echo e1-page > /tmp/www/index.html && exec busybox httpd -f -p 0.0.0.0:8080 -h /tmp/www"}')
 check "SDK: the app started with shell_async" [ -n "$(echo "$r" | jq -r '.job_id // empty')" ]
@@ -157,7 +156,8 @@ eurl=$(echo "$r" | jq -r .url)
 check "SDK: expose_port's structuredContent passed the client's outputSchema check" \
     [ "$eurl" = "http://site-$esb.$DOMAIN:8081/" ]
 U=http://site-$esb.$DOMAIN:$GWP
-wait_until 10 bash -c "[ \"\$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer $etok' $U/)\" = 200 ]"
+check "the gateway connects and serves the app" wait_until 10 bash -c \
+    "[ \"\$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer $etok' $U/)\" = 200 ]"
 code=$(curl -s -o "$T/b" -w '%{http_code}' "$U/")
 check "curl without a token: 401" [ "$code" = 401 ]
 check "the 401 page says how to authenticate" grep -q "token" "$T/b"
@@ -258,3 +258,24 @@ for act in true false; do
 	fi
 	orch_stop
 done
+
+# Remote gateways (Kubernetes) connect over TCP with a token.
+CPORT=$(free_port)
+head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$T/ctltok"
+orch_config "apps:" "  domain: $DOMAIN" "  control_listen: 127.0.0.1:$CPORT" \
+    "  control_token_file: $T/ctltok"
+check "orch starts with a TCP control listener" orch_start
+mcp_tool t1 shell '{"command":"true"}' >/dev/null
+tool_sc t1 expose_port '{"port":8000,"name":"t"}' >/dev/null
+check "TCP with the token: routes" [ "$($PROBE "tcp:127.0.0.1:$CPORT:$T/ctltok" routes | jq -r '.[] | select(.session == "t1") | .app')" = t ]
+echo wrong-token-wrong-token > "$T/badtok"
+check "TCP with a wrong token: closed, nothing sent" [ "$($PROBE "tcp:127.0.0.1:$CPORT:$T/badtok" routes)" = "[]" ]
+check "the refusal is logged" contains "$ORCH_LOG" "no valid hello"
+tsb=$(rest GET /v1/sessions/t1 | jq -r .sandbox_id)
+out=$($PROBE "tcp:127.0.0.1:$CPORT:$T/ctltok" open "t-$tsb.$DOMAIN" "$(tool_sc t1 expose_port '{"port":8000,"name":"t"}' | jq -r .token)")
+check "a local sandbox's socket is never sent over TCP" [ "$(echo "$out" | jq -r .status)" = 502 ]
+orch_stop
+echo short > "$T/shorttok"
+orch_config "apps:" "  domain: $DOMAIN" "  control_listen: 127.0.0.1:$CPORT" \
+    "  control_token_file: $T/shorttok"
+check "a token under 16 bytes is refused at start" bash -c "! timeout 10 $ORCH_BIN -f $T/orch.yaml >$T/short.out 2>&1"
