@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "addon.h"
+#include "addon_lib.h"
 #include "buf.h"
 #include "config.h"
 #include "ghapp.h"
@@ -31,7 +32,6 @@
 
 #define ADDON_MAX	64
 #define ADDON_SRC_MAX	((size_t)1024 * 1024)
-#define SECRET_MAX	((size_t)64 * 1024)
 #define RUN_TICK	1000	/* instructions between two budget checks */
 #define RUN_CPU_MAX_MS	100	/* CPU time of one run of a hook between pauses */
 #define ERRLOG_MS	10000	/* resource failures: one log line per kind per interval */
@@ -59,16 +59,6 @@ struct addon_info {
 	int		 has_connect, has_request, has_response;
 	char		**strip;
 	size_t		 nstrip;
-};
-
-#define SECRET_CACHE	16
-#define SECRET_TTL_MS	1000
-
-struct secret_ent {
-	char		*path;
-	char		*val;
-	size_t		 len;
-	long long	 at;	/* ms, monotonic */
 };
 
 /* Resource failures, logged at most once per ERRLOG_MS each. */
@@ -104,8 +94,7 @@ struct addon_vm {
 	size_t			 hook_cap;	/* heap cap of the current run, 0 none */
 	long long		 errlog_at[EK_MAX];
 	unsigned		 errlog_n[EK_MAX];	/* suppressed since */
-	struct secret_ent	 sc[SECRET_CACHE];	/* file: secrets, 1 s */
-	unsigned		 sc_next;
+	struct addon_secrets	 secrets;	/* file: secrets, 1 s */
 	unsigned		 gen;
 	lua_State		*L;
 	size_t			 mem, memlimit;
@@ -117,17 +106,6 @@ struct addon_vm {
 };
 
 enum hook_kind { HOOK_CONNECT, HOOK_REQUEST };
-
-#define LREQ_INJ	8
-
-struct lreq {
-	struct hreq	*r;		/* NULL once the hook is over */
-	const struct target *t;
-	int		 denied, status;
-	char		 reason[256];
-	int		 ninj;		/* headers injected so far */
-	char		 inj[LREQ_INJ][64];
-};
 
 struct hook {
 	struct addon_vm		*vm;
@@ -356,252 +334,12 @@ log_limited(struct addon_vm *vm, enum err_kind k, const char *msg)
 	log_warnx("%s", msg);
 }
 
-/* ---- helpers exposed as proxy.* ---- */
+/* ---- helpers exposed as proxy.* (the rest: addon_lib.c) ---- */
 
 static struct hook *
 cur_hook(lua_State *L)
 {
 	return *(struct hook **)lua_getextraspace(L);
-}
-
-static int
-l_env(lua_State *L)
-{
-	const char *v = getenv(luaL_checkstring(L, 1));
-
-	if (v == NULL)
-		lua_pushnil(L);
-	else
-		lua_pushstring(L, v);
-	return 1;
-}
-
-/* 1 if s (n bytes) is empty or only whitespace: never a credential. */
-static int
-blank(const char *s, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (strchr(" \t\r\n\v\f", s[i]) == NULL || s[i] == '\0')
-			return 0;
-	return 1;
-}
-
-/* Reads a small file whole into b, trailing whitespace trimmed. 0 or -1 with err. */
-static int
-read_small(const char *path, struct buf *b, char *err, size_t errlen)
-{
-	if (util_read_file(path, b, err, errlen) == -1)
-		return -1;
-	while (b->len > 0 && strchr(" \t\r\n", b->p[b->len - 1]) != NULL)
-		b->p[--b->len] = '\0';
-	return 0;
-}
-
-static int
-l_read_file(lua_State *L)
-{
-	const char *path = luaL_checkstring(L, 1);
-	struct buf b;
-	char err[300];
-
-	buf_init(&b, SECRET_MAX);
-	if (read_small(path, &b, err, sizeof(err)) == -1) {
-		buf_free(&b);
-		lua_pushnil(L);
-		lua_pushstring(L, err);
-		return 2;
-	}
-	lua_pushlstring(L, b.p != NULL ? b.p : "", b.len);
-	if (b.p != NULL)
-		memset(b.p, 0, b.len);
-	buf_free(&b);
-	return 1;
-}
-
-/*
- * A file secret, re-read at most once a second per worker (so a rotated
- * token is picked up quickly without a file read per request).
- */
-static int
-secret_file(lua_State *L, const char *path)
-{
-	struct hook *h = cur_hook(L);
-	struct addon_vm *vm;
-	struct secret_ent *e;
-	struct buf b;
-	char err[300] = "";
-	long long now = util_mono_coarse_ms();
-	unsigned i;
-
-	if (h == NULL) {
-		lua_settop(L, 0);
-		lua_pushstring(L, path);
-		if (l_read_file(L) == 1 && blank(lua_tostring(L, -1), lua_rawlen(L, -1))) {
-			lua_pushnil(L);
-			lua_pushliteral(L, "empty secret");
-			return 2;
-		}
-		return lua_gettop(L) - 1;
-	}
-	vm = h->vm;
-	for (i = 0; i < SECRET_CACHE; i++) {
-		e = &vm->sc[i];
-		if (e->path != NULL && strcmp(e->path, path) == 0 && now - e->at < SECRET_TTL_MS) {
-			lua_pushlstring(L, e->val, e->len);
-			return 1;
-		}
-	}
-	buf_init(&b, SECRET_MAX);
-	if (read_small(path, &b, err, sizeof(err)) == -1 || blank(b.p, b.len)) {
-		if (err[0] == '\0')
-			snprintf(err, sizeof(err), "empty secret");
-		if (b.p != NULL)
-			OPENSSL_cleanse(b.p, b.len);
-		buf_free(&b);
-		lua_pushnil(L);
-		lua_pushstring(L, err);
-		return 2;
-	}
-	for (i = 0; i < SECRET_CACHE; i++)
-		if (vm->sc[i].path != NULL && strcmp(vm->sc[i].path, path) == 0)
-			break;
-	if (i == SECRET_CACHE)
-		i = vm->sc_next++ % SECRET_CACHE;
-	e = &vm->sc[i];
-	if (e->val != NULL)
-		OPENSSL_cleanse(e->val, e->len);
-	free(e->val);
-	free(e->path);
-	e->path = xstrdup(path);
-	e->val = xmalloc(b.len + 1);
-	memcpy(e->val, b.p != NULL ? b.p : "", b.len);
-	e->val[b.len] = '\0';
-	e->len = b.len;
-	e->at = now;
-	if (b.p != NULL)
-		OPENSSL_cleanse(b.p, b.len);
-	buf_free(&b);
-	lua_pushlstring(L, e->val, e->len);
-	return 1;
-}
-
-/* proxy.secret("env:NAME" | "file:/path") -> value | nil, err */
-static int
-l_secret(lua_State *L)
-{
-	const char *spec = luaL_checkstring(L, 1), *v;
-
-	if (strncmp(spec, "env:", 4) == 0) {
-		if ((v = getenv(spec + 4)) == NULL) {
-			lua_pushnil(L);
-			lua_pushfstring(L, "environment variable %s is not set", spec + 4);
-			return 2;
-		}
-		if (blank(v, strlen(v))) {
-			lua_pushnil(L);
-			lua_pushliteral(L, "empty secret");
-			return 2;
-		}
-		lua_pushstring(L, v);
-		return 1;
-	}
-	if (strncmp(spec, "file:", 5) == 0)
-		return secret_file(L, spec + 5);
-	lua_pushnil(L);
-	lua_pushstring(L, "secret spec must be env:NAME or file:PATH");
-	return 2;
-}
-
-static void
-push_b64(lua_State *L, const char *s, size_t n)
-{
-	luaL_Buffer lb;
-	char *out;
-	int len;
-
-	if (n > (size_t)3 * 1024 * 1024)
-		luaL_error(L, "base64 input too large");
-	out = luaL_buffinitsize(L, &lb, (n + 2) / 3 * 4 + 1);
-	len = EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)s, (int)n);
-	luaL_pushresultsize(&lb, (size_t)len);
-}
-
-static int
-l_base64(lua_State *L)
-{
-	size_t n;
-	const char *s = luaL_checklstring(L, 1, &n);
-
-	push_b64(L, s, n);
-	return 1;
-}
-
-static void
-push_basic(lua_State *L, const char *user, const char *pass)
-{
-	luaL_Buffer lb;
-	size_t ul = strlen(user), pl = strlen(pass);
-	char *tmp;
-
-	if (ul + pl > 16384)
-		luaL_error(L, "credential too long");
-	tmp = xmalloc(ul + pl + 2);
-	/* tmp is "user:pass" as bytes, not a C string */
-	memcpy(tmp, user, ul);	/* NOLINT(bugprone-not-null-terminated-result) */
-	tmp[ul] = ':';
-	memcpy(tmp + ul + 1, pass, pl);	/* NOLINT(bugprone-not-null-terminated-result) */
-	luaL_buffinit(L, &lb);
-	luaL_addstring(&lb, "Basic ");
-	push_b64(L, tmp, ul + pl + 1);
-	luaL_addvalue(&lb);
-	luaL_pushresult(&lb);
-	memset(tmp, 0, ul + pl + 1);
-	free(tmp);
-}
-
-static int
-l_basic(lua_State *L)
-{
-	push_basic(L, luaL_checkstring(L, 1), luaL_checkstring(L, 2));
-	return 1;
-}
-
-static int
-l_github_basic(lua_State *L)
-{
-	push_basic(L, "x-access-token", luaL_checkstring(L, 1));
-	return 1;
-}
-
-static int
-l_gitlab_basic(lua_State *L)
-{
-	push_basic(L, "oauth2", luaL_checkstring(L, 1));
-	return 1;
-}
-
-static int
-l_log(lua_State *L)
-{
-	char esc[1024];
-	size_t n;
-	const char *s = luaL_checklstring(L, 1, &n);
-
-	log_info("addon: %s", log_escape(esc, sizeof(esc), s, n));
-	return 0;
-}
-
-static int
-l_warn(lua_State *L)
-{
-	char esc[1024];
-	size_t n;
-	const char *s = luaL_checklstring(L, 1, &n);
-
-	log_warnx("addon: %s", log_escape(esc, sizeof(esc), s, n));
-	return 0;
 }
 
 static void
@@ -696,127 +434,6 @@ l_github_app_token(lua_State *L)
 	return lua_yield(L, 0);
 }
 
-static const luaL_Reg proxy_fns[] = {
-	{ "env", l_env },
-	{ "read_file", l_read_file },
-	{ "secret", l_secret },
-	{ "base64", l_base64 },
-	{ "basic", l_basic },
-	{ "github_basic", l_github_basic },
-	{ "gitlab_basic", l_gitlab_basic },
-	{ "log", l_log },
-	{ "warn", l_warn },
-	{ "github_app_token", l_github_app_token },
-	{ NULL, NULL }
-};
-
-/* ---- the request object ---- */
-
-static struct lreq *
-check_req(lua_State *L)
-{
-	struct lreq *lr = luaL_checkudata(L, 1, "egress.req");
-
-	if (lr->r == NULL)
-		luaL_error(L, "request object used after its hook returned");
-	return lr;
-}
-
-static int
-req_header(lua_State *L)
-{
-	struct lreq *lr = check_req(L);
-	size_t n;
-	const char *v = hreq_get(lr->r, luaL_checkstring(L, 2), &n);
-
-	if (v == NULL)
-		lua_pushnil(L);
-	else
-		lua_pushlstring(L, v, n);
-	return 1;
-}
-
-static int
-req_set_header(lua_State *L)
-{
-	struct lreq *lr = check_req(L);
-
-	if (hreq_set(lr->r, luaL_checkstring(L, 2), luaL_checkstring(L, 3)) == -1)
-		return luaL_error(L, "set_header: bad header name or value (CR/LF/control bytes, or a framing header)");
-	return 0;
-}
-
-static int
-req_remove_header(lua_State *L)
-{
-	struct lreq *lr = check_req(L);
-
-	lua_pushinteger(L, hreq_remove(lr->r, luaL_checkstring(L, 2)));
-	return 1;
-}
-
-static int
-req_inject(lua_State *L)
-{
-	struct lreq *lr = check_req(L);
-	const char *rule = luaL_optstring(L, 4, "addon");
-
-	const char *name = luaL_checkstring(L, 2);
-
-	if (hreq_inject(lr->r, name, luaL_checkstring(L, 3), rule) == -1)
-		return luaL_error(L, "inject: bad header name or value");
-	if (lr->ninj < LREQ_INJ && strlen(name) < sizeof(lr->inj[0]))
-		snprintf(lr->inj[lr->ninj++], sizeof(lr->inj[0]), "%s", name);
-	return 0;
-}
-
-static int
-req_deny(lua_State *L)
-{
-	struct lreq *lr = check_req(L);
-	lua_Integer st = luaL_optinteger(L, 2, 403);
-
-	if (st < 400 || st > 599)
-		return luaL_error(L, "deny: status must be 400..599");
-	lr->denied = 1;
-	lr->status = (int)st;
-	snprintf(lr->reason, sizeof(lr->reason), "%s", luaL_optstring(L, 3, "denied by policy"));
-	return 0;
-}
-
-static int
-req_index(lua_State *L)
-{
-	struct lreq *lr = check_req(L);
-	const char *k = luaL_checkstring(L, 2);
-
-	if (strcmp(k, "method") == 0)
-		lua_pushstring(L, hreq_method(lr->r));
-	else if (strcmp(k, "path") == 0)
-		lua_pushlstring(L, lr->r->data.p + lr->r->path_o, lr->r->path_l);
-	else if (strcmp(k, "host") == 0)
-		lua_pushstring(L, lr->t->host);
-	else if (strcmp(k, "port") == 0)
-		lua_pushinteger(L, lr->t->port);
-	else if (strcmp(k, "injected") == 0)
-		lua_pushboolean(L, lr->r->injected);
-	else {
-		/* methods */
-		luaL_getmetatable(L, "egress.req");
-		lua_getfield(L, -1, "methods");
-		lua_getfield(L, -1, k);
-	}
-	return 1;
-}
-
-static const luaL_Reg req_methods[] = {
-	{ "header", req_header },
-	{ "set_header", req_set_header },
-	{ "remove_header", req_remove_header },
-	{ "inject", req_inject },
-	{ "deny", req_deny },
-	{ NULL, NULL }
-};
 
 /* ---- sources ---- */
 
@@ -861,12 +478,7 @@ vm_free(struct addon_vm *vm)
 	/* A panicked state may be inconsistent: its memory is left, not walked. */
 	if (vm->L != NULL && !vm->broken)
 		lua_close(vm->L);
-	for (i = 0; i < SECRET_CACHE; i++) {
-		if (vm->sc[i].val != NULL)
-			OPENSSL_cleanse(vm->sc[i].val, vm->sc[i].len);
-		free(vm->sc[i].val);
-		free(vm->sc[i].path);
-	}
+	addon_secrets_clear(&vm->secrets);
 	for (i = 0; i < vm->n; i++) {
 		for (j = 0; j < vm->a[i].nstrip; j++)
 			free(vm->a[i].strip[j]);
@@ -904,7 +516,9 @@ vm_setup(lua_State *L)
 	luaL_openlibs(L);
 	pmatch_install(L, pm_charge, vm);
 	/* proxy.* */
-	luaL_newlib(L, proxy_fns);
+	addon_lib_push(L, &vm->secrets);
+	lua_pushcfunction(L, l_github_app_token);
+	lua_setfield(L, -2, "github_app_token");
 	lua_newtable(L);
 	for (i = 0; i < conf->addon_config.n; i++) {
 		lua_pushstring(L, conf->addon_config.v[i]);
@@ -912,13 +526,7 @@ vm_setup(lua_State *L)
 	}
 	lua_setfield(L, -2, "config");
 	lua_setglobal(L, "proxy");
-	/* the request metatable */
-	luaL_newmetatable(L, "egress.req");
-	lua_pushcfunction(L, req_index);
-	lua_setfield(L, -2, "__index");
-	luaL_newlib(L, req_methods);
-	lua_setfield(L, -2, "methods");
-	lua_pop(L, 1);
+	addon_lib_req_metatable(L);
 	/* the addons */
 	lua_newtable(L);	/* addons list, stays at index 1 */
 	run_begin(vm, util_mono_coarse_ms() + conf->hook_ms, 0);
@@ -1094,7 +702,7 @@ addon_src_load(const struct cfg_list *files, const struct pconf *conf, char *err
 		}
 		f->mtime = st.st_mtim;
 		buf_init(&b, ADDON_SRC_MAX);
-		if (read_small(f->path, &b, err, errlen) == -1) {
+		if (addon_read_small(f->path, &b, err, errlen) == -1) {
 			buf_free(&b);
 			goto fail;
 		}

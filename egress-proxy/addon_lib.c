@@ -1,0 +1,418 @@
+/*
+ * addon_lib.c: what addons call that needs nothing of a running hook
+ * (docs/addons.md): the proxy.* helpers (environment and file secrets, a
+ * file secret re-read at most once a second per worker; base64, Basic
+ * credentials, log lines) and the request object's methods. addon.c adds
+ * the helper that makes a hook wait (github_app_token).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+
+#include "addon_lib.h"
+#include "buf.h"
+#include "canon.h"
+#include "httpreq.h"
+#include "log.h"
+#include "util.h"
+#include "xmalloc.h"
+
+#define SECRET_MAX	((size_t)64 * 1024)
+#define SECRET_TTL_MS	1000
+
+static int
+l_env(lua_State *L)
+{
+	const char *v = getenv(luaL_checkstring(L, 1));
+
+	if (v == NULL)
+		lua_pushnil(L);
+	else
+		lua_pushstring(L, v);
+	return 1;
+}
+
+/* 1 if s (n bytes) is empty or only whitespace: never a credential. */
+static int
+blank(const char *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (strchr(" \t\r\n\v\f", s[i]) == NULL || s[i] == '\0')
+			return 0;
+	return 1;
+}
+
+int
+addon_read_small(const char *path, struct buf *b, char *err, size_t errlen)
+{
+	if (util_read_file(path, b, err, errlen) == -1)
+		return -1;
+	while (b->len > 0 && strchr(" \t\r\n", b->p[b->len - 1]) != NULL)
+		b->p[--b->len] = '\0';
+	return 0;
+}
+
+static int
+l_read_file(lua_State *L)
+{
+	const char *path = luaL_checkstring(L, 1);
+	struct buf b;
+	char err[300];
+
+	buf_init(&b, SECRET_MAX);
+	if (addon_read_small(path, &b, err, sizeof(err)) == -1) {
+		buf_free(&b);
+		lua_pushnil(L);
+		lua_pushstring(L, err);
+		return 2;
+	}
+	lua_pushlstring(L, b.p != NULL ? b.p : "", b.len);
+	if (b.p != NULL)
+		memset(b.p, 0, b.len);
+	buf_free(&b);
+	return 1;
+}
+
+/*
+ * A file secret, re-read at most once a second per worker (so a rotated
+ * token is picked up quickly without a file read per request).
+ */
+static int
+secret_file(lua_State *L, struct addon_secrets *sc, const char *path)
+{
+	struct secret_ent *e;
+	struct buf b;
+	char err[300] = "";
+	long long now = util_mono_coarse_ms();
+	unsigned i;
+
+	/* Outside a hook (an addon's load): read each time, no cache. */
+	if (*(void **)lua_getextraspace(L) == NULL) {
+		lua_settop(L, 0);
+		lua_pushstring(L, path);
+		if (l_read_file(L) == 1 && blank(lua_tostring(L, -1), lua_rawlen(L, -1))) {
+			lua_pushnil(L);
+			lua_pushliteral(L, "empty secret");
+			return 2;
+		}
+		return lua_gettop(L) - 1;
+	}
+	for (i = 0; i < SECRET_CACHE; i++) {
+		e = &sc->sc[i];
+		if (e->path != NULL && strcmp(e->path, path) == 0 && now - e->at < SECRET_TTL_MS) {
+			lua_pushlstring(L, e->val, e->len);
+			return 1;
+		}
+	}
+	buf_init(&b, SECRET_MAX);
+	if (addon_read_small(path, &b, err, sizeof(err)) == -1 || blank(b.p, b.len)) {
+		if (err[0] == '\0')
+			snprintf(err, sizeof(err), "empty secret");
+		if (b.p != NULL)
+			OPENSSL_cleanse(b.p, b.len);
+		buf_free(&b);
+		lua_pushnil(L);
+		lua_pushstring(L, err);
+		return 2;
+	}
+	for (i = 0; i < SECRET_CACHE; i++)
+		if (sc->sc[i].path != NULL && strcmp(sc->sc[i].path, path) == 0)
+			break;
+	if (i == SECRET_CACHE)
+		i = sc->next++ % SECRET_CACHE;
+	e = &sc->sc[i];
+	if (e->val != NULL)
+		OPENSSL_cleanse(e->val, e->len);
+	free(e->val);
+	free(e->path);
+	e->path = xstrdup(path);
+	e->val = xmalloc(b.len + 1);
+	memcpy(e->val, b.p != NULL ? b.p : "", b.len);
+	e->val[b.len] = '\0';
+	e->len = b.len;
+	e->at = now;
+	if (b.p != NULL)
+		OPENSSL_cleanse(b.p, b.len);
+	buf_free(&b);
+	lua_pushlstring(L, e->val, e->len);
+	return 1;
+}
+
+/* proxy.secret("env:NAME" | "file:/path") -> value | nil, err */
+static int
+l_secret(lua_State *L)
+{
+	const char *spec = luaL_checkstring(L, 1), *v;
+
+	if (strncmp(spec, "env:", 4) == 0) {
+		if ((v = getenv(spec + 4)) == NULL) {
+			lua_pushnil(L);
+			lua_pushfstring(L, "environment variable %s is not set", spec + 4);
+			return 2;
+		}
+		if (blank(v, strlen(v))) {
+			lua_pushnil(L);
+			lua_pushliteral(L, "empty secret");
+			return 2;
+		}
+		lua_pushstring(L, v);
+		return 1;
+	}
+	if (strncmp(spec, "file:", 5) == 0)
+		return secret_file(L, lua_touserdata(L, lua_upvalueindex(1)),
+		    spec + 5);
+	lua_pushnil(L);
+	lua_pushstring(L, "secret spec must be env:NAME or file:PATH");
+	return 2;
+}
+
+static void
+push_b64(lua_State *L, const char *s, size_t n)
+{
+	luaL_Buffer lb;
+	char *out;
+	int len;
+
+	if (n > (size_t)3 * 1024 * 1024)
+		luaL_error(L, "base64 input too large");
+	out = luaL_buffinitsize(L, &lb, (n + 2) / 3 * 4 + 1);
+	len = EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)s, (int)n);
+	luaL_pushresultsize(&lb, (size_t)len);
+}
+
+static int
+l_base64(lua_State *L)
+{
+	size_t n;
+	const char *s = luaL_checklstring(L, 1, &n);
+
+	push_b64(L, s, n);
+	return 1;
+}
+
+static void
+push_basic(lua_State *L, const char *user, const char *pass)
+{
+	luaL_Buffer lb;
+	size_t ul = strlen(user), pl = strlen(pass);
+	char *tmp;
+
+	if (ul + pl > 16384)
+		luaL_error(L, "credential too long");
+	tmp = xmalloc(ul + pl + 2);
+	/* tmp is "user:pass" as bytes, not a C string */
+	memcpy(tmp, user, ul);	/* NOLINT(bugprone-not-null-terminated-result) */
+	tmp[ul] = ':';
+	memcpy(tmp + ul + 1, pass, pl);	/* NOLINT(bugprone-not-null-terminated-result) */
+	luaL_buffinit(L, &lb);
+	luaL_addstring(&lb, "Basic ");
+	push_b64(L, tmp, ul + pl + 1);
+	luaL_addvalue(&lb);
+	luaL_pushresult(&lb);
+	memset(tmp, 0, ul + pl + 1);
+	free(tmp);
+}
+
+static int
+l_basic(lua_State *L)
+{
+	push_basic(L, luaL_checkstring(L, 1), luaL_checkstring(L, 2));
+	return 1;
+}
+
+static int
+l_github_basic(lua_State *L)
+{
+	push_basic(L, "x-access-token", luaL_checkstring(L, 1));
+	return 1;
+}
+
+static int
+l_gitlab_basic(lua_State *L)
+{
+	push_basic(L, "oauth2", luaL_checkstring(L, 1));
+	return 1;
+}
+
+static int
+l_log(lua_State *L)
+{
+	char esc[1024];
+	size_t n;
+	const char *s = luaL_checklstring(L, 1, &n);
+
+	log_info("addon: %s", log_escape(esc, sizeof(esc), s, n));
+	return 0;
+}
+
+static int
+l_warn(lua_State *L)
+{
+	char esc[1024];
+	size_t n;
+	const char *s = luaL_checklstring(L, 1, &n);
+
+	log_warnx("addon: %s", log_escape(esc, sizeof(esc), s, n));
+	return 0;
+}
+
+/* ---- the request object (egress.req) ---- */
+
+static struct lreq *
+check_req(lua_State *L)
+{
+	struct lreq *lr = luaL_checkudata(L, 1, "egress.req");
+
+	if (lr->r == NULL)
+		luaL_error(L, "request object used after its hook returned");
+	return lr;
+}
+
+static int
+req_header(lua_State *L)
+{
+	struct lreq *lr = check_req(L);
+	size_t n;
+	const char *v = hreq_get(lr->r, luaL_checkstring(L, 2), &n);
+
+	if (v == NULL)
+		lua_pushnil(L);
+	else
+		lua_pushlstring(L, v, n);
+	return 1;
+}
+
+static int
+req_set_header(lua_State *L)
+{
+	struct lreq *lr = check_req(L);
+
+	if (hreq_set(lr->r, luaL_checkstring(L, 2), luaL_checkstring(L, 3)) == -1)
+		return luaL_error(L, "set_header: bad header name or value (CR/LF/control bytes, or a framing header)");
+	return 0;
+}
+
+static int
+req_remove_header(lua_State *L)
+{
+	struct lreq *lr = check_req(L);
+
+	lua_pushinteger(L, hreq_remove(lr->r, luaL_checkstring(L, 2)));
+	return 1;
+}
+
+static int
+req_inject(lua_State *L)
+{
+	struct lreq *lr = check_req(L);
+	const char *rule = luaL_optstring(L, 4, "addon");
+
+	const char *name = luaL_checkstring(L, 2);
+
+	if (hreq_inject(lr->r, name, luaL_checkstring(L, 3), rule) == -1)
+		return luaL_error(L, "inject: bad header name or value");
+	if (lr->ninj < LREQ_INJ && strlen(name) < sizeof(lr->inj[0]))
+		snprintf(lr->inj[lr->ninj++], sizeof(lr->inj[0]), "%s", name);
+	return 0;
+}
+
+static int
+req_deny(lua_State *L)
+{
+	struct lreq *lr = check_req(L);
+	lua_Integer st = luaL_optinteger(L, 2, 403);
+
+	if (st < 400 || st > 599)
+		return luaL_error(L, "deny: status must be 400..599");
+	lr->denied = 1;
+	lr->status = (int)st;
+	snprintf(lr->reason, sizeof(lr->reason), "%s", luaL_optstring(L, 3, "denied by policy"));
+	return 0;
+}
+
+static int
+req_index(lua_State *L)
+{
+	struct lreq *lr = check_req(L);
+	const char *k = luaL_checkstring(L, 2);
+
+	if (strcmp(k, "method") == 0)
+		lua_pushstring(L, hreq_method(lr->r));
+	else if (strcmp(k, "path") == 0)
+		lua_pushlstring(L, lr->r->data.p + lr->r->path_o, lr->r->path_l);
+	else if (strcmp(k, "host") == 0)
+		lua_pushstring(L, lr->t->host);
+	else if (strcmp(k, "port") == 0)
+		lua_pushinteger(L, lr->t->port);
+	else if (strcmp(k, "injected") == 0)
+		lua_pushboolean(L, lr->r->injected);
+	else {
+		/* methods */
+		luaL_getmetatable(L, "egress.req");
+		lua_getfield(L, -1, "methods");
+		lua_getfield(L, -1, k);
+	}
+	return 1;
+}
+
+static const luaL_Reg req_methods[] = {
+	{ "header", req_header },
+	{ "set_header", req_set_header },
+	{ "remove_header", req_remove_header },
+	{ "inject", req_inject },
+	{ "deny", req_deny },
+	{ NULL, NULL }
+};
+
+void
+addon_lib_req_metatable(lua_State *L)
+{
+	luaL_newmetatable(L, "egress.req");
+	lua_pushcfunction(L, req_index);
+	lua_setfield(L, -2, "__index");
+	luaL_newlib(L, req_methods);
+	lua_setfield(L, -2, "methods");
+	lua_pop(L, 1);
+}
+
+static const luaL_Reg lib_fns[] = {
+	{ "env", l_env },
+	{ "read_file", l_read_file },
+	{ "secret", l_secret },
+	{ "base64", l_base64 },
+	{ "basic", l_basic },
+	{ "github_basic", l_github_basic },
+	{ "gitlab_basic", l_gitlab_basic },
+	{ "log", l_log },
+	{ "warn", l_warn },
+	{ NULL, NULL }
+};
+
+void
+addon_lib_push(lua_State *L, struct addon_secrets *sc)
+{
+	luaL_newlibtable(L, lib_fns);
+	lua_pushlightuserdata(L, sc);
+	luaL_setfuncs(L, lib_fns, 1);
+}
+
+void
+addon_secrets_clear(struct addon_secrets *sc)
+{
+	unsigned i;
+
+	for (i = 0; i < SECRET_CACHE; i++) {
+		if (sc->sc[i].val != NULL)
+			OPENSSL_cleanse(sc->sc[i].val, sc->sc[i].len);
+		free(sc->sc[i].val);
+		free(sc->sc[i].path);
+		sc->sc[i].val = sc->sc[i].path = NULL;
+	}
+}
