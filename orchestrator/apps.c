@@ -38,8 +38,8 @@
 static const int fixed_reserved[] = { 3128, 7070 };
 
 struct app {
-	char	name[APP_NAME_MAX + 1];
 	int	port;
+	char	name[APP_NAME_MAX + 1];
 	char	hash[APP_HASH_HEX + 1];
 };
 
