@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# 74-apps-kubernetes.sh: expose_port on the kubernetes runtime, the whole
+# way: the orchestrator against the fake API server (every body validated
+# against the real schemas), the real app-gateway connected over TCP with
+# the control token, curl through it to an app in a sandbox pod (the fake
+# kubelet runs the real agent; a pod's IP is 127.0.0.N), and the sandbox's
+# NetworkPolicy admitting the gateway pods to exactly the exposed ports.
+. "$(dirname "$0")/../lib/common.sh"
+. "$TOP/tests/k8s/lib.sh"
+ORCH_BIN=$BIN/orchestrator/orchestrator
+GW=$BIN/gateway/app-gateway
+[ -x "$ORCH_BIN" ] || { fail "orchestrator binary" "not built"; exit 1; }
+[ -x "$GW" ] || { fail "gateway binary" "not built"; exit 1; }
+k8s_setup
+ORCH_PORT=$(free_port)
+CPORT=$(free_port)
+GWP=$(free_port)
+APP_PORT=$(free_port)
+DOMAIN=apps.localhost
+ORCH_KEY=k-$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
+printf '%s\n' "$ORCH_KEY" >"$T/key"
+chmod 600 "$T/key"
+head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$T/ctltok"
+{
+	cat <<YAML
+listen: 127.0.0.1:$ORCH_PORT
+key_file: $T/key
+runtime: kubernetes
+apps:
+  domain: $DOMAIN
+  port: $GWP
+  control_listen: 127.0.0.1:$CPORT
+  control_token_file: $T/ctltok
+YAML
+	cat "$CFG"
+} >"$T/orch.yaml"
+cat >"$T/gw.yaml" <<YAML
+listen: 127.0.0.1:$GWP
+domain: $DOMAIN
+control:
+  connect: 127.0.0.1:$CPORT
+  token_file: $T/ctltok
+YAML
+
+"$ORCH_BIN" -d -f "$T/orch.yaml" >>"$T/orch.log" 2>&1 &
+track_pid $!
+check "orchestrator starts on the kubernetes runtime with apps on" \
+    wait_for 60 curl -sf "http://127.0.0.1:$ORCH_PORT/readyz" || { tail -20 "$T/orch.log"; exit 1; }
+"$GW" -f "$T/gw.yaml" >>"$T/gw.log" 2>&1 &
+track_pid $!
+check "the gateway connects over TCP with the token" wait_for 20 grep -q "gateway=127.0.0.1 connected" "$T/orch.log"
+
+tool_sc() {
+	curl -s --max-time 120 -H "Authorization: Bearer $ORCH_KEY" -H 'Content-Type: application/json' \
+	    -H 'Accept: application/json, text/event-stream' -H 'MCP-Protocol-Version: 2025-06-18' \
+	    -H "X-Session-Id: $1" \
+	    -d "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"$2\",\"arguments\":$3}}" \
+	    "http://127.0.0.1:$ORCH_PORT/mcp" |
+	    jq -c 'if .result.isError then {error: ([.result.content[].text] | join(""))} else .result.structuredContent end'
+}
+
+# The app: python's http.server in the sandbox pod (on the fake kubelet's
+# host, listening on every address: the pod IP is one of them).
+r=$(tool_sc k1 shell_async "{\"command\":\"mkdir -p /tmp/k1www && cd /tmp/k1www && echo k8s-app-page > index.html && exec python3 -m http.server $APP_PORT --bind 0.0.0.0\"}")
+check "app started in the sandbox pod" [ -n "$(echo "$r" | jq -r '.job_id // empty')" ]
+sb=$(curl -s -H "Authorization: Bearer $ORCH_KEY" "http://127.0.0.1:$ORCH_PORT/v1/sessions/k1" | jq -r .sandbox_id)
+pod=sbx-$sb
+r=$(tool_sc k1 expose_port "{\"port\":$APP_PORT,\"name\":\"web\"}")
+tok=$(echo "$r" | jq -r .token)
+check "expose_port on kubernetes" [ "$(echo "$r" | jq -r .url)" = "http://web-$sb.$DOMAIN:$GWP/" ]
+
+ingress_ports() {
+	obj networkpolicies sandboxes "$pod" | jq_py '",".join(sorted(str(p["port"]) for r in (d["spec"].get("ingress") or []) for p in (r.get("ports") or [])))'
+}
+ports_are() { [ "$(ingress_ports)" = "$1" ]; }
+check "the sandbox's NetworkPolicy admits the gateway to the exposed port" wait_for 10 ports_are "$APP_PORT" ||
+    obj networkpolicies sandboxes "$pod"
+
+U=http://web-$sb.$DOMAIN:$GWP
+check "curl through the gateway reaches the app in the pod" wait_for 20 bash -c \
+    "curl -s -H 'Authorization: Bearer $tok' $U/index.html | grep -qx k8s-app-page"
+check "without the token: 401" [ "$(curl -s -o /dev/null -w '%{http_code}' "$U/")" = 401 ]
+r=$(tool_sc k1 unexpose_port '{"name":"web"}')
+check "unexpose: 404 at once" [ "$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $tok" "$U/")" = 404 ]
+check "unexpose: the ingress rule is gone" wait_for 10 ports_are ""
+k8s_no_violations
