@@ -610,11 +610,32 @@ write_result(struct jw *w, int exit_code, const char *out, size_t outlen,
 	jw_obj_end(w);
 }
 
-int
-shell_interrupt(void)
+/*
+ * The answer to a call that never started (interrupted or abandoned while
+ * queued): exit code -1, interrupted. Through cb, or straight to the
+ * connection when cb is NULL.
+ */
+static void
+reply_not_started(shell_done_cb cb, void *arg)
 {
 	struct buf body;
 	struct jw w;
+
+	buf_init(&body, 4096);
+	jw_init(&w, &body);
+	write_result(&w, -1, "", 0, 0, 1, 0, 0, 0, 0, 0);
+	if (jw_finish(&w) == -1)
+		conn_reply_error(arg, 500, "internal", "response too large");
+	else if (cb != NULL)
+		cb(arg, &body);
+	else
+		conn_reply_json(arg, 200, &body);
+	buf_free(&body);
+}
+
+int
+shell_interrupt(void)
+{
 	shell_done_cb cb;
 	void *arg;
 
@@ -627,14 +648,7 @@ shell_interrupt(void)
 		free(sh.queued.cmd);
 		sh.queued.cmd = NULL;
 		log_info("shell command interrupted before it started");
-		buf_init(&body, 4096);
-		jw_init(&w, &body);
-		write_result(&w, -1, "", 0, 0, 1, 0, 0, 0, 0, 0);
-		if (jw_finish(&w) == -1)
-			conn_reply_error(arg, 500, "internal", "response too large");
-		else
-			cb(arg, &body);
-		buf_free(&body);
+		reply_not_started(cb, arg);
 		return 1;
 	}
 	/* Idle, or already being stopped (a timeout, an earlier interrupt). */
@@ -760,22 +774,13 @@ nomem:
 void
 shell_abandon(void *arg)
 {
-	struct buf body;
-	struct jw w;
 	size_t n;
 
 	if (sh.queued.set && sh.queued.arg == arg) {
 		sh.queued.set = 0;
 		free(sh.queued.cmd);
 		sh.queued.cmd = NULL;
-		buf_init(&body, 4096);
-		jw_init(&w, &body);
-		write_result(&w, -1, "", 0, 0, 1, 0, 0, 0, 0, 0);
-		if (jw_finish(&w) == -1)
-			conn_reply_error(arg, 500, "internal", "response too large");
-		else
-			conn_reply_json(arg, 200, &body);
-		buf_free(&body);
+		reply_not_started(NULL, arg);
 		return;
 	}
 	if (!sh.busy || sh.internal || sh.arg != arg || sh.abandoned)
