@@ -31,7 +31,7 @@ if [ -z "${APPS_ORCH_YAML+x}" ]; then
 	APPS_ORCH_YAML=("apps:" "  domain: $APPS_DOMAIN" "  port: $GW_PORT"
 	    "  control_socket: $APPS_SOCK")
 fi
-# the gateway's configuration (gateway/conf.c keys)
+# the gateway's configuration (its keys: app-gateway --print-docs)
 GW_YAML=${GW_YAML:-"listen: $GW_ADDR
 domain: $APPS_DOMAIN
 control:
