@@ -128,7 +128,7 @@ request(struct conn *c, const char *h, size_t n)
 
 	if ((sp = memchr(h, ' ', n)) == NULL)
 		return -1;
-	if ((v = header(h, n, "Transfer-Encoding", &vl)) != NULL)
+	if (header(h, n, "Transfer-Encoding", &vl) != NULL)
 		return -1;
 	if ((v = header(h, n, "Content-Length", &vl)) != NULL) {
 		char num[24];
@@ -368,7 +368,15 @@ main(int argc, char **argv)
 		big_body[i] = (char)('a' + i % 26);
 	big_head_len = (size_t)snprintf(big_head, sizeof(big_head), "HTTP/1.1 200 OK\r\n"
 	    "Content-Type: application/octet-stream\r\nContent-Length: %u\r\n\r\n", APPD_BIG);
-	sa.sin_port = htons((uint16_t)atoi(argv[1]));
+	{
+		char *e;
+		long port = strtol(argv[1], &e, 10);
+		if (*argv[1] == '\0' || *e != '\0' || port < 1 || port > 65535) {
+			fprintf(stderr, "appd: bad port\n");
+			return 2;
+		}
+		sa.sin_port = htons((uint16_t)port);
+	}
 	if (inet_pton(AF_INET, argc == 3 ? argv[2] : "127.0.0.1", &sa.sin_addr) != 1) {
 		fprintf(stderr, "appd: bad address\n");
 		return 2;

@@ -155,7 +155,7 @@ response(struct rd *r, uint64_t *bytes)
 	hl = (size_t)(e + 4 - r->buf);
 	if (hl < 12 || strncmp(r->buf, "HTTP/1.", 7) != 0)
 		return -1;
-	status = atoi(r->buf + 9);
+	status = (int)strtol(r->buf + 9, NULL, 10);
 	for (p = r->buf; p < e; p++) {
 		if (*p == '\n' && strncasecmp(p + 1, "content-length:", 15) == 0) {
 			cl = strtoull(p + 16, NULL, 10);
@@ -210,12 +210,13 @@ http_worker(void *arg)
 	int n = request_head(req, sizeof(req), cfg.path, "");
 	struct rd *r = calloc(1, sizeof(*r));
 
-	if (n == -1 || r == NULL)
+	if (n == -1 || r == NULL) {
+		free(r);
 		return NULL;
+	}
 	r->fd = -1;
 	while (now() < cfg.deadline) {
 		double t0;
-		int st;
 		if (r->fd == -1) {
 			if ((r->fd = dial()) == -1) {
 				w->errors++;
@@ -225,7 +226,7 @@ http_worker(void *arg)
 			r->len = 0;
 		}
 		t0 = now();
-		if (send_all(r->fd, req, (size_t)n) == -1 || (st = response(r, &w->bytes)) != 200) {
+		if (send_all(r->fd, req, (size_t)n) == -1 || response(r, &w->bytes) != 200) {
 			w->errors++;
 			close(r->fd);
 			r->fd = -1;
@@ -315,9 +316,8 @@ resolve(void)
 	char host[256], *port;
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai;
 
-	if (strlen(cfg.addr) >= sizeof(host))
+	if (snprintf(host, sizeof(host), "%s", cfg.addr) >= (int)sizeof(host))
 		usage();
-	strcpy(host, cfg.addr);
 	if ((port = strrchr(host, ':')) == NULL)
 		usage();
 	*port++ = '\0';
@@ -328,6 +328,20 @@ resolve(void)
 	memcpy(&cfg.sa, ai->ai_addr, ai->ai_addrlen);
 	cfg.salen = ai->ai_addrlen;
 	freeaddrinfo(ai);
+}
+
+/* A number option: digits only, at most 10^9. */
+static long
+num(const char *s)
+{
+	char *e;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &e, 10);
+	if (errno != 0 || e == s || *e != '\0' || v < 0 || v > 1000000000)
+		usage();
+	return v;
 }
 
 static uint32_t
@@ -357,9 +371,9 @@ main(int argc, char **argv)
 		case 'a': cfg.addr = optarg; break;
 		case 'H': cfg.host = optarg; break;
 		case 'T': cfg.token = optarg; break;
-		case 'c': cfg.conns = atoi(optarg); break;
-		case 'd': cfg.secs = atoi(optarg); break;
-		case 'n': cfg.count = atol(optarg); break;
+		case 'c': cfg.conns = (int)num(optarg); break;
+		case 'd': cfg.secs = (int)num(optarg); break;
+		case 'n': cfg.count = num(optarg); break;
 		case 'p': cfg.path = optarg; break;
 		default: usage();
 		}
@@ -419,7 +433,7 @@ main(int argc, char **argv)
 		struct rd *r = calloc(1, sizeof(*r));
 		uint32_t *lat = malloc((size_t)cfg.count * sizeof(uint32_t));
 		long n = 0, errors = 0;
-		double t0 = now(), secs;
+		double t0, secs;
 
 		if (r == NULL || lat == NULL || ws_open(r) == -1) {
 			printf("mode=ws reqs=0 errors=1 (no WebSocket)\n");
