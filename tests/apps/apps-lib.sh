@@ -10,6 +10,9 @@
 #                              or {"error": "..."} for an error result
 #   apps_expose SID PORT NAME  expose_port; sets APP_URL APP_TOKEN APP_HOST
 #                              (the URL's host[:port]) and APP_NAME
+#   apps_wait_route [SECS]     until the gateway has the app's route and
+#                              reaches the app (a request with the token
+#                              answers neither 404 nor 503)
 #   sbx_pid SID                the host pid of the session's sandbox pid 1
 #                              (local runtime), for nsenter -t PID -n
 #   sbx_put SID FILE NAME      copies a host file into the session's
@@ -53,10 +56,17 @@ apps_gw_start() {
 	wait_for 20 bash -c "[ \"\$(curl -s -o /dev/null -w '%{http_code}' -H 'Host: none-s-0000000000000000.$APPS_DOMAIN' http://$GW_ADDR/)\" = 404 ]"
 }
 
+# mcp_call2 SID BODY: like mcp_call, with MCP-Protocol-Version 2025-06-18
+# (structuredContent comes with that version or later)
+MCP_PROTO=${MCP_PROTO:-2025-06-18}
+mcp_call2() {
+	mcp_post -H "X-Session-Id: $1" -H "MCP-Protocol-Version: $MCP_PROTO" --max-time 300 -d "$2"
+}
+
 # mcp_struct SID NAME ARGS: the structuredContent of a tool result.
 mcp_struct() {
 	local sid=$1 name=$2 args=$3
-	mcp_call "$sid" "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"$name\",\"arguments\":$args}}" |
+	mcp_call2 "$sid" "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"$name\",\"arguments\":$args}}" |
 	    jq -c 'if .result and (.result.isError | not) then .result.structuredContent
 	        elif .result then {error: ([.result.content[].text] | join(""))}
 	        else {error: (.error | tojson)} end'
@@ -64,14 +74,31 @@ mcp_struct() {
 
 # apps_expose SID PORT [NAME]
 apps_expose() {
-	local sid=$1 port=$2 name=${3:-} args out
+	local sid=$1 port=$2 name=${3:-} args raw out
 	args="{\"port\":$port${name:+,\"name\":\"$name\"}}"
-	out=$(mcp_struct "$sid" expose_port "$args")
+	raw=$(mcp_call2 "$sid" "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"expose_port\",\"arguments\":$args}}")
+	out=$(jq -c '.result.structuredContent // {}' <<<"$raw" 2>/dev/null)
 	APP_URL=$(jq -r '.url // empty' <<<"$out")
 	APP_TOKEN=$(jq -r '.token // empty' <<<"$out")
 	APP_NAME=$(jq -r '.name // empty' <<<"$out")
 	APP_HOST=$(sed -E 's|^[a-z]+://([^/]+).*|\1|' <<<"$APP_URL")
-	[ -n "$APP_URL" ] && [ -n "$APP_TOKEN" ] || { echo "expose_port: $out" >&2; return 1; }
+	[ -n "$APP_URL" ] && [ -n "$APP_TOKEN" ] || { echo "expose_port answered: $raw" >&2; return 1; }
+}
+
+# apps_code [curl args]: the HTTP status of GET / through the gateway with
+# the app's Host and token
+apps_code() {
+	curl -s -o /dev/null -w '%{http_code}' -H "Host: $APP_HOST" \
+	    -H "Authorization: Bearer $APP_TOKEN" "$@" "http://$GW_ADDR/"
+}
+apps_wait_route() {
+	local end=$(( $(date +%s) + ${1:-20} )) c
+	while :; do
+		c=$(apps_code)
+		case $c in 404|503|000) ;; *) return 0 ;; esac
+		[ "$(date +%s)" -ge "$end" ] && { echo "through the gateway: still HTTP $c" >&2; return 1; }
+		sleep 0.1
+	done
 }
 
 sbx_pid() {

@@ -103,6 +103,7 @@ out=$(mcp_tool "$SID" shell_async "{\"command\":\"python3 webapp.py $APP_PORT\"}
 listening() { mcp_tool "$SID" shell "{\"command\":\"curl -s --noproxy '*' -o /dev/null -w %{http_code} http://127.0.0.1:$APP_PORT/ || true\"}" | grep -q 200; }
 wait_until 30 listening || { fail "webapp-starts-in-sandbox" "$out"; exit 1; }
 apps_expose "$SID" "$APP_PORT" web || { fail "expose_port" "no url/token"; exit 1; }
+apps_wait_route 20 || { fail "gateway-routes-the-app" "$(tail -n 5 "$GW_LOG")"; exit 1; }
 check "expose_port: url is http://web-<sandbox>.$APPS_DOMAIN:$GW_PORT/" \
 	grep -qE "^http://web-[sw]-[0-9a-f]{16}\.${APPS_DOMAIN//./\\.}:$GW_PORT/?$" <<<"$APP_URL"
 check "expose_port: url carries no token" not_contains <(echo "$APP_URL") "$APP_TOKEN"

@@ -149,8 +149,8 @@ if [ $HAVE_GW = 1 ]; then
 	apps_expose "$SID" "$APP_PORT" bench || HAVE_GW=0
 fi
 if [ $HAVE_GW = 1 ]; then
-	code=$(curl -s -o /dev/null -w '%{http_code}' -H "Host: $APP_HOST" \
-	    -H "Authorization: Bearer $APP_TOKEN" "http://$GW_ADDR/")
+	apps_wait_route 20
+	code=$(apps_code)
 	[ "$code" = 200 ] || { echo "through the gateway: HTTP $code, not 200"; HAVE_GW=0; }
 fi
 if [ $HAVE_GW = 1 ]; then
@@ -185,7 +185,7 @@ else
 	printf '%-34s %-22s %-22s %s\n' "8 MiB responses, MiB/s" "$d_big" "-" ">= 60% of direct"
 	printf '%-34s %-22s %-22s %s\n' "WebSocket echo RTT p50 / p99, ms" "$d_ws50 / $d_ws99" "-" "p50 within 1 ms of direct"
 	printf '%-34s %-22s %-22s %s\n' "KiB RSS per idle WebSocket" "app: ${d_idle%% *}" "-" "<= 16 KiB (gateway)"
-	echo "gateway half skipped: $([ -x "$GW_BIN" ] && echo "the gateway did not start or expose_port failed (see above)" ||
+	echo "gateway half skipped: $([ -x "$GW_BIN" ] && echo "the gateway did not start, expose_port failed or the app did not answer through it (see above)" ||
 	    echo "$GW_BIN is not built (the app gateway, issue 14)")"
 fi
 echo "(req/s and latency: $(command -v wrk >/dev/null && echo "wrk -t2 -c$CONNS" || echo "loadgen rps -c $CONNS"); the rest: tests/bench/gateway/loadgen.c)"
