@@ -10,10 +10,12 @@
 #     and the Cookie header the app saw holds no token (#appcookie)
 #   - the address bar lost the token (#loc, the redirect), the cookie is
 #     HttpOnly (#doccookie: none)
-# and a wrong token (and none) gives the gateway's 401 page instead.
+# and a wrong token (and none) gives the gateway's 401 page instead; then
+# tests/apps/webapp-check.py's endpoint checks run through the gateway.
 # Screenshots stay in $B/test-logs/73-apps-browser/ (TEST_LOGDIR).
 # First, the browser's floor: the same page served by webapp.py straight
-# on the host, so a failure there is chromium's or the page's, not the
+# on the host (and webapp-check.py's checks of the app itself, hostile
+# clients included), so a failure there is chromium's or the page's, not the
 # gateway's. The system half skips while build/gateway/app-gateway is
 # absent (a skip is not a pass).
 . "$(dirname "$0")/../lib/common.sh"
@@ -45,6 +47,16 @@ browse_app() {
 	browse "$1" "$2" screenshot
 	grep -q 'id="ws">ws-ok:' "$T/$2.html" || browse "$1" "$2" screenshot
 }
+# webapp_check PREFIX ARGS...: tests/apps/webapp-check.py's lines, names
+# prefixed; a run that fails without a "not ok" line (it crashed) fails too
+webapp_check() {
+	local pre=$1 out rc
+	shift
+	out=$(python3 "$TOP/tests/apps/webapp-check.py" "$@" 2>&1)
+	rc=$?
+	sed "s/^\(not \)\{0,1\}ok webapp: /&$pre/" <<<"$out"
+	[ $rc -eq 0 ] || grep -q '^not ok' <<<"$out" || fail "webapp-check $pre" "exit $rc: $(tail -n 3 <<<"$out")"
+}
 el() { sed -n "s|.*id=\"$2\">\([^<]*\)<.*|\1|p" "$T/$1.html" | head -1; }
 is_png() { [ "$(head -c 8 "$1" 2>/dev/null | od -An -tx1 | tr -d ' ')" = 89504e470d0a1a0a ] && [ "$(stat -c %s "$1")" -gt 2000 ]; }
 
@@ -55,6 +67,7 @@ HP=$(free_port)
 python3 "$WEBAPP" "$HP" >"$T/host-webapp.log" 2>&1 &
 track_pid $!
 wait_port "$HP" 10 || { fail "host-webapp-starts" "$(cat "$T/host-webapp.log")"; exit 1; }
+webapp_check "" "127.0.0.1:$HP"
 browse_app "http://web-s-0123456789abcdef.apps.localhost:$HP/" direct
 check "direct: the absolute-path script ran" [ "$(el direct script)" = script-ok ]
 check "direct: the WebSocket to its own host echoed" [ "$(el direct ws)" = ws-ok:ping-from-browser ]
@@ -131,4 +144,7 @@ check "wrong token: HTTP 401" [ "$code" = 401 ]
 browse "$APP_URL" no-token
 check "no token: the app's page is not shown" not_contains "$T/no-token.html" 'id="script"'
 check "no token: the 401 page says how to authenticate" grep -qi 'token' "$T/no-token.html"
+# the app's own checks, through the gateway (large bodies both ways, the
+# WebSocket frames, pipelining)
+webapp_check "through the gateway: " --no-hostile "$GW_ADDR" "$APP_HOST" "$APP_TOKEN"
 echo "artifacts: $ART"
