@@ -189,3 +189,4 @@ else
 	    echo "$GW_BIN is not built (the app gateway, issue 14)")"
 fi
 echo "(req/s and latency: $(command -v wrk >/dev/null && echo "wrk -t2 -c$CONNS" || echo "loadgen rps -c $CONNS"); the rest: tests/bench/gateway/loadgen.c)"
+orch_stop
