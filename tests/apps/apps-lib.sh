@@ -41,6 +41,8 @@ control:
   socket: $APPS_SOCK
 log:
   file: $GW_LOG"}
+# more top-level YAML for the gateway (a benchmark's limits, say)
+GW_YAML_EXTRA=${GW_YAML_EXTRA:-}
 
 apps_have_gateway() { [ -x "$GW_BIN" ]; }
 
@@ -48,6 +50,7 @@ apps_orch_config() { orch_config "${APPS_ORCH_YAML[@]}" "$@"; }
 
 apps_gw_start() {
 	printf '%s\n' "$GW_YAML" >"$T/gw.yaml"
+	[ -z "$GW_YAML_EXTRA" ] || printf '%s\n' "$GW_YAML_EXTRA" >>"$T/gw.yaml"
 	"$GW_BIN" -f "$T/gw.yaml" ${GW_ARGS:-} >>"$T/gw.stderr" 2>&1 &
 	GW_PID=$!
 	track_pid "$GW_PID"

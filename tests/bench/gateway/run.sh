@@ -27,6 +27,10 @@ CONNS=${BENCH_CONNS:-16}
 ROUNDS=${BENCH_WS_ROUNDS:-5000}
 NIDLE=${BENCH_IDLE_WS:-1000}
 SID=bench-gw
+# every idle WebSocket comes from 127.0.0.1: above the per-address default
+GW_YAML_EXTRA=${GW_YAML_EXTRA:-"limits:
+  max_conns: $((NIDLE * 2 + 1024))
+  max_conns_per_addr: $((NIDLE * 2 + 1024))"}
 
 CFLAGS="-O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra"
 cc $CFLAGS -static tests/bench/gateway/appd.c -o "$T/appd" ||
