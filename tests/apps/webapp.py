@@ -12,7 +12,14 @@ A threaded HTTP/1.1 server with keep-alive:
                        WebSocket to its own host at /ws, sends "ping-from-
                        browser" and writes "ws-ok:<echo>" into #ws; #loc is
                        location.href, #doccookie document.cookie
-  GET  /static/app.js  that script
+  GET  /static/app.js  that script (in a frame it also posts "ws-ok:<echo>"
+                       to its parent)
+  GET  /cross?peer=URL a probe of cross-app requests: URL (another app, with
+                       its token) in a frame; once the frame's WebSocket
+                       echoed (the browser holds the peer's cookie), this
+                       page opens a WebSocket to the peer's host: #iframe
+                       the frame's message, #cross cross-ws-open /
+                       cross-ws-echo:<echo> / cross-ws-refused
   GET  /ws             RFC 6455 WebSocket: text and binary frames echoed (a
                        fragment as the same fragment), ping -> pong, close ->
                        close; unmasked client frames close with 1002,
@@ -72,8 +79,52 @@ SCRIPT = b"""// served at an absolute path: it runs only if /static/ reaches the
   }).catch(function (e) { set("fetch", "fetch-failed:" + e); });
   var ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws");
   ws.onopen = function () { ws.send("ping-from-browser"); };
-  ws.onmessage = function (ev) { set("ws", "ws-ok:" + ev.data); ws.close(); };
+  ws.onmessage = function (ev) {
+    set("ws", "ws-ok:" + ev.data);
+    ws.close();
+    // in /cross's frame: tell the page around it
+    if (window.parent !== window) window.parent.postMessage("ws-ok:" + ev.data, "*");
+  };
   ws.onerror = function () { set("ws", "ws-error"); };
+})();
+"""
+
+
+CROSS_PAGE = b"""<!doctype html>
+<html><head><meta charset="utf-8"><title>cross-app probe</title>
+<style>body{font:16px sans-serif;margin:2em} p{padding:.3em;border:1px solid #ccc}
+iframe{width:90%;height:260px}</style>
+</head><body>
+<h1>cross-app probe</h1>
+<p>peer in a frame: <span id="iframe">iframe-pending</span></p>
+<p>this page's WebSocket to the peer: <span id="cross">cross-pending</span></p>
+<script src="/static/cross.js"></script>
+</body></html>
+"""
+
+CROSS_SCRIPT = b"""// /cross?peer=URL: URL (another app, with its token) in a frame; once
+// its own WebSocket echoed there (so this browser holds its cookie), this
+// page opens a WebSocket to the peer's host: a cross-app request
+(function () {
+  function set(id, text) { document.getElementById(id).textContent = text; }
+  var peer = new URLSearchParams(location.search).get("peer");
+  if (!peer) { set("cross", "no-peer"); return; }
+  var u = new URL(peer), done = false;
+  var f = document.createElement("iframe");
+  f.src = peer;
+  document.body.appendChild(f);
+  window.addEventListener("message", function (ev) {
+    if (done || ev.origin !== u.origin) return;
+    done = true;
+    set("iframe", String(ev.data));
+    var opened = false;
+    var ws = new WebSocket((u.protocol === "https:" ? "wss://" : "ws://") + u.host + "/ws");
+    ws.onopen = function () { opened = true; set("cross", "cross-ws-open"); ws.send("cross-probe"); };
+    ws.onmessage = function (e) { set("cross", "cross-ws-echo:" + e.data); ws.close(); };
+    ws.onerror = function () { if (!opened) set("cross", "cross-ws-refused"); };
+    ws.onclose = function () { if (!opened) set("cross", "cross-ws-refused"); };
+  });
+  setTimeout(function () { if (!done) set("iframe", "iframe-timeout"); }, 8000);
 })();
 """
 
@@ -212,6 +263,10 @@ class Conn:
             self.respond("200 OK", "text/html; charset=utf-8", PAGE, ka)
         elif method == "GET" and path == "/static/app.js":
             self.respond("200 OK", "application/javascript", SCRIPT, ka)
+        elif method == "GET" and path == "/cross":
+            self.respond("200 OK", "text/html; charset=utf-8", CROSS_PAGE, ka)
+        elif method == "GET" and path == "/static/cross.js":
+            self.respond("200 OK", "application/javascript", CROSS_SCRIPT, ka)
         elif method == "GET" and path == "/headers":
             j = {"method": method, "target": target, "version": version,
                  "headers": [[k, v] for k, v in hdrs], "peer": self.peer}

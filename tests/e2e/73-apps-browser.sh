@@ -3,7 +3,9 @@
 # published with expose_port. tests/apps/webapp.py runs in a real sandbox
 # (the default image: it has python3), started with shell_async and exposed;
 # chromium opens url?token=... and the test asserts on the DOM it ends with
-# (--dump-dom after a --virtual-time-budget):
+# (through the DevTools protocol, tests/apps/cdp.py, once the page has
+# settled: --dump-dom with --virtual-time-budget does not wait for a
+# WebSocket in flight):
 #   - the page's absolute-path script (/static/app.js) ran: #script
 #   - its WebSocket to its own host (/ws) echoed: #ws = ws-ok:ping-from-browser
 #   - its fetch of /headers worked on the cookie the ?token= redirect set,
@@ -11,7 +13,9 @@
 #   - the address bar lost the token (#loc, the redirect), the cookie is
 #     HttpOnly (#doccookie: none)
 # and a wrong token (and none) gives the gateway's 401 page instead; then
-# tests/apps/webapp-check.py's endpoint checks run through the gateway.
+# tests/apps/webapp-check.py's endpoint checks run through the gateway;
+# last, a page of a second app ("other") cannot open a WebSocket to the
+# first with the person's cookie (webapp.py /cross).
 # Screenshots stay in $B/test-logs/73-apps-browser/ (TEST_LOGDIR).
 # First, the browser's floor: the same page served by webapp.py straight
 # on the host (and webapp-check.py's checks of the app itself, hostile
@@ -25,21 +29,18 @@ CHROMIUM=${CHROMIUM:-$(command -v chromium || command -v chromium-browser)}
 [ -n "$CHROMIUM" ] || { fail "chromium" "chromium not installed (scripts/install-deps.sh: deps/apps.txt)"; exit 1; }
 WEBAPP=$TOP/tests/apps/webapp.py
 
-# browse URL NAME [screenshot]: chromium's final DOM into $T/NAME.html
-# (and a screenshot into $ART/NAME.png). A fresh profile each time: nothing
-# carries over but what the URL brings.
+# browse URL NAME [screenshot [TIMEOUT]]: chromium's DOM, once the page has
+# settled (tests/apps/cdp.py: the DevTools protocol, real time; a fresh
+# profile each time, so nothing carries over but what the URL brings), into
+# $T/NAME.html (a copy in $ART), and a screenshot into $ART/NAME.png
 browse() {
-	local url=$1 name=$2 prof=$T/prof-$2-$RANDOM args
-	args=(--headless=new --no-sandbox --disable-gpu --disable-dev-shm-usage --no-first-run
-	    --no-default-browser-check --no-proxy-server --hide-scrollbars --mute-audio
-	    --user-data-dir="$prof" --window-size=1000,640 --virtual-time-budget=10000)
-	timeout -k 5 60 "$CHROMIUM" "${args[@]}" --dump-dom "$url" >"$T/$name.html" 2>"$T/$name.err"
-	if [ "${3:-}" = screenshot ]; then
-		(cd "$T" && timeout -k 5 60 "$CHROMIUM" "${args[@]}" --user-data-dir="$prof-s" \
-		    --screenshot="$ART/$name.png" "$url" >/dev/null 2>>"$T/$name.err")
-	fi
+	local url=$1 name=$2 png=
+	[ "${3:-}" = screenshot ] && png=$ART/$name.png
+	timeout -k 5 90 python3 "$TOP/tests/apps/cdp.py" --chromium "$CHROMIUM" --timeout "${4:-20}" \
+	    "$url" "$T/$name.html" $png 2>"$T/$name.err"
+	[ $? -le 3 ] || echo "browse $name: $(tail -n 2 "$T/$name.err")"
+	touch "$T/$name.html"
 	cp "$T/$name.html" "$ART/$name.html"
-	rm -rf "$prof" "$prof-s"
 }
 # browse_app URL NAME: browse, once more if the WebSocket had not echoed yet
 # (a loaded machine)
@@ -57,6 +58,7 @@ webapp_check() {
 	sed "s/^\(not \)\{0,1\}ok webapp: /&$pre/" <<<"$out"
 	[ $rc -eq 0 ] || grep -q '^not ok' <<<"$out" || fail "webapp-check $pre" "exit $rc: $(tail -n 3 <<<"$out")"
 }
+urlenc() { python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$1"; }
 el() { sed -n "s|.*id=\"$2\">\([^<]*\)<.*|\1|p" "$T/$1.html" | head -1; }
 is_png() { [ "$(head -c 8 "$1" 2>/dev/null | od -An -tx1 | tr -d ' ')" = 89504e470d0a1a0a ] && [ "$(stat -c %s "$1")" -gt 2000 ]; }
 
@@ -75,6 +77,16 @@ check "direct: fetch of /headers worked" [ "$(el direct fetch)" = fetch-ok ]
 check "direct: the page ran at its *.localhost address" \
 	[ "$(el direct loc)" = "http://web-s-0123456789abcdef.apps.localhost:$HP/" ]
 check "direct: a screenshot was kept" is_png "$ART/direct.png"
+# The cross-app probe (webapp.py /cross) works: with no gateway in between,
+# a page of app b opens a WebSocket to app a (the gateway must refuse that
+# one, below)
+HP2=$(free_port)
+python3 "$WEBAPP" "$HP2" >"$T/host-webapp2.log" 2>&1 &
+track_pid $!
+wait_port "$HP2" 10
+browse "http://b-s-0123456789abcdef.apps.localhost:$HP2/cross?peer=$(urlenc "http://a-s-0123456789abcdef.apps.localhost:$HP/")" cross-direct
+check "direct: the cross-app probe's frame ran its WebSocket" [ "$(el cross-direct iframe)" = ws-ok:ping-from-browser ]
+check "direct: with no gateway, the cross-app WebSocket goes through" [ "$(el cross-direct cross)" = cross-ws-echo:cross-probe ]
 # The checks can fail: the same page from a server with no /static/app.js
 # and no /ws leaves both pending.
 mkdir -p "$T/static-only"
@@ -84,7 +96,7 @@ SP=$(free_port)
 (cd "$T/static-only" && exec python3 -m http.server -b 127.0.0.1 "$SP" >/dev/null 2>&1) &
 track_pid $!
 wait_port "$SP" 10
-browse "http://127.0.0.1:$SP/" broken
+browse "http://127.0.0.1:$SP/" broken "" 5
 check "checker: a page whose script is missing stays script-pending" [ "$(el broken script)" = script-pending ]
 check "checker: ... and its WebSocket never echoes" [ "$(el broken ws)" = ws-pending ]
 
@@ -147,4 +159,33 @@ check "no token: the 401 page says how to authenticate" grep -qi 'token' "$T/no-
 # the app's own checks, through the gateway (large bodies both ways, the
 # WebSocket frames, pipelining)
 webapp_check "through the gateway: " --no-hostile "$GW_ADDR" "$APP_HOST" "$APP_TOKEN"
+# Cross-app: a second app of the sandbox, "other", opens the person's app
+# "web" in a frame (so the browser holds web's cookie, and the frame's own
+# WebSocket works), then its page opens a WebSocket to web's host: the
+# browser sends web's cookie (both hosts are one site under the apps
+# domain), the Origin is other's, and the gateway refuses it.
+WEB_URL=$APP_URL WEB_TOKEN=$APP_TOKEN WEB_HOST=$APP_HOST
+APPS_COOKIE=${APPS_COOKIE:-sbx-app}	# the gateway's cookie on plain HTTP
+out=$(mcp_tool "$SID" shell_async "{\"command\":\"python3 webapp.py $((APP_PORT + 1))\"}")
+APP_PORT2=$((APP_PORT + 1))
+listening2() { mcp_tool "$SID" shell "{\"command\":\"curl -s --noproxy '*' -o /dev/null -w %{http_code} http://127.0.0.1:$APP_PORT2/ || true\"}" | grep -q 200; }
+if wait_until 30 listening2 && apps_expose "$SID" "$APP_PORT2" other && apps_wait_route 20; then
+	browse "${APP_URL%/}/cross?peer=$(urlenc "$WEB_URL${sep}token=$WEB_TOKEN")&token=$APP_TOKEN" cross-gateway screenshot
+	check "cross-app: web works in other's frame (the browser holds web's cookie)" \
+		[ "$(el cross-gateway iframe)" = ws-ok:ping-from-browser ]
+	check "cross-app: other's page cannot open a WebSocket to web" \
+		[ "$(el cross-gateway cross)" = cross-ws-refused ]
+	# ... refused for its Origin (403), not for a missing cookie (401): the
+	# same handshake by curl, with web's cookie
+	ws_code() {
+		curl -s -o /dev/null -w '%{http_code}' --max-time 3 -H "Host: $WEB_HOST" \
+		    -H "Cookie: $APPS_COOKIE=$WEB_TOKEN" -H "Origin: $1" -H 'Upgrade: websocket' \
+		    -H 'Connection: Upgrade' -H 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==' \
+		    -H 'Sec-WebSocket-Version: 13' "http://$GW_ADDR/ws"
+	}
+	check "cross-app: web's cookie with other's Origin -> 403" [ "$(ws_code "${APP_URL%/}")" = 403 ]
+	check "cross-app: web's cookie with web's own Origin -> 101" [ "$(ws_code "${WEB_URL%/}")" = 101 ]
+else
+	fail "cross-app: a second app" "$out"
+fi
 echo "artifacts: $ART"
