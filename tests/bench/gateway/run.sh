@@ -165,7 +165,8 @@ if [ $HAVE_GW = 1 ]; then
 fi
 
 echo "uptime after: $(uptime)"
-printf '%-34s %-22s %-22s %s\n' "figure" "direct (in the netns)" "through the gateway" "target"
+printf '%-34s %-22s %-22s %s\n' "figure" "$([ "$ORCH_RT" = local ] && echo "direct (in the netns)" || echo "direct (fake: host)")" \
+    "through the gateway" "target"
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0) printf "%.0f%%", 100 * b / a; else print "?" }'; }
 if [ $HAVE_GW = 1 ]; then
 	printf '%-34s %-22s %-22s %s\n' "keep-alive small requests, req/s" "$d_rps" "$g_rps ($(ratio "$d_rps" "$g_rps"))" ">= 50% of direct"
