@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tests/bench/run.sh: runs every tests/bench/*/run.sh (make bench). Figures,
 # not a gate: a failing benchmark is reported and the others still run.
+# tests/bench/gateway/run.sh (the app gateway, direct vs through it) is one.
 cd "$(dirname "$0")/../.."
 rc=0
 for b in tests/bench/*/run.sh tests/bench/orchestrator/load-hostile.sh; do

@@ -1,0 +1,197 @@
+#!/usr/bin/env bash
+# tests/bench/gateway/run.sh: the app gateway's figures (not a pass/fail
+# gate), side by side in one run: a client to the app's port directly (in
+# the sandbox's network namespace: nsenter -t <sandbox pid 1> -n) and the
+# same client through the gateway (the app's Host, its token as Bearer):
+#   - keep-alive small requests: req/s, p50, p99 (wrk, BENCH_CONNS
+#     connections over 2 threads; tests/bench/gateway/loadgen.c rps when wrk
+#     is missing)
+#   - 8 MiB responses: MiB/s (loadgen big, one connection)
+#   - WebSocket echo round trip: p50, p99 (loadgen ws, one WebSocket)
+#   - gateway RSS per idle WebSocket (loadgen idle, BENCH_IDLE_WS of them:
+#     the RSS delta / their number)
+# The app is tests/bench/gateway/appd.c (static, epoll), started in a real
+# sandbox with shell_async and published with expose_port.
+#   B=build bash tests/bench/gateway/run.sh
+# Settings: BENCH_SECS (5), BENCH_CONNS (16), BENCH_WS_ROUNDS (5000),
+# BENCH_IDLE_WS (1000); the system's shape as in tests/apps/apps-lib.sh
+# (GW_BIN, APPS_DOMAIN, APPS_ORCH_YAML, GW_YAML).
+set -u
+cd "$(dirname "$0")/../../.."
+export TOP=$PWD
+. tests/lib/common.sh
+. tests/mcp/orch-lib.sh
+. tests/apps/apps-lib.sh
+SECS=${BENCH_SECS:-5}
+CONNS=${BENCH_CONNS:-16}
+ROUNDS=${BENCH_WS_ROUNDS:-5000}
+NIDLE=${BENCH_IDLE_WS:-1000}
+SID=bench-gw
+# every idle WebSocket comes from 127.0.0.1: above the per-address default
+GW_YAML_EXTRA=${GW_YAML_EXTRA:-"limits:
+  max_conns: $((NIDLE * 2 + 1024))
+  max_conns_per_addr: $((NIDLE * 2 + 1024))"}
+
+CFLAGS="-O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra"
+cc $CFLAGS -static tests/bench/gateway/appd.c -o "$T/appd" ||
+	{ echo "cannot build appd"; exit 1; }
+cc $CFLAGS -pthread tests/bench/gateway/loadgen.c -o "$T/loadgen" ||
+	{ echo "cannot build loadgen"; exit 1; }
+HAVE_GW=0
+apps_have_gateway && HAVE_GW=1
+if [ $HAVE_GW = 1 ]; then
+	apps_orch_config
+else
+	orch_config
+fi
+orch_start || { echo "orchestrator did not start: $(tail -3 "$ORCH_LOG")"; exit 1; }
+mcp_tool "$SID" shell '{"command":"true"}' >/dev/null
+if [ "$ORCH_RT" = local ]; then
+	APP_PORT=8080
+	PID=$(sbx_pid "$SID")
+	[ -n "$PID" ] || { echo "no sandbox for $SID"; exit 1; }
+	NS=(nsenter -t "$PID" -n)
+else
+	APP_PORT=$(free_port)	# fake runtime: the app shares the host's network
+	NS=()
+fi
+sbx_put "$SID" "$T/appd" appd || { echo "cannot copy appd into the sandbox"; exit 1; }
+out=$(mcp_tool "$SID" shell_async "{\"command\":\"./appd $APP_PORT\"}")
+wait_for 20 "${NS[@]}" bash -c "exec 3<>/dev/tcp/127.0.0.1/$APP_PORT" ||
+	{ echo "appd did not start in the sandbox: $out"; exit 1; }
+
+# rps WHERE: "req/s p50 p99" (ms) of keep-alive small requests
+rps() {
+	local o
+	if command -v wrk >/dev/null 2>&1; then
+		if [ "$1" = direct ]; then
+			o=$("${NS[@]}" wrk -t2 -c"$CONNS" -d"$SECS"s --latency "http://127.0.0.1:$APP_PORT/")
+		else
+			o=$(wrk -t2 -c"$CONNS" -d"$SECS"s --latency -H "Host: $APP_HOST" \
+			    -H "Authorization: Bearer $APP_TOKEN" "http://$GW_ADDR/")
+		fi
+		# wrk prints latencies as 123.45us / 1.23ms / 1.23s
+		awk 'function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0;
+			if (v ~ /s$/) return v * 1000; return v }
+			/Requests\/sec/ { r = $2 } /^ +50%/ { p50 = ms($2) } /^ +99%/ { p99 = ms($2) }
+			/Non-2xx/ { bad = $NF }
+			END { printf "%.0f %.3f %.3f %s\n", r, p50, p99, bad + 0 }' <<<"$o"
+	else
+		if [ "$1" = direct ]; then
+			o=$("${NS[@]}" "$T/loadgen" rps -a "127.0.0.1:$APP_PORT" -c "$CONNS" -d "$SECS")
+		else
+			o=$("$T/loadgen" rps -a "$GW_ADDR" -H "$APP_HOST" -T "$APP_TOKEN" -c "$CONNS" -d "$SECS")
+		fi
+		field_line "$o" rps p50_us p99_us errors
+	fi
+}
+# field_line LINE KEYS...: the values of loadgen's key=value pairs (µs -> ms)
+field_line() {
+	local line=$1 k v out=()
+	shift
+	for k in "$@"; do
+		v=$(grep -o "$k=[0-9.]*" <<<"$line" | cut -d= -f2)
+		case $k in *_us) v=$(awk -v v="${v:-0}" 'BEGIN { printf "%.3f", v / 1000 }') ;; esac
+		out+=("${v:-?}")
+	done
+	echo "${out[*]}"
+}
+lg() {	# lg WHERE MODE ARGS...: loadgen to the app or through the gateway
+	local where=$1 mode=$2
+	shift 2
+	if [ "$where" = direct ]; then
+		"${NS[@]}" "$T/loadgen" "$mode" -a "127.0.0.1:$APP_PORT" "$@"
+	else
+		"$T/loadgen" "$mode" -a "$GW_ADDR" -H "$APP_HOST" -T "$APP_TOKEN" "$@"
+	fi
+}
+# app_pid: the host pid of appd (in the sandbox's netns on the local runtime)
+app_pid() {
+	local p want
+	for p in $(pgrep -f "appd $APP_PORT\$"); do
+		if [ "$ORCH_RT" = local ]; then
+			want=$(readlink "/proc/$PID/ns/net")
+			[ "$(readlink "/proc/$p/ns/net")" = "$want" ] && { echo "$p"; return; }
+		else
+			case $(readlink "/proc/$p/cwd") in "$ORCH_STATE"/*) echo "$p"; return ;; esac
+		fi
+	done
+}
+rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
+# idle_per_ws WHERE PID: KiB of PID's RSS per idle WebSocket
+idle_per_ws() {
+	local where=$1 pid=$2 r0 r1 fifo=$T/idle.fifo line
+	rm -f "$fifo" && mkfifo "$fifo"
+	r0=$(rss_kb "$pid")
+	lg "$where" idle -n "$NIDLE" <"$fifo" >"$T/idle.out" &
+	local lp=$!
+	exec 7>"$fifo"
+	wait_for 120 grep -q '^idle ready' "$T/idle.out"
+	sleep 1
+	r1=$(rss_kb "$pid")
+	line=$(cat "$T/idle.out")
+	exec 7>&-
+	wait "$lp"
+	local n
+	n=$(sed -n 's/^idle ready \([0-9]*\).*/\1/p' <<<"$line")
+	[ "${n:-0}" -gt 0 ] || { echo "? (no idle WebSocket: $line)"; return; }
+	awk -v a="$r0" -v b="$r1" -v n="$n" 'BEGIN { printf "%.1f (%d WebSockets, RSS %d -> %d KiB)\n", (b - a) / n, n, a, b }'
+}
+
+echo "runtime: $ORCH_RT   machine: $(nproc) cores   uptime: $(uptime)"
+echo "app: appd on port $APP_PORT in sandbox $(sbx_of "$SID"); $SECS s per figure, $CONNS connections"
+read -r d_rps d_p50 d_p99 d_bad <<<"$(rps direct)"
+d_big=$(field_line "$(lg direct big -c 1 -d "$SECS")" mibps)
+read -r d_ws50 d_ws99 <<<"$(field_line "$(lg direct ws -n "$ROUNDS")" p50_us p99_us)"
+AP=$(app_pid)
+d_idle=$( [ -n "$AP" ] && idle_per_ws direct "$AP" || echo "? (appd not found)")
+
+if [ $HAVE_GW = 1 ]; then
+	apps_gw_start || { echo "gateway did not start: $(tail -3 "$T/gw.stderr" "$GW_LOG" 2>/dev/null)"; HAVE_GW=0; }
+fi
+if [ $HAVE_GW = 1 ]; then
+	apps_expose "$SID" "$APP_PORT" bench || HAVE_GW=0
+fi
+if [ $HAVE_GW = 1 ]; then
+	apps_wait_route 20
+	code=$(apps_code)
+	[ "$code" = 200 ] || { echo "through the gateway: HTTP $code, not 200"; HAVE_GW=0; }
+fi
+if [ $HAVE_GW = 1 ]; then
+	read -r g_rps g_p50 g_p99 g_bad <<<"$(rps gateway)"
+	g_big=$(field_line "$(lg gateway big -c 1 -d "$SECS")" mibps)
+	read -r g_ws50 g_ws99 <<<"$(field_line "$(lg gateway ws -n "$ROUNDS")" p50_us p99_us)"
+	g_idle=$(idle_per_ws gateway "$GW_PID")
+fi
+
+echo "uptime after: $(uptime)"
+printf '%-34s %-22s %-22s %s\n' "figure" "$([ "$ORCH_RT" = local ] && echo "direct (in the netns)" || echo "direct (fake: host)")" \
+    "through the gateway" "target"
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0) printf "%.0f%%", 100 * b / a; else print "?" }'; }
+if [ $HAVE_GW = 1 ]; then
+	printf '%-34s %-22s %-22s %s\n' "keep-alive small requests, req/s" "$d_rps" "$g_rps ($(ratio "$d_rps" "$g_rps"))" ">= 50% of direct"
+	printf '%-34s %-22s %-22s %s\n' "  latency p50 / p99, ms" "$d_p50 / $d_p99" "$g_p50 / $g_p99" ""
+	[ "${g_bad:-0}" != 0 ] && echo "  (through the gateway: $g_bad answers were not 2xx)"
+	printf '%-34s %-22s %-22s %s\n' "8 MiB responses, MiB/s" "$d_big" "$g_big ($(ratio "$d_big" "$g_big"))" ">= 60% of direct"
+	printf '%-34s %-22s %-22s %s\n' "WebSocket echo RTT p50 / p99, ms" "$d_ws50 / $d_ws99" "$g_ws50 / $g_ws99" "p50 within 1 ms of direct"
+	printf '%-34s %-22s %-22s %s\n' "KiB RSS per idle WebSocket" "app: ${d_idle%% *}" "gateway: $g_idle" "<= 16 KiB (gateway)"
+	awk -v dr="$d_rps" -v gr="$g_rps" -v db="$d_big" -v gb="$g_big" -v dw="$d_ws50" -v gw="$g_ws50" \
+	    -v gi="${g_idle%% *}" 'BEGIN {
+		m = ""
+		if (gr < 0.5 * dr) m = m " req/s"
+		if (gb < 0.6 * db) m = m " MiB/s"
+		if (gw - dw > 1) m = m " ws-rtt"
+		if (gi > 16) m = m " idle-ws-memory"
+		print (m == "" ? "targets: all met" : "targets missed:" m)
+	}'
+else
+	printf '%-34s %-22s %-22s %s\n' "keep-alive small requests, req/s" "$d_rps" "-" ">= 50% of direct"
+	printf '%-34s %-22s %-22s %s\n' "  latency p50 / p99, ms" "$d_p50 / $d_p99" "-" ""
+	printf '%-34s %-22s %-22s %s\n' "8 MiB responses, MiB/s" "$d_big" "-" ">= 60% of direct"
+	printf '%-34s %-22s %-22s %s\n' "WebSocket echo RTT p50 / p99, ms" "$d_ws50 / $d_ws99" "-" "p50 within 1 ms of direct"
+	printf '%-34s %-22s %-22s %s\n' "KiB RSS per idle WebSocket" "app: ${d_idle%% *}" "-" "<= 16 KiB (gateway)"
+	echo "gateway half skipped: $([ -x "$GW_BIN" ] && echo "the gateway did not start, expose_port failed or the app did not answer through it (see above)" ||
+	    echo "$GW_BIN is not built (the app gateway, issue 14)")"
+fi
+echo "(req/s and latency: $(command -v wrk >/dev/null && echo "wrk -t2 -c$CONNS" || echo "loadgen rps -c $CONNS"); the rest: tests/bench/gateway/loadgen.c)"
+orch_stop
