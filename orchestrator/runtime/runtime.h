@@ -128,6 +128,13 @@ struct rt_egress {
 	size_t			 nlabels;
 };
 
+/* How the gateway reaches an exposed app (app_connect). */
+struct rt_app_conn {
+	int	fd;		/* local, fake: a socket connected to 127.0.0.1:port
+				 * inside the sandbox's network namespace; else -1 */
+	char	addr[128];	/* kubernetes: "podIP:port" the gateway connects to */
+};
+
 struct runtime;
 
 struct runtime_ops {
@@ -200,6 +207,21 @@ struct runtime_ops {
 	 * (every 2 s); it must be cheap when nothing is wrong.
 	 */
 	void	(*heal)(struct runtime *);
+	/*
+	 * A connection to port inside sandbox id for the app gateway
+	 * (docs/gateway.md). -1 with err "not listening" (nothing accepts on
+	 * that port), "stopped" (the sandbox is not running) or "not found".
+	 * NULL op: the runtime cannot publish apps.
+	 */
+	int	(*app_connect)(struct runtime *, const char *id, int port,
+		    struct rt_app_conn *out, char *err, size_t errlen);
+	/*
+	 * The ports of sandbox id that are exposed now changed to ports[0..n)
+	 * (kubernetes: its NetworkPolicy admits the gateway pods to exactly
+	 * these). NULL op: nothing to do (local, fake).
+	 */
+	int	(*app_ports)(struct runtime *, const char *id, const int *ports,
+		    size_t n, char *err, size_t errlen);
 	void	(*free)(struct runtime *);
 };
 
