@@ -24,7 +24,8 @@
  *                                           runtime's client: one thread per
  *                                           PATH at once (or N in a row),
  *                                           with timings and client stats
- *   k8sctl render-netpol [PROXY_POD]        the example policy (netpol/)
+ *   k8sctl render-netpol [PROXY_POD [PORT...]]  the example policy
+ *                                           (netpol/; with exposed ports)
  *   k8sctl keys                             the configuration keys (markdown)
  *
  * -c FILE is the same as -f FILE (older scripts); -v logs more, repeated;
@@ -76,7 +77,7 @@ usage_to(FILE *fp)
 	    "          addr ID | list | labels ID K=V... | attach ID ORG USER SESSION [K=V...] |\n"
 	    "          fleet-sync | reconcile [KEEP...] | agent ID METHOD PATH [BODY] |\n"
 	    "          app-connect ID PORT | app-ports ID [PORT...] |\n"
-	    "          poll N MS | requests [--seq N] PATH... | render-netpol [PROXY_POD] | keys\n");
+	    "          poll N MS | requests [--seq N] PATH... | render-netpol [PROXY_POD [PORT...]] | keys\n");
 }
 
 static void NORETURN
@@ -304,6 +305,23 @@ cmd_requests(struct runtime *rt, int argc, char **argv, char *err,
 	return rc;
 }
 
+/* A port argument as the op gets it: any integer (the op says what is out
+ * of range), else a usage error. */
+static int
+port_arg(const char *s)
+{
+	long long v;
+	const char *es;
+
+	if (strnum_ll(s, -1000000, 1000000, &v, &es) == -1) {
+		fprintf(stderr, "k8sctl: port %s: %s\n", s, es);
+		exit(2);
+	}
+	return (int)v;
+}
+
+/* render-netpol [PROXY_POD [PORT...]]: the example policy; with ports,
+ * the one of a sandbox that exposes them (netpol/README.md). */
 static int
 cmd_render_netpol(struct runtime *rt UNUSED, int argc, char **argv, char *err,
     size_t errlen)
@@ -318,6 +336,8 @@ cmd_render_netpol(struct runtime *rt UNUSED, int argc, char **argv, char *err,
 	struct netpol_kv proxy[] = { { "app.kubernetes.io/name", "egress-proxy" },
 	    { "sandbox.dev/proxy-pod", argc > 0 ? argv[0] : "egress-proxy-7d9c5-x2k4q" } };
 	struct netpol_kv orch[] = { { "app.kubernetes.io/name", "sandbox-orchestrator" } };
+	struct netpol_kv gw[] = { { "app.kubernetes.io/name", "app-gateway" } };
+	struct netpol_kv ann = { "sandbox.dev/app-ports", NULL };
 	struct netpol_sandbox np = {
 		.name = "sbx-3f9c2a1e", .ns = "sandboxes",
 		.labels = lbl, .nlabels = 3, .pod = pod, .npod = 2,
@@ -325,9 +345,30 @@ cmd_render_netpol(struct runtime *rt UNUSED, int argc, char **argv, char *err,
 		.proxy_port = 3128, .orch_ns = "sandbox-system", .orch = orch,
 		.norch = 1, .agent_port = 7070,
 	};
+	int ports[64];
+	char pbuf[64 * 7] = "";
+	size_t off = 0;
 	cJSON *o;
 	char *s;
+	int i;
 
+	if (argc - 1 > (int)NELEM(ports))
+		usage();
+	for (i = 1; i < argc; i++) {
+		ports[i - 1] = port_arg(argv[i]);
+		off += (size_t)snprintf(pbuf + off, sizeof(pbuf) - off, "%s%d",
+		    i > 1 ? "," : "", ports[i - 1]);
+	}
+	if (argc > 1) {
+		ann.v = pbuf;
+		np.annotations = &ann;
+		np.nannotations = 1;
+		np.gw_ns = "sandbox-system";
+		np.gw = gw;
+		np.ngw = 1;
+		np.app_ports = ports;
+		np.napp_ports = (size_t)(argc - 1);
+	}
 	if ((o = netpol_render_sandbox(&np)) == NULL) {
 		snprintf(err, errlen, "cannot render the example policy");
 		return -1;
@@ -443,21 +484,6 @@ cmd_attach(struct runtime *rt, int argc, char **argv, char *err,
 		printf("%s", env);
 	explicit_bzero(env, sizeof(env));
 	return rc;
-}
-
-/* A port argument as the op gets it: any integer (the op says what is out
- * of range), else a usage error. */
-static int
-port_arg(const char *s)
-{
-	long long v;
-	const char *es;
-
-	if (strnum_ll(s, -1000000, 1000000, &v, &es) == -1) {
-		fprintf(stderr, "k8sctl: port %s: %s\n", s, es);
-		exit(2);
-	}
-	return (int)v;
 }
 
 /* app-connect ID PORT: prints the address ("podIP:port") the gateway
