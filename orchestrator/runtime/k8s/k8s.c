@@ -10,8 +10,10 @@
  *                           claim (dataSource), leaving it as it was;
  *   Secret  sbx-<id>-agent  the agent's bearer token (owned by the PVC);
  *   Policy  sbx-<id>        ingress only from the orchestrator to the agent
- *                           port, egress only to the assigned proxy pod
- *                           (kept across a stop: the record of an attach);
+ *                           port and from the app gateway to the exposed
+ *                           ports (their record: an annotation), egress
+ *                           only to the assigned proxy pod (kept across a
+ *                           stop: the record of an attach);
  *   Pod     sbx-<id>        deleted on stop, created again on start.
  * Tokens and proxy credentials are HMAC-SHA256(agent_key, purpose:id), so
  * a restarted orchestrator needs no read access to Secrets to reach its
