@@ -95,6 +95,54 @@ check "after start the policy still admits the gateway to 5173" \
     test "$(obj networkpolicies sandboxes sbx-a1 | gw_rules)" = "[[$GWPEER, [[\"TCP\", 5173]]]]"
 check "after start the policy again allows egress to a proxy pod" test "$(proxy_of a1)" != None
 
+# --- what reaches whom, under every policy there is: the manifests', the
+# namespace default-deny and the two sandboxes' policies as the fake holds
+# them (a1 exposes 5173, b1 nothing) ---
+kctl create b1 >/dev/null || fail "create b1"
+for id in a1 b1; do obj networkpolicies sandboxes "sbx-$id" >"$T/np-$id.json"; done
+lbl() { obj pods "$1" "$2" | jq_py '",".join(k + "=" + v for k, v in sorted(d["metadata"]["labels"].items()))'; }
+A1="sandboxes:$(lbl sandboxes sbx-a1)"
+B1="sandboxes:$(lbl sandboxes sbx-b1)"
+PX="sandbox-system:$(lbl sandbox-system "$(proxy_of a1)")"
+GW=sandbox-system:app.kubernetes.io/name=app-gateway,pod-template-hash=5d9f
+OR=sandbox-system:app.kubernetes.io/name=sandbox-orchestrator
+IC=ingress-nginx:app.kubernetes.io/name=ingress-nginx
+DNS=kube-system:k8s-app=kube-dns
+AP=$AGENT_PORT
+python3 "$K8S_DIR/netpol_eval.py" "$TOP/netpol/default-deny.yaml" "$TOP/netpol/egress-proxy.yaml" \
+    "$TOP/deploy/40-app-gateway.yaml" "$T/np-a1.json" "$T/np-b1.json" >"$T/eval.out" <<EOF
+allow|$IC|$GW|8081|reach: the Ingress controller -> gateway:8081
+allow|$GW|$A1|5173|reach: gateway -> a1's exposed port
+deny|$GW|$A1|8080|reach: gateway -> a1's port that is not exposed
+deny|$GW|$A1|$AP|reach: gateway -> a1's agent port
+deny|$GW|$A1|5173/UDP|reach: gateway -> a1's exposed port over UDP
+deny|$GW|$B1|5173|reach: gateway -> b1 (exposes nothing)
+deny|$B1|$A1|5173|reach: another sandbox -> a1's exposed port
+deny|$IC|$A1|5173|reach: the Ingress controller -> a1's exposed port (only the gateway)
+deny|$OR|$A1|5173|reach: orchestrator -> a1's exposed port
+allow|$OR|$A1|$AP|reach: orchestrator -> a1's agent port
+allow|$GW|$OR|7443|reach: gateway -> orchestrator control port
+deny|$GW|$OR|8080|reach: gateway -> orchestrator API port
+deny|$B1|$OR|7443|reach: a sandbox -> orchestrator control port
+deny|$IC|$OR|7443|reach: the Ingress controller -> orchestrator control port
+deny|$GW|$PX|3128|reach: gateway -> proxy port
+deny|$GW|$PX|9091|reach: gateway -> proxy admin port
+deny|$GW|ip:93.184.216.34|443|reach: gateway -> the Internet
+deny|$GW|ip:169.254.169.254|80|reach: gateway -> cloud metadata
+allow|$GW|$DNS|53/UDP|reach: gateway -> kube-dns
+deny|$A1|$GW|8081|reach: a1 -> gateway
+allow|$A1|$PX|3128|reach: a1 -> its proxy pod (unchanged)
+EOF
+cat "$T/eval.out"
+check "all 21 reachability checks ran" test "$(grep -cE '^(not )?ok ' "$T/eval.out")" = 21
+# The evaluator is not blind: without the gateway's own policy the gateway
+# reaches the Internet, and a1's policy as if it exposed 8080 admits 8080.
+check "evaluator: no gateway policy, the gateway gets out" bash -c "echo 'allow|$GW|ip:93.184.216.34|443|x' |
+    python3 '$K8S_DIR/netpol_eval.py' '$TOP/netpol/default-deny.yaml' >/dev/null"
+sed 's/"port":\s*5173/"port": 8080/' "$T/np-a1.json" >"$T/np-a1-8080.json"
+check "evaluator: a policy exposing 8080 admits 8080" bash -c "echo 'allow|$GW|$A1|8080|x' |
+    python3 '$K8S_DIR/netpol_eval.py' '$TOP/netpol/default-deny.yaml' '$TOP/deploy/40-app-gateway.yaml' '$T/np-a1-8080.json' >/dev/null"
+
 # --- app_connect ---
 ip=$(pod_ip a1)
 APP_PORT=$(free_port)
