@@ -78,12 +78,18 @@ cJSON *
 netpol_render_sandbox(const struct netpol_sandbox *s)
 {
 	static const struct netpol_kv kube_dns = { "k8s-app", "kube-dns" };
-	cJSON *np, *meta, *spec, *types, *eg, *in;
+	cJSON *np, *meta, *spec, *types, *eg, *in, *rule, *arr;
+	size_t i;
 
 	if (s->name == NULL || s->ns == NULL || s->npod == 0 ||
 	    s->norch == 0 || !port_ok(s->agent_port) ||
-	    (s->nproxy > 0 && !port_ok(s->proxy_port)))
+	    (s->nproxy > 0 && !port_ok(s->proxy_port)) ||
+	    (s->napp_ports > 0 && (s->gw == NULL || s->ngw == 0 ||
+	    s->app_ports == NULL)))
 		return NULL;
+	for (i = 0; i < s->napp_ports; i++)
+		if (!port_ok(s->app_ports[i]))
+			return NULL;
 	np = cJSON_CreateObject();
 	cJSON_AddStringToObject(np, "apiVersion", "networking.k8s.io/v1");
 	cJSON_AddStringToObject(np, "kind", "NetworkPolicy");
@@ -92,16 +98,30 @@ netpol_render_sandbox(const struct netpol_sandbox *s)
 	cJSON_AddStringToObject(meta, "namespace", s->ns);
 	if (s->nlabels > 0)
 		cJSON_AddItemToObject(meta, "labels", kv_obj(s->labels, s->nlabels));
+	if (s->nannotations > 0)
+		cJSON_AddItemToObject(meta, "annotations", kv_obj(s->annotations,
+		    s->nannotations));
 	spec = cJSON_AddObjectToObject(np, "spec");
 	cJSON_AddItemToObject(spec, "podSelector", selector(s->pod, s->npod));
 	types = cJSON_AddArrayToObject(spec, "policyTypes");
 	cJSON_AddItemToArray(types, cJSON_CreateString("Ingress"));
 	cJSON_AddItemToArray(types, cJSON_CreateString("Egress"));
 
-	/* Ingress: the orchestrator to the agent port, nothing else. */
+	/* Ingress: the orchestrator to the agent port, nothing else but the
+	 * exposed apps below. */
 	in = cJSON_AddArrayToObject(spec, "ingress");
 	cJSON_AddItemToArray(in, rule_to("from", peer(s->orch_ns ? s->orch_ns :
 	    s->ns, s->orch, s->norch), "TCP", s->agent_port, NULL));
+	/* The app gateway to the exposed ports, one rule; none: no rule. */
+	if (s->napp_ports > 0) {
+		rule = cJSON_CreateObject();
+		cJSON_AddItemToArray(cJSON_AddArrayToObject(rule, "from"),
+		    peer(s->gw_ns ? s->gw_ns : s->ns, s->gw, s->ngw));
+		arr = cJSON_AddArrayToObject(rule, "ports");
+		for (i = 0; i < s->napp_ports; i++)
+			cJSON_AddItemToArray(arr, port("TCP", s->app_ports[i]));
+		cJSON_AddItemToArray(in, rule);
+	}
 
 	/* Egress: the assigned proxy pod's port; an empty list denies all. */
 	eg = cJSON_AddArrayToObject(spec, "egress");

@@ -6,7 +6,9 @@
  *            no proxy is assigned yet: all egress denied), plus DNS to the
  *            cluster resolver when dns is set (only needed when the proxy
  *            is reached by name; the runtime uses the pod IP);
- *   ingress: only the orchestrator pods, only TCP agent_port.
+ *   ingress: only the orchestrator pods, only TCP agent_port; and, when
+ *            app ports are given, the app-gateway pods to exactly those
+ *            TCP ports (docs/kubernetes.md, "Publishing apps").
  */
 #ifndef NETPOL_H
 #define NETPOL_H
@@ -40,10 +42,20 @@ struct netpol_sandbox {
 	const char		*dns_ns;	/* default kube-system */
 	const struct netpol_kv	*dns_pod;	/* default k8s-app=kube-dns */
 	size_t			 ndns_pod;
+	/* The exposed apps: who may reach them (the gateway pods in gw_ns)
+	 * and on which TCP ports; napp_ports 0: no such rule at all. */
+	const char		*gw_ns;		/* default ns */
+	const struct netpol_kv	*gw;
+	size_t			 ngw;
+	const int		*app_ports;
+	size_t			 napp_ports;
+	const struct netpol_kv	*annotations;	/* of the policy object */
+	size_t			 nannotations;
 };
 
 /* A new NetworkPolicy object (free with cJSON_Delete); NULL if a required
- * field is missing or a port is out of range. */
+ * field is missing or a port is out of range (app ports are rendered in
+ * the order given: the caller checks them for duplicates). */
 cJSON	*netpol_render_sandbox(const struct netpol_sandbox *);
 
 #endif

@@ -37,6 +37,7 @@ Test control (no auth, loopback only): POST /_fake/<op> with a JSON body:
   hold     {"on":true}                                       pods stay Pending
   noclone  {"on":true}                                       PVC clones stay Pending
 GET /_fake/state (all objects), GET /_fake/log (requests seen),
+GET /_fake/bodies (every write: [method, path, status, body as sent]),
 GET /_fake/stalled ({"stalled": answers being delayed now, "delayed": ever}).
 """
 import argparse
@@ -94,6 +95,7 @@ STORE = {}          # (group, plural, ns, name) -> obj
 RV = [1000]
 VIOLATIONS = []
 LOG = []
+BODIES = []         # [method, path, code, body] of every authenticated write
 INJECT = []         # dicts: kind fail/delay, method, path(regex), ...
 STATE = {"hold": False, "noclone": False, "badimages": [], "ips": set(), "stalled": 0,
          "delayed": 0}
@@ -731,6 +733,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
         code, obj = self.api(method, u.path, q, raw)
         with LOCK:
             LOG.append([method, self.path, code])
+            if method in ("POST", "PUT", "PATCH"):
+                try:
+                    sent = json.loads(raw) if raw else None
+                except ValueError:
+                    sent = raw.decode("utf-8", "replace")
+                BODIES.append([method, u.path, code, sent])
         self.send_json(code, obj)
 
     def control(self, method, op, raw):
@@ -744,6 +752,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 return self.send_json(200, {"items": out})
             if op == "log":
                 return self.send_json(200, {"log": LOG})
+            if op == "bodies":
+                return self.send_json(200, {"bodies": BODIES})
             if op == "stalled":
                 return self.send_json(200, {"stalled": STATE["stalled"],
                                             "delayed": STATE["delayed"]})

@@ -376,6 +376,61 @@ TEST(test_netpol)
 	CHECK(netpol_render_sandbox(&s) == NULL);
 }
 
+/* The app-gateway rule: one rule from the gateway pods to exactly the
+ * ports given; none without ports; refused when a port or the gateway
+ * selector is missing or out of range. */
+TEST(test_netpol_apps)
+{
+	struct netpol_kv pod[] = { { "sandbox.dev/id", "x" } };
+	struct netpol_kv orch[] = { { "app", "orch" } };
+	struct netpol_kv gw[] = { { "app", "gw" } };
+	struct netpol_kv ann = { "sandbox.dev/app-ports", "3000,8080" };
+	int ports[] = { 3000, 8080 };
+	struct netpol_sandbox s = { .name = "sbx-x", .ns = "sb", .pod = pod,
+	    .npod = 1, .orch = orch, .norch = 1, .agent_port = 7070,
+	    .gw = gw, .ngw = 1, .gw_ns = "edge" };
+	cJSON *o;
+
+	o = netpol_render_sandbox(&s);
+	CHECK_INT(cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "spec"),
+	    "ingress")), 1);
+	CHECK(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "metadata"),
+	    "annotations") == NULL);
+	cJSON_Delete(o);
+	s.app_ports = ports;
+	s.napp_ports = 2;
+	s.annotations = &ann;
+	s.nannotations = 1;
+	o = netpol_render_sandbox(&s);
+	CHECK_INT(cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "spec"),
+	    "ingress")), 2);
+	CHECK_STR(jpath(o, "spec|ingress|1|from|0|podSelector|matchLabels|app"), "gw");
+	CHECK_STR(jpath(o, "spec|ingress|1|from|0|namespaceSelector|matchLabels|"
+	    "kubernetes.io/metadata.name"), "edge");
+	CHECK_STR(jpath(o, "spec|ingress|1|ports|0|port"), "3000");
+	CHECK_STR(jpath(o, "spec|ingress|1|ports|1|port"), "8080");
+	CHECK_STR(jpath(o, "spec|ingress|1|ports|1|protocol"), "TCP");
+	CHECK(jpath(o, "spec|ingress|1|ports|2|port") == NULL);	/* exactly two */
+	CHECK_STR(jpath(o, "spec|ingress|0|ports|0|port"), "7070");
+	CHECK_STR(jpath(o, "metadata|annotations|sandbox.dev/app-ports"), "3000,8080");
+	cJSON_Delete(o);
+	s.gw_ns = NULL;		/* defaults to the sandbox namespace */
+	o = netpol_render_sandbox(&s);
+	CHECK_STR(jpath(o, "spec|ingress|1|from|0|namespaceSelector|matchLabels|"
+	    "kubernetes.io/metadata.name"), "sb");
+	cJSON_Delete(o);
+	ports[1] = 0;
+	CHECK(netpol_render_sandbox(&s) == NULL);
+	ports[1] = 65536;
+	CHECK(netpol_render_sandbox(&s) == NULL);
+	ports[1] = 8080;
+	s.ngw = 0;
+	CHECK(netpol_render_sandbox(&s) == NULL);
+	s.ngw = 1;
+	s.app_ports = NULL;
+	CHECK(netpol_render_sandbox(&s) == NULL);
+}
+
 int
 main(void)
 {
@@ -387,5 +442,6 @@ main(void)
 	RUN(test_build_pod);
 	RUN(test_pod_view);
 	RUN(test_netpol);
+	RUN(test_netpol_apps);
 	return unit_done();
 }

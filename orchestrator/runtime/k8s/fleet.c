@@ -7,7 +7,8 @@
  * sandboxes off pods that go, on its own thread. The sandbox's
  * NetworkPolicy is written here only: it says which proxy pod the sandbox
  * may reach (none before an attach), so it is also the record that it was
- * attached (fleet_attached).
+ * attached (fleet_attached), and which exposed app ports the app gateway
+ * pods may reach (its K8S_ANN_APP_PORTS annotation is their record).
  *
  * Rules: every assignment and every scale runs under fleet_mtx, taken
  * here (fleet_assign, fleet_rescale, the sweep) and never held across a
@@ -67,9 +68,95 @@ fleet_detach(struct k8s_rt *r, const char *id, const cJSON *pod_ann)
 	egress_deregister(&a, id);
 }
 
-int
-fleet_netpol_apply(struct k8s_rt *r, const char *id, const char *proxy_pod,
-    char *err, size_t errlen)
+/*
+ * The app ports a policy's K8S_ANN_APP_PORTS annotation records ("3000,8080")
+ * into ports (room for K8S_MAX_APP_PORTS); none if absent. One that does
+ * not read (edited by hand) counts as none: the gateway then reaches
+ * nothing until the core sets the ports again (on reconcile).
+ */
+static void
+np_ports_read(const cJSON *np, const char *id, int *ports, size_t *n)
+{
+	const char *s = k8s_ann(cJSON_GetObjectItemCaseSensitive(
+	    cJSON_GetObjectItemCaseSensitive(np, "metadata"), "annotations"),
+	    K8S_ANN_APP_PORTS);
+	long v;
+	int digits;
+
+	*n = 0;
+	if (s == NULL || *s == '\0')
+		return;
+	for (;;) {
+		for (v = 0, digits = 0; *s >= '0' && *s <= '9' && digits < 6;
+		    s++, digits++)
+			v = v * 10 + (*s - '0');
+		if (digits == 0 || v < 1 || v > 65535 || *n >= K8S_MAX_APP_PORTS)
+			break;
+		ports[(*n)++] = (int)v;
+		if (*s == '\0')
+			return;
+		if (*s++ != ',')
+			break;
+	}
+	log_warnx("sandbox=%s network policy: annotation %s does not read; no "
+	    "app ports", id, K8S_ANN_APP_PORTS);
+	*n = 0;
+}
+
+/* The proxy pod a policy lets its sandbox reach, or NULL (in np). */
+static const char *
+np_proxy_pod(const cJSON *np)
+{
+	const cJSON *rule, *to, *sel;
+	const char *pod;
+
+	cJSON_ArrayForEach(rule, cJSON_GetObjectItemCaseSensitive(
+	    cJSON_GetObjectItemCaseSensitive(np, "spec"), "egress")) {
+		cJSON_ArrayForEach(to, cJSON_GetObjectItemCaseSensitive(rule, "to")) {
+			sel = cJSON_GetObjectItemCaseSensitive(to, "podSelector");
+			if ((pod = k8s_ann(cJSON_GetObjectItemCaseSensitive(sel,
+			    "matchLabels"), K8S_LBL_PROXY_POD)) != NULL)
+				return pod;
+		}
+	}
+	return NULL;
+}
+
+/* The policy now (cur, NULL if there is none) already says what obj says. */
+static int
+np_same(const cJSON *cur, const cJSON *obj)
+{
+	const cJSON *cm, *om;
+	static const char *const meta[] = { "labels", "annotations" };
+	size_t i;
+
+	if (cur == NULL || !cJSON_Compare(cJSON_GetObjectItemCaseSensitive(cur,
+	    "spec"), cJSON_GetObjectItemCaseSensitive(obj, "spec"), 1))
+		return 0;
+	cm = cJSON_GetObjectItemCaseSensitive(cur, "metadata");
+	om = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+	for (i = 0; i < NELEM(meta); i++) {
+		const cJSON *a = cJSON_GetObjectItemCaseSensitive(cm, meta[i]);
+		const cJSON *b = cJSON_GetObjectItemCaseSensitive(om, meta[i]);
+
+		if ((a == NULL) != (b == NULL) || (a != NULL &&
+		    !cJSON_Compare(a, b, 1)))
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * Renders sandbox id's policy (egress to proxy_pod, or none; the gateway
+ * to ports[0..nports)) and writes it unless cur, the policy now (NULL:
+ * none), already says that: a create, or an unconditional replace (no
+ * resourceVersion; np_mtx keeps this process's writes in order). Caller
+ * holds np_mtx.
+ */
+static int
+np_write(struct k8s_rt *r, const char *id, const char *proxy_pod,
+    const int *ports, size_t nports, const cJSON *cur, char *err,
+    size_t errlen)
 {
 	struct netpol_kv lbl[3] = {
 		{ K8S_LBL_MANAGED, K8S_MANAGER },
@@ -77,11 +164,11 @@ fleet_netpol_apply(struct k8s_rt *r, const char *id, const char *proxy_pod,
 		{ K8S_LBL_ID, id },
 	};
 	struct netpol_kv podsel[2] = { { K8S_LBL_ID, id }, { K8S_LBL_ROLE, "sandbox" } };
-	struct netpol_kv psel[K8S_MAX_SEL + 1];
+	struct netpol_kv psel[K8S_MAX_SEL + 1], ann;
+	char name[128], path[512], pbuf[K8S_MAX_APP_PORTS * 6 + 1];
 	struct netpol_sandbox np;
-	char name[128], path[512];
+	size_t i, off = 0;
 	cJSON *obj;
-	size_t i;
 	int st, rc = -1;
 
 	memset(&np, 0, sizeof(np));
@@ -107,14 +194,37 @@ fleet_netpol_apply(struct k8s_rt *r, const char *id, const char *proxy_pod,
 	np.norch = r->norch;
 	np.agent_port = (int)r->conf->agent_port;
 	np.dns = r->conf->netpol_dns;
-	if ((obj = netpol_render_sandbox(&np)) == NULL) {
+	if (nports > 0) {
+		pbuf[0] = '\0';
+		for (i = 0; i < nports && i < K8S_MAX_APP_PORTS; i++)
+			off += (size_t)snprintf(pbuf + off, sizeof(pbuf) - off,
+			    "%s%d", i ? "," : "", ports[i]);
+		ann.k = K8S_ANN_APP_PORTS;
+		ann.v = pbuf;
+		np.annotations = &ann;
+		np.nannotations = 1;
+		np.gw_ns = r->gns;
+		np.gw = r->gw;
+		np.ngw = r->ngw;
+		np.app_ports = ports;
+		np.napp_ports = nports;
+	}
+	if (nports > K8S_MAX_APP_PORTS ||
+	    (obj = netpol_render_sandbox(&np)) == NULL) {
 		snprintf(err, errlen, "cannot render network policy for %s", id);
 		return -1;
 	}
-	api_path(&api_netpols, r->ns, NULL, path, sizeof(path));
-	if (api_create(r, path, obj, &st, NULL, err, errlen) == -1) {
-		api_failf(err, errlen, "create network policy", name);
+	if (np_same(cur, obj)) {
+		rc = 0;
 		goto out;
+	}
+	st = 409;
+	if (cur == NULL) {
+		api_path(&api_netpols, r->ns, NULL, path, sizeof(path));
+		if (api_create(r, path, obj, &st, NULL, err, errlen) == -1) {
+			api_failf(err, errlen, "create network policy", name);
+			goto out;
+		}
 	}
 	if (st == 409) {
 		/* Unconditional update (no resourceVersion). */
@@ -132,25 +242,78 @@ out:
 }
 
 int
+fleet_netpol_apply(struct k8s_rt *r, const char *id, const char *proxy_pod,
+    char *err, size_t errlen)
+{
+	int ports[K8S_MAX_APP_PORTS];
+	size_t nports = 0;
+	cJSON *cur = NULL;
+	int rc = -1;
+
+	pthread_mutex_lock(&r->np_mtx);
+	if (api_netpol_get(r, id, &cur, err, errlen) == -1)
+		goto out;
+	if (cur != NULL)
+		np_ports_read(cur, id, ports, &nports);
+	rc = np_write(r, id, proxy_pod, ports, nports, cur, err, errlen);
+out:
+	pthread_mutex_unlock(&r->np_mtx);
+	cJSON_Delete(cur);
+	return rc;
+}
+
+int
+fleet_app_ports(struct k8s_rt *r, const char *id, const int *ports, size_t n,
+    char *err, size_t errlen)
+{
+	cJSON *cur = NULL, *pod = NULL, *pvc = NULL;
+	const char *proxy = NULL;
+	struct k8s_podview v;
+	int rc = -1;
+
+	pthread_mutex_lock(&r->np_mtx);
+	if (api_netpol_get(r, id, &cur, err, errlen) == -1)
+		goto out;
+	if (cur != NULL) {
+		proxy = np_proxy_pod(cur);
+	} else {
+		/* The policy is made with the claim and goes with it: without
+		 * one, the sandbox is gone; else it is made again, with the
+		 * proxy pod the sandbox's pod records, if any. */
+		if (api_pvc_get(r, id, &pvc, err, errlen) == -1 ||
+		    api_pod_get(r, id, &pod, err, errlen) == -1)
+			goto out;
+		if (pvc == NULL) {
+			snprintf(err, errlen, "not found");
+			goto out;
+		}
+		if (pod != NULL) {
+			k8s_pod_view(pod, &v);
+			proxy = k8s_ann(v.annotations, K8S_ANN_PROXY);
+		}
+		log_warnx("sandbox=%s had no network policy; writing it again", id);
+	}
+	rc = np_write(r, id, proxy, ports, n, cur, err, errlen);
+	if (rc == 0)
+		log_info("sandbox=%s app ports=%zu", id, n);
+out:
+	pthread_mutex_unlock(&r->np_mtx);
+	cJSON_Delete(cur);
+	cJSON_Delete(pod);
+	cJSON_Delete(pvc);
+	return rc;
+}
+
+int
 fleet_attached(struct k8s_rt *r, const char *id, int *yes, char *err,
     size_t errlen)
 {
-	const cJSON *rules, *rule, *to, *sel;
 	cJSON *np;
 
 	*yes = 0;
 	if (api_netpol_get(r, id, &np, err, errlen) == -1)
 		return -1;
-	rules = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(np,
-	    "spec"), "egress");
-	cJSON_ArrayForEach(rule, rules) {
-		cJSON_ArrayForEach(to, cJSON_GetObjectItemCaseSensitive(rule, "to")) {
-			sel = cJSON_GetObjectItemCaseSensitive(to, "podSelector");
-			if (k8s_ann(cJSON_GetObjectItemCaseSensitive(sel,
-			    "matchLabels"), K8S_LBL_PROXY_POD) != NULL)
-				*yes = 1;
-		}
-	}
+	*yes = np_proxy_pod(np) != NULL;
 	cJSON_Delete(np);
 	return 0;
 }

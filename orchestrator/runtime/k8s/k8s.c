@@ -10,8 +10,10 @@
  *                           claim (dataSource), leaving it as it was;
  *   Secret  sbx-<id>-agent  the agent's bearer token (owned by the PVC);
  *   Policy  sbx-<id>        ingress only from the orchestrator to the agent
- *                           port, egress only to the assigned proxy pod
- *                           (kept across a stop: the record of an attach);
+ *                           port and from the app gateway to the exposed
+ *                           ports (their record: an annotation), egress
+ *                           only to the assigned proxy pod (kept across a
+ *                           stop: the record of an attach);
  *   Pod     sbx-<id>        deleted on stop, created again on start.
  * Tokens and proxy credentials are HMAC-SHA256(agent_key, purpose:id), so
  * a restarted orchestrator needs no read access to Secrets to reach its
@@ -939,6 +941,102 @@ out:
 	return rc;
 }
 
+/*
+ * Apps (docs/gateway.md): the gateway connects to the pod IP itself, so
+ * this only says where. The pod must be Running with an IP; a sandbox
+ * whose claim is there without such a pod is "stopped" (the next tool call
+ * of its session starts it). Whether anything listens is for the gateway's
+ * connect to find out (the orchestrator's pods cannot reach app ports).
+ */
+static int
+k8s_app_connect(struct runtime *rt, const char *id, int port,
+    struct rt_app_conn *out, char *err, size_t errlen)
+{
+	struct k8s_rt *r = rt->impl;
+	cJSON *pod = NULL, *pvc = NULL;
+	struct k8s_podview v;
+	int rc = -1;
+
+	out->fd = -1;
+	out->addr[0] = '\0';
+	if (!id_sandbox_valid(id)) {
+		snprintf(err, errlen, "not found");
+		return -1;
+	}
+	if (port < 1 || port > 65535 || port == r->conf->agent_port) {
+		snprintf(err, errlen, port == r->conf->agent_port ? "port %d is the "
+		    "agent's" : "port %d out of range (1-65535)", port);
+		return -1;
+	}
+	if (api_pod_get(r, id, &pod, err, errlen) == -1)
+		return -1;
+	if (pod != NULL) {
+		k8s_pod_view(pod, &v);
+		if (!v.deleting && !v.failed && v.ip != NULL &&
+		    strcmp(v.phase, "Running") == 0) {
+			snprintf(out->addr, sizeof(out->addr), strchr(v.ip, ':') ?
+			    "[%s]:%d" : "%s:%d", v.ip, port);
+			rc = 0;
+			goto out;
+		}
+	}
+	if (api_pvc_get(r, id, &pvc, err, errlen) == -1)
+		goto out;
+	snprintf(err, errlen, pvc != NULL ? "stopped" : "not found");
+out:
+	cJSON_Delete(pod);
+	cJSON_Delete(pvc);
+	return rc;
+}
+
+static int
+port_cmp(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The exposed ports changed: the policy admits the gateway to exactly
+ * these (checked here: in range, not the agent's, each once). */
+static int
+k8s_app_ports(struct runtime *rt, const char *id, const int *ports, size_t n,
+    char *err, size_t errlen)
+{
+	struct k8s_rt *r = rt->impl;
+	int sorted[K8S_MAX_APP_PORTS];
+	size_t i;
+
+	if (!id_sandbox_valid(id)) {
+		snprintf(err, errlen, "not found");
+		return -1;
+	}
+	if (n > K8S_MAX_APP_PORTS) {
+		snprintf(err, errlen, "too many app ports (%zu; at most %d)", n,
+		    K8S_MAX_APP_PORTS);
+		return -1;
+	}
+	for (i = 0; i < n; i++) {
+		if (ports[i] < 1 || ports[i] > 65535) {
+			snprintf(err, errlen, "port %d out of range (1-65535)", ports[i]);
+			return -1;
+		}
+		if (ports[i] == r->conf->agent_port) {
+			snprintf(err, errlen, "port %d is the agent's", ports[i]);
+			return -1;
+		}
+		sorted[i] = ports[i];
+	}
+	if (n > 0)
+		qsort(sorted, n, sizeof(sorted[0]), port_cmp);
+	for (i = 1; i < n; i++)
+		if (sorted[i] == sorted[i - 1]) {
+			snprintf(err, errlen, "port %d is given twice", sorted[i]);
+			return -1;
+		}
+	return fleet_app_ports(r, id, sorted, n, err, errlen);
+}
+
 static void
 k8s_free(struct runtime *rt)
 {
@@ -952,9 +1050,11 @@ k8s_free(struct runtime *rt)
 		k8s_client_free(r->cl);
 		free(r->orch_buf);
 		free(r->proxy_buf);
+		free(r->gw_buf);
 		explicit_bzero(r->key, sizeof(r->key));
 		explicit_bzero(r->admin_token, sizeof(r->admin_token));
 		pthread_mutex_destroy(&r->fleet_mtx);
+		pthread_mutex_destroy(&r->np_mtx);
 		pthread_mutex_destroy(&r->stop_mtx);
 		pthread_cond_destroy(&r->stop_cv);
 		free(r);
@@ -977,6 +1077,8 @@ static const struct runtime_ops k8s_ops = {
 	.images = k8s_images,
 	.usage = k8s_usage,
 	.health = k8s_health,
+	.app_connect = k8s_app_connect,
+	.app_ports = k8s_app_ports,
 	.free = k8s_free,
 };
 
@@ -1038,9 +1140,13 @@ setup_client(struct k8s_rt *r, char *err, size_t errlen)
 	    conf->proxy_namespace[0] ? conf->proxy_namespace : r->ns);
 	snprintf(r->ons, sizeof(r->ons), "%s", conf->orch_namespace &&
 	    conf->orch_namespace[0] ? conf->orch_namespace : r->ns);
-	if (!dns_label_ok(r->ns) || !dns_label_ok(r->pns) || !dns_label_ok(r->ons)) {
+	snprintf(r->gns, sizeof(r->gns), "%s", conf->gateway_namespace &&
+	    conf->gateway_namespace[0] ? conf->gateway_namespace : r->ons);
+	if (!dns_label_ok(r->ns) || !dns_label_ok(r->pns) || !dns_label_ok(r->ons) ||
+	    !dns_label_ok(r->gns)) {
 		snprintf(err, errlen, "kubernetes: namespaces must be DNS labels "
-		    "(got \"%.64s\", \"%.64s\", \"%.64s\")", r->ns, r->pns, r->ons);
+		    "(got \"%.64s\", \"%.64s\", \"%.64s\", \"%.64s\")", r->ns,
+		    r->pns, r->ons, r->gns);
 		return -1;
 	}
 	return 0;
@@ -1085,8 +1191,13 @@ setup_selectors(struct k8s_rt *r, char *err, size_t errlen)
 	r->orch_buf = xstrdup(r->conf->orch_labels ? r->conf->orch_labels : "");
 	r->proxy_buf = xstrdup(r->conf->proxy_selector ? r->conf->proxy_selector :
 	    "");
+	r->gw_buf = xstrdup(r->conf->gateway_labels ? r->conf->gateway_labels : "");
 	if (api_sel_parse(r->orch_buf, r->orch, &r->norch) == -1) {
 		snprintf(err, errlen, "kubernetes.orchestrator_labels: expected k=v[,k=v]");
+		return -1;
+	}
+	if (api_sel_parse(r->gw_buf, r->gw, &r->ngw) == -1 || r->ngw == 0) {
+		snprintf(err, errlen, "kubernetes.gateway_labels: expected k=v[,k=v]");
 		return -1;
 	}
 	if (api_sel_parse(r->proxy_buf, r->proxy, &r->nproxy) == -1 ||
@@ -1187,6 +1298,7 @@ runtime_k8s_new(const struct rt_k8s_conf *conf, char *err, size_t errlen)
 	rt->impl = r;
 	r->conf = conf;
 	pthread_mutex_init(&r->fleet_mtx, NULL);
+	pthread_mutex_init(&r->np_mtx, NULL);
 	pthread_mutex_init(&r->stop_mtx, NULL);
 	pthread_cond_init(&r->stop_cv, NULL);
 	curl_global_init(CURL_GLOBAL_DEFAULT);

@@ -58,6 +58,9 @@ struct rt_k8s_conf {
 	char		*orch_namespace;
 	char		*orch_labels;
 	int		 netpol_dns;
+	/* published apps (docs/gateway.md) */
+	char		*gateway_namespace;
+	char		*gateway_labels;
 	/* the egress-proxy fleet */
 	char		*proxy_namespace;
 	char		*proxy_deployment;
@@ -151,6 +154,11 @@ struct rt_k8s_conf {
 	    "labels (k=v,k=v) of the orchestrator pods, the only ingress to agents" }, \
 	{ PFX "netpol_dns", CFG_BOOL, RT_K8S_O_(OFF, netpol_dns), 0, 0, "false", NULL, \
 	    "allow sandboxes DNS to kube-dns (only needed if the proxy is reached by name)" }, \
+	{ PFX "gateway_namespace", CFG_STR, RT_K8S_O_(OFF, gateway_namespace), 0, 0, NULL, \
+	    NULL, "namespace of the app-gateway pods; empty: the orchestrator's namespace" }, \
+	{ PFX "gateway_labels", CFG_STR, RT_K8S_O_(OFF, gateway_labels), 0, 0, \
+	    "app.kubernetes.io/name=app-gateway", NULL, \
+	    "labels (k=v,k=v) of the app-gateway pods, the only ingress to a sandbox's exposed ports" }, \
 	{ PFX "proxy.namespace", CFG_STR, RT_K8S_O_(OFF, proxy_namespace), 0, 0, NULL, NULL, \
 	    "namespace of the egress-proxy Deployment; empty: the sandbox namespace" }, \
 	{ PFX "proxy.deployment", CFG_STR, RT_K8S_O_(OFF, proxy_deployment), 0, 0, \

@@ -36,6 +36,8 @@
 /* Bytes of one sandbox's proxy env: four proxy URLs with the id and a
  * 64-digit credential, NO_PROXY twice and five CA paths fit in a fourth. */
 #define K8S_ENV_MAX	4096
+/* Exposed app ports one sandbox's policy admits the gateway to. */
+#define K8S_MAX_APP_PORTS	256
 
 /* The runtime's state (runtime->impl). */
 struct k8s_rt {
@@ -45,13 +47,17 @@ struct k8s_rt {
 	char			 ns[64], pns[64], ons[64];
 	char			 sel_q[1024];	/* encoded selector of our objects */
 	char			 proxy_q[1024];	/* encoded selector of proxy pods */
+	char			 gns[64];	/* the app gateway's */
 	struct netpol_kv	 orch[K8S_MAX_SEL], proxy[K8S_MAX_SEL];
-	size_t			 norch, nproxy;
-	char			*orch_buf, *proxy_buf;
+	struct netpol_kv	 gw[K8S_MAX_SEL];
+	size_t			 norch, nproxy, ngw;
+	char			*orch_buf, *proxy_buf, *gw_buf;
 	unsigned char		 key[64];
 	size_t			 keylen;
 	char			 admin_token[K8S_MAX_ADMIN_TOKEN];
 	pthread_mutex_t		 fleet_mtx;	/* assignments and scaling */
+	pthread_mutex_t		 np_mtx;	/* a policy's read and rewrite;
+						 * taken after fleet_mtx */
 	pthread_mutex_t		 stop_mtx;
 	pthread_cond_t		 stop_cv;
 	int			 stopping;
@@ -176,9 +182,22 @@ int	fleet_assign(struct k8s_rt *r, const char *id, const char *pod_ip,
 	    const char *current, const struct rt_kv *labels, size_t nlabels,
 	    char *env_out, size_t envlen, char *err, size_t errlen) WUNRES;
 
-/* Creates or replaces the sandbox's NetworkPolicy; proxy NULL: no egress. */
+/* Creates or replaces the sandbox's NetworkPolicy; proxy NULL: no egress.
+ * The exposed app ports it admits the gateway to are kept as they are. */
 int	fleet_netpol_apply(struct k8s_rt *r, const char *id,
 	    const char *proxy_pod, char *err, size_t errlen) WUNRES;
+
+/*
+ * Sets the app ports sandbox id's policy admits the gateway pods to:
+ * ports[0..n), distinct, sorted, checked by the caller (at most
+ * K8S_MAX_APP_PORTS); n 0: no gateway ingress at all. They are kept in the
+ * policy's K8S_ANN_APP_PORTS annotation, so later rewrites (an attach, a
+ * fleet move, a start) and a restarted orchestrator keep them; its egress
+ * is kept as it is. No write when the policy already says this. 0, or -1
+ * with err ("not found" when the sandbox is gone).
+ */
+int	fleet_app_ports(struct k8s_rt *r, const char *id, const int *ports,
+	    size_t n, char *err, size_t errlen) WUNRES;
 
 /*
  * *yes = 1 if the sandbox's policy lets it reach a proxy pod, that is, it

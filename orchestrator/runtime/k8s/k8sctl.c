@@ -15,13 +15,17 @@
  *   k8sctl -f FILE fleet-sync
  *   k8sctl -f FILE reconcile [KEEP_ID...]   destroy what is not kept
  *   k8sctl -f FILE agent ID METHOD PATH [BODY]
+ *   k8sctl -f FILE app-connect ID PORT      where the gateway connects
+ *   k8sctl -f FILE app-ports ID [PORT...]   the exposed ports (none: no
+ *                                           gateway ingress)
  *   k8sctl -f FILE poll N MS                list N times, MS apart, in one
  *                                           process (token rotation tests)
  *   k8sctl -f FILE requests [--seq N] PATH...  raw GETs through the
  *                                           runtime's client: one thread per
  *                                           PATH at once (or N in a row),
  *                                           with timings and client stats
- *   k8sctl render-netpol [PROXY_POD]        the example policy (netpol/)
+ *   k8sctl render-netpol [PROXY_POD [PORT...]]  the example policy
+ *                                           (netpol/; with exposed ports)
  *   k8sctl keys                             the configuration keys (markdown)
  *
  * -c FILE is the same as -f FILE (older scripts); -v logs more, repeated;
@@ -72,7 +76,8 @@ usage_to(FILE *fp)
 	    "          destroy ID | get ID |\n"
 	    "          addr ID | list | labels ID K=V... | attach ID ORG USER SESSION [K=V...] |\n"
 	    "          fleet-sync | reconcile [KEEP...] | agent ID METHOD PATH [BODY] |\n"
-	    "          poll N MS | requests [--seq N] PATH... | render-netpol [PROXY_POD] | keys\n");
+	    "          app-connect ID PORT | app-ports ID [PORT...] |\n"
+	    "          poll N MS | requests [--seq N] PATH... | render-netpol [PROXY_POD [PORT...]] | keys\n");
 }
 
 static void NORETURN
@@ -300,6 +305,23 @@ cmd_requests(struct runtime *rt, int argc, char **argv, char *err,
 	return rc;
 }
 
+/* A port argument as the op gets it: any integer (the op says what is out
+ * of range), else a usage error. */
+static int
+port_arg(const char *s)
+{
+	long long v;
+	const char *es;
+
+	if (strnum_ll(s, -1000000, 1000000, &v, &es) == -1) {
+		fprintf(stderr, "k8sctl: port %s: %s\n", s, es);
+		exit(2);
+	}
+	return (int)v;
+}
+
+/* render-netpol [PROXY_POD [PORT...]]: the example policy; with ports,
+ * the one of a sandbox that exposes them (netpol/README.md). */
 static int
 cmd_render_netpol(struct runtime *rt UNUSED, int argc, char **argv, char *err,
     size_t errlen)
@@ -314,6 +336,8 @@ cmd_render_netpol(struct runtime *rt UNUSED, int argc, char **argv, char *err,
 	struct netpol_kv proxy[] = { { "app.kubernetes.io/name", "egress-proxy" },
 	    { "sandbox.dev/proxy-pod", argc > 0 ? argv[0] : "egress-proxy-7d9c5-x2k4q" } };
 	struct netpol_kv orch[] = { { "app.kubernetes.io/name", "sandbox-orchestrator" } };
+	struct netpol_kv gw[] = { { "app.kubernetes.io/name", "app-gateway" } };
+	struct netpol_kv ann = { "sandbox.dev/app-ports", NULL };
 	struct netpol_sandbox np = {
 		.name = "sbx-3f9c2a1e", .ns = "sandboxes",
 		.labels = lbl, .nlabels = 3, .pod = pod, .npod = 2,
@@ -321,9 +345,30 @@ cmd_render_netpol(struct runtime *rt UNUSED, int argc, char **argv, char *err,
 		.proxy_port = 3128, .orch_ns = "sandbox-system", .orch = orch,
 		.norch = 1, .agent_port = 7070,
 	};
+	int ports[64];
+	char pbuf[64 * 7] = "";
+	size_t off = 0;
 	cJSON *o;
 	char *s;
+	int i;
 
+	if (argc - 1 > (int)NELEM(ports))
+		usage();
+	for (i = 1; i < argc; i++) {
+		ports[i - 1] = port_arg(argv[i]);
+		off += (size_t)snprintf(pbuf + off, sizeof(pbuf) - off, "%s%d",
+		    i > 1 ? "," : "", ports[i - 1]);
+	}
+	if (argc > 1) {
+		ann.v = pbuf;
+		np.annotations = &ann;
+		np.nannotations = 1;
+		np.gw_ns = "sandbox-system";
+		np.gw = gw;
+		np.ngw = 1;
+		np.app_ports = ports;
+		np.napp_ports = (size_t)(argc - 1);
+	}
 	if ((o = netpol_render_sandbox(&np)) == NULL) {
 		snprintf(err, errlen, "cannot render the example policy");
 		return -1;
@@ -441,6 +486,37 @@ cmd_attach(struct runtime *rt, int argc, char **argv, char *err,
 	return rc;
 }
 
+/* app-connect ID PORT: prints the address ("podIP:port") the gateway
+ * would connect to. */
+static int
+cmd_app_connect(struct runtime *rt, int argc UNUSED, char **argv, char *err,
+    size_t errlen)
+{
+	struct rt_app_conn c;
+
+	if (rt->ops->app_connect(rt, argv[0], port_arg(argv[1]), &c, err,
+	    errlen) == -1)
+		return -1;
+	printf("%s\n", c.addr);
+	return 0;
+}
+
+/* app-ports ID [PORT...]: the ports exposed now, as the core sets them. */
+static int
+cmd_app_ports(struct runtime *rt, int argc, char **argv, char *err,
+    size_t errlen)
+{
+	int *ports = xcalloc((size_t)argc, sizeof(*ports));
+	int i, rc;
+
+	for (i = 1; i < argc; i++)
+		ports[i - 1] = port_arg(argv[i]);
+	rc = rt->ops->app_ports(rt, argv[0], ports, (size_t)(argc - 1), err,
+	    errlen);
+	free(ports);
+	return rc;
+}
+
 /* poll N MS: one long-lived client, as in the orchestrator. */
 static int
 cmd_poll(struct runtime *rt, int argc UNUSED, char **argv, char *err,
@@ -527,6 +603,10 @@ static const struct cmd {
 	{ .name = "reconcile", .run = cmd_reconcile, .min = 0, .max = -1, .runtime = 1 },
 	{ .name = "requests", .run = cmd_requests, .min = 0, .max = -1, .runtime = 1 },
 	{ .name = "agent", .run = cmd_agent, .min = 3, .max = -1, .runtime = 1 },
+	{ .name = "app-connect", .run = cmd_app_connect, .min = 2, .max = 2,
+	    .runtime = 1 },
+	{ .name = "app-ports", .run = cmd_app_ports, .min = 1, .max = -1,
+	    .runtime = 1 },
 	{ .name = "render-netpol", .run = cmd_render_netpol, .min = 0, .max = -1 },
 	{ .name = "keys", .run = cmd_keys, .min = 0, .max = -1 },
 };

@@ -26,6 +26,7 @@
 #define K8S_ANN_STARTED		"sandbox.dev/started-ms"
 #define K8S_ANN_PROXY		"sandbox.dev/proxy-pod"
 #define K8S_ANN_PROXY_IP	"sandbox.dev/proxy-ip"
+#define K8S_ANN_APP_PORTS	"sandbox.dev/app-ports"	/* on the policy */
 
 #define K8S_AGENT_DIR		"/opt/agent"
 #define K8S_AGENT_BIN		"/opt/agent/sandbox-agent"
