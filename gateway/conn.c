@@ -906,8 +906,10 @@ up_event(struct bufferevent *bev, short what, void *arg)
 			    "The app closed the connection without a response.");
 			return;
 		}
-		if (c->resp != NULL && (what & BEV_EVENT_EOF) &&
-		    llhttp_finish(&c->resp->p) == HPE_OK && c->resp->msg_done) {
+		if (c->resp != NULL && (what & BEV_EVENT_EOF) && !c->resp->msg_done &&
+		    llhttp_get_errno(&c->resp->p) == HPE_OK)
+			ign(llhttp_finish(&c->resp->p));	/* on_message_complete pauses */
+		if (c->resp != NULL && c->resp->msg_done) {
 			/* a body delimited by the close */
 			bufferevent_free(c->up);
 			c->up = NULL;

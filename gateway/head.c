@@ -26,6 +26,19 @@ cb_url(llhttp_t *p, const char *at, size_t len)
 }
 
 static int
+cb_status(llhttp_t *p, const char *at, size_t len)
+{
+	struct gwhead *r = GWHEAD(p);
+
+	if (r->reason_l == 0)
+		r->reason_o = (uint32_t)r->data.len;
+	if (buf_add(&r->data, at, len) == -1)
+		return HPE_USER;
+	r->reason_l += (uint32_t)len;
+	return 0;
+}
+
+static int
 cb_field(llhttp_t *p, const char *at, size_t len)
 {
 	struct gwhead *r = GWHEAD(p);
@@ -94,11 +107,33 @@ cb_message_complete(llhttp_t *p)
 
 static const llhttp_settings_t settings = {
 	.on_url = cb_url,
+	.on_status = cb_status,
 	.on_header_field = cb_field,
 	.on_header_value = cb_value,
 	.on_headers_complete = cb_headers_complete,
 	.on_message_complete = cb_message_complete,
 };
+
+const char *
+gw_reason(int status)
+{
+	static const struct { int st; const char *r; } t[] = {
+		{ 100, "Continue" }, { 101, "Switching Protocols" }, { 200, "OK" },
+		{ 204, "No Content" }, { 206, "Partial Content" }, { 301, "Moved Permanently" },
+		{ 302, "Found" }, { 304, "Not Modified" }, { 400, "Bad Request" },
+		{ 401, "Unauthorized" }, { 403, "Forbidden" }, { 404, "Not Found" },
+		{ 408, "Request Timeout" }, { 414, "URI Too Long" }, { 421, "Misdirected Request" },
+		{ 431, "Request Header Fields Too Large" }, { 500, "Internal Server Error" },
+		{ 501, "Not Implemented" }, { 502, "Bad Gateway" }, { 503, "Service Unavailable" },
+		{ 504, "Gateway Timeout" },
+	};
+	size_t i;
+
+	for (i = 0; i < NELEM(t); i++)
+		if (t[i].st == status)
+			return t[i].r;
+	return "Unknown";
+}
 
 long
 gwhead_end(const char *p, size_t n, size_t max)
@@ -186,7 +221,7 @@ gwhead_parse(struct gwhead *r, int type, const char *head, size_t len,
 	buf_init(&r->data, len + 1024);
 	r->nh = 0;
 	r->maxh = maxh;
-	r->url_o = r->url_l = 0;
+	r->url_o = r->url_l = r->reason_o = r->reason_l = 0;
 	r->in_value = r->too_many = r->msg_done = 0;
 	r->status = 0;
 	r->skip_body = skip;
@@ -411,10 +446,9 @@ gwhead_write(const struct gwhead *r, const char *target, size_t tl, struct buf *
 		    buf_addf(out, " HTTP/1.%d\r\n", r->minor) == -1)
 			return -1;
 	} else {
-		const char *reason = llhttp_status_name((llhttp_status_t)r->status);
-
-		if (buf_addf(out, "HTTP/1.%d %03d %s\r\n", r->minor, r->status,
-		    reason != NULL ? reason : "Status") == -1)
+		if (buf_addf(out, "HTTP/1.%d %03d ", r->minor, r->status) == -1 ||
+		    (r->reason_l > 0 ? buf_add(out, r->data.p + r->reason_o, r->reason_l) :
+		    buf_addstr(out, gw_reason(r->status))) == -1 || buf_add(out, "\r\n", 2) == -1)
 			return -1;
 	}
 	for (i = 0; i < r->nh; i++) {

@@ -27,6 +27,7 @@ struct gwhead {
 	struct gwh	*h;
 	size_t		 nh, caph, maxh;
 	uint32_t	 url_o, url_l;
+	uint32_t	 reason_o, reason_l;	/* response: the status line's reason */
 	int		 in_value, too_many;
 	int		 skip_body;	/* response to HEAD: no body whatever it says */
 	int		 msg_done;	/* the whole message (head and body) parsed */
@@ -52,6 +53,8 @@ long	gwhead_end(const char *p, size_t n, size_t max);
  * longer than maxtarget, 501 unsupported Transfer-Encoding; err says why.
  * For a response, set skip_body before (HEAD request) .
  */
+/* The reason phrase for a status ("Not Found"), "Unknown" if none. */
+const char *gw_reason(int status);
 int	gwhead_parse(struct gwhead *, int type, const char *head, size_t len,
 	    size_t maxh, size_t maxtarget, char *err, size_t errlen) WUNRES;
 void	gwhead_free(struct gwhead *);

@@ -5,10 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <llhttp.h>
-
 #include "buf.h"
 #include "gw.h"
+#include "head.h"
 
 /* Appends s HTML-escaped. */
 static int
@@ -36,7 +35,7 @@ page_build(struct buf *out, int status, const char *title, const char *text,
     const char *extra, int close)
 {
 	struct buf body;
-	const char *reason = llhttp_status_name((llhttp_status_t)status);
+	const char *reason = gw_reason(status);
 	int r;
 
 	buf_init(&body, 8192);
@@ -57,7 +56,7 @@ page_build(struct buf *out, int status, const char *title, const char *text,
 	    "Cache-Control: no-store\r\n"
 	    "X-Content-Type-Options: nosniff\r\n"
 	    "Referrer-Policy: no-referrer\r\n"
-	    "%s%s\r\n", status, reason != NULL ? reason : "Error", body.len,
+	    "%s%s\r\n", status, reason, body.len,
 	    extra != NULL ? extra : "", close ? "Connection: close\r\n" : "");
 	if (r == 0)
 		r = buf_add(out, body.p, body.len);

@@ -78,7 +78,7 @@ gwreq_decide(const struct gwreq_in *in, struct gwhead *r, struct buf *out,
 {
 	const char *hv, *cookie = gwreq_cookie(in->tls), *scheme = in->tls ? "https" : "http";
 	const char *v, *upv = NULL;
-	char host[GW_HOST_MAX + 1], tok[GW_TOKEN_MAX + 1], extra[1024];
+	char host[GW_HOST_MAX + 1], tok[GW_TOKEN_MAX + 1], extra[1024], hsent[GW_HOST_MAX + 8];
 	size_t hl, vl, upl = 0;
 	struct buf rest;
 	struct route *rt;
@@ -89,13 +89,15 @@ gwreq_decide(const struct gwreq_in *in, struct gwhead *r, struct buf *out,
 		return answer(o, out, 400, "Bad request", "More than one Host header.", NULL, 1);
 	if ((hv = gwhead_get(r, "host", &hl)) == NULL ||
 	    gw_host_norm(hv, hl, host, sizeof(host), &port) == -1 ||
-	    (rt = in->find(host)) == NULL)
+	    hl >= sizeof(hsent) || (rt = in->find(host)) == NULL)
 		return answer(o, out, 404, "No app here",
 		    "No app at this address: it was never exposed, or it was unexposed.", NULL, close);
 	if (in->bound != NULL && in->bound != rt)
 		return answer(o, out, 421, "Misdirected request",
 		    "This connection belongs to another app; open a new connection.", NULL, 1);
 	o->rt = rt;
+	memcpy(hsent, hv, hl);	/* r->data moves as headers are added */
+	hsent[hl] = '\0';
 
 	/* 1. ?token= */
 	buf_init(&rest, GW_TARGET_MAX + 16);
@@ -171,7 +173,7 @@ gwreq_decide(const struct gwreq_in *in, struct gwhead *r, struct buf *out,
 		    gwhead_add(r, "Upgrade", up, upl) == -1)) ||
 		    gwhead_add(r, "X-Forwarded-For", in->client_ip, strlen(in->client_ip)) == -1 ||
 		    gwhead_add(r, "X-Forwarded-Proto", scheme, strlen(scheme)) == -1 ||
-		    gwhead_add(r, "X-Forwarded-Host", hv, hl) == -1)
+		    gwhead_add(r, "X-Forwarded-Host", hsent, hl) == -1)
 			return -1;
 	}
 	buf_reset(out);
