@@ -14,6 +14,7 @@ HTTP/1.1 with keep-alive, one thread per connection:
   GET  /ws[?flood=1] WebSocket: echoes each frame; flood: sends 64 KiB
                       binary frames as fast as it can, forever
   GET  /slow         answers after 3 s
+  GET  /bighead      a response head of 40 KB
 --garbage: answers every request with bytes that are not HTTP.
 """
 import argparse, base64, hashlib, json, socket, sys, threading, itertools
@@ -178,6 +179,8 @@ def serve(s, peer):
                     pass
                 ws(c, hdrs, q.get("flood") == "1")
                 return
+            elif path == "/bighead":
+                respond(s, "200 OK", b"{}", extra=("X-Big: " + "b" * 40000,))
             elif path == "/slow":
                 import time
                 time.sleep(3)
@@ -198,6 +201,9 @@ def serve(s, peer):
             pass
 
 
+import resource
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 l = socket.socket()
 l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 l.bind(("127.0.0.1", a.port))
