@@ -48,7 +48,7 @@ static const struct cfg_key keys[] = {
 	{ "timeouts.upgraded", CFG_DURATION, O(upgraded_ms), 0, 30 * DAY, "1h", NULL,
 	  "an upgraded connection (WebSocket) is closed after this long with no byte either way; 0: never" },
 	{ "timeouts.connect", CFG_DURATION, O(connect_ms), 100, 600000, "10s", NULL,
-	  "the orchestrator's answer to open plus, for an address answer, the TCP connect to the app (502 / 504 beyond)" },
+	  "the orchestrator's answer to open (503 beyond), and for an address answer the TCP connect to the app (504 beyond)" },
 	{ "timeouts.response", CFG_DURATION, O(response_ms), 0, DAY, "5m", NULL,
 	  "the app must start its response head this long after the request was sent (504 beyond); also the longest pause in a body either way; 0: none" },
 	{ "activity_interval", CFG_DURATION, O(activity_ms), 100, DAY, "10s", NULL,

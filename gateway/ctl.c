@@ -273,8 +273,11 @@ on_line(const char *line, size_t len)
 		log_info("control channel synced");
 	} else if (strcmp(op, "open") == 0 && K.st == CTL_READY)
 		rc = on_open(j);
+	else if (strcmp(op, "open") == 0 || strcmp(op, "synced") == 0 ||
+	    strcmp(op, "welcome") == 0)
+		rc = -1;	/* out of order */
 	else
-		rc = -1;
+		log_debug("control: op %.32s ignored", op);	/* a later version's */
 	cJSON_Delete(j);
 	return rc;
 }
