@@ -39,9 +39,9 @@ struct addrent {
 };
 
 static struct addrent *addrs[ADDR_BUCKETS];
-static TAILQ_HEAD(, conn) conns = TAILQ_HEAD_INITIALIZER(conns);
-static TAILQ_HEAD(, conn) idles = TAILQ_HEAD_INITIALIZER(idles);
-static TAILQ_HEAD(, conn) grave = TAILQ_HEAD_INITIALIZER(grave);
+static TAILQ_HEAD(connq, conn) conns = TAILQ_HEAD_INITIALIZER(conns);
+static TAILQ_HEAD(idleq, conn) idles = TAILQ_HEAD_INITIALIZER(idles);
+static TAILQ_HEAD(graveq, conn) grave = TAILQ_HEAD_INITIALIZER(grave);
 static struct event *reaper;
 static uint64_t next_conn_id;
 static struct log_rate bad_rl;
@@ -599,7 +599,7 @@ conn_opened(uint64_t id, int fd, const char *addr, int status, const char *err)
 
 			up_setup(c, b);
 			set_state(c, CS_CONNECT);
-			if (gwconf_parse_addr(addr, &ss, &sl) == -1 ||
+			if (addr == NULL || gwconf_parse_addr(addr, &ss, &sl) == -1 ||
 			    bufferevent_socket_connect(b, (struct sockaddr *)&ss, (int)sl) == -1)
 				answer_page(c, 502, "App not reachable", "The app's address is unusable.");
 		}
@@ -668,8 +668,9 @@ resp_head(struct conn *c)
 		return -1;
 	c->resp = xcalloc(1, sizeof(*c->resp));
 	c->resp->skip_body = c->req->method == HTTP_HEAD;
-	if (end < 0 || (rc = gwhead_parse(c->resp, HTTP_RESPONSE, p, (size_t)end,
-	    (size_t)G.c->header_fields, GW_TARGET_MAX, err, sizeof(err))) != 0) {
+	rc = end < 0 ? -1 : gwhead_parse(c->resp, HTTP_RESPONSE, p, (size_t)end,
+	    (size_t)G.c->header_fields, GW_TARGET_MAX, err, sizeof(err));
+	if (rc != 0) {
 		long dropped;
 
 		if (log_rate_ok(&bad_rl, 5, 10000, &dropped))

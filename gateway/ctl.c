@@ -58,7 +58,7 @@ route_find(const char *host)
 {
 	struct route *rt;
 
-	LIST_FOREACH(rt, &G.routes, link)
+	for (rt = LIST_FIRST(&G.routes); rt != NULL; rt = LIST_NEXT(rt, link))
 		if (strcmp(rt->host, host) == 0)
 			return rt;
 	return NULL;
@@ -501,7 +501,7 @@ act_cb(evutil_socket_t fd, short ev, void *arg)
 	j = cJSON_CreateObject();
 	cJSON_AddStringToObject(j, "op", "activity");
 	a = cJSON_AddArrayToObject(j, "hosts");
-	LIST_FOREACH(rt, &G.routes, link) {
+	for (rt = LIST_FIRST(&G.routes); rt != NULL; rt = LIST_NEXT(rt, link)) {
 		if (!rt->active)
 			continue;
 		rt->active = 0;

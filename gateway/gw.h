@@ -19,7 +19,7 @@ typedef struct ssl_ctx_st SSL_CTX;
 /* One exposed app, as the orchestrator announced it. */
 struct route {
 	LIST_ENTRY(route)	 link;
-	LIST_HEAD(, conn)	 conns;		/* client connections bound to it */
+	LIST_HEAD(rconns, conn) conns;		/* client connections bound to it */
 	char			 host[GW_HOST_MAX + 1];
 	char			 app[64];
 	char			 sandbox[64];
@@ -35,7 +35,7 @@ struct gw {
 	struct gwconf		*c;
 	struct event_base	*base;
 	SSL_CTX			*ssl;
-	LIST_HEAD(, route)	 routes;
+	LIST_HEAD(routelist, route) routes;
 	long			 nconns;
 	int			 shutting;
 };

@@ -26,5 +26,5 @@ ifeq ($(FUZZ),1)
 FUZZ_TARGETS += $(B)/tests/fuzz/fuzz_gw_http
 $(B)/tests/fuzz/fuzz_gw_http: $(B)/tests/fuzz/fuzz_gw_http.o $(GW_LIB_OBJS) $(COMMON_OBJS) $(LLHTTP_OBJS)
 	$(CC) $(LDFLAGS) -fsanitize=fuzzer,address,undefined $^ $(PKG_LIBS) -o $@
-$(GW_LIB_OBJS) $(B)/tests/fuzz/fuzz_gw_http.o: CFLAGS += -fsanitize=fuzzer-no-link
+$(GW_LIB_OBJS) $(B)/tests/fuzz/fuzz_gw_http.o: CFLAGS += -fsanitize=fuzzer-no-link,address,undefined
 endif

@@ -160,7 +160,7 @@ gwreq_decide(const struct gwreq_in *in, struct gwhead *r, struct buf *out,
 	{
 		char up[256];
 
-		if (o->upgrade) {
+		if (o->upgrade && upv != NULL) {
 			if (upl >= sizeof(up))
 				return answer(o, out, 400, "Bad request", "Upgrade header too long.", NULL, 1);
 			memcpy(up, upv, upl);
@@ -169,7 +169,7 @@ gwreq_decide(const struct gwreq_in *in, struct gwhead *r, struct buf *out,
 		gwhead_del(r, "x-forwarded-for");
 		gwhead_del(r, "x-forwarded-proto");
 		gwhead_del(r, "x-forwarded-host");
-		if ((o->upgrade && (gwhead_add(r, "Connection", "upgrade", 7) == -1 ||
+		if ((o->upgrade && upv != NULL && (gwhead_add(r, "Connection", "upgrade", 7) == -1 ||
 		    gwhead_add(r, "Upgrade", up, upl) == -1)) ||
 		    gwhead_add(r, "X-Forwarded-For", in->client_ip, strlen(in->client_ip)) == -1 ||
 		    gwhead_add(r, "X-Forwarded-Proto", scheme, strlen(scheme)) == -1 ||

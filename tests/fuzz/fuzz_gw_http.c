@@ -8,6 +8,7 @@
  * and HEAD handling.
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,8 +50,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	mode = data[0];
 	n = size - 1;
 	if (ra.host[0] == '\0') {
-		strcpy(ra.host, "web-s-0123456789abcdef.apps.localhost");
-		strcpy(rb.host, "pub-s-0123456789abcdef.apps.localhost");
+		snprintf(ra.host, sizeof(ra.host), "web-s-0123456789abcdef.apps.localhost");
+		snprintf(rb.host, sizeof(rb.host), "pub-s-0123456789abcdef.apps.localhost");
 		gw_token_sha256("tok", 3, ra.sha);
 		gw_token_sha256("tok2", 4, rb.sha);
 		rb.public = 1;

@@ -4,6 +4,7 @@
  * cookies, Bearer, Origin, the constant-time compare, head framing and the
  * forward decision.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "../../gateway/auth.h"
@@ -241,8 +242,8 @@ TEST(test_decide)
 
 	memset(&rt_a, 0, sizeof(rt_a));
 	memset(&rt_b, 0, sizeof(rt_b));
-	strcpy(rt_a.host, "a.apps.localhost");
-	strcpy(rt_b.host, "b.apps.localhost");
+	snprintf(rt_a.host, sizeof(rt_a.host), "a.apps.localhost");
+	snprintf(rt_b.host, sizeof(rt_b.host), "b.apps.localhost");
 	gw_token_sha256("TA", 2, rt_a.sha);
 	gw_token_sha256("TB", 2, rt_b.sha);
 	buf_init(&out, 1 << 20);
