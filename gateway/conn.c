@@ -55,6 +55,15 @@ static void up_event(struct bufferevent *, short, void *);
 static void head_process(struct conn *);
 static void conn_arm(struct conn *);
 
+/* Input kept per side: a whole head must fit, whatever the watermark. */
+static size_t
+read_hwm(void)
+{
+	size_t h = (size_t)G.c->high_watermark, m = (size_t)G.c->header_bytes + 1;
+
+	return h > m ? h : m;
+}
+
 static struct addrent *
 addr_get(const char *ip)
 {
@@ -213,6 +222,10 @@ answer(struct conn *c, const struct buf *out, int close)
 	c->head_started = 0;
 	set_state(c, CS_HEAD);
 	bev_enable(c->cl, EV_READ);
+	if (evbuffer_get_length(bufferevent_get_input(c->cl)) == 0 && !c->in_idle) {
+		TAILQ_INSERT_TAIL(&idles, c, idle);
+		c->in_idle = 1;
+	}
 }
 
 /* A page of our own: status, title, text; close after it. */
@@ -379,7 +392,7 @@ conn_accept(int fd, const struct sockaddr *sa, int salen)
 		return;
 	}
 	bufferevent_setcb(c->cl, cl_read, cl_write, cl_event, c);
-	bufferevent_setwatermark(c->cl, EV_READ, 0, (size_t)G.c->high_watermark);
+	bufferevent_setwatermark(c->cl, EV_READ, 0, read_hwm());
 	bufferevent_setwatermark(c->cl, EV_WRITE, (size_t)G.c->high_watermark / 2, 0);
 	c->last = util_mono_coarse_ms();
 	if (!c->tls) {
@@ -561,7 +574,7 @@ up_setup(struct conn *c, struct bufferevent *b)
 {
 	c->up = b;
 	bufferevent_setcb(b, up_read, up_write, up_event, c);
-	bufferevent_setwatermark(b, EV_READ, 0, (size_t)G.c->high_watermark);
+	bufferevent_setwatermark(b, EV_READ, 0, read_hwm());
 	bufferevent_setwatermark(b, EV_WRITE, (size_t)G.c->high_watermark / 2, 0);
 }
 

@@ -110,9 +110,16 @@ gwreq_decide(const struct gwreq_in *in, struct gwhead *r, struct buf *out,
 		int rc;
 
 		if (q == 1 && gw_token_ok(tok, strlen(tok), rt->sha) && rest.len < 8192) {
-			snprintf(extra, sizeof(extra), "Location: %s\r\n"
+			/*
+			 * "//evil.example/..." would be another host's URL:
+			 * such a path goes out absolute, on this host.
+			 */
+			int abs = rest.len >= 2 && (rest.p[1] == '/' || rest.p[1] == '\\');
+
+			snprintf(extra, sizeof(extra), "Location: %s%s%s%s\r\n"
 			    "Set-Cookie: %s=%s; Path=/; HttpOnly; SameSite=Lax%s\r\n",
-			    rest.p, cookie, tok, in->tls ? "; Secure" : "");
+			    abs ? scheme : "", abs ? "://" : "", abs ? hsent : "", rest.p,
+			    cookie, tok, in->tls ? "; Secure" : "");
 			rc = answer(o, out, 302, "Found", "Authenticated: go on to the app.",
 			    extra, close);
 		} else

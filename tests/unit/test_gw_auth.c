@@ -256,6 +256,13 @@ TEST(test_decide)
 	CHECK_INT(decide("GET /?token=TA HTTP/1.1\r\nHost: a.apps.localhost\r\n\r\n", &out, &o, 1),
 	    GWREQ_ANSWER);
 	CHECK(strstr(out.p, "Set-Cookie: __Host-sbx-app=TA; Path=/; HttpOnly; SameSite=Lax; Secure\r\n") != NULL);
+	/* a path that would read as another host's URL goes out absolute, on this host */
+	CHECK_INT(decide("GET //evil.example/x?token=TA HTTP/1.1\r\nHost: a.apps.localhost\r\n\r\n",
+	    &out, &o, 0), GWREQ_ANSWER);
+	CHECK(strstr(out.p, "Location: http://a.apps.localhost//evil.example/x\r\n") != NULL);
+	CHECK_INT(decide("GET /\\evil.example?token=TA HTTP/1.1\r\nHost: a.apps.localhost\r\n\r\n",
+	    &out, &o, 0), GWREQ_ANSWER);
+	CHECK(strstr(out.p, "Location: http://a.apps.localhost/\\evil.example\r\n") != NULL);
 	CHECK_INT(decide("GET /?token=TB HTTP/1.1\r\nHost: a.apps.localhost\r\n\r\n", &out, &o, 0),
 	    GWREQ_ANSWER);
 	CHECK_INT(o.status, 401);
