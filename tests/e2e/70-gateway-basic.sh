@@ -211,6 +211,37 @@ check "TLS: cookie + https Origin of this host: 200" test "$(tc -o /dev/null -w 
 check "TLS: cookie + http Origin of this host: 403" test "$(tc -o /dev/null -w '%{http_code}' -H "Cookie: __Host-sbx-app=$TOK3" -H "Origin: http://$HOST:$TLS_PORT" "https://$HOST:$TLS_PORT/echo")" = 403
 wantd=$(blobsha $((8 << 20)))
 check "TLS: 8 MiB download intact" test "$(tc -H "$A" "https://$HOST:$TLS_PORT/download?n=$((8 << 20))" | sha256sum | cut -d' ' -f1)" = "$wantd"
+check "TLS: WebSocket echo" bash -c \
+	"$PY $TOP/tests/gateway/wsclient.py --cafile $T/tls.crt --port $TLS_PORT --host $HOST:$TLS_PORT --auth '$A' echo 20 | grep -q 'echoed 20'"
+
+# --- control over TCP with a token (Kubernetes shape): the gateway connects to addresses itself
+CTL_PORT=$(free_port); TCP_PORT=$(free_port)
+echo "ctl-secret-$TOK" >"$T/ctl.token"
+"$PY" "$TOP/tests/gateway/fakeorch.py" --listen "127.0.0.1:$CTL_PORT" --token "ctl-secret-$TOK" \
+	--routes "$T/routes" --log "$T/orch-tcp.log" >"$T/orch-tcp.out" 2>&1 &
+track_pid $!
+wait_port "$CTL_PORT" 10
+printf 'listen: 127.0.0.1:%s\ndomain: apps.localhost\ncontrol:\n  connect: 127.0.0.1:%s\n  token_file: %s\nuser: nobody\n' \
+	"$TCP_PORT" "$CTL_PORT" "$T/ctl.token" >"$T/gwtcp.yaml"
+[ "$(id -u)" = 0 ] || sed -i "/^user:/d" "$T/gwtcp.yaml"
+"$GWBIN" -f "$T/gwtcp.yaml" >"$T/gwtcp.log" 2>&1 &
+TCP_PID=$!; track_pid $TCP_PID
+wait_port "$TCP_PORT" 10
+check "TCP control: hello carries the token, synced" wait_for 10 grep -q synced "$T/gwtcp.log"
+check "TCP control: an address answer is served" test "$(curl -sS --max-time 10 --resolve "$HOST:$TCP_PORT:127.0.0.1" -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $TOK" "http://$HOST:$TCP_PORT/echo")" = 200
+if [ "$(id -u)" = 0 ]; then
+	check "user: the gateway runs as nobody after binding and reading the token" \
+		bash -c "awk '/^Uid:/ {exit !(\$2 == $(id -u nobody) && \$3 == $(id -u nobody))}' /proc/$TCP_PID/status"
+else
+	skip "user: drops to nobody" "not root"
+fi
+echo "wrong-token" >"$T/ctl.bad"
+sed "s|$T/ctl.token|$T/ctl.bad|; s|127.0.0.1:$TCP_PORT|127.0.0.1:$(free_port)|; /^user:/d" "$T/gwtcp.yaml" >"$T/gwbad.yaml"
+"$GWBIN" -f "$T/gwbad.yaml" >"$T/gwbad.log" 2>&1 &
+BAD_PID=$!; track_pid $BAD_PID
+sleep 1.5
+check "TCP control: a wrong token is refused (never synced, retried with back-off)" \
+	bash -c "! grep -q synced $T/gwbad.log && grep -q 'control channel .* lost' $T/gwbad.log && [ \$(grep -c lost $T/gwbad.log) -le 4 ]"
 
 # --- signals
 kill -HUP "$GW_PID"; sleep 0.2

@@ -188,7 +188,7 @@ check "control: no log flood" test "$(grep -c 'control channel' "$T/gw.log")" -l
 
 # --- caps: per address and in total, descriptor exhaustion
 CAP_PORT=$(free_port)
-printf 'listen: 127.0.0.1:%s\ndomain: apps.localhost\ncontrol:\n  socket: %s\nlimits:\n  max_conns_per_addr: 20\n  max_conns: 40\n' \
+printf 'listen: 127.0.0.1:%s\ndomain: apps.localhost\ncontrol:\n  socket: %s\nlimits:\n  max_conns_per_addr: 20\n  max_conns: 40\ntimeouts:\n  response: 1s\n' \
 	"$CAP_PORT" "$T/ctl.sock" >"$T/cap.yaml"
 "$GWBIN" -f "$T/cap.yaml" >"$T/cap.log" 2>&1 &
 CAP_PID=$!; track_pid $CAP_PID
@@ -224,6 +224,9 @@ h2=$!; track_pid $h2
 wait_for 10 test -s "$T/h2-ready"
 check "total cap reached with idle connections: a new request still served (oldest idle closed)" test "$(capc 127.0.0.4)" = 200
 touch "$T/h1-stop" "$T/h2-stop"; wait $h1; wait $h2
+slowc() { curl -sS --max-time 10 --resolve "$HOST:$CAP_PORT:127.0.0.1" -o "$T/b504" -w '%{http_code}' -H "$A" "http://$HOST:$CAP_PORT/slow"; }
+check "an app that answers later than timeouts.response (1 s): 504" test "$(slowc)" = 504
+check "504 page: the app did not answer in time" grep -q 'did not answer in time' "$T/b504"
 
 EMF_PORT=$(free_port)
 printf 'listen: 127.0.0.1:%s\ndomain: apps.localhost\ncontrol:\n  socket: %s\n' "$EMF_PORT" "$T/ctl.sock" >"$T/emf.yaml"

@@ -98,7 +98,7 @@ def open_reply(host, oid):
     if mode == "stopped":
         return {"op": "open", "id": oid, "ok": False, "status": 503,
                 "error": "the sandbox is stopped; the next tool call of its session resumes it"}, None
-    if mode == "addr":
+    if mode == "addr" or a.listen:  # TCP: no descriptors to pass
         return {"op": "open", "id": oid, "ok": True, "addr": "127.0.0.1:%d" % r["port"]}, None
     c = socket.socket()
     try:

@@ -17,6 +17,7 @@ ap.add_argument("--auth", action="append", default=[])
 ap.add_argument("--ready")
 ap.add_argument("--stop")
 ap.add_argument("--path", default="/ws")
+ap.add_argument("--cafile", help="TLS to the gateway, trusting this CA")
 ap.add_argument("mode")
 ap.add_argument("n", nargs="?", type=int, default=1)
 a = ap.parse_args()
@@ -24,6 +25,10 @@ a = ap.parse_args()
 
 def handshake(path=None):
     s = socket.create_connection(("127.0.0.1", a.port), timeout=20)
+    if a.cafile:
+        import ssl
+        ctx = ssl.create_default_context(cafile=a.cafile)
+        s = ctx.wrap_socket(s, server_hostname=a.host.split(":")[0])
     key = base64.b64encode(os.urandom(16)).decode()
     req = ("GET %s HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
            "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n" % (path or a.path, a.host, key))
