@@ -98,6 +98,11 @@ A="Authorization: Bearer $TOK"
 raw "GET /echo?one HTTP/1.1\r\nHost: $HOST\r\n$A\r\n\r\nGET /echo?two HTTP/1.1\r\nHost: $HOST\r\n$A\r\nConnection: close\r\n\r\n" >"$T/pipe"
 check "pipelining: both answered, in order" $PY -c 'import sys; t=open(sys.argv[1]).read(); i=t.find("/echo?one"); j=t.find("/echo?two"); sys.exit(0 if 0 <= i < j else 1)' "$T/pipe"
 raw "GET /echo HTTP/1.1\r\nHost: $HOST\r\n$A\r\n\r\nGET /echo HTTP/1.1\r\nHost: $HOST2\r\nAuthorization: Bearer $TOK2\r\n\r\n" >"$T/misdir"
+raw "GET /echo?v10 HTTP/1.0\r\nHost: $HOST\r\n$A\r\n\r\n" >"$T/v10"
+check "HTTP/1.0: answered, Connection: close, then closed" bash -c "grep -q '^HTTP/1.0 200 ' $T/v10 && grep -qix 'Connection: close'$'\r' $T/v10 && grep -q 'GET' $T/v10"
+raw "GET /echo?a HTTP/1.0\r\nHost: $HOST\r\n$A\r\nConnection: keep-alive\r\n\r\nGET /echo?b HTTP/1.0\r\nHost: $HOST\r\n$A\r\n\r\n" >"$T/v10ka"
+check "HTTP/1.0 keep-alive: Connection: keep-alive, the second request on the same connection" \
+	bash -c "grep -qix 'Connection: keep-alive'$'\r' $T/v10ka && grep -q '/echo?b' $T/v10ka"
 check "another app's Host on the same connection: 421" grep -q 'HTTP/1.1 421 ' "$T/misdir"
 check "unknown host: 404" test "$(gw_status "http://nope-$SB.apps.localhost:$GW_PORT/")" = 404
 gw_curl -o "$T/b404" "http://nope-$SB.apps.localhost:$GW_PORT/"
