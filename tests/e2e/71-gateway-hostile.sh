@@ -21,6 +21,8 @@ timeouts:
 EOF
 U=http://$HOST:$GW_PORT
 A="Authorization: Bearer $TOK"
+nfds() { ls "/proc/$1/fd" | wc -l; }
+fd0=$(nfds "$GW_PID")
 cat >"$T/raw.py" <<'PY'
 import socket, sys, time
 port, data = int(sys.argv[1]), sys.argv[2].encode().decode("unicode_escape").encode("latin-1")
@@ -250,4 +252,6 @@ emfc() { curl -sS --max-time 15 --resolve "$HOST:$EMF_PORT:127.0.0.1" -o /dev/nu
 emf_ok() { [ "$(emfc)" = 200 ]; }
 check "descriptor exhaustion: a request is served (idle ones shed)" wait_for 10 emf_ok
 touch "$T/h3-stop"; wait $h3
+fds_back() { [ "$(nfds "$GW_PID")" -le $((fd0 + 1)) ]; }
+check "no descriptor leaked (passed upstream fds included): back to $fd0" wait_for 15 fds_back
 check "all gateways still running" bash -c "kill -0 $GW_PID && kill -0 $CAP_PID && kill -0 $EMF_PID"
