@@ -54,6 +54,7 @@ include common/module.mk
 -include egress-proxy/module.mk
 -include agent/module.mk
 -include orchestrator/module.mk
+-include gateway/module.mk
 
 .PHONY: all deps test unit run fuzz ci bench lint format image clean
 # Keep intermediate objects (test and fuzz objects come from pattern rules).

@@ -1,0 +1,974 @@
+/*
+ * conn.c: the client connections: accept, the request cycle (head, open,
+ * forward, response), the upgraded byte stream, backpressure, timeouts,
+ * limits. Each callback that may end a connection (conn_kill) returns, or
+ * checks c->dead, before touching it again; the memory goes at the end of
+ * the event-loop turn (the graveyard).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/event.h>
+#include <openssl/ssl.h>
+
+#include "conn.h"
+#include "evrelay.h"
+#include "log.h"
+#include "req.h"
+#include "util.h"
+#include "xmalloc.h"
+
+#define CLOSING_MS	5000	/* a last response gets this long to flush */
+#define ADDR_BUCKETS	4096
+
+/* Open connections per client address. */
+struct addrent {
+	struct addrent	*next;
+	int		 n;
+	char		 ip[INET6_ADDRSTRLEN];
+};
+
+static struct addrent *addrs[ADDR_BUCKETS];
+static TAILQ_HEAD(connq, conn) conns = TAILQ_HEAD_INITIALIZER(conns);
+static TAILQ_HEAD(idleq, conn) idles = TAILQ_HEAD_INITIALIZER(idles);
+static TAILQ_HEAD(graveq, conn) grave = TAILQ_HEAD_INITIALIZER(grave);
+static struct event *reaper;
+static uint64_t next_conn_id;
+static struct log_rate bad_rl;
+
+static void cl_read(struct bufferevent *, void *);
+static void cl_write(struct bufferevent *, void *);
+static void cl_event(struct bufferevent *, short, void *);
+static void up_read(struct bufferevent *, void *);
+static void up_write(struct bufferevent *, void *);
+static void up_event(struct bufferevent *, short, void *);
+static void head_process(struct conn *);
+static void conn_arm(struct conn *);
+
+/* Input kept per side: a whole head must fit, whatever the watermark. */
+static size_t
+read_hwm(void)
+{
+	size_t h = (size_t)G.c->high_watermark, m = (size_t)G.c->header_bytes + 1;
+
+	return h > m ? h : m;
+}
+
+static struct addrent *
+addr_get(const char *ip)
+{
+	uint32_t h = util_hash_str(ip) % ADDR_BUCKETS;
+	struct addrent *a;
+
+	for (a = addrs[h]; a != NULL; a = a->next)
+		if (strcmp(a->ip, ip) == 0)
+			return a;
+	a = xcalloc(1, sizeof(*a));
+	snprintf(a->ip, sizeof(a->ip), "%s", ip);
+	a->next = addrs[h];
+	addrs[h] = a;
+	return a;
+}
+
+static void
+addr_put(struct addrent *a)
+{
+	uint32_t h = util_hash_str(a->ip) % ADDR_BUCKETS;
+	struct addrent **pp;
+
+	if (--a->n > 0)
+		return;
+	for (pp = &addrs[h]; *pp != NULL; pp = &(*pp)->next)
+		if (*pp == a) {
+			*pp = a->next;
+			free(a);
+			return;
+		}
+}
+
+static void
+reap_cb(evutil_socket_t fd, short ev, void *arg)
+{
+	struct conn *c;
+
+	(void)fd;
+	(void)ev;
+	(void)arg;
+	while ((c = TAILQ_FIRST(&grave)) != NULL) {
+		TAILQ_REMOVE(&grave, c, all);
+		free(c);
+	}
+}
+
+static void
+idle_unlink(struct conn *c)
+{
+	if (c->in_idle) {
+		TAILQ_REMOVE(&idles, c, idle);
+		c->in_idle = 0;
+	}
+}
+
+static void
+heads_free(struct conn *c)
+{
+	if (c->req != NULL) {
+		gwhead_free(c->req);
+		free(c->req);
+		c->req = NULL;
+	}
+	if (c->resp != NULL) {
+		gwhead_free(c->resp);
+		free(c->resp);
+		c->resp = NULL;
+	}
+	if (c->fwd != NULL) {
+		buf_free(c->fwd);
+		free(c->fwd);
+		c->fwd = NULL;
+	}
+}
+
+static void
+conn_kill(struct conn *c)
+{
+	if (c->dead)
+		return;
+	c->dead = 1;
+	log_debug("conn=%llx addr=%s host=%s requests=%u closed", (unsigned long long)c->id,
+	    c->ae->ip, c->rt != NULL ? c->rt->host : "-", c->nreq);
+	if (c->st == CS_OPEN)
+		ctl_cancel(c->open_id);
+	idle_unlink(c);
+	if (c->rt != NULL)
+		LIST_REMOVE(c, rlink);
+	c->rt = NULL;
+	if (c->cl != NULL)
+		bufferevent_free(c->cl);
+	if (c->up != NULL)
+		bufferevent_free(c->up);
+	c->cl = c->up = NULL;
+	if (c->tmo != NULL)
+		event_free(c->tmo);
+	c->tmo = NULL;
+	heads_free(c);
+	addr_put(c->ae);
+	TAILQ_REMOVE(&conns, c, all);
+	TAILQ_INSERT_TAIL(&grave, c, all);
+	G.nconns--;
+	event_active(reaper, EV_TIMEOUT, 0);
+}
+
+static void
+set_state(struct conn *c, int st)
+{
+	c->st = (uint8_t)st;
+	c->since = util_mono_coarse_ms();
+	conn_arm(c);
+}
+
+/*
+ * The last response is out: half-close and read (and drop) what the
+ * client still sends until it closes, so that the kernel does not answer
+ * its unread bytes with a reset that could destroy the response (a
+ * lingering close, as nginx does); at most CLOSING_MS.
+ */
+static void
+closing_flushed(struct conn *c)
+{
+	if (c->tls || c->cl_eof || c->lingering) {
+		if (c->tls || c->cl_eof)
+			conn_kill(c);
+		return;
+	}
+	c->lingering = 1;
+	shutdown(bufferevent_getfd(c->cl), SHUT_WR);
+}
+
+/* Queues a whole answer (out) and closes or goes on with the next request. */
+static void
+answer(struct conn *c, const struct buf *out, int close)
+{
+	struct evbuffer *o = bufferevent_get_output(c->cl);
+
+	if (out->len > 0)
+		evbuffer_add(o, out->p, out->len);
+	c->sent = 1;
+	if (close || c->cl_eof) {
+		bufferevent_setwatermark(c->cl, EV_WRITE, 0, 0);
+		if (c->up != NULL) {
+			bufferevent_free(c->up);
+			c->up = NULL;
+		}
+		heads_free(c);
+		set_state(c, CS_CLOSING);
+		bev_enable(c->cl, EV_READ | EV_WRITE);
+		if (evbuffer_get_length(o) == 0)
+			closing_flushed(c);
+		return;
+	}
+	/* head_process, our caller, goes on with a pipelined request */
+	heads_free(c);
+	c->head_started = 0;
+	set_state(c, CS_HEAD);
+	bev_enable(c->cl, EV_READ);
+	if (evbuffer_get_length(bufferevent_get_input(c->cl)) == 0 && !c->in_idle) {
+		TAILQ_INSERT_TAIL(&idles, c, idle);
+		c->in_idle = 1;
+	}
+}
+
+/* A page of our own: status, title, text; close after it. */
+static void
+answer_page(struct conn *c, int status, const char *title, const char *text)
+{
+	struct buf b;
+
+	if (c->sent && c->st != CS_HEAD) {
+		conn_kill(c);	/* a response already started: cut it */
+		return;
+	}
+	buf_init(&b, 16384);
+	if (page_build(&b, status, title, text, NULL, 1) == -1) {
+		buf_free(&b);
+		conn_kill(c);
+		return;
+	}
+	answer(c, &b, 1);
+	buf_free(&b);
+}
+
+/* The deadline of c's current state (0: none). */
+static long long
+deadline(const struct conn *c)
+{
+	const struct gwconf *k = G.c;
+
+	switch (c->st) {
+	case CS_TLS:
+		return c->since + k->head_ms;
+	case CS_HEAD:
+		return c->head_started ? c->since + k->head_ms : c->last + k->idle_ms;
+	case CS_OPEN:
+	case CS_CONNECT:
+		return c->since + k->connect_ms;
+	case CS_FWD:
+		return k->response_ms > 0 ? c->last + k->response_ms : 0;
+	case CS_UPGRADED:
+		return k->upgraded_ms > 0 ? c->last + k->upgraded_ms : 0;
+	default:
+		return c->since + CLOSING_MS;
+	}
+}
+
+static void
+conn_arm(struct conn *c)
+{
+	long long d = deadline(c), now = util_mono_coarse_ms(), left;
+	struct timeval tv;
+
+	if (d == 0) {
+		event_del(c->tmo);
+		return;
+	}
+	left = d - now;
+	if (left < 10)
+		left = 10;
+	tv.tv_sec = left / 1000;
+	tv.tv_usec = (left % 1000) * 1000;
+	event_add(c->tmo, &tv);
+}
+
+static void
+tmo_cb(evutil_socket_t fd, short ev, void *arg)
+{
+	struct conn *c = arg;
+	long long d = deadline(c);
+
+	(void)fd;
+	(void)ev;
+	if (d == 0)
+		return;
+	if (util_mono_coarse_ms() < d) {
+		conn_arm(c);	/* traffic moved the deadline */
+		return;
+	}
+	switch (c->st) {
+	case CS_HEAD:
+		if (c->head_started)
+			answer_page(c, 408, "Request timeout",
+			    "The request head did not arrive in time.");
+		else
+			conn_kill(c);
+		return;
+	case CS_OPEN:
+		answer_page(c, 503, "App unavailable", "The orchestrator did not answer in time.");
+		return;
+	case CS_CONNECT:
+		answer_page(c, 504, "App timeout", "The app did not accept the connection in time.");
+		return;
+	case CS_FWD:
+		if (c->resp == NULL && !c->sent)
+			answer_page(c, 504, "App timeout",
+			    "The app did not answer in time.");
+		else
+			conn_kill(c);
+		return;
+	default:
+		conn_kill(c);
+	}
+}
+
+int
+conn_shed_idle(void)
+{
+	struct conn *c = TAILQ_FIRST(&idles);
+
+	if (c == NULL)
+		return 0;
+	conn_kill(c);
+	return 1;
+}
+
+void
+conn_accept(int fd, const struct sockaddr *sa, int salen)
+{
+	char ip[INET6_ADDRSTRLEN] = "?";
+	struct addrent *ae;
+	struct conn *c;
+	int one = 1;
+
+	(void)salen;
+	if (sa->sa_family == AF_INET)
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, ip, sizeof(ip));
+	else if (sa->sa_family == AF_INET6)
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, ip, sizeof(ip));
+	ae = addr_get(ip);
+	if (ae->n >= G.c->max_conns_per_addr ||
+	    (G.nconns >= G.c->max_conns && !conn_shed_idle())) {
+		long dropped;
+
+		if (ae->n == 0)
+			addr_put((ae->n++, ae));
+		if (log_rate_ok(&bad_rl, 5, 10000, &dropped))
+			log_warnx("addr=%s connection refused: too many connections "
+			    "(%ld similar suppressed)", ip, dropped);
+		close(fd);
+		return;
+	}
+	if (reaper == NULL)
+		reaper = event_new(G.base, -1, 0, reap_cb, NULL);
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	c = xcalloc(1, sizeof(*c));
+	c->id = ++next_conn_id;
+	c->ae = ae;
+	ae->n++;
+	G.nconns++;
+	TAILQ_INSERT_TAIL(&conns, c, all);
+	c->tls = G.ssl != NULL;
+	if (c->tls) {
+		SSL *ssl = SSL_new(G.ssl);
+
+		c->cl = ssl == NULL ? NULL : bufferevent_openssl_socket_new(G.base, fd, ssl,
+		    BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
+		if (c->cl != NULL)
+			bufferevent_openssl_set_allow_dirty_shutdown(c->cl, 1);
+	} else
+		c->cl = bufferevent_socket_new(G.base, fd, BEV_OPT_CLOSE_ON_FREE);
+	c->tmo = evtimer_new(G.base, tmo_cb, c);
+	if (c->cl == NULL) {
+		close(fd);
+		conn_kill(c);
+		return;
+	}
+	bufferevent_setcb(c->cl, cl_read, cl_write, cl_event, c);
+	bufferevent_setwatermark(c->cl, EV_READ, 0, read_hwm());
+	bufferevent_setwatermark(c->cl, EV_WRITE, (size_t)G.c->high_watermark / 2, 0);
+	c->last = util_mono_coarse_ms();
+	if (!c->tls) {
+		TAILQ_INSERT_TAIL(&idles, c, idle);
+		c->in_idle = 1;
+	}
+	set_state(c, c->tls ? CS_TLS : CS_HEAD);
+	bufferevent_enable(c->cl, EV_READ | EV_WRITE);
+}
+
+/* ---- the request ---- */
+
+static void
+bind_route(struct conn *c, struct route *rt)
+{
+	if (c->rt == rt)
+		return;
+	c->rt = rt;
+	LIST_INSERT_HEAD(&rt->conns, c, rlink);
+}
+
+static void up_ready(struct conn *c);
+
+/* Sends the head in c->fwd: at once if the upstream is there, else asks for one. */
+static void
+forward(struct conn *c)
+{
+	bufferevent_disable(c->cl, EV_READ);
+	c->rt->active = 1;
+	if (c->up != NULL) {
+		up_ready(c);
+		return;
+	}
+	if ((c->open_id = ctl_open(c->rt->host)) == 0) {
+		answer_page(c, 503, "App unavailable",
+		    "The orchestrator is unavailable; try again in a moment.");
+		return;
+	}
+	set_state(c, CS_OPEN);
+}
+
+static int head_one(struct conn *);
+
+/* Request heads in the client's input, one after the other (pipelining). */
+static void
+head_process(struct conn *c)
+{
+	while (!c->dead && c->st == CS_HEAD &&
+	    evbuffer_get_length(bufferevent_get_input(c->cl)) > 0 && head_one(c) == 1)
+		;
+}
+
+/* One request head: 1 answered and ready for the next, 0 otherwise. */
+static int
+head_one(struct conn *c)
+{
+	struct evbuffer *in = bufferevent_get_input(c->cl);
+	size_t n = evbuffer_get_length(in), max = (size_t)G.c->header_bytes, m;
+	struct gwreq_in ri;
+	struct gwreq_out ro;
+	struct buf out;
+	char err[256];
+	const char *p;
+	long end;
+	int rc;
+
+	if (n == 0)
+		return 0;
+	if (!c->head_started) {
+		c->head_started = 1;
+		idle_unlink(c);
+		set_state(c, CS_HEAD);
+	}
+	m = n < max + 1 ? n : max + 1;
+	p = (const char *)evbuffer_pullup(in, (ev_ssize_t)m);
+	end = gwhead_end(p, m, max);
+	if (end == 0)
+		return 0;
+	if (end < 0) {
+		answer_page(c, end == -2 ? 431 : 400, end == -2 ? "Request head too large" :
+		    "Bad request", end == -2 ? "The request head is larger than this gateway accepts." :
+		    "The request is malformed.");
+		return 0;
+	}
+	c->req = xcalloc(1, sizeof(*c->req));
+	rc = gwhead_parse(c->req, HTTP_REQUEST, p, (size_t)end, (size_t)G.c->header_fields,
+	    GW_TARGET_MAX, err, sizeof(err));
+	evbuffer_drain(in, (size_t)end);
+	if (rc != 0) {
+		long dropped;
+
+		if (log_rate_ok(&bad_rl, 5, 10000, &dropped))
+			log_info("conn=%llx addr=%s bad request: %s (%ld similar suppressed)",
+			    (unsigned long long)c->id, c->ae->ip, err, dropped);
+		answer_page(c, rc, rc == 431 ? "Request head too large" : rc == 414 ?
+		    "Request target too long" : rc == 501 ? "Not implemented" : "Bad request",
+		    err);
+		return 0;
+	}
+	c->nreq++;
+	c->req_done = c->req->msg_done;
+	memset(&ri, 0, sizeof(ri));
+	ri.tls = c->tls;
+	ri.client_ip = c->ae->ip;
+	ri.bound = c->rt;
+	ri.find = route_find;
+	buf_init(&out, (size_t)G.c->header_bytes * 2 + 16384);
+	rc = gwreq_decide(&ri, c->req, &out, &ro);
+	if (rc == -1) {
+		buf_free(&out);
+		answer_page(c, 431, "Request head too large", "The request head is too large.");
+		return 0;
+	}
+	if (ro.rt != NULL && c->rt == NULL)
+		bind_route(c, ro.rt);
+	if (rc == GWREQ_ANSWER) {
+		answer(c, &out, ro.close);
+		buf_free(&out);
+		return !c->dead && c->st == CS_HEAD;
+	}
+	c->authed = (uint8_t)ro.authed;
+	c->keep = c->req->keepalive;
+	c->fwd = xmalloc(sizeof(*c->fwd));
+	*c->fwd = out;
+	forward(c);
+	return 0;
+}
+
+/* Client bytes of the request body to the upstream, as far as it takes them. */
+static void
+body_pump(struct conn *c)
+{
+	struct evbuffer *in = bufferevent_get_input(c->cl);
+	struct evbuffer *o = bufferevent_get_output(c->up);
+	size_t hwm = (size_t)G.c->high_watermark;
+	struct evbuffer_iovec v;
+	long n;
+
+	while (!c->req_done && evbuffer_get_length(in) > 0) {
+		if (evbuffer_get_length(o) >= hwm) {
+			bufferevent_disable(c->cl, EV_READ);
+			return;
+		}
+		if (evbuffer_peek(in, -1, NULL, &v, 1) < 1)
+			break;
+		if ((n = gwhead_body(c->req, v.iov_base, v.iov_len)) < 0) {
+			answer_page(c, 400, "Bad request", "The request body is malformed.");
+			return;
+		}
+		evbuffer_remove_buffer(in, o, (size_t)n);
+		if (c->req->msg_done)
+			c->req_done = 1;
+	}
+	if (c->req_done)
+		bufferevent_disable(c->cl, EV_READ);	/* pipelined requests wait */
+	else
+		bev_enable(c->cl, EV_READ);
+}
+
+/* The upstream is there: send the head, stream the body, await the response. */
+static void
+up_ready(struct conn *c)
+{
+	struct evbuffer *o = bufferevent_get_output(c->up);
+
+	evbuffer_add(o, c->fwd->p, c->fwd->len);
+	buf_free(c->fwd);
+	free(c->fwd);
+	c->fwd = NULL;
+	c->sent = 0;
+	set_state(c, CS_FWD);
+	c->last = util_mono_coarse_ms();
+	bev_enable(c->up, EV_READ | EV_WRITE);
+	body_pump(c);
+}
+
+static void
+up_setup(struct conn *c, struct bufferevent *b)
+{
+	c->up = b;
+	bufferevent_setcb(b, up_read, up_write, up_event, c);
+	bufferevent_setwatermark(b, EV_READ, 0, read_hwm());
+	bufferevent_setwatermark(b, EV_WRITE, (size_t)G.c->high_watermark / 2, 0);
+}
+
+void
+conn_opened(uint64_t id, int fd, const char *addr, int status, const char *err)
+{
+	struct conn *c, *nx;
+	char msg[512];
+
+	for (c = TAILQ_FIRST(&conns); c != NULL; c = nx) {
+		nx = TAILQ_NEXT(c, all);
+		if (c->st != CS_OPEN || (id != 0 && c->open_id != id))
+			continue;
+		c->open_id = 0;
+		if (status != 0) {
+			if (status == 502 && c->rt != NULL)
+				snprintf(msg, sizeof(msg), "Nothing listens on port %d in the sandbox (%s).",
+				    c->rt->port, err);
+			else
+				snprintf(msg, sizeof(msg), "%s", err);
+			answer_page(c, status, status == 404 ? "No app here" : status == 503 ?
+			    "App unavailable" : "App not reachable", msg);
+		} else if (fd >= 0) {
+			struct bufferevent *b = bufferevent_socket_new(G.base, fd, BEV_OPT_CLOSE_ON_FREE);
+			int one = 1;
+
+			evutil_make_socket_nonblocking(fd);
+			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+			up_setup(c, b);
+			up_ready(c);
+		} else {
+			struct sockaddr_storage ss;
+			socklen_t sl;
+			struct bufferevent *b = bufferevent_socket_new(G.base, -1, BEV_OPT_CLOSE_ON_FREE);
+
+			up_setup(c, b);
+			set_state(c, CS_CONNECT);
+			if (addr == NULL || gwconf_parse_addr(addr, &ss, &sl) == -1 ||
+			    bufferevent_socket_connect(b, (struct sockaddr *)&ss, (int)sl) == -1)
+				answer_page(c, 502, "App not reachable", "The app's address is unusable.");
+		}
+		if (id != 0)
+			return;
+	}
+	if (fd >= 0)
+		close(fd);	/* its connection went meanwhile */
+}
+
+/* ---- the response ---- */
+
+static void
+response_done(struct conn *c)
+{
+	int keep = c->keep && c->req_done && !c->cl_eof;
+
+	if (!keep) {
+		struct buf none = { 0 };
+
+		answer(c, &none, 1);
+		return;
+	}
+	heads_free(c);
+	c->head_started = 0;
+	c->last = util_mono_coarse_ms();
+	set_state(c, CS_HEAD);
+	bev_enable(c->cl, EV_READ);
+	if (evbuffer_get_length(bufferevent_get_input(c->cl)) > 0)
+		head_process(c);
+	else {
+		TAILQ_INSERT_TAIL(&idles, c, idle);
+		c->in_idle = 1;
+	}
+}
+
+static void
+go_upgraded(struct conn *c)
+{
+	struct evbuffer *cin = bufferevent_get_input(c->cl);
+
+	heads_free(c);
+	set_state(c, CS_UPGRADED);
+	evbuffer_add_buffer(bufferevent_get_output(c->up), cin);
+	evbuffer_add_buffer(bufferevent_get_output(c->cl), bufferevent_get_input(c->up));
+	bev_enable(c->cl, EV_READ | EV_WRITE);
+	bev_enable(c->up, EV_READ | EV_WRITE);
+}
+
+/* Parses the response head in the upstream's input; 0 go on, -1 stop. */
+static int
+resp_head(struct conn *c)
+{
+	struct evbuffer *in = bufferevent_get_input(c->up);
+	size_t n = evbuffer_get_length(in), max = (size_t)G.c->header_bytes, m;
+	struct buf out;
+	char err[256];
+	const char *p;
+	long end;
+	int rc;
+
+	m = n < max + 1 ? n : max + 1;
+	p = (const char *)evbuffer_pullup(in, (ev_ssize_t)m);
+	end = gwhead_end(p, m, max);
+	if (end == 0)
+		return -1;
+	c->resp = xcalloc(1, sizeof(*c->resp));
+	c->resp->skip_body = c->req->method == HTTP_HEAD;
+	rc = end < 0 ? -1 : gwhead_parse(c->resp, HTTP_RESPONSE, p, (size_t)end,
+	    (size_t)G.c->header_fields, GW_TARGET_MAX, err, sizeof(err));
+	if (rc != 0) {
+		long dropped;
+
+		if (log_rate_ok(&bad_rl, 5, 10000, &dropped))
+			log_info("conn=%llx host=%s bad response from the app: %s (%ld similar suppressed)",
+			    (unsigned long long)c->id, c->rt->host, end == -2 ? "head too large" :
+			    end == -1 ? "malformed head" : err, dropped);
+		answer_page(c, 502, "Bad response from the app",
+		    "The app sent something that is not an HTTP response.");
+		return -1;
+	}
+	evbuffer_drain(in, (size_t)end);
+	if (c->resp->status == 101 && !c->req->upgrade) {
+		answer_page(c, 502, "Bad response from the app", "The app switched protocols unasked.");
+		return -1;
+	}
+	if (c->resp->status != 101)
+		c->keep = c->keep && c->resp->keepalive;
+	buf_init(&out, max * 2 + 1024);
+	if (gwreq_response(c->resp, c->tls, c->keep && c->req_done, c->req->minor, &out) == -1) {
+		buf_free(&out);
+		answer_page(c, 502, "Bad response from the app", "The app's response head is too large.");
+		return -1;
+	}
+	evbuffer_add(bufferevent_get_output(c->cl), out.p, out.len);
+	buf_free(&out);
+	c->sent = 1;
+	if (c->resp->status == 101) {
+		go_upgraded(c);
+		return -1;
+	}
+	if (c->resp->status < 200) {	/* interim: the real one follows */
+		gwhead_free(c->resp);
+		free(c->resp);
+		c->resp = NULL;
+		return 0;
+	}
+	if (c->resp->msg_done) {
+		response_done(c);
+		return -1;
+	}
+	return 0;
+}
+
+static void
+resp_body(struct conn *c)
+{
+	struct evbuffer *in = bufferevent_get_input(c->up);
+	struct evbuffer *o = bufferevent_get_output(c->cl);
+	size_t hwm = (size_t)G.c->high_watermark;
+	struct evbuffer_iovec v;
+	long n;
+
+	while (evbuffer_get_length(in) > 0) {
+		if (c->resp == NULL) {
+			if (resp_head(c) == -1)
+				return;
+			continue;
+		}
+		if (evbuffer_get_length(o) >= hwm) {
+			bufferevent_disable(c->up, EV_READ);
+			return;
+		}
+		if (evbuffer_peek(in, -1, NULL, &v, 1) < 1)
+			break;
+		if ((n = gwhead_body(c->resp, v.iov_base, v.iov_len)) < 0) {
+			conn_kill(c);	/* the body is broken: the client sees a cut response */
+			return;
+		}
+		evbuffer_remove_buffer(in, o, (size_t)n);
+		if (c->resp->msg_done) {
+			if (evbuffer_get_length(in) > 0)
+				c->keep = 0;	/* junk after the response */
+			response_done(c);
+			return;
+		}
+	}
+}
+
+/* ---- callbacks ---- */
+
+static void
+relay(struct conn *c, struct bufferevent *src, struct bufferevent *dst, int pull)
+{
+	struct evbuffer *o = bufferevent_get_output(dst);
+	size_t hwm = (size_t)G.c->high_watermark;
+
+	evbuffer_add_buffer(o, bufferevent_get_input(src));
+	if (pull)
+		tunnel_pull(src, o, hwm);
+	if (c->dead)
+		return;
+	if (c->rt != NULL)
+		c->rt->active = 1;
+	if (evbuffer_get_length(o) >= hwm)
+		bufferevent_disable(src, EV_READ);
+}
+
+static void
+cl_read(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+
+	c->last = util_mono_coarse_ms();
+	switch (c->st) {
+	case CS_HEAD:
+		head_process(c);
+		return;
+	case CS_FWD:
+		if (!c->req_done)
+			body_pump(c);
+		else
+			bufferevent_disable(bev, EV_READ);
+		return;
+	case CS_UPGRADED:
+		relay(c, c->cl, c->up, !c->tls);
+		return;
+	case CS_CLOSING:
+		evbuffer_drain(bufferevent_get_input(bev), evbuffer_get_length(bufferevent_get_input(bev)));
+		return;	/* EOF (cl_event) ends a lingering close */
+	default:
+		bufferevent_disable(bev, EV_READ);
+	}
+}
+
+static void
+cl_write(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+
+	if (c->st == CS_CLOSING) {
+		if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+			closing_flushed(c);
+		return;
+	}
+	if (c->up != NULL && (c->st == CS_UPGRADED || c->st == CS_FWD))
+		bev_enable(c->up, EV_READ);
+	if (c->st == CS_FWD && c->up != NULL && evbuffer_get_length(bufferevent_get_input(c->up)) > 0)
+		resp_body(c);
+}
+
+static void
+cl_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct conn *c = arg;
+
+	(void)bev;
+	if (what & BEV_EVENT_CONNECTED) {
+		c->last = util_mono_coarse_ms();
+		TAILQ_INSERT_TAIL(&idles, c, idle);
+		c->in_idle = 1;
+		set_state(c, CS_HEAD);
+		return;
+	}
+	if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)))
+		return;
+	if ((what & BEV_EVENT_EOF) && !(what & BEV_EVENT_ERROR)) {
+		c->cl_eof = 1;
+		if ((c->st == CS_FWD || c->st == CS_OPEN || c->st == CS_CONNECT) && c->req_done) {
+			bufferevent_disable(c->cl, EV_READ);
+			return;	/* deliver the response, then close */
+		}
+		if (c->st == CS_UPGRADED && c->up != NULL &&
+		    evbuffer_get_length(bufferevent_get_output(c->up)) > 0) {
+			/* flush what the client sent, then close */
+			bufferevent_disable(c->cl, EV_READ);
+			shutdown(bufferevent_getfd(c->cl), SHUT_RD);
+			bufferevent_setwatermark(c->up, EV_WRITE, 0, 0);
+			return;
+		}
+	}
+	conn_kill(c);
+}
+
+static void
+up_read(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+
+	c->last = util_mono_coarse_ms();
+	if (c->st == CS_UPGRADED) {
+		relay(c, c->up, c->cl, 1);
+		return;
+	}
+	if (c->st != CS_FWD) {
+		/* bytes with no request outstanding: this upstream is done */
+		bufferevent_free(bev);
+		c->up = NULL;
+		return;
+	}
+	resp_body(c);
+}
+
+static void
+up_write(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+
+	if (c->st == CS_UPGRADED) {
+		if (c->cl_eof && evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
+			conn_kill(c);
+			return;
+		}
+		bev_enable(c->cl, EV_READ);
+	} else if (c->st == CS_FWD && !c->req_done)
+		body_pump(c);
+}
+
+static void
+up_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct conn *c = arg;
+	char msg[256];
+
+	(void)bev;
+	if (what & BEV_EVENT_CONNECTED) {
+		int one = 1;
+
+		setsockopt(bufferevent_getfd(c->up), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		if (c->st == CS_CONNECT)
+			up_ready(c);
+		return;
+	}
+	if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)))
+		return;
+	switch (c->st) {
+	case CS_CONNECT:
+		snprintf(msg, sizeof(msg), "Nothing listens on port %d in the sandbox.",
+		    c->rt != NULL ? c->rt->port : 0);
+		answer_page(c, 502, "App not reachable", msg);
+		return;
+	case CS_FWD:
+		if (c->resp == NULL && !c->sent) {
+			answer_page(c, 502, "Bad response from the app",
+			    "The app closed the connection without a response.");
+			return;
+		}
+		if (c->resp != NULL && (what & BEV_EVENT_EOF) && !c->resp->msg_done &&
+		    llhttp_get_errno(&c->resp->p) == HPE_OK)
+			ign(llhttp_finish(&c->resp->p));	/* on_message_complete pauses */
+		if (c->resp != NULL && c->resp->msg_done) {
+			/* a body delimited by the close */
+			bufferevent_free(c->up);
+			c->up = NULL;
+			c->keep = 0;
+			response_done(c);
+			return;
+		}
+		break;
+	case CS_UPGRADED:
+		if (evbuffer_get_length(bufferevent_get_output(c->cl)) > 0) {
+			struct buf none = { 0 };
+
+			bufferevent_free(c->up);
+			c->up = NULL;
+			answer(c, &none, 1);	/* flush to the client, then close */
+			return;
+		}
+		break;
+	case CS_HEAD:
+	case CS_CLOSING:
+		/* between requests: the next one opens a new upstream */
+		bufferevent_free(c->up);
+		c->up = NULL;
+		return;
+	default:
+		break;
+	}
+	conn_kill(c);
+}
+
+void
+conn_close_route(struct route *rt)
+{
+	struct conn *c;
+
+	while ((c = LIST_FIRST(&rt->conns)) != NULL)
+		conn_kill(c);
+}
+
+void
+conn_stop_all(void)
+{
+	struct conn *c;
+
+	while ((c = TAILQ_FIRST(&conns)) != NULL)
+		conn_kill(c);
+	reap_cb(-1, 0, NULL);
+}

@@ -1,0 +1,77 @@
+/*
+ * gw.h: the app gateway's shared state: the route table the control
+ * channel fills (ctl.c), the client connections (conn.c), the pages
+ * (page.c). One thread, one event loop.
+ */
+#ifndef GW_GW_H
+#define GW_GW_H
+
+#include <stdint.h>
+#include <sys/queue.h>
+
+#include "auth.h"
+#include "conf.h"
+
+struct event_base;
+struct conn;
+typedef struct ssl_ctx_st SSL_CTX;
+
+/* One exposed app, as the orchestrator announced it. */
+struct route {
+	LIST_ENTRY(route)	 link;
+	LIST_HEAD(rconns, conn) conns;		/* client connections bound to it */
+	char			 host[GW_HOST_MAX + 1];
+	char			 app[64];
+	char			 sandbox[64];
+	char			 session[128];
+	char			 sha[65];	/* sha256 hex of the token */
+	int			 port;
+	int			 public;
+	uint64_t		 gen;		/* ctl sync generation that last sent it */
+	int			 active;	/* carried traffic since the last activity message */
+};
+
+struct gw {
+	struct gwconf		*c;
+	struct event_base	*base;
+	SSL_CTX			*ssl;
+	LIST_HEAD(routelist, route) routes;
+	long			 nconns;
+	int			 shutting;
+};
+
+extern struct gw G;
+
+/* routes (ctl.c) */
+struct route	*route_find(const char *host);
+
+/* the control channel (ctl.c) */
+void	ctl_start(const char *token);
+void	ctl_stop(void);
+/* 1 when the channel is up and synced. */
+int	ctl_ready(void);
+/* Asks for a connection to c's app; the answer goes to conn_opened(). */
+uint64_t ctl_open(const char *host);
+void	ctl_cancel(uint64_t id);
+
+/* connections (conn.c) */
+void	conn_accept(int fd, const struct sockaddr *sa, int salen);
+/* The control channel's answer to an open: fd >= 0, or addr, or an error. */
+void	conn_opened(uint64_t id, int fd, const char *addr, int status, const char *err);
+/* Closes every client connection bound to rt (unroute, new token). */
+void	conn_close_route(struct route *rt);
+/* Closes the oldest idle keep-alive connection; 0 if there was none. */
+int	conn_shed_idle(void);
+void	conn_stop_all(void);
+
+/* pages (page.c) */
+struct buf;
+/*
+ * Writes a whole response with a small HTML page into out: status, a
+ * title and a sentence (escaped), extra header lines ("Name: v\r\n"...,
+ * or NULL), Connection: close when close.
+ */
+int	page_build(struct buf *out, int status, const char *title,
+	    const char *text, const char *extra, int close);
+
+#endif

@@ -1,0 +1,94 @@
+/*
+ * head.h: one HTTP/1.x request or response head as the gateway sees it:
+ * framed strictly (no bare LF or CR, no obs-fold, no NUL), parsed by
+ * llhttp in one pass over the complete head, headers edited in place
+ * (marked deleted, added) and written back out. No I/O: unit-tested and
+ * fuzzed (tests/fuzz/fuzz_gw_http.c).
+ */
+#ifndef GW_HEAD_H
+#define GW_HEAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <llhttp.h>
+
+#include "attrib.h"
+#include "buf.h"
+
+struct gwh {
+	uint32_t	 no, nl;	/* name offset/length in data */
+	uint32_t	 vo, vl;	/* value */
+	uint8_t		 del;
+};
+
+struct gwhead {
+	llhttp_t	 p;		/* keeps parsing the body (gwhead_body) */
+	struct buf	 data;		/* url, names, values (copied) and added headers */
+	struct gwh	*h;
+	size_t		 nh, caph, maxh;
+	uint32_t	 url_o, url_l;
+	uint32_t	 reason_o, reason_l;	/* response: the status line's reason */
+	int		 in_value, too_many;
+	int		 skip_body;	/* response to HEAD: no body whatever it says */
+	int		 msg_done;	/* the whole message (head and body) parsed */
+	int		 status;	/* response */
+	uint8_t		 method;	/* request: llhttp_method_t */
+	uint8_t		 major, minor;
+	uint8_t		 keepalive;	/* the peer lets the connection be kept */
+	uint8_t		 upgrade;	/* request: Upgrade + Connection: upgrade */
+	uint8_t		 chunked, has_cl;
+	uint64_t	 content_length;
+};
+
+/*
+ * Finds the end of a head in p[0..n): its length (through the empty line,
+ * leading empty lines of a request included), 0 more bytes needed, -1 bad
+ * framing, -2 no end within max bytes.
+ */
+long	gwhead_end(const char *p, size_t n, size_t max);
+
+/*
+ * Parses a complete head (type HTTP_REQUEST or HTTP_RESPONSE). 0 or the
+ * status to answer: 400 malformed, 431 too many header lines, 414 target
+ * longer than maxtarget, 501 unsupported Transfer-Encoding; err says why.
+ * For a response, set skip_body before (HEAD request) .
+ */
+/* The reason phrase for a status ("Not Found"), "Unknown" if none. */
+const char *gw_reason(int status);
+int	gwhead_parse(struct gwhead *, int type, const char *head, size_t len,
+	    size_t maxh, size_t maxtarget, char *err, size_t errlen) WUNRES;
+void	gwhead_free(struct gwhead *);
+
+/* The first value of name (case-insensitive) or NULL; *len its length. */
+const char *gwhead_get(const struct gwhead *, const char *name, size_t *len);
+/* Number of headers called name; *idx the first one's index. */
+int	gwhead_count(const struct gwhead *, const char *name, size_t *idx);
+/* Marks every header called name deleted; returns how many. */
+int	gwhead_del(struct gwhead *, const char *name);
+/* Adds a header (after the others). -1 if data is full. */
+int	gwhead_add(struct gwhead *, const char *name, const char *value, size_t vl) WUNRES;
+/* Whether header i is called name (case-insensitive). */
+int	gwhead_is(const struct gwhead *, size_t i, const char *name);
+/* Whether a comma-separated list value holds token (case-insensitive). */
+int	gwhead_list_has(const char *v, size_t len, const char *token);
+/*
+ * Marks hop-by-hop headers deleted: Connection, Keep-Alive, TE, Trailer,
+ * Upgrade, Proxy-* and every header a Connection header names (not Host,
+ * Content-Length or Transfer-Encoding).
+ */
+void	gwhead_strip_hop(struct gwhead *);
+
+/*
+ * Writes the head out: request line with target (NULL: the parsed one) or
+ * the status line, the headers not deleted, the empty line. -1 out full.
+ */
+int	gwhead_write(const struct gwhead *, const char *target, size_t tl,
+	    struct buf *out) WUNRES;
+
+/*
+ * Feeds body bytes after the head: returns the bytes that belong to this
+ * message (msg_done set when it ended), or -1 on bad framing.
+ */
+long	gwhead_body(struct gwhead *, const char *p, size_t n);
+
+#endif
