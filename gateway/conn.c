@@ -416,9 +416,10 @@ bind_route(struct conn *c, struct route *rt)
 
 static void up_ready(struct conn *c);
 
-/* Sends the head in c->fwd: at once if the upstream is there, else asks for one. */
+/* Sends the head in c->fwd: at once if the upstream is there, else asks
+ * for one with the token that authenticated this request. */
 static void
-forward(struct conn *c)
+forward(struct conn *c, const char *token)
 {
 	bufferevent_disable(c->cl, EV_READ);
 	c->rt->active = 1;
@@ -426,7 +427,7 @@ forward(struct conn *c)
 		up_ready(c);
 		return;
 	}
-	if ((c->open_id = ctl_open(c->rt->host)) == 0) {
+	if ((c->open_id = ctl_open(c->rt->host, token)) == 0) {
 		answer_page(c, 503, "App unavailable",
 		    "The orchestrator is unavailable; try again in a moment.");
 		return;
@@ -509,6 +510,7 @@ head_one(struct conn *c)
 	if (ro.rt != NULL && c->rt == NULL)
 		bind_route(c, ro.rt);
 	if (rc == GWREQ_ANSWER) {
+		explicit_bzero(ro.token, sizeof(ro.token));
 		answer(c, &out, ro.close);
 		buf_free(&out);
 		return !c->dead && c->st == CS_HEAD;
@@ -517,7 +519,8 @@ head_one(struct conn *c)
 	c->keep = c->req->keepalive;
 	c->fwd = xmalloc(sizeof(*c->fwd));
 	*c->fwd = out;
-	forward(c);
+	forward(c, ro.token);
+	explicit_bzero(ro.token, sizeof(ro.token));
 	return 0;
 }
 
@@ -590,13 +593,12 @@ conn_opened(uint64_t id, int fd, const char *addr, int status, const char *err)
 			continue;
 		c->open_id = 0;
 		if (status != 0) {
-			if (status == 502 && c->rt != NULL)
-				snprintf(msg, sizeof(msg), "Nothing listens on port %d in the sandbox (%s).",
-				    c->rt->port, err);
-			else
-				snprintf(msg, sizeof(msg), "%s", err);
+			/* The orchestrator's text says why (a port nothing
+			 * listens on, a stopped sandbox, a token it refused). */
+			snprintf(msg, sizeof(msg), "%s", err);
 			answer_page(c, status, status == 404 ? "No app here" : status == 503 ?
-			    "App unavailable" : "App not reachable", msg);
+			    "App unavailable" : status == 401 ? "Authentication required" :
+			    "App not reachable", msg);
 		} else if (fd >= 0) {
 			struct bufferevent *b = bufferevent_socket_new(G.base, fd, BEV_OPT_CLOSE_ON_FREE);
 			int one = 1;

@@ -93,7 +93,7 @@ ctl_send(cJSON *j)
 }
 
 uint64_t
-ctl_open(const char *host)
+ctl_open(const char *host, const char *token)
 {
 	cJSON *j;
 
@@ -103,6 +103,11 @@ ctl_open(const char *host)
 	cJSON_AddStringToObject(j, "op", "open");
 	cJSON_AddNumberToObject(j, "id", (double)++K.next_id);
 	cJSON_AddStringToObject(j, "host", host);
+	/* The orchestrator checks the token again (docs/internals/
+	 * gateway-control.md): a gateway cannot open an app whose token it
+	 * was not shown. */
+	if (token != NULL && token[0] != '\0')
+		cJSON_AddStringToObject(j, "token", token);
 	ctl_send(j);
 	cJSON_Delete(j);
 	return K.next_id;
@@ -220,7 +225,7 @@ on_open(const cJSON *j)
 		return 0;
 	}
 	status = cJSON_IsNumber(st) ? (int)st->valuedouble : 502;
-	if (status != 404 && status != 502 && status != 503)
+	if (status != 401 && status != 404 && status != 502 && status != 503)
 		status = 502;
 	conn_opened((uint64_t)id->valuedouble, -1, NULL, status,
 	    err != NULL ? err : "the app cannot be reached");
@@ -273,6 +278,22 @@ on_line(const char *line, size_t len)
 		log_info("control channel synced");
 	} else if (strcmp(op, "open") == 0 && K.st == CTL_READY)
 		rc = on_open(j);
+	else if (strcmp(op, "ping") == 0) {
+		/* Every message before it is applied: say so (unexpose_port
+		 * waits for it, so the app answers 404 when the tool returns). */
+		const cJSON *n = cJSON_GetObjectItemCaseSensitive(j, "n");
+		cJSON *p;
+
+		if (!cJSON_IsNumber(n))
+			rc = -1;
+		else {
+			p = cJSON_CreateObject();
+			cJSON_AddStringToObject(p, "op", "pong");
+			cJSON_AddNumberToObject(p, "n", n->valuedouble);
+			ctl_send(p);
+			cJSON_Delete(p);
+		}
+	}
 	else if (strcmp(op, "open") == 0 || strcmp(op, "synced") == 0 ||
 	    strcmp(op, "welcome") == 0)
 		rc = -1;	/* out of order */

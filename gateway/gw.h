@@ -51,7 +51,7 @@ void	ctl_stop(void);
 /* 1 when the channel is up and synced. */
 int	ctl_ready(void);
 /* Asks for a connection to c's app; the answer goes to conn_opened(). */
-uint64_t ctl_open(const char *host);
+uint64_t ctl_open(const char *host, const char *token);
 void	ctl_cancel(uint64_t id);
 
 /* connections (conn.c) */

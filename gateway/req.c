@@ -31,6 +31,7 @@ answer(struct gwreq_out *o, struct buf *out, int status, const char *title,
 struct ckctx {
 	const char	*sha;
 	int		 ok;
+	char		*tok;		/* the matching value, GW_TOKEN_MAX + 1 */
 };
 
 static void
@@ -38,8 +39,13 @@ ck_cb(void *arg, const char *v, size_t vl)
 {
 	struct ckctx *k = arg;
 
-	if (gw_token_ok(v, vl, k->sha))
+	if (!k->ok && gw_token_ok(v, vl, k->sha)) {
 		k->ok = 1;
+		if (k->tok != NULL && vl <= GW_TOKEN_MAX) {
+			memcpy(k->tok, v, vl);
+			k->tok[vl] = '\0';
+		}
+	}
 }
 
 /*
@@ -47,9 +53,10 @@ ck_cb(void *arg, const char *v, size_t vl)
  * empty goes); sets *ok when one of them is the app's token. -1 out of room.
  */
 static int
-take_cookies(struct gwhead *r, const char *name, const char *sha, int *ok)
+take_cookies(struct gwhead *r, const char *name, const char *sha, int *ok,
+    char *tok)
 {
-	struct ckctx k = { sha, 0 };
+	struct ckctx k = { sha, 0, tok };
 	struct buf rest;
 	size_t i, nh = r->nh;
 	int found = 0, rc = 0;
@@ -140,13 +147,16 @@ gwreq_decide(const struct gwreq_in *in, struct gwhead *r, struct buf *out,
 		const char *t;
 		size_t tl;
 
-		if (gw_bearer(v, vl, &t, &tl) && gw_token_ok(t, tl, rt->sha)) {
+		if (gw_bearer(v, vl, &t, &tl) && gw_token_ok(t, tl, rt->sha) &&
+		    tl <= GW_TOKEN_MAX) {
 			o->authed = 1;
+			memcpy(o->token, t, tl);
+			o->token[tl] = '\0';
 			gwhead_del(r, "authorization");
 		}
 	}
 	/* 3. the cookie; every cookie of that name goes, authenticated or not */
-	if (take_cookies(r, cookie, o->authed ? NULL : rt->sha, &ok) == -1)
+	if (take_cookies(r, cookie, o->authed ? NULL : rt->sha, &ok, o->token) == -1)
 		return -1;
 	if (!o->authed && ok)
 		o->authed = 2;

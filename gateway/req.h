@@ -26,6 +26,10 @@ struct gwreq_out {
 	int		 close;		/* close after the answer */
 	int		 authed;	/* 1 token, 2 cookie, 3 public */
 	int		 upgrade;	/* forwarded as an upgrade request */
+	char		 token[GW_TOKEN_MAX + 1];	/* the token that authenticated
+					 * (Bearer or cookie; "" for public):
+					 * the orchestrator checks it again
+					 * when the connection is opened */
 };
 
 /* The gateway's cookie name. */

@@ -69,8 +69,10 @@ r=$(tool_sc k1 expose_port "{\"port\":$APP_PORT,\"name\":\"web\"}")
 tok=$(echo "$r" | jq -r .token)
 check "expose_port on kubernetes" [ "$(echo "$r" | jq -r .url)" = "http://web-$sb.$DOMAIN:$GWP/" ]
 
+# The ports of the ingress rules that admit the gateway pods (the agent
+# port's rule, from the orchestrator, is another one).
 ingress_ports() {
-	obj networkpolicies sandboxes "$pod" | jq_py '",".join(sorted(str(p["port"]) for r in (d["spec"].get("ingress") or []) for p in (r.get("ports") or [])))'
+	obj networkpolicies sandboxes "$pod" | jq_py '",".join(sorted(str(p["port"]) for r in (d["spec"].get("ingress") or []) if any((f.get("podSelector") or {}).get("matchLabels", {}).get("app.kubernetes.io/name") == "app-gateway" for f in (r.get("from") or [])) for p in (r.get("ports") or [])))'
 }
 ports_are() { [ "$(ingress_ports)" = "$1" ]; }
 check "the sandbox's NetworkPolicy admits the gateway to the exposed port" wait_for 10 ports_are "$APP_PORT" ||
