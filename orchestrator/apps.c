@@ -626,7 +626,7 @@ apps_open(struct sessmgr *m, const char *host, const char *token,
 	if ((s = find_locked(m, host, &a)) == NULL) {
 		pthread_mutex_unlock(&m->mu);
 		*status = 404;
-		snprintf(err, errlen, "no app is published at this address");
+		snprintf(err, errlen, "No app is published at this address.");
 		return -1;
 	}
 	scpy(rtid, sizeof(rtid), s->rtid);
@@ -635,20 +635,20 @@ apps_open(struct sessmgr *m, const char *host, const char *token,
 	if (!m->conf->apps_public) {
 		if (token == NULL) {
 			*status = 401;
-			snprintf(err, errlen, "this app needs its token");
+			snprintf(err, errlen, "This app needs its token.");
 			return -1;
 		}
 		token_hash(token, h);
 		if (CRYPTO_memcmp(h, a.hash, APP_HASH_HEX) != 0) {
 			*status = 401;
-			snprintf(err, errlen, "wrong token for this app");
+			snprintf(err, errlen, "The token is not this app's.");
 			return -1;
 		}
 	}
 	if (!running) {
 		*status = 503;
-		snprintf(err, errlen, "the sandbox of this app is stopped; the next "
-		    "tool call of its session starts it again");
+		snprintf(err, errlen, "The sandbox of this app is stopped; the next "
+		    "tool call of its session starts it again.");
 		return -1;
 	}
 	if (m->rt->ops->app_connect == NULL ||
@@ -656,17 +656,17 @@ apps_open(struct sessmgr *m, const char *host, const char *token,
 	    sizeof(rerr)) == -1) {
 		if (strcmp(rerr, "not listening") == 0) {
 			*status = 502;
-			snprintf(err, errlen, "nothing listens on port %d in the "
+			snprintf(err, errlen, "Nothing listens on port %d in the "
 			    "sandbox: start the app there (listening on 0.0.0.0 or "
 			    "127.0.0.1), then reload", a.port);
 		} else if (strcmp(rerr, "stopped") == 0 ||
 		    strcmp(rerr, "not found") == 0) {
 			*status = 503;
-			snprintf(err, errlen, "the sandbox of this app is not "
-			    "running; the next tool call of its session starts it");
+			snprintf(err, errlen, "The sandbox of this app is not "
+			    "running; the next tool call of its session starts it.");
 		} else {
 			*status = 502;
-			snprintf(err, errlen, "the app could not be reached");
+			snprintf(err, errlen, "The app could not be reached.");
 			log_warnx("sandbox=%s app=%s port=%d connect failed: %s",
 			    rtid, a.name, a.port, rerr);
 		}

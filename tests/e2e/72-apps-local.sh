@@ -67,7 +67,7 @@ check "the model is told nothing listens yet" contains <(echo "$out") "Nothing l
 tok2=$(tool_sc a1 expose_port '{"port":8001}' | jq -r .token)
 out=$($PROBE "$CTL" open "p8001-$sb.$DOMAIN" "$tok2")
 check "open of a port nothing listens on: 502" [ "$(echo "$out" | jq -r .status)" = 502 ]
-check "the 502 says which port" contains <(echo "$out") "nothing listens on port 8001"
+check "the 502 says which port" contains <(echo "$out") "Nothing listens on port 8001"
 out=$($PROBE "$CTL" open "web-$sb.$DOMAIN" "$tok2")
 check "one app's token does not open another" [ "$(echo "$out" | jq -r .status)" = 401 ]
 
