@@ -394,6 +394,8 @@ conn_accept(int fd, const struct sockaddr *sa, int salen)
 	bufferevent_setcb(c->cl, cl_read, cl_write, cl_event, c);
 	bufferevent_setwatermark(c->cl, EV_READ, 0, read_hwm());
 	bufferevent_setwatermark(c->cl, EV_WRITE, (size_t)G.c->high_watermark / 2, 0);
+	/* Bulk: fewer, larger writes than libevent's 16 KiB. */
+	bufferevent_set_max_single_write(c->cl, (size_t)G.c->high_watermark);
 	c->last = util_mono_coarse_ms();
 	if (!c->tls) {
 		TAILQ_INSERT_TAIL(&idles, c, idle);
@@ -421,7 +423,13 @@ static void up_ready(struct conn *c);
 static void
 forward(struct conn *c, const char *token)
 {
-	bufferevent_disable(c->cl, EV_READ);
+	/*
+	 * The client stays readable while the app answers: what it sends
+	 * meanwhile (a body, pipelined requests) waits in its input, bounded
+	 * by the read watermark, and an EOF is kept for after the response
+	 * (cl_event). Turning reading off and on again cost two epoll_ctl
+	 * calls per request.
+	 */
 	c->rt->active = 1;
 	if (c->up != NULL) {
 		up_ready(c);
@@ -525,6 +533,60 @@ head_one(struct conn *c)
 }
 
 /* Client bytes of the request body to the upstream, as far as it takes them. */
+/*
+ * libevent reads 4 KiB per readable event, so an 8 MiB body cost two
+ * thousand wake-ups, each with its read, parse and epoll calls. Once what
+ * libevent read is through, a body of known length is read on straight
+ * from src's socket into dst (the other side's output; at most what is
+ * left of the body, so nothing past it is ever taken, and at most up to
+ * the watermark) in large chains (tunnel_pull, common/evrelay.h), and the
+ * parser is run over what came. Chunked and close-delimited bodies take
+ * libevent's path. The bytes pulled (0: none, wait for libevent), or -1
+ * when the body is broken (the connection is killed).
+ */
+static long
+body_pull(struct conn *c, struct gwhead *h, struct bufferevent *src,
+    struct evbuffer *dst)
+{
+	size_t hwm = (size_t)G.c->high_watermark, before = evbuffer_get_length(dst);
+	size_t got, cap, i;
+	struct evbuffer_iovec v[16];
+	struct evbuffer_ptr at;
+	uint64_t left;
+	int nv;
+
+	if (h->msg_done || h->skip_body || !(h->p.flags & F_CONTENT_LENGTH) ||
+	    (h->p.flags & F_CHUNKED) || (left = h->p.content_length) == 0 ||
+	    before >= hwm)
+		return 0;
+	cap = hwm - before;
+	if (cap > left)
+		cap = (size_t)left;
+	if ((got = tunnel_pull(src, dst, before + cap)) == 0 || c->dead)
+		return c->dead ? -1 : 0;
+	if (evbuffer_ptr_set(dst, &at, before, EVBUFFER_PTR_SET) == -1)
+		return -1;
+	while (got > 0) {
+		nv = evbuffer_peek(dst, (ev_ssize_t)got, &at, v, NELEM(v));
+		if (nv <= 0)
+			break;
+		if (nv > (int)NELEM(v))
+			nv = NELEM(v);
+		for (i = 0; i < (size_t)nv && got > 0; i++) {
+			size_t k = v[i].iov_len < got ? v[i].iov_len : got;
+
+			if (gwhead_body(h, v[i].iov_base, k) != (long)k) {
+				conn_kill(c);
+				return -1;
+			}
+			got -= k;
+			if (evbuffer_ptr_set(dst, &at, k, EVBUFFER_PTR_ADD) == -1 && got > 0)
+				return -1;
+		}
+	}
+	return (long)(evbuffer_get_length(dst) - before);
+}
+
 static void
 body_pump(struct conn *c)
 {
@@ -534,7 +596,17 @@ body_pump(struct conn *c)
 	struct evbuffer_iovec v;
 	long n;
 
-	while (!c->req_done && evbuffer_get_length(in) > 0) {
+	while (!c->req_done) {
+		if (evbuffer_get_length(in) == 0) {
+			/* never under TLS: the SSL owns the client's fd */
+			if (c->tls || (n = body_pull(c, c->req, c->cl, o)) == 0)
+				break;
+			if (n < 0)
+				return;
+			if (c->req->msg_done)
+				c->req_done = 1;
+			continue;
+		}
 		if (evbuffer_get_length(o) >= hwm) {
 			bufferevent_disable(c->cl, EV_READ);
 			return;
@@ -549,10 +621,9 @@ body_pump(struct conn *c)
 		if (c->req->msg_done)
 			c->req_done = 1;
 	}
-	if (c->req_done)
-		bufferevent_disable(c->cl, EV_READ);	/* pipelined requests wait */
-	else
+	if (!c->req_done)
 		bev_enable(c->cl, EV_READ);
+	/* else pipelined requests wait in the input (forward) */
 }
 
 /* The upstream is there: send the head, stream the body, await the response. */
@@ -579,6 +650,7 @@ up_setup(struct conn *c, struct bufferevent *b)
 	bufferevent_setcb(b, up_read, up_write, up_event, c);
 	bufferevent_setwatermark(b, EV_READ, 0, read_hwm());
 	bufferevent_setwatermark(b, EV_WRITE, (size_t)G.c->high_watermark / 2, 0);
+	bufferevent_set_max_single_write(b, (size_t)G.c->high_watermark);
 }
 
 void
@@ -738,7 +810,18 @@ resp_body(struct conn *c)
 	struct evbuffer_iovec v;
 	long n;
 
-	while (evbuffer_get_length(in) > 0) {
+	for (;;) {
+		if (evbuffer_get_length(in) == 0) {
+			if (c->resp == NULL || (n = body_pull(c, c->resp, c->up, o)) == 0)
+				break;
+			if (n < 0)
+				return;
+			if (c->resp->msg_done) {
+				response_done(c);
+				return;
+			}
+			continue;
+		}
 		if (c->resp == NULL) {
 			if (resp_head(c) == -1)
 				return;
@@ -796,8 +879,7 @@ cl_read(struct bufferevent *bev, void *arg)
 	case CS_FWD:
 		if (!c->req_done)
 			body_pump(c);
-		else
-			bufferevent_disable(bev, EV_READ);
+		/* else a pipelined request: it waits in the input (forward) */
 		return;
 	case CS_UPGRADED:
 		relay(c, c->cl, c->up, !c->tls);
