@@ -29,6 +29,8 @@ static const struct cfg_key keys[] = {
 	  "certificate chain (PEM) for HTTPS, normally a wildcard *.<domain>; empty: plain HTTP" },
 	{ "tls.key", CFG_PATH, O(tls_key), 0, 0, NULL, "APP_GATEWAY_TLS_KEY",
 	  "private key (PEM) of tls.cert (required with it)" },
+	{ "scheme", CFG_STR, O(scheme), 0, 0, NULL, "APP_GATEWAY_SCHEME",
+	  "the scheme browsers use: https behind an Ingress or load balancer that ends TLS (cookies __Host- and Secure, origins https://, X-Forwarded-Proto https); empty: https with tls.cert, else http" },
 	{ "user", CFG_STR, O(user), 0, 0, NULL, NULL,
 	  "user to run as after binding the listener and reading the key and token (started as root); empty: stay" },
 	{ "limits.max_conns", CFG_INT, O(max_conns), 1, 10000000, "4096", NULL,
@@ -153,6 +155,17 @@ gwconf_load(const char *path, char *err, size_t errlen)
 		goto fail;
 	}
 	c->tls = c->tls_cert != NULL;
+	if (c->scheme != NULL && strcmp(c->scheme, "http") != 0 &&
+	    strcmp(c->scheme, "https") != 0) {
+		snprintf(err, errlen, "%s: scheme: expected http or https", f);
+		goto fail;
+	}
+	if (c->tls && c->scheme != NULL && strcmp(c->scheme, "http") == 0) {
+		snprintf(err, errlen, "%s: scheme: http, but tls.cert makes the "
+		    "listener https", f);
+		goto fail;
+	}
+	c->https = c->tls || (c->scheme != NULL && strcmp(c->scheme, "https") == 0);
 	return c;
 fail:
 	gwconf_free(c);

@@ -19,6 +19,7 @@ struct gwconf {
 	char		*tls_cert;
 	char		*tls_key;
 	char		*user;
+	char		*scheme;	/* what browsers use: http | https */
 	long long	 max_conns;
 	long long	 max_conns_per_addr;
 	long long	 header_bytes;
@@ -35,7 +36,8 @@ struct gwconf {
 	/* derived */
 	struct sockaddr_storage listen_ss;
 	socklen_t	 listen_sslen;
-	int		 tls;
+	int		 tls;		/* the listener speaks TLS (tls.cert) */
+	int		 https;		/* browsers use https: tls, or scheme */
 };
 
 /* The longest request target (414 beyond). */

@@ -504,7 +504,7 @@ head_one(struct conn *c)
 	c->nreq++;
 	c->req_done = c->req->msg_done;
 	memset(&ri, 0, sizeof(ri));
-	ri.tls = c->tls;
+	ri.tls = G.c->https;	/* what the browser uses (scheme), not the hop */
 	ri.client_ip = c->ae->ip;
 	ri.bound = c->rt;
 	ri.find = route_find;

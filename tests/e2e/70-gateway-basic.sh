@@ -219,6 +219,24 @@ check "TLS: 8 MiB download intact" test "$(tc -H "$A" "https://$HOST:$TLS_PORT/d
 check "TLS: WebSocket echo" bash -c \
 	"$PY $TOP/tests/gateway/wsclient.py --cafile $T/tls.crt --port $TLS_PORT --host $HOST:$TLS_PORT --auth '$A' echo 20 | grep -q 'echoed 20'"
 
+# --- TLS ended before the gateway (an Ingress): scheme: https on a plain listener
+ING_PORT=$(free_port)
+printf 'listen: 127.0.0.1:%s\ndomain: apps.localhost\nscheme: https\ncontrol:\n  socket: %s\n' \
+	"$ING_PORT" "$T/ctl.sock" >"$T/gwing.yaml"
+"$GWBIN" -f "$T/gwing.yaml" >"$T/gwing.log" 2>&1 &
+track_pid $!
+wait_port "$ING_PORT" 10
+wait_for 10 grep -q synced "$T/gwing.log"
+ic() { curl -sS --max-time 20 --resolve "$HOST:$ING_PORT:127.0.0.1" "$@"; }
+ic -D "$T/hing" -o /dev/null "http://$HOST:$ING_PORT/echo?token=$TOK3"
+check "scheme https behind an Ingress: the __Host- cookie, Secure" grep -qx "Set-Cookie: __Host-sbx-app=$TOK3; Path=/; HttpOnly; SameSite=Lax; Secure"$'\r' "$T/hing"
+ic -o "$T/eing" -H "Cookie: __Host-sbx-app=$TOK3" "http://$HOST:$ING_PORT/echo"
+check "scheme https: X-Forwarded-Proto https for the app" grep -q '"X-Forwarded-Proto", "https"' "$T/eing"
+check "scheme https: cookie + the browser's https Origin: 200" test "$(ic -o /dev/null -w '%{http_code}' -H "Cookie: __Host-sbx-app=$TOK3" -H "Origin: https://$HOST:$ING_PORT" "http://$HOST:$ING_PORT/echo")" = 200
+check "scheme https: cookie + an http Origin: 403" test "$(ic -o /dev/null -w '%{http_code}' -H "Cookie: __Host-sbx-app=$TOK3" -H "Origin: http://$HOST:$ING_PORT" "http://$HOST:$ING_PORT/echo")" = 403
+printf 'listen: 127.0.0.1:1\ndomain: d\nscheme: gopher\ncontrol:\n  socket: /x\n' >"$T/gwbad.yaml"
+check "scheme other than http or https: refused" bash -c "! '$GWBIN' -n -f '$T/gwbad.yaml' 2>&1 | grep -q 'configuration OK'"
+
 # --- control over TCP with a token (Kubernetes shape): the gateway connects to addresses itself
 CTL_PORT=$(free_port); TCP_PORT=$(free_port)
 echo "ctl-secret-$TOK" >"$T/ctl.token"
