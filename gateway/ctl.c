@@ -67,7 +67,7 @@ route_find(const char *host)
 static void
 route_remove(struct route *rt)
 {
-	conn_close_route(rt);
+	G.route_gone(rt);
 	LIST_REMOVE(rt, link);
 	free(rt);
 }
@@ -185,7 +185,7 @@ on_route(const cJSON *j)
 		/* A new token or another port: what was authenticated or connected goes. */
 		if (strcmp(rt->sha, sha != NULL ? sha : "") != 0 || rt->port != p ||
 		    rt->public != ispub)
-			conn_close_route(rt);
+			G.route_gone(rt);
 	} else {
 		rt = xcalloc(1, sizeof(*rt));
 		LIST_INIT(&rt->conns);
@@ -221,13 +221,13 @@ on_open(const cJSON *j)
 				return -1;	/* said fd, sent none */
 		} else if (addr == NULL || strlen(addr) > 127)
 			return -1;
-		conn_opened((uint64_t)id->valuedouble, fd, fd >= 0 ? NULL : addr, 0, NULL);
+		G.opened((uint64_t)id->valuedouble, fd, fd >= 0 ? NULL : addr, 0, NULL);
 		return 0;
 	}
 	status = cJSON_IsNumber(st) ? (int)st->valuedouble : 502;
 	if (status != 401 && status != 404 && status != 502 && status != 503)
 		status = 502;
-	conn_opened((uint64_t)id->valuedouble, -1, NULL, status,
+	G.opened((uint64_t)id->valuedouble, -1, NULL, status,
 	    err != NULL ? err : "the app cannot be reached");
 	return 0;
 }
@@ -442,7 +442,7 @@ ctl_drop(const char *why)
 	K.inlen = 0;
 	close_fds();
 	evbuffer_drain(K.out, evbuffer_get_length(K.out));
-	conn_opened(0, -1, NULL, 503, "the orchestrator is unavailable");
+	G.opened(0, -1, NULL, 503, "the orchestrator is unavailable");
 	if (G.shutting)
 		return;
 	tv.tv_sec = K.backoff / 1000;

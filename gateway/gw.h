@@ -38,8 +38,18 @@ struct gw {
 	LIST_HEAD(routelist, route) routes;
 	long			 nconns;
 	int			 shutting;
+	/*
+	 * What the control channel tells the connections (main.c sets them
+	 * to conn_opened and conn_close_route): through pointers, so that
+	 * ctl.c and conn.c do not call each other (the layers point one
+	 * way: main, conn, ctl, the rest; docs/architecture.md).
+	 */
+	void	(*opened)(uint64_t id, int fd, const char *addr, int status,
+		    const char *err);
+	void	(*route_gone)(struct route *rt);
 };
 
+/* The one instance (gw.c). */
 extern struct gw G;
 
 /* routes (ctl.c) */
@@ -50,7 +60,7 @@ void	ctl_start(const char *token);
 void	ctl_stop(void);
 /* 1 when the channel is up and synced. */
 int	ctl_ready(void);
-/* Asks for a connection to c's app; the answer goes to conn_opened(). */
+/* Asks for a connection to c's app; the answer goes to G.opened. */
 uint64_t ctl_open(const char *host, const char *token);
 void	ctl_cancel(uint64_t id);
 

@@ -31,7 +31,6 @@
 #define BACKOFF_MIN_MS		100
 #define BACKOFF_MAX_MS		2000
 
-struct gw G;
 
 static struct evconnlistener *lis;
 static struct event *resume_ev;
@@ -322,6 +321,8 @@ main(int argc, char **argv)
 		fatalx("%s", err);
 	for (i = 0; i < NELEM(sigs); i++)
 		event_add(evsignal_new(G.base, sigs[i], sig_cb, NULL), NULL);
+	G.opened = conn_opened;
+	G.route_gone = conn_close_route;
 	ctl_start(token);
 	if (token != NULL) {
 		memset(token, 0, strlen(token));

@@ -19,7 +19,7 @@ check "docs checker names the stale row" grep -q 'stale in .*`listen` | integer'
 # Every test the docs name (the threat model cites its proving tests) exists.
 named_tests_exist() {
 	local n missing=0
-	for n in $(grep -ohE '\b[0-9]{2}-(proxy|agent|runtime|orch|k8s)-[a-z0-9-]+' \
+	for n in $(grep -ohE '\b[0-9]{2}-(proxy|agent|runtime|orch|k8s|gateway|apps)-[a-z0-9-]+' \
 	    "$TOP"/README.md "$TOP"/docs/*.md "$TOP"/docs/internals/*.md | sort -u); do
 		[ -e "$TOP/tests/e2e/$n.sh" ] || { echo "docs name a missing test: $n"; missing=1; }
 	done
@@ -45,6 +45,8 @@ check "egress-proxy: no two files call each other" bash "$TOP/tests/lib/layers.s
 	"$BIN"/egress-proxy/*.o "$BIN"/common/*.o
 check "agent: no two files call each other" bash "$TOP/tests/lib/layers.sh" \
 	"$BIN"/agent/*.o
+check "app-gateway: no two files call each other" bash "$TOP/tests/lib/layers.sh" \
+	"$BIN"/gateway/*.o "$BIN"/common/*.o
 printf 'void b(void);\nvoid a(void);\nvoid a(void) { b(); }\n' >"$T/la.c"
 printf 'void a(void);\nvoid b(void);\nvoid b(void) { a(); }\n' >"$T/lb.c"
 cc -c "$T/la.c" -o "$T/la.o" && cc -c "$T/lb.c" -o "$T/lb.o"
