@@ -26,7 +26,7 @@ struct addon_secrets {
 /* Pushes a new table holding env, read_file, secret (cached in sc),
  * base64, basic, github_basic, gitlab_basic, log and warn. */
 void	addon_lib_push(lua_State *L, struct addon_secrets *sc);
-/* The request object a request hook gets (userdata "egress.req"). */
+/* The request object handed to a request hook (userdata "egress.req"). */
 #define LREQ_INJ	8
 
 struct hreq;

@@ -112,10 +112,14 @@ rjob_apps(struct rjob *r, struct sess *s, enum sess_err *e, char *err,
 		return 0;
 	case R_APP:
 		l = apps_list(s);
-		cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(l, "apps"))
-			if (strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(a,
-			    "name")), r->app) == 0)
+		a = cJSON_GetObjectItemCaseSensitive(l, "apps");
+		for (a = a != NULL ? a->child : NULL; a != NULL; a = a->next) {
+			const char *nm = cJSON_GetStringValue(
+			    cJSON_GetObjectItemCaseSensitive(a, "name"));
+
+			if (nm != NULL && strcmp(nm, r->app) == 0)
 				break;
+		}
 		if (a != NULL)
 			r->body = cJSON_Duplicate(a, 1);
 		cJSON_Delete(l);

@@ -443,9 +443,10 @@ apps_list_result(struct tool_call *tc, cJSON *list)
 	else
 		ign(buf_addstr(&out, "Published apps (tokens are shown only by "
 		    "expose_port):"));
-	cJSON_ArrayForEach(a, arr)
+	cJSON_ArrayForEach(a, arr) {
 		ign(buf_addf(&out, "\n- %s: port %d at %s", tr_str(a, "name"),
 		    (int)jll(a, "port"), tr_str(a, "url")));
+	}
 	tr_set_buf(tc, &out, 0);
 	buf_free(&out);
 	add_structured(tc, list);
