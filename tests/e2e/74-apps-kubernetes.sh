@@ -63,6 +63,18 @@ tool_sc() {
 # host, listening on every address: the pod IP is one of them).
 r=$(tool_sc k1 shell_async "{\"command\":\"mkdir -p /tmp/k1www && cd /tmp/k1www && echo k8s-app-page > index.html && exec python3 -m http.server $APP_PORT --bind 0.0.0.0\"}")
 check "app started in the sandbox pod" [ -n "$(echo "$r" | jq -r '.job_id // empty')" ]
+job=$(echo "$r" | jq -r '.job_id // empty')
+# The fake kubelet runs a pod's agent on this host, and a job has its own
+# process group: the app outlives the pod unless it is stopped here.
+app_gone() {
+	local p
+	[ -n "$job" ] && tool_sc k1 shell_stop "{\"job_id\":\"$job\"}" >/dev/null 2>&1
+	for p in $(ss -Hltnp "sport = :$APP_PORT" 2>/dev/null | grep -o 'pid=[0-9]*' | cut -d= -f2); do
+		kill "$p" 2>/dev/null
+	done
+	return 0
+}
+on_exit app_gone
 sb=$(curl -s -H "Authorization: Bearer $ORCH_KEY" "http://127.0.0.1:$ORCH_PORT/v1/sessions/k1" | jq -r .sandbox_id)
 pod=sbx-$sb
 r=$(tool_sc k1 expose_port "{\"port\":$APP_PORT,\"name\":\"web\"}")
