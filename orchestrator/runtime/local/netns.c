@@ -32,19 +32,24 @@
 #define RL_NO_PROXY		"localhost,127.0.0.1"
 #define RL_CA_BUNDLE		"/etc/ssl/certs/ca-certificates.crt"
 
-struct nsl_arg {
+/*
+ * One socket made inside a sandbox's network namespace: setns on a
+ * short-lived thread (the caller's namespace is untouched), then op.
+ */
+struct ns_arg {
 	int	nsfd;
 	int	port;
 	int	fd;
+	int	refused;	/* connect: ECONNREFUSED */
 	char	err[200];
+	int	(*op)(struct ns_arg *, int s);	/* 0, or -1 with err */
 };
 
 static void *
-nsl_thread(void *p)
+ns_thread(void *p)
 {
-	struct nsl_arg *a = p;
-	struct sockaddr_in sin;
-	int s, one = 1;
+	struct ns_arg *a = p;
+	int s;
 
 	a->fd = -1;
 	if (setns(a->nsfd, CLONE_NEWNET) == -1) {
@@ -55,6 +60,29 @@ nsl_thread(void *p)
 		snprintf(a->err, sizeof(a->err), "socket: %s", strerror(errno));
 		return NULL;
 	}
+	if (a->op(a, s) == -1) {
+		close(s);
+		return NULL;
+	}
+	a->fd = s;
+	return NULL;
+}
+
+static void
+loopback(struct sockaddr_in *sin, int port)
+{
+	memset(sin, 0, sizeof(*sin));
+	sin->sin_family = AF_INET;
+	sin->sin_port = htons((uint16_t)port);
+	sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+}
+
+static int
+op_listen(struct ns_arg *a, int s)
+{
+	struct sockaddr_in sin;
+	int one = 1;
+
 	(void)setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	/* a re-registration binds a new listener while the proxy still
 	 * holds the old one; it closes the old one on replace */
@@ -69,22 +97,64 @@ nsl_thread(void *p)
 	if (setsockopt(s, IPPROTO_IP, IP_FREEBIND, &one, sizeof(one)) == -1) {
 		snprintf(a->err, sizeof(a->err), "IP_FREEBIND: %s",
 		    strerror(errno));
-		close(s);
-		return NULL;
+		return -1;
 	}
-	memset(&sin, 0, sizeof(sin));
-	sin.sin_family = AF_INET;
-	sin.sin_port = htons((uint16_t)a->port);
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	loopback(&sin, a->port);
 	if (bind(s, (struct sockaddr *)&sin, sizeof(sin)) == -1 ||
 	    listen(s, 128) == -1) {
 		snprintf(a->err, sizeof(a->err), "bind 127.0.0.1:%d: %s",
 		    a->port, strerror(errno));
-		close(s);
-		return NULL;
+		return -1;
 	}
-	a->fd = s;
-	return NULL;
+	return 0;
+}
+
+static int
+op_connect(struct ns_arg *a, int s)
+{
+	struct sockaddr_in sin;
+	int one = 1;
+
+	loopback(&sin, a->port);
+	/* Loopback: the connect completes (or is refused) at once, unless
+	 * the app's accept queue is full, where it waits for the SYN retry;
+	 * the gateway's timeouts.connect bounds what the browser waits. */
+	if (connect(s, (struct sockaddr *)&sin, sizeof(sin)) == -1) {
+		a->refused = errno == ECONNREFUSED;
+		snprintf(a->err, sizeof(a->err), "connect 127.0.0.1:%d: %s",
+		    a->port, strerror(errno));
+		return -1;
+	}
+	(void)setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	return 0;
+}
+
+/*
+ * Runs a->op in pid's network namespace: the fd, or -1 (a->err says why;
+ * *gone when the namespace could not be opened: the process is gone).
+ */
+static int
+in_netns(pid_t pid, struct ns_arg *a, int *gone, char *err, size_t errlen)
+{
+	pthread_t th;
+	char path[64];
+	int e;
+
+	*gone = 0;
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
+	if ((a->nsfd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+		*gone = 1;
+		snprintf(err, errlen, "open %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if ((e = pthread_create(&th, NULL, ns_thread, a)) != 0) {
+		close(a->nsfd);
+		snprintf(err, errlen, "pthread_create: %s", strerror(e));
+		return -1;
+	}
+	pthread_join(th, NULL);
+	close(a->nsfd);
+	return a->fd;
 }
 
 /*
@@ -94,108 +164,35 @@ nsl_thread(void *p)
 int
 rl_netns_listener(pid_t pid, int port, char *err, size_t errlen)
 {
-	struct nsl_arg a;
-	pthread_t th;
-	char path[64];
-	int e;
+	struct ns_arg a = { .port = port, .op = op_listen };
+	int gone, fd;
 
-	memset(&a, 0, sizeof(a));
-	a.port = port;
-	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
-	if ((a.nsfd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
-		snprintf(err, errlen, "open %s: %s", path, strerror(errno));
-		return -1;
-	}
-	/* setns on a short-lived thread: the caller's namespace is untouched */
-	if ((e = pthread_create(&th, NULL, nsl_thread, &a)) != 0) {
-		close(a.nsfd);
-		snprintf(err, errlen, "pthread_create: %s", strerror(e));
-		return -1;
-	}
-	pthread_join(th, NULL);
-	close(a.nsfd);
-	if (a.fd == -1)
+	if ((fd = in_netns(pid, &a, &gone, err, errlen)) == -1 && a.err[0] != '\0')
 		snprintf(err, errlen, "listener in sandbox: %s", a.err);
-	return a.fd;
-}
-
-struct nsc_arg {
-	int	nsfd;
-	int	port;
-	int	fd;
-	int	refused;
-	char	err[200];
-};
-
-static void *
-nsc_thread(void *p)
-{
-	struct nsc_arg *a = p;
-	struct sockaddr_in sin;
-	int s, one = 1;
-
-	a->fd = -1;
-	if (setns(a->nsfd, CLONE_NEWNET) == -1) {
-		snprintf(a->err, sizeof(a->err), "setns: %s", strerror(errno));
-		return NULL;
-	}
-	if ((s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1) {
-		snprintf(a->err, sizeof(a->err), "socket: %s", strerror(errno));
-		return NULL;
-	}
-	memset(&sin, 0, sizeof(sin));
-	sin.sin_family = AF_INET;
-	sin.sin_port = htons((uint16_t)a->port);
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	/* Loopback: the connect completes (or is refused) at once, unless
-	 * the app's accept queue is full, where it waits for the SYN retry;
-	 * the gateway's timeouts.connect bounds what the browser waits. */
-	if (connect(s, (struct sockaddr *)&sin, sizeof(sin)) == -1) {
-		a->refused = errno == ECONNREFUSED;
-		snprintf(a->err, sizeof(a->err), "connect 127.0.0.1:%d: %s",
-		    a->port, strerror(errno));
-		close(s);
-		return NULL;
-	}
-	(void)setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	a->fd = s;
-	return NULL;
+	return fd;
 }
 
 /*
  * A TCP socket connected to 127.0.0.1:port inside pid's network namespace
  * (an exposed app, for the app gateway): the fd, or -1 with err
- * ("not listening" when nothing accepts on the port).
+ * ("not listening" when nothing accepts on the port, "stopped" when the
+ * process is gone).
  */
 int
 rl_netns_connect(pid_t pid, int port, char *err, size_t errlen)
 {
-	struct nsc_arg a;
-	pthread_t th;
-	char path[64];
-	int e;
+	struct ns_arg a = { .port = port, .op = op_connect };
+	int gone, fd;
 
-	memset(&a, 0, sizeof(a));
-	a.port = port;
-	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
-	if ((a.nsfd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+	if ((fd = in_netns(pid, &a, &gone, err, errlen)) != -1)
+		return fd;
+	if (gone)
 		snprintf(err, errlen, "stopped");
-		return -1;
-	}
-	if ((e = pthread_create(&th, NULL, nsc_thread, &a)) != 0) {
-		close(a.nsfd);
-		snprintf(err, errlen, "pthread_create: %s", strerror(e));
-		return -1;
-	}
-	pthread_join(th, NULL);
-	close(a.nsfd);
-	if (a.fd == -1) {
-		if (a.refused)
-			snprintf(err, errlen, "not listening");
-		else
-			snprintf(err, errlen, "%s", a.err);
-	}
-	return a.fd;
+	else if (a.refused)
+		snprintf(err, errlen, "not listening");
+	else if (a.err[0] != '\0')
+		snprintf(err, errlen, "%s", a.err);
+	return -1;
 }
 
 /*
