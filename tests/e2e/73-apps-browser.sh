@@ -20,8 +20,7 @@
 # First, the browser's floor: the same page served by webapp.py straight
 # on the host (and webapp-check.py's checks of the app itself, hostile
 # clients included), so a failure there is chromium's or the page's, not the
-# gateway's. The system half skips while build/gateway/app-gateway is
-# absent (a skip is not a pass).
+# gateway's. Without build/gateway/app-gateway the system half fails.
 . "$(dirname "$0")/../lib/common.sh"
 ART=${TEST_LOGDIR:-$BIN/test-logs}/73-apps-browser
 rm -rf "$ART" && mkdir -p "$ART"
@@ -103,8 +102,8 @@ check "checker: ... and its WebSocket never echoes" [ "$(el broken ws)" = ws-pen
 # ---- the system: orchestrator + gateway + a sandbox ----
 GW_BIN=${GW_BIN:-$BIN/gateway/app-gateway}
 if [ ! -x "$GW_BIN" ]; then
-	skip "system: browser through the gateway" "$GW_BIN not built (the app gateway, issue 14)"
-	exit 0
+	fail "system: browser through the gateway" "$GW_BIN is not built (make builds it)"
+	exit 1
 fi
 . "$TOP/tests/mcp/orch-lib.sh"
 . "$TOP/tests/apps/apps-lib.sh"
