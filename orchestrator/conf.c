@@ -4,6 +4,8 @@
 #include <string.h>
 
 #include "conf.h"
+#include "ids.h"
+#include "strnum.h"
 
 #define O(m) offsetof(struct conf, m)
 #define DAY (86400000LL)
@@ -120,6 +122,22 @@ const struct cfg_key conf_keys[] = {
 	  "apps need no token: anyone who can reach the gateway and knows the URL opens them" },
 	{ "apps.activity", CFG_BOOL, O(apps_activity), 0, 0, "true", NULL,
 	  "traffic to a sandbox's apps counts as activity for the idle reaper" },
+	{ "homes.enabled", CFG_BOOL, O(homes_enabled), 0, 0, "true", "ORCH_HOMES",
+	  "a session with a user gets that user's durable home at /home/user (HOME=/home/user)" },
+	{ "homes.size", CFG_SIZE, O(homes_size), 16LL << 20, 1LL << 44, "1GiB", NULL,
+	  "size limit of a new home (writes beyond: No space left on device)" },
+	{ "homes.users", CFG_MAP, O(homes_users), 0, 0, NULL, NULL,
+	  "per-user home size limits, user: size (a new home's; an existing one keeps its size)" },
+	{ "homes.ttl", CFG_DURATION, O(homes_ttl_ms), 0, 3650 * DAY, "0", NULL,
+	  "homes unused this long (and not in use) are deleted; 0: never" },
+#ifdef HAVE_RT_LOCAL
+	{ "homes.dir", CFG_PATH, O(local.homes_dir), 0, 0, NULL, NULL,
+	  "local runtime: directory of the homes (one ext4 image per user); empty: homes beside local.state_dir" },
+#endif
+	{ "homes.k8s.storage_class", CFG_STR, O(homes_k8s_storage_class), 0, 0, NULL, NULL,
+	  "kubernetes: storage class of the homes' PersistentVolumeClaims (empty: the cluster's default)" },
+	{ "homes.k8s.access_mode", CFG_STR, O(homes_k8s_access_mode), 0, 0, "ReadWriteOnce", NULL,
+	  "kubernetes: access mode of the homes' claims, ReadWriteOnce or ReadWriteMany" },
 	{ "fake.state_dir", CFG_PATH, O(fake_state_dir), 0, 0, "/tmp/orch-fake", NULL,
 	  "fake runtime: directory holding one directory per sandbox (keep it short: unix socket paths)" },
 	{ "fake.agent", CFG_PATH, O(fake_agent), 0, 0, "build/agent/sandbox-agent", "ORCH_FAKE_AGENT",
@@ -181,12 +199,48 @@ conf_load(struct conf *c, const char *path, char *err, size_t errlen)
 				return -1;
 			}
 	}
+	{
+		size_t i;
+		long long v;
+		const char *why;
+
+		for (i = 0; i < c->homes_users.n; i++)
+			if (!id_session_valid(c->homes_users.k[i]) ||
+			    strnum_size(c->homes_users.v[i], &v, &why) == -1 ||
+			    v < (16LL << 20) || v > (1LL << 44)) {
+				snprintf(err, errlen, "%s: homes.users: %.64s: "
+				    "expected a user id and a size of 16MiB .. 16TiB",
+				    path ? path : "(defaults)", c->homes_users.k[i]);
+				return -1;
+			}
+		if (c->homes_k8s_access_mode == NULL ||
+		    (strcmp(c->homes_k8s_access_mode, "ReadWriteOnce") != 0 &&
+		    strcmp(c->homes_k8s_access_mode, "ReadWriteMany") != 0 &&
+		    strcmp(c->homes_k8s_access_mode, "ReadWriteOncePod") != 0)) {
+			snprintf(err, errlen, "%s: homes.k8s.access_mode: expected "
+			    "ReadWriteOnce, ReadWriteOncePod or ReadWriteMany",
+			    path ? path : "(defaults)");
+			return -1;
+		}
+	}
 	if (c->pool_min_idle > c->max_running) {
 		snprintf(err, errlen, "%s: pool.min_idle: larger than limits.max_running",
 		    path ? path : "(defaults)");
 		return -1;
 	}
 	return 0;
+}
+
+long long
+conf_home_size(const struct conf *c, const char *user)
+{
+	const char *v = user != NULL ? cfg_map_get(&c->homes_users, user) : NULL;
+	const char *why;
+	long long n;
+
+	if (v != NULL && strnum_size(v, &n, &why) == 0)
+		return n;
+	return c->homes_size;
 }
 
 void

@@ -86,6 +86,14 @@ struct conf {
 	int		 apps_public;
 	int		 apps_activity;
 
+	/* per-user homes (homes.c, docs/operator-guide.md "Homes") */
+	int		 homes_enabled;
+	long long	 homes_size;	/* bytes, a new home's limit */
+	struct cfg_map	 homes_users;	/* user -> size (text, checked at load) */
+	long long	 homes_ttl_ms;	/* 0: never purged */
+	char		*homes_k8s_storage_class;
+	char		*homes_k8s_access_mode;
+
 	/* fake runtime (tests) */
 	char		*fake_state_dir;
 	char		*fake_agent;
@@ -104,6 +112,9 @@ struct conf {
 
 extern const struct cfg_key conf_keys[];
 extern const size_t conf_nkeys;
+
+/* The size limit of user's new home: homes.users' entry, else homes.size. */
+long long conf_home_size(const struct conf *, const char *user);
 
 int	conf_load(struct conf *, const char *path, char *err, size_t errlen) WUNRES;
 void	conf_free(struct conf *);

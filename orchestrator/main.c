@@ -21,6 +21,7 @@
 #include "appctl.h"
 #include "conf.h"
 #include "jsonmem.h"
+#include "homes.h"
 #include "log.h"
 #include "runtime/runtime.h"
 #include "runtime/fake/fake.h"
@@ -168,6 +169,7 @@ tick_run(void *arg UNUSED)
 {
 	images_refresh();	/* the first tick runs at start */
 	sessmgr_tick(orch.mgr);
+	homes_sweep(orch.mgr, orch.conf);
 }
 
 /* How often the runtime repairs what a peer's restart lost (egress

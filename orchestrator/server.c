@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "homes.h"
 #include "http.h"
 #include "mcp_http.h"
 #include "rest.h"
@@ -19,13 +20,14 @@
 
 /* Routes, in match order; ROUTE_* index the table's handler args. */
 enum { ROUTE_HEALTHZ, ROUTE_READYZ, ROUTE_MCP, ROUTE_MCP_SLASH, ROUTE_REST,
-    ROUTE_METRICS, ROUTE_MAX };
+    ROUTE_METRICS, ROUTE_HOMES, ROUTE_MAX };
 
 struct server {
 	struct http		*ht;
 	struct sessmgr		*mgr;
 	struct mcp_front	*mcp;
 	struct rest_ctx		 rest;
+	struct homes_ctx	 homes;
 	struct http_route	 routes[ROUTE_MAX];
 };
 
@@ -117,6 +119,9 @@ server_new(struct event_base *base, const struct conf *conf,
 	    NULL, rest_handle, &sv->rest };
 	r[ROUTE_METRICS] = (struct http_route){ "/metrics", 0, 1, HTTP_EP_OTHER,
 	    NULL, metrics, sv };
+	sv->homes = (struct homes_ctx){ mgr, conf };
+	r[ROUTE_HOMES] = (struct http_route){ "/v1/users/", 1, 1, HTTP_EP_REST,
+	    NULL, homes_handle, &sv->homes };
 	if ((sv->ht = http_new(base, conf, key, sv->routes, ROUTE_MAX, max_fds,
 	    err, errlen)) == NULL) {
 		server_free(sv);

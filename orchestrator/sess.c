@@ -133,7 +133,7 @@ sess_ensure_addr(struct sess *s, char *err, size_t errlen)
  * same env again needs no agent round trip at claim.
  */
 static void
-personalise(struct sess *s, const char *applied)
+personalise_egress(struct sess *s, const char *applied)
 {
 	struct sessmgr *m = s->mgr;
 	struct rt_egress eg;
@@ -193,6 +193,64 @@ personalise(struct sess *s, const char *applied)
 	    s->sid, s->rtid, t1 - t0, util_mono_ms() - t1,
 	    body == NULL && applied != NULL ? " (env applied in the pool)" : "");
 	s->personalised = 1;
+}
+
+/*
+ * A session with a user gets that user's home at RT_HOME_PATH (made on
+ * first use, homes.size or the user's homes.users size) and HOME there
+ * for the shell, jobs and exec (/v1/env). Local attaches it into the
+ * running sandbox (a warm claim stays warm); kubernetes mounted it at
+ * create. 0, or -1 with err.
+ */
+static int
+home_setup(struct sess *s, char *err, size_t errlen)
+{
+	static const char body[] = "{\"set\":{\"HOME\":\"" RT_HOME_PATH "\"}}";
+	struct sessmgr *m = s->mgr;
+	const struct runtime_ops *op = m->rt->ops;
+	char rerr[256];
+	struct buf resp;
+	int status = 0;
+	long long t0 = util_mono_ms();
+
+	if (!m->conf->homes_enabled || s->user[0] == '\0' ||
+	    (op->home_prepare == NULL && op->home_attach == NULL))
+		return 0;
+	if ((op->home_prepare != NULL && op->home_prepare(m->rt, s->user,
+	    conf_home_size(m->conf, s->user), rerr, sizeof(rerr)) == -1) ||
+	    (op->home_attach != NULL && op->home_attach(m->rt, s->rtid, s->user,
+	    rerr, sizeof(rerr)) == -1)) {
+		log_warnx("session=%s sandbox=%s home failed err=\"%s\"",
+		    s->sid, s->rtid, rerr);
+		snprintf(err, errlen, "the home of user %s could not be attached: "
+		    "%s; retry in a moment", s->user, rerr);
+		return -1;
+	}
+	buf_init(&resp, 64 * 1024);
+	if (sm_agent_call(s, "POST", "/v1/env", body, sizeof(body) - 1, 10000,
+	    &status, &resp, rerr, sizeof(rerr)) != 0 || status != 200) {
+		buf_free(&resp);
+		snprintf(err, errlen, "the home of user %s is attached but HOME "
+		    "could not be set (agent status %d); retry", s->user, status);
+		return -1;
+	}
+	buf_free(&resp);
+	log_info("session=%s sandbox=%s home attached user=%s home_ms=%lld",
+	    s->sid, s->rtid, s->user, util_mono_ms() - t0);
+	return 0;
+}
+
+/* Egress, env and the home; personalised once all are done. 0, or -1
+ * with err (the next call tries again). */
+static int
+personalise(struct sess *s, const char *applied, char *err, size_t errlen)
+{
+	personalise_egress(s, applied);
+	if (home_setup(s, err, errlen) == -1) {
+		s->personalised = 0;
+		return -1;
+	}
+	return 0;
 }
 
 static void
@@ -391,12 +449,14 @@ create_for(struct sess *s, const struct sess_opts *o, const char *ws_from,
 }
 
 /* s takes nw as its sandbox (running), then gets personalised. Held:
- * s->lk exclusive. */
-static void
-take_sandbox(struct sess *s, struct newsb *nw)
+ * s->lk exclusive. 0, or -1 with err when personalising failed (the
+ * sandbox is s's all the same). */
+static int
+take_sandbox(struct sess *s, struct newsb *nw, char *err, size_t errlen)
 {
 	struct sessmgr *m = s->mgr;
 	struct poolmem *pm = nw->pm;
+	int rc;
 
 	pthread_mutex_lock(&m->mu);
 	set_running_locked(s, nw->id, nw->image);
@@ -411,16 +471,16 @@ take_sandbox(struct sess *s, struct newsb *nw)
 	if (pm == NULL) {
 		log_info("session=%s sandbox=%s created ms=%lld", s->sid, nw->id,
 		    util_mono_ms() - nw->t0);
-		personalise(s, NULL);
-		return;
+		return personalise(s, NULL, err, errlen);
 	}
 	if (pm->conn != NULL && util_mono_ms() - pm->added_ms < AGENTC_CACHE_IDLE_MS) {
 		agentc_cache_put(&s->conns, pm->conn);	/* opened in the pool */
 		pm->conn = NULL;
 	}
-	personalise(s, pm->env);
+	rc = personalise(s, pm->env, err, errlen);
 	sm_poolmem_free(pm);
 	nw->pm = NULL;
+	return rc;
 }
 
 /* Creates or claims a sandbox for s (state NONE) from o (NULL: the
@@ -433,13 +493,15 @@ provision(struct sess *s, const struct sess_opts *o, enum sess_err *e,
 
 	s->created_ms = util_unix_ms();
 	set_reap_ms(s, o != NULL ? o->lifetime_ms : 0, o != NULL ? o->idle_ms : 0);
-	if ((o == NULL || !sessopt_sandbox_given(o)) && claim_pool(s, &nw) == 0) {
-		take_sandbox(s, &nw);
-		return 0;
-	}
+	if ((o == NULL || !sessopt_sandbox_given(o)) && claim_pool(s, &nw) == 0)
+		goto take;
 	if (create_for(s, o, NULL, 0, &nw, e, err, errlen) == -1)
 		return -1;
-	take_sandbox(s, &nw);
+take:
+	if (take_sandbox(s, &nw, err, errlen) == -1) {
+		*e = SE_RUNTIME;
+		return -1;
+	}
 	return 0;
 }
 
@@ -486,7 +548,10 @@ resume(struct sess *s, enum sess_err *e, char *err, size_t errlen)
 	m->n_started++;
 	pthread_mutex_unlock(&m->mu);
 	log_info("session=%s sandbox=%s resumed", s->sid, s->rtid);
-	personalise(s, NULL);
+	if (personalise(s, NULL, err, errlen) == -1) {
+		*e = SE_RUNTIME;
+		return -1;
+	}
 	return 0;
 }
 
@@ -591,8 +656,11 @@ sess_enter(struct sess *s, enum sess_err *e, char *err, size_t errlen)
 			s->state = S_STOPPED;
 			pthread_mutex_unlock(&m->mu);
 			rc = resume(s, e, err, errlen);
-		} else if (!s->personalised)
-			personalise(s, NULL);
+		} else if (!s->personalised &&
+		    personalise(s, NULL, err, errlen) == -1) {
+			*e = SE_RUNTIME;
+			rc = -1;
+		}
 		set_provisioning(s, 0);
 		pthread_rwlock_unlock(&s->lk);
 		if (rc == -1)
@@ -875,7 +943,7 @@ replace_locked(struct sess *s, const struct sess_opts *o, enum sess_err *e,
 	struct sessmgr *m = s->mgr;
 	char old[ID_SANDBOX_MAX];
 	long long life = s->lifetime_ms, idle = s->idle_ms;
-	int carry = !o->fresh_workspace;
+	int carry = !o->fresh_workspace, rc;
 	struct newsb nw;
 
 	if (check_opts(m, o, e, err, errlen) == -1) {
@@ -905,12 +973,14 @@ replace_locked(struct sess *s, const struct sess_opts *o, enum sess_err *e,
 	sm_pending_add_locked(m, old);	/* reconcile: not a duplicate */
 	pthread_mutex_unlock(&m->mu);
 	agentc_cache_clear(&s->conns);
-	take_sandbox(s, &nw);
+	rc = take_sandbox(s, &nw, err, errlen);
 	log_info("session=%s sandbox=%s replaces sandbox=%s workspace=%s",
 	    s->sid, s->rtid, old, carry ? "copied" : "fresh");
 	(void)sm_rt_destroy_logged(m, old, s->sid, "replaced by create_sandbox");
 	sm_pending_del(m, old);
-	return 0;
+	if (rc == -1)
+		*e = SE_RUNTIME;
+	return rc;
 }
 
 int
@@ -1266,4 +1336,27 @@ sessmgr_list_json(struct sessmgr *m, const char *org, const char *user,
 		}
 	pthread_mutex_unlock(&m->mu);
 	return a;
+}
+
+int
+sessmgr_user_active(struct sessmgr *m, const char *user)
+{
+	struct sess *s;
+	size_t i;
+	int n = 0;
+
+	pthread_mutex_lock(&m->mu);
+	for (i = 0; i < HASH_SIZE; i++)
+		for (s = m->tab[i]; s != NULL; s = s->hnext)
+			if (strcmp(user, s->user) == 0 && (s->state == S_RUNNING ||
+			    s->provisioning))
+				n++;
+	pthread_mutex_unlock(&m->mu);
+	return n;
+}
+
+struct runtime *
+sessmgr_runtime(struct sessmgr *m)
+{
+	return m->rt;
 }

@@ -147,6 +147,9 @@ cJSON	*sess_json(struct sess *);
  * resumes nothing; blocks on the runtime and the agent (a worker only).
  */
 cJSON	*sess_status(struct sess *);
+/* Sessions of user whose sandbox runs or is being made (homes.c). */
+int	sessmgr_user_active(struct sessmgr *, const char *user);
+struct runtime *sessmgr_runtime(struct sessmgr *);
 /* All sessions matching the filters (NULL: any), as a JSON array. */
 cJSON	*sessmgr_list_json(struct sessmgr *, const char *org, const char *user,
 	    const char *state);

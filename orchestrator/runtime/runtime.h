@@ -65,6 +65,10 @@ struct rt_spec {
 	 * taken during create; the source is read, never changed, and a
 	 * failed create leaves it as it was. NULL: an empty /workspace. */
 	const char		*workspace_from;
+	/* The user whose home (home_prepare'd) the sandbox mounts at
+	 * RT_HOME_PATH from the start (kubernetes); NULL: none. Local
+	 * ignores it (home_attach mounts homes into running sandboxes). */
+	const char		*home_user;
 };
 
 /* The limits a sandbox got (its defaults filled in); 0: none or unknown. */
@@ -134,6 +138,26 @@ struct rt_app_conn {
 	int	fd;		/* local, fake: a socket connected to 127.0.0.1:port
 				 * inside the sandbox's network namespace; else -1 */
 	char	addr[128];	/* kubernetes: "podIP:port" the gateway connects to */
+};
+
+/*
+ * A user's durable home (docs/operator-guide.md, "Homes"): mounted at
+ * RT_HOME_PATH in every sandbox of that user, kept when its sandboxes go.
+ * user is a session id (id_session_valid); the runtime never builds a
+ * path or a name from one that is not.
+ */
+#define RT_HOME_PATH	"/home/user"
+
+struct rt_home {
+	char		 user[ID_SESSION_MAX + 1];
+	int		 exists;
+	long long	 size_bytes;	/* its limit */
+	long long	 used_bytes;	/* what it holds on the host (local: the
+					 * image's allocated blocks) */
+	long long	 last_used_ms;	/* unix ms: last attach, or last seen in
+					 * use; 0 unknown */
+	int		 in_use;	/* mounted in a sandbox now (local) or
+					 * bound to a pod (kubernetes) */
 };
 
 struct runtime;
@@ -223,6 +247,27 @@ struct runtime_ops {
 	 */
 	int	(*app_ports)(struct runtime *, const char *id, const int *ports,
 		    size_t n, char *err, size_t errlen);
+	/*
+	 * Homes; NULL ops: this runtime has none. home_prepare makes user's
+	 * home if it has none (size_bytes, its limit; an existing one keeps
+	 * its size), before a create whose spec names it (kubernetes: the
+	 * claim the pod mounts). home_attach mounts it at RT_HOME_PATH in
+	 * the running sandbox id (local: into its mount namespaces, no
+	 * restart; idempotent); NULL where create mounts it (spec->home).
+	 * home_delete refuses with err "in use" while a sandbox holds it;
+	 * a missing home is not an error. home_list: every home, *out freed
+	 * with free().
+	 */
+	int	(*home_prepare)(struct runtime *, const char *user,
+		    long long size_bytes, char *err, size_t errlen);
+	int	(*home_attach)(struct runtime *, const char *id, const char *user,
+		    char *err, size_t errlen);
+	int	(*home_get)(struct runtime *, const char *user, struct rt_home *out,
+		    char *err, size_t errlen);
+	int	(*home_delete)(struct runtime *, const char *user, char *err,
+		    size_t errlen);
+	int	(*home_list)(struct runtime *, struct rt_home **out, size_t *n,
+		    char *err, size_t errlen);
 	void	(*free)(struct runtime *);
 };
 

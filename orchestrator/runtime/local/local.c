@@ -979,6 +979,7 @@ rl_free(struct runtime *rt)
 	free(rl->c.cgroup_name);
 	free(rl->c.cgroup_mode);
 	free(rl->c.mkfs);
+	free(rl->c.homes_dir);
 	pthread_mutex_destroy(&rl->mu);
 	free(rl);
 	free(rt);
@@ -999,6 +1000,7 @@ scrub_err(const struct rl *rl, char *err, size_t errlen)
 		{ rl->c.images_dir, "<images_dir>" },
 		{ rl->agent_bin, "<agent_bin>" },
 		{ rl->c.agent_bin, "<agent_bin>" },
+		{ rl->homes_dir, "<homes_dir>" },
 	};
 	char orig[1024];
 	size_t i;
@@ -1054,6 +1056,60 @@ SCRUBBED(op_usage, (struct runtime *rt, const char *id,
     rl_usage(rt, id, out, err, errlen))
 #undef SCRUBBED
 
+static int
+op_home_prepare(struct runtime *rt, const char *user, long long size,
+    char *err, size_t errlen)
+{
+	int rc = rl_home_prepare(rt->impl, user, size, err, errlen);
+
+	if (rc == -1)
+		scrub_err(rt->impl, err, errlen);
+	return rc;
+}
+
+static int
+op_home_attach(struct runtime *rt, const char *id, const char *user,
+    char *err, size_t errlen)
+{
+	int rc = rl_home_attach(rt->impl, id, user, err, errlen);
+
+	if (rc == -1)
+		scrub_err(rt->impl, err, errlen);
+	return rc;
+}
+
+static int
+op_home_get(struct runtime *rt, const char *user, struct rt_home *out,
+    char *err, size_t errlen)
+{
+	int rc = rl_home_get(rt->impl, user, out, err, errlen);
+
+	if (rc == -1)
+		scrub_err(rt->impl, err, errlen);
+	return rc;
+}
+
+static int
+op_home_delete(struct runtime *rt, const char *user, char *err, size_t errlen)
+{
+	int rc = rl_home_delete(rt->impl, user, err, errlen);
+
+	if (rc == -1)
+		scrub_err(rt->impl, err, errlen);
+	return rc;
+}
+
+static int
+op_home_list(struct runtime *rt, struct rt_home **out, size_t *n, char *err,
+    size_t errlen)
+{
+	int rc = rl_home_list(rt->impl, out, n, err, errlen);
+
+	if (rc == -1)
+		scrub_err(rt->impl, err, errlen);
+	return rc;
+}
+
 static const struct runtime_ops rl_ops = {
 	.name = "local",
 	.create = op_create,
@@ -1071,6 +1127,11 @@ static const struct runtime_ops rl_ops = {
 	.health = rl_health_op,
 	.heal = rl_heal,
 	.app_connect = rl_app_connect,
+	.home_prepare = op_home_prepare,
+	.home_attach = op_home_attach,
+	.home_get = op_home_get,
+	.home_delete = op_home_delete,
+	.home_list = op_home_list,
 	.free = rl_free,
 };
 
@@ -1100,6 +1161,36 @@ abs_dir(const char *in, char *out, size_t outlen, int create, char *err,
 		return -1;
 	}
 	snprintf(out, outlen, "%s", rp);
+	return 0;
+}
+
+/* Where homes go: homes_dir, or "homes" beside the state directory; an
+ * absolute path free of ',' and ':' (not made until a home is). */
+static int
+homes_dir_set(struct rl *rl, char *err, size_t errlen)
+{
+	char *slash;
+
+	if (rl->c.homes_dir != NULL) {
+		if (rl->c.homes_dir[0] != '/' ||
+		    strlen(rl->c.homes_dir) >= sizeof(rl->homes_dir) - 160 ||
+		    strpbrk(rl->c.homes_dir, ",:") != NULL) {
+			snprintf(err, errlen, "homes.dir %s: not an absolute "
+			    "path, too long, or holds ',' or ':'", rl->c.homes_dir);
+			return -1;
+		}
+		snprintf(rl->homes_dir, sizeof(rl->homes_dir), "%s",
+		    rl->c.homes_dir);
+		return 0;
+	}
+	snprintf(rl->homes_dir, sizeof(rl->homes_dir), "%s", rl->state_dir);
+	if ((slash = strrchr(rl->homes_dir, '/')) == NULL ||
+	    strlen(rl->homes_dir) >= sizeof(rl->homes_dir) - 170) {
+		snprintf(err, errlen, "state_dir too long for homes");
+		return -1;
+	}
+	snprintf(slash + 1, sizeof(rl->homes_dir) - (size_t)(slash + 1 -
+	    rl->homes_dir), "homes");
 	return 0;
 }
 
@@ -1209,6 +1300,8 @@ runtime_local_new(const struct rt_local_conf *c, char *err, size_t errlen)
 	rl->c.cgroup_name = dup_or(c->cgroup_name, "sandbox");
 	rl->c.cgroup_mode = dup_or(c->cgroup_mode, "auto");
 	rl->c.mkfs = dup_or(c->mkfs, "/usr/sbin/mke2fs");
+	rl->c.homes_dir = c->homes_dir != NULL && c->homes_dir[0] != '\0' ?
+	    xstrdup(c->homes_dir) : NULL;
 	if (rl->c.mem_bytes <= 0)
 		rl->c.mem_bytes = 2LL << 30;
 	if (rl->c.cpu_millis <= 0)
@@ -1248,6 +1341,8 @@ runtime_local_new(const struct rt_local_conf *c, char *err, size_t errlen)
 		goto fail;
 	}
 	(void)chmod(rl->state_dir, 0711);
+	if (homes_dir_set(rl, err, errlen) == -1)
+		goto fail;
 	if (mkdir(rl->c.images_dir, 0755) == -1 && errno != EEXIST) {
 		snprintf(err, errlen, "mkdir %s: %s", rl->c.images_dir,
 		    strerror(errno));

@@ -39,6 +39,8 @@ struct rt_local_conf {
 					 * memory limits <= MemTotal * this/100 */
 	int		 require_isolation; /* refuse to start when a check
 					 * isolation needs fails */
+	char		*homes_dir;	/* per-user homes; NULL: beside
+					 * state_dir (<state_dir>/../homes) */
 };
 
 /* cfg_key initializers for every field, each followed by a comma. */

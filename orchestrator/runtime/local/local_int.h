@@ -4,6 +4,7 @@
  * concern, and calls point one way, top to bottom:
  *
  *   local.c    the runtime_ops: create, start, stop, destroy, list, ...
+ *   home.c     per-user homes: images, attaching them to running sandboxes
  *   health.c   the checks isolation needs (start and /readyz)
  *   start.c    starting and stopping a sandbox (the steps, bwrap's argv)
  *   spawn.c    the sandbox's processes (user namespaces, mounts, exec)
@@ -82,6 +83,7 @@ struct rl {
 	char			 state_dir[RL_PATH_MAX];  /* real paths */
 	char			 images_dir[RL_PATH_MAX];
 	char			 agent_bin[RL_PATH_MAX];
+	char			 homes_dir[RL_PATH_MAX];	/* made on first use */
 };
 
 /* A sandbox record, as kept in record.json. */
@@ -125,6 +127,21 @@ struct steps {
 	size_t		off;
 	char		buf[384];
 };
+
+/* home.c (docs/local-runtime.md, "Homes"); user ids are checked here */
+/* Makes user's home image (size bytes) unless it has one. */
+int	rl_home_prepare(struct rl *, const char *user, long long size,
+	    char *err, size_t errlen);
+/* Mounts user's home at RT_HOME_PATH in running sandbox id (both its
+ * mount namespaces); already attached: nothing to do. */
+int	rl_home_attach(struct rl *, const char *id, const char *user, char *err,
+	    size_t errlen);
+int	rl_home_get(struct rl *, const char *user, struct rt_home *out,
+	    char *err, size_t errlen);
+/* -1 with err "in use" while a sandbox holds it. */
+int	rl_home_delete(struct rl *, const char *user, char *err, size_t errlen);
+int	rl_home_list(struct rl *, struct rt_home **out, size_t *n, char *err,
+	    size_t errlen);
 
 /* health.c */
 /* Runs the health checks (docs/local-runtime.md, "Health checks"): a JSON
@@ -193,6 +210,17 @@ struct rl_spawn {
  * to uid/gid and execs bwrap with --info-fd 3. Fills pid and child_pid. */
 int	rl_spawn(struct rl_spawn *, int timeout_ms, char *err,
 	    size_t errlen) WUNRES;
+
+/* Attaches img to a free loop device that detaches itself once nothing
+ * holds it (LO_FLAGS_AUTOCLEAR); the device's fd (keep it until a mount
+ * holds the device) and its path in dev, or -1 with err. */
+int	rl_loop_attach(const char *img, char *dev, size_t devlen, char *err,
+	    size_t errlen);
+/* Moves the detached mount mfd onto path (never through a symlink) in
+ * the mount namespace of the process pidfd names. 0 moved, 1 path was
+ * already on device dev (nothing done), -1 with err. */
+int	rl_ns_move_mount(int pidfd, int mfd, const char *path, dev_t dev,
+	    char *err, size_t errlen);
 
 /* A user namespace can be made here now (a CLONE_VM child in a new one,
  * gone at once). 0, or -1 with err saying why not. */

@@ -33,6 +33,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <linux/loop.h>
+#include <linux/openat2.h>
 #include <unistd.h>
 
 #include "local_int.h"
@@ -481,8 +482,8 @@ detach_child(void *arg)
  * namespace). Returns the device's fd (keep it until the mount is made)
  * and its path in dev, or -1.
  */
-static int
-loop_attach(const char *img, char *dev, size_t devlen, char *err,
+int
+rl_loop_attach(const char *img, char *dev, size_t devlen, char *err,
     size_t errlen)
 {
 	struct loop_config lc;
@@ -638,7 +639,7 @@ rl_spawn(struct rl_spawn *s, int timeout_ms, char *err, size_t errlen)
 		goto out;
 	}
 	c.infofd = infop[1];
-	if (s->disk_img != NULL && (loopfd = loop_attach(s->disk_img,
+	if (s->disk_img != NULL && (loopfd = rl_loop_attach(s->disk_img,
 	    c.loopdev, sizeof(c.loopdev), e, sizeof(e))) == -1) {
 		snprintf(err, errlen, "disk: %s", e);
 		goto out;
@@ -697,6 +698,113 @@ out:
 	stack_free(stack1);
 	stack_free(c.stack2);
 	return rc;
+}
+
+/*
+ * Attaching a mount into a running sandbox: a CLONE_VM child (its own
+ * fs_struct, which setns(CLONE_NEWNS) needs) joins the mount namespace of
+ * the process pidfd names and moves the detached mount mfd onto path
+ * there, resolved in that namespace without following any symlink
+ * (the sandbox owns its tree). Skipped when path already is on device
+ * dev (attached before).
+ */
+struct nsmove {
+	int		 pidfd, mfd;
+	const char	*path;
+	const char	*mkparent;	/* path's parent, made if path is missing */
+	dev_t		 dev;
+	int		 done;		/* 1 moved, 2 already there */
+	int		 fail_step, fail_err;
+};
+
+static int
+nsmove_child(void *arg)
+{
+	struct nsmove *c = arg;
+	struct open_how how;
+	struct stat st;
+	int t;
+
+	if (syscall(SYS_setns, c->pidfd, CLONE_NEWNS) == -1) {
+		c->fail_step = 1;
+		c->fail_err = errno;
+		return 1;
+	}
+	memset(&how, 0, sizeof(how));
+	how.flags = O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+	how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+	t = (int)syscall(SYS_openat2, AT_FDCWD, c->path, &how, sizeof(how));
+	if (t == -1 && errno == ENOENT && c->mkparent != NULL) {
+		/* an image without it: made (the mount covers it) */
+		(void)mkdir(c->mkparent, 0755);
+		(void)mkdir(c->path, 0755);
+		t = (int)syscall(SYS_openat2, AT_FDCWD, c->path, &how,
+		    sizeof(how));
+	}
+	if (t == -1) {
+		c->fail_step = 2;
+		c->fail_err = errno;
+		return 1;
+	}
+	if (fstat(t, &st) == 0 && st.st_dev == c->dev) {
+		c->done = 2;
+		close(t);
+		return 0;
+	}
+	if (syscall(SYS_move_mount, c->mfd, "", t, "",
+	    MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) == -1) {
+		c->fail_step = 3;
+		c->fail_err = errno;
+		close(t);
+		return 1;
+	}
+	close(t);
+	c->done = 1;
+	return 0;
+}
+
+int
+rl_ns_move_mount(int pidfd, int mfd, const char *path, dev_t dev, char *err,
+    size_t errlen)
+{
+	static const char *steps[] = { "ok", "setns", "open", "move_mount" };
+	char parent[256];
+	const char *slash;
+	struct nsmove c;
+	void *stack;
+	pid_t pid;
+
+	memset(&c, 0, sizeof(c));
+	c.pidfd = pidfd;
+	c.mfd = mfd;
+	c.path = path;
+	c.dev = dev;
+	if ((slash = strrchr(path, '/')) != NULL && slash != path &&
+	    (size_t)(slash - path) < sizeof(parent)) {
+		memcpy(parent, path, (size_t)(slash - path));
+		parent[slash - path] = '\0';
+		c.mkparent = parent;
+	}
+	if ((stack = stack_new()) == NULL) {
+		snprintf(err, errlen, "mmap: %s", strerror(errno));
+		return -1;
+	}
+	/* CLONE_VFORK: we resume once it is done; no CLONE_FS */
+	pid = clone_vm(nsmove_child, stack, CLONE_VFORK, &c);
+	if (pid == -1) {
+		snprintf(err, errlen, "clone: %s", strerror(errno));
+		stack_free(stack);
+		return -1;
+	}
+	reap(pid);
+	stack_free(stack);
+	if (c.done == 0) {
+		snprintf(err, errlen, "%s %s: %s", c.fail_step > 0 &&
+		    c.fail_step < 4 ? steps[c.fail_step] : "attach", path,
+		    strerror(c.fail_err));
+		return -1;
+	}
+	return c.done == 2 ? 1 : 0;
 }
 
 static int

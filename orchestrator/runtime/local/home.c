@@ -1,0 +1,610 @@
+/*
+ * runtime/local/home.c: durable per-user homes (docs/local-runtime.md,
+ * "Homes"). A home is <homes_dir>/u-<user>/home.img, an ext4 image of
+ * the home's size (sparse) whose files carry canonical ids (the ids
+ * inside a sandbox: 1000 is the image's user). home_attach mounts it at
+ * /home/user in a running sandbox: one loop device per home, shared by
+ * every sandbox of that user (a second device on the same file would be
+ * a second filesystem on one disk), a detached mount of it (fsmount)
+ * idmapped with the sandbox's user namespace, moved into the agent's and
+ * the commands' mount namespaces. The host's mount table never holds a
+ * home; the loop device detaches itself (LO_FLAGS_AUTOCLEAR) when the
+ * last sandbox holding the home is gone, so "in use" is "a loop device
+ * is attached to the image", which survives an orchestrator restart.
+ *
+ * Rules: a user id passes id_session_valid (no '/', no NUL) and becomes
+ * the name u-<user> ("u-.." is an ordinary name); nothing else from a
+ * client reaches a path. Every op holds homes_mu and <homes_dir>/.lock
+ * (sandboxctl and a second orchestrator), so two loop devices are never
+ * attached to one image. Calls spawn.c, record.c, files.c and proc.c.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <linux/loop.h>
+#include <unistd.h>
+
+#include "ids.h"
+#include "local_int.h"
+#include "log.h"
+#include "util.h"
+#include "xmalloc.h"
+
+#ifndef FSCONFIG_SET_STRING
+#define FSCONFIG_SET_STRING	1
+#define FSCONFIG_CMD_CREATE	6
+#endif
+#ifndef FSOPEN_CLOEXEC
+#define FSOPEN_CLOEXEC		0x00000001
+#define FSMOUNT_CLOEXEC		0x00000001
+#endif
+
+static pthread_mutex_t homes_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* The whole-homes lock: homes_mu, then <homes_dir>/.lock; the fd or -1. */
+static int
+homes_lock(const struct rl *rl, int create, char *err, size_t errlen)
+{
+	char p[RL_PATH_MAX + 16];
+	int fd;
+
+	if (create && mkdir(rl->homes_dir, 0711) == -1 && errno != EEXIST) {
+		snprintf(err, errlen, "mkdir %s: %s", rl->homes_dir,
+		    strerror(errno));
+		return -1;
+	}
+	snprintf(p, sizeof(p), "%s/.lock", rl->homes_dir);
+	pthread_mutex_lock(&homes_mu);
+	if ((fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) == -1 ||
+	    flock(fd, LOCK_EX) == -1) {
+		if (fd == -1 && errno == ENOENT && !create) {
+			pthread_mutex_unlock(&homes_mu);
+			return -2;	/* no homes at all */
+		}
+		snprintf(err, errlen, "lock %s: %s", p, strerror(errno));
+		if (fd != -1)
+			close(fd);
+		pthread_mutex_unlock(&homes_mu);
+		return -1;
+	}
+	return fd;
+}
+
+static void
+homes_unlock(int fd)
+{
+	if (fd >= 0) {
+		close(fd);
+		pthread_mutex_unlock(&homes_mu);
+	}
+}
+
+/* out = <homes_dir>/u-<user>[/<sub>]; -1 (err) for a bad user id. */
+static int
+home_path(const struct rl *rl, const char *user, const char *sub, char *out,
+    size_t outlen, char *err, size_t errlen)
+{
+	if (user == NULL || !id_session_valid(user)) {
+		snprintf(err, errlen, "invalid user id");
+		return -1;
+	}
+	if (snprintf(out, outlen, "%s/u-%s%s%s", rl->homes_dir, user,
+	    sub != NULL ? "/" : "", sub != NULL ? sub : "") >= (int)outlen) {
+		snprintf(err, errlen, "homes path too long");
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * The loop device attached to the image whose identity is ist (a device
+ * for a file of that dev and inode), opened: its fd, its path in dev; -1
+ * if none.
+ */
+static int
+home_loop_find(const struct stat *ist, char *dev, size_t devlen)
+{
+	struct loop_info64 li;
+	struct dirent *de;
+	char p[300];
+	DIR *d;
+	int fd = -1;
+
+	if ((d = opendir("/sys/block")) == NULL)
+		return -1;
+	while ((de = readdir(d)) != NULL) {
+		struct stat st;
+
+		if (strncmp(de->d_name, "loop", 4) != 0 ||
+		    strlen(de->d_name) > 32 || devlen < 40)
+			continue;
+		/* only attached devices have loop/backing_file */
+		snprintf(p, sizeof(p), "/sys/block/%s/loop/backing_file",
+		    de->d_name);
+		if (stat(p, &st) == -1)
+			continue;
+		snprintf(dev, devlen, "/dev/%.32s", de->d_name);
+		if ((fd = open(dev, O_RDONLY | O_CLOEXEC)) == -1)
+			continue;
+		if (ioctl(fd, LOOP_GET_STATUS64, &li) == 0 &&
+		    li.lo_device == (unsigned long long)ist->st_dev &&
+		    li.lo_inode == (unsigned long long)ist->st_ino)
+			break;
+		close(fd);
+		fd = -1;
+	}
+	closedir(d);
+	return fd;
+}
+
+static long long
+mtime_ms(const char *p)
+{
+	struct stat st;
+
+	if (stat(p, &st) == -1)
+		return 0;
+	return (long long)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
+}
+
+/* Marks the home used now (the mtime of its "used" file). */
+static void
+home_touch(const char *udir)
+{
+	char p[RL_PATH_MAX + 16];
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/used", udir);
+	if ((fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) != -1) {
+		(void)futimens(fd, NULL);
+		close(fd);
+	}
+}
+
+/* Makes <udir>/home.img: ext4 of size bytes, its root owned by the
+ * image's user (RL_INNER_UID) inside. Held: the homes lock. */
+static int
+home_mkfs(const struct rl *rl, const char *udir, long long size, char *err,
+    size_t errlen)
+{
+	char img[RL_PATH_MAX + 16], tmp[RL_PATH_MAX + 16], logp[RL_PATH_MAX + 16];
+	char opts[160];
+	char *av[] = { "mke2fs", "-q", "-F", "-t", "ext4", "-m", "0", "-E",
+	    opts, tmp, NULL };
+	posix_spawn_file_actions_t fa;
+	pid_t pid;
+	int fd, st = -1, sr;
+
+	snprintf(img, sizeof(img), "%s/home.img", udir);
+	snprintf(tmp, sizeof(tmp), "%s/home.img.new", udir);
+	snprintf(logp, sizeof(logp), "%s/log", udir);
+	snprintf(opts, sizeof(opts), "root_owner=%d:%d,lazy_itable_init=1,"
+	    "lazy_journal_init=1", RL_INNER_UID, RL_INNER_UID);
+	(void)unlink(tmp);	/* a make that died half way */
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC |
+	    O_NOFOLLOW, 0600)) == -1 || ftruncate(fd, size) == -1) {
+		snprintf(err, errlen, "home image %s: %s", tmp, strerror(errno));
+		if (fd != -1)
+			close(fd);
+		(void)unlink(tmp);
+		return -1;
+	}
+	close(fd);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 1, logp, O_WRONLY | O_CREAT |
+	    O_APPEND, 0600);
+	posix_spawn_file_actions_adddup2(&fa, 1, 2);
+	sr = posix_spawn(&pid, rl->c.mkfs, &fa, NULL, av, NULL);
+	posix_spawn_file_actions_destroy(&fa);
+	if (sr != 0) {
+		snprintf(err, errlen, "%s: %s", rl->c.mkfs, strerror(sr));
+		(void)unlink(tmp);
+		return -1;
+	}
+	while (waitpid(pid, &st, 0) == -1 && errno == EINTR)
+		;
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		snprintf(err, errlen, "%s failed for a home (status %d; see %s)",
+		    rl->c.mkfs, st, logp);
+		(void)unlink(tmp);
+		return -1;
+	}
+	if (rename(tmp, img) == -1) {
+		snprintf(err, errlen, "rename %s: %s", tmp, strerror(errno));
+		(void)unlink(tmp);
+		return -1;
+	}
+	return 0;
+}
+
+int
+rl_home_prepare(struct rl *rl, const char *user, long long size, char *err,
+    size_t errlen)
+{
+	char udir[RL_PATH_MAX], img[RL_PATH_MAX + 16];
+	struct stat st;
+	int lfd, rc = -1;
+
+	if (home_path(rl, user, NULL, udir, sizeof(udir), err, errlen) == -1)
+		return -1;
+	if (size < (16LL << 20) || size > (1LL << 44)) {
+		snprintf(err, errlen, "home size %lld out of bounds (16MiB .. "
+		    "16TiB)", size);
+		return -1;
+	}
+	if ((lfd = homes_lock(rl, 1, err, errlen)) < 0)
+		return -1;
+	snprintf(img, sizeof(img), "%s/home.img", udir);
+	if (lstat(img, &st) == 0) {
+		rc = S_ISREG(st.st_mode) ? 0 : -1;
+		if (rc == -1)
+			snprintf(err, errlen, "%s is not a file", img);
+		goto out;
+	}
+	if (mkdir(udir, 0700) == -1 && errno != EEXIST) {
+		snprintf(err, errlen, "mkdir %s: %s", udir, strerror(errno));
+		goto out;
+	}
+	if (home_mkfs(rl, udir, size, err, errlen) == -1)
+		goto out;
+	home_touch(udir);
+	log_info("home user=%s created size=%lld", user, size);
+	rc = 0;
+out:
+	homes_unlock(lfd);
+	return rc;
+}
+
+/* The pids of the children of pid (at most max), by /proc. */
+static size_t
+children_of(pid_t pid, pid_t *out, size_t max)
+{
+	char p[64], buf[4096];
+	size_t n = 0;
+	ssize_t len;
+	char *s, *e;
+	int fd;
+
+	snprintf(p, sizeof(p), "/proc/%d/task/%d/children", (int)pid, (int)pid);
+	if ((fd = open(p, O_RDONLY | O_CLOEXEC)) == -1)
+		return 0;
+	len = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (len <= 0)
+		return 0;
+	buf[len] = '\0';
+	for (s = buf; n < max; s = e) {
+		long v = strtol(s, &e, 10);
+		if (e == s)
+			break;
+		if (v > 1)
+			out[n++] = (pid_t)v;
+	}
+	return n;
+}
+
+static int
+ns_ino(pid_t pid, const char *ns, struct stat *st)
+{
+	char p[64];
+
+	snprintf(p, sizeof(p), "/proc/%d/ns/%s", (int)pid, ns);
+	return stat(p, st);
+}
+
+/* ppid of pid by /proc/PID/stat (field 4, after the comm's ')'); -1. */
+static pid_t
+ppid_of(pid_t pid)
+{
+	char p[64], buf[512], *cp;
+	ssize_t n;
+	int fd;
+
+	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
+	if ((fd = open(p, O_RDONLY | O_CLOEXEC)) == -1)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	if ((cp = strrchr(buf, ')')) == NULL || cp[1] != ' ' || cp[2] == '\0')
+		return -1;
+	return (pid_t)strtol(cp + 4, NULL, 10);
+}
+
+/*
+ * A pidfd for a child of the agent in the commands' mount namespace (not
+ * the agent's: agent/nest.c's C0 or a shell), checked to be the agent's
+ * child after it was opened (so a reused pid is never taken); -1.
+ */
+static int
+nest_pidfd(pid_t agent)
+{
+	struct stat ast, cst;
+	pid_t kids[64];
+	size_t n, i;
+	int fd;
+
+	if (ns_ino(agent, "mnt", &ast) == -1)
+		return -1;
+	n = children_of(agent, kids, NELEM(kids));
+	for (i = 0; i < n; i++) {
+		if (ns_ino(kids[i], "mnt", &cst) == -1 ||
+		    cst.st_ino == ast.st_ino)
+			continue;
+		if ((fd = (int)syscall(SYS_pidfd_open, kids[i], 0)) == -1)
+			continue;
+		if (ppid_of(kids[i]) == agent && ns_ino(kids[i], "mnt", &cst) == 0 &&
+		    cst.st_ino != ast.st_ino)
+			return fd;
+		close(fd);
+	}
+	return -1;
+}
+
+/* A detached mount of the ext4 on dev, idmapped by usernsfd; -1 (err). */
+static int
+home_fsmount(const char *dev, int usernsfd, char *err, size_t errlen)
+{
+	struct mount_attr ma;
+	int fs, m;
+
+	if ((fs = (int)syscall(SYS_fsopen, "ext4", FSOPEN_CLOEXEC)) == -1) {
+		snprintf(err, errlen, "fsopen ext4: %s", strerror(errno));
+		return -1;
+	}
+	if (syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "source", dev, 0) == -1 ||
+	    syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) == -1) {
+		snprintf(err, errlen, "mount %s: %s", dev, strerror(errno));
+		close(fs);
+		return -1;
+	}
+	m = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC,
+	    MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+	close(fs);
+	if (m == -1) {
+		snprintf(err, errlen, "fsmount %s: %s", dev, strerror(errno));
+		return -1;
+	}
+	memset(&ma, 0, sizeof(ma));
+	ma.attr_set = MOUNT_ATTR_IDMAP;
+	ma.userns_fd = (unsigned long long)usernsfd;
+	if (syscall(SYS_mount_setattr, m, "", AT_EMPTY_PATH, &ma,
+	    sizeof(ma)) == -1) {
+		snprintf(err, errlen, "idmap the home: %s", strerror(errno));
+		close(m);
+		return -1;
+	}
+	return m;
+}
+
+int
+rl_home_attach(struct rl *rl, const char *id, const char *user, char *err,
+    size_t errlen)
+{
+	char udir[RL_PATH_MAX], img[RL_PATH_MAX + 16], dev[64], p[64], e[256];
+	struct pidrec pr;
+	struct stat ist, mst;
+	int lfd = -1, loopfd = -1, apid = -1, npid = -1, unsfd = -1;
+	int m1 = -1, m2 = -1, rc = -1, r1, r2, tries;
+
+	if (home_path(rl, user, NULL, udir, sizeof(udir), err, errlen) == -1)
+		return -1;
+	if (!id_sandbox_valid(id) || rl_pid_load(rl, id, &pr) == -1 ||
+	    !rl_pid_alive(&pr)) {
+		snprintf(err, errlen, "sandbox %s is not running", id);
+		return -1;
+	}
+	/* the agent (pid 1 of bwrap's namespaces), pinned and checked */
+	if ((apid = (int)syscall(SYS_pidfd_open, (pid_t)pr.child_pid, 0)) == -1 ||
+	    !rl_pid_alive(&pr)) {
+		snprintf(err, errlen, "sandbox %s is not running", id);
+		goto out;
+	}
+	if ((npid = nest_pidfd((pid_t)pr.child_pid)) == -1) {
+		snprintf(err, errlen, "sandbox %s: its commands' namespace was "
+		    "not found", id);
+		goto out;
+	}
+	snprintf(p, sizeof(p), "/proc/%lld/ns/user", pr.child_pid);
+	if ((unsfd = open(p, O_RDONLY | O_CLOEXEC)) == -1) {
+		snprintf(err, errlen, "sandbox %s user namespace: %s", id,
+		    strerror(errno));
+		goto out;
+	}
+	if ((lfd = homes_lock(rl, 1, err, errlen)) < 0)
+		goto out;
+	snprintf(img, sizeof(img), "%s/home.img", udir);
+	if (lstat(img, &ist) == -1 || !S_ISREG(ist.st_mode)) {
+		snprintf(err, errlen, "user %s has no home", user);
+		goto out;
+	}
+	for (tries = 0; tries < 2 && m1 == -1; tries++) {
+		/* a device being detached (its last sandbox just went) fails
+		 * the mount: then a fresh one */
+		if (tries == 0)
+			loopfd = home_loop_find(&ist, dev, sizeof(dev));
+		if (loopfd == -1 && (loopfd = rl_loop_attach(img, dev,
+		    sizeof(dev), err, errlen)) == -1)
+			goto out;
+		m1 = home_fsmount(dev, unsfd, err, errlen);
+		if (m1 == -1) {
+			close(loopfd);
+			loopfd = -1;
+		}
+	}
+	if (m1 == -1 || (m2 = home_fsmount(dev, unsfd, err, errlen)) == -1)
+		goto out;
+	if (fstat(m1, &mst) == -1) {
+		snprintf(err, errlen, "fstat: %s", strerror(errno));
+		goto out;
+	}
+	/* the agent's namespace (its file endpoints), then the commands'
+	 * (a propagated mount is there already) */
+	if ((r1 = rl_ns_move_mount(apid, m1, RT_HOME_PATH, mst.st_dev, e,
+	    sizeof(e))) == -1 || (r2 = rl_ns_move_mount(npid, m2, RT_HOME_PATH,
+	    mst.st_dev, e, sizeof(e))) == -1) {
+		snprintf(err, errlen, "sandbox %s: %s (the image needs a "
+		    "%s directory)", id, e, RT_HOME_PATH);
+		goto out;
+	}
+	home_touch(udir);
+	log_info("home user=%s sandbox=%s %s dev=%s", user, id, r1 == 1 &&
+	    r2 == 1 ? "already attached" : "attached", dev);
+	rc = 0;
+out:
+	if (m1 != -1)
+		close(m1);
+	if (m2 != -1)
+		close(m2);
+	if (loopfd != -1)
+		close(loopfd);	/* the mounts hold the device now */
+	homes_unlock(lfd);
+	if (unsfd != -1)
+		close(unsfd);
+	if (npid != -1)
+		close(npid);
+	if (apid != -1)
+		close(apid);
+	return rc;
+}
+
+/* Fills out for user's home. Held: the homes lock. */
+static void
+home_stat(const struct rl *rl, const char *user, struct rt_home *out)
+{
+	char udir[RL_PATH_MAX], p[RL_PATH_MAX + 16], dev[64], e[64];
+	struct stat st;
+	int fd;
+
+	memset(out, 0, sizeof(*out));
+	snprintf(out->user, sizeof(out->user), "%s", user);
+	if (home_path(rl, user, NULL, udir, sizeof(udir), e, sizeof(e)) == -1)
+		return;
+	snprintf(p, sizeof(p), "%s/home.img", udir);
+	if (lstat(p, &st) == -1 || !S_ISREG(st.st_mode))
+		return;
+	out->exists = 1;
+	out->size_bytes = (long long)st.st_size;
+	out->used_bytes = (long long)st.st_blocks * 512;
+	if ((fd = home_loop_find(&st, dev, sizeof(dev))) != -1) {
+		out->in_use = 1;
+		close(fd);
+	}
+	snprintf(p, sizeof(p), "%s/used", udir);
+	out->last_used_ms = mtime_ms(p);
+}
+
+int
+rl_home_get(struct rl *rl, const char *user, struct rt_home *out, char *err,
+    size_t errlen)
+{
+	int lfd;
+
+	memset(out, 0, sizeof(*out));
+	if (user == NULL || !id_session_valid(user)) {
+		snprintf(err, errlen, "invalid user id");
+		return -1;
+	}
+	snprintf(out->user, sizeof(out->user), "%s", user);
+	if ((lfd = homes_lock(rl, 0, err, errlen)) == -2)
+		return 0;
+	if (lfd < 0)
+		return -1;
+	home_stat(rl, user, out);
+	homes_unlock(lfd);
+	return 0;
+}
+
+int
+rl_home_delete(struct rl *rl, const char *user, char *err, size_t errlen)
+{
+	char udir[RL_PATH_MAX];
+	struct rt_home h;
+	int lfd, rc = -1, i;
+
+	if (home_path(rl, user, NULL, udir, sizeof(udir), err, errlen) == -1)
+		return -1;
+	for (i = 0; ; i++) {
+		if ((lfd = homes_lock(rl, 0, err, errlen)) == -2)
+			return 0;
+		if (lfd < 0)
+			return -1;
+		home_stat(rl, user, &h);
+		/* the device of a sandbox that just went detaches a moment
+		 * after its mounts: wait for it a little */
+		if (!h.in_use || i >= 20)
+			break;
+		homes_unlock(lfd);
+		rl_sleep_us(100000);
+	}
+	if (h.in_use) {
+		snprintf(err, errlen, "in use");
+		goto out;
+	}
+	if (rl_rmtree(udir, err, errlen) == -1)
+		goto out;
+	if (h.exists)
+		log_info("home user=%s deleted", user);
+	rc = 0;
+out:
+	homes_unlock(lfd);
+	return rc;
+}
+
+int
+rl_home_list(struct rl *rl, struct rt_home **out, size_t *n, char *err,
+    size_t errlen)
+{
+	struct dirent *de;
+	struct rt_home *v = NULL;
+	size_t k = 0;
+	DIR *d;
+	int lfd;
+
+	*out = NULL;
+	*n = 0;
+	if ((lfd = homes_lock(rl, 0, err, errlen)) == -2)
+		return 0;
+	if (lfd < 0)
+		return -1;
+	if ((d = opendir(rl->homes_dir)) == NULL) {
+		snprintf(err, errlen, "%s: %s", rl->homes_dir, strerror(errno));
+		homes_unlock(lfd);
+		return -1;
+	}
+	while ((de = readdir(d)) != NULL) {
+		char udir[RL_PATH_MAX];
+
+		if (strncmp(de->d_name, "u-", 2) != 0 ||
+		    !id_session_valid(de->d_name + 2))
+			continue;
+		v = xreallocarray(v, k + 1, sizeof(*v));
+		home_stat(rl, de->d_name + 2, &v[k]);
+		if (!v[k].exists)
+			continue;
+		/* in use now: used now (the ttl counts from its last use) */
+		if (v[k].in_use && home_path(rl, v[k].user, NULL, udir,
+		    sizeof(udir), err, errlen) == 0) {
+			home_touch(udir);
+			v[k].last_used_ms = util_unix_ms();
+		}
+		k++;
+	}
+	closedir(d);
+	homes_unlock(lfd);
+	*out = v;
+	*n = k;
+	return 0;
+}
