@@ -20,6 +20,10 @@ mcpu() {
 	    -d "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"$name\",\"arguments\":$args}}" |
 	    jq -r 'if .result then ((if .result.isError then "ERROR: " else "" end) + ([.result.content[].text] | join(""))) else "RPCERROR: " + (.error | tojson) end'
 }
+has() { grep -qF -- "$2" <<<"$1"; }
+hasnt() { ! grep -qF -- "$2" <<<"$1"; }
+# jqok JSON FILTER: the filter holds for a non-empty JSON document
+jqok() { [ -n "$1" ] && jq -e "$2" <<<"$1" >/dev/null; }
 sh_as() { mcpu "$1" "$2" shell "$(jq -cn --arg c "$3" '{command:$c}')"; }
 # loop devices attached to images under our homes dir
 home_loops() { losetup -a 2>/dev/null | grep -c "$HOMES/" || true; }
@@ -39,7 +43,8 @@ out=$(mcpu a1 alice shell_async '{"command":"echo \"job HOME=$HOME\"; cat ~/note
 jid=$(sed -n 's/^Started job \([^ ]*\).*/\1/p' <<<"$out")
 sleep 1
 out=$(mcpu a1 alice shell_poll "{\"job_id\":\"$jid\"}")
-check "jobs get HOME and the home" bash -c "grep -q 'job HOME=/home/user' <<<'$out' && grep -q n1 <<<'$out'"
+check "jobs get HOME" has "$out" "job HOME=/home/user"
+check "jobs see the home" has "$out" n1
 
 # clear_session: a new sandbox, the same home
 sb1=$(rest GET /v1/sessions/a1 | jq -r .sandbox_id)
@@ -59,15 +64,19 @@ check "still one loop device for two sandboxes" [ "$(img_loops alice)" = 1 ]
 # another user, a user-less session, and path tricks
 out=$(sh_as b1 bob 'echo "HOME=$HOME"; ls -a /home/user; cat /home/user/note 2>&1; find / -xdev -name note 2>/dev/null | head')
 check "another user gets its own home" contains <(echo "$out") "HOME=/home/user"
-check "another user does not see alice's files" eval "! grep -q -e n1 -e '^note' <<<'$out'"
+check "another user does not see alice's files" hasnt "$out" n1
 check "bob's home is a separate image" [ -f "$HOMES/u-bob/home.img" ]
 out=$(sh_as n1 "" 'echo "HOME=$HOME"; ls /home/user 2>&1; cat /home/user/note 2>&1; ls /proc/*/root/home/user 2>&1 | head -5')
-check "a session without a user has no home" eval "! grep -q 'HOME=/home/user' <<<'$out' && ! grep -q -e n1 -e '^note' <<<'$out'"
+check "a session without a user has another HOME" hasnt "$out" "HOME=/home/user"
+check "a session without a user sees no home" hasnt "$out" n1
 check "no homes directory for a user-less session" [ "$(ls "$HOMES" | grep -vc '^u-\(alice\|bob\)$')" = 0 ]
 out=$(sh_as d1 '..' 'ls -a /home/user; cat /home/user/note 2>&1')
-check "user id .. is a name of its own" bash -c "[ -f '$HOMES/u-../home.img' ] && ! grep -q n1 <<<'$out'"
-code=$(rest GET '/v1/users/../home' -o /dev/null -w '%{http_code}' --path-as-is)
-check "REST: .. in the path refused" [ "$code" = 400 -o "$code" = 404 ]
+check "user id .. is a name of its own" [ -f "$HOMES/u-../home.img" ]
+check "user .. does not see alice's files" hasnt "$out" n1
+j=$(rest GET '/v1/users/../home' --path-as-is)
+check "REST: .. is user \"..\", never a path" jqok "$j" '.user == ".." and .exists'
+j=$(rest GET '/v1/users/.%2E/home')
+check "REST: an encoded .. is not decoded" bash -c "[ -z '$j' ] || jq -e '.error' <<<'$j' >/dev/null"
 code=$(rest GET '/v1/users/alice%2F..%2Fbob/home' -o /dev/null -w '%{http_code}')
 check "REST: an encoded slash refused" [ "$code" = 400 ]
 code=$(rest GET '/v1/users/al%00ice/home' -o /dev/null -w '%{http_code}')
@@ -81,15 +90,15 @@ check "REST: the bearer key is required" [ "$code" = 401 ]
 out=$(sh_as a1 alice 'dd if=/dev/zero of=/home/user/big bs=1M count=100 2>&1; rm -f /home/user/big; echo after > /home/user/after && cat /home/user/after')
 check "quota full: No space left on device" contains <(echo "$out") "No space left on device"
 check "home usable after the quota was hit" contains <(echo "$out") after
-out=$(sh_as q1 bigu 'df -k /home/user | tail -1')
-sz=$(awk '{print $2}' <<<"$out")
+out=$(sh_as q1 bigu 'echo "SZ=$(df -k /home/user | awk "NR==2{print \$2}")"')
+sz=$(sed -n 's/^SZ=\([0-9]*\).*/\1/p' <<<"$out")
 check "per-user size override (homes.users)" [ "${sz:-0}" -gt 70000 ]
 
 # GET / DELETE
 j=$(rest GET /v1/users/alice/home)
-check "GET home: exists, size, sessions" bash -c "jq -e '.exists and .size_bytes == 67108864 and .sessions == 2 and .in_use and .used_bytes > 0 and .last_used_ms > 0' <<<'$j' >/dev/null"
+check "GET home: exists, size, sessions" jqok "$j" '.exists and .size_bytes == 67108864 and .sessions == 2 and .in_use and .used_bytes > 0 and .last_used_ms > 0' 
 j=$(rest GET /v1/users/nobody-here/home)
-check "GET home of a user without one" bash -c "jq -e '.exists == false and .sessions == 0' <<<'$j' >/dev/null"
+check "GET home of a user without one" jqok "$j" '.exists == false and .sessions == 0' 
 code=$(rest DELETE /v1/users/alice/home -o "$T/del" -w '%{http_code}')
 check "DELETE while in use: 409" [ "$code" = 409 ]
 check "409 says why" contains "$T/del" "in use"
@@ -103,7 +112,8 @@ check "idle reaper stopped the sandbox" grep -q "session=a1 sandbox=$sb stopped 
 wait_until 10 [ "$(img_loops alice)" = 0 ]
 check "no loop device while no sandbox holds the home" [ "$(img_loops alice)" = 0 ]
 out=$(sh_as a1 alice 'cat /home/user/note /home/user/n2')
-check "home kept across the idle reaper" bash -c "grep -q n1 <<<'$out' && grep -q from-a2 <<<'$out'"
+check "home kept across the idle reaper" has "$out" n1
+check "both sessions' files kept" has "$out" from-a2
 
 # re-provisioning: create_sandbox
 mcpu a1 alice create_sandbox '{"fresh_workspace":true}' >/dev/null
@@ -116,7 +126,8 @@ check "home kept across create_sandbox" contains <(echo "$out") n1
 orch_kill9
 check "orch restarts" orch_start
 out=$(sh_as a1 alice 'echo post-restart >> /home/user/note; cat /home/user/note')
-check "home kept across an orchestrator restart" bash -c "grep -q n1 <<<'$out' && grep -q post-restart <<<'$out'"
+check "home kept across an orchestrator restart" has "$out" n1
+check "writable after the restart" has "$out" post-restart
 out=$(sh_as a3 alice 'cat /home/user/note')
 check "a new session after the restart shares the same home" contains <(echo "$out") post-restart
 check "one loop device after the restart too" [ "$(img_loops alice)" = 1 ]
@@ -127,7 +138,7 @@ code=$(rest DELETE /v1/users/alice/home -o "$T/del" -w '%{http_code}')
 check "DELETE once unused: 200" [ "$code" = 200 ]
 check "home gone" [ ! -e "$HOMES/u-alice" ]
 j=$(rest GET /v1/users/alice/home)
-check "GET after DELETE: exists false" bash -c "jq -e '.exists == false' <<<'$j' >/dev/null"
+check "GET after DELETE: exists false" jqok "$j" '.exists == false' 
 code=$(rest DELETE /v1/users/alice/home -o /dev/null -w '%{http_code}')
 check "DELETE of a missing home: 404" [ "$code" = 404 ]
 out=$(sh_as a4 alice 'ls /home/user/note 2>&1')
@@ -140,7 +151,8 @@ orch_config "homes:" "  size: 64MiB" "  ttl: 3s" "pool:" "  min_idle: 1" "reap:"
 check "orch restarts with a warm pool and homes.ttl" orch_start
 wait_for 60 bash -c "curl -s -H 'Authorization: Bearer $ORCH_KEY' $ORCH_URL/metrics | grep -qx 'orch_pool_idle 1'"
 out=$(sh_as w1 carol 'echo warm > /home/user/w; cat /home/user/w; echo "HOME=$HOME"')
-check "a warm claim gets the home" bash -c "grep -q warm <<<'$out' && grep -q HOME=/home/user <<<'$out'"
+check "a warm claim gets the home" has "$out" warm
+check "a warm claim gets HOME" has "$out" HOME=/home/user
 check "the claim came from the pool" grep -q "session=w1 sandbox=w-.* claimed from pool" "$ORCH_LOG"
 check "no cold create for it" eval "! grep -q 'session=w1 sandbox=.* creating' '$ORCH_LOG'"
 check "home attach logged with its time" grep -q "session=w1 sandbox=w-.* home attached user=carol home_ms=" "$ORCH_LOG"

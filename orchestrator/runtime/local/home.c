@@ -329,23 +329,38 @@ ppid_of(pid_t pid)
  * child after it was opened (so a reused pid is never taken); -1.
  */
 static int
-nest_pidfd(pid_t agent)
+nest_pidfd(pid_t top)
 {
 	struct stat ast, cst;
-	pid_t kids[64];
-	size_t n, i;
-	int fd;
+	pid_t q[64], par[64];
+	size_t n = 0, i, k, j;
+	int fd, depth;
 
-	if (ns_ino(agent, "mnt", &ast) == -1)
+	if (ns_ino(top, "mnt", &ast) == -1)
 		return -1;
-	n = children_of(agent, kids, NELEM(kids));
-	for (i = 0; i < n; i++) {
-		if (ns_ino(kids[i], "mnt", &cst) == -1 ||
-		    cst.st_ino == ast.st_ino)
+	/* bwrap's pid 1, the agent, then its children: three levels */
+	q[n] = top;
+	par[n++] = 0;
+	for (i = 0, depth = 0; i < n && depth < 3; depth++) {
+		size_t end = n;
+
+		for (; i < end; i++) {
+			pid_t kids[32];
+
+			k = children_of(q[i], kids, NELEM(kids));
+			for (j = 0; j < k && n < NELEM(q); j++) {
+				q[n] = kids[j];
+				par[n++] = q[i];
+			}
+		}
+	}
+	for (i = 1; i < n; i++) {
+		if (ns_ino(q[i], "mnt", &cst) == -1 || cst.st_ino == ast.st_ino)
 			continue;
-		if ((fd = (int)syscall(SYS_pidfd_open, kids[i], 0)) == -1)
+		if ((fd = (int)syscall(SYS_pidfd_open, q[i], 0)) == -1)
 			continue;
-		if (ppid_of(kids[i]) == agent && ns_ino(kids[i], "mnt", &cst) == 0 &&
+		/* still that parent's child once pinned: not a reused pid */
+		if (ppid_of(q[i]) == par[i] && ns_ino(q[i], "mnt", &cst) == 0 &&
 		    cst.st_ino != ast.st_ino)
 			return fd;
 		close(fd);

@@ -82,8 +82,9 @@ struct rl {
 					 * (admission; under mu) */
 	char			 state_dir[RL_PATH_MAX];  /* real paths */
 	char			 images_dir[RL_PATH_MAX];
-	char			 agent_bin[RL_PATH_MAX];
 	char			 homes_dir[RL_PATH_MAX];	/* made on first use */
+	/* last: realpath() writes it (a last member has no fortify size) */
+	char			 agent_bin[RL_PATH_MAX];
 };
 
 /* A sandbox record, as kept in record.json. */
