@@ -413,6 +413,7 @@ rl_home_attach(struct rl *rl, const char *id, const char *user, char *err,
 	struct stat ist, mst;
 	int lfd = -1, loopfd = -1, apid = -1, npid = -1, unsfd = -1;
 	int m1 = -1, m2 = -1, rc = -1, r1, r2, tries;
+	long long t0 = util_mono_us(), t_ns = 0, t_loop = 0, t_mnt = 0, t_mv = 0;
 
 	if (home_path(rl, user, NULL, udir, sizeof(udir), err, errlen) == -1)
 		return -1;
@@ -440,6 +441,7 @@ rl_home_attach(struct rl *rl, const char *id, const char *user, char *err,
 	}
 	if ((lfd = homes_lock(rl, 1, err, errlen)) < 0)
 		goto out;
+	t_ns = util_mono_us();
 	snprintf(img, sizeof(img), "%s/home.img", udir);
 	if (lstat(img, &ist) == -1 || !S_ISREG(ist.st_mode)) {
 		snprintf(err, errlen, "user %s has no home", user);
@@ -453,6 +455,7 @@ rl_home_attach(struct rl *rl, const char *id, const char *user, char *err,
 		if (loopfd == -1 && (loopfd = rl_loop_attach(img, dev,
 		    sizeof(dev), err, errlen)) == -1)
 			goto out;
+		t_loop = util_mono_us();
 		m1 = home_fsmount(dev, unsfd, err, errlen);
 		if (m1 == -1) {
 			close(loopfd);
@@ -461,6 +464,7 @@ rl_home_attach(struct rl *rl, const char *id, const char *user, char *err,
 	}
 	if (m1 == -1 || (m2 = home_fsmount(dev, unsfd, err, errlen)) == -1)
 		goto out;
+	t_mnt = util_mono_us();
 	if (fstat(m1, &mst) == -1) {
 		snprintf(err, errlen, "fstat: %s", strerror(errno));
 		goto out;
@@ -474,9 +478,12 @@ rl_home_attach(struct rl *rl, const char *id, const char *user, char *err,
 		    "%s directory)", id, e, RT_HOME_PATH);
 		goto out;
 	}
+	t_mv = util_mono_us();
 	home_touch(udir);
-	log_info("home user=%s sandbox=%s %s dev=%s", user, id, r1 == 1 &&
-	    r2 == 1 ? "already attached" : "attached", dev);
+	log_info("home user=%s sandbox=%s %s dev=%s ns_us=%lld loop_us=%lld "
+	    "mount_us=%lld move_us=%lld", user, id, r1 == 1 && r2 == 1 ?
+	    "already attached" : "attached", dev, t_ns - t0, t_loop - t_ns,
+	    t_mnt - t_loop, t_mv - t_mnt);
 	rc = 0;
 out:
 	if (m1 != -1)
