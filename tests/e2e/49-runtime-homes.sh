@@ -86,6 +86,12 @@ check "REST: other paths are 404" [ "$code" = 404 ]
 code=$(curl -s -o /dev/null -w '%{http_code}' "$ORCH_URL/v1/users/alice/home")
 check "REST: the bearer key is required" [ "$code" = 401 ]
 
+# root inside cannot take the home off or move it (no CAP_SYS_ADMIN)
+out=$(sh_as e1 eve 'echo e-mark-1 > /home/user/mark; umount /home/user 2>&1; umount -l /home/user 2>&1; mount -o remount,ro /home/user 2>&1; cat /home/user/mark; echo w > /home/user/w2 && echo still-rw')
+check "root inside cannot unmount the home" contains <(echo "$out") "still-rw"
+check "the home stays mounted after the attempts" contains <(echo "$out") "e-mark-1"
+rest DELETE /v1/sessions/e1 >/dev/null
+
 # quota: ENOSPC with a clear message, and the home still works after
 out=$(sh_as a1 alice 'dd if=/dev/zero of=/home/user/big bs=1M count=100 2>&1; rm -f /home/user/big; echo after > /home/user/after && cat /home/user/after')
 check "quota full: No space left on device" contains <(echo "$out") "No space left on device"
