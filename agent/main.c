@@ -17,7 +17,7 @@
  *
  *   sandbox-agent [-dv] --listen unix:PATH|tcp:HOST:PORT [--token-file FILE]
  *       [--state DIR] [--workdir DIR] [--shell PATH] [--max-output BYTES]
- *       [--request-timeout MS] [--job-output-cap BYTES] [--job-keep N]
+ *       [--max-upload BYTES] [--request-timeout MS] [--job-output-cap BYTES] [--job-keep N]
  *       [--job-keep-ms MS] [--job-spool-total BYTES]
  *   sandbox-agent --help
  */
@@ -71,8 +71,6 @@ static char unix_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 struct route_req {
 	const struct http_req	*r;
 	const struct json	*js;	/* a POST's body (a JSON object), else NULL */
-	const char		*body;	/* the raw body, for a ROUTE_RAW_BODY row */
-	size_t			 blen;
 	const char		*id;	/* what "{id}" matched, else NULL */
 	const char		*rest;	/* what a final '*' matched, else NULL */
 };
@@ -270,7 +268,7 @@ h_raw_get(struct conn *c, const struct route_req *q)
 static void
 h_raw_put(struct conn *c, const struct route_req *q)
 {
-	fileops_http_raw_put(c, q->r->query, q->body, q->blen);
+	fileops_http_raw_put(c, q->r->query, q->r);
 }
 
 static void
@@ -279,7 +277,9 @@ h_file_op(struct conn *c, const struct route_req *q)
 	fileops_http(c, q->rest, q->js);
 }
 
-#define ROUTE_RAW_BODY	0x1	/* the path's bodies are bytes, not JSON */
+/* The row's body is bytes, streamed to the handler as they arrive
+ * (conn_body), not JSON; chunked is accepted. */
+#define ROUTE_STREAM_BODY	0x1
 /* Job ids are "j-" and 12 hex digits: an "{id}" segment this long or
  * longer cannot be one, and is 404 whatever follows it. */
 #define ROUTE_MAX_ID	64
@@ -288,7 +288,7 @@ h_file_op(struct conn *c, const struct route_req *q)
  * One row a route; the first row whose method and path match runs. A path
  * is exact, or has one "{id}" segment (a job id: any bytes but '/',
  * possibly none, shorter than ROUTE_MAX_ID), or ends in '*' (any rest,
- * possibly none). A ROUTE_RAW_BODY row's path is exact.
+ * possibly none). A ROUTE_STREAM_BODY row's path is exact.
  */
 struct route {
 	const char	*method;
@@ -308,7 +308,7 @@ static const struct route routes[] = {
 	{ "POST", "/v1/jobs/{id}/wait",	 0,		 h_job_wait },
 	{ "POST", "/v1/jobs/{id}/stop",	 0,		 h_job_stop },
 	{ "GET",  "/v1/files/raw",	 0,		 h_raw_get },
-	{ "PUT",  "/v1/files/raw",	 ROUTE_RAW_BODY, h_raw_put },
+	{ "PUT",  "/v1/files/raw",	 ROUTE_STREAM_BODY, h_raw_put },
 	{ "POST", "/v1/files/*",	 0,		 h_file_op },
 };
 
@@ -355,15 +355,16 @@ route_method_known(const char *m)
 	return 0;
 }
 
-/* 1 if a ROUTE_RAW_BODY row serves path (with any method). */
+/* 1 if a ROUTE_STREAM_BODY row serves the request (a conn_streams_cb). */
 static int
-route_raw_body(const char *path)
+route_streams(const struct http_req *r)
 {
 	size_t i;
 
 	for (i = 0; i < NELEM(routes); i++)
-		if ((routes[i].flags & ROUTE_RAW_BODY) &&
-		    strcmp(routes[i].path, path) == 0)
+		if ((routes[i].flags & ROUTE_STREAM_BODY) &&
+		    strcmp(routes[i].method, r->method) == 0 &&
+		    strcmp(routes[i].path, r->path) == 0)
 			return 1;
 	return 0;
 }
@@ -381,7 +382,7 @@ route_body(struct conn *c, const struct http_req *r, const char *body,
 	char err[256];
 
 	*js = NULL;
-	if (strcmp(r->method, "POST") != 0 || route_raw_body(r->path))
+	if (strcmp(r->method, "POST") != 0 || body == NULL)
 		return 0;
 	if (blen == 0)
 		*js = json_parse("{}", 2, err, sizeof(err));
@@ -426,8 +427,6 @@ conn_dispatch(struct conn *c, const struct http_req *r, const char *body,
 	memset(&q, 0, sizeof(q));
 	q.r = r;
 	q.js = js;
-	q.body = body;
-	q.blen = blen;
 	for (i = 0; i < NELEM(routes); i++) {
 		if (strcmp(routes[i].method, r->method) != 0)
 			continue;
@@ -649,7 +648,7 @@ usage(FILE *out, int status)
 {
 	fprintf(out, "usage: sandbox-agent [-dv] --listen unix:PATH|tcp:HOST:PORT "
 	    "[--token-file FILE]\n\t[--state DIR] [--workdir DIR] [--shell PATH] "
-	    "[--max-output BYTES]\n\t[--request-timeout MS] [--job-output-cap BYTES] "
+	    "[--max-output BYTES]\n\t[--max-upload BYTES] [--request-timeout MS] [--job-output-cap BYTES] "
 	    "[--job-keep N] [--job-keep-ms MS]\n\t[--job-spool-total BYTES] "
 	    "[--nest-caps HEX]\n");
 	exit(status);
@@ -697,6 +696,7 @@ parse_args(int argc, char **argv, struct args *a)
 		{ "workdir", required_argument, NULL, 'w' },
 		{ "shell", required_argument, NULL, 'S' },
 		{ "max-output", required_argument, NULL, 'm' },
+		{ "max-upload", required_argument, NULL, 'U' },
 		{ "request-timeout", required_argument, NULL, 'r' },
 		{ "job-output-cap", required_argument, NULL, 'C' },
 		{ "job-keep", required_argument, NULL, 'K' },
@@ -727,6 +727,12 @@ parse_args(int argc, char **argv, struct args *a)
 			    v > (long long)AGENT_MAX_OUTPUT_CAP)
 				usage(stderr, 2);
 			agent_conf.max_output = (size_t)v;
+			break;
+		case 'U':
+			if (strnum_size(optarg, &v, &errstr) == -1 || v < 1 ||
+			    v > (1LL << 40))
+				usage(stderr, 2);
+			agent_conf.max_upload = (size_t)v;
 			break;
 		case 'r':
 			if (strnum_ll(optarg, 100, 3600000, &v, &errstr) == -1)
@@ -852,7 +858,7 @@ main(int argc, char **argv)
 		exit(1);
 	if (a.nest)
 		seal_listen_dir();
-	if (conn_serve(listen_fd, conn_dispatch) == -1)
+	if (conn_serve(listen_fd, conn_dispatch, route_streams) == -1)
 		fatal("epoll listen");
 	agent_touch();
 	if (a.nest && nest_init(a.nest_caps, NEST_RUN_BYTES, err,
