@@ -983,3 +983,321 @@ fileops_http_raw_put(struct conn *c, const char *query,
 	conn_on_gone(c, upload_gone, u);
 	conn_body(c, upload_data, upload_end, u);
 }
+
+/* Listing (GET /v1/files/list). */
+
+#define LIST_DEFAULT	10000
+#define LIST_MAX	100000
+#define LIST_MAX_DEPTH	256
+/* Stop adding entries before the reply passes AGENT_MAX_RESP. */
+#define LIST_MAX_BYTES	(AGENT_MAX_RESP - ((size_t)1024 * 1024))
+
+struct lister {
+	struct jw	 w;
+	struct buf	 b;
+	long long	 n;		/* entries written */
+	long long	 max;
+	int		 recursive;
+	int		 truncated;
+};
+
+static int
+namecmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Writes one entry: path (absolute), name, and st (not followed). */
+static void
+list_entry(struct lister *l, int dfd, const char *path, const char *name,
+    const struct stat *st)
+{
+	char ver[17], mode[8], target[PATH_MAX];
+	const char *type = "other";
+	ssize_t k;
+
+	if (S_ISREG(st->st_mode))
+		type = "file";
+	else if (S_ISDIR(st->st_mode))
+		type = "dir";
+	else if (S_ISLNK(st->st_mode))
+		type = "symlink";
+	snprintf(mode, sizeof(mode), "%04o", (unsigned)(st->st_mode & 07777));
+	jw_obj(&l->w);
+	jw_key(&l->w, "path"); jw_cstr(&l->w, path);
+	jw_key(&l->w, "name"); jw_cstr(&l->w, name);
+	jw_key(&l->w, "type"); jw_cstr(&l->w, type);
+	jw_key(&l->w, "size"); jw_int(&l->w, (long long)st->st_size);
+	jw_key(&l->w, "mtime_ms"); jw_int(&l->w, (long long)st->st_mtim.tv_sec *
+	    1000 + st->st_mtim.tv_nsec / 1000000);
+	jw_key(&l->w, "mode"); jw_cstr(&l->w, mode);
+	if (S_ISREG(st->st_mode)) {
+		fileops_version(st, ver);
+		jw_key(&l->w, "version"); jw_cstr(&l->w, ver);
+	}
+	if (S_ISLNK(st->st_mode) &&
+	    (k = readlinkat(dfd, name, target, sizeof(target) - 1)) >= 0) {
+		jw_key(&l->w, "target"); jw_str(&l->w, target, (size_t)k);
+	}
+	jw_obj_end(&l->w);
+	l->n++;
+}
+
+/* 1 when no more entries may be written. */
+static int
+list_full(struct lister *l)
+{
+	if (l->n >= l->max || l->b.len > LIST_MAX_BYTES) {
+		l->truncated = 1;
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * Lists the directory open as dfd (its path dir), names sorted, depth
+ * first. Takes dfd. Symlinks are never followed: a subdirectory is opened
+ * relative to dfd with O_NOFOLLOW.
+ */
+static void
+list_tree(struct lister *l, int dfd, const char *dir, int depth)
+{
+	char **names = NULL, path[PATH_MAX];
+	size_t n = 0, cap = 0, i;
+	struct dirent *de;
+	struct stat st;
+	DIR *d;
+	int sub;
+
+	if ((d = fdopendir(dfd)) == NULL) {
+		close(dfd);
+		return;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 64;
+			names = xreallocarray(names, cap, sizeof(*names));
+		}
+		names[n++] = xstrdup(de->d_name);
+	}
+	if (n > 0)
+		qsort(names, n, sizeof(*names), namecmp);
+	for (i = 0; i < n; i++) {
+		if (list_full(l))
+			break;
+		if (snprintf(path, sizeof(path), "%s/%s", strcmp(dir, "/") == 0 ?
+		    "" : dir, names[i]) >= (int)sizeof(path) ||
+		    fstatat(dirfd(d), names[i], &st, AT_SYMLINK_NOFOLLOW) == -1)
+			continue;
+		list_entry(l, dirfd(d), path, names[i], &st);
+		if (l->recursive && S_ISDIR(st.st_mode) && depth < LIST_MAX_DEPTH &&
+		    (sub = openat(dirfd(d), names[i], O_RDONLY | O_DIRECTORY |
+		    O_NOFOLLOW | O_CLOEXEC)) != -1)
+			list_tree(l, sub, path, depth + 1);
+	}
+	for (i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	closedir(d);
+}
+
+void
+fileops_http_list(struct conn *c, const char *query)
+{
+	char path[PATH_MAX], flag[8], *slash;
+	unsigned long long max = LIST_DEFAULT;
+	struct lister l;
+	struct stat st;
+	int rc, dfd;
+
+	if (query_path(c, query, path, sizeof(path)) == -1)
+		return;
+	if (query_ull(query, "max_entries", &max) == -1 || max < 1 ||
+	    max > LIST_MAX) {
+		conn_reply_error(c, 400, "bad_request", "max_entries must be an "
+		    "integer from 1 to %d", LIST_MAX);
+		return;
+	}
+	if ((rc = http_query_get(query, "recursive", flag, sizeof(flag))) == -1) {
+		conn_reply_error(c, 400, "bad_request", "recursive must be 1 or 0");
+		return;
+	}
+	memset(&l, 0, sizeof(l));
+	l.max = (long long)max;
+	l.recursive = rc == 0 && (strcmp(flag, "1") == 0 ||
+	    strcmp(flag, "true") == 0);
+	if (stat(path, &st) == -1) {
+		conn_reply_error(c, errno == ENOENT ? 404 : 422, errno == ENOENT ?
+		    "not_found" : "edit_failed", "%s: %s", path, strerror(errno));
+		return;
+	}
+	buf_init(&l.b, AGENT_MAX_RESP);
+	jw_init(&l.w, &l.b);
+	jw_obj(&l.w);
+	jw_key(&l.w, "path"); jw_cstr(&l.w, path);
+	jw_key(&l.w, "entries");
+	jw_arr(&l.w);
+	if (S_ISDIR(st.st_mode)) {
+		if ((dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1) {
+			buf_free(&l.b);
+			conn_reply_error(c, 422, "edit_failed", "%s: %s", path,
+			    strerror(errno));
+			return;
+		}
+		list_tree(&l, dfd, path, 0);
+	} else {
+		/* One entry: the path itself (not followed, as in a listing). */
+		slash = strrchr(path, '/');
+		dfd = AT_FDCWD;
+		if (lstat(path, &st) == 0)
+			list_entry(&l, dfd, path, slash != NULL ? slash + 1 : path, &st);
+	}
+	jw_arr_end(&l.w);
+	jw_key(&l.w, "truncated"); jw_bool(&l.w, l.truncated);
+	jw_obj_end(&l.w);
+	conn_reply_jw(c, &l.w, &l.b);
+}
+
+/* Deletion (POST /v1/files/delete). */
+
+/* 1 if a is b or an ancestor of b (both clean absolute paths). */
+static int
+path_covers(const char *a, const char *b)
+{
+	size_t n = strlen(a);
+
+	if (strcmp(a, "/") == 0)
+		return 1;
+	return strncmp(a, b, n) == 0 && (b[n] == '\0' || b[n] == '/');
+}
+
+/*
+ * Removes what is inside the directory open as dfd (taken), never
+ * following a symlink: subdirectories are opened with O_NOFOLLOW relative
+ * to their parent, entries removed with unlinkat. Counts removals in *n.
+ * 0, or -1 with errno and the failing name in err.
+ */
+static int
+rm_tree(int dfd, const char *dir, long long *n, int depth, char *err,
+    size_t errlen)
+{
+	struct dirent *de;
+	struct stat st;
+	DIR *d;
+	int sub, rc = 0, e;
+
+	if ((d = fdopendir(dfd)) == NULL) {
+		e = errno;
+		close(dfd);
+		errno = e;
+		return -1;
+	}
+	while (rc == 0 && (de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == -1)
+			continue;	/* gone meanwhile */
+		if (S_ISDIR(st.st_mode)) {
+			if (depth >= LIST_MAX_DEPTH) {
+				errno = ELOOP;
+				rc = -1;
+			} else if ((sub = openat(dirfd(d), de->d_name, O_RDONLY |
+			    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1 ||
+			    rm_tree(sub, de->d_name, n, depth + 1, err, errlen) == -1)
+				rc = -1;
+			else if (unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR) == -1)
+				rc = -1;
+		} else if (unlinkat(dirfd(d), de->d_name, 0) == -1)
+			rc = -1;
+		if (rc == 0)
+			(*n)++;
+		else if (err[0] == '\0')
+			snprintf(err, errlen, "%s/%s", dir, de->d_name);
+	}
+	e = errno;
+	closedir(d);
+	errno = e;
+	return rc;
+}
+
+void
+fileops_http_delete(struct conn *c, const struct json *body)
+{
+	char path[PATH_MAX], parent[PATH_MAX], err[PATH_MAX + 8], *slash;
+	long long n = 0;
+	struct stat st;
+	int recursive = 0, pfd, dfd, e;
+
+	if (get_path(c, body, path, sizeof(path)) == -1)
+		return;
+	if (json_get_bool(body, "recursive", &recursive) == -1) {
+		conn_reply_error(c, 400, "bad_request", "\"recursive\" must be a boolean");
+		return;
+	}
+	if (path_covers(path, agent_conf.workdir) ||
+	    path_covers(path, agent_conf.statedir) ||
+	    path_covers(agent_conf.statedir, path)) {
+		conn_reply_error(c, 422, "edit_failed", "%s is refused: it is (or "
+		    "holds) the workdir %s, the agent's state %s or /", path,
+		    agent_conf.workdir, agent_conf.statedir);
+		return;
+	}
+	if (lstat(path, &st) == -1) {
+		conn_reply_error(c, errno == ENOENT ? 404 : 422, errno == ENOENT ?
+		    "not_found" : "edit_failed", "%s: %s", path, strerror(errno));
+		return;
+	}
+	snprintf(parent, sizeof(parent), "%s", path);
+	slash = strrchr(parent, '/');
+	*slash = '\0';
+	if ((pfd = open(parent[0] != '\0' ? parent : "/", O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC)) == -1) {
+		conn_reply_error(c, 422, "edit_failed", "%s: %s", parent,
+		    strerror(errno));
+		return;
+	}
+	err[0] = '\0';
+	if (!S_ISDIR(st.st_mode)) {
+		/* a file, or a symlink: removed itself, never followed */
+		if (unlinkat(pfd, slash + 1, 0) == -1)
+			goto fail;
+		n = 1;
+	} else if (!recursive) {
+		if (unlinkat(pfd, slash + 1, AT_REMOVEDIR) == -1) {
+			if (errno == ENOTEMPTY || errno == EEXIST) {
+				close(pfd);
+				conn_reply_error(c, 422, "edit_failed", "%s is a "
+				    "non-empty directory: pass \"recursive\":true "
+				    "to delete it and everything in it", path);
+				return;
+			}
+			goto fail;
+		}
+		n = 1;
+	} else {
+		if ((dfd = openat(pfd, slash + 1, O_RDONLY | O_DIRECTORY |
+		    O_NOFOLLOW | O_CLOEXEC)) == -1 ||
+		    rm_tree(dfd, path, &n, 0, err, sizeof(err)) == -1 ||
+		    unlinkat(pfd, slash + 1, AT_REMOVEDIR) == -1)
+			goto fail;
+		n++;
+	}
+	close(pfd);
+	agent_touch();
+	{
+		char resp[64];
+		int k = snprintf(resp, sizeof(resp), "{\"ok\":true,\"deleted\":%lld}", n);
+		conn_reply(c, 200, "application/json", resp, (size_t)k);
+	}
+	return;
+fail:
+	e = errno;
+	close(pfd);
+	if (n > 0)
+		agent_touch();
+	conn_reply_error(c, 422, "edit_failed", "deleting %s: %s: %s (%lld "
+	    "entries were removed)", path, err[0] != '\0' ? err : path,
+	    strerror(e), n);
+}

@@ -24,6 +24,10 @@ void	fileops_http_raw_get(struct conn *, const char *query);
 /* The head of a raw PUT (a streamed-body route): takes the body itself. */
 void	fileops_http_raw_put(struct conn *, const char *query,
 	    const struct http_req *r);
+/* GET /v1/files/list?path=&recursive=&max_entries= */
+void	fileops_http_list(struct conn *, const char *query);
+/* POST /v1/files/delete {"path","recursive"} */
+void	fileops_http_delete(struct conn *, const struct json *body);
 /* The version stamp of a file: 16 hex digits, a hash of its device,
  * inode, size, mtime and ctime (changes when its content does). */
 void	fileops_version(const struct stat *st, char out[17]);

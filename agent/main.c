@@ -272,6 +272,18 @@ h_raw_put(struct conn *c, const struct route_req *q)
 }
 
 static void
+h_list(struct conn *c, const struct route_req *q)
+{
+	fileops_http_list(c, q->r->query);
+}
+
+static void
+h_delete(struct conn *c, const struct route_req *q)
+{
+	fileops_http_delete(c, q->js);
+}
+
+static void
 h_file_op(struct conn *c, const struct route_req *q)
 {
 	fileops_http(c, q->rest, q->js);
@@ -309,6 +321,8 @@ static const struct route routes[] = {
 	{ "POST", "/v1/jobs/{id}/stop",	 0,		 h_job_stop },
 	{ "GET",  "/v1/files/raw",	 0,		 h_raw_get },
 	{ "PUT",  "/v1/files/raw",	 ROUTE_STREAM_BODY, h_raw_put },
+	{ "GET",  "/v1/files/list",	 0,		 h_list },
+	{ "POST", "/v1/files/delete",	 0,		 h_delete },
 	{ "POST", "/v1/files/*",	 0,		 h_file_op },
 };
 
