@@ -10,7 +10,7 @@
  *
  * Layers: a file calls and includes only files below it (docs/agent.md).
  *   main.c
- *   shell.c job.c fileops.c		(job.c also calls shell.c)
+ *   shell.c job.c exec.c fileops.c	(job.c, exec.c also call shell.c)
  *   conn.c
  *   ev.c http.c edit.c proc.c
  *   json.c agent.c, then common/
@@ -44,6 +44,7 @@
 #include "agent.h"
 #include "conn.h"
 #include "ev.h"
+#include "exec.h"
 #include "fileops.h"
 #include "http.h"
 #include "job.h"
@@ -91,6 +92,7 @@ h_health(struct conn *c, const struct route_req *q)
 	jw_key(&w, "pid"); jw_int(&w, getpid());
 	jw_key(&w, "busy"); jw_bool(&w, shell_busy());
 	jw_key(&w, "running_jobs"); jw_int(&w, job_running_count());
+	jw_key(&w, "running_execs"); jw_int(&w, exec_running_count());
 	jw_key(&w, "last_activity_ms"); jw_int(&w, agent_last_activity());
 	jw_key(&w, "shell_pid"); jw_int(&w, shell_pid());
 	jw_key(&w, "shell"); jw_cstr(&w, shell_path());
@@ -305,6 +307,12 @@ h_raw_put(struct conn *c, const struct route_req *q)
 }
 
 static void
+h_exec(struct conn *c, const struct route_req *q)
+{
+	exec_http_start(c, q->js);
+}
+
+static void
 h_list(struct conn *c, const struct route_req *q)
 {
 	fileops_http_list(c, q->r->query);
@@ -353,6 +361,7 @@ static const struct route routes[] = {
 	{ "GET",  "/v1/jobs/{id}",	 0,		 h_job_get },
 	{ "POST", "/v1/jobs/{id}/wait",	 0,		 h_job_wait },
 	{ "POST", "/v1/jobs/{id}/stop",	 0,		 h_job_stop },
+	{ "POST", "/v1/exec",		 0,		 h_exec },
 	{ "GET",  "/v1/files/raw",	 0,		 h_raw_get },
 	{ "PUT",  "/v1/files/raw",	 ROUTE_STREAM_BODY, h_raw_put },
 	{ "GET",  "/v1/files/list",	 0,		 h_list },
@@ -505,6 +514,7 @@ shutdown_agent(int sig)
 	log_info("signal %d: stopping the shell and jobs, exiting", sig);
 	shell_terminate();
 	job_terminate_all();
+	exec_terminate_all();
 	if (getpid() == 1)
 		kill(-1, SIGKILL);
 	if (unix_path[0] != '\0')
