@@ -174,13 +174,14 @@ static void
 conn_gone(struct conn *c)
 {
 	void (*cb)(void *) = c->gone_cb;
+	void *arg = c->gone_arg;
 
 	c->gone_cb = NULL;
 	c->drain_cb = NULL;
 	c->body_data = NULL;
 	conn_free(c);
 	if (cb != NULL)
-		cb(c->gone_arg);	/* may reply or end: frees c */
+		cb(arg);	/* may reply or end: frees c */
 }
 
 static void

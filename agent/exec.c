@@ -273,8 +273,10 @@ exec_output(struct exec *e, int which, const char *p, size_t n)
 		o = (size_t)snprintf(line, sizeof(line), "{\"s\":\"%s\",\"b\":\"",
 		    which == PIPE_OUT ? "out" : "err");
 		o += json_b64_encode(p, k, line + o);
-		memcpy(line + o, "\"}\n", 3);
-		exec_line(e, line, o + 3);
+		line[o++] = '"';
+		line[o++] = '}';
+		line[o++] = '\n';
+		exec_line(e, line, o);
 	}
 	if (e->dropped > 0 && !e->noted) {
 		e->noted = 1;

@@ -652,7 +652,7 @@ void
 fileops_version(const struct stat *st, char out[17])
 {
 	uint64_t v[7], h = 0xcbf29ce484222325ULL;	/* FNV-1a, 64 bits */
-	const unsigned char *p = (const unsigned char *)v;
+	const unsigned char *p;
 	size_t i;
 
 	v[0] = (uint64_t)st->st_dev;
@@ -662,6 +662,7 @@ fileops_version(const struct stat *st, char out[17])
 	v[4] = (uint64_t)st->st_mtim.tv_nsec;
 	v[5] = (uint64_t)st->st_ctim.tv_sec;
 	v[6] = (uint64_t)st->st_ctim.tv_nsec;
+	p = (const unsigned char *)v;
 	for (i = 0; i < sizeof(v); i++) {
 		h ^= p[i];
 		h *= 0x100000001b3ULL;
@@ -1200,14 +1201,15 @@ rm_tree(int dfd, const char *dir, long long *n, int depth, char *err,
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == -1)
 			continue;	/* gone meanwhile */
 		if (S_ISDIR(st.st_mode)) {
-			if (depth >= LIST_MAX_DEPTH) {
+			sub = -1;
+			if (depth < LIST_MAX_DEPTH)
+				sub = openat(dirfd(d), de->d_name, O_RDONLY |
+				    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			else
 				errno = ELOOP;
-				rc = -1;
-			} else if ((sub = openat(dirfd(d), de->d_name, O_RDONLY |
-			    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1 ||
-			    rm_tree(sub, de->d_name, n, depth + 1, err, errlen) == -1)
-				rc = -1;
-			else if (unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR) == -1)
+			if (sub == -1 || rm_tree(sub, de->d_name, n, depth + 1, err,
+			    errlen) == -1 || unlinkat(dirfd(d), de->d_name,
+			    AT_REMOVEDIR) == -1)
 				rc = -1;
 		} else if (unlinkat(dirfd(d), de->d_name, 0) == -1)
 			rc = -1;

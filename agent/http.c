@@ -233,11 +233,9 @@ http_chunked_decode(struct http_chunked *d, char *p, size_t n, size_t *dlen,
 				if (++d->ndig > 15)
 					FAIL("chunk size too large");
 				d->left = d->left * 16 + (unsigned)h;
-			} else if (d->ndig == 0)
-				FAIL("malformed chunk size");
-			else if (ch == ';')
+			} else if (d->ndig > 0 && ch == ';')
 				d->st = CK_EXT;
-			else if (ch == '\r')
+			else if (d->ndig > 0 && ch == '\r')
 				d->st = CK_SIZE_LF;
 			else
 				FAIL("malformed chunk size");

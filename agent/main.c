@@ -412,6 +412,20 @@ route_method_known(const char *m)
 	return 0;
 }
 
+/* 1 if a ROUTE_STREAM_BODY row has path (with any method): its bodies
+ * are bytes, never parsed as JSON (a POST there is 404, not 400). */
+static int
+route_stream_path(const char *path)
+{
+	size_t i;
+
+	for (i = 0; i < NELEM(routes); i++)
+		if ((routes[i].flags & ROUTE_STREAM_BODY) &&
+		    strcmp(routes[i].path, path) == 0)
+			return 1;
+	return 0;
+}
+
 /* 1 if a ROUTE_STREAM_BODY row serves the request (a conn_streams_cb). */
 static int
 route_streams(const struct http_req *r)
@@ -439,7 +453,8 @@ route_body(struct conn *c, const struct http_req *r, const char *body,
 	char err[256];
 
 	*js = NULL;
-	if (strcmp(r->method, "POST") != 0 || body == NULL)
+	if (strcmp(r->method, "POST") != 0 || body == NULL ||
+	    route_stream_path(r->path))
 		return 0;
 	if (blen == 0)
 		*js = json_parse("{}", 2, err, sizeof(err));
