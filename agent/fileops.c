@@ -652,8 +652,7 @@ void
 fileops_version(const struct stat *st, char out[17])
 {
 	uint64_t v[7], h = 0xcbf29ce484222325ULL;	/* FNV-1a, 64 bits */
-	const unsigned char *p;
-	size_t i;
+	size_t i, k;
 
 	v[0] = (uint64_t)st->st_dev;
 	v[1] = (uint64_t)st->st_ino;
@@ -662,10 +661,11 @@ fileops_version(const struct stat *st, char out[17])
 	v[4] = (uint64_t)st->st_mtim.tv_nsec;
 	v[5] = (uint64_t)st->st_ctim.tv_sec;
 	v[6] = (uint64_t)st->st_ctim.tv_nsec;
-	p = (const unsigned char *)v;
-	for (i = 0; i < sizeof(v); i++) {
-		h ^= p[i];
-		h *= 0x100000001b3ULL;
+	for (i = 0; i < NELEM(v); i++) {
+		for (k = 0; k < 8; k++) {
+			h ^= (v[i] >> (8 * k)) & 0xff;
+			h *= 0x100000001b3ULL;
+		}
 	}
 	snprintf(out, 17, "%016llx", (unsigned long long)h);
 }

@@ -837,7 +837,10 @@ json_b64_encode(const void *in, size_t n, char *out)
 		v = (unsigned)p[i] << 16 | (i + 1 < n ? (unsigned)p[i + 1] << 8 : 0);
 		out[o++] = b64_alphabet[v >> 18];
 		out[o++] = b64_alphabet[(v >> 12) & 63];
-		out[o++] = i + 1 < n ? b64_alphabet[(v >> 6) & 63] : (char)'=';
+		if (i + 1 < n)
+			out[o++] = b64_alphabet[(v >> 6) & 63];
+		else
+			out[o++] = '=';
 		out[o++] = '=';
 	}
 	return o;
