@@ -16,6 +16,7 @@ struct agent_conf agent_conf = {
 	.workdir = "/workspace",
 	.statedir = "/run/agent",
 	.max_output = ((size_t)1024 * 1024),
+	.max_upload = AGENT_MAX_UPLOAD,
 	.request_timeout_ms = 30000,
 	.idle_timeout_ms = 3600LL * 1000,
 	.job_output_cap = AGENT_JOB_OUTPUT_CAP,

@@ -22,6 +22,7 @@
 #define AGENT_JOB_SPOOL_TOTAL	((size_t)1024 * 1024 * 1024)
 #define AGENT_JOB_KEEP		100		/* finished jobs kept, default */
 #define AGENT_JOB_KEEP_MS	(24LL * 3600 * 1000)	/* and for a day */
+#define AGENT_MAX_UPLOAD	((size_t)1024 * 1024 * 1024)	/* default */
 #define NEST_RUN_BYTES		(64LL * 1024 * 1024)	/* the sandbox's /run */
 
 struct agent_conf {
@@ -29,6 +30,7 @@ struct agent_conf {
 	const char	*workdir;	/* --workdir */
 	const char	*statedir;	/* --state */
 	size_t		 max_output;	/* --max-output */
+	size_t		 max_upload;	/* --max-upload: a raw PUT's body */
 	long long	 request_timeout_ms;	/* a request must arrive within */
 	long long	 idle_timeout_ms;	/* idle keep-alive connections */
 	size_t		 job_output_cap;	/* --job-output-cap, 0: none */

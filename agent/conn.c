@@ -6,6 +6,11 @@
  *   (sent) CS_READ again, or CS_LINGER when the connection is to close
  *   (drain the peer's input for LINGER_MS, then close).
  *
+ * The two streaming hooks add two states a handler holds, like CS_BUSY:
+ * CS_BODY (a streamed-body route's body goes to the handler as it arrives,
+ * from the head on: conn_body) and CS_STREAM (a streamed response is being
+ * written: conn_stream_*; conn_stream_end makes it CS_WRITE).
+ *
  * conn_one parses a head (http.c), waits for the body, takes the request
  * out of the input buffer and hands it to the dispatch callback; the
  * handler it reaches owns the connection (CS_BUSY) until it replies.
@@ -65,7 +70,13 @@ enum conn_state {
 	CS_BUSY,	/* a handler owns it until conn_reply */
 	CS_WRITE,	/* sending the response */
 	CS_LINGER,	/* response sent, draining input before close */
+	CS_BODY,	/* a handler owns it and takes its body (conn_body) */
+	CS_STREAM,	/* a handler owns it and streams the response */
 };
+
+/* The handler holds the connection: its memory waits for the reply. */
+#define HELD(c)	((c)->state == CS_BUSY || (c)->state == CS_BODY || \
+	(c)->state == CS_STREAM)
 
 struct conn {
 	int		 fd;
@@ -77,6 +88,16 @@ struct conn {
 	int		 close_after;	/* close once the response is out */
 	int		 have_head;
 	int		 sent_continue;
+	int		 streamed;	/* this request's route streams its body */
+	int		 body_unread;	/* and the handler has not read all of it */
+	unsigned long long body_left;	/* Content-Length bytes still to come */
+	struct http_chunked ck;
+	int		(*body_data)(void *, const char *, size_t);
+	void		(*body_end)(void *, const char *);
+	void		*body_arg;
+	int		 chunked_out;	/* the streamed response is chunked */
+	void		(*drain_cb)(void *);	/* conn_on_drain */
+	void		*drain_arg;
 	struct http_req	 req;
 	struct buf	 in;
 	struct buf	 out;
@@ -88,6 +109,7 @@ struct conn {
 static struct conn *conns;
 static int nconns;
 static conn_dispatch_cb dispatch;	/* where complete requests go */
+static conn_streams_cb streams;		/* which routes stream their body */
 
 static void conn_io(int, uint32_t, void *);
 static void conn_free(struct conn *);
@@ -103,8 +125,12 @@ conn_want(struct conn *c, uint32_t ev)
 		log_warn("conn fd=%d epoll", c->fd);
 }
 
-static void
-conn_flush(struct conn *c)
+/*
+ * Sends what the socket takes of the output (asking for EPOLLOUT when it
+ * takes no more). 0, or -1 when the connection failed and was freed.
+ */
+static int
+conn_send(struct conn *c)
 {
 	ssize_t n;
 
@@ -113,17 +139,56 @@ conn_flush(struct conn *c)
 		    MSG_NOSIGNAL);
 		if (n > 0) {
 			c->out_off += (size_t)n;
+			if (c->state == CS_STREAM)
+				c->since = util_mono_ms();	/* progress */
 			continue;
 		}
 		if (n == -1 && errno == EINTR)
 			continue;
 		if (n == -1 && errno == EAGAIN) {
-			conn_want(c, EPOLLOUT);
-			return;
+			conn_want(c, EPOLLOUT | (c->state == CS_STREAM ?
+			    EPOLLRDHUP : 0));
+			return 0;
 		}
 		conn_free(c);
-		return;
+		return -1;
 	}
+	return 0;
+}
+
+/* The handler is done with a dead connection: its memory goes. */
+static void
+conn_release(struct conn *c)
+{
+	c->gone_cb = NULL;
+	c->drain_cb = NULL;
+	c->body_data = NULL;
+	c->state = CS_READ;
+	if (!c->in_process)
+		conn_destroy(c);
+}
+
+/* The peer went away (or stalled) while the handler holds c: closed now
+ * (the memory stays for the handler's end), then the handler is told. */
+static void
+conn_gone(struct conn *c)
+{
+	void (*cb)(void *) = c->gone_cb;
+	void *arg = c->gone_arg;
+
+	c->gone_cb = NULL;
+	c->drain_cb = NULL;
+	c->body_data = NULL;
+	conn_free(c);
+	if (cb != NULL)
+		cb(arg);	/* may reply or end: frees c */
+}
+
+static void
+conn_flush(struct conn *c)
+{
+	if (conn_send(c) == -1 || c->out_off < c->out.len)
+		return;
 	buf_free(&c->out);
 	c->out_off = 0;
 	if (c->close_after) {
@@ -151,14 +216,18 @@ conn_reply(struct conn *c, int status, const char *ctype, const char *body,
 	c->gone_cb = NULL;	/* answered: conn_on_gone was for this request */
 	if (c->dead) {
 		/* The peer went away while the handler ran. */
-		c->state = CS_READ;
-		if (!c->in_process)
-			conn_destroy(c);
+		conn_release(c);
 		return;
 	}
 	if (!c->req.keepalive || status == 400 || status == 413 || status == 431 ||
 	    status == 501 || status == 408)
 		c->close_after = 1;
+	/* A streamed body not read to its end: what is left of it cannot be
+	 * told from a next request. */
+	if (c->body_unread)
+		c->close_after = 1;
+	c->body_data = NULL;
+	c->drain_cb = NULL;
 	buf_init(&c->out, AGENT_MAX_RESP + 1024);
 	c->since = util_mono_ms();
 	if (buf_addf(&c->out, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\n"
@@ -241,13 +310,34 @@ conn_one(struct conn *c)
 			return 1;
 		}
 		c->have_head = 1;
-		if (c->req.content_length > HTTP_MAX_BODY) {
+		c->streamed = streams != NULL && streams(&c->req);
+		if (c->req.chunked && !c->streamed) {
+			c->req.keepalive = 0;
+			c->state = CS_BUSY;
+			conn_reply_error(c, 501, "bad_request", "Transfer-Encoding "
+			    "is not supported here; send Content-Length");
+			return 1;
+		}
+		if (!c->streamed && c->req.content_length > HTTP_MAX_BODY) {
 			c->req.keepalive = 0;
 			c->state = CS_BUSY;
 			conn_reply_error(c, 413, "too_large",
 			    "request body over %zu bytes", HTTP_MAX_BODY);
 			return 1;
 		}
+	}
+	if (c->streamed) {
+		/* The handler gets the head now and the body as it comes. */
+		conn_want(c, 0);
+		buf_consume(&c->in, c->req.head_len);
+		c->have_head = 0;
+		c->streamed = 0;
+		c->body_left = c->req.content_length;
+		memset(&c->ck, 0, sizeof(c->ck));
+		c->body_unread = c->req.chunked || c->req.content_length > 0;
+		c->state = CS_BUSY;
+		dispatch(c, &c->req, NULL, 0);
+		return 1;
 	}
 	if (c->in.len - c->req.head_len < c->req.content_length) {
 		if (c->req.expect_continue && !c->sent_continue) {
@@ -325,9 +415,233 @@ conn_free(struct conn *c)
 		c->fd = -1;
 	}
 	c->dead = 1;
-	if (c->state == CS_BUSY || c->in_process)
+	if (HELD(c) || c->in_process)
 		return;
 	conn_destroy(c);
+}
+
+/* Streamed request bodies. */
+
+/*
+ * Hands p[0..n) (writable: chunked is decoded in place) of a streamed body
+ * to the handler; what follows the body's end goes back to the input (a
+ * pipelined request). At the end the handler's end callback runs.
+ */
+static void
+body_feed(struct conn *c, char *p, size_t n)
+{
+	char err[128];
+	size_t used, dlen;
+	long k;
+	int done;
+
+	if (c->req.chunked) {
+		if ((k = http_chunked_decode(&c->ck, p, n, &dlen, err,
+		    sizeof(err))) < 0) {
+			void (*end)(void *, const char *) = c->body_end;
+
+			c->body_data = NULL;
+			c->state = CS_BUSY;
+			conn_want(c, 0);
+			end(c->body_arg, err);	/* replies 400 */
+			return;
+		}
+		used = (size_t)k;
+		done = http_chunked_done(&c->ck);
+	} else {
+		used = (unsigned long long)n < c->body_left ? n : (size_t)c->body_left;
+		dlen = used;
+		c->body_left -= used;
+		done = c->body_left == 0;
+	}
+	if (dlen > 0 && c->body_data(c->body_arg, p, dlen) == -1)
+		return;	/* replied */
+	if (c->dead || c->state != CS_BODY || !done)
+		return;
+	if (used < n)
+		ign(buf_add(&c->in, p + used, n - used));
+	c->body_unread = 0;
+	c->body_data = NULL;
+	c->state = CS_BUSY;
+	conn_want(c, 0);
+	c->body_end(c->body_arg, NULL);
+}
+
+void
+conn_body(struct conn *c, int (*data)(void *, const char *, size_t),
+    void (*end)(void *, const char *), void *arg)
+{
+	char *p;
+	size_t n;
+
+	if (c->dead || c->state != CS_BUSY)
+		return;
+	c->body_data = data;
+	c->body_end = end;
+	c->body_arg = arg;
+	c->state = CS_BODY;
+	c->since = util_mono_ms();
+	if (c->req.expect_continue && c->body_unread) {
+		static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+		(void)send(c->fd, cont, sizeof(cont) - 1, MSG_NOSIGNAL);
+	}
+	conn_want(c, EPOLLIN | EPOLLRDHUP);
+	/* What came with the head. */
+	p = buf_steal(&c->in, &n);
+	body_feed(c, p != NULL ? p : (char *)"", n);
+	free(p);
+}
+
+static void
+conn_read_body(struct conn *c)
+{
+	char tmp[READ_CHUNK];
+	ssize_t n;
+
+	/* As conn_process: c stays while this runs (the handler may reply and
+	 * the reply fail); pipelined requests run after. */
+	c->in_process = 1;
+	while (!c->dead && c->state == CS_BODY) {
+		n = recv(c->fd, tmp, sizeof(tmp), 0);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1 && errno == EAGAIN)
+			break;
+		if (n <= 0) {
+			conn_gone(c);
+			break;
+		}
+		c->since = util_mono_ms();
+		body_feed(c, tmp, (size_t)n);
+	}
+	c->in_process = 0;
+	if (c->dead && !HELD(c))
+		conn_destroy(c);
+	else if (!c->dead && c->state == CS_READ && c->in.len > 0)
+		conn_process(c);
+}
+
+/* Streamed responses. */
+
+int
+conn_stream_begin(struct conn *c, int status, const char *ctype,
+    long long length, const char *extra)
+{
+	if (c->dead)
+		return -1;
+	if (!c->req.keepalive || c->body_unread)
+		c->close_after = 1;
+	buf_init(&c->out, AGENT_MAX_RESP + 1024);
+	c->out_off = 0;
+	c->chunked_out = length < 0;
+	c->state = CS_STREAM;
+	c->since = util_mono_ms();
+	if (buf_addf(&c->out, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\n",
+	    status, http_status_text(status), ctype) == -1 ||
+	    (length >= 0 ? buf_addf(&c->out, "Content-Length: %lld\r\n",
+	    length) : buf_addstr(&c->out, "Transfer-Encoding: chunked\r\n")) == -1 ||
+	    buf_addf(&c->out, "%s%s\r\n", extra != NULL ? extra : "",
+	    c->close_after ? "Connection: close\r\n" : "") == -1) {
+		conn_free(c);
+		return -1;
+	}
+	conn_want(c, EPOLLRDHUP);
+	return conn_send(c);
+}
+
+int
+conn_stream_write(struct conn *c, const void *p, size_t n)
+{
+	if (c->dead || c->state != CS_STREAM)
+		return -1;
+	if (n == 0)
+		return 0;
+	/* Give back what was sent before queueing more. */
+	if (c->out_off > 0 && (c->out_off == c->out.len ||
+	    c->out_off >= c->out.len / 2)) {
+		buf_consume(&c->out, c->out_off);
+		c->out_off = 0;
+	}
+	if ((c->chunked_out && buf_addf(&c->out, "%zx\r\n", n) == -1) ||
+	    buf_add(&c->out, p, n) == -1 ||
+	    (c->chunked_out && buf_add(&c->out, "\r\n", 2) == -1)) {
+		conn_free(c);
+		return -1;
+	}
+	return conn_send(c);
+}
+
+size_t
+conn_stream_pending(const struct conn *c)
+{
+	return c->out.len - c->out_off;
+}
+
+void
+conn_on_drain(struct conn *c, void (*cb)(void *), void *arg)
+{
+	if (c->dead || c->state != CS_STREAM)
+		return;
+	c->drain_cb = cb;
+	c->drain_arg = arg;
+	conn_want(c, EPOLLOUT | EPOLLRDHUP);
+}
+
+void
+conn_stream_end(struct conn *c)
+{
+	if (c->dead) {
+		conn_release(c);
+		return;
+	}
+	c->gone_cb = NULL;
+	c->drain_cb = NULL;
+	if (c->chunked_out && buf_add(&c->out, "0\r\n\r\n", 5) == -1) {
+		conn_stream_abort(c);
+		return;
+	}
+	c->state = CS_WRITE;	/* no longer held: the rest is conn_flush's */
+	c->since = util_mono_ms();
+	conn_flush(c);
+}
+
+void
+conn_stream_abort(struct conn *c)
+{
+	if (c->dead) {
+		conn_release(c);
+		return;
+	}
+	c->gone_cb = NULL;
+	c->drain_cb = NULL;
+	c->state = CS_READ;
+	conn_free(c);
+}
+
+/* EPOLLOUT or a hang-up while a handler streams the response. */
+static void
+conn_stream_io(struct conn *c, uint32_t events)
+{
+	void (*cb)(void *);
+
+	if (events & (EPOLLHUP | EPOLLERR | EPOLLRDHUP)) {
+		conn_gone(c);
+		return;
+	}
+	if (!(events & EPOLLOUT))
+		return;
+	if (conn_send(c) == -1) {
+		conn_gone(c);	/* conn_free ran; the handler is told */
+		return;
+	}
+	if (conn_stream_pending(c) >= CONN_STREAM_HIGH / 2)
+		return;
+	cb = c->drain_cb;
+	c->drain_cb = NULL;
+	if (conn_stream_pending(c) == 0)
+		conn_want(c, EPOLLRDHUP);
+	if (cb != NULL)
+		cb(c->drain_arg);
 }
 
 static void
@@ -370,17 +684,20 @@ conn_io(int fd, uint32_t events, void *arg)
 	struct conn *c = arg;
 
 	(void)fd;
+	if (c->state == CS_STREAM) {
+		conn_stream_io(c, events);
+		return;
+	}
+	if (c->state == CS_BODY) {
+		if (events & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP))
+			conn_read_body(c);
+		return;
+	}
 	if (c->state == CS_BUSY) {
 		/* Peer went away while a handler runs: closed now (the memory
 		 * stays for the late reply), then the handler is told. */
-		if (events & (EPOLLHUP | EPOLLERR | EPOLLRDHUP)) {
-			void (*cb)(void *) = c->gone_cb;
-
-			c->gone_cb = NULL;
-			conn_free(c);
-			if (cb != NULL)
-				cb(c->gone_arg);	/* may reply: frees c */
-		}
+		if (events & (EPOLLHUP | EPOLLERR | EPOLLRDHUP))
+			conn_gone(c);
 		return;
 	}
 	if (events & EPOLLOUT && c->state == CS_WRITE) {
@@ -517,7 +834,14 @@ sweep_cb(void *arg)
 		    (c->state == CS_WRITE && now - c->since >
 		    agent_conf.idle_timeout_ms))
 			conn_free(c);
-		else if (c->state == CS_READ && c->in.len > 0 &&
+		else if ((c->state == CS_BODY && now - c->since >
+		    agent_conf.request_timeout_ms) || (c->state == CS_STREAM &&
+		    conn_stream_pending(c) > 0 && now - c->since >
+		    agent_conf.idle_timeout_ms)) {
+			log_info("conn fd=%d: no progress for %lld ms; closing",
+			    c->fd, now - c->since);
+			conn_gone(c);
+		} else if (c->state == CS_READ && c->in.len > 0 &&
 		    now - c->since > agent_conf.request_timeout_ms) {
 			c->req.keepalive = 0;
 			c->state = CS_BUSY;
@@ -532,16 +856,17 @@ sweep_cb(void *arg)
 void
 conn_on_gone(struct conn *c, void (*cb)(void *), void *arg)
 {
-	if (c->dead || c->state != CS_BUSY)
+	if (c->dead || !HELD(c))
 		return;
 	c->gone_cb = cb;
 	c->gone_arg = arg;
 }
 
 int
-conn_serve(int listen_fd, conn_dispatch_cb cb)
+conn_serve(int listen_fd, conn_dispatch_cb cb, conn_streams_cb st)
 {
 	dispatch = cb;
+	streams = st;
 	listen_sock = listen_fd;
 	if (ev_add(listen_fd, EPOLLIN, accept_cb, NULL) == -1)
 		return -1;

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,94 +114,185 @@ mkparents(const char *path)
 	return fileops_mkdirs(tmp);
 }
 
+/*
+ * A file being replaced: its temporary file beside the target (a symlink
+ * followed), open for writing, and what is needed to put it in place.
+ */
+struct atomic {
+	char		 target[PATH_MAX];
+	char		 tmp[PATH_MAX + 64];
+	int		 fd;
+	int		 have;		/* the target exists */
+	struct stat	 st;		/* its stat, when it does */
+};
+
+/* 1 if errno means the filesystem (or a quota) is full. */
+static int
+is_nospace(int e)
+{
+	return e == ENOSPC || e == EDQUOT;
+}
+
+/*
+ * Opens a's temporary file for path. -1 with err (and errno) when path
+ * cannot be written.
+ */
+static int
+atomic_open(struct atomic *a, const char *path, int mkp, char *err,
+    size_t errlen)
+{
+	char rnd[17], *slash;
+	struct stat st;
+	int e;
+
+	memset(a, 0, sizeof(*a));
+	a->fd = -1;
+	if (path[0] != '\0' && path[1] != '\0' && path[strlen(path) - 1] == '/') {
+		snprintf(err, errlen, "%s names a directory (trailing /): give a "
+		    "file name", path);
+		errno = EISDIR;
+		return -1;
+	}
+	/* Write through a symlink to its target, as an editor would. */
+	if (lstat(path, &st) == -1 || !S_ISLNK(st.st_mode) ||
+	    realpath(path, a->target) == NULL)
+		a->target[0] = '\0';
+	if (a->target[0] == '\0' && snprintf(a->target, sizeof(a->target), "%s",
+	    path) >= (int)sizeof(a->target)) {
+		snprintf(err, errlen, "bad path %s", path);
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	if (stat(a->target, &a->st) == 0) {
+		if (!S_ISREG(a->st.st_mode)) {
+			snprintf(err, errlen, "%s exists and is not a regular file", path);
+			errno = EEXIST;
+			return -1;
+		}
+		a->have = 1;
+	} else if (errno != ENOENT) {
+		e = errno;
+		snprintf(err, errlen, "%s: %s", path, strerror(e));
+		errno = e;
+		return -1;
+	}
+	if (!a->have && mkp && mkparents(a->target) == -1) {
+		e = errno;
+		snprintf(err, errlen, "cannot create the parent directories of %s: %s",
+		    path, strerror(e));
+		errno = e;
+		return -1;
+	}
+	agent_random_hex(rnd, 8);
+	snprintf(a->tmp, sizeof(a->tmp), "%s", a->target);
+	slash = strrchr(a->tmp, '/');
+	if (slash == NULL || strlen(a->target) + 32 >= sizeof(a->tmp)) {
+		snprintf(err, errlen, "bad path %s", path);
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	snprintf(slash + 1, sizeof(a->tmp) - (size_t)(slash + 1 - a->tmp),
+	    ".%s.agent-%s", strrchr(a->target, '/') + 1, rnd);
+	if (strlen(a->tmp) > PATH_MAX - 1 || (a->fd = open(a->tmp,
+	    O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) == -1) {
+		e = strlen(a->tmp) > PATH_MAX - 1 ? ENAMETOOLONG : errno;
+		snprintf(err, errlen, "cannot write %s: %s", path, strerror(e));
+		a->tmp[0] = '\0';
+		errno = e;
+		return -1;
+	}
+	return 0;
+}
+
+/* Writes p[0..n) to a's temporary file. 0, or -1 with errno. */
+static int
+atomic_write(struct atomic *a, const char *p, size_t n)
+{
+	ssize_t k;
+
+	while (n > 0) {
+		k = write(a->fd, p, n);
+		if (k == -1 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			if (k == 0)
+				errno = EIO;
+			return -1;
+		}
+		p += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+/* Removes a's temporary file (a failed or abandoned write). */
+static void
+atomic_cancel(struct atomic *a)
+{
+	if (a->fd != -1)
+		close(a->fd);
+	a->fd = -1;
+	if (a->tmp[0] != '\0')
+		(void)unlink(a->tmp);
+	a->tmp[0] = '\0';
+}
+
+/*
+ * Puts a's temporary file in place: mode (-1: the target's, 0644 for a
+ * new file), the target's owner when allowed, fsync, rename. 0, or -1
+ * with err and errno (the temporary file removed).
+ */
+static int
+atomic_commit(struct atomic *a, const char *path, int mode, char *err,
+    size_t errlen)
+{
+	const char *what = "chmod";
+	int e;
+
+	if (mode < 0)
+		mode = a->have ? (int)(a->st.st_mode & 07777) : 0644;
+	if (fchmod(a->fd, (mode_t)mode) == -1)
+		goto fail;
+	if (a->have && (a->st.st_uid != geteuid() || a->st.st_gid != getegid()))
+		ign(fchown(a->fd, a->st.st_uid, a->st.st_gid));
+	what = "fsync";
+	if (fsync(a->fd) == -1)
+		goto fail;
+	what = "close";
+	e = close(a->fd);
+	a->fd = -1;
+	if (e == -1)
+		goto fail;
+	what = "rename to";
+	if (rename(a->tmp, a->target) == -1)
+		goto fail;
+	a->tmp[0] = '\0';
+	return 0;
+fail:
+	e = errno;
+	snprintf(err, errlen, "%s %s: %s", what, path, strerror(e));
+	atomic_cancel(a);
+	errno = e;
+	return -1;
+}
+
 int
 fileops_write_atomic(const char *path, const char *data, size_t len, int mode,
     int mkp, char *err, size_t errlen)
 {
-	char real[PATH_MAX], tmp[PATH_MAX + 64], rnd[17], *slash;
-	const char *target = path;
-	struct stat st;
-	int fd = -1, have = 0, rc = -1;
-	size_t off = 0;
-	ssize_t n;
+	struct atomic a;
+	int e;
 
-	if (path[0] != '\0' && path[1] != '\0' && path[strlen(path) - 1] == '/') {
-		snprintf(err, errlen, "%s names a directory (trailing /): give a "
-		    "file name", path);
+	if (atomic_open(&a, path, mkp, err, errlen) == -1)
+		return -1;
+	if (atomic_write(&a, data, len) == -1) {
+		e = errno;
+		snprintf(err, errlen, "writing %s: %s", path, strerror(e));
+		atomic_cancel(&a);
+		errno = e;
 		return -1;
 	}
-	/* Write through a symlink to its target, as an editor would. */
-	if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode) &&
-	    realpath(path, real) != NULL)
-		target = real;
-	if (stat(target, &st) == 0) {
-		if (!S_ISREG(st.st_mode)) {
-			snprintf(err, errlen, "%s exists and is not a regular file", path);
-			return -1;
-		}
-		have = 1;
-	} else if (errno != ENOENT) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		return -1;
-	}
-	if (!have && mkp && mkparents(target) == -1) {
-		snprintf(err, errlen, "cannot create the parent directories of %s: %s",
-		    path, strerror(errno));
-		return -1;
-	}
-	agent_random_hex(rnd, 8);
-	snprintf(tmp, sizeof(tmp), "%s", target);
-	slash = strrchr(tmp, '/');
-	if (slash == NULL || strlen(target) + 32 >= sizeof(tmp)) {
-		snprintf(err, errlen, "bad path %s", path);
-		return -1;
-	}
-	snprintf(slash + 1, sizeof(tmp) - (size_t)(slash + 1 - tmp), ".%s.agent-%s",
-	    strrchr(target, '/') + 1, rnd);
-	if (strlen(tmp) > PATH_MAX - 1 ||
-	    (fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) == -1) {
-		snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
-		return -1;
-	}
-	while (off < len) {
-		n = write(fd, data + off, len - off);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			snprintf(err, errlen, "writing %s: %s", path, strerror(errno));
-			goto out;
-		}
-		off += (size_t)n;
-	}
-	if (mode < 0)
-		mode = have ? (int)(st.st_mode & 07777) : 0644;
-	if (fchmod(fd, (mode_t)mode) == -1) {
-		snprintf(err, errlen, "chmod %s: %s", path, strerror(errno));
-		goto out;
-	}
-	if (have && (st.st_uid != geteuid() || st.st_gid != getegid()))
-		ign(fchown(fd, st.st_uid, st.st_gid));
-	if (fsync(fd) == -1) {
-		snprintf(err, errlen, "fsync %s: %s", path, strerror(errno));
-		goto out;
-	}
-	if (close(fd) == -1) {
-		fd = -1;
-		snprintf(err, errlen, "close %s: %s", path, strerror(errno));
-		goto out;
-	}
-	fd = -1;
-	if (rename(tmp, target) == -1) {
-		snprintf(err, errlen, "rename to %s: %s", path, strerror(errno));
-		goto out;
-	}
-	rc = 0;
-out:
-	if (fd != -1)
-		close(fd);
-	if (rc == -1)
-		(void)unlink(tmp);
-	return rc;
+	return atomic_commit(&a, path, mode, err, errlen);
 }
 
 /*
@@ -557,47 +649,657 @@ query_path(struct conn *c, const char *query, char *path, size_t len)
 }
 
 void
-fileops_http_raw_get(struct conn *c, const char *query)
+fileops_version(const struct stat *st, char out[17])
 {
-	char path[PATH_MAX];
-	struct buf data;
+	uint64_t v[7], h = 0xcbf29ce484222325ULL;	/* FNV-1a, 64 bits */
+	size_t i, k;
 
-	if (query_path(c, query, path, sizeof(path)) == -1)
+	v[0] = (uint64_t)st->st_dev;
+	v[1] = (uint64_t)st->st_ino;
+	v[2] = (uint64_t)st->st_size;
+	v[3] = (uint64_t)st->st_mtim.tv_sec;
+	v[4] = (uint64_t)st->st_mtim.tv_nsec;
+	v[5] = (uint64_t)st->st_ctim.tv_sec;
+	v[6] = (uint64_t)st->st_ctim.tv_nsec;
+	for (i = 0; i < NELEM(v); i++) {
+		for (k = 0; k < 8; k++) {
+			h ^= (v[i] >> (8 * k)) & 0xff;
+			h *= 0x100000001b3ULL;
+		}
+	}
+	snprintf(out, 17, "%016llx", (unsigned long long)h);
+}
+
+/* Reads a non-negative integer query parameter; 1 when absent, -1 bad. */
+static int
+query_ull(const char *query, const char *key, unsigned long long *out)
+{
+	char v[32];
+	const char *errstr;
+	long long n;
+	int r;
+
+	if ((r = http_query_get(query, key, v, sizeof(v))) != 0)
+		return r;
+	if (strnum_ll(v, 0, LLONG_MAX, &n, &errstr) == -1)
+		return -1;
+	*out = (unsigned long long)n;
+	return 0;
+}
+
+/* A raw GET being streamed: the file and what is left to send. */
+struct download {
+	struct conn		*c;
+	int			 fd;
+	off_t			 off;
+	unsigned long long	 left;
+};
+
+#define DOWNLOAD_CHUNK	((size_t)256 * 1024)
+
+static void
+download_done(struct download *d, int ok)
+{
+	close(d->fd);
+	if (ok)
+		conn_stream_end(d->c);
+	else
+		conn_stream_abort(d->c);
+	free(d);
+}
+
+static void
+download_gone(void *arg)
+{
+	download_done(arg, 1);	/* frees the dead connection */
+}
+
+/* Sends file bytes while the connection takes them (conn_on_drain). */
+static void
+download_pump(void *arg)
+{
+	static char chunk[DOWNLOAD_CHUNK];
+	struct download *d = arg;
+	size_t want;
+	ssize_t n;
+
+	while (d->left > 0 && conn_stream_pending(d->c) < CONN_STREAM_HIGH) {
+		want = d->left < DOWNLOAD_CHUNK ? (size_t)d->left : DOWNLOAD_CHUNK;
+		n = pread(d->fd, chunk, want, d->off);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			/* Shrunk or unreadable after the length was sent: the
+			 * peer sees a short body, never wrong bytes. */
+			log_info("raw get: %s after %lld bytes; closing",
+			    n == 0 ? "file shrank" : strerror(errno),
+			    (long long)d->off);
+			download_done(d, 0);
+			return;
+		}
+		d->off += n;
+		d->left -= (unsigned long long)n;
+		if (conn_stream_write(d->c, chunk, (size_t)n) == -1) {
+			download_done(d, 1);
+			return;
+		}
+	}
+	if (d->left == 0) {
+		download_done(d, 1);
 		return;
-	if (load(c, path, &data) == -1)
-		return;
-	conn_reply(c, 200, "application/octet-stream", data.p, data.len);
-	buf_free(&data);
+	}
+	conn_on_drain(d->c, download_pump, d);
 }
 
 void
-fileops_http_raw_put(struct conn *c, const char *query, const char *body,
-    size_t len)
+fileops_http_raw_get(struct conn *c, const char *query)
 {
-	char path[PATH_MAX], err[512], mstr[16], *end;
-	long mode = -1;
-	int r;
+	char path[PATH_MAX], ver[17], extra[256];
+	unsigned long long off = 0, len = ULLONG_MAX;
+	struct download *d;
+	struct stat st;
+	int fd, e;
 
 	if (query_path(c, query, path, sizeof(path)) == -1)
 		return;
-	if ((r = http_query_get(query, "mode", mstr, sizeof(mstr))) == -1 ||
-	    (r == 0 && ((mode = strtol(mstr, &end, 8)) < 0 || mode > 07777 ||
+	if (query_ull(query, "offset", &off) == -1 ||
+	    query_ull(query, "length", &len) == -1) {
+		conn_reply_error(c, 400, "bad_request",
+		    "offset and length must be non-negative integers");
+		return;
+	}
+	/* O_NONBLOCK: opening a FIFO must not hang the agent. */
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)) == -1 ||
+	    fstat(fd, &st) == -1) {
+		e = errno;
+		if (fd != -1)
+			close(fd);
+		conn_reply_error(c, e == ENOENT ? 404 : 422, e == ENOENT ?
+		    "not_found" : "edit_failed", "%s: %s", path, strerror(e));
+		return;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		conn_reply_error(c, 422, "edit_failed", "%s is not a regular file%s",
+		    path, S_ISDIR(st.st_mode) ? " (a directory: list it with "
+		    "GET /v1/files/list)" : "");
+		return;
+	}
+	fileops_version(&st, ver);
+	snprintf(extra, sizeof(extra), "X-File-Size: %lld\r\nX-File-Version: "
+	    "%s\r\nX-File-Mode: %04o\r\n", (long long)st.st_size, ver,
+	    (unsigned)(st.st_mode & 07777));
+	d = xcalloc(1, sizeof(*d));
+	d->c = c;
+	d->fd = fd;
+	d->off = (off_t)(off < (unsigned long long)st.st_size ? off :
+	    (unsigned long long)st.st_size);
+	d->left = (unsigned long long)st.st_size - (unsigned long long)d->off;
+	if (len < d->left)
+		d->left = len;
+	if (conn_stream_begin(c, 200, "application/octet-stream",
+	    (long long)d->left, extra) == -1) {
+		download_done(d, 1);
+		return;
+	}
+	conn_on_gone(c, download_gone, d);
+	download_pump(d);
+}
+
+/* A raw PUT being received. */
+struct upload {
+	struct conn		*c;
+	char			 path[PATH_MAX];
+	struct atomic		 a;
+	int			 mode;		/* -1: keep */
+	unsigned long long	 bytes;		/* body bytes written */
+};
+
+static void
+upload_free(struct upload *u)
+{
+	atomic_cancel(&u->a);
+	free(u);
+}
+
+/* Replies to a failed write of the body (errno e) and drops the upload. */
+static void
+upload_fail(struct upload *u, int e, const char *what)
+{
+	if (is_nospace(e))
+		conn_reply_error(u->c, 507, "no_space", "%s: no space left: the "
+		    "filesystem (or the home's quota) is full; nothing was "
+		    "written", u->path);
+	else
+		conn_reply_error(u->c, 422, "edit_failed", "%s %s: %s", what,
+		    u->path, strerror(e));
+	upload_free(u);
+}
+
+static void
+upload_gone(void *arg)
+{
+	struct upload *u = arg;
+
+	conn_reply(u->c, 500, "application/json", "{}", 2);	/* frees c */
+	upload_free(u);
+}
+
+static int
+upload_data(void *arg, const char *p, size_t n)
+{
+	struct upload *u = arg;
+
+	if (u->bytes + n > agent_conf.max_upload) {
+		conn_reply_error(u->c, 413, "too_large", "the body passed "
+		    "--max-upload (%zu bytes); nothing was written",
+		    agent_conf.max_upload);
+		upload_free(u);
+		return -1;
+	}
+	if (atomic_write(&u->a, p, n) == -1) {
+		upload_fail(u, errno, "writing");
+		return -1;
+	}
+	u->bytes += n;
+	return 0;
+}
+
+static void
+upload_end(void *arg, const char *cerr)
+{
+	struct upload *u = arg;
+	char err[PATH_MAX + 256], ver[17];
+	struct stat st;
+	struct buf b;
+	struct jw w;
+	int created = !u->a.have;
+
+	if (cerr != NULL) {
+		conn_reply_error(u->c, 400, "bad_request", "chunked body: %s", cerr);
+		upload_free(u);
+		return;
+	}
+	if (atomic_commit(&u->a, u->path, u->mode, err, sizeof(err)) == -1) {
+		upload_fail(u, errno, "writing");
+		return;
+	}
+	agent_touch();
+	if (stat(u->a.target, &st) == -1)
+		memset(&st, 0, sizeof(st));
+	fileops_version(&st, ver);
+	buf_init(&b, 1024);
+	jw_init(&w, &b);
+	jw_obj(&w);
+	jw_key(&w, "ok"); jw_bool(&w, 1);
+	jw_key(&w, "bytes"); jw_int(&w, (long long)u->bytes);
+	jw_key(&w, "size"); jw_int(&w, (long long)st.st_size);
+	jw_key(&w, "version"); jw_cstr(&w, ver);
+	jw_key(&w, "created"); jw_bool(&w, created);
+	jw_obj_end(&w);
+	conn_reply_jw(u->c, &w, &b);
+	upload_free(u);
+}
+
+/* Copies the target's current content into the temporary file (append). */
+static int
+upload_copy_old(struct upload *u)
+{
+	static char chunk[DOWNLOAD_CHUNK];
+	ssize_t n;
+	int fd;
+
+	if ((fd = open(u->a.target, O_RDONLY | O_CLOEXEC | O_NONBLOCK |
+	    O_NOCTTY)) == -1)
+		return -1;
+	for (;;) {
+		n = read(fd, chunk, sizeof(chunk));
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		if (atomic_write(&u->a, chunk, (size_t)n) == -1) {
+			n = -1;
+			break;
+		}
+	}
+	if (n == -1) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+void
+fileops_http_raw_put(struct conn *c, const char *query,
+    const struct http_req *r)
+{
+	char path[PATH_MAX], err[PATH_MAX + 256], mstr[16], flag[8], *end;
+	long mode = -1;
+	int rc, append = 0;
+	struct upload *u;
+
+	if (query_path(c, query, path, sizeof(path)) == -1)
+		return;
+	if ((rc = http_query_get(query, "mode", mstr, sizeof(mstr))) == -1 ||
+	    (rc == 0 && ((mode = strtol(mstr, &end, 8)) < 0 || mode > 07777 ||
 	    *end != '\0' || mstr[0] == '\0'))) {
 		conn_reply_error(c, 400, "bad_request", "mode must be octal, e.g. 0644");
 		return;
 	}
-	if (len > EDIT_MAX_FILE) {
-		conn_reply_error(c, 413, "too_large", "at most %zu bytes", EDIT_MAX_FILE);
+	if ((rc = http_query_get(query, "append", flag, sizeof(flag))) == -1 ||
+	    (rc == 0 && strcmp(flag, "0") != 0 && strcmp(flag, "1") != 0 &&
+	    strcmp(flag, "true") != 0 && strcmp(flag, "false") != 0)) {
+		conn_reply_error(c, 400, "bad_request", "append must be 1 or 0");
 		return;
 	}
-	if (fileops_write_atomic(path, body, len, (int)mode, 1, err, sizeof(err)) == -1) {
-		conn_reply_error(c, 422, "edit_failed", "%s", err);
+	append = rc == 0 && (strcmp(flag, "1") == 0 || strcmp(flag, "true") == 0);
+	if (!r->chunked && r->content_length > agent_conf.max_upload) {
+		conn_reply_error(c, 413, "too_large", "the body (%llu bytes) is over "
+		    "--max-upload (%zu bytes)", r->content_length,
+		    agent_conf.max_upload);
 		return;
 	}
+	u = xcalloc(1, sizeof(*u));
+	u->c = c;
+	u->mode = (int)mode;
+	snprintf(u->path, sizeof(u->path), "%s", path);
+	if (atomic_open(&u->a, path, 1, err, sizeof(err)) == -1) {
+		if (is_nospace(errno))
+			upload_fail(u, errno, "creating");
+		else {
+			conn_reply_error(c, errno == ENOENT ? 404 : 422, errno ==
+			    ENOENT ? "not_found" : "edit_failed", "%s", err);
+			upload_free(u);
+		}
+		return;
+	}
+	if (append && u->a.have && upload_copy_old(u) == -1) {
+		upload_fail(u, errno, "copying the old content of");
+		return;
+	}
+	conn_on_gone(c, upload_gone, u);
+	conn_body(c, upload_data, upload_end, u);
+}
+
+/* Listing (GET /v1/files/list). */
+
+#define LIST_DEFAULT	10000
+#define LIST_MAX	100000
+#define LIST_MAX_DEPTH	256
+/* Stop adding entries before the reply passes AGENT_MAX_RESP. */
+#define LIST_MAX_BYTES	(AGENT_MAX_RESP - ((size_t)1024 * 1024))
+
+struct lister {
+	struct jw	 w;
+	struct buf	 b;
+	long long	 n;		/* entries written */
+	long long	 max;
+	int		 recursive;
+	int		 truncated;
+};
+
+static int
+namecmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Writes one entry: path (absolute), name, and st (not followed). */
+static void
+list_entry(struct lister *l, int dfd, const char *path, const char *name,
+    const struct stat *st)
+{
+	char ver[17], mode[8], target[PATH_MAX];
+	const char *type = "other";
+	ssize_t k;
+
+	if (S_ISREG(st->st_mode))
+		type = "file";
+	else if (S_ISDIR(st->st_mode))
+		type = "dir";
+	else if (S_ISLNK(st->st_mode))
+		type = "symlink";
+	snprintf(mode, sizeof(mode), "%04o", (unsigned)(st->st_mode & 07777));
+	jw_obj(&l->w);
+	jw_key(&l->w, "path"); jw_cstr(&l->w, path);
+	jw_key(&l->w, "name"); jw_cstr(&l->w, name);
+	jw_key(&l->w, "type"); jw_cstr(&l->w, type);
+	jw_key(&l->w, "size"); jw_int(&l->w, (long long)st->st_size);
+	jw_key(&l->w, "mtime_ms"); jw_int(&l->w, (long long)st->st_mtim.tv_sec *
+	    1000 + st->st_mtim.tv_nsec / 1000000);
+	jw_key(&l->w, "mode"); jw_cstr(&l->w, mode);
+	if (S_ISREG(st->st_mode)) {
+		fileops_version(st, ver);
+		jw_key(&l->w, "version"); jw_cstr(&l->w, ver);
+	}
+	if (S_ISLNK(st->st_mode) &&
+	    (k = readlinkat(dfd, name, target, sizeof(target) - 1)) >= 0) {
+		jw_key(&l->w, "target"); jw_str(&l->w, target, (size_t)k);
+	}
+	jw_obj_end(&l->w);
+	l->n++;
+}
+
+/* 1 when no more entries may be written. */
+static int
+list_full(struct lister *l)
+{
+	if (l->n >= l->max || l->b.len > LIST_MAX_BYTES) {
+		l->truncated = 1;
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * Lists the directory open as dfd (its path dir), names sorted, depth
+ * first. Takes dfd. Symlinks are never followed: a subdirectory is opened
+ * relative to dfd with O_NOFOLLOW.
+ */
+static void
+list_tree(struct lister *l, int dfd, const char *dir, int depth)
+{
+	char **names = NULL, path[PATH_MAX];
+	size_t n = 0, cap = 0, i;
+	struct dirent *de;
+	struct stat st;
+	DIR *d;
+	int sub;
+
+	if ((d = fdopendir(dfd)) == NULL) {
+		close(dfd);
+		return;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 64;
+			names = xreallocarray(names, cap, sizeof(*names));
+		}
+		names[n++] = xstrdup(de->d_name);
+	}
+	if (n > 0)
+		qsort(names, n, sizeof(*names), namecmp);
+	for (i = 0; i < n; i++) {
+		if (list_full(l))
+			break;
+		if (snprintf(path, sizeof(path), "%s/%s", strcmp(dir, "/") == 0 ?
+		    "" : dir, names[i]) >= (int)sizeof(path) ||
+		    fstatat(dirfd(d), names[i], &st, AT_SYMLINK_NOFOLLOW) == -1)
+			continue;
+		list_entry(l, dirfd(d), path, names[i], &st);
+		if (l->recursive && S_ISDIR(st.st_mode) && depth < LIST_MAX_DEPTH &&
+		    (sub = openat(dirfd(d), names[i], O_RDONLY | O_DIRECTORY |
+		    O_NOFOLLOW | O_CLOEXEC)) != -1)
+			list_tree(l, sub, path, depth + 1);
+	}
+	for (i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	closedir(d);
+}
+
+void
+fileops_http_list(struct conn *c, const char *query)
+{
+	char path[PATH_MAX], flag[8], *slash;
+	unsigned long long max = LIST_DEFAULT;
+	struct lister l;
+	struct stat st;
+	int rc, dfd;
+
+	if (query_path(c, query, path, sizeof(path)) == -1)
+		return;
+	if (query_ull(query, "max_entries", &max) == -1 || max < 1 ||
+	    max > LIST_MAX) {
+		conn_reply_error(c, 400, "bad_request", "max_entries must be an "
+		    "integer from 1 to %d", LIST_MAX);
+		return;
+	}
+	if ((rc = http_query_get(query, "recursive", flag, sizeof(flag))) == -1) {
+		conn_reply_error(c, 400, "bad_request", "recursive must be 1 or 0");
+		return;
+	}
+	memset(&l, 0, sizeof(l));
+	l.max = (long long)max;
+	l.recursive = rc == 0 && (strcmp(flag, "1") == 0 ||
+	    strcmp(flag, "true") == 0);
+	if (stat(path, &st) == -1) {
+		conn_reply_error(c, errno == ENOENT ? 404 : 422, errno == ENOENT ?
+		    "not_found" : "edit_failed", "%s: %s", path, strerror(errno));
+		return;
+	}
+	buf_init(&l.b, AGENT_MAX_RESP);
+	jw_init(&l.w, &l.b);
+	jw_obj(&l.w);
+	jw_key(&l.w, "path"); jw_cstr(&l.w, path);
+	jw_key(&l.w, "entries");
+	jw_arr(&l.w);
+	if (S_ISDIR(st.st_mode)) {
+		if ((dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1) {
+			buf_free(&l.b);
+			conn_reply_error(c, 422, "edit_failed", "%s: %s", path,
+			    strerror(errno));
+			return;
+		}
+		list_tree(&l, dfd, path, 0);
+	} else {
+		/* One entry: the path itself (not followed, as in a listing). */
+		slash = strrchr(path, '/');
+		dfd = AT_FDCWD;
+		if (lstat(path, &st) == 0)
+			list_entry(&l, dfd, path, slash != NULL ? slash + 1 : path, &st);
+	}
+	jw_arr_end(&l.w);
+	jw_key(&l.w, "truncated"); jw_bool(&l.w, l.truncated);
+	jw_obj_end(&l.w);
+	conn_reply_jw(c, &l.w, &l.b);
+}
+
+/* Deletion (POST /v1/files/delete). */
+
+/* 1 if a is b or an ancestor of b (both clean absolute paths). */
+static int
+path_covers(const char *a, const char *b)
+{
+	size_t n = strlen(a);
+
+	if (strcmp(a, "/") == 0)
+		return 1;
+	return strncmp(a, b, n) == 0 && (b[n] == '\0' || b[n] == '/');
+}
+
+/*
+ * Removes what is inside the directory open as dfd (taken), never
+ * following a symlink: subdirectories are opened with O_NOFOLLOW relative
+ * to their parent, entries removed with unlinkat. Counts removals in *n.
+ * 0, or -1 with errno and the failing name in err.
+ */
+static int
+rm_tree(int dfd, const char *dir, long long *n, int depth, char *err,
+    size_t errlen)
+{
+	struct dirent *de;
+	struct stat st;
+	DIR *d;
+	int sub, rc = 0, e;
+
+	if ((d = fdopendir(dfd)) == NULL) {
+		e = errno;
+		close(dfd);
+		errno = e;
+		return -1;
+	}
+	while (rc == 0 && (de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == -1)
+			continue;	/* gone meanwhile */
+		if (S_ISDIR(st.st_mode)) {
+			sub = -1;
+			if (depth < LIST_MAX_DEPTH)
+				sub = openat(dirfd(d), de->d_name, O_RDONLY |
+				    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			else
+				errno = ELOOP;
+			if (sub == -1 || rm_tree(sub, de->d_name, n, depth + 1, err,
+			    errlen) == -1 || unlinkat(dirfd(d), de->d_name,
+			    AT_REMOVEDIR) == -1)
+				rc = -1;
+		} else if (unlinkat(dirfd(d), de->d_name, 0) == -1)
+			rc = -1;
+		if (rc == 0)
+			(*n)++;
+		else if (err[0] == '\0')
+			snprintf(err, errlen, "%s/%s", dir, de->d_name);
+	}
+	e = errno;
+	closedir(d);
+	errno = e;
+	return rc;
+}
+
+void
+fileops_http_delete(struct conn *c, const struct json *body)
+{
+	char path[PATH_MAX], parent[PATH_MAX], err[PATH_MAX + 8], *slash;
+	long long n = 0;
+	struct stat st;
+	int recursive = 0, pfd, dfd, e;
+
+	if (get_path(c, body, path, sizeof(path)) == -1)
+		return;
+	if (json_get_bool(body, "recursive", &recursive) == -1) {
+		conn_reply_error(c, 400, "bad_request", "\"recursive\" must be a boolean");
+		return;
+	}
+	if (path_covers(path, agent_conf.workdir) ||
+	    path_covers(path, agent_conf.statedir) ||
+	    path_covers(agent_conf.statedir, path)) {
+		conn_reply_error(c, 422, "edit_failed", "%s is refused: it is (or "
+		    "holds) the workdir %s, the agent's state %s or /", path,
+		    agent_conf.workdir, agent_conf.statedir);
+		return;
+	}
+	if (lstat(path, &st) == -1) {
+		conn_reply_error(c, errno == ENOENT ? 404 : 422, errno == ENOENT ?
+		    "not_found" : "edit_failed", "%s: %s", path, strerror(errno));
+		return;
+	}
+	snprintf(parent, sizeof(parent), "%s", path);
+	slash = strrchr(parent, '/');
+	*slash = '\0';
+	if ((pfd = open(parent[0] != '\0' ? parent : "/", O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC)) == -1) {
+		conn_reply_error(c, 422, "edit_failed", "%s: %s", parent,
+		    strerror(errno));
+		return;
+	}
+	err[0] = '\0';
+	if (!S_ISDIR(st.st_mode)) {
+		/* a file, or a symlink: removed itself, never followed */
+		if (unlinkat(pfd, slash + 1, 0) == -1)
+			goto fail;
+		n = 1;
+	} else if (!recursive) {
+		if (unlinkat(pfd, slash + 1, AT_REMOVEDIR) == -1) {
+			if (errno == ENOTEMPTY || errno == EEXIST) {
+				close(pfd);
+				conn_reply_error(c, 422, "edit_failed", "%s is a "
+				    "non-empty directory: pass \"recursive\":true "
+				    "to delete it and everything in it", path);
+				return;
+			}
+			goto fail;
+		}
+		n = 1;
+	} else {
+		if ((dfd = openat(pfd, slash + 1, O_RDONLY | O_DIRECTORY |
+		    O_NOFOLLOW | O_CLOEXEC)) == -1 ||
+		    rm_tree(dfd, path, &n, 0, err, sizeof(err)) == -1 ||
+		    unlinkat(pfd, slash + 1, AT_REMOVEDIR) == -1)
+			goto fail;
+		n++;
+	}
+	close(pfd);
 	agent_touch();
 	{
 		char resp[64];
-		int n = snprintf(resp, sizeof(resp), "{\"ok\":true,\"bytes\":%zu}", len);
-		conn_reply(c, 200, "application/json", resp, (size_t)n);
+		int k = snprintf(resp, sizeof(resp), "{\"ok\":true,\"deleted\":%lld}", n);
+		conn_reply(c, 200, "application/json", resp, (size_t)k);
 	}
+	return;
+fail:
+	e = errno;
+	close(pfd);
+	if (n > 0)
+		agent_touch();
+	conn_reply_error(c, 422, "edit_failed", "deleting %s: %s: %s (%lld "
+	    "entries were removed)", path, err[0] != '\0' ? err : path,
+	    strerror(e), n);
 }

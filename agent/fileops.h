@@ -11,15 +11,26 @@
 #include <sys/types.h>
 
 struct conn;
+struct http_req;
 struct json;
+struct stat;
 
 #define FILEOPS_MAX_LIST	2000	/* directory entries listed by view */
 
 /* op is "view", "create", "str_replace" or "insert". */
 void	fileops_http(struct conn *, const char *op, const struct json *body);
+/* Streams the file (offset=, length=) with X-File-Size/Version/Mode. */
 void	fileops_http_raw_get(struct conn *, const char *query);
-void	fileops_http_raw_put(struct conn *, const char *query, const char *body,
-	    size_t len);
+/* The head of a raw PUT (a streamed-body route): takes the body itself. */
+void	fileops_http_raw_put(struct conn *, const char *query,
+	    const struct http_req *r);
+/* GET /v1/files/list?path=&recursive=&max_entries= */
+void	fileops_http_list(struct conn *, const char *query);
+/* POST /v1/files/delete {"path","recursive"} */
+void	fileops_http_delete(struct conn *, const struct json *body);
+/* The version stamp of a file: 16 hex digits, a hash of its device,
+ * inode, size, mtime and ctime (changes when its content does). */
+void	fileops_version(const struct stat *st, char out[17]);
 /*
  * Writes data to path atomically. mode -1 keeps an existing file's mode
  * (0644 for a new file). mkparents creates missing directories. 0, or -1

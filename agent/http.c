@@ -1,4 +1,5 @@
-/* http.c: strict HTTP/1.1 request-head parser for the agent. */
+/* http.c: strict HTTP/1.1 request-head parser and chunked decoder for the
+ * agent. */
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -135,8 +136,12 @@ http_parse_head(const char *p, size_t n, struct http_req *r, char *err,
 			r->has_length = 1;
 			r->content_length = cl;
 		} else if (NAME_IS("Transfer-Encoding")) {
-			FAIL(HTTP_UNSUPPORTED,
-			    "Transfer-Encoding is not supported; send Content-Length");
+			if (r->chunked)
+				FAIL(HTTP_BAD, "repeated Transfer-Encoding");
+			if ((size_t)(ve - v) != 7 || strncasecmp(v, "chunked", 7) != 0)
+				FAIL(HTTP_UNSUPPORTED, "Transfer-Encoding other than "
+				    "chunked is not supported; send Content-Length");
+			r->chunked = 1;
 		} else if (NAME_IS("Connection")) {
 			for (q = v; q < ve; q++) {
 				if (ve - q >= 5 && strncasecmp(q, "close", 5) == 0)
@@ -160,6 +165,10 @@ http_parse_head(const char *p, size_t n, struct http_req *r, char *err,
 		}
 #undef NAME_IS
 	}
+	if (r->chunked && r->has_length)
+		FAIL(HTTP_BAD, "both Content-Length and Transfer-Encoding");
+	if (r->chunked && minor == 0)
+		FAIL(HTTP_BAD, "chunked encoding needs HTTP/1.1");
 	r->keepalive = minor == 1 ? !conn_close : (conn_keep && !conn_close);
 	return HTTP_DONE;
 }
@@ -202,12 +211,126 @@ http_query_get(const char *query, const char *key, char *out, size_t outlen)
 	return 1;
 }
 
+enum { CK_SIZE, CK_EXT, CK_SIZE_LF, CK_DATA, CK_DATA_CR, CK_DATA_LF,
+	CK_TRL, CK_TRL_LINE, CK_TRL_LF, CK_END_LF, CK_DONE };
+
+#undef FAIL
+#define FAIL(msg) do { snprintf(err, errlen, "%s", msg); return -1; } while (0)
+
+long
+http_chunked_decode(struct http_chunked *d, char *p, size_t n, size_t *dlen,
+    char *err, size_t errlen)
+{
+	size_t i = 0, o = 0, k;
+	int h;
+
+	while (i < n && d->st != CK_DONE) {
+		unsigned char ch = (unsigned char)p[i];
+
+		switch (d->st) {
+		case CK_SIZE:
+			if ((h = json_hexval(ch)) >= 0) {
+				if (++d->ndig > 15)
+					FAIL("chunk size too large");
+				d->left = d->left * 16 + (unsigned)h;
+			} else if (d->ndig > 0 && ch == ';')
+				d->st = CK_EXT;
+			else if (d->ndig > 0 && ch == '\r')
+				d->st = CK_SIZE_LF;
+			else
+				FAIL("malformed chunk size");
+			i++;
+			break;
+		case CK_EXT:
+			if (ch == '\r')
+				d->st = CK_SIZE_LF;
+			else if (++d->line > HTTP_MAX_CHUNK_LINE)
+				FAIL("chunk extension too long");
+			else if ((ch < 0x20 && ch != '\t') || ch == 0x7f)
+				FAIL("control character in chunk extension");
+			i++;
+			break;
+		case CK_SIZE_LF:
+			if (ch != '\n')
+				FAIL("chunk size line must end in CRLF");
+			i++;
+			d->ndig = 0;
+			d->line = 0;
+			d->st = d->left == 0 ? CK_TRL : CK_DATA;
+			break;
+		case CK_DATA:
+			k = n - i;
+			if ((unsigned long long)k > d->left)
+				k = (size_t)d->left;
+			memmove(p + o, p + i, k);
+			o += k;
+			i += k;
+			d->left -= k;
+			if (d->left == 0)
+				d->st = CK_DATA_CR;
+			break;
+		case CK_DATA_CR:
+			if (ch != '\r')
+				FAIL("chunk data must be followed by CRLF");
+			d->st = CK_DATA_LF;
+			i++;
+			break;
+		case CK_DATA_LF:
+			if (ch != '\n')
+				FAIL("chunk data must be followed by CRLF");
+			d->st = CK_SIZE;
+			i++;
+			break;
+		case CK_TRL:	/* the start of a trailer line, or the end */
+			if (ch == '\r')
+				d->st = CK_END_LF;
+			else {
+				d->line = 0;
+				d->st = CK_TRL_LINE;
+				continue;	/* the byte is the line's */
+			}
+			i++;
+			break;
+		case CK_TRL_LINE:
+			if (++d->trailer > HTTP_MAX_HEAD)
+				FAIL("chunked trailer too large");
+			if (ch == '\r')
+				d->st = CK_TRL_LF;
+			else if (++d->line > HTTP_MAX_CHUNK_LINE)
+				FAIL("trailer line too long");
+			else if ((ch < 0x20 && ch != '\t') || ch == 0x7f)
+				FAIL("control character in trailer");
+			i++;
+			break;
+		case CK_TRL_LF:
+		case CK_END_LF:
+			if (ch != '\n')
+				FAIL("trailer line must end in CRLF");
+			d->st = d->st == CK_END_LF ? CK_DONE : CK_TRL;
+			i++;
+			break;
+		default:
+			FAIL("chunked decoder state");
+		}
+	}
+	*dlen = o;
+	return (long)i;
+}
+
+int
+http_chunked_done(const struct http_chunked *d)
+{
+	return d->st == CK_DONE;
+}
+
 const char *
 http_status_text(int status)
 {
 	switch (status) {
 	case 100: return "Continue";
 	case 200: return "OK";
+	case 201: return "Created";
+	case 206: return "Partial Content";
 	case 400: return "Bad Request";
 	case 401: return "Unauthorized";
 	case 404: return "Not Found";
@@ -216,10 +339,12 @@ http_status_text(int status)
 	case 409: return "Conflict";
 	case 413: return "Payload Too Large";
 	case 422: return "Unprocessable Entity";
+	case 429: return "Too Many Requests";
 	case 431: return "Request Header Fields Too Large";
 	case 500: return "Internal Server Error";
 	case 501: return "Not Implemented";
 	case 503: return "Service Unavailable";
+	case 507: return "Insufficient Storage";
 	default: return "Unknown";
 	}
 }

@@ -1,7 +1,9 @@
 /*
  * http.h: the agent's HTTP/1.1 request-head parser (hand written, strict,
- * bounded) and query-string helpers. Bodies are Content-Length only;
- * Transfer-Encoding is refused.
+ * bounded), the incremental decoder of chunked bodies and query-string
+ * helpers. Bodies are Content-Length, or chunked where the route streams its
+ * body (conn.c refuses chunked elsewhere); any other Transfer-Encoding is
+ * refused.
  */
 #ifndef AGENT_HTTP_H
 #define AGENT_HTTP_H
@@ -22,6 +24,7 @@ struct http_req {
 	size_t	 head_len;	/* bytes of the head incl. the blank line */
 	unsigned long long content_length;
 	int	 has_length;
+	int	 chunked;	/* Transfer-Encoding: chunked */
 	int	 keepalive;	/* connection may be reused */
 	int	 expect_continue;
 	int	 has_auth;
@@ -46,6 +49,32 @@ int	http_parse_head(const char *p, size_t n, struct http_req *r, char *err,
  */
 int	http_query_get(const char *query, const char *key, char *out,
 	    size_t outlen);
+
+/*
+ * The state of one chunked body being decoded (zero it to start). Chunk
+ * sizes are hex, at most 15 digits; extensions and trailer fields are read
+ * and dropped (at most HTTP_MAX_CHUNK_LINE bytes a line, HTTP_MAX_HEAD of
+ * trailer in all); every line ends in CRLF.
+ */
+#define HTTP_MAX_CHUNK_LINE	1024
+struct http_chunked {
+	int		 st;
+	unsigned long long left;	/* data bytes left in this chunk */
+	size_t		 ndig;		/* digits of this size line */
+	size_t		 line;		/* bytes of this extension/trailer line */
+	size_t		 trailer;	/* trailer bytes so far */
+};
+
+/*
+ * Decodes chunked body bytes p[0..n) in place: their data bytes are moved
+ * to the front of p, *dlen of them. Returns the bytes of p consumed (fewer
+ * than n only when the body ended: the rest belongs to the next request),
+ * or -1 with a message in err when the framing is malformed.
+ */
+long	http_chunked_decode(struct http_chunked *, char *p, size_t n,
+	    size_t *dlen, char *err, size_t errlen);
+/* 1 once the last chunk and the trailer have been read. */
+int	http_chunked_done(const struct http_chunked *);
 
 const char *http_status_text(int status);
 

@@ -815,3 +815,81 @@ jw_finish(struct jw *w)
 {
 	return (w->err || w->depth != 0) ? -1 : 0;
 }
+
+static const char b64_alphabet[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+size_t
+json_b64_encode(const void *in, size_t n, char *out)
+{
+	const unsigned char *p = in;
+	size_t i, o = 0;
+	unsigned v;
+
+	for (i = 0; i + 2 < n; i += 3) {
+		v = (unsigned)p[i] << 16 | (unsigned)p[i + 1] << 8 | p[i + 2];
+		out[o++] = b64_alphabet[v >> 18];
+		out[o++] = b64_alphabet[(v >> 12) & 63];
+		out[o++] = b64_alphabet[(v >> 6) & 63];
+		out[o++] = b64_alphabet[v & 63];
+	}
+	if (i < n) {
+		v = (unsigned)p[i] << 16 | (i + 1 < n ? (unsigned)p[i + 1] << 8 : 0);
+		out[o++] = b64_alphabet[v >> 18];
+		out[o++] = b64_alphabet[(v >> 12) & 63];
+		if (i + 1 < n)
+			out[o++] = b64_alphabet[(v >> 6) & 63];
+		else
+			out[o++] = '=';
+		out[o++] = '=';
+	}
+	return o;
+}
+
+static int
+b64_val(unsigned char c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	if (c == '+')
+		return 62;
+	if (c == '/')
+		return 63;
+	return -1;
+}
+
+long
+json_b64_decode(const char *in, size_t n, unsigned char *out)
+{
+	size_t i, o = 0, pad = 0;
+	unsigned v = 0;
+	int k, q = 0;
+
+	if (n % 4 != 0)
+		return -1;
+	for (i = 0; i < n; i++) {
+		if (in[i] == '=') {
+			/* only at the end: one or two */
+			if (i + 2 < n || (i + 1 < n && in[i + 1] != '='))
+				return -1;
+			pad++;
+			k = 0;
+		} else if (pad > 0 || (k = b64_val((unsigned char)in[i])) < 0)
+			return -1;
+		v = v << 6 | (unsigned)k;
+		if (++q == 4) {
+			out[o++] = (unsigned char)(v >> 16);
+			if (pad < 2)
+				out[o++] = (unsigned char)(v >> 8);
+			if (pad < 1)
+				out[o++] = (unsigned char)v;
+			v = 0;
+			q = 0;
+		}
+	}
+	return (long)o;
+}

@@ -10,14 +10,14 @@
  *
  * Layers: a file calls and includes only files below it (docs/agent.md).
  *   main.c
- *   shell.c job.c fileops.c		(job.c also calls shell.c)
+ *   shell.c job.c exec.c fileops.c	(job.c, exec.c also call shell.c)
  *   conn.c
  *   ev.c http.c edit.c proc.c
  *   json.c agent.c, then common/
  *
  *   sandbox-agent [-dv] --listen unix:PATH|tcp:HOST:PORT [--token-file FILE]
  *       [--state DIR] [--workdir DIR] [--shell PATH] [--max-output BYTES]
- *       [--request-timeout MS] [--job-output-cap BYTES] [--job-keep N]
+ *       [--max-upload BYTES] [--request-timeout MS] [--job-output-cap BYTES] [--job-keep N]
  *       [--job-keep-ms MS] [--job-spool-total BYTES]
  *   sandbox-agent --help
  */
@@ -44,6 +44,7 @@
 #include "agent.h"
 #include "conn.h"
 #include "ev.h"
+#include "exec.h"
 #include "fileops.h"
 #include "http.h"
 #include "job.h"
@@ -71,8 +72,6 @@ static char unix_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 struct route_req {
 	const struct http_req	*r;
 	const struct json	*js;	/* a POST's body (a JSON object), else NULL */
-	const char		*body;	/* the raw body, for a ROUTE_RAW_BODY row */
-	size_t			 blen;
 	const char		*id;	/* what "{id}" matched, else NULL */
 	const char		*rest;	/* what a final '*' matched, else NULL */
 };
@@ -93,6 +92,7 @@ h_health(struct conn *c, const struct route_req *q)
 	jw_key(&w, "pid"); jw_int(&w, getpid());
 	jw_key(&w, "busy"); jw_bool(&w, shell_busy());
 	jw_key(&w, "running_jobs"); jw_int(&w, job_running_count());
+	jw_key(&w, "running_execs"); jw_int(&w, exec_running_count());
 	jw_key(&w, "last_activity_ms"); jw_int(&w, agent_last_activity());
 	jw_key(&w, "shell_pid"); jw_int(&w, shell_pid());
 	jw_key(&w, "shell"); jw_cstr(&w, shell_path());
@@ -157,6 +157,39 @@ h_shell_interrupt(struct conn *c, const struct route_req *q)
 		conn_reply(c, 200, "application/json", "{\"interrupted\":true}", 20);
 	else
 		conn_reply(c, 200, "application/json", "{\"interrupted\":false}", 21);
+}
+
+#define SHELL_TAIL_DEFAULT	2048
+#define SHELL_TAIL_MAX		65536
+
+static void
+h_shell_output(struct conn *c, const struct route_req *q)
+{
+	static char tail[SHELL_TAIL_MAX];
+	char v[32];
+	const char *errstr;
+	unsigned long long total;
+	long long max = SHELL_TAIL_DEFAULT;
+	size_t len;
+	struct buf b;
+	struct jw w;
+	int r, running;
+
+	if ((r = http_query_get(q->r->query, "max", v, sizeof(v))) == -1 ||
+	    (r == 0 && strnum_ll(v, 0, SHELL_TAIL_MAX, &max, &errstr) == -1)) {
+		conn_reply_error(c, 400, "bad_request", "max must be an integer "
+		    "from 0 to %d", SHELL_TAIL_MAX);
+		return;
+	}
+	running = shell_output_tail(tail, (size_t)max, &len, &total);
+	buf_init(&b, SHELL_TAIL_MAX * 6 + 256);
+	jw_init(&w, &b);
+	jw_obj(&w);
+	jw_key(&w, "running"); jw_bool(&w, running);
+	jw_key(&w, "bytes"); jw_int(&w, (long long)total);
+	jw_key(&w, "tail"); jw_str(&w, tail, len);
+	jw_obj_end(&w);
+	conn_reply_jw(c, &w, &b);
 }
 
 static void
@@ -270,7 +303,25 @@ h_raw_get(struct conn *c, const struct route_req *q)
 static void
 h_raw_put(struct conn *c, const struct route_req *q)
 {
-	fileops_http_raw_put(c, q->r->query, q->body, q->blen);
+	fileops_http_raw_put(c, q->r->query, q->r);
+}
+
+static void
+h_exec(struct conn *c, const struct route_req *q)
+{
+	exec_http_start(c, q->js);
+}
+
+static void
+h_list(struct conn *c, const struct route_req *q)
+{
+	fileops_http_list(c, q->r->query);
+}
+
+static void
+h_delete(struct conn *c, const struct route_req *q)
+{
+	fileops_http_delete(c, q->js);
 }
 
 static void
@@ -279,7 +330,9 @@ h_file_op(struct conn *c, const struct route_req *q)
 	fileops_http(c, q->rest, q->js);
 }
 
-#define ROUTE_RAW_BODY	0x1	/* the path's bodies are bytes, not JSON */
+/* The row's body is bytes, streamed to the handler as they arrive
+ * (conn_body), not JSON; chunked is accepted. */
+#define ROUTE_STREAM_BODY	0x1
 /* Job ids are "j-" and 12 hex digits: an "{id}" segment this long or
  * longer cannot be one, and is 404 whatever follows it. */
 #define ROUTE_MAX_ID	64
@@ -288,7 +341,7 @@ h_file_op(struct conn *c, const struct route_req *q)
  * One row a route; the first row whose method and path match runs. A path
  * is exact, or has one "{id}" segment (a job id: any bytes but '/',
  * possibly none, shorter than ROUTE_MAX_ID), or ends in '*' (any rest,
- * possibly none). A ROUTE_RAW_BODY row's path is exact.
+ * possibly none). A ROUTE_STREAM_BODY row's path is exact.
  */
 struct route {
 	const char	*method;
@@ -301,14 +354,18 @@ static const struct route routes[] = {
 	{ "GET",  "/v1/health",		 0,		 h_health },
 	{ "POST", "/v1/shell",		 0,		 h_shell },
 	{ "POST", "/v1/shell/interrupt", 0,		 h_shell_interrupt },
+	{ "GET",  "/v1/shell/output",	 0,		 h_shell_output },
 	{ "POST", "/v1/env",		 0,		 h_env },
 	{ "POST", "/v1/jobs",		 0,		 h_job_start },
 	{ "GET",  "/v1/jobs",		 0,		 h_job_list },
 	{ "GET",  "/v1/jobs/{id}",	 0,		 h_job_get },
 	{ "POST", "/v1/jobs/{id}/wait",	 0,		 h_job_wait },
 	{ "POST", "/v1/jobs/{id}/stop",	 0,		 h_job_stop },
+	{ "POST", "/v1/exec",		 0,		 h_exec },
 	{ "GET",  "/v1/files/raw",	 0,		 h_raw_get },
-	{ "PUT",  "/v1/files/raw",	 ROUTE_RAW_BODY, h_raw_put },
+	{ "PUT",  "/v1/files/raw",	 ROUTE_STREAM_BODY, h_raw_put },
+	{ "GET",  "/v1/files/list",	 0,		 h_list },
+	{ "POST", "/v1/files/delete",	 0,		 h_delete },
 	{ "POST", "/v1/files/*",	 0,		 h_file_op },
 };
 
@@ -355,15 +412,30 @@ route_method_known(const char *m)
 	return 0;
 }
 
-/* 1 if a ROUTE_RAW_BODY row serves path (with any method). */
+/* 1 if a ROUTE_STREAM_BODY row has path (with any method): its bodies
+ * are bytes, never parsed as JSON (a POST there is 404, not 400). */
 static int
-route_raw_body(const char *path)
+route_stream_path(const char *path)
 {
 	size_t i;
 
 	for (i = 0; i < NELEM(routes); i++)
-		if ((routes[i].flags & ROUTE_RAW_BODY) &&
+		if ((routes[i].flags & ROUTE_STREAM_BODY) &&
 		    strcmp(routes[i].path, path) == 0)
+			return 1;
+	return 0;
+}
+
+/* 1 if a ROUTE_STREAM_BODY row serves the request (a conn_streams_cb). */
+static int
+route_streams(const struct http_req *r)
+{
+	size_t i;
+
+	for (i = 0; i < NELEM(routes); i++)
+		if ((routes[i].flags & ROUTE_STREAM_BODY) &&
+		    strcmp(routes[i].method, r->method) == 0 &&
+		    strcmp(routes[i].path, r->path) == 0)
 			return 1;
 	return 0;
 }
@@ -381,7 +453,8 @@ route_body(struct conn *c, const struct http_req *r, const char *body,
 	char err[256];
 
 	*js = NULL;
-	if (strcmp(r->method, "POST") != 0 || route_raw_body(r->path))
+	if (strcmp(r->method, "POST") != 0 || body == NULL ||
+	    route_stream_path(r->path))
 		return 0;
 	if (blen == 0)
 		*js = json_parse("{}", 2, err, sizeof(err));
@@ -426,8 +499,6 @@ conn_dispatch(struct conn *c, const struct http_req *r, const char *body,
 	memset(&q, 0, sizeof(q));
 	q.r = r;
 	q.js = js;
-	q.body = body;
-	q.blen = blen;
 	for (i = 0; i < NELEM(routes); i++) {
 		if (strcmp(routes[i].method, r->method) != 0)
 			continue;
@@ -458,6 +529,7 @@ shutdown_agent(int sig)
 	log_info("signal %d: stopping the shell and jobs, exiting", sig);
 	shell_terminate();
 	job_terminate_all();
+	exec_terminate_all();
 	if (getpid() == 1)
 		kill(-1, SIGKILL);
 	if (unix_path[0] != '\0')
@@ -649,7 +721,7 @@ usage(FILE *out, int status)
 {
 	fprintf(out, "usage: sandbox-agent [-dv] --listen unix:PATH|tcp:HOST:PORT "
 	    "[--token-file FILE]\n\t[--state DIR] [--workdir DIR] [--shell PATH] "
-	    "[--max-output BYTES]\n\t[--request-timeout MS] [--job-output-cap BYTES] "
+	    "[--max-output BYTES]\n\t[--max-upload BYTES] [--request-timeout MS] [--job-output-cap BYTES] "
 	    "[--job-keep N] [--job-keep-ms MS]\n\t[--job-spool-total BYTES] "
 	    "[--nest-caps HEX]\n");
 	exit(status);
@@ -697,6 +769,7 @@ parse_args(int argc, char **argv, struct args *a)
 		{ "workdir", required_argument, NULL, 'w' },
 		{ "shell", required_argument, NULL, 'S' },
 		{ "max-output", required_argument, NULL, 'm' },
+		{ "max-upload", required_argument, NULL, 'U' },
 		{ "request-timeout", required_argument, NULL, 'r' },
 		{ "job-output-cap", required_argument, NULL, 'C' },
 		{ "job-keep", required_argument, NULL, 'K' },
@@ -727,6 +800,12 @@ parse_args(int argc, char **argv, struct args *a)
 			    v > (long long)AGENT_MAX_OUTPUT_CAP)
 				usage(stderr, 2);
 			agent_conf.max_output = (size_t)v;
+			break;
+		case 'U':
+			if (strnum_size(optarg, &v, &errstr) == -1 || v < 1 ||
+			    v > (1LL << 40))
+				usage(stderr, 2);
+			agent_conf.max_upload = (size_t)v;
 			break;
 		case 'r':
 			if (strnum_ll(optarg, 100, 3600000, &v, &errstr) == -1)
@@ -852,7 +931,7 @@ main(int argc, char **argv)
 		exit(1);
 	if (a.nest)
 		seal_listen_dir();
-	if (conn_serve(listen_fd, conn_dispatch) == -1)
+	if (conn_serve(listen_fd, conn_dispatch, route_streams) == -1)
 		fatal("epoll listen");
 	agent_touch();
 	if (a.nest && nest_init(a.nest_caps, NEST_RUN_BYTES, err,
