@@ -1461,6 +1461,10 @@ file_meta(struct tool_call *tc, struct sess *s, const char *path,
 		e = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(a.j,
 		    "entries"), 0);
 		type = tr_str(e, "type");
+		/* a directory lists what it holds (or nothing), a file itself */
+		if (e == NULL || tr_str(e, "path") == NULL || tr_str(a.j, "path") ==
+		    NULL || strcmp(tr_str(e, "path"), tr_str(a.j, "path")) != 0)
+			type = "dir";
 		if (tr_file_from_entry(f, e) == 0) {
 			areq_free(&a);
 			return 0;
