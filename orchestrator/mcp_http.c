@@ -38,7 +38,7 @@
 #include "xmalloc.h"
 
 /* Tools counted by name in the metrics (there are fewer). */
-#define NTOOLS_STAT	16
+#define NTOOLS_STAT	32
 
 struct tool_stat {
 	char			 name[40];
