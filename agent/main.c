@@ -157,6 +157,39 @@ h_shell_interrupt(struct conn *c, const struct route_req *q)
 		conn_reply(c, 200, "application/json", "{\"interrupted\":false}", 21);
 }
 
+#define SHELL_TAIL_DEFAULT	2048
+#define SHELL_TAIL_MAX		65536
+
+static void
+h_shell_output(struct conn *c, const struct route_req *q)
+{
+	static char tail[SHELL_TAIL_MAX];
+	char v[32];
+	const char *errstr;
+	unsigned long long total;
+	long long max = SHELL_TAIL_DEFAULT;
+	size_t len;
+	struct buf b;
+	struct jw w;
+	int r, running;
+
+	if ((r = http_query_get(q->r->query, "max", v, sizeof(v))) == -1 ||
+	    (r == 0 && strnum_ll(v, 0, SHELL_TAIL_MAX, &max, &errstr) == -1)) {
+		conn_reply_error(c, 400, "bad_request", "max must be an integer "
+		    "from 0 to %d", SHELL_TAIL_MAX);
+		return;
+	}
+	running = shell_output_tail(tail, (size_t)max, &len, &total);
+	buf_init(&b, SHELL_TAIL_MAX * 6 + 256);
+	jw_init(&w, &b);
+	jw_obj(&w);
+	jw_key(&w, "running"); jw_bool(&w, running);
+	jw_key(&w, "bytes"); jw_int(&w, (long long)total);
+	jw_key(&w, "tail"); jw_str(&w, tail, len);
+	jw_obj_end(&w);
+	conn_reply_jw(c, &w, &b);
+}
+
 static void
 h_env(struct conn *c, const struct route_req *q)
 {
@@ -313,6 +346,7 @@ static const struct route routes[] = {
 	{ "GET",  "/v1/health",		 0,		 h_health },
 	{ "POST", "/v1/shell",		 0,		 h_shell },
 	{ "POST", "/v1/shell/interrupt", 0,		 h_shell_interrupt },
+	{ "GET",  "/v1/shell/output",	 0,		 h_shell_output },
 	{ "POST", "/v1/env",		 0,		 h_env },
 	{ "POST", "/v1/jobs",		 0,		 h_job_start },
 	{ "GET",  "/v1/jobs",		 0,		 h_job_list },

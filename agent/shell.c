@@ -185,6 +185,38 @@ out_add(const char *p, size_t n)
 	sh.taillen = sh.taillen + n > sh.tailcap ? sh.tailcap : sh.taillen + n;
 }
 
+int
+shell_output_tail(char *out, size_t max, size_t *len, unsigned long long *total)
+{
+	size_t n = 0, k, i, start;
+
+	*len = 0;
+	*total = 0;
+	if (!sh.busy || sh.internal)
+		return 0;
+	*total = sh.total;
+	/* The last bytes: from the ring, then (when nothing was dropped
+	 * between them) from the end of the head. */
+	k = sh.taillen < max ? sh.taillen : max;
+	if (k < max && sh.headlen + sh.taillen == sh.total) {
+		n = sh.headlen < max - k ? sh.headlen : max - k;
+		memcpy(out, sh.head + sh.headlen - n, n);
+	}
+	for (i = 0; i < k; i++) {
+		start = (sh.tailpos + sh.tailcap - k + i) % sh.tailcap;
+		if (sh.taillen < sh.tailcap)
+			start = sh.taillen - k + i;	/* not wrapped yet */
+		out[n++] = sh.tail[start];
+	}
+	/* Never start or end inside a UTF-8 character. */
+	for (i = 0; i < n && i < 3 && ((unsigned char)out[i] & 0xc0) == 0x80; i++)
+		;
+	memmove(out, out + i, n - i);
+	n -= i;
+	*len = json_utf8_complete(out, n);
+	return 1;
+}
+
 /* Reads what the shell wrote; limit bounds the bytes per call (0: drain). */
 static void
 out_read(size_t limit)

@@ -39,6 +39,13 @@ int	shell_interrupt(void);
  * with a note saying so ("previous_interrupted": true in its result).
  */
 void	shell_abandon(void *arg);
+/*
+ * The running /v1/shell command's output so far: its last bytes (at most
+ * max, never cut inside a UTF-8 character) into out[0..*len) and the
+ * count of all of them in *total. 1 while a command runs, else 0.
+ */
+int	shell_output_tail(char *out, size_t max, size_t *len,
+	    unsigned long long *total);
 pid_t	shell_pid(void);
 /* From the SIGCHLD loop: 1 if pid was the shell (handled), else 0. */
 int	shell_child_exited(pid_t pid, int status);
