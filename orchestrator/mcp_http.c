@@ -155,7 +155,8 @@ progress_cb(evutil_socket_t fd UNUSED, short ev UNUSED, void *arg)
 	snprintf(msg, sizeof(msg), "%s still running (%llds)", mc->out.tool,
 	    (util_mono_us() - mc->t0) / 1000000);
 	/* a shell call's latest output lines, when it has them */
-	live = mc->out.npend == 1 ? tools_progress_text(mc->out.pend[0].tc) : NULL;
+	live = mc->out.npend == 1 ? tools_progress_text(mc->out.pend[0].tc,
+	    msg) : NULL;
 	cJSON_AddStringToObject(p, "message", live != NULL ? live : msg);
 	free(live);
 	sse_send(mc->req, n);

@@ -977,7 +977,7 @@ delete_file_result(struct tool_call *tc, const char *path, const cJSON *j)
 }
 
 char *
-tr_live_text(const cJSON *j, long long secs)
+tr_live_text(const cJSON *j)
 {
 	char *tail, *p;
 	long long bytes;
@@ -1002,11 +1002,9 @@ tr_live_text(const cJSON *j, long long secs)
 	p += n;
 	buf_init(&out, 8192);
 	if (bytes == 0 || *p == '\0')
-		ign(buf_addf(&out, "shell still running (%llds), no output yet",
-		    secs));
+		ign(buf_addstr(&out, "no output yet"));
 	else
-		ign(buf_addf(&out, "shell still running (%llds), %lld output bytes; "
-		    "latest:\n%s", secs, bytes, p));
+		ign(buf_addf(&out, "%lld output bytes; latest:\n%s", bytes, p));
 	free(tail);
 	return out.p != NULL ? out.p : xstrdup("");
 }

@@ -94,13 +94,14 @@ void	list_files_result(struct tool_call *tc, const cJSON *j);
 void	delete_file_result(struct tool_call *tc, const char *path,
 	    const cJSON *j);
 /*
- * A progress message for a running shell call from the agent's reply j to
- * GET /v1/shell/output (secs: how long it has run): at most the last
- * TR_LIVE_LINES lines and TR_LIVE_BYTES bytes of its output, as clean
- * text. NULL when j says nothing runs. Caller frees.
+ * What a progress message says of a running shell command, from the
+ * agent's reply j to GET /v1/shell/output: "N output bytes; latest:\n"
+ * and at most the last TR_LIVE_LINES lines and TR_LIVE_BYTES bytes of its
+ * output as clean text, or "no output yet". NULL when j says nothing
+ * runs. Caller frees.
  */
 #define TR_LIVE_LINES	20
 #define TR_LIVE_BYTES	2048
-char	*tr_live_text(const cJSON *j, long long secs);
+char	*tr_live_text(const cJSON *j);
 
 #endif

@@ -39,7 +39,6 @@
 #include "jsonu.h"
 #include "schema.h"
 #include "toolres.h"
-#include "util.h"
 #include "tools.h"
 #include "xmalloc.h"
 
@@ -844,7 +843,6 @@ struct live {
 	struct tool_call	*tc;
 	struct sess		*s;
 	long long		 period_ms;
-	long long		 t0_ms;
 	pthread_t		 th;
 	pthread_mutex_t		 mu;
 	pthread_cond_t		 cv;
@@ -852,12 +850,17 @@ struct live {
 };
 
 char *
-tools_progress_text(struct tool_call *tc)
+tools_progress_text(struct tool_call *tc, const char *head)
 {
-	char *m;
+	char *m = NULL;
+	size_t n;
 
 	pthread_mutex_lock(&live_lk);
-	m = tc->live != NULL ? xstrdup(tc->live) : NULL;
+	if (tc->live != NULL) {
+		n = strlen(head) + strlen(tc->live) + 3;
+		m = xmalloc(n);
+		snprintf(m, n, "%s, %s", head, tc->live);
+	}
 	pthread_mutex_unlock(&live_lk);
 	return m;
 }
@@ -890,8 +893,7 @@ live_main(void *arg)
 		memset(&a, 0, sizeof(a));
 		a.s = l->s;
 		if (agent_do(&a, "GET", path, NULL, LIVE_REQ_MS) == 0 &&
-		    a.status == 200 && (m = tr_live_text(a.j, (util_mono_ms() -
-		    l->t0_ms) / 1000)) != NULL) {
+		    a.status == 200 && (m = tr_live_text(a.j)) != NULL) {
 			pthread_mutex_lock(&live_lk);
 			old = l->tc->live;
 			l->tc->live = m;
@@ -916,7 +918,6 @@ live_start(struct tool_call *tc, struct sess *s, const struct conf *c)
 	l = xcalloc(1, sizeof(*l));
 	l->tc = tc;
 	l->s = s;
-	l->t0_ms = util_mono_ms();
 	l->period_ms = c->progress_interval_ms / 2;
 	if (l->period_ms < LIVE_MIN_MS)
 		l->period_ms = LIVE_MIN_MS;

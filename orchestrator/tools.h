@@ -59,12 +59,13 @@ cJSON	*tools_list(void);
 /* Runs the call; always sets tc->result. */
 void	tools_run(struct sessmgr *, const struct conf *, struct tool_call *);
 /*
- * The message a progress notification of tc carries now: a running shell
- * command's latest output lines (polled from the agent while the call
- * runs, when tc->progress), or NULL when there is none yet. Takes only a
- * mutex: for the event loop. Caller frees.
+ * The message a progress notification of tc carries now: head (e.g.
+ * "shell still running (12s)") and a running shell command's latest
+ * output lines (polled from the agent while the call runs, when
+ * tc->progress), or NULL when there are none yet. Takes only a mutex:
+ * for the event loop. Caller frees.
  */
-char	*tools_progress_text(struct tool_call *tc);
+char	*tools_progress_text(struct tool_call *tc, const char *head);
 /* Drops a reference (the owner's when refs is 0: then frees). */
 void	tool_call_free(struct tool_call *);
 /*
