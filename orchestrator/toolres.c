@@ -607,7 +607,9 @@ tr_b64_encode(const unsigned char *p, size_t n)
 		v = (unsigned)p[i] << 16 | (i + 1 < n ? (unsigned)p[i + 1] << 8 : 0);
 		*o++ = b64_chars[v >> 18 & 63];
 		*o++ = b64_chars[v >> 12 & 63];
-		*o++ = i + 1 < n ? b64_chars[v >> 6 & 63] : '=';
+		*o++ = b64_chars[v >> 6 & 63];
+		if (i + 1 == n)
+			o[-1] = '=';
 		*o++ = '=';
 	}
 	*o = '\0';

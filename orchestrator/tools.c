@@ -1584,8 +1584,8 @@ t_write_file(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 		if (tr_b64_decode(content, &data, err, sizeof(err)) == -1) {
 			char msg[512];
 			if (err[0] == '\0')
-				cap_error(tc, "write_file", (long long)(strlen(content)
-				    / 4 * 3), c->tool_max_bytes);
+				cap_error(tc, "write_file", (long long)strlen(content) /
+				    4 * 3, c->tool_max_bytes);
 			else {
 				snprintf(msg, sizeof(msg), "argument 'content' is not "
 				    "base64: %s", err);
