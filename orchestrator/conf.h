@@ -73,6 +73,7 @@ struct conf {
 	long long	 shell_max_timeout_ms;
 	long long	 max_output;
 	long long	 progress_interval_ms;
+	long long	 tool_max_bytes;	/* files.tool_max_bytes */
 
 	/* apps published through the app gateway (apps.c) */
 	char		*apps_domain;	/* NULL: expose_port is off */

@@ -38,7 +38,7 @@
 #include "xmalloc.h"
 
 /* Tools counted by name in the metrics (there are fewer). */
-#define NTOOLS_STAT	16
+#define NTOOLS_STAT	32
 
 struct tool_stat {
 	char			 name[40];
@@ -142,7 +142,7 @@ progress_cb(evutil_socket_t fd UNUSED, short ev UNUSED, void *arg)
 {
 	struct mcall *mc = arg;
 	cJSON *n, *p;
-	char msg[96];
+	char msg[96], *live;
 
 	mc->progress++;
 	n = cJSON_CreateObject();
@@ -154,7 +154,11 @@ progress_cb(evutil_socket_t fd UNUSED, short ev UNUSED, void *arg)
 	cJSON_AddNumberToObject(p, "progress", mc->progress);
 	snprintf(msg, sizeof(msg), "%s still running (%llds)", mc->out.tool,
 	    (util_mono_us() - mc->t0) / 1000000);
-	cJSON_AddStringToObject(p, "message", msg);
+	/* a shell call's latest output lines, when it has them */
+	live = mc->out.npend == 1 ? tools_progress_text(mc->out.pend[0].tc,
+	    msg) : NULL;
+	cJSON_AddStringToObject(p, "message", live != NULL ? live : msg);
+	free(live);
 	sse_send(mc->req, n);
 	cJSON_Delete(n);
 }
@@ -464,6 +468,8 @@ mcp_http_handle(struct http *ht, struct http_req *req,
 		http_add_header(req, "X-Accel-Buffering", "no");
 		http_stream_start(ht, req, 200);
 		if (mc->out.want_progress) {
+			if (mc->out.npend == 1 && mc->out.pend[0].tc != NULL)
+				mc->out.pend[0].tc->progress = 1;
 			mc->ptimer = event_new(http_base(ht), -1, EV_PERSIST, progress_cb, mc);
 			tv.tv_sec = fr->conf->progress_interval_ms / 1000;
 			tv.tv_usec = (fr->conf->progress_interval_ms % 1000) * 1000;

@@ -583,3 +583,430 @@ status_result(struct tool_call *tc, cJSON *st)
 	buf_free(&out);
 }
 
+
+/* ---- the file tools ---- */
+
+static const char b64_chars[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+char *
+tr_b64_encode(const unsigned char *p, size_t n)
+{
+	char *out = xmalloc((n + 2) / 3 * 4 + 1), *o = out;
+	size_t i;
+	unsigned v;
+
+	for (i = 0; i + 2 < n; i += 3) {
+		v = (unsigned)p[i] << 16 | (unsigned)p[i + 1] << 8 | p[i + 2];
+		*o++ = b64_chars[v >> 18 & 63];
+		*o++ = b64_chars[v >> 12 & 63];
+		*o++ = b64_chars[v >> 6 & 63];
+		*o++ = b64_chars[v & 63];
+	}
+	if (i < n) {
+		v = (unsigned)p[i] << 16 | (i + 1 < n ? (unsigned)p[i + 1] << 8 : 0);
+		*o++ = b64_chars[v >> 18 & 63];
+		*o++ = b64_chars[v >> 12 & 63];
+		*o++ = b64_chars[v >> 6 & 63];
+		if (i + 1 == n)
+			o[-1] = '=';
+		*o++ = '=';
+	}
+	*o = '\0';
+	return out;
+}
+
+static int
+b64_val(unsigned char c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	if (c == '+')
+		return 62;
+	if (c == '/')
+		return 63;
+	return -1;
+}
+
+int
+tr_b64_decode(const char *s, struct buf *out, char *err, size_t errlen)
+{
+	size_t n = strlen(s), i, pad = 0;
+	unsigned v = 0;
+	int k = 0, d;
+	char o[3];
+
+	out->len = 0;
+	err[0] = '\0';
+	while (pad < 2 && n > pad && s[n - 1 - pad] == '=')
+		pad++;
+	if ((n - pad) % 4 == 1 || (pad > 0 && n % 4 != 0)) {
+		snprintf(err, errlen, "its length (%zu characters) is not that of "
+		    "base64", n);
+		return -1;
+	}
+	for (i = 0; i < n - pad; i++) {
+		if ((d = b64_val((unsigned char)s[i])) == -1) {
+			snprintf(err, errlen, "character %zu is not base64 (A-Z a-z "
+			    "0-9 + /, '=' padding at the end, no spaces or newlines)",
+			    i);
+			return -1;
+		}
+		v = v << 6 | (unsigned)d;
+		if (++k == 4) {
+			o[0] = (char)(v >> 16);
+			o[1] = (char)(v >> 8);
+			o[2] = (char)v;
+			if (buf_add(out, o, 3) == -1)
+				return -1;
+			v = 0;
+			k = 0;
+		}
+	}
+	if (k > 0) {
+		/* 2 or 3 characters: 1 or 2 bytes, the rest of the bits zero */
+		v <<= 6 * (4 - k);
+		o[0] = (char)(v >> 16);
+		o[1] = (char)(v >> 8);
+		if ((v & (k == 2 ? 0xffffu : 0xffu)) != 0) {
+			snprintf(err, errlen, "its last character has bits set "
+			    "beyond the data (not canonical base64)");
+			return -1;
+		}
+		if (buf_add(out, o, (size_t)k - 1) == -1)
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * Scans p[0..n) as UTF-8: 0 valid; 1 an invalid byte at *at (or a NUL
+ * byte: *nul set); 2 valid but for an incomplete character starting at
+ * *at that runs past the end.
+ */
+static int
+utf8_scan(const unsigned char *p, size_t n, size_t *at, int *nul)
+{
+	size_t i = 0, k, len;
+	unsigned cp, min;
+
+	*nul = 0;
+	while (i < n) {
+		unsigned char c = p[i];
+		if (c == 0) {
+			*at = i;
+			*nul = 1;
+			return 1;
+		}
+		if (c < 0x80) {
+			i++;
+			continue;
+		}
+		if (c >= 0xc2 && c <= 0xdf) {
+			len = 2; cp = c & 0x1f; min = 0x80;
+		} else if (c >= 0xe0 && c <= 0xef) {
+			len = 3; cp = c & 0x0f; min = 0x800;
+		} else if (c >= 0xf0 && c <= 0xf4) {
+			len = 4; cp = c & 0x07; min = 0x10000;
+		} else {
+			*at = i;
+			return 1;
+		}
+		for (k = 1; k < len; k++) {
+			if (i + k >= n) {
+				/* the prefix so far must be one a character can
+				 * start with (checked on the bits present) */
+				*at = i;
+				return 2;
+			}
+			if ((p[i + k] & 0xc0) != 0x80) {
+				*at = i;
+				return 1;
+			}
+			cp = cp << 6 | (p[i + k] & 0x3f);
+			if (k == 1 && ((len == 3 && cp < (0x800 >> 6)) ||
+			    (len == 4 && (cp < (0x10000 >> 12) || cp > (0x10ffff >> 12))) ||
+			    (len == 3 && cp >= (0xd800 >> 6) && cp <= (0xdfff >> 6)))) {
+				*at = i;
+				return 1;
+			}
+		}
+		if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
+			*at = i;
+			return 1;
+		}
+		i += len;
+	}
+	return 0;
+}
+
+int
+tr_file_from_entry(struct tr_file *f, const cJSON *e)
+{
+	const char *type = tr_str(e, "type"), *path = tr_str(e, "path");
+	const char *ver = tr_str(e, "version"), *mode = tr_str(e, "mode");
+	size_t i;
+
+	memset(f, 0, sizeof(*f));
+	if (type == NULL || strcmp(type, "file") != 0 || path == NULL ||
+	    path[0] != '/' || strlen(path) >= sizeof(f->path) ||
+	    !jsonu_utf8_valid(path, strlen(path)))
+		return -1;
+	snprintf(f->path, sizeof(f->path), "%s", path);
+	f->size = jcount(e, "size", 0);
+	f->mtime_ms = jcount(e, "mtime_ms", 0);
+	if (ver != NULL && strlen(ver) == 16) {
+		for (i = 0; i < 16; i++)
+			if (!((ver[i] >= '0' && ver[i] <= '9') ||
+			    (ver[i] >= 'a' && ver[i] <= 'f')))
+				break;
+		if (i == 16)
+			memcpy(f->version, ver, 17);
+	}
+	if (mode != NULL && strlen(mode) <= 5 && strspn(mode, "01234567") ==
+	    strlen(mode))
+		snprintf(f->mode, sizeof(f->mode), "%s", mode);
+	return 0;
+}
+
+void
+read_file_result(struct tool_call *tc, const struct tr_file *f,
+    const char *enc, const char *data, size_t n, long long off, long long max)
+{
+	int text = strcmp(enc, "text") == 0, eof, nul, r;
+	size_t at = 0;
+	char *content;
+	struct buf out;
+	cJSON *st;
+
+	eof = off + (long long)n >= f->size || (long long)n < max;
+	if (text && (r = utf8_scan((const unsigned char *)data, n, &at,
+	    &nul)) != 0) {
+		if (r == 2 && !eof && at > 0)
+			n = at;		/* the rest of that character comes next */
+		else {
+			buf_init(&out, 8192);
+			if (nul)
+				ign(buf_addf(&out, "read_file: %s holds a NUL byte at "
+				    "offset %lld, so it is not text: read it with "
+				    "encoding \"base64\"", f->path, off + (long long)at));
+			else
+				ign(buf_addf(&out, "read_file: %s is not UTF-8 text at "
+				    "offset %lld (binary data%s): read it with encoding "
+				    "\"base64\"", f->path, off + (long long)at, at == 0 &&
+				    off > 0 ? ", or an offset inside a character" :
+				    r == 2 ? ", or a character cut by max_bytes" : ""));
+			tr_set_buf(tc, &out, 1);
+			buf_free(&out);
+			return;
+		}
+	}
+	if (text) {
+		content = xmalloc(n + 1);
+		memcpy(content, data, n);
+		content[n] = '\0';
+	} else
+		content = tr_b64_encode((const unsigned char *)data, n);
+	buf_init(&out, AGENT_RESP_MAX);
+	if (!text)
+		ign(buf_addf(&out, "base64 of bytes %lld-%lld of %s:\n", off,
+		    off + (long long)n, f->path));
+	ign(buf_addstr(&out, content));
+	if (out.len > 0 && out.p[out.len - 1] != '\n')
+		ign(buf_addstr(&out, "\n"));
+	ign(buf_addf(&out, "[%s: %zu bytes from offset %lld of %lld; version %s, "
+	    "mode %s; %s", f->path, n, off, f->size, f->version[0] ?
+	    f->version : "unknown", f->mode[0] ? f->mode : "unknown", eof ?
+	    "eof: the rest of the file is read]" : ""));
+	if (!eof)
+		ign(buf_addf(&out, "more follows: read_file with offset %lld]",
+		    off + (long long)n));
+	tr_set_buf(tc, &out, 0);
+	buf_free(&out);
+	st = cJSON_CreateObject();
+	cJSON_AddStringToObject(st, "path", f->path);
+	cJSON_AddStringToObject(st, "encoding", text ? "text" : "base64");
+	cJSON_AddStringToObject(st, "content", content);
+	cJSON_AddNumberToObject(st, "offset", (double)off);
+	cJSON_AddNumberToObject(st, "bytes", (double)n);
+	cJSON_AddNumberToObject(st, "size", (double)f->size);
+	cJSON_AddNumberToObject(st, "next_offset", (double)(off + (long long)n));
+	cJSON_AddBoolToObject(st, "eof", eof);
+	cJSON_AddStringToObject(st, "version", f->version);
+	cJSON_AddStringToObject(st, "mode", f->mode);
+	cJSON_AddNumberToObject(st, "mtime_ms", (double)f->mtime_ms);
+	add_structured(tc, st);
+	free(content);
+}
+
+/* A version stamp of the agent's reply, or "" (16 lowercase hex digits). */
+static const char *
+jversion(const cJSON *j, const char *k)
+{
+	const char *v = tr_str(j, k);
+	size_t i;
+
+	if (v == NULL || strlen(v) != 16)
+		return "";
+	for (i = 0; i < 16; i++)
+		if (!((v[i] >= '0' && v[i] <= '9') || (v[i] >= 'a' && v[i] <= 'f')))
+			return "";
+	return v;
+}
+
+void
+write_file_result(struct tool_call *tc, const char *path, int append,
+    const cJSON *j)
+{
+	long long bytes = jcount(j, "bytes", 0), size = jcount(j, "size", 0);
+	int created = jtrue(j, "created");
+	const char *ver = jversion(j, "version");
+	struct buf out;
+	cJSON *st;
+
+	buf_init(&out, 8192);
+	ign(buf_addf(&out, "%s %s: %lld bytes %s, the file now has %lld bytes "
+	    "(version %s). The write is atomic: readers see the old file or the "
+	    "new one, never a part.", created ? "Created" : append ? "Appended to" :
+	    "Replaced", path, bytes, append ? "appended" : "written", size,
+	    ver[0] ? ver : "unknown"));
+	tr_set_buf(tc, &out, 0);
+	buf_free(&out);
+	st = cJSON_CreateObject();
+	cJSON_AddStringToObject(st, "path", path);
+	cJSON_AddNumberToObject(st, "bytes", (double)bytes);
+	cJSON_AddNumberToObject(st, "size", (double)size);
+	cJSON_AddStringToObject(st, "version", ver);
+	cJSON_AddBoolToObject(st, "created", created);
+	cJSON_AddBoolToObject(st, "append", append);
+	add_structured(tc, st);
+}
+
+/* An entry's type as list_files's outputSchema has it. */
+static const char *
+entry_type(const cJSON *e)
+{
+	static const char *const types[] = { "file", "dir", "symlink", "other" };
+	const char *t = tr_str(e, "type");
+	size_t i;
+
+	for (i = 0; t != NULL && i < NELEM(types); i++)
+		if (strcmp(t, types[i]) == 0)
+			return types[i];
+	return "other";
+}
+
+void
+list_files_result(struct tool_call *tc, const cJSON *j)
+{
+	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(j, "entries"), *e;
+	int trunc = jtrue(j, "truncated");
+	char *dir = jtext(j, "path"), *p, *name, *mode, *tgt;
+	const char *type, *ver;
+	struct buf out;
+	cJSON *st, *ents, *o;
+	long long n = 0, size;
+
+	st = cJSON_CreateObject();
+	cJSON_AddStringToObject(st, "path", dir);
+	ents = cJSON_AddArrayToObject(st, "entries");
+	buf_init(&out, AGENT_RESP_MAX);
+	if (!cJSON_IsArray(arr))
+		arr = NULL;
+	cJSON_ArrayForEach(e, arr) {
+		if (!cJSON_IsObject(e))
+			continue;
+		p = jtext(e, "path");
+		name = jtext(e, "name");
+		mode = jtext(e, "mode");
+		type = entry_type(e);
+		size = jcount(e, "size", 0);
+		o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "path", p);
+		cJSON_AddStringToObject(o, "name", name);
+		cJSON_AddStringToObject(o, "type", type);
+		cJSON_AddNumberToObject(o, "size", (double)size);
+		cJSON_AddNumberToObject(o, "mtime_ms", (double)jcount(e,
+		    "mtime_ms", 0));
+		cJSON_AddStringToObject(o, "mode", mode);
+		ign(buf_addf(&out, "%-7s %12lld %s %s", type, size, mode, p));
+		if (strcmp(type, "file") == 0 && (ver = jversion(e, "version"))[0])
+			cJSON_AddStringToObject(o, "version", ver);
+		if (strcmp(type, "symlink") == 0 && tr_str(e, "target") != NULL) {
+			tgt = jtext(e, "target");
+			cJSON_AddStringToObject(o, "target", tgt);
+			ign(buf_addf(&out, " -> %s", tgt));
+			free(tgt);
+		}
+		ign(buf_addstr(&out, "\n"));
+		cJSON_AddItemToArray(ents, o);
+		free(p);
+		free(name);
+		free(mode);
+		n++;
+	}
+	cJSON_AddBoolToObject(st, "truncated", trunc);
+	cJSON_AddNumberToObject(st, "count", (double)n);
+	ign(buf_addf(&out, "[%s: %lld entries (type, size, mode, path)%s]", dir, n,
+	    trunc ? "; truncated at max_entries: list a subdirectory, or pass a "
+	    "larger max_entries" : ""));
+	tr_set_buf(tc, &out, 0);
+	buf_free(&out);
+	add_structured(tc, st);
+	free(dir);
+}
+
+void
+delete_file_result(struct tool_call *tc, const char *path, const cJSON *j)
+{
+	long long n = jcount(j, "deleted", 0);
+	struct buf out;
+	cJSON *st;
+
+	buf_init(&out, 8192);
+	ign(buf_addf(&out, "Deleted %s (%lld entr%s removed).", path, n,
+	    n == 1 ? "y" : "ies"));
+	tr_set_buf(tc, &out, 0);
+	buf_free(&out);
+	st = cJSON_CreateObject();
+	cJSON_AddStringToObject(st, "path", path);
+	cJSON_AddNumberToObject(st, "deleted", (double)n);
+	add_structured(tc, st);
+}
+
+char *
+tr_live_text(const cJSON *j)
+{
+	char *tail, *p;
+	long long bytes;
+	struct buf out;
+	size_t n, len;
+	int lines;
+
+	if (!jtrue(j, "running"))
+		return NULL;
+	bytes = jcount(j, "bytes", 0);
+	tail = jtext(j, "tail");
+	n = strlen(tail);
+	/* the last TR_LIVE_BYTES bytes, starting at a character */
+	p = tail + (n > TR_LIVE_BYTES ? n - TR_LIVE_BYTES : 0);
+	while (*p != '\0' && ((unsigned char)*p & 0xc0) == 0x80)
+		p++;
+	/* the last TR_LIVE_LINES lines (a trailing newline ends the last) */
+	len = strlen(p);
+	for (lines = 0, n = len; n > 0; n--)
+		if (p[n - 1] == '\n' && n < len && ++lines == TR_LIVE_LINES)
+			break;
+	p += n;
+	buf_init(&out, 8192);
+	if (bytes == 0 || *p == '\0')
+		ign(buf_addstr(&out, "no output yet"));
+	else
+		ign(buf_addf(&out, "%lld output bytes; latest:\n%s", bytes, p));
+	free(tail);
+	return out.p != NULL ? out.p : xstrdup("");
+}

@@ -51,4 +51,57 @@ void	unexposed_result(struct tool_call *tc, const char *name);
 /* sandbox_status's result from sess_status's JSON st (taken). */
 void	status_result(struct tool_call *tc, cJSON *st);
 
+/* ---- the file tools (read_file, write_file, list_files, delete_file) ---- */
+
+/* base64 (RFC 4648, padded) of p[0..n): NUL-terminated, caller frees. */
+char	*tr_b64_encode(const unsigned char *p, size_t n);
+/*
+ * Decodes s (padded or not; no whitespace or other characters) into out
+ * (reset first; its cap bounds the size). 0, or -1: not base64 (err
+ * says where) or bigger than out's cap (err empty).
+ */
+int	tr_b64_decode(const char *s, struct buf *out, char *err, size_t errlen);
+/*
+ * The file a read concerns: the agent's listing entry of it (the symlink
+ * followed), kept as read_file_result needs it.
+ */
+struct tr_file {
+	char		 path[4096 + 1];	/* absolute, as the agent resolved it */
+	long long	 size;
+	char		 version[17];	/* 16 hex digits, or "" */
+	char		 mode[8];	/* "0644", or "" */
+	long long	 mtime_ms;
+};
+/* Fills f from a listing entry e; -1 when e is no usable regular-file
+ * entry (type not "file", no absolute path). */
+int	tr_file_from_entry(struct tr_file *f, const cJSON *e);
+/*
+ * read_file's result: bytes data[0..n) of file f from offset off, asked
+ * for at most max bytes, as enc ("text" or "base64"). text that is not
+ * UTF-8 (or holds a NUL byte) is a tool error naming the offset and
+ * suggesting base64; an incomplete character at the end of a read that
+ * is not the file's end is left for the next read (next_offset before it).
+ */
+void	read_file_result(struct tool_call *tc, const struct tr_file *f,
+	    const char *enc, const char *data, size_t n, long long off,
+	    long long max);
+/* write_file's result from the agent's reply j to PUT /v1/files/raw. */
+void	write_file_result(struct tool_call *tc, const char *path, int append,
+	    const cJSON *j);
+/* list_files's result from the agent's reply j to GET /v1/files/list. */
+void	list_files_result(struct tool_call *tc, const cJSON *j);
+/* delete_file's result from the agent's reply j to POST /v1/files/delete. */
+void	delete_file_result(struct tool_call *tc, const char *path,
+	    const cJSON *j);
+/*
+ * What a progress message says of a running shell command, from the
+ * agent's reply j to GET /v1/shell/output: "N output bytes; latest:\n"
+ * and at most the last TR_LIVE_LINES lines and TR_LIVE_BYTES bytes of its
+ * output as clean text, or "no output yet". NULL when j says nothing
+ * runs. Caller frees.
+ */
+#define TR_LIVE_LINES	20
+#define TR_LIVE_BYTES	2048
+char	*tr_live_text(const cJSON *j);
+
 #endif

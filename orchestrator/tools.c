@@ -64,6 +64,13 @@
 					 * sandbox.max_cpu_millis is the
 					 * handler's check (sessopt.c) */
 #define MAX_QTY		32		/* a size or duration string */
+#define MAX_FILE_BYTES	16777216	/* 16 MiB: files.tool_max_bytes'
+					 * ceiling; the server's own cap is
+					 * the handlers' check */
+#define MAX_FILE_B64	22369624	/* base64 of MAX_FILE_BYTES */
+#define MAX_FILE_OFFSET	9007199254740992	/* 2^53: exact in a double */
+#define MAX_LIST	10000		/* list_files' entries */
+#define DEF_LIST	1000
 #define STR_(x)		#x
 #define XSTR(x)		STR_(x)
 
@@ -94,6 +101,10 @@ TOOL_HANDLER(t_shell_poll);
 TOOL_HANDLER(t_shell_wait);
 TOOL_HANDLER(t_shell_stop);
 TOOL_HANDLER(t_edit);
+TOOL_HANDLER(t_read_file);
+TOOL_HANDLER(t_write_file);
+TOOL_HANDLER(t_list_files);
+TOOL_HANDLER(t_delete_file);
 TOOL_HANDLER(t_create_sandbox);
 TOOL_HANDLER(t_sandbox_status);
 TOOL_HANDLER(t_clear_session);
@@ -282,6 +293,93 @@ t_edit, 0,
 "\"bytes\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"create: the bytes written.\"},"
 "\"insert_line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"insert: the line the text was inserted after.\"}"
 "},\"required\":[\"command\",\"path\"],\"additionalProperties\":false}" },
+
+{ "read_file", "Read a file",
+"Reads a file in the sandbox, bytes exact. Paths are absolute or relative to /workspace; a symlink is followed inside the sandbox. "
+"encoding \"text\" (the default) returns UTF-8 text and refuses a file that is not UTF-8 (binary): read those with encoding \"base64\". "
+"Reads at most max_bytes from byte offset (default 0; max_bytes defaults to and is capped by the server's limit, 1 MiB unless configured); next_offset and eof say where to read on. "
+"size, version (changes whenever the content changes) and mode describe the file.",
+"{\"type\":\"object\",\"properties\":{"
+"\"path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":" XSTR(MAX_PATH_LEN) ",\"description\":\"The file, e.g. /workspace/build/app.tar.gz.\"},"
+"\"offset\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":" XSTR(MAX_FILE_OFFSET) ",\"description\":\"Byte offset to read from (default 0).\"},"
+"\"max_bytes\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":" XSTR(MAX_FILE_BYTES) ",\"description\":\"Most bytes to read (default and ceiling: the server's files.tool_max_bytes, 1 MiB unless configured).\"},"
+"\"encoding\":{\"type\":\"string\",\"maxLength\":16,\"enum\":[\"text\",\"base64\"],\"description\":\"text (UTF-8, the default) or base64 (any bytes).\"}"
+"},\"required\":[\"path\"],\"additionalProperties\":false}",
+"{\"readOnlyHint\":true,\"idempotentHint\":true,\"openWorldHint\":false}",
+t_read_file, 0,
+"{\"type\":\"object\",\"properties\":{"
+"\"path\":{\"type\":\"string\",\"description\":\"The file read, absolute (a symlink resolved).\"},"
+"\"encoding\":{\"type\":\"string\",\"enum\":[\"text\",\"base64\"],\"description\":\"How content is encoded.\"},"
+"\"content\":{\"type\":\"string\",\"description\":\"The bytes read: UTF-8 text, or base64.\"},"
+"\"offset\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"The byte offset read from.\"},"
+"\"bytes\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"How many bytes content holds (decoded).\"},"
+"\"size\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"The file's size in bytes.\"},"
+"\"next_offset\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"The offset to read on from.\"},"
+"\"eof\":{\"type\":\"boolean\",\"description\":\"The read reached the end of the file.\"},"
+"\"version\":{\"type\":\"string\",\"description\":\"The file's version stamp (16 hex digits; changes whenever its content changes, and may on chmod or touch).\"},"
+"\"mode\":{\"type\":\"string\",\"description\":\"Its permission bits, octal (e.g. 0644).\"},"
+"\"mtime_ms\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Its modification time, ms since the epoch.\"}"
+"},\"required\":[\"path\",\"encoding\",\"content\",\"offset\",\"bytes\",\"size\",\"next_offset\",\"eof\",\"version\",\"mode\"],\"additionalProperties\":false}" },
+
+{ "write_file", "Write a file",
+"Writes a file in the sandbox, bytes exact and atomically (readers see the old file or the whole new one; a failed write leaves the old one). "
+"Paths are absolute or relative to /workspace; missing parent directories are created; a symlink is followed inside the sandbox. "
+"content is UTF-8 text (encoding \"text\", the default) or base64 of any bytes (encoding \"base64\"); at most the server's limit (1 MiB unless configured) per call: write bigger files in parts with append. "
+"append: true adds content to the end of the file. mode sets the permission bits (octal string, e.g. \"0755\"; default: the old file's, or 0644).",
+"{\"type\":\"object\",\"properties\":{"
+"\"path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":" XSTR(MAX_PATH_LEN) ",\"description\":\"The file, e.g. /workspace/data/input.bin.\"},"
+"\"content\":{\"type\":\"string\",\"maxLength\":" XSTR(MAX_FILE_B64) ",\"description\":\"The bytes to write: text, or base64 when encoding is base64.\"},"
+"\"encoding\":{\"type\":\"string\",\"maxLength\":16,\"enum\":[\"text\",\"base64\"],\"description\":\"text (the default) or base64.\"},"
+"\"mode\":{\"type\":\"string\",\"maxLength\":5,\"pattern\":\"^0?[0-7]{3,4}$\",\"description\":\"Permission bits, octal, e.g. \\\"0644\\\" or \\\"755\\\".\"},"
+"\"append\":{\"type\":\"boolean\",\"description\":\"Add content at the end of the file instead of replacing it (default false).\"}"
+"},\"required\":[\"path\",\"content\"],\"additionalProperties\":false}",
+"{\"readOnlyHint\":false,\"destructiveHint\":true,\"idempotentHint\":false,\"openWorldHint\":false}",
+t_write_file, 0,
+"{\"type\":\"object\",\"properties\":{"
+"\"path\":{\"type\":\"string\",\"description\":\"The path as given.\"},"
+"\"bytes\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Bytes written by this call.\"},"
+"\"size\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"The file's size now.\"},"
+"\"version\":{\"type\":\"string\",\"description\":\"Its new version stamp.\"},"
+"\"created\":{\"type\":\"boolean\",\"description\":\"There was no file before.\"},"
+"\"append\":{\"type\":\"boolean\",\"description\":\"The content was appended.\"}"
+"},\"required\":[\"path\",\"bytes\",\"size\",\"version\",\"created\",\"append\"],\"additionalProperties\":false}" },
+
+{ "list_files", "List files",
+"Lists a directory in the sandbox: each entry's path, name, type (file, dir, symlink, other), size, mtime_ms, mode, and for files a version stamp that changes whenever the content changes. "
+"recursive: true lists the whole tree, depth first, names sorted; symlinks are listed with their target and never followed. "
+"At most max_entries entries (default 1000, at most 10000); truncated says when there were more. A file's path lists that one file.",
+"{\"type\":\"object\",\"properties\":{"
+"\"path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":" XSTR(MAX_PATH_LEN) ",\"description\":\"The directory (or file), e.g. /workspace or src.\"},"
+"\"recursive\":{\"type\":\"boolean\",\"description\":\"List subdirectories too (default false).\"},"
+"\"max_entries\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":" XSTR(MAX_LIST) ",\"description\":\"Most entries to return (default " XSTR(DEF_LIST) ").\"}"
+"},\"required\":[\"path\"],\"additionalProperties\":false}",
+"{\"readOnlyHint\":true,\"idempotentHint\":true,\"openWorldHint\":false}",
+t_list_files, 0,
+"{\"type\":\"object\",\"properties\":{"
+"\"path\":{\"type\":\"string\",\"description\":\"The path listed, absolute.\"},"
+"\"entries\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"
+"\"path\":{\"type\":\"string\"},\"name\":{\"type\":\"string\"},"
+"\"type\":{\"type\":\"string\",\"enum\":[\"file\",\"dir\",\"symlink\",\"other\"]},"
+"\"size\":{\"type\":\"integer\",\"minimum\":0},\"mtime_ms\":{\"type\":\"integer\",\"minimum\":0},"
+"\"mode\":{\"type\":\"string\"},\"version\":{\"type\":\"string\"},\"target\":{\"type\":\"string\"}},"
+"\"required\":[\"path\",\"name\",\"type\",\"size\",\"mtime_ms\",\"mode\"],\"additionalProperties\":false}},"
+"\"truncated\":{\"type\":\"boolean\",\"description\":\"More entries than max_entries: some are left out.\"},"
+"\"count\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"How many entries are listed.\"}"
+"},\"required\":[\"path\",\"entries\",\"truncated\",\"count\"],\"additionalProperties\":false}" },
+
+{ "delete_file", "Delete a file",
+"Deletes a file, a symlink (the link itself, never what it points to) or an empty directory in the sandbox; recursive: true deletes a directory and everything in it (symlinks met on the way are removed, never followed). "
+"/workspace itself and / are refused.",
+"{\"type\":\"object\",\"properties\":{"
+"\"path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":" XSTR(MAX_PATH_LEN) ",\"description\":\"What to delete, e.g. /workspace/build.\"},"
+"\"recursive\":{\"type\":\"boolean\",\"description\":\"Delete a non-empty directory with everything in it (default false).\"}"
+"},\"required\":[\"path\"],\"additionalProperties\":false}",
+"{\"readOnlyHint\":false,\"destructiveHint\":true,\"idempotentHint\":true,\"openWorldHint\":false}",
+t_delete_file, 0,
+"{\"type\":\"object\",\"properties\":{"
+"\"path\":{\"type\":\"string\",\"description\":\"The path as given.\"},"
+"\"deleted\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Entries removed (files, links and directories).\"}"
+"},\"required\":[\"path\",\"deleted\"],\"additionalProperties\":false}" },
 
 { "create_sandbox", "Create a new sandbox",
 "Replaces this session's sandbox with a new one built from the given image and settings. By default the new sandbox starts with a copy of /workspace (the same files on another OS); fresh_workspace: true starts it empty instead. "
@@ -581,6 +679,7 @@ tool_call_free(struct tool_call *tc)
 	if (tc == NULL || atomic_fetch_sub(&tc->refs, 1) > 0)
 		return;
 	free(tc->name);
+	free(tc->live);
 	cJSON_Delete(tc->args);
 	cJSON_Delete(tc->result);
 	free(tc);
@@ -727,6 +826,131 @@ output_check(const struct tool_def *d, const struct tool_call *tc, char *err,
 
 /* ---- tools ---- */
 
+/*
+ * Live output. While a shell call whose client takes progress
+ * notifications runs, a thread of its own asks the agent for the running
+ * command's output tail (GET /v1/shell/output) every LIVE_PERIOD and
+ * keeps the message in tc->live; each progress notification (mcp_http.c,
+ * every tools.progress_interval) sends the latest one.
+ */
+static pthread_mutex_t live_lk = PTHREAD_MUTEX_INITIALIZER;
+
+#define LIVE_MIN_MS	250
+#define LIVE_MAX_MS	2000
+#define LIVE_REQ_MS	3000	/* one poll's request */
+
+struct live {
+	struct tool_call	*tc;
+	struct sess		*s;
+	long long		 period_ms;
+	pthread_t		 th;
+	pthread_mutex_t		 mu;
+	pthread_cond_t		 cv;
+	int			 stop;
+};
+
+char *
+tools_progress_text(struct tool_call *tc, const char *head)
+{
+	char *m = NULL;
+	size_t n;
+
+	pthread_mutex_lock(&live_lk);
+	if (tc->live != NULL) {
+		n = strlen(head) + strlen(tc->live) + 3;
+		m = xmalloc(n);
+		snprintf(m, n, "%s, %s", head, tc->live);
+	}
+	pthread_mutex_unlock(&live_lk);
+	return m;
+}
+
+static void *
+live_main(void *arg)
+{
+	struct live *l = arg;
+	struct timespec ts;
+	struct areq a;
+	char *m, *old, path[64];
+	int stop = 0;
+
+	snprintf(path, sizeof(path), "/v1/shell/output?max=%d", TR_LIVE_BYTES * 2);
+	while (!stop) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += (time_t)(l->period_ms / 1000);
+		ts.tv_nsec += (long)(l->period_ms % 1000) * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_mutex_lock(&l->mu);
+		while (!l->stop && pthread_cond_timedwait(&l->cv, &l->mu, &ts) == 0)
+			;
+		stop = l->stop;
+		pthread_mutex_unlock(&l->mu);
+		if (stop)
+			break;
+		memset(&a, 0, sizeof(a));
+		a.s = l->s;
+		if (agent_do(&a, "GET", path, NULL, LIVE_REQ_MS) == 0 &&
+		    a.status == 200 && (m = tr_live_text(a.j)) != NULL) {
+			pthread_mutex_lock(&live_lk);
+			old = l->tc->live;
+			l->tc->live = m;
+			pthread_mutex_unlock(&live_lk);
+			free(old);
+		} else if (a.status == 404)
+			stop = 1;	/* an agent without the route */
+		areq_free(&a);
+	}
+	return NULL;
+}
+
+/* Starts live output for tc's shell call (when its client asked for
+ * progress); NULL when it does not, or the thread did not start. */
+static struct live *
+live_start(struct tool_call *tc, struct sess *s, const struct conf *c)
+{
+	struct live *l;
+
+	if (!tc->progress)
+		return NULL;
+	l = xcalloc(1, sizeof(*l));
+	l->tc = tc;
+	l->s = s;
+	l->period_ms = c->progress_interval_ms / 2;
+	if (l->period_ms < LIVE_MIN_MS)
+		l->period_ms = LIVE_MIN_MS;
+	if (l->period_ms > LIVE_MAX_MS)
+		l->period_ms = LIVE_MAX_MS;
+	pthread_mutex_init(&l->mu, NULL);
+	pthread_cond_init(&l->cv, NULL);
+	if (pthread_create(&l->th, NULL, live_main, l) != 0) {
+		log_warnx("session=%s live output: no thread", tc->sid);
+		pthread_mutex_destroy(&l->mu);
+		pthread_cond_destroy(&l->cv);
+		free(l);
+		return NULL;
+	}
+	return l;
+}
+
+/* Stops it (at most one poll's LIVE_REQ_MS later). */
+static void
+live_stop(struct live *l)
+{
+	if (l == NULL)
+		return;
+	pthread_mutex_lock(&l->mu);
+	l->stop = 1;
+	pthread_cond_signal(&l->cv);
+	pthread_mutex_unlock(&l->mu);
+	pthread_join(l->th, NULL);
+	pthread_mutex_destroy(&l->mu);
+	pthread_cond_destroy(&l->cv);
+	free(l);
+}
+
 static void
 t_shell(struct tool_call *tc, struct sessmgr *m, struct sess *s,
     const struct conf *c, const cJSON *args)
@@ -738,6 +962,7 @@ t_shell(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 	long long tmo = schema_int(args, "timeout", -1);
 	long long maxs = c->shell_max_timeout_ms / 1000;
 	struct timespec busy_wait = { 0, 50 * 1000000 };
+	struct live *live;
 	cJSON *body;
 	int tries;
 
@@ -762,9 +987,11 @@ t_shell(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 	cJSON_AddStringToObject(body, "command", cmd);
 	cJSON_AddNumberToObject(body, "timeout_ms", (double)(tmo * 1000));
 	cJSON_AddNumberToObject(body, "max_output", (double)c->max_output);
+	live = live_start(tc, s, c);
 	for (tries = 0;; tries++) {
 		if (agent_do(&a, "POST", "/v1/shell", body,
 		    (int)(tmo * 1000) + MARGIN_MS) == -1) {
+			live_stop(live);
 			cJSON_Delete(body);
 			tr_set_text(tc, a.err, 1);
 			goto out;
@@ -780,6 +1007,7 @@ t_shell(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 		a.s = s;
 		nanosleep(&busy_wait, NULL);
 	}
+	live_stop(live);
 	cJSON_Delete(body);
 	if (a.status != 200) {
 		agent_error_text(&a, "shell", &out);
@@ -977,6 +1205,17 @@ sess_error(struct tool_call *tc, enum sess_err e, const char *err)
 	buf_free(&out);
 }
 
+/* The agent refused an edit because the file is binary (its 422). */
+static int
+binary_refused(struct areq *a)
+{
+	const char *msg = tr_str(cJSON_GetObjectItemCaseSensitive(a->j, "error"),
+	    "message");
+
+	return a->status == 422 && msg != NULL && strstr(msg, " looks binary") !=
+	    NULL;
+}
+
 static void
 t_edit(struct tool_call *tc, struct sessmgr *m, struct sess *s,
     const struct conf *c, const cJSON *args)
@@ -1046,7 +1285,18 @@ t_edit(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 		goto out;
 	}
 	if (a.status != 200) {
-		agent_error_text(&a, cmd, &out);
+		if (binary_refused(&a))
+			/* the agent names its own raw route, which no client
+			 * reaches: point at the tools and the REST route */
+			ign(buf_addf(&out, "%s failed: %s looks binary (NUL bytes "
+			    "or invalid UTF-8), and this tool works on text. %s "
+			    "it with %s and encoding \"base64\" (bytes exact), "
+			    "or over REST: %s /v1/sessions/{id}/files/<path>.", cmd,
+			    path, strcmp(cmd, "view") == 0 ? "Read" : "Write",
+			    strcmp(cmd, "view") == 0 ? "read_file" : "write_file",
+			    strcmp(cmd, "view") == 0 ? "GET" : "PUT"));
+		else
+			agent_error_text(&a, cmd, &out);
 		tr_set_buf(tc, &out, 1);
 		goto out;
 	}
@@ -1055,6 +1305,386 @@ out:
 	cJSON_Delete(body);
 	areq_free(&a);
 	buf_free(&out);
+}
+
+/* ---- the file tools ---- */
+
+/* Appends s percent-encoded for a query value (all but unreserved bytes
+ * and '/'). */
+static int
+pct_add(struct buf *b, const char *s)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	const unsigned char *p;
+	char e[3];
+
+	for (p = (const unsigned char *)s; *p != '\0'; p++) {
+		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		    (*p >= '0' && *p <= '9') || *p == '-' || *p == '_' ||
+		    *p == '.' || *p == '~' || *p == '/') {
+			if (buf_add(b, p, 1) == -1)
+				return -1;
+			continue;
+		}
+		e[0] = '%';
+		e[1] = hex[*p >> 4];
+		e[2] = hex[*p & 15];
+		if (buf_add(b, e, 3) == -1)
+			return -1;
+	}
+	return 0;
+}
+
+/* "/v1/files/<op>?path=<path>" into b (then the caller adds &...). */
+static int
+file_url(struct buf *b, const char *op, const char *path)
+{
+	buf_init(b, 4 * MAX_PATH_LEN + 512);
+	return buf_addf(b, "/v1/files/%s?path=", op) == -1 || pct_add(b, path) == -1 ?
+	    -1 : 0;
+}
+
+/*
+ * An agent request whose reply body is bytes (GET /v1/files/raw) or whose
+ * request body is (PUT): like agent_do, but a 200 reply stays as it came
+ * in a->resp (a->j NULL), and only an error reply is parsed (a->j, for
+ * agent_error_text). 0, or -1 with a->err.
+ */
+static int
+agent_bytes(struct areq *a, const char *method, const char *path,
+    const char *body, size_t len, size_t max, int timeout_ms)
+{
+	char terr[256];
+	int rc;
+
+	buf_init(&a->resp, max);
+	rc = sess_agent(a->s, method, path, body, len, timeout_ms, &a->status,
+	    &a->resp, terr, sizeof(terr));
+	if (rc == -2) {
+		tl_lost = 1;
+		snprintf(tl_lost_why, sizeof(tl_lost_why), "%s", terr);
+	}
+	if (rc == -2 || rc == -3) {
+		snprintf(a->err, sizeof(a->err), "the sandbox stopped (%s). Its "
+		    "/workspace is kept: the next call starts the sandbox again. %s",
+		    terr, rc == -3 ? "Whether this call's write happened is "
+		    "unknown: check the file before writing again." : "This call "
+		    "did not run.");
+		return -1;
+	}
+	if (rc != 0) {
+		snprintf(a->err, sizeof(a->err), "the sandbox did not answer (%s); "
+		    "retry the call", terr);
+		return -1;
+	}
+	if (a->status != 200 && a->status != 201) {
+		a->j = cJSON_ParseWithLength(a->resp.p ? a->resp.p : "", a->resp.len);
+		if (!cJSON_IsObject(a->j)) {
+			cJSON_Delete(a->j);
+			a->j = NULL;
+		}
+	}
+	return 0;
+}
+
+/*
+ * The agent's error reply for a file tool, with what to do next: 404 and
+ * 507 in words, the rest as the agent said it.
+ */
+static void
+file_error(struct tool_call *tc, struct areq *a, const char *what,
+    const char *path)
+{
+	struct buf out;
+
+	buf_init(&out, 64 * 1024);
+	if (a->status == 404)
+		ign(buf_addf(&out, "%s failed: %s does not exist in the sandbox "
+		    "(paths are absolute or relative to /workspace; list_files shows "
+		    "what is there)", what, path));
+	else if (a->status == 507) {
+		agent_error_text(a, what, &out);
+		ign(buf_addstr(&out, ". Free space (delete_file, or a shell "
+		    "command) and retry; the file is unchanged."));
+	} else if (a->status == 413)
+		ign(buf_addf(&out, "%s failed: the sandbox's agent refused the "
+		    "size (too_large); write it in parts with append", what));
+	else if (a->j != NULL)
+		agent_error_text(a, what, &out);
+	else
+		ign(buf_addf(&out, "%s failed: the sandbox's agent answered HTTP "
+		    "%d; retry the call", what, a->status));
+	tr_set_buf(tc, &out, 1);
+	buf_free(&out);
+}
+
+#define FILE_MS		60000	/* a file request of at most 16 MiB */
+#define SYMLINK_HOPS	16	/* links followed before giving up (a loop) */
+
+/*
+ * The regular file path names, through its symlinks (each resolved by
+ * the agent inside the sandbox, a relative target against its link's
+ * directory), into *f. 0, or -1 with tc's result set.
+ */
+static int
+file_meta(struct tool_call *tc, struct sess *s, const char *path,
+    struct tr_file *f)
+{
+	char cur[MAX_PATH_LEN + 1], next[2 * MAX_PATH_LEN + 2], *slash;
+	const char *type, *abs, *tgt;
+	struct areq a;
+	struct buf url;
+	cJSON *e;
+	int hops;
+
+	snprintf(cur, sizeof(cur), "%s", path);
+	for (hops = 0; hops <= SYMLINK_HOPS; hops++) {
+		memset(&a, 0, sizeof(a));
+		a.s = s;
+		if (file_url(&url, "list", cur) == -1 ||
+		    buf_addstr(&url, "&max_entries=1") == -1) {
+			buf_free(&url);
+			tr_set_text(tc, "read_file: the path is too long", 1);
+			return -1;
+		}
+		if (agent_do(&a, "GET", url.p, NULL, FILE_MS) == -1) {
+			buf_free(&url);
+			tr_set_text(tc, a.err, 1);
+			areq_free(&a);
+			return -1;
+		}
+		buf_free(&url);
+		if (a.status != 200) {
+			file_error(tc, &a, "read_file", path);
+			areq_free(&a);
+			return -1;
+		}
+		e = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(a.j,
+		    "entries"), 0);
+		type = tr_str(e, "type");
+		/* a directory lists what it holds (or nothing), a file itself */
+		if (e == NULL || tr_str(e, "path") == NULL || tr_str(a.j, "path") ==
+		    NULL || strcmp(tr_str(e, "path"), tr_str(a.j, "path")) != 0)
+			type = "dir";
+		if (tr_file_from_entry(f, e) == 0) {
+			areq_free(&a);
+			return 0;
+		}
+		abs = tr_str(e, "path");
+		tgt = tr_str(e, "target");
+		if (type == NULL || strcmp(type, "symlink") != 0 || tgt == NULL ||
+		    abs == NULL || abs[0] != '/') {
+			char m[MAX_PATH_LEN + 256];
+			snprintf(m, sizeof(m), "read_file: %s is %s: read_file reads "
+			    "regular files%s", path, type != NULL && strcmp(type,
+			    "dir") == 0 ? "a directory" : "not a regular file (a "
+			    "device, FIFO or socket)", type != NULL && strcmp(type,
+			    "dir") == 0 ? " (list_files lists a directory)" : "");
+			tr_set_text(tc, m, 1);
+			areq_free(&a);
+			return -1;
+		}
+		if (tgt[0] == '/')
+			snprintf(next, sizeof(next), "%s", tgt);
+		else {
+			snprintf(next, sizeof(next), "%s", abs);
+			slash = strrchr(next, '/');
+			snprintf(slash + 1, sizeof(next) - (size_t)(slash + 1 - next),
+			    "%s", tgt);
+		}
+		areq_free(&a);
+		if (strlen(next) > MAX_PATH_LEN)
+			break;
+		snprintf(cur, sizeof(cur), "%s", next);
+	}
+	tr_set_text(tc, "read_file: too many levels of symbolic links (or a "
+	    "link loop)", 1);
+	return -1;
+}
+
+/* The cap message of read_file and write_file. */
+static void
+cap_error(struct tool_call *tc, const char *what, long long n, long long cap)
+{
+	char m[512];
+
+	snprintf(m, sizeof(m), "%s: %lld bytes is over this server's limit of "
+	    "%lld bytes per call (files.tool_max_bytes). %s Files of any size "
+	    "move over REST: PUT/GET /v1/sessions/{id}/files/<path>.", what, n,
+	    cap, strcmp(what, "read_file") == 0 ? "Read it in parts with offset "
+	    "and max_bytes (next_offset says where to go on)." : "Write it in "
+	    "parts: the first call, then write_file with append: true for each "
+	    "next part.");
+	tr_set_text(tc, m, 1);
+}
+
+static void
+t_read_file(struct tool_call *tc, struct sessmgr *m, struct sess *s,
+    const struct conf *c, const cJSON *args)
+{
+	const char *path = schema_str(args, "path");
+	const char *enc = schema_str(args, "encoding");
+	long long off = schema_int(args, "offset", 0);
+	long long max = schema_int(args, "max_bytes", -1);
+	struct areq a = { .s = s };
+	struct tr_file f;
+	struct buf url;
+
+	(void)m;
+	if (enc == NULL)
+		enc = "text";
+	if (max > c->tool_max_bytes) {
+		cap_error(tc, "read_file", max, c->tool_max_bytes);
+		return;
+	}
+	if (max == -1)
+		max = c->tool_max_bytes;
+	if (file_meta(tc, s, path, &f) == -1)
+		return;
+	if (file_url(&url, "raw", f.path) == -1 ||
+	    buf_addf(&url, "&offset=%lld&length=%lld", off, max) == -1) {
+		buf_free(&url);
+		tr_set_text(tc, "read_file: the path is too long", 1);
+		return;
+	}
+	if (agent_bytes(&a, "GET", url.p, NULL, 0, (size_t)max + 1,
+	    FILE_MS) == -1)
+		tr_set_text(tc, a.err, 1);
+	else if (a.status != 200)
+		file_error(tc, &a, "read_file", path);
+	else if ((long long)a.resp.len > max)
+		tr_set_text(tc, "read_file: the sandbox's agent sent more bytes than "
+		    "asked for; retry the call", 1);
+	else
+		read_file_result(tc, &f, enc, a.resp.p ? a.resp.p : "", a.resp.len,
+		    off, max);
+	buf_free(&url);
+	areq_free(&a);
+}
+
+static void
+t_write_file(struct tool_call *tc, struct sessmgr *m, struct sess *s,
+    const struct conf *c, const cJSON *args)
+{
+	const char *path = schema_str(args, "path");
+	const char *content = schema_str(args, "content");
+	const char *enc = schema_str(args, "encoding");
+	const char *mode = schema_str(args, "mode");
+	int append = schema_bool(args, "append") == 1;
+	struct areq a = { .s = s };
+	struct buf data, url;
+	const char *body;
+	size_t len;
+	char err[256], m4[8];
+
+	(void)m;
+	buf_init(&url, 1);
+	buf_init(&data, (size_t)c->tool_max_bytes);
+	if (enc != NULL && strcmp(enc, "base64") == 0) {
+		if (tr_b64_decode(content, &data, err, sizeof(err)) == -1) {
+			char msg[512];
+			if (err[0] == '\0')
+				cap_error(tc, "write_file", (long long)strlen(content) /
+				    4 * 3, c->tool_max_bytes);
+			else {
+				snprintf(msg, sizeof(msg), "argument 'content' is not "
+				    "base64: %s", err);
+				tr_set_text(tc, msg, 1);
+			}
+			goto out;
+		}
+		body = data.p ? data.p : "";
+		len = data.len;
+	} else {
+		body = content;
+		len = strlen(content);
+		if ((long long)len > c->tool_max_bytes) {
+			cap_error(tc, "write_file", (long long)len, c->tool_max_bytes);
+			goto out;
+		}
+	}
+	buf_free(&url);
+	if (file_url(&url, "raw", path) == -1 ||
+	    (append && buf_addstr(&url, "&append=1") == -1)) {
+		tr_set_text(tc, "write_file: the path is too long", 1);
+		goto out;
+	}
+	if (mode != NULL) {
+		/* the schema's pattern: 3 or 4 octal digits, maybe a leading 0 */
+		snprintf(m4, sizeof(m4), "%04lo", strtol(mode, NULL, 8));
+		if (buf_addf(&url, "&mode=%s", m4) == -1)
+			goto out;
+	}
+	if (agent_bytes(&a, "PUT", url.p, body, len, 64 * 1024, FILE_MS) == -1) {
+		tr_set_text(tc, a.err, 1);
+		goto out;
+	}
+	if (a.status != 200 && a.status != 201) {
+		file_error(tc, &a, "write_file", path);
+		goto out;
+	}
+	a.j = cJSON_ParseWithLength(a.resp.p ? a.resp.p : "", a.resp.len);
+	if (!cJSON_IsObject(a.j)) {
+		tr_set_text(tc, "write_file: the sandbox's agent sent an unreadable "
+		    "reply; the file may have been written: read_file or list_files "
+		    "shows it", 1);
+		goto out;
+	}
+	write_file_result(tc, path, append, a.j);
+out:
+	buf_free(&url);
+	buf_free(&data);
+	areq_free(&a);
+}
+
+static void
+t_list_files(struct tool_call *tc, struct sessmgr *m, struct sess *s,
+    const struct conf *c, const cJSON *args)
+{
+	const char *path = schema_str(args, "path");
+	struct areq a = { .s = s };
+	struct buf url;
+
+	(void)m;
+	(void)c;
+	if (file_url(&url, "list", path) == -1 ||
+	    buf_addf(&url, "&max_entries=%lld%s", schema_int(args, "max_entries",
+	    DEF_LIST), schema_bool(args, "recursive") == 1 ? "&recursive=1" : "") ==
+	    -1) {
+		tr_set_text(tc, "list_files: the path is too long", 1);
+		buf_free(&url);
+		return;
+	}
+	if (agent_do(&a, "GET", url.p, NULL, FILE_MS) == -1)
+		tr_set_text(tc, a.err, 1);
+	else if (a.status != 200)
+		file_error(tc, &a, "list_files", path);
+	else
+		list_files_result(tc, a.j);
+	buf_free(&url);
+	areq_free(&a);
+}
+
+static void
+t_delete_file(struct tool_call *tc, struct sessmgr *m, struct sess *s,
+    const struct conf *c, const cJSON *args)
+{
+	const char *path = schema_str(args, "path");
+	struct areq a = { .s = s };
+	cJSON *body = cJSON_CreateObject();
+
+	(void)m;
+	(void)c;
+	cJSON_AddStringToObject(body, "path", path);
+	cJSON_AddBoolToObject(body, "recursive", schema_bool(args, "recursive") == 1);
+	if (agent_do(&a, "POST", "/v1/files/delete", body, FILE_MS) == -1)
+		tr_set_text(tc, a.err, 1);
+	else if (a.status != 200)
+		file_error(tc, &a, "delete_file", path);
+	else
+		delete_file_result(tc, path, a.j);
+	cJSON_Delete(body);
+	areq_free(&a);
 }
 
 static void

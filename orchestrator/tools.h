@@ -22,6 +22,9 @@ struct tool_call {
 	cJSON		*args;		/* owned; an object */
 	int		 structured;	/* add structuredContent (2025-06-18+),
 					 * matching the tool's outputSchema */
+	int		 progress;	/* the client takes progress notifications
+					 * (mcp_http.c): a shell call keeps
+					 * tools_progress_text's message fresh */
 	/* out */
 	cJSON		*result;	/* CallToolResult */
 	int		 is_error;
@@ -30,6 +33,8 @@ struct tool_call {
 	atomic_int	 cancelled;
 	atomic_int	 finished;	/* tools_run returned */
 	atomic_int	 refs;
+	char		*live;		/* the latest progress message, or NULL
+					 * (tools.c's lock: tools_progress_text) */
 };
 
 int	tools_init(void);		/* compiles the schemas; -1 on a bug */
@@ -53,6 +58,14 @@ int	tools_check(const char *name, const cJSON *args, char *err,
 cJSON	*tools_list(void);
 /* Runs the call; always sets tc->result. */
 void	tools_run(struct sessmgr *, const struct conf *, struct tool_call *);
+/*
+ * The message a progress notification of tc carries now: head (e.g.
+ * "shell still running (12s)") and a running shell command's latest
+ * output lines (polled from the agent while the call runs, when
+ * tc->progress), or NULL when there are none yet. Takes only a mutex:
+ * for the event loop. Caller frees.
+ */
+char	*tools_progress_text(struct tool_call *tc, const char *head);
 /* Drops a reference (the owner's when refs is 0: then frees). */
 void	tool_call_free(struct tool_call *);
 /*

@@ -50,9 +50,9 @@ await check('sdk negotiated version and server info', async () => {
 await check('sdk list tools', async () => {
   const { tools } = await a.listTools();
   const names = tools.map((t) => t.name).sort();
-  const want = ['clear_session', 'create_sandbox', 'expose_port', 'list_apps', 'sandbox_status',
-    'shell', 'shell_async', 'shell_poll', 'shell_stop', 'shell_wait', 'str_replace_based_edit_tool',
-    'unexpose_port'];
+  const want = ['clear_session', 'create_sandbox', 'delete_file', 'expose_port', 'list_apps', 'list_files',
+    'read_file', 'sandbox_status', 'shell', 'shell_async', 'shell_poll', 'shell_stop', 'shell_wait',
+    'str_replace_based_edit_tool', 'unexpose_port', 'write_file'];
   const schemasOk = tools.every((t) => t.inputSchema && t.inputSchema.type === 'object' && t.description.length > 40);
   return (JSON.stringify(names) === JSON.stringify(want) && schemasOk) || names;
 });

@@ -72,6 +72,21 @@ static const struct rcase {
 	{ "list_apps", NULL, "{\"apps\":[]}", 0 },
 	{ "list_apps", NULL, "{\"apps\":[{\"name\":\"web\",\"port\":8000,\"url\":\"http://web-s-1.apps.test/\"},{\"name\":\"p2\",\"port\":2,\"url\":\"http://p2-s-1.apps.test/\"}]}", 0 },
 	{ "unexpose_port", "web", NULL, 0 },
+	/* read_file: arg is encoding:bytes read, the reply the file's entry */
+	{ "read_file", "text:hello\n", "{\"path\":\"/workspace/a.txt\",\"name\":\"a.txt\",\"type\":\"file\",\"size\":6,\"mtime_ms\":1,\"mode\":\"0644\",\"version\":\"0123456789abcdef\"}", 0 },
+	{ "read_file", "base64:\x01\xff", "{\"path\":\"/workspace/b\",\"type\":\"file\",\"size\":2}", 0 },
+	{ "read_file", "text:\xff\xfe", "{\"path\":\"/workspace/b\",\"type\":\"file\",\"size\":2}", 1 },
+	/* an incomplete character at the end of a part: left for the next */
+	{ "read_file", "text:ab\xc3", "{\"path\":\"/w/c\",\"type\":\"file\",\"size\":100}", 0 },
+	/* hostile entry: bad version, mode, numbers */
+	{ "read_file", "text:x", "{\"path\":\"/w/c\",\"type\":\"file\",\"size\":-1,\"mtime_ms\":1e400,\"version\":\"../../etc\",\"mode\":\"rwx\"}", 0 },
+	{ "write_file", "0", "{\"ok\":true,\"bytes\":5,\"size\":5,\"version\":\"0123456789abcdef\",\"created\":true}", 0 },
+	{ "write_file", "1", "{\"bytes\":-5,\"size\":\"x\",\"version\":7}", 0 },
+	{ "list_files", NULL, "{\"path\":\"/workspace\",\"entries\":[{\"path\":\"/workspace/a\",\"name\":\"a\",\"type\":\"file\",\"size\":3,\"mtime_ms\":5,\"mode\":\"0644\",\"version\":\"0123456789abcdef\"},{\"path\":\"/workspace/l\",\"name\":\"l\",\"type\":\"symlink\",\"size\":1,\"mtime_ms\":5,\"mode\":\"0777\",\"target\":\"/etc\"}],\"truncated\":true}", 0 },
+	{ "list_files", NULL, "{\"entries\":[5,{\"type\":\"pipe\",\"size\":1e400,\"version\":\"zz\",\"target\":\"x\"}],\"truncated\":\"yes\"}", 0 },
+	{ "list_files", NULL, "{\"entries\":{}}", 0 },
+	{ "delete_file", "/workspace/x", "{\"ok\":true,\"deleted\":3}", 0 },
+	{ "delete_file", "/workspace/x", "{\"deleted\":-1}", 0 },
 };
 
 /* Runs case c's builder into tc (structured as asked). */
@@ -115,6 +130,20 @@ build(const struct rcase *c, struct tool_call *tc, int structured)
 		j = NULL;
 	} else if (strcmp(c->tool, "unexpose_port") == 0)
 		unexposed_result(tc, c->arg);
+	else if (strcmp(c->tool, "read_file") == 0) {
+		const char *data = strchr(c->arg, ':') + 1;
+		struct tr_file f;
+
+		if (tr_file_from_entry(&f, j) == -1)
+			memset(&f, 0, sizeof(f));
+		read_file_result(tc, &f, strncmp(c->arg, "text", 4) == 0 ? "text" :
+		    "base64", data, strlen(data), 0, (long long)strlen(data));
+	} else if (strcmp(c->tool, "write_file") == 0)
+		write_file_result(tc, "/workspace/a", c->arg[0] == '1', j);
+	else if (strcmp(c->tool, "list_files") == 0)
+		list_files_result(tc, j);
+	else if (strcmp(c->tool, "delete_file") == 0)
+		delete_file_result(tc, c->arg, j);
 	cJSON_Delete(j);
 }
 
@@ -232,6 +261,133 @@ TEST(test_results_values)
 	free(tc.name);
 }
 
+/* The file tools' values: eof and next_offset, a cut character, base64. */
+TEST(test_results_files)
+{
+	struct tool_call tc;
+	const cJSON *st;
+	size_t i;
+
+	for (i = 0; i < NELEM(cases); i++)
+		if (strcmp(cases[i].tool, "read_file") == 0)
+			break;
+	build(&cases[i], &tc, 1);	/* text, the whole file */
+	st = cJSON_GetObjectItem(tc.result, "structuredContent");
+	CHECK_STR(cJSON_GetObjectItem(st, "content")->valuestring, "hello\n");
+	CHECK(cJSON_IsTrue(cJSON_GetObjectItem(st, "eof")));
+	CHECK_INT(cJSON_GetObjectItem(st, "next_offset")->valuedouble, 6);
+	CHECK_STR(cJSON_GetObjectItem(st, "version")->valuestring,
+	    "0123456789abcdef");
+	cJSON_Delete(tc.result);
+	free(tc.name);
+	build(&cases[i + 1], &tc, 1);	/* base64 */
+	st = cJSON_GetObjectItem(tc.result, "structuredContent");
+	CHECK_STR(cJSON_GetObjectItem(st, "content")->valuestring, "Af8=");
+	cJSON_Delete(tc.result);
+	free(tc.name);
+	build(&cases[i + 2], &tc, 1);	/* not UTF-8: refused, base64 named */
+	CHECK(strstr(result_text(&tc), "encoding \"base64\"") != NULL);
+	CHECK(strstr(result_text(&tc), "offset 0") != NULL);
+	cJSON_Delete(tc.result);
+	free(tc.name);
+	build(&cases[i + 3], &tc, 1);	/* "ab" + a cut character */
+	st = cJSON_GetObjectItem(tc.result, "structuredContent");
+	CHECK_STR(cJSON_GetObjectItem(st, "content")->valuestring, "ab");
+	CHECK_INT(cJSON_GetObjectItem(st, "next_offset")->valuedouble, 2);
+	CHECK(cJSON_IsFalse(cJSON_GetObjectItem(st, "eof")));
+	cJSON_Delete(tc.result);
+	free(tc.name);
+	build(&cases[i + 4], &tc, 1);	/* hostile entry: not a file entry */
+	st = cJSON_GetObjectItem(tc.result, "structuredContent");
+	CHECK_STR(cJSON_GetObjectItem(st, "version")->valuestring, "");
+	CHECK_STR(cJSON_GetObjectItem(st, "mode")->valuestring, "");
+	cJSON_Delete(tc.result);
+	free(tc.name);
+}
+
+TEST(test_b64)
+{
+	static const struct { const char *raw; size_t n; const char *b64; } v[] = {
+		{ "", 0, "" }, { "f", 1, "Zg==" }, { "fo", 2, "Zm8=" },
+		{ "foo", 3, "Zm9v" }, { "foob", 4, "Zm9vYg==" },
+		{ "\0\xff\x10", 3, "AP8Q" },
+	};
+	static const char *const bad[] = { "Zg=", "Z", "Zm9v!", "Zm 9v", "Zh==",
+	    "Zm9=", "=Zm9", "Zm9v\n" };
+	struct buf b;
+	char err[256], *e;
+	size_t i;
+
+	buf_init(&b, 64);
+	for (i = 0; i < NELEM(v); i++) {
+		e = tr_b64_encode((const unsigned char *)v[i].raw, v[i].n);
+		CHECK_STR(e, v[i].b64);
+		free(e);
+		CHECK_INT(tr_b64_decode(v[i].b64, &b, err, sizeof(err)), 0);
+		CHECK_INT(b.len, v[i].n);
+		CHECK(v[i].n == 0 || memcmp(b.p, v[i].raw, v[i].n) == 0);
+	}
+	CHECK_INT(tr_b64_decode("Zm9v", &b, err, sizeof(err)), 0);
+	CHECK_INT(tr_b64_decode("Zg", &b, err, sizeof(err)), 0);	/* unpadded */
+	CHECK_INT(b.len, 1);
+	for (i = 0; i < NELEM(bad); i++) {
+		CHECK_INT(tr_b64_decode(bad[i], &b, err, sizeof(err)), -1);
+		CHECK(err[0] != '\0');
+	}
+	buf_free(&b);
+	/* over the buffer's cap: -1 with no message (the caller's cap) */
+	buf_init(&b, 4);
+	CHECK_INT(tr_b64_decode("Zm9vYmFy", &b, err, sizeof(err)), -1);
+	CHECK_STR(err, "");
+	buf_free(&b);
+}
+
+/* A progress message: the last lines, bounded, clean. */
+TEST(test_live_text)
+{
+	struct buf t;
+	cJSON *j;
+	char *m;
+	int i;
+
+	j = cJSON_Parse("{\"running\":false,\"bytes\":0,\"tail\":\"\"}");
+	CHECK(tr_live_text(j) == NULL);
+	cJSON_Delete(j);
+	j = cJSON_Parse("{\"running\":true,\"bytes\":0,\"tail\":\"\"}");
+	m = tr_live_text(j);
+	CHECK(strstr(m, "no output yet") != NULL);
+	free(m);
+	cJSON_Delete(j);
+	buf_init(&t, 1 << 20);
+	for (i = 1; i <= 50; i++)
+		ign(buf_addf(&t, "line %d\n", i));
+	j = cJSON_CreateObject();
+	cJSON_AddTrueToObject(j, "running");
+	cJSON_AddNumberToObject(j, "bytes", (double)t.len);
+	cJSON_AddStringToObject(j, "tail", t.p);
+	m = tr_live_text(j);
+	CHECK(strncmp(m, "391 output bytes; latest:\n", 26) == 0);
+	CHECK(strstr(m, "line 50\n") != NULL);
+	CHECK(strstr(m, "line 31\n") != NULL);
+	CHECK(strstr(m, "line 30\n") == NULL);	/* 20 lines, no more */
+	free(m);
+	cJSON_Delete(j);
+	/* one long line: 2 KiB at most, starting at a character */
+	buf_reset(&t);
+	for (i = 0; i < 3000; i++)
+		ign(buf_addstr(&t, "\xc3\xa9"));
+	j = cJSON_CreateObject();
+	cJSON_AddTrueToObject(j, "running");
+	cJSON_AddNumberToObject(j, "bytes", (double)t.len);
+	cJSON_AddStringToObject(j, "tail", t.p);
+	m = tr_live_text(j);
+	CHECK(strlen(m) < TR_LIVE_BYTES + 128);
+	CHECK(jsonu_utf8_valid(m, strlen(m)));
+	free(m);
+	cJSON_Delete(j);
+	buf_free(&t);
+}
+
 /* A result that does not match goes out as a tool error, text kept. */
 TEST(test_results_guard)
 {
@@ -284,6 +440,9 @@ main(void)
 	RUN(test_results_match_output_schema);
 	RUN(test_results_cover_every_tool);
 	RUN(test_results_values);
+	RUN(test_results_files);
+	RUN(test_b64);
+	RUN(test_live_text);
 	RUN(test_results_guard);
 	RUN(test_results_listed);
 	tools_cleanup();
