@@ -1003,6 +1003,7 @@ conn_parse(struct hconn *c)
 	if (c->st == C_BODY && (r == NULL || !r->body_reading || r->body_paused))
 		return;		/* the handler is not taking bytes now */
 	e = llhttp_execute(&c->parser, c->in.p, c->in.len);
+	r = c->req;	/* a new request's, begun in there */
 	if (e == HPE_OK) {
 		buf_reset(&c->in);
 		if (c->st == C_BODY && c->reading_off)

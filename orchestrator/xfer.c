@@ -530,6 +530,8 @@ files_target(struct xj *j, enum http_method m, const char *raw,
 	}
 	if (plen > 1 && path[plen - 1] == '/' && m == HTTP_M_GET)
 		list = 1;
+	while (plen > 1 && path[plen - 1] == '/')
+		path[--plen] = '\0';	/* "/workspace/" lists /workspace */
 	enc = evhttp_uriencode(path, (ev_ssize_t)plen, 0);
 	buf_init(&t, 16384 + 3 * plen);
 	switch (m) {
