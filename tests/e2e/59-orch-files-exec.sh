@@ -21,6 +21,8 @@ check "session created" contains <(echo "$out") ' 201'
 sha() { sha256sum "$1" | cut -d' ' -f1; }
 ssha() { mcp_tool "$S" shell "{\"command\":\"sha256sum $1 | cut -d' ' -f1\"}" | head -1; }
 
+hwm() { awk '/VmHWM/{print $2}' /proc/$ORCH_PID/status; }
+h0=$(hwm)	# before any transfer: the 100 MiB ones below must not move it much
 # --- round trips: Content-Length and chunked, 1 byte to 100 MiB ---
 head -c 1 /dev/urandom > "$T/f1"
 head -c 1048576 /dev/urandom > "$T/f1m"
@@ -41,12 +43,10 @@ check "GET: ETag is the version" eval 'grep -qi "^etag: \"[0-9a-f]\{16\}\"" "$T/
 check "GET: X-File-Mode" grep -qi '^x-file-mode: 0' "$T/hdr.f1m"
 
 # --- memory stays flat during a 100 MiB upload ---
-hwm() { awk '/VmHWM/{print $2}' /proc/$ORCH_PID/status; }
-h0=$(hwm)
 curl -s "${A[@]}" -o /dev/null -T - "$F/workspace/m2" <"$T/f100m"
 h1=$(hwm)
-echo "VmHWM before ${h0} kB, after a chunked 100 MiB upload ${h1} kB"
-check "memory flat: VmHWM grew < 24 MiB over a 100 MiB upload" test $((h1 - h0)) -lt 24576
+echo "VmHWM before any transfer ${h0} kB, after three 100 MiB uploads and a download ${h1} kB"
+check "memory flat: VmHWM grew < 24 MiB over 100 MiB uploads" test $((h1 - h0)) -lt 24576
 
 # --- files.max_bytes ---
 head -c $((200 * 1048576 + 1)) /dev/zero > "$T/big"
@@ -101,10 +101,12 @@ check "PUT through a symlink to /: inside the sandbox" test "$(mcp_tool "$S" she
 check "PUT through a symlink to /: not on the host" test ! -e /tmp/viaroot
 
 # --- concurrent uploads ---
+pids=
 for i in 1 2 3 4; do
 	curl -s "${A[@]}" -o /dev/null -w '%{http_code}\n' -T "$T/f1m" "$F/workspace/cc$i" > "$T/cc$i" &
+	pids="$pids $!"
 done
-wait
+wait $pids
 for i in 1 2 3 4; do
 	check "concurrent upload $i" test "$(cat "$T/cc$i") $(ssha /workspace/cc$i)" = "201 $(sha "$T/f1m")"
 done
@@ -125,19 +127,20 @@ t0=$(date +%s%N)
 ex '{"command":"echo first; sleep 3; echo last"}' | { read -r l; echo "$(( ($(date +%s%N) - t0) / 1000000 )) $l"; cat >/dev/null; } > "$T/first"
 read -r ms _ < "$T/first"
 check "exec: the first line before the command ends (${ms} ms)" test "$ms" -lt 2500
-( ex '{"command":"sleep 300 & echo $! > /tmp/bgpid; sleep 300"}' >/dev/null ) &
+curl -sN "${A[@]}" -H 'Content-Type: application/json' -o /dev/null \
+    -d '{"command":"sleep 300 & echo $! > /tmp/bgpid; sleep 300"}' "$X" &
 cp=$!
 sleep 1.5
 kill "$cp"; wait "$cp" 2>/dev/null
-pkill -P "$cp" curl 2>/dev/null
 sleep 1.5
 bg=$(mcp_tool "$S" shell '{"command":"cat /tmp/bgpid"}' | head -1)
 check "exec: a client that goes kills the tree" test "$(mcp_tool "$S" shell "{\"command\":\"kill -0 $bg 2>/dev/null && echo alive || echo dead\"}" | head -1)" = dead
-for i in 1 2 3; do ( ex '{"command":"sleep 3"}' >/dev/null ) & done
+pids=
+for i in 1 2 3; do ( ex '{"command":"sleep 3"}' >/dev/null ) & pids="$pids $!"; done
 sleep 1
 out=$(curl -s "${A[@]}" -o /dev/null -w '%{http_code}' -H 'Content-Type: application/json' -d '{"command":"true"}' "$X")
 check "exec.max_concurrent: 429 beyond" test "$out" = 429
-wait
+wait $pids
 check "exec: unknown member refused (400)" test "$(curl -s "${A[@]}" -o /dev/null -w '%{http_code}' -H 'Content-Type: application/json' -d '{"command":"true","shell":1}' "$X")" = 400
 check "exec: bad JSON (400)" test "$(curl -s "${A[@]}" -o /dev/null -w '%{http_code}' -H 'Content-Type: application/json' -d '{"command":' "$X")" = 400
 check "exec: bad base64 stdin is the agent's 400" test "$(curl -s "${A[@]}" -o /dev/null -w '%{http_code}' -H 'Content-Type: application/json' -d '{"command":"cat","stdin":"!!!"}' "$X")" = 400
