@@ -33,7 +33,7 @@ head -c $((MIB * 1048576)) /dev/urandom > "$T/blob"
 id=$(rest GET "/v1/sessions/$SID" | jq -r .sandbox_id)
 spid=$(pgrep -P "$(awk '{print $3}' "$ORCH_SBX_DIR/$id/pid")" | head -n1)
 # the sandbox's agent: its namespaces, its root
-sin() { nsenter -t "$spid" -m -u -i -n -p -U --preserve-credentials -- "$@"; }
+sin() { nsenter -t "$spid" -m -U -- "$@"; }
 now() { date +%s%N; }
 mibs() { python3 -c "import sys; print('%.0f' % ($MIB / ((int(sys.argv[2]) - int(sys.argv[1])) / 1e9)))" "$1" "$2"; }
 best() { tr ' ' '\n' | sort -n | tail -1; }
@@ -43,11 +43,11 @@ for _ in $(seq 1 "$ROUNDS"); do
 	up="$up $(mibs "$t0" "$t1")"
 	t0=$(now); curl -s "${A[@]}" -o /dev/null "$F/workspace/blob"; t1=$(now)
 	down="$down $(mibs "$t0" "$t1")"
-	t0=$(now); sin sh -c 'cat > /workspace/pipe' < "$T/blob"; t1=$(now)
+	t0=$(now); sin sh -c 'cat > /workspace/pipe' < "$T/blob" || echo "nsenter failed"; t1=$(now)
 	pipe="$pipe $(mibs "$t0" "$t1")"
 done
-ok=$(sin sha256sum /workspace/blob | cut -d' ' -f1)
-[ "$ok" = "$(sha256sum "$T/blob" | cut -d' ' -f1)" ] || echo "WARNING: the uploaded bytes differ"
+ok=$(sin sha256sum /workspace/pipe | cut -d' ' -f1)
+[ "$ok" = "$(sha256sum "$T/blob" | cut -d' ' -f1)" ] || echo "WARNING: the piped bytes differ (the pipe figure is not valid)"
 U=$(echo "$up" | best); D=$(echo "$down" | best); P=$(echo "$pipe" | best)
 # exec first byte and round trips
 python3 - "$ORCH_PORT" "$ORCH_KEY" "$SID" "$NEX" <<'PY'
@@ -61,8 +61,7 @@ for i in range(n):
     t0 = time.perf_counter()
     c.request("POST", "/v1/sessions/%s/exec" % sid, json.dumps({"command": "echo x"}), h)
     r = c.getresponse()
-    r.readline() if False else None
-    first = r.fp.readline()          # the chunk size line of the first chunk
+    r.read(1)                        # the first byte of the first line
     fb.append(time.perf_counter() - t0)
     r.read()
     rt.append(time.perf_counter() - t0)
