@@ -21,6 +21,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <strings.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/util.h>
 #include <llhttp.h>
 
 #include "agentc.h"
@@ -633,4 +639,312 @@ agentc_env_body(const char *lines)
 		return NULL;
 	}
 	return body;
+}
+
+/* ---- streamed exchanges on the event loop (agentc.h, "agentx") ---- */
+
+#define AGENTX_HDRS_MAX	(16 * 1024)	/* the response head we keep */
+#define AGENTX_OUT_LOW	(256 * 1024)	/* request bytes queued: drain below */
+
+struct agentx {
+	struct bufferevent	*bev;
+	llhttp_t		 p;
+	llhttp_settings_t	 ps;
+	struct agentx_cb	 cb;
+	void			*arg;
+	struct buf		 hb;		/* "name\0value\0"... */
+	int			 in_value;
+	int			 chunked;	/* the request body is */
+	int			 status;
+	unsigned		 headed:1, finished:1, closed:1, busy:1,
+				 hdr_over:1;
+};
+
+static void
+agentx_free(struct agentx *x)
+{
+	if (x->bev != NULL)
+		bufferevent_free(x->bev);	/* closes the socket */
+	buf_free(&x->hb);
+	free(x);
+}
+
+static void
+agentx_finish(struct agentx *x, int ok, const char *why)
+{
+	if (x->finished || x->closed)
+		return;
+	x->finished = 1;
+	bufferevent_disable(x->bev, EV_READ | EV_WRITE);
+	x->cb.done(x, ok, why, x->arg);
+}
+
+static int
+ax_hfield(llhttp_t *p, const char *at, size_t n)
+{
+	struct agentx *x = p->data;
+
+	if (x->in_value) {
+		x->in_value = 0;
+		if (buf_add(&x->hb, "", 1) == -1)
+			x->hdr_over = 1;
+	}
+	if (buf_add(&x->hb, at, n) == -1)
+		x->hdr_over = 1;
+	return 0;
+}
+
+static int
+ax_hvalue(llhttp_t *p, const char *at, size_t n)
+{
+	struct agentx *x = p->data;
+
+	if (!x->in_value) {
+		x->in_value = 1;
+		if (buf_add(&x->hb, "", 1) == -1)
+			x->hdr_over = 1;
+	}
+	if (buf_add(&x->hb, at, n) == -1)
+		x->hdr_over = 1;
+	return 0;
+}
+
+static int
+ax_headers(llhttp_t *p)
+{
+	struct agentx *x = p->data;
+
+	if (x->in_value && buf_add(&x->hb, "", 1) == -1)
+		x->hdr_over = 1;
+	x->in_value = 0;
+	if (x->hdr_over)
+		return -1;
+	x->status = p->status_code;
+	x->headed = 1;
+	x->cb.head(x, x->status, x->arg);
+	return x->closed ? -1 : 0;
+}
+
+static int
+ax_body(llhttp_t *p, const char *at, size_t n)
+{
+	struct agentx *x = p->data;
+
+	x->cb.data(x, at, n, x->arg);
+	return x->closed ? -1 : 0;
+}
+
+static int
+ax_complete(llhttp_t *p)
+{
+	struct agentx *x = p->data;
+
+	agentx_finish(x, 1, NULL);
+	return HPE_PAUSED;
+}
+
+static void
+ax_read(struct bufferevent *bev, void *arg)
+{
+	struct agentx *x = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	struct evbuffer_iovec v;
+	llhttp_errno_t e;
+
+	x->busy = 1;
+	while (!x->finished && !x->closed && evbuffer_peek(in, -1, NULL, &v,
+	    1) == 1 && v.iov_len > 0) {
+		e = llhttp_execute(&x->p, v.iov_base, v.iov_len);
+		if (e != HPE_OK && e != HPE_PAUSED) {
+			agentx_finish(x, 0, "the agent's reply is malformed");
+			break;
+		}
+		evbuffer_drain(in, v.iov_len);
+	}
+	x->busy = 0;
+	if (x->closed)
+		agentx_free(x);
+}
+
+static void
+ax_write(struct bufferevent *bev UNUSED, void *arg)
+{
+	struct agentx *x = arg;
+
+	if (x->cb.drain == NULL || x->finished)
+		return;
+	x->busy = 1;
+	x->cb.drain(x, x->arg);
+	x->busy = 0;
+	if (x->closed)
+		agentx_free(x);
+}
+
+static void
+ax_event(struct bufferevent *bev UNUSED, short what, void *arg)
+{
+	struct agentx *x = arg;
+
+	if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)))
+		return;
+	x->busy = 1;
+	if ((what & BEV_EVENT_EOF) && llhttp_finish(&x->p) == HPE_OK &&
+	    x->headed && !x->finished)
+		agentx_finish(x, 1, NULL);	/* a body ended by the close */
+	agentx_finish(x, 0, "the agent closed the connection mid-reply");
+	x->busy = 0;
+	if (x->closed)
+		agentx_free(x);
+}
+
+struct agentx *
+agentx_start(struct event_base *base, struct agentc *ac, const char *method,
+    const char *target, const char *ctype, long long body_len,
+    const struct agentx_cb *cb, void *arg, char *err, size_t errlen)
+{
+	struct agentx *x;
+	struct evbuffer *out;
+	int fd;
+
+	if (!token_ok(method, 0) || !token_ok(target, 0) ||
+	    (ctype != NULL && !token_ok(ctype, 1)) || target[0] != '/') {
+		snprintf(err, errlen, "agent: invalid request line or header");
+		agentc_close(ac);
+		return NULL;
+	}
+	if (ac->fd == -1 && dial(ac, err, errlen) == -1) {
+		agentc_close(ac);
+		return NULL;
+	}
+	fd = ac->fd;
+	ac->fd = -1;
+	if (evutil_make_socket_nonblocking(fd) == -1) {
+		snprintf(err, errlen, "agent: fcntl: %s", strerror(errno));
+		close(fd);
+		agentc_close(ac);
+		return NULL;
+	}
+	x = xcalloc(1, sizeof(*x));
+	x->cb = *cb;
+	x->arg = arg;
+	buf_init(&x->hb, AGENTX_HDRS_MAX);
+	x->bev = bufferevent_socket_new(base, fd, BEV_OPT_CLOSE_ON_FREE);
+	if (x->bev == NULL) {
+		close(fd);
+		free(x);
+		agentc_close(ac);
+		snprintf(err, errlen, "agent: bufferevent_socket_new failed");
+		return NULL;
+	}
+	llhttp_settings_init(&x->ps);
+	x->ps.on_header_field = ax_hfield;
+	x->ps.on_header_value = ax_hvalue;
+	x->ps.on_headers_complete = ax_headers;
+	x->ps.on_body = ax_body;
+	x->ps.on_message_complete = ax_complete;
+	llhttp_init(&x->p, HTTP_RESPONSE, &x->ps);
+	x->p.data = x;
+	x->chunked = body_len == -1;
+	out = bufferevent_get_output(x->bev);
+	evbuffer_add_printf(out, "%s %s HTTP/1.1\r\nHost: sandbox-agent\r\n"
+	    "User-Agent: agentc\r\nConnection: close\r\n", method, target);
+	if (ctype != NULL)
+		evbuffer_add_printf(out, "Content-Type: %s\r\n", ctype);
+	if (ac->addr.token[0] != '\0' && token_ok(ac->addr.token, 0))
+		evbuffer_add_printf(out, "Authorization: Bearer %s\r\n",
+		    ac->addr.token);
+	if (body_len == -1)
+		evbuffer_add_printf(out, "Transfer-Encoding: chunked\r\n\r\n");
+	else
+		evbuffer_add_printf(out, "Content-Length: %lld\r\n\r\n",
+		    body_len < 0 ? 0 : body_len);
+	agentc_close(ac);
+	bufferevent_setwatermark(x->bev, EV_WRITE, AGENTX_OUT_LOW, 0);
+	bufferevent_setcb(x->bev, ax_read, ax_write, ax_event, x);
+	bufferevent_enable(x->bev, EV_READ | EV_WRITE);
+	return x;
+}
+
+void
+agentx_body(struct agentx *x, const char *p, size_t n)
+{
+	struct evbuffer *out = bufferevent_get_output(x->bev);
+
+	if (n == 0 || x->finished)
+		return;
+	if (x->chunked)
+		evbuffer_add_printf(out, "%zx\r\n", n);
+	evbuffer_add(out, p, n);
+	if (x->chunked)
+		evbuffer_add(out, "\r\n", 2);
+}
+
+void
+agentx_body_end(struct agentx *x)
+{
+	if (x->chunked && !x->finished)
+		evbuffer_add(bufferevent_get_output(x->bev), "0\r\n\r\n", 5);
+}
+
+size_t
+agentx_body_pending(const struct agentx *x)
+{
+	return evbuffer_get_length(bufferevent_get_output(x->bev));
+}
+
+int
+agentx_body_full(const struct agentx *x)
+{
+	return agentx_body_pending(x) >= AGENTX_OUT_HIGH;
+}
+
+void
+agentx_pause(struct agentx *x, int paused)
+{
+	if (x->finished || x->closed)
+		return;
+	if (paused)
+		bufferevent_disable(x->bev, EV_READ);
+	else {
+		bufferevent_enable(x->bev, EV_READ);
+		/* bytes already read wait in the input buffer */
+		if (evbuffer_get_length(bufferevent_get_input(x->bev)) > 0)
+			bufferevent_trigger(x->bev, EV_READ, BEV_TRIG_IGNORE_WATERMARKS |
+			    BEV_TRIG_DEFER_CALLBACKS);
+	}
+}
+
+int
+agentx_status(const struct agentx *x)
+{
+	return x->status;
+}
+
+const char *
+agentx_hdr(const struct agentx *x, const char *name)
+{
+	size_t i = 0, nl;
+	const char *n, *v;
+
+	while (i < x->hb.len) {
+		n = x->hb.p + i;
+		nl = strlen(n);
+		if (i + nl + 1 >= x->hb.len)
+			break;
+		v = n + nl + 1;
+		if (strcasecmp(n, name) == 0)
+			return v;
+		i += nl + 1 + strlen(v) + 1;
+	}
+	return NULL;
+}
+
+void
+agentx_close(struct agentx *x)
+{
+	if (x == NULL || x->closed)
+		return;
+	x->closed = 1;
+	if (!x->busy)
+		agentx_free(x);
 }

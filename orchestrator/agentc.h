@@ -83,4 +83,40 @@ struct agentc *agentc_cache_get(struct agentc_cache *,
 /* Puts c back for reuse (or closes it when the cache is full). */
 void	agentc_cache_put(struct agentc_cache *, struct agentc *c);
 
+/*
+ * Streamed exchanges on the event loop ("agentx"): one request whose body
+ * and response are streamed, flow-controlled both ways, on the connection
+ * of ac (dialled now if it is not; ac is consumed either way). The request
+ * goes out with Connection: close. body_len: the Content-Length, or -1
+ * for a chunked body (agentx_body, then agentx_body_end). cb->head gets
+ * the status (agentx_hdr reads the headers), cb->data the body as it
+ * comes (de-chunked), cb->done ends it once (ok 0: the connection failed
+ * or the reply broke off, why says so), cb->drain (may be NULL) runs when
+ * the queued request bytes fall below the low mark. Callbacks may call
+ * agentx_close (no callback after it). Memory: what the caller queues
+ * (keep agentx_body_full() in view) plus one read.
+ */
+struct agentx;
+struct agentx_cb {
+	void	(*head)(struct agentx *, int status, void *arg);
+	void	(*data)(struct agentx *, const char *p, size_t n, void *arg);
+	void	(*done)(struct agentx *, int ok, const char *why, void *arg);
+	void	(*drain)(struct agentx *, void *arg);
+};
+#define AGENTX_OUT_HIGH	(1024 * 1024)	/* request bytes queued: "full" */
+struct event_base;
+struct agentx *agentx_start(struct event_base *, struct agentc *ac,
+	    const char *method, const char *target, const char *ctype,
+	    long long body_len, const struct agentx_cb *, void *arg, char *err,
+	    size_t errlen);
+void	agentx_body(struct agentx *, const char *p, size_t n);
+void	agentx_body_end(struct agentx *);
+size_t	agentx_body_pending(const struct agentx *);
+int	agentx_body_full(const struct agentx *);
+/* Stops (1) or resumes (0) reading the response: the client is behind. */
+void	agentx_pause(struct agentx *, int paused);
+int	agentx_status(const struct agentx *);
+const char *agentx_hdr(const struct agentx *, const char *name);
+void	agentx_close(struct agentx *);
+
 #endif

@@ -56,6 +56,9 @@ struct conf {
 	long long	 max_stopped;
 	long long	 max_creating;
 	long long	 session_calls;	/* calls in flight per session */
+	long long	 files_max_bytes;	/* REST PUT of a file */
+	long long	 exec_max_output;	/* REST exec: out+err bytes */
+	long long	 exec_max_concurrent;	/* REST execs per session */
 
 	/* warm pool */
 	long long	 pool_min_idle;

@@ -10,6 +10,11 @@
  *              needs a descriptor;
  *   C_READING  a request is arriving; its head and body must come within
  *              http.request_timeout (408);
+ *   C_BODY     a request whose body is streamed (route->body_streamed) is
+ *              with its handler from its head while the body arrives: the
+ *              parser runs only while the handler takes the bytes (input
+ *              stops at PEND_MAX otherwise), no timeout here (the handler
+ *              times its transfer), http.max_body does not apply;
  *   C_INFLIGHT the request is with its handler: no timeout (a long tool
  *              call keeps its time); input is still read, to see the
  *              client go (its call is then aborted, HTTP_ABORT_GONE), and
@@ -152,6 +157,7 @@ req_new(struct http *ht, struct hconn *c)
 	buf_init(&r->hb, (size_t)ht->conf->max_headers);
 	buf_init(&r->body, (size_t)ht->conf->max_body);
 	buf_init(&r->extra, 16384);
+	r->clen = -1;
 	return r;
 }
 
@@ -178,7 +184,12 @@ static void
 put_head(struct http *ht, struct hconn *c, struct http_req *r, int code,
     const char *ctype, long long body_len)
 {
-	int close = c->close_after || ht->draining || !r->keepalive;
+	int close;
+
+	/* The rest of a streamed body is not read: the connection ends. */
+	if (r->body_streamed && !r->body_done)
+		c->close_after = 1;
+	close = c->close_after || ht->draining || !r->keepalive;
 
 	evbuffer_add_printf(c->out, "HTTP/1.1 %d %s\r\n", code, reason(code));
 	if (ctype != NULL)
@@ -286,6 +297,14 @@ http_stream_chunk(struct http_req *r, const char *p, size_t n)
 
 	if (c == NULL || r->answered || !r->streaming || n == 0)
 		return;
+	if (r->sized) {
+		if ((long long)n > r->sized_left)
+			n = (size_t)r->sized_left;
+		r->sized_left -= (long long)n;
+		evbuffer_add(c->out, p, n);
+		conn_want_write(c);
+		return;
+	}
 	if (!r->http10)
 		evbuffer_add_printf(c->out, "%zx\r\n", n);
 	evbuffer_add(c->out, p, n);
@@ -306,10 +325,119 @@ http_stream_end(struct http *ht, struct http_req *r)
 		req_free(r);
 		return;
 	}
-	if (!r->http10)
+	if (r->sized && r->sized_left > 0) {
+		c->close_after = 1;	/* short: the client must see it so */
+		req_free(r);
+		reply_done(c);
+		return;
+	}
+	if (!r->http10 && !r->sized)
 		evbuffer_add(c->out, "0\r\n\r\n", 5);
 	req_free(r);
 	reply_done(c);
+}
+
+void
+http_stream_start_len(struct http *ht, struct http_req *r, int code,
+    long long len)
+{
+	struct hconn *c = r->c;
+
+	r->streaming = 1;
+	r->sized = 1;
+	r->sized_left = len;
+	if (c == NULL || r->answered)
+		return;
+	put_head(ht, c, r, code, NULL, len);
+	conn_want_write(c);
+}
+
+void
+http_stream_abort(struct http *ht, struct http_req *r)
+{
+	struct hconn *c = r->c;
+
+	if (!r->streaming) {
+		http_send_err(ht, r, 502, "bad_gateway", "the agent's reply broke off");
+		return;
+	}
+	if (c == NULL || r->answered) {
+		req_free(r);
+		return;
+	}
+	c->close_after = 1;
+	req_free(r);
+	reply_done(c);
+}
+
+size_t
+http_stream_pending(const struct http_req *r)
+{
+	return r->c != NULL ? evbuffer_get_length(r->c->out) : 0;
+}
+
+void
+http_req_on_drain(struct http_req *r, void (*cb)(struct http_req *, void *),
+    void *arg)
+{
+	r->drain_cb = cb;
+	r->drain_arg = arg;
+}
+
+int
+http_req_body_is_streamed(const struct http_req *r)
+{
+	return r->body_streamed;
+}
+
+long long
+http_req_content_length(const struct http_req *r)
+{
+	return r->clen;
+}
+
+/* Takes c's streamed body again: parse what waits, read more. */
+static void
+body_kick(struct hconn *c)
+{
+	if (c->dead || c->st != C_BODY)
+		return;
+	if (c->reading_off) {
+		c->reading_off = 0;
+		event_add(c->rev, NULL);
+	}
+	event_active(c->kick, EV_TIMEOUT, 0);
+}
+
+void
+http_req_body_stream(struct http_req *r, void (*data)(struct http_req *,
+    const char *, size_t, void *), void (*end)(struct http_req *, void *),
+    void *arg)
+{
+	struct hconn *c = r->c;
+
+	r->body_data = data;
+	r->body_end = end;
+	r->body_arg = arg;
+	r->body_reading = 1;
+	if (c == NULL)
+		return;
+	if (r->expect100 && !r->http10) {
+		r->expect100 = 0;
+		evbuffer_add_printf(c->out, "HTTP/1.1 100 Continue\r\n\r\n");
+		conn_want_write(c);
+	}
+	body_kick(c);
+}
+
+void
+http_req_body_pause(struct http_req *r, int paused)
+{
+	int was = r->body_paused;
+
+	r->body_paused = paused != 0;
+	if (was && !paused && r->c != NULL)
+		body_kick(r->c);
 }
 
 /*
@@ -560,6 +688,26 @@ on_headers_complete(llhttp_t *p)
 		c->perr = "refuse";
 		return -1;
 	}
+	if (p->flags & F_CONTENT_LENGTH)
+		r->clen = p->content_length > (uint64_t)LLONG_MAX ? LLONG_MAX :
+		    (long long)p->content_length;
+	if (r->route != NULL && r->route->body_streamed != NULL &&
+	    r->route->body_streamed(r->path, r->method)) {
+		r->body_streamed = 1;
+		if ((e = http_hdr(r, "Expect")) != NULL) {
+			if (strcasecmp(e, "100-continue") != 0) {
+				c->perr = "expect";
+				return -1;
+			}
+			r->expect100 = 1;	/* when the handler takes it */
+		}
+		/* No body: nothing to stream, dispatched as it is. */
+		if (!(p->flags & F_CHUNKED) && r->clen <= 0) {
+			r->body_done = 1;
+			return 0;
+		}
+		return HPE_PAUSED;	/* conn_parse dispatches the head */
+	}
 	if ((p->flags & F_CONTENT_LENGTH) && p->content_length >
 	    (uint64_t)ht->conf->max_body) {
 		snprintf(msg, sizeof(msg), "Payload Too Large: the request body is "
@@ -588,8 +736,15 @@ on_body(llhttp_t *p, const char *at, size_t n)
 {
 	struct hconn *c = p->data;
 	struct http *ht = c->ht;
+	struct http_req *r = c->req;
 	char msg[200];
 
+	if (r != NULL && r->body_streamed) {
+		if (c->st != C_BODY || r->body_data == NULL)
+			return -1;	/* answered meanwhile */
+		r->body_data(r, at, n, r->body_arg);
+		return 0;
+	}
 	if (buf_add(&c->req->body, at, n) == -1) {
 		snprintf(msg, sizeof(msg), "Payload Too Large: the chunked request "
 		    "body passed the limit of %lld bytes (http.max_body)",
@@ -652,6 +807,7 @@ conn_arm(struct hconn *c)
 		due = c->t_state + (c->refuse != NULL ? REFUSE_TIMEOUT_MS :
 		    cf->http_request_timeout_ms);
 		break;
+	case C_BODY:
 	case C_INFLIGHT:
 		break;
 	case C_SINK:
@@ -840,11 +996,18 @@ conn_parse(struct hconn *c)
 	llhttp_errno_t e;
 	const char *pos;
 
-	if (c->dead || c->st != C_READING || c->in.len == 0)
+	struct http_req *r = c->req;
+
+	if (c->dead || (c->st != C_READING && c->st != C_BODY) || c->in.len == 0)
 		return;
+	if (c->st == C_BODY && (r == NULL || !r->body_reading || r->body_paused))
+		return;		/* the handler is not taking bytes now */
 	e = llhttp_execute(&c->parser, c->in.p, c->in.len);
+	r = c->req;	/* a new request's, begun in there */
 	if (e == HPE_OK) {
 		buf_reset(&c->in);
+		if (c->st == C_BODY && c->reading_off)
+			body_kick(c);
 		return;
 	}
 	if (e == HPE_PAUSED || e == HPE_PAUSED_UPGRADE) {
@@ -853,12 +1016,32 @@ conn_parse(struct hconn *c)
 			buf_consume(&c->in, (size_t)(pos - c->in.p));
 		else
 			buf_reset(&c->in);
+		if (c->complete && c->st == C_BODY) {
+			c->complete = 0;
+			r->body_done = 1;
+			conn_set(c, C_INFLIGHT);
+			conn_arm(c);
+			if (r->body_end != NULL)
+				r->body_end(r, r->body_arg);
+			return;
+		}
 		if (c->complete && c->st == C_READING) {
 			c->complete = 0;
 			conn_set(c, C_INFLIGHT);
 			conn_arm(c);
 			dispatch(c);	/* may reply at once: c kicks itself */
+			return;
 		}
+		if (c->st == C_READING && r != NULL && r->body_streamed &&
+		    !r->dispatched) {
+			conn_set(c, C_BODY);	/* the head: to its handler */
+			conn_arm(c);
+			llhttp_resume(&c->parser);
+			dispatch(c);
+			return;
+		}
+		if (c->st == C_BODY && c->reading_off)
+			body_kick(c);
 		return;
 	}
 	buf_reset(&c->in);
@@ -908,9 +1091,10 @@ read_cb(evutil_socket_t fd UNUSED, short ev UNUSED, void *arg)
 	}
 	if (c->st == C_READING && c->req == NULL)
 		hreq_guess(c);	/* a new request's first bytes */
-	if (c->st == C_READING)
+	if (c->st == C_READING || c->st == C_BODY)
 		conn_parse(c);
-	else if (c->st == C_INFLIGHT && c->in.len >= PEND_MAX) {
+	if ((c->st == C_INFLIGHT || c->st == C_BODY) && !c->dead &&
+	    c->in.len >= PEND_MAX) {
 		event_del(c->rev);	/* pipelined too far ahead */
 		c->reading_off = 1;
 	}
@@ -933,6 +1117,10 @@ write_cb(evutil_socket_t fd UNUSED, short ev UNUSED, void *arg)
 		c->t_wrote = util_mono_ms();
 	if (evbuffer_get_length(c->out) > 0) {
 		conn_arm(c);
+		if (evbuffer_get_length(c->out) < HTTP_DRAIN_LOW &&
+		    c->req != NULL && c->req->drain_cb != NULL &&
+		    c->req->streaming)
+			c->req->drain_cb(c->req, c->req->drain_arg);
 		return;
 	}
 	event_del(c->wev);
@@ -946,11 +1134,13 @@ write_cb(evutil_socket_t fd UNUSED, short ev UNUSED, void *arg)
 			c->wr_shut = 1;
 		}
 	}
-	if (c->reading_off && c->st != C_INFLIGHT) {
+	if (c->reading_off && c->st != C_INFLIGHT && c->st != C_BODY) {
 		c->reading_off = 0;
 		event_add(c->rev, NULL);
 	}
 	conn_arm(c);
+	if (c->req != NULL && c->req->drain_cb != NULL && c->req->streaming)
+		c->req->drain_cb(c->req, c->req->drain_arg);	/* may end it */
 }
 
 static void
@@ -995,6 +1185,7 @@ tmo_cb(evutil_socket_t fd UNUSED, short ev UNUSED, void *arg)
 			return;
 		}
 		break;
+	case C_BODY:
 	case C_INFLIGHT:
 		break;
 	}

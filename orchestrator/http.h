@@ -66,6 +66,11 @@ struct http_route {
 	void		(*handler)(struct http *, struct http_req *,
 			    const char *path, void *arg);
 	void		*arg;
+	/* NULL, or: is this request's body streamed to the handler (which
+	 * gets the head first, then http_req_body_stream's chunks) instead
+	 * of read whole before dispatch? Such bodies are exempt from
+	 * http.max_body: the handler bounds them. */
+	int		(*body_streamed)(const char *path, enum http_method);
 };
 
 /*
@@ -116,6 +121,22 @@ int	http_req_gone(const struct http_req *);
  */
 void	http_req_on_abort(struct http_req *, void (*cb)(struct http_req *,
 	    enum http_abort, void *), void *arg);
+/*
+ * Streamed request bodies (route->body_streamed). The handler is called
+ * at the head; nothing of the body is read until it calls
+ * http_req_body_stream (which answers Expect: 100-continue then): data
+ * gets the body's bytes as they arrive (de-chunked), end runs once after
+ * the last. Neither may send the final reply from inside (defer it); a
+ * final reply before the end closes the connection after it. While
+ * paused (http_req_body_pause 1) nothing more is read from the client:
+ * at most one read's worth arrives after the pause.
+ */
+int	http_req_body_is_streamed(const struct http_req *);
+long long http_req_content_length(const struct http_req *);	/* -1: none */
+void	http_req_body_stream(struct http_req *, void (*data)(struct http_req *,
+	    const char *p, size_t n, void *), void (*end)(struct http_req *,
+	    void *), void *arg);
+void	http_req_body_pause(struct http_req *, int paused);
 /* Adds a reply header (name and value copied; CR and LF refused). */
 void	http_add_header(struct http_req *, const char *name, const char *value);
 
@@ -143,6 +164,24 @@ void	http_send_err(struct http *, struct http_req *, int code,
 void	http_stream_start(struct http *, struct http_req *, int code);
 void	http_stream_chunk(struct http_req *, const char *p, size_t n);
 void	http_stream_end(struct http *, struct http_req *);
+/*
+ * A streamed reply of a known length (Content-Length: len, chunks written
+ * as they are): http_stream_chunk sends the bytes, http_stream_end ends
+ * it; ended short of len, the connection is closed (the client sees a
+ * truncated body, never a wrong one).
+ */
+void	http_stream_start_len(struct http *, struct http_req *, int code,
+	    long long len);
+/* Ends a streamed reply as broken: the connection is closed without its
+ * last chunk, so the client knows it is incomplete. Frees req. */
+void	http_stream_abort(struct http *, struct http_req *);
+/* Reply bytes queued for the client, not yet written. */
+size_t	http_stream_pending(const struct http_req *);
+/* cb runs (loop thread) each time the queued reply bytes drop below
+ * HTTP_DRAIN_LOW after a write; for a handler pacing a streamed reply. */
+#define HTTP_DRAIN_LOW	(256 * 1024)
+void	http_req_on_drain(struct http_req *, void (*cb)(struct http_req *,
+	    void *), void *arg);
 
 /* The HTTP counters as Prometheus text, appended to b. 0 or -1 (full). */
 int	http_metrics(const struct http *, struct buf *b) WUNRES;

@@ -20,7 +20,7 @@
 #define HDR_MAX			100	/* headers in one request (431 beyond) */
 #define ADDR_BUCKETS		1024	/* client address counters (hash) */
 
-enum cstate { C_IDLE, C_READING, C_INFLIGHT, C_SINK };
+enum cstate { C_IDLE, C_READING, C_BODY, C_INFLIGHT, C_SINK };
 
 struct addrcnt {		/* connections from one client address */
 	unsigned char	 a[16];
@@ -53,6 +53,22 @@ struct http_req {
 	unsigned		 streaming:1;	/* a streamed reply started */
 	unsigned		 answered:1;	/* replied by this layer (deadline) */
 	unsigned		 aborted:1;	/* abort cb ran */
+	/* A streamed request body (route->body_streamed): the handler has
+	 * the head while the body still arrives (http_req_body_stream). */
+	unsigned		 body_streamed:1;
+	unsigned		 body_done:1;	/* its end was parsed */
+	unsigned		 body_paused:1;	/* the handler is behind */
+	unsigned		 body_reading:1;	/* the handler takes it */
+	unsigned		 expect100:1;	/* 100 Continue owed at start */
+	unsigned		 sized:1;	/* a streamed reply with a length */
+	long long		 clen;		/* Content-Length, -1: none */
+	long long		 sized_left;	/* its bytes still owed */
+	void			(*body_data)(struct http_req *, const char *,
+				    size_t, void *);
+	void			(*body_end)(struct http_req *, void *);
+	void			*body_arg;
+	void			(*drain_cb)(struct http_req *, void *);
+	void			*drain_arg;
 	void			(*abort_cb)(struct http_req *, enum http_abort,
 				    void *);
 	void			*abort_arg;

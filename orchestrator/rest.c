@@ -28,6 +28,7 @@
 #include "log.h"
 #include "rest.h"
 #include "work.h"
+#include "xfer.h"
 #include "xmalloc.h"
 
 enum rop { R_CREATE, R_STOP, R_START, R_DELETE, R_GET, R_APPS, R_EXPOSE,
@@ -69,7 +70,7 @@ rop_name(enum rop op)
 
 /* A runtime or agent failure is 503 (Retry-After); every error's text
  * goes out with its host paths taken out (rjob_run). */
-static int
+int
 sess_err_http(enum sess_err e, const char **code)
 {
 	switch (e) {
@@ -526,6 +527,11 @@ rest_handle(struct http *ht, struct http_req *req, const char *path,
 			return;
 		}
 		op = slash ? slash + 1 : NULL;
+	}
+	if (op != NULL && xfer_route(op)) {	/* files and exec: xfer.c */
+		xfer_handle(ht, mgr, ctx->conf, req, sid, op);
+		free(sid);
+		return;
 	}
 	r = xcalloc(1, sizeof(*r));
 	r->ht = ht;

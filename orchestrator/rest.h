@@ -18,4 +18,7 @@ struct rest_ctx {		/* the route's argument */
 void	rest_handle(struct http *, struct http_req *, const char *path,
 	    void *arg);
 
+/* The HTTP status and error code of a session error (xfer.c too). */
+int	sess_err_http(enum sess_err, const char **code);
+
 #endif

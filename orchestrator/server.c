@@ -14,6 +14,7 @@
 #include "http.h"
 #include "mcp_http.h"
 #include "rest.h"
+#include "xfer.h"
 #include "server.h"
 #include "work.h"
 #include "xmalloc.h"
@@ -108,20 +109,20 @@ server_new(struct event_base *base, const struct conf *conf,
 	sv->rest.mgr = mgr;
 	sv->rest.conf = conf;
 	r[ROUTE_HEALTHZ] = (struct http_route){ "/healthz", 0, 0, HTTP_EP_OTHER,
-	    NULL, healthz, sv };
+	    NULL, healthz, sv, NULL };
 	r[ROUTE_READYZ] = (struct http_route){ "/readyz", 0, 0, HTTP_EP_OTHER,
-	    NULL, readyz, sv };
+	    NULL, readyz, sv, NULL };
 	r[ROUTE_MCP] = (struct http_route){ "/mcp", 0, 1, HTTP_EP_MCP,
-	    mcp_http_error, mcp_http_handle, sv->mcp };
+	    mcp_http_error, mcp_http_handle, sv->mcp, NULL };
 	r[ROUTE_MCP_SLASH] = r[ROUTE_MCP];
 	r[ROUTE_MCP_SLASH].path = "/mcp/";
 	r[ROUTE_REST] = (struct http_route){ "/v1/sessions", 1, 1, HTTP_EP_REST,
-	    NULL, rest_handle, &sv->rest };
+	    NULL, rest_handle, &sv->rest, xfer_body_streamed };
 	r[ROUTE_METRICS] = (struct http_route){ "/metrics", 0, 1, HTTP_EP_OTHER,
-	    NULL, metrics, sv };
+	    NULL, metrics, sv, NULL };
 	sv->homes = (struct homes_ctx){ mgr, conf };
 	r[ROUTE_HOMES] = (struct http_route){ "/v1/users/", 1, 1, HTTP_EP_REST,
-	    NULL, homes_handle, &sv->homes };
+	    NULL, homes_handle, &sv->homes, NULL };
 	if ((sv->ht = http_new(base, conf, key, sv->routes, ROUTE_MAX, max_fds,
 	    err, errlen)) == NULL) {
 		server_free(sv);

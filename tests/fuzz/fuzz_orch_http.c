@@ -92,10 +92,10 @@ rpc_err(int status UNUSED, const char *code UNUSED, const char *msg)
 }
 
 static const struct http_route froutes[] = {
-	{ "/sync", 0, 0, HTTP_EP_OTHER, NULL, h_sync, NULL },
-	{ "/stream", 0, 0, HTTP_EP_OTHER, NULL, h_stream, NULL },
-	{ "/later", 0, 0, HTTP_EP_OTHER, NULL, h_later, NULL },
-	{ "/mcp", 0, 1, HTTP_EP_MCP, rpc_err, h_sync, NULL },
+	{ "/sync", 0, 0, HTTP_EP_OTHER, NULL, h_sync, NULL, NULL },
+	{ "/stream", 0, 0, HTTP_EP_OTHER, NULL, h_stream, NULL, NULL },
+	{ "/later", 0, 0, HTTP_EP_OTHER, NULL, h_later, NULL, NULL },
+	{ "/mcp", 0, 1, HTTP_EP_MCP, rpc_err, h_sync, NULL, NULL },
 };
 
 static void

@@ -1,0 +1,30 @@
+/*
+ * xfer.h: REST file transfer and streamed exec for trusted clients
+ * (docs/operator-guide.md, "REST"), relayed to the session's agent
+ * (docs/internals/agent-protocol.md: /v1/files/raw, list, delete,
+ * /v1/exec) without holding a body whole:
+ *   PUT    /v1/sessions/{id}/files/<abs path>[?mode=0644][&append=1]
+ *   GET    /v1/sessions/{id}/files/<abs path>       the bytes
+ *   GET    /v1/sessions/{id}/files/<dir>/[?recursive=1][&max_entries=N]
+ *   DELETE /v1/sessions/{id}/files/<abs path>[?recursive=1]
+ *   POST   /v1/sessions/{id}/exec                    NDJSON, streamed
+ */
+#ifndef XFER_H
+#define XFER_H
+
+#include "conf.h"
+#include "http.h"
+#include "sess.h"
+
+/* The route's body_streamed: a PUT of a file. */
+int	xfer_body_streamed(const char *path, enum http_method);
+/*
+ * Serves op ("files/...", "exec") of session sid for rest.c (which has
+ * checked the id). Answers every error itself.
+ */
+void	xfer_handle(struct http *, struct sessmgr *, const struct conf *,
+	    struct http_req *, const char *sid, const char *op);
+/* Is op one of these routes'? */
+int	xfer_route(const char *op);
+
+#endif
