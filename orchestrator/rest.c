@@ -68,24 +68,6 @@ rop_name(enum rop op)
 	return "handle";
 }
 
-/* A runtime or agent failure is 503 (Retry-After); every error's text
- * goes out with its host paths taken out (rjob_run). */
-int
-sess_err_http(enum sess_err e, const char **code)
-{
-	switch (e) {
-	case SE_BAD: *code = "bad_request"; return 400;
-	case SE_NOTFOUND: *code = "not_found"; return 404;
-	case SE_LIMIT: *code = "limit_reached"; return 429;
-	case SE_DRAINING: *code = "draining"; return 503;
-	case SE_BUSY: *code = "busy"; return 409;
-	case SE_IDENTITY: *code = "identity_mismatch"; return 409;
-	case SE_AGENT: *code = "agent_error"; return 503;
-	case SE_RUNTIME:
-	default: *code = "runtime_error"; return 503;
-	}
-}
-
 /* The app ops: s is the session (held by the caller's reference). */
 static int
 rjob_apps(struct rjob *r, struct sess *s, enum sess_err *e, char *err,

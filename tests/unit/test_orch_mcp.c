@@ -196,7 +196,7 @@ TEST(test_mcp_tools_list)
 		CHECK_STR(cJSON_GetObjectItem(s, "type")->valuestring, "object");
 		n++;
 	}
-	CHECK_INT(n, 12);
+	CHECK_INT(n, 16);
 	mcp_out_free(&out);
 }
 

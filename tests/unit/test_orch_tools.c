@@ -580,14 +580,14 @@ TEST(test_tools_list_matches)
 		schema_free(sc);
 		n++;
 	}
-	CHECK_INT(n, 12);
+	CHECK_INT(n, 16);
 	CHECK(!tools_exists("nope"));
 	CHECK(!tools_exists(""));
 	cJSON_Delete(l);
 	tools_cleanup();
 	CHECK_INT(tools_init(), 0);
 	l = tools_list();
-	CHECK_INT(cJSON_GetArraySize(l), 12);
+	CHECK_INT(cJSON_GetArraySize(l), 16);
 	cJSON_Delete(l);
 	tools_cleanup();
 }
