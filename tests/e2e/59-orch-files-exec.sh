@@ -145,6 +145,25 @@ check "exec: unknown member refused (400)" test "$(curl -s "${A[@]}" -o /dev/nul
 check "exec: bad JSON (400)" test "$(curl -s "${A[@]}" -o /dev/null -w '%{http_code}' -H 'Content-Type: application/json' -d '{"command":' "$X")" = 400
 check "exec: bad base64 stdin is the agent's 400" test "$(curl -s "${A[@]}" -o /dev/null -w '%{http_code}' -H 'Content-Type: application/json' -d '{"command":"cat","stdin":"!!!"}' "$X")" = 400
 
+# --- a client that stops sending mid-upload: the agent's request timeout
+# (30 s without a byte) ends the transfer, so it cannot hold its worker and
+# the session for ever; the target is not created ---
+python3 - "$ORCH_PORT" "$ORCH_KEY" "$S" > "$T/stall" <<'PY' &
+import socket, sys, time
+port, key, sid = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+s = socket.create_connection(("127.0.0.1", port))
+s.sendall(("PUT /v1/sessions/%s/files/workspace/stalled HTTP/1.1\r\n"
+    "Host: 127.0.0.1\r\nAuthorization: Bearer %s\r\n"
+    "Content-Length: 1000\r\n\r\n" % (sid, key)).encode() + b"x" * 10)
+t0 = time.time()
+s.settimeout(90)
+try:
+    d = s.recv(4096)
+except socket.timeout:
+    d = b"no answer"
+print(int(time.time() - t0), (d.split(b"\r\n")[0] or b"closed").decode(errors="replace"))
+PY
+stall=$!
 # --- auth, unknown session, hostile heads ---
 check "no key: 401" test "$(curl -s -o /dev/null -w '%{http_code}' -T "$T/f1" "$F/workspace/na")" = 401
 check "no key: nothing written" test "$(mcp_tool "$S" shell '{"command":"test -e /workspace/na && echo yes || echo no"}' | head -1)" = no
@@ -153,3 +172,9 @@ check "unknown query parameter: 400" test "$(curl -s "${A[@]}" -o /dev/null -w '
 check "oversized head: 431" test "$(curl -s "${A[@]}" -o /dev/null -w '%{http_code}' -H "X-Big: $(head -c 70000 /dev/zero | tr '\0' a)" -T "$T/f1" "$F/workspace/f1")" = 431
 check "bad mode: 400" test "$(curl -s "${A[@]}" -o /dev/null -w '%{http_code}' -T "$T/f1" "$F/workspace/f1?mode=9z")" = 400
 check "the daemon still serves" curl -sf "$ORCH_URL/readyz"
+wait "$stall"
+read -r secs what < "$T/stall"
+echo "stalled upload: ${secs} s, then: $what"
+check "a stalled upload is ended within 45 s ($secs s: $what)" test "${secs:-99}" -le 45
+check "a stalled upload leaves no file and no temp" test "$(mcp_tool "$S" shell '{"command":"ls -a /workspace | grep -c stalled"}' | head -1)" = 0
+
