@@ -46,7 +46,11 @@ check "GET: X-File-Mode" grep -qi '^x-file-mode: 0' "$T/hdr.f1m"
 curl -s "${A[@]}" -o /dev/null -T - "$F/workspace/m2" <"$T/f100m"
 h1=$(hwm)
 echo "VmHWM before any transfer ${h0} kB, after three 100 MiB uploads and a download ${h1} kB"
-check "memory flat: VmHWM grew < 24 MiB over 100 MiB uploads" test $((h1 - h0)) -lt 24576
+# ASan's quarantine keeps freed buffers out of reuse (256 MiB by default):
+# peak memory means nothing in the sanitizer build, as in 71
+case $B in *-san*) skip "memory flat: VmHWM grew < 24 MiB over 100 MiB uploads" "sanitizer build" ;;
+*) check "memory flat: VmHWM grew < 24 MiB over 100 MiB uploads" test $((h1 - h0)) -lt 24576 ;;
+esac
 
 # --- files.max_bytes ---
 head -c $((200 * 1048576 + 1)) /dev/zero > "$T/big"
