@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "b64.h"
 #include "conn.h"
 #include "ev.h"
 #include "exec.h"
@@ -272,7 +273,7 @@ exec_output(struct exec *e, int which, const char *p, size_t n)
 	if (k > 0) {
 		o = (size_t)snprintf(line, sizeof(line), "{\"s\":\"%s\",\"b\":\"",
 		    which == PIPE_OUT ? "out" : "err");
-		o += json_b64_encode(p, k, line + o);
+		o += b64_encode(p, k, line + o);
 		line[o++] = '"';
 		line[o++] = '}';
 		line[o++] = '\n';
@@ -450,8 +451,8 @@ static struct exec_req *
 exec_parse(struct conn *c, const struct json *body)
 {
 	const struct json *env = json_get(body, "env"), *v;
-	const char *cmd, *s;
-	size_t cmdlen, slen;
+	const char *cmd, *s, *why;
+	size_t cmdlen, slen, at;
 	struct exec_req *q;
 	struct stat st;
 	long n;
@@ -536,10 +537,11 @@ exec_parse(struct conn *c, const struct json *body)
 		goto bad;
 	}
 	if (r == 0) {
-		q->in = xmalloc(slen / 4 * 3 + 1);
-		if ((n = json_b64_decode(s, slen, q->in)) < 0) {
+		q->in = xmalloc(slen / 4 * 3 + 2);
+		if ((n = b64_decode(s, slen, q->in, 1, &why, &at)) < 0) {
 			conn_reply_error(c, 400, "bad_request", "\"stdin\" is not "
-			    "valid base64 (RFC 4648, padded)");
+			    "valid base64 (RFC 4648, padded): %s, at character %zu",
+			    why, at);
 			goto bad;
 		}
 		q->inlen = (size_t)n;

@@ -61,12 +61,6 @@ int	json_utf8_valid(const char *p, size_t n);
  * incomplete (but so far valid) UTF-8 sequence; at most 3 bytes shorter.
  */
 size_t	json_utf8_complete(const char *p, size_t n);
-/* Base64 (RFC 4648, padded) of in[0..n) into out (4 * ((n + 2) / 3)
- * bytes, no NUL); its length. */
-size_t	json_b64_encode(const void *in, size_t n, char *out);
-/* Decodes strict padded base64 in[0..n) into out (at most n / 4 * 3
- * bytes); the length, or -1 when malformed. */
-long	json_b64_decode(const char *in, size_t n, unsigned char *out);
 /* The value of hex digit c, or -1. */
 int	json_hexval(int c);
 

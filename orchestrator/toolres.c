@@ -19,6 +19,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "b64.h"
 #include "buf.h"
 #include "jsonu.h"
 #include "log.h"
@@ -583,103 +584,43 @@ status_result(struct tool_call *tc, cJSON *st)
 	buf_free(&out);
 }
 
-
 /* ---- the file tools ---- */
-
-static const char b64_chars[] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 char *
 tr_b64_encode(const unsigned char *p, size_t n)
 {
-	char *out = xmalloc((n + 2) / 3 * 4 + 1), *o = out;
-	size_t i;
-	unsigned v;
+	char *out = xmalloc(B64_ENC_LEN(n) + 1);
 
-	for (i = 0; i + 2 < n; i += 3) {
-		v = (unsigned)p[i] << 16 | (unsigned)p[i + 1] << 8 | p[i + 2];
-		*o++ = b64_chars[v >> 18 & 63];
-		*o++ = b64_chars[v >> 12 & 63];
-		*o++ = b64_chars[v >> 6 & 63];
-		*o++ = b64_chars[v & 63];
-	}
-	if (i < n) {
-		v = (unsigned)p[i] << 16 | (i + 1 < n ? (unsigned)p[i + 1] << 8 : 0);
-		*o++ = b64_chars[v >> 18 & 63];
-		*o++ = b64_chars[v >> 12 & 63];
-		*o++ = b64_chars[v >> 6 & 63];
-		if (i + 1 == n)
-			o[-1] = '=';
-		*o++ = '=';
-	}
-	*o = '\0';
+	out[b64_encode(p, n, out)] = '\0';
 	return out;
-}
-
-static int
-b64_val(unsigned char c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '+')
-		return 62;
-	if (c == '/')
-		return 63;
-	return -1;
 }
 
 int
 tr_b64_decode(const char *s, struct buf *out, char *err, size_t errlen)
 {
-	size_t n = strlen(s), i, pad = 0;
-	unsigned v = 0;
-	int k = 0, d;
-	char o[3];
+	size_t n = strlen(s), at;
+	const char *why;
+	unsigned char *tmp;
+	long k;
 
 	out->len = 0;
 	err[0] = '\0';
-	while (pad < 2 && n > pad && s[n - 1 - pad] == '=')
-		pad++;
-	if ((n - pad) % 4 == 1 || (pad > 0 && n % 4 != 0)) {
-		snprintf(err, errlen, "its length (%zu characters) is not that of "
-		    "base64", n);
+	if (n / 4 * 3 > out->max + 2)	/* surely over the caller's cap */
+		return -1;
+	tmp = xmalloc(n / 4 * 3 + 2);
+	if ((k = b64_decode(s, n, tmp, 0, &why, &at)) < 0) {
+		if (at == n)
+			snprintf(err, errlen, "%s (%zu characters)", why, n);
+		else
+			snprintf(err, errlen, "character %zu: %s", at, why);
+		free(tmp);
 		return -1;
 	}
-	for (i = 0; i < n - pad; i++) {
-		if ((d = b64_val((unsigned char)s[i])) == -1) {
-			snprintf(err, errlen, "character %zu is not base64 (A-Z a-z "
-			    "0-9 + /, '=' padding at the end, no spaces or newlines)",
-			    i);
-			return -1;
-		}
-		v = v << 6 | (unsigned)d;
-		if (++k == 4) {
-			o[0] = (char)(v >> 16);
-			o[1] = (char)(v >> 8);
-			o[2] = (char)v;
-			if (buf_add(out, o, 3) == -1)
-				return -1;
-			v = 0;
-			k = 0;
-		}
+	if (buf_add(out, tmp, (size_t)k) == -1) {
+		free(tmp);
+		return -1;
 	}
-	if (k > 0) {
-		/* 2 or 3 characters: 1 or 2 bytes, the rest of the bits zero */
-		v <<= 6 * (4 - k);
-		o[0] = (char)(v >> 16);
-		o[1] = (char)(v >> 8);
-		if ((v & (k == 2 ? 0xffffu : 0xffu)) != 0) {
-			snprintf(err, errlen, "its last character has bits set "
-			    "beyond the data (not canonical base64)");
-			return -1;
-		}
-		if (buf_add(out, o, (size_t)k - 1) == -1)
-			return -1;
-	}
+	free(tmp);
 	return 0;
 }
 

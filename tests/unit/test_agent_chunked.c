@@ -5,6 +5,7 @@
 
 #include "../../agent/http.h"
 #include "../../agent/json.h"
+#include "b64.h"
 #include "unit.h"
 
 /* Decodes in[0..n) fed step bytes at a time; 1 done, 0 more, -1 error. */
@@ -113,23 +114,24 @@ TEST(test_b64)
 		"Zm 9", "Zg=a" };
 	unsigned char dec[64], all[256];
 	char enc[400];
-	size_t i, n;
+	const char *why;
+	size_t i, n, at;
 	long k;
 
 	for (i = 0; i < NELEM(v); i++) {
-		n = json_b64_encode(v[i].raw, strlen(v[i].raw), enc);
+		n = b64_encode(v[i].raw, strlen(v[i].raw), enc);
 		CHECK(n == strlen(v[i].enc) && memcmp(enc, v[i].enc, n) == 0);
-		k = json_b64_decode(v[i].enc, strlen(v[i].enc), dec);
+		k = b64_decode(v[i].enc, strlen(v[i].enc), dec, 1, &why, &at);
 		CHECK(k == (long)strlen(v[i].raw) && memcmp(dec, v[i].raw, (size_t)k) == 0);
 	}
 	for (i = 0; i < NELEM(bad); i++)
-		CHECK_INT(json_b64_decode(bad[i], strlen(bad[i]), dec), -1);
+		CHECK_INT(b64_decode(bad[i], strlen(bad[i]), dec, 1, &why, &at), -1);
 	for (i = 0; i < sizeof(all); i++)
 		all[i] = (unsigned char)i;
-	n = json_b64_encode(all, sizeof(all), enc);
+	n = b64_encode(all, sizeof(all), enc);
 	{
 		unsigned char back[256];
-		CHECK_INT(json_b64_decode(enc, n, back), 256);
+		CHECK_INT(b64_decode(enc, n, back, 1, &why, &at), 256);
 		CHECK(memcmp(back, all, 256) == 0);
 	}
 }
