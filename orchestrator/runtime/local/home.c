@@ -302,27 +302,6 @@ ns_ino(pid_t pid, const char *ns, struct stat *st)
 	return stat(p, st);
 }
 
-/* ppid of pid by /proc/PID/stat (field 4, after the comm's ')'); -1. */
-static pid_t
-ppid_of(pid_t pid)
-{
-	char p[64], buf[512], *cp;
-	ssize_t n;
-	int fd;
-
-	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
-	if ((fd = open(p, O_RDONLY | O_CLOEXEC)) == -1)
-		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	if ((cp = strrchr(buf, ')')) == NULL || cp[1] != ' ' || cp[2] == '\0')
-		return -1;
-	return (pid_t)strtol(cp + 4, NULL, 10);
-}
-
 /*
  * A pidfd for a child of the agent in the commands' mount namespace (not
  * the agent's: agent/nest.c's C0 or a shell), checked to be the agent's
@@ -360,7 +339,7 @@ nest_pidfd(pid_t top)
 		if ((fd = (int)syscall(SYS_pidfd_open, q[i], 0)) == -1)
 			continue;
 		/* still that parent's child once pinned: not a reused pid */
-		if (ppid_of(q[i]) == par[i] && ns_ino(q[i], "mnt", &cst) == 0 &&
+		if (rl_proc_ppid(q[i]) == par[i] && ns_ino(q[i], "mnt", &cst) == 0 &&
 		    cst.st_ino != ast.st_ino)
 			return fd;
 		close(fd);

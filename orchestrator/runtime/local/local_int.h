@@ -393,6 +393,8 @@ long long rl_tree_bytes(const char *path, long long *left);
 long long rl_proc_start(pid_t);
 /* The same, a zombie included (it still holds its pid until reaped). */
 long long rl_proc_start_any(pid_t);
+/* Its parent's pid (a zombie included), or -1. */
+pid_t	rl_proc_ppid(pid_t);
 /* Writes s into the existing file path (a kernel knob) in one write(2);
  * 0 or -1 with errno. Only system calls. */
 int	rl_write_str(const char *path, const char *s);

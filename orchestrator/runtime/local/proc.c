@@ -19,8 +19,10 @@
 
 #include "local_int.h"
 
+/* Field want (4: ppid, 22: starttime) of /proc/<pid>/stat, a
+ * non-negative number; -1 (also for a zombie unless zombie_ok). */
 static long long
-proc_start(pid_t pid, int zombie_ok)
+proc_stat_field(pid_t pid, int zombie_ok, int want)
 {
 	char path[64], buf[1024], *p;
 	long long v;
@@ -45,11 +47,11 @@ proc_start(pid_t pid, int zombie_ok)
 	 * nothing, and a sandbox whose pid 1 is one is not running */
 	if (!zombie_ok && p[0] == ' ' && (p[1] == 'Z' || p[1] == 'X'))
 		return -1;
-	/* p points at " S ppid ...": state is field 3, starttime field 22 */
-	for (field = 2; field < 22 && *p != '\0'; p++)
+	/* p points at " S ppid ...": state is field 3, ppid 4, starttime 22 */
+	for (field = 2; field < want && *p != '\0'; p++)
 		if (*p == ' ')
 			field++;
-	if (field != 22)
+	if (field != want || *p < '0' || *p > '9')
 		return -1;
 	v = 0;
 	while (*p >= '0' && *p <= '9') {
@@ -64,13 +66,21 @@ proc_start(pid_t pid, int zombie_ok)
 long long
 rl_proc_start(pid_t pid)
 {
-	return proc_start(pid, 0);
+	return proc_stat_field(pid, 0, 22);
 }
 
 long long
 rl_proc_start_any(pid_t pid)
 {
-	return proc_start(pid, 1);
+	return proc_stat_field(pid, 1, 22);
+}
+
+pid_t
+rl_proc_ppid(pid_t pid)
+{
+	long long v = proc_stat_field(pid, 1, 4);
+
+	return v < 0 || v > INT_MAX ? -1 : (pid_t)v;
 }
 
 int
