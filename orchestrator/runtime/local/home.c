@@ -181,9 +181,7 @@ home_mkfs(const struct rl *rl, const char *udir, long long size, char *err,
 	char opts[160];
 	char *av[] = { "mke2fs", "-q", "-F", "-t", "ext4", "-m", "0", "-E",
 	    opts, tmp, NULL };
-	posix_spawn_file_actions_t fa;
-	pid_t pid;
-	int fd, st = -1, sr;
+	int st = -1;
 
 	snprintf(img, sizeof(img), "%s/home.img", udir);
 	snprintf(tmp, sizeof(tmp), "%s/home.img.new", udir);
@@ -191,28 +189,11 @@ home_mkfs(const struct rl *rl, const char *udir, long long size, char *err,
 	snprintf(opts, sizeof(opts), "root_owner=%d:%d,lazy_itable_init=1,"
 	    "lazy_journal_init=1", RL_INNER_UID, RL_INNER_UID);
 	(void)unlink(tmp);	/* a make that died half way */
-	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC |
-	    O_NOFOLLOW, 0600)) == -1 || ftruncate(fd, size) == -1) {
-		snprintf(err, errlen, "home image %s: %s", tmp, strerror(errno));
-		if (fd != -1)
-			close(fd);
+	if (rl_mkfs(rl, "home image", tmp, size, av, logp, &st, err,
+	    errlen) == -1) {
 		(void)unlink(tmp);
 		return -1;
 	}
-	close(fd);
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 1, logp, O_WRONLY | O_CREAT |
-	    O_APPEND, 0600);
-	posix_spawn_file_actions_adddup2(&fa, 1, 2);
-	sr = posix_spawn(&pid, rl->c.mkfs, &fa, NULL, av, NULL);
-	posix_spawn_file_actions_destroy(&fa);
-	if (sr != 0) {
-		snprintf(err, errlen, "%s: %s", rl->c.mkfs, strerror(sr));
-		(void)unlink(tmp);
-		return -1;
-	}
-	while (waitpid(pid, &st, 0) == -1 && errno == EINTR)
-		;
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 		snprintf(err, errlen, "%s failed for a home (status %d; see %s)",
 		    rl->c.mkfs, st, logp);

@@ -116,6 +116,38 @@ rl_images(const struct rl *rl)
  * mount namespace at each start.
  */
 int
+rl_mkfs(const struct rl *rl, const char *what, const char *img,
+    long long size, char *const av[], const char *logp, int *status,
+    char *err, size_t errlen)
+{
+	posix_spawn_file_actions_t fa;
+	pid_t pid;
+	int fd, sr;
+
+	if ((fd = open(img, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC |
+	    O_NOFOLLOW, 0600)) == -1 || ftruncate(fd, size) == -1) {
+		snprintf(err, errlen, "%s %s: %s", what, img, strerror(errno));
+		if (fd != -1)
+			close(fd);
+		return -1;
+	}
+	close(fd);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 1, logp, O_WRONLY | O_CREAT |
+	    O_APPEND, 0600);
+	posix_spawn_file_actions_adddup2(&fa, 1, 2);
+	sr = posix_spawn(&pid, rl->c.mkfs, &fa, NULL, av, NULL);
+	posix_spawn_file_actions_destroy(&fa);
+	if (sr != 0) {
+		snprintf(err, errlen, "%s: %s", rl->c.mkfs, strerror(sr));
+		return -1;
+	}
+	while (waitpid(pid, status, 0) == -1 && errno == EINTR)
+		;
+	return 0;
+}
+
+int
 rl_make_disk(const struct rl *rl, const struct rec *r, uid_t wsuid,
     int ws_src, const struct rl_idmap *map, char *err, size_t errlen)
 {
@@ -124,9 +156,7 @@ rl_make_disk(const struct rl *rl, const struct rec *r, uid_t wsuid,
 	char *av[] = { "mke2fs", "-q", "-F", "-t", "ext4", "-m", "0", "-E",
 	    "root_owner=0:0,lazy_itable_init=1,lazy_journal_init=1", "-d",
 	    skel, img, NULL };
-	posix_spawn_file_actions_t fa;
-	pid_t pid;
-	int fd, st = -1, rc = -1, sr;
+	int st = -1, rc = -1;
 
 	if (rl_sdir_path(rl, r->id, "disk.img", img, sizeof(img)) == -1 ||
 	    rl_sdir_path(rl, r->id, "disk-skel", skel, sizeof(skel)) == -1 ||
@@ -147,27 +177,9 @@ rl_make_disk(const struct rl *rl, const struct rec *r, uid_t wsuid,
 	snprintf(p, sizeof(p), "%s/workspace", skel);
 	if (ws_src != -1 && rl_copy_tree(ws_src, p, map, err, errlen) == -1)
 		goto out;
-	if ((fd = open(img, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC |
-	    O_NOFOLLOW, 0600)) == -1 || ftruncate(fd, r->disk_bytes) == -1) {
-		snprintf(err, errlen, "disk image %s: %s", img,
-		    strerror(errno));
-		if (fd != -1)
-			close(fd);
+	if (rl_mkfs(rl, "disk image", img, r->disk_bytes, av, logp, &st, err,
+	    errlen) == -1)
 		goto out;
-	}
-	close(fd);
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 1, logp, O_WRONLY | O_CREAT |
-	    O_APPEND, 0600);
-	posix_spawn_file_actions_adddup2(&fa, 1, 2);
-	sr = posix_spawn(&pid, rl->c.mkfs, &fa, NULL, av, NULL);
-	posix_spawn_file_actions_destroy(&fa);
-	if (sr != 0) {
-		snprintf(err, errlen, "%s: %s", rl->c.mkfs, strerror(sr));
-		goto out;
-	}
-	while (waitpid(pid, &st, 0) == -1 && errno == EINTR)
-		;
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 		if (ws_src != -1)
 			snprintf(err, errlen, "the copy of /workspace does not "

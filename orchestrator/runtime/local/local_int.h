@@ -291,6 +291,15 @@ int	rl_image_name_valid(const char *s);
  * unusable. */
 int	rl_resolve_image(const struct rl *, const char *name, char *out,
 	    size_t outlen, char *err, size_t errlen);
+/*
+ * Makes the sparse file img of size bytes (O_EXCL; what names it in
+ * errors) and runs local.mkfs with av on it, its output appended to logp:
+ * 0 with mke2fs's wait status in *status, or -1 with err (img may remain:
+ * the caller removes it).
+ */
+int	rl_mkfs(const struct rl *, const char *what, const char *img,
+	    long long size, char *const av[], const char *logp, int *status,
+	    char *err, size_t errlen);
 /* Makes <id>/disk.img (r->disk_bytes, ext4 by mkfs) holding upper/,
  * work/ and workspace/ (owned by wsuid; ws_src != -1: holding a copy of
  * that directory, rl_copy_tree with map), and the disk/ mount point.
