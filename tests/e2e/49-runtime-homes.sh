@@ -29,7 +29,7 @@ sh_as() { mcpu "$1" "$2" shell "$(jq -cn --arg c "$3" '{command:$c}')"; }
 home_loops() { losetup -a 2>/dev/null | grep -c "$HOMES/" || true; }
 img_loops() { losetup -j "$HOMES/u-$1/home.img" 2>/dev/null | wc -l; }
 
-orch_config "homes:" "  size: 64MiB" "  users:" "    bigu: 80MiB" \
+orch_config "homes:" "  size: 64MiB" "  keep_mounted: 3s" "  users:" "    bigu: 80MiB" \
     "reap:" "  interval: 300ms" "  idle: 4s"
 check "orch starts" orch_start
 
@@ -53,6 +53,8 @@ out=$(sh_as a1 alice 'cat /home/user/note')
 sb2=$(rest GET /v1/sessions/a1 | jq -r .sandbox_id)
 check "clear_session gave a new sandbox" [ "$sb1" != "$sb2" ]
 check "home kept across clear_session" contains <(echo "$out") n1
+check "the new sandbox's attach cloned the kept mount (no second mount of the filesystem)" \
+    grep -q "home user=alice sandbox=$sb2 attached dev=(kept)" "$ORCH_LOG"
 
 # two sessions of one user share it, concurrently
 out=$(sh_as a2 alice 'cat /home/user/note; echo from-a2 > /home/user/n2')
@@ -115,8 +117,11 @@ mcpu a2 alice clear_session '{}' >/dev/null
 sb=$(rest GET /v1/sessions/a1 | jq -r .sandbox_id)
 wait_for 30 grep -q "session=a1 sandbox=$sb stopped reason=idle" "$ORCH_LOG"
 check "idle reaper stopped the sandbox" grep -q "session=a1 sandbox=$sb stopped reason=idle" "$ORCH_LOG"
-wait_until 10 [ "$(img_loops alice)" = 0 ]
-check "no loop device while no sandbox holds the home" [ "$(img_loops alice)" = 0 ]
+j=$(rest GET /v1/users/alice/home)
+check "a home kept mounted by the orchestrator is not in use" jqok "$j" '.exists and (.in_use | not)'
+wait_until 15 [ "$(img_loops alice)" = 0 ]
+check "no loop device once homes.keep_mounted passed with no sandbox" [ "$(img_loops alice)" = 0 ]
+check "the kept mount's release logged" grep -q "home user=alice released (unused" "$ORCH_LOG"
 out=$(sh_as a1 alice 'cat /home/user/note /home/user/n2')
 check "home kept across the idle reaper" has "$out" n1
 check "both sessions' files kept" has "$out" from-a2

@@ -9,8 +9,17 @@
  * idmapped with the sandbox's user namespace, moved into the agent's and
  * the commands' mount namespaces. The host's mount table never holds a
  * home; the loop device detaches itself (LO_FLAGS_AUTOCLEAR) when the
- * last sandbox holding the home is gone, so "in use" is "a loop device
- * is attached to the image", which survives an orchestrator restart.
+ * last sandbox holding the home is gone.
+ *
+ * The first attach of a home in this process also keeps one more
+ * detached, unidmapped mount of it (struct home_sb, at most HOME_SB_MAX,
+ * each released homes.keep_mounted after its last use; 0: none kept): the next attach
+ * clones it (open_tree) instead of mounting the filesystem again, which
+ * is most of what an attach costs. It holds the loop device too, so
+ * "in use" is "a live sandbox attached it" (a "home" file in the
+ * sandbox's state directory names the user) while this process holds
+ * the home's mount, and "a loop device is attached to the image" when
+ * it does not (after a restart).
  *
  * Rules: a user id passes id_session_valid (no '/', no NUL) and becomes
  * the name u-<user> ("u-.." is an ordinary name); nothing else from a
@@ -50,6 +59,21 @@
 #endif
 
 static pthread_mutex_t homes_mu = PTHREAD_MUTEX_INITIALIZER;
+
+#define HOME_SB_MAX		64
+
+/* A home's filesystem this process keeps mounted (detached); guarded by
+ * homes_mu. Keyed by the image's identity (st_dev, st_ino). */
+struct home_sb {
+	dev_t		 dev;
+	ino_t		 ino;
+	int		 mfd;		/* the fsmount, not idmapped */
+	long long	 used_ms;	/* mono: last attach or seen in use */
+	char		 user[ID_SESSION_MAX + 1];
+};
+static struct home_sb	home_sbs[HOME_SB_MAX];
+static size_t		nhome_sbs;
+static int		home_clone_off;	/* open_tree of a detached mount refused */
 
 /* The whole-homes lock: homes_mu, then <homes_dir>/.lock; the fd or -1. */
 static int
@@ -328,11 +352,27 @@ nest_pidfd(pid_t top)
 	return -1;
 }
 
-/* A detached mount of the ext4 on dev, idmapped by usernsfd; -1 (err). */
+static int
+home_idmap(int m, int usernsfd, char *err, size_t errlen)
+{
+	struct mount_attr ma;
+
+	memset(&ma, 0, sizeof(ma));
+	ma.attr_set = MOUNT_ATTR_IDMAP;
+	ma.userns_fd = (unsigned long long)usernsfd;
+	if (syscall(SYS_mount_setattr, m, "", AT_EMPTY_PATH, &ma,
+	    sizeof(ma)) == -1) {
+		snprintf(err, errlen, "idmap the home: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* A detached mount of the ext4 on dev, idmapped by usernsfd (-1: not);
+ * -1 (err). */
 static int
 home_fsmount(const char *dev, int usernsfd, char *err, size_t errlen)
 {
-	struct mount_attr ma;
 	int fs, m;
 
 	if ((fs = (int)syscall(SYS_fsopen, "ext4", FSOPEN_CLOEXEC)) == -1) {
@@ -352,16 +392,228 @@ home_fsmount(const char *dev, int usernsfd, char *err, size_t errlen)
 		snprintf(err, errlen, "fsmount %s: %s", dev, strerror(errno));
 		return -1;
 	}
-	memset(&ma, 0, sizeof(ma));
-	ma.attr_set = MOUNT_ATTR_IDMAP;
-	ma.userns_fd = (unsigned long long)usernsfd;
-	if (syscall(SYS_mount_setattr, m, "", AT_EMPTY_PATH, &ma,
-	    sizeof(ma)) == -1) {
-		snprintf(err, errlen, "idmap the home: %s", strerror(errno));
+	if (usernsfd != -1 && home_idmap(m, usernsfd, err, errlen) == -1) {
 		close(m);
 		return -1;
 	}
 	return m;
+}
+
+/*
+ * A clone of the detached mount base, idmapped by usernsfd; -1, with
+ * home_clone_off set when the kernel cannot clone a detached mount (then
+ * the caller mounts the filesystem again).
+ */
+static int
+home_clone(int base, int usernsfd, char *err, size_t errlen)
+{
+	int m;
+
+	if (home_clone_off)
+		return -1;
+	m = (int)syscall(SYS_open_tree, base, "", OPEN_TREE_CLONE |
+	    OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+	if (m == -1) {
+		if (errno == EINVAL || errno == ENOSYS) {
+			home_clone_off = 1;
+			log_info("homes: this kernel cannot clone a detached "
+			    "mount (%s): every attach mounts the home",
+			    strerror(errno));
+		}
+		snprintf(err, errlen, "open_tree: %s", strerror(errno));
+		return -1;
+	}
+	if (home_idmap(m, usernsfd, err, errlen) == -1) {
+		close(m);
+		return -1;
+	}
+	return m;
+}
+
+static int
+sb_find(const struct stat *ist)
+{
+	size_t i;
+
+	for (i = 0; i < nhome_sbs; i++)
+		if (home_sbs[i].dev == ist->st_dev &&
+		    home_sbs[i].ino == ist->st_ino)
+			return (int)i;
+	return -1;
+}
+
+static int
+sb_find_user(const char *user)
+{
+	size_t i;
+
+	for (i = 0; i < nhome_sbs; i++)
+		if (strcmp(home_sbs[i].user, user) == 0)
+			return (int)i;
+	return -1;
+}
+
+/* Releases cached mount i (the device detaches once no sandbox holds it). */
+static void
+sb_drop(size_t i)
+{
+	close(home_sbs[i].mfd);
+	home_sbs[i] = home_sbs[--nhome_sbs];
+}
+
+/* Keeps base (ours now) as the cached mount of image ist for user; the
+ * least recently used goes when the table is full. */
+static void
+sb_keep(const struct stat *ist, const char *user, int base)
+{
+	size_t i, lru = 0;
+
+	if (nhome_sbs == HOME_SB_MAX) {
+		for (i = 1; i < nhome_sbs; i++)
+			if (home_sbs[i].used_ms < home_sbs[lru].used_ms)
+				lru = i;
+		sb_drop(lru);
+	}
+	home_sbs[nhome_sbs].dev = ist->st_dev;
+	home_sbs[nhome_sbs].ino = ist->st_ino;
+	home_sbs[nhome_sbs].mfd = base;
+	home_sbs[nhome_sbs].used_ms = util_mono_ms();
+	snprintf(home_sbs[nhome_sbs].user, sizeof(home_sbs[nhome_sbs].user),
+	    "%s", user);
+	nhome_sbs++;
+}
+
+struct users_scan {
+	const struct rl	*rl;
+	const char	*user;
+	int		 n;
+};
+
+static void
+users_one(const char *id, void *arg)
+{
+	struct users_scan *u = arg;
+	char p[RL_PATH_MAX], who[ID_SESSION_MAX + 2];
+	struct pidrec pr;
+	ssize_t len;
+	int fd;
+
+	if (rl_sdir_path(u->rl, id, "home", p, sizeof(p)) == -1 ||
+	    (fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1)
+		return;
+	len = read(fd, who, sizeof(who) - 1);
+	close(fd);
+	if (len <= 0)
+		return;
+	who[len] = '\0';
+	if (strcmp(who, u->user) == 0 && rl_pid_load(u->rl, id, &pr) == 0 &&
+	    rl_pid_alive(&pr))
+		u->n++;
+}
+
+/* How many live sandboxes attached user's home (by their "home" files). */
+static int
+home_sandboxes(const struct rl *rl, const char *user)
+{
+	struct users_scan u = { rl, user, 0 };
+	char e[128];
+
+	if (rl_each_id(rl, users_one, &u, e, sizeof(e)) == -1)
+		return 1;	/* unknown: in use */
+	return u.n;
+}
+
+/*
+ * Releases the cached mounts unused for homes.keep_mounted whose homes no
+ * live sandbox holds (so a home nobody uses lets its device go). Called
+ * by the runtime's heal tick.
+ */
+void
+rl_home_expire(struct rl *rl)
+{
+	long long now = util_mono_ms();
+	size_t i;
+
+	pthread_mutex_lock(&homes_mu);
+	for (i = 0; i < nhome_sbs; ) {
+		if (now - home_sbs[i].used_ms < rl->c.homes_keep_ms) {
+			i++;
+		} else if (home_sandboxes(rl, home_sbs[i].user) > 0) {
+			home_sbs[i++].used_ms = now;
+		} else {
+			log_info("home user=%s released (unused %lld ms)",
+			    home_sbs[i].user, now - home_sbs[i].used_ms);
+			sb_drop(i);
+		}
+	}
+	pthread_mutex_unlock(&homes_mu);
+}
+
+/*
+ * Mounts the home in image img (identity ist) from its loop device (the
+ * one attached, else a new one) for a first attach: *m1 and *m2, two
+ * mounts idmapped by unsfd, and a third, not idmapped, kept in home_sbs
+ * for the next attach (when this kernel can clone it). dev: the device;
+ * *t_loop: when the device was there. 0, or -1 with err (nothing open).
+ */
+static int
+home_mount(const struct rl *rl, const struct stat *ist, const char *img,
+    const char *user, int unsfd, char *dev, size_t devlen, int *m1, int *m2,
+    long long *t_loop, char *err, size_t errlen)
+{
+	int loopfd = -1, base = -1, tries;
+
+	for (tries = 0; tries < 2 && base == -1; tries++) {
+		/* a device being detached (its last sandbox just went) fails
+		 * the mount: then a fresh one */
+		if (tries == 0)
+			loopfd = home_loop_find(ist, dev, devlen);
+		if (loopfd == -1 && (loopfd = rl_loop_attach(img, dev, devlen,
+		    err, errlen)) == -1)
+			return -1;
+		*t_loop = util_mono_us();
+		base = home_fsmount(dev, -1, err, errlen);
+		close(loopfd);	/* a mount holds the device now */
+		loopfd = -1;
+	}
+	if (base == -1)
+		return -1;
+	if ((*m1 = home_clone(base, unsfd, err, errlen)) == -1)
+		*m1 = home_fsmount(dev, unsfd, err, errlen);
+	if (*m1 != -1 && (*m2 = home_clone(base, unsfd, err, errlen)) == -1)
+		*m2 = home_fsmount(dev, unsfd, err, errlen);
+	if (*m1 == -1 || *m2 == -1) {
+		if (*m1 != -1)
+			close(*m1);
+		*m1 = -1;
+		close(base);
+		return -1;
+	}
+	if (home_clone_off || rl->c.homes_keep_ms <= 0)
+		close(base);
+	else
+		sb_keep(ist, user, base);
+	return 0;
+}
+
+/* Notes in sandbox id's state directory that it holds user's home. */
+static void
+home_mark(const struct rl *rl, const char *id, const char *user)
+{
+	char p[RL_PATH_MAX];
+	int fd;
+
+	if (rl_sdir_path(rl, id, "home", p, sizeof(p)) == -1 ||
+	    (fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+	    0600)) == -1) {
+		log_warnx("home user=%s sandbox=%s: cannot note the attach: %s",
+		    user, id, strerror(errno));
+		return;
+	}
+	if (write(fd, user, strlen(user)) != (ssize_t)strlen(user))
+		log_warnx("home user=%s sandbox=%s: cannot note the attach",
+		    user, id);
+	close(fd);
 }
 
 int
@@ -371,8 +623,8 @@ rl_home_attach(struct rl *rl, const char *id, const char *user, char *err,
 	char udir[RL_PATH_MAX], img[RL_PATH_MAX + 16], dev[64], p[64], e[256];
 	struct pidrec pr;
 	struct stat ist, mst;
-	int lfd = -1, loopfd = -1, apid = -1, npid = -1, unsfd = -1;
-	int m1 = -1, m2 = -1, rc = -1, r1, r2, tries;
+	int lfd = -1, apid = -1, npid = -1, unsfd = -1;
+	int m1 = -1, m2 = -1, rc = -1, r1, r2, k;
 	long long t0 = util_mono_us(), t_ns = 0, t_loop = 0, t_mnt = 0, t_mv = 0;
 
 	if (home_path(rl, user, NULL, udir, sizeof(udir), err, errlen) == -1)
@@ -407,23 +659,22 @@ rl_home_attach(struct rl *rl, const char *id, const char *user, char *err,
 		snprintf(err, errlen, "user %s has no home", user);
 		goto out;
 	}
-	for (tries = 0; tries < 2 && m1 == -1; tries++) {
-		/* a device being detached (its last sandbox just went) fails
-		 * the mount: then a fresh one */
-		if (tries == 0)
-			loopfd = home_loop_find(&ist, dev, sizeof(dev));
-		if (loopfd == -1 && (loopfd = rl_loop_attach(img, dev,
-		    sizeof(dev), err, errlen)) == -1)
-			goto out;
+	if ((k = sb_find(&ist)) != -1 &&
+	    (m1 = home_clone(home_sbs[k].mfd, unsfd, err, errlen)) != -1 &&
+	    (m2 = home_clone(home_sbs[k].mfd, unsfd, err, errlen)) != -1) {
+		home_sbs[k].used_ms = util_mono_ms();
+		snprintf(dev, sizeof(dev), "(kept)");
 		t_loop = util_mono_us();
-		m1 = home_fsmount(dev, unsfd, err, errlen);
-		if (m1 == -1) {
-			close(loopfd);
-			loopfd = -1;
-		}
+	} else {
+		if (k != -1)
+			sb_drop((size_t)k);	/* its device may be going */
+		if (m1 != -1)
+			close(m1);
+		m1 = -1;
+		if (home_mount(rl, &ist, img, user, unsfd, dev, sizeof(dev), &m1,
+		    &m2, &t_loop, err, errlen) == -1)
+			goto out;
 	}
-	if (m1 == -1 || (m2 = home_fsmount(dev, unsfd, err, errlen)) == -1)
-		goto out;
 	t_mnt = util_mono_us();
 	if (fstat(m1, &mst) == -1) {
 		snprintf(err, errlen, "fstat: %s", strerror(errno));
@@ -439,6 +690,7 @@ rl_home_attach(struct rl *rl, const char *id, const char *user, char *err,
 		goto out;
 	}
 	t_mv = util_mono_us();
+	home_mark(rl, id, user);
 	home_touch(udir);
 	log_info("home user=%s sandbox=%s %s dev=%s ns_us=%lld loop_us=%lld "
 	    "mount_us=%lld move_us=%lld", user, id, r1 == 1 && r2 == 1 ?
@@ -450,8 +702,6 @@ out:
 		close(m1);
 	if (m2 != -1)
 		close(m2);
-	if (loopfd != -1)
-		close(loopfd);	/* the mounts hold the device now */
 	homes_unlock(lfd);
 	if (unsfd != -1)
 		close(unsfd);
@@ -480,7 +730,9 @@ home_stat(const struct rl *rl, const char *user, struct rt_home *out)
 	out->exists = 1;
 	out->size_bytes = (long long)st.st_size;
 	out->used_bytes = (long long)st.st_blocks * 512;
-	if ((fd = home_loop_find(&st, dev, sizeof(dev))) != -1) {
+	if (sb_find(&st) != -1) {
+		out->in_use = home_sandboxes(rl, user) > 0;
+	} else if ((fd = home_loop_find(&st, dev, sizeof(dev))) != -1) {
 		out->in_use = 1;
 		close(fd);
 	}
@@ -514,7 +766,7 @@ rl_home_delete(struct rl *rl, const char *user, char *err, size_t errlen)
 {
 	char udir[RL_PATH_MAX];
 	struct rt_home h;
-	int lfd, rc = -1, i;
+	int lfd, rc = -1, i, k;
 
 	if (home_path(rl, user, NULL, udir, sizeof(udir), err, errlen) == -1)
 		return -1;
@@ -524,6 +776,12 @@ rl_home_delete(struct rl *rl, const char *user, char *err, size_t errlen)
 		if (lfd < 0)
 			return -1;
 		home_stat(rl, user, &h);
+		if ((k = sb_find_user(user)) != -1) {
+			if (h.in_use)
+				break;	/* a live sandbox holds it */
+			sb_drop((size_t)k);	/* ours: let the device go */
+			home_stat(rl, user, &h);
+		}
 		/* the device of a sandbox that just went detaches a moment
 		 * after its mounts: wait for it a little */
 		if (!h.in_use || i >= 20)

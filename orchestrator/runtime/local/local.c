@@ -933,6 +933,7 @@ rl_heal(struct runtime *rt)
 	char err[512];
 	long dropped;
 
+	rl_home_expire(rl);
 	if (!egress_admin_set(&a))
 		return;
 	req = cJSON_CreateObject();

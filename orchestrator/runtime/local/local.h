@@ -41,6 +41,8 @@ struct rt_local_conf {
 					 * isolation needs fails */
 	char		*homes_dir;	/* per-user homes; NULL: beside
 					 * state_dir (<state_dir>/../homes) */
+	long long	 homes_keep_ms;	/* an unused home's filesystem stays
+					 * mounted (detached) this long; 0: not */
 };
 
 /* cfg_key initializers for every field, each followed by a comma. */

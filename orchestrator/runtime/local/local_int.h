@@ -141,6 +141,8 @@ int	rl_home_get(struct rl *, const char *user, struct rt_home *out,
 	    char *err, size_t errlen);
 /* -1 with err "in use" while a sandbox holds it. */
 int	rl_home_delete(struct rl *, const char *user, char *err, size_t errlen);
+/* Lets the kept mounts of homes unused for a while go (heal tick). */
+void	rl_home_expire(struct rl *);
 int	rl_home_list(struct rl *, struct rt_home **out, size_t *n, char *err,
 	    size_t errlen);
 

@@ -50,5 +50,10 @@ echo "homes benchmark ($(nproc) cores, $(uname -r)); uptime:$(uptime | sed 's/.*
 printf '%-52s p50 %7s ms  p90 %7s ms  (%s of %s claims)\n' "warm claim + first call, no user" "$nh50" "$(pct "$T/nohome" 90)" "$claims_nh" "$N"
 printf '%-52s p50 %7s ms  p90 %7s ms  (%s of %s claims)\n' "warm claim + first call, user with a home" "$h50" "$(pct "$T/home" 90)" "$claims_h" "$N"
 printf '%-52s p50 %7s ms\n' "home attach + HOME (orchestrator home_ms)" "$(sort -n "$T/home_ms" | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}')"
+# where an attach's time goes (runtime/local/home.c's log line), p50 in ms
+for f in ns loop mount move; do
+	grep -o "home user=bu-[0-9]* sandbox=[^ ]* attached .* ${f}_us=[0-9]*" "$ORCH_LOG" |
+	    sed "s/.*${f}_us=//" | sort -n | awk -v f="$f" '{v[NR]=$1} END {if (NR) printf "  attach: %-6s p50 %6.2f ms\n", f, v[int((NR+1)/2)]/1000}'
+done
 awk -v a="$nh50" -v b="$h50" 'BEGIN { printf "a home adds %.1f ms at p50 (target <= 5 ms): %s\n", b - a, (b - a <= 5) ? "met" : "NOT met" }'
 orch_stop
