@@ -19,7 +19,7 @@
  *
  * Everything the agent returns is treated as hostile: parsed with size
  * caps, strings cleaned to valid UTF-8 (a NUL byte shown as U+2400, an
- * invalid byte as U+FFFD: agent_do, jsonu_utf8_clean), nothing
+ * invalid byte as U+FFFD: areq.c, jsonu_utf8_clean), nothing
  * interpreted.
  */
 #include <limits.h>
@@ -34,7 +34,9 @@
 
 #include "agentc.h"
 #include "apps.h"
+#include "areq.h"
 #include "buf.h"
+#include "filetools.h"
 #include "log.h"
 #include "jsonu.h"
 #include "schema.h"
@@ -50,7 +52,7 @@
 					 * command (4 MiB for the shell's) */
 #define MAX_FILE_TEXT	8388608		/* 8 MiB: old_str and new_str together
 					 * stay inside the agent's 16 MiB body */
-#define MAX_PATH_LEN	4096		/* PATH_MAX: the kernel refuses longer */
+#define MAX_PATH_LEN	TOOLS_MAX_PATH
 #define MAX_EDIT_CMD	32		/* longer than any edit command */
 #define MAX_IMAGE	255		/* what the session record keeps */
 #define MAX_OFFSET	1125899906842624	/* 2^50: beyond any job spool */
@@ -70,7 +72,7 @@
 #define MAX_FILE_B64	22369624	/* base64 of MAX_FILE_BYTES */
 #define MAX_FILE_OFFSET	9007199254740992	/* 2^53: exact in a double */
 #define MAX_LIST	10000		/* list_files' entries */
-#define DEF_LIST	1000
+#define DEF_LIST	TOOLS_DEF_LIST
 #define STR_(x)		#x
 #define XSTR(x)		STR_(x)
 
@@ -101,10 +103,6 @@ TOOL_HANDLER(t_shell_poll);
 TOOL_HANDLER(t_shell_wait);
 TOOL_HANDLER(t_shell_stop);
 TOOL_HANDLER(t_edit);
-TOOL_HANDLER(t_read_file);
-TOOL_HANDLER(t_write_file);
-TOOL_HANDLER(t_list_files);
-TOOL_HANDLER(t_delete_file);
 TOOL_HANDLER(t_create_sandbox);
 TOOL_HANDLER(t_sandbox_status);
 TOOL_HANDLER(t_clear_session);
@@ -306,7 +304,7 @@ t_edit, 0,
 "\"encoding\":{\"type\":\"string\",\"maxLength\":16,\"enum\":[\"text\",\"base64\"],\"description\":\"text (UTF-8, the default) or base64 (any bytes).\"}"
 "},\"required\":[\"path\"],\"additionalProperties\":false}",
 "{\"readOnlyHint\":true,\"idempotentHint\":true,\"openWorldHint\":false}",
-t_read_file, 0,
+filetools_read, 0,
 "{\"type\":\"object\",\"properties\":{"
 "\"path\":{\"type\":\"string\",\"description\":\"The file read, absolute (a symlink resolved).\"},"
 "\"encoding\":{\"type\":\"string\",\"enum\":[\"text\",\"base64\"],\"description\":\"How content is encoded.\"},"
@@ -334,7 +332,7 @@ t_read_file, 0,
 "\"append\":{\"type\":\"boolean\",\"description\":\"Add content at the end of the file instead of replacing it (default false).\"}"
 "},\"required\":[\"path\",\"content\"],\"additionalProperties\":false}",
 "{\"readOnlyHint\":false,\"destructiveHint\":true,\"idempotentHint\":false,\"openWorldHint\":false}",
-t_write_file, 0,
+filetools_write, 0,
 "{\"type\":\"object\",\"properties\":{"
 "\"path\":{\"type\":\"string\",\"description\":\"The path as given.\"},"
 "\"bytes\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Bytes written by this call.\"},"
@@ -354,7 +352,7 @@ t_write_file, 0,
 "\"max_entries\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":" XSTR(MAX_LIST) ",\"description\":\"Most entries to return (default " XSTR(DEF_LIST) ").\"}"
 "},\"required\":[\"path\"],\"additionalProperties\":false}",
 "{\"readOnlyHint\":true,\"idempotentHint\":true,\"openWorldHint\":false}",
-t_list_files, 0,
+filetools_list, 0,
 "{\"type\":\"object\",\"properties\":{"
 "\"path\":{\"type\":\"string\",\"description\":\"The path listed, absolute.\"},"
 "\"entries\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"
@@ -375,7 +373,7 @@ t_list_files, 0,
 "\"recursive\":{\"type\":\"boolean\",\"description\":\"Delete a non-empty directory with everything in it (default false).\"}"
 "},\"required\":[\"path\"],\"additionalProperties\":false}",
 "{\"readOnlyHint\":false,\"destructiveHint\":true,\"idempotentHint\":true,\"openWorldHint\":false}",
-t_delete_file, 0,
+filetools_delete, 0,
 "{\"type\":\"object\",\"properties\":{"
 "\"path\":{\"type\":\"string\",\"description\":\"The path as given.\"},"
 "\"deleted\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Entries removed (files, links and directories).\"}"
@@ -702,105 +700,7 @@ conf_range(const char *k, long long v, long long min, long long max,
 	return 0;
 }
 
-/* ---- agent replies ---- */
-
-/*
- * Set by agent_do on this worker thread when the session's sandbox had
- * stopped before the request reached it (sess_agent -2): tools_run1 then
- * starts it again (sess_enter) and runs the tool once more.
- */
-static _Thread_local int tl_lost;
-static _Thread_local char tl_lost_why[256];
-
-struct areq {
-	struct sess	*s;
-	struct buf	 resp;
-	int		 status;
-	cJSON		*j;	/* parsed reply */
-	char		 err[768];
-};
-
-/*
- * Does one agent request; on success j holds the parsed JSON (any status).
- * On failure err says, for a model, what happened.
- */
-static int
-agent_do(struct areq *a, const char *method, const char *path, cJSON *body,
-    int timeout_ms)
-{
-	char *txt = NULL, terr[256];
-	int rc;
-
-	buf_init(&a->resp, AGENT_RESP_MAX);
-	if (body != NULL)
-		txt = cJSON_PrintUnformatted(body);
-	rc = sess_agent(a->s, method, path, txt, txt ? strlen(txt) : 0, timeout_ms,
-	    &a->status, &a->resp, terr, sizeof(terr));
-	free(txt);
-	if (rc == -2) {
-		/* nothing ran: tools_run1 starts the sandbox again and retries */
-		tl_lost = 1;
-		snprintf(tl_lost_why, sizeof(tl_lost_why), "%s", terr);
-	}
-	if (rc == -2 || rc == -3) {
-		snprintf(a->err, sizeof(a->err), "the sandbox stopped (%s). Its "
-		    "/workspace is kept: the next call starts the sandbox again "
-		    "with it, with a fresh shell (variables and directory reset) "
-		    "and no background jobs. %s", terr, rc == -3 ? "Whether this "
-		    "call's command finished is unknown: check its effects "
-		    "before running it again." : "This call did not run.");
-		return -1;
-	}
-	if (rc != 0) {
-		snprintf(a->err, sizeof(a->err), "the sandbox did not answer (%s). "
-		    "It may be overloaded or the command may still hold it; retry "
-		    "the call (sandbox_status shows what runs)", terr);
-		return -1;
-	}
-	/*
-	 * A NUL byte of the output comes as "\u0000", which cJSON would end
-	 * the string at: it reads as U+2400 instead. Raw NUL bytes are no
-	 * JSON, and cJSON would stop at them too; trailing ones are let go
-	 * (the agent's file create reply counts its C string's terminator).
-	 */
-	while (a->resp.len > 0 && a->resp.p[a->resp.len - 1] == '\0')
-		a->resp.len--;
-	if (a->resp.p != NULL)
-		(void)jsonu_nul_to_symbol(a->resp.p, a->resp.len);
-	if ((a->resp.p != NULL && memchr(a->resp.p, '\0', a->resp.len) != NULL) ||
-	    (a->j = cJSON_ParseWithLength(a->resp.p ? a->resp.p : "", a->resp.len)) == NULL ||
-	    !cJSON_IsObject(a->j)) {
-		snprintf(a->err, sizeof(a->err), "the sandbox's agent sent an "
-		    "unreadable reply (HTTP %d); retry the call", a->status);
-		return -1;
-	}
-	return 0;
-}
-
-static void
-areq_free(struct areq *a)
-{
-	cJSON_Delete(a->j);
-	buf_free(&a->resp);
-}
-
-/* The agent's error reply as a message for the model. */
-static void
-agent_error_text(struct areq *a, const char *what, struct buf *out)
-{
-	cJSON *e = cJSON_GetObjectItemCaseSensitive(a->j, "error");
-	const char *code = tr_str(e, "code"), *msg = tr_str(e, "message");
-	char *clean = msg ? jsonu_utf8_clean(msg, strlen(msg)) : NULL;
-
-	if (a->status == 409)
-		ign(buf_addf(out, "%s failed: another command is still running in "
-		    "this session's shell (a concurrent call). Wait for it to finish, "
-		    "or run long work with shell_async.", what));
-	else
-		ign(buf_addf(out, "%s failed (%s): %s", what,
-		    code ? code : "error", clean ? clean : "no details"));
-	free(clean);
-}
+/* ---- agent replies: areq.c ---- */
 
 /*
  * Does tc's result carry what row d's outputSchema asks for? An error
@@ -892,7 +792,7 @@ live_main(void *arg)
 			break;
 		memset(&a, 0, sizeof(a));
 		a.s = l->s;
-		if (agent_do(&a, "GET", path, NULL, LIVE_REQ_MS) == 0 &&
+		if (areq_do(&a, "GET", path, NULL, LIVE_REQ_MS) == 0 &&
 		    a.status == 200 && (m = tr_live_text(a.j)) != NULL) {
 			pthread_mutex_lock(&live_lk);
 			old = l->tc->live;
@@ -989,7 +889,7 @@ t_shell(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 	cJSON_AddNumberToObject(body, "max_output", (double)c->max_output);
 	live = live_start(tc, s, c);
 	for (tries = 0;; tries++) {
-		if (agent_do(&a, "POST", "/v1/shell", body,
+		if (areq_do(&a, "POST", "/v1/shell", body,
 		    (int)(tmo * 1000) + MARGIN_MS) == -1) {
 			live_stop(live);
 			cJSON_Delete(body);
@@ -1010,7 +910,7 @@ t_shell(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 	live_stop(live);
 	cJSON_Delete(body);
 	if (a.status != 200) {
-		agent_error_text(&a, "shell", &out);
+		areq_error_text(&a, "shell", &out);
 		tr_set_buf(tc, &out, 1);
 		goto out;
 	}
@@ -1033,7 +933,7 @@ job_not_found(struct tool_call *tc, struct areq *a, const char *jid,
 		    "sandbox re-created with create_sandbox or clear_session has no "
 		    "old jobs.", what, jid));
 	else
-		agent_error_text(a, what, &out);
+		areq_error_text(a, what, &out);
 	tr_set_buf(tc, &out, 1);
 	buf_free(&out);
 }
@@ -1052,14 +952,14 @@ t_shell_async(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 	buf_init(&out, 64 * 1024);
 	body = cJSON_CreateObject();
 	cJSON_AddStringToObject(body, "command", schema_str(args, "command"));
-	if (agent_do(&a, "POST", "/v1/jobs", body, 30000) == -1) {
+	if (areq_do(&a, "POST", "/v1/jobs", body, 30000) == -1) {
 		cJSON_Delete(body);
 		tr_set_text(tc, a.err, 1);
 		goto out;
 	}
 	cJSON_Delete(body);
 	if (a.status != 200 && a.status != 201) {
-		agent_error_text(&a, "shell_async", &out);
+		areq_error_text(&a, "shell_async", &out);
 		tr_set_buf(tc, &out, 1);
 		goto out;
 	}
@@ -1101,7 +1001,7 @@ job_post(struct tool_call *tc, struct areq *w, const char *jid,
 	if (strcmp(op, "wait") == 0)
 		cJSON_AddNumberToObject(body, "timeout_ms", (double)(wait_s * 1000));
 	snprintf(path, sizeof(path), "/v1/jobs/%s/%s", jid, op);
-	if (agent_do(w, "POST", path, body, (int)(wait_s * 1000) + MARGIN_MS) == -1)
+	if (areq_do(w, "POST", path, body, (int)(wait_s * 1000) + MARGIN_MS) == -1)
 		tr_set_text(tc, w->err, 1);
 	else if (w->status != 200)
 		job_not_found(tc, w, jid, what);
@@ -1125,7 +1025,7 @@ job_output(struct tool_call *tc, struct sess *s, const char *jid,
 
 	snprintf(path, sizeof(path), "/v1/jobs/%s?offset=%lld&max=%lld", jid, off,
 	    max);
-	if (agent_do(&a, "GET", path, NULL, 30000) == -1)
+	if (areq_do(&a, "GET", path, NULL, 30000) == -1)
 		tr_set_text(tc, a.err, 1);
 	else if (a.status != 200)
 		job_not_found(tc, &a, jid, what);
@@ -1280,7 +1180,7 @@ t_edit(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 		tr_set_text(tc, "unknown command", 1);	/* the schema's enum has four */
 		goto out;
 	}
-	if (agent_do(&a, "POST", p, body, 60000) == -1) {
+	if (areq_do(&a, "POST", p, body, 60000) == -1) {
 		tr_set_text(tc, a.err, 1);
 		goto out;
 	}
@@ -1296,7 +1196,7 @@ t_edit(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 			    strcmp(cmd, "view") == 0 ? "read_file" : "write_file",
 			    strcmp(cmd, "view") == 0 ? "GET" : "PUT"));
 		else
-			agent_error_text(&a, cmd, &out);
+			areq_error_text(&a, cmd, &out);
 		tr_set_buf(tc, &out, 1);
 		goto out;
 	}
@@ -1305,386 +1205,6 @@ out:
 	cJSON_Delete(body);
 	areq_free(&a);
 	buf_free(&out);
-}
-
-/* ---- the file tools ---- */
-
-/* Appends s percent-encoded for a query value (all but unreserved bytes
- * and '/'). */
-static int
-pct_add(struct buf *b, const char *s)
-{
-	static const char hex[] = "0123456789ABCDEF";
-	const unsigned char *p;
-	char e[3];
-
-	for (p = (const unsigned char *)s; *p != '\0'; p++) {
-		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-		    (*p >= '0' && *p <= '9') || *p == '-' || *p == '_' ||
-		    *p == '.' || *p == '~' || *p == '/') {
-			if (buf_add(b, p, 1) == -1)
-				return -1;
-			continue;
-		}
-		e[0] = '%';
-		e[1] = hex[*p >> 4];
-		e[2] = hex[*p & 15];
-		if (buf_add(b, e, 3) == -1)
-			return -1;
-	}
-	return 0;
-}
-
-/* "/v1/files/<op>?path=<path>" into b (then the caller adds &...). */
-static int
-file_url(struct buf *b, const char *op, const char *path)
-{
-	buf_init(b, 4 * MAX_PATH_LEN + 512);
-	return buf_addf(b, "/v1/files/%s?path=", op) == -1 || pct_add(b, path) == -1 ?
-	    -1 : 0;
-}
-
-/*
- * An agent request whose reply body is bytes (GET /v1/files/raw) or whose
- * request body is (PUT): like agent_do, but a 200 reply stays as it came
- * in a->resp (a->j NULL), and only an error reply is parsed (a->j, for
- * agent_error_text). 0, or -1 with a->err.
- */
-static int
-agent_bytes(struct areq *a, const char *method, const char *path,
-    const char *body, size_t len, size_t max, int timeout_ms)
-{
-	char terr[256];
-	int rc;
-
-	buf_init(&a->resp, max);
-	rc = sess_agent(a->s, method, path, body, len, timeout_ms, &a->status,
-	    &a->resp, terr, sizeof(terr));
-	if (rc == -2) {
-		tl_lost = 1;
-		snprintf(tl_lost_why, sizeof(tl_lost_why), "%s", terr);
-	}
-	if (rc == -2 || rc == -3) {
-		snprintf(a->err, sizeof(a->err), "the sandbox stopped (%s). Its "
-		    "/workspace is kept: the next call starts the sandbox again. %s",
-		    terr, rc == -3 ? "Whether this call's write happened is "
-		    "unknown: check the file before writing again." : "This call "
-		    "did not run.");
-		return -1;
-	}
-	if (rc != 0) {
-		snprintf(a->err, sizeof(a->err), "the sandbox did not answer (%s); "
-		    "retry the call", terr);
-		return -1;
-	}
-	if (a->status != 200 && a->status != 201) {
-		a->j = cJSON_ParseWithLength(a->resp.p ? a->resp.p : "", a->resp.len);
-		if (!cJSON_IsObject(a->j)) {
-			cJSON_Delete(a->j);
-			a->j = NULL;
-		}
-	}
-	return 0;
-}
-
-/*
- * The agent's error reply for a file tool, with what to do next: 404 and
- * 507 in words, the rest as the agent said it.
- */
-static void
-file_error(struct tool_call *tc, struct areq *a, const char *what,
-    const char *path)
-{
-	struct buf out;
-
-	buf_init(&out, 64 * 1024);
-	if (a->status == 404)
-		ign(buf_addf(&out, "%s failed: %s does not exist in the sandbox "
-		    "(paths are absolute or relative to /workspace; list_files shows "
-		    "what is there)", what, path));
-	else if (a->status == 507) {
-		agent_error_text(a, what, &out);
-		ign(buf_addstr(&out, ". Free space (delete_file, or a shell "
-		    "command) and retry; the file is unchanged."));
-	} else if (a->status == 413)
-		ign(buf_addf(&out, "%s failed: the sandbox's agent refused the "
-		    "size (too_large); write it in parts with append", what));
-	else if (a->j != NULL)
-		agent_error_text(a, what, &out);
-	else
-		ign(buf_addf(&out, "%s failed: the sandbox's agent answered HTTP "
-		    "%d; retry the call", what, a->status));
-	tr_set_buf(tc, &out, 1);
-	buf_free(&out);
-}
-
-#define FILE_MS		60000	/* a file request of at most 16 MiB */
-#define SYMLINK_HOPS	16	/* links followed before giving up (a loop) */
-
-/*
- * The regular file path names, through its symlinks (each resolved by
- * the agent inside the sandbox, a relative target against its link's
- * directory), into *f. 0, or -1 with tc's result set.
- */
-static int
-file_meta(struct tool_call *tc, struct sess *s, const char *path,
-    struct tr_file *f)
-{
-	char cur[MAX_PATH_LEN + 1], next[2 * MAX_PATH_LEN + 2], *slash;
-	const char *type, *abs, *tgt;
-	struct areq a;
-	struct buf url;
-	cJSON *e;
-	int hops;
-
-	snprintf(cur, sizeof(cur), "%s", path);
-	for (hops = 0; hops <= SYMLINK_HOPS; hops++) {
-		memset(&a, 0, sizeof(a));
-		a.s = s;
-		if (file_url(&url, "list", cur) == -1 ||
-		    buf_addstr(&url, "&max_entries=1") == -1) {
-			buf_free(&url);
-			tr_set_text(tc, "read_file: the path is too long", 1);
-			return -1;
-		}
-		if (agent_do(&a, "GET", url.p, NULL, FILE_MS) == -1) {
-			buf_free(&url);
-			tr_set_text(tc, a.err, 1);
-			areq_free(&a);
-			return -1;
-		}
-		buf_free(&url);
-		if (a.status != 200) {
-			file_error(tc, &a, "read_file", path);
-			areq_free(&a);
-			return -1;
-		}
-		e = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(a.j,
-		    "entries"), 0);
-		type = tr_str(e, "type");
-		/* a directory lists what it holds (or nothing), a file itself */
-		if (e == NULL || tr_str(e, "path") == NULL || tr_str(a.j, "path") ==
-		    NULL || strcmp(tr_str(e, "path"), tr_str(a.j, "path")) != 0)
-			type = "dir";
-		if (tr_file_from_entry(f, e) == 0) {
-			areq_free(&a);
-			return 0;
-		}
-		abs = tr_str(e, "path");
-		tgt = tr_str(e, "target");
-		if (type == NULL || strcmp(type, "symlink") != 0 || tgt == NULL ||
-		    abs == NULL || abs[0] != '/') {
-			char m[MAX_PATH_LEN + 256];
-			snprintf(m, sizeof(m), "read_file: %s is %s: read_file reads "
-			    "regular files%s", path, type != NULL && strcmp(type,
-			    "dir") == 0 ? "a directory" : "not a regular file (a "
-			    "device, FIFO or socket)", type != NULL && strcmp(type,
-			    "dir") == 0 ? " (list_files lists a directory)" : "");
-			tr_set_text(tc, m, 1);
-			areq_free(&a);
-			return -1;
-		}
-		if (tgt[0] == '/')
-			snprintf(next, sizeof(next), "%s", tgt);
-		else {
-			snprintf(next, sizeof(next), "%s", abs);
-			slash = strrchr(next, '/');
-			snprintf(slash + 1, sizeof(next) - (size_t)(slash + 1 - next),
-			    "%s", tgt);
-		}
-		areq_free(&a);
-		if (strlen(next) > MAX_PATH_LEN)
-			break;
-		snprintf(cur, sizeof(cur), "%s", next);
-	}
-	tr_set_text(tc, "read_file: too many levels of symbolic links (or a "
-	    "link loop)", 1);
-	return -1;
-}
-
-/* The cap message of read_file and write_file. */
-static void
-cap_error(struct tool_call *tc, const char *what, long long n, long long cap)
-{
-	char m[512];
-
-	snprintf(m, sizeof(m), "%s: %lld bytes is over this server's limit of "
-	    "%lld bytes per call (files.tool_max_bytes). %s Files of any size "
-	    "move over REST: PUT/GET /v1/sessions/{id}/files/<path>.", what, n,
-	    cap, strcmp(what, "read_file") == 0 ? "Read it in parts with offset "
-	    "and max_bytes (next_offset says where to go on)." : "Write it in "
-	    "parts: the first call, then write_file with append: true for each "
-	    "next part.");
-	tr_set_text(tc, m, 1);
-}
-
-static void
-t_read_file(struct tool_call *tc, struct sessmgr *m, struct sess *s,
-    const struct conf *c, const cJSON *args)
-{
-	const char *path = schema_str(args, "path");
-	const char *enc = schema_str(args, "encoding");
-	long long off = schema_int(args, "offset", 0);
-	long long max = schema_int(args, "max_bytes", -1);
-	struct areq a = { .s = s };
-	struct tr_file f;
-	struct buf url;
-
-	(void)m;
-	if (enc == NULL)
-		enc = "text";
-	if (max > c->tool_max_bytes) {
-		cap_error(tc, "read_file", max, c->tool_max_bytes);
-		return;
-	}
-	if (max == -1)
-		max = c->tool_max_bytes;
-	if (file_meta(tc, s, path, &f) == -1)
-		return;
-	if (file_url(&url, "raw", f.path) == -1 ||
-	    buf_addf(&url, "&offset=%lld&length=%lld", off, max) == -1) {
-		buf_free(&url);
-		tr_set_text(tc, "read_file: the path is too long", 1);
-		return;
-	}
-	if (agent_bytes(&a, "GET", url.p, NULL, 0, (size_t)max + 1,
-	    FILE_MS) == -1)
-		tr_set_text(tc, a.err, 1);
-	else if (a.status != 200)
-		file_error(tc, &a, "read_file", path);
-	else if ((long long)a.resp.len > max)
-		tr_set_text(tc, "read_file: the sandbox's agent sent more bytes than "
-		    "asked for; retry the call", 1);
-	else
-		read_file_result(tc, &f, enc, a.resp.p ? a.resp.p : "", a.resp.len,
-		    off, max);
-	buf_free(&url);
-	areq_free(&a);
-}
-
-static void
-t_write_file(struct tool_call *tc, struct sessmgr *m, struct sess *s,
-    const struct conf *c, const cJSON *args)
-{
-	const char *path = schema_str(args, "path");
-	const char *content = schema_str(args, "content");
-	const char *enc = schema_str(args, "encoding");
-	const char *mode = schema_str(args, "mode");
-	int append = schema_bool(args, "append") == 1;
-	struct areq a = { .s = s };
-	struct buf data, url;
-	const char *body;
-	size_t len;
-	char err[256], m4[8];
-
-	(void)m;
-	buf_init(&url, 1);
-	buf_init(&data, (size_t)c->tool_max_bytes);
-	if (enc != NULL && strcmp(enc, "base64") == 0) {
-		if (tr_b64_decode(content, &data, err, sizeof(err)) == -1) {
-			char msg[512];
-			if (err[0] == '\0')
-				cap_error(tc, "write_file", (long long)strlen(content) /
-				    4 * 3, c->tool_max_bytes);
-			else {
-				snprintf(msg, sizeof(msg), "argument 'content' is not "
-				    "base64: %s", err);
-				tr_set_text(tc, msg, 1);
-			}
-			goto out;
-		}
-		body = data.p ? data.p : "";
-		len = data.len;
-	} else {
-		body = content;
-		len = strlen(content);
-		if ((long long)len > c->tool_max_bytes) {
-			cap_error(tc, "write_file", (long long)len, c->tool_max_bytes);
-			goto out;
-		}
-	}
-	buf_free(&url);
-	if (file_url(&url, "raw", path) == -1 ||
-	    (append && buf_addstr(&url, "&append=1") == -1)) {
-		tr_set_text(tc, "write_file: the path is too long", 1);
-		goto out;
-	}
-	if (mode != NULL) {
-		/* the schema's pattern: 3 or 4 octal digits, maybe a leading 0 */
-		snprintf(m4, sizeof(m4), "%04lo", strtol(mode, NULL, 8));
-		if (buf_addf(&url, "&mode=%s", m4) == -1)
-			goto out;
-	}
-	if (agent_bytes(&a, "PUT", url.p, body, len, 64 * 1024, FILE_MS) == -1) {
-		tr_set_text(tc, a.err, 1);
-		goto out;
-	}
-	if (a.status != 200 && a.status != 201) {
-		file_error(tc, &a, "write_file", path);
-		goto out;
-	}
-	a.j = cJSON_ParseWithLength(a.resp.p ? a.resp.p : "", a.resp.len);
-	if (!cJSON_IsObject(a.j)) {
-		tr_set_text(tc, "write_file: the sandbox's agent sent an unreadable "
-		    "reply; the file may have been written: read_file or list_files "
-		    "shows it", 1);
-		goto out;
-	}
-	write_file_result(tc, path, append, a.j);
-out:
-	buf_free(&url);
-	buf_free(&data);
-	areq_free(&a);
-}
-
-static void
-t_list_files(struct tool_call *tc, struct sessmgr *m, struct sess *s,
-    const struct conf *c, const cJSON *args)
-{
-	const char *path = schema_str(args, "path");
-	struct areq a = { .s = s };
-	struct buf url;
-
-	(void)m;
-	(void)c;
-	if (file_url(&url, "list", path) == -1 ||
-	    buf_addf(&url, "&max_entries=%lld%s", schema_int(args, "max_entries",
-	    DEF_LIST), schema_bool(args, "recursive") == 1 ? "&recursive=1" : "") ==
-	    -1) {
-		tr_set_text(tc, "list_files: the path is too long", 1);
-		buf_free(&url);
-		return;
-	}
-	if (agent_do(&a, "GET", url.p, NULL, FILE_MS) == -1)
-		tr_set_text(tc, a.err, 1);
-	else if (a.status != 200)
-		file_error(tc, &a, "list_files", path);
-	else
-		list_files_result(tc, a.j);
-	buf_free(&url);
-	areq_free(&a);
-}
-
-static void
-t_delete_file(struct tool_call *tc, struct sessmgr *m, struct sess *s,
-    const struct conf *c, const cJSON *args)
-{
-	const char *path = schema_str(args, "path");
-	struct areq a = { .s = s };
-	cJSON *body = cJSON_CreateObject();
-
-	(void)m;
-	(void)c;
-	cJSON_AddStringToObject(body, "path", path);
-	cJSON_AddBoolToObject(body, "recursive", schema_bool(args, "recursive") == 1);
-	if (agent_do(&a, "POST", "/v1/files/delete", body, FILE_MS) == -1)
-		tr_set_text(tc, a.err, 1);
-	else if (a.status != 200)
-		file_error(tc, &a, "delete_file", path);
-	else
-		delete_file_result(tc, path, a.j);
-	cJSON_Delete(body);
-	areq_free(&a);
 }
 
 static void
@@ -1823,17 +1343,17 @@ rerun_lost(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 	enum sess_err e = SE_OK;
 	cJSON *ct, *t0, *t;
 
-	snprintf(why, sizeof(why), "%s", tl_lost_why);
+	(void)areq_lost(why, sizeof(why));
 	log_warnx("session=%s tool=%s sandbox had stopped (%s): starting it "
 	    "again and retrying", tc->sid, tc->name, why);
 	if (sess_enter(s, &e, err, sizeof(err)) == -1)
 		return;		/* the first answer stands */
 	agentc_set_cancel(&tc->cancelled, 0);
-	tl_lost = 0;
+	areq_lost_clear();
 	d->handler(tc, m, s, c, tc->args);
 	agentc_set_cancel(NULL, 0);
 	sess_leave(s);
-	if (tl_lost || tc->result == NULL ||
+	if (areq_lost(NULL, 0) || tc->result == NULL ||
 	    !cJSON_IsArray(ct = cJSON_GetObjectItemCaseSensitive(tc->result,
 	    "content")))
 		return;
@@ -1893,11 +1413,11 @@ tools_run1(struct sessmgr *m, const struct conf *c, struct tool_call *tc)
 	/* The tool's own waits on the agent give up as soon as the call is
 	 * cancelled (not the sandbox's set-up above: it must complete). */
 	agentc_set_cancel(&tc->cancelled, 0);
-	tl_lost = 0;
+	areq_lost_clear();
 	d->handler(tc, m, s, c, tc->args);
 	agentc_set_cancel(NULL, 0);
 	sess_leave(s);
-	if (tl_lost)
+	if (areq_lost(NULL, 0))
 		rerun_lost(tc, m, s, c, d);
 out:
 	sess_put(s);

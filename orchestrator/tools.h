@@ -13,6 +13,11 @@
 #include "conf.h"
 #include "sess.h"
 
+/* Limits the tools' schemas show and their handlers use (tools.c,
+ * filetools.c). */
+#define TOOLS_MAX_PATH	4096	/* PATH_MAX: the kernel refuses longer */
+#define TOOLS_DEF_LIST	1000	/* list_files' default max_entries */
+
 struct tool_call {
 	/* in */
 	char		 sid[ID_SESSION_MAX + 1];
