@@ -24,7 +24,9 @@ b64_encode(const void *in, size_t n, char *out)
 		v = (unsigned)p[i] << 16 | (i + 1 < n ? (unsigned)p[i + 1] << 8 : 0);
 		out[o++] = alphabet[v >> 18];
 		out[o++] = alphabet[(v >> 12) & 63];
-		out[o++] = i + 1 < n ? alphabet[(v >> 6) & 63] : '=';
+		out[o++] = '=';
+		if (i + 1 < n)
+			out[o - 1] = alphabet[(v >> 6) & 63];
 		out[o++] = '=';
 	}
 	return o;

@@ -141,9 +141,9 @@ const struct cfg_key conf_keys[] = {
 #ifdef HAVE_RT_LOCAL
 	{ "homes.dir", CFG_PATH, O(local.homes_dir), 0, 0, NULL, NULL,
 	  "local runtime: directory of the homes (one ext4 image per user); empty: homes beside local.state_dir" },
-#endif
 	{ "homes.keep_mounted", CFG_DURATION, O(local.homes_keep_ms), 0, DAY, "10m", NULL,
 	  "local runtime: how long a home's filesystem stays mounted (detached, in no mount table) after its last attach, so the next sandbox of that user needs no mount; 0: released with its last sandbox" },
+#endif
 	{ "homes.k8s.storage_class", CFG_STR, O(homes_k8s_storage_class), 0, 0, NULL, NULL,
 	  "kubernetes: storage class of the homes' PersistentVolumeClaims (empty: the cluster's default)" },
 	{ "homes.k8s.access_mode", CFG_STR, O(homes_k8s_access_mode), 0, 0, "ReadWriteOnce", NULL,

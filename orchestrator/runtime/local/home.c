@@ -67,8 +67,8 @@ static pthread_mutex_t homes_mu = PTHREAD_MUTEX_INITIALIZER;
 struct home_sb {
 	dev_t		 dev;
 	ino_t		 ino;
-	int		 mfd;		/* the fsmount, not idmapped */
 	long long	 used_ms;	/* mono: last attach or seen in use */
+	int		 mfd;		/* the fsmount, not idmapped */
 	char		 user[ID_SESSION_MAX + 1];
 };
 static struct home_sb	home_sbs[HOME_SB_MAX];
