@@ -50,6 +50,8 @@ echo "# tool error: $out"
 check "tool error: the create failed" grep -q '^ERROR' <<<"$out"
 check "tool error: no host path in it" bash -c "! grep -qF -e '$AGENT_BIN' -e '$ORCH_STATE' -e '$T' <<<\"\$1\"" _ "$out"
 check "tool error: the host view is logged for the operator" grep -q "runtime error (host view):.*$AGENT_BIN" "$ORCH_LOG"
+# (what the create's failure looked like, for a failure of the check above)
+grep -E "session=h-0 .*create failed|host view" "$ORCH_LOG" | tail -n 3 | sed 's/^/# log: /'
 mv "$AGENT_BIN.away" "$AGENT_BIN"
 check "agent_bin back: readyz 200" wait_until 10 rz_is 200
 orch_stop
