@@ -142,10 +142,10 @@ const struct cfg_key conf_keys[] = {
 	{ "homes.dir", CFG_PATH, O(local.homes_dir), 0, 0, NULL, NULL,
 	  "local runtime: directory of the homes (one ext4 image per user); empty: homes beside local.state_dir" },
 #endif
-	{ "homes.k8s.storage_class", CFG_STR, O(homes_k8s_storage_class), 0, 0, NULL, NULL,
+	{ "homes.k8s.storage_class", CFG_STR, O(k8s.homes_storage_class), 0, 0, NULL, NULL,
 	  "kubernetes: storage class of the homes' PersistentVolumeClaims (empty: the cluster's default)" },
-	{ "homes.k8s.access_mode", CFG_STR, O(homes_k8s_access_mode), 0, 0, "ReadWriteOnce", NULL,
-	  "kubernetes: access mode of the homes' claims, ReadWriteOnce or ReadWriteMany" },
+	{ "homes.k8s.access_mode", CFG_STR, O(k8s.homes_access_mode), 0, 0, "ReadWriteOnce", NULL,
+	  "kubernetes: access mode of the homes' claims: ReadWriteOnce, ReadWriteOncePod or ReadWriteMany" },
 	{ "fake.state_dir", CFG_PATH, O(fake_state_dir), 0, 0, "/tmp/orch-fake", NULL,
 	  "fake runtime: directory holding one directory per sandbox (keep it short: unix socket paths)" },
 	{ "fake.agent", CFG_PATH, O(fake_agent), 0, 0, "build/agent/sandbox-agent", "ORCH_FAKE_AGENT",
@@ -221,10 +221,10 @@ conf_load(struct conf *c, const char *path, char *err, size_t errlen)
 				    path ? path : "(defaults)", c->homes_users.k[i]);
 				return -1;
 			}
-		if (c->homes_k8s_access_mode == NULL ||
-		    (strcmp(c->homes_k8s_access_mode, "ReadWriteOnce") != 0 &&
-		    strcmp(c->homes_k8s_access_mode, "ReadWriteMany") != 0 &&
-		    strcmp(c->homes_k8s_access_mode, "ReadWriteOncePod") != 0)) {
+		if (c->k8s.homes_access_mode == NULL ||
+		    (strcmp(c->k8s.homes_access_mode, "ReadWriteOnce") != 0 &&
+		    strcmp(c->k8s.homes_access_mode, "ReadWriteMany") != 0 &&
+		    strcmp(c->k8s.homes_access_mode, "ReadWriteOncePod") != 0)) {
 			snprintf(err, errlen, "%s: homes.k8s.access_mode: expected "
 			    "ReadWriteOnce, ReadWriteOncePod or ReadWriteMany",
 			    path ? path : "(defaults)");
