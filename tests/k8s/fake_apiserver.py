@@ -21,7 +21,8 @@ The "kubelet" gives each pod an IP 127.0.0.N. For a sandbox pod
 (label sandbox.dev/role=sandbox) it runs the real agent binary (--agent) on
 that IP and the agent port, with the token from the pod's Secret and
 /workspace backed by a directory per PVC, and reports Ready once the port
-accepts (the pod's readiness probe). A PVC with a PersistentVolumeClaim
+accepts (the pod's readiness probe); every claim a pod mounts must exist
+and be Bound first (else ContainerCreating). A PVC with a PersistentVolumeClaim
 dataSource starts as a copy of that claim's directory (CSI volume cloning);
 without clone support (noclone) it stays Pending and so do its pods. For pods of a Deployment it runs
 --pod-cmd (if given) with POD_IP/POD_NAME in the environment.
@@ -381,12 +382,19 @@ def start_sandbox_agent(k, pod, ip):
             secret.get("secretName")
     claim = vols.get(mounts.get("/workspace"), {}) \
         .get("persistentVolumeClaim", {}).get("claimName", "")
-    if key_of("", "persistentvolumeclaims", ns, claim) not in STORE:
-        return "ContainerCreating", 'persistentvolumeclaim "%s" not found' % claim
-    if STORE[key_of("", "persistentvolumeclaims", ns, claim)] \
-            .get("status", {}).get("phase") != "Bound":
-        return "ContainerCreating", 'persistentvolumeclaim "%s" is not bound' \
-            % claim
+    # Every claim the pod mounts (/workspace, a home) must be there and
+    # bound, as the kubelet waits for each volume before the containers.
+    for v in spec.get("volumes", []) or []:
+        cn = (v.get("persistentVolumeClaim") or {}).get("claimName")
+        if cn is None:
+            continue
+        if key_of("", "persistentvolumeclaims", ns, cn) not in STORE:
+            return "ContainerCreating", 'persistentvolumeclaim "%s" not found' \
+                % cn
+        if STORE[key_of("", "persistentvolumeclaims", ns, cn)] \
+                .get("status", {}).get("phase") != "Bound":
+            return "ContainerCreating", 'persistentvolumeclaim "%s" is not ' \
+                'bound' % cn
     pdir = os.path.join(ARGS.workdir, "pods", ns, k[3])
     os.makedirs(os.path.join(pdir, "state"), exist_ok=True)
     tok = base64.b64decode(sobj["data"]["token"]).decode()
