@@ -143,6 +143,7 @@ ia=$(posted_at "$A")
 ip=$(posted_at "$pa")
 check "the claim was made before the pod ($ia < $ip)" test "$ia" -ge 0 -a "$ia" -lt "$ip"
 check "pod mounts the claim at /home/user (volume home) and has the label" test "$(home_mount "$pa")" = "$A /home/user $HA"
+check "ReadWriteMany: no pod affinity (any node can mount the claim)" test "$(obj pods sandboxes "$pa" | jq_py 'd["spec"].get("affinity")')" = None
 check "root pod: the same securityContext as for /workspace (no fsGroup)" test "$(obj pods sandboxes "$pa" | jq_py '(d["spec"]["securityContext"].get("fsGroup"), d["spec"]["securityContext"].get("fsGroupChangePolicy"), d["spec"]["securityContext"]["runAsUser"])')" = "(None, None, 0)"
 out=$(mcp_tool a-1 alice shell '{"command":"echo home=$HOME"}')
 check "HOME is /home/user in the shell" bash -c "grep -q '^home=/home/user' <<<'$out'"
@@ -263,6 +264,7 @@ check "orchestrator restarts with homes.ttl 3s (default storage class and mode)"
 out=$(mcp_tool f-1 frank shell '{"command":"echo frank"}')
 F=$(claim_of frank)
 check "new claim: no storageClassName (cluster default), ReadWriteOnce" test "$(obj persistentvolumeclaims sandboxes "$F" | jq_py '(d["spec"].get("storageClassName"), d["spec"]["accessModes"])')" = "(None, ['ReadWriteOnce'])"
+check "ReadWriteOnce: the pod must share a node with the pods mounting that home" test "$(obj pods sandboxes "sbx-$(sbx_of f-1)" | jq_py 'd["spec"]["affinity"]["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]')" = "[{\"labelSelector\": {\"matchLabels\": {\"sandbox.dev/home\": \"$(hash_of frank)\"}}, \"topologyKey\": \"kubernetes.io/hostname\"}]"
 dgone() { test "$(obj persistentvolumeclaims sandboxes "$D")" = null; }
 check "homes.ttl purges dave's unused home" wait_for 30 dgone
 check "the purge is logged" grep -q "home user=dave purged" "$T/orch.log"

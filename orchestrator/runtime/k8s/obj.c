@@ -592,6 +592,26 @@ empty_dir(cJSON *vols, const char *name, const char *medium, const char *size)
 	return v;
 }
 
+/*
+ * A ReadWriteOnce home attaches to one node at a time: a pod mounting it
+ * must go where the pods already mounting it run (the first one anywhere:
+ * a pod matching its own required term may start a group), else it
+ * would wait in ContainerCreating (Multi-Attach) until ready_timeout.
+ */
+static void
+home_affinity(cJSON *spec, const char *hash)
+{
+	cJSON *t = cJSON_CreateObject(), *arr;
+
+	cJSON_AddStringToObject(cJSON_AddObjectToObject(cJSON_AddObjectToObject(t,
+	    "labelSelector"), "matchLabels"), K8S_LBL_HOME, hash);
+	cJSON_AddStringToObject(t, "topologyKey", "kubernetes.io/hostname");
+	arr = cJSON_AddArrayToObject(cJSON_AddObjectToObject(cJSON_AddObjectToObject(
+	    spec, "affinity"), "podAffinity"),
+	    "requiredDuringSchedulingIgnoredDuringExecution");
+	cJSON_AddItemToArray(arr, t);
+}
+
 cJSON *
 k8s_build_pod(const struct k8s_params *p, const struct k8s_sbx *s,
     const char *labels_json, long long created_ms, long long started_ms)
@@ -653,6 +673,10 @@ k8s_build_pod(const struct k8s_params *p, const struct k8s_sbx *s,
 			    "OnRootMismatch");
 	}
 	cJSON_AddItemToObject(sc, "seccompProfile", seccomp(NULL));
+	if (s->home[0] != '\0' && (p->home_access_mode == NULL ||
+	    p->home_access_mode[0] == '\0' ||
+	    strcmp(p->home_access_mode, "ReadWriteOnce") == 0))
+		home_affinity(spec, home);
 
 	/* Init container: copy the static agent into the emptyDir. */
 	arr = cJSON_AddArrayToObject(spec, "initContainers");
