@@ -142,10 +142,12 @@ const struct cfg_key conf_keys[] = {
 	{ "homes.dir", CFG_PATH, O(local.homes_dir), 0, 0, NULL, NULL,
 	  "local runtime: directory of the homes (one ext4 image per user); empty: homes beside local.state_dir" },
 #endif
+#ifdef HAVE_RT_K8S
 	{ "homes.k8s.storage_class", CFG_STR, O(k8s.homes_storage_class), 0, 0, NULL, NULL,
 	  "kubernetes: storage class of the homes' PersistentVolumeClaims (empty: the cluster's default)" },
 	{ "homes.k8s.access_mode", CFG_STR, O(k8s.homes_access_mode), 0, 0, "ReadWriteOnce", NULL,
 	  "kubernetes: access mode of the homes' claims: ReadWriteOnce, ReadWriteOncePod or ReadWriteMany" },
+#endif
 	{ "fake.state_dir", CFG_PATH, O(fake_state_dir), 0, 0, "/tmp/orch-fake", NULL,
 	  "fake runtime: directory holding one directory per sandbox (keep it short: unix socket paths)" },
 	{ "fake.agent", CFG_PATH, O(fake_agent), 0, 0, "build/agent/sandbox-agent", "ORCH_FAKE_AGENT",
@@ -221,6 +223,7 @@ conf_load(struct conf *c, const char *path, char *err, size_t errlen)
 				    path ? path : "(defaults)", c->homes_users.k[i]);
 				return -1;
 			}
+#ifdef HAVE_RT_K8S
 		if (c->k8s.homes_access_mode == NULL ||
 		    (strcmp(c->k8s.homes_access_mode, "ReadWriteOnce") != 0 &&
 		    strcmp(c->k8s.homes_access_mode, "ReadWriteMany") != 0 &&
@@ -230,6 +233,7 @@ conf_load(struct conf *c, const char *path, char *err, size_t errlen)
 			    path ? path : "(defaults)");
 			return -1;
 		}
+#endif
 	}
 	if (c->pool_min_idle > c->max_running) {
 		snprintf(err, errlen, "%s: pool.min_idle: larger than limits.max_running",
