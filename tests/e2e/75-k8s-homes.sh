@@ -156,7 +156,11 @@ check "second session: a new pod too (not the warm one)" test -z "${uid_before[$
 check "second session: the same claim mounted" test "$(home_mount "$pa2")" = "$A /home/user $HA"
 check "one claim for the user" test "$(home_claims)" = "[\"$A\"]"
 npatch() { fake_get bodies | jq_py "len([b for b in d['bodies'] if b[0] == 'PATCH' and b[1].split('?')[0].endswith('/persistentvolumeclaims/$A')])"; }
-check "a use within a minute of the last does not rewrite the last-use annotation" test "$(npatch)" = 0
+if [ $(( $(date +%s%3N) - lu )) -lt 55000 ]; then
+	check "a use within a minute of the last does not rewrite the last-use annotation" test "$(npatch)" = 0
+else
+	skip "a use within a minute of the last does not rewrite the last-use annotation" "(the second session took over 55 s to start)"
+fi
 
 # --- a session without a user: the warm pod, no home ---
 out=$(mcp_tool n-1 "" shell '{"command":"echo nouser"}')
@@ -210,12 +214,13 @@ check "after a restart and reconciles: dave's claim (unused) is kept" test "$(ob
 check "alice's sessions survive the restart with their home" test "$(home_mount "sbx-$(sbx_of a-1)")" = "$A /home/user $HA"
 
 # --- the last use is rewritten once it is a minute old ---
+n0=$(npatch)
 kapi PATCH "/api/v1/namespaces/sandboxes/persistentvolumeclaims/$A?fieldValidation=Strict" \
     '{"metadata":{"annotations":{"sandbox.dev/home-last-used":"1000"}}}' >/dev/null
 out=$(mcp_tool a-3 alice shell '{"command":"echo third"}')
 lu=$(obj persistentvolumeclaims sandboxes "$A" | jq_py 'int(d["metadata"]["annotations"]["sandbox.dev/home-last-used"])')
 check "a use with a stale last-use annotation rewrites it (merge patch, validated)" test $(( $(date +%s%3N) - lu )) -lt 120000
-check "one last-use write for that use (the only PATCH of the claim)" test "$(npatch)" = 2
+check "one last-use write for that use (the test's PATCH and the orchestrator's)" test "$(npatch)" = $((n0 + 2))
 
 # --- clear_session keeps the claim; DELETE once unused ---
 for s in a-1 a-2 a-3; do mcp_tool $s alice clear_session '{}' >/dev/null; done
