@@ -10,7 +10,8 @@
 # clear_session and a restarted orchestrator's reconcile keep the claim;
 # GET/DELETE /v1/users/{id}/home (409 while in use); the last use is
 # written at most once a minute; homes.ttl purges unused homes only;
-# hostile user ids give valid names; a bad access mode stops start-up.
+# hostile user ids give valid names; a bad access mode stops start-up;
+# k8sctl homes/home/home-delete.
 . "$(dirname "$0")/../lib/common.sh"
 . "$TOP/tests/k8s/lib.sh"
 ORCH_BIN=$BIN/orchestrator/orchestrator
@@ -252,6 +253,10 @@ code=$(rest GET "/v1/users/$(printf 'x%.0s' $(seq 129))/home" -o /dev/null -w '%
 check "GET of a too-long user id: 400" test "$code" = 400
 check "home claims: exactly those of the users seen" test "$(home_claims | jq_py 'len(d)')" = 5
 
+check "k8sctl homes: every home of this instance, by user id" test "$(kctl homes | jq_py 'sorted(h["user"] for h in d)')" = "$(python3 -c 'import json,sys; print(json.dumps(sorted(sys.argv[1:])))' bigu dave "$U1" Alice ..)"
+check "k8sctl homes: in use from the pods (bigu runs, dave was cleared)" test "$(kctl homes | jq_py 'sorted((h["user"], h["in_use"]) for h in d if h["user"] in ("bigu", "dave"))')" = '[["bigu", true], ["dave", false]]'
+check "k8sctl home-delete of a home a pod mounts: refused (in use)" fails_with "in use" kctl home-delete bigu
+check "k8sctl home bigu: still there, its size" test "$(kctl home bigu | jq_py '(d["exists"], d["size_bytes"])')" = "(True, 83886080)"
 # A claim of the home's name that is not that user's (another instance's,
 # or not a home) is never used or deleted.
 E=$(claim_of eve)
@@ -259,6 +264,7 @@ kapi POST /api/v1/namespaces/sandboxes/persistentvolumeclaims?fieldValidation=St
     "{\"apiVersion\":\"v1\",\"kind\":\"PersistentVolumeClaim\",\"metadata\":{\"name\":\"$E\",\"labels\":{\"app.kubernetes.io/managed-by\":\"sandbox-orchestrator\",\"sandbox.dev/instance\":\"other\",\"sandbox.dev/home\":\"$(hash_of eve)\"},\"annotations\":{\"sandbox.dev/home-user\":\"eve\"}},\"spec\":{\"accessModes\":[\"ReadWriteOnce\"],\"resources\":{\"requests\":{\"storage\":\"1Gi\"}}}}" >/dev/null
 out=$(mcp_tool e-1 eve shell '{"command":"echo eve"}')
 check "another instance's claim of that name: the session is refused, saying so" grep -q 'not the home of user eve' <<<"$out"
+check "k8sctl homes does not list it" test "$(kctl homes | jq_py 'len([h for h in d if h["user"] == "eve"])')" = 0
 code=$(rest DELETE /v1/users/eve/home -o /dev/null -w '%{http_code}')
 check "and DELETE leaves it alone" test "$code" != 200 -a "$(obj persistentvolumeclaims sandboxes "$E" | jq_py 'd is not None')" = True
 
