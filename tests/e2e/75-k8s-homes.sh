@@ -287,4 +287,5 @@ fgone() { test "$(obj persistentvolumeclaims sandboxes "$F")" = null; }
 check "once frank's session is cleared, his home is purged after homes.ttl" wait_for 30 fgone
 
 orch_stop
+check "no sanitizer report in the orchestrator's log (all its runs)" bash -c "! grep -q 'ERROR: AddressSanitizer\|runtime error:\|ERROR: LeakSanitizer' '$T/orch.log'"
 k8s_no_violations
