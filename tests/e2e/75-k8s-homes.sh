@@ -11,6 +11,7 @@
 # GET/DELETE /v1/users/{id}/home (409 while in use); the last use is
 # written at most once a minute; homes.ttl purges unused homes only;
 # hostile user ids give valid names; a bad access mode stops start-up;
+# ReadWriteOncePod makes a second session of the user wait for the first;
 # k8sctl homes/home/home-delete.
 . "$(dirname "$0")/../lib/common.sh"
 . "$TOP/tests/k8s/lib.sh"
@@ -285,6 +286,24 @@ check "another instance's claim is not purged" test "$(obj persistentvolumeclaim
 mcp_tool f-1 frank clear_session '{}' >/dev/null
 fgone() { test "$(obj persistentvolumeclaims sandboxes "$F")" = null; }
 check "once frank's session is cleared, his home is purged after homes.ttl" wait_for 30 fgone
+
+# --- ReadWriteOncePod: one pod at a time; a second session waits ---
+orch_stop
+orch_config "size: 32MiB" "k8s:" "  access_mode: ReadWriteOncePod"
+check "orchestrator restarts with homes.k8s.access_mode ReadWriteOncePod" orch_start
+out=$(mcp_tool g-1 gina shell '{"command":"echo gina"}')
+G=$(claim_of gina)
+HG=$(hash_of gina)
+check "ReadWriteOncePod claim" test "$(obj persistentvolumeclaims sandboxes "$G" | jq_py 'd["spec"]["accessModes"]')" = '["ReadWriteOncePod"]'
+check "ReadWriteOncePod: no pod affinity" test "$(obj pods sandboxes "sbx-$(sbx_of g-1)" | jq_py 'd["spec"].get("affinity")')" = None
+rest POST /v1/sessions -d '{"id":"g-2","user":"gina"}' -o "$T/g2" -w '%{http_code}' >"$T/g2.code" &
+G2=$!
+waiting() { fake_get state | jq_py "len([o for o in d['items'] if o['kind'] == 'Pod' and o['metadata'].get('labels', {}).get('sandbox.dev/home') == '$HG' and any(c.get('reason') == 'Unschedulable' for c in o['status'].get('conditions', []))])" | grep -qx 1; }
+check "a second session of the user: its pod waits, Unschedulable (the claim is in use)" wait_for 20 waiting
+mcp_tool g-1 gina clear_session '{}' >/dev/null
+wait $G2
+check "once the first session's pod is gone, the second starts (201)" test "$(cat "$T/g2.code")" = 201
+check "and mounts the home" test "$(home_mount "sbx-$(sbx_of g-2)")" = "$G /home/user $HG"
 
 orch_stop
 check "no sanitizer report in the orchestrator's log (all its runs)" bash -c "! grep -q 'ERROR: AddressSanitizer\|runtime error:\|ERROR: LeakSanitizer' '$T/orch.log'"
