@@ -258,6 +258,18 @@ check "k8sctl homes: every home of this instance, by user id" test "$(kctl homes
 check "k8sctl homes: in use from the pods (bigu runs, dave was cleared)" test "$(kctl homes | jq_py 'sorted((h["user"], h["in_use"]) for h in d if h["user"] in ("bigu", "dave"))')" = '[["bigu", true], ["dave", false]]'
 check "k8sctl home-delete of a home a pod mounts: refused (in use)" fails_with "in use" kctl home-delete bigu
 check "k8sctl home bigu: still there, its size" test "$(kctl home bigu | jq_py '(d["exists"], d["size_bytes"])')" = "(True, 83886080)"
+# The API refusing the home claim: the session fails saying so, no pod made.
+fake fail '{"method":"POST","path":"/persistentvolumeclaims$","status":403,"count":1000}' >/dev/null
+npods0=$(pods | jq_py 'len(d)')
+out=$(mcp_tool k-1 kim shell '{"command":"echo kim"}')
+fake clear >/dev/null
+check "home claim refused by the API: a tool error naming the claim" grep -q "^ERROR: .*home of user kim could not be made ready: create home claim $(claim_of kim)" <<<"$out"
+check "and no pod was made for it" test "$(pods | jq_py 'len(d)')" = "$npods0"
+out=$(mcp_tool k-1 kim shell '{"command":"echo kim-again"}')
+check "the next call, with the API answering, works" grep -q kim-again <<<"$out"
+mcp_tool k-1 kim clear_session '{}' >/dev/null
+wait_del() { [ "$(rest DELETE /v1/users/kim/home -o /dev/null -w '%{http_code}')" = 404 ]; }
+check "kim's home deleted again (keeps the count below)" wait_for 30 wait_del
 # A claim of the home's name that is not that user's (another instance's,
 # or not a home) is never used or deleted.
 E=$(claim_of eve)
