@@ -269,7 +269,7 @@ out=$(mcp_tool k-1 kim shell '{"command":"echo kim-again"}')
 check "the next call, with the API answering, works" grep -q kim-again <<<"$out"
 mcp_tool k-1 kim clear_session '{}' >/dev/null
 wait_del() { [ "$(rest DELETE /v1/users/kim/home -o /dev/null -w '%{http_code}')" = 404 ]; }
-check "kim's home deleted again (keeps the count below)" wait_for 30 wait_del
+check "kim's home deleted once the session is cleared" wait_for 30 wait_del
 # A claim of the home's name that is not that user's (another instance's,
 # or not a home) is never used or deleted.
 E=$(claim_of eve)
