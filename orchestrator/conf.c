@@ -144,10 +144,12 @@ const struct cfg_key conf_keys[] = {
 	{ "homes.keep_mounted", CFG_DURATION, O(local.homes_keep_ms), 0, DAY, "10m", NULL,
 	  "local runtime: how long a home's filesystem stays mounted (detached, in no mount table) after its last attach, so the next sandbox of that user needs no mount; 0: released with its last sandbox" },
 #endif
-	{ "homes.k8s.storage_class", CFG_STR, O(homes_k8s_storage_class), 0, 0, NULL, NULL,
+#ifdef HAVE_RT_K8S
+	{ "homes.k8s.storage_class", CFG_STR, O(k8s.homes_storage_class), 0, 0, NULL, NULL,
 	  "kubernetes: storage class of the homes' PersistentVolumeClaims (empty: the cluster's default)" },
-	{ "homes.k8s.access_mode", CFG_STR, O(homes_k8s_access_mode), 0, 0, "ReadWriteOnce", NULL,
-	  "kubernetes: access mode of the homes' claims, ReadWriteOnce or ReadWriteMany" },
+	{ "homes.k8s.access_mode", CFG_STR, O(k8s.homes_access_mode), 0, 0, "ReadWriteOnce", NULL,
+	  "kubernetes: access mode of the homes' claims: ReadWriteOnce, ReadWriteOncePod or ReadWriteMany" },
+#endif
 	{ "fake.state_dir", CFG_PATH, O(fake_state_dir), 0, 0, "/tmp/orch-fake", NULL,
 	  "fake runtime: directory holding one directory per sandbox (keep it short: unix socket paths)" },
 	{ "fake.agent", CFG_PATH, O(fake_agent), 0, 0, "build/agent/sandbox-agent", "ORCH_FAKE_AGENT",
@@ -223,15 +225,17 @@ conf_load(struct conf *c, const char *path, char *err, size_t errlen)
 				    path ? path : "(defaults)", c->homes_users.k[i]);
 				return -1;
 			}
-		if (c->homes_k8s_access_mode == NULL ||
-		    (strcmp(c->homes_k8s_access_mode, "ReadWriteOnce") != 0 &&
-		    strcmp(c->homes_k8s_access_mode, "ReadWriteMany") != 0 &&
-		    strcmp(c->homes_k8s_access_mode, "ReadWriteOncePod") != 0)) {
+#ifdef HAVE_RT_K8S
+		if (c->k8s.homes_access_mode == NULL ||
+		    (strcmp(c->k8s.homes_access_mode, "ReadWriteOnce") != 0 &&
+		    strcmp(c->k8s.homes_access_mode, "ReadWriteMany") != 0 &&
+		    strcmp(c->k8s.homes_access_mode, "ReadWriteOncePod") != 0)) {
 			snprintf(err, errlen, "%s: homes.k8s.access_mode: expected "
 			    "ReadWriteOnce, ReadWriteOncePod or ReadWriteMany",
 			    path ? path : "(defaults)");
 			return -1;
 		}
+#endif
 	}
 	if (c->pool_min_idle > c->max_running) {
 		snprintf(err, errlen, "%s: pool.min_idle: larger than limits.max_running",

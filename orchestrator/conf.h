@@ -95,8 +95,6 @@ struct conf {
 	long long	 homes_size;	/* bytes, a new home's limit */
 	struct cfg_map	 homes_users;	/* user -> size (text, checked at load) */
 	long long	 homes_ttl_ms;	/* 0: never purged */
-	char		*homes_k8s_storage_class;
-	char		*homes_k8s_access_mode;
 
 	/* fake runtime (tests) */
 	char		*fake_state_dir;

@@ -196,11 +196,28 @@ personalise_egress(struct sess *s, const char *applied)
 }
 
 /*
+ * Whether s's sandbox must be made with its user's home mounted: homes
+ * are on, s has a user, and the runtime mounts homes only at create
+ * (kubernetes: home_prepare, no home_attach). Such a sandbox is created
+ * (create_for prepares the home and names it in the spec), never claimed
+ * from the warm pool (a pool sandbox has no home).
+ */
+static int
+home_at_create(const struct sess *s)
+{
+	const struct runtime_ops *op = s->mgr->rt->ops;
+
+	return s->mgr->conf->homes_enabled && s->user[0] != '\0' &&
+	    op->home_prepare != NULL && op->home_attach == NULL;
+}
+
+/*
  * A session with a user gets that user's home at RT_HOME_PATH (made on
  * first use, homes.size or the user's homes.users size) and HOME there
  * for the shell, jobs and exec (/v1/env). Local attaches it into the
  * running sandbox (a warm claim stays warm); kubernetes mounted it at
- * create. 0, or -1 with err.
+ * create (create_for prepared it; start mounts it again), so only HOME
+ * is set here. 0, or -1 with err.
  */
 static int
 home_setup(struct sess *s, char *err, size_t errlen)
@@ -216,8 +233,9 @@ home_setup(struct sess *s, char *err, size_t errlen)
 	if (!m->conf->homes_enabled || s->user[0] == '\0' ||
 	    (op->home_prepare == NULL && op->home_attach == NULL))
 		return 0;
-	if ((op->home_prepare != NULL && op->home_prepare(m->rt, s->user,
-	    conf_home_size(m->conf, s->user), rerr, sizeof(rerr)) == -1) ||
+	if ((op->home_prepare != NULL && !home_at_create(s) &&
+	    op->home_prepare(m->rt, s->user, conf_home_size(m->conf, s->user),
+	    rerr, sizeof(rerr)) == -1) ||
 	    (op->home_attach != NULL && op->home_attach(m->rt, s->rtid, s->user,
 	    rerr, sizeof(rerr)) == -1)) {
 		log_warnx("session=%s sandbox=%s home failed err=\"%s\"",
@@ -396,8 +414,10 @@ take_slot(struct sessmgr *m, int replacing, struct newsb *nw, enum sess_err *e,
 /*
  * Creates a sandbox for s from o into nw, labelled with s's record (its
  * lifetime and idle limits already set), its /workspace a copy of
- * sandbox ws_from's when that is set. s itself is not changed. 0, or -1
- * with *e and err (nothing left behind). Held: s->lk exclusive.
+ * sandbox ws_from's when that is set, its user's home mounted when the
+ * runtime mounts homes at create (the home made first). s itself is not
+ * changed. 0, or -1 with *e and err (nothing left behind but the home,
+ * which outlives sandboxes anyway). Held: s->lk exclusive.
  */
 static int
 create_for(struct sess *s, const struct sess_opts *o, const char *ws_from,
@@ -412,10 +432,21 @@ create_for(struct sess *s, const struct sess_opts *o, const char *ws_from,
 
 	memset(nw, 0, sizeof(*nw));
 	nw->t0 = util_mono_ms();
+	if (home_at_create(s) && m->rt->ops->home_prepare(m->rt, s->user,
+	    conf_home_size(m->conf, s->user), rerr, sizeof(rerr)) == -1) {
+		log_warnx("session=%s home failed user=%s err=\"%s\"", s->sid,
+		    s->user, rerr);
+		*e = SE_RUNTIME;
+		snprintf(err, errlen, "the home of user %s could not be made "
+		    "ready: %s; retry in a moment", s->user, rerr);
+		return -1;
+	}
 	if (take_slot(m, replacing, nw, e, err, errlen) == -1)
 		return -1;
 	sm_spec_defaults(m, &sp, o);
 	sp.id = nw->id;
+	if (home_at_create(s))
+		sp.home_user = s->user;	/* mounted from the start */
 	sm_record(s, nw->id, 0, &rec);
 	sp.labels = rec.kv;
 	sp.nlabels = rec.n;
@@ -484,7 +515,8 @@ take_sandbox(struct sess *s, struct newsb *nw, char *err, size_t errlen)
 }
 
 /* Creates or claims a sandbox for s (state NONE) from o (NULL: the
- * defaults; the warm pool serves those). Held: s->lk exclusive. */
+ * defaults; the warm pool serves those, but not a session whose home
+ * must be mounted at create). Held: s->lk exclusive. */
 static int
 provision(struct sess *s, const struct sess_opts *o, enum sess_err *e,
     char *err, size_t errlen)
@@ -493,7 +525,8 @@ provision(struct sess *s, const struct sess_opts *o, enum sess_err *e,
 
 	s->created_ms = util_unix_ms();
 	set_reap_ms(s, o != NULL ? o->lifetime_ms : 0, o != NULL ? o->idle_ms : 0);
-	if ((o == NULL || !sessopt_sandbox_given(o)) && claim_pool(s, &nw) == 0)
+	if ((o == NULL || !sessopt_sandbox_given(o)) && !home_at_create(s) &&
+	    claim_pool(s, &nw) == 0)
 		goto take;
 	if (create_for(s, o, NULL, 0, &nw, e, err, errlen) == -1)
 		return -1;

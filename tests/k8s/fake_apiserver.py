@@ -21,7 +21,10 @@ The "kubelet" gives each pod an IP 127.0.0.N. For a sandbox pod
 (label sandbox.dev/role=sandbox) it runs the real agent binary (--agent) on
 that IP and the agent port, with the token from the pod's Secret and
 /workspace backed by a directory per PVC, and reports Ready once the port
-accepts (the pod's readiness probe). A PVC with a PersistentVolumeClaim
+accepts (the pod's readiness probe); every claim a pod mounts must exist
+and be Bound first (else ContainerCreating), and a pod using a
+ReadWriteOncePod claim another scheduled pod uses stays Pending
+(PodScheduled False, Unschedulable) until that pod is gone. A PVC with a PersistentVolumeClaim
 dataSource starts as a copy of that claim's directory (CSI volume cloning);
 without clone support (noclone) it stays Pending and so do its pods. For pods of a Deployment it runs
 --pod-cmd (if given) with POD_IP/POD_NAME in the environment.
@@ -381,12 +384,19 @@ def start_sandbox_agent(k, pod, ip):
             secret.get("secretName")
     claim = vols.get(mounts.get("/workspace"), {}) \
         .get("persistentVolumeClaim", {}).get("claimName", "")
-    if key_of("", "persistentvolumeclaims", ns, claim) not in STORE:
-        return "ContainerCreating", 'persistentvolumeclaim "%s" not found' % claim
-    if STORE[key_of("", "persistentvolumeclaims", ns, claim)] \
-            .get("status", {}).get("phase") != "Bound":
-        return "ContainerCreating", 'persistentvolumeclaim "%s" is not bound' \
-            % claim
+    # Every claim the pod mounts (/workspace, a home) must be there and
+    # bound, as the kubelet waits for each volume before the containers.
+    for v in spec.get("volumes", []) or []:
+        cn = (v.get("persistentVolumeClaim") or {}).get("claimName")
+        if cn is None:
+            continue
+        if key_of("", "persistentvolumeclaims", ns, cn) not in STORE:
+            return "ContainerCreating", 'persistentvolumeclaim "%s" not found' \
+                % cn
+        if STORE[key_of("", "persistentvolumeclaims", ns, cn)] \
+                .get("status", {}).get("phase") != "Bound":
+            return "ContainerCreating", 'persistentvolumeclaim "%s" is not ' \
+                'bound' % cn
     pdir = os.path.join(ARGS.workdir, "pods", ns, k[3])
     os.makedirs(os.path.join(pdir, "state"), exist_ok=True)
     tok = base64.b64decode(sobj["data"]["token"]).decode()
@@ -434,6 +444,50 @@ def set_waiting(pod, name, reason, msg):
                 "state": {"waiting": {"reason": reason, "message": msg}}}]
 
 
+RWOP_MSG = ("0/1 nodes are available: 1 node has pod using "
+            "PersistentVolumeClaim with the same name and ReadWriteOncePod "
+            "access mode. preemption: 0/1 nodes are available: 1 No "
+            "preemption victims found for incoming pod.")
+
+
+def rwop_taken(k, pod):
+    """The scheduler's ReadWriteOncePod rule: a pod using such a claim is
+    not scheduled while another scheduled pod (one with an IP, terminating
+    ones included) uses it."""
+    ns = k[2]
+    for v in pod["spec"].get("volumes", []) or []:
+        cn = (v.get("persistentVolumeClaim") or {}).get("claimName")
+        c = STORE.get(key_of("", "persistentvolumeclaims", ns, cn)) if cn else None
+        if c is None or "ReadWriteOncePod" not in \
+                (c.get("spec", {}).get("accessModes") or []):
+            continue
+        for k2, o in STORE.items():
+            if k2 == k or k2[1] != "pods" or k2[2] != ns or \
+                    "podIP" not in o.get("status", {}):
+                continue
+            if any((x.get("persistentVolumeClaim") or {}).get("claimName") == cn
+                   for x in o["spec"].get("volumes", []) or []):
+                return True
+    return False
+
+
+def set_scheduled(pod, ok):
+    conds = pod["status"].setdefault("conditions", [])
+    c = [x for x in conds if x.get("type") == "PodScheduled"]
+    if not c:
+        c = [{"type": "PodScheduled"}]
+        conds.append(c[0])
+    want = {"status": "True"} if ok else \
+        {"status": "False", "reason": "Unschedulable", "message": RWOP_MSG}
+    if any(c[0].get(f) != v for f, v in want.items()) or \
+            (ok and "reason" in c[0]):
+        c[0].pop("reason", None)
+        c[0].pop("message", None)
+        c[0].update(want)
+        c[0]["lastTransitionTime"] = now_rfc3339()
+        pod["metadata"]["resourceVersion"] = next_rv()
+
+
 def kubelet_tick():
     t = time.time()
     with LOCK:
@@ -452,6 +506,11 @@ def kubelet_tick():
                 continue
             if t - md.get("_created_at", t) < ARGS.pending_delay:
                 continue
+            if "podIP" not in st:
+                if rwop_taken(k, pod):
+                    set_scheduled(pod, False)
+                    continue
+                set_scheduled(pod, True)
             img = pod["spec"]["containers"][0].get("image", "")
             bad = [b for b in STATE["badimages"] if fnmatch.fnmatch(img, b)]
             if bad:

@@ -14,7 +14,10 @@
  *                           ports (their record: an annotation), egress
  *                           only to the assigned proxy pod (kept across a
  *                           stop: the record of an attach);
- *   Pod     sbx-<id>        deleted on stop, created again on start.
+ *   Pod     sbx-<id>        deleted on stop, created again on start;
+ *                           mounts its user's home claim (home.c) when
+ *                           the spec names one.
+ * Per user with a home: PVC home-<hash> (home.c), never a sandbox's.
  * Tokens and proxy credentials are HMAC-SHA256(agent_key, purpose:id), so
  * a restarted orchestrator needs no read access to Secrets to reach its
  * sandboxes again.
@@ -451,6 +454,10 @@ k8s_create(struct runtime *rt, const struct rt_spec *sp, struct rt_info *out,
 	memset(out, 0, sizeof(*out));
 	if (sbx_check(r, sp, &s, err, errlen) == -1)
 		return -1;
+	if (khome_for_create(r, &s, err, errlen) == -1) {
+		k8s_sbx_clear(&s);
+		return -1;
+	}
 	labels = k8s_labels_encode(sp->labels, sp->nlabels);
 	if (strlen(labels) > K8S_MAX_ANN) {
 		snprintf(err, errlen, "labels too large (max %zu bytes)", K8S_MAX_ANN);
@@ -563,7 +570,8 @@ k8s_start(struct runtime *rt, const char *id, char *err, size_t errlen)
 			goto out;
 	}
 	if (k8s_sbx_decode(k8s_ann(ann, K8S_ANN_SPEC), id, &s, err, errlen) == -1 ||
-	    fleet_attached(r, id, &attached, err, errlen) == -1)
+	    fleet_attached(r, id, &attached, err, errlen) == -1 ||
+	    khome_ensure(r, &s, err, errlen) == -1)
 		goto out;
 	sbx_defaults(r, &s);
 	if (pod_create(r, &s, k8s_ann(ann, K8S_ANN_LABELS),
@@ -1079,6 +1087,12 @@ static const struct runtime_ops k8s_ops = {
 	.health = k8s_health,
 	.app_connect = k8s_app_connect,
 	.app_ports = k8s_app_ports,
+	/* volumes cannot be added to a running pod: no home_attach, the
+	 * pod is made with the claim (rt_spec.home_user) */
+	.home_prepare = khome_prepare,
+	.home_get = khome_get,
+	.home_delete = khome_delete,
+	.home_list = khome_list,
 	.free = k8s_free,
 };
 
@@ -1177,6 +1191,14 @@ setup_check(const struct rt_k8s_conf *conf, char *err, size_t errlen)
 	    strcmp(conf->image_pull_policy, "Never") != 0)) {
 		snprintf(err, errlen, "kubernetes.image_pull_policy: expected "
 		    "Always, IfNotPresent or Never");
+		return -1;
+	}
+	if (conf->homes_access_mode != NULL && conf->homes_access_mode[0] != '\0' &&
+	    strcmp(conf->homes_access_mode, "ReadWriteOnce") != 0 &&
+	    strcmp(conf->homes_access_mode, "ReadWriteOncePod") != 0 &&
+	    strcmp(conf->homes_access_mode, "ReadWriteMany") != 0) {
+		snprintf(err, errlen, "homes.k8s.access_mode: expected "
+		    "ReadWriteOnce, ReadWriteOncePod or ReadWriteMany");
 		return -1;
 	}
 	return 0;
@@ -1286,6 +1308,8 @@ setup_params(struct k8s_rt *r)
 	r->par.grace_s = conf->stop_grace_s;
 	r->par.cluster_dns = conf->netpol_dns;
 	r->par.seccomp_localhost = conf->seccomp_profile;
+	r->par.home_storage_class = conf->homes_storage_class;
+	r->par.home_access_mode = conf->homes_access_mode;
 }
 
 struct runtime *

@@ -73,6 +73,11 @@ struct rt_k8s_conf {
 	long long	 sandboxes_per_proxy;
 	long long	 proxy_min_replicas;
 	long long	 fleet_interval_ms;
+	/* homes (the orchestrator's keys homes.k8s.*, not under
+	 * "kubernetes."): the claims' storage class (NULL or "": the
+	 * cluster default) and access mode (NULL: ReadWriteOnce) */
+	char		*homes_storage_class;
+	char		*homes_access_mode;
 	/* not a config key: the orchestrator's event loop, set by main() */
 	struct event_base *base;
 };

@@ -4,15 +4,17 @@
  * it. The layers point one way:
  *
  *   k8s.c    the runtime_ops table and the ops, setup and teardown
- *     |  \
+ *     |  \  \
+ *     |   \  home.c   per-user homes: their claims, who mounts them
  *     |   fleet.c  the egress-proxy fleet: proxy pods, load, assignment,
- *     |  /         the sandbox's NetworkPolicy, scaling, the sweep thread
+ *     |  /  /      the sandbox's NetworkPolicy, scaling, the sweep thread
  *   api.c    API calls and object paths, label selectors, derived
  *            credentials, agent calls
  *     |
  *   client.c (REST), obj.c (object builders), orchestrator/agentc.c
  *
- * k8s.c calls fleet.c and api.c, fleet.c calls api.c, api.c calls neither.
+ * k8s.c calls fleet.c, home.c and api.c; fleet.c and home.c call api.c
+ * (not each other); api.c calls none of them.
  * Every call is blocking and runs on the caller's (worker) thread, or on
  * the fleet thread; struct k8s_rt is set up once by runtime_k8s_new() and
  * read-only after it, but for the fleet fields under their mutexes.
@@ -218,5 +220,27 @@ int	fleet_start(struct k8s_rt *r, char *err, size_t errlen) WUNRES;
 
 /* Stops and joins the fleet thread, if it runs. */
 void	fleet_stop(struct k8s_rt *r);
+
+/* ---- home.c ---- */
+
+/* The runtime's home ops (runtime.h; k8s_ops points at them). */
+int	khome_prepare(struct runtime *, const char *user, long long size_bytes,
+	    char *err, size_t errlen) WUNRES;
+int	khome_get(struct runtime *, const char *user, struct rt_home *out,
+	    char *err, size_t errlen) WUNRES;
+int	khome_delete(struct runtime *, const char *user, char *err,
+	    size_t errlen) WUNRES;
+int	khome_list(struct runtime *, struct rt_home **out, size_t *n, char *err,
+	    size_t errlen) WUNRES;
+
+/* Create: s->home's claim must be there (home_prepare made it); its size
+ * goes into s->home_bytes (kept in the spec). 0 with no home. */
+int	khome_for_create(struct k8s_rt *r, struct k8s_sbx *s, char *err,
+	    size_t errlen) WUNRES;
+
+/* Start: s->home's claim is there again (made anew, s->home_bytes, if it
+ * was deleted while the sandbox was stopped) and its use recorded. */
+int	khome_ensure(struct k8s_rt *r, const struct k8s_sbx *s, char *err,
+	    size_t errlen) WUNRES;
 
 #endif

@@ -24,6 +24,8 @@
  *                                           runtime's client: one thread per
  *                                           PATH at once (or N in a row),
  *                                           with timings and client stats
+ *   k8sctl -f FILE homes | home USER | home-delete USER   the per-user
+ *                                           home claims (home.c)
  *   k8sctl render-netpol [PROXY_POD [PORT...]]  the example policy
  *                                           (netpol/; with exposed ports)
  *   k8sctl keys                             the configuration keys (markdown)
@@ -77,6 +79,7 @@ usage_to(FILE *fp)
 	    "          addr ID | list | labels ID K=V... | attach ID ORG USER SESSION [K=V...] |\n"
 	    "          fleet-sync | reconcile [KEEP...] | agent ID METHOD PATH [BODY] |\n"
 	    "          app-connect ID PORT | app-ports ID [PORT...] |\n"
+	    "          homes | home USER | home-delete USER |\n"
 	    "          poll N MS | requests [--seq N] PATH... | render-netpol [PROXY_POD [PORT...]] | keys\n");
 }
 
@@ -428,6 +431,56 @@ cmd_addr(struct runtime *rt, int argc UNUSED, char **argv, char *err,
 	return 0;
 }
 
+static cJSON *
+home_json(const struct rt_home *h)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(o, "user", h->user);
+	cJSON_AddBoolToObject(o, "exists", h->exists);
+	cJSON_AddNumberToObject(o, "size_bytes", (double)h->size_bytes);
+	cJSON_AddNumberToObject(o, "last_used_ms", (double)h->last_used_ms);
+	cJSON_AddBoolToObject(o, "in_use", h->in_use);
+	return o;
+}
+
+static int
+cmd_homes(struct runtime *rt, int argc UNUSED, char **argv UNUSED, char *err,
+    size_t errlen)
+{
+	struct rt_home *v;
+	size_t n, i;
+	cJSON *arr;
+
+	if (rt->ops->home_list(rt, &v, &n, err, errlen) == -1)
+		return -1;
+	arr = cJSON_CreateArray();
+	for (i = 0; i < n; i++)
+		cJSON_AddItemToArray(arr, home_json(&v[i]));
+	print_json(arr);
+	free(v);
+	return 0;
+}
+
+static int
+cmd_home(struct runtime *rt, int argc UNUSED, char **argv, char *err,
+    size_t errlen)
+{
+	struct rt_home h;
+
+	if (rt->ops->home_get(rt, argv[0], &h, err, errlen) == -1)
+		return -1;
+	print_json(home_json(&h));
+	return 0;
+}
+
+static int
+cmd_home_delete(struct runtime *rt, int argc UNUSED, char **argv, char *err,
+    size_t errlen)
+{
+	return rt->ops->home_delete(rt, argv[0], err, errlen);
+}
+
 static int
 cmd_list(struct runtime *rt, int argc UNUSED, char **argv UNUSED, char *err,
     size_t errlen)
@@ -606,6 +659,10 @@ static const struct cmd {
 	{ .name = "app-connect", .run = cmd_app_connect, .min = 2, .max = 2,
 	    .runtime = 1 },
 	{ .name = "app-ports", .run = cmd_app_ports, .min = 1, .max = -1,
+	    .runtime = 1 },
+	{ .name = "homes", .run = cmd_homes, .min = 0, .max = 0, .runtime = 1 },
+	{ .name = "home", .run = cmd_home, .min = 1, .max = 1, .runtime = 1 },
+	{ .name = "home-delete", .run = cmd_home_delete, .min = 1, .max = 1,
 	    .runtime = 1 },
 	{ .name = "render-netpol", .run = cmd_render_netpol, .min = 0, .max = -1 },
 	{ .name = "keys", .run = cmd_keys, .min = 0, .max = -1 },

@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/evp.h>
+
 #include "obj.h"
 #include "strnum.h"
 #include "xmalloc.h"
@@ -40,6 +42,29 @@ void
 k8s_name_netpol(const char *id, char *dst, size_t len)
 {
 	snprintf(dst, len, "sbx-%s", id);
+}
+
+void
+k8s_home_hash(const char *user, char out[K8S_HOME_HASH + 1])
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int n = 0, i;
+
+	if (EVP_Digest(user, strlen(user), md, &n, EVP_sha256(), NULL) != 1 ||
+	    n * 2 < K8S_HOME_HASH)
+		abort();
+	for (i = 0; i < K8S_HOME_HASH / 2; i++)
+		snprintf(out + (size_t)i * 2, 3, "%02x", md[i]);
+	out[K8S_HOME_HASH] = '\0';
+}
+
+void
+k8s_name_home(const char *user, char *dst, size_t len)
+{
+	char h[K8S_HOME_HASH + 1];
+
+	k8s_home_hash(user, h);
+	snprintf(dst, len, "home-%s", h);
 }
 
 /*
@@ -157,6 +182,13 @@ k8s_sbx_from_spec(struct k8s_sbx *s, const struct rt_spec *sp,
 	s->pids = sp->pids_max;
 	s->disk = sp->disk_bytes;
 	s->ws = sp->disk_bytes;	/* a sandbox's disk: its claim and the rest */
+	if (sp->home_user != NULL) {
+		if (!id_session_valid(sp->home_user)) {
+			snprintf(err, errlen, "invalid home user id");
+			return -1;
+		}
+		snprintf(s->home, sizeof(s->home), "%s", sp->home_user);
+	}
 	if (sp->nenv > 0)
 		s->env = xcalloc(sp->nenv, sizeof(*s->env));
 	for (i = 0; i < sp->nenv; i++) {
@@ -189,6 +221,10 @@ k8s_sbx_encode(const struct k8s_sbx *s)
 	cJSON_AddNumberToObject(o, "pids", (double)s->pids);
 	cJSON_AddNumberToObject(o, "disk", (double)s->disk);
 	cJSON_AddNumberToObject(o, "ws", (double)s->ws);
+	if (s->home[0] != '\0') {
+		cJSON_AddStringToObject(o, "home", s->home);
+		cJSON_AddNumberToObject(o, "home_bytes", (double)s->home_bytes);
+	}
 	env = cJSON_AddObjectToObject(o, "env");
 	for (i = 0; i < s->nenv; i++)
 		cJSON_AddStringToObject(env, s->env[i].k, s->env[i].v);
@@ -240,6 +276,16 @@ k8s_sbx_decode(const char *json, const char *id, struct k8s_sbx *s, char *err,
 	s->pids = num_ge0(o, "pids");
 	s->disk = num_ge0(o, "disk");
 	s->ws = num_ge0(o, "ws");
+	e = cJSON_GetObjectItemCaseSensitive(o, "home");
+	if (e != NULL) {
+		if (!cJSON_IsString(e) || !id_session_valid(e->valuestring)) {
+			snprintf(err, errlen, "sandbox %s: bad home in %s", id,
+			    K8S_ANN_SPEC);
+			goto out;
+		}
+		snprintf(s->home, sizeof(s->home), "%s", e->valuestring);
+		s->home_bytes = num_ge0(o, "home_bytes");
+	}
 	env = cJSON_GetObjectItemCaseSensitive(o, "env");
 	if (cJSON_IsObject(env)) {
 		size_t n = (size_t)cJSON_GetArraySize(env);
@@ -403,6 +449,43 @@ k8s_build_pvc(const struct k8s_params *p, const struct k8s_sbx *s,
 }
 
 cJSON *
+k8s_build_home_pvc(const struct k8s_params *p, const char *user,
+    long long size_bytes, long long now_ms)
+{
+	cJSON *o = cJSON_CreateObject(), *m, *l, *a, *spec, *r;
+	char name[128], hash[K8S_HOME_HASH + 1];
+
+	cJSON_AddStringToObject(o, "apiVersion", "v1");
+	cJSON_AddStringToObject(o, "kind", "PersistentVolumeClaim");
+	k8s_home_hash(user, hash);
+	k8s_name_home(user, name, sizeof(name));
+	m = cJSON_AddObjectToObject(o, "metadata");
+	cJSON_AddStringToObject(m, "name", name);
+	cJSON_AddStringToObject(m, "namespace", p->ns);
+	/* No sandbox id: the sandbox list (and so reconcile) never sees it. */
+	l = cJSON_AddObjectToObject(m, "labels");
+	cJSON_AddStringToObject(l, K8S_LBL_MANAGED, K8S_MANAGER);
+	cJSON_AddStringToObject(l, K8S_LBL_INSTANCE, p->instance);
+	cJSON_AddStringToObject(l, K8S_LBL_HOME, hash);
+	a = cJSON_AddObjectToObject(m, "annotations");
+	cJSON_AddStringToObject(a, K8S_ANN_HOME_USER, user);
+	add_ll_str(a, K8S_ANN_HOME_USED, now_ms);
+	spec = cJSON_AddObjectToObject(o, "spec");
+	cJSON_AddItemToObject(spec, "accessModes", cJSON_CreateStringArray(
+	    (const char *[]){ p->home_access_mode != NULL &&
+	    p->home_access_mode[0] != '\0' ? p->home_access_mode :
+	    "ReadWriteOnce" }, 1));
+	r = cJSON_AddObjectToObject(cJSON_AddObjectToObject(spec, "resources"),
+	    "requests");
+	add_qty(r, "storage", 0, size_bytes);
+	if (p->home_storage_class != NULL && p->home_storage_class[0] != '\0')
+		cJSON_AddStringToObject(spec, "storageClassName",
+		    p->home_storage_class);
+	cJSON_AddStringToObject(spec, "volumeMode", "Filesystem");
+	return o;
+}
+
+cJSON *
 k8s_build_secret(const struct k8s_params *p, const char *id, const char *token,
     const char *pvc_uid)
 {
@@ -509,6 +592,26 @@ empty_dir(cJSON *vols, const char *name, const char *medium, const char *size)
 	return v;
 }
 
+/*
+ * A ReadWriteOnce home attaches to one node at a time: a pod mounting it
+ * must go where the pods already mounting it run (the first one anywhere:
+ * a pod matching its own required term may start a group), else it
+ * would wait in ContainerCreating (Multi-Attach) until ready_timeout.
+ */
+static void
+home_affinity(cJSON *spec, const char *hash)
+{
+	cJSON *t = cJSON_CreateObject(), *arr;
+
+	cJSON_AddStringToObject(cJSON_AddObjectToObject(cJSON_AddObjectToObject(t,
+	    "labelSelector"), "matchLabels"), K8S_LBL_HOME, hash);
+	cJSON_AddStringToObject(t, "topologyKey", "kubernetes.io/hostname");
+	arr = cJSON_AddArrayToObject(cJSON_AddObjectToObject(cJSON_AddObjectToObject(
+	    spec, "affinity"), "podAffinity"),
+	    "requiredDuringSchedulingIgnoredDuringExecution");
+	cJSON_AddItemToArray(arr, t);
+}
+
 cJSON *
 k8s_build_pod(const struct k8s_params *p, const struct k8s_sbx *s,
     const char *labels_json, long long created_ms, long long started_ms)
@@ -516,6 +619,7 @@ k8s_build_pod(const struct k8s_params *p, const struct k8s_sbx *s,
 	cJSON *o = cJSON_CreateObject(), *m, *spec, *sc, *arr, *c, *r, *cmd;
 	cJSON *vols, *v, *x, *probe;
 	char name[128], pvc[128], secret[128], port[16], tokpath[128];
+	char home[K8S_HOME_HASH + 1];
 	const char *rc = s->use_kata ? p->kata_runtime_class : p->runtime_class;
 	long long cpu = s->cpu, creq = p->cpu_request;
 	size_t i;
@@ -526,6 +630,12 @@ k8s_build_pod(const struct k8s_params *p, const struct k8s_sbx *s,
 	k8s_name_pvc(s->id, pvc, sizeof(pvc));
 	k8s_name_secret(s->id, secret, sizeof(secret));
 	m = meta(p, o, name, s->id, "sandbox");
+	if (s->home[0] != '\0') {
+		/* who mounts a home: home_delete refuses while any pod does */
+		k8s_home_hash(s->home, home);
+		cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(m, "labels"),
+		    K8S_LBL_HOME, home);
+	}
 	session_annotations(m, s, labels_json, created_ms, started_ms);
 
 	spec = cJSON_AddObjectToObject(o, "spec");
@@ -556,8 +666,17 @@ k8s_build_pod(const struct k8s_params *p, const struct k8s_sbx *s,
 		cJSON_AddNumberToObject(sc, "runAsUser", (double)p->run_as_user);
 		cJSON_AddNumberToObject(sc, "runAsGroup", (double)p->run_as_user);
 		cJSON_AddNumberToObject(sc, "fsGroup", (double)p->run_as_user);
+		/* A home is reused and can be large: chown it only when its
+		 * top directory is not the fsGroup's yet, not every start. */
+		if (s->home[0] != '\0')
+			cJSON_AddStringToObject(sc, "fsGroupChangePolicy",
+			    "OnRootMismatch");
 	}
 	cJSON_AddItemToObject(sc, "seccompProfile", seccomp(NULL));
+	if (s->home[0] != '\0' && (p->home_access_mode == NULL ||
+	    p->home_access_mode[0] == '\0' ||
+	    strcmp(p->home_access_mode, "ReadWriteOnce") == 0))
+		home_affinity(spec, home);
 
 	/* Init container: copy the static agent into the emptyDir. */
 	arr = cJSON_AddArrayToObject(spec, "initContainers");
@@ -593,7 +712,8 @@ k8s_build_pod(const struct k8s_params *p, const struct k8s_sbx *s,
 	cJSON_AddStringToObject(c, "workingDir", "/workspace");
 	x = cJSON_AddArrayToObject(c, "env");
 	env_add(x, "SANDBOX_ID", s->id);
-	env_add(x, "HOME", s->run_as_root ? "/root" : "/workspace");
+	env_add(x, "HOME", s->home[0] != '\0' ? RT_HOME_PATH : s->run_as_root ?
+	    "/root" : "/workspace");
 	for (i = 0; i < s->nenv; i++)
 		if (strcmp(s->env[i].k, "SANDBOX_ID") != 0 &&
 		    strcmp(s->env[i].k, "HOME") != 0)
@@ -609,6 +729,8 @@ k8s_build_pod(const struct k8s_params *p, const struct k8s_sbx *s,
 	mount(x, "agent-token", K8S_TOKEN_DIR, 1);
 	mount(x, "agent-state", "/run/agent", 0);
 	mount(x, "workspace", "/workspace", 0);
+	if (s->home[0] != '\0')
+		mount(x, "home", RT_HOME_PATH, 0);
 	mount(x, "tmp", "/tmp", 0);
 	if (p->proxy_ca_configmap != NULL && p->proxy_ca_configmap[0] != '\0')
 		mount(x, "proxy-ca", K8S_PROXY_CA_DIR, 1);
@@ -642,6 +764,14 @@ k8s_build_pod(const struct k8s_params *p, const struct k8s_sbx *s,
 	cJSON_AddStringToObject(cJSON_AddObjectToObject(v, "persistentVolumeClaim"),
 	    "claimName", pvc);
 	cJSON_AddItemToArray(vols, v);
+	if (s->home[0] != '\0') {
+		k8s_name_home(s->home, pvc, sizeof(pvc));
+		v = cJSON_CreateObject();
+		cJSON_AddStringToObject(v, "name", "home");
+		cJSON_AddStringToObject(cJSON_AddObjectToObject(v,
+		    "persistentVolumeClaim"), "claimName", pvc);
+		cJSON_AddItemToArray(vols, v);
+	}
 	v = cJSON_CreateObject();
 	cJSON_AddStringToObject(v, "name", "agent-token");
 	x = cJSON_AddObjectToObject(v, "secret");

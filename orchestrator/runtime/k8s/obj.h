@@ -27,6 +27,13 @@
 #define K8S_ANN_PROXY		"sandbox.dev/proxy-pod"
 #define K8S_ANN_PROXY_IP	"sandbox.dev/proxy-ip"
 #define K8S_ANN_APP_PORTS	"sandbox.dev/app-ports"	/* on the policy */
+/* Homes (docs/kubernetes.md, "Homes"): on the home claim and on the pods
+ * that mount it, the label is the hash of the user id (ids are not label
+ * values); the id itself is an annotation of the claim. */
+#define K8S_LBL_HOME		"sandbox.dev/home"
+#define K8S_ANN_HOME_USER	"sandbox.dev/home-user"
+#define K8S_ANN_HOME_USED	"sandbox.dev/home-last-used"	/* unix ms */
+#define K8S_HOME_HASH		32	/* hex digits of sha256(user) named */
 
 #define K8S_AGENT_DIR		"/opt/agent"
 #define K8S_AGENT_BIN		"/opt/agent/sandbox-agent"
@@ -51,6 +58,11 @@ struct k8s_sbx {
 	/* create only, not stored: the claim a new claim is cloned from
 	 * (spec.dataSource; "" for an empty /workspace) */
 	char		 ws_from[128];
+	/* the user whose home claim is mounted at RT_HOME_PATH ("": none),
+	 * and that claim's size when the sandbox was made (start() makes
+	 * the claim again with it if it was deleted meanwhile) */
+	char		 home[ID_SESSION_MAX + 1];
+	long long	 home_bytes;
 };
 
 /*
@@ -77,7 +89,9 @@ struct k8s_params {
 	long long	 workspace_bytes;
 	long long	 grace_s;
 	int		 cluster_dns;
-	const char	*seccomp_localhost;	/* NULL: RuntimeDefault */	/* keep the cluster resolver */
+	const char	*seccomp_localhost;	/* NULL: RuntimeDefault */
+	const char	*home_storage_class;	/* NULL or "": the default */
+	const char	*home_access_mode;	/* ReadWriteOnce, ...Pod, ...Many */
 };
 
 /* Object names for a sandbox id (all DNS-1123 subdomains). */
@@ -85,6 +99,11 @@ void	k8s_name_pod(const char *id, char *dst, size_t len);
 void	k8s_name_pvc(const char *id, char *dst, size_t len);
 void	k8s_name_secret(const char *id, char *dst, size_t len);
 void	k8s_name_netpol(const char *id, char *dst, size_t len);
+/* The hash that names user's home (K8S_HOME_HASH hex digits of
+ * sha256(user)), and the claim "home-<hash>"; any user string gives a
+ * valid label value and name. */
+void	k8s_home_hash(const char *user, char out[K8S_HOME_HASH + 1]);
+void	k8s_name_home(const char *user, char *dst, size_t len);
 
 /* Checks a user-supplied image reference ([registry[:port]/]name[:tag]
  * [@digest], the grammar of distribution/reference: a lower-case name)
@@ -111,6 +130,11 @@ cJSON	*k8s_build_pvc(const struct k8s_params *, const struct k8s_sbx *,
 	    const char *labels_json, long long created_ms);
 cJSON	*k8s_build_secret(const struct k8s_params *, const char *id,
 	    const char *token, const char *pvc_uid);
+/* User's home claim: size_bytes, the home access mode and storage class
+ * of p, labelled with the hash, annotated with the user and last use. */
+cJSON	*k8s_build_home_pvc(const struct k8s_params *, const char *user,
+	    long long size_bytes, long long now_ms);
+/* The pod mounts s->home's claim at RT_HOME_PATH when s->home is set. */
 cJSON	*k8s_build_pod(const struct k8s_params *, const struct k8s_sbx *,
 	    const char *labels_json, long long created_ms, long long started_ms);
 
