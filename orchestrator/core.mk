@@ -4,7 +4,7 @@
 # module.mk, so RT_LOCAL_OBJS / RT_K8S_OBJS are known here; each runtime
 # is linked in only when its part exists.
 ORCH_SRCS := orchestrator/conf.c orchestrator/work.c orchestrator/sessmgr.c \
-	orchestrator/sessopt.c orchestrator/pool.c orchestrator/sess.c \
+	orchestrator/sessopt.c orchestrator/policy.c orchestrator/pool.c orchestrator/sess.c \
 	orchestrator/reconcile.c orchestrator/apps.c orchestrator/appctl.c \
 	orchestrator/schema.c orchestrator/tools.c orchestrator/toolres.c orchestrator/mcp.c \
 	orchestrator/jsonu.c orchestrator/http.c orchestrator/httpreq.c \
@@ -77,3 +77,10 @@ endif
 ifeq ($(FUZZ),1)
 $(ORCH_OBJS) $(B)/tests/fuzz/fuzz_orch_jsonrpc.o $(B)/tests/fuzz/fuzz_orch_http.o: CFLAGS += -fsanitize=fuzzer-no-link
 endif
+# The credential policy (policy.c) on its own: it needs only common/.
+UNIT_TESTS += $(B)/tests/unit/test_policy
+ALL_OBJS += $(B)/tests/unit/test_policy.o
+$(B)/tests/unit/test_policy.o: CPPFLAGS += -Iorchestrator
+$(B)/tests/unit/test_policy: $(B)/tests/unit/test_policy.o \
+    $(B)/orchestrator/policy.o $(B)/orchestrator/jsonu.o $(COMMON_OBJS)
+	$(CC) $(LDFLAGS) $(sort $^) $(PKG_LIBS) -o $@
