@@ -7,6 +7,8 @@
 #define CONF_H
 
 #include "cfg.h"
+
+struct policy_set;
 #ifdef HAVE_RT_LOCAL
 #include "runtime/local/local.h"
 #endif
@@ -97,6 +99,10 @@ struct conf {
 	long long	 homes_ttl_ms;	/* 0: never purged */
 	char		*homes_k8s_storage_class;
 	char		*homes_k8s_access_mode;
+
+	/* credential policy (policy.h, docs/operator-guide.md) */
+	char		*policy_file;	/* credentials.policy_file */
+	struct policy_set *policies;	/* read from it at load; NULL: none */
 
 	/* fake runtime (tests) */
 	char		*fake_state_dir;
