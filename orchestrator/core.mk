@@ -77,10 +77,12 @@ endif
 ifeq ($(FUZZ),1)
 $(ORCH_OBJS) $(B)/tests/fuzz/fuzz_orch_jsonrpc.o $(B)/tests/fuzz/fuzz_orch_http.o: CFLAGS += -fsanitize=fuzzer-no-link
 endif
-# The credential policy (policy.c) on its own: it needs only common/.
+# The credential policy (policy.c) and the proxy register op that carries
+# it (egress.c, with the runtime seam it sits in).
 UNIT_TESTS += $(B)/tests/unit/test_policy
 ALL_OBJS += $(B)/tests/unit/test_policy.o
 $(B)/tests/unit/test_policy.o: CPPFLAGS += -Iorchestrator
 $(B)/tests/unit/test_policy: $(B)/tests/unit/test_policy.o \
-    $(B)/orchestrator/policy.o $(B)/orchestrator/jsonu.o $(COMMON_OBJS)
+    $(B)/orchestrator/policy.o $(B)/orchestrator/jsonu.o $(RT_COMMON_OBJS) \
+    $(RT_SEAM_OBJS) $(LLHTTP_OBJS) $(COMMON_OBJS)
 	$(CC) $(LDFLAGS) $(sort $^) $(PKG_LIBS) -o $@

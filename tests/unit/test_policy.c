@@ -2,13 +2,14 @@
  * test_policy.c: the credential policy (orchestrator/policy.c): valid and
  * invalid shapes with the member each error names, the limits (entries,
  * bytes, depth, non-ASCII), canonical output, the glob cover relation,
- * the narrowing truth table, combining with the operator's policy and the
- * operator's policy file.
+ * the narrowing truth table, combining with the operator's policy, the
+ * operator's policy file, and the policy in the proxy's register op.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "egress.h"
 #include "policy.h"
 #include "unit.h"
 #include "xmalloc.h"
@@ -606,6 +607,50 @@ TEST(test_policy_set)
 	CHECK_STR(err, "/nonexistent/policy.json: No such file or directory");
 }
 
+/* The record's policy label is the register op's "policy" object, not a
+ * label; one that does not parse goes as a string (the proxy refuses it:
+ * no registration without the policy). */
+TEST(test_register_msg)
+{
+	struct rt_kv kv[] = {
+		{ "session", "s1" }, { "org", "acme" },
+		{ "policy", "{\"github\":{\"push\":[\"refs/heads/agent/**\"]}}" },
+		{ "apps", "web:8000:00" }, { "created-ms", "1" },
+	};
+	struct egress_reg r = { .id = "sb-1", .labels = kv, .nlabels = NELEM(kv),
+	    .listen_fd = -1 };
+	cJSON *m = egress_register_msg(&r), *p;
+	char *txt;
+
+	p = cJSON_GetObjectItemCaseSensitive(m, "policy");
+	CHECK(cJSON_IsObject(p));
+	txt = cJSON_PrintUnformatted(p);
+	CHECK_STR(txt, "{\"github\":{\"push\":[\"refs/heads/agent/**\"]}}");
+	free(txt);
+	txt = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(m, "attrs"));
+	CHECK_STR(txt, "{\"org\":\"acme\",\"session\":\"s1\",\"labels\":"
+	    "{\"session\":\"s1\",\"org\":\"acme\",\"created-ms\":\"1\"}}");
+	free(txt);
+	cJSON_Delete(m);
+	/* No label: no member. */
+	r.nlabels = 2;
+	m = egress_register_msg(&r);
+	CHECK(cJSON_GetObjectItemCaseSensitive(m, "policy") == NULL);
+	cJSON_Delete(m);
+	/* A label that is not an object: sent as a string. */
+	kv[2].v = "[1,2]";
+	r.nlabels = 3;
+	m = egress_register_msg(&r);
+	CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m,
+	    "policy")), "[1,2]");
+	cJSON_Delete(m);
+	kv[2].v = "{nope";
+	m = egress_register_msg(&r);
+	CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m,
+	    "policy")), "{nope");
+	cJSON_Delete(m);
+}
+
 int
 main(void)
 {
@@ -618,5 +663,6 @@ main(void)
 	RUN(test_narrower);
 	RUN(test_combine);
 	RUN(test_policy_set);
+	RUN(test_register_msg);
 	return unit_done();
 }
