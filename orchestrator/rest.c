@@ -1,11 +1,13 @@
 /*
  * rest.c: the REST surface for trusted clients (docs/operator-guide.md):
  * GET/POST /v1/sessions, GET/DELETE /v1/sessions/{id}, POST
- * /v1/sessions/{id}/{stop,start}. Parsing and answering run on the event
+ * /v1/sessions/{id}/{stop,start}, PUT /v1/sessions/{id}/policy (only
+ * narrows: policy.h; the one path besides a create that changes a
+ * session's credential policy, and MCP has none). Parsing and answering run on the event
  * loop; the session operations (and GET of one session, which asks the
  * runtime and the agent what it uses) run on a worker (rjob) and answer
- * from its completion. A create's body holds id, org, user and the
- * options of sessopt.h; any other member is refused. Errors are
+ * from its completion. A create's body holds id, org, user, policy and
+ * the options of sessopt.h; any other member is refused. Errors are
  * {"error":{"code","message"}}; a runtime or agent failure is 503 (its
  * text also goes to the log). The runtimes' error texts name no host path
  * (runtime.h); the sandbox's own paths stay in them. An operation on a
