@@ -246,7 +246,10 @@ safe_name(char *dst, size_t len, const char *s)
 	size_t i;
 
 	for (i = 0; s[i] != '\0' && i + 1 < len && i < 64; i++)
-		dst[i] = s[i] > 0x20 && s[i] < 0x7f ? s[i] : '?';
+		if (s[i] > 0x20 && s[i] < 0x7f)
+			dst[i] = s[i];
+		else
+			dst[i] = '?';
 	dst[i] = '\0';
 }
 
