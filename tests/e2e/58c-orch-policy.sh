@@ -192,6 +192,10 @@ check "... and kept its policy (not the operator's)" eq "$(rest GET /v1/sessions
 sb1=$(sbx_of pol-1)
 check "... in the new sandbox's record" eq "$(canon "$(label_of pol-1)")" "$before"
 
+out=$(mcp_session pol-1 -H 'MCP-Protocol-Version: 2025-06-18' -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sandbox_status","arguments":{}}}')
+check "sandbox_status shows the policy to the model (read only)" eq "$(j 'd["result"]["structuredContent"]["policy"]' <<<"$out")" "$before"
+check "... within its outputSchema" not_contains "$ORCH_LOG" "does not match its outputSchema"
+
 # --- PUT narrows, and registers the sandbox again at once ---
 P2='{"github":{"repositories":["acme/app"],"permissions":{"contents":"read"},"push":[],"protect":["refs/heads/main","refs/tags/**"],"api":"repositories"}}'
 W2=$(canon '{"github":{"api":"repositories","permissions":{"contents":"read"},"protect":["refs/heads/main","refs/tags/**"],"push":[],"repositories":["acme/app"]},"gitlab":'"$ACME_GL"'}')
