@@ -175,6 +175,9 @@ rjob_run(void *arg)
 			r->body = sess_json(s);
 		}
 		sess_put(s);
+		/* A create that made nothing keeps no record for its policy. */
+		if (rc == -1 && created && r->policy != NULL)
+			sess_policy_forget(m, r->sid);
 		break;
 	case R_GET:
 		if ((s = sess_get(m, r->sid, NULL, NULL, 0, &e, err,

@@ -1137,14 +1137,34 @@ policy_apply(struct sess *s, char *err, size_t errlen)
 	struct sm_rec rec;
 	char rerr[256], envbuf[8192];
 
+	struct rt_info ri;
+	const char *got;
+	int again, tries;
+
 	if (s->state == S_NONE)
 		return 0;	/* the next sandbox is made with the record */
-	sm_record(s, s->rtid, s->state == S_STOPPED, &rec);
-	if (m->rt->ops->set_labels(m->rt, s->rtid, rec.kv, rec.n, rerr,
-	    sizeof(rerr)) == -1) {
-		snprintf(err, errlen, "the policy is set but could not be kept in "
-		    "the sandbox's record: %s", rerr);
-		return -1;
+	/* Another record writer (apps.c, under a shared hold too) may have
+	 * read the record before the policy changed and write it after:
+	 * read it back, and write again when it lost the policy. */
+	for (tries = 0; tries < 3; tries++) {
+		sm_record(s, s->rtid, s->state == S_STOPPED, &rec);
+		if (m->rt->ops->set_labels(m->rt, s->rtid, rec.kv, rec.n, rerr,
+		    sizeof(rerr)) == -1) {
+			snprintf(err, errlen, "the policy is set but could not be "
+			    "kept in the sandbox's record: %s", rerr);
+			return -1;
+		}
+		memset(&ri, 0, sizeof(ri));
+		if (m->rt->ops->get(m->rt, s->rtid, &ri, rerr, sizeof(rerr)) == -1) {
+			rt_info_clear(&ri);
+			break;
+		}
+		got = rt_label(&ri, POLICY_LABEL);
+		again = (got == NULL) != (rec.policy[0] == '\0') ||
+		    (got != NULL && strcmp(got, rec.policy) != 0);
+		rt_info_clear(&ri);
+		if (!again)
+			break;
 	}
 	if (s->state != S_RUNNING || !m->conf->egress)
 		return 0;	/* a start registers it with the record */
@@ -1311,10 +1331,9 @@ sess_json_locked(struct sess *s)
 	add_ms_or_null(o, "uptime_ms", run, now - s->started_ms);
 	add_ms_or_null(o, "lifetime_left_ms", run, s->started_ms + life - now);
 	add_ms_or_null(o, "idle_left_ms", run, used + idle - now);
+	/* absent when none (sandbox_status's outputSchema: an object) */
 	if (s->policy != NULL && (l = cJSON_Parse(s->policy)) != NULL)
 		cJSON_AddItemToObject(o, "policy", l);
-	else
-		cJSON_AddNullToObject(o, "policy");
 	return o;
 }
 

@@ -151,6 +151,15 @@ out=$(post '{"id":"pol-bad","policy":{"github":{"push":["a\u0000b"]}}}' -w '\n%{
 check "a NUL in an entry: 400" answered "$out" 400 'policy.github.push[0]: must be'
 check "no session or sandbox came of them" bash -c "[ $(nsandboxes) = $n0 ] && [ \"\$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer $ORCH_KEY' $ORCH_URL/v1/sessions/pol-bad)\" = 404 ]"
 
+# A create that fails (no such image) keeps nothing of its policy: a
+# second create may ask for a wider one (within the operator's).
+out=$(post '{"id":"pol-fail","org":"acme","image":"no-such-image","policy":'"$P1"'}' -w '\n%{http_code}')
+check "a create that fails: 4xx" test "$(code_of "$out")" -ge 400
+ACME_GH=$(python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))["orgs"]["acme"]["github"]))' "$T/policy.json")
+out=$(post '{"id":"pol-fail","org":"acme","policy":{"github":'"$ACME_GH"'}}' -w '\n%{http_code}')
+check "... then a create with a wider policy (within the operator's): 201" answered "$out" 201 '"acme/*"'
+rest DELETE /v1/sessions/pol-fail >/dev/null
+
 # --- without a policy, the operator's applies: org, else default ---
 out=$(post '{"id":"pol-org","org":"acme"}')
 check "no policy, org acme: the org's" eq "$(j 'd["policy"]' <<<"$out")" "$(canon "$(python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))["orgs"]["acme"]))' "$T/policy.json")")"
