@@ -128,11 +128,11 @@ base_yaml() {
   proxy_admin_socket: $PX_ADMIN
   proxy_ca_cert: $PX_CA"
 		printf '%s\n' "$ORCH_LOCAL_YAML" > "$T/rt.yaml"
-		orch_config "credentials:" "  policy_file: $1"
+		orch_config "credentials:" "  policy_file: $1" "pool:" "  min_idle: 1"
 	else
 		ORCH_FAKE_EXTRA="proxy_admin: $PX_ADMIN
   proxy_addr: 127.0.0.1:$PX_PORT
-  proxy_ca: $PX_CA" orch_config "credentials:" "  policy_file: $1"
+  proxy_ca: $PX_CA" orch_config "credentials:" "  policy_file: $1" "pool:" "  min_idle: 1"
 	fi
 }
 
@@ -152,6 +152,10 @@ check "... and a missing one" contains <(echo "$out") "$T/missing.json: No such 
 sed -i "s#policy_file: .*#policy_file: $T/policy.json#" "$T/orch.yaml"
 check "the good policy file passes -n" "$ORCH_BIN" -n -f "$T/orch.yaml"
 check "orch starts ($ORCH_RT runtime)" orch_start
+# The warm pool's member: sessions below claim it (the record and the
+# registration are made at the claim, with the session's policy).
+pool_ready() { grep -q "warm pool member ready" "$ORCH_LOG"; }
+check "a warm sandbox is ready" wait_until 60 pool_ready
 
 post() { local b=$1; shift; rest POST /v1/sessions -H "Content-Type: application/json" "$@" -d "$b"; }
 put() { rest PUT "/v1/sessions/$1/policy" -H 'Content-Type: application/json' -d "$2" -w '\n%{http_code}'; }
@@ -188,6 +192,7 @@ check "the session JSON shows it, with the operator's gitlab section" eq "$(j 'd
 check "GET shows it" eq "$(rest GET /v1/sessions/pol-1 | j 'd["policy"]')" "$W1"
 check "the list shows it" eq "$(rest GET '/v1/sessions?org=acme' | j '[s["policy"] for s in d["sessions"] if s["id"] == "pol-1"][0]')" "$W1"
 check "the record holds it as the label policy" eq "$(canon "$(label_of pol-1)")" "$W1"
+check "... the sandbox was a warm one, claimed" contains "$ORCH_LOG" "session=pol-1 sandbox=$(sbx_of pol-1) claimed from pool"
 sb1=$(sbx_of pol-1)
 check "the sandbox is registered at the real proxy" wait_until 10 test "$(nreg "$sb1")" -ge 1
 stats_check "the sandbox's policy" "$sb1" "$W1"
@@ -226,6 +231,7 @@ out=$(post '{"id":"pol-def","org":"other"}')
 check "no policy, another org: the default" eq "$(j 'd["policy"]' <<<"$out")" "$(canon "$DEF")"
 out=$(mcp_post -H "X-Session-Id: pol-mcp" -H "X-Org-Id: acme" -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"shell","arguments":{"command":"echo hi"}}}')
 check "a session made over MCP gets its org's policy" eq "$(rest GET /v1/sessions/pol-mcp | j 'd["policy"]')" "$(rest GET /v1/sessions/pol-org | j 'd["policy"]')"
+check "... in its record" eq "$(canon "$(label_of pol-mcp)")" "$(rest GET /v1/sessions/pol-org | j 'd["policy"]')"
 stats_check "an MCP session's policy" "$(sbx_of pol-mcp)" "$(rest GET /v1/sessions/pol-org | j 'd["policy"]')"
 out=$(post '{"id":"pol-def2","org":"other","policy":{"github":{"api":"repositories","protect":["refs/heads/*"]}}}')
 check "a narrower policy under the default" eq "$(j 'd["policy"]' <<<"$out")" '{"github":{"api":"repositories","protect":["refs/heads/*"]}}'
@@ -318,7 +324,8 @@ check "REST DELETE" eq "$out" 200
 out=$(post '{"id":"pol-1","org":"acme"}')
 check "the same id again is a new session with the org's policy" eq "$(j 'd["policy"]' <<<"$out")" "$pol_org"
 for s in pol-1 pol-org pol-def pol-def2 pol-mcp; do rest DELETE "/v1/sessions/$s" >/dev/null; done
-check "no sandbox left" wait_until 20 test "$(nsandboxes)" = 0
+no_session_sandbox() { local x; for x in pol-1 pol-org pol-def pol-def2 pol-mcp pol-fail; do [ -z "$(sbx_of $x)" ] || return 1; done; }
+check "no session's sandbox left (the warm one stays)" wait_until 20 no_session_sandbox
 orch_stop
 
 # --- the kubernetes runtime: the same register op and re-registration ---
