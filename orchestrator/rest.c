@@ -354,8 +354,6 @@ policy_body(struct http_req *req, struct rjob *r, char *err, size_t errlen)
 	const char *body = http_req_body(req, &len);
 	cJSON *j;
 
-	if (!http_ctype_json(http_hdr(req, "Content-Type")))
-		return "Content-Type must be application/json";
 	if (body == NULL || !jsonu_utf8_valid(body, len) ||
 	    (j = cJSON_ParseWithLength(body, len)) == NULL) {
 		return "the body must be a policy: a JSON object such as "
@@ -592,6 +590,12 @@ rest_handle(struct http *ht, struct http_req *req, const char *path,
 		const char *why;
 
 		r->op = R_POLICY;
+		if (!http_ctype_json(http_hdr(req, "Content-Type"))) {
+			free(r);
+			http_send_err(ht, req, 415, "unsupported_media_type",
+			    "Content-Type must be application/json");
+			return;
+		}
 		if ((why = policy_body(req, r, perr, sizeof(perr))) != NULL) {
 			free(r);
 			http_send_err(ht, req, 400, "bad_request", why);

@@ -294,6 +294,13 @@ check "PUT a malformed policy: 400 naming it" answered "$out" 400 "policy.github
 out=$(put pol-1 'not json')
 check "PUT a body that is not JSON: 400" eq "$(code_of "$out")" 400
 check "... the policy is still the narrowed one" eq "$(rest GET /v1/sessions/pol-1 | j 'd["policy"]')" "$W2"
+out=$(rest PUT /v1/sessions/pol-1/policy -H 'Content-Type: text/plain' -d "$P2" -w '\n%{http_code}')
+check "PUT without a JSON Content-Type: 415" answered "$out" 415
+out=$(rest PUT /v1/sessions/pol-1/policy -H 'Content-Type: application/json' -d "$(printf '{"github":{"push":["\xff"]}}')" -w '\n%{http_code}')
+check "PUT with bytes that are not UTF-8: 400" answered "$out" 400
+big=$(python3 -c 'import json; print(json.dumps({"github": {"push": ["refs/heads/" + "x" * 180 + str(i) for i in range(60)]}}))')
+out=$(put pol-1 "$big")
+check "PUT of more than 8 KiB: 400 saying so" answered "$out" 400 'more than the 8192 a policy may have'
 out=$(put nosuch "$P2")
 check "PUT on no session: 404" eq "$(code_of "$out")" 404
 check "GET /policy: 405" eq "$(rest GET /v1/sessions/pol-1/policy -o /dev/null -w '%{http_code}')" 405
