@@ -1136,7 +1136,6 @@ policy_apply(struct sess *s, char *err, size_t errlen)
 	struct rt_egress eg;
 	struct sm_rec rec;
 	char rerr[256], envbuf[8192];
-
 	struct rt_info ri;
 	const char *got;
 	int again, tries;
