@@ -928,3 +928,9 @@ policy_set_for(const struct policy_set *set, const char *org)
 			return set->pol[i];
 	return set->def;
 }
+
+size_t
+policy_set_norgs(const struct policy_set *set)
+{
+	return set != NULL ? set->n : 0;
+}

@@ -124,5 +124,7 @@ void	policy_set_free(struct policy_set *);
  * default, else NULL. Borrowed from set (which may be NULL). */
 const struct policy *policy_set_for(const struct policy_set *set,
 	    const char *org);
+/* How many orgs set has a policy for (NULL: 0). */
+size_t	policy_set_norgs(const struct policy_set *set);
 
 #endif

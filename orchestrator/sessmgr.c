@@ -162,6 +162,10 @@ sessmgr_new(struct runtime *rt, const struct conf *conf)
 	pthread_mutex_init(&m->mu, NULL);
 	pthread_mutex_init(&m->rtmu, NULL);
 	pthread_cond_init(&m->slot_cv, NULL);
+	if (conf->policies != NULL)
+		log_info("credential policies from %s: default %s, %zu orgs",
+		    conf->policy_file, policy_set_for(conf->policies, NULL) != NULL ?
+		    "set" : "none", policy_set_norgs(conf->policies));
 	sessmgr_health_refresh(m);
 	return m;
 }

@@ -152,6 +152,7 @@ check "... and a missing one" contains <(echo "$out") "$T/missing.json: No such 
 sed -i "s#policy_file: .*#policy_file: $T/policy.json#" "$T/orch.yaml"
 check "the good policy file passes -n" "$ORCH_BIN" -n -f "$T/orch.yaml"
 check "orch starts ($ORCH_RT runtime)" orch_start
+check "... and logs the policies it read" contains "$ORCH_LOG" "credential policies from $T/policy.json: default set, 1 orgs"
 # The warm pool's member: sessions below claim it (the record and the
 # registration are made at the claim, with the session's policy).
 pool_ready() { grep -q "warm pool member ready" "$ORCH_LOG"; }

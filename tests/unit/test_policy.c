@@ -587,6 +587,8 @@ TEST(test_policy_set)
 	}
 	s = policy_set_parse(good, strlen(good), "ops.json", err, sizeof(err));
 	CHECK(s != NULL);
+	CHECK_INT(policy_set_norgs(s), 1);
+	CHECK_INT(policy_set_norgs(NULL), 0);
 	txt = policy_text(policy_set_for(s, "acme"));
 	CHECK_STR(txt, "{\"github\":{\"repositories\":[\"acme/*\"]}}");
 	free(txt);
