@@ -86,3 +86,18 @@ $(B)/tests/unit/test_policy: $(B)/tests/unit/test_policy.o \
     $(B)/orchestrator/policy.o $(B)/orchestrator/jsonu.o $(RT_COMMON_OBJS) \
     $(RT_SEAM_OBJS) $(LLHTTP_OBJS) $(COMMON_OBJS)
 	$(CC) $(LDFLAGS) $(sort $^) $(PKG_LIBS) -o $@
+# Fuzz: the credential policy (parse, canonical round trip, narrowing).
+ALL_OBJS += $(B)/tests/fuzz/fuzz_policy.o
+$(B)/tests/fuzz/fuzz_policy.o: CPPFLAGS += -Iorchestrator
+BINS += $(B)/tests/fuzz/replay_policy
+$(B)/tests/fuzz/replay_policy: $(B)/tests/fuzz/fuzz_policy.o \
+    $(B)/tests/fuzz/replay_main.o $(B)/orchestrator/policy.o \
+    $(B)/orchestrator/jsonu.o $(COMMON_OBJS)
+	$(CC) $(LDFLAGS) $(sort $^) $(PKG_LIBS) -o $@
+ifeq ($(FUZZ),1)
+FUZZ_TARGETS += $(B)/tests/fuzz/fuzz_policy
+$(B)/tests/fuzz/fuzz_policy: $(B)/tests/fuzz/fuzz_policy.o \
+    $(B)/orchestrator/policy.o $(B)/orchestrator/jsonu.o $(COMMON_OBJS)
+	$(CC) $(LDFLAGS) -fsanitize=fuzzer,address,undefined $(sort $^) $(PKG_LIBS) -o $@
+$(B)/tests/fuzz/fuzz_policy.o: CFLAGS += -fsanitize=fuzzer-no-link
+endif
