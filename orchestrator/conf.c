@@ -5,6 +5,7 @@
 
 #include "conf.h"
 #include "ids.h"
+#include "policy.h"
 #include "strnum.h"
 
 #define O(m) offsetof(struct conf, m)
@@ -150,6 +151,8 @@ const struct cfg_key conf_keys[] = {
 	{ "homes.k8s.access_mode", CFG_STR, O(k8s.homes_access_mode), 0, 0, "ReadWriteOnce", NULL,
 	  "kubernetes: access mode of the homes' claims: ReadWriteOnce, ReadWriteOncePod or ReadWriteMany" },
 #endif
+	{ "credentials.policy_file", CFG_PATH, O(policy_file), 0, 0, NULL, "ORCH_POLICY_FILE",
+	  "JSON file with the operator's credential policies, {\"default\": {...}, \"orgs\": {\"<org>\": {...}}}: a session gets its org's policy, else the default, and a REST create may only narrow it (docs/operator-guide.md, \"Credential policy\"); read and checked at start, a bad file stops start-up; empty: no operator policy" },
 	{ "fake.state_dir", CFG_PATH, O(fake_state_dir), 0, 0, "/tmp/orch-fake", NULL,
 	  "fake runtime: directory holding one directory per sandbox (keep it short: unix socket paths)" },
 	{ "fake.agent", CFG_PATH, O(fake_agent), 0, 0, "build/agent/sandbox-agent", "ORCH_FAKE_AGENT",
@@ -237,6 +240,16 @@ conf_load(struct conf *c, const char *path, char *err, size_t errlen)
 		}
 #endif
 	}
+	if (c->policy_file != NULL && c->policy_file[0] != '\0') {
+		char e[768];
+
+		if ((c->policies = policy_set_load(c->policy_file, e,
+		    sizeof(e))) == NULL) {
+			snprintf(err, errlen, "%s: credentials.policy_file: %s",
+			    path ? path : "(defaults)", e);
+			return -1;
+		}
+	}
 	if (c->pool_min_idle > c->max_running) {
 		snprintf(err, errlen, "%s: pool.min_idle: larger than limits.max_running",
 		    path ? path : "(defaults)");
@@ -260,5 +273,7 @@ conf_home_size(const struct conf *c, const char *user)
 void
 conf_free(struct conf *c)
 {
+	policy_set_free(c->policies);
+	c->policies = NULL;
 	cfg_free(conf_keys, conf_nkeys, c);
 }

@@ -7,6 +7,8 @@
 #define CONF_H
 
 #include "cfg.h"
+
+struct policy_set;
 #ifdef HAVE_RT_LOCAL
 #include "runtime/local/local.h"
 #endif
@@ -95,6 +97,10 @@ struct conf {
 	long long	 homes_size;	/* bytes, a new home's limit */
 	struct cfg_map	 homes_users;	/* user -> size (text, checked at load) */
 	long long	 homes_ttl_ms;	/* 0: never purged */
+
+	/* credential policy (policy.h, docs/operator-guide.md) */
+	char		*policy_file;	/* credentials.policy_file */
+	struct policy_set *policies;	/* read from it at load; NULL: none */
 
 	/* fake runtime (tests) */
 	char		*fake_state_dir;

@@ -4,7 +4,7 @@
 # module.mk, so RT_LOCAL_OBJS / RT_K8S_OBJS are known here; each runtime
 # is linked in only when its part exists.
 ORCH_SRCS := orchestrator/conf.c orchestrator/work.c orchestrator/sessmgr.c \
-	orchestrator/sessopt.c orchestrator/pool.c orchestrator/sess.c \
+	orchestrator/sessopt.c orchestrator/policy.c orchestrator/pool.c orchestrator/sess.c \
 	orchestrator/reconcile.c orchestrator/apps.c orchestrator/appctl.c \
 	orchestrator/schema.c orchestrator/tools.c orchestrator/areq.c orchestrator/filetools.c orchestrator/toolres.c orchestrator/mcp.c \
 	orchestrator/jsonu.c orchestrator/http.c orchestrator/httpreq.c \
@@ -76,4 +76,28 @@ $(B)/tests/fuzz/fuzz_orch_http: $(B)/tests/fuzz/fuzz_orch_http.o $(ORCH_HTTP_FUZ
 endif
 ifeq ($(FUZZ),1)
 $(ORCH_OBJS) $(B)/tests/fuzz/fuzz_orch_jsonrpc.o $(B)/tests/fuzz/fuzz_orch_http.o: CFLAGS += -fsanitize=fuzzer-no-link
+endif
+# The credential policy (policy.c) and the proxy register op that carries
+# it (egress.c, with the runtime seam it sits in).
+UNIT_TESTS += $(B)/tests/unit/test_policy
+ALL_OBJS += $(B)/tests/unit/test_policy.o
+$(B)/tests/unit/test_policy.o: CPPFLAGS += -Iorchestrator
+$(B)/tests/unit/test_policy: $(B)/tests/unit/test_policy.o \
+    $(B)/orchestrator/policy.o $(B)/orchestrator/jsonu.o $(RT_COMMON_OBJS) \
+    $(RT_SEAM_OBJS) $(LLHTTP_OBJS) $(COMMON_OBJS)
+	$(CC) $(LDFLAGS) $(sort $^) $(PKG_LIBS) -o $@
+# Fuzz: the credential policy (parse, canonical round trip, narrowing).
+ALL_OBJS += $(B)/tests/fuzz/fuzz_policy.o
+$(B)/tests/fuzz/fuzz_policy.o: CPPFLAGS += -Iorchestrator
+BINS += $(B)/tests/fuzz/replay_policy
+$(B)/tests/fuzz/replay_policy: $(B)/tests/fuzz/fuzz_policy.o \
+    $(B)/tests/fuzz/replay_main.o $(B)/orchestrator/policy.o \
+    $(B)/orchestrator/jsonu.o $(COMMON_OBJS)
+	$(CC) $(LDFLAGS) $(sort $^) $(PKG_LIBS) -o $@
+ifeq ($(FUZZ),1)
+FUZZ_TARGETS += $(B)/tests/fuzz/fuzz_policy
+$(B)/tests/fuzz/fuzz_policy: $(B)/tests/fuzz/fuzz_policy.o \
+    $(B)/orchestrator/policy.o $(B)/orchestrator/jsonu.o $(COMMON_OBJS)
+	$(CC) $(LDFLAGS) -fsanitize=fuzzer,address,undefined $(sort $^) $(PKG_LIBS) -o $@
+$(B)/tests/fuzz/fuzz_policy.o: CFLAGS += -fsanitize=fuzzer-no-link
 endif

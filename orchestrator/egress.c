@@ -20,6 +20,7 @@
 #include "egress.h"
 #include "log.h"
 #include "padmin.h"
+#include "policy.h"
 #include "xmalloc.h"
 
 int
@@ -142,7 +143,7 @@ cJSON *
 egress_register_msg(const struct egress_reg *r)
 {
 	static const char *const who[] = { LBL_ORG, LBL_USER, LBL_SESSION };
-	cJSON *req = cJSON_CreateObject(), *attrs, *labels;
+	cJSON *req = cJSON_CreateObject(), *attrs, *labels, *pol;
 	const char *v;
 	size_t i;
 
@@ -159,8 +160,20 @@ egress_register_msg(const struct egress_reg *r)
 			cJSON_AddStringToObject(attrs, who[i], v);
 	labels = cJSON_AddObjectToObject(attrs, "labels");
 	for (i = 0; i < r->nlabels; i++)
-		if (strcmp(r->labels[i].k, LBL_APPS) != 0)	/* the gateway's */
+		if (strcmp(r->labels[i].k, LBL_APPS) != 0 &&	/* the gateway's */
+		    strcmp(r->labels[i].k, POLICY_LABEL) != 0)
 			cJSON_AddStringToObject(labels, r->labels[i].k, r->labels[i].v);
+	/* The policy label is the policy (compact JSON): sent as the op's
+	 * "policy" object. One that does not parse goes as the string, which
+	 * the proxy refuses: the sandbox is then not registered at all
+	 * rather than registered without its policy. */
+	if ((v = rt_kv_get(r->labels, r->nlabels, POLICY_LABEL)) != NULL) {
+		if ((pol = cJSON_Parse(v)) == NULL || !cJSON_IsObject(pol)) {
+			cJSON_Delete(pol);
+			pol = cJSON_CreateString(v);
+		}
+		cJSON_AddItemToObject(req, "policy", pol);
+	}
 	return req;
 }
 

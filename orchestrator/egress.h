@@ -8,7 +8,8 @@
  * - A sandbox's identity at the proxy (the "attrs" of register) is
  *   derived from its session labels alone: org, user and session are the
  *   labels of those names (absent when the label is), and "labels" is the
- *   whole set. So a runtime keeps no second copy of it: whatever rebuilds
+ *   whole set but the gateway's apps label and the policy label; the
+ *   policy label (policy.h, compact JSON) is the op's "policy" object. So a runtime keeps no second copy of it: whatever rebuilds
  *   the labels (list() after a restart) can register the sandbox again.
  * - The transport is the proxy's unix admin socket (local and fake
  *   runtimes, with an optional listener fd attached) or HTTP POST

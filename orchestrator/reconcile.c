@@ -87,6 +87,7 @@ adopt_locked(struct sess *s, const struct rt_info *ri, int live)
 	snprintf(s->apps, sizeof(s->apps), "%s",
 	    rt_label(ri, LBL_APPS) != NULL ? rt_label(ri, LBL_APPS) : "");
 	snprintf(s->apps_of, sizeof(s->apps_of), "%s", ri->id);
+	sm_policy_adopt_locked(s, rt_label(ri, POLICY_LABEL));
 	s->personalised = 0;
 	s->addr_ok = 0;
 }

@@ -1,11 +1,13 @@
 /*
  * rest.c: the REST surface for trusted clients (docs/operator-guide.md):
  * GET/POST /v1/sessions, GET/DELETE /v1/sessions/{id}, POST
- * /v1/sessions/{id}/{stop,start}. Parsing and answering run on the event
+ * /v1/sessions/{id}/{stop,start}, PUT /v1/sessions/{id}/policy (only
+ * narrows: policy.h; the one path besides a create that changes a
+ * session's credential policy, and MCP has none). Parsing and answering run on the event
  * loop; the session operations (and GET of one session, which asks the
  * runtime and the agent what it uses) run on a worker (rjob) and answer
- * from its completion. A create's body holds id, org, user and the
- * options of sessopt.h; any other member is refused. Errors are
+ * from its completion. A create's body holds id, org, user, policy and
+ * the options of sessopt.h; any other member is refused. Errors are
  * {"error":{"code","message"}}; a runtime or agent failure is 503 (its
  * text also goes to the log). The runtimes' error texts name no host path
  * (runtime.h); the sandbox's own paths stay in them. An operation on a
@@ -26,13 +28,14 @@
 #include "http.h"
 #include "jsonu.h"
 #include "log.h"
+#include "policy.h"
 #include "rest.h"
 #include "work.h"
 #include "xfer.h"
 #include "xmalloc.h"
 
 enum rop { R_CREATE, R_STOP, R_START, R_DELETE, R_GET, R_APPS, R_EXPOSE,
-	R_APP, R_UNEXPOSE };
+	R_APP, R_UNEXPOSE, R_POLICY };
 
 struct rjob {
 	struct http		*ht;
@@ -44,6 +47,8 @@ struct rjob {
 	char			 user[ID_SESSION_MAX + 1];
 	cJSON			*body_in;	/* a create's body (opts point into it) */
 	struct sess_opts	 opts;
+	struct policy		*policy;	/* R_CREATE (NULL: none given),
+						 * R_POLICY */
 	char			 app[APP_NAME_MAX + 1];	/* R_APP, R_UNEXPOSE, R_EXPOSE */
 	int			 port;			/* R_EXPOSE */
 	/* out */
@@ -64,6 +69,7 @@ rop_name(enum rop op)
 	case R_EXPOSE: return "expose";
 	case R_APP: return "read app";
 	case R_UNEXPOSE: return "unexpose";
+	case R_POLICY: return "set policy";
 	}
 	return "handle";
 }
@@ -155,7 +161,12 @@ rjob_run(void *arg)
 			rc = -1;
 			break;
 		}
-		if (r->op == R_CREATE)
+		/* The policy first: the sandbox is made and registered with it. */
+		if (r->op == R_CREATE && r->policy != NULL)
+			rc = sess_set_policy(s, r->policy, 0, &e, err, sizeof(err));
+		if (rc == -1)
+			;
+		else if (r->op == R_CREATE)
 			rc = sess_create(s, &r->opts, &created, &e, err, sizeof(err));
 		else if ((rc = sess_enter(s, &e, err, sizeof(err))) == 0)
 			sess_leave(s);
@@ -164,6 +175,9 @@ rjob_run(void *arg)
 			r->body = sess_json(s);
 		}
 		sess_put(s);
+		/* A create that made nothing keeps no record for its policy. */
+		if (rc == -1 && created && r->policy != NULL)
+			sess_policy_forget(m, r->sid);
 		break;
 	case R_GET:
 		if ((s = sess_get(m, r->sid, NULL, NULL, 0, &e, err,
@@ -187,6 +201,19 @@ rjob_run(void *arg)
 		rc = rjob_apps(r, s, &e, err, sizeof(err));
 		sess_put(s);
 		break;
+	case R_POLICY:
+		if ((s = sess_get(m, r->sid, NULL, NULL, 0, &e, err,
+		    sizeof(err))) == NULL) {
+			rc = -1;
+			break;
+		}
+		if ((rc = sess_set_policy(s, r->policy, 1, &e, err,
+		    sizeof(err))) == 0) {
+			r->status = 200;
+			r->body = sess_json(s);
+		}
+		sess_put(s);
+		break;
 	case R_STOP:
 		if ((rc = sess_stop(m, r->sid, "stopped by REST", &e, err,
 		    sizeof(err))) == 0 &&
@@ -197,8 +224,10 @@ rjob_run(void *arg)
 		}
 		break;
 	case R_DELETE:
-		if ((rc = sess_delete(m, r->sid, "deleted by REST", &e, err,
-		    sizeof(err))) == 0) {
+		rc = sess_delete(m, r->sid, "deleted by REST", &e, err,
+		    sizeof(err));
+		sess_policy_forget(m, r->sid);	/* the client ended it */
+		if (rc == 0) {
 			r->status = 200;
 			r->body = cJSON_CreateObject();
 			cJSON_AddStringToObject(r->body, "deleted", r->sid);
@@ -223,6 +252,7 @@ rjob_done(void *arg)
 	http_inflight_add(r->ht, -1);
 	cJSON_Delete(r->body);
 	cJSON_Delete(r->body_in);
+	policy_free(r->policy);
 	free(r);
 }
 
@@ -241,7 +271,8 @@ rest_id_field(cJSON *j, const char *name, char *dst, size_t len, int required)
 }
 
 /* The members of a create body besides the options (sessopt.h). */
-static const char *const create_ids[] = { "id", "org", "user", NULL };
+static const char *const create_ids[] = { "id", "org", "user", "policy",
+	NULL };
 
 /* Runs r on a worker, counted against its session's cap (429 beyond). */
 static void
@@ -259,6 +290,7 @@ rjob_start(struct http *ht, const struct conf *conf, struct rjob *r)
 	    r->sid, conf->session_calls);
 	http_send_err(ht, r->req, 429, "too_many_calls", msg);
 	cJSON_Delete(r->body_in);
+	policy_free(r->policy);
 	free(r);
 }
 
@@ -268,7 +300,7 @@ rest_create(struct http *ht, struct sessmgr *mgr, const struct conf *conf,
 {
 	size_t len;
 	const char *body = http_req_body(req, &len);
-	cJSON *j = NULL;
+	cJSON *j = NULL, *pv;
 	struct rjob *r;
 	const char *why = NULL;
 	char err[512];
@@ -299,14 +331,38 @@ rest_create(struct http *ht, struct sessmgr *mgr, const struct conf *conf,
 	if (why == NULL && sessopt_parse(j, create_ids, &r->opts, err,
 	    sizeof(err)) == -1)
 		why = err;
+	if (why == NULL && (pv = cJSON_GetObjectItemCaseSensitive(j,
+	    "policy")) != NULL && !cJSON_IsNull(pv) &&
+	    (r->policy = policy_from_json(pv, "policy", err, sizeof(err))) == NULL)
+		why = err;
 	if (why != NULL) {
 		http_send_err(ht, req, 400, "bad_request", why);
 		cJSON_Delete(j);
+		policy_free(r->policy);
 		free(r);
 		return;
 	}
 	r->body_in = j;	/* the options' strings point into it */
 	rjob_start(ht, conf, r);
+}
+
+/* PUT /policy: the body is the policy itself (r->policy), or why not. */
+static const char *
+policy_body(struct http_req *req, struct rjob *r, char *err, size_t errlen)
+{
+	size_t len;
+	const char *body = http_req_body(req, &len);
+	cJSON *j;
+
+	if (body == NULL || !jsonu_utf8_valid(body, len) ||
+	    (j = cJSON_ParseWithLength(body, len)) == NULL) {
+		return "the body must be a policy: a JSON object such as "
+		    "{\"github\": {\"push\": [\"refs/heads/agent/x\"]}}";
+	}
+	(void)jsonu_mark_nul(body, len, j);	/* a NUL: no string, refused */
+	r->policy = policy_from_json(j, "policy", err, errlen);
+	cJSON_Delete(j);
+	return r->policy == NULL ? err : NULL;
 }
 
 /* No body, or one that is an empty JSON object (whitespace around). */
@@ -529,13 +585,35 @@ rest_handle(struct http *ht, struct http_req *req, const char *path,
 		r->op = R_STOP;
 	else if (op != NULL && strcmp(op, "start") == 0 && cmd == HTTP_M_POST)
 		r->op = R_START;
+	else if (op != NULL && strcmp(op, "policy") == 0 && cmd == HTTP_M_PUT) {
+		char perr[512];
+		const char *why;
+
+		r->op = R_POLICY;
+		if (!http_ctype_json(http_hdr(req, "Content-Type"))) {
+			free(r);
+			http_send_err(ht, req, 415, "unsupported_media_type",
+			    "Content-Type must be application/json");
+			return;
+		}
+		if ((why = policy_body(req, r, perr, sizeof(perr))) != NULL) {
+			free(r);
+			http_send_err(ht, req, 400, "bad_request", why);
+			return;
+		}
+	}
 	else if (op != NULL && (strcmp(op, "apps") == 0 ||
 	    strncmp(op, "apps/", 5) == 0)) {
 		rest_apps(ht, ctx, req, r, cmd, op);
 		return;
 	} else {
 		free(r);
-		if (op == NULL || strcmp(op, "stop") == 0 || strcmp(op, "start") == 0) {
+		if (op != NULL && strcmp(op, "policy") == 0) {
+			http_add_header(req, "Allow", "PUT");
+			http_send_err(ht, req, 405, "method_not_allowed", "use PUT "
+			    "with the narrower policy (GET the session to read it)");
+		} else if (op == NULL || strcmp(op, "stop") == 0 ||
+		    strcmp(op, "start") == 0) {
 			http_add_header(req, "Allow",
 			    op == NULL ? "GET, DELETE" : "POST");
 			http_send_err(ht, req, 405, "method_not_allowed",

@@ -34,6 +34,7 @@ sess_err_http(enum sess_err e, const char **code)
 	case SE_DRAINING: *code = "draining"; return 503;
 	case SE_BUSY: *code = "busy"; return 409;
 	case SE_IDENTITY: *code = "identity_mismatch"; return 409;
+	case SE_WIDEN: *code = "would_widen"; return 409;
 	case SE_AGENT: *code = "agent_error"; return 503;
 	case SE_RUNTIME:
 	default: *code = "runtime_error"; return 503;

@@ -103,7 +103,8 @@ sess_put(struct sess *s)
 	pthread_mutex_lock(&m->mu);
 	fr = --s->refs == 0 && s->removed;
 	/* An empty record nobody uses is dropped (no sandbox to keep). */
-	if (s->refs == 0 && !s->removed && s->state == S_NONE && !s->provisioning) {
+	if (s->refs == 0 && !s->removed && s->state == S_NONE && !s->provisioning &&
+	    !s->policy_pinned) {
 		sm_remove_locked(m, s);
 		fr = 1;
 	}
@@ -1150,6 +1151,163 @@ sess_delete(struct sessmgr *m, const char *sid, const char *reason,
 	return stop_or_delete(m, sid, reason, 1, e, err, errlen);
 }
 
+/* ---- the credential policy ---- */
+
+/* One policy change at a time, so that the last one stored is the last
+ * one registered. */
+static pthread_mutex_t policy_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/*
+ * s's record (with its policy) into the runtime and, when its sandbox
+ * runs, registered again at its proxy so that new connections and
+ * requests have it. Held: s shared and policy_mu. 0, or -1 with err.
+ */
+static int
+policy_apply(struct sess *s, char *err, size_t errlen)
+{
+	struct sessmgr *m = s->mgr;
+	struct rt_egress eg;
+	struct sm_rec rec;
+	char rerr[256], envbuf[8192];
+	struct rt_info ri;
+	const char *got;
+	int again, tries;
+
+	if (s->state == S_NONE)
+		return 0;	/* the next sandbox is made with the record */
+	/* Another record writer (apps.c, under a shared hold too) may have
+	 * read the record before the policy changed and write it after:
+	 * read it back, and write again when it lost the policy. */
+	for (tries = 0; tries < 3; tries++) {
+		sm_record(s, s->rtid, s->state == S_STOPPED, &rec);
+		if (m->rt->ops->set_labels(m->rt, s->rtid, rec.kv, rec.n, rerr,
+		    sizeof(rerr)) == -1) {
+			snprintf(err, errlen, "the policy is set but could not be "
+			    "kept in the sandbox's record: %s", rerr);
+			return -1;
+		}
+		memset(&ri, 0, sizeof(ri));
+		if (m->rt->ops->get(m->rt, s->rtid, &ri, rerr, sizeof(rerr)) == -1) {
+			rt_info_clear(&ri);
+			break;
+		}
+		got = rt_label(&ri, POLICY_LABEL);
+		again = (got == NULL) != (rec.policy[0] == '\0') ||
+		    (got != NULL && strcmp(got, rec.policy) != 0);
+		rt_info_clear(&ri);
+		if (!again)
+			break;
+	}
+	if (s->state != S_RUNNING || !m->conf->egress)
+		return 0;	/* a start registers it with the record */
+	memset(&eg, 0, sizeof(eg));
+	eg.labels = rec.kv;
+	eg.nlabels = rec.n;
+	if (sm_rt_attach(m, s->rtid, &eg, envbuf, sizeof(envbuf), rerr,
+	    sizeof(rerr)) == -1) {
+		snprintf(err, errlen, "the policy is set but the sandbox could not "
+		    "be registered again at its proxy (retry): %s", rerr);
+		explicit_bzero(envbuf, sizeof(envbuf));
+		return -1;
+	}
+	explicit_bzero(envbuf, sizeof(envbuf));
+	log_info("session=%s sandbox=%s policy registered at the proxy",
+	    s->sid, s->rtid);
+	return 0;
+}
+
+int
+sess_set_policy(struct sess *s, const struct policy *p, int put,
+    enum sess_err *e, char *err, size_t errlen)
+{
+	struct sessmgr *m = s->mgr;
+	struct policy *cur = NULL, *nw = NULL;
+	char *curtxt = NULL, *txt = NULL;
+	int fresh, widens = 0, changed, rc = -1;
+
+	if (sess_hold(s, LIFECYCLE_HOLD_MS) == -1) {
+		*e = SE_BUSY;
+		snprintf(err, errlen, "the session's sandbox is being changed: retry");
+		return -1;
+	}
+	pthread_mutex_lock(&policy_mu);
+	pthread_mutex_lock(&m->mu);
+	/* A session nothing has made yet takes the operator's policy for
+	 * its org, narrowed; any other only narrows what it has. */
+	fresh = !put && s->state == S_NONE && !s->provisioning &&
+	    !s->policy_pinned;
+	if (s->policy != NULL)
+		curtxt = xstrdup(s->policy);
+	pthread_mutex_unlock(&m->mu);
+	if (fresh)
+		nw = policy_combine(policy_set_for(m->conf->policies, s->org), p,
+		    &widens, err, errlen);
+	else {
+		if (curtxt != NULL && (cur = policy_parse(curtxt, strlen(curtxt),
+		    "policy", err, errlen)) == NULL) {
+			*e = SE_RUNTIME;
+			goto out;
+		}
+		nw = policy_narrow(cur, p, &widens, err, errlen);
+	}
+	if (nw == NULL && widens) {
+		*e = fresh ? SE_BAD : SE_WIDEN;
+		goto out;
+	}
+	txt = nw != NULL ? policy_text(nw) : NULL;
+	if (txt != NULL && strlen(txt) > POLICY_MAX_JSON) {
+		*e = SE_BAD;
+		snprintf(err, errlen, "policy: %zu bytes of compact JSON with the "
+		    "sections it takes from %s, more than the %d a policy may have",
+		    strlen(txt), fresh ? "the operator's policy" : "the current one",
+		    POLICY_MAX_JSON);
+		goto out;
+	}
+	pthread_mutex_lock(&m->mu);
+	changed = (txt == NULL) != (s->policy == NULL) ||
+	    (txt != NULL && strcmp(txt, s->policy) != 0);
+	free(s->policy);
+	s->policy = txt;
+	txt = NULL;
+	s->policy_pinned = 1;
+	pthread_mutex_unlock(&m->mu);
+	if (changed)
+		log_info("session=%s policy %s", s->sid, put ? "narrowed" : "set");
+	if ((changed || put) && policy_apply(s, err, errlen) == -1) {
+		*e = SE_RUNTIME;
+		goto out;
+	}
+	rc = 0;
+out:
+	pthread_mutex_unlock(&policy_mu);
+	sess_release(s);
+	policy_free(cur);
+	policy_free(nw);
+	free(curtxt);
+	free(txt);
+	return rc;
+}
+
+void
+sess_policy_forget(struct sessmgr *m, const char *sid)
+{
+	struct sess *s;
+	int fr = 0;
+
+	pthread_mutex_lock(&m->mu);
+	if ((s = sm_lookup_locked(m, sid)) != NULL) {
+		s->policy_pinned = 0;
+		if (s->refs == 0 && !s->removed && s->state == S_NONE &&
+		    !s->provisioning) {
+			sm_remove_locked(m, s);
+			fr = 1;
+		}
+	}
+	pthread_mutex_unlock(&m->mu);
+	if (fr)
+		sm_sess_free(s);
+}
+
 static const char *
 sstate_name(const struct sess *s)
 {
@@ -1205,6 +1363,9 @@ sess_json_locked(struct sess *s)
 	add_ms_or_null(o, "uptime_ms", run, now - s->started_ms);
 	add_ms_or_null(o, "lifetime_left_ms", run, s->started_ms + life - now);
 	add_ms_or_null(o, "idle_left_ms", run, used + idle - now);
+	/* absent when none (sandbox_status's outputSchema: an object) */
+	if (s->policy != NULL && (l = cJSON_Parse(s->policy)) != NULL)
+		cJSON_AddItemToObject(o, "policy", l);
 	return o;
 }
 

@@ -35,7 +35,10 @@ enum sess_err {
 	SE_RUNTIME,	/* the runtime failed */
 	SE_AGENT,	/* the agent did not answer */
 	SE_IDENTITY,	/* org or user differ from the session's (fixed) */
+	SE_WIDEN,	/* a policy change would widen the session's policy */
 };
+
+struct policy;
 
 struct sessmgr;
 struct sess;
@@ -134,6 +137,24 @@ int	sess_stop(struct sessmgr *, const char *sid, const char *reason,
 	    enum sess_err *e, char *err, size_t errlen) WUNRES;
 int	sess_delete(struct sessmgr *, const char *sid, const char *reason,
 	    enum sess_err *e, char *err, size_t errlen) WUNRES;
+
+/*
+ * Sets s's credential policy (policy.h) from a trusted client's p. A
+ * session nothing has made yet (put 0, no sandbox, no policy set before)
+ * gets p combined with the operator's policy for its org (a p wider than
+ * that: SE_BAD); any other gets p only when it is within its current
+ * policy (else SE_WIDEN, 409), with the current sections p lacks. The
+ * policy is kept in the session record (label "policy"), so it outlives
+ * the sandbox (create_sandbox, clear_session keep it) and a restart; a
+ * running sandbox is registered again at its proxy at once (put 1: even
+ * when the policy did not change, so a failed registration can be
+ * retried). Holds s shared: tool calls go on. 0, or -1 with *e and err.
+ */
+int	sess_set_policy(struct sess *s, const struct policy *p, int put,
+	    enum sess_err *e, char *err, size_t errlen) WUNRES;
+/* A trusted client ended session sid (REST DELETE): its record, kept for
+ * its policy once its sandbox is gone, goes too. */
+void	sess_policy_forget(struct sessmgr *, const char *sid);
 
 /*
  * A JSON description of a session (caller frees): ids, state, image,

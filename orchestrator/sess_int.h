@@ -32,6 +32,7 @@
 
 #include "agentc.h"
 #include "buf.h"
+#include "policy.h"
 #include "sess.h"
 
 #define HASH_SIZE	1024
@@ -51,7 +52,7 @@
 #define STATUS_CMD_MAX	200
 
 /* Session record labels at most (sm_record). */
-#define SM_MAX_LABELS	8
+#define SM_MAX_LABELS	9
 /* The apps label's longest value: apps.max_per_sandbox (at most 32) times
  * "name:port:<64 hex>," with a name of at most 40 bytes (apps.c). */
 #define SM_APPS_MAX	4096
@@ -70,6 +71,7 @@ struct sm_rec {
 	size_t		 n;
 	char		 created[24], stopped[24], life[24], idle[24];
 	char		 apps[SM_APPS_MAX];
+	char		 policy[POLICY_MAX_JSON + 1];	/* the policy label */
 };
 
 enum sstate {
@@ -101,6 +103,10 @@ struct sess {
 	char		 apps[SM_APPS_MAX];	/* the apps label (apps.c): "" none */
 	char		 apps_of[ID_SANDBOX_MAX];	/* the sandbox they are in:
 						 * apps of any other are gone */
+	char		*policy;	/* its credential policy (policy.h) as
+					 * canonical JSON; NULL: none */
+	int		 policy_pinned;	/* set by a trusted client: the record
+					 * outlives its sandbox (sess_put) */
 	int		 refs;
 	int		 removed;	/* out of the table */
 	int		 provisioning;
@@ -208,6 +214,11 @@ int	sm_identity_ok_locked(const struct sess *s, const char *org,
 /* The session record as labels for sandbox id (stopped: with s's
  * stopped-ms; its apps only if they are id's). Takes mgr->mu. */
 void	sm_record(struct sess *s, const char *id, int stopped, struct sm_rec *r);
+
+/* s (adopted from a sandbox, mgr->mu held) takes its policy from the
+ * record's policy label: the label's, when it reads as a policy (then
+ * pinned when it differs from the operator's), else the operator's. */
+void	sm_policy_adopt_locked(struct sess *s, const char *label);
 
 /* A spec from o and the configuration's defaults. */
 void	sm_spec_defaults(struct sessmgr *m, struct rt_spec *sp, const struct sess_opts *o);

@@ -95,11 +95,17 @@ sm_insert_locked(struct sessmgr *m, const char *sid, const char *org,
 {
 	struct sess *s = xcalloc(1, sizeof(*s));
 	unsigned h = hash_str(sid);
+	const struct policy *pol;
 
 	s->mgr = m;
 	snprintf(s->sid, sizeof(s->sid), "%s", sid);
 	snprintf(s->org, sizeof(s->org), "%s", org ? org : "");
 	snprintf(s->user, sizeof(s->user), "%s", user ? user : "");
+	/* Every session starts with the operator's policy for its org: a
+	 * trusted REST client may narrow it (sess_set_policy), nothing else
+	 * changes it. */
+	if ((pol = policy_set_for(m->conf->policies, s->org)) != NULL)
+		s->policy = policy_text(pol);
 	pthread_rwlock_init(&s->lk, NULL);
 	agentc_cache_init(&s->conns);
 	s->state = S_NONE;
@@ -132,6 +138,7 @@ sm_sess_free(struct sess *s)
 	agentc_cache_clear(&s->conns);
 	pthread_rwlock_destroy(&s->lk);
 	agentc_cache_destroy(&s->conns);
+	free(s->policy);
 	free(s);
 }
 
@@ -155,6 +162,10 @@ sessmgr_new(struct runtime *rt, const struct conf *conf)
 	pthread_mutex_init(&m->mu, NULL);
 	pthread_mutex_init(&m->rtmu, NULL);
 	pthread_cond_init(&m->slot_cv, NULL);
+	if (conf->policies != NULL)
+		log_info("credential policies from %s: default %s, %zu orgs",
+		    conf->policy_file, policy_set_for(conf->policies, NULL) != NULL ?
+		    "set" : "none", policy_set_norgs(conf->policies));
 	sessmgr_health_refresh(m);
 	return m;
 }
@@ -430,13 +441,44 @@ sm_record(struct sess *s, const char *id, int stopped, struct sm_rec *r)
 		snprintf(r->apps, sizeof(r->apps), "%s", s->apps);
 	else
 		r->apps[0] = '\0';
+	if (s->policy != NULL)
+		snprintf(r->policy, sizeof(r->policy), "%s", s->policy);
+	else
+		r->policy[0] = '\0';
 	pthread_mutex_unlock(&s->mgr->mu);
 	if (r->apps[0] != '\0') {
 		r->kv[n].k = LBL_APPS;
 		r->kv[n++].v = r->apps;
 	}
+	if (r->policy[0] != '\0') {
+		r->kv[n].k = POLICY_LABEL;
+		r->kv[n++].v = r->policy;
+	}
 	ASSERT(n <= SM_MAX_LABELS);
 	r->n = n;
+}
+
+void
+sm_policy_adopt_locked(struct sess *s, const char *label)
+{
+	const struct policy *op = policy_set_for(s->mgr->conf->policies, s->org);
+	struct policy *p;
+	char err[512], *o;
+
+	if (label == NULL)
+		return;		/* a record from before policies: the operator's */
+	if ((p = policy_parse(label, strlen(label), "policy", err,
+	    sizeof(err))) == NULL) {
+		log_warnx("session=%s policy label unreadable, the operator's "
+		    "applies: %s", s->sid, err);
+		return;
+	}
+	free(s->policy);
+	s->policy = policy_text(p);
+	policy_free(p);
+	o = op != NULL ? policy_text(op) : NULL;
+	s->policy_pinned = o == NULL || strcmp(o, s->policy) != 0;
+	free(o);
 }
 
 void

@@ -135,6 +135,9 @@ TOOL_HANDLER(t_unexpose_port);
 	"\"calls_in_flight\":{\"type\":\"number\"},"					\
 	"\"uptime_ms\":" NUM_OR_NULL ",\"lifetime_left_ms\":" NUM_OR_NULL ","		\
 	"\"idle_left_ms\":" NUM_OR_NULL ","						\
+	"\"policy\":{\"type\":\"object\",\"description\":\"The session's credential policy (what the proxy lets it do with GitHub/GitLab), set by the operator or a trusted client; absent: none.\"," \
+	"\"properties\":{\"github\":{\"type\":\"object\",\"properties\":{}},"	\
+	"\"gitlab\":{\"type\":\"object\",\"properties\":{}}}},"			\
 	"\"usage\":{\"type\":\"object\",\"properties\":{"				\
 	"\"memory_bytes\":" NUM_OR_NULL ",\"disk_bytes\":" NUM_OR_NULL ","		\
 	"\"disk_partial\":{\"type\":\"boolean\"},\"oom_kills\":" NUM_OR_NULL "}},"	\

@@ -63,12 +63,17 @@ class H(http.server.BaseHTTPRequestHandler):
             if not isinstance(req.get("id"), str) or not isinstance(sec, str) \
                     or len(sec) < 32 or not isinstance(attrs, dict) \
                     or not isinstance(ips, list) or len(ips) != 1 \
-                    or set(req) - {"op", "id", "secret", "attrs", "client_ips"}:
+                    or set(req) - {"op", "id", "secret", "attrs", "client_ips",
+                                   "policy"} \
+                    or not isinstance(req.get("policy", {}), dict):
                 record({"op": "bad-register", "req": req})
                 return self.reply(400, {"ok": False, "error": "bad register"})
             REG[req["id"]] = req
-            record({"op": "register", "id": req["id"], "secret": sec,
-                    "peer": ips[0], "attrs": attrs})
+            ent = {"op": "register", "id": req["id"], "secret": sec,
+                   "peer": ips[0], "attrs": attrs}
+            if "policy" in req:     # issue 16: the session's policy
+                ent["policy"] = req["policy"]
+            record(ent)
             return self.reply(200, {"ok": True})
         if op == "deregister":
             REG.pop(req.get("id"), None)
