@@ -72,7 +72,7 @@ for _ in $(seq 1 "$ROUNDS"); do
 done
 # exec first byte and round trips
 python3 - "$ORCH_PORT" "$ORCH_KEY" "$SID" "$NEX" <<'PY'
-import http.client, json, sys, time, statistics
+import base64, http.client, json, sys, time
 port, key, sid, n = int(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])
 h = {"Authorization": "Bearer " + key, "Content-Type": "application/json"}
 def conn(): return http.client.HTTPConnection("127.0.0.1", port, timeout=30)
@@ -82,12 +82,13 @@ for i in range(n):
     t0 = time.perf_counter()
     c.request("POST", "/v1/sessions/%s/exec" % sid, json.dumps({"command": "echo x"}), h)
     r = c.getresponse()
-    r.read(1)                        # the first byte of the first line
+    first = r.read(1)                # the first byte of the first line
     fb.append(time.perf_counter() - t0)
-    body = r.read()
+    body = first + r.read()
     rt.append(time.perf_counter() - t0)
-    last = json.loads(body.splitlines()[-1])
-    if r.status != 200 or last.get("exit") != 0 or b"eA==" not in body:
+    lines = [json.loads(l) for l in body.splitlines()]
+    out = b"".join(base64.b64decode(l["b"]) for l in lines if l.get("s") == "out")
+    if r.status != 200 or lines[-1].get("exit") != 0 or out != b"x\n":
         sys.exit("exec echo x answered %d %r" % (r.status, body[:300]))
 mh = dict(h); mh["Accept"] = "application/json, text/event-stream"; mh["X-Session-Id"] = sid
 def rpc(msg, want_reply=True):
