@@ -48,6 +48,9 @@
 #define MAX_CONNS		512
 /* One recv; an emptied input buffer larger than two is given back. */
 #define READ_CHUNK		((size_t)64 * 1024)
+/* One recv of a streamed body (CS_BODY), handed to the handler as it is:
+ * a unix socket holds about 200 KiB, so this takes what is there. */
+#define BODY_CHUNK		((size_t)256 * 1024)
 /* How often the sweep looks at stalled, idle and lingering connections. */
 #define SWEEP_MS		1000
 /* After a closing reply, how long the peer's input is drained, so that
@@ -495,7 +498,7 @@ conn_body(struct conn *c, int (*data)(void *, const char *, size_t),
 static void
 conn_read_body(struct conn *c)
 {
-	char tmp[READ_CHUNK];
+	static char tmp[BODY_CHUNK];	/* one thread; body_feed is done with it */
 	ssize_t n;
 
 	/* As conn_process: c stays while this runs (the handler may reply and

@@ -94,7 +94,9 @@ void	agentc_cache_put(struct agentc_cache *, struct agentc *c);
  * or the reply broke off, why says so), cb->drain (may be NULL) runs when
  * the queued request bytes fall below the low mark. Callbacks may call
  * agentx_close (no callback after it). Memory: what the caller queues
- * (keep agentx_body_full() in view) plus one read.
+ * (keep agentx_body_full() in view) plus one read buffer (256 KiB: the
+ * agent's reply is read that much a call, on the socket, not through a
+ * bufferevent, whose reads libevent 2.1 caps at 4 KiB).
  */
 struct agentx;
 struct agentx_cb {

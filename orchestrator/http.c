@@ -1,8 +1,11 @@
 /*
  * http.c: the HTTP/1.1 server (http.h) on llhttp: listener and accept
  * back-off, connection caps, request parsing and framing, dispatch,
- * replies. The request side (accessors, route table, Origin/Host/auth,
- * the counters page) is httpreq.c; the structs both share are http_int.h.
+ * whole replies. The request side (accessors, route table, Origin/Host/
+ * auth, the counters page) is httpreq.c, below this file; streamed
+ * request bodies and streamed replies are httpstream.c, above it (it
+ * queues on c->out and calls the reply helpers http_int.h exports from
+ * here); the structs all three share are http_int.h.
  *
  * Connections. Each accepted socket is a struct hconn with one state:
  *   C_IDLE     no request bytes; on the idle list (oldest first), closed
@@ -83,6 +86,9 @@
 #define PEND_MAX		(64 * 1024)	/* input kept while a request is
 					 * in flight; reading stops beyond */
 #define READ_CHUNK		16384
+/* One read of a streamed body (C_BODY): the handler takes the bytes as
+ * they come, so a large read is fewer loop turns per MiB uploaded. */
+#define BODY_READ		(256 * 1024)
 #define ACCEPT_BATCH		64	/* accepts per listener callback */
 #define ACCEPT_BACKOFF_MIN_MS	50
 #define ACCEPT_BACKOFF_MAX_MS	1000
@@ -95,7 +101,6 @@
 
 static void conn_kill(struct hconn *, const char *why);
 static void conn_parse(struct hconn *);
-static void conn_want_write(struct hconn *);
 static void conn_arm(struct hconn *);
 static void conn_set(struct hconn *, enum cstate);
 
@@ -129,8 +134,8 @@ reason(int code)
 	return "Status";
 }
 
-static void
-count_status(struct http *ht, int code)
+void
+http_count_status(struct http *ht, int code)
 {
 	if (code < 300)
 		ht->st_2xx++;
@@ -161,8 +166,8 @@ req_new(struct http *ht, struct hconn *c)
 	return r;
 }
 
-static void
-req_free(struct http_req *r)
+void
+http_req_free(struct http_req *r)
 {
 	if (r == NULL)
 		return;
@@ -180,8 +185,8 @@ req_free(struct http_req *r)
 /* ---- replies ---- */
 
 /* The head of a reply to r (on c). body_len -1: streamed (chunked). */
-static void
-put_head(struct http *ht, struct hconn *c, struct http_req *r, int code,
+void
+http_put_head(struct http *ht, struct hconn *c, struct http_req *r, int code,
     const char *ctype, long long body_len)
 {
 	int close;
@@ -212,13 +217,13 @@ put_head(struct http *ht, struct hconn *c, struct http_req *r, int code,
 }
 
 /* The request's reply is complete: the connection takes its next one. */
-static void
-reply_done(struct hconn *c)
+void
+http_reply_done(struct hconn *c)
 {
 	c->req = NULL;
 	if (c->close_after) {
 		conn_set(c, C_SINK);
-		conn_want_write(c);
+		http_conn_want_write(c);
 		conn_arm(c);
 		return;
 	}
@@ -228,7 +233,7 @@ reply_done(struct hconn *c)
 		c->reading_off = 0;
 		event_add(c->rev, NULL);
 	}
-	conn_want_write(c);
+	http_conn_want_write(c);
 	conn_arm(c);
 	/* Pipelined bytes: parse them from a fresh callback. */
 	if (c->in.len > 0) {
@@ -244,18 +249,18 @@ http_send_body(struct http *ht, struct http_req *r, int code,
 	struct hconn *c = r->c;
 
 	if (!r->answered)
-		count_status(ht, code);
+		http_count_status(ht, code);
 	if (c == NULL || r->answered || r->streaming) {
-		req_free(r);	/* gone, or answered at the deadline */
+		http_req_free(r);	/* gone, or answered at the deadline */
 		return;
 	}
 	if (ctype != NULL)
 		http_add_header(r, "Cache-Control", "no-store");
-	put_head(ht, c, r, code, ctype, (long long)len);
+	http_put_head(ht, c, r, code, ctype, (long long)len);
 	if (body != NULL && len > 0 && r->method != HTTP_M_HEAD)
 		evbuffer_add(c->out, body, len);
-	req_free(r);
-	reply_done(c);
+	http_req_free(r);
+	http_reply_done(c);
 }
 
 void
@@ -277,128 +282,9 @@ http_send_err(struct http *ht, struct http_req *r, int code,
 	cJSON_Delete(o);
 }
 
-void
-http_stream_start(struct http *ht, struct http_req *r, int code)
-{
-	struct hconn *c = r->c;
-
-	r->streaming = 1;
-	if (c == NULL || r->answered)
-		return;
-	(void)ht;
-	put_head(ht, c, r, code, NULL, -1);
-	conn_want_write(c);
-}
-
-void
-http_stream_chunk(struct http_req *r, const char *p, size_t n)
-{
-	struct hconn *c = r->c;
-
-	if (c == NULL || r->answered || !r->streaming || n == 0)
-		return;
-	if (r->sized) {
-		if ((long long)n > r->sized_left)
-			n = (size_t)r->sized_left;
-		r->sized_left -= (long long)n;
-		evbuffer_add(c->out, p, n);
-		conn_want_write(c);
-		return;
-	}
-	if (!r->http10)
-		evbuffer_add_printf(c->out, "%zx\r\n", n);
-	evbuffer_add(c->out, p, n);
-	if (!r->http10)
-		evbuffer_add(c->out, "\r\n", 2);
-	conn_want_write(c);
-}
-
-void
-http_stream_end(struct http *ht, struct http_req *r)
-{
-	struct hconn *c = r->c;
-	int code = 200;
-
-	if (!r->answered)
-		count_status(ht, code);
-	if (c == NULL || r->answered) {
-		req_free(r);
-		return;
-	}
-	if (r->sized && r->sized_left > 0) {
-		c->close_after = 1;	/* short: the client must see it so */
-		req_free(r);
-		reply_done(c);
-		return;
-	}
-	if (!r->http10 && !r->sized)
-		evbuffer_add(c->out, "0\r\n\r\n", 5);
-	req_free(r);
-	reply_done(c);
-}
-
-void
-http_stream_start_len(struct http *ht, struct http_req *r, int code,
-    long long len)
-{
-	struct hconn *c = r->c;
-
-	r->streaming = 1;
-	r->sized = 1;
-	r->sized_left = len;
-	if (c == NULL || r->answered)
-		return;
-	put_head(ht, c, r, code, NULL, len);
-	conn_want_write(c);
-}
-
-void
-http_stream_abort(struct http *ht, struct http_req *r)
-{
-	struct hconn *c = r->c;
-
-	if (!r->streaming) {
-		http_send_err(ht, r, 502, "bad_gateway", "the agent's reply broke off");
-		return;
-	}
-	if (c == NULL || r->answered) {
-		req_free(r);
-		return;
-	}
-	c->close_after = 1;
-	req_free(r);
-	reply_done(c);
-}
-
-size_t
-http_stream_pending(const struct http_req *r)
-{
-	return r->c != NULL ? evbuffer_get_length(r->c->out) : 0;
-}
-
-void
-http_req_on_drain(struct http_req *r, void (*cb)(struct http_req *, void *),
-    void *arg)
-{
-	r->drain_cb = cb;
-	r->drain_arg = arg;
-}
-
-int
-http_req_body_is_streamed(const struct http_req *r)
-{
-	return r->body_streamed;
-}
-
-long long
-http_req_content_length(const struct http_req *r)
-{
-	return r->clen;
-}
-
 /* Takes c's streamed body again: parse what waits, read more. */
-static void
-body_kick(struct hconn *c)
+void
+http_body_kick(struct hconn *c)
 {
 	if (c->dead || c->st != C_BODY)
 		return;
@@ -407,37 +293,6 @@ body_kick(struct hconn *c)
 		event_add(c->rev, NULL);
 	}
 	event_active(c->kick, EV_TIMEOUT, 0);
-}
-
-void
-http_req_body_stream(struct http_req *r, void (*data)(struct http_req *,
-    const char *, size_t, void *), void (*end)(struct http_req *, void *),
-    void *arg)
-{
-	struct hconn *c = r->c;
-
-	r->body_data = data;
-	r->body_end = end;
-	r->body_arg = arg;
-	r->body_reading = 1;
-	if (c == NULL)
-		return;
-	if (r->expect100 && !r->http10) {
-		r->expect100 = 0;
-		evbuffer_add_printf(c->out, "HTTP/1.1 100 Continue\r\n\r\n");
-		conn_want_write(c);
-	}
-	body_kick(c);
-}
-
-void
-http_req_body_pause(struct http_req *r, int paused)
-{
-	int was = r->body_paused;
-
-	r->body_paused = paused != 0;
-	if (was && !paused && r->c != NULL)
-		body_kick(r->c);
 }
 
 /*
@@ -455,7 +310,7 @@ conn_error(struct hconn *c, int code, const char *ecode, const char *msg)
 	size_t n = strlen(txt);
 
 	cJSON_Delete(o);
-	count_status(ht, code);
+	http_count_status(ht, code);
 	if (r != NULL && r->dispatched) {
 		/* Never two replies to one request. */
 		free(txt);
@@ -469,12 +324,12 @@ conn_error(struct hconn *c, int code, const char *ecode, const char *msg)
 	evbuffer_add(c->out, txt, n);
 	free(txt);
 	if (r != NULL) {
-		req_free(r);
+		http_req_free(r);
 		c->req = NULL;
 	}
 	c->close_after = 1;
 	conn_set(c, C_SINK);
-	conn_want_write(c);
+	http_conn_want_write(c);
 	conn_arm(c);
 }
 
@@ -726,7 +581,7 @@ on_headers_complete(llhttp_t *p)
 		}
 		if (!r->http10)
 			evbuffer_add_printf(c->out, "HTTP/1.1 100 Continue\r\n\r\n");
-		conn_want_write(c);
+		http_conn_want_write(c);
 	}
 	return 0;
 }
@@ -782,8 +637,8 @@ conn_set(struct hconn *c, enum cstate st)
 	c->t_state = util_mono_ms();
 }
 
-static void
-conn_want_write(struct hconn *c)
+void
+http_conn_want_write(struct hconn *c)
 {
 	if (!c->dead && evbuffer_get_length(c->out) > 0)
 		event_add(c->wev, NULL);
@@ -927,7 +782,7 @@ conn_kill(struct hconn *c, const char *why)
 			r->abort_cb(r, HTTP_ABORT_GONE, r->abort_arg);
 		}
 	} else
-		req_free(r);
+		http_req_free(r);
 	if (event_base_once(ht->base, -1, EV_TIMEOUT, conn_free_cb, c, &zero) == -1)
 		log_warnx("http: cannot schedule a connection's free (leaked)");
 }
@@ -989,33 +844,38 @@ parse_error(struct hconn *c, llhttp_errno_t e)
 	conn_error(c, 400, "bad_request", msg);
 }
 
-/* Parses what c->in holds while a request is arriving. */
+/*
+ * Parses p[0..n) while a request is arriving: c->in's bytes (in 1), or a
+ * read of a streamed body taken as it is (in 0: no copy into c->in; what
+ * the parser leaves, a pipelined request, goes there).
+ */
 static void
-conn_parse(struct hconn *c)
+conn_exec(struct hconn *c, const char *p, size_t n, int in)
 {
 	llhttp_errno_t e;
 	const char *pos;
+	struct http_req *r;
 
-	struct http_req *r = c->req;
-
-	if (c->dead || (c->st != C_READING && c->st != C_BODY) || c->in.len == 0)
-		return;
-	if (c->st == C_BODY && (r == NULL || !r->body_reading || r->body_paused))
-		return;		/* the handler is not taking bytes now */
-	e = llhttp_execute(&c->parser, c->in.p, c->in.len);
+	e = llhttp_execute(&c->parser, p, n);
 	r = c->req;	/* a new request's, begun in there */
 	if (e == HPE_OK) {
-		buf_reset(&c->in);
+		if (in)
+			buf_reset(&c->in);
 		if (c->st == C_BODY && c->reading_off)
-			body_kick(c);
+			http_body_kick(c);
 		return;
 	}
 	if (e == HPE_PAUSED || e == HPE_PAUSED_UPGRADE) {
 		pos = llhttp_get_error_pos(&c->parser);
-		if (pos != NULL && pos >= c->in.p && pos <= c->in.p + c->in.len)
-			buf_consume(&c->in, (size_t)(pos - c->in.p));
-		else
-			buf_reset(&c->in);
+		if (pos == NULL || pos < p || pos > p + n)
+			pos = p + n;
+		if (in)
+			buf_consume(&c->in, (size_t)(pos - p));
+		else if (pos < p + n && buf_add(&c->in, pos,
+		    (size_t)(p + n - pos)) == -1) {
+			conn_kill(c, "input overflow");
+			return;
+		}
 		if (c->complete && c->st == C_BODY) {
 			c->complete = 0;
 			r->body_done = 1;
@@ -1041,13 +901,33 @@ conn_parse(struct hconn *c)
 			return;
 		}
 		if (c->st == C_BODY && c->reading_off)
-			body_kick(c);
+			http_body_kick(c);
 		return;
 	}
-	buf_reset(&c->in);
+	if (in)
+		buf_reset(&c->in);
 	if (c->dead || c->st == C_SINK)
 		return;		/* a callback answered already (413) */
 	parse_error(c, e);
+}
+
+/* Is c's streamed body taken by its handler right now? */
+static int
+body_taken(const struct hconn *c)
+{
+	return c->st == C_BODY && c->req != NULL && c->req->body_reading &&
+	    !c->req->body_paused;
+}
+
+/* Parses what c->in holds while a request is arriving. */
+static void
+conn_parse(struct hconn *c)
+{
+	if (c->dead || (c->st != C_READING && c->st != C_BODY) || c->in.len == 0)
+		return;
+	if (c->st == C_BODY && !body_taken(c))
+		return;		/* the handler is not taking bytes now */
+	conn_exec(c, c->in.p, c->in.len, 1);
 }
 
 static void
@@ -1060,10 +940,10 @@ static void
 read_cb(evutil_socket_t fd UNUSED, short ev UNUSED, void *arg)
 {
 	struct hconn *c = arg;
-	char tmp[READ_CHUNK];
+	static char tmp[BODY_READ];	/* the loop thread's only */
 	ssize_t n;
 
-	n = read(c->fd, tmp, sizeof(tmp));
+	n = read(c->fd, tmp, c->st == C_BODY ? BODY_READ : READ_CHUNK);
 	if (n == -1) {
 		if (errno == EAGAIN || errno == EINTR)
 			return;
@@ -1081,6 +961,10 @@ read_cb(evutil_socket_t fd UNUSED, short ev UNUSED, void *arg)
 	}
 	if (c->st == C_SINK)
 		return;		/* dropped */
+	if (c->in.len == 0 && body_taken(c)) {
+		conn_exec(c, tmp, (size_t)n, 0);	/* no copy into c->in */
+		goto taken;
+	}
 	if (buf_add(&c->in, tmp, (size_t)n) == -1) {
 		conn_kill(c, "input overflow");
 		return;
@@ -1093,6 +977,7 @@ read_cb(evutil_socket_t fd UNUSED, short ev UNUSED, void *arg)
 		hreq_guess(c);	/* a new request's first bytes */
 	if (c->st == C_READING || c->st == C_BODY)
 		conn_parse(c);
+taken:
 	if ((c->st == C_INFLIGHT || c->st == C_BODY) && !c->dead &&
 	    c->in.len >= PEND_MAX) {
 		event_del(c->rev);	/* pipelined too far ahead */
@@ -1257,7 +1142,7 @@ conn_new(struct http *ht, int fd, const struct sockaddr_storage *ss)
 		    c->peer, sizeof(c->peer));
 	else
 		snprintf(c->peer, sizeof(c->peer), "local");
-	buf_init(&c->in, PEND_MAX + READ_CHUNK);
+	buf_init(&c->in, PEND_MAX + BODY_READ);
 	c->out = evbuffer_new();
 	c->rev = event_new(ht->base, fd, EV_READ | EV_PERSIST, read_cb, c);
 	c->wev = event_new(ht->base, fd, EV_WRITE | EV_PERSIST, write_cb, c);
@@ -1529,7 +1414,7 @@ http_abort_inflight(struct http *ht)
 		    "finished; retry");
 		txt = cJSON_PrintUnformatted(o);
 		cJSON_Delete(o);
-		count_status(ht, 503);
+		http_count_status(ht, 503);
 		r->c->close_after = 1;
 		if (r->streaming) {
 			/* one more event, then the end */
@@ -1540,13 +1425,13 @@ http_abort_inflight(struct http *ht)
 				evbuffer_add(r->c->out, "\r\n0\r\n\r\n", 7);
 		} else {
 			r->extra.len = 0;
-			put_head(ht, r->c, r, 503, "application/json",
+			http_put_head(ht, r->c, r, 503, "application/json",
 			    (long long)strlen(txt));
 			evbuffer_add(r->c->out, txt, strlen(txt));
 		}
 		free(txt);
 		conn_set(r->c, C_SINK);
-		conn_want_write(r->c);
+		http_conn_want_write(r->c);
 		conn_arm(r->c);
 		r->c->req = NULL;	/* the connection no longer waits for r */
 		r->c = NULL;

@@ -1,7 +1,9 @@
 /*
  * http_int.h: the structs of the HTTP server shared by http.c (connections,
- * parsing, dispatch, replies) and httpreq.c (the request side: accessors,
- * routes, Origin/Host/auth, counters), which calls nothing of http.c.
+ * parsing, dispatch, whole replies), httpreq.c (the request side:
+ * accessors, routes, Origin/Host/auth, counters), which calls nothing of
+ * http.c, and httpstream.c (streamed request bodies and streamed replies),
+ * which calls http.c's reply helpers below and is called by neither.
  * Nothing else includes it.
  */
 #ifndef HTTP_INT_H
@@ -152,5 +154,20 @@ int	hreq_split_target(struct http_req *);
 int	hreq_origin_ok(struct http *, struct http_req *);
 int	hreq_host_ok(struct http *, struct http_req *);
 int	hreq_auth_ok(struct http *, struct http_req *);
+
+/* http.c, for httpstream.c */
+/* Counts a reply's status in the HTTP counters. */
+void	http_count_status(struct http *, int code);
+/* Frees a request (its final reply's job). */
+void	http_req_free(struct http_req *);
+/* The head of a reply to r on c; body_len -1: streamed (chunked). */
+void	http_put_head(struct http *, struct hconn *c, struct http_req *r,
+	    int code, const char *ctype, long long body_len);
+/* r's reply is complete (r freed): c takes its next request, or closes. */
+void	http_reply_done(struct hconn *c);
+/* Writes c's queued reply bytes when the socket takes them. */
+void	http_conn_want_write(struct hconn *c);
+/* Takes c's streamed body again: parse what waits, read more. */
+void	http_body_kick(struct hconn *c);
 
 #endif

@@ -70,7 +70,9 @@ struct xj {
 	struct event		*tl_ev;		/* answers a 413 mid-body */
 	int			 status;
 	unsigned		 gone:1, streaming:1, body_end:1, too_large:1,
-				 going:1;	/* xj_go ran: the loop's */
+				 going:1,	/* xj_go ran: the loop's */
+				 mid_line:1;	/* X_EXEC: the last byte relayed
+						 * was not a newline */
 };
 
 /* ---- the end of a transfer ---- */
@@ -190,6 +192,8 @@ ax_data(struct agentx *x, const char *p, size_t n, void *arg)
 	if (j->req == NULL)
 		return;
 	if (j->streaming) {
+		if (n > 0)
+			j->mid_line = p[n - 1] != '\n';
 		http_stream_chunk(j->req, p, n);
 		if (http_stream_pending(j->req) >= XFER_OUT_HIGH)
 			agentx_pause(x, 1);	/* the client is behind */
@@ -197,6 +201,35 @@ ax_data(struct agentx *x, const char *p, size_t n, void *arg)
 	}
 	if (buf_add(&j->small, p, n) == -1)
 		xj_fail(j, 502, "bad_gateway", "the agent's reply is too long");
+}
+
+/*
+ * An exec stream that broke off (the agent died, or its connection did):
+ * the stream ends with a last line saying so instead of just stopping,
+ * {"error":{"code":"agent_lost","message":...}}, after a newline if the
+ * agent's last line was cut.
+ */
+static void
+exec_lost(struct xj *j, const char *why)
+{
+	struct http_req *r = j->req;
+	cJSON *o;
+	char msg[512], *line;
+
+	snprintf(msg, sizeof(msg), "session %s: the agent was lost while the "
+	    "command ran (%s): its exit status and the rest of its output are "
+	    "unknown", j->sid, why);
+	log_warnx("session=%s rest exec: %s", j->sid, why);
+	o = http_err_json("agent_lost", msg);
+	line = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	j->req = NULL;
+	if (j->mid_line)
+		http_stream_chunk(r, "\n", 1);
+	http_stream_chunk(r, line, strlen(line));
+	http_stream_chunk(r, "\n", 1);
+	free(line);
+	http_stream_end(j->ht, r);
 }
 
 static void
@@ -213,6 +246,8 @@ ax_done(struct agentx *x UNUSED, int ok, const char *why, void *arg)
 			http_stream_end(j->ht, r);
 		} else if (ok)
 			xj_reply_small(j);
+		else if (j->streaming && j->op == X_EXEC)
+			exec_lost(j, why);
 		else {
 			snprintf(msg, sizeof(msg), "session %s: %s", j->sid, why);
 			log_warnx("session=%s rest %s: %s", j->sid, j->target, why);

@@ -6,7 +6,8 @@
 # mid-upload, GET headers, listings and version stamps, DELETE, path
 # traversal and symlinks confined to the sandbox, concurrent uploads;
 # exec streaming (first line before the end, stdout/stderr apart, 124,
-# stdin, disconnect kills the tree, exec.max_concurrent), auth, unknown
+# stdin, disconnect kills the tree, exec.max_concurrent, an agent that
+# dies mid-command ends the stream with an agent_lost line), auth, unknown
 # session, hostile input.
 . "$(dirname "$0")/../lib/common.sh"
 . "$TOP/tests/mcp/orch-lib.sh"
@@ -176,6 +177,31 @@ check "unknown query parameter: 400" test "$(curl -s "${A[@]}" -o /dev/null -w '
 check "oversized head: 431" test "$(curl -s "${A[@]}" -o /dev/null -w '%{http_code}' -H "X-Big: $(head -c 70000 /dev/zero | tr '\0' a)" -T "$T/f1" "$F/workspace/f1")" = 431
 check "bad mode: 400" test "$(curl -s "${A[@]}" -o /dev/null -w '%{http_code}' -T "$T/f1" "$F/workspace/f1?mode=9z")" = 400
 check "the daemon still serves" curl -sf "$ORCH_URL/readyz"
+# --- an exec whose agent dies mid-command: the stream ends with a last
+# line saying so ({"error":{"code":"agent_lost"}}), not just stopping ---
+S2=fx-lost
+rest POST /v1/sessions -H 'Content-Type: application/json' -d "{\"id\":\"$S2\"}" >/dev/null
+id2=$(rest GET "/v1/sessions/$S2" | jq -r .sandbox_id)
+if [ "$ORCH_RT" = local ]; then
+	apid=$(pgrep -P "$(awk '{print $3}' "$ORCH_SBX_DIR/$id2/pid")" | head -n1)
+else
+	apid=$(grep -lx --null-data "FAKE_SANDBOX_ID=$id2" /proc/[0-9]*/environ 2>/dev/null |
+	    cut -d/ -f3 | sort -n | head -n1)
+fi
+( curl -sN --max-time 60 "${A[@]}" -H 'Content-Type: application/json' \
+    -d '{"command":"echo started; sleep 60"}' "$ORCH_URL/v1/sessions/$S2/exec" > "$T/lost"
+  echo $? > "$T/lost.rc" ) &
+lost=$!
+for _ in $(seq 1 100); do grep -q '"s":"out"' "$T/lost" 2>/dev/null && break; sleep 0.1; done
+[ -n "$apid" ] && kill -9 "$apid"
+wait "$lost"
+check "agent lost mid-exec: the output so far came through" test "$(dec out < "$T/lost")" = started
+check "agent lost mid-exec: the last line is an agent_lost error" \
+    test "$(tail -1 "$T/lost" | jq -r .error.code)" = agent_lost
+check "agent lost mid-exec: its message says the exit status is unknown" \
+    contains <(tail -1 "$T/lost" | jq -r .error.message) 'exit status'
+check "agent lost mid-exec: the stream is ended properly (curl exit 0)" test "$(cat "$T/lost.rc")" = 0
+check "agent lost mid-exec: no exit line" test "$(jq -r 'select(.exit != null) | .exit' < "$T/lost" | wc -l)" = 0
 wait "$stall"
 read -r secs what < "$T/stall"
 echo "stalled upload: ${secs} s, then: $what"
