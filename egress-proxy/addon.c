@@ -793,6 +793,10 @@ push_sandbox(lua_State *L, const struct hook_ctx *hc)
 		lua_setfield(L, -2, a->lk[i]);
 	}
 	lua_setfield(L, -2, "labels");
+	if (a != NULL && a->policy != NULL) {
+		addon_lib_push_json_ro(L, a->policy, SB_POLICY_MAX_DEPTH);
+		lua_setfield(L, -2, "policy");
+	}
 }
 
 /* Registry key of the VM's weak table: attribute snapshot serial -> ctx.sandbox. */

@@ -9,6 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <math.h>
+
+#include <cjson/cJSON.h>
 #include <lauxlib.h>
 #include <lua.h>
 #include <openssl/crypto.h>
@@ -19,11 +22,13 @@
 #include "canon.h"
 #include "httpreq.h"
 #include "log.h"
+#include "pglob.h"
 #include "util.h"
 #include "xmalloc.h"
 
 #define SECRET_MAX	((size_t)64 * 1024)
 #define SECRET_TTL_MS	1000
+#define GLOB_SUBJECT_MAX	65536	/* proxy.glob: O(subject x pattern) */
 
 static int
 l_env(lua_State *L)
@@ -382,7 +387,104 @@ addon_lib_req_metatable(lua_State *L)
 	lua_pop(L, 1);
 }
 
+/* proxy.glob(pattern, subject [, ci]) -> boolean (pglob.h). */
+static int
+l_glob(lua_State *L)
+{
+	size_t pn, n;
+	const char *p = luaL_checklstring(L, 1, &pn);
+	const char *s = luaL_checklstring(L, 2, &n);
+	int ci = lua_toboolean(L, 3);
+
+	if (pn > PGLOB_PATTERN_MAX)
+		return luaL_error(L, "glob: pattern longer than %d bytes", PGLOB_PATTERN_MAX);
+	if (n > GLOB_SUBJECT_MAX)
+		return luaL_error(L, "glob: subject longer than %d bytes", GLOB_SUBJECT_MAX);
+	lua_pushboolean(L, pglob_match(p, pn, s, n, ci));
+	return 1;
+}
+
+/* ---- read-only tables from JSON (ctx.sandbox.policy) ---- */
+
+static int
+ro_newindex(lua_State *L)
+{
+	return luaL_error(L, "ctx.sandbox.policy is read-only");
+}
+
+/* The data table behind a read-only wrapper (its metatable's __index). */
+static void
+ro_data(lua_State *L)
+{
+	if (!lua_getmetatable(L, 1))
+		luaL_error(L, "not a read-only table");
+	lua_getfield(L, -1, "__index");
+	lua_remove(L, -2);
+}
+
+static int
+ro_len(lua_State *L)
+{
+	ro_data(L);
+	lua_pushinteger(L, (lua_Integer)lua_rawlen(L, -1));
+	return 1;
+}
+
+static int
+ro_pairs(lua_State *L)
+{
+	lua_getglobal(L, "next");
+	ro_data(L);
+	lua_pushnil(L);
+	return 3;
+}
+
+void
+addon_lib_push_json_ro(lua_State *L, const cJSON *v, int depth)
+{
+	const cJSON *it;
+	lua_Integer i = 0;
+
+	luaL_checkstack(L, 8, "json");
+	if (cJSON_IsString(v))
+		lua_pushstring(L, v->valuestring);
+	else if (cJSON_IsBool(v))
+		lua_pushboolean(L, cJSON_IsTrue(v));
+	else if (cJSON_IsNumber(v)) {
+		double d = v->valuedouble;
+		if (d == floor(d) && fabs(d) < 9007199254740992.0)
+			lua_pushinteger(L, (lua_Integer)d);
+		else
+			lua_pushnumber(L, d);
+	} else if ((cJSON_IsArray(v) || cJSON_IsObject(v)) && depth > 0) {
+		lua_newtable(L);		/* the wrapper */
+		lua_createtable(L, 0, 5);	/* its metatable */
+		lua_newtable(L);		/* the data */
+		cJSON_ArrayForEach(it, v) {
+			if (cJSON_IsNull(it))
+				continue;
+			addon_lib_push_json_ro(L, it, depth - 1);
+			if (cJSON_IsArray(v))
+				lua_rawseti(L, -2, ++i);
+			else
+				lua_setfield(L, -2, it->string);
+		}
+		lua_setfield(L, -2, "__index");
+		lua_pushcfunction(L, ro_newindex);
+		lua_setfield(L, -2, "__newindex");
+		lua_pushcfunction(L, ro_len);
+		lua_setfield(L, -2, "__len");
+		lua_pushcfunction(L, ro_pairs);
+		lua_setfield(L, -2, "__pairs");
+		lua_pushboolean(L, 0);
+		lua_setfield(L, -2, "__metatable");
+		lua_setmetatable(L, -2);
+	} else
+		lua_pushnil(L);
+}
+
 static const luaL_Reg lib_fns[] = {
+	{ "glob", l_glob },
 	{ "env", l_env },
 	{ "read_file", l_read_file },
 	{ "secret", l_secret },
