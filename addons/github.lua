@@ -18,6 +18,11 @@
 --                           (default https://<api host>[/api/v3])
 -- A sandbox label github_repositories="a,b" narrows App tokens to those
 -- repositories of the installation.
+--
+-- A sandbox registered with a policy (ctx.sandbox.policy.github, see
+-- docs/addons.md "Credential policy") is held to it: repository scope for
+-- git, the API and the content hosts, the api mode, push rules on
+-- git-receive-pack and the GraphQL mutation check.
 local M = { name = "github" }
 local cfg = proxy.config
 
@@ -62,15 +67,102 @@ function M.on_connect(ctx)
   return nil
 end
 
+-- ---- policy ----
+
+-- API paths any session may use under api = "repositories".
+local global_ok = { ["/user"] = true, ["/rate_limit"] = true, ["/meta"] = true,
+  ["/zen"] = true, ["/octocat"] = true, ["/emojis"] = true, ["/versions"] = true }
+
+local function repo_allowed(pol, owner, name)
+  local list = pol.repositories
+  if list == nil then return true end
+  -- GitHub names: letters, digits, '.', '-', '_' (anything else: not a repository we allow)
+  if not owner:find("^[%w%.%-_]+$") or not name:find("^[%w%.%-_]+$") then return false end
+  local full = owner .. "/" .. name
+  for _, pat in ipairs(list) do
+    if type(pat) ~= "string" then error("policy.github.repositories: not a string") end
+    if proxy.glob(pat, full, true) then return true end
+  end
+  return false
+end
+
+-- A path the proxy cannot place unambiguously: dot segments (also encoded), //, \.
+local function ambiguous(path)
+  local p = path:lower()
+  return p:find("//", 1, true) or p:find("/./", 1, true) or p:find("/../", 1, true)
+      or p:find("/%.%.?$") or p:find("%2e", 1, true) or p:find("\\", 1, true)
+end
+
+local function deny_git(req, msg)
+  req:deny(403, "denied by policy: " .. msg)
+end
+
+local function deny_api(req, msg)
+  local m = "denied by policy: " .. msg
+  req:deny(403, m, '{"message":"' .. m:gsub('[%c"\\]', "") ..
+    '","documentation_url":"https://docs.github.com/rest"}', "application/json")
+end
+
+-- Checks a request against policy section pol; true when it may go on (push
+-- rules and the GraphQL check armed), false when it was refused.
+local function enforce(req, ctx, pol, is_api)
+  local path = req.path:gsub("%?.*", "")
+  if ambiguous(path) then
+    if is_api then deny_api(req, "ambiguous path") else deny_git(req, "ambiguous path") end
+    return false
+  end
+  local mode = pol.api or "all"
+  if is_api then
+    local p = path
+    if ctx.host == host and p:sub(1, 8) == "/api/v3/" then p = p:sub(8) end
+    if ctx.host == api_host and ctx.host == host and p == "/api/graphql" then p = "/graphql" end
+    local owner, name = p:match("^/repos/([^/]+)/([^/]+)")
+    if owner then
+      if not repo_allowed(pol, owner, name) then
+        deny_api(req, "repository " .. owner .. "/" .. name .. " is not allowed for this session")
+        return false
+      end
+    elseif mode == "repositories" and not global_ok[p] then
+      deny_api(req, "API path outside the session's repositories")
+      return false
+    end
+    if p == "/graphql" and pol.graphql_mutations ~= true then
+      req:refuse_graphql_mutations()
+    end
+    return true
+  end
+  -- git over HTTPS and the content hosts: /OWNER/REPO[.git]/...
+  local owner, name = path:match("^/([^/]+)/([^/]+)")
+  if not owner then
+    if mode == "repositories" then
+      deny_git(req, "path outside the session's repositories")
+      return false
+    end
+    return true
+  end
+  name = name:gsub("%.[gG][iI][tT]$", "")
+  if not repo_allowed(pol, owner, name) then
+    deny_git(req, "repository " .. owner .. "/" .. name .. " is not allowed for this session")
+    return false
+  end
+  req:push_rules{ push = pol.push, protect = pol.protect, delete = pol.delete == true }
+  return true
+end
+
 function M.on_request(req, ctx)
+  local pol = ctx.sandbox.policy and ctx.sandbox.policy.github
+  local is_api = ctx.host == api_host and (ctx.host ~= host or req.path:sub(1, 5) == "/api/")
+  if pol ~= nil then
+    -- uploads.github.com has /repos/OWNER/REPO/... paths like the API
+    if not enforce(req, ctx, pol, is_api or ctx.host == "uploads.github.com") then return end
+  end
   local tok, err, rule = token_for(ctx)
   if not tok then
     proxy.warn("github: no credential for " .. ctx.host .. ": " .. tostring(err))
     req:deny(502, "github credential unavailable on the proxy")
     return
   end
-  local api = ctx.host == api_host and (ctx.host ~= host or req.path:sub(1, 5) == "/api/")
-  if api or extra[ctx.host] then
+  if is_api or extra[ctx.host] then
     req:inject("Authorization", "Bearer " .. tok, rule .. "-bearer")
   else
     -- git over HTTPS (and the web host): Basic x-access-token:TOKEN

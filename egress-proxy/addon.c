@@ -969,6 +969,9 @@ hook_results(struct hook *h, int nres)
 		h->res.action = ACT_DENY;
 		h->res.status = h->lr->status;
 		snprintf(h->res.reason, sizeof(h->res.reason), "%s", h->lr->reason);
+		h->res.body_len = h->lr->body_len;
+		memcpy(h->res.body, h->lr->body, h->lr->body_len);
+		snprintf(h->res.ctype, sizeof(h->res.ctype), "%s", h->lr->ctype);
 		return;
 	}
 	if (nres >= 1 && !lua_isnil(co, base)) {

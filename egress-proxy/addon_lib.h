@@ -37,6 +37,9 @@ struct lreq {
 	const struct target *t;
 	int		 denied, status;
 	char		 reason[256];
+	char		 body[2048];	/* req:deny's body (LREQ_BODY_MAX) */
+	size_t		 body_len;
+	char		 ctype[64];
 	int		 ninj;		/* headers injected so far */
 	char		 inj[LREQ_INJ][64];
 };

@@ -53,4 +53,109 @@ check "re-register without a policy drops it" px_admin '{"op":"register","id":"s
 check "then ctx.sandbox.policy is nil" contains <(ins sb-i:s-i) "policy=nil"
 kill "$PX_PID"
 
+# ---- 2. push rules and repository scope with real git (PAT) ----
+fx_bare "$T/git/github/e2e-org/other.git"
+fx_bare "$T/git/gitlab/e2e-group/other.git"
+px_config && px_start || { fail "proxy start"; exit 1; }
+GHPOL='{"repositories":["e2e-org/repo","e2e-org/lib-*"],"push":["refs/heads/agent/**"],"protect":["refs/heads/main","refs/tags/**"],"delete":false,"api":"repositories"}'
+GLPOL='{"projects":["e2e-group/repo"],"push":["refs/heads/agent/**"],"protect":["refs/heads/main"],"api":"projects"}'
+check "register sb-p with github and gitlab policies" px_admin "{\"op\":\"register\",\"id\":\"sb-p\",\"secret\":\"s-p\",\"attrs\":{\"org\":\"e2e-org\"},\"policy\":{\"github\":$GHPOL,\"gitlab\":$GLPOL}}"
+px_client_env sb-p s-p
+GHR=$T/git/github/e2e-org/repo.git
+main0=$(git -C "$GHR" rev-parse main)
+# receive-pack POSTs nginx saw so far (the pack reaching the upstream)
+rp() { grep -c "POST /e2e-org/$1.git/git-receive-pack" "$T/nginx/access.log"; }
+
+check "clone of an allowed repository" git clone -q https://github.com/e2e-org/repo.git "$T/w/p"
+W=$T/w/p
+(cd "$W" && echo one >>README && git commit -qam one)
+check "push to an allowed ref (agent/**)" git -C "$W" push -q origin HEAD:refs/heads/agent/t1
+check "the allowed push landed" test "$(git -C "$GHR" rev-parse refs/heads/agent/t1)" = "$(git -C "$W" rev-parse HEAD)"
+check "the allowed push's pack reached the upstream" test "$(rp repo)" -ge 1
+push_refused() {	# push_refused NAME EXPECTED-LINE-REGEX git-push-args...
+	local name=$1 want=$2 n0; shift 2
+	n0=$(rp repo)
+	if git -C "$W" push "$@" >"$T/push.out" 2>&1; then
+		fail "$name: push refused" "it succeeded"; return
+	fi
+	if grep -Eq -- "$want" "$T/push.out"; then ok "$name: git says $(grep -Eo -- "$want" "$T/push.out" | head -1)"
+	else fail "$name: git's remote rejected line" "$(tr '\n' '|' <"$T/push.out")"; fi
+	check "$name: the pack never reached the upstream" test "$(rp repo)" = "$n0"
+}
+push_refused "push to a protected ref" '! \[remote rejected\] HEAD -> main \(denied by policy: protected ref\)' origin HEAD:main
+check "main is unchanged" test "$(git -C "$GHR" rev-parse main)" = "$main0"
+push_refused "push outside push" '! \[remote rejected\] HEAD -> feature \(denied by policy: ref outside push\)' origin HEAD:refs/heads/feature
+check "no feature branch upstream" bash -c "! git -C $GHR rev-parse -q --verify refs/heads/feature"
+push_refused "delete of an allowed ref" '! \[remote rejected\] agent/t1 \(denied by policy: delete\)' origin :refs/heads/agent/t1
+check "agent/t1 still exists" git -C "$GHR" rev-parse -q --verify refs/heads/agent/t1
+git -C "$W" tag v1
+push_refused "push of a tag (protected refs/tags/**)" '! \[remote rejected\] v1 -> v1 \(denied by policy: protected ref\)' origin v1
+push_refused "two refs, one protected: both refused" 'agent/t2 \(not pushed: another ref of this push was denied by policy\)' origin HEAD:refs/heads/agent/t2 HEAD:main
+check "... and each refused ref has its line" grep -q 'HEAD -> main (denied by policy: protected ref)' "$T/push.out"
+check "... and agent/t2 was not created" bash -c "! git -C $GHR rev-parse -q --verify refs/heads/agent/t2"
+check "audit: the refusal names the rule" bash -c "grep '\"reason\":\"push_rules\"' $PX_DIR/audit.jsonl | grep -q 'denied by policy: protected ref refs/heads/main'"
+check "proxy log: the refusal names the rule" grep -q 'reason=push_rules detail="denied by policy: protected ref refs/heads/main' "$PX_DIR/proxy.log"
+# A big push: over http.postBuffer git probes with "0000" first, then streams chunked.
+head -c 8000000 /dev/urandom >"$W/big.bin"
+(cd "$W" && git add big.bin && git commit -qm big)
+check "an 8 MB push to an allowed ref (probe, then chunked)" git -C "$W" push -q origin HEAD:refs/heads/agent/big
+check "the big push landed" test "$(git -C "$GHR" rev-parse refs/heads/agent/big)" = "$(git -C "$W" rev-parse HEAD)"
+# Another repository: no credential, refused with a message git shows.
+if git clone -q https://github.com/e2e-org/other.git "$T/w/o" >"$T/clone.out" 2>&1; then
+	fail "clone of another repository refused"
+else
+	check "clone of another repository refused, git shows why" grep -q 'denied by policy: repository e2e-org/other is not allowed' "$T/clone.out"
+fi
+git -C "$W" remote add other https://github.com/e2e-org/other.git
+n_other=$(rp other)
+check "push to another repository refused" bash -c "! git -C $W push -q other HEAD:refs/heads/agent/x 2>$T/po.out && grep -q 'denied by policy: repository e2e-org/other' $T/po.out"
+check "... nothing reached it" test "$(rp other)" = "$n_other"
+check "case does not open another repository: E2E-ORG/OTHER refused" bash -c "! git ls-remote https://github.com/E2E-ORG/OTHER.git 2>/dev/null"
+check "case-insensitive names: E2E-Org/Repo allowed" bash -c "git ls-remote https://github.com/E2E-Org/Repo.git >/dev/null 2>&1 || git ls-remote https://github.com/E2E-Org/Repo.git 2>&1 | grep -vq 'denied by policy'"
+
+# Hostile receive-pack bodies (curl): refused with a reason, nothing upstream.
+RPU=https://github.com/e2e-org/repo.git/git-receive-pack
+rpc() { curl -s -o "$T/rpc.out" -w '%{http_code}' -H 'Content-Type: application/x-git-receive-pack-request' "$@" "$RPU"; }
+n0=$(rp repo)
+code=$(printf 'PACKgzipped' | gzip | rpc -H 'Content-Encoding: gzip' --data-binary @-)
+check "gzip body on a gated receive-pack: 415 ($code)" test "$code" = 415
+code=$(printf '00zzjunk' | rpc --data-binary @-)
+check "malformed pkt-line: 400 ($code)" test "$code" = 400
+check "... with the reason" grep -q 'push refused by the proxy: bad pkt-line length' "$T/rpc.out"
+"$PY" -c 'import sys
+for i in range(2000):
+    s = ("1"*40 + " " + "2"*40 + " refs/heads/agent/b%d\n" % i).encode()
+    sys.stdout.buffer.write(b"%04x" % (len(s) + 4) + s)' >"$T/huge.cmds"
+code=$(rpc --data-binary @"$T/huge.cmds")
+check "command list over 64 KiB: 400 ($code)" test "$code" = 400
+check "... with the reason" grep -q 'longer than 64 KiB' "$T/rpc.out"
+code=$(printf '0000' | rpc --data-binary @-)
+check "a probe body (0000) passes to the upstream ($code)" test "$code" = 200
+check "nothing but the probe reached the upstream" test "$(rp repo)" = "$((n0 + 1))"
+# without report-status: a plain 403
+"$PY" -c 'import sys; s = ("1"*40 + " " + "2"*40 + " refs/heads/main\0side-band-64k\n").encode(); sys.stdout.buffer.write(b"%04x" % (len(s) + 4) + s + b"0000")' >"$T/norep.cmds"
+code=$(rpc --data-binary @"$T/norep.cmds")
+check "no report-status capability: 403 text ($code)" bash -c "test $code = 403 && grep -q 'push denied by policy: protected ref refs/heads/main' $T/rpc.out"
+
+# Re-registration with a narrower policy: the next push sees it.
+check "re-register sb-p: push only agent/only" px_admin "{\"op\":\"register\",\"id\":\"sb-p\",\"secret\":\"s-p\",\"policy\":{\"github\":{\"repositories\":[\"e2e-org/repo\"],\"push\":[\"refs/heads/agent/only\"]}}}"
+push_refused "after narrowing, agent/t3 is outside push" 'agent/t3 \(denied by policy: ref outside push\)' origin HEAD:refs/heads/agent/t3
+check "after narrowing, agent/only works" git -C "$W" push -q origin HEAD:refs/heads/agent/only
+
+# GitLab: the same push rules and project scope.
+check "re-register sb-p with the gitlab policy" px_admin "{\"op\":\"register\",\"id\":\"sb-p\",\"secret\":\"s-p\",\"policy\":{\"gitlab\":$GLPOL}}"
+check "gitlab: clone of the allowed project" git clone -q https://gitlab.com/e2e-group/repo.git "$T/w/gl"
+(cd "$T/w/gl" && echo gl >>README && git commit -qam gl)
+check "gitlab: push to agent/** works" git -C "$T/w/gl" push -q origin HEAD:refs/heads/agent/gl
+check "gitlab: push to main refused (remote rejected)" bash -c "! git -C $T/w/gl push origin HEAD:main >$T/glp.out 2>&1 && grep -q 'remote rejected. HEAD -> main (denied by policy: protected ref)' $T/glp.out"
+check "gitlab: main unchanged upstream" test "$(git -C "$T/git/gitlab/e2e-group/repo.git" log -1 --format=%s main)" = seed
+check "gitlab: clone of another project refused with the reason" bash -c "! git clone -q https://gitlab.com/e2e-group/other.git $T/w/glo >$T/glo.out 2>&1 && grep -q 'denied by policy: project e2e-group/other is not allowed' $T/glo.out"
+# Without a policy nothing changes: a push to main works.
+check "register sb-free without a policy" px_admin '{"op":"register","id":"sb-free","secret":"s-f"}'
+px_client_env sb-free s-f
+check "no policy: push to main works" git -C "$W" push -q origin HEAD:main
+check "no policy: clone of another repository works" git clone -q https://github.com/e2e-org/other.git "$T/w/o2"
+px_client_env sb-p s-p
+
+check "proxy still alive" px_alive
 check "no sanitizer report from the proxy" px_san_clean
