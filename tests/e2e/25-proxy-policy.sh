@@ -157,5 +157,66 @@ check "no policy: push to main works" git -C "$W" push -q origin HEAD:main
 check "no policy: clone of another repository works" git clone -q https://github.com/e2e-org/other.git "$T/w/o2"
 px_client_env sb-p s-p
 
+# ---- 3. API scope: GitHub's and GitLab's error shapes, nothing upstream ----
+check "re-register sb-p with both policies again" px_admin "{\"op\":\"register\",\"id\":\"sb-p\",\"secret\":\"s-p\",\"policy\":{\"github\":$GHPOL,\"gitlab\":$GLPOL}}"
+px_client_env sb-p s-p
+api() {	# api URL [curl args]: prints STATUS, body in $T/api.out
+	local u=$1; shift
+	curl -s -o "$T/api.out" -w '%{http_code}' "$@" "$u"
+}
+upstream_saw() { fx_api_q "r['path'].startswith('$1')"; }
+check "API read of an allowed repository" test "$(api https://api.github.com/repos/e2e-org/repo)" = 200
+check "API read of a glob-allowed repository (lib-*)" test "$(api https://api.github.com/repos/e2e-org/lib-core/issues)" = 200
+check "API read of another repository: 403" test "$(api https://api.github.com/repos/e2e-org/other)" = 403
+check "... a JSON error in GitHub's shape" bash -c "$PY -c 'import json,sys; d=json.load(open(sys.argv[1])); assert \"denied by policy: repository e2e-org/other is not allowed\" in d[\"message\"] and d[\"documentation_url\"].startswith(\"https://docs.github.com\"), d' $T/api.out"
+check "... Content-Type application/json" bash -c "curl -sI https://api.github.com/repos/e2e-org/other | grep -qi '^content-type: application/json'"
+check "... never reached the upstream" test "$(upstream_saw /repos/e2e-org/other)" = 0
+check "API write to another repository refused" test "$(api https://api.github.com/repos/e2e-org/other/pulls -X POST -d '{}')" = 403
+check "owner case does not escape the scope" test "$(api https://api.github.com/repos/E2E-ORG/OTHER)" = 403
+check "an encoded name does not escape it" test "$(api 'https://api.github.com/repos/e2e-org/repo%2F..%2Fother')" = 403
+check "dot segments are refused" test "$(api https://api.github.com/repos/e2e-org/repo/../other --path-as-is)" = 403
+check "encoded dot segments are refused" test "$(api 'https://api.github.com/repos/e2e-org/repo/%2e%2e/%2e%2e/e2e-org/other' --path-as-is)" = 403
+check "api=repositories: /user passes (allow-list)" test "$(api https://api.github.com/user)" = 200
+check "api=repositories: /rate_limit?x passes" bash -c "test \$(curl -s -o /dev/null -w '%{http_code}' 'https://api.github.com/rate_limit?x=1') != 403"
+check "api=repositories: /orgs/e2e-org refused" test "$(api https://api.github.com/orgs/e2e-org)" = 403
+check "api=repositories: /search/code refused" test "$(api 'https://api.github.com/search/code?q=x')" = 403
+check "api=repositories: /graphql refused" test "$(api https://api.github.com/graphql -X POST -d '{"query":"{viewer{login}}"}')" = 403
+check "codeload of the allowed repository" test "$(api https://codeload.github.com/e2e-org/repo/tar.gz/main)" = 200
+check "codeload of another repository refused" test "$(api https://codeload.github.com/e2e-org/other/tar.gz/main)" = 403
+check "raw content of another repository refused" test "$(api https://raw.githubusercontent.com/e2e-org/other/main/README)" = 403
+check "uploads to another repository refused" test "$(api https://uploads.github.com/repos/e2e-org/other/releases/1/assets -X POST -d x)" = 403
+# GitLab, api = projects
+check "gitlab API: the allowed project by path" test "$(api https://gitlab.com/api/v4/projects/e2e-group%2Frepo)" = 200
+check "gitlab API: another project refused" test "$(api https://gitlab.com/api/v4/projects/e2e-group%2Fother/merge_requests)" = 403
+check "... in GitLab's shape" bash -c "$PY -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d[\"message\"].startswith(\"403 Forbidden - denied by policy: project e2e-group/other\"), d' $T/api.out"
+check "gitlab API: a numeric project id refused" test "$(api https://gitlab.com/api/v4/projects/42)" = 403
+check "gitlab API: lower-case %2f works too" test "$(api https://gitlab.com/api/v4/projects/e2e-group%2frepo/issues)" = 200
+check "gitlab API: /api/v4/user passes" test "$(api https://gitlab.com/api/v4/user)" = 200
+check "gitlab API: /api/v4/groups refused (api=projects)" test "$(api https://gitlab.com/api/v4/groups)" = 403
+check "gitlab: nothing refused reached the upstream" test "$(fx_api_q "'other' in r['path'] and r['role']=='gitlab-api' or r['path']=='/api/v4/projects/42' or r['path']=='/api/v4/groups'")" = 0
+# api absent = "all": only the repository scope applies
+check "re-register sb-p: repositories only" px_admin '{"op":"register","id":"sb-p","secret":"s-p","policy":{"github":{"repositories":["e2e-org/repo"]},"gitlab":{"projects":["e2e-group/*"]}}}'
+check "api absent: /orgs/e2e-org reaches the upstream" test "$(api https://api.github.com/orgs/e2e-org)" = 404
+check "api absent: /repos/e2e-org/other still refused" test "$(api https://api.github.com/repos/e2e-org/other)" = 403
+check "gitlab projects glob: e2e-group/* allows e2e-group/other" test "$(api https://gitlab.com/api/v4/projects/e2e-group%2Fother)" = 200
+check "gitlab projects glob: * does not cross /" test "$(api https://gitlab.com/api/v4/projects/e2e-group%2Fsub%2Fp)" = 403
+
+# ---- 4. GraphQL mutations ----
+gql() { api https://api.github.com/graphql -X POST -H 'Content-Type: application/json' --data-binary "$1"; }
+check "GraphQL query passes" test "$(gql '{"query":"query { viewer { login } }"}')" = 200
+check "GraphQL shorthand query passes" test "$(gql '{"query":"{ viewer { login } }","variables":{}}')" = 200
+check "GraphQL mutation refused (403)" test "$(gql '{"query":"mutation { addStar(input:{starrableId:\"x\"}) { clientMutationId } }"}')" = 403
+check "... with GitHub's error shape" bash -c "grep -q '\"message\":\"denied by policy: GraphQL mutations' $T/api.out && grep -q documentation_url $T/api.out"
+check "named mutation after a query refused" test "$(gql '{"query":"query A { viewer { login } } mutation B { x }"}')" = 403
+check "mutation inside a batch refused" test "$(gql '[{"query":"{ a }"},{"query":"mutation { b }"}]')" = 403
+check "mutation after comments and commas refused" test "$(gql '{"query":"# hi\n,, mutation{b}"}')" = 403
+check "'mutation' in a string or comment or a field passes" test "$(gql '{"query":"# mutation\nquery { search(q: \"mutation {\") { mutation } }"}')" = 200
+check "'mutation' as a variable name passes" test "$(gql '{"query":"query($mutation: Int) { a(x: $mutation) }"}')" = 200
+check "non-JSON GraphQL body refused (400)" test "$(gql 'mutation { x }')" = 400
+check "refused GraphQL never reached the upstream" test "$(fx_api_q "r['path']=='/graphql' and 'mutation {' in r['body'] and 'search' not in r['body']")" = 0
+check "graphql_mutations true: mutations pass" px_admin '{"op":"register","id":"sb-p","secret":"s-p","policy":{"github":{"graphql_mutations":true}}}'
+check "... the mutation reached the upstream" test "$(gql '{"query":"mutation { allowed }"}')" = 200
+check "no policy: mutations pass" bash -c "HTTPS_PROXY=http://sb-free:s-f@127.0.0.1:$PX_PORT curl -s -o /dev/null -w '%{http_code}' -X POST --data-binary '{\"query\":\"mutation { free }\"}' https://api.github.com/graphql | grep -qx 200"
+
 check "proxy still alive" px_alive
 check "no sanitizer report from the proxy" px_san_clean
