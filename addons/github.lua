@@ -36,11 +36,42 @@ for h in extra_list:gmatch("[^,%s]+") do extra[h:lower()] = true end
 local app_api = cfg.github_app_api or
     ("https://" .. api_host .. ((dotcom or cfg.github_api_host) and "" or "/api/v3"))
 
-local function token_for(ctx)
+-- An App token's scope under policy section pol: its permissions, and its
+-- repositories when every policy entry is an exact owner/name of one owner
+-- (with globs or several owners: all of the installation's, the scope check
+-- still applies).
+local function token_scope(pol)
+  local repos, perms
+  local list = pol.repositories
+  if list ~= nil and #list > 0 then
+    local owner
+    repos = {}
+    for _, r in ipairs(list) do
+      local o, n = r:match("^([^/]+)/([^/]+)$")
+      if not o or r:find("[*?]") or (owner and owner:lower() ~= o:lower()) then
+        repos = nil
+        break
+      end
+      owner = o
+      repos[#repos + 1] = n
+    end
+  end
+  if pol.permissions ~= nil then
+    perms = {}
+    for k, v in pairs(pol.permissions) do perms[k] = v end
+  end
+  return repos, perms
+end
+
+local function token_for(ctx, pol)
   if cfg.github_app_id then
-    local repos
+    local repos, perms, owner
     local l = ctx.sandbox.labels and ctx.sandbox.labels.github_repositories
-    if l then
+    if pol ~= nil then
+      -- a token of this sandbox's own: cached for it, revoked when it deregisters
+      repos, perms = token_scope(pol)
+      owner = ctx.sandbox.id
+    elseif l then
       repos = {}
       for r in l:gmatch("[^,%s]+") do repos[#repos + 1] = r end
     end
@@ -50,6 +81,8 @@ local function token_for(ctx)
       installation_id = cfg.github_app_installation_id,
       private_key_file = cfg.github_app_private_key,
       repositories = repos,
+      permissions = perms,
+      sandbox = owner,
     }
     return tok, err, "github-app"
   end
@@ -156,7 +189,7 @@ function M.on_request(req, ctx)
     -- uploads.github.com has /repos/OWNER/REPO/... paths like the API
     if not enforce(req, ctx, pol, is_api or ctx.host == "uploads.github.com") then return end
   end
-  local tok, err, rule = token_for(ctx)
+  local tok, err, rule = token_for(ctx, pol)
   if not tok then
     proxy.warn("github: no credential for " .. ctx.host .. ": " .. tostring(err))
     req:deny(502, "github credential unavailable on the proxy")

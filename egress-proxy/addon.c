@@ -373,6 +373,8 @@ l_github_app_token(lua_State *L)
 	o.installation_id = luaL_checkstring(L, -1);
 	lua_getfield(L, 1, "private_key_file");
 	o.key_file = luaL_checkstring(L, -1);
+	lua_getfield(L, 1, "sandbox");
+	o.owner = lua_isstring(L, -1) ? lua_tostring(L, -1) : NULL;	/* stays on the stack */
 	buf_init(&body, 16384);
 	lua_getfield(L, 1, "repositories");
 	lua_getfield(L, 1, "permissions");

@@ -26,6 +26,7 @@
 
 #include "admin.h"
 #include "buf.h"
+#include "ghapp.h"
 #include "ids.h"
 #include "lguard.h"
 #include "log.h"
@@ -321,6 +322,7 @@ op_deregister(cJSON *req, int fd, struct buf *r)
 {
 	cJSON *id = cJSON_GetObjectItemCaseSensitive(req, "id");
 	struct sandbox *sb;
+	int n;
 
 	(void)fd;
 	if (!cJSON_IsString(id)) {
@@ -333,7 +335,9 @@ op_deregister(cJSON *req, int fd, struct buf *r)
 	}
 	sb_listener_free(sb);
 	proxy_kill_sandbox(sb);
-	log_info("sandbox=%s deregistered", sb->id);
+	/* Its own App tokens (minted under a policy) die with it; asynchronous. */
+	n = ghapp_revoke_owner(sb->id);
+	log_info("sandbox=%s deregistered%s%.0d", sb->id, n > 0 ? " tokens_revoking=" : "", n);
 	sandbox_unref(sb);
 	reply_ok(r);
 }

@@ -219,4 +219,55 @@ check "... the mutation reached the upstream" test "$(gql '{"query":"mutation { 
 check "no policy: mutations pass" bash -c "HTTPS_PROXY=http://sb-free:s-f@127.0.0.1:$PX_PORT curl -s -o /dev/null -w '%{http_code}' -X POST --data-binary '{\"query\":\"mutation { free }\"}' https://api.github.com/graphql | grep -qx 200"
 
 check "proxy still alive" px_alive
+kill "$PX_PID"
+
+# ---- 5. GitHub App tokens: down-scoped per sandbox, revoked at deregister ----
+PX_ADDON_CONFIG="  github_app_id: \"$APP_ID\"
+  github_app_installation_id: \"$APP_INST\"
+  github_app_private_key: $PKI/app.key" px_config px-app && px_start px-app || { fail "px-app start"; exit 1; }
+scope_of() {	# scope_of N: the Nth mint's requested scope, as compact JSON
+	"$PY" -c 'import json,sys; d=json.loads(open(sys.argv[1]).read().splitlines()[int(sys.argv[2])-1]); print(json.dumps({"repositories": d["repositories"], "permissions": d["permissions"]}, sort_keys=True, separators=(",", ":")))' "$T/minted.scopes" "$1"
+}
+tok_of() { sed -n "${1}p" "$T/minted.tokens"; }
+m0=$(cat "$T/minted" 2>/dev/null || echo 0)
+check "register sb-a: one repository, two permissions" px_admin '{"op":"register","id":"sb-a","secret":"s-a","policy":{"github":{"repositories":["e2e-org/repo"],"permissions":{"contents":"write","pull_requests":"read"},"push":["refs/heads/agent/**"]}}}'
+px_client_env sb-a s-a
+check "sb-a: clone with a down-scoped App token" git clone -q https://github.com/e2e-org/repo.git "$T/w/a"
+check "sb-a: one mint" test "$(cat "$T/minted")" = "$((m0 + 1))"
+check "the token endpoint was asked for repositories [repo] and exactly those permissions" \
+	test "$(scope_of $((m0 + 1)))" = '{"permissions":{"contents":"write","pull_requests":"read"},"repositories":["repo"]}'
+TOK_A=$(tok_of $((m0 + 1)))
+check "sb-a's git requests carried its token" test "$(fx_api_q "r['role']=='git-auth-github' and h.get('authorization')==['Basic $(b64 "x-access-token:$TOK_A")']")" -ge 2
+(cd "$T/w/a" && echo a >>README && git commit -qam a)
+check "sb-a: push to agent/** with its token" git -C "$T/w/a" push -q origin HEAD:refs/heads/agent/app
+check "sb-a: API with its token, still cached (one mint)" bash -c "curl -sf https://api.github.com/repos/e2e-org/repo >/dev/null && test \$(cat $T/minted) = $((m0 + 1))"
+check "register sb-g: globbed repositories" px_admin '{"op":"register","id":"sb-g","secret":"s-g","policy":{"github":{"repositories":["e2e-org/*"]}}}'
+check "sb-g: API through its own token" bash -c "curl -sf --proxy http://sb-g:s-g@127.0.0.1:$PX_PORT https://api.github.com/repos/e2e-org/repo >/dev/null"
+check "sb-g: its own mint, with no repositories member (globs) and no permissions" test "$(scope_of $((m0 + 2)))" = '{"permissions":null,"repositories":null}'
+TOK_G=$(tok_of $((m0 + 2)))
+check "register sb-m: two owners" px_admin '{"op":"register","id":"sb-m","secret":"s-m","policy":{"github":{"repositories":["e2e-org/repo","acme/app"],"permissions":{"contents":"read"}}}}'
+check "sb-m: API" bash -c "curl -sf --proxy http://sb-m:s-m@127.0.0.1:$PX_PORT https://api.github.com/repos/e2e-org/repo >/dev/null"
+check "sb-m: two owners, so no repositories member" test "$(scope_of $((m0 + 3)))" = '{"permissions":{"contents":"read"},"repositories":null}'
+check "register sb-n without a policy" px_admin '{"op":"register","id":"sb-n","secret":"s-n"}'
+check "sb-n: API with the shared token" bash -c "curl -sf --proxy http://sb-n:s-n@127.0.0.1:$PX_PORT https://api.github.com/user >/dev/null"
+TOK_N=$(tok_of $((m0 + 4)))
+check "a second sandbox with sb-a's exact policy gets its own token" bash -c "$PY $FX/padmin.py $PX_ADMIN '{\"op\":\"register\",\"id\":\"sb-a2\",\"secret\":\"s\",\"policy\":{\"github\":{\"repositories\":[\"e2e-org/repo\"],\"permissions\":{\"contents\":\"write\",\"pull_requests\":\"read\"},\"push\":[\"refs/heads/agent/**\"]}}}' >/dev/null && curl -sf --proxy http://sb-a2:s@127.0.0.1:$PX_PORT https://api.github.com/user >/dev/null && test \$(cat $T/minted) = $((m0 + 5))"
+# Deregistering sb-a revokes its token (asynchronously) and nobody else's.
+check "before: the upstream takes sb-a's token" test "$(curl -s -o /dev/null -w '%{http_code}' --noproxy '*' --cacert "$PKI/ca.pem" --resolve "api.github.com:$API_PORT:127.0.0.1" -H "Authorization: Bearer $TOK_A" "https://api.github.com:$API_PORT/user")" = 200
+t0=$(date +%s%N)
+check "deregister sb-a" px_admin '{"op":"deregister","id":"sb-a"}'
+check "the deregister reply did not wait for the revocation (< 1 s)" test $(( ($(date +%s%N) - t0) / 1000000 )) -lt 1000
+check "sb-a's token revoked at DELETE /installation/token" wait_for 20 grep -qxF -- "$TOK_A" "$T/minted.revoked"
+check "... with that token as the Bearer, answered 204" test "$(fx_api_q "r['role']=='app-revoke' and r['auth_ok'] and r['revoked']=='$TOK_A'")" = 1
+check "... after which the upstream refuses it" test "$(curl -s -o /dev/null -w '%{http_code}' --noproxy '*' --cacert "$PKI/ca.pem" --resolve "api.github.com:$API_PORT:127.0.0.1" -H "Authorization: Bearer $TOK_A" "https://api.github.com:$API_PORT/user")" = 401
+check "proxy log: revoked" grep -q "github app token for sandbox=sb-a revoked" "$PX_DIR/proxy.log"
+check "deregister sb-n (no policy)" px_admin '{"op":"deregister","id":"sb-n"}'
+sleep 1
+check "only sb-a's token was revoked (not sb-g's, sb-a2's or the shared one)" test "$(wc -l <"$T/minted.revoked")" = 1
+check "the shared token still works" bash -c "curl -sf --proxy http://sb-g:s-g@127.0.0.1:$PX_PORT https://api.github.com/repos/e2e-org/repo >/dev/null"
+check "deregister sb-g revokes its token" bash -c "$PY $FX/padmin.py $PX_ADMIN '{\"op\":\"deregister\",\"id\":\"sb-g\"}' >/dev/null"
+check "... seen at the endpoint" wait_for 20 grep -qxF -- "$TOK_G" "$T/minted.revoked"
+check "metrics count the revocations" test "$(px_admin '{"op":"metrics"}' | grep -o 'egress_proxy_token_revocations_total{result=\\"ok\\"} [0-9]*' | awk '{print $2}')" = 2
+check "minted tokens never in the proxy's logs" bash -c "! grep -qF -- '$TOK_A' $PX_DIR/proxy.log $PX_DIR/stderr $PX_DIR/audit.jsonl"
+check "proxy still alive" px_alive
 check "no sanitizer report from the proxy" px_san_clean
