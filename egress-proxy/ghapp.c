@@ -950,10 +950,15 @@ ghapp_revoker_start(struct event_base *base, const struct pconf *conf)
 void
 ghapp_revoker_stop(void)
 {
+	struct revoke *r;
+
 	if (revoker == NULL)
 		return;
-	while (revoker->revokes != NULL)
-		revoke_free(revoker->revokes);
+	while ((r = revoker->revokes) != NULL) {
+		revoker->revokes = r->next;
+		r->next = NULL;
+		revoke_free(r);
+	}
 	event_free(revoke_ev);
 	revoke_ev = NULL;
 	ghapp_free(revoker);

@@ -232,20 +232,15 @@ pktl_report(const struct pktl *p, const char *body, const char *const *why, stru
 	for (i = 0; i < p->ncmd && rc == 0; i++) {
 		const char *w = why[i] != NULL ? why[i] : "refused";
 		size_t wl = strlen(w), l = 3 + p->cmd[i].ref_l + 1 + wl + 1;
-		char *line;
 
 		if (l > PKTL_MAX_PKT - 5 || memchr(w, '\n', wl) != NULL) {
 			rc = -1;
 			break;
 		}
-		line = xmalloc(l);
-		memcpy(line, "ng ", 3);
-		memcpy(line + 3, body + p->cmd[i].ref_o, p->cmd[i].ref_l);
-		line[3 + p->cmd[i].ref_l] = ' ';
-		memcpy(line + 4 + p->cmd[i].ref_l, w, wl);
-		line[l - 1] = '\n';
-		rc |= put(&in, 0, line, l);
-		free(line);
+		/* the pkt-line "ng <ref> <why>\n", written in pieces */
+		rc |= buf_addf(&in, "%04zx", l + 4) | buf_add(&in, "ng ", 3) |
+		    buf_add(&in, body + p->cmd[i].ref_o, p->cmd[i].ref_l) | buf_add(&in, " ", 1) |
+		    buf_add(&in, w, wl) | buf_add(&in, "\n", 1);
 	}
 	rc |= buf_add(&in, "0000", 4);
 	if (rc == 0 && !p->sideband)

@@ -283,6 +283,8 @@ status_text(int s)
 	case 408: return "Request Timeout";
 	case 421: return "Misdirected Request";
 	case 429: return "Too Many Requests";
+	case 413: return "Payload Too Large";
+	case 415: return "Unsupported Media Type";
 	case 431: return "Request Header Fields Too Large";
 	case 501: return "Not Implemented";
 	case 502: return "Bad Gateway";
@@ -355,7 +357,7 @@ conn_answer(struct conn *c, int status, const char *code, const char *reason,
 	out = bufferevent_get_output(c->cl);
 	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\n"
 	    "Content-Length: %zu\r\nConnection: close\r\n%s%s%s%s\r\n",
-	    status, status_text(status), ctype, blen,
+	    status, status == 200 && c->req != NULL ? "OK" : status_text(status), ctype, blen,
 	    status == 407 ? "Proxy-Authenticate: Basic realm=\"egress-proxy\"\r\n" : "",
 	    refusal ? "X-Proxy-Deny-Reason: " : "", refusal ? r : "",
 	    refusal ? "\r\n" : "");
@@ -2201,28 +2203,6 @@ up_connected(struct conn *c)
 	client_tls_start(c);
 }
 
-static void
-tls_fail_reason(struct bufferevent *bev, char *m, size_t len)
-{
-	SSL *ssl = bufferevent_openssl_get_ssl(bev);
-	unsigned long e;
-	long vr;
-
-	if (ssl != NULL && (vr = SSL_get_verify_result(ssl)) != X509_V_OK) {
-		snprintf(m, len, "upstream certificate verification failed: %s",
-		    X509_verify_cert_error_string(vr));
-		return;
-	}
-	e = bufferevent_get_openssl_error(bev);
-	if (e != 0) {
-		char es[200];
-		ERR_error_string_n(e, es, sizeof(es));
-		snprintf(m, len, "upstream TLS failed: %s", es);
-		return;
-	}
-	snprintf(m, len, "upstream TLS failed");
-}
-
 /* ---- request cycle (intercept and plain) ---- */
 /*
  * Head, hook, send, body, response; one request at a time per connection:
@@ -2308,69 +2288,6 @@ static const llhttp_settings_t resp_settings = {
 	.on_body = resp_on_body,
 	.on_message_complete = resp_on_complete,
 };
-
-/*
- * Direct TLS writes. libevent's bufferevent_openssl only writes once epoll
- * reports the socket writable: one extra loop round, an epoll_ctl to add the
- * write event and another to remove it, for every response. When nothing
- * is queued on bev, tls_direct() calls SSL_write itself and returns how
- * many of the n bytes went out; the caller queues the rest as usual (and
- * libevent takes over from there). Each SSL_write is at most one record
- * (TLS_DIRECT_MAX), so when OpenSSL asks for a retry, libevent's retry
- * starts at the same bytes with at least as many of them.
- */
-#define TLS_DIRECT_MAX	16384
-
-static size_t
-tls_direct(struct bufferevent *bev, const char *p, size_t n)
-{
-	SSL *ssl;
-	size_t done = 0;
-	int r;
-
-	if (n == 0 || evbuffer_get_length(bufferevent_get_output(bev)) != 0 ||
-	    (ssl = bufferevent_openssl_get_ssl(bev)) == NULL || !SSL_is_init_finished(ssl))
-		return 0;
-	while (done < n) {
-		r = SSL_write(ssl, p + done, (int)(n - done > TLS_DIRECT_MAX ?
-		    TLS_DIRECT_MAX : n - done));
-		if (r <= 0)
-			break;
-		done += (size_t)r;
-	}
-	return done;
-}
-
-/* Moves n bytes from the front of src to bev (directly when possible). */
-static void
-tls_move(struct bufferevent *bev, struct evbuffer *src, size_t n)
-{
-	struct evbuffer_iovec v;
-	size_t k, w;
-
-	while (n > 0 && evbuffer_peek(src, -1, NULL, &v, 1) == 1) {
-		k = v.iov_len < n ? v.iov_len : n;
-		w = tls_direct(bev, v.iov_base, k);
-		if (w == 0)
-			break;
-		evbuffer_drain(src, w);
-		n -= w;
-		if (w < k)
-			break;
-	}
-	if (n > 0)
-		evbuffer_remove_buffer(src, bufferevent_get_output(bev), n);
-}
-
-/* Adds n bytes to bev (directly when possible). */
-static void
-tls_add(struct bufferevent *bev, const char *p, size_t n)
-{
-	size_t w = tls_direct(bev, p, n);
-
-	if (w < n)
-		evbuffer_add(bufferevent_get_output(bev), p + w, n - w);
-}
 
 static void
 req_send(struct conn *c)
@@ -2814,7 +2731,7 @@ up_event(struct bufferevent *bev, short what, void *arg)
 		return;
 	if (c->st == CS_CONNECTING) {
 		if (c->up_tls && (what & BEV_EVENT_ERROR)) {
-			tls_fail_reason(bev, m, sizeof(m));
+			tls_upstream_error(bev, m, sizeof(m));
 			if (strstr(m, "verification") != NULL) {
 				atomic_fetch_add(&the_proxy.st.ref_upstream_tls, 1);
 				connect_fail(c, 502, "upstream_certificate", m);
