@@ -109,6 +109,7 @@ local global_ok = { ["/user"] = true, ["/rate_limit"] = true, ["/meta"] = true,
 local function repo_allowed(pol, owner, name)
   local list = pol.repositories
   if list == nil then return true end
+  if type(list) ~= "table" then error("policy.github.repositories: not a list") end
   -- GitHub names: letters, digits, '.', '-', '_' (anything else: not a repository we allow)
   if not owner:find("^[%w%.%-_]+$") or not name:find("^[%w%.%-_]+$") then return false end
   local full = owner .. "/" .. name

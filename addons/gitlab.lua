@@ -35,6 +35,7 @@ local global_ok = { ["/api/v4/user"] = true, ["/api/v4/version"] = true }
 local function project_allowed(pol, path)
   local list = pol.projects
   if list == nil then return true end
+  if type(list) ~= "table" then error("policy.gitlab.projects: not a list") end
   -- group[/subgroup...]/project, each part of GitLab's path characters
   if not path:find("^[%w%.%-_]+/[%w%.%-_/]+$") or path:find("//", 1, true)
       or path:sub(-1) == "/" then

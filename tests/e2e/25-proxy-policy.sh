@@ -137,6 +137,17 @@ check "nothing but the probe reached the upstream" test "$(rp repo)" = "$((n0 + 
 code=$(rpc --data-binary @"$T/norep.cmds")
 check "no report-status capability: 403 text ($code)" bash -c "test $code = 403 && grep -q 'push denied by policy: protected ref refs/heads/main' $T/rpc.out"
 
+# Expect: 100-continue on a gated push: the proxy answers 100 itself, then decides.
+"$PY" -c 'import sys; s = ("1"*40 + " " + "2"*40 + " refs/heads/main\0report-status\n").encode(); sys.stdout.buffer.write(b"%04x" % (len(s) + 4) + s + b"0000PACK")' >"$T/exp.cmds"
+code=$(rpc -H 'Expect: 100-continue' --data-binary @"$T/exp.cmds")
+check "Expect: 100-continue on a gated push: answered, refused in report-status ($code)" bash -c "test $code = 200 && grep -q 'ng refs/heads/main denied by policy: protected ref' $T/rpc.out"
+check "... nothing reached the upstream" test "$(rp repo)" = "$((n0 + 1))"
+# A policy member of the wrong type fails closed.
+check "register sb-bt: repositories is a string" px_admin '{"op":"register","id":"sb-bt","secret":"s","policy":{"github":{"repositories":"e2e-org/repo"}}}'
+check "wrong-typed policy: 502, nothing forwarded" bash -c "test \$(curl -s -o /dev/null -w '%{http_code}' --proxy http://sb-bt:s@127.0.0.1:$PX_PORT https://api.github.com/repos/e2e-org/repo) = 502"
+check "register sb-bt: push is a number" px_admin '{"op":"register","id":"sb-bt","secret":"s","policy":{"github":{"push":5}}}'
+check "wrong-typed push rules: the push fails closed (502)" bash -c "test \$(curl -s -o /dev/null -w '%{http_code}' --proxy http://sb-bt:s@127.0.0.1:$PX_PORT -X POST --data-binary 0000 $RPU) = 502"
+
 # Re-registration with a narrower policy: the next push sees it.
 check "re-register sb-p: push only agent/only" px_admin "{\"op\":\"register\",\"id\":\"sb-p\",\"secret\":\"s-p\",\"policy\":{\"github\":{\"repositories\":[\"e2e-org/repo\"],\"push\":[\"refs/heads/agent/only\"]}}}"
 push_refused "after narrowing, agent/t3 is outside push" 'agent/t3 \(denied by policy: ref outside push\)' origin HEAD:refs/heads/agent/t3
@@ -214,6 +225,8 @@ check "'mutation' in a string or comment or a field passes" test "$(gql '{"query
 check "'mutation' as a variable name passes" test "$(gql '{"query":"query($mutation: Int) { a(x: $mutation) }"}')" = 200
 check "non-JSON GraphQL body refused (400)" test "$(gql 'mutation { x }')" = 400
 check "refused GraphQL never reached the upstream" test "$(fx_api_q "r['path']=='/graphql' and 'mutation {' in r['body'] and 'search' not in r['body']")" = 0
+head -c 300000 /dev/zero | tr '\0' ' ' >"$T/big.gql"
+check "GraphQL body over 256 KiB refused (413)" test "$(api https://api.github.com/graphql -X POST --data-binary @"$T/big.gql")" = 413
 check "graphql_mutations true: mutations pass" px_admin '{"op":"register","id":"sb-p","secret":"s-p","policy":{"github":{"graphql_mutations":true}}}'
 check "... the mutation reached the upstream" test "$(gql '{"query":"mutation { allowed }"}')" = 200
 check "no policy: mutations pass" bash -c "HTTPS_PROXY=http://sb-free:s-f@127.0.0.1:$PX_PORT curl -s -o /dev/null -w '%{http_code}' -X POST --data-binary '{\"query\":\"mutation { free }\"}' https://api.github.com/graphql | grep -qx 200"
