@@ -137,6 +137,40 @@ local function deny_api(req, msg)
     '","documentation_url":"https://docs.github.com/rest"}', "application/json")
 end
 
+-- The push rules' verdict on ref (a full refs/... name): nil or why not.
+local function ref_refused(pol, ref, del)
+  for _, pat in ipairs(pol.protect or {}) do
+    if proxy.glob(pat, ref) then return "protected ref" end
+  end
+  if del and pol.delete ~= true then return "delete" end
+  if pol.push == nil then return nil end
+  for _, pat in ipairs(pol.push) do
+    if proxy.glob(pat, ref) then return nil end
+  end
+  return "ref outside push"
+end
+
+-- REST calls that move refs without a push (rest: the path after
+-- /repos/OWNER/REPO): PATCH/DELETE git/refs/REF are held to the push rules;
+-- the others name their branch in the body, so under push rules (a push or
+-- protect list) they are refused. nil: not one of them.
+local function rest_ref_write(pol, method, rest)
+  if method == "GET" or method == "HEAD" or method == "OPTIONS" then return nil end
+  local ref = rest:match("^/git/refs/(.+)$")
+  if ref and (method == "PATCH" or method == "DELETE") then
+    if ref:find("%", 1, true) then return "encoded ref name" end
+    return ref_refused(pol, "refs/" .. ref, method == "DELETE")
+  end
+  if pol.push == nil and pol.protect == nil then return nil end
+  if rest:find("^/git/refs/?$") or rest:find("^/git/tags/?$") or rest:find("^/contents/")
+      or rest == "/merges" or rest == "/merge-upstream" or rest:find("^/pulls/%d+/merge$")
+      or rest:find("^/pulls/%d+/update%-branch$") or rest:find("^/branches/[^/]+/rename$")
+      or rest:find("^/releases/?$") or rest:find("^/git/refs/") then
+    return "API call that changes refs (use git push)"
+  end
+  return nil
+end
+
 -- Checks a request against policy section pol; true when it may go on (push
 -- rules and the GraphQL check armed), false when it was refused.
 local function enforce(req, ctx, pol, is_api)
@@ -154,6 +188,11 @@ local function enforce(req, ctx, pol, is_api)
     if owner then
       if not repo_allowed(pol, owner, name) then
         deny_api(req, "repository " .. owner .. "/" .. name .. " is not allowed for this session")
+        return false
+      end
+      local why = rest_ref_write(pol, req.method, p:match("^/repos/[^/]+/[^/]+(.*)$"))
+      if why then
+        deny_api(req, why)
         return false
       end
     elseif mode == "repositories" and not global_ok[p] then

@@ -187,6 +187,14 @@ check "owner case does not escape the scope" test "$(api https://api.github.com/
 check "an encoded name does not escape it" test "$(api 'https://api.github.com/repos/e2e-org/repo%2F..%2Fother')" = 403
 check "dot segments are refused" test "$(api https://api.github.com/repos/e2e-org/repo/../other --path-as-is)" = 403
 check "encoded dot segments are refused" test "$(api 'https://api.github.com/repos/e2e-org/repo/%2e%2e/%2e%2e/e2e-org/other' --path-as-is)" = 403
+# REST calls that move refs are held to the push rules too.
+check "REST: PATCH git/refs/heads/main refused (protected)" bash -c "test \$(curl -s -o $T/api.out -w '%{http_code}' -X PATCH -d '{}' https://api.github.com/repos/e2e-org/repo/git/refs/heads/main) = 403 && grep -q 'denied by policy: protected ref' $T/api.out"
+check "REST: DELETE git/refs/heads/agent/x refused (delete)" test "$(api https://api.github.com/repos/e2e-org/repo/git/refs/heads/agent/x -X DELETE)" = 403
+check "REST: PATCH git/refs/heads/agent/x allowed (push)" test "$(api https://api.github.com/repos/e2e-org/repo/git/refs/heads/agent/x -X PATCH -d '{}')" = 200
+check "REST: PATCH an encoded ref refused" test "$(api 'https://api.github.com/repos/e2e-org/repo/git/refs/heads%2Fmain' -X PATCH -d '{}')" = 403
+check "REST: PUT contents refused under push rules" test "$(api https://api.github.com/repos/e2e-org/repo/contents/README -X PUT -d '{"branch":"main"}')" = 403
+check "REST: merging a pull request refused under push rules" test "$(api https://api.github.com/repos/e2e-org/repo/pulls/7/merge -X PUT -d '{}')" = 403
+check "REST: reading refs still works" test "$(api https://api.github.com/repos/e2e-org/repo/git/refs/heads/main)" = 200
 check "api=repositories: /user passes (allow-list)" test "$(api https://api.github.com/user)" = 200
 check "api=repositories: /rate_limit?x passes" bash -c "test \$(curl -s -o /dev/null -w '%{http_code}' 'https://api.github.com/rate_limit?x=1') != 403"
 check "api=repositories: /orgs/e2e-org refused" test "$(api https://api.github.com/orgs/e2e-org)" = 403
