@@ -81,6 +81,45 @@ local function git_project(path)
   return nil
 end
 
+-- The push rules' verdict on ref (a full refs/... name): nil or why not.
+local function ref_refused(pol, ref, del)
+  for _, pat in ipairs(pol.protect or {}) do
+    if proxy.glob(pat, ref) then return "protected ref" end
+  end
+  if del and pol.delete ~= true then return "delete" end
+  if pol.push == nil then return nil end
+  for _, pat in ipairs(pol.push) do
+    if proxy.glob(pat, ref) then return nil end
+  end
+  return "ref outside push"
+end
+
+-- REST calls that move refs without a push (rest: the path after
+-- /api/v4/projects/ID): deleting a branch or tag is held to the push rules;
+-- the calls that name their branch in the body or query are refused under
+-- push rules (a push or protect list). nil: not one of them.
+local function rest_ref_write(pol, method, rest)
+  if method == "GET" or method == "HEAD" or method == "OPTIONS" then return nil end
+  local b = rest:match("^/repository/branches/([^/]+)$")
+  local t = rest:match("^/repository/tags/([^/]+)$")
+  if (b or t) and method == "DELETE" then
+    local name = unescape(b or t)
+    if not name then return "encoded ref name" end
+    return ref_refused(pol, (b and "refs/heads/" or "refs/tags/") .. name, true)
+  end
+  if rest == "/repository/merged_branches" and pol.delete ~= true then return "delete" end
+  if pol.push == nil and pol.protect == nil then return nil end
+  if rest:find("^/repository/commits/?$") or rest:find("^/repository/files/")
+      or rest:find("^/repository/branches") or rest:find("^/repository/tags")
+      or rest:find("^/repository/commits/[^/]+/cherry_pick$")
+      or rest:find("^/repository/commits/[^/]+/revert$")
+      or rest:find("^/merge_requests/%d+/merge$") or rest:find("^/merge_requests/%d+/rebase$")
+      or rest:find("^/repository/submodules/") then
+    return "API call that changes refs (use git push)"
+  end
+  return nil
+end
+
 local function enforce(req, pol, git)
   local path = req.path:gsub("%?.*", "")
   if ambiguous(path) then
@@ -107,6 +146,11 @@ local function enforce(req, pol, git)
     end
     if proj and not project_allowed(pol, proj) then
       deny_api(req, "project " .. proj .. " is not allowed for this session")
+      return false
+    end
+    local why = rest_ref_write(pol, req.method, path:match("^/api/v4/projects/[^/]+(.*)$"))
+    if why then
+      deny_api(req, why)
       return false
     end
     return true

@@ -210,6 +210,10 @@ check "gitlab API: another project refused" test "$(api https://gitlab.com/api/v
 check "... in GitLab's shape" bash -c "$PY -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d[\"message\"].startswith(\"403 Forbidden - denied by policy: project e2e-group/other\"), d' $T/api.out"
 check "gitlab API: a numeric project id refused" test "$(api https://gitlab.com/api/v4/projects/42)" = 403
 check "gitlab API: lower-case %2f works too" test "$(api https://gitlab.com/api/v4/projects/e2e-group%2frepo/issues)" = 200
+check "gitlab REST: creating a commit refused under push rules" test "$(api https://gitlab.com/api/v4/projects/e2e-group%2Frepo/repository/commits -X POST -d '{"branch":"main"}')" = 403
+check "gitlab REST: deleting branch main refused (protected)" bash -c "test \$(curl -s -o $T/api.out -w '%{http_code}' -X DELETE https://gitlab.com/api/v4/projects/e2e-group%2Frepo/repository/branches/main) = 403 && grep -q 'protected ref' $T/api.out"
+check "gitlab REST: merging an MR refused under push rules" test "$(api https://gitlab.com/api/v4/projects/e2e-group%2Frepo/merge_requests/3/merge -X PUT)" = 403
+check "gitlab REST: reading branches still works" test "$(api https://gitlab.com/api/v4/projects/e2e-group%2Frepo/repository/branches)" = 200
 check "gitlab API: /api/v4/user passes" test "$(api https://gitlab.com/api/v4/user)" = 200
 check "gitlab API: /api/v4/groups refused (api=projects)" test "$(api https://gitlab.com/api/v4/groups)" = 403
 check "gitlab: nothing refused reached the upstream" test "$(fx_api_q "'other' in r['path'] and r['role']=='gitlab-api' or r['path']=='/api/v4/projects/42' or r['path']=='/api/v4/groups'")" = 0
