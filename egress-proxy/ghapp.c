@@ -29,6 +29,7 @@
 #define GH_CACHE_MAX	256
 #define GH_RESP_MAX	((size_t)64 * 1024)
 #define GH_KEY_MAX	1024
+#define GH_RETIRED	"~retired"	/* key of a replaced token kept for revocation */
 
 struct cached {
 	char	 key[GH_KEY_MAX];
@@ -335,6 +336,24 @@ cache_put(const char *key, const char *tok, time_t until, const char *owner, con
 			slot = i;
 			oldest = cache[i].until;
 		}
+	}
+	if (cache[slot].owner[0] != '\0' && strcmp(cache[slot].key, key) == 0 &&
+	    strcmp(cache[slot].token, tok) != 0) {
+		/*
+		 * Two workers minted for the same sandbox and scope at once: the
+		 * older token stays listed (under a key no lookup matches) so
+		 * that it is revoked with the sandbox too.
+		 */
+		int j, r = -1;
+		for (j = 0; j < GH_CACHE_MAX; j++)
+			if (j != slot && (cache[j].key[0] == '\0' || r == -1 ||
+			    cache[j].until < cache[r].until)) {
+				r = j;
+				if (cache[j].key[0] == '\0')
+					break;
+			}
+		cache[r] = cache[slot];
+		snprintf(cache[r].key, sizeof(cache[r].key), "%s", GH_RETIRED);
 	}
 	snprintf(cache[slot].key, sizeof(cache[slot].key), "%s", key);
 	snprintf(cache[slot].token, sizeof(cache[slot].token), "%s", tok);

@@ -253,30 +253,39 @@ PX_ADDON_CONFIG="  github_app_id: \"$APP_ID\"
 scope_of() {	# scope_of N: the Nth mint's requested scope, as compact JSON
 	"$PY" -c 'import json,sys; d=json.loads(open(sys.argv[1]).read().splitlines()[int(sys.argv[2])-1]); print(json.dumps({"repositories": d["repositories"], "permissions": d["permissions"]}, sort_keys=True, separators=(",", ":")))' "$T/minted.scopes" "$1"
 }
+# scopes_since N: the distinct scopes of the mints after the Nth (two workers may race to mint)
+scopes_since() {
+	local i n; n=$(cat "$T/minted")
+	for i in $(seq $(($1 + 1)) "$n"); do scope_of "$i"; done | sort -u | tr '\n' ' '
+}
 tok_of() { sed -n "${1}p" "$T/minted.tokens"; }
 m0=$(cat "$T/minted" 2>/dev/null || echo 0)
 check "register sb-a: one repository, two permissions" px_admin '{"op":"register","id":"sb-a","secret":"s-a","policy":{"github":{"repositories":["e2e-org/repo"],"permissions":{"contents":"write","pull_requests":"read"},"push":["refs/heads/agent/**"]}}}'
 px_client_env sb-a s-a
 check "sb-a: clone with a down-scoped App token" git clone -q https://github.com/e2e-org/repo.git "$T/w/a"
-check "sb-a: one mint" test "$(cat "$T/minted")" = "$((m0 + 1))"
+check "sb-a: minted" test "$(cat "$T/minted")" -gt "$m0"
 check "the token endpoint was asked for repositories [repo] and exactly those permissions" \
-	test "$(scope_of $((m0 + 1)))" = '{"permissions":{"contents":"write","pull_requests":"read"},"repositories":["repo"]}'
-TOK_A=$(tok_of $((m0 + 1)))
-check "sb-a's git requests carried its token" test "$(fx_api_q "r['role']=='git-auth-github' and h.get('authorization')==['Basic $(b64 "x-access-token:$TOK_A")']")" -ge 2
+	test "$(scopes_since "$m0")" = '{"permissions":{"contents":"write","pull_requests":"read"},"repositories":["repo"]} '
+ma=$(cat "$T/minted")
+TOK_A=$(tok_of "$ma")
+check "sb-a's git requests carried its token" test "$(fx_api_q "r['role']=='git-auth-github' and h.get('authorization')==['Basic $(b64 "x-access-token:$TOK_A")']")" -ge 1
 (cd "$T/w/a" && echo a >>README && git commit -qam a)
 check "sb-a: push to agent/** with its token" git -C "$T/w/a" push -q origin HEAD:refs/heads/agent/app
-check "sb-a: API with its token, still cached (one mint)" bash -c "curl -sf https://api.github.com/repos/e2e-org/repo >/dev/null && test \$(cat $T/minted) = $((m0 + 1))"
+ma=$(cat "$T/minted")
+check "sb-a: API with its token, cached (no new mint over 4 requests)" bash -c "for i in 1 2 3 4; do curl -sf https://api.github.com/repos/e2e-org/repo >/dev/null || exit 1; done; test \$(cat $T/minted) = $ma"
+n1=$ma
 check "register sb-g: globbed repositories" px_admin '{"op":"register","id":"sb-g","secret":"s-g","policy":{"github":{"repositories":["e2e-org/*"]}}}'
 check "sb-g: API through its own token" bash -c "curl -sf --proxy http://sb-g:s-g@127.0.0.1:$PX_PORT https://api.github.com/repos/e2e-org/repo >/dev/null"
-check "sb-g: its own mint, with no repositories member (globs) and no permissions" test "$(scope_of $((m0 + 2)))" = '{"permissions":null,"repositories":null}'
-TOK_G=$(tok_of $((m0 + 2)))
+check "sb-g: its own mint, with no repositories member (globs) and no permissions" test "$(scopes_since "$n1")" = '{"permissions":null,"repositories":null} '
+TOK_G=$(tok_of "$(cat "$T/minted")")
+n1=$(cat "$T/minted")
 check "register sb-m: two owners" px_admin '{"op":"register","id":"sb-m","secret":"s-m","policy":{"github":{"repositories":["e2e-org/repo","acme/app"],"permissions":{"contents":"read"}}}}'
 check "sb-m: API" bash -c "curl -sf --proxy http://sb-m:s-m@127.0.0.1:$PX_PORT https://api.github.com/repos/e2e-org/repo >/dev/null"
-check "sb-m: two owners, so no repositories member" test "$(scope_of $((m0 + 3)))" = '{"permissions":{"contents":"read"},"repositories":null}'
+check "sb-m: two owners, so no repositories member" test "$(scopes_since "$n1")" = '{"permissions":{"contents":"read"},"repositories":null} '
 check "register sb-n without a policy" px_admin '{"op":"register","id":"sb-n","secret":"s-n"}'
 check "sb-n: API with the shared token" bash -c "curl -sf --proxy http://sb-n:s-n@127.0.0.1:$PX_PORT https://api.github.com/user >/dev/null"
-TOK_N=$(tok_of $((m0 + 4)))
-check "a second sandbox with sb-a's exact policy gets its own token" bash -c "$PY $FX/padmin.py $PX_ADMIN '{\"op\":\"register\",\"id\":\"sb-a2\",\"secret\":\"s\",\"policy\":{\"github\":{\"repositories\":[\"e2e-org/repo\"],\"permissions\":{\"contents\":\"write\",\"pull_requests\":\"read\"},\"push\":[\"refs/heads/agent/**\"]}}}' >/dev/null && curl -sf --proxy http://sb-a2:s@127.0.0.1:$PX_PORT https://api.github.com/user >/dev/null && test \$(cat $T/minted) = $((m0 + 5))"
+n1=$(cat "$T/minted")
+check "a second sandbox with sb-a's exact policy gets its own token" bash -c "$PY $FX/padmin.py $PX_ADMIN '{\"op\":\"register\",\"id\":\"sb-a2\",\"secret\":\"s\",\"policy\":{\"github\":{\"repositories\":[\"e2e-org/repo\"],\"permissions\":{\"contents\":\"write\",\"pull_requests\":\"read\"},\"push\":[\"refs/heads/agent/**\"]}}}' >/dev/null && curl -sf --proxy http://sb-a2:s@127.0.0.1:$PX_PORT https://api.github.com/user >/dev/null && test \$(cat $T/minted) -gt $n1"
 # Deregistering sb-a revokes its token (asynchronously) and nobody else's.
 check "before: the upstream takes sb-a's token" test "$(curl -s -o /dev/null -w '%{http_code}' --noproxy '*' --cacert "$PKI/ca.pem" --resolve "api.github.com:$API_PORT:127.0.0.1" -H "Authorization: Bearer $TOK_A" "https://api.github.com:$API_PORT/user")" = 200
 t0=$(date +%s%N)
@@ -288,11 +297,26 @@ check "... after which the upstream refuses it" test "$(curl -s -o /dev/null -w 
 check "proxy log: revoked" grep -q "github app token for sandbox=sb-a revoked" "$PX_DIR/proxy.log"
 check "deregister sb-n (no policy)" px_admin '{"op":"deregister","id":"sb-n"}'
 sleep 1
-check "only sb-a's token was revoked (not sb-g's, sb-a2's or the shared one)" test "$(wc -l <"$T/minted.revoked")" = 1
+check "only sb-a's tokens were revoked (not sb-g's, sb-a2's or the shared one)" bash -c "test \$(grep -cvxF -f <(sed -n '$((m0 + 1)),${ma}p' $T/minted.tokens) $T/minted.revoked) = 0"
 check "the shared token still works" bash -c "curl -sf --proxy http://sb-g:s-g@127.0.0.1:$PX_PORT https://api.github.com/repos/e2e-org/repo >/dev/null"
 check "deregister sb-g revokes its token" bash -c "$PY $FX/padmin.py $PX_ADMIN '{\"op\":\"deregister\",\"id\":\"sb-g\"}' >/dev/null"
 check "... seen at the endpoint" wait_for 20 grep -qxF -- "$TOK_G" "$T/minted.revoked"
-check "metrics count the revocations" test "$(px_admin '{"op":"metrics"}' | grep -o 'egress_proxy_token_revocations_total{result=\\"ok\\"} [0-9]*' | awk '{print $2}')" = 2
+# A failing revocation is retried (1, 2, 4 s apart) and, failing 4 times, given up and logged.
+check "register sb-r" px_admin '{"op":"register","id":"sb-r","secret":"s-r","policy":{"github":{"repositories":["e2e-org/repo"]}}}'
+check "sb-r: API with its own token" bash -c "curl -sf --proxy http://sb-r:s-r@127.0.0.1:$PX_PORT https://api.github.com/repos/e2e-org/repo >/dev/null"
+TOK_R=$(tail -1 "$T/minted.tokens")
+curl -s --noproxy "*" -X POST "http://127.0.0.1:$API_PLAIN/_control/revoke-fail?n=2" >/dev/null
+check "deregister sb-r while the endpoint fails twice" px_admin '{"op":"deregister","id":"sb-r"}'
+check "... revoked at the third attempt" wait_for 20 grep -qxF -- "$TOK_R" "$T/minted.revoked"
+check "... the failed attempts were logged as retried" test "$(grep -c 'github app token for sandbox=sb-r: revocation attempt [12] failed (HTTP 500), retrying' "$PX_DIR/proxy.log")" = 2
+check "register sb-r2" px_admin '{"op":"register","id":"sb-r2","secret":"s-r","policy":{"github":{"repositories":["e2e-org/repo"],"permissions":{"issues":"read"}}}}'
+check "sb-r2: API with its own token" bash -c "curl -sf --proxy http://sb-r2:s-r@127.0.0.1:$PX_PORT https://api.github.com/repos/e2e-org/repo >/dev/null"
+curl -s --noproxy "*" -X POST "http://127.0.0.1:$API_PLAIN/_control/revoke-fail?n=10" >/dev/null
+check "deregister sb-r2 while the endpoint keeps failing" px_admin '{"op":"deregister","id":"sb-r2"}'
+check "... given up after 4 attempts, logged" wait_for 20 grep -q 'github app token for sandbox=sb-r2: revocation failed after 4 attempts' "$PX_DIR/proxy.log"
+check "... counted as failed in metrics" test "$(px_admin '{"op":"metrics"}' | grep -o 'egress_proxy_token_revocations_total{result=\\"failed\\"} [0-9]*' | awk '{print $2}')" = 1
+curl -s --noproxy "*" -X POST "http://127.0.0.1:$API_PLAIN/_control/revoke-fail?n=0" >/dev/null
+check "metrics count the revocations" test "$(px_admin '{"op":"metrics"}' | grep -o 'egress_proxy_token_revocations_total{result=\\"ok\\"} [0-9]*' | awk '{print $2}')" -ge 3
 check "minted tokens never in the proxy's logs" bash -c "! grep -qF -- '$TOK_A' $PX_DIR/proxy.log $PX_DIR/stderr $PX_DIR/audit.jsonl"
 check "proxy still alive" px_alive
 check "no sanitizer report from the proxy" px_san_clean
