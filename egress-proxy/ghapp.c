@@ -352,8 +352,10 @@ cache_put(const char *key, const char *tok, time_t until, const char *owner, con
 				if (cache[j].key[0] == '\0')
 					break;
 			}
-		cache[r] = cache[slot];
-		snprintf(cache[r].key, sizeof(cache[r].key), "%s", GH_RETIRED);
+		if (r != -1) {
+			cache[r] = cache[slot];
+			snprintf(cache[r].key, sizeof(cache[r].key), "%s", GH_RETIRED);
+		}
 	}
 	snprintf(cache[slot].key, sizeof(cache[slot].key), "%s", key);
 	snprintf(cache[slot].token, sizeof(cache[slot].token), "%s", tok);
