@@ -373,6 +373,8 @@ l_github_app_token(lua_State *L)
 	o.installation_id = luaL_checkstring(L, -1);
 	lua_getfield(L, 1, "private_key_file");
 	o.key_file = luaL_checkstring(L, -1);
+	lua_getfield(L, 1, "sandbox");
+	o.owner = lua_isstring(L, -1) ? lua_tostring(L, -1) : NULL;	/* stays on the stack */
 	buf_init(&body, 16384);
 	lua_getfield(L, 1, "repositories");
 	lua_getfield(L, 1, "permissions");
@@ -793,6 +795,10 @@ push_sandbox(lua_State *L, const struct hook_ctx *hc)
 		lua_setfield(L, -2, a->lk[i]);
 	}
 	lua_setfield(L, -2, "labels");
+	if (a != NULL && a->policy != NULL) {
+		addon_lib_push_json_ro(L, a->policy, SB_POLICY_MAX_DEPTH);
+		lua_setfield(L, -2, "policy");
+	}
 }
 
 /* Registry key of the VM's weak table: attribute snapshot serial -> ctx.sandbox. */
@@ -965,6 +971,9 @@ hook_results(struct hook *h, int nres)
 		h->res.action = ACT_DENY;
 		h->res.status = h->lr->status;
 		snprintf(h->res.reason, sizeof(h->res.reason), "%s", h->lr->reason);
+		h->res.body_len = h->lr->body_len;
+		memcpy(h->res.body, h->lr->body, h->lr->body_len);
+		snprintf(h->res.ctype, sizeof(h->res.ctype), "%s", h->lr->ctype);
 		return;
 	}
 	if (nres >= 1 && !lua_isnil(co, base)) {

@@ -19,6 +19,8 @@
 #include "canon.h"
 #include "cfg.h"
 
+#define LREQ_BODY_MAX	2048	/* req:deny's body */
+
 struct addon_src;
 struct addon_vm;
 struct hook;
@@ -49,6 +51,10 @@ struct hook_result {
 	int			 status;	/* deny status (default 403) */
 	int			 addon;		/* index of the deciding addon, -1 none */
 	char			 reason[256];
+	/* ACT_DENY from req:deny with a body: the answer's body and type (else text/plain reason). */
+	char			 body[LREQ_BODY_MAX];
+	size_t			 body_len;
+	char			 ctype[64];
 };
 
 typedef void (*hook_cb)(void *arg, const struct hook_result *);

@@ -9,21 +9,27 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <math.h>
+
+#include <cjson/cJSON.h>
 #include <lauxlib.h>
 #include <lua.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
 #include "addon_lib.h"
+#include "bodygate.h"
 #include "buf.h"
 #include "canon.h"
 #include "httpreq.h"
 #include "log.h"
+#include "pglob.h"
 #include "util.h"
 #include "xmalloc.h"
 
 #define SECRET_MAX	((size_t)64 * 1024)
 #define SECRET_TTL_MS	1000
+#define GLOB_SUBJECT_MAX	65536	/* proxy.glob: O(subject x pattern) */
 
 static int
 l_env(lua_State *L)
@@ -328,13 +334,115 @@ req_deny(lua_State *L)
 {
 	struct lreq *lr = check_req(L);
 	lua_Integer st = luaL_optinteger(L, 2, 403);
+	size_t bl = 0;
+	const char *body = luaL_optlstring(L, 4, NULL, &bl);
+	const char *ct = luaL_optstring(L, 5, "text/plain");
 
 	if (st < 400 || st > 599)
 		return luaL_error(L, "deny: status must be 400..599");
+	if (body != NULL && bl > sizeof(lr->body))
+		return luaL_error(L, "deny: body longer than %d bytes", (int)sizeof(lr->body));
+	if (strlen(ct) >= sizeof(lr->ctype) || strpbrk(ct, "\r\n") != NULL)
+		return luaL_error(L, "deny: bad content type");
 	lr->denied = 1;
 	lr->status = (int)st;
 	snprintf(lr->reason, sizeof(lr->reason), "%s", luaL_optstring(L, 3, "denied by policy"));
+	lr->body_len = 0;
+	if (body != NULL) {
+		memcpy(lr->body, body, bl);
+		lr->body_len = bl;
+		snprintf(lr->ctype, sizeof(lr->ctype), "%s", ct);
+	}
 	return 0;
+}
+
+/* 1 if the request is method m to a path (query left out) ending in suffix. */
+static int
+req_is(const struct lreq *lr, const char *m, const char *suffix)
+{
+	const char *p = lr->r->data.p + lr->r->path_o, *q;
+	size_t n = lr->r->path_l, sl = strlen(suffix);
+
+	if (strcmp(hreq_method(lr->r), m) != 0)
+		return 0;
+	if ((q = memchr(p, '?', n)) != NULL)
+		n = (size_t)(q - p);
+	return n >= sl && memcmp(p + n - sl, suffix, sl) == 0;
+}
+
+/* Adds the strings of list t[k] (nil: none) to g (owned by the request); raises on a bad value. */
+static void
+rules_list(lua_State *L, struct bgate *g, const char *k, int protect)
+{
+	lua_Integer i, n;
+	size_t len;
+	const char *s;
+
+	if (lua_getfield(L, 2, k) == LUA_TNIL) {
+		lua_pop(L, 1);
+		return;
+	}
+	if (!lua_istable(L, -1))
+		luaL_error(L, "push_rules: %s must be a list of strings", k);
+	if (!protect)
+		bgate_push_list(g);
+	n = luaL_len(L, -1);
+	for (i = 1; i <= n; i++) {
+		lua_geti(L, -1, i);
+		s = lua_tolstring(L, -1, &len);
+		if (lua_type(L, -1) != LUA_TSTRING || bgate_push_add(g, protect, s, len) == -1)
+			luaL_error(L, "push_rules: %s[%d] must be a string (at most %d patterns of "
+			    "1024 bytes)", k, (int)i, BGATE_RULES_MAX);
+		lua_pop(L, 1);
+	}
+	lua_pop(L, 1);
+}
+
+/*
+ * req:push_rules{push=, protect=, delete=} -> true if armed (a POST to
+ * .../git-receive-pack), false otherwise (nothing to check).
+ */
+static int
+req_push_rules(lua_State *L)
+{
+	struct lreq *lr = check_req(L);
+	struct bgate *g;
+	int del;
+
+	luaL_checktype(L, 2, LUA_TTABLE);
+	lua_getfield(L, 2, "delete");
+	if (!lua_isnil(L, -1) && !lua_isboolean(L, -1))
+		return luaL_error(L, "push_rules: delete must be a boolean");
+	del = lua_toboolean(L, -1);
+	lua_pop(L, 1);
+	if (!req_is(lr, "POST", "/git-receive-pack")) {
+		lua_pushboolean(L, 0);
+		return 1;
+	}
+	g = bgate_push_new();
+	bgate_free(lr->r->gate);
+	lr->r->gate = g;	/* the request frees it, also when a list below raises */
+	bgate_push_delete(g, del);
+	rules_list(L, g, "push", 0);
+	rules_list(L, g, "protect", 1);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
+/* req:refuse_graphql_mutations() -> true if armed (a POST), false otherwise. */
+static int
+req_refuse_graphql_mutations(lua_State *L)
+{
+	struct lreq *lr = check_req(L);
+
+	if (strcmp(hreq_method(lr->r), "POST") != 0) {
+		lua_pushboolean(L, 0);
+		return 1;
+	}
+	bgate_free(lr->r->gate);
+	lr->r->gate = bgate_graphql_new();
+	lua_pushboolean(L, 1);
+	return 1;
 }
 
 static int
@@ -368,6 +476,8 @@ static const luaL_Reg req_methods[] = {
 	{ "remove_header", req_remove_header },
 	{ "inject", req_inject },
 	{ "deny", req_deny },
+	{ "push_rules", req_push_rules },
+	{ "refuse_graphql_mutations", req_refuse_graphql_mutations },
 	{ NULL, NULL }
 };
 
@@ -382,7 +492,104 @@ addon_lib_req_metatable(lua_State *L)
 	lua_pop(L, 1);
 }
 
+/* proxy.glob(pattern, subject [, ci]) -> boolean (pglob.h). */
+static int
+l_glob(lua_State *L)
+{
+	size_t pn, n;
+	const char *p = luaL_checklstring(L, 1, &pn);
+	const char *s = luaL_checklstring(L, 2, &n);
+	int ci = lua_toboolean(L, 3);
+
+	if (pn > PGLOB_PATTERN_MAX)
+		return luaL_error(L, "glob: pattern longer than %d bytes", PGLOB_PATTERN_MAX);
+	if (n > GLOB_SUBJECT_MAX)
+		return luaL_error(L, "glob: subject longer than %d bytes", GLOB_SUBJECT_MAX);
+	lua_pushboolean(L, pglob_match(p, pn, s, n, ci));
+	return 1;
+}
+
+/* ---- read-only tables from JSON (ctx.sandbox.policy) ---- */
+
+static int
+ro_newindex(lua_State *L)
+{
+	return luaL_error(L, "ctx.sandbox.policy is read-only");
+}
+
+/* The data table behind a read-only wrapper (its metatable's __index). */
+static void
+ro_data(lua_State *L)
+{
+	if (!lua_getmetatable(L, 1))
+		luaL_error(L, "not a read-only table");
+	lua_getfield(L, -1, "__index");
+	lua_remove(L, -2);
+}
+
+static int
+ro_len(lua_State *L)
+{
+	ro_data(L);
+	lua_pushinteger(L, (lua_Integer)lua_rawlen(L, -1));
+	return 1;
+}
+
+static int
+ro_pairs(lua_State *L)
+{
+	lua_getglobal(L, "next");
+	ro_data(L);
+	lua_pushnil(L);
+	return 3;
+}
+
+void
+addon_lib_push_json_ro(lua_State *L, const cJSON *v, int depth)
+{
+	const cJSON *it;
+	lua_Integer i = 0;
+
+	luaL_checkstack(L, 8, "json");
+	if (cJSON_IsString(v))
+		lua_pushstring(L, v->valuestring);
+	else if (cJSON_IsBool(v))
+		lua_pushboolean(L, cJSON_IsTrue(v));
+	else if (cJSON_IsNumber(v)) {
+		double d = v->valuedouble;
+		if (d == floor(d) && fabs(d) < 9007199254740992.0)
+			lua_pushinteger(L, (lua_Integer)d);
+		else
+			lua_pushnumber(L, d);
+	} else if ((cJSON_IsArray(v) || cJSON_IsObject(v)) && depth > 0) {
+		lua_newtable(L);		/* the wrapper */
+		lua_createtable(L, 0, 5);	/* its metatable */
+		lua_newtable(L);		/* the data */
+		cJSON_ArrayForEach(it, v) {
+			if (cJSON_IsNull(it))
+				continue;
+			addon_lib_push_json_ro(L, it, depth - 1);
+			if (cJSON_IsArray(v))
+				lua_rawseti(L, -2, ++i);
+			else
+				lua_setfield(L, -2, it->string);
+		}
+		lua_setfield(L, -2, "__index");
+		lua_pushcfunction(L, ro_newindex);
+		lua_setfield(L, -2, "__newindex");
+		lua_pushcfunction(L, ro_len);
+		lua_setfield(L, -2, "__len");
+		lua_pushcfunction(L, ro_pairs);
+		lua_setfield(L, -2, "__pairs");
+		lua_pushboolean(L, 0);
+		lua_setfield(L, -2, "__metatable");
+		lua_setmetatable(L, -2);
+	} else
+		lua_pushnil(L);
+}
+
 static const luaL_Reg lib_fns[] = {
+	{ "glob", l_glob },
 	{ "env", l_env },
 	{ "read_file", l_read_file },
 	{ "secret", l_secret },

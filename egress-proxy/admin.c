@@ -26,6 +26,7 @@
 
 #include "admin.h"
 #include "buf.h"
+#include "ghapp.h"
 #include "ids.h"
 #include "lguard.h"
 #include "log.h"
@@ -103,6 +104,65 @@ opt_str(cJSON *o, const char *k, int *bad)
 	return xstrdup(v->valuestring);
 }
 
+/* Nesting depth of a JSON value: 1 for a scalar or an empty container. */
+static int
+json_depth(const cJSON *v, int limit)
+{
+	const cJSON *it;
+	int d, max = 0;
+
+	if (limit <= 0)
+		return 1;
+	cJSON_ArrayForEach(it, v) {
+		if ((d = json_depth(it, limit - 1)) > max)
+			max = d;
+		if (max >= limit)
+			break;
+	}
+	return 1 + max;
+}
+
+/*
+ * The register op's "policy": absent or null (0, *out NULL), an object
+ * within the bounds (0, *out a copy the caller owns), or -1 with err.
+ */
+static int
+take_policy(cJSON *req, cJSON **out, char *err, size_t errlen)
+{
+	cJSON *v = cJSON_GetObjectItemCaseSensitive(req, "policy");
+	char *s;
+	size_t n;
+
+	*out = NULL;
+	if (v == NULL || cJSON_IsNull(v))
+		return 0;
+	if (!cJSON_IsObject(v)) {
+		snprintf(err, errlen, "register: policy must be an object");
+		return -1;
+	}
+	if (json_depth(v, SB_POLICY_MAX_DEPTH + 1) > SB_POLICY_MAX_DEPTH) {
+		snprintf(err, errlen, "register: policy is nested deeper than %d levels",
+		    SB_POLICY_MAX_DEPTH);
+		return -1;
+	}
+	if ((s = cJSON_PrintUnformatted(v)) == NULL) {
+		snprintf(err, errlen, "register: policy cannot be stored (memory)");
+		return -1;
+	}
+	n = strlen(s);
+	free(s);
+	if (n > SB_POLICY_MAX_BYTES) {
+		snprintf(err, errlen, "register: policy is larger than %d bytes of compact JSON (%zu)",
+		    SB_POLICY_MAX_BYTES, n);
+		return -1;
+	}
+	if ((*out = cJSON_Duplicate(v, 1)) == NULL) {
+		snprintf(err, errlen, "register: policy cannot be stored (memory)");
+		return -1;
+	}
+	return 0;
+}
+
 static void
 reply_err(struct buf *r, const char *msg)
 {
@@ -133,6 +193,8 @@ op_register(cJSON *req, int fd, struct buf *r)
 	struct sbattrs *a;
 	struct sandbox *sb;
 	struct evconnlistener *l = NULL;
+	cJSON *policy;
+	char perr[160];
 	int bad = 0, created, v;
 	socklen_t vl = sizeof(v);
 
@@ -155,8 +217,13 @@ op_register(cJSON *req, int fd, struct buf *r)
 			return;
 		}
 	}
+	if (take_policy(req, &policy, perr, sizeof(perr)) == -1) {
+		reply_err(r, perr);
+		return;
+	}
 	a = xcalloc(1, sizeof(*a));
 	atomic_init(&a->refs, 1);
+	a->policy = policy;
 	a->secret = opt_str(req, "secret", &bad);
 	if (a->secret != NULL && (strlen(a->secret) == 0 || strlen(a->secret) > 256))
 		bad = 1;
@@ -244,8 +311,8 @@ op_register(cJSON *req, int fd, struct buf *r)
 		else
 			netcheck_add_self((struct sockaddr *)&sb->listen_ss, sb->listen_sslen);
 	}
-	log_info("sandbox=%s %s%s", sb->id, created ? "registered" : "updated",
-	    fd != -1 ? " listener=fd" : "");
+	log_info("sandbox=%s %s%s%s", sb->id, created ? "registered" : "updated",
+	    fd != -1 ? " listener=fd" : "", policy != NULL ? " policy=yes" : "");
 	sandbox_unref(sb);
 	reply_ok(r);
 }
@@ -255,6 +322,7 @@ op_deregister(cJSON *req, int fd, struct buf *r)
 {
 	cJSON *id = cJSON_GetObjectItemCaseSensitive(req, "id");
 	struct sandbox *sb;
+	int n;
 
 	(void)fd;
 	if (!cJSON_IsString(id)) {
@@ -267,7 +335,9 @@ op_deregister(cJSON *req, int fd, struct buf *r)
 	}
 	sb_listener_free(sb);
 	proxy_kill_sandbox(sb);
-	log_info("sandbox=%s deregistered", sb->id);
+	/* Its own App tokens (minted under a policy) die with it; asynchronous. */
+	n = ghapp_revoke_owner(sb->id);
+	log_info("sandbox=%s deregistered%s%.0d", sb->id, n > 0 ? " tokens_revoking=" : "", n);
 	sandbox_unref(sb);
 	reply_ok(r);
 }
@@ -294,6 +364,9 @@ stats_one(struct sandbox *sb, void *arg)
 	cJSON_AddNumberToObject(o, "bytes_up", (double)atomic_load(&sb->bytes_up));
 	cJSON_AddNumberToObject(o, "bytes_down", (double)atomic_load(&sb->bytes_down));
 	cJSON_AddNumberToObject(o, "denied", (double)atomic_load(&sb->denied));
+	/* Under the registry lock (sandbox_foreach): sb->attrs is stable. */
+	if (sb->attrs != NULL && sb->attrs->policy != NULL)
+		cJSON_AddItemToObject(o, "policy", cJSON_Duplicate(sb->attrs->policy, 1));
 	cJSON_AddItemToArray(sa->arr, o);
 }
 

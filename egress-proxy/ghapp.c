@@ -13,6 +13,7 @@
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
 #include <event2/event.h>
+#include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
@@ -28,17 +29,46 @@
 #define GH_CACHE_MAX	256
 #define GH_RESP_MAX	((size_t)64 * 1024)
 #define GH_KEY_MAX	1024
+#define GH_RETIRED	"~retired"	/* key of a replaced token kept for revocation */
 
 struct cached {
 	char	 key[GH_KEY_MAX];
 	char	 token[512];
 	time_t	 until;		/* use while now < until */
+	char	 owner[128];	/* the sandbox it was minted for ("": shared) */
+	char	 api[512];	/* where to revoke it */
 };
+
+/*
+ * Revocations (ghapp_revoke_owner): a process-wide queue, drained on the
+ * main thread's loop by the revoker; a token whose mint finished after its
+ * sandbox was revoked is queued too (recent[] remembers those owners).
+ */
+#define GH_REVOKE_QUEUE		1024
+#define GH_REVOKE_TRIES		4	/* attempts per token: at 0, 1, 2, 4 s */
+#define GH_RECENT		64
+
+struct rvq {
+	char	 api[512];
+	char	 token[512];
+	char	 owner[128];
+};
+
+static struct rvq rvqueue[GH_REVOKE_QUEUE];
+static size_t nrvq;			/* under cache_mtx */
+static struct {
+	char		 owner[128];
+	long long	 at_ms;
+} recent[GH_RECENT];
+static unsigned recent_next;		/* under cache_mtx */
+static struct ghapp *revoker;		/* main thread */
+static struct event *revoke_ev;		/* activated from any thread */
 
 static pthread_mutex_t cache_mtx = PTHREAD_MUTEX_INITIALIZER;
 static struct cached cache[GH_CACHE_MAX];
 
 atomic_long ghapp_requests_ok, ghapp_requests_failed, ghapp_backoff_refused;
+atomic_long ghapp_revoked_ok, ghapp_revoked_failed;
 
 /*
  * The back-off of one installation (see ghapp.h), under cache_mtx. At most
@@ -137,6 +167,9 @@ struct fetch {
 	struct ghapp		*g;
 	char			 key[GH_KEY_MAX];
 	char			 inst[GH_KEY_MAX];	/* the back-off key */
+	char			 owner[128];	/* ghapp_opts.owner */
+	char			 api[512];
+	long long		 started;	/* ms, monotonic */
 	CURL			*easy;
 	struct curl_slist	*hdrs;
 	char			*body;
@@ -149,8 +182,23 @@ struct sockev {
 	struct event	*ev;
 };
 
+/* One DELETE {api}/installation/token (the revoker's handles). */
+struct revoke {
+	struct revoke		*next;
+	struct ghapp		*g;
+	CURL			*easy;
+	struct curl_slist	*hdrs;
+	struct event		*retry;
+	unsigned		 attempt;
+	char			 url[600];
+	char			 token[512];
+	char			 owner[128];
+	char			 errbuf[CURL_ERROR_SIZE];
+};
+
 struct ghapp {
 	struct event_base	*base;
+	struct revoke		*revokes;	/* the revoker only */
 	const struct pconf	*conf;
 	CURLM			*multi;
 	struct event		*timer;
@@ -273,7 +321,7 @@ cache_get(const char *key, char *tok, size_t toklen)
 }
 
 static void
-cache_put(const char *key, const char *tok, time_t until)
+cache_put(const char *key, const char *tok, time_t until, const char *owner, const char *api)
 {
 	int i, slot = -1;
 	time_t oldest = 0;
@@ -289,10 +337,58 @@ cache_put(const char *key, const char *tok, time_t until)
 			oldest = cache[i].until;
 		}
 	}
+	if (cache[slot].owner[0] != '\0' && strcmp(cache[slot].key, key) == 0 &&
+	    strcmp(cache[slot].token, tok) != 0) {
+		/*
+		 * Two workers minted for the same sandbox and scope at once: the
+		 * older token stays listed (under a key no lookup matches) so
+		 * that it is revoked with the sandbox too.
+		 */
+		int j, r = -1;
+		for (j = 0; j < GH_CACHE_MAX; j++)
+			if (j != slot && (cache[j].key[0] == '\0' || r == -1 ||
+			    cache[j].until < cache[r].until)) {
+				r = j;
+				if (cache[j].key[0] == '\0')
+					break;
+			}
+		if (r != -1) {
+			cache[r] = cache[slot];
+			snprintf(cache[r].key, sizeof(cache[r].key), "%s", GH_RETIRED);
+		}
+	}
 	snprintf(cache[slot].key, sizeof(cache[slot].key), "%s", key);
 	snprintf(cache[slot].token, sizeof(cache[slot].token), "%s", tok);
 	cache[slot].until = until;
+	snprintf(cache[slot].owner, sizeof(cache[slot].owner), "%s", owner);
+	snprintf(cache[slot].api, sizeof(cache[slot].api), "%s", api);
 	pthread_mutex_unlock(&cache_mtx);
+}
+
+/* Queues token for revocation (under cache_mtx); 0, or -1 when the queue is full. */
+static int
+rvq_push_locked(const char *api, const char *tok, const char *owner)
+{
+	if (nrvq >= GH_REVOKE_QUEUE)
+		return -1;
+	snprintf(rvqueue[nrvq].api, sizeof(rvqueue[nrvq].api), "%s", api);
+	snprintf(rvqueue[nrvq].token, sizeof(rvqueue[nrvq].token), "%s", tok);
+	snprintf(rvqueue[nrvq].owner, sizeof(rvqueue[nrvq].owner), "%s", owner);
+	nrvq++;
+	return 0;
+}
+
+/* 1 if owner was revoked at or after since_ms (under cache_mtx). */
+static int
+recent_revoked_locked(const char *owner, long long since_ms)
+{
+	int i;
+
+	for (i = 0; i < GH_RECENT; i++)
+		if (recent[i].owner[0] != '\0' && strcmp(recent[i].owner, owner) == 0 &&
+		    recent[i].at_ms >= since_ms)
+			return 1;
+	return 0;
 }
 
 /* ---- curl on libevent ---- */
@@ -368,6 +464,14 @@ timer_cb(CURLM *m, long ms, void *userp)
 	tv.tv_usec = (ms % 1000) * 1000;
 	evtimer_add(g->timer, &tv);
 	return 0;
+}
+
+static size_t
+write_discard(char *p, size_t size, size_t n, void *arg)
+{
+	(void)p;
+	(void)arg;
+	return size * n;
 }
 
 static size_t
@@ -513,8 +617,24 @@ fetch_done(struct ghapp *g, struct fetch *f, CURLcode cc)
 		else {
 			snprintf(tok, sizeof(tok), "%s", t->valuestring);
 			margin = (exp - now) / 2 < 300 ? (exp - now) / 2 : 300;
-			cache_put(f->key, tok, exp - margin);
 			token = tok;
+			if (f->owner[0] != '\0') {
+				int late, queued = 0;
+				pthread_mutex_lock(&cache_mtx);
+				late = recent_revoked_locked(f->owner, f->started);
+				if (late)
+					queued = rvq_push_locked(f->api, tok, f->owner) == 0;
+				pthread_mutex_unlock(&cache_mtx);
+				if (late) {
+					/* Its sandbox went while it was minted: revoke, do not keep. */
+					log_info("github app token for sandbox=%s minted after it deregistered: %s",
+					    f->owner, queued ? "revoking" : "revocation queue full");
+					if (queued && revoke_ev != NULL)
+						event_active(revoke_ev, EV_TIMEOUT, 0);
+				} else
+					cache_put(f->key, tok, exp - margin, f->owner, f->api);
+			} else
+				cache_put(f->key, tok, exp - margin, "", f->api);
 		}
 	}
 	backoff_note(f->inst, err[0] != '\0' ? err : NULL);
@@ -543,20 +663,24 @@ fetch_done(struct ghapp *g, struct fetch *f, CURLcode cc)
 	fetch_free(f);
 }
 
+static void revoke_done(struct ghapp *g, struct revoke *r, CURLcode cc);
+
 static void
 check_done(struct ghapp *g)
 {
 	CURLMsg *m;
 	int left;
-	struct fetch *f;
+	void *p;
 
 	while ((m = curl_multi_info_read(g->multi, &left)) != NULL) {
 		if (m->msg != CURLMSG_DONE)
 			continue;
-		f = NULL;
-		curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&f);
-		if (f != NULL)
-			fetch_done(g, f, m->data.result);
+		p = NULL;
+		curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&p);
+		if (p != NULL && g == revoker)
+			revoke_done(g, p, m->data.result);
+		else if (p != NULL)
+			fetch_done(g, p, m->data.result);
 	}
 }
 
@@ -578,8 +702,17 @@ ghapp_token(struct ghapp *g, const struct ghapp_opts *o, char *tok, size_t tokle
 		snprintf(err, errlen, "installation_id must be a number");
 		return -1;
 	}
-	if ((size_t)snprintf(key, sizeof(key), "%s|%s|%s|%s", o->api, o->app_id,
-	    o->installation_id, o->body ? o->body : "") >= sizeof(key)) {
+	if (o->owner != NULL && (strlen(o->owner) == 0 || strlen(o->owner) >= 128)) {
+		snprintf(err, errlen, "sandbox must be 1-127 bytes");
+		return -1;
+	}
+	if (strlen(o->api) >= 512) {
+		snprintf(err, errlen, "api URL too long");
+		return -1;
+	}
+	if ((size_t)snprintf(key, sizeof(key), "%s|%s|%s|%s|%s", o->api, o->app_id,
+	    o->installation_id, o->owner != NULL ? o->owner : "",
+	    o->body ? o->body : "") >= sizeof(key)) {
 		snprintf(err, errlen, "token request too large");
 		return -1;
 	}
@@ -605,6 +738,10 @@ ghapp_token(struct ghapp *g, const struct ghapp_opts *o, char *tok, size_t tokle
 		f->g = g;
 		snprintf(f->key, sizeof(f->key), "%s", key);
 		snprintf(f->inst, sizeof(f->inst), "%s", inst);
+		snprintf(f->owner, sizeof(f->owner), "%s", o->owner != NULL ? o->owner : "");
+		snprintf(f->api, sizeof(f->api), "%.*s", (int)(al > 0 && o->api[al - 1] == '/' ?
+		    al - 1 : al), o->api);
+		f->started = mono_ms();
 		buf_init(&f->resp, GH_RESP_MAX);
 		f->body = xstrdup(o->body ? o->body : "{}");
 		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", jwt);
@@ -667,4 +804,212 @@ ghapp_forget(struct ghapp *g, void *arg)
 	 */
 	(void)g;
 	(void)arg;
+}
+
+/* ---- revocation (the revoker, on the main thread) ---- */
+
+static void
+revoke_free(struct revoke *r)
+{
+	struct revoke **pp;
+
+	for (pp = &r->g->revokes; *pp != NULL; pp = &(*pp)->next)
+		if (*pp == r) {
+			*pp = r->next;
+			break;
+		}
+	if (r->easy != NULL) {
+		curl_multi_remove_handle(r->g->multi, r->easy);
+		curl_easy_cleanup(r->easy);
+	}
+	curl_slist_free_all(r->hdrs);
+	if (r->retry != NULL)
+		event_free(r->retry);
+	OPENSSL_cleanse(r->token, sizeof(r->token));
+	free(r);
+}
+
+static void
+revoke_send(struct revoke *r)
+{
+	struct ghapp *g = r->g;
+	char auth[600];
+
+	r->attempt++;
+	r->errbuf[0] = '\0';
+	if (r->easy != NULL) {
+		curl_multi_remove_handle(g->multi, r->easy);
+		curl_easy_cleanup(r->easy);
+	}
+	curl_slist_free_all(r->hdrs);
+	r->hdrs = NULL;
+	snprintf(auth, sizeof(auth), "Authorization: Bearer %s", r->token);
+	r->hdrs = curl_slist_append(r->hdrs, auth);
+	OPENSSL_cleanse(auth, sizeof(auth));
+	r->hdrs = curl_slist_append(r->hdrs, "Accept: application/vnd.github+json");
+	r->hdrs = curl_slist_append(r->hdrs, "X-GitHub-Api-Version: 2022-11-28");
+	r->easy = curl_easy_init();
+	curl_easy_setopt(r->easy, CURLOPT_URL, r->url);
+	curl_easy_setopt(r->easy, CURLOPT_CUSTOMREQUEST, "DELETE");
+	curl_easy_setopt(r->easy, CURLOPT_PRIVATE, r);
+	curl_easy_setopt(r->easy, CURLOPT_HTTPHEADER, r->hdrs);
+	curl_easy_setopt(r->easy, CURLOPT_USERAGENT, "egress-proxy");
+	curl_easy_setopt(r->easy, CURLOPT_FOLLOWLOCATION, 0L);
+	curl_easy_setopt(r->easy, CURLOPT_PROTOCOLS_STR, "https");
+	curl_easy_setopt(r->easy, CURLOPT_SSL_VERIFYPEER, 1L);
+	curl_easy_setopt(r->easy, CURLOPT_SSL_VERIFYHOST, 2L);
+	curl_easy_setopt(r->easy, CURLOPT_PROXY, "");
+	curl_easy_setopt(r->easy, CURLOPT_NOPROXY, "*");
+	curl_easy_setopt(r->easy, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(r->easy, CURLOPT_TIMEOUT_MS, (long)g->conf->hook_ms);
+	curl_easy_setopt(r->easy, CURLOPT_CONNECTTIMEOUT_MS, (long)g->conf->connect_ms);
+	curl_easy_setopt(r->easy, CURLOPT_WRITEFUNCTION, write_discard);
+	curl_easy_setopt(r->easy, CURLOPT_ERRORBUFFER, r->errbuf);
+	if (g->resolve != NULL)
+		curl_easy_setopt(r->easy, CURLOPT_CONNECT_TO, g->resolve);
+	if (g->conf->upstream_ca_bundle != NULL) {
+		curl_easy_setopt(r->easy, CURLOPT_SSL_CTX_FUNCTION, sslctx_cb);
+		curl_easy_setopt(r->easy, CURLOPT_SSL_CTX_DATA, g->conf->upstream_ca_bundle);
+	}
+	if (curl_multi_add_handle(g->multi, r->easy) != CURLM_OK) {
+		log_warnx("github app token revocation for sandbox=%s: cannot start the request",
+		    r->owner);
+		revoke_free(r);
+	}
+}
+
+static void
+revoke_retry_cb(evutil_socket_t fd, short ev, void *arg)
+{
+	(void)fd;
+	(void)ev;
+	revoke_send(arg);
+}
+
+static void
+revoke_done(struct ghapp *g, struct revoke *r, CURLcode cc)
+{
+	long code = 0;
+	struct timeval tv;
+
+	(void)g;
+	curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &code);
+	if (cc == CURLE_OK && code == 204) {
+		atomic_fetch_add(&ghapp_revoked_ok, 1);
+		log_info("github app token for sandbox=%s revoked", r->owner);
+		revoke_free(r);
+		return;
+	}
+	if (cc == CURLE_OK && (code == 401 || code == 404)) {
+		/* Already invalid (expired, revoked): nothing left to do. */
+		atomic_fetch_add(&ghapp_revoked_ok, 1);
+		log_info("github app token for sandbox=%s: revocation answered HTTP %ld (already invalid)",
+		    r->owner, code);
+		revoke_free(r);
+		return;
+	}
+	if (r->attempt >= GH_REVOKE_TRIES) {
+		atomic_fetch_add(&ghapp_revoked_failed, 1);
+		log_warnx("github app token for sandbox=%s: revocation failed after %u attempts (%s); it lapses at its expires_at",
+		    r->owner, r->attempt, cc != CURLE_OK ? (r->errbuf[0] ? r->errbuf :
+		    curl_easy_strerror(cc)) : "unexpected HTTP status");
+		revoke_free(r);
+		return;
+	}
+	log_info("github app token for sandbox=%s: revocation attempt %u failed (%s%ld), retrying",
+	    r->owner, r->attempt, cc != CURLE_OK ? "transport error; " : "HTTP ", code);
+	if (r->retry == NULL)
+		r->retry = evtimer_new(r->g->base, revoke_retry_cb, r);
+	tv.tv_sec = 1L << (r->attempt - 1);
+	tv.tv_usec = 0;
+	evtimer_add(r->retry, &tv);
+}
+
+/* Starts a DELETE for each queued token (the revoker's loop). */
+static void
+revoke_drain(evutil_socket_t fd, short ev, void *arg)
+{
+	struct ghapp *g = arg;
+	struct rvq q[64];
+	size_t n, i;
+
+	(void)fd;
+	(void)ev;
+	for (;;) {
+		pthread_mutex_lock(&cache_mtx);
+		n = nrvq < 64 ? nrvq : 64;
+		memcpy(q, rvqueue + nrvq - n, n * sizeof(q[0]));
+		OPENSSL_cleanse(rvqueue + nrvq - n, n * sizeof(q[0]));
+		nrvq -= n;
+		pthread_mutex_unlock(&cache_mtx);
+		if (n == 0)
+			break;
+		for (i = 0; i < n; i++) {
+			struct revoke *r = xcalloc(1, sizeof(*r));
+			r->g = g;
+			snprintf(r->url, sizeof(r->url), "%.511s/installation/token", q[i].api);
+			memcpy(r->token, q[i].token, sizeof(r->token));
+			memcpy(r->owner, q[i].owner, sizeof(r->owner));
+			r->next = g->revokes;
+			g->revokes = r;
+			revoke_send(r);
+		}
+		OPENSSL_cleanse(q, sizeof(q));
+	}
+}
+
+int
+ghapp_revoker_start(struct event_base *base, const struct pconf *conf)
+{
+	if (revoker != NULL)
+		return 0;
+	revoker = ghapp_new(base, conf);
+	revoke_ev = event_new(base, -1, 0, revoke_drain, revoker);
+	return revoke_ev != NULL ? 0 : -1;
+}
+
+void
+ghapp_revoker_stop(void)
+{
+	struct revoke *r;
+
+	if (revoker == NULL)
+		return;
+	while ((r = revoker->revokes) != NULL) {
+		revoker->revokes = r->next;
+		r->next = NULL;
+		revoke_free(r);
+	}
+	event_free(revoke_ev);
+	revoke_ev = NULL;
+	ghapp_free(revoker);
+	revoker = NULL;
+}
+
+int
+ghapp_revoke_owner(const char *owner)
+{
+	int i, n = 0, full = 0;
+
+	pthread_mutex_lock(&cache_mtx);
+	snprintf(recent[recent_next].owner, sizeof(recent[0].owner), "%s", owner);
+	recent[recent_next].at_ms = mono_ms();
+	recent_next = (recent_next + 1) % GH_RECENT;
+	for (i = 0; i < GH_CACHE_MAX; i++) {
+		if (cache[i].key[0] == '\0' || cache[i].owner[0] == '\0' ||
+		    strcmp(cache[i].owner, owner) != 0)
+			continue;
+		if (rvq_push_locked(cache[i].api, cache[i].token, owner) == 0)
+			n++;
+		else
+			full++;
+		OPENSSL_cleanse(&cache[i], sizeof(cache[i]));
+	}
+	pthread_mutex_unlock(&cache_mtx);
+	if (full > 0)
+		log_warnx("github app tokens for sandbox=%s: revocation queue full, %d left to lapse",
+		    owner, full);
+	if (n > 0 && revoke_ev != NULL)
+		event_active(revoke_ev, EV_TIMEOUT, 0);
+	return n;
 }

@@ -22,6 +22,8 @@ struct ghapp_opts {
 	const char	*installation_id;
 	const char	*key_file;	/* PEM private key of the app */
 	const char	*body;		/* JSON body (repositories/permissions) or NULL */
+	const char	*owner;		/* sandbox id the token is for (cached for it alone,
+					   revoked with it: ghapp_revoke_owner); NULL: shared */
 };
 
 /*
@@ -29,6 +31,8 @@ struct ghapp_opts {
  * wide (metrics.c shows them).
  */
 extern atomic_long ghapp_requests_ok, ghapp_requests_failed, ghapp_backoff_refused;
+/* Revocations done (204, or the token already invalid) and given up. */
+extern atomic_long ghapp_revoked_ok, ghapp_revoked_failed;
 
 /*
  * After a failed token request, an installation (api, app_id,
@@ -53,6 +57,20 @@ int	ghapp_token(struct ghapp *, const struct ghapp_opts *, char *tok,
 	    size_t toklen, char *err, size_t errlen, ghapp_cb cb, void *arg);
 /* Forgets cb for arg (the waiter went away). */
 void	ghapp_forget(struct ghapp *, void *arg);
+
+/*
+ * The revoker: DELETE {api}/installation/token requests on base's loop
+ * (the main thread's), each tried GH_REVOKE_TRIES times (backing off 1, 2,
+ * 4 s), every outcome logged. Start once; stop frees what is pending.
+ */
+int	ghapp_revoker_start(struct event_base *base, const struct pconf *conf);
+void	ghapp_revoker_stop(void);
+/*
+ * Forgets every cached token minted for owner and queues its revocation
+ * (never waits; any thread). A mint for owner still under way is revoked
+ * when it finishes instead of being cached. Returns how many were queued.
+ */
+int	ghapp_revoke_owner(const char *owner);
 
 /* Builds the RS256 JWT for app_id with the key in key_file. 0 or -1. */
 int	ghapp_jwt(const char *app_id, const char *key_file, long now, char *out,

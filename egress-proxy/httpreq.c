@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "bodygate.h"
 #include "httpreq.h"
 #include "xmalloc.h"
 
@@ -138,6 +139,8 @@ hreq_init(struct hreq *r, size_t maxbytes, size_t maxheaders)
 void
 hreq_free(struct hreq *r)
 {
+	bgate_free(r->gate);
+	r->gate = NULL;
 	buf_free(&r->data);
 	free(r->h);
 	r->h = NULL;
@@ -234,6 +237,8 @@ hreq_parse(struct hreq *r, const char *head, size_t len, char *err, size_t errle
 	void *arg = r->arg;
 
 	buf_reset(&r->data);
+	bgate_free(r->gate);
+	r->gate = NULL;
 	r->nh = 0;
 	r->url_o = r->url_l = r->path_o = r->path_l = 0;
 	r->in_value = r->too_many = 0;

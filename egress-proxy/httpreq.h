@@ -15,6 +15,8 @@
 #include "buf.h"
 #include "canon.h"
 
+struct bgate;
+
 struct hhdr {
 	uint32_t	 no, nl;	/* name offset/length in data */
 	uint32_t	 vo, vl;	/* value offset/length */
@@ -47,6 +49,8 @@ struct hreq {
 	uint8_t		 sent_cred;	/* hreq_build wrote it, non-empty (what the audit says) */
 	char		 rule[64];
 	char		 inj_name[64];	/* the injected header's name */
+	/* Set by an addon (req:push_rules, req:refuse_graphql_mutations): decide on the body first. */
+	struct bgate	*gate;
 };
 
 #define HREQ_NEED_MORE	0

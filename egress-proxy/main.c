@@ -29,6 +29,7 @@
 #include "buf.h"
 #include "certcache.h"
 #include "config.h"
+#include "ghapp.h"
 #include "jsonmem.h"
 #include "lguard.h"
 #include "log.h"
@@ -388,6 +389,8 @@ start_engine(void)
 	proxy_set_addons(src);
 	if ((mbase = event_base_new()) == NULL)
 		fatalx("event_base_new");
+	if (ghapp_revoker_start(mbase, c) == -1)
+		fatalx("github app token revoker");
 	lguard_init(mbase);
 	nw = (int)c->workers;
 	if (nw == 0)
@@ -524,6 +527,7 @@ main(int argc, char **argv)
 	    the_proxy.conf->admin_socket ? the_proxy.conf->admin_socket : "");
 	event_base_dispatch(mbase);
 	admin_stop();
+	ghapp_revoker_stop();
 	if (lis != NULL) {
 		lguard_del(lis);
 		evconnlistener_free(lis);

@@ -24,7 +24,7 @@ sb_metrics(struct sandbox *sb, void *arg)
 }
 
 /* The most samples (label sets) of one family: egress_proxy_refused_total's. */
-#define METRIC_SAMPLES_MAX	7
+#define METRIC_SAMPLES_MAX	8
 
 /*
  * The counter families, in output order, one row each: name, type, help,
@@ -68,6 +68,10 @@ static const struct metric_family {
 	{ "egress_proxy_token_backoff_total", "counter",
 	    "token requests not sent because the installation's endpoint is backing off (failed closed)",
 	    { { "", &ghapp_backoff_refused } } },
+	{ "egress_proxy_token_revocations_total", "counter",
+	    "GitHub App tokens of deregistered sandboxes revoked (or found invalid) and given up on",
+	    { { "{result=\"ok\"}", &ghapp_revoked_ok },
+	      { "{result=\"failed\"}", &ghapp_revoked_failed } } },
 	{ "egress_proxy_tunnels", "gauge", "open tunnels",
 	    { { "{mode=\"blind\"}", &the_proxy.st.tunnels_blind },
 	      { "{mode=\"intercept\"}", &the_proxy.st.tunnels_intercept } } },
@@ -86,7 +90,8 @@ static const struct metric_family {
 	      { "{reason=\"misdirected\"}", &the_proxy.st.ref_misdirected },
 	      { "{reason=\"badrequest\"}", &the_proxy.st.ref_badrequest },
 	      { "{reason=\"addon\"}", &the_proxy.st.ref_addon },
-	      { "{reason=\"upstream_tls\"}", &the_proxy.st.ref_upstream_tls } } },
+	      { "{reason=\"upstream_tls\"}", &the_proxy.st.ref_upstream_tls },
+	      { "{reason=\"policy_body\"}", &the_proxy.st.ref_gate } } },
 	{ "egress_proxy_bytes_total", "counter", "bytes relayed",
 	    { { "{dir=\"up\"}", &the_proxy.st.bytes_up },
 	      { "{dir=\"down\"}", &the_proxy.st.bytes_down } } },

@@ -49,6 +49,7 @@
 
 #include "addon.h"
 #include "audit.h"
+#include "bodygate.h"
 #include "buf.h"
 #include "canon.h"
 #include "evrelay.h"
@@ -84,6 +85,8 @@ enum cstate {
 	CS_TUNNEL,	/* blind bytes */
 	CS_REQ_HEAD,	/* intercepted: waiting for a request head */
 	CS_HOOK,	/* on_request running */
+	CS_GATE,	/* reading the body's start for a body gate (bodygate.c) */
+	CS_DRAIN,	/* gate refused: answered, discarding the rest of the body */
 	CS_BODY,	/* request head sent, body streaming */
 	CS_WAIT,	/* request sent, response streaming */
 	CS_CLOSING	/* flushing the last bytes to the client */
@@ -229,6 +232,8 @@ static void conn_rest(struct conn *);
 static void up_connect(struct conn *);
 static void req_send(struct conn *);
 static void body_pump(struct conn *);
+static void req_go(struct conn *);
+static void gate_start(struct conn *);
 static void hook_done(void *, const struct hook_result *);
 static void next_request(struct conn *);
 static void pool_park(struct conn *);
@@ -278,6 +283,8 @@ status_text(int s)
 	case 408: return "Request Timeout";
 	case 421: return "Misdirected Request";
 	case 429: return "Too Many Requests";
+	case 413: return "Payload Too Large";
+	case 415: return "Unsupported Media Type";
 	case 431: return "Request Header Fields Too Large";
 	case 501: return "Not Implemented";
 	case 502: return "Bad Gateway";
@@ -310,24 +317,32 @@ static void refusal_audit(struct conn *, int, const char *, const char *);
 #define REFUSE_LOG_MS		1000
 static struct log_rate refuse_rl;
 
+static void gate_drain(struct conn *);
+
 /*
- * Answers the client with status and a text body, then closes once it is
- * flushed. The reason is readable by the agent (body and header). code is
- * the audit's reason ("deny", "address_policy", ...; docs/proxy.md "Audit
- * log and logs"): the line of the CONNECT or request being answered, or a
- * "refused" line, is written here, once.
+ * Answers the client with status and body (of type ctype), then closes
+ * once it is flushed. The reason is readable by the agent (the
+ * X-Proxy-Deny-Reason header of a refusal: status >= 400, or a body
+ * gate's 200 report-status). code is the audit's reason ("deny",
+ * "address_policy", ...; docs/proxy.md "Audit log and logs"): the line of
+ * the CONNECT or request being answered, or a "refused" line, is written
+ * here, once. A gated request whose body has not all arrived is drained
+ * (gate_drain) rather than closed on, so the client reads the answer
+ * instead of a reset.
  */
 static void
-conn_respond(struct conn *c, int status, const char *code, const char *reason)
+conn_answer(struct conn *c, int status, const char *code, const char *reason,
+    const char *ctype, const char *body, size_t blen)
 {
 	char r[300], e[400];
 	struct evbuffer *out;
 	long dropped;
+	int refusal = status >= 400 || (c->req != NULL && c->req->gate != NULL);
 
 	reason_clean(r, sizeof(r), reason != NULL ? reason : status_text(status));
 	if (!c->dead) {
 		refusal_audit(c, status, code, r);
-		if (status >= 400 && log_rate_ok(&refuse_rl, REFUSE_LOG_BURST, REFUSE_LOG_MS,
+		if (refusal && log_rate_ok(&refuse_rl, REFUSE_LOG_BURST, REFUSE_LOG_MS,
 		    &dropped))
 			log_info("conn=%llx sandbox=%s target=%s refused status=%d reason=%s detail=\"%s\"%s%.0ld%s",
 			    (unsigned long long)c->id, c->sb != NULL ? c->sb->id : "-",
@@ -340,13 +355,14 @@ conn_respond(struct conn *c, int status, const char *code, const char *reason)
 		return;
 	}
 	out = bufferevent_get_output(c->cl);
-	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\n"
-	    "Content-Length: %zu\r\nConnection: close\r\n%s%s%s%s\r\n%s\n",
-	    status, status_text(status), strlen(r) + 1,
+	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\n"
+	    "Content-Length: %zu\r\nConnection: close\r\n%s%s%s%s\r\n",
+	    status, status == 200 && c->req != NULL ? "OK" : status_text(status), ctype, blen,
 	    status == 407 ? "Proxy-Authenticate: Basic realm=\"egress-proxy\"\r\n" : "",
-	    status >= 400 ? "X-Proxy-Deny-Reason: " : "", status >= 400 ? r : "",
-	    status >= 400 ? "\r\n" : "", r);
-	if (c->sb != NULL && status >= 400)
+	    refusal ? "X-Proxy-Deny-Reason: " : "", refusal ? r : "",
+	    refusal ? "\r\n" : "");
+	evbuffer_add(out, body, blen);
+	if (c->sb != NULL && refusal)
 		atomic_fetch_add(&c->sb->denied, 1);
 	/* Close after the flush; drop the upstream now. */
 	if (c->up != NULL) {
@@ -357,6 +373,11 @@ conn_respond(struct conn *c, int status, const char *code, const char *reason)
 		addon_cancel(c->hook);
 		c->hook = NULL;
 	}
+	if (c->req != NULL && c->req->gate != NULL && !c->req->body_done &&
+	    (c->st == CS_GATE || c->st == CS_HOOK)) {
+		gate_drain(c);
+		return;
+	}
 	c->st = CS_CLOSING;
 	c->deadline = util_mono_coarse_ms() + 5000;
 	bufferevent_disable(c->cl, EV_READ);
@@ -365,6 +386,17 @@ conn_respond(struct conn *c, int status, const char *code, const char *reason)
 	bev_enable(c->cl, EV_WRITE);
 	if (evbuffer_get_length(out) == 0)
 		conn_kill(c);
+}
+
+/* conn_answer with the reason as a text/plain body. */
+static void
+conn_respond(struct conn *c, int status, const char *code, const char *reason)
+{
+	char r[300], b[302];
+
+	reason_clean(r, sizeof(r), reason != NULL ? reason : status_text(status));
+	snprintf(b, sizeof(b), "%s\n", r);
+	conn_answer(c, status, code, r, "text/plain", b, strlen(b));
 }
 
 /* ---- audit records: what a connection tells audit.c ---- */
@@ -1252,6 +1284,11 @@ hook_done(void *arg, const struct hook_result *res)
 			    "addon error (see proxy log); request not forwarded");
 			return;
 		}
+		if (res->action == ACT_DENY && res->body_len > 0) {
+			conn_answer(c, res->status >= 400 && res->status <= 599 ? res->status : 403,
+			    "deny", res->reason, res->ctype, res->body, res->body_len);
+			return;
+		}
 		if (res->action == ACT_DENY) {
 			conn_respond(c, res->status >= 400 && res->status <= 599 ?
 			    res->status : 403, "deny", res->reason[0] ? res->reason :
@@ -1272,11 +1309,155 @@ hook_done(void *arg, const struct hook_result *res)
 		}
 		if (c->req->injected)
 			atomic_fetch_add(&the_proxy.st.req_injected, 1);
-		if (c->up == NULL) {
-			c->connect_then_req = 1;
-			up_connect(c);
-		} else
-			req_send(c);
+		if (c->req->gate != NULL) {
+			gate_start(c);
+			return;
+		}
+		req_go(c);
+	}
+}
+
+/* Sends the request: on c->up, or once a new upstream is connected. */
+static void
+req_go(struct conn *c)
+{
+	if (c->up == NULL) {
+		c->connect_then_req = 1;
+		up_connect(c);
+	} else
+		req_send(c);
+}
+
+/* ---- body gates (bodygate.c): the body's start decides before anything goes up ---- */
+
+#define GATE_DRAIN_MS	30000	/* a refused request's body is read and dropped this long at most */
+
+static int
+gate_sink(void *arg, const char *p, size_t n)
+{
+	struct conn *c = arg;
+
+	bgate_feed(c->req->gate, p, n);
+	return 0;
+}
+
+static int
+drain_sink(void *arg, const char *p, size_t n)
+{
+	(void)arg;
+	(void)p;
+	(void)n;
+	return 0;
+}
+
+/*
+ * Feeds the client's body to the gate (BGATE_FEED bytes at a time) until
+ * it decides; then sends the request or answers the refusal.
+ */
+static void
+gate_pump(struct conn *c)
+{
+	struct evbuffer *in = bufferevent_get_input(c->cl);
+	struct bgate *g = c->req->gate;
+	struct evbuffer_iovec v;
+	enum bgate_verdict vd = BG_MORE;
+	size_t n;
+	long used;
+
+	while (vd == BG_MORE && !c->req->body_done && evbuffer_get_length(in) > 0) {
+		if (evbuffer_peek(in, -1, NULL, &v, 1) < 1)
+			break;
+		n = v.iov_len < BGATE_FEED ? v.iov_len : BGATE_FEED;
+		if ((used = hreq_body(c->req, v.iov_base, n)) < 0) {
+			atomic_fetch_add(&the_proxy.st.ref_badrequest, 1);
+			c->req->body_done = 1;	/* nothing more can be read from it */
+			conn_respond(c, 400, "bad_body", "bad request body framing");
+			return;
+		}
+		evbuffer_drain(in, (size_t)used);
+		vd = bgate_check(g, c->req->body_done);
+	}
+	if (vd == BG_MORE && c->req->body_done)
+		vd = bgate_check(g, 1);
+	if (vd == BG_MORE) {
+		if (c->cl_eof)
+			conn_kill(c);
+		return;
+	}
+	if (vd == BG_DENY) {
+		size_t bl;
+		const char *b = bgate_body(g, &bl);
+
+		atomic_fetch_add(&the_proxy.st.ref_gate, 1);
+		conn_answer(c, bgate_status(g), bgate_kind(g), bgate_detail(g), bgate_ctype(g),
+		    b, bl);
+		return;
+	}
+	c->st = CS_HOOK;
+	req_go(c);
+}
+
+static void
+gate_start(struct conn *c)
+{
+	struct hreq *r = c->req;
+	const char *v;
+	size_t n;
+
+	c->st = CS_GATE;
+	c->deadline = util_mono_coarse_ms() + the_proxy.conf->header_ms;
+	if ((v = hreq_get(r, "content-encoding", &n)) != NULL &&
+	    !(n == 8 && strncasecmp(v, "identity", 8) == 0)) {
+		atomic_fetch_add(&the_proxy.st.ref_gate, 1);
+		conn_respond(c, 415, bgate_kind(r->gate), "the policy check needs an uncompressed "
+		    "request body: Content-Encoding refused");
+		return;
+	}
+	if ((v = hreq_get(r, "expect", &n)) != NULL) {
+		/* The body is read before the upstream sees the head: answer 100 here. */
+		if (n == 12 && strncasecmp(v, "100-continue", 12) == 0)
+			evbuffer_add(bufferevent_get_output(c->cl), "HTTP/1.1 100 Continue\r\n\r\n",
+			    25);
+		hreq_remove(r, "expect");
+	}
+	r->on_body = gate_sink;
+	r->arg = c;
+	bev_enable(c->cl, EV_READ);
+	gate_pump(c);
+}
+
+/* Refused and answered: reads and drops the rest of the body, then closes. */
+static void
+gate_drain(struct conn *c)
+{
+	struct evbuffer *in;
+	long n;
+
+	if (c->st != CS_DRAIN) {
+		c->st = CS_DRAIN;
+		c->deadline = util_mono_coarse_ms() + GATE_DRAIN_MS;
+		c->req->on_body = drain_sink;
+		bufferevent_setcb(c->cl, cl_read_req, cl_write, cl_event, c);
+		bufferevent_setwatermark(c->cl, EV_WRITE, 0, 0);
+		bev_enable(c->cl, EV_READ | EV_WRITE);
+	}
+	in = bufferevent_get_input(c->cl);
+	while (!c->req->body_done && evbuffer_get_length(in) > 0) {
+		struct evbuffer_iovec v;
+		if (evbuffer_peek(in, -1, NULL, &v, 1) < 1)
+			break;
+		if ((n = hreq_body(c->req, v.iov_base, v.iov_len)) < 0) {
+			c->req->body_done = 1;
+			break;
+		}
+		evbuffer_drain(in, (size_t)n);
+	}
+	if (c->req->body_done || c->cl_eof) {
+		c->st = CS_CLOSING;
+		bufferevent_disable(c->cl, EV_READ);
+		bufferevent_setcb(c->cl, NULL, cl_write, cl_event, c);
+		if (evbuffer_get_length(bufferevent_get_output(c->cl)) == 0)
+			conn_kill(c);
 	}
 }
 
@@ -2022,28 +2203,6 @@ up_connected(struct conn *c)
 	client_tls_start(c);
 }
 
-static void
-tls_fail_reason(struct bufferevent *bev, char *m, size_t len)
-{
-	SSL *ssl = bufferevent_openssl_get_ssl(bev);
-	unsigned long e;
-	long vr;
-
-	if (ssl != NULL && (vr = SSL_get_verify_result(ssl)) != X509_V_OK) {
-		snprintf(m, len, "upstream certificate verification failed: %s",
-		    X509_verify_cert_error_string(vr));
-		return;
-	}
-	e = bufferevent_get_openssl_error(bev);
-	if (e != 0) {
-		char es[200];
-		ERR_error_string_n(e, es, sizeof(es));
-		snprintf(m, len, "upstream TLS failed: %s", es);
-		return;
-	}
-	snprintf(m, len, "upstream TLS failed");
-}
-
 /* ---- request cycle (intercept and plain) ---- */
 /*
  * Head, hook, send, body, response; one request at a time per connection:
@@ -2130,69 +2289,6 @@ static const llhttp_settings_t resp_settings = {
 	.on_message_complete = resp_on_complete,
 };
 
-/*
- * Direct TLS writes. libevent's bufferevent_openssl only writes once epoll
- * reports the socket writable: one extra loop round, an epoll_ctl to add the
- * write event and another to remove it, for every response. When nothing
- * is queued on bev, tls_direct() calls SSL_write itself and returns how
- * many of the n bytes went out; the caller queues the rest as usual (and
- * libevent takes over from there). Each SSL_write is at most one record
- * (TLS_DIRECT_MAX), so when OpenSSL asks for a retry, libevent's retry
- * starts at the same bytes with at least as many of them.
- */
-#define TLS_DIRECT_MAX	16384
-
-static size_t
-tls_direct(struct bufferevent *bev, const char *p, size_t n)
-{
-	SSL *ssl;
-	size_t done = 0;
-	int r;
-
-	if (n == 0 || evbuffer_get_length(bufferevent_get_output(bev)) != 0 ||
-	    (ssl = bufferevent_openssl_get_ssl(bev)) == NULL || !SSL_is_init_finished(ssl))
-		return 0;
-	while (done < n) {
-		r = SSL_write(ssl, p + done, (int)(n - done > TLS_DIRECT_MAX ?
-		    TLS_DIRECT_MAX : n - done));
-		if (r <= 0)
-			break;
-		done += (size_t)r;
-	}
-	return done;
-}
-
-/* Moves n bytes from the front of src to bev (directly when possible). */
-static void
-tls_move(struct bufferevent *bev, struct evbuffer *src, size_t n)
-{
-	struct evbuffer_iovec v;
-	size_t k, w;
-
-	while (n > 0 && evbuffer_peek(src, -1, NULL, &v, 1) == 1) {
-		k = v.iov_len < n ? v.iov_len : n;
-		w = tls_direct(bev, v.iov_base, k);
-		if (w == 0)
-			break;
-		evbuffer_drain(src, w);
-		n -= w;
-		if (w < k)
-			break;
-	}
-	if (n > 0)
-		evbuffer_remove_buffer(src, bufferevent_get_output(bev), n);
-}
-
-/* Adds n bytes to bev (directly when possible). */
-static void
-tls_add(struct bufferevent *bev, const char *p, size_t n)
-{
-	size_t w = tls_direct(bev, p, n);
-
-	if (w < n)
-		evbuffer_add(bufferevent_get_output(bev), p + w, n - w);
-}
-
 static void
 req_send(struct conn *c)
 {
@@ -2223,6 +2319,16 @@ req_send(struct conn *c)
 	c->last_active = util_mono_coarse_ms();
 	r->on_body = body_sink;
 	r->arg = c;
+	if (r->gate != NULL) {
+		/* What the gate read goes first; the rest streams from the client. */
+		size_t hn;
+		const char *hp = bgate_held(r->gate, &hn);
+		if (hn > 0)
+			body_sink(c, hp, hn);
+		if (r->body_done && r->chunked)
+			evbuffer_add(bufferevent_get_output(c->up), "0\r\n\r\n", 5);
+		bgate_release(r->gate);
+	}
 	bev_enable(c->cl, EV_READ);
 	bev_enable(c->up, EV_READ | EV_WRITE);
 	up_kick(c);
@@ -2421,6 +2527,12 @@ cl_read_req(struct bufferevent *bev, void *arg)
 	case CS_BODY:
 		body_pump(c);
 		return;
+	case CS_GATE:
+		gate_pump(c);
+		return;
+	case CS_DRAIN:
+		gate_drain(c);
+		return;
 	default:
 		/* Pipelined bytes wait (bounded by the read watermark). */
 		return;
@@ -2565,6 +2677,10 @@ cl_event(struct bufferevent *bev, short what, void *arg)
 			c->cl_eof = 1;
 			if (c->st == CS_DECIDE || c->st == CS_CONNECTING)
 				return;	/* finish what was asked, then close */
+			if (c->st == CS_DRAIN) {
+				gate_drain(c);	/* the answer is flushed, then closed */
+				return;
+			}
 			if (c->st == CS_TUNNEL && c->up != NULL && !c->up_eof) {
 				/*
 				 * Half-close: flush what the client sent, pass
@@ -2615,7 +2731,7 @@ up_event(struct bufferevent *bev, short what, void *arg)
 		return;
 	if (c->st == CS_CONNECTING) {
 		if (c->up_tls && (what & BEV_EVENT_ERROR)) {
-			tls_fail_reason(bev, m, sizeof(m));
+			tls_upstream_error(bev, m, sizeof(m));
 			if (strstr(m, "verification") != NULL) {
 				atomic_fetch_add(&the_proxy.st.ref_upstream_tls, 1);
 				connect_fail(c, 502, "upstream_certificate", m);
@@ -2720,6 +2836,10 @@ tick_cb(evutil_socket_t fd, short ev, void *arg)
 				atomic_fetch_add(&addon_errors_total, 1);
 				log_warnx("conn=%llx addon hook timed out", (unsigned long long)c->id);
 				conn_respond(c, 502, "hook_timeout", "addon hook timed out");
+				break;
+			case CS_GATE:
+				conn_respond(c, 408, "body_timeout",
+				    "request body start not received in time (policy check)");
 				break;
 			case CS_HEAD:
 				if (c->unid)

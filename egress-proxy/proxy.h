@@ -29,7 +29,7 @@ struct pstats {
 	atomic_long	 connect_intercept, connect_tunnel, connect_deny, connect_error;
 	atomic_long	 req_injected, req_plain;
 	atomic_long	 ref_auth, ref_limit, ref_ssrf, ref_misdirected, ref_badrequest,
-			 ref_addon, ref_upstream_tls;
+			 ref_addon, ref_upstream_tls, ref_gate;
 	atomic_long	 bytes_up, bytes_down;
 	atomic_long	 reload_ok, reload_failed;
 	atomic_long	 pool_idle;			/* parked upstream connections */

@@ -1,6 +1,7 @@
 /*
  * sandbox.c: the sandbox registry (see sandbox.h).
  */
+#include <cjson/cJSON.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <pthread.h>
@@ -60,6 +61,7 @@ sbattrs_unref(struct sbattrs *a)
 	free(a->lk);
 	free(a->lv);
 	free(a->ips);
+	cJSON_Delete(a->policy);
 	free(a);
 }
 

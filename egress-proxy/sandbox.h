@@ -12,6 +12,8 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+struct cJSON;
+
 struct sbattrs {
 	atomic_int	 refs;
 	uint64_t	 serial;	/* unique per snapshot, set on register; 0: none */
@@ -25,7 +27,13 @@ struct sbattrs {
 		unsigned char	 a[16];
 	}		*ips;
 	size_t		 nips;
+	/* The credential policy (register's "policy" object), read only; NULL: none. */
+	struct cJSON	*policy;
 };
+
+/* Bounds of a registered policy (docs/internals/proxy-admin.md). */
+#define SB_POLICY_MAX_DEPTH	8
+#define SB_POLICY_MAX_BYTES	(16 * 1024)
 
 struct sandbox {
 	atomic_int	 refs;

@@ -10,6 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
@@ -228,4 +231,90 @@ tls_client_new(X509 *leaf, EVP_PKEY *key)
 		return NULL;
 	}
 	return ssl;
+}
+
+/* ---- direct writes on TLS bufferevents ---- */
+/*
+ * Direct TLS writes. libevent's bufferevent_openssl only writes once epoll
+ * reports the socket writable: one extra loop round, an epoll_ctl to add the
+ * write event and another to remove it, for every response. When nothing
+ * is queued on bev, tls_direct() calls SSL_write itself and returns how
+ * many of the n bytes went out; the caller queues the rest as usual (and
+ * libevent takes over from there). Each SSL_write is at most one record
+ * (TLS_DIRECT_MAX), so when OpenSSL asks for a retry, libevent's retry
+ * starts at the same bytes with at least as many of them.
+ */
+#define TLS_DIRECT_MAX	16384
+
+static size_t
+tls_direct(struct bufferevent *bev, const char *p, size_t n)
+{
+	SSL *ssl;
+	size_t done = 0;
+	int r;
+
+	if (n == 0 || evbuffer_get_length(bufferevent_get_output(bev)) != 0 ||
+	    (ssl = bufferevent_openssl_get_ssl(bev)) == NULL || !SSL_is_init_finished(ssl))
+		return 0;
+	while (done < n) {
+		r = SSL_write(ssl, p + done, (int)(n - done > TLS_DIRECT_MAX ?
+		    TLS_DIRECT_MAX : n - done));
+		if (r <= 0)
+			break;
+		done += (size_t)r;
+	}
+	return done;
+}
+
+/* Moves n bytes from the front of src to bev (directly when possible). */
+void
+tls_move(struct bufferevent *bev, struct evbuffer *src, size_t n)
+{
+	struct evbuffer_iovec v;
+	size_t k, w;
+
+	while (n > 0 && evbuffer_peek(src, -1, NULL, &v, 1) == 1) {
+		k = v.iov_len < n ? v.iov_len : n;
+		w = tls_direct(bev, v.iov_base, k);
+		if (w == 0)
+			break;
+		evbuffer_drain(src, w);
+		n -= w;
+		if (w < k)
+			break;
+	}
+	if (n > 0)
+		evbuffer_remove_buffer(src, bufferevent_get_output(bev), n);
+}
+
+/* Adds n bytes to bev (directly when possible). */
+void
+tls_add(struct bufferevent *bev, const char *p, size_t n)
+{
+	size_t w = tls_direct(bev, p, n);
+
+	if (w < n)
+		evbuffer_add(bufferevent_get_output(bev), p + w, n - w);
+}
+
+void
+tls_upstream_error(struct bufferevent *bev, char *m, size_t len)
+{
+	SSL *ssl = bufferevent_openssl_get_ssl(bev);
+	unsigned long e;
+	long vr;
+
+	if (ssl != NULL && (vr = SSL_get_verify_result(ssl)) != X509_V_OK) {
+		snprintf(m, len, "upstream certificate verification failed: %s",
+		    X509_verify_cert_error_string(vr));
+		return;
+	}
+	e = bufferevent_get_openssl_error(bev);
+	if (e != 0) {
+		char es[200];
+		ERR_error_string_n(e, es, sizeof(es));
+		snprintf(m, len, "upstream TLS failed: %s", es);
+		return;
+	}
+	snprintf(m, len, "upstream TLS failed");
 }

@@ -5,7 +5,8 @@
  * upstream.ca_bundle, read-ahead, sessions cached per canonical
  * "host:port"). The contexts are built once, on the main thread before the
  * workers start; afterwards any worker makes SSL objects from them. See
- * docs/proxy.md "What the proxy does with a CONNECT".
+ * docs/proxy.md "What the proxy does with a CONNECT". Also direct writes
+ * on TLS bufferevents (tls_add, tls_move).
  */
 #ifndef PROXY_TLS_H
 #define PROXY_TLS_H
@@ -35,5 +36,19 @@ SSL	*tls_upstream_new(const struct target *t);
  * owns it (SSL_free).
  */
 SSL	*tls_client_new(X509 *leaf, EVP_PKEY *key);
+
+struct bufferevent;
+struct evbuffer;
+/*
+ * Writes to a TLS bufferevent: with nothing queued on bev, SSL_write at
+ * once (saving a loop round and two epoll_ctl per response), the rest
+ * queued as usual. tls_add adds p[0..n); tls_move moves the first n bytes
+ * of src.
+ */
+void	tls_add(struct bufferevent *bev, const char *p, size_t n);
+void	tls_move(struct bufferevent *bev, struct evbuffer *src, size_t n);
+
+/* Why the TLS bufferevent bev towards an upstream failed, into m. */
+void	tls_upstream_error(struct bufferevent *bev, char *m, size_t len);
 
 #endif

@@ -1,0 +1,392 @@
+/*
+ * bodygate.c: push rules and the GraphQL mutation gate (see bodygate.h).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "bodygate.h"
+#include "pglob.h"
+#include "pktline.h"
+#include "xmalloc.h"
+
+enum gkind { GK_PUSH, GK_GRAPHQL };
+
+struct bgate {
+	enum gkind	 kind;
+	/* push rules */
+	char		**pat;		/* push patterns, then protect ones */
+	unsigned char	*prot;		/* pat[i] is a protect pattern */
+	size_t		 npat, npush;
+	int		 has_push;	/* a push list was given (even empty) */
+	int		 allow_delete;
+	struct pktl	 pl;
+	/* the body so far */
+	struct buf	 held;
+	int		 over;		/* more than the bound arrived */
+	/* the verdict */
+	enum bgate_verdict v;
+	int		 status;
+	char		 ctype[64];
+	struct buf	 answer;
+	char		 detail[400];
+};
+
+static struct bgate *
+gate_new(enum gkind k)
+{
+	struct bgate *g = xcalloc(1, sizeof(*g));
+
+	g->kind = k;
+	pktl_init(&g->pl);
+	buf_init(&g->held, k == GK_PUSH ? PKTL_MAX_BYTES + BGATE_FEED : BGATE_GRAPHQL_MAX);
+	buf_init(&g->answer, 1 << 20);
+	return g;
+}
+
+struct bgate *
+bgate_push_new(void)
+{
+	return gate_new(GK_PUSH);
+}
+
+struct bgate *
+bgate_graphql_new(void)
+{
+	return gate_new(GK_GRAPHQL);
+}
+
+int
+bgate_push_add(struct bgate *g, int protect, const char *p, size_t n)
+{
+	if (g->npat >= BGATE_RULES_MAX || n > PGLOB_PATTERN_MAX)
+		return -1;
+	g->pat = xreallocarray(g->pat, g->npat + 1, sizeof(*g->pat));
+	g->prot = xreallocarray(g->prot, g->npat + 1, 1);
+	g->pat[g->npat] = xmalloc(n + 1);
+	memcpy(g->pat[g->npat], p, n);
+	g->pat[g->npat][n] = '\0';
+	g->prot[g->npat++] = (unsigned char)protect;
+	if (!protect) {
+		g->npush++;
+		g->has_push = 1;
+	}
+	return 0;
+}
+
+void
+bgate_push_delete(struct bgate *g, int allowed)
+{
+	g->allow_delete = allowed;
+}
+
+void
+bgate_push_list(struct bgate *g)
+{
+	g->has_push = 1;
+}
+
+void
+bgate_free(struct bgate *g)
+{
+	size_t i;
+
+	if (g == NULL)
+		return;
+	for (i = 0; i < g->npat; i++)
+		free(g->pat[i]);
+	free(g->pat);
+	free(g->prot);
+	pktl_free(&g->pl);
+	buf_free(&g->held);
+	buf_free(&g->answer);
+	free(g);
+}
+
+const char *
+bgate_kind(const struct bgate *g)
+{
+	return g->kind == GK_PUSH ? "push_rules" : "graphql";
+}
+
+void
+bgate_feed(struct bgate *g, const char *p, size_t n)
+{
+	if (g->over || buf_add(&g->held, p, n) == -1)
+		g->over = 1;
+}
+
+/* Refuses with a text/plain answer (reason for the client and the audit). */
+static enum bgate_verdict
+deny_text(struct bgate *g, int status, const char *msg)
+{
+	g->v = BG_DENY;
+	g->status = status;
+	snprintf(g->ctype, sizeof(g->ctype), "text/plain");
+	snprintf(g->detail, sizeof(g->detail), "%s", msg);
+	buf_reset(&g->answer);
+	if (buf_addf(&g->answer, "%s\n", msg) == -1)
+		buf_reset(&g->answer);
+	return g->v;
+}
+
+/* Which rule refuses the update of ref (n bytes); NULL: allowed. */
+static const char *
+push_rule(const struct bgate *g, const char *ref, size_t n, int del)
+{
+	size_t i;
+	int in_push = 0;
+
+	for (i = 0; i < g->npat; i++)
+		if (g->prot[i] && pglob_match(g->pat[i], strlen(g->pat[i]), ref, n, 0))
+			return "denied by policy: protected ref";
+	if (del && !g->allow_delete)
+		return "denied by policy: delete";
+	if (!g->has_push && g->npush == 0)
+		return NULL;
+	for (i = 0; i < g->npat && !in_push; i++)
+		if (!g->prot[i] && pglob_match(g->pat[i], strlen(g->pat[i]), ref, n, 0))
+			in_push = 1;
+	return in_push ? NULL : "denied by policy: ref outside push";
+}
+
+static enum bgate_verdict
+check_push(struct bgate *g, int eof)
+{
+	const char **why, *first = NULL;
+	size_t i, nref = 0, first_i = 0;
+	int rc;
+
+	rc = pktl_feed(&g->pl, g->held.p != NULL ? g->held.p : "", g->held.len, eof && !g->over);
+	if (rc == PKTL_MORE && !g->over)
+		return BG_MORE;
+	if (rc != PKTL_DONE) {
+		char m[220];
+		snprintf(m, sizeof(m), "push refused by the proxy: %s", rc == PKTL_ERR ?
+		    g->pl.err : "push command list too long");
+		return deny_text(g, 400, m);
+	}
+	why = xcalloc(g->pl.ncmd + 1, sizeof(*why));
+	for (i = 0; i < g->pl.ncmd; i++) {
+		struct pktl_cmd *c = &g->pl.cmd[i];
+		if ((why[i] = push_rule(g, g->held.p + c->ref_o, c->ref_l, c->del)) != NULL) {
+			if (first == NULL) {
+				first = why[i];
+				first_i = i;
+			}
+			nref++;
+		}
+	}
+	if (first == NULL) {
+		free(why);
+		g->v = BG_ALLOW;
+		return g->v;
+	}
+	for (i = 0; i < g->pl.ncmd; i++)
+		if (why[i] == NULL)
+			why[i] = "not pushed: another ref of this push was denied by policy";
+	snprintf(g->detail, sizeof(g->detail), "%s %.*s (%zu of %zu refs refused)", first,
+	    (int)(g->pl.cmd[first_i].ref_l > 200 ? 200 : g->pl.cmd[first_i].ref_l),
+	    g->held.p + g->pl.cmd[first_i].ref_o, nref, g->pl.ncmd);
+	if (g->pl.report) {
+		g->v = BG_DENY;
+		g->status = 200;
+		snprintf(g->ctype, sizeof(g->ctype), "application/x-git-receive-pack-result");
+		buf_reset(&g->answer);
+		if (pktl_report(&g->pl, g->held.p, why, &g->answer) == -1) {
+			free(why);
+			return deny_text(g, 403, g->detail);
+		}
+	} else {
+		char m[420], d[sizeof(g->detail)];
+		memcpy(d, g->detail, sizeof(d));
+		snprintf(m, sizeof(m), "push %s", d);
+		free(why);
+		deny_text(g, 403, m);
+		memcpy(g->detail, d, sizeof(d));
+		return g->v;
+	}
+	free(why);
+	return g->v;
+}
+
+/* ---- GraphQL ---- */
+
+static int
+name_char(unsigned char c, int first)
+{
+	return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	    (!first && c >= '0' && c <= '9');
+}
+
+/*
+ * 1 if the GraphQL document s (n bytes) defines a mutation: the keyword
+ * "mutation" as a name at the top level (outside every {...} and (...)),
+ * strings, block strings and comments skipped. A name that merely
+ * happens to be "mutation" at the top level (an operation or fragment so
+ * named) counts too: conservative. -1: unterminated string.
+ */
+int
+bgate_gql_mutation(const char *s, size_t n)
+{
+	size_t i = 0, j;
+	long brace = 0, paren = 0;
+	int var = 0;
+
+	while (i < n) {
+		unsigned char c = (unsigned char)s[i];
+		if (c == '#') {
+			while (i < n && s[i] != '\n' && s[i] != '\r')
+				i++;
+		} else if (c == '"') {
+			if (i + 2 < n && s[i + 1] == '"' && s[i + 2] == '"') {
+				for (i += 3; i < n; i++) {
+					if (s[i] == '\\' && i + 3 < n && memcmp(s + i + 1, "\"\"\"", 3) == 0)
+						i += 3;
+					else if (i + 2 < n && memcmp(s + i, "\"\"\"", 3) == 0)
+						break;
+				}
+				if (i + 2 >= n)
+					return -1;
+				i += 3;
+			} else {
+				for (i++; i < n && s[i] != '"'; i++)
+					if (s[i] == '\\')
+						i++;
+					else if (s[i] == '\n')
+						return -1;
+				if (i >= n)
+					return -1;
+				i++;
+			}
+			var = 0;
+		} else if (c == '{' || c == '}' || c == '(' || c == ')') {
+			brace += c == '{' ? 1 : c == '}' ? -1 : 0;
+			paren += c == '(' ? 1 : c == ')' ? -1 : 0;
+			if (brace < 0 || paren < 0)
+				brace = paren = 0;	/* unbalanced: the upstream refuses it */
+			i++;
+			var = 0;
+		} else if (c == '$') {
+			var = 1;
+			i++;
+		} else if (name_char(c, 1)) {
+			for (j = i; j < n && name_char((unsigned char)s[j], 0); j++)
+				;
+			if (!var && brace == 0 && paren == 0 && j - i == 8 &&
+			    memcmp(s + i, "mutation", 8) == 0)
+				return 1;
+			i = j;
+			var = 0;
+		} else {
+			i++;
+			var = 0;
+		}
+	}
+	return 0;
+}
+
+/* One GraphQL request object: 1 mutation, 0 not, -1 not a request. */
+static int
+gql_one(const cJSON *o)
+{
+	const cJSON *q = cJSON_GetObjectItemCaseSensitive(o, "query");
+
+	if (!cJSON_IsObject(o) || !cJSON_IsString(q))
+		return -1;
+	return bgate_gql_mutation(q->valuestring, strlen(q->valuestring));
+}
+
+static enum bgate_verdict
+check_graphql(struct bgate *g, int eof)
+{
+	cJSON *j, *it;
+	int m = 0, r;
+
+	if (g->over) {
+		return deny_text(g, 413, "GraphQL request refused by the proxy: body larger "
+		    "than 256 KiB (the policy's mutation check reads it whole)");
+	}
+	if (!eof)
+		return BG_MORE;
+	j = cJSON_ParseWithLength(g->held.p != NULL ? g->held.p : "", g->held.len);
+	if (j == NULL)
+		return deny_text(g, 400, "GraphQL request refused by the proxy: the body is not JSON");
+	if (cJSON_IsArray(j)) {
+		cJSON_ArrayForEach(it, j) {
+			if ((r = gql_one(it)) != 0) {
+				m = r;
+				if (r == 1)
+					break;
+			}
+		}
+	} else
+		m = gql_one(j);
+	cJSON_Delete(j);
+	if (m == -1)
+		return deny_text(g, 400, "GraphQL request refused by the proxy: no query string, "
+		    "or an unterminated string in it");
+	if (m == 1) {
+		g->v = BG_DENY;
+		g->status = 403;
+		snprintf(g->ctype, sizeof(g->ctype), "application/json");
+		snprintf(g->detail, sizeof(g->detail), "denied by policy: graphql mutation");
+		buf_reset(&g->answer);
+		if (buf_addstr(&g->answer, "{\"message\":\"denied by policy: GraphQL mutations are "
+		    "not allowed for this session\",\"documentation_url\":"
+		    "\"https://docs.github.com/graphql\"}") == -1)
+			buf_reset(&g->answer);
+		return g->v;
+	}
+	g->v = BG_ALLOW;
+	return g->v;
+}
+
+enum bgate_verdict
+bgate_check(struct bgate *g, int eof)
+{
+	if (g->v != BG_MORE)
+		return g->v;
+	return g->kind == GK_PUSH ? check_push(g, eof) : check_graphql(g, eof);
+}
+
+const char *
+bgate_held(const struct bgate *g, size_t *n)
+{
+	*n = g->held.len;
+	return g->held.p;
+}
+
+void
+bgate_release(struct bgate *g)
+{
+	buf_free(&g->held);
+	pktl_free(&g->pl);
+}
+
+int
+bgate_status(const struct bgate *g)
+{
+	return g->status;
+}
+
+const char *
+bgate_ctype(const struct bgate *g)
+{
+	return g->ctype;
+}
+
+const char *
+bgate_body(const struct bgate *g, size_t *n)
+{
+	*n = g->answer.len;
+	return g->answer.p != NULL ? g->answer.p : "";
+}
+
+const char *
+bgate_detail(const struct bgate *g)
+{
+	return g->detail;
+}

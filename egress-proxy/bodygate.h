@@ -1,0 +1,71 @@
+/*
+ * bodygate.h: decisions an addon asks the proxy to take on the start of a
+ * request body before anything of the request goes upstream
+ * (docs/addons.md "Push rules" and "GraphQL mutations"). The proxy feeds
+ * the decoded body to the gate until it decides; the bytes held meanwhile
+ * are bounded (BGATE_HOLD_MAX) and then sent first, the rest of the body
+ * streams through untouched.
+ *   push rules: the git-receive-pack command list (pktline.c) against
+ *     push / protect globs (pglob.c) and the delete flag; a refusal is
+ *     git's report-status, so `git push` shows `! [remote rejected]`.
+ *   graphql: a GraphQL request (one JSON object or a batch) holding a
+ *     mutation operation is refused; the whole body must fit the bound.
+ * No I/O here: the proxy (proxy.c) moves the bytes.
+ */
+#ifndef PROXY_BODYGATE_H
+#define PROXY_BODYGATE_H
+
+#include <stddef.h>
+
+#include "buf.h"
+
+#define BGATE_RULES_MAX		256		/* push + protect patterns */
+#define BGATE_GRAPHQL_MAX	(256 * 1024)	/* a gated GraphQL body, whole */
+#define BGATE_HOLD_MAX		(BGATE_GRAPHQL_MAX + 8192)
+
+enum bgate_verdict { BG_MORE, BG_ALLOW, BG_DENY };
+
+struct bgate;
+
+/* A push-rules gate: no rules yet (anything but a delete passes). */
+struct bgate	*bgate_push_new(void);
+/* Adds a pattern to the push list (protect 0; also: a push list exists) or the protect list. -1: too many. */
+int		 bgate_push_add(struct bgate *, int protect, const char *pat, size_t n);
+void		 bgate_push_delete(struct bgate *, int allowed);
+/* Marks that a push list exists (an empty one refuses every update). */
+void		 bgate_push_list(struct bgate *);
+/* A GraphQL gate: mutations refused. */
+struct bgate	*bgate_graphql_new(void);
+void		 bgate_free(struct bgate *);
+/*
+ * 1 if the GraphQL document s (n bytes) holds a mutation operation, 0 if
+ * not, -1 if it is malformed (an unterminated string).
+ */
+int		 bgate_gql_mutation(const char *s, size_t n);
+/* "push_rules" or "graphql": the audit's reason code for a refusal. */
+const char	*bgate_kind(const struct bgate *);
+
+/*
+ * Feeds decoded body bytes (the proxy feeds at most BGATE_FEED at a
+ * time and asks bgate_check after each), then decides. eof: the body is
+ * complete. BG_MORE: feed more.
+ */
+#define BGATE_FEED	4096
+void		 bgate_feed(struct bgate *, const char *p, size_t n);
+enum bgate_verdict bgate_check(struct bgate *, int eof);
+
+/* BG_ALLOW: the body bytes held, to send before the rest; then bgate_release. */
+const char	*bgate_held(const struct bgate *, size_t *n);
+void		 bgate_release(struct bgate *);
+
+/*
+ * BG_DENY: the answer (status, Content-Type, body) and one line for the
+ * audit and the log naming the rule ("denied by policy: protected ref
+ * refs/heads/main").
+ */
+int		 bgate_status(const struct bgate *);
+const char	*bgate_ctype(const struct bgate *);
+const char	*bgate_body(const struct bgate *, size_t *n);
+const char	*bgate_detail(const struct bgate *);
+
+#endif
