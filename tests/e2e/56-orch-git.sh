@@ -111,3 +111,33 @@ if [ "$ORCH_RT" = local ]; then
 	out=$(mcp_tool git-s shell '{"command":"git ls-remote https://github.com/e2e-org/repo.git main"}')
 	check "git works again through the restarted proxy" bash -c "grep -q refs/heads/main <<<'$out'"
 fi
+
+# A session with a credential policy (issue 16), end to end: a trusted REST
+# client creates it; inside its sandbox git may push only to agent/**
+# branches of e2e-org/repo: main is refused by the proxy in git's own
+# words and never reaches the upstream, another repository is refused
+# even for a clone; the session JSON shows the policy and MCP cannot
+# change it.
+fx_bare "$T/git/github/e2e-org/other.git"
+pol='{"github":{"repositories":["e2e-org/repo"],"push":["refs/heads/agent/**"],"protect":["refs/heads/main"]}}'
+code=$(rest POST /v1/sessions -H 'Content-Type: application/json' -o "$T/pol.json" -w '%{http_code}' \
+    -d "{\"id\":\"pol-s\",\"policy\":$pol}")
+check "policy session created over REST" test "$code" = 201
+check "its session JSON shows the policy" test "$(rest GET /v1/sessions/pol-s | jq -c '.policy.github.push')" = '["refs/heads/agent/**"]'
+before=$(git -C "$T/git/github/e2e-org/repo.git" rev-parse main)
+cmd='cd "$HOME" && rm -rf pr && git clone -q https://github.com/e2e-org/repo.git pr && cd pr && echo pol >> README && git -c user.email=a@e.test -c user.name=a commit -qam "policy push" && { git push origin HEAD:main 2>&1; echo "main-rc=$?"; } && { git push -q origin HEAD:refs/heads/agent/t1 2>&1; echo "agent-rc=$?"; }'
+out=$(mcp_tool pol-s shell "$(jq -cn --arg c "$cmd" '{command: $c, timeout: 120}')")
+echo "$out" | sed 's/^/# /'
+check "policy: a push to main is refused in git's words" contains <(echo "$out") 'denied by policy'
+check "policy: git says remote rejected" contains <(echo "$out") '[remote rejected]'
+check "policy: the refused push failed (git's exit status)" bash -c '! grep -q "main-rc=0" <<<"$1"' _ "$out"
+check "policy: main upstream unchanged" test "$(git -C "$T/git/github/e2e-org/repo.git" rev-parse main)" = "$before"
+check "policy: a push to agent/t1 works" contains <(echo "$out") 'agent-rc=0'
+check "policy: agent/t1 landed upstream" bash -c "git -C '$T/git/github/e2e-org/repo.git' log -1 --format=%s agent/t1 | grep -qx 'policy push'"
+out=$(mcp_tool pol-s shell '{"command":"git ls-remote https://github.com/e2e-org/other.git 2>&1; echo rc=$?","timeout":60}')
+check "policy: another repository is refused" bash -c 'grep -q "denied by policy" <<<"$1" && ! grep -q "rc=0" <<<"$1"' _ "$out"
+out=$(mcp_tool git-s shell '{"command":"git ls-remote https://github.com/e2e-org/other.git main >/dev/null 2>&1 && echo other-ok","timeout":60}')
+check "a session without a policy still reaches the other repository" contains <(echo "$out") other-ok
+out=$(mcp_tool pol-s create_sandbox '{"policy":{"github":{}}}')
+check "MCP cannot set a policy (create_sandbox refuses it)" contains <(echo "$out") 'ERROR'
+check "the policy is unchanged after that" test "$(rest GET /v1/sessions/pol-s | jq -c '.policy.github.push')" = '["refs/heads/agent/**"]'
