@@ -7,6 +7,10 @@
 K8SCTL=$BIN/orchestrator/k8sctl
 python3 "$TOP/tests/k8s/check_manifests.py" | tee "$T/out"
 check "manifests checked" grep -q "manifests checked" "$T/out"
+check "the admission fence is checked (deploy/15-admission.yaml)" \
+    grep -q "^ok deploy/15-admission.yaml: the fence" "$T/out"
+check "every orchestrator RBAC rule names the code that needs it" \
+    grep -q "^ok deploy/10-rbac.yaml: every rule names the code" "$T/out"
 "$K8SCTL" render-netpol >"$T/np.json"
 check "rendered sandbox policy equals netpol/sandbox-policy.example.json" \
     python3 -c 'import json,sys; sys.exit(json.load(open(sys.argv[1])) != json.load(open(sys.argv[2])))' \
