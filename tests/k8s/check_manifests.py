@@ -98,18 +98,19 @@ def check_rbac(d):
 
 # What the orchestrator's Roles may grant: (namespace, apiGroup, resource,
 # resourceNames) -> verbs; the code that needs each is named in
-# deploy/10-rbac.yaml. A verb granted beyond these fails the check.
+# deploy/10-rbac.yaml. A verb granted beyond these fails the check. (A
+# watch cache of sandbox pods, claims and proxy pods would add "watch" to
+# the three entries it watches.)
 ORCH_ROLES = {"sandbox-orchestrator", "sandbox-orchestrator-fleet"}
 ORCH_GRANTS = {
-    ("sandboxes", "", "pods", ()): {"create", "get", "list", "delete", "patch",
-                                    "watch"},
+    ("sandboxes", "", "pods", ()): {"create", "get", "list", "delete", "patch"},
     ("sandboxes", "", "persistentvolumeclaims", ()): {"create", "get", "list",
-                                                      "delete", "patch", "watch"},
+                                                      "delete", "patch"},
     ("sandboxes", "", "secrets", ()): {"create", "delete"},
     ("sandboxes", "networking.k8s.io", "networkpolicies", ()): {
         "create", "get", "list", "update", "delete"},
     ("sandbox-system", "apps", "deployments/scale", ("egress-proxy",)): {"get", "patch"},
-    ("sandbox-system", "", "pods", ()): {"list", "patch", "watch"},
+    ("sandbox-system", "", "pods", ()): {"list", "patch"},
 }
 # Resources the orchestrator may update only through the admission fence.
 FENCED = {("sandboxes", "pods"), ("sandboxes", "persistentvolumeclaims"),
