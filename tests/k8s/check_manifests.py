@@ -19,8 +19,11 @@ import sys
 import yaml  # python3-yaml (deps/k8s.txt)
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.environ.get("K8S_SHARED_DIR",
-                                  os.path.join(TOP, "..", "shared", "k8s")))
+SHARED_DEFAULT = os.path.join(TOP, "..", "shared", "k8s")
+# CHECK_TOP: check the deploy/ and netpol/ of another tree (test 60 checks
+# altered copies, to show each check refuses what it should).
+TOP = os.environ.get("CHECK_TOP", TOP)
+sys.path.insert(0, os.environ.get("K8S_SHARED_DIR", SHARED_DEFAULT))
 import validate  # noqa: E402
 
 VALS = [validate.Validator("1.35"), validate.Validator("1.30")]
