@@ -105,6 +105,7 @@ INJECT = []         # dicts: kind fail/delay, method, path(regex), ...
 STATE = {"hold": False, "noclone": False, "badimages": [], "ips": set(), "stalled": 0,
          "delayed": 0}
 ADMISSION = []      # updates as admission sees them (admission_record)
+ADMISSION_MAX = 5000
 PROCS = {}          # pod key -> Popen
 ARGS = None
 
@@ -330,7 +331,10 @@ def admission_record(group, plural, ns, name, old, new):
     """Keeps one update (a PATCH or PUT) as a validating admission policy
     sees it: the stored object before (oldObject) and the object the update
     makes (object), both in their public form. tests/k8s/cel_eval.py runs
-    deploy/15-admission.yaml over these."""
+    deploy/15-admission.yaml over these. The first ADMISSION_MAX are kept
+    (a benchmark's thousands of pods must not grow the fake without end)."""
+    if len(ADMISSION) >= ADMISSION_MAX:
+        return
     ADMISSION.append({"operation": "UPDATE",
                       "resource": {"group": group, "resource": plural},
                       "namespace": ns, "name": name,
