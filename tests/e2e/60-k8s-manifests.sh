@@ -7,6 +7,33 @@
 K8SCTL=$BIN/orchestrator/k8sctl
 python3 "$TOP/tests/k8s/check_manifests.py" | tee "$T/out"
 check "manifests checked" grep -q "manifests checked" "$T/out"
+check "the admission fence is checked (deploy/15-admission.yaml)" \
+    grep -q "^ok deploy/15-admission.yaml: the fence" "$T/out"
+check "every orchestrator RBAC rule names the code that needs it" \
+    grep -q "^ok deploy/10-rbac.yaml: every rule names the code" "$T/out"
+# The checks bite: altered copies of deploy/ are refused.
+mut() {	# mut NAME SED-ON-FILE FILE WANT
+	rm -rf "$T/m" && mkdir -p "$T/m" && cp -r "$TOP/deploy" "$TOP/netpol" "$T/m/" &&
+	    sed -i "$2" "$T/m/deploy/$3" && ! cmp -s "$TOP/deploy/$3" "$T/m/deploy/$3" || return 1
+	! CHECK_TOP=$T/m python3 "$TOP/tests/k8s/check_manifests.py" >"$T/m.out" &&
+	    grep -qF -- "$4" "$T/m.out"
+}
+check "a verb the code does not use is refused (secrets update)" mut verb \
+    's/verbs: \["create", "delete"\]/verbs: ["create", "delete", "update"]/' 10-rbac.yaml \
+    "['update'] granted, nothing in the code needs it"
+check "a proxy pod get is refused" mut get \
+    's/verbs: \["list", "patch"\]/verbs: ["get", "list", "patch"]/' 10-rbac.yaml \
+    "['get'] granted, nothing in the code needs it"
+check "a rule without its comment is refused" mut comment \
+    '/# The agent-token Secret/,/k8s.c:k8s_destroy. Never/d' 10-rbac.yaml \
+    "rule without a comment naming the code"
+check "a fence that fails open is refused" mut open \
+    's/failurePolicy: Fail/failurePolicy: Ignore/' 15-admission.yaml "failurePolicy must be Fail"
+check "a fence that misses proxy pods is refused" mut ns \
+    's/values: \["sandboxes", "sandbox-system"\]/values: ["sandboxes"]/' 15-admission.yaml \
+    "namespace sandbox-system not matched"
+check "a fence that only warns is refused" mut warn \
+    's/validationActions: \["Deny"\]/validationActions: ["Warn"]/' 15-admission.yaml "binding must Deny"
 "$K8SCTL" render-netpol >"$T/np.json"
 check "rendered sandbox policy equals netpol/sandbox-policy.example.json" \
     python3 -c 'import json,sys; sys.exit(json.load(open(sys.argv[1])) != json.load(open(sys.argv[2])))' \

@@ -2,10 +2,14 @@
 """check_manifests.py - every manifest in deploy/ and netpol/ against the
 real OpenAPI schemas (../shared/k8s/validate.py, Strict, k8s 1.35 and 1.30).
 
-Kinds the stored schemas do not cover (RBAC: Role, RoleBinding) get a
-strict shape check here plus the least-privilege rules docs/kubernetes.md
-promises; non-API files (the kind Cluster config, the seccomp profile) get a
-shape check. Prints "ok NAME" / "not ok NAME" lines for tests/run.
+RBAC (Role, RoleBinding) gets the schemas plus a strict shape check and the
+least-privilege rules docs/kubernetes.md promises: the orchestrator's Roles
+grant exactly the verbs in ORCH_GRANTS (each needed by the code named
+there), and every rule is preceded by a comment naming that code. The
+admission fence (deploy/15-admission.yaml) gets the schemas plus its own
+checks (check_admission). Non-API files (the kind Cluster config, the
+seccomp profile) get a shape check. Prints "ok NAME" / "not ok NAME" lines
+for tests/run.
 """
 import glob
 import json
@@ -15,8 +19,11 @@ import sys
 import yaml  # python3-yaml (deps/k8s.txt)
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.environ.get("K8S_SHARED_DIR",
-                                  os.path.join(TOP, "..", "shared", "k8s")))
+SHARED_DEFAULT = os.path.join(TOP, "..", "shared", "k8s")
+# CHECK_TOP: check the deploy/ and netpol/ of another tree (test 60 checks
+# altered copies, to show each check refuses what it should).
+TOP = os.environ.get("CHECK_TOP", TOP)
+sys.path.insert(0, os.environ.get("K8S_SHARED_DIR", SHARED_DEFAULT))
 import validate  # noqa: E402
 
 VALS = [validate.Validator("1.35"), validate.Validator("1.30")]
@@ -92,6 +99,99 @@ def check_rbac(d):
     return errs
 
 
+# What the orchestrator's Roles may grant: (namespace, apiGroup, resource,
+# resourceNames) -> verbs; the code that needs each is named in
+# deploy/10-rbac.yaml. A verb granted beyond these fails the check. (A
+# watch cache of sandbox pods, claims and proxy pods would add "watch" to
+# the three entries it watches.)
+ORCH_ROLES = {"sandbox-orchestrator", "sandbox-orchestrator-fleet"}
+ORCH_GRANTS = {
+    ("sandboxes", "", "pods", ()): {"create", "get", "list", "delete", "patch"},
+    ("sandboxes", "", "persistentvolumeclaims", ()): {"create", "get", "list",
+                                                      "delete", "patch"},
+    ("sandboxes", "", "secrets", ()): {"create", "delete"},
+    ("sandboxes", "networking.k8s.io", "networkpolicies", ()): {
+        "create", "get", "list", "update", "delete"},
+    ("sandbox-system", "apps", "deployments/scale", ("egress-proxy",)): {"get", "patch"},
+    ("sandbox-system", "", "pods", ()): {"list", "patch"},
+}
+# Resources the orchestrator may update only through the admission fence.
+FENCED = {("sandboxes", "pods"), ("sandboxes", "persistentvolumeclaims"),
+          ("sandbox-system", "pods")}
+
+
+def role_grants(d):
+    """{(ns, group, resource, names): verbs} of one Role."""
+    out = {}
+    ns = d.get("metadata", {}).get("namespace")
+    for r in d.get("rules", []):
+        for g in r.get("apiGroups", []):
+            for res in r.get("resources", []):
+                k = (ns, g, res, tuple(sorted(r.get("resourceNames", []))))
+                out.setdefault(k, set()).update(r.get("verbs", []))
+    return out
+
+
+def check_orch_role(d):
+    errs = []
+    for k, verbs in sorted(role_grants(d).items()):
+        extra = verbs - ORCH_GRANTS.get(k, set())
+        if extra:
+            errs.append("%s: %s granted, nothing in the code needs it" %
+                        ("/".join(x if isinstance(x, str) else ",".join(x)
+                                  for x in k), sorted(extra)))
+    return errs
+
+
+def rule_comments(text):
+    """Each '- apiGroups:' of a Role's rules must follow a comment naming
+    the code that needs the rule (FILE.c:function)."""
+    errs, lines = [], text.splitlines()
+    for i, ln in enumerate(lines):
+        if ln.strip().startswith("- apiGroups:") and ln.startswith("  - "):
+            j = i - 1
+            block = []
+            while j >= 0 and lines[j].strip().startswith("#"):
+                block.append(lines[j])
+                j -= 1
+            if not any(".c:" in b for b in block):
+                errs.append("line %d: rule without a comment naming the code "
+                            "(FILE.c:function) that needs it" % (i + 1))
+    return errs
+
+
+def check_admission(docs, sa_user):
+    """The fence: one policy and its binding, Fail closed, Deny, matching
+    the orchestrator's service account and every resource it may patch."""
+    errs = []
+    pol = [d for d in docs if d.get("kind") == "ValidatingAdmissionPolicy"]
+    bnd = [d for d in docs if d.get("kind") == "ValidatingAdmissionPolicyBinding"]
+    if len(pol) != 1 or len(bnd) != 1:
+        return ["want one ValidatingAdmissionPolicy and one binding"]
+    ps, bs = pol[0]["spec"], bnd[0]["spec"]
+    if bs.get("policyName") != pol[0]["metadata"]["name"]:
+        errs.append("binding names another policy")
+    if "Deny" not in bs.get("validationActions", []):
+        errs.append("binding must Deny")
+    if ps.get("failurePolicy") != "Fail":
+        errs.append("failurePolicy must be Fail (closed)")
+    if not any(sa_user in m.get("expression", "") for m in ps.get("matchConditions", [])):
+        errs.append("no matchCondition names %s" % sa_user)
+    mc = ps.get("matchConstraints", {})
+    nss = [v for e in mc.get("namespaceSelector", {}).get("matchExpressions", [])
+           if e.get("key") == "kubernetes.io/metadata.name" and e.get("operator") == "In"
+           for v in e.get("values", [])]
+    for ns, res in sorted(FENCED):
+        if ns not in nss:
+            errs.append("namespace %s not matched" % ns)
+        if not any(res in r.get("resources", []) and "UPDATE" in r.get("operations", [])
+                   for r in mc.get("resourceRules", [])):
+            errs.append("UPDATE of %s not matched" % res)
+    if not ps.get("validations"):
+        errs.append("no validations")
+    return errs
+
+
 def main():
     files = sorted(glob.glob(os.path.join(TOP, "deploy", "**", "*.yaml"), recursive=True) +
                    glob.glob(os.path.join(TOP, "netpol", "*.yaml")) +
@@ -117,14 +217,37 @@ def main():
                 report(name + " (kind config, not an API object)", errs)
                 continue
             if d.get("kind") in RBAC_KEYS:
-                report(name + " (RBAC: not in the stored schemas; shape + "
-                       "least privilege checked)", check_rbac(d))
+                errs = check_rbac(d)
+                for v in VALS:
+                    for x in v.validate(json.loads(json.dumps(d))):
+                        errs.append("k8s %s: %s" % (v.version, x.text()))
+                if d["kind"] == "Role" and d["metadata"].get("name") in ORCH_ROLES:
+                    errs += check_orch_role(d)
+                report(name + " (RBAC: schemas, shape, least privilege)", errs)
                 continue
             errs = []
             for v in VALS:
                 for x in v.validate(json.loads(json.dumps(d))):
                     errs.append("k8s %s: %s" % (v.version, x.text()))
             report(name, errs)
+    # The orchestrator's Roles: each rule says what needs it.
+    rb = os.path.join(TOP, "deploy", "10-rbac.yaml")
+    report("deploy/10-rbac.yaml: every rule names the code that needs it",
+           rule_comments(open(rb).read()))
+    # The admission fence, bound to the service account 10-rbac.yaml binds.
+    subj = [s for d in yaml.safe_load_all(open(rb)) if d and d.get("kind") == "RoleBinding"
+            for s in d.get("subjects", [])]
+    users = {"system:serviceaccount:%s:%s" % (s["namespace"], s["name"]) for s in subj}
+    ad = os.path.join(TOP, "deploy", "15-admission.yaml")
+    if len(users) != 1:
+        report("deploy/15-admission.yaml: the fence", ["want one bound service account"])
+    elif not os.path.exists(ad):
+        report("deploy/15-admission.yaml: the fence", ["missing"])
+    else:
+        report("deploy/15-admission.yaml: the fence (Fail closed, Deny, the "
+               "orchestrator's account, every resource it patches)",
+               check_admission([d for d in yaml.safe_load_all(open(ad)) if d],
+                               users.pop()))
     # The seccomp profile (OCI format, not an API object).
     p = os.path.join(TOP, "deploy", "seccomp", "sandbox.json")
     errs = []

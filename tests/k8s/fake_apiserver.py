@@ -41,7 +41,9 @@ Test control (no auth, loopback only): POST /_fake/<op> with a JSON body:
   noclone  {"on":true}                                       PVC clones stay Pending
 GET /_fake/state (all objects), GET /_fake/log (requests seen),
 GET /_fake/bodies (every write: [method, path, status, body as sent]),
-GET /_fake/stalled ({"stalled": answers being delayed now, "delayed": ever}).
+GET /_fake/stalled ({"stalled": answers being delayed now, "delayed": ever}),
+GET /_fake/admission (every PATCH/PUT as admission sees it: operation,
+resource, namespace, name, oldObject, object; tests/e2e/76-k8s-admission.sh).
 """
 import argparse
 import base64
@@ -102,6 +104,8 @@ BODIES = []         # [method, path, code, body] of every authenticated write
 INJECT = []         # dicts: kind fail/delay, method, path(regex), ...
 STATE = {"hold": False, "noclone": False, "badimages": [], "ips": set(), "stalled": 0,
          "delayed": 0}
+ADMISSION = []      # updates as admission sees them (admission_record)
+ADMISSION_MAX = 5000
 PROCS = {}          # pod key -> Popen
 ARGS = None
 
@@ -321,6 +325,20 @@ def really_delete(k):
         ip = obj.get("status", {}).get("podIP")
         STATE["ips"].discard(ip)
     return obj
+
+
+def admission_record(group, plural, ns, name, old, new):
+    """Keeps one update (a PATCH or PUT) as a validating admission policy
+    sees it: the stored object before (oldObject) and the object the update
+    makes (object), both in their public form. tests/k8s/cel_eval.py runs
+    deploy/15-admission.yaml over these. The first ADMISSION_MAX are kept
+    (a benchmark's thousands of pods must not grow the fake without end)."""
+    if len(ADMISSION) >= ADMISSION_MAX:
+        return
+    ADMISSION.append({"operation": "UPDATE",
+                      "resource": {"group": group, "resource": plural},
+                      "namespace": ns, "name": name,
+                      "oldObject": public(old), "object": public(new)})
 
 
 def merge_patch(target, patch):
@@ -813,6 +831,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 return self.send_json(200, {"log": LOG})
             if op == "bodies":
                 return self.send_json(200, {"bodies": BODIES})
+            if op == "admission":
+                return self.send_json(200, {"updates": ADMISSION})
             if op == "stalled":
                 return self.send_json(200, {"stalled": STATE["stalled"],
                                             "delayed": STATE["delayed"]})
@@ -1010,6 +1030,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         new["metadata"]["resourceVersion"] = next_rv()
         if "status" in cur:
             new["status"] = cur["status"]
+        admission_record(group, plural, ns, name, cur, new)
         STORE[k] = new
         return 200, public(new)
 
@@ -1057,6 +1078,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if f in cur["metadata"]:
                 new["metadata"][f] = cur["metadata"][f]
         new["metadata"]["resourceVersion"] = next_rv()
+        admission_record(group, plural, ns, name, cur, new)
         STORE[k] = new
         return 200, public(new)
 

@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# The fence on the orchestrator's writes (deploy/15-admission.yaml): the
+# real orchestrator runs against the fake API server (warm-pool claims,
+# labels, proxy assignment, proxy labels and deletion costs, a scale-down);
+# every pod and claim update it sent, as admission sees it (stored object
+# before and after), is run through the policy with tests/k8s/cel_eval.py
+# and admitted; hostile updates made from those (image, command, env,
+# volumes, securityContext, serviceAccountName, other labels/annotations, a
+# proxy pod's image, owner references) are denied with the policy's message.
+. "$(dirname "$0")/../lib/common.sh"
+. "$TOP/tests/k8s/lib.sh"
+ORCH_BIN=$BIN/orchestrator/orchestrator
+[ -x "$ORCH_BIN" ] || { fail "orchestrator binary" "not built"; exit 1; }
+POLICY=$TOP/deploy/15-admission.yaml
+CEL="python3 $K8S_DIR/cel_eval.py"
+CASES="python3 $K8S_DIR/admission_cases.py"
+
+# --- the evaluator refuses what it does not implement ---
+check "the policy's expressions all parse" python3 -c '
+import sys; sys.path.insert(0, sys.argv[1]); import cel_eval
+cel_eval.load_policy(sys.argv[2])' "$K8S_DIR" "$POLICY"
+for e in "size(object.spec.containers) == 1" "object.metadata.name.startsWith('x')" \
+    "object.spec.x < 2" "object.?spec" "[1].map(x, x)" "1.5 == 1.5"; do
+	check "evaluator refuses an unimplemented construct: $e" python3 -c '
+import sys; sys.path.insert(0, sys.argv[1]); import cel_eval
+try:
+    cel_eval.parse(sys.argv[2])
+except cel_eval.Unsupported:
+    sys.exit(0)
+sys.exit(1)' "$K8S_DIR" "$e"
+done
+sed 's/expression: "object.spec == oldObject.spec"/expression: "size(object.spec) == 1"/' \
+    "$POLICY" >"$T/unsupported.yaml"
+echo '[]' >"$T/none.json"
+check "a policy using an unimplemented function: exit 3, no verdict" \
+    bash -c "! cmp -s '$POLICY' '$T/unsupported.yaml' && { $CEL '$T/unsupported.yaml' '$T/none.json' >'$T/u.out'; [ \$? = 3 ]; } && grep -q '^unsupported: function' '$T/u.out'"
+check "CEL semantics: a missing field is an error, absorbed by || true, cross-type == false" python3 -c '
+import sys; sys.path.insert(0, sys.argv[1]); import cel_eval as c
+env = {"o": {"a": 1}}
+try:
+    c.cel("o.b == 1", env); sys.exit(1)
+except c.CelError:
+    pass
+assert c.cel("o.b == 1 || true", env) is True
+assert c.cel("false && o.b", env) is False
+assert c.cel("o.a == true", env) is False
+assert c.cel("{} == {} && [] == []", env) is True' "$K8S_DIR"
+
+# --- a real run of the orchestrator ---
+k8s_setup
+k8s_write_config 'sandboxes_per_proxy: 1'
+ORCH_PORT=$(free_port)
+ORCH_KEY=k-$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
+printf '%s\n' "$ORCH_KEY" >"$T/key"
+chmod 600 "$T/key"
+{
+	cat <<YAML
+listen: 127.0.0.1:$ORCH_PORT
+key_file: $T/key
+runtime: kubernetes
+pool:
+  min_idle: 1
+YAML
+	cat "$CFG"
+	printf '  fleet_interval: 1s\n'
+} >"$T/orch.yaml"
+"$ORCH_BIN" -d -f "$T/orch.yaml" >>"$T/orch.log" 2>&1 &
+ORCH_PID=$!
+track_pid $ORCH_PID
+check "orchestrator starts on the kubernetes runtime" \
+    wait_for 60 curl -sf "http://127.0.0.1:$ORCH_PORT/readyz" || { tail -20 "$T/orch.log"; exit 1; }
+mcp_tool() {
+	curl -s --max-time 120 -H "Authorization: Bearer $ORCH_KEY" -H 'Content-Type: application/json' \
+	    -H 'Accept: application/json, text/event-stream' -H "X-Session-Id: $1" \
+	    -d "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"$2\",\"arguments\":$3}}" \
+	    "http://127.0.0.1:$ORCH_PORT/mcp"
+}
+first_ready() { grep -q "warm pool member ready" "$T/orch.log"; }
+check "a warm pod is readied" wait_for 60 first_ready
+check "session 1 runs a command (a warm claim)" bash -c "grep -q hi-one <<<\"\$(cat)\"" \
+    <<<"$(mcp_tool sess-1 shell '{"command":"echo hi-one"}')"
+check "session 2 runs a command" bash -c "grep -q hi-two <<<\"\$(cat)\"" \
+    <<<"$(mcp_tool sess-2 shell '{"command":"echo hi-two"}')"
+fake_get admission >"$T/updates.json"
+have() { $CASES "$T/updates.json" kinds >"$T/kinds"; grep -qF "$1" "$T/kinds"; }
+costs() { fake_get admission >"$T/updates.json"; have "deletion cost"; }
+check "the fleet sweep marks proxy pods' deletion cost" wait_for 30 costs
+mcp_tool sess-1 clear_session '{}' >/dev/null
+sleep 3	# a few fleet sweeps: scale-down marks and re-labels
+fake_get admission >"$T/updates.json"
+kill "$ORCH_PID"; wait "$ORCH_PID" 2>/dev/null
+$CASES "$T/updates.json" kinds >"$T/kinds"
+sed 's/^/# seen: /' "$T/kinds"
+for k in "sandbox pod: labels annotation" "sandbox pod: proxy assignment" \
+    "proxy pod: own-name label" "proxy pod: deletion cost" "claim: labels annotation"; do
+	check "captured the orchestrator's write: $k" grep -qF "$k" "$T/kinds"
+done
+
+# --- good: every update the orchestrator sent is admitted ---
+$CASES "$T/updates.json" good >"$T/good.json"
+$CEL "$POLICY" "$T/good.json" >"$T/good.out"
+n=$(jq length "$T/good.json")
+check "$n updates of pods and claims captured" test "$n" -ge 5
+check "every one of them is admitted${n:+ ($n)}" \
+    bash -c "[ \"\$(grep -c '^admit ' '$T/good.out')\" = '$n' ]" || sed 's/^/#   /' "$T/good.out" | grep -v '^#   admit ' | head -20
+check "other updates it makes (NetworkPolicies) are not this policy's" \
+    jq -e '[.updates[] | select(.resource.resource == "networkpolicies")] | length >= 1' "$T/updates.json" >/dev/null
+
+# --- bad: each hostile change is denied, with the policy's message ---
+$CASES "$T/updates.json" bad >"$T/bad.json"
+$CEL "$POLICY" "$T/bad.json" >"$T/bad.out"
+nb=$(jq length "$T/bad.json")
+check "$nb hostile updates evaluated" test "$(wc -l <"$T/bad.out")" = "$nb"
+i=0
+while IFS= read -r line; do
+	name=$(jq -r ".[$i].name" "$T/bad.json")
+	want=$(jq -r ".[$i].want // empty" "$T/bad.json")
+	if [ -n "$want" ]; then
+		check "denied: $name" bash -c "[[ \"\$1\" == 'deny '* ]] && [[ \"\$1\" == *\"\$2\"* ]]" _ "$line" "$want" ||
+			echo "#   got: $line (want: $want)"
+	else
+		check "not matched: $name" bash -c "[[ \"\$1\" == 'skip '* ]]" _ "$line" ||
+			echo "#   got: $line"
+	fi
+	i=$((i + 1))
+done <"$T/bad.out"
+
+# --- the test can fail: without the spec rule, an image change is admitted ---
+grep -v 'expression: "object.spec == oldObject.spec"' "$POLICY" |
+    sed '/may not change the spec of pods or claims/,+1d' >"$T/weak.yaml"
+$CEL "$T/weak.yaml" "$T/bad.json" >"$T/weak.out"
+check "a policy without the spec rule admits the proxy image change (the check bites)" \
+    grep -q '^admit proxy pod: image changed' "$T/weak.out"
+k8s_no_violations
