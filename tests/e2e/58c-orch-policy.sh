@@ -93,12 +93,9 @@ eq() { [ "$1" = "$2" ] || { echo "# got:  $1" >&2; echo "# want: $2" >&2; return
 
 # Does this proxy keep policies (issue 16's proxy side)? Probe it.
 px_admin '{"op":"register","id":"policy-probe","secret":"0123456789abcdef","policy":{"github":{}}}' >/dev/null
-if px_admin '{"op":"stats","id":"policy-probe"}' | grep -q '"policy"'; then
-	PX_POLICY=1
-else
-	PX_POLICY=0
-	echo "# this proxy does not show policies in stats: proxy stats checks skipped"
-fi
+PX_POLICY=1
+probe_policy() { px_admin '{"op":"stats","id":"policy-probe"}' | grep -q '"policy"'; }
+check "the proxy shows a registration's policy in stats" probe_policy || PX_POLICY=0
 px_admin '{"op":"deregister","id":"policy-probe"}' >/dev/null
 # px_policy SANDBOX: the policy the proxy has for it (canonical), or null.
 px_policy() {
@@ -329,6 +326,8 @@ check "after the restart PUT still refuses to widen" eq "$(code_of "$out")" 409
 # --- REST DELETE ends it: the record goes with its policy ---
 out=$(rest DELETE /v1/sessions/pol-1 -o /dev/null -w '%{http_code}')
 check "REST DELETE" eq "$out" 200
+gone_at_proxy() { ! px_admin "{\"op\":\"stats\",\"id\":\"$sb1\"}" | grep -qF "\"$sb1\""; }
+check "REST DELETE deregisters the sandbox at its proxy (which revokes its App token: 25)" wait_until 10 gone_at_proxy
 out=$(post '{"id":"pol-1","org":"acme"}')
 check "the same id again is a new session with the org's policy" eq "$(j 'd["policy"]' <<<"$out")" "$pol_org"
 for s in pol-1 pol-org pol-def pol-def2 pol-mcp; do rest DELETE "/v1/sessions/$s" >/dev/null; done
