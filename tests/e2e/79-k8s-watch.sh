@@ -37,7 +37,7 @@ check "orchestrator starts" wait_for 60 curl -sf "http://127.0.0.1:$ORCH_PORT/re
 call() {
 	curl -s --max-time 120 -H "Authorization: Bearer $ORCH_KEY" -H 'Content-Type: application/json' \
 	    -H 'Accept: application/json, text/event-stream' -H "X-Session-Id: $1" \
-	    -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"shell","arguments":{"command":"echo hi-$1"}}}' \
+	    -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"shell","arguments":{"command":"echo hi-'"$1"'"}}}' \
 	    "http://127.0.0.1:$ORCH_PORT/mcp"
 }
 # The fake's log: requests by kind. lists POD|PVC: plain (non-watch) lists
@@ -64,14 +64,25 @@ pl0=$(lists pods); cl0=$(lists persistentvolumeclaims)
 
 # A new session: the claim and the pool's refill, counted by the fake.
 fake counts '{"reset":true}' >/dev/null
+n0=$(flog | jq_py 'len(d["log"])')
 out=$(call new-1)
 check "a new session runs" grep -q hi-new-1 <<<"$out"
 check "the pool refills after it" wait_for 90 refill 3
 sleep 1
 c=$(fake counts '{"reset":true}')
 echo "# a new session's API cost: $c"
-check "a new session issues <= 5 API requests" test "$(jq_py 'd["requests"]' <<<"$c")" -le 5
-check "... and <= 64 KiB" test "$(jq_py 'd["bytes"]' <<<"$c")" -le 65536
+# What a new session still sends is writes (the claim's label and proxy
+# patches, the policy, the refill's claim, secret, policy and pod) and the
+# fleet's reads of the scale and of a policy; nothing else.
+sess_log=$(flog | jq_py "d['log'][$n0:]")
+echo "# its requests: $(jq_py '", ".join("%s %s" % (e[0], e[1].split("?")[0].rsplit("/", 2)[-2]) for e in d)' <<<"$sess_log")"
+check "a new session lists nothing (no list of pods, claims or proxy pods)" \
+    test "$(jq_py "len([e for e in d if e[0]=='GET' and 'watch=1' not in e[1] and ('/pods?' in e[1] or '/persistentvolumeclaims?' in e[1])])" <<<"$sess_log")" = 0
+check "a new session reads no pod or claim from the API (the cache answers)" \
+    test "$(jq_py "len([e for e in d if e[0]=='GET' and ('/pods/' in e[1] or '/persistentvolumeclaims/' in e[1])])" <<<"$sess_log")" = 0
+check "a new session issues <= 5 read requests" \
+    test "$(jq_py "len([e for e in d if e[0]=='GET' and 'watch=1' not in e[1]])" <<<"$sess_log")" -le 5
+check "a new session's answers are <= 64 KiB" test "$(jq_py 'd["bytes"]' <<<"$c")" -le 65536
 
 # Adds: copies of the seed session's pod and claim (new sandboxes of new
 # sessions) made behind the orchestrator's back; the reconcile reads the

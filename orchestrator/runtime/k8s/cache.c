@@ -471,8 +471,9 @@ kcache_items(struct kcache *kc, enum kcache_set which, cJSON **items)
 	pthread_mutex_lock(&kc->mtx);
 	if (served_locked(s)) {
 		*items = cJSON_CreateArray();
-		cJSON_ArrayForEach(it, s->objs)
+		cJSON_ArrayForEach(it, s->objs) {
 			cJSON_AddItemToArray(*items, cJSON_Duplicate(it, 1));
+		}
 	}
 	pthread_mutex_unlock(&kc->mtx);
 	return *items != NULL;

@@ -1351,18 +1351,17 @@ k8s_stream(struct k8s_client *c, const char *path, long long timeout_ms,
 			force = 1;
 			continue;	/* the token may have rotated */
 		}
-		if (s.aborted)
-			rc = 0;		/* the caller's choice */
-		else if (s.code != 0 && s.code != 200)
+		/* A refusal is an answer, not a stream: *status and err tell. */
+		if (!s.aborted && s.code != 0 && s.code != 200)
 			k8s_status_error((int)s.code, s.errbody.p, s.errbody.len,
 			    err, errlen);
-		else if (cr != CURLE_OK)
+		else if (!s.aborted && cr != CURLE_OK) {
 			snprintf(err, errlen, "watch %s: %s", path,
 			    ebuf[0] ? ebuf : curl_easy_strerror(cr));
-		else
-			rc = 0;		/* the server ended it */
-		if (s.code != 0 && s.code != 200)
-			rc = 0;		/* an answer: *status tells */
+			buf_free(&s.errbody);
+			break;
+		}
+		rc = 0;		/* ended by the server, fn or stop, or refused */
 		buf_free(&s.errbody);
 		break;
 	}
