@@ -82,5 +82,5 @@ print("k8s-scale: %s sandboxes, %d sessions: API requests per new session "
       % (sys.argv[2], len(rows), statistics.median(rq), max(rq),
          statistics.median(by), statistics.median(by) / 1024, max(by) / 1024))
 PY
-echo "# requests of the last session (method path status):"
+echo "# the last 60 requests (method path status):"
 fake_get log | jq_py '"\n".join("%s %s %s" % (e[0], e[1].split("?")[0], e[2]) for e in d["log"][-60:])' | sort | uniq -c | sort -rn | head -20
