@@ -320,6 +320,7 @@ def pod_uses_claim(ns, claim):
 
 def really_delete(k):
     obj = STORE.pop(k, None)
+    watch_tombstone(k, obj)
     if obj is not None and k[1] == "pods":
         stop_proc(k)
         ip = obj.get("status", {}).get("podIP")
@@ -510,7 +511,7 @@ def kubelet_tick():
     t = time.time()
     with LOCK:
         for k, pod in list(STORE.items()):
-            if k[1] != "pods":
+            if k[1] != "pods" or k in SYNTHETIC:
                 continue
             md = pod["metadata"]
             st = pod["status"]
@@ -714,6 +715,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.wfile.write(body)
         except (BrokenPipeError, ConnectionResetError, ssl.SSLError, OSError):
             pass
+        return len(body)
 
     def read_body(self):
         n = int(self.headers.get("Content-Length") or 0)
@@ -807,6 +809,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if who is None:
             LOG.append([method, self.path, 401])
             return self.send_json(*status(401, "Unauthorized", "Unauthorized"))
+        if method == "GET" and q.get("watch", [""])[0] in ("1", "true"):
+            return watch_stream(self, u.path, q)
         code, obj = self.api(method, u.path, q, raw)
         with LOCK:
             LOG.append([method, self.path, code])
@@ -816,7 +820,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 except ValueError:
                     sent = raw.decode("utf-8", "replace")
                 BODIES.append([method, u.path, code, sent])
-        self.send_json(code, obj)
+        count_api(self.send_json(code, obj))
 
     def control(self, method, op, raw):
         try:
@@ -838,6 +842,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                                             "delayed": STATE["delayed"]})
             if op == "violations":
                 return self.send_json(200, {"violations": VIOLATIONS})
+            if op in WATCH_OPS:
+                return self.send_json(*WATCH_OPS[op](body))
             if op in ("fail", "delay"):
                 body["kind"] = op
                 body.setdefault("count", 1)
@@ -1199,6 +1205,215 @@ def seed(path):
         with LOCK:
             obj = finish_create(group, plural, ns, copy.deepcopy(d))
             STORE[key_of(group, plural, ns, d["metadata"]["name"])] = obj
+
+
+# ---- watch (list-then-watch clients), request counting, bulk objects ----
+# GET <collection>?watch=1[&resourceVersion=RV][&allowWatchBookmarks=true]
+# [&timeoutSeconds=N][&labelSelector=...] streams (chunked) one JSON event
+# a line: ADDED/MODIFIED/DELETED {"type","object"}, BOOKMARK (object holds
+# only metadata.resourceVersion), and for a resourceVersion older than the
+# compaction floor a single ERROR event with a 410 Expired Status, as the
+# real server does. Events are found by comparing resourceVersions in the
+# store every WATCH_TICK s (deletions through a tombstone list), so every
+# write path of this server is covered without hooks in each.
+# Control: watch-drop {} closes every open watch; compact {} makes every
+# resourceVersion seen so far too old (410); counts {"reset":bool}: API
+# requests and response bytes since the last reset (watch streams count
+# one request and every byte sent); bulk {"ns","pod","count"} copies a
+# sandbox pod and its claim count times (new ids, sessions, IPs) as
+# synthetic objects the kubelet leaves alone (a scale benchmark).
+WATCH = {"floor": 0, "gen": 0, "open": 0}
+WATCH_TICK = 0.05
+TOMBS = []          # [delete rv, key, last object] (bounded)
+COUNTS = {"requests": 0, "bytes": 0, "watches": 0}
+SYNTHETIC = set()   # pod keys the kubelet leaves alone
+
+
+def count_api(n, requests=1):
+    with LOCK:
+        COUNTS["requests"] += requests
+        COUNTS["bytes"] += n
+
+
+def watch_tombstone(k, obj):
+    if obj is None:
+        return
+    TOMBS.append([int(next_rv()), k, public(obj)])
+    del TOMBS[:-20000]
+
+
+def op_watch_drop(body):
+    WATCH["gen"] += 1
+    return 200, {"ok": True, "open": WATCH["open"]}
+
+
+def op_compact(body):
+    WATCH["floor"] = RV[0] + 1
+    return 200, {"ok": True, "floor": WATCH["floor"]}
+
+
+def op_counts(body):
+    out = dict(COUNTS)
+    out["open_watches"] = WATCH["open"]
+    if body.get("reset"):
+        COUNTS.update(requests=0, bytes=0, watches=0)
+    return 200, out
+
+
+def op_bulk(body):
+    ns, name, n = body.get("ns", ""), body.get("pod", ""), int(body.get("count", 0))
+    pod = STORE.get(key_of("", "pods", ns, name))
+    if pod is None:
+        return 404, {"error": "no such pod"}
+    sid = pod["metadata"].get("labels", {}).get("sandbox.dev/id", "")
+    if len(sid) < 8:
+        return 400, {"error": "pod has no sandbox id"}
+    pvcs = [(k, o) for k, o in STORE.items() if k[1] == "persistentvolumeclaims"
+            and k[2] == ns and o["metadata"].get("labels", {})
+            .get("sandbox.dev/id") == sid]
+    made = 0
+    for i in range(n):
+        nid = sid[:-7] + "b%06d" % i
+        for k, o in [(key_of("", "pods", ns, name), pod)] + pvcs:
+            txt = json.dumps(o).replace(sid, nid)
+            c = json.loads(txt)
+            md = c["metadata"]
+            md["uid"] = str(uuid.uuid4())
+            md["resourceVersion"] = next_rv()
+            ann = md.get("annotations", {})
+            lab = ann.get("sandbox.dev/labels")
+            if lab:
+                ann["sandbox.dev/labels"] = re.sub(
+                    r'("session":")[^"]*', r"\g<1>bulk-%06d" % i, lab)
+            nk = key_of("", k[1], ns, md["name"])
+            if nk in STORE:
+                continue
+            if k[1] == "pods":
+                ip = "127.%d.%d.%d" % (100 + i // 65536, (i // 256) % 256, i % 256)
+                c["status"]["podIP"] = ip
+                c["status"]["podIPs"] = [{"ip": ip}]
+                SYNTHETIC.add(nk)
+            STORE[nk] = c
+            made += 1
+    return 200, {"ok": True, "made": made}
+
+
+WATCH_OPS = {"watch-drop": op_watch_drop, "compact": op_compact,
+             "counts": op_counts, "bulk": op_bulk}
+
+
+def watch_match(k, o, group, plural, ns, reqs):
+    return k[0] == group and k[1] == plural and (ns is None or k[2] == ns) \
+        and sel_match(reqs, o.get("metadata", {}).get("labels"))
+
+
+def watch_event(typ, o):
+    return (json.dumps({"type": typ, "object": o}) + "\n").encode()
+
+
+def watch_stream(h, path, q):
+    m = PATH_RE.match(path)
+    if not m or m.group("name") or m.group("sub") or \
+            (m.group("g") or "", m.group("res")) not in RES:
+        return count_api(h.send_json(*status(404, "NotFound", "the server "
+                         "could not find the requested resource")))
+    group, plural, ns = m.group("g") or "", m.group("res"), m.group("ns")
+    try:
+        reqs = parse_selector(q.get("labelSelector", [""])[0])
+        rv = int(q.get("resourceVersion", ["0"])[0] or 0)
+        tmo = float(q.get("timeoutSeconds", ["300"])[0] or 300)
+    except ValueError as e:
+        return count_api(h.send_json(*status(400, "BadRequest", str(e))))
+    bookmarks = q.get("allowWatchBookmarks", [""])[0] == "true"
+    kind = RES[(group, plural)][1]
+    av = (group + "/v1") if group else "v1"
+    with LOCK:
+        LOG.append(["GET", h.path, 200, "watch"])
+        COUNTS["watches"] += 1
+        WATCH["open"] += 1
+        gen = WATCH["gen"]
+    sent = 0
+    try:
+        h.send_response(200)
+        h.send_header("Content-Type", "application/json")
+        h.send_header("Transfer-Encoding", "chunked")
+        h.end_headers()
+
+        def emit(data):
+            h.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            h.wfile.flush()
+            return len(data)
+        with LOCK:
+            if rv and rv < WATCH["floor"]:
+                _, st = status(410, "Expired", "too old resource version: "
+                               "%d (%d)" % (rv, WATCH["floor"]))
+                out = [watch_event("ERROR", st)]
+                known, end = None, 0
+            else:
+                known, out = {}, []
+                for k, o in STORE.items():
+                    if not watch_match(k, o, group, plural, ns, reqs):
+                        continue
+                    orv = int(o["metadata"].get("resourceVersion", "0"))
+                    if rv and orv <= rv:
+                        known[k] = (orv, public(o))
+                for drv, k, o in TOMBS:
+                    if rv and drv > rv and watch_match(k, o, group, plural,
+                                                       ns, reqs):
+                        o = dict(o, kind=kind, apiVersion=av)
+                        out.append(watch_event("DELETED", o))
+                end = time.time() + max(0.0, min(tmo, 3600))
+        for data in out:
+            sent += emit(data)
+        last_bm = time.time()
+        while known is not None and time.time() < end and \
+                WATCH["gen"] == gen:
+            out = []
+            with LOCK:
+                seen = set()
+                for k, o in STORE.items():
+                    if not watch_match(k, o, group, plural, ns, reqs):
+                        continue
+                    seen.add(k)
+                    orv = int(o["metadata"].get("resourceVersion", "0"))
+                    was = known.get(k)
+                    if was is None or was[0] != orv:
+                        po = public(o)
+                        po.setdefault("kind", kind)
+                        po.setdefault("apiVersion", av)
+                        known[k] = (orv, po)
+                        out.append(watch_event("ADDED" if was is None
+                                               else "MODIFIED", po))
+                for k in [k for k in known if k not in seen]:
+                    po = known.pop(k)[1]
+                    po.setdefault("kind", kind)
+                    po.setdefault("apiVersion", av)
+                    po["metadata"]["resourceVersion"] = str(RV[0])
+                    out.append(watch_event("DELETED", po))
+                if bookmarks and time.time() - last_bm >= 1.0:
+                    last_bm = time.time()
+                    out.append(watch_event("BOOKMARK", {
+                        "kind": kind, "apiVersion": av,
+                        "metadata": {"resourceVersion": str(RV[0])}}))
+            for data in out:
+                sent += emit(data)
+            time.sleep(WATCH_TICK)
+        if WATCH["gen"] != gen:
+            # dropped: no terminating chunk, the connection just goes
+            h.close_connection = True
+            try:
+                h.connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        else:
+            h.wfile.write(b"0\r\n\r\n")
+            h.wfile.flush()
+    except (BrokenPipeError, ConnectionResetError, ssl.SSLError, OSError):
+        h.close_connection = True
+    finally:
+        with LOCK:
+            WATCH["open"] -= 1
+        count_api(sent)
 
 
 def main():

@@ -5,8 +5,9 @@
  * k8s.c and fleet.c both need (pod, claim, policy; our sandbox pods), the
  * derived credentials and the calls to a sandbox's agent.
  *
- * Rules: it calls only down (client.c, obj.c, netpol/, orchestrator/agentc);
- * it holds no state of its own and takes no lock; errors are -1 with one
+ * Rules: it calls only down (client.c, cache.c, obj.c, netpol/,
+ * orchestrator/agentc); its one piece of state is the watch cache
+ * (cache.h, r->cache), which list reads prefer and writes' replies feed; errors are -1 with one
  * line in err, prefixed by what was being done (api_failf).
  */
 #include <errno.h>
@@ -21,6 +22,7 @@
 
 #include "agentc.h"
 #include "buf.h"
+#include "cache.h"
 #include "client.h"
 #include "k8s_int.h"
 #include "log.h"
@@ -166,20 +168,85 @@ api_delete(struct k8s_rt *r, const char *path, const char *q, char *err, size_t 
 	return api_call(r, "DELETE", path, q, NULL, NULL, 404, &st, NULL, err, errlen);
 }
 
+/* 1 if path is the collection coll or one object in it. */
+static int
+in_collection(const char *path, const char *coll)
+{
+	size_t n = strlen(coll);
+
+	return strncmp(path, coll, n) == 0 && (path[n] == '\0' ||
+	    (path[n] == '/' && strchr(path + n + 1, '/') == NULL));
+}
+
+/* 1 if the labels object has every pair of kv. */
+static int
+labels_have(const cJSON *labels, const struct netpol_kv *kv, size_t n)
+{
+	const char *v;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if ((v = k8s_ann(labels, kv[i].k)) == NULL || strcmp(v, kv[i].v) != 0)
+			return 0;
+	return 1;
+}
+
+/* A write's reply into the watch cache set it belongs to (cache.h): our
+ * own writes are read back before their watch event arrives. */
+static void
+cache_note(struct k8s_rt *r, const char *path, const cJSON *obj)
+{
+	const cJSON *labels = cJSON_GetObjectItemCaseSensitive(
+	    cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "labels");
+	const struct netpol_kv ours[2] = { { K8S_LBL_MANAGED, K8S_MANAGER },
+		{ K8S_LBL_INSTANCE, r->conf->instance } };
+	char coll[512];
+
+	if (r->cache == NULL || !cJSON_IsObject(labels))
+		return;
+	api_path(&api_pods, r->ns, NULL, coll, sizeof(coll));
+	if (in_collection(path, coll) && labels_have(labels, ours, 2))
+		kcache_put(r->cache, KC_SBX_PODS, obj);
+	api_path(&api_pvcs, r->ns, NULL, coll, sizeof(coll));
+	if (in_collection(path, coll) && labels_have(labels, ours, 2))
+		kcache_put(r->cache, KC_SBX_PVCS, obj);
+	api_path(&api_pods, r->pns, NULL, coll, sizeof(coll));
+	if (in_collection(path, coll) && r->nproxy > 0 &&
+	    labels_have(labels, r->proxy, r->nproxy))
+		kcache_put(r->cache, KC_PROXY_PODS, obj);
+}
+
 int
 api_create(struct k8s_rt *r, const char *path, const cJSON *obj, int *st,
     cJSON **out, char *err, size_t errlen)
 {
-	return api_call(r, "POST", path, API_Q_STRICT, NULL, obj, 409, st, out, err,
-	    errlen);
+	cJSON *reply = NULL;
+	int rc;
+
+	rc = api_call(r, "POST", path, API_Q_STRICT, NULL, obj, 409, st,
+	    out != NULL || r->cache != NULL ? &reply : NULL, err, errlen);
+	if (rc == 0 && reply != NULL)
+		cache_note(r, path, reply);
+	if (out != NULL)
+		*out = reply;
+	else
+		cJSON_Delete(reply);
+	return rc;
 }
 
 int
 api_merge_patch(struct k8s_rt *r, const char *path, const cJSON *patch, int *st,
     char *err, size_t errlen)
 {
-	return api_call(r, "PATCH", path, API_Q_STRICT, API_CT_MERGE, patch, 404, st, NULL,
-	    err, errlen);
+	cJSON *reply = NULL;
+	int rc;
+
+	rc = api_call(r, "PATCH", path, API_Q_STRICT, API_CT_MERGE, patch, 404, st,
+	    r->cache != NULL ? &reply : NULL, err, errlen);
+	if (rc == 0 && reply != NULL)
+		cache_note(r, path, reply);
+	cJSON_Delete(reply);
+	return rc;
 }
 
 cJSON *
@@ -304,9 +371,24 @@ sbx_obj_get(struct k8s_rt *r, const struct api_res *rs,
 	return 0;
 }
 
+/* Sandbox id's object (named by namefn) from the cache set, if it holds it. */
+static int
+sbx_cached(struct k8s_rt *r, enum kcache_set set,
+    void (*namefn)(const char *, char *, size_t), const char *id, cJSON **out)
+{
+	char name[128];
+
+	if (r->cache == NULL)
+		return 0;
+	namefn(id, name, sizeof(name));
+	return kcache_get(r->cache, set, name, out);
+}
+
 int
 api_pod_get(struct k8s_rt *r, const char *id, cJSON **pod, char *err, size_t errlen)
 {
+	if (sbx_cached(r, KC_SBX_PODS, k8s_name_pod, id, pod))
+		return 0;
 	return sbx_obj_get(r, &api_pods, k8s_name_pod, "get pod", id, pod, err,
 	    errlen);
 }
@@ -314,6 +396,8 @@ api_pod_get(struct k8s_rt *r, const char *id, cJSON **pod, char *err, size_t err
 int
 api_pvc_get(struct k8s_rt *r, const char *id, cJSON **pvc, char *err, size_t errlen)
 {
+	if (sbx_cached(r, KC_SBX_PVCS, k8s_name_pvc, id, pvc))
+		return 0;
 	return sbx_obj_get(r, &api_pvcs, k8s_name_pvc, "get claim", id, pvc, err,
 	    errlen);
 }
@@ -331,10 +415,58 @@ api_sandbox_pods(struct k8s_rt *r, cJSON **items, char *err, size_t errlen)
 {
 	char path[512];
 
+	if (r->cache != NULL && kcache_items(r->cache, KC_SBX_PODS, items))
+		return 0;
 	api_path(&api_pods, r->ns, NULL, path, sizeof(path));
 	if (api_list(r, path, r->sel_q, items, err, errlen) == -1)
 		return api_failf(err, errlen, "list sandbox pods in", r->ns);
 	return 0;
+}
+
+int
+api_sandbox_pvcs(struct k8s_rt *r, cJSON **items, char *err, size_t errlen)
+{
+	char path[512];
+
+	if (r->cache != NULL && kcache_items(r->cache, KC_SBX_PVCS, items))
+		return 0;
+	api_path(&api_pvcs, r->ns, NULL, path, sizeof(path));
+	return api_list(r, path, r->sel_q, items, err, errlen);
+}
+
+int
+api_proxy_pods(struct k8s_rt *r, cJSON **items, char *err, size_t errlen)
+{
+	char path[512];
+
+	if (r->cache != NULL && kcache_items(r->cache, KC_PROXY_PODS, items))
+		return 0;
+	api_path(&api_pods, r->pns, NULL, path, sizeof(path));
+	return api_list(r, path, r->proxy_q, items, err, errlen);
+}
+
+int
+api_cache_start(struct k8s_rt *r, char *err, size_t errlen)
+{
+	char p0[512], p1[512], p2[512];
+	struct kcache_src src[KC_NSETS];
+
+	api_path(&api_pods, r->ns, NULL, p0, sizeof(p0));
+	api_path(&api_pvcs, r->ns, NULL, p1, sizeof(p1));
+	api_path(&api_pods, r->pns, NULL, p2, sizeof(p2));
+	src[KC_SBX_PODS] = (struct kcache_src){ p0, r->sel_q };
+	src[KC_SBX_PVCS] = (struct kcache_src){ p1, r->sel_q };
+	src[KC_PROXY_PODS] = (struct kcache_src){ p2, r->proxy_q };
+	if ((r->cache = kcache_start(r->cl, src, err, errlen)) == NULL)
+		return -1;
+	return 0;
+}
+
+void
+api_cache_stop(struct k8s_rt *r)
+{
+	kcache_stop(r->cache);
+	r->cache = NULL;
 }
 
 int

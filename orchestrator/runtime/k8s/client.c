@@ -1234,3 +1234,137 @@ k8s_urlencode(const char *s, char *dst, size_t dstlen)
 	dst[o] = '\0';
 	return 0;
 }
+
+/* ---- streamed GETs (watches) ---- */
+
+#define STRM_ERR_MAX	4096	/* bytes of a refused watch's body kept */
+
+struct k8s_strm {
+	CURL		*h;
+	int		 (*fn)(void *, const char *, size_t);
+	int		 (*stop)(void *);
+	void		*arg;
+	struct buf	 errbody;	/* a non-200 answer's body, bounded */
+	long		 code;
+	int		 aborted;
+};
+
+static size_t
+strm_write_cb(char *p, size_t sz, size_t nm, void *arg)
+{
+	struct k8s_strm *s = arg;
+	size_t n = sz * nm, room;
+
+	if (s->code == 0)
+		curl_easy_getinfo(s->h, CURLINFO_RESPONSE_CODE, &s->code);
+	if (s->code != 200) {
+		/* Kept up to STRM_ERR_MAX bytes for the message; the rest dropped. */
+		room = s->errbody.len < STRM_ERR_MAX ? STRM_ERR_MAX - s->errbody.len : 0;
+		if (room > 0 && buf_add(&s->errbody, p, n < room ? n : room) == -1)
+			return 0;
+		return n;
+	}
+	if (s->fn(s->arg, p, n) == -1) {
+		s->aborted = 1;
+		return 0;
+	}
+	return n;
+}
+
+static int
+strm_progress_cb(void *arg, curl_off_t dt UNUSED, curl_off_t dn UNUSED,
+    curl_off_t ut UNUSED, curl_off_t un UNUSED)
+{
+	struct k8s_strm *s = arg;
+
+	if (s->stop != NULL && s->stop(s->arg)) {
+		s->aborted = 1;
+		return 1;
+	}
+	return 0;
+}
+
+int
+k8s_stream(struct k8s_client *c, const char *path, long long timeout_ms,
+    int (*fn)(void *, const char *, size_t), int (*stop)(void *), void *arg,
+    int *status, char *err, size_t errlen)
+{
+	char *url = NULL, token[K8S_MAX_TOKEN], ebuf[CURL_ERROR_SIZE] = "";
+	struct curl_slist *hdrs = NULL;
+	struct k8s_strm s;
+	CURLcode cr;
+	int rc = -1, force = 0, tries;
+
+	*status = 0;
+	if (xasprintf(&url, "%s%s", c->server, path) == -1)
+		abort();
+	for (tries = 0; tries < 2; tries++) {
+		memset(&s, 0, sizeof(s));
+		s.fn = fn;
+		s.stop = stop;
+		s.arg = arg;
+		buf_init(&s.errbody, STRM_ERR_MAX + 1);
+		if (token_get(c, force, token, sizeof(token), err, errlen) == -1) {
+			buf_free(&s.errbody);
+			break;
+		}
+		hdrs = req_headers(token, NULL, NULL);
+		explicit_bzero(token, sizeof(token));
+		if ((s.h = curl_easy_init()) == NULL) {
+			snprintf(err, errlen, "curl_easy_init failed");
+			headers_free(hdrs);
+			buf_free(&s.errbody);
+			break;
+		}
+		curl_easy_setopt(s.h, CURLOPT_URL, url);
+		curl_easy_setopt(s.h, CURLOPT_PROTOCOLS_STR, "https");
+		curl_easy_setopt(s.h, CURLOPT_HTTPGET, 1L);
+		curl_easy_setopt(s.h, CURLOPT_HTTPHEADER, hdrs);
+		curl_easy_setopt(s.h, CURLOPT_USERAGENT, "sandbox-orchestrator/k8s");
+		curl_easy_setopt(s.h, CURLOPT_NOSIGNAL, 1L);
+		curl_easy_setopt(s.h, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
+		curl_easy_setopt(s.h, CURLOPT_CONNECTTIMEOUT_MS,
+		    (long)(c->timeout_ms < 10000 ? c->timeout_ms : 10000));
+		curl_easy_setopt(s.h, CURLOPT_ERRORBUFFER, ebuf);
+		curl_easy_setopt(s.h, CURLOPT_WRITEFUNCTION, strm_write_cb);
+		curl_easy_setopt(s.h, CURLOPT_WRITEDATA, &s);
+		curl_easy_setopt(s.h, CURLOPT_NOPROGRESS, 0L);
+		curl_easy_setopt(s.h, CURLOPT_XFERINFOFUNCTION, strm_progress_cb);
+		curl_easy_setopt(s.h, CURLOPT_XFERINFODATA, &s);
+		curl_easy_setopt(s.h, CURLOPT_SSL_VERIFYPEER, 1L);
+		curl_easy_setopt(s.h, CURLOPT_SSL_VERIFYHOST, 2L);
+		set_pem(s.h, CURLOPT_CAINFO_BLOB, CURLOPT_CAINFO, 0, c->ca_data,
+		    c->ca_len, c->ca_file);
+		set_pem(s.h, CURLOPT_SSLCERT_BLOB, CURLOPT_SSLCERT,
+		    CURLOPT_SSLCERTTYPE, c->cert_data, c->cert_len, c->cert_file);
+		set_pem(s.h, CURLOPT_SSLKEY_BLOB, CURLOPT_SSLKEY, CURLOPT_SSLKEYTYPE,
+		    c->key_data, c->key_len, c->key_file);
+		cr = curl_easy_perform(s.h);
+		if (s.code == 0)
+			curl_easy_getinfo(s.h, CURLINFO_RESPONSE_CODE, &s.code);
+		curl_easy_cleanup(s.h);
+		headers_free(hdrs);
+		hdrs = NULL;
+		*status = (int)s.code;
+		if (s.code == 401 && !force) {
+			buf_free(&s.errbody);
+			force = 1;
+			continue;	/* the token may have rotated */
+		}
+		/* A refusal is an answer, not a stream: *status and err tell. */
+		if (!s.aborted && s.code != 0 && s.code != 200)
+			k8s_status_error((int)s.code, s.errbody.p, s.errbody.len,
+			    err, errlen);
+		else if (!s.aborted && cr != CURLE_OK) {
+			snprintf(err, errlen, "watch %s: %s", path,
+			    ebuf[0] ? ebuf : curl_easy_strerror(cr));
+			buf_free(&s.errbody);
+			break;
+		}
+		rc = 0;		/* ended by the server, fn or stop, or refused */
+		buf_free(&s.errbody);
+		break;
+	}
+	free(url);
+	return rc;
+}

@@ -78,6 +78,21 @@ int	k8s_request(struct k8s_client *, const char *method, const char *path,
 	    char *err, size_t errlen) WUNRES;
 
 /*
+ * A streamed GET (a watch), on an easy handle of its own that blocks the
+ * calling thread (never the loop; one connection for the stream): fn gets
+ * each piece of a 200 answer's body as it arrives, and returns -1 to end
+ * the stream; stop (may be NULL) is asked about once a second and ends it
+ * when it returns nonzero. No retries (the watcher backs off itself); a
+ * 401 re-reads the token and tries once more. Returns 0 with *status when
+ * the server answered (200: the stream ended, by the server, fn or stop;
+ * else err has the Status), -1 with err when no answer came or the
+ * stream broke (transport error, timeout_ms reached).
+ */
+int	k8s_stream(struct k8s_client *, const char *path, long long timeout_ms,
+	    int (*fn)(void *, const char *, size_t), int (*stop)(void *),
+	    void *arg, int *status, char *err, size_t errlen) WUNRES;
+
+/*
  * Turns a non-2xx answer into one line: the Status message and reason
  * ("pods \"x\" not found (404 NotFound)"), or the HTTP code and a bounded,
  * escaped excerpt when the body is not a Status. Returns err.

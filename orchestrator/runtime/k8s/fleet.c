@@ -332,7 +332,7 @@ proxies_list(struct k8s_rt *r, struct proxy **out, size_t *n, char *err,
 	*out = NULL;
 	*n = 0;
 	api_path(&api_pods, r->pns, NULL, path, sizeof(path));
-	if (api_list(r, path, r->proxy_q, &items, err, errlen) == -1)
+	if (api_proxy_pods(r, &items, err, errlen) == -1)
 		return api_failf(err, errlen, "list proxy pods in", r->pns);
 	cnt = (size_t)cJSON_GetArraySize(items);
 	p = cnt ? xcalloc(cnt, sizeof(*p)) : NULL;

@@ -724,7 +724,7 @@ k8s_list(struct runtime *rt, struct rt_info **out, size_t *n, char *err,
 		goto out;
 	}
 	api_path(&api_pvcs, r->ns, NULL, path, sizeof(path));
-	if (api_list(r, path, r->sel_q, &pvcs, err, errlen) == -1) {
+	if (api_sandbox_pvcs(r, &pvcs, err, errlen) == -1) {
 		api_failf(err, errlen, "list claims in", r->ns);
 		goto out;
 	}
@@ -1055,6 +1055,7 @@ k8s_free(struct runtime *rt)
 	r = rt->impl;
 	if (r != NULL) {
 		fleet_stop(r);
+		api_cache_stop(r);
 		k8s_client_free(r->cl);
 		free(r->orch_buf);
 		free(r->proxy_buf);
@@ -1333,7 +1334,8 @@ runtime_k8s_new(const struct rt_k8s_conf *conf, char *err, size_t errlen)
 	    setup_admin_token(r, err, errlen) == -1)
 		goto fail;
 	setup_params(r);
-	if (fleet_start(r, err, errlen) == -1)
+	if (fleet_start(r, err, errlen) == -1 ||
+	    (conf->fleet_interval_ms > 0 && api_cache_start(r, err, errlen) == -1))
 		goto fail;
 	log_info("k8s runtime server=%s namespace=%s proxies=%s/%s",
 	    k8s_client_server(r->cl), r->ns, r->pns, conf->proxy_deployment);

@@ -11,6 +11,9 @@
  *   api.c    API calls and object paths, label selectors, derived
  *            credentials, agent calls
  *     |
+ *     |
+ *   cache.c  the watch cache of our pods, claims and proxy pods
+ *     |
  *   client.c (REST), obj.c (object builders), orchestrator/agentc.c
  *
  * k8s.c calls fleet.c, home.c and api.c; fleet.c and home.c call api.c
@@ -65,6 +68,7 @@ struct k8s_rt {
 	int			 stopping;
 	int			 thr_started;
 	pthread_t		 thr;
+	struct kcache		*cache;		/* watch cache (api.c); NULL: none */
 };
 
 /* ---- api.c ---- */
@@ -133,7 +137,8 @@ cJSON	*api_ann_patch(const char *const *kv, size_t n);
 int	api_list(struct k8s_rt *r, const char *path, const char *q, cJSON **items,
 	    char *err, size_t errlen) WUNRES;
 
-/* Sandbox id's pod, claim or policy (caller frees); NULL if absent. */
+/* Sandbox id's pod, claim or policy (caller frees); NULL if absent. A
+ * pod or claim the watch cache holds comes from it, else from the API. */
 int	api_pod_get(struct k8s_rt *r, const char *id, cJSON **pod, char *err,
 	    size_t errlen) WUNRES;
 int	api_pvc_get(struct k8s_rt *r, const char *id, cJSON **pvc, char *err,
@@ -141,9 +146,23 @@ int	api_pvc_get(struct k8s_rt *r, const char *id, cJSON **pvc, char *err,
 int	api_netpol_get(struct k8s_rt *r, const char *id, cJSON **np, char *err,
 	    size_t errlen) WUNRES;
 
-/* Our sandbox pods, every one (callers skip the deleting and failed). */
+/* Our sandbox pods, every one (callers skip the deleting and failed);
+ * from the watch cache when it serves them. */
 int	api_sandbox_pods(struct k8s_rt *r, cJSON **items, char *err,
 	    size_t errlen) WUNRES;
+
+/* Our sandbox claims and the proxy pods, every one: from the watch
+ * cache when it serves them (cache.h), else listed. */
+int	api_sandbox_pvcs(struct k8s_rt *r, cJSON **items, char *err,
+	    size_t errlen) WUNRES;
+int	api_proxy_pods(struct k8s_rt *r, cJSON **items, char *err,
+	    size_t errlen) WUNRES;
+
+/* Starts the watch cache of our sandbox pods, claims and proxy pods
+ * (r->cache), which api_sandbox_pods(), api_sandbox_pvcs() and
+ * api_proxy_pods() then read; stop joins its threads. */
+int	api_cache_start(struct k8s_rt *r, char *err, size_t errlen) WUNRES;
+void	api_cache_stop(struct k8s_rt *r);
 
 /*
  * The session labels kept in the annotations ann (the record list() and

@@ -6,7 +6,8 @@
 # and $(PKG_LIBS) (libcurl, cJSON, libyaml, OpenSSL).
 RT_K8S_OBJS := $(B)/orchestrator/runtime/k8s/k8s.o $(B)/orchestrator/runtime/k8s/fleet.o \
     $(B)/orchestrator/runtime/k8s/home.o \
-    $(B)/orchestrator/runtime/k8s/api.o $(B)/orchestrator/runtime/k8s/client.o \
+    $(B)/orchestrator/runtime/k8s/api.o $(B)/orchestrator/runtime/k8s/cache.o \
+    $(B)/orchestrator/runtime/k8s/client.o \
     $(B)/orchestrator/runtime/k8s/obj.o $(B)/netpol/netpol.o
 K8S_CPPFLAGS := -Iorchestrator -Inetpol
 ALL_OBJS += $(RT_K8S_OBJS) $(B)/orchestrator/runtime/k8s/k8sctl.o \
