@@ -22,7 +22,7 @@ check "a verb the code does not use is refused (secrets update)" mut verb \
     's/verbs: \["create", "delete"\]/verbs: ["create", "delete", "update"]/' 10-rbac.yaml \
     "['update'] granted, nothing in the code needs it"
 check "a proxy pod get is refused" mut get \
-    's/verbs: \["list", "patch"\]/verbs: ["get", "list", "patch"]/' 10-rbac.yaml \
+    's/verbs: \["list", "watch", "patch"\]/verbs: ["get", "list", "watch", "patch"]/' 10-rbac.yaml \
     "['get'] granted, nothing in the code needs it"
 check "a rule without its comment is refused" mut comment \
     '/# The agent-token Secret/,/k8s.c:k8s_destroy. Never/d' 10-rbac.yaml \

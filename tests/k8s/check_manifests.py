@@ -106,14 +106,15 @@ def check_rbac(d):
 # the three entries it watches.)
 ORCH_ROLES = {"sandbox-orchestrator", "sandbox-orchestrator-fleet"}
 ORCH_GRANTS = {
-    ("sandboxes", "", "pods", ()): {"create", "get", "list", "delete", "patch"},
+    ("sandboxes", "", "pods", ()): {"create", "get", "list", "watch", "delete",
+                                    "patch"},
     ("sandboxes", "", "persistentvolumeclaims", ()): {"create", "get", "list",
-                                                      "delete", "patch"},
+                                                      "watch", "delete", "patch"},
     ("sandboxes", "", "secrets", ()): {"create", "delete"},
     ("sandboxes", "networking.k8s.io", "networkpolicies", ()): {
         "create", "get", "list", "update", "delete"},
     ("sandbox-system", "apps", "deployments/scale", ("egress-proxy",)): {"get", "patch"},
-    ("sandbox-system", "", "pods", ()): {"list", "patch"},
+    ("sandbox-system", "", "pods", ()): {"list", "watch", "patch"},
 }
 # Resources the orchestrator may update only through the admission fence.
 FENCED = {("sandboxes", "pods"), ("sandboxes", "persistentvolumeclaims"),
