@@ -290,6 +290,7 @@ def finish_create(group, plural, ns, obj):
         for k, v in sd.items():
             data[k] = base64.b64encode(v.encode()).decode()
     elif plural == "deployments":
+        obj.setdefault("spec", {}).setdefault("replicas", 1)  # API default
         obj["status"] = {"replicas": 0, "readyReplicas": 0,
                          "observedGeneration": 1}
     return obj
