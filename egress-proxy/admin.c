@@ -22,6 +22,7 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <openssl/crypto.h>
+#include <openssl/rand.h>
 #include <event2/listener.h>
 
 #include "admin.h"
@@ -342,6 +343,27 @@ op_deregister(cJSON *req, int fd, struct buf *r)
 	reply_ok(r);
 }
 
+/*
+ * This process's boot id (stats "boot_id"): 128 random bits in hex, made
+ * on first use and fixed for the process's life, so an orchestrator that
+ * sees it change knows the proxy restarted and forgot its registrations.
+ */
+static const char *
+boot_id(void)
+{
+	static char id[33];
+	unsigned char r[16];
+	size_t i;
+
+	if (id[0] != '\0')
+		return id;
+	if (RAND_bytes(r, sizeof(r)) != 1)
+		fatalx("boot id: no randomness");
+	for (i = 0; i < sizeof(r); i++)
+		snprintf(id + 2 * i, 3, "%02x", r[i]);
+	return id;
+}
+
 struct stats_arg {
 	cJSON		*arr;
 	const char	*only;
@@ -381,6 +403,7 @@ op_stats(cJSON *req, int fd, struct buf *r)
 
 	(void)fd;
 	cJSON_AddBoolToObject(o, "ok", 1);
+	cJSON_AddStringToObject(o, "boot_id", boot_id());
 	sa.arr = cJSON_AddArrayToObject(o, "sandboxes");
 	sa.only = cJSON_IsString(id) ? id->valuestring : NULL;
 	sandbox_foreach(stats_one, &sa);
@@ -609,6 +632,7 @@ admin_start(struct event_base *base, const char *path,
 
 	abase = base;
 	reload_fn = reload;
+	(void)boot_id();
 	memset(&sun, 0, sizeof(sun));
 	sun.sun_family = AF_UNIX;
 	if (strlen(path) >= sizeof(sun.sun_path)) {
@@ -697,6 +721,7 @@ admin_http_start(struct event_base *base, const char *host, unsigned short port,
 
 	abase = base;
 	reload_fn = reload;
+	(void)boot_id();
 	if (token == NULL || strlen(token) < 16) {
 		snprintf(err, errlen, "admin.token_file: the token must be at least 16 characters");
 		return -1;

@@ -29,9 +29,14 @@ else:
 }
 pod_ip() { obj pods sandboxes "sbx-$1" | jq_py 'd["status"]["podIP"]'; }
 
-check "proxy deployment starts at 0 replicas" test "$(replicas)" = 0
+# deploy/30-egress-proxy.yaml sets no replicas (the orchestrator owns the
+# scale): the API defaults it to 1 until the first sweep.
+check "the applied Deployment sets no replicas" bash -c "! grep -q '^  replicas:' '$TOP/deploy/30-egress-proxy.yaml'"
+check "as applied: the API's default, 1 replica" test "$(replicas)" = 1
+kctl fleet-sync
+check "the first sweep scales it to 0 (nothing runs)" test "$(replicas)" = 0
 kctl create a1 >/dev/null
-check "one running sandbox (warm ones count): 1 replica" test "$(replicas)" = 1
+check "one running sandbox (not a warm-pool member): 1 replica" test "$(replicas)" = 1
 kctl attach a1 acme alice sess-a1 repo=acme/app >"$T/env1" 2>"$T/err" || fail "attach a1" "$(cat "$T/err")"
 check "scaled up to 1 for one running sandbox" test "$(replicas)" = 1
 read -r p1 ip1 sec1 peer1 org1 repo1 <<<"$(reg_of a1)"
@@ -88,6 +93,32 @@ kctl destroy a1
 kctl fleet-sync
 check "scaled to 0 with no sandbox running" test "$(replicas)" = 0
 check "scale subresource used (GET + merge PATCH)" bash -c "curl -sS --cacert $T/pki/ca.crt https://127.0.0.1:$API_PORT/_fake/log | grep -q 'PATCH\", \"/apis/apps/v1/namespaces/sandbox-system/deployments/egress-proxy/scale?fieldValidation=Strict\", 200'"
+
+# --- warm-pool members hold no proxy replica: the fleet reaches zero
+# with a warm pool, and a claim gets its proxy at attach ---
+kctl create w1 --label pool=1 >/dev/null
+kctl create w2 --label pool=1 >/dev/null
+kctl fleet-sync
+check "warm pool: two warm members, the fleet stays at 0" test "$(replicas)" = 0
+check "no proxy pod runs for warm members only" test "$(ready_proxies)" = 0
+t0=$(date +%s%N)
+check "a claim of a warm member scales up and registers it" bash -c "'$K8SCTL' -c '$CFG' attach w1 acme alice sess-w1 >/dev/null"
+echo "# claim with the fleet at zero: attach took $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+check "the claimed member is registered at a proxy pod" test "$(reg_of w1)" != none
+check "one claimed, one warm: 1 replica" test "$(replicas)" = 1
+kctl fleet-sync
+check "the sweep keeps 1 (the warm one still counts for nothing)" test "$(replicas)" = 1
+kctl destroy w1
+kctl fleet-sync
+check "only a warm member left: back to 0" test "$(replicas)" = 0
+kctl destroy w2
+# proxy.min_replicas keeps a warm proxy for the next claim.
+sed -i "s|^    wait: 20s|    wait: 20s\n    min_replicas: 1|" "$CFG"
+kctl fleet-sync
+check "proxy.min_replicas: 1 keeps one proxy with nothing running" test "$(replicas)" = 1
+k8s_write_config 'sandboxes_per_proxy: 2'
+kctl fleet-sync
+check "min_replicas 0 again: back to 0" test "$(replicas)" = 0
 
 # --- a scale-down between two pods serving one sandbox each (a tie in
 # sandboxes served): the runtime picks the pod to remove (the one with the

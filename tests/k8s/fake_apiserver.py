@@ -37,6 +37,9 @@ Test control (no auth, loopback only): POST /_fake/<op> with a JSON body:
   oom      {"ns","name"}                                     OOMKilled
   badimage {"image"}                                         ImagePullBackOff
   vanish   {"ns","name"}                                     pod deleted now
+  restart  {"ns","name","ready"?}  a Deployment pod's process killed and run
+           again in place (restartCount+1); the pod stays Ready unless
+           "ready": false (then Ready turns False until the probe passes)
   hold     {"on":true}                                       pods stay Pending
   noclone  {"on":true}                                       PVC clones stay Pending
 GET /_fake/state (all objects), GET /_fake/log (requests seen),
@@ -291,6 +294,7 @@ def finish_create(group, plural, ns, obj):
         for k, v in sd.items():
             data[k] = base64.b64encode(v.encode()).decode()
     elif plural == "deployments":
+        obj.setdefault("spec", {}).setdefault("replicas", 1)  # API default
         obj["status"] = {"replicas": 0, "readyReplicas": 0,
                          "observedGeneration": 1}
     return obj
@@ -617,6 +621,27 @@ def set_ready(pod, ready):
     pod["metadata"]["resourceVersion"] = next_rv()
 
 
+def restart_in_place(k, pod, body):
+    """/_fake/restart: the container of a Deployment's pod (--pod-cmd)
+    exits and the kubelet runs it again, same pod, same IP: what a crash
+    or an OOM kill of the proxy looks like when the restart is quicker
+    than the readiness probe. Returns (code, reply)."""
+    if pod is None or k not in PROCS or \
+            pod["metadata"].get("deletionTimestamp") or \
+            pod.get("status", {}).get("phase") != "Running":
+        return 404, {"error": "no running Deployment pod of that name"}
+    stop_proc(k)
+    start_pod_cmd(k, pod, pod["status"]["podIP"])
+    for cs in pod["status"].get("containerStatuses", []):
+        cs["restartCount"] = cs.get("restartCount", 0) + 1
+        cs["state"] = {"running": {"startedAt": now_rfc3339()}}
+    if body.get("ready") is False:
+        set_ready(pod, False)
+        pod["metadata"]["_probed"] = 0
+    pod["metadata"]["resourceVersion"] = next_rv()
+    return 200, {"ok": True}
+
+
 def deployment_controller():
     for (g, p, ns, name), d in list(STORE.items()):
         if (g, p) != ("apps", "deployments"):
@@ -864,6 +889,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 return self.send_json(200, {"ok": True})
             k = key_of("", "pods", body.get("ns", ""), body.get("name", ""))
             pod = STORE.get(k)
+            if op == "restart":
+                return self.send_json(*restart_in_place(k, pod, body))
             if op in ("evict", "fail-pod", "oom", "vanish"):
                 if pod is None:
                     return self.send_json(404, {"error": "no such pod"})

@@ -4,7 +4,8 @@ port in the kubernetes runtime's tests, until the proxy has one (the
 runtime's side is in orchestrator/runtime/k8s/k8s.c: HTTP POST /admin, one JSON
 op per request, "Authorization: Bearer <admin token>", reply JSON with
 "ok"). Run by the fake API server's deployment controller for each proxy
-pod, on $POD_IP. It checks the token, checks each op's shape, and appends
+pod, on $POD_IP. Like the proxy, its stats carry a boot id made at
+start (a restarted stand-in forgets its registrations). It checks the token, checks each op's shape, and appends
 what it accepted (or refused) to a JSON-lines record a test reads:
   {"pod": POD_NAME, "ip": POD_IP, "op": ..., "id": ..., ...}
 """
@@ -19,6 +20,7 @@ PORT = int(sys.argv[1])
 TOKEN = open(sys.argv[2]).read().strip()
 RECORD = sys.argv[3]
 REG = {}
+BOOT = os.urandom(16).hex()    # the proxy's boot id (admin stats)
 
 
 def record(ent):
@@ -80,7 +82,7 @@ class H(http.server.BaseHTTPRequestHandler):
             record({"op": "deregister", "id": req.get("id")})
             return self.reply(200, {"ok": True})
         if op == "stats":
-            return self.reply(200, {"ok": True, "sandboxes": [
+            return self.reply(200, {"ok": True, "boot_id": BOOT, "sandboxes": [
                 {"id": k} for k in sorted(REG)]})
         return self.reply(400, {"ok": False, "error": "unknown op"})
 

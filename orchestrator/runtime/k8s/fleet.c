@@ -16,6 +16,9 @@
  * assignment on a pod (K8S_ANN_PROXY, K8S_ANN_PROXY_IP) is the fleet's
  * record; the identity a sandbox registers with is its session labels.
  * Env goes to an agent from here only after a move the fleet makes itself.
+ * The sweep also heals registrations (proxy_heal): a proxy restarted in
+ * place (a new boot id) or missing a registration gets it again; one of
+ * a sandbox gone or assigned elsewhere is removed.
  */
 #include <limits.h>
 #include <pthread.h>
@@ -530,6 +533,29 @@ out:
 	return rc;
 }
 
+/*
+ * A warm-pool member (orchestrator/pool.c): never attached, its session
+ * labels say pool and name no session. It holds no proxy replica: it is
+ * assigned a proxy at claim (attach_egress adds the session label first).
+ */
+static int
+pod_warm(const struct k8s_podview *v)
+{
+	struct rt_info li;
+	int warm;
+
+	if (k8s_ann(v->annotations, K8S_ANN_PROXY) != NULL)
+		return 0;
+	memset(&li, 0, sizeof(li));
+	api_labels(v->annotations, &li);
+	warm = rt_kv_get(li.labels, li.nlabels, LBL_POOL) != NULL &&
+	    rt_kv_get(li.labels, li.nlabels, LBL_SESSION) == NULL;
+	rt_info_clear(&li);
+	return warm;
+}
+
+/* The load of each proxy pod, and *running: the sandboxes that hold a
+ * proxy replica (not failed, not going, not warm). */
 static void
 count_load(cJSON *pods, struct proxy *p, size_t np, long long *running)
 {
@@ -541,7 +567,7 @@ count_load(cJSON *pods, struct proxy *p, size_t np, long long *running)
 	*running = 0;
 	cJSON_ArrayForEach(it, pods) {
 		k8s_pod_view(it, &v);
-		if (v.deleting || v.failed)
+		if (v.deleting || v.failed || pod_warm(&v))
 			continue;
 		(*running)++;
 		if ((x = proxy_find(p, np, k8s_ann(v.annotations, K8S_ANN_PROXY))) != NULL) {
@@ -864,6 +890,221 @@ reassign_orphans(struct k8s_rt *r, cJSON *pods, struct proxy *px, size_t npx)
 }
 
 /*
+ * A proxy pod's boot id as the last sweep saw it (its admin stats
+ * "boot_id", docs/internals/proxy-admin.md): a new one means the proxy
+ * process restarted in place and forgot every registration.
+ */
+struct fleet_boot {
+	char	name[254];
+	char	id[64];
+};
+
+static struct fleet_boot *
+boot_find(struct k8s_rt *r, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < r->nboots; i++)
+		if (strcmp(r->boots[i].name, name) == 0)
+			return &r->boots[i];
+	return NULL;
+}
+
+static void
+boot_note(struct k8s_rt *r, const char *name, const char *id)
+{
+	struct fleet_boot *b;
+
+	if ((b = boot_find(r, name)) == NULL) {
+		r->boots = xreallocarray(r->boots, r->nboots + 1,
+		    sizeof(*r->boots));
+		b = &r->boots[r->nboots++];
+		snprintf(b->name, sizeof(b->name), "%s", name);
+	}
+	snprintf(b->id, sizeof(b->id), "%s", id);
+}
+
+/* Forgets the boot ids of pods no longer listed. */
+static void
+boots_prune(struct k8s_rt *r, struct proxy *p, size_t n)
+{
+	size_t i, k = 0;
+
+	for (i = 0; i < r->nboots; i++)
+		if (proxy_find(p, n, r->boots[i].name) != NULL)
+			r->boots[k++] = r->boots[i];
+	r->nboots = k;
+}
+
+/* A boot id as a proxy sent it, or NULL unless 1-63 hex digits. */
+static const char *
+boot_read(const cJSON *rep)
+{
+	const char *b = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+	    rep, "boot_id"));
+	size_t n;
+
+	if (b == NULL || (n = strlen(b)) == 0 || n >= sizeof(((struct
+	    fleet_boot *)0)->id) || strspn(b, "0123456789abcdef") != n)
+		return NULL;
+	return b;
+}
+
+/* 1 if the stats reply's "sandboxes" list id. */
+static int
+stats_lists(const cJSON *arr, const char *id)
+{
+	const cJSON *it;
+	const char *s;
+
+	cJSON_ArrayForEach(it, arr)
+		if ((s = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it,
+		    "id"))) != NULL && strcmp(s, id) == 0)
+			return 1;
+	return 0;
+}
+
+/* The running sandbox pod v is assigned to proxy pod name. */
+static int
+assigned_to(const struct k8s_podview *v, const char *name)
+{
+	const char *cur = k8s_ann(v->annotations, K8S_ANN_PROXY);
+
+	return !v->deleting && !v->failed && v->id != NULL &&
+	    id_sandbox_valid(v->id) && v->ip != NULL &&
+	    strcmp(v->phase, "Running") == 0 && cur != NULL &&
+	    strcmp(cur, name) == 0;
+}
+
+/* 1 if the listing has sandbox id running and assigned to proxy pod name. */
+static int
+listed_at(cJSON *pods, const char *id, const char *name)
+{
+	struct k8s_podview v;
+	cJSON *it;
+
+	cJSON_ArrayForEach(it, pods) {
+		k8s_pod_view(it, &v);
+		if (v.id != NULL && strcmp(v.id, id) == 0 && assigned_to(&v, name))
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * Sandbox id is registered at proxy pod p but the listing does not have
+ * it there: asks its pod itself (a listing may be older than an
+ * assignment). 1 if it is gone, going or assigned elsewhere (so the
+ * registration is stale), 0 if it is p's after all or the API did not
+ * answer (then nothing is removed this sweep).
+ */
+static int
+registration_stale(struct k8s_rt *r, const char *id, const struct proxy *p,
+    const char **why)
+{
+	struct k8s_podview v;
+	cJSON *pod = NULL;
+	char err[512];
+	int stale = 0;
+
+	if (api_pod_get(r, id, &pod, err, sizeof(err)) == -1) {
+		log_warnx("sandbox=%s proxy=%s stale check: %s", id, p->name, err);
+		return 0;
+	}
+	if (pod == NULL) {
+		*why = "its pod is gone";
+		stale = 1;
+	} else {
+		k8s_pod_view(pod, &v);
+		if (v.deleting || v.failed) {
+			*why = "its pod is going";
+			stale = 1;
+		} else if (k8s_ann(v.annotations, K8S_ANN_PROXY) == NULL ||
+		    strcmp(k8s_ann(v.annotations, K8S_ANN_PROXY), p->name) != 0) {
+			/* (Unassigned: a start makes a new pod, assigned after
+			 * it runs, under fleet_mtx, which we hold.) */
+			*why = "it is assigned elsewhere";
+			stale = 1;
+		}
+	}
+	cJSON_Delete(pod);
+	return stale;
+}
+
+/*
+ * Sweep, healing step, for ready proxy pod p (pods: the sandbox pods
+ * listed by this sweep): asks p's stats. If its boot id changed (the
+ * proxy restarted in place; the pod stayed Ready) or a sandbox assigned
+ * to p is missing from them, registers that sandbox there again, as
+ * assign_locked did (session labels on its pod, the derived credential,
+ * its pod IP): its env is unchanged, so nothing is pushed. A registration
+ * there of a sandbox that is gone or assigned elsewhere is removed.
+ * Caller holds fleet_mtx. Errors are logged; the next sweep retries.
+ */
+static void
+proxy_heal(struct k8s_rt *r, cJSON *pods, const struct proxy *p)
+{
+	static struct log_rate rl;
+	struct egress_admin a = proxy_admin_at(r, p->ip);
+	const struct fleet_boot *seen = boot_find(r, p->name);
+	struct k8s_podview v;
+	struct rt_info li;
+	const cJSON *arr;
+	cJSON *req, *rep = NULL, *it;
+	const char *boot, *id, *why;
+	char err[512];
+	int restarted, rc;
+	long dropped;
+
+	req = cJSON_CreateObject();
+	cJSON_AddStringToObject(req, "op", "stats");
+	rc = egress_call(&a, req, -1, EGRESS_ADMIN_MS, &rep, err, sizeof(err));
+	cJSON_Delete(req);
+	if (rc == -1) {
+		if (log_rate_ok(&rl, 5, 60000, &dropped))
+			log_warnx("k8s proxy pod=%s stats (registrations not "
+			    "checked): %s", p->name, err);
+		return;
+	}
+	boot = boot_read(rep);
+	restarted = boot != NULL && seen != NULL && strcmp(seen->id, boot) != 0;
+	if (restarted)
+		log_info("k8s proxy pod=%s restarted (boot id %s, was %s); "
+		    "registering its sandboxes again", p->name, boot, seen->id);
+	arr = cJSON_GetObjectItemCaseSensitive(rep, "sandboxes");
+	cJSON_ArrayForEach(it, pods) {
+		k8s_pod_view(it, &v);
+		if (!assigned_to(&v, p->name) || (!restarted &&
+		    stats_lists(arr, v.id)))
+			continue;
+		memset(&li, 0, sizeof(li));
+		api_labels(v.annotations, &li);
+		if (proxy_register(r, p, v.id, v.ip, li.labels, li.nlabels, err,
+		    sizeof(err)) == -1)
+			log_warnx("sandbox=%s register again: %s", v.id, err);
+		else
+			log_info("sandbox=%s proxy=%s registered again (%s)", v.id,
+			    p->name, restarted ? "the proxy restarted" :
+			    "its registration was missing");
+		rt_info_clear(&li);
+	}
+	cJSON_ArrayForEach(it, arr) {
+		id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "id"));
+		/* (Not a sandbox id: the proxy's anonymous one, not ours.) */
+		if (id == NULL || !id_sandbox_valid(id) ||
+		    listed_at(pods, id, p->name) ||
+		    !registration_stale(r, id, p, &why))
+			continue;
+		log_info("sandbox=%s proxy=%s stale registration (%s); "
+		    "deregistering", id, p->name, why);
+		egress_deregister(&a, id);
+	}
+	if (boot != NULL)
+		boot_note(r, p->name, boot);
+	cJSON_Delete(rep);
+}
+
+/*
  * The fleet sweep (caller holds fleet_mtx): scale the Deployment to the
  * running sandboxes and re-assign sandboxes whose proxy pod is gone or not
  * ready. A scale-down first picks the pods to remove, moves their
@@ -902,8 +1143,13 @@ fleet_sync_locked(struct k8s_rt *r, int reassign, char *err, size_t errlen)
 	for (i = 0; i < npx; i++)
 		if (px[i].ready && proxy_label(r, &px[i], e2, sizeof(e2)) == -1)
 			log_warnx("k8s %s", e2);
-	if (reassign)
+	if (reassign) {
 		reassign_orphans(r, pods, px, npx);
+		for (i = 0; i < npx; i++)
+			if (px[i].ready && !px[i].victim)
+				proxy_heal(r, pods, &px[i]);
+		boots_prune(r, px, npx);
+	}
 	rc = 0;
 out:
 	cJSON_Delete(pods);
@@ -992,11 +1238,15 @@ void
 fleet_stop(struct k8s_rt *r)
 {
 	if (!r->thr_started)
-		return;
+		goto out;
 	pthread_mutex_lock(&r->stop_mtx);
 	r->stopping = 1;
 	pthread_cond_signal(&r->stop_cv);
 	pthread_mutex_unlock(&r->stop_mtx);
 	pthread_join(r->thr, NULL);
 	r->thr_started = 0;
+out:
+	free(r->boots);
+	r->boots = NULL;
+	r->nboots = 0;
 }

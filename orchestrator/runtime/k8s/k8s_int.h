@@ -44,6 +44,8 @@
 /* Exposed app ports one sandbox's policy admits the gateway to. */
 #define K8S_MAX_APP_PORTS	256
 
+struct fleet_boot;	/* fleet.c: a proxy pod's boot id as last seen */
+
 /* The runtime's state (runtime->impl). */
 struct k8s_rt {
 	const struct rt_k8s_conf *conf;
@@ -61,6 +63,8 @@ struct k8s_rt {
 	size_t			 keylen;
 	char			 admin_token[K8S_MAX_ADMIN_TOKEN];
 	pthread_mutex_t		 fleet_mtx;	/* assignments and scaling */
+	struct fleet_boot	*boots;		/* under fleet_mtx */
+	size_t			 nboots;
 	pthread_mutex_t		 np_mtx;	/* a policy's read and rewrite;
 						 * taken after fleet_mtx */
 	pthread_mutex_t		 stop_mtx;
@@ -237,7 +241,8 @@ void	fleet_rescale(struct k8s_rt *r);
 /* Starts the fleet thread (when fleet_interval is set). 0 or -1 with err. */
 int	fleet_start(struct k8s_rt *r, char *err, size_t errlen) WUNRES;
 
-/* Stops and joins the fleet thread, if it runs. */
+/* Stops and joins the fleet thread, if it runs, and frees the fleet's
+ * state (the proxy pods' boot ids). */
 void	fleet_stop(struct k8s_rt *r);
 
 /* ---- home.c ---- */

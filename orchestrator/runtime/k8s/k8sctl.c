@@ -12,7 +12,7 @@
  *   k8sctl -f FILE list
  *   k8sctl -f FILE labels ID K=V...
  *   k8sctl -f FILE attach ID ORG USER SESSION [K=V...]   and push the env
- *   k8sctl -f FILE fleet-sync
+ *   k8sctl -f FILE fleet-sync [N MS]        one sweep, or N MS apart
  *   k8sctl -f FILE reconcile [KEEP_ID...]   destroy what is not kept
  *   k8sctl -f FILE agent ID METHOD PATH [BODY]
  *   k8sctl -f FILE app-connect ID PORT      where the gateway connects
@@ -77,7 +77,7 @@ usage_to(FILE *fp)
 	    "commands: create ID [opts] | check ID [opts] | start ID | stop ID |\n"
 	    "          destroy ID | get ID |\n"
 	    "          addr ID | list | labels ID K=V... | attach ID ORG USER SESSION [K=V...] |\n"
-	    "          fleet-sync | reconcile [KEEP...] | agent ID METHOD PATH [BODY] |\n"
+	    "          fleet-sync [N MS] | reconcile [KEEP...] | agent ID METHOD PATH [BODY] |\n"
 	    "          app-connect ID PORT | app-ports ID [PORT...] |\n"
 	    "          homes | home USER | home-delete USER |\n"
 	    "          poll N MS | requests [--seq N] PATH... | render-netpol [PROXY_POD [PORT...]] | keys\n");
@@ -591,11 +591,26 @@ cmd_poll(struct runtime *rt, int argc UNUSED, char **argv, char *err,
 	return 0;
 }
 
+/* fleet-sync [N MS]: one sweep, or N sweeps MS apart in one process (as
+ * the fleet thread: what it remembers, e.g. boot ids, carries over). */
 static int
-cmd_fleet_sync(struct runtime *rt, int argc UNUSED, char **argv UNUSED,
-    char *err, size_t errlen)
+cmd_fleet_sync(struct runtime *rt, int argc, char **argv, char *err,
+    size_t errlen)
 {
-	return runtime_k8s_fleet_sync(rt, err, errlen);
+	long long i, times = argc >= 2 ? num(argv[0]) : 1;
+	long long ms = argc >= 2 ? num(argv[1]) : 0;
+
+	for (i = 0; i < times; i++) {
+		if (i > 0)
+			usleep((useconds_t)(ms * 1000));
+		if (runtime_k8s_fleet_sync(rt, err, errlen) == -1)
+			return -1;
+		if (argc >= 2) {
+			printf("sweep %lld ok\n", i);
+			fflush(stdout);
+		}
+	}
+	return 0;
 }
 
 /* reconcile [KEEP...]: what the orchestrator's reconcile sweep does: list,
@@ -652,7 +667,7 @@ static const struct cmd {
 	{ .name = "labels", .run = cmd_labels, .min = 1, .max = -1, .runtime = 1 },
 	{ .name = "attach", .run = cmd_attach, .min = 4, .max = -1, .runtime = 1 },
 	{ .name = "poll", .run = cmd_poll, .min = 2, .max = 2, .runtime = 1 },
-	{ .name = "fleet-sync", .run = cmd_fleet_sync, .min = 0, .max = 0, .runtime = 1 },
+	{ .name = "fleet-sync", .run = cmd_fleet_sync, .min = 0, .max = 2, .runtime = 1 },
 	{ .name = "reconcile", .run = cmd_reconcile, .min = 0, .max = -1, .runtime = 1 },
 	{ .name = "requests", .run = cmd_requests, .min = 0, .max = -1, .runtime = 1 },
 	{ .name = "agent", .run = cmd_agent, .min = 3, .max = -1, .runtime = 1 },
