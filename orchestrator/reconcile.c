@@ -92,6 +92,26 @@ adopt_locked(struct sess *s, const struct rt_info *ri, int live)
 	s->addr_ok = 0;
 }
 
+/*
+ * Whether a session holds sandbox id now. The listing can predate a warm
+ * claim (pool_take marks the member pending only until the session takes
+ * it): the claimed sandbox then still shows its pool label, and must be
+ * neither adopted into the pool again (two sessions would share it) nor
+ * killed as a stale member. Held: m->mu.
+ */
+static int
+held_by_session_locked(struct sessmgr *m, const char *id)
+{
+	struct sess *s;
+	size_t i;
+
+	for (i = 0; i < HASH_SIZE; i++)
+		for (s = m->tab[i]; s != NULL; s = s->hnext)
+			if (s->state != S_NONE && strcmp(s->rtid, id) == 0)
+				return 1;
+	return 0;
+}
+
 int
 sessmgr_reconcile(struct sessmgr *m, int at_start UNUSED, char *err, size_t errlen)
 {
@@ -164,6 +184,8 @@ sessmgr_reconcile(struct sessmgr *m, int at_start UNUSED, char *err, size_t errl
 				}
 				continue;
 			}
+			if (held_by_session_locked(m, ri[i].id))
+				continue;	/* claimed since the listing */
 			if (live && m->npool < m->conf->pool_min_idle) {
 				p = xcalloc(1, sizeof(*p));
 				snprintf(p->id, sizeof(p->id), "%s", ri[i].id);
