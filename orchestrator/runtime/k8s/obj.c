@@ -1121,4 +1121,7 @@ k8s_events_scan(const cJSON *items, char *hard, size_t hardlen, char *pulling,
 	}
 	if (pulling[0] != '\0' && tpulled[0] != '\0' && strcmp(tpulled, tpull) >= 0)
 		pulling[0] = '\0';
+	/* A pull began after it: the kubelet got past the sandbox (a retry). */
+	if (hard[0] != '\0' && (strcmp(tpull, th) > 0 || strcmp(tpulled, th) > 0))
+		hard[0] = '\0';
 }

@@ -174,7 +174,8 @@ void	k8s_pod_view(const cJSON *pod, struct k8s_podview *);
  * its claim) say of a start: a Warning that will not get better by waiting
  * (FailedCreatePodSandBox: the runtime handler is missing or broken;
  * ProvisioningFailed: the claim's volume cannot be made) into hard as
- * "Reason: message" (the latest); an image pull under way (Pulling with no
+ * "Reason: message" (the latest, unless a pull began after it: the
+ * kubelet's retry got past it); an image pull under way (Pulling with no
  * later Pulled) into pulling as the event's message. "" when none.
  */
 void	k8s_events_scan(const cJSON *items, char *hard, size_t hardlen,
