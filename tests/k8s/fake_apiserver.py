@@ -42,6 +42,17 @@ Test control (no auth, loopback only): POST /_fake/<op> with a JSON body:
            "ready": false (then Ready turns False until the probe passes)
   hold     {"on":true}                                       pods stay Pending
   noclone  {"on":true}                                       PVC clones stay Pending
+Failing starts and scheduling (k8s_tick and k8s_op below):
+  node     {"labels":{..},"taints":[{key,value,effect}]}     the one node: pods
+           must match its labels and tolerate its taints, else Unschedulable
+  stick    {"what","pod"|"claim" (globs),"reason","message","seconds"}
+           what: waiting (the container waits in reason), unschedulable,
+           sandbox (FailedCreatePodSandBox events), provision (the claim
+           stays Pending, ProvisioningFailed events), pull (Pulling events
+           for seconds, then Pulled); "unstick" {} drops them all
+Core v1 Events are listed with fieldSelector involvedObject.uid/name/kind.
+RuntimeClass admission merges the class's scheduling (nodeSelector,
+tolerations) into the pod, refusing a conflicting nodeSelector.
 GET /_fake/state (all objects), GET /_fake/log (requests seen),
 GET /_fake/bodies (every write: [method, path, status, body as sent]),
 GET /_fake/stalled ({"stalled": answers being delayed now, "delayed": ever}),
@@ -87,6 +98,7 @@ RES = {
     ("", "configmaps"): ("v1", "ConfigMap", True),
     ("", "serviceaccounts"): ("v1", "ServiceAccount", True),
     ("", "namespaces"): ("v1", "Namespace", False),
+    ("", "events"): ("v1", "Event", True),
     ("networking.k8s.io", "networkpolicies"): ("v1", "NetworkPolicy", True),
     ("apps", "deployments"): ("v1", "Deployment", True),
     ("node.k8s.io", "runtimeclasses"): ("v1", "RuntimeClass", False),
@@ -105,6 +117,7 @@ VIOLATIONS = []
 LOG = []
 BODIES = []         # [method, path, code, body] of every authenticated write
 INJECT = []         # dicts: kind fail/delay, method, path(regex), ...
+K3 = {"node": None, "sticks": []}   # k8s_op's node and stick rules
 STATE = {"hold": False, "noclone": False, "badimages": [], "ips": set(), "stalled": 0,
          "delayed": 0}
 ADMISSION = []      # updates as admission sees them (admission_record)
@@ -305,6 +318,8 @@ def public(obj):
     o.get("metadata", {}).pop("_created_at", None)
     o.get("metadata", {}).pop("_gone_at", None)
     o.get("metadata", {}).pop("_probed", None)
+    o.get("metadata", {}).pop("_pull_at", None)
+    o.get("metadata", {}).pop("_pulled", None)
     return o
 
 
@@ -533,6 +548,8 @@ def kubelet_tick():
                 if rwop_taken(k, pod):
                     set_scheduled(pod, False)
                     continue
+                if k8s_tick(k, pod):
+                    continue
                 set_scheduled(pod, True)
             img = pod["spec"]["containers"][0].get("image", "")
             bad = [b for b in STATE["badimages"] if fnmatch.fnmatch(img, b)]
@@ -701,6 +718,193 @@ def gc():
         if k[1] == "persistentvolumeclaims" and md.get("deletionTimestamp") \
                 and not pod_uses_claim(k[2], k[3]):
             really_delete(k)
+
+
+# ---- scheduling and failing starts (the kubernetes runtime's fail-fast) ----
+
+def field_match(q, o):
+    """A fieldSelector of k=v pairs (involvedObject.*, metadata.name)."""
+    fs = q.get("fieldSelector", [""])[0]
+    for term in [t for t in fs.split(",") if t]:
+        f, _, v = term.partition("=")
+        cur = o
+        for part in f.split("."):
+            cur = cur.get(part) if isinstance(cur, dict) else None
+        if cur != v:
+            return False
+    return True
+
+
+def runtimeclass_merge(name, pod):
+    """The RuntimeClass admission plugin: the class's scheduling.nodeSelector
+    and tolerations are merged into the pod; a conflicting key is refused."""
+    rc = pod.get("spec", {}).get("runtimeClassName")
+    c = STORE.get(key_of("node.k8s.io", "runtimeclasses", None, rc)) if rc else None
+    sch = (c or {}).get("scheduling") or {}
+    spec = pod["spec"]
+    for k, v in (sch.get("nodeSelector") or {}).items():
+        have = spec.get("nodeSelector", {}).get(k)
+        if have is not None and have != v:
+            return status(403, "Forbidden", 'pods "%s" is forbidden: pod '
+                          'rejected: conflict with RuntimeClass nodeSelector '
+                          '%s' % (name, k), {"name": name, "kind": "pods"})
+        spec.setdefault("nodeSelector", {})[k] = v
+    for t in sch.get("tolerations") or []:
+        if t not in spec.setdefault("tolerations", []):
+            spec["tolerations"].append(t)
+    return None
+
+
+def tolerates(tols, taint):
+    for t in tols or []:
+        if t.get("effect") and t["effect"] != taint.get("effect"):
+            continue
+        if t.get("operator") == "Exists":
+            if not t.get("key") or t["key"] == taint["key"]:
+                return True
+        elif t.get("key") == taint["key"] and \
+                t.get("value", "") == taint.get("value", ""):
+            return True
+    return False
+
+
+def set_unschedulable(pod, msg):
+    conds = pod["status"].setdefault("conditions", [])
+    c = [x for x in conds if x.get("type") == "PodScheduled"]
+    if not c:
+        c = [{"type": "PodScheduled"}]
+        conds.append(c[0])
+    if c[0].get("status") != "False" or c[0].get("message") != msg:
+        c[0].update({"status": "False", "reason": "Unschedulable",
+                     "message": msg, "lastTransitionTime": now_rfc3339()})
+        pod["metadata"]["resourceVersion"] = next_rv()
+
+
+def add_event(obj, kind, etype, reason, msg, component):
+    """A core/v1 Event on obj (counted up when it repeats)."""
+    md = obj["metadata"]
+    ns = md.get("namespace", "")
+    for (g, p, n, nm), e in STORE.items():
+        if p == "events" and n == ns and e["reason"] == reason and \
+                e["involvedObject"].get("uid") == md["uid"]:
+            e["count"] += 1
+            e["lastTimestamp"] = now_rfc3339()
+            e["message"] = msg
+            e["metadata"]["resourceVersion"] = next_rv()
+            return
+    name = "%s.%016x" % (md["name"], random.getrandbits(64))
+    ev = {"apiVersion": "v1", "kind": "Event",
+          "metadata": {"name": name, "namespace": ns},
+          "involvedObject": {"apiVersion": "v1", "kind": kind, "namespace": ns,
+                             "name": md["name"], "uid": md["uid"]},
+          "reason": reason, "message": msg, "type": etype, "count": 1,
+          "firstTimestamp": now_rfc3339(), "lastTimestamp": now_rfc3339(),
+          "source": {"component": component},
+          "reportingComponent": component}
+    finish_create("", "events", ns, ev)
+    STORE[key_of("", "events", ns, name)] = ev
+
+
+def pod_claims(k, pod):
+    out = []
+    for v in pod["spec"].get("volumes", []) or []:
+        cn = (v.get("persistentVolumeClaim") or {}).get("claimName")
+        c = STORE.get(key_of("", "persistentvolumeclaims", k[2], cn)) if cn else None
+        if c is not None:
+            out.append(c)
+    return out
+
+
+def k8s_tick(k, pod):
+    """Before a pending pod is scheduled: the node's labels and taints, then
+    the stick rules. True: the pod stays Pending this tick."""
+    node = K3["node"]
+    spec = pod["spec"]
+    if node is not None:
+        labels = node.get("labels") or {}
+        miss = [a for a, b in (spec.get("nodeSelector") or {}).items()
+                if labels.get(a) != b]
+        taints = [t for t in node.get("taints") or []
+                  if t.get("effect") in ("NoSchedule", "NoExecute")
+                  and not tolerates(spec.get("tolerations"), t)]
+        if miss or taints:
+            why = "1 node(s) didn't match Pod's node affinity/selector" if miss \
+                else "1 node(s) had untolerated taint {%s: %s}" % (
+                    taints[0]["key"], taints[0].get("value", ""))
+            set_unschedulable(pod, "0/1 nodes are available: %s. preemption: "
+                              "0/1 nodes are available: 1 Preemption is not "
+                              "helpful for scheduling." % why)
+            return True
+    name = k[3]
+    for r in K3["sticks"]:
+        what = r.get("what")
+        if what == "provision":
+            bad = [c for c in pod_claims(k, pod)
+                   if fnmatch.fnmatch(c["metadata"]["name"], r.get("claim", ""))]
+            if not bad:
+                continue
+            for c in bad:
+                if c["status"].get("phase") != "Pending":
+                    c["status"] = {"phase": "Pending"}
+                    c["metadata"]["resourceVersion"] = next_rv()
+                add_event(c, "PersistentVolumeClaim", "Warning",
+                          "ProvisioningFailed", r.get("message") or
+                          "failed to provision volume with StorageClass "
+                          '"standard": rpc error: code = ResourceExhausted '
+                          "desc = quota exceeded", "persistentvolume-controller")
+            set_unschedulable(pod, "0/1 nodes are available: pod has unbound "
+                              "immediate PersistentVolumeClaims. preemption: "
+                              "0/1 nodes are available: 1 Preemption is not "
+                              "helpful for scheduling.")
+            return True
+        if not fnmatch.fnmatch(name, r.get("pod", "")):
+            continue
+        if what == "unschedulable":
+            set_unschedulable(pod, r.get("message") or
+                              "0/1 nodes are available: 1 Insufficient cpu.")
+            return True
+        set_scheduled(pod, True)
+        if what == "waiting":
+            set_waiting(pod, "sandbox", r.get("reason", "ErrImagePull"),
+                        r.get("message") or "waiting")
+            return True
+        if what == "sandbox":
+            set_waiting(pod, "sandbox", "ContainerCreating", "")
+            add_event(pod, "Pod", "Warning", "FailedCreatePodSandBox",
+                      r.get("message") or "Failed to create pod sandbox: rpc "
+                      "error: code = Unknown desc = failed to get sandbox "
+                      'runtime: no runtime for "runsc" is configured', "kubelet")
+            return True
+        if what == "pull":
+            md = pod["metadata"]
+            img = spec["containers"][0].get("image", "")
+            if "_pull_at" not in md:
+                md["_pull_at"] = time.time()
+                add_event(pod, "Pod", "Normal", "Pulling",
+                          'Pulling image "%s"' % img, "kubelet")
+            if time.time() - md["_pull_at"] < float(r.get("seconds", 5)):
+                set_waiting(pod, "sandbox", "ContainerCreating", "")
+                return True
+            if not md.get("_pulled"):
+                md["_pulled"] = True
+                add_event(pod, "Pod", "Normal", "Pulled",
+                          'Successfully pulled image "%s"' % img, "kubelet")
+    return False
+
+
+def k8s_op(op, body):
+    if op == "node":
+        K3["node"] = body if body.get("labels") is not None or \
+            body.get("taints") is not None else None
+        return 200, {"ok": True}
+    if op == "unstick":
+        K3["sticks"] = []
+        return 200, {"ok": True}
+    if body.get("what") not in ("waiting", "unschedulable", "sandbox",
+                                "provision", "pull"):
+        return 400, {"error": "stick: unknown what"}
+    K3["sticks"].append(body)
+    return 200, {"ok": True}
 
 
 def kubelet_loop():
@@ -887,6 +1091,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if op == "badimage":
                 STATE["badimages"].append(body["image"])
                 return self.send_json(200, {"ok": True})
+            if op in ("node", "stick", "unstick"):
+                return self.send_json(*k8s_op(op, body))
             k = key_of("", "pods", body.get("ns", ""), body.get("name", ""))
             pod = STORE.get(k)
             if op == "restart":
@@ -986,7 +1192,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         except ValueError as e:
             return status(400, "BadRequest", str(e))
         items = [public(o) for o in list_objs(group, plural, ns)
-                 if sel_match(reqs, o["metadata"].get("labels"))]
+                 if sel_match(reqs, o["metadata"].get("labels"))
+                 and field_match(q, o)]
         for it in items:
             it.pop("apiVersion", None)
             it.pop("kind", None)
@@ -1035,6 +1242,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 return status(403, "Forbidden", 'pods "%s" is forbidden: pod '
                               'rejected: RuntimeClass "%s" not found' % (name, rc),
                               {"name": name, "kind": "pods"})
+            body = copy.deepcopy(body)
+            bad = runtimeclass_merge(name, body)
+            if bad:
+                return bad
         obj = finish_create(group, plural, ns, copy.deepcopy(body))
         STORE[k] = obj
         return 201, public(obj)

@@ -122,15 +122,86 @@ info_fill(struct k8s_rt *r, struct rt_info *out, const char *id,
 	}
 }
 
-/* Waits until the pod is Running, Ready, has an IP and the agent answers. */
+/* Events of the object with uid (a pod, a claim), for start_verdict. */
+static int
+events_of(struct k8s_rt *r, const char *uid, cJSON **items, char *err,
+    size_t errlen)
+{
+	static const struct api_res events = { "/api/v1", "events" };
+	char path[512], q[256], enc[160];
+
+	*items = NULL;
+	if (uid == NULL || k8s_urlencode(uid, enc, sizeof(enc)) == -1)
+		return 0;
+	api_path(&events, r->ns, NULL, path, sizeof(path));
+	snprintf(q, sizeof(q), "fieldSelector=involvedObject.uid%%3D%s", enc);
+	return api_list(r, path, q, items, err, errlen);
+}
+
+/*
+ * Why a starting pod (v) will not come up though it has not failed, from
+ * its Events and those of its /workspace claim (docs/kubernetes.md,
+ * "Failing fast"): a hard reason into hard, an image pull under way into
+ * pulling. An API error reading them is logged and ignored (the ready
+ * timeout still bounds the wait).
+ */
+static void
+start_verdict(struct k8s_rt *r, const char *id, const struct k8s_podview *v,
+    char *hard, size_t hardlen, char *pulling, size_t pulllen)
+{
+	cJSON *items = NULL, *pvc = NULL;
+	const cJSON *md, *ph;
+	char e[256], p2[8];
+
+	hard[0] = pulling[0] = '\0';
+	if (events_of(r, v->uid, &items, e, sizeof(e)) == -1)
+		log_warnx("sandbox=%s: reading its pod's events: %s", id, e);
+	k8s_events_scan(items, hard, hardlen, pulling, pulllen);
+	cJSON_Delete(items);
+	items = NULL;
+	if (hard[0] != '\0' || !v->unschedulable)
+		return;
+	/* Not scheduled: is it waiting for a claim that cannot be made? */
+	if (api_pvc_get(r, id, &pvc, e, sizeof(e)) == -1 || pvc == NULL) {
+		if (pvc == NULL && e[0] != '\0')
+			log_warnx("sandbox=%s: reading its claim: %s", id, e);
+		return;
+	}
+	ph = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pvc,
+	    "status"), "phase");
+	md = cJSON_GetObjectItemCaseSensitive(pvc, "metadata");
+	if (!cJSON_IsString(ph) || strcmp(ph->valuestring, "Bound") != 0) {
+		md = cJSON_GetObjectItemCaseSensitive(md, "uid");
+		if (events_of(r, cJSON_IsString(md) ? md->valuestring : NULL, &items,
+		    e, sizeof(e)) == -1)
+			log_warnx("sandbox=%s: reading its claim's events: %s", id, e);
+		k8s_events_scan(items, hard, hardlen, p2, sizeof(p2));
+		cJSON_Delete(items);
+	}
+	cJSON_Delete(pvc);
+}
+
+/*
+ * Waits until the pod is Running, Ready, has an IP and the agent answers.
+ * Fails fast with the cluster's reason (docs/kubernetes.md, "Failing
+ * fast"): at once on a Failed pod; once a reason the kubelet retries
+ * (ErrImagePull, CreateContainerConfigError, ...) or a hard Event
+ * (FailedCreatePodSandBox, ProvisioningFailed) has lasted fail_after; once
+ * the pod has been Unschedulable for unschedulable_grace; else after
+ * ready_timeout. The Events are read only while the pod is Pending after
+ * its first second, at most once a second.
+ */
 static int
 wait_ready(struct k8s_rt *r, const char *id, cJSON **podp, char *err,
     size_t errlen)
 {
-	long long deadline = util_mono_ms() + r->conf->ready_timeout_ms, step = 100;
+	long long t0 = util_mono_ms(), now, step = 100, hard_since = -1;
+	long long unsched_since = -1, ev_at = t0 + 1000;
+	long long deadline = t0 + r->conf->ready_timeout_ms;
 	struct k8s_podview v;
 	cJSON *pod = NULL;
-	char aerr[256] = "";
+	char aerr[256] = "", hard[512] = "", evhard[512] = "", pulling[256] = "";
+	char said[256] = "";
 
 	for (;;) {
 		cJSON_Delete(pod);
@@ -142,7 +213,8 @@ wait_ready(struct k8s_rt *r, const char *id, cJSON **podp, char *err,
 			return -1;
 		}
 		k8s_pod_view(pod, &v);
-		if (v.failed) {
+		now = util_mono_ms();
+		if (v.failed && !v.hard) {
 			snprintf(err, errlen, "sandbox %s failed to start: %s", id, v.reason);
 			goto fail;
 		}
@@ -155,14 +227,48 @@ wait_ready(struct k8s_rt *r, const char *id, cJSON **podp, char *err,
 			    sizeof(aerr)) == 0)
 				break;
 		}
-		if (util_mono_ms() >= deadline) {
-			snprintf(err, errlen, "sandbox %s not ready after %lld s (phase %s%s%s%s%s)",
-			    id, r->conf->ready_timeout_ms / 1000,
-			    v.phase[0] ? v.phase : "unknown", v.reason[0] ? ", " : "",
-			    v.reason, aerr[0] ? ", agent: " : "", aerr);
+		if (strcmp(v.phase, "Pending") == 0 && now >= ev_at) {
+			start_verdict(r, id, &v, evhard, sizeof(evhard), pulling,
+			    sizeof(pulling));
+			ev_at = now + 1000;
+			if (pulling[0] != '\0' && strcmp(pulling, said) != 0) {
+				log_info("sandbox=%s starting: %s", id, pulling);
+				snprintf(said, sizeof(said), "%s", pulling);
+			}
+		} else if (strcmp(v.phase, "Pending") != 0)
+			evhard[0] = '\0';
+		/* The hard reason now: the pod's own, else an Event's. */
+		if (v.failed)
+			snprintf(hard, sizeof(hard), "%s", v.reason);
+		else
+			snprintf(hard, sizeof(hard), "%s", evhard);
+		if (hard[0] == '\0')
+			hard_since = -1;
+		else if (hard_since < 0)
+			hard_since = now;
+		if (hard_since >= 0 && now - hard_since >= r->conf->fail_after_ms) {
+			snprintf(err, errlen, "sandbox %s failed to start: %s", id, hard);
 			goto fail;
 		}
-		api_nap(step);
+		if (!v.unschedulable)
+			unsched_since = -1;
+		else if (unsched_since < 0)
+			unsched_since = now;
+		if (unsched_since >= 0 && now - unsched_since >= r->conf->unsched_grace_ms) {
+			snprintf(err, errlen, "sandbox %s cannot be scheduled (for %lld s): %s",
+			    id, (now - unsched_since) / 1000, v.reason);
+			goto fail;
+		}
+		if (now >= deadline) {
+			snprintf(err, errlen, "sandbox %s not ready after %lld s (phase %s%s%s%s%s%s%s)",
+			    id, r->conf->ready_timeout_ms / 1000,
+			    v.phase[0] ? v.phase : "unknown", v.reason[0] ? ", " : "",
+			    v.reason, pulling[0] ? ", " : "", pulling,
+			    aerr[0] ? ", agent: " : "", aerr);
+			goto fail;
+		}
+		api_nap(hard_since >= 0 && r->conf->fail_after_ms < step ?
+		    (r->conf->fail_after_ms > 10 ? r->conf->fail_after_ms : 10) : step);
 		step = step * 2 > 1000 ? 1000 : step * 2;
 	}
 	*podp = pod;
@@ -1171,6 +1277,8 @@ setup_client(struct k8s_rt *r, char *err, size_t errlen)
 static int
 setup_check(const struct rt_k8s_conf *conf, char *err, size_t errlen)
 {
+	size_t i;
+
 	if (conf->instance == NULL || !dns_label_ok(conf->instance)) {
 		snprintf(err, errlen, "kubernetes.instance must be a DNS label");
 		return -1;
@@ -1202,6 +1310,16 @@ setup_check(const struct rt_k8s_conf *conf, char *err, size_t errlen)
 		    "ReadWriteOnce, ReadWriteOncePod or ReadWriteMany");
 		return -1;
 	}
+	for (i = 0; i < conf->node_selector.n; i++)
+		if (!k8s_label_ok(conf->node_selector.k[i], conf->node_selector.v[i])) {
+			snprintf(err, errlen, "kubernetes.sandbox.node_selector: "
+			    "\"%.64s: %.64s\" is not a label key and value",
+			    conf->node_selector.k[i], conf->node_selector.v[i]);
+			return -1;
+		}
+	for (i = 0; i < conf->tolerations.n; i++)
+		if (k8s_toleration_valid(conf->tolerations.v[i], err, errlen) == -1)
+			return -1;
 	return 0;
 }
 
@@ -1311,6 +1429,8 @@ setup_params(struct k8s_rt *r)
 	r->par.seccomp_localhost = conf->seccomp_profile;
 	r->par.home_storage_class = conf->homes_storage_class;
 	r->par.home_access_mode = conf->homes_access_mode;
+	r->par.node_selector = &conf->node_selector;
+	r->par.tolerations = &conf->tolerations;
 }
 
 struct runtime *

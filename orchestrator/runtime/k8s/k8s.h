@@ -55,6 +55,12 @@ struct rt_k8s_conf {
 	char		*agent_key_file;
 	long long	 ready_timeout_ms;
 	long long	 stop_grace_s;
+	/* a starting pod (docs/kubernetes.md, "Failing fast") */
+	long long	 fail_after_ms;		/* a hard failure, seen this long */
+	long long	 unsched_grace_ms;	/* Unschedulable this long */
+	/* extra scheduling of sandbox pods ("Scheduling") */
+	struct cfg_map	 node_selector;
+	struct cfg_list	 tolerations;	/* "key[=value][:Effect]" */
 	char		*orch_namespace;
 	char		*orch_labels;
 	int		 netpol_dns;
@@ -150,6 +156,18 @@ struct rt_k8s_conf {
 	    "orchestrator then cannot reach existing sandboxes)" }, \
 	{ PFX "ready_timeout", CFG_DURATION, RT_K8S_O_(OFF, ready_timeout_ms), 1000, 3600000, \
 	    "300s", NULL, "how long create/start wait for the pod and agent to be ready" }, \
+	{ PFX "sandbox.fail_after", CFG_DURATION, RT_K8S_O_(OFF, fail_after_ms), 0, 600000, \
+	    "5s", NULL, "a starting pod whose image cannot be pulled, whose config or sandbox " \
+	    "cannot be made, or whose claim cannot be provisioned fails the create once " \
+	    "that has lasted this long (0: at once)" }, \
+	{ PFX "sandbox.unschedulable_grace", CFG_DURATION, RT_K8S_O_(OFF, unsched_grace_ms), 0, \
+	    3600000, "30s", NULL, "a starting pod the scheduler calls Unschedulable fails the " \
+	    "create after this long (a node may be added or freed meanwhile)" }, \
+	{ PFX "sandbox.node_selector", CFG_MAP, RT_K8S_O_(OFF, node_selector), 0, 0, NULL, NULL, \
+	    "node labels sandbox pods must match, on top of their RuntimeClass's" }, \
+	{ PFX "sandbox.tolerations", CFG_LIST, RT_K8S_O_(OFF, tolerations), 0, 0, NULL, NULL, \
+	    "taints sandbox pods tolerate, on top of their RuntimeClass's: key[=value][:effect] " \
+	    "(no value: any; no effect: every effect)" }, \
 	{ PFX "stop_grace", CFG_INT, RT_K8S_O_(OFF, stop_grace_s), 0, 300, "5", NULL, \
 	    "terminationGracePeriodSeconds used when stopping a pod" }, \
 	{ PFX "orchestrator_namespace", CFG_STR, RT_K8S_O_(OFF, orch_namespace), 0, 0, NULL, \

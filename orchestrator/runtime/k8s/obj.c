@@ -8,6 +8,7 @@
  * static agent copied by an init container into an emptyDir and run as the
  * entrypoint, its token mounted from a per-sandbox Secret.
  */
+#include <ctype.h>
 #include <pthread.h>
 #include <regex.h>
 #include <stdio.h>
@@ -598,6 +599,126 @@ empty_dir(cJSON *vols, const char *name, const char *medium, const char *size)
  * a pod matching its own required term may start a group), else it
  * would wait in ContainerCreating (Multi-Attach) until ready_timeout.
  */
+/* A label value: at most 63 of [A-Za-z0-9._-], alphanumeric at both ends
+ * (or empty). */
+static int
+label_value_ok(const char *v)
+{
+	size_t i, n = strlen(v);
+
+	if (n > 63)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!isalnum((unsigned char)v[i]) && !((v[i] == '.' || v[i] == '_' ||
+		    v[i] == '-') && i > 0 && i + 1 < n))
+			return 0;
+	return 1;
+}
+
+/* A label key: [prefix/]name, the prefix a DNS subdomain (at most 253 of
+ * [a-z0-9.-]), the name a non-empty label value. */
+static int
+label_key_ok(const char *k)
+{
+	const char *sl = strchr(k, '/'), *name = sl ? sl + 1 : k;
+	size_t i, n = sl ? (size_t)(sl - k) : 0;
+
+	if (sl != NULL) {
+		if (n == 0 || n > 253 || k[0] == '-' || k[0] == '.' ||
+		    k[n - 1] == '-' || k[n - 1] == '.')
+			return 0;
+		for (i = 0; i < n; i++)
+			if (!((k[i] >= 'a' && k[i] <= 'z') || isdigit((unsigned char)k[i]) ||
+			    k[i] == '-' || k[i] == '.'))
+				return 0;
+	}
+	return name[0] != '\0' && label_value_ok(name);
+}
+
+int
+k8s_label_ok(const char *key, const char *value)
+{
+	return key != NULL && value != NULL && label_key_ok(key) &&
+	    label_value_ok(value);
+}
+
+/* Splits "key[=value][:Effect]" into its parts (in buf); -1 if malformed. */
+static int
+toleration_split(const char *t, char *buf, size_t len, const char **key,
+    const char **value, const char **effect)
+{
+	char *c, *e;
+
+	if (t == NULL || snprintf(buf, len, "%s", t) >= (int)len || buf[0] == '\0')
+		return -1;
+	*value = *effect = NULL;
+	if ((c = strrchr(buf, ':')) != NULL) {
+		*c = '\0';
+		*effect = c + 1;
+		if (strcmp(*effect, "NoSchedule") != 0 &&
+		    strcmp(*effect, "PreferNoSchedule") != 0 &&
+		    strcmp(*effect, "NoExecute") != 0)
+			return -1;
+	}
+	if ((e = strchr(buf, '=')) != NULL) {
+		*e = '\0';
+		*value = e + 1;
+		if (!label_value_ok(*value))
+			return -1;
+	}
+	*key = buf;
+	return label_key_ok(buf) ? 0 : -1;
+}
+
+int
+k8s_toleration_valid(const char *t, char *err, size_t errlen)
+{
+	const char *k, *v, *e;
+	char buf[512];
+
+	if (toleration_split(t, buf, sizeof(buf), &k, &v, &e) == -1) {
+		snprintf(err, errlen, "kubernetes.sandbox.tolerations: \"%.64s\": "
+		    "expected key[=value][:NoSchedule|PreferNoSchedule|NoExecute]",
+		    t ? t : "");
+		return -1;
+	}
+	return 0;
+}
+
+/* The configured extra nodeSelector and tolerations (the RuntimeClass's
+ * own are merged in by its admission plugin). */
+static void
+scheduling(const struct k8s_params *p, cJSON *spec)
+{
+	const char *k, *v, *e;
+	cJSON *o, *arr;
+	char buf[512];
+	size_t i;
+
+	if (p->node_selector != NULL && p->node_selector->n > 0) {
+		o = cJSON_AddObjectToObject(spec, "nodeSelector");
+		for (i = 0; i < p->node_selector->n; i++)
+			cJSON_AddStringToObject(o, p->node_selector->k[i],
+			    p->node_selector->v[i]);
+	}
+	if (p->tolerations == NULL || p->tolerations->n == 0)
+		return;
+	arr = cJSON_AddArrayToObject(spec, "tolerations");
+	for (i = 0; i < p->tolerations->n; i++) {
+		if (toleration_split(p->tolerations->v[i], buf, sizeof(buf), &k, &v,
+		    &e) == -1)
+			continue;	/* refused at setup */
+		o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "key", k);
+		cJSON_AddStringToObject(o, "operator", v ? "Equal" : "Exists");
+		if (v != NULL)
+			cJSON_AddStringToObject(o, "value", v);
+		if (e != NULL)
+			cJSON_AddStringToObject(o, "effect", e);
+		cJSON_AddItemToArray(arr, o);
+	}
+}
+
 static void
 home_affinity(cJSON *spec, const char *hash)
 {
@@ -641,6 +762,7 @@ k8s_build_pod(const struct k8s_params *p, const struct k8s_sbx *s,
 	spec = cJSON_AddObjectToObject(o, "spec");
 	if (rc != NULL && rc[0] != '\0')
 		cJSON_AddStringToObject(spec, "runtimeClassName", rc);
+	scheduling(p, spec);
 	cJSON_AddBoolToObject(spec, "automountServiceAccountToken", 0);
 	cJSON_AddBoolToObject(spec, "enableServiceLinks", 0);
 	cJSON_AddStringToObject(spec, "restartPolicy", "Never");
@@ -874,6 +996,7 @@ scan_statuses(const cJSON *arr, struct k8s_podview *v)
 			msg = jstr(w, "message");
 			if (fatal_wait_reason(r)) {
 				v->failed = 1;
+				v->hard = 1;
 				snprintf(v->reason, sizeof(v->reason), "%s: %s%s%s",
 				    cname ? cname : "container", r, msg ? ": " : "",
 				    msg ? msg : "");
@@ -887,6 +1010,7 @@ scan_statuses(const cJSON *arr, struct k8s_podview *v)
 		    (r = jstr(t, "reason")) != NULL && strcmp(r, "OOMKilled") == 0) {
 			snprintf(v->reason, sizeof(v->reason), "oom");
 			v->failed = 1;
+			v->hard = 0;
 			return;
 		}
 	}
@@ -904,6 +1028,7 @@ k8s_pod_view(const cJSON *pod, struct k8s_podview *v)
 	v->labels = cJSON_GetObjectItemCaseSensitive(md, "labels");
 	v->annotations = cJSON_GetObjectItemCaseSensitive(md, "annotations");
 	v->id = jstr(v->labels, K8S_LBL_ID);
+	v->uid = jstr(md, "uid");
 	v->deleting = cJSON_GetObjectItemCaseSensitive(md, "deletionTimestamp") != NULL &&
 	    !cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(md, "deletionTimestamp"));
 	v->phase = jstr(st, "phase");
@@ -920,6 +1045,7 @@ k8s_pod_view(const cJSON *pod, struct k8s_podview *v)
 			v->ready = 1;
 		if (strcmp(t, "PodScheduled") == 0 && strcmp(s, "False") == 0 &&
 		    (r = jstr(c, "reason")) != NULL) {
+			v->unschedulable = strcmp(r, "Unschedulable") == 0;
 			msg = jstr(c, "message");
 			snprintf(v->reason, sizeof(v->reason), "%s%s%s", r,
 			    msg ? ": " : "", msg ? msg : "");
@@ -939,9 +1065,63 @@ k8s_pod_view(const cJSON *pod, struct k8s_podview *v)
 			    strcmp(v->phase, "Failed") == 0 ? "failed" : "exited",
 			    r ? ": " : "", r ? r : "", msg ? ": " : "", msg ? msg : "");
 		v->ready = 0;
+		v->hard = 0;
 		return;
 	}
 	scan_statuses(cJSON_GetObjectItemCaseSensitive(st, "initContainerStatuses"), v);
 	if (!v->failed)
 		scan_statuses(cJSON_GetObjectItemCaseSensitive(st, "containerStatuses"), v);
+}
+
+/* Event reasons that waiting will not cure (k8s_events_scan). */
+static int
+hard_event(const char *r)
+{
+	return strcmp(r, "FailedCreatePodSandBox") == 0 ||
+	    strcmp(r, "ProvisioningFailed") == 0;
+}
+
+/* An event's time for ordering: its RFC 3339 text compares as a string. */
+static const char *
+event_time(const cJSON *ev)
+{
+	const char *t;
+
+	if ((t = jstr(ev, "lastTimestamp")) != NULL ||
+	    (t = jstr(ev, "eventTime")) != NULL ||
+	    (t = jstr(ev, "firstTimestamp")) != NULL)
+		return t;
+	t = jstr(cJSON_GetObjectItemCaseSensitive(ev, "metadata"),
+	    "creationTimestamp");
+	return t ? t : "";
+}
+
+void
+k8s_events_scan(const cJSON *items, char *hard, size_t hardlen, char *pulling,
+    size_t pulllen)
+{
+	const char *r, *msg, *t, *th = "", *tpull = "", *tpulled = "";
+	const cJSON *ev;
+
+	hard[0] = pulling[0] = '\0';
+	cJSON_ArrayForEach(ev, items) {
+		if ((r = jstr(ev, "reason")) == NULL)
+			continue;
+		msg = jstr(ev, "message");
+		t = event_time(ev);
+		if (hard_event(r) && strcmp(t, th) >= 0) {
+			th = t;
+			snprintf(hard, hardlen, "%s: %s", r, msg ? msg : "");
+		} else if (strcmp(r, "Pulling") == 0 && strcmp(t, tpull) >= 0) {
+			tpull = t;
+			snprintf(pulling, pulllen, "%s", msg ? msg : "pulling image");
+		} else if (strcmp(r, "Pulled") == 0 && strcmp(t, tpulled) >= 0) {
+			tpulled = t;
+		}
+	}
+	if (pulling[0] != '\0' && tpulled[0] != '\0' && strcmp(tpulled, tpull) >= 0)
+		pulling[0] = '\0';
+	/* A pull began after it: the kubelet got past the sandbox (a retry). */
+	if (hard[0] != '\0' && (strcmp(tpull, th) > 0 || strcmp(tpulled, th) > 0))
+		hard[0] = '\0';
 }

@@ -12,6 +12,7 @@
 #include <cjson/cJSON.h>
 #include "attrib.h"
 #include "caps.h"
+#include "cfg.h"
 #include "runtime/runtime.h"
 
 #define K8S_MANAGER		"sandbox-orchestrator"
@@ -92,7 +93,17 @@ struct k8s_params {
 	const char	*seccomp_localhost;	/* NULL: RuntimeDefault */
 	const char	*home_storage_class;	/* NULL or "": the default */
 	const char	*home_access_mode;	/* ReadWriteOnce, ...Pod, ...Many */
+	/* extra scheduling (NULL or empty: none), checked by
+	 * k8s_toleration_valid at setup */
+	const struct cfg_map	*node_selector;
+	const struct cfg_list	*tolerations;
 };
+
+/* A kubernetes.sandbox.tolerations entry, "key[=value][:Effect]"; -1 with
+ * err if malformed. */
+int	k8s_toleration_valid(const char *t, char *err, size_t errlen) WUNRES;
+/* A label key and value the API accepts (a nodeSelector entry). */
+int	k8s_label_ok(const char *key, const char *value);
 
 /* Object names for a sandbox id (all DNS-1123 subdomains). */
 void	k8s_name_pod(const char *id, char *dst, size_t len);
@@ -146,12 +157,29 @@ struct k8s_podview {
 	const char	*ip;		/* NULL until assigned */
 	int		 ready;		/* Ready condition True */
 	int		 deleting;	/* deletionTimestamp set */
+	const char	*uid;		/* NULL if absent */
 	int		 failed;	/* Failed/Succeeded or a fatal wait reason */
+	int		 hard;		/* failed by a wait reason the kubelet
+					 * retries (ErrImagePull, ...): a
+					 * start gives it fail_after */
+	int		 unschedulable;	/* PodScheduled False, Unschedulable */
 	char		 reason[256];	/* why failed, or why still waiting */
 	const cJSON	*annotations;
 	const cJSON	*labels;
 };
 void	k8s_pod_view(const cJSON *pod, struct k8s_podview *);
+
+/*
+ * What the Events of one object (items of an Event list, of the pod or of
+ * its claim) say of a start: a Warning that will not get better by waiting
+ * (FailedCreatePodSandBox: the runtime handler is missing or broken;
+ * ProvisioningFailed: the claim's volume cannot be made) into hard as
+ * "Reason: message" (the latest, unless a pull began after it: the
+ * kubelet's retry got past it); an image pull under way (Pulling with no
+ * later Pulled) into pulling as the event's message. "" when none.
+ */
+void	k8s_events_scan(const cJSON *items, char *hard, size_t hardlen,
+	    char *pulling, size_t pulllen);
 const char *k8s_ann(const cJSON *annotations, const char *key);	/* NULL if absent */
 /* A quantity in bytes ("1073741824", "10Gi", "5G"; no fractions), or -1. */
 long long k8s_qty_bytes(const char *q);
