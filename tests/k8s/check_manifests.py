@@ -113,6 +113,7 @@ ORCH_GRANTS = {
     ("sandboxes", "", "secrets", ()): {"create", "delete"},
     ("sandboxes", "networking.k8s.io", "networkpolicies", ()): {
         "create", "get", "list", "update", "delete"},
+    ("sandboxes", "", "events", ()): {"list"},
     ("sandbox-system", "apps", "deployments/scale", ("egress-proxy",)): {"get", "patch"},
     ("sandbox-system", "", "pods", ()): {"list", "watch", "patch"},
 }

@@ -477,9 +477,14 @@ def set_waiting(pod, name, reason, msg):
     st = pod["status"]
     key = "initContainerStatuses" if name == "install-agent" else \
         "containerStatuses"
-    st[key] = [{"name": name, "ready": False, "restartCount": 0,
-                "image": "x", "imageID": "",
-                "state": {"waiting": {"reason": reason, "message": msg}}}]
+    new = [{"name": name, "ready": False, "restartCount": 0,
+            "image": "x", "imageID": "",
+            "state": {"waiting": {"reason": reason, "message": msg}}}]
+    if st.get(key) != new:
+        st[key] = new
+        # a status change is a new version, as on a real server (watches
+        # see it: the orchestrator's cache reads pods from them)
+        pod["metadata"]["resourceVersion"] = next_rv()
 
 
 RWOP_MSG = ("0/1 nodes are available: 1 node has pod using "
