@@ -136,5 +136,10 @@ echo "# after the restart: $out"
 check "next call: runs (not busy)" grep -q '^after$' <<<"$out"
 check "next call: no 'concurrent call'" bash -c '! grep -q "concurrent" <<<"$1"' _ "$out"
 check "next call: says the previous command was interrupted" grep -qF '[the previous command (echo begun; sleep 309; echo late) was interrupted: the call that ran it went away (the orchestrator restarted' <<<"$out"
+# (for a failure of the check above, which happens now and then: what the
+# agent and the orchestrator said about r-1's shell)
+sb=$(sbx_of r-1)
+grep -E "abandon|interrupt|shell command" "$ORCH_SBX_DIR/$sb/log" 2>/dev/null | tail -n 6 | sed 's/^/# agent: /'
+grep "session=r-1" "$ORCH_LOG" | tail -n 6 | sed 's/^/# orch: /'
 check "next call: the shell kept its state" grep -q '^/tmp$' <<<"$out"
 orch_stop
