@@ -4,7 +4,7 @@
 # module.mk, so RT_LOCAL_OBJS / RT_K8S_OBJS are known here; each runtime
 # is linked in only when its part exists.
 ORCH_SRCS := orchestrator/conf.c orchestrator/work.c orchestrator/sessmgr.c \
-	orchestrator/sessopt.c orchestrator/policy.c orchestrator/pool.c orchestrator/sess.c \
+	orchestrator/sessopt.c orchestrator/policy.c orchestrator/pool.c orchestrator/sess.c orchestrator/sessview.c \
 	orchestrator/reconcile.c orchestrator/apps.c orchestrator/appctl.c \
 	orchestrator/schema.c orchestrator/tools.c orchestrator/areq.c orchestrator/filetools.c orchestrator/toolres.c orchestrator/mcp.c \
 	orchestrator/jsonu.c orchestrator/http.c orchestrator/httpreq.c orchestrator/httpstream.c \
