@@ -74,6 +74,7 @@
 #include <llhttp.h>
 
 #include "http.h"
+#include "httplisten.h"
 #include "http_int.h"
 #include "jsonu.h"
 #include "log.h"
@@ -1222,86 +1223,6 @@ accept_cb(evutil_socket_t lfd, short ev UNUSED, void *arg)
 
 /* ---- the server ---- */
 
-/* Splits "host:port" or "[v6]:port". 0 or -1 with err. */
-static int
-split_listen(const char *listen, char *host, size_t hostlen, long long *port,
-    char *err, size_t errlen)
-{
-	const char *colon, *es;
-
-	if ((colon = strrchr(listen, ':')) == NULL ||
-	    (size_t)(colon - listen) >= hostlen ||
-	    strnum_ll(colon + 1, 1, 65535, port, &es) == -1) {
-		snprintf(err, errlen, "listen: expected host:port, got '%s'", listen);
-		return -1;
-	}
-	memcpy(host, listen, (size_t)(colon - listen));
-	host[colon - listen] = '\0';
-	if (host[0] == '[' && host[strlen(host) - 1] == ']') {
-		memmove(host, host + 1, strlen(host));
-		host[strlen(host) - 1] = '\0';
-	}
-	return 0;
-}
-
-/* Is host (from split_listen) a loopback name or address? */
-static int
-listen_loopback(const char *host)
-{
-	struct in_addr a4;
-	struct in6_addr a6;
-
-	if (strcasecmp(host, "localhost") == 0)
-		return 1;
-	if (inet_pton(AF_INET, host, &a4) == 1)
-		return (ntohl(a4.s_addr) >> 24) == 127;
-	if (inet_pton(AF_INET6, host, &a6) == 1)
-		return IN6_IS_ADDR_LOOPBACK(&a6) || (IN6_IS_ADDR_V4MAPPED(&a6) &&
-		    a6.s6_addr[12] == 127);
-	return 0;
-}
-
-/* A listening socket on host:port (nonblocking). -1 with err. */
-static int
-listen_on(const char *host, long long port, char *err, size_t errlen)
-{
-	struct addrinfo hints, *res = NULL, *ai;
-	char ps[16];
-	int fd = -1, one = 1, rc;
-
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_family = AF_UNSPEC;
-	hints.ai_socktype = SOCK_STREAM;
-	hints.ai_flags = AI_PASSIVE;
-	snprintf(ps, sizeof(ps), "%lld", port);
-	if ((rc = getaddrinfo(host[0] != '\0' ? host : NULL, ps, &hints, &res)) != 0) {
-		snprintf(err, errlen, "listen: %s: %s", host, gai_strerror(rc));
-		return -1;
-	}
-	for (ai = res; ai != NULL; ai = ai->ai_next) {
-		if ((fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK |
-		    SOCK_CLOEXEC, ai->ai_protocol)) == -1)
-			continue;
-		(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		/* Small replies on keep-alive connections must not wait for
-		 * the client's delayed ACK (Nagle): accepted sockets inherit
-		 * this. */
-		if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) == -1)
-			log_warn("listen: TCP_NODELAY");
-		if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 &&
-		    listen(fd, SOMAXCONN) == 0)
-			break;
-		snprintf(err, errlen, "cannot listen on %s:%lld: %s", host, port,
-		    strerror(errno));
-		close(fd);
-		fd = -1;
-	}
-	if (ai == NULL && fd == -1 && res == NULL)
-		snprintf(err, errlen, "cannot listen on %s:%lld", host, port);
-	freeaddrinfo(res);
-	return fd;
-}
-
 /* A server without a listener (http_new's first half; the fuzz target's). */
 static struct http *
 http_alloc(struct event_base *base, const struct conf *conf, const char *key,
@@ -1348,13 +1269,13 @@ http_new(struct event_base *base, const struct conf *conf, const char *key,
 	char host[256];
 	long long port;
 
-	if (split_listen(conf->listen, host, sizeof(host), &port, err,
+	if (httplisten_split(conf->listen, host, sizeof(host), &port, err,
 	    errlen) == -1)
 		goto fail;
-	ht->loopback = listen_loopback(host);
+	ht->loopback = httplisten_loopback(host);
 	snprintf(ht->listen_host, sizeof(ht->listen_host), strchr(host, ':') ?
 	    "[%s]" : "%s", host);
-	if ((ht->lfd = listen_on(host, port, err, errlen)) == -1)
+	if ((ht->lfd = httplisten_open(host, port, err, errlen)) == -1)
 		goto fail;
 	ht->lev = event_new(base, ht->lfd, EV_READ | EV_PERSIST, accept_cb, ht);
 	ht->lbackoff = evtimer_new(base, accept_resume_cb, ht);
