@@ -108,7 +108,7 @@ const struct cfg_key conf_keys[] = {
 	{ "tools.max_output", CFG_SIZE, O(max_output), 4096, 16LL << 20, "256KiB", NULL,
 	  "most output bytes returned by one call (head and tail kept)" },
 	{ "tools.progress_interval", CFG_DURATION, O(progress_interval_ms), 1000, 3600000, "10s", NULL,
-	  "for calls that asked for progress over SSE: how often a progress notification is sent (a shell call's carries the command's latest output lines)" },
+	  "for calls that asked for progress over SSE: how often a progress notification is sent (a shell call's carries the command's latest output lines; a call waiting for its sandbox to start, what the start waits for, e.g. an image pull)" },
 	{ "files.tool_max_bytes", CFG_SIZE, O(tool_max_bytes), 1024, 16LL << 20, "1MiB", NULL,
 	  "most file bytes one read_file or write_file call moves (read: max_bytes, write: the decoded content); beyond, a tool error pointing at offset/max_bytes or the REST files routes. A write's base64 request must also fit http.max_body" },
 	{ "apps.domain", CFG_STR, O(apps_domain), 0, 0, NULL, "ORCH_APPS_DOMAIN",

@@ -768,13 +768,37 @@ tools_progress_text(struct tool_call *tc, const char *head)
 	return m;
 }
 
+/* Replaces tc's progress message with m (owned; NULL: none). */
+static void
+live_set(struct tool_call *tc, char *m)
+{
+	char *old;
+
+	pthread_mutex_lock(&live_lk);
+	old = tc->live;
+	tc->live = m;
+	pthread_mutex_unlock(&live_lk);
+	free(old);
+}
+
+/*
+ * rt_progress's sink while a call that takes progress runs: what a
+ * sandbox start it waits on is waiting for (an image pull, scheduling)
+ * is its progress message until the sandbox is up.
+ */
+static void
+start_note(void *arg, const char *msg)
+{
+	live_set(arg, xstrdup(msg));
+}
+
 static void *
 live_main(void *arg)
 {
 	struct live *l = arg;
 	struct timespec ts;
 	struct areq a;
-	char *m, *old, path[64];
+	char *m, path[64];
 	int stop = 0;
 
 	snprintf(path, sizeof(path), "/v1/shell/output?max=%d", TR_LIVE_BYTES * 2);
@@ -796,13 +820,9 @@ live_main(void *arg)
 		memset(&a, 0, sizeof(a));
 		a.s = l->s;
 		if (areq_do(&a, "GET", path, NULL, LIVE_REQ_MS) == 0 &&
-		    a.status == 200 && (m = tr_live_text(a.j)) != NULL) {
-			pthread_mutex_lock(&live_lk);
-			old = l->tc->live;
-			l->tc->live = m;
-			pthread_mutex_unlock(&live_lk);
-			free(old);
-		} else if (a.status == 404)
+		    a.status == 200 && (m = tr_live_text(a.j)) != NULL)
+			live_set(l->tc, m);
+		else if (a.status == 404)
 			stop = 1;	/* an agent without the route */
 		areq_free(&a);
 	}
@@ -1413,6 +1433,7 @@ tools_run1(struct sessmgr *m, const struct conf *c, struct tool_call *tc)
 		sess_error(tc, e, err);
 		goto out;
 	}
+	live_set(tc, NULL);	/* the sandbox is up: no start note */
 	/* The tool's own waits on the agent give up as soon as the call is
 	 * cancelled (not the sandbox's set-up above: it must complete). */
 	agentc_set_cancel(&tc->cancelled, 0);
@@ -1461,7 +1482,10 @@ output_guard(struct tool_call *tc)
 void
 tools_run(struct sessmgr *m, const struct conf *c, struct tool_call *tc)
 {
+	if (tc->progress)
+		rt_progress_sink(start_note, tc);
 	tools_run1(m, c, tc);
+	rt_progress_sink(NULL, NULL);
 	agentc_set_cancel(NULL, 0);
 	output_guard(tc);
 	atomic_store(&tc->finished, 1);

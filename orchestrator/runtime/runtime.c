@@ -1,4 +1,5 @@
 /* runtime.c: helpers shared by every runtime engine. */
+#include <stdarg.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -125,4 +126,29 @@ rt_scrub(char *err, size_t errlen, const char *path, const char *name)
 	snprintf(out + o, sizeof(out) - o, "%s", p);
 	snprintf(err, errlen, "%s", out);
 	return 1;
+}
+
+/* The calling thread's progress sink (rt_progress_sink). */
+static _Thread_local rt_progress_fn tl_progress;
+static _Thread_local void *tl_progress_arg;
+
+void
+rt_progress_sink(rt_progress_fn fn, void *arg)
+{
+	tl_progress = fn;
+	tl_progress_arg = fn != NULL ? arg : NULL;
+}
+
+void
+rt_progress(const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	if (tl_progress == NULL)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	tl_progress(tl_progress_arg, msg);
 }

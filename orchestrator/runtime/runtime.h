@@ -288,6 +288,18 @@ const char *rt_kv_get(const struct rt_kv *kv, size_t n, const char *k);
 cJSON	*rt_info_json(const struct rt_info *);
 
 /*
+ * Progress of a slow lifecycle call (create, start) for whoever waits on
+ * it: a caller that can show progress (an MCP call that asked for it)
+ * sets a sink on its own thread around the call, and a runtime reports
+ * what it is waiting for ("Pulling image \"x\""), each time that changes.
+ * No sink on the thread: rt_progress does nothing. The sink is called on
+ * the runtime's (the caller's) thread and must not block; msg is borrowed.
+ */
+typedef void	(*rt_progress_fn)(void *arg, const char *msg);
+void	rt_progress_sink(rt_progress_fn fn, void *arg);	/* fn NULL: none */
+void	rt_progress(const char *fmt, ...) PRINTF(1, 2);
+
+/*
  * One limit of a spec against runtime rt's bounds (v in bytes or units;
  * min and max in units of scale, named unit; a v that is not a whole
  * number of them is shown as it is). 0, or -1 with err naming the bounds.

@@ -7,7 +7,8 @@
 # (ProvisioningFailed event), an Unschedulable pod (after its grace) each
 # fail the tool call within seconds, not the ready timeout, with that reason
 # in the tool error, and leave no pod, claim, Secret or policy behind. A
-# long image pull is logged as progress and the create succeeds. Scheduling
+# long image pull is logged, sent as MCP progress to a client that asked
+# for it, and the create succeeds. Scheduling
 # ("Scheduling"): on a tainted node the RuntimeClass's toleration and
 # kubernetes.sandbox.tolerations/node_selector are in the pod spec (bodies
 # validated), and a taint nothing tolerates fails fast as Unschedulable.
@@ -36,6 +37,8 @@ key_file: $T/key
 runtime: kubernetes
 pool:
   min_idle: 0
+tools:
+  progress_interval: 1s
 YAML
 		cat "$CFG"
 		cat <<YAML
@@ -129,6 +132,38 @@ out=$(mcp_tool s-slow shell '{"command":"echo pulled"}')
 check "a long image pull (longer than fail_after) ends in a working sandbox" grep -qx pulled <<<"$out"
 check "the pull is reported while it lasts" grep -q 'starting: Pulling image "debian:12"' "$T/orch.log"
 mcp_tool s-slow clear_session '{}' >/dev/null
+check "cleared" wait_for 15 nothing_left
+# The same pull for a client that asked for progress (a progressToken,
+# SSE): its notifications name the pull while it lasts; once the sandbox
+# is up they no longer speak of its start; the result comes last.
+curl -s --max-time 150 -H "Authorization: Bearer $ORCH_KEY" -H 'Content-Type: application/json' \
+    -H 'Accept: application/json, text/event-stream' -H "X-Session-Id: s-prog" \
+    -d '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"shell","arguments":{"command":"sleep 2.5; echo pulled"},"_meta":{"progressToken":"tok-1"}}}' \
+    "http://127.0.0.1:$ORCH_PORT/mcp" >"$T/prog.sse"
+# prog_ok EXPR: EXPR over msgs (the notifications' messages in order, each
+# with its token) and res (the final result's text)
+prog_ok() {
+	python3 - "$T/prog.sse" "$1" <<'PY'
+import json, sys
+msgs, res = [], None
+for ev in open(sys.argv[1]).read().split("\n\n"):
+    for line in ev.split("\n"):
+        if line.startswith("data: "):
+            d = json.loads(line[6:])
+            if d.get("method") == "notifications/progress":
+                msgs.append((d["params"]["progressToken"], d["params"].get("message", "")))
+            elif "result" in d:
+                res = "".join(c.get("text", "") for c in d["result"]["content"])
+sys.exit(0 if eval(sys.argv[2]) else 1)
+PY
+}
+check "progress: the call ends in its result" prog_ok 'res is not None and "pulled" in res.splitlines()' ||
+    sed -n '1,40p' "$T/prog.sse" >&2
+check "progress: a notification names the pull while it lasts" \
+    prog_ok 'any(t == "tok-1" and "sandbox starting: Pulling image \"debian:12\"" in m for t, m in msgs)'
+check "progress: later ones no longer speak of the start (the sandbox is up)" \
+    prog_ok 'not msgs[-1][1].count("sandbox starting") if msgs else False'
+mcp_tool s-prog clear_session '{}' >/dev/null
 unstick
 check "cleared" wait_for 15 nothing_left
 

@@ -182,6 +182,35 @@ start_verdict(struct k8s_rt *r, const char *id, const struct k8s_podview *v,
 }
 
 /*
+ * What a starting pod (v) waits for, told to the caller (rt_progress)
+ * when it changes from shown: a pull under way (pulling, from its
+ * Events), scheduling, the container's creation, the agent.
+ */
+static void
+start_progress(const struct k8s_podview *v, const char *pulling, char *shown,
+    size_t shownlen)
+{
+	char now[320];
+
+	if (pulling[0] != '\0')
+		snprintf(now, sizeof(now), "sandbox starting: %s", pulling);
+	else if (v->unschedulable)
+		snprintf(now, sizeof(now), "sandbox starting: waiting for a node "
+		    "(%s)", v->reason[0] ? v->reason : "Unschedulable");
+	else if (strcmp(v->phase, "Pending") == 0 && v->reason[0] != '\0')
+		snprintf(now, sizeof(now), "sandbox starting: pod waiting (%s)",
+		    v->reason);
+	else if (strcmp(v->phase, "Pending") == 0)
+		snprintf(now, sizeof(now), "sandbox starting: pod pending");
+	else
+		snprintf(now, sizeof(now), "sandbox starting: waiting for its agent");
+	if (strcmp(now, shown) == 0)
+		return;
+	snprintf(shown, shownlen, "%s", now);
+	rt_progress("%s", now);
+}
+
+/*
  * Waits until the pod is Running, Ready, has an IP and the agent answers.
  * Fails fast with the cluster's reason (docs/kubernetes.md, "Failing
  * fast"): at once on a Failed pod; once a reason the kubelet retries
@@ -201,7 +230,7 @@ wait_ready(struct k8s_rt *r, const char *id, cJSON **podp, char *err,
 	struct k8s_podview v;
 	cJSON *pod = NULL;
 	char aerr[256] = "", hard[512] = "", evhard[512] = "", pulling[256] = "";
-	char said[256] = "";
+	char said[256] = "", shown[320] = "";
 
 	for (;;) {
 		cJSON_Delete(pod);
@@ -236,7 +265,8 @@ wait_ready(struct k8s_rt *r, const char *id, cJSON **podp, char *err,
 				snprintf(said, sizeof(said), "%s", pulling);
 			}
 		} else if (strcmp(v.phase, "Pending") != 0)
-			evhard[0] = '\0';
+			evhard[0] = pulling[0] = '\0';
+		start_progress(&v, pulling, shown, sizeof(shown));
 		/* The hard reason now: the pod's own, else an Event's. */
 		if (v.failed)
 			snprintf(hard, sizeof(hard), "%s", v.reason);
