@@ -59,6 +59,7 @@ orch_stop() { kill "$ORCH_PID" 2>/dev/null; wait "$ORCH_PID" 2>/dev/null; }
 mcp_tool() {
 	curl -s --max-time 150 -H "Authorization: Bearer $ORCH_KEY" -H 'Content-Type: application/json' \
 	    -H 'Accept: application/json, text/event-stream' -H "X-Session-Id: $1" \
+	    ${MCP_USER:+-H "X-User-Id: $MCP_USER"} \
 	    -d "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"$2\",\"arguments\":$3}}" \
 	    "http://127.0.0.1:$ORCH_PORT/mcp" | python3 -c '
 import json, sys
@@ -71,7 +72,7 @@ else:
 }
 # What the runtime made in the sandbox namespace and has not deleted.
 leftovers() {
-	fake_get state | jq_py '" ".join(sorted(o["kind"] + "/" + o["metadata"]["name"] for o in d["items"] if o["kind"] in ("Pod", "PersistentVolumeClaim", "Secret", "NetworkPolicy") and o["metadata"].get("namespace") == "sandboxes" and not o["metadata"].get("deletionTimestamp")))'
+	fake_get state | jq_py '" ".join(sorted(o["kind"] + "/" + o["metadata"]["name"] for o in d["items"] if o["kind"] in ("Pod", "PersistentVolumeClaim", "Secret", "NetworkPolicy") and o["metadata"].get("namespace") == "sandboxes" and not o["metadata"].get("deletionTimestamp") and not o["metadata"]["name"].startswith("home-")))'
 }
 nothing_left() { test -z "$(leftovers)"; }
 
@@ -120,6 +121,13 @@ failcase "FailedCreatePodSandBox (no runsc handler)" s-handler "FailedCreatePodS
 unstick
 stick '{"what":"provision","claim":"sbx-*-ws"}'
 failcase "ProvisioningFailed claim" s-prov "ProvisioningFailed" "quota exceeded"
+unstick
+# The same for a user's home claim: the error names that claim; the home
+# claim itself stays (a home outlives sandboxes), the rest goes.
+stick '{"what":"provision","claim":"home-*"}'
+MCP_USER=u-prov failcase "ProvisioningFailed home claim" s-hprov "ProvisioningFailed" "quota exceeded" "(claim home-"
+check "ProvisioningFailed home claim: the home claim is kept" \
+    python3 -c 'import json, sys; d = json.load(sys.stdin); sys.exit(not any(o["kind"] == "PersistentVolumeClaim" and o["metadata"]["name"].startswith("home-") for o in d["items"]))' <<<"$(fake_get state)"
 unstick
 stick '{"what":"unschedulable","pod":"sbx-*","message":"0/3 nodes are available: 3 Insufficient cpu."}'
 failcase "Unschedulable" s-unsched "cannot be scheduled" "Insufficient cpu"

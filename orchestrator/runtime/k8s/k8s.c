@@ -139,32 +139,28 @@ events_of(struct k8s_rt *r, const char *uid, cJSON **items, char *err,
 }
 
 /*
- * Why a starting pod (v) will not come up though it has not failed, from
- * its Events and those of its /workspace claim (docs/kubernetes.md,
- * "Failing fast"): a hard reason into hard, an image pull under way into
- * pulling. An API error reading them is logged and ignored (the ready
- * timeout still bounds the wait).
+ * The Events of claim (name; the sandbox's workspace claim is read through
+ * the cache) when it is not Bound, scanned for a hard reason into hard.
  */
 static void
-start_verdict(struct k8s_rt *r, const char *id, const struct k8s_podview *v,
-    char *hard, size_t hardlen, char *pulling, size_t pulllen)
+claim_verdict(struct k8s_rt *r, const char *id, const char *claim, char *hard,
+    size_t hardlen)
 {
 	cJSON *items = NULL, *pvc = NULL;
 	const cJSON *md, *ph;
-	char e[256], p2[8];
+	char e[256] = "", path[512], wsname[128], p2[8];
+	int rc;
 
-	hard[0] = pulling[0] = '\0';
-	if (events_of(r, v->uid, &items, e, sizeof(e)) == -1)
-		log_warnx("sandbox=%s: reading its pod's events: %s", id, e);
-	k8s_events_scan(items, hard, hardlen, pulling, pulllen);
-	cJSON_Delete(items);
-	items = NULL;
-	if (hard[0] != '\0' || !v->unschedulable)
-		return;
-	/* Not scheduled: is it waiting for a claim that cannot be made? */
-	if (api_pvc_get(r, id, &pvc, e, sizeof(e)) == -1 || pvc == NULL) {
-		if (pvc == NULL && e[0] != '\0')
-			log_warnx("sandbox=%s: reading its claim: %s", id, e);
+	k8s_name_pvc(id, wsname, sizeof(wsname));
+	if (strcmp(claim, wsname) == 0)
+		rc = api_pvc_get(r, id, &pvc, e, sizeof(e));
+	else {
+		api_path(&api_pvcs, r->ns, claim, path, sizeof(path));
+		rc = api_get(r, path, &pvc, e, sizeof(e));
+	}
+	if (rc == -1 || pvc == NULL) {
+		if (e[0] != '\0')
+			log_warnx("sandbox=%s: reading claim %s: %s", id, claim, e);
 		return;
 	}
 	ph = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pvc,
@@ -174,11 +170,57 @@ start_verdict(struct k8s_rt *r, const char *id, const struct k8s_podview *v,
 		md = cJSON_GetObjectItemCaseSensitive(md, "uid");
 		if (events_of(r, cJSON_IsString(md) ? md->valuestring : NULL, &items,
 		    e, sizeof(e)) == -1)
-			log_warnx("sandbox=%s: reading its claim's events: %s", id, e);
+			log_warnx("sandbox=%s: reading claim %s's events: %s", id,
+			    claim, e);
 		k8s_events_scan(items, hard, hardlen, p2, sizeof(p2));
+		if (hard[0] != '\0' && strcmp(claim, wsname) != 0) {
+			/* name the claim that is not the workspace (a home) */
+			char h[512];
+
+			snprintf(h, sizeof(h), "%s (claim %s)", hard, claim);
+			snprintf(hard, hardlen, "%s", h);
+		}
 		cJSON_Delete(items);
 	}
 	cJSON_Delete(pvc);
+}
+
+/*
+ * Why a starting pod (v, pod) will not come up though it has not failed,
+ * from its Events and those of every claim it mounts that is not bound
+ * (its /workspace, its user's home) (docs/kubernetes.md, "Failing fast"):
+ * a hard reason into hard, an image pull under way into pulling. An API
+ * error reading them is logged and ignored (the ready timeout still
+ * bounds the wait).
+ */
+static void
+start_verdict(struct k8s_rt *r, const char *id, const cJSON *pod,
+    const struct k8s_podview *v, char *hard, size_t hardlen, char *pulling,
+    size_t pulllen)
+{
+	cJSON *items = NULL;
+	const cJSON *vol, *c;
+	char e[256];
+
+	hard[0] = pulling[0] = '\0';
+	if (events_of(r, v->uid, &items, e, sizeof(e)) == -1)
+		log_warnx("sandbox=%s: reading its pod's events: %s", id, e);
+	k8s_events_scan(items, hard, hardlen, pulling, pulllen);
+	cJSON_Delete(items);
+	if (hard[0] != '\0' || !v->unschedulable)
+		return;
+	/* Not scheduled: is it waiting for a claim that cannot be made? */
+	cJSON_ArrayForEach(vol, cJSON_GetObjectItemCaseSensitive(
+	    cJSON_GetObjectItemCaseSensitive(pod, "spec"), "volumes")) {
+		c = cJSON_GetObjectItemCaseSensitive(
+		    cJSON_GetObjectItemCaseSensitive(vol, "persistentVolumeClaim"),
+		    "claimName");
+		if (!cJSON_IsString(c))
+			continue;
+		claim_verdict(r, id, c->valuestring, hard, hardlen);
+		if (hard[0] != '\0')
+			return;
+	}
 }
 
 /*
@@ -257,7 +299,7 @@ wait_ready(struct k8s_rt *r, const char *id, cJSON **podp, char *err,
 				break;
 		}
 		if (strcmp(v.phase, "Pending") == 0 && now >= ev_at) {
-			start_verdict(r, id, &v, evhard, sizeof(evhard), pulling,
+			start_verdict(r, id, pod, &v, evhard, sizeof(evhard), pulling,
 			    sizeof(pulling));
 			ev_at = now + 1000;
 			if (pulling[0] != '\0' && strcmp(pulling, said) != 0) {
