@@ -37,7 +37,7 @@ fail() { echo "not ok $1${2:+ -- $2}"; _nfail=$((_nfail + 1)); }
 skip() { echo "skip $1 ${2:-}"; }
 check() {
 	local name=$1; shift
-	if "$@"; then ok "$name"; else fail "$name"; fi
+	if "$@"; then ok "$name"; else fail "$name"; return 1; fi
 }
 
 # A free TCP port on 127.0.0.1 (racy by nature; good enough for tests).

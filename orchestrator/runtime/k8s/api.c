@@ -446,7 +446,9 @@ api_proxy_pods(struct k8s_rt *r, cJSON **items, char *err, size_t errlen)
 }
 
 int
-api_cache_start(struct k8s_rt *r, char *err, size_t errlen)
+api_cache_start(struct k8s_rt *r,
+    void (*on_proxy)(void *, const cJSON *, const cJSON *), char *err,
+    size_t errlen)
 {
 	char p0[512], p1[512], p2[512];
 	struct kcache_src src[KC_NSETS];
@@ -454,9 +456,9 @@ api_cache_start(struct k8s_rt *r, char *err, size_t errlen)
 	api_path(&api_pods, r->ns, NULL, p0, sizeof(p0));
 	api_path(&api_pvcs, r->ns, NULL, p1, sizeof(p1));
 	api_path(&api_pods, r->pns, NULL, p2, sizeof(p2));
-	src[KC_SBX_PODS] = (struct kcache_src){ p0, r->sel_q };
-	src[KC_SBX_PVCS] = (struct kcache_src){ p1, r->sel_q };
-	src[KC_PROXY_PODS] = (struct kcache_src){ p2, r->proxy_q };
+	src[KC_SBX_PODS] = (struct kcache_src){ p0, r->sel_q, NULL, NULL };
+	src[KC_SBX_PVCS] = (struct kcache_src){ p1, r->sel_q, NULL, NULL };
+	src[KC_PROXY_PODS] = (struct kcache_src){ p2, r->proxy_q, on_proxy, r };
 	if ((r->cache = kcache_start(r->cl, src, err, errlen)) == NULL)
 		return -1;
 	return 0;

@@ -39,6 +39,8 @@ struct kset {
 	struct kcache	*kc;
 	enum kcache_set	 which;
 	char		*path, *q;
+	void		(*on_event)(void *, const cJSON *, const cJSON *);
+	void		*arg;
 	pthread_t	 thr;
 	int		 started;
 	cJSON		*objs;		/* name -> object */
@@ -249,12 +251,18 @@ set_event(struct kset *s, const char *p, size_t n)
 	} else if ((strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0) &&
 	    name != NULL) {
 		set_rv_locked(s, rv);
+		if (s->on_event != NULL)
+			s->on_event(s->arg, cJSON_GetObjectItemCaseSensitive(s->objs,
+			    name), obj);
 		set_upsert_locked(s, obj);
 		obj = NULL;
 		s->st.events++;
 		s->nevents++;
 	} else if (strcmp(type, "DELETED") == 0 && name != NULL) {
 		set_rv_locked(s, rv);
+		if (s->on_event != NULL)
+			s->on_event(s->arg, cJSON_GetObjectItemCaseSensitive(s->objs,
+			    name), NULL);
 		cJSON_DeleteItemFromObjectCaseSensitive(s->objs, name);
 		s->st.events++;
 		s->nevents++;
@@ -414,6 +422,8 @@ kcache_start(struct k8s_client *cl, const struct kcache_src src[KC_NSETS],
 		s->which = (enum kcache_set)i;
 		s->path = xstrdup(src[i].path);
 		s->q = xstrdup(src[i].q ? src[i].q : "");
+		s->on_event = src[i].on_event;
+		s->arg = src[i].arg;
 		s->objs = cJSON_CreateObject();
 		buf_init(&s->line, KCACHE_MAX_EVENT);
 	}

@@ -31,6 +31,12 @@ enum kcache_set { KC_SBX_PODS, KC_SBX_PVCS, KC_PROXY_PODS, KC_NSETS };
 struct kcache_src {
 	const char	*path;
 	const char	*q;
+	/* Called for each watch event of the set (not for a list), before
+	 * it is applied: old the object as the set held it (NULL: none),
+	 * now as it is (NULL: deleted). Runs on the set's thread with the
+	 * cache locked: it must not block or call the cache. NULL: none. */
+	void		(*on_event)(void *arg, const cJSON *old, const cJSON *now);
+	void		*arg;
 };
 
 /* Counters since kcache_start, per set (tests, diagnostics). */

@@ -20,6 +20,7 @@
  * place (a new boot id) or missing a registration gets it again; one of
  * a sandbox gone or assigned elsewhere is removed.
  */
+#include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -52,6 +53,7 @@ struct proxy {
 
 #define ANN_DELETION_COST	"controller.kubernetes.io/pod-deletion-cost"
 #define VICTIM_COST		(-1000)	/* below any load */
+#define FLEET_WAKE_MIN_MS	1000	/* woken sweeps: at most one a second */
 
 /* A proxy pod's admin endpoint (orchestrator/egress.h); strings borrowed. */
 static struct egress_admin
@@ -1194,22 +1196,89 @@ fleet_assign(struct k8s_rt *r, const char *id, const char *pod_ip,
 	return rc;
 }
 
-/* The fleet thread: a sweep every fleet_interval until fleet_stop(). */
+/* The restarts of a pod's containers, summed; -1: no statuses yet. */
+static long long
+pod_restarts(const cJSON *pod)
+{
+	const cJSON *cs, *c, *n;
+	long long sum = -1;
+
+	cs = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pod,
+	    "status"), "containerStatuses");
+	cJSON_ArrayForEach(c, cs) {
+		n = cJSON_GetObjectItemCaseSensitive(c, "restartCount");
+		if (cJSON_IsNumber(n))
+			sum = (sum < 0 ? 0 : sum) + (long long)n->valuedouble;
+	}
+	return sum;
+}
+
+void
+fleet_proxy_event(void *arg, const cJSON *old, const cJSON *now)
+{
+	struct k8s_rt *r = arg;
+	struct k8s_podview vo, vn;
+	long long ro, rn;
+
+	if (now == NULL)
+		return;	/* a pod gone: the sweep's re-assignment, as before */
+	k8s_pod_view(now, &vn);
+	if (!vn.ready || vn.deleting)
+		return;
+	if (old != NULL) {
+		k8s_pod_view(old, &vo);
+		ro = pod_restarts(old);
+		rn = pod_restarts(now);
+		if (vo.ready && (ro < 0 || rn <= ro))
+			return;	/* was Ready and did not restart */
+	}
+	pthread_mutex_lock(&r->stop_mtx);
+	r->sweep_now = 1;
+	pthread_cond_signal(&r->stop_cv);
+	pthread_mutex_unlock(&r->stop_mtx);
+}
+
+/*
+ * The fleet thread: a sweep every fleet_interval until fleet_stop(), and
+ * one as soon as fleet_proxy_event asks (a proxy turned Ready or
+ * restarted), at most one per FLEET_WAKE_MIN_MS so a flapping proxy
+ * cannot drive sweeps back to back.
+ */
 static void *
 fleet_main(void *arg)
 {
 	struct k8s_rt *r = arg;
 	struct timespec ts;
 	char err[512];
-	int rc;
+	long long last = 0, wait;
+	int rc, woken;
 
 	pthread_mutex_lock(&r->stop_mtx);
 	while (!r->stopping) {
 		util_deadline(&ts, r->conf->fleet_interval_ms);
-		ign(pthread_cond_timedwait(&r->stop_cv, &r->stop_mtx, &ts));
+		while (!r->stopping && !r->sweep_now)
+			if (pthread_cond_timedwait(&r->stop_cv, &r->stop_mtx,
+			    &ts) == ETIMEDOUT)
+				break;
+		woken = r->sweep_now;
+		r->sweep_now = 0;
 		if (r->stopping)
 			break;
+		wait = last + FLEET_WAKE_MIN_MS - util_mono_ms();
+		if (woken && wait > 0) {
+			util_deadline(&ts, wait);
+			while (!r->stopping && pthread_cond_timedwait(&r->stop_cv,
+			    &r->stop_mtx, &ts) != ETIMEDOUT)
+				;
+			r->sweep_now = 0;
+			if (r->stopping)
+				break;
+		}
 		pthread_mutex_unlock(&r->stop_mtx);
+		if (woken)
+			log_info("k8s fleet: a proxy pod turned Ready or restarted: "
+			    "sweeping now");
+		last = util_mono_ms();
 		pthread_mutex_lock(&r->fleet_mtx);
 		rc = fleet_sync_locked(r, 1, err, sizeof(err));
 		pthread_mutex_unlock(&r->fleet_mtx);

@@ -1527,7 +1527,8 @@ runtime_k8s_new(const struct rt_k8s_conf *conf, char *err, size_t errlen)
 		goto fail;
 	setup_params(r);
 	if (fleet_start(r, err, errlen) == -1 ||
-	    (conf->fleet_interval_ms > 0 && api_cache_start(r, err, errlen) == -1))
+	    (conf->fleet_interval_ms > 0 && api_cache_start(r, fleet_proxy_event,
+	    err, errlen) == -1))
 		goto fail;
 	log_info("k8s runtime server=%s namespace=%s proxies=%s/%s",
 	    k8s_client_server(r->cl), r->ns, r->pns, conf->proxy_deployment);

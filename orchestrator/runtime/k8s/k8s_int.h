@@ -71,6 +71,7 @@ struct k8s_rt {
 	pthread_cond_t		 stop_cv;
 	int			 stopping;
 	int			 thr_started;
+	int			 sweep_now;	/* fleet_proxy_event (stop_mtx) */
 	pthread_t		 thr;
 	struct kcache		*cache;		/* watch cache (api.c); NULL: none */
 };
@@ -164,8 +165,12 @@ int	api_proxy_pods(struct k8s_rt *r, cJSON **items, char *err,
 
 /* Starts the watch cache of our sandbox pods, claims and proxy pods
  * (r->cache), which api_sandbox_pods(), api_sandbox_pvcs() and
- * api_proxy_pods() then read; stop joins its threads. */
-int	api_cache_start(struct k8s_rt *r, char *err, size_t errlen) WUNRES;
+ * api_proxy_pods() then read; on_proxy (may be NULL) sees each watch
+ * event of a proxy pod (kcache_src's on_event, arg r). stop joins its
+ * threads. */
+int	api_cache_start(struct k8s_rt *r,
+	    void (*on_proxy)(void *, const cJSON *, const cJSON *), char *err,
+	    size_t errlen) WUNRES;
 void	api_cache_stop(struct k8s_rt *r);
 
 /*
@@ -237,6 +242,14 @@ void	fleet_detach(struct k8s_rt *r, const char *id, const cJSON *pod_ann);
 
 /* Scales to what runs now; errors are logged (the fleet thread retries). */
 void	fleet_rescale(struct k8s_rt *r);
+
+/*
+ * A watch event of a proxy pod (api_cache_start's on_proxy; arg r): a pod
+ * that became Ready, or whose containers restarted, wakes the fleet
+ * thread for a sweep now (it heals that proxy's registrations) rather
+ * than at the next fleet_interval. Does not block.
+ */
+void	fleet_proxy_event(void *arg, const cJSON *old, const cJSON *now);
 
 /* Starts the fleet thread (when fleet_interval is set). 0 or -1 with err. */
 int	fleet_start(struct k8s_rt *r, char *err, size_t errlen) WUNRES;

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# A proxy pod's readiness change heals at once (docs/kubernetes.md, "The
+# proxy fleet"): the real orchestrator (its watch cache and fleet thread)
+# against the fake API, the real egress-proxy binary as the proxy pods,
+# kubernetes.fleet_interval 1h so no timed sweep runs during the test. A
+# proxy restarted in place and seen by its probe (Ready False, then True),
+# or restarted with the pod staying Ready (restartCount + 1), has its
+# sandboxes registered again within seconds: the watch event wakes the
+# sweep. Without the wake they would get 407 for up to an hour.
+. "$(dirname "$0")/../lib/common.sh"
+. "$TOP/tests/k8s/lib.sh"
+PX=$BIN/egress-proxy/egress-proxy
+ORCH_BIN=$BIN/orchestrator/orchestrator
+[ -x "$PX" ] || { fail "egress-proxy binary" "not built"; exit 1; }
+[ -x "$ORCH_BIN" ] || { fail "orchestrator binary" "not built"; exit 1; }
+mkdir -p "$T/pxca"
+openssl ecparam -name prime256v1 -genkey -noout -out "$T/pxca/ca.key" 2>/dev/null
+openssl req -x509 -new -key "$T/pxca/ca.key" -subj "/CN=test egress CA" -days 2 -out "$T/pxca/ca.crt" 2>/dev/null
+PROXY_PORT=$(free_port)
+cat >"$T/px.tmpl" <<YAML
+listen: POD_IP:$PROXY_PORT
+admin:
+  listen: POD_IP:ADMIN_PORT_
+  token_file: $T/admin-token
+ca:
+  cert: $T/pxca/ca.crt
+  key: $T/pxca/ca.key
+YAML
+K8S_POD_CMD="sed -e \"s/POD_IP/\$POD_IP/\" -e \"s/ADMIN_PORT_/\$ADMIN_PORT/\" $T/px.tmpl >$T/px-\$POD_NAME.yaml && exec $PX -d -f $T/px-\$POD_NAME.yaml 2>>$T/px-\$POD_NAME.log"
+k8s_setup
+k8s_write_config 'fleet_interval: 1h'
+sed -i "s|^    wait: 20s|    wait: 30s\n    port: $PROXY_PORT|" "$CFG"
+ORCH_PORT=$(free_port)
+ORCH_KEY=k-$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
+printf '%s\n' "$ORCH_KEY" >"$T/key"
+chmod 600 "$T/key"
+{
+	printf 'listen: 127.0.0.1:%s\nkey_file: %s\nruntime: kubernetes\npool:\n  min_idle: 0\n' \
+	    "$ORCH_PORT" "$T/key"
+	cat "$CFG"
+} >"$T/orch.yaml"
+"$ORCH_BIN" -d -f "$T/orch.yaml" >>"$T/orch.log" 2>&1 &
+ORCH_PID=$!
+track_pid $ORCH_PID
+check "orchestrator starts (fleet_interval 1h)" wait_for 60 curl -sf "http://127.0.0.1:$ORCH_PORT/readyz" ||
+	{ tail -20 "$T/orch.log"; exit 1; }
+mcp_text() {
+	curl -s --max-time 120 -H "Authorization: Bearer $ORCH_KEY" -H 'Content-Type: application/json' \
+	    -H 'Accept: application/json, text/event-stream' -H "X-Session-Id: $1" \
+	    -d "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"shell\",\"arguments\":{\"command\":\"$2\"}}}" \
+	    "http://127.0.0.1:$ORCH_PORT/mcp" |
+	    python3 -c 'import json, sys; r = json.load(sys.stdin)["result"]; print("".join(c.get("text", "") for c in r["content"]))'
+}
+stats() { curl -s --max-time 5 -H "Authorization: Bearer $(cat "$T/admin-token")" -d '{"op":"stats"}' "http://$1:$ADMIN_PORT/v1/admin"; }
+boot_of() { stats "$1" | jq_py 'd.get("boot_id", "")'; }
+lists() { stats "$1" | grep -q "\"id\":\"$2\""; }
+
+proxy_url=$(mcp_text w-1 'printenv HTTP_PROXY' | head -n1)
+check "the sandbox got a proxy URL" grep -q '^http://' <<<"$proxy_url"
+sb=$(obj pods sandboxes "" | jq_py '[p["metadata"]["labels"]["sandbox.dev/id"] for p in d["items"]][0]' 2>/dev/null)
+[ -n "$sb" ] || sb=$(fake_get state | jq_py '[o["metadata"]["labels"]["sandbox.dev/id"] for o in d["items"] if o["kind"] == "Pod" and o["metadata"]["namespace"] == "sandboxes"][0]')
+pip=$(obj pods sandboxes "sbx-$sb" | jq_py 'd["metadata"]["annotations"]["sandbox.dev/proxy-ip"]')
+pod1=$(obj pods sandboxes "sbx-$sb" | jq_py 'd["metadata"]["annotations"]["sandbox.dev/proxy-pod"]')
+sip=$(obj pods sandboxes "sbx-$sb" | jq_py 'd["status"]["podIP"]')
+# The sandbox's request through its proxy from its pod IP, to an address
+# the proxy refuses to reach: 407 = not registered, 403 = it worked.
+through() { curl -s -o /dev/null -w '%{http_code}' --max-time 10 --interface "$sip" -x "$proxy_url" "http://127.0.0.1:9/"; }
+healed() { [ "$(through)" = 403 ]; }
+check "sandbox $sb registered at proxy pod $pod1" lists "$pip" "$sb"
+check "its credential works through its proxy" healed
+
+# heal_case NAME RESTART-BODY: the proxy restarts; the sandbox's
+# credential works again within seconds, though no timed sweep runs.
+heal_case() {
+	local name=$1 boot0 t0 ms
+	boot0=$(boot_of "$pip")
+	t0=$(date +%s%N)
+	fake restart "$2" >/dev/null
+	new_boot() { local b; b=$(boot_of "$pip"); [ -n "$b" ] && [ "$b" != "$boot0" ]; }
+	check "$name: the proxy restarted (new boot id)" wait_for 20 new_boot
+	check "$name: the sandbox's credential works again" wait_for 20 healed
+	ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+	echo "# $name: healed ${ms} ms after the restart (fleet_interval 1h)"
+	check "$name: within 10 s, no timed sweep (${ms} ms)" test "$ms" -lt 10000
+}
+heal_case "seen by the probe (Ready False, then True)" \
+    "{\"ns\":\"sandbox-system\",\"name\":\"$pod1\",\"ready\":false}"
+check "the wake was logged" grep -q "a proxy pod turned Ready or restarted: sweeping now" "$T/orch.log"
+check "the sweep registered the sandbox again" grep -q "sandbox=$sb proxy=$pod1 registered again (the proxy restarted)" "$T/orch.log"
+n1=$(grep -c "sweeping now" "$T/orch.log")
+heal_case "in place, the pod staying Ready (restartCount + 1)" \
+    "{\"ns\":\"sandbox-system\",\"name\":\"$pod1\"}"
+check "the Ready-staying restart woke a sweep too" test "$(grep -c "sweeping now" "$T/orch.log")" -gt "$n1"
+# A watch event that is neither (a label change) wakes nothing.
+n2=$(grep -c "sweeping now" "$T/orch.log")
+kapi PATCH "/api/v1/namespaces/sandbox-system/pods/$pod1?fieldValidation=Strict" '{"metadata":{"labels":{"example.com/touched":"1"}}}' >/dev/null
+sleep 2
+check "a change that is no readiness change or restart wakes no sweep" test "$(grep -c "sweeping now" "$T/orch.log")" = "$n2"
+
+kill "$ORCH_PID" 2>/dev/null
+wait "$ORCH_PID" 2>/dev/null
+check "no sanitizer report in the orchestrator's log" bash -c "! grep -q 'runtime error\|AddressSanitizer\|LeakSanitizer' '$T/orch.log'"
+k8s_no_violations
