@@ -40,7 +40,7 @@ hash_of() { python3 -c 'import hashlib,sys; print(hashlib.sha256(sys.argv[1].enc
 claim_of() { echo "home-$(hash_of "$1")"; }
 # Home claims in the sandbox namespace (names, sorted).
 home_claims() { fake_get state | jq_py 'sorted(o["metadata"]["name"] for o in d["items"] if o["kind"]=="PersistentVolumeClaim" and o["metadata"]["name"].startswith("home-"))'; }
-sbx_of() { rest GET "/v1/sessions/$1" | jq_py 'd["sandbox_id"]'; }
+sbx_of() { orch_rest GET "/v1/sessions/$1" | jq_py 'd["sandbox_id"]'; }
 # home_mount POD: "<claimName> <mountPath> <label>" of the pod's home, or "none".
 home_mount() {
 	obj pods sandboxes "$1" | python3 -c '
