@@ -17,23 +17,11 @@
 # the fake API server, its stand-in proxy admin recording each register.
 if [ "${1:-}" = --k8s ]; then
 	. "$TOP/tests/k8s/lib.sh"
-	ORCH_BIN=$BIN/orchestrator/orchestrator
 	k8s_setup
-	KPORT=$(free_port)
-	KURL=http://127.0.0.1:$KPORT
-	KKEY=k-$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
-	printf '%s\n' "$KKEY" >"$T/key"
-	chmod 600 "$T/key"
 	printf '%s\n' '{"orgs":{"acme":{"github":{"repositories":["acme/*"],"push":["refs/heads/agent/**"]}}}}' >"$T/policy.json"
-	{
-		printf 'listen: 127.0.0.1:%s\nkey_file: %s\nruntime: kubernetes\n' "$KPORT" "$T/key"
-		printf 'credentials:\n  policy_file: %s\n' "$T/policy.json"
-		cat "$CFG"
-	} >"$T/orch.yaml"
-	"$ORCH_BIN" -d -f "$T/orch.yaml" >>"$T/orch.log" 2>&1 &
-	track_pid $!
-	check "k8s: orchestrator starts with a policy file" wait_for 60 curl -sf "$KURL/readyz"
-	krest() { local m=$1 p=$2; shift 2; curl -s -X "$m" -H "Authorization: Bearer $KKEY" -H 'Content-Type: application/json' "$@" "$KURL$p"; }
+	k8s_orch_setup "credentials:
+  policy_file: $T/policy.json"
+	check "k8s: orchestrator starts with a policy file" k8s_orch_start
 	# last_reg ID: the policy of the last register of sandbox ID the proxy pod saw
 	last_reg() { python3 -c 'import json,sys
 p = None
@@ -42,7 +30,7 @@ for l in open(sys.argv[1]):
     if e.get("op") == "register" and e.get("id") == sys.argv[2]: p = json.dumps(e.get("policy"), sort_keys=True, separators=(",", ":"))
 print(p)' "$T/proxy-record.jsonl" "$1"; }
 	nregs() { grep -c "\"op\": \"register\", \"id\": \"$1\"" "$T/proxy-record.jsonl"; }
-	out=$(krest POST /v1/sessions -d '{"id":"kp-1","org":"acme","policy":{"github":{"repositories":["acme/app"],"push":["refs/heads/agent/**"]}}}')
+	out=$(orch_rest POST /v1/sessions -d '{"id":"kp-1","org":"acme","policy":{"github":{"repositories":["acme/app"],"push":["refs/heads/agent/**"]}}}')
 	sb=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["sandbox_id"])' "$out" 2>/dev/null)
 	check "k8s: REST create with a policy" test -n "$sb"
 	W='{"github":{"push":["refs/heads/agent/**"],"repositories":["acme/app"]}}'
@@ -56,17 +44,17 @@ print(p)' "$T/proxy-record.jsonl" "$1"; }
 	no_policy_label() { ! grep -F "\"id\": \"$sb\"" "$T/proxy-record.jsonl" | grep -q '"labels": {[^}]*"policy"'; }
 	check "k8s: ... and not as a label" no_policy_label
 	n=$(nregs "$sb")
-	out=$(krest PUT /v1/sessions/kp-1/policy -w '\n%{http_code}' -d '{"github":{"repositories":["acme/app"],"push":["refs/heads/agent/t1"]}}')
+	out=$(orch_rest PUT /v1/sessions/kp-1/policy -w '\n%{http_code}' -d '{"github":{"repositories":["acme/app"],"push":["refs/heads/agent/t1"]}}')
 	check "k8s: PUT a narrower policy: 200" test "$(tail -n1 <<<"$out")" = 200
 	W2='{"github":{"push":["refs/heads/agent/t1"],"repositories":["acme/app"]}}'
 	check "k8s: the pod was registered again at once" test "$(nregs "$sb")" -gt "$n"
 	check "k8s: ... with the narrowed policy" test "$(last_reg "$sb")" = "$W2"
-	out=$(krest PUT /v1/sessions/kp-1/policy -w '\n%{http_code}' -d '{"github":{"repositories":["acme/*"],"push":["refs/heads/agent/t1"]}}')
+	out=$(orch_rest PUT /v1/sessions/kp-1/policy -w '\n%{http_code}' -d '{"github":{"repositories":["acme/*"],"push":["refs/heads/agent/t1"]}}')
 	check "k8s: PUT a wider one: 409" test "$(tail -n1 <<<"$out")" = 409
 	check "k8s: ... the proxy pod still has the narrowed one" test "$(last_reg "$sb")" = "$W2"
 	in_record() { kapi GET "/api/v1/namespaces/sandboxes/pods/sbx-$sb" | grep -qF 'refs/heads/agent/t1'; }
 	check "k8s: the policy is in the pod's record" in_record
-	krest DELETE /v1/sessions/kp-1 >/dev/null
+	orch_rest DELETE /v1/sessions/kp-1 >/dev/null
 	k8s_no_violations
 	exit 0
 fi

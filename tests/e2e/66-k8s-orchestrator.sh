@@ -7,79 +7,28 @@
 # sandboxes in the cluster, and SIGTERM does not wait for stalled API calls.
 . "$(dirname "$0")/../lib/common.sh"
 . "$TOP/tests/k8s/lib.sh"
-ORCH_BIN=$BIN/orchestrator/orchestrator
-[ -x "$ORCH_BIN" ] || { fail "orchestrator binary" "not built"; exit 1; }
 k8s_setup
-ORCH_PORT=$(free_port)
-ORCH_KEY=k-$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
-printf '%s\n' "$ORCH_KEY" >"$T/key"
-chmod 600 "$T/key"
-{
-	cat <<YAML
-listen: 127.0.0.1:$ORCH_PORT
-key_file: $T/key
-runtime: kubernetes
-pool:
+k8s_orch_setup 'pool:
   min_idle: 1
 reconcile:
-  interval: 2s
-YAML
-	cat "$CFG"
-} >"$T/orch.yaml"
-sed -i 's/^  fleet_interval: .*//' "$T/orch.yaml"
-printf '  fleet_interval: 1s\n' >>"$T/orch.yaml"
-
-orch_start() {
-	"$ORCH_BIN" -d -f "$T/orch.yaml" >>"$T/orch.log" 2>&1 &
-	ORCH_PID=$!
-	track_pid $ORCH_PID
-	wait_for 60 curl -sf "http://127.0.0.1:$ORCH_PORT/readyz"
-}
-mcp_tool() {
-	curl -s --max-time 120 -H "Authorization: Bearer $ORCH_KEY" -H 'Content-Type: application/json' \
-	    -H 'Accept: application/json, text/event-stream' -H "X-Session-Id: $1" \
-	    -d "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"$2\",\"arguments\":$3}}" \
-	    "http://127.0.0.1:$ORCH_PORT/mcp" | python3 -c '
-import json, sys
-d = json.load(sys.stdin)
-r = d.get("result")
-if r is None:
-    print("RPCERROR: " + json.dumps(d.get("error")))
-else:
-    print(("ERROR: " if r.get("isError") else "") + "".join(c.get("text", "") for c in r["content"]))'
-}
-pods() { fake_get state | jq_py 'sorted(o["metadata"]["name"] for o in d["items"] if o["kind"]=="Pod" and o["metadata"]["namespace"]=="sandboxes" and not o["metadata"].get("deletionTimestamp"))'; }
-
-check "orchestrator starts on the kubernetes runtime" orch_start || { tail -20 "$T/orch.log"; exit 1; }
-one_pod() { test "$(pods | jq_py 'len(d)')" -ge 1; }
-check "warm pool: one idle sandbox pod" wait_for 60 one_pod
-# A claim takes only a pool member that is ready (agent answered, first
-# command run); a call before that gets a new pod of its own, which is
-# right but not what this test is about: wait for the warm pod to be ready.
-# (Calling too early is what made the claim checks below fail now and then.)
-first_ready() { grep -q "warm pool member ready" "$T/orch.log"; }
-check "the warm pod is readied before the first call" wait_for 60 first_ready
-# Every pod there now, with its uid: which one a claim takes is the
-# orchestrator's choice; the session's own pod is asked below.
-declare -A uid_before
-for p in $(pods | jq_py '" ".join(d)'); do
-	uid_before[$p]=$(obj pods sandboxes "$p" | jq_py 'd["metadata"]["uid"]')
-done
+  interval: 2s' 'fleet_interval: 1s'
+k8s_orch_up "orchestrator starts on the kubernetes runtime"
+k8s_warm_pod "the warm pod is readied before the first call"
 
 out=$(mcp_tool sess-1 shell '{"command":"echo hi-from-k8s; echo $HTTPS_PROXY"}')
 check "MCP shell runs in a sandbox pod" test "$(echo "$out" | grep -c hi-from-k8s)" = 1
 check "the shell has the per-sandbox proxy URL" bash -c "echo '$out' | grep -q 'http://[a-z0-9-]*:[0-9a-f]\{64\}@127\.0\.0\.[0-9]*:3128'"
-warm=sbx-$(curl -s -H "Authorization: Bearer $ORCH_KEY" "http://127.0.0.1:$ORCH_PORT/v1/sessions/sess-1" | jq_py 'd["sandbox_id"]')
+warm=sbx-$(orch_rest GET /v1/sessions/sess-1 | jq_py 'd["sandbox_id"]')
 echo "# the session's pod: $warm (warm pods before the call: ${!uid_before[*]})"
 check "the warm pod was claimed, not recreated" test -n "${uid_before[$warm]:-}" -a "$(obj pods sandboxes "$warm" | jq_py 'd["metadata"]["uid"]')" = "${uid_before[$warm]:-none}"
 check "claim registered the sandbox at a proxy pod" grep -q "\"op\": \"register\", \"id\": \"${warm#sbx-}\"" "$T/proxy-record.jsonl"
 check "its policy allows its proxy pod" test "$(obj networkpolicies sandboxes "$warm" | jq_py 'len(d["spec"]["egress"])')" = 1
-refilled() { test "$(pods | jq_py "len([p for p in d if p != '$warm'])")" -ge 1; }
+refilled() { test "$(k8s_pods | jq_py "len([p for p in d if p != '$warm'])")" -ge 1; }
 check "the pool refills in the background after the claim (a new warm pod)" wait_for 90 refilled
 # A warm pod is readied ahead (agent connection, first command), but the
 # env of the last claim names that sandbox's proxy credential: the new warm
 # pod must not get it (it would hold another sandbox's id:secret).
-new_warm=$(pods | jq_py "[p for p in d if p != '$warm'][0]")
+new_warm=$(k8s_pods | jq_py "[p for p in d if p != '$warm'][0]")
 warm_ready() { grep -q "sandbox=${new_warm#sbx-} warm pool member ready" "$T/orch.log"; }
 check "the new warm pod is readied" wait_for 60 warm_ready
 check "a warm pod holds no other sandbox's proxy credential" \
@@ -91,8 +40,8 @@ check "file tool on the PVC-backed workspace" test -f "$T/fake/pvc/sandboxes/$wa
 check "shell sees the file" bash -c "grep -q '^k8s file' <<<\"\$(cat)\"" <<<"$(mcp_tool sess-1 shell '{"command":"cat a.txt"}')"
 
 # Restart: the orchestrator rebuilds sessions from the cluster.
-kill "$ORCH_PID"; wait "$ORCH_PID" 2>/dev/null
-check "restarted orchestrator is ready" orch_start
+k8s_orch_stop
+check "restarted orchestrator is ready" k8s_orch_start
 check "session survives the restart" bash -c "grep -q '^k8s file' <<<\"\$(cat)\"" <<<"$(mcp_tool sess-1 shell '{"command":"cat a.txt"}')"
 
 out=$(mcp_tool sess-1 clear_session '{}')
@@ -100,13 +49,13 @@ claim_gone() { test "$(obj persistentvolumeclaims sandboxes "$warm-ws")" = null;
 check "clear_session removes the sandbox's pod and claim" wait_for 30 claim_gone
 
 # Health: /readyz names the Kubernetes API when it stops answering our lists.
-readyz() { curl -s -o "$T/readyz" -w '%{http_code}' "http://127.0.0.1:$ORCH_PORT/readyz"; }
-check "readyz lists a passing kubernetes_api check" jq -e '.checks[] | select(.name == "kubernetes_api") | .ok' <(curl -s "http://127.0.0.1:$ORCH_PORT/readyz")
+readyz() { curl -s -o "$T/readyz" -w '%{http_code}' "$ORCH_URL/readyz"; }
+check "readyz lists a passing kubernetes_api check" jq -e '.checks[] | select(.name == "kubernetes_api") | .ok' <(curl -s "$ORCH_URL/readyz")
 fake fail '{"method":"GET","path":"/pods","status":403,"count":100000}' >/dev/null
 api_down() { [ "$(readyz)" = 503 ] && jq -e '.failing == "kubernetes_api"' "$T/readyz" >/dev/null; }
 check "readyz: 503 naming kubernetes_api while the API refuses our lists" wait_for 20 api_down
 fake clear >/dev/null
-check "readyz: 200 again once the API answers" wait_for 20 bash -c "[ \"\$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$ORCH_PORT/readyz)\" = 200 ]"
+check "readyz: 200 again once the API answers" wait_for 20 bash -c "[ \"\$(curl -s -o /dev/null -w '%{http_code}' $ORCH_URL/readyz)\" = 200 ]"
 
 # Shutdown with API requests in flight (the API server stalls them): the
 # SIGTERM drain ends the event loop without waiting for them.

@@ -7,26 +7,8 @@
 # deregisters it.
 . "$(dirname "$0")/../lib/common.sh"
 . "$TOP/tests/k8s/lib.sh"
-PX=$BIN/egress-proxy/egress-proxy
-[ -x "$PX" ] || { fail "egress-proxy binary" "not built"; exit 1; }
-mkdir -p "$T/pxca"
-openssl ecparam -name prime256v1 -genkey -noout -out "$T/pxca/ca.key" 2>/dev/null
-openssl req -x509 -new -key "$T/pxca/ca.key" -subj "/CN=test egress CA" -days 2 -out "$T/pxca/ca.crt" 2>/dev/null
-PROXY_PORT=$(free_port)
-cat >"$T/px.tmpl" <<YAML
-listen: POD_IP:$PROXY_PORT
-admin:
-  listen: POD_IP:ADMIN_PORT_
-  token_file: $T/admin-token
-ca:
-  cert: $T/pxca/ca.crt
-  key: $T/pxca/ca.key
-YAML
-K8S_POD_CMD="sed -e \"s/POD_IP/\$POD_IP/\" -e \"s/ADMIN_PORT_/\$ADMIN_PORT/\" $T/px.tmpl >$T/px-\$POD_NAME.yaml && exec $PX -d -f $T/px-\$POD_NAME.yaml"
-k8s_setup
-sed -i "s|^    wait: 20s|    wait: 30s\n    port: $PROXY_PORT|" "$CFG"
+k8s_setup_real_proxy
 
-admin() { curl -s --max-time 5 -H "Authorization: Bearer $(cat "$T/admin-token")" -d "$2" "http://$1:$ADMIN_PORT/v1/admin"; }
 proxy_ip_of() { obj pods sandboxes "sbx-$1" | jq_py 'd["metadata"]["annotations"]["sandbox.dev/proxy-ip"]'; }
 
 kctl create rp1 >/dev/null

@@ -12,27 +12,10 @@
 # 59 shows that with real sandboxes).
 . "$(dirname "$0")/../lib/common.sh"
 . "$TOP/tests/k8s/lib.sh"
-ORCH_BIN=$BIN/orchestrator/orchestrator
-[ -x "$ORCH_BIN" ] || { fail "orchestrator binary" "not built"; exit 1; }
 k8s_setup
-ORCH_PORT=$(free_port)
-ORCH_KEY=k-$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
-printf '%s\n' "$ORCH_KEY" >"$T/key"
-chmod 600 "$T/key"
-{
-	cat <<YAML
-listen: 127.0.0.1:$ORCH_PORT
-key_file: $T/key
-runtime: kubernetes
-YAML
-	cat "$CFG"
-} >"$T/orch.yaml"
-"$ORCH_BIN" -d -f "$T/orch.yaml" >>"$T/orch.log" 2>&1 &
-ORCH_PID=$!
-track_pid $ORCH_PID
-check "orchestrator starts on the kubernetes runtime" wait_for 60 curl -sf "http://127.0.0.1:$ORCH_PORT/readyz" ||
-    { tail -20 "$T/orch.log"; exit 1; }
-U="http://127.0.0.1:$ORCH_PORT"
+k8s_orch_setup
+k8s_orch_up "orchestrator starts on the kubernetes runtime"
+U=$ORCH_URL
 A=(-H "Authorization: Bearer $ORCH_KEY")
 S=kx-1
 F="$U/v1/sessions/$S/files"
@@ -84,5 +67,5 @@ check "exec: sees the uploaded file" test "$(dec out <<<"$out" | tr -d '\n')" = 
 
 code=$(curl -s "${A[@]}" -o /dev/null -w '%{http_code}' -X DELETE "$U/v1/sessions/$S")
 check "session deleted" test "$code" = 200 -o "$code" = 204
-kill "$ORCH_PID" 2>/dev/null; wait "$ORCH_PID" 2>/dev/null
+k8s_orch_stop
 k8s_no_violations

@@ -7,33 +7,19 @@
 # NetworkPolicy admitting the gateway pods to exactly the exposed ports.
 . "$(dirname "$0")/../lib/common.sh"
 . "$TOP/tests/k8s/lib.sh"
-ORCH_BIN=$BIN/orchestrator/orchestrator
 GW=$BIN/gateway/app-gateway
-[ -x "$ORCH_BIN" ] || { fail "orchestrator binary" "not built"; exit 1; }
 [ -x "$GW" ] || { fail "gateway binary" "not built"; exit 1; }
 k8s_setup
-ORCH_PORT=$(free_port)
 CPORT=$(free_port)
 GWP=$(free_port)
 APP_PORT=$(free_port)
 DOMAIN=apps.localhost
-ORCH_KEY=k-$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
-printf '%s\n' "$ORCH_KEY" >"$T/key"
-chmod 600 "$T/key"
 head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$T/ctltok"
-{
-	cat <<YAML
-listen: 127.0.0.1:$ORCH_PORT
-key_file: $T/key
-runtime: kubernetes
-apps:
+k8s_orch_setup "apps:
   domain: $DOMAIN
   port: $GWP
   control_listen: 127.0.0.1:$CPORT
-  control_token_file: $T/ctltok
-YAML
-	cat "$CFG"
-} >"$T/orch.yaml"
+  control_token_file: $T/ctltok"
 cat >"$T/gw.yaml" <<YAML
 listen: 127.0.0.1:$GWP
 domain: $DOMAIN
@@ -42,20 +28,13 @@ control:
   token_file: $T/ctltok
 YAML
 
-"$ORCH_BIN" -d -f "$T/orch.yaml" >>"$T/orch.log" 2>&1 &
-track_pid $!
-check "orchestrator starts on the kubernetes runtime with apps on" \
-    wait_for 60 curl -sf "http://127.0.0.1:$ORCH_PORT/readyz" || { tail -20 "$T/orch.log"; exit 1; }
+k8s_orch_up "orchestrator starts on the kubernetes runtime with apps on"
 "$GW" -f "$T/gw.yaml" >>"$T/gw.log" 2>&1 &
 track_pid $!
 check "the gateway connects over TCP with the token" wait_for 20 grep -q "gateway=127.0.0.1 connected" "$T/orch.log"
 
 tool_sc() {
-	curl -s --max-time 120 -H "Authorization: Bearer $ORCH_KEY" -H 'Content-Type: application/json' \
-	    -H 'Accept: application/json, text/event-stream' -H 'MCP-Protocol-Version: 2025-06-18' \
-	    -H "X-Session-Id: $1" \
-	    -d "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"$2\",\"arguments\":$3}}" \
-	    "http://127.0.0.1:$ORCH_PORT/mcp" |
+	mcp_raw "$1" "$2" "$3" -H 'MCP-Protocol-Version: 2025-06-18' |
 	    jq -c 'if .result.isError then {error: ([.result.content[].text] | join(""))} else .result.structuredContent end'
 }
 
@@ -75,7 +54,7 @@ app_gone() {
 	return 0
 }
 on_exit app_gone
-sb=$(curl -s -H "Authorization: Bearer $ORCH_KEY" "http://127.0.0.1:$ORCH_PORT/v1/sessions/k1" | jq -r .sandbox_id)
+sb=$(orch_rest GET /v1/sessions/k1 | jq -r .sandbox_id)
 pod=sbx-$sb
 r=$(tool_sc k1 expose_port "{\"port\":$APP_PORT,\"name\":\"web\"}")
 tok=$(echo "$r" | jq -r .token)

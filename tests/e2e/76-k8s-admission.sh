@@ -9,8 +9,6 @@
 # proxy pod's image, owner references) are denied with the policy's message.
 . "$(dirname "$0")/../lib/common.sh"
 . "$TOP/tests/k8s/lib.sh"
-ORCH_BIN=$BIN/orchestrator/orchestrator
-[ -x "$ORCH_BIN" ] || { fail "orchestrator binary" "not built"; exit 1; }
 POLICY=$TOP/deploy/15-admission.yaml
 CEL="python3 $K8S_DIR/cel_eval.py"
 CASES="python3 $K8S_DIR/admission_cases.py"
@@ -48,47 +46,23 @@ assert c.cel("{} == {} && [] == []", env) is True' "$K8S_DIR"
 
 # --- a real run of the orchestrator ---
 k8s_setup
-k8s_write_config 'sandboxes_per_proxy: 1'
-ORCH_PORT=$(free_port)
-ORCH_KEY=k-$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
-printf '%s\n' "$ORCH_KEY" >"$T/key"
-chmod 600 "$T/key"
-{
-	cat <<YAML
-listen: 127.0.0.1:$ORCH_PORT
-key_file: $T/key
-runtime: kubernetes
-pool:
-  min_idle: 1
-YAML
-	cat "$CFG"
-	printf '  fleet_interval: 1s\n'
-} >"$T/orch.yaml"
-"$ORCH_BIN" -d -f "$T/orch.yaml" >>"$T/orch.log" 2>&1 &
-ORCH_PID=$!
-track_pid $ORCH_PID
-check "orchestrator starts on the kubernetes runtime" \
-    wait_for 60 curl -sf "http://127.0.0.1:$ORCH_PORT/readyz" || { tail -20 "$T/orch.log"; exit 1; }
-mcp_tool() {
-	curl -s --max-time 120 -H "Authorization: Bearer $ORCH_KEY" -H 'Content-Type: application/json' \
-	    -H 'Accept: application/json, text/event-stream' -H "X-Session-Id: $1" \
-	    -d "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"$2\",\"arguments\":$3}}" \
-	    "http://127.0.0.1:$ORCH_PORT/mcp"
-}
+k8s_orch_setup 'pool:
+  min_idle: 1' 'sandboxes_per_proxy: 1' 'fleet_interval: 1s'
+k8s_orch_up "orchestrator starts on the kubernetes runtime"
 first_ready() { grep -q "warm pool member ready" "$T/orch.log"; }
 check "a warm pod is readied" wait_for 60 first_ready
 check "session 1 runs a command (a warm claim)" bash -c "grep -q hi-one <<<\"\$(cat)\"" \
-    <<<"$(mcp_tool sess-1 shell '{"command":"echo hi-one"}')"
+    <<<"$(mcp_raw sess-1 shell '{"command":"echo hi-one"}')"
 check "session 2 runs a command" bash -c "grep -q hi-two <<<\"\$(cat)\"" \
-    <<<"$(mcp_tool sess-2 shell '{"command":"echo hi-two"}')"
+    <<<"$(mcp_raw sess-2 shell '{"command":"echo hi-two"}')"
 fake_get admission >"$T/updates.json"
 have() { $CASES "$T/updates.json" kinds >"$T/kinds"; grep -qF "$1" "$T/kinds"; }
 costs() { fake_get admission >"$T/updates.json"; have "deletion cost"; }
 check "the fleet sweep marks proxy pods' deletion cost" wait_for 30 costs
-mcp_tool sess-1 clear_session '{}' >/dev/null
+mcp_raw sess-1 clear_session '{}' >/dev/null
 sleep 3	# a few fleet sweeps: scale-down marks and re-labels
 fake_get admission >"$T/updates.json"
-kill "$ORCH_PID"; wait "$ORCH_PID" 2>/dev/null
+k8s_orch_stop
 $CASES "$T/updates.json" kinds >"$T/kinds"
 sed 's/^/# seen: /' "$T/kinds"
 for k in "sandbox pod: labels annotation" "sandbox pod: proxy assignment" \

@@ -8,27 +8,9 @@
 # sandboxes that are gone, or of ids that are none of ours, are removed.
 . "$(dirname "$0")/../lib/common.sh"
 . "$TOP/tests/k8s/lib.sh"
-PX=$BIN/egress-proxy/egress-proxy
-[ -x "$PX" ] || { fail "egress-proxy binary" "not built"; exit 1; }
-mkdir -p "$T/pxca"
-openssl ecparam -name prime256v1 -genkey -noout -out "$T/pxca/ca.key" 2>/dev/null
-openssl req -x509 -new -key "$T/pxca/ca.key" -subj "/CN=test egress CA" -days 2 -out "$T/pxca/ca.crt" 2>/dev/null
-PROXY_PORT=$(free_port)
-cat >"$T/px.tmpl" <<YAML
-listen: POD_IP:$PROXY_PORT
-admin:
-  listen: POD_IP:ADMIN_PORT_
-  token_file: $T/admin-token
-ca:
-  cert: $T/pxca/ca.crt
-  key: $T/pxca/ca.key
-YAML
-K8S_POD_CMD="sed -e \"s/POD_IP/\$POD_IP/\" -e \"s/ADMIN_PORT_/\$ADMIN_PORT/\" $T/px.tmpl >$T/px-\$POD_NAME.yaml && exec $PX -d -f $T/px-\$POD_NAME.yaml 2>>$T/px-\$POD_NAME.log"
-k8s_setup
-sed -i "s|^    wait: 20s|    wait: 30s\n    port: $PROXY_PORT|" "$CFG"
+k8s_setup_real_proxy
 
-stats() { curl -s --max-time 5 -H "Authorization: Bearer $(cat "$T/admin-token")" -d '{"op":"stats"}' "http://$1:$ADMIN_PORT/v1/admin"; }
-admin() { curl -s --max-time 5 -H "Authorization: Bearer $(cat "$T/admin-token")" -d "$2" "http://$1:$ADMIN_PORT/v1/admin"; }
+stats() { proxy_pod_admin "$1" '{"op":"stats"}'; }
 boot_of() { stats "$1" | jq_py 'd.get("boot_id", "")'; }
 lists() { stats "$1" | grep -q "\"id\":\"$2\""; }
 pod_ip() { obj pods sandboxes "sbx-$1" | jq_py 'd["status"]["podIP"]'; }
@@ -77,7 +59,7 @@ check "it registered the sandbox again" grep -q "sandbox=h1 proxy=$pod1 register
 
 # A registration missing without a restart (deregistered behind our back).
 kill -STOP "$SWEEP_PID"
-admin "$pip" '{"op":"deregister","id":"h1"}' >/dev/null
+proxy_pod_admin "$pip" '{"op":"deregister","id":"h1"}' >/dev/null
 check "deregistered behind the orchestrator's back: 407" test "$(through_proxy h1)" = 407
 kill -CONT "$SWEEP_PID"
 check "a missing registration is made again within a sweep" wait_for 20 healed
@@ -89,7 +71,7 @@ kctl create h2 >/dev/null
 kctl attach h2 acme bob s-2 >"$T/env-h2"
 check "a second sandbox registered at the same proxy" lists "$pip" h2
 fake vanish '{"ns":"sandboxes","name":"sbx-h2"}' >/dev/null
-admin "$pip" '{"op":"register","id":"ghost-1","secret":"0123456789abcdef0123456789abcdef","client_ips":["127.0.0.250"],"attrs":{"labels":{}}}' >/dev/null
+proxy_pod_admin "$pip" '{"op":"register","id":"ghost-1","secret":"0123456789abcdef0123456789abcdef","client_ips":["127.0.0.250"],"attrs":{"labels":{}}}' >/dev/null
 check "a foreign registration is there" lists "$pip" ghost-1
 gone_h2() { ! lists "$pip" h2; }
 gone_ghost() { ! lists "$pip" ghost-1; }

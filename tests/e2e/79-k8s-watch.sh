@@ -10,36 +10,13 @@
 # and the pool's refill) costs at most 5 API requests.
 . "$(dirname "$0")/../lib/common.sh"
 . "$TOP/tests/k8s/lib.sh"
-ORCH_BIN=$BIN/orchestrator/orchestrator
-[ -x "$ORCH_BIN" ] || { fail "orchestrator binary" "not built"; exit 1; }
 k8s_setup
-ORCH_PORT=$(free_port)
-ORCH_KEY=k-$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
-printf '%s\n' "$ORCH_KEY" >"$T/key"
-chmod 600 "$T/key"
-{
-	cat <<YAML
-listen: 127.0.0.1:$ORCH_PORT
-key_file: $T/key
-runtime: kubernetes
-pool:
+k8s_orch_setup 'pool:
   min_idle: 1
 reconcile:
-  interval: 1s
-YAML
-	cat "$CFG"
-	printf '  fleet_interval: 10m\n'
-} >"$T/orch.yaml"
-"$ORCH_BIN" -d -f "$T/orch.yaml" >>"$T/orch.log" 2>&1 &
-ORCH_PID=$!
-track_pid $ORCH_PID
-check "orchestrator starts" wait_for 60 curl -sf "http://127.0.0.1:$ORCH_PORT/readyz" || { tail -20 "$T/orch.log"; exit 1; }
-call() {
-	curl -s --max-time 120 -H "Authorization: Bearer $ORCH_KEY" -H 'Content-Type: application/json' \
-	    -H 'Accept: application/json, text/event-stream' -H "X-Session-Id: $1" \
-	    -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"shell","arguments":{"command":"echo hi-'"$1"'"}}}' \
-	    "http://127.0.0.1:$ORCH_PORT/mcp"
-}
+  interval: 1s' 'fleet_interval: 10m'
+k8s_orch_up "orchestrator starts"
+call() { mcp_raw "$1" shell "{\"command\":\"echo hi-$1\"}"; }
 # The fake's log: requests by kind. lists POD|PVC: plain (non-watch) lists
 # of the sandbox pods / claims; watches RES: watch requests.
 flog() { fake_get log; }
@@ -56,7 +33,7 @@ warm_one() { [ "$(nwarm)" -ge 1 ]; }
 check "warm pool: one ready sandbox" wait_for 90 warm_one
 out=$(call seed)
 check "a first session runs" grep -q hi-seed <<<"$out"
-sid=$(curl -s -H "Authorization: Bearer $ORCH_KEY" "http://127.0.0.1:$ORCH_PORT/v1/sessions/seed" | jq_py 'd["sandbox_id"]')
+sid=$(orch_rest GET /v1/sessions/seed | jq_py 'd["sandbox_id"]')
 refill() { [ "$(nwarm)" -ge "$1" ]; }
 check "the pool refills" wait_for 90 refill 2
 sleep 1.5
@@ -138,6 +115,6 @@ out=$(call new-2)
 check "a session after all that runs" grep -q hi-new-2 <<<"$out"
 check "orchestrator still running" kill -0 "$ORCH_PID"
 k8s_no_violations
-kill "$ORCH_PID"; wait "$ORCH_PID" 2>/dev/null
+k8s_orch_stop
 check "no watch left open after the orchestrator stops" wait_for 10 bash -c "[ \"\$(curl -sS --cacert $T/pki/ca.crt -X POST -d '{}' https://127.0.0.1:$API_PORT/_fake/counts | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"open_watches\"])')\" = 0 ]"
 

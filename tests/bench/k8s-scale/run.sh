@@ -16,47 +16,23 @@
 set -u
 cd "$(dirname "$0")/../../.."
 TOP=$PWD
-B=${B:-build}
-BIN=$B
 . tests/lib/common.sh
 . tests/k8s/lib.sh
 N=${BENCH_K8S_N:-5}
 NS=${BENCH_K8S_SANDBOXES:-1000}
 make -s -j2 "$B/orchestrator/orchestrator" "$B/orchestrator/k8sctl" "$B/agent/sandbox-agent" || exit 1
-ORCH_BIN=$BIN/orchestrator/orchestrator
 k8s_setup --page 500
-ORCH_PORT=$(free_port)
-ORCH_KEY=k-$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
-printf '%s\n' "$ORCH_KEY" >"$T/key"
-chmod 600 "$T/key"
-{
-	cat <<YAML
-listen: 127.0.0.1:$ORCH_PORT
-key_file: $T/key
-runtime: kubernetes
-pool:
+k8s_orch_setup "pool:
   min_idle: 1
 reconcile:
-  interval: ${BENCH_K8S_RECONCILE:-10m}
-YAML
-	cat "$CFG"
-	printf '  fleet_interval: %s\n  sandboxes_per_proxy: 100000\n' "${BENCH_K8S_FLEET:-10m}"
-} >"$T/orch.yaml"
-"$ORCH_BIN" -d -f "$T/orch.yaml" >>"$T/orch.log" 2>&1 &
-ORCH_PID=$!
-track_pid $ORCH_PID
-wait_for 60 curl -sf "http://127.0.0.1:$ORCH_PORT/readyz" || { echo "orchestrator did not start"; tail "$T/orch.log"; exit 1; }
-call() {
-	curl -s --max-time 120 -H "Authorization: Bearer $ORCH_KEY" -H 'Content-Type: application/json' \
-	    -H 'Accept: application/json, text/event-stream' -H "X-Session-Id: $1" \
-	    -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"shell","arguments":{"command":"echo hi"}}}' \
-	    "http://127.0.0.1:$ORCH_PORT/mcp"
-}
-idle() { curl -s -H "Authorization: Bearer $ORCH_KEY" "http://127.0.0.1:$ORCH_PORT/metrics" | awk '$1 == "orch_pool_idle" {print $2}'; }
+  interval: ${BENCH_K8S_RECONCILE:-10m}" "fleet_interval: ${BENCH_K8S_FLEET:-10m}" 'sandboxes_per_proxy: 100000'
+k8s_orch_start || { echo "orchestrator did not start"; tail "$T/orch.log"; exit 1; }
+call() { mcp_raw "$1" shell '{"command":"echo hi"}'; }
+idle() { orch_rest GET /metrics | awk '$1 == "orch_pool_idle" {print $2}'; }
 pool_full() { [ "$(idle)" = 1 ] && grep -c "warm pool member ready" "$T/orch.log" | awk -v n="$1" '{exit !($1 >= n)}'; }
 wait_for 90 pool_full 1 || { echo "no warm pod"; exit 1; }
 call seed | grep -q hi || { echo "first call failed"; tail "$T/orch.log"; exit 1; }
-sid=$(curl -s -H "Authorization: Bearer $ORCH_KEY" "http://127.0.0.1:$ORCH_PORT/v1/sessions/seed" | jq_py 'd["sandbox_id"]')
+sid=$(orch_rest GET /v1/sessions/seed | jq_py 'd["sandbox_id"]')
 wait_for 90 pool_full 2 || { echo "pool did not refill"; exit 1; }
 fake bulk "{\"ns\":\"sandboxes\",\"pod\":\"sbx-$sid\",\"count\":$NS}" >/dev/null
 npods=$(fake_get state | jq_py 'len([o for o in d["items"] if o["kind"]=="Pod" and o["metadata"]["namespace"]=="sandboxes"])')
