@@ -58,9 +58,10 @@ check "session 2 runs a command" bash -c "grep -q hi-two <<<\"\$(cat)\"" \
 fake_get admission >"$T/updates.json"
 have() { $CASES "$T/updates.json" kinds >"$T/kinds"; grep -qF "$1" "$T/kinds"; }
 costs() { fake_get admission >"$T/updates.json"; have "deletion cost"; }
-check "the fleet sweep marks proxy pods' deletion cost" wait_for 30 costs
 mcp_raw sess-1 clear_session '{}' >/dev/null
-sleep 3	# a few fleet sweeps: scale-down marks and re-labels
+# (deletion costs are written only for a scale-down's victims)
+check "the scale-down marks the proxy pod to go (deletion cost)" wait_for 30 costs
+sleep 2	# a few more fleet sweeps: re-labels
 fake_get admission >"$T/updates.json"
 k8s_orch_stop
 $CASES "$T/updates.json" kinds >"$T/kinds"

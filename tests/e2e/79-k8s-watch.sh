@@ -24,8 +24,8 @@ lists() { flog | jq_py "len([e for e in d['log'] if e[0]=='GET' and '/namespaces
 watches() { flog | jq_py "len([e for e in d['log'] if '/$1?' in e[1] and 'watch=1' in e[1]])"; }
 nwarm() { grep -c "warm pool member ready" "$T/orch.log"; }
 open_w() { fake counts | jq_py 'd["open_watches"]'; }
-three_open() { [ "$(open_w)" -ge 3 ]; }
-check "three watches open (sandbox pods, claims, proxy pods)" wait_for 30 three_open
+three_open() { [ "$(open_w)" -ge 4 ]; }
+check "four watches open (sandbox pods, claims, policies, proxy pods)" wait_for 30 three_open
 w1=$(flog | jq_py "[e[1] for e in d['log'] if 'watch=1' in e[1]][0]")
 check "a watch asks for bookmarks from the list's resourceVersion" \
     bash -c "grep -q 'allowWatchBookmarks=true' <<<'$w1' && grep -Eq 'resourceVersion=[0-9]+' <<<'$w1'"
@@ -109,7 +109,7 @@ check "watches refused: reads fall back to listing" wait_for 40 fellback
 nwarn=$(grep -c "k8s cache sandbox pods" "$T/orch.log")
 check "the errors back off (not a flood in the log)" test "$nwarn" -le 40
 fake clear >/dev/null
-back() { grep -q "k8s cache sandbox pods" "$T/orch.log" && [ "$(open_w)" -ge 3 ]; }
+back() { grep -q "k8s cache sandbox pods" "$T/orch.log" && [ "$(open_w)" -ge 4 ]; }
 check "the watches come back once the API answers" wait_for 60 back
 out=$(call new-2)
 check "a session after all that runs" grep -q hi-new-2 <<<"$out"

@@ -101,9 +101,9 @@ def check_rbac(d):
 
 # What the orchestrator's Roles may grant: (namespace, apiGroup, resource,
 # resourceNames) -> verbs; the code that needs each is named in
-# deploy/10-rbac.yaml. A verb granted beyond these fails the check. (A
-# watch cache of sandbox pods, claims and proxy pods would add "watch" to
-# the three entries it watches.)
+# deploy/10-rbac.yaml. A verb granted beyond these fails the check.
+# ("watch" is the watch cache's, cache.c: sandbox pods, claims, policies
+# and proxy pods.)
 ORCH_ROLES = {"sandbox-orchestrator", "sandbox-orchestrator-fleet"}
 ORCH_GRANTS = {
     ("sandboxes", "", "pods", ()): {"create", "get", "list", "watch", "delete",
@@ -112,7 +112,7 @@ ORCH_GRANTS = {
                                                       "watch", "delete", "patch"},
     ("sandboxes", "", "secrets", ()): {"create", "delete"},
     ("sandboxes", "networking.k8s.io", "networkpolicies", ()): {
-        "create", "get", "list", "update", "delete"},
+        "create", "get", "list", "watch", "update", "delete"},
     ("sandboxes", "", "events", ()): {"list"},
     ("sandbox-system", "apps", "deployments/scale", ("egress-proxy",)): {"get", "patch"},
     ("sandbox-system", "", "pods", ()): {"list", "watch", "patch"},

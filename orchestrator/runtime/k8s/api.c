@@ -214,6 +214,24 @@ cache_note(struct k8s_rt *r, const char *path, const cJSON *obj)
 	if (in_collection(path, coll) && r->nproxy > 0 &&
 	    labels_have(labels, r->proxy, r->nproxy))
 		kcache_put(r->cache, KC_PROXY_PODS, obj);
+	api_path(&api_netpols, r->ns, NULL, coll, sizeof(coll));
+	if (in_collection(path, coll) && labels_have(labels, ours, 2))
+		kcache_put(r->cache, KC_SBX_NETPOLS, obj);
+}
+
+int
+api_put(struct k8s_rt *r, const char *path, const cJSON *obj, int *st,
+    char *err, size_t errlen)
+{
+	cJSON *reply = NULL;
+	int rc;
+
+	rc = api_call(r, "PUT", path, API_Q_STRICT, NULL, obj, 0, st,
+	    r->cache != NULL ? &reply : NULL, err, errlen);
+	if (rc == 0 && reply != NULL)
+		cache_note(r, path, reply);
+	cJSON_Delete(reply);
+	return rc;
 }
 
 int
@@ -406,6 +424,8 @@ int
 api_netpol_get(struct k8s_rt *r, const char *id, cJSON **np, char *err,
     size_t errlen)
 {
+	if (sbx_cached(r, KC_SBX_NETPOLS, k8s_name_netpol, id, np))
+		return 0;
 	return sbx_obj_get(r, &api_netpols, k8s_name_netpol, "get network policy",
 	    id, np, err, errlen);
 }
@@ -420,6 +440,19 @@ api_sandbox_pods(struct k8s_rt *r, cJSON **items, char *err, size_t errlen)
 	api_path(&api_pods, r->ns, NULL, path, sizeof(path));
 	if (api_list(r, path, r->sel_q, items, err, errlen) == -1)
 		return api_failf(err, errlen, "list sandbox pods in", r->ns);
+	return 0;
+}
+
+int
+api_sandbox_netpols(struct k8s_rt *r, cJSON **items, char *err, size_t errlen)
+{
+	char path[512];
+
+	if (r->cache != NULL && kcache_items(r->cache, KC_SBX_NETPOLS, items))
+		return 0;
+	api_path(&api_netpols, r->ns, NULL, path, sizeof(path));
+	if (api_list(r, path, r->sel_q, items, err, errlen) == -1)
+		return api_failf(err, errlen, "list network policies in", r->ns);
 	return 0;
 }
 
@@ -450,7 +483,7 @@ api_cache_start(struct k8s_rt *r,
     void (*on_proxy)(void *, const cJSON *, const cJSON *), char *err,
     size_t errlen)
 {
-	char p0[512], p1[512], p2[512];
+	char p0[512], p1[512], p2[512], p3[512];
 	struct kcache_src src[KC_NSETS];
 
 	api_path(&api_pods, r->ns, NULL, p0, sizeof(p0));
@@ -459,6 +492,8 @@ api_cache_start(struct k8s_rt *r,
 	src[KC_SBX_PODS] = (struct kcache_src){ p0, r->sel_q, NULL, NULL };
 	src[KC_SBX_PVCS] = (struct kcache_src){ p1, r->sel_q, NULL, NULL };
 	src[KC_PROXY_PODS] = (struct kcache_src){ p2, r->proxy_q, on_proxy, r };
+	api_path(&api_netpols, r->ns, NULL, p3, sizeof(p3));
+	src[KC_SBX_NETPOLS] = (struct kcache_src){ p3, r->sel_q, NULL, NULL };
 	if ((r->cache = kcache_start(r->cl, src, err, errlen)) == NULL)
 		return -1;
 	return 0;

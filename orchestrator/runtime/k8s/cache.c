@@ -29,7 +29,7 @@
 #define KC_MIN_WATCH_MS	1000		/* a quieter end counts as an error */
 
 static const char *const set_name[KC_NSETS] = { "sandbox pods", "sandbox claims",
-	"proxy pods" };
+	"proxy pods", "sandbox network policies" };
 
 struct kcache;
 

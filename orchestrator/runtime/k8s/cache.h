@@ -1,7 +1,7 @@
 /*
  * runtime/k8s/cache.h: a list-then-watch cache of the runtime's own
  * objects (docs/kubernetes.md, "Watch cache"): the sandbox pods, their
- * claims and the egress-proxy pods, each set kept by a thread of its own
+ * claims and NetworkPolicies, and the egress-proxy pods, each set kept by a thread of its own
  * that lists once (paged), then watches from that resourceVersion with
  * bookmarks, resumes from the last version it saw when a watch ends or
  * breaks, lists again on 410 Gone, and backs off on errors. Reads copy
@@ -24,7 +24,8 @@
 #define KCACHE_BACKOFF_MAX_MS	30000
 #define KCACHE_MAX_EVENT	((size_t)8 * 1024 * 1024)	/* bytes of one event line */
 
-enum kcache_set { KC_SBX_PODS, KC_SBX_PVCS, KC_PROXY_PODS, KC_NSETS };
+enum kcache_set { KC_SBX_PODS, KC_SBX_PVCS, KC_PROXY_PODS, KC_SBX_NETPOLS,
+	KC_NSETS };
 
 /* What to watch: a collection path ("/api/v1/namespaces/x/pods") and its
  * label selector query ("labelSelector=..."), per set. */

@@ -234,8 +234,7 @@ np_write(struct k8s_rt *r, const char *id, const char *proxy_pod,
 	if (st == 409) {
 		/* Unconditional update (no resourceVersion). */
 		api_path(&api_netpols, r->ns, name, path, sizeof(path));
-		if (api_call(r, "PUT", path, API_Q_STRICT, NULL, obj, 0, &st, NULL, err,
-		    errlen) == -1) {
+		if (api_put(r, path, obj, &st, err, errlen) == -1) {
 			api_failf(err, errlen, "replace network policy", name);
 			goto out;
 		}
@@ -243,6 +242,17 @@ np_write(struct k8s_rt *r, const char *id, const char *proxy_pod,
 	rc = 0;
 out:
 	cJSON_Delete(obj);
+	return rc;
+}
+
+int
+fleet_netpol_new(struct k8s_rt *r, const char *id, char *err, size_t errlen)
+{
+	int rc;
+
+	pthread_mutex_lock(&r->np_mtx);
+	rc = np_write(r, id, NULL, NULL, 0, NULL, err, errlen);
+	pthread_mutex_unlock(&r->np_mtx);
 	return rc;
 }
 
@@ -408,9 +418,9 @@ desired_replicas(struct k8s_rt *r, long long running)
 
 /*
  * Tells the ReplicaSet controller which proxy pods to remove first on a
- * scale-down: controller.kubernetes.io/pod-deletion-cost = sandboxes
- * served, and VICTIM_COST for the pods chosen to go. Each PATCH is applied
- * once it is answered. -1 if a victim's mark did not take (then the caller
+ * scale-down: controller.kubernetes.io/pod-deletion-cost VICTIM_COST for
+ * the pods chosen to go (0 again for a pod that was one and stays; other
+ * pods are not written). Each PATCH is applied once it is answered. -1 if a victim's mark did not take (then the caller
  * must not scale down: the controller would choose blindly).
  */
 static int
@@ -424,8 +434,12 @@ proxy_costs(struct k8s_rt *r, struct proxy *p, size_t n)
 	int st, rc = 0;
 
 	for (i = 0; i < n; i++) {
-		want = p[i].victim ? VICTIM_COST : p[i].load;
-		if (p[i].deleting || p[i].cost == want)
+		/* A victim gets the lowest cost; a pod that was one and stays
+		 * gets 0 back; others keep theirs (the victims are below any
+		 * cost written, so no write per assignment). */
+		want = p[i].victim ? VICTIM_COST : 0;
+		if (p[i].deleting || p[i].cost == want ||
+		    (!p[i].victim && p[i].cost != VICTIM_COST))
 			continue;
 		snprintf(v, sizeof(v), "%lld", want);
 		kv[0] = ANN_DELETION_COST;
@@ -495,28 +509,39 @@ is_victim(const struct proxy *p, size_t n, const char *name)
 	return 0;
 }
 
-/* Sets the proxy Deployment's replicas through the scale subresource. */
+/*
+ * Sets the proxy Deployment's replicas through the scale subresource
+ * (caller holds fleet_mtx). fresh: read the scale first (the timed sweep:
+ * it corrects a scale someone else changed); else the scale as last read
+ * or set stands when known (the rescale after each create, start, stop or
+ * destroy: two requests fewer per new session; a change made behind our
+ * back lasts until the next sweep).
+ */
 static int
-scale_to(struct k8s_rt *r, long long want, char *err, size_t errlen)
+scale_to(struct k8s_rt *r, long long want, int fresh, char *err,
+    size_t errlen)
 {
 	char path[512];
 	cJSON *sc = NULL, *patch;
 	const cJSON *spec, *rep;
 	int st, rc = -1;
-	long long have = -1;
+	long long have = r->scale_have;
 
 	snprintf(path, sizeof(path), "/apis/apps/v1/namespaces/%s/deployments/%s/scale",
 	    r->pns, r->conf->proxy_deployment);
-	if (api_call(r, "GET", path, NULL, NULL, NULL, 0, &st, &sc, err, errlen) == -1)
-		return api_failf(err, errlen, "get scale of deployment",
-		    r->conf->proxy_deployment);
-	spec = cJSON_GetObjectItemCaseSensitive(sc, "spec");
-	rep = cJSON_GetObjectItemCaseSensitive(spec, "replicas");
-	if (cJSON_IsNumber(rep))
-		have = (long long)rep->valuedouble;
-	else
-		have = 0;
-	cJSON_Delete(sc);
+	if (fresh || have < 0) {
+		if (api_call(r, "GET", path, NULL, NULL, NULL, 0, &st, &sc, err,
+		    errlen) == -1) {
+			r->scale_have = -1;
+			return api_failf(err, errlen, "get scale of deployment",
+			    r->conf->proxy_deployment);
+		}
+		spec = cJSON_GetObjectItemCaseSensitive(sc, "spec");
+		rep = cJSON_GetObjectItemCaseSensitive(spec, "replicas");
+		have = cJSON_IsNumber(rep) ? (long long)rep->valuedouble : 0;
+		cJSON_Delete(sc);
+		r->scale_have = have;
+	}
 	if (have == want)
 		return 0;
 	patch = cJSON_CreateObject();
@@ -524,9 +549,11 @@ scale_to(struct k8s_rt *r, long long want, char *err, size_t errlen)
 	    (double)want);
 	if (api_call(r, "PATCH", path, API_Q_STRICT, API_CT_MERGE, patch, 0, &st, NULL, err,
 	    errlen) == -1) {
+		r->scale_have = -1;
 		api_failf(err, errlen, "scale deployment", r->conf->proxy_deployment);
 		goto out;
 	}
+	r->scale_have = want;
 	log_info("k8s proxy deployment=%s/%s replicas=%lld (was %lld)", r->pns,
 	    r->conf->proxy_deployment, want, have);
 	rc = 0;
@@ -638,10 +665,10 @@ proxy_pick(struct k8s_rt *r, const char *current, const struct proxy *avoid,
 	long long running, deadline = util_mono_ms() + r->conf->proxy_wait_ms;
 	cJSON *pods = NULL;
 	size_t npx = 0;
-	int rc = -1;
+	int rc = -1, tries = 0;
 
 	*px = NULL;
-	for (;;) {
+	for (;; tries++) {
 		free(*px);
 		*px = NULL;
 		cJSON_Delete(pods);
@@ -662,8 +689,10 @@ proxy_pick(struct k8s_rt *r, const char *current, const struct proxy *avoid,
 			snprintf(err, errlen, "no other ready egress-proxy pod");
 			goto out;
 		}
-		if (scale_to(r, desired_replicas(r, running > 0 ? running : 1), err,
-		    errlen) == -1)
+		/* (read back after the first try: a scale changed behind our
+		 * back must not keep us waiting) */
+		if (scale_to(r, desired_replicas(r, running > 0 ? running : 1),
+		    tries > 0, err, errlen) == -1)
 			goto out;
 		if (util_mono_ms() >= deadline) {
 			snprintf(err, errlen, "no ready egress-proxy pod in %s after %lld s",
@@ -1140,7 +1169,7 @@ fleet_sync_locked(struct k8s_rt *r, int reassign, char *err, size_t errlen)
 		    "of the pods to remove could not be set");
 		goto out;
 	}
-	if (scale_to(r, want, err, errlen) == -1)
+	if (scale_to(r, want, reassign, err, errlen) == -1)
 		goto out;
 	for (i = 0; i < npx; i++)
 		if (px[i].ready && proxy_label(r, &px[i], e2, sizeof(e2)) == -1)

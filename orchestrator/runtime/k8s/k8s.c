@@ -676,7 +676,7 @@ k8s_create(struct runtime *rt, const struct rt_spec *sp, struct rt_info *out,
 	rc = -1;
 
 	/* 3. The policy (no egress until attached), then the pod. */
-	if (fleet_netpol_apply(r, s.id, NULL, err, errlen) == -1 ||
+	if (fleet_netpol_new(r, s.id, err, errlen) == -1 ||
 	    pod_create(r, &s, labels, created, err, errlen) == -1 ||
 	    wait_ready(r, s.id, &pod, err, errlen) == -1)
 		goto out;
@@ -896,11 +896,8 @@ k8s_list(struct runtime *rt, struct rt_info **out, size_t *n, char *err,
 	 * pod seen here has its claim in the later list unless it is going. */
 	if (api_sandbox_pods(r, &pods, err, errlen) == -1)
 		goto out;
-	api_path(&api_netpols, r->ns, NULL, path, sizeof(path));
-	if (api_list(r, path, r->sel_q, &nps, err, errlen) == -1) {
-		api_failf(err, errlen, "list network policies in", r->ns);
+	if (api_sandbox_netpols(r, &nps, err, errlen) == -1)
 		goto out;
-	}
 	api_path(&api_pvcs, r->ns, NULL, path, sizeof(path));
 	if (api_sandbox_pvcs(r, &pvcs, err, errlen) == -1) {
 		api_failf(err, errlen, "list claims in", r->ns);
@@ -1510,6 +1507,8 @@ runtime_k8s_new(const struct rt_k8s_conf *conf, char *err, size_t errlen)
 {
 	struct runtime *rt = xcalloc(1, sizeof(*rt));
 	struct k8s_rt *r = xcalloc(1, sizeof(*r));
+
+	r->scale_have = -1;
 
 	rt->ops = &k8s_ops;
 	rt->impl = r;

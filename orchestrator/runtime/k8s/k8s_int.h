@@ -65,6 +65,9 @@ struct k8s_rt {
 	pthread_mutex_t		 fleet_mtx;	/* assignments and scaling */
 	struct fleet_boot	*boots;		/* under fleet_mtx */
 	size_t			 nboots;
+	long long		 scale_have;	/* under fleet_mtx: the proxy
+						 * Deployment's replicas as last
+						 * read or set; -1: unknown */
 	pthread_mutex_t		 np_mtx;	/* a policy's read and rewrite;
 						 * taken after fleet_mtx */
 	pthread_mutex_t		 stop_mtx;
@@ -160,6 +163,12 @@ int	api_sandbox_pods(struct k8s_rt *r, cJSON **items, char *err,
  * cache when it serves them (cache.h), else listed. */
 int	api_sandbox_pvcs(struct k8s_rt *r, cJSON **items, char *err,
 	    size_t errlen) WUNRES;
+int	api_sandbox_netpols(struct k8s_rt *r, cJSON **items, char *err,
+	    size_t errlen) WUNRES;
+/* PUT (an unconditional replace; fieldValidation=Strict); the reply goes
+ * into the watch cache as a create's does. */
+int	api_put(struct k8s_rt *r, const char *path, const cJSON *obj, int *st,
+	    char *err, size_t errlen) WUNRES;
 int	api_proxy_pods(struct k8s_rt *r, cJSON **items, char *err,
 	    size_t errlen) WUNRES;
 
@@ -211,6 +220,12 @@ int	api_agent_push_env(struct k8s_rt *r, const char *id, const char *pod_ip,
 int	fleet_assign(struct k8s_rt *r, const char *id, const char *pod_ip,
 	    const char *current, const struct rt_kv *labels, size_t nlabels,
 	    char *env_out, size_t envlen, char *err, size_t errlen) WUNRES;
+
+/* The NetworkPolicy of a sandbox being created (no egress, no app
+ * ports), without reading first: one of the same name left over is
+ * replaced. 0, or -1 with err. */
+int	fleet_netpol_new(struct k8s_rt *r, const char *id, char *err,
+	    size_t errlen) WUNRES;
 
 /* Creates or replaces the sandbox's NetworkPolicy; proxy NULL: no egress.
  * The exposed app ports it admits the gateway to are kept as they are. */

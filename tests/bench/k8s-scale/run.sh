@@ -42,6 +42,7 @@ sleep 2
 for i in $(seq 1 "$N"); do
 	want=$((i + 2))
 	fake counts '{"reset":true}' >/dev/null
+	n0=$(fake_get log | jq_py 'len(d["log"])')
 	call "new-$i" | grep -q hi || echo "call new-$i failed"
 	wait_for 240 pool_full "$want" || echo "pool did not refill after new-$i"
 	sleep 0.5
@@ -49,6 +50,11 @@ for i in $(seq 1 "$N"); do
 	echo "$c" | jq_py '"%d %d %d" % (d["requests"], d["bytes"], d["watches"])' >>"$T/per"
 	echo "# session new-$i: $c"
 done
+# What the last session's requests were (the fake's log from its start;
+# the log also holds the watches' reconnections, which counts do not).
+echo "# the requests of new-$N:"
+fake_get log | jq_py '"\n".join("#   %s %s %s" % (e[0], e[1].split("?")[0], e[2]) for e in d["log"]['"$n0"':])'
+
 python3 - "$T/per" "$NS" <<'PY'
 import sys, statistics
 rows = [list(map(int, l.split())) for l in open(sys.argv[1]) if l.strip()]
@@ -58,5 +64,3 @@ print("k8s-scale: %s sandboxes, %d sessions: API requests per new session "
       % (sys.argv[2], len(rows), statistics.median(rq), max(rq),
          statistics.median(by), statistics.median(by) / 1024, max(by) / 1024))
 PY
-echo "# the last 60 requests (method path status):"
-fake_get log | jq_py '"\n".join("%s %s %s" % (e[0], e[1].split("?")[0], e[2]) for e in d["log"][-60:])' | sort | uniq -c | sort -rn | head -20
