@@ -743,9 +743,14 @@ start_pidfile(const struct rl *rl, const struct rec *r,
 	pr->started_ms = util_unix_ms();
 	if (pr->child_start == -1 || rl_pid_save(rl, r->id, pr, err,
 	    errlen) == -1) {
-		if (pr->child_start == -1)
-			snprintf(err, errlen, "sandbox exited at once (see %s)",
-			    p->logp);
+		if (pr->child_start == -1) {
+			char e[512];
+
+			/* as "exited during start": what it said last */
+			log_tail(rl, r->id, e, sizeof(e));
+			snprintf(err, errlen, "sandbox exited at once: %s (log: %s)",
+			    e, p->logp);
+		}
 		(void)kill(sp->child_pid, SIGKILL);
 		return -1;
 	}
