@@ -165,6 +165,8 @@ const struct cfg_key conf_keys[] = {
 	  "fake runtime: the proxy's CA certificate, handed to sandboxes as GIT_SSL_CAINFO, CURL_CA_BUNDLE, SSL_CERT_FILE" },
 	{ "fake.create_delay", CFG_DURATION, O(fake_create_delay_ms), 0, 600000, "0", NULL,
 	  "fake runtime: sleep this long inside create (tests of a crash mid-creation)" },
+	{ "fake.list_delay", CFG_DURATION, O(fake_list_delay_ms), 0, 600000, "0", NULL,
+	  "fake runtime: answer a list this long after reading it (tests of a listing that is stale when it arrives)" },
 #ifdef HAVE_RT_LOCAL
 	RUNTIME_LOCAL_CFG_KEYS("local.", O(local))
 #endif

@@ -109,6 +109,7 @@ struct conf {
 	char		*fake_proxy_addr;
 	char		*fake_proxy_ca;
 	long long	 fake_create_delay_ms;
+	long long	 fake_list_delay_ms;
 
 #ifdef HAVE_RT_LOCAL
 	struct rt_local_conf	local;

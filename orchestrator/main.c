@@ -134,7 +134,7 @@ make_runtime(struct conf *c, char *err, size_t errlen)
 	if (strcmp(c->runtime, "fake") == 0)
 		return runtime_fake_new(c->fake_state_dir, c->fake_agent,
 		    c->fake_proxy_admin, c->fake_proxy_addr, c->fake_proxy_ca,
-		    c->fake_create_delay_ms,
+		    c->fake_create_delay_ms, c->fake_list_delay_ms,
 		    err, errlen);
 	if (strcmp(c->runtime, "local") == 0) {
 #ifdef HAVE_RT_LOCAL

@@ -48,6 +48,7 @@ struct fake {
 	char		*proxy_addr;
 	char		*proxy_ca;	/* CA file sandboxes must trust, or NULL */
 	long long	 create_delay_ms;	/* tests: widen the create window */
+	long long	 list_delay_ms;		/* tests: a listing stale on arrival */
 	pthread_mutex_t	 mu;
 };
 
@@ -732,6 +733,11 @@ f_list(struct runtime *rt, struct rt_info **out, size_t *n, char *err,
 		cJSON_Delete(meta);
 	}
 	closedir(d);
+	if (f->list_delay_ms > 0) {
+		log_info("fake: listing read (%zu sandboxes); answering in %lld ms",
+		    nv, f->list_delay_ms);
+		usleep((useconds_t)(f->list_delay_ms * 1000));
+	}
 	*out = v;
 	*n = nv;
 	return 0;
@@ -897,7 +903,7 @@ static const struct runtime_ops fake_ops = {
 struct runtime *
 runtime_fake_new(const char *state_dir, const char *agent, const char *admin,
     const char *proxy_addr, const char *proxy_ca, long long create_delay_ms,
-    char *err, size_t errlen)
+    long long list_delay_ms, char *err, size_t errlen)
 {
 	struct runtime *rt;
 	struct fake *f;
@@ -923,6 +929,7 @@ runtime_fake_new(const char *state_dir, const char *agent, const char *admin,
 	f->admin = admin ? xstrdup(admin) : NULL;
 	f->proxy_addr = xstrdup(proxy_addr ? proxy_addr : "127.0.0.1:3128");
 	f->create_delay_ms = create_delay_ms;
+	f->list_delay_ms = list_delay_ms;
 	f->proxy_ca = proxy_ca ? xstrdup(proxy_ca) : NULL;
 	pthread_mutex_init(&f->mu, NULL);
 	rt = xcalloc(1, sizeof(*rt));
