@@ -9,48 +9,12 @@
 # sweep. Without the wake they would get 407 for up to an hour.
 . "$(dirname "$0")/../lib/common.sh"
 . "$TOP/tests/k8s/lib.sh"
-PX=$BIN/egress-proxy/egress-proxy
 ORCH_BIN=$BIN/orchestrator/orchestrator
-[ -x "$PX" ] || { fail "egress-proxy binary" "not built"; exit 1; }
-[ -x "$ORCH_BIN" ] || { fail "orchestrator binary" "not built"; exit 1; }
-mkdir -p "$T/pxca"
-openssl ecparam -name prime256v1 -genkey -noout -out "$T/pxca/ca.key" 2>/dev/null
-openssl req -x509 -new -key "$T/pxca/ca.key" -subj "/CN=test egress CA" -days 2 -out "$T/pxca/ca.crt" 2>/dev/null
-PROXY_PORT=$(free_port)
-cat >"$T/px.tmpl" <<YAML
-listen: POD_IP:$PROXY_PORT
-admin:
-  listen: POD_IP:ADMIN_PORT_
-  token_file: $T/admin-token
-ca:
-  cert: $T/pxca/ca.crt
-  key: $T/pxca/ca.key
-YAML
-K8S_POD_CMD="sed -e \"s/POD_IP/\$POD_IP/\" -e \"s/ADMIN_PORT_/\$ADMIN_PORT/\" $T/px.tmpl >$T/px-\$POD_NAME.yaml && exec $PX -d -f $T/px-\$POD_NAME.yaml 2>>$T/px-\$POD_NAME.log"
-k8s_setup
-k8s_write_config 'fleet_interval: 1h'
-sed -i "s|^    wait: 20s|    wait: 30s\n    port: $PROXY_PORT|" "$CFG"
-ORCH_PORT=$(free_port)
-ORCH_KEY=k-$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
-printf '%s\n' "$ORCH_KEY" >"$T/key"
-chmod 600 "$T/key"
-{
-	printf 'listen: 127.0.0.1:%s\nkey_file: %s\nruntime: kubernetes\npool:\n  min_idle: 0\n' \
-	    "$ORCH_PORT" "$T/key"
-	cat "$CFG"
-} >"$T/orch.yaml"
-"$ORCH_BIN" -d -f "$T/orch.yaml" >>"$T/orch.log" 2>&1 &
-ORCH_PID=$!
-track_pid $ORCH_PID
-check "orchestrator starts (fleet_interval 1h)" wait_for 60 curl -sf "http://127.0.0.1:$ORCH_PORT/readyz" ||
-	{ tail -20 "$T/orch.log"; exit 1; }
-mcp_text() {
-	curl -s --max-time 120 -H "Authorization: Bearer $ORCH_KEY" -H 'Content-Type: application/json' \
-	    -H 'Accept: application/json, text/event-stream' -H "X-Session-Id: $1" \
-	    -d "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"shell\",\"arguments\":{\"command\":\"$2\"}}}" \
-	    "http://127.0.0.1:$ORCH_PORT/mcp" |
-	    python3 -c 'import json, sys; r = json.load(sys.stdin)["result"]; print("".join(c.get("text", "") for c in r["content"]))'
-}
+k8s_setup_real_proxy
+k8s_orch_setup 'pool:
+  min_idle: 0' 'fleet_interval: 1h'
+k8s_orch_up "orchestrator starts (fleet_interval 1h)"
+mcp_text() { mcp_tool "$1" shell "{\"command\":\"$2\"}"; }
 stats() { curl -s --max-time 5 -H "Authorization: Bearer $(cat "$T/admin-token")" -d '{"op":"stats"}' "http://$1:$ADMIN_PORT/v1/admin"; }
 boot_of() { stats "$1" | jq_py 'd.get("boot_id", "")'; }
 lists() { stats "$1" | grep -q "\"id\":\"$2\""; }

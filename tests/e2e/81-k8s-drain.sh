@@ -13,26 +13,15 @@
 . "$(dirname "$0")/../lib/common.sh"
 . "$TOP/tests/k8s/lib.sh"
 ORCH_BIN=$BIN/orchestrator/orchestrator
-[ -x "$ORCH_BIN" ] || { fail "orchestrator binary" "not built"; exit 1; }
 k8s_setup
-ORCH_PORT=$(free_port)
-U=http://127.0.0.1:$ORCH_PORT
-ORCH_KEY=k-$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
-printf '%s\n' "$ORCH_KEY" >"$T/key"
-chmod 600 "$T/key"
 DRAIN=6
-{
-	printf 'listen: 127.0.0.1:%s\nkey_file: %s\nruntime: kubernetes\ndrain_timeout: %ss\n' \
-	    "$ORCH_PORT" "$T/key" "$DRAIN"
-	printf 'pool:\n  min_idle: 0\nreconcile:\n  interval: 1s\n'
-	cat "$CFG"
-} >"$T/orch.yaml"
-orch_start() {
-	"$ORCH_BIN" -d -f "$T/orch.yaml" >>"$T/orch.log" 2>&1 &
-	ORCH_PID=$!
-	track_pid $ORCH_PID
-	wait_for 60 curl -sf "$U/readyz"
-}
+k8s_orch_setup "drain_timeout: ${DRAIN}s
+pool:
+  min_idle: 0
+reconcile:
+  interval: 1s"
+U=$ORCH_URL
+orch_start() { k8s_orch_start; }
 # mcp_call SESSION COMMAND [curl args...]: the tool result's text, or
 # "HTTP <code>" when the answer is no 200 JSON-RPC result.
 mcp_call() {
