@@ -318,6 +318,15 @@ static void refusal_audit(struct conn *, int, const char *, const char *);
 static struct log_rate refuse_rl;
 
 static void gate_drain(struct conn *);
+static void conn_closing_write(struct bufferevent *, void *);
+static void conn_closing_event(struct bufferevent *, short, void *);
+static void drain_read(struct bufferevent *, void *);
+static void tun_cl_read(struct bufferevent *, void *);
+static void tun_up_read(struct bufferevent *, void *);
+static void tun_up_write(struct bufferevent *, void *);
+static void tun_cl_write(struct bufferevent *, void *);
+static void tun_cl_event(struct bufferevent *, short, void *);
+static void tun_up_event(struct bufferevent *, short, void *);
 
 /*
  * Answers the client with status and body (of type ctype), then closes
@@ -381,7 +390,7 @@ conn_answer(struct conn *c, int status, const char *code, const char *reason,
 	c->st = CS_CLOSING;
 	c->deadline = util_mono_coarse_ms() + 5000;
 	bufferevent_disable(c->cl, EV_READ);
-	bufferevent_setcb(c->cl, NULL, cl_write, cl_event, c);
+	bufferevent_setcb(c->cl, NULL, conn_closing_write, conn_closing_event, c);
 	bufferevent_setwatermark(c->cl, EV_WRITE, 0, 0);
 	bev_enable(c->cl, EV_WRITE);
 	if (evbuffer_get_length(out) == 0)
@@ -698,9 +707,10 @@ unid_cap(void)
 
 /*
  * Applies the caps to c, just accepted unidentified with nsrc connections
- * of its address counted. 0: c goes on; -1: c was closed.
+ * of its address counted. Returns the connection the caller closes: NULL
+ * (none, c goes on), another one (evicted, c goes on) or c (refused).
  */
-static int
+static struct conn *
 unid_admit(struct conn *c, long nsrc)
 {
 	struct conn *v, *other = NULL;
@@ -724,10 +734,10 @@ unid_admit(struct conn *c, long nsrc)
 		other = unid_heaviest(c->w, c, &nv);
 		v = other != NULL && nv >= nsrc ? other : unid_victim(c->w, c, 1);
 	} else
-		return 0;
+		return NULL;
 	if (v == NULL && n <= cap * UNID_BURST &&
 	    atomic_load(&the_proxy.st.conns_unid) <= unid_cap() * UNID_BURST)
-		return 0;	/* a burst of young ones: admitted */
+		return NULL;	/* a burst of young ones: admitted */
 	if (v == NULL)
 		v = other;
 	if (v != NULL) {
@@ -735,16 +745,14 @@ unid_admit(struct conn *c, long nsrc)
 		if (log_rate_ok(&unid_rl, 1, 10000, &dropped))
 			log_info("conn=%llx unidentified connections at their %s cap: closed the oldest, conn=%llx (%ld similar suppressed)",
 			    (unsigned long long)c->id, which, (unsigned long long)v->id, dropped);
-		conn_kill(v);
-		return 0;
+		return v;
 	}
 	atomic_fetch_add(&the_proxy.st.unid_refused, 1);
 	atomic_fetch_add(&the_proxy.st.ref_limit, 1);
 	if (log_rate_ok(&unid_rl, 1, 10000, &dropped))
 		log_info("conn=%llx unidentified connections at their %s cap: refused (%ld similar suppressed)",
 		    (unsigned long long)c->id, which, dropped);
-	conn_kill(c);
-	return -1;
+	return c;
 }
 
 /* Closes up to n unidentified connections of w, oldest idle ones first. */
@@ -911,10 +919,16 @@ worker_vm(struct worker *w)
 	return w->vm;
 }
 
-static void
+/*
+ * A new connection on fd (sb: its listener's sandbox, the reference passes,
+ * or NULL), admitted at the caps, with its client bufferevent and no
+ * callbacks. NULL: it was refused (and killed).
+ */
+static struct conn *
 conn_new(struct worker *w, int fd, struct sandbox *sb)
 {
 	struct conn *c = xcalloc(1, sizeof(*c));
+	struct conn *v;
 	int one = 1;
 
 	c->w = w;
@@ -958,15 +972,29 @@ conn_new(struct worker *w, int fd, struct sandbox *sb)
 				log_warnx("conn=%llx sandbox=%s refused reason=conn-limit (%ld similar suppressed)",
 				    (unsigned long long)c->id, sb->id, dropped);
 			conn_kill(c);
-			return;
+			return NULL;
 		}
 		c->counted_sb = 1;
-	} else if (unid_admit(c, unid_enter(c)) == -1)
-		return;
+	} else if ((v = unid_admit(c, unid_enter(c))) != NULL) {
+		conn_kill(v);
+		if (v == c)
+			return NULL;
+	}
 	if ((c->cl = bufferevent_socket_new(w->base, fd, 0)) == NULL) {
 		conn_kill(c);
-		return;
+		return NULL;
 	}
+	return c;
+}
+
+/* Starts reading request heads on a new connection on fd (conn_new). */
+static void
+conn_accept(struct worker *w, int fd, struct sandbox *sb)
+{
+	struct conn *c;
+
+	if ((c = conn_new(w, fd, sb)) == NULL)
+		return;
 	bufferevent_setcb(c->cl, cl_read_head, NULL, cl_event, c);
 	bufferevent_setwatermark(c->cl, EV_READ, 0, (size_t)the_proxy.conf->header_bytes + 4096);
 	bev_enable(c->cl, EV_READ | EV_WRITE);
@@ -1437,7 +1465,7 @@ gate_drain(struct conn *c)
 		c->st = CS_DRAIN;
 		c->deadline = util_mono_coarse_ms() + GATE_DRAIN_MS;
 		c->req->on_body = drain_sink;
-		bufferevent_setcb(c->cl, cl_read_req, cl_write, cl_event, c);
+		bufferevent_setcb(c->cl, drain_read, conn_closing_write, conn_closing_event, c);
 		bufferevent_setwatermark(c->cl, EV_WRITE, 0, 0);
 		bev_enable(c->cl, EV_READ | EV_WRITE);
 	}
@@ -1455,10 +1483,58 @@ gate_drain(struct conn *c)
 	if (c->req->body_done || c->cl_eof) {
 		c->st = CS_CLOSING;
 		bufferevent_disable(c->cl, EV_READ);
-		bufferevent_setcb(c->cl, NULL, cl_write, cl_event, c);
+		bufferevent_setcb(c->cl, NULL, conn_closing_write, conn_closing_event, c);
 		if (evbuffer_get_length(bufferevent_get_output(c->cl)) == 0)
 			conn_kill(c);
 	}
+}
+
+/*
+ * The client's write callback while closing: in CS_CLOSING, c dies once
+ * its output is flushed (in CS_DRAIN the answer waits for the body's end).
+ */
+static void
+conn_closing_write(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+
+	if (c->st == CS_CLOSING && evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+		conn_kill(c);
+}
+
+/*
+ * The client's event callback while closing: EOF ends a drain (the answer
+ * is flushed, then closed), any other EOF or an error closes. A TLS client
+ * allows dirty shutdowns, so a reset or EPIPE arrives as EOF: on the write
+ * side that means nothing more can reach the client.
+ */
+static void
+conn_closing_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct conn *c = arg;
+
+	(void)bev;
+	if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)))
+		return;
+	if ((what & BEV_EVENT_EOF) && !(what & (BEV_EVENT_ERROR | BEV_EVENT_WRITING))) {
+		c->cl_eof = 1;
+		if (c->st == CS_DRAIN) {
+			gate_drain(c);	/* the answer is flushed, then closed */
+			return;
+		}
+	}
+	conn_kill(c);
+}
+
+/* The client's read callback in CS_DRAIN: more of the refused body. */
+static void
+drain_read(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+
+	(void)bev;
+	c->last_active = util_mono_coarse_ms();
+	gate_drain(c);
 }
 
 /* ---- upstream pool: parked and idle upstreams, per worker ---- */
@@ -1631,9 +1707,10 @@ idle_link(struct conn *c)
  * c's target at a (the longest idle first), so a burst of new connections
  * of one sandbox shares a few upstream connections instead of holding one
  * each until timeouts.upstream_idle: the one it is taken from dials (or
- * takes another) at its next request. 1 when one was taken.
+ * takes another) at its next request. Returns the one it was taken from,
+ * which the caller puts to rest (conn_rest), or NULL.
  */
-static int
+static struct conn *
 up_take_idle(struct conn *c, const union sa_any *a)
 {
 	struct conn *v, *prev;
@@ -1653,13 +1730,9 @@ up_take_idle(struct conn *c, const union sa_any *a)
 		idle_unlink(v);
 		c->up = v->up;
 		v->up = NULL;
-		conn_rest(v);
-		atomic_fetch_add(&the_proxy.st.pool_lent, 1);
-		log_debug("conn=%llx upstream %s taken over from idle conn=%llx",
-		    (unsigned long long)c->id, c->tgt->hostport, (unsigned long long)v->id);
-		return 1;
+		return v;
 	}
-	return 0;
+	return NULL;
 }
 
 /*
@@ -1709,17 +1782,21 @@ pool_park(struct conn *c)
 }
 
 /*
- * Takes a parked connection of c's sandbox to c's target at sa into c->up.
- * 1 when one was taken (it is connected and verified), 0 otherwise.
+ * Takes a parked connection of c's sandbox to c's target at sa into c->up
+ * (*lender NULL), or the idle upstream of another connection of c's
+ * sandbox (*lender: that one, which the caller puts to rest and counts in
+ * pool_lent). 1 when one was taken (it is connected and verified; the
+ * caller sets its callbacks), 0 otherwise.
  */
 static int
-pool_take(struct conn *c, const struct sockaddr *sa)
+pool_take(struct conn *c, const struct sockaddr *sa, struct conn **lender)
 {
 	struct worker *w = c->w;
 	struct pooled *p, *hit = NULL;
 	union sa_any a;
 	long long now = util_mono_coarse_ms();
 
+	*lender = NULL;
 	if (the_proxy.conf->pool_max <= 0 || c->no_pool || c->mode != MODE_INTERCEPT ||
 	    c->sb == NULL || sa_set(&a, sa) == -1)
 		return 0;
@@ -1737,12 +1814,11 @@ pool_take(struct conn *c, const struct sockaddr *sa)
 		c->up = hit->bev;
 		sandbox_unref(hit->sb);
 		free(hit);
-	} else if (!up_take_idle(c, &a))
+	} else if ((*lender = up_take_idle(c, &a)) == NULL)
 		return 0;
 	c->up_tls = 1;
 	c->up_addr = a;
 	c->up_nreq = 1;		/* it served before: a request on it may be retried */
-	bufferevent_setcb(c->up, NULL, NULL, up_event, c);
 	return 1;
 }
 
@@ -1794,6 +1870,27 @@ connect_fail(struct conn *c, int status, const char *code, const char *why)
 	conn_respond(c, status, code, why);
 }
 
+/*
+ * c->up from the pool, or the idle upstream of another connection
+ * of c's sandbox, which then rests. 1 when one was taken.
+ */
+static int
+up_from_pool(struct conn *c, const struct sockaddr *sa)
+{
+	struct conn *v;
+
+	if (!pool_take(c, sa, &v))
+		return 0;
+	if (v != NULL) {
+		conn_rest(v);
+		atomic_fetch_add(&the_proxy.st.pool_lent, 1);
+		log_debug("conn=%llx upstream %s taken over from idle conn=%llx",
+		    (unsigned long long)c->id, c->tgt->hostport, (unsigned long long)v->id);
+	}
+	bufferevent_setcb(c->up, NULL, NULL, up_event, c);
+	return 1;
+}
+
 static void
 up_try(struct conn *c)
 {
@@ -1821,7 +1918,7 @@ up_try(struct conn *c)
 		bufferevent_free(c->up);
 		c->up = NULL;
 	}
-	if (pool_take(c, ai->ai_addr)) {
+	if (up_from_pool(c, ai->ai_addr)) {
 		log_debug("conn=%llx upstream %s from the pool", (unsigned long long)c->id,
 		    c->tgt->hostport);
 		up_connected(c);
@@ -1977,6 +2074,10 @@ up_connect(struct conn *c)
  * the conn does (c->cl_ssl, c->cfd), so it can be dropped and made again.
  */
 
+/*
+ * c's upstream is connected (not TLS) and the client's 200 is queued: bytes
+ * both ways from now on, until conn_kill.
+ */
 static void
 tunnel_start(struct conn *c)
 {
@@ -1986,8 +2087,8 @@ tunnel_start(struct conn *c)
 	c->st = CS_TUNNEL;
 	c->tunnel_open = 1;
 	c->deadline = 0;
-	bufferevent_setcb(c->cl, cl_read_req, cl_write, cl_event, c);
-	bufferevent_setcb(c->up, up_read, up_write, up_event, c);
+	bufferevent_setcb(c->cl, tun_cl_read, tun_cl_write, tun_cl_event, c);
+	bufferevent_setcb(c->up, tun_up_read, tun_up_write, tun_up_event, c);
 	bufferevent_setwatermark(c->cl, EV_READ, 0, hwm);
 	bufferevent_setwatermark(c->up, EV_READ, 0, hwm);
 	bufferevent_setwatermark(c->cl, EV_WRITE, hwm / 2, 0);
@@ -2012,6 +2113,132 @@ tunnel_start(struct conn *c)
 		else
 			bufferevent_setwatermark(c->up, EV_WRITE, 0, 0);
 	}
+}
+
+/* Client bytes go up; reading stops while the upstream has hwm unsent. */
+static void
+tun_cl_read(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	size_t hwm = (size_t)the_proxy.conf->high_watermark;
+	size_t n;
+
+	c->last_active = util_mono_coarse_ms();
+	n = evbuffer_get_length(in);
+	evbuffer_add_buffer(bufferevent_get_output(c->up), in);
+	n += tunnel_pull(bev, bufferevent_get_output(c->up), hwm);
+	c->tot_up += n;
+	atomic_fetch_add(&the_proxy.st.bytes_up, (long)n);
+	atomic_fetch_add(&c->sb->bytes_up, (long)n);
+	if (c->dead)
+		return;
+	if (evbuffer_get_length(bufferevent_get_output(c->up)) >= hwm)
+		bufferevent_disable(c->cl, EV_READ);
+}
+
+/* Upstream bytes go to the client, with the same backpressure. */
+static void
+tun_up_read(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	struct evbuffer *out = bufferevent_get_output(c->cl);
+	size_t hwm = (size_t)the_proxy.conf->high_watermark, n;
+
+	c->last_active = util_mono_coarse_ms();
+	n = evbuffer_get_length(in);
+	evbuffer_add_buffer(out, in);
+	n += tunnel_pull(bev, out, hwm);
+	c->tot_down += n;
+	atomic_fetch_add(&the_proxy.st.bytes_down, (long)n);
+	atomic_fetch_add(&c->sb->bytes_down, (long)n);
+	if (c->dead)
+		return;
+	if (evbuffer_get_length(out) >= hwm)
+		bufferevent_disable(c->up, EV_READ);
+}
+
+/* The upstream's output drained below the low watermark. */
+static void
+tun_up_write(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+
+	if (c->cl_eof) {
+		/* Client half-closed: pass the FIN on once flushed. */
+		if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+			shutdown(bufferevent_getfd(bev), SHUT_WR);
+		return;
+	}
+	bev_enable(c->cl, EV_READ);
+}
+
+/* The client's output drained below the low watermark. */
+static void
+tun_cl_write(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+
+	if (c->up_eof) {
+		if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+			conn_kill(c);
+		return;
+	}
+	if (c->up != NULL) {
+		bev_enable(c->up, EV_READ);
+		up_kick(c);
+	}
+}
+
+/*
+ * The client's EOF is a half-close, passed on; an error closes. The
+ * client side is the plain socket it sent CONNECT on: no handshake event.
+ */
+static void
+tun_cl_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct conn *c = arg;
+
+	(void)bev;
+	if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)))
+		return;
+	if ((what & BEV_EVENT_EOF) && !(what & (BEV_EVENT_ERROR | BEV_EVENT_WRITING))) {
+		c->cl_eof = 1;
+		if (c->up != NULL && !c->up_eof) {
+			/*
+			 * Half-close: flush what the client sent, pass
+			 * the FIN on, keep relaying the other way until
+			 * the upstream closes (or the idle timeout).
+			 */
+			bufferevent_disable(c->cl, EV_READ);
+			if (evbuffer_get_length(bufferevent_get_output(c->up)) == 0)
+				shutdown(bufferevent_getfd(c->up), SHUT_WR);
+			else
+				bufferevent_setwatermark(c->up, EV_WRITE, 0, 0);
+			return;
+		}
+	}
+	conn_kill(c);
+}
+
+/* The upstream's EOF or error: flush to the client, then close. */
+static void
+tun_up_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct conn *c = arg;
+
+	(void)bev;
+	if ((what & BEV_EVENT_CONNECTED) || !(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)))
+		return;
+	c->up_eof = 1;
+	if (evbuffer_get_length(bufferevent_get_output(c->cl)) > 0) {
+		/* Flush to the client first (tun_cl_write closes). */
+		bufferevent_disable(c->up, EV_READ);
+		bufferevent_setwatermark(c->cl, EV_WRITE, 0, 0);
+		return;
+	}
+	conn_kill(c);
 }
 
 /* A TLS bufferevent on the conn's client fd and SSL (owned by the conn). */
@@ -2418,7 +2645,7 @@ resp_finish(struct conn *c)
 			c->up = NULL;
 		}
 		bufferevent_disable(c->cl, EV_READ);
-		bufferevent_setcb(c->cl, NULL, cl_write, cl_event, c);
+		bufferevent_setcb(c->cl, NULL, conn_closing_write, conn_closing_event, c);
 		bufferevent_setwatermark(c->cl, EV_WRITE, 0, 0);
 		if (evbuffer_get_length(bufferevent_get_output(c->cl)) == 0)
 			conn_kill(c);
@@ -2503,24 +2730,10 @@ static void
 cl_read_req(struct bufferevent *bev, void *arg)
 {
 	struct conn *c = arg;
-	struct evbuffer *in = bufferevent_get_input(bev);
-	size_t hwm = (size_t)the_proxy.conf->high_watermark;
-	size_t n;
 
+	(void)bev;
 	c->last_active = util_mono_coarse_ms();
 	switch (c->st) {
-	case CS_TUNNEL:
-		n = evbuffer_get_length(in);
-		evbuffer_add_buffer(bufferevent_get_output(c->up), in);
-		n += tunnel_pull(bev, bufferevent_get_output(c->up), hwm);
-		c->tot_up += n;
-		atomic_fetch_add(&the_proxy.st.bytes_up, (long)n);
-		atomic_fetch_add(&c->sb->bytes_up, (long)n);
-		if (c->dead)
-			return;
-		if (evbuffer_get_length(bufferevent_get_output(c->up)) >= hwm)
-			bufferevent_disable(c->cl, EV_READ);
-		return;
 	case CS_REQ_HEAD:
 		intercept_request(c);
 		return;
@@ -2529,9 +2742,6 @@ cl_read_req(struct bufferevent *bev, void *arg)
 		return;
 	case CS_GATE:
 		gate_pump(c);
-		return;
-	case CS_DRAIN:
-		gate_drain(c);
 		return;
 	default:
 		/* Pipelined bytes wait (bounded by the read watermark). */
@@ -2550,19 +2760,6 @@ up_read(struct bufferevent *bev, void *arg)
 	llhttp_errno_t e;
 
 	c->last_active = util_mono_coarse_ms();
-	if (c->st == CS_TUNNEL) {
-		n = evbuffer_get_length(in);
-		evbuffer_add_buffer(out, in);
-		n += tunnel_pull(bev, out, hwm);
-		c->tot_down += n;
-		atomic_fetch_add(&the_proxy.st.bytes_down, (long)n);
-		atomic_fetch_add(&c->sb->bytes_down, (long)n);
-		if (c->dead)
-			return;
-		if (evbuffer_get_length(out) >= hwm)
-			bufferevent_disable(c->up, EV_READ);
-		return;
-	}
 	if (!c->resp_active) {
 		/* Bytes with no request outstanding: drop the upstream. */
 		if (evbuffer_get_length(in) > 0) {
@@ -2614,15 +2811,7 @@ up_write(struct bufferevent *bev, void *arg)
 	struct conn *c = arg;
 
 	(void)bev;
-	if (c->st == CS_TUNNEL) {
-		if (c->cl_eof) {
-			/* Client half-closed: pass the FIN on once flushed. */
-			if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
-				shutdown(bufferevent_getfd(bev), SHUT_WR);
-			return;
-		}
-		bev_enable(c->cl, EV_READ);
-	} else if (c->st == CS_BODY)
+	if (c->st == CS_BODY)
 		body_pump(c);
 }
 
@@ -2632,17 +2821,8 @@ cl_write(struct bufferevent *bev, void *arg)
 {
 	struct conn *c = arg;
 
-	if (c->st == CS_CLOSING) {
-		if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
-			conn_kill(c);
-		return;
-	}
-	if (c->st == CS_TUNNEL && c->up_eof) {
-		if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
-			conn_kill(c);
-		return;
-	}
-	if (c->up != NULL && (c->st == CS_TUNNEL || c->resp_active)) {
+	(void)bev;
+	if (c->up != NULL && c->resp_active) {
 		bev_enable(c->up, EV_READ);
 		up_kick(c);
 	}
@@ -2677,23 +2857,7 @@ cl_event(struct bufferevent *bev, short what, void *arg)
 			c->cl_eof = 1;
 			if (c->st == CS_DECIDE || c->st == CS_CONNECTING)
 				return;	/* finish what was asked, then close */
-			if (c->st == CS_DRAIN) {
-				gate_drain(c);	/* the answer is flushed, then closed */
-				return;
-			}
-			if (c->st == CS_TUNNEL && c->up != NULL && !c->up_eof) {
-				/*
-				 * Half-close: flush what the client sent, pass
-				 * the FIN on, keep relaying the other way until
-				 * the upstream closes (or the idle timeout).
-				 */
-				bufferevent_disable(c->cl, EV_READ);
-				if (evbuffer_get_length(bufferevent_get_output(c->up)) == 0)
-					shutdown(bufferevent_getfd(c->up), SHUT_WR);
-				else
-					bufferevent_setwatermark(c->up, EV_WRITE, 0, 0);
-				return;
-			} else if ((c->st == CS_WAIT || c->st == CS_BODY) && c->req_done) {
+			if ((c->st == CS_WAIT || c->st == CS_BODY) && c->req_done) {
 				/*
 				 * Deliver the response, then close. The TLS
 				 * bufferevent stopped its write event with the
@@ -2749,17 +2913,6 @@ up_event(struct bufferevent *bev, short what, void *arg)
 		snprintf(m, sizeof(m), "cannot connect to %s: %s", c->tgt->hostport,
 		    evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
 		connect_fail(c, 502, "connect_failed", m);
-		return;
-	}
-	if (c->st == CS_TUNNEL) {
-		c->up_eof = 1;
-		if (evbuffer_get_length(bufferevent_get_output(c->cl)) > 0) {
-			/* Flush to the client first (cl_write closes). */
-			bufferevent_disable(c->up, EV_READ);
-			bufferevent_setwatermark(c->cl, EV_WRITE, 0, 0);
-			return;
-		}
-		conn_kill(c);
 		return;
 	}
 	/* Request cycle: EOF may end an EOF-delimited response. */
@@ -2911,7 +3064,7 @@ inbox_cb(evutil_socket_t fd, short ev, void *arg)
 		next = m->next;
 		switch (m->type) {
 		case MSG_ACCEPT:
-			conn_new(w, m->fd, m->sb);
+			conn_accept(w, m->fd, m->sb);
 			break;
 		case MSG_KILL_SB:
 			for (c = TAILQ_FIRST(&w->conns); c != NULL; c = cn) {
