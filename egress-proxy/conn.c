@@ -238,6 +238,22 @@ gate_drain(struct conn *c)
 }
 
 /*
+ * 1 when what, an event of c's client bufferevent, is the client's EOF, a
+ * half-close: c->cl_eof is then set. 0 for an error or an EOF on the write
+ * side: a TLS client bufferevent allows dirty shutdowns, so a reset or
+ * EPIPE on the socket arrives as EOF, not ERROR, and means that nothing
+ * more can reach the client.
+ */
+int
+conn_cl_eof(struct conn *c, short what)
+{
+	if (!(what & BEV_EVENT_EOF) || (what & (BEV_EVENT_ERROR | BEV_EVENT_WRITING)))
+		return 0;
+	c->cl_eof = 1;
+	return 1;
+}
+
+/*
  * The client's write callback while closing: in CS_CLOSING, c dies once
  * its output is flushed (in CS_DRAIN the answer waits for the body's end).
  */
@@ -251,10 +267,8 @@ conn_closing_write(struct bufferevent *bev, void *arg)
 }
 
 /*
- * The client's event callback while closing: EOF ends a drain (the answer
- * is flushed, then closed), any other EOF or an error closes. A TLS client
- * allows dirty shutdowns, so a reset or EPIPE arrives as EOF: on the write
- * side that means nothing more can reach the client.
+ * The client's event callback while closing: its half-close ends a drain
+ * (the answer is flushed, then closed); any other EOF or an error closes.
  */
 void
 conn_closing_event(struct bufferevent *bev, short what, void *arg)
@@ -264,12 +278,9 @@ conn_closing_event(struct bufferevent *bev, short what, void *arg)
 	(void)bev;
 	if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)))
 		return;
-	if ((what & BEV_EVENT_EOF) && !(what & (BEV_EVENT_ERROR | BEV_EVENT_WRITING))) {
-		c->cl_eof = 1;
-		if (c->st == CS_DRAIN) {
-			gate_drain(c);	/* the answer is flushed, then closed */
-			return;
-		}
+	if (conn_cl_eof(c, what) && c->st == CS_DRAIN) {
+		gate_drain(c);	/* the answer is flushed, then closed */
+		return;
 	}
 	conn_kill(c);
 }

@@ -1329,14 +1329,11 @@ cl_event(struct bufferevent *bev, short what, void *arg)
 			log_debug("conn=%llx target=%s client TLS handshake failed",
 			    (unsigned long long)c->id, c->tgt->hostport);
 		/*
-		 * A TLS client bufferevent allows dirty shutdowns, so a reset
-		 * or EPIPE on the socket arrives as EOF, not ERROR. On the
-		 * write side that means nothing more can reach the client:
-		 * close whatever the state (a response being relayed to it
+		 * A reset or EPIPE (conn_cl_eof: not a half-close) closes
+		 * whatever the state (a response being relayed to the client
 		 * would otherwise wait for timeouts.idle).
 		 */
-		if ((what & BEV_EVENT_EOF) && !(what & (BEV_EVENT_ERROR | BEV_EVENT_WRITING))) {
-			c->cl_eof = 1;
+		if (conn_cl_eof(c, what)) {
 			if (c->st == CS_DECIDE || c->st == CS_CONNECTING)
 				return;	/* finish what was asked, then close */
 			if ((c->st == CS_WAIT || c->st == CS_BODY) && c->req_done) {

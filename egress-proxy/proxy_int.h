@@ -265,6 +265,8 @@ void	conn_answer(struct conn *c, int status, const char *code, const char *reaso
 	    const char *ctype, const char *body, size_t blen);
 /* conn_answer with the reason as a text/plain body. */
 void	conn_respond(struct conn *c, int status, const char *code, const char *reason);
+/* 1 when what is the client's half-close (c->cl_eof set); 0: error or reset. */
+int	conn_cl_eof(struct conn *c, short what);
 /* The client callbacks of CS_CLOSING: the flush, then conn_kill. */
 void	conn_closing_write(struct bufferevent *bev, void *arg);
 void	conn_closing_event(struct bufferevent *bev, short what, void *arg);

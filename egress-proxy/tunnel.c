@@ -154,21 +154,18 @@ tun_cl_event(struct bufferevent *bev, short what, void *arg)
 	(void)bev;
 	if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)))
 		return;
-	if ((what & BEV_EVENT_EOF) && !(what & (BEV_EVENT_ERROR | BEV_EVENT_WRITING))) {
-		c->cl_eof = 1;
-		if (c->up != NULL && !c->up_eof) {
-			/*
-			 * Half-close: flush what the client sent, pass
-			 * the FIN on, keep relaying the other way until
-			 * the upstream closes (or the idle timeout).
-			 */
-			bufferevent_disable(c->cl, EV_READ);
-			if (evbuffer_get_length(bufferevent_get_output(c->up)) == 0)
-				shutdown(bufferevent_getfd(c->up), SHUT_WR);
-			else
-				bufferevent_setwatermark(c->up, EV_WRITE, 0, 0);
-			return;
-		}
+	if (conn_cl_eof(c, what) && c->up != NULL && !c->up_eof) {
+		/*
+		 * Half-close: flush what the client sent, pass the FIN on,
+		 * keep relaying the other way until the upstream closes (or
+		 * the idle timeout).
+		 */
+		bufferevent_disable(c->cl, EV_READ);
+		if (evbuffer_get_length(bufferevent_get_output(c->up)) == 0)
+			shutdown(bufferevent_getfd(c->up), SHUT_WR);
+		else
+			bufferevent_setwatermark(c->up, EV_WRITE, 0, 0);
+		return;
 	}
 	conn_kill(c);
 }
