@@ -1,8 +1,8 @@
 /*
  * proxy_int.h: what the files of the connection engine share; the rest of
- * the proxy sees proxy.h only. The engine is layered, lowest first, and a
- * file calls only files above it in this list (tests/lib/layers.sh checks
- * that no two call each other):
+ * the proxy sees proxy.h only. The engine is layered, listed here lowest
+ * first: a file calls only files listed before it (tests/lib/layers.sh
+ * checks that no two call each other):
  *
  *   pstate.c     the_proxy and its addon source (proxy.h)
  *   connaudit.c  the audit lines of a connection
