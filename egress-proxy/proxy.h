@@ -1,7 +1,8 @@
 /*
- * proxy.h: the proxy's process-wide state, its worker threads and the
- * connection engine (proxy.c). main.c fills the_proxy (conf, cc, audit_fd,
- * the first addon source) before proxy_workers_start; afterwards only the
+ * proxy.h: the proxy's process-wide state (pstate.c), its worker threads
+ * (worker.c) and the connection engine they run (proxy.c and the files
+ * proxy_int.h lists). main.c fills the_proxy (conf, cc, audit_fd, the
+ * first addon source) before proxy_workers_start; afterwards only the
  * counters (atomics, any thread) and the addon source (proxy_set_addons)
  * change. The counters are shown by metrics.c.
  */
@@ -45,7 +46,7 @@ struct proxy {
 	pthread_mutex_t		 src_mtx;
 };
 
-extern struct proxy the_proxy;	/* the process's one proxy (proxy.c) */
+extern struct proxy the_proxy;	/* the process's one proxy (pstate.c) */
 
 /* Starts n worker threads. 0 or -1. */
 int	proxy_workers_start(int n);

@@ -1,0 +1,113 @@
+/*
+ * connaudit.c: the audit records of a connection, what it tells audit.c.
+ * One line per request answered (forwarded, refused after its head, or
+ * failed), with the status the client got; one per CONNECT (its 200 or its
+ * refusal); one per refusal before any head was parsed; one per blind
+ * tunnel when it closes; nothing when audit.log is unset (w->audit is
+ * NULL). c->aud_connect / c->aud_req say a line is due: the first of the
+ * answer (conn_respond), the success or the close (conn_kill) writes it,
+ * so each gets exactly one.
+ *
+ * Called by conn.c (answers, conn_kill) and proxy.c; calls only audit.c.
+ */
+#include <string.h>
+
+#include "audit.h"
+#include "proxy_int.h"
+#include "sandbox.h"
+
+/* The audit line of c's current request, answered with status (0: none). */
+void
+req_audit(struct conn *c, int status, const char *code, const char *detail)
+{
+	struct hreq *r = c->req;
+	struct audit_rec a;
+
+	c->aud_req = 0;
+	if (c->w->audit == NULL || r == NULL)
+		return;
+	memset(&a, 0, sizeof(a));
+	a.sandbox = c->sb != NULL ? c->sb->id : NULL;
+	a.host = c->tgt->hostport;
+	a.conn = c->id;
+	a.type = c->mode == MODE_INTERCEPT ? "intercept" : "http";
+	a.method = hreq_method(r);
+	a.path = r->data.p + r->path_o;
+	a.path_len = r->path_l;
+	a.status = status;
+	a.bytes_up = c->req_up;
+	a.bytes_down = c->req_down;
+	/* What was written upstream, not what the addon asked for. */
+	a.injected = r->sent_cred;
+	a.rule = r->rule;
+	a.reason = code;
+	a.detail = detail;
+	audit_request(c->w->audit, &a);
+}
+
+/* The audit line of c's CONNECT: 200 or the refusal (0: none sent). */
+void
+connect_audit(struct conn *c, int status, const char *code, const char *detail)
+{
+	struct audit_rec a;
+
+	c->aud_connect = 0;
+	if (c->w->audit == NULL)
+		return;
+	memset(&a, 0, sizeof(a));
+	a.sandbox = c->sb != NULL ? c->sb->id : NULL;
+	a.host = c->tgt->hostport;
+	a.conn = c->id;
+	a.status = status;
+	a.decision = c->decision;
+	a.reason = code;
+	a.detail = detail;
+	audit_connect(c->w->audit, &a);
+}
+
+/*
+ * The line of a refusal (status) of c: its CONNECT's, its request's, or a
+ * "refused" line when no head was parsed (malformed, too large, timed out).
+ */
+void
+refusal_audit(struct conn *c, int status, const char *code, const char *detail)
+{
+	struct audit_rec a;
+
+	if (c->aud_connect) {
+		connect_audit(c, status, code, detail);
+		return;
+	}
+	if (c->aud_req && c->req != NULL) {
+		req_audit(c, status, code, detail);
+		return;
+	}
+	c->aud_req = 0;
+	if (c->w->audit == NULL || status < 400)
+		return;
+	memset(&a, 0, sizeof(a));
+	a.sandbox = c->sb != NULL ? c->sb->id : NULL;
+	a.host = c->tgt->hostport[0] != '\0' ? c->tgt->hostport : NULL;
+	a.conn = c->id;
+	a.status = status;
+	a.reason = code;
+	a.detail = detail;
+	audit_refused(c->w->audit, &a);
+}
+
+/* The audit line of c, a blind tunnel closing. */
+void
+tunnel_audit(struct conn *c)
+{
+	struct audit_rec a;
+
+	if (c->w->audit == NULL || c->sb == NULL)
+		return;
+	memset(&a, 0, sizeof(a));
+	a.sandbox = c->sb->id;
+	a.host = c->tgt->hostport;
+	a.conn = c->id;
+	a.bytes_up = c->tot_up;
+	a.bytes_down = c->tot_down;
+	audit_tunnel(c->w->audit, &a);
+}

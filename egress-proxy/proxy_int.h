@@ -1,0 +1,294 @@
+/*
+ * proxy_int.h: what the files of the connection engine share; the rest of
+ * the proxy sees proxy.h only. The engine is layered, listed here lowest
+ * first: a file calls only files listed before it (tests/lib/layers.sh
+ * checks that no two call each other):
+ *
+ *   pstate.c     the_proxy and its addon source (proxy.h)
+ *   connaudit.c  the audit lines of a connection
+ *   unid.c       unidentified connections: their share, per source and in total
+ *   upool.c      parked and idle upstreams, per worker
+ *   conn.c       a connection: made and admitted, identified, answered and
+ *                closed (CS_CLOSING, CS_DRAIN), killed and freed
+ *   tunnel.c     a blind tunnel's relay (CS_TUNNEL)
+ *   proxy.c      the state machine: heads, hooks, body gates, dialling,
+ *                client TLS, sleeping connections, the request cycle
+ *   worker.c     worker threads: the tick, the inbox, proxy.h's calls to them
+ *
+ * A phase with callbacks of its own (closing, tunnel) is entered once and
+ * left only by conn_kill, so its file never calls back into proxy.c.
+ *
+ * A struct conn, a struct pooled and everything they point to belong to one
+ * worker and are touched on its thread only; a struct msg is the one thing
+ * that crosses threads, through the worker's inbox under w->mtx. Shared:
+ * the_proxy (written before the workers start; afterwards its counters are
+ * atomics, the addon source is under src_mtx and the leaf cache locks
+ * itself) and the sandboxes (refcounted, atomic counters).
+ */
+#ifndef PROXY_INT_H
+#define PROXY_INT_H
+
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/queue.h>
+#include <sys/socket.h>
+
+#include <event2/util.h>
+#include <openssl/ssl.h>
+
+#include "buf.h"
+#include "canon.h"
+#include "httpreq.h"
+#include "proxy.h"
+
+struct addon_vm;
+struct auditq;
+struct bufferevent;
+struct event;
+struct event_base;
+struct evdns_base;
+struct evdns_getaddrinfo_request;
+struct ghapp;
+struct hook;
+struct sandbox;
+struct sbattrs;
+struct tgtab;
+
+enum cstate {
+	CS_HEAD,	/* plain client side: CONNECT or http:// request head */
+	CS_DECIDE,	/* on_connect hook running */
+	CS_CONNECTING,	/* resolve + connect (+ TLS) to the upstream */
+	CS_CL_TLS,	/* TLS handshake with the client */
+	CS_TUNNEL,	/* blind bytes */
+	CS_REQ_HEAD,	/* intercepted: waiting for a request head */
+	CS_HOOK,	/* on_request running */
+	CS_GATE,	/* reading the body's start for a body gate (bodygate.c) */
+	CS_DRAIN,	/* gate refused: answered, discarding the rest of the body */
+	CS_BODY,	/* request head sent, body streaming */
+	CS_WAIT,	/* request sent, response streaming */
+	CS_CLOSING	/* flushing the last bytes to the client */
+};
+
+enum cmode { MODE_NONE, MODE_TUNNEL, MODE_INTERCEPT, MODE_PLAIN };
+
+struct worker;
+
+struct conn {
+	TAILQ_ENTRY(conn)	 link;
+	TAILQ_ENTRY(conn)	 idle_link;	/* on w->idleup */
+	TAILQ_ENTRY(conn)	 unid_link;	/* on w->unid while unid */
+	struct worker		*w;
+	uint64_t		 id;
+	struct sandbox		*sb;		/* NULL until identified */
+	struct sbattrs		*attrs;
+	struct bufferevent	*cl, *up;
+	int			 cfd;		/* client fd (the conn closes it) */
+	SSL			*cl_ssl;	/* client TLS (the conn frees it) */
+	struct event		*sleep_ev;	/* asleep: cl is NULL (cl_sleep) */
+	enum cstate		 st;
+	enum cmode		 mode;
+	unsigned		 fixed_sb:1;	/* came in on a sandbox listener */
+	unsigned		 peer_family:8;	/* client address, for client_ips */
+	unsigned		 dead:1;	/* on the dead list */
+	unsigned		 counted_sb:1;	/* counted in sb->conns */
+	unsigned		 counted_tun:1;	/* counted in sb->tunnels */
+	unsigned		 cl_eof:1;	/* client sent EOF */
+	unsigned		 up_eof:1;	/* upstream sent EOF (tunnel) */
+	unsigned		 close_after:1;	/* close once the response is out */
+	unsigned		 resp_active:1;	/* a response is being relayed */
+	unsigned		 resp_done:1;
+	unsigned		 resp_wrote:1;	/* response bytes went to the client */
+	unsigned		 req_done:1;	/* request fully sent upstream */
+	unsigned		 head_req:1;	/* current request is HEAD */
+	unsigned		 up_tls:1;	/* upstream bev is TLS */
+	unsigned		 connect_then_req:1; /* connecting for a request */
+	unsigned		 no_pool:1;	/* retrying: dial a fresh upstream */
+	unsigned		 idle_linked:1;	/* on w->idleup */
+	unsigned		 tunnel_open:1;	/* blind tunnel started (its line is due at close) */
+	unsigned		 unid:1;	/* main listener, not identified: on w->unid,
+						   counted in conns_unid and its source's count */
+	unsigned		 aud_connect:1;	/* a CONNECT head parsed, its outcome line due */
+	unsigned		 aud_req:1;	/* a request head parsed, its line due */
+	const char		*decision;	/* on_connect's: "intercept", ...; NULL: none */
+	long long		 accepted;	/* ms, util_mono_coarse_ms */
+	unsigned		 up_nreq;	/* requests sent on c->up */
+	union sa_any {
+		struct sockaddr		sa;
+		struct sockaddr_in	in;
+		struct sockaddr_in6	in6;
+	}			 up_addr;	/* the address c->up dialled */
+	int			 addon;		/* deciding addon, -1 none */
+	int			 ctx_ref;	/* Lua ctx table */
+	struct addon_vm		*vm;
+	struct hook		*hook;
+	struct evdns_getaddrinfo_request *dnsreq;
+	struct evutil_addrinfo	*ai, *ai_cur;
+	unsigned char		 peer[16];
+	const struct target	*tgt;		/* tunnel / current upstream target,
+						   interned (tgt_set); never NULL */
+	struct hreq		*req;
+	llhttp_t		*rp;		/* response parser */
+	size_t			 resp_head_bytes;
+	int			 resp_status;
+	long long		 deadline;	/* ms, util_mono_coarse_ms; 0: none */
+	long long		 last_active;
+	long long		 head_start;
+	unsigned long long	 req_up, req_down;	/* body bytes, for audit */
+	unsigned long long	 tot_up, tot_down;
+};
+
+enum msgtype { MSG_ACCEPT, MSG_KILL_SB, MSG_SHED, MSG_STOP };
+
+struct msg {
+	struct msg	*next;
+	enum msgtype	 type;
+	int		 fd;		/* MSG_ACCEPT; MSG_SHED: how many */
+	struct sandbox	*sb;
+};
+
+/*
+ * A parked upstream TLS connection: idle (its last response complete, no
+ * byte pending either way), kept for the next intercepted connection of the
+ * SAME sandbox to the same canonical target and dialled address. Parked
+ * connections are read: any byte or EOF drops them.
+ */
+struct pooled {
+	TAILQ_ENTRY(pooled)	 link;
+	struct worker		*w;
+	struct sandbox		*sb;		/* referenced */
+	struct bufferevent	*bev;
+	union sa_any		 addr;
+	long long		 expires;
+	char			 hostport[CANON_HOST_MAX + 10];
+};
+
+struct worker {
+	int			 idx;
+	pthread_t		 th;
+	struct event_base	*base;
+	struct evdns_base	*dns;
+	struct event		*inbox_ev, *tick_ev, *reap_ev;
+	pthread_mutex_t		 mtx;
+	struct msg		*inbox, *inbox_tail;
+	atomic_long		 load;
+	TAILQ_HEAD(connq, conn)	 conns;
+	struct connq		 dead;
+	struct connq		 unid;		/* unidentified connections, oldest first */
+	TAILQ_HEAD(poolq, pooled) pool;		/* newest first */
+	long			 npool;
+	/*
+	 * Intercepted connections between requests that still hold their
+	 * upstream, most recently idle first: a new connection of the same
+	 * sandbox to the same target takes such an upstream over when the
+	 * pool has none (see up_take_idle).
+	 */
+	struct connq		 idleup;
+	struct tgtab		*tgts;		/* interned targets (tgt_set) */
+	/* work counters for the tick's quiet-time Lua garbage collection */
+	unsigned long long	 nreq, work_seen, work_gc;
+	struct addon_vm		*vm;
+	struct ghapp		*gh;
+	struct buf		 scratch;
+	struct auditq		*audit;		/* NULL: no audit log */
+	uint64_t		 next_id;
+};
+
+/* connaudit.c: the lines a connection writes to the audit log (audit.c). */
+/* The audit line of c's current request, answered with status (0: none). */
+void	req_audit(struct conn *c, int status, const char *code, const char *detail);
+/* The audit line of c's CONNECT: 200 or the refusal (0: none sent). */
+void	connect_audit(struct conn *c, int status, const char *code, const char *detail);
+/*
+ * The line of a refusal (status) of c: its CONNECT's, its request's, or a
+ * "refused" line when no head was parsed (malformed, too large, timed out).
+ */
+void	refusal_audit(struct conn *c, int status, const char *code, const char *detail);
+/* The audit line of c, a blind tunnel closing. */
+void	tunnel_audit(struct conn *c);
+
+/* unid.c: unidentified connections. */
+/* c is unidentified: listed and counted. Returns its address's count. */
+long	unid_enter(struct conn *c);
+/* c is identified or closing: no longer counted. Idempotent. */
+void	unid_leave(struct conn *c);
+/* No byte received yet: nothing is lost by closing it. */
+int	unid_idle(struct conn *c);
+/*
+ * Applies the caps to c, just accepted unidentified with nsrc connections
+ * of its address counted. Returns the connection the caller closes: NULL
+ * (none, c goes on), another one (evicted, c goes on) or c (refused).
+ */
+struct conn *unid_admit(struct conn *c, long nsrc);
+
+/* upool.c: parked and idle upstreams. */
+/* *a = sa (AF_INET or AF_INET6; -1 otherwise, *a zeroed). */
+int	sa_set(union sa_any *a, const struct sockaddr *sa);
+/* Runs c->up's read callback again for TLS records OpenSSL holds (read-ahead). */
+void	up_kick(struct conn *c);
+/* 1 when application bytes follow a complete response inside OpenSSL. */
+int	up_junk(struct conn *c);
+/* 1 when c->up is a clean idle upstream TLS connection another may use. */
+int	up_clean(struct conn *c);
+/* c is between requests and keeps its upstream: it may be lent (newest first). */
+void	idle_link(struct conn *c);
+/* c's upstream may no longer be lent. Idempotent. */
+void	idle_unlink(struct conn *c);
+/* Parks c->up if it is clean (c->up is then NULL); else leaves it. */
+void	pool_park(struct conn *c);
+/*
+ * Takes into c->up a parked upstream of c's sandbox to c's target at sa
+ * (*lender NULL), or the idle upstream of another connection (*lender:
+ * that one, which the caller puts to rest). 1 when one was taken: it is
+ * connected and verified, its callbacks are the caller's to set. 0: none.
+ */
+int	pool_take(struct conn *c, const struct sockaddr *sa, struct conn **lender);
+/* Drops w's parked upstreams that expired by now. */
+void	pool_expire(struct worker *w, long long now);
+/* Drops w's parked upstreams of sb (NULL: all). */
+void	pool_kill_sb(struct worker *w, struct sandbox *sb);
+
+/* conn.c: a connection's object. */
+/* Points c->tgt at the worker's copy of t (made if there is none). */
+void	tgt_set(struct conn *c, const struct target *t);
+/*
+ * A new connection on fd (sb: its listener's sandbox, referenced, or NULL)
+ * with its client bufferevent, no callbacks set; NULL when it was refused
+ * at a cap (it is killed).
+ */
+struct conn *conn_new(struct worker *w, int fd, struct sandbox *sb);
+/* Identifies c by its listener or r's Proxy-Authorization. 0, or -1: answered. */
+int	identify(struct conn *c, struct hreq *r);
+/* Answers c with status and body (of type ctype), then closes. */
+void	conn_answer(struct conn *c, int status, const char *code, const char *reason,
+	    const char *ctype, const char *body, size_t blen);
+/* conn_answer with the reason as a text/plain body. */
+void	conn_respond(struct conn *c, int status, const char *code, const char *reason);
+/* 1 when what is the client's half-close (c->cl_eof set); 0: error or reset. */
+int	conn_cl_eof(struct conn *c, short what);
+/* The client callbacks of CS_CLOSING: the flush, then conn_kill. */
+void	conn_closing_write(struct bufferevent *bev, void *arg);
+void	conn_closing_event(struct bufferevent *bev, short what, void *arg);
+/* Stops every callback of c and queues it for freeing. Idempotent. */
+void	conn_kill(struct conn *c);
+/* The worker's deferred free of its dead connections (w->reap_ev). */
+void	reap_cb(evutil_socket_t fd, short ev, void *arg);
+/* Closes up to n unidentified connections of w, oldest idle ones first. */
+long	conn_shed(struct worker *w, long n);
+
+/* tunnel.c: the blind tunnel. */
+/* c's upstream is connected and the 200 queued: relay bytes (CS_TUNNEL). */
+void	tunnel_start(struct conn *c);
+
+/* proxy.c: the state machine. */
+/* Starts reading request heads on a new connection (conn_new). */
+void	conn_accept(struct worker *w, int fd, struct sandbox *sb);
+/* The current addon VM of the worker (reloading it if stale). */
+struct addon_vm *worker_vm(struct worker *w);
+/* The dial failed: counted, logged and answered (conn_respond). */
+void	connect_fail(struct conn *c, int status, const char *code, const char *why);
+/* Between requests without an upstream: drops parser state and sleeps. */
+void	conn_rest(struct conn *c);
+
+#endif
