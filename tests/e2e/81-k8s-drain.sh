@@ -55,7 +55,9 @@ for e in json.load(sys.stdin)["log"][n:]:
 }
 
 check "orchestrator starts on the kubernetes runtime" orch_start || { tail -20 "$T/orch.log"; exit 1; }
-out=$(mcp_call d-1 'echo kept >/workspace/k; echo made')
+# (the fake kubelet's agent runs on the host in the claim's directory:
+# relative paths are its /workspace)
+out=$(mcp_call d-1 'echo kept >k; echo made')
 check "session d-1 has a sandbox" grep -qx made <<<"$out"
 pods0=$(pods)
 # d-1: a call in flight; d-2: a call waiting for a pod that stays Pending.
@@ -100,7 +102,7 @@ check "the sandboxes keep running (both pods there)" test "$(wc -w <<<"$(pods)")
 # The next orchestrator (a rollout's new pod) adopts them.
 fake hold '{"on":false}' >/dev/null
 check "the next orchestrator starts" orch_start
-out=$(mcp_call d-1 'cat /workspace/k')
+out=$(mcp_call d-1 'cat k')
 check "d-1 goes on in the same sandbox (its workspace intact)" grep -qx kept <<<"$out"
 check "d-1's pod is the one from before" grep -qw "$pods0" <<<"$(pods)"
 out=$(mcp_call d-2 'echo back')
