@@ -5,7 +5,8 @@
  *
  *   k8s.c    the runtime_ops table and the ops, setup and teardown
  *     |  \  \
- *     |   \  home.c   per-user homes: their claims, who mounts them
+ *     |   \  home.c   per-user homes: their claims, who mounts them;
+ *     |   \          start.c a pod coming up (fail fast, progress)
  *     |   fleet.c  the egress-proxy fleet: proxy pods, load, assignment,
  *     |  /  /      the sandbox's NetworkPolicy, scaling, the sweep thread
  *   api.c    API calls and object paths, label selectors, derived
@@ -16,7 +17,8 @@
  *     |
  *   client.c (REST), obj.c (object builders), orchestrator/agentc.c
  *
- * k8s.c calls fleet.c, home.c and api.c; fleet.c and home.c call api.c
+ * k8s.c calls fleet.c, home.c, start.c and api.c; fleet.c, home.c and
+ * start.c call api.c
  * (not each other); api.c calls none of them.
  * Every call is blocking and runs on the caller's (worker) thread, or on
  * the fleet thread; struct k8s_rt is set up once by runtime_k8s_new() and
@@ -272,6 +274,16 @@ int	fleet_start(struct k8s_rt *r, char *err, size_t errlen) WUNRES;
 /* Stops and joins the fleet thread, if it runs, and frees the fleet's
  * state (the proxy pods' boot ids). */
 void	fleet_stop(struct k8s_rt *r);
+
+/* ---- start.c ---- */
+
+/*
+ * Waits until sandbox id's pod is Running, Ready, has an IP and its agent
+ * answers: 0 with *podp (caller frees), or -1 with err, failing fast with
+ * the cluster's reason (docs/kubernetes.md, "Failing fast").
+ */
+int	kstart_wait(struct k8s_rt *r, const char *id, cJSON **podp, char *err,
+	    size_t errlen) WUNRES;
 
 /* ---- home.c ---- */
 

@@ -1,11 +1,11 @@
 # orchestrator/runtime/k8s/module.mk: the kubernetes runtime (k8s.c, its proxy
-# fleet fleet.c, homes home.c and API helpers api.c; k8s_int.h), its REST client, object builders and the NetworkPolicy renderer (netpol/), plus
+# fleet fleet.c, homes home.c, pod start start.c and API helpers api.c; k8s_int.h), its REST client, object builders and the NetworkPolicy renderer (netpol/), plus
 # the k8sctl driver and unit tests. Included by orchestrator/module.mk.
 # Whoever links $(RT_K8S_OBJS) also links $(RT_COMMON_OBJS) $(RT_SEAM_OBJS)
 # $(LLHTTP_OBJS) $(COMMON_OBJS)
 # and $(PKG_LIBS) (libcurl, cJSON, libyaml, OpenSSL).
 RT_K8S_OBJS := $(B)/orchestrator/runtime/k8s/k8s.o $(B)/orchestrator/runtime/k8s/fleet.o \
-    $(B)/orchestrator/runtime/k8s/home.o \
+    $(B)/orchestrator/runtime/k8s/home.o $(B)/orchestrator/runtime/k8s/start.o \
     $(B)/orchestrator/runtime/k8s/api.o $(B)/orchestrator/runtime/k8s/cache.o \
     $(B)/orchestrator/runtime/k8s/client.o \
     $(B)/orchestrator/runtime/k8s/obj.o $(B)/netpol/netpol.o
