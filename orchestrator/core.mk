@@ -6,7 +6,7 @@
 ORCH_SRCS := orchestrator/conf.c orchestrator/work.c orchestrator/sessmgr.c \
 	orchestrator/sessopt.c orchestrator/policy.c orchestrator/pool.c orchestrator/sess.c orchestrator/sessview.c \
 	orchestrator/reconcile.c orchestrator/apps.c orchestrator/appctl.c \
-	orchestrator/schema.c orchestrator/tools.c orchestrator/areq.c orchestrator/filetools.c orchestrator/toolres.c orchestrator/mcp.c \
+	orchestrator/schema.c orchestrator/tools.c orchestrator/toollive.c orchestrator/areq.c orchestrator/filetools.c orchestrator/toolres.c orchestrator/mcp.c \
 	orchestrator/jsonu.c orchestrator/http.c orchestrator/httpreq.c orchestrator/httpstream.c orchestrator/httplisten.c \
 	orchestrator/mcp_http.c \
 	orchestrator/rest.c orchestrator/homes.c orchestrator/xfer.c orchestrator/server.c orchestrator/runtime/fake/fake.c
