@@ -131,10 +131,15 @@ sess_ensure_addr(struct sess *s, char *err, size_t errlen)
 
 /*
  * applied: the env a warm pool member's agent already has (or NULL): the
- * same env again needs no agent round trip at claim.
+ * same env again needs no agent round trip at claim. pre: the env of an
+ * attach made already (the claim's, claim_record), or NULL: attach now,
+ * unless PRE_FAILED: that attach failed (it waited for a proxy already).
  */
+static const char pre_failed[] = "";
+#define PRE_FAILED	pre_failed
+
 static void
-personalise_egress(struct sess *s, const char *applied)
+personalise_egress(struct sess *s, const char *applied, const char *pre)
 {
 	struct sessmgr *m = s->mgr;
 	struct rt_egress eg;
@@ -155,7 +160,13 @@ personalise_egress(struct sess *s, const char *applied)
 	eg.nlabels = rec.n;
 	eg.labels = rec.kv;
 	envbuf[0] = '\0';
-	if (sm_rt_attach(m, s->rtid, &eg, envbuf, sizeof(envbuf),
+	if (pre == PRE_FAILED) {
+		s->personalised = 1;	/* logged by the claim */
+		return;
+	}
+	if (pre != NULL)
+		snprintf(envbuf, sizeof(envbuf), "%s", pre);
+	else if (sm_rt_attach(m, s->rtid, &eg, envbuf, sizeof(envbuf),
 	    err, sizeof(err)) == -1) {
 		log_warnx("session=%s sandbox=%s egress attach failed err=\"%s\"",
 		    s->sid, s->rtid, err);
@@ -262,9 +273,10 @@ home_setup(struct sess *s, char *err, size_t errlen)
 /* Egress, env and the home; personalised once all are done. 0, or -1
  * with err (the next call tries again). */
 static int
-personalise(struct sess *s, const char *applied, char *err, size_t errlen)
+personalise(struct sess *s, const char *applied, const char *pre, char *err,
+    size_t errlen)
 {
-	personalise_egress(s, applied);
+	personalise_egress(s, applied, pre);
 	if (home_setup(s, err, errlen) == -1) {
 		s->personalised = 0;
 		return -1;
@@ -310,6 +322,9 @@ struct newsb {
 	struct sbxcfg		 cfg;
 	long long		 t0;	/* mono ms: when its creation began */
 	struct poolmem		*pm;	/* claimed from the warm pool, or NULL */
+	int			 attached;	/* 1: env is the claim's attach's;
+					 * -1: that attach failed */
+	char			 env[8192];
 };
 
 /* A new sandbox nobody will use: destroyed, its slot and id freed. */
@@ -325,6 +340,39 @@ drop_sandbox(struct sess *s, struct newsb *nw, const char *why)
 	sm_pending_del(m, nw->id);
 	sm_poolmem_free(nw->pm);
 	nw->pm = NULL;
+}
+
+/*
+ * The claim's record rec, written before the member is s's: with egress,
+ * by the attach itself (rt_egress.record: on kubernetes the claim is then
+ * one write, the sandbox's policy), its env kept in nw for personalise;
+ * when that fails, or without egress, by set_labels (personalise attaches
+ * then, as after a create). 0, or -1 with err: nothing recorded.
+ */
+static int
+claim_record(struct sess *s, struct newsb *nw, const struct sm_rec *rec,
+    char *err, size_t errlen)
+{
+	struct sessmgr *m = s->mgr;
+	struct rt_egress eg;
+
+	if (m->conf->egress) {
+		memset(&eg, 0, sizeof(eg));
+		eg.labels = rec->kv;
+		eg.nlabels = rec->n;
+		eg.record = 1;
+		if (sm_rt_attach(m, nw->id, &eg, nw->env, sizeof(nw->env), err,
+		    errlen) == 0) {
+			nw->attached = 1;
+			return 0;
+		}
+		log_warnx("sandbox=%s pool claim: egress attach failed (the "
+		    "sandbox works without network) err=\"%s\"", nw->id, err);
+		explicit_bzero(nw->env, sizeof(nw->env));
+		nw->attached = -1;
+	}
+	return m->rt->ops->set_labels(m->rt, nw->id, rec->kv, rec->n, err,
+	    errlen);
 }
 
 /*
@@ -353,10 +401,11 @@ claim_pool(struct sess *s, struct newsb *nw)
 	nw->pm = pm;
 	nw->t0 = t0;
 	sm_record(s, nw->id, 0, &rec);
-	if (m->rt->ops->set_labels(m->rt, nw->id, rec.kv, rec.n, rerr,
-	    sizeof(rerr)) == -1 || m->rt->ops->agent_addr(m->rt, nw->id,
-	    &nw->addr, rerr, sizeof(rerr)) == -1) {
+	if (claim_record(s, nw, &rec, rerr, sizeof(rerr)) == -1 ||
+	    m->rt->ops->agent_addr(m->rt, nw->id, &nw->addr, rerr,
+	    sizeof(rerr)) == -1) {
 		log_warnx("sandbox=%s pool claim failed err=\"%s\"", nw->id, rerr);
+		explicit_bzero(nw->env, sizeof(nw->env));
 		drop_sandbox(s, nw, "pool claim failed");
 		return -1;
 	}
@@ -503,13 +552,15 @@ take_sandbox(struct sess *s, struct newsb *nw, char *err, size_t errlen)
 	if (pm == NULL) {
 		log_info("session=%s sandbox=%s created ms=%lld", s->sid, nw->id,
 		    util_mono_ms() - nw->t0);
-		return personalise(s, NULL, err, errlen);
+		return personalise(s, NULL, NULL, err, errlen);
 	}
 	if (pm->conn != NULL && util_mono_ms() - pm->added_ms < AGENTC_CACHE_IDLE_MS) {
 		agentc_cache_put(&s->conns, pm->conn);	/* opened in the pool */
 		pm->conn = NULL;
 	}
-	rc = personalise(s, pm->env, err, errlen);
+	rc = personalise(s, pm->env, nw->attached > 0 ? nw->env :
+	    nw->attached < 0 ? PRE_FAILED : NULL, err, errlen);
+	explicit_bzero(nw->env, sizeof(nw->env));
 	sm_poolmem_free(pm);
 	nw->pm = NULL;
 	return rc;
@@ -582,7 +633,7 @@ resume(struct sess *s, enum sess_err *e, char *err, size_t errlen)
 	m->n_started++;
 	pthread_mutex_unlock(&m->mu);
 	log_info("session=%s sandbox=%s resumed", s->sid, s->rtid);
-	if (personalise(s, NULL, err, errlen) == -1) {
+	if (personalise(s, NULL, NULL, err, errlen) == -1) {
 		*e = SE_RUNTIME;
 		return -1;
 	}
@@ -691,7 +742,7 @@ sess_enter(struct sess *s, enum sess_err *e, char *err, size_t errlen)
 			pthread_mutex_unlock(&m->mu);
 			rc = resume(s, e, err, errlen);
 		} else if (!s->personalised &&
-		    personalise(s, NULL, err, errlen) == -1) {
+		    personalise(s, NULL, NULL, err, errlen) == -1) {
 			*e = SE_RUNTIME;
 			rc = -1;
 		}

@@ -131,6 +131,12 @@ struct rt_agent_addr {
 struct rt_egress {
 	const struct rt_kv	*labels;
 	size_t			 nlabels;
+	/* Set: labels are the sandbox's record from now on, as set_labels
+	 * would write them, written by the attach itself (kubernetes: in the
+	 * one write of the sandbox's policy that also opens its egress). A
+	 * warm-pool claim attaches so; on -1 nothing says the record was
+	 * written, and the caller writes it with set_labels. */
+	int			 record;
 };
 
 /* How the gateway reaches an exposed app (app_connect). */

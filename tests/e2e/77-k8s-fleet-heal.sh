@@ -26,8 +26,8 @@ through_proxy() {
 
 kctl create h1 >/dev/null
 check "attach registers at the real egress-proxy" kctl attach h1 acme alice s-1 repo=acme/app >"$T/env-h1"
-pip=$(obj pods sandboxes sbx-h1 | jq_py 'd["metadata"]["annotations"]["sandbox.dev/proxy-ip"]')
-pod1=$(obj pods sandboxes sbx-h1 | jq_py 'd["metadata"]["annotations"]["sandbox.dev/proxy-pod"]')
+pip=$(obj networkpolicies sandboxes sbx-h1 | jq_py 'd["metadata"]["annotations"]["sandbox.dev/proxy-ip"]')
+pod1=$(obj networkpolicies sandboxes sbx-h1 | jq_py 'd["metadata"]["annotations"]["sandbox.dev/proxy-pod"]')
 boot1=$(boot_of "$pip")
 check "the proxy's stats carry a 128-bit hex boot id" bash -c "[[ '$boot1' =~ ^[0-9a-f]{32}$ ]]"
 check "the sandbox's credential works through its proxy" test "$(through_proxy h1)" = 403

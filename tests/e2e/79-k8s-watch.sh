@@ -48,9 +48,9 @@ check "the pool refills after it" wait_for 90 refill 3
 sleep 1
 c=$(fake counts '{"reset":true}')
 echo "# a new session's API cost: $c"
-# What a new session still sends is writes (the claim's label and proxy
-# patches, the policy, the refill's claim, secret, policy and pod) and the
-# fleet's reads of the scale and of a policy; nothing else.
+# What a new session sends is writes: the claim's one (its policy, which
+# is the session's record, gains the labels and the proxy) and the pool's
+# refill (claim, secret, policy, pod); nothing else.
 sess_log=$(flog | jq_py "d['log'][$n0:]")
 echo "# its requests: $(jq_py '", ".join("%s %s" % (e[0], e[1].split("?")[0].rsplit("/", 2)[-2]) for e in d)' <<<"$sess_log")"
 check "a new session lists nothing (no list of pods, claims or proxy pods)" \
@@ -59,6 +59,10 @@ check "a new session reads no pod or claim from the API (the cache answers)" \
     test "$(jq_py "len([e for e in d if e[0]=='GET' and ('/pods/' in e[1] or '/persistentvolumeclaims/' in e[1])])" <<<"$sess_log")" = 0
 check "a new session issues <= 5 read requests" \
     test "$(jq_py "len([e for e in d if e[0]=='GET' and 'watch=1' not in e[1]])" <<<"$sess_log")" -le 5
+check "a new session sends <= 5 requests in all (the target)" \
+    test "$(jq_py 'd["requests"]' <<<"$c")" -le 5
+check "... of which the claim itself is one write, to its policy" \
+    test "$(jq_py "len([e for e in d if e[0]=='PUT' and '/networkpolicies/' in e[1]])" <<<"$sess_log")" = 1
 check "a new session's answers are <= 64 KiB" test "$(jq_py 'd["bytes"]' <<<"$c")" -le 65536
 
 # Adds: copies of the seed session's pod and claim (new sandboxes of new
@@ -72,11 +76,13 @@ copy=$(fake_get state | jq_py "[o['metadata']['name'] for o in d['items'] if o['
 fake fail-pod "{\"ns\":\"sandboxes\",\"name\":\"$copy\",\"reason\":\"Error\"}" >/dev/null
 fixed() { grep -q "session=bulk-000000 sandbox=${copy#sbx-} fixed: runtime says" "$T/orch.log"; }
 check "cache follows changes: a pod that failed is seen as failed" wait_for 30 fixed
-# Deletes: pod and claim go.
+# Deletes: pod, claim and policy (the session record) go.
+NP=/apis/networking.k8s.io/v1/namespaces/sandboxes/networkpolicies
 fake vanish "{\"ns\":\"sandboxes\",\"name\":\"$copy\"}" >/dev/null
 kapi DELETE "/api/v1/namespaces/sandboxes/persistentvolumeclaims/${copy}-ws" >/dev/null
+kapi DELETE "$NP/$copy" >/dev/null
 gone() { grep -q "session=bulk-000000 sandbox=${copy#sbx-} fixed: sandbox gone" "$T/orch.log"; }
-check "cache follows deletes: a sandbox whose pod and claim went is gone" wait_for 30 gone
+check "cache follows deletes: a sandbox whose pod, claim and policy went is gone" wait_for 30 gone
 check "none of that listed the sandbox pods or claims again" \
     test "$(lists pods)" = "$pl0" -a "$(lists persistentvolumeclaims)" = "$cl0"
 
@@ -96,6 +102,7 @@ relisted() { [ "$(lists pods)" -gt "$pl0" ] && grep -q "resourceVersion expired 
 check "410 Gone: the cache lists again" wait_for 30 relisted
 fake vanish "{\"ns\":\"sandboxes\",\"name\":\"${copy%b000000}b000001\"}" >/dev/null
 kapi DELETE "/api/v1/namespaces/sandboxes/persistentvolumeclaims/${copy%b000000}b000001-ws" >/dev/null
+kapi DELETE "$NP/${copy%b000000}b000001" >/dev/null
 gone1() { grep -q "session=bulk-000001 sandbox=[a-z0-9-]*b000001 fixed: sandbox gone" "$T/orch.log"; }
 check "... and follows deletes after it" wait_for 30 gone1
 

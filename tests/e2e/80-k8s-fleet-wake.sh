@@ -23,8 +23,8 @@ proxy_url=$(mcp_text w-1 'printenv HTTP_PROXY' | head -n1)
 check "the sandbox got a proxy URL" grep -q '^http://' <<<"$proxy_url"
 sb=$(obj pods sandboxes "" | jq_py '[p["metadata"]["labels"]["sandbox.dev/id"] for p in d["items"]][0]' 2>/dev/null)
 [ -n "$sb" ] || sb=$(fake_get state | jq_py '[o["metadata"]["labels"]["sandbox.dev/id"] for o in d["items"] if o["kind"] == "Pod" and o["metadata"]["namespace"] == "sandboxes"][0]')
-pip=$(obj pods sandboxes "sbx-$sb" | jq_py 'd["metadata"]["annotations"]["sandbox.dev/proxy-ip"]')
-pod1=$(obj pods sandboxes "sbx-$sb" | jq_py 'd["metadata"]["annotations"]["sandbox.dev/proxy-pod"]')
+pip=$(obj networkpolicies sandboxes "sbx-$sb" | jq_py 'd["metadata"]["annotations"]["sandbox.dev/proxy-ip"]')
+pod1=$(obj networkpolicies sandboxes "sbx-$sb" | jq_py 'd["metadata"]["annotations"]["sandbox.dev/proxy-pod"]')
 sip=$(obj pods sandboxes "sbx-$sb" | jq_py 'd["status"]["podIP"]')
 # The sandbox's request through its proxy from its pod IP, to an address
 # the proxy refuses to reach: 407 = not registered, 403 = it worked.

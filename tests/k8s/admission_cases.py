@@ -5,9 +5,12 @@ deploy/15-admission.yaml over (tests/k8s/cel_eval.py).
   admission_cases.py UPDATES.json good  -> every update the fake API server
       recorded (GET /_fake/admission: what the orchestrator really sent, with
       the stored object before and after), as the orchestrator's requests
-  admission_cases.py UPDATES.json bad   -> hostile updates made from those:
-      each starts from a real (oldObject, object) pair and changes one more
-      thing; the expected verdict's message is in "want"
+  admission_cases.py UPDATES.json bad [SANDBOX_POD.json CLAIM.json]
+      -> hostile updates made from those: each starts from a real
+      (oldObject, object) pair and changes one more thing; the expected
+      verdict's message is in "want". The orchestrator never updates a
+      sandbox pod, and a claim only when it is a home: the stored objects
+      given (as GET returns them) stand in as the unchanged pair then.
   admission_cases.py UPDATES.json kinds -> which of the code's writes were
       seen (so the test knows the good set covers them all)
 """
@@ -48,35 +51,38 @@ def kind_of(u):
     res, ns = u["resource"]["resource"], u["namespace"]
     out = []
     if res == "pods" and ns == "sandboxes":
-        if "sandbox.dev/labels" in ch:
-            out.append("sandbox pod: labels annotation (k8s.c:labels_write)")
-        if "sandbox.dev/proxy-pod" in ch or "sandbox.dev/proxy-ip" in ch:
-            out.append("sandbox pod: proxy assignment (fleet.c:assignment_record)")
+        out.append("sandbox pod: an update (none is written)")
     if res == "pods" and ns == "sandbox-system":
         if "sandbox.dev/proxy-pod" in lch:
             out.append("proxy pod: own-name label (fleet.c:proxy_label)")
         if "controller.kubernetes.io/pod-deletion-cost" in ch:
             out.append("proxy pod: deletion cost (fleet.c:proxy_costs)")
     if res == "persistentvolumeclaims" and "sandbox.dev/labels" in ch:
-        out.append("claim: labels annotation (k8s.c:labels_write)")
+        out.append("claim: labels annotation (none is written)")
     if res == "persistentvolumeclaims" and "sandbox.dev/home-last-used" in ch:
         out.append("home claim: last use (home.c:claim_touch)")
     return out
 
 
-def first(ups, pred):
+def first(ups, pred, stored=None, plural=None):
     for u in ups:
         if pred(u):
             return u
+    if stored is not None:
+        md = stored["metadata"]
+        return {"namespace": md["namespace"], "name": md["name"],
+                "resource": {"group": "", "resource": plural},
+                "oldObject": stored, "object": stored}
     raise SystemExit("no recorded update for a bad case's base")
 
 
-def bad_cases(ups):
+def bad_cases(ups, sbx_pod=None, claim=None):
     sp = first(ups, lambda u: u["resource"]["resource"] == "pods" and
-               u["namespace"] == "sandboxes")
+               u["namespace"] == "sandboxes", sbx_pod, "pods")
     pp = first(ups, lambda u: u["resource"]["resource"] == "pods" and
                u["namespace"] == "sandbox-system")
-    pvc = first(ups, lambda u: u["resource"]["resource"] == "persistentvolumeclaims")
+    pvc = first(ups, lambda u: u["resource"]["resource"] == "persistentvolumeclaims",
+                claim, "persistentvolumeclaims")
     out = []
 
     def mk(name, u, fn, want, **kw):
@@ -114,6 +120,10 @@ def bad_cases(ups):
     mk("sandbox pod: the proxy-pod label (proxy pods only)", sp,
        lambda o: md(o, "labels").__setitem__("sandbox.dev/proxy-pod", o["metadata"]["name"]),
        MSG_LABELS)
+    mk("sandbox pod: the labels annotation (the record is the policy's)", sp,
+       lambda o: md(o, "annotations").__setitem__("sandbox.dev/labels", "{}"), MSG_ANN)
+    mk("sandbox pod: a proxy assignment (the policy's)", sp,
+       lambda o: md(o, "annotations").__setitem__("sandbox.dev/proxy-pod", "x"), MSG_ANN)
     mk("sandbox pod: another annotation", sp,
        lambda o: md(o, "annotations").__setitem__("sandbox.dev/spec", "{}"), MSG_ANN)
     mk("sandbox pod: deletion cost (proxy pods only)", sp,
@@ -139,6 +149,8 @@ def bad_cases(ups):
     mk("claim: storage request grown", pvc,
        lambda o: o["spec"].setdefault("resources", {}).setdefault(
            "requests", {}).__setitem__("storage", "100Ti"), MSG_SPEC)
+    mk("claim: the labels annotation (written at create only)", pvc,
+       lambda o: md(o, "annotations").__setitem__("sandbox.dev/labels", "{}"), MSG_ANN)
     mk("claim: another annotation", pvc,
        lambda o: md(o, "annotations").__setitem__("sandbox.dev/proxy-pod", "x"), MSG_ANN)
     # Not the orchestrator, or not an update: the policy does not apply.
@@ -163,7 +175,8 @@ def main():
                               u, u["oldObject"], u["object"]))
         json.dump(cases, sys.stdout)
     elif what == "bad":
-        json.dump(bad_cases(ups), sys.stdout)
+        extra = [json.load(open(f)) for f in sys.argv[3:5]]
+        json.dump(bad_cases(ups, *extra), sys.stdout)
     elif what == "kinds":
         seen = sorted({k for u in ups for k in kind_of(u)})
         print("\n".join(seen))

@@ -106,8 +106,7 @@ def check_rbac(d):
 # and proxy pods.)
 ORCH_ROLES = {"sandbox-orchestrator", "sandbox-orchestrator-fleet"}
 ORCH_GRANTS = {
-    ("sandboxes", "", "pods", ()): {"create", "get", "list", "watch", "delete",
-                                    "patch"},
+    ("sandboxes", "", "pods", ()): {"create", "get", "list", "watch", "delete"},
     ("sandboxes", "", "persistentvolumeclaims", ()): {"create", "get", "list",
                                                       "watch", "delete", "patch"},
     ("sandboxes", "", "secrets", ()): {"create", "delete"},

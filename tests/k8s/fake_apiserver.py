@@ -1511,7 +1511,9 @@ def op_bulk(body):
     sid = pod["metadata"].get("labels", {}).get("sandbox.dev/id", "")
     if len(sid) < 8:
         return 400, {"error": "pod has no sandbox id"}
-    pvcs = [(k, o) for k, o in STORE.items() if k[1] == "persistentvolumeclaims"
+    # Its claims and its policy (the record) go with it.
+    pvcs = [(k, o) for k, o in STORE.items()
+            if k[1] in ("persistentvolumeclaims", "networkpolicies")
             and k[2] == ns and o["metadata"].get("labels", {})
             .get("sandbox.dev/id") == sid]
     made = 0
@@ -1528,7 +1530,7 @@ def op_bulk(body):
             if lab:
                 ann["sandbox.dev/labels"] = re.sub(
                     r'("session":")[^"]*', r"\g<1>bulk-%06d" % i, lab)
-            nk = key_of("", k[1], ns, md["name"])
+            nk = key_of(k[0], k[1], ns, md["name"])
             if nk in STORE:
                 continue
             if k[1] == "pods":

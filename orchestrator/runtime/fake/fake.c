@@ -837,6 +837,9 @@ f_attach_egress(struct runtime *rt, const char *id, const struct rt_egress *eg,
 	int rc = -1;
 
 	env_out[0] = '\0';
+	if (eg->record && rt->ops->set_labels(rt, id, eg->labels, eg->nlabels,
+	    err, errlen) == -1)
+		return -1;
 	if (!egress_admin_set(&a))
 		return 0;
 	if (egress_secret(secret) == -1) {

@@ -456,6 +456,116 @@ api_sandbox_netpols(struct k8s_rt *r, cJSON **items, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * The session record a sandbox's policy keeps (K8S_REC_KEYS) over pod's
+ * own annotations: the policy is written at claim, attach and relabel,
+ * the pod never is. A key the policy lacks (one written before the
+ * record moved there) leaves the pod's as it is.
+ */
+static const char *const rec_keys[] = { K8S_ANN_LABELS, K8S_ANN_PROXY,
+    K8S_ANN_PROXY_IP };
+
+static void
+rec_overlay(cJSON *pod, const cJSON *np)
+{
+	const cJSON *from = cJSON_GetObjectItemCaseSensitive(
+	    cJSON_GetObjectItemCaseSensitive(np, "metadata"), "annotations");
+	cJSON *md, *to;
+	const char *v;
+	size_t i;
+
+	if (pod == NULL || from == NULL)
+		return;
+	if ((md = cJSON_GetObjectItemCaseSensitive(pod, "metadata")) == NULL)
+		return;
+	if ((to = cJSON_GetObjectItemCaseSensitive(md, "annotations")) == NULL &&
+	    (to = cJSON_AddObjectToObject(md, "annotations")) == NULL)
+		return;
+	for (i = 0; i < NELEM(rec_keys); i++) {
+		if ((v = k8s_ann(from, rec_keys[i])) == NULL)
+			continue;
+		cJSON_DeleteItemFromObjectCaseSensitive(to, rec_keys[i]);
+		cJSON_AddStringToObject(to, rec_keys[i], v);
+	}
+}
+
+int
+api_sbx_pod(struct k8s_rt *r, const char *id, cJSON **pod, char *err,
+    size_t errlen)
+{
+	cJSON *np = NULL;
+
+	if (api_pod_get(r, id, pod, err, errlen) == -1)
+		return -1;
+	if (*pod == NULL)
+		return 0;
+	if (api_netpol_get(r, id, &np, err, errlen) == -1) {
+		cJSON_Delete(*pod);
+		*pod = NULL;
+		return -1;
+	}
+	rec_overlay(*pod, np);
+	cJSON_Delete(np);
+	return 0;
+}
+
+struct np_ref {
+	const char	*name;
+	const cJSON	*np;
+};
+
+static int
+np_ref_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct np_ref *)a)->name,
+	    ((const struct np_ref *)b)->name);
+}
+
+int
+api_sbx_pods(struct k8s_rt *r, cJSON **items, char *err, size_t errlen)
+{
+	cJSON *nps = NULL, *it;
+	struct np_ref *v = NULL, key, *hit;
+	const char *nm, *id;
+	char name[128];
+	size_t n = 0, cap;
+
+	if (api_sandbox_pods(r, items, err, errlen) == -1)
+		return -1;
+	if (api_sandbox_netpols(r, &nps, err, errlen) == -1) {
+		cJSON_Delete(*items);
+		*items = NULL;
+		return -1;
+	}
+	if ((cap = (size_t)cJSON_GetArraySize(nps)) > 0)
+		v = xcalloc(cap, sizeof(*v));
+	cJSON_ArrayForEach(it, nps) {
+		nm = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+		    cJSON_GetObjectItemCaseSensitive(it, "metadata"), "name"));
+		if (nm != NULL && n < cap) {
+			v[n].name = nm;
+			v[n++].np = it;
+		}
+	}
+	if (n > 0)
+		qsort(v, n, sizeof(*v), np_ref_cmp);
+	key.name = name;
+	key.np = NULL;
+	cJSON_ArrayForEach(it, *items) {
+		id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+		    cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(
+		    it, "metadata"), "labels"), K8S_LBL_ID));
+		if (id == NULL || n == 0)
+			continue;
+		k8s_name_netpol(id, name, sizeof(name));
+		if ((hit = bsearch(&key, v, n, sizeof(*v), np_ref_cmp)) != NULL)
+			rec_overlay(it, hit->np);
+	}
+	free(v);
+	cJSON_Delete(nps);
+	return 0;
+}
+
 int
 api_sandbox_pvcs(struct k8s_rt *r, cJSON **items, char *err, size_t errlen)
 {

@@ -2,19 +2,21 @@
  * runtime/k8s/fleet.c: the egress-proxy fleet (docs/kubernetes.md, "The
  * proxy fleet"): the proxy pods and their load, the least-loaded choice,
  * assigning a sandbox to a proxy pod (register through orchestrator/egress.h,
- * record the assignment on the sandbox's pod, open its policy to that pod
- * only, its proxy env), scaling the Deployment and the sweep that moves
- * sandboxes off pods that go, on its own thread. The sandbox's
- * NetworkPolicy is written here only: it says which proxy pod the sandbox
- * may reach (none before an attach), so it is also the record that it was
- * attached (fleet_attached), and which exposed app ports the app gateway
- * pods may reach (its K8S_ANN_APP_PORTS annotation is their record).
+ * open its policy to that pod only and record the assignment there, its
+ * proxy env), scaling the Deployment and the sweep that moves sandboxes
+ * off pods that go, on its own thread. The sandbox's NetworkPolicy is
+ * written here only, and it is the sandbox's record: which proxy pod the
+ * sandbox may reach (none before an attach; so also the record that it
+ * was attached, fleet_attached), its session labels (fleet_record), and
+ * which exposed app ports the app gateway pods may reach; each in an
+ * annotation of the policy (struct np_rec). A claim is one write of it.
  *
  * Rules: every assignment and every scale runs under fleet_mtx, taken
  * here (fleet_assign, fleet_rescale, the sweep) and never held across a
  * call back into k8s.c (there is none: fleet.c calls only api.c). The
- * assignment on a pod (K8S_ANN_PROXY, K8S_ANN_PROXY_IP) is the fleet's
- * record; the identity a sandbox registers with is its session labels.
+ * fleet reads pods with their record (api_sbx_pods: the policy's
+ * K8S_ANN_PROXY, K8S_ANN_PROXY_IP, K8S_ANN_LABELS on each pod); the
+ * identity a sandbox registers with is its session labels.
  * Env goes to an agent from here only after a move the fleet makes itself.
  * The sweep also heals registrations (proxy_heal): a proxy restarted in
  * place (a new boot id) or missing a registration gets it again; one of
@@ -152,16 +154,29 @@ np_same(const cJSON *cur, const cJSON *obj)
 }
 
 /*
- * Renders sandbox id's policy (egress to proxy_pod, or none; the gateway
- * to ports[0..nports)) and writes it unless cur, the policy now (NULL:
- * none), already says that: a create, or an unconditional replace (no
- * resourceVersion; np_mtx keeps this process's writes in order). Caller
- * holds np_mtx.
+ * What a sandbox's policy says besides its fixed rules, and so the
+ * session record it keeps in its annotations: the proxy pod it may reach
+ * (K8S_ANN_PROXY, K8S_ANN_PROXY_IP; none before an attach), the session
+ * labels (K8S_ANN_LABELS), the app ports the gateway may reach
+ * (K8S_ANN_APP_PORTS). Strings are borrowed from the objects they were
+ * read from.
+ */
+struct np_rec {
+	const char	*proxy_pod, *proxy_ip;
+	const char	*labels;
+	int		 ports[K8S_MAX_APP_PORTS];
+	size_t		 nports;
+};
+
+/*
+ * Renders sandbox id's policy from rec and writes it unless cur, the
+ * policy now (NULL: none), already says that: a create, or an
+ * unconditional replace (no resourceVersion; np_mtx keeps this process's
+ * writes in order). Caller holds np_mtx.
  */
 static int
-np_write(struct k8s_rt *r, const char *id, const char *proxy_pod,
-    const int *ports, size_t nports, const cJSON *cur, char *err,
-    size_t errlen)
+np_write(struct k8s_rt *r, const char *id, const struct np_rec *rec,
+    const cJSON *cur, char *err, size_t errlen)
 {
 	struct netpol_kv lbl[3] = {
 		{ K8S_LBL_MANAGED, K8S_MANAGER },
@@ -169,10 +184,10 @@ np_write(struct k8s_rt *r, const char *id, const char *proxy_pod,
 		{ K8S_LBL_ID, id },
 	};
 	struct netpol_kv podsel[2] = { { K8S_LBL_ID, id }, { K8S_LBL_ROLE, "sandbox" } };
-	struct netpol_kv psel[K8S_MAX_SEL + 1], ann;
+	struct netpol_kv psel[K8S_MAX_SEL + 1], ann[4];
 	char name[128], path[512], pbuf[K8S_MAX_APP_PORTS * 6 + 1];
 	struct netpol_sandbox np;
-	size_t i, off = 0;
+	size_t i, nann = 0, off = 0;
 	cJSON *obj;
 	int st, rc = -1;
 
@@ -184,37 +199,42 @@ np_write(struct k8s_rt *r, const char *id, const char *proxy_pod,
 	np.nlabels = 3;
 	np.pod = podsel;
 	np.npod = 2;
-	if (proxy_pod != NULL) {
+	if (rec->labels != NULL)
+		ann[nann++] = (struct netpol_kv){ K8S_ANN_LABELS, rec->labels };
+	if (rec->proxy_pod != NULL) {
 		for (i = 0; i < r->nproxy; i++)
 			psel[i] = r->proxy[i];
 		psel[i].k = K8S_LBL_PROXY_POD;
-		psel[i].v = proxy_pod;
+		psel[i].v = rec->proxy_pod;
 		np.proxy = psel;
 		np.nproxy = r->nproxy + 1;
 		np.proxy_ns = r->pns;
 		np.proxy_port = (int)r->conf->proxy_port;
+		ann[nann++] = (struct netpol_kv){ K8S_ANN_PROXY, rec->proxy_pod };
+		if (rec->proxy_ip != NULL)
+			ann[nann++] = (struct netpol_kv){ K8S_ANN_PROXY_IP,
+			    rec->proxy_ip };
 	}
 	np.orch_ns = r->ons;
 	np.orch = r->orch;
 	np.norch = r->norch;
 	np.agent_port = (int)r->conf->agent_port;
 	np.dns = r->conf->netpol_dns;
-	if (nports > 0) {
+	if (rec->nports > 0) {
 		pbuf[0] = '\0';
-		for (i = 0; i < nports && i < K8S_MAX_APP_PORTS; i++)
+		for (i = 0; i < rec->nports && i < K8S_MAX_APP_PORTS; i++)
 			off += (size_t)snprintf(pbuf + off, sizeof(pbuf) - off,
-			    "%s%d", i ? "," : "", ports[i]);
-		ann.k = K8S_ANN_APP_PORTS;
-		ann.v = pbuf;
-		np.annotations = &ann;
-		np.nannotations = 1;
+			    "%s%d", i ? "," : "", rec->ports[i]);
+		ann[nann++] = (struct netpol_kv){ K8S_ANN_APP_PORTS, pbuf };
 		np.gw_ns = r->gns;
 		np.gw = r->gw;
 		np.ngw = r->ngw;
-		np.app_ports = ports;
-		np.napp_ports = nports;
+		np.app_ports = rec->ports;
+		np.napp_ports = rec->nports;
 	}
-	if (nports > K8S_MAX_APP_PORTS ||
+	np.annotations = ann;
+	np.nannotations = nann;
+	if (rec->nports > K8S_MAX_APP_PORTS ||
 	    (obj = netpol_render_sandbox(&np)) == NULL) {
 		snprintf(err, errlen, "cannot render network policy for %s", id);
 		return -1;
@@ -245,35 +265,121 @@ out:
 	return rc;
 }
 
-int
-fleet_netpol_new(struct k8s_rt *r, const char *id, char *err, size_t errlen)
+/*
+ * The record sandbox id's policy keeps, into rec (borrowing from the
+ * objects in *hold, which the caller frees): from the policy, or, when
+ * there is none, from what the claim and the pod say (the labels the
+ * claim was made with, an assignment a pod records from before the
+ * record moved to the policy), with a warning: the policy is rewritten
+ * from that. -1 with err ("not found" when the claim is gone too).
+ * Caller holds np_mtx.
+ */
+struct np_hold {
+	cJSON	*np, *pod, *pvc;
+};
+
+static int
+np_current(struct k8s_rt *r, const char *id, struct np_rec *rec,
+    struct np_hold *h, char *err, size_t errlen)
 {
+	const cJSON *ann;
+	struct k8s_podview v;
+
+	memset(rec, 0, sizeof(*rec));
+	memset(h, 0, sizeof(*h));
+	if (api_netpol_get(r, id, &h->np, err, errlen) == -1)
+		return -1;
+	if (h->np != NULL) {
+		ann = cJSON_GetObjectItemCaseSensitive(
+		    cJSON_GetObjectItemCaseSensitive(h->np, "metadata"), "annotations");
+		rec->proxy_pod = np_proxy_pod(h->np);
+		rec->proxy_ip = rec->proxy_pod ? k8s_ann(ann, K8S_ANN_PROXY_IP) : NULL;
+		rec->labels = k8s_ann(ann, K8S_ANN_LABELS);
+		np_ports_read(h->np, id, rec->ports, &rec->nports);
+		return 0;
+	}
+	/* The policy is made with the claim and goes with it: without one,
+	 * the sandbox is gone; else it is made again. */
+	if (api_pvc_get(r, id, &h->pvc, err, errlen) == -1 ||
+	    api_pod_get(r, id, &h->pod, err, errlen) == -1)
+		return -1;
+	if (h->pvc == NULL) {
+		snprintf(err, errlen, "not found");
+		return -1;
+	}
+	rec->labels = k8s_ann(cJSON_GetObjectItemCaseSensitive(
+	    cJSON_GetObjectItemCaseSensitive(h->pvc, "metadata"), "annotations"),
+	    K8S_ANN_LABELS);
+	if (h->pod != NULL) {
+		k8s_pod_view(h->pod, &v);
+		rec->proxy_pod = k8s_ann(v.annotations, K8S_ANN_PROXY);
+		rec->proxy_ip = k8s_ann(v.annotations, K8S_ANN_PROXY_IP);
+	}
+	log_warnx("sandbox=%s had no network policy; writing it again", id);
+	return 0;
+}
+
+static void
+np_hold_free(struct np_hold *h)
+{
+	cJSON_Delete(h->np);
+	cJSON_Delete(h->pod);
+	cJSON_Delete(h->pvc);
+}
+
+int
+fleet_netpol_new(struct k8s_rt *r, const char *id, const char *labels,
+    char *err, size_t errlen)
+{
+	struct np_rec rec;
 	int rc;
 
+	memset(&rec, 0, sizeof(rec));
+	rec.labels = labels;
 	pthread_mutex_lock(&r->np_mtx);
-	rc = np_write(r, id, NULL, NULL, 0, NULL, err, errlen);
+	rc = np_write(r, id, &rec, NULL, err, errlen);
 	pthread_mutex_unlock(&r->np_mtx);
 	return rc;
 }
 
 int
 fleet_netpol_apply(struct k8s_rt *r, const char *id, const char *proxy_pod,
-    char *err, size_t errlen)
+    const char *proxy_ip, const char *labels, char *err, size_t errlen)
 {
-	int ports[K8S_MAX_APP_PORTS];
-	size_t nports = 0;
-	cJSON *cur = NULL;
+	struct np_hold h;
+	struct np_rec rec;
 	int rc = -1;
 
 	pthread_mutex_lock(&r->np_mtx);
-	if (api_netpol_get(r, id, &cur, err, errlen) == -1)
+	if (np_current(r, id, &rec, &h, err, errlen) == -1)
 		goto out;
-	if (cur != NULL)
-		np_ports_read(cur, id, ports, &nports);
-	rc = np_write(r, id, proxy_pod, ports, nports, cur, err, errlen);
+	rec.proxy_pod = proxy_pod;
+	rec.proxy_ip = proxy_pod != NULL ? proxy_ip : NULL;
+	if (labels != NULL)
+		rec.labels = labels;
+	rc = np_write(r, id, &rec, h.np, err, errlen);
 out:
 	pthread_mutex_unlock(&r->np_mtx);
-	cJSON_Delete(cur);
+	np_hold_free(&h);
+	return rc;
+}
+
+int
+fleet_record(struct k8s_rt *r, const char *id, const char *labels, char *err,
+    size_t errlen)
+{
+	struct np_hold h;
+	struct np_rec rec;
+	int rc = -1;
+
+	pthread_mutex_lock(&r->np_mtx);
+	if (np_current(r, id, &rec, &h, err, errlen) == -1)
+		goto out;
+	rec.labels = labels;
+	rc = np_write(r, id, &rec, h.np, err, errlen);
+out:
+	pthread_mutex_unlock(&r->np_mtx);
+	np_hold_free(&h);
 	return rc;
 }
 
@@ -281,41 +387,27 @@ int
 fleet_app_ports(struct k8s_rt *r, const char *id, const int *ports, size_t n,
     char *err, size_t errlen)
 {
-	cJSON *cur = NULL, *pod = NULL, *pvc = NULL;
-	const char *proxy = NULL;
-	struct k8s_podview v;
+	struct np_hold h;
+	struct np_rec rec;
+	size_t i;
 	int rc = -1;
 
-	pthread_mutex_lock(&r->np_mtx);
-	if (api_netpol_get(r, id, &cur, err, errlen) == -1)
-		goto out;
-	if (cur != NULL) {
-		proxy = np_proxy_pod(cur);
-	} else {
-		/* The policy is made with the claim and goes with it: without
-		 * one, the sandbox is gone; else it is made again, with the
-		 * proxy pod the sandbox's pod records, if any. */
-		if (api_pvc_get(r, id, &pvc, err, errlen) == -1 ||
-		    api_pod_get(r, id, &pod, err, errlen) == -1)
-			goto out;
-		if (pvc == NULL) {
-			snprintf(err, errlen, "not found");
-			goto out;
-		}
-		if (pod != NULL) {
-			k8s_pod_view(pod, &v);
-			proxy = k8s_ann(v.annotations, K8S_ANN_PROXY);
-		}
-		log_warnx("sandbox=%s had no network policy; writing it again", id);
+	if (n > K8S_MAX_APP_PORTS) {
+		snprintf(err, errlen, "too many app ports (max %d)", K8S_MAX_APP_PORTS);
+		return -1;
 	}
-	rc = np_write(r, id, proxy, ports, n, cur, err, errlen);
+	pthread_mutex_lock(&r->np_mtx);
+	if (np_current(r, id, &rec, &h, err, errlen) == -1)
+		goto out;
+	for (i = 0; i < n; i++)
+		rec.ports[i] = ports[i];
+	rec.nports = n;
+	rc = np_write(r, id, &rec, h.np, err, errlen);
 	if (rc == 0)
 		log_info("sandbox=%s app ports=%zu", id, n);
 out:
 	pthread_mutex_unlock(&r->np_mtx);
-	cJSON_Delete(cur);
-	cJSON_Delete(pod);
-	cJSON_Delete(pvc);
+	np_hold_free(&h);
 	return rc;
 }
 
@@ -674,7 +766,7 @@ proxy_pick(struct k8s_rt *r, const char *current, const struct proxy *avoid,
 		cJSON_Delete(pods);
 		pods = NULL;
 		if (proxies_list(r, px, &npx, err, errlen) == -1 ||
-		    api_sandbox_pods(r, &pods, err, errlen) == -1)
+		    api_sbx_pods(r, &pods, err, errlen) == -1)
 			goto out;
 		count_load(pods, *px, npx, &running);
 		/* Stay where we are while that pod is ready. */
@@ -743,41 +835,21 @@ proxy_register(struct k8s_rt *r, const struct proxy *p, const char *id,
 	return 0;
 }
 
-/* Assignment, step 3: the assignment on the sandbox's pod, which is where
- * the fleet sweep reads it back (and what marks the pod as attached). */
-static int
-assignment_record(struct k8s_rt *r, const char *id, const struct proxy *p,
-    char *err, size_t errlen)
-{
-	const char *kv[4] = { K8S_ANN_PROXY, p->name, K8S_ANN_PROXY_IP, p->ip };
-	char name[128], path[512];
-	cJSON *body = api_ann_patch(kv, 2);
-	int st, rc;
-
-	k8s_name_pod(id, name, sizeof(name));
-	api_path(&api_pods, r->ns, name, path, sizeof(path));
-	rc = api_merge_patch(r, path, body, &st, err, errlen);
-	cJSON_Delete(body);
-	if (rc == 0 && st == 404) {
-		snprintf(err, errlen, "sandbox %s: pod gone while attaching", id);
-		rc = -1;
-	}
-	return rc;
-}
-
 /*
  * Assigns a sandbox (whose pod is running at pod_ip) to the least-loaded
  * ready proxy pod, scaling the fleet up first if there is none: registers
- * it there under labels, records the assignment on the pod, lets the
- * policy reach that pod only, and writes the proxy env to env_out. With
- * avoid (a proxy list with victims marked), it moves the sandbox off those
- * pods and fails rather than scale or wait. Caller holds fleet_mtx.
+ * it there under labels, then, in one write of its policy, lets it reach
+ * that pod only and records the assignment (and record, the session
+ * labels JSON to keep from now on, unless NULL), and writes the proxy env
+ * to env_out. With avoid (a proxy list with victims marked), it moves the
+ * sandbox off those pods and fails rather than scale or wait. Caller
+ * holds fleet_mtx.
  */
 static int
 assign_locked(struct k8s_rt *r, const char *id, const char *pod_ip,
     const char *current, const struct rt_kv *labels, size_t nlabels,
-    const struct proxy *avoid, size_t navoid, char *env_out, size_t envlen,
-    char *err, size_t errlen)
+    const char *record, const struct proxy *avoid, size_t navoid,
+    char *env_out, size_t envlen, char *err, size_t errlen)
 {
 	struct proxy *px = NULL, *best = NULL;
 	int rc = -1;
@@ -787,8 +859,8 @@ assign_locked(struct k8s_rt *r, const char *id, const char *pod_ip,
 	    proxy_register(r, best, id, pod_ip, labels, nlabels, err, errlen) == -1)
 		goto out;
 	best->load++;
-	if (assignment_record(r, id, best, err, errlen) == -1 ||
-	    fleet_netpol_apply(r, id, best->name, err, errlen) == -1 ||
+	if (fleet_netpol_apply(r, id, best->name, best->ip, record, err,
+	    errlen) == -1 ||
 	    proxy_env(r, id, best->ip, env_out, envlen, err, errlen) == -1)
 		goto out;
 	log_info("sandbox=%s proxy=%s/%s ip=%s load=%lld", id, r->pns, best->name,
@@ -815,8 +887,8 @@ fleet_move_locked(struct k8s_rt *r, const struct k8s_podview *v,
 
 	memset(&li, 0, sizeof(li));
 	api_labels(v->annotations, &li);
-	rc = assign_locked(r, v->id, v->ip, NULL, li.labels, li.nlabels, avoid,
-	    navoid, env, sizeof(env), err, errlen);
+	rc = assign_locked(r, v->id, v->ip, NULL, li.labels, li.nlabels, NULL,
+	    avoid, navoid, env, sizeof(env), err, errlen);
 	if (rc == 0 && api_agent_push_env(r, v->id, v->ip, env, e2, sizeof(e2)) == -1)
 		log_warnx("sandbox=%s could not push proxy env to the agent: %s",
 		    v->id, e2);
@@ -867,7 +939,7 @@ plan_scale_down(struct k8s_rt *r, cJSON **pods, struct proxy **px,
 	cJSON_Delete(*pods);
 	*pods = NULL;
 	*px = NULL;
-	if (api_sandbox_pods(r, pods, err, errlen) == -1 ||
+	if (api_sbx_pods(r, pods, err, errlen) == -1 ||
 	    proxies_list(r, px, npx, err, errlen) == -1) {
 		free(old);
 		return -1;
@@ -1038,7 +1110,7 @@ registration_stale(struct k8s_rt *r, const char *id, const struct proxy *p,
 	char err[512];
 	int stale = 0;
 
-	if (api_pod_get(r, id, &pod, err, sizeof(err)) == -1) {
+	if (api_sbx_pod(r, id, &pod, err, sizeof(err)) == -1) {
 		log_warnx("sandbox=%s proxy=%s stale check: %s", id, p->name, err);
 		return 0;
 	}
@@ -1155,7 +1227,7 @@ fleet_sync_locked(struct k8s_rt *r, int reassign, char *err, size_t errlen)
 	char e2[512];
 	int rc = -1;
 
-	if (api_sandbox_pods(r, &pods, err, errlen) == -1 ||
+	if (api_sbx_pods(r, &pods, err, errlen) == -1 ||
 	    proxies_list(r, &px, &npx, err, errlen) == -1)
 		goto out;
 	count_load(pods, px, npx, &running);
@@ -1214,13 +1286,14 @@ fleet_rescale(struct k8s_rt *r)
 int
 fleet_assign(struct k8s_rt *r, const char *id, const char *pod_ip,
     const char *current, const struct rt_kv *labels, size_t nlabels,
-    char *env_out, size_t envlen, char *err, size_t errlen)
+    const char *record, char *env_out, size_t envlen, char *err,
+    size_t errlen)
 {
 	int rc;
 
 	pthread_mutex_lock(&r->fleet_mtx);
-	rc = assign_locked(r, id, pod_ip, current, labels, nlabels, NULL, 0,
-	    env_out, envlen, err, errlen);
+	rc = assign_locked(r, id, pod_ip, current, labels, nlabels, record, NULL,
+	    0, env_out, envlen, err, errlen);
 	pthread_mutex_unlock(&r->fleet_mtx);
 	return rc;
 }

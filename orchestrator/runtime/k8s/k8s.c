@@ -3,17 +3,20 @@
  * (docs/kubernetes.md): the runtime_ops table, the ops, and setup.
  *
  * Per sandbox <id> (all labelled managed-by, instance, id):
- *   PVC     sbx-<id>-ws     /workspace; its annotations are the session
- *                           record (spec, labels); kept while stopped,
- *                           deleted on destroy; a create that carries a
- *                           /workspace over clones the old sandbox's
- *                           claim (dataSource), leaving it as it was;
+ *   PVC     sbx-<id>-ws     /workspace; its annotations are the spec and
+ *                           the labels it was made with; kept while
+ *                           stopped, deleted on destroy; a create that
+ *                           carries a /workspace over clones the old
+ *                           sandbox's claim (dataSource), leaving it as
+ *                           it was;
  *   Secret  sbx-<id>-agent  the agent's bearer token (owned by the PVC);
  *   Policy  sbx-<id>        ingress only from the orchestrator to the agent
  *                           port and from the app gateway to the exposed
- *                           ports (their record: an annotation), egress
- *                           only to the assigned proxy pod (kept across a
- *                           stop: the record of an attach);
+ *                           ports, egress only to the assigned proxy pod;
+ *                           its annotations are the session record (the
+ *                           labels, the proxy assignment, the app ports;
+ *                           fleet.c), so a claim is one write; kept across
+ *                           a stop, deleted on destroy;
  *   Pod     sbx-<id>        deleted on stop, created again on start;
  *                           mounts its user's home claim (home.c) when
  *                           the spec names one.
@@ -26,7 +29,7 @@
  * between calls. A sandbox's identity at its proxy is its session labels
  * (orchestrator/egress.h): attach_egress registers with the labels it is
  * given and returns the env for the core to push; start re-registers from
- * the labels on the claim. The proxy fleet (fleet.c) and the API helpers
+ * the labels the policy records. The proxy fleet (fleet.c) and the API helpers
  * (api.c) sit below this file (k8s_int.h); neither calls back up. All
  * calls are blocking and run in the caller's (worker) thread.
  */
@@ -64,6 +67,18 @@ dns_label_ok(const char *s)
 
 /* ---- state ---- */
 
+/* The annotations holding sandbox's session labels: its policy's (np)
+ * when they do, else those of its claim or pod (ann; a sandbox made
+ * before the record moved to the policy, or one whose policy is gone). */
+static const cJSON *
+rec_ann(const cJSON *ann, const cJSON *np)
+{
+	const cJSON *pa = cJSON_GetObjectItemCaseSensitive(
+	    cJSON_GetObjectItemCaseSensitive(np, "metadata"), "annotations");
+
+	return k8s_ann(pa, K8S_ANN_LABELS) != NULL ? pa : ann;
+}
+
 static void
 info_fill(struct k8s_rt *r, struct rt_info *out, const char *id,
     const cJSON *pod, const cJSON *pvc, const cJSON *np)
@@ -94,7 +109,7 @@ info_fill(struct k8s_rt *r, struct rt_info *out, const char *id,
 		k8s_sbx_clear(&s);
 	}
 	out->created_ms = k8s_ann_ll(ann, K8S_ANN_CREATED);
-	api_labels(ann, out);
+	api_labels(rec_ann(ann, np), out);
 	if (pod != NULL) {
 		k8s_pod_view(pod, &v);
 		if (pvc == NULL) {
@@ -180,7 +195,7 @@ k8s_destroy(struct runtime *rt, const char *id, char *err, size_t errlen)
 		snprintf(err, errlen, "invalid sandbox id");
 		return -1;
 	}
-	if (api_pod_get(r, id, &pod, err, errlen) == -1)
+	if (api_sbx_pod(r, id, &pod, err, errlen) == -1)
 		return -1;
 	if (pod != NULL) {
 		k8s_pod_view(pod, &v);
@@ -448,7 +463,7 @@ k8s_create(struct runtime *rt, const struct rt_spec *sp, struct rt_info *out,
 	rc = -1;
 
 	/* 3. The policy (no egress until attached), then the pod. */
-	if (fleet_netpol_new(r, s.id, err, errlen) == -1 ||
+	if (fleet_netpol_new(r, s.id, labels, err, errlen) == -1 ||
 	    pod_create(r, &s, labels, created, err, errlen) == -1 ||
 	    kstart_wait(r, s.id, &pod, err, errlen) == -1)
 		goto out;
@@ -476,7 +491,7 @@ static int
 k8s_start(struct runtime *rt, const char *id, char *err, size_t errlen)
 {
 	struct k8s_rt *r = rt->impl;
-	cJSON *pvc = NULL, *pod = NULL;
+	cJSON *pvc = NULL, *pod = NULL, *np = NULL;
 	const cJSON *ann;
 	struct k8s_podview v;
 	struct k8s_sbx s;
@@ -498,7 +513,7 @@ k8s_start(struct runtime *rt, const char *id, char *err, size_t errlen)
 	}
 	ann = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pvc,
 	    "metadata"), "annotations");
-	if (api_pod_get(r, id, &pod, err, errlen) == -1)
+	if (api_sbx_pod(r, id, &pod, err, errlen) == -1)
 		goto out;
 	if (pod != NULL) {
 		k8s_pod_view(pod, &v);
@@ -521,25 +536,29 @@ k8s_start(struct runtime *rt, const char *id, char *err, size_t errlen)
 	}
 	if (k8s_sbx_decode(k8s_ann(ann, K8S_ANN_SPEC), id, &s, err, errlen) == -1 ||
 	    fleet_attached(r, id, &attached, err, errlen) == -1 ||
+	    api_netpol_get(r, id, &np, err, errlen) == -1 ||
 	    khome_ensure(r, &s, err, errlen) == -1)
 		goto out;
 	sbx_defaults(r, &s);
-	if (pod_create(r, &s, k8s_ann(ann, K8S_ANN_LABELS),
+	/* The pod carries the labels recorded (the policy's, else the
+	 * claim's); its policy lets it reach no proxy until it is assigned
+	 * again, the record kept. */
+	if (pod_create(r, &s, k8s_ann(rec_ann(ann, np), K8S_ANN_LABELS),
 	    k8s_ann_ll(ann, K8S_ANN_CREATED), err, errlen) == -1 ||
-	    fleet_netpol_apply(r, id, NULL, err, errlen) == -1 ||
+	    fleet_netpol_apply(r, id, NULL, NULL, NULL, err, errlen) == -1 ||
 	    kstart_wait(r, id, &pod, err, errlen) == -1)
 		goto out;
 	if (attached) {
 		/*
 		 * It was attached: give it a proxy again, named by the session
-		 * labels the new pod carries (those of the claim). The env is
-		 * not pushed here: the core attaches after a start and pushes
-		 * what attach_egress returns.
+		 * labels the new pod carries (those recorded). The env is not
+		 * pushed here: the core attaches after a start and pushes what
+		 * attach_egress returns.
 		 */
 		k8s_pod_view(pod, &v);
 		api_labels(v.annotations, &li);
-		rc = fleet_assign(r, id, v.ip, NULL, li.labels, li.nlabels, env,
-		    sizeof(env), err, errlen);
+		rc = fleet_assign(r, id, v.ip, NULL, li.labels, li.nlabels, NULL,
+		    env, sizeof(env), err, errlen);
 		explicit_bzero(env, sizeof(env));
 		if (rc == -1)
 			goto out;
@@ -551,6 +570,7 @@ out:
 	k8s_sbx_clear(&s);
 	cJSON_Delete(pvc);
 	cJSON_Delete(pod);
+	cJSON_Delete(np);
 	fleet_rescale(r);
 	return rc;
 }
@@ -566,7 +586,7 @@ k8s_stop(struct runtime *rt, const char *id, char *err, size_t errlen)
 		snprintf(err, errlen, "invalid sandbox id");
 		return -1;
 	}
-	if (api_pod_get(r, id, &pod, err, errlen) == -1)
+	if (api_sbx_pod(r, id, &pod, err, errlen) == -1)
 		return -1;
 	if (pod == NULL) {
 		if (api_pvc_get(r, id, &pvc, err, errlen) == -1)
@@ -584,8 +604,9 @@ k8s_stop(struct runtime *rt, const char *id, char *err, size_t errlen)
 	if (delete_pod(r, id, r->conf->stop_grace_s, err, errlen) == -1 ||
 	    wait_gone(r, id, (r->conf->stop_grace_s + 60) * 1000, err, errlen) == -1)
 		return -1;
-	/* The policy stays (it allows nothing without a pod); the proxy
-	 * assignment went with the pod. */
+	/* The policy stays, with the record (it allows nothing without a
+	 * pod); the proxy it names is the record of an attach, which a start
+	 * gives again. */
 	log_info("sandbox=%s stopped", id);
 	fleet_rescale(r);
 	return 0;
@@ -596,7 +617,8 @@ k8s_get(struct runtime *rt, const char *id, struct rt_info *out, char *err,
     size_t errlen)
 {
 	struct k8s_rt *r = rt->impl;
-	cJSON *pod = NULL, *pvc = NULL;
+	cJSON *pod = NULL, *pvc = NULL, *np = NULL;
+	int rc = -1;
 
 	memset(out, 0, sizeof(*out));
 	if (!id_sandbox_valid(id)) {
@@ -604,18 +626,20 @@ k8s_get(struct runtime *rt, const char *id, struct rt_info *out, char *err,
 		return -1;
 	}
 	if (api_pod_get(r, id, &pod, err, errlen) == -1 ||
-	    api_pvc_get(r, id, &pvc, err, errlen) == -1) {
-		cJSON_Delete(pod);
-		return -1;
-	}
+	    api_pvc_get(r, id, &pvc, err, errlen) == -1 ||
+	    api_netpol_get(r, id, &np, err, errlen) == -1)
+		goto out;
 	if (pod == NULL && pvc == NULL) {
 		snprintf(err, errlen, "not found");
-		return -1;
+		goto out;
 	}
-	info_fill(r, out, id, pod, pvc, NULL);
+	info_fill(r, out, id, pod, pvc, np);
+	rc = 0;
+out:
 	cJSON_Delete(pod);
 	cJSON_Delete(pvc);
-	return 0;
+	cJSON_Delete(np);
+	return rc;
 }
 
 struct ent {
@@ -701,50 +725,28 @@ out:
 }
 
 /*
- * Writes the session labels lj (JSON) to the claim, then the pod (if it
- * exists). -1 with err "not found" when the claim is gone.
+ * Records the session labels lj (JSON) in the sandbox's policy, the
+ * record (fleet_record): one write, none when it says that already. -1
+ * with err "not found" when the claim is gone.
  */
 static int
 labels_write(struct k8s_rt *r, const char *id, const char *lj, char *err,
     size_t errlen)
 {
-	static const struct {
-		const struct api_res	*rs;
-		void			(*name)(const char *, char *, size_t);
-		const char		*what;
-	} objs[] = {
-		{ &api_pvcs, k8s_name_pvc, "label claim" },	/* the record first */
-		{ &api_pods, k8s_name_pod, "label pod" },
-	};
-	char name[128], path[512];
-	const char *pair[2];
-	cJSON *patch;
-	size_t i;
-	int st, rc = -1;
+	cJSON *pvc = NULL;
 
 	if (strlen(lj) > K8S_MAX_ANN) {
 		snprintf(err, errlen, "labels too large (max %zu bytes)", K8S_MAX_ANN);
 		return -1;
 	}
-	pair[0] = K8S_ANN_LABELS;
-	pair[1] = lj;
-	patch = api_ann_patch(pair, 1);
-	for (i = 0; i < NELEM(objs); i++) {
-		objs[i].name(id, name, sizeof(name));
-		api_path(objs[i].rs, r->ns, name, path, sizeof(path));
-		if (api_merge_patch(r, path, patch, &st, err, errlen) == -1) {
-			api_failf(err, errlen, objs[i].what, name);
-			goto out;
-		}
-		if (i == 0 && st == 404) {
-			snprintf(err, errlen, "not found");
-			goto out;
-		}
+	if (api_pvc_get(r, id, &pvc, err, errlen) == -1)
+		return -1;
+	if (pvc == NULL) {
+		snprintf(err, errlen, "not found");
+		return -1;
 	}
-	rc = 0;
-out:
-	cJSON_Delete(patch);
-	return rc;
+	cJSON_Delete(pvc);
+	return fleet_record(r, id, lj, err, errlen);
 }
 
 static int
@@ -779,7 +781,7 @@ running_pod(struct k8s_rt *r, const char *id, cJSON **pod,
 		snprintf(err, errlen, "not found");
 		return -1;
 	}
-	if (api_pod_get(r, id, pod, err, errlen) == -1)
+	if (api_sbx_pod(r, id, pod, err, errlen) == -1)
 		return -1;
 	if (*pod == NULL) {
 		snprintf(err, errlen, "sandbox %s is not running", id);
@@ -833,21 +835,33 @@ runtime_k8s_push_env(struct runtime *rt, const char *id, const char *env,
 
 /*
  * The identity is the session labels (orchestrator/egress.h): eg's are the
- * ones the sandbox registers with now, and those of them the record (rec,
- * from the pod) lacks are added to it, so that a later re-registration
- * (start, a fleet move) finds them. The core passes the labels it has just
- * set, so that adds nothing; k8sctl attach ID ORG USER SESSION adds them
- * here. A label the record has is left alone: set_labels owns it.
+ * ones the sandbox registers with now. With eg->record they replace the
+ * record (a warm-pool claim: set_labels' job, done in the attach's one
+ * write); else those of them the record (rec, from the policy) lacks are
+ * added to it, so that a later re-registration (start, a fleet move)
+ * finds them: the core passes the labels it has just set, so that adds
+ * nothing; k8sctl attach ID ORG USER SESSION adds them here. A label the
+ * record has is left alone: set_labels owns it. *lj: the record to write
+ * with the assignment (freed by the caller), NULL when it stays.
  */
 static int
-labels_adopt(struct k8s_rt *r, const char *id, const struct rt_info *rec,
-    const struct rt_egress *eg, char *err, size_t errlen)
+labels_adopt(const struct rt_info *rec, const struct rt_egress *eg,
+    char **lj, char *err, size_t errlen)
 {
 	struct rt_kv *m;
 	size_t n, i;
-	char *lj;
 	int rc = 0;
 
+	*lj = NULL;
+	if (eg->record) {
+		if (eg->nlabels > K8S_MAX_LABELS) {
+			snprintf(err, errlen, "too many labels (max %d)",
+			    K8S_MAX_LABELS);
+			return -1;
+		}
+		*lj = k8s_labels_encode(eg->labels, eg->nlabels);
+		goto check;
+	}
 	m = xcalloc(rec->nlabels + eg->nlabels + 1, sizeof(*m));
 	for (n = 0; n < rec->nlabels; n++)
 		m[n] = rec->labels[n];
@@ -858,13 +872,19 @@ labels_adopt(struct k8s_rt *r, const char *id, const struct rt_info *rec,
 	if (n > K8S_MAX_LABELS) {
 		snprintf(err, errlen, "too many labels (max %d)", K8S_MAX_LABELS);
 		rc = -1;
-	} else if (n > rec->nlabels) {
-		lj = k8s_labels_encode(m, n);
-		rc = labels_write(r, id, lj, err, errlen);
-		free(lj);
-	}
+	} else if (n > rec->nlabels)
+		*lj = k8s_labels_encode(m, n);
 	free(m);
-	return rc;
+	if (rc == -1)
+		return -1;
+check:
+	if (*lj != NULL && strlen(*lj) > K8S_MAX_ANN) {
+		snprintf(err, errlen, "labels too large (max %zu bytes)", K8S_MAX_ANN);
+		free(*lj);
+		*lj = NULL;
+		return -1;
+	}
+	return 0;
 }
 
 static int
@@ -875,6 +895,7 @@ k8s_attach_egress(struct runtime *rt, const char *id, const struct rt_egress *eg
 	struct k8s_podview v;
 	struct rt_info rec;
 	cJSON *pod = NULL;
+	char *lj = NULL;
 	int rc = -1;
 
 	if (envlen > 0)
@@ -883,14 +904,15 @@ k8s_attach_egress(struct runtime *rt, const char *id, const struct rt_egress *eg
 	if (running_pod(r, id, &pod, &v, err, errlen) == -1)
 		return -1;
 	api_labels(v.annotations, &rec);
-	if (labels_adopt(r, id, &rec, eg, err, errlen) == -1)
+	if (labels_adopt(&rec, eg, &lj, err, errlen) == -1)
 		goto out;
 	rc = fleet_assign(r, id, v.ip, k8s_ann(v.annotations, K8S_ANN_PROXY),
 	    eg->labels, eg->nlabels < K8S_MAX_LABELS ? eg->nlabels : K8S_MAX_LABELS,
-	    env_out, envlen, err, errlen);
+	    lj, env_out, envlen, err, errlen);
 	if (rc == 0)
 		fleet_rescale(r);
 out:
+	free(lj);
 	rt_info_clear(&rec);
 	cJSON_Delete(pod);
 	return rc;

@@ -161,6 +161,17 @@ int	api_netpol_get(struct k8s_rt *r, const char *id, cJSON **np, char *err,
 int	api_sandbox_pods(struct k8s_rt *r, cJSON **items, char *err,
 	    size_t errlen) WUNRES;
 
+/*
+ * The same with the session record on each pod: the annotations
+ * K8S_ANN_LABELS, K8S_ANN_PROXY and K8S_ANN_PROXY_IP its policy keeps
+ * replace the pod's own (a policy without one leaves the pod's). The
+ * fleet and the ops that read a pod's assignment or labels use these.
+ */
+int	api_sbx_pod(struct k8s_rt *r, const char *id, cJSON **pod, char *err,
+	    size_t errlen) WUNRES;
+int	api_sbx_pods(struct k8s_rt *r, cJSON **items, char *err,
+	    size_t errlen) WUNRES;
+
 /* Our sandbox claims and the proxy pods, every one: from the watch
  * cache when it serves them (cache.h), else listed. */
 int	api_sandbox_pvcs(struct k8s_rt *r, cJSON **items, char *err,
@@ -215,24 +226,38 @@ int	api_agent_push_env(struct k8s_rt *r, const char *id, const char *pod_ip,
 
 /*
  * Assigns running sandbox id (pod IP pod_ip, now on proxy pod current or
- * NULL) to a proxy pod under labels, and writes the proxy env it must get
- * to env_out, which the caller pushes (or leaves to the core). 0, or -1
- * with err.
+ * NULL) to a proxy pod under labels, records record (the session labels
+ * JSON to keep; NULL: the record stays) with the assignment in the same
+ * write of its policy, and writes the proxy env it must get to env_out,
+ * which the caller pushes (or leaves to the core). 0, or -1 with err.
  */
 int	fleet_assign(struct k8s_rt *r, const char *id, const char *pod_ip,
 	    const char *current, const struct rt_kv *labels, size_t nlabels,
-	    char *env_out, size_t envlen, char *err, size_t errlen) WUNRES;
-
-/* The NetworkPolicy of a sandbox being created (no egress, no app
- * ports), without reading first: one of the same name left over is
- * replaced. 0, or -1 with err. */
-int	fleet_netpol_new(struct k8s_rt *r, const char *id, char *err,
+	    const char *record, char *env_out, size_t envlen, char *err,
 	    size_t errlen) WUNRES;
 
-/* Creates or replaces the sandbox's NetworkPolicy; proxy NULL: no egress.
- * The exposed app ports it admits the gateway to are kept as they are. */
+/* The NetworkPolicy of a sandbox being created (no egress, no app
+ * ports; its record the session labels JSON labels), without reading
+ * first: one of the same name left over is replaced. 0, or -1 with err. */
+int	fleet_netpol_new(struct k8s_rt *r, const char *id, const char *labels,
+	    char *err, size_t errlen) WUNRES;
+
+/* Creates or replaces the sandbox's NetworkPolicy; proxy_pod NULL: no
+ * egress, else egress to it only, recorded with its IP proxy_ip. labels
+ * (NULL: as they are) replaces the session record; the exposed app ports
+ * it admits the gateway to are kept as they are. */
 int	fleet_netpol_apply(struct k8s_rt *r, const char *id,
-	    const char *proxy_pod, char *err, size_t errlen) WUNRES;
+	    const char *proxy_pod, const char *proxy_ip, const char *labels,
+	    char *err, size_t errlen) WUNRES;
+
+/*
+ * Replaces the session labels (JSON) sandbox id's policy records, the
+ * rest kept; no write when it already says that. A policy that is gone
+ * while the claim is there is made again (with a warning). 0, or -1 with
+ * err ("not found" when the sandbox is gone).
+ */
+int	fleet_record(struct k8s_rt *r, const char *id, const char *labels,
+	    char *err, size_t errlen) WUNRES;
 
 /*
  * Sets the app ports sandbox id's policy admits the gateway pods to:
@@ -254,7 +279,8 @@ int	fleet_app_ports(struct k8s_rt *r, const char *id, const int *ports,
 int	fleet_attached(struct k8s_rt *r, const char *id, int *yes, char *err,
 	    size_t errlen) WUNRES;
 
-/* Deregisters id from the proxy pod its pod annotations name, if any. */
+/* Deregisters id from the proxy pod its pod annotations (with the
+ * record: api_sbx_pod) name, if any. */
 void	fleet_detach(struct k8s_rt *r, const char *id, const cJSON *pod_ann);
 
 /* Scales to what runs now; errors are logged (the fleet thread retries). */

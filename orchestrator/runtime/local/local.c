@@ -789,6 +789,9 @@ rl_attach_egress(struct runtime *rt, const char *id, const struct rt_egress *eg,
 	size_t i;
 	int lfd, changed = 0, rc = -1;
 
+	if (eg->record && rt->ops->set_labels(rt, id, eg->labels, eg->nlabels,
+	    err, errlen) == -1)
+		return -1;
 	if ((lfd = rl_rec_open(rl, id, &r, err, errlen)) == -1)
 		return -1;
 	for (i = 0; i < eg->nlabels && i < RL_MAX_LABELS; i++) {
