@@ -9,6 +9,8 @@ python3 "$TOP/tests/k8s/check_manifests.py" | tee "$T/out"
 check "manifests checked" grep -q "manifests checked" "$T/out"
 check "the admission fence is checked (deploy/15-admission.yaml)" \
     grep -q "^ok deploy/15-admission.yaml: the fence" "$T/out"
+check "the NetworkPolicy fence is checked (deploy/16-admission-netpol.yaml)" \
+    grep -q "^ok deploy/16-admission-netpol.yaml: the NetworkPolicy fence" "$T/out"
 check "every orchestrator RBAC rule names the code that needs it" \
     grep -q "^ok deploy/10-rbac.yaml: every rule names the code" "$T/out"
 # The checks bite: altered copies of deploy/ are refused.
@@ -34,6 +36,11 @@ check "a fence that misses proxy pods is refused" mut ns \
     "namespace sandbox-system not matched"
 check "a fence that only warns is refused" mut warn \
     's/validationActions: \["Deny"\]/validationActions: ["Warn"]/' 15-admission.yaml "binding must Deny"
+check "a NetworkPolicy fence that misses deletes is refused (default-deny could go)" mut npdel \
+    's/operations: \["CREATE", "UPDATE", "DELETE"\]/operations: ["CREATE", "UPDATE"]/' \
+    16-admission-netpol.yaml "DELETE of networkpolicies not matched"
+check "a NetworkPolicy fence that fails open is refused" mut npopen \
+    's/failurePolicy: Fail/failurePolicy: Ignore/' 16-admission-netpol.yaml "failurePolicy must be Fail"
 "$K8SCTL" render-netpol >"$T/np.json"
 check "rendered sandbox policy equals netpol/sandbox-policy.example.json" \
     python3 -c 'import json,sys; sys.exit(json.load(open(sys.argv[1])) != json.load(open(sys.argv[2])))' \

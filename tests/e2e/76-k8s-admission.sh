@@ -9,10 +9,15 @@
 # stored sandbox pod and claim (image, command, env, volumes,
 # securityContext, serviceAccountName, any label or annotation of a sandbox
 # pod, a proxy pod's image, owner references) are denied with the policy's
-# message.
+# message. The same for the NetworkPolicy fence
+# (deploy/16-admission-netpol.yaml): every policy the orchestrator created,
+# rewrote (a claim's one write, an app's ports, with kube-dns egress on) and
+# deleted is admitted; hostile ones (open egress, ipBlocks, other ports,
+# other pods, every pod, deleting or opening the default-deny) are denied.
 . "$(dirname "$0")/../lib/common.sh"
 . "$TOP/tests/k8s/lib.sh"
 POLICY=$TOP/deploy/15-admission.yaml
+NPPOL=$TOP/deploy/16-admission-netpol.yaml
 CEL="python3 $K8S_DIR/cel_eval.py"
 CASES="python3 $K8S_DIR/admission_cases.py"
 
@@ -20,6 +25,9 @@ CASES="python3 $K8S_DIR/admission_cases.py"
 check "the policy's expressions all parse" python3 -c '
 import sys; sys.path.insert(0, sys.argv[1]); import cel_eval
 cel_eval.load_policy(sys.argv[2])' "$K8S_DIR" "$POLICY"
+check "the NetworkPolicy fence's expressions all parse" python3 -c '
+import sys; sys.path.insert(0, sys.argv[1]); import cel_eval
+cel_eval.load_policy(sys.argv[2])' "$K8S_DIR" "$NPPOL"
 for e in "size(object.spec.containers) == 1" "object.metadata.name.startsWith('x')" \
     "object.spec.x < 2" "object.?spec" "[1].map(x, x)" "1.5 == 1.5"; do
 	check "evaluator refuses an unimplemented construct: $e" python3 -c '
@@ -50,7 +58,7 @@ assert c.cel("{} == {} && [] == []", env) is True' "$K8S_DIR"
 # --- a real run of the orchestrator ---
 k8s_setup
 k8s_orch_setup 'pool:
-  min_idle: 1' 'sandboxes_per_proxy: 1' 'fleet_interval: 1s'
+  min_idle: 1' 'sandboxes_per_proxy: 1' 'fleet_interval: 1s' 'netpol_dns: true'
 k8s_orch_up "orchestrator starts on the kubernetes runtime"
 first_ready() { grep -q "warm pool member ready" "$T/orch.log"; }
 check "a warm pod is readied" wait_for 60 first_ready
@@ -65,8 +73,10 @@ mcp_raw sess-1 clear_session '{}' >/dev/null
 # (deletion costs are written only for a scale-down's victims)
 check "the scale-down marks the proxy pod to go (deletion cost)" wait_for 30 costs
 sleep 2	# a few more fleet sweeps: re-labels
-fake_get admission >"$T/updates.json"
 sb=$(fake_get state | jq_py '[o["metadata"]["name"] for o in d["items"] if o["kind"] == "Pod" and o["metadata"]["namespace"] == "sandboxes"][0]')
+check "an app's ports written into a sandbox's policy (k8sctl app-ports)" \
+    kctl app-ports "${sb#sbx-}" 3000 8080
+fake_get admission >"$T/updates.json"
 obj pods sandboxes "$sb" >"$T/sbxpod.json"
 obj persistentvolumeclaims sandboxes "$sb-ws" >"$T/claim.json"
 k8s_orch_stop
@@ -116,4 +126,47 @@ grep -v 'expression: "object.spec == oldObject.spec"' "$POLICY" |
 $CEL "$T/weak.yaml" "$T/bad.json" >"$T/weak.out"
 check "a policy without the spec rule admits the proxy image change (the check bites)" \
     grep -q '^admit proxy pod: image changed' "$T/weak.out"
+
+# --- the NetworkPolicy fence ---
+$CASES "$T/updates.json" np-kinds >"$T/npkinds"
+sed 's/^/# seen: /' "$T/npkinds"
+for k in "policy: create, no egress" "policy: update with the proxy assignment" \
+    "policy: delete" "policy: kube-dns egress" "policy: app-gateway ingress"; do
+	check "captured the orchestrator's write: $k" grep -qF "$k" "$T/npkinds"
+done
+$CASES "$T/updates.json" np-good "$TOP"/netpol/sandbox-policy*.example.json >"$T/npgood.json"
+$CEL "$NPPOL" "$T/npgood.json" >"$T/npgood.out"
+n=$(jq length "$T/npgood.json")
+check "$n policy writes captured (and the two examples)" test "$n" -ge 6
+check "every one of them is admitted${n:+ ($n)}" \
+    bash -c "[ \"\$(grep -c '^admit ' '$T/npgood.out')\" = '$n' ]" || sed 's/^/#   /' "$T/npgood.out" | grep -v '^#   admit ' | head -20
+$CASES "$T/updates.json" np-bad "$TOP/netpol/default-deny.yaml" >"$T/npbad.json"
+$CEL "$NPPOL" "$T/npbad.json" >"$T/npbad.out"
+nb=$(jq length "$T/npbad.json")
+check "$nb hostile policy writes evaluated" test "$(wc -l <"$T/npbad.out")" = "$nb"
+i=0
+while IFS= read -r line; do
+	name=$(jq -r ".[$i].name" "$T/npbad.json")
+	want=$(jq -r ".[$i].want // empty" "$T/npbad.json")
+	if [ -n "$want" ]; then
+		check "policy denied: $name" bash -c "[[ \"\$1\" == 'deny '* ]] && [[ \"\$1\" == *\"\$2\"* ]]" _ "$line" "$want" ||
+			echo "#   got: $line (want: $want)"
+	else
+		check "policy not matched: $name" bash -c "[[ \"\$1\" == 'skip '* ]]" _ "$line" ||
+			echo "#   got: $line"
+	fi
+	i=$((i + 1))
+done <"$T/npbad.out"
+# The check bites: without the egress rule, open egress is admitted.
+python3 - "$NPPOL" "$T/npweak.yaml" <<'PY'
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+v = docs[0]["spec"]["validations"]
+docs[0]["spec"]["validations"] = [x for x in v if "egress may go" not in x["message"]]
+assert len(docs[0]["spec"]["validations"]) == len(v) - 1
+yaml.safe_dump_all(docs, open(sys.argv[2], "w"))
+PY
+$CEL "$T/npweak.yaml" "$T/npbad.json" >"$T/npweak.out"
+check "a fence without the egress rule admits an allow-all egress rule (the check bites)" \
+    grep -q '^admit egress: an allow-all rule' "$T/npweak.out"
 k8s_no_violations

@@ -13,6 +13,14 @@ deploy/15-admission.yaml over (tests/k8s/cel_eval.py).
       given (as GET returns them) stand in as the unchanged pair then.
   admission_cases.py UPDATES.json kinds -> which of the code's writes were
       seen (so the test knows the good set covers them all)
+  admission_cases.py UPDATES.json np-good [EXAMPLE.json...] -> every
+      NetworkPolicy create, update and delete recorded, and each example
+      policy (netpol/*.example.json, what netpol.c renders) as a CREATE,
+      for deploy/16-admission-netpol.yaml
+  admission_cases.py UPDATES.json np-bad DEFAULT_DENY.yaml -> hostile
+      policy writes made from a recorded one and from the namespace's
+      default-deny, each with the message that must deny it ("want")
+  admission_cases.py UPDATES.json np-kinds -> which policy writes were seen
 """
 import copy
 import json
@@ -26,6 +34,12 @@ MSG_LABELS = "may change only the labels it owns"
 MSG_OWN_NAME = "label must be its own name"
 MSG_ANN = "may change only the annotations it owns"
 MSG_OWNERS = "may not change owner references or finalizers"
+MSG_NP_DELETE = "may delete only a sandbox's own policy"
+MSG_NP_SEL = "must select one sandbox's pods"
+MSG_NP_TYPES = "must restrict both Ingress and Egress"
+MSG_NP_EGRESS = "egress may go only to an egress-proxy pod"
+MSG_NP_INGRESS = "ingress may come only from the orchestrator"
+NP = "networkpolicies"
 
 
 def case(name, u, old, new, user=ORCH, op="UPDATE", sub=""):
@@ -161,10 +175,181 @@ def bad_cases(ups, sbx_pod=None, claim=None):
     return out
 
 
+def np_kind(u):
+    """Which of the code's policy writes u is."""
+    if u["operation"] == "DELETE":
+        return ["policy: delete (k8s.c:k8s_destroy)"]
+    sp = u["object"]["spec"]
+    ann = u["object"]["metadata"].get("annotations") or {}
+    out = []
+    if u["operation"] == "CREATE":
+        out.append("policy: create, no egress (fleet.c:fleet_netpol_new)"
+                   if not any("sandbox.dev/proxy-pod" in str(r) for r in sp.get("egress", []))
+                   else "policy: create with egress")
+    elif "sandbox.dev/proxy-pod" in ann:
+        out.append("policy: update with the proxy assignment (fleet.c:np_write)")
+    else:
+        out.append("policy: update")
+    if any("kube-dns" in str(r) for r in sp.get("egress", [])):
+        out.append("policy: kube-dns egress (kubernetes.netpol_dns)")
+    if len(sp.get("ingress", [])) > 1:
+        out.append("policy: app-gateway ingress (k8s.c app_ports)")
+    return out
+
+
+def np_base(u):
+    """A (oldObject, object) pair for a hostile write: a recorded update's,
+    or a create's object standing in as both."""
+    return {"namespace": u["namespace"], "name": u["name"],
+            "resource": u["resource"],
+            "oldObject": u["oldObject"] or u["object"], "object": u["object"]}
+
+
+def np_bad_cases(nps, deny):
+    base = [u for u in nps if u["operation"] == "UPDATE" and
+            "sandbox.dev/proxy-pod" in (u["object"]["metadata"].get("annotations") or {})]
+    if not base:
+        raise SystemExit("no recorded policy update with a proxy assignment")
+    b = np_base(base[0])
+    out = []
+
+    def mk(name, fn, want, u=b, op="UPDATE", **kw):
+        old, new = copy.deepcopy(u["oldObject"]), copy.deepcopy(u["object"])
+        fn(new)
+        c = case(name, u, None if op == "CREATE" else old,
+                 None if op == "DELETE" else new, op=op, **kw)
+        c["want"] = want
+        out.append(c)
+
+    def eg(o):
+        return o["spec"].setdefault("egress", [])
+
+    def ing(o):
+        return o["spec"].setdefault("ingress", [])
+
+    def proxy_rule(o):
+        return [r for r in eg(o) if "sandbox.dev/proxy-pod" in str(r)][0]
+
+    def peer(ns, labels):
+        return {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}},
+                "podSelector": {"matchLabels": labels}}
+    tcp = lambda p: {"protocol": "TCP", "port": p}
+    mk("egress: an allow-all rule ({})", lambda o: eg(o).append({}), MSG_NP_EGRESS)
+    mk("egress: to anywhere on 443 (no peers)",
+       lambda o: eg(o).append({"ports": [tcp(443)]}), MSG_NP_EGRESS)
+    mk("egress: an empty peer list (everywhere) on the proxy port",
+       lambda o: eg(o).append({"to": [], "ports": [tcp(3128)]}), MSG_NP_EGRESS)
+    mk("egress: to the proxy pod on every port (no ports)",
+       lambda o: proxy_rule(o).pop("ports"), MSG_NP_EGRESS)
+    mk("egress: to the proxy pod on port 22",
+       lambda o: proxy_rule(o).__setitem__("ports", [tcp(22)]), MSG_NP_EGRESS)
+    mk("egress: to the proxy pod, a port without a number (every port)",
+       lambda o: proxy_rule(o).__setitem__("ports", [{"protocol": "TCP"}]), MSG_NP_EGRESS)
+    mk("egress: to the proxy pod over UDP",
+       lambda o: proxy_rule(o).__setitem__("ports", [{"protocol": "UDP", "port": 3128}]),
+       MSG_NP_EGRESS)
+    mk("egress: a port range from the proxy port",
+       lambda o: proxy_rule(o)["ports"][0].__setitem__("endPort", 65535), MSG_NP_EGRESS)
+    mk("egress: an ipBlock 0.0.0.0/0",
+       lambda o: eg(o).append({"to": [{"ipBlock": {"cidr": "0.0.0.0/0"}}],
+                               "ports": [tcp(443)]}), MSG_NP_EGRESS)
+    mk("egress: an ipBlock beside the proxy peer",
+       lambda o: proxy_rule(o)["to"].append({"ipBlock": {"cidr": "169.254.169.254/32"}}),
+       MSG_NP_EGRESS)
+    mk("egress: pods labelled as proxies in the sandboxes namespace (no namespaceSelector)",
+       lambda o: eg(o).append({"to": [{"podSelector": {"matchLabels": {
+           "app.kubernetes.io/name": "egress-proxy", "sandbox.dev/proxy-pod": "x"}}}],
+           "ports": [tcp(3128)]}), MSG_NP_EGRESS)
+    mk("egress: proxy-labelled pods in another namespace",
+       lambda o: eg(o).append({"to": [peer("attacker", {
+           "app.kubernetes.io/name": "egress-proxy", "sandbox.dev/proxy-pod": "x"})],
+           "ports": [tcp(3128)]}), MSG_NP_EGRESS)
+    mk("egress: every pod of sandbox-system (not only proxies)",
+       lambda o: eg(o).append({"to": [{"namespaceSelector": {"matchLabels": {
+           "kubernetes.io/metadata.name": "sandbox-system"}}}], "ports": [tcp(3128)]}),
+       MSG_NP_EGRESS)
+    mk("egress: kube-dns on 443 (not a DNS port)",
+       lambda o: eg(o).append({"to": [peer("kube-system", {"k8s-app": "kube-dns"})],
+                               "ports": [tcp(443)]}), MSG_NP_EGRESS)
+    mk("egress: the orchestrator's pods",
+       lambda o: eg(o).append({"to": [peer("sandbox-system", {
+           "app.kubernetes.io/name": "sandbox-orchestrator"})], "ports": [tcp(7443)]}),
+       MSG_NP_EGRESS)
+    mk("policyTypes: Ingress only (egress left to the default-deny)",
+       lambda o: o["spec"].__setitem__("policyTypes", ["Ingress"]), MSG_NP_TYPES)
+    mk("policyTypes: missing",
+       lambda o: o["spec"].pop("policyTypes"), MSG_NP_TYPES)
+    mk("podSelector: every pod of the namespace ({})",
+       lambda o: o["spec"].__setitem__("podSelector", {}), MSG_NP_SEL)
+    mk("podSelector: every sandbox (no id)",
+       lambda o: o["spec"]["podSelector"]["matchLabels"].pop("sandbox.dev/id"), MSG_NP_SEL)
+    mk("podSelector: not sandbox pods (role changed)",
+       lambda o: o["spec"]["podSelector"]["matchLabels"].__setitem__(
+           "sandbox.dev/role", "proxy"), MSG_NP_SEL)
+    mk("podSelector: an update moves the policy to another sandbox",
+       lambda o: o["spec"]["podSelector"]["matchLabels"].__setitem__(
+           "sandbox.dev/id", "0000other"), MSG_NP_SEL)
+    mk("ingress: from anywhere (no peers)",
+       lambda o: ing(o).append({"ports": [tcp(7070)]}), MSG_NP_INGRESS)
+    mk("ingress: an empty peer list",
+       lambda o: ing(o).append({"from": [], "ports": [tcp(7070)]}), MSG_NP_INGRESS)
+    mk("ingress: from an ipBlock",
+       lambda o: ing(o).append({"from": [{"ipBlock": {"cidr": "10.0.0.0/8"}}],
+                                "ports": [tcp(7070)]}), MSG_NP_INGRESS)
+    mk("ingress: from the other sandboxes",
+       lambda o: ing(o).append({"from": [peer("sandboxes", {"sandbox.dev/role": "sandbox"})],
+                                "ports": [tcp(7070)]}), MSG_NP_INGRESS)
+    mk("ingress: the orchestrator on every port (no ports)",
+       lambda o: ing(o)[0].pop("ports"), MSG_NP_INGRESS)
+    mk("ingress: a port range",
+       lambda o: ing(o)[0]["ports"][0].__setitem__("endPort", 65535), MSG_NP_INGRESS)
+    mk("create: a new allow-all policy for every pod",
+       lambda o: (o["metadata"].__setitem__("name", "allow-all"),
+                  o["spec"].__setitem__("podSelector", {}),
+                  o["spec"].__setitem__("egress", [{}])), MSG_NP_SEL, op="CREATE")
+    mk("create: a sandbox policy with open egress",
+       lambda o: eg(o).append({}), MSG_NP_EGRESS, op="CREATE")
+    dd = {"namespace": deny["metadata"]["namespace"], "name": deny["metadata"]["name"],
+          "resource": b["resource"], "oldObject": deny, "object": deny}
+    mk("default-deny: deleted", lambda o: None, MSG_NP_DELETE, u=dd, op="DELETE")
+    mk("default-deny: rewritten to allow all egress",
+       lambda o: o["spec"].__setitem__("egress", [{}]), MSG_NP_SEL, u=dd)
+    # Not the orchestrator, or not its namespace: the policy does not apply.
+    mk("another user's allow-all is not this policy's business",
+       lambda o: eg(o).append({}), None,
+       user="system:serviceaccount:kube-system:cluster-admin-tool")
+    other = dict(b, namespace="sandbox-system")
+    mk("a policy in sandbox-system is not matched", lambda o: eg(o).append({}), None,
+       u=other)
+    return out
+
+
 def main():
-    ups = [u for u in json.load(open(sys.argv[1]))["updates"]
-           if u["resource"]["resource"] in PLURAL_TO]
+    allw = json.load(open(sys.argv[1]))["updates"]
+    ups = [u for u in allw if u["resource"]["resource"] in PLURAL_TO and
+           u["operation"] == "UPDATE"]
+    nps = [u for u in allw if u["resource"]["resource"] == NP and
+           u["namespace"] == "sandboxes"]
     what = sys.argv[2]
+    if what == "np-good":
+        cases = [case("#%d %s %s: %s" % (i, u["operation"], u["name"], "; ".join(np_kind(u))),
+                      u, u["oldObject"], u["object"], op=u["operation"])
+                 for i, u in enumerate(nps)]
+        for f in sys.argv[3:]:
+            o = json.load(open(f))
+            u = {"namespace": o["metadata"]["namespace"], "name": o["metadata"]["name"],
+                 "resource": {"group": "networking.k8s.io", "resource": NP}}
+            cases.append(case("%s as a CREATE" % f.rsplit("/", 1)[-1], u, None, o,
+                              op="CREATE"))
+        json.dump(cases, sys.stdout)
+        return 0
+    if what == "np-bad":
+        import yaml  # python3-yaml (deps/k8s.txt)
+        json.dump(np_bad_cases(nps, yaml.safe_load(open(sys.argv[3]))), sys.stdout)
+        return 0
+    if what == "np-kinds":
+        print("\n".join(sorted({k for u in nps for k in np_kind(u)})))
+        return 0
     if what == "good":
         cases = []
         for i, u in enumerate(ups):

@@ -161,9 +161,17 @@ def rule_comments(text):
     return errs
 
 
-def check_admission(docs, sa_user):
+# What the NetworkPolicy fence must match: (namespace, resource, operations).
+NP_FENCED = ("sandboxes", "networkpolicies", ("CREATE", "UPDATE", "DELETE"))
+
+
+def check_admission(docs, sa_user, fenced=None):
     """The fence: one policy and its binding, Fail closed, Deny, matching
-    the orchestrator's service account and every resource it may patch."""
+    the orchestrator's service account and every resource it may patch
+    (fenced: [(namespace, resource, operations)]; default: FENCED's
+    updates)."""
+    if fenced is None:
+        fenced = [(ns, res, ("UPDATE",)) for ns, res in sorted(FENCED)]
     errs = []
     pol = [d for d in docs if d.get("kind") == "ValidatingAdmissionPolicy"]
     bnd = [d for d in docs if d.get("kind") == "ValidatingAdmissionPolicyBinding"]
@@ -182,12 +190,13 @@ def check_admission(docs, sa_user):
     nss = [v for e in mc.get("namespaceSelector", {}).get("matchExpressions", [])
            if e.get("key") == "kubernetes.io/metadata.name" and e.get("operator") == "In"
            for v in e.get("values", [])]
-    for ns, res in sorted(FENCED):
+    for ns, res, ops in fenced:
         if ns not in nss:
             errs.append("namespace %s not matched" % ns)
-        if not any(res in r.get("resources", []) and "UPDATE" in r.get("operations", [])
-                   for r in mc.get("resourceRules", [])):
-            errs.append("UPDATE of %s not matched" % res)
+        for op in ops:
+            if not any(res in r.get("resources", []) and op in r.get("operations", [])
+                       for r in mc.get("resourceRules", [])):
+                errs.append("%s of %s not matched" % (op, res))
     if not ps.get("validations"):
         errs.append("no validations")
     return errs
@@ -249,6 +258,17 @@ def main():
                "orchestrator's account, every resource it patches)",
                check_admission([d for d in yaml.safe_load_all(open(ad)) if d],
                                users.pop()))
+    # The NetworkPolicy fence: every policy write of the same account.
+    npf = os.path.join(TOP, "deploy", "16-admission-netpol.yaml")
+    if not os.path.exists(npf):
+        report("deploy/16-admission-netpol.yaml: the NetworkPolicy fence", ["missing"])
+    else:
+        report("deploy/16-admission-netpol.yaml: the NetworkPolicy fence (Fail "
+               "closed, Deny, the orchestrator's account, its policy creates, "
+               "updates and deletes)",
+               check_admission([d for d in yaml.safe_load_all(open(npf)) if d],
+                               "system:serviceaccount:sandbox-system:sandbox-orchestrator",
+                               [NP_FENCED]))
     # The seccomp profile (OCI format, not an API object).
     p = os.path.join(TOP, "deploy", "seccomp", "sandbox.json")
     errs = []

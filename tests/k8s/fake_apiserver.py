@@ -56,8 +56,9 @@ tolerations) into the pod, refusing a conflicting nodeSelector.
 GET /_fake/state (all objects), GET /_fake/log (requests seen),
 GET /_fake/bodies (every write: [method, path, status, body as sent]),
 GET /_fake/stalled ({"stalled": answers being delayed now, "delayed": ever}),
-GET /_fake/admission (every PATCH/PUT as admission sees it: operation,
-resource, namespace, name, oldObject, object; tests/e2e/76-k8s-admission.sh).
+GET /_fake/admission (every PATCH/PUT, and every create and delete of a
+NetworkPolicy, as admission sees it: operation, resource, namespace, name,
+oldObject, object; tests/e2e/76-k8s-admission.sh).
 """
 import argparse
 import base64
@@ -347,18 +348,27 @@ def really_delete(k):
     return obj
 
 
-def admission_record(group, plural, ns, name, old, new):
-    """Keeps one update (a PATCH or PUT) as a validating admission policy
-    sees it: the stored object before (oldObject) and the object the update
-    makes (object), both in their public form. tests/k8s/cel_eval.py runs
-    deploy/15-admission.yaml over these. The first ADMISSION_MAX are kept
+# Creates and deletes kept for admission as well (updates: of everything).
+ADMISSION_CREATES = {("networking.k8s.io", "networkpolicies")}
+
+
+def admission_record(group, plural, ns, name, old, new, op="UPDATE"):
+    """Keeps one write as a validating admission policy sees it: an update
+    (a PATCH or PUT) of anything, a CREATE or DELETE of ADMISSION_CREATES;
+    the stored object before (oldObject; null for a CREATE) and the object
+    the write makes (object; null for a DELETE), in their public form.
+    tests/k8s/cel_eval.py runs deploy/15-admission.yaml and
+    16-admission-netpol.yaml over these. The first ADMISSION_MAX are kept
     (a benchmark's thousands of pods must not grow the fake without end)."""
     if len(ADMISSION) >= ADMISSION_MAX:
         return
-    ADMISSION.append({"operation": "UPDATE",
+    if op != "UPDATE" and (group, plural) not in ADMISSION_CREATES:
+        return
+    ADMISSION.append({"operation": op,
                       "resource": {"group": group, "resource": plural},
                       "namespace": ns, "name": name,
-                      "oldObject": public(old), "object": public(new)})
+                      "oldObject": public(old) if old is not None else None,
+                      "object": public(new) if new is not None else None})
 
 
 def merge_patch(target, patch):
@@ -1252,6 +1262,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if bad:
                 return bad
         obj = finish_create(group, plural, ns, copy.deepcopy(body))
+        admission_record(group, plural, ns, name, None, obj, "CREATE")
         STORE[k] = obj
         return 201, public(obj)
 
@@ -1356,6 +1367,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             md["finalizers"] = ["kubernetes.io/pvc-protection"]
             md["resourceVersion"] = next_rv()
             return 200, public(cur)
+        admission_record(group, plural, ns, name, cur, None, "DELETE")
         really_delete(k)
         if plural in DELETE_RETURNS_STATUS:
             d = {"name": name, "kind": plural, "uid": md["uid"]}
