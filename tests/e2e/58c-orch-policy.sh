@@ -52,8 +52,8 @@ print(p)' "$T/proxy-record.jsonl" "$1"; }
 	out=$(orch_rest PUT /v1/sessions/kp-1/policy -w '\n%{http_code}' -d '{"github":{"repositories":["acme/*"],"push":["refs/heads/agent/t1"]}}')
 	check "k8s: PUT a wider one: 409" test "$(tail -n1 <<<"$out")" = 409
 	check "k8s: ... the proxy pod still has the narrowed one" test "$(last_reg "$sb")" = "$W2"
-	in_record() { kapi GET "/api/v1/namespaces/sandboxes/pods/sbx-$sb" | grep -qF 'refs/heads/agent/t1'; }
-	check "k8s: the policy is in the pod's record" in_record
+	in_record() { kapi GET "/apis/networking.k8s.io/v1/namespaces/sandboxes/networkpolicies/sbx-$sb" | grep -qF 'refs/heads/agent/t1'; }
+	check "k8s: the policy is in the sandbox's record (its NetworkPolicy)" in_record
 	orch_rest DELETE /v1/sessions/kp-1 >/dev/null
 	k8s_no_violations
 	exit 0

@@ -11,6 +11,8 @@ check "the admission fence is checked (deploy/15-admission.yaml)" \
     grep -q "^ok deploy/15-admission.yaml: the fence" "$T/out"
 check "the NetworkPolicy fence is checked (deploy/16-admission-netpol.yaml)" \
     grep -q "^ok deploy/16-admission-netpol.yaml: the NetworkPolicy fence" "$T/out"
+check "the pod-create fence is checked (deploy/17-admission-pods.yaml)" \
+    grep -q "^ok deploy/17-admission-pods.yaml: the pod-create fence" "$T/out"
 check "every orchestrator RBAC rule names the code that needs it" \
     grep -q "^ok deploy/10-rbac.yaml: every rule names the code" "$T/out"
 # The checks bite: altered copies of deploy/ are refused.
@@ -41,6 +43,9 @@ check "a NetworkPolicy fence that misses deletes is refused (default-deny could 
     16-admission-netpol.yaml "DELETE of networkpolicies not matched"
 check "a NetworkPolicy fence that fails open is refused" mut npopen \
     's/failurePolicy: Fail/failurePolicy: Ignore/' 16-admission-netpol.yaml "failurePolicy must be Fail"
+check "a pod-create fence that misses sandbox pods is refused" mut podns \
+    's/values: \["sandboxes"\]/values: ["sandbox-system"]/' 17-admission-pods.yaml \
+    "namespace sandboxes not matched"
 "$K8SCTL" render-netpol >"$T/np.json"
 check "rendered sandbox policy equals netpol/sandbox-policy.example.json" \
     python3 -c 'import json,sys; sys.exit(json.load(open(sys.argv[1])) != json.load(open(sys.argv[2])))' \

@@ -14,10 +14,16 @@
 # rewrote (a claim's one write, an app's ports, with kube-dns egress on) and
 # deleted is admitted; hostile ones (open egress, ipBlocks, other ports,
 # other pods, every pod, deleting or opening the default-deny) are denied.
+# And for sandbox pod creates (deploy/17-admission-pods.yaml): every pod
+# the runtime created (warm members, a root and a non-root sandbox) is
+# admitted; runc, nodeName, a token, host namespaces, hostPath/projected/
+# CSI volumes, privileged or escalating containers, extra capabilities are
+# denied.
 . "$(dirname "$0")/../lib/common.sh"
 . "$TOP/tests/k8s/lib.sh"
 POLICY=$TOP/deploy/15-admission.yaml
 NPPOL=$TOP/deploy/16-admission-netpol.yaml
+PODPOL=$TOP/deploy/17-admission-pods.yaml
 CEL="python3 $K8S_DIR/cel_eval.py"
 CASES="python3 $K8S_DIR/admission_cases.py"
 
@@ -28,6 +34,9 @@ cel_eval.load_policy(sys.argv[2])' "$K8S_DIR" "$POLICY"
 check "the NetworkPolicy fence's expressions all parse" python3 -c '
 import sys; sys.path.insert(0, sys.argv[1]); import cel_eval
 cel_eval.load_policy(sys.argv[2])' "$K8S_DIR" "$NPPOL"
+check "the pod-create fence's expressions all parse" python3 -c '
+import sys; sys.path.insert(0, sys.argv[1]); import cel_eval
+cel_eval.load_policy(sys.argv[2])' "$K8S_DIR" "$PODPOL"
 for e in "size(object.spec.containers) == 1" "object.metadata.name.startsWith('x')" \
     "object.spec.x < 2" "object.?spec" "[1].map(x, x)" "1.5 == 1.5"; do
 	check "evaluator refuses an unimplemented construct: $e" python3 -c '
@@ -76,6 +85,9 @@ sleep 2	# a few more fleet sweeps: re-labels
 sb=$(fake_get state | jq_py '[o["metadata"]["name"] for o in d["items"] if o["kind"] == "Pod" and o["metadata"]["namespace"] == "sandboxes"][0]')
 check "an app's ports written into a sandbox's policy (k8sctl app-ports)" \
     kctl app-ports "${sb#sbx-}" 3000 8080
+kq() { kctl "$@" >/dev/null; }
+check "a root sandbox created (k8sctl)" kq create r1
+check "a non-root sandbox created (k8sctl)" kq create n1 --non-root
 fake_get admission >"$T/updates.json"
 obj pods sandboxes "$sb" >"$T/sbxpod.json"
 obj persistentvolumeclaims sandboxes "$sb-ws" >"$T/claim.json"
@@ -169,4 +181,46 @@ PY
 $CEL "$T/npweak.yaml" "$T/npbad.json" >"$T/npweak.out"
 check "a fence without the egress rule admits an allow-all egress rule (the check bites)" \
     grep -q '^admit egress: an allow-all rule' "$T/npweak.out"
+
+# --- the pod-create fence ---
+$CASES "$T/updates.json" pod-kinds >"$T/podkinds"
+sed 's/^/# seen: /' "$T/podkinds"
+for k in "sandbox pod: create" "sandbox pod: root, capabilities added back" \
+    "sandbox pod: non-root"; do
+	check "captured the runtime's pod: $k" grep -qF "$k" "$T/podkinds"
+done
+$CASES "$T/updates.json" pod-good >"$T/podgood.json"
+$CEL "$PODPOL" "$T/podgood.json" >"$T/podgood.out"
+n=$(jq length "$T/podgood.json")
+check "$n sandbox pod creates captured" test "$n" -ge 3
+check "every one of them is admitted${n:+ ($n)}" \
+    bash -c "[ \"\$(grep -c '^admit ' '$T/podgood.out')\" = '$n' ]" || sed 's/^/#   /' "$T/podgood.out" | grep -v '^#   admit ' | head -20
+$CASES "$T/updates.json" pod-bad >"$T/podbad.json"
+$CEL "$PODPOL" "$T/podbad.json" >"$T/podbad.out"
+nb=$(jq length "$T/podbad.json")
+check "$nb hostile pod creates evaluated" test "$(wc -l <"$T/podbad.out")" = "$nb"
+i=0
+while IFS= read -r line; do
+	name=$(jq -r ".[$i].name" "$T/podbad.json")
+	want=$(jq -r ".[$i].want // empty" "$T/podbad.json")
+	if [ -n "$want" ]; then
+		check "pod denied: $name" bash -c "[[ \"\$1\" == 'deny '* ]] && [[ \"\$1\" == *\"\$2\"* ]]" _ "$line" "$want" ||
+			echo "#   got: $line (want: $want)"
+	else
+		check "pod not matched: $name" bash -c "[[ \"\$1\" == 'skip '* ]]" _ "$line" ||
+			echo "#   got: $line"
+	fi
+	i=$((i + 1))
+done <"$T/podbad.out"
+python3 - "$PODPOL" "$T/podweak.yaml" <<'PY'
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+v = docs[0]["spec"]["validations"]
+docs[0]["spec"]["validations"] = [x for x in v if "RuntimeClass" not in x["message"]]
+assert len(docs[0]["spec"]["validations"]) == len(v) - 1
+yaml.safe_dump_all(docs, open(sys.argv[2], "w"))
+PY
+$CEL "$T/podweak.yaml" "$T/podbad.json" >"$T/podweak.out"
+check "a fence without the RuntimeClass rule admits a runc pod (the check bites)" \
+    grep -q '^admit no RuntimeClass (plain runc)' "$T/podweak.out"
 k8s_no_violations

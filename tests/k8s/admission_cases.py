@@ -21,6 +21,8 @@ deploy/15-admission.yaml over (tests/k8s/cel_eval.py).
       policy writes made from a recorded one and from the namespace's
       default-deny, each with the message that must deny it ("want")
   admission_cases.py UPDATES.json np-kinds -> which policy writes were seen
+  admission_cases.py UPDATES.json pod-good | pod-bad | pod-kinds -> the same
+      for the sandbox pods created (deploy/17-admission-pods.yaml)
 """
 import copy
 import json
@@ -40,6 +42,13 @@ MSG_NP_TYPES = "must restrict both Ingress and Egress"
 MSG_NP_EGRESS = "egress may go only to an egress-proxy pod"
 MSG_NP_INGRESS = "ingress may come only from the orchestrator"
 NP = "networkpolicies"
+MSG_POD_RC = "must run under the gvisor or kata RuntimeClass"
+MSG_POD_NODE = "may not name its node"
+MSG_POD_SA = "gets no service account token"
+MSG_POD_HOST = "may not use the host's namespaces"
+MSG_POD_VOL = "volumes may be emptyDir, persistentVolumeClaim"
+MSG_POD_EPH = "has no ephemeral containers"
+MSG_POD_CTR = "containers must not escalate"
 
 
 def case(name, u, old, new, user=ORCH, op="UPDATE", sub=""):
@@ -324,13 +333,107 @@ def np_bad_cases(nps, deny):
     return out
 
 
+def pod_kind(u):
+    sp = u["object"]["spec"]
+    out = ["sandbox pod: create (k8s.c:pod_create)"]
+    add = sp["containers"][0].get("securityContext", {}).get("capabilities", {}).get("add")
+    if add:
+        out.append("sandbox pod: root, capabilities added back")
+    else:
+        out.append("sandbox pod: non-root")
+    if any("persistentVolumeClaim" in v and v["name"] == "home" for v in sp.get("volumes", [])):
+        out.append("sandbox pod: with a home")
+    return out
+
+
+def pod_bad_cases(pods):
+    roots = [u for u in pods if len(pod_kind(u)) > 1 and "root" in pod_kind(u)[1]]
+    b = roots[0] if roots else pods[0]
+    out = []
+
+    def mk(name, fn, want, **kw):
+        new = copy.deepcopy(b["object"])
+        fn(new)
+        c = case(name, b, None, new, op="CREATE", **kw)
+        c["want"] = want
+        out.append(c)
+
+    def ctr(o):
+        return o["spec"]["containers"][0]
+
+    def sc(o):
+        return ctr(o)["securityContext"]
+
+    def init_sc(o):
+        return o["spec"]["initContainers"][0]["securityContext"]
+    mk("no RuntimeClass (plain runc)", lambda o: o["spec"].pop("runtimeClassName"), MSG_POD_RC)
+    mk("RuntimeClass runc", lambda o: o["spec"].__setitem__("runtimeClassName", "runc"),
+       MSG_POD_RC)
+    mk("nodeName: a system node", lambda o: o["spec"].__setitem__("nodeName", "system-1"),
+       MSG_POD_NODE)
+    mk("the service account token mounted",
+       lambda o: o["spec"].__setitem__("automountServiceAccountToken", True), MSG_POD_SA)
+    mk("automountServiceAccountToken left out (the default mounts it)",
+       lambda o: o["spec"].pop("automountServiceAccountToken"), MSG_POD_SA)
+    mk("another service account",
+       lambda o: o["spec"].__setitem__("serviceAccountName", "sandbox-orchestrator"),
+       MSG_POD_SA)
+    mk("hostNetwork", lambda o: o["spec"].__setitem__("hostNetwork", True), MSG_POD_HOST)
+    mk("hostPID", lambda o: o["spec"].__setitem__("hostPID", True), MSG_POD_HOST)
+    mk("a hostPath volume", lambda o: o["spec"]["volumes"].append(
+        {"name": "root", "hostPath": {"path": "/"}}), MSG_POD_VOL)
+    mk("a projected service-account token volume", lambda o: o["spec"]["volumes"].append(
+        {"name": "tok", "projected": {"sources": [{"serviceAccountToken": {
+            "path": "token"}}]}}), MSG_POD_VOL)
+    mk("a CSI inline volume", lambda o: o["spec"]["volumes"].append(
+        {"name": "c", "csi": {"driver": "secrets-store.csi.k8s.io"}}), MSG_POD_VOL)
+    mk("an ephemeral container", lambda o: o["spec"].__setitem__("ephemeralContainers", [
+        {"name": "debug", "image": "busybox"}]), MSG_POD_EPH)
+    mk("privileged", lambda o: sc(o).__setitem__("privileged", True), MSG_POD_CTR)
+    mk("privilege escalation allowed",
+       lambda o: sc(o).__setitem__("allowPrivilegeEscalation", True), MSG_POD_CTR)
+    mk("no securityContext", lambda o: ctr(o).pop("securityContext"), MSG_POD_CTR)
+    mk("capabilities: ALL not dropped",
+       lambda o: sc(o)["capabilities"].__setitem__("drop", ["NET_RAW"]), MSG_POD_CTR)
+    mk("capabilities: SYS_ADMIN added",
+       lambda o: sc(o)["capabilities"].setdefault("add", []).append("SYS_ADMIN"), MSG_POD_CTR)
+    mk("capabilities: NET_RAW added",
+       lambda o: sc(o)["capabilities"].setdefault("add", []).append("NET_RAW"), MSG_POD_CTR)
+    mk("a second container, privileged", lambda o: o["spec"]["containers"].append(
+        {"name": "x", "image": "evil.example/x", "securityContext": {"privileged": True}}),
+       MSG_POD_CTR)
+    mk("init container: privileged", lambda o: init_sc(o).__setitem__("privileged", True),
+       MSG_POD_CTR)
+    mk("init container: capabilities added",
+       lambda o: init_sc(o)["capabilities"].__setitem__("add", ["CHOWN"]), MSG_POD_CTR)
+    mk("another user's runc pod is not this policy's business",
+       lambda o: o["spec"].pop("runtimeClassName"), None,
+       user="system:serviceaccount:kube-system:job-controller")
+    other = dict(b, namespace="sandbox-system")
+    out.append(dict(case("a pod in sandbox-system is not matched", other, None,
+                         b["object"], op="CREATE"), want=None))
+    return out
+
+
 def main():
     allw = json.load(open(sys.argv[1]))["updates"]
     ups = [u for u in allw if u["resource"]["resource"] in PLURAL_TO and
            u["operation"] == "UPDATE"]
     nps = [u for u in allw if u["resource"]["resource"] == NP and
            u["namespace"] == "sandboxes"]
+    pods = [u for u in allw if u["resource"]["resource"] == "pods" and
+            u["operation"] == "CREATE" and u["namespace"] == "sandboxes"]
     what = sys.argv[2]
+    if what == "pod-good":
+        json.dump([case("#%d %s: %s" % (i, u["name"], "; ".join(pod_kind(u))), u, None,
+                        u["object"], op="CREATE") for i, u in enumerate(pods)], sys.stdout)
+        return 0
+    if what == "pod-bad":
+        json.dump(pod_bad_cases(pods), sys.stdout)
+        return 0
+    if what == "pod-kinds":
+        print("\n".join(sorted({k for u in pods for k in pod_kind(u)})))
+        return 0
     if what == "np-good":
         cases = [case("#%d %s %s: %s" % (i, u["operation"], u["name"], "; ".join(np_kind(u))),
                       u, u["oldObject"], u["object"], op=u["operation"])

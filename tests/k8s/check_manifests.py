@@ -163,6 +163,7 @@ def rule_comments(text):
 
 # What the NetworkPolicy fence must match: (namespace, resource, operations).
 NP_FENCED = ("sandboxes", "networkpolicies", ("CREATE", "UPDATE", "DELETE"))
+POD_FENCED = ("sandboxes", "pods", ("CREATE",))
 
 
 def check_admission(docs, sa_user, fenced=None):
@@ -258,17 +259,21 @@ def main():
                "orchestrator's account, every resource it patches)",
                check_admission([d for d in yaml.safe_load_all(open(ad)) if d],
                                users.pop()))
-    # The NetworkPolicy fence: every policy write of the same account.
-    npf = os.path.join(TOP, "deploy", "16-admission-netpol.yaml")
-    if not os.path.exists(npf):
-        report("deploy/16-admission-netpol.yaml: the NetworkPolicy fence", ["missing"])
-    else:
-        report("deploy/16-admission-netpol.yaml: the NetworkPolicy fence (Fail "
-               "closed, Deny, the orchestrator's account, its policy creates, "
-               "updates and deletes)",
-               check_admission([d for d in yaml.safe_load_all(open(npf)) if d],
+    # The NetworkPolicy and pod-create fences, of the same account.
+    for f, what, fenced in (
+            ("16-admission-netpol.yaml", "the NetworkPolicy fence (Fail closed, Deny, "
+             "the orchestrator's account, its policy creates, updates and deletes)",
+             [NP_FENCED]),
+            ("17-admission-pods.yaml", "the pod-create fence (Fail closed, Deny, "
+             "the orchestrator's account, its sandbox pod creates)", [POD_FENCED])):
+        path = os.path.join(TOP, "deploy", f)
+        if not os.path.exists(path):
+            report("deploy/%s: %s" % (f, what.split(" (")[0]), ["missing"])
+            continue
+        report("deploy/%s: %s" % (f, what),
+               check_admission([d for d in yaml.safe_load_all(open(path)) if d],
                                "system:serviceaccount:sandbox-system:sandbox-orchestrator",
-                               [NP_FENCED]))
+                               fenced))
     # The seccomp profile (OCI format, not an API object).
     p = os.path.join(TOP, "deploy", "seccomp", "sandbox.json")
     errs = []

@@ -56,8 +56,8 @@ tolerations) into the pod, refusing a conflicting nodeSelector.
 GET /_fake/state (all objects), GET /_fake/log (requests seen),
 GET /_fake/bodies (every write: [method, path, status, body as sent]),
 GET /_fake/stalled ({"stalled": answers being delayed now, "delayed": ever}),
-GET /_fake/admission (every PATCH/PUT, and every create and delete of a
-NetworkPolicy, as admission sees it: operation, resource, namespace, name,
+GET /_fake/admission (every PATCH/PUT, every create of a pod and every
+create and delete of a NetworkPolicy, as admission sees it: operation, resource, namespace, name,
 oldObject, object; tests/e2e/76-k8s-admission.sh).
 """
 import argparse
@@ -349,7 +349,7 @@ def really_delete(k):
 
 
 # Creates and deletes kept for admission as well (updates: of everything).
-ADMISSION_CREATES = {("networking.k8s.io", "networkpolicies")}
+ADMISSION_CREATES = {("networking.k8s.io", "networkpolicies"), ("", "pods")}
 
 
 def admission_record(group, plural, ns, name, old, new, op="UPDATE"):
