@@ -27,6 +27,49 @@ PODPOL=$TOP/deploy/17-admission-pods.yaml
 CEL="python3 $K8S_DIR/cel_eval.py"
 CASES="python3 $K8S_DIR/admission_cases.py"
 
+# admitted POLICY CASES.json WHAT MIN: at least MIN cases, every one admitted.
+admitted() {
+	local n
+	$CEL "$1" "$2" >"$2.out"
+	n=$(jq length "$2")
+	check "$n $3 captured" test "$n" -ge "$4"
+	check "every one of them is admitted${n:+ ($n)}" \
+	    bash -c "[ \"\$(grep -c '^admit ' '$2.out')\" = '$n' ]" ||
+		sed 's/^/#   /' "$2.out" | grep -v '^#   admit ' | head -20
+}
+# verdicts POLICY CASES.json WHAT PREFIX: each case denied with the message
+# it wants, or (no "want") not matched by the policy.
+verdicts() {
+	local nb i=0 line name want
+	$CEL "$1" "$2" >"$2.out"
+	nb=$(jq length "$2")
+	check "$nb hostile $3 evaluated" test "$(wc -l <"$2.out")" = "$nb"
+	while IFS= read -r line; do
+		name=$(jq -r ".[$i].name" "$2")
+		want=$(jq -r ".[$i].want // empty" "$2")
+		if [ -n "$want" ]; then
+			check "${4}denied: $name" bash -c "[[ \"\$1\" == 'deny '* ]] && [[ \"\$1\" == *\"\$2\"* ]]" _ "$line" "$want" ||
+				echo "#   got: $line (want: $want)"
+		else
+			check "${4}not matched: $name" bash -c "[[ \"\$1\" == 'skip '* ]]" _ "$line" ||
+				echo "#   got: $line"
+		fi
+		i=$((i + 1))
+	done <"$2.out"
+}
+
+# weaken POLICY TEXT OUT: POLICY without the validation whose message has TEXT.
+weaken() {
+	python3 - "$@" <<'PY'
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+v = docs[0]["spec"]["validations"]
+docs[0]["spec"]["validations"] = [x for x in v if sys.argv[2] not in x["message"]]
+assert len(docs[0]["spec"]["validations"]) == len(v) - 1
+yaml.safe_dump_all(docs, open(sys.argv[3], "w"))
+PY
+}
+
 # --- the evaluator refuses what it does not implement ---
 check "the policy's expressions all parse" python3 -c '
 import sys; sys.path.insert(0, sys.argv[1]); import cel_eval
@@ -105,32 +148,13 @@ check "stored sandbox pod and claim read for the hostile cases" \
 
 # --- good: every update the orchestrator sent is admitted ---
 $CASES "$T/updates.json" good >"$T/good.json"
-$CEL "$POLICY" "$T/good.json" >"$T/good.out"
-n=$(jq length "$T/good.json")
-check "$n updates of pods and claims captured" test "$n" -ge 2
-check "every one of them is admitted${n:+ ($n)}" \
-    bash -c "[ \"\$(grep -c '^admit ' '$T/good.out')\" = '$n' ]" || sed 's/^/#   /' "$T/good.out" | grep -v '^#   admit ' | head -20
+admitted "$POLICY" "$T/good.json" "updates of pods and claims" 2
 check "other updates it makes (NetworkPolicies) are not this policy's" \
     jq -e '[.updates[] | select(.resource.resource == "networkpolicies")] | length >= 1' "$T/updates.json" >/dev/null
 
 # --- bad: each hostile change is denied, with the policy's message ---
 $CASES "$T/updates.json" bad "$T/sbxpod.json" "$T/claim.json" >"$T/bad.json"
-$CEL "$POLICY" "$T/bad.json" >"$T/bad.out"
-nb=$(jq length "$T/bad.json")
-check "$nb hostile updates evaluated" test "$(wc -l <"$T/bad.out")" = "$nb"
-i=0
-while IFS= read -r line; do
-	name=$(jq -r ".[$i].name" "$T/bad.json")
-	want=$(jq -r ".[$i].want // empty" "$T/bad.json")
-	if [ -n "$want" ]; then
-		check "denied: $name" bash -c "[[ \"\$1\" == 'deny '* ]] && [[ \"\$1\" == *\"\$2\"* ]]" _ "$line" "$want" ||
-			echo "#   got: $line (want: $want)"
-	else
-		check "not matched: $name" bash -c "[[ \"\$1\" == 'skip '* ]]" _ "$line" ||
-			echo "#   got: $line"
-	fi
-	i=$((i + 1))
-done <"$T/bad.out"
+verdicts "$POLICY" "$T/bad.json" "updates" ""
 
 # --- the test can fail: without the spec rule, an image change is admitted ---
 grep -v 'expression: "object.spec == oldObject.spec"' "$POLICY" |
@@ -147,37 +171,11 @@ for k in "policy: create, no egress" "policy: update with the proxy assignment" 
 	check "captured the orchestrator's write: $k" grep -qF "$k" "$T/npkinds"
 done
 $CASES "$T/updates.json" np-good "$TOP"/netpol/sandbox-policy*.example.json >"$T/npgood.json"
-$CEL "$NPPOL" "$T/npgood.json" >"$T/npgood.out"
-n=$(jq length "$T/npgood.json")
-check "$n policy writes captured (and the two examples)" test "$n" -ge 6
-check "every one of them is admitted${n:+ ($n)}" \
-    bash -c "[ \"\$(grep -c '^admit ' '$T/npgood.out')\" = '$n' ]" || sed 's/^/#   /' "$T/npgood.out" | grep -v '^#   admit ' | head -20
+admitted "$NPPOL" "$T/npgood.json" "policy writes (and the two examples)" 6
 $CASES "$T/updates.json" np-bad "$TOP/netpol/default-deny.yaml" >"$T/npbad.json"
-$CEL "$NPPOL" "$T/npbad.json" >"$T/npbad.out"
-nb=$(jq length "$T/npbad.json")
-check "$nb hostile policy writes evaluated" test "$(wc -l <"$T/npbad.out")" = "$nb"
-i=0
-while IFS= read -r line; do
-	name=$(jq -r ".[$i].name" "$T/npbad.json")
-	want=$(jq -r ".[$i].want // empty" "$T/npbad.json")
-	if [ -n "$want" ]; then
-		check "policy denied: $name" bash -c "[[ \"\$1\" == 'deny '* ]] && [[ \"\$1\" == *\"\$2\"* ]]" _ "$line" "$want" ||
-			echo "#   got: $line (want: $want)"
-	else
-		check "policy not matched: $name" bash -c "[[ \"\$1\" == 'skip '* ]]" _ "$line" ||
-			echo "#   got: $line"
-	fi
-	i=$((i + 1))
-done <"$T/npbad.out"
+verdicts "$NPPOL" "$T/npbad.json" "policy writes" "policy "
 # The check bites: without the egress rule, open egress is admitted.
-python3 - "$NPPOL" "$T/npweak.yaml" <<'PY'
-import sys, yaml
-docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
-v = docs[0]["spec"]["validations"]
-docs[0]["spec"]["validations"] = [x for x in v if "egress may go" not in x["message"]]
-assert len(docs[0]["spec"]["validations"]) == len(v) - 1
-yaml.safe_dump_all(docs, open(sys.argv[2], "w"))
-PY
+weaken "$NPPOL" "egress may go" "$T/npweak.yaml"
 $CEL "$T/npweak.yaml" "$T/npbad.json" >"$T/npweak.out"
 check "a fence without the egress rule admits an allow-all egress rule (the check bites)" \
     grep -q '^admit egress: an allow-all rule' "$T/npweak.out"
@@ -190,36 +188,10 @@ for k in "sandbox pod: create" "sandbox pod: root, capabilities added back" \
 	check "captured the runtime's pod: $k" grep -qF "$k" "$T/podkinds"
 done
 $CASES "$T/updates.json" pod-good >"$T/podgood.json"
-$CEL "$PODPOL" "$T/podgood.json" >"$T/podgood.out"
-n=$(jq length "$T/podgood.json")
-check "$n sandbox pod creates captured" test "$n" -ge 3
-check "every one of them is admitted${n:+ ($n)}" \
-    bash -c "[ \"\$(grep -c '^admit ' '$T/podgood.out')\" = '$n' ]" || sed 's/^/#   /' "$T/podgood.out" | grep -v '^#   admit ' | head -20
+admitted "$PODPOL" "$T/podgood.json" "sandbox pod creates" 3
 $CASES "$T/updates.json" pod-bad >"$T/podbad.json"
-$CEL "$PODPOL" "$T/podbad.json" >"$T/podbad.out"
-nb=$(jq length "$T/podbad.json")
-check "$nb hostile pod creates evaluated" test "$(wc -l <"$T/podbad.out")" = "$nb"
-i=0
-while IFS= read -r line; do
-	name=$(jq -r ".[$i].name" "$T/podbad.json")
-	want=$(jq -r ".[$i].want // empty" "$T/podbad.json")
-	if [ -n "$want" ]; then
-		check "pod denied: $name" bash -c "[[ \"\$1\" == 'deny '* ]] && [[ \"\$1\" == *\"\$2\"* ]]" _ "$line" "$want" ||
-			echo "#   got: $line (want: $want)"
-	else
-		check "pod not matched: $name" bash -c "[[ \"\$1\" == 'skip '* ]]" _ "$line" ||
-			echo "#   got: $line"
-	fi
-	i=$((i + 1))
-done <"$T/podbad.out"
-python3 - "$PODPOL" "$T/podweak.yaml" <<'PY'
-import sys, yaml
-docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
-v = docs[0]["spec"]["validations"]
-docs[0]["spec"]["validations"] = [x for x in v if "RuntimeClass" not in x["message"]]
-assert len(docs[0]["spec"]["validations"]) == len(v) - 1
-yaml.safe_dump_all(docs, open(sys.argv[2], "w"))
-PY
+verdicts "$PODPOL" "$T/podbad.json" "pod creates" "pod "
+weaken "$PODPOL" "RuntimeClass" "$T/podweak.yaml"
 $CEL "$T/podweak.yaml" "$T/podbad.json" >"$T/podweak.out"
 check "a fence without the RuntimeClass rule admits a runc pod (the check bites)" \
     grep -q '^admit no RuntimeClass (plain runc)' "$T/podweak.out"

@@ -342,9 +342,13 @@ fleet_netpol_new(struct k8s_rt *r, const char *id, const char *labels,
 	return rc;
 }
 
-int
-fleet_netpol_apply(struct k8s_rt *r, const char *id, const char *proxy_pod,
-    const char *proxy_ip, const char *labels, char *err, size_t errlen)
+/* Rewrites id's policy from its current record: with set_proxy, the
+ * assignment proxy_pod/proxy_ip (NULL: none); labels, if not NULL, as the
+ * session labels. Under np_mtx, so concurrent rewrites do not lose one. */
+static int
+np_rewrite(struct k8s_rt *r, const char *id, int set_proxy,
+    const char *proxy_pod, const char *proxy_ip, const char *labels, char *err,
+    size_t errlen)
 {
 	struct np_hold h;
 	struct np_rec rec;
@@ -353,8 +357,10 @@ fleet_netpol_apply(struct k8s_rt *r, const char *id, const char *proxy_pod,
 	pthread_mutex_lock(&r->np_mtx);
 	if (np_current(r, id, &rec, &h, err, errlen) == -1)
 		goto out;
-	rec.proxy_pod = proxy_pod;
-	rec.proxy_ip = proxy_pod != NULL ? proxy_ip : NULL;
+	if (set_proxy) {
+		rec.proxy_pod = proxy_pod;
+		rec.proxy_ip = proxy_pod != NULL ? proxy_ip : NULL;
+	}
 	if (labels != NULL)
 		rec.labels = labels;
 	rc = np_write(r, id, &rec, h.np, err, errlen);
@@ -365,22 +371,17 @@ out:
 }
 
 int
+fleet_netpol_apply(struct k8s_rt *r, const char *id, const char *proxy_pod,
+    const char *proxy_ip, const char *labels, char *err, size_t errlen)
+{
+	return np_rewrite(r, id, 1, proxy_pod, proxy_ip, labels, err, errlen);
+}
+
+int
 fleet_record(struct k8s_rt *r, const char *id, const char *labels, char *err,
     size_t errlen)
 {
-	struct np_hold h;
-	struct np_rec rec;
-	int rc = -1;
-
-	pthread_mutex_lock(&r->np_mtx);
-	if (np_current(r, id, &rec, &h, err, errlen) == -1)
-		goto out;
-	rec.labels = labels;
-	rc = np_write(r, id, &rec, h.np, err, errlen);
-out:
-	pthread_mutex_unlock(&r->np_mtx);
-	np_hold_free(&h);
-	return rc;
+	return np_rewrite(r, id, 0, NULL, NULL, labels, err, errlen);
 }
 
 int
