@@ -16,8 +16,8 @@ check "the pod-create fence is checked (deploy/17-admission-pods.yaml)" \
 check "every orchestrator RBAC rule names the code that needs it" \
     grep -q "^ok deploy/10-rbac.yaml: every rule names the code" "$T/out"
 # The checks bite: altered copies of deploy/ are refused.
-mut() {	# mut NAME SED-ON-FILE FILE WANT
-	rm -rf "$T/m" && mkdir -p "$T/m" && cp -r "$TOP/deploy" "$TOP/netpol" "$T/m/" &&
+mut() {	# mut NAME SED-ON-FILE FILE WANT (FILE under deploy/, or ../docs/...)
+	rm -rf "$T/m" && mkdir -p "$T/m" && cp -r "$TOP/deploy" "$TOP/netpol" "$TOP/docs" "$T/m/" &&
 	    sed -i "$2" "$T/m/deploy/$3" && ! cmp -s "$TOP/deploy/$3" "$T/m/deploy/$3" || return 1
 	! CHECK_TOP=$T/m python3 "$TOP/tests/k8s/check_manifests.py" >"$T/m.out" &&
 	    grep -qF -- "$4" "$T/m.out"
@@ -46,6 +46,31 @@ check "a NetworkPolicy fence that fails open is refused" mut npopen \
 check "a pod-create fence that misses sandbox pods is refused" mut podns \
     's/values: \["sandboxes"\]/values: ["sandbox-system"]/' 17-admission-pods.yaml \
     "namespace sandboxes not matched"
+check "the kind cluster's sandbox node fits the gvisor RuntimeClass (checked)" \
+    grep -q "^ok deploy/kind/kind-config.yaml#0 .*its nodes fit the RuntimeClasses" "$T/out"
+check "a kind taint the RuntimeClass does not tolerate is refused" mut kindtaint \
+    's/- key: sandbox.dev\/runtime$/- key: sandbox.dev\/runtime-gvisor/' kind/kind-config.yaml \
+    "does not tolerate its taint"
+check "a kind cluster without the runsc handler is refused" mut kindrunsc \
+    's/runtimes.runsc\]/runtimes.runc]/' kind/kind-config.yaml \
+    "handler runsc is not registered with containerd"
+check "a kind cluster whose sandbox node lacks the RuntimeClass's label is refused" mut kindlabel \
+    's/sandbox.dev\/runtime-gvisor: "true"/sandbox.dev\/runtime-gvisor: "yes"/' kind/kind-config.yaml \
+    "no node matches the gvisor RuntimeClass"
+check "the kind walkthrough makes every Secret and ConfigMap the manifests mount (checked)" \
+    grep -q "^ok docs/kubernetes.md: the kind walkthrough creates every Secret" "$T/out"
+check "a walkthrough secret without a key the config names is refused" mut wtkey \
+    's/--from-literal=agent-key=/--from-literal=agent_key=/' ../docs/kubernetes.md \
+    "names /etc/orchestrator/keys/agent-key"
+check "a walkthrough without a secret a Deployment mounts is refused" mut wtsecret \
+    '/create secret generic app-gateway-control/d' ../docs/kubernetes.md \
+    "mounts Secret sandbox-system/app-gateway-control, which the walkthrough does not create"
+check "a walkthrough without the sandboxes' CA ConfigMap is refused" mut wtca \
+    's/-n sandboxes create configmap egress-proxy-ca/-n sandbox-system create configmap egress-proxy-ca/' \
+    ../docs/kubernetes.md "ca_configmap egress-proxy-ca: the walkthrough does not create it in sandboxes"
+check "a walkthrough that does not load an image into kind is refused" mut wtimg \
+    's/for i in sandbox-agent sandbox-orchestrator egress-proxy sandbox-default app-gateway/for i in sandbox-agent sandbox-orchestrator egress-proxy app-gateway/' \
+    ../docs/kubernetes.md "sandbox-default:latest: the walkthrough does not load it into kind"
 "$K8SCTL" render-netpol >"$T/np.json"
 check "rendered sandbox policy equals netpol/sandbox-policy.example.json" \
     python3 -c 'import json,sys; sys.exit(json.load(open(sys.argv[1])) != json.load(open(sys.argv[2])))' \

@@ -13,6 +13,7 @@ for tests/run.
 """
 import glob
 import json
+import re
 import os
 import sys
 
@@ -203,6 +204,175 @@ def check_admission(docs, sa_user, fenced=None):
     return errs
 
 
+def tolerates(tols, taint):
+    """Does one of the tolerations tolerate the taint (core/v1 semantics)?"""
+    for t in tols:
+        if t.get("effect") and t["effect"] != taint.get("effect"):
+            continue
+        if t.get("operator", "Equal") == "Exists":
+            if not t.get("key") or t["key"] == taint.get("key"):
+                return True
+        elif t.get("key") == taint.get("key") and \
+                t.get("value", "") == taint.get("value", ""):
+            return True
+    return False
+
+
+def check_kind(d):
+    """The kind walkthrough's cluster fits the shipped RuntimeClasses: every
+    tainted node's taints are tolerated by a RuntimeClass whose nodeSelector
+    the node's labels match (so sandbox pods land there and only they do),
+    the gvisor class has a node, its handler is registered with containerd,
+    an untainted worker is left for the system pods, and mounted host paths
+    exist."""
+    errs = []
+    rcs = [x for x in yaml.safe_load_all(open(os.path.join(TOP, "deploy",
+                                                         "40-runtimeclasses.yaml"))) if x]
+    rcs = {x["metadata"]["name"]: x for x in rcs if x.get("kind") == "RuntimeClass"}
+    plain_worker, placed = False, set()
+    for i, n in enumerate(d.get("nodes", [])):
+        taints = []
+        for patch in n.get("kubeadmConfigPatches", []):
+            pd = yaml.safe_load(patch) or {}
+            if pd.get("kind") not in ("JoinConfiguration", "InitConfiguration"):
+                errs.append("node %d: a kubeadm patch of kind %r" % (i, pd.get("kind")))
+                continue
+            for t in (pd.get("nodeRegistration") or {}).get("taints") or []:
+                if t.get("effect") not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
+                    errs.append("node %d: taint %r: bad effect" % (i, t))
+                taints.append(t)
+        labels = n.get("labels") or {}
+        for name, rc in sorted(rcs.items()):
+            sch = rc.get("scheduling") or {}
+            sel = sch.get("nodeSelector") or {}
+            if sel and all(labels.get(k) == v for k, v in sel.items()):
+                placed.add(name)
+                for t in taints:
+                    if not tolerates(sch.get("tolerations") or [], t):
+                        errs.append("node %d: RuntimeClass %s selects it but does not "
+                                    "tolerate its taint %s=%s:%s (sandbox pods would "
+                                    "be Unschedulable)" % (i, name, t.get("key"),
+                                                           t.get("value"), t.get("effect")))
+        if taints and not any(
+                all(labels.get(k) == v for k, v in
+                    ((rc.get("scheduling") or {}).get("nodeSelector") or {}).items())
+                and (rc.get("scheduling") or {}).get("nodeSelector")
+                for rc in rcs.values()):
+            errs.append("node %d: tainted, but no RuntimeClass selects it" % i)
+        if n.get("role") == "worker" and not taints:
+            plain_worker = True
+        for m in n.get("extraMounts") or []:
+            hp = m.get("hostPath", "")
+            if hp.startswith("./") and not os.path.exists(os.path.join(TOP, hp[2:])):
+                errs.append("node %d: extraMounts hostPath %s does not exist" % (i, hp))
+    if "gvisor" in rcs and "gvisor" not in placed:
+        errs.append("no node matches the gvisor RuntimeClass's nodeSelector")
+    if not plain_worker:
+        errs.append("no untainted worker for the system pods")
+    cd = "\n".join(d.get("containerdConfigPatches") or [])
+    for name in placed:
+        h = rcs[name].get("handler")
+        if 'containerd.runtimes.%s]' % h not in cd:
+            errs.append("RuntimeClass %s's handler %s is not registered with containerd"
+                        % (name, h))
+    return errs
+
+
+def walkthrough_objects(md):
+    """{(namespace, kind, name): keys, or None for "any key" (made from a
+    directory)} of the Secrets and ConfigMaps the kind walkthrough in
+    docs/kubernetes.md creates with kubectl."""
+    text = re.sub(r"\\\n\s*", " ", md)
+    out = {}
+    for m in re.finditer(r"kubectl -n (\S+) create (secret generic|configmap) (\S+)([^\n]*)",
+                         text):
+        ns, kind, name, rest = m.groups()
+        keys, anykey = set(), False
+        for f in re.finditer(r"--from-(literal|file)=(\S+)", rest):
+            v = f.group(2)
+            if f.group(1) == "literal" or "=" in v:
+                keys.add(v.split("=", 1)[0])
+            elif v.endswith("/"):
+                anykey = True
+            else:
+                keys.add(os.path.basename(v))
+        out[(ns, "Secret" if kind.startswith("secret") else "ConfigMap", name)] = \
+            None if anykey else keys
+    return out
+
+
+def check_walkthrough(manifests, made):
+    """Every Secret and ConfigMap a Deployment of deploy/ mounts is either in
+    the manifests or made by the walkthrough, and every file its config
+    names under such a mount is one of the keys the walkthrough gives it;
+    every image they use is built and loaded into kind."""
+    errs = []
+    cms = {(d["metadata"].get("namespace"), d["metadata"]["name"]): d
+           for d in manifests if d.get("kind") == "ConfigMap"}
+    for d in manifests:
+        if d.get("kind") != "Deployment":
+            continue
+        ns = d["metadata"].get("namespace")
+        pod = d["spec"]["template"]["spec"]
+        conf = "\n".join(v for (cns, _), c in cms.items() if cns == ns
+                         for v in (c.get("data") or {}).values())
+        for v in pod.get("volumes", []):
+            if "secret" in v:
+                kind, name, opt = "Secret", v["secret"]["secretName"], v["secret"].get("optional")
+            elif "configMap" in v:
+                kind, name, opt = "ConfigMap", v["configMap"]["name"], v["configMap"].get("optional")
+            else:
+                continue
+            if kind == "ConfigMap" and (ns, name) in cms:
+                continue
+            if (ns, kind, name) not in made:
+                if not opt:
+                    errs.append("%s/%s mounts %s %s/%s, which the walkthrough does not "
+                                "create" % (ns, d["metadata"]["name"], kind, ns, name))
+                continue
+            keys = made[(ns, kind, name)]
+            for c in pod.get("containers", []) + pod.get("initContainers", []):
+                for vm in c.get("volumeMounts", []):
+                    if vm["name"] != v["name"] or vm.get("subPath") or keys is None:
+                        continue
+                    for f in re.findall(re.escape(vm["mountPath"].rstrip("/")) +
+                                        r"/([A-Za-z0-9_.-]+)", conf):
+                        if f not in keys:
+                            errs.append("%s/%s's config names %s/%s, but the walkthrough's "
+                                        "%s %s has only %s" % (ns, d["metadata"]["name"],
+                                                               vm["mountPath"], f, kind,
+                                                               name, sorted(keys)))
+    # The images: each one a manifest or the orchestrator's config names is
+    # built (docker build -t) and loaded into the kind nodes.
+    md = open(os.path.join(TOP, "docs", "kubernetes.md")).read()
+    built = set(re.findall(r"docker build [^\n]*-t (\S+)", md))
+    loads = " ".join(re.findall(r"[^\n]*kind load docker-image[^\n]*", md) +
+                     re.findall(r"for i in ([^;]*); do\s*\n\s*kind load", md))
+    used = set()
+    for d in manifests:
+        if d.get("kind") == "Deployment":
+            for c in d["spec"]["template"]["spec"].get("containers", []):
+                used.add(c["image"])
+        if d.get("kind") == "ConfigMap":
+            for val in (d.get("data") or {}).values():
+                used.update(re.findall(r"\b(?:agent_)?image:\s*(\S+/\S+)", val))
+    for img in sorted(used):
+        if img not in built:
+            errs.append("image %s: the walkthrough does not build it" % img)
+        elif img.rsplit("/", 1)[-1].split(":")[0] not in loads:
+            errs.append("image %s: the walkthrough does not load it into kind" % img)
+    # The CA the sandbox pods mount (kubernetes.proxy.ca_configmap).
+    for (cns, _), c in cms.items():
+        for val in (c.get("data") or {}).values():
+            for m in re.finditer(r"ca_configmap:\s*(\S+)", val):
+                sbx = re.search(r"\n\s*namespace:\s*(\S+)", val)
+                sns = sbx.group(1) if sbx else cns
+                if (sns, "ConfigMap", m.group(1)) not in made:
+                    errs.append("ca_configmap %s: the walkthrough does not create it in %s"
+                                % (m.group(1), sns))
+    return errs
+
+
 def main():
     files = sorted(glob.glob(os.path.join(TOP, "deploy", "**", "*.yaml"), recursive=True) +
                    glob.glob(os.path.join(TOP, "netpol", "*.yaml")) +
@@ -225,7 +395,10 @@ def main():
                 errs = []
                 if d.get("kind") != "Cluster" or not d.get("nodes"):
                     errs.append("kind config needs kind: Cluster and nodes")
-                report(name + " (kind config, not an API object)", errs)
+                else:
+                    errs = check_kind(d)
+                report(name + " (kind config, not an API object: its nodes fit "
+                       "the RuntimeClasses)", errs)
                 continue
             if d.get("kind") in RBAC_KEYS:
                 errs = check_rbac(d)
@@ -274,6 +447,15 @@ def main():
                check_admission([d for d in yaml.safe_load_all(open(path)) if d],
                                "system:serviceaccount:sandbox-system:sandbox-orchestrator",
                                fenced))
+    # The kind walkthrough makes what the manifests mount, with the keys
+    # their configs name.
+    every = [d for f in sorted(glob.glob(os.path.join(TOP, "deploy", "*.yaml")))
+             for d in yaml.safe_load_all(open(f)) if d]
+    made = walkthrough_objects(open(os.path.join(TOP, "docs", "kubernetes.md")).read())
+    report("docs/kubernetes.md: the kind walkthrough creates every Secret and "
+           "ConfigMap the manifests mount, with the keys their configs name, and "
+           "builds and loads every image they use (%d made)"
+           % len(made), check_walkthrough(every, made) if made else ["no kubectl create found"])
     # The seccomp profile (OCI format, not an API object).
     p = os.path.join(TOP, "deploy", "seccomp", "sandbox.json")
     errs = []
