@@ -71,6 +71,14 @@ check "a walkthrough without the sandboxes' CA ConfigMap is refused" mut wtca \
 check "a walkthrough that does not load an image into kind is refused" mut wtimg \
     's/for i in sandbox-agent sandbox-orchestrator egress-proxy sandbox-default app-gateway/for i in sandbox-agent sandbox-orchestrator egress-proxy app-gateway/' \
     ../docs/kubernetes.md "sandbox-default:latest: the walkthrough does not load it into kind"
+check "every Deployment meets its namespace's Pod Security level (checked)" \
+    grep -q "^ok deploy/: every Deployment's pods meet their namespace's Pod Security level" "$T/out"
+check "a proxy that may escalate privileges is refused (restricted)" mut psaesc \
+    '/allowPrivilegeEscalation: false/d' 30-egress-proxy.yaml \
+    "egress-proxy (sandbox-system, restricted): allowPrivilegeEscalation: containers egress-proxy not false"
+check "an orchestrator without a seccomp profile is refused (restricted)" mut psaseccomp \
+    '/seccompProfile:/,+1d' 20-orchestrator.yaml \
+    "seccompProfile: containers orchestrator not RuntimeDefault or Localhost"
 "$K8SCTL" render-netpol >"$T/np.json"
 check "rendered sandbox policy equals netpol/sandbox-policy.example.json" \
     python3 -c 'import json,sys; sys.exit(json.load(open(sys.argv[1])) != json.load(open(sys.argv[2])))' \

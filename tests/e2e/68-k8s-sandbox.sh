@@ -39,6 +39,21 @@ check "non-root: runAsNonRoot on the pod and the container, uid 65532" test "$(e
 check "non-root: no privilege escalation" test "$(echo "$pod" | jq_py 'd["spec"]["containers"][0]["securityContext"]["allowPrivilegeEscalation"]')" = False
 check "non-root: the runtime reports it" test "$(kctl get n1 | jq_py 'd["run_as_root"]')" = False
 
+# --- Pod Security (the fake enforces deploy/00-namespaces.yaml's levels) ---
+psa() { fake_get psa | jq_py "[w['level'] for w in d['warnings'] if w['name'] == '$1']"; }
+check "Pod Security: a root sandbox is admitted under baseline, warned under restricted" \
+    test "$(psa sbx-r1)" = '["restricted"]' || echo "#   got: $(fake_get psa)"
+check "Pod Security: a non-root sandbox meets restricted (no warning)" test "$(psa sbx-n1)" = "[]"
+out=$(kapi POST /api/v1/namespaces/sandboxes/pods?fieldValidation=Strict \
+    '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"psa-probe","namespace":"sandboxes"},"spec":{"hostPID":true,"containers":[{"name":"x","image":"busybox","securityContext":{"privileged":true}}]}}')
+check "Pod Security: a privileged pod is refused in sandboxes (403, baseline)" \
+    test "$(jq_py '[d["code"], d["message"]]' <<<"$out")" = \
+    '[403, "pods \"psa-probe\" is forbidden: violates PodSecurity \"baseline:latest\": host namespaces (hostPID=true), privileged (containers x)"]' ||
+	echo "#   got: $out"
+check "... and nothing was made" test "$(obj pods sandboxes psa-probe)" = null
+check "the proxy pods (restricted) were admitted: no Pod Security violation" \
+    bash -c "! grep -q 'Pod Security' '$T/violations' 2>/dev/null"
+
 # --- per-sandbox limits: the pod's resources and the claim's size ---
 check "create with limits" kq create l1 --mem 536870912 --cpu 500 --disk 3221225472
 pod=$(obj pods sandboxes sbx-l1)

@@ -26,6 +26,7 @@ SHARED_DEFAULT = os.path.join(TOP, "..", "shared", "k8s")
 TOP = os.environ.get("CHECK_TOP", TOP)
 sys.path.insert(0, os.environ.get("K8S_SHARED_DIR", SHARED_DEFAULT))
 import validate  # noqa: E402
+import pod_security  # noqa: E402  (tests/k8s/pod_security.py)
 
 VALS = [validate.Validator("1.35"), validate.Validator("1.30")]
 failed = 0
@@ -447,6 +448,25 @@ def main():
                check_admission([d for d in yaml.safe_load_all(open(path)) if d],
                                "system:serviceaccount:sandbox-system:sandbox-orchestrator",
                                fenced))
+    # Pod Security: every Deployment's pods meet their namespace's enforce
+    # level (deploy/00-namespaces.yaml), or the ReplicaSet makes none.
+    levels = {d["metadata"]["name"]: (d["metadata"].get("labels") or {}).get(
+        "pod-security.kubernetes.io/enforce")
+        for d in yaml.safe_load_all(open(os.path.join(TOP, "deploy", "00-namespaces.yaml")))
+        if d and d.get("kind") == "Namespace"}
+    errs = []
+    for f in sorted(glob.glob(os.path.join(TOP, "deploy", "*.yaml"))):
+        for d in yaml.safe_load_all(open(f)):
+            if not d or d.get("kind") != "Deployment":
+                continue
+            ns = d["metadata"].get("namespace")
+            lvl = levels.get(ns)
+            if lvl is None:
+                errs.append("%s: namespace %s has no enforce level" % (d["metadata"]["name"], ns))
+                continue
+            for v in pod_security.violations(d["spec"]["template"], lvl):
+                errs.append("%s (%s, %s): %s" % (d["metadata"]["name"], ns, lvl, v))
+    report("deploy/: every Deployment's pods meet their namespace's Pod Security level", errs)
     # The kind walkthrough makes what the manifests mount, with the keys
     # their configs name.
     every = [d for f in sorted(glob.glob(os.path.join(TOP, "deploy", "*.yaml")))

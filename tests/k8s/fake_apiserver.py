@@ -51,6 +51,11 @@ Failing starts and scheduling (k8s_tick and k8s_op below):
            stays Pending, ProvisioningFailed events), pull (Pulling events
            for seconds, then Pulled); "unstick" {} drops them all
 Core v1 Events are listed with fieldSelector involvedObject.uid/name/kind.
+Pod Security Admission (tests/k8s/pod_security.py): a pod created in a
+namespace labelled pod-security.kubernetes.io/enforce (deploy/00-namespaces.yaml,
+seeded by the tests) that breaks that level is refused with 403 as the real
+plugin refuses it; a Deployment's pod that breaks it is a violation; the warn
+level's findings are kept (GET /_fake/psa).
 RuntimeClass admission merges the class's scheduling (nodeSelector,
 tolerations) into the pod, refusing a conflicting nodeSelector.
 GET /_fake/state (all objects), GET /_fake/log (requests seen),
@@ -87,6 +92,7 @@ SHARED = os.environ.get("K8S_SHARED_DIR",
                         os.path.join(REPO, "..", "shared", "k8s"))
 sys.path.insert(0, SHARED)
 import validate  # noqa: E402  (../shared/k8s/validate.py)
+import pod_security  # noqa: E402  (tests/k8s/pod_security.py)
 
 VALIDATORS = [validate.Validator("1.35"), validate.Validator("1.30")]
 
@@ -134,6 +140,35 @@ def now_rfc3339():
 def next_rv():
     RV[0] += 1
     return str(RV[0])
+
+
+PSA_WARNINGS = []   # pods that broke their namespace's warn level (GET /_fake/psa)
+PSA_REFUSED = set()  # Deployments whose pods Pod Security refused (said once)
+
+
+def pod_security_admit(ns, name, pod):
+    """Pod Security Admission for a pod created in ns: the namespace's
+    pod-security.kubernetes.io/enforce level refuses it (the message the
+    real plugin gives, or None: admitted); its warn level's findings are
+    kept in PSA_WARNINGS. A namespace the fake does not hold, or one
+    without the labels, admits everything (the real default is privileged)."""
+    nso = STORE.get(key_of("", "namespaces", None, ns))
+    labels = (nso or {}).get("metadata", {}).get("labels") or {}
+    pfx = "pod-security.kubernetes.io/"
+    warn = labels.get(pfx + "warn")
+    if warn:
+        v = pod_security.violations(pod, warn)
+        if v:
+            PSA_WARNINGS.append({"namespace": ns, "name": name, "level": warn,
+                                 "violations": v})
+    enf = labels.get(pfx + "enforce")
+    if enf:
+        v = pod_security.violations(pod, enf)
+        if v:
+            return 'pods "%s" is forbidden: violates PodSecurity "%s:%s": %s' % (
+                name, enf, labels.get(pfx + "enforce-version", "latest"),
+                ", ".join("%s (%s)" % tuple(x.split(": ", 1)) for x in v))
+    return None
 
 
 def violation(msg, **kw):
@@ -696,6 +731,15 @@ def deployment_controller():
                                     "name": name + "-7d9c5", "uid": d["metadata"]["uid"],
                                     "controller": True}]},
                    "spec": copy.deepcopy(tmpl["spec"])}
+            refused = pod_security_admit(ns, pn, pod)
+            if refused:
+                # The ReplicaSet controller's FailedCreate: no pod, and the
+                # manifest is wrong, so the test fails.
+                if name not in PSA_REFUSED:
+                    PSA_REFUSED.add(name)
+                    violation("deployment pod refused by Pod Security",
+                              deployment=name, message=refused)
+                break
             finish_create("", "pods", ns, pod)
             STORE[key_of("", "pods", ns, pn)] = pod
             mine.append(pod)
@@ -1084,6 +1128,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if op == "stalled":
                 return self.send_json(200, {"stalled": STATE["stalled"],
                                             "delayed": STATE["delayed"]})
+            if op == "psa":
+                return self.send_json(200, {"warnings": PSA_WARNINGS})
             if op == "violations":
                 return self.send_json(200, {"violations": VIOLATIONS})
             if op in WATCH_OPS:
@@ -1261,6 +1307,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             bad = runtimeclass_merge(name, body)
             if bad:
                 return bad
+            refused = pod_security_admit(ns, name, body)
+            if refused:
+                return status(403, "Forbidden", refused, {"name": name, "kind": "pods"})
         obj = finish_create(group, plural, ns, copy.deepcopy(body))
         admission_record(group, plural, ns, name, None, obj, "CREATE")
         STORE[k] = obj

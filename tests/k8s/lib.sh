@@ -86,6 +86,7 @@ k8s_setup() {
 	    --agent "$AGENT" \
 	    --pod-cmd "${K8S_POD_CMD:-exec python3 $K8S_DIR/fake_proxy_admin.py $ADMIN_PORT $T/admin-token $T/proxy-record.jsonl}" \
 	    --pod-cmd-port "$ADMIN_PORT" \
+	    --seed "$TOP/deploy/00-namespaces.yaml" \
 	    --seed "$TOP/deploy/30-egress-proxy.yaml" \
 	    --seed "$TOP/deploy/40-runtimeclasses.yaml" "$@" \
 	    2>"$T/fake.log" &
