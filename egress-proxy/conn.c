@@ -492,6 +492,24 @@ conn_new(struct worker *w, int fd, struct sandbox *sb)
 	return c;
 }
 
+/* Evictions asked for by other workers (a flood causes them at will). */
+static struct log_rate evict_rl;
+
+void
+conn_evict_src(struct worker *w, int fam, const unsigned char peer[16])
+{
+	struct conn *v = unid_src_victim(w, fam, peer);
+	long dropped;
+
+	if (v == NULL)
+		return;
+	atomic_fetch_add(&the_proxy.st.unid_evicted, 1);
+	if (log_rate_ok(&evict_rl, 1, 10000, &dropped))
+		log_info("conn=%llx unidentified connections at their total cap: closed for another worker's client (%ld similar suppressed)",
+		    (unsigned long long)v->id, dropped);
+	conn_kill(v);
+}
+
 /*
  * Closes up to n unidentified connections of w, oldest idle ones first:
  * descriptors are short (lguard.c, through proxy_shed).

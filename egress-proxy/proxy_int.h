@@ -5,6 +5,7 @@
  * checks that no two call each other):
  *
  *   pstate.c     the_proxy and its addon source (proxy.h)
+ *   wmsg.c       messages into the workers' inboxes (struct msg)
  *   connaudit.c  the audit lines of a connection
  *   unid.c       unidentified connections: their share, per source and in total
  *   upool.c      parked and idle upstreams, per worker
@@ -139,13 +140,15 @@ struct conn {
 	unsigned long long	 tot_up, tot_down;
 };
 
-enum msgtype { MSG_ACCEPT, MSG_KILL_SB, MSG_SHED, MSG_STOP };
+enum msgtype { MSG_ACCEPT, MSG_KILL_SB, MSG_SHED, MSG_EVICT_SRC, MSG_STOP };
 
 struct msg {
 	struct msg	*next;
 	enum msgtype	 type;
-	int		 fd;		/* MSG_ACCEPT; MSG_SHED: how many */
+	int		 fd;		/* MSG_ACCEPT; MSG_SHED: how many;
+					   MSG_EVICT_SRC: the address family */
 	struct sandbox	*sb;
+	unsigned char	 peer[16];	/* MSG_EVICT_SRC: the client address */
 };
 
 /*
@@ -221,6 +224,23 @@ int	unid_idle(struct conn *c);
  * (none, c goes on), another one (evicted, c goes on) or c (refused).
  */
 struct conn *unid_admit(struct conn *c, long nsrc);
+/*
+ * w's oldest unidentified connection of the client address (fam, peer),
+ * idle ones first, whatever its age; NULL: none (conn_evict_src closes it).
+ */
+struct conn *unid_src_victim(struct worker *w, int fam, const unsigned char peer[16]);
+
+/* wmsg.c: messages into the workers' inboxes. */
+/* The workers (worker.c, once they exist). */
+void	wmsg_init(struct worker *w, int n);
+/* Queues m for w's thread and wakes it. */
+void	wmsg_post(struct worker *w, struct msg *m);
+/*
+ * Asks every worker but w to close one unidentified connection of the
+ * client address (fam, peer): MSG_EVICT_SRC, conn_evict_src. Another
+ * worker admitted one of a lighter address in its place (unid_admit).
+ */
+void	proxy_evict_src(const struct worker *w, int fam, const unsigned char peer[16]);
 
 /* upool.c: parked and idle upstreams. */
 /* *a = sa (AF_INET or AF_INET6; -1 otherwise, *a zeroed). */
@@ -274,6 +294,8 @@ void	conn_closing_event(struct bufferevent *bev, short what, void *arg);
 void	conn_kill(struct conn *c);
 /* The worker's deferred free of its dead connections (w->reap_ev). */
 void	reap_cb(evutil_socket_t fd, short ev, void *arg);
+/* Closes one unidentified connection of (fam, peer) on w (MSG_EVICT_SRC). */
+void	conn_evict_src(struct worker *w, int fam, const unsigned char peer[16]);
 /* Closes up to n unidentified connections of w, oldest idle ones first. */
 long	conn_shed(struct worker *w, long n);
 

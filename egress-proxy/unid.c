@@ -11,7 +11,12 @@
  * received) first; beyond the total cap, one of the address holding the
  * most (unid_heaviest), whatever its age, or the new one's own address's
  * as before when that is the one. When there is none to close, it is
- * admitted up to UNID_BURST times the cap and closed beyond.
+ * admitted up to UNID_BURST times the cap and closed beyond, except at the
+ * total cap when the address holding the most (over all workers, srctab)
+ * holds more than the new one's and none of it is on this worker: the new
+ * one is admitted and the other workers are asked to close one of that
+ * address's (proxy_evict_src), so a flood whose connections all sit on one
+ * worker cannot lock out a lighter client dispatched to another.
  * They have timeouts.identify from accept to identify. When descriptors
  * run short, lguard.c asks the workers to shed the oldest (conn_shed).
  *
@@ -187,6 +192,49 @@ unid_heaviest(struct worker *w, struct conn *c, long *nv)
 }
 
 /*
+ * The client address other than c's holding the most unidentified
+ * connections over all workers: its count (0: none), its family and
+ * address in *fam and a.
+ */
+static long
+src_heaviest(const struct conn *c, int *fam, unsigned char a[16])
+{
+	struct srcent *e;
+	long bn = 0;
+	size_t i;
+
+	pthread_mutex_lock(&srctab_mtx);
+	for (i = 0; i < SRC_BUCKETS; i++)
+		for (e = srctab[i]; e != NULL; e = e->next) {
+			if (e->fam == c->peer_family && memcmp(e->a, c->peer, 16) == 0)
+				continue;
+			if (e->n > bn) {
+				bn = e->n;
+				*fam = e->fam;
+				memcpy(a, e->a, 16);
+			}
+		}
+	pthread_mutex_unlock(&srctab_mtx);
+	return bn;
+}
+
+struct conn *
+unid_src_victim(struct worker *w, int fam, const unsigned char peer[16])
+{
+	struct conn *v, *busy = NULL;
+
+	TAILQ_FOREACH(v, &w->unid, unid_link) {
+		if (v->peer_family != fam || memcmp(v->peer, peer, 16) != 0)
+			continue;
+		if (unid_idle(v))
+			return v;
+		if (busy == NULL)
+			busy = v;
+	}
+	return busy;
+}
+
+/*
  * The total cap in force: limits.unidentified, at most a quarter of
  * max_conns, so that with its burst allowance (UNID_BURST times) half of
  * max_conns is always left to identified connections.
@@ -212,6 +260,7 @@ unid_admit(struct conn *c, long nsrc)
 	struct conn *v, *other = NULL;
 	const char *which = NULL;
 	long dropped, n, cap, nv = 0;
+	int total = 0;
 
 	if (nsrc > the_proxy.conf->unid_per_source) {
 		/* this address's own: its oldest aged one, else a young burst */
@@ -226,6 +275,7 @@ unid_admit(struct conn *c, long nsrc)
 		 * young); this address's own aged ones when it is the one.
 		 */
 		which = "total";
+		total = 1;
 		cap = unid_cap();
 		other = unid_heaviest(c->w, c, &nv);
 		v = other != NULL && nv >= nsrc ? other : unid_victim(c->w, c, 1);
@@ -236,6 +286,16 @@ unid_admit(struct conn *c, long nsrc)
 		return NULL;	/* a burst of young ones: admitted */
 	if (v == NULL)
 		v = other;
+	if (v == NULL && total) {
+		/* the heaviest address is all on other workers: they close one */
+		unsigned char a[16];
+		int fam = 0;
+
+		if (src_heaviest(c, &fam, a) > nsrc) {
+			proxy_evict_src(c->w, fam, a);
+			return NULL;
+		}
+	}
 	if (v != NULL) {
 		atomic_fetch_add(&the_proxy.st.unid_evicted, 1);
 		if (log_rate_ok(&unid_rl, 1, 10000, &dropped))

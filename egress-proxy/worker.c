@@ -141,6 +141,9 @@ inbox_cb(evutil_socket_t fd, short ev, void *arg)
 		case MSG_SHED:
 			conn_shed(w, m->fd);
 			break;
+		case MSG_EVICT_SRC:
+			conn_evict_src(w, m->fd, m->peer);
+			break;
 		case MSG_STOP:
 			event_base_loopbreak(w->base);
 			break;
@@ -152,15 +155,7 @@ inbox_cb(evutil_socket_t fd, short ev, void *arg)
 static void
 worker_post(struct worker *w, struct msg *m)
 {
-	m->next = NULL;
-	pthread_mutex_lock(&w->mtx);
-	if (w->inbox_tail != NULL)
-		w->inbox_tail->next = m;
-	else
-		w->inbox = m;
-	w->inbox_tail = m;
-	pthread_mutex_unlock(&w->mtx);
-	event_active(w->inbox_ev, EV_READ, 0);
+	wmsg_post(w, m);
 }
 
 static void *
@@ -184,6 +179,7 @@ proxy_workers_start(int n)
 
 	workers = xcalloc((size_t)n, sizeof(*workers));
 	nworkers = n;
+	wmsg_init(workers, n);
 	for (i = 0; i < n; i++) {
 		struct worker *w = &workers[i];
 		w->idx = i;
