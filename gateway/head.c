@@ -1,6 +1,7 @@
 /*
  * head.c: strict head framing, parsing, editing and rewriting (head.h).
  */
+#include <ctype.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -429,6 +430,61 @@ gwhead_strip_hop(struct gwhead *r)
 		if (drop[i])
 			r->h[i].del = 1;
 	free(drop);
+}
+
+/*
+ * Headers through which a client could tell the app who or where it is
+ * (address, scheme, host, port, original URL): the gateway alone says that,
+ * so every one the client sent goes. Names compare case-insensitively with
+ * '_' read as '-', since CGI, WSGI and PHP map both to one variable.
+ */
+static const char *const fwd_names[] = {
+	"forwarded", "x-real-ip", "x-client-ip", "client-ip", "x-cluster-client-ip",
+	"true-client-ip", "cf-connecting-ip", "fastly-client-ip", "x-originating-ip",
+	"x-remote-ip", "x-remote-addr", "x-proxyuser-ip", "x-original-forwarded-for",
+	"x-host", "x-original-host", "x-original-url", "x-rewrite-url", "x-url-scheme",
+	"x-scheme", "front-end-https", "x-forwarded",
+};
+#define FWD_PREFIX	"x-forwarded-"	/* -for, -proto, -host, -port, -prefix, -ssl, ... */
+
+/* Whether name (n bytes) equals lower-case want with '_' read as '-'. */
+static int
+fwd_name_eq(const char *name, size_t n, const char *want, size_t wl)
+{
+	size_t i;
+
+	if (n != wl)
+		return 0;
+	for (i = 0; i < n; i++) {
+		int c = name[i] == '_' ? '-' : tolower((unsigned char)name[i]);
+		if (c != want[i])
+			return 0;
+	}
+	return 1;
+}
+
+int
+gwhead_strip_forwarding(struct gwhead *r)
+{
+	size_t i, k, pl = strlen(FWD_PREFIX);
+	int n = 0;
+
+	for (i = 0; i < r->nh; i++) {
+		const char *nm = r->data.p + r->h[i].no;
+		size_t nl = r->h[i].nl;
+		int hit;
+
+		if (r->h[i].del)
+			continue;
+		hit = nl > pl && fwd_name_eq(nm, pl, FWD_PREFIX, pl);
+		for (k = 0; k < NELEM(fwd_names) && !hit; k++)
+			hit = fwd_name_eq(nm, nl, fwd_names[k], strlen(fwd_names[k]));
+		if (hit) {
+			r->h[i].del = 1;
+			n++;
+		}
+	}
+	return n;
 }
 
 int

@@ -77,6 +77,12 @@ int	gwhead_list_has(const char *v, size_t len, const char *token);
  * Content-Length or Transfer-Encoding).
  */
 void	gwhead_strip_hop(struct gwhead *);
+/*
+ * Marks deleted every header a client could use to tell the app its address,
+ * scheme, host or URL (Forwarded, X-Forwarded-*, X-Real-IP, X-Client-IP and
+ * the like, '_' spellings included); returns how many.
+ */
+int	gwhead_strip_forwarding(struct gwhead *);
 
 /*
  * Writes the head out: request line with target (NULL: the parsed one) or

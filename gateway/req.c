@@ -49,6 +49,32 @@ ck_cb(void *arg, const char *v, size_t vl)
 }
 
 /*
+ * Adds the RFC 7239 Forwarded header: for (an IPv6 address in brackets),
+ * host and proto, for and host as quoted-strings. -1 if data is full.
+ */
+static int
+add_forwarded(struct gwhead *r, const char *ip, const char *scheme, const char *host,
+    size_t hl)
+{
+	struct buf v;
+	size_t i;
+	int bad = 0, v6 = strchr(ip, ':') != NULL;
+
+	buf_init(&v, 1024);
+	bad |= buf_addf(&v, "for=\"%s%s%s\";host=\"", v6 ? "[" : "", ip, v6 ? "]" : "");
+	for (i = 0; i < hl; i++) {
+		if (host[i] == '"' || host[i] == '\\')
+			bad |= buf_add(&v, "\\", 1);
+		bad |= buf_add(&v, host + i, 1);
+	}
+	bad |= buf_addf(&v, "\";proto=%s", scheme);
+	if (bad == 0)
+		bad = gwhead_add(r, "Forwarded", v.p, v.len);
+	buf_free(&v);
+	return bad == 0 ? 0 : -1;
+}
+
+/*
  * Removes every cookie called name from the Cookie headers (a header left
  * empty goes); sets *ok when one of them is the app's token. -1 out of room.
  */
@@ -183,14 +209,14 @@ gwreq_decide(const struct gwreq_in *in, struct gwhead *r, struct buf *out,
 			memcpy(up, upv, upl);
 		}
 		gwhead_strip_hop(r);
-		gwhead_del(r, "x-forwarded-for");
-		gwhead_del(r, "x-forwarded-proto");
-		gwhead_del(r, "x-forwarded-host");
+		gwhead_strip_forwarding(r);
 		if ((o->upgrade && upv != NULL && (gwhead_add(r, "Connection", "upgrade", 7) == -1 ||
 		    gwhead_add(r, "Upgrade", up, upl) == -1)) ||
 		    gwhead_add(r, "X-Forwarded-For", in->client_ip, strlen(in->client_ip)) == -1 ||
 		    gwhead_add(r, "X-Forwarded-Proto", scheme, strlen(scheme)) == -1 ||
-		    gwhead_add(r, "X-Forwarded-Host", hsent, hl) == -1)
+		    gwhead_add(r, "X-Forwarded-Host", hsent, hl) == -1 ||
+		    gwhead_add(r, "X-Real-IP", in->client_ip, strlen(in->client_ip)) == -1 ||
+		    add_forwarded(r, in->client_ip, scheme, hsent, hl) == -1)
 			return -1;
 	}
 	buf_reset(out);

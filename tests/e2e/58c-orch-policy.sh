@@ -292,6 +292,35 @@ check "PUT on no session: 404" eq "$(code_of "$out")" 404
 check "GET /policy: 405" eq "$(rest GET /v1/sessions/pol-1/policy -o /dev/null -w '%{http_code}')" 405
 out=$(put pol-1 "$P2")
 check "PUT the same policy again: 200" answered "$out" 200
+# --- the narrowed policy holds across every lifecycle event of the sandbox ---
+held() {	# held WHAT: the session, its record and its proxy registration hold W2
+	local sb
+	sb=$(sbx_of pol-1)
+	check "$1: the session keeps the narrowed policy" eq "$(rest GET /v1/sessions/pol-1 | j 'd["policy"]')" "$W2"
+	check "$1: ... in its sandbox's record" eq "$(canon "$(label_of pol-1)")" "$W2"
+	stats_check "$1: ... at its proxy" "$sb" "$W2"
+}
+check "REST stop" eq "$(rest POST /v1/sessions/pol-1/stop -o /dev/null -w '%{http_code}')" 200
+check "... a call resumes the stopped sandbox" contains <(mcp_tool pol-1 shell '{"command":"echo resumed"}') resumed
+held "stop and resume"
+out=$(mcp_tool pol-1 create_sandbox '{"fresh_workspace":true}')
+check "create_sandbox after the narrowing" not_contains <(echo "$out") "ERROR"
+held "create_sandbox"
+check "clear_session after the narrowing" contains <(mcp_tool pol-1 clear_session '{}') cleared
+check "... the session is used again" contains <(mcp_tool pol-1 shell '{"command":"echo again2"}') again2
+held "clear_session"
+out=$(post '{"id":"pol-1","org":"acme","memory":"768MiB"}' -w '\n%{http_code}')
+check "a REST create of the session with other options (the sandbox replaced): 200" eq "$(code_of "$out")" 200
+held "REST re-create with other options"
+out=$(post '{"id":"pol-1","org":"acme","policy":'"$P2"'}' -w '\n%{http_code}')
+check "a REST create of the session with the same policy: 200" eq "$(code_of "$out")" 200
+held "REST create with the same policy"
+kill "$PX_PID"; wait "$PX_PID" 2>/dev/null
+check "the proxy restarts (it forgets every registration)" px_start
+px_knows() { px_admin "{\"op\":\"stats\",\"id\":\"$(sbx_of pol-1)\"}" | grep -q '"policy"'; }
+check "... the orchestrator registers the sandbox again" wait_until 15 px_knows
+held "a proxy restart"
+sb1=$(sbx_of pol-1)
 out=$(put pol-def '{"github":{"api":"repositories","protect":["refs/heads/main"],"delete":false}}')
 check "PUT narrows a session that had the operator's default" answered "$out" 200 '"delete":false'
 # A REST create of an existing session narrows too (409 when wider).

@@ -35,13 +35,19 @@ check "query token: wrong token 401" test "$(gw_status "$U/echo?token=nope")" = 
 
 # --- 2. Bearer; what the app sees
 gw_curl -o "$T/e1" -H "Authorization: Bearer $TOK" -H "X-Forwarded-For: 6.6.6.6" \
-	-H "X-Forwarded-Host: evil" -H "Connection: X-Secret" -H "X-Secret: hop" -H "Keep-Alive: 5" "$U/echo?q=1"
+	-H "X-Forwarded-Host: evil" -H "Connection: X-Secret" -H "X-Secret: hop" -H "Keep-Alive: 5" \
+	-H "Forwarded: for=6.6.6.6;host=evil;proto=https" -H "X-Real-IP: 6.6.6.6" -H "X-Client-IP: 6.6.6.6" \
+	-H "True-Client-IP: 6.6.6.6" -H "X-Forwarded-Port: 6666" -H "X-Forwarded-Prefix: /evil" \
+	-H "X_Forwarded_For: 6.6.6.6" -H "X_Real_IP: 6.6.6.6" -H "X-Original-URL: /evil" "$U/echo?q=1"
 jq_e1() { $PY -c 'import json,sys; d=json.load(open(sys.argv[1])); h={k.lower():v for k,v in d["headers"]}; sys.exit(0 if eval(sys.argv[2]) else 1)' "$T/e1" "$1"; }
 check "Bearer: authenticated" jq_e1 'd["target"] == "/echo?q=1"'
 check "Bearer: Authorization not forwarded" jq_e1 '"authorization" not in h'
 check "X-Forwarded-For replaced by the client address" jq_e1 'h["x-forwarded-for"] == "127.0.0.1" and [k for k,v in d["headers"] if k.lower()=="x-forwarded-for"] == ["X-Forwarded-For"]'
 check "X-Forwarded-Proto http" jq_e1 'h["x-forwarded-proto"] == "http"'
 check "X-Forwarded-Host is the Host as sent" jq_e1 'h["x-forwarded-host"] == "'"$HOST:$GW_PORT"'"'
+check "no client-sent forwarding header reaches the app (Forwarded, X-Real-IP, X-Client-IP, '_' spellings, ...)" \
+	jq_e1 'not any("6.6.6" in v or "evil" in v or "6666" in v for k,v in d["headers"])'
+check "X-Real-IP and Forwarded are the gateway's own, once each" jq_e1 '[v for k,v in d["headers"] if k.lower()=="x-real-ip"] == ["127.0.0.1"] and [v for k,v in d["headers"] if k.lower()=="forwarded"] == ["for=\"127.0.0.1\";host=\"'"$HOST:$GW_PORT"'\";proto=http"]'
 check "Host preserved" jq_e1 'h["host"] == "'"$HOST:$GW_PORT"'"'
 check "hop-by-hop headers (Connection-listed, Keep-Alive) removed" jq_e1 '"x-secret" not in h and "keep-alive" not in h and "connection" not in h'
 check "Bearer of another app refused" test "$(gw_status "$U/echo" -H "Authorization: Bearer $TOK2")" = 401

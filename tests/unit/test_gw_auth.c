@@ -277,6 +277,26 @@ TEST(test_decide)
 	CHECK(strstr(out.p, "X-Forwarded-For: 10.0.0.9\r\n") != NULL);
 	CHECK(strstr(out.p, "X-Forwarded-Host: a.apps.localhost\r\n") != NULL);
 	CHECK(strstr(out.p, "Host: a.apps.localhost\r\n") != NULL);
+	CHECK(strstr(out.p, "X-Real-IP: 10.0.0.9\r\n") != NULL);
+	CHECK(strstr(out.p, "Forwarded: for=\"10.0.0.9\";host=\"a.apps.localhost\";proto=http\r\n") != NULL);
+
+	/* every forwarding header the client sent goes, '_' spellings too */
+	CHECK_INT(decide("GET / HTTP/1.1\r\nHost: a.apps.localhost\r\nAuthorization: Bearer TA\r\n"
+	    "Forwarded: for=6.6.6.6;proto=https\r\nX-Real-IP: 6.6.6.6\r\nx-real-ip: 6.6.6.7\r\n"
+	    "X-Client-IP: 6.6.6.6\r\nTrue-Client-IP: 6.6.6.6\r\nCF-Connecting-IP: 6.6.6.6\r\n"
+	    "X-Forwarded-Port: 443\r\nX-Forwarded-Prefix: /evil\r\nX-Forwarded-Ssl: on\r\n"
+	    "X_Forwarded_For: 6.6.6.6\r\nX_REAL_IP: 6.6.6.6\r\nX-Original-URL: /admin\r\n"
+	    "Front-End-Https: on\r\nX-Forwarded: 6.6.6.6\r\nX-Forwardedx: keep\r\n\r\n", &out, &o, 0),
+	    GWREQ_FORWARD);
+	CHECK(strstr(out.p, "6.6.6") == NULL);
+	CHECK(strstr(out.p, "/evil") == NULL);
+	CHECK(strstr(out.p, "/admin") == NULL);
+	CHECK(strstr(out.p, ": on\r\n") == NULL);
+	CHECK(strstr(out.p, "443") == NULL);
+	CHECK(strstr(out.p, "X-Forwardedx: keep\r\n") != NULL);
+	CHECK(strstr(out.p, "X-Forwarded: ") == NULL);
+	CHECK(strstr(out.p, "X-Real-IP: 10.0.0.9\r\n") != NULL);
+	CHECK(strstr(out.p, "Forwarded: for=\"10.0.0.9\"") != NULL);
 
 	CHECK_INT(decide("GET / HTTP/1.1\r\nHost: a.apps.localhost\r\nCookie: q=1; sbx-app=TA\r\n\r\n",
 	    &out, &o, 0), GWREQ_FORWARD);
