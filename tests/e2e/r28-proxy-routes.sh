@@ -50,6 +50,9 @@ print(n)
 PY
 }
 
+# saw_eq PYTHON-EXPR N: nginx_saw says N (nginx writes its line after the response went out).
+saw_eq() { [ "$(nginx_saw "$1")" = "$2" ]; }
+
 # ---- 1. the git service path, every spelling an nginx upstream routes ----
 # A push of a new commit to the protected main: the command list and a pack
 # made by real git, POSTed by curl at each spelling of the service path.
@@ -90,7 +93,7 @@ mkpush "$T/w/gh" "0000000000000000000000000000000000000000" "$ahead" refs/heads/
 NL0=$(wc -l <"$LOG")
 check "an allowed push through git-receive-pac%6b/ lands" bash -c "curl -sf --path-as-is -H 'Content-Type: application/x-git-receive-pack-request' --data-binary @$T/push-ok.body 'https://github.com/e2e-org/repo.git//git-receive-pac%6b/' | grep -aq 'ok refs/heads/agent/r28'"
 check "... agent/r28 is there upstream" test "$(git -C "$GHR" rev-parse refs/heads/agent/r28)" = "$ahead"
-check "... nginx got the canonical path" test "$(nginx_saw "m == 'POST' and '\"POST /e2e-org/repo.git/git-receive-pack HTTP/1.1\"' in line")" = 1
+check "... nginx got the canonical path" wait_for 5 saw_eq "m == 'POST' and '\"POST /e2e-org/repo.git/git-receive-pack HTTP/1.1\"' in line" 1
 
 # ---- 2. repository scope: the id alias and the content hosts ----
 api() {	# api URL [curl args]: prints STATUS, body in $T/api.out
@@ -225,6 +228,11 @@ check "gitlab: /API/v4 (keyword case) refused" json403 "https://gitlab.com/API/v
 check "gitlab: Projects (keyword case) refused" json403 "https://gitlab.com/api/v4/Projects/e2e-group%2Frepo/repository/commits" -X POST -d '{}'
 check "gitlab: double-encoded project id refused" json403 "https://gitlab.com/api/v4/projects/e2e-group%252Fother"
 check "gitlab: an encoded / into a git route refused" test "$(api "https://gitlab.com/e2e-group%2Frepo.git/info/refs?service=git-upload-pack")" = 403
+NL0=$(wc -l <"$LOG")
+check "gitlab web: another project's /-/ route refused" test "$(api https://gitlab.com/e2e-group/other/-/raw/main/README)" = 403
+check "gitlab web: ... spelled with dot segments" test "$(api https://gitlab.com/e2e-group/repo/../other/-/raw/main/README)" = 403
+check "gitlab web: a write on the allowed project's web UI refused" test "$(api https://gitlab.com/e2e-group/repo/-/merge_requests/1/merge -X POST -d x)" = 403
+check "gitlab web: none of them reached gitlab.com" test "$(nginx_saw "'/-/' in u")" = 0
 check "gitlab: GraphQL POST refused under push rules" json403 https://gitlab.com/api/graphql -X POST -d '{"query":"mutation { x }"}'
 check "gitlab: nothing refused reached the API" test "$(fx_api_q "r['role']=='gitlab-api' and r['method'] not in ('GET','HEAD')")" = 0
 gl_ok() {	# gl_ok NAME METHOD PATH [BODY]
@@ -283,6 +291,6 @@ check "GHE: a mutation on /api/graphql refused" json403 "$G/api/graphql" -X POST
 check "GHE: /api/v3/graphql refused (GraphQL only at /api/graphql)" test "$(api "$G/api/v3/graphql/x" -X POST -d '{"query":"mutation { x }"}')" = 403
 check "GHE: nothing refused reached the host" test "$(nginx_saw "h == 'github.com' and u.startswith('/api')")" = 0
 api "$G/api/v3/repos/e2e-org/repo/issues" -X POST -d '{}' >/dev/null
-check "GHE: an allowed write goes out with the API credential (Bearer)" test "$(nginx_saw "h == 'github.com' and '\"POST /api/v3/repos/e2e-org/repo/issues HTTP/1.1\"' in line and 'auth=\"Bearer ' in line")" = 1
+check "GHE: an allowed write goes out with the API credential (Bearer)" wait_for 5 saw_eq "h == 'github.com' and '\"POST /api/v3/repos/e2e-org/repo/issues HTTP/1.1\"' in line and 'auth=\"Bearer ' in line" 1
 check "px-ghe still alive" px_alive
 check "no sanitizer report from the proxies" px_san_clean
