@@ -243,7 +243,7 @@ hreq_parse(struct hreq *r, const char *head, size_t len, char *err, size_t errle
 	r->nh = 0;
 	r->url_o = r->url_l = r->path_o = r->path_l = 0;
 	r->canon = 0;
-	r->cpath_l = 0;
+	r->cpath_l = r->raw_o = r->raw_l = 0;
 	r->in_value = r->too_many = 0;
 	r->chunked = r->has_cl = r->keepalive = 0;
 	r->content_length = 0;
@@ -495,6 +495,8 @@ hreq_canonicalize(struct hreq *r, char *err, size_t errlen)
 		snprintf(err, errlen, "canonical request target too long");
 		goto out;
 	}
+	r->raw_o = r->path_o;
+	r->raw_l = r->path_l;
 	r->path_o = (uint32_t)off;
 	r->path_l = (uint32_t)b.len;
 	r->cpath_l = (uint32_t)pl;

@@ -34,6 +34,7 @@ struct hreq {
 	uint32_t	 path_o, path_l;	/* origin-form path, set by check */
 	uint8_t		 canon;		/* path_o/path_l hold the canonical target (hreq_canonicalize) */
 	uint32_t	 cpath_l;	/* canon: the length of its path (a '?' and the query follow) */
+	uint32_t	 raw_o, raw_l;	/* canon: the client's target (for the audit line) */
 	int		 in_value;	/* parser: last callback was a value */
 	int		 too_many;
 	int		 allow_connect;	/* CONNECT accepted (proxy side only) */

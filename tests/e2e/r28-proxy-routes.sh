@@ -86,7 +86,7 @@ check "gitlab: main did not move" test "$(git -C "$GLR" rev-parse main)" = "$gl0
 check "no receive-pack POST reached nginx, in any spelling" test "$(nginx_saw "m == 'POST' and 'receive-pack' in u")" = 0
 # The spellings that canonicalise to the service went to the push gate (report-status):
 check "git%2Dreceive-pack was judged by the push rules (ng main)" bash -c "curl -s --path-as-is -H 'Content-Type: application/x-git-receive-pack-request' --data-binary @$T/push-gh.body 'https://github.com/e2e-org/repo.git/git%2Dreceive-pack' | grep -aq 'ng refs/heads/main denied by policy: protected ref'"
-check "audit: the canonical path is what the line names" grep -q '"path":"/e2e-org/repo.git/git-receive-pack","status":200' "$PX_DIR/audit.jsonl"
+check "audit: the line names the canonical path and what the client sent" grep -q '"path":"/e2e-org/repo.git/git-receive-pack","client_path":"/e2e-org/repo.git/git%2Dreceive-pack","status":200' "$PX_DIR/audit.jsonl"
 # An allowed push through an odd spelling lands, sent upstream in its canonical form.
 ahead=$(git -C "$T/w/gh" rev-parse HEAD)
 mkpush "$T/w/gh" "0000000000000000000000000000000000000000" "$ahead" refs/heads/agent/r28 "$gh0" >"$T/push-ok.body"
