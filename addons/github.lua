@@ -101,10 +101,101 @@ function M.on_connect(ctx)
 end
 
 -- ---- policy ----
+--
+-- Under a policy every request is judged on its canonical target
+-- (req:canonicalize(), egress-proxy/reqcanon.c: decoded, dot segments
+-- resolved, no "//" or trailing "/"), and that canonical target is what goes
+-- upstream, so GitHub runs exactly what was judged. What has no canonical
+-- form, an encoded '/', a route keyword in another case and a method
+-- override header are refused: the proxy never guesses how GitHub reads them.
+--
+-- Scope: git, the web host, codeload and raw by /{owner}/{repo}[.git]/...;
+-- the API and uploads by /repos/{owner}/{repo}/... (GHE: under /api/v3 and
+-- /api/uploads); /repositories/{id}/... names no owner/name, so it is
+-- refused under a repositories list.
+--
+-- Push rules (a push or protect list) make writes an allow-list: a request
+-- with any method but GET or HEAD passes only when it is in the tables
+-- below (known to be harmless, or judged by the proxy itself: a push's
+-- command list, a ref named in the path); anything else is refused.
 
 -- API paths any session may use under api = "repositories".
 local global_ok = { ["/user"] = true, ["/rate_limit"] = true, ["/meta"] = true,
   ["/zen"] = true, ["/octocat"] = true, ["/emojis"] = true, ["/versions"] = true }
+
+-- Headers that make some servers run another method than the request line's.
+local override_headers = { "X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-Override" }
+
+-- Writes under /repos/{owner}/{repo} (or /repositories/{id}) that push rules
+-- let through: { methods, pattern on the path after the repository[, kind] }.
+-- kind "ref": a ref update judged by the push rules (the ref is in the path).
+-- Not here, so refused under push rules: merges, pulls/{n}/merge and
+-- update-branch, contents, POST git/refs (the ref is in the body), releases,
+-- tags, branches (rename, protection), the repository itself (DELETE,
+-- PATCH, transfer), dispatches and workflows, statuses and check runs (they
+-- can satisfy a protection rule or start an auto-merge), reviews (they can
+-- approve), deploy keys, hooks, collaborators, settings.
+local rest_routes = {
+  { "PATCH DELETE", "^/git/refs/(.+)$", "ref" },
+  -- git objects: nothing moves until a ref does (PATCH git/refs, above)
+  { "POST", "^/git/blobs$" }, { "POST", "^/git/trees$" }, { "POST", "^/git/commits$" },
+  { "POST", "^/git/tags$" },
+  -- issues, comments, labels, assignees, milestones, reactions
+  { "POST", "^/issues$" }, { "PATCH", "^/issues/%d+$" },
+  { "POST", "^/issues/%d+/comments$" }, { "PATCH DELETE", "^/issues/comments/%d+$" },
+  { "POST PUT DELETE", "^/issues/%d+/labels$" }, { "DELETE", "^/issues/%d+/labels/[^/]+$" },
+  { "POST DELETE", "^/issues/%d+/assignees$" },
+  { "POST", "^/issues/%d+/reactions$" }, { "DELETE", "^/issues/%d+/reactions/%d+$" },
+  { "POST", "^/issues/comments/%d+/reactions$" },
+  { "DELETE", "^/issues/comments/%d+/reactions/%d+$" },
+  { "POST", "^/labels$" }, { "PATCH DELETE", "^/labels/[^/]+$" },
+  { "POST", "^/milestones$" }, { "PATCH DELETE", "^/milestones/%d+$" },
+  -- pull requests: open, edit, comment, request reviewers (never merge)
+  { "POST", "^/pulls$" }, { "PATCH", "^/pulls/%d+$" },
+  { "POST", "^/pulls/%d+/comments$" }, { "POST", "^/pulls/%d+/comments/%d+/replies$" },
+  { "PATCH DELETE", "^/pulls/comments/%d+$" },
+  { "POST", "^/pulls/comments/%d+/reactions$" },
+  { "DELETE", "^/pulls/comments/%d+/reactions/%d+$" },
+  { "POST DELETE", "^/pulls/%d+/requested_reviewers$" },
+  -- commit comments
+  { "POST", "^/commits/%x+/comments$" }, { "PATCH DELETE", "^/comments/%d+$" },
+  { "POST", "^/comments/%d+/reactions$" }, { "DELETE", "^/comments/%d+/reactions/%d+$" },
+}
+
+-- Other API writes push rules let through (kind "graphql": the mutation check).
+local api_routes = {
+  { "POST", "^/graphql$", "graphql" },
+  { "POST", "^/markdown$" }, { "POST", "^/markdown/raw$" },
+}
+
+-- Writes on the git host, on the path after /{owner}/{repo}[.git]
+-- (kind "push": git-receive-pack, judged by req:push_rules).
+local git_routes = {
+  { "POST", "^/git%-upload%-pack$" },
+  { "POST", "^/git%-receive%-pack$", "push" },
+  { "POST", "^/info/lfs/objects/batch$" },
+  { "POST", "^/info/lfs/locks$" }, { "POST", "^/info/lfs/locks/verify$" },
+  { "POST", "^/info/lfs/locks/[^/]+/unlock$" },
+}
+
+local function has_method(list, m)
+  return (" " .. list .. " "):find(" " .. m .. " ", 1, true) ~= nil
+end
+
+-- The route of (method, path) in tbl: its kind ("ok" when it has none) and
+-- its capture; "case" when it matches only with its keywords in another
+-- case (refused: GitHub may or may not route it); nil when not listed.
+local function route(tbl, method, path)
+  local lp = path:lower()
+  for _, r in ipairs(tbl) do
+    if has_method(r[1], method) and lp:find(r[2]) then
+      local cap = path:match(r[2])
+      if cap == nil then return "case" end
+      return r[3] or "ok", cap
+    end
+  end
+  return nil
+end
 
 local function repo_allowed(pol, owner, name)
   local list = pol.repositories
@@ -118,13 +209,6 @@ local function repo_allowed(pol, owner, name)
     if proxy.glob(pat, full, true) then return true end
   end
   return false
-end
-
--- A path the proxy cannot place unambiguously: dot segments (also encoded), //, \.
-local function ambiguous(path)
-  local p = path:lower()
-  return p:find("//", 1, true) or p:find("/./", 1, true) or p:find("/../", 1, true)
-      or p:find("/%.%.?$") or p:find("%2e", 1, true) or p:find("\\", 1, true)
 end
 
 local function deny_git(req, msg)
@@ -150,85 +234,170 @@ local function ref_refused(pol, ref, del)
   return "ref outside push"
 end
 
--- REST calls that move refs without a push (rest: the path after
--- /repos/OWNER/REPO): PATCH/DELETE git/refs/REF are held to the push rules;
--- the others name their branch in the body, so under push rules (a push or
--- protect list) they are refused. nil: not one of them.
-local function rest_ref_write(pol, method, rest)
-  if method == "GET" or method == "HEAD" or method == "OPTIONS" then return nil end
-  local ref = rest:match("^/git/refs/(.+)$")
-  if ref and (method == "PATCH" or method == "DELETE") then
-    if ref:find("%", 1, true) then return "encoded ref name" end
-    return ref_refused(pol, "refs/" .. ref, method == "DELETE")
+local NOT_HARMLESS = "not a request known to be harmless under the session's push rules " ..
+  "(use git push; see docs/addons.md, Credential policy)"
+
+-- A write to a repository (rest: the path after /repos/{o}/{r} or
+-- /repositories/{id}): nil when it may go, else why not.
+local function repo_write(pol, method, rest, rules)
+  local kind, cap = route(rest_routes, method, rest)
+  if kind == "case" then return "route spelled in another case" end
+  if kind == "ref" then
+    -- git/refs/{ref}: heads/... or tags/..., held to the push rules
+    if not cap:find("^heads/") and not cap:find("^tags/") then
+      return "ref must be heads/... or tags/..."
+    end
+    if cap:find("%", 1, true) then return "encoded ref name" end
+    return ref_refused(pol, "refs/" .. cap, method == "DELETE")
   end
-  if pol.push == nil and pol.protect == nil then return nil end
-  if rest:find("^/git/refs/?$") or rest:find("^/git/tags/?$") or rest:find("^/contents/")
-      or rest == "/merges" or rest == "/merge-upstream" or rest:find("^/pulls/%d+/merge$")
-      or rest:find("^/pulls/%d+/update%-branch$") or rest:find("^/branches/[^/]+/rename$")
-      or rest:find("^/releases/?$") or rest:find("^/git/refs/") then
-    return "API call that changes refs (use git push)"
+  if kind ~= nil then return nil end
+  if rules then return NOT_HARMLESS end
+  if rest == "" and method == "DELETE" and pol.delete ~= true then
+    return "deleting the repository deletes every ref: delete"
   end
   return nil
 end
 
+-- The parts of a request: "api" (p the API path), "uploads" (p the
+-- uploads path), "git" (the git and web host) or "content" (codeload, raw).
+local function classify(h, path)
+  if h == api_host and h ~= host then return "api", path end
+  if h == host and h == api_host then
+    -- GitHub Enterprise with the API on the web host
+    if path:sub(1, 8) == "/api/v3/" or path == "/api/v3" then return "api", path:sub(8) end
+    if path == "/api/graphql" then return "api", "/graphql" end
+    if path:sub(1, 13) == "/api/uploads/" then return "uploads", path:sub(13) end
+    if path:sub(1, 5) == "/api/" or path == "/api" then return "api", path end
+    return "git", path
+  end
+  if h == "uploads.github.com" then return "uploads", path end
+  if h == host then return "git", path end
+  return "content", path
+end
+
 -- Checks a request against policy section pol; true when it may go on (push
 -- rules and the GraphQL check armed), false when it was refused.
-local function enforce(req, ctx, pol, is_api)
-  local path = req.path:gsub("%?.*", "")
-  if ambiguous(path) then
-    if is_api then deny_api(req, "ambiguous path") else deny_git(req, "ambiguous path") end
+local function enforce(req, ctx, pol)
+  local raw_kind = classify(ctx.host, (req.path:gsub("%?.*", "")))
+  local deny = (raw_kind == "api" or raw_kind == "uploads") and deny_api or deny_git
+  for _, h in ipairs(override_headers) do
+    if req:header(h) ~= nil then
+      deny(req, "method override header " .. h)
+      return false
+    end
+  end
+  local path, why = req:canonicalize()
+  if not path then
+    deny(req, "request target refused: " .. why)
+    return false
+  end
+  local kind, p = classify(ctx.host, path)
+  deny = (kind == "api" or kind == "uploads") and deny_api or deny_git
+  -- GitHub names never hold a '/': an encoded one is a route we would guess
+  if path:find("%2F", 1, true) then
+    deny(req, "encoded / in the path")
+    return false
+  end
+  local lp = path:lower()
+  if ctx.host == host and ctx.host == api_host and lp:sub(1, 5) == "/api/" and path:sub(1, 5) ~= "/api/" then
+    deny_api(req, "route spelled in another case")
     return false
   end
   local mode = pol.api or "all"
-  if is_api then
-    local p = path
-    if ctx.host == host and p:sub(1, 8) == "/api/v3/" then p = p:sub(8) end
-    if ctx.host == api_host and ctx.host == host and p == "/api/graphql" then p = "/graphql" end
-    local owner, name = p:match("^/repos/([^/]+)/([^/]+)")
-    if owner then
-      if not repo_allowed(pol, owner, name) then
-        deny_api(req, "repository " .. owner .. "/" .. name .. " is not allowed for this session")
-        return false
-      end
-      local why = rest_ref_write(pol, req.method, p:match("^/repos/[^/]+/[^/]+(.*)$"))
-      if why then
-        deny_api(req, why)
-        return false
-      end
-    elseif mode == "repositories" and not global_ok[p] then
-      deny_api(req, "API path outside the session's repositories")
+  local rules = pol.push ~= nil or pol.protect ~= nil
+  local write = req.method ~= "GET" and req.method ~= "HEAD"
+  if kind == "api" or kind == "uploads" then
+    -- every route of the API starts with a lower-case keyword
+    local first = p:match("^/([^/]*)") or ""
+    if first:lower() ~= first then
+      deny(req, "route spelled in another case")
       return false
     end
-    if p == "/graphql" and pol.graphql_mutations ~= true then
+    local lpp = p:lower()
+    if kind == "api" and p ~= "/graphql" and (lpp:find("^/graphql") or lpp:find("^/api/graphql")) then
+      deny(req, "GraphQL is served at /graphql only")
+      return false
+    end
+    local owner, name, rest = p:match("^/repos/([^/]+)/([^/]+)(.*)$")
+    local rid, rrest = p:match("^/repositories/([^/]+)(.*)$")
+    if owner then
+      if not repo_allowed(pol, owner, name) then
+        deny(req, "repository " .. owner .. "/" .. name .. " is not allowed for this session")
+        return false
+      end
+    elseif rid then
+      if pol.repositories ~= nil then
+        deny(req, "a repository id cannot be checked against the session's repositories: " ..
+          "use /repos/{owner}/{repo}")
+        return false
+      end
+      rest = rrest
+    elseif mode == "repositories" and not global_ok[p] then
+      deny(req, "API path outside the session's repositories")
+      return false
+    end
+    if write then
+      local why
+      if kind == "uploads" then
+        why = rules and NOT_HARMLESS or nil
+      elseif rest then
+        why = repo_write(pol, req.method, rest, rules)
+      elseif rules then
+        local r = route(api_routes, req.method, p)
+        why = r == "case" and "route spelled in another case" or (r == nil and NOT_HARMLESS) or nil
+      end
+      if why then
+        deny(req, why)
+        return false
+      end
+    end
+    if kind == "api" and p == "/graphql" and pol.graphql_mutations ~= true then
       req:refuse_graphql_mutations()
     end
     return true
   end
-  -- git over HTTPS and the content hosts: /OWNER/REPO[.git]/...
-  local owner, name = path:match("^/([^/]+)/([^/]+)")
+  -- git, the web host and the content hosts: /OWNER/REPO[.git]/...
+  local owner, name, rest = path:match("^/([^/]+)/([^/]+)(.*)$")
   if not owner then
     if mode == "repositories" then
-      deny_git(req, "path outside the session's repositories")
+      deny(req, "path outside the session's repositories")
+      return false
+    end
+    if write and rules then
+      deny(req, NOT_HARMLESS)
       return false
     end
     return true
   end
   name = name:gsub("%.[gG][iI][tT]$", "")
   if not repo_allowed(pol, owner, name) then
-    deny_git(req, "repository " .. owner .. "/" .. name .. " is not allowed for this session")
+    deny(req, "repository " .. owner .. "/" .. name .. " is not allowed for this session")
     return false
   end
-  req:push_rules{ push = pol.push, protect = pol.protect, delete = pol.delete == true }
+  local armed = kind == "git" and
+      req:push_rules{ push = pol.push, protect = pol.protect, delete = pol.delete == true }
+  if write and kind == "git" then
+    local r = route(git_routes, req.method, rest)
+    if r == "case" then
+      deny(req, "route spelled in another case")
+      return false
+    end
+    if rules and (r == nil or (r == "push" and not armed)) then
+      deny(req, NOT_HARMLESS)
+      return false
+    end
+  elseif write and rules then
+    deny(req, NOT_HARMLESS)
+    return false
+  end
   return true
 end
 
 function M.on_request(req, ctx)
   local pol = ctx.sandbox.policy and ctx.sandbox.policy.github
+  if pol ~= nil and not enforce(req, ctx, pol) then return end
+  -- req.path: the canonical target once enforce canonicalized it
   local is_api = ctx.host == api_host and (ctx.host ~= host or req.path:sub(1, 5) == "/api/")
-  if pol ~= nil then
-    -- uploads.github.com has /repos/OWNER/REPO/... paths like the API
-    if not enforce(req, ctx, pol, is_api or ctx.host == "uploads.github.com") then return end
-  end
   local tok, err, rule = token_for(ctx, pol)
   if not tok then
     proxy.warn("github: no credential for " .. ctx.host .. ": " .. tostring(err))

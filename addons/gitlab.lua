@@ -28,9 +28,96 @@ function M.on_connect(ctx)
 end
 
 -- ---- policy ----
+--
+-- Under a policy every request is judged on its canonical target
+-- (req:canonicalize(), egress-proxy/reqcanon.c: decoded, dot segments
+-- resolved, no "//" or trailing "/"), which is also what goes upstream.
+-- What has no canonical form, a route keyword in another case and a method
+-- override header are refused. An encoded '/' (%2F) is GitLab's way to
+-- name a project or a ref in the API, so it stays there, and only there:
+-- nowhere else, and never where decoding it would make a git or web route.
+--
+-- Scope: git by the project path before .git/ (or the smart HTTP suffix),
+-- the API by /api/v4/projects/{id}/... ({id} the URL-encoded path; a
+-- numeric id is refused under a projects list), the web UI by
+-- /{project}/-/....
+--
+-- Push rules (a push or protect list) make writes an allow-list: a request
+-- with any method but GET or HEAD passes only when it is in the tables
+-- below; anything else is refused.
 
 -- API paths any session may use under api = "projects".
 local global_ok = { ["/api/v4/user"] = true, ["/api/v4/version"] = true }
+
+-- Headers that make Rails (Rack::MethodOverride) run another method.
+local override_headers = { "X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-Override" }
+
+-- Writes under /api/v4/projects/{id} that push rules let through: { methods,
+-- pattern on the path after the id[, kind] }. Kinds "branch" and "tag": a
+-- delete judged by the push rules (the name is in the path). Not here, so
+-- refused under push rules: commits, files, branch and tag creation,
+-- protected branches and tags, cherry-pick, revert, submodules, changelog,
+-- releases, merge request merge, rebase and approval, pipelines, the
+-- project itself (DELETE, PUT, transfer, fork), merged_branches, hooks,
+-- deploy keys, variables, statuses.
+local rest_routes = {
+  { "DELETE", "^/repository/branches/([^/]+)$", "branch" },
+  { "DELETE", "^/repository/tags/([^/]+)$", "tag" },
+  -- issues, notes, discussions, award emoji
+  { "POST", "^/issues$" }, { "PUT", "^/issues/%d+$" },
+  { "POST", "^/issues/%d+/notes$" }, { "PUT DELETE", "^/issues/%d+/notes/%d+$" },
+  { "POST", "^/issues/%d+/discussions$" },
+  { "POST", "^/issues/%d+/discussions/%x+/notes$" },
+  { "PUT DELETE", "^/issues/%d+/discussions/%x+/notes/%d+$" },
+  { "POST", "^/issues/%d+/award_emoji$" }, { "DELETE", "^/issues/%d+/award_emoji/%d+$" },
+  { "POST", "^/issues/%d+/notes/%d+/award_emoji$" },
+  { "DELETE", "^/issues/%d+/notes/%d+/award_emoji/%d+$" },
+  -- merge requests: open, edit, discuss (never merge, rebase or approve)
+  { "POST", "^/merge_requests$" }, { "PUT", "^/merge_requests/%d+$" },
+  { "POST", "^/merge_requests/%d+/notes$" }, { "PUT DELETE", "^/merge_requests/%d+/notes/%d+$" },
+  { "POST", "^/merge_requests/%d+/discussions$" },
+  { "PUT", "^/merge_requests/%d+/discussions/%x+$" },
+  { "POST", "^/merge_requests/%d+/discussions/%x+/notes$" },
+  { "PUT DELETE", "^/merge_requests/%d+/discussions/%x+/notes/%d+$" },
+  { "POST", "^/merge_requests/%d+/award_emoji$" },
+  { "DELETE", "^/merge_requests/%d+/award_emoji/%d+$" },
+  -- labels, milestones, commit comments
+  { "POST", "^/labels$" }, { "PUT DELETE", "^/labels/[^/]+$" },
+  { "POST", "^/milestones$" }, { "PUT", "^/milestones/%d+$" },
+  { "POST", "^/repository/commits/%x+/comments$" },
+}
+
+-- Other API writes push rules let through.
+local api_routes = { { "POST", "^/api/v4/markdown$" } }
+
+-- Writes on git paths, after /{project}[.git] (kind "push": judged by req:push_rules).
+local git_routes = {
+  { "POST", "^/git%-upload%-pack$" },
+  { "POST", "^/git%-receive%-pack$", "push" },
+  { "POST", "^/info/lfs/objects/batch$" },
+  { "POST", "^/info/lfs/locks$" }, { "POST", "^/info/lfs/locks/verify$" },
+  { "POST", "^/info/lfs/locks/%d+/unlock$" },
+  { "PUT", "^/gitlab%-lfs/objects/%x+/%d+$" },
+}
+
+local function has_method(list, m)
+  return (" " .. list .. " "):find(" " .. m .. " ", 1, true) ~= nil
+end
+
+-- The route of (method, path) in tbl: its kind ("ok" when it has none) and
+-- its capture; "case" when it matches only with its keywords in another
+-- case; nil when not listed.
+local function route(tbl, method, path)
+  local lp = path:lower()
+  for _, r in ipairs(tbl) do
+    if has_method(r[1], method) and lp:find(r[2]) then
+      local cap = path:match(r[2])
+      if cap == nil then return "case" end
+      return r[3] or "ok", cap
+    end
+  end
+  return nil
+end
 
 local function project_allowed(pol, path)
   local list = pol.projects
@@ -46,12 +133,6 @@ local function project_allowed(pol, path)
     if proxy.glob(pat, path, true) then return true end
   end
   return false
-end
-
-local function ambiguous(path)
-  local p = path:lower()
-  return p:find("//", 1, true) or p:find("/./", 1, true) or p:find("/../", 1, true)
-      or p:find("/%.%.?$") or p:find("%2e", 1, true) or p:find("\\", 1, true)
 end
 
 local function deny_git(req, msg)
@@ -94,49 +175,85 @@ local function ref_refused(pol, ref, del)
   return "ref outside push"
 end
 
--- REST calls that move refs without a push (rest: the path after
--- /api/v4/projects/ID): deleting a branch or tag is held to the push rules;
--- the calls that name their branch in the body or query are refused under
--- push rules (a push or protect list). nil: not one of them.
-local function rest_ref_write(pol, method, rest)
-  if method == "GET" or method == "HEAD" or method == "OPTIONS" then return nil end
-  local b = rest:match("^/repository/branches/([^/]+)$")
-  local t = rest:match("^/repository/tags/([^/]+)$")
-  if (b or t) and method == "DELETE" then
-    local name = unescape(b or t)
-    if not name then return "encoded ref name" end
-    return ref_refused(pol, (b and "refs/heads/" or "refs/tags/") .. name, true)
+local NOT_HARMLESS = "not a request known to be harmless under the session's push rules " ..
+  "(use git push; see docs/addons.md, Credential policy)"
+
+-- A write to a project (rest: the path after /api/v4/projects/{id}): nil
+-- when it may go, else why not.
+local function project_write(pol, method, rest, rules)
+  local kind, cap = route(rest_routes, method, rest)
+  if kind == "case" then return "route spelled in another case" end
+  if kind == "branch" or kind == "tag" then
+    local name = unescape(cap)
+    if not name or name == "" then return "encoded ref name" end
+    -- GitLab's API may read a trailing .json/.xml as a format, not the name
+    if name:find("%.json$") or name:find("%.xml$") then return "ambiguous ref name" end
+    return ref_refused(pol, (kind == "branch" and "refs/heads/" or "refs/tags/") .. name, true)
   end
-  if rest == "/repository/merged_branches" and pol.delete ~= true then return "delete" end
-  if pol.push == nil and pol.protect == nil then return nil end
-  if rest:find("^/repository/commits/?$") or rest:find("^/repository/files/")
-      or rest:find("^/repository/branches") or rest:find("^/repository/tags")
-      or rest:find("^/repository/commits/[^/]+/cherry_pick$")
-      or rest:find("^/repository/commits/[^/]+/revert$")
-      or rest:find("^/merge_requests/%d+/merge$") or rest:find("^/merge_requests/%d+/rebase$")
-      or rest:find("^/repository/submodules/") then
-    return "API call that changes refs (use git push)"
+  if kind ~= nil then return nil end
+  if rules then return NOT_HARMLESS end
+  if method == "DELETE" and pol.delete ~= true and
+      (rest == "" or rest:lower() == "/repository/merged_branches") then
+    return "delete"
   end
   return nil
 end
 
-local function enforce(req, pol, git)
-  local path = req.path:gsub("%?.*", "")
-  if ambiguous(path) then
-    if git then deny_git(req, "ambiguous path") else deny_api(req, "ambiguous path") end
+local function enforce(req, pol)
+  local deny = is_git(req.path) and deny_git or deny_api
+  for _, h in ipairs(override_headers) do
+    if req:header(h) ~= nil then
+      deny(req, "method override header " .. h)
+      return false
+    end
+  end
+  local path, why = req:canonicalize()
+  if not path then
+    deny(req, "request target refused: " .. why)
+    return false
+  end
+  local git = is_git(path)
+  local api = path:sub(1, 8) == "/api/v4/" or path == "/api/v4"
+  deny = git and deny_git or deny_api
+  if path:find("%2F", 1, true) then
+    local dec = path:gsub("%%2F", "/")
+    if not api or git or is_git(dec) or dec:find("/-/", 1, true) then
+      deny(req, "encoded / in the path")
+      return false
+    end
+  end
+  local lp = path:lower()
+  local seg = path:match("^/api/v4/([^/]+)")
+  if (lp:sub(1, 5) == "/api/" and path:sub(1, 5) ~= "/api/") or
+      (lp:sub(1, 8) == "/api/v4/" and not api) or (seg and seg:lower() ~= seg) then
+    deny(req, "route spelled in another case")
     return false
   end
   local mode = pol.api or "all"
+  local rules = pol.push ~= nil or pol.protect ~= nil
+  local write = req.method ~= "GET" and req.method ~= "HEAD"
   if git then
     local proj = git_project(path)
     if not proj or not project_allowed(pol, proj) then
       deny_git(req, "project " .. tostring(proj) .. " is not allowed for this session")
       return false
     end
-    req:push_rules{ push = pol.push, protect = pol.protect, delete = pol.delete == true }
+    local armed = req:push_rules{ push = pol.push, protect = pol.protect, delete = pol.delete == true }
+    if write then
+      local rest = path:sub(#proj + 2):gsub("^%.git", "")
+      local r = route(git_routes, req.method, rest)
+      if r == "case" then
+        deny_git(req, "route spelled in another case")
+        return false
+      end
+      if rules and (r == nil or (r == "push" and not armed)) then
+        deny_git(req, NOT_HARMLESS)
+        return false
+      end
+    end
     return true
   end
-  local id = path:match("^/api/v4/projects/([^/]+)")
+  local id, rest = path:match("^/api/v4/projects/([^/]+)(.*)$")
   if id then
     local proj = unescape(id)
     if pol.projects ~= nil and (proj == nil or proj:find("^%d+$")) then
@@ -148,19 +265,23 @@ local function enforce(req, pol, git)
       deny_api(req, "project " .. proj .. " is not allowed for this session")
       return false
     end
-    local why = rest_ref_write(pol, req.method, path:match("^/api/v4/projects/[^/]+(.*)$"))
+    local why = write and project_write(pol, req.method, rest, rules)
     if why then
       deny_api(req, why)
       return false
     end
     return true
   end
-  if path:sub(1, 8) ~= "/api/v4/" and path ~= "/api/v4" then
+  if not api then
     -- the web UI: /GROUP/PROJECT/-/...
     local proj = path:match("^/(.-)/%-/")
     if proj then
       if not project_allowed(pol, proj) then
         deny_git(req, "project " .. proj .. " is not allowed for this session")
+        return false
+      end
+      if write and rules then
+        deny_git(req, NOT_HARMLESS)
         return false
       end
       return true
@@ -170,13 +291,21 @@ local function enforce(req, pol, git)
     deny_api(req, "API path outside the session's projects")
     return false
   end
+  if write and rules then
+    local r = route(api_routes, req.method, path)
+    if r == nil or r == "case" then
+      deny_api(req, r == "case" and "route spelled in another case" or NOT_HARMLESS)
+      return false
+    end
+  end
   return true
 end
 
 function M.on_request(req, ctx)
   local pol = ctx.sandbox.policy and ctx.sandbox.policy.gitlab
+  if pol ~= nil and not enforce(req, pol) then return end
+  -- req.path: the canonical target once enforce canonicalized it
   local git = is_git(req.path)
-  if pol ~= nil and not enforce(req, pol, git) then return end
   local spec = (ctx.sandbox.org and cfg["gitlab_token@" .. ctx.sandbox.org]) or cfg.gitlab_token
   local tok, err
   if spec then tok, err = proxy.secret(spec) else err = "no gitlab_token configured" end

@@ -1229,6 +1229,7 @@ addon_on_connect(struct addon_vm *vm, const struct hook_ctx *hc, int *ctx_ref,
 struct req_start {
 	struct hook		*h;
 	int			 addon, ctx_ref;
+	const struct hook_ctx	*hc;
 	struct hreq		*req;
 	const struct target	*t;
 };
@@ -1247,6 +1248,13 @@ request_start(lua_State *L)
 	lr->r = a->req;
 	lr->t = a->t;
 	h->lr = lr;
+	/* ctx.sandbox: the sandbox's attributes now, not when the connection opened */
+	lua_rawgeti(L, LUA_REGISTRYINDEX, a->ctx_ref);
+	if (lua_type(L, -1) == LUA_TTABLE) {
+		push_sandbox_shared(L, a->hc);
+		lua_setfield(L, -2, "sandbox");
+	}
+	lua_pop(L, 1);
 	hook_thread(L, h);
 	lua_getglobal(h->co, "__request");
 	lua_pushinteger(h->co, a->addon + 1);
@@ -1257,8 +1265,9 @@ request_start(lua_State *L)
 }
 
 int
-addon_on_request(struct addon_vm *vm, int addon, int ctx_ref, struct hreq *req,
-    const struct target *t, struct hook_result *res, hook_cb cb, void *arg, struct hook **hp)
+addon_on_request(struct addon_vm *vm, int addon, int ctx_ref, const struct hook_ctx *hc,
+    struct hreq *req, const struct target *t, struct hook_result *res, hook_cb cb, void *arg,
+    struct hook **hp)
 {
 	struct req_start a;
 	struct hook *h;
@@ -1277,6 +1286,7 @@ addon_on_request(struct addon_vm *vm, int addon, int ctx_ref, struct hreq *req,
 	a.h = h;
 	a.addon = addon;
 	a.ctx_ref = ctx_ref;
+	a.hc = hc;
 	a.req = req;
 	a.t = t;
 	st = vm_call(vm, request_start, &a, cerr, sizeof(cerr));

@@ -102,11 +102,13 @@ int	addon_on_connect(struct addon_vm *, const struct hook_ctx *, int *ctx_ref,
 /*
  * Runs addon's on_request(req, ctx). Same contract; ACT_NONE: forward. On
  * ACT_DENY or ACT_ERROR the headers the hook injected are removed from req
- * again and req->injected is cleared (the request is not sent).
+ * again and req->injected is cleared (the request is not sent). ctx.sandbox
+ * is first set from hc (the sandbox's attributes as they are now), so a
+ * re-registration reaches the next request of a connection already open.
  */
 int	addon_on_request(struct addon_vm *, int addon, int ctx_ref,
-	    struct hreq *req, const struct target *t, struct hook_result *res, hook_cb cb, void *arg,
-	    struct hook **hp);
+	    const struct hook_ctx *hc, struct hreq *req, const struct target *t,
+	    struct hook_result *res, hook_cb cb, void *arg, struct hook **hp);
 /* Runs addon's optional on_response(resp, ctx) (may not yield). */
 void	addon_on_response(struct addon_vm *, int addon, int ctx_ref,
 	    struct hreq *req, int status);

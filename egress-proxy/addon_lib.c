@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <math.h>
 
@@ -24,6 +25,7 @@
 #include "httpreq.h"
 #include "log.h"
 #include "pglob.h"
+#include "reqcanon.h"
 #include "util.h"
 #include "xmalloc.h"
 
@@ -356,18 +358,35 @@ req_deny(lua_State *L)
 	return 0;
 }
 
-/* 1 if the request is method m to a path (query left out) ending in suffix. */
+/*
+ * 1 if the request is method m to a path whose canonical form (reqcanon.h;
+ * the query left out) ends in suffix, ASCII case ignored: an upstream that
+ * decodes, normalises or folds case routes every spelling of it there.
+ * Raises when the target has no canonical form (the hook fails closed).
+ */
 static int
-req_is(const struct lreq *lr, const char *m, const char *suffix)
+req_is(lua_State *L, const struct lreq *lr, const char *m, const char *suffix)
 {
-	const char *p = lr->r->data.p + lr->r->path_o, *q;
-	size_t n = lr->r->path_l, sl = strlen(suffix);
+	const struct hreq *r = lr->r;
+	struct buf b;
+	char err[128];
+	size_t n, sl = strlen(suffix);
+	int is;
 
-	if (strcmp(hreq_method(lr->r), m) != 0)
+	if (strcmp(hreq_method(r), m) != 0)
 		return 0;
-	if ((q = memchr(p, '?', n)) != NULL)
-		n = (size_t)(q - p);
-	return n >= sl && memcmp(p + n - sl, suffix, sl) == 0;
+	if (r->canon) {
+		n = r->cpath_l;
+		return n >= sl && strncasecmp(r->data.p + r->path_o + n - sl, suffix, sl) == 0;
+	}
+	buf_init(&b, REQCANON_MAX * 3 + 8);
+	if (reqcanon_target(r->data.p + r->path_o, r->path_l, &b, &n, err, sizeof(err)) == -1) {
+		buf_free(&b);
+		return luaL_error(L, "request target has no canonical form: %s", err);
+	}
+	is = n >= sl && strncasecmp(b.p + n - sl, suffix, sl) == 0;
+	buf_free(&b);
+	return is;
 }
 
 /* Adds the strings of list t[k] (nil: none) to g (owned by the request); raises on a bad value. */
@@ -415,7 +434,7 @@ req_push_rules(lua_State *L)
 		return luaL_error(L, "push_rules: delete must be a boolean");
 	del = lua_toboolean(L, -1);
 	lua_pop(L, 1);
-	if (!req_is(lr, "POST", "/git-receive-pack")) {
+	if (!req_is(L, lr, "POST", "/git-receive-pack")) {
 		lua_pushboolean(L, 0);
 		return 1;
 	}
@@ -445,6 +464,25 @@ req_refuse_graphql_mutations(lua_State *L)
 	return 1;
 }
 
+/*
+ * req:canonicalize() -> the canonical path (no query) | nil, reason. From
+ * then on req.path is the canonical target and that is what goes upstream.
+ */
+static int
+req_canonicalize(lua_State *L)
+{
+	struct lreq *lr = check_req(L);
+	char err[128];
+
+	if (hreq_canonicalize(lr->r, err, sizeof(err)) == -1) {
+		lua_pushnil(L);
+		lua_pushstring(L, err);
+		return 2;
+	}
+	lua_pushlstring(L, lr->r->data.p + lr->r->path_o, lr->r->cpath_l);
+	return 1;
+}
+
 static int
 req_index(lua_State *L)
 {
@@ -461,7 +499,12 @@ req_index(lua_State *L)
 		lua_pushinteger(L, lr->t->port);
 	else if (strcmp(k, "injected") == 0)
 		lua_pushboolean(L, lr->r->injected);
-	else {
+	else if (strcmp(k, "canon_path") == 0) {
+		if (lr->r->canon)
+			lua_pushlstring(L, lr->r->data.p + lr->r->path_o, lr->r->cpath_l);
+		else
+			lua_pushnil(L);
+	} else {
 		/* methods */
 		luaL_getmetatable(L, "egress.req");
 		lua_getfield(L, -1, "methods");
@@ -478,6 +521,7 @@ static const luaL_Reg req_methods[] = {
 	{ "deny", req_deny },
 	{ "push_rules", req_push_rules },
 	{ "refuse_graphql_mutations", req_refuse_graphql_mutations },
+	{ "canonicalize", req_canonicalize },
 	{ NULL, NULL }
 };
 

@@ -162,6 +162,11 @@ audit_request(struct auditq *aq, const struct audit_rec *r)
 	ign(buf_addf(b, ",\"type\":\"%s\",\"method\":\"%s\",\"path\":", r->type,
 	    r->method));
 	json_str(b, r->path, r->path_len > AUDIT_PATH_MAX ? AUDIT_PATH_MAX : r->path_len);
+	if (r->client_path != NULL) {
+		ign(buf_addstr(b, ",\"client_path\":"));
+		json_str(b, r->client_path, r->client_path_len > AUDIT_PATH_MAX ? AUDIT_PATH_MAX :
+		    r->client_path_len);
+	}
 	ign(buf_addf(b, ",\"status\":%d,\"bytes_up\":%llu,\"bytes_down\":%llu,"
 	    "\"injected\":%s,\"rule\":", r->status, r->bytes_up, r->bytes_down,
 	    r->injected ? "true" : "false"));

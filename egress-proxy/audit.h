@@ -23,6 +23,9 @@ struct audit_rec {
 	const char		*method;	/* requests: "GET" */
 	const char		*path;		/* requests: path_len bytes, any bytes */
 	size_t			 path_len;
+	const char		*client_path;	/* requests: the client's target when the
+						   canonical one (path) was sent; NULL: none */
+	size_t			 client_path_len;
 	int			 status;	/* requests: what the client got */
 	unsigned long long	 bytes_up, bytes_down;	/* requests: body bytes */
 	int			 injected;	/* requests: a credential was written upstream */

@@ -533,6 +533,18 @@ conn_shed(struct worker *w, long n)
 	return done;
 }
 
+void
+conn_attrs_refresh(struct conn *c)
+{
+	struct sbattrs *a;
+
+	if (c->sb == NULL)
+		return;
+	a = sandbox_attrs(c->sb);
+	sbattrs_unref(c->attrs);
+	c->attrs = a;
+}
+
 /*
  * Identifies c by its listener or by r's Proxy-Authorization, once: a
  * different credential later is refused. 0, or -1: answered.

@@ -34,6 +34,11 @@ req_audit(struct conn *c, int status, const char *code, const char *detail)
 	a.method = hreq_method(r);
 	a.path = r->data.p + r->path_o;
 	a.path_len = r->path_l;
+	if (r->canon && (r->raw_l != r->path_l ||
+	    memcmp(r->data.p + r->raw_o, a.path, r->raw_l) != 0)) {
+		a.client_path = r->data.p + r->raw_o;
+		a.client_path_len = r->raw_l;
+	}
 	a.status = status;
 	a.bytes_up = c->req_up;
 	a.bytes_down = c->req_down;

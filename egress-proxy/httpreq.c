@@ -10,6 +10,7 @@
 
 #include "bodygate.h"
 #include "httpreq.h"
+#include "reqcanon.h"
 #include "xmalloc.h"
 
 #define HREQ(p) ((struct hreq *)((char *)(p) - offsetof(struct hreq, p)))
@@ -241,6 +242,8 @@ hreq_parse(struct hreq *r, const char *head, size_t len, char *err, size_t errle
 	r->gate = NULL;
 	r->nh = 0;
 	r->url_o = r->url_l = r->path_o = r->path_l = 0;
+	r->canon = 0;
+	r->cpath_l = r->raw_o = r->raw_l = 0;
 	r->in_value = r->too_many = 0;
 	r->chunked = r->has_cl = r->keepalive = 0;
 	r->content_length = 0;
@@ -473,6 +476,35 @@ hreq_check_target(struct hreq *r, const struct target *tunnel, struct target *ur
 		return 421;
 	}
 	return 0;
+}
+
+int
+hreq_canonicalize(struct hreq *r, char *err, size_t errlen)
+{
+	struct buf b;
+	size_t pl, off;
+	int rc = -1;
+
+	if (r->canon)
+		return 0;
+	buf_init(&b, REQCANON_MAX * 3 + 8);
+	if (reqcanon_target(r->data.p + r->path_o, r->path_l, &b, &pl, err, errlen) == -1)
+		goto out;
+	off = r->data.len;
+	if (buf_add(&r->data, b.p, b.len) == -1) {
+		snprintf(err, errlen, "canonical request target too long");
+		goto out;
+	}
+	r->raw_o = r->path_o;
+	r->raw_l = r->path_l;
+	r->path_o = (uint32_t)off;
+	r->path_l = (uint32_t)b.len;
+	r->cpath_l = (uint32_t)pl;
+	r->canon = 1;
+	rc = 0;
+out:
+	buf_free(&b);
+	return rc;
 }
 
 const char *

@@ -32,6 +32,9 @@ struct hreq {
 	size_t		 maxbytes;
 	uint32_t	 url_o, url_l;
 	uint32_t	 path_o, path_l;	/* origin-form path, set by check */
+	uint8_t		 canon;		/* path_o/path_l hold the canonical target (hreq_canonicalize) */
+	uint32_t	 cpath_l;	/* canon: the length of its path (a '?' and the query follow) */
+	uint32_t	 raw_o, raw_l;	/* canon: the client's target (for the audit line) */
 	int		 in_value;	/* parser: last callback was a value */
 	int		 too_many;
 	int		 allow_connect;	/* CONNECT accepted (proxy side only) */
@@ -81,6 +84,14 @@ int	hreq_parse(struct hreq *, const char *head, size_t len, char *err,
  */
 int	hreq_check_target(struct hreq *, const struct target *tunnel,
 	    struct target *url, char *err, size_t errlen);
+
+/*
+ * Replaces the request target (after hreq_check_target) by its canonical
+ * form (reqcanon.h), which hreq_build then sends: what an addon judged is
+ * what the upstream runs. Idempotent. 0, or -1 with the reason in err
+ * (the target is left as it was).
+ */
+int	hreq_canonicalize(struct hreq *, char *err, size_t errlen);
 
 /* The first value of name (case-insensitive), or NULL; *len its length. */
 const char *hreq_get(struct hreq *, const char *name, size_t *len);

@@ -155,9 +155,11 @@ read_head(struct conn *c, struct bufferevent *bev, int allow_connect)
 	return 1;
 }
 
+/* The hooks' view of c: its sandbox's attributes as they are now (conn_attrs_refresh). */
 static void
 ctx_fill(struct conn *c, struct hook_ctx *hc, int plain)
 {
+	conn_attrs_refresh(c);
 	memset(hc, 0, sizeof(*hc));
 	hc->t = c->tgt;
 	hc->sb = c->sb;
@@ -1157,6 +1159,7 @@ next_request(struct conn *c)
 static void
 intercept_request(struct conn *c)
 {
+	struct hook_ctx hc;
 	struct hook_result res;
 	const char *const *strip;
 	char err[256];
@@ -1195,7 +1198,8 @@ intercept_request(struct conn *c)
 		hook_done(c, &res);
 		return;
 	}
-	if (addon_on_request(c->vm, c->addon, c->ctx_ref, c->req, c->tgt, &res, hook_done,
+	ctx_fill(c, &hc, 0);
+	if (addon_on_request(c->vm, c->addon, c->ctx_ref, &hc, c->req, c->tgt, &res, hook_done,
 	    c, &c->hook) == 0)
 		hook_done(c, &res);
 }

@@ -83,7 +83,7 @@ struct conn {
 	struct worker		*w;
 	uint64_t		 id;
 	struct sandbox		*sb;		/* NULL until identified */
-	struct sbattrs		*attrs;
+	struct sbattrs		*attrs;		/* sb's, refreshed before each hook */
 	struct bufferevent	*cl, *up;
 	int			 cfd;		/* client fd (the conn closes it) */
 	SSL			*cl_ssl;	/* client TLS (the conn frees it) */
@@ -278,6 +278,11 @@ void	tgt_set(struct conn *c, const struct target *t);
  * at a cap (it is killed).
  */
 struct conn *conn_new(struct worker *w, int fd, struct sandbox *sb);
+/*
+ * c->attrs = its sandbox's current attributes: a re-registration (a
+ * narrower policy) reaches the next request of a connection already open.
+ */
+void	conn_attrs_refresh(struct conn *c);
 /* Identifies c by its listener or r's Proxy-Authorization. 0, or -1: answered. */
 int	identify(struct conn *c, struct hreq *r);
 /* Answers c with status and body (of type ctype), then closes. */

@@ -1,8 +1,10 @@
 /*
  * sandbox.h: registered sandboxes (thread-safe registry). A sandbox has a
  * stable identity with counters (struct sandbox) and an immutable,
- * refcounted attribute snapshot (struct sbattrs) that a connection keeps
- * for its whole life, so re-registering changes only new connections.
+ * refcounted attribute snapshot (struct sbattrs). Re-registering swaps the
+ * snapshot; a connection takes the current one before each hook runs
+ * (conn_attrs_refresh), so a narrower policy reaches the next request of a
+ * connection already open, and a snapshot lives as long as a hook uses it.
  */
 #ifndef PROXY_SANDBOX_H
 #define PROXY_SANDBOX_H

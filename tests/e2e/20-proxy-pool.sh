@@ -305,8 +305,8 @@ check "lend: both gitlab.com responses arrived" test "$(grep -c '^HTTP/1.1 200' 
 # with nothing buffered they drop their TLS bufferevent and wait on a bare
 # read event; the next bytes (or EOF) wake them around the same TLS session.
 # ctx.sandbox is shared by the connections of one registration (attribute
-# snapshot): a connection keeps the attributes it was opened with, asleep or
-# not, and a re-registration shows only on new connections.
+# snapshot) and set before each request: a re-registration shows on new
+# connections and on the next request of one already open, asleep or not.
 cat >"$T/sbattrs.lua" <<'LUA'
 return { name = "sbattrs",
 	on_connect = function(ctx) if ctx.host == "github.com" then return "intercept" end end,
@@ -334,7 +334,7 @@ S_PID=$!
 check "sleep: first request served" wait_for 20 grep -q ' #1 GET /s1 ' "$UPLOG"
 check "sleep: the idle connection goes to sleep" wait_for 10 asleep_is 1
 check "sleep: its upstream was parked first" test "$(metric parked)" = 1
-# a re-registration meanwhile: new connections see it, the sleeper keeps its own
+# a re-registration meanwhile: new connections see it, and so does the sleeper's next request
 px_register sb-sl "$SL_SECRET" '{"org":"o2","labels":{"team":"t2"}}'
 PC_ID=sb-sl PC_SECRET=$SL_SECRET get sl-new github.com /sl-new
 PC_ID=sb-sl PC_SECRET=$SL_SECRET get sl-new2 github.com /sl-new2
@@ -343,8 +343,10 @@ check "ctx.sandbox: new connections see the re-registered attributes" \
 wait "$S_PID"
 check "sleep: woken by a split request head, both responses arrived" \
 	test "$(grep -c '^HTTP/1.1 200' "$T/get-S")" = 2
-check "sleep: the woken connection keeps the attributes it was opened with" \
-	grep -q ' GET /s2 .*auth=Sandbox sb-sl/o1/t1$' "$UPLOG"
+check "sleep: the woken connection's first request was judged under the first attributes" \
+	grep -q ' GET /s1 .*auth=Sandbox sb-sl/o1/t1$' "$UPLOG"
+check "sleep: its next request sees the re-registered attributes" \
+	grep -q ' GET /s2 .*auth=Sandbox sb-sl/o2/t2$' "$UPLOG"
 check "sleep: one credential per request throughout" \
 	test "$(grep '^req ' "$UPLOG" | grep -vc 'auths=1 auth=Sandbox ')" = 0 -a "$(grep -c '^req ' "$UPLOG")" = 4
 check "sleep: no longer counted once woken and closed" wait_for 10 asleep_is 0
