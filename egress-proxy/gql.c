@@ -1316,20 +1316,33 @@ gql_rules_new(int mutations)
 }
 
 int
-gql_rules_allow(struct gql_rules *r, const char *name, size_t n)
+gql_name_ok(const char *s, size_t n)
 {
 	size_t i;
 
-	if (n == 0 || n > GQL_NAME_MAX || r->nallow >= GQL_ALLOW_MAX ||
-	    !name_start((unsigned char)name[0]))
-		return -1;
+	if (n == 0 || n > GQL_NAME_MAX || !name_start((unsigned char)s[0]))
+		return 0;
 	for (i = 1; i < n; i++)
-		if (!name_cont((unsigned char)name[i]))
-			return -1;
+		if (!name_cont((unsigned char)s[i]))
+			return 0;
+	return 1;
+}
+
+int
+gql_rules_allow(struct gql_rules *r, const char *name, size_t n)
+{
+	if (r->nallow >= GQL_ALLOW_MAX || !gql_name_ok(name, n))
+		return -1;
 	r->allow = xreallocarray(r->allow, r->nallow + 1, sizeof(*r->allow));
 	r->allow[r->nallow++] = xstrndup(name, n);
 	r->has_allow = 1;
 	return 0;
+}
+
+int
+gql_rules_mutations(const struct gql_rules *r)
+{
+	return r->mutations;
 }
 
 int

@@ -62,8 +62,12 @@ struct gql_rules;
 
 /* Rules: mutations 0 refuses every mutation; 1 allows them (all, or those on the allow-list once one is given). */
 struct gql_rules *gql_rules_new(int mutations);
+/* 1 if s (n bytes) is a GraphQL name of at most GQL_NAME_MAX bytes. */
+int	gql_name_ok(const char *s, size_t n);
 /* Adds a root field name to the allow-list (and makes the list exist). -1: not a GraphQL name, too long or too many. */
 int	gql_rules_allow(struct gql_rules *, const char *name, size_t n);
+/* 1 if mutations may run under r (all, or the allow-list's). */
+int	gql_rules_mutations(const struct gql_rules *);
 /* 1 if a body could be refused under r (mutations refused, or an allow-list). */
 int	gql_rules_restrict(const struct gql_rules *);
 void	gql_rules_free(struct gql_rules *);
