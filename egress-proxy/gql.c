@@ -115,7 +115,7 @@ show(const char *s, size_t n, char *out, size_t outlen)
 	size_t i, o = 0;
 
 	for (i = 0; i < n && o + 4 < outlen && i < 40; i++)
-		out[o++] = s[i] >= 0x20 && s[i] < 0x7f && s[i] != '"' && s[i] != '\\' ? s[i] : '?';
+		out[o++] = (char)(s[i] >= 0x20 && s[i] < 0x7f && s[i] != '"' && s[i] != '\\' ? s[i] : '?');
 	if (i < n && o + 4 < outlen)
 		o += (size_t)snprintf(out + o, outlen - o, "...");
 	out[o] = '\0';
@@ -820,7 +820,7 @@ lex_string(struct doc *d)
 		if (s[d->i] == '\\') {
 			if (d->i + 1 >= d->n)
 				return bad(d->j, "GraphQL: unterminated string at byte %zu", d->to);
-			if (memchr("\"\\/bfnrt", s[d->i + 1], 8) != NULL)
+			if (s[d->i + 1] != '\0' && strchr("\"\\/bfnrt", s[d->i + 1]) != NULL)
 				len = 2;
 			else if (s[d->i + 1] == 'u')
 				len = lex_unicode(d, d->i);
@@ -867,7 +867,7 @@ lex(struct doc *d)
 	if (++d->j->tokens > GQL_TOKENS_MAX)
 		return bad(d->j, "more than %d GraphQL tokens", GQL_TOKENS_MAX);
 	d->to = d->i;
-	if (memchr("!$&():=@[]{|}", c, 13) != NULL) {
+	if (c != '\0' && strchr("!$&():=@[]{|}", c) != NULL) {
 		d->tk = c;
 		d->i++;
 	} else if (c == '.') {

@@ -111,6 +111,10 @@ check "register sb-ga: every mutation allowed (no list)" px_admin '{"op":"regist
 code=$(gq sb-ga:s $GH '{"query":"mutation { updateRef(input:{refId:\"okAllowed5\"}) { x } }"}')
 check "mutations = true without a list: nothing armed, the mutation passes ($code)" test "$code" = 200
 check "... and reached the upstream" test "$(fx_api_q "'okAllowed5' in r['body'] and h.get('x-test-armed')==['false']")" = 1
+check "register sb-gx: an allow-list entry that is not a GraphQL name" px_admin '{"op":"register","id":"sb-gx","secret":"s","policy":{"gql":{"mutations":true,"allow":["add-Comment"]}}}'
+check "... fails closed (502), the log says why" bash -c "test \$(curl -s -o /dev/null -w '%{http_code}' --proxy http://sb-gx:s@127.0.0.1:$PX_PORT --cacert $PX_CA --data-binary '{\"query\":\"{ a }\"}' $GH) = 502 && grep -q 'graphql_rules: allow\[1\] must be a GraphQL name' $PX_DIR/proxy.log"
+check "register sb-gy: an allow-list with mutations = false" px_admin '{"op":"register","id":"sb-gy","secret":"s","policy":{"gql":{"mutations":false,"allow":["addComment"]}}}'
+check "... fails closed (502), the log says why" bash -c "test \$(curl -s -o /dev/null -w '%{http_code}' --proxy http://sb-gy:s@127.0.0.1:$PX_PORT --cacert $PX_CA --data-binary '{\"query\":\"{ a }\"}' $GH) = 502 && grep -q 'graphql_rules: allow needs mutations = true' $PX_DIR/proxy.log"
 check "none of the refused requests reached the upstream" test "$(upstream_got hostileB)" = 0
 
 # ---- 3. App tokens for globbed repositories ----
