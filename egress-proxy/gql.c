@@ -446,6 +446,10 @@ j_object(struct judge *j, int depth, j_member_fn fn, void *arg)
 		}
 		j->i++;
 		j_ws(j);
+		if (j->i >= j->n) {
+			bad(j, "JSON: a value expected at the end");	/* members may look at s[i] */
+			goto out;
+		}
 		r = fn != NULL ? fn(j, j->keyb.p + ko, j->keyb.len - ko, depth, arg) : 0;
 		if (r == -1 || (r == 0 && j_value(j, depth + 1) == -1))
 			goto out;

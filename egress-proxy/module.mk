@@ -74,5 +74,6 @@ ifeq ($(FUZZ),1)
 FUZZ_TARGETS += $(B)/tests/fuzz/fuzz_gql
 $(B)/tests/fuzz/fuzz_gql: $(B)/tests/fuzz/fuzz_gql.o $(B)/egress-proxy/gql.o $(COMMON_OBJS)
 	$(CC) $(LDFLAGS) -fsanitize=fuzzer,address,undefined $^ $(PKG_LIBS) -o $@
-$(B)/tests/fuzz/fuzz_gql.o $(B)/egress-proxy/gql.o: CFLAGS += -fsanitize=fuzzer-no-link
+# The judge itself instrumented too (address, undefined), not only the fuzzer's link.
+$(B)/tests/fuzz/fuzz_gql.o $(B)/egress-proxy/gql.o: CFLAGS += -fsanitize=fuzzer-no-link,address,undefined
 endif

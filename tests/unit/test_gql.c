@@ -44,13 +44,16 @@ check_one(const struct tcase *c, size_t n, int doc, size_t idx)
 {
 	struct gql_rules *r = rules(c->rules);
 	struct gql_verdict v;
+	char *in = malloc(n > 0 ? n : 1);	/* exactly n bytes: ASan sees a read past them */
 	int ok;
 
+	memcpy(in, c->in, n);
 	if (doc)
-		gql_judge_document(r, c->in, n, &v);
+		gql_judge_document(r, in, n, &v);
 	else
-		gql_judge(r, c->in, n, &v);
+		gql_judge(r, in, n, &v);
 	gql_rules_free(r);
+	free(in);
 	ok = v.res == c->want;
 	if (ok && c->want == GQL_DENY)
 		ok = strcmp(v.field, c->what) == 0;
@@ -146,6 +149,10 @@ static const struct tcase envelope[] = {
 	{ R_NONE, "\xef\xbb\xbf{\"query\":\"{ a }\"}", GQL_BAD, "not JSON" },
 	{ R_NONE, "{\"query\":\"{ a }\"} {\"query\":\"mutation { b }\"}", GQL_BAD, "bytes after" },
 	{ R_NONE, "{\"query\":\"{ a }\"", GQL_BAD, "expected" },
+	{ R_NONE, "{\"query\":", GQL_BAD, "value expected" },
+	{ R_NONE, "{\"query\": ", GQL_BAD, "value expected" },
+	{ R_NONE, "{\"extensions\":{\"persistedQuery\":", GQL_BAD, "value expected" },
+	{ R_NONE, "{\"extensions\":{\"persistedQuery\":{\"sha256Hash\":", GQL_BAD, "value expected" },
 	{ R_NONE, "{\"query\":\"{ a }\",}", GQL_BAD, "key expected" },
 	{ R_NONE, "{'query':'{ a }'}", GQL_BAD, "key expected" },
 	{ R_NONE, "{\"query\":\"{ a }\",\"variables\":{\"x\":01}}", GQL_BAD, NULL },
