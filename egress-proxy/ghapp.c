@@ -890,6 +890,7 @@ glob_mint(struct ghapp *g, struct fetch *f, char *err, size_t errlen, int *scope
 		snprintf(err, errlen, "bad token request body");
 		return -1;
 	}
+	cJSON_DeleteItemFromObjectCaseSensitive(b, "repositories");	/* only the matches */
 	arr = cJSON_AddArrayToObject(b, "repositories");
 	for (k = 0; k < f->nnames && arr != NULL; k++)
 		cJSON_AddItemToArray(arr, cJSON_CreateString(f->names[k]));
@@ -947,6 +948,7 @@ fetch_done(struct ghapp *g, struct fetch *f, CURLcode cc)
 		if (mint_result(f, cc, code, f->list_token, sizeof(f->list_token), &exp, err,
 		    sizeof(err)) == -1)
 			break;
+		atomic_fetch_add(&ghapp_requests_ok, 1);	/* the token request; the last counts below */
 		f->step = FS_LIST;
 		f->page = 1;
 		if (list_send(g, f, err, sizeof(err)) == 0)
