@@ -350,7 +350,10 @@ static void hook_release(struct hook *h);
 
 /*
  * proxy.github_app_token{app_id=, installation_id=, private_key_file=,
- * api=, repositories={...}, permissions={...}} -> token | nil, err
+ * api=, repositories={...}, permissions={...}, sandbox=} -> token | nil, err
+ * repositories: names of the installation's repositories, or owner/name
+ * globs (an entry holding '/', '*' or '?'; then every entry is one), which
+ * the proxy resolves against the installation (ghapp.h).
  */
 static int
 l_github_app_token(lua_State *L)
@@ -358,8 +361,11 @@ l_github_app_token(lua_State *L)
 	struct hook *h = cur_hook(L);
 	struct ghapp_opts o;
 	struct buf body;
+	const char **names = NULL, **perms = NULL, *r;
 	char tok[512], err[512];
-	int rc;
+	lua_Integer i, n = 0;
+	size_t nglob = 0, nperm = 0, k;
+	int rc, ri, pi, rcb = 0;
 
 	luaL_checktype(L, 1, LUA_TTABLE);
 	if (h == NULL || h->vm->gh == NULL)
@@ -375,37 +381,72 @@ l_github_app_token(lua_State *L)
 	o.key_file = luaL_checkstring(L, -1);
 	lua_getfield(L, 1, "sandbox");
 	o.owner = lua_isstring(L, -1) ? lua_tostring(L, -1) : NULL;	/* stays on the stack */
-	buf_init(&body, 16384);
 	lua_getfield(L, 1, "repositories");
+	ri = lua_gettop(L);
 	lua_getfield(L, 1, "permissions");
-	if (lua_istable(L, -2) || lua_istable(L, -1)) {
-		int rcb = buf_addstr(&body, "{");
-		if (lua_istable(L, -2)) {
-			lua_Integer i, n = luaL_len(L, -2);
+	pi = lua_gettop(L);
+	/*
+	 * The strings are collected first, into arrays Lua owns (they stay
+	 * anchored by their tables): everything that can raise comes before
+	 * the body is built.
+	 */
+	if (lua_istable(L, ri)) {
+		n = luaL_len(L, ri);
+		names = lua_newuserdatauv(L, (size_t)(n > 0 ? n : 1) * sizeof(*names), 0);
+		for (i = 1; i <= n; i++) {
+			lua_geti(L, ri, i);
+			if (lua_type(L, -1) != LUA_TSTRING || strpbrk(r = lua_tostring(L, -1), "\"\\") !=
+			    NULL)
+				return luaL_error(L, "bad repository name");
+			if (strpbrk(r, "/*?") != NULL)
+				nglob++;
+			names[i - 1] = r;
+			lua_pop(L, 1);
+		}
+		if (nglob > 0 && (lua_Integer)nglob != n)
+			return luaL_error(L, "repositories: names and owner/name globs cannot be mixed");
+		if (nglob > GHAPP_GLOBS_MAX)
+			return luaL_error(L, "repositories: more than %d globs", GHAPP_GLOBS_MAX);
+		if (nglob > 0) {
+			o.globs = names;
+			o.nglobs = nglob;
+		}
+	}
+	if (lua_istable(L, pi)) {
+		lua_pushnil(L);
+		while (lua_next(L, pi) != 0) {
+			if (lua_type(L, -2) != LUA_TSTRING || lua_type(L, -1) != LUA_TSTRING ||
+			    strpbrk(lua_tostring(L, -2), "\"\\") != NULL ||
+			    strpbrk(lua_tostring(L, -1), "\"\\") != NULL)
+				return luaL_error(L, "bad permission entry");
+			nperm++;
+			lua_pop(L, 1);
+		}
+		perms = lua_newuserdatauv(L, (nperm > 0 ? nperm : 1) * 2 * sizeof(*perms), 0);
+		k = 0;
+		lua_pushnil(L);
+		while (lua_next(L, pi) != 0 && k < nperm) {
+			perms[2 * k] = lua_tostring(L, -2);
+			perms[2 * k++ + 1] = lua_tostring(L, -1);
+			lua_pop(L, 1);
+		}
+		nperm = k;
+	}
+	buf_init(&body, 16384);
+	if ((names != NULL && nglob == 0) || perms != NULL) {
+		rcb |= buf_addstr(&body, "{");
+		if (names != NULL && nglob == 0) {
 			rcb |= buf_addstr(&body, "\"repositories\":[");
-			for (i = 1; i <= n && i <= 500; i++) {
-				lua_geti(L, -2, i);
-				const char *r = luaL_checkstring(L, -1);
-				if (strpbrk(r, "\"\\") != NULL)
-					return luaL_error(L, "bad repository name");
-				rcb |= buf_addf(&body, "%s\"%s\"", i > 1 ? "," : "", r);
-				lua_pop(L, 1);
-			}
+			for (i = 0; i < n && i < 500; i++)
+				rcb |= buf_addf(&body, "%s\"%s\"", i > 0 ? "," : "", names[i]);
 			rcb |= buf_addstr(&body, "]");
 		}
-		if (lua_istable(L, -1)) {
-			int first = 1;
-			rcb |= buf_addf(&body, "%s\"permissions\":{", lua_istable(L, -2) ? "," : "");
-			lua_pushnil(L);
-			while (lua_next(L, -2) != 0) {
-				const char *k = lua_tostring(L, -2), *v = lua_tostring(L, -1);
-				if (k == NULL || v == NULL || strpbrk(k, "\"\\") != NULL ||
-				    strpbrk(v, "\"\\") != NULL)
-					return luaL_error(L, "bad permission entry");
-				rcb |= buf_addf(&body, "%s\"%s\":\"%s\"", first ? "" : ",", k, v);
-				first = 0;
-				lua_pop(L, 1);
-			}
+		if (perms != NULL) {
+			rcb |= buf_addf(&body, "%s\"permissions\":{", names != NULL && nglob == 0 ?
+			    "," : "");
+			for (k = 0; k < nperm; k++)
+				rcb |= buf_addf(&body, "%s\"%s\":\"%s\"", k > 0 ? "," : "", perms[2 * k],
+				    perms[2 * k + 1]);
 			rcb |= buf_addstr(&body, "}");
 		}
 		rcb |= buf_addstr(&body, "}");

@@ -22,6 +22,7 @@
 #include "bodygate.h"
 #include "buf.h"
 #include "canon.h"
+#include "gql.h"
 #include "httpreq.h"
 #include "log.h"
 #include "pglob.h"
@@ -448,18 +449,23 @@ req_push_rules(lua_State *L)
 	return 1;
 }
 
-/* req:refuse_graphql_mutations() -> true if armed (a POST), false otherwise. */
+/*
+ * Arms the GraphQL gate on a POST with rules r (owned by the request from
+ * now on) and pushes true; on other methods frees r and pushes false.
+ */
 static int
-req_refuse_graphql_mutations(lua_State *L)
+graphql_arm(lua_State *L, struct lreq *lr, struct gql_rules *r, enum bgate_forge forge)
 {
-	struct lreq *lr = check_req(L);
+	const char *p = lr->r->data.p + lr->r->path_o, *q;
 
-	if (strcmp(hreq_method(lr->r), "POST") != 0) {
+	if (strcmp(hreq_method(lr->r), "POST") != 0 || !gql_rules_restrict(r)) {
+		gql_rules_free(r);
 		lua_pushboolean(L, 0);
 		return 1;
 	}
+	q = memchr(p, '?', lr->r->path_l);
 	bgate_free(lr->r->gate);
-	lr->r->gate = bgate_graphql_new();
+	lr->r->gate = bgate_graphql_new(r, forge, q != NULL && q + 1 < p + lr->r->path_l);
 	lua_pushboolean(L, 1);
 	return 1;
 }
@@ -481,6 +487,75 @@ req_canonicalize(lua_State *L)
 	}
 	lua_pushlstring(L, lr->r->data.p + lr->r->path_o, lr->r->cpath_l);
 	return 1;
+}
+
+/*
+ * req:graphql_rules{mutations=, allow=, forge=} -> true if armed (a POST
+ * whose mutations are restricted), false otherwise (nothing to check).
+ * mutations: false/nil none, true all or the allow-list's root fields;
+ * allow: a list of GraphQL names (needs mutations = true); forge:
+ * "github" (default) or "gitlab", the shape of the JSON errors.
+ */
+static int
+req_graphql_rules(lua_State *L)
+{
+	struct lreq *lr = check_req(L);
+	struct gql_rules *r;
+	enum bgate_forge forge = BGATE_GITHUB;
+	const char *f, *name;
+	lua_Integer i, n = 0;
+	size_t len;
+	int mut;
+
+	luaL_checktype(L, 2, LUA_TTABLE);
+	lua_getfield(L, 2, "mutations");
+	if (!lua_isnil(L, -1) && !lua_isboolean(L, -1))
+		return luaL_error(L, "graphql_rules: mutations must be a boolean");
+	mut = lua_toboolean(L, -1);
+	if (lua_getfield(L, 2, "forge") != LUA_TNIL) {
+		f = lua_tostring(L, -1);
+		if (lua_type(L, -1) != LUA_TSTRING || (strcmp(f, "github") != 0 &&
+		    strcmp(f, "gitlab") != 0))
+			return luaL_error(L, "graphql_rules: forge must be \"github\" or \"gitlab\"");
+		forge = strcmp(f, "gitlab") == 0 ? BGATE_GITLAB : BGATE_GITHUB;
+	}
+	if (lua_getfield(L, 2, "allow") != LUA_TNIL) {
+		if (!lua_istable(L, -1))
+			return luaL_error(L, "graphql_rules: allow must be a list of field names");
+		if (!mut)
+			return luaL_error(L, "graphql_rules: allow needs mutations = true");
+		if ((n = luaL_len(L, -1)) > GQL_ALLOW_MAX)
+			return luaL_error(L, "graphql_rules: more than %d names in allow", GQL_ALLOW_MAX);
+	}
+	/* Checked before anything is allocated: a raise below would leak it. */
+	for (i = 1; i <= n; i++) {
+		lua_geti(L, -1, i);
+		name = lua_tolstring(L, -1, &len);
+		if (lua_type(L, -1) != LUA_TSTRING || !gql_name_ok(name, len))
+			return luaL_error(L, "graphql_rules: allow[%d] must be a GraphQL name of at "
+			    "most %d bytes", (int)i, GQL_NAME_MAX);
+		lua_pop(L, 1);
+	}
+	r = gql_rules_new(mut);
+	if (lua_istable(L, -1)) {
+		/* allow = {} is a list: no mutation passes */
+		if (n == 0)
+			ign(gql_rules_allow(r, "__typename", 10));
+		for (i = 1; i <= n; i++) {
+			lua_geti(L, -1, i);
+			name = lua_tolstring(L, -1, &len);
+			ign(gql_rules_allow(r, name, len));
+			lua_pop(L, 1);
+		}
+	}
+	return graphql_arm(L, lr, r, forge);
+}
+
+/* req:refuse_graphql_mutations(): req:graphql_rules{mutations = false}. */
+static int
+req_refuse_graphql_mutations(lua_State *L)
+{
+	return graphql_arm(L, check_req(L), gql_rules_new(0), BGATE_GITHUB);
 }
 
 static int
@@ -522,6 +597,7 @@ static const luaL_Reg req_methods[] = {
 	{ "push_rules", req_push_rules },
 	{ "refuse_graphql_mutations", req_refuse_graphql_mutations },
 	{ "canonicalize", req_canonicalize },
+	{ "graphql_rules", req_graphql_rules },
 	{ NULL, NULL }
 };
 

@@ -5,8 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cjson/cJSON.h>
-
 #include "bodygate.h"
 #include "pglob.h"
 #include "pktline.h"
@@ -23,6 +21,10 @@ struct bgate {
 	int		 has_push;	/* a push list was given (even empty) */
 	int		 allow_delete;
 	struct pktl	 pl;
+	/* graphql */
+	struct gql_rules *rules;
+	enum bgate_forge forge;
+	int		 url_params;	/* the URL has a query string */
 	/* the body so far */
 	struct buf	 held;
 	int		 over;		/* more than the bound arrived */
@@ -53,9 +55,14 @@ bgate_push_new(void)
 }
 
 struct bgate *
-bgate_graphql_new(void)
+bgate_graphql_new(struct gql_rules *rules, enum bgate_forge forge, int url_params)
 {
-	return gate_new(GK_GRAPHQL);
+	struct bgate *g = gate_new(GK_GRAPHQL);
+
+	g->rules = rules;
+	g->forge = forge;
+	g->url_params = url_params;
+	return g;
 }
 
 int
@@ -100,6 +107,7 @@ bgate_free(struct bgate *g)
 	free(g->pat);
 	free(g->prot);
 	pktl_free(&g->pl);
+	gql_rules_free(g->rules);
 	buf_free(&g->held);
 	buf_free(&g->answer);
 	free(g);
@@ -214,131 +222,81 @@ check_push(struct bgate *g, int eof)
 
 /* ---- GraphQL ---- */
 
+/* Appends s as the inside of a JSON string (its bytes are ASCII: ours or gql.c's). */
 static int
-name_char(unsigned char c, int first)
+json_str(struct buf *b, const char *s)
 {
-	return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-	    (!first && c >= '0' && c <= '9');
+	int bad = 0;
+
+	for (; *s != '\0'; s++) {
+		if (*s == '"' || *s == '\\')
+			bad |= buf_addf(b, "\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			bad |= buf_addf(b, "\\u%04x", (unsigned char)*s);
+		else
+			bad |= buf_add(b, s, 1);
+	}
+	return bad;
 }
 
 /*
- * 1 if the GraphQL document s (n bytes) defines a mutation: the keyword
- * "mutation" as a name at the top level (outside every {...} and (...)),
- * strings, block strings and comments skipped. A name that merely
- * happens to be "mutation" at the top level (an operation or fragment so
- * named) counts too: conservative. -1: unterminated string.
+ * Refuses with status and message msg in the forge's JSON error shape
+ * (GitHub: message and documentation_url; GitLab: "<status> <text> - msg").
  */
-int
-bgate_gql_mutation(const char *s, size_t n)
+static enum bgate_verdict
+deny_json(struct bgate *g, int status, const char *msg)
 {
-	size_t i = 0, j;
-	long brace = 0, paren = 0;
-	int var = 0;
+	int bad;
 
-	while (i < n) {
-		unsigned char c = (unsigned char)s[i];
-		if (c == '#') {
-			while (i < n && s[i] != '\n' && s[i] != '\r')
-				i++;
-		} else if (c == '"') {
-			if (i + 2 < n && s[i + 1] == '"' && s[i + 2] == '"') {
-				for (i += 3; i < n; i++) {
-					if (s[i] == '\\' && i + 3 < n && memcmp(s + i + 1, "\"\"\"", 3) == 0)
-						i += 3;
-					else if (i + 2 < n && memcmp(s + i, "\"\"\"", 3) == 0)
-						break;
-				}
-				if (i + 2 >= n)
-					return -1;
-				i += 3;
-			} else {
-				for (i++; i < n && s[i] != '"'; i++)
-					if (s[i] == '\\')
-						i++;
-					else if (s[i] == '\n')
-						return -1;
-				if (i >= n)
-					return -1;
-				i++;
-			}
-			var = 0;
-		} else if (c == '{' || c == '}' || c == '(' || c == ')') {
-			brace += c == '{' ? 1 : c == '}' ? -1 : 0;
-			paren += c == '(' ? 1 : c == ')' ? -1 : 0;
-			if (brace < 0 || paren < 0)
-				brace = paren = 0;	/* unbalanced: the upstream refuses it */
-			i++;
-			var = 0;
-		} else if (c == '$') {
-			var = 1;
-			i++;
-		} else if (name_char(c, 1)) {
-			for (j = i; j < n && name_char((unsigned char)s[j], 0); j++)
-				;
-			if (!var && brace == 0 && paren == 0 && j - i == 8 &&
-			    memcmp(s + i, "mutation", 8) == 0)
-				return 1;
-			i = j;
-			var = 0;
-		} else {
-			i++;
-			var = 0;
-		}
+	g->v = BG_DENY;
+	g->status = status;
+	snprintf(g->ctype, sizeof(g->ctype), "application/json");
+	snprintf(g->detail, sizeof(g->detail), "%s", msg);
+	buf_reset(&g->answer);
+	if (g->forge == BGATE_GITLAB) {
+		bad = buf_addf(&g->answer, "{\"message\":\"%d %s - ", status, status == 403 ?
+		    "Forbidden" : status == 413 ? "Payload Too Large" : "Bad request");
+		bad |= json_str(&g->answer, msg);
+		bad |= buf_addstr(&g->answer, "\"}");
+	} else {
+		bad = buf_addstr(&g->answer, "{\"message\":\"");
+		bad |= json_str(&g->answer, msg);
+		bad |= buf_addstr(&g->answer, "\",\"documentation_url\":\"https://docs.github.com/graphql\"}");
 	}
-	return 0;
-}
-
-/* One GraphQL request object: 1 mutation, 0 not, -1 not a request. */
-static int
-gql_one(const cJSON *o)
-{
-	const cJSON *q = cJSON_GetObjectItemCaseSensitive(o, "query");
-
-	if (!cJSON_IsObject(o) || !cJSON_IsString(q))
-		return -1;
-	return bgate_gql_mutation(q->valuestring, strlen(q->valuestring));
+	if (bad != 0)
+		buf_reset(&g->answer);
+	return g->v;
 }
 
 static enum bgate_verdict
 check_graphql(struct bgate *g, int eof)
 {
-	cJSON *j, *it;
-	int m = 0, r;
+	struct gql_verdict v;
+	char m[400];
 
+	if (g->url_params)
+		return deny_json(g, 400, "GraphQL request refused by the proxy: parameters in the URL "
+		    "(the server may take the query from them); send the request in the body only");
 	if (g->over) {
-		return deny_text(g, 413, "GraphQL request refused by the proxy: body larger "
-		    "than 256 KiB (the policy's mutation check reads it whole)");
+		snprintf(m, sizeof(m), "GraphQL request refused by the proxy: body larger than %d KiB "
+		    "(the policy's GraphQL check reads it whole)", BGATE_GRAPHQL_MAX / 1024);
+		return deny_json(g, 413, m);
 	}
 	if (!eof)
 		return BG_MORE;
-	j = cJSON_ParseWithLength(g->held.p != NULL ? g->held.p : "", g->held.len);
-	if (j == NULL)
-		return deny_text(g, 400, "GraphQL request refused by the proxy: the body is not JSON");
-	if (cJSON_IsArray(j)) {
-		cJSON_ArrayForEach(it, j) {
-			if ((r = gql_one(it)) != 0) {
-				m = r;
-				if (r == 1)
-					break;
-			}
-		}
-	} else
-		m = gql_one(j);
-	cJSON_Delete(j);
-	if (m == -1)
-		return deny_text(g, 400, "GraphQL request refused by the proxy: no query string, "
-		    "or an unterminated string in it");
-	if (m == 1) {
-		g->v = BG_DENY;
-		g->status = 403;
-		snprintf(g->ctype, sizeof(g->ctype), "application/json");
-		snprintf(g->detail, sizeof(g->detail), "denied by policy: graphql mutation");
-		buf_reset(&g->answer);
-		if (buf_addstr(&g->answer, "{\"message\":\"denied by policy: GraphQL mutations are "
-		    "not allowed for this session\",\"documentation_url\":"
-		    "\"https://docs.github.com/graphql\"}") == -1)
-			buf_reset(&g->answer);
-		return g->v;
+	gql_judge(g->rules, g->held.p != NULL ? g->held.p : "", g->held.len, &v);
+	if (v.res == GQL_BAD) {
+		snprintf(m, sizeof(m), "GraphQL request refused by the proxy: %s", v.why);
+		return deny_json(g, 400, m);
+	}
+	if (v.res == GQL_DENY) {
+		if (gql_rules_mutations(g->rules))
+			snprintf(m, sizeof(m), "denied by policy: GraphQL mutation %s is not allowed "
+			    "for this session", v.field);
+		else
+			snprintf(m, sizeof(m), "denied by policy: GraphQL mutations are not allowed "
+			    "for this session (mutation %s)", v.field);
+		return deny_json(g, 403, m);
 	}
 	g->v = BG_ALLOW;
 	return g->v;

@@ -8,8 +8,13 @@
  *   push rules: the git-receive-pack command list (pktline.c) against
  *     push / protect globs (pglob.c) and the delete flag; a refusal is
  *     git's report-status, so `git push` shows `! [remote rejected]`.
- *   graphql: a GraphQL request (one JSON object or a batch) holding a
- *     mutation operation is refused; the whole body must fit the bound.
+ *   graphql: the whole body (at most BGATE_GRAPHQL_MAX) is judged by
+ *     gql.c under the addon's rules (no mutation, or only an allow-list's
+ *     root fields); a refusal is 403 in the forge's JSON error shape
+ *     naming the field, a body that cannot be judged 400 with the reason.
+ *     Parameters in the URL are refused before the body is read: Rails
+ *     (GitHub, GitLab) merges them over the body's, so a query there
+ *     would run instead of the one judged.
  * No I/O here: the proxy (proxy.c) moves the bytes.
  */
 #ifndef PROXY_BODYGATE_H
@@ -18,9 +23,10 @@
 #include <stddef.h>
 
 #include "buf.h"
+#include "gql.h"
 
 #define BGATE_RULES_MAX		256		/* push + protect patterns */
-#define BGATE_GRAPHQL_MAX	(256 * 1024)	/* a gated GraphQL body, whole */
+#define BGATE_GRAPHQL_MAX	GQL_BYTES_MAX	/* a gated GraphQL body, whole */
 #define BGATE_HOLD_MAX		(BGATE_GRAPHQL_MAX + 8192)
 
 enum bgate_verdict { BG_MORE, BG_ALLOW, BG_DENY };
@@ -34,14 +40,15 @@ int		 bgate_push_add(struct bgate *, int protect, const char *pat, size_t n);
 void		 bgate_push_delete(struct bgate *, int allowed);
 /* Marks that a push list exists (an empty one refuses every update). */
 void		 bgate_push_list(struct bgate *);
-/* A GraphQL gate: mutations refused. */
-struct bgate	*bgate_graphql_new(void);
-void		 bgate_free(struct bgate *);
+/* The JSON error shapes of the forges' APIs. */
+enum bgate_forge { BGATE_GITHUB, BGATE_GITLAB };
 /*
- * 1 if the GraphQL document s (n bytes) holds a mutation operation, 0 if
- * not, -1 if it is malformed (an unterminated string).
+ * A GraphQL gate judging by rules (owned by the gate from now on);
+ * url_params: the request's URL has a query string (refused).
  */
-int		 bgate_gql_mutation(const char *s, size_t n);
+struct bgate	*bgate_graphql_new(struct gql_rules *rules, enum bgate_forge forge,
+		    int url_params);
+void		 bgate_free(struct bgate *);
 /* "push_rules" or "graphql": the audit's reason code for a refusal. */
 const char	*bgate_kind(const struct bgate *);
 

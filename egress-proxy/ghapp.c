@@ -1,6 +1,13 @@
 /*
  * ghapp.c: GitHub App installation tokens over libcurl multi driven by the
  * worker's libevent loop (the hiperfifo pattern). See ghapp.h.
+ *
+ * A token request (struct fetch) is one call to the token endpoint, or,
+ * for owner/name globs, three steps on the same fetch (its waiters wait
+ * for the last): FS_LISTTOKEN mints a metadata-only token, FS_LIST reads
+ * {api}/installation/repositories with it page by page (the listing
+ * token is queued for revocation as soon as the listing ends), FS_MINT
+ * asks for exactly the matching names. Each step's curl handle is new.
  */
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -24,16 +31,20 @@
 #include "config.h"
 #include "ghapp.h"
 #include "log.h"
+#include "pglob.h"
 #include "xmalloc.h"
 
 #define GH_CACHE_MAX	256
 #define GH_RESP_MAX	((size_t)64 * 1024)
+/* A page of 100 full repository objects is about 600 KB on github.com. */
+#define GH_LIST_RESP_MAX	((size_t)4 * 1024 * 1024)
 #define GH_KEY_MAX	1024
 #define GH_RETIRED	"~retired"	/* key of a replaced token kept for revocation */
 
 struct cached {
 	char	 key[GH_KEY_MAX];
-	char	 token[512];
+	char	 token[512];	/* "": a refusal kept GHAPP_NEGATIVE_S (err) */
+	char	 err[256];
 	time_t	 until;		/* use while now < until */
 	char	 owner[128];	/* the sandbox it was minted for ("": shared) */
 	char	 api[512];	/* where to revoke it */
@@ -52,6 +63,7 @@ struct rvq {
 	char	 api[512];
 	char	 token[512];
 	char	 owner[128];
+	int	 listing;	/* a listing token (FS_LISTTOKEN), not the sandbox's */
 };
 
 static struct rvq rvqueue[GH_REVOKE_QUEUE];
@@ -162,6 +174,9 @@ struct waiter {
 	void		*arg;
 };
 
+/* The steps of a fetch (see the top of this file). */
+enum fstep { FS_MINT, FS_LISTTOKEN, FS_LIST };
+
 struct fetch {
 	struct fetch		*next;
 	struct ghapp		*g;
@@ -169,13 +184,25 @@ struct fetch {
 	char			 inst[GH_KEY_MAX];	/* the back-off key */
 	char			 owner[128];	/* ghapp_opts.owner */
 	char			 api[512];
+	char			 mint_url[1024];
 	long long		 started;	/* ms, monotonic */
+	enum fstep		 step;
 	CURL			*easy;
 	struct curl_slist	*hdrs;
-	char			*body;
+	char			*body;		/* the token request's JSON (FS_MINT) */
+	char			 jwt[4096];	/* the app's JWT, for both mints */
 	struct buf		 resp;
 	struct waiter		*waiters;
 	char			 errbuf[CURL_ERROR_SIZE];
+	/* globs (ghapp_opts.globs) */
+	char			**globs;
+	size_t			 nglobs;
+	char			 list_token[512];	/* FS_LIST's token, revoked after it */
+	unsigned		 page;		/* the page being read, from 1 */
+	double			 total;		/* total_count of page 1 */
+	size_t			 seen;		/* repositories listed so far */
+	char			**names;	/* the matching names, at most GHAPP_REPOS_MAX */
+	size_t			 nnames;	/* matches, also past GHAPP_REPOS_MAX */
 };
 
 struct sockev {
@@ -193,6 +220,7 @@ struct revoke {
 	char			 url[600];
 	char			 token[512];
 	char			 owner[128];
+	int			 listing;	/* rvq listing */
 	char			 errbuf[CURL_ERROR_SIZE];
 };
 
@@ -302,8 +330,9 @@ out:
 
 /* ---- cache ---- */
 
+/* 1: tok holds the cached token for key; -1: a cached refusal (err); 0: nothing. */
 static int
-cache_get(const char *key, char *tok, size_t toklen)
+cache_get(const char *key, char *tok, size_t toklen, char *err, size_t errlen)
 {
 	time_t now = time(NULL);
 	int i, found = 0;
@@ -312,8 +341,13 @@ cache_get(const char *key, char *tok, size_t toklen)
 	for (i = 0; i < GH_CACHE_MAX; i++)
 		if (cache[i].key[0] != '\0' && strcmp(cache[i].key, key) == 0 &&
 		    now < cache[i].until) {
-			snprintf(tok, toklen, "%s", cache[i].token);
-			found = 1;
+			if (cache[i].token[0] == '\0') {
+				snprintf(err, errlen, "%s", cache[i].err);
+				found = -1;
+			} else {
+				snprintf(tok, toklen, "%s", cache[i].token);
+				found = 1;
+			}
 			break;
 		}
 	pthread_mutex_unlock(&cache_mtx);
@@ -338,7 +372,7 @@ cache_put(const char *key, const char *tok, time_t until, const char *owner, con
 		}
 	}
 	if (cache[slot].owner[0] != '\0' && strcmp(cache[slot].key, key) == 0 &&
-	    strcmp(cache[slot].token, tok) != 0) {
+	    cache[slot].token[0] != '\0' && strcmp(cache[slot].token, tok) != 0) {
 		/*
 		 * Two workers minted for the same sandbox and scope at once: the
 		 * older token stays listed (under a key no lookup matches) so
@@ -359,21 +393,57 @@ cache_put(const char *key, const char *tok, time_t until, const char *owner, con
 	}
 	snprintf(cache[slot].key, sizeof(cache[slot].key), "%s", key);
 	snprintf(cache[slot].token, sizeof(cache[slot].token), "%s", tok);
+	cache[slot].err[0] = '\0';
 	cache[slot].until = until;
 	snprintf(cache[slot].owner, sizeof(cache[slot].owner), "%s", owner);
 	snprintf(cache[slot].api, sizeof(cache[slot].api), "%s", api);
 	pthread_mutex_unlock(&cache_mtx);
 }
 
+/*
+ * Keeps a refusal for key (a glob scope that matched nothing or too much)
+ * GHAPP_NEGATIVE_S seconds, so that a sandbox's requests do not list the
+ * installation again and again. A token cached under key stays.
+ */
+static void
+cache_put_refusal(const char *key, const char *err, const char *owner)
+{
+	time_t now = time(NULL);
+	int i, slot = -1;
+
+	pthread_mutex_lock(&cache_mtx);
+	for (i = 0; i < GH_CACHE_MAX; i++) {
+		if (cache[i].key[0] != '\0' && strcmp(cache[i].key, key) == 0 &&
+		    cache[i].token[0] != '\0' && now < cache[i].until)
+			break;		/* a token minted meanwhile: keep it */
+		/*
+		 * A free slot, another refusal, or an expired shared token; never
+		 * a sandbox's token, which stays listed until it is revoked.
+		 */
+		if (slot == -1 && (cache[i].key[0] == '\0' || cache[i].token[0] == '\0' ||
+		    (cache[i].owner[0] == '\0' && now >= cache[i].until)))
+			slot = i;
+	}
+	if (i == GH_CACHE_MAX && slot != -1) {
+		OPENSSL_cleanse(&cache[slot], sizeof(cache[slot]));
+		snprintf(cache[slot].key, sizeof(cache[slot].key), "%s", key);
+		snprintf(cache[slot].err, sizeof(cache[slot].err), "%s", err);
+		snprintf(cache[slot].owner, sizeof(cache[slot].owner), "%s", owner);
+		cache[slot].until = now + GHAPP_NEGATIVE_S;
+	}
+	pthread_mutex_unlock(&cache_mtx);
+}
+
 /* Queues token for revocation (under cache_mtx); 0, or -1 when the queue is full. */
 static int
-rvq_push_locked(const char *api, const char *tok, const char *owner)
+rvq_push_locked(const char *api, const char *tok, const char *owner, int listing)
 {
 	if (nrvq >= GH_REVOKE_QUEUE)
 		return -1;
 	snprintf(rvqueue[nrvq].api, sizeof(rvqueue[nrvq].api), "%s", api);
 	snprintf(rvqueue[nrvq].token, sizeof(rvqueue[nrvq].token), "%s", tok);
 	snprintf(rvqueue[nrvq].owner, sizeof(rvqueue[nrvq].owner), "%s", owner);
+	rvqueue[nrvq].listing = listing;
 	nrvq++;
 	return 0;
 }
@@ -536,6 +606,7 @@ static void
 fetch_free(struct fetch *f)
 {
 	struct waiter *w, *n;
+	size_t i;
 
 	for (w = f->waiters; w != NULL; w = n) {
 		n = w->next;
@@ -548,8 +619,16 @@ fetch_free(struct fetch *f)
 	curl_slist_free_all(f->hdrs);
 	free(f->body);
 	if (f->resp.p != NULL)
-		memset(f->resp.p, 0, f->resp.len);
+		OPENSSL_cleanse(f->resp.p, f->resp.len);
 	buf_free(&f->resp);
+	for (i = 0; i < f->nglobs; i++)
+		free(f->globs[i]);
+	free(f->globs);
+	for (i = 0; i < f->nnames && i < GHAPP_REPOS_MAX; i++)
+		free(f->names[i]);
+	free(f->names);
+	OPENSSL_cleanse(f->jwt, sizeof(f->jwt));
+	OPENSSL_cleanse(f->list_token, sizeof(f->list_token));
 	free(f);
 }
 
@@ -581,6 +660,276 @@ parse_time(const char *s)
 	return timegm(&tm);
 }
 
+/*
+ * Starts the fetch's current step: a POST of body to its token endpoint
+ * with the JWT (body non-NULL), or a GET of url with its listing token.
+ * 0, or -1 with err.
+ */
+static int
+fetch_send(struct ghapp *g, struct fetch *f, const char *url, const char *body, char *err,
+    size_t errlen)
+{
+	char auth[4200];
+
+	if (f->easy != NULL) {
+		curl_multi_remove_handle(g->multi, f->easy);
+		curl_easy_cleanup(f->easy);
+	}
+	curl_slist_free_all(f->hdrs);
+	f->hdrs = NULL;
+	f->errbuf[0] = '\0';
+	if (f->resp.p != NULL)
+		OPENSSL_cleanse(f->resp.p, f->resp.len);
+	buf_free(&f->resp);
+	buf_init(&f->resp, f->step == FS_LIST ? GH_LIST_RESP_MAX : GH_RESP_MAX);
+	snprintf(auth, sizeof(auth), "Authorization: Bearer %s", body != NULL ? f->jwt :
+	    f->list_token);
+	f->hdrs = curl_slist_append(f->hdrs, auth);
+	OPENSSL_cleanse(auth, sizeof(auth));
+	f->hdrs = curl_slist_append(f->hdrs, "Accept: application/vnd.github+json");
+	f->hdrs = curl_slist_append(f->hdrs, "X-GitHub-Api-Version: 2022-11-28");
+	if (body != NULL)
+		f->hdrs = curl_slist_append(f->hdrs, "Content-Type: application/json");
+	f->easy = curl_easy_init();
+	curl_easy_setopt(f->easy, CURLOPT_URL, url);
+	curl_easy_setopt(f->easy, CURLOPT_PRIVATE, f);
+	curl_easy_setopt(f->easy, CURLOPT_HTTPHEADER, f->hdrs);
+	if (body != NULL)
+		curl_easy_setopt(f->easy, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(f->easy, CURLOPT_USERAGENT, "egress-proxy");
+	curl_easy_setopt(f->easy, CURLOPT_FOLLOWLOCATION, 0L);
+	curl_easy_setopt(f->easy, CURLOPT_PROTOCOLS_STR, "https");
+	curl_easy_setopt(f->easy, CURLOPT_SSL_VERIFYPEER, 1L);
+	curl_easy_setopt(f->easy, CURLOPT_SSL_VERIFYHOST, 2L);
+	curl_easy_setopt(f->easy, CURLOPT_PROXY, "");
+	curl_easy_setopt(f->easy, CURLOPT_NOPROXY, "*");
+	curl_easy_setopt(f->easy, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(f->easy, CURLOPT_TIMEOUT_MS, (long)g->conf->hook_ms);
+	curl_easy_setopt(f->easy, CURLOPT_CONNECTTIMEOUT_MS, (long)g->conf->connect_ms);
+	curl_easy_setopt(f->easy, CURLOPT_WRITEFUNCTION, write_cb);
+	curl_easy_setopt(f->easy, CURLOPT_WRITEDATA, f);
+	curl_easy_setopt(f->easy, CURLOPT_ERRORBUFFER, f->errbuf);
+	if (g->resolve != NULL)
+		curl_easy_setopt(f->easy, CURLOPT_CONNECT_TO, g->resolve);
+	if (g->conf->upstream_ca_bundle != NULL) {
+		curl_easy_setopt(f->easy, CURLOPT_SSL_CTX_FUNCTION, sslctx_cb);
+		curl_easy_setopt(f->easy, CURLOPT_SSL_CTX_DATA, g->conf->upstream_ca_bundle);
+	}
+	if (curl_multi_add_handle(g->multi, f->easy) != CURLM_OK) {
+		snprintf(err, errlen, "cannot start the token request");
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * The token in a token endpoint's answer (code, f->resp): 0 with tok and
+ * *exp, or -1 with err.
+ */
+static int
+mint_result(struct fetch *f, CURLcode cc, long code, char *tok, size_t toklen, time_t *exp,
+    char *err, size_t errlen)
+{
+	cJSON *j = NULL, *t, *e;
+	time_t now = time(NULL);
+	int rc = -1;
+
+	if (cc != CURLE_OK)
+		snprintf(err, errlen, "token request failed: %s",
+		    f->errbuf[0] ? f->errbuf : curl_easy_strerror(cc));
+	else if (code != 201 && code != 200)
+		snprintf(err, errlen, "token endpoint answered HTTP %ld", code);
+	else if ((j = cJSON_ParseWithLength(f->resp.p ? f->resp.p : "", f->resp.len)) == NULL ||
+	    !cJSON_IsString(t = cJSON_GetObjectItemCaseSensitive(j, "token")) ||
+	    strlen(t->valuestring) == 0 || strlen(t->valuestring) >= toklen ||
+	    strpbrk(t->valuestring, "\r\n") != NULL)
+		snprintf(err, errlen, "token endpoint returned no usable token");
+	else {
+		e = cJSON_GetObjectItemCaseSensitive(j, "expires_at");
+		*exp = parse_time(cJSON_IsString(e) ? e->valuestring : NULL);
+		if (*exp == (time_t)-1 || *exp <= now)
+			snprintf(err, errlen, "token endpoint returned a bad expires_at");
+		else {
+			snprintf(tok, toklen, "%s", t->valuestring);
+			rc = 0;
+		}
+	}
+	if (j != NULL) {
+		cJSON *tt = cJSON_GetObjectItemCaseSensitive(j, "token");
+		if (cJSON_IsString(tt))
+			OPENSSL_cleanse(tt->valuestring, strlen(tt->valuestring));
+		cJSON_Delete(j);
+	}
+	return rc;
+}
+
+/* Asks for the next page of the installation's repositories. */
+static int
+list_send(struct ghapp *g, struct fetch *f, char *err, size_t errlen)
+{
+	char url[700];
+
+	snprintf(url, sizeof(url), "%s/installation/repositories?per_page=%d&page=%u", f->api,
+	    GHAPP_LIST_PER_PAGE, f->page);
+	return fetch_send(g, f, url, NULL, err, errlen);
+}
+
+/* A GitHub repository name: what can go into a token request as is. */
+static int
+repo_name_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	return n > 0 && n <= 100 && strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	    "0123456789._-") == n;
+}
+
+/*
+ * Reads one page of {api}/installation/repositories (f->resp), keeping
+ * the names whose owner/name matches a glob. 1: another page is asked
+ * for; 0: the listing is complete; -1: err (*scope set when the failure
+ * is the scope's, not the endpoint's).
+ */
+static int
+list_page(struct ghapp *g, struct fetch *f, CURLcode cc, long code, char *err, size_t errlen,
+    int *scope)
+{
+	cJSON *j = NULL, *arr, *tc, *it, *fn, *nm;
+	size_t k, count = 0;
+	int rc = -1;
+
+	if (cc != CURLE_OK) {
+		snprintf(err, errlen, "repository listing failed: %s",
+		    f->errbuf[0] ? f->errbuf : curl_easy_strerror(cc));
+		return -1;
+	}
+	if (code != 200) {
+		snprintf(err, errlen, "repository listing answered HTTP %ld", code);
+		return -1;
+	}
+	if ((j = cJSON_ParseWithLength(f->resp.p ? f->resp.p : "", f->resp.len)) == NULL ||
+	    !cJSON_IsArray(arr = cJSON_GetObjectItemCaseSensitive(j, "repositories")) ||
+	    !cJSON_IsNumber(tc = cJSON_GetObjectItemCaseSensitive(j, "total_count"))) {
+		snprintf(err, errlen, "repository listing returned no repositories and total_count");
+		goto out;
+	}
+	if (f->page == 1)
+		f->total = tc->valuedouble;
+	if (f->total > (double)GHAPP_LIST_PAGES_MAX * GHAPP_LIST_PER_PAGE) {
+		snprintf(err, errlen, "the installation has %.0f repositories, more than the %d "
+		    "the proxy lists to resolve globs: name the repositories exactly", f->total,
+		    GHAPP_LIST_PAGES_MAX * GHAPP_LIST_PER_PAGE);
+		*scope = 1;
+		goto out;
+	}
+	cJSON_ArrayForEach(it, arr) {
+		count++;
+		fn = cJSON_GetObjectItemCaseSensitive(it, "full_name");
+		nm = cJSON_GetObjectItemCaseSensitive(it, "name");
+		if (!cJSON_IsString(fn) || !cJSON_IsString(nm) || !repo_name_ok(nm->valuestring))
+			continue;	/* never a name that could not be sent: narrower */
+		for (k = 0; k < f->nglobs; k++)
+			if (pglob_match(f->globs[k], strlen(f->globs[k]), fn->valuestring,
+			    strlen(fn->valuestring), 1))
+				break;
+		if (k == f->nglobs)
+			continue;
+		if (f->nnames < GHAPP_REPOS_MAX) {
+			f->names = xreallocarray(f->names, f->nnames + 1, sizeof(*f->names));
+			f->names[f->nnames] = xstrdup(nm->valuestring);
+		}
+		f->nnames++;
+	}
+	f->seen += count;
+	if (count == GHAPP_LIST_PER_PAGE && (double)f->seen < f->total) {
+		if (f->page >= GHAPP_LIST_PAGES_MAX) {
+			snprintf(err, errlen, "the installation lists more than %d pages of repositories",
+			    GHAPP_LIST_PAGES_MAX);
+			*scope = 1;
+			goto out;
+		}
+		f->page++;
+		rc = list_send(g, f, err, errlen) == -1 ? -1 : 1;
+		goto out;
+	}
+	rc = 0;
+out:
+	cJSON_Delete(j);
+	return rc;
+}
+
+/*
+ * The listing is complete: the final token request, for exactly the
+ * matching names (with the caller's permissions). 0 (sent) or -1 with err.
+ */
+static int
+glob_mint(struct ghapp *g, struct fetch *f, char *err, size_t errlen, int *scope)
+{
+	cJSON *b, *arr;
+	size_t k;
+	char *out;
+
+	if (f->nnames == 0 || f->nnames > GHAPP_REPOS_MAX) {
+		char gl[200];
+		size_t o = 0;
+		for (k = 0; k < f->nglobs && o < sizeof(gl); k++)
+			o += (size_t)snprintf(gl + o, sizeof(gl) - o, "%s%s", k > 0 ? " " : "",
+			    f->globs[k]);
+		if (f->nnames == 0)
+			snprintf(err, errlen, "no repository of the installation matches the "
+			    "repositories [%s]", gl);
+		else
+			snprintf(err, errlen, "%zu repositories of the installation match [%s], more "
+			    "than the %d a token can name (refused rather than widened)", f->nnames, gl,
+			    GHAPP_REPOS_MAX);
+		*scope = 1;
+		return -1;
+	}
+	if ((b = cJSON_Parse(f->body != NULL ? f->body : "{}")) == NULL || !cJSON_IsObject(b)) {
+		cJSON_Delete(b);
+		snprintf(err, errlen, "bad token request body");
+		return -1;
+	}
+	cJSON_DeleteItemFromObjectCaseSensitive(b, "repositories");	/* only the matches */
+	arr = cJSON_AddArrayToObject(b, "repositories");
+	for (k = 0; k < f->nnames && arr != NULL; k++)
+		cJSON_AddItemToArray(arr, cJSON_CreateString(f->names[k]));
+	out = cJSON_PrintUnformatted(b);
+	cJSON_Delete(b);
+	if (out == NULL) {
+		snprintf(err, errlen, "cannot build the token request");
+		return -1;
+	}
+	free(f->body);
+	f->body = xstrdup(out);
+	cJSON_free(out);
+	f->step = FS_MINT;
+	return fetch_send(g, f, f->mint_url, f->body, err, errlen);
+}
+
+/* Queues the listing token's revocation (once). */
+static void
+list_token_revoke(struct fetch *f)
+{
+	int queued;
+
+	if (f->list_token[0] == '\0')
+		return;
+	pthread_mutex_lock(&cache_mtx);
+	queued = rvq_push_locked(f->api, f->list_token, f->owner, 1) == 0;
+	pthread_mutex_unlock(&cache_mtx);
+	OPENSSL_cleanse(f->list_token, sizeof(f->list_token));
+	if (!queued)
+		log_warnx("github app listing token: revocation queue full, it lapses at expires_at");
+	else if (revoke_ev != NULL)
+		event_active(revoke_ev, EV_TIMEOUT, 0);
+}
+
+/*
+ * A step of f finished (cc, the answer in f->resp): starts the next one,
+ * or completes f: caches the token (or a scope refusal), calls the
+ * waiters, frees f.
+ */
 static void
 fetch_done(struct ghapp *g, struct fetch *f, CURLcode cc)
 {
@@ -589,66 +938,74 @@ fetch_done(struct ghapp *g, struct fetch *f, CURLcode cc)
 	char err[512], tok[512];
 	const char *token = NULL;
 	long code = 0;
-	cJSON *j = NULL, *t, *e;
-	time_t exp, now = time(NULL), margin;
+	time_t exp, margin;
+	int scope = 0, r;
 
+	err[0] = '\0';
+	curl_easy_getinfo(f->easy, CURLINFO_RESPONSE_CODE, &code);
+	switch (f->step) {
+	case FS_LISTTOKEN:
+		if (mint_result(f, cc, code, f->list_token, sizeof(f->list_token), &exp, err,
+		    sizeof(err)) == -1)
+			break;
+		atomic_fetch_add(&ghapp_requests_ok, 1);	/* the token request; the last counts below */
+		f->step = FS_LIST;
+		f->page = 1;
+		if (list_send(g, f, err, sizeof(err)) == 0)
+			return;
+		break;
+	case FS_LIST:
+		if ((r = list_page(g, f, cc, code, err, sizeof(err), &scope)) == 1)
+			return;
+		list_token_revoke(f);
+		if (r == 0 && glob_mint(g, f, err, sizeof(err), &scope) == 0)
+			return;
+		break;
+	case FS_MINT:
+		if (mint_result(f, cc, code, tok, sizeof(tok), &exp, err, sizeof(err)) == -1)
+			break;
+		margin = (exp - time(NULL)) / 2 < 300 ? (exp - time(NULL)) / 2 : 300;
+		token = tok;
+		if (f->owner[0] != '\0') {
+			int late, queued = 0;
+			pthread_mutex_lock(&cache_mtx);
+			late = recent_revoked_locked(f->owner, f->started);
+			if (late)
+				queued = rvq_push_locked(f->api, tok, f->owner, 0) == 0;
+			pthread_mutex_unlock(&cache_mtx);
+			if (late) {
+				/* Its sandbox went while it was minted: revoke, do not keep. */
+				log_info("github app token for sandbox=%s minted after it deregistered: %s",
+				    f->owner, queued ? "revoking" : "revocation queue full");
+				if (queued && revoke_ev != NULL)
+					event_active(revoke_ev, EV_TIMEOUT, 0);
+			} else
+				cache_put(f->key, tok, exp - margin, f->owner, f->api);
+		} else
+			cache_put(f->key, tok, exp - margin, "", f->api);
+		break;
+	}
+	list_token_revoke(f);	/* a listing cut short */
 	for (pp = &g->fetches; *pp != NULL; pp = &(*pp)->next)
 		if (*pp == f) {
 			*pp = f->next;
 			break;
 		}
-	err[0] = '\0';
-	curl_easy_getinfo(f->easy, CURLINFO_RESPONSE_CODE, &code);
-	if (cc != CURLE_OK)
-		snprintf(err, sizeof(err), "token request failed: %s",
-		    f->errbuf[0] ? f->errbuf : curl_easy_strerror(cc));
-	else if (code != 201 && code != 200)
-		snprintf(err, sizeof(err), "token endpoint answered HTTP %ld", code);
-	else if ((j = cJSON_ParseWithLength(f->resp.p ? f->resp.p : "", f->resp.len)) == NULL ||
-	    !cJSON_IsString(t = cJSON_GetObjectItemCaseSensitive(j, "token")) ||
-	    strlen(t->valuestring) == 0 || strlen(t->valuestring) >= sizeof(tok) ||
-	    strpbrk(t->valuestring, "\r\n") != NULL)
-		snprintf(err, sizeof(err), "token endpoint returned no usable token");
-	else {
-		e = cJSON_GetObjectItemCaseSensitive(j, "expires_at");
-		exp = parse_time(cJSON_IsString(e) ? e->valuestring : NULL);
-		if (exp == (time_t)-1 || exp <= now)
-			snprintf(err, sizeof(err), "token endpoint returned a bad expires_at");
-		else {
-			snprintf(tok, sizeof(tok), "%s", t->valuestring);
-			margin = (exp - now) / 2 < 300 ? (exp - now) / 2 : 300;
-			token = tok;
-			if (f->owner[0] != '\0') {
-				int late, queued = 0;
-				pthread_mutex_lock(&cache_mtx);
-				late = recent_revoked_locked(f->owner, f->started);
-				if (late)
-					queued = rvq_push_locked(f->api, tok, f->owner) == 0;
-				pthread_mutex_unlock(&cache_mtx);
-				if (late) {
-					/* Its sandbox went while it was minted: revoke, do not keep. */
-					log_info("github app token for sandbox=%s minted after it deregistered: %s",
-					    f->owner, queued ? "revoking" : "revocation queue full");
-					if (queued && revoke_ev != NULL)
-						event_active(revoke_ev, EV_TIMEOUT, 0);
-				} else
-					cache_put(f->key, tok, exp - margin, f->owner, f->api);
-			} else
-				cache_put(f->key, tok, exp - margin, "", f->api);
-		}
+	if (scope) {
+		/* The endpoint works; the scope is refused: kept a while, no back-off. */
+		cache_put_refusal(f->key, err, f->owner);
+		backoff_note(f->inst, NULL);
+		log_warnx("github app token for sandbox=%s not minted: %s", f->owner[0] != '\0' ?
+		    f->owner : "-", err);
+	} else {
+		backoff_note(f->inst, err[0] != '\0' ? err : NULL);
+		if (err[0] != '\0')
+			log_warnx("github app token: %s (next request for this installation backs off)",
+			    err);
+		else
+			log_info("github app token minted, valid until expires_at");
 	}
-	backoff_note(f->inst, err[0] != '\0' ? err : NULL);
 	atomic_fetch_add(err[0] != '\0' ? &ghapp_requests_failed : &ghapp_requests_ok, 1);
-	if (err[0] != '\0')
-		log_warnx("github app token: %s (next request for this installation backs off)", err);
-	else
-		log_info("github app token minted, valid until expires_at");
-	if (j != NULL) {
-		cJSON *tt = cJSON_GetObjectItemCaseSensitive(j, "token");
-		if (cJSON_IsString(tt))
-			memset(tt->valuestring, 0, strlen(tt->valuestring));
-		cJSON_Delete(j);
-	}
 	/* Waiters may add new fetches; detach the list first. */
 	w = f->waiters;
 	f->waiters = NULL;
@@ -659,7 +1016,7 @@ fetch_done(struct ghapp *g, struct fetch *f, CURLcode cc)
 		free(w);
 		w = n;
 	}
-	memset(tok, 0, sizeof(tok));
+	OPENSSL_cleanse(tok, sizeof(tok));
 	fetch_free(f);
 }
 
@@ -684,14 +1041,45 @@ check_done(struct ghapp *g)
 	}
 }
 
+/*
+ * The hex SHA-256 of a token request's scope (its body and its globs), so
+ * that a cache key stays short however long the lists are.
+ */
+static void
+scope_hash(const struct ghapp_opts *o, char out[65])
+{
+	static const char hx[] = "0123456789abcdef";
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdl = 0, k;
+	EVP_MD_CTX *c = EVP_MD_CTX_new();
+	size_t i;
+	int ok;
+
+	ok = c != NULL && EVP_DigestInit_ex(c, EVP_sha256(), NULL) == 1 &&
+	    EVP_DigestUpdate(c, o->body != NULL ? o->body : "", o->body != NULL ?
+	    strlen(o->body) : 0) == 1;
+	for (i = 0; ok && i < o->nglobs; i++)
+		ok = EVP_DigestUpdate(c, "\x1e", 1) == 1 &&
+		    EVP_DigestUpdate(c, o->globs[i], strlen(o->globs[i])) == 1;
+	ok = ok && EVP_DigestFinal_ex(c, md, &mdl) == 1;
+	EVP_MD_CTX_free(c);
+	ASSERT(ok);	/* SHA-256 of memory does not fail */
+	for (k = 0; k < mdl && k < 32; k++) {
+		out[2 * k] = hx[md[k] >> 4];
+		out[2 * k + 1] = hx[md[k] & 15];
+	}
+	out[2 * k] = '\0';
+}
+
 int
 ghapp_token(struct ghapp *g, const struct ghapp_opts *o, char *tok, size_t toklen,
     char *err, size_t errlen, ghapp_cb cb, void *arg)
 {
-	char key[GH_KEY_MAX], inst[GH_KEY_MAX], url[1024], jwt[4096], auth[4200];
+	char key[GH_KEY_MAX], inst[GH_KEY_MAX], hash[65];
 	struct fetch *f;
 	struct waiter *w;
-	size_t al = strlen(o->api);
+	size_t al = strlen(o->api), i;
+	int c;
 
 	if (strncmp(o->api, "https://", 8) != 0) {
 		snprintf(err, errlen, "api must be an https:// URL");
@@ -710,14 +1098,25 @@ ghapp_token(struct ghapp *g, const struct ghapp_opts *o, char *tok, size_t tokle
 		snprintf(err, errlen, "api URL too long");
 		return -1;
 	}
+	if (o->nglobs > GHAPP_GLOBS_MAX) {
+		snprintf(err, errlen, "more than %d repository globs", GHAPP_GLOBS_MAX);
+		return -1;
+	}
+	for (i = 0; i < o->nglobs; i++)
+		if (strlen(o->globs[i]) == 0 || strlen(o->globs[i]) > PGLOB_PATTERN_MAX) {
+			snprintf(err, errlen, "a repository glob must be 1-%d bytes", PGLOB_PATTERN_MAX);
+			return -1;
+		}
+	scope_hash(o, hash);
 	if ((size_t)snprintf(key, sizeof(key), "%s|%s|%s|%s|%s", o->api, o->app_id,
-	    o->installation_id, o->owner != NULL ? o->owner : "",
-	    o->body ? o->body : "") >= sizeof(key)) {
+	    o->installation_id, o->owner != NULL ? o->owner : "", hash) >= sizeof(key)) {
 		snprintf(err, errlen, "token request too large");
 		return -1;
 	}
-	if (cache_get(key, tok, toklen))
+	if ((c = cache_get(key, tok, toklen, err, errlen)) == 1)
 		return 0;
+	if (c == -1)
+		return -1;
 	for (f = g->fetches; f != NULL; f = f->next)
 		if (strcmp(f->key, key) == 0)
 			break;
@@ -728,60 +1127,37 @@ ghapp_token(struct ghapp *g, const struct ghapp_opts *o, char *tok, size_t tokle
 		return -1;
 	}
 	if (f == NULL) {
-		if (ghapp_jwt(o->app_id, o->key_file, (long)time(NULL), jwt, sizeof(jwt),
-		    err, errlen) == -1)
-			return -1;
-		snprintf(url, sizeof(url), "%.*s/app/installations/%s/access_tokens",
-		    (int)(al > 0 && o->api[al - 1] == '/' ? al - 1 : al), o->api,
-		    o->installation_id);
 		f = xcalloc(1, sizeof(*f));
 		f->g = g;
+		if (ghapp_jwt(o->app_id, o->key_file, (long)time(NULL), f->jwt, sizeof(f->jwt),
+		    err, errlen) == -1) {
+			fetch_free(f);
+			return -1;
+		}
+		snprintf(f->mint_url, sizeof(f->mint_url), "%.*s/app/installations/%s/access_tokens",
+		    (int)(al > 0 && o->api[al - 1] == '/' ? al - 1 : al), o->api,
+		    o->installation_id);
 		snprintf(f->key, sizeof(f->key), "%s", key);
 		snprintf(f->inst, sizeof(f->inst), "%s", inst);
 		snprintf(f->owner, sizeof(f->owner), "%s", o->owner != NULL ? o->owner : "");
 		snprintf(f->api, sizeof(f->api), "%.*s", (int)(al > 0 && o->api[al - 1] == '/' ?
 		    al - 1 : al), o->api);
 		f->started = mono_ms();
-		buf_init(&f->resp, GH_RESP_MAX);
 		f->body = xstrdup(o->body ? o->body : "{}");
-		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", jwt);
-		f->hdrs = curl_slist_append(f->hdrs, auth);
-		f->hdrs = curl_slist_append(f->hdrs, "Accept: application/vnd.github+json");
-		f->hdrs = curl_slist_append(f->hdrs, "X-GitHub-Api-Version: 2022-11-28");
-		f->hdrs = curl_slist_append(f->hdrs, "Content-Type: application/json");
-		memset(auth, 0, sizeof(auth));
-		memset(jwt, 0, sizeof(jwt));
-		f->easy = curl_easy_init();
-		curl_easy_setopt(f->easy, CURLOPT_URL, url);
-		curl_easy_setopt(f->easy, CURLOPT_PRIVATE, f);
-		curl_easy_setopt(f->easy, CURLOPT_HTTPHEADER, f->hdrs);
-		curl_easy_setopt(f->easy, CURLOPT_POSTFIELDS, f->body);
-		curl_easy_setopt(f->easy, CURLOPT_USERAGENT, "egress-proxy");
-		curl_easy_setopt(f->easy, CURLOPT_FOLLOWLOCATION, 0L);
-		curl_easy_setopt(f->easy, CURLOPT_PROTOCOLS_STR, "https");
-		curl_easy_setopt(f->easy, CURLOPT_SSL_VERIFYPEER, 1L);
-		curl_easy_setopt(f->easy, CURLOPT_SSL_VERIFYHOST, 2L);
-		curl_easy_setopt(f->easy, CURLOPT_PROXY, "");
-		curl_easy_setopt(f->easy, CURLOPT_NOPROXY, "*");
-		curl_easy_setopt(f->easy, CURLOPT_NOSIGNAL, 1L);
-		curl_easy_setopt(f->easy, CURLOPT_TIMEOUT_MS, (long)g->conf->hook_ms);
-		curl_easy_setopt(f->easy, CURLOPT_CONNECTTIMEOUT_MS, (long)g->conf->connect_ms);
-		curl_easy_setopt(f->easy, CURLOPT_WRITEFUNCTION, write_cb);
-		curl_easy_setopt(f->easy, CURLOPT_WRITEDATA, f);
-		curl_easy_setopt(f->easy, CURLOPT_ERRORBUFFER, f->errbuf);
-		if (g->resolve != NULL)
-			curl_easy_setopt(f->easy, CURLOPT_CONNECT_TO, g->resolve);
-		if (g->conf->upstream_ca_bundle != NULL) {
-			curl_easy_setopt(f->easy, CURLOPT_SSL_CTX_FUNCTION, sslctx_cb);
-			curl_easy_setopt(f->easy, CURLOPT_SSL_CTX_DATA,
-			    g->conf->upstream_ca_bundle);
+		if (o->nglobs > 0) {
+			f->globs = xreallocarray(NULL, o->nglobs, sizeof(*f->globs));
+			for (i = 0; i < o->nglobs; i++)
+				f->globs[i] = xstrdup(o->globs[i]);
+			f->nglobs = o->nglobs;
+			f->step = FS_LISTTOKEN;
 		}
 		f->next = g->fetches;
 		g->fetches = f;
-		if (curl_multi_add_handle(g->multi, f->easy) != CURLM_OK) {
+		/* The listing token may read the installation's repository list, nothing else. */
+		if (fetch_send(g, f, f->mint_url, f->step == FS_LISTTOKEN ?
+		    "{\"permissions\":{\"metadata\":\"read\"}}" : f->body, err, errlen) == -1) {
 			g->fetches = f->next;
 			fetch_free(f);
-			snprintf(err, errlen, "cannot start the token request");
 			backoff_note(inst, err);
 			atomic_fetch_add(&ghapp_requests_failed, 1);
 			return -1;
@@ -891,33 +1267,35 @@ revoke_done(struct ghapp *g, struct revoke *r, CURLcode cc)
 {
 	long code = 0;
 	struct timeval tv;
+	const char *what = r->listing ? "github app listing token" : "github app token";
+	const char *who = r->owner[0] != '\0' ? r->owner : "-";
 
 	(void)g;
 	curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &code);
 	if (cc == CURLE_OK && code == 204) {
 		atomic_fetch_add(&ghapp_revoked_ok, 1);
-		log_info("github app token for sandbox=%s revoked", r->owner);
+		log_info("%s for sandbox=%s revoked", what, who);
 		revoke_free(r);
 		return;
 	}
 	if (cc == CURLE_OK && (code == 401 || code == 404)) {
 		/* Already invalid (expired, revoked): nothing left to do. */
 		atomic_fetch_add(&ghapp_revoked_ok, 1);
-		log_info("github app token for sandbox=%s: revocation answered HTTP %ld (already invalid)",
-		    r->owner, code);
+		log_info("%s for sandbox=%s: revocation answered HTTP %ld (already invalid)",
+		    what, who, code);
 		revoke_free(r);
 		return;
 	}
 	if (r->attempt >= GH_REVOKE_TRIES) {
 		atomic_fetch_add(&ghapp_revoked_failed, 1);
-		log_warnx("github app token for sandbox=%s: revocation failed after %u attempts (%s); it lapses at its expires_at",
-		    r->owner, r->attempt, cc != CURLE_OK ? (r->errbuf[0] ? r->errbuf :
+		log_warnx("%s for sandbox=%s: revocation failed after %u attempts (%s); it lapses at its expires_at",
+		    what, who, r->attempt, cc != CURLE_OK ? (r->errbuf[0] ? r->errbuf :
 		    curl_easy_strerror(cc)) : "unexpected HTTP status");
 		revoke_free(r);
 		return;
 	}
-	log_info("github app token for sandbox=%s: revocation attempt %u failed (%s%ld), retrying",
-	    r->owner, r->attempt, cc != CURLE_OK ? "transport error; " : "HTTP ", code);
+	log_info("%s for sandbox=%s: revocation attempt %u failed (%s%ld), retrying",
+	    what, who, r->attempt, cc != CURLE_OK ? "transport error; " : "HTTP ", code);
 	if (r->retry == NULL)
 		r->retry = evtimer_new(r->g->base, revoke_retry_cb, r);
 	tv.tv_sec = 1L << (r->attempt - 1);
@@ -950,6 +1328,7 @@ revoke_drain(evutil_socket_t fd, short ev, void *arg)
 			snprintf(r->url, sizeof(r->url), "%.511s/installation/token", q[i].api);
 			memcpy(r->token, q[i].token, sizeof(r->token));
 			memcpy(r->owner, q[i].owner, sizeof(r->owner));
+			r->listing = q[i].listing;
 			r->next = g->revokes;
 			g->revokes = r;
 			revoke_send(r);
@@ -999,7 +1378,9 @@ ghapp_revoke_owner(const char *owner)
 		if (cache[i].key[0] == '\0' || cache[i].owner[0] == '\0' ||
 		    strcmp(cache[i].owner, owner) != 0)
 			continue;
-		if (rvq_push_locked(cache[i].api, cache[i].token, owner) == 0)
+		if (cache[i].token[0] == '\0')
+			;	/* a refusal: nothing to revoke */
+		else if (rvq_push_locked(cache[i].api, cache[i].token, owner, 0) == 0)
 			n++;
 		else
 			full++;

@@ -21,7 +21,13 @@ struct ghapp_opts {
 	const char	*app_id;
 	const char	*installation_id;
 	const char	*key_file;	/* PEM private key of the app */
-	const char	*body;		/* JSON body (repositories/permissions) or NULL */
+	const char	*body;		/* JSON body (repositories/permissions) or NULL;
+					   with globs: permissions only */
+	const char *const *globs;	/* owner/name globs (pglob.h, matched case-
+					   insensitively with the installation's full
+					   names): the token gets exactly the matching
+					   repositories; NULL: none */
+	size_t		 nglobs;
 	const char	*owner;		/* sandbox id the token is for (cached for it alone,
 					   revoked with it: ghapp_revoke_owner); NULL: shared */
 };
@@ -43,6 +49,22 @@ extern atomic_long ghapp_revoked_ok, ghapp_revoked_failed;
  */
 #define GHAPP_BACKOFF_MIN_S	1
 #define GHAPP_BACKOFF_MAX_S	300
+
+/*
+ * Globbed repositories (ghapp_opts.globs): a metadata-only token lists
+ * {api}/installation/repositories (GHAPP_LIST_PER_PAGE a page, at most
+ * GHAPP_LIST_PAGES_MAX pages: an installation beyond that is refused
+ * rather than half read) and is revoked when the listing ends; the token
+ * is then asked for exactly the matching names. No match, or more than
+ * GHAPP_REPOS_MAX (what GitHub takes in one request), fails closed, and
+ * that refusal is kept GHAPP_NEGATIVE_S so a sandbox's requests do not
+ * list the installation each time. GHAPP_GLOBS_MAX bounds a list.
+ */
+#define GHAPP_LIST_PER_PAGE	100
+#define GHAPP_LIST_PAGES_MAX	50
+#define GHAPP_REPOS_MAX		500
+#define GHAPP_NEGATIVE_S	30
+#define GHAPP_GLOBS_MAX		256
 
 typedef void (*ghapp_cb)(void *arg, const char *token, const char *err);
 

@@ -1,6 +1,6 @@
 # egress-proxy/: the credential-injecting forward proxy.
 PROXY_LIB_SRCS := egress-proxy/config.c egress-proxy/canon.c egress-proxy/netcheck.c \
-	egress-proxy/certcache.c egress-proxy/httpreq.c egress-proxy/reqcanon.c egress-proxy/sandbox.c egress-proxy/addon.c egress-proxy/addon_lib.c egress-proxy/pmatch.c egress-proxy/pglob.c egress-proxy/pktline.c egress-proxy/bodygate.c \
+	egress-proxy/certcache.c egress-proxy/httpreq.c egress-proxy/reqcanon.c egress-proxy/sandbox.c egress-proxy/addon.c egress-proxy/addon_lib.c egress-proxy/pmatch.c egress-proxy/pglob.c egress-proxy/pktline.c egress-proxy/gql.c egress-proxy/bodygate.c \
 	egress-proxy/ghapp.c egress-proxy/tls.c egress-proxy/audit.c egress-proxy/tgtab.c egress-proxy/pstate.c egress-proxy/wmsg.c egress-proxy/connaudit.c egress-proxy/unid.c \
 	egress-proxy/upool.c egress-proxy/conn.c egress-proxy/tunnel.c egress-proxy/proxy.c egress-proxy/worker.c egress-proxy/metrics.c egress-proxy/admin.c egress-proxy/lguard.c
 PROXY_SRCS := $(PROXY_LIB_SRCS) egress-proxy/main.c
@@ -71,4 +71,21 @@ FUZZ_TARGETS += $(B)/tests/fuzz/fuzz_proxy_reqcanon
 $(B)/tests/fuzz/fuzz_proxy_reqcanon: $(B)/tests/fuzz/fuzz_proxy_reqcanon.o $(B)/egress-proxy/reqcanon.o $(COMMON_OBJS)
 	$(CC) $(LDFLAGS) -fsanitize=fuzzer,address,undefined $^ $(PKG_LIBS) -o $@
 $(B)/tests/fuzz/fuzz_proxy_reqcanon.o $(B)/egress-proxy/reqcanon.o: CFLAGS += -fsanitize=fuzzer-no-link
+endif
+
+# The GraphQL request judge (body gate): unit test and fuzz target.
+UNIT_TESTS += $(B)/tests/unit/test_gql
+ALL_OBJS += $(B)/tests/unit/test_gql.o
+$(B)/tests/unit/test_gql: $(B)/tests/unit/test_gql.o $(B)/egress-proxy/gql.o $(COMMON_OBJS)
+	$(CC) $(LDFLAGS) $^ $(PKG_LIBS) -o $@
+BINS += $(B)/tests/fuzz/replay_gql
+ALL_OBJS += $(B)/tests/fuzz/fuzz_gql.o
+$(B)/tests/fuzz/replay_gql: $(B)/tests/fuzz/fuzz_gql.o $(B)/tests/fuzz/replay_main.o $(B)/egress-proxy/gql.o $(COMMON_OBJS)
+	$(CC) $(LDFLAGS) $^ $(PKG_LIBS) -o $@
+ifeq ($(FUZZ),1)
+FUZZ_TARGETS += $(B)/tests/fuzz/fuzz_gql
+$(B)/tests/fuzz/fuzz_gql: $(B)/tests/fuzz/fuzz_gql.o $(B)/egress-proxy/gql.o $(COMMON_OBJS)
+	$(CC) $(LDFLAGS) -fsanitize=fuzzer,address,undefined $^ $(PKG_LIBS) -o $@
+# The judge itself instrumented too (address, undefined), not only the fuzzer's link.
+$(B)/tests/fuzz/fuzz_gql.o $(B)/egress-proxy/gql.o: CFLAGS += -fsanitize=fuzzer-no-link,address,undefined
 endif

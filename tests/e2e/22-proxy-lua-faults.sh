@@ -58,9 +58,15 @@ PX_ADDONS="[$LF/fill.lua, $FX/addons/inject.lua]" PX_EXTRA="limits:
   lua_memory: 1MiB" px_config fill && one_worker && px_start fill && px_sandbox ||
 	{ fail "fill: proxy start"; exit 1; }
 n_nginx=$(wc -l <"$T/nginx/access.log")
-pcurl "https://uploads.github.com/o/r/f?i=[1-12]" >"$R/fill.codes" 2>&1
+# Four fills: each hook may grow the heap by a quarter of it, so the first VM
+# is full and rebuilt within them, and the rebuilt one is not full yet. (With
+# more, the rebuilt VM fills too and is not rebuilt again for 10 s, by design;
+# whether the next request then fits depends on where a table's last growth
+# stopped, a few hundred bytes either way.)
+pcurl "https://uploads.github.com/o/r/f?i=[1-4]" >"$R/fill.codes" 2>&1
 check "fill: proxy alive" px_alive
-check "fill: every request refused (502)" test "$(grep -c '^502$' "$R/fill.codes")" = 12
+check "fill: every request refused (502)" test "$(grep -c '^502$' "$R/fill.codes")" = 4
+check "fill: the worker rebuilt its VM" grep -q "rebuilding this worker's addon VM" "$PX_DIR/proxy.log"
 check "fill: nothing reached the upload host" test "$(wc -l <"$T/nginx/access.log")" = "$n_nginx"
 check "fill: the addon's error or the memory error is logged" grep -qE "after filling the heap|not enough memory" "$PX_DIR/proxy.log"
 check "fill: other hosts still served by the same worker" test "$(pcurl https://api.github.com/user)" = 200

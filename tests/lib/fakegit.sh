@@ -176,7 +176,8 @@ EOF
 	}
 EOF
 		_fx_git_server gitlab.com "$GL_PORT" "$PKI/gitlab.com" "$T/git/gitlab" gitlab \
-			"		location /api/v4/ { proxy_pass http://127.0.0.1:$API_PLAIN; proxy_set_header Host \$host; }"
+			"		location /api/v4/ { proxy_pass http://127.0.0.1:$API_PLAIN; proxy_set_header Host \$host; }
+		location = /api/graphql { proxy_pass http://127.0.0.1:$API_PLAIN; proxy_set_header Host \$host; }"
 		echo "}"
 	} >"$T/nginx/nginx.conf"
 	nginx -p "$T/nginx" -c "$T/nginx/nginx.conf" -g 'daemon off;' >>"$T/nginx/stderr" 2>&1 &
