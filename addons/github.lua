@@ -37,9 +37,11 @@ local app_api = cfg.github_app_api or
     ("https://" .. api_host .. ((dotcom or cfg.github_api_host) and "" or "/api/v3"))
 
 -- An App token's scope under policy section pol: its permissions, and its
--- repositories when every policy entry is an exact owner/name of one owner
--- (with globs or several owners: all of the installation's, the scope check
--- still applies).
+-- repositories: the names when every policy entry is an exact owner/name
+-- of one owner; with globs or several owners the owner/name patterns
+-- themselves, which the proxy resolves against the installation's
+-- repositories (proxy.github_app_token: the token is minted for exactly
+-- those that match, none or too many fail closed).
 local function token_scope(pol)
   local repos, perms
   local list = pol.repositories
@@ -49,7 +51,7 @@ local function token_scope(pol)
     for _, r in ipairs(list) do
       local o, n = r:match("^([^/]+)/([^/]+)$")
       if not o or r:find("[*?]") or (owner and owner:lower() ~= o:lower()) then
-        repos = nil
+        repos = { table.unpack(list) }  -- globs or several owners: the proxy resolves them
         break
       end
       owner = o
@@ -176,6 +178,24 @@ local git_routes = {
   { "POST", "^/info/lfs/objects/batch$" },
   { "POST", "^/info/lfs/locks$" }, { "POST", "^/info/lfs/locks/verify$" },
   { "POST", "^/info/lfs/locks/[^/]+/unlock$" },
+}
+
+-- GraphQL mutations push rules let through when graphql_mutations is true:
+-- their root fields only comment, file issues, open or edit pull requests
+-- (never merge them) and review. Any other mutation is refused, so one
+-- GitHub adds later is refused until it is listed. Not here: createRef,
+-- updateRef(s), deleteRef, createCommitOnBranch, mergeBranch,
+-- mergePullRequest, enablePullRequestAutoMerge, enqueuePullRequest,
+-- updatePullRequestBranch, revertPullRequest (makes a branch), the branch
+-- protection and ruleset mutations, and every repository setting.
+local gql_harmless = {
+  "addComment", "updateIssueComment", "createIssue", "updateIssue", "closeIssue",
+  "reopenIssue", "createPullRequest", "updatePullRequest", "closePullRequest",
+  "reopenPullRequest", "markPullRequestReadyForReview", "convertPullRequestToDraft",
+  "addPullRequestReviewThread", "addPullRequestReviewThreadReply",
+  "resolveReviewThread", "unresolveReviewThread", "requestReviews",
+  "addLabelsToLabelable", "removeLabelsFromLabelable", "addAssigneesToAssignable",
+  "removeAssigneesFromAssignable", "addReaction", "removeReaction",
 }
 
 local function has_method(list, m)
@@ -351,8 +371,12 @@ local function enforce(req, ctx, pol)
         return false
       end
     end
-    if kind == "api" and p == "/graphql" and pol.graphql_mutations ~= true then
-      req:refuse_graphql_mutations()
+    if kind == "api" and p == "/graphql" then
+      if pol.graphql_mutations ~= true then
+        req:graphql_rules{ mutations = false }
+      elseif rules then
+        req:graphql_rules{ mutations = true, allow = gql_harmless }
+      end
     end
     return true
   end

@@ -63,28 +63,34 @@ local override_headers = { "X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-
 local rest_routes = {
   { "DELETE", "^/repository/branches/([^/]+)$", "branch" },
   { "DELETE", "^/repository/tags/([^/]+)$", "tag" },
-  -- issues, notes, discussions, award emoji
-  { "POST", "^/issues$" }, { "PUT", "^/issues/%d+$" },
-  { "POST", "^/issues/%d+/notes$" }, { "PUT DELETE", "^/issues/%d+/notes/%d+$" },
-  { "POST", "^/issues/%d+/discussions$" },
-  { "POST", "^/issues/%d+/discussions/%x+/notes$" },
-  { "PUT DELETE", "^/issues/%d+/discussions/%x+/notes/%d+$" },
+  -- issues, notes, discussions, award emoji (kind "text": a description or
+  -- a note GitLab reads for quick actions, checked by req:refuse_quick_actions)
+  { "POST", "^/issues$", "text" }, { "PUT", "^/issues/%d+$", "text" },
+  { "POST", "^/issues/%d+/notes$", "text" }, { "PUT", "^/issues/%d+/notes/%d+$", "text" },
+  { "DELETE", "^/issues/%d+/notes/%d+$" },
+  { "POST", "^/issues/%d+/discussions$", "text" },
+  { "POST", "^/issues/%d+/discussions/%x+/notes$", "text" },
+  { "PUT", "^/issues/%d+/discussions/%x+/notes/%d+$", "text" },
+  { "DELETE", "^/issues/%d+/discussions/%x+/notes/%d+$" },
   { "POST", "^/issues/%d+/award_emoji$" }, { "DELETE", "^/issues/%d+/award_emoji/%d+$" },
   { "POST", "^/issues/%d+/notes/%d+/award_emoji$" },
   { "DELETE", "^/issues/%d+/notes/%d+/award_emoji/%d+$" },
   -- merge requests: open, edit, discuss (never merge, rebase or approve)
-  { "POST", "^/merge_requests$" }, { "PUT", "^/merge_requests/%d+$" },
-  { "POST", "^/merge_requests/%d+/notes$" }, { "PUT DELETE", "^/merge_requests/%d+/notes/%d+$" },
-  { "POST", "^/merge_requests/%d+/discussions$" },
-  { "PUT", "^/merge_requests/%d+/discussions/%x+$" },
-  { "POST", "^/merge_requests/%d+/discussions/%x+/notes$" },
-  { "PUT DELETE", "^/merge_requests/%d+/discussions/%x+/notes/%d+$" },
+  { "POST", "^/merge_requests$", "text" }, { "PUT", "^/merge_requests/%d+$", "text" },
+  { "POST", "^/merge_requests/%d+/notes$", "text" },
+  { "PUT", "^/merge_requests/%d+/notes/%d+$", "text" },
+  { "DELETE", "^/merge_requests/%d+/notes/%d+$" },
+  { "POST", "^/merge_requests/%d+/discussions$", "text" },
+  { "PUT", "^/merge_requests/%d+/discussions/%x+$", "text" },
+  { "POST", "^/merge_requests/%d+/discussions/%x+/notes$", "text" },
+  { "PUT", "^/merge_requests/%d+/discussions/%x+/notes/%d+$", "text" },
+  { "DELETE", "^/merge_requests/%d+/discussions/%x+/notes/%d+$" },
   { "POST", "^/merge_requests/%d+/award_emoji$" },
   { "DELETE", "^/merge_requests/%d+/award_emoji/%d+$" },
   -- labels, milestones, commit comments
   { "POST", "^/labels$" }, { "PUT DELETE", "^/labels/[^/]+$" },
   { "POST", "^/milestones$" }, { "PUT", "^/milestones/%d+$" },
-  { "POST", "^/repository/commits/%x+/comments$" },
+  { "POST", "^/repository/commits/%x+/comments$", "text" },
 }
 
 -- Other API writes push rules let through.
@@ -98,6 +104,18 @@ local git_routes = {
   { "POST", "^/info/lfs/locks$" }, { "POST", "^/info/lfs/locks/verify$" },
   { "POST", "^/info/lfs/locks/%d+/unlock$" },
   { "PUT", "^/gitlab%-lfs/objects/%x+/%d+$" },
+}
+
+-- GraphQL mutations push rules let through when graphql_mutations is true:
+-- metadata of issues and merge requests that carries no text (GitLab runs
+-- quick actions such as /merge found in a note's or a description's text,
+-- so createNote, createIssue, mergeRequestCreate and their updates are
+-- refused here: the REST routes above check their text). Not here:
+-- commitCreate, createBranch, mergeRequestAccept, the branch and tag rules.
+local gql_harmless = {
+  "discussionToggleResolve", "issueSetAssignees", "mergeRequestSetDraft",
+  "mergeRequestSetAssignees", "mergeRequestSetLabels", "mergeRequestSetReviewers",
+  "mergeRequestSetMilestone", "awardEmojiAdd", "awardEmojiRemove", "awardEmojiToggle",
 }
 
 local function has_method(list, m)
@@ -179,7 +197,8 @@ local NOT_HARMLESS = "not a request known to be harmless under the session's pus
   "(use git push; see docs/addons.md, Credential policy)"
 
 -- A write to a project (rest: the path after /api/v4/projects/{id}): nil
--- when it may go, else why not.
+-- when it may go (and true when its text must be checked for quick
+-- actions), else why not.
 local function project_write(pol, method, rest, rules)
   local kind, cap = route(rest_routes, method, rest)
   if kind == "case" then return "route spelled in another case" end
@@ -190,7 +209,7 @@ local function project_write(pol, method, rest, rules)
     if name:find("%.json$") or name:find("%.xml$") then return "ambiguous ref name" end
     return ref_refused(pol, (kind == "branch" and "refs/heads/" or "refs/tags/") .. name, true)
   end
-  if kind ~= nil then return nil end
+  if kind ~= nil then return nil, rules and kind == "text" end
   if rules then return NOT_HARMLESS end
   if method == "DELETE" and pol.delete ~= true and
       (rest == "" or rest:lower() == "/repository/merged_branches") then
@@ -265,11 +284,13 @@ local function enforce(req, pol)
       deny_api(req, "project " .. proj .. " is not allowed for this session")
       return false
     end
-    local why = write and project_write(pol, req.method, rest, rules)
+    local why, text
+    if write then why, text = project_write(pol, req.method, rest, rules) end
     if why then
       deny_api(req, why)
       return false
     end
+    if text then req:refuse_quick_actions() end
     return true
   end
   if not api then
@@ -290,6 +311,15 @@ local function enforce(req, pol)
   if mode == "projects" and not global_ok[path] then
     deny_api(req, "API path outside the session's projects")
     return false
+  end
+  if path == "/api/graphql" then
+    -- the body judged as GitLab parses it (egress-proxy/gql.c)
+    if pol.graphql_mutations ~= true then
+      req:graphql_rules{ mutations = false, forge = "gitlab" }
+    elseif rules then
+      req:graphql_rules{ mutations = true, allow = gql_harmless, forge = "gitlab" }
+    end
+    return true
   end
   if write and rules then
     local r = route(api_routes, req.method, path)

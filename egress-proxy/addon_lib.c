@@ -558,6 +558,34 @@ req_refuse_graphql_mutations(lua_State *L)
 	return graphql_arm(L, check_req(L), gql_rules_new(0), BGATE_GITHUB);
 }
 
+/*
+ * req:refuse_quick_actions() -> true if armed (a request with any method
+ * but GET or HEAD), false otherwise. The body (JSON or a form, at most
+ * BGATE_GRAPHQL_MAX) and the URL's query are read for GitLab quick actions
+ * (qaction.h) before anything goes upstream.
+ */
+static int
+req_refuse_quick_actions(lua_State *L)
+{
+	struct lreq *lr = check_req(L);
+	const char *m = hreq_method(lr->r), *p = lr->r->data.p + lr->r->path_o, *q, *ct;
+	size_t ctl = 0, qn = 0;
+
+	if (strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0) {
+		lua_pushboolean(L, 0);
+		return 1;
+	}
+	if ((q = memchr(p, '?', lr->r->path_l)) != NULL) {
+		q++;
+		qn = (size_t)(p + lr->r->path_l - q);
+	}
+	ct = hreq_get(lr->r, "content-type", &ctl);
+	bgate_free(lr->r->gate);
+	lr->r->gate = bgate_text_new(qaction_body_kind(ct, ctl), q != NULL ? q : "", qn);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
 static int
 req_index(lua_State *L)
 {
@@ -598,6 +626,7 @@ static const luaL_Reg req_methods[] = {
 	{ "refuse_graphql_mutations", req_refuse_graphql_mutations },
 	{ "canonicalize", req_canonicalize },
 	{ "graphql_rules", req_graphql_rules },
+	{ "refuse_quick_actions", req_refuse_quick_actions },
 	{ NULL, NULL }
 };
 

@@ -1,5 +1,6 @@
 /*
- * bodygate.c: push rules and the GraphQL mutation gate (see bodygate.h).
+ * bodygate.c: push rules, the GraphQL mutation gate and the quick-action
+ * gate (see bodygate.h).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,7 +11,7 @@
 #include "pktline.h"
 #include "xmalloc.h"
 
-enum gkind { GK_PUSH, GK_GRAPHQL };
+enum gkind { GK_PUSH, GK_GRAPHQL, GK_TEXT };
 
 struct bgate {
 	enum gkind	 kind;
@@ -25,6 +26,9 @@ struct bgate {
 	struct gql_rules *rules;
 	enum bgate_forge forge;
 	int		 url_params;	/* the URL has a query string */
+	/* quick actions */
+	enum qaction_body text;		/* the body's kind */
+	struct gql_verdict qv;		/* the URL query's verdict */
 	/* the body so far */
 	struct buf	 held;
 	int		 over;		/* more than the bound arrived */
@@ -62,6 +66,17 @@ bgate_graphql_new(struct gql_rules *rules, enum bgate_forge forge, int url_param
 	g->rules = rules;
 	g->forge = forge;
 	g->url_params = url_params;
+	return g;
+}
+
+struct bgate *
+bgate_text_new(enum qaction_body k, const char *q, size_t qn)
+{
+	struct bgate *g = gate_new(GK_TEXT);
+
+	g->forge = BGATE_GITLAB;
+	g->text = k;
+	qaction_judge_form(q, qn, &g->qv);
 	return g;
 }
 
@@ -116,7 +131,8 @@ bgate_free(struct bgate *g)
 const char *
 bgate_kind(const struct bgate *g)
 {
-	return g->kind == GK_PUSH ? "push_rules" : "graphql";
+	return g->kind == GK_PUSH ? "push_rules" : g->kind == GK_GRAPHQL ? "graphql" :
+	    "quick_action";
 }
 
 void
@@ -255,7 +271,8 @@ deny_json(struct bgate *g, int status, const char *msg)
 	buf_reset(&g->answer);
 	if (g->forge == BGATE_GITLAB) {
 		bad = buf_addf(&g->answer, "{\"message\":\"%d %s - ", status, status == 403 ?
-		    "Forbidden" : status == 413 ? "Payload Too Large" : "Bad request");
+		    "Forbidden" : status == 413 ? "Payload Too Large" : status == 415 ?
+		    "Unsupported Media Type" : "Bad request");
 		bad |= json_str(&g->answer, msg);
 		bad |= buf_addstr(&g->answer, "\"}");
 	} else {
@@ -302,12 +319,64 @@ check_graphql(struct bgate *g, int eof)
 	return g->v;
 }
 
+/* ---- quick actions ---- */
+
+static enum bgate_verdict
+text_verdict(struct bgate *g, const struct gql_verdict *v, const char *where)
+{
+	char m[400];
+
+	if (v->res == GQL_DENY) {
+		snprintf(m, sizeof(m), "denied by policy: %s: %s", where, v->why);
+		return deny_json(g, 403, m);
+	}
+	snprintf(m, sizeof(m), "request refused by the proxy: the policy's quick-action check "
+	    "cannot read the %s: %s", where, v->why);
+	return deny_json(g, 400, m);
+}
+
+static enum bgate_verdict
+check_text(struct bgate *g, int eof)
+{
+	struct gql_verdict v;
+	char m[300];
+
+	if (g->qv.res != GQL_PASS)
+		return text_verdict(g, &g->qv, "URL query");
+	if (g->over) {
+		snprintf(m, sizeof(m), "request refused by the proxy: body larger than %d KiB (the "
+		    "policy's quick-action check reads it whole)", BGATE_GRAPHQL_MAX / 1024);
+		return deny_json(g, 413, m);
+	}
+	if (!eof)
+		return BG_MORE;
+	if (g->held.len == 0) {
+		g->v = BG_ALLOW;
+		return g->v;
+	}
+	if (g->text == QA_OTHER)
+		return deny_json(g, 415, "request refused by the proxy: under push rules this "
+		    "request's text is checked for quick actions: send it as JSON or a form");
+	qaction_judge_body(g->text, g->held.p, g->held.len, &v);
+	if (v.res != GQL_PASS)
+		return text_verdict(g, &v, "body");
+	g->v = BG_ALLOW;
+	return g->v;
+}
+
 enum bgate_verdict
 bgate_check(struct bgate *g, int eof)
 {
 	if (g->v != BG_MORE)
 		return g->v;
-	return g->kind == GK_PUSH ? check_push(g, eof) : check_graphql(g, eof);
+	switch (g->kind) {
+	case GK_PUSH:
+		return check_push(g, eof);
+	case GK_GRAPHQL:
+		return check_graphql(g, eof);
+	default:
+		return check_text(g, eof);
+	}
 }
 
 const char *

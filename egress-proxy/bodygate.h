@@ -15,6 +15,10 @@
  *     Parameters in the URL are refused before the body is read: Rails
  *     (GitHub, GitLab) merges them over the body's, so a query there
  *     would run instead of the one judged.
+ *   quick actions (GitLab): the whole body (at most BGATE_GRAPHQL_MAX)
+ *     and the URL's query are read for text GitLab would run as a quick
+ *     action (qaction.c); a refusal is 403 in GitLab's JSON shape naming
+ *     it, a body that cannot be read (not JSON or a form) 415.
  * No I/O here: the proxy (proxy.c) moves the bytes.
  */
 #ifndef PROXY_BODYGATE_H
@@ -24,6 +28,7 @@
 
 #include "buf.h"
 #include "gql.h"
+#include "qaction.h"
 
 #define BGATE_RULES_MAX		256		/* push + protect patterns */
 #define BGATE_GRAPHQL_MAX	GQL_BYTES_MAX	/* a gated GraphQL body, whole */
@@ -48,8 +53,13 @@ enum bgate_forge { BGATE_GITHUB, BGATE_GITLAB };
  */
 struct bgate	*bgate_graphql_new(struct gql_rules *rules, enum bgate_forge forge,
 		    int url_params);
+/*
+ * A quick-action gate for a body of kind k, with the URL's query q (qn
+ * bytes, without the '?'; qn 0: none).
+ */
+struct bgate	*bgate_text_new(enum qaction_body k, const char *q, size_t qn);
 void		 bgate_free(struct bgate *);
-/* "push_rules" or "graphql": the audit's reason code for a refusal. */
+/* "push_rules", "graphql" or "quick_action": the audit's reason code for a refusal. */
 const char	*bgate_kind(const struct bgate *);
 
 /*

@@ -70,6 +70,9 @@ struct judge {
 	size_t			 nkeys, capkeys;
 	struct buf		 doc;		/* a decoded "query" */
 	struct buf		 hash;		/* a decoded persistedQuery.sha256Hash */
+	gql_str_fn		 strfn;		/* gql_json_strings: each string value */
+	void			*strarg;
+	struct buf		 str;		/* ... decoded */
 };
 
 /* One GraphQL document being read. */
@@ -513,7 +516,17 @@ j_value(struct judge *j, int depth)
 	case '[':
 		return j_array(j, depth);
 	case '"':
-		return j_string(j, NULL);
+		if (j->strfn == NULL)
+			return j_string(j, NULL);
+		buf_reset(&j->str);
+		if (j_string(j, &j->str) == -1)
+			return -1;
+		if (j->strfn(j->strarg, j->str.p != NULL ? j->str.p : "", j->str.len, j->v->why,
+		    sizeof(j->v->why)) != 0) {
+			j->v->res = GQL_DENY;
+			return -1;
+		}
+		return 0;
 	case 't':
 		return j_word(j, "true");
 	case 'f':
@@ -1384,6 +1397,7 @@ judge_init(struct judge *j, const struct gql_rules *r, struct gql_verdict *v, co
 	ign(buf_add(&j->keyb, "", 1));
 	buf_init(&j->doc, GQL_BYTES_MAX);
 	buf_init(&j->hash, 256);
+	buf_init(&j->str, GQL_BYTES_MAX);
 }
 
 static void
@@ -1392,6 +1406,7 @@ judge_free(struct judge *j)
 	buf_free(&j->keyb);
 	buf_free(&j->doc);
 	buf_free(&j->hash);
+	buf_free(&j->str);
 	free(j->keys);
 }
 
@@ -1432,5 +1447,23 @@ gql_judge_document(const struct gql_rules *r, const char *doc, size_t n, struct 
 		bad(&j, "a GraphQL document over %d bytes", GQL_BYTES_MAX);
 	else
 		doc_judge(&j, doc, n);
+	judge_free(&j);
+}
+
+void
+gql_json_strings(const char *body, size_t n, gql_str_fn fn, void *arg, struct gql_verdict *v)
+{
+	struct judge j;
+
+	judge_init(&j, NULL, v, body, n);
+	j.strfn = fn;
+	j.strarg = arg;
+	if (n > GQL_BYTES_MAX)
+		bad(&j, "a JSON body over %d bytes", GQL_BYTES_MAX);
+	else if (j_value(&j, 1) == 0) {
+		j_ws(&j);
+		if (j.i != n)
+			bad(&j, "JSON: bytes after the value at byte %zu", j.i);
+	}
 	judge_free(&j);
 }

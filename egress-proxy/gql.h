@@ -78,4 +78,19 @@ void	gql_judge(const struct gql_rules *, const char *body, size_t n, struct gql_
 void	gql_judge_document(const struct gql_rules *, const char *doc, size_t n,
 	    struct gql_verdict *v);
 
+/*
+ * The strict JSON reader above, for other bodies a gate judges (bodygate.c's
+ * quick-action check): fn gets every string value (not keys), decoded;
+ * nonzero refuses the body, with its reason written to why (printable ASCII).
+ */
+typedef int (*gql_str_fn)(void *arg, const char *s, size_t n, char *why, size_t whylen);
+/*
+ * Reads body (n bytes) as one strict JSON value (UTF-8, no BOM, a key twice
+ * in an object refused, nested at most GQL_DEPTH_MAX, at most GQL_BYTES_MAX)
+ * and calls fn on each string value: v->res GQL_PASS; GQL_DENY when fn
+ * refused (v->why its reason); GQL_BAD when the body is not strict JSON.
+ */
+void	gql_json_strings(const char *body, size_t n, gql_str_fn fn, void *arg,
+	    struct gql_verdict *v);
+
 #endif

@@ -68,8 +68,8 @@ static const struct prov {
 	{ "github", "repositories", "repositories", "owner/name", 1, 1,
 	  "repositories, permissions, push, protect, delete, api, "
 	  "graphql_mutations" },
-	{ "gitlab", "projects", "projects", "group[/subgroup...]/project", 0, 0,
-	  "projects, push, protect, delete, api" },
+	{ "gitlab", "projects", "projects", "group[/subgroup...]/project", 0, 1,
+	  "projects, push, protect, delete, api, graphql_mutations" },
 };
 
 enum mkind { M_SCOPE, M_PUSH, M_PROTECT, M_PERMS, M_DELETE, M_API, M_GQL };

@@ -276,12 +276,20 @@ check "sb-a: API with its token, cached (no new mint over 4 requests)" bash -c "
 n1=$ma
 check "register sb-g: globbed repositories" px_admin '{"op":"register","id":"sb-g","secret":"s-g","policy":{"github":{"repositories":["e2e-org/*"]}}}'
 check "sb-g: API through its own token" bash -c "curl -sf --proxy http://sb-g:s-g@127.0.0.1:$PX_PORT https://api.github.com/repos/e2e-org/repo >/dev/null"
-check "sb-g: its own mint, with no repositories member (globs) and no permissions" test "$(scopes_since "$n1")" = '{"permissions":null,"repositories":null} '
+# globs: a metadata-only listing token, then sb-g's own for exactly the matching repositories
+# mints_since N PY-EXPR: PY-EXPR holds for the list m of the scopes minted after the Nth
+mints_since() {
+	"$PY" -c 'import json,sys
+m=[json.loads(l) for l in open(sys.argv[1]).read().splitlines()[int(sys.argv[2]):]]
+sys.exit(0 if eval(sys.argv[3]) else 1)' "$T/minted.scopes" "$1" "$2"
+}
+check "sb-g: a listing token (metadata read), then its own for the 125 e2e-org repositories the glob matches, no permissions" \
+	mints_since "$n1" 'len(m) == 2 and m[0]["permissions"] == {"metadata": "read"} and m[0]["repositories"] is None and m[1]["permissions"] is None and len(m[1]["repositories"]) == 125 and {"repo", "other", "lib-core", "zz-late"} <= set(m[1]["repositories"])'
 TOK_G=$(tok_of "$(cat "$T/minted")")
 n1=$(cat "$T/minted")
 check "register sb-m: two owners" px_admin '{"op":"register","id":"sb-m","secret":"s-m","policy":{"github":{"repositories":["e2e-org/repo","acme/app"],"permissions":{"contents":"read"}}}}'
 check "sb-m: API" bash -c "curl -sf --proxy http://sb-m:s-m@127.0.0.1:$PX_PORT https://api.github.com/repos/e2e-org/repo >/dev/null"
-check "sb-m: two owners, so no repositories member" test "$(scopes_since "$n1")" = '{"permissions":{"contents":"read"},"repositories":null} '
+check "sb-m: two owners: the token names only what the installation (e2e-org) holds of them" test "$(scope_of "$(cat "$T/minted")")" = '{"permissions":{"contents":"read"},"repositories":["repo"]}'
 check "register sb-n without a policy" px_admin '{"op":"register","id":"sb-n","secret":"s-n"}'
 check "sb-n: API with the shared token" bash -c "curl -sf --proxy http://sb-n:s-n@127.0.0.1:$PX_PORT https://api.github.com/user >/dev/null"
 n1=$(cat "$T/minted")
@@ -297,7 +305,12 @@ check "... after which the upstream refuses it" test "$(curl -s -o /dev/null -w 
 check "proxy log: revoked" grep -q "github app token for sandbox=sb-a revoked" "$PX_DIR/proxy.log"
 check "deregister sb-n (no policy)" px_admin '{"op":"deregister","id":"sb-n"}'
 sleep 1
-check "only sb-a's tokens were revoked (not sb-g's, sb-a2's or the shared one)" bash -c "test \$(grep -cvxF -f <(sed -n '$((m0 + 1)),${ma}p' $T/minted.tokens) $T/minted.revoked) = 0"
+# the listing tokens of globbed mints are revoked as soon as the listing ends
+"$PY" -c 'import json,sys
+s=open(sys.argv[1]).read().splitlines(); t=open(sys.argv[2]).read().splitlines()
+for i, l in enumerate(s):
+    if json.loads(l)["permissions"] == {"metadata": "read"}: print(t[i])' "$T/minted.scopes" "$T/minted.tokens" >"$T/listing.tokens"
+check "only sb-a's tokens and the listing tokens were revoked (not sb-g's, sb-a2's or the shared one)" bash -c "test \$(grep -cvxF -f <(sed -n '$((m0 + 1)),${ma}p' $T/minted.tokens; cat $T/listing.tokens) $T/minted.revoked) = 0"
 check "the shared token still works" bash -c "curl -sf --proxy http://sb-g:s-g@127.0.0.1:$PX_PORT https://api.github.com/repos/e2e-org/repo >/dev/null"
 check "deregister sb-g revokes its token" bash -c "$PY $FX/padmin.py $PX_ADMIN '{\"op\":\"deregister\",\"id\":\"sb-g\"}' >/dev/null"
 check "... seen at the endpoint" wait_for 20 grep -qxF -- "$TOK_G" "$T/minted.revoked"

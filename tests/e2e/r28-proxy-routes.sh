@@ -246,6 +246,45 @@ check "gitlab comment on a merge request, id spelled %2f: passes" test "$(api ht
 check "gitlab: reading branches passes" test "$(api "$P/repository/branches/main")" = 200
 check "the allowed writes reached the API with the credential" test "$(fx_api_q "r['role']=='gitlab-api' and r['auth_ok'] and r['method'] in ('POST','PUT')")" = 5
 
+# ---- 3c. graphql_mutations under push rules; GitLab's quick actions ----
+check "register sb-q: push rules, graphql_mutations true on both forges" px_admin "{\"op\":\"register\",\"id\":\"sb-q\",\"secret\":\"s-q\",\"policy\":{\"github\":{\"repositories\":[\"e2e-org/repo\"],\"push\":[\"refs/heads/agent/**\"],\"protect\":[\"refs/heads/main\"],\"graphql_mutations\":true},\"gitlab\":{\"projects\":[\"e2e-group/repo\"],\"push\":[\"refs/heads/agent/**\"],\"protect\":[\"refs/heads/main\"],\"graphql_mutations\":true}}}"
+q_gql() { as sb-q "$1" -X POST -H 'Content-Type: application/json' --data-binary "$2"; }
+GH_GQL=https://api.github.com/graphql GL_GQL=https://gitlab.com/api/graphql
+check "github, push rules: createCommitOnBranch refused (403 naming it)" bash -c "test $(q_gql $GH_GQL '{"query":"mutation { createCommitOnBranch(input:{}) { clientMutationId } }"}') = 403 && grep -q 'GraphQL mutation createCommitOnBranch is not allowed' $T/api.out"
+check "github, push rules: mergePullRequest behind an alias refused" test "$(q_gql $GH_GQL '{"query":"mutation { addComment: mergePullRequest(input:{}) { clientMutationId } }"}')" = 403
+check "github, push rules: addComment passes" test "$(q_gql $GH_GQL '{"query":"mutation { addComment(input:{body:\"x\",subjectId:\"y\"}) { clientMutationId } }"}')" = 200
+check "gitlab, push rules: commitCreate refused (GitLab's shape)" bash -c "test $(q_gql $GL_GQL '{"query":"mutation { commitCreate(input:{}) { errors } }"}') = 403 && grep -q '403 Forbidden - denied by policy: GraphQL mutation commitCreate' $T/api.out"
+check "gitlab, push rules: createNote refused (its text may hold /merge)" test "$(q_gql $GL_GQL '{"query":"mutation { createNote(input:{body:\"/merge\"}) { errors } }"}')" = 403
+check "gitlab, push rules: awardEmojiAdd passes" test "$(q_gql $GL_GQL '{"query":"mutation { awardEmojiAdd(input:{name:\"x\"}) { errors } }"}')" = 200
+check "gitlab, no graphql_mutations (sb-r): commitCreate refused" test "$(api $GL_GQL -X POST -H 'Content-Type: application/json' -d '{"query":"mutation { commitCreate(input:{}) { errors } }"}')" = 403
+check "gitlab, no graphql_mutations (sb-r): a query passes" test "$(api $GL_GQL -X POST -H 'Content-Type: application/json' -d '{"query":"{ currentUser { username } }"}')" = 200
+n_gql=$(fx_api_q "r['path']=='/api/graphql' and ('commitCreate' in r['body'] or 'createNote' in r['body'])")
+check "... no refused GraphQL reached GitLab" test "$n_gql" = 0
+qa_refused() {	# qa_refused NAME PATH curl-args...: a quick action refused (403 naming it)
+	local name=$1 path=$2 code; shift 2
+	code=$(api "$P$path" "$@")
+	if [ "$code" = 403 ] && grep -q 'denied by policy: .*quick action /' "$T/api.out"; then
+		ok "gitlab quick action $name: refused ($(grep -o 'quick action /[a-z_]*' "$T/api.out"))"
+	else
+		fail "gitlab quick action $name: refused" "status $code $(head -c 200 "$T/api.out")"
+	fi
+}
+qa_refused "/merge in a note (JSON)" /merge_requests/1/notes -X POST -H 'Content-Type: application/json' -d '{"body":"LGTM\n/merge"}'
+qa_refused "/merge spelled \\u002f (JSON)" /merge_requests/1/notes -X POST -H 'Content-Type: application/json' -d '{"body":"\u002fmerge"}'
+qa_refused "/rebase in a note (form)" /merge_requests/1/notes -X POST -d 'body=ok%0D%0A%2Frebase'
+qa_refused "/merge in the URL's query" /merge_requests/1/notes -X POST -H 'Content-Type: application/json' -d '{"body":"ok"}' --url-query 'body=/merge'
+qa_refused "/create_merge_request in an issue's description" /issues -X POST -H 'Content-Type: application/json' -d '{"title":"t","description":"/create_merge_request main2"}'
+qa_refused "/merge in a merge request's new description" /merge_requests/1 -X PUT -H 'Content-Type: application/json' -d '{"description":"  /merge"}'
+qa_refused "/tag on a commit comment" /repository/commits/0123abcd/comments -X POST -H 'Content-Type: application/json' -d '{"note":"/tag v9"}'
+qa_refused "/approve in a discussion" /merge_requests/1/discussions -X POST -d 'body=%2Fapprove'
+check "gitlab: a note whose JSON has its key twice, /merge first: refused" test "$(api "$P/merge_requests/1/notes" -X POST -H 'Content-Type: application/json' -d '{"body":"/merge","body":"ok"}')" = 403
+check "gitlab: a note whose JSON has its key twice: 400 (cannot be judged)" test "$(api "$P/merge_requests/1/notes" -X POST -H 'Content-Type: application/json' -d '{"body":"ok","body":"ok"}')" = 400
+check "gitlab: a multipart note cannot be checked: 415" test "$(api "$P/merge_requests/1/notes" -X POST -F 'body=ok')" = 415
+check "gitlab: no quick action reached the API" test "$(fx_api_q "r['role']=='gitlab-api' and ('merge' in r['body'].replace('merge_request','') or 'rebase' in r['body'] or 'approve' in r['body'] or '/tag' in r['body'] or 'create_merge_request' in r['body'] or ('?' in r['path'] and 'merge' in r['path'].split('?',1)[1]))")" = 0
+check "gitlab: a plain note passes (JSON)" test "$(api "$P/merge_requests/1/notes" -X POST -H 'Content-Type: application/json' -d '{"body":"see /usr/bin mid-line is fine"}')" = 200
+check "gitlab: a plain note passes (form)" test "$(api "$P/issues/1/notes" -X POST -d 'body=looks+good')" = 200
+check "gitlab: a note without push rules (sb-d has none) is not checked" test "$(as sb-d "$P/merge_requests/1/notes" -X POST -H 'Content-Type: application/json' -d '{"body":"/merge"}')" = 200
+
 # ---- 4. a narrowed policy reaches a connection already open ----
 KA="$PY $FX/kaclient.py --proxy 127.0.0.1:$PX_PORT --auth sb-k:s-k --cafile $PX_CA --out $T"
 WIDE='{"github":{"repositories":["e2e-org/repo"],"push":["refs/heads/**"]}}'
