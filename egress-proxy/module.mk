@@ -89,3 +89,16 @@ $(B)/tests/fuzz/fuzz_gql: $(B)/tests/fuzz/fuzz_gql.o $(B)/egress-proxy/gql.o $(C
 # The judge itself instrumented too (address, undefined), not only the fuzzer's link.
 $(B)/tests/fuzz/fuzz_gql.o $(B)/egress-proxy/gql.o: CFLAGS += -fsanitize=fuzzer-no-link,address,undefined
 endif
+
+# GitLab quick actions (qaction.c) through their gate: fuzz target (the unit test is test_proxy_qaction).
+BINS += $(B)/tests/fuzz/replay_proxy_qaction
+ALL_OBJS += $(B)/tests/fuzz/fuzz_proxy_qaction.o
+QACTION_OBJS := $(B)/egress-proxy/qaction.o $(B)/egress-proxy/bodygate.o $(B)/egress-proxy/gql.o $(B)/egress-proxy/pktline.o $(B)/egress-proxy/pglob.o
+$(B)/tests/fuzz/replay_proxy_qaction: $(B)/tests/fuzz/fuzz_proxy_qaction.o $(B)/tests/fuzz/replay_main.o $(QACTION_OBJS) $(COMMON_OBJS)
+	$(CC) $(LDFLAGS) $^ $(PKG_LIBS) -o $@
+ifeq ($(FUZZ),1)
+FUZZ_TARGETS += $(B)/tests/fuzz/fuzz_proxy_qaction
+$(B)/tests/fuzz/fuzz_proxy_qaction: $(B)/tests/fuzz/fuzz_proxy_qaction.o $(QACTION_OBJS) $(COMMON_OBJS)
+	$(CC) $(LDFLAGS) -fsanitize=fuzzer,address,undefined $^ $(PKG_LIBS) -o $@
+$(B)/tests/fuzz/fuzz_proxy_qaction.o $(B)/egress-proxy/qaction.o: CFLAGS += -fsanitize=fuzzer-no-link,address,undefined
+endif
