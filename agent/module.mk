@@ -45,5 +45,5 @@ ifeq ($(FUZZ),1)
 FUZZ_TARGETS += $(AGENT_FUZZ:%=$(B)/tests/fuzz/fuzz_%)
 $(B)/tests/fuzz/fuzz_agent_%: $(B)/tests/fuzz/fuzz_agent_%.o $(AGENT_LIB_OBJS) $(COMMON_MIN_OBJS)
 	$(CC) $(LDFLAGS) -fsanitize=fuzzer,address,undefined $^ -o $@
-$(AGENT_LIB_OBJS) $(AGENT_FUZZ:%=$(B)/tests/fuzz/fuzz_%.o): CFLAGS += -fsanitize=fuzzer-no-link
+$(AGENT_LIB_OBJS) $(AGENT_FUZZ:%=$(B)/tests/fuzz/fuzz_%.o): CFLAGS += -fsanitize=fuzzer-no-link,address,undefined
 endif

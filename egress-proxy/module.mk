@@ -30,7 +30,7 @@ $(B)/tests/fuzz/fuzz_proxy_request: $(B)/tests/fuzz/fuzz_proxy_request.o $(PROXY
 	$(CC) $(LDFLAGS) -fsanitize=fuzzer,address,undefined $^ $(PROXY_LIBS) -o $@
 endif
 ifeq ($(FUZZ),1)
-$(PROXY_LIB_OBJS) $(COMMON_OBJS) $(B)/tests/fuzz/fuzz_proxy_request.o: CFLAGS += -fsanitize=fuzzer-no-link
+$(PROXY_LIB_OBJS) $(COMMON_OBJS) $(B)/tests/fuzz/fuzz_proxy_request.o: CFLAGS += -fsanitize=fuzzer-no-link,address,undefined
 endif
 
 # The pattern matcher against the real string library (differential).
@@ -42,7 +42,7 @@ ifeq ($(FUZZ),1)
 FUZZ_TARGETS += $(B)/tests/fuzz/fuzz_proxy_pattern
 $(B)/tests/fuzz/fuzz_proxy_pattern: $(B)/tests/fuzz/fuzz_proxy_pattern.o $(B)/egress-proxy/pmatch.o
 	$(CC) $(LDFLAGS) -fsanitize=fuzzer,address,undefined $^ $(PKG_LIBS) -o $@
-$(B)/tests/fuzz/fuzz_proxy_pattern.o $(B)/egress-proxy/pmatch.o: CFLAGS += -fsanitize=fuzzer-no-link
+$(B)/tests/fuzz/fuzz_proxy_pattern.o $(B)/egress-proxy/pmatch.o: CFLAGS += -fsanitize=fuzzer-no-link,address,undefined
 endif
 
 # The pkt-line reader (push rules): unit test and fuzz target.
@@ -58,7 +58,7 @@ ifeq ($(FUZZ),1)
 FUZZ_TARGETS += $(B)/tests/fuzz/fuzz_pktline
 $(B)/tests/fuzz/fuzz_pktline: $(B)/tests/fuzz/fuzz_pktline.o $(B)/egress-proxy/pktline.o $(COMMON_OBJS)
 	$(CC) $(LDFLAGS) -fsanitize=fuzzer,address,undefined $^ $(PKG_LIBS) -o $@
-$(B)/tests/fuzz/fuzz_pktline.o $(B)/egress-proxy/pktline.o: CFLAGS += -fsanitize=fuzzer-no-link
+$(B)/tests/fuzz/fuzz_pktline.o $(B)/egress-proxy/pktline.o: CFLAGS += -fsanitize=fuzzer-no-link,address,undefined
 endif
 
 # Canonical request targets (reqcanon.c): fuzz target (the unit test is test_proxy_reqcanon).
@@ -70,7 +70,7 @@ ifeq ($(FUZZ),1)
 FUZZ_TARGETS += $(B)/tests/fuzz/fuzz_proxy_reqcanon
 $(B)/tests/fuzz/fuzz_proxy_reqcanon: $(B)/tests/fuzz/fuzz_proxy_reqcanon.o $(B)/egress-proxy/reqcanon.o $(COMMON_OBJS)
 	$(CC) $(LDFLAGS) -fsanitize=fuzzer,address,undefined $^ $(PKG_LIBS) -o $@
-$(B)/tests/fuzz/fuzz_proxy_reqcanon.o $(B)/egress-proxy/reqcanon.o: CFLAGS += -fsanitize=fuzzer-no-link
+$(B)/tests/fuzz/fuzz_proxy_reqcanon.o $(B)/egress-proxy/reqcanon.o: CFLAGS += -fsanitize=fuzzer-no-link,address,undefined
 endif
 
 # The GraphQL request judge (body gate): unit test and fuzz target.

@@ -75,7 +75,7 @@ $(B)/tests/fuzz/fuzz_orch_http: $(B)/tests/fuzz/fuzz_orch_http.o $(ORCH_HTTP_FUZ
 	$(CC) $(LDFLAGS) -fsanitize=fuzzer,address,undefined $(sort $^) $(PKG_LIBS) -o $@
 endif
 ifeq ($(FUZZ),1)
-$(ORCH_OBJS) $(B)/tests/fuzz/fuzz_orch_jsonrpc.o $(B)/tests/fuzz/fuzz_orch_http.o: CFLAGS += -fsanitize=fuzzer-no-link
+$(ORCH_OBJS) $(B)/tests/fuzz/fuzz_orch_jsonrpc.o $(B)/tests/fuzz/fuzz_orch_http.o: CFLAGS += -fsanitize=fuzzer-no-link,address,undefined
 endif
 # The credential policy (policy.c) and the proxy register op that carries
 # it (egress.c, with the runtime seam it sits in).
@@ -99,5 +99,5 @@ FUZZ_TARGETS += $(B)/tests/fuzz/fuzz_policy
 $(B)/tests/fuzz/fuzz_policy: $(B)/tests/fuzz/fuzz_policy.o \
     $(B)/orchestrator/policy.o $(B)/orchestrator/jsonu.o $(COMMON_OBJS)
 	$(CC) $(LDFLAGS) -fsanitize=fuzzer,address,undefined $(sort $^) $(PKG_LIBS) -o $@
-$(B)/tests/fuzz/fuzz_policy.o: CFLAGS += -fsanitize=fuzzer-no-link
+$(B)/tests/fuzz/fuzz_policy.o: CFLAGS += -fsanitize=fuzzer-no-link,address,undefined
 endif

@@ -55,5 +55,5 @@ FUZZ_TARGETS += $(B)/tests/fuzz/fuzz_k8s_parse
 $(B)/tests/fuzz/fuzz_k8s_parse: $(B)/tests/fuzz/fuzz_k8s_parse.o $(K8S_FUZZ_DEPS)
 	$(CC) $(LDFLAGS) -fsanitize=fuzzer,address,undefined $^ $(PKG_LIBS) -o $@
 $(B)/tests/fuzz/fuzz_k8s_parse.o $(B)/orchestrator/runtime/k8s/client.o \
-    $(B)/orchestrator/runtime/k8s/obj.o: CFLAGS += -fsanitize=fuzzer-no-link
+    $(B)/orchestrator/runtime/k8s/obj.o: CFLAGS += -fsanitize=fuzzer-no-link,address,undefined
 endif
