@@ -427,10 +427,8 @@ rl_cg_kill(const struct rl_cg *cg, const char *id, int timeout_ms)
 		return -1;
 	for (;;) {
 		/* v2: the agent's children of the cgroup count too */
-		if (dir == cg->v2 && (n = v2_populated(dir, id)) != -1) {
-			if (n == 0)
-				break;
-		} else if ((n = count_procs(dir, id)) <= 0)
+		n = dir == cg->v2 ? v2_populated(dir, id) : -1;
+		if (n == 0 || (n == -1 && count_procs(dir, id) <= 0))
 			break;
 		if (use_kill) {
 			(void)cg_write(cg->v2, id, "cgroup.kill", "1", p,
