@@ -57,6 +57,12 @@
 #define CGROUP_READ_MAX		(64 * 1024)
 
 static int cg_fd = -1;			/* the delegated directory */
+/* pids.current, pids.max, pids.events, kept open: a look before every shell
+ * command costs three preads (about 4 us) instead of three opens (33 us). */
+static int pids_fd[3] = { -1, -1, -1 };
+static const char *const pids_name[3] = {
+	"pids.current", "pids.max", "pids.events",
+};
 static char pending[CGROUP_PENDING_MAX][CGROUP_NAME_MAX];
 static int npending;
 static long long events_seen;		/* pids.events "max" at the last look */
@@ -104,8 +110,8 @@ cg_write(const char *name, const char *file, const char *s)
 }
 
 /*
- * Reads the file at path (relative to dirfd, or absolute with -1) into
- * buf (NUL-terminated, at most size-1 bytes). Its length, or -1.
+ * Reads the file at path (relative to dirfd) into buf (NUL-terminated, at
+ * most size-1 bytes). Its length, or -1.
  */
 static ssize_t
 read_at(int dirfd, const char *path, char *buf, size_t size)
@@ -113,8 +119,7 @@ read_at(int dirfd, const char *path, char *buf, size_t size)
 	ssize_t n, got = 0;
 	int fd;
 
-	if ((fd = openat(dirfd == -1 ? AT_FDCWD : dirfd, path, O_RDONLY |
-	    O_CLOEXEC | O_NOFOLLOW)) == -1)
+	if ((fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1)
 		return -1;
 	while ((size_t)got < size - 1 &&
 	    (n = read(fd, buf + got, size - 1 - (size_t)got)) > 0)
@@ -310,16 +315,33 @@ cgroup_largest(char *name, size_t len, long *tasks)
 	return *tasks > 0 ? 0 : -1;
 }
 
+/* Pids file i (pids_name) into b, NUL-terminated: its length, or -1. */
+static ssize_t
+pids_file(int i, char *b, size_t size)
+{
+	char p[64];
+	ssize_t n;
+
+	if (pids_fd[i] == -1) {
+		snprintf(p, sizeof(p), CGROUP_PIDS_DIR "/%s", pids_name[i]);
+		if ((pids_fd[i] = open(p, O_RDONLY | O_CLOEXEC)) == -1)
+			return -1;
+	}
+	if ((n = pread(pids_fd[i], b, size - 1, 0)) <= 0)
+		return -1;
+	b[n] = '\0';
+	return n;
+}
+
 /* A pids file's number ("max": none, -1). */
 static long long
-pids_read(const char *file)
+pids_read(int i)
 {
-	char p[64], b[64];
+	char b[64];
 	const char *es;
 	long long v;
 
-	snprintf(p, sizeof(p), CGROUP_PIDS_DIR "/%s", file);
-	if (read_at(-1, p, b, sizeof(b)) <= 0)
+	if (pids_file(i, b, sizeof(b)) == -1)
 		return -1;
 	b[strcspn(b, "\n")] = '\0';
 	if (strnum_ll(b, 0, 1LL << 40, &v, &es) == -1)
@@ -330,8 +352,8 @@ pids_read(const char *file)
 int
 cgroup_pids(long long *cur, long long *max)
 {
-	*cur = pids_read("pids.current");
-	*max = pids_read("pids.max");
+	*cur = pids_read(0);
+	*max = pids_read(1);
 	return *cur >= 0 && *max > 0 ? 0 : -1;
 }
 
@@ -343,7 +365,7 @@ pids_refused(void)
 	const char *es;
 	long long v;
 
-	if (read_at(-1, CGROUP_PIDS_DIR "/pids.events", b, sizeof(b)) <= 0)
+	if (pids_file(2, b, sizeof(b)) == -1)
 		return -1;
 	for (t = b; t != NULL && *t != '\0'; t = strchr(t, '\n'),
 	    t = t != NULL ? t + 1 : NULL) {
