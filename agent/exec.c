@@ -12,10 +12,15 @@
  * line on a chunked streamed response (conn.h); when the connection's
  * queue is full it stops reading the pipes (the command then blocks on a
  * full pipe: memory stays bounded). When the command ends, its timeout
- * passes or the client goes away, what is left of the tree is SIGKILLed
- * (proc_kill_tree, then the wrapper); the exit line follows once both
- * pipes are at EOF (or EXEC_DRAIN_MS after the kill, for a descriptor
- * passed outside the tree).
+ * passes or the client goes away, what is left of the tree is SIGKILLed:
+ * with cgroups (cgroup.h) the wrapper starts in a child cgroup of its
+ * own, "x-<hex>", and one write to its cgroup.kill ends the whole tree,
+ * a fork bomb included; without, proc_kill_tree walks /proc, then the
+ * wrapper goes. The exit line follows once both pipes are at EOF (or
+ * EXEC_DRAIN_MS after the kill, for a descriptor passed outside the
+ * tree). A sandbox at its process limit first gets room (shell.c
+ * shell_make_room), and the stream's first line, a note, says what was
+ * killed for it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -33,6 +38,7 @@
 
 #include "agent.h"
 #include "b64.h"
+#include "cgroup.h"
 #include "conn.h"
 #include "ev.h"
 #include "exec.h"
@@ -72,6 +78,7 @@ struct exec {
 	long long	 oom0;
 	unsigned long long max_output, used, dropped;
 	int		 noted;
+	char		 cg[CGROUP_NAME_MAX];	/* its child cgroup, "": none */
 	struct exec	*prev, *next;
 };
 
@@ -100,6 +107,9 @@ exec_kill(struct exec *e)
 	if (e->timer != 0)
 		ev_timer_del(e->timer);
 	e->timer = ev_timer_add(EXEC_DRAIN_MS, drain_limit_cb, e);
+	/* the whole tree at once, whatever left the wrapper's subtree */
+	if (e->cg[0] != '\0' && cgroup_kill(e->cg) == 0)
+		return;
 	if (e->wrapper <= 0 || proc_starttime(e->wrapper) != e->wrapper_start)
 		return;	/* gone (and maybe its pid reused) */
 	(void)proc_kill_tree(e->wrapper, NULL, SIGKILL);
@@ -132,6 +142,8 @@ exec_free(struct exec *e)
 	if (e->next != NULL)
 		e->next->prev = e->prev;
 	nexecs--;
+	if (e->cg[0] != '\0')
+		cgroup_release(e->cg);	/* now, or once its last process ends */
 	free(e);
 }
 
@@ -146,6 +158,24 @@ exec_line(struct exec *e, const char *p, size_t n)
 		e->gone = 1;
 		exec_kill(e);
 	}
+}
+
+/* A line {"s":"note","m":text}. */
+static void
+exec_note(struct exec *e, const char *text)
+{
+	struct buf b;
+	struct jw w;
+
+	buf_init(&b, 4096);
+	jw_init(&w, &b);
+	jw_obj(&w);
+	jw_key(&w, "s"); jw_cstr(&w, "note");
+	jw_key(&w, "m"); jw_cstr(&w, text);
+	jw_obj_end(&w);
+	if (jw_finish(&w) == 0 && buf_add(&b, "\n", 1) == 0)
+		exec_line(e, b.p, b.len);
+	buf_free(&b);
 }
 
 /* The last line, then the end of the stream; frees e. */
@@ -579,7 +609,8 @@ exec_start_cont(void *arg)
 	struct conn *c = q->c;
 	struct buf script;
 	struct exec *e = NULL;
-	int sfd = -1, ifd = -1, p[3][2], i, k;
+	char note[512] = "", more[512];
+	int sfd = -1, ifd = -1, cgfd = -1, p[3][2], i, k;
 	pid_t pid;
 
 	for (i = 0; i < 3; i++)
@@ -602,11 +633,28 @@ exec_start_cont(void *arg)
 	(void)fcntl(p[PIPE_ERR][0], F_SETPIPE_SZ, 1024 * 1024);
 	e = xcalloc(1, sizeof(*e));
 	e->oom0 = proc_oom_kills();
-	if ((pid = nest_fork()) == -1)
+	/* a sandbox at its process limit gets room first (the note says) */
+	(void)shell_make_room(0, note, sizeof(note));
+	if (cgroup_on()) {
+		memcpy(e->cg, "x-", 3);
+		agent_random_hex(e->cg + 2, 8);
+		if ((cgfd = cgroup_open(e->cg)) == -1) {
+			log_warn("exec: cgroup %s", e->cg);
+			e->cg[0] = '\0';
+		}
+	}
+	if ((pid = nest_fork_into(cgfd)) == -1 && errno == EAGAIN &&
+	    note[0] == '\0' && shell_make_room(1, more, sizeof(more)) == 1) {
+		snprintf(note, sizeof(note), "%s", more);
+		pid = nest_fork_into(cgfd);	/* the limit: once more */
+	}
+	if (pid == -1)
 		goto fail;
 	if (pid == 0)
 		wrapper_main(sfd, ifd, p[PIPE_OUT][1], p[PIPE_ERR][1],
 		    p[PIPE_ST][1], q->cwd);
+	close(cgfd);
+	cgfd = -1;
 	e->c = c;
 	e->wrapper = pid;
 	e->wrapper_start = proc_starttime(pid);
@@ -631,16 +679,28 @@ exec_start_cont(void *arg)
 	log_debug("exec started wrapper=%d", (int)pid);
 	if (conn_stream_begin(c, 200, "application/x-ndjson", -1, NULL) == -1)
 		gone_cb(e);
-	else
+	else {
 		conn_on_gone(c, gone_cb, e);
+		if (note[0] != '\0')
+			exec_note(e, note);
+	}
 	e = NULL;
 	goto out;
 fail:
 	k = errno;
-	conn_reply_error(c, 500, "internal", "cannot start the command: %s",
-	    strerror(k));
+	if (e != NULL && e->cg[0] != '\0')
+		cgroup_release(e->cg);
+	if (k == EAGAIN)
+		conn_reply_error(c, 503, "process_limit", "cannot start the "
+		    "command: the sandbox is at its process limit%s%s",
+		    note[0] != '\0' ? " " : "", note);
+	else
+		conn_reply_error(c, 500, "internal", "cannot start the command: "
+		    "%s", strerror(k));
 	free(e);
 out:
+	if (cgfd != -1)
+		close(cgfd);
 	if (sfd != -1)
 		close(sfd);
 	if (ifd != -1)

@@ -12,6 +12,13 @@
  * deadline passes; each is answered once, from the JOB_TICK_MS timer or
  * when a wrapper exits, then freed. Retention (job_gc) removes finished
  * jobs, oldest first, never a running one nor one being waited on.
+ *
+ * With cgroups (cgroup.h) a job's command starts in the child cgroup
+ * named by its id (the wrapper, outside it, forks it there): a stop's
+ * SIGKILL is one write to its cgroup.kill, which also reaches what the job
+ * setsid'd, double-forked or left behind after it ended (those are the
+ * sandbox init's children, not the wrapper's); its cgroup goes with the
+ * job's directory.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -29,6 +36,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "cgroup.h"
 #include "conn.h"
 #include "ev.h"
 #include "http.h"
@@ -388,6 +396,7 @@ remove_job_dir(const char *id)
 	closedir(d);
 	if ((rc = rmdir(dir)) == -1)
 		log_warn("job %s: rmdir %s", id, dir);
+	cgroup_release(id);
 	return rc;
 }
 
@@ -714,7 +723,7 @@ wrapper_exit_record(const char *dir, int code, int sig, int oom)
 
 /* The wrapper: runs in a fork of the agent, never returns. */
 static void
-wrapper_main(const char *dir, int outfd, int pipefd, const char *cwd,
+wrapper_main(const char *dir, int outfd, int pipefd, int cgfd, const char *cwd,
     const char *script)
 {
 	struct signalfd_siginfo si;
@@ -735,15 +744,21 @@ wrapper_main(const char *dir, int outfd, int pipefd, const char *cwd,
 	signal(SIGTERM, SIG_IGN);
 	signal(SIGPIPE, SIG_IGN);
 	/* fds: 0-2 /dev/null, 3 output file, 4 pipe to the agent, 5 the
-	 * job's output pipe (read end), 6 SIGCHLD. */
+	 * job's cgroup (or /dev/null), then the job's output pipe (read end)
+	 * and SIGCHLD. */
 	outfd = fcntl(outfd, F_DUPFD, 100);
 	pipefd = fcntl(pipefd, F_DUPFD, 100);
 	if ((dnull = open("/dev/null", O_RDWR)) == -1)
 		_exit(126);
-	if (dup2(dnull, 0) == -1 || dup2(dnull, 1) == -1 || dup2(dnull, 2) == -1 ||
-	    dup2(outfd, 3) == -1 || dup2(pipefd, 4) == -1)
+	if (cgfd != -1 && (cgfd = fcntl(cgfd, F_DUPFD, 100)) == -1)
 		_exit(126);
-	nest_closefrom(5);
+	if (dup2(dnull, 0) == -1 || dup2(dnull, 1) == -1 || dup2(dnull, 2) == -1 ||
+	    dup2(outfd, 3) == -1 || dup2(pipefd, 4) == -1 ||
+	    dup2(cgfd != -1 ? cgfd : dnull, 5) == -1)
+		_exit(126);
+	/* the job's command closes it (proc_closefrom below) */
+	(void)fcntl(5, F_SETFD, FD_CLOEXEC);
+	nest_closefrom(6);
 	if (pipe2(op, O_CLOEXEC) == -1)
 		_exit(126);
 	(void)fcntl(op[0], F_SETPIPE_SZ, 1024 * 1024);
@@ -757,7 +772,7 @@ wrapper_main(const char *dir, int outfd, int pipefd, const char *cwd,
 	 * (in the agent's state) is not in the sandbox's view */
 	if ((i = open(script, O_RDONLY)) == -1 ||
 	    fcntl(i, F_DUPFD, JOB_SCRIPT_FD) != JOB_SCRIPT_FD ||
-	    close(i) == -1 || (child = nest_fork()) == -1)
+	    close(i) == -1 || (child = nest_fork_into(cgfd != -1 ? 5 : -1)) == -1)
 		_exit(126);
 	if (child == 0) {
 		char *argv[3];
@@ -784,6 +799,7 @@ wrapper_main(const char *dir, int outfd, int pipefd, const char *cwd,
 	}
 	setpgid(child, child);
 	close(op[1]);
+	close(5);
 	ign((int)write(4, &child, sizeof(child)));
 	close(4);
 	memset(&sp, 0, sizeof(sp));
@@ -888,10 +904,11 @@ job_start_cont(void *arg)
 	size_t cmdlen = ctx->cmdlen;
 	char id[32], dir[PATH_MAX + 64], path[PATH_MAX + 128], cwd[PATH_MAX];
 	char spath[PATH_MAX + 128], err[PATH_MAX + 256];
+	char note[512] = "", more[512];
 	struct buf script, rec, resp;
 	struct jw w;
 	struct job *j;
-	int outfd = -1, pp[2] = { -1, -1 };
+	int outfd = -1, cgfd = -1, pp[2] = { -1, -1 };
 	pid_t wpid, child = -1;
 	ssize_t n;
 	long long started;
@@ -944,12 +961,22 @@ job_start_cont(void *arg)
 	shell_cwd(cwd, sizeof(cwd));
 	spool_cap = job_budget();
 	started = util_unix_ms();
-	if ((wpid = fork()) == -1) {
-		conn_reply_error(c, 500, "internal", "fork: %s", strerror(errno));
+	/* a sandbox at its process limit gets room first (the note says) */
+	(void)shell_make_room(0, note, sizeof(note));
+	if (cgroup_on() && (cgfd = cgroup_open(id)) == -1)
+		log_warn("job=%s: cgroup", id);
+	if ((wpid = fork()) == -1 && errno == EAGAIN && note[0] == '\0' &&
+	    shell_make_room(1, more, sizeof(more)) == 1) {
+		snprintf(note, sizeof(note), "%s", more);
+		wpid = fork();	/* the limit: once more */
+	}
+	if (wpid == -1) {
+		conn_reply_error(c, errno == EAGAIN ? 503 : 500, errno == EAGAIN ?
+		    "process_limit" : "internal", "fork: %s", strerror(errno));
 		goto out;
 	}
 	if (wpid == 0)
-		wrapper_main(dir, outfd, pp[1], cwd, spath);
+		wrapper_main(dir, outfd, pp[1], cgfd, cwd, spath);
 	close(pp[1]);
 	pp[1] = -1;
 	do {
@@ -983,6 +1010,9 @@ job_start_cont(void *arg)
 	jw_obj(&w);
 	jw_key(&w, "id"); jw_cstr(&w, id);
 	jw_key(&w, "pid"); jw_int(&w, child);
+	if (note[0] != '\0') {
+		jw_key(&w, "note"); jw_cstr(&w, note);
+	}
 	jw_obj_end(&w);
 	if (jw_finish(&w) == 0)
 		conn_reply_json(c, 200, &resp);
@@ -990,6 +1020,8 @@ job_start_cont(void *arg)
 		conn_reply_error(c, 500, "internal", "response");
 	buf_free(&resp);
 out:
+	if (cgfd != -1)
+		close(cgfd);
 	if (outfd != -1)
 		close(outfd);
 	if (pp[0] != -1)
@@ -1114,17 +1146,20 @@ job_http_get(struct conn *c, const char *id, const char *query)
 /* Signals a job's whole tree: its process group and the wrapper's
  * descendants (setsid'd ones included). */
 static void
-signal_job(const struct jinfo *ji, int sig)
+signal_job(const char *id, const struct jinfo *ji, int sig)
 {
 	if (ji->pid > 1)
 		(void)kill(-(pid_t)ji->pid, sig);
 	if (ji->wrapper > 1 && proc_starttime((pid_t)ji->wrapper) == ji->wstart)
 		(void)proc_kill_tree((pid_t)ji->wrapper, NULL, sig);
+	/* and what the job left below the sandbox's init */
+	if (sig == SIGKILL)
+		(void)cgroup_kill(id);
 }
 
 /* Live members of a job's tree (0 when all gone). */
 static int
-tree_alive(const struct jinfo *ji)
+tree_alive(const char *id, const struct jinfo *ji)
 {
 	int n = 0;
 
@@ -1132,6 +1167,8 @@ tree_alive(const struct jinfo *ji)
 		n++;
 	if (ji->wrapper > 1 && proc_starttime((pid_t)ji->wrapper) == ji->wstart)
 		n += proc_kill_tree((pid_t)ji->wrapper, NULL, 0);
+	if (cgroup_populated(id) == 1)
+		n++;
 	return n;
 }
 
@@ -1158,10 +1195,10 @@ check_waiters(void)
 			continue;
 		}
 		if (wt->is_stop) {
-			done = !ji.running && tree_alive(&ji) == 0;
+			done = !ji.running && tree_alive(wt->id, &ji) == 0;
 			if (!done && !wt->killed && now >= wt->kill_at) {
 				log_info("job=%s still alive after SIGTERM; SIGKILL", wt->id);
-				signal_job(&ji, SIGKILL);
+				signal_job(wt->id, &ji, SIGKILL);
 				wt->killed = 1;
 			}
 		} else
@@ -1236,7 +1273,7 @@ job_http_stop(struct conn *c, const char *id)
 		reply_no_job(c, id);
 		return;
 	}
-	if (!ji.running && tree_alive(&ji) == 0) {
+	if (!ji.running && tree_alive(id, &ji) == 0) {
 		jinfo_free(&ji);
 		reply_job(c, id);
 		return;
@@ -1247,8 +1284,8 @@ job_http_stop(struct conn *c, const char *id)
 			close(fd);
 	}
 	log_info("job=%s stop: SIGTERM to its tree", id);
-	signal_job(&ji, SIGTERM);
-	signal_job(&ji, SIGCONT);
+	signal_job(id, &ji, SIGTERM);
+	signal_job(id, &ji, SIGCONT);
 	jinfo_free(&ji);
 	wt = xcalloc(1, sizeof(*wt));
 	wt->c = c;
@@ -1270,6 +1307,8 @@ job_child_exited(pid_t pid, int status)
 	for (j = jobs; j != NULL; j = j->next) {
 		if (j->wrapper == pid && pid > 0) {
 			j->wrapper = 0;
+			/* gone now if nothing of the job lives on, else later */
+			cgroup_release(j->id);
 			shell_oom_refresh();	/* a job's OOM is not the shell's */
 			agent_touch();
 			if (waiters != NULL)
@@ -1313,7 +1352,7 @@ job_terminate_all(void)
 		if (j->finished || jinfo_load(j->id, &ji) == -1)
 			continue;
 		if (ji.running)
-			signal_job(&ji, SIGKILL);
+			signal_job(j->id, &ji, SIGKILL);
 		jinfo_free(&ji);
 	}
 }

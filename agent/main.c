@@ -12,13 +12,14 @@
  *   main.c
  *   shell.c job.c exec.c fileops.c	(job.c, exec.c also call shell.c)
  *   conn.c
- *   ev.c http.c edit.c proc.c
+ *   ev.c http.c edit.c proc.c cgroup.c nest.c
  *   json.c agent.c, then common/
  *
  *   sandbox-agent [-dv] --listen unix:PATH|tcp:HOST:PORT [--token-file FILE]
  *       [--state DIR] [--workdir DIR] [--shell PATH] [--max-output BYTES]
  *       [--max-upload BYTES] [--request-timeout MS] [--job-output-cap BYTES] [--job-keep N]
- *       [--job-keep-ms MS] [--job-spool-total BYTES]
+ *       [--job-keep-ms MS] [--job-spool-total BYTES] [--nest-caps HEX]
+ *       [--cgroup DIR]
  *   sandbox-agent --help
  */
 #include <errno.h>
@@ -42,6 +43,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "cgroup.h"
 #include "conn.h"
 #include "ev.h"
 #include "exec.h"
@@ -723,7 +725,7 @@ usage(FILE *out, int status)
 	    "[--token-file FILE]\n\t[--state DIR] [--workdir DIR] [--shell PATH] "
 	    "[--max-output BYTES]\n\t[--max-upload BYTES] [--request-timeout MS] [--job-output-cap BYTES] "
 	    "[--job-keep N] [--job-keep-ms MS]\n\t[--job-spool-total BYTES] "
-	    "[--nest-caps HEX]\n");
+	    "[--nest-caps HEX] [--cgroup DIR]\n");
 	exit(status);
 }
 
@@ -734,6 +736,8 @@ struct args {
 	int		 verbose;	/* log level: info, one up a -v */
 	int		 nest;		/* --nest-caps given (nest.h) */
 	uint64_t	 nest_caps;	/* what root keeps in the sandbox */
+	const char	*cgroup;	/* --cgroup: a delegated cgroup v2
+					 * directory (cgroup.h) */
 };
 
 /* --nest-caps: a capability mask in hex ("0xa00405fb", "0"). */
@@ -776,6 +780,7 @@ parse_args(int argc, char **argv, struct args *a)
 		{ "job-keep-ms", required_argument, NULL, 'T' },
 		{ "job-spool-total", required_argument, NULL, 'O' },
 		{ "nest-caps", required_argument, NULL, 'N' },
+		{ "cgroup", required_argument, NULL, 'G' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -842,6 +847,7 @@ parse_args(int argc, char **argv, struct args *a)
 				usage(stderr, 2);
 			a->nest = 1;
 			break;
+		case 'G': a->cgroup = optarg; break;
 		default:
 			usage(stderr, 2);
 		}
@@ -934,6 +940,11 @@ main(int argc, char **argv)
 	if (conn_serve(listen_fd, conn_dispatch, route_streams) == -1)
 		fatal("epoll listen");
 	agent_touch();
+	/* before nest_init: with it, the unmount of the runtime's bind needs
+	 * a capability nest_init drops */
+	if (a.cgroup != NULL && cgroup_init(a.cgroup, a.nest, err,
+	    sizeof(err)) == -1)
+		log_warnx("cgroup: %s; commands are killed by walking /proc", err);
 	if (a.nest && nest_init(a.nest_caps, NEST_RUN_BYTES, err,
 	    sizeof(err)) == -1)
 		fatalx("nest: %s", err);

@@ -43,6 +43,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <linux/capability.h>
+#include <linux/sched.h>
 #include <unistd.h>
 
 #include "attrib.h"
@@ -515,15 +516,42 @@ nest_closefrom(int lowfd)
 	ign((int)syscall(SYS_close_range, (unsigned)from, ~0U, 0));
 }
 
+/*
+ * fork(2), or with cgfd >= 0 clone3(CLONE_INTO_CGROUP): the child starts
+ * in that cgroup (agent/cgroup.c), before it can run or fork anything.
+ * The raw system call leaves glibc's cached thread id the parent's in the
+ * child: it makes system calls, forks (glibc's fork sets the next child's)
+ * and execs, nothing that signals "itself" through pthread (raise, abort).
+ */
+static pid_t
+fork_into(int cgfd)
+{
+	struct clone_args a;
+
+	if (cgfd < 0)
+		return fork();
+	memset(&a, 0, sizeof(a));
+	a.flags = CLONE_INTO_CGROUP;
+	a.exit_signal = SIGCHLD;
+	a.cgroup = (uint64_t)cgfd;
+	return (pid_t)syscall(SYS_clone3, &a, sizeof(a));
+}
+
 pid_t
 nest_fork(void)
+{
+	return nest_fork_into(-1);
+}
+
+pid_t
+nest_fork_into(int cgfd)
 {
 	int p[2], st;
 	pid_t c1, c2 = -1;
 	ssize_t n;
 
 	if (!nest.on)
-		return fork();
+		return fork_into(cgfd);
 	if (pipe2(p, O_CLOEXEC) == -1)
 		return -1;
 	if ((c1 = fork()) == -1) {
@@ -538,7 +566,7 @@ nest_fork(void)
 		if (setns(nest.nsfd[0], ns_kinds[0].type) == -1 ||
 		    setns(nest.nsfd[1], ns_kinds[1].type) == -1 ||
 		    setns(nest.nsfd[2], ns_kinds[2].type) == -1 ||
-		    (c2 = fork()) == -1) {
+		    (c2 = fork_into(cgfd)) == -1) {
 			c2 = -errno;	/* the parent's errno */
 			ign((int)write(p[1], &c2, sizeof(c2)));
 			_exit(1);

@@ -25,6 +25,10 @@ int	nest_on(void);
  * The child is still privileged; it calls nest_child_drop before exec.
  */
 pid_t	nest_fork(void);
+/* nest_fork with the child started in the cgroup whose directory cgfd is
+ * (cgroup.h; O_PATH is enough), or plainly with cgfd -1. -1 with errno
+ * (EAGAIN: the sandbox's process limit, or its cgroup's). */
+pid_t	nest_fork_into(int cgfd);
 /* closefrom(lowfd) that keeps what nest_fork needs (a job's wrapper). */
 void	nest_closefrom(int lowfd);
 /* In a child of nest_fork: takes the sandbox's ids (the agent's uid and

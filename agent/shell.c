@@ -12,6 +12,14 @@
  * gets exactly one answer: its callback with the result body, or
  * conn_reply_error on its argument when the result cannot be built.
  *
+ * With cgroups (cgroup.h) the shell and all it starts live in the child
+ * cgroup SHELL_CGROUP: the stop freezes it, kills the command's tree (what
+ * is below the shell but was not at the command's start) while nothing in
+ * it can fork, and thaws it, so a fork bomb in the command cannot outrun
+ * the kill; without them the stop walks /proc as it can. shell_make_room
+ * brings back a sandbox at its process limit for any call (shell, exec,
+ * job): it kills the child cgroup holding the most processes.
+ *
  * An env snapshot (for a job about to start) is an internal command; a
  * /v1/shell call that arrives during it is queued (one at most) and started
  * when it ends. /v1/env ops accumulate in envops (replayed into every new
@@ -28,9 +36,11 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent.h"
+#include "cgroup.h"
 #include "conn.h"
 #include "ev.h"
 #include "json.h"
@@ -50,6 +60,18 @@
 #define SHELL_KILL_TICK_MS	20
 #define SHELL_MAX_CMD		((size_t)4 * 1024 * 1024)
 #define SHELL_MIN_OUTPUT	256
+/* The shell's child cgroup (cgroup.h). */
+#define SHELL_CGROUP		"shell"
+/* How long a stop waits for the shell's cgroup to freeze: a member in
+ * uninterruptible sleep (a disk, a vfork parent) delays it; past this the
+ * tree is killed unfrozen, and the next tick tries again. */
+#define SHELL_FREEZE_WAIT_MS	200
+/* How long shell_make_room waits for the killed processes to be reaped
+ * (the sandbox's init reaps them; a dead shell is reaped here) before the
+ * call goes on anyway. */
+#define SHELL_ROOM_WAIT_MS	3000
+/* A note about a kill shell_make_room made, for a call's output. */
+#define SHELL_NOTE_MAX		512
 
 static struct {
 	pid_t		 pid;		/* the shell, 0 when none */
@@ -109,6 +131,10 @@ static struct {
 
 	struct buf	 envops;	/* cumulative /v1/env ops (script) */
 	struct buf	 pending;	/* ops not yet sent to the shell */
+	char		 room_note[SHELL_NOTE_MAX];	/* shell_make_room
+					 * killed the shell: told with its death */
+	char		 note_next[SHELL_NOTE_MAX];	/* for the next
+					 * command's output (shell_make_room) */
 } sh;
 
 static char rbuf[SHELL_READ_CHUNK];
@@ -319,12 +345,15 @@ st_read(void)
 			/*
 			 * bash reports the jobs we killed ("Killed ...") when
 			 * it reaps them, maybe only before its next line: run
-			 * one ":" first so that those lines land in this
-			 * command's output, not in the next command's.
+			 * one empty command line first so that those lines
+			 * land in this command's output, not in the next
+			 * command's. Empty, not ":": the command may have made
+			 * ":" a function (the classic fork bomb does), and the
+			 * flush would start it again.
 			 */
 			sh.flushing = 1;
 			agent_random_hex(sh.nonce, 8);
-			if (add_cmd_script(&sh.tx, ":", 1) == 0) {
+			if (add_cmd_script(&sh.tx, "", 0) == 0) {
 				tx_flush();
 				return;
 			}
@@ -403,7 +432,7 @@ shell_spawn(void)
 	int inp[2] = { -1, -1 }, outp[2] = { -1, -1 }, stp[2] = { -1, -1 };
 	sigset_t all;
 	pid_t pid;
-	int i;
+	int i, k, cgfd;
 
 	if (pipe2(inp, O_CLOEXEC) == -1 || pipe2(outp, O_CLOEXEC) == -1 ||
 	    pipe2(stp, O_CLOEXEC) == -1) {
@@ -411,7 +440,16 @@ shell_spawn(void)
 		goto fail;
 	}
 	(void)fcntl(outp[0], F_SETPIPE_SZ, SHELL_PIPE_SIZE);
-	if ((pid = nest_fork()) == -1) {
+	cgfd = cgroup_open(SHELL_CGROUP);
+	if ((pid = nest_fork_into(cgfd)) == -1 && errno == EAGAIN &&
+	    cgroup_on() && shell_make_room(1, sh.note_next,
+	    sizeof(sh.note_next)) == 1)
+		pid = nest_fork_into(cgfd);	/* the limit: once more */
+	k = errno;
+	if (cgfd != -1)
+		close(cgfd);
+	if (pid == -1) {
+		errno = k;
 		log_warn("shell: fork");
 		goto fail;
 	}
@@ -568,9 +606,20 @@ shell_is_bash(void)
 static void
 kill_commands(void)
 {
+	int n;
+
 	if (sh.pid <= 0)
 		return;
-	proc_kill_tree(sh.pid, &sh.before, SIGKILL);
+	/* frozen, the tree holds still: nothing forks while it is walked,
+	 * and SIGKILL still ends a frozen process */
+	if (cgroup_freeze(SHELL_CGROUP, 1, SHELL_FREEZE_WAIT_MS) == 0) {
+		n = proc_kill_tree(sh.pid, &sh.before, SIGKILL);
+		(void)cgroup_freeze(SHELL_CGROUP, 0, 0);
+		log_debug("shell stop: %d killed, frozen", n);
+		return;
+	}
+	n = proc_kill_tree(sh.pid, &sh.before, SIGKILL);
+	log_debug("shell stop: %d killed", n);
 }
 
 static void
@@ -756,6 +805,10 @@ shell_finish(int exit_code, int restarted, int died_status)
 	}
 	if (oom)
 		ign(buf_addstr(&out, "\n[killed: out of memory]\n"));
+	if (restarted && sh.room_note[0] != '\0') {
+		ign(buf_addf(&out, "%s\n", sh.room_note));
+		sh.room_note[0] = '\0';
+	}
 	buf_init(&body, AGENT_MAX_RESP);
 	jw_init(&w, &body);
 	write_result(&w, exit_code, out.p ? out.p : "", out.len, sh.timed_out,
@@ -922,6 +975,8 @@ int
 shell_run(const char *cmd, size_t len, long long timeout_ms, size_t max_output,
     shell_done_cb cb, void *arg)
 {
+	char room[SHELL_NOTE_MAX];
+
 	if (memchr(cmd, '\0', len) != NULL || len > SHELL_MAX_CMD)
 		return -2;
 	if (sh.busy && (sh.internal || sh.abandoned) && !sh.queued.set) {
@@ -940,6 +995,10 @@ shell_run(const char *cmd, size_t len, long long timeout_ms, size_t max_output,
 	}
 	if (sh.busy)
 		return -1;
+	/* a sandbox at its process limit first gets room (the note says
+	 * what was killed; a killed shell is started again) */
+	if (shell_make_room(0, room, sizeof(room)) != 0)
+		snprintf(sh.note_next, sizeof(sh.note_next), "%s", room);
 	if (sh.pid <= 0 && shell_spawn() == -1)
 		return -3;
 	if (max_output < SHELL_MIN_OUTPUT)
@@ -998,6 +1057,11 @@ shell_run(const char *cmd, size_t len, long long timeout_ms, size_t max_output,
 		if (n > 0)
 			out_add(note, (size_t)n < sizeof(note) ? (size_t)n : sizeof(note) - 1);
 		sh.died_idle = 0;
+	}
+	if (sh.note_next[0] != '\0') {
+		out_add(sh.note_next, strlen(sh.note_next));
+		out_add("\n", 1);
+		sh.note_next[0] = '\0';
 	}
 	tx_flush();
 	return 0;
@@ -1133,6 +1197,75 @@ shell_terminate(void)
 {
 	if (sh.pid <= 0)
 		return;
+	if (cgroup_kill(SHELL_CGROUP) == 0)
+		return;
 	proc_kill_tree(sh.pid, NULL, SIGKILL);
 	kill(sh.pid, SIGKILL);
+}
+
+/* What a child cgroup's name says it holds, for a note. */
+static void
+describe(const char *name, char *out, size_t len)
+{
+	if (strcmp(name, SHELL_CGROUP) == 0)
+		snprintf(out, len, "the shell and everything it started (its "
+		    "working directory and variables are reset)");
+	else if (strncmp(name, "x-", 2) == 0)
+		snprintf(out, len, "a REST exec (%s) and its processes", name);
+	else if (strncmp(name, "j-", 2) == 0)
+		snprintf(out, len, "job %s and the processes it left", name);
+	else
+		snprintf(out, len, "%s", name);
+}
+
+int
+shell_make_room(int force, char *note, size_t len)
+{
+	char name[CGROUP_NAME_MAX], what[CGROUP_NAME_MAX + 128];
+	struct timespec ts = { 0, 1000000L };
+	long long cur = -1, max = -1;
+	long n;
+	pid_t pid = -1;
+	int st = 0, i, shell;
+
+	note[0] = '\0';
+	if (!cgroup_on() || (!force && !cgroup_at_limit()))
+		return 0;
+	(void)cgroup_pids(&cur, &max);
+	if (cgroup_largest(name, sizeof(name), &n) == -1) {
+		snprintf(note, len, "[the sandbox is at its process limit (%lld "
+		    "of %lld) and nothing the agent started holds them]", cur,
+		    max);
+		log_warnx("process limit: %lld of %lld, nothing of ours to kill",
+		    cur, max);
+		return -1;
+	}
+	shell = strcmp(name, SHELL_CGROUP) == 0;
+	describe(name, what, sizeof(what));
+	log_warnx("process limit: %lld of %lld in use; killing %s (%ld "
+	    "processes)", cur, max, name, n);
+	(void)cgroup_kill(name);
+	if (shell && sh.pid > 0) {
+		/* ours to reap: its pid counts until then */
+		for (i = 0; i < SHELL_ROOM_WAIT_MS; i++) {
+			if ((pid = waitpid(sh.pid, &st, WNOHANG)) != 0)
+				break;
+			nanosleep(&ts, NULL);
+		}
+	}
+	(void)cgroup_wait_room(SHELL_ROOM_WAIT_MS);
+	snprintf(note, len, "[the sandbox was at its process limit (%lld of "
+	    "%lld processes): the agent killed %s, %ld processes, to run this "
+	    "call]", cur, max, what, n);
+	if (shell && pid == sh.pid && pid > 0) {
+		/* as the SIGCHLD loop would have: a running command is
+		 * answered (restarted, with the note), a new shell starts */
+		snprintf(sh.room_note, sizeof(sh.room_note), "[the sandbox was "
+		    "at its process limit (%lld of %lld processes): the agent "
+		    "killed %s, %ld processes, to run another call]", cur, max,
+		    what, n);
+		(void)shell_child_exited(pid, st);
+		sh.room_note[0] = '\0';
+	}
+	return 1;
 }

@@ -74,6 +74,18 @@ int	shell_is_bash(void);
 void	shell_oom_refresh(void);
 /* Kills the shell and everything it started (agent exit). */
 void	shell_terminate(void);
+/*
+ * Brings back a sandbox at its process limit (cgroup_at_limit, or at once
+ * with force: after a fork refused with EAGAIN): kills the child cgroup
+ * holding the most processes (the shell's: the shell too, which starts
+ * again, a running command answered as restarted; an exec's or a job's:
+ * its whole tree), waits until processes are free again, and writes into
+ * note a line saying what happened, for the output of the call that
+ * needed the room. 1 if it killed something, 0 if nothing was needed (or
+ * no cgroups), -1 if the sandbox is full and nothing of ours could be
+ * killed (note says so).
+ */
+int	shell_make_room(int force, char *note, size_t len);
 /* Appends a shell single-quoted form of s[0..n) to b. */
 int	shell_quote(struct buf *b, const char *s, size_t n);
 

@@ -24,8 +24,10 @@
  *              kept (pipelining) up to PEND_MAX;
  *   C_SINK     an error went out and the connection closes: the write
  *              side is shut once the reply is written and input is read
- *              and dropped until EOF or SINK_LINGER_MS, so the client sees
- *              the reply rather than a reset.
+ *              and dropped until EOF, SINK_LINGER_MS without a byte,
+ *              SINK_LINGER_MAX_MS in all or SINK_DROP_MAX bytes, so a
+ *              client still sending its body (a 413 at the head) sees the
+ *              reply rather than a reset.
  * A reply's bytes wait in c->out; a client that takes none of them for
  * http.timeout loses the connection. One request is handled at a time;
  * the parser is paused at each request's end and resumed after its reply.
@@ -97,7 +99,15 @@
 #define REFUSING_MAX		64	/* connections being refused at once;
 					 * more are closed unanswered */
 #define REFUSE_TIMEOUT_MS	2000	/* a refused connection's head */
-#define SINK_LINGER_MS		2000	/* input dropped after an error */
+/* After an error reply the client's input is read and dropped until it
+ * pauses this long (a client that sends without waiting for 100-continue
+ * would get a reset, not the reply, if we closed with its bytes unread),
+ * at most SINK_LINGER_MAX_MS and SINK_DROP_MAX bytes in all (nginx's
+ * lingering_timeout and lingering_time play the same part): one that
+ * never stops sending is not reading the reply anyway. */
+#define SINK_LINGER_MS		2000
+#define SINK_LINGER_MAX_MS	30000
+#define SINK_DROP_MAX		(64LL * 1024 * 1024)
 #define RETRY_AFTER		"1"	/* seconds, on every 503 and 429 */
 
 static void conn_kill(struct hconn *, const char *why);
@@ -636,6 +646,8 @@ conn_set(struct hconn *c, enum cstate st)
 		TAILQ_INSERT_TAIL(&c->ht->idleq, c, idle);
 	c->st = st;
 	c->t_state = util_mono_ms();
+	c->t_sink_read = c->t_state;
+	c->sink_bytes = 0;
 }
 
 void
@@ -667,7 +679,9 @@ conn_arm(struct hconn *c)
 	case C_INFLIGHT:
 		break;
 	case C_SINK:
-		due = c->t_state + SINK_LINGER_MS;
+		due = c->t_sink_read + SINK_LINGER_MS;
+		if (due > c->t_state + SINK_LINGER_MAX_MS)
+			due = c->t_state + SINK_LINGER_MAX_MS;
 		break;
 	}
 	if (evbuffer_get_length(c->out) > 0) {
@@ -944,7 +958,8 @@ read_cb(evutil_socket_t fd UNUSED, short ev UNUSED, void *arg)
 	static char tmp[BODY_READ];	/* the loop thread's only */
 	ssize_t n;
 
-	n = read(c->fd, tmp, c->st == C_BODY ? BODY_READ : READ_CHUNK);
+	n = read(c->fd, tmp, c->st == C_BODY || c->st == C_SINK ? BODY_READ :
+	    READ_CHUNK);
 	if (n == -1) {
 		if (errno == EAGAIN || errno == EINTR)
 			return;
@@ -960,8 +975,16 @@ read_cb(evutil_socket_t fd UNUSED, short ev UNUSED, void *arg)
 		conn_kill(c, "eof");
 		return;
 	}
-	if (c->st == C_SINK)
-		return;		/* dropped */
+	if (c->st == C_SINK) {
+		/* dropped; the linger runs from the last byte */
+		c->t_sink_read = util_mono_ms();
+		if ((c->sink_bytes += n) > SINK_DROP_MAX) {
+			conn_kill(c, "sink full");
+			return;
+		}
+		conn_arm(c);
+		return;
+	}
 	if (c->in.len == 0 && body_taken(c)) {
 		conn_exec(c, tmp, (size_t)n, 0);	/* no copy into c->in */
 		goto taken;
@@ -1065,7 +1088,8 @@ tmo_cb(evutil_socket_t fd UNUSED, short ev UNUSED, void *arg)
 		conn_error(c, 408, "request_timeout", msg);
 		return;
 	case C_SINK:
-		if (now - c->t_state >= SINK_LINGER_MS &&
+		if ((now - c->t_sink_read >= SINK_LINGER_MS ||
+		    now - c->t_state >= SINK_LINGER_MAX_MS) &&
 		    evbuffer_get_length(c->out) == 0) {
 			conn_kill(c, "linger");
 			return;

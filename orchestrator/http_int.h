@@ -92,6 +92,8 @@ struct hconn {
 	int			 refuse_code;
 	long long		 t_state;	/* ms: when st last changed */
 	long long		 t_wrote;	/* ms: last write progress */
+	long long		 t_sink_read;	/* ms: C_SINK's last input */
+	long long		 sink_bytes;	/* input C_SINK dropped */
 	unsigned		 dead:1;	/* killed, free pending */
 	unsigned		 close_after:1;	/* close once the reply is out */
 	unsigned		 eof:1;		/* the client closed its side */

@@ -267,7 +267,7 @@ job_struct(const cJSON *j, const char *jid)
 void
 job_started_result(struct tool_call *tc, const cJSON *j)
 {
-	const char *id = tr_str(j, "id");
+	const char *id = tr_str(j, "id"), *note;
 	long long pid = jint(j, "pid", 0, 0, INT_MAX);
 	struct buf out;
 	cJSON *st;
@@ -280,6 +280,9 @@ job_started_result(struct tool_call *tc, const cJSON *j)
 	ign(buf_addf(&out, "Started job %s (pid %lld). Use shell_poll with "
 	    "job_id \"%s\" to read its output, shell_wait to wait for it, "
 	    "shell_stop to stop it.", id, pid, id));
+	/* what the agent did first (a sandbox at its process limit) */
+	if ((note = tr_str(j, "note")) != NULL)
+		ign(buf_addf(&out, "\n%.1000s", note));
 	tr_set_buf(tc, &out, 0);
 	buf_free(&out);
 	st = cJSON_CreateObject();

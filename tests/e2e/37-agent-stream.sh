@@ -5,7 +5,9 @@
 # mid-PUT, append, mode, a full filesystem (507 no_space), listings with
 # version stamps, delete, exec (streams apart, first output before the end,
 # exit codes, 124 and the tree killed, stdin, env/cwd, disconnect kills,
-# 20 at once, the output cap, bad input) and the shell's output tail.
+# 20 at once, the output cap, bad input) and the shell's output tail; and
+# the kill domains of issue 28 (--cgroup: fork bombs under an exec's and the
+# shell's timeout, a full process limit brought back by the next call).
 . "$(dirname "$0")/../lib/common.sh"
 . "$TOP/tests/lib/agent.sh"
 
@@ -258,3 +260,56 @@ check "activity moves on raw PUT, delete and exec" test "$a1" -gt "$a0" -a "$a2"
 check "agent alive at the end" agent_alive
 check "no log flood" test "$(wc -l <"$T/agent.log")" -lt 100
 stop_agent
+
+# 8. kill domains (issue 28): the agent on the host with a cgroup v2
+# directory of its own (--cgroup) and a v1 pids limit of 100 whose files are
+# bound where the local runtime binds them (/run/sandbox, in a private
+# mount namespace). Needs the hybrid layout of this machine.
+KD=/sys/fs/cgroup/unified/e2e-kd-$$
+KP=/sys/fs/cgroup/pids/e2e-kd-$$
+if [ "$(id -u)" = 0 ] && [ -f /sys/fs/cgroup/unified/cgroup.procs ] &&
+    [ -f /sys/fs/cgroup/pids/cgroup.procs ] && mkdir "$KD" "$KP" 2>/dev/null; then
+	on_exit "echo 1 >$KD/cgroup.kill 2>/dev/null; for p in \$(cat $KP/cgroup.procs 2>/dev/null); do kill -9 \$p; done; sleep 0.5; rmdir $KD/* $KD $KP 2>/dev/null"
+	echo 100 >"$KP/pids.max"
+	cat >"$T/kd.sh" <<'SH'
+kp=$1; shift
+echo $$ >"$kp/cgroup.procs" || exit 1
+exec unshare -m --propagation private sh -c '
+	kp=$1; shift
+	mount -t tmpfs kd /run && mkdir /run/sandbox || exit 1
+	for f in current max events; do
+		: >/run/sandbox/pids.$f && mount --bind "$kp/pids.$f" /run/sandbox/pids.$f || exit 1
+	done
+	exec "$@"' sh "$kp" "$@"
+SH
+	SOCK=$T/kd.sock
+	C=(curl -s --unix-socket "$SOCK")
+	mkdir -p "$T/kdws" "$T/kdstate"
+	bash "$T/kd.sh" "$KP" "$AGENT" -d --listen "unix:$SOCK" --state "$T/kdstate" \
+	    --workdir "$T/kdws" --cgroup "$KD" >>"$T/kd.log" 2>&1 &
+	AGENT_PID=$!
+	track_pid "$AGENT_PID"
+	check "kill domains: the agent starts with --cgroup" wait_for 20 curl -sf --unix-socket "$SOCK" http://a/v1/health
+	kp_low() { [ "$(cat "$KP/pids.current")" -lt 10 ]; }
+	kp_full() { [ "$(cat "$KP/pids.current")" -ge 90 ]; }
+	t0=$(date +%s%N)
+	ex '{"command":":(){ :|:& };:; sleep 60","timeout_ms":3000}'
+	ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+	check "kill domains: exec bomb ends 124 within 3 s of its timeout (${ms} ms)" test "$(last .exit)" = 124 -a "$ms" -lt 6000
+	check "kill domains: exec bomb's processes gone" wait_for 5 kp_low
+	sh_run 'export KD=kept; sleep 300 >/dev/null 2>&1 & echo $! >'"$T"'/kdbg'
+	sh_run ':(){ :|:& };:; sleep 60' 3000
+	check "kill domains: shell bomb times out (124)" test "$(j .exit_code)" = 124
+	check "kill domains: shell bomb's processes gone" wait_for 5 kp_low
+	sh_run 'echo $KD; kill -0 $(cat '"$T"'/kdbg) && echo bg-alive'
+	check "kill domains: the shell kept its state and its background process" out_is "$(printf 'kept\nbg-alive')"
+	job_start "setsid bash -c ':(){ :|:& };:' </dev/null >/dev/null 2>&1 & echo x" >/dev/null
+	check "kill domains: a bomb left by a job fills the limit" wait_for 15 kp_full
+	sh_run '/bin/echo ok-full' 20000
+	check "kill domains: the next call runs and says what it killed" bash -c "grep -q 'ok-full' <<<\"\$(jq -r .output '$T/body')\" && grep -q 'process limit' <<<\"\$(jq -r .output '$T/body')\""
+	check "kill domains: the bomb is gone" wait_for 5 kp_low
+	check "kill domains: agent alive" agent_alive
+	stop_agent
+else
+	skip "kill domains (--cgroup)" "needs root and the v1/v2 hybrid cgroup layout"
+fi

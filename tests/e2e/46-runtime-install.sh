@@ -331,8 +331,9 @@ cglimits() {
 }
 cg0=$(cglimits)
 cat >"$WS/cgroup.sh" <<'SH'
-# every cgroup filesystem mount but the read-only OOM counter (one file)
-awk '/ - cgroup2? / && !($6 ~ /^ro/ && $4 ~ /\/memory\.(oom_control|events)$/) {print "cgroup-mount " $5}' \
+# every cgroup filesystem mount but the read-only counters (one file each:
+# the OOM counter, the process count, limit and refusals the agent reads)
+awk '/ - cgroup2? / && !($6 ~ /^ro/ && $4 ~ /\/(memory\.(oom_control|events)|pids\.(current|max|events))$/) {print "cgroup-mount " $5}' \
 	/proc/self/mountinfo
 for w in 'max pids.max' 'max memory.max' '-1 memory.limit_in_bytes' 'max cpu.max' \
 	'-1 cpu.cfs_quota_us' '1 cgroup.procs' '0 memory.events'; do

@@ -9,7 +9,10 @@
  * parent (cgroup_name) detected once by rl_cg_detect; the sandbox's first
  * process joins them before it execs (spawn.c), so nothing of a sandbox
  * runs outside them. A cgroup outlives its processes only until the next
- * sweep. Calls proc.c only.
+ * sweep. The v2 cgroup is delegated to the sandbox's agent (rl_cg_delegate:
+ * its directory and cgroup.procs owned by the agent's host uid), which
+ * makes one child per exec, job and shell below it (agent/cgroup.c): the
+ * kill and the removal here take those children too. Calls proc.c only.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -35,6 +38,13 @@
  * the default pids_max; a longer list is read again after the first batch
  * is killed. */
 #define RL_PROCS_MAX	((size_t)1 << 20)
+/*
+ * Child cgroups the agent may make in its sandbox's v2 cgroup, one level
+ * deep (cgroup.max.descendants, .max.depth: root-owned, so the agent
+ * cannot raise them): the shell, each exec (at most 64 at once) and each
+ * job whose processes live on. Each costs the kernel a few KiB.
+ */
+#define RL_CG_DELEGATE_MAX	"512"
 
 static int
 file_has_word(const char *path, const char *word)
@@ -338,6 +348,28 @@ count_procs(const char *dir, const char *id)
 	return n;
 }
 
+/*
+ * Whether dir/id or a child of it holds a process ("populated 1" in its
+ * cgroup.events, v2 only: the children the agent makes count): 1, 0, or
+ * -1 if unreadable.
+ */
+static int
+v2_populated(const char *dir, const char *id)
+{
+	char p[RL_PATH_MAX + 128], e[RL_PATH_MAX + 192];
+	struct buf b;
+	const char *t;
+	int r = -1;
+
+	snprintf(p, sizeof(p), "%s/%s/cgroup.events", dir, id);
+	buf_init(&b, RL_CG_FILE_MAX);
+	if (util_read_file_flags(p, O_NOFOLLOW, &b, e, sizeof(e)) == 0 &&
+	    b.p != NULL && (t = strstr(b.p, "populated ")) != NULL)
+		r = t[10] == '1';
+	buf_free(&b);
+	return r;
+}
+
 int
 rl_cg_nprocs(const struct rl_cg *cg, const char *id)
 {
@@ -394,8 +426,9 @@ rl_cg_kill(const struct rl_cg *cg, const char *id, int timeout_ms)
 	if (dir == NULL)
 		return -1;
 	for (;;) {
-		n = count_procs(dir, id);
-		if (n <= 0)
+		/* v2: the agent's children of the cgroup count too */
+		n = dir == cg->v2 ? v2_populated(dir, id) : -1;
+		if (n == 0 || (n == -1 && count_procs(dir, id) <= 0))
 			break;
 		if (use_kill) {
 			(void)cg_write(cg->v2, id, "cgroup.kill", "1", p,
@@ -420,6 +453,49 @@ rl_cg_kill(const struct rl_cg *cg, const char *id, int timeout_ms)
 		waited += waited < 20 ? 1 : 10;
 	}
 	return 0;
+}
+
+int
+rl_cg_delegate(const struct rl_cg *cg, const char *id, uid_t uid, gid_t gid,
+    char *dir, size_t dirlen, char *err, size_t errlen)
+{
+	char p[RL_PATH_MAX + 128], q[RL_PATH_MAX + 160];
+
+	dir[0] = '\0';
+	if (!cg->v2_track)
+		return 0;
+	snprintf(p, sizeof(p), "%s/%s", cg->v2, id);
+	snprintf(q, sizeof(q), "%s/cgroup.procs", p);
+	/* the bounds first: root-owned, so they hold whatever the agent does */
+	if (cg_write(cg->v2, id, "cgroup.max.depth", "1", err, errlen) == -1 ||
+	    cg_write(cg->v2, id, "cgroup.max.descendants", RL_CG_DELEGATE_MAX,
+	    err, errlen) == -1)
+		return -1;
+	/* what cgroup v2 delegation hands over (cgroup-v2.rst, "Delegation
+	 * Containment"): the directory (to make children) and cgroup.procs
+	 * (the common ancestor of a move into a child); not
+	 * cgroup.subtree_control: no controller is enabled below */
+	if (lchown(p, uid, gid) == -1 || lchown(q, uid, gid) == -1) {
+		snprintf(err, errlen, "chown %s: %s", p, strerror(errno));
+		return -1;
+	}
+	if (strlen(p) >= dirlen) {
+		snprintf(err, errlen, "cgroup path too long");
+		return -1;
+	}
+	memcpy(dir, p, strlen(p) + 1);
+	return 0;
+}
+
+void
+rl_cg_pids_dir(const struct rl_cg *cg, const char *id, char *out,
+    size_t outlen)
+{
+	out[0] = '\0';
+	if (cg->mode == RL_CG_V2)
+		snprintf(out, outlen, "%s/%s", cg->v2, id);
+	else if (cg->mode == RL_CG_V1 && cg->v1_pids[0] != '\0')
+		snprintf(out, outlen, "%s/%s", cg->v1_pids, id);
 }
 
 void
@@ -486,6 +562,29 @@ rl_cg_mem_current(const struct rl_cg *cg, const char *id)
 	return v;
 }
 
+/*
+ * Removes the (empty) child cgroups of path: the agent's, one level deep
+ * (rl_cg_delegate), which keep their parent's rmdir busy. Names come from
+ * the kernel's directory; "." and ".." are skipped.
+ */
+static void
+rm_children(const char *path)
+{
+	char p[RL_PATH_MAX + 400];
+	struct dirent *de;
+	DIR *d;
+
+	if ((d = opendir(path)) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", path, de->d_name);
+		(void)rmdir(p);
+	}
+	closedir(d);
+}
+
 static void
 cg_rm(const char *dir, const char *id)
 {
@@ -497,8 +596,12 @@ cg_rm(const char *dir, const char *id)
 	snprintf(p, sizeof(p), "%s/%s", dir, id);
 	/* v1 keeps exiting tasks until they are reaped (by init, for the
 	 * sandbox's outer bwrap), so a just-killed cgroup may stay busy */
-	for (i = 0; rmdir(p) == -1 && errno == EBUSY && i < 300; i++)
+	for (i = 0; i < 300; i++) {
+		rm_children(p);
+		if (rmdir(p) == 0 || errno != EBUSY)
+			break;
 		rl_sleep_us(10000);
+	}
 	if (access(p, F_OK) == 0)
 		log_warnx("rmdir %s: still busy (removed by a later sweep)", p);
 }
@@ -527,6 +630,7 @@ rl_cg_sweep(const struct rl_cg *cg, int (*keep)(const char *, void *),
 			    keep(de->d_name, arg))
 				continue;
 			snprintf(p, sizeof(p), "%s/%s", dirs[i], de->d_name);
+			rm_children(p);
 			(void)rmdir(p);
 		}
 		closedir(d);

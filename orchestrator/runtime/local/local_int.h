@@ -244,6 +244,18 @@ int	rl_cg_create(const struct rl_cg *, const char *id,
  * (at most max); -1 if a path does not fit RL_PATH_MAX. */
 int	rl_cg_procs_files(const struct rl_cg *, const char *id,
 	    char files[][RL_PATH_MAX], size_t max, size_t *n);
+/*
+ * Hands the sandbox's v2 cgroup to its agent (host uid/gid): bounds its
+ * children (one level, RL_CG_DELEGATE_MAX), chowns the directory and its
+ * cgroup.procs. dir: the cgroup's path for the agent's bind ("" without
+ * v2). 0, or -1 with err (nothing is handed over then).
+ */
+int	rl_cg_delegate(const struct rl_cg *, const char *id, uid_t uid,
+	    gid_t gid, char *dir, size_t dirlen, char *err, size_t errlen);
+/* The cgroup directory with the sandbox's pids.current, pids.max and
+ * pids.events ("" without a pids limit). */
+void	rl_cg_pids_dir(const struct rl_cg *, const char *id, char *out,
+	    size_t outlen);
 /* Kills every process in the sandbox's cgroups and waits (<= timeout). */
 int	rl_cg_kill(const struct rl_cg *, const char *id, int timeout_ms);
 /* Processes in the sandbox's cgroups (-1 if unknown). */

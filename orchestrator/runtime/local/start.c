@@ -467,6 +467,8 @@ struct start_paths {
 	char	disk[RL_PATH_MAX];
 	char	astate[RL_PATH_MAX];	/* /run/agent/state in the disk image */
 	char	cadir[RL_PATH_MAX];	/* root files, with a disk image */
+	char	cgdir[RL_PATH_MAX];	/* the v2 cgroup handed to the agent
+					 * ("": none; rl_cg_delegate) */
 	struct root_files rf;		/* what put_root_files wrote */
 };
 
@@ -489,6 +491,7 @@ start_paths(const struct rl *rl, const struct rec *r, struct start_paths *p,
 		snprintf(err, errlen, "state path too long");
 		return -1;
 	}
+	p->cgdir[0] = '\0';
 	/* the writable layers live in the disk image, mounted at disk in the
 	 * sandbox's mount namespace only */
 	if (r->disk_bytes > 0 && (rl_sdir_path(rl, r->id, "disk/upper", p->upper,
@@ -560,7 +563,11 @@ static void
 argv_mounts(struct argv_b *av, const struct rl *rl, const struct rec *r,
     const struct start_paths *p)
 {
+	static const char *const pids_files[] = {
+		"pids.current", "pids.max", "pids.events",
+	};
 	char num[64], kv[RL_PATH_MAX * 2], oomf[RL_PATH_MAX + 64];
+	char pidsd[RL_PATH_MAX + 64];
 	size_t i;
 
 	av_add(av, r->writable_root ? "--bind" : "--ro-bind");
@@ -597,6 +604,24 @@ argv_mounts(struct argv_b *av, const struct rl *rl, const struct rec *r,
 	av_add(av, "--ro-bind");
 	av_add(av, rl->agent_bin);
 	av_add(av, "/run/sandbox/sandbox-agent");
+	if (p->cgdir[0] != '\0') {
+		/* the sandbox's v2 cgroup, delegated: the agent makes a child
+		 * per exec, job and shell in it (agent/cgroup.c), opens it and
+		 * takes this mount away before any command runs */
+		av_add(av, "--bind");
+		av_add(av, p->cgdir);
+		av_add(av, "/run/sandbox/cgroup");
+	}
+	rl_cg_pids_dir(&rl->cg, r->id, pidsd, sizeof(pidsd));
+	for (i = 0; pidsd[0] != '\0' && i < NELEM(pids_files); i++) {
+		/* the process count, limit and refusals: how the agent knows
+		 * the sandbox is at its process limit (agent/cgroup.c) */
+		snprintf(kv, sizeof(kv), "%s/%s", pidsd, pids_files[i]);
+		av_add(av, "--ro-bind-try");
+		av_add(av, kv);
+		snprintf(kv, sizeof(kv), "/run/sandbox/%s", pids_files[i]);
+		av_add(av, kv);
+	}
 	rl_cg_oom_file(&rl->cg, r->id, oomf, sizeof(oomf));
 	if (oomf[0] != '\0') {
 		/* the OOM counter (a line "oom_kill N"), read by the agent */
@@ -689,6 +714,10 @@ bwrap_argv(struct argv_b *av, const struct rl *rl, const struct rec *r,
 	    (unsigned long long)SANDBOX_CAPS_MASK : 0ULL);
 	av_add(av, "--nest-caps");
 	av_add(av, caps);
+	if (p->cgdir[0] != '\0') {
+		av_add(av, "--cgroup");
+		av_add(av, "/run/sandbox/cgroup");
+	}
 }
 
 /* Spawns bwrap with argv as the sandbox's processes (spawn.c); fills sp.
@@ -762,13 +791,14 @@ rl_do_start(struct rl *rl, struct rec *r, struct steps *stp, char *err,
     size_t errlen)
 {
 	struct start_paths p;
-	char cgf[8][RL_PATH_MAX], sock[RL_PATH_MAX + 16];
+	char cgf[8][RL_PATH_MAX], sock[RL_PATH_MAX + 16], e[RL_PATH_MAX + 128];
 	struct rl_spawn sp;
 	struct argv_b av = { 0 };
 	struct pidrec pr;
 	long long deadline = util_mono_ms() + rl->c.start_timeout_ms;
 	struct stat ast;
 	size_t ncg = 0;
+	long long ids;
 	int secfd = -1, rc = -1;
 
 	if (start_paths(rl, r, &p, err, errlen) == -1 ||
@@ -777,6 +807,13 @@ rl_do_start(struct rl *rl, struct rec *r, struct steps *stp, char *err,
 	rl_step(stp, "files");
 	if (rl_cg_create(&rl->cg, r->id, &r->lim, err, errlen) == -1)
 		return -1;
+	/* the agent's host ids, as rl_spawn drops to them */
+	ids = r->uid + (r->uid_range > 1 ? (r->run_as_root ? 0 : RL_INNER_UID) :
+	    0);
+	if (rl_cg_delegate(&rl->cg, r->id, (uid_t)ids, (gid_t)ids, p.cgdir,
+	    sizeof(p.cgdir), e, sizeof(e)) == -1)
+		log_warnx("sandbox=%s its commands are killed by walking /proc: "
+		    "cannot hand its cgroup to the agent: %s", r->id, e);
 	rl_step(stp, "cgroup");
 	if (rl_cg_procs_files(&rl->cg, r->id, cgf, NELEM(cgf), &ncg) == -1) {
 		snprintf(err, errlen, "cgroup path too long");
