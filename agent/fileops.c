@@ -230,6 +230,19 @@ write_atomic(const char *path, const char *data, size_t len, int mode,
 	return 0;
 }
 
+/* Replies a failed write (errno e, worded in err): 507 when the
+ * filesystem or a quota is full, as a raw PUT does. */
+static void
+reply_write_error(struct conn *c, const char *path, int e, const char *err)
+{
+	if (is_nospace(e))
+		conn_reply_error(c, 507, "no_space", "%s: no space left: the "
+		    "filesystem (or the home's quota) is full; the file is "
+		    "unchanged", path);
+	else
+		conn_reply_error(c, 422, "edit_failed", "%s", err);
+}
+
 /* Replies the failure (errno e) of a lookup of path: 404 when missing. */
 static void
 reply_lookup(struct conn *c, const char *path, int e)
@@ -477,7 +490,7 @@ op_create(struct conn *c, const struct json *body)
 		return;
 	}
 	if (write_atomic(path, text, tlen, -1, 1, err, sizeof(err)) == -1) {
-		conn_reply_error(c, 422, "edit_failed", "%s", err);
+		reply_write_error(c, path, errno, err);
 		return;
 	}
 	agent_touch();
@@ -538,7 +551,7 @@ op_edit(struct conn *c, const struct json *body, int is_insert)
 		conn_reply_error(c, 422, "edit_failed", "%s: %s", path, err);
 	else if (write_atomic(path, out.p ? out.p : "", out.len, -1, 0, err,
 	    sizeof(err)) == -1)
-		conn_reply_error(c, 422, "edit_failed", "%s", err);
+		reply_write_error(c, path, errno, err);
 	else {
 		agent_touch();
 		{
