@@ -33,8 +33,9 @@ UNIT_TESTS += $(AGENT_UNITS:%=$(B)/tests/unit/test_agent_%)
 ALL_OBJS += $(AGENT_UNITS:%=$(B)/tests/unit/test_agent_%.o)
 $(B)/tests/unit/test_agent_%: $(B)/tests/unit/test_agent_%.o $(AGENT_LIB_OBJS) $(COMMON_MIN_OBJS)
 	$(CC) $(LDFLAGS) $^ -o $@
-# The process-tree test also needs proc.c.
+# The process-tree test also needs proc.c, the file service's fsview.c.
 $(B)/tests/unit/test_agent_proc: $(B)/agent/proc.o
+$(B)/tests/unit/test_agent_fsview: $(B)/agent/fsview.o
 
 # Fuzzing: libFuzzer builds (make fuzz) and gcc replay builds for tests/run.
 AGENT_FUZZ := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_agent_*.c))
