@@ -128,7 +128,8 @@ on_msg(struct call *cl, const char *p, size_t n, const int *fds, int nfds)
 	cl->s1[m.n1] = '\0';
 	memcpy(cl->s2, m.s2, m.n2);
 	cl->s2[m.n2] = '\0';
-	memcpy(cl->fds, fds, (size_t)nfds * sizeof(int));
+	if (nfds > 0)
+		memcpy(cl->fds, fds, (size_t)nfds * sizeof(int));
 	cl->nfds = nfds;
 	cl->done = 1;
 }

@@ -211,7 +211,8 @@ emit(void *arg, const char *msg, size_t len, const int *fds, int nfds)
 	g->rep = h;
 	snprintf(g->s1, sizeof(g->s1), "%.*s", (int)m.n1, m.s1);
 	snprintf(g->s2, sizeof(g->s2), "%.*s", (int)m.n2, m.s2);
-	memcpy(g->fds, fds, (size_t)nfds * sizeof(int));
+	if (nfds > 0)
+		memcpy(g->fds, fds, (size_t)nfds * sizeof(int));
 	g->nfds = nfds;
 	g->ends++;
 	return 0;
