@@ -79,6 +79,7 @@ ln -sfn /run/agent/state/jobs/$jid /workspace/mid
 ln -sfn /run/agent/state/jobs/$jid/output /tmp/fout
 ln -sfn /proc/1/root /workspace/p1; ln -sfn /proc/self/fd /workspace/pfd
 ln -sfn /proc/1/cwd /workspace/pcwd; ln -sfn /proc/self/root /workspace/pself
+ln -sfn /proc/$$/cwd /workspace/pshell
 echo sandbox-shadow > /etc/shadow; ln -sfn /etc/shadow /workspace/hs
 ln -sfn $ORCH_SBX_DIR/$SBU/record.json /workspace/other
 ln -sfn $ORCH_SBX_DIR /workspace/otherdir" >/dev/null
@@ -146,6 +147,25 @@ for p in /workspace/pfd/2 /proc/self/fd/2 /workspace/pself/run/agent/state/jobs/
 done
 code=$(rput $S /workspace/p1/workspace/viaproc "$T/forged")
 check "REST PUT through /proc/1/root: refused ($code)" test "$code" != 201 -a "$code" != 200
+# every other operation through the magic links: refused, nothing changed
+for p in /workspace/p1/workspace /workspace/pcwd /workspace/pshell /workspace/pfd/2/x; do
+	out=$(curl -s "${A[@]}" "$(F $S "$p")/")
+	check "REST listing $p/: refused" eval 'hasnt "$out" "\"entries\"" && hasnt "$out" plain'
+	out=$(tool $S list_files "$(j --arg p "$p" '{path:$p}')")
+	check "list_files $p: refused" has "$out" "ERROR:"
+	out=$(tool $S str_replace_based_edit_tool "$(j --arg p "$p" '{command:"view",path:$p}')")
+	check "edit view $p: refused" has "$out" "ERROR:"
+	out=$(tool $S write_file "$(j --arg p "$p/viaproc" '{path:$p,content:"x"}')")
+	check "write_file $p/viaproc: refused" has "$out" "ERROR:"
+	out=$(tool $S str_replace_based_edit_tool "$(j --arg p "$p/plain" '{command:"str_replace",path:$p,old_str:"plain",new_str:"changed"}')")
+	check "edit str_replace $p/plain: refused" has "$out" "ERROR:"
+	code=$(rdel $S "$p/plain")
+	out=$(tool $S delete_file "$(j --arg p "$p/plain" '{path:$p}')")
+	check "DELETE and delete_file $p/plain: refused ($code)" eval '[ "$code" != 200 ] && has "$out" "ERROR:"'
+done
+out=$(sh_in $S 'cat /workspace/plain; ls /workspace | grep -c viaproc')
+check "through /proc: /workspace/plain unchanged, nothing written" test "$out" = "plain
+0"
 
 # the host and another sandbox: only the sandbox's own files
 r=$(rget $S /workspace/hs)
@@ -155,6 +175,19 @@ code=$(rput $S /workspace/otherdir/$SBU/planted "$T/forged")
 check "a PUT toward the host's state directory writes nothing there" test ! -e "$ORCH_SBX_DIR/$SBU/planted"
 out=$(tool $S write_file "$(j --arg p "/workspace/otherdir/$SBU/planted2" '{path:$p,content:"x"}')")
 check "write_file toward the host's state directory writes nothing there" test ! -e "$ORCH_SBX_DIR/$SBU/planted2"
+# every write and delete path at the host's /etc/shadow and another
+# sandbox's record through links: the host's files stay as they were
+hs0=$(sha256sum < /etc/shadow) rec0=$(sha256sum < "$ORCH_SBX_DIR/$SBU/record.json")
+for p in /workspace/hs /workspace/other /workspace/otherdir/$SBU/record.json; do
+	rput $S "$p" "$T/forged" >/dev/null
+	tool $S write_file "$(j --arg p "$p" '{path:$p,content:"x",append:true}')" >/dev/null
+	tool $S str_replace_based_edit_tool "$(j --arg p "$p" '{command:"insert",path:$p,insert_line:0,insert_text:"x"}')" >/dev/null
+	rdel $S "$p" >/dev/null
+	tool $S delete_file "$(j --arg p "$p" '{path:$p}')" >/dev/null
+done
+check "the host's /etc/shadow unchanged by every write path" test "$(sha256sum < /etc/shadow)" = "$hs0"
+check "another sandbox's record unchanged and in place" test "$(sha256sum < "$ORCH_SBX_DIR/$SBU/record.json")" = "$rec0"
+sh_in $S "ln -sfn /etc/shadow /workspace/hs; ln -sfn $ORCH_SBX_DIR/$SBU/record.json /workspace/other" >/dev/null
 
 # ---------------------------------------------------------------------
 # Homes: the file API writes /home/user with a command's owner.
