@@ -289,6 +289,8 @@ u1=$(du -k "$img" | cut -f1)
 echo "disk image: ${u0} KiB allocated before, ${u1} KiB after filling"
 check "the disk image never passed its size on the host (${u1} KiB)" test "$u1" -le $((32 * 1024 + 64))
 check "no temporary file in the host's state directory" test -z "$(find "$ORCH_SBX_DIR" -name '*.agent-*' 2>/dev/null | head -1)"
+sd=$(du -sk --exclude=disk.img "$ORCH_SBX_DIR/$SBD" | cut -f1)
+check "the sandbox's state directory holds nothing of it beside the image (${sd} KiB)" test "$sd" -le 1024
 # a full home (alice's 16 MiB)
 sh_in $S 'dd if=/dev/zero of=/home/user/fill bs=64k 2>/dev/null; sync' >/dev/null
 head -c 2097152 /dev/urandom > "$T/2m"
