@@ -296,9 +296,11 @@ sh_in $S 'dd if=/dev/zero of=/home/user/fill bs=64k 2>/dev/null; sync' >/dev/nul
 head -c 2097152 /dev/urandom > "$T/2m"
 code=$(rput $S /home/user/more "$T/2m")
 check "REST PUT into a full home: 507 ($code)" test "$code" = 507
+code=$(curl -s "${A[@]}" -o /dev/null -w '%{http_code}' -T - "$(F $S /home/user/more4)" < "$T/2m")
+check "a chunked REST PUT into a full home: 507 ($code)" test "$code" = 507
 out=$(tool $S write_file "$(j --rawfile c "$T/b64" '{path:"/home/user/more2",content:$c,encoding:"base64"}')")
 check "write_file into a full home: a tool error saying no_space" has "$out" "no_space"
-out=$(sh_in $S 'dd if=/dev/zero of=/home/user/more3 bs=64k count=40 2>&1 | grep -c "No space left"; ls -a /home/user | grep -c -e agent- -e "^more2*$"')
+out=$(sh_in $S 'dd if=/dev/zero of=/home/user/more3 bs=64k count=40 2>&1 | grep -c "No space left"; ls -a /home/user | grep -c -e agent- -e "^more[24]*$"')
 check "a command in the full home: ENOSPC" test "$(head -1 <<<"$out")" = 1
 check "nothing of the API's writes left in the home" test "$(tail -1 <<<"$out")" = 0
 hm=$ORCH_STATE/homes/u-alice/home.img
