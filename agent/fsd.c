@@ -79,6 +79,7 @@ struct call {
 	int		 nfds;
 	void		(*ent)(void *, const struct fsw_ent *);
 	void		*arg;
+	int64_t		 nents, maxents;	/* entries taken, asked for */
 };
 
 static void
@@ -93,7 +94,8 @@ close_fds(const int *fds, int n)
 
 /* One reply message (both transports): checked, then taken into cl.
  * The descriptors are taken too (kept with the final message, else
- * closed). */
+ * closed). A batch holds at least one entry and a listing no more than
+ * it asked for, so a helper cannot keep the agent reading. */
 static void
 on_msg(struct call *cl, const char *p, size_t n, const int *fds, int nfds)
 {
@@ -107,7 +109,8 @@ on_msg(struct call *cl, const char *p, size_t n, const int *fds, int nfds)
 
 	if (cl->done || cl->bad || fsw_rep_parse(p, n, &h, &m) == -1 ||
 	    h.seq != cl->seq || nfds > FSW_MAX_FDS ||
-	    (h.kind == FSW_K_ENTS && (nfds != 0 || cl->ent == NULL))) {
+	    (h.kind == FSW_K_ENTS && (nfds != 0 || cl->ent == NULL ||
+	    h.num < 1))) {
 		cl->bad = 1;
 		close_fds(fds, nfds);
 		return;
@@ -115,11 +118,14 @@ on_msg(struct call *cl, const char *p, size_t n, const int *fds, int nfds)
 	if (h.kind == FSW_K_ENTS) {
 		q = m.rest;
 		left = m.nrest;
-		while ((r = fsw_ent_next(&q, &left, &e)) == 1) {
+		/* never more than asked for: a helper cannot keep us busy */
+		while ((r = fsw_ent_next(&q, &left, &e)) == 1 &&
+		    cl->nents < cl->maxents) {
 			cl->ent(cl->arg, &e);
+			cl->nents++;
 			k++;
 		}
-		if (r == -1 || k != h.num)
+		if (r != 0 || k != h.num)
 			cl->bad = 1;
 		return;
 	}
@@ -686,6 +692,7 @@ fsd_list(const char *path, int flags, int depth, long long max,
 	call_init(&cl);
 	cl.ent = cb;
 	cl.arg = arg;
+	cl.maxents = q.max;
 	if (fsd_call(&cl, &q, path, NULL, NULL, 0, NULL) == -1 ||
 	    want_fds(&cl, 0, 0) == -1)
 		return -1;
