@@ -224,6 +224,11 @@ for p in $paths; do
 	l=$(rls $S "$p" | jq -r 'if .entries then "yes" else "no" end')
 	check "same existence: test -e $p ($sh) vs listing ($l)" test "$sh" = "$l"
 done
+for p in /workspace/ld /run /home/user /tmp/t1 /workspace/st; do
+	sh=$(sh_in $S "ls -A1 $p 2>/dev/null | sort | tr '\n' ' '")
+	l=$(curl -s "${A[@]}" "$(F $S "$p")/" | jq -r '[.entries[]?.name] | sort | join(" ")')
+	check "same names: ls -A $p ($sh) vs listing ($l)" test "$(echo $sh)" = "$(echo $l)"
+done
 for p in /workspace/plain /workspace/lf /home/user/hf /run/rf; do
 	sh=$(sh_in $S "stat -c '%s %a' $p 2>&1 | head -1")
 	l=$(rls $S "$p" | jq -r '.entries[0] | "\(.size) \(.mode | ltrimstr("0"))"')
