@@ -1,14 +1,18 @@
 /*
  * fileops.c: the /v1/files endpoints (see fileops.h). Paths are absolute
- * or relative to the workdir, cleaned lexically (resolve). Reads (load)
- * open without blocking and take regular files only, up to EDIT_MAX_FILE.
- * Writes go through fileops_write_atomic, not common/util's atomic write:
- * an edit keeps the file's mode (fchmod, so no umask applies) and owner
- * (when allowed), writes through a symlink to its target, and puts its
- * temporary file beside the target as a hidden .NAME.agent-RANDOM. Every
- * handler replies exactly once (conn.h).
+ * or relative to the workdir, cleaned lexically (resolve), then handed to
+ * the file service (fsd.h), which resolves and opens them in the
+ * sandbox's own view, with the sandbox's identity: nothing here opens,
+ * stats or removes a path the caller named. What comes back is
+ * descriptors, which this file only reads and writes (its own fstat
+ * deciding what they are), and stats and names, which it words into
+ * replies. Reads (load) take regular files only, up to EDIT_MAX_FILE.
+ * Writes (write_atomic, a raw PUT) keep the file's mode (fchmod, so no
+ * umask applies) and owner (when allowed), write through a symlink to its
+ * target, and put their temporary file beside the target as a hidden
+ * .NAME.agent-RANDOM that no failure leaves behind. Every handler replies
+ * exactly once (conn.h).
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -23,6 +27,7 @@
 #include "conn.h"
 #include "edit.h"
 #include "fileops.h"
+#include "fsd.h"
 #include "http.h"
 #include "json.h"
 #include "log.h"
@@ -100,32 +105,6 @@ fileops_mkdirs(const char *dir)
 	return 0;
 }
 
-/* Creates the missing parent directories of path. */
-static int
-mkparents(const char *path)
-{
-	char tmp[PATH_MAX], *p;
-
-	if (snprintf(tmp, sizeof(tmp), "%s", path) >= (int)sizeof(tmp))
-		return -1;
-	if ((p = strrchr(tmp, '/')) == NULL || p == tmp)
-		return 0;
-	*p = '\0';
-	return fileops_mkdirs(tmp);
-}
-
-/*
- * A file being replaced: its temporary file beside the target (a symlink
- * followed), open for writing, and what is needed to put it in place.
- */
-struct atomic {
-	char		 target[PATH_MAX];
-	char		 tmp[PATH_MAX + 64];
-	int		 fd;
-	int		 have;		/* the target exists */
-	struct stat	 st;		/* its stat, when it does */
-};
-
 /* 1 if errno means the filesystem (or a quota) is full. */
 static int
 is_nospace(int e)
@@ -133,85 +112,65 @@ is_nospace(int e)
 	return e == ENOSPC || e == EDQUOT;
 }
 
+/* Words a failed write's opening (fsd_tmp_open: errno e, step) for path. */
+static void
+tmp_error(const char *path, int e, int step, char *err, size_t errlen)
+{
+	switch (step) {
+	case FSW_S_PARENTS:
+		snprintf(err, errlen, "cannot create the parent directories of "
+		    "%s: %s", path, strerror(e));
+		break;
+	case FSW_S_NOTREG:
+		snprintf(err, errlen, "%s exists and is not a regular file", path);
+		break;
+	case FSW_S_LOOP:
+		snprintf(err, errlen, "%s: too many levels of symbolic links on "
+		    "the way to the file", path);
+		break;
+	case FSW_S_CREATE:
+		snprintf(err, errlen, "cannot write %s: %s", path, strerror(e));
+		break;
+	default:
+		snprintf(err, errlen, "%s: %s", path, strerror(e));
+	}
+}
+
 /*
- * Opens a's temporary file for path. -1 with err (and errno) when path
- * cannot be written.
+ * Opens a write to path (old: with a descriptor of the existing file).
+ * -1 with err (and errno) when path cannot be written.
  */
 static int
-atomic_open(struct atomic *a, const char *path, int mkp, char *err,
+atomic_open(struct fsd_tmp *t, const char *path, int mkp, int old, char *err,
     size_t errlen)
 {
-	char rnd[17], *slash;
-	struct stat st;
-	int e;
+	int step, e;
 
-	memset(a, 0, sizeof(*a));
-	a->fd = -1;
+	memset(t, 0, sizeof(*t));
+	t->dir = t->fd = t->old = -1;
 	if (path[0] != '\0' && path[1] != '\0' && path[strlen(path) - 1] == '/') {
 		snprintf(err, errlen, "%s names a directory (trailing /): give a "
 		    "file name", path);
 		errno = EISDIR;
 		return -1;
 	}
-	/* Write through a symlink to its target, as an editor would. */
-	if (lstat(path, &st) == -1 || !S_ISLNK(st.st_mode) ||
-	    realpath(path, a->target) == NULL)
-		a->target[0] = '\0';
-	if (a->target[0] == '\0' && snprintf(a->target, sizeof(a->target), "%s",
-	    path) >= (int)sizeof(a->target)) {
-		snprintf(err, errlen, "bad path %s", path);
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	if (stat(a->target, &a->st) == 0) {
-		if (!S_ISREG(a->st.st_mode)) {
-			snprintf(err, errlen, "%s exists and is not a regular file", path);
-			errno = EEXIST;
-			return -1;
-		}
-		a->have = 1;
-	} else if (errno != ENOENT) {
+	if (fsd_tmp_open(path, mkp, old, t, &step) == -1) {
 		e = errno;
-		snprintf(err, errlen, "%s: %s", path, strerror(e));
-		errno = e;
-		return -1;
-	}
-	if (!a->have && mkp && mkparents(a->target) == -1) {
-		e = errno;
-		snprintf(err, errlen, "cannot create the parent directories of %s: %s",
-		    path, strerror(e));
-		errno = e;
-		return -1;
-	}
-	agent_random_hex(rnd, 8);
-	snprintf(a->tmp, sizeof(a->tmp), "%s", a->target);
-	slash = strrchr(a->tmp, '/');
-	if (slash == NULL || strlen(a->target) + 32 >= sizeof(a->tmp)) {
-		snprintf(err, errlen, "bad path %s", path);
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	snprintf(slash + 1, sizeof(a->tmp) - (size_t)(slash + 1 - a->tmp),
-	    ".%s.agent-%s", strrchr(a->target, '/') + 1, rnd);
-	if (strlen(a->tmp) > PATH_MAX - 1 || (a->fd = open(a->tmp,
-	    O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) == -1) {
-		e = strlen(a->tmp) > PATH_MAX - 1 ? ENAMETOOLONG : errno;
-		snprintf(err, errlen, "cannot write %s: %s", path, strerror(e));
-		a->tmp[0] = '\0';
+		tmp_error(path, e, step, err, errlen);
 		errno = e;
 		return -1;
 	}
 	return 0;
 }
 
-/* Writes p[0..n) to a's temporary file. 0, or -1 with errno. */
+/* Writes p[0..n) to t's temporary file. 0, or -1 with errno. */
 static int
-atomic_write(struct atomic *a, const char *p, size_t n)
+atomic_write(struct fsd_tmp *t, const char *p, size_t n)
 {
 	ssize_t k;
 
 	while (n > 0) {
-		k = write(a->fd, p, n);
+		k = write(t->fd, p, n);
 		if (k == -1 && errno == EINTR)
 			continue;
 		if (k <= 0) {
@@ -225,74 +184,71 @@ atomic_write(struct atomic *a, const char *p, size_t n)
 	return 0;
 }
 
-/* Removes a's temporary file (a failed or abandoned write). */
-static void
-atomic_cancel(struct atomic *a)
-{
-	if (a->fd != -1)
-		close(a->fd);
-	a->fd = -1;
-	if (a->tmp[0] != '\0')
-		(void)unlink(a->tmp);
-	a->tmp[0] = '\0';
-}
-
 /*
- * Puts a's temporary file in place: mode (-1: the target's, 0644 for a
- * new file), the target's owner when allowed, fsync, rename. 0, or -1
- * with err and errno (the temporary file removed).
+ * Puts t's temporary file in place (fsd_tmp_commit: mode -1 keeps the
+ * target's, 0644 for a new file). 0 (t->fd still open), or -1 with err
+ * and errno (the temporary file removed, t closed).
  */
 static int
-atomic_commit(struct atomic *a, const char *path, int mode, char *err,
+atomic_commit(struct fsd_tmp *t, const char *path, int mode, char *err,
     size_t errlen)
 {
-	const char *what = "chmod";
-	int e;
+	int step, e;
 
-	if (mode < 0)
-		mode = a->have ? (int)(a->st.st_mode & 07777) : 0644;
-	if (fchmod(a->fd, (mode_t)mode) == -1)
-		goto fail;
-	if (a->have && (a->st.st_uid != geteuid() || a->st.st_gid != getegid()))
-		ign(fchown(a->fd, a->st.st_uid, a->st.st_gid));
-	what = "fsync";
-	if (fsync(a->fd) == -1)
-		goto fail;
-	what = "close";
-	e = close(a->fd);
-	a->fd = -1;
-	if (e == -1)
-		goto fail;
-	what = "rename to";
-	if (rename(a->tmp, a->target) == -1)
-		goto fail;
-	a->tmp[0] = '\0';
-	return 0;
-fail:
-	e = errno;
-	snprintf(err, errlen, "%s %s: %s", what, path, strerror(e));
-	atomic_cancel(a);
-	errno = e;
-	return -1;
-}
-
-int
-fileops_write_atomic(const char *path, const char *data, size_t len, int mode,
-    int mkp, char *err, size_t errlen)
-{
-	struct atomic a;
-	int e;
-
-	if (atomic_open(&a, path, mkp, err, errlen) == -1)
-		return -1;
-	if (atomic_write(&a, data, len) == -1) {
+	if (fsd_tmp_commit(t, mode, &step) == -1) {
 		e = errno;
-		snprintf(err, errlen, "writing %s: %s", path, strerror(e));
-		atomic_cancel(&a);
+		snprintf(err, errlen, "%s %s: %s", step == FSW_S_CHMOD ? "chmod" :
+		    step == FSW_S_RENAME ? "rename to" : "writing", path,
+		    strerror(e));
 		errno = e;
 		return -1;
 	}
-	return atomic_commit(&a, path, mode, err, errlen);
+	return 0;
+}
+
+/* Writes data to path atomically (mode -1 keeps an existing file's mode;
+ * mkp creates missing directories). 0, or -1 with err. */
+static int
+write_atomic(const char *path, const char *data, size_t len, int mode,
+    int mkp, char *err, size_t errlen)
+{
+	struct fsd_tmp t;
+	int e;
+
+	if (atomic_open(&t, path, mkp, 0, err, errlen) == -1)
+		return -1;
+	if (atomic_write(&t, data, len) == -1) {
+		e = errno;
+		snprintf(err, errlen, "writing %s: %s", path, strerror(e));
+		fsd_tmp_cancel(&t);
+		errno = e;
+		return -1;
+	}
+	if (atomic_commit(&t, path, mode, err, errlen) == -1)
+		return -1;
+	fsd_tmp_close(&t);
+	return 0;
+}
+
+/* Replies a failed write (errno e, worded in err): 507 when the
+ * filesystem or a quota is full, as a raw PUT does. */
+static void
+reply_write_error(struct conn *c, const char *path, int e, const char *err)
+{
+	if (is_nospace(e))
+		conn_reply_error(c, 507, "no_space", "%s: no space left: the "
+		    "filesystem (or the home's quota) is full; the file is "
+		    "unchanged", path);
+	else
+		conn_reply_error(c, 422, "edit_failed", "%s", err);
+}
+
+/* Replies the failure (errno e) of a lookup of path: 404 when missing. */
+static void
+reply_lookup(struct conn *c, const char *path, int e)
+{
+	conn_reply_error(c, e == ENOENT ? 404 : 422, e == ENOENT ? "not_found" :
+	    "edit_failed", "%s: %s", path, strerror(e));
 }
 
 /*
@@ -303,17 +259,15 @@ static int
 load(struct conn *c, const char *path, struct buf *b)
 {
 	struct stat st;
-	int fd, e;
+	int fd = -1, e;
 
 	buf_init(b, EDIT_MAX_FILE);
-	/* O_NONBLOCK: opening a FIFO must not hang the agent. */
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)) == -1 ||
-	    fstat(fd, &st) == -1) {
+	/* opened non-blocking: a FIFO must not hang the agent */
+	if (fsd_open(path, &fd) == -1 || fstat(fd, &st) == -1) {
 		e = errno;
 		if (fd != -1)
 			close(fd);
-		conn_reply_error(c, e == ENOENT ? 404 : 422, e == ENOENT ?
-		    "not_found" : "edit_failed", "%s: %s", path, strerror(e));
+		reply_lookup(c, path, e);
 		return -1;
 	}
 	if (S_ISDIR(st.st_mode)) {
@@ -381,62 +335,63 @@ entcmp(const void *a, const void *b)
 	return strcmp(((const struct ent *)a)->path, ((const struct ent *)b)->path);
 }
 
+/* The entries of a view's directory listing, gathered. */
+struct viewlist {
+	const char	*dir;		/* the listed path */
+	struct ent	*v;
+	size_t		 n, cap;
+};
+
 static void
-list_dir(const char *dir, int depth, struct ent **v, size_t *n, size_t *cap,
-    int *more)
+view_ent(void *arg, const struct fsw_ent *e)
 {
-	DIR *d;
-	struct dirent *de;
-	struct stat st;
+	struct viewlist *l = arg;
 	char path[PATH_MAX];
 
-	if ((d = opendir(dir)) == NULL)
+	if (e->nrel == 0 || snprintf(path, sizeof(path), "%s/%.*s",
+	    strcmp(l->dir, "/") == 0 ? "" : l->dir, (int)e->nrel, e->rel) >=
+	    (int)sizeof(path))
 		return;
-	while ((de = readdir(d)) != NULL) {
-		if (de->d_name[0] == '.')
-			continue;
-		if (*n >= FILEOPS_MAX_LIST) {
-			*more = 1;
-			break;
-		}
-		if (snprintf(path, sizeof(path), "%s/%s", strcmp(dir, "/") == 0 ?
-		    "" : dir, de->d_name) >= (int)sizeof(path))
-			continue;
-		if (*n == *cap) {
-			*cap = *cap ? *cap * 2 : 64;
-			*v = xreallocarray(*v, *cap, sizeof(**v));
-		}
-		(*v)[*n].path = xstrdup(path);
-		(*v)[*n].dir = lstat(path, &st) == 0 && S_ISDIR(st.st_mode);
-		(*n)++;
-		if ((*v)[*n - 1].dir && depth < 2)
-			list_dir(path, depth + 1, v, n, cap, more);
+	if (l->n == l->cap) {
+		l->cap = l->cap ? l->cap * 2 : 64;
+		l->v = xreallocarray(l->v, l->cap, sizeof(*l->v));
 	}
-	closedir(d);
+	l->v[l->n].path = xstrdup(path);
+	l->v[l->n].dir = S_ISDIR((mode_t)e->st.mode);
+	l->n++;
 }
 
+/* A directory's view: two levels, hidden entries left out, sorted. */
 static void
 view_dir(struct conn *c, const char *path)
 {
-	struct ent *v = NULL;
-	size_t n = 0, cap = 0, i;
+	struct viewlist l = { path, NULL, 0, 0 };
+	struct stat top;
+	size_t i;
 	int more = 0;
 	struct buf out;
 
-	list_dir(path, 1, &v, &n, &cap, &more);
-	if (n > 0)
-		qsort(v, n, sizeof(*v), entcmp);
+	if (fsd_list(path, FSW_F_RECURSIVE | FSW_F_NOHIDDEN, 1, FILEOPS_MAX_LIST,
+	    view_ent, &l, &top, &more) == -1) {
+		for (i = 0; i < l.n; i++)
+			free(l.v[i].path);
+		free(l.v);
+		reply_lookup(c, path, errno);
+		return;
+	}
+	if (l.n > 0)
+		qsort(l.v, l.n, sizeof(*l.v), entcmp);
 	buf_init(&out, AGENT_MAX_OUTPUT_CAP);
 	ign(buf_addf(&out, "Files and directories up to 2 levels deep in %s, "
 	    "excluding hidden items:\n%s/\n", path, path));
-	for (i = 0; i < n; i++) {
-		ign(buf_addf(&out, "%s%s\n", v[i].path, v[i].dir ? "/" : ""));
-		free(v[i].path);
+	for (i = 0; i < l.n; i++) {
+		ign(buf_addf(&out, "%s%s\n", l.v[i].path, l.v[i].dir ? "/" : ""));
+		free(l.v[i].path);
 	}
 	if (more)
 		ign(buf_addf(&out, "[... listing stopped at %d entries ...]\n",
 		    FILEOPS_MAX_LIST));
-	free(v);
+	free(l.v);
 	reply_content(c, "content", &out, "is_directory", 1);
 	buf_free(&out);
 }
@@ -483,9 +438,8 @@ op_view(struct conn *c, const struct json *body)
 		if (start == 0 && end == 0)
 			start = -1;	/* [0,0] is not "no range" */
 	}
-	if (stat(path, &st) == -1) {
-		conn_reply_error(c, errno == ENOENT ? 404 : 422, errno == ENOENT ?
-		    "not_found" : "edit_failed", "%s: %s", path, strerror(errno));
+	if (fsd_stat(path, 0, &st) == -1) {
+		reply_lookup(c, path, errno);
 		return;
 	}
 	if (S_ISDIR(st.st_mode)) {
@@ -530,13 +484,13 @@ op_create(struct conn *c, const struct json *body)
 		conn_reply_error(c, 400, "bad_request", "\"file_text\" (string) is required");
 		return;
 	}
-	existed = stat(path, &st) == 0;
+	existed = fsd_stat(path, 0, &st) == 0;
 	if (existed && S_ISDIR(st.st_mode)) {
 		conn_reply_error(c, 422, "edit_failed", "%s is a directory", path);
 		return;
 	}
-	if (fileops_write_atomic(path, text, tlen, -1, 1, err, sizeof(err)) == -1) {
-		conn_reply_error(c, 422, "edit_failed", "%s", err);
+	if (write_atomic(path, text, tlen, -1, 1, err, sizeof(err)) == -1) {
+		reply_write_error(c, path, errno, err);
 		return;
 	}
 	agent_touch();
@@ -595,9 +549,9 @@ op_edit(struct conn *c, const struct json *body, int is_insert)
 		    err, sizeof(err));
 	if (r == -1)
 		conn_reply_error(c, 422, "edit_failed", "%s: %s", path, err);
-	else if (fileops_write_atomic(path, out.p ? out.p : "", out.len, -1, 0, err,
+	else if (write_atomic(path, out.p ? out.p : "", out.len, -1, 0, err,
 	    sizeof(err)) == -1)
-		conn_reply_error(c, 422, "edit_failed", "%s", err);
+		reply_write_error(c, path, errno, err);
 	else {
 		agent_touch();
 		{
@@ -758,7 +712,7 @@ fileops_http_raw_get(struct conn *c, const char *query)
 	unsigned long long off = 0, len = ULLONG_MAX;
 	struct download *d;
 	struct stat st;
-	int fd, e;
+	int fd = -1, e;
 
 	if (query_path(c, query, path, sizeof(path)) == -1)
 		return;
@@ -768,14 +722,12 @@ fileops_http_raw_get(struct conn *c, const char *query)
 		    "offset and length must be non-negative integers");
 		return;
 	}
-	/* O_NONBLOCK: opening a FIFO must not hang the agent. */
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)) == -1 ||
-	    fstat(fd, &st) == -1) {
+	/* opened non-blocking: a FIFO must not hang the agent */
+	if (fsd_open(path, &fd) == -1 || fstat(fd, &st) == -1) {
 		e = errno;
 		if (fd != -1)
 			close(fd);
-		conn_reply_error(c, e == ENOENT ? 404 : 422, e == ENOENT ?
-		    "not_found" : "edit_failed", "%s: %s", path, strerror(e));
+		reply_lookup(c, path, e);
 		return;
 	}
 	if (!S_ISREG(st.st_mode)) {
@@ -810,7 +762,7 @@ fileops_http_raw_get(struct conn *c, const char *query)
 struct upload {
 	struct conn		*c;
 	char			 path[PATH_MAX];
-	struct atomic		 a;
+	struct fsd_tmp		 a;
 	int			 mode;		/* -1: keep */
 	unsigned long long	 bytes;		/* body bytes written */
 };
@@ -818,7 +770,7 @@ struct upload {
 static void
 upload_free(struct upload *u)
 {
-	atomic_cancel(&u->a);
+	fsd_tmp_cancel(&u->a);
 	free(u);
 }
 
@@ -885,7 +837,8 @@ upload_end(void *arg, const char *cerr)
 		return;
 	}
 	agent_touch();
-	if (stat(u->a.target, &st) == -1)
+	/* the file itself, renamed: its size and version now */
+	if (fstat(u->a.fd, &st) == -1)
 		memset(&st, 0, sizeof(st));
 	fileops_version(&st, ver);
 	buf_init(&b, 1024);
@@ -907,11 +860,8 @@ upload_copy_old(struct upload *u)
 {
 	static char chunk[DOWNLOAD_CHUNK];
 	ssize_t n;
-	int fd;
+	int fd = u->a.old;
 
-	if ((fd = open(u->a.target, O_RDONLY | O_CLOEXEC | O_NONBLOCK |
-	    O_NOCTTY)) == -1)
-		return -1;
 	for (;;) {
 		n = read(fd, chunk, sizeof(chunk));
 		if (n == -1 && errno == EINTR)
@@ -923,14 +873,7 @@ upload_copy_old(struct upload *u)
 			break;
 		}
 	}
-	if (n == -1) {
-		int e = errno;
-		close(fd);
-		errno = e;
-		return -1;
-	}
-	close(fd);
-	return 0;
+	return n == -1 ? -1 : 0;
 }
 
 void
@@ -967,7 +910,7 @@ fileops_http_raw_put(struct conn *c, const char *query,
 	u->c = c;
 	u->mode = (int)mode;
 	snprintf(u->path, sizeof(u->path), "%s", path);
-	if (atomic_open(&u->a, path, 1, err, sizeof(err)) == -1) {
+	if (atomic_open(&u->a, path, 1, append, err, sizeof(err)) == -1) {
 		if (is_nospace(errno))
 			upload_fail(u, errno, "creating");
 		else {
@@ -996,122 +939,66 @@ fileops_http_raw_put(struct conn *c, const char *query,
 struct lister {
 	struct jw	 w;
 	struct buf	 b;
-	long long	 n;		/* entries written */
-	long long	 max;
-	int		 recursive;
+	const char	*path;		/* the listed path, as asked */
 	int		 truncated;
 };
 
-static int
-namecmp(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Writes one entry: path (absolute), name, and st (not followed). */
+/* Writes one entry (the file service's): its path below the listed one
+ * (e->rel, "" for the path itself) and its stat, not followed. */
 static void
-list_entry(struct lister *l, int dfd, const char *path, const char *name,
-    const struct stat *st)
+list_entry(void *arg, const struct fsw_ent *e)
 {
-	char ver[17], mode[8], target[PATH_MAX];
-	const char *type = "other";
-	ssize_t k;
+	struct lister *l = arg;
+	char ver[17], mode[8], path[PATH_MAX];
+	const char *type = "other", *name;
+	struct stat st;
 
-	if (S_ISREG(st->st_mode))
+	if (l->truncated)
+		return;
+	if (l->b.len > LIST_MAX_BYTES) {
+		l->truncated = 1;
+		return;
+	}
+	if (e->nrel == 0)
+		snprintf(path, sizeof(path), "%s", l->path);
+	else if (snprintf(path, sizeof(path), "%s/%.*s", strcmp(l->path, "/") ==
+	    0 ? "" : l->path, (int)e->nrel, e->rel) >= (int)sizeof(path))
+		return;
+	name = strrchr(path, '/') != NULL ? strrchr(path, '/') + 1 : path;
+	fsw_st_to(&st, &e->st);
+	if (S_ISREG(st.st_mode))
 		type = "file";
-	else if (S_ISDIR(st->st_mode))
+	else if (S_ISDIR(st.st_mode))
 		type = "dir";
-	else if (S_ISLNK(st->st_mode))
+	else if (S_ISLNK(st.st_mode))
 		type = "symlink";
-	snprintf(mode, sizeof(mode), "%04o", (unsigned)(st->st_mode & 07777));
+	snprintf(mode, sizeof(mode), "%04o", (unsigned)(st.st_mode & 07777));
 	jw_obj(&l->w);
 	jw_key(&l->w, "path"); jw_cstr(&l->w, path);
 	jw_key(&l->w, "name"); jw_cstr(&l->w, name);
 	jw_key(&l->w, "type"); jw_cstr(&l->w, type);
-	jw_key(&l->w, "size"); jw_int(&l->w, (long long)st->st_size);
-	jw_key(&l->w, "mtime_ms"); jw_int(&l->w, (long long)st->st_mtim.tv_sec *
-	    1000 + st->st_mtim.tv_nsec / 1000000);
+	jw_key(&l->w, "size"); jw_int(&l->w, (long long)st.st_size);
+	jw_key(&l->w, "mtime_ms"); jw_int(&l->w, (long long)st.st_mtim.tv_sec *
+	    1000 + st.st_mtim.tv_nsec / 1000000);
 	jw_key(&l->w, "mode"); jw_cstr(&l->w, mode);
-	if (S_ISREG(st->st_mode)) {
-		fileops_version(st, ver);
+	if (S_ISREG(st.st_mode)) {
+		fileops_version(&st, ver);
 		jw_key(&l->w, "version"); jw_cstr(&l->w, ver);
 	}
-	if (S_ISLNK(st->st_mode) &&
-	    (k = readlinkat(dfd, name, target, sizeof(target) - 1)) >= 0) {
-		jw_key(&l->w, "target"); jw_str(&l->w, target, (size_t)k);
+	if (S_ISLNK(st.st_mode) && e->ntarget > 0) {
+		jw_key(&l->w, "target"); jw_str(&l->w, e->target, e->ntarget);
 	}
 	jw_obj_end(&l->w);
-	l->n++;
-}
-
-/* 1 when no more entries may be written. */
-static int
-list_full(struct lister *l)
-{
-	if (l->n >= l->max || l->b.len > LIST_MAX_BYTES) {
-		l->truncated = 1;
-		return 1;
-	}
-	return 0;
-}
-
-/*
- * Lists the directory open as dfd (its path dir), names sorted, depth
- * first. Takes dfd. Symlinks are never followed: a subdirectory is opened
- * relative to dfd with O_NOFOLLOW.
- */
-static void
-list_tree(struct lister *l, int dfd, const char *dir, int depth)
-{
-	char **names = NULL, path[PATH_MAX];
-	size_t n = 0, cap = 0, i;
-	struct dirent *de;
-	struct stat st;
-	DIR *d;
-	int sub;
-
-	if ((d = fdopendir(dfd)) == NULL) {
-		close(dfd);
-		return;
-	}
-	while ((de = readdir(d)) != NULL) {
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 64;
-			names = xreallocarray(names, cap, sizeof(*names));
-		}
-		names[n++] = xstrdup(de->d_name);
-	}
-	if (n > 0)
-		qsort(names, n, sizeof(*names), namecmp);
-	for (i = 0; i < n; i++) {
-		if (list_full(l))
-			break;
-		if (snprintf(path, sizeof(path), "%s/%s", strcmp(dir, "/") == 0 ?
-		    "" : dir, names[i]) >= (int)sizeof(path) ||
-		    fstatat(dirfd(d), names[i], &st, AT_SYMLINK_NOFOLLOW) == -1)
-			continue;
-		list_entry(l, dirfd(d), path, names[i], &st);
-		if (l->recursive && S_ISDIR(st.st_mode) && depth < LIST_MAX_DEPTH &&
-		    (sub = openat(dirfd(d), names[i], O_RDONLY | O_DIRECTORY |
-		    O_NOFOLLOW | O_CLOEXEC)) != -1)
-			list_tree(l, sub, path, depth + 1);
-	}
-	for (i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
-	closedir(d);
 }
 
 void
 fileops_http_list(struct conn *c, const char *query)
 {
-	char path[PATH_MAX], flag[8], *slash;
+	char path[PATH_MAX], flag[8];
 	unsigned long long max = LIST_DEFAULT;
 	struct lister l;
-	struct stat st;
-	int rc, dfd;
+	struct stat top;
+	int rc, trunc = 0, recursive;
 
 	if (query_path(c, query, path, sizeof(path)) == -1)
 		return;
@@ -1125,38 +1012,24 @@ fileops_http_list(struct conn *c, const char *query)
 		conn_reply_error(c, 400, "bad_request", "recursive must be 1 or 0");
 		return;
 	}
-	memset(&l, 0, sizeof(l));
-	l.max = (long long)max;
-	l.recursive = rc == 0 && (strcmp(flag, "1") == 0 ||
+	recursive = rc == 0 && (strcmp(flag, "1") == 0 ||
 	    strcmp(flag, "true") == 0);
-	if (stat(path, &st) == -1) {
-		conn_reply_error(c, errno == ENOENT ? 404 : 422, errno == ENOENT ?
-		    "not_found" : "edit_failed", "%s: %s", path, strerror(errno));
-		return;
-	}
+	memset(&l, 0, sizeof(l));
+	l.path = path;
 	buf_init(&l.b, AGENT_MAX_RESP);
 	jw_init(&l.w, &l.b);
 	jw_obj(&l.w);
 	jw_key(&l.w, "path"); jw_cstr(&l.w, path);
 	jw_key(&l.w, "entries");
 	jw_arr(&l.w);
-	if (S_ISDIR(st.st_mode)) {
-		if ((dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1) {
-			buf_free(&l.b);
-			conn_reply_error(c, 422, "edit_failed", "%s: %s", path,
-			    strerror(errno));
-			return;
-		}
-		list_tree(&l, dfd, path, 0);
-	} else {
-		/* One entry: the path itself (not followed, as in a listing). */
-		slash = strrchr(path, '/');
-		dfd = AT_FDCWD;
-		if (lstat(path, &st) == 0)
-			list_entry(&l, dfd, path, slash != NULL ? slash + 1 : path, &st);
+	if (fsd_list(path, recursive ? FSW_F_RECURSIVE : 0, LIST_MAX_DEPTH,
+	    (long long)max, list_entry, &l, &top, &trunc) == -1) {
+		buf_free(&l.b);
+		reply_lookup(c, path, errno);
+		return;
 	}
 	jw_arr_end(&l.w);
-	jw_key(&l.w, "truncated"); jw_bool(&l.w, l.truncated);
+	jw_key(&l.w, "truncated"); jw_bool(&l.w, l.truncated || trunc);
 	jw_obj_end(&l.w);
 	conn_reply_jw(c, &l.w, &l.b);
 }
@@ -1174,63 +1047,12 @@ path_covers(const char *a, const char *b)
 	return strncmp(a, b, n) == 0 && (b[n] == '\0' || b[n] == '/');
 }
 
-/*
- * Removes what is inside the directory open as dfd (taken), never
- * following a symlink: subdirectories are opened with O_NOFOLLOW relative
- * to their parent, entries removed with unlinkat. Counts removals in *n.
- * 0, or -1 with errno and the failing name in err.
- */
-static int
-rm_tree(int dfd, const char *dir, long long *n, int depth, char *err,
-    size_t errlen)
-{
-	struct dirent *de;
-	struct stat st;
-	DIR *d;
-	int sub, rc = 0, e;
-
-	if ((d = fdopendir(dfd)) == NULL) {
-		e = errno;
-		close(dfd);
-		errno = e;
-		return -1;
-	}
-	while (rc == 0 && (de = readdir(d)) != NULL) {
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == -1)
-			continue;	/* gone meanwhile */
-		if (S_ISDIR(st.st_mode)) {
-			sub = -1;
-			if (depth < LIST_MAX_DEPTH)
-				sub = openat(dirfd(d), de->d_name, O_RDONLY |
-				    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			else
-				errno = ELOOP;
-			if (sub == -1 || rm_tree(sub, de->d_name, n, depth + 1, err,
-			    errlen) == -1 || unlinkat(dirfd(d), de->d_name,
-			    AT_REMOVEDIR) == -1)
-				rc = -1;
-		} else if (unlinkat(dirfd(d), de->d_name, 0) == -1)
-			rc = -1;
-		if (rc == 0)
-			(*n)++;
-		else if (err[0] == '\0')
-			snprintf(err, errlen, "%s/%s", dir, de->d_name);
-	}
-	e = errno;
-	closedir(d);
-	errno = e;
-	return rc;
-}
-
 void
 fileops_http_delete(struct conn *c, const struct json *body)
 {
-	char path[PATH_MAX], parent[PATH_MAX], err[PATH_MAX + 8], *slash;
+	char path[PATH_MAX], ent[PATH_MAX];
 	long long n = 0;
-	struct stat st;
-	int recursive = 0, pfd, dfd, e;
+	int recursive = 0, step, e;
 
 	if (get_path(c, body, path, sizeof(path)) == -1)
 		return;
@@ -1238,68 +1060,36 @@ fileops_http_delete(struct conn *c, const struct json *body)
 		conn_reply_error(c, 400, "bad_request", "\"recursive\" must be a boolean");
 		return;
 	}
-	if (path_covers(path, agent_conf.workdir) ||
-	    path_covers(path, agent_conf.statedir) ||
-	    path_covers(agent_conf.statedir, path)) {
+	/* the agent's state is out of the file service's view when it runs in
+	 * the sandbox's; in the agent's own view it is fenced by name */
+	if (path_covers(path, agent_conf.workdir) || (fsd_in_agent_view() &&
+	    (path_covers(path, agent_conf.statedir) ||
+	    path_covers(agent_conf.statedir, path)))) {
 		conn_reply_error(c, 422, "edit_failed", "%s is refused: it is (or "
-		    "holds) the workdir %s, the agent's state %s or /", path,
-		    agent_conf.workdir, agent_conf.statedir);
+		    "holds) the workdir %s, the agent's state or /", path,
+		    agent_conf.workdir);
 		return;
 	}
-	if (lstat(path, &st) == -1) {
-		conn_reply_error(c, errno == ENOENT ? 404 : 422, errno == ENOENT ?
-		    "not_found" : "edit_failed", "%s: %s", path, strerror(errno));
-		return;
-	}
-	snprintf(parent, sizeof(parent), "%s", path);
-	slash = strrchr(parent, '/');
-	*slash = '\0';
-	if ((pfd = open(parent[0] != '\0' ? parent : "/", O_RDONLY | O_DIRECTORY |
-	    O_CLOEXEC)) == -1) {
-		conn_reply_error(c, 422, "edit_failed", "%s: %s", parent,
-		    strerror(errno));
-		return;
-	}
-	err[0] = '\0';
-	if (!S_ISDIR(st.st_mode)) {
-		/* a file, or a symlink: removed itself, never followed */
-		if (unlinkat(pfd, slash + 1, 0) == -1)
-			goto fail;
-		n = 1;
-	} else if (!recursive) {
-		if (unlinkat(pfd, slash + 1, AT_REMOVEDIR) == -1) {
-			if (errno == ENOTEMPTY || errno == EEXIST) {
-				close(pfd);
-				conn_reply_error(c, 422, "edit_failed", "%s is a "
-				    "non-empty directory: pass \"recursive\":true "
-				    "to delete it and everything in it", path);
-				return;
-			}
-			goto fail;
-		}
-		n = 1;
-	} else {
-		if ((dfd = openat(pfd, slash + 1, O_RDONLY | O_DIRECTORY |
-		    O_NOFOLLOW | O_CLOEXEC)) == -1 ||
-		    rm_tree(dfd, path, &n, 0, err, sizeof(err)) == -1 ||
-		    unlinkat(pfd, slash + 1, AT_REMOVEDIR) == -1)
-			goto fail;
-		n++;
-	}
-	close(pfd);
-	agent_touch();
-	{
+	if (fsd_delete(path, recursive, &n, ent, sizeof(ent), &step) == 0) {
 		char resp[64];
-		int k = snprintf(resp, sizeof(resp), "{\"ok\":true,\"deleted\":%lld}", n);
+		int k;
+
+		agent_touch();
+		k = snprintf(resp, sizeof(resp), "{\"ok\":true,\"deleted\":%lld}", n);
 		conn_reply(c, 200, "application/json", resp, (size_t)k);
+		return;
 	}
-	return;
-fail:
 	e = errno;
-	close(pfd);
 	if (n > 0)
 		agent_touch();
-	conn_reply_error(c, 422, "edit_failed", "deleting %s: %s: %s (%lld "
-	    "entries were removed)", path, err[0] != '\0' ? err : path,
-	    strerror(e), n);
+	if (step == FSW_S_RESOLVE)
+		reply_lookup(c, path, e);
+	else if (step == FSW_S_NOTEMPTY)
+		conn_reply_error(c, 422, "edit_failed", "%s is a non-empty "
+		    "directory: pass \"recursive\":true to delete it and "
+		    "everything in it", path);
+	else
+		conn_reply_error(c, 422, "edit_failed", "deleting %s: %s%s%s: %s "
+		    "(%lld entries were removed)", path, path, ent[0] != '\0' ?
+		    "/" : "", ent, strerror(e), n);
 }

@@ -1,6 +1,7 @@
 /*
  * fileops.h: the /v1/files endpoints: view, create, str_replace, insert and
- * raw bytes. Paths are absolute or relative to the workdir. Every write is
+ * raw bytes. Paths are absolute or relative to the workdir, and resolved
+ * in the sandbox's own view by the file service (fsd.h). Every write is
  * atomic (O_EXCL temp file in the same directory, fsync, rename) and keeps
  * the mode (and owner, when allowed) of a file it replaces.
  */
@@ -31,14 +32,8 @@ void	fileops_http_delete(struct conn *, const struct json *body);
 /* The version stamp of a file: 16 hex digits, a hash of its device,
  * inode, size, mtime and ctime (changes when its content does). */
 void	fileops_version(const struct stat *st, char out[17]);
-/*
- * Writes data to path atomically. mode -1 keeps an existing file's mode
- * (0644 for a new file). mkparents creates missing directories. 0, or -1
- * with err.
- */
-int	fileops_write_atomic(const char *path, const char *data, size_t len,
-	    int mode, int mkparents, char *err, size_t errlen);
-/* mkdir -p dir (mode 0755). 0, or -1 with errno. */
+/* mkdir -p dir (mode 0755) in the agent's own view: its state and work
+ * directories at start, never a path a caller names. 0, or -1 with errno. */
 int	fileops_mkdirs(const char *dir);
 
 #endif

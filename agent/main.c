@@ -11,7 +11,7 @@
  * Layers: a file calls and includes only files below it (docs/agent.md).
  *   main.c
  *   shell.c job.c exec.c fileops.c	(job.c, exec.c also call shell.c)
- *   conn.c
+ *   conn.c fsd.c			(fsd.c: fsview.c, fswire.c, nest.c)
  *   ev.c http.c edit.c proc.c cgroup.c nest.c
  *   json.c agent.c, then common/
  *
@@ -48,6 +48,7 @@
 #include "ev.h"
 #include "exec.h"
 #include "fileops.h"
+#include "fsd.h"
 #include "http.h"
 #include "job.h"
 #include "json.h"
@@ -953,6 +954,9 @@ main(int argc, char **argv)
 	 * CAP_SYS_PTRACE, which sandboxes are never given */
 	if (!a.nest && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == -1)
 		log_warn("PR_SET_DUMPABLE");
+	/* after nest_init: the file helper forks into the sandbox's view */
+	if (fsd_init(err, sizeof(err)) == -1)
+		fatalx("files: %s", err);
 	if (job_init() == -1)
 		log_warnx("jobs: state directory %s unusable", agent_conf.statedir);
 	if (shell_init() == -1)

@@ -1,7 +1,8 @@
 # agent/: sandbox-agent, the in-sandbox agent (static binary, no libraries).
-AGENT_LIB_SRCS := agent/json.c agent/http.c agent/edit.c
+AGENT_LIB_SRCS := agent/json.c agent/http.c agent/edit.c agent/fswire.c
 AGENT_SRCS := $(AGENT_LIB_SRCS) agent/agent.c agent/ev.c agent/proc.c \
-	agent/cgroup.c agent/conn.c agent/nest.c agent/shell.c agent/job.c agent/exec.c agent/fileops.c agent/main.c
+	agent/cgroup.c agent/conn.c agent/nest.c agent/fsview.c agent/fsd.c agent/shell.c agent/job.c \
+	agent/exec.c agent/fileops.c agent/main.c
 AGENT_LIB_OBJS := $(AGENT_LIB_SRCS:%.c=$(B)/%.o)
 ALL_OBJS += $(AGENT_SRCS:%.c=$(B)/%.o)
 
@@ -32,8 +33,9 @@ UNIT_TESTS += $(AGENT_UNITS:%=$(B)/tests/unit/test_agent_%)
 ALL_OBJS += $(AGENT_UNITS:%=$(B)/tests/unit/test_agent_%.o)
 $(B)/tests/unit/test_agent_%: $(B)/tests/unit/test_agent_%.o $(AGENT_LIB_OBJS) $(COMMON_MIN_OBJS)
 	$(CC) $(LDFLAGS) $^ -o $@
-# The process-tree test also needs proc.c.
+# The process-tree test also needs proc.c, the file service's fsview.c.
 $(B)/tests/unit/test_agent_proc: $(B)/agent/proc.o
+$(B)/tests/unit/test_agent_fsview: $(B)/agent/fsview.o
 
 # Fuzzing: libFuzzer builds (make fuzz) and gcc replay builds for tests/run.
 AGENT_FUZZ := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_agent_*.c))

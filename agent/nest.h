@@ -34,6 +34,13 @@ void	nest_closefrom(int lowfd);
 /* In a child of nest_fork: takes the sandbox's ids (the agent's uid and
  * gid) and capabilities. _exit(126) if it cannot. */
 void	nest_child_drop(void);
+/*
+ * In a fork of the agent: enters the sandbox's user and mount namespaces
+ * (N3, M3), not its pid namespace, so the process sees the files as the
+ * sandbox's commands do while sandbox code cannot see or signal it. Still
+ * privileged in N3: nest_child_drop comes next. 0, or -1 with errno.
+ */
+int	nest_join_view(void);
 /* The sandbox init's pid (the agent's numbering), or -1. */
 pid_t	nest_init_pid(void);
 

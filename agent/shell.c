@@ -456,8 +456,11 @@ shell_spawn(void)
 	if (pid == 0) {
 		char *argv[4];
 		nest_child_drop();
+		/* a status pipe already at its number: dup2 would keep its
+		 * close-on-exec flag and the shell would start without it */
 		if (dup2(inp[0], 0) == -1 || dup2(outp[1], 1) == -1 ||
-		    dup2(outp[1], 2) == -1 || dup2(stp[1], sh.stfdnum) == -1)
+		    dup2(outp[1], 2) == -1 || (stp[1] == sh.stfdnum ?
+		    fcntl(stp[1], F_SETFD, 0) : dup2(stp[1], sh.stfdnum)) == -1)
 			_exit(127);
 		proc_closefrom(3, sh.stfdnum);
 		proc_child_rlimits();

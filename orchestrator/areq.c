@@ -114,6 +114,10 @@ areq_error_text(struct areq *a, const char *what, struct buf *out)
 	else
 		ign(buf_addf(out, "%s failed (%s): %s", what,
 		    code ? code : "error", clean ? clean : "no details"));
+	/* a full disk or home (the agent's 507), for every file writer */
+	if (a->status == 507)
+		ign(buf_addstr(out, ". Free space (delete_file, or a shell "
+		    "command) and retry; the file is unchanged."));
 	free(clean);
 }
 

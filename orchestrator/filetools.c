@@ -56,7 +56,8 @@ file_url(struct buf *b, const char *op, const char *path)
 
 /*
  * The agent's error reply for a file tool, with what to do next: 404 and
- * 507 in words, the rest as the agent said it.
+ * 413 in words, the rest as the agent said it (a 507 with areq_error_text's
+ * advice).
  */
 static void
 file_error(struct tool_call *tc, struct areq *a, const char *what,
@@ -69,11 +70,7 @@ file_error(struct tool_call *tc, struct areq *a, const char *what,
 		ign(buf_addf(&out, "%s failed: %s does not exist in the sandbox "
 		    "(paths are absolute or relative to /workspace; list_files shows "
 		    "what is there)", what, path));
-	else if (a->status == 507) {
-		areq_error_text(a, what, &out);
-		ign(buf_addstr(&out, ". Free space (delete_file, or a shell "
-		    "command) and retry; the file is unchanged."));
-	} else if (a->status == 413)
+	else if (a->status == 413)
 		ign(buf_addf(&out, "%s failed: the sandbox's agent refused the "
 		    "size (too_large); write it in parts with append", what));
 	else if (a->j != NULL)
