@@ -86,3 +86,15 @@ strnum_size(const char *s, long long *out, const char **errstr)
 
 	return unit_parse(s, u, m, out, errstr);
 }
+
+int
+strnum_hexdigit(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}

@@ -15,4 +15,7 @@ int	strnum_ll(const char *s, long long min, long long max, long long *out,
 int	strnum_duration_ms(const char *s, long long *out, const char **errstr) WUNRES;
 int	strnum_size(const char *s, long long *out, const char **errstr) WUNRES;
 
+/* The value of the hexadecimal digit c (0-15), or -1. */
+int	strnum_hexdigit(int c);
+
 #endif

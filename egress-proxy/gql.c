@@ -26,6 +26,7 @@
 #include "attrib.h"
 #include "buf.h"
 #include "gql.h"
+#include "strnum.h"
 #include "xmalloc.h"
 
 struct gql_rules {
@@ -193,17 +194,6 @@ utf8_put(uint32_t cp, char *out)
 	return 4;
 }
 
-static int
-hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 /* The 4 hex digits at p (avail bytes there): their value, -1 if not. */
 static long
@@ -215,7 +205,7 @@ hex4(const char *p, size_t avail)
 	if (avail < 4)
 		return -1;
 	for (k = 0; k < 4; k++) {
-		if ((h = hexval((unsigned char)p[k])) == -1)
+		if ((h = strnum_hexdigit((unsigned char)p[k])) == -1)
 			return -1;
 		v = v << 4 | h;
 	}
@@ -782,8 +772,8 @@ lex_unicode(struct doc *d, size_t i)
 	size_t k;
 
 	if (i + 2 < d->n && s[i + 2] == '{') {
-		for (k = i + 3; k < d->n && hexval((unsigned char)s[k]) != -1; k++)
-			if ((v = v << 4 | (unsigned long)hexval((unsigned char)s[k])) > 0x10ffff)
+		for (k = i + 3; k < d->n && strnum_hexdigit((unsigned char)s[k]) != -1; k++)
+			if ((v = v << 4 | (unsigned long)strnum_hexdigit((unsigned char)s[k])) > 0x10ffff)
 				break;
 		if (k == i + 3 || k >= d->n || s[k] != '}' || v > 0x10ffff ||
 		    (v >= 0xd800 && v <= 0xdfff))

@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "qaction.h"
+#include "strnum.h"
 #include "xmalloc.h"
 
 /* Bytes of a quick action's name shown in a refusal. */
@@ -75,17 +76,6 @@ qa_str(void *arg, const char *s, size_t n, char *why, size_t whylen)
 	return 1;
 }
 
-static int
-hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 void
 qaction_judge_form(const char *s, size_t n, struct gql_verdict *v)
@@ -99,18 +89,20 @@ qaction_judge_form(const char *s, size_t n, struct gql_verdict *v)
 		/* one name or value: up to '=', '&' or ';' */
 		for (e = i, k = 0; e < n && s[e] != '=' && s[e] != '&' && s[e] != ';'; e++) {
 			if (s[e] == '%') {
-				if (n - e < 3 || hexval((unsigned char)s[e + 1]) < 0 ||
-				    hexval((unsigned char)s[e + 2]) < 0) {
+				if (n - e < 3 || strnum_hexdigit((unsigned char)s[e + 1]) < 0 ||
+				    strnum_hexdigit((unsigned char)s[e + 2]) < 0) {
 					v->res = GQL_BAD;
 					snprintf(v->why, sizeof(v->why), "a malformed %%-escape in "
 					    "form text at byte %zu", e);
 					goto out;
 				}
-				d[k++] = (char)(hexval((unsigned char)s[e + 1]) << 4 |
-				    hexval((unsigned char)s[e + 2]));
+				d[k++] = (char)(strnum_hexdigit((unsigned char)s[e + 1]) << 4 |
+				    strnum_hexdigit((unsigned char)s[e + 2]));
 				e += 2;
-			} else
-				d[k++] = s[e] == '+' ? ' ' : s[e];
+			} else if (s[e] == '+')
+				d[k++] = ' ';
+			else
+				d[k++] = s[e];
 		}
 		if (qa_str(NULL, d, k, v->why, sizeof(v->why)) != 0) {
 			v->res = GQL_DENY;

@@ -13,21 +13,11 @@
 #include <string.h>
 
 #include "reqcanon.h"
+#include "strnum.h"
 #include "xmalloc.h"
 
 static const char hexdig[] = "0123456789ABCDEF";
 
-static int
-hexval(unsigned char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 /* RFC 3986 unreserved: the bytes whose escapes mean the byte itself. */
 static int
@@ -94,7 +84,7 @@ seg_check(const unsigned char *d, size_t n, char *err, size_t errlen)
 		return -1;
 	}
 	for (i = 0; i + 2 < n; i++)
-		if (d[i] == '%' && hexval(d[i + 1]) >= 0 && hexval(d[i + 2]) >= 0) {
+		if (d[i] == '%' && strnum_hexdigit(d[i + 1]) >= 0 && strnum_hexdigit(d[i + 2]) >= 0) {
 			snprintf(err, errlen, "double percent-encoding in the path");
 			return -1;
 		}
@@ -131,12 +121,12 @@ query_check(const char *q, size_t n, char *err, size_t errlen)
 	for (i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)q[i];
 		if (c == '%') {
-			if (n - i < 3 || hexval((unsigned char)q[i + 1]) < 0 ||
-			    hexval((unsigned char)q[i + 2]) < 0) {
+			if (n - i < 3 || strnum_hexdigit((unsigned char)q[i + 1]) < 0 ||
+			    strnum_hexdigit((unsigned char)q[i + 2]) < 0) {
 				snprintf(err, errlen, "malformed percent escape in the query");
 				return -1;
 			}
-			if (hexval((unsigned char)q[i + 1]) == 0 && hexval((unsigned char)q[i + 2]) == 0) {
+			if (strnum_hexdigit((unsigned char)q[i + 1]) == 0 && strnum_hexdigit((unsigned char)q[i + 2]) == 0) {
 				snprintf(err, errlen, "encoded NUL in the query");
 				return -1;
 			}
@@ -182,11 +172,11 @@ reqcanon_target(const char *t, size_t n, struct buf *out, size_t *path_len, char
 		for (e = i; e < pn && t[e] != '/'; e++) {
 			unsigned char c = u[e];
 			if (c == '%') {
-				if (pn - e < 3 || hexval(u[e + 1]) < 0 || hexval(u[e + 2]) < 0) {
+				if (pn - e < 3 || strnum_hexdigit(u[e + 1]) < 0 || strnum_hexdigit(u[e + 2]) < 0) {
 					snprintf(err, errlen, "malformed percent escape in the path");
 					goto out;
 				}
-				c = (unsigned char)(hexval(u[e + 1]) << 4 | hexval(u[e + 2]));
+				c = (unsigned char)(strnum_hexdigit(u[e + 1]) << 4 | strnum_hexdigit(u[e + 2]));
 				e += 2;
 				if (c < 0x20 || c == 0x7f) {
 					snprintf(err, errlen, "encoded NUL or control byte in the path");
