@@ -24,6 +24,7 @@
 
 #include "addon.h"
 #include "evrelay.h"
+#include "h1.h"
 #include "log.h"
 #include "proxy_int.h"
 #include "sandbox.h"
@@ -63,28 +64,11 @@ tgt_set(struct conn *c, const struct target *t)
  * the request cycle's last response closes on them too (resp_finish).
  */
 
+/* The reason phrase: h1_reason's, but a CONNECT's 200 is "Connection established". */
 static const char *
-status_text(int s)
+status_text(int s, int connect)
 {
-	switch (s) {
-	case 200: return "Connection established";
-	case 400: return "Bad Request";
-	case 403: return "Forbidden";
-	case 404: return "Not Found";
-	case 405: return "Method Not Allowed";
-	case 407: return "Proxy Authentication Required";
-	case 408: return "Request Timeout";
-	case 421: return "Misdirected Request";
-	case 429: return "Too Many Requests";
-	case 413: return "Payload Too Large";
-	case 415: return "Unsupported Media Type";
-	case 431: return "Request Header Fields Too Large";
-	case 501: return "Not Implemented";
-	case 502: return "Bad Gateway";
-	case 503: return "Service Unavailable";
-	case 504: return "Gateway Timeout";
-	default: return "Error";
-	}
+	return s == 200 && connect ? "Connection established" : h1_reason(s);
 }
 
 static void
@@ -133,7 +117,7 @@ conn_answer(struct conn *c, int status, const char *code, const char *reason,
 	long dropped;
 	int refusal = status >= 400 || (c->req != NULL && c->req->gate != NULL);
 
-	reason_clean(r, sizeof(r), reason != NULL ? reason : status_text(status));
+	reason_clean(r, sizeof(r), reason != NULL ? reason : status_text(status, c->req == NULL));
 	if (!c->dead) {
 		refusal_audit(c, status, code, r);
 		if (refusal && log_rate_ok(&refuse_rl, REFUSE_LOG_BURST, REFUSE_LOG_MS,
@@ -151,7 +135,7 @@ conn_answer(struct conn *c, int status, const char *code, const char *reason,
 	out = bufferevent_get_output(c->cl);
 	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\n"
 	    "Content-Length: %zu\r\nConnection: close\r\n%s%s%s%s\r\n",
-	    status, status == 200 && c->req != NULL ? "OK" : status_text(status), ctype, blen,
+	    status, status_text(status, c->req == NULL), ctype, blen,
 	    status == 407 ? "Proxy-Authenticate: Basic realm=\"egress-proxy\"\r\n" : "",
 	    refusal ? "X-Proxy-Deny-Reason: " : "", refusal ? r : "",
 	    refusal ? "\r\n" : "");
@@ -188,7 +172,7 @@ conn_respond(struct conn *c, int status, const char *code, const char *reason)
 {
 	char r[300], b[302];
 
-	reason_clean(r, sizeof(r), reason != NULL ? reason : status_text(status));
+	reason_clean(r, sizeof(r), reason != NULL ? reason : status_text(status, c->req == NULL));
 	snprintf(b, sizeof(b), "%s\n", r);
 	conn_answer(c, status, code, r, "text/plain", b, strlen(b));
 }

@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "bodygate.h"
+#include "h1.h"
 #include "httpreq.h"
 #include "reqcanon.h"
 #include "xmalloc.h"
@@ -148,39 +149,6 @@ hreq_free(struct hreq *r)
 	r->nh = r->caph = 0;
 }
 
-long
-hreq_head_end(const char *p, size_t n, size_t max)
-{
-	size_t i, line = 0;
-
-	for (i = 0; i < n; i++) {
-		if (i >= max)
-			return -2;
-		if (p[i] == '\0')
-			return -1;
-		if (p[i] == '\r') {
-			if (i + 1 < n && p[i + 1] != '\n')
-				return -1;	/* bare CR */
-			continue;
-		}
-		if (p[i] != '\n')
-			continue;
-		if (i == 0 || p[i - 1] != '\r')
-			return -1;		/* bare LF */
-		if (i - line == 1) {		/* empty line */
-			if (line == 0)
-				return -1;	/* no leading empty lines */
-			return (long)(i + 1);
-		}
-		line = i + 1;
-		if (line < n && (p[line] == ' ' || p[line] == '\t'))
-			return -1;		/* obs-fold */
-	}
-	if (n > max)
-		return -2;
-	return 0;
-}
-
 static int
 name_eq(const struct hreq *r, const struct hhdr *h, const char *name, size_t nl)
 {
@@ -201,39 +169,12 @@ count_hdr(const struct hreq *r, const char *name, size_t *idx)
 	return n;
 }
 
-static int
-value_ok(const char *v, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)v[i];
-		if ((c < 0x20 && c != '\t') || c == 0x7f)
-			return 0;
-	}
-	return 1;
-}
-
-static int
-token_ok(const char *s, size_t n)
-{
-	size_t i;
-
-	if (n == 0)
-		return 0;
-	for (i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-		if (c <= 0x20 || c >= 0x7f || strchr("\"(),/:;<=>?@[\\]{}", c) != NULL)
-			return 0;
-	}
-	return 1;
-}
-
 int
 hreq_parse(struct hreq *r, const char *head, size_t len, char *err, size_t errlen)
 {
 	llhttp_errno_t e;
-	size_t i;
+	size_t i = 0;
+	int nte, st;
 	int (*ob)(void *, const char *, size_t) = r->on_body;
 	void *arg = r->arg;
 
@@ -285,13 +226,13 @@ hreq_parse(struct hreq *r, const char *head, size_t len, char *err, size_t errle
 		while (h->vl > 0 && (r->data.p[h->vo + h->vl - 1] == ' ' ||
 		    r->data.p[h->vo + h->vl - 1] == '\t'))
 			h->vl--;
-		if (!token_ok(r->data.p + h->no, h->nl) ||
-		    !value_ok(r->data.p + h->vo, h->vl)) {
+		if (!h1_token_ok(r->data.p + h->no, h->nl) ||
+		    !h1_value_ok(r->data.p + h->vo, h->vl)) {
 			snprintf(err, errlen, "bad header line");
 			return 400;
 		}
 	}
-	if (!value_ok(r->data.p + r->url_o, r->url_l)) {
+	if (!h1_value_ok(r->data.p + r->url_o, r->url_l)) {
 		snprintf(err, errlen, "bad request target");
 		return 400;
 	}
@@ -300,31 +241,11 @@ hreq_parse(struct hreq *r, const char *head, size_t len, char *err, size_t errle
 		snprintf(err, errlen, "protocol upgrades are not supported");
 		return 501;
 	}
-	if (count_hdr(r, "content-length", NULL) > 1) {
-		snprintf(err, errlen, "duplicate Content-Length");
-		return 400;
-	}
-	if (count_hdr(r, "transfer-encoding", NULL) > 0 &&
-	    count_hdr(r, "content-length", NULL) > 0) {
-		snprintf(err, errlen, "Content-Length with Transfer-Encoding");
-		return 400;
-	}
+	nte = count_hdr(r, "transfer-encoding", &i);
+	if ((st = h1_framing(count_hdr(r, "content-length", NULL), nte,
+	    nte > 0 ? r->data.p + r->h[i].vo : NULL, nte > 0 ? r->h[i].vl : 0, err, errlen)) != 0)
+		return st;
 	r->chunked = (r->p.flags & F_CHUNKED) != 0;
-	if (count_hdr(r, "transfer-encoding", NULL) > 0 && !r->chunked) {
-		snprintf(err, errlen, "unsupported Transfer-Encoding");
-		return 400;
-	}
-	if (count_hdr(r, "transfer-encoding", NULL) > 1) {
-		snprintf(err, errlen, "repeated Transfer-Encoding");
-		return 400;
-	}
-	if (count_hdr(r, "transfer-encoding", &i) == 1) {
-		/* exactly "chunked": no "gzip, chunked" layering games */
-		if (r->h[i].vl != 7 || strncasecmp(r->data.p + r->h[i].vo, "chunked", 7) != 0) {
-			snprintf(err, errlen, "unsupported Transfer-Encoding");
-			return 400;
-		}
-	}
 	r->has_cl = (r->p.flags & F_CONTENT_LENGTH) != 0;
 	r->content_length = r->has_cl ? r->p.content_length : 0;
 	r->keepalive = (uint8_t)llhttp_should_keep_alive(&r->p);
@@ -539,7 +460,7 @@ hreq_set(struct hreq *r, const char *name, const char *value)
 	size_t nl = strlen(name), vl = strlen(value), old = r->data.len;
 	struct hhdr h;
 
-	if (!token_ok(name, nl) || !value_ok(value, vl) || nl > 256 || vl > 16384)
+	if (!h1_token_ok(name, nl) || !h1_value_ok(value, vl) || nl > 256 || vl > 16384)
 		return -1;
 	if (strcasecmp(name, "host") == 0 || strcasecmp(name, "content-length") == 0 ||
 	    strcasecmp(name, "transfer-encoding") == 0)
@@ -615,22 +536,30 @@ hreq_cred_ok(const struct hreq *r)
 	return 0;
 }
 
+/* Whether a Connection header of the client's names header h. */
+static int
+conn_names(const struct hreq *r, const struct hhdr *h)
+{
+	size_t j;
+
+	for (j = 0; j < r->nh; j++)
+		if (!r->h[j].del && !r->h[j].set && name_eq(r, &r->h[j], "connection", 10) &&
+		    h1_list_has(r->data.p + r->h[j].vo, r->h[j].vl, r->data.p + h->no, h->nl))
+			return 1;
+	return 0;
+}
+
 void
 hreq_strip_hop(struct hreq *r)
 {
-	static const char *const hop[] = { "connection", "keep-alive", "te", "trailer",
-	    "upgrade" };
 	static const char *const keep[] = { "host", "content-length", "transfer-encoding" };
-	const char *conn;
-	size_t i, j, k, s, e, connl;
+	size_t i, k;
 	uint8_t *drop;
-	int listed;
 
 	/* Decided first, removed after: a Connection header names others. */
 	drop = xcalloc(r->nh + 1, 1);
 	for (i = 0; i < r->nh; i++) {
 		struct hhdr *h = &r->h[i];
-		const char *n = r->data.p + h->no;
 
 		if (h->del || h->set)
 			continue;
@@ -639,29 +568,8 @@ hreq_strip_hop(struct hreq *r)
 				break;
 		if (k < NELEM(keep))
 			continue;
-		listed = h->nl >= 6 && strncasecmp(n, "proxy-", 6) == 0;
-		for (j = 0; j < NELEM(hop) && !listed; j++)
-			listed = name_eq(r, h, hop[j], strlen(hop[j]));
 		/* every Connection header's tokens, not only the first's */
-		for (j = 0; j < r->nh && !listed; j++) {
-			if (r->h[j].del || r->h[j].set || !name_eq(r, &r->h[j], "connection", 10))
-				continue;
-			conn = r->data.p + r->h[j].vo;
-			connl = r->h[j].vl;
-			for (s = 0; s < connl && !listed; s = e + 1) {
-				size_t t;
-
-				while (s < connl && (conn[s] == ' ' || conn[s] == '\t' || conn[s] == ','))
-					s++;
-				for (e = s; e < connl && conn[e] != ','; e++)
-					;
-				t = e;
-				while (t > s && (conn[t - 1] == ' ' || conn[t - 1] == '\t'))
-					t--;
-				listed = t > s && h->nl == t - s && strncasecmp(n, conn + s, t - s) == 0;
-			}
-		}
-		drop[i] = (uint8_t)listed;
+		drop[i] = (uint8_t)(h1_hop_name(r->data.p + h->no, h->nl) || conn_names(r, h));
 	}
 	for (i = 0; i < r->nh; i++)
 		if (drop[i])
@@ -669,32 +577,20 @@ hreq_strip_hop(struct hreq *r)
 	free(drop);
 }
 
+/* Hop-by-hop, or framing the proxy writes itself, for hreq_build. */
 static int
 is_hop(const struct hreq *r, const struct hhdr *h, const char *conn, size_t connl)
 {
-	static const char *const hop[] = { "host", "connection", "keep-alive", "te",
-	    "trailer", "transfer-encoding", "upgrade", "content-length" };
-	const char *n = r->data.p + h->no;
-	size_t i, s, e;
+	static const char *const own[] = { "host", "transfer-encoding", "content-length" };
+	size_t i;
 
-	if (h->nl >= 6 && strncasecmp(n, "proxy-", 6) == 0)
+	if (h1_hop_name(r->data.p + h->no, h->nl))
 		return 1;
-	for (i = 0; i < NELEM(hop); i++)
-		if (name_eq(r, h, hop[i], strlen(hop[i])))
+	for (i = 0; i < NELEM(own); i++)
+		if (name_eq(r, h, own[i], strlen(own[i])))
 			return 1;
 	/* The client's headers named in Connection are hop-by-hop too. */
-	for (s = 0; conn != NULL && !h->set && s < connl; s = e + 1) {
-		while (s < connl && (conn[s] == ' ' || conn[s] == '\t' || conn[s] == ','))
-			s++;
-		for (e = s; e < connl && conn[e] != ','; e++)
-			;
-		i = e;
-		while (i > s && (conn[i - 1] == ' ' || conn[i - 1] == '\t'))
-			i--;
-		if (i > s && h->nl == i - s && strncasecmp(n, conn + s, i - s) == 0)
-			return 1;
-	}
-	return 0;
+	return conn != NULL && !h->set && h1_list_has(conn, connl, r->data.p + h->no, h->nl);
 }
 
 int

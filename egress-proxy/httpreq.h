@@ -1,8 +1,9 @@
 /*
  * httpreq.h: one HTTP/1.1 request head as the proxy sees it: framed and
- * parsed strictly (llhttp, no lenient flags, plus our own checks for bare
- * LF and obs-fold), checked against the canonical CONNECT target (421),
- * edited (headers set/removed/injected) and rebuilt for the upstream.
+ * parsed strictly (llhttp, no lenient flags, plus the head rules every
+ * daemon shares, common/h1.h: framing, grammar, hop-by-hop names),
+ * checked against the canonical CONNECT target (421), edited (headers
+ * set/removed/injected) and rebuilt for the upstream.
  * No I/O here, so it is unit-tested and fuzzed directly.
  */
 #ifndef PROXY_HTTPREQ_H
@@ -62,14 +63,7 @@ void	hreq_init(struct hreq *, size_t maxbytes, size_t maxheaders);
 void	hreq_free(struct hreq *);
 
 /*
- * Finds the end of a request head in p[0..n): its length (through the
- * empty line), 0 if more bytes are needed, or -1 bad framing (bare LF,
- * obs-fold, leading empty lines, NUL), -2 larger than max.
- */
-long	hreq_head_end(const char *p, size_t n, size_t max);
-
-/*
- * Parses a complete head (from hreq_head_end). 0, or an HTTP status to
+ * Parses a complete head (from h1_head_end, common/h1.h). 0, or an HTTP status to
  * answer (400, 431, 501) with a reason in err.
  */
 int	hreq_parse(struct hreq *, const char *head, size_t len, char *err,

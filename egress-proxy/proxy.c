@@ -52,6 +52,7 @@
 #include "canon.h"
 #include "certcache.h"
 #include "evrelay.h"
+#include "h1.h"
 #include "httpreq.h"
 #include "log.h"
 #include "netcheck.h"
@@ -128,13 +129,13 @@ read_head(struct conn *c, struct bufferevent *bev, int allow_connect)
 		conn_kill(c);
 		return -1;
 	}
-	end = hreq_head_end(p, want, max);
+	end = h1_head_end(p, want, max);
 	if (end == 0)
 		return 0;
 	if (end < 0) {
 		atomic_fetch_add(&the_proxy.st.ref_badrequest, 1);
-		conn_respond(c, end == -2 ? 431 : 400, end == -2 ? "head_too_large" :
-		    "malformed_head", end == -2 ? "request head too large" :
+		conn_respond(c, end == H1_HEAD_LARGE ? 431 : 400, end == H1_HEAD_LARGE ?
+		    "head_too_large" : "malformed_head", end == H1_HEAD_LARGE ? "request head too large" :
 		    "malformed request head (bare LF, obs-fold or NUL)");
 		return -1;
 	}

@@ -1,6 +1,6 @@
 /*
  * fuzz_proxy_request.c: the proxy's request path without sockets: framing
- * (hreq_head_end), strict parsing, the 421 target check (both as an
+ * (h1_head_end), strict parsing, the 421 target check (both as an
  * intercepted CONNECT and as plain proxying), CONNECT target
  * canonicalisation, addon-style header edits, re-framing, then the body
  * parser over the rest of the input. The first byte picks the mode.
@@ -12,6 +12,7 @@
 #include "../../egress-proxy/canon.h"
 #include "../../egress-proxy/httpreq.h"
 #include "buf.h"
+#include "h1.h"
 
 static int
 sink(void *arg, const char *p, size_t n)
@@ -48,7 +49,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	r.arg = &total;
 	if (canon_authority("github.com:443", 14, &t, err, sizeof(err)) == -1)
 		abort();
-	end = hreq_head_end(p, n, 4096);
+	end = h1_head_end(p, n, 4096);
 	if (end <= 0)
 		goto out;
 	r.allow_connect = (mode & 1) != 0;
@@ -74,7 +75,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct target t2 = t;
 		long e2;
 		hreq_init(&r2, 1 << 20, 1000);
-		e2 = hreq_head_end(out.p, out.len, 1 << 20);
+		e2 = h1_head_end(out.p, out.len, 1 << 20);
 		if (e2 != (long)out.len)
 			abort();
 		if (hreq_parse(&r2, out.p, out.len, err, sizeof(err)) != 0)

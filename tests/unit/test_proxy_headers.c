@@ -9,6 +9,7 @@
 #include "../../egress-proxy/httpreq.h"
 #include "attrib.h"
 #include "buf.h"
+#include "h1.h"
 #include "unit.h"
 
 static struct target gh;
@@ -27,7 +28,7 @@ static int
 parse(struct hreq *r, const char *head, int connect)
 {
 	char err[256];
-	long end = hreq_head_end(head, strlen(head), 8192);
+	long end = h1_head_end(head, strlen(head), 8192);
 
 	if (end == -2)
 		return 431;
@@ -47,7 +48,7 @@ TEST(test_head_framing)
 		{ "GET / HTTP/1.1\r\nHost: a\n\r\n", -1 },
 		{ "GET / HTTP/1.1\r\nHost: a\r\n folded\r\n\r\n", -1 },
 		{ "GET / HTTP/1.1\r\nX: a\rb\r\n\r\n", -1 },	/* bare CR */
-		{ "\r\nGET / HTTP/1.1\r\n\r\n", -1 },
+		{ "\r\nGET / HTTP/1.1\r\n\r\n", 20 },	/* leading empty line skipped (common/h1.c) */
 		{ "GET / HTTP/1.1\r\nX: \0\r\n\r\n", -1 },
 	};
 	size_t i, len;
@@ -56,9 +57,9 @@ TEST(test_head_framing)
 		len = strlen(t[i].in);
 		if (i == NELEM(t) - 1)
 			len = 25;
-		CHECK_INT(hreq_head_end(t[i].in, len, 8192), t[i].want);
+		CHECK_INT(h1_head_end(t[i].in, len, 8192), t[i].want);
 	}
-	CHECK_INT(hreq_head_end("GET / HTTP/1.1\r\nX: aaaaaaaaaaaaaaaa", 34, 20), -2);
+	CHECK_INT(h1_head_end("GET / HTTP/1.1\r\nX: aaaaaaaaaaaaaaaa", 34, 20), -2);
 }
 
 TEST(test_strict_parse)
@@ -78,7 +79,8 @@ TEST(test_strict_parse)
 		/* obfuscated TE */
 		{ "POST /x HTTP/1.1\r\nHost: g\r\nTransfer-Encoding: xchunked\r\n\r\n", 400 },
 		{ "POST /x HTTP/1.1\r\nHost: g\r\nTransfer-Encoding: chunked, identity\r\n\r\n", 400 },
-		{ "POST /x HTTP/1.1\r\nHost: g\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 400 },
+		/* a coding before chunked: 501 (common/h1.c; was 400 here, 501 in the gateway) */
+		{ "POST /x HTTP/1.1\r\nHost: g\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 501 },
 		{ "POST /x HTTP/1.1\r\nHost: g\r\nTransfer-Encoding : chunked\r\n\r\n", 400 },
 		{ "POST /x HTTP/1.1\r\nHost: g\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n", 400 },
 		{ "POST /x HTTP/1.1\r\nHost: g\r\nTransfer-Encoding:\tchunked\r\n\r\n", 0 },

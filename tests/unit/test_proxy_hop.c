@@ -8,6 +8,7 @@
 
 #include "../../egress-proxy/httpreq.h"
 #include "attrib.h"
+#include "h1.h"
 #include "unit.h"
 
 static struct target gh;
@@ -16,7 +17,7 @@ static int
 parse(struct hreq *r, const char *head)
 {
 	char err[256];
-	long end = hreq_head_end(head, strlen(head), 8192);
+	long end = h1_head_end(head, strlen(head), 8192);
 
 	if (end <= 0)
 		return -1;
