@@ -37,6 +37,7 @@
 #include "agent.h"
 #include "conn.h"
 #include "ev.h"
+#include "h1.h"
 #include "http.h"
 #include "json.h"
 #include "log.h"
@@ -234,7 +235,7 @@ conn_reply(struct conn *c, int status, const char *ctype, const char *body,
 	buf_init(&c->out, AGENT_MAX_RESP + 1024);
 	c->since = util_mono_ms();
 	if (buf_addf(&c->out, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\n"
-	    "Content-Length: %zu\r\n%s\r\n", status, http_status_text(status),
+	    "Content-Length: %zu\r\n%s\r\n", status, h1_reason(status),
 	    ctype, len, c->close_after ? "Connection: close\r\n" : "") == -1 ||
 	    buf_add(&c->out, body, len) == -1) {
 		conn_free(c);
@@ -540,7 +541,7 @@ conn_stream_begin(struct conn *c, int status, const char *ctype,
 	c->state = CS_STREAM;
 	c->since = util_mono_ms();
 	if (buf_addf(&c->out, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\n",
-	    status, http_status_text(status), ctype) == -1 ||
+	    status, h1_reason(status), ctype) == -1 ||
 	    (length >= 0 ? buf_addf(&c->out, "Content-Length: %lld\r\n",
 	    length) : buf_addstr(&c->out, "Transfer-Encoding: chunked\r\n")) == -1 ||
 	    buf_addf(&c->out, "%s%s\r\n", extra != NULL ? extra : "",

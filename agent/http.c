@@ -322,29 +322,3 @@ http_chunked_done(const struct http_chunked *d)
 {
 	return d->st == CK_DONE;
 }
-
-const char *
-http_status_text(int status)
-{
-	switch (status) {
-	case 100: return "Continue";
-	case 200: return "OK";
-	case 201: return "Created";
-	case 206: return "Partial Content";
-	case 400: return "Bad Request";
-	case 401: return "Unauthorized";
-	case 404: return "Not Found";
-	case 405: return "Method Not Allowed";
-	case 408: return "Request Timeout";
-	case 409: return "Conflict";
-	case 413: return "Payload Too Large";
-	case 422: return "Unprocessable Entity";
-	case 429: return "Too Many Requests";
-	case 431: return "Request Header Fields Too Large";
-	case 500: return "Internal Server Error";
-	case 501: return "Not Implemented";
-	case 503: return "Service Unavailable";
-	case 507: return "Insufficient Storage";
-	default: return "Unknown";
-	}
-}

@@ -76,6 +76,4 @@ long	http_chunked_decode(struct http_chunked *, char *p, size_t n,
 /* 1 once the last chunk and the trailer have been read. */
 int	http_chunked_done(const struct http_chunked *);
 
-const char *http_status_text(int status);
-
 #endif

@@ -23,6 +23,7 @@
 
 #include "conn.h"
 #include "evrelay.h"
+#include "h1.h"
 #include "log.h"
 #include "req.h"
 #include "util.h"
@@ -477,12 +478,12 @@ head_one(struct conn *c)
 	}
 	m = n < max + 1 ? n : max + 1;
 	p = (const char *)evbuffer_pullup(in, (ev_ssize_t)m);
-	end = gwhead_end(p, m, max);
+	end = h1_head_end(p, m, max);
 	if (end == 0)
 		return 0;
 	if (end < 0) {
-		answer_page(c, end == -2 ? 431 : 400, end == -2 ? "Request head too large" :
-		    "Bad request", end == -2 ? "The request head is larger than this gateway accepts." :
+		answer_page(c, end == H1_HEAD_LARGE ? 431 : 400, end == H1_HEAD_LARGE ? "Request head too large" :
+		    "Bad request", end == H1_HEAD_LARGE ? "The request head is larger than this gateway accepts." :
 		    "The request is malformed.");
 		return 0;
 	}
@@ -750,7 +751,7 @@ resp_head(struct conn *c)
 
 	m = n < max + 1 ? n : max + 1;
 	p = (const char *)evbuffer_pullup(in, (ev_ssize_t)m);
-	end = gwhead_end(p, m, max);
+	end = h1_head_end(p, m, max);
 	if (end == 0)
 		return -1;
 	c->resp = xcalloc(1, sizeof(*c->resp));

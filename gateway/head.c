@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "h1.h"
 #include "head.h"
 #include "xmalloc.h"
 
@@ -115,93 +116,6 @@ static const llhttp_settings_t settings = {
 	.on_message_complete = cb_message_complete,
 };
 
-const char *
-gw_reason(int status)
-{
-	static const struct { int st; const char *r; } t[] = {
-		{ 100, "Continue" }, { 101, "Switching Protocols" }, { 200, "OK" },
-		{ 204, "No Content" }, { 206, "Partial Content" }, { 301, "Moved Permanently" },
-		{ 302, "Found" }, { 304, "Not Modified" }, { 400, "Bad Request" },
-		{ 401, "Unauthorized" }, { 403, "Forbidden" }, { 404, "Not Found" },
-		{ 408, "Request Timeout" }, { 414, "URI Too Long" }, { 421, "Misdirected Request" },
-		{ 431, "Request Header Fields Too Large" }, { 500, "Internal Server Error" },
-		{ 501, "Not Implemented" }, { 502, "Bad Gateway" }, { 503, "Service Unavailable" },
-		{ 504, "Gateway Timeout" },
-	};
-	size_t i;
-
-	for (i = 0; i < NELEM(t); i++)
-		if (t[i].st == status)
-			return t[i].r;
-	return "Unknown";
-}
-
-long
-gwhead_end(const char *p, size_t n, size_t max)
-{
-	size_t i, line = 0, start = 0;
-
-	/* A request may follow a body's stray CRLF (RFC 9112 2.2). */
-	while (start + 1 < n && start < 8 && p[start] == '\r' && p[start + 1] == '\n')
-		start += 2;
-	line = start;
-	for (i = start; i < n; i++) {
-		if (i >= max)
-			return -2;
-		if (p[i] == '\0')
-			return -1;
-		if (p[i] == '\r') {
-			if (i + 1 < n && p[i + 1] != '\n')
-				return -1;	/* bare CR */
-			continue;
-		}
-		if (p[i] != '\n')
-			continue;
-		if (i == 0 || p[i - 1] != '\r')
-			return -1;		/* bare LF */
-		if (i - line == 1) {
-			if (line == start)
-				return -1;	/* no head at all */
-			return (long)(i + 1);
-		}
-		line = i + 1;
-		if (line < n && (p[line] == ' ' || p[line] == '\t'))
-			return -1;		/* obs-fold */
-	}
-	if (n >= max)
-		return -2;
-	return 0;
-}
-
-static int
-value_ok(const char *v, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		unsigned char ch = (unsigned char)v[i];
-
-		if ((ch < 0x20 && ch != '\t') || ch == 0x7f)
-			return 0;
-	}
-	return 1;
-}
-
-static int
-token_ok(const char *s, size_t n)
-{
-	size_t i;
-
-	if (n == 0)
-		return 0;
-	for (i = 0; i < n; i++)
-		if (strchr("!#$%&'*+-.^_`|~", s[i]) == NULL &&
-		    !((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'z') ||
-		    (s[i] >= 'A' && s[i] <= 'Z')))
-			return 0;
-	return 1;
-}
-
 void
 gwhead_free(struct gwhead *r)
 {
@@ -216,8 +130,8 @@ gwhead_parse(struct gwhead *r, int type, const char *head, size_t len,
     size_t maxh, size_t maxtarget, char *err, size_t errlen)
 {
 	llhttp_errno_t e;
-	size_t i;
-	int skip = r->skip_body;
+	size_t i = 0;
+	int nte, st, skip = r->skip_body;
 
 	buf_init(&r->data, len + 1024);
 	r->nh = 0;
@@ -246,7 +160,7 @@ gwhead_parse(struct gwhead *r, int type, const char *head, size_t len,
 	if (type == HTTP_REQUEST) {
 		r->method = (uint8_t)llhttp_get_method(&r->p);
 		if (r->url_l == 0 || r->data.p[r->url_o] != '/' ||
-		    !value_ok(r->data.p + r->url_o, r->url_l) ||
+		    !h1_value_ok(r->data.p + r->url_o, r->url_l) ||
 		    memchr(r->data.p + r->url_o, ' ', r->url_l) != NULL) {
 			snprintf(err, errlen, "request target not in origin form");
 			return r->url_l > maxtarget ? 414 : 400;
@@ -263,26 +177,15 @@ gwhead_parse(struct gwhead *r, int type, const char *head, size_t len,
 		while (h->vl > 0 && (r->data.p[h->vo + h->vl - 1] == ' ' ||
 		    r->data.p[h->vo + h->vl - 1] == '\t'))
 			h->vl--;
-		if (!token_ok(r->data.p + h->no, h->nl) || !value_ok(r->data.p + h->vo, h->vl)) {
+		if (!h1_token_ok(r->data.p + h->no, h->nl) || !h1_value_ok(r->data.p + h->vo, h->vl)) {
 			snprintf(err, errlen, "bad header line");
 			return 400;
 		}
 	}
-	if (gwhead_count(r, "content-length", NULL) > 1) {
-		snprintf(err, errlen, "several Content-Length");
-		return 400;
-	}
-	if (gwhead_count(r, "transfer-encoding", &i) > 0) {
-		if (gwhead_count(r, "transfer-encoding", NULL) > 1 ||
-		    gwhead_count(r, "content-length", NULL) > 0) {
-			snprintf(err, errlen, "ambiguous body framing");
-			return 400;
-		}
-		if (r->h[i].vl != 7 || strncasecmp(r->data.p + r->h[i].vo, "chunked", 7) != 0) {
-			snprintf(err, errlen, "unsupported Transfer-Encoding");
-			return 501;
-		}
-	}
+	nte = gwhead_count(r, "transfer-encoding", &i);
+	if ((st = h1_framing(gwhead_count(r, "content-length", NULL), nte,
+	    nte > 0 ? r->data.p + r->h[i].vo : NULL, nte > 0 ? r->h[i].vl : 0, err, errlen)) != 0)
+		return st;
 	r->chunked = (r->p.flags & F_CHUNKED) != 0;
 	r->has_cl = (r->p.flags & F_CONTENT_LENGTH) != 0;
 	r->content_length = r->has_cl ? r->p.content_length : 0;
@@ -374,30 +277,9 @@ gwhead_add(struct gwhead *r, const char *name, const char *value, size_t vl)
 	return 0;
 }
 
-int
-gwhead_list_has(const char *v, size_t len, const char *token)
-{
-	size_t s, e, t, tl = strlen(token);
-
-	for (s = 0; s < len; s = e + 1) {
-		while (s < len && (v[s] == ' ' || v[s] == '\t' || v[s] == ','))
-			s++;
-		for (e = s; e < len && v[e] != ','; e++)
-			;
-		t = e;
-		while (t > s && (v[t - 1] == ' ' || v[t - 1] == '\t'))
-			t--;
-		if (t - s == tl && strncasecmp(v + s, token, tl) == 0)
-			return 1;
-	}
-	return 0;
-}
-
 void
 gwhead_strip_hop(struct gwhead *r)
 {
-	static const char *const hop[] = { "connection", "keep-alive", "te", "trailer",
-	    "upgrade", "proxy-connection" };
 	static const char *const keep[] = { "host", "content-length", "transfer-encoding" };
 	uint8_t *drop = xcalloc(r->nh + 1, 1);
 	size_t i, j, k;
@@ -412,18 +294,10 @@ gwhead_strip_hop(struct gwhead *r)
 			;
 		if (k < NELEM(keep))
 			continue;
-		listed = h->nl >= 6 && strncasecmp(r->data.p + h->no, "proxy-", 6) == 0;
-		for (j = 0; j < NELEM(hop) && !listed; j++)
-			listed = gwhead_is(r, i, hop[j]);
-		for (j = 0; j < r->nh && !listed; j++) {
-			char nm[256];
-
-			if (r->h[j].del || !gwhead_is(r, j, "connection") || h->nl >= sizeof(nm))
-				continue;
-			memcpy(nm, r->data.p + h->no, h->nl);
-			nm[h->nl] = '\0';
-			listed = gwhead_list_has(r->data.p + r->h[j].vo, r->h[j].vl, nm);
-		}
+		listed = h1_hop_name(r->data.p + h->no, h->nl);
+		for (j = 0; j < r->nh && !listed; j++)
+			listed = !r->h[j].del && gwhead_is(r, j, "connection") &&
+			    h1_list_has(r->data.p + r->h[j].vo, r->h[j].vl, r->data.p + h->no, h->nl);
 		drop[i] = (uint8_t)listed;
 	}
 	for (i = 0; i < r->nh; i++)
@@ -504,7 +378,7 @@ gwhead_write(const struct gwhead *r, const char *target, size_t tl, struct buf *
 	} else {
 		if (buf_addf(out, "HTTP/1.%d %03d ", r->minor, r->status) == -1 ||
 		    (r->reason_l > 0 ? buf_add(out, r->data.p + r->reason_o, r->reason_l) :
-		    buf_addstr(out, gw_reason(r->status))) == -1 || buf_add(out, "\r\n", 2) == -1)
+		    buf_addstr(out, h1_reason(r->status))) == -1 || buf_add(out, "\r\n", 2) == -1)
 			return -1;
 	}
 	for (i = 0; i < r->nh; i++) {

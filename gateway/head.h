@@ -1,6 +1,6 @@
 /*
  * head.h: one HTTP/1.x request or response head as the gateway sees it:
- * framed strictly (no bare LF or CR, no obs-fold, no NUL), parsed by
+ * framed strictly by the rules every daemon shares (common/h1.h), parsed by
  * llhttp in one pass over the complete head, headers edited in place
  * (marked deleted, added) and written back out. No I/O: unit-tested and
  * fuzzed (tests/fuzz/fuzz_gw_http.c).
@@ -41,20 +41,12 @@ struct gwhead {
 };
 
 /*
- * Finds the end of a head in p[0..n): its length (through the empty line,
- * leading empty lines of a request included), 0 more bytes needed, -1 bad
- * framing, -2 no end within max bytes.
- */
-long	gwhead_end(const char *p, size_t n, size_t max);
-
-/*
- * Parses a complete head (type HTTP_REQUEST or HTTP_RESPONSE). 0 or the
+ * Parses a complete head (from h1_head_end, common/h1.h; type HTTP_REQUEST
+ * or HTTP_RESPONSE). 0 or the
  * status to answer: 400 malformed, 431 too many header lines, 414 target
  * longer than maxtarget, 501 unsupported Transfer-Encoding; err says why.
  * For a response, set skip_body before (HEAD request) .
  */
-/* The reason phrase for a status ("Not Found"), "Unknown" if none. */
-const char *gw_reason(int status);
 int	gwhead_parse(struct gwhead *, int type, const char *head, size_t len,
 	    size_t maxh, size_t maxtarget, char *err, size_t errlen) WUNRES;
 void	gwhead_free(struct gwhead *);
@@ -69,8 +61,6 @@ int	gwhead_del(struct gwhead *, const char *name);
 int	gwhead_add(struct gwhead *, const char *name, const char *value, size_t vl) WUNRES;
 /* Whether header i is called name (case-insensitive). */
 int	gwhead_is(const struct gwhead *, size_t i, const char *name);
-/* Whether a comma-separated list value holds token (case-insensitive). */
-int	gwhead_list_has(const char *v, size_t len, const char *token);
 /*
  * Marks hop-by-hop headers deleted: Connection, Keep-Alive, TE, Trailer,
  * Upgrade, Proxy-* and every header a Connection header names (not Host,

@@ -7,6 +7,7 @@
 
 #include "buf.h"
 #include "gw.h"
+#include "h1.h"
 #include "head.h"
 
 /* Appends s HTML-escaped. */
@@ -35,7 +36,7 @@ page_build(struct buf *out, int status, const char *title, const char *text,
     const char *extra, int close)
 {
 	struct buf body;
-	const char *reason = gw_reason(status);
+	const char *reason = h1_reason(status);
 	int r;
 
 	buf_init(&body, 8192);

@@ -75,6 +75,7 @@
 
 #include <llhttp.h>
 
+#include "h1.h"
 #include "http.h"
 #include "httplisten.h"
 #include "http_int.h"
@@ -114,36 +115,6 @@ static void conn_kill(struct hconn *, const char *why);
 static void conn_parse(struct hconn *);
 static void conn_arm(struct hconn *);
 static void conn_set(struct hconn *, enum cstate);
-
-static const char *
-reason(int code)
-{
-	switch (code) {
-	case 100: return "Continue";
-	case 200: return "OK";
-	case 201: return "Created";
-	case 202: return "Accepted";
-	case 204: return "No Content";
-	case 400: return "Bad Request";
-	case 401: return "Unauthorized";
-	case 403: return "Forbidden";
-	case 404: return "Not Found";
-	case 405: return "Method Not Allowed";
-	case 406: return "Not Acceptable";
-	case 408: return "Request Timeout";
-	case 409: return "Conflict";
-	case 413: return "Payload Too Large";
-	case 415: return "Unsupported Media Type";
-	case 429: return "Too Many Requests";
-	case 431: return "Request Header Fields Too Large";
-	case 500: return "Internal Server Error";
-	case 501: return "Not Implemented";
-	case 502: return "Bad Gateway";
-	case 503: return "Service Unavailable";
-	case 505: return "HTTP Version Not Supported";
-	}
-	return "Status";
-}
 
 void
 http_count_status(struct http *ht, int code)
@@ -207,7 +178,7 @@ http_put_head(struct http *ht, struct hconn *c, struct http_req *r, int code,
 		c->close_after = 1;
 	close = c->close_after || ht->draining || !r->keepalive;
 
-	evbuffer_add_printf(c->out, "HTTP/1.1 %d %s\r\n", code, reason(code));
+	evbuffer_add_printf(c->out, "HTTP/1.1 %d %s\r\n", code, h1_reason(code));
 	if (ctype != NULL)
 		evbuffer_add_printf(c->out, "Content-Type: %s\r\n", ctype);
 	if (code == 503 || code == 429)
@@ -330,7 +301,7 @@ conn_error(struct hconn *c, int code, const char *ecode, const char *msg)
 	}
 	evbuffer_add_printf(c->out, "HTTP/1.1 %d %s\r\nContent-Type: "
 	    "application/json\r\nCache-Control: no-store\r\n%sConnection: close\r\n"
-	    "Content-Length: %zu\r\n\r\n", code, reason(code),
+	    "Content-Length: %zu\r\n\r\n", code, h1_reason(code),
 	    code == 503 || code == 429 ? "Retry-After: " RETRY_AFTER "\r\n" : "", n);
 	evbuffer_add(c->out, txt, n);
 	free(txt);

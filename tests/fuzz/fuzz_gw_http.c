@@ -1,6 +1,6 @@
 /*
  * fuzz_gw_http.c: the app gateway's request-head path without sockets:
- * framing (gwhead_end), strict parsing, the routing and authentication
+ * framing (h1_head_end), strict parsing, the routing and authentication
  * decision against two routes (gwreq_decide: Host, query token, Bearer,
  * cookies, Origin, the rewritten head), the body parser over the rest of
  * the input; then the same input as an app's response head through the
@@ -16,6 +16,7 @@
 #include "../../gateway/gw.h"
 #include "../../gateway/head.h"
 #include "../../gateway/req.h"
+#include "h1.h"
 #include "buf.h"
 
 static struct route ra, rb;
@@ -56,7 +57,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		gw_token_sha256("tok2", 4, rb.sha);
 		rb.public = 1;
 	}
-	end = gwhead_end(p, n, 32768);
+	end = h1_head_end(p, n, 32768);
 	if (end <= 0)
 		return 0;
 	memset(&h, 0, sizeof(h));

@@ -11,6 +11,7 @@
 #include "../../gateway/gw.h"
 #include "../../gateway/head.h"
 #include "../../gateway/req.h"
+#include "h1.h"
 #include "unit.h"
 
 static int
@@ -193,14 +194,14 @@ TEST(test_token_compare)
 
 TEST(test_head_end)
 {
-	CHECK_INT(gwhead_end("GET / HTTP/1.1\r\nHost: a\r\n\r\nX", 28, 1000), 27);
-	CHECK_INT(gwhead_end("GET / HTTP/1.1\r\nHost: a\r\n", 25, 1000), 0);
-	CHECK_INT(gwhead_end("GET / HTTP/1.1\nHost: a\n\n", 24, 1000), -1);
-	CHECK_INT(gwhead_end("GET / HTTP/1.1\r\nHost: a\r\n folded\r\n\r\n", 36, 1000), -1);
-	CHECK_INT(gwhead_end("GET / HTTP/1.1\r\nHost: a\r\n", 25, 10), -2);
-	CHECK_INT(gwhead_end("\r\n\r\n", 4, 1000), 0);	/* empty lines before a request wait */
-	CHECK_INT(gwhead_end("\r\n\r\n\r\n\r\n\r\n\r\n", 12, 1000), -1);	/* not forever */
-	CHECK_INT(gwhead_end("\r\nGET / HTTP/1.1\r\n\r\n", 20, 1000), 20);
+	CHECK_INT(h1_head_end("GET / HTTP/1.1\r\nHost: a\r\n\r\nX", 28, 1000), 27);
+	CHECK_INT(h1_head_end("GET / HTTP/1.1\r\nHost: a\r\n", 25, 1000), 0);
+	CHECK_INT(h1_head_end("GET / HTTP/1.1\nHost: a\n\n", 24, 1000), -1);
+	CHECK_INT(h1_head_end("GET / HTTP/1.1\r\nHost: a\r\n folded\r\n\r\n", 36, 1000), -1);
+	CHECK_INT(h1_head_end("GET / HTTP/1.1\r\nHost: a\r\n", 25, 10), -2);
+	CHECK_INT(h1_head_end("\r\n\r\n", 4, 1000), 0);	/* empty lines before a request wait */
+	CHECK_INT(h1_head_end("\r\n\r\n\r\n\r\n\r\n\r\n", 12, 1000), -1);	/* not forever */
+	CHECK_INT(h1_head_end("\r\nGET / HTTP/1.1\r\n\r\n", 20, 1000), 20);
 }
 
 static struct route rt_a, rt_b;
