@@ -239,6 +239,20 @@ h1_framing(int ncl, int nte, const char *te, size_t tel, char *err, size_t errle
 	return 400;
 }
 
+int
+h1_version(int major, int minor, char *err, size_t errlen)
+{
+	/*
+	 * Only HTTP/1.x, answered 505 (the orchestrator did; the gateway said
+	 * 400 and the proxy took HTTP/2.0 and a line without a version,
+	 * which llhttp reads as 0.9, for HTTP/1).
+	 */
+	if (major == 1)
+		return 0;
+	snprintf(err, errlen, "HTTP version %d.%d is not served", major, minor);
+	return 505;
+}
+
 const char *
 h1_reason(int status)
 {

@@ -72,6 +72,13 @@ int	h1_framing(int ncl, int nte, const char *te, size_t tel, char *err,
 	    size_t errlen);
 
 /*
+ * The protocol version of a request: 0 for HTTP/1.x, else 505 with the
+ * reason in err (RFC 9110 15.6.6: the major version is not served; a
+ * request line without a version, HTTP/0.9, included).
+ */
+int	h1_version(int major, int minor, char *err, size_t errlen);
+
+/*
  * The reason phrase of a status, RFC 9110 15 ("Not Found"); "Unknown"
  * for a status the table does not hold.
  */

@@ -212,6 +212,8 @@ hreq_parse(struct hreq *r, const char *head, size_t len, char *err, size_t errle
 			snprintf(err, errlen, "bad request: %s", llhttp_errno_name(e));
 		return 400;
 	}
+	if ((st = h1_version(r->p.http_major, r->p.http_minor, err, errlen)) != 0)
+		return st;
 	r->method = (uint8_t)llhttp_get_method(&r->p);
 	if (r->method == HTTP_CONNECT && !r->allow_connect) {
 		snprintf(err, errlen, "CONNECT not allowed here");

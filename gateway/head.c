@@ -153,10 +153,8 @@ gwhead_parse(struct gwhead *r, int type, const char *head, size_t len,
 	}
 	r->major = r->p.http_major;
 	r->minor = r->p.http_minor;
-	if (r->major != 1) {
-		snprintf(err, errlen, "HTTP version %d.%d", r->major, r->minor);
-		return 400;
-	}
+	if ((st = h1_version(r->major, r->minor, err, errlen)) != 0)
+		return st;
 	if (type == HTTP_REQUEST) {
 		r->method = (uint8_t)llhttp_get_method(&r->p);
 		if (r->url_l == 0 || r->data.p[r->url_o] != '/' ||

@@ -505,6 +505,37 @@ method_of(uint8_t m)
 	return HTTP_M_OTHER;
 }
 
+/*
+ * The shared rules (common/h1.h) on a parsed head: every field name a
+ * token and every value free of control bytes, and one body framing.
+ * 0, or the status to answer with the reason in msg.
+ */
+static int
+head_rules(const struct http_req *r, char *msg, size_t len)
+{
+	const char *n, *v, *te = NULL;
+	char why[96];
+	int i, ncl = 0, nte = 0, st;
+
+	for (i = 0; i < r->nh; i++) {
+		n = r->hb.p + r->h[i].name;
+		v = r->hb.p + r->h[i].val;
+		if (!h1_token_ok(n, strlen(n)) || !h1_value_ok(v, strlen(v))) {
+			snprintf(msg, len, "Bad Request: malformed HTTP request (bad header line)");
+			return 400;
+		}
+		if (strcasecmp(n, "content-length") == 0)
+			ncl++;
+		else if (strcasecmp(n, "transfer-encoding") == 0 && nte++ == 0)
+			te = v;
+	}
+	if ((st = h1_framing(ncl, nte, te, te != NULL ? strlen(te) : 0, why,
+	    sizeof(why))) != 0)
+		snprintf(msg, len, "%s: %s", st == 501 ? "Not Implemented" :
+		    "Bad Request: malformed HTTP request", why);
+	return st;
+}
+
 static int
 on_headers_complete(llhttp_t *p)
 {
@@ -513,6 +544,7 @@ on_headers_complete(llhttp_t *p)
 	struct http_req *r = c->req;
 	const char *e;
 	char msg[200];
+	int st;
 
 	r->method = method_of(p->method);
 	r->keepalive = llhttp_should_keep_alive(p);
@@ -524,6 +556,12 @@ on_headers_complete(llhttp_t *p)
 	if (c->refuse != NULL) {
 		c->perr = "refuse";
 		return -1;
+	}
+	if ((st = head_rules(r, msg, sizeof(msg))) != 0) {
+		if (st == 400)
+			ht->n_bad++;
+		conn_error(c, st, st == 501 ? "not_implemented" : "bad_request", msg);
+		return -1;	/* answered: conn_parse stops */
 	}
 	if (p->flags & F_CONTENT_LENGTH)
 		r->clen = p->content_length > (uint64_t)LLONG_MAX ? LLONG_MAX :
@@ -603,6 +641,7 @@ on_message_complete(llhttp_t *p)
 	if (p->upgrade)
 		c->close_after = 1;	/* no upgrades here: answer and close */
 	c->complete = 1;	/* dispatched once llhttp_execute returns */
+	c->head_seen = 0;	/* the next request's head is scanned anew */
 	return HPE_PAUSED;
 }
 
@@ -905,11 +944,49 @@ body_taken(const struct hconn *c)
 	    !c->req->body_paused;
 }
 
+/*
+ * A request's head is framed by the rules every daemon shares
+ * (common/h1.h) before llhttp reads it: no bare CR or LF, no obs-fold, no
+ * NUL, at most a few leading empty lines, at most http.max_headers bytes
+ * (and never more than c->in holds). 0 when the head is whole, -1 when
+ * more bytes must come or c was answered.
+ */
+static int
+conn_head(struct hconn *c)
+{
+	struct http *ht = c->ht;
+	size_t max = (size_t)ht->conf->max_headers;
+	char msg[200];
+	long end;
+
+	if (max >= c->in.max)
+		max = c->in.max - 1;
+	end = h1_head_end(c->in.p, c->in.len, max);
+	if (end == H1_HEAD_MORE)
+		return -1;
+	if (end == H1_HEAD_LARGE) {
+		snprintf(msg, sizeof(msg), "Request Header Fields Too Large: the "
+		    "head passed http.max_headers (%lld bytes)", ht->conf->max_headers);
+		conn_error(c, 431, "headers_too_large", msg);
+		return -1;
+	}
+	if (end < 0) {
+		ht->n_bad++;
+		conn_error(c, 400, "bad_request", "Bad Request: malformed HTTP request "
+		    "head (bare CR or LF, obs-fold, NUL, or empty lines only)");
+		return -1;
+	}
+	c->head_seen = 1;
+	return 0;
+}
+
 /* Parses what c->in holds while a request is arriving. */
 static void
 conn_parse(struct hconn *c)
 {
 	if (c->dead || (c->st != C_READING && c->st != C_BODY) || c->in.len == 0)
+		return;
+	if (c->st == C_READING && !c->head_seen && conn_head(c) == -1)
 		return;
 	if (c->st == C_BODY && !body_taken(c))
 		return;		/* the handler is not taking bytes now */

@@ -100,6 +100,7 @@ struct hconn {
 	unsigned		 reading_off:1;	/* PEND_MAX reached */
 	unsigned		 wr_shut:1;
 	unsigned		 complete:1;	/* c->req is whole: dispatch it */
+	unsigned		 head_seen:1;	/* h1_head_end found this request's head whole */
 	const char		*perr;		/* why a callback failed */
 	const struct http_route	*guess;		/* the route by the raw request
 						 * line: an error's shape before

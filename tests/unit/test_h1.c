@@ -131,6 +131,18 @@ TEST(test_framing)
 	}
 }
 
+TEST(test_version)
+{
+	char err[64];
+
+	CHECK_INT(h1_version(1, 1, err, sizeof(err)), 0);
+	CHECK_INT(h1_version(1, 0, err, sizeof(err)), 0);
+	/* was: the proxy took these, the gateway answered 400, the orchestrator 505 */
+	CHECK_INT(h1_version(2, 0, err, sizeof(err)), 505);
+	CHECK_INT(h1_version(0, 9, err, sizeof(err)), 505);
+	CHECK_STR(err, "HTTP version 0.9 is not served");
+}
+
 TEST(test_reason)
 {
 	CHECK_STR(h1_reason(200), "OK");
@@ -148,6 +160,7 @@ main(void)
 	RUN(test_grammar);
 	RUN(test_lists_and_hops);
 	RUN(test_framing);
+	RUN(test_version);
 	RUN(test_reason);
 	return unit_done();
 }
