@@ -53,7 +53,7 @@ check "the proxy starts" wait_port "$PX_PORT" 20
 check "the gateway starts" wait_port "$GW_PORT" 20
 
 cat >"$T/diff.py" <<'EOF'
-# diff.py PX GW ORCH: sends each case to the three daemons, prints one line
+# The corpus runner (PX GW ORCH): sends each case to the three daemons, prints one line
 # per case: "name verdict-px verdict-gw verdict-orch (statuses)".
 import socket, sys
 
