@@ -22,6 +22,7 @@
 #include <openssl/ssl.h>
 
 #include "conn.h"
+#include "addrcount.h"
 #include "evrelay.h"
 #include "log.h"
 #include "req.h"
@@ -29,16 +30,9 @@
 #include "xmalloc.h"
 
 #define CLOSING_MS	5000	/* a last response gets this long to flush */
-#define ADDR_BUCKETS	4096
 
-/* Open connections per client address. */
-struct addrent {
-	struct addrent	*next;
-	int		 n;
-	char		 ip[INET6_ADDRSTRLEN];
-};
-
-static struct addrent *addrs[ADDR_BUCKETS];
+/* Open connections per client address (limits.max_conns_per_addr). */
+static struct addrcount *addrs;
 static TAILQ_HEAD(connq, conn) conns = TAILQ_HEAD_INITIALIZER(conns);
 static TAILQ_HEAD(idleq, conn) idles = TAILQ_HEAD_INITIALIZER(idles);
 static TAILQ_HEAD(graveq, conn) grave = TAILQ_HEAD_INITIALIZER(grave);
@@ -62,38 +56,6 @@ read_hwm(void)
 	size_t h = (size_t)G.c->high_watermark, m = (size_t)G.c->header_bytes + 1;
 
 	return h > m ? h : m;
-}
-
-static struct addrent *
-addr_get(const char *ip)
-{
-	uint32_t h = util_hash_str(ip) % ADDR_BUCKETS;
-	struct addrent *a;
-
-	for (a = addrs[h]; a != NULL; a = a->next)
-		if (strcmp(a->ip, ip) == 0)
-			return a;
-	a = xcalloc(1, sizeof(*a));
-	snprintf(a->ip, sizeof(a->ip), "%s", ip);
-	a->next = addrs[h];
-	addrs[h] = a;
-	return a;
-}
-
-static void
-addr_put(struct addrent *a)
-{
-	uint32_t h = util_hash_str(a->ip) % ADDR_BUCKETS;
-	struct addrent **pp;
-
-	if (--a->n > 0)
-		return;
-	for (pp = &addrs[h]; *pp != NULL; pp = &(*pp)->next)
-		if (*pp == a) {
-			*pp = a->next;
-			free(a);
-			return;
-		}
 }
 
 static void
@@ -146,7 +108,7 @@ conn_kill(struct conn *c)
 		return;
 	c->dead = 1;
 	log_debug("conn=%llx addr=%s host=%s requests=%u closed", (unsigned long long)c->id,
-	    c->ae->ip, c->rt != NULL ? c->rt->host : "-", c->nreq);
+	    addrcount_ip(c->ae), c->rt != NULL ? c->rt->host : "-", c->nreq);
 	if (c->st == CS_OPEN)
 		ctl_cancel(c->open_id);
 	idle_unlink(c);
@@ -162,7 +124,7 @@ conn_kill(struct conn *c)
 		event_free(c->tmo);
 	c->tmo = NULL;
 	heads_free(c);
-	addr_put(c->ae);
+	addrcount_put(addrs, c->ae);
 	TAILQ_REMOVE(&conns, c, all);
 	TAILQ_INSERT_TAIL(&grave, c, all);
 	G.nconns--;
@@ -343,26 +305,22 @@ conn_shed_idle(void)
 void
 conn_accept(int fd, const struct sockaddr *sa, int salen)
 {
-	char ip[INET6_ADDRSTRLEN] = "?";
-	struct addrent *ae;
+	struct addrcount_ent *ae;
 	struct conn *c;
 	int one = 1;
 
 	(void)salen;
-	if (sa->sa_family == AF_INET)
-		inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, ip, sizeof(ip));
-	else if (sa->sa_family == AF_INET6)
-		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, ip, sizeof(ip));
-	ae = addr_get(ip);
-	if (ae->n >= G.c->max_conns_per_addr ||
+	if (addrs == NULL)
+		addrs = addrcount_new(0);
+	ae = addrcount_get(addrs, sa);
+	if (addrcount_full(ae, G.c->max_conns_per_addr) ||
 	    (G.nconns >= G.c->max_conns && !conn_shed_idle())) {
 		long dropped;
 
-		if (ae->n == 0)
-			addr_put((ae->n++, ae));
 		if (log_rate_ok(&bad_rl, 5, 10000, &dropped))
 			log_warnx("addr=%s connection refused: too many connections "
-			    "(%ld similar suppressed)", ip, dropped);
+			    "(%ld similar suppressed)", addrcount_ip(ae), dropped);
+		addrcount_forget(addrs, ae);	/* freed if it held none */
 		close(fd);
 		return;
 	}
@@ -372,7 +330,7 @@ conn_accept(int fd, const struct sockaddr *sa, int salen)
 	c = xcalloc(1, sizeof(*c));
 	c->id = ++next_conn_id;
 	c->ae = ae;
-	ae->n++;
+	addrcount_hold(addrs, ae);
 	G.nconns++;
 	TAILQ_INSERT_TAIL(&conns, c, all);
 	c->tls = G.ssl != NULL;
@@ -495,7 +453,7 @@ head_one(struct conn *c)
 
 		if (log_rate_ok(&bad_rl, 5, 10000, &dropped))
 			log_info("conn=%llx addr=%s bad request: %s (%ld similar suppressed)",
-			    (unsigned long long)c->id, c->ae->ip, err, dropped);
+			    (unsigned long long)c->id, addrcount_ip(c->ae), err, dropped);
 		answer_page(c, rc, rc == 431 ? "Request head too large" : rc == 414 ?
 		    "Request target too long" : rc == 501 ? "Not implemented" : "Bad request",
 		    err);
@@ -505,7 +463,7 @@ head_one(struct conn *c)
 	c->req_done = c->req->msg_done;
 	memset(&ri, 0, sizeof(ri));
 	ri.tls = G.c->https;	/* what the browser uses (scheme), not the hop */
-	ri.client_ip = c->ae->ip;
+	ri.client_ip = addrcount_ip(c->ae);
 	ri.bound = c->rt;
 	ri.find = route_find;
 	buf_init(&out, (size_t)G.c->header_bytes * 2 + 16384);
@@ -1055,4 +1013,6 @@ conn_stop_all(void)
 	while ((c = TAILQ_FIRST(&conns)) != NULL)
 		conn_kill(c);
 	reap_cb(-1, 0, NULL);
+	addrcount_free(addrs);
+	addrs = NULL;
 }

@@ -22,7 +22,7 @@ enum cst {
 	CS_CLOSING,	/* flushing a last response, then closed */
 };
 
-struct addrent;
+struct addrcount_ent;
 
 struct conn {
 	LIST_ENTRY(conn)	 rlink;		/* in rt->conns */
@@ -30,7 +30,7 @@ struct conn {
 	TAILQ_ENTRY(conn)	 idle;		/* idle list (CS_HEAD, nothing received) */
 	struct bufferevent	*cl, *up;
 	struct route		*rt;		/* bound at the first routed request */
-	struct addrent		*ae;
+	struct addrcount_ent	*ae;
 	struct event		*tmo;
 	struct gwhead		*req, *resp;	/* NULL once upgraded */
 	struct buf		*fwd;		/* head waiting for the upstream */

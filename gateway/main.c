@@ -1,12 +1,11 @@
 /*
- * main.c: app-gateway [-dnv] -f FILE (see usage() and docs/gateway.md).
+ * main.c: app-gateway [-dnv] -f FILE (see usage_text, common/daemon.c and docs/gateway.md).
  * Loads the configuration, binds the listener, loads the TLS certificate
  * and the control token, drops to `user`, connects the control channel
  * and runs the event loop until SIGTERM/SIGINT. One thread.
  * Exit status: 0 done, 1 a configuration or startup error, 2 a usage error.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <grp.h>
 #include <malloc.h>
 #include <pwd.h>
@@ -14,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -24,83 +22,23 @@
 
 #include "buf.h"
 #include "gw.h"
+#include "daemon.h"
+#include "lguard.h"
 #include "log.h"
 #include "util.h"
 
 #define TOKEN_FILE_MAX		4096
-#define BACKOFF_MIN_MS		100
-#define BACKOFF_MAX_MS		2000
 
 
 static struct evconnlistener *lis;
-static struct event *resume_ev;
-static long long accept_backoff = BACKOFF_MIN_MS;
 
-struct opts {
-	const char	*file;
-	int		 check;
-	int		 verbosity;
-};
-
-static void
-usage(FILE *fp)
-{
-	fprintf(fp, "usage: app-gateway [-dnv] -f file\n"
-	    "       app-gateway --help | --print-docs\n"
-	    "  -f file  configuration (YAML)\n"
-	    "  -n       check the configuration (and the TLS files), print \"configuration OK\", exit\n"
-	    "  -d       debug: debug logs (the gateway always stays in the foreground)\n"
-	    "  -v       more verbose (repeatable)\n");
-}
-
-static int
-parse_args(int argc, char **argv, struct opts *o, int *status)
-{
-	static const struct option lopts[] = {
-		{ "help", no_argument, NULL, 'h' },
-		{ "print-docs", no_argument, NULL, 'D' },
-		{ NULL, 0, NULL, 0 }
-	};
-	int ch, debug = 0, verbose = 0;
-
-	memset(o, 0, sizeof(*o));
-	*status = 0;
-	while ((ch = getopt_long(argc, argv, "df:nv", lopts, NULL)) != -1) {
-		switch (ch) {
-		case 'd':
-			debug = 1;
-			break;
-		case 'f':
-			o->file = optarg;
-			break;
-		case 'n':
-			o->check = 1;
-			break;
-		case 'v':
-			verbose++;
-			break;
-		case 'h':
-			usage(stdout);
-			printf("\nconfiguration keys (YAML; dotted names are nested mappings):\n");
-			gwconf_print_help(stdout);
-			return -1;
-		case 'D':
-			gwconf_print_markdown(stdout);
-			return -1;
-		default:
-			usage(stderr);
-			*status = 2;
-			return -1;
-		}
-	}
-	if (o->file == NULL || optind != argc) {
-		usage(stderr);
-		*status = 2;
-		return -1;
-	}
-	o->verbosity = (debug ? LOG_LVL_DEBUG : LOG_LVL_INFO) + verbose;
-	return 0;
-}
+static const char usage_text[] =
+    "usage: app-gateway [-dnv] -f file\n"
+    "       app-gateway --help | --print-docs\n"
+    "  -f file  configuration (YAML)\n"
+    "  -n       check the configuration (and the TLS files), print \"configuration OK\", exit\n"
+    "  -d       debug: debug logs (the gateway always stays in the foreground)\n"
+    "  -v       more verbose (repeatable)\n";
 
 static SSL_CTX *
 tls_load(char *err, size_t errlen)
@@ -128,24 +66,6 @@ tls_load(char *err, size_t errlen)
 		return NULL;
 	}
 	return ctx;
-}
-
-static char *
-read_token(char *err, size_t errlen)
-{
-	struct buf b;
-
-	buf_init(&b, TOKEN_FILE_MAX);
-	if (util_read_file(G.c->ctl_token_file, &b, err, errlen) == -1)
-		return NULL;
-	while (b.len > 0 && strchr(" \t\r\n", b.p[b.len - 1]) != NULL)
-		b.p[--b.len] = '\0';
-	if (b.len == 0) {
-		snprintf(err, errlen, "control.token_file %s is empty", G.c->ctl_token_file);
-		buf_free(&b);
-		return NULL;
-	}
-	return b.p;
 }
 
 static int
@@ -190,83 +110,34 @@ accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int
 {
 	(void)l;
 	(void)arg;
-	accept_backoff = BACKOFF_MIN_MS;
+	lguard_accept_ok();	/* the shed idle one made room: next pause short */
 	conn_accept(fd, sa, salen);
 }
 
-static void
-resume_cb(evutil_socket_t fd, short ev, void *arg)
-{
-	(void)fd;
-	(void)ev;
-	(void)arg;
-	evconnlistener_enable(lis);
-}
-
 /*
- * accept() failed: out of descriptors or memory pauses accepting for a
- * back-off (100 ms doubling to 2 s) and closes the oldest idle keep-alive
- * connection; one log line per 10 s. Anything else is logged, rate-limited.
+ * lguard's shed callback when accept() is short of descriptors: the oldest
+ * idle keep-alive connection goes (one per pause, as before lguard).
  */
-static void
-accept_err_cb(struct evconnlistener *l, void *arg)
+static long
+shed_idle(void *arg, long n)
 {
-	static struct log_rate rl;
-	int e = EVUTIL_SOCKET_ERROR();
-	long dropped;
-	struct timeval tv;
-
 	(void)arg;
-	if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM) {
-		evconnlistener_disable(l);
-		ign(conn_shed_idle());
-		tv.tv_sec = accept_backoff / 1000;
-		tv.tv_usec = (accept_backoff % 1000) * 1000;
-		event_add(resume_ev, &tv);
-		if (log_rate_ok(&rl, 1, 10000, &dropped))
-			log_warnx("accept: %s: pausing %lld ms (%ld similar suppressed)",
-			    strerror(e), accept_backoff, dropped);
-		accept_backoff *= 2;
-		if (accept_backoff > BACKOFF_MAX_MS)
-			accept_backoff = BACKOFF_MAX_MS;
-		return;
-	}
-	if (log_rate_ok(&rl, 1, 10000, &dropped))
-		log_warnx("accept: %s (%ld similar suppressed)", strerror(e), dropped);
-}
-
-static void
-libevent_log(int severity, const char *msg)
-{
-	static struct log_rate rl;
-	long dropped;
-
-	if (severity < EVENT_LOG_WARN)
-		return;
-	if (log_rate_ok(&rl, 10, 10000, &dropped))
-		log_warnx("libevent: %s (%ld similar suppressed)", msg, dropped);
-}
-
-static void
-raise_nofile(void)
-{
-	struct rlimit rl;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		ign(setrlimit(RLIMIT_NOFILE, &rl));
-	}
+	(void)n;
+	return conn_shed_idle();
 }
 
 int
 main(int argc, char **argv)
 {
-	struct opts o;
+	static const struct daemon_desc desc = {
+		usage_text, gwconf_print_help, gwconf_print_markdown, NULL
+	};
+	struct daemon_args o;
 	char err[1024], *token = NULL;
 	int rc, sigs[] = { SIGHUP, SIGTERM, SIGINT };
 	size_t i;
 
-	if (parse_args(argc, argv, &o, &rc) == -1)
+	if (daemon_parse_args(&desc, argc, argv, &o, &rc) == -1)
 		return rc;
 	if ((G.c = gwconf_load(o.file, err, sizeof(err))) == NULL) {
 		fprintf(stderr, "app-gateway: %s\n", err);
@@ -276,7 +147,8 @@ main(int argc, char **argv)
 		fprintf(stderr, "app-gateway: %s\n", err);
 		return 1;
 	}
-	if (G.c->ctl_token_file != NULL && (token = read_token(err, sizeof(err))) == NULL) {
+	if (G.c->ctl_token_file != NULL && (token = daemon_read_secret(G.c->ctl_token_file,
+	    TOKEN_FILE_MAX, err, sizeof(err))) == NULL) {
 		fprintf(stderr, "app-gateway: control.token_file: %s\n", err);
 		return 1;
 	}
@@ -291,9 +163,9 @@ main(int argc, char **argv)
 	log_set_json(G.c->log_json);
 	/* small heap, given back: idle connections are most of the gateway's life */
 	mallopt(M_TRIM_THRESHOLD, 1 << 20);
-	raise_nofile();
+	(void)lguard_raise_nofile();
 	signal(SIGPIPE, SIG_IGN);
-	event_set_log_callback(libevent_log);
+	daemon_libevent_log();
 	LIST_INIT(&G.routes);
 	{
 		/* As the proxy's workers: the changelist folds the enable and
@@ -315,8 +187,7 @@ main(int argc, char **argv)
 	    (struct sockaddr *)&G.c->listen_ss, (int)G.c->listen_sslen);
 	if (lis == NULL)
 		fatal("listen %s", G.c->listen);
-	evconnlistener_set_error_cb(lis, accept_err_cb);
-	resume_ev = evtimer_new(G.base, resume_cb, NULL);
+	lguard_add(lis, shed_idle, NULL);
 	if (drop_privs(err, sizeof(err)) == -1)
 		fatalx("%s", err);
 	for (i = 0; i < NELEM(sigs); i++)
@@ -332,6 +203,7 @@ main(int argc, char **argv)
 	    G.ssl != NULL ? "https" : "http", G.c->domain,
 	    G.c->ctl_socket != NULL ? G.c->ctl_socket : G.c->ctl_connect);
 	event_base_dispatch(G.base);
+	lguard_del(lis);
 	evconnlistener_free(lis);
 	ctl_stop();
 	conn_stop_all();
