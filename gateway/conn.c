@@ -48,12 +48,13 @@ static void up_write(struct bufferevent *, void *);
 static void up_event(struct bufferevent *, short, void *);
 static void head_process(struct conn *);
 static void conn_arm(struct conn *);
+static void open_done(void *, int, const char *, int, const char *);
 
 /* Input kept per side: a whole head must fit, whatever the watermark. */
 static size_t
 read_hwm(void)
 {
-	size_t h = (size_t)G.c->high_watermark, m = (size_t)G.c->header_bytes + 1;
+	size_t h = (size_t)gw_state.c->high_watermark, m = (size_t)gw_state.c->header_bytes + 1;
 
 	return h > m ? h : m;
 }
@@ -109,8 +110,9 @@ conn_kill(struct conn *c)
 	c->dead = 1;
 	log_debug("conn=%llx addr=%s host=%s requests=%u closed", (unsigned long long)c->id,
 	    addrcount_ip(c->ae), c->rt != NULL ? c->rt->host : "-", c->nreq);
-	if (c->st == CS_OPEN)
+	if (c->open_id != 0)
 		ctl_cancel(c->open_id);
+	c->open_id = 0;
 	idle_unlink(c);
 	if (c->rt != NULL)
 		LIST_REMOVE(c, rlink);
@@ -127,13 +129,18 @@ conn_kill(struct conn *c)
 	addrcount_put(addrs, c->ae);
 	TAILQ_REMOVE(&conns, c, all);
 	TAILQ_INSERT_TAIL(&grave, c, all);
-	G.nconns--;
+	gw_state.nconns--;
 	event_active(reaper, EV_TIMEOUT, 0);
 }
 
 static void
 set_state(struct conn *c, int st)
 {
+	if (st != CS_OPEN && c->open_id != 0) {
+		/* left waiting for the app (timeout, client gone): no answer */
+		ctl_cancel(c->open_id);
+		c->open_id = 0;
+	}
 	c->st = (uint8_t)st;
 	c->since = util_mono_coarse_ms();
 	conn_arm(c);
@@ -214,7 +221,7 @@ answer_page(struct conn *c, int status, const char *title, const char *text)
 static long long
 deadline(const struct conn *c)
 {
-	const struct gwconf *k = G.c;
+	const struct gwconf *k = gw_state.c;
 
 	switch (c->st) {
 	case CS_TLS:
@@ -313,8 +320,8 @@ conn_accept(int fd, const struct sockaddr *sa, int salen)
 	if (addrs == NULL)
 		addrs = addrcount_new(0);
 	ae = addrcount_get(addrs, sa);
-	if (addrcount_full(ae, G.c->max_conns_per_addr) ||
-	    (G.nconns >= G.c->max_conns && !conn_shed_idle())) {
+	if (addrcount_full(ae, gw_state.c->max_conns_per_addr) ||
+	    (gw_state.nconns >= gw_state.c->max_conns && !conn_shed_idle())) {
 		long dropped;
 
 		if (log_rate_ok(&bad_rl, 5, 10000, &dropped))
@@ -325,25 +332,25 @@ conn_accept(int fd, const struct sockaddr *sa, int salen)
 		return;
 	}
 	if (reaper == NULL)
-		reaper = event_new(G.base, -1, 0, reap_cb, NULL);
+		reaper = event_new(gw_state.base, -1, 0, reap_cb, NULL);
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	c = xcalloc(1, sizeof(*c));
 	c->id = ++next_conn_id;
 	c->ae = ae;
 	addrcount_hold(addrs, ae);
-	G.nconns++;
+	gw_state.nconns++;
 	TAILQ_INSERT_TAIL(&conns, c, all);
-	c->tls = G.ssl != NULL;
+	c->tls = gw_state.ssl != NULL;
 	if (c->tls) {
-		SSL *ssl = SSL_new(G.ssl);
+		SSL *ssl = SSL_new(gw_state.ssl);
 
-		c->cl = ssl == NULL ? NULL : bufferevent_openssl_socket_new(G.base, fd, ssl,
+		c->cl = ssl == NULL ? NULL : bufferevent_openssl_socket_new(gw_state.base, fd, ssl,
 		    BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
 		if (c->cl != NULL)
 			bufferevent_openssl_set_allow_dirty_shutdown(c->cl, 1);
 	} else
-		c->cl = bufferevent_socket_new(G.base, fd, BEV_OPT_CLOSE_ON_FREE);
-	c->tmo = evtimer_new(G.base, tmo_cb, c);
+		c->cl = bufferevent_socket_new(gw_state.base, fd, BEV_OPT_CLOSE_ON_FREE);
+	c->tmo = evtimer_new(gw_state.base, tmo_cb, c);
 	if (c->cl == NULL) {
 		close(fd);
 		conn_kill(c);
@@ -351,9 +358,9 @@ conn_accept(int fd, const struct sockaddr *sa, int salen)
 	}
 	bufferevent_setcb(c->cl, cl_read, cl_write, cl_event, c);
 	bufferevent_setwatermark(c->cl, EV_READ, 0, read_hwm());
-	bufferevent_setwatermark(c->cl, EV_WRITE, (size_t)G.c->high_watermark / 2, 0);
+	bufferevent_setwatermark(c->cl, EV_WRITE, (size_t)gw_state.c->high_watermark / 2, 0);
 	/* Bulk: fewer, larger writes than libevent's 16 KiB. */
-	bufferevent_set_max_single_write(c->cl, (size_t)G.c->high_watermark);
+	bufferevent_set_max_single_write(c->cl, (size_t)gw_state.c->high_watermark);
 	c->last = util_mono_coarse_ms();
 	if (!c->tls) {
 		TAILQ_INSERT_TAIL(&idles, c, idle);
@@ -393,7 +400,7 @@ forward(struct conn *c, const char *token)
 		up_ready(c);
 		return;
 	}
-	if ((c->open_id = ctl_open(c->rt->host, token)) == 0) {
+	if ((c->open_id = ctl_open(c->rt->host, token, open_done, c)) == 0) {
 		answer_page(c, 503, "App unavailable",
 		    "The orchestrator is unavailable; try again in a moment.");
 		return;
@@ -417,7 +424,7 @@ static int
 head_one(struct conn *c)
 {
 	struct evbuffer *in = bufferevent_get_input(c->cl);
-	size_t n = evbuffer_get_length(in), max = (size_t)G.c->header_bytes, m;
+	size_t n = evbuffer_get_length(in), max = (size_t)gw_state.c->header_bytes, m;
 	struct gwreq_in ri;
 	struct gwreq_out ro;
 	struct buf out;
@@ -445,7 +452,7 @@ head_one(struct conn *c)
 		return 0;
 	}
 	c->req = xcalloc(1, sizeof(*c->req));
-	rc = gwhead_parse(c->req, HTTP_REQUEST, p, (size_t)end, (size_t)G.c->header_fields,
+	rc = gwhead_parse(c->req, HTTP_REQUEST, p, (size_t)end, (size_t)gw_state.c->header_fields,
 	    GW_TARGET_MAX, err, sizeof(err));
 	evbuffer_drain(in, (size_t)end);
 	if (rc != 0) {
@@ -462,11 +469,11 @@ head_one(struct conn *c)
 	c->nreq++;
 	c->req_done = c->req->msg_done;
 	memset(&ri, 0, sizeof(ri));
-	ri.tls = G.c->https;	/* what the browser uses (scheme), not the hop */
+	ri.tls = gw_state.c->https;	/* what the browser uses (scheme), not the hop */
 	ri.client_ip = addrcount_ip(c->ae);
 	ri.bound = c->rt;
-	ri.find = route_find;
-	buf_init(&out, (size_t)G.c->header_bytes * 2 + 16384);
+	ri.find = ctl_route_find;
+	buf_init(&out, (size_t)gw_state.c->header_bytes * 2 + 16384);
 	rc = gwreq_decide(&ri, c->req, &out, &ro);
 	if (rc == -1) {
 		buf_free(&out);
@@ -506,7 +513,7 @@ static long
 body_pull(struct conn *c, struct gwhead *h, struct bufferevent *src,
     struct evbuffer *dst)
 {
-	size_t hwm = (size_t)G.c->high_watermark, before = evbuffer_get_length(dst);
+	size_t hwm = (size_t)gw_state.c->high_watermark, before = evbuffer_get_length(dst);
 	size_t got, cap, i;
 	struct evbuffer_iovec v[16];
 	struct evbuffer_ptr at;
@@ -550,7 +557,7 @@ body_pump(struct conn *c)
 {
 	struct evbuffer *in = bufferevent_get_input(c->cl);
 	struct evbuffer *o = bufferevent_get_output(c->up);
-	size_t hwm = (size_t)G.c->high_watermark;
+	size_t hwm = (size_t)gw_state.c->high_watermark;
 	struct evbuffer_iovec v;
 	long n;
 
@@ -607,52 +614,43 @@ up_setup(struct conn *c, struct bufferevent *b)
 	c->up = b;
 	bufferevent_setcb(b, up_read, up_write, up_event, c);
 	bufferevent_setwatermark(b, EV_READ, 0, read_hwm());
-	bufferevent_setwatermark(b, EV_WRITE, (size_t)G.c->high_watermark / 2, 0);
-	bufferevent_set_max_single_write(b, (size_t)G.c->high_watermark);
+	bufferevent_setwatermark(b, EV_WRITE, (size_t)gw_state.c->high_watermark / 2, 0);
+	bufferevent_set_max_single_write(b, (size_t)gw_state.c->high_watermark);
 }
 
-void
-conn_opened(uint64_t id, int fd, const char *addr, int status, const char *err)
+static void
+open_done(void *arg, int fd, const char *addr, int status, const char *err)
 {
-	struct conn *c, *nx;
+	struct conn *c = arg;
 	char msg[512];
 
-	for (c = TAILQ_FIRST(&conns); c != NULL; c = nx) {
-		nx = TAILQ_NEXT(c, all);
-		if (c->st != CS_OPEN || (id != 0 && c->open_id != id))
-			continue;
-		c->open_id = 0;
-		if (status != 0) {
-			/* The orchestrator's text says why (a port nothing
-			 * listens on, a stopped sandbox, a token it refused). */
-			snprintf(msg, sizeof(msg), "%s", err);
-			answer_page(c, status, status == 404 ? "No app here" : status == 503 ?
-			    "App unavailable" : status == 401 ? "Authentication required" :
-			    "App not reachable", msg);
-		} else if (fd >= 0) {
-			struct bufferevent *b = bufferevent_socket_new(G.base, fd, BEV_OPT_CLOSE_ON_FREE);
-			int one = 1;
+	c->open_id = 0;
+	if (status != 0) {
+		/* The orchestrator's text says why (a port nothing
+		 * listens on, a stopped sandbox, a token it refused). */
+		snprintf(msg, sizeof(msg), "%s", err);
+		answer_page(c, status, status == 404 ? "No app here" : status == 503 ?
+		    "App unavailable" : status == 401 ? "Authentication required" :
+		    "App not reachable", msg);
+	} else if (fd >= 0) {
+		struct bufferevent *b = bufferevent_socket_new(gw_state.base, fd, BEV_OPT_CLOSE_ON_FREE);
+		int one = 1;
 
-			evutil_make_socket_nonblocking(fd);
-			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-			up_setup(c, b);
-			up_ready(c);
-		} else {
-			struct sockaddr_storage ss;
-			socklen_t sl;
-			struct bufferevent *b = bufferevent_socket_new(G.base, -1, BEV_OPT_CLOSE_ON_FREE);
+		evutil_make_socket_nonblocking(fd);
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		up_setup(c, b);
+		up_ready(c);
+	} else {
+		struct sockaddr_storage ss;
+		socklen_t sl;
+		struct bufferevent *b = bufferevent_socket_new(gw_state.base, -1, BEV_OPT_CLOSE_ON_FREE);
 
-			up_setup(c, b);
-			set_state(c, CS_CONNECT);
-			if (addr == NULL || gwconf_parse_addr(addr, &ss, &sl) == -1 ||
-			    bufferevent_socket_connect(b, (struct sockaddr *)&ss, (int)sl) == -1)
-				answer_page(c, 502, "App not reachable", "The app's address is unusable.");
-		}
-		if (id != 0)
-			return;
+		up_setup(c, b);
+		set_state(c, CS_CONNECT);
+		if (addr == NULL || gwconf_parse_addr(addr, &ss, &sl) == -1 ||
+		    bufferevent_socket_connect(b, (struct sockaddr *)&ss, (int)sl) == -1)
+			answer_page(c, 502, "App not reachable", "The app's address is unusable.");
 	}
-	if (fd >= 0)
-		close(fd);	/* its connection went meanwhile */
 }
 
 /* ---- the response ---- */
@@ -699,7 +697,7 @@ static int
 resp_head(struct conn *c)
 {
 	struct evbuffer *in = bufferevent_get_input(c->up);
-	size_t n = evbuffer_get_length(in), max = (size_t)G.c->header_bytes, m;
+	size_t n = evbuffer_get_length(in), max = (size_t)gw_state.c->header_bytes, m;
 	struct buf out;
 	char err[256];
 	const char *p;
@@ -714,7 +712,7 @@ resp_head(struct conn *c)
 	c->resp = xcalloc(1, sizeof(*c->resp));
 	c->resp->skip_body = c->req->method == HTTP_HEAD;
 	rc = end < 0 ? -1 : gwhead_parse(c->resp, HTTP_RESPONSE, p, (size_t)end,
-	    (size_t)G.c->header_fields, GW_TARGET_MAX, err, sizeof(err));
+	    (size_t)gw_state.c->header_fields, GW_TARGET_MAX, err, sizeof(err));
 	if (rc != 0) {
 		long dropped;
 
@@ -764,7 +762,7 @@ resp_body(struct conn *c)
 {
 	struct evbuffer *in = bufferevent_get_input(c->up);
 	struct evbuffer *o = bufferevent_get_output(c->cl);
-	size_t hwm = (size_t)G.c->high_watermark;
+	size_t hwm = (size_t)gw_state.c->high_watermark;
 	struct evbuffer_iovec v;
 	long n;
 
@@ -811,7 +809,7 @@ static void
 relay(struct conn *c, struct bufferevent *src, struct bufferevent *dst, int pull)
 {
 	struct evbuffer *o = bufferevent_get_output(dst);
-	size_t hwm = (size_t)G.c->high_watermark;
+	size_t hwm = (size_t)gw_state.c->high_watermark;
 
 	evbuffer_add_buffer(o, bufferevent_get_input(src));
 	if (pull)
@@ -997,10 +995,11 @@ up_event(struct bufferevent *bev, short what, void *arg)
 }
 
 void
-conn_close_route(struct route *rt)
+conn_close_route(struct route *rt, void *arg)
 {
 	struct conn *c;
 
+	(void)arg;
 	while ((c = LIST_FIRST(&rt->conns)) != NULL)
 		conn_kill(c);
 }

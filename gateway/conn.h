@@ -26,7 +26,7 @@ struct addrcount_ent;
 
 struct conn {
 	LIST_ENTRY(conn)	 rlink;		/* in rt->conns */
-	TAILQ_ENTRY(conn)	 all;		/* G's list, or the graveyard */
+	TAILQ_ENTRY(conn)	 all;		/* the connection list (conn.c), or the graveyard */
 	TAILQ_ENTRY(conn)	 idle;		/* idle list (CS_HEAD, nothing received) */
 	struct bufferevent	*cl, *up;
 	struct route		*rt;		/* bound at the first routed request */

@@ -52,15 +52,15 @@ tls_load(char *err, size_t errlen)
 	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
 	SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
 	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
-	if (SSL_CTX_use_certificate_chain_file(ctx, G.c->tls_cert) != 1) {
-		snprintf(err, errlen, "tls.cert %s: %s", G.c->tls_cert,
+	if (SSL_CTX_use_certificate_chain_file(ctx, gw_state.c->tls_cert) != 1) {
+		snprintf(err, errlen, "tls.cert %s: %s", gw_state.c->tls_cert,
 		    ERR_reason_error_string(ERR_get_error()));
 		SSL_CTX_free(ctx);
 		return NULL;
 	}
-	if (SSL_CTX_use_PrivateKey_file(ctx, G.c->tls_key, SSL_FILETYPE_PEM) != 1 ||
+	if (SSL_CTX_use_PrivateKey_file(ctx, gw_state.c->tls_key, SSL_FILETYPE_PEM) != 1 ||
 	    SSL_CTX_check_private_key(ctx) != 1) {
-		snprintf(err, errlen, "tls.key %s: %s", G.c->tls_key,
+		snprintf(err, errlen, "tls.key %s: %s", gw_state.c->tls_key,
 		    ERR_reason_error_string(ERR_get_error()));
 		SSL_CTX_free(ctx);
 		return NULL;
@@ -73,18 +73,18 @@ drop_privs(char *err, size_t errlen)
 {
 	struct passwd *pw;
 
-	if (G.c->user == NULL)
+	if (gw_state.c->user == NULL)
 		return 0;
-	if ((pw = getpwnam(G.c->user)) == NULL) {
-		snprintf(err, errlen, "user %s: no such user", G.c->user);
+	if ((pw = getpwnam(gw_state.c->user)) == NULL) {
+		snprintf(err, errlen, "user %s: no such user", gw_state.c->user);
 		return -1;
 	}
 	if (setgroups(0, NULL) == -1 || setgid(pw->pw_gid) == -1 || setuid(pw->pw_uid) == -1) {
-		snprintf(err, errlen, "user %s: cannot switch: %s", G.c->user, strerror(errno));
+		snprintf(err, errlen, "user %s: cannot switch: %s", gw_state.c->user, strerror(errno));
 		return -1;
 	}
 	if (setuid(0) == 0) {
-		snprintf(err, errlen, "user %s: could regain root", G.c->user);
+		snprintf(err, errlen, "user %s: could regain root", gw_state.c->user);
 		return -1;
 	}
 	return 0;
@@ -100,8 +100,8 @@ sig_cb(evutil_socket_t sig, short ev, void *arg)
 		return;
 	}
 	log_info("signal %d: stopping", (int)sig);
-	G.shutting = 1;
-	event_base_loopbreak(G.base);
+	gw_state.shutting = 1;
+	event_base_loopbreak(gw_state.base);
 }
 
 static void
@@ -139,15 +139,15 @@ main(int argc, char **argv)
 
 	if (daemon_parse_args(&desc, argc, argv, &o, &rc) == -1)
 		return rc;
-	if ((G.c = gwconf_load(o.file, err, sizeof(err))) == NULL) {
+	if ((gw_state.c = gwconf_load(o.file, err, sizeof(err))) == NULL) {
 		fprintf(stderr, "app-gateway: %s\n", err);
 		return 1;
 	}
-	if (G.c->tls && (G.ssl = tls_load(err, sizeof(err))) == NULL) {
+	if (gw_state.c->tls && (gw_state.ssl = tls_load(err, sizeof(err))) == NULL) {
 		fprintf(stderr, "app-gateway: %s\n", err);
 		return 1;
 	}
-	if (G.c->ctl_token_file != NULL && (token = daemon_read_secret(G.c->ctl_token_file,
+	if (gw_state.c->ctl_token_file != NULL && (token = daemon_read_secret(gw_state.c->ctl_token_file,
 	    TOKEN_FILE_MAX, err, sizeof(err))) == NULL) {
 		fprintf(stderr, "app-gateway: control.token_file: %s\n", err);
 		return 1;
@@ -156,17 +156,17 @@ main(int argc, char **argv)
 		printf("configuration OK\n");
 		return 0;
 	}
-	if (log_init("app-gateway", o.verbosity, G.c->log_file) == -1) {
-		fprintf(stderr, "app-gateway: log.file %s: %s\n", G.c->log_file, strerror(errno));
+	if (log_init("app-gateway", o.verbosity, gw_state.c->log_file) == -1) {
+		fprintf(stderr, "app-gateway: log.file %s: %s\n", gw_state.c->log_file, strerror(errno));
 		return 1;
 	}
-	log_set_json(G.c->log_json);
+	log_set_json(gw_state.c->log_json);
 	/* small heap, given back: idle connections are most of the gateway's life */
 	mallopt(M_TRIM_THRESHOLD, 1 << 20);
 	(void)lguard_raise_nofile();
 	signal(SIGPIPE, SIG_IGN);
 	daemon_libevent_log();
-	LIST_INIT(&G.routes);
+	LIST_INIT(&gw_state.routes);
 	{
 		/* As the proxy's workers: the changelist folds the enable and
 		 * disable pairs of a request cycle (client read off while the
@@ -177,32 +177,30 @@ main(int argc, char **argv)
 		if (ec == NULL)
 			fatalx("event_config_new");
 		event_config_set_flag(ec, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
-		G.base = event_base_new_with_config(ec);
+		gw_state.base = event_base_new_with_config(ec);
 		event_config_free(ec);
-		if (G.base == NULL)
+		if (gw_state.base == NULL)
 			fatalx("event_base_new");
 	}
-	lis = evconnlistener_new_bind(G.base, accept_cb, NULL,
+	lis = evconnlistener_new_bind(gw_state.base, accept_cb, NULL,
 	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC, 1024,
-	    (struct sockaddr *)&G.c->listen_ss, (int)G.c->listen_sslen);
+	    (struct sockaddr *)&gw_state.c->listen_ss, (int)gw_state.c->listen_sslen);
 	if (lis == NULL)
-		fatal("listen %s", G.c->listen);
+		fatal("listen %s", gw_state.c->listen);
 	lguard_add(lis, shed_idle, NULL);
 	if (drop_privs(err, sizeof(err)) == -1)
 		fatalx("%s", err);
 	for (i = 0; i < NELEM(sigs); i++)
-		event_add(evsignal_new(G.base, sigs[i], sig_cb, NULL), NULL);
-	G.opened = conn_opened;
-	G.route_gone = conn_close_route;
-	ctl_start(token);
+		event_add(evsignal_new(gw_state.base, sigs[i], sig_cb, NULL), NULL);
+	ctl_start(token, conn_close_route, NULL);
 	if (token != NULL) {
 		memset(token, 0, strlen(token));
 		free(token);
 	}
-	log_info("listening on %s (%s) for *.%s, control %s", G.c->listen,
-	    G.ssl != NULL ? "https" : "http", G.c->domain,
-	    G.c->ctl_socket != NULL ? G.c->ctl_socket : G.c->ctl_connect);
-	event_base_dispatch(G.base);
+	log_info("listening on %s (%s) for *.%s, control %s", gw_state.c->listen,
+	    gw_state.ssl != NULL ? "https" : "http", gw_state.c->domain,
+	    gw_state.c->ctl_socket != NULL ? gw_state.c->ctl_socket : gw_state.c->ctl_connect);
+	event_base_dispatch(gw_state.base);
 	lguard_del(lis);
 	evconnlistener_free(lis);
 	ctl_stop();
