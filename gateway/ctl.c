@@ -55,7 +55,7 @@ static struct {
 	uint64_t	 gen;		/* bumped at each welcome */
 	uint64_t	 next_id;
 	int		 tcp;
-	TAILQ_HEAD(, ctl_pending) pending;	/* opens sent, not answered */
+	TAILQ_HEAD(ctl_pendq, ctl_pending) pending;	/* opens sent, not answered */
 	void		(*route_gone)(struct route *, void *);
 	void		*route_gone_arg;
 } K;
