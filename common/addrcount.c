@@ -171,16 +171,6 @@ addrcount_put(struct addrcount *t, struct addrcount_ent *e)
 	unlock(t);
 }
 
-void
-addrcount_forget(struct addrcount *t, struct addrcount_ent *e)
-{
-	if (e == NULL)
-		return;
-	lock(t);
-	drop_if_empty(t, e);
-	unlock(t);
-}
-
 long
 addrcount_n(const struct addrcount_ent *e)
 {

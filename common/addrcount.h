@@ -28,13 +28,12 @@ void			 addrcount_free(struct addrcount *);
 /*
  * The entry of sa's address, created with a count of 0 (single-threaded
  * tables). addrcount_hold counts one connection in, addrcount_put one out
- * (an entry at 0 is freed); addrcount_forget gives back an entry got and
- * not held (a refused connection): freed if no connection holds it.
+ * (an entry at 0 is freed). Hold before closing other connections of
+ * the same address (an eviction), or the entry may go under you.
  */
 struct addrcount_ent	*addrcount_get(struct addrcount *, const struct sockaddr *sa);
 void			 addrcount_hold(struct addrcount *, struct addrcount_ent *);
 void			 addrcount_put(struct addrcount *, struct addrcount_ent *);
-void			 addrcount_forget(struct addrcount *, struct addrcount_ent *);
 long			 addrcount_n(const struct addrcount_ent *);
 /* The address as text ("192.0.2.1", "2001:db8::1", "?" for another family). */
 const char		*addrcount_ip(const struct addrcount_ent *);

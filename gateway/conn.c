@@ -314,20 +314,26 @@ conn_accept(int fd, const struct sockaddr *sa, int salen)
 {
 	struct addrcount_ent *ae;
 	struct conn *c;
-	int one = 1;
+	int one = 1, full;
 
 	(void)salen;
 	if (addrs == NULL)
 		addrs = addrcount_new(0);
 	ae = addrcount_get(addrs, sa);
-	if (addrcount_full(ae, gw_state.c->max_conns_per_addr) ||
-	    (gw_state.nconns >= gw_state.c->max_conns && !conn_shed_idle())) {
+	full = addrcount_full(ae, gw_state.c->max_conns_per_addr);
+	/*
+	 * Counted in at once: shedding an idle connection below may close the
+	 * address's last other one, which would free its counter while ae
+	 * still points at it.
+	 */
+	addrcount_hold(addrs, ae);
+	if (full || (gw_state.nconns >= gw_state.c->max_conns && !conn_shed_idle())) {
 		long dropped;
 
 		if (log_rate_ok(&bad_rl, 5, 10000, &dropped))
 			log_warnx("addr=%s connection refused: too many connections "
 			    "(%ld similar suppressed)", addrcount_ip(ae), dropped);
-		addrcount_forget(addrs, ae);	/* freed if it held none */
+		addrcount_put(addrs, ae);
 		close(fd);
 		return;
 	}
@@ -336,8 +342,7 @@ conn_accept(int fd, const struct sockaddr *sa, int salen)
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	c = xcalloc(1, sizeof(*c));
 	c->id = ++next_conn_id;
-	c->ae = ae;
-	addrcount_hold(addrs, ae);
+	c->ae = ae;	/* held above */
 	gw_state.nconns++;
 	TAILQ_INSERT_TAIL(&conns, c, all);
 	c->tls = gw_state.ssl != NULL;

@@ -1078,9 +1078,16 @@ conn_new(struct http *ht, int fd, const struct sockaddr_storage *ss)
 	struct addrcount_ent *ac = addrcount_get(ht->addrs, (const struct sockaddr *)ss);
 	struct hconn *c;
 	const char *refuse = NULL;
-	int code = 0;
+	int code = 0, addr_full;
 	static char msg_total[160], msg_addr[160];
 
+	/*
+	 * Counted in at once: closing an idle connection below may close the
+	 * address's last other one, which would free its counter while ac
+	 * still points at it (a use-after-free at max_conns_per_addr 1).
+	 */
+	addr_full = addrcount_full(ac, ht->conf->http_max_conns_per_addr);
+	addrcount_hold(ht->addrs, ac);
 	if (ht->nconns >= ht->max_conns && evict_idle(ht, NULL) == -1) {
 		snprintf(msg_total, sizeof(msg_total), "Service Unavailable: %lld "
 		    "client connections are open, none idle (http.max_conns); retry "
@@ -1088,8 +1095,7 @@ conn_new(struct http *ht, int fd, const struct sockaddr_storage *ss)
 		refuse = msg_total;
 		code = 503;
 		ht->n_refused_total++;
-	} else if (addrcount_full(ac, ht->conf->http_max_conns_per_addr) &&
-	    evict_idle(ht, ac) == -1) {
+	} else if (addr_full && evict_idle(ht, ac) == -1) {
 		snprintf(msg_addr, sizeof(msg_addr), "Too Many Requests: your "
 		    "address has %lld connections open, none idle "
 		    "(http.max_conns_per_addr)", ht->conf->http_max_conns_per_addr);
@@ -1099,14 +1105,13 @@ conn_new(struct http *ht, int fd, const struct sockaddr_storage *ss)
 	}
 	if (refuse != NULL && ht->nrefusing >= REFUSING_MAX) {
 		close(fd);	/* no descriptor to spend on an answer */
-		addrcount_forget(ht->addrs, ac);	/* freed if it held none */
+		addrcount_put(ht->addrs, ac);
 		return;
 	}
 	c = xcalloc(1, sizeof(*c));
 	c->ht = ht;
 	c->fd = fd;
-	c->ac = ac;
-	addrcount_hold(ht->addrs, ac);
+	c->ac = ac;	/* held above */
 	c->refuse = refuse;
 	c->refuse_code = code;
 	if (refuse != NULL)
