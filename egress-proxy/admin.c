@@ -48,17 +48,18 @@ struct aclient {
 
 static struct event_base *abase;
 static struct event *listen_ev;
-/*
- * accept() on the admin socket short of descriptors: the socket stays
- * readable, so it is left alone for ADMIN_ACCEPT_PAUSE_MS (resume_ev).
- */
-#define ADMIN_ACCEPT_PAUSE_MS	500
-static struct event *resume_ev;
-static struct log_rate admin_accept_rl;
 static int listen_fd = -1;
 static int nclients;
 static int (*reload_fn)(char *, size_t);
 static char sock_path[108];
+
+long
+admin_lguard_shed(void *arg, long n)
+{
+	(void)arg;
+	atomic_fetch_add(&the_proxy.st.accept_paused, 1);
+	return proxy_shed((int)n);
+}
 
 static void
 sb_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
@@ -304,7 +305,7 @@ op_register(cJSON *req, int fd, struct buf *r)
 		sb_listener_free(sb);
 		sb->listener = l;
 		sandbox_ref(sb);	/* held by the listener */
-		lguard_add(l);
+		lguard_add(l, admin_lguard_shed, NULL);
 		/* Its address is the proxy's own: never dialled (netcheck). */
 		sb->listen_sslen = sizeof(sb->listen_ss);
 		if (getsockname(dup_fd, (struct sockaddr *)&sb->listen_ss, &sb->listen_sslen) == -1)
@@ -590,16 +591,9 @@ accept_cb(evutil_socket_t fd, short ev, void *arg)
 	(void)ev;
 	(void)arg;
 	if ((c = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) == -1) {
-		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-			struct timeval tv = { 0, ADMIN_ACCEPT_PAUSE_MS * 1000 };
-			long dropped;
-
-			event_del(listen_ev);
-			evtimer_add(resume_ev, &tv);
-			if (log_rate_ok(&admin_accept_rl, 1, 10000, &dropped))
-				log_warn("admin accept (paused %d ms; %ld similar suppressed)",
-				    ADMIN_ACCEPT_PAUSE_MS, dropped);
-		}
+		/* Short of descriptors: every listener pauses (lguard.c). */
+		if (lguard_is_short(errno))
+			lguard_accept_failed(errno);
 		return;
 	}
 	if (nclients >= ADMIN_CLIENTS_MAX) {
@@ -611,16 +605,6 @@ accept_cb(evutil_socket_t fd, short ev, void *arg)
 	ac->ev = event_new(abase, c, EV_READ | EV_PERSIST, client_cb, ac);
 	event_add(ac->ev, NULL);
 	nclients++;
-}
-
-static void
-accept_resume(evutil_socket_t fd, short ev, void *arg)
-{
-	(void)fd;
-	(void)ev;
-	(void)arg;
-	if (listen_ev != NULL)
-		event_add(listen_ev, NULL);
 }
 
 int
@@ -662,7 +646,7 @@ admin_start(struct event_base *base, const char *path,
 	}
 	listen_ev = event_new(base, listen_fd, EV_READ | EV_PERSIST, accept_cb, NULL);
 	event_add(listen_ev, NULL);
-	resume_ev = evtimer_new(base, accept_resume, NULL);
+	lguard_add_event(listen_ev, admin_lguard_shed, NULL);
 	return 0;
 }
 
@@ -732,7 +716,7 @@ admin_http_start(struct event_base *base, const char *host, unsigned short port,
 		snprintf(err, errlen, "admin.listen %s:%u: cannot bind", host, port);
 		return -1;
 	}
-	lguard_add(evhttp_bound_socket_get_listener(bs));
+	lguard_add(evhttp_bound_socket_get_listener(bs), admin_lguard_shed, NULL);
 	evhttp_set_max_body_size(h, PADMIN_MAX_MSG);
 	evhttp_set_cb(h, "/v1/admin", http_admin_cb, NULL);
 	evhttp_set_gencb(h, http_other_cb, NULL);
@@ -742,12 +726,11 @@ admin_http_start(struct event_base *base, const char *host, unsigned short port,
 void
 admin_stop(void)
 {
-	if (listen_ev != NULL)
+	if (listen_ev != NULL) {
+		lguard_del(listen_ev);
 		event_free(listen_ev);
+	}
 	listen_ev = NULL;
-	if (resume_ev != NULL)
-		event_free(resume_ev);
-	resume_ev = NULL;
 	if (listen_fd != -1) {
 		close(listen_fd);
 		unlink(sock_path);

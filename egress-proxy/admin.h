@@ -21,5 +21,10 @@ void	admin_stop(void);
 int	admin_http_start(struct event_base *, const char *host, unsigned short port,
 	    const char *token, int (*reload)(char *err, size_t errlen), char *err,
 	    size_t errlen);
+/*
+ * The proxy's shed callback for lguard (common/lguard.h): counts the pause
+ * and asks every worker to close its n oldest unidentified connections.
+ */
+long	admin_lguard_shed(void *arg, long n);
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * main.c: egress-proxy [-dnv] -f FILE (see usage() and docs/proxy.md).
+ * main.c: egress-proxy [-dnv] -f FILE (see usage_text, common/daemon.c and docs/proxy.md).
  * Loads the configuration, the CA and the addons, starts the workers, the
  * listeners and the admin socket, then runs the main loop (accept, admin,
  * signals, addon file watch) until SIGTERM/SIGINT. Everything here runs on
@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <arpa/inet.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
@@ -31,6 +30,7 @@
 #include "config.h"
 #include "ghapp.h"
 #include "jsonmem.h"
+#include "daemon.h"
 #include "lguard.h"
 #include "log.h"
 #include "metrics.h"
@@ -50,24 +50,14 @@ static char failed_sig[4096];	/* mtimes of an addon set that failed to load */
  */
 #define ADMIN_TOKEN_FILE_MAX	4096
 
-/* What the command line asks for, once it is not a one-shot (--help, ...). */
-struct opts {
-	const char	*file;		/* -f */
-	int		 check;		/* -n */
-	int		 verbosity;	/* enum log_level: -d, -v */
-};
-
-static void
-usage(FILE *fp)
-{
-	fprintf(fp, "usage: egress-proxy [-dnv] -f file\n"
-	    "       egress-proxy --help | --print-docs\n"
-	    "       egress-proxy --admin SOCKET JSON   (one admin request, prints the reply)\n"
-	    "  -f file  configuration (YAML)\n"
-	    "  -n       check the configuration and load the addons, print \"configuration OK\", exit\n"
-	    "  -d       debug: debug logs (the proxy always stays in the foreground)\n"
-	    "  -v       more verbose (repeatable)\n");
-}
+static const char usage_text[] =
+    "usage: egress-proxy [-dnv] -f file\n"
+    "       egress-proxy --help | --print-docs\n"
+    "       egress-proxy --admin SOCKET JSON   (one admin request, prints the reply)\n"
+    "  -f file  configuration (YAML)\n"
+    "  -n       check the configuration and load the addons, print \"configuration OK\", exit\n"
+    "  -d       debug: debug logs (the proxy always stays in the foreground)\n"
+    "  -v       more verbose (repeatable)\n";
 
 /* --admin SOCKET JSON: one admin request; exit 0 if the reply says ok. */
 static int
@@ -76,7 +66,7 @@ admin_call(const char *path, int argc, char **argv)
 	char reply[PADMIN_MAX_MSG + 1], err[512];
 
 	if (argc != 1) {
-		usage(stderr);
+		fputs(usage_text, stderr);
 		return 2;
 	}
 	if (padmin_call(path, argv[0], -1, reply, sizeof(reply), 10000, err,
@@ -165,25 +155,6 @@ trim_cb(evutil_socket_t fd, short ev, void *arg)
 		ticks = 0;
 		malloc_trim(0);
 	}
-}
-
-/*
- * libevent's own warnings (a listener's accept error, a DNS server gone)
- * go to the log, at most LIBEVENT_LOG_BURST per 10 s: a peer can cause
- * some of them at will, and libevent writes one per event-loop turn.
- */
-#define LIBEVENT_LOG_BURST	10
-
-static void
-libevent_log(int severity, const char *msg)
-{
-	static struct log_rate rl;
-	long dropped;
-
-	if (severity < EVENT_LOG_WARN)
-		return;
-	if (log_rate_ok(&rl, LIBEVENT_LOG_BURST, 10000, &dropped))
-		log_warnx("libevent: %s (%ld similar suppressed)", msg, dropped);
 }
 
 static void
@@ -276,63 +247,6 @@ check_only(void)
 	return 0;
 }
 
-/*
- * Parses argv into o. 0: go on; -1: done, exit with *status (--help,
- * --print-docs, --admin, or a usage error: usage on stderr, 2).
- */
-static int
-parse_args(int argc, char **argv, struct opts *o, int *status)
-{
-	static const struct option lopts[] = {
-		{ "help", no_argument, NULL, 'h' },
-		{ "print-docs", no_argument, NULL, 'D' },
-		{ "admin", required_argument, NULL, 'A' },
-		{ NULL, 0, NULL, 0 }
-	};
-	int ch, debug = 0, verbose = 0;
-
-	memset(o, 0, sizeof(*o));
-	*status = 0;
-	while ((ch = getopt_long(argc, argv, "df:nv", lopts, NULL)) != -1) {
-		switch (ch) {
-		case 'd':
-			debug = 1;
-			break;
-		case 'f':
-			o->file = optarg;
-			break;
-		case 'n':
-			o->check = 1;
-			break;
-		case 'v':
-			verbose++;
-			break;
-		case 'h':
-			usage(stdout);
-			printf("\nconfiguration keys (YAML; dotted names are nested mappings):\n");
-			pconf_print_help(stdout);
-			return -1;
-		case 'D':
-			pconf_print_markdown(stdout);
-			return -1;
-		case 'A':
-			*status = admin_call(optarg, argc - optind, argv + optind);
-			return -1;
-		default:
-			usage(stderr);
-			*status = 2;
-			return -1;
-		}
-	}
-	if (o->file == NULL || optind != argc) {
-		usage(stderr);
-		*status = 2;
-		return -1;
-	}
-	o->verbosity = (debug ? LOG_LVL_DEBUG : LOG_LVL_INFO) + verbose;
-	return 0;
-}
-
 /* The host part of a "host:port" the config parsed (truncated to fit). */
 static void
 listen_host(const char *hostport, char *host, size_t len)
@@ -344,19 +258,6 @@ listen_host(const char *hostport, char *host, size_t len)
 		hl = len - 1;
 	memcpy(host, hostport, hl);
 	host[hl] = '\0';
-}
-
-/* Reads admin.token_file into b (trailing white space dropped); fatal if it cannot. */
-static void
-read_token(const char *path, struct buf *b)
-{
-	char err[1024];
-
-	buf_init(b, ADMIN_TOKEN_FILE_MAX);
-	if (util_read_file(path, b, err, sizeof(err)) == -1)
-		fatalx("admin.token_file %s", err);
-	while (b->len > 0 && strchr(" \t\r\n", b->p[b->len - 1]) != NULL)
-		b->p[--b->len] = '\0';
 }
 
 /*
@@ -391,7 +292,6 @@ start_engine(void)
 		fatalx("event_base_new");
 	if (ghapp_revoker_start(mbase, c) == -1)
 		fatalx("github app token revoker");
-	lguard_init(mbase);
 	nw = (int)c->workers;
 	if (nw == 0)
 		nw = (int)sysconf(_SC_NPROCESSORS_ONLN);
@@ -414,7 +314,7 @@ start_listeners(void)
 	struct evconnlistener *lis = NULL;
 	struct evhttp *http;
 	char host[64], err[1024];
-	struct buf tok;
+	char *tok;
 
 	if (c->listen_sslen != 0) {
 		lis = evconnlistener_new_bind(mbase, main_accept, NULL,
@@ -422,7 +322,7 @@ start_listeners(void)
 		    (struct sockaddr *)&c->listen_ss, (int)c->listen_sslen);
 		if (lis == NULL)
 			fatal("listen %s", c->listen);
-		lguard_add(lis);
+		lguard_add(lis, admin_lguard_shed, NULL);
 		netcheck_add_self((struct sockaddr *)&c->listen_ss, c->listen_sslen);
 	}
 	if (c->admin_socket != NULL &&
@@ -430,13 +330,14 @@ start_listeners(void)
 		fatalx("%s", err);
 	if (c->admin_sslen != 0) {
 		listen_host(c->admin_listen, host, sizeof(host));
-		read_token(c->admin_token_file, &tok);
+		if ((tok = daemon_read_secret(c->admin_token_file, ADMIN_TOKEN_FILE_MAX,
+		    err, sizeof(err))) == NULL)
+			fatalx("admin.token_file %s", err);
 		if (admin_http_start(mbase, host, ntohs(((struct sockaddr_in *)&c->admin_ss)->sin_port),
-		    tok.p != NULL ? tok.p : "", reload_addons, err, sizeof(err)) == -1)
+		    tok, reload_addons, err, sizeof(err)) == -1)
 			fatalx("%s", err);
-		if (tok.p != NULL)
-			memset(tok.p, 0, tok.len);
-		buf_free(&tok);
+		explicit_bzero(tok, strlen(tok));
+		free(tok);
 		netcheck_add_self((struct sockaddr *)&c->admin_ss, c->admin_sslen);
 	}
 	if (c->metrics_sslen != 0) {
@@ -447,7 +348,7 @@ start_listeners(void)
 		if (http == NULL || (bs = evhttp_bind_socket_with_handle(http, host,
 		    ntohs(((struct sockaddr_in *)&c->metrics_ss)->sin_port))) == NULL)
 			fatalx("metrics.listen %s: cannot bind", c->metrics_listen);
-		lguard_add(evhttp_bound_socket_get_listener(bs));
+		lguard_add(evhttp_bound_socket_get_listener(bs), admin_lguard_shed, NULL);
 		evhttp_set_cb(http, "/metrics", metrics_cb, NULL);
 		evhttp_set_gencb(http, notfound_cb, NULL);
 		netcheck_add_self((struct sockaddr *)&c->metrics_ss, c->metrics_sslen);
@@ -481,7 +382,10 @@ start_timers(void)
 int
 main(int argc, char **argv)
 {
-	struct opts o;
+	static const struct daemon_desc desc = {
+		usage_text, pconf_print_help, pconf_print_markdown, admin_call
+	};
+	struct daemon_args o;
 	struct evconnlistener *lis;
 	char err[1024];
 	int nw, rc;
@@ -495,7 +399,7 @@ main(int argc, char **argv)
 	 */
 	mallopt(M_TRIM_THRESHOLD, 64 << 20);
 	mallopt(M_MMAP_THRESHOLD, 4 << 20);
-	if (parse_args(argc, argv, &o, &rc) == -1)
+	if (daemon_parse_args(&desc, argc, argv, &o, &rc) == -1)
 		return rc;
 	pthread_mutex_init(&the_proxy.src_mtx, NULL);
 	the_proxy.audit_fd = -1;
@@ -514,9 +418,9 @@ main(int argc, char **argv)
 		return 1;
 	}
 	log_set_json(the_proxy.conf->log_json);
-	lguard_raise_nofile();
+	(void)lguard_raise_nofile();
 	signal(SIGPIPE, SIG_IGN);
-	event_set_log_callback(libevent_log);
+	daemon_libevent_log();
 	evthread_use_pthreads();
 	nw = start_engine();
 	lis = start_listeners();

@@ -4,7 +4,7 @@
  * names a registered sandbox (identify). Unidentified connections have
  * their own caps, so that a client holding many idle ones cannot take the
  * connections of registered sandboxes: limits.unidentified_per_source per
- * client address (counted over all workers in srctab) and
+ * client address (counted over all workers in srctab, common/addrcount.c) and
  * limits.unidentified in total (at most a quarter of limits.max_conns). A
  * new connection beyond the per-address cap closes its address's oldest
  * unidentified one that is at least UNID_GRACE_MS old, idle ones (no byte
@@ -31,13 +31,12 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 
+#include "addrcount.h"
 #include "log.h"
 #include "proxy_int.h"
 #include "util.h"
 #include "xmalloc.h"
 
-/* Buckets of the per-address counts (entries are freed at zero). */
-#define SRC_BUCKETS	1024
 /*
  * A connection younger than this is never closed to make room: a client's
  * burst of new connections (npm, git) arrives before any of them has sent
@@ -47,52 +46,23 @@
 #define UNID_GRACE_MS	1000
 #define UNID_BURST	2
 
-struct srcent {
-	struct srcent	*next;
-	unsigned char	 fam;
-	unsigned char	 a[16];
-	long		 n;
-};
-
-static struct srcent *srctab[SRC_BUCKETS];
-static pthread_mutex_t srctab_mtx = PTHREAD_MUTEX_INITIALIZER;
+/* Unidentified connections per client address, over all workers. */
+static struct addrcount *srctab;
+static pthread_once_t srctab_once = PTHREAD_ONCE_INIT;
 /* Evictions and refusals at the caps: a flood causes them at will. */
 static struct log_rate unid_rl;
+static void
+srctab_init(void)
+{
+	srctab = addrcount_new(ADDRCOUNT_LOCKED);
+}
+
 /* Adds d to the count of c's client address; returns the new count. */
 static long
 src_adj(const struct conn *c, long d)
 {
-	uint32_t h = 2166136261U;
-	struct srcent **pp, *e;
-	long n;
-	int i;
-
-	for (i = 0; i < 16; i++)
-		h = (h ^ c->peer[i]) * 16777619U;
-	h = (h ^ c->peer_family) * 16777619U;
-	pthread_mutex_lock(&srctab_mtx);
-	for (pp = &srctab[h % SRC_BUCKETS]; (e = *pp) != NULL; pp = &e->next)
-		if (e->fam == c->peer_family && memcmp(e->a, c->peer, 16) == 0)
-			break;
-	if (e == NULL) {
-		if (d <= 0) {
-			pthread_mutex_unlock(&srctab_mtx);
-			return 0;
-		}
-		e = xcalloc(1, sizeof(*e));
-		e->fam = (unsigned char)c->peer_family;
-		memcpy(e->a, c->peer, 16);
-		e->next = srctab[h % SRC_BUCKETS];
-		srctab[h % SRC_BUCKETS] = e;
-		pp = &srctab[h % SRC_BUCKETS];
-	}
-	n = (e->n += d);
-	if (n <= 0) {
-		*pp = e->next;
-		free(e);
-	}
-	pthread_mutex_unlock(&srctab_mtx);
-	return n;
+	pthread_once(&srctab_once, srctab_init);
+	return addrcount_adj(srctab, c->peer_family, c->peer, d);
 }
 
 /* c is unidentified: listed and counted. Returns its address's count. */
@@ -160,25 +130,15 @@ static struct conn *
 unid_heaviest(struct worker *w, struct conn *c, long *nv)
 {
 	struct conn *v, *best = NULL;
-	struct srcent *e;
 	long n, bn = 0;
 	int bidle = 0, idle;
-	uint32_t h;
-	int i;
 
-	pthread_mutex_lock(&srctab_mtx);
+	pthread_once(&srctab_once, srctab_init);
 	TAILQ_FOREACH(v, &w->unid, unid_link) {
 		if (v == c || (v->peer_family == c->peer_family &&
 		    memcmp(v->peer, c->peer, 16) == 0))
 			continue;
-		h = 2166136261U;
-		for (i = 0; i < 16; i++)
-			h = (h ^ v->peer[i]) * 16777619U;
-		h = (h ^ v->peer_family) * 16777619U;
-		for (e = srctab[h % SRC_BUCKETS]; e != NULL; e = e->next)
-			if (e->fam == v->peer_family && memcmp(e->a, v->peer, 16) == 0)
-				break;
-		n = e != NULL ? e->n : 0;
+		n = addrcount_count(srctab, v->peer_family, v->peer);
 		idle = unid_idle(v);
 		if (best == NULL || n > bn || (n == bn && idle && !bidle)) {
 			best = v;
@@ -186,7 +146,6 @@ unid_heaviest(struct worker *w, struct conn *c, long *nv)
 			bidle = idle;
 		}
 	}
-	pthread_mutex_unlock(&srctab_mtx);
 	*nv = bn;
 	return best;
 }
@@ -199,23 +158,8 @@ unid_heaviest(struct worker *w, struct conn *c, long *nv)
 static long
 src_heaviest(const struct conn *c, int *fam, unsigned char a[16])
 {
-	struct srcent *e;
-	long bn = 0;
-	size_t i;
-
-	pthread_mutex_lock(&srctab_mtx);
-	for (i = 0; i < SRC_BUCKETS; i++)
-		for (e = srctab[i]; e != NULL; e = e->next) {
-			if (e->fam == c->peer_family && memcmp(e->a, c->peer, 16) == 0)
-				continue;
-			if (e->n > bn) {
-				bn = e->n;
-				*fam = e->fam;
-				memcpy(a, e->a, 16);
-			}
-		}
-	pthread_mutex_unlock(&srctab_mtx);
-	return bn;
+	pthread_once(&srctab_once, srctab_init);
+	return addrcount_heaviest(srctab, c->peer_family, c->peer, fam, a);
 }
 
 struct conn *

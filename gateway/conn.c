@@ -22,6 +22,7 @@
 #include <openssl/ssl.h>
 
 #include "conn.h"
+#include "addrcount.h"
 #include "evrelay.h"
 #include "h1.h"
 #include "log.h"
@@ -30,16 +31,9 @@
 #include "xmalloc.h"
 
 #define CLOSING_MS	5000	/* a last response gets this long to flush */
-#define ADDR_BUCKETS	4096
 
-/* Open connections per client address. */
-struct addrent {
-	struct addrent	*next;
-	int		 n;
-	char		 ip[INET6_ADDRSTRLEN];
-};
-
-static struct addrent *addrs[ADDR_BUCKETS];
+/* Open connections per client address (limits.max_conns_per_addr). */
+static struct addrcount *addrs;
 static TAILQ_HEAD(connq, conn) conns = TAILQ_HEAD_INITIALIZER(conns);
 static TAILQ_HEAD(idleq, conn) idles = TAILQ_HEAD_INITIALIZER(idles);
 static TAILQ_HEAD(graveq, conn) grave = TAILQ_HEAD_INITIALIZER(grave);
@@ -55,46 +49,15 @@ static void up_write(struct bufferevent *, void *);
 static void up_event(struct bufferevent *, short, void *);
 static void head_process(struct conn *);
 static void conn_arm(struct conn *);
+static void open_done(void *, int, const char *, int, const char *);
 
 /* Input kept per side: a whole head must fit, whatever the watermark. */
 static size_t
 read_hwm(void)
 {
-	size_t h = (size_t)G.c->high_watermark, m = (size_t)G.c->header_bytes + 1;
+	size_t h = (size_t)gw_state.c->high_watermark, m = (size_t)gw_state.c->header_bytes + 1;
 
 	return h > m ? h : m;
-}
-
-static struct addrent *
-addr_get(const char *ip)
-{
-	uint32_t h = util_hash_str(ip) % ADDR_BUCKETS;
-	struct addrent *a;
-
-	for (a = addrs[h]; a != NULL; a = a->next)
-		if (strcmp(a->ip, ip) == 0)
-			return a;
-	a = xcalloc(1, sizeof(*a));
-	snprintf(a->ip, sizeof(a->ip), "%s", ip);
-	a->next = addrs[h];
-	addrs[h] = a;
-	return a;
-}
-
-static void
-addr_put(struct addrent *a)
-{
-	uint32_t h = util_hash_str(a->ip) % ADDR_BUCKETS;
-	struct addrent **pp;
-
-	if (--a->n > 0)
-		return;
-	for (pp = &addrs[h]; *pp != NULL; pp = &(*pp)->next)
-		if (*pp == a) {
-			*pp = a->next;
-			free(a);
-			return;
-		}
 }
 
 static void
@@ -147,9 +110,10 @@ conn_kill(struct conn *c)
 		return;
 	c->dead = 1;
 	log_debug("conn=%llx addr=%s host=%s requests=%u closed", (unsigned long long)c->id,
-	    c->ae->ip, c->rt != NULL ? c->rt->host : "-", c->nreq);
-	if (c->st == CS_OPEN)
+	    addrcount_ip(c->ae), c->rt != NULL ? c->rt->host : "-", c->nreq);
+	if (c->open_id != 0)
 		ctl_cancel(c->open_id);
+	c->open_id = 0;
 	idle_unlink(c);
 	if (c->rt != NULL)
 		LIST_REMOVE(c, rlink);
@@ -163,16 +127,21 @@ conn_kill(struct conn *c)
 		event_free(c->tmo);
 	c->tmo = NULL;
 	heads_free(c);
-	addr_put(c->ae);
+	addrcount_put(addrs, c->ae);
 	TAILQ_REMOVE(&conns, c, all);
 	TAILQ_INSERT_TAIL(&grave, c, all);
-	G.nconns--;
+	gw_state.nconns--;
 	event_active(reaper, EV_TIMEOUT, 0);
 }
 
 static void
 set_state(struct conn *c, int st)
 {
+	if (st != CS_OPEN && c->open_id != 0) {
+		/* left waiting for the app (timeout, client gone): no answer */
+		ctl_cancel(c->open_id);
+		c->open_id = 0;
+	}
 	c->st = (uint8_t)st;
 	c->since = util_mono_coarse_ms();
 	conn_arm(c);
@@ -253,7 +222,7 @@ answer_page(struct conn *c, int status, const char *title, const char *text)
 static long long
 deadline(const struct conn *c)
 {
-	const struct gwconf *k = G.c;
+	const struct gwconf *k = gw_state.c;
 
 	switch (c->st) {
 	case CS_TLS:
@@ -344,49 +313,50 @@ conn_shed_idle(void)
 void
 conn_accept(int fd, const struct sockaddr *sa, int salen)
 {
-	char ip[INET6_ADDRSTRLEN] = "?";
-	struct addrent *ae;
+	struct addrcount_ent *ae;
 	struct conn *c;
-	int one = 1;
+	int one = 1, full;
 
 	(void)salen;
-	if (sa->sa_family == AF_INET)
-		inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, ip, sizeof(ip));
-	else if (sa->sa_family == AF_INET6)
-		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, ip, sizeof(ip));
-	ae = addr_get(ip);
-	if (ae->n >= G.c->max_conns_per_addr ||
-	    (G.nconns >= G.c->max_conns && !conn_shed_idle())) {
+	if (addrs == NULL)
+		addrs = addrcount_new(0);
+	ae = addrcount_get(addrs, sa);
+	full = addrcount_full(ae, gw_state.c->max_conns_per_addr);
+	/*
+	 * Counted in at once: shedding an idle connection below may close the
+	 * address's last other one, which would free its counter while ae
+	 * still points at it.
+	 */
+	addrcount_hold(addrs, ae);
+	if (full || (gw_state.nconns >= gw_state.c->max_conns && !conn_shed_idle())) {
 		long dropped;
 
-		if (ae->n == 0)
-			addr_put((ae->n++, ae));
 		if (log_rate_ok(&bad_rl, 5, 10000, &dropped))
 			log_warnx("addr=%s connection refused: too many connections "
-			    "(%ld similar suppressed)", ip, dropped);
+			    "(%ld similar suppressed)", addrcount_ip(ae), dropped);
+		addrcount_put(addrs, ae);
 		close(fd);
 		return;
 	}
 	if (reaper == NULL)
-		reaper = event_new(G.base, -1, 0, reap_cb, NULL);
+		reaper = event_new(gw_state.base, -1, 0, reap_cb, NULL);
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	c = xcalloc(1, sizeof(*c));
 	c->id = ++next_conn_id;
-	c->ae = ae;
-	ae->n++;
-	G.nconns++;
+	c->ae = ae;	/* held above */
+	gw_state.nconns++;
 	TAILQ_INSERT_TAIL(&conns, c, all);
-	c->tls = G.ssl != NULL;
+	c->tls = gw_state.ssl != NULL;
 	if (c->tls) {
-		SSL *ssl = SSL_new(G.ssl);
+		SSL *ssl = SSL_new(gw_state.ssl);
 
-		c->cl = ssl == NULL ? NULL : bufferevent_openssl_socket_new(G.base, fd, ssl,
+		c->cl = ssl == NULL ? NULL : bufferevent_openssl_socket_new(gw_state.base, fd, ssl,
 		    BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
 		if (c->cl != NULL)
 			bufferevent_openssl_set_allow_dirty_shutdown(c->cl, 1);
 	} else
-		c->cl = bufferevent_socket_new(G.base, fd, BEV_OPT_CLOSE_ON_FREE);
-	c->tmo = evtimer_new(G.base, tmo_cb, c);
+		c->cl = bufferevent_socket_new(gw_state.base, fd, BEV_OPT_CLOSE_ON_FREE);
+	c->tmo = evtimer_new(gw_state.base, tmo_cb, c);
 	if (c->cl == NULL) {
 		close(fd);
 		conn_kill(c);
@@ -394,9 +364,9 @@ conn_accept(int fd, const struct sockaddr *sa, int salen)
 	}
 	bufferevent_setcb(c->cl, cl_read, cl_write, cl_event, c);
 	bufferevent_setwatermark(c->cl, EV_READ, 0, read_hwm());
-	bufferevent_setwatermark(c->cl, EV_WRITE, (size_t)G.c->high_watermark / 2, 0);
+	bufferevent_setwatermark(c->cl, EV_WRITE, (size_t)gw_state.c->high_watermark / 2, 0);
 	/* Bulk: fewer, larger writes than libevent's 16 KiB. */
-	bufferevent_set_max_single_write(c->cl, (size_t)G.c->high_watermark);
+	bufferevent_set_max_single_write(c->cl, (size_t)gw_state.c->high_watermark);
 	c->last = util_mono_coarse_ms();
 	if (!c->tls) {
 		TAILQ_INSERT_TAIL(&idles, c, idle);
@@ -436,7 +406,7 @@ forward(struct conn *c, const char *token)
 		up_ready(c);
 		return;
 	}
-	if ((c->open_id = ctl_open(c->rt->host, token)) == 0) {
+	if ((c->open_id = ctl_open(c->rt->host, token, open_done, c)) == 0) {
 		answer_page(c, 503, "App unavailable",
 		    "The orchestrator is unavailable; try again in a moment.");
 		return;
@@ -460,7 +430,7 @@ static int
 head_one(struct conn *c)
 {
 	struct evbuffer *in = bufferevent_get_input(c->cl);
-	size_t n = evbuffer_get_length(in), max = (size_t)G.c->header_bytes, m;
+	size_t n = evbuffer_get_length(in), max = (size_t)gw_state.c->header_bytes, m;
 	struct gwreq_in ri;
 	struct gwreq_out ro;
 	struct buf out;
@@ -488,7 +458,7 @@ head_one(struct conn *c)
 		return 0;
 	}
 	c->req = xcalloc(1, sizeof(*c->req));
-	rc = gwhead_parse(c->req, HTTP_REQUEST, p, (size_t)end, (size_t)G.c->header_fields,
+	rc = gwhead_parse(c->req, HTTP_REQUEST, p, (size_t)end, (size_t)gw_state.c->header_fields,
 	    GW_TARGET_MAX, err, sizeof(err));
 	evbuffer_drain(in, (size_t)end);
 	if (rc != 0) {
@@ -496,7 +466,7 @@ head_one(struct conn *c)
 
 		if (log_rate_ok(&bad_rl, 5, 10000, &dropped))
 			log_info("conn=%llx addr=%s bad request: %s (%ld similar suppressed)",
-			    (unsigned long long)c->id, c->ae->ip, err, dropped);
+			    (unsigned long long)c->id, addrcount_ip(c->ae), err, dropped);
 		answer_page(c, rc, rc == 431 ? "Request head too large" : rc == 414 ?
 		    "Request target too long" : rc == 501 ? "Not implemented" : "Bad request",
 		    err);
@@ -505,11 +475,11 @@ head_one(struct conn *c)
 	c->nreq++;
 	c->req_done = c->req->msg_done;
 	memset(&ri, 0, sizeof(ri));
-	ri.tls = G.c->https;	/* what the browser uses (scheme), not the hop */
-	ri.client_ip = c->ae->ip;
+	ri.tls = gw_state.c->https;	/* what the browser uses (scheme), not the hop */
+	ri.client_ip = addrcount_ip(c->ae);
 	ri.bound = c->rt;
-	ri.find = route_find;
-	buf_init(&out, (size_t)G.c->header_bytes * 2 + 16384);
+	ri.find = ctl_route_find;
+	buf_init(&out, (size_t)gw_state.c->header_bytes * 2 + 16384);
 	rc = gwreq_decide(&ri, c->req, &out, &ro);
 	if (rc == -1) {
 		buf_free(&out);
@@ -549,7 +519,7 @@ static long
 body_pull(struct conn *c, struct gwhead *h, struct bufferevent *src,
     struct evbuffer *dst)
 {
-	size_t hwm = (size_t)G.c->high_watermark, before = evbuffer_get_length(dst);
+	size_t hwm = (size_t)gw_state.c->high_watermark, before = evbuffer_get_length(dst);
 	size_t got, cap, i;
 	struct evbuffer_iovec v[16];
 	struct evbuffer_ptr at;
@@ -593,7 +563,7 @@ body_pump(struct conn *c)
 {
 	struct evbuffer *in = bufferevent_get_input(c->cl);
 	struct evbuffer *o = bufferevent_get_output(c->up);
-	size_t hwm = (size_t)G.c->high_watermark;
+	size_t hwm = (size_t)gw_state.c->high_watermark;
 	struct evbuffer_iovec v;
 	long n;
 
@@ -650,52 +620,43 @@ up_setup(struct conn *c, struct bufferevent *b)
 	c->up = b;
 	bufferevent_setcb(b, up_read, up_write, up_event, c);
 	bufferevent_setwatermark(b, EV_READ, 0, read_hwm());
-	bufferevent_setwatermark(b, EV_WRITE, (size_t)G.c->high_watermark / 2, 0);
-	bufferevent_set_max_single_write(b, (size_t)G.c->high_watermark);
+	bufferevent_setwatermark(b, EV_WRITE, (size_t)gw_state.c->high_watermark / 2, 0);
+	bufferevent_set_max_single_write(b, (size_t)gw_state.c->high_watermark);
 }
 
-void
-conn_opened(uint64_t id, int fd, const char *addr, int status, const char *err)
+static void
+open_done(void *arg, int fd, const char *addr, int status, const char *err)
 {
-	struct conn *c, *nx;
+	struct conn *c = arg;
 	char msg[512];
 
-	for (c = TAILQ_FIRST(&conns); c != NULL; c = nx) {
-		nx = TAILQ_NEXT(c, all);
-		if (c->st != CS_OPEN || (id != 0 && c->open_id != id))
-			continue;
-		c->open_id = 0;
-		if (status != 0) {
-			/* The orchestrator's text says why (a port nothing
-			 * listens on, a stopped sandbox, a token it refused). */
-			snprintf(msg, sizeof(msg), "%s", err);
-			answer_page(c, status, status == 404 ? "No app here" : status == 503 ?
-			    "App unavailable" : status == 401 ? "Authentication required" :
-			    "App not reachable", msg);
-		} else if (fd >= 0) {
-			struct bufferevent *b = bufferevent_socket_new(G.base, fd, BEV_OPT_CLOSE_ON_FREE);
-			int one = 1;
+	c->open_id = 0;
+	if (status != 0) {
+		/* The orchestrator's text says why (a port nothing
+		 * listens on, a stopped sandbox, a token it refused). */
+		snprintf(msg, sizeof(msg), "%s", err);
+		answer_page(c, status, status == 404 ? "No app here" : status == 503 ?
+		    "App unavailable" : status == 401 ? "Authentication required" :
+		    "App not reachable", msg);
+	} else if (fd >= 0) {
+		struct bufferevent *b = bufferevent_socket_new(gw_state.base, fd, BEV_OPT_CLOSE_ON_FREE);
+		int one = 1;
 
-			evutil_make_socket_nonblocking(fd);
-			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-			up_setup(c, b);
-			up_ready(c);
-		} else {
-			struct sockaddr_storage ss;
-			socklen_t sl;
-			struct bufferevent *b = bufferevent_socket_new(G.base, -1, BEV_OPT_CLOSE_ON_FREE);
+		evutil_make_socket_nonblocking(fd);
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		up_setup(c, b);
+		up_ready(c);
+	} else {
+		struct sockaddr_storage ss;
+		socklen_t sl;
+		struct bufferevent *b = bufferevent_socket_new(gw_state.base, -1, BEV_OPT_CLOSE_ON_FREE);
 
-			up_setup(c, b);
-			set_state(c, CS_CONNECT);
-			if (addr == NULL || gwconf_parse_addr(addr, &ss, &sl) == -1 ||
-			    bufferevent_socket_connect(b, (struct sockaddr *)&ss, (int)sl) == -1)
-				answer_page(c, 502, "App not reachable", "The app's address is unusable.");
-		}
-		if (id != 0)
-			return;
+		up_setup(c, b);
+		set_state(c, CS_CONNECT);
+		if (addr == NULL || gwconf_parse_addr(addr, &ss, &sl) == -1 ||
+		    bufferevent_socket_connect(b, (struct sockaddr *)&ss, (int)sl) == -1)
+			answer_page(c, 502, "App not reachable", "The app's address is unusable.");
 	}
-	if (fd >= 0)
-		close(fd);	/* its connection went meanwhile */
 }
 
 /* ---- the response ---- */
@@ -742,7 +703,7 @@ static int
 resp_head(struct conn *c)
 {
 	struct evbuffer *in = bufferevent_get_input(c->up);
-	size_t n = evbuffer_get_length(in), max = (size_t)G.c->header_bytes, m;
+	size_t n = evbuffer_get_length(in), max = (size_t)gw_state.c->header_bytes, m;
 	struct buf out;
 	char err[256];
 	const char *p;
@@ -757,7 +718,7 @@ resp_head(struct conn *c)
 	c->resp = xcalloc(1, sizeof(*c->resp));
 	c->resp->skip_body = c->req->method == HTTP_HEAD;
 	rc = end < 0 ? -1 : gwhead_parse(c->resp, HTTP_RESPONSE, p, (size_t)end,
-	    (size_t)G.c->header_fields, GW_TARGET_MAX, err, sizeof(err));
+	    (size_t)gw_state.c->header_fields, GW_TARGET_MAX, err, sizeof(err));
 	if (rc != 0) {
 		long dropped;
 
@@ -807,7 +768,7 @@ resp_body(struct conn *c)
 {
 	struct evbuffer *in = bufferevent_get_input(c->up);
 	struct evbuffer *o = bufferevent_get_output(c->cl);
-	size_t hwm = (size_t)G.c->high_watermark;
+	size_t hwm = (size_t)gw_state.c->high_watermark;
 	struct evbuffer_iovec v;
 	long n;
 
@@ -854,7 +815,7 @@ static void
 relay(struct conn *c, struct bufferevent *src, struct bufferevent *dst, int pull)
 {
 	struct evbuffer *o = bufferevent_get_output(dst);
-	size_t hwm = (size_t)G.c->high_watermark;
+	size_t hwm = (size_t)gw_state.c->high_watermark;
 
 	evbuffer_add_buffer(o, bufferevent_get_input(src));
 	if (pull)
@@ -1040,10 +1001,11 @@ up_event(struct bufferevent *bev, short what, void *arg)
 }
 
 void
-conn_close_route(struct route *rt)
+conn_close_route(struct route *rt, void *arg)
 {
 	struct conn *c;
 
+	(void)arg;
 	while ((c = LIST_FIRST(&rt->conns)) != NULL)
 		conn_kill(c);
 }
@@ -1056,4 +1018,6 @@ conn_stop_all(void)
 	while ((c = TAILQ_FIRST(&conns)) != NULL)
 		conn_kill(c);
 	reap_cb(-1, 0, NULL);
+	addrcount_free(addrs);
+	addrs = NULL;
 }

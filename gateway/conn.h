@@ -22,15 +22,15 @@ enum cst {
 	CS_CLOSING,	/* flushing a last response, then closed */
 };
 
-struct addrent;
+struct addrcount_ent;
 
 struct conn {
 	LIST_ENTRY(conn)	 rlink;		/* in rt->conns */
-	TAILQ_ENTRY(conn)	 all;		/* G's list, or the graveyard */
+	TAILQ_ENTRY(conn)	 all;		/* the connection list (conn.c), or the graveyard */
 	TAILQ_ENTRY(conn)	 idle;		/* idle list (CS_HEAD, nothing received) */
 	struct bufferevent	*cl, *up;
 	struct route		*rt;		/* bound at the first routed request */
-	struct addrent		*ae;
+	struct addrcount_ent	*ae;
 	struct event		*tmo;
 	struct gwhead		*req, *resp;	/* NULL once upgraded */
 	struct buf		*fwd;		/* head waiting for the upstream */

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -32,6 +33,14 @@
 
 enum { CTL_DOWN, CTL_CONNECTING, CTL_HELLO, CTL_SYNCING, CTL_READY };
 
+/* An open sent and not answered yet, with whom to tell. */
+struct ctl_pending {
+	TAILQ_ENTRY(ctl_pending) link;
+	uint64_t	 id;
+	ctl_open_cb	 cb;
+	void		*arg;
+};
+
 static struct {
 	int		 st;
 	int		 fd;
@@ -46,6 +55,9 @@ static struct {
 	uint64_t	 gen;		/* bumped at each welcome */
 	uint64_t	 next_id;
 	int		 tcp;
+	TAILQ_HEAD(ctl_pendq, ctl_pending) pending;	/* opens sent, not answered */
+	void		(*route_gone)(struct route *, void *);
+	void		*route_gone_arg;
 } K;
 
 static struct log_rate ctl_rl;
@@ -54,11 +66,11 @@ static void ctl_connect(void);
 static void ctl_drop(const char *why);
 
 struct route *
-route_find(const char *host)
+ctl_route_find(const char *host)
 {
 	struct route *rt;
 
-	for (rt = LIST_FIRST(&G.routes); rt != NULL; rt = LIST_NEXT(rt, link))
+	for (rt = LIST_FIRST(&gw_state.routes); rt != NULL; rt = LIST_NEXT(rt, link))
 		if (strcmp(rt->host, host) == 0)
 			return rt;
 	return NULL;
@@ -67,7 +79,7 @@ route_find(const char *host)
 static void
 route_remove(struct route *rt)
 {
-	G.route_gone(rt);
+	K.route_gone(rt, K.route_gone_arg);
 	LIST_REMOVE(rt, link);
 	free(rt);
 }
@@ -93,8 +105,9 @@ ctl_send(cJSON *j)
 }
 
 uint64_t
-ctl_open(const char *host, const char *token)
+ctl_open(const char *host, const char *token, ctl_open_cb cb, void *arg)
 {
+	struct ctl_pending *p;
 	cJSON *j;
 
 	if (K.st != CTL_READY)
@@ -110,13 +123,45 @@ ctl_open(const char *host, const char *token)
 		cJSON_AddStringToObject(j, "token", token);
 	ctl_send(j);
 	cJSON_Delete(j);
+	p = xcalloc(1, sizeof(*p));
+	p->id = K.next_id;
+	p->cb = cb;
+	p->arg = arg;
+	TAILQ_INSERT_TAIL(&K.pending, p, link);
 	return K.next_id;
+}
+
+/* The pending open id, taken off the list (NULL: none, or cancelled). */
+static struct ctl_pending *
+pending_take(uint64_t id)
+{
+	struct ctl_pending *p;
+
+	TAILQ_FOREACH(p, &K.pending, link)
+		if (p->id == id) {
+			TAILQ_REMOVE(&K.pending, p, link);
+			return p;
+		}
+	return NULL;
 }
 
 void
 ctl_cancel(uint64_t id)
 {
-	(void)id;	/* a late answer's fd is closed in on_open */
+	free(pending_take(id));	/* a late answer's fd is closed in on_open */
+}
+
+/* Every pending open answered with status and err (the channel went). */
+static void
+pending_fail_all(int status, const char *err)
+{
+	struct ctl_pending *p;
+
+	while ((p = TAILQ_FIRST(&K.pending)) != NULL) {
+		TAILQ_REMOVE(&K.pending, p, link);
+		p->cb(p->arg, -1, NULL, status, err);
+		free(p);
+	}
 }
 
 static void
@@ -181,16 +226,16 @@ on_route(const cJSON *j)
 	    (!ispub && !valid_sha(sha)) || (sha != NULL && !valid_sha(sha)))
 		return -1;
 	p = (int)port->valuedouble;
-	if ((rt = route_find(h)) != NULL) {
+	if ((rt = ctl_route_find(h)) != NULL) {
 		/* A new token or another port: what was authenticated or connected goes. */
 		if (strcmp(rt->sha, sha != NULL ? sha : "") != 0 || rt->port != p ||
 		    rt->public != ispub)
-			G.route_gone(rt);
+			K.route_gone(rt, K.route_gone_arg);
 	} else {
 		rt = xcalloc(1, sizeof(*rt));
 		LIST_INIT(&rt->conns);
 		snprintf(rt->host, sizeof(rt->host), "%s", h);
-		LIST_INSERT_HEAD(&G.routes, rt, link);
+		LIST_INSERT_HEAD(&gw_state.routes, rt, link);
 	}
 	snprintf(rt->sha, sizeof(rt->sha), "%s", sha != NULL ? sha : "");
 	snprintf(rt->app, sizeof(rt->app), "%s", app != NULL ? app : "");
@@ -211,6 +256,7 @@ on_open(const cJSON *j)
 	const cJSON *ok = cJSON_GetObjectItemCaseSensitive(j, "ok");
 	const cJSON *st = cJSON_GetObjectItemCaseSensitive(j, "status");
 	const char *addr = jstr(j, "addr"), *err = jstr(j, "error");
+	struct ctl_pending *p;
 	int fd = -1, status;
 
 	if (!cJSON_IsNumber(id) || id->valuedouble < 1)
@@ -221,14 +267,22 @@ on_open(const cJSON *j)
 				return -1;	/* said fd, sent none */
 		} else if (addr == NULL || strlen(addr) > 127)
 			return -1;
-		G.opened((uint64_t)id->valuedouble, fd, fd >= 0 ? NULL : addr, 0, NULL);
+		if ((p = pending_take((uint64_t)id->valuedouble)) == NULL) {
+			if (fd >= 0)
+				close(fd);	/* its connection went meanwhile */
+			return 0;
+		}
+		p->cb(p->arg, fd, fd >= 0 ? NULL : addr, 0, NULL);
+		free(p);
 		return 0;
 	}
 	status = cJSON_IsNumber(st) ? (int)st->valuedouble : 502;
 	if (status != 401 && status != 404 && status != 502 && status != 503)
 		status = 502;
-	G.opened((uint64_t)id->valuedouble, -1, NULL, status,
-	    err != NULL ? err : "the app cannot be reached");
+	if ((p = pending_take((uint64_t)id->valuedouble)) == NULL)
+		return 0;
+	p->cb(p->arg, -1, NULL, status, err != NULL ? err : "the app cannot be reached");
+	free(p);
 	return 0;
 }
 
@@ -264,12 +318,12 @@ on_line(const char *line, size_t len)
 
 		if (host == NULL || gw_host_norm(host, strlen(host), h, sizeof(h), &hp) == -1)
 			rc = -1;
-		else if ((rt = route_find(h)) != NULL) {
+		else if ((rt = ctl_route_find(h)) != NULL) {
 			log_debug("unroute host=%s", rt->host);
 			route_remove(rt);
 		}
 	} else if (strcmp(op, "synced") == 0 && K.st == CTL_SYNCING) {
-		for (rt = LIST_FIRST(&G.routes); rt != NULL; rt = nx) {
+		for (rt = LIST_FIRST(&gw_state.routes); rt != NULL; rt = nx) {
 			nx = LIST_NEXT(rt, link);
 			if (rt->gen != K.gen)
 				route_remove(rt);
@@ -428,7 +482,7 @@ ctl_drop(const char *why)
 
 	if (log_rate_ok(&ctl_rl, 3, 60000, &dropped))
 		log_warnx("control channel to %s lost: %s (retrying in %lld ms; %ld similar suppressed)",
-		    G.c->ctl_socket != NULL ? G.c->ctl_socket : G.c->ctl_connect, why,
+		    gw_state.c->ctl_socket != NULL ? gw_state.c->ctl_socket : gw_state.c->ctl_connect, why,
 		    K.backoff, dropped);
 	if (K.rd != NULL) {
 		event_free(K.rd);
@@ -442,8 +496,8 @@ ctl_drop(const char *why)
 	K.inlen = 0;
 	close_fds();
 	evbuffer_drain(K.out, evbuffer_get_length(K.out));
-	G.opened(0, -1, NULL, 503, "the orchestrator is unavailable");
-	if (G.shutting)
+	pending_fail_all(503, "the orchestrator is unavailable");
+	if (gw_state.shutting)
 		return;
 	tv.tv_sec = K.backoff / 1000;
 	tv.tv_usec = (K.backoff % 1000) * 1000;
@@ -460,27 +514,27 @@ ctl_connect(void)
 	socklen_t sl;
 	int fd;
 
-	if (G.c->ctl_socket != NULL) {
+	if (gw_state.c->ctl_socket != NULL) {
 		struct sockaddr_un *un = (struct sockaddr_un *)&ss;
 
 		memset(&ss, 0, sizeof(ss));
 		un->sun_family = AF_UNIX;
-		snprintf(un->sun_path, sizeof(un->sun_path), "%s", G.c->ctl_socket);
+		snprintf(un->sun_path, sizeof(un->sun_path), "%s", gw_state.c->ctl_socket);
 		sl = sizeof(*un);
 		K.tcp = 0;
 	} else {
-		if (gwconf_parse_addr(G.c->ctl_connect, &ss, &sl) == -1) {
+		if (gwconf_parse_addr(gw_state.c->ctl_connect, &ss, &sl) == -1) {
 			/* a name: resolved (blocking, short) at each attempt */
 			struct addrinfo hints, *ai;
 			char host[256];
-			const char *colon = strrchr(G.c->ctl_connect, ':');
-			size_t hl = (size_t)(colon - G.c->ctl_connect);
+			const char *colon = strrchr(gw_state.c->ctl_connect, ':');
+			size_t hl = (size_t)(colon - gw_state.c->ctl_connect);
 
 			memset(&hints, 0, sizeof(hints));
 			hints.ai_socktype = SOCK_STREAM;
 			if (hl >= sizeof(host))
 				hl = sizeof(host) - 1;
-			memcpy(host, G.c->ctl_connect, hl);
+			memcpy(host, gw_state.c->ctl_connect, hl);
 			host[hl] = '\0';
 			if (getaddrinfo(host, colon + 1, &hints, &ai) != 0) {
 				ctl_drop("cannot resolve control.connect");
@@ -497,8 +551,8 @@ ctl_connect(void)
 		return;
 	}
 	K.fd = fd;
-	K.rd = event_new(G.base, fd, EV_READ | EV_PERSIST, rd_cb, NULL);
-	K.wr = event_new(G.base, fd, EV_WRITE, wr_cb, NULL);
+	K.rd = event_new(gw_state.base, fd, EV_READ | EV_PERSIST, rd_cb, NULL);
+	K.wr = event_new(gw_state.base, fd, EV_WRITE, wr_cb, NULL);
 	K.st = CTL_CONNECTING;
 	if (connect(fd, (struct sockaddr *)&ss, sl) == -1 && errno != EINPROGRESS) {
 		ctl_drop(strerror(errno));
@@ -522,7 +576,7 @@ act_cb(evutil_socket_t fd, short ev, void *arg)
 	j = cJSON_CreateObject();
 	cJSON_AddStringToObject(j, "op", "activity");
 	a = cJSON_AddArrayToObject(j, "hosts");
-	for (rt = LIST_FIRST(&G.routes); rt != NULL; rt = LIST_NEXT(rt, link)) {
+	for (rt = LIST_FIRST(&gw_state.routes); rt != NULL; rt = LIST_NEXT(rt, link)) {
 		if (!rt->active)
 			continue;
 		rt->active = 0;
@@ -535,17 +589,20 @@ act_cb(evutil_socket_t fd, short ev, void *arg)
 }
 
 void
-ctl_start(const char *token)
+ctl_start(const char *token, void (*route_gone)(struct route *, void *), void *arg)
 {
-	struct timeval tv = { G.c->activity_ms / 1000, (G.c->activity_ms % 1000) * 1000 };
+	struct timeval tv = { gw_state.c->activity_ms / 1000, (gw_state.c->activity_ms % 1000) * 1000 };
 
 	K.fd = -1;
+	TAILQ_INIT(&K.pending);
+	K.route_gone = route_gone;
+	K.route_gone_arg = arg;
 	K.in = xmalloc(CTL_LINE_MAX + 1);
 	K.out = evbuffer_new();
 	K.token = token != NULL ? xstrdup(token) : NULL;
 	K.backoff = BACKOFF_MIN_MS;
-	K.retry = evtimer_new(G.base, retry_cb, NULL);
-	K.act = event_new(G.base, -1, EV_PERSIST, act_cb, NULL);
+	K.retry = evtimer_new(gw_state.base, retry_cb, NULL);
+	K.act = event_new(gw_state.base, -1, EV_PERSIST, act_cb, NULL);
 	event_add(K.act, &tv);
 	ctl_connect();
 }
@@ -557,4 +614,6 @@ ctl_stop(void)
 		close(K.fd);
 	K.fd = -1;
 	close_fds();
+	while (!TAILQ_EMPTY(&K.pending))
+		ctl_cancel(TAILQ_FIRST(&K.pending)->id);
 }

@@ -4,4 +4,4 @@
  */
 #include "gw.h"
 
-struct gw G;
+struct gw gw_state;

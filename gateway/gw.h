@@ -38,38 +38,41 @@ struct gw {
 	LIST_HEAD(routelist, route) routes;
 	long			 nconns;
 	int			 shutting;
-	/*
-	 * What the control channel tells the connections (main.c sets them
-	 * to conn_opened and conn_close_route): through pointers, so that
-	 * ctl.c and conn.c do not call each other (the layers point one
-	 * way: main, conn, ctl, the rest; docs/architecture.md).
-	 */
-	void	(*opened)(uint64_t id, int fd, const char *addr, int status,
-		    const char *err);
-	void	(*route_gone)(struct route *rt);
 };
 
-/* The one instance (gw.c). */
-extern struct gw G;
+/* The one instance (gw.c): the gateway's shared state. */
+extern struct gw gw_state;
 
 /* routes (ctl.c) */
-struct route	*route_find(const char *host);
+struct route	*ctl_route_find(const char *host);
 
-/* the control channel (ctl.c) */
-void	ctl_start(const char *token);
+/*
+ * the control channel (ctl.c). It tells the connections what happens
+ * through callbacks given with each call, so that ctl.c never calls
+ * conn.c (the layers point one way: main, conn, ctl, the rest;
+ * docs/architecture.md).
+ */
+/* A route is going (unroute, new token): route_gone(rt, arg) first. */
+void	ctl_start(const char *token, void (*route_gone)(struct route *rt, void *arg),
+	    void *arg);
 void	ctl_stop(void);
 /* 1 when the channel is up and synced. */
 int	ctl_ready(void);
-/* Asks for a connection to c's app; the answer goes to G.opened. */
-uint64_t ctl_open(const char *host, const char *token);
+/*
+ * The answer to an open: an fd (>= 0), else addr, else status (401, 404,
+ * 502, 503) with err. Called once, unless the open was cancelled.
+ */
+typedef void (*ctl_open_cb)(void *arg, int fd, const char *addr, int status,
+    const char *err);
+/* Asks for a connection to host's app; 0: the channel is not up (cb not called). */
+uint64_t ctl_open(const char *host, const char *token, ctl_open_cb cb, void *arg);
+/* cb is not called for id any more (a late fd is closed). */
 void	ctl_cancel(uint64_t id);
 
 /* connections (conn.c) */
 void	conn_accept(int fd, const struct sockaddr *sa, int salen);
-/* The control channel's answer to an open: fd >= 0, or addr, or an error. */
-void	conn_opened(uint64_t id, int fd, const char *addr, int status, const char *err);
-/* Closes every client connection bound to rt (unroute, new token). */
-void	conn_close_route(struct route *rt);
+/* Closes every client connection bound to rt (unroute, new token; arg unused). */
+void	conn_close_route(struct route *rt, void *arg);
 /* Closes the oldest idle keep-alive connection; 0 if there was none. */
 int	conn_shed_idle(void);
 void	conn_stop_all(void);

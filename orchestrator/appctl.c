@@ -33,6 +33,7 @@
 #include "appctl.h"
 #include "apps.h"
 #include "buf.h"
+#include "lguard.h"
 #include "log.h"
 #include "util.h"
 #include "xmalloc.h"
@@ -461,7 +462,8 @@ accept_thread(void *arg)
 			continue;
 		sl = sizeof(ss);
 		if ((fd = accept4(lfd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC)) == -1) {
-			if (errno == EMFILE || errno == ENFILE)
+			/* its own thread, off the loop lguard guards: a nap */
+			if (lguard_is_short(errno))
 				usleep(100 * 1000);
 			continue;
 		}

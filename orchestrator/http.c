@@ -44,9 +44,9 @@
  * per-address cap, the oldest idle connection (of that address) is closed
  * to make room; with none idle the new connection is answered 503 (429
  * per address) in its route's shape. On EMFILE/ENFILE accept() the oldest
- * idle connection is closed and accept retried; with none idle accepting
- * pauses (ACCEPT_BACKOFF_MIN_MS doubling to ACCEPT_BACKOFF_MAX_MS) and
- * one line per ACCEPT_LOG_INTERVAL_S is logged: no busy loop, no flood.
+ * idle connection is closed and accept retried; with none idle every
+ * listener of the process pauses for a back-off (common/lguard.c), one
+ * line per interval logged: no busy loop, no flood.
  *
  * Framing. llhttp refuses what could smuggle a request (Content-Length
  * with Transfer-Encoding, a Transfer-Encoding without chunked last, bad
@@ -80,6 +80,8 @@
 #include "httplisten.h"
 #include "http_int.h"
 #include "jsonu.h"
+#include "addrcount.h"
+#include "lguard.h"
 #include "log.h"
 #include "strnum.h"
 #include "util.h"
@@ -94,8 +96,6 @@
  * they come, so a large read is fewer loop turns per MiB uploaded. */
 #define BODY_READ		(256 * 1024)
 #define ACCEPT_BATCH		64	/* accepts per listener callback */
-#define ACCEPT_BACKOFF_MIN_MS	50
-#define ACCEPT_BACKOFF_MAX_MS	1000
 #define ACCEPT_LOG_INTERVAL_S	10
 #define REFUSING_MAX		64	/* connections being refused at once;
 					 * more are closed unanswered */
@@ -723,51 +723,6 @@ conn_free_cb(evutil_socket_t fd UNUSED, short ev UNUSED, void *arg)
 	free(c);
 }
 
-static void
-addr_put(struct http *ht, struct addrcnt *ac)
-{
-	struct addrcnt **pp;
-	unsigned h;
-
-	if (ac == NULL || --ac->n > 0)
-		return;
-	h = (unsigned)(ac->a[12] * 131u + ac->a[13] * 31u + ac->a[14] * 7u +
-	    ac->a[15] + ac->a[7] * 17u) % ADDR_BUCKETS;
-	for (pp = &ht->addrs[h]; *pp != NULL; pp = &(*pp)->next)
-		if (*pp == ac) {
-			*pp = ac->next;
-			free(ac);
-			return;
-		}
-}
-
-/* The counter of a's address (created with n = 0). */
-static struct addrcnt *
-addr_get(struct http *ht, const struct sockaddr_storage *ss)
-{
-	unsigned char a[16];
-	struct addrcnt *ac;
-	unsigned h;
-	int fam = ss->ss_family;
-
-	memset(a, 0, sizeof(a));
-	if (fam == AF_INET)
-		memcpy(a + 12, &((const struct sockaddr_in *)ss)->sin_addr, 4);
-	else if (fam == AF_INET6)
-		memcpy(a, &((const struct sockaddr_in6 *)ss)->sin6_addr, 16);
-	h = (unsigned)(a[12] * 131u + a[13] * 31u + a[14] * 7u + a[15] +
-	    a[7] * 17u) % ADDR_BUCKETS;
-	for (ac = ht->addrs[h]; ac != NULL; ac = ac->next)
-		if (ac->fam == fam && memcmp(ac->a, a, 16) == 0)
-			return ac;
-	ac = xcalloc(1, sizeof(*ac));
-	memcpy(ac->a, a, 16);
-	ac->fam = fam;
-	ac->next = ht->addrs[h];
-	ht->addrs[h] = ac;
-	return ac;
-}
-
 /*
  * Closes c now and frees it from a deferred event (see the top of the
  * file). A request with its handler is handed over as gone.
@@ -793,7 +748,7 @@ conn_kill(struct hconn *c, const char *why)
 	ht->nconns--;
 	if (c->refuse != NULL)
 		ht->nrefusing--;
-	addr_put(ht, c->ac);
+	addrcount_put(ht->addrs, c->ac);
 	c->ac = NULL;
 	TAILQ_REMOVE(&ht->conns, c, all);
 	c->req = NULL;
@@ -1152,7 +1107,7 @@ tmo_cb(evutil_socket_t fd UNUSED, short ev UNUSED, void *arg)
 
 /* Closes the oldest idle connection (from ac's address when ac != NULL). */
 static int
-evict_idle(struct http *ht, const struct addrcnt *ac)
+evict_idle(struct http *ht, const struct addrcount_ent *ac)
 {
 	struct hconn *c;
 
@@ -1168,12 +1123,19 @@ evict_idle(struct http *ht, const struct addrcnt *ac)
 static void
 conn_new(struct http *ht, int fd, const struct sockaddr_storage *ss)
 {
-	struct addrcnt *ac = addr_get(ht, ss);
+	struct addrcount_ent *ac = addrcount_get(ht->addrs, (const struct sockaddr *)ss);
 	struct hconn *c;
 	const char *refuse = NULL;
-	int code = 0;
+	int code = 0, addr_full;
 	static char msg_total[160], msg_addr[160];
 
+	/*
+	 * Counted in at once: closing an idle connection below may close the
+	 * address's last other one, which would free its counter while ac
+	 * still points at it (a use-after-free at max_conns_per_addr 1).
+	 */
+	addr_full = addrcount_full(ac, ht->conf->http_max_conns_per_addr);
+	addrcount_hold(ht->addrs, ac);
 	if (ht->nconns >= ht->max_conns && evict_idle(ht, NULL) == -1) {
 		snprintf(msg_total, sizeof(msg_total), "Service Unavailable: %lld "
 		    "client connections are open, none idle (http.max_conns); retry "
@@ -1181,8 +1143,7 @@ conn_new(struct http *ht, int fd, const struct sockaddr_storage *ss)
 		refuse = msg_total;
 		code = 503;
 		ht->n_refused_total++;
-	} else if (ac->n >= ht->conf->http_max_conns_per_addr &&
-	    evict_idle(ht, ac) == -1) {
+	} else if (addr_full && evict_idle(ht, ac) == -1) {
 		snprintf(msg_addr, sizeof(msg_addr), "Too Many Requests: your "
 		    "address has %lld connections open, none idle "
 		    "(http.max_conns_per_addr)", ht->conf->http_max_conns_per_addr);
@@ -1192,17 +1153,13 @@ conn_new(struct http *ht, int fd, const struct sockaddr_storage *ss)
 	}
 	if (refuse != NULL && ht->nrefusing >= REFUSING_MAX) {
 		close(fd);	/* no descriptor to spend on an answer */
-		if (ac->n == 0) {
-			ac->n = 1;	/* a new counter: free it */
-			addr_put(ht, ac);
-		}
+		addrcount_put(ht->addrs, ac);
 		return;
 	}
 	c = xcalloc(1, sizeof(*c));
 	c->ht = ht;
 	c->fd = fd;
-	c->ac = ac;
-	ac->n++;
+	c->ac = ac;	/* held above */
 	c->refuse = refuse;
 	c->refuse_code = code;
 	if (refuse != NULL)
@@ -1233,35 +1190,6 @@ conn_new(struct http *ht, int fd, const struct sockaddr_storage *ss)
 }
 
 static void
-accept_resume_cb(evutil_socket_t fd UNUSED, short ev UNUSED, void *arg)
-{
-	struct http *ht = arg;
-
-	event_add(ht->lev, NULL);
-}
-
-/* Out of descriptors with nothing idle: stop accepting for a while. */
-static void
-accept_pause(struct http *ht, int err)
-{
-	struct timeval tv;
-
-	ht->backoff_ms = ht->backoff_ms == 0 ? ACCEPT_BACKOFF_MIN_MS :
-	    ht->backoff_ms * 2 > ACCEPT_BACKOFF_MAX_MS ? ACCEPT_BACKOFF_MAX_MS :
-	    ht->backoff_ms * 2;
-	event_del(ht->lev);
-	tv.tv_sec = ht->backoff_ms / 1000;
-	tv.tv_usec = (ht->backoff_ms % 1000) * 1000;
-	evtimer_add(ht->lbackoff, &tv);
-	if (log_now(&ht->t_acclog, &ht->n_accerr_unlogged)) {
-		log_warnx("http: accept: %s: not accepting for %dms (%d connections "
-		    "open, none idle; %llu more such errors since the last line)",
-		    strerror(err), ht->backoff_ms, ht->nconns, ht->n_accerr_unlogged);
-		ht->n_accerr_unlogged = 0;
-	}
-}
-
-static void
 accept_cb(evutil_socket_t lfd, short ev UNUSED, void *arg)
 {
 	struct http *ht = arg;
@@ -1285,10 +1213,10 @@ accept_cb(evutil_socket_t lfd, short ev UNUSED, void *arg)
 			    errno == ENOMEM) && tries++ < 4 &&
 			    evict_idle(ht, NULL) == 0)
 				continue;	/* a descriptor freed: retry */
-			accept_pause(ht, errno);
+			lguard_accept_failed(errno);	/* every listener pauses */
 			return;
 		}
-		ht->backoff_ms = 0;
+		lguard_accept_ok();
 		conn_new(ht, fd, &ss);
 	}
 }
@@ -1309,6 +1237,7 @@ http_alloc(struct event_base *base, const struct conf *conf, const char *key,
 	ht->key = xstrdup(key);
 	ht->keylen = strlen(key);
 	ht->lfd = -1;
+	ht->addrs = addrcount_new(0);
 	TAILQ_INIT(&ht->conns);
 	TAILQ_INIT(&ht->idleq);
 	TAILQ_INIT(&ht->reqs);
@@ -1350,8 +1279,8 @@ http_new(struct event_base *base, const struct conf *conf, const char *key,
 	if ((ht->lfd = httplisten_open(host, port, err, errlen)) == -1)
 		goto fail;
 	ht->lev = event_new(base, ht->lfd, EV_READ | EV_PERSIST, accept_cb, ht);
-	ht->lbackoff = evtimer_new(base, accept_resume_cb, ht);
 	event_add(ht->lev, NULL);
+	lguard_add_event(ht->lev, NULL, NULL);	/* accept_cb sheds idle ones itself */
 	return ht;
 fail:
 	http_free(ht);
@@ -1466,8 +1395,6 @@ void
 http_free(struct http *ht)
 {
 	struct hconn *c;
-	struct addrcnt *ac;
-	size_t i;
 
 	if (ht == NULL)
 		return;
@@ -1480,17 +1407,13 @@ http_free(struct http *ht)
 		}
 		conn_kill(c, "shutdown");
 	}
-	if (ht->lev != NULL)
+	if (ht->lev != NULL) {
+		lguard_del(ht->lev);
 		event_free(ht->lev);
-	if (ht->lbackoff != NULL)
-		event_free(ht->lbackoff);
+	}
 	if (ht->lfd != -1)
 		close(ht->lfd);
-	for (i = 0; i < ADDR_BUCKETS; i++)
-		while ((ac = ht->addrs[i]) != NULL) {
-			ht->addrs[i] = ac->next;
-			free(ac);
-		}
+	addrcount_free(ht->addrs);
 	if (ht->key != NULL) {
 		explicit_bzero(ht->key, ht->keylen);
 		free(ht->key);

@@ -17,19 +17,12 @@
 #include <llhttp.h>
 
 #include "buf.h"
+#include "addrcount.h"
 #include "http.h"
 
 #define HDR_MAX			100	/* headers in one request (431 beyond) */
-#define ADDR_BUCKETS		1024	/* client address counters (hash) */
 
 enum cstate { C_IDLE, C_READING, C_BODY, C_INFLIGHT, C_SINK };
-
-struct addrcnt {		/* connections from one client address */
-	unsigned char	 a[16];
-	int		 fam;
-	int		 n;
-	struct addrcnt	*next;
-};
 
 struct hdr {
 	size_t		 name, val;	/* offsets into req->hb */
@@ -86,7 +79,7 @@ struct hconn {
 	struct buf		 in;		/* read, not yet parsed */
 	struct evbuffer		*out;
 	struct http_req		*req;		/* arriving or in flight */
-	struct addrcnt		*ac;
+	struct addrcount_ent	*ac;
 	char			 peer[64];
 	const char		*refuse;	/* answer this instead (cap) */
 	int			 refuse_code;
@@ -132,7 +125,7 @@ struct http {
 	struct reqq			 reqs;		/* dispatched */
 	int				 nconns, nrefusing;
 	long long			 max_conns;
-	struct addrcnt			*addrs[ADDR_BUCKETS];
+	struct addrcount		*addrs;	/* per client address (common/addrcount.c) */
 	llhttp_settings_t		 ps;
 	/* counters (event loop thread only) */
 	unsigned long long		 req[HTTP_EP_MAX];

@@ -6,12 +6,10 @@
  *   orchestrator [-dnv] -f FILE | --help | --print-docs
  */
 #include <errno.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -22,6 +20,8 @@
 #include "conf.h"
 #include "jsonmem.h"
 #include "homes.h"
+#include "daemon.h"
+#include "lguard.h"
 #include "log.h"
 #include "runtime/runtime.h"
 #include "runtime/fake/fake.h"
@@ -54,51 +54,41 @@ static struct {
 #define DRAIN_FLUSH_MS	2000	/* after the deadline: for the error replies
 				 * to be written before the daemon exits */
 
-enum { OPT_HELP = 256, OPT_PRINT_DOCS };
-
-static const struct option long_opts[] = {
-	{ "help", no_argument, NULL, OPT_HELP },
-	{ "print-docs", no_argument, NULL, OPT_PRINT_DOCS },
-	{ NULL, 0, NULL, 0 },
-};
+static const char usage_text[] =
+    "usage: orchestrator [-dnv] -f file\n"
+    "       orchestrator --help | --print-docs\n"
+    "  -f file  configuration (YAML)\n"
+    "  -n       check the configuration and the key, print \"configuration OK\", exit\n"
+    "  -d       debug: log to stderr, verbose\n"
+    "  -v       more verbose (repeatable)\n";
 
 static void
-usage(FILE *fp)
+print_keys(FILE *fp)
 {
-	fprintf(fp, "usage: orchestrator [-dnv] -f file\n"
-	    "       orchestrator --help | --print-docs\n"
-	    "  -f file  configuration (YAML)\n"
-	    "  -n       check the configuration and the key, print \"configuration OK\", exit\n"
-	    "  -d       debug: log to stderr, verbose\n"
-	    "  -v       more verbose (repeatable)\n");
+	cfg_print_help(conf_keys, conf_nkeys, fp);
+}
+
+static void
+print_docs(FILE *fp)
+{
+	cfg_print_markdown(conf_keys, conf_nkeys, fp);
 }
 
 /* Reads the key from key_file or the environment; clears the env copy. */
 static int
 load_key(const struct conf *c, char **key, char *err, size_t errlen)
 {
-	struct buf b;
 	const char *v;
 	char e[512];
 
 	*key = NULL;
 	if (c->key_file != NULL) {
-		buf_init(&b, KEY_MAX + 2);
-		if (util_read_file(c->key_file, &b, e, sizeof(e)) == -1 &&
-		    b.len < KEY_MAX + 2) {
-			buf_free(&b);
+		/* the key, a line ending and some slack for white space */
+		if ((*key = daemon_read_secret(c->key_file, KEY_MAX + 64, e,
+		    sizeof(e))) == NULL) {
 			snprintf(err, errlen, "key_file %s", e);
 			return -1;
 		}
-		if (b.p == NULL || b.len == 0) {
-			buf_free(&b);
-			snprintf(err, errlen, "key_file %s is empty", c->key_file);
-			return -1;
-		}
-		b.p[strcspn(b.p, "\r\n")] = '\0';
-		*key = xstrdup(b.p);
-		explicit_bzero(b.p, b.cap);
-		buf_free(&b);
 	} else if (c->key_env != NULL && (v = getenv(c->key_env)) != NULL) {
 		*key = xstrdup(v);
 	}
@@ -233,36 +223,6 @@ drain_deadline_cb(evutil_socket_t fd UNUSED, short ev UNUSED, void *arg UNUSED)
 	event_add(orch.drain_flush, &tv);
 }
 
-/*
- * The soft descriptor limit raised to the hard one (both logged): idle
- * client connections must not run the daemon out of descriptors at the
- * common soft limit of 1024. Returns the soft limit in force.
- */
-static long long
-raise_nofile(void)
-{
-	struct rlimit rl;
-	rlim_t soft;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) == -1) {
-		log_warn("getrlimit(RLIMIT_NOFILE)");
-		return 1024;
-	}
-	soft = rl.rlim_cur;
-	if (rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		if (setrlimit(RLIMIT_NOFILE, &rl) == -1) {
-			log_warn("setrlimit(RLIMIT_NOFILE, %llu)",
-			    (unsigned long long)rl.rlim_max);
-			rl.rlim_cur = soft;
-		}
-	}
-	log_info("descriptors: soft limit %llu (was %llu), hard limit %llu",
-	    (unsigned long long)rl.rlim_cur, (unsigned long long)soft,
-	    (unsigned long long)rl.rlim_max);
-	return rl.rlim_cur == RLIM_INFINITY ? (1LL << 30) : (long long)rl.rlim_cur;
-}
-
 static void
 sig_cb(evutil_socket_t sig, short ev UNUSED, void *arg UNUSED)
 {
@@ -293,8 +253,11 @@ sig_cb(evutil_socket_t sig, short ev UNUSED, void *arg UNUSED)
 int
 main(int argc, char **argv)
 {
-	const char *file = NULL;
-	int check = 0, debug = 0, verbose = 0, ch, rc = 1;
+	static const struct daemon_desc desc = {
+		usage_text, print_keys, print_docs, NULL
+	};
+	struct daemon_args o;
+	int rc;
 	struct conf conf;
 	struct runtime *rt = NULL;
 	struct event *sigterm = NULL, *sigint = NULL;
@@ -303,43 +266,10 @@ main(int argc, char **argv)
 	long long max_fds;
 
 	jsonmem_init();
-	while ((ch = getopt_long(argc, argv, "df:nv", long_opts, NULL)) != -1) {
-		switch (ch) {
-		case 'd':
-			debug = 1;
-			break;
-		case 'f':
-			file = optarg;
-			break;
-		case 'n':
-			check = 1;
-			break;
-		case 'v':
-			verbose++;
-			break;
-		case OPT_HELP:
-			usage(stdout);
-			printf("\nconfiguration keys (YAML, dotted names are nested "
-			    "mappings):\n");
-			cfg_print_help(conf_keys, conf_nkeys, stdout);
-			return 0;
-		case OPT_PRINT_DOCS:
-			cfg_print_markdown(conf_keys, conf_nkeys, stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
-		}
-	}
-	if (optind != argc) {
-		usage(stderr);
-		return 2;
-	}
-	if (file == NULL) {
-		usage(stderr);
-		return 2;
-	}
-	if (conf_load(&conf, file, err, sizeof(err)) == -1) {
+	if (daemon_parse_args(&desc, argc, argv, &o, &rc) == -1)
+		return rc;
+	rc = 1;
+	if (conf_load(&conf, o.file, err, sizeof(err)) == -1) {
 		fprintf(stderr, "orchestrator: %s\n", err);
 		conf_free(&conf);
 		return 1;
@@ -349,22 +279,23 @@ main(int argc, char **argv)
 		conf_free(&conf);
 		return 1;
 	}
-	if (check) {
+	if (o.check) {
 		printf("configuration OK\n");
 		explicit_bzero(key, strlen(key));
 		free(key);
 		conf_free(&conf);
 		return 0;
 	}
-	if (log_init("orchestrator", debug ? LOG_LVL_DEBUG : LOG_LVL_INFO + verbose,
-	    debug ? NULL : conf.log_file) == -1) {
+	if (log_init("orchestrator", o.debug ? LOG_LVL_DEBUG : LOG_LVL_INFO + o.verbose,
+	    o.debug ? NULL : conf.log_file) == -1) {
 		fprintf(stderr, "orchestrator: log file %s: %s\n", conf.log_file,
 		    strerror(errno));
 		goto out;
 	}
 	log_set_json(conf.log_json);
+	daemon_libevent_log();
 	signal(SIGPIPE, SIG_IGN);
-	max_fds = raise_nofile();
+	max_fds = lguard_raise_nofile();
 	if (tools_init() == -1)
 		fatalx("tool schemas do not parse");
 	if (evthread_use_pthreads() == -1)

@@ -105,3 +105,25 @@ check "the copy runs" bash -c "'$T/opt/sandbox-agent' --bogus 2>&1 | grep -q usa
 check "missing source: error, exit 1" bash -c "'$AI' /nonexistent '$T/opt/x'; [ \$? -eq 1 ] && [ ! -e '$T/opt/x' ] && [ ! -e '$T/opt/x.tmp' ]"
 check "bad usage: exit 2" bash -c "'$AI' only-one; [ \$? -eq 2 ]"
 check "unwritable destination: error" bash -c "! '$AI' '$BIN/agent/sandbox-agent' /nonexistent-dir/sandbox-agent 2>/dev/null"
+
+# ---- images/Dockerfile: one build stage, a target per binary, packages from deps/ ----
+BIN=$BIN python3 "$TOP/tests/k8s/check_dockerfile.py" >"$T/df.out"; rc=$?
+cat "$T/df.out"
+check "images/Dockerfile: stages, package lists and COPY sources check out" test $rc -eq 0
+dfmut() {	# dfmut SED WANT [deps-file extra-package]: an altered copy is refused
+	local tools=1
+	[ -z "${3:-}" ] && tools=0	# apt-cache only for the altered list (2 s a run)
+	cp "$TOP/images/Dockerfile" "$T/Dockerfile.m" && rm -rf "$T/deps.m" && cp -r "$TOP/deps" "$T/deps.m" &&
+	    { [ -z "$1" ] || sed -i "$1" "$T/Dockerfile.m"; } &&
+	    { [ -z "${3:-}" ] || echo "$4" >>"$T/deps.m/$3"; } || return 1
+	! DOCKERFILE=$T/Dockerfile.m CHECK_DEPS=$T/deps.m BIN=$BIN CHECK_NO_TOOLS=$((1 - tools)) \
+	    python3 "$TOP/tests/k8s/check_dockerfile.py" >"$T/dfm.out" && grep -qF -- "$2" "$T/dfm.out"
+}
+check "a package named in the Dockerfile is refused" dfmut \
+    's|\$(sed .s/#\.\*//. /tmp/deps/runtime.txt)|curl &|' "names packages itself"
+check "a package apt does not know is refused" dfmut "" "unknown: libnosuchpackage0" \
+    runtime.txt libnosuchpackage0
+check "a COPY of a missing path is refused" dfmut 's|COPY addons/|COPY addonz/|' "COPY addonz/: in the repository"
+check "a COPY of a file the build stage does not make is refused" dfmut \
+    's| build/gateway/app-gateway \\$| \\|' "a target its make line builds"
+check "a missing target is refused" dfmut 's/AS agent$/AS agent2/' "not ok target agent"
