@@ -6,6 +6,7 @@
 
 #include "http.h"
 #include "json.h"
+#include "strnum.h"
 #include "util.h"
 
 static int
@@ -190,8 +191,8 @@ http_query_get(const char *query, const char *key, char *out, size_t outlen)
 			for (s = val; s < amp; s++) {
 				char c = *s;
 				if (c == '%') {
-					if (amp - s < 3 || (h = json_hexval((unsigned char)s[1])) < 0 ||
-					    (l = json_hexval((unsigned char)s[2])) < 0)
+					if (amp - s < 3 || (h = strnum_hexdigit((unsigned char)s[1])) < 0 ||
+					    (l = strnum_hexdigit((unsigned char)s[2])) < 0)
 						return -1;
 					c = (char)(h * 16 + l);
 					if (c == '\0')
@@ -229,7 +230,7 @@ http_chunked_decode(struct http_chunked *d, char *p, size_t n, size_t *dlen,
 
 		switch (d->st) {
 		case CK_SIZE:
-			if ((h = json_hexval(ch)) >= 0) {
+			if ((h = strnum_hexdigit(ch)) >= 0) {
 				if (++d->ndig > 15)
 					FAIL("chunk size too large");
 				d->left = d->left * 16 + (unsigned)h;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "json.h"
+#include "strnum.h"
 #include "xmalloc.h"
 
 struct jp {
@@ -151,18 +152,6 @@ json_free(struct json *v)
 	free(v);
 }
 
-int
-json_hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 static int
 jp_hex4(struct jp *j, uint32_t *out)
 {
@@ -174,7 +163,7 @@ jp_hex4(struct jp *j, uint32_t *out)
 		return -1;
 	}
 	for (i = 0; i < 4; i++) {
-		if ((h = json_hexval((unsigned char)j->p[j->off + (size_t)i])) < 0) {
+		if ((h = strnum_hexdigit((unsigned char)j->p[j->off + (size_t)i])) < 0) {
 			jp_fail(j, "bad hex digit in \\u escape");
 			return -1;
 		}

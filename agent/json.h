@@ -61,8 +61,6 @@ int	json_utf8_valid(const char *p, size_t n);
  * incomplete (but so far valid) UTF-8 sequence; at most 3 bytes shorter.
  */
 size_t	json_utf8_complete(const char *p, size_t n);
-/* The value of hex digit c, or -1. */
-int	json_hexval(int c);
 
 /*
  * Writer. Calls chain; the first failed append (buffer max) sets err and

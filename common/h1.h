@@ -4,10 +4,11 @@
  * token and field-value grammar, Connection lists and hop-by-hop names,
  * the body framing a head may declare, and the status texts. Each rule is
  * decided once, with RFC 9112/9110 and the reason beside it in h1.c; the
- * proxy (egress-proxy/httpreq.c), the gateway (gateway/head.c), the
- * orchestrator (orchestrator/http.c) and the agent (agent/http.c) keep
- * only what is theirs. No I/O, no library: linked into the static agent
- * too. Table-tested in tests/unit/test_h1.c.
+ * proxy (egress-proxy/httpreq.c), the gateway (gateway/head.c) and the
+ * orchestrator (orchestrator/http.c) apply them and keep only what is
+ * theirs. The agent (agent/http.c) takes only the status texts so far: its
+ * hand-written parser is not on these rules yet. No I/O, no library:
+ * linked into the static agent too. Table-tested in tests/unit/test_h1.c.
  */
 #ifndef COMMON_H1_H
 #define COMMON_H1_H

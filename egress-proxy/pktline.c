@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "pktline.h"
+#include "strnum.h"
 #include "xmalloc.h"
 
 void
@@ -26,25 +27,13 @@ pktl_free(struct pktl *p)
 	memset(p, 0, sizeof(*p));
 }
 
-static int
-hexval(unsigned char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Length of the object id at s (40 or 64 hex digits followed by a space), or 0. */
 static size_t
 oid_len(const char *s, size_t n, int *zero)
 {
 	size_t i, want;
 
-	for (i = 0; i < n && hexval((unsigned char)s[i]) >= 0; i++)
+	for (i = 0; i < n && strnum_hexdigit((unsigned char)s[i]) >= 0; i++)
 		;
 	want = i;
 	if ((want != 40 && want != 64) || i >= n || s[i] != ' ')
@@ -170,7 +159,7 @@ pktl_feed(struct pktl *p, const char *body, size_t len, int eof)
 			return PKTL_MORE;
 		}
 		for (l = 0, i = 0; i < 4; i++) {
-			if ((d = hexval((unsigned char)body[p->pos + (size_t)i])) < 0)
+			if ((d = strnum_hexdigit((unsigned char)body[p->pos + (size_t)i])) < 0)
 				return fail(p, "bad pkt-line length (not hex)");
 			l = l * 16 + (size_t)d;
 		}
@@ -197,7 +186,7 @@ pktl_feed(struct pktl *p, const char *body, size_t len, int eof)
 			if (n - 8 != 40 && n - 8 != 64)
 				return fail(p, "malformed shallow line");
 			for (k = 12; k < 4 + n; k++)
-				if (hexval((unsigned char)body[p->pos + k]) < 0)
+				if (strnum_hexdigit((unsigned char)body[p->pos + k]) < 0)
 					return fail(p, "malformed shallow line");
 		} else if (n >= 9 && memcmp(body + p->pos + 4, "push-cert", 9) == 0 && p->ncmd == 0)
 			return fail(p, "signed pushes (push-cert) are not supported under push rules");

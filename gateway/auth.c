@@ -9,6 +9,7 @@
 #include <openssl/sha.h>
 
 #include "auth.h"
+#include "strnum.h"
 
 int
 gw_host_norm(const char *in, size_t len, char *out, size_t outlen, int *port)
@@ -49,18 +50,6 @@ gw_host_norm(const char *in, size_t len, char *out, size_t outlen, int *port)
 	return 0;
 }
 
-static int
-hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Percent-decodes s[0..n) ('+' is a space) into out; -1 bad or too long. */
 static int
 qdecode(const char *s, size_t n, char *out, size_t outlen)
@@ -75,7 +64,7 @@ qdecode(const char *s, size_t n, char *out, size_t outlen)
 
 			if (i + 2 >= n)
 				return -1;
-			if ((hi = hexval(s[i + 1])) < 0 || (lo = hexval(s[i + 2])) < 0)
+			if ((hi = strnum_hexdigit((unsigned char)s[i + 1])) < 0 || (lo = strnum_hexdigit((unsigned char)s[i + 2])) < 0)
 				return -1;
 			ch = (char)(hi * 16 + lo);
 			i += 2;

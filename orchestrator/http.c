@@ -482,10 +482,6 @@ on_hvalue_complete(llhttp_t *p)
 		return -1;
 	}
 	r->in_value = 1;	/* the next field starts a new header */
-	if (strcasecmp(r->hb.p + h->name, "content-length") == 0 && ++r->ncl > 1) {
-		c->perr = "duplicate Content-Length";
-		return -1;
-	}
 	return 0;
 }
 

@@ -37,7 +37,6 @@ struct http_req {
 	struct hdr		 h[HDR_MAX];
 	int			 nh;
 	int			 in_value;	/* parsing a header's value */
-	int			 ncl;		/* Content-Length headers seen */
 	struct buf		 body;
 	struct buf		 extra;		/* reply headers added */
 	char			*path, *query;	/* split from url (owned) */
