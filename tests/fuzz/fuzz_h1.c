@@ -10,7 +10,8 @@
  *
  * Besides the sanitizers it checks what h1.h promises, aborting when a
  * promise breaks: a head's length is within the input and the limit and
- * ends with an empty line; the same head alone gives the same length, one
+ * ends with an empty line (at a limit of 32 KiB, of the input's length
+ * and of one byte less, where a head of exactly the limit is decided); the same head alone gives the same length, one
  * byte less gives "more"; a verdict is one of the statuses h1.h names and
  * has a text; a Connection list that "has" a token holds it.
  */
@@ -195,8 +196,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	verdict(400);
 	verdict(431);
 	r = end(p, size, FUZZ_H1_MAX);
+	/* A limit of the input's own length and one byte less: the edge. */
 	if (size > 0)
 		(void)end(p, size, size);
+	if (size > 1)
+		(void)end(p, size, size - 1);
 	if (r > 0)
 		head(p, (size_t)r);
 	return 0;
