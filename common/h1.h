@@ -5,7 +5,7 @@
  * the body framing a head may declare, and the status texts. Each rule is
  * decided once, with RFC 9112/9110 and the reason beside it in h1.c; the
  * proxy (egress-proxy/httpreq.c), the gateway (gateway/head.c), the
- * orchestrator (orchestrator/http.c) and the agent (agent/http.c) keep
+ * orchestrator (orchestrator/http/http.c) and the agent (agent/http.c) keep
  * only what is theirs. No I/O, no library: linked into the static agent
  * too. Table-tested in tests/unit/test_h1.c.
  */

@@ -10,13 +10,13 @@
 #include <string.h>
 
 #include "buf.h"
-#include "homes.h"
-#include "http.h"
-#include "mcp_http.h"
-#include "rest.h"
-#include "xfer.h"
+#include "api/homes.h"
+#include "http/http.h"
+#include "mcp/mcp_http.h"
+#include "api/rest.h"
+#include "api/xfer.h"
 #include "server.h"
-#include "work.h"
+#include "lib/work.h"
 #include "xmalloc.h"
 
 /* Routes, in match order; ROUTE_* index the table's handler args. */

@@ -125,7 +125,7 @@ struct rt_agent_addr {
 /*
  * The sandbox's identity at its egress proxy: the session labels it is
  * handed to a session with (org, user and session are read from them;
- * orchestrator/egress.h). Runtimes keep no other copy: on a restart they
+ * orchestrator/lib/egress.h). Runtimes keep no other copy: on a restart they
  * register again from the labels they hold.
  */
 struct rt_egress {

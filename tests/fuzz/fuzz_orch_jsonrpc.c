@@ -10,8 +10,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "mcp.h"
-#include "tools.h"
+#include "mcp/mcp.h"
+#include "mcp/tools.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 

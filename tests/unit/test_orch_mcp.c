@@ -8,9 +8,9 @@
 
 #include <cjson/cJSON.h>
 
-#include "mcp.h"
-#include "schema.h"
-#include "tools.h"
+#include "mcp/mcp.h"
+#include "mcp/schema.h"
+#include "mcp/tools.h"
 #include "unit.h"
 
 /* The JSON text of member k of o ("" if absent; static buffer). */

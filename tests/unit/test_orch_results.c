@@ -5,7 +5,7 @@
  * which tools_run applies to every call; schema.c validates), the text
  * block stays, and a result that does not match goes out as a tool error.
  */
-#include "tools.c"
+#include "mcp/tools.c"
 
 #include "unit.h"
 

@@ -30,9 +30,9 @@
 
 #include <cjson/cJSON.h>
 
-#include "agentc.h"
+#include "lib/agentc.h"
 #include "buf.h"
-#include "egress.h"
+#include "lib/egress.h"
 #include "fake.h"
 #include "log.h"
 #include "strnum.h"

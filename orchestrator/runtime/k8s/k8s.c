@@ -27,7 +27,7 @@
  *
  * Rules: what the cluster holds is the truth; nothing here is cached
  * between calls. A sandbox's identity at its proxy is its session labels
- * (orchestrator/egress.h): attach_egress registers with the labels it is
+ * (orchestrator/lib/egress.h): attach_egress registers with the labels it is
  * given and returns the env for the core to push; start re-registers from
  * the labels the policy records. The proxy fleet (fleet.c) and the API helpers
  * (api.c) sit below this file (k8s_int.h); neither calls back up. All
@@ -834,7 +834,7 @@ runtime_k8s_push_env(struct runtime *rt, const char *id, const char *env,
 }
 
 /*
- * The identity is the session labels (orchestrator/egress.h): eg's are the
+ * The identity is the session labels (orchestrator/lib/egress.h): eg's are the
  * ones the sandbox registers with now. With eg->record they replace the
  * record (a warm-pool claim: set_labels' job, done in the attach's one
  * write); else those of them the record (rec, from the policy) lacks are

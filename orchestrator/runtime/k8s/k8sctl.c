@@ -43,7 +43,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "agentc.h"
+#include "lib/agentc.h"
 #include "buf.h"
 #include "cfg.h"
 #include "client.h"
@@ -62,7 +62,7 @@ struct ctlconf {
 /* One agent call: a shell command's own timeout plus a margin. */
 #define AGENT_CALL_MS	120000
 /* Labels (or env pairs) one command line may give: more than a session
- * record holds (orchestrator/sess.c writes six). */
+ * record holds (orchestrator/session/sess.c writes six). */
 #define CTL_MAX_KV	64
 
 static const struct cfg_key keys[] = {

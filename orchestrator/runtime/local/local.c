@@ -34,7 +34,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "egress.h"
+#include "lib/egress.h"
 #include "log.h"
 #include "local.h"
 #include "local_int.h"

@@ -3,7 +3,7 @@
  * network namespace with only a loopback; its one way out is a listener
  * on 127.0.0.1:3128 inside that namespace, which this file opens (setns on
  * a short-lived thread) and hands to the egress proxy with the sandbox's
- * labels (orchestrator/egress.h builds every admin message), and the
+ * labels (orchestrator/lib/egress.h builds every admin message), and the
  * proxy environment that points the sandbox's tools at it.
  *
  * Rules: with no proxy_admin_socket there is no listener and so no egress
@@ -22,7 +22,7 @@
 #include <arpa/inet.h>
 #include <unistd.h>
 
-#include "egress.h"
+#include "lib/egress.h"
 #include "local_int.h"
 
 #define RL_PROXY_PORT	3128

@@ -39,7 +39,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "agentc.h"
+#include "lib/agentc.h"
 #include "buf.h"
 #include "cfg.h"
 #include "jsonmem.h"
@@ -393,7 +393,7 @@ cmd_labels(const struct ctl *x)
 
 /*
  * attach ID [--org O] [--user U] [--session S]: --org/--user/--session
- * become the labels the identity is read from (orchestrator/egress.h);
+ * become the labels the identity is read from (orchestrator/lib/egress.h);
  * prints the proxy environment.
  */
 static int

@@ -6,8 +6,8 @@
 #define REST_H
 
 #include "conf.h"
-#include "http.h"
-#include "sess.h"
+#include "http/http.h"
+#include "session/sess.h"
 
 struct rest_ctx {		/* the route's argument */
 	struct sessmgr		*mgr;

@@ -11,7 +11,7 @@
 #include <cjson/cJSON.h>
 #include "toolres.h"
 #include "conf.h"
-#include "sess.h"
+#include "session/sess.h"
 
 /* Limits the tools' schemas show and their handlers use (tools.c,
  * filetools.c). */

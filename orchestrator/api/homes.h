@@ -7,8 +7,8 @@
 #define HOMES_H
 
 #include "conf.h"
-#include "http.h"
-#include "sess.h"
+#include "http/http.h"
+#include "session/sess.h"
 
 struct homes_ctx {		/* the route's argument */
 	struct sessmgr		*mgr;

@@ -14,8 +14,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "agentc.h"
-#include "jsonu.h"
+#include "lib/agentc.h"
+#include "lib/jsonu.h"
 #include "log.h"
 #include "sess_int.h"
 #include "util.h"

@@ -15,7 +15,7 @@
 #include <cjson/cJSON.h>
 
 #include "buf.h"
-#include "sess.h"
+#include "session/sess.h"
 
 struct areq {
 	struct sess	*s;

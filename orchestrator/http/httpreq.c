@@ -25,7 +25,7 @@
 
 #include "http.h"
 #include "http_int.h"
-#include "jsonu.h"
+#include "lib/jsonu.h"
 #include "log.h"
 #include "xmalloc.h"
 

@@ -8,7 +8,7 @@
 #include <cjson/cJSON.h>
 
 #include "areq.h"
-#include "jsonu.h"
+#include "lib/jsonu.h"
 #include "toolres.h"
 
 /*

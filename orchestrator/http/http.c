@@ -79,7 +79,7 @@
 #include "http.h"
 #include "httplisten.h"
 #include "http_int.h"
-#include "jsonu.h"
+#include "lib/jsonu.h"
 #include "log.h"
 #include "strnum.h"
 #include "util.h"

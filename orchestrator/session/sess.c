@@ -24,13 +24,13 @@
 
 #include <cjson/cJSON.h>
 
-#include "agentc.h"
-#include "jsonu.h"
+#include "lib/agentc.h"
+#include "lib/jsonu.h"
 #include "log.h"
 #include "sess_int.h"
 #include "strnum.h"
 #include "util.h"
-#include "work.h"
+#include "lib/work.h"
 #include "xmalloc.h"
 
 

@@ -32,14 +32,14 @@
 
 #include <cjson/cJSON.h>
 
-#include "agentc.h"
-#include "apps.h"
+#include "lib/agentc.h"
+#include "session/apps.h"
 #include "areq.h"
 #include "buf.h"
 #include "filetools.h"
 #include "toollive.h"
 #include "log.h"
-#include "jsonu.h"
+#include "lib/jsonu.h"
 #include "schema.h"
 #include "toolres.h"
 #include "tools.h"

@@ -13,7 +13,7 @@
 #include "log.h"
 #include "runtime/runtime.h"
 #include "util.h"
-#include "work.h"
+#include "lib/work.h"
 #include "xmalloc.h"
 
 struct hjob {

@@ -13,8 +13,8 @@
 #define XFER_H
 
 #include "conf.h"
-#include "http.h"
-#include "sess.h"
+#include "http/http.h"
+#include "session/sess.h"
 
 /* The route's body_streamed: a PUT of a file. */
 int	xfer_body_streamed(const char *path, enum http_method);

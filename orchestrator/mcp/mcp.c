@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jsonu.h"
+#include "lib/jsonu.h"
 #include "log.h"
 #include "mcp.h"
 #include "xmalloc.h"

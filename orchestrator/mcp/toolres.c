@@ -21,9 +21,9 @@
 
 #include "b64.h"
 #include "buf.h"
-#include "jsonu.h"
+#include "lib/jsonu.h"
 #include "log.h"
-#include "sessopt.h"
+#include "session/sessopt.h"
 #include "toolres.h"
 #include "tools.h"
 #include "xmalloc.h"

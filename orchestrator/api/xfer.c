@@ -25,14 +25,14 @@
 
 #include <cjson/cJSON.h>
 
-#include "agentc.h"
-#include "http.h"
-#include "jsonu.h"
+#include "lib/agentc.h"
+#include "http/http.h"
+#include "lib/jsonu.h"
 #include "log.h"
 #include "rest.h"
-#include "sess_int.h"
+#include "session/sess_int.h"
 #include "util.h"
-#include "work.h"
+#include "lib/work.h"
 #include "xfer.h"
 #include "xmalloc.h"
 

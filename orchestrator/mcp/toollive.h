@@ -6,7 +6,7 @@
 #define TOOLLIVE_H
 
 #include "conf.h"
-#include "sess.h"
+#include "session/sess.h"
 #include "tools.h"
 
 struct live;

@@ -30,9 +30,9 @@
 #include <stdatomic.h>
 #include <cjson/cJSON.h>
 
-#include "agentc.h"
+#include "lib/agentc.h"
 #include "buf.h"
-#include "policy.h"
+#include "lib/policy.h"
 #include "sess.h"
 
 #define HASH_SIZE	1024

@@ -9,8 +9,8 @@
 
 #include "buf.h"
 #include "conf.h"
-#include "http.h"
-#include "sess.h"
+#include "http/http.h"
+#include "session/sess.h"
 
 /* The state of the MCP surface: calls in flight, per-tool counters. */
 struct mcp_front;

@@ -17,12 +17,12 @@
 
 #include <cjson/cJSON.h>
 
-#include "agentc.h"
+#include "lib/agentc.h"
 #include "log.h"
 #include "sess_int.h"
 #include "strnum.h"
 #include "util.h"
-#include "work.h"
+#include "lib/work.h"
 #include "xmalloc.h"
 
 

@@ -24,13 +24,13 @@
 
 #include <cjson/cJSON.h>
 
-#include "apps.h"
-#include "http.h"
-#include "jsonu.h"
+#include "session/apps.h"
+#include "http/http.h"
+#include "lib/jsonu.h"
 #include "log.h"
-#include "policy.h"
+#include "lib/policy.h"
 #include "rest.h"
-#include "work.h"
+#include "lib/work.h"
 #include "xfer.h"
 #include "xmalloc.h"
 

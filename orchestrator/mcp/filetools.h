@@ -11,7 +11,7 @@
 #include <cjson/cJSON.h>
 
 #include "conf.h"
-#include "sess.h"
+#include "session/sess.h"
 #include "tools.h"
 
 void	filetools_read(struct tool_call *, struct sessmgr *, struct sess *,

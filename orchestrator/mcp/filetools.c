@@ -14,7 +14,7 @@
 #include "areq.h"
 #include "buf.h"
 #include "filetools.h"
-#include "jsonu.h"
+#include "lib/jsonu.h"
 #include "schema.h"
 #include "toolres.h"
 

@@ -28,13 +28,13 @@
 
 #include <cjson/cJSON.h>
 
-#include "http.h"
+#include "http/http.h"
 #include "log.h"
 #include "mcp.h"
 #include "mcp_http.h"
 #include "tools.h"
 #include "util.h"
-#include "work.h"
+#include "lib/work.h"
 #include "xmalloc.h"
 
 /* Tools counted by name in the metrics (there are fewer). */
