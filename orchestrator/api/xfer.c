@@ -29,8 +29,7 @@
 #include "http/http.h"
 #include "lib/jsonu.h"
 #include "log.h"
-#include "rest.h"
-#include "session/sess_int.h"
+#include "session/sess.h"
 #include "util.h"
 #include "lib/work.h"
 #include "xfer.h"
@@ -407,7 +406,7 @@ xj_run(void *arg)
 			sess_put(s);
 		return;
 	}
-	if ((j->ac = agentc_open(&s->addr, XFER_CONNECT_MS, err,
+	if ((j->ac = agentc_open(sess_agent_addr(s), XFER_CONNECT_MS, err,
 	    sizeof(err))) == NULL) {
 		sess_leave(s);
 		sess_put(s);

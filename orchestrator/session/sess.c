@@ -753,6 +753,12 @@ sess_enter(struct sess *s, enum sess_err *e, char *err, size_t errlen)
 	}
 }
 
+const struct rt_agent_addr *
+sess_agent_addr(struct sess *s)
+{
+	return &s->addr;
+}
+
 void
 sess_leave(struct sess *s)
 {

@@ -92,6 +92,10 @@ void	sess_leave(struct sess *);
 #define LIFECYCLE_HOLD_MS 30000
 int	sess_hold(struct sess *, int ms) WUNRES;
 void	sess_release(struct sess *);
+/* The agent's address of a session held with sess_enter (valid until
+ * sess_leave): for the callers that open their own streams to the agent
+ * (xfer.c). */
+const struct rt_agent_addr *sess_agent_addr(struct sess *);
 /*
  * One request to the session's agent (held with sess_enter). Returns 0 with
  * *status, or with err: -1 the agent did not answer (its sandbox runs);
