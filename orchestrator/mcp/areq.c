@@ -104,7 +104,7 @@ void
 areq_error_text(struct areq *a, const char *what, struct buf *out)
 {
 	cJSON *e = cJSON_GetObjectItemCaseSensitive(a->j, "error");
-	const char *code = tr_str(e, "code"), *msg = tr_str(e, "message");
+	const char *code = toolres_str(e, "code"), *msg = toolres_str(e, "message");
 	char *clean = msg ? jsonu_utf8_clean(msg, strlen(msg)) : NULL;
 
 	if (a->status == 409)

@@ -78,7 +78,7 @@ file_error(struct tool_call *tc, struct areq *a, const char *what,
 	else
 		ign(buf_addf(&out, "%s failed: the sandbox's agent answered HTTP "
 		    "%d; retry the call", what, a->status));
-	tr_set_buf(tc, &out, 1);
+	toolres_set_buf(tc, &out, 1);
 	buf_free(&out);
 }
 
@@ -108,12 +108,12 @@ file_meta(struct tool_call *tc, struct sess *s, const char *path,
 		if (file_url(&url, "list", cur) == -1 ||
 		    buf_addstr(&url, "&max_entries=1") == -1) {
 			buf_free(&url);
-			tr_set_text(tc, "read_file: the path is too long", 1);
+			toolres_set_text(tc, "read_file: the path is too long", 1);
 			return -1;
 		}
 		if (areq_do(&a, "GET", url.p, NULL, FILE_MS) == -1) {
 			buf_free(&url);
-			tr_set_text(tc, a.err, 1);
+			toolres_set_text(tc, a.err, 1);
 			areq_free(&a);
 			return -1;
 		}
@@ -125,17 +125,17 @@ file_meta(struct tool_call *tc, struct sess *s, const char *path,
 		}
 		e = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(a.j,
 		    "entries"), 0);
-		type = tr_str(e, "type");
+		type = toolres_str(e, "type");
 		/* a directory lists what it holds (or nothing), a file itself */
-		if (e == NULL || tr_str(e, "path") == NULL || tr_str(a.j, "path") ==
-		    NULL || strcmp(tr_str(e, "path"), tr_str(a.j, "path")) != 0)
+		if (e == NULL || toolres_str(e, "path") == NULL || toolres_str(a.j, "path") ==
+		    NULL || strcmp(toolres_str(e, "path"), toolres_str(a.j, "path")) != 0)
 			type = "dir";
-		if (tr_file_from_entry(f, e) == 0) {
+		if (toolres_file_from_entry(f, e) == 0) {
 			areq_free(&a);
 			return 0;
 		}
-		abs = tr_str(e, "path");
-		tgt = tr_str(e, "target");
+		abs = toolres_str(e, "path");
+		tgt = toolres_str(e, "target");
 		if (type == NULL || strcmp(type, "symlink") != 0 || tgt == NULL ||
 		    abs == NULL || abs[0] != '/') {
 			char m[TOOLS_MAX_PATH + 256];
@@ -144,7 +144,7 @@ file_meta(struct tool_call *tc, struct sess *s, const char *path,
 			    "dir") == 0 ? "a directory" : "not a regular file (a "
 			    "device, FIFO or socket)", type != NULL && strcmp(type,
 			    "dir") == 0 ? " (list_files lists a directory)" : "");
-			tr_set_text(tc, m, 1);
+			toolres_set_text(tc, m, 1);
 			areq_free(&a);
 			return -1;
 		}
@@ -161,7 +161,7 @@ file_meta(struct tool_call *tc, struct sess *s, const char *path,
 			break;
 		snprintf(cur, sizeof(cur), "%s", next);
 	}
-	tr_set_text(tc, "read_file: too many levels of symbolic links (or a "
+	toolres_set_text(tc, "read_file: too many levels of symbolic links (or a "
 	    "link loop)", 1);
 	return -1;
 }
@@ -179,7 +179,7 @@ cap_error(struct tool_call *tc, const char *what, long long n, long long cap)
 	    "and max_bytes (next_offset says where to go on)." : "Write it in "
 	    "parts: the first call, then write_file with append: true for each "
 	    "next part.");
-	tr_set_text(tc, m, 1);
+	toolres_set_text(tc, m, 1);
 }
 
 void
@@ -208,19 +208,19 @@ filetools_read(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 	if (file_url(&url, "raw", f.path) == -1 ||
 	    buf_addf(&url, "&offset=%lld&length=%lld", off, max) == -1) {
 		buf_free(&url);
-		tr_set_text(tc, "read_file: the path is too long", 1);
+		toolres_set_text(tc, "read_file: the path is too long", 1);
 		return;
 	}
 	if (areq_bytes(&a, "GET", url.p, NULL, 0, (size_t)max + 1,
 	    FILE_MS) == -1)
-		tr_set_text(tc, a.err, 1);
+		toolres_set_text(tc, a.err, 1);
 	else if (a.status != 200)
 		file_error(tc, &a, "read_file", path);
 	else if ((long long)a.resp.len > max)
-		tr_set_text(tc, "read_file: the sandbox's agent sent more bytes than "
+		toolres_set_text(tc, "read_file: the sandbox's agent sent more bytes than "
 		    "asked for; retry the call", 1);
 	else
-		read_file_result(tc, &f, enc, a.resp.p ? a.resp.p : "", a.resp.len,
+		toolres_read_file(tc, &f, enc, a.resp.p ? a.resp.p : "", a.resp.len,
 		    off, max);
 	buf_free(&url);
 	areq_free(&a);
@@ -245,7 +245,7 @@ filetools_write(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 	buf_init(&url, 1);
 	buf_init(&data, (size_t)c->tool_max_bytes);
 	if (enc != NULL && strcmp(enc, "base64") == 0) {
-		if (tr_b64_decode(content, &data, err, sizeof(err)) == -1) {
+		if (toolres_b64_decode(content, &data, err, sizeof(err)) == -1) {
 			char msg[512];
 			if (err[0] == '\0')
 				cap_error(tc, "write_file", (long long)strlen(content) /
@@ -253,7 +253,7 @@ filetools_write(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 			else {
 				snprintf(msg, sizeof(msg), "argument 'content' is not "
 				    "base64: %s", err);
-				tr_set_text(tc, msg, 1);
+				toolres_set_text(tc, msg, 1);
 			}
 			goto out;
 		}
@@ -270,7 +270,7 @@ filetools_write(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 	buf_free(&url);
 	if (file_url(&url, "raw", path) == -1 ||
 	    (append && buf_addstr(&url, "&append=1") == -1)) {
-		tr_set_text(tc, "write_file: the path is too long", 1);
+		toolres_set_text(tc, "write_file: the path is too long", 1);
 		goto out;
 	}
 	if (mode != NULL) {
@@ -280,7 +280,7 @@ filetools_write(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 			goto out;
 	}
 	if (areq_bytes(&a, "PUT", url.p, body, len, 64 * 1024, FILE_MS) == -1) {
-		tr_set_text(tc, a.err, 1);
+		toolres_set_text(tc, a.err, 1);
 		goto out;
 	}
 	if (a.status != 200 && a.status != 201) {
@@ -289,12 +289,12 @@ filetools_write(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 	}
 	a.j = cJSON_ParseWithLength(a.resp.p ? a.resp.p : "", a.resp.len);
 	if (!cJSON_IsObject(a.j)) {
-		tr_set_text(tc, "write_file: the sandbox's agent sent an unreadable "
+		toolres_set_text(tc, "write_file: the sandbox's agent sent an unreadable "
 		    "reply; the file may have been written: read_file or list_files "
 		    "shows it", 1);
 		goto out;
 	}
-	write_file_result(tc, path, append, a.j);
+	toolres_write_file(tc, path, append, a.j);
 out:
 	buf_free(&url);
 	buf_free(&data);
@@ -315,16 +315,16 @@ filetools_list(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 	    buf_addf(&url, "&max_entries=%lld%s", schema_int(args, "max_entries",
 	    TOOLS_DEF_LIST), schema_bool(args, "recursive") == 1 ? "&recursive=1" : "") ==
 	    -1) {
-		tr_set_text(tc, "list_files: the path is too long", 1);
+		toolres_set_text(tc, "list_files: the path is too long", 1);
 		buf_free(&url);
 		return;
 	}
 	if (areq_do(&a, "GET", url.p, NULL, FILE_MS) == -1)
-		tr_set_text(tc, a.err, 1);
+		toolres_set_text(tc, a.err, 1);
 	else if (a.status != 200)
 		file_error(tc, &a, "list_files", path);
 	else
-		list_files_result(tc, a.j);
+		toolres_list_files(tc, a.j);
 	buf_free(&url);
 	areq_free(&a);
 }
@@ -342,11 +342,11 @@ filetools_delete(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 	cJSON_AddStringToObject(body, "path", path);
 	cJSON_AddBoolToObject(body, "recursive", schema_bool(args, "recursive") == 1);
 	if (areq_do(&a, "POST", "/v1/files/delete", body, FILE_MS) == -1)
-		tr_set_text(tc, a.err, 1);
+		toolres_set_text(tc, a.err, 1);
 	else if (a.status != 200)
 		file_error(tc, &a, "delete_file", path);
 	else
-		delete_file_result(tc, path, a.j);
+		toolres_delete_file(tc, path, a.j);
 	cJSON_Delete(body);
 	areq_free(&a);
 }

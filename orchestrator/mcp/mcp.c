@@ -557,7 +557,7 @@ mcp_complete(struct mcp_out *out, size_t i)
 		cJSON_Delete(result);
 	} else {
 		if (result == NULL)
-			result = tools_text_result("internal error: no result", 1);
+			result = toolres_text("internal error: no result", 1);
 		r = mcp_result(p->id, result);
 		if (p->slot < 0) {
 			cJSON_Delete(out->body);
@@ -565,7 +565,7 @@ mcp_complete(struct mcp_out *out, size_t i)
 		} else
 			cJSON_ReplaceItemInArray(out->body, p->slot, r);
 	}
-	tool_call_free(p->tc);
+	tools_call_free(p->tc);
 	p->tc = NULL;
 	for (k = 0; k < out->npend; k++)
 		if (out->pend[k].tc != NULL)
@@ -590,7 +590,7 @@ mcp_out_free(struct mcp_out *out)
 	size_t i;
 
 	for (i = 0; i < out->npend; i++) {
-		tool_call_free(out->pend[i].tc);
+		tools_call_free(out->pend[i].tc);
 		cJSON_Delete(out->pend[i].id);
 	}
 	free(out->pend);

@@ -155,7 +155,7 @@ progress_cb(evutil_socket_t fd UNUSED, short ev UNUSED, void *arg)
 	snprintf(msg, sizeof(msg), "%s still running (%llds)", mc->out.tool,
 	    (util_mono_us() - mc->t0) / 1000000);
 	/* a shell call's latest output lines, when it has them */
-	live = mc->out.npend == 1 ? tools_progress_text(mc->out.pend[0].tc,
+	live = mc->out.npend == 1 ? toollive_progress_text(mc->out.pend[0].tc,
 	    msg) : NULL;
 	cJSON_AddStringToObject(p, "message", live != NULL ? live : msg);
 	free(live);
@@ -219,7 +219,7 @@ cjob_done(void *arg)
 {
 	struct cjob *c = arg;
 
-	tool_call_free(c->tc);	/* our reference */
+	tools_call_free(c->tc);	/* our reference */
 	free(c);
 }
 
@@ -330,7 +330,7 @@ mjob_done(void *arg)
 		snprintf(msg, sizeof(msg), "too many calls in flight for session "
 		    "%s: at most %lld at once (limits.session_calls); wait for one "
 		    "to finish, then retry", tc->sid, mc->fr->conf->session_calls);
-		tc->result = tools_text_result(msg, 1);
+		tc->result = toolres_text(msg, 1);
 		tc->is_error = 1;
 		atomic_store(&tc->finished, 1);
 		mc->fr->n_refused++;
@@ -491,7 +491,7 @@ mcp_http_handle(struct http *ht, struct http_req *req,
 }
 
 struct mcp_front *
-mcp_front_new(struct sessmgr *mgr, const struct conf *conf)
+mcp_http_new(struct sessmgr *mgr, const struct conf *conf)
 {
 	struct mcp_front *fr = xcalloc(1, sizeof(*fr));
 
@@ -501,13 +501,13 @@ mcp_front_new(struct sessmgr *mgr, const struct conf *conf)
 }
 
 void
-mcp_front_free(struct mcp_front *fr)
+mcp_http_free(struct mcp_front *fr)
 {
 	free(fr);
 }
 
 int
-mcp_front_metrics(const struct mcp_front *fr, struct buf *b)
+mcp_http_metrics(const struct mcp_front *fr, struct buf *b)
 {
 	int i, r = 0;
 

@@ -1,8 +1,8 @@
 /*
- * toollive.c: a tool call's live progress message (tools_progress_text):
+ * toollive.c: a tool call's live progress message (toollive_progress_text):
  * a running shell command's output tail, polled from the agent on a
  * thread of its own, or what a sandbox start it waits on is waiting for
- * (live_start_note, the runtime's rt_progress sink).
+ * (toollive_start_note, the runtime's rt_progress sink).
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -43,7 +43,7 @@ struct live {
 };
 
 char *
-tools_progress_text(struct tool_call *tc, const char *head)
+toollive_progress_text(struct tool_call *tc, const char *head)
 {
 	char *m = NULL;
 	size_t n;
@@ -60,7 +60,7 @@ tools_progress_text(struct tool_call *tc, const char *head)
 
 /* Replaces tc's progress message with m (owned; NULL: none). */
 void
-live_set(struct tool_call *tc, char *m)
+toollive_set(struct tool_call *tc, char *m)
 {
 	char *old;
 
@@ -77,9 +77,9 @@ live_set(struct tool_call *tc, char *m)
  * is its progress message until the sandbox is up.
  */
 void
-live_start_note(void *arg, const char *msg)
+toollive_start_note(void *arg, const char *msg)
 {
-	live_set(arg, xstrdup(msg));
+	toollive_set(arg, xstrdup(msg));
 }
 
 static void *
@@ -110,8 +110,8 @@ live_main(void *arg)
 		memset(&a, 0, sizeof(a));
 		a.s = l->s;
 		if (areq_do(&a, "GET", path, NULL, LIVE_REQ_MS) == 0 &&
-		    a.status == 200 && (m = tr_live_text(a.j)) != NULL)
-			live_set(l->tc, m);
+		    a.status == 200 && (m = toolres_live_text(a.j)) != NULL)
+			toollive_set(l->tc, m);
 		else if (a.status == 404)
 			stop = 1;	/* an agent without the route */
 		areq_free(&a);
@@ -122,7 +122,7 @@ live_main(void *arg)
 /* Starts live output for tc's shell call (when its client asked for
  * progress); NULL when it does not, or the thread did not start. */
 struct live *
-live_start(struct tool_call *tc, struct sess *s, const struct conf *c)
+toollive_start(struct tool_call *tc, struct sess *s, const struct conf *c)
 {
 	struct live *l;
 
@@ -150,7 +150,7 @@ live_start(struct tool_call *tc, struct sess *s, const struct conf *c)
 
 /* Stops it (at most one poll's LIVE_REQ_MS later). */
 void
-live_stop(struct live *l)
+toollive_stop(struct live *l)
 {
 	if (l == NULL)
 		return;

@@ -12,14 +12,14 @@
 struct live;
 
 /* Replaces tc's progress message with m (owned; NULL: none). */
-void	live_set(struct tool_call *tc, char *m);
+void	toollive_set(struct tool_call *tc, char *m);
 /* rt_progress's sink (arg: the tool_call): msg becomes its message. */
-void	live_start_note(void *arg, const char *msg);
+void	toollive_start_note(void *arg, const char *msg);
 /* Starts polling the agent of s for tc's shell output when tc's client
  * takes progress; NULL when it does not, or the thread did not start. */
-struct live *live_start(struct tool_call *tc, struct sess *s,
+struct live *toollive_start(struct tool_call *tc, struct sess *s,
 	    const struct conf *c);
 /* Stops it (at most one poll's request later); NULL: nothing. */
-void	live_stop(struct live *l);
+void	toollive_stop(struct live *l);
 
 #endif

@@ -29,7 +29,7 @@
 #include "xmalloc.h"
 
 int
-job_id_ok(const char *s)
+toolres_job_id_ok(const char *s)
 {
 	size_t i, n = strlen(s);
 
@@ -45,7 +45,7 @@ job_id_ok(const char *s)
 }
 
 cJSON *
-tools_text_result(const char *text, int is_error)
+toolres_text(const char *text, int is_error)
 {
 	cJSON *r = cJSON_CreateObject(), *c, *t;
 
@@ -60,7 +60,7 @@ tools_text_result(const char *text, int is_error)
 }
 
 const char *
-tr_str(const cJSON *o, const char *k)
+toolres_str(const cJSON *o, const char *k)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
 
@@ -104,23 +104,23 @@ jtrue(const cJSON *o, const char *k)
 static char *
 jtext(const cJSON *o, const char *k)
 {
-	const char *v = tr_str(o, k);
+	const char *v = toolres_str(o, k);
 
 	return v != NULL ? jsonu_utf8_clean(v, strlen(v)) : xstrdup("");
 }
 
 void
-tr_set_text(struct tool_call *tc, const char *text, int is_error)
+toolres_set_text(struct tool_call *tc, const char *text, int is_error)
 {
 	cJSON_Delete(tc->result);
-	tc->result = tools_text_result(text, is_error);
+	tc->result = toolres_text(text, is_error);
 	tc->is_error = is_error;
 }
 
 void
-tr_set_buf(struct tool_call *tc, struct buf *b, int is_error)
+toolres_set_buf(struct tool_call *tc, struct buf *b, int is_error)
 {
-	tr_set_text(tc, b->p ? b->p : "", is_error);
+	toolres_set_text(tc, b->p ? b->p : "", is_error);
 }
 
 static void
@@ -142,7 +142,7 @@ static long long jll(const cJSON *o, const char *k);
  * agent said (older agents said -1).
  */
 void
-shell_result(struct tool_call *tc, const cJSON *j, long long tmo)
+toolres_shell(struct tool_call *tc, const cJSON *j, long long tmo)
 {
 	struct buf out;
 	int timed_out = jtrue(j, "timed_out"), oom = jtrue(j, "oom_killed");
@@ -175,7 +175,7 @@ shell_result(struct tool_call *tc, const cJSON *j, long long tmo)
 	if (restarted)
 		ign(buf_addstr(&out, "\n[the shell exited and a fresh one "
 		    "was started in /workspace; variables and cwd were reset]"));
-	tr_set_buf(tc, &out, timed_out || oom);
+	toolres_set_buf(tc, &out, timed_out || oom);
 	buf_free(&out);
 	st = cJSON_CreateObject();
 	cJSON_AddNumberToObject(st, "exit_code", (double)code);
@@ -198,7 +198,7 @@ job_state(const cJSON *j)
 {
 	static const char *const states[] = { "running", "exited", "signaled",
 	    "stopped" };
-	const char *st = tr_str(j, "state");
+	const char *st = toolres_str(j, "state");
 	size_t i;
 
 	for (i = 0; st != NULL && i < NELEM(states); i++)
@@ -210,7 +210,7 @@ job_state(const cJSON *j)
 static void
 job_status_text(const cJSON *j, const char *jid, struct buf *out)
 {
-	const char *id = tr_str(j, "id");
+	const char *id = toolres_str(j, "id");
 	cJSON *code = cJSON_GetObjectItemCaseSensitive(j, "exit_code");
 	cJSON *sig = cJSON_GetObjectItemCaseSensitive(j, "signal");
 	char idc[80];
@@ -244,10 +244,10 @@ static cJSON *
 job_struct(const cJSON *j, const char *jid)
 {
 	cJSON *st = cJSON_CreateObject();
-	const char *id = tr_str(j, "id");
+	const char *id = toolres_str(j, "id");
 	long long v;
 
-	cJSON_AddStringToObject(st, "job_id", id != NULL && job_id_ok(id) ? id :
+	cJSON_AddStringToObject(st, "job_id", id != NULL && toolres_job_id_ok(id) ? id :
 	    jid);
 	cJSON_AddStringToObject(st, "state", job_state(j));
 	if ((v = jint(j, "exit_code", LLONG_MIN, INT_MIN, INT_MAX)) != LLONG_MIN)
@@ -265,15 +265,15 @@ job_struct(const cJSON *j, const char *jid)
 
 /* shell_async's result from the agent's reply j to POST /v1/jobs. */
 void
-job_started_result(struct tool_call *tc, const cJSON *j)
+toolres_job_started(struct tool_call *tc, const cJSON *j)
 {
-	const char *id = tr_str(j, "id"), *note;
+	const char *id = toolres_str(j, "id"), *note;
 	long long pid = jint(j, "pid", 0, 0, INT_MAX);
 	struct buf out;
 	cJSON *st;
 
-	if (id == NULL || !job_id_ok(id)) {
-		tr_set_text(tc, "shell_async: the agent returned no usable job id; retry", 1);
+	if (id == NULL || !toolres_job_id_ok(id)) {
+		toolres_set_text(tc, "shell_async: the agent returned no usable job id; retry", 1);
 		return;
 	}
 	buf_init(&out, 64 * 1024);
@@ -281,9 +281,9 @@ job_started_result(struct tool_call *tc, const cJSON *j)
 	    "job_id \"%s\" to read its output, shell_wait to wait for it, "
 	    "shell_stop to stop it.", id, pid, id));
 	/* what the agent did first (a sandbox at its process limit) */
-	if ((note = tr_str(j, "note")) != NULL)
+	if ((note = toolres_str(j, "note")) != NULL)
 		ign(buf_addf(&out, "\n%.1000s", note));
-	tr_set_buf(tc, &out, 0);
+	toolres_set_buf(tc, &out, 0);
 	buf_free(&out);
 	st = cJSON_CreateObject();
 	cJSON_AddStringToObject(st, "job_id", id);
@@ -296,7 +296,7 @@ job_started_result(struct tool_call *tc, const cJSON *j)
  * with output j, read from offset off for job jid.
  */
 void
-job_output_result(struct tool_call *tc, const cJSON *j, const char *jid,
+toolres_job_output(struct tool_call *tc, const cJSON *j, const char *jid,
     long long off, long long wait_s)
 {
 	const char *state = job_state(j);
@@ -319,7 +319,7 @@ job_output_result(struct tool_call *tc, const cJSON *j, const char *jid,
 	if (!eof && strcmp(state, "running") != 0)
 		ign(buf_addstr(&out, "\n[more output remains: call shell_poll "
 		    "with offset = next_offset]"));
-	tr_set_buf(tc, &out, 0);
+	toolres_set_buf(tc, &out, 0);
 	buf_free(&out);
 	st = job_struct(j, jid);
 	cJSON_AddStringToObject(st, "output", text);
@@ -331,14 +331,14 @@ job_output_result(struct tool_call *tc, const cJSON *j, const char *jid,
 
 /* shell_stop's result from the agent's {job} j. */
 void
-job_stop_result(struct tool_call *tc, const cJSON *j, const char *jid)
+toolres_job_stop(struct tool_call *tc, const cJSON *j, const char *jid)
 {
 	struct buf out;
 
 	buf_init(&out, 64 * 1024);
 	job_status_text(j, jid, &out);
 	ign(buf_addstr(&out, "]"));
-	tr_set_buf(tc, &out, 0);
+	toolres_set_buf(tc, &out, 0);
 	buf_free(&out);
 	add_structured(tc, job_struct(j, jid));
 }
@@ -348,7 +348,7 @@ job_stop_result(struct tool_call *tc, const cJSON *j, const char *jid)
  * agent's reply j (file_text: create's, line: insert's).
  */
 void
-edit_result(struct tool_call *tc, const char *cmd, const char *path,
+toolres_edit(struct tool_call *tc, const char *cmd, const char *path,
     const char *file_text, long long line, const cJSON *j)
 {
 	struct buf out;
@@ -375,7 +375,7 @@ edit_result(struct tool_call *tc, const char *cmd, const char *path,
 		    path));
 		cJSON_AddNumberToObject(st, "insert_line", (double)line);
 	}
-	tr_set_buf(tc, &out, 0);
+	toolres_set_buf(tc, &out, 0);
 	buf_free(&out);
 	add_structured(tc, st);
 	free(text);
@@ -383,12 +383,12 @@ edit_result(struct tool_call *tc, const char *cmd, const char *path,
 
 /* create_sandbox's result: text, the new sandbox's id and image. */
 void
-sandbox_result(struct tool_call *tc, struct buf *text, const char *sandbox_id,
+toolres_sandbox(struct tool_call *tc, struct buf *text, const char *sandbox_id,
     const char *image)
 {
 	cJSON *st;
 
-	tr_set_buf(tc, text, 0);
+	toolres_set_buf(tc, text, 0);
 	st = cJSON_CreateObject();
 	cJSON_AddStringToObject(st, "sandbox_id", sandbox_id);
 	cJSON_AddStringToObject(st, "image", image);
@@ -397,11 +397,11 @@ sandbox_result(struct tool_call *tc, struct buf *text, const char *sandbox_id,
 
 /* clear_session's result (had: a sandbox was deleted). */
 void
-cleared_result(struct tool_call *tc, int had)
+toolres_cleared(struct tool_call *tc, int had)
 {
 	cJSON *st;
 
-	tr_set_text(tc, "Session cleared: its sandbox and workspace are gone. The "
+	toolres_set_text(tc, "Session cleared: its sandbox and workspace are gone. The "
 	    "next tool call starts a fresh default sandbox.", 0);
 	st = cJSON_CreateObject();
 	cJSON_AddTrueToObject(st, "cleared");
@@ -410,10 +410,10 @@ cleared_result(struct tool_call *tc, int had)
 }
 
 void
-app_result(struct tool_call *tc, cJSON *app, const char *note)
+toolres_app(struct tool_call *tc, cJSON *app, const char *note)
 {
-	const char *name = tr_str(app, "name"), *url = tr_str(app, "url");
-	const char *tok = tr_str(app, "token");
+	const char *name = toolres_str(app, "name"), *url = toolres_str(app, "url");
+	const char *tok = toolres_str(app, "token");
 	struct buf out;
 
 	buf_init(&out, 8192);
@@ -429,13 +429,13 @@ app_result(struct tool_call *tc, cJSON *app, const char *note)
 	    url ? url : "", tok ? tok : "", tok ? tok : ""));
 	if (note != NULL && note[0] != '\0')
 		ign(buf_addf(&out, "\n%s", note));
-	tr_set_buf(tc, &out, 0);
+	toolres_set_buf(tc, &out, 0);
 	buf_free(&out);
 	add_structured(tc, app);
 }
 
 void
-apps_list_result(struct tool_call *tc, cJSON *list)
+toolres_apps_list(struct tool_call *tc, cJSON *list)
 {
 	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(list, "apps"), *a;
 	struct buf out;
@@ -448,16 +448,16 @@ apps_list_result(struct tool_call *tc, cJSON *list)
 		ign(buf_addstr(&out, "Published apps (tokens are shown only by "
 		    "expose_port):"));
 	cJSON_ArrayForEach(a, arr) {
-		ign(buf_addf(&out, "\n- %s: port %d at %s", tr_str(a, "name"),
-		    (int)jll(a, "port"), tr_str(a, "url")));
+		ign(buf_addf(&out, "\n- %s: port %d at %s", toolres_str(a, "name"),
+		    (int)jll(a, "port"), toolres_str(a, "url")));
 	}
-	tr_set_buf(tc, &out, 0);
+	toolres_set_buf(tc, &out, 0);
 	buf_free(&out);
 	add_structured(tc, list);
 }
 
 void
-unexposed_result(struct tool_call *tc, const char *name)
+toolres_unexposed(struct tool_call *tc, const char *name)
 {
 	struct buf out;
 	cJSON *st;
@@ -466,7 +466,7 @@ unexposed_result(struct tool_call *tc, const char *name)
 	ign(buf_addf(&out, "App '%s' is no longer published: its URL answers 404 "
 	    "and its token is void. The server in the sandbox keeps running.",
 	    name));
-	tr_set_buf(tc, &out, 0);
+	toolres_set_buf(tc, &out, 0);
 	buf_free(&out);
 	st = cJSON_CreateObject();
 	cJSON_AddStringToObject(st, "name", name);
@@ -485,7 +485,7 @@ jll(const cJSON *o, const char *k)
 
 /* "cpu 2 cores, memory 2GiB, disk 10GiB, lifetime 1h, idle timeout 10m". */
 void
-tr_limits_text(const cJSON *st, struct buf *out)
+toolres_limits_text(const cJSON *st, struct buf *out)
 {
 	const cJSON *l = cJSON_GetObjectItemCaseSensitive(st, "limits");
 	const cJSON *cpu = cJSON_GetObjectItemCaseSensitive(l, "cpu");
@@ -522,7 +522,7 @@ static void
 status_text(const cJSON *st, struct buf *out)
 {
 	const cJSON *u = cJSON_GetObjectItemCaseSensitive(st, "usage"), *j;
-	const char *state = tr_str((cJSON *)st, "state");
+	const char *state = toolres_str((cJSON *)st, "state");
 	char a[48], b[48];
 	int n;
 
@@ -530,11 +530,11 @@ status_text(const cJSON *st, struct buf *out)
 		ign(buf_addstr(out, "This session has no sandbox yet: the next "
 		    "tool call creates a default one (create_sandbox picks "
 		    "another). Limits a default sandbox gets: "));
-		tr_limits_text(st, out);
+		toolres_limits_text(st, out);
 		ign(buf_addstr(out, ".\n"));
 	} else {
-		ign(buf_addf(out, "Sandbox %s (image %s) is %s", tr_str((cJSON *)st,
-		    "sandbox_id"), tr_str((cJSON *)st, "image"), state ? state : "?"));
+		ign(buf_addf(out, "Sandbox %s (image %s) is %s", toolres_str((cJSON *)st,
+		    "sandbox_id"), toolres_str((cJSON *)st, "image"), state ? state : "?"));
 		if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(st, "uptime_ms"))) {
 			span_text(a, sizeof(a), jll(st, "uptime_ms"));
 			span_text(b, sizeof(b), jll(st, "lifetime_left_ms"));
@@ -545,7 +545,7 @@ status_text(const cJSON *st, struct buf *out)
 		ign(buf_addf(out, ". Root: %s, writable root: %s.\nLimits: ",
 		    jtrue((cJSON *)st, "run_as_root") ? "yes" : "no",
 		    jtrue((cJSON *)st, "writable_root") ? "yes" : "no"));
-		tr_limits_text(st, out);
+		toolres_limits_text(st, out);
 		ign(buf_addstr(out, ".\nIn use: memory "));
 		if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(u, "memory_bytes"))) {
 			sessopt_fmt_size(a, sizeof(a), jll(u, "memory_bytes"));
@@ -565,24 +565,24 @@ status_text(const cJSON *st, struct buf *out)
 		n = 0;
 		cJSON_ArrayForEach(j, cJSON_GetObjectItemCaseSensitive(st, "jobs")) {
 			ign(buf_addf(out, "%s %s (%s)", n++ == 0 ? ":" : ";",
-			    tr_str((cJSON *)j, "id"), tr_str((cJSON *)j, "command")));
+			    toolres_str((cJSON *)j, "id"), toolres_str((cJSON *)j, "command")));
 		}
 		ign(buf_addstr(out, ".\n"));
 	}
 	ign(buf_addf(out, "Works for org \"%s\", user \"%s\" at the egress proxy "
-	    "(session %s).", tr_str((cJSON *)st, "org"), tr_str((cJSON *)st, "user"),
-	    tr_str((cJSON *)st, "id")));
+	    "(session %s).", toolres_str((cJSON *)st, "org"), toolres_str((cJSON *)st, "user"),
+	    toolres_str((cJSON *)st, "id")));
 }
 
 /* sandbox_status's result from sess_status's JSON st (taken). */
 void
-status_result(struct tool_call *tc, cJSON *st)
+toolres_status(struct tool_call *tc, cJSON *st)
 {
 	struct buf out;
 
 	buf_init(&out, 64 * 1024);
 	status_text(st, &out);
-	tr_set_buf(tc, &out, 0);
+	toolres_set_buf(tc, &out, 0);
 	add_structured(tc, st);
 	buf_free(&out);
 }
@@ -590,7 +590,7 @@ status_result(struct tool_call *tc, cJSON *st)
 /* ---- the file tools ---- */
 
 char *
-tr_b64_encode(const unsigned char *p, size_t n)
+toolres_b64_encode(const unsigned char *p, size_t n)
 {
 	char *out = xmalloc(B64_ENC_LEN(n) + 1);
 
@@ -599,7 +599,7 @@ tr_b64_encode(const unsigned char *p, size_t n)
 }
 
 int
-tr_b64_decode(const char *s, struct buf *out, char *err, size_t errlen)
+toolres_b64_decode(const char *s, struct buf *out, char *err, size_t errlen)
 {
 	size_t n = strlen(s), at;
 	const char *why;
@@ -689,10 +689,10 @@ utf8_scan(const unsigned char *p, size_t n, size_t *at, int *nul)
 }
 
 int
-tr_file_from_entry(struct tr_file *f, const cJSON *e)
+toolres_file_from_entry(struct tr_file *f, const cJSON *e)
 {
-	const char *type = tr_str(e, "type"), *path = tr_str(e, "path");
-	const char *ver = tr_str(e, "version"), *mode = tr_str(e, "mode");
+	const char *type = toolres_str(e, "type"), *path = toolres_str(e, "path");
+	const char *ver = toolres_str(e, "version"), *mode = toolres_str(e, "mode");
 	size_t i;
 
 	memset(f, 0, sizeof(*f));
@@ -718,7 +718,7 @@ tr_file_from_entry(struct tr_file *f, const cJSON *e)
 }
 
 void
-read_file_result(struct tool_call *tc, const struct tr_file *f,
+toolres_read_file(struct tool_call *tc, const struct tr_file *f,
     const char *enc, const char *data, size_t n, long long off, long long max)
 {
 	int text = strcmp(enc, "text") == 0, eof, nul, r;
@@ -744,7 +744,7 @@ read_file_result(struct tool_call *tc, const struct tr_file *f,
 				    "\"base64\"", f->path, off + (long long)at, at == 0 &&
 				    off > 0 ? ", or an offset inside a character" :
 				    r == 2 ? ", or a character cut by max_bytes" : ""));
-			tr_set_buf(tc, &out, 1);
+			toolres_set_buf(tc, &out, 1);
 			buf_free(&out);
 			return;
 		}
@@ -754,7 +754,7 @@ read_file_result(struct tool_call *tc, const struct tr_file *f,
 		memcpy(content, data, n);
 		content[n] = '\0';
 	} else
-		content = tr_b64_encode((const unsigned char *)data, n);
+		content = toolres_b64_encode((const unsigned char *)data, n);
 	buf_init(&out, AGENT_RESP_MAX);
 	if (!text)
 		ign(buf_addf(&out, "base64 of bytes %lld-%lld of %s:\n", off,
@@ -769,7 +769,7 @@ read_file_result(struct tool_call *tc, const struct tr_file *f,
 	if (!eof)
 		ign(buf_addf(&out, "more follows: read_file with offset %lld]",
 		    off + (long long)n));
-	tr_set_buf(tc, &out, 0);
+	toolres_set_buf(tc, &out, 0);
 	buf_free(&out);
 	st = cJSON_CreateObject();
 	cJSON_AddStringToObject(st, "path", f->path);
@@ -791,7 +791,7 @@ read_file_result(struct tool_call *tc, const struct tr_file *f,
 static const char *
 jversion(const cJSON *j, const char *k)
 {
-	const char *v = tr_str(j, k);
+	const char *v = toolres_str(j, k);
 	size_t i;
 
 	if (v == NULL || strlen(v) != 16)
@@ -803,7 +803,7 @@ jversion(const cJSON *j, const char *k)
 }
 
 void
-write_file_result(struct tool_call *tc, const char *path, int append,
+toolres_write_file(struct tool_call *tc, const char *path, int append,
     const cJSON *j)
 {
 	long long bytes = jcount(j, "bytes", 0), size = jcount(j, "size", 0);
@@ -818,7 +818,7 @@ write_file_result(struct tool_call *tc, const char *path, int append,
 	    "new one, never a part.", created ? "Created" : append ? "Appended to" :
 	    "Replaced", path, bytes, append ? "appended" : "written", size,
 	    ver[0] ? ver : "unknown"));
-	tr_set_buf(tc, &out, 0);
+	toolres_set_buf(tc, &out, 0);
 	buf_free(&out);
 	st = cJSON_CreateObject();
 	cJSON_AddStringToObject(st, "path", path);
@@ -835,7 +835,7 @@ static const char *
 entry_type(const cJSON *e)
 {
 	static const char *const types[] = { "file", "dir", "symlink", "other" };
-	const char *t = tr_str(e, "type");
+	const char *t = toolres_str(e, "type");
 	size_t i;
 
 	for (i = 0; t != NULL && i < NELEM(types); i++)
@@ -845,7 +845,7 @@ entry_type(const cJSON *e)
 }
 
 void
-list_files_result(struct tool_call *tc, const cJSON *j)
+toolres_list_files(struct tool_call *tc, const cJSON *j)
 {
 	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(j, "entries"), *e;
 	int trunc = jtrue(j, "truncated");
@@ -880,7 +880,7 @@ list_files_result(struct tool_call *tc, const cJSON *j)
 		ign(buf_addf(&out, "%-7s %12lld %s %s", type, size, mode, p));
 		if (strcmp(type, "file") == 0 && (ver = jversion(e, "version"))[0])
 			cJSON_AddStringToObject(o, "version", ver);
-		if (strcmp(type, "symlink") == 0 && tr_str(e, "target") != NULL) {
+		if (strcmp(type, "symlink") == 0 && toolres_str(e, "target") != NULL) {
 			tgt = jtext(e, "target");
 			cJSON_AddStringToObject(o, "target", tgt);
 			ign(buf_addf(&out, " -> %s", tgt));
@@ -898,14 +898,14 @@ list_files_result(struct tool_call *tc, const cJSON *j)
 	ign(buf_addf(&out, "[%s: %lld entries (type, size, mode, path)%s]", dir, n,
 	    trunc ? "; truncated at max_entries: list a subdirectory, or pass a "
 	    "larger max_entries" : ""));
-	tr_set_buf(tc, &out, 0);
+	toolres_set_buf(tc, &out, 0);
 	buf_free(&out);
 	add_structured(tc, st);
 	free(dir);
 }
 
 void
-delete_file_result(struct tool_call *tc, const char *path, const cJSON *j)
+toolres_delete_file(struct tool_call *tc, const char *path, const cJSON *j)
 {
 	long long n = jcount(j, "deleted", 0);
 	struct buf out;
@@ -914,7 +914,7 @@ delete_file_result(struct tool_call *tc, const char *path, const cJSON *j)
 	buf_init(&out, 8192);
 	ign(buf_addf(&out, "Deleted %s (%lld entr%s removed).", path, n,
 	    n == 1 ? "y" : "ies"));
-	tr_set_buf(tc, &out, 0);
+	toolres_set_buf(tc, &out, 0);
 	buf_free(&out);
 	st = cJSON_CreateObject();
 	cJSON_AddStringToObject(st, "path", path);
@@ -923,7 +923,7 @@ delete_file_result(struct tool_call *tc, const char *path, const cJSON *j)
 }
 
 char *
-tr_live_text(const cJSON *j)
+toolres_live_text(const cJSON *j)
 {
 	char *tail, *p;
 	long long bytes;

@@ -18,52 +18,52 @@ struct tool_call;
 /* Job ids: in the tools' schema pattern and from the agent. */
 #define MAX_JOB_ID	64
 /* Whether s may be a job id (letters, digits, - _ .; not . or ..). */
-int	job_id_ok(const char *s);
+int	toolres_job_id_ok(const char *s);
 
 /* A CallToolResult with one text block (is_error: a tool error). */
-cJSON	*tools_text_result(const char *text, int is_error);
+cJSON	*toolres_text(const char *text, int is_error);
 /* A string member of o, or NULL (o may be NULL). */
-const char *tr_str(const cJSON *o, const char *k);
+const char *toolres_str(const cJSON *o, const char *k);
 /* tc's result: text alone (replacing any), and from a buf. */
-void	tr_set_text(struct tool_call *tc, const char *text, int is_error);
-void	tr_set_buf(struct tool_call *tc, struct buf *b, int is_error);
+void	toolres_set_text(struct tool_call *tc, const char *text, int is_error);
+void	toolres_set_buf(struct tool_call *tc, struct buf *b, int is_error);
 /* "cpu 2 cores, memory 2GiB, ...": a session JSON's limits, for a model. */
-void	tr_limits_text(const cJSON *st, struct buf *out);
+void	toolres_limits_text(const cJSON *st, struct buf *out);
 
 /* Each tool's result from the agent's reply j (never trusted). */
-void	shell_result(struct tool_call *tc, const cJSON *j, long long tmo);
-void	job_started_result(struct tool_call *tc, const cJSON *j);
-void	job_output_result(struct tool_call *tc, const cJSON *j,
+void	toolres_shell(struct tool_call *tc, const cJSON *j, long long tmo);
+void	toolres_job_started(struct tool_call *tc, const cJSON *j);
+void	toolres_job_output(struct tool_call *tc, const cJSON *j,
 	    const char *jid, long long off, long long wait_s);
-void	job_stop_result(struct tool_call *tc, const cJSON *j, const char *jid);
-void	edit_result(struct tool_call *tc, const char *cmd, const char *path,
+void	toolres_job_stop(struct tool_call *tc, const cJSON *j, const char *jid);
+void	toolres_edit(struct tool_call *tc, const char *cmd, const char *path,
 	    const char *file_text, long long line, const cJSON *j);
-void	sandbox_result(struct tool_call *tc, struct buf *text,
+void	toolres_sandbox(struct tool_call *tc, struct buf *text,
 	    const char *sandbox_id, const char *image);
-void	cleared_result(struct tool_call *tc, int had);
+void	toolres_cleared(struct tool_call *tc, int had);
 /* expose_port: app is {name, port, url, token} (taken); note: "" or a line
  * for the model. */
-void	app_result(struct tool_call *tc, cJSON *app, const char *note);
+void	toolres_app(struct tool_call *tc, cJSON *app, const char *note);
 /* list_apps: list is {apps: [...]} (taken). */
-void	apps_list_result(struct tool_call *tc, cJSON *list);
+void	toolres_apps_list(struct tool_call *tc, cJSON *list);
 /* unexpose_port. */
-void	unexposed_result(struct tool_call *tc, const char *name);
+void	toolres_unexposed(struct tool_call *tc, const char *name);
 /* sandbox_status's result from sess_status's JSON st (taken). */
-void	status_result(struct tool_call *tc, cJSON *st);
+void	toolres_status(struct tool_call *tc, cJSON *st);
 
 /* ---- the file tools (read_file, write_file, list_files, delete_file) ---- */
 
 /* base64 (RFC 4648, padded) of p[0..n): NUL-terminated, caller frees. */
-char	*tr_b64_encode(const unsigned char *p, size_t n);
+char	*toolres_b64_encode(const unsigned char *p, size_t n);
 /*
  * Decodes s (padded or not; no whitespace or other characters) into out
  * (reset first; its cap bounds the size). 0, or -1: not base64 (err
  * says where) or bigger than out's cap (err empty).
  */
-int	tr_b64_decode(const char *s, struct buf *out, char *err, size_t errlen);
+int	toolres_b64_decode(const char *s, struct buf *out, char *err, size_t errlen);
 /*
  * The file a read concerns: the agent's listing entry of it (the symlink
- * followed), kept as read_file_result needs it.
+ * followed), kept as toolres_read_file needs it.
  */
 struct tr_file {
 	char		 path[4096 + 1];	/* absolute, as the agent resolved it */
@@ -74,7 +74,7 @@ struct tr_file {
 };
 /* Fills f from a listing entry e; -1 when e is no usable regular-file
  * entry (type not "file", no absolute path). */
-int	tr_file_from_entry(struct tr_file *f, const cJSON *e);
+int	toolres_file_from_entry(struct tr_file *f, const cJSON *e);
 /*
  * read_file's result: bytes data[0..n) of file f from offset off, asked
  * for at most max bytes, as enc ("text" or "base64"). text that is not
@@ -82,16 +82,16 @@ int	tr_file_from_entry(struct tr_file *f, const cJSON *e);
  * suggesting base64; an incomplete character at the end of a read that
  * is not the file's end is left for the next read (next_offset before it).
  */
-void	read_file_result(struct tool_call *tc, const struct tr_file *f,
+void	toolres_read_file(struct tool_call *tc, const struct tr_file *f,
 	    const char *enc, const char *data, size_t n, long long off,
 	    long long max);
 /* write_file's result from the agent's reply j to PUT /v1/files/raw. */
-void	write_file_result(struct tool_call *tc, const char *path, int append,
+void	toolres_write_file(struct tool_call *tc, const char *path, int append,
 	    const cJSON *j);
 /* list_files's result from the agent's reply j to GET /v1/files/list. */
-void	list_files_result(struct tool_call *tc, const cJSON *j);
+void	toolres_list_files(struct tool_call *tc, const cJSON *j);
 /* delete_file's result from the agent's reply j to POST /v1/files/delete. */
-void	delete_file_result(struct tool_call *tc, const char *path,
+void	toolres_delete_file(struct tool_call *tc, const char *path,
 	    const cJSON *j);
 /*
  * What a progress message says of a running shell command, from the
@@ -102,6 +102,6 @@ void	delete_file_result(struct tool_call *tc, const char *path,
  */
 #define TR_LIVE_LINES	20
 #define TR_LIVE_BYTES	2048
-char	*tr_live_text(const cJSON *j);
+char	*toolres_live_text(const cJSON *j);
 
 #endif

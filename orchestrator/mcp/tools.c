@@ -676,7 +676,7 @@ tools_check(const char *name, const cJSON *args, char *err, size_t errlen)
 }
 
 void
-tool_call_free(struct tool_call *tc)
+tools_call_free(struct tool_call *tc)
 {
 	if (tc == NULL || atomic_fetch_sub(&tc->refs, 1) > 0)
 		return;
@@ -752,11 +752,11 @@ t_shell(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 		tmo = c->shell_timeout_ms / 1000;
 	else if (conf_range("timeout", tmo, 1, maxs < 1 ? 1 : maxs, err,
 	    sizeof(err)) == -1) {
-		tr_set_text(tc, err, 1);
+		toolres_set_text(tc, err, 1);
 		goto out;
 	}
 	if (atomic_load(&tc->cancelled)) {
-		tr_set_text(tc, "cancelled", 1);
+		toolres_set_text(tc, "cancelled", 1);
 		goto out;
 	}
 	/* A cancel interrupts the command (tools_cancel): let the agent
@@ -766,13 +766,13 @@ t_shell(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 	cJSON_AddStringToObject(body, "command", cmd);
 	cJSON_AddNumberToObject(body, "timeout_ms", (double)(tmo * 1000));
 	cJSON_AddNumberToObject(body, "max_output", (double)c->max_output);
-	live = live_start(tc, s, c);
+	live = toollive_start(tc, s, c);
 	for (tries = 0;; tries++) {
 		if (areq_do(&a, "POST", "/v1/shell", body,
 		    (int)(tmo * 1000) + MARGIN_MS) == -1) {
-			live_stop(live);
+			toollive_stop(live);
 			cJSON_Delete(body);
-			tr_set_text(tc, a.err, 1);
+			toolres_set_text(tc, a.err, 1);
 			goto out;
 		}
 		/* Busy right after a cancelled command was interrupted: it is
@@ -786,14 +786,14 @@ t_shell(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 		a.s = s;
 		nanosleep(&busy_wait, NULL);
 	}
-	live_stop(live);
+	toollive_stop(live);
 	cJSON_Delete(body);
 	if (a.status != 200) {
 		areq_error_text(&a, "shell", &out);
-		tr_set_buf(tc, &out, 1);
+		toolres_set_buf(tc, &out, 1);
 		goto out;
 	}
-	shell_result(tc, a.j, tmo);
+	toolres_shell(tc, a.j, tmo);
 out:
 	areq_free(&a);
 	buf_free(&out);
@@ -813,7 +813,7 @@ job_not_found(struct tool_call *tc, struct areq *a, const char *jid,
 		    "old jobs.", what, jid));
 	else
 		areq_error_text(a, what, &out);
-	tr_set_buf(tc, &out, 1);
+	toolres_set_buf(tc, &out, 1);
 	buf_free(&out);
 }
 
@@ -833,16 +833,16 @@ t_shell_async(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 	cJSON_AddStringToObject(body, "command", schema_str(args, "command"));
 	if (areq_do(&a, "POST", "/v1/jobs", body, 30000) == -1) {
 		cJSON_Delete(body);
-		tr_set_text(tc, a.err, 1);
+		toolres_set_text(tc, a.err, 1);
 		goto out;
 	}
 	cJSON_Delete(body);
 	if (a.status != 200 && a.status != 201) {
 		areq_error_text(&a, "shell_async", &out);
-		tr_set_buf(tc, &out, 1);
+		toolres_set_buf(tc, &out, 1);
 		goto out;
 	}
-	job_started_result(tc, a.j);
+	toolres_job_started(tc, a.j);
 out:
 	areq_free(&a);
 	buf_free(&out);
@@ -857,8 +857,8 @@ job_id_arg(struct tool_call *tc, const cJSON *args)
 {
 	const char *jid = schema_str(args, "job_id");
 
-	if (jid == NULL || !job_id_ok(jid)) {
-		tr_set_text(tc, "argument 'job_id' is not a job id (use the job_id "
+	if (jid == NULL || !toolres_job_id_ok(jid)) {
+		toolres_set_text(tc, "argument 'job_id' is not a job id (use the job_id "
 		    "returned by shell_async)", 1);
 		return NULL;
 	}
@@ -881,7 +881,7 @@ job_post(struct tool_call *tc, struct areq *w, const char *jid,
 		cJSON_AddNumberToObject(body, "timeout_ms", (double)(wait_s * 1000));
 	snprintf(path, sizeof(path), "/v1/jobs/%s/%s", jid, op);
 	if (areq_do(w, "POST", path, body, (int)(wait_s * 1000) + MARGIN_MS) == -1)
-		tr_set_text(tc, w->err, 1);
+		toolres_set_text(tc, w->err, 1);
 	else if (w->status != 200)
 		job_not_found(tc, w, jid, what);
 	else
@@ -905,11 +905,11 @@ job_output(struct tool_call *tc, struct sess *s, const char *jid,
 	snprintf(path, sizeof(path), "/v1/jobs/%s?offset=%lld&max=%lld", jid, off,
 	    max);
 	if (areq_do(&a, "GET", path, NULL, 30000) == -1)
-		tr_set_text(tc, a.err, 1);
+		toolres_set_text(tc, a.err, 1);
 	else if (a.status != 200)
 		job_not_found(tc, &a, jid, what);
 	else
-		job_output_result(tc, a.j, jid, off, wait_s);
+		toolres_job_output(tc, a.j, jid, off, wait_s);
 	areq_free(&a);
 }
 
@@ -940,7 +940,7 @@ t_shell_wait(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 	if (tmo == -1)
 		tmo = 30 < maxs ? 30 : maxs;
 	else if (conf_range("timeout", tmo, 0, maxs, err, sizeof(err)) == -1) {
-		tr_set_text(tc, err, 1);
+		toolres_set_text(tc, err, 1);
 		return;
 	}
 	if ((jid = job_id_arg(tc, args)) != NULL &&
@@ -961,7 +961,7 @@ t_shell_stop(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 	(void)m;
 	if ((jid = job_id_arg(tc, args)) != NULL &&
 	    job_post(tc, &w, jid, "stop", 30 < maxs ? 30 : maxs, "shell_stop") == 0)
-		job_stop_result(tc, w.j, jid);
+		toolres_job_stop(tc, w.j, jid);
 	areq_free(&w);
 }
 
@@ -980,7 +980,7 @@ sess_error(struct tool_call *tc, enum sess_err e, const char *err)
 	default:
 		ign(buf_addf(&out, "%s", err));
 	}
-	tr_set_buf(tc, &out, 1);
+	toolres_set_buf(tc, &out, 1);
 	buf_free(&out);
 }
 
@@ -988,7 +988,7 @@ sess_error(struct tool_call *tc, enum sess_err e, const char *err)
 static int
 binary_refused(struct areq *a)
 {
-	const char *msg = tr_str(cJSON_GetObjectItemCaseSensitive(a->j, "error"),
+	const char *msg = toolres_str(cJSON_GetObjectItemCaseSensitive(a->j, "error"),
 	    "message");
 
 	return a->status == 422 && msg != NULL && strstr(msg, " looks binary") !=
@@ -1021,7 +1021,7 @@ t_edit(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 			x0 = schema_int_item(args, "view_range", 0, 0);
 			x1 = schema_int_item(args, "view_range", 1, 0);
 			if (x0 < 1 || (x1 != -1 && x1 < x0)) {
-				tr_set_text(tc, "argument 'view_range': first_line must be >= 1 "
+				toolres_set_text(tc, "argument 'view_range': first_line must be >= 1 "
 				    "and last_line >= first_line, or -1 for the end", 1);
 				goto out;
 			}
@@ -1030,14 +1030,14 @@ t_edit(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 		p = "/v1/files/view";
 	} else if (strcmp(cmd, "create") == 0) {
 		if (ft == NULL) {
-			tr_set_text(tc, "create needs 'file_text' (the whole file content)", 1);
+			toolres_set_text(tc, "create needs 'file_text' (the whole file content)", 1);
 			goto out;
 		}
 		cJSON_AddStringToObject(body, "file_text", ft);
 		p = "/v1/files/create";
 	} else if (strcmp(cmd, "str_replace") == 0) {
 		if (os == NULL || *os == '\0') {
-			tr_set_text(tc, "str_replace needs a non-empty 'old_str' (the exact "
+			toolres_set_text(tc, "str_replace needs a non-empty 'old_str' (the exact "
 			    "text to replace) and 'new_str'", 1);
 			goto out;
 		}
@@ -1048,7 +1048,7 @@ t_edit(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 		if (it == NULL)
 			it = ns;	/* some clients send new_str for insert */
 		if (line < 0 || it == NULL) {
-			tr_set_text(tc, "insert needs 'insert_line' (0 = top) and "
+			toolres_set_text(tc, "insert needs 'insert_line' (0 = top) and "
 			    "'insert_text'", 1);
 			goto out;
 		}
@@ -1056,11 +1056,11 @@ t_edit(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 		cJSON_AddStringToObject(body, "insert_text", it);
 		p = "/v1/files/insert";
 	} else {
-		tr_set_text(tc, "unknown command", 1);	/* the schema's enum has four */
+		toolres_set_text(tc, "unknown command", 1);	/* the schema's enum has four */
 		goto out;
 	}
 	if (areq_do(&a, "POST", p, body, 60000) == -1) {
-		tr_set_text(tc, a.err, 1);
+		toolres_set_text(tc, a.err, 1);
 		goto out;
 	}
 	if (a.status != 200) {
@@ -1076,10 +1076,10 @@ t_edit(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 			    strcmp(cmd, "view") == 0 ? "GET" : "PUT"));
 		else
 			areq_error_text(&a, cmd, &out);
-		tr_set_buf(tc, &out, 1);
+		toolres_set_buf(tc, &out, 1);
 		goto out;
 	}
-	edit_result(tc, cmd, path, ft, line, a.j);
+	toolres_edit(tc, cmd, path, ft, line, a.j);
 out:
 	cJSON_Delete(body);
 	areq_free(&a);
@@ -1102,7 +1102,7 @@ t_create_sandbox(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 	if (sessopt_parse(args, NULL, &o, err, sizeof(err)) == -1) {
 		snprintf(err + strlen(err), sizeof(err) - strlen(err), ". Your "
 		    "sandbox and its /workspace are unchanged.");
-		tr_set_text(tc, err, 1);
+		toolres_set_text(tc, err, 1);
 		return;
 	}
 	if (sess_reprovision(s, &o, &e, err, sizeof(err)) == -1) {
@@ -1112,11 +1112,11 @@ t_create_sandbox(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 	st = sess_json(s);
 	buf_init(&out, 4096);
 	ign(buf_addf(&out, "A new sandbox is ready (id %s, image %s). Its "
-	    "/workspace %s. Limits: ", sess_sandbox_id(s), tr_str(st, "image"),
+	    "/workspace %s. Limits: ", sess_sandbox_id(s), toolres_str(st, "image"),
 	    o.fresh_workspace ? "is empty" : "holds a copy of the old one's files"));
-	tr_limits_text(st, &out);
+	toolres_limits_text(st, &out);
 	ign(buf_addstr(&out, "."));
-	sandbox_result(tc, &out, sess_sandbox_id(s), tr_str(st, "image"));
+	toolres_sandbox(tc, &out, sess_sandbox_id(s), toolres_str(st, "image"));
 	cJSON_Delete(st);
 	buf_free(&out);
 }
@@ -1128,7 +1128,7 @@ t_sandbox_status(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 	(void)m;
 	(void)c;
 	(void)args;
-	status_result(tc, sess_status(s));
+	toolres_status(tc, sess_status(s));
 }
 
 static void
@@ -1147,7 +1147,7 @@ t_clear_session(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 		sess_error(tc, e, err);
 		return;
 	}
-	cleared_result(tc, rc == 0);
+	toolres_cleared(tc, rc == 0);
 }
 
 static void
@@ -1166,7 +1166,7 @@ t_expose_port(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 		sess_error(tc, e, err);
 		return;
 	}
-	app_result(tc, app, note);
+	toolres_app(tc, app, note);
 }
 
 static void
@@ -1176,7 +1176,7 @@ t_list_apps(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 	(void)m;
 	(void)c;
 	(void)args;
-	apps_list_result(tc, apps_list(s));
+	toolres_apps_list(tc, apps_list(s));
 }
 
 static void
@@ -1200,7 +1200,7 @@ t_unexpose_port(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 		return;
 	}
 	sess_release(s);
-	unexposed_result(tc, name);
+	toolres_unexposed(tc, name);
 }
 
 /*
@@ -1262,7 +1262,7 @@ tools_run1(struct sessmgr *m, const struct conf *c, struct tool_call *tc)
 		if (d->flags & TOOL_UNCHANGED)
 			snprintf(err + strlen(err), sizeof(err) - strlen(err), ". "
 			    "Your sandbox and its /workspace are unchanged.");
-		tr_set_text(tc, err, 1);
+		toolres_set_text(tc, err, 1);
 		return;
 	}
 	if (d->flags & TOOL_NO_SANDBOX) {
@@ -1289,7 +1289,7 @@ tools_run1(struct sessmgr *m, const struct conf *c, struct tool_call *tc)
 		sess_error(tc, e, err);
 		goto out;
 	}
-	live_set(tc, NULL);	/* the sandbox is up: no start note */
+	toollive_set(tc, NULL);	/* the sandbox is up: no start note */
 	/* The tool's own waits on the agent give up as soon as the call is
 	 * cancelled (not the sandbox's set-up above: it must complete). */
 	agentc_set_cancel(&tc->cancelled, 0);
@@ -1339,7 +1339,7 @@ void
 tools_run(struct sessmgr *m, const struct conf *c, struct tool_call *tc)
 {
 	if (tc->progress)
-		rt_progress_sink(live_start_note, tc);
+		rt_progress_sink(toollive_start_note, tc);
 	tools_run1(m, c, tc);
 	rt_progress_sink(NULL, NULL);
 	agentc_set_cancel(NULL, 0);

@@ -29,7 +29,7 @@ struct tool_call {
 					 * matching the tool's outputSchema */
 	int		 progress;	/* the client takes progress notifications
 					 * (mcp_http.c): a shell call keeps
-					 * tools_progress_text's message fresh */
+					 * toollive_progress_text's message fresh */
 	/* out */
 	cJSON		*result;	/* CallToolResult */
 	int		 is_error;
@@ -39,7 +39,7 @@ struct tool_call {
 	atomic_int	 finished;	/* tools_run returned */
 	atomic_int	 refs;
 	char		*live;		/* the latest progress message, or NULL
-					 * (tools.c's lock: tools_progress_text) */
+					 * (tools.c's lock: toollive_progress_text) */
 };
 
 int	tools_init(void);		/* compiles the schemas; -1 on a bug */
@@ -70,9 +70,9 @@ void	tools_run(struct sessmgr *, const struct conf *, struct tool_call *);
  * tc->progress), or NULL when there are none yet. Takes only a mutex:
  * for the event loop. Caller frees.
  */
-char	*tools_progress_text(struct tool_call *tc, const char *head);
+char	*toollive_progress_text(struct tool_call *tc, const char *head);
 /* Drops a reference (the owner's when refs is 0: then frees). */
-void	tool_call_free(struct tool_call *);
+void	tools_call_free(struct tool_call *);
 /*
  * Stops what a cancelled call runs in the sandbox (the shell command, with
  * its process tree); blocks: call it on a worker. The call itself then
@@ -81,6 +81,6 @@ void	tool_call_free(struct tool_call *);
 void	tools_cancel(struct sessmgr *, struct tool_call *);
 
 /* A CallToolResult with one text block. */
-/* tools_text_result: toolres.h */
+/* toolres_text: toolres.h */
 
 #endif

@@ -39,7 +39,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 	if (out.status == 202 && out.body != NULL)
 		abort();
 	for (i = 0; i < out.npend; i++) {
-		out.pend[i].tc->result = tools_text_result("ok", 0);
+		out.pend[i].tc->result = toolres_text("ok", 0);
 		(void)mcp_complete(&out, i);
 	}
 	if (out.body != NULL) {
