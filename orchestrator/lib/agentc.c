@@ -63,23 +63,14 @@ left_ms(long long deadline)
 
 #define CANCEL_TICK_MS	50
 
-static _Thread_local const atomic_int *cancel_flag;
-static _Thread_local int cancel_grace_ms;
-
-void
-agentc_set_cancel(const atomic_int *flag, int grace_ms)
-{
-	cancel_flag = flag;
-	cancel_grace_ms = grace_ms;
-}
-
 /*
  * Waits for events on fd until deadline: 1 ready, 0 timeout, -1 error
- * (errno ECANCELED: the thread's cancel flag was raised).
+ * (errno ECANCELED: the call's cancel flag, cx, was raised).
  */
 static int
-wait_fd(int fd, short ev, long long deadline)
+wait_fd(int fd, short ev, long long deadline, const struct agentc_cancel *cx)
 {
+	const atomic_int *cancel_flag = cx != NULL ? cx->flag : NULL;
 	struct pollfd pfd;
 	long long seen = 0;
 	int r, ms;
@@ -93,7 +84,7 @@ wait_fd(int fd, short ev, long long deadline)
 			if (atomic_load(cancel_flag)) {
 				if (seen == 0)
 					seen = util_mono_ms();
-				if (util_mono_ms() - seen >= cancel_grace_ms) {
+				if (util_mono_ms() - seen >= cx->grace_ms) {
 					errno = ECANCELED;
 					return -1;
 				}
@@ -114,7 +105,8 @@ wait_fd(int fd, short ev, long long deadline)
 
 static int
 connect_wait(int s, const struct sockaddr *sa, socklen_t salen,
-    long long deadline, char *err, size_t errlen)
+    long long deadline, const struct agentc_cancel *cx, char *err,
+    size_t errlen)
 {
 	int soerr = 0;
 	socklen_t sl = sizeof(soerr);
@@ -126,7 +118,7 @@ connect_wait(int s, const struct sockaddr *sa, socklen_t salen,
 		snprintf(err, errlen, "connect: %s", strerror(errno));
 		return -1;
 	}
-	r = wait_fd(s, POLLOUT, deadline);
+	r = wait_fd(s, POLLOUT, deadline, cx);
 	if (r == 0) {
 		snprintf(err, errlen, "connect: timed out");
 		return -1;
@@ -143,7 +135,8 @@ connect_wait(int s, const struct sockaddr *sa, socklen_t salen,
 }
 
 static int
-dial(struct agentc *ac, char *err, size_t errlen)
+dial(struct agentc *ac, const struct agentc_cancel *cx, char *err,
+    size_t errlen)
 {
 	long long deadline = util_mono_ms() + ac->connect_ms;
 	char e[200];
@@ -188,7 +181,7 @@ dial(struct agentc *ac, char *err, size_t errlen)
 			return -1;
 		}
 		if (connect_wait(s, (struct sockaddr *)&sun, sizeof(sun),
-		    deadline, e, sizeof(e)) == -1) {
+		    deadline, cx, e, sizeof(e)) == -1) {
 			snprintf(err, errlen, "agent %s: %s", ac->addr.unix_path, e);
 			close(s);
 			close(pfd);
@@ -221,7 +214,7 @@ dial(struct agentc *ac, char *err, size_t errlen)
 			if (s == -1)
 				continue;
 			if (connect_wait(s, ai->ai_addr, ai->ai_addrlen, deadline,
-			    e, sizeof(e)) == 0)
+			    cx, e, sizeof(e)) == 0)
 				break;
 			close(s);
 			s = -1;
@@ -252,7 +245,7 @@ agentc_open(const struct rt_agent_addr *addr, int timeout_ms, char *err,
 	ac->addr.token[sizeof(ac->addr.token) - 1] = '\0';
 	ac->fd = -1;
 	ac->connect_ms = timeout_ms > 0 ? timeout_ms : 5000;
-	if (dial(ac, err, errlen) == -1) {
+	if (dial(ac, NULL, err, errlen) == -1) {
 		free(ac);
 		return NULL;
 	}
@@ -310,7 +303,7 @@ token_ok(const char *s, int allow_space)
  */
 static int
 send_all(int fd, const char *head, size_t headlen, const char *body, size_t bodylen,
-    long long deadline, int *sent_any)
+    long long deadline, const struct agentc_cancel *cx, int *sent_any)
 {
 	struct iovec iov[2];
 	struct msghdr mh;
@@ -345,7 +338,7 @@ send_all(int fd, const char *head, size_t headlen, const char *body, size_t body
 		if (w == -1 && errno == EINTR)
 			continue;
 		if (w == -1 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			r = wait_fd(fd, POLLOUT, deadline);
+			r = wait_fd(fd, POLLOUT, deadline, cx);
 			if (r == 0) {
 				errno = ETIMEDOUT;
 				return -1;
@@ -366,8 +359,9 @@ send_all(int fd, const char *head, size_t headlen, const char *body, size_t body
  */
 static int
 request_once(struct agentc *ac, const char *head, size_t headlen,
-    const char *body, size_t bodylen, long long deadline, int *status,
-    struct buf *resp, int *retry, char *err, size_t errlen)
+    const char *body, size_t bodylen, long long deadline,
+    const struct agentc_cancel *cx, int *status, struct buf *resp, int *retry,
+    char *err, size_t errlen)
 {
 	llhttp_settings_t set;
 	llhttp_t p;
@@ -379,7 +373,8 @@ request_once(struct agentc *ac, const char *head, size_t headlen,
 	llhttp_errno_t pe;
 
 	*retry = 0;
-	if (send_all(ac->fd, head, headlen, body, bodylen, deadline, &sent_any) == 0)
+	if (send_all(ac->fd, head, headlen, body, bodylen, deadline, cx,
+	    &sent_any) == 0)
 		ac->delivered = 1;
 	else {
 		e = errno;
@@ -403,7 +398,7 @@ request_once(struct agentc *ac, const char *head, size_t headlen,
 		if (n == -1 && errno == EINTR)
 			continue;
 		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			r = wait_fd(ac->fd, POLLIN, deadline);
+			r = wait_fd(ac->fd, POLLIN, deadline, cx);
 			if (r == 0) {
 				snprintf(err, errlen, "agent: timed out waiting "
 				    "for the response");
@@ -482,6 +477,16 @@ agentc_request(struct agentc *ac, const char *method, const char *path,
     const char *ctype, const char *body, size_t bodylen, int timeout_ms,
     int *status, struct buf *resp, char *err, size_t errlen)
 {
+	return agentc_request_cx(ac, method, path, ctype, body, bodylen,
+	    timeout_ms, NULL, status, resp, err, errlen);
+}
+
+int
+agentc_request_cx(struct agentc *ac, const char *method, const char *path,
+    const char *ctype, const char *body, size_t bodylen, int timeout_ms,
+    const struct agentc_cancel *cx, int *status, struct buf *resp, char *err,
+    size_t errlen)
+{
 	char head[AGENTC_MAX_HEAD];
 	long long deadline;
 	int n, retry = 0, attempt, rc = -1;
@@ -520,11 +525,11 @@ agentc_request(struct agentc *ac, const char *method, const char *path,
 	}
 	deadline = util_mono_ms() + (timeout_ms > 0 ? timeout_ms : 30000);
 	for (attempt = 0; attempt < 2; attempt++) {
-		if (ac->fd == -1 && dial(ac, err, errlen) == -1)
+		if (ac->fd == -1 && dial(ac, cx, err, errlen) == -1)
 			break;
 		buf_reset(resp);
 		if (request_once(ac, head, (size_t)n, body, bodylen, deadline,
-		    status, resp, &retry, err, errlen) == 0) {
+		    cx, status, resp, &retry, err, errlen) == 0) {
 			rc = 0;
 			break;
 		}
@@ -839,7 +844,7 @@ agentx_start(struct event_base *base, struct agentc *ac, const char *method,
 		agentc_close(ac);
 		return NULL;
 	}
-	if (ac->fd == -1 && dial(ac, err, errlen) == -1) {
+	if (ac->fd == -1 && dial(ac, NULL, err, errlen) == -1) {
 		agentc_close(ac);
 		return NULL;
 	}

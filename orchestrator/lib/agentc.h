@@ -38,10 +38,19 @@ int	agentc_request(struct agentc *, const char *method, const char *path,
 int	agentc_delivered(const struct agentc *);
 void	agentc_close(struct agentc *);
 /*
- * Makes this thread's requests give up (-1, "cancelled") grace_ms after
- * *flag becomes non-zero while they wait on the agent. NULL: never.
+ * A call's cancellation, passed with each request (agentc_request_cx):
+ * the request gives up (-1, "cancelled") grace_ms after *flag becomes
+ * non-zero while it waits on the agent.
  */
-void	agentc_set_cancel(const atomic_int *flag, int grace_ms);
+struct agentc_cancel {
+	const atomic_int *flag;
+	int		 grace_ms;
+};
+/* agentc_request, cancelled by cx (NULL: never). */
+int	agentc_request_cx(struct agentc *, const char *method,
+	    const char *path, const char *ctype, const char *body,
+	    size_t bodylen, int timeout_ms, const struct agentc_cancel *cx,
+	    int *status, struct buf *resp, char *err, size_t errlen) WUNRES;
 
 /*
  * The agent's POST /v1/env body {"set":{K:V,...}} for "K=V\n" lines (lines

@@ -10,27 +10,26 @@
 #include "areq.h"
 #include "lib/jsonu.h"
 #include "toolres.h"
+#include "tools.h"
 
 /*
- * Set by areq_do on this worker thread when the session's sandbox had
- * stopped before the request reached it (sess_agent -2): tools_run1 then
- * starts it again (sess_enter) and runs the tool once more.
+ * The request found the session's sandbox stopped before reaching it
+ * (sess_agent -2): marks the tool call, whose tools_run1 then starts the
+ * sandbox again (sess_enter) and runs the tool once more.
  */
-static _Thread_local int tl_lost;
-static _Thread_local char tl_lost_why[256];
-
-void
-areq_lost_clear(void)
+static void
+mark_lost(struct areq *a, const char *why)
 {
-	tl_lost = 0;
+	if (a->tc == NULL)
+		return;
+	a->tc->lost = 1;
+	snprintf(a->tc->lost_why, sizeof(a->tc->lost_why), "%s", why);
 }
 
-int
-areq_lost(char *why, size_t whylen)
+static const struct agentc_cancel *
+cancel_of(const struct areq *a)
 {
-	if (tl_lost && why != NULL)
-		snprintf(why, whylen, "%s", tl_lost_why);
-	return tl_lost;
+	return a->tc != NULL ? &a->tc->cancel : NULL;
 }
 
 
@@ -50,12 +49,11 @@ areq_do(struct areq *a, const char *method, const char *path, cJSON *body,
 	if (body != NULL)
 		txt = cJSON_PrintUnformatted(body);
 	rc = sess_agent(a->s, method, path, txt, txt ? strlen(txt) : 0, timeout_ms,
-	    &a->status, &a->resp, terr, sizeof(terr));
+	    cancel_of(a), &a->status, &a->resp, terr, sizeof(terr));
 	free(txt);
 	if (rc == -2) {
 		/* nothing ran: tools_run1 starts the sandbox again and retries */
-		tl_lost = 1;
-		snprintf(tl_lost_why, sizeof(tl_lost_why), "%s", terr);
+		mark_lost(a, terr);
 	}
 	if (rc == -2 || rc == -3) {
 		snprintf(a->err, sizeof(a->err), "the sandbox stopped (%s). Its "
@@ -136,11 +134,10 @@ areq_bytes(struct areq *a, const char *method, const char *path,
 	int rc;
 
 	buf_init(&a->resp, max);
-	rc = sess_agent(a->s, method, path, body, len, timeout_ms, &a->status,
-	    &a->resp, terr, sizeof(terr));
+	rc = sess_agent(a->s, method, path, body, len, timeout_ms, cancel_of(a),
+	    &a->status, &a->resp, terr, sizeof(terr));
 	if (rc == -2) {
-		tl_lost = 1;
-		snprintf(tl_lost_why, sizeof(tl_lost_why), "%s", terr);
+		mark_lost(a, terr);
 	}
 	if (rc == -2 || rc == -3) {
 		snprintf(a->err, sizeof(a->err), "the sandbox stopped (%s). Its "

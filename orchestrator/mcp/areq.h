@@ -5,7 +5,7 @@
  * Everything the agent returns is treated as hostile: parsed with size
  * caps, strings cleaned to valid UTF-8 (a NUL byte shown as U+2400),
  * nothing interpreted. A request that finds the sandbox stopped before it
- * reached it marks this worker thread (areq_lost): tools.c then starts the
+ * reached it marks its tool call (tc->lost): tools.c then starts the
  * sandbox again and runs the tool once more.
  */
 #ifndef AREQ_H
@@ -17,8 +17,12 @@
 #include "buf.h"
 #include "session/sess.h"
 
+struct tool_call;
+
 struct areq {
 	struct sess	*s;
+	struct tool_call *tc;	/* the call whose context (cancel, lost mark)
+				 * the requests carry; NULL: none */
 	struct buf	 resp;
 	int		 status;
 	cJSON		*j;	/* parsed reply */
@@ -42,9 +46,5 @@ int	areq_bytes(struct areq *a, const char *method, const char *path,
 void	areq_free(struct areq *a);
 /* The agent's error reply as a message for the model, appended to out. */
 void	areq_error_text(struct areq *a, const char *what, struct buf *out);
-/* Forgets, and tells (why: the reason), whether a request of this thread
- * found the sandbox stopped since the last areq_lost_clear. */
-void	areq_lost_clear(void);
-int	areq_lost(char *why, size_t whylen);
 
 #endif

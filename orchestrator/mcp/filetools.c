@@ -105,6 +105,7 @@ file_meta(struct tool_call *tc, struct sess *s, const char *path,
 	for (hops = 0; hops <= SYMLINK_HOPS; hops++) {
 		memset(&a, 0, sizeof(a));
 		a.s = s;
+		a.tc = tc;
 		if (file_url(&url, "list", cur) == -1 ||
 		    buf_addstr(&url, "&max_entries=1") == -1) {
 			buf_free(&url);
@@ -190,7 +191,7 @@ filetools_read(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 	const char *enc = schema_str(args, "encoding");
 	long long off = schema_int(args, "offset", 0);
 	long long max = schema_int(args, "max_bytes", -1);
-	struct areq a = { .s = s };
+	struct areq a = { .s = s, .tc = tc };
 	struct tr_file f;
 	struct buf url;
 
@@ -235,7 +236,7 @@ filetools_write(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 	const char *enc = schema_str(args, "encoding");
 	const char *mode = schema_str(args, "mode");
 	int append = schema_bool(args, "append") == 1;
-	struct areq a = { .s = s };
+	struct areq a = { .s = s, .tc = tc };
 	struct buf data, url;
 	const char *body;
 	size_t len;
@@ -306,7 +307,7 @@ filetools_list(struct tool_call *tc, struct sessmgr *m, struct sess *s,
     const struct conf *c, const cJSON *args)
 {
 	const char *path = schema_str(args, "path");
-	struct areq a = { .s = s };
+	struct areq a = { .s = s, .tc = tc };
 	struct buf url;
 
 	(void)m;
@@ -334,7 +335,7 @@ filetools_delete(struct tool_call *tc, struct sessmgr *m, struct sess *s,
     const struct conf *c, const cJSON *args)
 {
 	const char *path = schema_str(args, "path");
-	struct areq a = { .s = s };
+	struct areq a = { .s = s, .tc = tc };
 	cJSON *body = cJSON_CreateObject();
 
 	(void)m;

@@ -734,7 +734,7 @@ static void
 t_shell(struct tool_call *tc, struct sessmgr *m, struct sess *s,
     const struct conf *c, const cJSON *args)
 {
-	struct areq a = { .s = s };
+	struct areq a = { .s = s, .tc = tc };
 	struct buf out;
 	const char *cmd = schema_str(args, "command");
 	char err[256];
@@ -761,7 +761,7 @@ t_shell(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 	}
 	/* A cancel interrupts the command (tools_cancel): let the agent
 	 * answer then, and give up on it only if it does not. */
-	agentc_set_cancel(&tc->cancelled, CANCEL_SHELL_GRACE_MS);
+	tc->cancel.grace_ms = CANCEL_SHELL_GRACE_MS;
 	body = cJSON_CreateObject();
 	cJSON_AddStringToObject(body, "command", cmd);
 	cJSON_AddNumberToObject(body, "timeout_ms", (double)(tmo * 1000));
@@ -784,6 +784,7 @@ t_shell(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 		areq_free(&a);
 		memset(&a, 0, sizeof(a));
 		a.s = s;
+		a.tc = tc;
 		nanosleep(&busy_wait, NULL);
 	}
 	toollive_stop(live);
@@ -822,7 +823,7 @@ static void
 t_shell_async(struct tool_call *tc, struct sessmgr *m, struct sess *s,
     const struct conf *c, const cJSON *args)
 {
-	struct areq a = { .s = s };
+	struct areq a = { .s = s, .tc = tc };
 	struct buf out;
 	cJSON *body;
 
@@ -899,7 +900,7 @@ job_output(struct tool_call *tc, struct sess *s, const char *jid,
     long long off, long long max, long long wait_s)
 {
 	const char *what = wait_s >= 0 ? "shell_wait" : "shell_poll";
-	struct areq a = { .s = s };
+	struct areq a = { .s = s, .tc = tc };
 	char path[256];
 
 	snprintf(path, sizeof(path), "/v1/jobs/%s?offset=%lld&max=%lld", jid, off,
@@ -999,7 +1000,7 @@ static void
 t_edit(struct tool_call *tc, struct sessmgr *m, struct sess *s,
     const struct conf *c, const cJSON *args)
 {
-	struct areq a = { .s = s };
+	struct areq a = { .s = s, .tc = tc };
 	struct buf out;
 	const char *cmd = schema_str(args, "command");
 	const char *path = schema_str(args, "path");
@@ -1209,6 +1210,26 @@ t_unexpose_port(struct tool_call *tc, struct sessmgr *m, struct sess *s,
  * say, then runs the row's handler.
  */
 /*
+ * The handler's agent requests (areq.c) carry tc's context: they give up
+ * as soon as the call is cancelled, and mark tc->lost when they found the
+ * sandbox stopped. Outside a handler (the sandbox's set-up) nothing is
+ * cancelled: it must complete.
+ */
+static void
+call_begin(struct tool_call *tc)
+{
+	tc->cancel.flag = &tc->cancelled;
+	tc->cancel.grace_ms = 0;
+	tc->lost = 0;
+}
+
+static void
+call_end(struct tool_call *tc)
+{
+	tc->cancel.flag = NULL;
+}
+
+/*
  * The sandbox had stopped before the call's request reached its agent (it
  * died, was OOM-killed or killed from outside): starts it again with its
  * workspace (sess_enter) and runs the tool once more, its text saying so.
@@ -1222,17 +1243,16 @@ rerun_lost(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 	enum sess_err e = SE_OK;
 	cJSON *ct, *t0, *t;
 
-	(void)areq_lost(why, sizeof(why));
+	snprintf(why, sizeof(why), "%s", tc->lost_why);
 	log_warnx("session=%s tool=%s sandbox had stopped (%s): starting it "
 	    "again and retrying", tc->sid, tc->name, why);
 	if (sess_enter(s, &e, err, sizeof(err)) == -1)
 		return;		/* the first answer stands */
-	agentc_set_cancel(&tc->cancelled, 0);
-	areq_lost_clear();
+	call_begin(tc);
 	d->handler(tc, m, s, c, tc->args);
-	agentc_set_cancel(NULL, 0);
+	call_end(tc);
 	sess_leave(s);
-	if (areq_lost(NULL, 0) || tc->result == NULL ||
+	if (tc->lost || tc->result == NULL ||
 	    !cJSON_IsArray(ct = cJSON_GetObjectItemCaseSensitive(tc->result,
 	    "content")))
 		return;
@@ -1292,12 +1312,11 @@ tools_run1(struct sessmgr *m, const struct conf *c, struct tool_call *tc)
 	toollive_set(tc, NULL);	/* the sandbox is up: no start note */
 	/* The tool's own waits on the agent give up as soon as the call is
 	 * cancelled (not the sandbox's set-up above: it must complete). */
-	agentc_set_cancel(&tc->cancelled, 0);
-	areq_lost_clear();
+	call_begin(tc);
 	d->handler(tc, m, s, c, tc->args);
-	agentc_set_cancel(NULL, 0);
+	call_end(tc);
 	sess_leave(s);
-	if (areq_lost(NULL, 0))
+	if (tc->lost)
 		rerun_lost(tc, m, s, c, d);
 out:
 	sess_put(s);
@@ -1342,7 +1361,6 @@ tools_run(struct sessmgr *m, const struct conf *c, struct tool_call *tc)
 		rt_progress_sink(toollive_start_note, tc);
 	tools_run1(m, c, tc);
 	rt_progress_sink(NULL, NULL);
-	agentc_set_cancel(NULL, 0);
 	output_guard(tc);
 	atomic_store(&tc->finished, 1);
 }

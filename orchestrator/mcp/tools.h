@@ -11,6 +11,7 @@
 #include <cjson/cJSON.h>
 #include "toolres.h"
 #include "conf.h"
+#include "lib/agentc.h"
 #include "session/sess.h"
 
 /* Limits the tools' schemas show and their handlers use (tools.c,
@@ -40,6 +41,14 @@ struct tool_call {
 	atomic_int	 refs;
 	char		*live;		/* the latest progress message, or NULL
 					 * (tools.c's lock: toollive_progress_text) */
+	/* The call's context for its agent requests (areq.c), on the worker
+	 * that runs it: what cancels them (tools_run1 sets it around the
+	 * handler; the shell widens its grace), and the mark a request
+	 * leaves when it found the sandbox stopped before reaching it (then
+	 * tools_run1 starts the sandbox again and runs the tool once more). */
+	struct agentc_cancel cancel;
+	int		 lost;
+	char		 lost_why[256];
 };
 
 int	tools_init(void);		/* compiles the schemas; -1 on a bug */

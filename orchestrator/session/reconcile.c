@@ -258,7 +258,7 @@ agent_busy(struct sess *s, long long *last_activity)
 
 	*last_activity = 0;
 	buf_init(&resp, 64 * 1024);
-	if (sm_agent_call(s, "GET", "/v1/health", NULL, 0, 5000, &status, &resp,
+	if (sm_agent_call(s, "GET", "/v1/health", NULL, 0, 5000, NULL, &status, &resp,
 	    err, sizeof(err)) == 0 && status == 200 &&
 	    (j = cJSON_ParseWithLength(resp.p, resp.len)) != NULL) {
 		if (cJSON_IsTrue(cJSON_GetObjectItem(j, "busy")))

@@ -193,7 +193,7 @@ personalise_egress(struct sess *s, const char *applied, const char *pre)
 	    (body = agentc_env_body(envbuf)) != NULL) {
 		txt = cJSON_PrintUnformatted(body);
 		buf_init(&resp, 64 * 1024);
-		if (sm_agent_call(s, "POST", "/v1/env", txt, strlen(txt), 10000,
+		if (sm_agent_call(s, "POST", "/v1/env", txt, strlen(txt), 10000, NULL,
 		    &status, &resp, err, sizeof(err)) != 0 || status != 200)
 			log_warnx("session=%s sandbox=%s agent env failed status=%d",
 			    s->sid, s->rtid, status);
@@ -257,7 +257,7 @@ home_setup(struct sess *s, char *err, size_t errlen)
 		return -1;
 	}
 	buf_init(&resp, 64 * 1024);
-	if (sm_agent_call(s, "POST", "/v1/env", body, sizeof(body) - 1, 10000,
+	if (sm_agent_call(s, "POST", "/v1/env", body, sizeof(body) - 1, 10000, NULL,
 	    &status, &resp, rerr, sizeof(rerr)) != 0 || status != 200) {
 		buf_free(&resp);
 		snprintf(err, errlen, "the home of user %s is attached but HOME "
@@ -815,13 +815,14 @@ sandbox_gone(struct sess *s, char *why, size_t whylen)
 
 int
 sess_agent(struct sess *s, const char *method, const char *path,
-    const char *body, size_t bodylen, int timeout_ms, int *status,
-    struct buf *resp, char *err, size_t errlen)
+    const char *body, size_t bodylen, int timeout_ms,
+    const struct agentc_cancel *cx, int *status, struct buf *resp, char *err,
+    size_t errlen)
 {
 	char why[384];
 	int rc;
 
-	if ((rc = sm_agent_call(s, method, path, body, bodylen, timeout_ms,
+	if ((rc = sm_agent_call(s, method, path, body, bodylen, timeout_ms, cx,
 	    status, resp, err, errlen)) == 0)
 		return 0;
 	/* Has the sandbox stopped? Then the next sess_enter starts it again
@@ -860,7 +861,7 @@ sess_interrupt(struct sessmgr *m, const char *sid)
 	/* An agent that offers it interrupts the way its timeout does. */
 	atomic_store(&s->interrupt_ms, util_mono_ms());
 	if ((sent = sm_agent_call(s, "POST", "/v1/shell/interrupt", "{}", 2, 5000,
-	    &status, &resp, err, sizeof(err))) == 0 && status == 200) {
+	    NULL, &status, &resp, err, sizeof(err))) == 0 && status == 200) {
 		j = cJSON_ParseWithLength(resp.p, resp.len);
 		x = cJSON_GetObjectItemCaseSensitive(j, "interrupted");
 		rc = cJSON_IsBool(x) ? cJSON_IsTrue(x) : 1;
@@ -880,7 +881,7 @@ sess_interrupt(struct sessmgr *m, const char *sid)
 		buf_free(&resp);
 		goto out;
 	}
-	if (sm_agent_call(s, "GET", "/v1/health", NULL, 0, 5000, &status, &resp,
+	if (sm_agent_call(s, "GET", "/v1/health", NULL, 0, 5000, NULL, &status, &resp,
 	    err, sizeof(err)) == 0 && status == 200 &&
 	    (j = cJSON_ParseWithLength(resp.p, resp.len)) != NULL) {
 		busy = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "busy"));
@@ -901,7 +902,7 @@ sess_interrupt(struct sessmgr *m, const char *sid)
 	txt = cJSON_PrintUnformatted(body);
 	cJSON_Delete(body);
 	atomic_store(&s->interrupt_ms, util_mono_ms());
-	if (sm_agent_call(s, "POST", "/v1/jobs", txt, strlen(txt), 5000, &status,
+	if (sm_agent_call(s, "POST", "/v1/jobs", txt, strlen(txt), 5000, NULL, &status,
 	    &resp, err, sizeof(err)) == 0 && (status == 200 || status == 201)) {
 		rc = 1;
 		log_info("session=%s sandbox=%s command interrupted (cancelled)",

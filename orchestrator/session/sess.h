@@ -96,16 +96,19 @@ void	sess_release(struct sess *);
  * sess_leave): for the callers that open their own streams to the agent
  * (xfer.c). */
 const struct rt_agent_addr *sess_agent_addr(struct sess *);
+struct agentc_cancel;
 /*
- * One request to the session's agent (held with sess_enter). Returns 0 with
+ * One request to the session's agent (held with sess_enter), given up
+ * when the caller's cx is cancelled (NULL: never). Returns 0 with
  * *status, or with err: -1 the agent did not answer (its sandbox runs);
  * -2 its sandbox had stopped and the request never reached it; -3 its
  * sandbox stopped during the request. After -2 and -3 the next sess_enter
  * starts the sandbox again with its workspace.
  */
 int	sess_agent(struct sess *, const char *method, const char *path,
-	    const char *body, size_t bodylen, int timeout_ms, int *status,
-	    struct buf *resp, char *err, size_t errlen) WUNRES;
+	    const char *body, size_t bodylen, int timeout_ms,
+	    const struct agentc_cancel *cx, int *status, struct buf *resp,
+	    char *err, size_t errlen) WUNRES;
 /*
  * Interrupts the command the session's shell runs (as its timeout does:
  * the shell abandons the rest of the command and the command's process

@@ -245,8 +245,9 @@ void	sm_slot_done_locked(struct sessmgr *m, int *slots, int outcome, long long t
  * safe. 0 with *status, or -1 with err; -2 when the request never reached
  * the agent whole (no connection, or the peer gone before it was sent). */
 int	sm_agent_call(struct sess *s, const char *method, const char *path,
-    const char *body, size_t bodylen, int timeout_ms, int *status,
-    struct buf *resp, char *err, size_t errlen);
+    const char *body, size_t bodylen, int timeout_ms,
+    const struct agentc_cancel *cx, int *status, struct buf *resp, char *err,
+    size_t errlen);
 #define sm_rt_start(m, id, e, l)	sm_rt_call((m), (m)->rt->ops->start, (id), (e), (l))
 #define sm_rt_stop(m, id, e, l)	sm_rt_call((m), (m)->rt->ops->stop, (id), (e), (l))
 #define sm_rt_destroy(m, id, e, l)	sm_rt_call((m), (m)->rt->ops->destroy, (id), (e), (l))

@@ -561,8 +561,9 @@ idempotent(const char *method, const char *path)
 
 int
 sm_agent_call(struct sess *s, const char *method, const char *path,
-    const char *body, size_t bodylen, int timeout_ms, int *status,
-    struct buf *resp, char *err, size_t errlen)
+    const char *body, size_t bodylen, int timeout_ms,
+    const struct agentc_cancel *cx, int *status, struct buf *resp, char *err,
+    size_t errlen)
 {
 	struct agentc *c;
 	int cached, tries, delivered = 0;
@@ -574,8 +575,8 @@ sm_agent_call(struct sess *s, const char *method, const char *path,
 			(void)rt_scrub(err, errlen, s->addr.unix_path, "(socket)");
 			return delivered ? -1 : -2;
 		}
-		if (agentc_request(c, method, path, "application/json", body,
-		    bodylen, timeout_ms, status, resp, err, errlen) == 0) {
+		if (agentc_request_cx(c, method, path, "application/json", body,
+		    bodylen, timeout_ms, cx, status, resp, err, errlen) == 0) {
 			agentc_cache_put(&s->conns, c);
 			return 0;
 		}

@@ -111,7 +111,7 @@ status_get(struct sess *s, const char *path, cJSON **out)
 	*out = NULL;
 	buf_init(&resp, STATUS_RESP_MAX);
 	if (s->addr_ok)
-		rc = sm_agent_call(s, "GET", path, NULL, 0, STATUS_AGENT_MS, &status,
+		rc = sm_agent_call(s, "GET", path, NULL, 0, STATUS_AGENT_MS, NULL, &status,
 		    &resp, err, sizeof(err));
 	else if (m->rt->ops->agent_addr(m->rt, s->rtid, &addr, err,
 	    sizeof(err)) == 0 && (c = agentc_open(&addr, AGENT_CONNECT_MS, err,
