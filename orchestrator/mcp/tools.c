@@ -985,15 +985,17 @@ sess_error(struct tool_call *tc, enum sess_err e, const char *err)
 	buf_free(&out);
 }
 
-/* The agent refused an edit because the file is binary (its 422). */
+/* The agent refused an edit because the file is binary (its 422 with
+ * the code binary_file; an agent before that code said edit_failed, and
+ * its own text then goes out as it is). */
 static int
 binary_refused(struct areq *a)
 {
-	const char *msg = toolres_str(cJSON_GetObjectItemCaseSensitive(a->j, "error"),
-	    "message");
+	const char *code = toolres_str(cJSON_GetObjectItemCaseSensitive(a->j,
+	    "error"), "code");
 
-	return a->status == 422 && msg != NULL && strstr(msg, " looks binary") !=
-	    NULL;
+	return a->status == 422 && code != NULL &&
+	    strcmp(code, "binary_file") == 0;
 }
 
 static void

@@ -168,6 +168,10 @@ struct rt_home {
 
 struct runtime;
 
+/* ops->get's answer when the runtime does not hold the sandbox: a status,
+ * so that no caller decides on its error text. */
+#define RT_NOT_FOUND	(-2)
+
 struct runtime_ops {
 	const char *name;	/* "local", "kubernetes", "fake" */
 	/* Creates and starts; returns once the agent answers (or fails). */
@@ -183,7 +187,8 @@ struct runtime_ops {
 	/* All sandboxes this runtime holds; *out freed with rt_info_free_array. */
 	int	(*list)(struct runtime *, struct rt_info **out, size_t *n,
 		    char *err, size_t errlen);
-	/* One sandbox; -1 with err "not found" if absent. */
+	/* One sandbox: 0; RT_NOT_FOUND with err "not found" when the runtime
+	 * does not hold it; -1 with err when it could not tell. */
 	int	(*get)(struct runtime *, const char *id, struct rt_info *out,
 		    char *err, size_t errlen);
 	/* Replaces the labels kept with the sandbox (warm-pool claim). */

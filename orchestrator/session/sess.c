@@ -709,15 +709,15 @@ sess_enter(struct sess *s, enum sess_err *e, char *err, size_t errlen)
 		    s->state == S_STOPPED) {
 			struct rt_info ri;
 			char gerr[128];
-			int gone;
+			int gone, grc;
 
 			memset(&ri, 0, sizeof(ri));
-			gone = m->rt->ops->get(m->rt, s->rtid, &ri, gerr, sizeof(gerr)) == -1;
+			grc = m->rt->ops->get(m->rt, s->rtid, &ri, gerr, sizeof(gerr));
 			rt_info_clear(&ri);
 			/* A stopped sandbox holds the session's /workspace: only
 			 * the runtime's own "not found" gives it up. */
-			if (gone && s->state == S_STOPPED && strstr(gerr, "not found") == NULL)
-				gone = 0;
+			gone = grc == RT_NOT_FOUND ||
+			    (grc != 0 && s->state != S_STOPPED);
 			pthread_mutex_lock(&m->mu);
 			if (gone) {
 				log_info("session=%s sandbox=%s fixed: sandbox gone from "
@@ -788,7 +788,7 @@ sandbox_gone(struct sess *s, char *why, size_t whylen)
 
 	for (;;) {
 		memset(&ri, 0, sizeof(ri));
-		if (m->rt->ops->get(m->rt, s->rtid, &ri, e, sizeof(e)) == -1) {
+		if (m->rt->ops->get(m->rt, s->rtid, &ri, e, sizeof(e)) != 0) {
 			snprintf(why, whylen, "gone from the runtime");
 			gone = 1;
 		} else if (ri.state != RT_RUNNING) {
@@ -1245,7 +1245,7 @@ policy_apply(struct sess *s, char *err, size_t errlen)
 			return -1;
 		}
 		memset(&ri, 0, sizeof(ri));
-		if (m->rt->ops->get(m->rt, s->rtid, &ri, rerr, sizeof(rerr)) == -1) {
+		if (m->rt->ops->get(m->rt, s->rtid, &ri, rerr, sizeof(rerr)) != 0) {
 			rt_info_clear(&ri);
 			break;
 		}

@@ -447,7 +447,7 @@ f_get(struct runtime *rt, const char *id, struct rt_info *out, char *err,
 	memset(out, 0, sizeof(*out));
 	if (!id_sandbox_valid(id) || (meta = meta_read(f, id)) == NULL) {
 		snprintf(err, errlen, "not found");
-		return -1;
+		return RT_NOT_FOUND;
 	}
 	info_from(f, id, meta, out);
 	cJSON_Delete(meta);
@@ -800,7 +800,7 @@ f_app_connect(struct runtime *rt, const char *id, int port,
 	out->fd = -1;
 	out->addr[0] = '\0';
 	memset(&ri, 0, sizeof(ri));
-	if (f_get(rt, id, &ri, err, errlen) == -1)
+	if (f_get(rt, id, &ri, err, errlen) != 0)
 		return -1;
 	st = ri.state;
 	rt_info_clear(&ri);

@@ -623,7 +623,7 @@ k8s_get(struct runtime *rt, const char *id, struct rt_info *out, char *err,
 	memset(out, 0, sizeof(*out));
 	if (!id_sandbox_valid(id)) {
 		snprintf(err, errlen, "not found");
-		return -1;
+		return RT_NOT_FOUND;
 	}
 	if (api_pod_get(r, id, &pod, err, errlen) == -1 ||
 	    api_pvc_get(r, id, &pvc, err, errlen) == -1 ||
@@ -631,6 +631,7 @@ k8s_get(struct runtime *rt, const char *id, struct rt_info *out, char *err,
 		goto out;
 	if (pod == NULL && pvc == NULL) {
 		snprintf(err, errlen, "not found");
+		rc = RT_NOT_FOUND;
 		goto out;
 	}
 	info_fill(r, out, id, pod, pvc, np);

@@ -415,7 +415,7 @@ cmd_get(struct runtime *rt, int argc UNUSED, char **argv, char *err,
 		print_json(rt_info_json(&ri));
 		rt_info_clear(&ri);
 	}
-	return rc;
+	return rc == 0 ? 0 : -1;
 }
 
 static int

@@ -669,7 +669,7 @@ rl_get(struct runtime *rt, const char *id, struct rt_info *out, char *err,
 	if (!id_sandbox_valid(id) || rl_sdir_path(rl, id, NULL, sdir,
 	    sizeof(sdir)) == -1 || access(sdir, F_OK) == -1) {
 		snprintf(err, errlen, "not found");
-		return -1;
+		return RT_NOT_FOUND;
 	}
 	rl_fill_info(rl, id, out);
 	return 0;

@@ -334,7 +334,7 @@ cmd_get(const struct ctl *x)
 	cJSON *arr = cJSON_CreateArray();
 	char err[1024], *s;
 
-	if (x->rt->ops->get(x->rt, x->argv[1], &ri, err, sizeof(err)) == -1) {
+	if (x->rt->ops->get(x->rt, x->argv[1], &ri, err, sizeof(err)) != 0) {
 		fprintf(stderr, "sandboxctl: %s: %s\n", x->argv[1], err);
 		cJSON_Delete(arr);
 		return 1;
