@@ -168,9 +168,13 @@ struct rt_home {
 
 struct runtime;
 
-/* ops->get's answer when the runtime does not hold the sandbox: a status,
- * so that no caller decides on its error text. */
-#define RT_NOT_FOUND	(-2)
+/* The answers of ops->get and ops->app_connect besides 0 and -1 (a
+ * failure said in err): statuses, so that no caller decides on the error
+ * text. RT_ENOTFOUND: the runtime does not hold the sandbox; RT_ESTOPPED:
+ * it is not running; RT_ENOLISTEN: nothing accepts on the port. */
+#define RT_ENOTFOUND	(-2)
+#define RT_ESTOPPED	(-3)
+#define RT_ENOLISTEN	(-4)
 
 struct runtime_ops {
 	const char *name;	/* "local", "kubernetes", "fake" */
@@ -187,7 +191,7 @@ struct runtime_ops {
 	/* All sandboxes this runtime holds; *out freed with rt_info_free_array. */
 	int	(*list)(struct runtime *, struct rt_info **out, size_t *n,
 		    char *err, size_t errlen);
-	/* One sandbox: 0; RT_NOT_FOUND with err "not found" when the runtime
+	/* One sandbox: 0; RT_ENOTFOUND with err "not found" when the runtime
 	 * does not hold it; -1 with err when it could not tell. */
 	int	(*get)(struct runtime *, const char *id, struct rt_info *out,
 		    char *err, size_t errlen);
@@ -245,8 +249,9 @@ struct runtime_ops {
 	void	(*heal)(struct runtime *);
 	/*
 	 * A connection to port inside sandbox id for the app gateway
-	 * (docs/gateway.md). -1 with err "not listening" (nothing accepts on
-	 * that port), "stopped" (the sandbox is not running) or "not found".
+	 * (docs/gateway.md). RT_ENOLISTEN (nothing accepts on that port),
+	 * RT_ESTOPPED (the sandbox is not running) or RT_ENOTFOUND, each with
+	 * err saying so; -1 with err on any other failure.
 	 * NULL op: the runtime cannot publish apps.
 	 */
 	int	(*app_connect)(struct runtime *, const char *id, int port,

@@ -422,6 +422,7 @@ apps_expose(struct sess *s, int port, const char *name, enum sess_err *e,
 	struct rt_app_conn ac;
 	size_t n, i, max = (size_t)c->apps_max_per_sandbox;
 	cJSON *o;
+	int crc;
 
 	note[0] = '\0';
 	*e = SE_BAD;
@@ -477,11 +478,11 @@ apps_expose(struct sess *s, int port, const char *name, enum sess_err *e,
 	log_info("session=%s sandbox=%s app=%s port=%d exposed", s->sid, rtid,
 	    nm, port);
 	/* Is anything there yet? Only a hint for the model. */
-	if (m->rt->ops->app_connect(m->rt, rtid, port, &ac, cerr,
-	    sizeof(cerr)) == 0) {
+	if ((crc = m->rt->ops->app_connect(m->rt, rtid, port, &ac, cerr,
+	    sizeof(cerr))) == 0) {
 		if (ac.fd != -1)
 			close(ac.fd);
-	} else if (strcmp(cerr, "not listening") == 0)
+	} else if (crc == RT_ENOLISTEN)
 		snprintf(note, notelen, "Nothing listens on port %d in the sandbox "
 		    "yet: the URL answers 502 until a server listens there (on "
 		    "0.0.0.0 or 127.0.0.1).", port);
@@ -618,7 +619,7 @@ apps_open(struct sessmgr *m, const char *host, const char *token,
 	char rtid[ID_SANDBOX_MAX], h[APP_HASH_HEX + 1], rerr[256];
 	struct app a;
 	struct sess *s;
-	int running;
+	int running, crc;
 
 	out->fd = -1;
 	out->addr[0] = '\0';
@@ -651,16 +652,18 @@ apps_open(struct sessmgr *m, const char *host, const char *token,
 		    "tool call of its session starts it again.");
 		return -1;
 	}
-	if (m->rt->ops->app_connect == NULL ||
-	    m->rt->ops->app_connect(m->rt, rtid, a.port, out, rerr,
-	    sizeof(rerr)) == -1) {
-		if (strcmp(rerr, "not listening") == 0) {
+	if (m->rt->ops->app_connect == NULL)
+		crc = -1;
+	else
+		crc = m->rt->ops->app_connect(m->rt, rtid, a.port, out, rerr,
+		    sizeof(rerr));
+	if (crc != 0) {
+		if (crc == RT_ENOLISTEN) {
 			*status = 502;
 			snprintf(err, errlen, "Nothing listens on port %d in the "
 			    "sandbox: start the app there (listening on 0.0.0.0 or "
 			    "127.0.0.1), then reload", a.port);
-		} else if (strcmp(rerr, "stopped") == 0 ||
-		    strcmp(rerr, "not found") == 0) {
+		} else if (crc == RT_ESTOPPED || crc == RT_ENOTFOUND) {
 			*status = 503;
 			snprintf(err, errlen, "The sandbox of this app is not "
 			    "running; the next tool call of its session starts it.");

@@ -716,7 +716,7 @@ sess_enter(struct sess *s, enum sess_err *e, char *err, size_t errlen)
 			rt_info_clear(&ri);
 			/* A stopped sandbox holds the session's /workspace: only
 			 * the runtime's own "not found" gives it up. */
-			gone = grc == RT_NOT_FOUND ||
+			gone = grc == RT_ENOTFOUND ||
 			    (grc != 0 && s->state != S_STOPPED);
 			pthread_mutex_lock(&m->mu);
 			if (gone) {

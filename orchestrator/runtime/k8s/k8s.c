@@ -623,7 +623,7 @@ k8s_get(struct runtime *rt, const char *id, struct rt_info *out, char *err,
 	memset(out, 0, sizeof(*out));
 	if (!id_sandbox_valid(id)) {
 		snprintf(err, errlen, "not found");
-		return RT_NOT_FOUND;
+		return RT_ENOTFOUND;
 	}
 	if (api_pod_get(r, id, &pod, err, errlen) == -1 ||
 	    api_pvc_get(r, id, &pvc, err, errlen) == -1 ||
@@ -631,7 +631,7 @@ k8s_get(struct runtime *rt, const char *id, struct rt_info *out, char *err,
 		goto out;
 	if (pod == NULL && pvc == NULL) {
 		snprintf(err, errlen, "not found");
-		rc = RT_NOT_FOUND;
+		rc = RT_ENOTFOUND;
 		goto out;
 	}
 	info_fill(r, out, id, pod, pvc, np);
@@ -939,7 +939,7 @@ k8s_app_connect(struct runtime *rt, const char *id, int port,
 	out->addr[0] = '\0';
 	if (!id_sandbox_valid(id)) {
 		snprintf(err, errlen, "not found");
-		return -1;
+		return RT_ENOTFOUND;
 	}
 	if (port < 1 || port > 65535 || port == r->conf->agent_port) {
 		snprintf(err, errlen, port == r->conf->agent_port ? "port %d is the "
@@ -961,6 +961,7 @@ k8s_app_connect(struct runtime *rt, const char *id, int port,
 	if (api_pvc_get(r, id, &pvc, err, errlen) == -1)
 		goto out;
 	snprintf(err, errlen, pvc != NULL ? "stopped" : "not found");
+	rc = pvc != NULL ? RT_ESTOPPED : RT_ENOTFOUND;
 out:
 	cJSON_Delete(pod);
 	cJSON_Delete(pvc);

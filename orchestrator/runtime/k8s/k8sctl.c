@@ -548,7 +548,7 @@ cmd_app_connect(struct runtime *rt, int argc UNUSED, char **argv, char *err,
 	struct rt_app_conn c;
 
 	if (rt->ops->app_connect(rt, argv[0], port_arg(argv[1]), &c, err,
-	    errlen) == -1)
+	    errlen) != 0)
 		return -1;
 	printf("%s\n", c.addr);
 	return 0;
