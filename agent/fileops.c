@@ -454,7 +454,7 @@ op_view(struct conn *c, const struct json *body)
 	if (load(c, path, &data) == -1)
 		return;
 	if (edit_is_binary(data.p, data.len)) {
-		conn_reply_error(c, 422, "edit_failed", "%s looks binary (%zu bytes, "
+		conn_reply_error(c, 422, "binary_file", "%s looks binary (%zu bytes, "
 		    "NUL bytes or invalid UTF-8); view only shows text: use GET "
 		    "/v1/files/raw or a shell command such as xxd", path, data.len);
 		buf_free(&data);
@@ -534,7 +534,7 @@ op_edit(struct conn *c, const struct json *body, int is_insert)
 	if (load(c, path, &data) == -1)
 		return;
 	if (edit_is_binary(data.p, data.len)) {
-		conn_reply_error(c, 422, "edit_failed", "%s looks binary; it cannot "
+		conn_reply_error(c, 422, "binary_file", "%s looks binary; it cannot "
 		    "be edited as text (use PUT /v1/files/raw)", path);
 		buf_free(&data);
 		return;

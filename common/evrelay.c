@@ -13,7 +13,7 @@
 #include "evrelay.h"
 /*
  * Both run on every event of the hot path: no allocation, no log.
- * tunnel_pull reports a read error through src's event callback, as
+ * evrelay_tunnel_pull reports a read error through src's event callback, as
  * libevent does, which may kill the connection: callers check
  * their own liveness flag after it.
  */
@@ -24,7 +24,7 @@
  * wake-up with nothing to write, one more to remove it, per request.
  */
 void
-bev_enable(struct bufferevent *bev, short what)
+evrelay_bev_enable(struct bufferevent *bev, short what)
 {
 	short add = (short)(what & ~bufferevent_get_enabled(bev));
 
@@ -43,7 +43,7 @@ bev_enable(struct bufferevent *bev, short what)
  * pulled.
  */
 size_t
-tunnel_pull(struct bufferevent *src, struct evbuffer *dst, size_t hwm)
+evrelay_tunnel_pull(struct bufferevent *src, struct evbuffer *dst, size_t hwm)
 {
 	evutil_socket_t fd = bufferevent_getfd(src);
 	struct evbuffer_iovec v[2];

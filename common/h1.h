@@ -5,7 +5,7 @@
  * the body framing a head may declare, and the status texts. Each rule is
  * decided once, with RFC 9112/9110 and the reason beside it in h1.c; the
  * proxy (egress-proxy/httpreq.c), the gateway (gateway/head.c) and the
- * orchestrator (orchestrator/http.c) apply them and keep only what is
+ * orchestrator (orchestrator/http/http.c) apply them and keep only what is
  * theirs. The agent (agent/http.c) takes only the status texts so far: its
  * hand-written parser is not on these rules yet. No I/O, no library:
  * linked into the static agent too. Table-tested in tests/unit/test_h1.c.

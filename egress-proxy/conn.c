@@ -161,7 +161,7 @@ conn_answer(struct conn *c, int status, const char *code, const char *reason,
 	bufferevent_disable(c->cl, EV_READ);
 	bufferevent_setcb(c->cl, NULL, conn_closing_write, conn_closing_event, c);
 	bufferevent_setwatermark(c->cl, EV_WRITE, 0, 0);
-	bev_enable(c->cl, EV_WRITE);
+	evrelay_bev_enable(c->cl, EV_WRITE);
 	if (evbuffer_get_length(out) == 0)
 		conn_kill(c);
 }
@@ -199,7 +199,7 @@ gate_drain(struct conn *c)
 		c->req->on_body = drain_sink;
 		bufferevent_setcb(c->cl, drain_read, conn_closing_write, conn_closing_event, c);
 		bufferevent_setwatermark(c->cl, EV_WRITE, 0, 0);
-		bev_enable(c->cl, EV_READ | EV_WRITE);
+		evrelay_bev_enable(c->cl, EV_READ | EV_WRITE);
 	}
 	in = bufferevent_get_input(c->cl);
 	while (!c->req->body_done && evbuffer_get_length(in) > 0) {

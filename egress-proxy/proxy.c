@@ -98,7 +98,7 @@ conn_accept(struct worker *w, int fd, struct sandbox *sb)
 		return;
 	bufferevent_setcb(c->cl, cl_read_head, NULL, cl_event, c);
 	bufferevent_setwatermark(c->cl, EV_READ, 0, (size_t)the_proxy.conf->header_bytes + 4096);
-	bev_enable(c->cl, EV_READ | EV_WRITE);
+	evrelay_bev_enable(c->cl, EV_READ | EV_WRITE);
 	c->st = CS_HEAD;
 }
 
@@ -493,7 +493,7 @@ gate_start(struct conn *c)
 	}
 	r->on_body = gate_sink;
 	r->arg = c;
-	bev_enable(c->cl, EV_READ);
+	evrelay_bev_enable(c->cl, EV_READ);
 	gate_pump(c);
 }
 
@@ -746,7 +746,7 @@ cl_req_setup(struct conn *c)
 	bufferevent_setwatermark(c->cl, EV_READ, 0, hwm > rw ? hwm : rw);
 	bufferevent_setwatermark(c->cl, EV_WRITE, hwm / 2, 0);
 	bufferevent_setcb(c->cl, cl_read_req, cl_write, cl_event, c);
-	bev_enable(c->cl, EV_READ | EV_WRITE);
+	evrelay_bev_enable(c->cl, EV_READ | EV_WRITE);
 }
 
 /* ---- sleeping connections: idle clients without a bufferevent ---- */
@@ -877,7 +877,7 @@ client_tls_start(struct conn *c)
 	c->st = CS_CL_TLS;
 	c->deadline = util_mono_coarse_ms() + the_proxy.conf->handshake_ms;
 	bufferevent_setcb(c->cl, NULL, NULL, cl_event, c);
-	bev_enable(c->cl, EV_READ | EV_WRITE);
+	evrelay_bev_enable(c->cl, EV_READ | EV_WRITE);
 }
 
 static void
@@ -896,7 +896,7 @@ up_connected(struct conn *c)
 	bufferevent_setcb(c->up, up_read, up_write, up_event, c);
 	bufferevent_setwatermark(c->up, EV_READ, 0, hwm);
 	bufferevent_setwatermark(c->up, EV_WRITE, hwm / 2, 0);
-	bev_enable(c->up, EV_READ | EV_WRITE);
+	evrelay_bev_enable(c->up, EV_READ | EV_WRITE);
 	up_kick(c);
 	if (c->connect_then_req) {
 		c->connect_then_req = 0;
@@ -1039,8 +1039,8 @@ req_send(struct conn *c)
 			evbuffer_add(bufferevent_get_output(c->up), "0\r\n\r\n", 5);
 		bgate_release(r->gate);
 	}
-	bev_enable(c->cl, EV_READ);
-	bev_enable(c->up, EV_READ | EV_WRITE);
+	evrelay_bev_enable(c->cl, EV_READ);
+	evrelay_bev_enable(c->up, EV_READ | EV_WRITE);
 	up_kick(c);
 	if (c->st == CS_BODY)
 		body_pump(c);
@@ -1087,7 +1087,7 @@ body_pump(struct conn *c)
 		conn_kill(c);	/* client went away mid-body */
 		return;
 	}
-	bev_enable(c->cl, EV_READ);
+	evrelay_bev_enable(c->cl, EV_READ);
 }
 
 /* The response is complete: audit, then the next request or close. */
@@ -1148,7 +1148,7 @@ next_request(struct conn *c)
 		idle_link(c);
 	bufferevent_setcb(c->cl, c->mode == MODE_INTERCEPT ? cl_read_req : cl_read_head,
 	    cl_write, cl_event, c);
-	bev_enable(c->cl, EV_READ);
+	evrelay_bev_enable(c->cl, EV_READ);
 	if (evbuffer_get_length(bufferevent_get_input(c->cl)) > 0) {
 		if (c->mode == MODE_INTERCEPT)
 			cl_read_req(c->cl, c);
@@ -1310,7 +1310,7 @@ cl_write(struct bufferevent *bev, void *arg)
 
 	(void)bev;
 	if (c->up != NULL && c->resp_active) {
-		bev_enable(c->up, EV_READ);
+		evrelay_bev_enable(c->up, EV_READ);
 		up_kick(c);
 	}
 }
@@ -1351,7 +1351,7 @@ cl_event(struct bufferevent *bev, short what, void *arg)
 				 * (a vanished client) and closes the conn.
 				 */
 				if (c->cl != NULL)
-					bev_enable(c->cl, EV_WRITE);
+					evrelay_bev_enable(c->cl, EV_WRITE);
 				return;
 			}
 		}

@@ -54,8 +54,8 @@ tunnel_start(struct conn *c)
 		c->tot_up += evbuffer_get_length(in);
 		evbuffer_add_buffer(bufferevent_get_output(c->up), in);
 	}
-	bev_enable(c->cl, EV_READ | EV_WRITE);
-	bev_enable(c->up, EV_READ | EV_WRITE);
+	evrelay_bev_enable(c->cl, EV_READ | EV_WRITE);
+	evrelay_bev_enable(c->up, EV_READ | EV_WRITE);
 	if (c->cl_eof) {
 		/* The client already half-closed: FIN once its bytes are out. */
 		bufferevent_disable(c->cl, EV_READ);
@@ -78,7 +78,7 @@ tun_cl_read(struct bufferevent *bev, void *arg)
 	c->last_active = util_mono_coarse_ms();
 	n = evbuffer_get_length(in);
 	evbuffer_add_buffer(bufferevent_get_output(c->up), in);
-	n += tunnel_pull(bev, bufferevent_get_output(c->up), hwm);
+	n += evrelay_tunnel_pull(bev, bufferevent_get_output(c->up), hwm);
 	c->tot_up += n;
 	atomic_fetch_add(&the_proxy.st.bytes_up, (long)n);
 	atomic_fetch_add(&c->sb->bytes_up, (long)n);
@@ -100,7 +100,7 @@ tun_up_read(struct bufferevent *bev, void *arg)
 	c->last_active = util_mono_coarse_ms();
 	n = evbuffer_get_length(in);
 	evbuffer_add_buffer(out, in);
-	n += tunnel_pull(bev, out, hwm);
+	n += evrelay_tunnel_pull(bev, out, hwm);
 	c->tot_down += n;
 	atomic_fetch_add(&the_proxy.st.bytes_down, (long)n);
 	atomic_fetch_add(&c->sb->bytes_down, (long)n);
@@ -122,7 +122,7 @@ tun_up_write(struct bufferevent *bev, void *arg)
 			shutdown(bufferevent_getfd(bev), SHUT_WR);
 		return;
 	}
-	bev_enable(c->cl, EV_READ);
+	evrelay_bev_enable(c->cl, EV_READ);
 }
 
 /* The client's output drained below the low watermark. */
@@ -137,7 +137,7 @@ tun_cl_write(struct bufferevent *bev, void *arg)
 		return;
 	}
 	if (c->up != NULL) {
-		bev_enable(c->up, EV_READ);
+		evrelay_bev_enable(c->up, EV_READ);
 		up_kick(c);
 	}
 }

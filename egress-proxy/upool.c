@@ -256,7 +256,7 @@ pool_park(struct conn *c)
 	c->up = NULL;
 	bufferevent_setcb(bev, pool_read, NULL, pool_event, p);
 	bufferevent_disable(bev, EV_WRITE);
-	bev_enable(bev, EV_READ);
+	evrelay_bev_enable(bev, EV_READ);
 	TAILQ_INSERT_HEAD(&w->pool, p, link);
 	w->npool++;
 	atomic_fetch_add(&the_proxy.st.pool_idle, 1);

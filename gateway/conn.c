@@ -182,7 +182,7 @@ answer(struct conn *c, const struct buf *out, int close)
 		}
 		heads_free(c);
 		set_state(c, CS_CLOSING);
-		bev_enable(c->cl, EV_READ | EV_WRITE);
+		evrelay_bev_enable(c->cl, EV_READ | EV_WRITE);
 		if (evbuffer_get_length(o) == 0)
 			closing_flushed(c);
 		return;
@@ -191,7 +191,7 @@ answer(struct conn *c, const struct buf *out, int close)
 	heads_free(c);
 	c->head_started = 0;
 	set_state(c, CS_HEAD);
-	bev_enable(c->cl, EV_READ);
+	evrelay_bev_enable(c->cl, EV_READ);
 	if (evbuffer_get_length(bufferevent_get_input(c->cl)) == 0 && !c->in_idle) {
 		TAILQ_INSERT_TAIL(&idles, c, idle);
 		c->in_idle = 1;
@@ -510,7 +510,7 @@ head_one(struct conn *c)
  * libevent read is through, a body of known length is read on straight
  * from src's socket into dst (the other side's output; at most what is
  * left of the body, so nothing past it is ever taken, and at most up to
- * the watermark) in large chains (tunnel_pull, common/evrelay.h), and the
+ * the watermark) in large chains (evrelay_tunnel_pull, common/evrelay.h), and the
  * parser is run over what came. Chunked and close-delimited bodies take
  * libevent's path. The bytes pulled (0: none, wait for libevent), or -1
  * when the body is broken (the connection is killed).
@@ -533,7 +533,7 @@ body_pull(struct conn *c, struct gwhead *h, struct bufferevent *src,
 	cap = hwm - before;
 	if (cap > left)
 		cap = (size_t)left;
-	if ((got = tunnel_pull(src, dst, before + cap)) == 0 || c->dead)
+	if ((got = evrelay_tunnel_pull(src, dst, before + cap)) == 0 || c->dead)
 		return c->dead ? -1 : 0;
 	if (evbuffer_ptr_set(dst, &at, before, EVBUFFER_PTR_SET) == -1)
 		return -1;
@@ -593,7 +593,7 @@ body_pump(struct conn *c)
 			c->req_done = 1;
 	}
 	if (!c->req_done)
-		bev_enable(c->cl, EV_READ);
+		evrelay_bev_enable(c->cl, EV_READ);
 	/* else pipelined requests wait in the input (forward) */
 }
 
@@ -610,7 +610,7 @@ up_ready(struct conn *c)
 	c->sent = 0;
 	set_state(c, CS_FWD);
 	c->last = util_mono_coarse_ms();
-	bev_enable(c->up, EV_READ | EV_WRITE);
+	evrelay_bev_enable(c->up, EV_READ | EV_WRITE);
 	body_pump(c);
 }
 
@@ -676,7 +676,7 @@ response_done(struct conn *c)
 	c->head_started = 0;
 	c->last = util_mono_coarse_ms();
 	set_state(c, CS_HEAD);
-	bev_enable(c->cl, EV_READ);
+	evrelay_bev_enable(c->cl, EV_READ);
 	if (evbuffer_get_length(bufferevent_get_input(c->cl)) > 0)
 		head_process(c);
 	else {
@@ -694,8 +694,8 @@ go_upgraded(struct conn *c)
 	set_state(c, CS_UPGRADED);
 	evbuffer_add_buffer(bufferevent_get_output(c->up), cin);
 	evbuffer_add_buffer(bufferevent_get_output(c->cl), bufferevent_get_input(c->up));
-	bev_enable(c->cl, EV_READ | EV_WRITE);
-	bev_enable(c->up, EV_READ | EV_WRITE);
+	evrelay_bev_enable(c->cl, EV_READ | EV_WRITE);
+	evrelay_bev_enable(c->up, EV_READ | EV_WRITE);
 }
 
 /* Parses the response head in the upstream's input; 0 go on, -1 stop. */
@@ -819,7 +819,7 @@ relay(struct conn *c, struct bufferevent *src, struct bufferevent *dst, int pull
 
 	evbuffer_add_buffer(o, bufferevent_get_input(src));
 	if (pull)
-		tunnel_pull(src, o, hwm);
+		evrelay_tunnel_pull(src, o, hwm);
 	if (c->dead)
 		return;
 	if (c->rt != NULL)
@@ -865,7 +865,7 @@ cl_write(struct bufferevent *bev, void *arg)
 		return;
 	}
 	if (c->up != NULL && (c->st == CS_UPGRADED || c->st == CS_FWD))
-		bev_enable(c->up, EV_READ);
+		evrelay_bev_enable(c->up, EV_READ);
 	if (c->st == CS_FWD && c->up != NULL && evbuffer_get_length(bufferevent_get_input(c->up)) > 0)
 		resp_body(c);
 }
@@ -932,7 +932,7 @@ up_write(struct bufferevent *bev, void *arg)
 			conn_kill(c);
 			return;
 		}
-		bev_enable(c->cl, EV_READ);
+		evrelay_bev_enable(c->cl, EV_READ);
 	} else if (c->st == CS_FWD && !c->req_done)
 		body_pump(c);
 }

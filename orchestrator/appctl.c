@@ -31,7 +31,7 @@
 #include <cjson/cJSON.h>
 
 #include "appctl.h"
-#include "apps.h"
+#include "session/apps.h"
 #include "buf.h"
 #include "lguard.h"
 #include "log.h"

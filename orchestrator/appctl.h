@@ -8,7 +8,7 @@
 #include <stddef.h>
 
 #include "conf.h"
-#include "sess.h"
+#include "session/sess.h"
 
 /* Listens on apps.control_socket and/or apps.control_listen (nothing when
  * neither is set). 0, or -1 with err. */

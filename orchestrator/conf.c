@@ -5,7 +5,7 @@
 
 #include "conf.h"
 #include "ids.h"
-#include "policy.h"
+#include "lib/policy.h"
 #include "strnum.h"
 
 #define O(m) offsetof(struct conf, m)

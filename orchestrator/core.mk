@@ -3,13 +3,13 @@
 # JSON-RPC fuzz target. Included by orchestrator/module.mk after the runtimes'
 # module.mk, so RT_LOCAL_OBJS / RT_K8S_OBJS are known here; each runtime
 # is linked in only when its part exists.
-ORCH_SRCS := orchestrator/conf.c orchestrator/work.c orchestrator/sessmgr.c \
-	orchestrator/sessopt.c orchestrator/policy.c orchestrator/pool.c orchestrator/sess.c orchestrator/sessview.c \
-	orchestrator/reconcile.c orchestrator/apps.c orchestrator/appctl.c \
-	orchestrator/schema.c orchestrator/tools.c orchestrator/toollive.c orchestrator/areq.c orchestrator/filetools.c orchestrator/toolres.c orchestrator/mcp.c \
-	orchestrator/jsonu.c orchestrator/http.c orchestrator/httpreq.c orchestrator/httpstream.c orchestrator/httplisten.c \
-	orchestrator/mcp_http.c \
-	orchestrator/rest.c orchestrator/homes.c orchestrator/xfer.c orchestrator/server.c orchestrator/runtime/fake/fake.c
+ORCH_SRCS := orchestrator/conf.c orchestrator/lib/work.c orchestrator/session/sessmgr.c \
+	orchestrator/session/sessopt.c orchestrator/lib/policy.c orchestrator/session/pool.c orchestrator/session/sess.c orchestrator/session/sessview.c \
+	orchestrator/session/reconcile.c orchestrator/session/apps.c orchestrator/appctl.c \
+	orchestrator/mcp/schema.c orchestrator/mcp/tools.c orchestrator/mcp/toollive.c orchestrator/mcp/areq.c orchestrator/mcp/filetools.c orchestrator/mcp/toolres.c orchestrator/mcp/mcp.c \
+	orchestrator/lib/jsonu.c orchestrator/http/http.c orchestrator/http/httpreq.c orchestrator/http/httpstream.c orchestrator/http/httplisten.c \
+	orchestrator/mcp/mcp_http.c \
+	orchestrator/api/rest.c orchestrator/api/homes.c orchestrator/api/xfer.c orchestrator/server.c orchestrator/runtime/fake/fake.c
 ORCH_OBJS := $(ORCH_SRCS:%.c=$(B)/%.o)
 ORCH_MAIN := $(B)/orchestrator/main.o
 ORCH_DEFS :=
@@ -43,7 +43,7 @@ $(B)/tests/unit/test_orch_%: $(B)/tests/unit/test_orch_%.o $(ORCH_OBJS) \
 # test_orch_results includes tools.c (its static table and output schemas;
 # the builders are toolres.o's): no tools.o.
 $(B)/tests/unit/test_orch_results: $(B)/tests/unit/test_orch_results.o \
-    $(filter-out $(B)/orchestrator/tools.o,$(ORCH_OBJS)) $(ORCH_RT_OBJS) \
+    $(filter-out $(B)/orchestrator/mcp/tools.o,$(ORCH_OBJS)) $(ORCH_RT_OBJS) \
     $(RT_COMMON_OBJS) $(RT_SEAM_OBJS) $(LLHTTP_OBJS) $(COMMON_OBJS)
 	$(CC) $(LDFLAGS) $(sort $^) $(PKG_LIBS) -o $@
 
@@ -62,7 +62,7 @@ $(B)/tests/fuzz/fuzz_orch_jsonrpc: $(B)/tests/fuzz/fuzz_orch_jsonrpc.o $(ORCH_FU
 	$(CC) $(LDFLAGS) -fsanitize=fuzzer,address,undefined $(sort $^) $(PKG_LIBS) -o $@
 endif
 # Fuzz: the HTTP server (fuzz_orch_http.c includes http.c: no http.o).
-ORCH_HTTP_FUZZ_DEPS := $(filter-out $(B)/orchestrator/http.o,$(ORCH_FUZZ_DEPS))
+ORCH_HTTP_FUZZ_DEPS := $(filter-out $(B)/orchestrator/http/http.o,$(ORCH_FUZZ_DEPS))
 ALL_OBJS += $(B)/tests/fuzz/fuzz_orch_http.o
 $(B)/tests/fuzz/fuzz_orch_http.o: CPPFLAGS += -Iorchestrator -Inetpol $(ORCH_DEFS)
 BINS += $(B)/tests/fuzz/replay_orch_http
@@ -83,7 +83,7 @@ UNIT_TESTS += $(B)/tests/unit/test_policy
 ALL_OBJS += $(B)/tests/unit/test_policy.o
 $(B)/tests/unit/test_policy.o: CPPFLAGS += -Iorchestrator
 $(B)/tests/unit/test_policy: $(B)/tests/unit/test_policy.o \
-    $(B)/orchestrator/policy.o $(B)/orchestrator/jsonu.o $(RT_COMMON_OBJS) \
+    $(B)/orchestrator/lib/policy.o $(B)/orchestrator/lib/jsonu.o $(RT_COMMON_OBJS) \
     $(RT_SEAM_OBJS) $(LLHTTP_OBJS) $(COMMON_OBJS)
 	$(CC) $(LDFLAGS) $(sort $^) $(PKG_LIBS) -o $@
 # Fuzz: the credential policy (parse, canonical round trip, narrowing).
@@ -91,13 +91,13 @@ ALL_OBJS += $(B)/tests/fuzz/fuzz_policy.o
 $(B)/tests/fuzz/fuzz_policy.o: CPPFLAGS += -Iorchestrator
 BINS += $(B)/tests/fuzz/replay_policy
 $(B)/tests/fuzz/replay_policy: $(B)/tests/fuzz/fuzz_policy.o \
-    $(B)/tests/fuzz/replay_main.o $(B)/orchestrator/policy.o \
-    $(B)/orchestrator/jsonu.o $(COMMON_OBJS)
+    $(B)/tests/fuzz/replay_main.o $(B)/orchestrator/lib/policy.o \
+    $(B)/orchestrator/lib/jsonu.o $(COMMON_OBJS)
 	$(CC) $(LDFLAGS) $(sort $^) $(PKG_LIBS) -o $@
 ifeq ($(FUZZ),1)
 FUZZ_TARGETS += $(B)/tests/fuzz/fuzz_policy
 $(B)/tests/fuzz/fuzz_policy: $(B)/tests/fuzz/fuzz_policy.o \
-    $(B)/orchestrator/policy.o $(B)/orchestrator/jsonu.o $(COMMON_OBJS)
+    $(B)/orchestrator/lib/policy.o $(B)/orchestrator/lib/jsonu.o $(COMMON_OBJS)
 	$(CC) $(LDFLAGS) -fsanitize=fuzzer,address,undefined $(sort $^) $(PKG_LIBS) -o $@
 $(B)/tests/fuzz/fuzz_policy.o: CFLAGS += -fsanitize=fuzzer-no-link,address,undefined
 endif

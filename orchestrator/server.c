@@ -10,13 +10,13 @@
 #include <string.h>
 
 #include "buf.h"
-#include "homes.h"
-#include "http.h"
-#include "mcp_http.h"
-#include "rest.h"
-#include "xfer.h"
+#include "api/homes.h"
+#include "http/http.h"
+#include "mcp/mcp_http.h"
+#include "api/rest.h"
+#include "api/xfer.h"
 #include "server.h"
-#include "work.h"
+#include "lib/work.h"
 #include "xmalloc.h"
 
 /* Routes, in match order; ROUTE_* index the table's handler args. */
@@ -70,7 +70,7 @@ metrics(struct http *ht, struct http_req *req, const char *path UNUSED,
 	work_key_stats(&wk, &wr);
 	buf_init(&b, 1 << 20);
 	r |= http_metrics(ht, &b);
-	r |= mcp_front_metrics(sv->mcp, &b);
+	r |= mcp_http_metrics(sv->mcp, &b);
 	r |= buf_addf(&b, "# HELP orch_inflight_requests Requests waiting for a worker result.\n"
 	    "# TYPE orch_inflight_requests gauge\norch_inflight_requests %d\n"
 	    "# HELP orch_worker_threads Worker threads alive.\n"
@@ -105,7 +105,7 @@ server_new(struct event_base *base, const struct conf *conf,
 	struct http_route *r = sv->routes;
 
 	sv->mgr = mgr;
-	sv->mcp = mcp_front_new(mgr, conf);
+	sv->mcp = mcp_http_new(mgr, conf);
 	sv->rest.mgr = mgr;
 	sv->rest.conf = conf;
 	r[ROUTE_HEALTHZ] = (struct http_route){ "/healthz", 0, 0, HTTP_EP_OTHER,
@@ -161,6 +161,6 @@ server_free(struct server *sv)
 	if (sv == NULL)
 		return;
 	http_free(sv->ht);
-	mcp_front_free(sv->mcp);
+	mcp_http_free(sv->mcp);
 	free(sv);
 }

@@ -8,7 +8,7 @@
 
 #include <event2/event.h>
 #include "conf.h"
-#include "sess.h"
+#include "session/sess.h"
 
 struct server;
 

@@ -125,7 +125,7 @@ struct rt_agent_addr {
 /*
  * The sandbox's identity at its egress proxy: the session labels it is
  * handed to a session with (org, user and session are read from them;
- * orchestrator/egress.h). Runtimes keep no other copy: on a restart they
+ * orchestrator/lib/egress.h). Runtimes keep no other copy: on a restart they
  * register again from the labels they hold.
  */
 struct rt_egress {
@@ -168,6 +168,14 @@ struct rt_home {
 
 struct runtime;
 
+/* The answers of ops->get and ops->app_connect besides 0 and -1 (a
+ * failure said in err): statuses, so that no caller decides on the error
+ * text. RT_ENOTFOUND: the runtime does not hold the sandbox; RT_ESTOPPED:
+ * it is not running; RT_ENOLISTEN: nothing accepts on the port. */
+#define RT_ENOTFOUND	(-2)
+#define RT_ESTOPPED	(-3)
+#define RT_ENOLISTEN	(-4)
+
 struct runtime_ops {
 	const char *name;	/* "local", "kubernetes", "fake" */
 	/* Creates and starts; returns once the agent answers (or fails). */
@@ -183,7 +191,8 @@ struct runtime_ops {
 	/* All sandboxes this runtime holds; *out freed with rt_info_free_array. */
 	int	(*list)(struct runtime *, struct rt_info **out, size_t *n,
 		    char *err, size_t errlen);
-	/* One sandbox; -1 with err "not found" if absent. */
+	/* One sandbox: 0; RT_ENOTFOUND with err "not found" when the runtime
+	 * does not hold it; -1 with err when it could not tell. */
 	int	(*get)(struct runtime *, const char *id, struct rt_info *out,
 		    char *err, size_t errlen);
 	/* Replaces the labels kept with the sandbox (warm-pool claim). */
@@ -240,8 +249,9 @@ struct runtime_ops {
 	void	(*heal)(struct runtime *);
 	/*
 	 * A connection to port inside sandbox id for the app gateway
-	 * (docs/gateway.md). -1 with err "not listening" (nothing accepts on
-	 * that port), "stopped" (the sandbox is not running) or "not found".
+	 * (docs/gateway.md). RT_ENOLISTEN (nothing accepts on that port),
+	 * RT_ESTOPPED (the sandbox is not running) or RT_ENOTFOUND, each with
+	 * err saying so; -1 with err on any other failure.
 	 * NULL op: the runtime cannot publish apps.
 	 */
 	int	(*app_connect)(struct runtime *, const char *id, int port,

@@ -71,7 +71,7 @@ def main():
                         and r.get("exit_code") == 0:
                     continue
                 # a sandbox whose agent died restarts with no jobs (the
-                # tool error says so, orchestrator/tools.c): a job started
+                # tool error says so, orchestrator/mcp/tools.c): a job started
                 # before an agent kill of its session may be gone, never cut
                 took = any(t >= r["started"] - 1000 for t in agent_kills[sid])
                 partial = r["kind"] == "ok" and r.get("state") == "exited" and not r.get("complete")

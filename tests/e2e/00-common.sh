@@ -39,7 +39,7 @@ check "cite checker names it" grep -q 'a.c: cites DESIGN.md' "$T/cc.out"
 # Layers point one way: no two files of a program call each other
 # (tests/lib/layers.sh reads the objects' symbols).
 check "orchestrator: no two files call each other" bash "$TOP/tests/lib/layers.sh" \
-	"$BIN"/orchestrator/*.o "$BIN"/orchestrator/runtime/*.o \
+	"$BIN"/orchestrator/*.o "$BIN"/orchestrator/*/*.o \
 	"$BIN"/orchestrator/runtime/*/*.o "$BIN"/netpol/*.o "$BIN"/common/*.o
 check "egress-proxy: no two files call each other" bash "$TOP/tests/lib/layers.sh" \
 	"$BIN"/egress-proxy/*.o "$BIN"/common/*.o
@@ -53,3 +53,41 @@ cc -c "$T/la.c" -o "$T/la.o" && cc -c "$T/lb.c" -o "$T/lb.o"
 cycle_caught() { ! bash "$TOP/tests/lib/layers.sh" "$T/la.o" "$T/lb.o" >"$T/layers.out"; }
 check "layer checker catches two files calling each other" cycle_caught
 check "layer checker names them" grep -q 'CYCLE: .*la.o <-> .*lb.o' "$T/layers.out"
+# Edges the symbols alone do not show (tests/lib/layerck.py, the folders'
+# order in orchestrator/module.mk, exceptions in tests/lib/layers.allow):
+# includes and calls only downwards, private headers in their folder, no
+# thread-locals carrying call state, exported names carrying their file's.
+LK="$TOP/tests/lib/layerck.py"
+check "orchestrator: no include or call of a layer above or a peer folder" \
+	python3 "$LK" includes "$TOP" "$BIN" orchestrator common netpol
+check "private headers (*_int.h) only in their own folder" \
+	python3 "$LK" private "$TOP" "$BIN" orchestrator common netpol egress-proxy agent gateway
+check "no thread-locals beyond the listed ones" \
+	python3 "$LK" threads "$TOP" "$BIN" orchestrator common netpol agent gateway
+check "orchestrator, common: exported names start with their file's name" \
+	python3 "$LK" names "$TOP" "$BIN" orchestrator common netpol
+# The hostile case for each rule: a planted tree of two folders, lo below
+# hi, where the lower file breaks every rule once.
+P="$T/lk"; mkdir -p "$P/orchestrator/lo" "$P/orchestrator/hi" \
+	"$P/b/orchestrator/lo" "$P/b/orchestrator/hi"
+printf '#layer orchestrator/lo\n#layer orchestrator/hi\n' >"$P/orchestrator/module.mk"
+printf 'int hi_f(void);\n' >"$P/orchestrator/hi/hi.h"
+printf 'struct hi_priv { int x; };\n' >"$P/orchestrator/hi/hi_int.h"
+printf '#include "hi.h"\nint hi_f(void) { return 1; }\n' >"$P/orchestrator/hi/hi.c"
+printf '#include "hi/hi.h"\n#include "hi/hi_int.h"\n_Thread_local int lo_tl;\nint other_name(void) { return hi_f() + lo_tl; }\n' \
+	>"$P/orchestrator/lo/lo.c"
+cc -c -I"$P/orchestrator" "$P/orchestrator/hi/hi.c" -o "$P/b/orchestrator/hi/hi.o" &&
+	cc -c -I"$P/orchestrator" "$P/orchestrator/lo/lo.c" -o "$P/b/orchestrator/lo/lo.o"
+planted() { ! LAYERS_ALLOW=/dev/null python3 "$LK" "$1" "$P" "$P/b" orchestrator >"$T/lk-$1.out"; }
+check "layer checker catches an include of a layer above" planted includes
+check "layer checker names the include" \
+	grep -q 'INCLUDE: orchestrator/lo/lo.c includes orchestrator/hi/hi.h' "$T/lk-includes.out"
+check "layer checker names the call of a layer above" \
+	grep -q 'CALL: orchestrator/lo/lo.o calls hi_f' "$T/lk-includes.out"
+check "layer checker catches a private header of another folder" planted private
+check "layer checker names it" \
+	grep -q 'PRIVATE: orchestrator/lo/lo.c includes orchestrator/hi/hi_int.h' "$T/lk-private.out"
+check "layer checker catches a thread-local" planted threads
+check "layer checker names it" grep -q 'THREAD: orchestrator/lo/lo.c:3' "$T/lk-threads.out"
+check "layer checker catches a name without its file's prefix" planted names
+check "layer checker names it" grep -q 'NAME: orchestrator/lo/lo.c exports other_name' "$T/lk-names.out"

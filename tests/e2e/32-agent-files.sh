@@ -40,6 +40,7 @@ check "view missing: 404" test "$(status)" = 404 -a "$(j .error.code)" = not_fou
 head -c 300 /dev/urandom >"$WS/blob.bin"; printf 'x\0y' >>"$WS/blob.bin"
 fapi view '{"path":"blob.bin"}'
 check "view binary: 422 saying binary" test "$(status)" = 422 -a "$(j '.error.message | test("binary")')" = true
+check "view binary: its own code, binary_file" test "$(j .error.code)" = binary_file
 
 # directory listing: two levels, hidden skipped.
 mkdir -p "$WS/d1/d2/d3" "$WS/.hidden"; touch "$WS/d1/f1" "$WS/d1/d2/f2" "$WS/d1/d2/d3/f3" "$WS/.hidden/h" "$WS/d1/.dot"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 69b-k8s-files-exec.sh: REST files and exec (orchestrator/xfer.c) on the
+# 69b-k8s-files-exec.sh: REST files and exec (orchestrator/api/xfer.c) on the
 # kubernetes runtime, against the fake API server whose fake kubelet runs
 # the real agent with the workspace claim's directory: a sandbox pod made
 # for a REST session, binary round trips with sha256 both ways

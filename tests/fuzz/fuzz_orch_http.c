@@ -1,5 +1,5 @@
 /*
- * fuzz_orch_http.c: the orchestrator's HTTP/1.1 server (orchestrator/http.c,
+ * fuzz_orch_http.c: the orchestrator's HTTP/1.1 server (orchestrator/http/http.c,
  * included: its connection state machine is static) on arbitrary client
  * bytes, through a real connection (a socketpair) on a real event loop.
  * The first byte picks how the bytes are sent (in pieces of 1-8 bytes or
@@ -16,7 +16,7 @@
 #include <sys/socket.h>
 #include <fcntl.h>
 
-#include "http.c"
+#include "http/http.c"
 
 int LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 

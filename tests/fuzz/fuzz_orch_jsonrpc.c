@@ -10,8 +10,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "mcp.h"
-#include "tools.h"
+#include "mcp/mcp.h"
+#include "mcp/tools.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 
@@ -39,7 +39,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 	if (out.status == 202 && out.body != NULL)
 		abort();
 	for (i = 0; i < out.npend; i++) {
-		out.pend[i].tc->result = tools_text_result("ok", 0);
+		out.pend[i].tc->result = toolres_text("ok", 0);
 		(void)mcp_complete(&out, i);
 	}
 	if (out.body != NULL) {

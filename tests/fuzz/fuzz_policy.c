@@ -1,5 +1,5 @@
 /*
- * fuzz_policy.c: the credential policy (orchestrator/policy.c) on arbitrary
+ * fuzz_policy.c: the credential policy (orchestrator/lib/policy.c) on arbitrary
  * text, and its invariants: a policy that parses reads back from its own
  * canonical text to the same text, of at most POLICY_MAX_JSON bytes; it is
  * within itself and within none; the input split at its first NUL byte is
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "policy.h"
+#include "lib/policy.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 

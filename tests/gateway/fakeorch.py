@@ -105,7 +105,7 @@ def open_reply(host, oid):
         c.connect(("127.0.0.1", r["port"]))
     except OSError:
         c.close()
-        # the text the orchestrator sends (orchestrator/apps.c apps_open)
+        # the text the orchestrator sends (orchestrator/session/apps.c apps_open)
         return {"op": "open", "id": oid, "ok": False, "status": 502,
                 "error": "Nothing listens on port %d in the sandbox: start the app there "
                          "(listening on 0.0.0.0 or 127.0.0.1), then reload" % r["port"]}, None

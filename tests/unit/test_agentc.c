@@ -9,7 +9,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "agentc.h"
+#include "lib/agentc.h"
 #include "buf.h"
 #include "unit.h"
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jsonu.h"
+#include "lib/jsonu.h"
 #include "unit.h"
 
 TEST(test_utf8_valid)

@@ -8,9 +8,9 @@
 
 #include <cjson/cJSON.h>
 
-#include "mcp.h"
-#include "schema.h"
-#include "tools.h"
+#include "mcp/mcp.h"
+#include "mcp/schema.h"
+#include "mcp/tools.h"
 #include "unit.h"
 
 /* The JSON text of member k of o ("" if absent; static buffer). */
@@ -169,7 +169,7 @@ TEST(test_mcp_batch_0326)
 	CHECK_INT(err_code(cJSON_GetArrayItem(out.body, 3)), -32600);
 	CHECK_INT(err_code(cJSON_GetArrayItem(out.body, 4)), -32600);
 	/* complete the pending call: the placeholder is replaced */
-	out.pend[0].tc->result = tools_text_result("done", 0);
+	out.pend[0].tc->result = toolres_text("done", 0);
 	CHECK_INT(mcp_complete(&out, 0), 1);
 	item = cJSON_GetArrayItem(out.body, 1);
 	CHECK(cJSON_IsString(cJSON_GetObjectItem(item, "id")));
@@ -258,7 +258,7 @@ TEST(test_mcp_cancelled_no_response)
 	mcp_dispatch(&in, &out);
 	CHECK_INT(out.npend, 1);
 	atomic_store(&out.pend[0].tc->cancelled, 1);
-	out.pend[0].tc->result = tools_text_result("interrupted", 1);
+	out.pend[0].tc->result = toolres_text("interrupted", 1);
 	CHECK_INT(mcp_complete(&out, 0), 1);
 	CHECK(out.body == NULL);
 	CHECK_INT(out.status, 202);
@@ -270,7 +270,7 @@ TEST(test_mcp_cancelled_no_response)
 	CHECK_INT(out.npend, 2);
 	atomic_store(&out.pend[0].tc->cancelled, 1);
 	CHECK_INT(mcp_complete(&out, 0), 0);
-	out.pend[1].tc->result = tools_text_result("b done", 0);
+	out.pend[1].tc->result = toolres_text("b done", 0);
 	CHECK_INT(mcp_complete(&out, 1), 1);
 	CHECK_INT(cJSON_GetArraySize(out.body), 2);	/* ping + id 3 */
 	CHECK_STR(member_text(cJSON_GetArrayItem(out.body, 1), "id"), "3");
@@ -357,7 +357,7 @@ TEST(test_mcp_ids_exact_elsewhere)
 	txt = cJSON_PrintUnformatted(out.progress_token);
 	CHECK_STR(txt, "9007199254740995");
 	free(txt);
-	out.pend[0].tc->result = tools_text_result("ok", 0);
+	out.pend[0].tc->result = toolres_text("ok", 0);
 	CHECK_INT(mcp_complete(&out, 0), 1);
 	CHECK_STR(member_text(out.body, "id"), "12345678901234567891");
 	{

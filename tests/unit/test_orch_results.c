@@ -5,7 +5,7 @@
  * which tools_run applies to every call; schema.c validates), the text
  * block stays, and a result that does not match goes out as a tool error.
  */
-#include "tools.c"
+#include "mcp/tools.c"
 
 #include "unit.h"
 
@@ -100,50 +100,50 @@ build(const struct rcase *c, struct tool_call *tc, int structured)
 	tc->structured = structured;
 	snprintf(tc->sid, sizeof(tc->sid), "s1");
 	if (strcmp(c->tool, "shell") == 0)
-		shell_result(tc, j, 5);
+		toolres_shell(tc, j, 5);
 	else if (strcmp(c->tool, "shell_async") == 0)
-		job_started_result(tc, j);
+		toolres_job_started(tc, j);
 	else if (strcmp(c->tool, "shell_poll") == 0)
-		job_output_result(tc, j, "j-1", 0, -1);
+		toolres_job_output(tc, j, "j-1", 0, -1);
 	else if (strcmp(c->tool, "shell_wait") == 0)
-		job_output_result(tc, j, "j-1", 0, 30);
+		toolres_job_output(tc, j, "j-1", 0, 30);
 	else if (strcmp(c->tool, "shell_stop") == 0)
-		job_stop_result(tc, j, "j-1");
+		toolres_job_stop(tc, j, "j-1");
 	else if (strcmp(c->tool, "str_replace_based_edit_tool") == 0)
-		edit_result(tc, c->arg, "notes/a.txt", "one\ntwo\n", 3, j);
+		toolres_edit(tc, c->arg, "notes/a.txt", "one\ntwo\n", 3, j);
 	else if (strcmp(c->tool, "create_sandbox") == 0) {
 		struct buf t;
 
 		buf_init(&t, 4096);
 		ign(buf_addstr(&t, "A new sandbox is ready."));
-		sandbox_result(tc, &t, "sbx-0123", c->arg);
+		toolres_sandbox(tc, &t, "sbx-0123", c->arg);
 		buf_free(&t);
 	} else if (strcmp(c->tool, "sandbox_status") == 0)
-		status_result(tc, cJSON_Duplicate(j, 1));
+		toolres_status(tc, cJSON_Duplicate(j, 1));
 	else if (strcmp(c->tool, "clear_session") == 0)
-		cleared_result(tc, c->arg[0] == '1');
+		toolres_cleared(tc, c->arg[0] == '1');
 	else if (strcmp(c->tool, "expose_port") == 0) {
-		app_result(tc, j, c->arg);
+		toolres_app(tc, j, c->arg);
 		j = NULL;
 	} else if (strcmp(c->tool, "list_apps") == 0) {
-		apps_list_result(tc, j);
+		toolres_apps_list(tc, j);
 		j = NULL;
 	} else if (strcmp(c->tool, "unexpose_port") == 0)
-		unexposed_result(tc, c->arg);
+		toolres_unexposed(tc, c->arg);
 	else if (strcmp(c->tool, "read_file") == 0) {
 		const char *data = strchr(c->arg, ':') + 1;
 		struct tr_file f;
 
-		if (tr_file_from_entry(&f, j) == -1)
+		if (toolres_file_from_entry(&f, j) == -1)
 			memset(&f, 0, sizeof(f));
-		read_file_result(tc, &f, strncmp(c->arg, "text", 4) == 0 ? "text" :
+		toolres_read_file(tc, &f, strncmp(c->arg, "text", 4) == 0 ? "text" :
 		    "base64", data, strlen(data), 0, (long long)strlen(data));
 	} else if (strcmp(c->tool, "write_file") == 0)
-		write_file_result(tc, "/workspace/a", c->arg[0] == '1', j);
+		toolres_write_file(tc, "/workspace/a", c->arg[0] == '1', j);
 	else if (strcmp(c->tool, "list_files") == 0)
-		list_files_result(tc, j);
+		toolres_list_files(tc, j);
 	else if (strcmp(c->tool, "delete_file") == 0)
-		delete_file_result(tc, c->arg, j);
+		toolres_delete_file(tc, c->arg, j);
 	cJSON_Delete(j);
 }
 
@@ -320,24 +320,24 @@ TEST(test_b64)
 
 	buf_init(&b, 64);
 	for (i = 0; i < NELEM(v); i++) {
-		e = tr_b64_encode((const unsigned char *)v[i].raw, v[i].n);
+		e = toolres_b64_encode((const unsigned char *)v[i].raw, v[i].n);
 		CHECK_STR(e, v[i].b64);
 		free(e);
-		CHECK_INT(tr_b64_decode(v[i].b64, &b, err, sizeof(err)), 0);
+		CHECK_INT(toolres_b64_decode(v[i].b64, &b, err, sizeof(err)), 0);
 		CHECK_INT(b.len, v[i].n);
 		CHECK(v[i].n == 0 || memcmp(b.p, v[i].raw, v[i].n) == 0);
 	}
-	CHECK_INT(tr_b64_decode("Zm9v", &b, err, sizeof(err)), 0);
-	CHECK_INT(tr_b64_decode("Zg", &b, err, sizeof(err)), 0);	/* unpadded */
+	CHECK_INT(toolres_b64_decode("Zm9v", &b, err, sizeof(err)), 0);
+	CHECK_INT(toolres_b64_decode("Zg", &b, err, sizeof(err)), 0);	/* unpadded */
 	CHECK_INT(b.len, 1);
 	for (i = 0; i < NELEM(bad); i++) {
-		CHECK_INT(tr_b64_decode(bad[i], &b, err, sizeof(err)), -1);
+		CHECK_INT(toolres_b64_decode(bad[i], &b, err, sizeof(err)), -1);
 		CHECK(err[0] != '\0');
 	}
 	buf_free(&b);
 	/* over the buffer's cap: -1 with no message (the caller's cap) */
 	buf_init(&b, 4);
-	CHECK_INT(tr_b64_decode("Zm9vYmFy", &b, err, sizeof(err)), -1);
+	CHECK_INT(toolres_b64_decode("Zm9vYmFy", &b, err, sizeof(err)), -1);
 	CHECK_STR(err, "");
 	buf_free(&b);
 }
@@ -351,10 +351,10 @@ TEST(test_live_text)
 	int i;
 
 	j = cJSON_Parse("{\"running\":false,\"bytes\":0,\"tail\":\"\"}");
-	CHECK(tr_live_text(j) == NULL);
+	CHECK(toolres_live_text(j) == NULL);
 	cJSON_Delete(j);
 	j = cJSON_Parse("{\"running\":true,\"bytes\":0,\"tail\":\"\"}");
-	m = tr_live_text(j);
+	m = toolres_live_text(j);
 	CHECK(strstr(m, "no output yet") != NULL);
 	free(m);
 	cJSON_Delete(j);
@@ -365,7 +365,7 @@ TEST(test_live_text)
 	cJSON_AddTrueToObject(j, "running");
 	cJSON_AddNumberToObject(j, "bytes", (double)t.len);
 	cJSON_AddStringToObject(j, "tail", t.p);
-	m = tr_live_text(j);
+	m = toolres_live_text(j);
 	CHECK(strncmp(m, "391 output bytes; latest:\n", 26) == 0);
 	CHECK(strstr(m, "line 50\n") != NULL);
 	CHECK(strstr(m, "line 31\n") != NULL);
@@ -380,7 +380,7 @@ TEST(test_live_text)
 	cJSON_AddTrueToObject(j, "running");
 	cJSON_AddNumberToObject(j, "bytes", (double)t.len);
 	cJSON_AddStringToObject(j, "tail", t.p);
-	m = tr_live_text(j);
+	m = toolres_live_text(j);
 	CHECK(strlen(m) < TR_LIVE_BYTES + 128);
 	CHECK(jsonu_utf8_valid(m, strlen(m)));
 	free(m);
@@ -409,7 +409,7 @@ TEST(test_results_guard)
 	memset(&tc, 0, sizeof(tc));
 	tc.name = xstrdup("shell");
 	tc.structured = 1;
-	tr_set_text(&tc, "text only", 0);
+	toolres_set_text(&tc, "text only", 0);
 	output_guard(&tc);
 	CHECK_INT(tc.is_error, 1);
 	cJSON_Delete(tc.result);

@@ -10,9 +10,9 @@
 
 #include <cjson/cJSON.h>
 
-#include "schema.h"
-#include "sessopt.h"
-#include "tools.h"
+#include "mcp/schema.h"
+#include "session/sessopt.h"
+#include "mcp/tools.h"
 #include "unit.h"
 
 #define ROOT(props) "{\"type\":\"object\",\"properties\":{" props "}," \

@@ -12,7 +12,7 @@
 #include <event2/event.h>
 #include <event2/thread.h>
 
-#include "work.h"
+#include "lib/work.h"
 #include "unit.h"
 
 static struct event_base *base;

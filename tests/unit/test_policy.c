@@ -1,5 +1,5 @@
 /*
- * test_policy.c: the credential policy (orchestrator/policy.c): valid and
+ * test_policy.c: the credential policy (orchestrator/lib/policy.c): valid and
  * invalid shapes with the member each error names, the limits (entries,
  * bytes, depth, non-ASCII), canonical output, the glob cover relation,
  * the narrowing truth table, combining with the operator's policy, the
@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "egress.h"
-#include "policy.h"
+#include "lib/egress.h"
+#include "lib/policy.h"
 #include "unit.h"
 #include "xmalloc.h"
 

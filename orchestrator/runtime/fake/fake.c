@@ -30,9 +30,9 @@
 
 #include <cjson/cJSON.h>
 
-#include "agentc.h"
+#include "lib/agentc.h"
 #include "buf.h"
-#include "egress.h"
+#include "lib/egress.h"
 #include "fake.h"
 #include "log.h"
 #include "strnum.h"
@@ -447,7 +447,7 @@ f_get(struct runtime *rt, const char *id, struct rt_info *out, char *err,
 	memset(out, 0, sizeof(*out));
 	if (!id_sandbox_valid(id) || (meta = meta_read(f, id)) == NULL) {
 		snprintf(err, errlen, "not found");
-		return -1;
+		return RT_ENOTFOUND;
 	}
 	info_from(f, id, meta, out);
 	cJSON_Delete(meta);
@@ -795,18 +795,18 @@ f_app_connect(struct runtime *rt, const char *id, int port,
 {
 	struct sockaddr_in sin;
 	struct rt_info ri;
-	int s, st;
+	int s, st, rc;
 
 	out->fd = -1;
 	out->addr[0] = '\0';
 	memset(&ri, 0, sizeof(ri));
-	if (f_get(rt, id, &ri, err, errlen) == -1)
-		return -1;
+	if ((rc = f_get(rt, id, &ri, err, errlen)) != 0)
+		return rc;
 	st = ri.state;
 	rt_info_clear(&ri);
 	if (st != RT_RUNNING) {
 		snprintf(err, errlen, "stopped");
-		return -1;
+		return RT_ESTOPPED;
 	}
 	if ((s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1) {
 		snprintf(err, errlen, "socket: %s", strerror(errno));
@@ -817,10 +817,11 @@ f_app_connect(struct runtime *rt, const char *id, int port,
 	sin.sin_port = htons((uint16_t)port);
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	if (connect(s, (struct sockaddr *)&sin, sizeof(sin)) == -1) {
-		snprintf(err, errlen, errno == ECONNREFUSED ? "not listening" :
+		rc = errno == ECONNREFUSED ? RT_ENOLISTEN : -1;
+		snprintf(err, errlen, rc == RT_ENOLISTEN ? "not listening" :
 		    "connect 127.0.0.1:%d: %s", port, strerror(errno));
 		close(s);
-		return -1;
+		return rc;
 	}
 	out->fd = s;
 	return 0;

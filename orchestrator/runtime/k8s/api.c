@@ -20,7 +20,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
-#include "agentc.h"
+#include "lib/agentc.h"
 #include "buf.h"
 #include "cache.h"
 #include "client.h"

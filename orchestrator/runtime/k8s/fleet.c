@@ -1,7 +1,7 @@
 /*
  * runtime/k8s/fleet.c: the egress-proxy fleet (docs/kubernetes.md, "The
  * proxy fleet"): the proxy pods and their load, the least-loaded choice,
- * assigning a sandbox to a proxy pod (register through orchestrator/egress.h,
+ * assigning a sandbox to a proxy pod (register through orchestrator/lib/egress.h,
  * open its policy to that pod only and record the assignment there, its
  * proxy env), scaling the Deployment and the sweep that moves sandboxes
  * off pods that go, on its own thread. The sandbox's NetworkPolicy is
@@ -32,7 +32,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "egress.h"
+#include "lib/egress.h"
 #include "k8s_int.h"
 #include "log.h"
 #include "util.h"
@@ -57,7 +57,7 @@ struct proxy {
 #define VICTIM_COST		(-1000)	/* below any load */
 #define FLEET_WAKE_MIN_MS	1000	/* woken sweeps: at most one a second */
 
-/* A proxy pod's admin endpoint (orchestrator/egress.h); strings borrowed. */
+/* A proxy pod's admin endpoint (orchestrator/lib/egress.h); strings borrowed. */
 static struct egress_admin
 proxy_admin_at(struct k8s_rt *r, const char *ip)
 {
@@ -656,7 +656,7 @@ out:
 }
 
 /*
- * A warm-pool member (orchestrator/pool.c): never attached, its session
+ * A warm-pool member (orchestrator/session/pool.c): never attached, its session
  * labels say pool and name no session. It holds no proxy replica: it is
  * assigned a proxy at claim (attach_egress adds the session label first).
  */
@@ -718,7 +718,7 @@ least_loaded(struct proxy *p, size_t n, const struct proxy *avoid,
 
 /*
  * The proxy env of sandbox id served by the proxy pod at proxy_ip, as
- * "K=V\n" lines (orchestrator/egress.h): its credential, NO_PROXY, and the
+ * "K=V\n" lines (orchestrator/lib/egress.h): its credential, NO_PROXY, and the
  * CA paths when a CA ConfigMap is mounted. 0, or -1 with err if it does
  * not fit in out.
  */
@@ -806,7 +806,7 @@ out:
 
 /*
  * Assignment, step 2: registers sandbox id (pod IP pod_ip) at proxy pod p,
- * named by labels (orchestrator/egress.h), with its derived credential,
+ * named by labels (orchestrator/lib/egress.h), with its derived credential,
  * good only from its pod IP.
  */
 static int

@@ -6,7 +6,7 @@
  * K8S_LBL_HOME=<hash>, annotated with the user id (K8S_ANN_HOME_USER) and
  * its last use (K8S_ANN_HOME_USED, unix ms). It has no sandbox id label,
  * so the sandbox list, and so reconcile, never sees it: only home_delete
- * and the homes.ttl sweep (orchestrator/homes.c) remove one.
+ * and the homes.ttl sweep (orchestrator/api/homes.c) remove one.
  *
  * A pod that mounts a home carries the same K8S_LBL_HOME label (obj.c):
  * "in use" is "a pod with that label exists", terminating ones included

@@ -27,7 +27,7 @@
  *
  * Rules: what the cluster holds is the truth; nothing here is cached
  * between calls. A sandbox's identity at its proxy is its session labels
- * (orchestrator/egress.h): attach_egress registers with the labels it is
+ * (orchestrator/lib/egress.h): attach_egress registers with the labels it is
  * given and returns the env for the core to push; start re-registers from
  * the labels the policy records. The proxy fleet (fleet.c) and the API helpers
  * (api.c) sit below this file (k8s_int.h); neither calls back up. All
@@ -623,7 +623,7 @@ k8s_get(struct runtime *rt, const char *id, struct rt_info *out, char *err,
 	memset(out, 0, sizeof(*out));
 	if (!id_sandbox_valid(id)) {
 		snprintf(err, errlen, "not found");
-		return -1;
+		return RT_ENOTFOUND;
 	}
 	if (api_pod_get(r, id, &pod, err, errlen) == -1 ||
 	    api_pvc_get(r, id, &pvc, err, errlen) == -1 ||
@@ -631,6 +631,7 @@ k8s_get(struct runtime *rt, const char *id, struct rt_info *out, char *err,
 		goto out;
 	if (pod == NULL && pvc == NULL) {
 		snprintf(err, errlen, "not found");
+		rc = RT_ENOTFOUND;
 		goto out;
 	}
 	info_fill(r, out, id, pod, pvc, np);
@@ -834,7 +835,7 @@ runtime_k8s_push_env(struct runtime *rt, const char *id, const char *env,
 }
 
 /*
- * The identity is the session labels (orchestrator/egress.h): eg's are the
+ * The identity is the session labels (orchestrator/lib/egress.h): eg's are the
  * ones the sandbox registers with now. With eg->record they replace the
  * record (a warm-pool claim: set_labels' job, done in the attach's one
  * write); else those of them the record (rec, from the policy) lacks are
@@ -938,7 +939,7 @@ k8s_app_connect(struct runtime *rt, const char *id, int port,
 	out->addr[0] = '\0';
 	if (!id_sandbox_valid(id)) {
 		snprintf(err, errlen, "not found");
-		return -1;
+		return RT_ENOTFOUND;
 	}
 	if (port < 1 || port > 65535 || port == r->conf->agent_port) {
 		snprintf(err, errlen, port == r->conf->agent_port ? "port %d is the "
@@ -960,6 +961,7 @@ k8s_app_connect(struct runtime *rt, const char *id, int port,
 	if (api_pvc_get(r, id, &pvc, err, errlen) == -1)
 		goto out;
 	snprintf(err, errlen, pvc != NULL ? "stopped" : "not found");
+	rc = pvc != NULL ? RT_ESTOPPED : RT_ENOTFOUND;
 out:
 	cJSON_Delete(pod);
 	cJSON_Delete(pvc);

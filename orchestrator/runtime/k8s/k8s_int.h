@@ -15,7 +15,7 @@
  *     |
  *   cache.c  the watch cache of our pods, claims and proxy pods
  *     |
- *   client.c (REST), obj.c (object builders), orchestrator/agentc.c
+ *   client.c (REST), obj.c (object builders), orchestrator/lib/agentc.c
  *
  * k8s.c calls fleet.c, home.c, start.c and api.c; fleet.c, home.c and
  * start.c call api.c

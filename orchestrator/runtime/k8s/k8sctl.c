@@ -43,7 +43,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "agentc.h"
+#include "lib/agentc.h"
 #include "buf.h"
 #include "cfg.h"
 #include "client.h"
@@ -62,7 +62,7 @@ struct ctlconf {
 /* One agent call: a shell command's own timeout plus a margin. */
 #define AGENT_CALL_MS	120000
 /* Labels (or env pairs) one command line may give: more than a session
- * record holds (orchestrator/sess.c writes six). */
+ * record holds (orchestrator/session/sess.c writes six). */
 #define CTL_MAX_KV	64
 
 static const struct cfg_key keys[] = {
@@ -415,7 +415,7 @@ cmd_get(struct runtime *rt, int argc UNUSED, char **argv, char *err,
 		print_json(rt_info_json(&ri));
 		rt_info_clear(&ri);
 	}
-	return rc;
+	return rc == 0 ? 0 : -1;
 }
 
 static int
@@ -548,7 +548,7 @@ cmd_app_connect(struct runtime *rt, int argc UNUSED, char **argv, char *err,
 	struct rt_app_conn c;
 
 	if (rt->ops->app_connect(rt, argv[0], port_arg(argv[1]), &c, err,
-	    errlen) == -1)
+	    errlen) != 0)
 		return -1;
 	printf("%s\n", c.addr);
 	return 0;

@@ -34,7 +34,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "egress.h"
+#include "lib/egress.h"
 #include "log.h"
 #include "local.h"
 #include "local_int.h"
@@ -669,7 +669,7 @@ rl_get(struct runtime *rt, const char *id, struct rt_info *out, char *err,
 	if (!id_sandbox_valid(id) || rl_sdir_path(rl, id, NULL, sdir,
 	    sizeof(sdir)) == -1 || access(sdir, F_OK) == -1) {
 		snprintf(err, errlen, "not found");
-		return -1;
+		return RT_ENOTFOUND;
 	}
 	rl_fill_info(rl, id, out);
 	return 0;
@@ -839,7 +839,7 @@ rl_app_connect(struct runtime *rt, const char *id, int port,
 	if (!id_sandbox_valid(id) || rl_sdir_path(rl, id, NULL, sdir,
 	    sizeof(sdir)) == -1 || access(sdir, F_OK) == -1) {
 		snprintf(err, errlen, "not found");
-		return -1;
+		return RT_ENOTFOUND;
 	}
 	if (port < 1 || port > 65535) {
 		snprintf(err, errlen, "port %d out of range", port);
@@ -847,14 +847,14 @@ rl_app_connect(struct runtime *rt, const char *id, int port,
 	}
 	if (rl_pid_load(rl, id, &pr) == -1 || !rl_pid_alive(&pr)) {
 		snprintf(err, errlen, "stopped");
-		return -1;
+		return RT_ESTOPPED;
 	}
-	if ((fd = rl_netns_connect((pid_t)pr.child_pid, port, err, errlen)) == -1)
-		return -1;
+	if ((fd = rl_netns_connect((pid_t)pr.child_pid, port, err, errlen)) < 0)
+		return fd;
 	if (!rl_pid_alive(&pr)) {
 		close(fd);
 		snprintf(err, errlen, "stopped");
-		return -1;
+		return RT_ESTOPPED;
 	}
 	out->fd = fd;
 	return 0;

@@ -284,7 +284,7 @@ int	rl_seccomp_fd(char *err, size_t errlen);
  * (bound whatever state its loopback is in): the fd, or -1 with err. */
 int	rl_netns_listener(pid_t pid, int port, char *err, size_t errlen);
 /* A socket connected to 127.0.0.1:port inside pid's network namespace;
- * -1 with err "not listening", "stopped" or why. */
+ * RT_ENOLISTEN, RT_ESTOPPED or -1, each with err. */
 int	rl_netns_connect(pid_t pid, int port, char *err, size_t errlen);
 /* Opens the 127.0.0.1:3128 listener inside child's network namespace and
  * registers it with the egress proxy under r's id and labels (nothing

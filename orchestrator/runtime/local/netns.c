@@ -3,7 +3,7 @@
  * network namespace with only a loopback; its one way out is a listener
  * on 127.0.0.1:3128 inside that namespace, which this file opens (setns on
  * a short-lived thread) and hands to the egress proxy with the sandbox's
- * labels (orchestrator/egress.h builds every admin message), and the
+ * labels (orchestrator/lib/egress.h builds every admin message), and the
  * proxy environment that points the sandbox's tools at it.
  *
  * Rules: with no proxy_admin_socket there is no listener and so no egress
@@ -22,7 +22,7 @@
 #include <arpa/inet.h>
 #include <unistd.h>
 
-#include "egress.h"
+#include "lib/egress.h"
 #include "local_int.h"
 
 #define RL_PROXY_PORT	3128
@@ -174,9 +174,9 @@ rl_netns_listener(pid_t pid, int port, char *err, size_t errlen)
 
 /*
  * A TCP socket connected to 127.0.0.1:port inside pid's network namespace
- * (an exposed app, for the app gateway): the fd, or -1 with err
- * ("not listening" when nothing accepts on the port, "stopped" when the
- * process is gone).
+ * (an exposed app, for the app gateway): the fd, or -1 with err, or
+ * RT_ENOLISTEN when nothing accepts on the port, RT_STOPPED when the
+ * process is gone (with err saying so).
  */
 int
 rl_netns_connect(pid_t pid, int port, char *err, size_t errlen)
@@ -186,11 +186,15 @@ rl_netns_connect(pid_t pid, int port, char *err, size_t errlen)
 
 	if ((fd = in_netns(pid, &a, &gone, err, errlen)) != -1)
 		return fd;
-	if (gone)
+	if (gone) {
 		snprintf(err, errlen, "stopped");
-	else if (a.refused)
+		return RT_ESTOPPED;
+	}
+	if (a.refused) {
 		snprintf(err, errlen, "not listening");
-	else if (a.err[0] != '\0')
+		return RT_ENOLISTEN;
+	}
+	if (a.err[0] != '\0')
 		snprintf(err, errlen, "%s", a.err);
 	return -1;
 }

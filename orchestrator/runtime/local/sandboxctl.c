@@ -39,7 +39,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "agentc.h"
+#include "lib/agentc.h"
 #include "buf.h"
 #include "cfg.h"
 #include "jsonmem.h"
@@ -334,7 +334,7 @@ cmd_get(const struct ctl *x)
 	cJSON *arr = cJSON_CreateArray();
 	char err[1024], *s;
 
-	if (x->rt->ops->get(x->rt, x->argv[1], &ri, err, sizeof(err)) == -1) {
+	if (x->rt->ops->get(x->rt, x->argv[1], &ri, err, sizeof(err)) != 0) {
 		fprintf(stderr, "sandboxctl: %s: %s\n", x->argv[1], err);
 		cJSON_Delete(arr);
 		return 1;
@@ -393,7 +393,7 @@ cmd_labels(const struct ctl *x)
 
 /*
  * attach ID [--org O] [--user U] [--session S]: --org/--user/--session
- * become the labels the identity is read from (orchestrator/egress.h);
+ * become the labels the identity is read from (orchestrator/lib/egress.h);
  * prints the proxy environment.
  */
 static int

@@ -27,7 +27,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "agentc.h"
+#include "lib/agentc.h"
 #include "buf.h"
 #include "caps.h"
 #include "log.h"

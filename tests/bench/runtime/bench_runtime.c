@@ -25,7 +25,7 @@
 
 extern char **environ;
 
-#include "agentc.h"
+#include "lib/agentc.h"
 #include "buf.h"
 #include "cfg.h"
 #include "log.h"

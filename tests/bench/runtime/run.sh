@@ -22,7 +22,7 @@ rt_setup
 gcc -O2 -std=c11 -D_GNU_SOURCE -Icommon -Iorchestrator -I/usr/share/include/llhttp \
 	$(pkg-config --cflags libcjson) tests/bench/runtime/bench_runtime.c \
 	$(for s in orchestrator/runtime/local/*.c; do [ "${s##*/}" = sandboxctl.c ] || echo "$B/${s%.c}.o"; done) \
-	"$B"/orchestrator/runtime/runtime.o "$B"/orchestrator/agentc.o "$B"/orchestrator/egress.o \
+	"$B"/orchestrator/runtime/runtime.o "$B"/orchestrator/lib/agentc.o "$B"/orchestrator/lib/egress.o \
 	"$B"/llhttp/*.o \
 	"$B"/common/*.o $(pkg-config --libs libcjson yaml-0.1 openssl libcurl) -pthread \
 	-o "$T/bench" 2>"$T/cc.log" || { cat "$T/cc.log"; exit 1; }

@@ -1,0 +1,535 @@
+/*
+ * mcp_http.c: MCP over Streamable HTTP (mcp_http.h): the transport rules
+ * (POST only, Accept and Content-Type, the X-Session-Id/X-Org-Id/X-User-Id
+ * headers: X-Session-Id on every POST, initialize included), JSON or SSE replies with progress notifications, cancellation
+ * of calls in flight, and the per-tool counters. The JSON-RPC itself is
+ * mcp.c (pure); each tool call runs on a worker (tools.h) and the reply
+ * goes out when the last call of the POST completes.
+ *
+ * Rules: everything here runs on the event loop thread; a call holds one
+ * http_inflight_add() from the POST until its reply ends; a cancelled call
+ * keeps its slot until its worker returns (the tool_call is refcounted).
+ *
+ * A session has at most limits.session_calls calls in flight (work.h
+ * counts them per session id, with the REST operations): a call beyond
+ * gets a tool error at once. A client that disconnects cancels its calls
+ * in flight as notifications/cancelled does (HTTP_ABORT_GONE), so the
+ * session's next call does not find its shell busy. At the drain deadline
+ * (HTTP_ABORT_DEADLINE) each call still running is answered with a
+ * JSON-RPC error (mcp_abort_body) and forgotten; its worker's late result
+ * is dropped.
+ */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include <cjson/cJSON.h>
+
+#include "http/http.h"
+#include "log.h"
+#include "mcp.h"
+#include "mcp_http.h"
+#include "tools.h"
+#include "util.h"
+#include "lib/work.h"
+#include "xmalloc.h"
+
+/* Tools counted by name in the metrics (there are fewer). */
+#define NTOOLS_STAT	32
+
+struct tool_stat {
+	char			 name[40];
+	unsigned long long	 ok, err;
+	double			 secs;
+};
+
+struct mcp_front {
+	struct sessmgr		*mgr;
+	const struct conf	*conf;
+	struct mcall		*calls;		/* in flight */
+	struct tool_stat	 tools[NTOOLS_STAT];
+	int			 ntools;
+	unsigned long long	 n_cancelled;
+	unsigned long long	 n_refused;	/* over limits.session_calls */
+};
+
+struct mcall {
+	struct mcp_front	*fr;
+	struct http		*ht;
+	struct http_req		*req;		/* NULL once answered (deadline) */
+	struct mcall		*prev, *next;	/* fr->calls: in flight */
+	int			 aborted;	/* answered at the drain deadline */
+	struct mcp_out		 out;
+	size_t			 remaining;
+	int			 sse;		/* reply is an SSE stream */
+	struct event		*ptimer;	/* progress notifications */
+	int			 progress;
+	long long		 t0;
+};
+
+struct mjob {
+	struct mcall	*mc;
+	size_t		 i;
+	long long	 t0;
+	int		 refused;	/* over the session's cap: not run */
+};
+
+struct cjob {
+	struct mcp_front	*fr;
+	struct tool_call	*tc;
+};
+
+/* MCP transport error: HTTP status + JSON-RPC error without id. */
+static void
+send_rpc_err(struct http *ht, struct http_req *req, int code,
+    int rpc, const char *msg)
+{
+	cJSON *o = mcp_error(NULL, rpc, msg);
+
+	http_send_json(ht, req, code, o);
+	cJSON_Delete(o);
+}
+
+cJSON *
+mcp_http_error(int status, const char *code UNUSED, const char *msg)
+{
+	char m[512];
+
+	snprintf(m, sizeof(m), "%s%s", status == 401 ? "Unauthorized: " :
+	    status == 403 ? "Forbidden: " : "", msg);
+	return mcp_error(NULL, -32000, m);
+}
+
+static void
+tool_stat(struct mcp_front *fr, const char *name, int is_err, double secs)
+{
+	int i;
+
+	for (i = 0; i < fr->ntools; i++)
+		if (strcmp(fr->tools[i].name, name) == 0)
+			break;
+	if (i == fr->ntools) {
+		if (fr->ntools == NTOOLS_STAT)
+			return;
+		snprintf(fr->tools[i].name, sizeof(fr->tools[i].name), "%s", name);
+		fr->ntools++;
+	}
+	if (is_err)
+		fr->tools[i].err++;
+	else
+		fr->tools[i].ok++;
+	fr->tools[i].secs += secs;
+}
+
+static void
+sse_send(struct http_req *req, cJSON *msg)
+{
+	char *txt = cJSON_PrintUnformatted(msg), *ev;
+	size_t n = strlen(txt) + 32;
+
+	ev = xmalloc(n);
+	snprintf(ev, n, "event: message\ndata: %s\n\n", txt);
+	http_stream_chunk(req, ev, strlen(ev));
+	free(ev);
+	free(txt);
+}
+
+static void
+progress_cb(evutil_socket_t fd UNUSED, short ev UNUSED, void *arg)
+{
+	struct mcall *mc = arg;
+	cJSON *n, *p;
+	char msg[96], *live;
+
+	mc->progress++;
+	n = cJSON_CreateObject();
+	cJSON_AddStringToObject(n, "jsonrpc", "2.0");
+	cJSON_AddStringToObject(n, "method", "notifications/progress");
+	p = cJSON_AddObjectToObject(n, "params");
+	cJSON_AddItemToObject(p, "progressToken",
+	    cJSON_Duplicate(mc->out.progress_token, 1));
+	cJSON_AddNumberToObject(p, "progress", mc->progress);
+	snprintf(msg, sizeof(msg), "%s still running (%llds)", mc->out.tool,
+	    (util_mono_us() - mc->t0) / 1000000);
+	/* a shell call's latest output lines, when it has them */
+	live = mc->out.npend == 1 ? toollive_progress_text(mc->out.pend[0].tc,
+	    msg) : NULL;
+	cJSON_AddStringToObject(p, "message", live != NULL ? live : msg);
+	free(live);
+	sse_send(mc->req, n);
+	cJSON_Delete(n);
+}
+
+/* Off the list of calls in flight, the progress timer stopped. */
+static void
+mcall_unlink(struct mcall *mc)
+{
+	struct mcp_front *fr = mc->fr;
+
+	if (mc->prev != NULL)
+		mc->prev->next = mc->next;
+	else
+		fr->calls = mc->next;
+	if (mc->next != NULL)
+		mc->next->prev = mc->prev;
+	mc->prev = mc->next = NULL;
+	if (mc->ptimer != NULL)
+		event_free(mc->ptimer);
+	mc->ptimer = NULL;
+}
+
+static void
+mcall_finish(struct mcall *mc)
+{
+	struct http *ht = mc->ht;
+
+	if (mc->aborted) {	/* answered at the drain deadline */
+		mcp_out_free(&mc->out);
+		free(mc);
+		return;
+	}
+	mcall_unlink(mc);
+	/* No body: every request in it was cancelled and gets no response. */
+	if (mc->sse) {
+		if (mc->out.body != NULL)
+			sse_send(mc->req, mc->out.body);
+		http_stream_end(ht, mc->req);
+	} else if (mc->out.body == NULL)
+		http_send_body(ht, mc->req, 202, NULL, NULL, 0);
+	else
+		http_send_json(ht, mc->req, mc->out.status, mc->out.body);
+	mcp_out_free(&mc->out);
+	free(mc);
+	http_inflight_add(ht, -1);
+}
+
+static void
+cjob_run(void *arg)
+{
+	struct cjob *c = arg;
+
+	tools_cancel(c->fr->mgr, c->tc);
+}
+
+static void
+cjob_done(void *arg)
+{
+	struct cjob *c = arg;
+
+	tools_call_free(c->tc);	/* our reference */
+	free(c);
+}
+
+/* Cancels tc (running on a worker) as notifications/cancelled does. */
+static void
+cancel_tc(struct mcp_front *fr, struct tool_call *tc, const char *by)
+{
+	struct cjob *c;
+
+	atomic_store(&tc->cancelled, 1);
+	fr->n_cancelled++;
+	log_info("session=%s tool=%s cancelled %s", tc->sid, tc->name, by);
+	atomic_fetch_add(&tc->refs, 1);
+	c = xcalloc(1, sizeof(*c));
+	c->fr = fr;
+	c->tc = tc;
+	work_submit(cjob_run, cjob_done, c);
+}
+
+/*
+ * notifications/cancelled: the in-flight tools/call with that request id
+ * from the same client session (X-Session-Id; every caller holds the one
+ * key) stops, and gets no response. Unknown or finished ids are ignored.
+ */
+static void
+cancel_calls(struct mcp_front *fr, const char *sid, cJSON *ids)
+{
+	struct mcall *mc;
+	struct tool_call *tc;
+	cJSON *id;
+	size_t i;
+
+	if (sid == NULL)
+		return;
+	cJSON_ArrayForEach(id, ids)
+		for (mc = fr->calls; mc != NULL; mc = mc->next)
+			for (i = 0; i < mc->out.npend; i++) {
+				tc = mc->out.pend[i].tc;
+				if (tc == NULL || strcmp(tc->sid, sid) != 0 ||
+				    !cJSON_Compare(mc->out.pend[i].id, id, 1) ||
+				    atomic_load(&tc->cancelled))
+					continue;
+				cancel_tc(fr, tc, "by the client");
+			}
+}
+
+/*
+ * The POST's client went (HTTP_ABORT_GONE): its calls are cancelled, and
+ * the reply, when they return, goes nowhere. The drain deadline
+ * (HTTP_ABORT_DEADLINE): a JSON-RPC error for each call still running,
+ * now; the workers' results are dropped.
+ */
+static void
+mcall_abort(struct http_req *req, enum http_abort why, void *arg)
+{
+	struct mcall *mc = arg;
+	struct tool_call *tc;
+	cJSON *body;
+	size_t i;
+
+	if (why == HTTP_ABORT_GONE) {
+		if (mc->ptimer != NULL)
+			event_del(mc->ptimer);
+		for (i = 0; i < mc->out.npend; i++) {
+			tc = mc->out.pend[i].tc;
+			if (tc != NULL && !atomic_load(&tc->cancelled) &&
+			    !atomic_load(&tc->finished))
+				cancel_tc(mc->fr, tc, "(the client disconnected)");
+		}
+		return;
+	}
+	body = mcp_abort_body(&mc->out, -32000, "the orchestrator shut down "
+	    "(drain deadline) before this call finished; it may still be running "
+	    "in the sandbox: check its effects before retrying");
+	mcall_unlink(mc);
+	mc->aborted = 1;
+	mc->req = NULL;
+	if (mc->sse) {
+		if (body != NULL)
+			sse_send(req, body);
+		http_stream_end(mc->ht, req);
+	} else if (body == NULL)
+		http_send_body(mc->ht, req, 202, NULL, NULL, 0);
+	else
+		http_send_json(mc->ht, req, 200, body);
+	cJSON_Delete(body);
+	http_inflight_add(mc->ht, -1);
+}
+
+static void
+mjob_run(void *arg)
+{
+	struct mjob *j = arg;
+
+	tools_run(j->mc->fr->mgr, j->mc->fr->conf, j->mc->out.pend[j->i].tc);
+}
+
+static void
+mjob_done(void *arg)
+{
+	struct mjob *j = arg;
+	struct mcall *mc = j->mc;
+	struct tool_call *tc = mc->out.pend[j->i].tc;
+	double secs = (double)(util_mono_us() - j->t0) / 1e6;
+	char msg[256];
+
+	if (j->refused) {
+		snprintf(msg, sizeof(msg), "too many calls in flight for session "
+		    "%s: at most %lld at once (limits.session_calls); wait for one "
+		    "to finish, then retry", tc->sid, mc->fr->conf->session_calls);
+		tc->result = toolres_text(msg, 1);
+		tc->is_error = 1;
+		atomic_store(&tc->finished, 1);
+		mc->fr->n_refused++;
+	}
+
+	tool_stat(mc->fr, tc->name, tc->is_error, secs);
+	log_info("session=%s tool=%s ms=%.1f error=%d%s", tc->sid, tc->name,
+	    secs * 1000.0, tc->is_error,
+	    atomic_load(&tc->cancelled) ? " cancelled=1" : "");
+	if (mcp_complete(&mc->out, j->i))
+		mcall_finish(mc);
+	free(j);
+}
+
+static int
+hdr_id(struct http_req *req, const char *name, const char **out)
+{
+	const char *v = http_hdr(req, name);
+
+	*out = NULL;
+	if (v == NULL || *v == '\0')
+		return 0;
+	if (!id_session_valid(v))
+		return -1;
+	*out = v;
+	return 0;
+}
+
+void
+mcp_http_handle(struct http *ht, struct http_req *req,
+    const char *path UNUSED, void *arg)
+{
+	struct mcp_front *fr = arg;
+	const char *acc = http_hdr(req, "Accept"), *bad = NULL;
+	struct mcp_in mi;
+	struct mcall *mc;
+	size_t i, len;
+	int json_ok, sse_ok;
+
+	switch (http_req_method(req)) {
+	case HTTP_M_POST:
+		break;
+	case HTTP_M_GET:
+		/* No server-initiated stream: 405 per the transport spec. */
+		http_add_header(req, "Allow", "POST");
+		send_rpc_err(ht, req, 405, -32000, "Method Not Allowed: this server "
+		    "offers no SSE stream on GET; send requests with POST");
+		return;
+	case HTTP_M_DELETE:
+		http_add_header(req, "Allow", "POST");
+		send_rpc_err(ht, req, 405, -32000, "Method Not Allowed: this server "
+		    "issues no Mcp-Session-Id, so there is no session to delete");
+		return;
+	default:
+		http_add_header(req, "Allow", "POST");
+		send_rpc_err(ht, req, 405, -32000, "Method Not Allowed: use POST");
+		return;
+	}
+	json_ok = acc == NULL || http_accepts(acc, "application/json");
+	sse_ok = acc != NULL && http_accepts(acc, "text/event-stream");
+	if (!json_ok && !sse_ok) {
+		send_rpc_err(ht, req, 406, -32000, "Not Acceptable: the client must "
+		    "accept application/json and/or text/event-stream");
+		return;
+	}
+	if (!http_ctype_json(http_hdr(req, "Content-Type"))) {
+		send_rpc_err(ht, req, 415, -32000, "Unsupported Media Type: "
+		    "Content-Type must be application/json");
+		return;
+	}
+	memset(&mi, 0, sizeof(mi));
+	if (hdr_id(req, "X-Session-Id", &mi.sid) == -1)
+		bad = "X-Session-Id";
+	else if (hdr_id(req, "X-Org-Id", &mi.org) == -1)
+		bad = "X-Org-Id";
+	else if (hdr_id(req, "X-User-Id", &mi.user) == -1)
+		bad = "X-User-Id";
+	if (bad != NULL) {
+		char msg[200];
+		snprintf(msg, sizeof(msg), "Bad Request: invalid %s header (use 1-%d "
+		    "characters from A-Z a-z 0-9 - _ . : @ + =)", bad, ID_SESSION_MAX);
+		send_rpc_err(ht, req, 400, -32600, msg);
+		return;
+	}
+	if (mi.sid == NULL) {
+		char msg[300];
+		snprintf(msg, sizeof(msg), "Bad Request: the X-Session-Id header is "
+		    "missing; every request to this server (initialize and tools/list "
+		    "too) must carry it: 1-%d characters from A-Z a-z 0-9 - _ . : @ + "
+		    "=, naming this session's sandbox", ID_SESSION_MAX);
+		send_rpc_err(ht, req, 400, -32600, msg);
+		return;
+	}
+	mi.proto = http_hdr(req, "MCP-Protocol-Version");
+	mi.body = http_req_body(req, &len);
+	mi.len = len;
+
+	mc = xcalloc(1, sizeof(*mc));
+	mc->fr = fr;
+	mc->ht = ht;
+	mc->req = req;
+	mc->t0 = util_mono_us();
+	mcp_dispatch(&mi, &mc->out);
+	if (mc->out.cancels != NULL)
+		cancel_calls(fr, mi.sid, mc->out.cancels);
+	if (mc->out.npend == 0) {
+		if (mc->out.status == 202)
+			http_send_body(ht, req, 202, NULL, NULL, 0);
+		else
+			http_send_json(ht, req, mc->out.status, mc->out.body);
+		mcp_out_free(&mc->out);
+		free(mc);
+		return;
+	}
+	if (http_draining(ht)) {
+		send_rpc_err(ht, req, 503, -32000, "Service Unavailable: the "
+		    "orchestrator is shutting down; retry in a moment");
+		mcp_out_free(&mc->out);
+		free(mc);
+		return;
+	}
+	http_inflight_add(ht, 1);
+	mc->remaining = mc->out.npend;
+	mc->next = fr->calls;
+	if (fr->calls != NULL)
+		fr->calls->prev = mc;
+	fr->calls = mc;
+	/* SSE when the client can only take SSE, or asked for progress. */
+	if (!mc->out.batch && sse_ok && (!json_ok || mc->out.want_progress)) {
+		struct timeval tv;
+
+		mc->sse = 1;
+		http_add_header(req, "Content-Type", "text/event-stream");
+		http_add_header(req, "Cache-Control", "no-cache, no-transform");
+		http_add_header(req, "X-Accel-Buffering", "no");
+		http_stream_start(ht, req, 200);
+		if (mc->out.want_progress) {
+			if (mc->out.npend == 1 && mc->out.pend[0].tc != NULL)
+				mc->out.pend[0].tc->progress = 1;
+			mc->ptimer = event_new(http_base(ht), -1, EV_PERSIST, progress_cb, mc);
+			tv.tv_sec = fr->conf->progress_interval_ms / 1000;
+			tv.tv_usec = (fr->conf->progress_interval_ms % 1000) * 1000;
+			event_add(mc->ptimer, &tv);
+		}
+	}
+	http_req_on_abort(req, mcall_abort, mc);
+	for (i = 0; i < mc->out.npend; i++) {
+		struct mjob *j = xcalloc(1, sizeof(*j));
+		j->mc = mc;
+		j->i = i;
+		j->t0 = util_mono_us();
+		if (work_submit_key(mc->out.pend[i].tc->sid,
+		    (int)fr->conf->session_calls, mjob_run, mjob_done, j) == -1) {
+			j->refused = 1;	/* answered from the loop, not run */
+			work_loop_call(mjob_done, j);
+		}
+	}
+}
+
+struct mcp_front *
+mcp_http_new(struct sessmgr *mgr, const struct conf *conf)
+{
+	struct mcp_front *fr = xcalloc(1, sizeof(*fr));
+
+	fr->mgr = mgr;
+	fr->conf = conf;
+	return fr;
+}
+
+void
+mcp_http_free(struct mcp_front *fr)
+{
+	free(fr);
+}
+
+int
+mcp_http_metrics(const struct mcp_front *fr, struct buf *b)
+{
+	int i, r = 0;
+
+	r |= buf_addf(b, "# HELP orch_tool_calls_total MCP tool calls by tool and outcome.\n"
+	    "# TYPE orch_tool_calls_total counter\n");
+	for (i = 0; i < fr->ntools; i++)
+		r |= buf_addf(b, "orch_tool_calls_total{tool=\"%s\",outcome=\"ok\"} %llu\n"
+		    "orch_tool_calls_total{tool=\"%s\",outcome=\"error\"} %llu\n",
+		    fr->tools[i].name, fr->tools[i].ok, fr->tools[i].name,
+		    fr->tools[i].err);
+	r |= buf_addf(b, "# HELP orch_tool_calls_cancelled_total Tool calls "
+	    "cancelled by the client (notifications/cancelled).\n"
+	    "# TYPE orch_tool_calls_cancelled_total counter\n"
+	    "orch_tool_calls_cancelled_total %llu\n"
+	    "# HELP orch_tool_calls_refused_total Tool calls refused at the "
+	    "per-session cap (limits.session_calls).\n"
+	    "# TYPE orch_tool_calls_refused_total counter\n"
+	    "orch_tool_calls_refused_total %llu\n", fr->n_cancelled, fr->n_refused);
+	r |= buf_addf(b, "# HELP orch_tool_call_seconds_sum Time spent in tool calls.\n"
+	    "# TYPE orch_tool_call_seconds_sum counter\n");
+	for (i = 0; i < fr->ntools; i++)
+		r |= buf_addf(b, "orch_tool_call_seconds_sum{tool=\"%s\"} %.6f\n",
+		    fr->tools[i].name, fr->tools[i].secs);
+	return r ? -1 : 0;
+}
