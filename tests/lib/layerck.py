@@ -63,11 +63,18 @@ def sources():
                     yield os.path.relpath(os.path.join(d, f), root)
 
 
+def live(o):
+    # An object whose source is gone (a file moved or removed since the
+    # last build) would speak for code that no longer exists.
+    rel = os.path.relpath(o, build)
+    return os.path.exists(os.path.join(root, rel[:-2] + '.c'))
+
+
 def objects():
     for part in parts:
         for d, _, fs in os.walk(os.path.join(build, part)):
             for f in sorted(fs):
-                if f.endswith('.o'):
+                if f.endswith('.o') and live(os.path.join(d, f)):
                     yield os.path.join(d, f)
 
 
@@ -129,7 +136,8 @@ if rule in ('includes', 'private'):
             if d not in parts:
                 objs += [os.path.join(dd, f) for dd, _, fs in
                          os.walk(os.path.join(build, d)) for f in fs
-                         if f.endswith('.o')]
+                         if f.endswith('.o') and
+                         live(os.path.join(dd, f))]
         folder = {o: os.path.dirname(os.path.relpath(o, build)) for o in objs}
         defs = {}
         for o in objs:
