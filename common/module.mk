@@ -4,6 +4,9 @@ COMMON_OBJS := $(COMMON_SRCS:%.c=$(B)/%.o)
 # The subset with no library dependency, safe to link into the static agent.
 COMMON_MIN_OBJS := $(B)/common/b64.o $(B)/common/log.o $(B)/common/xmalloc.o $(B)/common/buf.o $(B)/common/strnum.o $(B)/common/util.o $(B)/common/ids.o $(B)/common/h1.o
 ALL_OBJS += $(COMMON_OBJS)
+# The head store on llhttp (h1head.c): linked with $(LLHTTP_OBJS) by the proxy and the gateway.
+H1HEAD_OBJS := $(B)/common/h1head.o
+ALL_OBJS += $(H1HEAD_OBJS)
 
 UNIT_TESTS += $(B)/tests/unit/test_common $(B)/tests/unit/test_cfg $(B)/tests/unit/test_h1 $(B)/tests/unit/test_addrcount
 $(B)/tests/unit/test_h1: $(B)/tests/unit/test_h1.o $(COMMON_MIN_OBJS)

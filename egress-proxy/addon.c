@@ -1114,7 +1114,7 @@ hook_uninject(struct hook *h)
 	if (h->kind != HOOK_REQUEST || lr == NULL || lr->r == NULL || !lr->r->injected)
 		return;
 	for (i = 0; i < lr->ninj; i++)
-		(void)hreq_remove(lr->r, lr->inj[i]);
+		(void)h1head_del(&lr->r->hd, lr->inj[i]);
 	lr->r->injected = 0;
 	lr->r->rule[0] = '\0';
 }
@@ -1360,9 +1360,9 @@ response_call(lua_State *L)
 	lua_createtable(L, 0, 5);
 	lua_pushinteger(L, a->status);
 	lua_setfield(L, -2, "status");
-	lua_pushstring(L, hreq_method(req));
+	lua_pushstring(L, h1head_method(&req->hd));
 	lua_setfield(L, -2, "method");
-	lua_pushlstring(L, req->data.p + req->path_o, req->path_l);
+	lua_pushlstring(L, req->hd.data.p + req->path_o, req->path_l);
 	lua_setfield(L, -2, "path");
 	lua_pushboolean(L, req->injected);
 	lua_setfield(L, -2, "injected");

@@ -289,7 +289,7 @@ req_header(lua_State *L)
 {
 	struct lreq *lr = check_req(L);
 	size_t n;
-	const char *v = hreq_get(lr->r, luaL_checkstring(L, 2), &n);
+	const char *v = h1head_get(&lr->r->hd, luaL_checkstring(L, 2), &n);
 
 	if (v == NULL)
 		lua_pushnil(L);
@@ -313,7 +313,7 @@ req_remove_header(lua_State *L)
 {
 	struct lreq *lr = check_req(L);
 
-	lua_pushinteger(L, hreq_remove(lr->r, luaL_checkstring(L, 2)));
+	lua_pushinteger(L, h1head_del(&lr->r->hd, luaL_checkstring(L, 2)));
 	return 1;
 }
 
@@ -374,14 +374,14 @@ req_is(lua_State *L, const struct lreq *lr, const char *m, const char *suffix)
 	size_t n, sl = strlen(suffix);
 	int is;
 
-	if (strcmp(hreq_method(r), m) != 0)
+	if (strcmp(h1head_method(&r->hd), m) != 0)
 		return 0;
 	if (r->canon) {
 		n = r->cpath_l;
-		return n >= sl && strncasecmp(r->data.p + r->path_o + n - sl, suffix, sl) == 0;
+		return n >= sl && strncasecmp(r->hd.data.p + r->path_o + n - sl, suffix, sl) == 0;
 	}
 	buf_init(&b, REQCANON_MAX * 3 + 8);
-	if (reqcanon_target(r->data.p + r->path_o, r->path_l, &b, &n, err, sizeof(err)) == -1) {
+	if (reqcanon_target(r->hd.data.p + r->path_o, r->path_l, &b, &n, err, sizeof(err)) == -1) {
 		buf_free(&b);
 		return luaL_error(L, "request target has no canonical form: %s", err);
 	}
@@ -456,9 +456,9 @@ req_push_rules(lua_State *L)
 static int
 graphql_arm(lua_State *L, struct lreq *lr, struct gql_rules *r, enum bgate_forge forge)
 {
-	const char *p = lr->r->data.p + lr->r->path_o, *q;
+	const char *p = lr->r->hd.data.p + lr->r->path_o, *q;
 
-	if (strcmp(hreq_method(lr->r), "POST") != 0 || !gql_rules_restrict(r)) {
+	if (strcmp(h1head_method(&lr->r->hd), "POST") != 0 || !gql_rules_restrict(r)) {
 		gql_rules_free(r);
 		lua_pushboolean(L, 0);
 		return 1;
@@ -485,7 +485,7 @@ req_canonicalize(lua_State *L)
 		lua_pushstring(L, err);
 		return 2;
 	}
-	lua_pushlstring(L, lr->r->data.p + lr->r->path_o, lr->r->cpath_l);
+	lua_pushlstring(L, lr->r->hd.data.p + lr->r->path_o, lr->r->cpath_l);
 	return 1;
 }
 
@@ -568,7 +568,7 @@ static int
 req_refuse_quick_actions(lua_State *L)
 {
 	struct lreq *lr = check_req(L);
-	const char *m = hreq_method(lr->r), *p = lr->r->data.p + lr->r->path_o, *q, *ct;
+	const char *m = h1head_method(&lr->r->hd), *p = lr->r->hd.data.p + lr->r->path_o, *q, *ct;
 	size_t ctl = 0, qn = 0;
 
 	if (strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0) {
@@ -579,7 +579,7 @@ req_refuse_quick_actions(lua_State *L)
 		q++;
 		qn = (size_t)(p + lr->r->path_l - q);
 	}
-	ct = hreq_get(lr->r, "content-type", &ctl);
+	ct = h1head_get(&lr->r->hd, "content-type", &ctl);
 	bgate_free(lr->r->gate);
 	lr->r->gate = bgate_text_new(qaction_body_kind(ct, ctl), q != NULL ? q : "", qn);
 	lua_pushboolean(L, 1);
@@ -593,9 +593,9 @@ req_index(lua_State *L)
 	const char *k = luaL_checkstring(L, 2);
 
 	if (strcmp(k, "method") == 0)
-		lua_pushstring(L, hreq_method(lr->r));
+		lua_pushstring(L, h1head_method(&lr->r->hd));
 	else if (strcmp(k, "path") == 0)
-		lua_pushlstring(L, lr->r->data.p + lr->r->path_o, lr->r->path_l);
+		lua_pushlstring(L, lr->r->hd.data.p + lr->r->path_o, lr->r->path_l);
 	else if (strcmp(k, "host") == 0)
 		lua_pushstring(L, lr->t->host);
 	else if (strcmp(k, "port") == 0)
@@ -604,7 +604,7 @@ req_index(lua_State *L)
 		lua_pushboolean(L, lr->r->injected);
 	else if (strcmp(k, "canon_path") == 0) {
 		if (lr->r->canon)
-			lua_pushlstring(L, lr->r->data.p + lr->r->path_o, lr->r->cpath_l);
+			lua_pushlstring(L, lr->r->hd.data.p + lr->r->path_o, lr->r->cpath_l);
 		else
 			lua_pushnil(L);
 	} else {

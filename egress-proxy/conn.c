@@ -151,7 +151,7 @@ conn_answer(struct conn *c, int status, const char *code, const char *reason,
 		addon_cancel(c->hook);
 		c->hook = NULL;
 	}
-	if (c->req != NULL && c->req->gate != NULL && !c->req->body_done &&
+	if (c->req != NULL && c->req->gate != NULL && !c->req->hd.msg_done &&
 	    (c->st == CS_GATE || c->st == CS_HOOK)) {
 		gate_drain(c);
 		return;
@@ -196,23 +196,23 @@ gate_drain(struct conn *c)
 	if (c->st != CS_DRAIN) {
 		c->st = CS_DRAIN;
 		c->deadline = util_mono_coarse_ms() + GATE_DRAIN_MS;
-		c->req->on_body = drain_sink;
+		c->req->hd.on_body = drain_sink;
 		bufferevent_setcb(c->cl, drain_read, conn_closing_write, conn_closing_event, c);
 		bufferevent_setwatermark(c->cl, EV_WRITE, 0, 0);
 		evrelay_bev_enable(c->cl, EV_READ | EV_WRITE);
 	}
 	in = bufferevent_get_input(c->cl);
-	while (!c->req->body_done && evbuffer_get_length(in) > 0) {
+	while (!c->req->hd.msg_done && evbuffer_get_length(in) > 0) {
 		struct evbuffer_iovec v;
 		if (evbuffer_peek(in, -1, NULL, &v, 1) < 1)
 			break;
-		if ((n = hreq_body(c->req, v.iov_base, v.iov_len)) < 0) {
-			c->req->body_done = 1;
+		if ((n = h1head_body(&c->req->hd, v.iov_base, v.iov_len)) < 0) {
+			c->req->hd.msg_done = 1;
 			break;
 		}
 		evbuffer_drain(in, (size_t)n);
 	}
-	if (c->req->body_done || c->cl_eof) {
+	if (c->req->hd.msg_done || c->cl_eof) {
 		c->st = CS_CLOSING;
 		bufferevent_disable(c->cl, EV_READ);
 		bufferevent_setcb(c->cl, NULL, conn_closing_write, conn_closing_event, c);
@@ -543,7 +543,7 @@ identify(struct conn *c, struct hreq *r)
 
 	if (c->fixed_sb)
 		return 0;
-	pa = hreq_get(r, "proxy-authorization", &pal);
+	pa = h1head_get(&r->hd, "proxy-authorization", &pal);
 	if (c->sb != NULL) {
 		if (pa == NULL)
 			return 0;

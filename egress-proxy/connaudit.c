@@ -31,12 +31,12 @@ req_audit(struct conn *c, int status, const char *code, const char *detail)
 	a.host = c->tgt->hostport;
 	a.conn = c->id;
 	a.type = c->mode == MODE_INTERCEPT ? "intercept" : "http";
-	a.method = hreq_method(r);
-	a.path = r->data.p + r->path_o;
+	a.method = h1head_method(&r->hd);
+	a.path = r->hd.data.p + r->path_o;
 	a.path_len = r->path_l;
 	if (r->canon && (r->raw_l != r->path_l ||
-	    memcmp(r->data.p + r->raw_o, a.path, r->raw_l) != 0)) {
-		a.client_path = r->data.p + r->raw_o;
+	    memcmp(r->hd.data.p + r->raw_o, a.path, r->raw_l) != 0)) {
+		a.client_path = r->hd.data.p + r->raw_o;
 		a.client_path_len = r->raw_l;
 	}
 	a.status = status;

@@ -1,6 +1,7 @@
 /*
- * httpreq.c: strict request head parsing, target check, header editing and
- * re-framing (see httpreq.h).
+ * httpreq.c: the proxy's side of a request head: its target checked and made
+ * canonical, CONNECT and upgrades, credentials set and proved sent, the
+ * head rebuilt for the upstream (httpreq.h); the head itself is common/h1head.c.
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -14,128 +15,13 @@
 #include "reqcanon.h"
 #include "xmalloc.h"
 
-#define HREQ(p) ((struct hreq *)((char *)(p) - offsetof(struct hreq, p)))
-
-static int
-add_data(struct hreq *r, const char *at, size_t len, uint32_t *off)
-{
-	if (off != NULL)
-		*off = (uint32_t)r->data.len;
-	return buf_add(&r->data, at, len);
-}
-
-static int
-cb_url(llhttp_t *p, const char *at, size_t len)
-{
-	struct hreq *r = HREQ(p);
-
-	if (r->url_l == 0 && add_data(r, at, len, &r->url_o) == 0) {
-		r->url_l = (uint32_t)len;
-		return 0;
-	}
-	if (r->url_l != 0 && add_data(r, at, len, NULL) == 0) {
-		r->url_l += (uint32_t)len;
-		return 0;
-	}
-	return HPE_USER;
-}
-
-static int
-cb_field(llhttp_t *p, const char *at, size_t len)
-{
-	struct hreq *r = HREQ(p);
-	struct hhdr *h;
-
-	if (r->nh == 0 || r->in_value) {
-		if (r->nh >= r->maxh) {
-			r->too_many = 1;
-			return HPE_USER;
-		}
-		if (r->nh == r->caph) {
-			r->caph = r->caph ? r->caph * 2 : 16;
-			if (r->caph > r->maxh + 8)
-				r->caph = r->maxh + 8;
-			r->h = xreallocarray(r->h, r->caph, sizeof(*r->h));
-		}
-		h = &r->h[r->nh++];
-		memset(h, 0, sizeof(*h));
-		r->in_value = 0;
-		if (add_data(r, at, len, &h->no) == -1)
-			return HPE_USER;
-		h->vo = (uint32_t)r->data.len;
-		h->nl = (uint32_t)len;
-		return 0;
-	}
-	h = &r->h[r->nh - 1];
-	if (add_data(r, at, len, NULL) == -1)
-		return HPE_USER;
-	h->nl += (uint32_t)len;
-	h->vo = (uint32_t)r->data.len;
-	return 0;
-}
-
-static int
-cb_value(llhttp_t *p, const char *at, size_t len)
-{
-	struct hreq *r = HREQ(p);
-	struct hhdr *h;
-
-	if (r->nh == 0)
-		return HPE_USER;
-	h = &r->h[r->nh - 1];
-	if (!r->in_value) {
-		r->in_value = 1;
-		h->vo = (uint32_t)r->data.len;
-		h->vl = 0;
-	}
-	if (add_data(r, at, len, NULL) == -1)
-		return HPE_USER;
-	h->vl += (uint32_t)len;
-	return 0;
-}
-
-static int
-cb_headers_complete(llhttp_t *p)
-{
-	(void)p;
-	return HPE_PAUSED;
-}
-
-static int
-cb_body(llhttp_t *p, const char *at, size_t len)
-{
-	struct hreq *r = HREQ(p);
-
-	if (r->on_body != NULL && r->on_body(r->arg, at, len) == -1)
-		return HPE_USER;
-	return 0;
-}
-
-static int
-cb_message_complete(llhttp_t *p)
-{
-	struct hreq *r = HREQ(p);
-
-	r->body_done = 1;
-	return HPE_PAUSED;
-}
-
-static const llhttp_settings_t req_settings = {
-	.on_url = cb_url,
-	.on_header_field = cb_field,
-	.on_header_value = cb_value,
-	.on_headers_complete = cb_headers_complete,
-	.on_body = cb_body,
-	.on_message_complete = cb_message_complete,
-};
-
 void
 hreq_init(struct hreq *r, size_t maxbytes, size_t maxheaders)
 {
 	memset(r, 0, sizeof(*r));
-	buf_init(&r->data, maxbytes * 2 + 16384);
+	h1head_init(&r->hd, maxbytes * 2 + 16384);
+	r->hd.maxh = maxheaders;
 	r->maxbytes = maxbytes;
-	r->maxh = maxheaders;
 }
 
 void
@@ -143,116 +29,47 @@ hreq_free(struct hreq *r)
 {
 	bgate_free(r->gate);
 	r->gate = NULL;
-	buf_free(&r->data);
-	free(r->h);
-	r->h = NULL;
-	r->nh = r->caph = 0;
-}
-
-static int
-name_eq(const struct hreq *r, const struct hhdr *h, const char *name, size_t nl)
-{
-	return h->nl == nl && strncasecmp(r->data.p + h->no, name, nl) == 0;
-}
-
-static int
-count_hdr(const struct hreq *r, const char *name, size_t *idx)
-{
-	size_t i, nl = strlen(name);
-	int n = 0;
-
-	for (i = 0; i < r->nh; i++)
-		if (!r->h[i].del && name_eq(r, &r->h[i], name, nl)) {
-			if (n++ == 0 && idx != NULL)
-				*idx = i;
-		}
-	return n;
+	h1head_free(&r->hd);
 }
 
 int
 hreq_parse(struct hreq *r, const char *head, size_t len, char *err, size_t errlen)
 {
-	llhttp_errno_t e;
-	size_t i = 0;
-	int nte, st;
-	int (*ob)(void *, const char *, size_t) = r->on_body;
-	void *arg = r->arg;
+	struct h1head *hd = &r->hd;
+	int st;
 
-	buf_reset(&r->data);
 	bgate_free(r->gate);
 	r->gate = NULL;
-	r->nh = 0;
-	r->url_o = r->url_l = r->path_o = r->path_l = 0;
+	r->path_o = r->path_l = 0;
 	r->canon = 0;
 	r->cpath_l = r->raw_o = r->raw_l = 0;
-	r->in_value = r->too_many = 0;
-	r->chunked = r->has_cl = r->keepalive = 0;
-	r->content_length = 0;
-	r->body_done = 0;
 	r->injected = 0;
 	r->rule[0] = '\0';
 	r->inj_name[0] = '\0';
 	r->sent_cred = 0;
-	r->on_body = ob;
-	r->arg = arg;
-	llhttp_init(&r->p, HTTP_REQUEST, &req_settings);
 	if (len > r->maxbytes) {
 		snprintf(err, errlen, "request head larger than %zu bytes", r->maxbytes);
 		return 431;
 	}
-	e = llhttp_execute(&r->p, head, len);
-	if (e != HPE_PAUSED || llhttp_get_error_pos(&r->p) != head + len) {
-		if (r->too_many) {
-			snprintf(err, errlen, "more than %zu header lines", r->maxh);
-			return 431;
-		}
-		if (e == HPE_PAUSED)
-			snprintf(err, errlen, "bad request framing");
-		else
-			snprintf(err, errlen, "bad request: %s", llhttp_errno_name(e));
-		return 400;
-	}
-	if ((st = h1_version(r->p.http_major, r->p.http_minor, err, errlen)) != 0)
+	if ((st = h1head_parse(hd, HTTP_REQUEST, head, len, hd->maxh, err, errlen)) != 0)
 		return st;
-	r->method = (uint8_t)llhttp_get_method(&r->p);
-	if (r->method == HTTP_CONNECT && !r->allow_connect) {
+	if (hd->method == HTTP_CONNECT && !r->allow_connect) {
 		snprintf(err, errlen, "CONNECT not allowed here");
 		return 400;
 	}
-	if (r->url_l == 0) {
+	if (hd->url_l == 0) {
 		snprintf(err, errlen, "empty request target");
 		return 400;
 	}
-	for (i = 0; i < r->nh; i++) {
-		struct hhdr *h = &r->h[i];
-		while (h->vl > 0 && (r->data.p[h->vo + h->vl - 1] == ' ' ||
-		    r->data.p[h->vo + h->vl - 1] == '\t'))
-			h->vl--;
-		if (!h1_token_ok(r->data.p + h->no, h->nl) ||
-		    !h1_value_ok(r->data.p + h->vo, h->vl)) {
-			snprintf(err, errlen, "bad header line");
-			return 400;
-		}
-	}
-	if (!h1_value_ok(r->data.p + r->url_o, r->url_l)) {
+	if (!h1_value_ok(hd->data.p + hd->url_o, hd->url_l)) {
 		snprintf(err, errlen, "bad request target");
 		return 400;
 	}
-	if (count_hdr(r, "upgrade", NULL) > 0 ||
-	    (r->method != HTTP_CONNECT && llhttp_get_upgrade(&r->p))) {
+	if (h1head_count(hd, "upgrade", NULL) > 0 ||
+	    (hd->method != HTTP_CONNECT && hd->upgrade)) {
 		snprintf(err, errlen, "protocol upgrades are not supported");
 		return 501;
 	}
-	nte = count_hdr(r, "transfer-encoding", &i);
-	if ((st = h1_framing(count_hdr(r, "content-length", NULL), nte,
-	    nte > 0 ? r->data.p + r->h[i].vo : NULL, nte > 0 ? r->h[i].vl : 0, err, errlen)) != 0)
-		return st;
-	r->chunked = (r->p.flags & F_CHUNKED) != 0;
-	r->has_cl = (r->p.flags & F_CONTENT_LENGTH) != 0;
-	r->content_length = r->has_cl ? r->p.content_length : 0;
-	r->keepalive = (uint8_t)llhttp_should_keep_alive(&r->p);
-	if (!r->chunked && r->content_length == 0)
-		r->body_done = 1;
 	return 0;
 }
 
@@ -292,8 +109,8 @@ hreq_check_target(struct hreq *r, const struct target *tunnel, struct target *ur
     char *err, size_t errlen)
 {
 	int tls = tunnel != NULL;
-	const char *u = r->data.p + r->url_o, *auth, *end, *scheme;
-	size_t ul = r->url_l, sl, i, hidx = 0;
+	const char *u = r->hd.data.p + r->hd.url_o, *auth, *end, *scheme;
+	size_t ul = r->hd.url_l, sl, i, hidx = 0;
 	uint16_t defport = tls ? 443 : 80;
 	const struct target *want;
 	struct target ut, ht;
@@ -307,14 +124,14 @@ hreq_check_target(struct hreq *r, const struct target *tunnel, struct target *ur
 			snprintf(err, errlen, "a proxy request needs an absolute http:// URL");
 			return 400;
 		}
-		r->path_o = r->url_o;
-		r->path_l = r->url_l;
+		r->path_o = r->hd.url_o;
+		r->path_l = r->hd.url_l;
 	} else if (ul == 1 && u[0] == '*') {
-		if (r->method != HTTP_OPTIONS || !tls) {
+		if (r->hd.method != HTTP_OPTIONS || !tls) {
 			snprintf(err, errlen, "bad request target");
 			return 400;
 		}
-		r->path_o = r->url_o;
+		r->path_o = r->hd.url_o;
 		r->path_l = 1;
 	} else {
 		if (ul < sl || strncasecmp(u, scheme, sl) != 0) {
@@ -347,17 +164,17 @@ hreq_check_target(struct hreq *r, const struct target *tunnel, struct target *ur
 			*url = ut;
 		if (end == u + ul || *end != '/') {
 			/* "http://h" or "http://h?q": path becomes "/" + rest */
-			size_t rest = (size_t)(u + ul - end), off = (size_t)(end - r->data.p);
+			size_t rest = (size_t)(u + ul - end), off = (size_t)(end - r->hd.data.p);
 			if (rest > 0 && *end == '#')
 				rest = 0;
 			char *tmp = xmalloc(rest + 2);
 			int brc;
 
-			/* Copy first: appending may move r->data. */
+			/* Copy first: appending may move r->hd.data. */
 			tmp[0] = '/';
-			memcpy(tmp + 1, r->data.p + off, rest);
-			r->path_o = (uint32_t)r->data.len;
-			brc = buf_add(&r->data, tmp, rest + 1);
+			memcpy(tmp + 1, r->hd.data.p + off, rest);
+			r->path_o = (uint32_t)r->hd.data.len;
+			brc = buf_add(&r->hd.data, tmp, rest + 1);
 			free(tmp);
 			if (brc == -1) {
 				snprintf(err, errlen, "request target too long");
@@ -365,30 +182,30 @@ hreq_check_target(struct hreq *r, const struct target *tunnel, struct target *ur
 			}
 			r->path_l = (uint32_t)(rest + 1);
 		} else {
-			r->path_o = (uint32_t)(end - r->data.p);
+			r->path_o = (uint32_t)(end - r->hd.data.p);
 			r->path_l = (uint32_t)(u + ul - end);
 		}
 	}
 	/* No fragments upstream; '#' is not valid in a request target. */
 	for (i = 0; i < r->path_l; i++)
-		if (r->data.p[r->path_o + i] == '#') {
+		if (r->hd.data.p[r->path_o + i] == '#') {
 			snprintf(err, errlen, "fragment in request target");
 			return 400;
 		}
-	nhost = count_hdr(r, "host", &hidx);
+	nhost = h1head_count(&r->hd, "host", &hidx);
 	if (nhost > 1) {
 		snprintf(err, errlen, "more than one Host header");
 		return 400;
 	}
 	if (nhost == 0) {
-		if (llhttp_get_http_major(&r->p) == 1 && llhttp_get_http_minor(&r->p) >= 1 &&
-		    r->data.p[r->url_o] == '/') {
+		if (r->hd.major == 1 && r->hd.minor >= 1 &&
+		    r->hd.data.p[r->hd.url_o] == '/') {
 			snprintf(err, errlen, "missing Host header");
 			return 400;
 		}
 		return 0;
 	}
-	if (canon_default(r->data.p + r->h[hidx].vo, r->h[hidx].vl, defport, &ht,
+	if (canon_default(r->hd.data.p + r->hd.h[hidx].vo, r->hd.h[hidx].vl, defport, &ht,
 	    why, sizeof(why)) == -1) {
 		snprintf(err, errlen, "bad Host header: %s", why);
 		return 400;
@@ -411,10 +228,10 @@ hreq_canonicalize(struct hreq *r, char *err, size_t errlen)
 	if (r->canon)
 		return 0;
 	buf_init(&b, REQCANON_MAX * 3 + 8);
-	if (reqcanon_target(r->data.p + r->path_o, r->path_l, &b, &pl, err, errlen) == -1)
+	if (reqcanon_target(r->hd.data.p + r->path_o, r->path_l, &b, &pl, err, errlen) == -1)
 		goto out;
-	off = r->data.len;
-	if (buf_add(&r->data, b.p, b.len) == -1) {
+	off = r->hd.data.len;
+	if (buf_add(&r->hd.data, b.p, b.len) == -1) {
 		snprintf(err, errlen, "canonical request target too long");
 		goto out;
 	}
@@ -430,58 +247,20 @@ out:
 	return rc;
 }
 
-const char *
-hreq_get(struct hreq *r, const char *name, size_t *len)
-{
-	size_t i;
-
-	if (count_hdr(r, name, &i) == 0)
-		return NULL;
-	if (len != NULL)
-		*len = r->h[i].vl;
-	return r->data.p + r->h[i].vo;
-}
-
-int
-hreq_remove(struct hreq *r, const char *name)
-{
-	size_t i, nl = strlen(name);
-	int n = 0;
-
-	for (i = 0; i < r->nh; i++)
-		if (!r->h[i].del && name_eq(r, &r->h[i], name, nl)) {
-			r->h[i].del = 1;
-			n++;
-		}
-	return n;
-}
-
 int
 hreq_set(struct hreq *r, const char *name, const char *value)
 {
-	size_t nl = strlen(name), vl = strlen(value), old = r->data.len;
-	struct hhdr h;
+	size_t nl = strlen(name), vl = strlen(value);
 
 	if (!h1_token_ok(name, nl) || !h1_value_ok(value, vl) || nl > 256 || vl > 16384)
 		return -1;
 	if (strcasecmp(name, "host") == 0 || strcasecmp(name, "content-length") == 0 ||
 	    strcasecmp(name, "transfer-encoding") == 0)
 		return -1;	/* framing and target are the proxy's */
-	memset(&h, 0, sizeof(h));
-	if (add_data(r, name, nl, &h.no) == -1 || add_data(r, value, vl, &h.vo) == -1) {
-		r->data.len = old;
-		return -1;
-	}
-	h.nl = (uint32_t)nl;
-	h.vl = (uint32_t)vl;
-	h.set = 1;
-	if (r->nh == r->caph) {
-		r->caph = r->caph ? r->caph * 2 : 16;
-		r->h = xreallocarray(r->h, r->caph, sizeof(*r->h));
-	}
-	hreq_remove(r, name);
-	r->h[r->nh++] = h;
-	return 0;
+	if (r->hd.data.len + nl + vl > r->hd.data.max)
+		return -1;	/* the old ones stay */
+	h1head_del(&r->hd, name);
+	return h1head_add(&r->hd, name, value, vl);
 }
 
 int
@@ -527,132 +306,75 @@ is_auth_name(const char *n, size_t nl)
 int
 hreq_cred_ok(const struct hreq *r)
 {
-	size_t i, nl = strlen(r->inj_name);
-
-	if (!r->injected || nl == 0)
-		return 0;
-	for (i = 0; i < r->nh; i++)
-		if (!r->h[i].del && r->h[i].set && name_eq(r, &r->h[i], r->inj_name, nl))
-			return cred_value_ok(r->data.p + r->h[i].vo, r->h[i].vl,
-			    is_auth_name(r->inj_name, nl));
-	return 0;
-}
-
-/* Whether a Connection header of the client's names header h. */
-static int
-conn_names(const struct hreq *r, const struct hhdr *h)
-{
-	size_t j;
-
-	for (j = 0; j < r->nh; j++)
-		if (!r->h[j].del && !r->h[j].set && name_eq(r, &r->h[j], "connection", 10) &&
-		    h1_list_has(r->data.p + r->h[j].vo, r->h[j].vl, r->data.p + h->no, h->nl))
-			return 1;
-	return 0;
-}
-
-void
-hreq_strip_hop(struct hreq *r)
-{
-	static const char *const keep[] = { "host", "content-length", "transfer-encoding" };
-	size_t i, k;
-	uint8_t *drop;
-
-	/* Decided first, removed after: a Connection header names others. */
-	drop = xcalloc(r->nh + 1, 1);
-	for (i = 0; i < r->nh; i++) {
-		struct hhdr *h = &r->h[i];
-
-		if (h->del || h->set)
-			continue;
-		for (k = 0; k < NELEM(keep); k++)
-			if (name_eq(r, h, keep[k], strlen(keep[k])))
-				break;
-		if (k < NELEM(keep))
-			continue;
-		/* every Connection header's tokens, not only the first's */
-		drop[i] = (uint8_t)(h1_hop_name(r->data.p + h->no, h->nl) || conn_names(r, h));
-	}
-	for (i = 0; i < r->nh; i++)
-		if (drop[i])
-			r->h[i].del = 1;
-	free(drop);
-}
-
-/* Hop-by-hop, or framing the proxy writes itself, for hreq_build. */
-static int
-is_hop(const struct hreq *r, const struct hhdr *h, const char *conn, size_t connl)
-{
-	static const char *const own[] = { "host", "transfer-encoding", "content-length" };
+	const struct h1head *hd = &r->hd;
 	size_t i;
 
-	if (h1_hop_name(r->data.p + h->no, h->nl))
+	if (!r->injected || r->inj_name[0] == '\0')
+		return 0;
+	for (i = 0; i < hd->nh; i++)
+		if (!hd->h[i].del && hd->h[i].set && h1head_is(hd, i, r->inj_name))
+			return cred_value_ok(hd->data.p + hd->h[i].vo, hd->h[i].vl,
+			    is_auth_name(r->inj_name, strlen(r->inj_name)));
+	return 0;
+}
+
+/*
+ * What hreq_build leaves out: hop-by-hop fields, the client's fields its
+ * Connection names, and the framing and Host the proxy writes itself. It
+ * also notes whether the injected credential goes out.
+ */
+struct hreq_out {
+	struct hreq	*r;
+	const char	*conn;
+	size_t		 connl;
+};
+
+static int
+hreq_skip(const struct h1head *hd, const struct h1field *h, void *arg)
+{
+	static const char *const own[] = { "host", "transfer-encoding", "content-length" };
+	struct hreq_out *o = arg;
+	struct hreq *r = o->r;
+	const char *nm = hd->data.p + h->no;
+	size_t i;
+
+	if (h1_hop_name(nm, h->nl))
 		return 1;
 	for (i = 0; i < NELEM(own); i++)
-		if (name_eq(r, h, own[i], strlen(own[i])))
+		if (h->nl == strlen(own[i]) && strncasecmp(nm, own[i], h->nl) == 0)
 			return 1;
-	/* The client's headers named in Connection are hop-by-hop too. */
-	return conn != NULL && !h->set && h1_list_has(conn, connl, r->data.p + h->no, h->nl);
+	if (o->conn != NULL && !h->set && h1_list_has(o->conn, o->connl, nm, h->nl))
+		return 1;
+	if (r->injected && h->set && h->nl == strlen(r->inj_name) &&
+	    strncasecmp(nm, r->inj_name, h->nl) == 0 &&
+	    cred_value_ok(hd->data.p + h->vo, h->vl, is_auth_name(r->inj_name, h->nl)))
+		r->sent_cred = 1;
+	return 0;
 }
 
 int
 hreq_build(struct hreq *r, const struct target *t, struct buf *out)
 {
-	const char *m = hreq_method(r), *conn;
-	size_t i, connl = 0;
+	struct hreq_out o = { r, NULL, 0 };
 	int rc = 0;
 
-	conn = hreq_get(r, "connection", &connl);
+	o.conn = h1head_get(&r->hd, "connection", &o.connl);
 	r->sent_cred = 0;
-	rc |= buf_addstr(out, m);
+	rc |= buf_addstr(out, h1head_method(&r->hd));
 	rc |= buf_add(out, " ", 1);
-	rc |= buf_add(out, r->data.p + r->path_o, r->path_l);
+	rc |= buf_add(out, r->hd.data.p + r->path_o, r->path_l);
 	rc |= buf_addstr(out, " HTTP/1.1\r\nHost: ");
 	rc |= buf_addstr(out, t->hosthdr);
 	rc |= buf_add(out, "\r\n", 2);
-	for (i = 0; i < r->nh && rc == 0; i++) {
-		struct hhdr *h = &r->h[i];
-		if (h->del || is_hop(r, h, conn, connl))
-			continue;
-		if (r->injected && h->set && h->nl == strlen(r->inj_name) &&
-		    strncasecmp(r->data.p + h->no, r->inj_name, h->nl) == 0 &&
-		    cred_value_ok(r->data.p + h->vo, h->vl, is_auth_name(r->inj_name, h->nl)))
-			r->sent_cred = 1;
-		rc |= buf_add(out, r->data.p + h->no, h->nl);
-		rc |= buf_add(out, ": ", 2);
-		rc |= buf_add(out, r->data.p + h->vo, h->vl);
-		rc |= buf_add(out, "\r\n", 2);
-	}
-	if (r->chunked)
+	if (rc == 0)
+		rc |= h1head_write_fields(&r->hd, hreq_skip, &o, out);
+	if (r->hd.chunked)
 		rc |= buf_addstr(out, "Transfer-Encoding: chunked\r\n");
-	else if (r->has_cl)
+	else if (r->hd.has_cl)
 		rc |= buf_addf(out, "Content-Length: %llu\r\n",
-		    (unsigned long long)r->content_length);
+		    (unsigned long long)r->hd.content_length);
 	rc |= buf_add(out, "\r\n", 2);
 	if (rc != 0)
 		r->sent_cred = 0;
 	return rc == 0 ? 0 : -1;
-}
-
-long
-hreq_body(struct hreq *r, const char *p, size_t n)
-{
-	llhttp_errno_t e;
-
-	if (r->body_done)
-		return 0;
-	if (llhttp_get_errno(&r->p) == HPE_PAUSED)
-		llhttp_resume(&r->p);
-	e = llhttp_execute(&r->p, p, n);
-	if (e == HPE_OK)
-		return (long)n;
-	if (e == HPE_PAUSED && r->body_done)
-		return (long)(llhttp_get_error_pos(&r->p) - p);
-	return -1;
-}
-
-const char *
-hreq_method(const struct hreq *r)
-{
-	return llhttp_method_name((llhttp_method_t)r->method);
 }

@@ -10,27 +10,27 @@ PROXY_LIBS := $(PKG_LIBS) $(shell pkg-config --libs libidn2 2>/dev/null)
 ALL_OBJS += $(PROXY_OBJS)
 
 BINS += $(B)/egress-proxy/egress-proxy
-$(B)/egress-proxy/egress-proxy: $(PROXY_OBJS) $(COMMON_OBJS) $(LLHTTP_OBJS)
+$(B)/egress-proxy/egress-proxy: $(PROXY_OBJS) $(COMMON_OBJS) $(H1HEAD_OBJS) $(LLHTTP_OBJS)
 	$(CC) $(LDFLAGS) $^ $(PROXY_LIBS) -o $@
 
 PROXY_UNITS := canon headers certcache lua netcheck hop lograte glob reqcanon qaction
 UNIT_TESTS += $(PROXY_UNITS:%=$(B)/tests/unit/test_proxy_%)
 ALL_OBJS += $(PROXY_UNITS:%=$(B)/tests/unit/test_proxy_%.o)
-$(B)/tests/unit/test_proxy_%: $(B)/tests/unit/test_proxy_%.o $(PROXY_LIB_OBJS) $(COMMON_OBJS) $(LLHTTP_OBJS)
+$(B)/tests/unit/test_proxy_%: $(B)/tests/unit/test_proxy_%.o $(PROXY_LIB_OBJS) $(COMMON_OBJS) $(H1HEAD_OBJS) $(LLHTTP_OBJS)
 	$(CC) $(LDFLAGS) $^ $(PROXY_LIBS) -o $@
 
 # Fuzzing: libFuzzer build (make fuzz) and a gcc replay build for tests/run.
 BINS += $(B)/tests/fuzz/replay_proxy_request
 ALL_OBJS += $(B)/tests/fuzz/fuzz_proxy_request.o
-$(B)/tests/fuzz/replay_proxy_request: $(B)/tests/fuzz/fuzz_proxy_request.o $(B)/tests/fuzz/replay_main.o $(PROXY_LIB_OBJS) $(COMMON_OBJS) $(LLHTTP_OBJS)
+$(B)/tests/fuzz/replay_proxy_request: $(B)/tests/fuzz/fuzz_proxy_request.o $(B)/tests/fuzz/replay_main.o $(PROXY_LIB_OBJS) $(COMMON_OBJS) $(H1HEAD_OBJS) $(LLHTTP_OBJS)
 	$(CC) $(LDFLAGS) $^ $(PROXY_LIBS) -o $@
 ifeq ($(FUZZ),1)
 FUZZ_TARGETS += $(B)/tests/fuzz/fuzz_proxy_request
-$(B)/tests/fuzz/fuzz_proxy_request: $(B)/tests/fuzz/fuzz_proxy_request.o $(PROXY_LIB_OBJS) $(COMMON_OBJS) $(LLHTTP_OBJS)
+$(B)/tests/fuzz/fuzz_proxy_request: $(B)/tests/fuzz/fuzz_proxy_request.o $(PROXY_LIB_OBJS) $(COMMON_OBJS) $(H1HEAD_OBJS) $(LLHTTP_OBJS)
 	$(CC) $(LDFLAGS) -fsanitize=fuzzer,address,undefined $^ $(PROXY_LIBS) -o $@
 endif
 ifeq ($(FUZZ),1)
-$(PROXY_LIB_OBJS) $(COMMON_OBJS) $(B)/tests/fuzz/fuzz_proxy_request.o: CFLAGS += -fsanitize=fuzzer-no-link,address,undefined
+$(PROXY_LIB_OBJS) $(COMMON_OBJS) $(H1HEAD_OBJS) $(B)/tests/fuzz/fuzz_proxy_request.o: CFLAGS += -fsanitize=fuzzer-no-link,address,undefined
 endif
 
 # The pattern matcher against the real string library (differential).

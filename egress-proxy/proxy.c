@@ -244,16 +244,16 @@ cl_read_head(struct bufferevent *bev, void *arg)
 	if (read_head(c, bev, 1) <= 0)
 		return;
 	r = c->req;
-	if (r->method == HTTP_CONNECT)
+	if (r->hd.method == HTTP_CONNECT)
 		c->aud_connect = 1;
 	else
 		c->aud_req = 1;
 	if (identify(c, r) == -1)
 		return;
-	if (r->method == HTTP_CONNECT) {
+	if (r->hd.method == HTTP_CONNECT) {
 		struct target t;
 
-		if (canon_authority(r->data.p + r->url_o, r->url_l, &t, err,
+		if (canon_authority(r->hd.data.p + r->hd.url_o, r->hd.url_l, &t, err,
 		    sizeof(err)) == -1) {
 			atomic_fetch_add(&the_proxy.st.ref_badrequest, 1);
 			conn_respond(c, 400, "bad_target", err);
@@ -290,7 +290,7 @@ cl_read_head(struct bufferevent *bev, void *arg)
 			c->up = NULL;
 		}
 		tgt_set(c, &t);
-		hreq_strip_hop(r);
+		h1head_strip_hop(&r->hd);
 	}
 	c->mode = MODE_PLAIN;
 	decide(c, 1);
@@ -435,20 +435,20 @@ gate_pump(struct conn *c)
 	size_t n;
 	long used;
 
-	while (vd == BG_MORE && !c->req->body_done && evbuffer_get_length(in) > 0) {
+	while (vd == BG_MORE && !c->req->hd.msg_done && evbuffer_get_length(in) > 0) {
 		if (evbuffer_peek(in, -1, NULL, &v, 1) < 1)
 			break;
 		n = v.iov_len < BGATE_FEED ? v.iov_len : BGATE_FEED;
-		if ((used = hreq_body(c->req, v.iov_base, n)) < 0) {
+		if ((used = h1head_body(&c->req->hd, v.iov_base, n)) < 0) {
 			atomic_fetch_add(&the_proxy.st.ref_badrequest, 1);
-			c->req->body_done = 1;	/* nothing more can be read from it */
+			c->req->hd.msg_done = 1;	/* nothing more can be read from it */
 			conn_respond(c, 400, "bad_body", "bad request body framing");
 			return;
 		}
 		evbuffer_drain(in, (size_t)used);
-		vd = bgate_check(g, c->req->body_done);
+		vd = bgate_check(g, c->req->hd.msg_done);
 	}
-	if (vd == BG_MORE && c->req->body_done)
+	if (vd == BG_MORE && c->req->hd.msg_done)
 		vd = bgate_check(g, 1);
 	if (vd == BG_MORE) {
 		if (c->cl_eof)
@@ -477,22 +477,22 @@ gate_start(struct conn *c)
 
 	c->st = CS_GATE;
 	c->deadline = util_mono_coarse_ms() + the_proxy.conf->header_ms;
-	if ((v = hreq_get(r, "content-encoding", &n)) != NULL &&
+	if ((v = h1head_get(&r->hd, "content-encoding", &n)) != NULL &&
 	    !(n == 8 && strncasecmp(v, "identity", 8) == 0)) {
 		atomic_fetch_add(&the_proxy.st.ref_gate, 1);
 		conn_respond(c, 415, bgate_kind(r->gate), "the policy check needs an uncompressed "
 		    "request body: Content-Encoding refused");
 		return;
 	}
-	if ((v = hreq_get(r, "expect", &n)) != NULL) {
+	if ((v = h1head_get(&r->hd, "expect", &n)) != NULL) {
 		/* The body is read before the upstream sees the head: answer 100 here. */
 		if (n == 12 && strncasecmp(v, "100-continue", 12) == 0)
 			evbuffer_add(bufferevent_get_output(c->cl), "HTTP/1.1 100 Continue\r\n\r\n",
 			    25);
-		hreq_remove(r, "expect");
+		h1head_del(&r->hd, "expect");
 	}
-	r->on_body = gate_sink;
-	r->arg = c;
+	r->hd.on_body = gate_sink;
+	r->hd.arg = c;
 	evrelay_bev_enable(c->cl, EV_READ);
 	gate_pump(c);
 }
@@ -934,7 +934,7 @@ body_sink(void *arg, const char *p, size_t n)
 
 	c->req_up += n;
 	c->tot_up += n;
-	if (c->req->chunked) {
+	if (c->req->hd.chunked) {
 		hl = snprintf(hdr, sizeof(hdr), "%zx\r\n", n);
 		evbuffer_add(out, hdr, (size_t)hl);
 		evbuffer_add(out, p, n);
@@ -1022,20 +1022,20 @@ req_send(struct conn *c)
 	c->resp_status = 0;
 	c->resp_head_bytes = 0;
 	c->req_up = c->req_down = 0;
-	c->head_req = r->method == HTTP_HEAD;
-	c->req_done = r->body_done;
+	c->head_req = r->hd.method == HTTP_HEAD;
+	c->req_done = r->hd.msg_done;
 	c->st = c->req_done ? CS_WAIT : CS_BODY;
 	c->deadline = 0;
 	c->last_active = util_mono_coarse_ms();
-	r->on_body = body_sink;
-	r->arg = c;
+	r->hd.on_body = body_sink;
+	r->hd.arg = c;
 	if (r->gate != NULL) {
 		/* What the gate read goes first; the rest streams from the client. */
 		size_t hn;
 		const char *hp = bgate_held(r->gate, &hn);
 		if (hn > 0)
 			body_sink(c, hp, hn);
-		if (r->body_done && r->chunked)
+		if (r->hd.msg_done && r->hd.chunked)
 			evbuffer_add(bufferevent_get_output(c->up), "0\r\n\r\n", 5);
 		bgate_release(r->gate);
 	}
@@ -1066,15 +1066,15 @@ body_pump(struct conn *c)
 		}
 		if (evbuffer_peek(in, -1, NULL, &v, 1) < 1)
 			break;
-		n = hreq_body(c->req, v.iov_base, v.iov_len);
+		n = h1head_body(&c->req->hd, v.iov_base, v.iov_len);
 		if (n < 0) {
 			atomic_fetch_add(&the_proxy.st.ref_badrequest, 1);
 			conn_respond(c, 400, "bad_body", "bad request body framing");
 			return;
 		}
 		evbuffer_drain(in, (size_t)n);
-		if (c->req->body_done) {
-			if (c->req->chunked)
+		if (c->req->hd.msg_done) {
+			if (c->req->hd.chunked)
 				evbuffer_add(out, "0\r\n\r\n", 5);
 			c->req_done = 1;
 			c->st = CS_WAIT;
@@ -1113,7 +1113,7 @@ resp_finish(struct conn *c)
 		/* Upstream answered before the body was sent: stop here. */
 		c->close_after = 1;
 	}
-	if (c->close_after || !c->req->keepalive || c->cl_eof) {
+	if (c->close_after || !c->req->hd.keepalive || c->cl_eof) {
 		c->st = CS_CLOSING;
 		c->deadline = util_mono_coarse_ms() + 5000;
 		/*
@@ -1182,14 +1182,14 @@ intercept_request(struct conn *c)
 	 * sets or injects afterwards is never removed as one (a client's
 	 * "Connection: close, Authorization" strips nothing injected).
 	 */
-	hreq_strip_hop(c->req);
+	h1head_strip_hop(&c->req->hd);
 	/* Exactly one credential upstream: the client's own never passes. */
-	hreq_remove(c->req, "authorization");
-	hreq_remove(c->req, "proxy-authorization");
+	h1head_del(&c->req->hd, "authorization");
+	h1head_del(&c->req->hd, "proxy-authorization");
 	if (c->vm != NULL && c->addon >= 0) {
 		strip = addon_vm_strip(c->vm, c->addon, &n);
 		for (i = 0; i < n; i++)
-			hreq_remove(c->req, strip[i]);
+			h1head_del(&c->req->hd, strip[i]);
 	}
 	c->st = CS_HOOK;
 	c->deadline = util_mono_coarse_ms() + the_proxy.conf->hook_ms;
@@ -1403,8 +1403,8 @@ up_event(struct bufferevent *bev, short what, void *arg)
 	if (c->resp_active && !c->resp_done) {
 		if (c->up_nreq > 1 && c->resp_status == 0 && c->resp_head_bytes == 0 &&
 		    !c->resp_wrote && c->req_done && c->req_up == 0 && !c->no_pool &&
-		    c->req != NULL && (c->req->method == HTTP_GET ||
-		    c->req->method == HTTP_HEAD || c->req->method == HTTP_OPTIONS)) {
+		    c->req != NULL && (c->req->hd.method == HTTP_GET ||
+		    c->req->hd.method == HTTP_HEAD || c->req->hd.method == HTTP_OPTIONS)) {
 			/*
 			 * A kept-alive or pooled upstream closed as the
 			 * request went out (the server's idle close raced

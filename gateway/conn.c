@@ -87,12 +87,12 @@ static void
 heads_free(struct conn *c)
 {
 	if (c->req != NULL) {
-		gwhead_free(c->req);
+		h1head_free(c->req);
 		free(c->req);
 		c->req = NULL;
 	}
 	if (c->resp != NULL) {
-		gwhead_free(c->resp);
+		h1head_free(c->resp);
 		free(c->resp);
 		c->resp = NULL;
 	}
@@ -516,7 +516,7 @@ head_one(struct conn *c)
  * when the body is broken (the connection is killed).
  */
 static long
-body_pull(struct conn *c, struct gwhead *h, struct bufferevent *src,
+body_pull(struct conn *c, struct h1head *h, struct bufferevent *src,
     struct evbuffer *dst)
 {
 	size_t hwm = (size_t)gw_state.c->high_watermark, before = evbuffer_get_length(dst);
@@ -546,7 +546,7 @@ body_pull(struct conn *c, struct gwhead *h, struct bufferevent *src,
 		for (i = 0; i < (size_t)nv && got > 0; i++) {
 			size_t k = v[i].iov_len < got ? v[i].iov_len : got;
 
-			if (gwhead_body(h, v[i].iov_base, k) != (long)k) {
+			if (h1head_body(h, v[i].iov_base, k) != (long)k) {
 				conn_kill(c);
 				return -1;
 			}
@@ -584,7 +584,7 @@ body_pump(struct conn *c)
 		}
 		if (evbuffer_peek(in, -1, NULL, &v, 1) < 1)
 			break;
-		if ((n = gwhead_body(c->req, v.iov_base, v.iov_len)) < 0) {
+		if ((n = h1head_body(c->req, v.iov_base, v.iov_len)) < 0) {
 			answer_page(c, 400, "Bad request", "The request body is malformed.");
 			return;
 		}
@@ -751,7 +751,7 @@ resp_head(struct conn *c)
 		return -1;
 	}
 	if (c->resp->status < 200) {	/* interim: the real one follows */
-		gwhead_free(c->resp);
+		h1head_free(c->resp);
 		free(c->resp);
 		c->resp = NULL;
 		return 0;
@@ -795,7 +795,7 @@ resp_body(struct conn *c)
 		}
 		if (evbuffer_peek(in, -1, NULL, &v, 1) < 1)
 			break;
-		if ((n = gwhead_body(c->resp, v.iov_base, v.iov_len)) < 0) {
+		if ((n = h1head_body(c->resp, v.iov_base, v.iov_len)) < 0) {
 			conn_kill(c);	/* the body is broken: the client sees a cut response */
 			return;
 		}

@@ -32,7 +32,7 @@ struct conn {
 	struct route		*rt;		/* bound at the first routed request */
 	struct addrcount_ent	*ae;
 	struct event		*tmo;
-	struct gwhead		*req, *resp;	/* NULL once upgraded */
+	struct h1head		*req, *resp;	/* NULL once upgraded */
 	struct buf		*fwd;		/* head waiting for the upstream */
 	uint64_t		 id, open_id;
 	long long		 since;		/* entered the state / head started */

@@ -53,7 +53,7 @@ ck_cb(void *arg, const char *v, size_t vl)
  * host and proto, for and host as quoted-strings. -1 if data is full.
  */
 static int
-add_forwarded(struct gwhead *r, const char *ip, const char *scheme, const char *host,
+add_forwarded(struct h1head *r, const char *ip, const char *scheme, const char *host,
     size_t hl)
 {
 	struct buf v;
@@ -69,7 +69,7 @@ add_forwarded(struct gwhead *r, const char *ip, const char *scheme, const char *
 	}
 	bad |= buf_addf(&v, "\";proto=%s", scheme);
 	if (bad == 0)
-		bad = gwhead_add(r, "Forwarded", v.p, v.len);
+		bad = h1head_add(r, "Forwarded", v.p, v.len);
 	buf_free(&v);
 	return bad == 0 ? 0 : -1;
 }
@@ -79,7 +79,7 @@ add_forwarded(struct gwhead *r, const char *ip, const char *scheme, const char *
  * empty goes); sets *ok when one of them is the app's token. -1 out of room.
  */
 static int
-take_cookies(struct gwhead *r, const char *name, const char *sha, int *ok,
+take_cookies(struct h1head *r, const char *name, const char *sha, int *ok,
     char *tok)
 {
 	struct ckctx k = { sha, 0, tok };
@@ -89,16 +89,17 @@ take_cookies(struct gwhead *r, const char *name, const char *sha, int *ok,
 
 	buf_init(&rest, 65536);
 	for (i = 0; i < nh; i++) {
-		if (r->h[i].del || !gwhead_is(r, i, "cookie"))
+		if (r->h[i].del || !h1head_is(r, i, "cookie"))
 			continue;
 		if (gw_cookie_take(r->data.p + r->h[i].vo, r->h[i].vl, name,
 		    sha != NULL ? ck_cb : NULL, &k, &rest) > 0)
 			found = 1;
 	}
 	if (found) {
-		gwhead_del(r, "cookie");
-		if (rest.len > 0)
-			rc = gwhead_add(r, "Cookie", rest.p, rest.len);
+		h1head_del(r, "cookie");
+		/* What is left is still the client's: its Connection may name it. */
+		if (rest.len > 0 && (rc = h1head_add(r, "Cookie", rest.p, rest.len)) == 0)
+			r->h[r->nh - 1].set = 0;
 	}
 	buf_free(&rest);
 	*ok = k.ok;
@@ -106,7 +107,7 @@ take_cookies(struct gwhead *r, const char *name, const char *sha, int *ok,
 }
 
 int
-gwreq_decide(const struct gwreq_in *in, struct gwhead *r, struct buf *out,
+gwreq_decide(const struct gwreq_in *in, struct h1head *r, struct buf *out,
     struct gwreq_out *o)
 {
 	const char *hv, *cookie = gwreq_cookie(in->tls), *scheme = in->tls ? "https" : "http";
@@ -118,9 +119,9 @@ gwreq_decide(const struct gwreq_in *in, struct gwhead *r, struct buf *out,
 	int port, q, ok, close = !r->keepalive || !r->msg_done;
 
 	memset(o, 0, sizeof(*o));
-	if (gwhead_count(r, "host", NULL) > 1)
+	if (h1head_count(r, "host", NULL) > 1)
 		return answer(o, out, 400, "Bad request", "More than one Host header.", NULL, 1);
-	if ((hv = gwhead_get(r, "host", &hl)) == NULL ||
+	if ((hv = h1head_get(r, "host", &hl)) == NULL ||
 	    gw_host_norm(hv, hl, host, sizeof(host), &port) == -1 ||
 	    hl >= sizeof(hsent) || (rt = in->find(host)) == NULL)
 		return answer(o, out, 404, "No app here",
@@ -168,8 +169,8 @@ gwreq_decide(const struct gwreq_in *in, struct gwhead *r, struct buf *out,
 	memset(tok, 0, sizeof(tok));
 
 	/* 2. Authorization: Bearer (any other Authorization is the app's) */
-	if (!o->authed && (v = gwhead_get(r, "authorization", &vl)) != NULL &&
-	    gwhead_count(r, "authorization", NULL) == 1) {
+	if (!o->authed && (v = h1head_get(r, "authorization", &vl)) != NULL &&
+	    h1head_count(r, "authorization", NULL) == 1) {
 		const char *t;
 		size_t tl;
 
@@ -178,7 +179,7 @@ gwreq_decide(const struct gwreq_in *in, struct gwhead *r, struct buf *out,
 			o->authed = 1;
 			memcpy(o->token, t, tl);
 			o->token[tl] = '\0';
-			gwhead_del(r, "authorization");
+			h1head_del(r, "authorization");
 		}
 	}
 	/* 3. the cookie; every cookie of that name goes, authenticated or not */
@@ -190,14 +191,14 @@ gwreq_decide(const struct gwreq_in *in, struct gwhead *r, struct buf *out,
 		return answer(o, out, 401, "Authentication required",
 		    "This app needs its token: open the URL with ?token=<token>, or send "
 		    "Authorization: Bearer <token>.", "WWW-Authenticate: Bearer\r\n", close);
-	if (o->authed == 2 && (v = gwhead_get(r, "origin", &vl)) != NULL &&
+	if (o->authed == 2 && (v = h1head_get(r, "origin", &vl)) != NULL &&
 	    !gw_origin_same(v, vl, scheme, host, port))
 		return answer(o, out, 403, "Forbidden",
 		    "A page of another origin may not use this app with your cookie.", NULL, close);
 
 	/* Forward: hop-by-hop out, the upgrade back in, X-Forwarded-* set. */
 	if (r->upgrade) {
-		upv = gwhead_get(r, "upgrade", &upl);
+		upv = h1head_get(r, "upgrade", &upl);
 		o->upgrade = upv != NULL;
 	}
 	{
@@ -208,19 +209,19 @@ gwreq_decide(const struct gwreq_in *in, struct gwhead *r, struct buf *out,
 				return answer(o, out, 400, "Bad request", "Upgrade header too long.", NULL, 1);
 			memcpy(up, upv, upl);
 		}
-		gwhead_strip_hop(r);
+		h1head_strip_hop(r);
 		gwhead_strip_forwarding(r);
-		if ((o->upgrade && upv != NULL && (gwhead_add(r, "Connection", "upgrade", 7) == -1 ||
-		    gwhead_add(r, "Upgrade", up, upl) == -1)) ||
-		    gwhead_add(r, "X-Forwarded-For", in->client_ip, strlen(in->client_ip)) == -1 ||
-		    gwhead_add(r, "X-Forwarded-Proto", scheme, strlen(scheme)) == -1 ||
-		    gwhead_add(r, "X-Forwarded-Host", hsent, hl) == -1 ||
-		    gwhead_add(r, "X-Real-IP", in->client_ip, strlen(in->client_ip)) == -1 ||
+		if ((o->upgrade && upv != NULL && (h1head_add(r, "Connection", "upgrade", 7) == -1 ||
+		    h1head_add(r, "Upgrade", up, upl) == -1)) ||
+		    h1head_add(r, "X-Forwarded-For", in->client_ip, strlen(in->client_ip)) == -1 ||
+		    h1head_add(r, "X-Forwarded-Proto", scheme, strlen(scheme)) == -1 ||
+		    h1head_add(r, "X-Forwarded-Host", hsent, hl) == -1 ||
+		    h1head_add(r, "X-Real-IP", in->client_ip, strlen(in->client_ip)) == -1 ||
 		    add_forwarded(r, in->client_ip, scheme, hsent, hl) == -1)
 			return -1;
 	}
 	buf_reset(out);
-	if (gwhead_write(r, NULL, 0, out) == -1)
+	if (h1head_write(r, NULL, 0, out) == -1)
 		return -1;
 	return GWREQ_FORWARD;
 }
@@ -241,28 +242,28 @@ sets_cookie(const char *v, size_t vl, const char *name)
 }
 
 int
-gwreq_response(struct gwhead *resp, int tls, int keep, int client_minor, struct buf *out)
+gwreq_response(struct h1head *resp, int tls, int keep, int client_minor, struct buf *out)
 {
 	size_t i;
 
 	(void)tls;
 	for (i = 0; i < resp->nh; i++) {
-		if (resp->h[i].del || !gwhead_is(resp, i, "set-cookie"))
+		if (resp->h[i].del || !h1head_is(resp, i, "set-cookie"))
 			continue;
 		if (sets_cookie(resp->data.p + resp->h[i].vo, resp->h[i].vl, gwreq_cookie(0)) ||
 		    sets_cookie(resp->data.p + resp->h[i].vo, resp->h[i].vl, gwreq_cookie(1)))
 			resp->h[i].del = 1;
 	}
 	if (resp->status != 101) {
-		gwhead_strip_hop(resp);
-		if (!keep && resp->status >= 200 && gwhead_add(resp, "Connection", "close", 5) == -1)
+		h1head_strip_hop(resp);
+		if (!keep && resp->status >= 200 && h1head_add(resp, "Connection", "close", 5) == -1)
 			return -1;
 		if (keep && client_minor == 0 && resp->status >= 200 &&
-		    gwhead_add(resp, "Connection", "keep-alive", 10) == -1)
+		    h1head_add(resp, "Connection", "keep-alive", 10) == -1)
 			return -1;
 	}
 	resp->minor = 1;
 	if (client_minor == 0 && resp->status != 101)
 		resp->minor = 0;
-	return gwhead_write(resp, NULL, 0, out);
+	return h1head_write(resp, NULL, 0, out);
 }

@@ -39,7 +39,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const char *p = (const char *)data + 1;
 	struct gwreq_in in;
 	struct gwreq_out o;
-	struct gwhead h;
+	struct h1head h;
 	struct buf out;
 	char err[256];
 	size_t n;
@@ -69,19 +69,19 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		in.bound = (mode & 2) ? &ra : NULL;
 		in.find = find;
 		if (gwreq_decide(&in, &h, &out, &o) == GWREQ_FORWARD && !h.msg_done) {
-			used = gwhead_body(&h, p + end, n - (size_t)end);
+			used = h1head_body(&h, p + end, n - (size_t)end);
 			(void)used;
 		}
 	}
-	gwhead_free(&h);
+	h1head_free(&h);
 	memset(&h, 0, sizeof(h));
 	h.skip_body = (mode & 4) != 0;
 	buf_reset(&out);
 	if (gwhead_parse(&h, HTTP_RESPONSE, p, (size_t)end, 100, 8192, err, sizeof(err)) == 0 &&
 	    gwreq_response(&h, mode & 1, (mode & 8) != 0, (mode & 16) ? 0 : 1, &out) == 0 &&
 	    !h.msg_done)
-		(void)gwhead_body(&h, p + end, n - (size_t)end);
-	gwhead_free(&h);
+		(void)h1head_body(&h, p + end, n - (size_t)end);
+	h1head_free(&h);
 	buf_free(&out);
 	return 0;
 }

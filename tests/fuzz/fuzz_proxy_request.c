@@ -45,8 +45,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	n = size - 1;
 	hreq_init(&r, 4096, 32);
 	buf_init(&out, 65536);
-	r.on_body = sink;
-	r.arg = &total;
+	r.hd.on_body = sink;
+	r.hd.arg = &total;
 	if (canon_authority("github.com:443", 14, &t, err, sizeof(err)) == -1)
 		abort();
 	end = h1_head_end(p, n, 4096);
@@ -56,15 +56,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	st = hreq_parse(&r, p, (size_t)end, err, sizeof(err));
 	if (st != 0)
 		goto out;
-	if (r.method == HTTP_CONNECT) {
+	if (r.hd.method == HTTP_CONNECT) {
 		struct target ct;
-		(void)canon_authority(r.data.p + r.url_o, r.url_l, &ct, err, sizeof(err));
+		(void)canon_authority(r.hd.data.p + r.hd.url_o, r.hd.url_l, &ct, err, sizeof(err));
 		goto out;
 	}
 	st = hreq_check_target(&r, (mode & 2) == 0 ? &t : NULL, &t, err, sizeof(err));
 	if (st != 0)
 		goto out;
-	hreq_remove(&r, "authorization");
+	h1head_del(&r.hd, "authorization");
 	if (mode & 4)
 		(void)hreq_set(&r, "X-Fuzz", "v");
 	if (hreq_inject(&r, "Authorization", "Basic eC1hY2Nlc3MtdG9rZW46dA==", "fuzz") != 0)
@@ -85,24 +85,24 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				abort();
 		} else {
 			size_t hl;
-			const char *h = hreq_get(&r2, "host", &hl);
+			const char *h = h1head_get(&r2.hd, "host", &hl);
 			if (h == NULL || hl != strlen(t.hosthdr) || memcmp(h, t.hosthdr, hl) != 0)
 				abort();
 		}
-		if (hreq_get(&r2, "proxy-authorization", NULL) != NULL)
+		if (h1head_get(&r2.hd, "proxy-authorization", NULL) != NULL)
 			abort();
 		hreq_free(&r2);
 	}
 	p += end;
 	n -= (size_t)end;
-	while (n > 0 && !r.body_done) {
+	while (n > 0 && !r.hd.msg_done) {
 		size_t step = n > 7 ? 7 : n;
-		used = hreq_body(&r, p, step);
+		used = h1head_body(&r.hd, p, step);
 		if (used < 0)
 			break;
 		p += used;
 		n -= (size_t)used;
-		if ((size_t)used < step && !r.body_done)
+		if ((size_t)used < step && !r.hd.msg_done)
 			abort();
 	}
 out:

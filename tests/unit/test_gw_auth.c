@@ -220,7 +220,7 @@ find(const char *host)
 static int
 decide(const char *req, struct buf *out, struct gwreq_out *o, int tls)
 {
-	struct gwhead h;
+	struct h1head h;
 	struct gwreq_in in = { tls, "10.0.0.9", NULL, find };
 	char err[128];
 	int rc;
@@ -228,11 +228,11 @@ decide(const char *req, struct buf *out, struct gwreq_out *o, int tls)
 	memset(&h, 0, sizeof(h));
 	buf_reset(out);
 	if (gwhead_parse(&h, HTTP_REQUEST, req, strlen(req), 100, 8192, err, sizeof(err)) != 0) {
-		gwhead_free(&h);
+		h1head_free(&h);
 		return -2;
 	}
 	rc = gwreq_decide(&in, &h, out, o);
-	gwhead_free(&h);
+	h1head_free(&h);
 	return rc;
 }
 
@@ -335,7 +335,7 @@ TEST(test_decide)
 
 TEST(test_response_filter)
 {
-	struct gwhead h;
+	struct h1head h;
 	struct buf out;
 	char err[128];
 	const char *r = "HTTP/1.1 200 Fine\r\nSet-Cookie: sbx-app=evil\r\nSet-Cookie:  __Host-sbx-app=x; Secure\r\n"
@@ -351,7 +351,7 @@ TEST(test_response_filter)
 	CHECK(strstr(out.p, "Set-Cookie: keep=1\r\n") != NULL);
 	CHECK(strstr(out.p, "Keep-Alive") == NULL);
 	CHECK(strstr(out.p, "Connection: close\r\n") != NULL);
-	gwhead_free(&h);
+	h1head_free(&h);
 	buf_free(&out);
 }
 

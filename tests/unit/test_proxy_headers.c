@@ -106,7 +106,7 @@ TEST(test_strict_parse)
 		CHECK_INT(st, t[i].want);
 	}
 	CHECK_INT(parse(&r, "CONNECT a:443 HTTP/1.1\r\nHost: a:443\r\n\r\n", 1), 0);
-	CHECK_INT(r.method, HTTP_CONNECT);
+	CHECK_INT(r.hd.method, HTTP_CONNECT);
 	hreq_free(&r);
 }
 
@@ -199,7 +199,7 @@ rebuild(const char *head, const struct target *t)
 		hreq_free(&r);
 		return NULL;
 	}
-	hreq_remove(&r, "authorization");
+	h1head_del(&r.hd, "authorization");
 	if (hreq_inject(&r, "Authorization", "Basic abc", "rule-1") != 0 ||
 	    hreq_build(&r, &tt, &out) != 0)
 		s = NULL;
@@ -265,11 +265,11 @@ TEST(test_set_refuses_crlf)
 	CHECK(hreq_set(&r, "X-A", "3") == 0);
 	{
 		size_t n;
-		const char *v = hreq_get(&r, "X-A", &n);
+		const char *v = h1head_get(&r.hd, "X-A", &n);
 		CHECK(v != NULL && n == 1 && v[0] == '3');
 	}
-	CHECK_INT(hreq_remove(&r, "x-a"), 1);
-	CHECK(hreq_get(&r, "x-a", NULL) == NULL);
+	CHECK_INT(h1head_del(&r.hd, "x-a"), 1);
+	CHECK(h1head_get(&r.hd, "x-a", NULL) == NULL);
 	hreq_free(&r);
 }
 
@@ -296,25 +296,25 @@ TEST(test_body)
 	long n;
 
 	hreq_init(&r, 8192, 100);
-	r.on_body = sink;
+	r.hd.on_body = sink;
 	CHECK_INT(parse(&r, head, 0), 0);
-	CHECK(r.chunked);
+	CHECK(r.hd.chunked);
 	body_len = 0;
-	n = hreq_body(&r, chunks, 5);
+	n = h1head_body(&r.hd, chunks, 5);
 	CHECK_INT(n, 5);
-	n = hreq_body(&r, chunks + 5, sizeof(chunks) - 1 - 5);
+	n = h1head_body(&r.hd, chunks + 5, sizeof(chunks) - 1 - 5);
 	CHECK_INT(n, (long)strlen("c\r\n2;ext=1\r\nde\r\n0\r\n\r\n"));
-	CHECK(r.body_done);
+	CHECK(r.hd.msg_done);
 	CHECK_INT(body_len, 5);
 	CHECK(memcmp(body, "abcde", 5) == 0);
 	/* bad chunk size */
 	CHECK_INT(parse(&r, head, 0), 0);
-	CHECK(hreq_body(&r, "zz\r\n", 4) == -1);
+	CHECK(h1head_body(&r.hd, "zz\r\n", 4) == -1);
 	/* Content-Length body stops at its end */
 	CHECK_INT(parse(&r, "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\n", 0), 0);
 	body_len = 0;
-	CHECK_INT(hreq_body(&r, "abcGET", 6), 3);
-	CHECK(r.body_done);
+	CHECK_INT(h1head_body(&r.hd, "abcGET", 6), 3);
+	CHECK(r.hd.msg_done);
 	CHECK_INT(body_len, 3);
 	hreq_free(&r);
 }

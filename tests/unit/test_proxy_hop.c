@@ -45,9 +45,9 @@ forward(const char *head, const char *name, const char *value, int *sent, int *o
 	*sent = -1;
 	*ok = -1;
 	if (parse(&r, head) == 0) {
-		hreq_strip_hop(&r);
-		hreq_remove(&r, "authorization");
-		hreq_remove(&r, "proxy-authorization");
+		h1head_strip_hop(&r.hd);
+		h1head_del(&r.hd, "authorization");
+		h1head_del(&r.hd, "proxy-authorization");
 		if (name == NULL || hreq_inject(&r, name, value, "rule-1") == 0) {
 			*ok = hreq_cred_ok(&r);
 			if (hreq_build(&r, &gh, &out) == 0) {
@@ -100,17 +100,17 @@ TEST(test_hop_stripped_before_addon)
 	CHECK_INT(parse(&r, "GET / HTTP/1.1\r\nHost: github.com\r\nConnection: X-Secret\r\n"
 	    "X-Secret: s\r\nKeep-Alive: 5\r\nTE: trailers\r\nProxy-Foo: 1\r\nUpgrade-Insecure-Requests: 1\r\n"
 	    "Content-Length: 0\r\n\r\n"), 0);
-	hreq_strip_hop(&r);
+	h1head_strip_hop(&r.hd);
 	/* what an addon's ctx would see: no hop-by-hop header is left */
-	CHECK(hreq_get(&r, "x-secret", NULL) == NULL);
-	CHECK(hreq_get(&r, "connection", NULL) == NULL);
-	CHECK(hreq_get(&r, "keep-alive", NULL) == NULL);
-	CHECK(hreq_get(&r, "te", NULL) == NULL);
-	CHECK(hreq_get(&r, "proxy-foo", NULL) == NULL);
+	CHECK(h1head_get(&r.hd, "x-secret", NULL) == NULL);
+	CHECK(h1head_get(&r.hd, "connection", NULL) == NULL);
+	CHECK(h1head_get(&r.hd, "keep-alive", NULL) == NULL);
+	CHECK(h1head_get(&r.hd, "te", NULL) == NULL);
+	CHECK(h1head_get(&r.hd, "proxy-foo", NULL) == NULL);
 	/* end-to-end headers and the proxy's own framing and target stay */
-	CHECK(hreq_get(&r, "upgrade-insecure-requests", NULL) != NULL);
-	CHECK(hreq_get(&r, "host", NULL) != NULL);
-	CHECK(hreq_get(&r, "content-length", NULL) != NULL);
+	CHECK(h1head_get(&r.hd, "upgrade-insecure-requests", NULL) != NULL);
+	CHECK(h1head_get(&r.hd, "host", NULL) != NULL);
+	CHECK(h1head_get(&r.hd, "content-length", NULL) != NULL);
 	/* the addon may set a header the client had named in Connection */
 	CHECK_INT(hreq_set(&r, "X-Secret", "from-addon"), 0);
 	{
@@ -175,7 +175,7 @@ TEST(test_injected_is_what_was_sent)
 		buf_init(&out, 65536);
 		CHECK_INT(parse(&r, "GET / HTTP/1.1\r\nHost: github.com\r\n\r\n"), 0);
 		CHECK_INT(hreq_inject(&r, "Authorization", "Bearer abc", "r"), 0);
-		CHECK_INT(hreq_remove(&r, "authorization"), 1);
+		CHECK_INT(h1head_del(&r.hd, "authorization"), 1);
 		CHECK_INT(hreq_cred_ok(&r), 0);
 		CHECK_INT(hreq_build(&r, &gh, &out), 0);
 		CHECK_INT(r.sent_cred, 0);
