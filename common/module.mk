@@ -7,6 +7,10 @@ ALL_OBJS += $(COMMON_OBJS)
 # The head store on llhttp (h1head.c): linked with $(LLHTTP_OBJS) by the proxy and the gateway.
 H1HEAD_OBJS := $(B)/common/h1head.o
 ALL_OBJS += $(H1HEAD_OBJS)
+UNIT_TESTS += $(B)/tests/unit/test_h1head
+ALL_OBJS += $(B)/tests/unit/test_h1head.o
+$(B)/tests/unit/test_h1head: $(B)/tests/unit/test_h1head.o $(H1HEAD_OBJS) $(COMMON_MIN_OBJS) $(LLHTTP_OBJS)
+	$(CC) $(LDFLAGS) $^ -o $@
 
 UNIT_TESTS += $(B)/tests/unit/test_common $(B)/tests/unit/test_cfg $(B)/tests/unit/test_h1 $(B)/tests/unit/test_addrcount
 $(B)/tests/unit/test_h1: $(B)/tests/unit/test_h1.o $(COMMON_MIN_OBJS)

@@ -1,0 +1,130 @@
+/*
+ * test_h1head.c: the head store the proxy and the gateway share
+ * (common/h1head.c): what a head's read decides, response bodies, field
+ * editing and the peer/daemon line hop-by-hop stripping keeps, writing a
+ * head back, and the body read up to the message's end.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "attrib.h"
+#include "h1head.h"
+#include "unit.h"
+
+#define L(s)	s, sizeof(s) - 1
+
+static int
+parse(struct h1head *r, int type, const char *s, size_t n, size_t maxh)
+{
+	char err[128];
+
+	return h1head_parse(r, type, s, n, maxh, err, sizeof(err));
+}
+
+TEST(test_parse_verdicts)
+{
+	static const struct { const char *in; size_t n; int want; } t[] = {
+		{ L("GET /a HTTP/1.1\r\nHost: x\r\n\r\n"), 0 },
+		{ L("GET /a HTTP/2.0\r\nHost: x\r\n\r\n"), 505 },
+		{ L("GET /a HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\n"), 400 },
+		{ L("POST /a HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"), 501 },
+		{ L("POST /a HTTP/1.1\r\nTransfer-Encoding: chunked, gzip\r\n\r\n"), 400 },
+		{ L("GET /a HTTP/1.1\r\nX: a\x01" "b\r\n\r\n"), 400 },
+		{ L("GET /a HTTP/1.1\r\nA: 1\r\nB: 2\r\nC: 3\r\nD: 4\r\n\r\n"), 431 },	/* maxh 3 */
+		{ L("GET /a HTTP/1.1\r\nHost : x\r\n\r\n"), 400 },
+	};
+	struct h1head r;
+	size_t i;
+
+	for (i = 0; i < NELEM(t); i++) {
+		h1head_init(&r, 4096);
+		if (parse(&r, HTTP_REQUEST, t[i].in, t[i].n, 3) != t[i].want) {
+			fprintf(stderr, "row %zu\n", i);
+			CHECK(0);
+		}
+		h1head_free(&r);
+	}
+	/* data full while reading: 431, not a crash or a 400 */
+	h1head_init(&r, 16);
+	CHECK_INT(parse(&r, HTTP_REQUEST, L("GET /aaaaaaaaaaaaaaaaaaaa HTTP/1.1\r\n\r\n"), 8), 431);
+	h1head_free(&r);
+}
+
+TEST(test_response_bodies)
+{
+	struct h1head r;
+
+	h1head_init(&r, 4096);
+	CHECK_INT(parse(&r, HTTP_RESPONSE, L("HTTP/1.1 204 No Content\r\n\r\n"), 8), 0);
+	CHECK(r.msg_done);
+	CHECK_INT(r.status, 204);
+	CHECK_INT(parse(&r, HTTP_RESPONSE, L("HTTP/1.1 200 Fine\r\nContent-Length: 5\r\n\r\n"), 8), 0);
+	CHECK(!r.msg_done);
+	CHECK_INT((long)r.content_length, 5);
+	CHECK_INT(h1head_body(&r, L("helloHTTP/1.1")), 5);	/* stops at the message's end */
+	CHECK(r.msg_done);
+	/* a response to HEAD has no body whatever it declares */
+	r.skip_body = 1;
+	CHECK_INT(parse(&r, HTTP_RESPONSE, L("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n"), 8), 0);
+	CHECK(r.msg_done);
+	CHECK_INT(h1head_body(&r, L("hello")), 0);
+	h1head_free(&r);
+}
+
+TEST(test_edit_and_hop)
+{
+	static const char in[] = "GET /p HTTP/1.1\r\nHost: x\r\nConnection: close, X-Mine\r\n"
+	    "X-Mine: peer\r\nKeep-Alive: 5\r\nProxy-Foo: 1\r\nTE: trailers\r\nA: 1\r\n\r\n";
+	struct h1head r;
+	struct buf out;
+	size_t n;
+
+	h1head_init(&r, 4096);
+	CHECK_INT(parse(&r, HTTP_REQUEST, in, sizeof(in) - 1, 64), 0);
+	/* the daemon's own X-Mine survives the peer's Connection naming it */
+	CHECK_INT(h1head_add(&r, "X-Mine", "daemon", 6), 0);
+	h1head_strip_hop(&r);
+	CHECK_INT(h1head_count(&r, "x-mine", NULL), 1);
+	CHECK_STR(h1head_get(&r, "x-mine", &n), "daemon");
+	CHECK(h1head_get(&r, "connection", NULL) == NULL);
+	CHECK(h1head_get(&r, "keep-alive", NULL) == NULL);
+	CHECK(h1head_get(&r, "proxy-foo", NULL) == NULL);
+	CHECK(h1head_get(&r, "te", NULL) == NULL);
+	CHECK(h1head_get(&r, "host", NULL) != NULL);
+	CHECK_INT(h1head_del(&r, "a"), 1);
+	CHECK_INT(h1head_del(&r, "a"), 0);
+	buf_init(&out, 4096);
+	CHECK_INT(h1head_write(&r, "/q", 2, &out), 0);
+	CHECK_STR(out.p, "GET /q HTTP/1.1\r\nHost: x\r\nX-Mine: daemon\r\n\r\n");
+	buf_free(&out);
+	/* adding beyond data's room fails and leaves the head as it was */
+	CHECK_INT(h1head_add(&r, "Big", in, 4096), -1);
+	CHECK(h1head_get(&r, "big", NULL) == NULL);
+	CHECK_INT(h1head_add(&r, "Small", "1", 1), 0);
+	h1head_free(&r);
+}
+
+TEST(test_write_response)
+{
+	struct h1head r;
+	struct buf out;
+
+	h1head_init(&r, 4096);
+	CHECK_INT(parse(&r, HTTP_RESPONSE, L("HTTP/1.0 404\r\nX: y\r\n\r\n"), 8), 0);
+	buf_init(&out, 4096);
+	CHECK_INT(h1head_write(&r, NULL, 0, &out), 0);
+	/* no reason read: the shared status text */
+	CHECK_STR(out.p, "HTTP/1.0 404 Not Found\r\nX: y\r\n\r\n");
+	buf_free(&out);
+	h1head_free(&r);
+}
+
+int
+main(void)
+{
+	RUN(test_parse_verdicts);
+	RUN(test_response_bodies);
+	RUN(test_edit_and_hop);
+	RUN(test_write_response);
+	return unit_done();
+}
