@@ -1379,8 +1379,7 @@ up_event(struct bufferevent *bev, short what, void *arg)
 		return;
 	if (c->st == CS_CONNECTING) {
 		if (c->up_tls && (what & BEV_EVENT_ERROR)) {
-			tls_upstream_error(bev, m, sizeof(m));
-			if (strstr(m, "verification") != NULL) {
+			if (tls_upstream_error(bev, m, sizeof(m)) == TLS_UP_VERIFY) {
 				atomic_fetch_add(&the_proxy.st.ref_upstream_tls, 1);
 				connect_fail(c, 502, "upstream_certificate", m);
 				return;
