@@ -291,7 +291,7 @@ drain_read(struct bufferevent *bev, void *arg)
 static void
 conn_free(struct conn *c)
 {
-	idle_unlink(c);
+	upool_idle_unlink(c);
 	if (c->hook != NULL)
 		addon_cancel(c->hook);
 	if (c->vm != NULL) {
@@ -363,10 +363,10 @@ conn_kill(struct conn *c)
 	if (c->aud_req)
 		req_audit(c, c->resp_status, "closed", NULL);
 	unid_leave(c);
-	idle_unlink(c);
+	upool_idle_unlink(c);
 	/* A clean idle upstream (between requests) goes to the pool. */
 	if (c->up != NULL && (c->st == CS_REQ_HEAD || c->st == CS_CL_TLS))
-		pool_park(c);
+		upool_park(c);
 	c->dead = 1;
 	if (c->tunnel_open)
 		tunnel_audit(c);

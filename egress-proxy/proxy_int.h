@@ -78,7 +78,7 @@ struct worker;
 
 struct conn {
 	TAILQ_ENTRY(conn)	 link;
-	TAILQ_ENTRY(conn)	 idle_link;	/* on w->idleup */
+	TAILQ_ENTRY(conn)	 upool_idle_link;	/* on w->idleup */
 	TAILQ_ENTRY(conn)	 unid_link;	/* on w->unid while unid */
 	struct worker		*w;
 	uint64_t		 id;
@@ -244,30 +244,30 @@ void	proxy_evict_src(const struct worker *w, int fam, const unsigned char peer[1
 
 /* upool.c: parked and idle upstreams. */
 /* *a = sa (AF_INET or AF_INET6; -1 otherwise, *a zeroed). */
-int	sa_set(union sa_any *a, const struct sockaddr *sa);
+int	upool_sa_set(union sa_any *a, const struct sockaddr *sa);
 /* Runs c->up's read callback again for TLS records OpenSSL holds (read-ahead). */
-void	up_kick(struct conn *c);
+void	upool_kick(struct conn *c);
 /* 1 when application bytes follow a complete response inside OpenSSL. */
-int	up_junk(struct conn *c);
+int	upool_junk(struct conn *c);
 /* 1 when c->up is a clean idle upstream TLS connection another may use. */
-int	up_clean(struct conn *c);
+int	upool_clean(struct conn *c);
 /* c is between requests and keeps its upstream: it may be lent (newest first). */
-void	idle_link(struct conn *c);
+void	upool_idle_link(struct conn *c);
 /* c's upstream may no longer be lent. Idempotent. */
-void	idle_unlink(struct conn *c);
+void	upool_idle_unlink(struct conn *c);
 /* Parks c->up if it is clean (c->up is then NULL); else leaves it. */
-void	pool_park(struct conn *c);
+void	upool_park(struct conn *c);
 /*
  * Takes into c->up a parked upstream of c's sandbox to c's target at sa
  * (*lender NULL), or the idle upstream of another connection (*lender:
  * that one, which the caller puts to rest). 1 when one was taken: it is
  * connected and verified, its callbacks are the caller's to set. 0: none.
  */
-int	pool_take(struct conn *c, const struct sockaddr *sa, struct conn **lender);
+int	upool_take(struct conn *c, const struct sockaddr *sa, struct conn **lender);
 /* Drops w's parked upstreams that expired by now. */
-void	pool_expire(struct worker *w, long long now);
+void	upool_expire(struct worker *w, long long now);
 /* Drops w's parked upstreams of sb (NULL: all). */
-void	pool_kill_sb(struct worker *w, struct sandbox *sb);
+void	upool_kill_sb(struct worker *w, struct sandbox *sb);
 
 /* conn.c: a connection's object. */
 /* Points c->tgt at the worker's copy of t (made if there is none). */
@@ -310,12 +310,12 @@ void	tunnel_start(struct conn *c);
 
 /* proxy.c: the state machine. */
 /* Starts reading request heads on a new connection (conn_new). */
-void	conn_accept(struct worker *w, int fd, struct sandbox *sb);
+void	proxy_accept(struct worker *w, int fd, struct sandbox *sb);
 /* The current addon VM of the worker (reloading it if stale). */
-struct addon_vm *worker_vm(struct worker *w);
+struct addon_vm *proxy_worker_vm(struct worker *w);
 /* The dial failed: counted, logged and answered (conn_respond). */
-void	connect_fail(struct conn *c, int status, const char *code, const char *why);
+void	proxy_connect_fail(struct conn *c, int status, const char *code, const char *why);
 /* Between requests without an upstream: drops parser state and sleeps. */
-void	conn_rest(struct conn *c);
+void	proxy_conn_rest(struct conn *c);
 
 #endif

@@ -166,7 +166,7 @@ tls_init(const char *ca_bundle, char *err, size_t errlen)
 	/*
 	 * Upstream TLS reads ahead: one read() takes up to 64 KiB of records
 	 * instead of two per record (header, then body). Records left inside
-	 * OpenSSL are drained by up_kick, as bufferevent_openssl looks only at
+	 * OpenSSL are drained by upool_kick, as bufferevent_openssl looks only at
 	 * SSL_pending().
 	 */
 	SSL_CTX_set_read_ahead(cli_ctx, 1);
