@@ -83,7 +83,7 @@ static void up_connected(struct conn *);
 /*
  * A new connection (conn_new: made, admitted) reads request heads: a
  * CONNECT or an absolute-form http:// request. Its sender is identified
- * (conn.c, identify) at the first head. The CONNECT target (or the http://
+ * (conn_identify) at the first head. The CONNECT target (or the http://
  * URL's) is canonicalised here, once; only the canonical form is used
  * afterwards.
  */
@@ -248,7 +248,7 @@ cl_read_head(struct bufferevent *bev, void *arg)
 		c->aud_connect = 1;
 	else
 		c->aud_req = 1;
-	if (identify(c, r) == -1)
+	if (conn_identify(c, r) == -1)
 		return;
 	if (r->method == HTTP_CONNECT) {
 		struct target t;
@@ -259,7 +259,7 @@ cl_read_head(struct bufferevent *bev, void *arg)
 			conn_respond(c, 400, "bad_target", err);
 			return;
 		}
-		tgt_set(c, &t);
+		conn_tgt_set(c, &t);
 		if (c->up != NULL) {		/* a previous plain upstream */
 			bufferevent_free(c->up);
 			c->up = NULL;
@@ -289,7 +289,7 @@ cl_read_head(struct bufferevent *bev, void *arg)
 			bufferevent_free(c->up);
 			c->up = NULL;
 		}
-		tgt_set(c, &t);
+		conn_tgt_set(c, &t);
 		hreq_strip_hop(r);
 	}
 	c->mode = MODE_PLAIN;
@@ -867,7 +867,7 @@ client_tls_start(struct conn *c)
 		conn_kill(c);
 		return;
 	}
-	connect_audit(c, 200, NULL, NULL);
+	connaudit_connect(c, 200, NULL, NULL);
 	bufferevent_free(c->cl);
 	c->cl_ssl = ssl;
 	if (cl_tls_bev(c, BUFFEREVENT_SSL_ACCEPTING) == -1) {
@@ -904,7 +904,7 @@ up_connected(struct conn *c)
 		return;
 	}
 	if (c->mode == MODE_TUNNEL) {
-		connect_audit(c, 200, NULL, NULL);
+		connaudit_connect(c, 200, NULL, NULL);
 		evbuffer_add(bufferevent_get_output(c->cl),
 		    "HTTP/1.1 200 Connection established\r\n\r\n", 39);
 		tunnel_start(c);
@@ -1100,7 +1100,7 @@ resp_finish(struct conn *c)
 		if (!c->req->injected)
 			atomic_fetch_add(&the_proxy.st.req_plain, 1);
 	}
-	req_audit(c, c->resp_status, NULL, NULL);
+	connaudit_req(c, c->resp_status, NULL, NULL);
 	if (c->vm != NULL && c->addon >= 0 && c->mode == MODE_INTERCEPT &&
 	    addon_has_response(c->vm, c->addon))
 		addon_on_response(c->vm, c->addon, c->ctx_ref, c->req, c->resp_status);

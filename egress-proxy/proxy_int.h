@@ -128,7 +128,7 @@ struct conn {
 	struct evutil_addrinfo	*ai, *ai_cur;
 	unsigned char		 peer[16];
 	const struct target	*tgt;		/* tunnel / current upstream target,
-						   interned (tgt_set); never NULL */
+						   interned (conn_tgt_set); never NULL */
 	struct hreq		*req;
 	llhttp_t		*rp;		/* response parser */
 	size_t			 resp_head_bytes;
@@ -188,7 +188,7 @@ struct worker {
 	 * pool has none (see up_take_idle).
 	 */
 	struct connq		 idleup;
-	struct tgtab		*tgts;		/* interned targets (tgt_set) */
+	struct tgtab		*tgts;		/* interned targets (conn_tgt_set) */
 	/* work counters for the tick's quiet-time Lua garbage collection */
 	unsigned long long	 nreq, work_seen, work_gc;
 	struct addon_vm		*vm;
@@ -200,16 +200,16 @@ struct worker {
 
 /* connaudit.c: the lines a connection writes to the audit log (audit.c). */
 /* The audit line of c's current request, answered with status (0: none). */
-void	req_audit(struct conn *c, int status, const char *code, const char *detail);
+void	connaudit_req(struct conn *c, int status, const char *code, const char *detail);
 /* The audit line of c's CONNECT: 200 or the refusal (0: none sent). */
-void	connect_audit(struct conn *c, int status, const char *code, const char *detail);
+void	connaudit_connect(struct conn *c, int status, const char *code, const char *detail);
 /*
  * The line of a refusal (status) of c: its CONNECT's, its request's, or a
  * "refused" line when no head was parsed (malformed, too large, timed out).
  */
-void	refusal_audit(struct conn *c, int status, const char *code, const char *detail);
+void	connaudit_refusal(struct conn *c, int status, const char *code, const char *detail);
 /* The audit line of c, a blind tunnel closing. */
-void	tunnel_audit(struct conn *c);
+void	connaudit_tunnel(struct conn *c);
 
 /* unid.c: unidentified connections. */
 /* c is unidentified: listed and counted. Returns its address's count. */
@@ -271,7 +271,7 @@ void	upool_kill_sb(struct worker *w, struct sandbox *sb);
 
 /* conn.c: a connection's object. */
 /* Points c->tgt at the worker's copy of t (made if there is none). */
-void	tgt_set(struct conn *c, const struct target *t);
+void	conn_tgt_set(struct conn *c, const struct target *t);
 /*
  * A new connection on fd (sb: its listener's sandbox, referenced, or NULL)
  * with its client bufferevent, no callbacks set; NULL when it was refused
@@ -284,7 +284,7 @@ struct conn *conn_new(struct worker *w, int fd, struct sandbox *sb);
  */
 void	conn_attrs_refresh(struct conn *c);
 /* Identifies c by its listener or r's Proxy-Authorization. 0, or -1: answered. */
-int	identify(struct conn *c, struct hreq *r);
+int	conn_identify(struct conn *c, struct hreq *r);
 /* Answers c with status and body (of type ctype), then closes. */
 void	conn_answer(struct conn *c, int status, const char *code, const char *reason,
 	    const char *ctype, const char *body, size_t blen);
@@ -298,7 +298,7 @@ void	conn_closing_event(struct bufferevent *bev, short what, void *arg);
 /* Stops every callback of c and queues it for freeing. Idempotent. */
 void	conn_kill(struct conn *c);
 /* The worker's deferred free of its dead connections (w->reap_ev). */
-void	reap_cb(evutil_socket_t fd, short ev, void *arg);
+void	conn_reap_cb(evutil_socket_t fd, short ev, void *arg);
 /* Closes one unidentified connection of (fam, peer) on w (MSG_EVICT_SRC). */
 void	conn_evict_src(struct worker *w, int fam, const unsigned char peer[16]);
 /* Closes up to n unidentified connections of w, oldest idle ones first. */

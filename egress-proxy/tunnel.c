@@ -4,7 +4,7 @@
  * (a side is not read while the other has buffers.high_watermark unsent)
  * and passes a half-close on. A tunnel is never left but by conn_kill, so
  * its callbacks are its own and call only conn.c (and upool.c's upool_kick);
- * its audit line is written at the close (conn_kill, tunnel_audit).
+ * its audit line is written at the close (conn_kill, connaudit_tunnel).
  */
 #include <stddef.h>
 #include <sys/socket.h>

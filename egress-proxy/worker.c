@@ -210,7 +210,7 @@ proxy_workers_start(int n)
 		if (w->dns == NULL)
 			return -1;
 		w->inbox_ev = event_new(w->base, -1, EV_READ | EV_PERSIST, inbox_cb, w);
-		w->reap_ev = event_new(w->base, -1, 0, reap_cb, w);
+		w->reap_ev = event_new(w->base, -1, 0, conn_reap_cb, w);
 		if (the_proxy.audit_fd != -1)
 			w->audit = auditq_new(w->base, the_proxy.audit_fd);
 		w->tick_ev = event_new(w->base, -1, EV_PERSIST, tick_cb, w);
