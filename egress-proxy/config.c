@@ -253,7 +253,7 @@ pconf_parse_cidr(const char *s, struct cidr *c)
 }
 
 int
-cidr_match(const struct cidr *c, const struct sockaddr *sa)
+pconf_cidr_match(const struct cidr *c, const struct sockaddr *sa)
 {
 	const unsigned char *a;
 	int bits = c->bits, i;

@@ -105,6 +105,6 @@ int	pconf_parse_addr(const char *, struct sockaddr_storage *, socklen_t *);
  */
 int	pconf_parse_cidr(const char *, struct cidr *);
 /* 1 when sa's address is inside c and, if c has a port, sa's port is it. */
-int	cidr_match(const struct cidr *, const struct sockaddr *);
+int	pconf_cidr_match(const struct cidr *, const struct sockaddr *);
 
 #endif

@@ -3,7 +3,7 @@
  * the tunnel (tunnel.c): a connection is made and admitted here (conn_new,
  * against limits.conns_per_sandbox and unid.c's caps), identified
  * (identify), answered with a status and closed (conn_answer,
- * conn_respond), killed and freed (conn_kill, reap_cb). It never calls
+ * conn_respond), killed and freed (conn_kill, conn_reap_cb). It never calls
  * into proxy.c or tunnel.c: once answered, a connection stays in
  * CS_CLOSING (CS_DRAIN first for a refused body) on client callbacks of
  * this file until conn_kill.
@@ -35,7 +35,7 @@
 /* ---- connection targets: c->tgt, interned per worker (tgtab.c) ---- */
 /*
  * c->tgt is never NULL: &tgt_none until the connection has a target, then
- * the worker's copy, one reference per connection, changed only by tgt_set
+ * the worker's copy, one reference per connection, changed only by conn_tgt_set
  * and put by conn_free.
  */
 
@@ -44,7 +44,7 @@ static const struct target tgt_none;
 
 /* Points c->tgt at the worker's copy of t (made if there is none). */
 void
-tgt_set(struct conn *c, const struct target *t)
+conn_tgt_set(struct conn *c, const struct target *t)
 {
 	const struct target *old = c->tgt;
 
@@ -119,7 +119,7 @@ conn_answer(struct conn *c, int status, const char *code, const char *reason,
 
 	reason_clean(r, sizeof(r), reason != NULL ? reason : status_text(status, c->req == NULL));
 	if (!c->dead) {
-		refusal_audit(c, status, code, r);
+		connaudit_refusal(c, status, code, r);
 		if (refusal && log_rate_ok(&refuse_rl, REFUSE_LOG_BURST, REFUSE_LOG_MS,
 		    &dropped))
 			log_info("conn=%llx sandbox=%s target=%s refused status=%d reason=%s detail=\"%s\"%s%.0ld%s",
@@ -283,7 +283,7 @@ drain_read(struct bufferevent *bev, void *arg)
 /* ---- lifecycle: kill, free ---- */
 /*
  * conn_kill unhooks every callback and queues c on w->dead (idempotent);
- * reap_cb frees it in a later loop pass, and nothing else frees a conn.
+ * conn_reap_cb frees it in a later loop pass, and nothing else frees a conn.
  * What a connection counts (w->load, the sandbox's conns and tunnels, the
  * proxy counters) is uncounted exactly once, in conn_kill or conn_free.
  */
@@ -291,7 +291,7 @@ drain_read(struct bufferevent *bev, void *arg)
 static void
 conn_free(struct conn *c)
 {
-	idle_unlink(c);
+	upool_idle_unlink(c);
 	if (c->hook != NULL)
 		addon_cancel(c->hook);
 	if (c->vm != NULL) {
@@ -338,7 +338,7 @@ conn_free(struct conn *c)
 }
 
 void
-reap_cb(evutil_socket_t fd, short ev, void *arg)
+conn_reap_cb(evutil_socket_t fd, short ev, void *arg)
 {
 	struct worker *w = arg;
 	struct conn *c;
@@ -359,17 +359,17 @@ conn_kill(struct conn *c)
 		return;
 	/* A CONNECT or request closed before it was answered. */
 	if (c->aud_connect)
-		connect_audit(c, 0, "closed", NULL);
+		connaudit_connect(c, 0, "closed", NULL);
 	if (c->aud_req)
-		req_audit(c, c->resp_status, "closed", NULL);
+		connaudit_req(c, c->resp_status, "closed", NULL);
 	unid_leave(c);
-	idle_unlink(c);
+	upool_idle_unlink(c);
 	/* A clean idle upstream (between requests) goes to the pool. */
 	if (c->up != NULL && (c->st == CS_REQ_HEAD || c->st == CS_CL_TLS))
-		pool_park(c);
+		upool_park(c);
 	c->dead = 1;
 	if (c->tunnel_open)
-		tunnel_audit(c);
+		connaudit_tunnel(c);
 	if (c->cl != NULL) {
 		bufferevent_disable(c->cl, EV_READ | EV_WRITE);
 		bufferevent_setcb(c->cl, NULL, NULL, NULL, NULL);
@@ -534,7 +534,7 @@ conn_attrs_refresh(struct conn *c)
  * different credential later is refused. 0, or -1: answered.
  */
 int
-identify(struct conn *c, struct hreq *r)
+conn_identify(struct conn *c, struct hreq *r)
 {
 	const char *pa;
 	size_t pal = 0;

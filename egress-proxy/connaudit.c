@@ -18,7 +18,7 @@
 
 /* The audit line of c's current request, answered with status (0: none). */
 void
-req_audit(struct conn *c, int status, const char *code, const char *detail)
+connaudit_req(struct conn *c, int status, const char *code, const char *detail)
 {
 	struct hreq *r = c->req;
 	struct audit_rec a;
@@ -52,7 +52,7 @@ req_audit(struct conn *c, int status, const char *code, const char *detail)
 
 /* The audit line of c's CONNECT: 200 or the refusal (0: none sent). */
 void
-connect_audit(struct conn *c, int status, const char *code, const char *detail)
+connaudit_connect(struct conn *c, int status, const char *code, const char *detail)
 {
 	struct audit_rec a;
 
@@ -75,16 +75,16 @@ connect_audit(struct conn *c, int status, const char *code, const char *detail)
  * "refused" line when no head was parsed (malformed, too large, timed out).
  */
 void
-refusal_audit(struct conn *c, int status, const char *code, const char *detail)
+connaudit_refusal(struct conn *c, int status, const char *code, const char *detail)
 {
 	struct audit_rec a;
 
 	if (c->aud_connect) {
-		connect_audit(c, status, code, detail);
+		connaudit_connect(c, status, code, detail);
 		return;
 	}
 	if (c->aud_req && c->req != NULL) {
-		req_audit(c, status, code, detail);
+		connaudit_req(c, status, code, detail);
 		return;
 	}
 	c->aud_req = 0;
@@ -102,7 +102,7 @@ refusal_audit(struct conn *c, int status, const char *code, const char *detail)
 
 /* The audit line of c, a blind tunnel closing. */
 void
-tunnel_audit(struct conn *c)
+connaudit_tunnel(struct conn *c)
 {
 	struct audit_rec a;
 

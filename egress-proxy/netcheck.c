@@ -162,7 +162,7 @@ netcheck_addr(const struct sockaddr *sa, const struct cidr *allow, size_t nallow
 	int allowed = 0;
 
 	for (i = 0; i < nallow; i++)
-		if (cidr_match(&allow[i], sa))
+		if (pconf_cidr_match(&allow[i], sa))
 			allowed = 1;
 	pthread_mutex_lock(&self_mtx);
 	for (i = 0; i < nself_listen; i++)

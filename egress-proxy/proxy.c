@@ -83,14 +83,14 @@ static void up_connected(struct conn *);
 /*
  * A new connection (conn_new: made, admitted) reads request heads: a
  * CONNECT or an absolute-form http:// request. Its sender is identified
- * (conn.c, identify) at the first head. The CONNECT target (or the http://
+ * (conn_identify) at the first head. The CONNECT target (or the http://
  * URL's) is canonicalised here, once; only the canonical form is used
  * afterwards.
  */
 
 /* Starts reading request heads on a new connection on fd (conn_new). */
 void
-conn_accept(struct worker *w, int fd, struct sandbox *sb)
+proxy_accept(struct worker *w, int fd, struct sandbox *sb)
 {
 	struct conn *c;
 
@@ -122,7 +122,7 @@ read_head(struct conn *c, struct bufferevent *bev, int allow_connect)
 		return 0;
 	if (c->head_start == 0) {
 		c->head_start = util_mono_coarse_ms();
-		idle_unlink(c);
+		upool_idle_unlink(c);
 	}
 	want = avail < max + 1 ? avail : max + 1;
 	if ((p = (const char *)evbuffer_pullup(in, (ssize_t)want)) == NULL) {
@@ -171,7 +171,7 @@ ctx_fill(struct conn *c, struct hook_ctx *hc, int plain)
 
 /* Attaches the current addon VM of the worker (reloading it if stale). */
 struct addon_vm *
-worker_vm(struct worker *w)
+proxy_worker_vm(struct worker *w)
 {
 	struct addon_src *src = proxy_addons();
 	static struct log_rate rl;	/* a failing rebuild is tried per connection */
@@ -201,7 +201,7 @@ decide(struct conn *c, int plain)
 {
 	struct hook_ctx hc;
 	struct hook_result res;
-	struct addon_vm *vm = worker_vm(c->w);
+	struct addon_vm *vm = proxy_worker_vm(c->w);
 
 	/* Client bytes arriving meanwhile wait in its input buffer (bounded). */
 	c->st = CS_DECIDE;
@@ -248,7 +248,7 @@ cl_read_head(struct bufferevent *bev, void *arg)
 		c->aud_connect = 1;
 	else
 		c->aud_req = 1;
-	if (identify(c, r) == -1)
+	if (conn_identify(c, r) == -1)
 		return;
 	if (r->hd.method == HTTP_CONNECT) {
 		struct target t;
@@ -259,7 +259,7 @@ cl_read_head(struct bufferevent *bev, void *arg)
 			conn_respond(c, 400, "bad_target", err);
 			return;
 		}
-		tgt_set(c, &t);
+		conn_tgt_set(c, &t);
 		if (c->up != NULL) {		/* a previous plain upstream */
 			bufferevent_free(c->up);
 			c->up = NULL;
@@ -289,7 +289,7 @@ cl_read_head(struct bufferevent *bev, void *arg)
 			bufferevent_free(c->up);
 			c->up = NULL;
 		}
-		tgt_set(c, &t);
+		conn_tgt_set(c, &t);
 		h1head_strip_hop(&r->hd);
 	}
 	c->mode = MODE_PLAIN;
@@ -502,7 +502,7 @@ gate_start(struct conn *c)
  * resolve overrides first, then literal addresses, then evdns. Every
  * address is checked by netcheck_addr against upstream.allow_cidrs before
  * it is dialled (or taken from the pool), and they are tried in order. A
- * failure answers through connect_fail (logged): 403 when no address is
+ * failure answers through proxy_connect_fail (logged): 403 when no address is
  * allowed, else 502 (504 on the connect timeout, 400 for a bad literal).
  */
 
@@ -513,7 +513,7 @@ gate_start(struct conn *c)
  * metrics, logged (rate-limited) and answered by conn_respond.
  */
 void
-connect_fail(struct conn *c, int status, const char *code, const char *why)
+proxy_connect_fail(struct conn *c, int status, const char *code, const char *why)
 {
 	if (strcmp(code, "resolve_failed") == 0)
 		atomic_fetch_add(&the_proxy.st.resolve_failed, 1);
@@ -531,10 +531,10 @@ up_from_pool(struct conn *c, const struct sockaddr *sa)
 {
 	struct conn *v;
 
-	if (!pool_take(c, sa, &v))
+	if (!upool_take(c, sa, &v))
 		return 0;
 	if (v != NULL) {
-		conn_rest(v);
+		proxy_conn_rest(v);
 		atomic_fetch_add(&the_proxy.st.pool_lent, 1);
 		log_debug("conn=%llx upstream %s taken over from idle conn=%llx",
 		    (unsigned long long)c->id, c->tgt->hostport, (unsigned long long)v->id);
@@ -560,9 +560,9 @@ up_try(struct conn *c)
 			atomic_fetch_add(&the_proxy.st.ref_ssrf, 1);
 			snprintf(msg, sizeof(msg), "destination %s not allowed (%s)",
 			    c->tgt->hostport, why != NULL ? why : "no address");
-			connect_fail(c, 403, "address_policy", msg);
+			proxy_connect_fail(c, 403, "address_policy", msg);
 		} else
-			connect_fail(c, 502, "connect_failed", "cannot connect to upstream");
+			proxy_connect_fail(c, 502, "connect_failed", "cannot connect to upstream");
 		return;
 	}
 	c->ai_cur = ai->ai_next;
@@ -577,18 +577,18 @@ up_try(struct conn *c)
 		return;
 	}
 	c->up_nreq = 0;
-	if (sa_set(&c->up_addr, ai->ai_addr) == -1)
+	if (upool_sa_set(&c->up_addr, ai->ai_addr) == -1)
 		memset(&c->up_addr, 0, sizeof(c->up_addr));
 	if (c->mode == MODE_INTERCEPT) {
 		if ((ssl = tls_upstream_new(c->tgt)) == NULL) {
-			connect_fail(c, 502, "tls_setup", "TLS setup failed");
+			proxy_connect_fail(c, 502, "tls_setup", "TLS setup failed");
 			return;
 		}
 		c->up = bufferevent_openssl_socket_new(c->w->base, -1, ssl,
 		    BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE);
 		if (c->up == NULL) {
 			SSL_free(ssl);
-			connect_fail(c, 502, "tls_setup", "TLS setup failed");
+			proxy_connect_fail(c, 502, "tls_setup", "TLS setup failed");
 			return;
 		}
 		bufferevent_openssl_set_allow_dirty_shutdown(c->up, 1);
@@ -597,7 +597,7 @@ up_try(struct conn *c)
 		c->up = bufferevent_socket_new(c->w->base, -1, BEV_OPT_CLOSE_ON_FREE);
 		c->up_tls = 0;
 		if (c->up == NULL) {
-			connect_fail(c, 502, "connect_failed", "socket failed");
+			proxy_connect_fail(c, 502, "connect_failed", "socket failed");
 			return;
 		}
 	}
@@ -635,7 +635,7 @@ dns_cb(int result, struct evutil_addrinfo *res, void *arg)
 		    evutil_gai_strerror(result));
 		if (res != NULL)
 			evutil_freeaddrinfo(res);
-		connect_fail(c, 502, "resolve_failed", m);
+		proxy_connect_fail(c, 502, "resolve_failed", m);
 		return;
 	}
 	if (c->ai != NULL)
@@ -691,7 +691,7 @@ up_connect(struct conn *c)
 			c->ai = c->ai_cur = ai_from_sa((struct sockaddr *)&the_proxy.conf->resolve[i].ss,
 			    the_proxy.conf->resolve[i].sslen);
 			if (c->ai == NULL) {
-				connect_fail(c, 502, "resolve_failed", "bad resolve override");
+				proxy_connect_fail(c, 502, "resolve_failed", "bad resolve override");
 				return;
 			}
 			up_try(c);
@@ -705,7 +705,7 @@ up_connect(struct conn *c)
 	if (c->tgt->kind != CANON_NAME) {
 		hints.ai_flags = EVUTIL_AI_NUMERICHOST | EVUTIL_AI_NUMERICSERV;
 		if (evutil_getaddrinfo(c->tgt->host, port, &hints, &c->ai) != 0) {
-			connect_fail(c, 400, "bad_target", "bad address");
+			proxy_connect_fail(c, 400, "bad_target", "bad address");
 			return;
 		}
 		c->ai_cur = c->ai;
@@ -795,7 +795,7 @@ cl_sleep(struct conn *c)
  * request allocates them again.
  */
 void
-conn_rest(struct conn *c)
+proxy_conn_rest(struct conn *c)
 {
 	free(c->rp);
 	c->rp = NULL;
@@ -851,13 +851,13 @@ client_tls_start(struct conn *c)
 		return;
 	}
 	if ((leaf = certcache_get(the_proxy.cc, c->tgt, &hit)) == NULL) {
-		connect_fail(c, 502, "tls_setup", "cannot mint certificate");
+		proxy_connect_fail(c, 502, "tls_setup", "cannot mint certificate");
 		return;
 	}
 	ssl = tls_client_new(leaf, certcache_leaf_key(the_proxy.cc));
 	X509_free(leaf);
 	if (ssl == NULL) {
-		connect_fail(c, 502, "tls_setup", "TLS setup failed");
+		proxy_connect_fail(c, 502, "tls_setup", "TLS setup failed");
 		return;
 	}
 	/* Nothing is queued on the plain side: write the 200 directly. */
@@ -867,7 +867,7 @@ client_tls_start(struct conn *c)
 		conn_kill(c);
 		return;
 	}
-	connect_audit(c, 200, NULL, NULL);
+	connaudit_connect(c, 200, NULL, NULL);
 	bufferevent_free(c->cl);
 	c->cl_ssl = ssl;
 	if (cl_tls_bev(c, BUFFEREVENT_SSL_ACCEPTING) == -1) {
@@ -897,14 +897,14 @@ up_connected(struct conn *c)
 	bufferevent_setwatermark(c->up, EV_READ, 0, hwm);
 	bufferevent_setwatermark(c->up, EV_WRITE, hwm / 2, 0);
 	evrelay_bev_enable(c->up, EV_READ | EV_WRITE);
-	up_kick(c);
+	upool_kick(c);
 	if (c->connect_then_req) {
 		c->connect_then_req = 0;
 		req_send(c);
 		return;
 	}
 	if (c->mode == MODE_TUNNEL) {
-		connect_audit(c, 200, NULL, NULL);
+		connaudit_connect(c, 200, NULL, NULL);
 		evbuffer_add(bufferevent_get_output(c->cl),
 		    "HTTP/1.1 200 Connection established\r\n\r\n", 39);
 		tunnel_start(c);
@@ -1041,7 +1041,7 @@ req_send(struct conn *c)
 	}
 	evrelay_bev_enable(c->cl, EV_READ);
 	evrelay_bev_enable(c->up, EV_READ | EV_WRITE);
-	up_kick(c);
+	upool_kick(c);
 	if (c->st == CS_BODY)
 		body_pump(c);
 }
@@ -1100,7 +1100,7 @@ resp_finish(struct conn *c)
 		if (!c->req->injected)
 			atomic_fetch_add(&the_proxy.st.req_plain, 1);
 	}
-	req_audit(c, c->resp_status, NULL, NULL);
+	connaudit_req(c, c->resp_status, NULL, NULL);
 	if (c->vm != NULL && c->addon >= 0 && c->mode == MODE_INTERCEPT &&
 	    addon_has_response(c->vm, c->addon))
 		addon_on_response(c->vm, c->addon, c->ctx_ref, c->req, c->resp_status);
@@ -1122,7 +1122,7 @@ resp_finish(struct conn *c)
 		 * goes to the pool.
 		 */
 		if (c->up != NULL && !c->close_after)
-			pool_park(c);
+			upool_park(c);
 		if (c->up != NULL) {
 			bufferevent_free(c->up);
 			c->up = NULL;
@@ -1144,8 +1144,8 @@ next_request(struct conn *c)
 	c->st = c->mode == MODE_INTERCEPT ? CS_REQ_HEAD : CS_HEAD;
 	c->deadline = 0;
 	c->last_active = util_mono_coarse_ms();
-	if (c->mode == MODE_INTERCEPT && up_clean(c))
-		idle_link(c);
+	if (c->mode == MODE_INTERCEPT && upool_clean(c))
+		upool_idle_link(c);
 	bufferevent_setcb(c->cl, c->mode == MODE_INTERCEPT ? cl_read_req : cl_read_head,
 	    cl_write, cl_event, c);
 	evrelay_bev_enable(c->cl, EV_READ);
@@ -1280,7 +1280,7 @@ up_read(struct bufferevent *bev, void *arg)
 		tls_move(c->cl, in, n);
 	}
 	if (c->resp_done) {
-		if (evbuffer_get_length(in) > 0 || up_junk(c))
+		if (evbuffer_get_length(in) > 0 || upool_junk(c))
 			c->close_after = 1;	/* junk after the response */
 		resp_finish(c);
 		return;
@@ -1288,7 +1288,7 @@ up_read(struct bufferevent *bev, void *arg)
 	if (evbuffer_get_length(out) >= hwm)
 		bufferevent_disable(c->up, EV_READ);
 	else
-		up_kick(c);
+		upool_kick(c);
 }
 
 /* The upstream's output drained below the low watermark. */
@@ -1311,7 +1311,7 @@ cl_write(struct bufferevent *bev, void *arg)
 	(void)bev;
 	if (c->up != NULL && c->resp_active) {
 		evrelay_bev_enable(c->up, EV_READ);
-		up_kick(c);
+		upool_kick(c);
 	}
 }
 
@@ -1379,14 +1379,13 @@ up_event(struct bufferevent *bev, short what, void *arg)
 		return;
 	if (c->st == CS_CONNECTING) {
 		if (c->up_tls && (what & BEV_EVENT_ERROR)) {
-			tls_upstream_error(bev, m, sizeof(m));
-			if (strstr(m, "verification") != NULL) {
+			if (tls_upstream_error(bev, m, sizeof(m)) == TLS_UP_VERIFY) {
 				atomic_fetch_add(&the_proxy.st.ref_upstream_tls, 1);
-				connect_fail(c, 502, "upstream_certificate", m);
+				proxy_connect_fail(c, 502, "upstream_certificate", m);
 				return;
 			}
 			if (c->ai_cur == NULL) {
-				connect_fail(c, 502, "upstream_tls", m);
+				proxy_connect_fail(c, 502, "upstream_tls", m);
 				return;
 			}
 		}
@@ -1396,7 +1395,7 @@ up_event(struct bufferevent *bev, short what, void *arg)
 		}
 		snprintf(m, sizeof(m), "cannot connect to %s: %s", c->tgt->hostport,
 		    evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
-		connect_fail(c, 502, "connect_failed", m);
+		proxy_connect_fail(c, 502, "connect_failed", m);
 		return;
 	}
 	/* Request cycle: EOF may end an EOF-delimited response. */

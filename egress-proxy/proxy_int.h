@@ -78,7 +78,7 @@ struct worker;
 
 struct conn {
 	TAILQ_ENTRY(conn)	 link;
-	TAILQ_ENTRY(conn)	 idle_link;	/* on w->idleup */
+	TAILQ_ENTRY(conn)	 upool_idle_link;	/* on w->idleup */
 	TAILQ_ENTRY(conn)	 unid_link;	/* on w->unid while unid */
 	struct worker		*w;
 	uint64_t		 id;
@@ -128,7 +128,7 @@ struct conn {
 	struct evutil_addrinfo	*ai, *ai_cur;
 	unsigned char		 peer[16];
 	const struct target	*tgt;		/* tunnel / current upstream target,
-						   interned (tgt_set); never NULL */
+						   interned (conn_tgt_set); never NULL */
 	struct hreq		*req;
 	llhttp_t		*rp;		/* response parser */
 	size_t			 resp_head_bytes;
@@ -188,7 +188,7 @@ struct worker {
 	 * pool has none (see up_take_idle).
 	 */
 	struct connq		 idleup;
-	struct tgtab		*tgts;		/* interned targets (tgt_set) */
+	struct tgtab		*tgts;		/* interned targets (conn_tgt_set) */
 	/* work counters for the tick's quiet-time Lua garbage collection */
 	unsigned long long	 nreq, work_seen, work_gc;
 	struct addon_vm		*vm;
@@ -200,16 +200,16 @@ struct worker {
 
 /* connaudit.c: the lines a connection writes to the audit log (audit.c). */
 /* The audit line of c's current request, answered with status (0: none). */
-void	req_audit(struct conn *c, int status, const char *code, const char *detail);
+void	connaudit_req(struct conn *c, int status, const char *code, const char *detail);
 /* The audit line of c's CONNECT: 200 or the refusal (0: none sent). */
-void	connect_audit(struct conn *c, int status, const char *code, const char *detail);
+void	connaudit_connect(struct conn *c, int status, const char *code, const char *detail);
 /*
  * The line of a refusal (status) of c: its CONNECT's, its request's, or a
  * "refused" line when no head was parsed (malformed, too large, timed out).
  */
-void	refusal_audit(struct conn *c, int status, const char *code, const char *detail);
+void	connaudit_refusal(struct conn *c, int status, const char *code, const char *detail);
 /* The audit line of c, a blind tunnel closing. */
-void	tunnel_audit(struct conn *c);
+void	connaudit_tunnel(struct conn *c);
 
 /* unid.c: unidentified connections. */
 /* c is unidentified: listed and counted. Returns its address's count. */
@@ -244,34 +244,34 @@ void	proxy_evict_src(const struct worker *w, int fam, const unsigned char peer[1
 
 /* upool.c: parked and idle upstreams. */
 /* *a = sa (AF_INET or AF_INET6; -1 otherwise, *a zeroed). */
-int	sa_set(union sa_any *a, const struct sockaddr *sa);
+int	upool_sa_set(union sa_any *a, const struct sockaddr *sa);
 /* Runs c->up's read callback again for TLS records OpenSSL holds (read-ahead). */
-void	up_kick(struct conn *c);
+void	upool_kick(struct conn *c);
 /* 1 when application bytes follow a complete response inside OpenSSL. */
-int	up_junk(struct conn *c);
+int	upool_junk(struct conn *c);
 /* 1 when c->up is a clean idle upstream TLS connection another may use. */
-int	up_clean(struct conn *c);
+int	upool_clean(struct conn *c);
 /* c is between requests and keeps its upstream: it may be lent (newest first). */
-void	idle_link(struct conn *c);
+void	upool_idle_link(struct conn *c);
 /* c's upstream may no longer be lent. Idempotent. */
-void	idle_unlink(struct conn *c);
+void	upool_idle_unlink(struct conn *c);
 /* Parks c->up if it is clean (c->up is then NULL); else leaves it. */
-void	pool_park(struct conn *c);
+void	upool_park(struct conn *c);
 /*
  * Takes into c->up a parked upstream of c's sandbox to c's target at sa
  * (*lender NULL), or the idle upstream of another connection (*lender:
  * that one, which the caller puts to rest). 1 when one was taken: it is
  * connected and verified, its callbacks are the caller's to set. 0: none.
  */
-int	pool_take(struct conn *c, const struct sockaddr *sa, struct conn **lender);
+int	upool_take(struct conn *c, const struct sockaddr *sa, struct conn **lender);
 /* Drops w's parked upstreams that expired by now. */
-void	pool_expire(struct worker *w, long long now);
+void	upool_expire(struct worker *w, long long now);
 /* Drops w's parked upstreams of sb (NULL: all). */
-void	pool_kill_sb(struct worker *w, struct sandbox *sb);
+void	upool_kill_sb(struct worker *w, struct sandbox *sb);
 
 /* conn.c: a connection's object. */
 /* Points c->tgt at the worker's copy of t (made if there is none). */
-void	tgt_set(struct conn *c, const struct target *t);
+void	conn_tgt_set(struct conn *c, const struct target *t);
 /*
  * A new connection on fd (sb: its listener's sandbox, referenced, or NULL)
  * with its client bufferevent, no callbacks set; NULL when it was refused
@@ -284,7 +284,7 @@ struct conn *conn_new(struct worker *w, int fd, struct sandbox *sb);
  */
 void	conn_attrs_refresh(struct conn *c);
 /* Identifies c by its listener or r's Proxy-Authorization. 0, or -1: answered. */
-int	identify(struct conn *c, struct hreq *r);
+int	conn_identify(struct conn *c, struct hreq *r);
 /* Answers c with status and body (of type ctype), then closes. */
 void	conn_answer(struct conn *c, int status, const char *code, const char *reason,
 	    const char *ctype, const char *body, size_t blen);
@@ -298,7 +298,7 @@ void	conn_closing_event(struct bufferevent *bev, short what, void *arg);
 /* Stops every callback of c and queues it for freeing. Idempotent. */
 void	conn_kill(struct conn *c);
 /* The worker's deferred free of its dead connections (w->reap_ev). */
-void	reap_cb(evutil_socket_t fd, short ev, void *arg);
+void	conn_reap_cb(evutil_socket_t fd, short ev, void *arg);
 /* Closes one unidentified connection of (fam, peer) on w (MSG_EVICT_SRC). */
 void	conn_evict_src(struct worker *w, int fam, const unsigned char peer[16]);
 /* Closes up to n unidentified connections of w, oldest idle ones first. */
@@ -310,12 +310,12 @@ void	tunnel_start(struct conn *c);
 
 /* proxy.c: the state machine. */
 /* Starts reading request heads on a new connection (conn_new). */
-void	conn_accept(struct worker *w, int fd, struct sandbox *sb);
+void	proxy_accept(struct worker *w, int fd, struct sandbox *sb);
 /* The current addon VM of the worker (reloading it if stale). */
-struct addon_vm *worker_vm(struct worker *w);
+struct addon_vm *proxy_worker_vm(struct worker *w);
 /* The dial failed: counted, logged and answered (conn_respond). */
-void	connect_fail(struct conn *c, int status, const char *code, const char *why);
+void	proxy_connect_fail(struct conn *c, int status, const char *code, const char *why);
 /* Between requests without an upstream: drops parser state and sleeps. */
-void	conn_rest(struct conn *c);
+void	proxy_conn_rest(struct conn *c);
 
 #endif

@@ -166,7 +166,7 @@ tls_init(const char *ca_bundle, char *err, size_t errlen)
 	/*
 	 * Upstream TLS reads ahead: one read() takes up to 64 KiB of records
 	 * instead of two per record (header, then body). Records left inside
-	 * OpenSSL are drained by up_kick, as bufferevent_openssl looks only at
+	 * OpenSSL are drained by upool_kick, as bufferevent_openssl looks only at
 	 * SSL_pending().
 	 */
 	SSL_CTX_set_read_ahead(cli_ctx, 1);
@@ -297,7 +297,7 @@ tls_add(struct bufferevent *bev, const char *p, size_t n)
 		evbuffer_add(bufferevent_get_output(bev), p + w, n - w);
 }
 
-void
+enum tls_up_fail
 tls_upstream_error(struct bufferevent *bev, char *m, size_t len)
 {
 	SSL *ssl = bufferevent_openssl_get_ssl(bev);
@@ -307,14 +307,15 @@ tls_upstream_error(struct bufferevent *bev, char *m, size_t len)
 	if (ssl != NULL && (vr = SSL_get_verify_result(ssl)) != X509_V_OK) {
 		snprintf(m, len, "upstream certificate verification failed: %s",
 		    X509_verify_cert_error_string(vr));
-		return;
+		return TLS_UP_VERIFY;
 	}
 	e = bufferevent_get_openssl_error(bev);
 	if (e != 0) {
 		char es[200];
 		ERR_error_string_n(e, es, sizeof(es));
 		snprintf(m, len, "upstream TLS failed: %s", es);
-		return;
+		return TLS_UP_OTHER;
 	}
 	snprintf(m, len, "upstream TLS failed");
+	return TLS_UP_OTHER;
 }

@@ -48,7 +48,12 @@ struct evbuffer;
 void	tls_add(struct bufferevent *bev, const char *p, size_t n);
 void	tls_move(struct bufferevent *bev, struct evbuffer *src, size_t n);
 
-/* Why the TLS bufferevent bev towards an upstream failed, into m. */
-void	tls_upstream_error(struct bufferevent *bev, char *m, size_t len);
+/*
+ * Why the TLS bufferevent bev towards an upstream failed, into m. Returns
+ * TLS_UP_VERIFY when the upstream's certificate failed verification (a
+ * refusal: no other address is tried), TLS_UP_OTHER for any other failure.
+ */
+enum tls_up_fail { TLS_UP_OTHER, TLS_UP_VERIFY };
+enum tls_up_fail tls_upstream_error(struct bufferevent *bev, char *m, size_t len);
 
 #endif

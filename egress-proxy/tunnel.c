@@ -3,8 +3,8 @@
  * addons let through untouched. It relays bytes both ways with backpressure
  * (a side is not read while the other has buffers.high_watermark unsent)
  * and passes a half-close on. A tunnel is never left but by conn_kill, so
- * its callbacks are its own and call only conn.c (and upool.c's up_kick);
- * its audit line is written at the close (conn_kill, tunnel_audit).
+ * its callbacks are its own and call only conn.c (and upool.c's upool_kick);
+ * its audit line is written at the close (conn_kill, connaudit_tunnel).
  */
 #include <stddef.h>
 #include <sys/socket.h>
@@ -138,7 +138,7 @@ tun_cl_write(struct bufferevent *bev, void *arg)
 	}
 	if (c->up != NULL) {
 		evrelay_bev_enable(c->up, EV_READ);
-		up_kick(c);
+		upool_kick(c);
 	}
 }
 

@@ -1,7 +1,7 @@
 /*
  * upool.c: the upstream pool, parked and idle upstreams, per worker.
  * An upstream is reused only by the same sandbox for the same canonical
- * target and dialled address, and only when clean (up_clean: handshake
+ * target and dialled address, and only when clean (upool_clean: handshake
  * done, last response complete, nothing buffered, not shut down). A parked
  * one is read: any byte, EOF or error drops it; it expires after
  * timeouts.pool_idle. Bounds: upstream.pool_per_target per key and
@@ -11,7 +11,7 @@
  * Below conn.c (conn_kill parks) and proxy.c (dialling takes, the request
  * cycle links idle connections and checks for read-ahead): it calls
  * neither. A connection whose idle upstream is taken over is put to rest
- * by the caller of pool_take.
+ * by the caller of upool_take.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +19,7 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
-#include <event2/bufferevent_struct.h>	/* ev_read, for up_kick */
+#include <event2/bufferevent_struct.h>	/* ev_read, for upool_kick */
 #include <event2/event.h>
 #include <openssl/err.h>
 
@@ -32,7 +32,7 @@
 
 /* *a = sa, an AF_INET or AF_INET6 address; -1 for another family. */
 int
-sa_set(union sa_any *a, const struct sockaddr *sa)
+upool_sa_set(union sa_any *a, const struct sockaddr *sa)
 {
 	memset(a, 0, sizeof(*a));
 	if (sa->sa_family == AF_INET)
@@ -103,7 +103,7 @@ pool_event(struct bufferevent *bev, short what, void *arg)
  * more to wake it: run its read callback again while reading is enabled.
  */
 void
-up_kick(struct conn *c)
+upool_kick(struct conn *c)
 {
 	SSL *ssl;
 
@@ -122,7 +122,7 @@ up_kick(struct conn *c)
  * consumed by the peek and do not count; a close_notify drops the upstream.
  */
 int
-up_junk(struct conn *c)
+upool_junk(struct conn *c)
 {
 	SSL *ssl;
 	char b;
@@ -148,7 +148,7 @@ up_junk(struct conn *c)
  * complete, nothing buffered either way, not shut down.
  */
 int
-up_clean(struct conn *c)
+upool_clean(struct conn *c)
 {
 	struct bufferevent *bev = c->up;
 	SSL *ssl;
@@ -167,21 +167,21 @@ up_clean(struct conn *c)
 
 /* c's upstream may no longer be lent. Idempotent. */
 void
-idle_unlink(struct conn *c)
+upool_idle_unlink(struct conn *c)
 {
 	if (c->idle_linked) {
-		TAILQ_REMOVE(&c->w->idleup, c, idle_link);
+		TAILQ_REMOVE(&c->w->idleup, c, upool_idle_link);
 		c->idle_linked = 0;
 	}
 }
 
 /* c is between requests and keeps its upstream: it may be lent (newest first). */
 void
-idle_link(struct conn *c)
+upool_idle_link(struct conn *c)
 {
-	idle_unlink(c);
+	upool_idle_unlink(c);
 	if (c->up != NULL && c->mode == MODE_INTERCEPT && !c->dead) {
-		TAILQ_INSERT_HEAD(&c->w->idleup, c, idle_link);
+		TAILQ_INSERT_HEAD(&c->w->idleup, c, upool_idle_link);
 		c->idle_linked = 1;
 	}
 }
@@ -192,7 +192,7 @@ idle_link(struct conn *c)
  * of one sandbox shares a few upstream connections instead of holding one
  * each until timeouts.upstream_idle: the one it is taken from dials (or
  * takes another) at its next request. Returns the one it was taken from,
- * which the caller puts to rest (conn_rest), or NULL.
+ * which the caller puts to rest (proxy_conn_rest), or NULL.
  */
 static struct conn *
 up_take_idle(struct conn *c, const union sa_any *a)
@@ -201,17 +201,17 @@ up_take_idle(struct conn *c, const union sa_any *a)
 	int n = 0;
 
 	for (v = TAILQ_LAST(&c->w->idleup, connq); v != NULL && n < 64; v = prev, n++) {
-		prev = TAILQ_PREV(v, connq, idle_link);
+		prev = TAILQ_PREV(v, connq, upool_idle_link);
 		if (v == c)
 			continue;
-		if (v->dead || v->st != CS_REQ_HEAD || v->head_start != 0 || !up_clean(v)) {
-			idle_unlink(v);
+		if (v->dead || v->st != CS_REQ_HEAD || v->head_start != 0 || !upool_clean(v)) {
+			upool_idle_unlink(v);
 			continue;
 		}
 		if (v->sb != c->sb || !sa_same(&v->up_addr, a) ||
 		    strcmp(v->tgt->hostport, c->tgt->hostport) != 0)
 			continue;
-		idle_unlink(v);
+		upool_idle_unlink(v);
 		c->up = v->up;
 		v->up = NULL;
 		return v;
@@ -225,15 +225,15 @@ up_take_idle(struct conn *c, const union sa_any *a)
  * down); c->up is then NULL. Otherwise c->up is left for the caller.
  */
 void
-pool_park(struct conn *c)
+upool_park(struct conn *c)
 {
 	struct worker *w = c->w;
 	struct bufferevent *bev = c->up;
 	struct pooled *p, *oldest = NULL;
 	long same = 0;
 
-	idle_unlink(c);
-	if (the_proxy.conf->pool_max <= 0 || !up_clean(c))
+	upool_idle_unlink(c);
+	if (the_proxy.conf->pool_max <= 0 || !upool_clean(c))
 		return;
 	TAILQ_FOREACH(p, &w->pool, link) {
 		if (pool_key(p, c->sb, c->tgt->hostport, &c->up_addr)) {
@@ -273,7 +273,7 @@ pool_park(struct conn *c)
  * caller sets its callbacks), 0 otherwise.
  */
 int
-pool_take(struct conn *c, const struct sockaddr *sa, struct conn **lender)
+upool_take(struct conn *c, const struct sockaddr *sa, struct conn **lender)
 {
 	struct worker *w = c->w;
 	struct pooled *p, *hit = NULL;
@@ -282,7 +282,7 @@ pool_take(struct conn *c, const struct sockaddr *sa, struct conn **lender)
 
 	*lender = NULL;
 	if (the_proxy.conf->pool_max <= 0 || c->no_pool || c->mode != MODE_INTERCEPT ||
-	    c->sb == NULL || sa_set(&a, sa) == -1)
+	    c->sb == NULL || upool_sa_set(&a, sa) == -1)
 		return 0;
 	TAILQ_FOREACH(p, &w->pool, link) {
 		if (p->expires > now && pool_key(p, c->sb, c->tgt->hostport, &a)) {
@@ -308,7 +308,7 @@ pool_take(struct conn *c, const struct sockaddr *sa, struct conn **lender)
 
 /* Drops w's parked upstreams that expired by now. */
 void
-pool_expire(struct worker *w, long long now)
+upool_expire(struct worker *w, long long now)
 {
 	struct pooled *p, *prev;
 
@@ -320,7 +320,7 @@ pool_expire(struct worker *w, long long now)
 
 /* Drops w's parked upstreams of sb (NULL: all of them). */
 void
-pool_kill_sb(struct worker *w, struct sandbox *sb)
+upool_kill_sb(struct worker *w, struct sandbox *sb)
 {
 	struct pooled *p, *pn;
 

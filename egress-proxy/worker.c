@@ -39,13 +39,13 @@ tick_cb(evutil_socket_t fd, short ev, void *arg)
 
 	(void)fd;
 	(void)ev;
-	pool_expire(w, now);
+	upool_expire(w, now);
 	for (c = TAILQ_FIRST(&w->conns); c != NULL; c = n) {
 		n = TAILQ_NEXT(c, link);
 		if (c->deadline != 0 && now > c->deadline) {
 			switch (c->st) {
 			case CS_CONNECTING:
-				connect_fail(c, 504, "connect_timeout", "upstream connect timed out");
+				proxy_connect_fail(c, 504, "connect_timeout", "upstream connect timed out");
 				break;
 			case CS_DECIDE:
 			case CS_HOOK:
@@ -89,11 +89,11 @@ tick_cb(evutil_socket_t fd, short ev, void *arg)
 			 * drop all parser state and sleep.
 			 */
 			if (c->up != NULL)
-				pool_park(c);
+				upool_park(c);
 			if (c->up != NULL)
 				bufferevent_free(c->up);
 			c->up = NULL;
-			conn_rest(c);
+			proxy_conn_rest(c);
 		}
 	}
 	/*
@@ -127,7 +127,7 @@ inbox_cb(evutil_socket_t fd, short ev, void *arg)
 		next = m->next;
 		switch (m->type) {
 		case MSG_ACCEPT:
-			conn_accept(w, m->fd, m->sb);
+			proxy_accept(w, m->fd, m->sb);
 			break;
 		case MSG_KILL_SB:
 			for (c = TAILQ_FIRST(&w->conns); c != NULL; c = cn) {
@@ -135,7 +135,7 @@ inbox_cb(evutil_socket_t fd, short ev, void *arg)
 				if (c->sb == m->sb)
 					conn_kill(c);
 			}
-			pool_kill_sb(w, m->sb);
+			upool_kill_sb(w, m->sb);
 			sandbox_unref(m->sb);
 			break;
 		case MSG_SHED:
@@ -164,7 +164,7 @@ worker_main(void *arg)
 	struct worker *w = arg;
 
 	event_base_loop(w->base, 0);
-	pool_kill_sb(w, NULL);
+	upool_kill_sb(w, NULL);
 	return NULL;
 }
 
@@ -210,13 +210,13 @@ proxy_workers_start(int n)
 		if (w->dns == NULL)
 			return -1;
 		w->inbox_ev = event_new(w->base, -1, EV_READ | EV_PERSIST, inbox_cb, w);
-		w->reap_ev = event_new(w->base, -1, 0, reap_cb, w);
+		w->reap_ev = event_new(w->base, -1, 0, conn_reap_cb, w);
 		if (the_proxy.audit_fd != -1)
 			w->audit = auditq_new(w->base, the_proxy.audit_fd);
 		w->tick_ev = event_new(w->base, -1, EV_PERSIST, tick_cb, w);
 		event_add(w->tick_ev, &one);
 		w->gh = ghapp_new(w->base, the_proxy.conf);
-		(void)worker_vm(w);
+		(void)proxy_worker_vm(w);
 		if (pthread_create(&w->th, NULL, worker_main, w) != 0)
 			return -1;
 	}

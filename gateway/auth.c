@@ -12,7 +12,7 @@
 #include "strnum.h"
 
 int
-gw_host_norm(const char *in, size_t len, char *out, size_t outlen, int *port)
+auth_host_norm(const char *in, size_t len, char *out, size_t outlen, int *port)
 {
 	size_t i, hl = len, o = 0;
 	const char *colon = memchr(in, ':', len);
@@ -90,7 +90,7 @@ is_token_name(const char *s, size_t n)
 }
 
 int
-gw_query_token(const char *target, size_t len, char *tok, size_t toklen,
+auth_query_token(const char *target, size_t len, char *tok, size_t toklen,
     struct buf *rest)
 {
 	const char *q = memchr(target, '?', len), *end = target + len;
@@ -143,7 +143,7 @@ gw_query_token(const char *target, size_t len, char *tok, size_t toklen,
 }
 
 int
-gw_cookie_take(const char *hdr, size_t len, const char *name,
+auth_cookie_take(const char *hdr, size_t len, const char *name,
     void (*cb)(void *, const char *, size_t), void *arg, struct buf *rest)
 {
 	size_t nl = strlen(name), s, e, ks, ke;
@@ -187,7 +187,7 @@ gw_cookie_take(const char *hdr, size_t len, const char *name,
 }
 
 int
-gw_bearer(const char *v, size_t len, const char **tok, size_t *toklen)
+auth_bearer(const char *v, size_t len, const char **tok, size_t *toklen)
 {
 	size_t i = 6;
 
@@ -205,7 +205,7 @@ gw_bearer(const char *v, size_t len, const char **tok, size_t *toklen)
 }
 
 int
-gw_origin_same(const char *origin, size_t len, const char *scheme,
+auth_origin_same(const char *origin, size_t len, const char *scheme,
     const char *host, int port)
 {
 	char h[GW_HOST_MAX + 2];
@@ -221,7 +221,7 @@ gw_origin_same(const char *origin, size_t len, const char *scheme,
 	len -= sl + 3;
 	if (len > 0 && origin[len - 1] == '/')
 		return 0;	/* an Origin is scheme://host[:port], no path */
-	if (gw_host_norm(origin, len, h, sizeof(h), &op) == -1)
+	if (auth_host_norm(origin, len, h, sizeof(h), &op) == -1)
 		return 0;
 	if (op == 0)
 		op = defport;
@@ -231,7 +231,7 @@ gw_origin_same(const char *origin, size_t len, const char *scheme,
 }
 
 void
-gw_token_sha256(const char *tok, size_t len, char hex[65])
+auth_token_sha256(const char *tok, size_t len, char hex[65])
 {
 	unsigned char md[SHA256_DIGEST_LENGTH];
 	static const char dig[] = "0123456789abcdef";
@@ -246,18 +246,18 @@ gw_token_sha256(const char *tok, size_t len, char hex[65])
 }
 
 int
-gw_ct_eq(const char *a, const char *b, size_t n)
+auth_ct_eq(const char *a, const char *b, size_t n)
 {
 	return CRYPTO_memcmp(a, b, n) == 0;
 }
 
 int
-gw_token_ok(const char *tok, size_t len, const char *want)
+auth_token_ok(const char *tok, size_t len, const char *want)
 {
 	char hex[65];
 
 	if (len == 0 || len > GW_TOKEN_MAX || strlen(want) != 64)
 		return 0;
-	gw_token_sha256(tok, len, hex);
-	return gw_ct_eq(hex, want, 64);
+	auth_token_sha256(tok, len, hex);
+	return auth_ct_eq(hex, want, 64);
 }

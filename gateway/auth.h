@@ -22,7 +22,7 @@
  * or holding a byte that is not a letter, digit, '-', '.' or '_' (IPv6
  * literals are not app hosts and are refused too).
  */
-int	gw_host_norm(const char *in, size_t len, char *out, size_t outlen,
+int	auth_host_norm(const char *in, size_t len, char *out, size_t outlen,
 	    int *port) WUNRES;
 
 /*
@@ -32,7 +32,7 @@ int	gw_host_norm(const char *in, size_t len, char *out, size_t outlen,
  * -1 when a token parameter is malformed (bad %-escape, too long) or
  * several are given with different values. rest is reset first.
  */
-int	gw_query_token(const char *target, size_t len, char *tok, size_t toklen,
+int	auth_query_token(const char *target, size_t len, char *tok, size_t toklen,
 	    struct buf *rest) WUNRES;
 
 /*
@@ -40,7 +40,7 @@ int	gw_query_token(const char *target, size_t len, char *tok, size_t toklen,
  * value, vlen) is called; every other cookie is appended to rest (joined
  * by "; "). Returns the number of cookies called name. rest is not reset.
  */
-int	gw_cookie_take(const char *hdr, size_t len, const char *name,
+int	auth_cookie_take(const char *hdr, size_t len, const char *name,
 	    void (*cb)(void *, const char *, size_t), void *arg,
 	    struct buf *rest);
 
@@ -48,7 +48,7 @@ int	gw_cookie_take(const char *hdr, size_t len, const char *name,
  * An Authorization value "Bearer <token>" (scheme case-insensitive):
  * 1 with *tok and *toklen pointing at the token, 0 otherwise.
  */
-int	gw_bearer(const char *v, size_t len, const char **tok, size_t *toklen);
+int	auth_bearer(const char *v, size_t len, const char **tok, size_t *toklen);
 
 /*
  * Whether an Origin value is this app's own origin: scheme (http or
@@ -56,16 +56,16 @@ int	gw_bearer(const char *v, size_t len, const char **tok, size_t *toklen);
  * Host; port: the Host's port or 0 for the scheme's default). 1 same,
  * 0 different (or "null", or malformed).
  */
-int	gw_origin_same(const char *origin, size_t len, const char *scheme,
+int	auth_origin_same(const char *origin, size_t len, const char *scheme,
 	    const char *host, int port);
 
 /* sha256 of a token as 64 lower-case hex digits + NUL. */
-void	gw_token_sha256(const char *tok, size_t len, char hex[65]);
+void	auth_token_sha256(const char *tok, size_t len, char hex[65]);
 
 /* Constant-time equality of two n-byte strings: 1 equal, 0 not. */
-int	gw_ct_eq(const char *a, const char *b, size_t n);
+int	auth_ct_eq(const char *a, const char *b, size_t n);
 
 /* sha256(tok) == want (64 hex), compared in constant time. */
-int	gw_token_ok(const char *tok, size_t len, const char *want);
+int	auth_token_ok(const char *tok, size_t len, const char *want);
 
 #endif

@@ -63,19 +63,19 @@ static const struct cfg_key keys[] = {
 #undef O
 
 void
-gwconf_print_help(FILE *fp)
+conf_print_help(FILE *fp)
 {
 	cfg_print_help(keys, NELEM(keys), fp);
 }
 
 void
-gwconf_print_markdown(FILE *fp)
+conf_print_markdown(FILE *fp)
 {
 	cfg_print_markdown(keys, NELEM(keys), fp);
 }
 
 int
-gwconf_parse_addr(const char *s, struct sockaddr_storage *ss, socklen_t *len)
+conf_parse_addr(const char *s, struct sockaddr_storage *ss, socklen_t *len)
 {
 	struct sockaddr_in *sin = (struct sockaddr_in *)ss;
 	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
@@ -119,14 +119,14 @@ gwconf_parse_addr(const char *s, struct sockaddr_storage *ss, socklen_t *len)
 }
 
 struct gwconf *
-gwconf_load(const char *path, char *err, size_t errlen)
+conf_load(const char *path, char *err, size_t errlen)
 {
 	struct gwconf *c = xcalloc(1, sizeof(*c));
 	const char *f = path != NULL ? path : "(defaults)";
 
 	if (cfg_load(keys, NELEM(keys), c, path, err, errlen) == -1)
 		goto fail;
-	if (c->listen == NULL || gwconf_parse_addr(c->listen, &c->listen_ss, &c->listen_sslen) == -1) {
+	if (c->listen == NULL || conf_parse_addr(c->listen, &c->listen_ss, &c->listen_sslen) == -1) {
 		snprintf(err, errlen, "%s: listen: expected host:port", f);
 		goto fail;
 	}
@@ -168,12 +168,12 @@ gwconf_load(const char *path, char *err, size_t errlen)
 	c->https = c->tls || (c->scheme != NULL && strcmp(c->scheme, "https") == 0);
 	return c;
 fail:
-	gwconf_free(c);
+	conf_free(c);
 	return NULL;
 }
 
 void
-gwconf_free(struct gwconf *c)
+conf_free(struct gwconf *c)
 {
 	if (c == NULL)
 		return;

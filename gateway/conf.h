@@ -43,11 +43,11 @@ struct gwconf {
 /* The longest request target (414 beyond). */
 #define GW_TARGET_MAX	8192
 
-struct gwconf *gwconf_load(const char *path, char *err, size_t errlen);
-void	gwconf_free(struct gwconf *);
-void	gwconf_print_help(FILE *);
-void	gwconf_print_markdown(FILE *);
+struct gwconf *conf_load(const char *path, char *err, size_t errlen);
+void	conf_free(struct gwconf *);
+void	conf_print_help(FILE *);
+void	conf_print_markdown(FILE *);
 /* "host:port" into ss ("*" or empty host: any IPv4). 0 or -1. */
-int	gwconf_parse_addr(const char *, struct sockaddr_storage *, socklen_t *);
+int	conf_parse_addr(const char *, struct sockaddr_storage *, socklen_t *);
 
 #endif

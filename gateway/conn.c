@@ -480,7 +480,7 @@ head_one(struct conn *c)
 	ri.bound = c->rt;
 	ri.find = ctl_route_find;
 	buf_init(&out, (size_t)gw_state.c->header_bytes * 2 + 16384);
-	rc = gwreq_decide(&ri, c->req, &out, &ro);
+	rc = req_decide(&ri, c->req, &out, &ro);
 	if (rc == -1) {
 		buf_free(&out);
 		answer_page(c, 431, "Request head too large", "The request head is too large.");
@@ -653,7 +653,7 @@ open_done(void *arg, int fd, const char *addr, int status, const char *err)
 
 		up_setup(c, b);
 		set_state(c, CS_CONNECT);
-		if (addr == NULL || gwconf_parse_addr(addr, &ss, &sl) == -1 ||
+		if (addr == NULL || conf_parse_addr(addr, &ss, &sl) == -1 ||
 		    bufferevent_socket_connect(b, (struct sockaddr *)&ss, (int)sl) == -1)
 			answer_page(c, 502, "App not reachable", "The app's address is unusable.");
 	}
@@ -738,7 +738,7 @@ resp_head(struct conn *c)
 	if (c->resp->status != 101)
 		c->keep = c->keep && c->resp->keepalive;
 	buf_init(&out, max * 2 + 1024);
-	if (gwreq_response(c->resp, c->tls, c->keep && c->req_done, c->req->minor, &out) == -1) {
+	if (req_response(c->resp, c->tls, c->keep && c->req_done, c->req->minor, &out) == -1) {
 		buf_free(&out);
 		answer_page(c, 502, "Bad response from the app", "The app's response head is too large.");
 		return -1;

@@ -221,7 +221,7 @@ on_route(const cJSON *j)
 	struct route *rt;
 	int hp, p, ispub = cJSON_IsTrue(pub);
 
-	if (host == NULL || gw_host_norm(host, strlen(host), h, sizeof(h), &hp) == -1 || hp != 0 ||
+	if (host == NULL || auth_host_norm(host, strlen(host), h, sizeof(h), &hp) == -1 || hp != 0 ||
 	    !cJSON_IsNumber(port) || port->valuedouble < 1 || port->valuedouble > 65535 ||
 	    (!ispub && !valid_sha(sha)) || (sha != NULL && !valid_sha(sha)))
 		return -1;
@@ -316,7 +316,7 @@ on_line(const char *line, size_t len)
 	else if (strcmp(op, "unroute") == 0) {
 		const char *host = jstr(j, "host");
 
-		if (host == NULL || gw_host_norm(host, strlen(host), h, sizeof(h), &hp) == -1)
+		if (host == NULL || auth_host_norm(host, strlen(host), h, sizeof(h), &hp) == -1)
 			rc = -1;
 		else if ((rt = ctl_route_find(h)) != NULL) {
 			log_debug("unroute host=%s", rt->host);
@@ -523,7 +523,7 @@ ctl_connect(void)
 		sl = sizeof(*un);
 		K.tcp = 0;
 	} else {
-		if (gwconf_parse_addr(gw_state.c->ctl_connect, &ss, &sl) == -1) {
+		if (conf_parse_addr(gw_state.c->ctl_connect, &ss, &sl) == -1) {
 			/* a name: resolved (blocking, short) at each attempt */
 			struct addrinfo hints, *ai;
 			char host[256];

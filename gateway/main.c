@@ -130,7 +130,7 @@ int
 main(int argc, char **argv)
 {
 	static const struct daemon_desc desc = {
-		usage_text, gwconf_print_help, gwconf_print_markdown, NULL
+		usage_text, conf_print_help, conf_print_markdown, NULL
 	};
 	struct daemon_args o;
 	char err[1024], *token = NULL;
@@ -139,7 +139,7 @@ main(int argc, char **argv)
 
 	if (daemon_parse_args(&desc, argc, argv, &o, &rc) == -1)
 		return rc;
-	if ((gw_state.c = gwconf_load(o.file, err, sizeof(err))) == NULL) {
+	if ((gw_state.c = conf_load(o.file, err, sizeof(err))) == NULL) {
 		fprintf(stderr, "app-gateway: %s\n", err);
 		return 1;
 	}

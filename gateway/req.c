@@ -11,7 +11,7 @@
 #include "req.h"
 
 const char *
-gwreq_cookie(int tls)
+req_cookie(int tls)
 {
 	return tls ? "__Host-sbx-app" : "sbx-app";
 }
@@ -39,7 +39,7 @@ ck_cb(void *arg, const char *v, size_t vl)
 {
 	struct ckctx *k = arg;
 
-	if (!k->ok && gw_token_ok(v, vl, k->sha)) {
+	if (!k->ok && auth_token_ok(v, vl, k->sha)) {
 		k->ok = 1;
 		if (k->tok != NULL && vl <= GW_TOKEN_MAX) {
 			memcpy(k->tok, v, vl);
@@ -91,7 +91,7 @@ take_cookies(struct h1head *r, const char *name, const char *sha, int *ok,
 	for (i = 0; i < nh; i++) {
 		if (r->h[i].del || !h1head_is(r, i, "cookie"))
 			continue;
-		if (gw_cookie_take(r->data.p + r->h[i].vo, r->h[i].vl, name,
+		if (auth_cookie_take(r->data.p + r->h[i].vo, r->h[i].vl, name,
 		    sha != NULL ? ck_cb : NULL, &k, &rest) > 0)
 			found = 1;
 	}
@@ -107,10 +107,10 @@ take_cookies(struct h1head *r, const char *name, const char *sha, int *ok,
 }
 
 int
-gwreq_decide(const struct gwreq_in *in, struct h1head *r, struct buf *out,
+req_decide(const struct gwreq_in *in, struct h1head *r, struct buf *out,
     struct gwreq_out *o)
 {
-	const char *hv, *cookie = gwreq_cookie(in->tls), *scheme = in->tls ? "https" : "http";
+	const char *hv, *cookie = req_cookie(in->tls), *scheme = in->tls ? "https" : "http";
 	const char *v, *upv = NULL;
 	char host[GW_HOST_MAX + 1], tok[GW_TOKEN_MAX + 1], extra[1024], hsent[GW_HOST_MAX + 8];
 	size_t hl, vl, upl = 0;
@@ -122,7 +122,7 @@ gwreq_decide(const struct gwreq_in *in, struct h1head *r, struct buf *out,
 	if (h1head_count(r, "host", NULL) > 1)
 		return answer(o, out, 400, "Bad request", "More than one Host header.", NULL, 1);
 	if ((hv = h1head_get(r, "host", &hl)) == NULL ||
-	    gw_host_norm(hv, hl, host, sizeof(host), &port) == -1 ||
+	    auth_host_norm(hv, hl, host, sizeof(host), &port) == -1 ||
 	    hl >= sizeof(hsent) || (rt = in->find(host)) == NULL)
 		return answer(o, out, 404, "No app here",
 		    "No app at this address: it was never exposed, or it was unexposed.", NULL, close);
@@ -135,7 +135,7 @@ gwreq_decide(const struct gwreq_in *in, struct h1head *r, struct buf *out,
 
 	/* 1. ?token= */
 	buf_init(&rest, GW_TARGET_MAX + 16);
-	q = gw_query_token(r->data.p + r->url_o, r->url_l, tok, sizeof(tok), &rest);
+	q = auth_query_token(r->data.p + r->url_o, r->url_l, tok, sizeof(tok), &rest);
 	if (rt->public) {
 		o->authed = 3;
 		q = 0;
@@ -143,7 +143,7 @@ gwreq_decide(const struct gwreq_in *in, struct h1head *r, struct buf *out,
 	if (q != 0) {
 		int rc;
 
-		if (q == 1 && gw_token_ok(tok, strlen(tok), rt->sha) && rest.len < 8192) {
+		if (q == 1 && auth_token_ok(tok, strlen(tok), rt->sha) && rest.len < 8192) {
 			/*
 			 * "//evil.example/..." would be another host's URL:
 			 * such a path goes out absolute, on this host.
@@ -174,7 +174,7 @@ gwreq_decide(const struct gwreq_in *in, struct h1head *r, struct buf *out,
 		const char *t;
 		size_t tl;
 
-		if (gw_bearer(v, vl, &t, &tl) && gw_token_ok(t, tl, rt->sha) &&
+		if (auth_bearer(v, vl, &t, &tl) && auth_token_ok(t, tl, rt->sha) &&
 		    tl <= GW_TOKEN_MAX) {
 			o->authed = 1;
 			memcpy(o->token, t, tl);
@@ -192,7 +192,7 @@ gwreq_decide(const struct gwreq_in *in, struct h1head *r, struct buf *out,
 		    "This app needs its token: open the URL with ?token=<token>, or send "
 		    "Authorization: Bearer <token>.", "WWW-Authenticate: Bearer\r\n", close);
 	if (o->authed == 2 && (v = h1head_get(r, "origin", &vl)) != NULL &&
-	    !gw_origin_same(v, vl, scheme, host, port))
+	    !auth_origin_same(v, vl, scheme, host, port))
 		return answer(o, out, 403, "Forbidden",
 		    "A page of another origin may not use this app with your cookie.", NULL, close);
 
@@ -242,7 +242,7 @@ sets_cookie(const char *v, size_t vl, const char *name)
 }
 
 int
-gwreq_response(struct h1head *resp, int tls, int keep, int client_minor, struct buf *out)
+req_response(struct h1head *resp, int tls, int keep, int client_minor, struct buf *out)
 {
 	size_t i;
 
@@ -250,8 +250,8 @@ gwreq_response(struct h1head *resp, int tls, int keep, int client_minor, struct 
 	for (i = 0; i < resp->nh; i++) {
 		if (resp->h[i].del || !h1head_is(resp, i, "set-cookie"))
 			continue;
-		if (sets_cookie(resp->data.p + resp->h[i].vo, resp->h[i].vl, gwreq_cookie(0)) ||
-		    sets_cookie(resp->data.p + resp->h[i].vo, resp->h[i].vl, gwreq_cookie(1)))
+		if (sets_cookie(resp->data.p + resp->h[i].vo, resp->h[i].vl, req_cookie(0)) ||
+		    sets_cookie(resp->data.p + resp->h[i].vo, resp->h[i].vl, req_cookie(1)))
 			resp->h[i].del = 1;
 	}
 	if (resp->status != 101) {

@@ -33,13 +33,13 @@ struct gwreq_out {
 };
 
 /* The gateway's cookie name. */
-const char *gwreq_cookie(int tls);
+const char *req_cookie(int tls);
 
 /*
  * Decides about r (edited in place). GWREQ_FORWARD: out holds the head to
  * send to the app. GWREQ_ANSWER: out holds the whole answer. -1: out full.
  */
-int	gwreq_decide(const struct gwreq_in *, struct h1head *r, struct buf *out,
+int	req_decide(const struct gwreq_in *, struct h1head *r, struct buf *out,
 	    struct gwreq_out *o);
 
 /*
@@ -48,7 +48,7 @@ int	gwreq_decide(const struct gwreq_in *, struct h1head *r, struct buf *out,
  * Connection: close when !keep (keep-alive for an HTTP/1.0 client). -1
  * out full.
  */
-int	gwreq_response(struct h1head *resp, int tls, int keep, int client_minor,
+int	req_response(struct h1head *resp, int tls, int keep, int client_minor,
 	    struct buf *out);
 
 #endif

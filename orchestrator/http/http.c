@@ -397,7 +397,7 @@ on_url(llhttp_t *p, const char *at, size_t n)
 	struct hconn *c = p->data;
 
 	if (buf_add(&c->req->url, at, n) == -1) {
-		c->perr = "431";
+		c->perr = HP_TOO_LARGE;
 		return -1;
 	}
 	return 0;
@@ -410,7 +410,7 @@ on_url_complete(llhttp_t *p)
 	struct http_req *r = c->req;
 
 	if (hreq_split_target(r) == -1) {
-		c->perr = "target";
+		c->perr = HP_TARGET;
 		return -1;
 	}
 	r->route = hreq_route_find(c->ht, r->path);
@@ -426,7 +426,7 @@ on_hfield(llhttp_t *p, const char *at, size_t n)
 	if (r->in_value || r->nh == 0) {
 		/* a new header */
 		if (r->nh == HDR_MAX) {
-			c->perr = "431";
+			c->perr = HP_TOO_LARGE;
 			return -1;
 		}
 		r->h[r->nh].name = r->hb.len;
@@ -435,7 +435,7 @@ on_hfield(llhttp_t *p, const char *at, size_t n)
 		r->in_value = 0;
 	}
 	if (buf_add(&r->hb, at, n) == -1) {
-		c->perr = "431";
+		c->perr = HP_TOO_LARGE;
 		return -1;
 	}
 	return 0;
@@ -451,13 +451,13 @@ on_hvalue(llhttp_t *p, const char *at, size_t n)
 	if (!r->in_value) {
 		r->in_value = 1;
 		if (buf_add(&r->hb, "", 1) == -1) {	/* the name's NUL */
-			c->perr = "431";
+			c->perr = HP_TOO_LARGE;
 			return -1;
 		}
 		h->val = r->hb.len;
 	}
 	if (buf_add(&r->hb, at, n) == -1) {
-		c->perr = "431";
+		c->perr = HP_TOO_LARGE;
 		return -1;
 	}
 	return 0;
@@ -472,13 +472,13 @@ on_hvalue_complete(llhttp_t *p)
 
 	if (!r->in_value) {	/* an empty value */
 		if (buf_add(&r->hb, "", 1) == -1) {
-			c->perr = "431";
+			c->perr = HP_TOO_LARGE;
 			return -1;
 		}
 		h->val = r->hb.len;
 	}
 	if (buf_add(&r->hb, "", 1) == -1) {
-		c->perr = "431";
+		c->perr = HP_TOO_LARGE;
 		return -1;
 	}
 	r->in_value = 1;	/* the next field starts a new header */
@@ -546,11 +546,11 @@ on_headers_complete(llhttp_t *p)
 	r->keepalive = llhttp_should_keep_alive(p);
 	r->http10 = p->http_major == 1 && p->http_minor == 0;
 	if (p->http_major != 1) {
-		c->perr = "505";
+		c->perr = HP_VERSION;
 		return -1;
 	}
 	if (c->refuse != NULL) {
-		c->perr = "refuse";
+		c->perr = HP_REFUSE;
 		return -1;
 	}
 	if ((st = head_rules(r, msg, sizeof(msg))) != 0) {
@@ -567,7 +567,7 @@ on_headers_complete(llhttp_t *p)
 		r->body_streamed = 1;
 		if ((e = http_hdr(r, "Expect")) != NULL) {
 			if (strcasecmp(e, "100-continue") != 0) {
-				c->perr = "expect";
+				c->perr = HP_EXPECT;
 				return -1;
 			}
 			r->expect100 = 1;	/* when the handler takes it */
@@ -592,7 +592,7 @@ on_headers_complete(llhttp_t *p)
 	}
 	if ((e = http_hdr(r, "Expect")) != NULL) {
 		if (strcasecmp(e, "100-continue") != 0) {
-			c->perr = "expect";
+			c->perr = HP_EXPECT;
 			return -1;
 		}
 		if (!r->http10)
@@ -782,26 +782,26 @@ static void
 parse_error(struct hconn *c, llhttp_errno_t e)
 {
 	struct http *ht = c->ht;
-	const char *why = c->perr != NULL ? c->perr :
-	    llhttp_get_error_reason(&c->parser);
+	const char *why = c->perr == HP_TARGET ? "target" :
+	    c->perr == HP_EXPECT ? "expect" : llhttp_get_error_reason(&c->parser);
 	static long long last;
 	static unsigned long long skipped;
 	char msg[256], shown[120];
 
 	if (why == NULL)
 		why = llhttp_errno_name(e);
-	if (strcmp(why, "431") == 0) {
+	if (c->perr == HP_TOO_LARGE) {
 		snprintf(msg, sizeof(msg), "Request Header Fields Too Large: the "
 		    "head passed http.max_headers (%lld bytes) or %d headers",
 		    ht->conf->max_headers, HDR_MAX);
 		conn_error(c, 431, "headers_too_large", msg);
 		return;
 	}
-	if (strcmp(why, "505") == 0 || e == HPE_INVALID_VERSION) {
+	if (c->perr == HP_VERSION || e == HPE_INVALID_VERSION) {
 		conn_error(c, 505, "http_version", "only HTTP/1.0 and HTTP/1.1 are served");
 		return;
 	}
-	if (strcmp(why, "refuse") == 0) {
+	if (c->perr == HP_REFUSE) {
 		conn_error(c, c->refuse_code, c->refuse_code == 429 ?
 		    "too_many_connections" : "overloaded", c->refuse);
 		return;
@@ -814,8 +814,8 @@ parse_error(struct hconn *c, llhttp_errno_t e)
 		skipped = 0;
 	}
 	snprintf(msg, sizeof(msg), "Bad Request: malformed HTTP request (%s)",
-	    strcmp(why, "target") == 0 ? "the request target must be a path" :
-	    strcmp(why, "expect") == 0 ? "only Expect: 100-continue is understood" :
+	    c->perr == HP_TARGET ? "the request target must be a path" :
+	    c->perr == HP_EXPECT ? "only Expect: 100-continue is understood" :
 	    shown);
 	conn_error(c, 400, "bad_request", msg);
 }

@@ -69,6 +69,19 @@ struct http_req {
 	TAILQ_ENTRY(http_req)	 link;		/* ht->reqs while dispatched */
 };
 
+/*
+ * Why a parser callback stopped the parse: parse_error() picks the answer
+ * on this code, never on the text of a message.
+ */
+enum http_perr {
+	HP_NONE = 0,		/* llhttp's own error: 400 (505 on a bad version) */
+	HP_TOO_LARGE,		/* the head passed its limits: 431 */
+	HP_VERSION,		/* not HTTP/1.0 or 1.1: 505 */
+	HP_REFUSE,		/* the connection cap or overload: refuse_code */
+	HP_TARGET,		/* the target is not a path: 400 */
+	HP_EXPECT,		/* an Expect other than 100-continue: 400 */
+};
+
 struct hconn {
 	struct http		*ht;
 	int			 fd;
@@ -93,7 +106,7 @@ struct hconn {
 	unsigned		 wr_shut:1;
 	unsigned		 complete:1;	/* c->req is whole: dispatch it */
 	unsigned		 head_seen:1;	/* h1_head_end found this request's head whole */
-	const char		*perr;		/* why a callback failed */
+	enum http_perr		 perr;		/* why a callback failed, or HP_NONE */
 	const struct http_route	*guess;		/* the route by the raw request
 						 * line: an error's shape before
 						 * llhttp read the target */

@@ -64,8 +64,8 @@ check "private headers (*_int.h) only in their own folder" \
 	python3 "$LK" private "$TOP" "$BIN" orchestrator common netpol egress-proxy agent gateway
 check "no thread-locals beyond the listed ones" \
 	python3 "$LK" threads "$TOP" "$BIN" orchestrator common netpol agent gateway
-check "orchestrator, common: exported names start with their file's name" \
-	python3 "$LK" names "$TOP" "$BIN" orchestrator common netpol
+check "orchestrator, common, proxy, gateway: exported names start with their file's name" \
+	python3 "$LK" names "$TOP" "$BIN" orchestrator common netpol egress-proxy gateway
 # The hostile case for each rule: a planted tree of two folders, lo below
 # hi, where the lower file breaks every rule once.
 P="$T/lk"; mkdir -p "$P/orchestrator/lo" "$P/orchestrator/hi" \
@@ -91,3 +91,12 @@ check "layer checker catches a thread-local" planted threads
 check "layer checker names it" grep -q 'THREAD: orchestrator/lo/lo.c:3' "$T/lk-threads.out"
 check "layer checker catches a name without its file's prefix" planted names
 check "layer checker names it" grep -q 'NAME: orchestrator/lo/lo.c exports other_name' "$T/lk-names.out"
+# The proxy's old slip (conn_accept in proxy.c), checked against the real
+# allow list: its proxy.c short forms must not excuse it.
+mkdir -p "$P/egress-proxy" "$P/b/egress-proxy"
+printf 'int conn_accept(void) { return 0; }\nint proxy_ok(void) { return 0; }\n' >"$P/egress-proxy/proxy.c"
+cc -c "$P/egress-proxy/proxy.c" -o "$P/b/egress-proxy/proxy.o"
+check "layer checker catches a proxy name without its file's prefix" \
+	eval '! LAYERS_ALLOW="$TOP/tests/lib/layers.allow" python3 "$LK" names "$P" "$P/b" egress-proxy >"$T/lk-pnames.out"'
+check "layer checker names it (and only it)" \
+	eval 'grep -q "NAME: egress-proxy/proxy.c exports conn_accept" "$T/lk-pnames.out" && [ "$(wc -l <"$T/lk-pnames.out")" = 1 ]'

@@ -1,7 +1,7 @@
 /*
  * fuzz_gw_http.c: the app gateway's request-head path without sockets:
  * framing (h1_head_end), strict parsing, the routing and authentication
- * decision against two routes (gwreq_decide: Host, query token, Bearer,
+ * decision against two routes (req_decide: Host, query token, Bearer,
  * cookies, Origin, the rewritten head), the body parser over the rest of
  * the input; then the same input as an app's response head through the
  * Set-Cookie / hop-by-hop filter. The first byte picks TLS, a bound route
@@ -53,8 +53,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (ra.host[0] == '\0') {
 		snprintf(ra.host, sizeof(ra.host), "web-s-0123456789abcdef.apps.localhost");
 		snprintf(rb.host, sizeof(rb.host), "pub-s-0123456789abcdef.apps.localhost");
-		gw_token_sha256("tok", 3, ra.sha);
-		gw_token_sha256("tok2", 4, rb.sha);
+		auth_token_sha256("tok", 3, ra.sha);
+		auth_token_sha256("tok2", 4, rb.sha);
 		rb.public = 1;
 	}
 	end = h1_head_end(p, n, 32768);
@@ -68,7 +68,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		in.client_ip = "192.0.2.1";
 		in.bound = (mode & 2) ? &ra : NULL;
 		in.find = find;
-		if (gwreq_decide(&in, &h, &out, &o) == GWREQ_FORWARD && !h.msg_done) {
+		if (req_decide(&in, &h, &out, &o) == GWREQ_FORWARD && !h.msg_done) {
 			used = h1head_body(&h, p + end, n - (size_t)end);
 			(void)used;
 		}
@@ -78,7 +78,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	h.skip_body = (mode & 4) != 0;
 	buf_reset(&out);
 	if (gwhead_parse(&h, HTTP_RESPONSE, p, (size_t)end, 100, 8192, err, sizeof(err)) == 0 &&
-	    gwreq_response(&h, mode & 1, (mode & 8) != 0, (mode & 16) ? 0 : 1, &out) == 0 &&
+	    req_response(&h, mode & 1, (mode & 8) != 0, (mode & 16) ? 0 : 1, &out) == 0 &&
 	    !h.msg_done)
 		(void)h1head_body(&h, p + end, n - (size_t)end);
 	h1head_free(&h);

@@ -17,7 +17,7 @@
 static int
 norm(const char *in, char *out, int *port)
 {
-	return gw_host_norm(in, strlen(in), out, GW_HOST_MAX + 1, port);
+	return auth_host_norm(in, strlen(in), out, GW_HOST_MAX + 1, port);
 }
 
 TEST(test_host_norm)
@@ -53,7 +53,7 @@ TEST(test_host_norm)
 static int
 qt(const char *target, char *tok, struct buf *rest)
 {
-	return gw_query_token(target, strlen(target), tok, GW_TOKEN_MAX + 1, rest);
+	return auth_query_token(target, strlen(target), tok, GW_TOKEN_MAX + 1, rest);
 }
 
 TEST(test_query_token)
@@ -127,18 +127,18 @@ TEST(test_cookies)
 	buf_init(&rest, 65536);
 	nseen = 0;
 	h = "a=1; sbx-app=T1; b=2;sbx-app=\"T2\"";
-	CHECK_INT(gw_cookie_take(h, strlen(h), "sbx-app", cb, NULL, &rest), 2);
+	CHECK_INT(auth_cookie_take(h, strlen(h), "sbx-app", cb, NULL, &rest), 2);
 	CHECK_STR(seen[0], "T1");
 	CHECK_STR(seen[1], "T2");
 	CHECK_STR(rest.p, "a=1; b=2");
 	buf_reset(&rest);
 	nseen = 0;
 	h = "xsbx-app=1; sbx-apps=2; SBX-APP=3";
-	CHECK_INT(gw_cookie_take(h, strlen(h), "sbx-app", cb, NULL, &rest), 0);
+	CHECK_INT(auth_cookie_take(h, strlen(h), "sbx-app", cb, NULL, &rest), 0);
 	CHECK_STR(rest.p, "xsbx-app=1; sbx-apps=2; SBX-APP=3");
 	buf_reset(&rest);
 	h = " ; ;sbx-app=; ";
-	CHECK_INT(gw_cookie_take(h, strlen(h), "sbx-app", cb, NULL, &rest), 1);
+	CHECK_INT(auth_cookie_take(h, strlen(h), "sbx-app", cb, NULL, &rest), 1);
 	CHECK_INT(rest.len, 0);
 	buf_free(&rest);
 }
@@ -148,19 +148,19 @@ TEST(test_bearer)
 	const char *t;
 	size_t tl;
 
-	CHECK_INT(gw_bearer("Bearer abc", 10, &t, &tl), 1);
+	CHECK_INT(auth_bearer("Bearer abc", 10, &t, &tl), 1);
 	CHECK_INT(tl, 3);
 	CHECK(memcmp(t, "abc", 3) == 0);
-	CHECK_INT(gw_bearer("bearer   abc  ", 14, &t, &tl), 1);
+	CHECK_INT(auth_bearer("bearer   abc  ", 14, &t, &tl), 1);
 	CHECK_INT(tl, 3);
-	CHECK_INT(gw_bearer("Bearer ", 7, &t, &tl), 0);
-	CHECK_INT(gw_bearer("Basic abc", 9, &t, &tl), 0);
-	CHECK_INT(gw_bearer("Bearerabc", 9, &t, &tl), 0);
+	CHECK_INT(auth_bearer("Bearer ", 7, &t, &tl), 0);
+	CHECK_INT(auth_bearer("Basic abc", 9, &t, &tl), 0);
+	CHECK_INT(auth_bearer("Bearerabc", 9, &t, &tl), 0);
 }
 
 TEST(test_origin)
 {
-#define O(s, sch, h, p) gw_origin_same(s, strlen(s), sch, h, p)
+#define O(s, sch, h, p) auth_origin_same(s, strlen(s), sch, h, p)
 	CHECK_INT(O("http://a.apps.localhost:8081", "http", "a.apps.localhost", 8081), 1);
 	CHECK_INT(O("HTTP://A.apps.localhost:8081", "http", "a.apps.localhost", 8081), 1);
 	CHECK_INT(O("http://a.apps.localhost", "http", "a.apps.localhost", 80), 1);
@@ -181,15 +181,15 @@ TEST(test_token_compare)
 {
 	char hex[65];
 
-	gw_token_sha256("abc", 3, hex);
+	auth_token_sha256("abc", 3, hex);
 	CHECK_STR(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-	CHECK_INT(gw_token_ok("abc", 3, hex), 1);
-	CHECK_INT(gw_token_ok("abd", 3, hex), 0);
-	CHECK_INT(gw_token_ok("", 0, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"), 0);
-	CHECK_INT(gw_token_ok("abc", 3, "short"), 0);
-	CHECK_INT(gw_ct_eq("abcd", "abcd", 4), 1);
-	CHECK_INT(gw_ct_eq("abcd", "abce", 4), 0);
-	CHECK_INT(gw_ct_eq("xbcd", "abcd", 4), 0);
+	CHECK_INT(auth_token_ok("abc", 3, hex), 1);
+	CHECK_INT(auth_token_ok("abd", 3, hex), 0);
+	CHECK_INT(auth_token_ok("", 0, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"), 0);
+	CHECK_INT(auth_token_ok("abc", 3, "short"), 0);
+	CHECK_INT(auth_ct_eq("abcd", "abcd", 4), 1);
+	CHECK_INT(auth_ct_eq("abcd", "abce", 4), 0);
+	CHECK_INT(auth_ct_eq("xbcd", "abcd", 4), 0);
 }
 
 TEST(test_head_end)
@@ -231,7 +231,7 @@ decide(const char *req, struct buf *out, struct gwreq_out *o, int tls)
 		h1head_free(&h);
 		return -2;
 	}
-	rc = gwreq_decide(&in, &h, out, o);
+	rc = req_decide(&in, &h, out, o);
 	h1head_free(&h);
 	return rc;
 }
@@ -245,8 +245,8 @@ TEST(test_decide)
 	memset(&rt_b, 0, sizeof(rt_b));
 	snprintf(rt_a.host, sizeof(rt_a.host), "a.apps.localhost");
 	snprintf(rt_b.host, sizeof(rt_b.host), "b.apps.localhost");
-	gw_token_sha256("TA", 2, rt_a.sha);
-	gw_token_sha256("TB", 2, rt_b.sha);
+	auth_token_sha256("TA", 2, rt_a.sha);
+	auth_token_sha256("TB", 2, rt_b.sha);
 	buf_init(&out, 1 << 20);
 
 	CHECK_INT(decide("GET /x?token=TA&y=1 HTTP/1.1\r\nHost: a.apps.localhost\r\n\r\n", &out, &o, 0),
@@ -344,7 +344,7 @@ TEST(test_response_filter)
 	memset(&h, 0, sizeof(h));
 	buf_init(&out, 65536);
 	CHECK_INT(gwhead_parse(&h, HTTP_RESPONSE, r, strlen(r), 100, 8192, err, sizeof(err)), 0);
-	CHECK_INT(gwreq_response(&h, 0, 0, 1, &out), 0);
+	CHECK_INT(req_response(&h, 0, 0, 1, &out), 0);
 	CHECK(strstr(out.p, "HTTP/1.1 200 Fine\r\n") == out.p);
 	CHECK(strstr(out.p, "evil") == NULL);
 	CHECK(strstr(out.p, "__Host-sbx-app") == NULL);
