@@ -7,7 +7,7 @@
 # sandbox; stop/destroy deregister; attach re-registers; the proxy CA is in
 # the sandbox's trust store and the proxy variables are set.
 . "$(dirname "$0")/../lib/common.sh"
-. "$TOP/tests/bench/runtime/rt-lib.sh"
+. "$TOP/tests/lib/runtime.sh"
 PROXY=$BIN/egress-proxy/egress-proxy
 [ -x "$PROXY" ] || { fail "egress-proxy-built" "$PROXY missing (make)"; exit 1; }
 lacks() { ! grep -q -- "$1" <<<"$2"; }

@@ -6,7 +6,7 @@
 # request is attributed to the sandbox in the audit log. `make test` builds
 # the default image first; without it this fails.
 . "$(dirname "$0")/../lib/common.sh"
-. "$TOP/tests/bench/runtime/rt-lib.sh"
+. "$TOP/tests/lib/runtime.sh"
 IMG=${SANDBOX_DEFAULT_IMAGE_DIR:-/var/lib/sandbox/images/default}
 if [ ! -x "$IMG/usr/bin/curl" ]; then
 	fail "curl-tls" "default image not built ($IMG; make test builds it: scripts/build-image.sh)"
