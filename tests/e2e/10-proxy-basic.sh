@@ -52,19 +52,6 @@ if len(sys.argv) > 3:
 s.serve_forever()
 EOF
 
-cat >"$T/admin.py" <<'EOF'
-# admin.py SOCKET JSON [listen-port]: one admin request; with a port, a
-# listening socket on 127.0.0.1:port is attached with SCM_RIGHTS.
-import socket, sys
-s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-s.connect(sys.argv[1])
-fds = []
-if len(sys.argv) > 3:
-    l = socket.socket(); l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    l.bind(("127.0.0.1", int(sys.argv[3]))); l.listen(16); fds = [l.fileno()]
-socket.send_fds(s, [sys.argv[2].encode()], fds)
-print(s.recv(65536).decode())
-EOF
 
 cat >"$T/tokensrv.py" <<'EOF'
 # GitHub App token endpoint: verifies the RS256 JWT with the app's public
@@ -196,7 +183,8 @@ check "ca-exported" [ -s "$T/export/ca.crt" ]
 check "ca-key-0600" [ "$(stat -c %a "$T/ca.key")" = 600 ]
 
 admin() {
-	if [ $# -gt 1 ]; then python3 "$T/admin.py" "$T/admin.sock" "$@"
+	# with a port: a listening socket on 127.0.0.1:PORT attached (SCM_RIGHTS)
+	if [ $# -gt 1 ]; then python3 "$TOP/tests/fixtures/padmin.py" "$T/admin.sock" "$1" --listen "$2"
 	else "$PROXY" --admin "$T/admin.sock" "$1"; fi
 }
 # raw PORT TEXT: sends TEXT on a fresh connection, prints the status line.

@@ -4,7 +4,7 @@
 # gone, workspace and root changes kept), start, destroy (nothing left:
 # processes, mounts, cgroups, state); bad input refused clearly.
 . "$(dirname "$0")/../lib/common.sh"
-. "$TOP/tests/bench/runtime/rt-lib.sh"
+. "$TOP/tests/lib/runtime.sh"
 rt_setup
 
 # ---- the default image's package list is the Dockerfile's ----

@@ -5,7 +5,7 @@
 # uid, host-owned files are not writable, no new user namespaces, seccomp
 # refuses the dangerous calls).
 . "$(dirname "$0")/../lib/common.sh"
-. "$TOP/tests/bench/runtime/rt-lib.sh"
+. "$TOP/tests/lib/runtime.sh"
 # these checks look at the sandbox's files from the host (upper/, workspace/):
 # no disk image (the default one is tested in 43 and 47)
 RT_EXTRA_CONF="disk_bytes: 0"

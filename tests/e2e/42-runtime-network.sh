@@ -7,7 +7,7 @@
 # sandbox; stop/destroy deregister; attach re-registers; the proxy CA is in
 # the sandbox's trust store and the proxy variables are set.
 . "$(dirname "$0")/../lib/common.sh"
-. "$TOP/tests/bench/runtime/rt-lib.sh"
+. "$TOP/tests/lib/runtime.sh"
 PROXY=$BIN/egress-proxy/egress-proxy
 [ -x "$PROXY" ] || { fail "egress-proxy-built" "$PROXY missing (make)"; exit 1; }
 lacks() { ! grep -q -- "$1" <<<"$2"; }
@@ -15,19 +15,7 @@ lacks() { ! grep -q -- "$1" <<<"$2"; }
 # ---- a host service, a recording upstream and the real proxy ----
 HP=$(free_port); UP=$(free_port); PP=$(free_port)
 python3 -m http.server --bind 127.0.0.1 "$HP" --directory "$T" >/dev/null 2>&1 & track_pid $!
-cat >"$T/up.py" <<'PY'
-import http.server, sys, json
-class H(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        with open(sys.argv[2], "a") as f:
-            f.write(json.dumps({"path": self.path, "host": self.headers.get("Host")}) + "\n")
-        b = b"upstream-ok\n"
-        self.send_response(200); self.send_header("Content-Length", str(len(b))); self.end_headers()
-        self.wfile.write(b)
-    def log_message(self, *a): pass
-http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
-PY
-python3 "$T/up.py" "$UP" "$T/up.jsonl" & track_pid $!
+python3 "$TOP/tests/fixtures/upstream.py" "$UP" --log "$T/up.jsonl" & track_pid $!
 cat >"$T/p.yaml" <<YAML
 listen: 127.0.0.1:$PP
 admin:

@@ -8,7 +8,7 @@
 # grandchildren; CPU is throttled; the v1 freezer kill path works; v2 mode
 # without controllers is refused clearly.
 . "$(dirname "$0")/../lib/common.sh"
-. "$TOP/tests/bench/runtime/rt-lib.sh"
+. "$TOP/tests/lib/runtime.sh"
 rt_setup
 lacks() { ! grep -q -- "$1" <<<"$2"; }
 jget() { python3 -c 'import json,sys; v=json.load(sys.stdin); print(json.dumps(eval(sys.argv[1], {"v": v})))' "$1"; }

@@ -6,7 +6,7 @@
 # listed as failed and starts again; pid reuse never makes a stranger look
 # like (or be killed as) a sandbox; interrupted removals are finished.
 . "$(dirname "$0")/../lib/common.sh"
-. "$TOP/tests/bench/runtime/rt-lib.sh"
+. "$TOP/tests/lib/runtime.sh"
 rt_setup
 lacks() { ! grep -q -- "$1" <<<"$2"; }
 

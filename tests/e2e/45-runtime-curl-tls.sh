@@ -6,7 +6,7 @@
 # request is attributed to the sandbox in the audit log. `make test` builds
 # the default image first; without it this fails.
 . "$(dirname "$0")/../lib/common.sh"
-. "$TOP/tests/bench/runtime/rt-lib.sh"
+. "$TOP/tests/lib/runtime.sh"
 IMG=${SANDBOX_DEFAULT_IMAGE_DIR:-/var/lib/sandbox/images/default}
 if [ ! -x "$IMG/usr/bin/curl" ]; then
 	fail "curl-tls" "default image not built ($IMG; make test builds it: scripts/build-image.sh)"
@@ -22,23 +22,8 @@ openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$T/srv.k
 printf 'subjectAltName=DNS:github.com\n' >"$T/ext.cnf"
 openssl x509 -req -in "$T/srv.csr" -CA "$T/upca.crt" -CAkey "$T/upca.key" -CAcreateserial \
 	-out "$T/srv.crt" -days 2 -extfile "$T/ext.cnf" 2>/dev/null
-cat >"$T/up.py" <<'PY'
-import http.server, ssl, sys, json
-class H(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        with open(sys.argv[2], "a") as f:
-            f.write(json.dumps({"path": self.path, "host": self.headers.get("Host")}) + "\n")
-        b = b"tls-upstream-ok\n"
-        self.send_response(200); self.send_header("Content-Length", str(len(b))); self.end_headers()
-        self.wfile.write(b)
-    def log_message(self, *a): pass
-s = http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H)
-ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); ctx.load_cert_chain(sys.argv[3], sys.argv[4])
-s.socket = ctx.wrap_socket(s.socket, server_side=True)
-s.serve_forever()
-PY
 UP=$(free_port); PP=$(free_port)
-python3 "$T/up.py" "$UP" "$T/up.jsonl" "$T/srv.crt" "$T/srv.key" & track_pid $!
+python3 "$TOP/tests/fixtures/upstream.py" "$UP" --log "$T/up.jsonl" --body tls-upstream-ok --cert "$T/srv.crt" --key "$T/srv.key" & track_pid $!
 cat >"$T/addon.lua" <<'LUA'
 local M = { name = "e2e-rt" }
 function M.on_connect(ctx)

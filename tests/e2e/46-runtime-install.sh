@@ -23,7 +23,7 @@
 # A check that depends on sandbox root holding capabilities says which in
 # its failure reason ("root needs CAP_...").
 . "$(dirname "$0")/../lib/common.sh"
-. "$TOP/tests/bench/runtime/rt-lib.sh"
+. "$TOP/tests/lib/runtime.sh"
 . "$TOP/tests/lib/mirror.sh"
 IMG=${SANDBOX_DEFAULT_IMAGE_DIR:-/var/lib/sandbox/images/default}
 if [ ! -x "$IMG/usr/bin/apt-get" ] || [ ! -x "$IMG/usr/bin/pip3" ]; then

@@ -11,7 +11,7 @@
 # tree of 60). 100 creates in a row with the real egress proxy: none fails
 # (the listener bind race of issue 13).
 . "$(dirname "$0")/../lib/common.sh"
-. "$TOP/tests/bench/runtime/rt-lib.sh"
+. "$TOP/tests/lib/runtime.sh"
 PROXY=$BIN/egress-proxy/egress-proxy
 [ -x "$PROXY" ] || { fail "egress-proxy-built" "$PROXY missing (make)"; exit 1; }
 PP=$(free_port)

@@ -83,23 +83,7 @@ check "WebSocket with the cookie from another origin: 403" bash -c \
 gw_curl -o "$T/k" -w '%{num_connects}\n' -H "Authorization: Bearer $TOK" "$U/echo" -o "$T/k2" "$U/echo" >"$T/knc"
 check "keep-alive: the second request reuses the client connection" test "$(tail -1 "$T/knc")" = 0
 check "keep-alive: and the upstream connection" test "$($PY -c 'import json,sys; print(json.load(open(sys.argv[1]))["conn"] == json.load(open(sys.argv[2]))["conn"])' "$T/k" "$T/k2")" = True
-cat >"$T/raw.py" <<'PY'
-import socket, sys
-port, data = int(sys.argv[1]), sys.argv[2].encode().decode("unicode_escape").encode("latin-1")
-s = socket.create_connection(("127.0.0.1", port), timeout=10)
-s.sendall(data)
-out = b""
-try:
-    while True:
-        d = s.recv(65536)
-        if not d:
-            break
-        out += d
-except socket.timeout:
-    pass
-sys.stdout.write(out.decode("latin-1"))
-PY
-raw() { $PY "$T/raw.py" "$GW_PORT" "$1"; }
+raw() { $PY "$TOP/tests/fixtures/rawhttp.py" "$GW_PORT" "$1"; }
 A="Authorization: Bearer $TOK"
 raw "GET /echo?one HTTP/1.1\r\nHost: $HOST\r\n$A\r\n\r\nGET /echo?two HTTP/1.1\r\nHost: $HOST\r\n$A\r\nConnection: close\r\n\r\n" >"$T/pipe"
 check "pipelining: both answered, in order" $PY -c 'import sys; t=open(sys.argv[1]).read(); i=t.find("/echo?one"); j=t.find("/echo?two"); sys.exit(0 if 0 <= i < j else 1)' "$T/pipe"

@@ -23,31 +23,7 @@ U=http://$HOST:$GW_PORT
 A="Authorization: Bearer $TOK"
 nfds() { ls "/proc/$1/fd" | wc -l; }
 fd0=$(nfds "$GW_PID")
-cat >"$T/raw.py" <<'PY'
-import socket, sys, time
-port, data = int(sys.argv[1]), sys.argv[2].encode().decode("unicode_escape").encode("latin-1")
-src = sys.argv[3] if len(sys.argv) > 3 else None
-s = socket.socket()
-if src:
-    s.bind((src, 0))
-s.settimeout(10)
-s.connect(("127.0.0.1", port))
-try:
-    s.sendall(data)
-except OSError:
-    pass
-out = b""
-try:
-    while True:
-        d = s.recv(65536)
-        if not d:
-            break
-        out += d
-except (socket.timeout, OSError):
-    pass
-sys.stdout.write(out.decode("latin-1"))
-PY
-raw() { $PY "$T/raw.py" "$GW_PORT" "$@"; }
+raw() { $PY "$TOP/tests/fixtures/rawhttp.py" "$GW_PORT" "$@"; }
 status_of() { raw "$1" | head -1 | cut -d' ' -f2; }
 alive() { gw_alive; }
 

@@ -47,17 +47,7 @@ event() { echo "$(( $(date +%s%N) / 1000000 )) $*" >>"$EV"; }
 # ---- an upstream and the real proxy, restarted the way a supervisor would ----
 PROXY=$BIN/egress-proxy/egress-proxy
 UP=$(free_port); PP=$(free_port)
-cat >"$T/up.py" <<'PY'
-import http.server, sys
-class H(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        b = b"upstream-ok\n"
-        self.send_response(200); self.send_header("Content-Length", str(len(b))); self.end_headers()
-        self.wfile.write(b)
-    def log_message(self, *a): pass
-http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
-PY
-python3 "$T/up.py" "$UP" & track_pid $!
+python3 "$TOP/tests/fixtures/upstream.py" "$UP" & track_pid $!
 cat >"$T/p.yaml" <<YAML
 listen: 127.0.0.1:$PP
 workers: 2

@@ -13,7 +13,7 @@ cd "$(dirname "$0")/../../.."
 TOP=$PWD
 B=${B:-build}
 . tests/lib/common.sh
-. tests/bench/runtime/rt-lib.sh
+. tests/lib/runtime.sh
 NC=${BENCH_CREATE:-30} NR=${BENCH_RTT:-1000} NI=${BENCH_IDLE:-500}
 
 make -s -j2 "$B/orchestrator/sandboxctl" "$B/agent/sandbox-agent" || exit 1

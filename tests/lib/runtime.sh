@@ -1,6 +1,6 @@
-# tests/bench/runtime/rt-lib.sh: shared setup for the local runtime's e2e
-# tests (tests/e2e/4x-runtime-*.sh) and its benchmark. Source it after
-# tests/lib/common.sh. It gives:
+# tests/lib/runtime.sh: shared setup for the local runtime's e2e
+# tests (tests/e2e/4x-runtime-*.sh) and its benchmark (tests/bench/runtime).
+# Source it after tests/lib/common.sh. It gives:
 #   rt_setup          state dir under $T, the busybox test image, a config
 #                     with a cgroup parent of its own; destroys everything
 #                     (and removes the cgroup parents) at exit
