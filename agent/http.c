@@ -1,22 +1,16 @@
 /* http.c: strict HTTP/1.1 request-head parser and chunked decoder for the
- * agent. */
+ * agent. The token and field-value grammar come from common/h1.c (the
+ * rules every daemon applies); where the head ends, framing and version
+ * are still decided here (not yet on h1_head_end/h1_framing/llhttp). */
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
+#include "h1.h"
 #include "http.h"
 #include "json.h"
 #include "strnum.h"
 #include "util.h"
-
-static int
-is_tchar(unsigned char c)
-{
-	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-	    (c >= '0' && c <= '9'))
-		return 1;
-	return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
-}
 
 #define FAIL(code, msg) do { snprintf(err, errlen, "%s", msg); return code; } while (0)
 
@@ -107,12 +101,10 @@ http_parse_head(const char *p, size_t n, struct http_req *r, char *err,
 		colon = memchr(line, ':', (size_t)(eol - line));
 		if (colon == NULL || colon == line)
 			FAIL(HTTP_BAD, "malformed header line");
-		for (q = line; q < colon; q++)
-			if (!is_tchar((unsigned char)*q))
-				FAIL(HTTP_BAD, "bad header name");
-		for (q = line; q < eol; q++)
-			if (((unsigned char)*q < 0x20 && *q != '\t') || *q == 0x7f)
-				FAIL(HTTP_BAD, "control character in header");
+		if (!h1_token_ok(line, (size_t)(colon - line)))
+			FAIL(HTTP_BAD, "bad header name");
+		if (!h1_value_ok(line, (size_t)(eol - line)))
+			FAIL(HTTP_BAD, "control character in header");
 		v = colon + 1;
 		while (v < eol && (*v == ' ' || *v == '\t'))
 			v++;
