@@ -1,22 +1,16 @@
 /* http.c: strict HTTP/1.1 request-head parser and chunked decoder for the
- * agent. */
+ * agent. The token and field-value grammar come from common/h1.c (the
+ * rules every daemon applies); where the head ends, framing and version
+ * are still decided here (not yet on h1_head_end/h1_framing/llhttp). */
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
+#include "h1.h"
 #include "http.h"
 #include "json.h"
 #include "strnum.h"
 #include "util.h"
-
-static int
-is_tchar(unsigned char c)
-{
-	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-	    (c >= '0' && c <= '9'))
-		return 1;
-	return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
-}
 
 #define FAIL(code, msg) do { snprintf(err, errlen, "%s", msg); return code; } while (0)
 
@@ -25,39 +19,43 @@ http_parse_head(const char *p, size_t n, struct http_req *r, char *err,
     size_t errlen)
 {
 	const char *end = NULL, *line, *eol, *sp1, *sp2, *q, *colon, *v, *ve;
-	size_t i, len, nhdr = 0;
+	size_t i, s0, len, nhdr = 0;
+	long hl;
 	int minor, conn_close = 0, conn_keep = 0;
 	unsigned long long cl;
 
-	/* Find the blank line ending the head; tolerate nothing but CRLF. */
-	for (i = 0; i + 3 < n; i++) {
-		if (p[i] == '\r' && p[i + 1] == '\n' && p[i + 2] == '\r' &&
-		    p[i + 3] == '\n') {
-			end = p + i + 4;
-			break;
-		}
-	}
-	if (end == NULL) {
-		if (n >= HTTP_MAX_HEAD)
-			FAIL(HTTP_TOO_LARGE, "request head too large");
-		for (i = 0; i < n; i++)
-			if (p[i] == '\n' && (i == 0 || p[i - 1] != '\r'))
-				FAIL(HTTP_BAD, "bare LF in request head (use CRLF)");
-		/* Early sanity: the first bytes must look like a method. */
-		for (i = 0; i < n && i < 8; i++) {
-			if (p[i] == ' ' && i > 0)
+	/*
+	 * Where the head ends, its size limit, leading empty lines, bare CR
+	 * or LF, obs-fold and NUL: common/h1.c's rules (h1_head_end).
+	 */
+	hl = h1_head_end(p, n, HTTP_MAX_HEAD);
+	if (hl == H1_HEAD_LARGE)
+		FAIL(HTTP_TOO_LARGE, "request head too large");
+	if (hl == H1_HEAD_BAD)
+		FAIL(HTTP_BAD, "malformed request head (bare CR or LF, "
+		    "obs-fold, NUL or only empty lines)");
+	if (hl == H1_HEAD_MORE) {
+		/* Early sanity: past empty lines, the first bytes must look
+		 * like a method (the agent's own early refusal of garbage). */
+		for (s0 = 0; s0 + 1 < n && p[s0] == '\r' && p[s0 + 1] == '\n';)
+			s0 += 2;
+		for (i = s0; i < n && i < s0 + 8; i++) {
+			if (p[i] == ' ' && i > s0)
 				break;
+			if (p[i] == '\r' && i == s0 && i + 1 == n)
+				break;	/* an empty line's CR, its LF to come */
 			if (!(p[i] >= 'A' && p[i] <= 'Z'))
 				FAIL(HTTP_BAD, "malformed request line");
 		}
-		if (i == 8)
+		if (i == s0 + 8)
 			FAIL(HTTP_BAD, "unknown method");
 		return HTTP_NEED_MORE;
 	}
-	if ((size_t)(end - p) > HTTP_MAX_HEAD)
-		FAIL(HTTP_TOO_LARGE, "request head too large");
+	end = p + hl;
 	memset(r, 0, sizeof(*r));
-	r->head_len = (size_t)(end - p);
+	r->head_len = (size_t)hl;
+	while (p[0] == '\r' && p[1] == '\n')
+		p += 2;
 
 	/* Request line: METHOD SP target SP HTTP/1.x CRLF */
 	line = p;
@@ -107,12 +105,10 @@ http_parse_head(const char *p, size_t n, struct http_req *r, char *err,
 		colon = memchr(line, ':', (size_t)(eol - line));
 		if (colon == NULL || colon == line)
 			FAIL(HTTP_BAD, "malformed header line");
-		for (q = line; q < colon; q++)
-			if (!is_tchar((unsigned char)*q))
-				FAIL(HTTP_BAD, "bad header name");
-		for (q = line; q < eol; q++)
-			if (((unsigned char)*q < 0x20 && *q != '\t') || *q == 0x7f)
-				FAIL(HTTP_BAD, "control character in header");
+		if (!h1_token_ok(line, (size_t)(colon - line)))
+			FAIL(HTTP_BAD, "bad header name");
+		if (!h1_value_ok(line, (size_t)(eol - line)))
+			FAIL(HTTP_BAD, "control character in header");
 		v = colon + 1;
 		while (v < eol && (*v == ' ' || *v == '\t'))
 			v++;
@@ -132,8 +128,10 @@ http_parse_head(const char *p, size_t n, struct http_req *r, char *err,
 					FAIL(HTTP_TOO_LARGE, "Content-Length too large");
 				cl = cl * 10 + (unsigned)(*q - '0');
 			}
-			if (r->has_length && r->content_length != cl)
-				FAIL(HTTP_BAD, "conflicting Content-Length");
+			/* Two Content-Length fields, even equal: 400, as
+			 * h1_framing decides for every daemon (RFC 9112 6.3). */
+			if (r->has_length)
+				FAIL(HTTP_BAD, "repeated Content-Length");
 			r->has_length = 1;
 			r->content_length = cl;
 		} else if (NAME_IS("Transfer-Encoding")) {
