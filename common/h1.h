@@ -6,8 +6,9 @@
  * decided once, with RFC 9112/9110 and the reason beside it in h1.c; the
  * proxy (egress-proxy/httpreq.c), the gateway (gateway/head.c) and the
  * orchestrator (orchestrator/http/http.c) apply them and keep only what is
- * theirs. The agent (agent/http.c) takes only the status texts so far: its
- * hand-written parser is not on these rules yet. No I/O, no library:
+ * theirs. The agent (agent/http.c) takes the head end, the token and
+ * field-value grammar, the duplicate Content-Length rule and the status
+ * texts; its own parser is not on llhttp or h1_framing. No I/O, no library:
  * linked into the static agent too. Table-tested in tests/unit/test_h1.c.
  */
 #ifndef COMMON_H1_H
