@@ -37,14 +37,15 @@ $(B)/tests/fuzz/fuzz_cfg: $(B)/tests/fuzz/fuzz_cfg.o $(COMMON_OBJS)
 $(COMMON_OBJS) $(B)/tests/fuzz/fuzz_cfg.o: CFLAGS += -fsanitize=fuzzer-no-link,address,undefined
 endif
 
-# Fuzzing the shared HTTP/1 head rules (h1.c) with llhttp's read of a head.
+# Fuzzing the shared HTTP/1 head rules (h1.c) and the head store (h1head.c)
+# with llhttp's plain read of a head beside them.
 BINS += $(B)/tests/fuzz/replay_h1
 ALL_OBJS += $(B)/tests/fuzz/fuzz_h1.o
-$(B)/tests/fuzz/replay_h1: $(B)/tests/fuzz/fuzz_h1.o $(B)/tests/fuzz/replay_main.o $(COMMON_MIN_OBJS) $(LLHTTP_OBJS)
+$(B)/tests/fuzz/replay_h1: $(B)/tests/fuzz/fuzz_h1.o $(B)/tests/fuzz/replay_main.o $(H1HEAD_OBJS) $(COMMON_MIN_OBJS) $(LLHTTP_OBJS)
 	$(CC) $(LDFLAGS) $^ -o $@
 ifeq ($(FUZZ),1)
 FUZZ_TARGETS += $(B)/tests/fuzz/fuzz_h1
-$(B)/tests/fuzz/fuzz_h1: $(B)/tests/fuzz/fuzz_h1.o $(COMMON_MIN_OBJS) $(LLHTTP_OBJS)
+$(B)/tests/fuzz/fuzz_h1: $(B)/tests/fuzz/fuzz_h1.o $(H1HEAD_OBJS) $(COMMON_MIN_OBJS) $(LLHTTP_OBJS)
 	$(CC) $(LDFLAGS) -fsanitize=fuzzer,address,undefined $^ -o $@
-$(B)/tests/fuzz/fuzz_h1.o: CFLAGS += -fsanitize=fuzzer-no-link,address,undefined
+$(B)/tests/fuzz/fuzz_h1.o $(H1HEAD_OBJS): CFLAGS += -fsanitize=fuzzer-no-link,address,undefined
 endif

@@ -8,6 +8,13 @@
  * is seeded from the proxy's, the gateway's and the orchestrator's HTTP
  * corpora (proxy_request, gw_http, orch_http).
  *
+ * The same head then goes through the head store every daemon reads with
+ * (h1head.c), as a request and as a response: a head it accepts must be
+ * one llhttp's plain read, h1_version and h1_framing accept too; written
+ * back (h1head_write) it must read again to the same method, target,
+ * status and fields; with the hop-by-hop fields stripped, none is left
+ * that h1_hop_name or a Connection field names, and it still reads.
+ *
  * Besides the sanitizers it checks what h1.h promises, aborting when a
  * promise breaks: a head's length is within the input and the limit and
  * ends with an empty line (at a limit of 32 KiB, of the input's length
@@ -20,13 +27,17 @@
 #include <string.h>
 #include <strings.h>
 
+#include "buf.h"
 #include "h1.h"
+#include "h1head.h"
 #include "llhttp.h"
 
 /* The head limit of the gateway and the orchestrator (32 KiB). */
 #define FUZZ_H1_MAX	32768
 /* Fields kept per head: more are counted but not cross-checked. */
 #define FUZZ_H1_FIELDS	64
+/* The head store's field-line limit (the proxy's and the gateway's). */
+#define FUZZ_H1_LINES	100
 
 struct fh {
 	const char	*name[FUZZ_H1_FIELDS];
@@ -113,7 +124,8 @@ verdict(int st)
 		abort();
 }
 
-static void
+/* llhttp's plain read of p[0..n): 0 when it, the version and the framing accept it. */
+static int
 head(const char *p, size_t n)
 {
 	llhttp_settings_t s;
@@ -133,11 +145,13 @@ head(const char *p, size_t n)
 	ps.data = &f;
 	(void)llhttp_execute(&ps, p, n);
 	if (!f.done)
-		return;
+		return 400;
 	st = h1_version(ps.http_major, ps.http_minor, err, sizeof(err));
 	if (st != 0 && st != 505)
 		abort();
 	verdict(st);
+	if (st != 0)
+		return st;
 	for (i = 0; i < f.n; i++) {
 		(void)h1_token_ok(f.name[i], f.nl[i]);
 		(void)h1_value_ok(f.val[i], f.vl[i]);
@@ -165,6 +179,101 @@ head(const char *p, size_t n)
 	if (st != 0 && err[0] == '\0')
 		abort();
 	verdict(st);
+	return st;
+}
+
+/* Whether a and b hold the same message head, field for field. */
+static void
+same(const struct h1head *a, const struct h1head *b)
+{
+	size_t i, j;
+
+	if (a->method != b->method || a->status != b->status || a->url_l != b->url_l ||
+	    memcmp(a->data.p + a->url_o, b->data.p + b->url_o, a->url_l) != 0)
+		abort();
+	for (i = j = 0; i < a->nh; i++) {
+		const struct h1field *x = &a->h[i], *y;
+
+		if (x->del)
+			continue;
+		if (j >= b->nh)
+			abort();
+		y = &b->h[j++];
+		if (x->nl != y->nl || x->vl != y->vl ||
+		    memcmp(a->data.p + x->no, b->data.p + y->no, x->nl) != 0 ||
+		    memcmp(a->data.p + x->vo, b->data.p + y->vo, x->vl) != 0)
+			abort();
+	}
+	if (j != b->nh)
+		abort();
+}
+
+/* The head store's promises for the head p[0..n) read as type. */
+static void
+store(const char *p, size_t n, int type, int plain)
+{
+	struct h1head a, b;
+	struct buf out;
+	char err[128];
+	const char *v;
+	size_t i, k, vl;
+	int st;
+
+	h1head_init(&a, FUZZ_H1_MAX);
+	h1head_init(&b, 2 * FUZZ_H1_MAX);
+	buf_init(&out, 2 * FUZZ_H1_MAX + 1024);
+	err[0] = '\0';
+	st = h1head_parse(&a, type, p, n, FUZZ_H1_LINES, err, sizeof(err));
+	if (st != 0 && st != 400 && st != 431 && st != 501 && st != 505)
+		abort();
+	if (st != 0 && err[0] == '\0')
+		abort();
+	if (st != 0)
+		goto done;
+	verdict(st);
+	/* What the store accepts, a plain read of the same rules accepts. */
+	if (type == HTTP_REQUEST && plain != 0)
+		abort();
+	for (i = 0; i < a.nh; i++) {
+		const struct h1field *h = &a.h[i];
+
+		if (!h1_token_ok(a.data.p + h->no, h->nl) ||
+		    !h1_value_ok(a.data.p + h->vo, h->vl))
+			abort();
+	}
+	/* Host, when there is one, is the first field of that name. */
+	if (h1head_count(&a, "host", &k) > 0 &&
+	    ((v = h1head_get(&a, "host", &vl)) != a.data.p + a.h[k].vo || vl != a.h[k].vl))
+		abort();
+	/* Written back, it reads again to the same head. */
+	if (h1head_write(&a, NULL, 0, &out) == -1 ||
+	    h1head_parse(&b, type, out.p, out.len, FUZZ_H1_LINES, err, sizeof(err)) != 0)
+		abort();
+	same(&a, &b);
+	/* Stripped, no hop-by-hop field is left, and it still reads. */
+	h1head_strip_hop(&a);
+	for (i = 0; i < a.nh; i++) {
+		const struct h1field *h = &a.h[i];
+
+		if (h->del || h1head_is(&a, i, "host") ||
+		    h1head_is(&a, i, "content-length") || h1head_is(&a, i, "transfer-encoding"))
+			continue;
+		if (h1_hop_name(a.data.p + h->no, h->nl))
+			abort();
+		for (k = 0; k < a.nh; k++)
+			if (h1head_is(&a, k, "connection") &&
+			    h1_list_has(a.data.p + a.h[k].vo, a.h[k].vl, a.data.p + h->no, h->nl))
+				abort();
+	}
+	buf_reset(&out);
+	if (h1head_write(&a, NULL, 0, &out) == -1 ||
+	    h1head_parse(&b, type, out.p, out.len, FUZZ_H1_LINES, err, sizeof(err)) != 0)
+		abort();
+	same(&a, &b);
+done:
+	buf_free(&out);
+	h1head_free(&a);
+	h1head_free(&b);
 }
 
 /* h1_head_end's promises for p[0..n) under max. */
@@ -201,7 +310,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		(void)end(p, size, size);
 	if (size > 1)
 		(void)end(p, size, size - 1);
-	if (r > 0)
-		head(p, (size_t)r);
+	if (r > 0) {
+		int plain = head(p, (size_t)r);
+
+		store(p, (size_t)r, HTTP_REQUEST, plain);
+		store(p, (size_t)r, HTTP_RESPONSE, plain);
+	}
 	return 0;
 }
