@@ -84,7 +84,7 @@ rjob_apps(struct rjob *r, struct sess *s, enum sess_err *e, char *err,
 
 	switch (r->op) {
 	case R_EXPOSE:
-		if (sess_enter(s, e, err, errlen) == -1)
+		if (sess_enter(s, NULL, e, err, errlen) == -1)
 			return -1;
 		r->body = apps_expose(s, r->port, r->app[0] ? r->app : NULL, e, err,
 		    errlen, note, sizeof(note));
@@ -168,7 +168,7 @@ rjob_run(void *arg)
 			;
 		else if (r->op == R_CREATE)
 			rc = sess_create(s, &r->opts, &created, &e, err, sizeof(err));
-		else if ((rc = sess_enter(s, &e, err, sizeof(err))) == 0)
+		else if ((rc = sess_enter(s, NULL, &e, err, sizeof(err))) == 0)
 			sess_leave(s);
 		if (rc == 0) {
 			r->status = created ? 201 : 200;

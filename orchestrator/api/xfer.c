@@ -398,7 +398,8 @@ xj_run(void *arg)
 	char err[512];
 
 	if ((s = sess_get(j->mgr, j->sid, NULL, NULL, 0, &e, err,
-	    sizeof(err))) == NULL || sess_enter(s, &e, err, sizeof(err)) == -1) {
+	    sizeof(err))) == NULL ||
+	    sess_enter(s, NULL, &e, err, sizeof(err)) == -1) {
 		j->err_status = sess_err_http(e, &code);
 		snprintf(j->err_code, sizeof(j->err_code), "%s", code);
 		snprintf(j->err, sizeof(j->err), "%s", err);

@@ -2,7 +2,7 @@
  * toollive.c: a tool call's live progress message (toollive_progress_text):
  * a running shell command's output tail, polled from the agent on a
  * thread of its own, or what a sandbox start it waits on is waiting for
- * (toollive_start_note, the runtime's rt_progress sink).
+ * (toollive_start_note, the sink a call passes to the runtime: rt_progress).
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -72,9 +72,10 @@ toollive_set(struct tool_call *tc, char *m)
 }
 
 /*
- * rt_progress's sink while a call that takes progress runs: what a
- * sandbox start it waits on is waiting for (an image pull, scheduling)
- * is its progress message until the sandbox is up.
+ * The sink a call that takes progress passes down to the runtime
+ * (tc->starting, through sess_enter and sess_reprovision): what a sandbox
+ * start it waits on is waiting for (an image pull, scheduling) is its
+ * progress message until the sandbox is up.
  */
 void
 toollive_start_note(void *arg, const char *msg)

@@ -13,7 +13,8 @@ struct live;
 
 /* Replaces tc's progress message with m (owned; NULL: none). */
 void	toollive_set(struct tool_call *tc, char *m);
-/* rt_progress's sink (arg: the tool_call): msg becomes its message. */
+/* A sandbox start's progress sink (struct rt_progress's fn, arg: the
+ * tool_call; tools_run sets it in tc->starting): msg becomes its message. */
 void	toollive_start_note(void *arg, const char *msg);
 /* Starts polling the agent of s for tc's shell output when tc's client
  * takes progress; NULL when it does not, or the thread did not start. */

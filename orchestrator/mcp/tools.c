@@ -1108,7 +1108,7 @@ t_create_sandbox(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 		toolres_set_text(tc, err, 1);
 		return;
 	}
-	if (sess_reprovision(s, &o, &e, err, sizeof(err)) == -1) {
+	if (sess_reprovision(s, &o, &tc->starting, &e, err, sizeof(err)) == -1) {
 		sess_error(tc, e, err);
 		return;
 	}
@@ -1248,7 +1248,7 @@ rerun_lost(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 	snprintf(why, sizeof(why), "%s", tc->lost_why);
 	log_warnx("session=%s tool=%s sandbox had stopped (%s): starting it "
 	    "again and retrying", tc->sid, tc->name, why);
-	if (sess_enter(s, &e, err, sizeof(err)) == -1)
+	if (sess_enter(s, &tc->starting, &e, err, sizeof(err)) == -1)
 		return;		/* the first answer stands */
 	call_begin(tc);
 	d->handler(tc, m, s, c, tc->args);
@@ -1307,7 +1307,7 @@ tools_run1(struct sessmgr *m, const struct conf *c, struct tool_call *tc)
 		d->handler(tc, m, s, c, tc->args);
 		goto out;
 	}
-	if (sess_enter(s, &e, err, sizeof(err)) == -1) {
+	if (sess_enter(s, &tc->starting, &e, err, sizeof(err)) == -1) {
 		sess_error(tc, e, err);
 		goto out;
 	}
@@ -1359,10 +1359,9 @@ output_guard(struct tool_call *tc)
 void
 tools_run(struct sessmgr *m, const struct conf *c, struct tool_call *tc)
 {
-	if (tc->progress)
-		rt_progress_sink(toollive_start_note, tc);
+	tc->starting.fn = tc->progress ? toollive_start_note : NULL;
+	tc->starting.arg = tc;
 	tools_run1(m, c, tc);
-	rt_progress_sink(NULL, NULL);
 	output_guard(tc);
 	atomic_store(&tc->finished, 1);
 }

@@ -49,6 +49,11 @@ struct tool_call {
 	struct agentc_cancel cancel;
 	int		 lost;
 	char		 lost_why[256];
+	/* Where a sandbox create or start the call waits on (sess_enter,
+	 * sess_reprovision) tells what it waits for: the call's message
+	 * (toollive_start_note) when the client takes progress, else nowhere
+	 * (fn NULL). tools_run sets it. */
+	struct rt_progress starting;
 };
 
 int	tools_init(void);		/* compiles the schemas; -1 on a bug */

@@ -128,27 +128,16 @@ rt_scrub(char *err, size_t errlen, const char *path, const char *name)
 	return 1;
 }
 
-/* The calling thread's progress sink (rt_progress_sink). */
-static _Thread_local rt_progress_fn tl_progress;
-static _Thread_local void *tl_progress_arg;
-
 void
-rt_progress_sink(rt_progress_fn fn, void *arg)
-{
-	tl_progress = fn;
-	tl_progress_arg = fn != NULL ? arg : NULL;
-}
-
-void
-rt_progress(const char *fmt, ...)
+rt_progress(const struct rt_progress *pg, const char *fmt, ...)
 {
 	char msg[512];
 	va_list ap;
 
-	if (tl_progress == NULL)
+	if (pg == NULL || pg->fn == NULL)
 		return;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	tl_progress(tl_progress_arg, msg);
+	pg->fn(pg->arg, msg);
 }

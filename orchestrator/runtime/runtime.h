@@ -166,6 +166,23 @@ struct rt_home {
 					 * bound to a pod (kubernetes) */
 };
 
+/*
+ * Progress of a slow lifecycle call (create, start) for whoever waits on
+ * it: a caller that can show progress (an MCP call that asked for it)
+ * passes a sink with the call (ops->create, ops->start), and the runtime
+ * reports through rt_progress what it is waiting for ("Pulling image
+ * \"x\""), each time that changes. A NULL sink, or one whose fn is NULL:
+ * rt_progress does nothing. fn is called on the thread that made the call
+ * and must not block; msg is borrowed.
+ */
+typedef void	(*rt_progress_fn)(void *arg, const char *msg);
+struct rt_progress {
+	rt_progress_fn	 fn;
+	void		*arg;
+};
+void	rt_progress(const struct rt_progress *, const char *fmt, ...)
+	    PRINTF(2, 3);
+
 struct runtime;
 
 /* The answers of ops->get and ops->app_connect besides 0 and -1 (a
@@ -178,11 +195,15 @@ struct runtime;
 
 struct runtime_ops {
 	const char *name;	/* "local", "kubernetes", "fake" */
-	/* Creates and starts; returns once the agent answers (or fails). */
+	/* Creates and starts; returns once the agent answers (or fails).
+	 * pg: where to say what it waits for meanwhile (rt_progress; NULL:
+	 * nowhere). */
 	int	(*create)(struct runtime *, const struct rt_spec *,
-		    struct rt_info *out, char *err, size_t errlen);
-	/* Starts a stopped sandbox again, same workspace. */
-	int	(*start)(struct runtime *, const char *id, char *err, size_t errlen);
+		    const struct rt_progress *pg, struct rt_info *out, char *err,
+		    size_t errlen);
+	/* Starts a stopped sandbox again, same workspace; pg as for create. */
+	int	(*start)(struct runtime *, const char *id,
+		    const struct rt_progress *pg, char *err, size_t errlen);
 	/* Stops every process; keeps the workspace and labels. Idempotent. */
 	int	(*stop)(struct runtime *, const char *id, char *err, size_t errlen);
 	/* Removes everything (processes, overlay, workspace, cgroups, proxy
@@ -302,18 +323,6 @@ const char *rt_kv_get(const struct rt_kv *kv, size_t n, const char *k);
  * {id,state,image,created_ms,started_ms,reason,limits{},run_as_root,
  * writable_root,use_kata,labels{}} (cJSON_Delete). */
 cJSON	*rt_info_json(const struct rt_info *);
-
-/*
- * Progress of a slow lifecycle call (create, start) for whoever waits on
- * it: a caller that can show progress (an MCP call that asked for it)
- * sets a sink on its own thread around the call, and a runtime reports
- * what it is waiting for ("Pulling image \"x\""), each time that changes.
- * No sink on the thread: rt_progress does nothing. The sink is called on
- * the runtime's (the caller's) thread and must not block; msg is borrowed.
- */
-typedef void	(*rt_progress_fn)(void *arg, const char *msg);
-void	rt_progress_sink(rt_progress_fn fn, void *arg);	/* fn NULL: none */
-void	rt_progress(const char *fmt, ...) PRINTF(1, 2);
 
 /*
  * One limit of a spec against runtime rt's bounds (v in bytes or units;

@@ -115,7 +115,7 @@ pool_create(void *arg)
 	sp.labels = kv;
 	sp.nlabels = 2;
 	memset(&ri, 0, sizeof(ri));
-	if (sm_rt_create(m, &sp, &ri, err, sizeof(err)) == -1) {
+	if (sm_rt_create(m, &sp, NULL, &ri, err, sizeof(err)) == -1) {
 		log_warnx("sandbox=%s pool create failed err=\"%s\"", id, err);
 		(void)sm_rt_destroy_logged(m, id, NULL, "pool create failed");
 		pthread_mutex_lock(&m->mu);

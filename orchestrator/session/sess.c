@@ -471,8 +471,8 @@ take_slot(struct sessmgr *m, int replacing, struct newsb *nw, enum sess_err *e,
  */
 static int
 create_for(struct sess *s, const struct sess_opts *o, const char *ws_from,
-    int replacing, struct newsb *nw, enum sess_err *e, char *err,
-    size_t errlen)
+    int replacing, const struct rt_progress *pg, struct newsb *nw,
+    enum sess_err *e, char *err, size_t errlen)
 {
 	struct sessmgr *m = s->mgr;
 	struct rt_spec sp;
@@ -505,7 +505,7 @@ create_for(struct sess *s, const struct sess_opts *o, const char *ws_from,
 	log_info("session=%s sandbox=%s creating image=%s%s%s", s->sid, nw->id,
 	    sp.image ? sp.image : "(default)", ws_from ? " workspace_from=" : "",
 	    ws_from ? ws_from : "");
-	if (sm_rt_create(m, &sp, &ri, rerr, sizeof(rerr)) == -1) {
+	if (sm_rt_create(m, &sp, pg, &ri, rerr, sizeof(rerr)) == -1) {
 		rt_info_clear(&ri);
 		log_warnx("session=%s sandbox=%s create failed err=\"%s\"", s->sid,
 		    nw->id, rerr);
@@ -568,10 +568,11 @@ take_sandbox(struct sess *s, struct newsb *nw, char *err, size_t errlen)
 
 /* Creates or claims a sandbox for s (state NONE) from o (NULL: the
  * defaults; the warm pool serves those, but not a session whose home
- * must be mounted at create). Held: s->lk exclusive. */
+ * must be mounted at create), a creation's progress told to pg. Held:
+ * s->lk exclusive. */
 static int
-provision(struct sess *s, const struct sess_opts *o, enum sess_err *e,
-    char *err, size_t errlen)
+provision(struct sess *s, const struct sess_opts *o,
+    const struct rt_progress *pg, enum sess_err *e, char *err, size_t errlen)
 {
 	struct newsb nw;
 
@@ -580,7 +581,7 @@ provision(struct sess *s, const struct sess_opts *o, enum sess_err *e,
 	if ((o == NULL || !sessopt_sandbox_given(o)) && !home_at_create(s) &&
 	    claim_pool(s, &nw) == 0)
 		goto take;
-	if (create_for(s, o, NULL, 0, &nw, e, err, errlen) == -1)
+	if (create_for(s, o, NULL, 0, pg, &nw, e, err, errlen) == -1)
 		return -1;
 take:
 	if (take_sandbox(s, &nw, err, errlen) == -1) {
@@ -590,9 +591,11 @@ take:
 	return 0;
 }
 
-/* Starts s's stopped sandbox. Held: s->lk exclusive. */
+/* Starts s's stopped sandbox, its progress told to pg. Held: s->lk
+ * exclusive. */
 static int
-resume(struct sess *s, enum sess_err *e, char *err, size_t errlen)
+resume(struct sess *s, const struct rt_progress *pg, enum sess_err *e,
+    char *err, size_t errlen)
 {
 	struct sessmgr *m = s->mgr;
 	struct rt_agent_addr addr;
@@ -610,7 +613,7 @@ resume(struct sess *s, enum sess_err *e, char *err, size_t errlen)
 	}
 	pthread_mutex_unlock(&m->mu);
 	agentc_cache_clear(&s->conns);
-	if (sm_rt_start(m, s->rtid, rerr, sizeof(rerr)) == -1 ||
+	if (sm_rt_start(m, s->rtid, pg, rerr, sizeof(rerr)) == -1 ||
 	    m->rt->ops->agent_addr(m->rt, s->rtid, &addr, rerr, sizeof(rerr)) == -1) {
 		log_warnx("session=%s sandbox=%s start failed err=\"%s\"", s->sid,
 		    s->rtid, rerr);
@@ -685,7 +688,8 @@ set_provisioning(struct sess *s, int on)
 }
 
 int
-sess_enter(struct sess *s, enum sess_err *e, char *err, size_t errlen)
+sess_enter(struct sess *s, const struct rt_progress *pg, enum sess_err *e,
+    char *err, size_t errlen)
 {
 	struct sessmgr *m = s->mgr;
 	int rc;
@@ -732,15 +736,15 @@ sess_enter(struct sess *s, enum sess_err *e, char *err, size_t errlen)
 		}
 		rc = 0;
 		if (s->state == S_NONE)
-			rc = provision(s, NULL, e, err, errlen);
+			rc = provision(s, NULL, pg, e, err, errlen);
 		else if (s->state == S_STOPPED)
-			rc = resume(s, e, err, errlen);
+			rc = resume(s, pg, e, err, errlen);
 		else if (sess_ensure_addr(s, err, errlen) == -1) {
 			/* Adopted but unreachable: start it over. */
 			pthread_mutex_lock(&m->mu);
 			s->state = S_STOPPED;
 			pthread_mutex_unlock(&m->mu);
-			rc = resume(s, e, err, errlen);
+			rc = resume(s, pg, e, err, errlen);
 		} else if (!s->personalised &&
 		    personalise(s, NULL, NULL, err, errlen) == -1) {
 			*e = SE_RUNTIME;
@@ -1029,8 +1033,8 @@ say_unchanged(char *err, size_t errlen, int had_one)
  * exclusive.
  */
 static int
-replace_locked(struct sess *s, const struct sess_opts *o, enum sess_err *e,
-    char *err, size_t errlen)
+replace_locked(struct sess *s, const struct sess_opts *o,
+    const struct rt_progress *pg, enum sess_err *e, char *err, size_t errlen)
 {
 	struct sessmgr *m = s->mgr;
 	char old[ID_SANDBOX_MAX];
@@ -1043,18 +1047,19 @@ replace_locked(struct sess *s, const struct sess_opts *o, enum sess_err *e,
 		return -1;
 	}
 	if (s->state == S_NONE) {
-		if (provision(s, o, e, err, errlen) == -1) {
+		if (provision(s, o, pg, e, err, errlen) == -1) {
 			say_unchanged(err, errlen, 0);
 			return -1;
 		}
 		return 0;
 	}
-	if (carry && s->state == S_STOPPED && resume(s, e, err, errlen) == -1) {
+	if (carry && s->state == S_STOPPED &&
+	    resume(s, pg, e, err, errlen) == -1) {
 		say_unchanged(err, errlen, 1);
 		return -1;
 	}
 	set_reap_ms(s, o->lifetime_ms, o->idle_ms);	/* the new record's */
-	if (create_for(s, o, carry ? s->rtid : NULL, 1, &nw, e, err,
+	if (create_for(s, o, carry ? s->rtid : NULL, 1, pg, &nw, e, err,
 	    errlen) == -1) {
 		set_reap_ms(s, life, idle);
 		say_unchanged(err, errlen, 1);
@@ -1076,8 +1081,8 @@ replace_locked(struct sess *s, const struct sess_opts *o, enum sess_err *e,
 }
 
 int
-sess_reprovision(struct sess *s, const struct sess_opts *o, enum sess_err *e,
-    char *err, size_t errlen)
+sess_reprovision(struct sess *s, const struct sess_opts *o,
+    const struct rt_progress *pg, enum sess_err *e, char *err, size_t errlen)
 {
 	int rc;
 
@@ -1086,7 +1091,7 @@ sess_reprovision(struct sess *s, const struct sess_opts *o, enum sess_err *e,
 	    "sandbox and its /workspace are unchanged.", e, err, errlen) == -1)
 		return -1;
 	set_provisioning(s, 1);
-	rc = replace_locked(s, o, e, err, errlen);
+	rc = replace_locked(s, o, pg, e, err, errlen);
 	set_provisioning(s, 0);
 	pthread_rwlock_unlock(&s->lk);
 	return rc;
@@ -1147,11 +1152,11 @@ sess_create(struct sess *s, const struct sess_opts *o, int *created,
 		} else
 			set_reap_limits(s, o);
 	} else
-		rc = replace_locked(s, o, e, err, errlen);
+		rc = replace_locked(s, o, NULL, e, err, errlen);
 	set_provisioning(s, 0);
 	pthread_rwlock_unlock(&s->lk);
 	/* The same sandbox: running, as a call would find it. */
-	if (rc == 0 && same && (rc = sess_enter(s, e, err, errlen)) == 0)
+	if (rc == 0 && same && (rc = sess_enter(s, NULL, e, err, errlen)) == 0)
 		sess_leave(s);
 	return rc;
 }

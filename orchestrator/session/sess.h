@@ -8,7 +8,7 @@
  * worker threads (work.h), never from the event loop, except the *_stats
  * and snapshot helpers which only take a mutex.
  *
- * A tool call does: s = sess_get(...); sess_enter(s) (ensures a running,
+ * A tool call does: s = sess_get(...); sess_enter(s, ...) (ensures a running,
  * personalised sandbox and holds it shared so it is not stopped under the
  * call); sess_agent(s, ...) any number of times; sess_leave(s); sess_put(s).
  */
@@ -83,8 +83,11 @@ struct sess *sess_get(struct sessmgr *, const char *sid, const char *org,
 	    size_t errlen);
 void	sess_put(struct sess *);
 /* Makes sure the sandbox runs (create, claim from the pool, or resume) and
- * holds it for a call. 0, or -1 with *e and err. */
-int	sess_enter(struct sess *, enum sess_err *e, char *err, size_t errlen) WUNRES;
+ * holds it for a call; what a create or a start waits for goes to the
+ * call's sink pg as it changes (runtime.h rt_progress; NULL: nowhere).
+ * 0, or -1 with *e and err. */
+int	sess_enter(struct sess *, const struct rt_progress *pg, enum sess_err *e,
+	    char *err, size_t errlen) WUNRES;
 void	sess_leave(struct sess *);
 /* Holds s shared like sess_enter, without starting anything (its sandbox
  * may be stopped or absent), waiting at most ms for a lifecycle change.
@@ -125,17 +128,20 @@ int	sess_interrupted_recently(struct sess *, int ms);
  * runtime's check: image, options, bounds); the new sandbox is built
  * beside the old one, its /workspace a copy of the old one's unless
  * opts->fresh_workspace, and only when it answers is it swapped in and
- * the old one destroyed. On -1 (*e and err; err says so) the old sandbox
- * and its files are as they were.
+ * the old one destroyed; the creation's progress goes to pg (as for
+ * sess_enter). On -1 (*e and err; err says so) the old sandbox and its
+ * files are as they were.
  */
 int	sess_reprovision(struct sess *, const struct sess_opts *,
-	    enum sess_err *e, char *err, size_t errlen) WUNRES;
+	    const struct rt_progress *pg, enum sess_err *e, char *err,
+	    size_t errlen) WUNRES;
 /*
  * REST create: a session with no sandbox gets one from opts (*created 1);
  * one whose sandbox already has every option opts names keeps it (new
  * lifetime/idle_timeout applied, resumed if stopped; fresh_workspace
  * ignored), so the same request twice changes nothing; any other is
- * replaced as sess_reprovision does. 0, or -1 with *e and err.
+ * replaced as sess_reprovision does (no progress told: REST has no
+ * channel for it). 0, or -1 with *e and err.
  */
 int	sess_create(struct sess *, const struct sess_opts *, int *created,
 	    enum sess_err *e, char *err, size_t errlen) WUNRES;

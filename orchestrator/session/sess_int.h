@@ -185,10 +185,14 @@ void	sm_sess_free(struct sess *s);
 
 void	sm_poolmem_free(struct poolmem *p);
 
-/* One lifecycle operation (ops->start, stop or destroy) on sandbox id. */
+/* One lifecycle operation (ops->stop or destroy) on sandbox id. */
 int	sm_rt_call(struct sessmgr *m, sm_rt_idop op, const char *id, char *err, size_t errlen);
 
-int	sm_rt_create(struct sessmgr *m, const struct rt_spec *sp, struct rt_info *ri,
+/* ops->create and ops->start, pg the caller's progress sink (runtime.h
+ * rt_progress; NULL: none). */
+int	sm_rt_create(struct sessmgr *m, const struct rt_spec *sp,
+    const struct rt_progress *pg, struct rt_info *ri, char *err, size_t errlen);
+int	sm_rt_start(struct sessmgr *m, const char *id, const struct rt_progress *pg,
     char *err, size_t errlen);
 
 int	sm_rt_attach(struct sessmgr *m, const char *id, const struct rt_egress *eg,
@@ -248,7 +252,6 @@ int	sm_agent_call(struct sess *s, const char *method, const char *path,
     const char *body, size_t bodylen, int timeout_ms,
     const struct agentc_cancel *cx, int *status, struct buf *resp, char *err,
     size_t errlen);
-#define sm_rt_start(m, id, e, l)	sm_rt_call((m), (m)->rt->ops->start, (id), (e), (l))
 #define sm_rt_stop(m, id, e, l)	sm_rt_call((m), (m)->rt->ops->stop, (id), (e), (l))
 #define sm_rt_destroy(m, id, e, l)	sm_rt_call((m), (m)->rt->ops->destroy, (id), (e), (l))
 #define sm_count_stopped_locked(m)	sm_count_state_locked((m), S_STOPPED)

@@ -334,13 +334,25 @@ sm_rt_call(struct sessmgr *m, sm_rt_idop op, const char *id, char *err, size_t e
 }
 
 int
-sm_rt_create(struct sessmgr *m, const struct rt_spec *sp, struct rt_info *ri,
+sm_rt_create(struct sessmgr *m, const struct rt_spec *sp,
+    const struct rt_progress *pg, struct rt_info *ri, char *err, size_t errlen)
+{
+	int rc;
+
+	rt_lock(m);
+	rc = m->rt->ops->create(m->rt, sp, pg, ri, err, errlen);
+	rt_unlock(m);
+	return rc;
+}
+
+int
+sm_rt_start(struct sessmgr *m, const char *id, const struct rt_progress *pg,
     char *err, size_t errlen)
 {
 	int rc;
 
 	rt_lock(m);
-	rc = m->rt->ops->create(m->rt, sp, ri, err, errlen);
+	rc = m->rt->ops->start(m->rt, id, pg, err, errlen);
 	rt_unlock(m);
 	return rc;
 }

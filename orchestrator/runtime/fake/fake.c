@@ -551,8 +551,8 @@ f_usage(struct runtime *rt, const char *id, struct rt_usage *out, char *err,
 }
 
 static int
-f_create(struct runtime *rt, const struct rt_spec *sp, struct rt_info *out,
-    char *err, size_t errlen)
+f_create(struct runtime *rt, const struct rt_spec *sp,
+    const struct rt_progress *pg, struct rt_info *out, char *err, size_t errlen)
 {
 	struct fake *f = rt->impl;
 	char dir[512], cr[512];
@@ -560,6 +560,7 @@ f_create(struct runtime *rt, const struct rt_spec *sp, struct rt_info *out,
 	size_t i;
 	int fd;
 
+	(void)pg;	/* nothing here is slow enough to tell */
 	memset(out, 0, sizeof(*out));
 	if (!id_sandbox_valid(sp->id)) {
 		snprintf(err, errlen, "invalid id");
@@ -620,12 +621,14 @@ f_create(struct runtime *rt, const struct rt_spec *sp, struct rt_info *out,
 }
 
 static int
-f_start(struct runtime *rt, const char *id, char *err, size_t errlen)
+f_start(struct runtime *rt, const char *id, const struct rt_progress *pg,
+    char *err, size_t errlen)
 {
 	struct fake *f = rt->impl;
 	cJSON *meta;
 	int rc;
 
+	(void)pg;
 	if (!id_sandbox_valid(id) || (meta = meta_read(f, id)) == NULL) {
 		snprintf(err, errlen, "not found");
 		return -1;

@@ -405,8 +405,8 @@ pod_create(struct k8s_rt *r, const struct k8s_sbx *s, const char *labels_json,
 }
 
 static int
-k8s_create(struct runtime *rt, const struct rt_spec *sp, struct rt_info *out,
-    char *err, size_t errlen)
+k8s_create(struct runtime *rt, const struct rt_spec *sp,
+    const struct rt_progress *pg, struct rt_info *out, char *err, size_t errlen)
 {
 	struct k8s_rt *r = rt->impl;
 	struct k8s_sbx s;
@@ -465,7 +465,7 @@ k8s_create(struct runtime *rt, const struct rt_spec *sp, struct rt_info *out,
 	/* 3. The policy (no egress until attached), then the pod. */
 	if (fleet_netpol_new(r, s.id, labels, err, errlen) == -1 ||
 	    pod_create(r, &s, labels, created, err, errlen) == -1 ||
-	    kstart_wait(r, s.id, &pod, err, errlen) == -1)
+	    kstart_wait(r, s.id, pg, &pod, err, errlen) == -1)
 		goto out;
 	info_fill(r, out, s.id, pod, resp, NULL);
 	log_info("sandbox=%s created image=%s runtimeClass=%s", s.id, s.image,
@@ -488,7 +488,8 @@ out:
 }
 
 static int
-k8s_start(struct runtime *rt, const char *id, char *err, size_t errlen)
+k8s_start(struct runtime *rt, const char *id, const struct rt_progress *pg,
+    char *err, size_t errlen)
 {
 	struct k8s_rt *r = rt->impl;
 	cJSON *pvc = NULL, *pod = NULL, *np = NULL;
@@ -521,7 +522,7 @@ k8s_start(struct runtime *rt, const char *id, char *err, size_t errlen)
 			/* Already there: wait for it rather than start twice. */
 			cJSON_Delete(pod);
 			pod = NULL;
-			rc = kstart_wait(r, id, &pod, err, errlen);
+			rc = kstart_wait(r, id, pg, &pod, err, errlen);
 			goto out;
 		}
 		/* A failed or evicted pod is replaced on the same claim. */
@@ -546,7 +547,7 @@ k8s_start(struct runtime *rt, const char *id, char *err, size_t errlen)
 	if (pod_create(r, &s, k8s_ann(rec_ann(ann, np), K8S_ANN_LABELS),
 	    k8s_ann_ll(ann, K8S_ANN_CREATED), err, errlen) == -1 ||
 	    fleet_netpol_apply(r, id, NULL, NULL, NULL, err, errlen) == -1 ||
-	    kstart_wait(r, id, &pod, err, errlen) == -1)
+	    kstart_wait(r, id, pg, &pod, err, errlen) == -1)
 		goto out;
 	if (attached) {
 		/*

@@ -306,10 +306,11 @@ void	fleet_stop(struct k8s_rt *r);
 /*
  * Waits until sandbox id's pod is Running, Ready, has an IP and its agent
  * answers: 0 with *podp (caller frees), or -1 with err, failing fast with
- * the cluster's reason (docs/kubernetes.md, "Failing fast").
+ * the cluster's reason (docs/kubernetes.md, "Failing fast"). What it
+ * waits for goes to pg (rt_progress; NULL: nowhere) as it changes.
  */
-int	kstart_wait(struct k8s_rt *r, const char *id, cJSON **podp, char *err,
-	    size_t errlen) WUNRES;
+int	kstart_wait(struct k8s_rt *r, const char *id, const struct rt_progress *pg,
+	    cJSON **podp, char *err, size_t errlen) WUNRES;
 
 /* ---- home.c ---- */
 

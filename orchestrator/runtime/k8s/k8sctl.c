@@ -186,7 +186,7 @@ cmd_create(struct runtime *rt, int argc, char **argv, char *err, size_t errlen)
 	struct rt_info ri;
 
 	spec_args(&sp, argc, argv, labels, env, CTL_MAX_KV);
-	if (rt->ops->create(rt, &sp, &ri, err, errlen) == -1)
+	if (rt->ops->create(rt, &sp, NULL, &ri, err, errlen) == -1)
 		return -1;
 	print_json(rt_info_json(&ri));
 	rt_info_clear(&ri);
@@ -392,7 +392,7 @@ run_idop(struct runtime *rt, enum idop op, const char *id, char *err,
 {
 	switch (op) {
 	case OP_START:
-		return rt->ops->start(rt, id, err, errlen);
+		return rt->ops->start(rt, id, NULL, err, errlen);
 	case OP_STOP:
 		return rt->ops->stop(rt, id, err, errlen);
 	case OP_DESTROY:

@@ -2,7 +2,8 @@
  * runtime/k8s/start.c: a sandbox pod coming up (docs/kubernetes.md,
  * "Failing fast"): following its status and Events and those of the
  * claims it mounts, failing fast with the cluster's reason, and telling
- * the caller what it waits for (rt_progress). Calls api.c only.
+ * the caller what it waits for (rt_progress, to the sink the caller
+ * passed). Calls api.c only.
  */
 #include <stdio.h>
 #include <string.h>
@@ -116,13 +117,13 @@ start_verdict(struct k8s_rt *r, const char *id, const cJSON *pod,
 }
 
 /*
- * What a starting pod (v) waits for, told to the caller (rt_progress)
- * when it changes from shown: a pull under way (pulling, from its
- * Events), scheduling, the container's creation, the agent.
+ * What a starting pod (v) waits for, told to the caller's sink pg
+ * (rt_progress) when it changes from shown: a pull under way (pulling,
+ * from its Events), scheduling, the container's creation, the agent.
  */
 static void
-start_progress(const struct k8s_podview *v, const char *pulling, char *shown,
-    size_t shownlen)
+start_progress(const struct rt_progress *pg, const struct k8s_podview *v,
+    const char *pulling, char *shown, size_t shownlen)
 {
 	char now[320];
 
@@ -141,7 +142,7 @@ start_progress(const struct k8s_podview *v, const char *pulling, char *shown,
 	if (strcmp(now, shown) == 0)
 		return;
 	snprintf(shown, shownlen, "%s", now);
-	rt_progress("%s", now);
+	rt_progress(pg, "%s", now);
 }
 
 /*
@@ -155,8 +156,8 @@ start_progress(const struct k8s_podview *v, const char *pulling, char *shown,
  * its first second, at most once a second.
  */
 int
-kstart_wait(struct k8s_rt *r, const char *id, cJSON **podp, char *err,
-    size_t errlen)
+kstart_wait(struct k8s_rt *r, const char *id, const struct rt_progress *pg,
+    cJSON **podp, char *err, size_t errlen)
 {
 	long long t0 = util_mono_ms(), now, step = 100, hard_since = -1;
 	long long unsched_since = -1, ev_at = t0 + 1000;
@@ -200,7 +201,7 @@ kstart_wait(struct k8s_rt *r, const char *id, cJSON **podp, char *err,
 			}
 		} else if (strcmp(v.phase, "Pending") != 0)
 			evhard[0] = pulling[0] = '\0';
-		start_progress(&v, pulling, shown, sizeof(shown));
+		start_progress(pg, &v, pulling, shown, sizeof(shown));
 		/* The hard reason now: the pod's own, else an Event's. */
 		if (v.failed)
 			snprintf(hard, sizeof(hard), "%s", v.reason);

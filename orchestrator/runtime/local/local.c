@@ -1030,11 +1030,13 @@ name args								\
 		scrub_err(rt->impl, err, errlen);			\
 	return rc;							\
 }
+/* The local runtime tells no progress (rt_progress): pg goes unused. */
 SCRUBBED(op_create, (struct runtime *rt, const struct rt_spec *spec,
-    struct rt_info *out, char *err, size_t errlen),
-    rl_create(rt, spec, out, err, errlen))
-SCRUBBED(op_start, (struct runtime *rt, const char *id, char *err,
-    size_t errlen), rl_start(rt, id, err, errlen))
+    const struct rt_progress *pg, struct rt_info *out, char *err,
+    size_t errlen), ((void)pg, rl_create(rt, spec, out, err, errlen)))
+SCRUBBED(op_start, (struct runtime *rt, const char *id,
+    const struct rt_progress *pg, char *err, size_t errlen),
+    ((void)pg, rl_start(rt, id, err, errlen)))
 SCRUBBED(op_stop, (struct runtime *rt, const char *id, char *err,
     size_t errlen), rl_stop(rt, id, err, errlen))
 SCRUBBED(op_destroy, (struct runtime *rt, const char *id, char *err,

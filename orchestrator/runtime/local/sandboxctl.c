@@ -290,7 +290,8 @@ cmd_create(const struct ctl *x)
 	if (bad || optind != x->argc - 1)
 		usage(stderr, 2);
 	sp.id = x->argv[optind];
-	if (x->rt->ops->create(x->rt, &sp, &ri, err, sizeof(err)) == -1) {
+	if (x->rt->ops->create(x->rt, &sp, NULL, &ri, err,
+	    sizeof(err)) == -1) {
 		fprintf(stderr, "sandboxctl: create %s: %s\n", sp.id, err);
 		return 1;
 	}
@@ -358,7 +359,8 @@ cmd_lifecycle(const struct ctl *x)
 	if (strcmp(x->argv[0], "stop") == 0)
 		r = x->rt->ops->stop(x->rt, x->argv[1], err, sizeof(err));
 	else if (strcmp(x->argv[0], "start") == 0)
-		r = x->rt->ops->start(x->rt, x->argv[1], err, sizeof(err));
+		r = x->rt->ops->start(x->rt, x->argv[1], NULL, err,
+		    sizeof(err));
 	else
 		r = x->rt->ops->destroy(x->rt, x->argv[1], err, sizeof(err));
 	if (r == -1) {

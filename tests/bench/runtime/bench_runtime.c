@@ -196,7 +196,8 @@ main(int argc, char **argv)
 		for (i = 0; i < n; i++) {
 			snprintf(id, sizeof(id), "%s-c%d", prefix, i);
 			t0 = now_ms();
-			if (rt->ops->create(rt, &sp, &ri, err, sizeof(err)) == -1) {
+			if (rt->ops->create(rt, &sp, NULL, &ri, err,
+			    sizeof(err)) == -1) {
 				fprintf(stderr, "create: %s\n", err);
 				return 1;
 			}
@@ -218,7 +219,8 @@ main(int argc, char **argv)
 		free(c);
 	} else if (strcmp(mode, "rtt") == 0) {
 		snprintf(id, sizeof(id), "%s-rtt", prefix);
-		if (rt->ops->create(rt, &sp, &ri, err, sizeof(err)) == -1) {
+		if (rt->ops->create(rt, &sp, NULL, &ri, err,
+		    sizeof(err)) == -1) {
 			fprintf(stderr, "create: %s\n", err);
 			return 1;
 		}
@@ -244,7 +246,8 @@ main(int argc, char **argv)
 		t0 = now_ms();
 		for (i = 0; i < n; i++) {
 			snprintf(id, sizeof(id), "%s-i%d", prefix, i);
-			if (rt->ops->create(rt, &sp, &ri, err, sizeof(err)) == -1) {
+			if (rt->ops->create(rt, &sp, NULL, &ri, err,
+			    sizeof(err)) == -1) {
 				fprintf(stderr, "create %d: %s\n", i, err);
 				break;
 			}
