@@ -11,7 +11,7 @@
  * from the head on: conn_body) and CS_STREAM (a streamed response is being
  * written: conn_stream_*; conn_stream_end makes it CS_WRITE).
  *
- * conn_one parses a head (http.c), waits for the body, takes the request
+ * conn_one parses a head (http.c on common/h1head.c), waits for the body, takes the request
  * out of the input buffer and hands it to the dispatch callback; the
  * handler it reaches owns the connection (CS_BUSY) until it replies.
  * Pipelined requests wait in the input buffer and run in conn_process's
@@ -306,7 +306,7 @@ conn_one(struct conn *c)
 		if (r == HTTP_NEED_MORE)
 			return 0;
 		if (r != HTTP_DONE) {
-			status = r == HTTP_TOO_LARGE ? 431 : r == HTTP_UNSUPPORTED ? 501 : 400;
+			status = r;	/* 400, 431, 501 or 505 */
 			c->req.keepalive = 0;
 			c->state = CS_BUSY;
 			conn_reply_error(c, status, status == 431 ? "too_large" :
