@@ -11,7 +11,7 @@
  * from the head on: conn_body) and CS_STREAM (a streamed response is being
  * written: conn_stream_*; conn_stream_end makes it CS_WRITE).
  *
- * conn_one parses a head (http.c), waits for the body, takes the request
+ * conn_one parses a head (http.c on common/h1head.c), waits for the body, takes the request
  * out of the input buffer and hands it to the dispatch callback; the
  * handler it reaches owns the connection (CS_BUSY) until it replies.
  * Pipelined requests wait in the input buffer and run in conn_process's
@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "backoff.h"
 #include "conn.h"
 #include "ev.h"
 #include "h1.h"
@@ -58,16 +59,15 @@
  * it reads the reply instead of a reset. */
 #define LINGER_MS		2000
 /* Out of descriptors (EMFILE/ENFILE) the listener is taken out of epoll
- * for this long (level-triggered, it would fire again at once: a busy
- * loop); the idle connection longest without a request is closed first,
- * so the next accept has room. */
-#define ACCEPT_BACKOFF_MS	200
-/* Idle connections closed per pause: enough that the backlog drains in a
- * few pauses, few enough that busy clients keep theirs. */
+ * for a pause (level-triggered, it would fire again at once: a busy loop)
+ * whose length and log rate are common/backoff.c's, as for the daemons'
+ * lguard; the idle connections longest without a request are closed
+ * first, so the next accept has room. Idle connections closed per pause:
+ * enough that the backlog drains in a few pauses, few enough that busy
+ * clients keep theirs. */
 #define ACCEPT_SHED		16
-/* At most one "out of descriptors" line per this interval, with the count
- * of refusals since the last one. */
-#define FDLOG_INTERVAL_MS	10000
+/* At most one "too many connections" line per this interval. */
+#define FULLLOG_INTERVAL_MS	10000
 
 enum conn_state {
 	CS_READ,	/* reading a request */
@@ -306,7 +306,7 @@ conn_one(struct conn *c)
 		if (r == HTTP_NEED_MORE)
 			return 0;
 		if (r != HTTP_DONE) {
-			status = r == HTTP_TOO_LARGE ? 431 : r == HTTP_UNSUPPORTED ? 501 : 400;
+			status = r;	/* 400, 431, 501 or 505 */
 			c->req.keepalive = 0;
 			c->state = CS_BUSY;
 			conn_reply_error(c, status, status == 431 ? "too_large" :
@@ -714,8 +714,7 @@ conn_io(int fd, uint32_t events, void *arg)
 
 static int	 listen_sock = -1;
 static int	 accept_paused;
-static long long fdlog_at;	/* last "out of descriptors" line */
-static unsigned long fdlog_n;	/* pauses since then */
+static struct backoff accept_bo;	/* the pause and its log rate */
 
 static void accept_cb(int, uint32_t, void *);
 
@@ -724,20 +723,22 @@ accept_resume(void *arg)
 {
 	(void)arg;
 	accept_paused = 0;
+	backoff_resumed(&accept_bo, util_mono_ms());
 	if (ev_mod(listen_sock, EPOLLIN) == -1)
 		log_warn("epoll listener");
 }
 
 /*
- * accept failed with EMFILE/ENFILE: close the oldest idle connection
- * (reading, nothing received), stop accepting for ACCEPT_BACKOFF_MS, log
- * at most once per FDLOG_INTERVAL_MS.
+ * accept failed with EMFILE/ENFILE: close the oldest idle connections
+ * (reading, nothing received), stop accepting for backoff_pause's time,
+ * log when backoff_log_ok says.
  */
 static void
 accept_pause(int err)
 {
 	struct conn *c, *old;
-	long long now = util_mono_ms();
+	long long now = util_mono_ms(), ms;
+	unsigned long missed;
 	int i, shed = 0;
 
 	for (i = 0; i < ACCEPT_SHED; i++) {
@@ -751,20 +752,17 @@ accept_pause(int err)
 		conn_free(old);
 		shed++;
 	}
-	fdlog_n++;
-	if (fdlog_at == 0 || now - fdlog_at >= FDLOG_INTERVAL_MS) {
-		log_warnx("accept: %s (%d connections); closed %d idle, "
-		    "pausing accept %d ms (%lu times since the last report)",
-		    strerror(err), nconns, shed, ACCEPT_BACKOFF_MS, fdlog_n);
-		fdlog_at = now;
-		fdlog_n = 0;
-	}
 	if (accept_paused)
 		return;
+	ms = backoff_pause(&accept_bo, now);
+	if (backoff_log_ok(&accept_bo, now, &missed))
+		log_warnx("accept: %s (%d connections); closed %d idle, "
+		    "pausing accept %lld ms (%lu more since the last report)",
+		    strerror(err), nconns, shed, ms, missed);
 	if (ev_mod(listen_sock, 0) == -1)
 		log_warn("epoll listener");
 	accept_paused = 1;
-	ev_timer_add(ACCEPT_BACKOFF_MS, accept_resume, NULL);
+	ev_timer_add((uint64_t)ms, accept_resume, NULL);
 }
 
 static void
@@ -787,18 +785,14 @@ accept_cb(int fd, uint32_t events, void *arg)
 				log_warn("accept");
 			return;
 		}
+		backoff_ok(&accept_bo);
 		if (nconns >= MAX_CONNS) {
-			static long long full_at;	/* last line */
-			static unsigned long full_n;	/* refused since */
-			long long now = util_mono_ms();
+			static struct log_rate full_rl;
+			long dropped;
 
-			full_n++;
-			if (full_at == 0 || now - full_at >= FDLOG_INTERVAL_MS) {
-				log_warnx("too many connections (%d); refused %lu "
-				    "since the last report", nconns, full_n);
-				full_at = now;
-				full_n = 0;
-			}
+			if (log_rate_ok(&full_rl, 1, FULLLOG_INTERVAL_MS, &dropped))
+				log_warnx("too many connections (%d); refused %ld "
+				    "more since the last report", nconns, dropped);
 			close(cfd);
 			continue;
 		}

@@ -1,12 +1,17 @@
-/* http.c: strict HTTP/1.1 request-head parser and chunked decoder for the
- * agent. The token and field-value grammar come from common/h1.c (the
- * rules every daemon applies); where the head ends, framing and version
- * are still decided here (not yet on h1_head_end/h1_framing/llhttp). */
+/* http.c: the agent's side of a request head and its chunked decoder. The
+ * head itself is read by common/h1head.c (llhttp, strict) with the rules of
+ * common/h1.c that every daemon applies: where it ends and its size,
+ * leading empty lines, bare CR/LF, obs-fold, NUL, the method, the token and
+ * field-value grammar, the body framing (h1_framing) and the version (505).
+ * What stays here is the agent's own: its target form and limits, Expect,
+ * Authorization, chunked only on HTTP/1.1, and the early refusal of bytes
+ * that cannot start a request. */
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
 #include "h1.h"
+#include "h1head.h"
 #include "http.h"
 #include "json.h"
 #include "strnum.h"
@@ -14,162 +19,118 @@
 
 #define FAIL(code, msg) do { snprintf(err, errlen, "%s", msg); return code; } while (0)
 
+/* A Content-Length above this is refused (431) before any route sees it:
+ * no body of the agent's, streamed ones included, comes near it. */
+#define HTTP_MAX_CL	(1ULL << 40)
+
+/*
+ * No end of the head yet: past empty lines, the first bytes must look like
+ * a method (A-Z and '-', as llhttp's names, shorter than HTTP_MAX_METHOD),
+ * so that garbage (a TLS hello) is refused at once, not after a timeout.
+ * HTTP_NEED_MORE or 400.
+ */
+static int
+http_early(const char *p, size_t n, char *err, size_t errlen)
+{
+	size_t i, s0;
+
+	for (s0 = 0; s0 + 1 < n && p[s0] == '\r' && p[s0 + 1] == '\n';)
+		s0 += 2;
+	for (i = s0; i < n && i < s0 + HTTP_MAX_METHOD; i++) {
+		if (p[i] == ' ' && i > s0)
+			return HTTP_NEED_MORE;
+		if (p[i] == '\r' && i == s0 && i + 1 == n)
+			return HTTP_NEED_MORE;	/* an empty line's CR, its LF to come */
+		if (!((p[i] >= 'A' && p[i] <= 'Z') || (p[i] == '-' && i > s0)))
+			FAIL(400, "malformed request line");
+	}
+	if (i == s0 + HTTP_MAX_METHOD)
+		FAIL(400, "unknown method");
+	return HTTP_NEED_MORE;
+}
+
+/* The agent's checks on a head h1head_parse took, filling r: 0 or a status. */
+static int
+http_fill(const struct h1head *hd, struct http_req *r, char *err, size_t errlen)
+{
+	const char *u = hd->data.p + hd->url_o, *q, *v;
+	size_t ul = hd->url_l, len, i;
+	const char *m = h1head_method(hd);
+
+	if (strlen(m) >= sizeof(r->method))
+		FAIL(400, "unknown method");
+	memcpy(r->method, m, strlen(m) + 1);
+	if (ul == 0 || u[0] != '/')
+		FAIL(400, "request target must be an absolute path");
+	if (ul > HTTP_MAX_TARGET)
+		FAIL(431, "request target too long");
+	for (i = 0; i < ul; i++)
+		if ((unsigned char)u[i] <= 0x20 || (unsigned char)u[i] >= 0x7f)
+			FAIL(400, "bad byte in request target");
+	q = memchr(u, '?', ul);
+	len = (size_t)((q != NULL ? q : u + ul) - u);
+	memcpy(r->path, u, len);
+	r->path[len] = '\0';
+	if (q != NULL) {
+		len = (size_t)(u + ul - q - 1);
+		memcpy(r->query, q + 1, len);
+		r->query[len] = '\0';
+	}
+	/* Framing was checked by h1_framing: none, one length or "chunked". */
+	if (hd->has_cl && hd->content_length > HTTP_MAX_CL)
+		FAIL(431, "Content-Length too large");
+	r->has_length = hd->has_cl;
+	r->content_length = hd->content_length;
+	r->chunked = hd->chunked;
+	if (r->chunked && hd->minor == 0)
+		FAIL(400, "chunked encoding needs HTTP/1.1");
+	for (i = 0; i < hd->nh; i++) {
+		v = hd->data.p + hd->h[i].vo;
+		len = hd->h[i].vl;
+		if (h1head_is(hd, i, "expect")) {
+			if (len != 12 || strncasecmp(v, "100-continue", 12) != 0)
+				FAIL(400, "unsupported Expect");
+			r->expect_continue = 1;
+		} else if (h1head_is(hd, i, "authorization")) {
+			if (len > HTTP_MAX_AUTH)
+				FAIL(400, "Authorization too long");
+			if (r->has_auth)
+				FAIL(400, "repeated Authorization");
+			r->has_auth = 1;
+			memcpy(r->auth, v, len);
+			r->auth[len] = '\0';
+		}
+	}
+	r->keepalive = hd->keepalive;
+	return 0;
+}
+
 int
 http_parse_head(const char *p, size_t n, struct http_req *r, char *err,
     size_t errlen)
 {
-	const char *end = NULL, *line, *eol, *sp1, *sp2, *q, *colon, *v, *ve;
-	size_t i, s0, len, nhdr = 0;
+	struct h1head hd;
 	long hl;
-	int minor, conn_close = 0, conn_keep = 0;
-	unsigned long long cl;
+	int st;
 
-	/*
-	 * Where the head ends, its size limit, leading empty lines, bare CR
-	 * or LF, obs-fold and NUL: common/h1.c's rules (h1_head_end).
-	 */
 	hl = h1_head_end(p, n, HTTP_MAX_HEAD);
 	if (hl == H1_HEAD_LARGE)
-		FAIL(HTTP_TOO_LARGE, "request head too large");
+		FAIL(431, "request head too large");
 	if (hl == H1_HEAD_BAD)
-		FAIL(HTTP_BAD, "malformed request head (bare CR or LF, "
+		FAIL(400, "malformed request head (bare CR or LF, "
 		    "obs-fold, NUL or only empty lines)");
-	if (hl == H1_HEAD_MORE) {
-		/* Early sanity: past empty lines, the first bytes must look
-		 * like a method (the agent's own early refusal of garbage). */
-		for (s0 = 0; s0 + 1 < n && p[s0] == '\r' && p[s0 + 1] == '\n';)
-			s0 += 2;
-		for (i = s0; i < n && i < s0 + 8; i++) {
-			if (p[i] == ' ' && i > s0)
-				break;
-			if (p[i] == '\r' && i == s0 && i + 1 == n)
-				break;	/* an empty line's CR, its LF to come */
-			if (!(p[i] >= 'A' && p[i] <= 'Z'))
-				FAIL(HTTP_BAD, "malformed request line");
-		}
-		if (i == s0 + 8)
-			FAIL(HTTP_BAD, "unknown method");
-		return HTTP_NEED_MORE;
-	}
-	end = p + hl;
+	if (hl == H1_HEAD_MORE)
+		return http_early(p, n, err, errlen);
 	memset(r, 0, sizeof(*r));
 	r->head_len = (size_t)hl;
-	while (p[0] == '\r' && p[1] == '\n')
-		p += 2;
-
-	/* Request line: METHOD SP target SP HTTP/1.x CRLF */
-	line = p;
-	eol = memchr(line, '\r', (size_t)(end - line));
-	if (eol == NULL || eol[1] != '\n')
-		FAIL(HTTP_BAD, "malformed request line");
-	sp1 = memchr(line, ' ', (size_t)(eol - line));
-	if (sp1 == NULL || sp1 == line || (size_t)(sp1 - line) >= sizeof(r->method))
-		FAIL(HTTP_BAD, "malformed request line");
-	for (q = line; q < sp1; q++)
-		if (*q < 'A' || *q > 'Z')
-			FAIL(HTTP_BAD, "malformed method");
-	memcpy(r->method, line, (size_t)(sp1 - line));
-	sp2 = memchr(sp1 + 1, ' ', (size_t)(eol - sp1 - 1));
-	if (sp2 == NULL || sp2 == sp1 + 1)
-		FAIL(HTTP_BAD, "malformed request line");
-	if ((size_t)(eol - sp2 - 1) != 8 || memcmp(sp2 + 1, "HTTP/1.", 7) != 0 ||
-	    (sp2[8] != '0' && sp2[8] != '1'))
-		FAIL(HTTP_BAD, "unsupported protocol version");
-	minor = sp2[8] - '0';
-	if (sp1[1] != '/')
-		FAIL(HTTP_BAD, "request target must be an absolute path");
-	if ((size_t)(sp2 - sp1 - 1) > HTTP_MAX_TARGET)
-		FAIL(HTTP_TOO_LARGE, "request target too long");
-	for (q = sp1 + 1; q < sp2; q++)
-		if ((unsigned char)*q <= 0x20 || (unsigned char)*q >= 0x7f)
-			FAIL(HTTP_BAD, "bad byte in request target");
-	q = memchr(sp1 + 1, '?', (size_t)(sp2 - sp1 - 1));
-	len = (size_t)((q != NULL ? q : sp2) - (sp1 + 1));
-	memcpy(r->path, sp1 + 1, len);
-	r->path[len] = '\0';
-	if (q != NULL) {
-		len = (size_t)(sp2 - q - 1);
-		memcpy(r->query, q + 1, len);
-		r->query[len] = '\0';
-	}
-
-	/* Header fields. */
-	for (line = eol + 2; line < end - 2; line = eol + 2) {
-		eol = memchr(line, '\r', (size_t)(end - line));
-		if (eol == NULL || eol[1] != '\n')
-			FAIL(HTTP_BAD, "malformed header line");
-		if (++nhdr > HTTP_MAX_HEADERS)
-			FAIL(HTTP_TOO_LARGE, "too many header fields");
-		if (*line == ' ' || *line == '\t')
-			FAIL(HTTP_BAD, "obsolete line folding");
-		colon = memchr(line, ':', (size_t)(eol - line));
-		if (colon == NULL || colon == line)
-			FAIL(HTTP_BAD, "malformed header line");
-		if (!h1_token_ok(line, (size_t)(colon - line)))
-			FAIL(HTTP_BAD, "bad header name");
-		if (!h1_value_ok(line, (size_t)(eol - line)))
-			FAIL(HTTP_BAD, "control character in header");
-		v = colon + 1;
-		while (v < eol && (*v == ' ' || *v == '\t'))
-			v++;
-		ve = eol;
-		while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
-			ve--;
-		len = (size_t)(colon - line);
-#define NAME_IS(s) (len == sizeof(s) - 1 && strncasecmp(line, s, len) == 0)
-		if (NAME_IS("Content-Length")) {
-			cl = 0;
-			if (v == ve)
-				FAIL(HTTP_BAD, "empty Content-Length");
-			for (q = v; q < ve; q++) {
-				if (*q < '0' || *q > '9')
-					FAIL(HTTP_BAD, "bad Content-Length");
-				if (cl > (1ULL << 40))
-					FAIL(HTTP_TOO_LARGE, "Content-Length too large");
-				cl = cl * 10 + (unsigned)(*q - '0');
-			}
-			/* Two Content-Length fields, even equal: 400, as
-			 * h1_framing decides for every daemon (RFC 9112 6.3). */
-			if (r->has_length)
-				FAIL(HTTP_BAD, "repeated Content-Length");
-			r->has_length = 1;
-			r->content_length = cl;
-		} else if (NAME_IS("Transfer-Encoding")) {
-			if (r->chunked)
-				FAIL(HTTP_BAD, "repeated Transfer-Encoding");
-			if ((size_t)(ve - v) != 7 || strncasecmp(v, "chunked", 7) != 0)
-				FAIL(HTTP_UNSUPPORTED, "Transfer-Encoding other than "
-				    "chunked is not supported; send Content-Length");
-			r->chunked = 1;
-		} else if (NAME_IS("Connection")) {
-			for (q = v; q < ve; q++) {
-				if (ve - q >= 5 && strncasecmp(q, "close", 5) == 0)
-					conn_close = 1;
-				if (ve - q >= 10 && strncasecmp(q, "keep-alive", 10) == 0)
-					conn_keep = 1;
-			}
-		} else if (NAME_IS("Expect")) {
-			if ((size_t)(ve - v) == 12 && strncasecmp(v, "100-continue", 12) == 0)
-				r->expect_continue = 1;
-			else
-				FAIL(HTTP_BAD, "unsupported Expect");
-		} else if (NAME_IS("Authorization")) {
-			if ((size_t)(ve - v) > HTTP_MAX_AUTH)
-				FAIL(HTTP_BAD, "Authorization too long");
-			if (r->has_auth)
-				FAIL(HTTP_BAD, "repeated Authorization");
-			r->has_auth = 1;
-			memcpy(r->auth, v, (size_t)(ve - v));
-			r->auth[ve - v] = '\0';
-		}
-#undef NAME_IS
-	}
-	if (r->chunked && r->has_length)
-		FAIL(HTTP_BAD, "both Content-Length and Transfer-Encoding");
-	if (r->chunked && minor == 0)
-		FAIL(HTTP_BAD, "chunked encoding needs HTTP/1.1");
-	r->keepalive = minor == 1 ? !conn_close : (conn_keep && !conn_close);
-	return HTTP_DONE;
+	/* A head of at most HTTP_MAX_HEAD bytes copies into as many. */
+	h1head_init(&hd, HTTP_MAX_HEAD);
+	st = h1head_parse(&hd, HTTP_REQUEST, p, (size_t)hl, HTTP_MAX_HEADERS,
+	    err, errlen);
+	if (st == 0)
+		st = http_fill(&hd, r, err, errlen);
+	h1head_free(&hd);
+	return st == 0 ? HTTP_DONE : st;
 }
 
 int

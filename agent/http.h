@@ -1,9 +1,10 @@
 /*
- * http.h: the agent's HTTP/1.1 request-head parser (hand written, strict,
- * bounded), the incremental decoder of chunked bodies and query-string
+ * http.h: the agent's view of an HTTP/1.1 request head (read by the shared
+ * common/h1head.c on llhttp, with common/h1.c's rules, then the agent's own
+ * checks), the incremental decoder of chunked bodies and query-string
  * helpers. Bodies are Content-Length, or chunked where the route streams its
  * body (conn.c refuses chunked elsewhere); any other Transfer-Encoding is
- * refused.
+ * refused (h1_framing: 400 or 501).
  */
 #ifndef AGENT_HTTP_H
 #define AGENT_HTTP_H
@@ -16,9 +17,11 @@
 #define HTTP_MAX_TARGET		4096
 #define HTTP_MAX_BODY		((size_t)16 * 1024 * 1024)
 #define HTTP_MAX_AUTH		512
+/* A method name is shorter: llhttp's longest, UNSUBSCRIBE, has 11 bytes. */
+#define HTTP_MAX_METHOD		16
 
 struct http_req {
-	char	 method[8];
+	char	 method[HTTP_MAX_METHOD];
 	char	 path[HTTP_MAX_TARGET + 1];	/* target before '?' (raw) */
 	char	 query[HTTP_MAX_TARGET + 1];	/* after '?' (raw), may be "" */
 	size_t	 head_len;	/* bytes of the head incl. the blank line */
@@ -31,13 +34,15 @@ struct http_req {
 	char	 auth[HTTP_MAX_AUTH + 1];	/* Authorization value */
 };
 
-enum { HTTP_NEED_MORE = 0, HTTP_DONE = 1, HTTP_BAD = -1, HTTP_TOO_LARGE = -2,
-	HTTP_UNSUPPORTED = -3 };
+enum { HTTP_NEED_MORE = 0, HTTP_DONE = 1 };
 
 /*
- * Parses the head in p[0..n). Returns HTTP_DONE with r filled in,
- * HTTP_NEED_MORE, or an error with a message in err (HTTP_BAD -> 400,
- * HTTP_TOO_LARGE -> 431/413, HTTP_UNSUPPORTED -> 501).
+ * Parses the head at the start of p[0..n). Returns HTTP_DONE with r filled
+ * in, HTTP_NEED_MORE, or the status to answer with the reason in err: 400
+ * malformed (llhttp's strict read, the field grammar, a framing h1_framing
+ * refuses, the agent's own target, Expect and Authorization rules), 431 a
+ * head, field count, target or Content-Length over its limit, 501 a
+ * transfer coding other than chunked, 505 not HTTP/1.x.
  */
 int	http_parse_head(const char *p, size_t n, struct http_req *r, char *err,
 	    size_t errlen);

@@ -4,12 +4,14 @@
  * token and field-value grammar, Connection lists and hop-by-hop names,
  * the body framing a head may declare, and the status texts. Each rule is
  * decided once, with RFC 9112/9110 and the reason beside it in h1.c; the
- * proxy (egress-proxy/httpreq.c), the gateway (gateway/head.c) and the
- * orchestrator (orchestrator/http/http.c) apply them and keep only what is
- * theirs. The agent (agent/http.c) takes the head end, the token and
- * field-value grammar, the duplicate Content-Length rule and the status
- * texts; its own parser is not on llhttp or h1_framing. No I/O, no library:
- * linked into the static agent too. Table-tested in tests/unit/test_h1.c.
+ * proxy (egress-proxy/httpreq.c), the gateway (gateway/head.c) and the agent
+ * (agent/http.c), all three through the head store h1head.c on llhttp, and
+ * the orchestrator (orchestrator/http/http.c) apply them and keep only what
+ * is theirs. The agent takes the head end, the grammar, h1_framing,
+ * h1_version (505) and the status texts; it forwards nothing, so the
+ * Connection lists and hop-by-hop names are not its concern. No I/O, no
+ * library: linked into the static agent too (as h1head.c and llhttp's C
+ * sources). Table-tested in tests/unit/test_h1.c.
  */
 #ifndef COMMON_H1_H
 #define COMMON_H1_H

@@ -1,8 +1,8 @@
 /*
  * h1head.h: one HTTP/1.1 message head held for a daemon to judge, edit and
- * write again (h1head.c), the store the proxy (egress-proxy/httpreq.c) and
- * the gateway (gateway/head.c) share: llhttp's strict read of a complete
- * head (found by h1_head_end), the rules of h1.h applied to it once (version,
+ * write again (h1head.c), the store the proxy (egress-proxy/httpreq.c), the
+ * gateway (gateway/head.c) and the static agent (agent/http.c) share:
+ * llhttp's strict read of a complete head (found by h1_head_end), the rules of h1.h applied to it once (version,
  * field grammar, body framing), its fields as offsets into one buffer, and
  * the body read through the same parser. Each daemon keeps only its own
  * checks (request targets, Host, CONNECT, upgrades) and rewrites on top.

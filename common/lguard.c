@@ -6,10 +6,10 @@
  * listening socket stays readable, so under EMFILE the loop spins, one
  * warning per turn (52 MB of log in 4 s). Here a failure disables every
  * guarded listener and arms one timer: the pending connections wait in the
- * kernel's backlog meanwhile. When the timer fires they are enabled again;
- * if accept() fails again within LGUARD_STEADY_MS of that the pause doubles
- * (capped), otherwise it starts again at the minimum. The timer lives on
- * the event base of the first listener added.
+ * kernel's backlog meanwhile. When the timer fires they are enabled again.
+ * How long each pause lasts and when a line is logged is backoff.c's policy
+ * (the agent's own loop applies the same one); this file does the pausing.
+ * The timer lives on the event base of the first listener added.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -20,18 +20,12 @@
 #include <event2/listener.h>
 #include <event2/util.h>
 
+#include "backoff.h"
 #include "lguard.h"
 #include "log.h"
 #include "util.h"
 #include "xmalloc.h"
 
-/* The first pause, and the longest one: a longer one only delays clients. */
-#define LGUARD_BACKOFF_MIN_MS	50
-#define LGUARD_BACKOFF_MAX_MS	2000
-/* Accepting this long after a resume without a failure resets the pause. */
-#define LGUARD_STEADY_MS	1000
-/* At most one "descriptors short" line per this interval. */
-#define LGUARD_LOG_INTERVAL_MS	10000
 /* Connections each distinct shed callback may close per failure (per worker in the proxy). */
 #define LGUARD_SHED_PER_LISTENER	32
 
@@ -46,9 +40,8 @@ static struct event *lguard_resume_ev;
 static struct lguard_entry *lguard_ents;
 static size_t lguard_n, lguard_cap;
 static int lguard_paused;
-static long lguard_npauses;
-static long long lguard_backoff_ms, lguard_resumed_at;
-static struct log_rate lguard_accept_rl, lguard_other_rl;
+static struct backoff lguard_bo;	/* the pause and its log rate */
+static struct log_rate lguard_other_rl;
 
 static void
 entry_enable(const struct lguard_entry *e, int on)
@@ -73,7 +66,7 @@ resume_cb(evutil_socket_t fd, short ev, void *arg)
 	(void)ev;
 	(void)arg;
 	lguard_paused = 0;
-	lguard_resumed_at = util_mono_coarse_ms();
+	backoff_resumed(&lguard_bo, util_mono_coarse_ms());
 	for (i = 0; i < lguard_n; i++)
 		entry_enable(&lguard_ents[i], 1);
 }
@@ -100,36 +93,33 @@ lguard_is_short(int e)
 void
 lguard_accept_failed(int e)
 {
-	long long now = util_mono_coarse_ms();
+	long long now = util_mono_coarse_ms(), ms;
 	struct timeval tv;
+	unsigned long missed;
 	long dropped, shed = 0;
 	size_t i;
 
 	if (!lguard_is_short(e)) {
 		/* Anything else (a peer's reset) is the connection's own. */
-		if (log_rate_ok(&lguard_other_rl, 1, LGUARD_LOG_INTERVAL_MS, &dropped))
+		if (log_rate_ok(&lguard_other_rl, 1, BACKOFF_LOG_MS, &dropped))
 			log_warnx("accept: %s (%ld similar suppressed)", strerror(e), dropped);
 		return;
 	}
 	if (lguard_paused || lguard_resume_ev == NULL)
 		return;
-	if (lguard_backoff_ms == 0 || now - lguard_resumed_at > LGUARD_STEADY_MS)
-		lguard_backoff_ms = LGUARD_BACKOFF_MIN_MS;
-	else if ((lguard_backoff_ms *= 2) > LGUARD_BACKOFF_MAX_MS)
-		lguard_backoff_ms = LGUARD_BACKOFF_MAX_MS;
+	ms = backoff_pause(&lguard_bo, now);
 	lguard_paused = 1;
-	lguard_npauses++;
 	for (i = 0; i < lguard_n; i++)
 		entry_enable(&lguard_ents[i], 0);
-	tv.tv_sec = lguard_backoff_ms / 1000;
-	tv.tv_usec = (lguard_backoff_ms % 1000) * 1000;
+	tv.tv_sec = ms / 1000;
+	tv.tv_usec = (ms % 1000) * 1000;
 	evtimer_add(lguard_resume_ev, &tv);
 	for (i = 0; i < lguard_n; i++)
 		if (lguard_ents[i].shed != NULL && !shed_seen(i))
 			shed += lguard_ents[i].shed(lguard_ents[i].arg, LGUARD_SHED_PER_LISTENER);
-	if (log_rate_ok(&lguard_accept_rl, 1, LGUARD_LOG_INTERVAL_MS, &dropped))
-		log_warnx("accept: %s: not accepting for %lld ms, closed %ld oldest connections (%ld similar suppressed)",
-		    strerror(e), lguard_backoff_ms, shed, dropped);
+	if (backoff_log_ok(&lguard_bo, now, &missed))
+		log_warnx("accept: %s: not accepting for %lld ms, closed %ld oldest connections (%lu similar suppressed)",
+		    strerror(e), ms, shed, missed);
 }
 
 static void
@@ -201,13 +191,13 @@ lguard_del(const void *l)
 void
 lguard_accept_ok(void)
 {
-	lguard_backoff_ms = 0;
+	backoff_ok(&lguard_bo);
 }
 
 long
 lguard_pauses(void)
 {
-	return lguard_npauses;
+	return (long)lguard_bo.npauses;
 }
 
 long long

@@ -6,11 +6,11 @@
  * or a plain persistent read event on a listening socket) is added here.
  * When accept() fails for want of descriptors or memory (EMFILE, ENFILE,
  * ENOBUFS, ENOMEM) every guarded listener stops accepting for a back-off
- * (LGUARD_BACKOFF_MIN_MS doubling to LGUARD_BACKOFF_MAX_MS while the
- * shortage lasts), each listener's shed callback closes the oldest
- * connections its daemon can spare (a callback shared by several
- * listeners is called once), and one line is logged per
- * LGUARD_LOG_INTERVAL_MS. No busy loop, no log flood. Main thread only.
+ * (backoff.h: BACKOFF_MIN_MS doubling to BACKOFF_MAX_MS while the
+ * shortage lasts, the policy the agent's loop shares), each listener's
+ * shed callback closes the oldest connections its daemon can spare (a
+ * callback shared by several listeners is called once), and one line is
+ * logged per BACKOFF_LOG_MS. No busy loop, no log flood. Main thread only.
  * Rules: the state is the process's (one event loop guards its listeners);
  * callers decide what to shed, lguard decides when to stop and resume.
  */

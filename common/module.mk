@@ -1,10 +1,11 @@
 # common/: shared C used by every daemon (not by the static agent unless noted).
-COMMON_SRCS := common/b64.c common/log.c common/xmalloc.c common/buf.c common/strnum.c common/cfg.c common/padmin.c common/util.c common/ids.c common/jsonmem.c common/evrelay.c common/h1.c common/lguard.c common/addrcount.c common/daemon.c
+COMMON_SRCS := common/b64.c common/log.c common/xmalloc.c common/buf.c common/strnum.c common/cfg.c common/padmin.c common/util.c common/ids.c common/jsonmem.c common/evrelay.c common/h1.c common/backoff.c common/lguard.c common/addrcount.c common/daemon.c
 COMMON_OBJS := $(COMMON_SRCS:%.c=$(B)/%.o)
 # The subset with no library dependency, safe to link into the static agent.
-COMMON_MIN_OBJS := $(B)/common/b64.o $(B)/common/log.o $(B)/common/xmalloc.o $(B)/common/buf.o $(B)/common/strnum.o $(B)/common/util.o $(B)/common/ids.o $(B)/common/h1.o
+COMMON_MIN_OBJS := $(B)/common/b64.o $(B)/common/log.o $(B)/common/xmalloc.o $(B)/common/buf.o $(B)/common/strnum.o $(B)/common/util.o $(B)/common/ids.o $(B)/common/h1.o $(B)/common/backoff.o
 ALL_OBJS += $(COMMON_OBJS)
-# The head store on llhttp (h1head.c): linked with $(LLHTTP_OBJS) by the proxy and the gateway.
+# The head store on llhttp (h1head.c): linked with $(LLHTTP_OBJS) by the proxy, the gateway
+# and the static agent (agent/module.mk).
 H1HEAD_OBJS := $(B)/common/h1head.o
 ALL_OBJS += $(H1HEAD_OBJS)
 UNIT_TESTS += $(B)/tests/unit/test_h1head
@@ -12,7 +13,11 @@ ALL_OBJS += $(B)/tests/unit/test_h1head.o
 $(B)/tests/unit/test_h1head: $(B)/tests/unit/test_h1head.o $(H1HEAD_OBJS) $(COMMON_MIN_OBJS) $(LLHTTP_OBJS)
 	$(CC) $(LDFLAGS) $^ -o $@
 
-UNIT_TESTS += $(B)/tests/unit/test_common $(B)/tests/unit/test_cfg $(B)/tests/unit/test_h1 $(B)/tests/unit/test_addrcount
+UNIT_TESTS += $(B)/tests/unit/test_common $(B)/tests/unit/test_cfg $(B)/tests/unit/test_h1 $(B)/tests/unit/test_addrcount \
+	$(B)/tests/unit/test_backoff
+$(B)/tests/unit/test_backoff: $(B)/tests/unit/test_backoff.o $(B)/common/backoff.o
+	$(CC) $(LDFLAGS) $^ -o $@
+ALL_OBJS += $(B)/tests/unit/test_backoff.o
 $(B)/tests/unit/test_h1: $(B)/tests/unit/test_h1.o $(COMMON_MIN_OBJS)
 	$(CC) $(LDFLAGS) $^ -o $@
 ALL_OBJS += $(B)/tests/unit/test_h1.o

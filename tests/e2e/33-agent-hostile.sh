@@ -67,8 +67,11 @@ def body_of(r):
 cases = [
     ("garbage bytes", b"\x00\x01\x02\xff\r\n\r\n", 400),
     ("lowercase method", b"get /v1/health HTTP/1.1\r\n\r\n", 400),
-    ("HTTP/2.0", b"GET /v1/health HTTP/2.0\r\n\r\n", 400),
-    ("HTTP/0.9 style", b"GET /v1/health\r\n\r\n", 400),
+    # The version is common/h1.c's rule (h1_version, on llhttp's read) as in
+    # the proxy and the gateway: 505, not 400 as the agent's own parser said.
+    ("HTTP/2.0: 505", b"GET /v1/health HTTP/2.0\r\n\r\n", 505),
+    ("HTTP/0.9 style: 505", b"GET /v1/health\r\n\r\n", 505),
+    ("HTTP/9.9: llhttp refuses it", b"GET /v1/health HTTP/9.9\r\n\r\n", 400),
     ("absolute-form target", b"GET http://x/v1/health HTTP/1.1\r\n\r\n", 400),
     ("bare LF", b"GET /v1/health HTTP/1.1\nHost: a\n\n", 400),
     ("obs-fold header", b"GET /v1/health HTTP/1.1\r\nX: a\r\n b\r\n\r\n", 400),
@@ -77,14 +80,32 @@ cases = [
     ("bad Content-Length", b"POST /v1/shell HTTP/1.1\r\nContent-Length: 1x\r\n\r\n", 400),
     ("negative Content-Length", b"POST /v1/shell HTTP/1.1\r\nContent-Length: -1\r\n\r\n", 400),
     ("conflicting Content-Length", b"POST /v1/shell HTTP/1.1\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}", 400),
+    # Framing is h1_framing's (common/h1.c), as every daemon: a coding
+    # that is not chunked, or chunked not last, is 400 (was 501 here); a
+    # coding before chunked is 501; a list in Content-Length is 400.
+    ("Transfer-Encoding gzip: 400", b"POST /v1/shell HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n", 400),
+    ("Transfer-Encoding chunked, gzip: 400", b"POST /v1/shell HTTP/1.1\r\nTransfer-Encoding: chunked, gzip\r\n\r\n", 400),
+    ("Transfer-Encoding gzip, chunked: 501", b"POST /v1/shell HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n", 501),
+    ("Content-Length and Transfer-Encoding: 400", b"POST /v1/shell HTTP/1.1\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n{}", 400),
+    ("chunked on HTTP/1.0: 400", b"POST /v1/shell HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400),
     ("chunked refused", b"POST /v1/shell HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n", 501),
     ("unknown Expect", b"POST /v1/shell HTTP/1.1\r\nExpect: magic\r\nContent-Length: 2\r\n\r\n{}", 400),
     ("oversized Content-Length: 413 at once", b"POST /v1/shell HTTP/1.1\r\nContent-Length: 16777217\r\n\r\n", 413),
-    ("huge Content-Length", b"POST /v1/shell HTTP/1.1\r\nContent-Length: 99999999999999999999999\r\n\r\n", 431),
+    # Past 2^64 llhttp refuses the length itself (400, as the proxy; was 431);
+    # above 2^40 the agent's own limit still says 431.
+    ("huge Content-Length: 400", b"POST /v1/shell HTTP/1.1\r\nContent-Length: 99999999999999999999999\r\n\r\n", 400),
+    ("Content-Length over 2^40: 431", b"POST /v1/shell HTTP/1.1\r\nContent-Length: 1099511627777\r\n\r\n", 431),
     ("oversized head: 431", b"GET /v1/health HTTP/1.1\r\nX: " + b"a" * 20000 + b"\r\n\r\n", 431),
     ("too many headers: 431", b"GET /v1/health HTTP/1.1\r\n" + b"X: 1\r\n" * 100 + b"\r\n", 431),
     ("long target", b"GET /" + b"a" * 5000 + b" HTTP/1.1\r\n\r\n", 431),
     ("unknown method", b"DELETE /v1/health HTTP/1.1\r\n\r\n", 405),
+    # Methods are llhttp's: one it does not know is malformed (400; the old
+    # parser took any upper-case word and routing said 405), one it knows
+    # that no route has is 405 (M-SEARCH and PROPFIND were 400 here).
+    ("method llhttp does not know: 400", b"FOO /v1/health HTTP/1.1\r\n\r\n", 400),
+    ("M-SEARCH: 405", b"M-SEARCH /v1/health HTTP/1.1\r\n\r\n", 405),
+    ("PROPFIND: 405", b"PROPFIND /v1/health HTTP/1.1\r\n\r\n", 405),
+    ("long method: 400 at once", b"ABCDEFGHIJKLMNOPQRSTUV", 400),
     ("CONNECT", b"CONNECT x:443 HTTP/1.1\r\n\r\n", 400),
 ]
 for name, raw, want in cases:

@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # r29-h1-differential.sh: one hostile corpus of request heads, sent as raw
 # bytes to the egress proxy, the app gateway and the orchestrator (each the
-# real daemon on loopback) and to the sandbox agent, must get the same verdict from all three: the
+# real daemon on loopback) and to the sandbox agent, must get the same verdict from all four: the
 # head is refused for its framing or grammar (400, 431, 501, 505, or the
 # connection closed without an answer), or it passes the parser (any other
 # answer: 407, 401, 404, 200, ...). The rules are common/h1.c's; before
 # they were shared, a leading CRLF passed the gateway and not the proxy,
 # and "Transfer-Encoding: gzip, chunked" got 400 from one and 501 from the
-# other (both refusals; only the first differs in verdict).
+# other (both refusals; only the first differs in verdict). The agent reads
+# heads with the proxy's and the gateway's code (common/h1head.c), so where
+# it refuses, its status must be theirs too; on its own parser it answered
+# 400 for HTTP/2.0 and a missing version (505) and 501 for a coding that is
+# not chunked (400), and took an equal duplicate Content-Length.
 . "$(dirname "$0")/../lib/common.sh"
 . "$TOP/tests/mcp/orch-lib.sh"
 PY=${PY:-/usr/bin/python3}
@@ -107,7 +111,15 @@ CASES = [
     ("te-twice", "bad", req(b"POST {T} HTTP/1.1", (b"Host: {H}", b"Transfer-Encoding: chunked", b"Transfer-Encoding: chunked"), b"0\r\n\r\n")),
     ("te-xchunked", "bad", req(b"POST {T} HTTP/1.1", (b"Host: {H}", b"Transfer-Encoding: xchunked"), b"0\r\n\r\n")),
     ("te-space-colon", "bad", req(b"POST {T} HTTP/1.1", (b"Host: {H}", b"Transfer-Encoding : chunked"), b"0\r\n\r\n")),
+    ("te-gzip", "bad", req(b"POST {T} HTTP/1.1", (b"Host: {H}", b"Transfer-Encoding: gzip"), b"0\r\n\r\n")),
+    ("te-chunked-upper", "pass", req(b"POST {T} HTTP/1.1", (b"Host: {H}", b"Transfer-Encoding: Chunked"), b"3\r\nabc\r\n0\r\n\r\n")),
+    ("te-empty", "bad", req(b"POST {T} HTTP/1.1", (b"Host: {H}", b"Transfer-Encoding: "), b"0\r\n\r\n")),
+    ("cl-empty", "bad", req(b"POST {T} HTTP/1.1", (b"Host: {H}", b"Content-Length: "), b"")),
+    ("cl-2^64", "bad", req(b"POST {T} HTTP/1.1", (b"Host: {H}", b"Content-Length: 18446744073709551616"), b"")),
     ("version-2", "bad", req(b"GET {T} HTTP/2.0")),
+    ("version-1.2", "bad", req(b"GET {T} HTTP/1.2")),
+    ("version-0.9", "bad", req(b"GET {T} HTTP/0.9")),
+    ("version-lower", "bad", req(b"GET {T} http/1.1")),
     ("version-9.9", "bad", req(b"GET {T} HTTP/9.9")),
     ("no-version", "bad", b"GET {T}\r\n\r\n"),
     ("bad-method", "bad", req(b"G@T {T} HTTP/1.1")),
@@ -145,18 +157,25 @@ for name, want, raw in CASES:
 EOF
 "$PY" "$T/diff.py" "$PX_PORT" "$GW_PORT" "$ORCH_PORT" "$AG_PORT" >"$T/diff.out" 2>&1
 cat "$T/diff.out"
-check "the corpus ran" test "$(wc -l <"$T/diff.out")" -ge 31
+check "the corpus ran" test "$(wc -l <"$T/diff.out")" -ge 39
 while read -r name want px gw orch ag; do
 	v1=${px#*=}; v2=${gw#*=}; v3=${orch#*=}; v4=${ag#*=}
 	# The agent takes a chunked body only on its streaming routes (conn.c
-	# answers 501 elsewhere: a route's rule, not the head's), so that case
-	# is checked for its own answer and not compared.
-	if [ "$name" = post-chunked ]; then
-		check "post-chunked: the agent's non-streaming route answers 501" test "$v4" = bad:501
-		v4=$v3
-	fi
+	# answers 501 elsewhere: a route's rule, not the head's), so those cases
+	# are checked for their own answer and not compared.
+	case $name in
+	post-chunked|te-chunked-upper)
+		check "$name: the agent's non-streaming route answers 501" test "$v4" = bad:501
+		v4=$v3 ;;
+	esac
 	check "$name: the same verdict everywhere ($px $gw $orch $ag)" \
 		test "${v1%%:*}" = "${v2%%:*}" -a "${v2%%:*}" = "${v3%%:*}" -a "${v3%%:*}" = "${v4%%:*}"
+	# The agent reads heads with the proxy's and the gateway's code
+	# (common/h1head.c on llhttp): a refusal is the same status in all three.
+	if [ "${v4%%:*}" = bad ]; then
+		check "$name: the agent refuses with the proxy's and the gateway's status ($v1 $v2 $v4)" \
+			test "$v4" = "$v1" -a "$v4" = "$v2"
+	fi
 	check "$name: $want" test "${v1%%:*}" = "$want"
 done <"$T/diff.out"
 check "the proxy is up after the corpus" kill -0 "$PX_PID"
