@@ -348,6 +348,15 @@ gh_done(void *arg, const char *token, const char *err);
 static void vm_check_heap(struct addon_vm *vm);
 static void hook_release(struct hook *h);
 
+/* A permission pair (name, level) before another by name. */
+static int
+perm_cmp(const void *a, const void *b)
+{
+	const char *const *x = a, *const *y = b;
+
+	return strcmp(x[0], y[0]);
+}
+
 /*
  * proxy.github_app_token{app_id=, installation_id=, private_key_file=,
  * api=, repositories={...}, permissions={...}, sandbox=} -> token | nil, err
@@ -431,6 +440,13 @@ l_github_app_token(lua_State *L)
 			lua_pop(L, 1);
 		}
 		nperm = k;
+		/*
+		 * In name order: lua_next's order follows the table's hash
+		 * layout, which differs between the workers' Lua states, and
+		 * the body is part of the token cache's key, so the same scope
+		 * must always read the same (else each worker mints its own).
+		 */
+		qsort(perms, nperm, 2 * sizeof(*perms), perm_cmp);
 	}
 	buf_init(&body, 16384);
 	if ((names != NULL && nglob == 0) || perms != NULL) {

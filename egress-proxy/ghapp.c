@@ -354,43 +354,72 @@ cache_get(const char *key, char *tok, size_t toklen, char *err, size_t errlen)
 	return found;
 }
 
+static int rvq_push_locked(const char *, const char *, const char *, int);
+
+/*
+ * The slot to overwrite for key, under cache_mtx, never skip: key's own
+ * slot wherever it is, else a free one, else the one expiring first.
+ */
+static int
+cache_slot_locked(const char *key, int skip)
+{
+	int i, free_slot = -1, oldest = -1;
+
+	for (i = 0; i < GH_CACHE_MAX; i++) {
+		if (i == skip)
+			continue;
+		if (key != NULL && strcmp(cache[i].key, key) == 0)
+			return i;
+		if (cache[i].key[0] == '\0') {
+			if (free_slot == -1)
+				free_slot = i;
+		} else if (oldest == -1 || cache[i].until < cache[oldest].until)
+			oldest = i;
+	}
+	return free_slot != -1 ? free_slot : oldest;
+}
+
+/*
+ * Empties slot i (under cache_mtx). A sandbox's token still held there is
+ * queued for revocation: once out of the cache nothing would revoke it
+ * when its sandbox goes. 1 when the revoker is to be woken.
+ */
+static int
+cache_evict_locked(int i)
+{
+	int wake = 0;
+
+	if (cache[i].owner[0] != '\0' && cache[i].token[0] != '\0') {
+		if (rvq_push_locked(cache[i].api, cache[i].token, cache[i].owner, 0) == 0)
+			wake = 1;
+		else
+			log_warnx("github app token for sandbox=%s dropped from a full cache; "
+			    "revocation queue full", cache[i].owner);
+	}
+	OPENSSL_cleanse(&cache[i], sizeof(cache[i]));
+	return wake;
+}
+
 static void
 cache_put(const char *key, const char *tok, time_t until, const char *owner, const char *api)
 {
-	int i, slot = -1;
-	time_t oldest = 0;
+	int slot, r, wake = 0;
 
 	pthread_mutex_lock(&cache_mtx);
-	for (i = 0; i < GH_CACHE_MAX; i++) {
-		if (strcmp(cache[i].key, key) == 0 || cache[i].key[0] == '\0') {
-			slot = i;
-			break;
-		}
-		if (slot == -1 || cache[i].until < oldest) {
-			slot = i;
-			oldest = cache[i].until;
-		}
-	}
-	if (cache[slot].owner[0] != '\0' && strcmp(cache[slot].key, key) == 0 &&
+	slot = cache_slot_locked(key, -1);
+	if (strcmp(cache[slot].key, key) == 0 && cache[slot].owner[0] != '\0' &&
 	    cache[slot].token[0] != '\0' && strcmp(cache[slot].token, tok) != 0) {
 		/*
 		 * Two workers minted for the same sandbox and scope at once: the
 		 * older token stays listed (under a key no lookup matches) so
 		 * that it is revoked with the sandbox too.
 		 */
-		int j, r = -1;
-		for (j = 0; j < GH_CACHE_MAX; j++)
-			if (j != slot && (cache[j].key[0] == '\0' || r == -1 ||
-			    cache[j].until < cache[r].until)) {
-				r = j;
-				if (cache[j].key[0] == '\0')
-					break;
-			}
-		if (r != -1) {
-			cache[r] = cache[slot];
-			snprintf(cache[r].key, sizeof(cache[r].key), "%s", GH_RETIRED);
-		}
-	}
+		r = cache_slot_locked(NULL, slot);
+		wake |= cache_evict_locked(r);
+		cache[r] = cache[slot];
+		snprintf(cache[r].key, sizeof(cache[r].key), "%s", GH_RETIRED);
+	} else if (strcmp(cache[slot].key, key) != 0)
+		wake |= cache_evict_locked(slot);
 	snprintf(cache[slot].key, sizeof(cache[slot].key), "%s", key);
 	snprintf(cache[slot].token, sizeof(cache[slot].token), "%s", tok);
 	cache[slot].err[0] = '\0';
@@ -398,6 +427,8 @@ cache_put(const char *key, const char *tok, time_t until, const char *owner, con
 	snprintf(cache[slot].owner, sizeof(cache[slot].owner), "%s", owner);
 	snprintf(cache[slot].api, sizeof(cache[slot].api), "%s", api);
 	pthread_mutex_unlock(&cache_mtx);
+	if (wake && revoke_ev != NULL)
+		event_active(revoke_ev, EV_TIMEOUT, 0);
 }
 
 /*

@@ -294,6 +294,16 @@ check "register sb-n without a policy" px_admin '{"op":"register","id":"sb-n","s
 check "sb-n: API with the shared token" bash -c "curl -sf --proxy http://sb-n:s-n@127.0.0.1:$PX_PORT https://api.github.com/user >/dev/null"
 n1=$(cat "$T/minted")
 check "a second sandbox with sb-a's exact policy gets its own token" bash -c "$PY $FX/padmin.py $PX_ADMIN '{\"op\":\"register\",\"id\":\"sb-a2\",\"secret\":\"s\",\"policy\":{\"github\":{\"repositories\":[\"e2e-org/repo\"],\"permissions\":{\"contents\":\"write\",\"pull_requests\":\"read\"},\"push\":[\"refs/heads/agent/**\"]}}}' >/dev/null && curl -sf --proxy http://sb-a2:s@127.0.0.1:$PX_PORT https://api.github.com/user >/dev/null && test \$(cat $T/minted) -gt $n1"
+# The token request's body is part of the cache key: it must read the same in
+# every worker's Lua state, whose tables iterate in different orders; else each
+# worker mints its own token for one scope.
+n1=$(cat "$T/minted")
+check "register sb-p: eight permissions" px_admin '{"op":"register","id":"sb-p","secret":"s-p","policy":{"github":{"repositories":["e2e-org/repo"],"permissions":{"contents":"read","issues":"write","pull_requests":"read","metadata":"read","actions":"read","checks":"write","statuses":"read","deployments":"read"}}}}'
+# (the proxy hands a connection to the least loaded worker: one request alone
+# lands on the first, then an idle connection held on it sends the rest to the second)
+check "sb-p: API on the first worker, then 4 on the second" bash -c "curl -sf --proxy http://sb-p:s-p@127.0.0.1:$PX_PORT https://api.github.com/repos/e2e-org/repo >/dev/null && exec 3<>/dev/tcp/127.0.0.1/$PX_PORT && sleep 0.2 && for i in 1 2 3 4; do curl -sf --proxy http://sb-p:s-p@127.0.0.1:$PX_PORT https://api.github.com/repos/e2e-org/repo >/dev/null || exit 1; done"
+check "... minted once: one scope, one token, whichever worker asks" test "$(cat "$T/minted")" = $((n1 + 1))
+check "... and its body names the permissions in name order" bash -c "tail -n 1 $T/minted.scopes | grep -q '\"actions\": \"read\", \"checks\": \"write\", \"contents\": \"read\", \"deployments\": \"read\", \"issues\": \"write\", \"metadata\": \"read\", \"pull_requests\": \"read\", \"statuses\": \"read\"'"
 # Deregistering sb-a revokes its token (asynchronously) and nobody else's.
 check "before: the upstream takes sb-a's token" test "$(curl -s -o /dev/null -w '%{http_code}' --noproxy '*' --cacert "$PKI/ca.pem" --resolve "api.github.com:$API_PORT:127.0.0.1" -H "Authorization: Bearer $TOK_A" "https://api.github.com:$API_PORT/user")" = 200
 t0=$(date +%s%N)
