@@ -340,6 +340,30 @@ check "... given up after 4 attempts, logged" wait_for 20 grep -q 'github app to
 check "... counted as failed in metrics" test "$(px_admin '{"op":"metrics"}' | grep -o 'egress_proxy_token_revocations_total{result=\\"failed\\"} [0-9]*' | awk '{print $2}')" = 1
 curl -s --noproxy "*" -X POST "http://127.0.0.1:$API_PLAIN/_control/revoke-fail?n=0" >/dev/null
 check "metrics count the revocations" test "$(px_admin '{"op":"metrics"}' | grep -o 'egress_proxy_token_revocations_total{result=\\"ok\\"} [0-9]*' | awk '{print $2}')" -ge 3
+# A full token cache (GH_CACHE_MAX, 256) never forgets a sandbox's token: one
+# pushed out is revoked at once, and the rest at their deregister.
+n1=$(cat "$T/minted")
+nr0=$(wc -l <"$T/minted.revoked")
+seq 1 260 | sed 's|.*|{"op":"register","id":"ev-&","secret":"s","policy":{"github":{"repositories":["e2e-org/repo"]}}}|' >"$T/ev.reg"
+check "register 260 sandboxes with policies" bash -c "\"$PY\" \"$FX/padmin.py\" \"$PX_ADMIN\" - <$T/ev.reg >/dev/null"
+for i in $(seq 1 260); do	# one transfer each, its own proxy credentials
+	[ "$i" -gt 1 ] && echo next
+	printf 'url = "https://api.github.com/repos/e2e-org/repo"\nproxy = "http://ev-%d:s@127.0.0.1:%s"\noutput = "/dev/null"\nfail\n' "$i" "$PX_PORT"
+done >"$T/ev.curl"
+check "260 sandboxes: API with a token each (curl --parallel, 8 at once)" curl -s --no-progress-meter --parallel --parallel-max 8 -K "$T/ev.curl"
+check "... 260 tokens minted" test $(($(cat "$T/minted") - n1)) -ge 260
+check "... those pushed out of the full cache were revoked at once, without a deregister" \
+	wait_for 20 bash -c "test \$((\$(wc -l <$T/minted.revoked) - $nr0)) -ge 4"
+"$PY" -c 'import json,sys
+s=open(sys.argv[1]).read().splitlines(); t=open(sys.argv[2]).read().splitlines()
+for i, l in enumerate(s):
+    d = json.loads(l)
+    if d["repositories"] is None and d["permissions"] is None: print(t[i])' "$T/minted.scopes" "$T/minted.tokens" >"$T/shared.tokens"
+check "... none of them a shared (no-policy) token" bash -c "test -s $T/shared.tokens && ! tail -n +$((nr0 + 1)) $T/minted.revoked | grep -qxF -f $T/shared.tokens"
+sed 's|"op":"register","id":"\(ev-[0-9]*\)".*|"op":"deregister","id":"\1"}|' "$T/ev.reg" >"$T/ev.dereg"
+check "deregister the 260" bash -c "\"$PY\" \"$FX/padmin.py\" \"$PX_ADMIN\" - <$T/ev.dereg >/dev/null"
+check "... every one of their 260 tokens revoked (none forgotten by the cache)" \
+	wait_for 60 bash -c "test \$(tail -n +$((n1 + 1)) $T/minted.tokens | grep -cvxF -f $T/minted.revoked) = 0"
 check "minted tokens never in the proxy's logs" bash -c "! grep -qF -- '$TOK_A' $PX_DIR/proxy.log $PX_DIR/stderr $PX_DIR/audit.jsonl"
 check "proxy still alive" px_alive
 check "no sanitizer report from the proxy" px_san_clean
