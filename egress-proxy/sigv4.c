@@ -74,8 +74,8 @@ lowhex64(const char *s, size_t n)
 static int
 parse_credential(const char *v, size_t n, struct sigv4_auth *a)
 {
-	const char *part[5];
-	size_t len[5], i, k = 0, s = 0;
+	const char *part[5] = { NULL };
+	size_t len[5] = { 0 }, i, k = 0, s = 0;
 
 	for (i = 0; i <= n; i++)
 		if (i == n || v[i] == '/') {
@@ -127,7 +127,7 @@ parse_signed(const char *v, size_t n, struct sigv4_auth *a)
 		if (i < n && v[i] != ';') {
 			c = (unsigned char)v[i];
 			if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-			    strchr("!#$%&'*+-.^_`|~", c) != NULL))
+			    (c != 0 && strchr("!#$%&'*+-.^_`|~", c) != NULL)))
 				return -1;
 			continue;
 		}
@@ -478,15 +478,12 @@ void
 sigv4_key(const char *secret, const char *date, const char *region, const char *service,
     unsigned char key[32])
 {
-	char k0[4 + 256];
+	char k0[4 + 256 + 1];
 	unsigned char k[32];
-	size_t sl = strlen(secret);
+	/* AWS secrets are 40 characters: a longer one is cut at 256 (and fails to verify) */
+	int kl = snprintf(k0, sizeof(k0), "AWS4%.256s", secret);
 
-	if (sl > 256)
-		sl = 256;	/* AWS secrets are 40 characters */
-	memcpy(k0, "AWS4", 4);
-	memcpy(k0 + 4, secret, sl);
-	hmac(k0, 4 + sl, date, strlen(date), k);
+	hmac(k0, (size_t)kl, date, strlen(date), k);
 	hmac(k, 32, region, strlen(region), k);
 	hmac(k, 32, service, strlen(service), k);
 	hmac(k, 32, "aws4_request", 12, key);
@@ -602,9 +599,9 @@ chunk_done(struct sigv4_chunks *c, struct buf *out, char *err, size_t errlen)
 		snprintf(err, errlen, "an aws-chunked chunk signature does not verify");
 		return -1;
 	}
-	memcpy(c->cprev, c->csig, 65);
+	snprintf(c->cprev, sizeof(c->cprev), "%s", c->csig);
 	sigv4_chunk_sign(c->key, c->amzdate, c->scope, c->prev, md, sig);
-	memcpy(c->prev, sig, 65);
+	snprintf(c->prev, sizeof(c->prev), "%s", sig);
 	if (buf_add(out, c->line, c->linelen) != 0 ||
 	    buf_addf(out, ";chunk-signature=%s\r\n", sig) != 0 ||
 	    buf_add(out, c->data.p, c->data.len) != 0 || buf_add(out, "\r\n", 2) != 0) {

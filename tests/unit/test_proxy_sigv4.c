@@ -256,6 +256,13 @@ TEST(test_auth_parse)
 		    "5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31";
 		CHECK_INT(sigv4_auth_parse(tight, strlen(tight), &a, err, sizeof(err)), 0);
 	}
+	/* a NUL in a signed header name (the fuzzer's find: strchr matched the terminator) */
+	{
+		static const char nul[] = "AWS4-HMAC-SHA256 Credential=K/20150830/u/s/aws4_request,"
+		    "SignedHeaders=\0,Signature="
+		    "5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31";
+		CHECK_INT(sigv4_auth_parse(nul, sizeof(nul) - 1, &a, err, sizeof(err)), -1);
+	}
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		err[0] = '\0';
 		if (sigv4_auth_parse(bad[i], strlen(bad[i]), &a, err, sizeof(err)) != -1)
