@@ -1,0 +1,216 @@
+/*
+ * cred.c: named credentials and their placeholders (cred.h has the rules).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#include "b64.h"
+#include "cred.h"
+#include "pglob.h"
+
+#define PH_PREFIX	"PXC"
+
+const char *
+cred_name_check(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n == 0 || n > CRED_NAME_MAX)
+		return "a credential name is 1-63 characters";
+	if (strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_-") != n)
+		return "a credential name is lower-case letters, digits, '_' and '-'";
+	return "";
+}
+
+const char *
+cred_value_check(const char *v)
+{
+	size_t n = strlen(v), i;
+
+	if (n == 0)
+		return "an empty secret";
+	if (n > CRED_VALUE_MAX)
+		return "a secret over 8192 bytes";
+	for (i = 0; i < n; i++)
+		if ((unsigned char)v[i] < 0x20 || v[i] == 0x7f)
+			return "a secret with a control byte (a header cannot carry it)";
+	return "";
+}
+
+int
+cred_host_ok(const struct cred *c, const char *host)
+{
+	size_t i, hl = strlen(host);
+
+	for (i = 0; i < c->nhosts; i++)
+		if (pglob_match(c->hosts[i], strlen(c->hosts[i]), host, hl, 1))
+			return 1;
+	return 0;
+}
+
+void
+cred_placeholder(const unsigned char key[32], const char *sandbox, const char *name,
+    enum cred_part part, char out[CRED_PH_LEN + 1])
+{
+	static const char b32[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+	unsigned char md[32];
+	unsigned int ml = 32;
+	char msg[512];
+	int n;
+	size_t i, bit;
+
+	n = snprintf(msg, sizeof(msg), "placeholder%c%s%c%s%c%d", 0, sandbox, 0, name, 0,
+	    (int)part);
+	if (n < 0 || (size_t)n >= sizeof(msg) ||
+	    HMAC(EVP_sha256(), key, 32, (unsigned char *)msg, (size_t)n, md, &ml) == NULL)
+		abort();	/* ids and names are bounded far below; HMAC of memory does not fail */
+	memcpy(out, PH_PREFIX, 3);
+	for (i = 3, bit = 0; i < CRED_PH_LEN; i++, bit += 5) {
+		unsigned v = (unsigned)(md[bit / 8] << 8 | md[bit / 8 + 1]);
+		out[i] = b32[(v >> (11 - bit % 8)) & 31];
+	}
+	out[CRED_PH_LEN] = '\0';
+	OPENSSL_cleanse(md, sizeof(md));
+}
+
+size_t
+cred_swaps(struct cred *const *cs, size_t n, const unsigned char key[32], const char *sandbox,
+    const char *host, struct cred_swap *sw, size_t max)
+{
+	size_t i, k = 0;
+
+	for (i = 0; i < n && k < max; i++) {
+		if (cs[i]->form == CRED_SIGV4 || !cred_host_ok(cs[i], host))
+			continue;
+		sw[k].c = cs[i];
+		sw[k].part = CRED_PART_VALUE;
+		sw[k].used = 0;
+		cred_placeholder(key, sandbox, cs[i]->name, CRED_PART_VALUE, sw[k].ph);
+		k++;
+	}
+	return k;
+}
+
+/* The real value for sw's part. */
+static const char *
+real(const struct cred_swap *sw)
+{
+	switch (sw->part) {
+	case CRED_PART_ID:
+		return sw->c->user;
+	case CRED_PART_TOKEN:
+		return sw->c->token;
+	default:
+		return sw->c->value;
+	}
+}
+
+/* Appends s, percent-encoding all but unreserved bytes when query is set. */
+static int
+put(struct buf *out, const char *s, size_t n, int query)
+{
+	static const char hx[] = "0123456789ABCDEF";
+	size_t i;
+	int r = 0;
+
+	if (!query)
+		return buf_add(out, s, n);
+	for (i = 0; i < n && r == 0; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+		    c == '-' || c == '_' || c == '.' || c == '~')
+			r = buf_add(out, s + i, 1);
+		else
+			r = buf_add(out, (char[]){ '%', hx[c >> 4], hx[c & 15] }, 3);
+	}
+	return r;
+}
+
+/* The plain swap: every placeholder of sw in v replaced. */
+static int
+swap_plain(struct cred_swap *sw, size_t nsw, const char *v, size_t n, int query,
+    struct buf *out)
+{
+	size_t i = 0, from = 0, k;
+	int swaps = 0;
+
+	while (i + CRED_PH_LEN <= n) {
+		const char *p = memchr(v + i, 'P', n - i - CRED_PH_LEN + 1);
+		if (p == NULL)
+			break;
+		i = (size_t)(p - v);
+		for (k = 0; k < nsw; k++)
+			if (memcmp(v + i, sw[k].ph, CRED_PH_LEN) == 0 && real(&sw[k]) != NULL)
+				break;
+		if (k == nsw) {
+			i++;
+			continue;
+		}
+		if (buf_add(out, v + from, i - from) != 0 ||
+		    put(out, real(&sw[k]), strlen(real(&sw[k])), query) != 0)
+			return -1;
+		sw[k].used++;
+		swaps++;
+		i += CRED_PH_LEN;
+		from = i;
+	}
+	if (swaps > 0 && buf_add(out, v + from, n - from) != 0)
+		return -1;
+	return swaps;
+}
+
+int
+cred_swap_text(struct cred_swap *sw, size_t nsw, const char *v, size_t n, int basic,
+    int query, struct buf *out)
+{
+	unsigned char *dec = NULL;
+	char *enc = NULL;
+	struct buf in;
+	const char *why;
+	size_t at, s, el = 0;
+	long dl;
+	int swaps;
+
+	if (nsw == 0)
+		return 0;
+	if (!basic || n < 6 || strncasecmp(v, "Basic ", 6) != 0)
+		return swap_plain(sw, nsw, v, n, query, out);
+	/* A Basic pair: the placeholder is inside the base64. */
+	for (s = 6; s < n && v[s] == ' '; s++)
+		;
+	dec = malloc((n - s) / 4 * 3 + 3);
+	if (dec == NULL)
+		return -1;
+	dl = b64_decode(v + s, n - s, dec, 1, &why, &at);
+	if (dl <= 0) {
+		free(dec);
+		return swap_plain(sw, nsw, v, n, query, out);	/* not base64: as text */
+	}
+	buf_init(&in, (size_t)CRED_VALUE_MAX * 4);
+	swaps = swap_plain(sw, nsw, (const char *)dec, (size_t)dl, 0, &in);
+	if (swaps > 0) {
+		enc = malloc(B64_ENC_LEN(in.len) + 1);
+		if (enc != NULL)
+			el = b64_encode(in.p, in.len, enc);
+		if (enc == NULL || buf_add(out, "Basic ", 6) != 0 || buf_add(out, enc, el) != 0)
+			swaps = -1;
+	}
+	if (in.p != NULL)
+		OPENSSL_cleanse(in.p, in.len);
+	if (swaps == 0)		/* base64 by chance ("PXC..." is): read as text too */
+		swaps = swap_plain(sw, nsw, v, n, query, out);
+	buf_free(&in);
+	OPENSSL_cleanse(dec, (size_t)dl);
+	free(dec);
+	if (enc != NULL) {
+		OPENSSL_cleanse(enc, el);
+		free(enc);
+	}
+	return swaps;
+}

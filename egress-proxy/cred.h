@@ -1,0 +1,102 @@
+/*
+ * cred.h: named credentials and their placeholders (issue 30; cred.c).
+ * The operator declares a credential: a name, its secret, the hosts it may
+ * go to (globs of canonical host names) and how it goes (its form). A
+ * sandbox never holds the secret: it gets placeholders, strings derived
+ * from a key only the proxy holds, the sandbox's id and the credential's
+ * name, which its clients put where they would put the secret. On an
+ * intercepted request to one of the credential's hosts the proxy swaps
+ * the sandbox's own placeholders for the real value, wherever the client
+ * put them (a header value, inside a Basic pair, the query); bound for any
+ * other host a placeholder goes out as the meaningless string it is.
+ *
+ * Rules:
+ *  - a placeholder is CRED_PH_LEN characters, "PXC" then base32 (A-Z2-7):
+ *    letters and digits only, so it fits every client's key syntax (an AWS
+ *    access key id included) and can never be confused with what wraps it;
+ *  - only the requesting sandbox's placeholders are swapped (another
+ *    sandbox's are just text), and only for credentials it may use whose
+ *    hosts match the request's canonical host (never Host or SNI);
+ *  - the real value never goes into a request to another host, a response,
+ *    a log line or an error;
+ *  - values are checked at declaration: no byte a header cannot carry.
+ * No I/O: unit-tested (tests/unit/test_proxy_cred.c).
+ */
+#ifndef PROXY_CRED_H
+#define PROXY_CRED_H
+
+#include <stddef.h>
+
+#include "buf.h"
+
+#define CRED_PH_LEN		32	/* "PXC" + 29 base32 characters (145 bits) */
+#define CRED_NAME_MAX		63	/* [a-z0-9_-], as policies name them */
+#define CRED_HOSTS_MAX		64	/* host globs of one credential */
+#define CRED_VALUE_MAX		8192	/* a secret: tokens, keys; a JWT fits */
+
+enum cred_form {
+	CRED_BEARER,	/* Authorization: Bearer VALUE */
+	CRED_HEADER,	/* FIELD: VALUE */
+	CRED_BASIC,	/* Authorization: Basic base64(USER:VALUE) */
+	CRED_QUERY,	/* ?FIELD=VALUE */
+	CRED_SIGV4	/* AWS: the request signed again with (USER, VALUE[, TOKEN]) */
+};
+
+/* What a sandbox gets a placeholder for. */
+enum cred_part {
+	CRED_PART_VALUE,	/* the secret: a token, a password, AWS's secret key */
+	CRED_PART_ID,		/* AWS's access key id */
+	CRED_PART_TOKEN		/* AWS's session token */
+};
+
+struct cred {
+	char		 name[CRED_NAME_MAX + 1];
+	enum cred_form	 form;
+	char		*hosts[CRED_HOSTS_MAX];
+	size_t		 nhosts;
+	char		*value;		/* the secret */
+	char		*user;		/* Basic user; AWS access key id */
+	char		*token;		/* AWS session token, or NULL */
+	char		*field;		/* header or query parameter name */
+};
+
+/* "", or why name cannot name a credential. */
+const char *cred_name_check(const char *name);
+/* "", or why value cannot be a credential's (empty, too long, a byte a header cannot carry). */
+const char *cred_value_check(const char *value);
+/* Whether host (canonical: lower case, no trailing dot) is one of c's hosts. */
+int	cred_host_ok(const struct cred *c, const char *host);
+/*
+ * The placeholder of part of credential name for sandbox, from key (32
+ * bytes only the proxy holds): out gets CRED_PH_LEN characters and a NUL.
+ */
+void	cred_placeholder(const unsigned char key[32], const char *sandbox, const char *name,
+	    enum cred_part part, char out[CRED_PH_LEN + 1]);
+
+/* The placeholders a sandbox may have swapped on one request. */
+struct cred_swap {
+	const struct cred	*c;
+	enum cred_part		 part;
+	char			 ph[CRED_PH_LEN + 1];
+	unsigned		 used;		/* times swapped */
+};
+
+/*
+ * Fills sw (room for max) with the placeholders of the credentials in cs
+ * (n of them: those the sandbox may use) whose hosts match host and whose
+ * form is swapped as text (not SIGV4); returns how many.
+ */
+size_t	cred_swaps(struct cred *const *cs, size_t n, const unsigned char key[32],
+	    const char *sandbox, const char *host, struct cred_swap *sw, size_t max);
+/*
+ * Writes value v (n bytes) to out with every placeholder of sw swapped for
+ * its real value; with basic set a Basic pair ("Basic " and base64) is
+ * decoded, swapped and encoded again (and read as text when nothing in it
+ * swaps); in a query (query set) the value goes in percent-encoded.
+ * Returns the number of swaps (0: nothing written, v stands as it is), or
+ * -1 when out would exceed its bound.
+ */
+int	cred_swap_text(struct cred_swap *sw, size_t nsw, const char *v, size_t n, int basic,
+	    int query, struct buf *out);
+
+#endif
