@@ -731,14 +731,15 @@ accept_resume(void *arg)
 /*
  * accept failed with EMFILE/ENFILE: close the oldest idle connections
  * (reading, nothing received), stop accepting for backoff_pause's time,
- * log when backoff_log_ok says.
+ * log at most once per BACKOFF_LOG_MS.
  */
 static void
 accept_pause(int err)
 {
 	struct conn *c, *old;
+	static struct log_rate short_rl;
 	long long now = util_mono_ms(), ms;
-	unsigned long missed;
+	long missed;
 	int i, shed = 0;
 
 	for (i = 0; i < ACCEPT_SHED; i++) {
@@ -755,9 +756,9 @@ accept_pause(int err)
 	if (accept_paused)
 		return;
 	ms = backoff_pause(&accept_bo, now);
-	if (backoff_log_ok(&accept_bo, now, &missed))
+	if (log_rate_ok(&short_rl, 1, BACKOFF_LOG_MS, &missed))
 		log_warnx("accept: %s (%d connections); closed %d idle, "
-		    "pausing accept %lld ms (%lu more since the last report)",
+		    "pausing accept %lld ms (%ld more since the last report)",
 		    strerror(err), nconns, shed, ms, missed);
 	if (ev_mod(listen_sock, 0) == -1)
 		log_warn("epoll listener");

@@ -26,16 +26,3 @@ backoff_ok(struct backoff *b)
 {
 	b->pause_ms = 0;
 }
-
-int
-backoff_log_ok(struct backoff *b, long long now, unsigned long *missed)
-{
-	if (b->logged_at != 0 && now - b->logged_at < BACKOFF_LOG_MS) {
-		b->unlogged++;
-		return 0;
-	}
-	*missed = b->unlogged;
-	b->unlogged = 0;
-	b->logged_at = now;
-	return 1;
-}

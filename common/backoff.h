@@ -8,8 +8,9 @@
  * A shortage pauses accepting for BACKOFF_MIN_MS; a new one within
  * BACKOFF_STEADY_MS of the last resume doubles the pause, up to
  * BACKOFF_MAX_MS; later, or after an accept that worked (backoff_ok), it
- * starts again at the minimum. At most one line is logged per
- * BACKOFF_LOG_MS, with the count of the shortages not logged since.
+ * starts again at the minimum. Callers log at most one line per
+ * BACKOFF_LOG_MS (log_rate_ok, common/log.c), with the count of the
+ * shortages not logged since.
  * Times are milliseconds of a monotonic clock, > 0, from the caller.
  */
 #ifndef COMMON_BACKOFF_H
@@ -27,8 +28,6 @@
 struct backoff {
 	long long	 pause_ms;	/* the last pause; 0: none since a reset */
 	long long	 resumed_at;	/* when the last pause ended */
-	long long	 logged_at;	/* the last line; 0: none yet */
-	unsigned long	 unlogged;	/* shortages since that line */
 	unsigned long	 npauses;	/* pauses since start (metrics) */
 };
 
@@ -42,10 +41,5 @@ long long backoff_pause(struct backoff *, long long now);
 void	backoff_resumed(struct backoff *, long long now);
 /* An accept worked: the next pause starts at the minimum. */
 void	backoff_ok(struct backoff *);
-/*
- * Whether the shortage at now may be logged (1 at most once per
- * BACKOFF_LOG_MS); *missed is the count of shortages not logged before it.
- */
-int	backoff_log_ok(struct backoff *, long long now, unsigned long *missed);
 
 #endif

@@ -42,6 +42,7 @@ static size_t lguard_n, lguard_cap;
 static int lguard_paused;
 static struct backoff lguard_bo;	/* the pause and its log rate */
 static struct log_rate lguard_other_rl;
+static struct log_rate lguard_short_rl;
 
 static void
 entry_enable(const struct lguard_entry *e, int on)
@@ -95,7 +96,6 @@ lguard_accept_failed(int e)
 {
 	long long now = util_mono_coarse_ms(), ms;
 	struct timeval tv;
-	unsigned long missed;
 	long dropped, shed = 0;
 	size_t i;
 
@@ -117,9 +117,9 @@ lguard_accept_failed(int e)
 	for (i = 0; i < lguard_n; i++)
 		if (lguard_ents[i].shed != NULL && !shed_seen(i))
 			shed += lguard_ents[i].shed(lguard_ents[i].arg, LGUARD_SHED_PER_LISTENER);
-	if (backoff_log_ok(&lguard_bo, now, &missed))
-		log_warnx("accept: %s: not accepting for %lld ms, closed %ld oldest connections (%lu similar suppressed)",
-		    strerror(e), ms, shed, missed);
+	if (log_rate_ok(&lguard_short_rl, 1, BACKOFF_LOG_MS, &dropped))
+		log_warnx("accept: %s: not accepting for %lld ms, closed %ld oldest connections (%ld similar suppressed)",
+		    strerror(e), ms, shed, dropped);
 }
 
 static void

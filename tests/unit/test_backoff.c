@@ -46,33 +46,10 @@ TEST(test_backoff_resets)
 	CHECK_INT(backoff_pause(&b, now += 1), BACKOFF_MIN_MS);
 }
 
-/* One line per interval, with the count of those not logged before it. */
-TEST(test_backoff_log_rate)
-{
-	struct backoff b;
-	unsigned long missed = 99;
-	long long t0 = 1;
-	int i, n = 0;
-
-	memset(&b, 0, sizeof(b));
-	CHECK_INT(backoff_log_ok(&b, t0, &missed), 1);
-	CHECK_INT(missed, 0);
-	for (i = 1; i <= 100; i++)
-		n += backoff_log_ok(&b, t0 + i * 10, &missed);
-	CHECK_INT(n, 0);
-	CHECK_INT(backoff_log_ok(&b, t0 + BACKOFF_LOG_MS - 1, &missed), 0);
-	CHECK_INT(backoff_log_ok(&b, t0 + BACKOFF_LOG_MS, &missed), 1);
-	CHECK_INT(missed, 101);
-	CHECK_INT(backoff_log_ok(&b, t0 + BACKOFF_LOG_MS + 1, &missed), 0);
-	CHECK_INT(backoff_log_ok(&b, t0 + 2 * BACKOFF_LOG_MS, &missed), 1);
-	CHECK_INT(missed, 1);
-}
-
 int
 main(void)
 {
 	RUN(test_backoff_doubles_to_max);
 	RUN(test_backoff_resets);
-	RUN(test_backoff_log_rate);
 	return unit_done();
 }
