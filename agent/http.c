@@ -81,9 +81,7 @@ http_fill(const struct h1head *hd, struct http_req *r, char *err, size_t errlen)
 		FAIL(431, "Content-Length too large");
 	r->has_length = hd->has_cl;
 	r->content_length = hd->content_length;
-	r->chunked = hd->chunked;
-	if (r->chunked && hd->minor == 0)
-		FAIL(400, "chunked encoding needs HTTP/1.1");
+	r->chunked = hd->chunked;	/* never on HTTP/1.0: h1_framing refused it */
 	for (i = 0; i < hd->nh; i++) {
 		v = hd->data.p + hd->h[i].vo;
 		len = hd->h[i].vl;

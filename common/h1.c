@@ -187,7 +187,7 @@ list_last(const char *v, size_t len, size_t *o, size_t *l)
 }
 
 int
-h1_framing(int ncl, int nte, const char *te, size_t tel, char *err, size_t errlen)
+h1_framing(int minor, int ncl, int nte, const char *te, size_t tel, char *err, size_t errlen)
 {
 	size_t o, l;
 
@@ -202,6 +202,16 @@ h1_framing(int ncl, int nte, const char *te, size_t tel, char *err, size_t errle
 	}
 	if (nte == 0)
 		return 0;
+	/*
+	 * Transfer-Encoding in an HTTP/1.0 message: RFC 9112 6.1 says to treat
+	 * the framing as faulty, even with a Content-Length, and close after
+	 * it (HTTP/1.0 has no chunked coding; a peer of that version frames
+	 * by the length or the close). Refused, as the agent alone did.
+	 */
+	if (minor == 0) {
+		snprintf(err, errlen, "Transfer-Encoding in an HTTP/1.0 message");
+		return 400;
+	}
 	/*
 	 * A length and a coding (RFC 9112 6.1: a server MAY reject it): the
 	 * classic request smuggling; refused.

@@ -64,15 +64,16 @@ int	h1_list_has(const char *v, size_t len, const char *tok, size_t tl);
 int	h1_hop_name(const char *name, size_t nl);
 
 /*
- * The body framing a request or response head declares, from how many
- * Content-Length and Transfer-Encoding fields it has and the value of its
- * Transfer-Encoding (te, tel; NULL when nte is 0): 0 when it is none,
- * one Content-Length or exactly "chunked", else the status to answer with
- * the reason in err: 400 (two lengths, a length and a coding, several
- * Transfer-Encoding fields, chunked not the final coding) or 501 (a
- * coding before chunked that the daemons do not decode). RFC 9112 6.1, 6.3.
+ * The body framing a request or response head of HTTP/1.minor declares,
+ * from how many Content-Length and Transfer-Encoding fields it has and the
+ * value of its Transfer-Encoding (te, tel; NULL when nte is 0): 0 when it
+ * is none, one Content-Length or exactly "chunked", else the status to
+ * answer with the reason in err: 400 (two lengths, a length and a coding,
+ * several Transfer-Encoding fields, chunked not the final coding, any
+ * Transfer-Encoding in an HTTP/1.0 message) or 501 (a coding before
+ * chunked that the daemons do not decode). RFC 9112 6.1, 6.3.
  */
-int	h1_framing(int ncl, int nte, const char *te, size_t tel, char *err,
+int	h1_framing(int minor, int ncl, int nte, const char *te, size_t tel, char *err,
 	    size_t errlen);
 
 /*

@@ -210,7 +210,7 @@ h1head_parse(struct h1head *r, int type, const char *head, size_t len, size_t ma
 		}
 	}
 	nte = h1head_count(r, "transfer-encoding", &i);
-	if ((st = h1_framing(h1head_count(r, "content-length", NULL), nte,
+	if ((st = h1_framing(r->minor, h1head_count(r, "content-length", NULL), nte,
 	    nte > 0 ? r->data.p + r->h[i].vo : NULL, nte > 0 ? r->h[i].vl : 0,
 	    err, errlen)) != 0)
 		return st;

@@ -525,7 +525,7 @@ head_rules(const struct http_req *r, char *msg, size_t len)
 		else if (strcasecmp(n, "transfer-encoding") == 0 && nte++ == 0)
 			te = v;
 	}
-	if ((st = h1_framing(ncl, nte, te, te != NULL ? strlen(te) : 0, why,
+	if ((st = h1_framing(r->http10 ? 0 : 1, ncl, nte, te, te != NULL ? strlen(te) : 0, why,
 	    sizeof(why))) != 0)
 		snprintf(msg, len, "%s: %s", st == 501 ? "Not Implemented" :
 		    "Bad Request: malformed HTTP request", why);

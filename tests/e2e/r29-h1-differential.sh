@@ -116,6 +116,10 @@ CASES = [
     ("te-empty", "bad", req(b"POST {T} HTTP/1.1", (b"Host: {H}", b"Transfer-Encoding: "), b"0\r\n\r\n")),
     ("cl-empty", "bad", req(b"POST {T} HTTP/1.1", (b"Host: {H}", b"Content-Length: "), b"")),
     ("cl-2^64", "bad", req(b"POST {T} HTTP/1.1", (b"Host: {H}", b"Content-Length: 18446744073709551616"), b"")),
+    # RFC 9112 6.1: Transfer-Encoding in an HTTP/1.0 message is faulty framing (was: the agent alone refused it)
+    ("te-http10", "bad", req(b"POST {T} HTTP/1.0", (b"Host: {H}", b"Transfer-Encoding: chunked"), b"3\r\nabc\r\n0\r\n\r\n")),
+    ("te-cl-http10", "bad", req(b"POST {T} HTTP/1.0", (b"Host: {H}", b"Transfer-Encoding: chunked", b"Content-Length: 3"), b"abc")),
+    ("cl-http10", "pass", req(b"POST {T} HTTP/1.0", (b"Host: {H}", b"Content-Length: 3"), b"abc")),
     ("version-2", "bad", req(b"GET {T} HTTP/2.0")),
     ("version-1.2", "bad", req(b"GET {T} HTTP/1.2")),
     ("version-0.9", "bad", req(b"GET {T} HTTP/0.9")),

@@ -173,7 +173,7 @@ head(const char *p, size_t n)
 				abort();
 		}
 	}
-	st = h1_framing(ncl, nte, nte ? te : NULL, nte ? tel : 0, err, sizeof(err));
+	st = h1_framing(ps.http_minor, ncl, nte, nte ? te : NULL, nte ? tel : 0, err, sizeof(err));
 	if (st != 0 && st != 400 && st != 501)
 		abort();
 	if (st != 0 && err[0] == '\0')

@@ -98,22 +98,28 @@ TEST(test_lists_and_hops)
 
 TEST(test_framing)
 {
-	static const struct { int ncl, nte; const char *te; int want; } t[] = {
-		{ 0, 0, NULL, 0 },
-		{ 1, 0, NULL, 0 },
-		{ 2, 0, NULL, 400 },		/* even equal values */
-		{ 0, 1, "chunked", 0 },
-		{ 0, 1, "Chunked", 0 },
-		{ 1, 1, "chunked", 400 },	/* a length and a coding */
-		{ 0, 2, "chunked", 400 },	/* several fields */
+	static const struct { int minor, ncl, nte; const char *te; int want; } t[] = {
+		{ 1, 0, 0, NULL, 0 },
+		{ 1, 1, 0, NULL, 0 },
+		{ 1, 2, 0, NULL, 400 },		/* even equal values */
+		{ 1, 0, 1, "chunked", 0 },
+		{ 1, 0, 1, "Chunked", 0 },
+		{ 1, 1, 1, "chunked", 400 },	/* a length and a coding */
+		{ 1, 0, 2, "chunked", 400 },	/* several fields */
 		/* was: the proxy answered 400 to both of these, the gateway 501 */
-		{ 0, 1, "gzip, chunked", 501 },	/* chunked last, a coding we do not decode */
-		{ 0, 1, "chunked, gzip", 400 },	/* chunked not last: length unknown */
-		{ 0, 1, "gzip", 400 },
-		{ 0, 1, " chunked , ", 0 },	/* whitespace and empty elements around it */
-		{ 0, 1, "chunked, chunked", 400 },	/* chunked twice: RFC 9112 7 */
-		{ 0, 1, "", 400 },
-		{ 0, 1, "xchunked", 400 },
+		{ 1, 0, 1, "gzip, chunked", 501 },	/* chunked last, a coding we do not decode */
+		{ 1, 0, 1, "chunked, gzip", 400 },	/* chunked not last: length unknown */
+		{ 1, 0, 1, "gzip", 400 },
+		{ 1, 0, 1, " chunked , ", 0 },	/* whitespace and empty elements around it */
+		{ 1, 0, 1, "chunked, chunked", 400 },	/* chunked twice: RFC 9112 7 */
+		{ 1, 0, 1, "", 400 },
+		{ 1, 0, 1, "xchunked", 400 },
+		/* was: only the agent refused a coding on HTTP/1.0 (RFC 9112 6.1: faulty framing) */
+		{ 0, 0, 1, "chunked", 400 },
+		{ 0, 1, 1, "chunked", 400 },
+		{ 0, 0, 1, "gzip, chunked", 400 },
+		{ 0, 1, 0, NULL, 0 },		/* HTTP/1.0 with a length: fine */
+		{ 0, 0, 0, NULL, 0 },
 	};
 	char err[128];
 	size_t i;
@@ -122,7 +128,7 @@ TEST(test_framing)
 		int got;
 
 		err[0] = '\0';
-		got = h1_framing(t[i].ncl, t[i].nte, t[i].te, t[i].te ? strlen(t[i].te) : 0,
+		got = h1_framing(t[i].minor, t[i].ncl, t[i].nte, t[i].te, t[i].te ? strlen(t[i].te) : 0,
 		    err, sizeof(err));
 		if (got != t[i].want)
 			fprintf(stderr, "  framing row %zu\n", i);
