@@ -187,6 +187,28 @@ list_last(const char *v, size_t len, size_t *o, size_t *l)
 }
 
 int
+h1_version_token(const char *head, size_t len, int request)
+{
+	const char *e, *v;
+	size_t i = 0, l;
+
+	while (len - i >= 2 && head[i] == '\r' && head[i + 1] == '\n')
+		i += 2;
+	if ((e = memchr(head + i, '\n', len - i)) == NULL || e == head + i || e[-1] != '\r')
+		return 0;
+	l = (size_t)(e - 1 - (head + i));
+	if (l < 9)
+		return 0;
+	v = request ? head + i + l - 8 : head + i;
+	if (request && v[-1] != ' ')
+		return 0;
+	if (!request && v[8] != ' ')
+		return 0;
+	return memcmp(v, "HTTP/", 5) == 0 && v[5] >= '0' && v[5] <= '9' && v[6] == '.' &&
+	    v[7] >= '0' && v[7] <= '9';
+}
+
+int
 h1_framing(int minor, int ncl, int nte, const char *te, size_t tel, char *err, size_t errlen)
 {
 	size_t o, l;

@@ -184,6 +184,11 @@ h1head_parse(struct h1head *r, int type, const char *head, size_t len, size_t ma
 			snprintf(err, errlen, "head too large");
 			return 431;
 		}
+		if (e == HPE_INVALID_VERSION &&
+		    h1_version_token(head, len, type == HTTP_REQUEST)) {
+			snprintf(err, errlen, "HTTP version not supported");
+			return 505;
+		}
 		snprintf(err, errlen, "malformed head: %s", e == HPE_PAUSED ?
 		    "framing" : llhttp_errno_name(e));
 		return 400;

@@ -779,7 +779,7 @@ log_now(long long *last, unsigned long long *skipped)
 
 /* A parse error on c: the answer in the route's shape, then close. */
 static void
-parse_error(struct hconn *c, llhttp_errno_t e)
+parse_error(struct hconn *c, llhttp_errno_t e, int vtok)
 {
 	struct http *ht = c->ht;
 	const char *why = c->perr == HP_TARGET ? "target" :
@@ -797,7 +797,13 @@ parse_error(struct hconn *c, llhttp_errno_t e)
 		conn_error(c, 431, "headers_too_large", msg);
 		return;
 	}
-	if (c->perr == HP_VERSION || e == HPE_INVALID_VERSION) {
+	/*
+	 * A version llhttp reads but the daemons do not serve (HTTP/2.0), or
+	 * one it cannot read written as a version (HTTP/1.2, 9.9: vtok), is
+	 * 505; a malformed one (HTTP/1.2x) a malformed line, 400, as the other
+	 * daemons answer (common/h1head.c).
+	 */
+	if (c->perr == HP_VERSION || (e == HPE_INVALID_VERSION && vtok)) {
 		conn_error(c, 505, "http_version", "only HTTP/1.0 and HTTP/1.1 are served");
 		return;
 	}
@@ -831,6 +837,7 @@ conn_exec(struct hconn *c, const char *p, size_t n, int in)
 	llhttp_errno_t e;
 	const char *pos;
 	struct http_req *r;
+	int vtok;
 
 	e = llhttp_execute(&c->parser, p, n);
 	r = c->req;	/* a new request's, begun in there */
@@ -880,11 +887,12 @@ conn_exec(struct hconn *c, const char *p, size_t n, int in)
 			http_body_kick(c);
 		return;
 	}
+	vtok = e == HPE_INVALID_VERSION && h1_version_token(p, n, 1);
 	if (in)
 		buf_reset(&c->in);
 	if (c->dead || c->st == C_SINK)
 		return;		/* a callback answered already (413) */
-	parse_error(c, e);
+	parse_error(c, e, vtok);
 }
 
 /* Is c's streamed body taken by its handler right now? */

@@ -71,7 +71,7 @@ cases = [
     # the proxy and the gateway: 505, not 400 as the agent's own parser said.
     ("HTTP/2.0: 505", b"GET /v1/health HTTP/2.0\r\n\r\n", 505),
     ("HTTP/0.9 style: 505", b"GET /v1/health\r\n\r\n", 505),
-    ("HTTP/9.9: llhttp refuses it", b"GET /v1/health HTTP/9.9\r\n\r\n", 400),
+    ("HTTP/9.9: a version not served", b"GET /v1/health HTTP/9.9\r\n\r\n", 505),
     ("absolute-form target", b"GET http://x/v1/health HTTP/1.1\r\n\r\n", 400),
     ("bare LF", b"GET /v1/health HTTP/1.1\nHost: a\n\n", 400),
     ("obs-fold header", b"GET /v1/health HTTP/1.1\r\nX: a\r\n b\r\n\r\n", 400),

@@ -147,6 +147,18 @@ TEST(test_version)
 	CHECK_INT(h1_version(2, 0, err, sizeof(err)), 505);
 	CHECK_INT(h1_version(0, 9, err, sizeof(err)), 505);
 	CHECK_STR(err, "HTTP version 0.9 is not served");
+	/* the version's grammar (RFC 9112 2.3), for what llhttp cannot read */
+	CHECK(h1_version_token("GET / HTTP/1.2\r\n", 16, 1));
+	CHECK(h1_version_token("\r\n\r\nGET / HTTP/9.9\r\n", 20, 1));
+	CHECK(h1_version_token("HTTP/3.0 200 OK\r\n", 17, 0));
+	CHECK(!h1_version_token("GET / HTTP/1.2x\r\n", 17, 1));
+	CHECK(!h1_version_token("GET / HTTP/12\r\n", 15, 1));
+	CHECK(!h1_version_token("GET / http/1.1\r\n", 16, 1));
+	CHECK(!h1_version_token("GET /HTTP/1.1\r\n", 15, 1));	/* no space before it */
+	CHECK(!h1_version_token("GET / HTTP/1.2\n", 15, 1));	/* bare LF */
+	CHECK(!h1_version_token("GET / HTTP/1.2", 14, 1));	/* no line end */
+	CHECK(!h1_version_token("HTTP/3.0200 OK\r\n", 16, 0));
+	CHECK(!h1_version_token("", 0, 1));
 }
 
 TEST(test_reason)

@@ -88,7 +88,11 @@ TEST(test_strict_parse)
 		{ "GET /x HTTP/1.1\r\nHost: g\r\nX-A: b\x01\r\n\r\n", 400 },
 		{ "GET /x HTTP/1.1\r\nHo st: g\r\n\r\n", 400 },
 		{ "GET /x y HTTP/1.1\r\nHost: g\r\n\r\n", 400 },
-		{ "GET /x HTTP/9.9\r\nHost: g\r\n\r\n", 400 },
+		/* was: 400; a well-formed version not served is 505 (the orchestrator said so) */
+		{ "GET /x HTTP/9.9\r\nHost: g\r\n\r\n", 505 },
+		{ "GET /x HTTP/1.2\r\nHost: g\r\n\r\n", 505 },
+		{ "GET /x HTTP/1.2x\r\nHost: g\r\n\r\n", 400 },
+		{ "GET /x HTTP/1.\r\nHost: g\r\n\r\n", 400 },
 		{ "G@T /x HTTP/1.1\r\nHost: g\r\n\r\n", 400 },
 		/* not inside a tunnel */
 		{ "CONNECT a:443 HTTP/1.1\r\nHost: a:443\r\n\r\n", 400 },
