@@ -1,10 +1,10 @@
 # 70-gateway-basic: the app gateway (docs/gateway.md) between real curl /
 # WebSocket clients and a real app, its routes from a fake orchestrator on the
-# control socket (tests/gateway/fakeorch.py): the three ways to authenticate,
+# control socket (tests/fixtures/fakeorch.py): the three ways to authenticate,
 # what the app receives, keep-alive, routing errors, unroute and a new token,
 # 502/503 pages, WebSocket, 100 MiB both ways, public routes, TLS.
 . "$(dirname "$0")/../lib/common.sh"
-. "$TOP/tests/gateway/lib.sh"
+. "$TOP/tests/lib/gateway.sh"
 
 check "docs: gateway.md's key table matches app-gateway --print-docs" \
 	python3 "$TOP/tests/lib/docsync.py" "$GWBIN" "$TOP/docs/gateway.md"
@@ -77,7 +77,7 @@ check "cookie + Origin null: 403" test "$(gw_status "$U/echo" -H "Cookie: sbx-ap
 check "cookie + own Origin: 200" test "$(gw_status "$U/echo" -H "Cookie: sbx-app=$TOK" -H "Origin: http://$HOST:$GW_PORT")" = 200
 check "Bearer + another Origin: 200 (not a browser's ambient credential)" test "$(gw_status "$U/echo" -H "Authorization: Bearer $TOK" -H "Origin: http://x.example")" = 200
 check "WebSocket with the cookie from another origin: 403" bash -c \
-	"$PY $TOP/tests/gateway/wsclient.py --port $GW_PORT --host $HOST:$GW_PORT --auth 'Cookie: sbx-app=$TOK' --auth 'Origin: http://evil.example' status | grep -q ' 403 '"
+	"$PY $TOP/tests/fixtures/wsclient.py --port $GW_PORT --host $HOST:$GW_PORT --auth 'Cookie: sbx-app=$TOK' --auth 'Origin: http://evil.example' status | grep -q ' 403 '"
 
 # --- keep-alive, pipelining, routing
 gw_curl -o "$T/k" -w '%{num_connects}\n' -H "Authorization: Bearer $TOK" "$U/echo" -o "$T/k2" "$U/echo" >"$T/knc"
@@ -109,9 +109,9 @@ check "HEAD: headers only" test "$(gw_curl -I -o /dev/null -w '%{http_code}' -H 
 
 # --- WebSocket
 check "WebSocket echo through the gateway (Bearer)" bash -c \
-	"$PY $TOP/tests/gateway/wsclient.py --port $GW_PORT --host $HOST:$GW_PORT --auth '$A' echo 60 | grep -q 'echoed 60'"
+	"$PY $TOP/tests/fixtures/wsclient.py --port $GW_PORT --host $HOST:$GW_PORT --auth '$A' echo 60 | grep -q 'echoed 60'"
 check "WebSocket echo with the cookie and its own Origin" bash -c \
-	"$PY $TOP/tests/gateway/wsclient.py --port $GW_PORT --host $HOST:$GW_PORT --auth 'Cookie: sbx-app=$TOK' --auth 'Origin: http://$HOST:$GW_PORT' echo 5 | grep -q 'echoed 5'"
+	"$PY $TOP/tests/fixtures/wsclient.py --port $GW_PORT --host $HOST:$GW_PORT --auth 'Cookie: sbx-app=$TOK' --auth 'Origin: http://$HOST:$GW_PORT' echo 5 | grep -q 'echoed 5'"
 
 # --- 100 MiB both ways
 head -c $((100 << 20)) /dev/urandom >"$T/big"
@@ -136,7 +136,7 @@ check "activity names the host that carried traffic" wait_for 15 grep -q "\"op\"
 
 # --- unroute, a new token
 WSR=$T/ws-ready WSS=$T/ws-stop
-$PY "$TOP/tests/gateway/wsclient.py" --port "$GW_PORT" --host "$HOST:$GW_PORT" --auth "$A" --ready "$WSR" --stop "$WSS" hold 3 >"$T/ws-hold" 2>&1 &
+$PY "$TOP/tests/fixtures/wsclient.py" --port "$GW_PORT" --host "$HOST:$GW_PORT" --auth "$A" --ready "$WSR" --stop "$WSS" hold 3 >"$T/ws-hold" 2>&1 &
 wsp=$!; track_pid $wsp
 wait_for 10 test -s "$WSR"
 gw_cmd "unroute $HOST"
@@ -147,7 +147,7 @@ TOK3=$($PY -c 'import secrets; print(secrets.token_urlsafe(32))')
 gw_cmd "route $(gw_route "$HOST" "$UP_PORT" "$TOK")"
 check "route back: 200" wait_for 5 st_is 200 "$U/echo" -H "$A"
 rm -f "$WSR" "$WSS"
-$PY "$TOP/tests/gateway/wsclient.py" --port "$GW_PORT" --host "$HOST:$GW_PORT" --auth "$A" --ready "$WSR" --stop "$WSS" hold 2 >"$T/ws-hold2" 2>&1 &
+$PY "$TOP/tests/fixtures/wsclient.py" --port "$GW_PORT" --host "$HOST:$GW_PORT" --auth "$A" --ready "$WSR" --stop "$WSS" hold 2 >"$T/ws-hold2" 2>&1 &
 wsp=$!; track_pid $wsp
 wait_for 10 test -s "$WSR"
 gw_cmd "route $(gw_route "$HOST" "$UP_PORT" "$TOK3")"
@@ -207,7 +207,7 @@ check "TLS: cookie + http Origin of this host: 403" test "$(tc -o /dev/null -w '
 wantd=$(blobsha $((8 << 20)))
 check "TLS: 8 MiB download intact" test "$(tc -H "$A" "https://$HOST:$TLS_PORT/download?n=$((8 << 20))" | sha256sum | cut -d' ' -f1)" = "$wantd"
 check "TLS: WebSocket echo" bash -c \
-	"$PY $TOP/tests/gateway/wsclient.py --cafile $T/tls.crt --port $TLS_PORT --host $HOST:$TLS_PORT --auth '$A' echo 20 | grep -q 'echoed 20'"
+	"$PY $TOP/tests/fixtures/wsclient.py --cafile $T/tls.crt --port $TLS_PORT --host $HOST:$TLS_PORT --auth '$A' echo 20 | grep -q 'echoed 20'"
 
 # --- TLS ended before the gateway (an Ingress): scheme: https on a plain listener
 ING_PORT=$(free_port)
@@ -230,7 +230,7 @@ check "scheme other than http or https: refused" bash -c "! '$GWBIN' -n -f '$T/g
 # --- control over TCP with a token (Kubernetes shape): the gateway connects to addresses itself
 CTL_PORT=$(free_port); TCP_PORT=$(free_port)
 echo "ctl-secret-$TOK" >"$T/ctl.token"
-"$PY" "$TOP/tests/gateway/fakeorch.py" --listen "127.0.0.1:$CTL_PORT" --token "ctl-secret-$TOK" \
+"$PY" "$TOP/tests/fixtures/fakeorch.py" --listen "127.0.0.1:$CTL_PORT" --token "ctl-secret-$TOK" \
 	--routes "$T/routes" --log "$T/orch-tcp.log" >"$T/orch-tcp.out" 2>&1 &
 track_pid $!
 wait_port "$CTL_PORT" 10

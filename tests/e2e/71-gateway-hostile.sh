@@ -5,7 +5,7 @@
 # channel, connection caps, descriptor exhaustion. After each, the gateway is
 # up and serves a normal request.
 . "$(dirname "$0")/../lib/common.sh"
-. "$TOP/tests/gateway/lib.sh"
+. "$TOP/tests/lib/gateway.sh"
 
 UP_PORT=$(free_port)
 GW_PORT=$(free_port)
@@ -104,7 +104,7 @@ check "gateway up after the bad apps" alive
 
 # --- a WebSocket that never reads while the app floods
 rss0=$(rss_kib "$GW_PID")
-$PY "$TOP/tests/gateway/wsclient.py" --port "$GW_PORT" --host "$HOST:$GW_PORT" --auth "$A" \
+$PY "$TOP/tests/fixtures/wsclient.py" --port "$GW_PORT" --host "$HOST:$GW_PORT" --auth "$A" \
 	--ready "$T/nr-ready" --stop "$T/nr-stop" noread >"$T/nr.out" 2>&1 &
 nrp=$!; track_pid $nrp
 wait_for 10 test -s "$T/nr-ready"
@@ -132,7 +132,7 @@ printf 'listen: 127.0.0.1:%s\ndomain: apps.localhost\ncontrol:\n  socket: %s\nli
 WS_PID=$!; track_pid $WS_PID
 wait_port "$WS_PORT" 10; wait_for 10 grep -q synced "$T/ws.log"
 wsrun() { # NAME N
-	$PY "$TOP/tests/gateway/wsclient.py" --port "$WS_PORT" --host "$HOST:$WS_PORT" --auth "$A" \
+	$PY "$TOP/tests/fixtures/wsclient.py" --port "$WS_PORT" --host "$HOST:$WS_PORT" --auth "$A" \
 		--ready "$T/$1-ready" --stop "$T/$1-stop" hold "$2" >"$T/$1.out" 2>&1 &
 	eval "$1_pid=\$!"; track_pid $!
 	wait_for 120 test -s "$T/$1-ready"

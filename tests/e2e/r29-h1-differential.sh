@@ -40,7 +40,7 @@ track_pid $PX_PID
 # --- the gateway: a fake orchestrator with no routes, so a head that parses gets 404 ---
 GW_PORT=$(free_port)
 : >"$T/routes"
-"$PY" "$TOP/tests/gateway/fakeorch.py" --socket "$T/ctl.sock" --routes "$T/routes" \
+"$PY" "$TOP/tests/fixtures/fakeorch.py" --socket "$T/ctl.sock" --routes "$T/routes" \
 	--cmd "$T/cmd" --log "$T/gorch.log" >"$T/gorch.out" 2>&1 &
 track_pid $!
 wait_for 10 test -S "$T/ctl.sock"

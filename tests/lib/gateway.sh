@@ -1,4 +1,4 @@
-# tests/gateway/lib.sh: start the pieces of a gateway test (source after
+# tests/lib/gateway.sh: start the pieces of a gateway test (source after
 # tests/lib/common.sh). gw_setup starts the upstream app, the fake
 # orchestrator and the gateway, all on loopback, and sets:
 #   UP_PORT GW_PORT HOST (the app's host) TOK (its token) GWC (curl args)
@@ -18,14 +18,14 @@ gw_route() { # HOST PORT TOKEN [extra json]
 }
 
 gw_start_up() { # PORT [args] -> UP_PID
-	"$PY" "$TOP/tests/gateway/upstream.py" --port "$@" >"$T/up-$1.log" 2>&1 &
+	"$PY" "$TOP/tests/fixtures/appupstream.py" --port "$@" >"$T/up-$1.log" 2>&1 &
 	UP_PID=$!
 	track_pid $UP_PID
 	wait_port "$1" 10
 }
 
 gw_start_orch() {
-	"$PY" "$TOP/tests/gateway/fakeorch.py" --socket "$T/ctl.sock" --routes "$T/routes" \
+	"$PY" "$TOP/tests/fixtures/fakeorch.py" --socket "$T/ctl.sock" --routes "$T/routes" \
 		--cmd "$T/cmd" --log "$T/orch.log" "$@" >"$T/orch.out" 2>&1 &
 	ORCH_PID=$!
 	track_pid $ORCH_PID
