@@ -200,8 +200,17 @@ h1_version_token(const char *head, size_t len, int request)
 	if (l < 9)
 		return 0;
 	v = request ? head + i + l - 8 : head + i;
-	if (request && v[-1] != ' ')
-		return 0;
+	/*
+	 * A request line is method SP target SP version: two spaces, the
+	 * version after the second (a target holding a space, or bytes after
+	 * the version, make a malformed line, not a version).
+	 */
+	if (request) {
+		const char *sp1 = memchr(head + i, ' ', l), *sp2;
+		sp2 = sp1 != NULL ? memchr(sp1 + 1, ' ', (size_t)(head + i + l - sp1 - 1)) : NULL;
+		if (sp1 == NULL || sp1 == head + i || sp2 == NULL || sp2 != v - 1 || sp2 == sp1 + 1)
+			return 0;
+	}
 	if (!request && v[8] != ' ')
 		return 0;
 	return memcmp(v, "HTTP/", 5) == 0 && v[5] >= '0' && v[5] <= '9' && v[6] == '.' &&

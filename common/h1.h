@@ -84,8 +84,9 @@ int	h1_framing(int minor, int ncl, int nte, const char *te, size_t tel, char *er
 int	h1_version(int major, int minor, char *err, size_t errlen);
 
 /*
- * Whether the first line of a head (type HTTP_REQUEST: "... HTTP/d.d",
- * else "HTTP/d.d ...") names its version in the grammar of RFC 9112 2.3,
+ * Whether the first line of a head (a request: "METHOD TARGET HTTP/d.d",
+ * two spaces exactly; else "HTTP/d.d ...") names its version in the
+ * grammar of RFC 9112 2.3,
  * after up to the leading empty lines h1_head_end allows. A version
  * llhttp cannot read (HTTP/1.2, 9.9) but so written is one not served,
  * 505, not a malformed line.

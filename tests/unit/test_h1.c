@@ -159,6 +159,10 @@ TEST(test_version)
 	CHECK(!h1_version_token("GET / HTTP/1.2", 14, 1));	/* no line end */
 	CHECK(!h1_version_token("HTTP/3.0200 OK\r\n", 16, 0));
 	CHECK(!h1_version_token("", 0, 1));
+	/* a line with more than two spaces is malformed, whatever it ends with */
+	CHECK(!h1_version_token("CONNECT a:443 HTTP/1.1\\r\\nX: y HTTP/1.1\r\n", 41, 1));
+	CHECK(!h1_version_token("GET /a b HTTP/1.2\r\n", 19, 1));
+	CHECK(!h1_version_token("GET  HTTP/1.2\r\n", 15, 1));
 }
 
 TEST(test_reason)
