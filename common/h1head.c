@@ -40,6 +40,19 @@ h1head_on_url(llhttp_t *p, const char *at, size_t len)
 	return 0;
 }
 
+/* Ends what was read last (target, reason, name, value) with a NUL. */
+static int
+h1head_nul(struct h1head *r)
+{
+	return h1head_data(r, "", 1, NULL) == -1 ? HPE_USER : 0;
+}
+
+static int
+h1head_on_url_complete(llhttp_t *p)
+{
+	return h1head_nul(H1HEAD(p));
+}
+
 static int
 h1head_on_status(llhttp_t *p, const char *at, size_t len)
 {
@@ -49,6 +62,12 @@ h1head_on_status(llhttp_t *p, const char *at, size_t len)
 		return HPE_USER;
 	r->reason_l += (uint32_t)len;
 	return 0;
+}
+
+static int
+h1head_on_status_complete(llhttp_t *p)
+{
+	return h1head_nul(H1HEAD(p));
 }
 
 static void
@@ -66,6 +85,8 @@ h1head_on_field(llhttp_t *p, const char *at, size_t len)
 	struct h1head *r = H1HEAD(p);
 	struct h1field *h;
 
+	if (r->in_body)
+		return 0;	/* a trailer: dropped (RFC 9110 6.5.1) */
 	if (r->nh == 0 || r->in_value) {
 		if (r->nh >= r->maxh) {
 			r->too_many = 1;
@@ -81,8 +102,22 @@ h1head_on_field(llhttp_t *p, const char *at, size_t len)
 	if (h1head_data(r, at, len, NULL) == -1)
 		return HPE_USER;
 	h->nl += (uint32_t)len;
-	h->vo = (uint32_t)r->data.len;
 	return 0;
+}
+
+static int
+h1head_on_field_complete(llhttp_t *p)
+{
+	struct h1head *r = H1HEAD(p);
+	int rc;
+
+	if (r->in_body)
+		return 0;
+	if (r->nh == 0)
+		return HPE_USER;
+	rc = h1head_nul(r);
+	r->h[r->nh - 1].vo = (uint32_t)r->data.len;	/* an empty value's place */
+	return rc;
 }
 
 static int
@@ -91,6 +126,8 @@ h1head_on_value(llhttp_t *p, const char *at, size_t len)
 	struct h1head *r = H1HEAD(p);
 	struct h1field *h;
 
+	if (r->in_body)
+		return 0;
 	if (r->nh == 0)
 		return HPE_USER;
 	h = &r->h[r->nh - 1];
@@ -106,10 +143,26 @@ h1head_on_value(llhttp_t *p, const char *at, size_t len)
 }
 
 static int
+h1head_on_value_complete(llhttp_t *p)
+{
+	struct h1head *r = H1HEAD(p);
+
+	if (r->in_body)
+		return 0;
+	if (r->nh == 0)
+		return HPE_USER;
+	r->in_value = 1;	/* the next name starts a new field */
+	return h1head_nul(r);
+}
+
+static int
 h1head_on_headers_complete(llhttp_t *p)
 {
+	struct h1head *r = H1HEAD(p);
+
+	r->in_body = 1;
 	/* A response to HEAD ends with its head, whatever it declares. */
-	return H1HEAD(p)->skip_body ? 1 : HPE_PAUSED;
+	return r->skip_body ? 1 : HPE_PAUSED;
 }
 
 static int
@@ -131,9 +184,13 @@ h1head_on_message_complete(llhttp_t *p)
 
 static const llhttp_settings_t h1head_settings = {
 	.on_url = h1head_on_url,
+	.on_url_complete = h1head_on_url_complete,
 	.on_status = h1head_on_status,
+	.on_status_complete = h1head_on_status_complete,
 	.on_header_field = h1head_on_field,
+	.on_header_field_complete = h1head_on_field_complete,
 	.on_header_value = h1head_on_value,
+	.on_header_value_complete = h1head_on_value_complete,
 	.on_headers_complete = h1head_on_headers_complete,
 	.on_body = h1head_on_body,
 	.on_message_complete = h1head_on_message_complete,
@@ -167,7 +224,7 @@ h1head_parse(struct h1head *r, int type, const char *head, size_t len, size_t ma
 	r->nh = 0;
 	r->maxh = maxh;
 	r->url_o = r->url_l = r->reason_o = r->reason_l = 0;
-	r->in_value = r->too_many = r->full = r->msg_done = 0;
+	r->in_value = r->in_body = r->too_many = r->full = r->msg_done = 0;
 	r->status = 0;
 	r->type = (uint8_t)type;
 	r->method = 0;
@@ -208,6 +265,7 @@ h1head_parse(struct h1head *r, int type, const char *head, size_t len, size_t ma
 		while (h->vl > 0 && (r->data.p[h->vo + h->vl - 1] == ' ' ||
 		    r->data.p[h->vo + h->vl - 1] == '\t'))
 			h->vl--;
+		r->data.p[h->vo + h->vl] = '\0';
 		if (!h1_token_ok(r->data.p + h->no, h->nl) ||
 		    !h1_value_ok(r->data.p + h->vo, h->vl)) {
 			snprintf(err, errlen, "bad header line");
@@ -288,7 +346,8 @@ h1head_add(struct h1head *r, const char *name, const char *value, size_t vl)
 	size_t nl = strlen(name), old = r->data.len;
 
 	memset(&h, 0, sizeof(h));
-	if (h1head_data(r, name, nl, &h.no) == -1 || h1head_data(r, value, vl, &h.vo) == -1) {
+	if (h1head_data(r, name, nl, &h.no) == -1 || h1head_data(r, "", 1, NULL) == -1 ||
+	    h1head_data(r, value, vl, &h.vo) == -1 || h1head_data(r, "", 1, NULL) == -1) {
 		r->data.len = old;
 		return -1;
 	}

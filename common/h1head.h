@@ -7,7 +7,12 @@
  * the body read through the same parser. Each daemon keeps only its own
  * checks (request targets, Host, CONNECT, upgrades) and rewrites on top.
  * Rules: a field is never moved or freed once read, only marked deleted, so
- * an index stays valid for the life of the head; a field the daemon added
+ * an index stays valid for the life of the head; the target, the reason,
+ * every name and every value is followed by a NUL in data, so each also
+ * reads as a C string (no peer byte is NUL: h1_head_end refuses it);
+ * trailer fields of a chunked body are read and dropped, so data does not
+ * move under a daemon holding a value while the body arrives (only
+ * h1head_add appends after the parse); a field the daemon added
  * is marked set and is never taken for one of the peer's (hop-by-hop
  * stripping, Connection lists). No I/O here: unit-tested and fuzzed
  * through its callers.
@@ -35,7 +40,7 @@ struct h1head {
 	size_t		 nh, caph, maxh;
 	uint32_t	 url_o, url_l;		/* request target */
 	uint32_t	 reason_o, reason_l;	/* response: the status line's reason */
-	int		 in_value, too_many, full;	/* parser state */
+	int		 in_value, in_body, too_many, full;	/* parser state */
 	int		 status;	/* response */
 	uint8_t		 type;		/* HTTP_REQUEST or HTTP_RESPONSE */
 	uint8_t		 method;	/* request: llhttp_method_t */

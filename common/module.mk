@@ -4,8 +4,8 @@ COMMON_OBJS := $(COMMON_SRCS:%.c=$(B)/%.o)
 # The subset with no library dependency, safe to link into the static agent.
 COMMON_MIN_OBJS := $(B)/common/b64.o $(B)/common/log.o $(B)/common/xmalloc.o $(B)/common/buf.o $(B)/common/strnum.o $(B)/common/util.o $(B)/common/ids.o $(B)/common/h1.o $(B)/common/backoff.o
 ALL_OBJS += $(COMMON_OBJS)
-# The head store on llhttp (h1head.c): linked with $(LLHTTP_OBJS) by the proxy, the gateway
-# and the static agent (agent/module.mk).
+# The head store on llhttp (h1head.c): linked with $(LLHTTP_OBJS) by the proxy, the gateway,
+# the orchestrator and the static agent (agent/module.mk).
 H1HEAD_OBJS := $(B)/common/h1head.o
 ALL_OBJS += $(H1HEAD_OBJS)
 UNIT_TESTS += $(B)/tests/unit/test_h1head

@@ -28,7 +28,7 @@ $(ORCH_OBJS) $(ORCH_MAIN): CPPFLAGS += -Iorchestrator -Inetpol $(ORCH_DEFS)
 
 BINS += $(B)/orchestrator/orchestrator
 $(B)/orchestrator/orchestrator: $(ORCH_MAIN) $(ORCH_OBJS) $(ORCH_RT_OBJS) \
-    $(RT_COMMON_OBJS) $(RT_SEAM_OBJS) $(LLHTTP_OBJS) $(COMMON_OBJS)
+    $(RT_COMMON_OBJS) $(RT_SEAM_OBJS) $(H1HEAD_OBJS) $(LLHTTP_OBJS) $(COMMON_OBJS)
 	$(CC) $(LDFLAGS) $(sort $^) $(PKG_LIBS) -o $@
 
 # Unit tests: link everything but main.o.
@@ -38,18 +38,18 @@ UNIT_TESTS += $(ORCH_UNITS:%=$(B)/tests/unit/%)
 ALL_OBJS += $(ORCH_UNITS:%=$(B)/tests/unit/%.o)
 $(ORCH_UNITS:%=$(B)/tests/unit/%.o): CPPFLAGS += -Iorchestrator -Inetpol $(ORCH_DEFS)
 $(B)/tests/unit/test_orch_%: $(B)/tests/unit/test_orch_%.o $(ORCH_OBJS) \
-    $(ORCH_RT_OBJS) $(RT_COMMON_OBJS) $(RT_SEAM_OBJS) $(LLHTTP_OBJS) $(COMMON_OBJS)
+    $(ORCH_RT_OBJS) $(RT_COMMON_OBJS) $(RT_SEAM_OBJS) $(H1HEAD_OBJS) $(LLHTTP_OBJS) $(COMMON_OBJS)
 	$(CC) $(LDFLAGS) $(sort $^) $(PKG_LIBS) -o $@
 # test_orch_results includes tools.c (its static table and output schemas;
 # the builders are toolres.o's): no tools.o.
 $(B)/tests/unit/test_orch_results: $(B)/tests/unit/test_orch_results.o \
     $(filter-out $(B)/orchestrator/mcp/tools.o,$(ORCH_OBJS)) $(ORCH_RT_OBJS) \
-    $(RT_COMMON_OBJS) $(RT_SEAM_OBJS) $(LLHTTP_OBJS) $(COMMON_OBJS)
+    $(RT_COMMON_OBJS) $(RT_SEAM_OBJS) $(H1HEAD_OBJS) $(LLHTTP_OBJS) $(COMMON_OBJS)
 	$(CC) $(LDFLAGS) $(sort $^) $(PKG_LIBS) -o $@
 
 # Fuzz: JSON-RPC dispatch (libFuzzer under `make fuzz`; replay under gcc).
 ORCH_FUZZ_DEPS := $(ORCH_OBJS) $(ORCH_RT_OBJS) $(RT_COMMON_OBJS) $(RT_SEAM_OBJS) \
-	$(LLHTTP_OBJS) $(COMMON_OBJS)
+	$(H1HEAD_OBJS) $(LLHTTP_OBJS) $(COMMON_OBJS)
 ALL_OBJS += $(B)/tests/fuzz/fuzz_orch_jsonrpc.o
 $(B)/tests/fuzz/fuzz_orch_jsonrpc.o: CPPFLAGS += -Iorchestrator -Inetpol $(ORCH_DEFS)
 BINS += $(B)/tests/fuzz/replay_orch_jsonrpc
@@ -84,7 +84,7 @@ ALL_OBJS += $(B)/tests/unit/test_policy.o
 $(B)/tests/unit/test_policy.o: CPPFLAGS += -Iorchestrator
 $(B)/tests/unit/test_policy: $(B)/tests/unit/test_policy.o \
     $(B)/orchestrator/lib/policy.o $(B)/orchestrator/lib/jsonu.o $(RT_COMMON_OBJS) \
-    $(RT_SEAM_OBJS) $(LLHTTP_OBJS) $(COMMON_OBJS)
+    $(RT_SEAM_OBJS) $(H1HEAD_OBJS) $(LLHTTP_OBJS) $(COMMON_OBJS)
 	$(CC) $(LDFLAGS) $(sort $^) $(PKG_LIBS) -o $@
 # Fuzz: the credential policy (parse, canonical round trip, narrowing).
 ALL_OBJS += $(B)/tests/fuzz/fuzz_policy.o

@@ -1,7 +1,7 @@
 /*
- * http.c: the HTTP/1.1 server (http.h) on llhttp: listener and accept
- * back-off, connection caps, request parsing and framing, dispatch,
- * whole replies. The request side (accessors, route table, Origin/Host/
+ * http.c: the HTTP/1.1 server (http.h): listener and accept back-off,
+ * connection caps, request heads (read by common/h1head.c, the store
+ * every daemon shares) and bodies, dispatch, whole replies. The request side (accessors, route table, Origin/Host/
  * auth, the counters page) is httpreq.c, below this file; streamed
  * request bodies and streamed replies are httpstream.c, above it (it
  * queues on c->out and calls the reply helpers http_int.h exports from
@@ -15,7 +15,7 @@
  *              http.request_timeout (408);
  *   C_BODY     a request whose body is streamed (route->body_streamed) is
  *              with its handler from its head while the body arrives: the
- *              parser runs only while the handler takes the bytes (input
+ *              body is read only while the handler takes the bytes (input
  *              stops at PEND_MAX otherwise), no timeout here (the handler
  *              times its transfer), http.max_body does not apply;
  *   C_INFLIGHT the request is with its handler: no timeout (a long tool
@@ -29,8 +29,8 @@
  *              client still sending its body (a 413 at the head) sees the
  *              reply rather than a reset.
  * A reply's bytes wait in c->out; a client that takes none of them for
- * http.timeout loses the connection. One request is handled at a time;
- * the parser is paused at each request's end and resumed after its reply.
+ * http.timeout loses the connection. One request is handled at a time:
+ * the next one's bytes wait in c->in until the reply is out.
  *
  * Free rule (as the proxy's conn_kill): conn_kill closes the socket,
  * unhooks every event, hands the request in flight to its handler as gone
@@ -48,12 +48,14 @@
  * listener of the process pauses for a back-off (common/lguard.c), one
  * line per interval logged: no busy loop, no flood.
  *
- * Framing. llhttp refuses what could smuggle a request (Content-Length
- * with Transfer-Encoding, a Transfer-Encoding without chunked last, bad
- * chunk sizes, bare CR); a second Content-Length, even an equal one, is
- * refused here. A body announced over http.max_body gets 413 before it
- * is read (and before auth), a chunked one as soon as it passes the
- * limit; a head over http.max_headers or HDR_MAX headers gets 431.
+ * Framing. A head is framed by h1_head_end and read by h1head_parse, the
+ * rules every daemon shares (common/h1.c: version, field grammar,
+ * Content-Length with Transfer-Encoding, duplicates, a coding other than
+ * chunked, bare CR, obs-fold); its body is read through the same parser
+ * (h1head_body), which stops at the message's end. A body announced over
+ * http.max_body gets 413 before it is read (and before auth), a chunked
+ * one as soon as it passes the limit; a head over http.max_headers,
+ * HDR_MAX lines or a target over URL_MAX gets 431.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -140,8 +142,8 @@ req_new(struct http *ht, struct hconn *c)
 
 	r->ht = ht;
 	r->c = c;
-	buf_init(&r->url, URL_MAX);
-	buf_init(&r->hb, (size_t)ht->conf->max_headers);
+	/* What h1head keeps of a head is never longer than the head. */
+	h1head_init(&r->hd, (size_t)ht->conf->max_headers);
 	buf_init(&r->body, (size_t)ht->conf->max_body);
 	buf_init(&r->extra, 16384);
 	r->clen = -1;
@@ -155,8 +157,7 @@ http_req_free(struct http_req *r)
 		return;
 	if (r->dispatched)
 		TAILQ_REMOVE(&r->ht->reqs, r, link);
-	buf_free(&r->url);
-	buf_free(&r->hb);
+	h1head_free(&r->hd);
 	buf_free(&r->body);
 	buf_free(&r->extra);
 	free(r->path);
@@ -209,7 +210,6 @@ http_reply_done(struct hconn *c)
 		conn_arm(c);
 		return;
 	}
-	llhttp_resume(&c->parser);
 	conn_set(c, c->in.len > 0 ? C_READING : C_IDLE);
 	if (c->reading_off) {
 		c->reading_off = 0;
@@ -218,10 +218,8 @@ http_reply_done(struct hconn *c)
 	http_conn_want_write(c);
 	conn_arm(c);
 	/* Pipelined bytes: parse them from a fresh callback. */
-	if (c->in.len > 0) {
-		hreq_guess(c);
+	if (c->in.len > 0)
 		event_active(c->kick, EV_TIMEOUT, 0);
-	}
 }
 
 void
@@ -286,11 +284,15 @@ conn_error(struct hconn *c, int code, const char *ecode, const char *msg)
 {
 	struct http *ht = c->ht;
 	struct http_req *r = c->req;
-	cJSON *o = hreq_route_error(r != NULL && r->route != NULL ? r->route :
-	    c->guess, code, ecode, msg);
-	char *txt = cJSON_PrintUnformatted(o);
-	size_t n = strlen(txt);
+	cJSON *o;
+	char *txt;
+	size_t n;
 
+	if (r == NULL)
+		hreq_guess(c);	/* no head read: the route c->in's line names */
+	o = hreq_route_error(r != NULL ? r->route : c->guess, code, ecode, msg);
+	txt = cJSON_PrintUnformatted(o);
+	n = strlen(txt);
 	cJSON_Delete(o);
 	http_count_status(ht, code);
 	if (r != NULL && r->dispatched) {
@@ -376,269 +378,6 @@ dispatch(struct hconn *c)
 	ht->req[HTTP_EP_OTHER]++;
 	http_send_err(ht, req, 404, "not_found", "no such endpoint (try /mcp, "
 	    "/v1/sessions, /healthz, /readyz, /metrics)");
-}
-
-/* ---- llhttp callbacks (parser->data: the connection) ---- */
-
-static int
-on_message_begin(llhttp_t *p)
-{
-	struct hconn *c = p->data;
-
-	if (c->req != NULL)
-		return -1;
-	c->req = req_new(c->ht, c);
-	return 0;
-}
-
-static int
-on_url(llhttp_t *p, const char *at, size_t n)
-{
-	struct hconn *c = p->data;
-
-	if (buf_add(&c->req->url, at, n) == -1) {
-		c->perr = HP_TOO_LARGE;
-		return -1;
-	}
-	return 0;
-}
-
-static int
-on_url_complete(llhttp_t *p)
-{
-	struct hconn *c = p->data;
-	struct http_req *r = c->req;
-
-	if (hreq_split_target(r) == -1) {
-		c->perr = HP_TARGET;
-		return -1;
-	}
-	r->route = hreq_route_find(c->ht, r->path);
-	return 0;
-}
-
-static int
-on_hfield(llhttp_t *p, const char *at, size_t n)
-{
-	struct hconn *c = p->data;
-	struct http_req *r = c->req;
-
-	if (r->in_value || r->nh == 0) {
-		/* a new header */
-		if (r->nh == HDR_MAX) {
-			c->perr = HP_TOO_LARGE;
-			return -1;
-		}
-		r->h[r->nh].name = r->hb.len;
-		r->h[r->nh].val = (size_t)-1;
-		r->nh++;
-		r->in_value = 0;
-	}
-	if (buf_add(&r->hb, at, n) == -1) {
-		c->perr = HP_TOO_LARGE;
-		return -1;
-	}
-	return 0;
-}
-
-static int
-on_hvalue(llhttp_t *p, const char *at, size_t n)
-{
-	struct hconn *c = p->data;
-	struct http_req *r = c->req;
-	struct hdr *h = &r->h[r->nh - 1];
-
-	if (!r->in_value) {
-		r->in_value = 1;
-		if (buf_add(&r->hb, "", 1) == -1) {	/* the name's NUL */
-			c->perr = HP_TOO_LARGE;
-			return -1;
-		}
-		h->val = r->hb.len;
-	}
-	if (buf_add(&r->hb, at, n) == -1) {
-		c->perr = HP_TOO_LARGE;
-		return -1;
-	}
-	return 0;
-}
-
-static int
-on_hvalue_complete(llhttp_t *p)
-{
-	struct hconn *c = p->data;
-	struct http_req *r = c->req;
-	struct hdr *h = &r->h[r->nh - 1];
-
-	if (!r->in_value) {	/* an empty value */
-		if (buf_add(&r->hb, "", 1) == -1) {
-			c->perr = HP_TOO_LARGE;
-			return -1;
-		}
-		h->val = r->hb.len;
-	}
-	if (buf_add(&r->hb, "", 1) == -1) {
-		c->perr = HP_TOO_LARGE;
-		return -1;
-	}
-	r->in_value = 1;	/* the next field starts a new header */
-	return 0;
-}
-
-static enum http_method
-method_of(uint8_t m)
-{
-	switch (m) {	/* llhttp's enum llhttp_method */
-	case HTTP_GET: return HTTP_M_GET;
-	case HTTP_POST: return HTTP_M_POST;
-	case HTTP_DELETE: return HTTP_M_DELETE;
-	case HTTP_PUT: return HTTP_M_PUT;
-	case HTTP_PATCH: return HTTP_M_PATCH;
-	case HTTP_OPTIONS: return HTTP_M_OPTIONS;
-	case HTTP_HEAD: return HTTP_M_HEAD;
-	default: break;
-	}
-	return HTTP_M_OTHER;
-}
-
-/*
- * The shared rules (common/h1.h) on a parsed head: every field name a
- * token and every value free of control bytes, and one body framing.
- * 0, or the status to answer with the reason in msg.
- */
-static int
-head_rules(const struct http_req *r, char *msg, size_t len)
-{
-	const char *n, *v, *te = NULL;
-	char why[96];
-	int i, ncl = 0, nte = 0, st;
-
-	for (i = 0; i < r->nh; i++) {
-		n = r->hb.p + r->h[i].name;
-		v = r->hb.p + r->h[i].val;
-		if (!h1_token_ok(n, strlen(n)) || !h1_value_ok(v, strlen(v))) {
-			snprintf(msg, len, "Bad Request: malformed HTTP request (bad header line)");
-			return 400;
-		}
-		if (strcasecmp(n, "content-length") == 0)
-			ncl++;
-		else if (strcasecmp(n, "transfer-encoding") == 0 && nte++ == 0)
-			te = v;
-	}
-	if ((st = h1_framing(r->http10 ? 0 : 1, ncl, nte, te, te != NULL ? strlen(te) : 0, why,
-	    sizeof(why))) != 0)
-		snprintf(msg, len, "%s: %s", st == 501 ? "Not Implemented" :
-		    "Bad Request: malformed HTTP request", why);
-	return st;
-}
-
-static int
-on_headers_complete(llhttp_t *p)
-{
-	struct hconn *c = p->data;
-	struct http *ht = c->ht;
-	struct http_req *r = c->req;
-	const char *e;
-	char msg[200];
-	int st;
-
-	r->method = method_of(p->method);
-	r->keepalive = llhttp_should_keep_alive(p);
-	r->http10 = p->http_major == 1 && p->http_minor == 0;
-	if (p->http_major != 1) {
-		c->perr = HP_VERSION;
-		return -1;
-	}
-	if (c->refuse != NULL) {
-		c->perr = HP_REFUSE;
-		return -1;
-	}
-	if ((st = head_rules(r, msg, sizeof(msg))) != 0) {
-		if (st == 400)
-			ht->n_bad++;
-		conn_error(c, st, st == 501 ? "not_implemented" : "bad_request", msg);
-		return -1;	/* answered: conn_parse stops */
-	}
-	if (p->flags & F_CONTENT_LENGTH)
-		r->clen = p->content_length > (uint64_t)LLONG_MAX ? LLONG_MAX :
-		    (long long)p->content_length;
-	if (r->route != NULL && r->route->body_streamed != NULL &&
-	    r->route->body_streamed(r->path, r->method)) {
-		r->body_streamed = 1;
-		if ((e = http_hdr(r, "Expect")) != NULL) {
-			if (strcasecmp(e, "100-continue") != 0) {
-				c->perr = HP_EXPECT;
-				return -1;
-			}
-			r->expect100 = 1;	/* when the handler takes it */
-		}
-		/* No body: nothing to stream, dispatched as it is. */
-		if (!(p->flags & F_CHUNKED) && r->clen <= 0) {
-			r->body_done = 1;
-			return 0;
-		}
-		return HPE_PAUSED;	/* conn_parse dispatches the head */
-	}
-	if ((p->flags & F_CONTENT_LENGTH) && p->content_length >
-	    (uint64_t)ht->conf->max_body) {
-		snprintf(msg, sizeof(msg), "Payload Too Large: the request body is "
-		    "%llu bytes; the limit is %lld bytes (http.max_body)",
-		    (unsigned long long)p->content_length, ht->conf->max_body);
-		ht->n_too_large++;
-		log_info("413: request body of %llu bytes refused (limit %lld)",
-		    (unsigned long long)p->content_length, ht->conf->max_body);
-		conn_error(c, 413, "too_large", msg);
-		return -1;	/* answered: conn_parse stops */
-	}
-	if ((e = http_hdr(r, "Expect")) != NULL) {
-		if (strcasecmp(e, "100-continue") != 0) {
-			c->perr = HP_EXPECT;
-			return -1;
-		}
-		if (!r->http10)
-			evbuffer_add_printf(c->out, "HTTP/1.1 100 Continue\r\n\r\n");
-		http_conn_want_write(c);
-	}
-	return 0;
-}
-
-static int
-on_body(llhttp_t *p, const char *at, size_t n)
-{
-	struct hconn *c = p->data;
-	struct http *ht = c->ht;
-	struct http_req *r = c->req;
-	char msg[200];
-
-	if (r != NULL && r->body_streamed) {
-		if (c->st != C_BODY || r->body_data == NULL)
-			return -1;	/* answered meanwhile */
-		r->body_data(r, at, n, r->body_arg);
-		return 0;
-	}
-	if (buf_add(&c->req->body, at, n) == -1) {
-		snprintf(msg, sizeof(msg), "Payload Too Large: the chunked request "
-		    "body passed the limit of %lld bytes (http.max_body)",
-		    ht->conf->max_body);
-		ht->n_too_large++;
-		log_info("413: chunked request body over %lld bytes refused",
-		    ht->conf->max_body);
-		conn_error(c, 413, "too_large", msg);
-		return -1;	/* answered: conn_parse stops */
-	}
-	return 0;
-}
-
-static int
-on_message_complete(llhttp_t *p)
-{
-	struct hconn *c = p->data;
-
-	if (p->upgrade)
-		c->close_after = 1;	/* no upgrades here: answer and close */
-	c->complete = 1;	/* dispatched once llhttp_execute returns */
-	c->head_seen = 0;	/* the next request's head is scanned anew */
-	return HPE_PAUSED;
 }
 
 /* ---- connections ---- */
@@ -777,124 +516,6 @@ log_now(long long *last, unsigned long long *skipped)
 	return 1;
 }
 
-/* A parse error on c: the answer in the route's shape, then close. */
-static void
-parse_error(struct hconn *c, llhttp_errno_t e, int vtok)
-{
-	struct http *ht = c->ht;
-	const char *why = c->perr == HP_TARGET ? "target" :
-	    c->perr == HP_EXPECT ? "expect" : llhttp_get_error_reason(&c->parser);
-	static long long last;
-	static unsigned long long skipped;
-	char msg[256], shown[120];
-
-	if (why == NULL)
-		why = llhttp_errno_name(e);
-	if (c->perr == HP_TOO_LARGE) {
-		snprintf(msg, sizeof(msg), "Request Header Fields Too Large: the "
-		    "head passed http.max_headers (%lld bytes) or %d headers",
-		    ht->conf->max_headers, HDR_MAX);
-		conn_error(c, 431, "headers_too_large", msg);
-		return;
-	}
-	/*
-	 * A version llhttp reads but the daemons do not serve (HTTP/2.0), or
-	 * one it cannot read written as a version (HTTP/1.2, 9.9: vtok), is
-	 * 505; a malformed one (HTTP/1.2x) a malformed line, 400, as the other
-	 * daemons answer (common/h1head.c).
-	 */
-	if (c->perr == HP_VERSION || (e == HPE_INVALID_VERSION && vtok)) {
-		conn_error(c, 505, "http_version", "only HTTP/1.0 and HTTP/1.1 are served");
-		return;
-	}
-	if (c->perr == HP_REFUSE) {
-		conn_error(c, c->refuse_code, c->refuse_code == 429 ?
-		    "too_many_connections" : "overloaded", c->refuse);
-		return;
-	}
-	ht->n_bad++;
-	log_escape(shown, sizeof(shown), why, strlen(why));
-	if (log_now(&last, &skipped)) {
-		log_info("http: 400 from %s: %s (%llu more since the last line)",
-		    c->peer, shown, skipped);
-		skipped = 0;
-	}
-	snprintf(msg, sizeof(msg), "Bad Request: malformed HTTP request (%s)",
-	    c->perr == HP_TARGET ? "the request target must be a path" :
-	    c->perr == HP_EXPECT ? "only Expect: 100-continue is understood" :
-	    shown);
-	conn_error(c, 400, "bad_request", msg);
-}
-
-/*
- * Parses p[0..n) while a request is arriving: c->in's bytes (in 1), or a
- * read of a streamed body taken as it is (in 0: no copy into c->in; what
- * the parser leaves, a pipelined request, goes there).
- */
-static void
-conn_exec(struct hconn *c, const char *p, size_t n, int in)
-{
-	llhttp_errno_t e;
-	const char *pos;
-	struct http_req *r;
-	int vtok;
-
-	e = llhttp_execute(&c->parser, p, n);
-	r = c->req;	/* a new request's, begun in there */
-	if (e == HPE_OK) {
-		if (in)
-			buf_reset(&c->in);
-		if (c->st == C_BODY && c->reading_off)
-			http_body_kick(c);
-		return;
-	}
-	if (e == HPE_PAUSED || e == HPE_PAUSED_UPGRADE) {
-		pos = llhttp_get_error_pos(&c->parser);
-		if (pos == NULL || pos < p || pos > p + n)
-			pos = p + n;
-		if (in)
-			buf_consume(&c->in, (size_t)(pos - p));
-		else if (pos < p + n && buf_add(&c->in, pos,
-		    (size_t)(p + n - pos)) == -1) {
-			conn_kill(c, "input overflow");
-			return;
-		}
-		if (c->complete && c->st == C_BODY) {
-			c->complete = 0;
-			r->body_done = 1;
-			conn_set(c, C_INFLIGHT);
-			conn_arm(c);
-			if (r->body_end != NULL)
-				r->body_end(r, r->body_arg);
-			return;
-		}
-		if (c->complete && c->st == C_READING) {
-			c->complete = 0;
-			conn_set(c, C_INFLIGHT);
-			conn_arm(c);
-			dispatch(c);	/* may reply at once: c kicks itself */
-			return;
-		}
-		if (c->st == C_READING && r != NULL && r->body_streamed &&
-		    !r->dispatched) {
-			conn_set(c, C_BODY);	/* the head: to its handler */
-			conn_arm(c);
-			llhttp_resume(&c->parser);
-			dispatch(c);
-			return;
-		}
-		if (c->st == C_BODY && c->reading_off)
-			http_body_kick(c);
-		return;
-	}
-	vtok = e == HPE_INVALID_VERSION && h1_version_token(p, n, 1);
-	if (in)
-		buf_reset(&c->in);
-	if (c->dead || c->st == C_SINK)
-		return;		/* a callback answered already (413) */
-	parse_error(c, e, vtok);
-}
-
 /* Is c's streamed body taken by its handler right now? */
 static int
 body_taken(const struct hconn *c)
@@ -903,20 +524,120 @@ body_taken(const struct hconn *c)
 	    !c->req->body_paused;
 }
 
+static enum http_method
+method_of(uint8_t m)
+{
+	switch (m) {	/* llhttp's enum llhttp_method */
+	case HTTP_GET: return HTTP_M_GET;
+	case HTTP_POST: return HTTP_M_POST;
+	case HTTP_DELETE: return HTTP_M_DELETE;
+	case HTTP_PUT: return HTTP_M_PUT;
+	case HTTP_PATCH: return HTTP_M_PATCH;
+	case HTTP_OPTIONS: return HTTP_M_OPTIONS;
+	case HTTP_HEAD: return HTTP_M_HEAD;
+	default: break;
+	}
+	return HTTP_M_OTHER;
+}
+
 /*
- * A request's head is framed by the rules every daemon shares
- * (common/h1.h) before llhttp reads it: no bare CR or LF, no obs-fold, no
- * NUL, at most a few leading empty lines, at most http.max_headers bytes
- * (and never more than c->in holds). 0 when the head is whole, -1 when
- * more bytes must come or c was answered.
+ * The body's sink (r->hd.on_body), called inside h1head_body, so it never
+ * answers: a streamed body goes to its handler (which never answers from
+ * inside either, http.h), a whole one into r->body up to http.max_body
+ * (c->body_full: conn_body answers 413 once the parse returned).
+ */
+static int
+body_in(void *arg, const char *at, size_t n)
+{
+	struct hconn *c = arg;
+	struct http_req *r = c->req;
+
+	if (r->body_streamed) {
+		if (c->st != C_BODY || r->body_data == NULL)
+			return -1;
+		r->body_data(r, at, n, r->body_arg);
+		return 0;
+	}
+	if (buf_add(&r->body, at, n) == -1) {
+		c->body_full = 1;
+		return -1;
+	}
+	return 0;
+}
+
+/* 400 for a malformed request on c (why: what was wrong), logged at most once an interval. */
+static void
+bad_request(struct hconn *c, const char *why)
+{
+	static long long last;
+	static unsigned long long skipped;
+	char msg[256], shown[120];
+
+	c->ht->n_bad++;
+	log_escape(shown, sizeof(shown), why, strlen(why));
+	if (log_now(&last, &skipped)) {
+		log_info("http: 400 from %s: %s (%llu more since the last line)",
+		    c->peer, shown, skipped);
+		skipped = 0;
+	}
+	snprintf(msg, sizeof(msg), "Bad Request: malformed HTTP request (%s)", shown);
+	conn_error(c, 400, "bad_request", msg);
+}
+
+static void
+head_too_large(struct hconn *c)
+{
+	char msg[200];
+
+	snprintf(msg, sizeof(msg), "Request Header Fields Too Large: the head passed "
+	    "http.max_headers (%lld bytes), %d header lines or a target of %d bytes",
+	    c->ht->conf->max_headers, HDR_MAX, URL_MAX);
+	conn_error(c, 431, "headers_too_large", msg);
+}
+
+/* The answer to a head h1head_parse refused with st (why: its reason). */
+static void
+head_refused(struct hconn *c, int st, const char *why)
+{
+	char msg[200];
+
+	switch (st) {
+	case 431:
+		head_too_large(c);
+		break;
+	case 505:
+		conn_error(c, 505, "http_version", "only HTTP/1.0 and HTTP/1.1 are served");
+		break;
+	case 501:
+		snprintf(msg, sizeof(msg), "Not Implemented: %s", why);
+		conn_error(c, 501, "not_implemented", msg);
+		break;
+	default:
+		bad_request(c, why);
+		break;
+	}
+}
+
+/*
+ * The head of the request arriving on c (c->req NULL): framed by the rules
+ * every daemon shares before it is read (common/h1.h: no bare CR or LF,
+ * obs-fold or NUL, at most a few leading empty lines, at most
+ * http.max_headers bytes and never more than c->in holds), read by
+ * h1head_parse (version, field grammar, one body framing), then judged by
+ * this server's own rules: the connection's refusal, a path target,
+ * Expect, http.max_body. 0: c->req holds the head, whose bytes left
+ * c->in; -1: more bytes must come, or c was answered.
  */
 static int
 conn_head(struct hconn *c)
 {
 	struct http *ht = c->ht;
+	struct http_req *r;
 	size_t max = (size_t)ht->conf->max_headers;
-	char msg[200];
+	const char *e;
+	char why[160], msg[200];
 	long end;
+	int st;
 
 	if (max >= c->in.max)
 		max = c->in.max - 1;
@@ -924,32 +645,166 @@ conn_head(struct hconn *c)
 	if (end == H1_HEAD_MORE)
 		return -1;
 	if (end == H1_HEAD_LARGE) {
-		snprintf(msg, sizeof(msg), "Request Header Fields Too Large: the "
-		    "head passed http.max_headers (%lld bytes)", ht->conf->max_headers);
-		conn_error(c, 431, "headers_too_large", msg);
+		head_too_large(c);
 		return -1;
 	}
 	if (end < 0) {
-		ht->n_bad++;
-		conn_error(c, 400, "bad_request", "Bad Request: malformed HTTP request "
-		    "head (bare CR or LF, obs-fold, NUL, or empty lines only)");
+		bad_request(c, "bare CR or LF, obs-fold, NUL, or empty lines only");
 		return -1;
 	}
-	c->head_seen = 1;
+	r = req_new(ht, c);
+	if ((st = h1head_parse(&r->hd, HTTP_REQUEST, c->in.p, (size_t)end, HDR_MAX,
+	    why, sizeof(why))) != 0) {
+		http_req_free(r);	/* answered in the shape c->in's line names */
+		head_refused(c, st, why);
+		return -1;
+	}
+	c->req = r;
+	buf_consume(&c->in, (size_t)end);
+	r->method = method_of(r->hd.method);
+	r->keepalive = r->hd.keepalive;
+	r->http10 = r->hd.minor == 0;
+	r->hd.on_body = body_in;
+	r->hd.arg = c;
+	if (r->hd.url_l > URL_MAX) {
+		head_too_large(c);
+		return -1;
+	}
+	if (hreq_split_target(r) == 0)
+		r->route = hreq_route_find(ht, r->path);
+	if (c->refuse != NULL) {
+		conn_error(c, c->refuse_code, c->refuse_code == 429 ?
+		    "too_many_connections" : "overloaded", c->refuse);
+		return -1;
+	}
+	if (r->path == NULL) {
+		bad_request(c, "the request target must be a path");
+		return -1;
+	}
+	if (r->hd.upgrade)
+		c->close_after = 1;	/* no upgrades here: answer and close */
+	if (r->hd.has_cl)
+		r->clen = r->hd.content_length > (uint64_t)LLONG_MAX ? LLONG_MAX :
+		    (long long)r->hd.content_length;
+	if ((e = http_hdr(r, "Expect")) != NULL && strcasecmp(e, "100-continue") != 0) {
+		bad_request(c, "only Expect: 100-continue is understood");
+		return -1;
+	}
+	if (r->route != NULL && r->route->body_streamed != NULL &&
+	    r->route->body_streamed(r->path, r->method)) {
+		r->body_streamed = 1;
+		r->expect100 = e != NULL;	/* when the handler takes it */
+		return 0;
+	}
+	if (r->hd.has_cl && r->hd.content_length > (uint64_t)ht->conf->max_body) {
+		snprintf(msg, sizeof(msg), "Payload Too Large: the request body is "
+		    "%llu bytes; the limit is %lld bytes (http.max_body)",
+		    (unsigned long long)r->hd.content_length, ht->conf->max_body);
+		ht->n_too_large++;
+		log_info("413: request body of %llu bytes refused (limit %lld)",
+		    (unsigned long long)r->hd.content_length, ht->conf->max_body);
+		conn_error(c, 413, "too_large", msg);
+		return -1;
+	}
+	if (e != NULL) {
+		if (!r->http10)
+			evbuffer_add_printf(c->out, "HTTP/1.1 100 Continue\r\n\r\n");
+		http_conn_want_write(c);
+	}
 	return 0;
 }
 
-/* Parses what c->in holds while a request is arriving. */
+/* c->req was read whole: to its handler, or its streamed body's end to it. */
+static void
+conn_msg_done(struct hconn *c)
+{
+	struct http_req *r = c->req;
+	int streaming = c->st == C_BODY;
+
+	if (r->body_streamed)
+		r->body_done = 1;
+	conn_set(c, C_INFLIGHT);
+	conn_arm(c);
+	if (!streaming)
+		dispatch(c);	/* may reply at once: c kicks itself */
+	else if (r->body_end != NULL)
+		r->body_end(r, r->body_arg);
+}
+
+/*
+ * Reads p[0..n) as c->req's body: c->in's bytes (in 1), or a read of a
+ * streamed body taken as it is (in 0: no copy into c->in; what follows the
+ * body, a pipelined request, goes there).
+ */
+static void
+conn_body(struct hconn *c, const char *p, size_t n, int in)
+{
+	struct http_req *r = c->req;
+	struct http *ht = c->ht;
+	const char *why;
+	char msg[200];
+	long used;
+
+	if ((used = h1head_body(&r->hd, p, n)) < 0) {
+		if (c->dead || c->st == C_SINK)
+			return;
+		if (c->body_full) {
+			snprintf(msg, sizeof(msg), "Payload Too Large: the chunked request "
+			    "body passed the limit of %lld bytes (http.max_body)",
+			    ht->conf->max_body);
+			ht->n_too_large++;
+			log_info("413: chunked request body over %lld bytes refused",
+			    ht->conf->max_body);
+			conn_error(c, 413, "too_large", msg);
+		} else {
+			if ((why = llhttp_get_error_reason(&r->hd.p)) == NULL)
+				why = llhttp_errno_name(llhttp_get_errno(&r->hd.p));
+			bad_request(c, why);
+		}
+		if (in && !c->dead)
+			buf_reset(&c->in);
+		return;
+	}
+	if (in)
+		buf_consume(&c->in, (size_t)used);
+	else if ((size_t)used < n && buf_add(&c->in, p + used, n - (size_t)used) == -1) {
+		conn_kill(c, "input overflow");
+		return;
+	}
+	if (r->hd.msg_done)
+		conn_msg_done(c);
+	else if (c->st == C_BODY && c->reading_off)
+		http_body_kick(c);
+}
+
+/* Reads what c->in holds while a request is arriving. */
 static void
 conn_parse(struct hconn *c)
 {
+	struct http_req *r;
+
 	if (c->dead || (c->st != C_READING && c->st != C_BODY) || c->in.len == 0)
 		return;
-	if (c->st == C_READING && !c->head_seen && conn_head(c) == -1)
-		return;
+	if (c->st == C_READING && c->req == NULL) {
+		if (conn_head(c) == -1)
+			return;
+		r = c->req;
+		if (r->hd.msg_done) {
+			conn_msg_done(c);	/* no body */
+			return;
+		}
+		if (r->body_streamed) {
+			conn_set(c, C_BODY);	/* the head: to its handler */
+			conn_arm(c);
+			dispatch(c);
+			return;
+		}
+		if (c->in.len == 0)
+			return;
+	}
 	if (c->st == C_BODY && !body_taken(c))
 		return;		/* the handler is not taking bytes now */
-	conn_exec(c, c->in.p, c->in.len, 1);
+	conn_body(c, c->in.p, c->in.len, 1);
 }
 
 static void
@@ -993,7 +848,7 @@ read_cb(evutil_socket_t fd UNUSED, short ev UNUSED, void *arg)
 		return;
 	}
 	if (c->in.len == 0 && body_taken(c)) {
-		conn_exec(c, tmp, (size_t)n, 0);	/* no copy into c->in */
+		conn_body(c, tmp, (size_t)n, 0);	/* no copy into c->in */
 		goto taken;
 	}
 	if (buf_add(&c->in, tmp, (size_t)n) == -1) {
@@ -1004,8 +859,6 @@ read_cb(evutil_socket_t fd UNUSED, short ev UNUSED, void *arg)
 		conn_set(c, C_READING);
 		conn_arm(c);
 	}
-	if (c->st == C_READING && c->req == NULL)
-		hreq_guess(c);	/* a new request's first bytes */
 	if (c->st == C_READING || c->st == C_BODY)
 		conn_parse(c);
 taken:
@@ -1182,8 +1035,6 @@ conn_new(struct http *ht, int fd, const struct sockaddr_storage *ss)
 	c->wev = event_new(ht->base, fd, EV_WRITE | EV_PERSIST, write_cb, c);
 	c->tmo = evtimer_new(ht->base, tmo_cb, c);
 	c->kick = event_new(ht->base, -1, 0, kick_cb, c);
-	llhttp_init(&c->parser, HTTP_REQUEST, &ht->ps);
-	c->parser.data = c;
 	c->t_wrote = util_mono_ms();
 	c->st = C_READING;	/* not on the idle list yet */
 	conn_set(c, refuse != NULL ? C_READING : C_IDLE);
@@ -1245,16 +1096,6 @@ http_alloc(struct event_base *base, const struct conf *conf, const char *key,
 	TAILQ_INIT(&ht->conns);
 	TAILQ_INIT(&ht->idleq);
 	TAILQ_INIT(&ht->reqs);
-	llhttp_settings_init(&ht->ps);
-	ht->ps.on_message_begin = on_message_begin;
-	ht->ps.on_url = on_url;
-	ht->ps.on_url_complete = on_url_complete;
-	ht->ps.on_header_field = on_hfield;
-	ht->ps.on_header_value = on_hvalue;
-	ht->ps.on_header_value_complete = on_hvalue_complete;
-	ht->ps.on_headers_complete = on_headers_complete;
-	ht->ps.on_body = on_body;
-	ht->ps.on_message_complete = on_message_complete;
 	ht->max_conns = conf->http_max_conns;
 	if (max_fds > 0 && ht->max_conns > max_fds - FD_RESERVE) {
 		ht->max_conns = max_fds - FD_RESERVE > 16 ? max_fds - FD_RESERVE : 16;

@@ -14,29 +14,21 @@
 
 #include <event2/buffer.h>
 #include <event2/event.h>
-#include <llhttp.h>
-
 #include "buf.h"
 #include "addrcount.h"
+#include "h1head.h"
 #include "http.h"
 
-#define HDR_MAX			100	/* headers in one request (431 beyond) */
+#define HDR_MAX			100	/* header lines in one request (431 beyond) */
 
 enum cstate { C_IDLE, C_READING, C_BODY, C_INFLIGHT, C_SINK };
-
-struct hdr {
-	size_t		 name, val;	/* offsets into req->hb */
-};
 
 struct http_req {
 	struct http		*ht;
 	struct hconn		*c;		/* NULL once the client is gone */
 	enum http_method	 method;
-	struct buf		 url;
-	struct buf		 hb;		/* "name\0value\0"... */
-	struct hdr		 h[HDR_MAX];
-	int			 nh;
-	int			 in_value;	/* parsing a header's value */
+	struct h1head		 hd;		/* the head read (common/h1head.c),
+						 * which reads the body on */
 	struct buf		 body;
 	struct buf		 extra;		/* reply headers added */
 	char			*path, *query;	/* split from url (owned) */
@@ -69,28 +61,15 @@ struct http_req {
 	TAILQ_ENTRY(http_req)	 link;		/* ht->reqs while dispatched */
 };
 
-/*
- * Why a parser callback stopped the parse: parse_error() picks the answer
- * on this code, never on the text of a message.
- */
-enum http_perr {
-	HP_NONE = 0,		/* llhttp's own error: 400 (505 on a bad version) */
-	HP_TOO_LARGE,		/* the head passed its limits: 431 */
-	HP_VERSION,		/* not HTTP/1.0 or 1.1: 505 */
-	HP_REFUSE,		/* the connection cap or overload: refuse_code */
-	HP_TARGET,		/* the target is not a path: 400 */
-	HP_EXPECT,		/* an Expect other than 100-continue: 400 */
-};
-
 struct hconn {
 	struct http		*ht;
 	int			 fd;
 	enum cstate		 st;
 	struct event		*rev, *wev, *tmo, *kick;
-	llhttp_t		 parser;
 	struct buf		 in;		/* read, not yet parsed */
 	struct evbuffer		*out;
-	struct http_req		*req;		/* arriving or in flight */
+	struct http_req		*req;		/* its head read: its body arriving,
+						 * or in flight */
 	struct addrcount_ent	*ac;
 	char			 peer[64];
 	const char		*refuse;	/* answer this instead (cap) */
@@ -104,12 +83,10 @@ struct hconn {
 	unsigned		 eof:1;		/* the client closed its side */
 	unsigned		 reading_off:1;	/* PEND_MAX reached */
 	unsigned		 wr_shut:1;
-	unsigned		 complete:1;	/* c->req is whole: dispatch it */
-	unsigned		 head_seen:1;	/* h1_head_end found this request's head whole */
-	enum http_perr		 perr;		/* why a callback failed, or HP_NONE */
+	unsigned		 body_full:1;	/* a whole body passed http.max_body */
 	const struct http_route	*guess;		/* the route by the raw request
 						 * line: an error's shape before
-						 * llhttp read the target */
+						 * the head is read */
 	TAILQ_ENTRY(hconn)	 all;
 	TAILQ_ENTRY(hconn)	 idle;		/* ht->idle while C_IDLE */
 };
@@ -138,7 +115,6 @@ struct http {
 	int				 nconns, nrefusing;
 	long long			 max_conns;
 	struct addrcount		*addrs;	/* per client address (common/addrcount.c) */
-	llhttp_settings_t		 ps;
 	/* counters (event loop thread only) */
 	unsigned long long		 req[HTTP_EP_MAX];
 	unsigned long long		 st_2xx, st_4xx, st_5xx, st_401, st_403;
@@ -156,7 +132,7 @@ cJSON	*hreq_route_error(const struct http_route *r, int status,
 const struct http_route *hreq_route_find(const struct http *, const char *path);
 /* c->guess from the raw first bytes of c->in (a new request). */
 void	hreq_guess(struct hconn *);
-/* req->path and req->query from req->url; -1: no path there. */
+/* req->path and req->query from its target; -1: no path there. */
 int	hreq_split_target(struct http_req *);
 /* The Origin and Host checks (httpreq.c's top) and the bearer key. */
 int	hreq_origin_ok(struct http *, struct http_req *);

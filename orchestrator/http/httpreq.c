@@ -53,12 +53,7 @@ hreq_route_error(const struct http_route *r, int status, const char *code,
 const char *
 http_hdr(const struct http_req *r, const char *name)
 {
-	int i;
-
-	for (i = 0; i < r->nh; i++)
-		if (strcasecmp(r->hb.p + r->h[i].name, name) == 0)
-			return r->hb.p + r->h[i].val;
-	return NULL;
+	return h1head_get(&r->hd, name, NULL);	/* NUL-terminated there */
 }
 
 enum http_method
@@ -266,7 +261,7 @@ hreq_route_find(const struct http *ht, const char *path)
 
 /*
  * The route a request's raw first bytes name ("METHOD /path..."), so that
- * a request line llhttp refuses (a bad method) is still answered in its
+ * a request line the head's reader refuses (a bad method) is still answered in its
  * route's shape. Best effort: NULL when the target is not in c->in.
  */
 void
@@ -301,7 +296,7 @@ hreq_guess(struct hconn *c)
 int
 hreq_split_target(struct http_req *r)
 {
-	const char *u = r->url.p != NULL ? r->url.p : "", *p, *q, *e;
+	const char *u = r->hd.url_l > 0 ? r->hd.data.p + r->hd.url_o : "", *p, *q, *e;
 
 	if (u[0] == '/')
 		p = u;
