@@ -2,7 +2,8 @@
  * test_h1head.c: the head store the proxy and the gateway share
  * (common/h1head.c): what a head's read decides, response bodies, field
  * editing and the peer/daemon line hop-by-hop stripping keeps, writing a
- * head back, and the body read up to the message's end.
+ * head back, the body read up to the message's end, every string of the
+ * head NUL-terminated and a chunked body's trailers dropped.
  */
 #include <stdio.h>
 #include <string.h>
@@ -119,6 +120,58 @@ TEST(test_write_response)
 	h1head_free(&r);
 }
 
+/* Every value reads as a C string, its blanks cut; an empty one is "". */
+TEST(test_c_strings)
+{
+	struct h1head r;
+	const char *v;
+	size_t n;
+
+	h1head_init(&r, 4096);
+	CHECK_INT(parse(&r, HTTP_REQUEST, L("GET /p?q=1 HTTP/1.1\r\nHost: x \t\r\nE:\r\n"
+	    "F:   \r\nAccept: a/b\r\n\r\n"), 16), 0);
+	CHECK_STR(r.data.p + r.url_o, "/p?q=1");
+	CHECK_STR(h1head_get(&r, "host", &n), "x");
+	CHECK_INT((long)n, 1);
+	CHECK_STR(h1head_get(&r, "e", &n), "");
+	CHECK_INT((long)n, 0);
+	CHECK_STR(h1head_get(&r, "f", NULL), "");
+	CHECK_STR(h1head_get(&r, "accept", NULL), "a/b");
+	CHECK_STR(r.data.p + r.h[0].no, "Host");
+	CHECK_INT(h1head_add(&r, "X-Added", "vv", 2), 0);
+	CHECK_STR(h1head_get(&r, "x-added", NULL), "vv");
+	CHECK_STR(r.data.p + r.h[r.nh - 1].no, "X-Added");
+	/* a response's reason too */
+	CHECK_INT(parse(&r, HTTP_RESPONSE, L("HTTP/1.1 200 Fine Here\r\nA: b\r\n\r\n"), 16), 0);
+	CHECK_STR(r.data.p + r.reason_o, "Fine Here");
+	CHECK_STR(v = h1head_get(&r, "a", NULL), "b");
+	h1head_free(&r);
+}
+
+/* A chunked body's trailer fields are not the head's: data stays put. */
+TEST(test_trailers_dropped)
+{
+	static const char body[] = "3\r\nabc\r\n0\r\nX-Trailer: t\r\nHost: evil\r\n\r\nGET";
+	struct h1head r;
+	const char *host, *data;
+	size_t nh, len;
+
+	h1head_init(&r, 4096);
+	CHECK_INT(parse(&r, HTTP_REQUEST, L("POST /u HTTP/1.1\r\nHost: x\r\n"
+	    "Transfer-Encoding: chunked\r\n\r\n"), 16), 0);
+	host = h1head_get(&r, "host", NULL);
+	data = r.data.p;
+	nh = r.nh;
+	len = r.data.len;
+	CHECK_INT(h1head_body(&r, body, sizeof(body) - 1), (long)(sizeof(body) - 1 - 3));
+	CHECK(r.msg_done);
+	CHECK(r.nh == nh && r.data.len == len && r.data.p == data);
+	CHECK(h1head_get(&r, "x-trailer", NULL) == NULL);
+	CHECK_INT(h1head_count(&r, "host", NULL), 1);
+	CHECK_STR(host, "x");
+	h1head_free(&r);
+}
+
 int
 main(void)
 {
@@ -126,5 +179,7 @@ main(void)
 	RUN(test_response_bodies);
 	RUN(test_edit_and_hop);
 	RUN(test_write_response);
+	RUN(test_c_strings);
+	RUN(test_trailers_dropped);
 	return unit_done();
 }
