@@ -160,6 +160,13 @@ class StreamingAuth(S3SigV4Auth):
         return s3fake.STREAM_SIGNED
 
 
+class TrailerAuth(S3SigV4Auth):
+    """botocore's S3 signer with STREAMING-UNSIGNED-PAYLOAD-TRAILER."""
+
+    def payload(self, request):
+        return s3fake.STREAM_UNSIGNED_TRAILER
+
+
 class UnsignedAuth(S3SigV4Auth):
     """botocore's S3 signer with UNSIGNED-PAYLOAD (what it sends over HTTPS
     for streamed uploads and what the AWS CLI sends for PutObject)."""
@@ -345,6 +352,20 @@ def live(argv):
         print("%s %d %s" % (name, st, code), flush=True)
     data = case("get-stream", "GET", "/%s/probe/stream.bin" % bucket)
     print("stream-body-matches %s" % (data == whole))
+    # aws-chunked with a trailing checksum (the AWS CLI's form), the checksum
+    # right and wrong
+    import zlib, base64
+    crc = base64.b64encode(zlib.crc32(whole).to_bytes(4, "big")).decode()
+    for name, c in (("trailer-crc-ok", crc), ("trailer-crc-wrong", "AAAAAA==")):
+        body = b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in payload)
+        body += b"0\r\nx-amz-checksum-crc32:%s\r\n\r\n" % c.encode()
+        th = {"Content-Encoding": "aws-chunked", "x-amz-trailer": "x-amz-checksum-crc32",
+              "x-amz-decoded-content-length": str(len(whole)),
+              "Content-Length": str(len(body))}
+        target, hdrs = boto_sign("PUT", base + "/%s/probe/trailer.bin" % bucket, th, None,
+                                 key, secret, token=token, signer=TrailerAuth)
+        st, code, _ = send("PUT", target, hdrs, body)
+        print("%s %d %s" % (name, st, code), flush=True)
     if "--vhost" in opts:
         case("vhost-put", "PUT", "/probe/vhost.txt", body=b"vhost\n", host=opts["--vhost"])
         data = case("vhost-get", "GET", "/probe/vhost.txt", host=opts["--vhost"])
