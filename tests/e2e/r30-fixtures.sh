@@ -60,10 +60,8 @@ REG_CERT=$CERT REG_KEY=$KEY
 VD_CERT=$CERT VD_KEY=$KEY VD_CA=$CA
 . "$TOP/tests/lib/verdaccio.sh"
 vd_users alice:alicepw
-vd_start main "$VMP" >/dev/null &
-vdm=$!
-vd_start blob "$VBP" "https://127.0.0.2:$BLP/" >/dev/null &
-vdb=$!
+vd_start main "$VMP"
+vd_start blob "$VBP" "https://127.0.0.2:$BLP/"
 reg_start_token "$RTP" "$RTKP" 'alice:alicepw:acme/*=pull,push' 'bob:bobpw:acme/*=pull'
 reg_start_basic "$RBP" 'carol:carolpw'
 check "s3fake, oauthfake, modelfake listen" wait_for 10 bash -c \
@@ -256,12 +254,10 @@ check "skopeo pull with a wrong htpasswd password: refused" bash -c \
 	"$(declare -f rs reg_skopeo); T=$T; ! rs --src-creds carol:wrong --src-cert-dir '$REG_CERTS' docker://localhost:$RBP/acme/tiny:v1 'oci:$T/back5:v1'"
 
 # ---- npm: Verdaccio -------------------------------------------------------------
-wait $vdm
-check "Verdaccio (main) up" test $? = 0
-wait $vdb
-check "Verdaccio (tarballs on 127.0.0.2) up" test $? = 0
-vd_blobhost "$BLP" 127.0.0.2 "$CERT" "$KEY"
 VM=https://localhost:$VMP/ VB=https://localhost:$VBP/
+check "Verdaccio (main) up" vd_wait "$VM"
+check "Verdaccio (tarballs on 127.0.0.2) up" vd_wait "$VB"
+vd_blobhost "$BLP" 127.0.0.2 "$CERT" "$KEY"
 TOK=$(vd_token "$VM" alice alicepw)
 check "npm login (legacy, Basic) gives a token" test -n "$TOK" -a "$TOK" != null
 check "a wrong password gets no token" test "$(vd_token "$VM" alice wrong)" = ""

@@ -12,7 +12,11 @@
 #       the base its package documents give tarball URLs under: another host
 #       makes npm fetch tarballs there (see vd_blobhost). Log (JSON, one
 #       line per request, "user" is who it authenticated):
-#       $T/verdaccio-NAME.log. Sets VD_URL (of the last started).
+#       $T/verdaccio-NAME.log. Sets VD_URL (of the last started). Returns
+#       at once (Verdaccio takes a second or two): vd_wait before use. Call
+#       it in the script's own shell, not in a subshell (`&`), so its
+#       process is tracked and ended at exit.
+#   vd_wait URL                 until the instance at URL answers /-/ping
 #   vd_users USER:PASS...       the htpasswd file (call before vd_start)
 #   vd_token URL USER PASS      logs in (npm's legacy login: PUT
 #                               /-/user/org.couchdb.user:USER with Basic) and
@@ -73,7 +77,10 @@ EOF
 		>"$T/verdaccio-$name.log" 2>&1 &
 	track_pid $!
 	VD_URL=https://localhost:$port/
-	wait_for 30 curl -sf --cacert "$VD_CA" "${VD_URL}-/ping"
+}
+
+vd_wait() {
+	wait_for 30 curl -sf --cacert "$VD_CA" "${1}-/ping"
 }
 
 vd_token() {
