@@ -252,6 +252,8 @@ check "skopeo pull with htpasswd Basic auth: the layer came back" bash -c \
 	"$(declare -f rs reg_skopeo); T=$T; rs --src-creds carol:carolpw --src-cert-dir '$REG_CERTS' docker://localhost:$RBP/acme/tiny:v1 'oci:$T/back4:v1' && test -f '$T/back4/blobs/sha256/${layer#sha256:}'"
 check "skopeo pull with a wrong htpasswd password: refused" bash -c \
 	"$(declare -f rs reg_skopeo); T=$T; ! rs --src-creds carol:wrong --src-cert-dir '$REG_CERTS' docker://localhost:$RBP/acme/tiny:v1 'oci:$T/back5:v1'"
+check "the registries' own logs name who they authenticated (carol by htpasswd, alice by token)" bash -c \
+	"grep -q 'auth.user.name=\"*carol' '$T/registry-basic.log' && grep -q 'auth.user.name=\"*alice' '$T/registry-token.log'"
 
 # ---- npm: Verdaccio -------------------------------------------------------------
 VM=https://localhost:$VMP/ VB=https://localhost:$VBP/
