@@ -18,10 +18,34 @@ PY=/usr/bin/python3 # Debian's: python3-botocore, python3-cryptography
 FX=$TOP/tests/fixtures
 CRED=$TOP/tests/cred
 
-# the npm packages (Verdaccio, the model SDKs) from tests/cred's lock file
-if [ ! -d "$CRED/node_modules/verdaccio" ]; then
-	(cd "$CRED" && npm ci --no-audit --no-fund --loglevel=error) >"$T/npm-ci.log" 2>&1 ||
-		fail "npm ci in tests/cred" "$(tail -3 "$T/npm-ci.log")"
+# Nothing here is optional: make test installs every client and server
+# (scripts/install-deps.sh: deps/cred-tests.txt and the other deps/*.txt),
+# so a missing one fails by its package's name and the script stops, rather
+# than skipping or failing later as an unexplained case.
+need() { # PACKAGE COMMAND...: fail unless COMMAND succeeds
+	local pkg=$1
+	shift
+	"$@" >/dev/null 2>&1 || { fail "missing $pkg" "'$*' failed (install it: make deps)"; _need=1; }
+}
+_need=0
+need awscli test -x /usr/bin/aws
+need python3-botocore "$PY" -c 'import botocore.auth'
+need python3-cryptography "$PY" -c 'import cryptography'
+need docker-registry command -v docker-registry
+need skopeo command -v skopeo
+need nodejs command -v node
+need "npm (scripts/deps-npm.sh)" command -v npm
+need jq command -v jq
+need curl command -v curl
+need openssl command -v openssl
+[ $_need -eq 0 ] || exit 1
+
+# the npm packages (Verdaccio, the model SDKs) from tests/cred's lock file:
+# installed by make deps (scripts/deps-npm.sh), here too if still missing
+if [ ! -d "$CRED/node_modules/verdaccio" ] || [ ! -d "$CRED/node_modules/openai" ] ||
+	[ ! -d "$CRED/node_modules/@anthropic-ai/sdk" ]; then
+	bash "$TOP/scripts/deps-npm.sh" >"$T/npm-ci.log" 2>&1 ||
+		{ fail "npm ci in tests/cred (scripts/deps-npm.sh)" "$(tail -3 "$T/npm-ci.log")"; exit 1; }
 fi
 
 # PKI: the test CA and one leaf for every loopback name used here
