@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# deps-npm.sh: installs the npm packages the tests need (the official MCP
-# TypeScript SDK client in tests/mcp) from their package-lock.json, when
-# node_modules is missing. Called by scripts/install-deps.sh.
+# deps-npm.sh: installs the npm packages the tests need from their
+# package-lock.json, each part when its node_modules lacks them: the official
+# MCP TypeScript SDK client in tests/mcp; Verdaccio and the OpenAI and
+# Anthropic SDKs in tests/cred (tests/e2e/r30-fixtures.sh). Called by
+# scripts/install-deps.sh.
 set -eu
 cd "$(dirname "$0")/.."
 if ! command -v npm >/dev/null 2>&1; then
@@ -14,4 +16,9 @@ fi
 if [ ! -d tests/mcp/node_modules/@modelcontextprotocol/sdk ]; then
 	echo "deps-npm: npm ci in tests/mcp"
 	(cd tests/mcp && npm ci --no-audit --no-fund --loglevel=error)
+fi
+if [ ! -d tests/cred/node_modules/verdaccio ] || [ ! -d tests/cred/node_modules/openai ] ||
+	[ ! -d tests/cred/node_modules/@anthropic-ai/sdk ]; then
+	echo "deps-npm: npm ci in tests/cred"
+	(cd tests/cred && npm ci --no-audit --no-fund --loglevel=error)
 fi
