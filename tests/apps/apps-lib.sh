@@ -6,8 +6,6 @@
 #   apps_orch_config [yaml...] orch_config with the apps.* settings
 #   apps_gw_start              writes $T/gw.yaml, starts the gateway, waits
 #                              until it listens and the orchestrator has it
-#   mcp_struct SID NAME ARGS   tools/call: the result's structuredContent (JSON),
-#                              or {"error": "..."} for an error result
 #   apps_expose SID PORT NAME  expose_port; sets APP_URL APP_TOKEN APP_HOST
 #                              (the URL's host[:port]) and APP_NAME
 #   apps_wait_route [SECS]     until the gateway has the app's route and
@@ -57,22 +55,6 @@ apps_gw_start() {
 	wait_port "$GW_PORT" 20 || return 1
 	# connected to the orchestrator: an unknown host is answered (404), not 503
 	wait_for 20 bash -c "[ \"\$(curl -s -o /dev/null -w '%{http_code}' -H 'Host: none-s-0000000000000000.$APPS_DOMAIN' http://$GW_ADDR/)\" = 404 ]"
-}
-
-# mcp_call2 SID BODY: like mcp_call, with MCP-Protocol-Version 2025-06-18
-# (structuredContent comes with that version or later)
-MCP_PROTO=${MCP_PROTO:-2025-06-18}
-mcp_call2() {
-	mcp_post -H "X-Session-Id: $1" -H "MCP-Protocol-Version: $MCP_PROTO" --max-time 300 -d "$2"
-}
-
-# mcp_struct SID NAME ARGS: the structuredContent of a tool result.
-mcp_struct() {
-	local sid=$1 name=$2 args=$3
-	mcp_call2 "$sid" "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"$name\",\"arguments\":$args}}" |
-	    jq -c 'if .result and (.result.isError | not) then .result.structuredContent
-	        elif .result then {error: ([.result.content[].text] | join(""))}
-	        else {error: (.error | tojson)} end'
 }
 
 # apps_expose SID PORT [NAME]

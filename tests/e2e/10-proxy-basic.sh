@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # 10-proxy-basic.sh: a quick end-to-end smoke of the egress proxy with real
-# curl, a recording HTTPS upstream (python, own test CA) on loopback and the
-# admin socket: config checks, 407, intercept with injection seen by the
-# upstream, tunnel with the real certificate, deny, 421, SSRF refusal,
-# plain HTTP without credentials, a sandbox listener fd over SCM_RIGHTS and
-# deregister, metrics, SIGHUP reload with a broken addon keeping the old one.
+# curl, a recording HTTPS upstream (tests/fixtures/upstream.py, own test CA)
+# on loopback and the admin socket: config checks, 407, intercept with
+# injection seen by the upstream, tunnel with the real certificate, deny, 421,
+# SSRF refusal, plain HTTP without credentials, a sandbox listener fd over
+# SCM_RIGHTS and deregister, metrics, SIGHUP reload with a broken addon keeping
+# the old one.
 . "$(dirname "$0")/../lib/common.sh"
 PROXY=$BIN/egress-proxy/egress-proxy
 TOKEN=ghp_e2eSECRETtoken0123456789
@@ -17,41 +18,6 @@ openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$T/srv.k
 printf 'subjectAltName=DNS:github.com,DNS:tunnel.example,DNS:other.example,DNS:app.example,DNS:api.github.com\n' >"$T/ext.cnf"
 openssl x509 -req -in "$T/srv.csr" -CA "$T/upca.crt" -CAkey "$T/upca.key" -CAcreateserial \
 	-out "$T/srv.crt" -days 2 -extfile "$T/ext.cnf" 2>/dev/null
-
-cat >"$T/upstream.py" <<'EOF'
-# Recording upstream: writes every request (method, path, headers, body) as a
-# JSON line, answers 200 with a small JSON body; /redirect answers 302.
-import http.server, ssl, sys, json
-class H(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    def do_any(self):
-        n = int(self.headers.get('Content-Length') or 0)
-        body = self.rfile.read(n) if n else b''
-        if self.headers.get('Transfer-Encoding', '').lower() == 'chunked':
-            while True:
-                size = int(self.rfile.readline().split(b';')[0], 16)
-                if size == 0:
-                    self.rfile.readline(); break
-                body += self.rfile.read(size); self.rfile.readline()
-        rec = {"method": self.command, "path": self.path,
-               "headers": [[k, v] for k, v in self.headers.items()], "body": body.decode('latin1')}
-        with open(sys.argv[2], 'a') as f:
-            f.write(json.dumps(rec) + "\n")
-        if self.path == '/redirect':
-            self.send_response(302); self.send_header('Location', 'https://evil.example/steal')
-            self.send_header('Content-Length', '0'); self.end_headers(); return
-        out = b'{"ok":true}'
-        self.send_response(200); self.send_header('Content-Type', 'application/json')
-        self.send_header('Content-Length', str(len(out))); self.end_headers(); self.wfile.write(out)
-    do_GET = do_POST = do_PUT = do_HEAD = do_any
-    def log_message(self, *a): pass
-s = http.server.ThreadingHTTPServer(('127.0.0.1', int(sys.argv[1])), H)
-if len(sys.argv) > 3:
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); ctx.load_cert_chain(sys.argv[3], sys.argv[4])
-    s.socket = ctx.wrap_socket(s.socket, server_side=True)
-s.serve_forever()
-EOF
-
 
 cat >"$T/tokensrv.py" <<'EOF'
 # GitHub App token endpoint: verifies the RS256 JWT with the app's public
@@ -90,8 +56,10 @@ openssl rsa -in "$T/app.pem" -pubout -out "$T/app.pub" 2>/dev/null
 
 UP=$(free_port); PLAIN=$(free_port); PP=$(free_port); SBP=$(free_port); TOK=$(free_port); MP=$(free_port); AP=$(free_port)
 python3 "$T/tokensrv.py" "$TOK" "$T/app.pub" "$T/tok.jsonl" "$T/srv.crt" "$T/srv.key" & track_pid $!
-python3 "$T/upstream.py" "$UP" "$T/rec.jsonl" "$T/srv.crt" "$T/srv.key" & track_pid $!
-python3 "$T/upstream.py" "$PLAIN" "$T/plain.jsonl" & track_pid $!
+# recording upstreams: every request (method, path, headers, body) a JSON line
+UPSTREAM=("$TOP/tests/fixtures/upstream.py" --keepalive --body '{"ok":true}' --redirect https://evil.example/steal)
+python3 "${UPSTREAM[@]}" "$UP" --log "$T/rec.jsonl" --cert "$T/srv.crt" --key "$T/srv.key" & track_pid $!
+python3 "${UPSTREAM[@]}" "$PLAIN" --log "$T/plain.jsonl" & track_pid $!
 
 cat >"$T/addon.lua" <<'EOF'
 local M = { name = "e2e" }

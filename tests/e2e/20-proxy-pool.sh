@@ -133,11 +133,7 @@ SB_SECRET=sec-b-$RANDOM$RANDOM
 px_register sb-other "$SB_SECRET"
 
 metric() { # event -> value of egress_proxy_upstream_pool_total{event=...} (or the gauge: "idle")
-	px_admin '{"op":"metrics"}' | "$PY" -c '
-import json, re, sys
-t = json.load(sys.stdin)["text"]
-name = "egress_proxy_upstream_pool " if sys.argv[1] == "idle" else "egress_proxy_upstream_pool_total{event=\"%s\"} " % sys.argv[1]
-print([l.split(" ")[1] for l in t.splitlines() if l.startswith(name)][0])' "$1"
+	if [ "$1" = idle ]; then px_metric egress_proxy_upstream_pool; else px_metric "egress_proxy_upstream_pool_total{event=\"$1\"}"; fi
 }
 metric_is() { [ "$(metric "$1")" = "$2" ]; }
 accepts() { grep -c '^tls ' "$UPLOG"; }

@@ -13,76 +13,19 @@ px_isolate "$@"
 
 fx_pki && fx_tokens || { fail "fixtures"; exit 1; }
 fx_recorder tun; TUN_PORT=$REC_PORT
-# The flood: N connections from the given source addresses that send nothing;
-# with --renew, each one the proxy closes is opened again (at most 500/s).
-cat >"$T/flood.py" <<'PY'
-import argparse, errno, os, resource, selectors, socket, sys, time
-ap = argparse.ArgumentParser()
-ap.add_argument("--port", type=int, required=True)
-ap.add_argument("--n", type=int, required=True)
-ap.add_argument("--src", default="127.0.0.1")
-ap.add_argument("--renew", action="store_true")
-ap.add_argument("--secs", type=float, default=20)
-ap.add_argument("--ready", required=True)
-ap.add_argument("--stop", required=True)
-a = ap.parse_args()
-soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-srcs = a.src.split(",")
-sel = selectors.DefaultSelector()
-opened = closed = 0
-def open_one(i):
-    global opened
-    s = socket.socket()
-    s.setblocking(False)
-    s.bind((srcs[i % len(srcs)], 0))
-    try:
-        s.connect(("127.0.0.1", a.port))
-    except BlockingIOError:
-        pass
-    sel.register(s, selectors.EVENT_READ, i)
-    opened += 1
-for i in range(a.n):
-    open_one(i)
-open(a.ready, "w").write("%d\n" % opened)
-end = time.time() + a.secs
-budget, tick = 0, time.time()
-while time.time() < end and not os.path.exists(a.stop):
-    if time.time() - tick >= 0.1:
-        budget, tick = 50, time.time()
-    for key, _ in sel.select(0.1):
-        s = key.fileobj
-        try:
-            d = s.recv(4096)
-        except OSError:
-            d = b""
-        if d:
-            continue
-        sel.unregister(s)
-        s.close()
-        closed += 1
-        if a.renew and budget > 0:
-            budget -= 1
-            open_one(key.data)
-print("opened %d closed %d" % (opened, closed))
-PY
+# The flood (tests/fixtures/idleconns.py): N connections from the given source
+# addresses that send nothing; with --renew, each one the proxy closes is opened
+# again (at most 500/s).
 flood() { # NAME ARGS...: starts a flood in the background; waits until it opened its connections
 	local name=$1; shift
 	rm -f "$T/flood-$name.ready" "$T/flood-$name.stop"
-	"$PY" "$T/flood.py" --port "$PX_PORT" --ready "$T/flood-$name.ready" --stop "$T/flood-$name.stop" "$@" \
+	"$PY" "$FX/idleconns.py" --port "$PX_PORT" --ready "$T/flood-$name.ready" --stop "$T/flood-$name.stop" "$@" \
 		>"$T/flood-$name.out" 2>&1 &
 	track_pid $!
 	eval "FLOOD_$name=\$!"
 	wait_for 30 test -s "$T/flood-$name.ready"
 }
 flood_stop() { local p; touch "$T/flood-$1.stop"; eval "p=\$FLOOD_$1"; wait "$p" 2>/dev/null; }
-# metric_v NAME{LABELS}: its value from the admin metrics op
-metric_v() {
-	px_admin '{"op":"metrics"}' | "$PY" -c '
-import json, sys
-t = json.load(sys.stdin)["text"]
-print(([l.rsplit(" ", 1)[1] for l in t.splitlines() if l.startswith(sys.argv[1] + " ")] or ["none"])[0])' "$1"
-}
 # cpu_ticks PID: utime + stime of the process (all its threads), in clock ticks
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 HZ=$(getconf CLK_TCK)
@@ -124,7 +67,7 @@ check "legit request before the flood" legit_ok before
 loglines() { cat "$PX_DIR/proxy.log" "$PX_DIR/stderr" 2>/dev/null | wc -l; }
 l0=$(loglines)
 flood emfile --n 1100 --secs 40
-check "the flood opened 1100 connections" test "$(cat "$T/flood-emfile.ready")" -ge 1100
+check "the flood opened 1100 connections" test "$(awk '{print $2}' "$T/flood-emfile.ready")" -ge 1100
 check "accept ran out of descriptors (logged once, rate-limited)" \
 	wait_for 10 grep -q "accept: Too many open files: not accepting for" "$PX_DIR/proxy.log"
 # CPU while the flood holds its connections: the old proxy spun at 75-95% of a core
@@ -139,7 +82,7 @@ check "proxy CPU under the flood stays low (${p}% of a core over 3 s, load $(cut
 l1=$(loglines)
 check "the log grew by a bounded number of lines during the flood ($((l1 - l0)))" test $((l1 - l0)) -le 40
 check "no libevent accept warnings" bash -c "! grep -q 'Error from accept' '$PX_DIR/stderr' '$PX_DIR/proxy.log'"
-check "oldest unidentified connections shed" test "$(metric_v 'egress_proxy_unidentified_closed_total{reason="shed"}')" -ge 1
+check "oldest unidentified connections shed" test "$(px_metric 'egress_proxy_unidentified_closed_total{reason="shed"}')" -ge 1
 # a registered sandbox gets through: at once or as the unidentified ones are reaped
 # (timeouts.identify is 10 s), well before the flood ends
 got=0
@@ -158,19 +101,19 @@ limits:
 srcs=$(for i in $(seq 2 11); do printf '127.0.0.%d,' "$i"; done); srcs=${srcs%,}
 flood total --n 400 --src "$srcs" --renew --secs 60
 sleep 1
-u=$(metric_v egress_proxy_connections_unidentified)
+u=$(px_metric egress_proxy_connections_unidentified)
 check "unidentified connections held to their total share (max_conns/4 = 50, twice that for young ones; $u open)" test "$u" -le 100 -a "$u" -ge 50
 fails=0
 for i in $(seq 1 10); do legit_ok "fair-$i" || fails=$((fails + 1)); done
 check "a registered sandbox's new connections get in (10 requests, $fails failed)" test $fails = 0
-check "the flood's oldest connections were closed to make room" test "$(metric_v 'egress_proxy_unidentified_closed_total{reason="evicted"}')" -ge 1
+check "the flood's oldest connections were closed to make room" test "$(px_metric 'egress_proxy_unidentified_closed_total{reason="evicted"}')" -ge 1
 flood_stop total
 check "flood renewed its connections" grep -qE 'closed [1-9]' "$T/flood-total.out"
 
 # ---- one address: its own cap ----
 flood one --n 300 --src 127.0.0.2 --renew --secs 60
 sleep 1
-u=$(metric_v egress_proxy_connections_unidentified)
+u=$(px_metric egress_proxy_connections_unidentified)
 check "one address holds at most limits.unidentified_per_source (64, twice that for young ones; $u open)" test "$u" -le 128
 fails=0
 for i in $(seq 1 10); do legit_ok "one-$i" || fails=$((fails + 1)); done
@@ -178,7 +121,7 @@ check "a registered sandbox's requests succeed beside it ($fails of 10 failed)" 
 flood_stop one
 # a burst of new connections (none has sent its head yet) is not cut short at a cap:
 # 90 from one address against a total cap of 50 (young ones up to 100)
-wait_for 5 test "$(metric_v egress_proxy_connections_unidentified)" = 0
+wait_for 5 test "$(px_metric egress_proxy_connections_unidentified)" = 0
 flood burst --n 90 --src 127.0.0.3 --secs 3
 wait_for 10 test -s "$T/flood-burst.out"
 check "a burst of 90 new connections is admitted whole ($(cat "$T/flood-burst.out"))" grep -q 'closed 0$' "$T/flood-burst.out"
@@ -188,8 +131,8 @@ kill "$PX_PID"; wait "$PX_PID" 2>/dev/null
 PX_ADDONS="[]" PX_NORESOLVE=1 PX_RESOLVE=$common_resolve PX_EXTRA="timeouts:
   identify: 1s" px_config ident && px_start ident && px_sandbox || { fail "proxy start (identify)"; exit 1; }
 flood ident --n 20 --secs 10
-wait_for 6 test "$(metric_v egress_proxy_connections_unidentified)" = 0
-check "idle unidentified connections closed after timeouts.identify" test "$(metric_v egress_proxy_connections_unidentified)" = 0
-check "counted as expired" test "$(metric_v 'egress_proxy_unidentified_closed_total{reason="expired"}')" -ge 20
+wait_for 6 test "$(px_metric egress_proxy_connections_unidentified)" = 0
+check "idle unidentified connections closed after timeouts.identify" test "$(px_metric egress_proxy_connections_unidentified)" = 0
+check "counted as expired" test "$(px_metric 'egress_proxy_unidentified_closed_total{reason="expired"}')" -ge 20
 flood_stop ident
 check "no sanitizer report" px_san_clean

@@ -70,13 +70,6 @@ case_n() {
 	tail -n 1 "$A" >"$R/$name.line"
 }
 case_run() { case_n 1 "$@"; }
-# metric NAME{LABELS}: its value from the admin metrics op
-metric() {
-	px_admin '{"op":"metrics"}' | "$PY" -c '
-import json, sys
-t = json.load(sys.stdin)["text"]
-print(([l.rsplit(" ", 1)[1] for l in t.splitlines() if l.startswith(sys.argv[1] + " ")] or ["none"])[0])' "$1"
-}
 # aline NAME 'python condition over a (the line)': the line says so.
 aline() {
 	"$PY" - "$R/$1.line" "$2" <<'PY'
@@ -245,8 +238,8 @@ check "400 malformed heads: the proxy log grew by a bounded number of lines ($((
 check "proxy alive after the flood" px_alive
 
 # ---- metrics for dial failures ----
-rf=$(metric 'egress_proxy_upstream_failures_total{stage="resolve"}')
-cf=$(metric 'egress_proxy_upstream_failures_total{stage="connect"}')
+rf=$(px_metric 'egress_proxy_upstream_failures_total{stage="resolve"}')
+cf=$(px_metric 'egress_proxy_upstream_failures_total{stage="connect"}')
 check "metrics: the resolve failure counted (resolve $rf, connect $cf)" test $((rf + cf)) -ge 1
 
 # ---- GitHub App tokens: a failing token endpoint is not hammered ----
@@ -268,6 +261,6 @@ t1=$(tok_reqs)
 check "failing token endpoint: every request refused, fail closed" bash -c "for i in \$(seq 1 20); do grep -q '^HTTP/1.1 502' $R/app\$i || exit 1; done"
 check "failing token endpoint: nothing forwarded" test "$(fx_api_q "r['path'].startswith('/user?m=app')")" = 0
 check "failing token endpoint: at most 4 token requests for 20 client requests (saw $((t1 - t0)))" test $((t1 - t0)) -ge 1 -a $((t1 - t0)) -le 4
-check "metrics: token requests counted as failed" test "$(metric 'egress_proxy_token_requests_total{result="failed"}')" = $((t1 - t0))
-check "metrics: requests refused while backing off counted" test "$(metric egress_proxy_token_backoff_total)" -ge 1
+check "metrics: token requests counted as failed" test "$(px_metric 'egress_proxy_token_requests_total{result="failed"}')" = $((t1 - t0))
+check "metrics: requests refused while backing off counted" test "$(px_metric egress_proxy_token_backoff_total)" -ge 1
 check "no sanitizer report" px_san_clean

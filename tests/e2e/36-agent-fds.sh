@@ -40,20 +40,7 @@ stop_agent
 
 # 2. soft = hard = 48: 200 idle connections held open exhaust it.
 check "agent starts under nofile 48:48" start_lim 48:48
-cat >"$T/flood.py" <<'PY'
-import socket, sys, time
-conns = []
-for i in range(int(sys.argv[2])):
-    s = socket.socket(socket.AF_UNIX)
-    try:
-        s.connect(sys.argv[1])
-    except OSError:
-        break
-    conns.append(s)
-open(sys.argv[3], "w").write(str(len(conns)))
-time.sleep(float(sys.argv[4]))
-PY
-python3 "$T/flood.py" "$SOCK" 200 "$T/nflood" 12 &
+python3 "$TOP/tests/fixtures/idleconns.py" --unix "$SOCK" --n 200 --ready "$T/nflood" --secs 12 >/dev/null &
 fpid=$!
 track_pid "$fpid"
 wait_for 10 test -s "$T/nflood"

@@ -86,20 +86,12 @@ sleep 0.3
 check "client gone mid-PUT: target untouched" test "$(sha "$WS/rt/f1")" = "$(sha "$T/keep")"
 check "client gone mid-PUT: no temp file left" test "$(temps)" = 0
 check "client gone mid-PUT: agent fine" agent_alive
-python3 - "$SOCK" >"$T/bad" <<'EOF'
-import socket, sys
-s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
-s.sendall(b"PUT /v1/files/raw?path=rt/badchunk HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nabcde\r\nzz\r\n")
-print(s.recv(4096).split(b" ")[1].decode())
-EOF
+# raw BYTES: the status code of the agent's answer to exactly these bytes
+raw() { python3 "$TOP/tests/fixtures/rawhttp.py" "$SOCK" "$1" | head -n 1 | cut -d' ' -f2; }
+raw 'PUT /v1/files/raw?path=rt/badchunk HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nabcde\r\nzz\r\n' >"$T/bad"
 check "malformed chunked: 400, nothing left" test "$(cat "$T/bad")" = 400 -a ! -e "$WS/rt/badchunk" -a "$(temps)" = 0
 api POST /v1/shell '{"command":"true"}'
-python3 - "$SOCK" >"$T/te" <<'EOF'
-import socket, sys
-s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
-s.sendall(b"POST /v1/shell HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n")
-print(s.recv(4096).split(b" ")[1].decode())
-EOF
+raw 'POST /v1/shell HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n' >"$T/te"
 check "chunked on another route: still 501" test "$(cat "$T/te")" = 501
 
 # 3. a full filesystem: 507 no_space, nothing left (a small tmpfs).

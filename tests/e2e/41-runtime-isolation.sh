@@ -151,24 +151,8 @@ if [ -x "$IMG/usr/bin/python3" ]; then
 	check "agent-not-in-pid-namespace" lacks 'sandbox-agent\|bwrap' "$out"
 	check "job-visible-wrapper-not" grep -q 'sleep' <<<"$out"
 	check "agent-dirs-out-of-view" grep -q "/run/agent.*No such file" <<<"$out"
-	cat >"$T/reach.py" <<'PY'
-import ctypes, os, signal
-libc = ctypes.CDLL(None, use_errno=True)
-def err(): return os.strerror(ctypes.get_errno())
-print("caps", open("/proc/self/status").read().split("CapEff:\t")[1].split()[0])
-print("ptrace", libc.ptrace(16, 1, 0, 0), err())          # PTRACE_ATTACH
-fd = libc.syscall(434, 1, 0)                                # pidfd_open
-print("getfd", libc.syscall(438, fd, 0, 0), err())          # pidfd_getfd
-try:
-    open("/proc/1/mem", "rb").read(1); print("mem read")
-except OSError as e:
-    print("mem", e.strerror)
-for s in (signal.SIGSTOP, signal.SIGKILL, signal.SIGTERM):
-    os.kill(1, s)
-print("signalled")
-PY
-	cp "$T/reach.py" "$RT_STATE/sb-r/workspace/reach.py"
-	out=$(rt_sh sb-r 'python3 /workspace/reach.py 2>&1')
+	cp "$TOP/tests/fixtures/pid1probe.py" "$RT_STATE/sb-r/workspace/reach.py"
+	out=$(rt_sh sb-r 'python3 /workspace/reach.py --signal 2>&1')
 	check "reach-as-root-with-caps" grep -q '^caps 00000000a00405fb' <<<"$out"
 	check "ptrace-init-refused" grep -q '^ptrace -1 Operation not permitted' <<<"$out"
 	check "pidfd-getfd-init-refused" grep -q '^getfd -1 Operation not permitted' <<<"$out"

@@ -16,9 +16,7 @@ HOMES=$ORCH_STATE/homes
 mcpu() {
 	local sid=$1 user=$2 name=$3 args=$4 uh=()
 	[ -n "$user" ] && uh=(-H "X-User-Id: $user")
-	mcp_post -H "X-Session-Id: $sid" "${uh[@]}" --max-time 300 \
-	    -d "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"$name\",\"arguments\":$args}}" |
-	    jq -r 'if .result then ((if .result.isError then "ERROR: " else "" end) + ([.result.content[].text] | join(""))) else "RPCERROR: " + (.error | tojson) end'
+	mcp_tool "$sid" "$name" "$args" "${uh[@]}"
 }
 has() { grep -qF -- "$2" <<<"$1"; }
 hasnt() { ! grep -qF -- "$2" <<<"$1"; }

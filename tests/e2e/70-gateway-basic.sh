@@ -123,10 +123,7 @@ want20=$(sha256sum "$T/big20" | cut -d' ' -f1)
 gw_curl --max-time 120 -o "$T/up2.json" -H "$A" -H "Transfer-Encoding: chunked" --data-binary @"$T/big20" "$U/upload"
 check "20 MiB upload (chunked): sha256 equal" grep -q "\"sha256\": \"$want20\"" "$T/up2.json"
 rm -f "$T/big" "$T/big20"
-blobsha() { $PY -c 'import hashlib,sys; n=int(sys.argv[1]); b=hashlib.sha256(b"gateway-test").digest()*2048; h=hashlib.sha256()
-while n>0:
-    k=min(n,len(b)); h.update(b[:k]); n-=k
-print(h.hexdigest())' "$1"; }
+blobsha() { $PY "$FX/appupstream.py" --blob-sha "$1"; }
 wantd=$(blobsha $((100 << 20)))
 check "100 MiB download (Content-Length): sha256 equal" test "$(gw_curl --max-time 120 -H "$A" "$U/download?n=$((100 << 20))" | sha256sum | cut -d' ' -f1)" = "$wantd"
 check "100 MiB download (chunked): sha256 equal" test "$(gw_curl --max-time 120 -H "$A" "$U/download?n=$((100 << 20))&chunked=1" | sha256sum | cut -d' ' -f1)" = "$wantd"

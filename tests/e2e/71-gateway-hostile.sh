@@ -181,33 +181,17 @@ printf 'listen: 127.0.0.1:%s\ndomain: apps.localhost\ncontrol:\n  socket: %s\nli
 "$GWBIN" -f "$T/cap.yaml" >"$T/cap.log" 2>&1 &
 CAP_PID=$!; track_pid $CAP_PID
 wait_port "$CAP_PORT" 10; wait_for 10 grep -q synced "$T/cap.log"
-cat >"$T/hold.py" <<'PY'
-import socket, sys, time
-port, n, src, ready, stop = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
-socks = []
-for i in range(n):
-    s = socket.socket(); s.bind((src, 0)); s.connect(("127.0.0.1", port)); socks.append(s)
-time.sleep(0.5)
-closed = 0
-for s in socks:
-    s.setblocking(False)
-    try:
-        closed += s.recv(1) == b""
-    except BlockingIOError:
-        pass
-    except OSError:
-        closed += 1
-open(ready, "w").write("%d\n" % closed)
-while not __import__("os").path.exists(stop):
-    time.sleep(0.1)
-PY
-$PY "$T/hold.py" "$CAP_PORT" 30 127.0.0.1 "$T/h1-ready" "$T/h1-stop" &
+# hold PORT N SRC NAME &: N idle connections from SRC, held until $T/NAME-stop;
+# $T/NAME-ready says how many of them the gateway closed at once (the
+# background job is the python process itself: exec)
+hold() { exec $PY "$FX/idleconns.py" --port "$1" --n "$2" --src "$3" --settle 0.5 --secs 300 --ready "$T/$4-ready" --stop "$T/$4-stop" >/dev/null; }
+hold "$CAP_PORT" 30 127.0.0.1 h1 &
 h1=$!; track_pid $h1
 wait_for 10 test -s "$T/h1-ready"
-check "per-address cap: 10 of 30 connections from one address closed" grep -qx 10 "$T/h1-ready"
+check "per-address cap: 10 of 30 connections from one address closed" grep -qx 'opened 30 closed 10' "$T/h1-ready"
 capc() { curl -sS --max-time 10 --interface "$1" --resolve "$HOST:$CAP_PORT:127.0.0.1" -o /dev/null -w '%{http_code}' -H "$A" "http://$HOST:$CAP_PORT/echo"; }
 check "per-address cap: another address is served" test "$(capc 127.0.0.2)" = 200
-$PY "$T/hold.py" "$CAP_PORT" 19 127.0.0.3 "$T/h2-ready" "$T/h2-stop" &
+hold "$CAP_PORT" 19 127.0.0.3 h2 &
 h2=$!; track_pid $h2
 wait_for 10 test -s "$T/h2-ready"
 check "total cap reached with idle connections: a new request still served (oldest idle closed)" test "$(capc 127.0.0.4)" = 200
@@ -221,7 +205,7 @@ printf 'listen: 127.0.0.1:%s\ndomain: apps.localhost\ncontrol:\n  socket: %s\n' 
 prlimit --nofile=64:64 "$GWBIN" -f "$T/emf.yaml" >"$T/emf.log" 2>&1 &
 EMF_PID=$!; track_pid $EMF_PID
 wait_port "$EMF_PORT" 10; wait_for 10 grep -q synced "$T/emf.log"
-$PY "$T/hold.py" "$EMF_PORT" 100 127.0.0.5 "$T/h3-ready" "$T/h3-stop" &
+hold "$EMF_PORT" 100 127.0.0.5 h3 &
 h3=$!; track_pid $h3
 wait_for 20 test -s "$T/h3-ready"
 e0=$(awk '{print $14 + $15}' "/proc/$EMF_PID/stat"); sleep 2; e1=$(awk '{print $14 + $15}' "/proc/$EMF_PID/stat")

@@ -17,11 +17,8 @@ orch_config "apps:" "  domain: $DOMAIN" "  port: 8081" "  control_socket: $CTL" 
 check "orch starts with apps on" orch_start
 check "control socket is there, mode 0660" [ "$(stat -c %a "$CTL")" = 660 ]
 
-# A tool call's structuredContent (or the error text).
-tool_sc() {
-	mcp_post -H "X-Session-Id: $1" -H "MCP-Protocol-Version: 2025-06-18" -d "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"$2\",\"arguments\":$3}}" |
-	    jq -c 'if .result.isError then {error: ([.result.content[].text] | join(""))} else .result.structuredContent end'
-}
+# tool_sc SID NAME ARGS: a tool call's structuredContent (or the error text)
+tool_sc() { mcp_struct "$@"; }
 
 check "tools/list has the app tools" bash -c "$(declare -f mcp_post); ORCH_KEY=$ORCH_KEY ORCH_URL=$ORCH_URL; \
     mcp_post -H 'X-Session-Id: a1' -d '{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}' |

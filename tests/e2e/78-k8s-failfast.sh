@@ -18,6 +18,7 @@ ORCH_BIN=$BIN/orchestrator/orchestrator
 [ -x "$ORCH_BIN" ] || { fail "orchestrator binary" "not built"; exit 1; }
 k8s_setup
 ORCH_PORT=$(free_port)
+ORCH_URL=http://127.0.0.1:$ORCH_PORT
 ORCH_KEY=k-$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
 printf '%s\n' "$ORCH_KEY" >"$T/key"
 chmod 600 "$T/key"
@@ -56,20 +57,9 @@ orch_start() {
 	wait_for 60 curl -sf "http://127.0.0.1:$ORCH_PORT/readyz"
 }
 orch_stop() { kill "$ORCH_PID" 2>/dev/null; wait "$ORCH_PID" 2>/dev/null; }
-mcp_tool() {
-	curl -s --max-time 150 -H "Authorization: Bearer $ORCH_KEY" -H 'Content-Type: application/json' \
-	    -H 'Accept: application/json, text/event-stream' -H "X-Session-Id: $1" \
-	    ${MCP_USER:+-H "X-User-Id: $MCP_USER"} \
-	    -d "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"$2\",\"arguments\":$3}}" \
-	    "http://127.0.0.1:$ORCH_PORT/mcp" | python3 -c '
-import json, sys
-d = json.load(sys.stdin)
-r = d.get("result")
-if r is None:
-    print("RPCERROR: " + json.dumps(d.get("error")))
-else:
-    print(("ERROR: " if r.get("isError") else "") + "".join(c.get("text", "") for c in r["content"]))'
-}
+# mcp_tool SID TOOL ARGS: tests/k8s/lib.sh's, with a longer timeout and
+# X-User-Id: $MCP_USER when that is set
+mcp_tool() { mcp_raw "$1" "$2" "$3" --max-time 150 ${MCP_USER:+-H "X-User-Id: $MCP_USER"} | mcp_text; }
 # What the runtime made in the sandbox namespace and has not deleted.
 leftovers() {
 	fake_get state | jq_py '" ".join(sorted(o["kind"] + "/" + o["metadata"]["name"] for o in d["items"] if o["kind"] in ("Pod", "PersistentVolumeClaim", "Secret", "NetworkPolicy") and o["metadata"].get("namespace") == "sandboxes" and not o["metadata"].get("deletionTimestamp") and not o["metadata"]["name"].startswith("home-")))'

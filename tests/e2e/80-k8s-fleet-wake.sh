@@ -14,12 +14,12 @@ k8s_setup_real_proxy
 k8s_orch_setup 'pool:
   min_idle: 0' 'fleet_interval: 1h'
 k8s_orch_up "orchestrator starts (fleet_interval 1h)"
-mcp_text() { mcp_tool "$1" shell "{\"command\":\"$2\"}"; }
+shell_text() { mcp_tool "$1" shell "{\"command\":\"$2\"}"; }
 stats() { curl -s --max-time 5 -H "Authorization: Bearer $(cat "$T/admin-token")" -d '{"op":"stats"}' "http://$1:$ADMIN_PORT/v1/admin"; }
 boot_of() { stats "$1" | jq_py 'd.get("boot_id", "")'; }
 lists() { stats "$1" | grep -q "\"id\":\"$2\""; }
 
-proxy_url=$(mcp_text w-1 'printenv HTTP_PROXY' | head -n1)
+proxy_url=$(shell_text w-1 'printenv HTTP_PROXY' | head -n1)
 check "the sandbox got a proxy URL" grep -q '^http://' <<<"$proxy_url"
 sb=$(obj pods sandboxes "" | jq_py '[p["metadata"]["labels"]["sandbox.dev/id"] for p in d["items"]][0]' 2>/dev/null)
 [ -n "$sb" ] || sb=$(fake_get state | jq_py '[o["metadata"]["labels"]["sandbox.dev/id"] for o in d["items"] if o["kind"] == "Pod" and o["metadata"]["namespace"] == "sandboxes"][0]')

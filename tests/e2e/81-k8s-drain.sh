@@ -35,11 +35,7 @@ mcp_call() {
 	code=$(tail -n1 <<<"$body")
 	body=$(sed '$d' <<<"$body")
 	[ "$code" = 200 ] || { echo "HTTP $code $body"; return 0; }
-	python3 -c 'import json, sys
-d = json.loads(sys.argv[1])
-r = d.get("result")
-print("RPCERROR " + json.dumps(d.get("error")) if r is None else
-      ("ERROR: " if r.get("isError") else "") + "".join(c.get("text", "") for c in r["content"]))' "$body"
+	mcp_text <<<"$body"
 }
 pods() { fake_get state | jq_py '" ".join(sorted(o["metadata"]["name"] for o in d["items"] if o["kind"] == "Pod" and o["metadata"]["namespace"] == "sandboxes" and not o["metadata"].get("deletionTimestamp")))'; }
 nlog() { fake_get log | jq_py 'len(d["log"])'; }

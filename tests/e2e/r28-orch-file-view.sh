@@ -41,9 +41,7 @@ SBA=$(sb $S) SBU=$(sb $U) SBD=$(sb $D)
 mcpu() {
 	local sid=$1 user=$2 name=$3 args=$4 uh=()
 	[ -n "$user" ] && uh=(-H "X-User-Id: $user")
-	mcp_post -H "X-Session-Id: $sid" "${uh[@]}" --max-time 120 \
-	    -d "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"$name\",\"arguments\":$args}}" |
-	    jq -r 'if .result then ((if .result.isError then "ERROR: " else "" end) + ([.result.content[].text] | join(""))) else "RPCERROR: " + (.error | tojson) end'
+	mcp_tool "$sid" "$name" "$args" --max-time 120 "${uh[@]}"
 }
 user_of() { case $1 in "$S") echo alice ;; "$U") echo bob ;; *) echo "" ;; esac; }
 # sh_in SID COMMAND: the command's output (the status line dropped)

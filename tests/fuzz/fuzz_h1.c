@@ -10,10 +10,13 @@
  *
  * The same head then goes through the head store every daemon reads with
  * (h1head.c), as a request and as a response: a head it accepts must be
- * one llhttp's plain read, h1_version and h1_framing accept too; written
- * back (h1head_write) it must read again to the same method, target,
- * status and fields; with the hop-by-hop fields stripped, none is left
- * that h1_hop_name or a Connection field names, and it still reads.
+ * one llhttp's plain read, h1_version and h1_framing accept too; its
+ * fields must be the head's field lines scanned without llhttp (names,
+ * values without OWS, in order), and h1head_count and h1head_get must
+ * answer as a naive scan of them; written back (h1head_write) it must
+ * read again to the same method, target, status and fields; with the
+ * hop-by-hop fields stripped, none is left that h1_hop_name or a
+ * Connection field names, and it still reads.
  *
  * Besides the sanitizers it checks what h1.h promises, aborting when a
  * promise breaks: a head's length is within the input and the limit and
@@ -208,6 +211,48 @@ same(const struct h1head *a, const struct h1head *b)
 		abort();
 }
 
+/*
+ * The field lines of p[0..n), a head h1head_parse took, scanned without
+ * llhttp: past any empty lines and the start line, each CRLF-ended line
+ * up to the empty one is name ":" OWS value OWS (the store took no bare
+ * LF, obs-fold or space before the colon). The store must hold exactly
+ * these fields, in order: each name as written, each value without its
+ * OWS, none more, none fewer.
+ */
+static void
+fields_match(const struct h1head *a, const char *p, size_t n)
+{
+	const char *e = p + n, *l, *c, *v, *ve;
+	size_t i = 0;
+
+	while (e - p >= 2 && p[0] == '\r' && p[1] == '\n')
+		p += 2;
+	if ((l = memchr(p, '\n', (size_t)(e - p))) == NULL)
+		abort();
+	for (p = l + 1;; p = l + 1) {
+		const struct h1field *h;
+
+		l = memchr(p, '\n', (size_t)(e - p));
+		if (l == NULL || l == p || l[-1] != '\r')
+			abort();
+		if (l - 1 == p)
+			break;			/* the empty line */
+		if ((c = memchr(p, ':', (size_t)(l - 1 - p))) == NULL || i >= a->nh)
+			abort();
+		for (v = c + 1; v < l - 1 && (*v == ' ' || *v == '\t'); v++)
+			;
+		for (ve = l - 1; ve > v && (ve[-1] == ' ' || ve[-1] == '\t'); ve--)
+			;
+		h = &a->h[i++];
+		if (h->del || h->set ||
+		    h->nl != (size_t)(c - p) || memcmp(a->data.p + h->no, p, h->nl) != 0 ||
+		    h->vl != (size_t)(ve - v) || memcmp(a->data.p + h->vo, v, h->vl) != 0)
+			abort();
+	}
+	if (i != a->nh)
+		abort();
+}
+
 /* The head store's promises for the head p[0..n) read as type. */
 static void
 store(const char *p, size_t n, int type, int plain)
@@ -241,8 +286,10 @@ store(const char *p, size_t n, int type, int plain)
 		    !h1_value_ok(a.data.p + h->vo, h->vl))
 			abort();
 	}
+	fields_match(&a, p, n);
 	/*
-	 * The accessors against a naive scan of the stored fields: for each
+	 * The accessors against a naive scan of the stored fields (the raw
+	 * field lines, by fields_match): for each
 	 * field's name (and "host", which may be absent), h1head_count is the
 	 * number of fields so called (case-insensitive) and h1head_get the
 	 * first one's value.

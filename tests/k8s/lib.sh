@@ -32,6 +32,7 @@
 #                             a JSON object); prints the JSON-RPC answer
 #   mcp_tool SID TOOL ARGS [curl args...]  the same; prints its text
 #                             ("ERROR: " first if isError; "RPCERROR: {..}")
+#   mcp_text < answer         that text of a JSON-RPC tools/call answer
 #   orch_rest METHOD PATH [curl args...]  the REST API with the key
 #   k8s_pods                  the live sandbox pods' names (sorted JSON list)
 #   k8s_warm_pod READY_NAME   checks the warm pool's pod is made and readied;
@@ -278,8 +279,10 @@ mcp_raw() {
 	    "$ORCH_URL/mcp"
 }
 
-mcp_tool() {
-	mcp_raw "$@" | python3 -c '
+mcp_tool() { mcp_raw "$@" | mcp_text; }
+
+mcp_text() {
+	python3 -c '
 import json, sys
 d = json.load(sys.stdin)
 r = d.get("result")

@@ -1,10 +1,12 @@
 # tests/lib/gateway.sh: start the pieces of a gateway test (source after
-# tests/lib/common.sh). gw_setup starts the upstream app, the fake
-# orchestrator and the gateway, all on loopback, and sets:
+# tests/lib/common.sh; 70-gateway-basic, 71-gateway-hostile). gw_setup
+# starts the app (tests/fixtures/appupstream.py), the fake orchestrator
+# (tests/fixtures/fakeorch.py) and the gateway, all on loopback, and sets:
 #   UP_PORT GW_PORT HOST (the app's host) TOK (its token) GWC (curl args)
 #   GW_PID ORCH_PID UP_PID, $T/cmd (the fake orchestrator's command fifo)
 # gw_curl ARGS...: curl to the gateway with the app host resolved.
 PY=${PY:-/usr/bin/python3}
+FX=$TOP/tests/fixtures
 GWBIN=$BIN/gateway/app-gateway
 SB=s-0123456789abcdef
 HOST=web-$SB.apps.localhost
@@ -18,14 +20,14 @@ gw_route() { # HOST PORT TOKEN [extra json]
 }
 
 gw_start_up() { # PORT [args] -> UP_PID
-	"$PY" "$TOP/tests/fixtures/appupstream.py" --port "$@" >"$T/up-$1.log" 2>&1 &
+	"$PY" "$FX/appupstream.py" --port "$@" >"$T/up-$1.log" 2>&1 &
 	UP_PID=$!
 	track_pid $UP_PID
 	wait_port "$1" 10
 }
 
 gw_start_orch() {
-	"$PY" "$TOP/tests/fixtures/fakeorch.py" --socket "$T/ctl.sock" --routes "$T/routes" \
+	"$PY" "$FX/fakeorch.py" --socket "$T/ctl.sock" --routes "$T/routes" \
 		--cmd "$T/cmd" --log "$T/orch.log" "$@" >"$T/orch.out" 2>&1 &
 	ORCH_PID=$!
 	track_pid $ORCH_PID

@@ -94,12 +94,13 @@ px_register() {
 	px_admin "{\"op\":\"register\",\"id\":\"$1\",\"secret\":\"$2\",\"attrs\":$attrs}" >/dev/null
 }
 
-# px_metric NAME: the value of the unlabelled metric NAME (admin "metrics").
+# px_metric NAME or 'NAME{LABELS}': the metric's value from the admin
+# "metrics" op ("none" when the proxy does not report it).
 px_metric() {
 	px_admin '{"op":"metrics"}' | "$PY" -c '
 import json, sys
 t = json.load(sys.stdin)["text"]
-print(([l.split(" ")[1] for l in t.splitlines() if l.startswith(sys.argv[1] + " ")] or ["none"])[0])' "$1"
+print(([l.rsplit(" ", 1)[1] for l in t.splitlines() if l.startswith(sys.argv[1] + " ")] or ["none"])[0])' "$1"
 }
 
 px_client_env() {

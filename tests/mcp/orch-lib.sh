@@ -5,7 +5,10 @@
 #   orch_start                     starts the daemon, waits for /readyz
 #   orch_stop / orch_kill9         SIGTERM (drain) / SIGKILL
 #   mcp_post [curl args]           raw POST /mcp with the key
-#   mcp_tool SID NAME ARGS_JSON    tools/call, prints result text
+#   mcp_tool SID NAME ARGS_JSON [curl args]  tools/call, prints result text
+#   mcp_call2 SID BODY             mcp_call with MCP-Protocol-Version $MCP_PROTO
+#   mcp_struct SID NAME ARGS_JSON  tools/call: the result's structuredContent,
+#                                  or {"error": "..."} for an error
 #   sandboxes / running_sandboxes  what the runtime holds
 #   sbx_of SESSION / sbx_alive ID / sbx_kill ID / sbx_orphan ID
 #
@@ -128,16 +131,37 @@ mcp_post() {
 	    -H 'Accept: application/json, text/event-stream' "$@" "$ORCH_URL/mcp"
 }
 
+# mcp_call SID BODY [curl args...]: BODY posted in session SID.
 mcp_call() {
 	local sid=$1 body=$2
-	mcp_post -H "X-Session-Id: $sid" --max-time 300 -d "$body"
+	shift 2
+	mcp_post -H "X-Session-Id: $sid" --max-time 300 "$@" -d "$body"
 }
 
-# mcp_tool SID NAME ARGS: the text of the tool result (isError prefixed "ERROR: ").
+# mcp_tool SID NAME ARGS [curl args...]: the text of the tool result (isError
+# prefixed "ERROR: "); curl args such as -H "X-User-Id: U" or --max-time S.
 mcp_tool() {
 	local sid=$1 name=$2 args=$3
-	mcp_call "$sid" "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"$name\",\"arguments\":$args}}" |
+	shift 3
+	mcp_call "$sid" "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"$name\",\"arguments\":$args}}" "$@" |
 	    jq -r 'if .result then ((if .result.isError then "ERROR: " else "" end) + ([.result.content[].text] | join(""))) else "RPCERROR: " + (.error | tojson) end'
+}
+
+# mcp_call2 SID BODY: like mcp_call, with MCP-Protocol-Version 2025-06-18
+# (structuredContent comes with that version or later)
+MCP_PROTO=${MCP_PROTO:-2025-06-18}
+mcp_call2() {
+	mcp_post -H "X-Session-Id: $1" -H "MCP-Protocol-Version: $MCP_PROTO" --max-time 300 -d "$2"
+}
+
+# mcp_struct SID NAME ARGS: the structuredContent of a tool result (an error
+# result: {"error": its text}; a JSON-RPC error: {"error": the error object}).
+mcp_struct() {
+	local sid=$1 name=$2 args=$3
+	mcp_call2 "$sid" "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"$name\",\"arguments\":$args}}" |
+	    jq -c 'if .result and (.result.isError | not) then .result.structuredContent
+	        elif .result then {error: ([.result.content[].text] | join(""))}
+	        else {error: (.error | tojson)} end'
 }
 
 # The sandbox ids the runtime holds right now.
