@@ -1,6 +1,7 @@
 /*
  * addon.c: the Lua 5.4 addon runtime (see addon.h and docs/addons.md).
  */
+#include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -22,7 +23,9 @@
 #include "addon_lib.h"
 #include "buf.h"
 #include "config.h"
+#include "cred.h"
 #include "ghapp.h"
+#include "h1.h"
 #include "httpreq.h"
 #include "log.h"
 #include "pmatch.h"
@@ -52,6 +55,10 @@ struct addon_src {
 	unsigned		 gen;
 	size_t			 n;
 	struct addon_file	 f[ADDON_MAX];
+	/* The credentials the addons declare: read by the validation load
+	 * (loading set) only, never by a worker's VM. */
+	struct credset		*creds;
+	int			 loading;
 };
 
 struct addon_info {
@@ -560,6 +567,149 @@ struct vm_setup {
 	const struct pconf	*conf;
 };
 
+/* A string field of the declaration at the top of L, or NULL; *bad when not a string. */
+static const char *
+decl_str(lua_State *L, const char *k, int *bad)
+{
+	const char *v = NULL;
+
+	lua_getfield(L, -1, k);
+	if (lua_type(L, -1) == LUA_TSTRING)
+		v = lua_tostring(L, -1);
+	else if (!lua_isnil(L, -1))
+		*bad = 1;
+	lua_pop(L, 1);	/* v stays valid: the declaration holds the string */
+	return v;
+}
+
+/*
+ * One credential declaration (the table at the top of L) of addon name:
+ * a struct cred with its secret read, or NULL with err (never the value).
+ */
+static struct cred *
+decl_cred(lua_State *L, const char *addon, char *err, size_t errlen)
+{
+	struct cred *c = xcalloc(1, sizeof(*c));
+	const char *name, *secret, *form, *field, *user, *why;
+	char why2[300];
+	lua_Integer n, k;
+	int bad = 0;
+
+	name = decl_str(L, "name", &bad);
+	secret = decl_str(L, "secret", &bad);
+	form = decl_str(L, "form", &bad);
+	field = decl_str(L, "field", &bad);
+	user = decl_str(L, "user", &bad);
+	if (bad || name == NULL || secret == NULL || form == NULL) {
+		snprintf(err, errlen, "name, secret and form are strings (and field, user)");
+		goto fail;
+	}
+	if (*(why = cred_name_check(name)) != '\0') {
+		snprintf(err, errlen, "%s", why);
+		goto fail;
+	}
+	snprintf(c->name, sizeof(c->name), "%s", name);
+	c->addon = xstrdup(addon);
+	if (cred_form_parse(form, &c->form) == -1) {
+		snprintf(err, errlen, "%s: form is bearer, header, basic or query", name);
+		goto fail;
+	}
+	if (c->form == CRED_SIGV4) {
+		snprintf(err, errlen, "%s: form sigv4 is not served yet", name);
+		goto fail;
+	}
+	if ((c->form == CRED_HEADER || c->form == CRED_QUERY) && (field == NULL ||
+	    strlen(field) > CRED_FIELD_MAX || !h1_token_ok(field, strlen(field)))) {
+		snprintf(err, errlen, "%s: form %s needs field, a header or parameter name", name, form);
+		goto fail;
+	}
+	if (c->form == CRED_HEADER && (h1_hop_name(field, strlen(field)) ||
+	    strcasecmp(field, "host") == 0 || strcasecmp(field, "content-length") == 0 ||
+	    strcasecmp(field, "transfer-encoding") == 0)) {
+		snprintf(err, errlen, "%s: field %s is the proxy's own", name, field);
+		goto fail;
+	}
+	if (c->form == CRED_BASIC && (user == NULL || strchr(user, ':') != NULL ||
+	    *cred_value_check(user) != '\0')) {
+		snprintf(err, errlen, "%s: form basic needs user, without ':'", name);
+		goto fail;
+	}
+	if (field != NULL)
+		c->field = xstrdup(field);
+	if (user != NULL)
+		c->user = xstrdup(user);
+	lua_getfield(L, -1, "default");
+	c->dflt = lua_toboolean(L, -1);
+	lua_pop(L, 1);
+	lua_getfield(L, -1, "hosts");
+	if (!lua_istable(L, -1) || (n = luaL_len(L, -1)) < 1 || n > CRED_HOSTS_MAX) {
+		lua_pop(L, 1);
+		snprintf(err, errlen, "%s: hosts is a list of 1-%d host names or globs", name,
+		    CRED_HOSTS_MAX);
+		goto fail;
+	}
+	for (k = 1; k <= n; k++) {
+		const char *h;
+		char *lc;
+		size_t i;
+
+		lua_geti(L, -1, k);
+		h = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+		if (h == NULL || *h == '\0' || strlen(h) > 253 ||
+		    strspn(h, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-*?") !=
+		    strlen(h) || h[strlen(h) - 1] == '.') {
+			lua_pop(L, 2);
+			snprintf(err, errlen, "%s: hosts[%lld] is not a host name or glob", name,
+			    (long long)k);
+			goto fail;
+		}
+		lc = xstrdup(h);
+		for (i = 0; lc[i] != '\0'; i++)
+			lc[i] = (char)tolower((unsigned char)lc[i]);
+		c->hosts[c->nhosts++] = lc;
+		lua_pop(L, 1);
+	}
+	lua_pop(L, 1);
+	c->spec = xstrdup(secret);
+	if ((c->value = cred_secret_read(secret, why2, sizeof(why2))) == NULL) {
+		snprintf(err, errlen, "%s: %s", name, why2);
+		goto fail;
+	}
+	return c;
+fail:
+	cred_free(c);
+	return NULL;
+}
+
+/* The credentials addon name (the table at the top of L) declares, into cs. */
+static int
+decl_creds(lua_State *L, const char *addon, struct credset *cs)
+{
+	char err[512];
+	lua_Integer n, k;
+	struct cred *c;
+
+	lua_getfield(L, -1, "credentials");
+	if (lua_isnil(L, -1)) {
+		lua_pop(L, 1);
+		return 0;
+	}
+	if (!lua_istable(L, -1))
+		return luaL_error(L, "addon %s: credentials is a list of declarations", addon);
+	n = luaL_len(L, -1);
+	for (k = 1; k <= n; k++) {
+		lua_geti(L, -1, k);
+		if (!lua_istable(L, -1))
+			return luaL_error(L, "addon %s: credentials[%d] is not a table", addon, (int)k);
+		if ((c = decl_cred(L, addon, err, sizeof(err))) == NULL ||
+		    credset_add(cs, c, err, sizeof(err)) == -1)
+			return luaL_error(L, "addon %s: credentials[%d]: %s", addon, (int)k, err);
+		lua_pop(L, 1);
+	}
+	lua_pop(L, 1);
+	return 0;
+}
+
 /* Builds the VM's globals and loads the addons (protected: vm_call). */
 static int
 vm_setup(lua_State *L)
@@ -629,6 +779,8 @@ vm_setup(lua_State *L)
 			}
 		}
 		lua_pop(L, 1);
+		if (src->loading)
+			decl_creds(L, ai->name, src->creds);
 		lua_seti(L, -3, (lua_Integer)i + 1);	/* addons[i+1] = M */
 		lua_pop(L, 1);				/* msgh */
 		vm->n++;
@@ -733,6 +885,7 @@ src_free(struct addon_src *s)
 		free(s->f[i].path);
 		free(s->f[i].text);
 	}
+	credset_unref(s->creds);
 	free(s);
 }
 
@@ -770,7 +923,11 @@ addon_src_load(const struct cfg_list *files, const struct pconf *conf, char *err
 			f->text = xstrdup("");
 	}
 	s->gen = atomic_fetch_add(&src_gen, 1) + 1;
-	if ((vm = addon_vm_new(s, conf, NULL, err, errlen)) == NULL)
+	s->creds = credset_new();
+	s->loading = 1;
+	vm = addon_vm_new(s, conf, NULL, err, errlen);
+	s->loading = 0;
+	if (vm == NULL)
 		goto fail;
 	addon_vm_unref(vm);
 	return s;
@@ -813,6 +970,12 @@ unsigned
 addon_src_gen(const struct addon_src *s)
 {
 	return s->gen;
+}
+
+struct credset *
+addon_src_creds(const struct addon_src *s)
+{
+	return credset_ref(s->creds);
 }
 
 size_t

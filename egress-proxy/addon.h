@@ -22,6 +22,7 @@
 #define LREQ_BODY_MAX	2048	/* req:deny's body */
 
 struct addon_src;
+struct credset;
 struct addon_vm;
 struct hook;
 struct hreq;
@@ -71,6 +72,8 @@ void	addon_src_unref(struct addon_src *);
 int	addon_src_changed(const struct addon_src *);
 unsigned addon_src_gen(const struct addon_src *);
 size_t	addon_src_count(const struct addon_src *);
+/* The credentials the addons declare (cred.h), a reference (credset_unref). */
+struct credset *addon_src_creds(const struct addon_src *);
 
 /* A worker's VM built from src; gh is the worker's token client (or NULL). */
 struct addon_vm *addon_vm_new(struct addon_src *, const struct pconf *,

@@ -25,8 +25,11 @@
 #include <openssl/rand.h>
 #include <event2/listener.h>
 
+#include "addon.h"
 #include "admin.h"
 #include "buf.h"
+#include "cred.h"
+#include "credreq.h"
 #include "ghapp.h"
 #include "ids.h"
 #include "lguard.h"
@@ -187,6 +190,49 @@ reply_ok(struct buf *r)
 	ign(buf_addstr(r, "{\"ok\":true}"));
 }
 
+/*
+ * The register reply: ok, and the placeholders of the credentials the
+ * sandbox may use, for the orchestrator to write into it (never a value):
+ * {"ok":true,"credentials":{"npm":{"form":"bearer","hosts":[...],
+ * "placeholder":"PXC..."}}}.
+ */
+static void
+reply_registered(struct buf *r, const char *id, const cJSON *policy)
+{
+	struct addon_src *src = proxy_addons();
+	struct credset *cs = src != NULL ? addon_src_creds(src) : NULL;
+	struct cred *c[CREDSET_MAX];
+	char ph[CRED_PH_LEN + 1];
+	cJSON *o, *all, *one, *hosts;
+	size_t n, i, k;
+	char *s;
+
+	addon_src_unref(src);
+	n = credreq_allowed(cs, policy, NULL, c, CREDSET_MAX);
+	o = cJSON_CreateObject();
+	cJSON_AddBoolToObject(o, "ok", 1);
+	all = cJSON_AddObjectToObject(o, "credentials");
+	for (i = 0; i < n; i++) {
+		one = cJSON_AddObjectToObject(all, c[i]->name);
+		cJSON_AddStringToObject(one, "form", cred_form_name(c[i]->form));
+		hosts = cJSON_AddArrayToObject(one, "hosts");
+		for (k = 0; k < c[i]->nhosts; k++)
+			cJSON_AddItemToArray(hosts, cJSON_CreateString(c[i]->hosts[k]));
+		if (c[i]->field != NULL)
+			cJSON_AddStringToObject(one, "field", c[i]->field);
+		if (c[i]->user != NULL && c[i]->form == CRED_BASIC)
+			cJSON_AddStringToObject(one, "user", c[i]->user);
+		cred_placeholder(credreq_key(), id, c[i]->name, CRED_PART_VALUE, ph);
+		cJSON_AddStringToObject(one, "placeholder", ph);
+	}
+	credset_unref(cs);
+	s = cJSON_PrintUnformatted(o);
+	buf_reset(r);
+	ign(buf_addstr(r, s != NULL ? s : "{\"ok\":true}"));
+	free(s);
+	cJSON_Delete(o);
+}
+
 static void
 op_register(cJSON *req, int fd, struct buf *r)
 {
@@ -222,6 +268,22 @@ op_register(cJSON *req, int fd, struct buf *r)
 	if (take_policy(req, &policy, perr, sizeof(perr)) == -1) {
 		reply_err(r, perr);
 		return;
+	}
+	{
+		struct addon_src *src = proxy_addons();
+		struct credset *cs = src != NULL ? addon_src_creds(src) : NULL;
+		char cerr[160];
+		const char *why;
+
+		addon_src_unref(src);
+		why = credreq_policy_check(cs, policy, cerr, sizeof(cerr));
+		credset_unref(cs);
+		if (*why != '\0') {
+			snprintf(perr, sizeof(perr), "register: %s", why);
+			cJSON_Delete(policy);
+			reply_err(r, perr);
+			return;
+		}
 	}
 	a = xcalloc(1, sizeof(*a));
 	atomic_init(&a->refs, 1);
@@ -315,8 +377,8 @@ op_register(cJSON *req, int fd, struct buf *r)
 	}
 	log_info("sandbox=%s %s%s%s", sb->id, created ? "registered" : "updated",
 	    fd != -1 ? " listener=fd" : "", policy != NULL ? " policy=yes" : "");
+	reply_registered(r, sb->id, policy);
 	sandbox_unref(sb);
-	reply_ok(r);
 }
 
 static void

@@ -171,6 +171,10 @@ audit_request(struct auditq *aq, const struct audit_rec *r)
 	    "\"injected\":%s,\"rule\":", r->status, r->bytes_up, r->bytes_down,
 	    r->injected ? "true" : "false"));
 	json_opt(b, r->injected ? r->rule : NULL);
+	if (r->creds != NULL) {
+		ign(buf_addstr(b, ",\"credentials\":"));
+		json_str(b, r->creds, strlen(r->creds));
+	}
 	line_end(b, r);
 	line_queue(aq);
 }

@@ -30,6 +30,8 @@ struct audit_rec {
 	unsigned long long	 bytes_up, bytes_down;	/* requests: body bytes */
 	int			 injected;	/* requests: a credential was written upstream */
 	const char		*rule;		/* requests: the injecting rule; NULL: none */
+	const char		*creds;		/* requests: named credentials applied
+						   ("npm:swap,model:bearer"); NULL: none */
 	const char		*decision;	/* connect: the addon decision; NULL: none reached */
 	const char		*reason;	/* refusals: a reason code ("deny"); NULL: none */
 	const char		*detail;	/* refusals: what the client was told; NULL: none */

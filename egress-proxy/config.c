@@ -29,6 +29,8 @@ static const struct cfg_key keys[] = {
 	  "CA certificate (PEM) that signs leaf certificates; generated with ca.key on first start if both are missing" },
 	{ "ca.key", CFG_PATH, O(ca_key), 0, 0, "/var/lib/egress-proxy/ca.key", "EGRESS_PROXY_CA_KEY",
 	  "CA private key (PEM, EC P-256 when generated, written mode 0600); never leaves the proxy" },
+	{ "credentials.placeholder_key", CFG_PATH, O(placeholder_key), 0, 0, NULL, "EGRESS_PROXY_PLACEHOLDER_KEY",
+	  "32-byte key the placeholders of named credentials derive from (made at first start, mode 0600), so placeholders written into sandboxes survive a restart; unset: derived from ca.key" },
 	{ "ca.export", CFG_PATH, O(ca_export), 0, 0, NULL, "EGRESS_PROXY_CA_EXPORT",
 	  "a copy of the CA certificate is written here at start (mode 0644) for sandboxes to trust" },
 	{ "ca.leaf_validity", CFG_DURATION, O(leaf_validity_ms), 3600000, 30 * DAY, "24h", NULL,

@@ -37,6 +37,7 @@ struct pconf {
 	char		*ca_cert;
 	char		*ca_key;
 	char		*ca_export;
+	char		*placeholder_key;
 	long long	 leaf_validity_ms;
 	long long	 leaf_cache;
 	char		*upstream_ca_bundle;

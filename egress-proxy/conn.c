@@ -23,6 +23,7 @@
 #include <event2/util.h>
 
 #include "addon.h"
+#include "cred.h"
 #include "evrelay.h"
 #include "h1.h"
 #include "log.h"
@@ -331,6 +332,7 @@ conn_free(struct conn *c)
 		atomic_fetch_sub(c->mode == MODE_INTERCEPT ? &the_proxy.st.tunnels_intercept :
 		    &the_proxy.st.tunnels_blind, 1);
 	sbattrs_unref(c->attrs);
+	credset_unref(c->creds);
 	if (c->tgt != &tgt_none)
 		tgtab_put(c->w->tgts, c->tgt);
 	atomic_fetch_sub(&the_proxy.st.conns, 1);

@@ -45,6 +45,7 @@ connaudit_req(struct conn *c, int status, const char *code, const char *detail)
 	/* What was written upstream, not what the addon asked for. */
 	a.injected = r->sent_cred;
 	a.rule = r->rule;
+	a.creds = r->creds[0] != '\0' && r->sent_named ? r->creds : NULL;
 	a.reason = code;
 	a.detail = detail;
 	audit_request(c->w->audit, &a);

@@ -1,10 +1,13 @@
 /*
  * cred.c: named credentials and their placeholders (cred.h has the rules).
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -13,6 +16,7 @@
 #include "b64.h"
 #include "cred.h"
 #include "pglob.h"
+#include "xmalloc.h"
 
 #define PH_PREFIX	"PXC"
 
@@ -213,4 +217,186 @@ cred_swap_text(struct cred_swap *sw, size_t nsw, const char *v, size_t n, int ba
 		free(enc);
 	}
 	return swaps;
+}
+
+/* ---- the declared set ---- */
+
+struct credset *
+credset_new(void)
+{
+	struct credset *cs = xcalloc(1, sizeof(*cs));
+
+	atomic_init(&cs->refs, 1);
+	return cs;
+}
+
+struct credset *
+credset_ref(struct credset *cs)
+{
+	atomic_fetch_add(&cs->refs, 1);
+	return cs;
+}
+
+void
+credset_unref(struct credset *cs)
+{
+	size_t i;
+
+	if (cs == NULL || atomic_fetch_sub(&cs->refs, 1) != 1)
+		return;
+	for (i = 0; i < cs->n; i++)
+		cred_free(cs->c[i]);
+	free(cs);
+}
+
+static void
+wipe_free(char *s)
+{
+	if (s == NULL)
+		return;
+	OPENSSL_cleanse(s, strlen(s));
+	free(s);
+}
+
+void
+cred_free(struct cred *c)
+{
+	size_t i;
+
+	if (c == NULL)
+		return;
+	for (i = 0; i < c->nhosts; i++)
+		free(c->hosts[i]);
+	wipe_free(c->value);
+	wipe_free(c->user);
+	wipe_free(c->token);
+	free(c->field);
+	free(c->spec);
+	free(c->addon);
+	free(c);
+}
+
+int
+credset_add(struct credset *cs, struct cred *c, char *err, size_t errlen)
+{
+	if (credset_find(cs, c->name) != NULL) {
+		snprintf(err, errlen, "credential %s is declared twice", c->name);
+		cred_free(c);
+		return -1;
+	}
+	if (cs->n == CREDSET_MAX) {
+		snprintf(err, errlen, "more than %d credentials", CREDSET_MAX);
+		cred_free(c);
+		return -1;
+	}
+	cs->c[cs->n++] = c;
+	return 0;
+}
+
+struct cred *
+credset_find(const struct credset *cs, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < cs->n; i++)
+		if (strcmp(cs->c[i]->name, name) == 0)
+			return cs->c[i];
+	return NULL;
+}
+
+static const char *const form_names[] = {
+	[CRED_BEARER] = "bearer", [CRED_HEADER] = "header", [CRED_BASIC] = "basic",
+	[CRED_QUERY] = "query", [CRED_SIGV4] = "sigv4",
+};
+
+int
+cred_form_parse(const char *s, enum cred_form *out)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(form_names) / sizeof(form_names[0]); i++)
+		if (strcmp(s, form_names[i]) == 0) {
+			*out = (enum cred_form)i;
+			return 0;
+		}
+	return -1;
+}
+
+const char *
+cred_form_name(enum cred_form f)
+{
+	return (size_t)f < sizeof(form_names) / sizeof(form_names[0]) ? form_names[f] : "?";
+}
+
+char *
+cred_secret_read(const char *spec, char *err, size_t errlen)
+{
+	char *v = NULL;
+	const char *why;
+	ssize_t r;
+	size_t n = 0;
+	int fd;
+
+	if (strncmp(spec, "env:", 4) == 0) {
+		const char *e = getenv(spec + 4);
+
+		if (e == NULL) {
+			snprintf(err, errlen, "%s: the variable is not set", spec);
+			return NULL;
+		}
+		v = xstrdup(e);
+	} else if (strncmp(spec, "file:", 5) == 0) {
+		if ((fd = open(spec + 5, O_RDONLY | O_CLOEXEC)) == -1) {
+			snprintf(err, errlen, "%s: %s", spec, strerror(errno));
+			return NULL;
+		}
+		v = xmalloc(CRED_VALUE_MAX + 2);
+		while (n < CRED_VALUE_MAX + 1 && (r = read(fd, v + n, CRED_VALUE_MAX + 1 - n)) != 0) {
+			if (r == -1 && errno == EINTR)
+				continue;
+			if (r == -1) {
+				snprintf(err, errlen, "%s: %s", spec, strerror(errno));
+				close(fd);
+				OPENSSL_cleanse(v, n);
+				free(v);
+				return NULL;
+			}
+			n += (size_t)r;
+		}
+		close(fd);
+		v[n] = '\0';
+		/* One trailing newline (an editor's, echo's) is not part of it. */
+		if (n > 0 && v[n - 1] == '\n')
+			v[--n] = '\0';
+		if (n > 0 && v[n - 1] == '\r')
+			v[--n] = '\0';
+		if (strlen(v) != n) {
+			snprintf(err, errlen, "%s: a secret with a NUL byte", spec);
+			OPENSSL_cleanse(v, n);
+			free(v);
+			return NULL;
+		}
+	} else {
+		snprintf(err, errlen, "a secret is env:NAME or file:PATH");
+		return NULL;
+	}
+	if (*(why = cred_value_check(v)) != '\0') {
+		snprintf(err, errlen, "%s: %s", spec, why);
+		wipe_free(v);
+		return NULL;
+	}
+	return v;
+}
+
+int
+cred_is_placeholder(const char *s, size_t n)
+{
+	size_t i;
+
+	if (n != CRED_PH_LEN || memcmp(s, PH_PREFIX, 3) != 0)
+		return 0;
+	for (i = 3; i < n; i++)
+		if (!((s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= '2' && s[i] <= '7')))
+			return 0;
+	return 1;
 }

@@ -25,6 +25,7 @@
 #ifndef PROXY_CRED_H
 #define PROXY_CRED_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 
 #include "buf.h"
@@ -33,6 +34,8 @@
 #define CRED_NAME_MAX		63	/* [a-z0-9_-], as policies name them */
 #define CRED_HOSTS_MAX		64	/* host globs of one credential */
 #define CRED_VALUE_MAX		8192	/* a secret: tokens, keys; a JWT fits */
+#define CREDSET_MAX		128	/* credentials the addons declare in all */
+#define CRED_FIELD_MAX		64	/* a header or query parameter name */
 
 enum cred_form {
 	CRED_BEARER,	/* Authorization: Bearer VALUE */
@@ -58,7 +61,42 @@ struct cred {
 	char		*user;		/* Basic user; AWS access key id */
 	char		*token;		/* AWS session token, or NULL */
 	char		*field;		/* header or query parameter name */
+	char		*spec;		/* where the secret came from ("env:NPM_TOKEN"), for logs */
+	char		*addon;		/* the addon that declared it */
+	int		 dflt;		/* a sandbox registered without a credentials list gets it */
 };
+
+/*
+ * The credentials the addons declare, read once per addon load (the
+ * validation load of addon_src_load) with their secrets, shared read-only
+ * by every worker and replaced whole by a reload. Freed (secrets wiped)
+ * with its last reference.
+ */
+struct credset {
+	atomic_int	 refs;
+	size_t		 n;
+	struct cred	*c[CREDSET_MAX];
+};
+
+struct credset *credset_new(void);
+struct credset *credset_ref(struct credset *);
+void	credset_unref(struct credset *);
+/* Adds c (taken, freed on failure); -1 with err: a name taken, the set full. */
+int	credset_add(struct credset *, struct cred *c, char *err, size_t errlen);
+/* The credential called name, or NULL. */
+struct cred *credset_find(const struct credset *, const char *name);
+void	cred_free(struct cred *);
+/* The form a declaration names ("bearer", "header", "basic", "query", "sigv4"); -1: none. */
+int	cred_form_parse(const char *s, enum cred_form *out);
+const char *cred_form_name(enum cred_form);
+/*
+ * Reads a secret from spec: "env:NAME" (the proxy's environment) or
+ * "file:PATH" (its content, a trailing newline cut). The value (caller
+ * frees, wiping it) or NULL with err, which never holds the value.
+ */
+char	*cred_secret_read(const char *spec, char *err, size_t errlen);
+/* Whether s is a placeholder's shape ("PXC" and 29 base32 characters). */
+int	cred_is_placeholder(const char *s, size_t n);
 
 /* "", or why name cannot name a credential. */
 const char *cred_name_check(const char *name);

@@ -47,6 +47,10 @@ hreq_parse(struct hreq *r, const char *head, size_t len, char *err, size_t errle
 	r->rule[0] = '\0';
 	r->inj_name[0] = '\0';
 	r->sent_cred = 0;
+	r->ncheld = 0;
+	r->up_o = r->up_l = 0;
+	r->creds[0] = '\0';
+	r->sent_named = 0;
 	if (len > r->maxbytes) {
 		snprintf(err, errlen, "request head larger than %zu bytes", r->maxbytes);
 		return 431;
@@ -362,7 +366,10 @@ hreq_build(struct hreq *r, const struct target *t, struct buf *out)
 	r->sent_cred = 0;
 	rc |= buf_addstr(out, h1head_method(&r->hd));
 	rc |= buf_add(out, " ", 1);
-	rc |= buf_add(out, r->hd.data.p + r->path_o, r->path_l);
+	if (r->up_l > 0)	/* a placeholder swapped in the query */
+		rc |= buf_add(out, r->hd.data.p + r->up_o, r->up_l);
+	else
+		rc |= buf_add(out, r->hd.data.p + r->path_o, r->path_l);
 	rc |= buf_addstr(out, " HTTP/1.1\r\nHost: ");
 	rc |= buf_addstr(out, t->hosthdr);
 	rc |= buf_add(out, "\r\n", 2);
@@ -376,5 +383,6 @@ hreq_build(struct hreq *r, const struct target *t, struct buf *out)
 	rc |= buf_add(out, "\r\n", 2);
 	if (rc != 0)
 		r->sent_cred = 0;
+	r->sent_named = rc == 0 && r->creds[0] != '\0';
 	return rc == 0 ? 0 : -1;
 }

@@ -20,6 +20,8 @@
 
 struct bgate;
 
+#define HREQ_CRED_HELD	8	/* client fields carrying placeholders, at most (credreq.c) */
+
 struct hreq {
 	struct h1head	 hd;		/* the head and its body's parser (common/h1head.h) */
 	size_t		 maxbytes;
@@ -33,6 +35,15 @@ struct hreq {
 	uint8_t		 sent_cred;	/* hreq_build wrote it, non-empty (what the audit says) */
 	char		 rule[64];
 	char		 inj_name[64];	/* the injected header's name */
+	/* Named credentials (credreq.c): the client's fields held out of the
+	 * hook, the target sent upstream when a placeholder in its query was
+	 * swapped (path_o stays the client's, for the audit line), and the
+	 * names applied ("npm:swap,model:bearer"). */
+	uint16_t	 cheld[HREQ_CRED_HELD];
+	uint8_t		 ncheld;
+	uint32_t	 up_o, up_l;
+	char		 creds[256];
+	uint8_t		 sent_named;	/* hreq_build wrote a head with them */
 	/* Set by an addon (req:push_rules, req:refuse_graphql_mutations): decide on the body first. */
 	struct bgate	*gate;
 };

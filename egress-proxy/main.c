@@ -28,6 +28,7 @@
 #include "buf.h"
 #include "certcache.h"
 #include "config.h"
+#include "credreq.h"
 #include "ghapp.h"
 #include "jsonmem.h"
 #include "daemon.h"
@@ -261,6 +262,25 @@ listen_host(const char *hostport, char *host, size_t len)
 }
 
 /*
+ * The key of the named credentials' placeholders (credreq.h): the file
+ * credentials.placeholder_key (made at first start), or derived from the
+ * CA key, which is as stable and as secret (a read-only Secret mount
+ * needs no second file). Fatal when neither can be read: placeholders
+ * that changed at a restart would break every sandbox holding them.
+ */
+static void
+placeholder_key(const struct pconf *c)
+{
+	char err[512];
+
+	if (c->placeholder_key != NULL) {
+		if (credreq_key_load(c->placeholder_key, err, sizeof(err)) == -1)
+			fatalx("credentials.placeholder_key: %s", err);
+	} else if (credreq_key_derive(c->ca_key, err, sizeof(err)) == -1)
+		fatalx("placeholder key from ca.key: %s", err);
+}
+
+/*
  * The CA, TLS, the audit log, the addons, the main event base and the
  * workers; fatal on failure. Returns the number of workers.
  */
@@ -285,6 +305,7 @@ start_engine(void)
 	if (c->audit_log != NULL && (the_proxy.audit_fd = open(c->audit_log,
 	    O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600)) == -1)
 		fatal("audit.log %s", c->audit_log);
+	placeholder_key(c);
 	if ((src = addon_src_load(&c->addons, c, err, sizeof(err))) == NULL)
 		fatalx("addons: %s", err);
 	proxy_set_addons(src);

@@ -51,6 +51,7 @@
 #include "buf.h"
 #include "canon.h"
 #include "certcache.h"
+#include "cred.h"
 #include "evrelay.h"
 #include "h1.h"
 #include "httpreq.h"
@@ -196,6 +197,29 @@ proxy_worker_vm(struct worker *w)
 	return w->vm;
 }
 
+/*
+ * The named credentials c's sandbox may use on its target (credreq.h), by
+ * the addons' current declarations and the sandbox's current policy, into
+ * c->cred. The anonymous sandbox gets none. Returns how many.
+ */
+static size_t
+conn_creds(struct conn *c)
+{
+	struct addon_src *src;
+
+	c->ncred = 0;
+	credset_unref(c->creds);
+	c->creds = NULL;
+	if (c->sb == NULL || sandbox_is_anonymous(c->sb) || (src = proxy_addons()) == NULL)
+		return 0;
+	c->creds = addon_src_creds(src);
+	addon_src_unref(src);
+	conn_attrs_refresh(c);
+	c->ncred = credreq_allowed(c->creds, c->attrs != NULL ? c->attrs->policy : NULL,
+	    c->tgt->host, c->cred, CREDREQ_MAX);
+	return c->ncred;
+}
+
 static void
 decide(struct conn *c, int plain)
 {
@@ -313,6 +337,9 @@ hook_done(void *arg, const struct hook_result *res)
 		return;
 	if (c->st == CS_DECIDE) {
 		enum addon_action a = res->action;
+		/* A host a credential of the sandbox's lists: opened, so it can go in. */
+		if ((a == ACT_NONE || a == ACT_TUNNEL) && c->mode != MODE_PLAIN && conn_creds(c) > 0)
+			a = ACT_INTERCEPT;
 		if (a == ACT_NONE)
 			a = the_proxy.conf->deny_default ? ACT_DENY : ACT_TUNNEL;
 		c->addon = res->addon;
@@ -387,6 +414,14 @@ hook_done(void *arg, const struct hook_result *res)
 		}
 		if (c->req->injected)
 			atomic_fetch_add(&the_proxy.st.req_injected, 1);
+		if (c->ncred > 0 && credreq_apply(c->req, c->cred, c->ncred, c->sb->id) == -1) {
+			atomic_fetch_add(&the_proxy.st.ref_badrequest, 1);
+			conn_respond(c, 431, "credential_too_large", "the request head has no "
+			    "room for its credentials; request not forwarded");
+			return;
+		}
+		if (c->req->creds[0] != '\0')
+			atomic_fetch_add(&the_proxy.st.req_cred, 1);
 		if (c->req->gate != NULL) {
 			gate_start(c);
 			return;
@@ -1183,6 +1218,16 @@ intercept_request(struct conn *c)
 	 * "Connection: close, Authorization" strips nothing injected).
 	 */
 	h1head_strip_hop(&c->req->hd);
+	/*
+	 * The client's fields carrying its placeholders are held out of the
+	 * strip and the hook, and go back swapped once the hook allows the
+	 * request (credreq.h).
+	 */
+	if (conn_creds(c) > 0 && credreq_hold(c->req, c->cred, c->ncred, c->sb->id) == -1) {
+		atomic_fetch_add(&the_proxy.st.ref_badrequest, 1);
+		conn_respond(c, 400, "bad_request", "more than 8 header fields carry placeholders");
+		return;
+	}
 	/* Exactly one credential upstream: the client's own never passes. */
 	h1head_del(&c->req->hd, "authorization");
 	h1head_del(&c->req->hd, "proxy-authorization");

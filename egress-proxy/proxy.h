@@ -29,6 +29,7 @@ struct pstats {
 	atomic_long	 tunnels_blind, tunnels_intercept;
 	atomic_long	 connect_intercept, connect_tunnel, connect_deny, connect_error;
 	atomic_long	 req_injected, req_plain;
+	atomic_long	 req_cred;	/* requests that got a named credential (credreq.c) */
 	atomic_long	 ref_auth, ref_limit, ref_ssrf, ref_misdirected, ref_badrequest,
 			 ref_addon, ref_upstream_tls, ref_gate;
 	atomic_long	 bytes_up, bytes_down;

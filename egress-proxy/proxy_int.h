@@ -41,6 +41,7 @@
 
 #include "buf.h"
 #include "canon.h"
+#include "credreq.h"
 #include "httpreq.h"
 #include "proxy.h"
 
@@ -55,6 +56,8 @@ struct ghapp;
 struct hook;
 struct sandbox;
 struct sbattrs;
+struct credset;
+struct cred;
 struct tgtab;
 
 enum cstate {
@@ -84,6 +87,11 @@ struct conn {
 	uint64_t		 id;
 	struct sandbox		*sb;		/* NULL until identified */
 	struct sbattrs		*attrs;		/* sb's, refreshed before each hook */
+	/* The named credentials sb may use on the target (credreq.h), from
+	 * creds (the addons' declarations, referenced): conn_creds. */
+	struct credset		*creds;
+	struct cred		*cred[CREDREQ_MAX];
+	size_t			 ncred;
 	struct bufferevent	*cl, *up;
 	int			 cfd;		/* client fd (the conn closes it) */
 	SSL			*cl_ssl;	/* client TLS (the conn frees it) */

@@ -27,6 +27,12 @@ sandbox_anonymous(void)
 	return sandbox_ref(&anon);
 }
 
+int
+sandbox_is_anonymous(const struct sandbox *sb)
+{
+	return sb == &anon;
+}
+
 struct sandbox *
 sandbox_ref(struct sandbox *sb)
 {

@@ -51,6 +51,8 @@ struct sandbox {
 
 /* The sandbox used for anonymous connections. */
 struct sandbox	*sandbox_anonymous(void);
+/* Whether sb is the anonymous sandbox (no named credential goes to it). */
+int	sandbox_is_anonymous(const struct sandbox *);
 
 struct sandbox	*sandbox_ref(struct sandbox *);
 void		 sandbox_unref(struct sandbox *);

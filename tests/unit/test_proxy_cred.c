@@ -3,10 +3,14 @@
  * (egress-proxy/cred.c): a placeholder is the sandbox's own and the
  * credential's own, swapped only for the credential's hosts, wherever a
  * client puts it (a header, inside a Basic pair, a query), and nothing
- * else is touched.
+ * else is touched; the declared set (names unique, bounded) and secrets
+ * read from env: and file: with their refusals.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "../../egress-proxy/cred.h"
 #include "b64.h"
@@ -173,6 +177,94 @@ TEST(test_swap)
 	}
 }
 
+static struct cred *
+mk(const char *name)
+{
+	struct cred *c = calloc(1, sizeof(*c));
+
+	snprintf(c->name, sizeof(c->name), "%s", name);
+	c->value = strdup("v");
+	c->hosts[0] = strdup("a.test");
+	c->nhosts = 1;
+	return c;
+}
+
+TEST(test_set)
+{
+	struct credset *cs = credset_new();
+	char err[256], name[16];
+	enum cred_form f;
+	int i;
+
+	CHECK_INT(credset_add(cs, mk("npm"), err, sizeof(err)), 0);
+	CHECK_INT(credset_add(cs, mk("npm"), err, sizeof(err)), -1);
+	CHECK(strstr(err, "declared twice") != NULL);
+	CHECK(credset_find(cs, "npm") != NULL);
+	CHECK(credset_find(cs, "np") == NULL);
+	for (i = 1; i < CREDSET_MAX; i++) {
+		snprintf(name, sizeof(name), "c%d", i);
+		CHECK_INT(credset_add(cs, mk(name), err, sizeof(err)), 0);
+	}
+	CHECK_INT(credset_add(cs, mk("one-more"), err, sizeof(err)), -1);
+	CHECK(strstr(err, "more than") != NULL);
+	credset_ref(cs);
+	credset_unref(cs);
+	CHECK(credset_find(cs, "c5") != NULL);	/* still held */
+	credset_unref(cs);
+	CHECK_INT(cred_form_parse("basic", &f), 0);
+	CHECK_INT(f, CRED_BASIC);
+	CHECK_INT(cred_form_parse("Basic", &f), -1);
+	CHECK_STR(cred_form_name(CRED_QUERY), "query");
+}
+
+TEST(test_secret_read)
+{
+	char path[] = "/tmp/test_proxy_cred.XXXXXX", err[256], *v;
+	int fd = mkstemp(path);
+
+	CHECK(fd != -1);
+	CHECK(write(fd, "tok-123\n", 8) == 8);
+	close(fd);
+	{
+		char spec[64];
+
+		snprintf(spec, sizeof(spec), "file:%s", path);
+		v = cred_secret_read(spec, err, sizeof(err));
+		CHECK_STR(v, "tok-123");	/* one trailing newline cut */
+		free(v);
+		fd = open(path, O_WRONLY | O_TRUNC);
+		CHECK(write(fd, "a\001b", 3) == 3);
+		close(fd);
+		CHECK(cred_secret_read(spec, err, sizeof(err)) == NULL);
+		CHECK(strstr(err, "control byte") != NULL && strstr(err, "a\001b") == NULL);
+		fd = open(path, O_WRONLY | O_TRUNC);
+		close(fd);
+		CHECK(cred_secret_read(spec, err, sizeof(err)) == NULL);
+		CHECK(strstr(err, "empty") != NULL);
+	}
+	unlink(path);
+	CHECK(cred_secret_read("file:/nonexistent/x", err, sizeof(err)) == NULL);
+	setenv("TEST_PROXY_CRED_V", "from-env", 1);
+	v = cred_secret_read("env:TEST_PROXY_CRED_V", err, sizeof(err));
+	CHECK_STR(v, "from-env");
+	free(v);
+	CHECK(cred_secret_read("env:TEST_PROXY_CRED_UNSET", err, sizeof(err)) == NULL);
+	CHECK(strstr(err, "not set") != NULL);
+	CHECK(cred_secret_read("vault:x", err, sizeof(err)) == NULL);
+}
+
+TEST(test_is_placeholder)
+{
+	char ph[CRED_PH_LEN + 1];
+
+	cred_placeholder(key, "sb-1", "npm", CRED_PART_VALUE, ph);
+	CHECK(cred_is_placeholder(ph, strlen(ph)));
+	CHECK(!cred_is_placeholder(ph, strlen(ph) - 1));
+	ph[5] = '1';	/* not base32 */
+	CHECK(!cred_is_placeholder(ph, strlen(ph)));
+	CHECK(!cred_is_placeholder("pxcAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", CRED_PH_LEN));
+}
+
 int
 main(void)
 {
@@ -180,5 +272,8 @@ main(void)
 	RUN(test_checks);
 	RUN(test_hosts);
 	RUN(test_swap);
+	RUN(test_set);
+	RUN(test_secret_read);
+	RUN(test_is_placeholder);
 	return unit_done();
 }

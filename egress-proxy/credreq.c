@@ -1,0 +1,446 @@
+/*
+ * credreq.c: named credentials on the request path (credreq.h has the
+ * rules; the credentials and placeholders are cred.c's).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+
+#include "b64.h"
+#include "cred.h"
+#include "credreq.h"
+#include "h1.h"
+#include "httpreq.h"
+#include "xmalloc.h"
+
+static unsigned char ph_key[32];
+
+int
+credreq_key_load(const char *path, char *err, size_t errlen)
+{
+	ssize_t n;
+	int fd;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) != -1) {
+		n = read(fd, ph_key, sizeof(ph_key));
+		close(fd);
+		if (n != (ssize_t)sizeof(ph_key)) {
+			snprintf(err, errlen, "%s: not a 32-byte placeholder key", path);
+			return -1;
+		}
+		return 0;
+	}
+	if (errno != ENOENT) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (RAND_bytes(ph_key, sizeof(ph_key)) != 1) {
+		snprintf(err, errlen, "no random bytes for the placeholder key");
+		return -1;
+	}
+	/* Made once: placeholders written into sandboxes survive a restart. */
+	if ((fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600)) == -1 ||
+	    write(fd, ph_key, sizeof(ph_key)) != (ssize_t)sizeof(ph_key) || fsync(fd) == -1) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		if (fd != -1) {
+			close(fd);
+			unlink(path);
+		}
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+int
+credreq_key_derive(const char *path, char *err, size_t errlen)
+{
+	static const char label[] = "egress-proxy placeholder key v1";
+	unsigned char buf[65536];
+	unsigned int ml = sizeof(ph_key);
+	ssize_t n, r;
+	int fd;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	for (n = 0; n < (ssize_t)sizeof(buf) && (r = read(fd, buf + n, sizeof(buf) -
+	    (size_t)n)) != 0; n += r)
+		if (r == -1) {
+			if (errno == EINTR) {
+				r = 0;
+				continue;
+			}
+			snprintf(err, errlen, "%s: %s", path, strerror(errno));
+			close(fd);
+			OPENSSL_cleanse(buf, sizeof(buf));
+			return -1;
+		}
+	close(fd);
+	if (n < 32 || HMAC(EVP_sha256(), buf, (int)n, (const unsigned char *)label,
+	    sizeof(label) - 1, ph_key, &ml) == NULL || ml != sizeof(ph_key)) {
+		snprintf(err, errlen, "%s: too short to derive a key from", path);
+		OPENSSL_cleanse(buf, sizeof(buf));
+		return -1;
+	}
+	OPENSSL_cleanse(buf, sizeof(buf));
+	return 0;
+}
+
+const unsigned char *
+credreq_key(void)
+{
+	return ph_key;
+}
+
+/* policy's "credentials" list, or NULL when it has none. */
+static const cJSON *
+policy_list(const cJSON *policy)
+{
+	const cJSON *l;
+
+	if (policy == NULL)
+		return NULL;
+	l = cJSON_GetObjectItemCaseSensitive(policy, "credentials");
+	return cJSON_IsArray(l) ? l : NULL;
+}
+
+static int
+listed(const cJSON *l, const char *name)
+{
+	const cJSON *it;
+
+	cJSON_ArrayForEach(it, l)
+		if (cJSON_IsString(it) && strcmp(it->valuestring, name) == 0)
+			return 1;
+	return 0;
+}
+
+size_t
+credreq_allowed(const struct credset *cs, const cJSON *policy, const char *host,
+    struct cred **out, size_t max)
+{
+	const cJSON *l = policy_list(policy);
+	size_t i, n = 0;
+
+	for (i = 0; cs != NULL && i < cs->n && n < max; i++) {
+		struct cred *c = cs->c[i];
+
+		if (l != NULL ? !listed(l, c->name) : !c->dflt)
+			continue;
+		if (host != NULL && !cred_host_ok(c, host))
+			continue;
+		out[n++] = c;
+	}
+	return n;
+}
+
+const char *
+credreq_policy_check(const struct credset *cs, const cJSON *policy, char *err, size_t errlen)
+{
+	const cJSON *l, *it;
+
+	if (policy == NULL || (l = cJSON_GetObjectItemCaseSensitive(policy, "credentials")) == NULL)
+		return "";
+	if (!cJSON_IsArray(l) || cJSON_GetArraySize(l) > CREDSET_MAX)
+		return "policy.credentials must be a list of credential names";
+	cJSON_ArrayForEach(it, l) {
+		if (!cJSON_IsString(it))
+			return "policy.credentials must be a list of credential names";
+		if (cs == NULL || credset_find(cs, it->valuestring) == NULL) {
+			char shown[CRED_NAME_MAX + 1];
+
+			snprintf(shown, sizeof(shown), "%s", *cred_name_check(it->valuestring) ==
+			    '\0' ? it->valuestring : "?");
+			snprintf(err, errlen, "policy.credentials names %s, which no addon declares",
+			    shown);
+			return err;
+		}
+	}
+	return "";
+}
+
+/* The placeholders sandbox may have swapped by cs (n of them). */
+static size_t
+swaps_of(struct cred *const *cs, size_t n, const char *sandbox, struct cred_swap *sw)
+{
+	size_t i, k = 0;
+
+	for (i = 0; i < n && k < CREDREQ_MAX; i++) {
+		if (cs[i]->form == CRED_SIGV4)
+			continue;
+		sw[k].c = cs[i];
+		sw[k].part = CRED_PART_VALUE;
+		sw[k].used = 0;
+		cred_placeholder(ph_key, sandbox, cs[i]->name, CRED_PART_VALUE, sw[k].ph);
+		k++;
+	}
+	return k;
+}
+
+/* Whether v (n bytes) holds one of sw's placeholders, as text or inside a Basic pair. */
+static int
+carries(struct cred_swap *sw, size_t nsw, const char *v, size_t n, int auth)
+{
+	struct buf scratch;
+	int r;
+
+	/* The common case, no placeholder anywhere: no work. Inside a Basic
+	 * pair it is base64, so an Authorization field is always decoded. */
+	if (!auth && memmem(v, n, "PXC", 3) == NULL)
+		return 0;
+	buf_init(&scratch, (size_t)CRED_VALUE_MAX * 4 + 64);
+	r = cred_swap_text(sw, nsw, v, n, auth, 0, &scratch);
+	if (scratch.p != NULL)
+		OPENSSL_cleanse(scratch.p, scratch.len);
+	buf_free(&scratch);
+	return r != 0;	/* -1 (too long) is held too: refused rather than sent as is */
+}
+
+static int
+is_auth(const struct h1head *hd, size_t i)
+{
+	return h1head_is(hd, i, "authorization") || h1head_is(hd, i, "proxy-authorization");
+}
+
+int
+credreq_hold(struct hreq *r, struct cred *const *cs, size_t n, const char *sandbox)
+{
+	struct h1head *hd = &r->hd;
+	struct cred_swap sw[CREDREQ_MAX];
+	size_t nsw, i;
+
+	r->ncheld = 0;
+	if ((nsw = swaps_of(cs, n, sandbox, sw)) == 0)
+		return 0;
+	for (i = 0; i < hd->nh; i++) {
+		struct h1field *h = &hd->h[i];
+
+		if (h->del || h->set || h1head_is(hd, i, "proxy-authorization") ||
+		    !carries(sw, nsw, hd->data.p + h->vo, h->vl, is_auth(hd, i)))
+			continue;
+		if (r->ncheld == HREQ_CRED_HELD)
+			return -1;
+		r->cheld[r->ncheld++] = (uint16_t)i;
+		h->del = 1;
+	}
+	return 0;
+}
+
+/* Appends "name:how" to r->creds (once per name and how). */
+static void
+note(struct hreq *r, const char *name, const char *how)
+{
+	char item[CRED_NAME_MAX + 16];
+	size_t l = strlen(r->creds);
+
+	snprintf(item, sizeof(item), "%s:%s", name, how);
+	if (strstr(r->creds, item) != NULL)
+		return;
+	snprintf(r->creds + l, sizeof(r->creds) - l, "%s%s", l > 0 ? "," : "", item);
+}
+
+/* Adds name: value (vl bytes) marked set, then wipes the scratch value. */
+static int
+add_wiped(struct hreq *r, const char *name, struct buf *v)
+{
+	int rc = h1head_add(&r->hd, name, v->p != NULL ? v->p : "", v->len);
+
+	if (v->p != NULL)
+		OPENSSL_cleanse(v->p, v->len);
+	v->len = 0;
+	return rc;
+}
+
+/* Whether the request has a field called name (the client's kept, or one set). */
+static int
+has_field(const struct hreq *r, const char *name)
+{
+	return h1head_count(&r->hd, name, NULL) > 0;
+}
+
+/* The query of the target: where it starts in data and its length, or -1. */
+static int
+query_of(const struct hreq *r, uint32_t *qo, uint32_t *ql)
+{
+	const char *p = r->hd.data.p + r->path_o, *q;
+
+	if ((q = memchr(p, '?', r->path_l)) == NULL)
+		return -1;
+	*qo = (uint32_t)(q + 1 - r->hd.data.p);
+	*ql = r->path_l - (uint32_t)(q + 1 - p);
+	return 0;
+}
+
+/* Whether query (ql bytes) has parameter name. */
+static int
+query_has(const char *q, size_t ql, const char *name)
+{
+	size_t nl = strlen(name), i = 0;
+
+	while (i < ql) {
+		if (ql - i > nl && memcmp(q + i, name, nl) == 0 && q[i + nl] == '=')
+			return 1;
+		if (ql - i == nl && memcmp(q + i, name, nl) == 0)
+			return 1;
+		while (i < ql && q[i] != '&')
+			i++;
+		i++;
+	}
+	return 0;
+}
+
+/* The upstream target: the client's with the query swapped and the query forms added. */
+static int
+apply_query(struct hreq *r, struct cred *const *cs, size_t n, struct cred_swap *sw, size_t nsw)
+{
+	struct buf t;
+	uint32_t qo = 0, ql = 0;
+	const char *p = r->hd.data.p + r->path_o;
+	int has_q = query_of(r, &qo, &ql) == 0, sws = 0, added = 0, rc = 0;
+	size_t i, k;
+
+	buf_init(&t, r->path_l + (size_t)CRED_VALUE_MAX * 3 * (nsw + 1) + 256);
+	if (has_q) {
+		rc |= buf_add(&t, p, (size_t)(qo - r->path_o));
+		sws = cred_swap_text(sw, nsw, r->hd.data.p + qo, ql, 0, 1, &t);
+		if (sws < 0)
+			rc = -1;
+		else if (sws == 0)
+			rc |= buf_add(&t, r->hd.data.p + qo, ql);
+	} else
+		rc |= buf_add(&t, p, r->path_l);
+	for (i = 0; i < n && rc == 0; i++) {
+		static const char hx[] = "0123456789ABCDEF";
+		const char *val = cs[i]->value;
+
+		if (cs[i]->form != CRED_QUERY || (has_q && query_has(r->hd.data.p + qo, ql,
+		    cs[i]->field)))
+			continue;
+		rc |= buf_add(&t, has_q || added ? "&" : "?", 1);
+		rc |= buf_addstr(&t, cs[i]->field);
+		rc |= buf_add(&t, "=", 1);
+		for (k = 0; val[k] != '\0' && rc == 0; k++) {
+			unsigned char ch = (unsigned char)val[k];
+			if ((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ||
+			    (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' || ch == '.' || ch == '~')
+				rc |= buf_add(&t, val + k, 1);
+			else
+				rc |= buf_add(&t, (char[]){ '%', hx[ch >> 4], hx[ch & 15] }, 3);
+		}
+		note(r, cs[i]->name, "query");
+		added = 1;
+	}
+	if (rc == 0 && (sws > 0 || added)) {
+		/* After data's end: path_o stays the client's target, for the audit. */
+		r->up_o = (uint32_t)r->hd.data.len;
+		r->up_l = (uint32_t)t.len;
+		if (buf_add(&r->hd.data, t.p, t.len) == -1)
+			rc = -1;
+	}
+	if (t.p != NULL)
+		OPENSSL_cleanse(t.p, t.len);
+	buf_free(&t);
+	return rc == 0 ? 0 : -1;
+}
+
+int
+credreq_apply(struct hreq *r, struct cred *const *cs, size_t n, const char *sandbox)
+{
+	struct h1head *hd = &r->hd;
+	struct cred_swap sw[CREDREQ_MAX];
+	struct buf v;
+	char name[CRED_FIELD_MAX * 4 + 1];
+	size_t nsw, i, k;
+	int rc = 0, s;
+
+	nsw = swaps_of(cs, n, sandbox, sw);
+	buf_init(&v, (size_t)CRED_VALUE_MAX * 4 + 256);
+	/* The held fields, swapped; a field the addon set wins over the client's. */
+	for (i = 0; i < r->ncheld && rc == 0; i++) {
+		struct h1field *h = &hd->h[r->cheld[i]];
+
+		if (h->nl >= sizeof(name))
+			continue;
+		memcpy(name, hd->data.p + h->no, h->nl);
+		name[h->nl] = '\0';
+		if (has_field(r, name))
+			continue;
+		s = cred_swap_text(sw, nsw, hd->data.p + h->vo, h->vl, is_auth(hd, r->cheld[i]), 0,
+		    &v);
+		if (s <= 0 || add_wiped(r, name, &v) == -1)
+			rc = -1;
+	}
+	for (k = 0; k < nsw; k++)
+		if (sw[k].used > 0)
+			note(r, sw[k].c->name, "swap");
+	/* The forms the request still lacks. */
+	for (i = 0; i < n && rc == 0; i++) {
+		const struct cred *c = cs[i];
+
+		switch (c->form) {
+		case CRED_BEARER:
+			if (has_field(r, "authorization"))
+				break;
+			rc |= buf_addstr(&v, "Bearer ");
+			rc |= buf_addstr(&v, c->value);
+			if (rc == 0 && add_wiped(r, "Authorization", &v) == -1)
+				rc = -1;
+			note(r, c->name, "bearer");
+			break;
+		case CRED_BASIC: {
+			size_t ul = strlen(c->user), vl = strlen(c->value), el;
+			char *pair, *enc;
+
+			if (has_field(r, "authorization"))
+				break;
+			pair = xmalloc(ul + vl + 2);
+			memcpy(pair, c->user, ul);
+			pair[ul] = ':';
+			memcpy(pair + ul + 1, c->value, vl + 1);
+			enc = xmalloc(B64_ENC_LEN(ul + vl + 1) + 1);
+			el = b64_encode(pair, ul + vl + 1, enc);
+			rc |= buf_addstr(&v, "Basic ");
+			rc |= buf_add(&v, enc, el);
+			OPENSSL_cleanse(pair, ul + vl + 1);
+			OPENSSL_cleanse(enc, el);
+			free(pair);
+			free(enc);
+			if (rc == 0 && add_wiped(r, "Authorization", &v) == -1)
+				rc = -1;
+			note(r, c->name, "basic");
+			break;
+		}
+		case CRED_HEADER:
+			if (has_field(r, c->field))
+				break;
+			rc |= buf_addstr(&v, c->value);
+			if (rc == 0 && add_wiped(r, c->field, &v) == -1)
+				rc = -1;
+			note(r, c->name, "header");
+			break;
+		case CRED_QUERY:
+		case CRED_SIGV4:
+			break;
+		}
+	}
+	if (rc == 0 && r->path_l > 0)
+		rc = apply_query(r, cs, n, sw, nsw);
+	if (v.p != NULL)
+		OPENSSL_cleanse(v.p, v.cap > 0 ? v.cap : v.len);
+	buf_free(&v);
+	OPENSSL_cleanse(sw, sizeof(sw));
+	return rc == 0 ? 0 : -1;
+}
