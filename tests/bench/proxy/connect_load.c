@@ -1,7 +1,8 @@
 /*
  * connect_load.c: HTTPS load generator for the proxy benchmark.
  *
- *   connect_load -t HOST:PORT -n NAME [-H HOSTHDR] [-x PROXY:PORT [-U ID:SECRET]]
+ *   connect_load -t HOST:PORT -n NAME [-H HOSTHDR] [-x PROXY:PORT [-U BASE64]]
+ *       [-A "NAME: VALUE"]
  *       [-m keepalive|newconn|body|idle] [-c CONNS] [-d SECONDS]
  *       [-p PATH] [-C CAFILE] [-k] [-N IDLE] [-w FILE]
  *
@@ -14,7 +15,8 @@
  *   idle       open IDLE connections (CONNECT + TLS + one GET), print
  *              "idle ready N", then hold them until FILE (-w) exists
  * Prints one line: mode=... reqs= secs= rps= p50_us= p99_us= mbps= errors=
- * (MB = 2^20 bytes). -k skips the certificate check (blind tunnels to a
+ * (MB = 2^20 bytes). -U sends Proxy-Authorization: Basic BASE64 on the
+ * CONNECT; -A adds one header field to every GET. -k skips the certificate check (blind tunnels to a
  * name the certificate does not carry are not used: keep it off).
  */
 #include <errno.h>
@@ -48,6 +50,7 @@ static struct {
 	const char	*host;		/* Host header, if not name */
 	const char	*proxy;
 	const char	*auth;		/* base64 of ID:SECRET */
+	const char	*hdr;		/* one more header field of each GET */
 	const char	*path;
 	const char	*cafile;
 	const char	*waitfile;
@@ -386,8 +389,9 @@ run_worker(void *arg)
 
 	if ((buf = malloc(bufsz)) == NULL)
 		return NULL;
-	len = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: connect_load\r\n%s\r\n",
-	    opt.path, opt.host ? opt.host : opt.name, opt.mode == M_NEWCONN ? "Connection: close\r\n" : "");
+	len = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: connect_load\r\n%s%s%s\r\n",
+	    opt.path, opt.host ? opt.host : opt.name, opt.mode == M_NEWCONN ? "Connection: close\r\n" : "",
+	    opt.hdr ? opt.hdr : "", opt.hdr ? "\r\n" : "");
 	if (len < 0 || (size_t)len >= sizeof(req))
 		goto out;
 	if (opt.mode == M_IDLE) {
@@ -451,7 +455,7 @@ usage(void)
 {
 	fprintf(stderr, "usage: connect_load -t HOST:PORT -n NAME [-H HOST] [-x PROXY:PORT [-U base64(ID:SECRET)]]\n"
 	    "  [-m keepalive|newconn|body|idle] [-c CONNS] [-d SECONDS] [-p PATH] [-C CAFILE] [-k]\n"
-	    "  [-N IDLE -w FILE]\n");
+	    "  [-N IDLE -w FILE] [-A 'NAME: VALUE']\n");
 	exit(2);
 }
 
@@ -470,13 +474,14 @@ main(int argc, char **argv)
 	opt.conns = 8;
 	opt.seconds = 5;
 	opt.path = "/small";
-	while ((ch = getopt(argc, argv, "t:n:H:x:U:m:c:d:p:C:kN:w:")) != -1) {
+	while ((ch = getopt(argc, argv, "t:n:H:x:U:A:m:c:d:p:C:kN:w:")) != -1) {
 		switch (ch) {
 		case 't': opt.target = optarg; break;
 		case 'n': opt.name = optarg; break;
 		case 'H': opt.host = optarg; break;
 		case 'x': opt.proxy = optarg; break;
 		case 'U': opt.auth = optarg; break;
+		case 'A': opt.hdr = optarg; break;
 		case 'm': mode = optarg; break;
 		case 'c': if (parse_int(optarg, 1, 4096, &opt.conns) == -1) usage(); break;
 		case 'd': if (parse_int(optarg, 1, 3600, &opt.seconds) == -1) usage(); break;

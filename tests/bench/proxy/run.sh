@@ -4,6 +4,9 @@
 #   direct            no proxy
 #   egress intercept  this proxy, MITM + credential injected (shipped github.lua)
 #   egress tunnel     this proxy, blind CONNECT tunnel
+#   egress cred-add   this proxy, a named credential (issue 30) added in its
+#                     bearer form (a registered sandbox, no Authorization sent)
+#   egress cred-swap  the same, the client's placeholder swapped for it
 #   squid tunnel      squid blind CONNECT (splice)
 #   squid bump        squid-openssl ssl-bump + request_header_add (injection)
 #   mitmproxy         mitmdump with an equivalent injecting addon
@@ -275,9 +278,9 @@ timeouts:
 		cc -O2 -g -std=c11 -Wall -Wextra -fPIC -shared -pthread tests/bench/proxy/heapsites.c \
 			-o "$T/heapsites.so" -ldl || { echo "cannot build heapsites.so"; exit 1; }
 	fi
-	px_bench_start() { # row
+	px_bench_start() { # row [config]
 		[ "${BENCH_HEAPSITES:-0}" = 1 ] && HS_ENV=(env LD_PRELOAD="$T/heapsites.so" HEAPSITES_OUT="$T/hs-$1")
-		"${HS_ENV[@]}" "$PROXY_BIN" -f "$PX_DIR/proxy.yaml" >>"$PX_DIR/stderr" 2>&1 &
+		"${HS_ENV[@]}" "$PROXY_BIN" -f "${2:-$PX_DIR/proxy.yaml}" >>"$PX_DIR/stderr" 2>&1 &
 		PX_PID=$!
 		track_pid $PX_PID
 		wait_port "$PX_PORT" 20 && wait_for 10 test -s "$PX_CA" && return 0
@@ -304,6 +307,28 @@ print("\n".join("  " + l for l in json.load(sys.stdin)["text"].splitlines() if l
 		measure "egress-tunnel" "$PX_PID" -x "127.0.0.1:$PX_PORT" -t bench.test:443 -n bench.test -C "$PKI/ca.pem"
 		px_bench_stop
 	fi
+	# Named credentials (issue 30): bench.test gets a bearer credential a
+	# registered sandbox may use; the same proxy otherwise.
+	printf 'return { name = "benchcred", credentials = { { name = "bench", form = "bearer",\n  secret = "file:%s", hosts = { "bench.test" }, default = true } } }\n' \
+		"$T/bench.cred" >"$T/benchcred.lua"
+	printf 'bench-REAL-token-%s\n' "$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')" >"$T/bench.cred"
+	sed "s|^addons: \[\(.*\)\]|addons: [\1, $T/benchcred.lua]|" "$PX_DIR/proxy.yaml" >"$PX_DIR/proxy-cred.yaml"
+	CRED_AUTH=$(printf 'bench:bench-secret' | base64 -w0)
+	for row in cred-add cred-swap; do
+		px_bench_start "egress-$row" "$PX_DIR/proxy-cred.yaml" || continue
+		ph=$(px_admin '{"op":"register","id":"bench","secret":"bench-secret"}' |
+			"$PY" -c 'import json,sys; print(json.load(sys.stdin)["credentials"]["bench"]["placeholder"])')
+		hdr=()
+		[ "$row" = cred-swap ] && hdr=(-A "Authorization: Bearer $ph")
+		echo "-- egress $row"
+		measure "egress-$row" "$PX_PID" -x "127.0.0.1:$PX_PORT" -U "$CRED_AUTH" -t bench.test:443 \
+			-n bench.test -C "$PX_CA" "${hdr[@]}"
+		want=bench:bearer
+		[ "$row" = cred-swap ] && want=bench:swap
+		grep -q "\"credentials\":\"$want\"" "$PX_DIR/audit.jsonl" 2>/dev/null ||
+			NOTE[egress-$row]="no request with credentials $want in the audit log"
+		px_bench_stop
+	done
 else
 	echo "-- egress-proxy not built ($PROXY_BIN) or addons/github.lua missing: rows skipped"
 fi
@@ -459,6 +484,8 @@ target "new conn req/s: intercept / squid ssl-bump" NC_RPS egress-intercept squi
 ceiling NC_BOUND egress-intercept squid-bump
 target "1 MiB bodies MiB/s: intercept / direct" BODY_MB egress-intercept direct 0.6
 ceiling BODY_BOUND egress-intercept direct
+target "keep-alive req/s: named credential added / addon injection" KA_RPS egress-cred-add egress-intercept 0.95
+target "keep-alive req/s: placeholder swap / credential added" KA_RPS egress-cred-swap egress-cred-add 0.95
 limit "idle KiB per intercepted connection" IDLE_KIB egress-intercept 16
 limit "idle KiB per tunnelled connection" IDLE_KIB egress-tunnel 8
 # What OpenSSL alone costs per intercepted client connection here (no proxy,
