@@ -54,6 +54,7 @@ struct psec {
 
 struct policy {
 	struct psec	 sec[P_NPROV];
+	struct plist	 creds;		/* "credentials": the proxy's named ones */
 };
 
 static const struct prov {
@@ -219,6 +220,7 @@ policy_free(struct policy *p)
 		return;
 	for (k = 0; k < P_NPROV; k++)
 		psec_clear(&p->sec[k]);
+	plist_free(&p->creds);
 	free(p);
 }
 
@@ -233,6 +235,7 @@ policy_dup(const struct policy *p)
 	d = xcalloc(1, sizeof(*d));
 	for (k = 0; k < P_NPROV; k++)
 		psec_copy(&d->sec[k], &p->sec[k]);
+	plist_copy(&d->creds, &p->creds);
 	return d;
 }
 
@@ -459,6 +462,30 @@ read_section(const cJSON *j, const char *what, int prov, struct psec *s,
 	return 0;
 }
 
+/*
+ * "credentials": the names of the egress proxy's named credentials the
+ * session may use (docs/addons.md, "Named credentials"); the proxy knows
+ * which exist and refuses the register of a name none declares.
+ */
+static int
+read_creds(const cJSON *v, const char *what, struct plist *l, char *err, size_t errlen)
+{
+	char path[96];
+	size_t i;
+
+	snprintf(path, sizeof(path), "%s.credentials", what);
+	if (read_list(v, path, M_PUSH, P_GITHUB, l, err, errlen) == -1)
+		return -1;
+	for (i = 0; i < l->n; i++)
+		if (strlen(l->v[i]) > 63 || strspn(l->v[i],
+		    "abcdefghijklmnopqrstuvwxyz0123456789_-") != strlen(l->v[i])) {
+			snprintf(err, errlen, "%s[%zu]: a credential name is 1-63 of a-z 0-9 _ -",
+			    path, i);
+			return -1;
+		}
+	return 0;
+}
+
 struct policy *
 policy_from_json(const cJSON *j, const char *what, char *err, size_t errlen)
 {
@@ -469,8 +496,8 @@ policy_from_json(const cJSON *j, const char *what, char *err, size_t errlen)
 	int k;
 
 	if (!cJSON_IsObject(j)) {
-		snprintf(err, errlen, "%s: must be an object with github and/or "
-		    "gitlab", what);
+		snprintf(err, errlen, "%s: must be an object with github, gitlab "
+		    "and/or credentials", what);
 		return NULL;
 	}
 	txt = cJSON_PrintUnformatted(j);
@@ -487,14 +514,19 @@ policy_from_json(const cJSON *j, const char *what, char *err, size_t errlen)
 			if (strcmp(v->string, provs[k].name) == 0)
 				break;
 		safe_name(nm, sizeof(nm), v->string);
-		if (k == P_NPROV) {
+		if (k == P_NPROV && strcmp(v->string, "credentials") != 0) {
 			snprintf(err, errlen, "%s: unknown member '%s' (the members "
-			    "are github and gitlab)", what, nm);
+			    "are github, gitlab and credentials)", what, nm);
 			goto fail;
 		}
 		if (cJSON_GetObjectItemCaseSensitive(j, v->string) != v) {
 			snprintf(err, errlen, "%s.%s: appears twice", what, nm);
 			goto fail;
+		}
+		if (k == P_NPROV) {
+			if (read_creds(v, what, &p->creds, err, errlen) == -1)
+				goto fail;
+			continue;
 		}
 		if (read_section(v, what, k, &p->sec[k], err, errlen) == -1)
 			goto fail;
@@ -601,6 +633,8 @@ policy_to_json(const struct policy *p)
 		if (c->gql >= 0)
 			cJSON_AddBoolToObject(s, "graphql_mutations", c->gql);
 	}
+	if (p != NULL && p->creds.set)
+		cJSON_AddItemToObject(o, "credentials", list_json(&p->creds));
 	return o;
 }
 
@@ -745,6 +779,21 @@ within(const struct policy *a, const struct policy *b, const char *whose,
 		if (!section_within(k, &a->sec[k], &b->sec[k], whose, err, errlen))
 			return 0;
 	}
+	/* Named credentials: b may name only those a names (b without the
+	 * member takes a's list). */
+	if (a->creds.set && b->creds.set) {
+		size_t i, j;
+
+		for (i = 0; i < b->creds.n; i++) {
+			for (j = 0; j < a->creds.n && strcmp(a->creds.v[j], b->creds.v[i]) != 0; j++)
+				;
+			if (j == a->creds.n) {
+				snprintf(err, errlen, "policy.credentials[%zu]: \"%s\" is not "
+				    "among the credentials of %s", i, b->creds.v[i], whose);
+				return 0;
+			}
+		}
+	}
 	return 1;
 }
 
@@ -775,6 +824,8 @@ combine(const struct policy *a, const struct policy *b, const char *whose,
 			psec_clear(&r->sec[k]);
 			psec_copy(&r->sec[k], &a->sec[k]);
 		}
+	if (a != NULL && !r->creds.set && a->creds.set)
+		plist_copy(&r->creds, &a->creds);
 	return r;
 }
 

@@ -72,7 +72,11 @@ fi
 # The proxy needs its PKI and tokens, not the git fixtures (no traffic).
 fx_pki && fx_tokens || { fail "fixtures"; exit 1; }
 GH_PORT=$(free_port) API_PORT=$(free_port) GL_PORT=$(free_port)
-px_config && px_start || { fail "proxy start"; exit 1; }
+# One named credential (issue 30) the policies below may name.
+printf 'sk-58c-REAL-%s\n' "$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')" >"$T/model.key"
+printf 'return { name = "creds58c", credentials = { { name = "model", form = "bearer",\n  secret = "file:%s", hosts = { "model.test" } } } }\n' "$T/model.key" >"$T/creds.lua"
+PX_ADDONS="[$TOP/addons/github.lua, $TOP/addons/gitlab.lua, $T/creds.lua]" px_config && px_start ||
+	{ fail "proxy start"; exit 1; }
 ok "proxy start"
 . "$TOP/tests/mcp/orch-lib.sh"
 
@@ -339,6 +343,24 @@ check "the session works after the restart" contains <(echo "$out") after
 stats_check "after the restart" "$sb1" "$W2"
 out=$(put pol-1 "$P1")
 check "after the restart PUT still refuses to widen" eq "$(code_of "$out")" 409
+
+# --- named credentials (issue 30): the list travels to the proxy, which knows the names ---
+out=$(post '{"id":"pol-cred","policy":{"credentials":["model"]}}')
+check "a policy naming a credential: the session runs" eq "$(j 'd["state"]' <<<"$out")" '"running"'
+check "... its JSON lists the credential in force, never a value" eq "$(j 'd["policy"]["credentials"]' <<<"$out")" '["model"]'
+check "... no value anywhere in the reply" not_contains <(echo "$out") "$(cat "$T/model.key")"
+stats_check "the credentials list reached the proxy" "$(sbx_of pol-cred)" "$(j 'd["policy"]' <<<"$out")"
+out=$(post '{"id":"pol-cred2","policy":{"credentials":["nosuch"]}}')
+# The proxy refuses the register: the sandbox gets no egress at all (closed,
+# as for any failed attach), and the log says why.
+check "a credential no addon declares: the proxy refuses the register, the log says why" \
+	contains "$ORCH_LOG" "refused register: register: policy.credentials names nosuch, which no addon declares"
+check "... and that sandbox is not registered at the proxy" \
+	bash -c "! grep -qE 'sandbox=$(sbx_of pol-cred2) (registered|updated) .*policy=yes' '$PX_DIR/proxy.log'"
+rest DELETE /v1/sessions/pol-cred2 >/dev/null
+out=$(post '{"id":"pol-cred3","policy":{"credentials":["Model"]}}' -w '\n%{http_code}')
+check "a malformed credential name: 400 naming the member" answered "$out" 400 'policy.credentials[0]: a credential name'
+rest DELETE /v1/sessions/pol-cred >/dev/null
 
 # --- REST DELETE ends it: the record goes with its policy ---
 out=$(rest DELETE /v1/sessions/pol-1 -o /dev/null -w '%{http_code}')

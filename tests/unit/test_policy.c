@@ -3,7 +3,8 @@
  * invalid shapes with the member each error names, the limits (entries,
  * bytes, depth, non-ASCII), canonical output, the glob cover relation,
  * the narrowing truth table, combining with the operator's policy, the
- * operator's policy file, and the policy in the proxy's register op.
+ * operator's policy file, the policy in the proxy's register op, and the
+ * named credentials' list (issue 30).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -557,6 +558,75 @@ TEST(test_combine)
 	policy_free(op);
 }
 
+/* "credentials": names the proxy's named credentials; only ever narrowed. */
+TEST(test_credentials)
+{
+	static const struct { const char *txt, *want; } bad[] = {
+		{ "{\"credentials\":\"npm\"}", "policy.credentials: must be a list of strings" },
+		{ "{\"credentials\":[\"NPM\"]}", "policy.credentials[0]: a credential name is 1-63" },
+		{ "{\"credentials\":[\"ok\",\"a b\"]}", "policy.credentials[1]: must be a string" },
+		{ "{\"credentials\":[\"a/b\"]}", "policy.credentials[0]: a credential name" },
+		{ "{\"credentials\":[],\"credentials\":[]}", "policy.credentials: appears twice" },
+		{ "{\"credential\":[]}", "unknown member 'credential' (the members are github, gitlab and credentials)" },
+	};
+	struct policy *op, *cl, *r;
+	char err[512], *txt;
+	size_t i;
+	int widens;
+
+	for (i = 0; i < NELEM(bad); i++) {
+		CHECK(policy_parse(bad[i].txt, strlen(bad[i].txt), "policy", err, sizeof(err)) == NULL);
+		if (strstr(err, bad[i].want) == NULL) {
+			fprintf(stderr, "  %s: got \"%s\"\n", bad[i].txt, err);
+			CHECK(0);
+		}
+	}
+	/* canonical: sorted, duplicates dropped, after the sections */
+	r = P("{\"credentials\":[\"npm\",\"aws-dev\",\"npm\"],\"github\":{\"delete\":false}}");
+	txt = policy_text(r);
+	CHECK_STR(txt, "{\"github\":{\"delete\":false},\"credentials\":[\"aws-dev\",\"npm\"]}");
+	free(txt);
+	policy_free(r);
+	op = P("{\"credentials\":[\"npm\",\"model\"],\"github\":{\"repositories\":[\"acme/*\"]}}");
+	/* a client naming fewer: its list */
+	cl = P("{\"credentials\":[\"model\"]}");
+	r = policy_combine(op, cl, &widens, err, sizeof(err));
+	txt = policy_text(r);
+	CHECK_STR(txt, "{\"github\":{\"repositories\":[\"acme/*\"]},\"credentials\":[\"model\"]}");
+	free(txt);
+	policy_free(r);
+	policy_free(cl);
+	/* none at all is narrower than any list */
+	cl = P("{\"credentials\":[]}");
+	CHECK(policy_narrower(op, cl, err, sizeof(err)));
+	policy_free(cl);
+	/* a client without the member takes the operator's list */
+	cl = P("{\"github\":{\"repositories\":[\"acme/app\"]}}");
+	r = policy_combine(op, cl, &widens, err, sizeof(err));
+	txt = policy_text(r);
+	CHECK_STR(txt, "{\"github\":{\"repositories\":[\"acme/app\"]},\"credentials\":[\"model\",\"npm\"]}");
+	free(txt);
+	policy_free(r);
+	policy_free(cl);
+	/* one more name widens */
+	cl = P("{\"credentials\":[\"npm\",\"aws\"]}");
+	CHECK(policy_combine(op, cl, &widens, err, sizeof(err)) == NULL);
+	CHECK_INT(widens, 1);
+	CHECK_STR(err, "policy.credentials[1]: \"aws\" is not among the credentials of the "
+	    "operator's policy");
+	CHECK(!policy_narrower(op, cl, err, sizeof(err)));
+	policy_free(cl);
+	/* an operator without a list: the client's as it is */
+	cl = P("{\"credentials\":[\"aws\"]}");
+	r = policy_combine(NULL, cl, &widens, err, sizeof(err));
+	txt = policy_text(r);
+	CHECK_STR(txt, "{\"credentials\":[\"aws\"]}");
+	free(txt);
+	policy_free(r);
+	policy_free(cl);
+	policy_free(op);
+}
+
 TEST(test_policy_set)
 {
 	static const struct { const char *txt, *want; } bad[] = {
@@ -667,6 +737,7 @@ main(void)
 	RUN(test_glob_hostile);
 	RUN(test_narrower);
 	RUN(test_combine);
+	RUN(test_credentials);
 	RUN(test_policy_set);
 	RUN(test_register_msg);
 	return unit_done();
