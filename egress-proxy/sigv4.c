@@ -230,13 +230,13 @@ enc(struct buf *b, int c, int slash)
 /*
  * The canonical URI of path p (n bytes, starting with '/'): as sent for
  * S3; else empty and dot segments removed (a trailing '/' kept) and every
- * byte but unreserved ones and '/' encoded again.
+ * byte but unreserved ones and '/' encoded again. -1 for a path of more
+ * than SIGV4_SEGS_MAX segments (or a byte S3 would not take as sent).
  */
 static int
 canon_uri(const char *p, size_t n, int s3, struct buf *b)
 {
-	size_t seg[SIGV4_CREQ_MAX / 64], nseg = 0, i, s, k;
-	size_t segl[SIGV4_CREQ_MAX / 64];
+	size_t seg[SIGV4_SEGS_MAX], segl[SIGV4_SEGS_MAX], nseg = 0, i, s, k;
 	int r = 0;
 
 	if (s3) {
@@ -257,8 +257,8 @@ canon_uri(const char *p, size_t n, int s3, struct buf *b)
 			if (nseg > 0)
 				nseg--;
 		} else {
-			if (nseg == sizeof(seg) / sizeof(seg[0]))
-				return -1;
+			if (nseg == SIGV4_SEGS_MAX)
+				return -1;	/* refused: see SIGV4_SEGS_MAX */
 			seg[nseg] = s;
 			segl[nseg++] = i - s;
 		}
