@@ -8,6 +8,7 @@
 #include <sys/random.h>
 
 #include "agent.h"
+#include "hex.h"
 #include "log.h"
 #include "util.h"
 
@@ -36,9 +37,8 @@ agent_touch(void)
 void
 agent_random_hex(char *out, size_t n)
 {
-	static const char hex[] = "0123456789abcdef";
 	unsigned char r[64];
-	size_t i, got = 0;
+	size_t got = 0;
 	ssize_t k;
 
 	if (n > sizeof(r))
@@ -51,11 +51,7 @@ agent_random_hex(char *out, size_t n)
 			fatal("getrandom");
 		got += (size_t)k;
 	}
-	for (i = 0; i < n; i++) {
-		out[2 * i] = hex[r[i] >> 4];
-		out[2 * i + 1] = hex[r[i] & 15];
-	}
-	out[2 * n] = '\0';
+	hex_encode(r, n, out);
 }
 
 long long

@@ -1,8 +1,8 @@
 # common/: shared C used by every daemon (not by the static agent unless noted).
-COMMON_SRCS := common/b64.c common/log.c common/xmalloc.c common/buf.c common/strnum.c common/cfg.c common/padmin.c common/util.c common/ids.c common/jsonmem.c common/evrelay.c common/h1.c common/backoff.c common/lguard.c common/addrcount.c common/daemon.c
+COMMON_SRCS := common/b64.c common/hex.c common/digest.c common/log.c common/xmalloc.c common/buf.c common/strnum.c common/cfg.c common/padmin.c common/util.c common/ids.c common/jsonmem.c common/evrelay.c common/h1.c common/backoff.c common/lguard.c common/addrcount.c common/daemon.c
 COMMON_OBJS := $(COMMON_SRCS:%.c=$(B)/%.o)
 # The subset with no library dependency, safe to link into the static agent.
-COMMON_MIN_OBJS := $(B)/common/b64.o $(B)/common/log.o $(B)/common/xmalloc.o $(B)/common/buf.o $(B)/common/strnum.o $(B)/common/util.o $(B)/common/ids.o $(B)/common/h1.o $(B)/common/backoff.o
+COMMON_MIN_OBJS := $(B)/common/b64.o $(B)/common/hex.o $(B)/common/log.o $(B)/common/xmalloc.o $(B)/common/buf.o $(B)/common/strnum.o $(B)/common/util.o $(B)/common/ids.o $(B)/common/h1.o $(B)/common/backoff.o
 ALL_OBJS += $(COMMON_OBJS)
 # The head store on llhttp (h1head.c): linked with $(LLHTTP_OBJS) by the proxy, the gateway,
 # the orchestrator and the static agent (agent/module.mk).
@@ -12,6 +12,12 @@ UNIT_TESTS += $(B)/tests/unit/test_h1head
 ALL_OBJS += $(B)/tests/unit/test_h1head.o
 $(B)/tests/unit/test_h1head: $(B)/tests/unit/test_h1head.o $(H1HEAD_OBJS) $(COMMON_MIN_OBJS) $(LLHTTP_OBJS)
 	$(CC) $(LDFLAGS) $^ -o $@
+
+# hex.c and digest.c (SHA-256, HMAC-SHA256 on libcrypto): published vectors.
+UNIT_TESTS += $(B)/tests/unit/test_digest
+ALL_OBJS += $(B)/tests/unit/test_digest.o
+$(B)/tests/unit/test_digest: $(B)/tests/unit/test_digest.o $(B)/common/hex.o $(B)/common/digest.o
+	$(CC) $(LDFLAGS) $^ $(PKG_LIBS) -o $@
 
 UNIT_TESTS += $(B)/tests/unit/test_common $(B)/tests/unit/test_cfg $(B)/tests/unit/test_h1 $(B)/tests/unit/test_addrcount \
 	$(B)/tests/unit/test_backoff

@@ -31,6 +31,7 @@
 #include "cred.h"
 #include "credreq.h"
 #include "ghapp.h"
+#include "hex.h"
 #include "ids.h"
 #include "lguard.h"
 #include "log.h"
@@ -416,14 +417,12 @@ boot_id(void)
 {
 	static char id[33];
 	unsigned char r[16];
-	size_t i;
 
 	if (id[0] != '\0')
 		return id;
 	if (RAND_bytes(r, sizeof(r)) != 1)
 		fatalx("boot id: no randomness");
-	for (i = 0; i < sizeof(r); i++)
-		snprintf(id + 2 * i, 3, "%02x", r[i]);
+	hex_encode(r, sizeof(r), id);
 	return id;
 }
 

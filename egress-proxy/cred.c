@@ -10,11 +10,12 @@
 #include <unistd.h>
 
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 
+#include "attrib.h"
 #include "b64.h"
 #include "cred.h"
+#include "digest.h"
+#include "log.h"
 #include "pglob.h"
 #include "xmalloc.h"
 
@@ -63,17 +64,17 @@ cred_placeholder(const unsigned char key[32], const char *sandbox, const char *n
     enum cred_part part, char out[CRED_PH_LEN + 1])
 {
 	static const char b32[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
-	unsigned char md[32];
-	unsigned int ml = 32;
+	unsigned char md[DIGEST_SHA256_LEN];
 	char msg[512];
-	int n;
+	int n, bad;
 	size_t i, bit;
 
 	n = snprintf(msg, sizeof(msg), "placeholder%c%s%c%s%c%d", 0, sandbox, 0, name, 0,
 	    (int)part);
-	if (n < 0 || (size_t)n >= sizeof(msg) ||
-	    HMAC(EVP_sha256(), key, 32, (unsigned char *)msg, (size_t)n, md, &ml) == NULL)
-		abort();	/* ids and names are bounded far below; HMAC of memory does not fail */
+	/* ids and names are bounded far below; HMAC of memory does not fail */
+	ASSERT(n > 0 && (size_t)n < sizeof(msg));
+	bad = digest_hmac_sha256(key, 32, msg, (size_t)n, md);
+	ASSERT(bad == 0);
 	memcpy(out, PH_PREFIX, 3);
 	for (i = 3, bit = 0; i < CRED_PH_LEN; i++, bit += 5) {
 		unsigned v = (unsigned)(md[bit / 8] << 8 | md[bit / 8 + 1]);

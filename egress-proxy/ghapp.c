@@ -30,6 +30,7 @@
 #include "buf.h"
 #include "config.h"
 #include "ghapp.h"
+#include "hex.h"
 #include "log.h"
 #include "pglob.h"
 #include "xmalloc.h"
@@ -1079,9 +1080,8 @@ check_done(struct ghapp *g)
 static void
 scope_hash(const struct ghapp_opts *o, char out[65])
 {
-	static const char hx[] = "0123456789abcdef";
 	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int mdl = 0, k;
+	unsigned int mdl = 0;
 	EVP_MD_CTX *c = EVP_MD_CTX_new();
 	size_t i;
 	int ok;
@@ -1092,14 +1092,10 @@ scope_hash(const struct ghapp_opts *o, char out[65])
 	for (i = 0; ok && i < o->nglobs; i++)
 		ok = EVP_DigestUpdate(c, "\x1e", 1) == 1 &&
 		    EVP_DigestUpdate(c, o->globs[i], strlen(o->globs[i])) == 1;
-	ok = ok && EVP_DigestFinal_ex(c, md, &mdl) == 1;
+	ok = ok && EVP_DigestFinal_ex(c, md, &mdl) == 1 && mdl == 32;
 	EVP_MD_CTX_free(c);
 	ASSERT(ok);	/* SHA-256 of memory does not fail */
-	for (k = 0; k < mdl && k < 32; k++) {
-		out[2 * k] = hx[md[k] >> 4];
-		out[2 * k + 1] = hx[md[k] & 15];
-	}
-	out[2 * k] = '\0';
+	hex_encode(md, 32, out);
 }
 
 int

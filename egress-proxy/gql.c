@@ -20,11 +20,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <openssl/evp.h>
+#include <strings.h>
 
 #include "attrib.h"
 #include "buf.h"
+#include "digest.h"
 #include "gql.h"
 #include "strnum.h"
 #include "xmalloc.h"
@@ -621,17 +621,10 @@ static int doc_judge(struct judge *j, const char *s, size_t n);
 static int
 hash_matches(const char *hex, size_t n, const char *s, size_t sl)
 {
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int mdl = 0, k;
-	static const char digits[] = "0123456789abcdef";
+	char want[DIGEST_SHA256_HEX + 1];
 
-	if (EVP_Digest(s, sl, md, &mdl, EVP_sha256(), NULL) != 1 || n != (size_t)mdl * 2)
-		return 0;
-	for (k = 0; k < mdl; k++)
-		if ((hex[2 * k] | 0x20) != digits[md[k] >> 4] ||
-		    (hex[2 * k + 1] | 0x20) != digits[md[k] & 15])
-			return 0;
-	return 1;
+	return n == DIGEST_SHA256_HEX && digest_sha256_hex(s, sl, want) == 0 &&
+	    strncasecmp(hex, want, DIGEST_SHA256_HEX) == 0;
 }
 
 /* Reads one request object at s[i] and judges its document. */

@@ -9,31 +9,21 @@
 #include <strings.h>
 
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 
+#include "attrib.h"
+#include "digest.h"
+#include "hex.h"
+#include "log.h"
 #include "sigv4.h"
 #include "util.h"
 
-static const char hexl[] = "0123456789abcdef";
+/* Upper-case digits of a percent-escape (enc). */
 static const char hexu[] = "0123456789ABCDEF";
 
 #define ALG		"AWS4-HMAC-SHA256"
 #define CHUNK_ALG	"AWS4-HMAC-SHA256-PAYLOAD"
 /* SHA-256 of nothing: the "previous-signature" line's fixed part of a chunk's string to sign. */
 #define EMPTY_SHA256	"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
-
-static void
-hex(const unsigned char *p, size_t n, char *out)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		out[2 * i] = hexl[p[i] >> 4];
-		out[2 * i + 1] = hexl[p[i] & 15];
-	}
-	out[2 * n] = '\0';
-}
 
 static int
 ishex(int c)
@@ -240,13 +230,13 @@ enc(struct buf *b, int c, int slash)
 /*
  * The canonical URI of path p (n bytes, starting with '/'): as sent for
  * S3; else empty and dot segments removed (a trailing '/' kept) and every
- * byte but unreserved ones and '/' encoded again.
+ * byte but unreserved ones and '/' encoded again. -1 for a path of more
+ * than SIGV4_SEGS_MAX segments (or a byte S3 would not take as sent).
  */
 static int
 canon_uri(const char *p, size_t n, int s3, struct buf *b)
 {
-	size_t seg[SIGV4_CREQ_MAX / 64], nseg = 0, i, s, k;
-	size_t segl[SIGV4_CREQ_MAX / 64];
+	size_t seg[SIGV4_SEGS_MAX], segl[SIGV4_SEGS_MAX], nseg = 0, i, s, k;
 	int r = 0;
 
 	if (s3) {
@@ -267,8 +257,8 @@ canon_uri(const char *p, size_t n, int s3, struct buf *b)
 			if (nseg > 0)
 				nseg--;
 		} else {
-			if (nseg == sizeof(seg) / sizeof(seg[0]))
-				return -1;
+			if (nseg == SIGV4_SEGS_MAX)
+				return -1;	/* refused: see SIGV4_SEGS_MAX */
 			seg[nseg] = s;
 			segl[nseg++] = i - s;
 		}
@@ -454,26 +444,6 @@ sigv4_canonical(const struct sigv4_req *r, const char *signed_headers, struct bu
 
 /* ---- signing ---- */
 
-static void
-hmac(const void *key, size_t kl, const void *msg, size_t ml, unsigned char out[32])
-{
-	unsigned int ol = 32;
-
-	if (HMAC(EVP_sha256(), key, (int)kl, msg, ml, out, &ol) == NULL || ol != 32)
-		abort();	/* HMAC-SHA256 of memory does not fail */
-}
-
-static void
-sha256hex(const void *p, size_t n, char out[65])
-{
-	unsigned char md[32];
-	unsigned int ml = 32;
-
-	if (EVP_Digest(p, n, md, &ml, EVP_sha256(), NULL) != 1 || ml != 32)
-		abort();
-	hex(md, 32, out);
-}
-
 void
 sigv4_key(const char *secret, const char *date, const char *region, const char *service,
     unsigned char key[32])
@@ -481,12 +451,13 @@ sigv4_key(const char *secret, const char *date, const char *region, const char *
 	char k0[4 + 256 + 1];
 	unsigned char k[32];
 	/* AWS secrets are 40 characters: a longer one is cut at 256 (and fails to verify) */
-	int kl = snprintf(k0, sizeof(k0), "AWS4%.256s", secret);
+	int kl = snprintf(k0, sizeof(k0), "AWS4%.256s", secret), bad = 0;
 
-	hmac(k0, (size_t)kl, date, strlen(date), k);
-	hmac(k, 32, region, strlen(region), k);
-	hmac(k, 32, service, strlen(service), k);
-	hmac(k, 32, "aws4_request", 12, key);
+	bad |= digest_hmac_sha256(k0, (size_t)kl, date, strlen(date), k);
+	bad |= digest_hmac_sha256(k, 32, region, strlen(region), k);
+	bad |= digest_hmac_sha256(k, 32, service, strlen(service), k);
+	bad |= digest_hmac_sha256(k, 32, "aws4_request", 12, key);
+	ASSERT(bad == 0);	/* HMAC-SHA256 of memory does not fail */
 	OPENSSL_cleanse(k0, sizeof(k0));
 	OPENSSL_cleanse(k, sizeof(k));
 }
@@ -503,12 +474,15 @@ sigv4_sign(const unsigned char key[32], const char *amzdate, const char *scope,
 {
 	char sts[512], h[65];
 	unsigned char md[32];
-	int n;
+	int n, bad;
 
-	sha256hex(creq, creql, h);
+	bad = digest_sha256_hex(creq, creql, h);
 	n = snprintf(sts, sizeof(sts), ALG "\n%s\n%s\n%s", amzdate, scope, h);
-	hmac(key, 32, sts, (size_t)n, md);
-	hex(md, 32, out);
+	/* the date and scope are bounded (sigv4.h); digests of memory do not fail */
+	ASSERT(bad == 0 && n > 0 && (size_t)n < sizeof(sts));
+	bad = digest_hmac_sha256(key, 32, sts, (size_t)n, md);
+	ASSERT(bad == 0);
+	hex_encode(md, 32, out);
 }
 
 void
@@ -517,13 +491,15 @@ sigv4_chunk_sign(const unsigned char key[32], const char *amzdate, const char *s
 {
 	char sts[640], h[65];
 	unsigned char md[32];
-	int n;
+	int n, bad;
 
-	hex(hash, 32, h);
+	hex_encode(hash, 32, h);
 	n = snprintf(sts, sizeof(sts), CHUNK_ALG "\n%s\n%s\n%s\n" EMPTY_SHA256 "\n%s", amzdate,
 	    scope, prev, h);
-	hmac(key, 32, sts, (size_t)n, md);
-	hex(md, 32, out);
+	ASSERT(n > 0 && (size_t)n < sizeof(sts));
+	bad = digest_hmac_sha256(key, 32, sts, (size_t)n, md);
+	ASSERT(bad == 0);
+	hex_encode(md, 32, out);
 }
 
 /* ---- streaming bodies ---- */
@@ -587,13 +563,11 @@ chunk_head(struct sigv4_chunks *c, char *err, size_t errlen)
 static int
 chunk_done(struct sigv4_chunks *c, struct buf *out, char *err, size_t errlen)
 {
-	unsigned char md[32];
-	unsigned int ml = 32;
+	unsigned char md[DIGEST_SHA256_LEN];
 	char want[65], sig[65];
+	int bad = digest_sha256(c->data.p, c->data.len, md);
 
-	if (EVP_Digest(c->data.len ? c->data.p : "", c->data.len, md, &ml, EVP_sha256(),
-	    NULL) != 1)
-		abort();
+	ASSERT(bad == 0);	/* SHA-256 of memory does not fail */
 	sigv4_chunk_sign(c->ckey, c->amzdate, c->scope, c->cprev, md, want);
 	if (CRYPTO_memcmp(want, c->csig, 64) != 0) {
 		snprintf(err, errlen, "an aws-chunked chunk signature does not verify");

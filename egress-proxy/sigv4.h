@@ -42,6 +42,14 @@
 #define SIGV4_SHN_MAX		64	/* signed headers in one request */
 #define SIGV4_CREQ_MAX		((size_t)64 * 1024)	/* a canonical request */
 /*
+ * Path segments a non-S3 canonical URI keeps (after "." and ".." are
+ * removed): canon_uri holds each segment's offset and length on the stack,
+ * 2 x 8 KiB at this size. AWS's REST paths have a handful of segments, and
+ * S3 (whose keys may have many) is signed as sent, without them; a path
+ * with more is refused ("the path cannot be signed").
+ */
+#define SIGV4_SEGS_MAX		1024
+/*
  * Largest chunk of a streaming upload held to be signed again: the new
  * signature goes before the data it covers. The SDKs send 64 KiB (S3's
  * example, the Java SDK 128 KiB); 8 MiB leaves room and bounds a

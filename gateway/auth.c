@@ -6,9 +6,11 @@
 #include <strings.h>
 
 #include <openssl/crypto.h>
-#include <openssl/sha.h>
 
+#include "attrib.h"
 #include "auth.h"
+#include "digest.h"
+#include "log.h"
 #include "strnum.h"
 
 int
@@ -233,16 +235,9 @@ auth_origin_same(const char *origin, size_t len, const char *scheme,
 void
 auth_token_sha256(const char *tok, size_t len, char hex[65])
 {
-	unsigned char md[SHA256_DIGEST_LENGTH];
-	static const char dig[] = "0123456789abcdef";
-	size_t i;
+	int bad = digest_sha256_hex(tok, len, hex);
 
-	SHA256((const unsigned char *)tok, len, md);
-	for (i = 0; i < sizeof(md); i++) {
-		hex[2 * i] = dig[md[i] >> 4];
-		hex[2 * i + 1] = dig[md[i] & 15];
-	}
-	hex[64] = '\0';
+	ASSERT(bad == 0);	/* SHA-256 of memory does not fail */
 }
 
 int

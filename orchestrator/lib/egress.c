@@ -18,6 +18,7 @@
 #include "agentc.h"
 #include "buf.h"
 #include "egress.h"
+#include "hex.h"
 #include "log.h"
 #include "padmin.h"
 #include "policy.h"
@@ -210,12 +211,10 @@ int
 egress_secret(char out[EGRESS_SECRET_LEN + 1])
 {
 	unsigned char r[EGRESS_SECRET_LEN / 2];
-	size_t i;
 
 	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
 		return -1;
-	for (i = 0; i < sizeof(r); i++)
-		snprintf(out + 2 * i, 3, "%02x", r[i]);
+	hex_encode(r, sizeof(r), out);
 	explicit_bzero(r, sizeof(r));
 	return 0;
 }

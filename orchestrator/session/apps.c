@@ -22,9 +22,9 @@
 #include <unistd.h>
 
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
 
 #include "apps.h"
+#include "digest.h"
 #include "log.h"
 #include "sess_int.h"
 #include "util.h"
@@ -105,28 +105,10 @@ port_reserved(const struct conf *c, int port)
 }
 
 static void
-hex_of(const unsigned char *b, size_t n, char *out)
-{
-	static const char hx[] = "0123456789abcdef";
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		out[2 * i] = hx[b[i] >> 4];
-		out[2 * i + 1] = hx[b[i] & 15];
-	}
-	out[2 * n] = '\0';
-}
-
-static void
 token_hash(const char *tok, char out[APP_HASH_HEX + 1])
 {
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int mdlen = 0;
-
-	if (EVP_Digest(tok, strlen(tok), md, &mdlen, EVP_sha256(), NULL) != 1 ||
-	    mdlen != 32)
+	if (digest_sha256_hex(tok, strlen(tok), out) == -1)
 		fatalx("sha256 failed");
-	hex_of(md, 32, out);
 }
 
 /* A new token: APP_TOKEN_BYTES random bytes in base64url, unpadded. */

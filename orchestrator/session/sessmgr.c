@@ -17,6 +17,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "hex.h"
 #include "lib/agentc.h"
 #include "log.h"
 #include "sess_int.h"
@@ -36,13 +37,12 @@ void
 sm_new_rtid(char *out, size_t len, const char *prefix)
 {
 	unsigned char r[8];
-	size_t i, o;
+	char h[HEX_LEN(sizeof(r)) + 1];
 
 	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
 		fatal("getrandom");
-	o = (size_t)snprintf(out, len, "%s", prefix);
-	for (i = 0; i < sizeof(r) && o + 2 < len; i++)
-		o += (size_t)snprintf(out + o, len - o, "%02x", r[i]);
+	hex_encode(r, sizeof(r), h);
+	snprintf(out, len, "%s%s", prefix, h);
 }
 
 void

@@ -313,6 +313,60 @@ TEST(test_canonical_refusals)
 	buf_free(&b);
 }
 
+/* "/s" n times (then '\0') into a new buffer: a path of n segments. */
+static char *
+segs(size_t n, const char *tail)
+{
+	size_t tl = strlen(tail);
+	char *p = malloc(2 * n + tl + 1);
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		memcpy(p + 2 * i, "/s", 2);
+	memcpy(p + 2 * n, tail, tl + 1);
+	return p;
+}
+
+/*
+ * canon_uri keeps at most SIGV4_SEGS_MAX segments: that many sign, one more
+ * is refused with a reason (not cut, not a crash), "." and ".." do not count
+ * against it, and S3's as-sent path has no such bound.
+ */
+TEST(test_canonical_segments)
+{
+	struct sigv4_field f[1] = { { "Host", "h", 4, 1 } };
+	struct sigv4_req r = { "GET", "/", 1, f, 1, "UNSIGNED-PAYLOAD", 0 };
+	struct buf b;
+	char err[128], *p;
+
+	buf_init(&b, SIGV4_CREQ_MAX);
+	p = segs(SIGV4_SEGS_MAX, "");
+	r.target = p;
+	r.tl = strlen(p);
+	CHECK_INT(sigv4_canonical(&r, "host", &b, err, sizeof(err)), 0);
+	CHECK(strncmp(b.p + 4, p, r.tl) == 0 && b.p[4 + r.tl] == '\n');
+	free(p);
+	p = segs(SIGV4_SEGS_MAX + 1, "");
+	r.target = p;
+	r.tl = strlen(p);
+	err[0] = '\0';
+	CHECK_INT(sigv4_canonical(&r, "host", &b, err, sizeof(err)), -1);
+	CHECK_STR(err, "the path cannot be signed");
+	/* the same path as S3 sends it: signed as is */
+	r.s3 = 1;
+	CHECK_INT(sigv4_canonical(&r, "host", &b, err, sizeof(err)), 0);
+	r.s3 = 0;
+	free(p);
+	/* a ".." takes its segment back before the next is counted */
+	p = segs(SIGV4_SEGS_MAX, "/../t/./");
+	r.target = p;
+	r.tl = strlen(p);
+	CHECK_INT(sigv4_canonical(&r, "host", &b, err, sizeof(err)), 0);
+	CHECK(strstr(b.p, "/s/t/\n") != NULL);
+	free(p);
+	buf_free(&b);
+}
+
 /* S3's documented streaming example: 65,536 + 1,024 bytes of 'a', then the final chunk. */
 #define DOC_SECRET	"wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
 #define DOC_DATE	"20130524T000000Z"
@@ -453,6 +507,7 @@ main(void)
 	RUN(test_vectors);
 	RUN(test_auth_parse);
 	RUN(test_canonical_refusals);
+	RUN(test_canonical_segments);
 	RUN(test_chunks_documented);
 	RUN(test_chunks_hostile);
 	return unit_done();

@@ -17,13 +17,13 @@
 #include <time.h>
 
 #include <cjson/cJSON.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 
 #include "lib/agentc.h"
 #include "buf.h"
 #include "cache.h"
 #include "client.h"
+#include "digest.h"
+#include "hex.h"
 #include "k8s_int.h"
 #include "log.h"
 #include "util.h"
@@ -80,18 +80,15 @@ api_sel_query(const char *sel, char *dst, size_t len)
 void
 api_derive(struct k8s_rt *r, const char *purpose, const char *id, char out[65])
 {
-	unsigned char mac[EVP_MAX_MD_SIZE];
-	unsigned int mlen = 0, i;
+	unsigned char mac[DIGEST_SHA256_LEN];
 	char msg[128];
 	int n;
 
 	n = snprintf(msg, sizeof(msg), "%s:%s", purpose, id);
-	if (HMAC(EVP_sha256(), r->key, (int)r->keylen, (unsigned char *)msg,
-	    (size_t)n, mac, &mlen) == NULL || mlen < 32)
+	if (n < 0 || (size_t)n >= sizeof(msg) ||
+	    digest_hmac_sha256(r->key, r->keylen, msg, (size_t)n, mac) == -1)
 		fatalx("HMAC failed");
-	for (i = 0; i < 32; i++)
-		snprintf(out + (size_t)i * 2, 3, "%02x", mac[i]);
-	out[64] = '\0';
+	hex_encode(mac, sizeof(mac), out);
 }
 
 int

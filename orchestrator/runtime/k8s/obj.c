@@ -15,8 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/evp.h>
-
+#include "attrib.h"
+#include "digest.h"
+#include "log.h"
 #include "obj.h"
 #include "strnum.h"
 #include "xmalloc.h"
@@ -48,14 +49,13 @@ k8s_name_netpol(const char *id, char *dst, size_t len)
 void
 k8s_home_hash(const char *user, char out[K8S_HOME_HASH + 1])
 {
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int n = 0, i;
+	char h[DIGEST_SHA256_HEX + 1];
+	int bad;
 
-	if (EVP_Digest(user, strlen(user), md, &n, EVP_sha256(), NULL) != 1 ||
-	    n * 2 < K8S_HOME_HASH)
-		abort();
-	for (i = 0; i < K8S_HOME_HASH / 2; i++)
-		snprintf(out + (size_t)i * 2, 3, "%02x", md[i]);
+	_Static_assert(K8S_HOME_HASH <= DIGEST_SHA256_HEX, "a home hash is a SHA-256 prefix");
+	bad = digest_sha256_hex(user, strlen(user), h);
+	ASSERT(bad == 0);	/* SHA-256 of memory does not fail */
+	memcpy(out, h, K8S_HOME_HASH);
 	out[K8S_HOME_HASH] = '\0';
 }
 
