@@ -13,13 +13,12 @@
 
 #include <cjson/cJSON.h>
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <openssl/rand.h>
 
 #include "b64.h"
 #include "cred.h"
 #include "credreq.h"
+#include "digest.h"
 #include "h1.h"
 #include "httpreq.h"
 #include "xmalloc.h"
@@ -68,7 +67,6 @@ credreq_key_derive(const char *path, char *err, size_t errlen)
 {
 	static const char label[] = "egress-proxy placeholder key v1";
 	unsigned char buf[65536];
-	unsigned int ml = sizeof(ph_key);
 	ssize_t n, r;
 	int fd;
 
@@ -89,8 +87,7 @@ credreq_key_derive(const char *path, char *err, size_t errlen)
 			return -1;
 		}
 	close(fd);
-	if (n < 32 || HMAC(EVP_sha256(), buf, (int)n, (const unsigned char *)label,
-	    sizeof(label) - 1, ph_key, &ml) == NULL || ml != sizeof(ph_key)) {
+	if (n < 32 || digest_hmac_sha256(buf, (size_t)n, label, sizeof(label) - 1, ph_key) == -1) {
 		snprintf(err, errlen, "%s: too short to derive a key from", path);
 		OPENSSL_cleanse(buf, sizeof(buf));
 		return -1;
