@@ -641,6 +641,30 @@ decl_cred(lua_State *L, const char *addon, char *err, size_t errlen)
 	lua_getfield(L, -1, "default");
 	c->dflt = lua_toboolean(L, -1);
 	lua_pop(L, 1);
+	lua_getfield(L, -1, "env");
+	n = lua_istable(L, -1) ? luaL_len(L, -1) : 0;
+	if (!lua_isnil(L, -1) && (!lua_istable(L, -1) || n > CRED_ENV_MAX)) {
+		lua_pop(L, 1);
+		snprintf(err, errlen, "%s: env is a list of at most %d variable names", name,
+		    CRED_ENV_MAX);
+		goto fail;
+	}
+	for (k = 1; lua_istable(L, -1) && k <= n; k++) {
+		const char *e;
+
+		lua_geti(L, -1, k);
+		e = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+		if (e == NULL || *e == '\0' || strlen(e) > 64 || (*e >= '0' && *e <= '9') ||
+		    strspn(e, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") !=
+		    strlen(e)) {
+			lua_pop(L, 2);
+			snprintf(err, errlen, "%s: env[%lld] is not a variable name", name, (long long)k);
+			goto fail;
+		}
+		c->env[c->nenv++] = xstrdup(e);
+		lua_pop(L, 1);
+	}
+	lua_pop(L, 1);
 	lua_getfield(L, -1, "hosts");
 	if (!lua_istable(L, -1) || (n = luaL_len(L, -1)) < 1 || n > CRED_HOSTS_MAX) {
 		lua_pop(L, 1);

@@ -225,6 +225,12 @@ reply_registered(struct buf *r, const char *id, const cJSON *policy)
 			cJSON_AddStringToObject(one, "user", c[i]->user);
 		cred_placeholder(credreq_key(), id, c[i]->name, CRED_PART_VALUE, ph);
 		cJSON_AddStringToObject(one, "placeholder", ph);
+		if (c[i]->nenv > 0) {
+			cJSON *env = cJSON_AddArrayToObject(one, "env");
+
+			for (k = 0; k < c[i]->nenv; k++)
+				cJSON_AddItemToArray(env, cJSON_CreateString(c[i]->env[k]));
+		}
 	}
 	credset_unref(cs);
 	s = cJSON_PrintUnformatted(o);

@@ -271,6 +271,8 @@ cred_free(struct cred *c)
 	wipe_free(c->value);
 	wipe_free(c->user);
 	wipe_free(c->token);
+	for (i = 0; i < c->nenv; i++)
+		free(c->env[i]);
 	free(c->field);
 	free(c->spec);
 	free(c->addon);

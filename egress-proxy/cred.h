@@ -36,6 +36,7 @@
 #define CRED_VALUE_MAX		8192	/* a secret: tokens, keys; a JWT fits */
 #define CREDSET_MAX		128	/* credentials the addons declare in all */
 #define CRED_FIELD_MAX		64	/* a header or query parameter name */
+#define CRED_ENV_MAX		8	/* environment variables set to the placeholder */
 
 enum cred_form {
 	CRED_BEARER,	/* Authorization: Bearer VALUE */
@@ -64,6 +65,8 @@ struct cred {
 	char		*spec;		/* where the secret came from ("env:NPM_TOKEN"), for logs */
 	char		*addon;		/* the addon that declared it */
 	int		 dflt;		/* a sandbox registered without a credentials list gets it */
+	char		*env[CRED_ENV_MAX];	/* variables the sandbox gets set to its placeholder */
+	size_t		 nenv;
 };
 
 /*

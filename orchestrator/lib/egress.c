@@ -178,15 +178,60 @@ egress_register_msg(const struct egress_reg *r)
 	return req;
 }
 
+/*
+ * The register reply's named credentials as "VAR=PLACEHOLDER\n" lines
+ * into out: each variable of a credential's "env" list, when both are of
+ * the shape the proxy promises (anything else is left out and logged:
+ * nothing the proxy sends reaches a sandbox's environment unchecked).
+ */
+static void
+cred_env(const char *id, const cJSON *reply, struct buf *out)
+{
+	const cJSON *creds = cJSON_GetObjectItemCaseSensitive(reply, "credentials");
+	const cJSON *c, *ph, *env, *e;
+	size_t n;
+
+	cJSON_ArrayForEach(c, creds) {
+		ph = cJSON_GetObjectItemCaseSensitive(c, "placeholder");
+		env = cJSON_GetObjectItemCaseSensitive(c, "env");
+		if (env == NULL)
+			continue;
+		if (!cJSON_IsString(ph) || strlen(ph->valuestring) != 32 ||
+		    strncmp(ph->valuestring, "PXC", 3) != 0 ||
+		    strspn(ph->valuestring, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567") != 32 ||
+		    !cJSON_IsArray(env)) {
+			log_warnx("sandbox=%s proxy register reply: a credential's "
+			    "placeholder or env is malformed; left out", id);
+			continue;
+		}
+		cJSON_ArrayForEach(e, env) {
+			n = cJSON_IsString(e) ? strlen(e->valuestring) : 0;
+			if (n == 0 || n > 64 || (e->valuestring[0] >= '0' && e->valuestring[0] <= '9') ||
+			    strspn(e->valuestring, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+			    "abcdefghijklmnopqrstuvwxyz0123456789_") != n) {
+				log_warnx("sandbox=%s proxy register reply: a variable "
+				    "name is malformed; left out", id);
+				continue;
+			}
+			if (buf_addf(out, "%s=%s\n", e->valuestring, ph->valuestring) == -1)
+				log_warnx("sandbox=%s credential env full; %s left out", id,
+				    e->valuestring);
+		}
+	}
+}
+
 int
 egress_register(const struct egress_admin *a, const struct egress_reg *r,
     char *err, size_t errlen)
 {
-	cJSON *req = egress_register_msg(r);
+	cJSON *req = egress_register_msg(r), *reply = NULL;
 	int rc;
 
-	rc = egress_call(a, req, r->listen_fd, EGRESS_REGISTER_MS, NULL, err,
-	    errlen);
+	rc = egress_call(a, req, r->listen_fd, EGRESS_REGISTER_MS,
+	    r->cred_env != NULL ? &reply : NULL, err, errlen);
+	if (rc == 0 && r->cred_env != NULL)
+		cred_env(r->id, reply, r->cred_env);
+	cJSON_Delete(reply);
 	cJSON_Delete(req);
 	return rc;
 }

@@ -25,6 +25,7 @@
 #include <cjson/cJSON.h>
 
 #include "attrib.h"
+#include "buf.h"
 #include "runtime/runtime.h"
 
 /* Longest admin reply read (stats of a large fleet stay well under). */
@@ -50,6 +51,10 @@ struct egress_reg {
 	int			 listen_fd;	/* -1: none; else sent, not closed */
 	const char *const	*client_ips;	/* secret only valid from these */
 	size_t			 nclient_ips;
+	/* Out, or NULL: the reply's named credentials as "VAR=PLACEHOLDER\n"
+	 * lines, each variable a credential's declaration asks for (issue 30;
+	 * docs/addons.md, "Named credentials"). Placeholders, never values. */
+	struct buf		*cred_env;
 };
 
 /* 1 if a has somewhere to send to (a socket path or a host). */

@@ -74,7 +74,7 @@ fx_pki && fx_tokens || { fail "fixtures"; exit 1; }
 GH_PORT=$(free_port) API_PORT=$(free_port) GL_PORT=$(free_port)
 # One named credential (issue 30) the policies below may name.
 printf 'sk-58c-REAL-%s\n' "$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')" >"$T/model.key"
-printf 'return { name = "creds58c", credentials = { { name = "model", form = "bearer",\n  secret = "file:%s", hosts = { "model.test" } } } }\n' "$T/model.key" >"$T/creds.lua"
+printf 'return { name = "creds58c", credentials = { { name = "model", form = "bearer",\n  secret = "file:%s", hosts = { "model.test" }, env = { "MODEL_API_KEY" } } } }\n' "$T/model.key" >"$T/creds.lua"
 PX_ADDONS="[$TOP/addons/github.lua, $TOP/addons/gitlab.lua, $T/creds.lua]" px_config && px_start ||
 	{ fail "proxy start"; exit 1; }
 ok "proxy start"
@@ -350,6 +350,16 @@ check "a policy naming a credential: the session runs" eq "$(j 'd["state"]' <<<"
 check "... its JSON lists the credential in force, never a value" eq "$(j 'd["policy"]["credentials"]' <<<"$out")" '["model"]'
 check "... no value anywhere in the reply" not_contains <(echo "$out") "$(cat "$T/model.key")"
 stats_check "the credentials list reached the proxy" "$(sbx_of pol-cred)" "$(j 'd["policy"]' <<<"$out")"
+ph1=$(mcp_tool pol-cred shell '{"command":"echo ph=$MODEL_API_KEY"}' | grep -o 'ph=[A-Z0-9]*' | head -n 1)
+check "the sandbox's shell has the credential's variable, set to a placeholder" \
+	bash -c "grep -Eq '^ph=PXC[A-Z2-7]{29}\$' <<<'$ph1'"
+check "... never the value" bash -c "! grep -qF '$(cat "$T/model.key")' <<<'$ph1'"
+post '{"id":"pol-cred4","policy":{"credentials":["model"]}}' >/dev/null
+ph4=$(mcp_tool pol-cred4 shell '{"command":"echo ph=$MODEL_API_KEY"}' | grep -o 'ph=[A-Z0-9]*' | head -n 1)
+check "another session's sandbox gets another placeholder" bash -c "[ -n '$ph4' ] && [ '$ph4' != '$ph1' ]"
+rest DELETE /v1/sessions/pol-cred4 >/dev/null
+ph0=$(mcp_tool pol-1 shell '{"command":"echo ph=${MODEL_API_KEY:-none}"}' | grep -o 'ph=[A-Za-z0-9]*' | head -n 1)
+check "a session without the credential has no such variable" eq "$ph0" "ph=none"
 out=$(post '{"id":"pol-cred2","policy":{"credentials":["nosuch"]}}')
 # The proxy refuses the register: the sandbox gets no egress at all (closed,
 # as for any failed attach), and the log says why.

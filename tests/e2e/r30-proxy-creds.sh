@@ -40,7 +40,7 @@ return {
   name = "creds",
   credentials = {
     { name = "model", form = "bearer", secret = "env:R30_MODEL_KEY", hosts = { "model.test" },
-      default = true },
+      default = true, env = { "OPENAI_API_KEY", "MODEL_KEY" } },
     { name = "anth", form = "header", field = "x-api-key", secret = "file:$T/anth.key",
       hosts = { "anthropic.test" } },
     { name = "pypi", form = "basic", user = "__token__", secret = "file:$T/pypi.pw",
@@ -107,7 +107,8 @@ jcheck "each entry: form, hosts, field or user, a placeholder" "$T/reg-b.json" '
 c = d["credentials"]
 assert c["anth"]["form"] == "header" and c["anth"]["field"] == "x-api-key", c
 assert c["pypi"]["user"] == "__token__" and c["corp"]["hosts"] == ["*.corp.test"], c
-assert all(re.fullmatch("PXC[A-Z2-7]{29}", v["placeholder"]) for v in c.values()), c'
+assert all(re.fullmatch("PXC[A-Z2-7]{29}", v["placeholder"]) for v in c.values()), c
+assert c["model"]["env"] == ["OPENAI_API_KEY", "MODEL_KEY"] and "env" not in c["anth"], c'
 ph() { pyj "print(d['credentials']['$2']['placeholder'])" <"$T/reg-$1.json"; }
 PH_A_MODEL=$(ph a model); PH_B_MODEL=$(ph b model); PH_ANTH=$(ph b anth); PH_PYPI=$(ph b pypi)
 PH_MAPS=$(ph b maps); PH_CORP=$(ph b corp)
@@ -244,6 +245,7 @@ bad_decl "a missing secret file" "{ name = \"x\", form = \"bearer\", secret = \"
 bad_decl "a name declared twice" '{ name = "x", form = "bearer", secret = "env:HOME", hosts = { "a.test" } }, { name = "x", form = "bearer", secret = "env:HOME", hosts = { "b.test" } }' "declared twice"
 bad_decl "a bad name" '{ name = "X Y", form = "bearer", secret = "env:HOME", hosts = { "a.test" } }' "lower-case"
 bad_decl "a host with a slash" '{ name = "x", form = "bearer", secret = "env:HOME", hosts = { "a.test/p" } }' "not a host name"
+bad_decl "an env entry that is not a variable name" '{ name = "x", form = "bearer", secret = "env:HOME", hosts = { "a.test" }, env = { "A-B" } }' "env[1] is not a variable name"
 bad_decl "sigv4 (not served yet)" '{ name = "x", form = "sigv4", secret = "env:HOME", hosts = { "s3.test" } }' "not served yet"
 check "the proxy still runs" kill -0 "$PX_PID"
 

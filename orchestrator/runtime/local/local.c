@@ -786,9 +786,11 @@ rl_attach_egress(struct runtime *rt, const char *id, const struct rt_egress *eg,
 	struct rl *rl = rt->impl;
 	struct rec r;
 	struct pidrec pr;
+	struct buf ce;
 	size_t i;
 	int lfd, changed = 0, rc = -1;
 
+	buf_init(&ce, 4096);
 	if (eg->record && rt->ops->set_labels(rt, id, eg->labels, eg->nlabels,
 	    err, errlen) == -1)
 		return -1;
@@ -805,16 +807,22 @@ rl_attach_egress(struct runtime *rt, const char *id, const struct rt_egress *eg,
 	}
 	if (changed && rl_rec_save(rl, &r, 0, err, errlen) == -1)
 		goto out;
+	/* The sandbox's placeholders of its named credentials (issue 30) ride
+	 * with the proxy variables: per sandbox, so never applied ahead. */
 	if (rl_pid_load(rl, id, &pr) == 0 && rl_pid_alive(&pr) &&
 	    rl_egress_register(rl, &r, (pid_t)pr.child_pid, eg->labels,
-	    eg->nlabels, err, errlen) == -1)
+	    eg->nlabels, &ce, err, errlen) == -1)
 		goto out;
-	if (env_out != NULL && envlen > 0 && rl_proxy_env(env_out, envlen) == -1) {
+	if (env_out != NULL && envlen > 0 && (rl_proxy_env(env_out, envlen) == -1 ||
+	    strlen(env_out) + ce.len >= envlen)) {
 		snprintf(err, errlen, "env buffer too small");
 		goto out;
 	}
+	if (env_out != NULL && ce.len > 0)
+		memcpy(env_out + strlen(env_out), ce.p, ce.len + 1);
 	rc = 0;
 out:
+	buf_free(&ce);
 	rl_rec_close(&r, lfd);
 	return rc;
 }
@@ -902,7 +910,7 @@ heal_one(const char *id, void *arg)
 	memset(&r, 0, sizeof(r));
 	if (rl_rec_load(h->rl, id, &r, err, sizeof(err)) == 0 &&
 	    rl_pid_load(h->rl, id, &pr) == 0 && rl_pid_alive(&pr)) {
-		if (rl_egress_register(h->rl, &r, (pid_t)pr.child_pid, NULL, 0,
+		if (rl_egress_register(h->rl, &r, (pid_t)pr.child_pid, NULL, 0, NULL,
 		    err, sizeof(err)) == 0) {
 			h->healed++;
 			log_info("sandbox=%s egress registered again (the proxy "
