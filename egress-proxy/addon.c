@@ -583,6 +583,43 @@ decl_str(lua_State *L, const char *k, int *bad)
 }
 
 /*
+ * A list of names at field k of the declaration at the top of L into v
+ * (room for max): lower-case letters, digits and '-'. 0, or -1 with err.
+ */
+static int
+decl_names(lua_State *L, const char *name, const char *k, char **v, size_t *nv, size_t max,
+    char *err, size_t errlen)
+{
+	lua_Integer n, i;
+	const char *s;
+
+	lua_getfield(L, -1, k);
+	if (lua_isnil(L, -1)) {
+		lua_pop(L, 1);
+		return 0;
+	}
+	if (!lua_istable(L, -1) || (n = luaL_len(L, -1)) > (lua_Integer)max) {
+		lua_pop(L, 1);
+		snprintf(err, errlen, "%s: %s is a list of at most %zu names", name, k, max);
+		return -1;
+	}
+	for (i = 1; i <= n; i++) {
+		lua_geti(L, -1, i);
+		s = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+		if (s == NULL || *s == '\0' || strlen(s) > 63 ||
+		    strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(s)) {
+			lua_pop(L, 2);
+			snprintf(err, errlen, "%s: %s[%lld] is not a name", name, k, (long long)i);
+			return -1;
+		}
+		v[(*nv)++] = xstrdup(s);
+		lua_pop(L, 1);
+	}
+	lua_pop(L, 1);
+	return 0;
+}
+
+/*
  * One credential declaration (the table at the top of L) of addon name:
  * a struct cred with its secret read, or NULL with err (never the value).
  */
@@ -590,7 +627,7 @@ static struct cred *
 decl_cred(lua_State *L, const char *addon, char *err, size_t errlen)
 {
 	struct cred *c = xcalloc(1, sizeof(*c));
-	const char *name, *secret, *form, *field, *user, *why;
+	const char *name, *secret, *form, *field, *user, *why, *key_id, *token;
 	char why2[300];
 	lua_Integer n, k;
 	int bad = 0;
@@ -600,8 +637,10 @@ decl_cred(lua_State *L, const char *addon, char *err, size_t errlen)
 	form = decl_str(L, "form", &bad);
 	field = decl_str(L, "field", &bad);
 	user = decl_str(L, "user", &bad);
+	key_id = decl_str(L, "key_id", &bad);
+	token = decl_str(L, "token", &bad);
 	if (bad || name == NULL || secret == NULL || form == NULL) {
-		snprintf(err, errlen, "name, secret and form are strings (and field, user)");
+		snprintf(err, errlen, "name, secret and form are strings (and field, user, key_id)");
 		goto fail;
 	}
 	if (*(why = cred_name_check(name)) != '\0') {
@@ -611,13 +650,29 @@ decl_cred(lua_State *L, const char *addon, char *err, size_t errlen)
 	snprintf(c->name, sizeof(c->name), "%s", name);
 	c->addon = xstrdup(addon);
 	if (cred_form_parse(form, &c->form) == -1) {
-		snprintf(err, errlen, "%s: form is bearer, header, basic or query", name);
+		snprintf(err, errlen, "%s: form is bearer, header, basic, query or sigv4", name);
 		goto fail;
 	}
-	if (c->form == CRED_SIGV4) {
-		snprintf(err, errlen, "%s: form sigv4 is not served yet", name);
+	if (c->form == CRED_SIGV4 && key_id == NULL) {
+		snprintf(err, errlen, "%s: form sigv4 needs key_id, the access key id's env: or file:",
+		    name);
 		goto fail;
 	}
+	if (token != NULL) {
+		snprintf(err, errlen, "%s: session tokens (token) are not served yet", name);
+		goto fail;
+	}
+	if (c->form == CRED_SIGV4 && ((c->user = cred_secret_read(key_id, why2,
+	    sizeof(why2))) == NULL || strlen(c->user) < 16 || strlen(c->user) > 128 ||
+	    strspn(c->user, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") != strlen(c->user))) {
+		snprintf(err, errlen, "%s: key_id: %s", name, c->user == NULL ? why2 :
+		    "an access key id is 16-128 of A-Z and 0-9");
+		goto fail;
+	}
+	if (decl_names(L, name, "regions", c->regions, &c->nregions, CRED_SCOPE_MAX, err,
+	    errlen) == -1 || decl_names(L, name, "services", c->services, &c->nservices,
+	    CRED_SCOPE_MAX, err, errlen) == -1)
+		goto fail;
 	if ((c->form == CRED_HEADER || c->form == CRED_QUERY) && (field == NULL ||
 	    strlen(field) > CRED_FIELD_MAX || !h1_token_ok(field, strlen(field)))) {
 		snprintf(err, errlen, "%s: form %s needs field, a header or parameter name", name, form);
@@ -636,7 +691,7 @@ decl_cred(lua_State *L, const char *addon, char *err, size_t errlen)
 	}
 	if (field != NULL)
 		c->field = xstrdup(field);
-	if (user != NULL)
+	if (user != NULL && c->form == CRED_BASIC)
 		c->user = xstrdup(user);
 	lua_getfield(L, -1, "default");
 	c->dflt = lua_toboolean(L, -1);
@@ -654,9 +709,11 @@ decl_cred(lua_State *L, const char *addon, char *err, size_t errlen)
 
 		lua_geti(L, -1, k);
 		e = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
-		if (e == NULL || *e == '\0' || strlen(e) > 64 || (*e >= '0' && *e <= '9') ||
+		/* "NAME", or "NAME=key_id" for a sigv4 credential's access key id */
+		if (e == NULL || strcspn(e, "=") == 0 || strcspn(e, "=") > 64 || (*e >= '0' && *e <= '9') ||
 		    strspn(e, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") !=
-		    strlen(e)) {
+		    strcspn(e, "=") || (e[strcspn(e, "=")] == '=' && (c->form != CRED_SIGV4 ||
+		    strcmp(e + strcspn(e, "="), "=key_id") != 0))) {
 			lua_pop(L, 2);
 			snprintf(err, errlen, "%s: env[%lld] is not a variable name", name, (long long)k);
 			goto fail;

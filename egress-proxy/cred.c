@@ -273,6 +273,10 @@ cred_free(struct cred *c)
 	wipe_free(c->token);
 	for (i = 0; i < c->nenv; i++)
 		free(c->env[i]);
+	for (i = 0; i < c->nregions; i++)
+		free(c->regions[i]);
+	for (i = 0; i < c->nservices; i++)
+		free(c->services[i]);
 	free(c->field);
 	free(c->spec);
 	free(c->addon);

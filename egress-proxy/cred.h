@@ -37,6 +37,7 @@
 #define CREDSET_MAX		128	/* credentials the addons declare in all */
 #define CRED_FIELD_MAX		64	/* a header or query parameter name */
 #define CRED_ENV_MAX		8	/* environment variables set to the placeholder */
+#define CRED_SCOPE_MAX		16	/* regions or services a sigv4 credential serves */
 
 enum cred_form {
 	CRED_BEARER,	/* Authorization: Bearer VALUE */
@@ -65,8 +66,13 @@ struct cred {
 	char		*spec;		/* where the secret came from ("env:NPM_TOKEN"), for logs */
 	char		*addon;		/* the addon that declared it */
 	int		 dflt;		/* a sandbox registered without a credentials list gets it */
-	char		*env[CRED_ENV_MAX];	/* variables the sandbox gets set to its placeholder */
+	char		*env[CRED_ENV_MAX];	/* variables the sandbox gets set to its
+						 * placeholder: "NAME", or "NAME=key_id" (sigv4) */
 	size_t		 nenv;
+	char		*regions[CRED_SCOPE_MAX];	/* sigv4: the regions it signs for (none: any) */
+	size_t		 nregions;
+	char		*services[CRED_SCOPE_MAX];	/* sigv4: the services (none: any) */
+	size_t		 nservices;
 };
 
 /*

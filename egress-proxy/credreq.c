@@ -21,6 +21,7 @@
 #include "digest.h"
 #include "h1.h"
 #include "httpreq.h"
+#include "sigv4.h"
 #include "xmalloc.h"
 
 static unsigned char ph_key[32];
@@ -212,6 +213,31 @@ is_auth(const struct h1head *hd, size_t i)
 	return h1head_is(hd, i, "authorization") || h1head_is(hd, i, "proxy-authorization");
 }
 
+/* Whether field i is an Authorization signed with AWS SigV4. */
+static int
+is_sigv4(const struct h1head *hd, size_t i)
+{
+	return h1head_is(hd, i, "authorization") && hd->h[i].vl > 17 &&
+	    strncmp(hd->data.p + hd->h[i].vo, "AWS4-HMAC-SHA256 ", 17) == 0;
+}
+
+/* Whether a SigV4 Authorization v names the key id placeholder of a sigv4 credential of cs. */
+static int
+names_sigv4(struct cred *const *cs, size_t n, const char *sandbox, const char *v, size_t vl)
+{
+	char ph[CRED_PH_LEN + 1];
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (cs[i]->form != CRED_SIGV4)
+			continue;
+		cred_placeholder(ph_key, sandbox, cs[i]->name, CRED_PART_ID, ph);
+		if (memmem(v, vl, ph, CRED_PH_LEN) != NULL)
+			return 1;
+	}
+	return 0;
+}
+
 int
 credreq_hold(struct hreq *r, struct cred *const *cs, size_t n, const char *sandbox)
 {
@@ -220,13 +246,14 @@ credreq_hold(struct hreq *r, struct cred *const *cs, size_t n, const char *sandb
 	size_t nsw, i;
 
 	r->ncheld = 0;
-	if ((nsw = swaps_of(cs, n, sandbox, sw)) == 0)
-		return 0;
+	nsw = swaps_of(cs, n, sandbox, sw);
 	for (i = 0; i < hd->nh; i++) {
 		struct h1field *h = &hd->h[i];
 
-		if (h->del || h->set || h1head_is(hd, i, "proxy-authorization") ||
-		    !carries(sw, nsw, hd->data.p + h->vo, h->vl, is_auth(hd, i)))
+		if (h->del || h->set || h1head_is(hd, i, "proxy-authorization"))
+			continue;
+		if (is_sigv4(hd, i) ? !names_sigv4(cs, n, sandbox, hd->data.p + h->vo, h->vl) :
+		    nsw == 0 || !carries(sw, nsw, hd->data.p + h->vo, h->vl, is_auth(hd, i)))
 			continue;
 		if (r->ncheld == HREQ_CRED_HELD)
 			return -1;
@@ -353,15 +380,128 @@ apply_query(struct hreq *r, struct cred *const *cs, size_t n, struct cred_swap *
 	return rc == 0 ? 0 : -1;
 }
 
+/*
+ * Signs r again (AWS SigV4, header form) for the sigv4 credential whose
+ * key id placeholder the client's held Authorization h names: the request
+ * as it goes upstream (its target, its fields, Host as the proxy writes
+ * it) with the real key, the client's SignedHeaders, scope and date kept.
+ * 0, or a status with why.
+ */
+static int
+resign(struct hreq *r, struct cred *const *cs, size_t n, const char *sandbox,
+    const struct h1field *h, const char *hosthdr, char *why, size_t whylen)
+{
+	struct h1head *hd = &r->hd;
+	struct sigv4_auth a;
+	struct sigv4_field *f;
+	struct sigv4_req q;
+	struct cred *c = NULL;
+	struct buf creq;
+	unsigned char key[32];
+	char ph[CRED_PH_LEN + 1], err[200], scope[200], sig[65], out[SIGV4_SH_MAX + 512];
+	const char *amz, *hash;
+	size_t i, k, nf = 0;
+	int st = 0;
+
+	if (sigv4_auth_parse(hd->data.p + h->vo, h->vl, &a, err, sizeof(err)) == -1) {
+		snprintf(why, whylen, "the request's AWS signature cannot be read: %s", err);
+		return 400;
+	}
+	for (i = 0; i < n && c == NULL; i++) {
+		if (cs[i]->form != CRED_SIGV4)
+			continue;
+		cred_placeholder(ph_key, sandbox, cs[i]->name, CRED_PART_ID, ph);
+		if (strcmp(ph, a.akid) == 0)
+			c = cs[i];
+	}
+	if (c == NULL) {
+		snprintf(why, whylen, "the request is signed with an access key id that is not "
+		    "this sandbox's placeholder for this host");
+		return 403;
+	}
+	for (k = 0; k < c->nregions && strcmp(c->regions[k], a.region) != 0; k++)
+		;
+	if (c->nregions > 0 && k == c->nregions) {
+		snprintf(why, whylen, "credential %s does not sign for region %s", c->name,
+		    a.region);
+		return 403;
+	}
+	for (k = 0; k < c->nservices && strcmp(c->services[k], a.service) != 0; k++)
+		;
+	if (c->nservices > 0 && k == c->nservices) {
+		snprintf(why, whylen, "credential %s does not sign for service %s", c->name,
+		    a.service);
+		return 403;
+	}
+	if ((amz = h1head_get(hd, "x-amz-date", &k)) == NULL || k != 16 ||
+	    strncmp(amz, a.date, 8) != 0) {
+		snprintf(why, whylen, "an AWS request needs x-amz-date of its scope's day");
+		return 400;
+	}
+	if ((hash = h1head_get(hd, "x-amz-content-sha256", NULL)) == NULL) {
+		snprintf(why, whylen, "an AWS request without x-amz-content-sha256 (a service "
+		    "other than S3) cannot be signed again yet");
+		return 501;
+	}
+	if (strncmp(hash, "STREAMING-AWS4-HMAC-SHA256-PAYLOAD", 34) == 0 ||
+	    strncmp(hash, "STREAMING-AWS4-ECDSA", 20) == 0) {
+		snprintf(why, whylen, "an upload with signed chunks (%s) cannot be signed again "
+		    "yet; unsigned payloads can", hash);
+		return 501;
+	}
+	f = xcalloc(hd->nh + 1, sizeof(*f));
+	for (i = 0; i < hd->nh; i++) {
+		if (hd->h[i].del || h1head_is(hd, i, "host"))
+			continue;
+		f[nf].name = hd->data.p + hd->h[i].no;
+		f[nf].nl = hd->h[i].nl;
+		f[nf].value = hd->data.p + hd->h[i].vo;
+		f[nf++].vl = hd->h[i].vl;
+	}
+	f[nf].name = "host";	/* as hreq_build writes it */
+	f[nf].nl = 4;
+	f[nf].value = hosthdr;
+	f[nf++].vl = strlen(hosthdr);
+	memset(&q, 0, sizeof(q));
+	q.method = h1head_method(hd);
+	q.target = hd->data.p + (r->up_l > 0 ? r->up_o : r->path_o);
+	q.tl = r->up_l > 0 ? r->up_l : r->path_l;
+	q.f = f;
+	q.nf = nf;
+	q.payload_hash = hash;
+	q.s3 = strcmp(a.service, "s3") == 0;
+	buf_init(&creq, SIGV4_CREQ_MAX);
+	if (sigv4_canonical(&q, a.signed_headers, &creq, err, sizeof(err)) == -1) {
+		snprintf(why, whylen, "the request cannot be signed again: %s", err);
+		st = 400;
+	} else {
+		sigv4_key(c->value, a.date, a.region, a.service, key);
+		sigv4_scope(&a, scope, sizeof(scope));
+		sigv4_sign(key, amz, scope, creq.p, creq.len, sig);
+		OPENSSL_cleanse(key, sizeof(key));
+		if (sigv4_auth_write(&a, c->user, sig, out, sizeof(out)) == -1 ||
+		    h1head_add(hd, "Authorization", out, strlen(out)) == -1) {
+			snprintf(why, whylen, "no room for the AWS signature");
+			st = 431;
+		} else
+			note(r, c->name, "sigv4");
+		OPENSSL_cleanse(out, sizeof(out));
+	}
+	buf_free(&creq);
+	free(f);
+	return st;
+}
+
 int
-credreq_apply(struct hreq *r, struct cred *const *cs, size_t n, const char *sandbox)
+credreq_apply(struct hreq *r, struct cred *const *cs, size_t n, const char *sandbox,
+    const char *hosthdr, char *why, size_t whylen)
 {
 	struct h1head *hd = &r->hd;
 	struct cred_swap sw[CREDREQ_MAX];
 	struct buf v;
 	char name[CRED_FIELD_MAX * 4 + 1];
 	size_t nsw, i, k;
-	int rc = 0, s;
+	int rc = 0, s, st = 0, aws = -1;
 
 	nsw = swaps_of(cs, n, sandbox, sw);
 	buf_init(&v, (size_t)CRED_VALUE_MAX * 4 + 256);
@@ -369,6 +509,10 @@ credreq_apply(struct hreq *r, struct cred *const *cs, size_t n, const char *sand
 	for (i = 0; i < r->ncheld && rc == 0; i++) {
 		struct h1field *h = &hd->h[r->cheld[i]];
 
+		if (is_sigv4(hd, r->cheld[i])) {
+			aws = r->cheld[i];	/* signed again once the rest is final */
+			continue;
+		}
 		if (h->nl >= sizeof(name))
 			continue;
 		memcpy(name, hd->data.p + h->no, h->nl);
@@ -383,8 +527,12 @@ credreq_apply(struct hreq *r, struct cred *const *cs, size_t n, const char *sand
 	for (k = 0; k < nsw; k++)
 		if (sw[k].used > 0)
 			note(r, sw[k].c->name, "swap");
+	if (rc == 0 && r->path_l > 0)
+		rc = apply_query(r, cs, n, sw, nsw);
+	if (rc == 0 && aws >= 0 && !has_field(r, "authorization"))
+		st = resign(r, cs, n, sandbox, &hd->h[aws], hosthdr, why, whylen);
 	/* The forms the request still lacks. */
-	for (i = 0; i < n && rc == 0; i++) {
+	for (i = 0; i < n && rc == 0 && st == 0; i++) {
 		const struct cred *c = cs[i];
 
 		switch (c->form) {
@@ -429,15 +577,17 @@ credreq_apply(struct hreq *r, struct cred *const *cs, size_t n, const char *sand
 			note(r, c->name, "header");
 			break;
 		case CRED_QUERY:
-		case CRED_SIGV4:
+		case CRED_SIGV4:	/* only ever signed again, never added */
 			break;
 		}
 	}
-	if (rc == 0 && r->path_l > 0)
-		rc = apply_query(r, cs, n, sw, nsw);
 	if (v.p != NULL)
 		OPENSSL_cleanse(v.p, v.cap > 0 ? v.cap : v.len);
 	buf_free(&v);
 	OPENSSL_cleanse(sw, sizeof(sw));
-	return rc == 0 ? 0 : -1;
+	if (st == 0 && rc != 0) {
+		snprintf(why, whylen, "the request head has no room for its credentials");
+		st = 431;
+	}
+	return st;
 }

@@ -19,6 +19,10 @@
  *  - a credential whose form's field the request still lacks is added
  *    (bearer and basic: Authorization; header: its field; query: its
  *    parameter);
+ *  - a sigv4 credential is never added: a request the client signed with
+ *    the sandbox's key id placeholder (and its secret placeholder) is
+ *    signed again with the real key over what goes upstream, when its
+ *    region and service are the credential's;
  *  - the names applied, never a value, go to the request's audit line.
  */
 #ifndef PROXY_CREDREQ_H
@@ -59,9 +63,14 @@ const char *credreq_policy_check(const struct credset *cs, const struct cJSON *p
 int	credreq_hold(struct hreq *r, struct cred *const *cs, size_t n, const char *sandbox);
 /*
  * After the hook: the held fields back with their placeholders swapped,
- * placeholders in the query swapped, the missing forms added; the names
- * applied written to r->creds. 0, or -1 when the head is full (refused).
+ * placeholders in the query swapped, a SigV4-signed request signed again
+ * with the real key (its Host as hosthdr, what goes upstream), the missing
+ * forms added; the names applied written to r->creds. 0, or the status to
+ * refuse the request with and why: 400 (a signature that cannot be read or
+ * signed again), 403 (a key id, region or service the credential does not
+ * serve), 431 (no room in the head), 501 (a signing mode not served yet).
  */
-int	credreq_apply(struct hreq *r, struct cred *const *cs, size_t n, const char *sandbox);
+int	credreq_apply(struct hreq *r, struct cred *const *cs, size_t n, const char *sandbox,
+	    const char *hosthdr, char *why, size_t whylen);
 
 #endif

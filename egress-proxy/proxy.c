@@ -331,6 +331,8 @@ static void
 hook_done(void *arg, const struct hook_result *res)
 {
 	struct conn *c = arg;
+	char why[256];
+	int st;
 
 	c->hook = NULL;
 	if (c->dead)
@@ -414,10 +416,10 @@ hook_done(void *arg, const struct hook_result *res)
 		}
 		if (c->req->injected)
 			atomic_fetch_add(&the_proxy.st.req_injected, 1);
-		if (c->ncred > 0 && credreq_apply(c->req, c->cred, c->ncred, c->sb->id) == -1) {
+		if (c->ncred > 0 && (st = credreq_apply(c->req, c->cred, c->ncred, c->sb->id,
+		    c->tgt->hosthdr, why, sizeof(why))) != 0) {
 			atomic_fetch_add(&the_proxy.st.ref_badrequest, 1);
-			conn_respond(c, 431, "credential_too_large", "the request head has no "
-			    "room for its credentials; request not forwarded");
+			conn_respond(c, st, "credential", why);
 			return;
 		}
 		if (c->req->creds[0] != '\0')

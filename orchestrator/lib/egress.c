@@ -178,9 +178,18 @@ egress_register_msg(const struct egress_reg *r)
 	return req;
 }
 
+/* Whether s is a placeholder's shape: "PXC" and 29 of A-Z 2-7. */
+static int
+placeholder_ok(const cJSON *s)
+{
+	return cJSON_IsString(s) && strlen(s->valuestring) == 32 &&
+	    strncmp(s->valuestring, "PXC", 3) == 0 &&
+	    strspn(s->valuestring, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567") == 32;
+}
+
 /*
  * The register reply's named credentials as "VAR=PLACEHOLDER\n" lines
- * into out: each variable of a credential's "env" list, when both are of
+ * into out: each variable of a credential's "env" object, when both are of
  * the shape the proxy promises (anything else is left out and logged:
  * nothing the proxy sends reaches a sandbox's environment unchecked).
  */
@@ -188,34 +197,30 @@ static void
 cred_env(const char *id, const cJSON *reply, struct buf *out)
 {
 	const cJSON *creds = cJSON_GetObjectItemCaseSensitive(reply, "credentials");
-	const cJSON *c, *ph, *env, *e;
+	const cJSON *c, *env, *e;
 	size_t n;
 
 	cJSON_ArrayForEach(c, creds) {
-		ph = cJSON_GetObjectItemCaseSensitive(c, "placeholder");
 		env = cJSON_GetObjectItemCaseSensitive(c, "env");
 		if (env == NULL)
 			continue;
-		if (!cJSON_IsString(ph) || strlen(ph->valuestring) != 32 ||
-		    strncmp(ph->valuestring, "PXC", 3) != 0 ||
-		    strspn(ph->valuestring, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567") != 32 ||
-		    !cJSON_IsArray(env)) {
-			log_warnx("sandbox=%s proxy register reply: a credential's "
-			    "placeholder or env is malformed; left out", id);
+		if (!cJSON_IsObject(env)) {
+			log_warnx("sandbox=%s proxy register reply: a credential's env "
+			    "is not an object; left out", id);
 			continue;
 		}
 		cJSON_ArrayForEach(e, env) {
-			n = cJSON_IsString(e) ? strlen(e->valuestring) : 0;
-			if (n == 0 || n > 64 || (e->valuestring[0] >= '0' && e->valuestring[0] <= '9') ||
-			    strspn(e->valuestring, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-			    "abcdefghijklmnopqrstuvwxyz0123456789_") != n) {
-				log_warnx("sandbox=%s proxy register reply: a variable "
-				    "name is malformed; left out", id);
+			n = strlen(e->string);
+			if (n == 0 || n > 64 || (e->string[0] >= '0' && e->string[0] <= '9') ||
+			    strspn(e->string, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+			    "abcdefghijklmnopqrstuvwxyz0123456789_") != n || !placeholder_ok(e)) {
+				log_warnx("sandbox=%s proxy register reply: a variable or "
+				    "its placeholder is malformed; left out", id);
 				continue;
 			}
-			if (buf_addf(out, "%s=%s\n", e->valuestring, ph->valuestring) == -1)
+			if (buf_addf(out, "%s=%s\n", e->string, e->valuestring) == -1)
 				log_warnx("sandbox=%s credential env full; %s left out", id,
-				    e->valuestring);
+				    e->string);
 		}
 	}
 }

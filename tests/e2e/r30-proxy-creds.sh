@@ -13,11 +13,15 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$T
 	-out "$T/upca.crt" -days 2 -subj "/CN=r30 upstream CA" 2>/dev/null
 openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$T/srv.key" \
 	-out "$T/srv.csr" -subj "/CN=model.test" 2>/dev/null
-printf 'subjectAltName=DNS:model.test,DNS:anthropic.test,DNS:pypi.acme.test,DNS:maps.test,DNS:api.corp.test,DNS:evil.test,DNS:model.test.evil.test\n' >"$T/ext.cnf"
+printf 'subjectAltName=DNS:model.test,DNS:anthropic.test,DNS:pypi.acme.test,DNS:maps.test,DNS:api.corp.test,DNS:evil.test,DNS:model.test.evil.test,DNS:s3.test,DNS:localhost\n' >"$T/ext.cnf"
 openssl x509 -req -in "$T/srv.csr" -CA "$T/upca.crt" -CAkey "$T/upca.key" -CAcreateserial \
 	-out "$T/srv.crt" -days 2 -extfile "$T/ext.cnf" 2>/dev/null
 
-UP=$(free_port); PLAIN=$(free_port); PP=$(free_port)
+UP=$(free_port); PLAIN=$(free_port); PP=$(free_port); S3P=$(free_port)
+AKID=AKIAR30REAL$(od -An -N5 -tx1 /dev/urandom | tr -d ' \n' | tr a-f A-F)
+S3SECRET=r30Secret/$(rnd_() { od -An -N12 -tx1 /dev/urandom | tr -d ' \n'; }; rnd_)
+"$PY" "$FX/s3fake.py" --listen "$S3P" --cert "$T/srv.crt" --key "$T/srv.key" --cred "$AKID:$S3SECRET" \
+	--bucket probe --log "$T/s3.log" >"$T/s3.out" 2>&1 & track_pid $!
 "$PY" "$FX/upstream.py" "$UP" --keepalive --log "$T/rec.jsonl" --cert "$T/srv.crt" \
 	--key "$T/srv.key" --redirect https://evil.test/steal & track_pid $!
 "$PY" "$FX/upstream.py" "$PLAIN" --log "$T/plain.jsonl" & track_pid $!
@@ -33,7 +37,9 @@ printf '%s\n' "$ANTH_KEY" >"$T/anth.key"
 printf '%s' "$PYPI_PW" >"$T/pypi.pw"
 printf '%s\n' "$MAPS_KEY" >"$T/maps.key"
 printf '%s\n' "$CORP_TOK" >"$T/corp.tok"
-chmod 600 "$T"/*.key "$T/pypi.pw" "$T/corp.tok"
+printf '%s\n' "$AKID" >"$T/aws.akid"
+printf '%s\n' "$S3SECRET" >"$T/aws.secret"
+chmod 600 "$T"/*.key "$T/pypi.pw" "$T/corp.tok" "$T/aws.akid" "$T/aws.secret"
 
 cat >"$T/creds.lua" <<EOF
 return {
@@ -48,6 +54,9 @@ return {
     { name = "maps", form = "query", field = "key", secret = "file:$T/maps.key",
       hosts = { "maps.test" } },
     { name = "corp", form = "bearer", secret = "file:$T/corp.tok", hosts = { "*.corp.test" } },
+    { name = "aws", form = "sigv4", key_id = "file:$T/aws.akid", secret = "file:$T/aws.secret",
+      hosts = { "s3.test" }, regions = { "us-east-1" }, services = { "s3" },
+      env = { "AWS_ACCESS_KEY_ID=key_id", "AWS_SECRET_ACCESS_KEY" } },
   },
 }
 EOF
@@ -71,6 +80,7 @@ resolve:
   "evil.test:443": "127.0.0.1:$UP"
   "model.test.evil.test:443": "127.0.0.1:$UP"
   "model.test:80": "127.0.0.1:$PLAIN"
+  "s3.test:443": "127.0.0.1:$S3P"
 addons: [$1]
 audit:
   log: $T/audit.jsonl
@@ -108,14 +118,20 @@ c = d["credentials"]
 assert c["anth"]["form"] == "header" and c["anth"]["field"] == "x-api-key", c
 assert c["pypi"]["user"] == "__token__" and c["corp"]["hosts"] == ["*.corp.test"], c
 assert all(re.fullmatch("PXC[A-Z2-7]{29}", v["placeholder"]) for v in c.values()), c
-assert c["model"]["env"] == ["OPENAI_API_KEY", "MODEL_KEY"] and "env" not in c["anth"], c'
+assert c["model"]["env"] == {"OPENAI_API_KEY": c["model"]["placeholder"], "MODEL_KEY": c["model"]["placeholder"]}, c
+assert "env" not in c["anth"] and "key_id" not in c["model"], c'
 ph() { pyj "print(d['credentials']['$2']['placeholder'])" <"$T/reg-$1.json"; }
 PH_A_MODEL=$(ph a model); PH_B_MODEL=$(ph b model); PH_ANTH=$(ph b anth); PH_PYPI=$(ph b pypi)
 PH_MAPS=$(ph b maps); PH_CORP=$(ph b corp)
 check "placeholders are per sandbox" test "$PH_A_MODEL" != "$PH_B_MODEL"
 adm '{"op":"register","id":"sb-b","secret":"s-b","policy":{"credentials":["model","anth","pypi","maps","corp"]}}' >"$T/reg-b2.json"
 check "the same sandbox gets the same placeholders again" test "$(ph b2 model)" = "$PH_B_MODEL"
-check "no reply holds a real value" bash -c "! grep -qF -e '$MODEL_KEY' -e '$ANTH_KEY' -e '$PYPI_PW' -e '$CORP_TOK' '$T'/reg-*.json"
+adm '{"op":"register","id":"sb-s3","secret":"s-s3","policy":{"credentials":["aws"]}}' >"$T/reg-s3.json"
+jcheck "sigv4: the reply gives a key id placeholder and the env that sets both" "$T/reg-s3.json" '
+c = d["credentials"]["aws"]
+assert c["form"] == "sigv4" and re.fullmatch("PXC[A-Z2-7]{29}", c["key_id"]) and c["key_id"] != c["placeholder"], c
+assert c["env"] == {"AWS_ACCESS_KEY_ID": c["key_id"], "AWS_SECRET_ACCESS_KEY": c["placeholder"]}, c'
+check "no reply holds a real value" bash -c "! grep -qF -e '$MODEL_KEY' -e '$ANTH_KEY' -e '$PYPI_PW' -e '$CORP_TOK' -e '$AKID' -e '$S3SECRET' '$T'/reg-*.json"
 out=$(adm '{"op":"register","id":"sb-x","secret":"s-x","policy":{"credentials":["model","nosuch"]}}')
 case $out in *'"ok":false'*"nosuch, which no addon declares"*) ok "a policy naming an undeclared credential is refused";;
 *) fail "a policy naming an undeclared credential is refused" "$out";; esac
@@ -224,7 +240,53 @@ check "more than 8 fields with placeholders: 400, nothing forwarded" \
 check "no real value in the proxy's log, stderr or audit log" novalue "$T/proxy.log" "$T/stderr" "$T/audit.jsonl"
 check "the proxy's log names the credentials' sources, not values" bash -c "! grep -qF '$MODEL_KEY' '$T/proxy.log'"
 
-# ---- 5. declarations: a bad one stops the load with a reason ----
+# ---- 5. AWS SigV4: the real AWS CLI signs with placeholders, S3 verifies the real key ----
+PH_AKID=$(pyj "print(d['credentials']['aws']['key_id'])" <"$T/reg-s3.json")
+PH_S3=$(pyj "print(d['credentials']['aws']['placeholder'])" <"$T/reg-s3.json")
+mkdir -p "$T/aws"
+printf '[default]\ns3 =\n    addressing_style = path\n    multipart_threshold = 8MB\n    multipart_chunksize = 5MB\n' >"$T/aws/config"
+printf '[default]\ns3 =\n    addressing_style = path\n    payload_signing_enabled = true\n' >"$T/aws/config-signed"
+awsp() {	# awsp SANDBOX:SECRET aws-args...: the AWS CLI through the proxy with sb-s3's placeholders
+	local who=$1; shift
+	env AWS_CONFIG_FILE="$T/aws/config" AWS_SHARED_CREDENTIALS_FILE="$T/aws/none" \
+		AWS_CA_BUNDLE="${AWSP_CA:-$T/export/ca.crt}" AWS_DEFAULT_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true \
+		AWS_PAGER= AWS_ACCESS_KEY_ID="$PH_AKID" AWS_SECRET_ACCESS_KEY="$PH_S3" \
+		HTTPS_PROXY="http://$who@127.0.0.1:$PP" https_proxy="http://$who@127.0.0.1:$PP" NO_PROXY= no_proxy= \
+		/usr/bin/aws --endpoint-url https://s3.test "$@"
+}
+head -c 1000 /dev/urandom >"$T/small.bin"
+head -c $((9 * 1024 * 1024 + 77)) /dev/urandom >"$T/big.bin"
+check "aws s3 cp with placeholders: S3 verified the real key" awsp sb-s3:s-s3 s3 cp --no-progress "$T/small.bin" s3://probe/dir/small.bin
+check "aws s3 cp 9 MiB (multipart: Create, UploadPart x2, Complete)" awsp sb-s3:s-s3 s3 cp --no-progress "$T/big.bin" s3://probe/big.bin
+awsp sb-s3:s-s3 s3 ls --recursive s3://probe/ >"$T/ls.out" 2>&1
+check "aws s3 ls lists both" bash -c "grep -q ' 1000 dir/small.bin\$' '$T/ls.out' && grep -q ' $((9 * 1024 * 1024 + 77)) big.bin\$' '$T/ls.out'"
+check "aws s3 cp back (ranged GETs): identical" bash -c "$(declare -f awsp); T='$T' PP=$PP PH_AKID=$PH_AKID PH_S3=$PH_S3 awsp sb-s3:s-s3 s3 cp --no-progress s3://probe/big.bin '$T/big.back' >/dev/null && cmp -s '$T/big.bin' '$T/big.back'"
+check "put-object --checksum-algorithm CRC32 (aws-chunked, unsigned trailer)" \
+	awsp sb-s3:s-s3 s3api put-object --bucket probe --key chunked.bin --body "$T/small.bin" --checksum-algorithm CRC32 --output text
+check "payload_signing_enabled: the body's SHA-256 signed, signed again" \
+	env AWS_CONFIG_FILE="$T/aws/config-signed" bash -c "$(declare -f awsp | sed 's|AWS_CONFIG_FILE=\"\$T/aws/config\"|AWS_CONFIG_FILE=\"\$T/aws/config-signed\"|'); T='$T' PP=$PP PH_AKID=$PH_AKID PH_S3=$PH_S3 awsp sb-s3:s-s3 s3 cp --no-progress '$T/small.bin' s3://probe/signed.bin"
+check "s3fake saw only the real key id, every request verified" \
+	"$PY" -c 'import json,sys
+rs = [json.loads(l) for l in open(sys.argv[1])]
+assert len(rs) >= 8, len(rs)
+bad = [(r.get("op"), r.get("verdict"), (r.get("auth") or {}).get("key_id")) for r in rs if r.get("verdict") != "ok" or (r.get("auth") or {}).get("key_id") != sys.argv[2]]
+assert not bad, bad' "$T/s3.log" "$AKID"
+check "the audit names the re-signing" grep -q '"credentials":"aws:sigv4"' "$T/audit.jsonl"
+n1=$(wc -l <"$T/s3.log")
+awsp sb-s3:s-s3 --region eu-west-1 s3 ls s3://probe/ >"$T/region.out" 2>&1
+check "a region the credential does not sign for: refused by the proxy, nothing sent" \
+	bash -c "grep -q '(403)' '$T/region.out' && grep -q '\"detail\":\"credential aws does not sign for region eu-west-1\"' '$T/audit.jsonl' && test \$(wc -l <'$T/s3.log') = $n1"
+env AWS_CONFIG_FILE="$T/aws/config" AWS_DEFAULT_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true \
+	AWS_ACCESS_KEY_ID="$PH_AKID" AWS_SECRET_ACCESS_KEY="$PH_S3" AWS_SHARED_CREDENTIALS_FILE="$T/aws/none" \
+	AWS_CA_BUNDLE="$T/upca.crt" /usr/bin/aws --endpoint-url "https://localhost:$S3P" s3 ls s3://probe/ >"$T/direct.out" 2>&1
+check "the placeholders straight to S3 (no proxy): InvalidAccessKeyId" grep -q InvalidAccessKeyId "$T/direct.out"
+cat "$T/export/ca.crt" "$T/upca.crt" >"$T/both-s3.pem"
+AWSP_CA="$T/both-s3.pem" awsp sb-a:s-a s3 ls s3://probe/ >"$T/other.out" 2>&1
+check "another sandbox (without aws) with sb-s3's placeholders: not opened, refused by S3" \
+	bash -c "grep -q InvalidAccessKeyId '$T/other.out' && tail -n 1 '$T/s3.log' | grep -qF '$PH_AKID'"
+check "no AWS secret in the proxy's log or audit" bash -c "! grep -qF -e '$S3SECRET' '$T/proxy.log' '$T/audit.jsonl' '$T/stderr'"
+
+# ---- 6. declarations: a bad one stops the load with a reason ----
 bad_decl() {	# bad_decl NAME LUA-ENTRY EXPECTED
 	printf 'return { name = "bad", credentials = { %s } }\n' "$2" >"$T/bad.lua"
 	px_yaml "$T/bad.lua" | sed "s/^listen: .*/listen: 127.0.0.1:$(free_port)/; s|socket: .*|socket: $T/bad.sock|" >"$T/bad.yaml"
@@ -246,6 +308,9 @@ bad_decl "a name declared twice" '{ name = "x", form = "bearer", secret = "env:H
 bad_decl "a bad name" '{ name = "X Y", form = "bearer", secret = "env:HOME", hosts = { "a.test" } }' "lower-case"
 bad_decl "a host with a slash" '{ name = "x", form = "bearer", secret = "env:HOME", hosts = { "a.test/p" } }' "not a host name"
 bad_decl "an env entry that is not a variable name" '{ name = "x", form = "bearer", secret = "env:HOME", hosts = { "a.test" }, env = { "A-B" } }' "env[1] is not a variable name"
-bad_decl "sigv4 (not served yet)" '{ name = "x", form = "sigv4", secret = "env:HOME", hosts = { "s3.test" } }' "not served yet"
+bad_decl "sigv4 without key_id" '{ name = "x", form = "sigv4", secret = "env:HOME", hosts = { "s3.test" } }' "needs key_id"
+bad_decl "sigv4 with a malformed key id" '{ name = "x", form = "sigv4", key_id = "env:HOME", secret = "env:HOME", hosts = { "s3.test" } }' "an access key id is 16-128"
+bad_decl "a session token (not served yet)" '{ name = "x", form = "sigv4", key_id = "env:HOME", token = "env:HOME", secret = "env:HOME", hosts = { "s3.test" } }' "not served yet"
+bad_decl "key_id= in env of a non-sigv4 credential" '{ name = "x", form = "bearer", secret = "env:HOME", hosts = { "a.test" }, env = { "K=key_id" } }' "env[1] is not a variable name"
 check "the proxy still runs" kill -0 "$PX_PID"
 
