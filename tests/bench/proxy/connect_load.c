@@ -16,7 +16,7 @@
  *              "idle ready N", then hold them until FILE (-w) exists
  * Prints one line: mode=... reqs= secs= rps= p50_us= p99_us= mbps= errors=
  * (MB = 2^20 bytes). -U sends Proxy-Authorization: Basic BASE64 on the
- * CONNECT; -A adds one header field to every GET. -k skips the certificate check (blind tunnels to a
+ * CONNECT; -A (repeatable) adds a header field to every GET. -k skips the certificate check (blind tunnels to a
  * name the certificate does not carry are not used: keep it off).
  */
 #include <errno.h>
@@ -481,7 +481,17 @@ main(int argc, char **argv)
 		case 'H': opt.host = optarg; break;
 		case 'x': opt.proxy = optarg; break;
 		case 'U': opt.auth = optarg; break;
-		case 'A': opt.hdr = optarg; break;
+		case 'A':	/* repeatable: the fields joined by CRLF */
+			if (opt.hdr == NULL)
+				opt.hdr = optarg;
+			else {
+				char *j;
+
+				if (asprintf(&j, "%s\r\n%s", opt.hdr, optarg) == -1)
+					usage();
+				opt.hdr = j;	/* lives as long as the process */
+			}
+			break;
 		case 'm': mode = optarg; break;
 		case 'c': if (parse_int(optarg, 1, 4096, &opt.conns) == -1) usage(); break;
 		case 'd': if (parse_int(optarg, 1, 3600, &opt.seconds) == -1) usage(); break;

@@ -7,6 +7,8 @@
 #   egress cred-add   this proxy, a named credential (issue 30) added in its
 #                     bearer form (a registered sandbox, no Authorization sent)
 #   egress cred-swap  the same, the client's placeholder swapped for it
+#   egress cred-sigv4 a request signed with SigV4 placeholders signed again
+#                     with the real key (header form, UNSIGNED-PAYLOAD)
 #   squid tunnel      squid blind CONNECT (splice)
 #   squid bump        squid-openssl ssl-bump + request_header_add (injection)
 #   mitmproxy         mitmdump with an equivalent injecting addon
@@ -309,22 +311,35 @@ print("\n".join("  " + l for l in json.load(sys.stdin)["text"].splitlines() if l
 	fi
 	# Named credentials (issue 30): bench.test gets a bearer credential a
 	# registered sandbox may use; the same proxy otherwise.
-	printf 'return { name = "benchcred", credentials = { { name = "bench", form = "bearer",\n  secret = "file:%s", hosts = { "bench.test" }, default = true } } }\n' \
-		"$T/bench.cred" >"$T/benchcred.lua"
+	printf 'return { name = "benchcred", credentials = { { name = "bench", form = "bearer",\n  secret = "file:%s", hosts = { "bench.test" }, default = true },\n  { name = "benchs3", form = "sigv4", key_id = "file:%s", secret = "file:%s", hosts = { "bench.test" } } } }\n' \
+		"$T/bench.cred" "$T/bench.akid" "$T/bench.cred" >"$T/benchcred.lua"
 	printf 'bench-REAL-token-%s\n' "$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')" >"$T/bench.cred"
+	printf 'AKIABENCH0000000001\n' >"$T/bench.akid"
 	sed "s|^addons: \[\(.*\)\]|addons: [\1, $T/benchcred.lua]|" "$PX_DIR/proxy.yaml" >"$PX_DIR/proxy-cred.yaml"
 	CRED_AUTH=$(printf 'bench:bench-secret' | base64 -w0)
-	for row in cred-add cred-swap; do
+	for row in cred-add cred-swap cred-sigv4; do
 		px_bench_start "egress-$row" "$PX_DIR/proxy-cred.yaml" || continue
 		ph=$(px_admin '{"op":"register","id":"bench","secret":"bench-secret"}' |
 			"$PY" -c 'import json,sys; print(json.load(sys.stdin)["credentials"]["bench"]["placeholder"])')
 		hdr=()
+		auth=$CRED_AUTH
 		[ "$row" = cred-swap ] && hdr=(-A "Authorization: Bearer $ph")
+		if [ "$row" = cred-sigv4 ]; then
+			# signed by the "client" with the placeholders once: the proxy
+			# signs every request again (it never checks the client's)
+			kid=$(px_admin '{"op":"register","id":"bench-s","secret":"bench-secret","policy":{"credentials":["benchs3"]}}' |
+				"$PY" -c 'import json,sys; print(json.load(sys.stdin)["credentials"]["benchs3"]["key_id"])')
+			day=$(date -u +%Y%m%d)
+			hdr=(-A "Authorization: AWS4-HMAC-SHA256 Credential=$kid/$day/us-east-1/s3/aws4_request, SignedHeaders=host;x-amz-content-sha256;x-amz-date, Signature=$(printf '0%.0s' $(seq 64))"
+				-A "x-amz-date: ${day}T000000Z" -A "x-amz-content-sha256: UNSIGNED-PAYLOAD")
+			auth=$(printf 'bench-s:bench-secret' | base64 -w0)
+		fi
 		echo "-- egress $row"
-		measure "egress-$row" "$PX_PID" -x "127.0.0.1:$PX_PORT" -U "$CRED_AUTH" -t bench.test:443 \
+		measure "egress-$row" "$PX_PID" -x "127.0.0.1:$PX_PORT" -U "$auth" -t bench.test:443 \
 			-n bench.test -C "$PX_CA" "${hdr[@]}"
 		want=bench:bearer
 		[ "$row" = cred-swap ] && want=bench:swap
+		[ "$row" = cred-sigv4 ] && want=benchs3:sigv4
 		grep -q "\"credentials\":\"$want\"" "$PX_DIR/audit.jsonl" 2>/dev/null ||
 			NOTE[egress-$row]="no request with credentials $want in the audit log"
 		px_bench_stop
@@ -486,6 +501,7 @@ target "1 MiB bodies MiB/s: intercept / direct" BODY_MB egress-intercept direct 
 ceiling BODY_BOUND egress-intercept direct
 target "keep-alive req/s: named credential added / addon injection" KA_RPS egress-cred-add egress-intercept 0.95
 target "keep-alive req/s: placeholder swap / credential added" KA_RPS egress-cred-swap egress-cred-add 0.95
+target "keep-alive req/s: SigV4 signed again / bearer added" KA_RPS egress-cred-sigv4 egress-cred-add 0.9
 limit "idle KiB per intercepted connection" IDLE_KIB egress-intercept 16
 limit "idle KiB per tunnelled connection" IDLE_KIB egress-tunnel 8
 # What OpenSSL alone costs per intercepted client connection here (no proxy,
