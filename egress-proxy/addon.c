@@ -783,7 +783,7 @@ decl_creds(lua_State *L, const char *addon, struct credset *cs)
 		if (!lua_istable(L, -1))
 			return luaL_error(L, "addon %s: credentials[%d] is not a table", addon, (int)k);
 		if ((c = decl_cred(L, addon, err, sizeof(err))) == NULL ||
-		    credset_add(cs, c, err, sizeof(err)) == -1)
+		    cred_set_add(cs, c, err, sizeof(err)) == -1)
 			return luaL_error(L, "addon %s: credentials[%d]: %s", addon, (int)k, err);
 		lua_pop(L, 1);
 	}
@@ -966,7 +966,7 @@ src_free(struct addon_src *s)
 		free(s->f[i].path);
 		free(s->f[i].text);
 	}
-	credset_unref(s->creds);
+	cred_set_unref(s->creds);
 	free(s);
 }
 
@@ -1004,7 +1004,7 @@ addon_src_load(const struct cfg_list *files, const struct pconf *conf, char *err
 			f->text = xstrdup("");
 	}
 	s->gen = atomic_fetch_add(&src_gen, 1) + 1;
-	s->creds = credset_new();
+	s->creds = cred_set_new();
 	s->loading = 1;
 	vm = addon_vm_new(s, conf, NULL, err, errlen);
 	s->loading = 0;
@@ -1056,7 +1056,7 @@ addon_src_gen(const struct addon_src *s)
 struct credset *
 addon_src_creds(const struct addon_src *s)
 {
-	return credset_ref(s->creds);
+	return cred_set_ref(s->creds);
 }
 
 size_t

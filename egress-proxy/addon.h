@@ -72,7 +72,7 @@ void	addon_src_unref(struct addon_src *);
 int	addon_src_changed(const struct addon_src *);
 unsigned addon_src_gen(const struct addon_src *);
 size_t	addon_src_count(const struct addon_src *);
-/* The credentials the addons declare (cred.h), a reference (credset_unref). */
+/* The credentials the addons declare (cred.h), a reference (cred_set_unref). */
 struct credset *addon_src_creds(const struct addon_src *);
 
 /* A worker's VM built from src; gh is the worker's token client (or NULL). */

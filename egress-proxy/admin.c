@@ -242,7 +242,7 @@ reply_registered(struct buf *r, const char *id, const cJSON *policy)
 			}
 		}
 	}
-	credset_unref(cs);
+	cred_set_unref(cs);
 	s = cJSON_PrintUnformatted(o);
 	buf_reset(r);
 	ign(buf_addstr(r, s != NULL ? s : "{\"ok\":true}"));
@@ -294,7 +294,7 @@ op_register(cJSON *req, int fd, struct buf *r)
 
 		addon_src_unref(src);
 		why = credreq_policy_check(cs, policy, cerr, sizeof(cerr));
-		credset_unref(cs);
+		cred_set_unref(cs);
 		if (*why != '\0') {
 			snprintf(perr, sizeof(perr), "register: %s", why);
 			cJSON_Delete(policy);

@@ -332,7 +332,7 @@ conn_free(struct conn *c)
 		atomic_fetch_sub(c->mode == MODE_INTERCEPT ? &the_proxy.st.tunnels_intercept :
 		    &the_proxy.st.tunnels_blind, 1);
 	sbattrs_unref(c->attrs);
-	credset_unref(c->creds);
+	cred_set_unref(c->creds);
 	if (c->tgt != &tgt_none)
 		tgtab_put(c->w->tgts, c->tgt);
 	atomic_fetch_sub(&the_proxy.st.conns, 1);

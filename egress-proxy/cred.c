@@ -223,7 +223,7 @@ cred_swap_text(struct cred_swap *sw, size_t nsw, const char *v, size_t n, int ba
 /* ---- the declared set ---- */
 
 struct credset *
-credset_new(void)
+cred_set_new(void)
 {
 	struct credset *cs = xcalloc(1, sizeof(*cs));
 
@@ -232,14 +232,14 @@ credset_new(void)
 }
 
 struct credset *
-credset_ref(struct credset *cs)
+cred_set_ref(struct credset *cs)
 {
 	atomic_fetch_add(&cs->refs, 1);
 	return cs;
 }
 
 void
-credset_unref(struct credset *cs)
+cred_set_unref(struct credset *cs)
 {
 	size_t i;
 
@@ -284,9 +284,9 @@ cred_free(struct cred *c)
 }
 
 int
-credset_add(struct credset *cs, struct cred *c, char *err, size_t errlen)
+cred_set_add(struct credset *cs, struct cred *c, char *err, size_t errlen)
 {
-	if (credset_find(cs, c->name) != NULL) {
+	if (cred_set_find(cs, c->name) != NULL) {
 		snprintf(err, errlen, "credential %s is declared twice", c->name);
 		cred_free(c);
 		return -1;
@@ -301,7 +301,7 @@ credset_add(struct credset *cs, struct cred *c, char *err, size_t errlen)
 }
 
 struct cred *
-credset_find(const struct credset *cs, const char *name)
+cred_set_find(const struct credset *cs, const char *name)
 {
 	size_t i;
 

@@ -87,13 +87,13 @@ struct credset {
 	struct cred	*c[CREDSET_MAX];
 };
 
-struct credset *credset_new(void);
-struct credset *credset_ref(struct credset *);
-void	credset_unref(struct credset *);
+struct credset *cred_set_new(void);
+struct credset *cred_set_ref(struct credset *);
+void	cred_set_unref(struct credset *);
 /* Adds c (taken, freed on failure); -1 with err: a name taken, the set full. */
-int	credset_add(struct credset *, struct cred *c, char *err, size_t errlen);
+int	cred_set_add(struct credset *, struct cred *c, char *err, size_t errlen);
 /* The credential called name, or NULL. */
-struct cred *credset_find(const struct credset *, const char *name);
+struct cred *cred_set_find(const struct credset *, const char *name);
 void	cred_free(struct cred *);
 /* The form a declaration names ("bearer", "header", "basic", "query", "sigv4"); -1: none. */
 int	cred_form_parse(const char *s, enum cred_form *out);

@@ -157,7 +157,7 @@ credreq_policy_check(const struct credset *cs, const cJSON *policy, char *err, s
 	cJSON_ArrayForEach(it, l) {
 		if (!cJSON_IsString(it))
 			return "policy.credentials must be a list of credential names";
-		if (cs == NULL || credset_find(cs, it->valuestring) == NULL) {
+		if (cs == NULL || cred_set_find(cs, it->valuestring) == NULL) {
 			char shown[CRED_NAME_MAX + 1];
 
 			snprintf(shown, sizeof(shown), "%s", *cred_name_check(it->valuestring) ==

@@ -208,7 +208,7 @@ conn_creds(struct conn *c)
 	struct addon_src *src;
 
 	c->ncred = 0;
-	credset_unref(c->creds);
+	cred_set_unref(c->creds);
 	c->creds = NULL;
 	if (c->sb == NULL || sandbox_is_anonymous(c->sb) || (src = proxy_addons()) == NULL)
 		return 0;

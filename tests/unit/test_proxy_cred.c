@@ -191,26 +191,26 @@ mk(const char *name)
 
 TEST(test_set)
 {
-	struct credset *cs = credset_new();
+	struct credset *cs = cred_set_new();
 	char err[256], name[16];
 	enum cred_form f;
 	int i;
 
-	CHECK_INT(credset_add(cs, mk("npm"), err, sizeof(err)), 0);
-	CHECK_INT(credset_add(cs, mk("npm"), err, sizeof(err)), -1);
+	CHECK_INT(cred_set_add(cs, mk("npm"), err, sizeof(err)), 0);
+	CHECK_INT(cred_set_add(cs, mk("npm"), err, sizeof(err)), -1);
 	CHECK(strstr(err, "declared twice") != NULL);
-	CHECK(credset_find(cs, "npm") != NULL);
-	CHECK(credset_find(cs, "np") == NULL);
+	CHECK(cred_set_find(cs, "npm") != NULL);
+	CHECK(cred_set_find(cs, "np") == NULL);
 	for (i = 1; i < CREDSET_MAX; i++) {
 		snprintf(name, sizeof(name), "c%d", i);
-		CHECK_INT(credset_add(cs, mk(name), err, sizeof(err)), 0);
+		CHECK_INT(cred_set_add(cs, mk(name), err, sizeof(err)), 0);
 	}
-	CHECK_INT(credset_add(cs, mk("one-more"), err, sizeof(err)), -1);
+	CHECK_INT(cred_set_add(cs, mk("one-more"), err, sizeof(err)), -1);
 	CHECK(strstr(err, "more than") != NULL);
-	credset_ref(cs);
-	credset_unref(cs);
-	CHECK(credset_find(cs, "c5") != NULL);	/* still held */
-	credset_unref(cs);
+	cred_set_ref(cs);
+	cred_set_unref(cs);
+	CHECK(cred_set_find(cs, "c5") != NULL);	/* still held */
+	cred_set_unref(cs);
 	CHECK_INT(cred_form_parse("basic", &f), 0);
 	CHECK_INT(f, CRED_BASIC);
 	CHECK_INT(cred_form_parse("Basic", &f), -1);
