@@ -170,6 +170,9 @@ h1head_on_body(llhttp_t *p, const char *at, size_t len)
 {
 	struct h1head *r = H1HEAD(p);
 
+	/* llhttp flushes an open body span at each feed's end, even an empty one */
+	if (len == 0)
+		return 0;
 	if (r->on_body != NULL && r->on_body(r->arg, at, len) == -1)
 		return HPE_USER;
 	return 0;
@@ -456,6 +459,25 @@ h1head_body(struct h1head *r, const char *p, size_t n)
 	if ((e == HPE_PAUSED || e == HPE_PAUSED_UPGRADE) && r->msg_done)
 		return (long)(llhttp_get_error_pos(&r->p) - p);
 	return -1;
+}
+
+int
+h1head_finish(struct h1head *r)
+{
+	if (r->msg_done)
+		return 0;
+	/*
+	 * Still paused where the head ended (no body byte came): llhttp picks
+	 * the body's framing, and with it what the end of input means, only
+	 * past that point, which an empty feed reaches; llhttp_finish does
+	 * nothing on a paused parser.
+	 */
+	if (llhttp_get_errno(&r->p) == HPE_PAUSED && h1head_body(r, "", 0) == -1)
+		return -1;
+	/* A body ended by the close: on_message_complete sets msg_done. */
+	if (!r->msg_done && llhttp_get_errno(&r->p) == HPE_OK)
+		ign(llhttp_finish(&r->p));
+	return r->msg_done ? 0 : -1;
 }
 
 const char *

@@ -1,7 +1,9 @@
 /*
  * h1head.h: one HTTP/1.1 message head held for a daemon to judge, edit and
  * write again (h1head.c), the store the proxy (egress-proxy/httpreq.c), the
- * gateway (gateway/head.c) and the static agent (agent/http.c) share:
+ * gateway (gateway/head.c), the static agent (agent/http.c) and the
+ * orchestrator (orchestrator/http/http.c; its client of the agent,
+ * orchestrator/lib/agentc.c) share:
  * llhttp's strict read of a complete head (found by h1_head_end), the rules of h1.h applied to it once (version,
  * field grammar, body framing), its fields as offsets into one buffer, and
  * the body read through the same parser. Each daemon keeps only its own
@@ -114,6 +116,17 @@ int	h1head_write(const struct h1head *, const char *target, size_t tl, struct bu
  * after its end, msg_done set), or -1 on bad framing or a sink's -1.
  */
 long	h1head_body(struct h1head *, const char *p, size_t n);
+
+/*
+ * The peer closed the connection: the end of input, which alone ends a
+ * response body delimited by the close (neither Content-Length nor
+ * chunked, RFC 9112 6.3 item 8). Call it after the head was parsed and
+ * every byte before the close went through h1head_body. 0 when the
+ * message is whole (msg_done set, also when it already was), -1 when the
+ * close cut it (a Content-Length or chunked body short) or its framing
+ * had failed.
+ */
+int	h1head_finish(struct h1head *);
 
 /* The method's name ("GET"). */
 const char *h1head_method(const struct h1head *);

@@ -966,9 +966,8 @@ up_event(struct bufferevent *bev, short what, void *arg)
 			    "The app closed the connection without a response.");
 			return;
 		}
-		if (c->resp != NULL && (what & BEV_EVENT_EOF) && !c->resp->msg_done &&
-		    llhttp_get_errno(&c->resp->p) == HPE_OK)
-			ign(llhttp_finish(&c->resp->p));	/* on_message_complete pauses */
+		if (c->resp != NULL && (what & BEV_EVENT_EOF))
+			ign(h1head_finish(c->resp));	/* sets msg_done when the body is whole */
 		if (c->resp != NULL && c->resp->msg_done) {
 			/* a body delimited by the close */
 			bufferevent_free(c->up);

@@ -31,7 +31,8 @@
 #              server.c (the route table joining mcp/ and api/), appctl.c
 # RT_COMMON_OBJS: the runtime interface. RT_SEAM_OBJS: the clients a
 # runtime talks to its sandboxes with (agentc: the agent; egress: the proxy
-# admin protocol); whoever links them also links $(LLHTTP_OBJS).
+# admin protocol); whoever links them also links $(H1HEAD_OBJS) (agentc
+# reads the agent's replies with it) and $(LLHTTP_OBJS).
 RT_COMMON_OBJS := $(B)/orchestrator/runtime/runtime.o
 RT_SEAM_OBJS := $(B)/orchestrator/lib/agentc.o $(B)/orchestrator/lib/egress.o
 ALL_OBJS += $(RT_COMMON_OBJS) $(RT_SEAM_OBJS)

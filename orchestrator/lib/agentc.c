@@ -1,9 +1,11 @@
 /*
  * agentc.c: blocking HTTP/1.1 client for the in-sandbox agent
  * (docs/internals/agent-protocol.md). One connection per struct agentc,
- * kept alive between requests; responses parsed with llhttp (strict, no
- * lenient flags), bodies capped at AGENTC_MAX_RESP, every exchange bounded
- * by a deadline.
+ * kept alive between requests; replies read by common/h1head.c (a head
+ * framed by h1_head_end and read by llhttp strict with h1.c's rules, the
+ * body through the same parser) like every other HTTP/1 peer's, since the
+ * agent runs where the sandbox's code is root; bodies capped at
+ * AGENTC_MAX_RESP, every exchange bounded by a deadline.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -29,10 +31,19 @@
 #include <llhttp.h>
 
 #include "agentc.h"
+#include "h1.h"
+#include "h1head.h"
 #include "xmalloc.h"
 #include "util.h"
 
 #define AGENTC_MAX_HEAD	8192	/* request line + headers we send */
+/*
+ * The agent's reply head: at most this many bytes (h1_head_end), which is
+ * also request_once's read buffer (the head is read into it, then each
+ * piece of the body), and this many field lines.
+ */
+#define AGENTC_RESP_HEAD	16384
+#define AGENTC_RESP_FIELDS	64
 
 struct agentc {
 	struct rt_agent_addr	 addr;
@@ -42,10 +53,9 @@ struct agentc {
 	int			 delivered;	/* the last request was sent whole */
 };
 
-/* Parser state for one response. */
+/* The body sink of one response (request_once). */
 struct resp_ctx {
 	struct buf	*body;
-	int		 done;		/* on_message_complete seen */
 	int		 overflow;	/* body exceeded the cap */
 };
 
@@ -264,24 +274,15 @@ agentc_close(struct agentc *ac)
 }
 
 static int
-on_body(llhttp_t *p, const char *at, size_t len)
+resp_body(void *arg, const char *at, size_t len)
 {
-	struct resp_ctx *rc = p->data;
+	struct resp_ctx *rc = arg;
 
 	if (buf_add(rc->body, at, len) == -1) {
 		rc->overflow = 1;
 		return -1;
 	}
 	return 0;
-}
-
-static int
-on_complete(llhttp_t *p)
-{
-	struct resp_ctx *rc = p->data;
-
-	rc->done = 1;
-	return HPE_PAUSED;
 }
 
 /* 1 if s is safe to put on the request line or in a header value. */
@@ -355,7 +356,10 @@ send_all(int fd, const char *head, size_t headlen, const char *body, size_t body
 /*
  * One attempt on the current connection. *retry is set when the peer closed
  * a reused keep-alive connection before answering a single byte, which is
- * the one case where sending again is safe.
+ * the one case where sending again is safe. The reply is one message: a
+ * 1xx is taken as the whole of it (the agent never sends one, since no
+ * request says Expect), and bytes after its end in the same read are an
+ * error.
  */
 static int
 request_once(struct agentc *ac, const char *head, size_t headlen,
@@ -363,38 +367,36 @@ request_once(struct agentc *ac, const char *head, size_t headlen,
     const struct agentc_cancel *cx, int *status, struct buf *resp, int *retry,
     char *err, size_t errlen)
 {
-	llhttp_settings_t set;
-	llhttp_t p;
+	struct h1head hd;
 	struct resp_ctx rc;
-	char rbuf[16384];
-	size_t got = 0;
+	char in[AGENTC_RESP_HEAD], e[200];
+	const char *p;
+	size_t got = 0, have = 0, k;
+	long end = H1_HEAD_MORE, used;
 	ssize_t n;
-	int sent_any = 0, r, e;
-	llhttp_errno_t pe;
+	int sent_any = 0, r, en, ret = -1;
 
 	*retry = 0;
 	if (send_all(ac->fd, head, headlen, body, bodylen, deadline, cx,
 	    &sent_any) == 0)
 		ac->delivered = 1;
 	else {
-		e = errno;
-		if (ac->nreq > 0 && (e == EPIPE || e == ECONNRESET))
+		en = errno;
+		if (ac->nreq > 0 && (en == EPIPE || en == ECONNRESET))
 			*retry = 1;
-		snprintf(err, errlen, "agent: send: %s", e == ETIMEDOUT ?
-		    "timed out" : strerror(e));
+		snprintf(err, errlen, "agent: send: %s", en == ETIMEDOUT ?
+		    "timed out" : strerror(en));
 		return -1;
 	}
 
-	llhttp_settings_init(&set);
-	set.on_body = on_body;
-	set.on_message_complete = on_complete;
-	llhttp_init(&p, HTTP_RESPONSE, &set);
+	h1head_init(&hd, AGENTC_RESP_HEAD);
 	memset(&rc, 0, sizeof(rc));
 	rc.body = resp;
-	p.data = &rc;
-
-	while (!rc.done) {
-		n = recv(ac->fd, rbuf, sizeof(rbuf), 0);
+	hd.on_body = resp_body;
+	hd.arg = &rc;
+	for (;;) {
+		/* the head gathers at the start of in; then each read of the body */
+		n = recv(ac->fd, in + have, sizeof(in) - have, 0);
 		if (n == -1 && errno == EINTR)
 			continue;
 		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
@@ -402,21 +404,21 @@ request_once(struct agentc *ac, const char *head, size_t headlen,
 			if (r == 0) {
 				snprintf(err, errlen, "agent: timed out waiting "
 				    "for the response");
-				return -1;
+				goto out;
 			}
 			if (r == -1) {
 				snprintf(err, errlen, "agent: poll: %s",
 				    strerror(errno));
-				return -1;
+				goto out;
 			}
 			continue;
 		}
 		if (n == -1) {
-			e = errno;
-			if (got == 0 && ac->nreq > 0 && e == ECONNRESET)
+			en = errno;
+			if (got == 0 && ac->nreq > 0 && en == ECONNRESET)
 				*retry = 1;
-			snprintf(err, errlen, "agent: recv: %s", strerror(e));
-			return -1;
+			snprintf(err, errlen, "agent: recv: %s", strerror(en));
+			goto out;
 		}
 		if (n == 0) {
 			if (got == 0) {
@@ -424,52 +426,66 @@ request_once(struct agentc *ac, const char *head, size_t headlen,
 					*retry = 1;
 				snprintf(err, errlen, "agent closed the "
 				    "connection without a response");
-				return -1;
+				goto out;
 			}
-			pe = llhttp_finish(&p);
-			if (pe == HPE_OK && rc.done)
-				break;
-			if (pe != HPE_OK && pe != HPE_PAUSED) {
-				snprintf(err, errlen, "agent: bad response: %s",
-				    llhttp_errno_name(pe));
-				return -1;
-			}
-			if (!rc.done) {
-				snprintf(err, errlen, "agent: truncated response");
-				return -1;
-			}
-			break;
+			if (end > 0 && h1head_finish(&hd) == 0)
+				break;		/* a body delimited by the close */
+			snprintf(err, errlen, "agent: truncated response");
+			goto out;
 		}
 		got += (size_t)n;
-		pe = llhttp_execute(&p, rbuf, (size_t)n);
-		if (pe == HPE_PAUSED) {
-			/* bytes after a complete response: protocol error */
-			if (llhttp_get_error_pos(&p) != rbuf + n) {
-				snprintf(err, errlen, "agent: unexpected bytes "
-				    "after the response");
-				return -1;
+		p = in;
+		k = (size_t)n;
+		if (end <= 0) {
+			have += (size_t)n;
+			if ((end = h1_head_end(in, have, sizeof(in))) == H1_HEAD_MORE)
+				continue;
+			if (end == H1_HEAD_LARGE) {
+				snprintf(err, errlen, "agent: response head larger "
+				    "than %zu bytes", sizeof(in));
+				goto out;
 			}
-			break;
+			if (end < 0 || h1head_parse(&hd, HTTP_RESPONSE, in,
+			    (size_t)end, AGENTC_RESP_FIELDS, e, sizeof(e)) != 0) {
+				snprintf(err, errlen, "agent: bad response: %s",
+				    end < 0 ? "malformed head" : e);
+				goto out;
+			}
+			p = in + end;
+			k = have - (size_t)end;
+			have = 0;
 		}
-		if (pe != HPE_OK) {
+		used = hd.msg_done || k == 0 ? 0 : h1head_body(&hd, p, k);
+		if (used < 0) {
 			if (rc.overflow)
 				snprintf(err, errlen, "agent: response larger "
 				    "than %zu bytes", resp->max);
 			else
 				snprintf(err, errlen, "agent: bad response: %s "
-				    "(%s)", llhttp_errno_name(pe),
-				    llhttp_get_error_reason(&p) ?
-				    llhttp_get_error_reason(&p) : "");
-			return -1;
+				    "(%s)", llhttp_errno_name(llhttp_get_errno(&hd.p)),
+				    llhttp_get_error_reason(&hd.p) != NULL ?
+				    llhttp_get_error_reason(&hd.p) : "");
+			goto out;
+		}
+		if (hd.msg_done) {
+			if ((size_t)used != k) {
+				snprintf(err, errlen, "agent: unexpected bytes "
+				    "after the response");
+				goto out;
+			}
+			break;
 		}
 	}
-	*status = p.status_code;
+	*status = hd.status;
 	ac->nreq++;
-	if (!llhttp_should_keep_alive(&p)) {
+	if (!hd.keepalive) {
 		close(ac->fd);
 		ac->fd = -1;
 	}
-	return 0;
+	ret = 0;
+out:
+	h1head_free(&hd);
+	return ret;
 }
 
 int
@@ -647,7 +663,8 @@ agentc_env_body(const char *lines)
 
 /* ---- streamed exchanges on the event loop (agentc.h, "agentx") ---- */
 
-#define AGENTX_HDRS_MAX	(16 * 1024)	/* the response head we keep */
+#define AGENTX_HDRS_MAX	(16 * 1024)	/* the response head, bytes (h1_head_end) */
+#define AGENTX_HDRS_FIELDS	64		/* and its field lines */
 #define AGENTX_OUT_LOW	(256 * 1024)	/* request bytes queued: drain below */
 /*
  * One read of the agent's reply. Not a bufferevent: libevent 2.1's
@@ -663,16 +680,14 @@ struct agentx {
 	struct event		*rev, *wev;
 	struct evbuffer		*out;		/* request bytes not yet sent */
 	char			*in;		/* one read (AGENTX_READ) */
-	llhttp_t		 p;
-	llhttp_settings_t	 ps;
+	size_t			 have;		/* head bytes gathered at in's start */
+	struct h1head		 hd;		/* the reply: head, then its body */
 	struct agentx_cb	 cb;
 	void			*arg;
-	struct buf		 hb;		/* "name\0value\0"... */
-	int			 in_value;
 	int			 chunked;	/* the request body is */
 	int			 status;
 	unsigned		 headed:1, finished:1, closed:1, busy:1,
-				 hdr_over:1, paused:1;
+				 paused:1;
 };
 
 static void
@@ -686,7 +701,7 @@ agentx_free(struct agentx *x)
 		evbuffer_free(x->out);
 	if (x->fd != -1)
 		close(x->fd);
-	buf_free(&x->hb);
+	h1head_free(&x->hd);
 	free(x->in);
 	free(x);
 }
@@ -703,74 +718,45 @@ agentx_finish(struct agentx *x, int ok, const char *why)
 }
 
 static int
-ax_hfield(llhttp_t *p, const char *at, size_t n)
+ax_body(void *arg, const char *at, size_t n)
 {
-	struct agentx *x = p->data;
-
-	if (x->in_value) {
-		x->in_value = 0;
-		if (buf_add(&x->hb, "", 1) == -1)
-			x->hdr_over = 1;
-	}
-	if (buf_add(&x->hb, at, n) == -1)
-		x->hdr_over = 1;
-	return 0;
-}
-
-static int
-ax_hvalue(llhttp_t *p, const char *at, size_t n)
-{
-	struct agentx *x = p->data;
-
-	if (!x->in_value) {
-		x->in_value = 1;
-		if (buf_add(&x->hb, "", 1) == -1)
-			x->hdr_over = 1;
-	}
-	if (buf_add(&x->hb, at, n) == -1)
-		x->hdr_over = 1;
-	return 0;
-}
-
-static int
-ax_headers(llhttp_t *p)
-{
-	struct agentx *x = p->data;
-
-	if (x->in_value && buf_add(&x->hb, "", 1) == -1)
-		x->hdr_over = 1;
-	x->in_value = 0;
-	if (x->hdr_over)
-		return -1;
-	x->status = p->status_code;
-	x->headed = 1;
-	x->cb.head(x, x->status, x->arg);
-	return x->closed ? -1 : 0;
-}
-
-static int
-ax_body(llhttp_t *p, const char *at, size_t n)
-{
-	struct agentx *x = p->data;
+	struct agentx *x = arg;
 
 	x->cb.data(x, at, n, x->arg);
 	return x->closed ? -1 : 0;
 }
 
-static int
-ax_complete(llhttp_t *p)
+/*
+ * The reply's head, gathered at the start of in: x->have bytes so far, n
+ * more now. Where its body's bytes start in in (> 0) once it is whole
+ * and read (cb.head told), 0 while it is not whole, -1 when the exchange
+ * is over (a malformed head, or the head callback closed it).
+ */
+static long
+ax_head(struct agentx *x, size_t n)
 {
-	struct agentx *x = p->data;
+	char err[200];
+	long end;
 
-	agentx_finish(x, 1, NULL);
-	return HPE_PAUSED;
+	x->have += n;
+	if ((end = h1_head_end(x->in, x->have, AGENTX_HDRS_MAX)) == H1_HEAD_MORE)
+		return 0;
+	if (end < 0 || h1head_parse(&x->hd, HTTP_RESPONSE, x->in, (size_t)end,
+	    AGENTX_HDRS_FIELDS, err, sizeof(err)) != 0) {
+		agentx_finish(x, 0, "the agent's reply is malformed");
+		return -1;
+	}
+	x->status = x->hd.status;
+	x->headed = 1;
+	x->cb.head(x, x->status, x->arg);
+	return x->closed ? -1 : end;
 }
 
 /* The connection ended (eof 1) or failed: the reply is over, or broken. */
 static void
 ax_end(struct agentx *x, int eof)
 {
-	if (eof && llhttp_finish(&x->p) == HPE_OK && x->headed && !x->finished)
+	if (eof && x->headed && h1head_finish(&x->hd) == 0)
 		agentx_finish(x, 1, NULL);	/* a body ended by the close */
 	agentx_finish(x, 0, "the agent closed the connection mid-reply");
 }
@@ -784,20 +770,34 @@ static void
 ax_read(evutil_socket_t fd UNUSED, short ev UNUSED, void *arg)
 {
 	struct agentx *x = arg;
-	llhttp_errno_t e;
+	const char *p = x->in;
 	ssize_t n;
+	long off;
+	size_t k;
 
 	x->busy = 1;
-	n = read(x->fd, x->in, AGENTX_READ);
+	n = read(x->fd, x->in + x->have, AGENTX_READ - x->have);
 	if (n == -1 && (errno == EAGAIN || errno == EINTR))
 		goto out;
 	if (n <= 0) {
 		ax_end(x, n == 0);
 		goto out;
 	}
-	e = llhttp_execute(&x->p, x->in, (size_t)n);
-	if (e != HPE_OK && e != HPE_PAUSED && !x->closed)
+	k = (size_t)n;
+	if (!x->headed) {
+		if ((off = ax_head(x, k)) <= 0)
+			goto out;
+		p = x->in + off;
+		k = x->have - (size_t)off;
+		x->have = 0;
+	}
+	/* bytes after the reply's end are left unread: it is over */
+	if (!x->hd.msg_done && k > 0 && h1head_body(&x->hd, p, k) == -1) {
 		agentx_finish(x, 0, "the agent's reply is malformed");
+		goto out;
+	}
+	if (x->hd.msg_done)
+		agentx_finish(x, 1, NULL);
 out:
 	x->busy = 0;
 	if (x->closed)
@@ -860,7 +860,9 @@ agentx_start(struct event_base *base, struct agentc *ac, const char *method,
 	x->fd = fd;
 	x->cb = *cb;
 	x->arg = arg;
-	buf_init(&x->hb, AGENTX_HDRS_MAX);
+	h1head_init(&x->hd, AGENTX_HDRS_MAX);
+	x->hd.on_body = ax_body;
+	x->hd.arg = x;
 	x->in = xmalloc(AGENTX_READ);
 	x->out = evbuffer_new();
 	x->rev = event_new(base, fd, EV_READ | EV_PERSIST, ax_read, x);
@@ -871,14 +873,6 @@ agentx_start(struct event_base *base, struct agentc *ac, const char *method,
 		snprintf(err, errlen, "agent: out of memory for its events");
 		return NULL;
 	}
-	llhttp_settings_init(&x->ps);
-	x->ps.on_header_field = ax_hfield;
-	x->ps.on_header_value = ax_hvalue;
-	x->ps.on_headers_complete = ax_headers;
-	x->ps.on_body = ax_body;
-	x->ps.on_message_complete = ax_complete;
-	llhttp_init(&x->p, HTTP_RESPONSE, &x->ps);
-	x->p.data = x;
 	x->chunked = body_len == -1;
 	evbuffer_add_printf(x->out, "%s %s HTTP/1.1\r\nHost: sandbox-agent\r\n"
 	    "User-Agent: agentc\r\nConnection: close\r\n", method, target);
@@ -966,20 +960,7 @@ agentx_status(const struct agentx *x)
 const char *
 agentx_hdr(const struct agentx *x, const char *name)
 {
-	size_t i = 0, nl;
-	const char *n, *v;
-
-	while (i < x->hb.len) {
-		n = x->hb.p + i;
-		nl = strlen(n);
-		if (i + nl + 1 >= x->hb.len)
-			break;
-		v = n + nl + 1;
-		if (strcasecmp(n, name) == 0)
-			return v;
-		i += nl + 1 + strlen(v) + 1;
-	}
-	return NULL;
+	return x->headed ? h1head_get(&x->hd, name, NULL) : NULL;
 }
 
 void

@@ -127,6 +127,7 @@ int	agentx_body_full(const struct agentx *);
 /* Stops (1) or resumes (0) reading the response: the client is behind. */
 void	agentx_pause(struct agentx *, int paused);
 int	agentx_status(const struct agentx *);
+/* The reply's first field called name (any case), a C string; NULL if none, or before cb->head. */
 const char *agentx_hdr(const struct agentx *, const char *name);
 void	agentx_close(struct agentx *);
 

@@ -105,6 +105,16 @@ check "the app's Set-Cookie of the gateway's cookie is dropped" not_contains "$T
 check "the app's other Set-Cookie passes" grep -q 'Set-Cookie: other=1' "$T/hsc"
 gw_curl -o "$T/close" -H "$A" "$U/close"
 check "a body delimited by the app's close arrives whole" grep -qx 'until the end' "$T/close"
+# The app's head, then its close with no body byte: an empty body, the head
+# flushed before the gateway closes (20 times: the close used to race it).
+close_empty() {
+	local i
+	for i in $(seq 1 20); do
+		"$@" -D "$T/hce" -o "$T/bce" -H "$A" || return 1
+		grep -q '^HTTP/1.1 200 ' "$T/hce" && grep -qi '^X-Empty: 1' "$T/hce" && [ ! -s "$T/bce" ] || return 1
+	done
+}
+check "a body delimited by the app's close with no byte: the head, an empty body" close_empty gw_curl "$U/close-empty"
 check "HEAD: headers only" test "$(gw_curl -I -o /dev/null -w '%{http_code}' -H "$A" "$U/download?n=1000")" = 200
 
 # --- WebSocket
@@ -201,6 +211,7 @@ check "TLS: X-Forwarded-Proto https" grep -q '"X-Forwarded-Proto", "https"' "$T/
 check "TLS: the plain-HTTP cookie name does not authenticate" test "$(tc -o /dev/null -w '%{http_code}' -H "Cookie: sbx-app=$TOK3" "https://$HOST:$TLS_PORT/echo")" = 401
 check "TLS: cookie + https Origin of this host: 200" test "$(tc -o /dev/null -w '%{http_code}' -H "Cookie: __Host-sbx-app=$TOK3" -H "Origin: https://$HOST:$TLS_PORT" "https://$HOST:$TLS_PORT/echo")" = 200
 check "TLS: cookie + http Origin of this host: 403" test "$(tc -o /dev/null -w '%{http_code}' -H "Cookie: __Host-sbx-app=$TOK3" -H "Origin: http://$HOST:$TLS_PORT" "https://$HOST:$TLS_PORT/echo")" = 403
+check "TLS: a body delimited by the app's close with no byte: the head, an empty body" close_empty tc "https://$HOST:$TLS_PORT/close-empty"
 wantd=$(blobsha $((8 << 20)))
 check "TLS: 8 MiB download intact" test "$(tc -H "$A" "https://$HOST:$TLS_PORT/download?n=$((8 << 20))" | sha256sum | cut -d' ' -f1)" = "$wantd"
 check "TLS: WebSocket echo" bash -c \

@@ -17,6 +17,10 @@
  * read again to the same method, target, status and fields; with the
  * hop-by-hop fields stripped, none is left that h1_hop_name or a
  * Connection field names, and it still reads.
+ * The bytes after the head go through as its body, as a reply reader
+ * takes them (orchestrator/lib/agentc.c, the gateway): h1head_body then
+ * h1head_finish for the close, whole and split in two where the input's
+ * first byte says, to the same body, the same end and the same verdict.
  *
  * Besides the sanitizers it checks what h1.h promises, aborting when a
  * promise breaks: a head's length is within the input and the limit and
@@ -349,6 +353,92 @@ done:
 	h1head_free(&b);
 }
 
+/* The body's sink: decoded bytes kept, never an empty call. */
+static int
+sink(void *arg, const char *p, size_t n)
+{
+	if (n == 0)
+		abort();
+	return buf_add(arg, p, n) == -1 ? -1 : 0;
+}
+
+/* How the body p[0..n) after head h[0..hl) reads, fed at cut, then the close. */
+struct fbody {
+	struct buf	 dec;		/* decoded */
+	size_t		 used;		/* bytes of the message */
+	int		 bad;		/* h1head_body said -1 */
+	int		 done;		/* whole before the close */
+	int		 fin;		/* h1head_finish */
+};
+
+static int
+body(const char *h, size_t hl, const char *p, size_t n, size_t cut, int type,
+    struct fbody *f)
+{
+	struct h1head a;
+	char err[128];
+	size_t piece[2], i, off = 0;
+	long u;
+
+	memset(f, 0, sizeof(*f));
+	buf_init(&f->dec, 1 << 20);
+	h1head_init(&a, FUZZ_H1_MAX);
+	a.on_body = sink;
+	a.arg = &f->dec;
+	if (h1head_parse(&a, type, h, hl, FUZZ_H1_LINES, err, sizeof(err)) != 0) {
+		h1head_free(&a);
+		return -1;
+	}
+	piece[0] = cut;
+	piece[1] = n - cut;
+	for (i = 0; i < 2 && !f->bad; i++) {
+		if (a.msg_done) {
+			/* over: nothing more is taken */
+			if (h1head_body(&a, p + off, piece[i]) != 0)
+				abort();
+			break;
+		}
+		u = h1head_body(&a, p + off, piece[i]);
+		if (u == -1) {
+			f->bad = 1;
+			break;
+		}
+		if (u < 0 || (size_t)u > piece[i] || ((size_t)u < piece[i] && !a.msg_done))
+			abort();
+		f->used += (size_t)u;
+		off += piece[i];
+	}
+	f->done = a.msg_done;
+	f->fin = h1head_finish(&a);
+	/* whole stays whole; finish answers the same twice; a body never grows */
+	if ((f->done && f->fin != 0) || (f->fin == 0) != (a.msg_done != 0) ||
+	    h1head_finish(&a) != f->fin || (f->bad && f->fin == 0) || f->dec.len > n)
+		abort();
+	h1head_free(&a);
+	return 0;
+}
+
+/* The body after a head: in one piece and in two, the same reading. */
+static void
+bodies(const char *h, size_t hl, const char *p, size_t n, int type)
+{
+	struct fbody one, two;
+	size_t cut;
+
+	if (body(h, hl, p, n, n, type, &one) == -1) {
+		buf_free(&one.dec);
+		return;
+	}
+	cut = n > 0 ? (unsigned char)h[0] * 7919u % (n + 1) : 0;
+	if (body(h, hl, p, n, cut, type, &two) == -1 || one.bad != two.bad ||
+	    (!one.bad && (one.used != two.used || one.done != two.done ||
+	    one.fin != two.fin || one.dec.len != two.dec.len ||
+	    (one.dec.len > 0 && memcmp(one.dec.p, two.dec.p, one.dec.len) != 0))))
+		abort();
+	buf_free(&one.dec);
+	buf_free(&two.dec);
+}
+
 /* h1_head_end's promises for p[0..n) under max. */
 static long
 end(const char *p, size_t n, size_t max)
@@ -388,6 +478,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		store(p, (size_t)r, HTTP_REQUEST, plain);
 		store(p, (size_t)r, HTTP_RESPONSE, plain);
+		bodies(p, (size_t)r, p + r, size - (size_t)r, HTTP_REQUEST);
+		bodies(p, (size_t)r, p + r, size - (size_t)r, HTTP_RESPONSE);
 	}
 	return 0;
 }

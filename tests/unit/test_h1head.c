@@ -3,12 +3,14 @@
  * (common/h1head.c): what a head's read decides, response bodies, field
  * editing and the peer/daemon line hop-by-hop stripping keeps, writing a
  * head back, the body read up to the message's end, every string of the
- * head NUL-terminated and a chunked body's trailers dropped.
+ * head NUL-terminated, a chunked body's trailers dropped and the end of
+ * input (h1head_finish) ending only a body delimited by it.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "attrib.h"
+#include "buf.h"
 #include "h1head.h"
 #include "unit.h"
 
@@ -172,6 +174,68 @@ TEST(test_trailers_dropped)
 	h1head_free(&r);
 }
 
+static int
+sink(void *arg, const char *p, size_t n)
+{
+	struct buf *b = arg;
+
+	CHECK(n > 0);	/* never an empty call, even for the end of input */
+	return buf_add(b, p, n);
+}
+
+/* The end of input (the peer's close) ends a body delimited by it, and only that. */
+TEST(test_finish)
+{
+	static const struct {
+		const char *head, *body;
+		int want;
+		const char *got;
+	} t[] = {
+		/* delimited by the close: bytes, or none at all (still paused at the head) */
+		{ "HTTP/1.1 200 OK\r\n\r\n", "until-eof", 0, "until-eof" },
+		{ "HTTP/1.1 200 OK\r\n\r\n", "", 0, "" },
+		{ "HTTP/1.0 200 OK\r\nConnection: close\r\n\r\n", "a", 0, "a" },
+		/* cut by the close */
+		{ "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n", "short", -1, "short" },
+		{ "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n", "", -1, "" },
+		{ "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", "3\r\nabc\r\n", -1, "abc" },
+		/* whole before the close: the close changes nothing */
+		{ "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n", "ok", 0, "ok" },
+		{ "HTTP/1.1 204 No Content\r\n\r\n", "", 0, "" },
+		{ "HTTP/1.1 100 Continue\r\n\r\n", "", 0, "" },
+	};
+	struct h1head r;
+	struct buf b;
+	size_t i;
+
+	for (i = 0; i < NELEM(t); i++) {
+		h1head_init(&r, 4096);
+		buf_init(&b, 1024);
+		r.on_body = sink;
+		r.arg = &b;
+		CHECK_INT(parse(&r, HTTP_RESPONSE, t[i].head, strlen(t[i].head), 8), 0);
+		if (*t[i].body != '\0')
+			CHECK_INT(h1head_body(&r, t[i].body, strlen(t[i].body)), (long)strlen(t[i].body));
+		if (!r.msg_done)	/* an empty feed mid-body is no empty body call */
+			CHECK_INT(h1head_body(&r, "", 0), 0);
+		if (h1head_finish(&r) != t[i].want || b.len != strlen(t[i].got) ||
+		    (b.len > 0 && memcmp(b.p, t[i].got, b.len) != 0)) {
+			fprintf(stderr, "row %zu\n", i);
+			CHECK(0);
+		}
+		CHECK_INT(r.msg_done, t[i].want == 0);
+		CHECK_INT(h1head_finish(&r), t[i].want);	/* again: the same answer */
+		h1head_free(&r);
+		buf_free(&b);
+	}
+	/* a body whose framing already failed is never whole */
+	h1head_init(&r, 4096);
+	CHECK_INT(parse(&r, HTTP_RESPONSE, L("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"), 8), 0);
+	CHECK_INT(h1head_body(&r, L("zz\r\n")), -1);
+	CHECK_INT(h1head_finish(&r), -1);
+	h1head_free(&r);
+}
+
 int
 main(void)
 {
@@ -181,5 +245,6 @@ main(void)
 	RUN(test_write_response);
 	RUN(test_c_strings);
 	RUN(test_trailers_dropped);
+	RUN(test_finish);
 	return unit_done();
 }

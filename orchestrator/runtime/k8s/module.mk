@@ -2,7 +2,7 @@
 # fleet fleet.c, homes home.c, pod start start.c and API helpers api.c; k8s_int.h), its REST client, object builders and the NetworkPolicy renderer (netpol/), plus
 # the k8sctl driver and unit tests. Included by orchestrator/module.mk.
 # Whoever links $(RT_K8S_OBJS) also links $(RT_COMMON_OBJS) $(RT_SEAM_OBJS)
-# $(LLHTTP_OBJS) $(COMMON_OBJS)
+# $(H1HEAD_OBJS) $(LLHTTP_OBJS) $(COMMON_OBJS)
 # and $(PKG_LIBS) (libcurl, cJSON, libyaml, OpenSSL).
 RT_K8S_OBJS := $(B)/orchestrator/runtime/k8s/k8s.o $(B)/orchestrator/runtime/k8s/fleet.o \
     $(B)/orchestrator/runtime/k8s/home.o $(B)/orchestrator/runtime/k8s/start.o \
@@ -19,7 +19,7 @@ $(RT_K8S_OBJS) $(B)/orchestrator/runtime/k8s/k8sctl.o $(B)/tests/unit/test_k8s_o
 
 BINS += $(B)/orchestrator/k8sctl
 $(B)/orchestrator/k8sctl: $(B)/orchestrator/runtime/k8s/k8sctl.o $(RT_K8S_OBJS) \
-    $(RT_COMMON_OBJS) $(RT_SEAM_OBJS) $(LLHTTP_OBJS) $(COMMON_OBJS)
+    $(RT_COMMON_OBJS) $(RT_SEAM_OBJS) $(H1HEAD_OBJS) $(LLHTTP_OBJS) $(COMMON_OBJS)
 	$(CC) $(LDFLAGS) $^ $(PKG_LIBS) -o $@
 
 UNIT_TESTS += $(B)/tests/unit/test_k8s_obj $(B)/tests/unit/test_k8s_client \
