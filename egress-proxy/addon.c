@@ -1,7 +1,6 @@
 /*
  * addon.c: the Lua 5.4 addon runtime (see addon.h and docs/addons.md).
  */
-#include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -24,8 +23,8 @@
 #include "buf.h"
 #include "config.h"
 #include "cred.h"
+#include "creddecl.h"
 #include "ghapp.h"
-#include "h1.h"
 #include "httpreq.h"
 #include "log.h"
 #include "pmatch.h"
@@ -355,15 +354,6 @@ gh_done(void *arg, const char *token, const char *err);
 static void vm_check_heap(struct addon_vm *vm);
 static void hook_release(struct hook *h);
 
-/* A permission pair (name, level) before another by name. */
-static int
-perm_cmp(const void *a, const void *b)
-{
-	const char *const *x = a, *const *y = b;
-
-	return strcmp(x[0], y[0]);
-}
-
 /*
  * proxy.github_app_token{app_id=, installation_id=, private_key_file=,
  * api=, repositories={...}, permissions={...}, sandbox=} -> token | nil, err
@@ -381,7 +371,7 @@ l_github_app_token(lua_State *L)
 	char tok[512], err[512];
 	lua_Integer i, n = 0;
 	size_t nglob = 0, nperm = 0, k;
-	int rc, ri, pi, rcb = 0;
+	int rc, ri, pi;
 
 	luaL_checktype(L, 1, LUA_TTABLE);
 	if (h == NULL || h->vm->gh == NULL)
@@ -447,33 +437,12 @@ l_github_app_token(lua_State *L)
 			lua_pop(L, 1);
 		}
 		nperm = k;
-		/*
-		 * In name order: lua_next's order follows the table's hash
-		 * layout, which differs between the workers' Lua states, and
-		 * the body is part of the token cache's key, so the same scope
-		 * must always read the same (else each worker mints its own).
-		 */
-		qsort(perms, nperm, 2 * sizeof(*perms), perm_cmp);
 	}
 	buf_init(&body, 16384);
 	if ((names != NULL && nglob == 0) || perms != NULL) {
-		rcb |= buf_addstr(&body, "{");
-		if (names != NULL && nglob == 0) {
-			rcb |= buf_addstr(&body, "\"repositories\":[");
-			for (i = 0; i < n && i < 500; i++)
-				rcb |= buf_addf(&body, "%s\"%s\"", i > 0 ? "," : "", names[i]);
-			rcb |= buf_addstr(&body, "]");
-		}
-		if (perms != NULL) {
-			rcb |= buf_addf(&body, "%s\"permissions\":{", names != NULL && nglob == 0 ?
-			    "," : "");
-			for (k = 0; k < nperm; k++)
-				rcb |= buf_addf(&body, "%s\"%s\":\"%s\"", k > 0 ? "," : "", perms[2 * k],
-				    perms[2 * k + 1]);
-			rcb |= buf_addstr(&body, "}");
-		}
-		rcb |= buf_addstr(&body, "}");
-		if (rcb != 0) {
+		/* in name order there: one scope, one cache key, whichever worker asks */
+		if (ghapp_scope_body(names, (size_t)n, names != NULL && nglob == 0, perms, nperm,
+		    perms != NULL, &body) == -1) {
 			buf_free(&body);
 			return luaL_error(L, "token request body too large");
 		}
@@ -567,230 +536,6 @@ struct vm_setup {
 	const struct pconf	*conf;
 };
 
-/* A string field of the declaration at the top of L, or NULL; *bad when not a string. */
-static const char *
-decl_str(lua_State *L, const char *k, int *bad)
-{
-	const char *v = NULL;
-
-	lua_getfield(L, -1, k);
-	if (lua_type(L, -1) == LUA_TSTRING)
-		v = lua_tostring(L, -1);
-	else if (!lua_isnil(L, -1))
-		*bad = 1;
-	lua_pop(L, 1);	/* v stays valid: the declaration holds the string */
-	return v;
-}
-
-/*
- * A list of names at field k of the declaration at the top of L into v
- * (room for max): lower-case letters, digits and '-'. 0, or -1 with err.
- */
-static int
-decl_names(lua_State *L, const char *name, const char *k, char **v, size_t *nv, size_t max,
-    char *err, size_t errlen)
-{
-	lua_Integer n, i;
-	const char *s;
-
-	lua_getfield(L, -1, k);
-	if (lua_isnil(L, -1)) {
-		lua_pop(L, 1);
-		return 0;
-	}
-	if (!lua_istable(L, -1) || (n = luaL_len(L, -1)) > (lua_Integer)max) {
-		lua_pop(L, 1);
-		snprintf(err, errlen, "%s: %s is a list of at most %zu names", name, k, max);
-		return -1;
-	}
-	for (i = 1; i <= n; i++) {
-		lua_geti(L, -1, i);
-		s = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
-		if (s == NULL || *s == '\0' || strlen(s) > 63 ||
-		    strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(s)) {
-			lua_pop(L, 2);
-			snprintf(err, errlen, "%s: %s[%lld] is not a name", name, k, (long long)i);
-			return -1;
-		}
-		v[(*nv)++] = xstrdup(s);
-		lua_pop(L, 1);
-	}
-	lua_pop(L, 1);
-	return 0;
-}
-
-/*
- * One credential declaration (the table at the top of L) of addon name:
- * a struct cred with its secret read, or NULL with err (never the value).
- */
-static struct cred *
-decl_cred(lua_State *L, const char *addon, char *err, size_t errlen)
-{
-	struct cred *c = xcalloc(1, sizeof(*c));
-	const char *name, *secret, *form, *field, *user, *why, *key_id, *token;
-	char why2[300];
-	lua_Integer n, k;
-	int bad = 0;
-
-	name = decl_str(L, "name", &bad);
-	secret = decl_str(L, "secret", &bad);
-	form = decl_str(L, "form", &bad);
-	field = decl_str(L, "field", &bad);
-	user = decl_str(L, "user", &bad);
-	key_id = decl_str(L, "key_id", &bad);
-	token = decl_str(L, "token", &bad);
-	if (bad || name == NULL || secret == NULL || form == NULL) {
-		snprintf(err, errlen, "name, secret and form are strings (and field, user, key_id)");
-		goto fail;
-	}
-	if (*(why = cred_name_check(name)) != '\0') {
-		snprintf(err, errlen, "%s", why);
-		goto fail;
-	}
-	snprintf(c->name, sizeof(c->name), "%s", name);
-	c->addon = xstrdup(addon);
-	if (cred_form_parse(form, &c->form) == -1) {
-		snprintf(err, errlen, "%s: form is bearer, header, basic, query or sigv4", name);
-		goto fail;
-	}
-	if (c->form == CRED_SIGV4 && key_id == NULL) {
-		snprintf(err, errlen, "%s: form sigv4 needs key_id, the access key id's env: or file:",
-		    name);
-		goto fail;
-	}
-	if (token != NULL) {
-		snprintf(err, errlen, "%s: session tokens (token) are not served yet", name);
-		goto fail;
-	}
-	if (c->form == CRED_SIGV4 && ((c->user = cred_secret_read(key_id, why2,
-	    sizeof(why2))) == NULL || strlen(c->user) < 16 || strlen(c->user) > 128 ||
-	    strspn(c->user, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") != strlen(c->user))) {
-		snprintf(err, errlen, "%s: key_id: %s", name, c->user == NULL ? why2 :
-		    "an access key id is 16-128 of A-Z and 0-9");
-		goto fail;
-	}
-	if (decl_names(L, name, "regions", c->regions, &c->nregions, CRED_SCOPE_MAX, err,
-	    errlen) == -1 || decl_names(L, name, "services", c->services, &c->nservices,
-	    CRED_SCOPE_MAX, err, errlen) == -1)
-		goto fail;
-	if ((c->form == CRED_HEADER || c->form == CRED_QUERY) && (field == NULL ||
-	    strlen(field) > CRED_FIELD_MAX || !h1_token_ok(field, strlen(field)))) {
-		snprintf(err, errlen, "%s: form %s needs field, a header or parameter name", name, form);
-		goto fail;
-	}
-	if (c->form == CRED_HEADER && (h1_hop_name(field, strlen(field)) ||
-	    strcasecmp(field, "host") == 0 || strcasecmp(field, "content-length") == 0 ||
-	    strcasecmp(field, "transfer-encoding") == 0)) {
-		snprintf(err, errlen, "%s: field %s is the proxy's own", name, field);
-		goto fail;
-	}
-	if (c->form == CRED_BASIC && (user == NULL || strchr(user, ':') != NULL ||
-	    *cred_value_check(user) != '\0')) {
-		snprintf(err, errlen, "%s: form basic needs user, without ':'", name);
-		goto fail;
-	}
-	if (field != NULL)
-		c->field = xstrdup(field);
-	if (user != NULL && c->form == CRED_BASIC)
-		c->user = xstrdup(user);
-	lua_getfield(L, -1, "default");
-	c->dflt = lua_toboolean(L, -1);
-	lua_pop(L, 1);
-	lua_getfield(L, -1, "env");
-	n = lua_istable(L, -1) ? luaL_len(L, -1) : 0;
-	if (!lua_isnil(L, -1) && (!lua_istable(L, -1) || n > CRED_ENV_MAX)) {
-		lua_pop(L, 1);
-		snprintf(err, errlen, "%s: env is a list of at most %d variable names", name,
-		    CRED_ENV_MAX);
-		goto fail;
-	}
-	for (k = 1; lua_istable(L, -1) && k <= n; k++) {
-		const char *e;
-
-		lua_geti(L, -1, k);
-		e = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
-		/* "NAME", or "NAME=key_id" for a sigv4 credential's access key id */
-		if (e == NULL || strcspn(e, "=") == 0 || strcspn(e, "=") > 64 || (*e >= '0' && *e <= '9') ||
-		    strspn(e, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") !=
-		    strcspn(e, "=") || (e[strcspn(e, "=")] == '=' && (c->form != CRED_SIGV4 ||
-		    strcmp(e + strcspn(e, "="), "=key_id") != 0))) {
-			lua_pop(L, 2);
-			snprintf(err, errlen, "%s: env[%lld] is not a variable name", name, (long long)k);
-			goto fail;
-		}
-		c->env[c->nenv++] = xstrdup(e);
-		lua_pop(L, 1);
-	}
-	lua_pop(L, 1);
-	lua_getfield(L, -1, "hosts");
-	if (!lua_istable(L, -1) || (n = luaL_len(L, -1)) < 1 || n > CRED_HOSTS_MAX) {
-		lua_pop(L, 1);
-		snprintf(err, errlen, "%s: hosts is a list of 1-%d host names or globs", name,
-		    CRED_HOSTS_MAX);
-		goto fail;
-	}
-	for (k = 1; k <= n; k++) {
-		const char *h;
-		char *lc;
-		size_t i;
-
-		lua_geti(L, -1, k);
-		h = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
-		if (h == NULL || *h == '\0' || strlen(h) > 253 ||
-		    strspn(h, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-*?") !=
-		    strlen(h) || h[strlen(h) - 1] == '.') {
-			lua_pop(L, 2);
-			snprintf(err, errlen, "%s: hosts[%lld] is not a host name or glob", name,
-			    (long long)k);
-			goto fail;
-		}
-		lc = xstrdup(h);
-		for (i = 0; lc[i] != '\0'; i++)
-			lc[i] = (char)tolower((unsigned char)lc[i]);
-		c->hosts[c->nhosts++] = lc;
-		lua_pop(L, 1);
-	}
-	lua_pop(L, 1);
-	c->spec = xstrdup(secret);
-	if ((c->value = cred_secret_read(secret, why2, sizeof(why2))) == NULL) {
-		snprintf(err, errlen, "%s: %s", name, why2);
-		goto fail;
-	}
-	return c;
-fail:
-	cred_free(c);
-	return NULL;
-}
-
-/* The credentials addon name (the table at the top of L) declares, into cs. */
-static int
-decl_creds(lua_State *L, const char *addon, struct credset *cs)
-{
-	char err[512];
-	lua_Integer n, k;
-	struct cred *c;
-
-	lua_getfield(L, -1, "credentials");
-	if (lua_isnil(L, -1)) {
-		lua_pop(L, 1);
-		return 0;
-	}
-	if (!lua_istable(L, -1))
-		return luaL_error(L, "addon %s: credentials is a list of declarations", addon);
-	n = luaL_len(L, -1);
-	for (k = 1; k <= n; k++) {
-		lua_geti(L, -1, k);
-		if (!lua_istable(L, -1))
-			return luaL_error(L, "addon %s: credentials[%d] is not a table", addon, (int)k);
-		if ((c = decl_cred(L, addon, err, sizeof(err))) == NULL ||
-		    cred_set_add(cs, c, err, sizeof(err)) == -1)
-			return luaL_error(L, "addon %s: credentials[%d]: %s", addon, (int)k, err);
-		lua_pop(L, 1);
-	}
-	lua_pop(L, 1);
-	return 0;
-}
-
 /* Builds the VM's globals and loads the addons (protected: vm_call). */
 static int
 vm_setup(lua_State *L)
@@ -861,7 +606,7 @@ vm_setup(lua_State *L)
 		}
 		lua_pop(L, 1);
 		if (src->loading)
-			decl_creds(L, ai->name, src->creds);
+			creddecl_read(L, ai->name, src->creds);
 		lua_seti(L, -3, (lua_Integer)i + 1);	/* addons[i+1] = M */
 		lua_pop(L, 1);				/* msgh */
 		vm->n++;

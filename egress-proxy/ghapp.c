@@ -1421,3 +1421,39 @@ ghapp_revoke_owner(const char *owner)
 		event_active(revoke_ev, EV_TIMEOUT, 0);
 	return n;
 }
+
+/* A permission pair (name, level) before another by name. */
+static int
+ghapp_perm_cmp(const void *a, const void *b)
+{
+	const char *const *x = a, *const *y = b;
+
+	return strcmp(x[0], y[0]);
+}
+
+int
+ghapp_scope_body(const char **names, size_t n, int with_names, const char **perms,
+    size_t nperm, int with_perms, struct buf *out)
+{
+	size_t i;
+	int rc = 0;
+
+	if (with_perms)
+		qsort(perms, nperm, 2 * sizeof(*perms), ghapp_perm_cmp);
+	rc |= buf_addstr(out, "{");
+	if (with_names) {
+		rc |= buf_addstr(out, "\"repositories\":[");
+		for (i = 0; i < n && i < 500; i++)
+			rc |= buf_addf(out, "%s\"%s\"", i > 0 ? "," : "", names[i]);
+		rc |= buf_addstr(out, "]");
+	}
+	if (with_perms) {
+		rc |= buf_addf(out, "%s\"permissions\":{", with_names ? "," : "");
+		for (i = 0; i < nperm; i++)
+			rc |= buf_addf(out, "%s\"%s\":\"%s\"", i > 0 ? "," : "", perms[2 * i],
+			    perms[2 * i + 1]);
+		rc |= buf_addstr(out, "}");
+	}
+	rc |= buf_addstr(out, "}");
+	return rc == 0 ? 0 : -1;
+}

@@ -72,6 +72,19 @@ struct ghapp	*ghapp_new(struct event_base *, const struct pconf *);
 void		 ghapp_free(struct ghapp *);
 
 /*
+ * The access_tokens request body of a scope into out: {"repositories":
+ * [names (at most 500)]} when with_names, {"permissions":{name:level}}
+ * from the n pairs of perms when with_perms. The pairs are put in name
+ * order first (perms is sorted in place): the body is part of the token
+ * cache's key, so one scope must always read the same, whatever order the
+ * caller's table gave. The caller checked the strings (no '"' or '\').
+ * 0, or -1 when out is full.
+ */
+struct buf;
+int	ghapp_scope_body(const char **names, size_t n, int with_names, const char **perms,
+	    size_t nperm, int with_perms, struct buf *out);
+
+/*
  * 0: tok holds a cached token. 1: a request is under way and cb(arg, ...)
  * will be called from the event loop. -1: err says why.
  */
