@@ -116,9 +116,8 @@ real(const struct cred_swap *sw)
 	}
 }
 
-/* Appends s, percent-encoding all but unreserved bytes when query is set. */
-static int
-put(struct buf *out, const char *s, size_t n, int query)
+int
+cred_put(struct buf *out, const char *s, size_t n, int query)
 {
 	static const char hx[] = "0123456789ABCDEF";
 	size_t i;
@@ -158,7 +157,7 @@ swap_plain(struct cred_swap *sw, size_t nsw, const char *v, size_t n, int query,
 			continue;
 		}
 		if (buf_add(out, v + from, i - from) != 0 ||
-		    put(out, real(&sw[k]), strlen(real(&sw[k])), query) != 0)
+		    cred_put(out, real(&sw[k]), strlen(real(&sw[k])), query) != 0)
 			return -1;
 		sw[k].used++;
 		swaps++;

@@ -107,6 +107,8 @@ char	*cred_secret_read(const char *spec, char *err, size_t errlen);
 /* Whether s is a placeholder's shape ("PXC" and 29 base32 characters). */
 int	cred_is_placeholder(const char *s, size_t n);
 
+/* Appends s[0..n) to out, with all but unreserved bytes percent-encoded when query is set. 0 or -1. */
+int	cred_put(struct buf *out, const char *s, size_t n, int query);
 /* "", or why name cannot name a credential. */
 const char *cred_name_check(const char *name);
 /* "", or why value cannot be a credential's (empty, too long, a byte a header cannot carry). */

@@ -334,7 +334,7 @@ apply_query(struct hreq *r, struct cred *const *cs, size_t n, struct cred_swap *
 	uint32_t qo = 0, ql = 0;
 	const char *p = r->hd.data.p + r->path_o;
 	int has_q = query_of(r, &qo, &ql) == 0, sws = 0, added = 0, rc = 0;
-	size_t i, k;
+	size_t i;
 
 	buf_init(&t, r->path_l + (size_t)CRED_VALUE_MAX * 3 * (nsw + 1) + 256);
 	if (has_q) {
@@ -347,23 +347,13 @@ apply_query(struct hreq *r, struct cred *const *cs, size_t n, struct cred_swap *
 	} else
 		rc |= buf_add(&t, p, r->path_l);
 	for (i = 0; i < n && rc == 0; i++) {
-		static const char hx[] = "0123456789ABCDEF";
-		const char *val = cs[i]->value;
-
 		if (cs[i]->form != CRED_QUERY || (has_q && query_has(r->hd.data.p + qo, ql,
 		    cs[i]->field)))
 			continue;
 		rc |= buf_add(&t, has_q || added ? "&" : "?", 1);
 		rc |= buf_addstr(&t, cs[i]->field);
 		rc |= buf_add(&t, "=", 1);
-		for (k = 0; val[k] != '\0' && rc == 0; k++) {
-			unsigned char ch = (unsigned char)val[k];
-			if ((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ||
-			    (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' || ch == '.' || ch == '~')
-				rc |= buf_add(&t, val + k, 1);
-			else
-				rc |= buf_add(&t, (char[]){ '%', hx[ch >> 4], hx[ch & 15] }, 3);
-		}
+		rc |= cred_put(&t, cs[i]->value, strlen(cs[i]->value), 1);
 		note(r, cs[i]->name, "query");
 		added = 1;
 	}
