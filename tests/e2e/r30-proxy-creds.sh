@@ -238,7 +238,6 @@ code=$("${CB[@]}" -o /dev/null -w '%{http_code}' "${args[@]}" https://model.test
 check "more than 8 fields with placeholders: 400, nothing forwarded" \
 	bash -c "test '$code' = 400 && test \$(wc -l <'$T/rec.jsonl') = $n1"
 check "no real value in the proxy's log, stderr or audit log" novalue "$T/proxy.log" "$T/stderr" "$T/audit.jsonl"
-check "the proxy's log names the credentials' sources, not values" bash -c "! grep -qF '$MODEL_KEY' '$T/proxy.log'"
 
 # ---- 5. AWS SigV4: the real AWS CLI signs with placeholders, S3 verifies the real key ----
 PH_AKID=$(pyj "print(d['credentials']['aws']['key_id'])" <"$T/reg-s3.json")
