@@ -320,7 +320,10 @@ conn_free(struct conn *c)
 		hreq_free(c->req);
 		free(c->req);
 	}
-	free(c->rp);
+	if (c->rh != NULL) {
+		h1head_free(c->rh);
+		free(c->rh);
+	}
 	if (c->sb != NULL) {
 		if (c->counted_sb)
 			atomic_fetch_sub(&c->sb->conns, 1);

@@ -24,7 +24,7 @@ sb_metrics(struct sandbox *sb, void *arg)
 }
 
 /* The most samples (label sets) of one family: egress_proxy_refused_total's. */
-#define METRIC_SAMPLES_MAX	8
+#define METRIC_SAMPLES_MAX	9
 
 /*
  * The counter families, in output order, one row each: name, type, help,
@@ -94,7 +94,8 @@ static const struct metric_family {
 	      { "{reason=\"badrequest\"}", &the_proxy.st.ref_badrequest },
 	      { "{reason=\"addon\"}", &the_proxy.st.ref_addon },
 	      { "{reason=\"upstream_tls\"}", &the_proxy.st.ref_upstream_tls },
-	      { "{reason=\"policy_body\"}", &the_proxy.st.ref_gate } } },
+	      { "{reason=\"policy_body\"}", &the_proxy.st.ref_gate },
+	      { "{reason=\"upstream_response\"}", &the_proxy.st.ref_upstream_resp } } },
 	{ "egress_proxy_bytes_total", "counter", "bytes relayed",
 	    { { "{dir=\"up\"}", &the_proxy.st.bytes_up },
 	      { "{dir=\"down\"}", &the_proxy.st.bytes_down } } },

@@ -834,8 +834,11 @@ cl_sleep(struct conn *c)
 void
 proxy_conn_rest(struct conn *c)
 {
-	free(c->rp);
-	c->rp = NULL;
+	if (c->rh != NULL) {
+		h1head_free(c->rh);
+		free(c->rh);
+		c->rh = NULL;
+	}
 	if (c->req != NULL) {
 		hreq_free(c->req);
 		free(c->req);
@@ -981,60 +984,16 @@ body_sink(void *arg, const char *p, size_t n)
 	return 0;
 }
 
+/* Decoded response body bytes, for the audit line. */
 static int
-resp_on_headers(llhttp_t *p)
+resp_body_count(void *arg, const char *p, size_t n)
 {
-	struct conn *c = p->data;
+	struct conn *c = arg;
 
-	c->resp_status = p->status_code;
-	if (c->head_req && p->status_code >= 200)
-		return 1;	/* no body after a HEAD */
-	return 0;
-}
-
-static int
-resp_on_complete(llhttp_t *p)
-{
-	struct conn *c = p->data;
-
-	if (p->status_code >= 100 && p->status_code < 200 && p->status_code != 101) {
-		c->resp_head_bytes = 0;
-		return 0;	/* informational: the final response follows */
-	}
-	c->resp_done = 1;
-	return HPE_PAUSED;
-}
-
-static int
-resp_on_data(llhttp_t *p, const char *at, size_t n)
-{
-	struct conn *c = p->data;
-
-	(void)at;
-	c->resp_head_bytes += n;
-	if (c->resp_head_bytes > (size_t)the_proxy.conf->header_bytes)
-		return HPE_USER;
-	return 0;
-}
-
-static int
-resp_on_body(llhttp_t *p, const char *at, size_t n)
-{
-	struct conn *c = p->data;
-
-	(void)at;
+	(void)p;
 	c->req_down += n;
 	return 0;
 }
-
-static const llhttp_settings_t resp_settings = {
-	.on_status = resp_on_data,
-	.on_header_field = resp_on_data,
-	.on_header_value = resp_on_data,
-	.on_headers_complete = resp_on_headers,
-	.on_body = resp_on_body,
-	.on_message_complete = resp_on_complete,
-};
 
 static void
 req_send(struct conn *c)
@@ -1049,17 +1008,20 @@ req_send(struct conn *c)
 	}
 	tls_add(c->up, b->p, b->len);
 	c->up_nreq++;
-	if (c->rp == NULL)
-		c->rp = xmalloc(sizeof(*c->rp));
-	llhttp_init(c->rp, HTTP_RESPONSE, &resp_settings);
-	c->rp->data = c;
+	if (c->rh == NULL) {
+		c->rh = xmalloc(sizeof(*c->rh));
+		h1head_init(c->rh, (size_t)the_proxy.conf->header_bytes);
+	}
+	c->rh->on_body = resp_body_count;
+	c->rh->arg = c;
 	c->resp_active = 1;
 	c->resp_done = 0;
 	c->resp_wrote = 0;
+	c->resp_hdone = 0;
 	c->resp_status = 0;
-	c->resp_head_bytes = 0;
 	c->req_up = c->req_down = 0;
 	c->head_req = r->hd.method == HTTP_HEAD;
+	c->rh->skip_body = c->head_req;
 	c->req_done = r->hd.msg_done;
 	c->st = c->req_done ? CS_WAIT : CS_BODY;
 	c->deadline = 0;
@@ -1142,7 +1104,7 @@ resp_finish(struct conn *c)
 	    addon_has_response(c->vm, c->addon))
 		addon_on_response(c->vm, c->addon, c->ctx_ref, c->req, c->resp_status);
 	c->resp_active = 0;
-	if (!llhttp_should_keep_alive(c->rp) && c->up != NULL) {
+	if (!c->rh->keepalive && c->up != NULL) {
 		bufferevent_free(c->up);
 		c->up = NULL;
 	}
@@ -1283,6 +1245,110 @@ cl_read_req(struct bufferevent *bev, void *arg)
 	}
 }
 
+/*
+ * The upstream's response broke the rules (why): a 502 when nothing of it
+ * reached the client yet, else the connection is cut, so the client never
+ * takes a half-relayed message for a whole one.
+ */
+static void
+resp_bad(struct conn *c, const char *why)
+{
+	static struct log_rate rl;
+	char r[300];
+	long dropped;
+
+	atomic_fetch_add(&the_proxy.st.ref_upstream_resp, 1);
+	snprintf(r, sizeof(r), "bad response from upstream: %s", why);
+	if (!c->resp_wrote && evbuffer_get_length(bufferevent_get_output(c->cl)) == 0) {
+		conn_respond(c, 502, "bad_upstream_response", r);	/* logged there */
+		return;
+	}
+	if (log_rate_ok(&rl, 5, 10000, &dropped))
+		log_info("conn=%llx target=%s %s; connection cut (%ld similar suppressed)",
+		    (unsigned long long)c->id, c->tgt->hostport, r, dropped);
+	conn_kill(c);
+}
+
+/* Response bytes relayed to the client as they came: n from in. */
+static void
+resp_relay(struct conn *c, struct evbuffer *in, size_t n)
+{
+	if (n == 0)
+		return;
+	atomic_fetch_add(&the_proxy.st.bytes_down, (long)n);
+	atomic_fetch_add(&c->sb->bytes_down, (long)n);
+	c->tot_down += n;
+	c->resp_wrote = 1;
+	tls_move(c->cl, in, n);
+}
+
+/*
+ * Reads a response head at the front of in (h1head: llhttp strict and the
+ * rules of h1.h, the framing decided once) and relays it verbatim, with
+ * the body bytes that came with it in one move (one TLS record for a
+ * small response). 1 when a head went out, 0 when more bytes are needed,
+ * -1 when the connection was answered or cut. The head is looked for in
+ * in's first segment, pulled up only when it spans more.
+ */
+static int
+resp_head(struct conn *c, struct evbuffer *in)
+{
+	size_t avail = evbuffer_get_length(in), max = (size_t)the_proxy.conf->header_bytes, m;
+	struct h1head *rh = c->rh;
+	struct evbuffer_iovec v;
+	char err[256];
+	const char *p;
+	long end, k = 0;
+	int st;
+
+	if (evbuffer_peek(in, -1, NULL, &v, 1) < 1)
+		return 0;
+	p = v.iov_base;
+	m = v.iov_len < max + 1 ? v.iov_len : max + 1;
+	end = h1_head_end(p, m, max);
+	if (end == H1_HEAD_MORE && avail > m) {
+		m = avail < max + 1 ? avail : max + 1;
+		if ((p = (const char *)evbuffer_pullup(in, (ssize_t)m)) == NULL) {
+			conn_kill(c);
+			return -1;
+		}
+		end = h1_head_end(p, m, max);
+	}
+	if (end == H1_HEAD_MORE)
+		return 0;
+	if (end < 0) {
+		resp_bad(c, end == H1_HEAD_LARGE ? "head too large" :
+		    "malformed head (bare CR or LF, obs-fold or NUL)");
+		return -1;
+	}
+	if ((st = h1head_parse(rh, HTTP_RESPONSE, p, (size_t)end,
+	    (size_t)the_proxy.conf->max_headers, err, sizeof(err))) != 0) {
+		resp_bad(c, err);
+		return -1;
+	}
+	if (rh->status == 101) {
+		/* The proxy forwards no upgrade (httpreq.c refuses them). */
+		resp_bad(c, "switched protocols unasked");
+		return -1;
+	}
+	if (rh->status < 200) {
+		/* Informational: relayed, the final response follows. */
+		resp_relay(c, in, (size_t)end);
+		return 1;
+	}
+	c->resp_status = rh->status;
+	c->resp_hdone = 1;
+	if (!rh->msg_done && m > (size_t)end &&
+	    (k = h1head_body(rh, p + end, m - (size_t)end)) < 0) {
+		resp_bad(c, "bad body framing");
+		return -1;
+	}
+	resp_relay(c, in, (size_t)end + (size_t)k);
+	if (rh->msg_done)
+		c->resp_done = 1;
+	return 1;
+}
+
 static void
 up_read(struct bufferevent *bev, void *arg)
 {
@@ -1290,8 +1356,8 @@ up_read(struct bufferevent *bev, void *arg)
 	struct evbuffer *in = bufferevent_get_input(bev);
 	struct evbuffer *out = bufferevent_get_output(c->cl);
 	struct evbuffer_iovec v;
-	size_t hwm = (size_t)the_proxy.conf->high_watermark, n;
-	llhttp_errno_t e;
+	size_t hwm = (size_t)the_proxy.conf->high_watermark;
+	long n;
 
 	c->last_active = util_mono_coarse_ms();
 	if (!c->resp_active) {
@@ -1303,28 +1369,23 @@ up_read(struct bufferevent *bev, void *arg)
 		return;
 	}
 	while (c->resp_active && !c->resp_done && evbuffer_get_length(in) > 0) {
+		if (!c->resp_hdone) {
+			n = resp_head(c, in);
+			if (n == -1)
+				return;
+			if (n == 0)
+				break;
+			continue;
+		}
 		if (evbuffer_peek(in, -1, NULL, &v, 1) < 1)
 			break;
-		e = llhttp_execute(c->rp, v.iov_base, v.iov_len);
-		if (e == HPE_OK)
-			n = v.iov_len;
-		else if (e == HPE_PAUSED && c->resp_done)
-			n = (size_t)(llhttp_get_error_pos(c->rp) - (const char *)v.iov_base);
-		else {
-			log_info("conn=%llx target=%s bad upstream response: %s",
-			    (unsigned long long)c->id, c->tgt->hostport, llhttp_errno_name(e));
-			if (c->resp_status == 0 && !c->resp_wrote && evbuffer_get_length(out) == 0) {
-				conn_respond(c, 502, "bad_upstream_response", "bad response from upstream");
-			} else
-				conn_kill(c);
+		if ((n = h1head_body(c->rh, v.iov_base, v.iov_len)) < 0) {
+			resp_bad(c, "bad body framing");
 			return;
 		}
-		atomic_fetch_add(&the_proxy.st.bytes_down, (long)n);
-		atomic_fetch_add(&c->sb->bytes_down, (long)n);
-		c->tot_down += n;
-		if (n > 0)
-			c->resp_wrote = 1;
-		tls_move(c->cl, in, n);
+		resp_relay(c, in, (size_t)n);
+		if (c->rh->msg_done)
+			c->resp_done = 1;
 	}
 	if (c->resp_done) {
 		if (evbuffer_get_length(in) > 0 || upool_junk(c))
@@ -1411,7 +1472,6 @@ up_event(struct bufferevent *bev, short what, void *arg)
 {
 	struct conn *c = arg;
 	char m[300];
-	llhttp_errno_t e;
 
 	if (what & BEV_EVENT_CONNECTED) {
 		if (c->st == CS_CONNECTING) {
@@ -1447,8 +1507,8 @@ up_event(struct bufferevent *bev, short what, void *arg)
 	}
 	/* Request cycle: EOF may end an EOF-delimited response. */
 	if (c->resp_active && !c->resp_done) {
-		if (c->up_nreq > 1 && c->resp_status == 0 && c->resp_head_bytes == 0 &&
-		    !c->resp_wrote && c->req_done && c->req_up == 0 && !c->no_pool &&
+		if (c->up_nreq > 1 && !c->resp_hdone && !c->resp_wrote &&
+		    evbuffer_get_length(bufferevent_get_input(bev)) == 0 && c->req_done && c->req_up == 0 && !c->no_pool &&
 		    c->req != NULL && (c->req->hd.method == HTTP_GET ||
 		    c->req->hd.method == HTTP_HEAD || c->req->hd.method == HTTP_OPTIONS)) {
 			/*
@@ -1467,8 +1527,7 @@ up_event(struct bufferevent *bev, short what, void *arg)
 			up_connect(c);
 			return;
 		}
-		e = llhttp_finish(c->rp);
-		if (e == HPE_OK && c->resp_status != 0) {
+		if (c->resp_hdone && h1head_finish(c->rh) == 0) {
 			c->resp_done = 1;
 			c->close_after = 1;
 			bufferevent_free(c->up);
@@ -1476,11 +1535,10 @@ up_event(struct bufferevent *bev, short what, void *arg)
 			resp_finish(c);
 			return;
 		}
-		if (c->resp_status == 0 && !c->resp_wrote &&
-		    evbuffer_get_length(bufferevent_get_output(c->cl)) == 0) {
+		if (!c->resp_wrote && evbuffer_get_length(bufferevent_get_output(c->cl)) == 0) {
 			conn_respond(c, 502, "upstream_closed", "upstream closed without a response");
 		} else
-			conn_kill(c);
+			conn_kill(c);	/* a body the close cut short */
 		return;
 	}
 	/* Idle keep-alive upstream went away: reconnect on the next request. */

@@ -109,6 +109,7 @@ struct conn {
 	unsigned		 resp_active:1;	/* a response is being relayed */
 	unsigned		 resp_done:1;
 	unsigned		 resp_wrote:1;	/* response bytes went to the client */
+	unsigned		 resp_hdone:1;	/* the final response's head was read */
 	unsigned		 req_done:1;	/* request fully sent upstream */
 	unsigned		 head_req:1;	/* current request is HEAD */
 	unsigned		 up_tls:1;	/* upstream bev is TLS */
@@ -138,8 +139,7 @@ struct conn {
 	const struct target	*tgt;		/* tunnel / current upstream target,
 						   interned (conn_tgt_set); never NULL */
 	struct hreq		*req;
-	llhttp_t		*rp;		/* response parser */
-	size_t			 resp_head_bytes;
+	struct h1head		*rh;		/* the response head (up_read) */
 	int			 resp_status;
 	long long		 deadline;	/* ms, util_mono_coarse_ms; 0: none */
 	long long		 last_active;
