@@ -320,7 +320,7 @@ conn_free(struct conn *c)
 		hreq_free(c->req);
 		free(c->req);
 	}
-	if (c->rh != NULL) {
+	if (c->rh != NULL) {	/* upresp.c's, which calls this file */
 		h1head_free(c->rh);
 		free(c->rh);
 	}

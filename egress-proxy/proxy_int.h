@@ -312,6 +312,23 @@ void	conn_evict_src(struct worker *w, int fam, const unsigned char peer[16]);
 /* Closes up to n unidentified connections of w, oldest idle ones first. */
 long	conn_shed(struct worker *w, long n);
 
+/* upresp.c: the upstream's reply on the request cycle. */
+/* A request went upstream (c->head_req set): its reply is awaited. */
+void	upresp_start(struct conn *c);
+/*
+ * Reads and relays what c's upstream sent: 1 when the reply is whole (the
+ * caller finishes the request), 0 for more, -1 when c was answered (502)
+ * or killed.
+ */
+int	upresp_read(struct conn *c);
+/*
+ * The upstream closed mid-reply: 0 when that close ends the reply (a body
+ * delimited by it), -1 when no whole head came or the body was cut.
+ */
+int	upresp_eof(struct conn *c);
+/* Frees c's reply state (between requests, at the end). */
+void	upresp_free(struct conn *c);
+
 /* tunnel.c: the blind tunnel. */
 /* c's upstream is connected and the 200 queued: relay bytes (CS_TUNNEL). */
 void	tunnel_start(struct conn *c);
