@@ -8,13 +8,45 @@
  * answer (conn_respond), the success or the close (conn_kill) writes it,
  * so each gets exactly one.
  *
- * Called by conn.c (answers, conn_kill) and proxy.c; calls only audit.c.
+ * Called by conn.c (answers, conn_kill) and proxy.c; calls audit.c, and
+ * credtok.c at a request's end: an API's 401 to a request that carried an
+ * oauth2 access token drops that token (credtok_invalidate), so the next
+ * request gets a new one (here because every request's end, with its final
+ * status, passes here once).
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "audit.h"
+#include "cred.h"
+#include "credtok.h"
+#include "httpreq.h"
+#include "log.h"
 #include "proxy_int.h"
 #include "sandbox.h"
+
+/* The upstream refused r with 401: drop the access tokens of the oauth2 credentials r carried. */
+static void
+creds_unauthorized(struct conn *c, const struct hreq *r)
+{
+	char item[CRED_NAME_MAX + 16];
+	const char *p;
+	size_t i, n;
+
+	for (i = 0; i < c->ncred; i++) {
+		if (c->cred[i]->form != CRED_OAUTH2)
+			continue;
+		n = (size_t)snprintf(item, sizeof(item), "%s:", c->cred[i]->name);
+		/* r->creds: "name:how,name:how" */
+		for (p = r->creds; (p = strstr(p, item)) != NULL; p += n)
+			if (p == r->creds || p[-1] == ',') {
+				credtok_invalidate(c->cred[i]);
+				log_info("conn=%llx credential=%s: the API answered 401, its access "
+				    "token is dropped", (unsigned long long)c->id, c->cred[i]->name);
+				break;
+			}
+	}
+}
 
 /* The audit line of c's current request, answered with status (0: none). */
 void
@@ -24,6 +56,8 @@ connaudit_req(struct conn *c, int status, const char *code, const char *detail)
 	struct audit_rec a;
 
 	c->aud_req = 0;
+	if (status == 401 && r != NULL && r->sent_named)
+		creds_unauthorized(c, r);
 	if (c->w->audit == NULL || r == NULL)
 		return;
 	memset(&a, 0, sizeof(a));
