@@ -233,7 +233,9 @@ credtok_parse(const char *body, size_t n, char *tok, size_t toklen, long *ttl, c
 	*ttl = 0;
 	tok[0] = '\0';
 	rt[0] = '\0';
-	if (n > CREDTOK_RESP_MAX || (j = cJSON_ParseWithLength(body, n)) == NULL) {
+	/* cJSON cuts a string at an escaped NUL: such an answer is refused whole */
+	if (n > CREDTOK_RESP_MAX || memmem(body, n, "\\u0000", 6) != NULL ||
+	    (j = cJSON_ParseWithLength(body, n)) == NULL) {
 		snprintf(err, errlen, "token endpoint answer is not JSON");
 		return -1;
 	}
