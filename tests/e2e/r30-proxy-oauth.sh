@@ -292,3 +292,4 @@ bad_decl "a refresh token with a space" "{ name = \"x\", $O, token_url = \"https
 bad_decl "token_url on a bearer credential" "{ name = \"x\", form = \"bearer\", secret = \"env:R30_CC_SECRET\", hosts = { \"a.test\" }, token_url = \"https://auth.test/t\" }" "form oauth2's"
 bad_decl "refresh_write not a boolean" "{ name = \"x\", $O, token_url = \"https://auth.test/t\", client_id = \"c\", refresh_write = \"yes\" }" "refresh_write a boolean"
 check "the proxy still runs" kill -0 "$PX_PID"
+check "no sanitizer report in the proxy's stderr" bash -c "! grep -q 'AddressSanitizer\|runtime error' '$T/stderr'"

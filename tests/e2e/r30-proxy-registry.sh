@@ -99,3 +99,4 @@ check "the real password is nowhere the sandbox sees (skopeo's output, its auth 
 check "the real password is not in the proxy's log or audit log" \
 	bash -c "! grep -qF -- '$REAL_PW' '$T/proxy.log' '$T/stderr' '$T/audit.jsonl'"
 check "the proxy still runs" kill -0 "$PX_PID"
+check "no sanitizer report in the proxy's stderr" bash -c "! grep -q 'AddressSanitizer\|runtime error' '$T/stderr'"
