@@ -12,6 +12,7 @@
 #include "ghapp.h"
 #include "buf.h"
 #include "certcache.h"
+#include "credtok.h"
 #include "metrics.h"
 #include "proxy.h"
 #include "sandbox.h"
@@ -72,6 +73,13 @@ static const struct metric_family {
 	    "GitHub App tokens of deregistered sandboxes revoked (or found invalid) and given up on",
 	    { { "{result=\"ok\"}", &ghapp_revoked_ok },
 	      { "{result=\"failed\"}", &ghapp_revoked_failed } } },
+	{ "egress_proxy_oauth_token_requests_total", "counter",
+	    "OAuth2 token exchanges (oauth2 credentials) sent to token endpoints, by result",
+	    { { "{result=\"ok\"}", &credtok_requests_ok },
+	      { "{result=\"failed\"}", &credtok_requests_failed } } },
+	{ "egress_proxy_oauth_token_backoff_total", "counter",
+	    "requests failed closed without an exchange because the credential's token endpoint is backing off",
+	    { { "", &credtok_backoff_refused } } },
 	{ "egress_proxy_tunnels", "gauge", "open tunnels",
 	    { { "{mode=\"blind\"}", &the_proxy.st.tunnels_blind },
 	      { "{mode=\"intercept\"}", &the_proxy.st.tunnels_intercept } } },

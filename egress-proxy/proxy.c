@@ -76,6 +76,8 @@ static void req_send(struct conn *);
 static void body_pump(struct conn *);
 static void req_go(struct conn *);
 static void gate_start(struct conn *);
+static void creds_go(struct conn *);
+static void creds_ready(void *, const char *);
 static void hook_done(void *, const struct hook_result *);
 static void next_request(struct conn *);
 static void up_connected(struct conn *);
@@ -197,29 +199,6 @@ proxy_worker_vm(struct worker *w)
 	return w->vm;
 }
 
-/*
- * The named credentials c's sandbox may use on its target (credreq.h), by
- * the addons' current declarations and the sandbox's current policy, into
- * c->cred. The anonymous sandbox gets none. Returns how many.
- */
-static size_t
-conn_creds(struct conn *c)
-{
-	struct addon_src *src;
-
-	c->ncred = 0;
-	cred_set_unref(c->creds);
-	c->creds = NULL;
-	if (c->sb == NULL || sandbox_is_anonymous(c->sb) || (src = proxy_addons()) == NULL)
-		return 0;
-	c->creds = addon_src_creds(src);
-	addon_src_unref(src);
-	conn_attrs_refresh(c);
-	c->ncred = credreq_allowed(c->creds, c->attrs != NULL ? c->attrs->policy : NULL,
-	    c->tgt->host, c->cred, CREDREQ_MAX);
-	return c->ncred;
-}
-
 static void
 decide(struct conn *c, int plain)
 {
@@ -331,8 +310,6 @@ static void
 hook_done(void *arg, const struct hook_result *res)
 {
 	struct conn *c = arg;
-	char why[256];
-	int st;
 
 	c->hook = NULL;
 	if (c->dead)
@@ -340,7 +317,7 @@ hook_done(void *arg, const struct hook_result *res)
 	if (c->st == CS_DECIDE) {
 		enum addon_action a = res->action;
 		/* A host a credential of the sandbox's lists: opened, so it can go in. */
-		if ((a == ACT_NONE || a == ACT_TUNNEL) && c->mode != MODE_PLAIN && conn_creds(c) > 0)
+		if ((a == ACT_NONE || a == ACT_TUNNEL) && c->mode != MODE_PLAIN && conncred_select(c) > 0)
 			a = ACT_INTERCEPT;
 		if (a == ACT_NONE)
 			a = the_proxy.conf->deny_default ? ACT_DENY : ACT_TUNNEL;
@@ -416,20 +393,35 @@ hook_done(void *arg, const struct hook_result *res)
 		}
 		if (c->req->injected)
 			atomic_fetch_add(&the_proxy.st.req_injected, 1);
-		if (c->ncred > 0 && (st = credreq_apply(c->req, c->cred, c->ncred, c->sb->id,
-		    c->tgt->hosthdr, why, sizeof(why))) != 0) {
-			atomic_fetch_add(&the_proxy.st.ref_badrequest, 1);
-			conn_respond(c, st, "credential", why);
-			return;
-		}
-		if (c->req->creds[0] != '\0')
-			atomic_fetch_add(&the_proxy.st.req_cred, 1);
-		if (c->req->gate != NULL) {
-			gate_start(c);
-			return;
-		}
-		req_go(c);
+		creds_go(c);
 	}
+}
+
+/* After the hook: the named credentials (conncred.c), then the body gate or the request. */
+static void
+creds_go(struct conn *c)
+{
+	if (conncred_apply(c, creds_ready) != 0)
+		return;		/* waiting for an access token, or answered */
+	if (c->req->gate != NULL) {
+		gate_start(c);
+		return;
+	}
+	req_go(c);
+}
+
+/* An exchange creds_go waited for ended (err NULL: the token is cached). */
+static void
+creds_ready(void *arg, const char *err)
+{
+	struct conn *c = arg;
+
+	if (c->dead || c->st != CS_HOOK)
+		return;
+	if (err != NULL)
+		conncred_fail(c, err);
+	else
+		creds_go(c);
 }
 
 /* Sends the request: on c->up, or once a new upstream is connected. */
@@ -1073,6 +1065,7 @@ resp_finish(struct conn *c)
 		if (!c->req->injected)
 			atomic_fetch_add(&the_proxy.st.req_plain, 1);
 	}
+	conncred_answered(c, c->resp_status);
 	connaudit_req(c, c->resp_status, NULL, NULL);
 	if (c->vm != NULL && c->addon >= 0 && c->mode == MODE_INTERCEPT &&
 	    addon_has_response(c->vm, c->addon))
@@ -1161,7 +1154,7 @@ intercept_request(struct conn *c)
 	 * strip and the hook, and go back swapped once the hook allows the
 	 * request (credreq.h).
 	 */
-	if (conn_creds(c) > 0 && credreq_hold(c->req, c->cred, c->ncred, c->sb->id) == -1) {
+	if (conncred_select(c) > 0 && credreq_hold(c->req, c->cred, c->ncred, c->sb->id) == -1) {
 		atomic_fetch_add(&the_proxy.st.ref_badrequest, 1);
 		conn_respond(c, 400, "bad_request", "more than 8 header fields carry placeholders");
 		return;

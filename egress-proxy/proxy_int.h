@@ -12,6 +12,7 @@
  *   conn.c       a connection: made and admitted, identified, answered and
  *                closed (CS_CLOSING, CS_DRAIN), killed and freed
  *   tunnel.c     a blind tunnel's relay (CS_TUNNEL)
+ *   conncred.c   the named credentials of a connection's requests
  *   proxy.c      the state machine: heads, hooks, body gates, dialling,
  *                client TLS, sleeping connections, the request cycle
  *   worker.c     worker threads: the tick, the inbox, proxy.h's calls to them
@@ -201,6 +202,7 @@ struct worker {
 	unsigned long long	 nreq, work_seen, work_gc;
 	struct addon_vm		*vm;
 	struct ghapp		*gh;
+	struct credtok		*ct;		/* oauth2 access tokens (credtok.h) */
 	struct buf		 scratch;
 	struct auditq		*audit;		/* NULL: no audit log */
 	uint64_t		 next_id;
@@ -332,6 +334,28 @@ void	upresp_free(struct conn *c);
 /* tunnel.c: the blind tunnel. */
 /* c's upstream is connected and the 200 queued: relay bytes (CS_TUNNEL). */
 void	tunnel_start(struct conn *c);
+
+/* conncred.c: the named credentials. */
+/*
+ * The named credentials c's sandbox may use on its target (credreq.h), by
+ * the addons' current declarations and the sandbox's current policy, into
+ * c->cred. The anonymous sandbox gets none. Returns how many.
+ */
+size_t	conncred_select(struct conn *c);
+/*
+ * After the hook: c's credentials into its request. 0: go on. 1: waiting
+ * for an oauth2 token exchange; ready(c, err) is called from the loop
+ * (err NULL: call again), unless c goes first (conn.c forgets it). -1:
+ * answered (refused).
+ */
+int	conncred_apply(struct conn *c, void (*ready)(void *arg, const char *err));
+/* An exchange failed: the request is refused, 502 with err. */
+void	conncred_fail(struct conn *c, const char *err);
+/*
+ * c's upstream answered its request with status: a 401 to a request that
+ * carried an oauth2 access token drops that token (credtok_invalidate).
+ */
+void	conncred_answered(struct conn *c, int status);
 
 /* proxy.c: the state machine. */
 /* Starts reading request heads on a new connection (conn_new). */
