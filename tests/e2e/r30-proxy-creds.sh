@@ -9,13 +9,8 @@
 . "$TOP/tests/lib/fakegit.sh"
 
 # ---- a test CA and one TLS upstream posing as every host ----
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$T/upca.key" \
-	-out "$T/upca.crt" -days 2 -subj "/CN=r30 upstream CA" 2>/dev/null
-openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$T/srv.key" \
-	-out "$T/srv.csr" -subj "/CN=model.test" 2>/dev/null
-printf 'subjectAltName=DNS:model.test,DNS:anthropic.test,DNS:pypi.acme.test,DNS:maps.test,DNS:api.corp.test,DNS:evil.test,DNS:model.test.evil.test,DNS:s3.test,DNS:localhost\n' >"$T/ext.cnf"
-openssl x509 -req -in "$T/srv.csr" -CA "$T/upca.crt" -CAkey "$T/upca.key" -CAcreateserial \
-	-out "$T/srv.crt" -days 2 -extfile "$T/ext.cnf" 2>/dev/null
+. "$TOP/tests/lib/upca.sh"
+upca_mk "$T/upca.crt" "$T/upca.key" "$T/srv.crt" "$T/srv.key" model.test anthropic.test pypi.acme.test maps.test api.corp.test evil.test model.test.evil.test s3.test localhost
 
 UP=$(free_port); PLAIN=$(free_port); PP=$(free_port); S3P=$(free_port)
 AKID=AKIAR30REAL$(od -An -N5 -tx1 /dev/urandom | tr -d ' \n' | tr a-f A-F)
