@@ -168,8 +168,15 @@ decl_cred(lua_State *L, const char *addon, char *err, size_t errlen)
 		    name);
 		goto fail;
 	}
-	if (token != NULL) {
-		snprintf(err, errlen, "%s: session tokens (token) are not served yet", name);
+	if (token != NULL && c->form != CRED_SIGV4) {
+		snprintf(err, errlen, "%s: token (an AWS session token) is for form sigv4", name);
+		goto fail;
+	}
+	if (token != NULL && ((c->token = cred_secret_read(token, why2, sizeof(why2))) == NULL ||
+	    strlen(c->token) < 16 || strspn(c->token, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnop"
+	    "qrstuvwxyz0123456789+/=") != strlen(c->token))) {
+		snprintf(err, errlen, "%s: token: %s", name, c->token == NULL ? why2 :
+		    "an AWS session token is 16 or more of A-Z a-z 0-9 + / =");
 		goto fail;
 	}
 	if (c->form == CRED_SIGV4 && ((c->user = cred_secret_read(key_id, why2,
@@ -219,11 +226,15 @@ decl_cred(lua_State *L, const char *addon, char *err, size_t errlen)
 
 		lua_geti(L, -1, k);
 		e = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
-		/* "NAME", or "NAME=key_id" for a sigv4 credential's access key id */
+		/*
+		 * "NAME", or for a sigv4 credential "NAME=key_id" (the access
+		 * key id's placeholder) or "NAME=session_token" (the token's)
+		 */
 		if (e == NULL || strcspn(e, "=") == 0 || strcspn(e, "=") > 64 || (*e >= '0' && *e <= '9') ||
 		    strspn(e, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") !=
 		    strcspn(e, "=") || (e[strcspn(e, "=")] == '=' && (c->form != CRED_SIGV4 ||
-		    strcmp(e + strcspn(e, "="), "=key_id") != 0))) {
+		    (strcmp(e + strcspn(e, "="), "=key_id") != 0 &&
+		    (strcmp(e + strcspn(e, "="), "=session_token") != 0 || c->token == NULL))))) {
 			lua_pop(L, 2);
 			snprintf(err, errlen, "%s: env[%lld] is not a variable name", name, (long long)k);
 			goto fail;

@@ -182,8 +182,18 @@ swaps_of(struct cred *const *cs, size_t n, const char *sandbox, char *const *tok
 	size_t i, k = 0;
 
 	for (i = 0; i < n && k < CREDREQ_MAX; i++) {
-		if (cs[i]->form == CRED_SIGV4)
+		if (cs[i]->form == CRED_SIGV4) {
+			/* its session token's placeholder (X-Amz-Security-Token), signed again after */
+			if (cs[i]->token == NULL)
+				continue;
+			sw[k].c = cs[i];
+			sw[k].part = CRED_PART_TOKEN;
+			sw[k].used = 0;
+			sw[k].val = NULL;
+			cred_placeholder(ph_key, sandbox, cs[i]->name, CRED_PART_TOKEN, sw[k].ph);
+			k++;
 			continue;
+		}
 		if (cs[i]->form == CRED_OAUTH2 && toks != NULL && toks[i] == NULL)
 			continue;
 		sw[k].c = cs[i];
@@ -451,6 +461,18 @@ resign(struct hreq *r, struct cred *const *cs, size_t n, const char *sandbox,
 	if (chunks && (h1head_get(hd, "content-length", NULL) == NULL || hd->chunked)) {
 		snprintf(why, whylen, "an upload with signed chunks needs a Content-Length");
 		return 400;
+	}
+	if (c->token != NULL && h1head_count(hd, "x-amz-security-token", NULL) == 0) {
+		/* A session's key signs only with its token: added, and signed. */
+		if (sigv4_signed_add(a.signed_headers, sizeof(a.signed_headers),
+		    "x-amz-security-token") == -1) {
+			snprintf(why, whylen, "no room to sign the session token");
+			return 431;
+		}
+		if (h1head_add(hd, "X-Amz-Security-Token", c->token, strlen(c->token)) == -1) {
+			snprintf(why, whylen, "no room for the session token");
+			return 431;
+		}
 	}
 	f = xcalloc(hd->nh + 1, sizeof(*f));
 	for (i = 0; i < hd->nh; i++) {
