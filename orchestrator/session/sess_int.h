@@ -6,6 +6,7 @@
  *   sessmgr.c   table, pending set, slots, runtime wrappers, record labels,
  *               agent calls over cached connections, metrics
  *   pool.c      the warm pool
+ *   sessfiles.c the client files of named credentials, written at attach
  *   sess.c      lifecycle (the sess.h API)
  *   reconcile.c reconcile and the reaper (sessmgr_tick)
  *
