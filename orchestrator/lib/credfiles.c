@@ -301,8 +301,14 @@ credfiles_build(const char *id, const cJSON *creds)
 		dk = cJSON_CreateObject();
 		cJSON_AddItemToObject(dk, "auths", f.auths);
 		f.auths = NULL;
-		if ((s = cJSON_Print(dk)) != NULL)
-			cJSON_AddStringToObject(o, F_DOCKER, s);
+		if ((s = cJSON_Print(dk)) != NULL) {
+			struct buf d;
+
+			buf_init(&d, CREDFILES_MAX / 4);
+			if (buf_addstr(&d, s) == 0 && buf_addstr(&d, "\n") == 0)
+				put(o, F_DOCKER, &d);	/* a text file: it ends in a newline */
+			buf_free(&d);
+		}
 		free(s);
 		cJSON_Delete(dk);
 	}

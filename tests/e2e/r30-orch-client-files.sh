@@ -12,12 +12,51 @@
 #     by the client alone from those files;
 #   - afterwards the real secrets are nowhere the sandbox can read (its
 #     environment, the files, the clients' caches and logs), and each
-#     upstream's log shows the real credential was used.
+#     upstream's log shows the real credential was used;
+#   - the fake runtime (a child run, --fake: the real agent on the host)
+#     gets the same variables and files.
 . "$(dirname "$0")/../lib/common.sh"
 
-if [ "$(id -u)" != 0 ] || ! command -v bwrap >/dev/null 2>&1; then
-	skip "client files" "the local runtime needs root and bwrap"
+if [ "${1:-}" = --fake ]; then
+	export ORCH_TEST_RUNTIME=fake
+	. "$TOP/tests/lib/fakegit.sh"
+	. "$TOP/tests/lib/proxy.sh"
+	fx_pki && fx_tokens || { fail "fake: fixtures"; exit 1; }
+	GH_PORT=$(free_port) API_PORT=$(free_port) GL_PORT=$(free_port)
+	printf 'npm-fake-REAL-%s\n' "$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')" >"$T/npm.tok"
+	cat >"$T/creds.lua" <<EOF
+return { name = "clientfiles", credentials = {
+  { name = "npm", form = "bearer", secret = "file:$T/npm.tok", hosts = { "npm.acme.test" },
+    env = { "NPM_TOKEN" }, client = { npm = "https://npm.acme.test/", scope = "@acme" } },
+  { name = "reg", form = "basic", user = "bot", secret = "file:$T/npm.tok",
+    hosts = { "registry.acme.test" }, client = { docker = "registry.acme.test:5000" } },
+} }
+EOF
+	PX_ADDONS="[$TOP/addons/github.lua, $T/creds.lua]" px_config && px_start ||
+		{ fail "fake: proxy start"; exit 1; }
+	. "$TOP/tests/mcp/orch-lib.sh"
+	ORCH_FAKE_EXTRA="proxy_admin: $PX_ADMIN
+  proxy_addr: 127.0.0.1:$PX_PORT
+  proxy_ca: $PX_CA" orch_config
+	check "fake: orch starts" orch_start
+	rest POST /v1/sessions -H 'Content-Type: application/json' \
+		-d '{"id":"cf-f","policy":{"credentials":["npm","reg"]}}' >/dev/null
+	out=$(mcp_tool cf-f shell '{"command":"echo tok=$NPM_TOKEN; cat \"$HOME/.npmrc\" \"$HOME/.docker/config.json\"; stat -c %a \"$HOME/.npmrc\" \"$HOME/.docker/config.json\""}')
+	ph=$(grep -oE '^tok=PXC[A-Z2-7]{29}$' <<<"$out" | cut -d= -f2)
+	check "fake: the credential's variable is a placeholder" test -n "$ph"
+	check "fake: ~/.npmrc has it as the token" grep -qx "//npm.acme.test/:_authToken=$ph" <<<"$out"
+	check "fake: ~/.docker/config.json has the registry" grep -qF '"registry.acme.test:5000"' <<<"$out"
+	check "fake: both 0600" test "$(grep -cx 600 <<<"$out")" = 2 || sed "s/^/# /" <<<"$out" >&2
+	check "fake: no value in them" not_contains <(echo "$out") "$(cat "$T/npm.tok")"
+	check "fake: the orchestrator logged the files" grep -q "session=cf-f .*client files written=2 failed=0" "$ORCH_LOG"
+	rest DELETE /v1/sessions/cf-f >/dev/null
 	exit 0
+fi
+
+if [ "$(id -u)" != 0 ] || ! command -v bwrap >/dev/null 2>&1; then
+	skip "client files (local runtime)" "the local runtime needs root and bwrap"
+	bash "$0" --fake
+	exit $?
 fi
 if [ -z "${E2E_NETNS:-}" ]; then
 	unshare --net env E2E_NETNS=1 bash -c 'ip link set lo up && exec bash "$0" "$@"' "$0" "$@" &
@@ -59,22 +98,22 @@ bad_decl() {	# bad_decl NAME LUA-ENTRY EXPECTED
 		fail "declaration refused: $1" "$(tail -n 3 "$T/bad.out")"
 	fi
 }
-B='name = "x", secret = "env:HOME", hosts = { "npm.acme.test", "*.pypi.test" }'
-bad_decl "client not a table" "{ $B, form = \"bearer\", client = \"npm\" }" "x: client is a table"
-bad_decl "an unknown client key" "{ $B, form = \"bearer\", client = { yarn = \"https://npm.acme.test/\" } }" "client keys are npm, pip, maven, docker, aws and scope"
-bad_decl "two clients" "{ $B, form = \"bearer\", client = { npm = \"https://npm.acme.test/\", pip = \"https://npm.acme.test/\" } }" "client names one client"
-bad_decl "scope alone" "{ $B, form = \"bearer\", client = { scope = \"@acme\" } }" "client names one client"
-bad_decl "npm with form basic" "{ $B, form = \"basic\", user = \"u\", client = { npm = \"https://npm.acme.test/\" } }" "client npm needs form bearer"
-bad_decl "an npm URL on another host" "{ $B, form = \"bearer\", client = { npm = \"https://evil.test/\" } }" "client npm is a https URL on one of hosts"
-bad_decl "an npm URL over http" "{ $B, form = \"bearer\", client = { npm = \"http://npm.acme.test/\" } }" "client npm is a https URL"
-bad_decl "a URL with a newline" "{ $B, form = \"bearer\", client = { npm = \"https://npm.acme.test/\\n//evil.test/:_authToken=x\" } }" "client npm is a https URL"
-bad_decl "a URL without the final /" "{ $B, form = \"bearer\", client = { npm = \"https://npm.acme.test/r\" } }" "client npm is a https URL"
-bad_decl "a scope with a newline" "{ $B, form = \"bearer\", client = { npm = \"https://npm.acme.test/\", scope = \"@a\\nregistry=x\" } }" "client scope is npm's"
-bad_decl "a scope on pip" "{ $B, form = \"basic\", user = \"u\", client = { pip = \"https://a.pypi.test/simple/\", scope = \"@a\" } }" "client scope is npm's"
-bad_decl "pip with form bearer" "{ $B, form = \"bearer\", client = { pip = \"https://a.pypi.test/simple/\" } }" "client pip needs form basic"
-bad_decl "a maven id with markup" "{ $B, form = \"basic\", user = \"u\", client = { maven = \"a</id>\" } }" "client maven is a server id"
-bad_decl "a docker registry not in hosts" "{ $B, form = \"basic\", user = \"u\", client = { docker = \"registry.evil.test\" } }" "client docker is a registry"
-bad_decl "aws on a bearer credential" "{ $B, form = \"bearer\", client = { aws = \"default\" } }" "client aws needs form sigv4"
+DECL='name = "x", secret = "env:HOME", hosts = { "npm.acme.test", "*.pypi.test" }'
+bad_decl "client not a table" "{ $DECL, form = \"bearer\", client = \"npm\" }" "x: client is a table"
+bad_decl "an unknown client key" "{ $DECL, form = \"bearer\", client = { yarn = \"https://npm.acme.test/\" } }" "client keys are npm, pip, maven, docker, aws and scope"
+bad_decl "two clients" "{ $DECL, form = \"bearer\", client = { npm = \"https://npm.acme.test/\", pip = \"https://npm.acme.test/\" } }" "client names one client"
+bad_decl "scope alone" "{ $DECL, form = \"bearer\", client = { scope = \"@acme\" } }" "client names one client"
+bad_decl "npm with form basic" "{ $DECL, form = \"basic\", user = \"u\", client = { npm = \"https://npm.acme.test/\" } }" "client npm needs form bearer"
+bad_decl "an npm URL on another host" "{ $DECL, form = \"bearer\", client = { npm = \"https://evil.test/\" } }" "client npm is a https URL on one of hosts"
+bad_decl "an npm URL over http" "{ $DECL, form = \"bearer\", client = { npm = \"http://npm.acme.test/\" } }" "client npm is a https URL"
+bad_decl "a URL with a newline" "{ $DECL, form = \"bearer\", client = { npm = \"https://npm.acme.test/\\n//evil.test/:_authToken=x\" } }" "client npm is a https URL"
+bad_decl "a URL without the final /" "{ $DECL, form = \"bearer\", client = { npm = \"https://npm.acme.test/r\" } }" "client npm is a https URL"
+bad_decl "a scope with a newline" "{ $DECL, form = \"bearer\", client = { npm = \"https://npm.acme.test/\", scope = \"@a\\nregistry=x\" } }" "client scope is npm's"
+bad_decl "a scope on pip" "{ $DECL, form = \"basic\", user = \"u\", client = { pip = \"https://a.pypi.test/simple/\", scope = \"@a\" } }" "client scope is npm's"
+bad_decl "pip with form bearer" "{ $DECL, form = \"bearer\", client = { pip = \"https://a.pypi.test/simple/\" } }" "client pip needs form basic"
+bad_decl "a maven id with markup" "{ $DECL, form = \"basic\", user = \"u\", client = { maven = \"a</id>\" } }" "client maven is a server id"
+bad_decl "a docker registry not in hosts" "{ $DECL, form = \"basic\", user = \"u\", client = { docker = \"registry.evil.test\" } }" "client docker is a registry"
+bad_decl "aws on a bearer credential" "{ $DECL, form = \"bearer\", client = { aws = \"default\" } }" "client aws needs form sigv4"
 
 # ---- the upstreams: Verdaccio (tarballs on blobhost), nginx with Basic ----
 NPM_PW=alice-REAL$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
@@ -270,4 +309,7 @@ out=$(sh_in cf-2 'ls -a "$HOME"')
 check "a session without them: no .npmrc, no pip.conf" bash -c "! grep -qx .npmrc <<<'$out' && ! grep -qx .config <<<'$out'"
 rest DELETE /v1/sessions/cf-1 >/dev/null
 rest DELETE /v1/sessions/cf-2 >/dev/null
+
+# ---- the fake runtime: the same variables and files ----
+bash "$0" --fake || fail "fake runtime part" "see the lines above"
 exit 0
