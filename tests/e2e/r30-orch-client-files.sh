@@ -13,9 +13,34 @@
 #   - afterwards the real secrets are nowhere the sandbox can read (its
 #     environment, the files, the clients' caches and logs), and each
 #     upstream's log shows the real credential was used;
-#   - the fake runtime (a child run, --fake: the real agent on the host)
-#     gets the same variables and files.
+#   - the fake and kubernetes runtimes (child runs, --fake and --k8s: the
+#     real agent on the host; for kubernetes the fake API server and a
+#     stand-in proxy admin) get the same variables and files.
 . "$(dirname "$0")/../lib/common.sh"
+
+# The kubernetes runtime's part (a child run, --k8s: the fake API server,
+# pods whose agent runs on the host, the stand-in proxy admin answering a
+# register with the credentials of $T/k8s-creds.json as the proxy would).
+if [ "${1:-}" = --k8s ]; then
+	. "$TOP/tests/k8s/lib.sh"
+	printf '%s\n' '{"npm":{"form":"bearer","hosts":["npm.acme.test"],"env":["NPM_TOKEN"],"client":{"npm":"https://npm.acme.test/","scope":"@acme"}},"s3":{"form":"sigv4","hosts":["s3.test"],"client":{"aws":"default","region":"eu-west-1"}}}' >"$T/k8s-creds.json"
+	K8S_POD_CMD="exec python3 $K8S_DIR/fake_proxy_admin.py \$ADMIN_PORT $T/admin-token $T/proxy-record.jsonl $T/k8s-creds.json" k8s_setup
+	k8s_orch_setup
+	check "k8s: orchestrator starts" k8s_orch_start
+	orch_rest POST /v1/sessions -d '{"id":"cf-k","policy":{"credentials":["npm","s3"]}}' >/dev/null
+	out=$(mcp_tool cf-k shell '{"command":"echo tok=$NPM_TOKEN; cat \"$HOME/.npmrc\" \"$HOME/.aws/credentials\" \"$HOME/.aws/config\"; stat -c %a \"$HOME/.npmrc\" \"$HOME/.aws/credentials\" \"$HOME/.aws/config\""}')
+	ph=$(grep -oE '^tok=PXC[A-Z2-7]{29}$' <<<"$out" | cut -d= -f2)
+	check "k8s: the credential's variable is a placeholder" test -n "$ph"
+	check "k8s: ~/.npmrc has it as the token" grep -qx "//npm.acme.test/:_authToken=$ph" <<<"$out"
+	check "k8s: ~/.aws/credentials has the default profile's placeholders" \
+		grep -qE '^aws_secret_access_key = PXC[A-Z2-7]{29}$' <<<"$out"
+	check "k8s: ~/.aws/config has the region" grep -qx 'region = eu-west-1' <<<"$out"
+	check "k8s: all three 0600" test "$(grep -cx 600 <<<"$out")" = 3 || sed 's/^/# /' <<<"$out" >&2
+	check "k8s: the orchestrator logged the files" grep -q "session=cf-k .*client files written=3 failed=0" "$T/orch.log"
+	orch_rest DELETE /v1/sessions/cf-k >/dev/null
+	k8s_no_violations
+	exit 0
+fi
 
 if [ "${1:-}" = --fake ]; then
 	export ORCH_TEST_RUNTIME=fake
@@ -55,8 +80,9 @@ fi
 
 if [ "$(id -u)" != 0 ] || ! command -v bwrap >/dev/null 2>&1; then
 	skip "client files (local runtime)" "the local runtime needs root and bwrap"
-	bash "$0" --fake
-	exit $?
+	bash "$0" --fake; rc=$?
+	bash "$0" --k8s || rc=1
+	exit $rc
 fi
 if [ -z "${E2E_NETNS:-}" ]; then
 	unshare --net env E2E_NETNS=1 bash -c 'ip link set lo up && exec bash "$0" "$@"' "$0" "$@" &
@@ -312,4 +338,6 @@ rest DELETE /v1/sessions/cf-2 >/dev/null
 
 # ---- the fake runtime: the same variables and files ----
 bash "$0" --fake || fail "fake runtime part" "see the lines above"
+# ---- the kubernetes runtime: the same variables and files ----
+bash "$0" --k8s || fail "kubernetes runtime part" "see the lines above"
 exit 0
