@@ -260,7 +260,7 @@ ORCH_LOCAL_YAML="$ORCH_LOCAL_YAML
   proxy_ca_cert: $T/sandbox-ca.pem"
 printf '%s\n' "$ORCH_LOCAL_YAML" >"$T/rt.yaml"
 sbx image add climg "$T/climg" >/dev/null || { fail "image add"; exit 1; }
-orch_config "sandbox:" "  image: climg"
+orch_config "sandbox:" "  image: climg" "homes:" "  size: 16MiB"
 check "orch starts (local runtime)" orch_start
 
 # has OUT TEXT: OUT holds TEXT (else OUT's tail, for the log)
@@ -333,8 +333,15 @@ check "after a stop and resume, ~/.npmrc is written again, 0600" bash -c \
 rest POST /v1/sessions -H 'Content-Type: application/json' -d '{"id":"cf-2","policy":{"credentials":[]}}' >/dev/null
 out=$(sh_in cf-2 'ls -a "$HOME"')
 check "a session without them: no .npmrc, no pip.conf" bash -c "! grep -qx .npmrc <<<'$out' && ! grep -qx .config <<<'$out'"
+# ---- a session with a user: the files go into the user's home ----
+rest POST /v1/sessions -H 'Content-Type: application/json' -d '{"id":"cf-3","user":"alice","policy":{"credentials":["npm"]}}' >/dev/null
+out=$(sh_in cf-3 'echo "home=$HOME"; cat /home/user/.npmrc; stat -c %a /home/user/.npmrc')
+check "a session with a home: HOME is /home/user" has "$out" "home=/home/user"
+check "... and ~/.npmrc is there, 0600, with the token placeholder" bash -c \
+	"grep -qE '^//npm\.acme\.test/:_authToken=PXC[A-Z2-7]{29}\$' <<<'$out' && grep -qx 600 <<<'$out'"
 rest DELETE /v1/sessions/cf-1 >/dev/null
 rest DELETE /v1/sessions/cf-2 >/dev/null
+rest DELETE /v1/sessions/cf-3 >/dev/null
 
 # ---- the fake runtime: the same variables and files ----
 bash "$0" --fake || fail "fake runtime part" "see the lines above"
