@@ -25,7 +25,7 @@ static const char *const paths[] = { F_NPMRC, F_PIP, F_MAVEN, F_DOCKER, F_AWS_CR
 
 /* The files as they are built. */
 struct files {
-	struct buf	 npmrc, pip, maven, aws_creds, aws_conf;
+	struct buf	 npmrc, pip, pip_extra, maven, aws_creds, aws_conf;
 	cJSON		*auths;		/* docker's "auths" object */
 	int		 npm_default;	/* a registry= line is in */
 	int		 pip_index;	/* index-url is in */
@@ -182,12 +182,13 @@ one(struct files *f, const cJSON *c, const char **why)
 			*why = "pip URL or user malformed";
 			return -1;
 		}
-		if (f->pip.len == 0)
-			bad |= buf_addstr(&f->pip, "[global]\n");
-		bad |= buf_addstr(&f->pip, f->pip_index ? "extra-index-url = https://" :
-		    "index-url = https://");
-		bad |= add_pct(&f->pip, user);
-		bad |= buf_addf(&f->pip, ":%s@%s\n", ph->valuestring, v + 8);
+		/* one index-url; the others on continuation lines of one
+		 * extra-index-url (pip's parser refuses a repeated key) */
+		struct buf *b = f->pip_index ? &f->pip_extra : &f->pip;
+
+		bad |= buf_addstr(b, f->pip_index ? "\n    https://" : "index-url = https://");
+		bad |= add_pct(b, user);
+		bad |= buf_addf(b, ":%s@%s%s", ph->valuestring, v + 8, f->pip_index ? "" : "\n");
 		f->pip_index = 1;
 	} else if ((v = str_of(cl, "maven")) != NULL) {
 		if (!all_of(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-",
@@ -268,6 +269,7 @@ credfiles_build(const char *id, const cJSON *creds)
 	memset(&f, 0, sizeof(f));
 	buf_init(&f.npmrc, CREDFILES_MAX / 4);
 	buf_init(&f.pip, CREDFILES_MAX / 8);
+	buf_init(&f.pip_extra, CREDFILES_MAX / 8);
 	buf_init(&f.maven, CREDFILES_MAX / 4);
 	buf_init(&f.aws_creds, CREDFILES_MAX / 8);
 	buf_init(&f.aws_conf, CREDFILES_MAX / 16);
@@ -284,7 +286,21 @@ credfiles_build(const char *id, const cJSON *creds)
 		goto out;
 	o = cJSON_CreateObject();
 	put(o, F_NPMRC, &f.npmrc);
-	put(o, F_PIP, &f.pip);
+	if (f.pip.len > 0) {
+		struct buf pc;
+
+		buf_init(&pc, CREDFILES_MAX / 4);
+		bad |= buf_addstr(&pc, "[global]\n");
+		bad |= buf_add(&pc, f.pip.p, f.pip.len);
+		if (f.pip_extra.len > 0) {
+			bad |= buf_addstr(&pc, "extra-index-url =");
+			bad |= buf_add(&pc, f.pip_extra.p, f.pip_extra.len);
+			bad |= buf_addstr(&pc, "\n");
+		}
+		if (!bad)
+			put(o, F_PIP, &pc);
+		buf_free(&pc);
+	}
 	if (f.maven.len > 0) {
 		struct buf m;
 
@@ -318,6 +334,7 @@ out:
 	cJSON_Delete(f.auths);
 	buf_free(&f.npmrc);
 	buf_free(&f.pip);
+	buf_free(&f.pip_extra);
 	buf_free(&f.maven);
 	buf_free(&f.aws_creds);
 	buf_free(&f.aws_conf);

@@ -57,10 +57,14 @@ TEST(test_each_client)
 	f = build("{\"pypi\":{\"form\":\"basic\",\"user\":\"ci bot@acme\",\"placeholder\":\"" PH "\","
 	    "\"client\":{\"pip\":\"https://pypi.acme.test/simple/\"}},"
 	    "\"pypi2\":{\"form\":\"basic\",\"user\":\"u\",\"placeholder\":\"" KID "\","
-	    "\"client\":{\"pip\":\"https://py2.acme.test/s/\"}}}");
+	    "\"client\":{\"pip\":\"https://py2.acme.test/s/\"}},"
+	    "\"pypi3\":{\"form\":\"basic\",\"user\":\"v\",\"placeholder\":\"" PH "\","
+	    "\"client\":{\"pip\":\"https://py3.acme.test/\"}}}");
+	/* one index-url; the rest on continuation lines (a repeated key is refused by pip) */
 	CHECK_STR(file(f, ".config/pip/pip.conf"), "[global]\n"
 	    "index-url = https://ci%20bot%40acme:" PH "@pypi.acme.test/simple/\n"
-	    "extra-index-url = https://u:" KID "@py2.acme.test/s/\n");
+	    "extra-index-url =\n    https://u:" KID "@py2.acme.test/s/\n"
+	    "    https://v:" PH "@py3.acme.test/\n");
 	cJSON_Delete(f);
 
 	f = build("{\"mvn\":{\"form\":\"basic\",\"user\":\"a<b&\\\"c\",\"placeholder\":\"" PH "\","
