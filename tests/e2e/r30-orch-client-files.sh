@@ -260,8 +260,12 @@ ORCH_LOCAL_YAML="$ORCH_LOCAL_YAML
   proxy_ca_cert: $T/sandbox-ca.pem"
 printf '%s\n' "$ORCH_LOCAL_YAML" >"$T/rt.yaml"
 sbx image add climg "$T/climg" >/dev/null || { fail "image add"; exit 1; }
-orch_config "sandbox:" "  image: climg" "homes:" "  size: 16MiB"
+orch_config "sandbox:" "  image: climg" "homes:" "  size: 16MiB" "pool:" "  min_idle: 1"
 check "orch starts (local runtime)" orch_start
+# cf-1 claims the warm member (the files come from the claim's attach);
+# the fake and kubernetes parts below create theirs.
+pool_ready() { grep -q "warm pool member ready" "$ORCH_LOG"; }
+check "a warm sandbox is ready" wait_until 60 pool_ready
 
 # has OUT TEXT: OUT holds TEXT (else OUT's tail, for the log)
 has() { grep -qF -- "$2" <<<"$1" || { head -n 40 <<<"$1" | sed 's/^/# /' >&2; return 1; }; }
@@ -271,6 +275,7 @@ sh_in() {	# sh_in SESSION COMMAND: the shell tool's text
 }
 out=$(rest POST /v1/sessions -H 'Content-Type: application/json' -d '{"id":"cf-1","policy":{"credentials":["npm","pypi"]}}')
 check "a session with the two credentials" test "$(jq -r .state <<<"$out" 2>/dev/null)" = running
+check "... claimed from the warm pool" grep -q "session=cf-1 sandbox=.* claimed from pool" "$ORCH_LOG"
 check "the orchestrator wrote its client files" wait_until 10 \
 	grep -q "session=cf-1 .*client files written=2 failed=0" "$ORCH_LOG"
 reg=$(px_admin '{"op":"stats"}')
