@@ -217,3 +217,17 @@ audit_tunnel(struct auditq *aq, const struct audit_rec *r)
 	line_end(b, r);
 	line_queue(aq);
 }
+
+void
+audit_token(struct auditq *aq, const struct audit_rec *r)
+{
+	struct buf *b = &aq->line;
+
+	line_start(b, r);
+	ign(buf_addstr(b, ",\"type\":\"token\",\"grant\":"));
+	json_opt(b, r->method);
+	ign(buf_addf(b, ",\"status\":%d,\"injected\":false,\"credentials\":", r->status));
+	json_opt(b, r->creds);
+	line_end(b, r);
+	line_queue(aq);
+}

@@ -23,6 +23,7 @@
 #include <event2/util.h>
 
 #include "addon.h"
+#include "credtok.h"
 #include "cred.h"
 #include "evrelay.h"
 #include "h1.h"
@@ -152,6 +153,7 @@ conn_answer(struct conn *c, int status, const char *code, const char *reason,
 		addon_cancel(c->hook);
 		c->hook = NULL;
 	}
+	credtok_forget(c->w->ct, c);	/* waiting for an access token (proxy.c creds_go) */
 	if (c->req != NULL && c->req->gate != NULL && !c->req->hd.msg_done &&
 	    (c->st == CS_GATE || c->st == CS_HOOK)) {
 		gate_drain(c);
@@ -295,6 +297,7 @@ conn_free(struct conn *c)
 	upool_idle_unlink(c);
 	if (c->hook != NULL)
 		addon_cancel(c->hook);
+	credtok_forget(c->w->ct, c);
 	if (c->vm != NULL) {
 		if (c->ctx_ref > 0)
 			addon_ctx_release(c->vm, c->ctx_ref);
@@ -320,7 +323,10 @@ conn_free(struct conn *c)
 		hreq_free(c->req);
 		free(c->req);
 	}
-	free(c->rp);
+	if (c->rh != NULL) {	/* upresp.c's, which calls this file */
+		h1head_free(c->rh);
+		free(c->rh);
+	}
 	if (c->sb != NULL) {
 		if (c->counted_sb)
 			atomic_fetch_sub(&c->sb->conns, 1);
@@ -388,6 +394,7 @@ conn_kill(struct conn *c)
 		addon_cancel(c->hook);
 		c->hook = NULL;
 	}
+	credtok_forget(c->w->ct, c);	/* waiting for an access token (proxy.c creds_go) */
 	if (c->dnsreq != NULL) {
 		struct evdns_getaddrinfo_request *r = c->dnsreq;
 		c->dnsreq = NULL;

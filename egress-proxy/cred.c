@@ -91,11 +91,13 @@ cred_swaps(struct cred *const *cs, size_t n, const unsigned char key[32], const 
 	size_t i, k = 0;
 
 	for (i = 0; i < n && k < max; i++) {
-		if (cs[i]->form == CRED_SIGV4 || !cred_host_ok(cs[i], host))
+		if (cs[i]->form == CRED_SIGV4 || cs[i]->form == CRED_OAUTH2 ||
+		    !cred_host_ok(cs[i], host))
 			continue;
 		sw[k].c = cs[i];
 		sw[k].part = CRED_PART_VALUE;
 		sw[k].used = 0;
+		sw[k].val = NULL;
 		cred_placeholder(key, sandbox, cs[i]->name, CRED_PART_VALUE, sw[k].ph);
 		k++;
 	}
@@ -106,6 +108,8 @@ cred_swaps(struct cred *const *cs, size_t n, const unsigned char key[32], const 
 static const char *
 real(const struct cred_swap *sw)
 {
+	if (sw->val != NULL)
+		return sw->val;
 	switch (sw->part) {
 	case CRED_PART_ID:
 		return sw->c->user;
@@ -281,6 +285,11 @@ cred_free(struct cred *c)
 	free(c->client_scope);
 	free(c->spec);
 	free(c->addon);
+	free(c->token_url);
+	wipe_free(c->client_id);
+	free(c->scope);
+	wipe_free(c->refresh);
+	free(c->refresh_path);
 	free(c);
 }
 
@@ -314,7 +323,7 @@ cred_set_find(const struct credset *cs, const char *name)
 
 static const char *const form_names[] = {
 	[CRED_BEARER] = "bearer", [CRED_HEADER] = "header", [CRED_BASIC] = "basic",
-	[CRED_QUERY] = "query", [CRED_SIGV4] = "sigv4",
+	[CRED_QUERY] = "query", [CRED_SIGV4] = "sigv4", [CRED_OAUTH2] = "oauth2",
 };
 
 int

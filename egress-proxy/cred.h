@@ -45,7 +45,9 @@ enum cred_form {
 	CRED_HEADER,	/* FIELD: VALUE */
 	CRED_BASIC,	/* Authorization: Basic base64(USER:VALUE) */
 	CRED_QUERY,	/* ?FIELD=VALUE */
-	CRED_SIGV4	/* AWS: the request signed again with (USER, VALUE[, TOKEN]) */
+	CRED_SIGV4,	/* AWS: the request signed again with (USER, VALUE[, TOKEN]) */
+	CRED_OAUTH2	/* Authorization: Bearer T, T from an OAuth2 token endpoint
+			   (credtok.c), VALUE the client secret */
 };
 
 /*
@@ -93,6 +95,14 @@ struct cred {
 	enum cred_client client;	/* the client file it feeds, or NONE */
 	char		*client_ref;	/* its URL, server id, registry or profile */
 	char		*client_scope;	/* npm: the "@scope" the URL serves, or NULL */
+	/* oauth2 (credtok.h): where tokens come from and how they are asked for */
+	char		*token_url;	/* https:// only */
+	char		*client_id;
+	char		*scope;		/* NULL: the client's default */
+	char		*refresh;	/* the refresh token read at declaration; NULL: client
+					   credentials grant */
+	char		*refresh_path;	/* the file a rotated refresh token is written back
+					   to (refresh_write); NULL: kept in memory only */
 };
 
 /*
@@ -115,7 +125,7 @@ int	cred_set_add(struct credset *, struct cred *c, char *err, size_t errlen);
 /* The credential called name, or NULL. */
 struct cred *cred_set_find(const struct credset *, const char *name);
 void	cred_free(struct cred *);
-/* The form a declaration names ("bearer", "header", "basic", "query", "sigv4"); -1: none. */
+/* The form a declaration names ("bearer", "header", "basic", "query", "sigv4", "oauth2"); -1: none. */
 int	cred_form_parse(const char *s, enum cred_form *out);
 const char *cred_form_name(enum cred_form);
 /* "npm", "pip", "maven", "docker", "aws" (the declaration's keys), or "". */
@@ -150,12 +160,15 @@ struct cred_swap {
 	enum cred_part		 part;
 	char			 ph[CRED_PH_LEN + 1];
 	unsigned		 used;		/* times swapped */
+	const char		*val;		/* the value swapped in; NULL: c's own for part
+						   (an oauth2 credential's is its current token) */
 };
 
 /*
  * Fills sw (room for max) with the placeholders of the credentials in cs
  * (n of them: those the sandbox may use) whose hosts match host and whose
- * form is swapped as text (not SIGV4); returns how many.
+ * form is swapped as text with a value of its own (not SIGV4 or OAUTH2);
+ * returns how many.
  */
 size_t	cred_swaps(struct cred *const *cs, size_t n, const unsigned char key[32],
 	    const char *sandbox, const char *host, struct cred_swap *sw, size_t max);

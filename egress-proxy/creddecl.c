@@ -12,6 +12,7 @@
 
 #include "cred.h"
 #include "creddecl.h"
+#include "credtok.h"
 #include "h1.h"
 #include "xmalloc.h"
 
@@ -222,6 +223,64 @@ decl_client(lua_State *L, struct cred *c, char *err, size_t errlen)
 }
 
 /*
+ * The oauth2 fields of declaration name (the table at the top of L) into
+ * c: token_url, client_id, scope, refresh (env: or file:, read now) and
+ * refresh_write (write a rotated refresh token back to refresh's file).
+ * 0, or -1 with err (never a value).
+ */
+static int
+decl_oauth2(lua_State *L, struct cred *c, const char *name, char *err, size_t errlen)
+{
+	const char *url, *client, *scope, *refresh;
+	char why[300];
+	int bad = 0, wb;
+
+	url = decl_str(L, "token_url", &bad);
+	client = decl_str(L, "client_id", &bad);
+	scope = decl_str(L, "scope", &bad);
+	refresh = decl_str(L, "refresh", &bad);
+	lua_getfield(L, -1, "refresh_write");
+	wb = lua_toboolean(L, -1);
+	bad |= !lua_isnil(L, -1) && !lua_isboolean(L, -1);
+	lua_pop(L, 1);
+	if (bad) {
+		snprintf(err, errlen, "%s: token_url, client_id, scope and refresh are strings, "
+		    "refresh_write a boolean", name);
+		return -1;
+	}
+	if (c->form != CRED_OAUTH2) {
+		if (url != NULL || client != NULL || scope != NULL || refresh != NULL || wb) {
+			snprintf(err, errlen, "%s: token_url, client_id, scope and refresh are "
+			    "form oauth2's", name);
+			return -1;
+		}
+		return 0;
+	}
+	if (*credtok_decl_check(url, client, scope, why, sizeof(why)) != '\0') {
+		snprintf(err, errlen, "%s: %s", name, why);
+		return -1;
+	}
+	if (wb && (refresh == NULL || strncmp(refresh, "file:", 5) != 0)) {
+		snprintf(err, errlen, "%s: refresh_write needs refresh = \"file:PATH\"", name);
+		return -1;
+	}
+	c->token_url = xstrdup(url);
+	c->client_id = xstrdup(client);
+	c->scope = scope != NULL ? xstrdup(scope) : NULL;
+	if (refresh != NULL && ((c->refresh = cred_secret_read(refresh, why, sizeof(why))) == NULL ||
+	    strlen(c->refresh) >= CREDTOK_TOKEN_MAX ||
+	    strspn(c->refresh, "!\"#$%&'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	    "[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~") != strlen(c->refresh))) {
+		snprintf(err, errlen, "%s: refresh: %s", name, c->refresh == NULL ? why :
+		    "a refresh token is visible ASCII, shorter than 4096 bytes");
+		return -1;
+	}
+	if (wb)
+		c->refresh_path = xstrdup(refresh + 5);
+	return 0;
+}
+
+/*
  * One credential declaration (the table at the top of L) of addon name:
  * a struct cred with its secret read, or NULL with err (never the value).
  */
@@ -252,9 +311,12 @@ decl_cred(lua_State *L, const char *addon, char *err, size_t errlen)
 	snprintf(c->name, sizeof(c->name), "%s", name);
 	c->addon = xstrdup(addon);
 	if (cred_form_parse(form, &c->form) == -1) {
-		snprintf(err, errlen, "%s: form is bearer, header, basic, query or sigv4", name);
+		snprintf(err, errlen, "%s: form is bearer, header, basic, query, sigv4 or oauth2",
+		    name);
 		goto fail;
 	}
+	if (decl_oauth2(L, c, name, err, errlen) == -1)
+		goto fail;
 	if (c->form == CRED_SIGV4 && key_id == NULL) {
 		snprintf(err, errlen, "%s: form sigv4 needs key_id, the access key id's env: or file:",
 		    name);

@@ -170,18 +170,26 @@ credreq_policy_check(const struct credset *cs, const cJSON *policy, char *err, s
 	return "";
 }
 
-/* The placeholders sandbox may have swapped by cs (n of them). */
+/*
+ * The placeholders sandbox may have swapped by cs (n of them). An oauth2
+ * credential's goes for its token, toks[i] (toks NULL: only finding them,
+ * nothing is sent; an oauth2 credential without a token is left out).
+ */
 static size_t
-swaps_of(struct cred *const *cs, size_t n, const char *sandbox, struct cred_swap *sw)
+swaps_of(struct cred *const *cs, size_t n, const char *sandbox, char *const *toks,
+    struct cred_swap *sw)
 {
 	size_t i, k = 0;
 
 	for (i = 0; i < n && k < CREDREQ_MAX; i++) {
 		if (cs[i]->form == CRED_SIGV4)
 			continue;
+		if (cs[i]->form == CRED_OAUTH2 && toks != NULL && toks[i] == NULL)
+			continue;
 		sw[k].c = cs[i];
 		sw[k].part = CRED_PART_VALUE;
 		sw[k].used = 0;
+		sw[k].val = cs[i]->form != CRED_OAUTH2 ? NULL : toks != NULL ? toks[i] : "held";
 		cred_placeholder(ph_key, sandbox, cs[i]->name, CRED_PART_VALUE, sw[k].ph);
 		k++;
 	}
@@ -246,7 +254,7 @@ credreq_hold(struct hreq *r, struct cred *const *cs, size_t n, const char *sandb
 	size_t nsw, i;
 
 	r->ncheld = 0;
-	nsw = swaps_of(cs, n, sandbox, sw);
+	nsw = swaps_of(cs, n, sandbox, NULL, sw);
 	for (i = 0; i < hd->nh; i++) {
 		struct h1field *h = &hd->h[i];
 
@@ -483,8 +491,8 @@ resign(struct hreq *r, struct cred *const *cs, size_t n, const char *sandbox,
 }
 
 int
-credreq_apply(struct hreq *r, struct cred *const *cs, size_t n, const char *sandbox,
-    const char *hosthdr, char *why, size_t whylen)
+credreq_apply(struct hreq *r, struct cred *const *cs, size_t n, char *const *toks,
+    const char *sandbox, const char *hosthdr, char *why, size_t whylen)
 {
 	struct h1head *hd = &r->hd;
 	struct cred_swap sw[CREDREQ_MAX];
@@ -493,7 +501,12 @@ credreq_apply(struct hreq *r, struct cred *const *cs, size_t n, const char *sand
 	size_t nsw, i, k;
 	int rc = 0, s, st = 0, aws = -1;
 
-	nsw = swaps_of(cs, n, sandbox, sw);
+	for (i = 0; i < n; i++)
+		if (cs[i]->form == CRED_OAUTH2 && (toks == NULL || toks[i] == NULL)) {
+			snprintf(why, whylen, "no access token for credential %s", cs[i]->name);
+			return 502;	/* never sent without it (credtok_get fills them) */
+		}
+	nsw = swaps_of(cs, n, sandbox, toks, sw);
 	buf_init(&v, (size_t)CRED_VALUE_MAX * 4 + 256);
 	/* The held fields, swapped; a field the addon set wins over the client's. */
 	for (i = 0; i < r->ncheld && rc == 0; i++) {
@@ -527,13 +540,14 @@ credreq_apply(struct hreq *r, struct cred *const *cs, size_t n, const char *sand
 
 		switch (c->form) {
 		case CRED_BEARER:
+		case CRED_OAUTH2:
 			if (has_field(r, "authorization"))
 				break;
 			rc |= buf_addstr(&v, "Bearer ");
-			rc |= buf_addstr(&v, c->value);
+			rc |= buf_addstr(&v, c->form == CRED_OAUTH2 ? toks[i] : c->value);
 			if (rc == 0 && add_wiped(r, "Authorization", &v) == -1)
 				rc = -1;
-			note(r, c->name, "bearer");
+			note(r, c->name, c->form == CRED_OAUTH2 ? "oauth2" : "bearer");
 			break;
 		case CRED_BASIC: {
 			size_t ul = strlen(c->user), vl = strlen(c->value), el;

@@ -18,7 +18,8 @@
  *  - a placeholder in the query is swapped too (percent-encoded);
  *  - a credential whose form's field the request still lacks is added
  *    (bearer and basic: Authorization; header: its field; query: its
- *    parameter);
+ *    parameter; oauth2: Authorization: Bearer and the access token the
+ *    proxy obtained, credtok.h);
  *  - a sigv4 credential is never added: a request the client signed with
  *    the sandbox's key id placeholder (and its secret placeholder) is
  *    signed again with the real key over what goes upstream, when its
@@ -68,9 +69,12 @@ int	credreq_hold(struct hreq *r, struct cred *const *cs, size_t n, const char *s
  * forms added; the names applied written to r->creds. 0, or the status to
  * refuse the request with and why: 400 (a signature that cannot be read or
  * signed again), 403 (a key id, region or service the credential does not
- * serve), 431 (no room in the head), 501 (a signing mode not served yet).
+ * serve), 431 (no room in the head), 501 (a signing mode not served yet),
+ * 502 (an oauth2 credential without its token). toks[i] is the current
+ * access token of cs[i] when its form is oauth2 (credtok_get), else NULL;
+ * toks may be NULL when none is.
  */
-int	credreq_apply(struct hreq *r, struct cred *const *cs, size_t n, const char *sandbox,
-	    const char *hosthdr, char *why, size_t whylen);
+int	credreq_apply(struct hreq *r, struct cred *const *cs, size_t n, char *const *toks,
+	    const char *sandbox, const char *hosthdr, char *why, size_t whylen);
 
 #endif

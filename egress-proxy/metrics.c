@@ -12,6 +12,7 @@
 #include "ghapp.h"
 #include "buf.h"
 #include "certcache.h"
+#include "credtok.h"
 #include "metrics.h"
 #include "proxy.h"
 #include "sandbox.h"
@@ -24,7 +25,7 @@ sb_metrics(struct sandbox *sb, void *arg)
 }
 
 /* The most samples (label sets) of one family: egress_proxy_refused_total's. */
-#define METRIC_SAMPLES_MAX	8
+#define METRIC_SAMPLES_MAX	9
 
 /*
  * The counter families, in output order, one row each: name, type, help,
@@ -72,6 +73,13 @@ static const struct metric_family {
 	    "GitHub App tokens of deregistered sandboxes revoked (or found invalid) and given up on",
 	    { { "{result=\"ok\"}", &ghapp_revoked_ok },
 	      { "{result=\"failed\"}", &ghapp_revoked_failed } } },
+	{ "egress_proxy_oauth_token_requests_total", "counter",
+	    "OAuth2 token exchanges (oauth2 credentials) sent to token endpoints, by result",
+	    { { "{result=\"ok\"}", &credtok_requests_ok },
+	      { "{result=\"failed\"}", &credtok_requests_failed } } },
+	{ "egress_proxy_oauth_token_backoff_total", "counter",
+	    "requests failed closed without an exchange because the credential's token endpoint is backing off",
+	    { { "", &credtok_backoff_refused } } },
 	{ "egress_proxy_tunnels", "gauge", "open tunnels",
 	    { { "{mode=\"blind\"}", &the_proxy.st.tunnels_blind },
 	      { "{mode=\"intercept\"}", &the_proxy.st.tunnels_intercept } } },
@@ -94,7 +102,8 @@ static const struct metric_family {
 	      { "{reason=\"badrequest\"}", &the_proxy.st.ref_badrequest },
 	      { "{reason=\"addon\"}", &the_proxy.st.ref_addon },
 	      { "{reason=\"upstream_tls\"}", &the_proxy.st.ref_upstream_tls },
-	      { "{reason=\"policy_body\"}", &the_proxy.st.ref_gate } } },
+	      { "{reason=\"policy_body\"}", &the_proxy.st.ref_gate },
+	      { "{reason=\"upstream_response\"}", &the_proxy.st.ref_upstream_resp } } },
 	{ "egress_proxy_bytes_total", "counter", "bytes relayed",
 	    { { "{dir=\"up\"}", &the_proxy.st.bytes_up },
 	      { "{dir=\"down\"}", &the_proxy.st.bytes_down } } },

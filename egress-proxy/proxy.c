@@ -76,6 +76,8 @@ static void req_send(struct conn *);
 static void body_pump(struct conn *);
 static void req_go(struct conn *);
 static void gate_start(struct conn *);
+static void creds_go(struct conn *);
+static void creds_ready(void *, const char *);
 static void hook_done(void *, const struct hook_result *);
 static void next_request(struct conn *);
 static void up_connected(struct conn *);
@@ -197,29 +199,6 @@ proxy_worker_vm(struct worker *w)
 	return w->vm;
 }
 
-/*
- * The named credentials c's sandbox may use on its target (credreq.h), by
- * the addons' current declarations and the sandbox's current policy, into
- * c->cred. The anonymous sandbox gets none. Returns how many.
- */
-static size_t
-conn_creds(struct conn *c)
-{
-	struct addon_src *src;
-
-	c->ncred = 0;
-	cred_set_unref(c->creds);
-	c->creds = NULL;
-	if (c->sb == NULL || sandbox_is_anonymous(c->sb) || (src = proxy_addons()) == NULL)
-		return 0;
-	c->creds = addon_src_creds(src);
-	addon_src_unref(src);
-	conn_attrs_refresh(c);
-	c->ncred = credreq_allowed(c->creds, c->attrs != NULL ? c->attrs->policy : NULL,
-	    c->tgt->host, c->cred, CREDREQ_MAX);
-	return c->ncred;
-}
-
 static void
 decide(struct conn *c, int plain)
 {
@@ -331,8 +310,6 @@ static void
 hook_done(void *arg, const struct hook_result *res)
 {
 	struct conn *c = arg;
-	char why[256];
-	int st;
 
 	c->hook = NULL;
 	if (c->dead)
@@ -340,7 +317,7 @@ hook_done(void *arg, const struct hook_result *res)
 	if (c->st == CS_DECIDE) {
 		enum addon_action a = res->action;
 		/* A host a credential of the sandbox's lists: opened, so it can go in. */
-		if ((a == ACT_NONE || a == ACT_TUNNEL) && c->mode != MODE_PLAIN && conn_creds(c) > 0)
+		if ((a == ACT_NONE || a == ACT_TUNNEL) && c->mode != MODE_PLAIN && conncred_select(c) > 0)
 			a = ACT_INTERCEPT;
 		if (a == ACT_NONE)
 			a = the_proxy.conf->deny_default ? ACT_DENY : ACT_TUNNEL;
@@ -416,20 +393,35 @@ hook_done(void *arg, const struct hook_result *res)
 		}
 		if (c->req->injected)
 			atomic_fetch_add(&the_proxy.st.req_injected, 1);
-		if (c->ncred > 0 && (st = credreq_apply(c->req, c->cred, c->ncred, c->sb->id,
-		    c->tgt->hosthdr, why, sizeof(why))) != 0) {
-			atomic_fetch_add(&the_proxy.st.ref_badrequest, 1);
-			conn_respond(c, st, "credential", why);
-			return;
-		}
-		if (c->req->creds[0] != '\0')
-			atomic_fetch_add(&the_proxy.st.req_cred, 1);
-		if (c->req->gate != NULL) {
-			gate_start(c);
-			return;
-		}
-		req_go(c);
+		creds_go(c);
 	}
+}
+
+/* After the hook: the named credentials (conncred.c), then the body gate or the request. */
+static void
+creds_go(struct conn *c)
+{
+	if (conncred_apply(c, creds_ready) != 0)
+		return;		/* waiting for an access token, or answered */
+	if (c->req->gate != NULL) {
+		gate_start(c);
+		return;
+	}
+	req_go(c);
+}
+
+/* An exchange creds_go waited for ended (err NULL: the token is cached). */
+static void
+creds_ready(void *arg, const char *err)
+{
+	struct conn *c = arg;
+
+	if (c->dead || c->st != CS_HOOK)
+		return;
+	if (err != NULL)
+		conncred_fail(c, err);
+	else
+		creds_go(c);
 }
 
 /* Sends the request: on c->up, or once a new upstream is connected. */
@@ -834,8 +826,7 @@ cl_sleep(struct conn *c)
 void
 proxy_conn_rest(struct conn *c)
 {
-	free(c->rp);
-	c->rp = NULL;
+	upresp_free(c);
 	if (c->req != NULL) {
 		hreq_free(c->req);
 		free(c->req);
@@ -981,61 +972,6 @@ body_sink(void *arg, const char *p, size_t n)
 	return 0;
 }
 
-static int
-resp_on_headers(llhttp_t *p)
-{
-	struct conn *c = p->data;
-
-	c->resp_status = p->status_code;
-	if (c->head_req && p->status_code >= 200)
-		return 1;	/* no body after a HEAD */
-	return 0;
-}
-
-static int
-resp_on_complete(llhttp_t *p)
-{
-	struct conn *c = p->data;
-
-	if (p->status_code >= 100 && p->status_code < 200 && p->status_code != 101) {
-		c->resp_head_bytes = 0;
-		return 0;	/* informational: the final response follows */
-	}
-	c->resp_done = 1;
-	return HPE_PAUSED;
-}
-
-static int
-resp_on_data(llhttp_t *p, const char *at, size_t n)
-{
-	struct conn *c = p->data;
-
-	(void)at;
-	c->resp_head_bytes += n;
-	if (c->resp_head_bytes > (size_t)the_proxy.conf->header_bytes)
-		return HPE_USER;
-	return 0;
-}
-
-static int
-resp_on_body(llhttp_t *p, const char *at, size_t n)
-{
-	struct conn *c = p->data;
-
-	(void)at;
-	c->req_down += n;
-	return 0;
-}
-
-static const llhttp_settings_t resp_settings = {
-	.on_status = resp_on_data,
-	.on_header_field = resp_on_data,
-	.on_header_value = resp_on_data,
-	.on_headers_complete = resp_on_headers,
-	.on_body = resp_on_body,
-	.on_message_complete = resp_on_complete,
-};
-
 static void
 req_send(struct conn *c)
 {
@@ -1049,17 +985,9 @@ req_send(struct conn *c)
 	}
 	tls_add(c->up, b->p, b->len);
 	c->up_nreq++;
-	if (c->rp == NULL)
-		c->rp = xmalloc(sizeof(*c->rp));
-	llhttp_init(c->rp, HTTP_RESPONSE, &resp_settings);
-	c->rp->data = c;
-	c->resp_active = 1;
-	c->resp_done = 0;
-	c->resp_wrote = 0;
-	c->resp_status = 0;
-	c->resp_head_bytes = 0;
-	c->req_up = c->req_down = 0;
+	c->req_up = 0;
 	c->head_req = r->hd.method == HTTP_HEAD;
+	upresp_start(c);
 	c->req_done = r->hd.msg_done;
 	c->st = c->req_done ? CS_WAIT : CS_BODY;
 	c->deadline = 0;
@@ -1137,12 +1065,13 @@ resp_finish(struct conn *c)
 		if (!c->req->injected)
 			atomic_fetch_add(&the_proxy.st.req_plain, 1);
 	}
+	conncred_answered(c, c->resp_status);
 	connaudit_req(c, c->resp_status, NULL, NULL);
 	if (c->vm != NULL && c->addon >= 0 && c->mode == MODE_INTERCEPT &&
 	    addon_has_response(c->vm, c->addon))
 		addon_on_response(c->vm, c->addon, c->ctx_ref, c->req, c->resp_status);
 	c->resp_active = 0;
-	if (!llhttp_should_keep_alive(c->rp) && c->up != NULL) {
+	if (!c->rh->keepalive && c->up != NULL) {
 		bufferevent_free(c->up);
 		c->up = NULL;
 	}
@@ -1225,7 +1154,7 @@ intercept_request(struct conn *c)
 	 * strip and the hook, and go back swapped once the hook allows the
 	 * request (credreq.h).
 	 */
-	if (conn_creds(c) > 0 && credreq_hold(c->req, c->cred, c->ncred, c->sb->id) == -1) {
+	if (conncred_select(c) > 0 && credreq_hold(c->req, c->cred, c->ncred, c->sb->id) == -1) {
 		atomic_fetch_add(&the_proxy.st.ref_badrequest, 1);
 		conn_respond(c, 400, "bad_request", "more than 8 header fields carry placeholders");
 		return;
@@ -1283,59 +1212,13 @@ cl_read_req(struct bufferevent *bev, void *arg)
 	}
 }
 
+/* The upstream's bytes: the reply read and relayed (upresp.c), then the next request. */
 static void
 up_read(struct bufferevent *bev, void *arg)
 {
-	struct conn *c = arg;
-	struct evbuffer *in = bufferevent_get_input(bev);
-	struct evbuffer *out = bufferevent_get_output(c->cl);
-	struct evbuffer_iovec v;
-	size_t hwm = (size_t)the_proxy.conf->high_watermark, n;
-	llhttp_errno_t e;
-
-	c->last_active = util_mono_coarse_ms();
-	if (!c->resp_active) {
-		/* Bytes with no request outstanding: drop the upstream. */
-		if (evbuffer_get_length(in) > 0) {
-			bufferevent_free(c->up);
-			c->up = NULL;
-		}
-		return;
-	}
-	while (c->resp_active && !c->resp_done && evbuffer_get_length(in) > 0) {
-		if (evbuffer_peek(in, -1, NULL, &v, 1) < 1)
-			break;
-		e = llhttp_execute(c->rp, v.iov_base, v.iov_len);
-		if (e == HPE_OK)
-			n = v.iov_len;
-		else if (e == HPE_PAUSED && c->resp_done)
-			n = (size_t)(llhttp_get_error_pos(c->rp) - (const char *)v.iov_base);
-		else {
-			log_info("conn=%llx target=%s bad upstream response: %s",
-			    (unsigned long long)c->id, c->tgt->hostport, llhttp_errno_name(e));
-			if (c->resp_status == 0 && !c->resp_wrote && evbuffer_get_length(out) == 0) {
-				conn_respond(c, 502, "bad_upstream_response", "bad response from upstream");
-			} else
-				conn_kill(c);
-			return;
-		}
-		atomic_fetch_add(&the_proxy.st.bytes_down, (long)n);
-		atomic_fetch_add(&c->sb->bytes_down, (long)n);
-		c->tot_down += n;
-		if (n > 0)
-			c->resp_wrote = 1;
-		tls_move(c->cl, in, n);
-	}
-	if (c->resp_done) {
-		if (evbuffer_get_length(in) > 0 || upool_junk(c))
-			c->close_after = 1;	/* junk after the response */
-		resp_finish(c);
-		return;
-	}
-	if (evbuffer_get_length(out) >= hwm)
-		bufferevent_disable(c->up, EV_READ);
-	else
-		upool_kick(c);
+	(void)bev;
+	if (upresp_read(arg) == 1)
+		resp_finish(arg);
 }
 
 /* The upstream's output drained below the low watermark. */
@@ -1411,7 +1294,6 @@ up_event(struct bufferevent *bev, short what, void *arg)
 {
 	struct conn *c = arg;
 	char m[300];
-	llhttp_errno_t e;
 
 	if (what & BEV_EVENT_CONNECTED) {
 		if (c->st == CS_CONNECTING) {
@@ -1447,8 +1329,8 @@ up_event(struct bufferevent *bev, short what, void *arg)
 	}
 	/* Request cycle: EOF may end an EOF-delimited response. */
 	if (c->resp_active && !c->resp_done) {
-		if (c->up_nreq > 1 && c->resp_status == 0 && c->resp_head_bytes == 0 &&
-		    !c->resp_wrote && c->req_done && c->req_up == 0 && !c->no_pool &&
+		if (c->up_nreq > 1 && !c->resp_hdone && !c->resp_wrote &&
+		    evbuffer_get_length(bufferevent_get_input(bev)) == 0 && c->req_done && c->req_up == 0 && !c->no_pool &&
 		    c->req != NULL && (c->req->hd.method == HTTP_GET ||
 		    c->req->hd.method == HTTP_HEAD || c->req->hd.method == HTTP_OPTIONS)) {
 			/*
@@ -1467,8 +1349,7 @@ up_event(struct bufferevent *bev, short what, void *arg)
 			up_connect(c);
 			return;
 		}
-		e = llhttp_finish(c->rp);
-		if (e == HPE_OK && c->resp_status != 0) {
+		if (upresp_eof(c) == 0) {
 			c->resp_done = 1;
 			c->close_after = 1;
 			bufferevent_free(c->up);
@@ -1476,11 +1357,10 @@ up_event(struct bufferevent *bev, short what, void *arg)
 			resp_finish(c);
 			return;
 		}
-		if (c->resp_status == 0 && !c->resp_wrote &&
-		    evbuffer_get_length(bufferevent_get_output(c->cl)) == 0) {
+		if (!c->resp_wrote && evbuffer_get_length(bufferevent_get_output(c->cl)) == 0) {
 			conn_respond(c, 502, "upstream_closed", "upstream closed without a response");
 		} else
-			conn_kill(c);
+			conn_kill(c);	/* a body the close cut short */
 		return;
 	}
 	/* Idle keep-alive upstream went away: reconnect on the next request. */

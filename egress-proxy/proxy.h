@@ -31,7 +31,7 @@ struct pstats {
 	atomic_long	 req_injected, req_plain;
 	atomic_long	 req_cred;	/* requests that got a named credential (credreq.c) */
 	atomic_long	 ref_auth, ref_limit, ref_ssrf, ref_misdirected, ref_badrequest,
-			 ref_addon, ref_upstream_tls, ref_gate;
+			 ref_addon, ref_upstream_tls, ref_gate, ref_upstream_resp;
 	atomic_long	 bytes_up, bytes_down;
 	atomic_long	 reload_ok, reload_failed;
 	atomic_long	 pool_idle;			/* parked upstream connections */

@@ -12,6 +12,7 @@
  *   conn.c       a connection: made and admitted, identified, answered and
  *                closed (CS_CLOSING, CS_DRAIN), killed and freed
  *   tunnel.c     a blind tunnel's relay (CS_TUNNEL)
+ *   conncred.c   the named credentials of a connection's requests
  *   proxy.c      the state machine: heads, hooks, body gates, dialling,
  *                client TLS, sleeping connections, the request cycle
  *   worker.c     worker threads: the tick, the inbox, proxy.h's calls to them
@@ -109,6 +110,7 @@ struct conn {
 	unsigned		 resp_active:1;	/* a response is being relayed */
 	unsigned		 resp_done:1;
 	unsigned		 resp_wrote:1;	/* response bytes went to the client */
+	unsigned		 resp_hdone:1;	/* the final response's head was read */
 	unsigned		 req_done:1;	/* request fully sent upstream */
 	unsigned		 head_req:1;	/* current request is HEAD */
 	unsigned		 up_tls:1;	/* upstream bev is TLS */
@@ -138,8 +140,7 @@ struct conn {
 	const struct target	*tgt;		/* tunnel / current upstream target,
 						   interned (conn_tgt_set); never NULL */
 	struct hreq		*req;
-	llhttp_t		*rp;		/* response parser */
-	size_t			 resp_head_bytes;
+	struct h1head		*rh;		/* the response head (up_read) */
 	int			 resp_status;
 	long long		 deadline;	/* ms, util_mono_coarse_ms; 0: none */
 	long long		 last_active;
@@ -201,6 +202,7 @@ struct worker {
 	unsigned long long	 nreq, work_seen, work_gc;
 	struct addon_vm		*vm;
 	struct ghapp		*gh;
+	struct credtok		*ct;		/* oauth2 access tokens (credtok.h) */
 	struct buf		 scratch;
 	struct auditq		*audit;		/* NULL: no audit log */
 	uint64_t		 next_id;
@@ -312,9 +314,48 @@ void	conn_evict_src(struct worker *w, int fam, const unsigned char peer[16]);
 /* Closes up to n unidentified connections of w, oldest idle ones first. */
 long	conn_shed(struct worker *w, long n);
 
+/* upresp.c: the upstream's reply on the request cycle. */
+/* A request went upstream (c->head_req set): its reply is awaited. */
+void	upresp_start(struct conn *c);
+/*
+ * Reads and relays what c's upstream sent: 1 when the reply is whole (the
+ * caller finishes the request), 0 for more, -1 when c was answered (502)
+ * or killed.
+ */
+int	upresp_read(struct conn *c);
+/*
+ * The upstream closed mid-reply: 0 when that close ends the reply (a body
+ * delimited by it), -1 when no whole head came or the body was cut.
+ */
+int	upresp_eof(struct conn *c);
+/* Frees c's reply state (between requests, at the end). */
+void	upresp_free(struct conn *c);
+
 /* tunnel.c: the blind tunnel. */
 /* c's upstream is connected and the 200 queued: relay bytes (CS_TUNNEL). */
 void	tunnel_start(struct conn *c);
+
+/* conncred.c: the named credentials. */
+/*
+ * The named credentials c's sandbox may use on its target (credreq.h), by
+ * the addons' current declarations and the sandbox's current policy, into
+ * c->cred. The anonymous sandbox gets none. Returns how many.
+ */
+size_t	conncred_select(struct conn *c);
+/*
+ * After the hook: c's credentials into its request. 0: go on. 1: waiting
+ * for an oauth2 token exchange; ready(c, err) is called from the loop
+ * (err NULL: call again), unless c goes first (conn.c forgets it). -1:
+ * answered (refused).
+ */
+int	conncred_apply(struct conn *c, void (*ready)(void *arg, const char *err));
+/* An exchange failed: the request is refused, 502 with err. */
+void	conncred_fail(struct conn *c, const char *err);
+/*
+ * c's upstream answered its request with status: a 401 to a request that
+ * carried an oauth2 access token drops that token (credtok_invalidate).
+ */
+void	conncred_answered(struct conn *c, int status);
 
 /* proxy.c: the state machine. */
 /* Starts reading request heads on a new connection (conn_new). */

@@ -18,6 +18,7 @@
 
 #include "addon.h"
 #include "audit.h"
+#include "credtok.h"
 #include "ghapp.h"
 #include "log.h"
 #include "proxy_int.h"
@@ -216,6 +217,7 @@ proxy_workers_start(int n)
 		w->tick_ev = event_new(w->base, -1, EV_PERSIST, tick_cb, w);
 		event_add(w->tick_ev, &one);
 		w->gh = ghapp_new(w->base, the_proxy.conf);
+		w->ct = credtok_new(w->base, the_proxy.conf, w->audit);
 		(void)proxy_worker_vm(w);
 		if (pthread_create(&w->th, NULL, worker_main, w) != 0)
 			return -1;

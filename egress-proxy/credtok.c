@@ -1,0 +1,978 @@
+/*
+ * credtok.c: OAuth2 access tokens for oauth2 credentials (credtok.h has
+ * the rules) over libcurl multi on the worker's libevent loop (the
+ * hiperfifo pattern, as ghapp.c).
+ *
+ * State: one process-wide table (under mtx) holds, per token key (the
+ * credential's name and a hash of what it asks with), the cached token,
+ * whether an exchange is in flight somewhere (flying), the back-off, and
+ * the current refresh token. A worker's fetch (struct fetch) is the one
+ * exchange its waiting requests share: it either owns the flight (sends
+ * the request) or polls every CREDTOK_POLL_MS until the owning worker's
+ * flight lands, then serves its waiters from the table (or takes the
+ * flight when the table has nothing). A fetch with no waiter left is
+ * dropped (an owned exchange is still read to its end, so that a rotated
+ * refresh token is never lost).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <curl/curl.h>
+#include <event2/event.h>
+#include <openssl/crypto.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
+#include "audit.h"
+#include "b64.h"
+#include "buf.h"
+#include "config.h"
+#include "cred.h"
+#include "credtok.h"
+#include "digest.h"
+#include "log.h"
+#include "xmalloc.h"
+
+#define CT_KEY_MAX	(CRED_NAME_MAX + 2 + DIGEST_SHA256_HEX)
+#define CT_STATE_MAX	256	/* token keys tracked (CREDSET_MAX and reloads) */
+
+atomic_long credtok_requests_ok, credtok_requests_failed, credtok_backoff_refused;
+
+/* One token key's state, under mtx. */
+struct tstate {
+	char		 key[CT_KEY_MAX];	/* "": free */
+	char		 tok[CREDTOK_TOKEN_MAX];	/* "": none cached */
+	long long	 until_ms;	/* use while now < until_ms (monotonic) */
+	char		 rt[CREDTOK_TOKEN_MAX];	/* the current refresh token ("": the declared) */
+	int		 flying;	/* an exchange for it is under way (one worker) */
+	unsigned	 fails;		/* consecutive failed exchanges */
+	long long	 backoff_ms;	/* no exchange before this */
+	char		 err[256];	/* the last failure */
+	long long	 used_ms;	/* last looked up: the least recent goes first */
+};
+
+static pthread_mutex_t mtx = PTHREAD_MUTEX_INITIALIZER;
+static struct tstate states[CT_STATE_MAX];
+
+struct waiter {
+	struct waiter	*next;
+	credtok_cb	 cb;
+	void		*arg;
+};
+
+struct fetch {
+	struct fetch		*next;
+	struct credtok		*t;
+	char			 key[CT_KEY_MAX];
+	char			 name[CRED_NAME_MAX + 1];
+	char			 url[CREDTOK_URL_MAX + 1];
+	char			 host[CREDTOK_URL_MAX + 1];	/* for the audit line */
+	char			*auth;		/* "Authorization: Basic ..." (wiped) */
+	char			*scope;
+	char			*refresh0;	/* the declared refresh token, or NULL */
+	char			*refresh_path;	/* write a rotated one back here, or NULL */
+	char			 rt_sent[CREDTOK_TOKEN_MAX];	/* the refresh token presented */
+	int			 owner;		/* holds the flight (easy is sending) */
+	CURL			*easy;
+	struct curl_slist	*hdrs;
+	char			*body;		/* the form sent (wiped) */
+	struct buf		 resp;
+	char			 errbuf[CURL_ERROR_SIZE];
+	struct event		*poll;
+	struct waiter		*waiters;
+};
+
+struct sockev {
+	struct event	*ev;
+};
+
+struct credtok {
+	struct event_base	*base;
+	const struct pconf	*conf;
+	struct auditq		*aq;
+	CURLM			*multi;
+	struct event		*timer;
+	struct fetch		*fetches;
+	struct curl_slist	*resolve;
+};
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+
+static void
+curl_init_once(void)
+{
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+static long long
+mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- the process-wide table (callers hold mtx) ---- */
+
+/* key's state, made when make is set (evicting the least recently used idle one); NULL: none. */
+static struct tstate *
+state_locked(const char *key, int make)
+{
+	int i, victim = -1;
+
+	for (i = 0; i < CT_STATE_MAX; i++) {
+		if (states[i].key[0] != '\0' && strcmp(states[i].key, key) == 0)
+			return &states[i];
+		if (states[i].flying)
+			continue;
+		if (victim == -1 || states[i].key[0] == '\0' ||
+		    (states[victim].key[0] != '\0' && states[i].used_ms < states[victim].used_ms))
+			victim = i;
+	}
+	if (!make || victim == -1)
+		return NULL;
+	OPENSSL_cleanse(&states[victim], sizeof(states[victim]));
+	snprintf(states[victim].key, sizeof(states[victim].key), "%s", key);
+	return &states[victim];
+}
+
+/* 1 with the token copied when s holds a valid one. */
+static int
+state_token_locked(struct tstate *s, long long now, char *tok, size_t toklen)
+{
+	s->used_ms = now;
+	if (s->tok[0] == '\0' || now >= s->until_ms)
+		return 0;
+	snprintf(tok, toklen, "%s", s->tok);
+	return 1;
+}
+
+/* 1 (err set) when s is backing off and no exchange may start. */
+static int
+state_backoff_locked(const struct tstate *s, long long now, char *err, size_t errlen)
+{
+	if (now >= s->backoff_ms)
+		return 0;
+	snprintf(err, errlen, "token endpoint failing, next request in %lld ms (after %u "
+	    "failures; last: %s)", s->backoff_ms - now, s->fails, s->err);
+	return 1;
+}
+
+/* ---- the token key ---- */
+
+/*
+ * c's token key: its name and the SHA-256 of everything its exchange
+ * depends on (a reload that changes any of it starts afresh; a refresh
+ * token written back is a new declared one, so the rotated one read again).
+ */
+static void
+token_key(const struct cred *c, char out[CT_KEY_MAX])
+{
+	struct buf b;
+	char hx[DIGEST_SHA256_HEX + 1];
+
+	buf_init(&b, (size_t)4 * CREDTOK_TOKEN_MAX + 4 * CRED_VALUE_MAX);
+	if (buf_addstr(&b, c->token_url) == -1 || buf_add(&b, "\n", 1) == -1 ||
+	    buf_addstr(&b, c->client_id) == -1 || buf_add(&b, "\n", 1) == -1 ||
+	    buf_addstr(&b, c->scope != NULL ? c->scope : "") == -1 || buf_add(&b, "\n", 1) == -1 ||
+	    buf_addstr(&b, c->value) == -1 || buf_add(&b, "\n", 1) == -1 ||
+	    buf_addstr(&b, c->refresh != NULL ? c->refresh : "") == -1 ||
+	    digest_sha256_hex(b.p, b.len, hx) == -1)
+		snprintf(hx, sizeof(hx), "unhashable");	/* declarations are bounded: never */
+	if (b.p != NULL)
+		OPENSSL_cleanse(b.p, b.len);
+	buf_free(&b);
+	snprintf(out, CT_KEY_MAX, "%s|%s", c->name, hx);
+}
+
+/* ---- parsing (unit-tested) ---- */
+
+/* RFC 6750 b64token characters (an access token as it goes in a header). */
+static int
+b64token_ok(const char *s)
+{
+	size_t n = strlen(s), k;
+
+	k = strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~+/");
+	while (k < n && s[k] == '=')
+		k++;
+	return n > 0 && k == n;
+}
+
+/* RFC 6749 A.17 (refresh-token = 1*VSCHAR), a space excluded: it goes in a form. */
+static int
+vschar_ok(const char *s)
+{
+	const unsigned char *p;
+
+	if (*s == '\0')
+		return 0;
+	for (p = (const unsigned char *)s; *p != '\0'; p++)
+		if (*p < 0x21 || *p > 0x7e)
+			return 0;
+	return 1;
+}
+
+int
+credtok_parse(const char *body, size_t n, char *tok, size_t toklen, long *ttl, char *rt,
+    size_t rtlen, char *err, size_t errlen)
+{
+	cJSON *j, *at, *tt, *ei, *r;
+	int rc = -1;
+
+	*ttl = 0;
+	tok[0] = '\0';
+	rt[0] = '\0';
+	/* cJSON cuts a string at an escaped NUL: such an answer is refused whole */
+	if (n > CREDTOK_RESP_MAX || memmem(body, n, "\\u0000", 6) != NULL ||
+	    (j = cJSON_ParseWithLength(body, n)) == NULL) {
+		snprintf(err, errlen, "token endpoint answer is not JSON");
+		return -1;
+	}
+	at = cJSON_GetObjectItemCaseSensitive(j, "access_token");
+	tt = cJSON_GetObjectItemCaseSensitive(j, "token_type");
+	ei = cJSON_GetObjectItemCaseSensitive(j, "expires_in");
+	r = cJSON_GetObjectItemCaseSensitive(j, "refresh_token");
+	if (!cJSON_IsObject(j))
+		snprintf(err, errlen, "token endpoint answer is not a JSON object");
+	else if (!cJSON_IsString(at) || strlen(at->valuestring) >= toklen ||
+	    strlen(at->valuestring) >= CREDTOK_TOKEN_MAX || !b64token_ok(at->valuestring))
+		snprintf(err, errlen, "token endpoint returned no usable access_token");
+	else if (!cJSON_IsString(tt) || strcasecmp(tt->valuestring, "bearer") != 0)
+		snprintf(err, errlen, "token endpoint returned a token_type other than bearer");
+	else if (ei != NULL && (!cJSON_IsNumber(ei) || ei->valuedouble < 1 ||
+	    ei->valuedouble > (double)CREDTOK_TTL_MAX))
+		snprintf(err, errlen, "token endpoint returned a bad expires_in");
+	else if (r != NULL && (!cJSON_IsString(r) || strlen(r->valuestring) >= rtlen ||
+	    strlen(r->valuestring) >= CREDTOK_TOKEN_MAX || !vschar_ok(r->valuestring)))
+		snprintf(err, errlen, "token endpoint returned a bad refresh_token");
+	else {
+		snprintf(tok, toklen, "%s", at->valuestring);
+		if (r != NULL)
+			snprintf(rt, rtlen, "%s", r->valuestring);
+		*ttl = ei != NULL ? (long)ei->valuedouble : CREDTOK_TTL_DEFAULT;
+		rc = 0;
+	}
+	if (cJSON_IsString(at))
+		OPENSSL_cleanse(at->valuestring, strlen(at->valuestring));
+	if (cJSON_IsString(r))
+		OPENSSL_cleanse(r->valuestring, strlen(r->valuestring));
+	cJSON_Delete(j);
+	return rc;
+}
+
+void
+credtok_error_code(const char *body, size_t n, char *out, size_t outlen)
+{
+	cJSON *j, *e;
+
+	out[0] = '\0';
+	if (n > CREDTOK_RESP_MAX || (j = cJSON_ParseWithLength(body, n)) == NULL)
+		return;
+	e = cJSON_GetObjectItemCaseSensitive(j, "error");
+	/* RFC 6749 5.2: error is NQCHAR; kept only as a short code of [a-z_] */
+	if (cJSON_IsString(e) && strlen(e->valuestring) > 0 && strlen(e->valuestring) < 64 &&
+	    strspn(e->valuestring, "abcdefghijklmnopqrstuvwxyz_") == strlen(e->valuestring))
+		snprintf(out, outlen, "%s", e->valuestring);
+	cJSON_Delete(j);
+}
+
+const char *
+credtok_decl_check(const char *url, const char *client_id, const char *scope, char *err,
+    size_t errlen)
+{
+	const unsigned char *p;
+	size_t hl;
+
+	if (url == NULL || client_id == NULL) {
+		snprintf(err, errlen, "form oauth2 needs token_url and client_id");
+		return err;
+	}
+	for (p = (const unsigned char *)url; *p != '\0'; p++)
+		if (*p <= 0x20 || *p >= 0x7f)
+			break;
+	hl = strncmp(url, "https://", 8) == 0 ? strcspn(url + 8, "/?#") : 0;
+	if (*p != '\0' || strlen(url) > CREDTOK_URL_MAX || hl == 0 ||
+	    memchr(url + 8, '@', hl) != NULL || strchr(url, '#') != NULL) {
+		snprintf(err, errlen, "token_url must be an https:// URL with a host, no user "
+		    "info or fragment, at most %d printable bytes", CREDTOK_URL_MAX);
+		return err;
+	}
+	for (p = (const unsigned char *)client_id; *p != '\0'; p++)
+		if (*p < 0x20 || *p >= 0x7f)
+			break;
+	if (*p != '\0' || *client_id == '\0' || strlen(client_id) > CREDTOK_CLIENT_MAX) {
+		snprintf(err, errlen, "client_id must be 1-%d printable bytes", CREDTOK_CLIENT_MAX);
+		return err;
+	}
+	/* RFC 6749 3.3: scope-tokens of NQCHAR separated by single spaces */
+	if (scope != NULL) {
+		for (p = (const unsigned char *)scope; *p != '\0'; p++)
+			if (*p < 0x20 || *p >= 0x7f || *p == '"' || *p == '\\' ||
+			    (*p == ' ' && (p == (const unsigned char *)scope || p[1] == ' ' ||
+			    p[1] == '\0')))
+				break;
+		if (*p != '\0' || *scope == '\0' || strlen(scope) > CREDTOK_SCOPE_MAX) {
+			snprintf(err, errlen, "scope must be 1-%d bytes of space-separated scope "
+			    "tokens", CREDTOK_SCOPE_MAX);
+			return err;
+		}
+	}
+	return "";
+}
+
+/* ---- curl on libevent ---- */
+
+static void check_done(struct credtok *t);
+
+static void
+sock_cb_ev(evutil_socket_t fd, short what, void *arg)
+{
+	struct credtok *t = arg;
+	int running, flags = 0;
+
+	if (what & EV_READ)
+		flags |= CURL_CSELECT_IN;
+	if (what & EV_WRITE)
+		flags |= CURL_CSELECT_OUT;
+	curl_multi_socket_action(t->multi, fd, flags, &running);
+	check_done(t);
+}
+
+static int
+sock_cb(CURL *e, curl_socket_t s, int what, void *userp, void *socketp)
+{
+	struct credtok *t = userp;
+	struct sockev *se = socketp;
+	short kind;
+
+	(void)e;
+	if (what == CURL_POLL_REMOVE) {
+		if (se != NULL) {
+			event_free(se->ev);
+			free(se);
+			curl_multi_assign(t->multi, s, NULL);
+		}
+		return 0;
+	}
+	kind = (short)(((what & CURL_POLL_IN) ? EV_READ : 0) |
+	    ((what & CURL_POLL_OUT) ? EV_WRITE : 0) | EV_PERSIST);
+	if (se == NULL) {
+		se = xcalloc(1, sizeof(*se));
+		curl_multi_assign(t->multi, s, se);
+	} else
+		event_free(se->ev);
+	se->ev = event_new(t->base, s, kind, sock_cb_ev, t);
+	event_add(se->ev, NULL);
+	return 0;
+}
+
+static void
+timer_cb_ev(evutil_socket_t fd, short what, void *arg)
+{
+	struct credtok *t = arg;
+	int running;
+
+	(void)fd;
+	(void)what;
+	curl_multi_socket_action(t->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+	check_done(t);
+}
+
+static int
+timer_cb(CURLM *m, long ms, void *userp)
+{
+	struct credtok *t = userp;
+	struct timeval tv;
+
+	(void)m;
+	if (ms < 0) {
+		evtimer_del(t->timer);
+		return 0;
+	}
+	tv.tv_sec = ms / 1000;
+	tv.tv_usec = (ms % 1000) * 1000;
+	evtimer_add(t->timer, &tv);
+	return 0;
+}
+
+static size_t
+write_cb(char *p, size_t size, size_t n, void *arg)
+{
+	struct fetch *f = arg;
+
+	if (buf_add(&f->resp, p, size * n) == -1)
+		return 0;	/* larger than CREDTOK_RESP_MAX: abort */
+	return size * n;
+}
+
+static CURLcode
+sslctx_cb(CURL *e, void *sslctx, void *arg)
+{
+	const char *bundle = arg;
+	X509_STORE *st = SSL_CTX_get_cert_store(sslctx);
+
+	(void)e;
+	if (bundle != NULL && X509_STORE_load_file(st, bundle) != 1) {
+		ERR_clear_error();
+		return CURLE_SSL_CACERT_BADFILE;
+	}
+	return CURLE_OK;
+}
+
+struct credtok *
+credtok_new(struct event_base *base, const struct pconf *conf, struct auditq *aq)
+{
+	struct credtok *t = xcalloc(1, sizeof(*t));
+	char entry[400], a[INET6_ADDRSTRLEN];
+	size_t i;
+
+	pthread_once(&curl_once, curl_init_once);
+	t->base = base;
+	t->conf = conf;
+	t->aq = aq;
+	t->multi = curl_multi_init();
+	t->timer = evtimer_new(base, timer_cb_ev, t);
+	curl_multi_setopt(t->multi, CURLMOPT_SOCKETFUNCTION, sock_cb);
+	curl_multi_setopt(t->multi, CURLMOPT_SOCKETDATA, t);
+	curl_multi_setopt(t->multi, CURLMOPT_TIMERFUNCTION, timer_cb);
+	curl_multi_setopt(t->multi, CURLMOPT_TIMERDATA, t);
+	for (i = 0; i < conf->nresolve; i++) {
+		const struct resolve_entry *r = &conf->resolve[i];
+		const struct sockaddr *sa = (const struct sockaddr *)&r->ss;
+
+		if (sa->sa_family == AF_INET) {
+			inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, a, sizeof(a));
+			snprintf(entry, sizeof(entry), "%s:%s:%u", r->hostport, a,
+			    ntohs(((const struct sockaddr_in *)sa)->sin_port));
+		} else {
+			inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, a, sizeof(a));
+			snprintf(entry, sizeof(entry), "%s:[%s]:%u", r->hostport, a,
+			    ntohs(((const struct sockaddr_in6 *)sa)->sin6_port));
+		}
+		t->resolve = curl_slist_append(t->resolve, entry);
+	}
+	return t;
+}
+
+static void
+wipe_str(char *s)
+{
+	if (s == NULL)
+		return;
+	OPENSSL_cleanse(s, strlen(s));
+	free(s);
+}
+
+/* Unlinks f from its worker's list and frees it; an owned flight is released. */
+static void
+fetch_free(struct fetch *f)
+{
+	struct fetch **pp;
+	struct waiter *w, *n;
+
+	for (pp = &f->t->fetches; *pp != NULL; pp = &(*pp)->next)
+		if (*pp == f) {
+			*pp = f->next;
+			break;
+		}
+	if (f->owner) {
+		struct tstate *s;
+
+		pthread_mutex_lock(&mtx);
+		if ((s = state_locked(f->key, 0)) != NULL)
+			s->flying = 0;
+		pthread_mutex_unlock(&mtx);
+	}
+	for (w = f->waiters; w != NULL; w = n) {
+		n = w->next;
+		free(w);
+	}
+	if (f->easy != NULL) {
+		curl_multi_remove_handle(f->t->multi, f->easy);
+		curl_easy_cleanup(f->easy);
+	}
+	curl_slist_free_all(f->hdrs);
+	if (f->poll != NULL)
+		event_free(f->poll);
+	wipe_str(f->auth);
+	wipe_str(f->body);
+	wipe_str(f->refresh0);
+	free(f->scope);
+	free(f->refresh_path);
+	if (f->resp.p != NULL)
+		OPENSSL_cleanse(f->resp.p, f->resp.len);
+	buf_free(&f->resp);
+	OPENSSL_cleanse(f->rt_sent, sizeof(f->rt_sent));
+	free(f);
+}
+
+void
+credtok_free(struct credtok *t)
+{
+	if (t == NULL)
+		return;
+	while (t->fetches != NULL)
+		fetch_free(t->fetches);
+	curl_multi_cleanup(t->multi);
+	event_free(t->timer);
+	curl_slist_free_all(t->resolve);
+	free(t);
+}
+
+/* Calls f's waiters (err NULL: the token is in the table), then frees f. */
+static void
+fetch_complete(struct fetch *f, const char *err)
+{
+	struct waiter *w = f->waiters, *n;
+
+	f->waiters = NULL;	/* a waiter may start a new fetch */
+	fetch_free(f);
+	for (; w != NULL; w = n) {
+		n = w->next;
+		w->cb(w->arg, err);
+		free(w);
+	}
+}
+
+/* The audit line of one exchange. */
+static void
+audit_exchange(struct fetch *f, const char *grant, long status, const char *err)
+{
+	struct audit_rec a;
+
+	if (f->t->aq == NULL)
+		return;
+	memset(&a, 0, sizeof(a));
+	a.host = f->host;
+	a.type = "token";
+	a.method = grant;
+	a.status = (int)status;
+	a.creds = f->name;
+	a.reason = err != NULL ? "token_failed" : NULL;
+	a.detail = err;
+	audit_token(f->t->aq, &a);
+}
+
+/*
+ * Writes rt to path atomically (a temporary file beside it, fsync,
+ * rename), mode 0600. 0, or -1 (logged; the token stays in memory).
+ */
+static int
+writeback(const char *path, const char *rt)
+{
+	char tmp[4200];
+	size_t n = strlen(rt);
+	int fd, rc = -1;
+
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.XXXXXX", path) >= sizeof(tmp))
+		goto out;
+	if ((fd = mkstemp(tmp)) == -1)
+		goto out;
+	if (write(fd, rt, n) != (ssize_t)n || write(fd, "\n", 1) != 1 || fsync(fd) == -1) {
+		close(fd);
+		unlink(tmp);
+		goto out;
+	}
+	if (close(fd) == -1 || rename(tmp, path) == -1) {
+		unlink(tmp);
+		goto out;
+	}
+	rc = 0;
+out:
+	if (rc == -1)
+		log_warn("oauth2 refresh token: cannot write it back to %s (kept in memory)", path);
+	return rc;
+}
+
+/* The exchange of f finished (cc, the answer in f->resp). */
+static void
+fetch_done(struct fetch *f, CURLcode cc)
+{
+	char err[384], code[64], tok[CREDTOK_TOKEN_MAX], rt[CREDTOK_TOKEN_MAX];
+	const char *grant = f->rt_sent[0] != '\0' ? "refresh_token" : "client_credentials";
+	long status = 0, ttl = 0;
+	long long now = mono_ms(), margin, d;
+	struct tstate *s;
+	unsigned k;
+
+	err[0] = '\0';
+	curl_easy_getinfo(f->easy, CURLINFO_RESPONSE_CODE, &status);
+	if (cc != CURLE_OK)
+		snprintf(err, sizeof(err), "token request failed: %s",
+		    f->errbuf[0] != '\0' ? f->errbuf : curl_easy_strerror(cc));
+	else if (status != 200) {
+		credtok_error_code(f->resp.p != NULL ? f->resp.p : "", f->resp.len, code,
+		    sizeof(code));
+		snprintf(err, sizeof(err), "token endpoint answered HTTP %ld%s%s%s", status,
+		    code[0] != '\0' ? " (" : "", code, code[0] != '\0' ? ")" : "");
+	} else
+		(void)credtok_parse(f->resp.p != NULL ? f->resp.p : "", f->resp.len, tok,
+		    sizeof(tok), &ttl, rt, sizeof(rt), err, sizeof(err));
+	pthread_mutex_lock(&mtx);
+	s = state_locked(f->key, 1);	/* flying: never evicted, found */
+	if (s != NULL) {
+		s->flying = 0;
+		if (err[0] == '\0') {
+			margin = ttl * 1000 / 4 < CREDTOK_MARGIN_MS ? ttl * 1000 / 4 : CREDTOK_MARGIN_MS;
+			snprintf(s->tok, sizeof(s->tok), "%s", tok);
+			s->until_ms = now + ttl * 1000 - margin;
+			s->fails = 0;
+			s->backoff_ms = 0;
+			s->err[0] = '\0';
+			if (rt[0] != '\0' && f->rt_sent[0] != '\0' && strcmp(rt, f->rt_sent) != 0) {
+				snprintf(s->rt, sizeof(s->rt), "%s", rt);
+				/* Under mtx: two rotations are written in their order. */
+				if (f->refresh_path != NULL)
+					(void)writeback(f->refresh_path, rt);
+			}
+		} else {
+			s->fails++;
+			d = (long long)CREDTOK_BACKOFF_MIN_S * 1000;
+			for (k = 1; k < s->fails && d < (long long)CREDTOK_BACKOFF_MAX_S * 1000; k++)
+				d *= 2;
+			if (d > (long long)CREDTOK_BACKOFF_MAX_S * 1000)
+				d = (long long)CREDTOK_BACKOFF_MAX_S * 1000;
+			s->backoff_ms = now + d;
+			snprintf(s->err, sizeof(s->err), "%s", err);
+		}
+	}
+	pthread_mutex_unlock(&mtx);
+	f->owner = 0;
+	OPENSSL_cleanse(tok, sizeof(tok));
+	OPENSSL_cleanse(rt, sizeof(rt));
+	atomic_fetch_add(err[0] != '\0' ? &credtok_requests_failed : &credtok_requests_ok, 1);
+	audit_exchange(f, grant, status, err[0] != '\0' ? err : NULL);
+	if (err[0] != '\0')
+		log_warnx("oauth2 token for credential=%s host=%s grant=%s: %s (backing off)",
+		    f->name, f->host, grant, err);
+	else
+		log_info("oauth2 token for credential=%s host=%s grant=%s obtained, expires_in=%ld",
+		    f->name, f->host, grant, ttl);
+	if (err[0] != '\0') {
+		char msg[512];
+
+		snprintf(msg, sizeof(msg), "oauth2 credential %s: %s", f->name, err);
+		fetch_complete(f, msg);
+	} else
+		fetch_complete(f, NULL);
+}
+
+static void
+check_done(struct credtok *t)
+{
+	CURLMsg *m;
+	int left;
+	void *p;
+
+	while ((m = curl_multi_info_read(t->multi, &left)) != NULL) {
+		if (m->msg != CURLMSG_DONE)
+			continue;
+		p = NULL;
+		curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&p);
+		if (p != NULL)
+			fetch_done(p, m->data.result);
+	}
+}
+
+/* Sends f's exchange (f owns the flight; rt: the refresh token to present, or ""). 0 or -1. */
+static int
+fetch_send(struct fetch *f, const char *rt, char *err, size_t errlen)
+{
+	struct credtok *t = f->t;
+	struct buf b;
+	int bad = 0;
+
+	snprintf(f->rt_sent, sizeof(f->rt_sent), "%s", rt);
+	buf_init(&b, (size_t)3 * CREDTOK_TOKEN_MAX + 3 * CREDTOK_SCOPE_MAX + 128);
+	if (rt[0] != '\0') {
+		bad |= buf_addstr(&b, "grant_type=refresh_token&refresh_token=");
+		bad |= cred_put(&b, rt, strlen(rt), 1);
+	} else
+		bad |= buf_addstr(&b, "grant_type=client_credentials");
+	if (f->scope != NULL) {
+		bad |= buf_addstr(&b, "&scope=");
+		bad |= cred_put(&b, f->scope, strlen(f->scope), 1);
+	}
+	bad |= buf_add(&b, "", 1);
+	if (bad != 0) {
+		if (b.p != NULL)
+			OPENSSL_cleanse(b.p, b.len);
+		buf_free(&b);
+		snprintf(err, errlen, "token request too large");
+		return -1;
+	}
+	f->body = xstrdup(b.p);
+	OPENSSL_cleanse(b.p, b.len);
+	buf_free(&b);
+	buf_init(&f->resp, CREDTOK_RESP_MAX);
+	f->hdrs = curl_slist_append(f->hdrs, f->auth);
+	f->hdrs = curl_slist_append(f->hdrs, "Accept: application/json");
+	f->hdrs = curl_slist_append(f->hdrs, "Content-Type: application/x-www-form-urlencoded");
+	f->easy = curl_easy_init();
+	curl_easy_setopt(f->easy, CURLOPT_URL, f->url);
+	curl_easy_setopt(f->easy, CURLOPT_PRIVATE, f);
+	curl_easy_setopt(f->easy, CURLOPT_HTTPHEADER, f->hdrs);
+	curl_easy_setopt(f->easy, CURLOPT_POSTFIELDS, f->body);
+	curl_easy_setopt(f->easy, CURLOPT_USERAGENT, "egress-proxy");
+	curl_easy_setopt(f->easy, CURLOPT_FOLLOWLOCATION, 0L);
+	curl_easy_setopt(f->easy, CURLOPT_PROTOCOLS_STR, "https");
+	curl_easy_setopt(f->easy, CURLOPT_SSL_VERIFYPEER, 1L);
+	curl_easy_setopt(f->easy, CURLOPT_SSL_VERIFYHOST, 2L);
+	curl_easy_setopt(f->easy, CURLOPT_PROXY, "");
+	curl_easy_setopt(f->easy, CURLOPT_NOPROXY, "*");
+	curl_easy_setopt(f->easy, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(f->easy, CURLOPT_TIMEOUT_MS, (long)t->conf->hook_ms);
+	curl_easy_setopt(f->easy, CURLOPT_CONNECTTIMEOUT_MS, (long)t->conf->connect_ms);
+	curl_easy_setopt(f->easy, CURLOPT_WRITEFUNCTION, write_cb);
+	curl_easy_setopt(f->easy, CURLOPT_WRITEDATA, f);
+	curl_easy_setopt(f->easy, CURLOPT_ERRORBUFFER, f->errbuf);
+	if (t->resolve != NULL)
+		curl_easy_setopt(f->easy, CURLOPT_CONNECT_TO, t->resolve);
+	if (t->conf->upstream_ca_bundle != NULL) {
+		curl_easy_setopt(f->easy, CURLOPT_SSL_CTX_FUNCTION, sslctx_cb);
+		curl_easy_setopt(f->easy, CURLOPT_SSL_CTX_DATA, t->conf->upstream_ca_bundle);
+	}
+	if (curl_multi_add_handle(t->multi, f->easy) != CURLM_OK) {
+		snprintf(err, errlen, "cannot start the token request");
+		return -1;
+	}
+	return 0;
+}
+
+static void poll_cb(evutil_socket_t fd, short what, void *arg);
+
+/*
+ * Moves f on: serves its waiters from the table, takes the flight and
+ * sends, or (another worker's flight) polls again. Calls the waiters on
+ * the way out (f is then freed).
+ */
+static void
+fetch_step(struct fetch *f)
+{
+	char tok[CREDTOK_TOKEN_MAX], rt[CREDTOK_TOKEN_MAX], err[512];
+	struct timeval tv = { 0, CREDTOK_POLL_MS * 1000 };
+	long long now = mono_ms();
+	struct tstate *s;
+	int st;		/* 0: send; 1: token there; 2: poll; -1: err */
+
+	if (f->waiters == NULL) {
+		fetch_free(f);	/* nobody waits any more */
+		return;
+	}
+	pthread_mutex_lock(&mtx);
+	if ((s = state_locked(f->key, 1)) == NULL) {
+		snprintf(err, sizeof(err), "oauth2 credential %s: too many token exchanges at once",
+		    f->name);
+		st = -1;
+	} else if (state_token_locked(s, now, tok, sizeof(tok)))
+		st = 1;
+	else if (s->flying)
+		st = 2;
+	else if (state_backoff_locked(s, now, err, sizeof(err))) {
+		atomic_fetch_add(&credtok_backoff_refused, 1);
+		st = -1;
+	} else {
+		s->flying = 1;
+		f->owner = 1;
+		snprintf(rt, sizeof(rt), "%s", s->rt[0] != '\0' ? s->rt :
+		    f->refresh0 != NULL ? f->refresh0 : "");
+		st = 0;
+	}
+	pthread_mutex_unlock(&mtx);
+	OPENSSL_cleanse(tok, sizeof(tok));
+	switch (st) {
+	case 0:
+		if (fetch_send(f, rt, err, sizeof(err)) == 0)
+			break;
+		OPENSSL_cleanse(rt, sizeof(rt));
+		atomic_fetch_add(&credtok_requests_failed, 1);
+		fetch_complete(f, err);	/* releases the flight */
+		return;
+	case 1:
+		fetch_complete(f, NULL);
+		return;
+	case 2:
+		if (f->poll == NULL)
+			f->poll = evtimer_new(f->t->base, poll_cb, f);
+		evtimer_add(f->poll, &tv);
+		return;
+	default:
+		fetch_complete(f, err);
+		return;
+	}
+	OPENSSL_cleanse(rt, sizeof(rt));
+}
+
+static void
+poll_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	fetch_step(arg);
+}
+
+/* The host of an https:// URL (checked at declaration) into out. */
+static void
+url_host(const char *url, char *out, size_t outlen)
+{
+	const char *h = url + 8;
+
+	snprintf(out, outlen, "%.*s", (int)strcspn(h, "/?#"), h);
+}
+
+/*
+ * A new fetch of c's token key on t, with what its exchange needs copied
+ * (a reload may free c meanwhile).
+ */
+static struct fetch *
+fetch_new(struct credtok *t, const struct cred *c, const char *key)
+{
+	struct fetch *f = xcalloc(1, sizeof(*f));
+	struct buf pair;
+	char *enc;
+	int bad = 0;
+
+	f->t = t;
+	snprintf(f->key, sizeof(f->key), "%s", key);
+	snprintf(f->name, sizeof(f->name), "%s", c->name);
+	snprintf(f->url, sizeof(f->url), "%s", c->token_url);
+	url_host(c->token_url, f->host, sizeof(f->host));
+	f->scope = c->scope != NULL ? xstrdup(c->scope) : NULL;
+	f->refresh0 = c->refresh != NULL ? xstrdup(c->refresh) : NULL;
+	f->refresh_path = c->refresh_path != NULL ? xstrdup(c->refresh_path) : NULL;
+	/* RFC 6749 2.3.1: each part form-urlencoded, then Basic */
+	buf_init(&pair, (size_t)3 * (CREDTOK_CLIENT_MAX + CRED_VALUE_MAX) + 2);
+	bad |= cred_put(&pair, c->client_id, strlen(c->client_id), 1);
+	bad |= buf_add(&pair, ":", 1);
+	bad |= cred_put(&pair, c->value, strlen(c->value), 1);
+	ASSERT(bad == 0);	/* sized for the declared maxima */
+	enc = xmalloc(B64_ENC_LEN(pair.len) + 1);
+	enc[b64_encode(pair.p, pair.len, enc)] = '\0';
+	f->auth = xmalloc(strlen(enc) + 32);
+	snprintf(f->auth, strlen(enc) + 32, "Authorization: Basic %s", enc);
+	OPENSSL_cleanse(enc, strlen(enc));
+	free(enc);
+	OPENSSL_cleanse(pair.p, pair.len);
+	buf_free(&pair);
+	f->next = t->fetches;
+	t->fetches = f;
+	return f;
+}
+
+int
+credtok_get(struct credtok *t, struct cred *const *cs, size_t n, char **toks, char *err,
+    size_t errlen, credtok_cb cb, void *arg)
+{
+	char key[CT_KEY_MAX], tok[CREDTOK_TOKEN_MAX];
+	long long now = mono_ms();
+	struct tstate *s;
+	struct fetch *f;
+	struct waiter *w;
+	size_t i;
+	int have, busy;
+
+	for (i = 0; i < n; i++)
+		toks[i] = NULL;
+	for (i = 0; i < n; i++) {
+		if (cs[i]->form != CRED_OAUTH2)
+			continue;
+		token_key(cs[i], key);
+		have = busy = 0;
+		pthread_mutex_lock(&mtx);
+		if ((s = state_locked(key, 0)) != NULL) {
+			have = state_token_locked(s, now, tok, sizeof(tok));
+			busy = s->flying;
+			if (!have && !busy && state_backoff_locked(s, now, err, errlen))
+				have = -1;
+		}
+		pthread_mutex_unlock(&mtx);
+		if (have == 1) {
+			toks[i] = xstrdup(tok);
+			OPENSSL_cleanse(tok, sizeof(tok));
+			continue;
+		}
+		for (f = t->fetches; f != NULL; f = f->next)
+			if (strcmp(f->key, key) == 0)
+				break;
+		if (have == -1 && f == NULL) {
+			atomic_fetch_add(&credtok_backoff_refused, 1);
+			credtok_toks_free(toks, n);
+			return -1;
+		}
+		w = xcalloc(1, sizeof(*w));
+		w->cb = cb;
+		w->arg = arg;
+		if (f != NULL) {
+			w->next = f->waiters;
+			f->waiters = w;
+		} else {
+			f = fetch_new(t, cs[i], key);
+			f->waiters = w;
+			/* Never calls back from here: a waiter sees its result from the loop. */
+			if (f->poll == NULL)
+				f->poll = evtimer_new(t->base, poll_cb, f);
+			event_active(f->poll, EV_TIMEOUT, 0);
+		}
+		credtok_toks_free(toks, n);
+		return 1;
+	}
+	return 0;
+}
+
+void
+credtok_forget(struct credtok *t, void *arg)
+{
+	struct fetch *f;
+	struct waiter **pp, *w;
+
+	if (t == NULL)
+		return;
+	for (f = t->fetches; f != NULL; f = f->next)
+		for (pp = &f->waiters; *pp != NULL;) {
+			if ((*pp)->arg == arg) {
+				w = *pp;
+				*pp = w->next;
+				free(w);
+			} else
+				pp = &(*pp)->next;
+		}
+}
+
+void
+credtok_toks_free(char **toks, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		wipe_str(toks[i]);
+		toks[i] = NULL;
+	}
+}
+
+void
+credtok_invalidate(const struct cred *c)
+{
+	char key[CT_KEY_MAX];
+	struct tstate *s;
+
+	if (c->form != CRED_OAUTH2)
+		return;
+	token_key(c, key);
+	pthread_mutex_lock(&mtx);
+	if ((s = state_locked(key, 0)) != NULL) {
+		OPENSSL_cleanse(s->tok, sizeof(s->tok));
+		s->until_ms = 0;
+	}
+	pthread_mutex_unlock(&mtx);
+}
