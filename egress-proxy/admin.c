@@ -195,7 +195,8 @@ reply_ok(struct buf *r)
  * The register reply: ok, and the placeholders of the credentials the
  * sandbox may use, for the orchestrator to write into it (never a value):
  * {"ok":true,"credentials":{"npm":{"form":"bearer","hosts":[...],
- * "placeholder":"PXC..."}}}.
+ * "placeholder":"PXC...","client":{"npm":"https://...","scope":"@acme"}}}}
+ * (client: the file the credential feeds, when its declaration names one).
  */
 static void
 reply_registered(struct buf *r, const char *id, const cJSON *policy)
@@ -231,6 +232,17 @@ reply_registered(struct buf *r, const char *id, const cJSON *policy)
 		if (c[i]->token != NULL) {
 			cred_placeholder(credreq_key(), id, c[i]->name, CRED_PART_TOKEN, tph);
 			cJSON_AddStringToObject(one, "session_token", tph);
+		}
+		if (c[i]->client != CRED_CLIENT_NONE) {
+			cJSON *cl = cJSON_AddObjectToObject(one, "client");
+
+			/* checked at declaration: a URL, id, registry or profile */
+			cJSON_AddStringToObject(cl, cred_client_name(c[i]->client),
+			    c[i]->client_ref);
+			if (c[i]->client_scope != NULL)
+				cJSON_AddStringToObject(cl, "scope", c[i]->client_scope);
+			if (c[i]->form == CRED_SIGV4 && c[i]->nregions > 0)
+				cJSON_AddStringToObject(cl, "region", c[i]->regions[0]);
 		}
 		if (c[i]->nenv > 0) {
 			cJSON *env = cJSON_AddObjectToObject(one, "env");
