@@ -530,7 +530,10 @@ credreq_apply(struct hreq *r, struct cred *const *cs, size_t n, char *const *tok
 			continue;
 		s = cred_swap_text(sw, nsw, hd->data.p + h->vo, h->vl, is_auth(hd, r->cheld[i]), 0,
 		    &v);
-		if (s <= 0 || add_wiped(r, name, &v) == -1)
+		if (s == 0)
+			continue;	/* held for a credential not applied here (a registry
+					   credential's outside /v2/): dropped */
+		if (s < 0 || add_wiped(r, name, &v) == -1)
 			rc = -1;
 	}
 	for (k = 0; k < nsw; k++)

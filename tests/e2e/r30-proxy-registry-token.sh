@@ -104,6 +104,9 @@ check "curl -u carol:PLACEHOLDER tags/list: 200, the tag listed" bash -c "[ '$co
 code=$(curl -sS --max-time 20 --cacert "$T/export/ca.crt" -x "http://sb-r:s-r@127.0.0.1:$PP" \
 	-o "$T/cat.out" -w '%{http_code}' https://reg.test/v2/_catalog 2>&1)
 check "catalog (registry:catalog:*): 200, the repository listed" bash -c "[ '$code' = 200 ] && grep -q 'acme/tiny' '$T/cat.out'"
+code=$(curl -sS --max-time 20 --cacert "$T/export/ca.crt" -x "http://sb-r:s-r@127.0.0.1:$PP" \
+	-u "carol:$PH" -o "$T/v1.out" -w '%{http_code}' https://reg.test/v1/_ping 2>&1)
+check "outside /v2/ (the v1 ping) with the placeholder pair: forwarded without it, the registry's 404" test "$code" = 404
 check "the registry authenticated carol (the token's subject) on the proxied requests" \
 	grep -q 'auth.user.name="\?carol' "$T/registry-token.log"
 check "the registry never challenged the client: no 401 in the proxy's audit for reg.test" \
@@ -189,7 +192,7 @@ check "metrics: the failed exchange counted" test "$(metric 'egress_proxy_oauth_
 
 # ---- nothing secret where the sandbox looks ----
 check "no token (a JWT) or password in what skopeo and curl got or wrote (outputs, auth file, home, register reply)" \
-	bash -c "! grep -rqE -- 'eyJ[A-Za-z0-9_-]{8,}|$REAL_PW' '$T'/push.out '$T'/pull.out '$T'/inspect*.out '$T'/tags.out '$T'/cat.out '$T'/h.out '$T'/bad*.out '$T'/reg-r.json '$T'/reg-b.json '$T/reg-home' '$T/reg-auth.json' '$T/back' 2>/dev/null"
+	bash -c "! grep -rqE -- 'eyJ[A-Za-z0-9_-]{8,}|$REAL_PW' '$T'/push.out '$T'/pull.out '$T'/inspect*.out '$T'/tags.out '$T'/cat.out '$T'/v1.out '$T'/h.out '$T'/bad*.out '$T'/reg-r.json '$T'/reg-b.json '$T/reg-home' '$T/reg-auth.json' '$T/back' 2>/dev/null"
 check "no token or password in the proxy's log, stderr or audit log" \
 	bash -c "! grep -qE -- 'eyJ[A-Za-z0-9_-]{8,}\.|$REAL_PW' '$T/proxy.log' '$T/stderr' '$T/audit.jsonl'"
 check "the proxy still runs" kill -0 "$PX_PID"
