@@ -142,6 +142,18 @@ check "tokens cached: $nreal realm requests for $nreg registry requests" test "$
 check "audit: token exchanges with grant registry and the scope" \
 	grep -q '"type":"token".*"grant":"registry".*"credentials":"registry".*"scope":"repository:acme/tiny:pull,push"' "$T/audit.jsonl"
 
+# ---- a repository carol may only read, pushed to: the registry's 401 drops that scope's token ----
+nd0=$("$PY" -c 'import sys; print(sum(1 for l in open(sys.argv[1]) if "repository:other/x:pull,push" in l))' "$REGTOKEN_LOG")
+for i in 1 2; do
+	curl -sS --max-time 20 --cacert "$T/export/ca.crt" -x "http://sb-r:s-r@127.0.0.1:$PP" \
+		-X POST -o "$T/denied$i.out" -w '%{http_code}\n' https://reg.test/v2/other/x/blobs/uploads/ >>"$T/denied.codes" 2>&1
+done
+check "a push the realm grants no push for: the registry's 401 reaches the client ($(sort -u "$T/denied.codes" | tr "\n" " "); $(head -c 300 "$T/denied1.out"))" \
+	test "$(sort -u "$T/denied.codes")" = 401
+nd=$("$PY" -c 'import sys; print(sum(1 for l in open(sys.argv[1]) if "repository:other/x:pull,push" in l))' "$REGTOKEN_LOG")
+check "the 401 dropped that scope's token: asked for again ($((nd - nd0)) realm requests for 2)" test "$((nd - nd0))" = 2
+check "the proxy logged the drop" grep -q 'credential=registry: the API answered 401' "$T/proxy.log" "$T/stderr"
+
 # ---- hostile names: refused by the proxy, nothing fetched or forwarded ----
 hcode() { curl -sS --path-as-is --max-time 20 --cacert "$T/export/ca.crt" -x "http://sb-r:s-r@127.0.0.1:$PP" \
 	-o "$T/h.out" -w '%{http_code}' "$@" 2>&1; }
@@ -192,7 +204,7 @@ check "metrics: the failed exchange counted" test "$(metric 'egress_proxy_oauth_
 
 # ---- nothing secret where the sandbox looks ----
 check "no token (a JWT) or password in what skopeo and curl got or wrote (outputs, auth file, home, register reply)" \
-	bash -c "! grep -rqE -- 'eyJ[A-Za-z0-9_-]{8,}|$REAL_PW' '$T'/push.out '$T'/pull.out '$T'/inspect*.out '$T'/tags.out '$T'/cat.out '$T'/v1.out '$T'/h.out '$T'/bad*.out '$T'/reg-r.json '$T'/reg-b.json '$T/reg-home' '$T/reg-auth.json' '$T/back' 2>/dev/null"
+	bash -c "! grep -rqE -- 'eyJ[A-Za-z0-9_-]{8,}|$REAL_PW' '$T'/push.out '$T'/pull.out '$T'/inspect*.out '$T'/tags.out '$T'/cat.out '$T'/v1.out '$T'/denied*.out '$T'/h.out '$T'/bad*.out '$T'/reg-r.json '$T'/reg-b.json '$T/reg-home' '$T/reg-auth.json' '$T/back' 2>/dev/null"
 check "no token or password in the proxy's log, stderr or audit log" \
 	bash -c "! grep -qE -- 'eyJ[A-Za-z0-9_-]{8,}\.|$REAL_PW' '$T/proxy.log' '$T/stderr' '$T/audit.jsonl'"
 check "the proxy still runs" kill -0 "$PX_PID"
