@@ -195,7 +195,8 @@ reply_ok(struct buf *r)
  * The register reply: ok, and the placeholders of the credentials the
  * sandbox may use, for the orchestrator to write into it (never a value):
  * {"ok":true,"credentials":{"npm":{"form":"bearer","hosts":[...],
- * "placeholder":"PXC..."}}}.
+ * "placeholder":"PXC...","client":{"npm":"https://...","scope":"@acme"}}}}
+ * (client: the file the credential feeds, when its declaration names one).
  */
 static void
 reply_registered(struct buf *r, const char *id, const cJSON *policy)
@@ -203,7 +204,7 @@ reply_registered(struct buf *r, const char *id, const cJSON *policy)
 	struct addon_src *src = proxy_addons();
 	struct credset *cs = src != NULL ? addon_src_creds(src) : NULL;
 	struct cred *c[CREDSET_MAX];
-	char ph[CRED_PH_LEN + 1], kid[CRED_PH_LEN + 1];
+	char ph[CRED_PH_LEN + 1], kid[CRED_PH_LEN + 1], tph[CRED_PH_LEN + 1] = "";
 	cJSON *o, *all, *one, *hosts;
 	size_t n, i, k;
 	char *s;
@@ -228,17 +229,34 @@ reply_registered(struct buf *r, const char *id, const cJSON *policy)
 		cJSON_AddStringToObject(one, "placeholder", ph);
 		if (c[i]->form == CRED_SIGV4)
 			cJSON_AddStringToObject(one, "key_id", kid);
+		if (c[i]->token != NULL) {
+			cred_placeholder(credreq_key(), id, c[i]->name, CRED_PART_TOKEN, tph);
+			cJSON_AddStringToObject(one, "session_token", tph);
+		}
+		if (c[i]->client != CRED_CLIENT_NONE) {
+			cJSON *cl = cJSON_AddObjectToObject(one, "client");
+
+			/* checked at declaration: a URL, id, registry or profile */
+			cJSON_AddStringToObject(cl, cred_client_name(c[i]->client),
+			    c[i]->client_ref);
+			if (c[i]->client_scope != NULL)
+				cJSON_AddStringToObject(cl, "scope", c[i]->client_scope);
+			if (c[i]->form == CRED_SIGV4 && c[i]->nregions > 0)
+				cJSON_AddStringToObject(cl, "region", c[i]->regions[0]);
+		}
 		if (c[i]->nenv > 0) {
 			cJSON *env = cJSON_AddObjectToObject(one, "env");
 
-			/* "NAME" gets the placeholder, "NAME=key_id" the key id's */
+			/* "NAME" gets the placeholder, "NAME=key_id" the key id's,
+			 * "NAME=session_token" the session token's */
 			for (k = 0; k < c[i]->nenv; k++) {
 				char var[80];
 				const char *eq = strchr(c[i]->env[k], '=');
 
 				snprintf(var, sizeof(var), "%.*s", eq != NULL ? (int)(eq -
 				    c[i]->env[k]) : (int)strlen(c[i]->env[k]), c[i]->env[k]);
-				cJSON_AddStringToObject(env, var, eq != NULL ? kid : ph);
+				cJSON_AddStringToObject(env, var, eq == NULL ? ph :
+				    strcmp(eq, "=key_id") == 0 ? kid : tph);
 			}
 		}
 	}

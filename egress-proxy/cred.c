@@ -281,6 +281,8 @@ cred_free(struct cred *c)
 	for (i = 0; i < c->nservices; i++)
 		free(c->services[i]);
 	free(c->field);
+	free(c->client_ref);
+	free(c->client_scope);
 	free(c->spec);
 	free(c->addon);
 	free(c->token_url);
@@ -343,6 +345,14 @@ const char *
 cred_form_name(enum cred_form f)
 {
 	return (size_t)f < sizeof(form_names) / sizeof(form_names[0]) ? form_names[f] : "?";
+}
+
+const char *
+cred_client_name(enum cred_client k)
+{
+	static const char *const names[] = { "", "npm", "pip", "maven", "docker", "aws" };
+
+	return (size_t)k < sizeof(names) / sizeof(names[0]) ? names[k] : "";
 }
 
 char *

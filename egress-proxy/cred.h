@@ -38,6 +38,7 @@
 #define CRED_FIELD_MAX		64	/* a header or query parameter name */
 #define CRED_ENV_MAX		8	/* environment variables set to the placeholder */
 #define CRED_SCOPE_MAX		16	/* regions or services a sigv4 credential serves */
+#define CRED_CLIENT_MAX		256	/* a client file's URL, server id, registry or profile */
 
 enum cred_form {
 	CRED_BEARER,	/* Authorization: Bearer VALUE */
@@ -50,6 +51,22 @@ enum cred_form {
 	CRED_REGISTRY	/* Authorization: Bearer T, T from an OCI/Docker registry's
 			   token endpoint (the realm) for the request's scope
 			   (regscope.h, credtok.c); USER and VALUE the realm's Basic pair */
+};
+
+/*
+ * The client configuration file a credential feeds in the sandbox's home
+ * (its declaration's "client"; the orchestrator writes the file): which
+ * client, and ref, what the file names (checked at declaration, so it
+ * never needs escaping): npm and pip a https URL on one of the hosts,
+ * maven a server id, docker a registry "host[:port]", aws a profile.
+ */
+enum cred_client {
+	CRED_CLIENT_NONE,
+	CRED_CLIENT_NPM,	/* ~/.npmrc: //host/path/:_authToken= (bearer) */
+	CRED_CLIENT_PIP,	/* ~/.config/pip/pip.conf: index-url with user:placeholder (basic) */
+	CRED_CLIENT_MAVEN,	/* ~/.m2/settings.xml: a <server> (basic) */
+	CRED_CLIENT_DOCKER,	/* ~/.docker/config.json: an auths entry (basic) */
+	CRED_CLIENT_AWS		/* ~/.aws/credentials and config: a profile (sigv4) */
 };
 
 /* What a sandbox gets a placeholder for. */
@@ -78,6 +95,9 @@ struct cred {
 	size_t		 nregions;
 	char		*services[CRED_SCOPE_MAX];	/* sigv4: the services (none: any) */
 	size_t		 nservices;
+	enum cred_client client;	/* the client file it feeds, or NONE */
+	char		*client_ref;	/* its URL, server id, registry or profile */
+	char		*client_scope;	/* npm: the "@scope" the URL serves, or NULL */
 	/* oauth2 and registry (credtok.h): where tokens come from and how they are asked for */
 	char		*token_url;	/* https:// only; registry: the realm */
 	char		*service;	/* registry: the realm's service parameter */
@@ -115,6 +135,8 @@ void	cred_free(struct cred *);
  */
 int	cred_form_parse(const char *s, enum cred_form *out);
 const char *cred_form_name(enum cred_form);
+/* "npm", "pip", "maven", "docker", "aws" (the declaration's keys), or "". */
+const char *cred_client_name(enum cred_client);
 /*
  * Reads a secret from spec: "env:NAME" (the proxy's environment) or
  * "file:PATH" (its content, a trailing newline cut). The value (caller

@@ -69,6 +69,160 @@ decl_names(lua_State *L, const char *name, const char *k, char **v, size_t *nv, 
 }
 
 /*
+ * Whether url is "https://HOST[:PORT]/PATH" with HOST one of c's hosts
+ * (lower case), PORT 1-65535 and PATH of [A-Za-z0-9._~/+-] ending in '/'
+ * when slash is set: nothing a config file's syntax could read as its own
+ * (no space, quote, '#', ';', '=', '<', '&', newline). 1 or 0.
+ */
+static int
+decl_url_ok(const struct cred *c, const char *url, int slash)
+{
+	char host[254];
+	const char *h, *p;
+	size_t hl, pl;
+	long port = 0;
+
+	if (strncmp(url, "https://", 8) != 0 || strlen(url) > CRED_CLIENT_MAX)
+		return 0;
+	h = url + 8;
+	hl = strspn(h, "abcdefghijklmnopqrstuvwxyz0123456789.-");
+	if (hl == 0 || hl >= sizeof(host))
+		return 0;
+	p = h + hl;
+	if (*p == ':') {
+		for (p++; *p >= '0' && *p <= '9' && port <= 65535; p++)
+			port = port * 10 + (*p - '0');
+		if (port < 1 || port > 65535)
+			return 0;
+	}
+	pl = strlen(p);
+	if (*p != '/' || strspn(p, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	    "0123456789._~/+-") != pl || strstr(p, "//") != NULL ||
+	    (slash && p[pl - 1] != '/'))
+		return 0;
+	memcpy(host, h, hl);
+	host[hl] = '\0';
+	return cred_host_ok(c, host);
+}
+
+/*
+ * The declaration's "client" (the table at the top of L) into c, whose
+ * form and hosts are read: one of npm = URL (with scope = "@scope"),
+ * pip = URL, maven = server id, docker = "host[:port]", aws = profile.
+ * 0, or -1 with err.
+ */
+static int
+decl_client(lua_State *L, struct cred *c, char *err, size_t errlen)
+{
+	static const struct {
+		const char	*key;
+		enum cred_client k;
+		enum cred_form	 form;
+		const char	*what;
+	} kinds[] = {
+		{ "npm", CRED_CLIENT_NPM, CRED_BEARER, "a https URL on one of hosts, ending in '/'" },
+		{ "pip", CRED_CLIENT_PIP, CRED_BASIC, "a https URL on one of hosts, ending in '/'" },
+		{ "maven", CRED_CLIENT_MAVEN, CRED_BASIC, "a server id: 1-64 of A-Za-z0-9._-" },
+		{ "docker", CRED_CLIENT_DOCKER, CRED_BASIC, "a registry, host[:port], one of hosts" },
+		{ "aws", CRED_CLIENT_AWS, CRED_SIGV4, "a profile name: 1-64 of A-Za-z0-9_-" },
+	};
+	const char *v = NULL, *scope = NULL, *key;
+	size_t i, k = sizeof(kinds) / sizeof(kinds[0]), nset = 0;
+	int ok = 0;
+
+	lua_getfield(L, -1, "client");
+	if (lua_isnil(L, -1)) {
+		lua_pop(L, 1);
+		return 0;
+	}
+	if (!lua_istable(L, -1)) {
+		lua_pop(L, 1);
+		snprintf(err, errlen, "%s: client is a table, e.g. { npm = \"https://npm.example/\" }",
+		    c->name);
+		return -1;
+	}
+	/* every key is one we know (a typo must not pass silently) */
+	lua_pushnil(L);
+	while (lua_next(L, -2) != 0) {
+		key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
+		for (i = 0; key != NULL && i < sizeof(kinds) / sizeof(kinds[0]); i++)
+			if (strcmp(key, kinds[i].key) == 0)
+				break;
+		if (key == NULL || (i == sizeof(kinds) / sizeof(kinds[0]) &&
+		    strcmp(key, "scope") != 0) || lua_type(L, -1) != LUA_TSTRING) {
+			lua_pop(L, 3);
+			snprintf(err, errlen, "%s: client keys are npm, pip, maven, docker, aws "
+			    "and scope, each a string", c->name);
+			return -1;
+		}
+		if (strcmp(key, "scope") == 0)
+			scope = lua_tostring(L, -1);
+		else {
+			k = i;
+			v = lua_tostring(L, -1);
+			nset++;
+		}
+		lua_pop(L, 1);
+	}
+	if (nset != 1) {
+		lua_pop(L, 1);
+		snprintf(err, errlen, "%s: client names one client (npm, pip, maven, docker or aws)",
+		    c->name);
+		return -1;
+	}
+	if (c->form != kinds[k].form) {
+		lua_pop(L, 1);
+		snprintf(err, errlen, "%s: client %s needs form %s", c->name, kinds[k].key,
+		    cred_form_name(kinds[k].form));
+		return -1;
+	}
+	if (scope != NULL && (kinds[k].k != CRED_CLIENT_NPM || scope[0] != '@' ||
+	    strlen(scope) < 2 || strlen(scope) > 64 ||
+	    strspn(scope + 1, "abcdefghijklmnopqrstuvwxyz0123456789._-") != strlen(scope) - 1)) {
+		lua_pop(L, 1);
+		snprintf(err, errlen, "%s: client scope is npm's \"@scope\" (lower case, "
+		    "digits, '.', '_', '-')", c->name);
+		return -1;
+	}
+	switch (kinds[k].k) {
+	case CRED_CLIENT_NPM:
+	case CRED_CLIENT_PIP:
+		ok = decl_url_ok(c, v, 1);
+		break;
+	case CRED_CLIENT_MAVEN:
+		ok = *v != '\0' && strlen(v) <= 64 &&
+		    strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") ==
+		    strlen(v);
+		break;
+	case CRED_CLIENT_DOCKER: {
+		char u[CRED_CLIENT_MAX + 16];
+
+		snprintf(u, sizeof(u), "https://%s/", v);
+		ok = strlen(v) <= 253 + 6 && strchr(v, '/') == NULL && decl_url_ok(c, u, 1);
+		break;
+	}
+	case CRED_CLIENT_AWS:
+		ok = *v != '\0' && strlen(v) <= 64 &&
+		    strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-") ==
+		    strlen(v);
+		break;
+	default:
+		break;
+	}
+	if (!ok) {
+		lua_pop(L, 1);
+		snprintf(err, errlen, "%s: client %s is %s", c->name, kinds[k].key, kinds[k].what);
+		return -1;
+	}
+	c->client = kinds[k].k;
+	c->client_ref = xstrdup(v);
+	if (scope != NULL)
+		c->client_scope = xstrdup(scope);
+	lua_pop(L, 1);
+	return 0;
+}
+
+/*
  * The oauth2 fields of declaration name (the table at the top of L) into
  * c: token_url, client_id, scope, refresh (env: or file:, read now) and
  * refresh_write (write a rotated refresh token back to refresh's file).
@@ -200,8 +354,15 @@ decl_cred(lua_State *L, const char *addon, char *err, size_t errlen)
 		    name);
 		goto fail;
 	}
-	if (token != NULL) {
-		snprintf(err, errlen, "%s: session tokens (token) are not served yet", name);
+	if (token != NULL && c->form != CRED_SIGV4) {
+		snprintf(err, errlen, "%s: token (an AWS session token) is for form sigv4", name);
+		goto fail;
+	}
+	if (token != NULL && ((c->token = cred_secret_read(token, why2, sizeof(why2))) == NULL ||
+	    strlen(c->token) < 16 || strspn(c->token, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnop"
+	    "qrstuvwxyz0123456789+/=") != strlen(c->token))) {
+		snprintf(err, errlen, "%s: token: %s", name, c->token == NULL ? why2 :
+		    "an AWS session token is 16 or more of A-Z a-z 0-9 + / =");
 		goto fail;
 	}
 	if (c->form == CRED_SIGV4 && ((c->user = cred_secret_read(key_id, why2,
@@ -251,11 +412,15 @@ decl_cred(lua_State *L, const char *addon, char *err, size_t errlen)
 
 		lua_geti(L, -1, k);
 		e = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
-		/* "NAME", or "NAME=key_id" for a sigv4 credential's access key id */
+		/*
+		 * "NAME", or for a sigv4 credential "NAME=key_id" (the access
+		 * key id's placeholder) or "NAME=session_token" (the token's)
+		 */
 		if (e == NULL || strcspn(e, "=") == 0 || strcspn(e, "=") > 64 || (*e >= '0' && *e <= '9') ||
 		    strspn(e, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") !=
 		    strcspn(e, "=") || (e[strcspn(e, "=")] == '=' && (c->form != CRED_SIGV4 ||
-		    strcmp(e + strcspn(e, "="), "=key_id") != 0))) {
+		    (strcmp(e + strcspn(e, "="), "=key_id") != 0 &&
+		    (strcmp(e + strcspn(e, "="), "=session_token") != 0 || c->token == NULL))))) {
 			lua_pop(L, 2);
 			snprintf(err, errlen, "%s: env[%lld] is not a variable name", name, (long long)k);
 			goto fail;
@@ -293,6 +458,8 @@ decl_cred(lua_State *L, const char *addon, char *err, size_t errlen)
 		lua_pop(L, 1);
 	}
 	lua_pop(L, 1);
+	if (decl_client(L, c, err, errlen) == -1)
+		goto fail;
 	c->spec = xstrdup(secret);
 	if ((c->value = cred_secret_read(secret, why2, sizeof(why2))) == NULL) {
 		snprintf(err, errlen, "%s: %s", name, why2);

@@ -182,8 +182,18 @@ swaps_of(struct cred *const *cs, size_t n, const char *sandbox, char *const *tok
 	size_t i, k = 0;
 
 	for (i = 0; i < n && k < CREDREQ_MAX; i++) {
-		if (cs[i]->form == CRED_SIGV4)
+		if (cs[i]->form == CRED_SIGV4) {
+			/* its session token's placeholder (X-Amz-Security-Token), signed again after */
+			if (cs[i]->token == NULL)
+				continue;
+			sw[k].c = cs[i];
+			sw[k].part = CRED_PART_TOKEN;
+			sw[k].used = 0;
+			sw[k].val = NULL;
+			cred_placeholder(ph_key, sandbox, cs[i]->name, CRED_PART_TOKEN, sw[k].ph);
+			k++;
 			continue;
+		}
 		if ((cs[i]->form == CRED_OAUTH2 || cs[i]->form == CRED_REGISTRY) && toks != NULL &&
 		    toks[i] == NULL)
 			continue;
@@ -397,8 +407,9 @@ resign(struct hreq *r, struct cred *const *cs, size_t n, const char *sandbox,
 	struct sigv4_req q;
 	struct cred *c = NULL;
 	struct buf creq;
-	unsigned char key[32];
+	unsigned char key[32], ckey[32];
 	char ph[CRED_PH_LEN + 1], err[200], scope[200], sig[65], out[SIGV4_SH_MAX + 512];
+	int chunks;
 	const char *amz, *hash;
 	size_t i, k, nf = 0;
 	int st = 0;
@@ -443,11 +454,27 @@ resign(struct hreq *r, struct cred *const *cs, size_t n, const char *sandbox,
 		    "other than S3) cannot be signed again yet");
 		return 501;
 	}
-	if (strncmp(hash, "STREAMING-AWS4-HMAC-SHA256-PAYLOAD", 34) == 0 ||
-	    strncmp(hash, "STREAMING-AWS4-ECDSA", 20) == 0) {
-		snprintf(why, whylen, "an upload with signed chunks (%s) cannot be signed again "
-		    "yet; unsigned payloads can", hash);
+	if (strncmp(hash, "STREAMING-AWS4-ECDSA", 20) == 0) {
+		snprintf(why, whylen, "an upload signed with SigV4a (%s) cannot be signed again",
+		    hash);
 		return 501;
+	}
+	chunks = strcmp(hash, "STREAMING-AWS4-HMAC-SHA256-PAYLOAD") == 0;
+	if (chunks && (h1head_get(hd, "content-length", NULL) == NULL || hd->chunked)) {
+		snprintf(why, whylen, "an upload with signed chunks needs a Content-Length");
+		return 400;
+	}
+	if (c->token != NULL && h1head_count(hd, "x-amz-security-token", NULL) == 0) {
+		/* A session's key signs only with its token: added, and signed. */
+		if (sigv4_signed_add(a.signed_headers, sizeof(a.signed_headers),
+		    "x-amz-security-token") == -1) {
+			snprintf(why, whylen, "no room to sign the session token");
+			return 431;
+		}
+		if (h1head_add(hd, "X-Amz-Security-Token", c->token, strlen(c->token)) == -1) {
+			snprintf(why, whylen, "no room for the session token");
+			return 431;
+		}
 	}
 	f = xcalloc(hd->nh + 1, sizeof(*f));
 	for (i = 0; i < hd->nh; i++) {
@@ -478,6 +505,20 @@ resign(struct hreq *r, struct cred *const *cs, size_t n, const char *sandbox,
 		sigv4_key(c->value, a.date, a.region, a.service, key);
 		sigv4_scope(&a, scope, sizeof(scope));
 		sigv4_sign(key, amz, scope, creq.p, creq.len, sig);
+		if (chunks) {
+			/*
+			 * Each chunk is signed in a chain from the seed (the
+			 * Authorization's signature): the client's chain under
+			 * its placeholder secret is checked, the real one
+			 * written in its place (sigv4.h, proxy.c body_sink).
+			 */
+			cred_placeholder(ph_key, sandbox, c->name, CRED_PART_VALUE, ph);
+			sigv4_key(ph, a.date, a.region, a.service, ckey);
+			hreq_chunks_free(r);
+			r->s4c = xmalloc(sizeof(*r->s4c));
+			sigv4_chunks_init(r->s4c, ckey, a.sig, key, sig, amz, scope);
+			OPENSSL_cleanse(ckey, sizeof(ckey));
+		}
 		OPENSSL_cleanse(key, sizeof(key));
 		if (sigv4_auth_write(&a, c->user, sig, out, sizeof(out)) == -1 ||
 		    h1head_add(hd, "Authorization", out, strlen(out)) == -1) {

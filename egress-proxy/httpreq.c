@@ -13,6 +13,7 @@
 #include "h1.h"
 #include "httpreq.h"
 #include "reqcanon.h"
+#include "sigv4.h"
 #include "xmalloc.h"
 
 void
@@ -22,6 +23,7 @@ hreq_init(struct hreq *r, size_t maxbytes, size_t maxheaders)
 	h1head_init(&r->hd, maxbytes * 2 + 16384);
 	r->hd.maxh = maxheaders;
 	r->maxbytes = maxbytes;
+	buf_init(&r->s4out, SIGV4_CHUNK_MAX + 512);
 }
 
 void
@@ -29,7 +31,19 @@ hreq_free(struct hreq *r)
 {
 	bgate_free(r->gate);
 	r->gate = NULL;
+	hreq_chunks_free(r);
+	buf_free(&r->s4out);
 	h1head_free(&r->hd);
+}
+
+void
+hreq_chunks_free(struct hreq *r)
+{
+	if (r->s4c == NULL)
+		return;
+	sigv4_chunks_free(r->s4c);
+	free(r->s4c);
+	r->s4c = NULL;
 }
 
 int
@@ -40,6 +54,7 @@ hreq_parse(struct hreq *r, const char *head, size_t len, char *err, size_t errle
 
 	bgate_free(r->gate);
 	r->gate = NULL;
+	hreq_chunks_free(r);
 	r->path_o = r->path_l = 0;
 	r->canon = 0;
 	r->cpath_l = r->raw_o = r->raw_l = 0;

@@ -19,6 +19,7 @@
 #include "h1head.h"
 
 struct bgate;
+struct sigv4_chunks;
 
 #define HREQ_CRED_HELD	8	/* client fields carrying placeholders, at most (credreq.c) */
 
@@ -46,12 +47,18 @@ struct hreq {
 	uint8_t		 sent_named;	/* hreq_build wrote a head with them */
 	/* Set by an addon (req:push_rules, req:refuse_graphql_mutations): decide on the body first. */
 	struct bgate	*gate;
+	/* Set by credreq.c: an aws-chunked body whose chunk signatures are
+	 * signed again on the way (sigv4.h), and what goes upstream of it. */
+	struct sigv4_chunks *s4c;
+	struct buf	 s4out;
 };
 
 #define HREQ_NEED_MORE	0
 
 void	hreq_init(struct hreq *, size_t maxbytes, size_t maxheaders);
 void	hreq_free(struct hreq *);
+/* Drops the chunk re-signer of the request (s4c), if any. */
+void	hreq_chunks_free(struct hreq *);
 
 /*
  * Parses a complete head (from h1_head_end, common/h1.h). 0, or an HTTP status to

@@ -59,6 +59,7 @@
 #include "netcheck.h"
 #include "proxy_int.h"
 #include "sandbox.h"
+#include "sigv4.h"
 #include "tls.h"
 #include "util.h"
 #include "xmalloc.h"
@@ -957,9 +958,25 @@ body_sink(void *arg, const char *p, size_t n)
 {
 	struct conn *c = arg;
 	struct evbuffer *out = bufferevent_get_output(c->up);
-	char hdr[24];
+	struct hreq *r = c->req;
+	static struct log_rate rl;
+	char hdr[24], err[200];
+	long dropped;
 	int hl;
 
+	if (r->s4c != NULL) {
+		/* Signed chunks (credreq.c): each signed again with the real key. */
+		buf_reset(&r->s4out);
+		if (sigv4_chunks_feed(r->s4c, p, n, &r->s4out, err, sizeof(err)) == -1) {
+			if (log_rate_ok(&rl, 5, 10000, &dropped))
+				log_info("conn=%llx target=%s signed chunks refused: %s (%ld "
+				    "similar suppressed)", (unsigned long long)c->id,
+				    c->tgt->hostport, err, dropped);
+			return -1;
+		}
+		p = r->s4out.p;
+		n = r->s4out.len;
+	}
 	c->req_up += n;
 	c->tot_up += n;
 	if (c->req->hd.chunked) {
@@ -998,8 +1015,11 @@ req_send(struct conn *c)
 		/* What the gate read goes first; the rest streams from the client. */
 		size_t hn;
 		const char *hp = bgate_held(r->gate, &hn);
-		if (hn > 0)
-			body_sink(c, hp, hn);
+		if (hn > 0 && body_sink(c, hp, hn) == -1) {
+			bgate_release(r->gate);
+			conn_respond(c, 400, "bad_body", "bad request body (signed chunks)");
+			return;
+		}
 		if (r->hd.msg_done && r->hd.chunked)
 			evbuffer_add(bufferevent_get_output(c->up), "0\r\n\r\n", 5);
 		bgate_release(r->gate);

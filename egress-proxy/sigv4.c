@@ -201,6 +201,37 @@ sigv4_auth_parse(const char *v, size_t n, struct sigv4_auth *a, char *err, size_
 }
 
 int
+sigv4_signed_add(char *sh, size_t cap, const char *name)
+{
+	size_t nl = strlen(name), len = strlen(sh), at = 0, el;
+	const char *p = sh;
+
+	/* the list is sorted (the client's SignedHeaders, checked when parsed) */
+	while (at < len) {
+		el = strcspn(p, ";");
+		if (el == nl && strncmp(p, name, nl) == 0)
+			return 0;	/* already signed */
+		if (strncmp(p, name, el < nl ? el : nl) > 0 ||
+		    (strncmp(p, name, el < nl ? el : nl) == 0 && el > nl))
+			break;
+		at += el + (p[el] == ';');
+		p = sh + at;
+	}
+	if (len + nl + 2 > cap)
+		return -1;
+	if (at < len) {
+		memmove(sh + at + nl + 1, sh + at, len - at + 1);
+		memcpy(sh + at, name, nl);
+		sh[at + nl] = ';';
+	} else {
+		if (len > 0)
+			sh[len++] = ';';
+		memcpy(sh + len, name, nl + 1);
+	}
+	return 0;
+}
+
+int
 sigv4_auth_write(const struct sigv4_auth *a, const char *akid, const char *sig, char *out,
     size_t outlen)
 {

@@ -86,6 +86,11 @@ struct sigv4_req {
 /* Reads an Authorization value; 0, or -1 with err. */
 int	sigv4_auth_parse(const char *v, size_t n, struct sigv4_auth *, char *err,
 	    size_t errlen);
+/*
+ * Adds name (lower case) to the sorted SignedHeaders list sh (cap bytes
+ * with its NUL) where it sorts; 0 (also when it is there), -1 no room.
+ */
+int	sigv4_signed_add(char *sh, size_t cap, const char *name);
 /* Writes the Authorization value for a with its signature; 0, or -1 (too long). */
 int	sigv4_auth_write(const struct sigv4_auth *, const char *akid, const char *sig,
 	    char *out, size_t outlen);

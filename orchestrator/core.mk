@@ -4,7 +4,7 @@
 # module.mk, so RT_LOCAL_OBJS / RT_K8S_OBJS are known here; each runtime
 # is linked in only when its part exists.
 ORCH_SRCS := orchestrator/conf.c orchestrator/lib/work.c orchestrator/session/sessmgr.c \
-	orchestrator/session/sessopt.c orchestrator/lib/policy.c orchestrator/session/pool.c orchestrator/session/sess.c orchestrator/session/sessview.c \
+	orchestrator/session/sessopt.c orchestrator/lib/policy.c orchestrator/session/pool.c orchestrator/session/sess.c orchestrator/session/sessfiles.c orchestrator/session/sessview.c \
 	orchestrator/session/reconcile.c orchestrator/session/apps.c orchestrator/appctl.c \
 	orchestrator/mcp/schema.c orchestrator/mcp/tools.c orchestrator/mcp/toollive.c orchestrator/mcp/areq.c orchestrator/mcp/filetools.c orchestrator/mcp/toolres.c orchestrator/mcp/mcp.c \
 	orchestrator/lib/jsonu.c orchestrator/http/http.c orchestrator/http/httpreq.c orchestrator/http/httpstream.c orchestrator/http/httplisten.c \
@@ -85,6 +85,13 @@ $(B)/tests/unit/test_policy.o: CPPFLAGS += -Iorchestrator
 $(B)/tests/unit/test_policy: $(B)/tests/unit/test_policy.o \
     $(B)/orchestrator/lib/policy.o $(B)/orchestrator/lib/jsonu.o $(RT_COMMON_OBJS) \
     $(RT_SEAM_OBJS) $(H1HEAD_OBJS) $(LLHTTP_OBJS) $(COMMON_OBJS)
+	$(CC) $(LDFLAGS) $(sort $^) $(PKG_LIBS) -o $@
+# The client files of named credentials (credfiles.c, issue 30).
+UNIT_TESTS += $(B)/tests/unit/test_credfiles
+ALL_OBJS += $(B)/tests/unit/test_credfiles.o
+$(B)/tests/unit/test_credfiles.o: CPPFLAGS += -Iorchestrator
+$(B)/tests/unit/test_credfiles: $(B)/tests/unit/test_credfiles.o \
+    $(B)/orchestrator/lib/credfiles.o $(COMMON_OBJS)
 	$(CC) $(LDFLAGS) $(sort $^) $(PKG_LIBS) -o $@
 # Fuzz: the credential policy (parse, canonical round trip, narrowing).
 ALL_OBJS += $(B)/tests/fuzz/fuzz_policy.o

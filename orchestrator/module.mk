@@ -34,7 +34,8 @@
 # admin protocol); whoever links them also links $(H1HEAD_OBJS) (agentc
 # reads the agent's replies with it) and $(LLHTTP_OBJS).
 RT_COMMON_OBJS := $(B)/orchestrator/runtime/runtime.o
-RT_SEAM_OBJS := $(B)/orchestrator/lib/agentc.o $(B)/orchestrator/lib/egress.o
+RT_SEAM_OBJS := $(B)/orchestrator/lib/agentc.o $(B)/orchestrator/lib/egress.o \
+	$(B)/orchestrator/lib/credfiles.o
 ALL_OBJS += $(RT_COMMON_OBJS) $(RT_SEAM_OBJS)
 RT_LOCAL_OBJS :=
 RT_K8S_OBJS :=

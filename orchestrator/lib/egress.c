@@ -17,6 +17,7 @@
 
 #include "agentc.h"
 #include "buf.h"
+#include "credfiles.h"
 #include "egress.h"
 #include "hex.h"
 #include "log.h"
@@ -178,15 +179,6 @@ egress_register_msg(const struct egress_reg *r)
 	return req;
 }
 
-/* Whether s is a placeholder's shape: "PXC" and 29 of A-Z 2-7. */
-static int
-placeholder_ok(const cJSON *s)
-{
-	return cJSON_IsString(s) && strlen(s->valuestring) == 32 &&
-	    strncmp(s->valuestring, "PXC", 3) == 0 &&
-	    strspn(s->valuestring, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567") == 32;
-}
-
 /*
  * The register reply's named credentials as "VAR=PLACEHOLDER\n" lines
  * into out: each variable of a credential's "env" object, when both are of
@@ -213,7 +205,7 @@ cred_env(const char *id, const cJSON *reply, struct buf *out)
 			n = strlen(e->string);
 			if (n == 0 || n > 64 || (e->string[0] >= '0' && e->string[0] <= '9') ||
 			    strspn(e->string, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-			    "abcdefghijklmnopqrstuvwxyz0123456789_") != n || !placeholder_ok(e)) {
+			    "abcdefghijklmnopqrstuvwxyz0123456789_") != n || !credfiles_placeholder_ok(e)) {
 				log_warnx("sandbox=%s proxy register reply: a variable or "
 				    "its placeholder is malformed; left out", id);
 				continue;
@@ -223,6 +215,26 @@ cred_env(const char *id, const cJSON *reply, struct buf *out)
 				    e->string);
 		}
 	}
+}
+
+/*
+ * The client files for the reply's named credentials (credfiles.h) as
+ * the JSON text of {"path":"content"} into out; nothing when there are
+ * none. Placeholders, never values.
+ */
+static void
+client_files(const char *id, const cJSON *reply, struct buf *out)
+{
+	cJSON *files = credfiles_build(id, cJSON_GetObjectItemCaseSensitive(reply,
+	    "credentials"));
+	char *s;
+
+	if (files == NULL)
+		return;
+	if ((s = cJSON_PrintUnformatted(files)) == NULL || buf_addstr(out, s) == -1)
+		log_warnx("sandbox=%s client files too large; left out", id);
+	free(s);
+	cJSON_Delete(files);
 }
 
 int
@@ -236,6 +248,8 @@ egress_register(const struct egress_admin *a, const struct egress_reg *r,
 	    r->cred_env != NULL ? &reply : NULL, err, errlen);
 	if (rc == 0 && r->cred_env != NULL)
 		cred_env(r->id, reply, r->cred_env);
+	if (rc == 0 && r->client_files != NULL)
+		client_files(r->id, reply, r->client_files);
 	cJSON_Delete(reply);
 	cJSON_Delete(req);
 	return rc;

@@ -55,6 +55,9 @@ struct egress_reg {
 	 * lines, each variable a credential's declaration asks for (issue 30;
 	 * docs/addons.md, "Named credentials"). Placeholders, never values. */
 	struct buf		*cred_env;
+	/* Out, or NULL: the client files of those credentials (credfiles.h)
+	 * as the JSON text {"relative path":"content"}; nothing when none. */
+	struct buf		*client_files;
 };
 
 /* 1 if a has somewhere to send to (a socket path or a host). */

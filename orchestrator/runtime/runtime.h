@@ -20,6 +20,8 @@
 #include "attrib.h"
 #include "ids.h"
 
+struct buf;
+
 /*
  * Label keys of the session record kept with each sandbox (the labels of
  * rt_spec and set_labels, returned by list()). The core writes them; a
@@ -137,6 +139,11 @@ struct rt_egress {
 	 * warm-pool claim attaches so; on -1 nothing says the record was
 	 * written, and the caller writes it with set_labels. */
 	int			 record;
+	/* Out, or NULL: the client files the sandbox's named credentials
+	 * feed (orchestrator/lib/credfiles.h), as the JSON text
+	 * {"path relative to the home":"content"}, for the caller to write
+	 * into the sandbox; nothing when there are none. */
+	struct buf		*files_out;
 };
 
 /* How the gateway reaches an exposed app (app_connect). */

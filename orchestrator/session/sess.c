@@ -25,6 +25,7 @@
 #include <cjson/cJSON.h>
 
 #include "lib/agentc.h"
+#include "lib/credfiles.h"
 #include "lib/jsonu.h"
 #include "log.h"
 #include "sess_int.h"
@@ -139,7 +140,8 @@ static const char pre_failed[] = "";
 #define PRE_FAILED	pre_failed
 
 static void
-personalise_egress(struct sess *s, const char *applied, const char *pre)
+personalise_egress(struct sess *s, const char *applied, const char *pre,
+    struct buf *files)
 {
 	struct sessmgr *m = s->mgr;
 	struct rt_egress eg;
@@ -159,6 +161,7 @@ personalise_egress(struct sess *s, const char *applied, const char *pre)
 	sm_record(s, s->rtid, 0, &rec);
 	eg.nlabels = rec.n;
 	eg.labels = rec.kv;
+	eg.files_out = files;
 	envbuf[0] = '\0';
 	if (pre == PRE_FAILED) {
 		s->personalised = 1;	/* logged by the claim */
@@ -270,18 +273,32 @@ home_setup(struct sess *s, char *err, size_t errlen)
 	return 0;
 }
 
-/* Egress, env and the home; personalised once all are done. 0, or -1
- * with err (the next call tries again). */
+/* Egress, env, the home and the client files of the named credentials
+ * (pre_files: those of the attach pre came from); personalised once all
+ * are done. 0, or -1 with err (the next call tries again). */
 static int
-personalise(struct sess *s, const char *applied, const char *pre, char *err,
-    size_t errlen)
+personalise(struct sess *s, const char *applied, const char *pre,
+    const char *pre_files, char *err, size_t errlen)
 {
-	personalise_egress(s, applied, pre);
+	const struct runtime_ops *op = s->mgr->rt->ops;
+	struct buf files;
+	int rc = 0;
+
+	buf_init(&files, CREDFILES_MAX);
+	if (pre != NULL && pre != PRE_FAILED && pre_files != NULL &&
+	    buf_addstr(&files, pre_files) == -1)
+		buf_reset(&files);
+	personalise_egress(s, applied, pre, &files);
 	if (home_setup(s, err, errlen) == -1) {
 		s->personalised = 0;
-		return -1;
-	}
-	return 0;
+		rc = -1;
+	} else if (files.len > 0 && buf_add(&files, "", 1) == 0)
+		/* after the home: written into it, not under its mount */
+		sess_client_files_write(s, files.p, s->mgr->conf->homes_enabled &&
+		    s->user[0] != '\0' && (op->home_prepare != NULL ||
+		    op->home_attach != NULL));
+	buf_free(&files);
+	return rc;
 }
 
 static void
@@ -325,6 +342,7 @@ struct newsb {
 	int			 attached;	/* 1: env is the claim's attach's;
 					 * -1: that attach failed */
 	char			 env[8192];
+	struct buf		 files;		/* the claim's attach's client files */
 };
 
 /* A new sandbox nobody will use: destroyed, its slot and id freed. */
@@ -334,6 +352,7 @@ drop_sandbox(struct sess *s, struct newsb *nw, const char *why)
 	struct sessmgr *m = s->mgr;
 
 	(void)sm_rt_destroy_logged(m, nw->id, s->sid, why);
+	buf_free(&nw->files);
 	pthread_mutex_lock(&m->mu);
 	sm_slot_done_locked(m, &m->creating, nw->pm != NULL ? -1 : 0, 0);
 	pthread_mutex_unlock(&m->mu);
@@ -361,6 +380,8 @@ claim_record(struct sess *s, struct newsb *nw, const struct sm_rec *rec,
 		eg.labels = rec->kv;
 		eg.nlabels = rec->n;
 		eg.record = 1;
+		buf_init(&nw->files, CREDFILES_MAX);
+		eg.files_out = &nw->files;
 		if (sm_rt_attach(m, nw->id, &eg, nw->env, sizeof(nw->env), err,
 		    errlen) == 0) {
 			nw->attached = 1;
@@ -552,15 +573,17 @@ take_sandbox(struct sess *s, struct newsb *nw, char *err, size_t errlen)
 	if (pm == NULL) {
 		log_info("session=%s sandbox=%s created ms=%lld", s->sid, nw->id,
 		    util_mono_ms() - nw->t0);
-		return personalise(s, NULL, NULL, err, errlen);
+		return personalise(s, NULL, NULL, NULL, err, errlen);
 	}
 	if (pm->conn != NULL && util_mono_ms() - pm->added_ms < AGENTC_CACHE_IDLE_MS) {
 		agentc_cache_put(&s->conns, pm->conn);	/* opened in the pool */
 		pm->conn = NULL;
 	}
 	rc = personalise(s, pm->env, nw->attached > 0 ? nw->env :
-	    nw->attached < 0 ? PRE_FAILED : NULL, err, errlen);
+	    nw->attached < 0 ? PRE_FAILED : NULL, nw->files.len > 0 &&
+	    buf_add(&nw->files, "", 1) == 0 ? nw->files.p : NULL, err, errlen);
 	explicit_bzero(nw->env, sizeof(nw->env));
+	buf_free(&nw->files);
 	sm_poolmem_free(pm);
 	nw->pm = NULL;
 	return rc;
@@ -636,7 +659,7 @@ resume(struct sess *s, const struct rt_progress *pg, enum sess_err *e,
 	m->n_started++;
 	pthread_mutex_unlock(&m->mu);
 	log_info("session=%s sandbox=%s resumed", s->sid, s->rtid);
-	if (personalise(s, NULL, NULL, err, errlen) == -1) {
+	if (personalise(s, NULL, NULL, NULL, err, errlen) == -1) {
 		*e = SE_RUNTIME;
 		return -1;
 	}
@@ -746,7 +769,7 @@ sess_enter(struct sess *s, const struct rt_progress *pg, enum sess_err *e,
 			pthread_mutex_unlock(&m->mu);
 			rc = resume(s, pg, e, err, errlen);
 		} else if (!s->personalised &&
-		    personalise(s, NULL, NULL, err, errlen) == -1) {
+		    personalise(s, NULL, NULL, NULL, err, errlen) == -1) {
 			*e = SE_RUNTIME;
 			rc = -1;
 		}

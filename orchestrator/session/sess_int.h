@@ -6,6 +6,7 @@
  *   sessmgr.c   table, pending set, slots, runtime wrappers, record labels,
  *               agent calls over cached connections, metrics
  *   pool.c      the warm pool
+ *   sessfiles.c the client files of named credentials, written at attach
  *   sess.c      lifecycle (the sess.h API)
  *   reconcile.c reconcile and the reaper (sessmgr_tick)
  *
@@ -255,6 +256,15 @@ int	sm_agent_call(struct sess *s, const char *method, const char *path,
 #define sm_rt_stop(m, id, e, l)	sm_rt_call((m), (m)->rt->ops->stop, (id), (e), (l))
 #define sm_rt_destroy(m, id, e, l)	sm_rt_call((m), (m)->rt->ops->destroy, (id), (e), (l))
 #define sm_count_stopped_locked(m)	sm_count_state_locked((m), S_STOPPED)
+
+/* ---- sessfiles.c ---- */
+/*
+ * Writes the client files text describes (rt_egress.files_out: the JSON
+ * text {"path":"content"}; NULL or "": none) into s's sandbox's home
+ * (RT_HOME_PATH when has_home, else its commands' HOME), mode 0600.
+ * Failures are logged.
+ */
+void	sess_client_files_write(struct sess *s, const char *text, int has_home);
 
 /* ---- pool.c ---- */
 /* Takes one ready pool member (the caller frees it); NULL if none. */

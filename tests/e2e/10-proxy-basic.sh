@@ -11,13 +11,8 @@ PROXY=$BIN/egress-proxy/egress-proxy
 TOKEN=ghp_e2eSECRETtoken0123456789
 
 # ---- test PKI for the fake upstream ----
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$T/upca.key" \
-	-out "$T/upca.crt" -days 2 -subj "/CN=e2e upstream CA" 2>/dev/null
-openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$T/srv.key" \
-	-out "$T/srv.csr" -subj "/CN=github.com" 2>/dev/null
-printf 'subjectAltName=DNS:github.com,DNS:tunnel.example,DNS:other.example,DNS:app.example,DNS:api.github.com\n' >"$T/ext.cnf"
-openssl x509 -req -in "$T/srv.csr" -CA "$T/upca.crt" -CAkey "$T/upca.key" -CAcreateserial \
-	-out "$T/srv.crt" -days 2 -extfile "$T/ext.cnf" 2>/dev/null
+. "$TOP/tests/lib/upca.sh"
+upca_mk "$T/upca.crt" "$T/upca.key" "$T/srv.crt" "$T/srv.key" github.com tunnel.example other.example app.example api.github.com
 
 cat >"$T/tokensrv.py" <<'EOF'
 # GitHub App token endpoint: verifies the RS256 JWT with the app's public

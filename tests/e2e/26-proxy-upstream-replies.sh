@@ -13,13 +13,8 @@
 PY=${PY:-/usr/bin/python3}
 FX=$TOP/tests/fixtures
 
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$T/upca.key" \
-	-out "$T/upca.crt" -days 2 -subj "/CN=r26 upstream CA" 2>/dev/null
-openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$T/srv.key" \
-	-out "$T/srv.csr" -subj "/CN=raw.test" 2>/dev/null
-printf 'subjectAltName=DNS:raw.test\n' >"$T/ext.cnf"
-openssl x509 -req -in "$T/srv.csr" -CA "$T/upca.crt" -CAkey "$T/upca.key" -CAcreateserial \
-	-out "$T/srv.crt" -days 2 -extfile "$T/ext.cnf" 2>/dev/null
+. "$TOP/tests/lib/upca.sh"
+upca_mk "$T/upca.crt" "$T/upca.key" "$T/srv.crt" "$T/srv.key" raw.test
 
 BIGHDR=$("$PY" -c 'print("X-Big: " + "a" * 40000)')
 MANY=$("$PY" -c 'print("".join("X-H%d: v\\r\\n" % i for i in range(150)), end="")')

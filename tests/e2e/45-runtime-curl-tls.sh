@@ -15,13 +15,8 @@ fi
 PROXY=$BIN/egress-proxy/egress-proxy
 [ -x "$PROXY" ] || { fail "egress-proxy-built" "$PROXY missing (make)"; exit 1; }
 
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$T/upca.key" \
-	-out "$T/upca.crt" -days 2 -subj "/CN=e2e upstream CA" 2>/dev/null
-openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$T/srv.key" \
-	-out "$T/srv.csr" -subj "/CN=github.com" 2>/dev/null
-printf 'subjectAltName=DNS:github.com\n' >"$T/ext.cnf"
-openssl x509 -req -in "$T/srv.csr" -CA "$T/upca.crt" -CAkey "$T/upca.key" -CAcreateserial \
-	-out "$T/srv.crt" -days 2 -extfile "$T/ext.cnf" 2>/dev/null
+. "$TOP/tests/lib/upca.sh"
+upca_mk "$T/upca.crt" "$T/upca.key" "$T/srv.crt" "$T/srv.key" github.com
 UP=$(free_port); PP=$(free_port)
 python3 "$TOP/tests/fixtures/upstream.py" "$UP" --log "$T/up.jsonl" --body tls-upstream-ok --cert "$T/srv.crt" --key "$T/srv.key" & track_pid $!
 cat >"$T/addon.lua" <<'LUA'

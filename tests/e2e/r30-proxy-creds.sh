@@ -9,18 +9,18 @@
 . "$TOP/tests/lib/fakegit.sh"
 
 # ---- a test CA and one TLS upstream posing as every host ----
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$T/upca.key" \
-	-out "$T/upca.crt" -days 2 -subj "/CN=r30 upstream CA" 2>/dev/null
-openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$T/srv.key" \
-	-out "$T/srv.csr" -subj "/CN=model.test" 2>/dev/null
-printf 'subjectAltName=DNS:model.test,DNS:anthropic.test,DNS:pypi.acme.test,DNS:maps.test,DNS:api.corp.test,DNS:evil.test,DNS:model.test.evil.test,DNS:s3.test,DNS:localhost\n' >"$T/ext.cnf"
-openssl x509 -req -in "$T/srv.csr" -CA "$T/upca.crt" -CAkey "$T/upca.key" -CAcreateserial \
-	-out "$T/srv.crt" -days 2 -extfile "$T/ext.cnf" 2>/dev/null
+. "$TOP/tests/lib/upca.sh"
+upca_mk "$T/upca.crt" "$T/upca.key" "$T/srv.crt" "$T/srv.key" model.test anthropic.test pypi.acme.test maps.test api.corp.test evil.test model.test.evil.test s3.test localhost
 
 UP=$(free_port); PLAIN=$(free_port); PP=$(free_port); S3P=$(free_port)
 AKID=AKIAR30REAL$(od -An -N5 -tx1 /dev/urandom | tr -d ' \n' | tr a-f A-F)
 S3SECRET=r30Secret/$(rnd_() { od -An -N12 -tx1 /dev/urandom | tr -d ' \n'; }; rnd_)
+# a second key, a session's (temporary credentials: it signs only with its token)
+STS_AKID=ASIAR30REAL$(od -An -N5 -tx1 /dev/urandom | tr -d ' \n' | tr a-f A-F)
+STS_SECRET=r30Sts$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')
+STS_TOKEN=IQoJb3JpZ2luX2VjR30$(od -An -N24 -tx1 /dev/urandom | tr -d ' \n')/sts+token==
 "$PY" "$FX/s3fake.py" --listen "$S3P" --cert "$T/srv.crt" --key "$T/srv.key" --cred "$AKID:$S3SECRET" \
+	--cred "$STS_AKID:$STS_SECRET:$STS_TOKEN" \
 	--bucket probe --log "$T/s3.log" >"$T/s3.out" 2>&1 & track_pid $!
 "$PY" "$FX/upstream.py" "$UP" --keepalive --log "$T/rec.jsonl" --cert "$T/srv.crt" \
 	--key "$T/srv.key" --redirect https://evil.test/steal & track_pid $!
@@ -39,6 +39,9 @@ printf '%s\n' "$MAPS_KEY" >"$T/maps.key"
 printf '%s\n' "$CORP_TOK" >"$T/corp.tok"
 printf '%s\n' "$AKID" >"$T/aws.akid"
 printf '%s\n' "$S3SECRET" >"$T/aws.secret"
+printf '%s\n' "$STS_AKID" >"$T/sts.akid"
+printf '%s\n' "$STS_SECRET" >"$T/sts.secret"
+printf '%s\n' "$STS_TOKEN" >"$T/sts.token"
 chmod 600 "$T"/*.key "$T/pypi.pw" "$T/corp.tok" "$T/aws.akid" "$T/aws.secret"
 
 cat >"$T/creds.lua" <<EOF
@@ -57,6 +60,9 @@ return {
     { name = "aws", form = "sigv4", key_id = "file:$T/aws.akid", secret = "file:$T/aws.secret",
       hosts = { "s3.test" }, regions = { "us-east-1" }, services = { "s3" },
       env = { "AWS_ACCESS_KEY_ID=key_id", "AWS_SECRET_ACCESS_KEY" } },
+    { name = "aws-sts", form = "sigv4", key_id = "file:$T/sts.akid", secret = "file:$T/sts.secret",
+      token = "file:$T/sts.token", hosts = { "s3.test" },
+      env = { "AWS_ACCESS_KEY_ID=key_id", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN=session_token" } },
   },
 }
 EOF
@@ -264,6 +270,18 @@ check "put-object --checksum-algorithm CRC32 (aws-chunked, unsigned trailer)" \
 	awsp sb-s3:s-s3 s3api put-object --bucket probe --key chunked.bin --body "$T/small.bin" --checksum-algorithm CRC32 --output text
 check "payload_signing_enabled: the body's SHA-256 signed, signed again" \
 	env AWS_CONFIG_FILE="$T/aws/config-signed" bash -c "$(declare -f awsp | sed 's|AWS_CONFIG_FILE=\"\$T/aws/config\"|AWS_CONFIG_FILE=\"\$T/aws/config-signed\"|'); T='$T' PP=$PP PH_AKID=$PH_AKID PH_S3=$PH_S3 awsp sb-s3:s-s3 s3 cp --no-progress '$T/small.bin' s3://probe/signed.bin"
+# signed chunks (STREAMING-AWS4-HMAC-SHA256-PAYLOAD: the Java and Go SDKs'
+# uploads): the seed signature from botocore with the placeholders, each
+# chunk's signature chained under the placeholder secret; the proxy checks
+# that chain and writes the real key's in its place (sigv4.c, credreq.c)
+"$PY" "$TOP/tests/cred/s3probe.py" live https://s3.test "$T/export/ca.crt" "$PH_AKID" "$PH_S3" probe \
+	--only streaming-signed,get-stream,streaming-bad-chunk --proxy "127.0.0.1:$PP" \
+	--proxy-auth sb-s3:s-s3 >"$T/stream.out" 2>&1
+check "signed chunks with placeholders: each chunk signed again, S3 verified all 4" \
+	bash -c "grep -qx 'streaming-signed 200 -' '$T/stream.out' && grep -qx 'stream-body-matches True' '$T/stream.out' && grep 'STREAMING-AWS4-HMAC-SHA256-PAYLOAD' '$T/s3.log' | grep -q '\"chunks\": 4'" ||
+	cat "$T/stream.out"
+check "a chunk whose signature does not verify under the placeholder chain: 400, cut" \
+	grep -qx 'streaming-bad-chunk 400 -' "$T/stream.out"
 check "s3fake saw only the real key id, every request verified" \
 	"$PY" -c 'import json,sys
 rs = [json.loads(l) for l in open(sys.argv[1])]
@@ -283,7 +301,42 @@ cat "$T/export/ca.crt" "$T/upca.crt" >"$T/both-s3.pem"
 AWSP_CA="$T/both-s3.pem" awsp sb-a:s-a s3 ls s3://probe/ >"$T/other.out" 2>&1
 check "another sandbox (without aws) with sb-s3's placeholders: not opened, refused by S3" \
 	bash -c "grep -q InvalidAccessKeyId '$T/other.out' && tail -n 1 '$T/s3.log' | grep -qF '$PH_AKID'"
-check "no AWS secret in the proxy's log or audit" bash -c "! grep -qF -e '$S3SECRET' '$T/proxy.log' '$T/audit.jsonl' '$T/stderr'"
+# a session's key (aws-sts): its token's placeholder in X-Amz-Security-Token,
+# swapped and signed again; a client that sends none gets it added and signed
+adm '{"op":"register","id":"sb-sts","secret":"s-sts","policy":{"credentials":["aws-sts"]}}' >"$T/reg-sts.json"
+jcheck "a session token: its placeholder in the reply and in AWS_SESSION_TOKEN" "$T/reg-sts.json" '
+c = d["credentials"]["aws-sts"]
+assert re.fullmatch("PXC[A-Z2-7]{29}", c["session_token"]), c
+assert c["env"]["AWS_SESSION_TOKEN"] == c["session_token"] != c["placeholder"] != c["key_id"], c'
+STS_PH_ID=$(pyj "print(d['credentials']['aws-sts']['key_id'])" <"$T/reg-sts.json")
+STS_PH=$(pyj "print(d['credentials']['aws-sts']['placeholder'])" <"$T/reg-sts.json")
+STS_PH_TOK=$(pyj "print(d['credentials']['aws-sts']['session_token'])" <"$T/reg-sts.json")
+awssts() {	# awssts TOKEN-OR-EMPTY aws-args...
+	local tok=$1; shift
+	env AWS_CONFIG_FILE="$T/aws/config" AWS_SHARED_CREDENTIALS_FILE="$T/aws/none" \
+		AWS_CA_BUNDLE="$T/export/ca.crt" AWS_DEFAULT_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true \
+		AWS_PAGER= AWS_ACCESS_KEY_ID="$STS_PH_ID" AWS_SECRET_ACCESS_KEY="$STS_PH" \
+		${tok:+AWS_SESSION_TOKEN="$tok"} \
+		HTTPS_PROXY="http://sb-sts:s-sts@127.0.0.1:$PP" NO_PROXY= no_proxy= \
+		/usr/bin/aws --endpoint-url https://s3.test "$@"
+}
+n1=$(wc -l <"$T/s3.log")
+check "aws s3 cp with a session token's placeholders: S3 verified the real token" \
+	awssts "$STS_PH_TOK" s3 cp --no-progress "$T/small.bin" s3://probe/sts.bin
+check "... and without AWS_SESSION_TOKEN: the proxy adds the token and signs it" \
+	awssts "" s3 ls s3://probe/
+check "s3fake: both with the session's real key id, verified (token included)" \
+	"$PY" -c 'import json,sys
+rs = [json.loads(l) for l in open(sys.argv[1])][int(sys.argv[3]):]
+assert len(rs) == 2 and all(r.get("verdict") == "ok" and r["auth"]["key_id"] == sys.argv[2] for r in rs), rs' \
+	"$T/s3.log" "$STS_AKID" "$n1"
+env AWS_CONFIG_FILE="$T/aws/config" AWS_DEFAULT_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true \
+	AWS_ACCESS_KEY_ID="$STS_AKID" AWS_SECRET_ACCESS_KEY="$STS_SECRET" AWS_SESSION_TOKEN="$STS_PH_TOK" \
+	AWS_SHARED_CREDENTIALS_FILE="$T/aws/none" AWS_CA_BUNDLE="$T/upca.crt" \
+	/usr/bin/aws --endpoint-url "https://localhost:$S3P" s3 ls s3://probe/ >"$T/stsdirect.out" 2>&1
+check "the token's placeholder straight to S3, even with the real keys: InvalidToken" \
+	grep -q InvalidToken "$T/stsdirect.out"
+check "no AWS secret in the proxy's log or audit" bash -c "! grep -qF -e '$S3SECRET' -e '$STS_SECRET' -e '$STS_TOKEN' '$T/proxy.log' '$T/audit.jsonl' '$T/stderr'"
 
 # ---- 6. declarations: a bad one stops the load with a reason ----
 bad_decl() {	# bad_decl NAME LUA-ENTRY EXPECTED
@@ -309,7 +362,10 @@ bad_decl "a host with a slash" '{ name = "x", form = "bearer", secret = "env:HOM
 bad_decl "an env entry that is not a variable name" '{ name = "x", form = "bearer", secret = "env:HOME", hosts = { "a.test" }, env = { "A-B" } }' "env[1] is not a variable name"
 bad_decl "sigv4 without key_id" '{ name = "x", form = "sigv4", secret = "env:HOME", hosts = { "s3.test" } }' "needs key_id"
 bad_decl "sigv4 with a malformed key id" '{ name = "x", form = "sigv4", key_id = "env:HOME", secret = "env:HOME", hosts = { "s3.test" } }' "an access key id is 16-128"
-bad_decl "a session token (not served yet)" '{ name = "x", form = "sigv4", key_id = "env:HOME", token = "env:HOME", secret = "env:HOME", hosts = { "s3.test" } }' "not served yet"
+bad_decl "a session token on a form other than sigv4" "{ name = \"x\", form = \"bearer\", token = \"file:$T/sts.token\", secret = \"env:HOME\", hosts = { \"s3.test\" } }" "is for form sigv4"
+printf 'not a token!\n' >"$T/bad.token"
+bad_decl "a session token with bytes no token has" "{ name = \"x\", form = \"sigv4\", key_id = \"file:$T/sts.akid\", token = \"file:$T/bad.token\", secret = \"env:HOME\", hosts = { \"s3.test\" } }" "an AWS session token is"
+bad_decl "NAME=session_token without a token" "{ name = \"x\", form = \"sigv4\", key_id = \"file:$T/sts.akid\", secret = \"env:HOME\", hosts = { \"s3.test\" }, env = { \"AWS_SESSION_TOKEN=session_token\" } }" "is not a variable name"
 bad_decl "key_id= in env of a non-sigv4 credential" '{ name = "x", form = "bearer", secret = "env:HOME", hosts = { "a.test" }, env = { "K=key_id" } }' "env[1] is not a variable name"
 check "the proxy still runs" kill -0 "$PX_PID"
 

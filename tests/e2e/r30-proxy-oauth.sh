@@ -11,13 +11,8 @@ PY=/usr/bin/python3
 FX=$TOP/tests/fixtures
 
 # ---- a test CA and the TLS servers ----
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$T/upca.key" \
-	-out "$T/upca.crt" -days 2 -subj "/CN=r30 oauth CA" 2>/dev/null
-openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$T/srv.key" \
-	-out "$T/srv.csr" -subj "/CN=auth.test" 2>/dev/null
-printf 'subjectAltName=DNS:auth.test,DNS:auth2.test,DNS:api.test,DNS:api2.test,DNS:api3.test,DNS:rv.test,DNS:down.test,DNS:slow.test,DNS:api.down.test,DNS:api.slow.test\n' >"$T/ext.cnf"
-openssl x509 -req -in "$T/srv.csr" -CA "$T/upca.crt" -CAkey "$T/upca.key" -CAcreateserial \
-	-out "$T/srv.crt" -days 2 -extfile "$T/ext.cnf" 2>/dev/null
+. "$TOP/tests/lib/upca.sh"
+upca_mk "$T/upca.crt" "$T/upca.key" "$T/srv.crt" "$T/srv.key" auth.test auth2.test api.test api2.test api3.test rv.test down.test slow.test api.down.test api.slow.test
 
 rnd() { od -An -N12 -tx1 /dev/urandom | tr -d ' \n'; }
 APP_SECRET="s3cr%t+$(rnd)"	# needs form-encoding in the Basic pair (RFC 6749 2.3.1)

@@ -15,13 +15,8 @@ command -v skopeo >/dev/null && command -v docker-registry >/dev/null ||
 
 # ---- a test CA, the registry's and the realm's leaf (reg.test, bad.test, localhost) ----
 mkdir -p "$T/pki"
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$T/pki/ca.key" \
-	-out "$T/pki/ca.pem" -days 2 -subj "/CN=r30 registry token CA" 2>/dev/null
-openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$T/pki/reg.key" \
-	-out "$T/pki/reg.csr" -subj "/CN=reg.test" 2>/dev/null
-printf 'subjectAltName=DNS:reg.test,DNS:bad.test,DNS:localhost,IP:127.0.0.1\n' >"$T/pki/ext.cnf"
-openssl x509 -req -in "$T/pki/reg.csr" -CA "$T/pki/ca.pem" -CAkey "$T/pki/ca.key" -CAcreateserial \
-	-out "$T/pki/reg.pem" -days 2 -extfile "$T/pki/ext.cnf" 2>/dev/null
+. "$TOP/tests/lib/upca.sh"
+upca_mk "$T/pki/ca.pem" "$T/pki/ca.key" "$T/pki/reg.pem" "$T/pki/reg.key" reg.test bad.test localhost 127.0.0.1
 REG_PKI=$T/pki REG_CERT=$T/pki/reg.pem REG_KEY=$T/pki/reg.key
 . "$TOP/tests/lib/registry.sh"
 

@@ -8,7 +8,15 @@ pod, on $POD_IP. Like the proxy, its stats carry a boot id made at
 start (a restarted stand-in forgets its registrations). It checks the token, checks each op's shape, and appends
 what it accepted (or refused) to a JSON-lines record a test reads:
   {"pod": POD_NAME, "ip": POD_IP, "op": ..., "id": ..., ...}
+An optional fourth argument names a JSON file of named credentials
+(issue 30), {NAME: {"form", "hosts"?, "user"?, "env"?: [VAR...],
+"client"?: {...}}}: a register whose policy lists some of them is answered
+with them as the proxy does ("credentials": NAME: form, hosts, user,
+placeholder, key_id for sigv4, env {VAR: placeholder}, client), each
+placeholder "PXC" and 29 base32 characters of a hash of the id and name.
 """
+import base64
+import hashlib
 import http.server
 import json
 import os
@@ -20,6 +28,32 @@ PORT = int(sys.argv[1])
 TOKEN = open(sys.argv[2]).read().strip()
 RECORD = sys.argv[3]
 REG = {}
+CREDS = json.load(open(sys.argv[4])) if len(sys.argv) > 4 else {}
+
+
+def placeholder(sid, name, part):
+    h = hashlib.sha256(("%s\0%s\0%d" % (sid, name, part)).encode()).digest()
+    return "PXC" + base64.b32encode(h).decode()[:29]
+
+
+def cred_reply(sid, policy):
+    out = {}
+    for name in (policy or {}).get("credentials", []):
+        d = CREDS.get(name)
+        if d is None:
+            continue
+        one = {"form": d["form"], "hosts": d.get("hosts", []),
+               "placeholder": placeholder(sid, name, 0)}
+        if "user" in d:
+            one["user"] = d["user"]
+        if d["form"] == "sigv4":
+            one["key_id"] = placeholder(sid, name, 1)
+        if "env" in d:
+            one["env"] = {v: one["placeholder"] for v in d["env"]}
+        if "client" in d:
+            one["client"] = d["client"]
+        out[name] = one
+    return out
 BOOT = os.urandom(16).hex()    # the proxy's boot id (admin stats)
 
 
@@ -76,6 +110,9 @@ class H(http.server.BaseHTTPRequestHandler):
             if "policy" in req:     # issue 16: the session's policy
                 ent["policy"] = req["policy"]
             record(ent)
+            if CREDS:
+                return self.reply(200, {"ok": True, "credentials":
+                                        cred_reply(req["id"], req.get("policy"))})
             return self.reply(200, {"ok": True})
         if op == "deregister":
             REG.pop(req.get("id"), None)

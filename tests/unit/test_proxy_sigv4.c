@@ -8,6 +8,7 @@
  * payload in multiple chunks", the 64 KiB + 1 KiB example). Hostile
  * Authorization values and chunk streams are refused with a reason.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -501,6 +502,38 @@ TEST(test_chunks_hostile)
 	buf_free(&out);
 }
 
+/* A name added to SignedHeaders where it sorts (the session token the proxy adds). */
+TEST(test_signed_add)
+{
+	static const struct {
+		const char *in, *name, *out;
+		int rc;
+	} t[] = {
+		{ "host;x-amz-content-sha256;x-amz-date", "x-amz-security-token",
+		    "host;x-amz-content-sha256;x-amz-date;x-amz-security-token", 0 },
+		{ "host;x-amz-date;x-amz-target", "x-amz-security-token",
+		    "host;x-amz-date;x-amz-security-token;x-amz-target", 0 },
+		{ "x-amz-target", "host", "host;x-amz-target", 0 },
+		{ "host", "host", "host", 0 },			/* already there */
+		{ "", "host", "host", 0 },
+		{ "x-amz-date-x", "x-amz-date", "x-amz-date;x-amz-date-x", 0 },	/* a prefix sorts first */
+		{ "x-amz", "x-amz-date", "x-amz;x-amz-date", 0 },
+		{ "host;x-amz-date", "x-amz-security-token", NULL, -1 },	/* no room (cap 24) */
+	};
+	char sh[80];
+	size_t i;
+
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		snprintf(sh, sizeof(sh), "%s", t[i].in);
+		CHECK_INT(sigv4_signed_add(sh, t[i].rc == -1 ? 24 : sizeof(sh), t[i].name),
+		    t[i].rc);
+		if (t[i].out != NULL)
+			CHECK(strcmp(sh, t[i].out) == 0);
+		else
+			CHECK(strcmp(sh, t[i].in) == 0);	/* untouched */
+	}
+}
+
 int
 main(void)
 {
@@ -510,5 +543,6 @@ main(void)
 	RUN(test_canonical_segments);
 	RUN(test_chunks_documented);
 	RUN(test_chunks_hostile);
+	RUN(test_signed_add);
 	return unit_done();
 }

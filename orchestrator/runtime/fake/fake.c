@@ -838,9 +838,11 @@ f_attach_egress(struct runtime *rt, const char *id, const struct rt_egress *eg,
 	struct egress_admin a = admin_of(f);
 	struct egress_reg reg;
 	char secret[EGRESS_SECRET_LEN + 1];
+	struct buf ce;
 	int rc = -1;
 
 	env_out[0] = '\0';
+	buf_init(&ce, 4096);
 	if (eg->record && rt->ops->set_labels(rt, id, eg->labels, eg->nlabels,
 	    err, errlen) == -1)
 		return -1;
@@ -856,17 +858,22 @@ f_attach_egress(struct runtime *rt, const char *id, const struct rt_egress *eg,
 	reg.nlabels = eg->nlabels;
 	reg.secret = secret;
 	reg.listen_fd = -1;
+	reg.cred_env = &ce;		/* named credentials' placeholders (issue 30) */
+	reg.client_files = eg->files_out;
 	if (egress_register(&a, &reg, err, errlen) == -1)
 		goto out;
 	/* No NO_PROXY: the fake's tests reach their fixtures on loopback
 	 * through the proxy. */
 	if (egress_proxy_env(id, secret, f->proxy_addr, NULL, f->proxy_ca,
-	    env_out, envlen) == -1) {
+	    env_out, envlen) == -1 || strlen(env_out) + ce.len >= envlen) {
 		snprintf(err, errlen, "env too long");
 		goto out;
 	}
+	if (ce.len > 0)
+		memcpy(env_out + strlen(env_out), ce.p, ce.len + 1);
 	rc = 0;
 out:
+	buf_free(&ce);
 	explicit_bzero(secret, sizeof(secret));
 	return rc;
 }

@@ -807,12 +807,13 @@ out:
 /*
  * Assignment, step 2: registers sandbox id (pod IP pod_ip) at proxy pod p,
  * named by labels (orchestrator/lib/egress.h), with its derived credential,
- * good only from its pod IP.
+ * good only from its pod IP; ce gets its named credentials' variables,
+ * files (NULL: not wanted) their client files (egress_reg).
  */
 static int
 proxy_register(struct k8s_rt *r, const struct proxy *p, const char *id,
-    const char *pod_ip, const struct rt_kv *labels, size_t nlabels, char *err,
-    size_t errlen)
+    const char *pod_ip, const struct rt_kv *labels, size_t nlabels, struct buf *ce,
+    struct buf *files, char *err, size_t errlen)
 {
 	struct egress_admin a = proxy_admin_at(r, p->ip);
 	const char *ips[1] = { pod_ip };
@@ -829,6 +830,8 @@ proxy_register(struct k8s_rt *r, const struct proxy *p, const char *id,
 	reg.listen_fd = -1;
 	reg.client_ips = ips;
 	reg.nclient_ips = 1;
+	reg.cred_env = ce;
+	reg.client_files = files;
 	rc = egress_register(&a, &reg, err, errlen);
 	explicit_bzero(sec, sizeof(sec));
 	if (rc == -1)
@@ -850,24 +853,36 @@ static int
 assign_locked(struct k8s_rt *r, const char *id, const char *pod_ip,
     const char *current, const struct rt_kv *labels, size_t nlabels,
     const char *record, const struct proxy *avoid, size_t navoid,
-    char *env_out, size_t envlen, char *err, size_t errlen)
+    struct buf *files, char *env_out, size_t envlen, char *err, size_t errlen)
 {
 	struct proxy *px = NULL, *best = NULL;
+	struct buf ce;
 	int rc = -1;
 
+	buf_init(&ce, 4096);
 	if (proxy_pick(r, current, avoid, navoid, &px, &best, err, errlen) == -1 ||
 	    proxy_label(r, best, err, errlen) == -1 ||
-	    proxy_register(r, best, id, pod_ip, labels, nlabels, err, errlen) == -1)
+	    proxy_register(r, best, id, pod_ip, labels, nlabels, &ce, files, err,
+	    errlen) == -1)
 		goto out;
 	best->load++;
 	if (fleet_netpol_apply(r, id, best->name, best->ip, record, err,
 	    errlen) == -1 ||
 	    proxy_env(r, id, best->ip, env_out, envlen, err, errlen) == -1)
 		goto out;
+	/* the named credentials' placeholders (issue 30) ride with it */
+	if (ce.len > 0 && strlen(env_out) + ce.len >= envlen) {
+		snprintf(err, errlen, "sandbox %s: the proxy env needs more than %zu bytes",
+		    id, envlen);
+		goto out;
+	}
+	if (ce.len > 0)
+		memcpy(env_out + strlen(env_out), ce.p, ce.len + 1);
 	log_info("sandbox=%s proxy=%s/%s ip=%s load=%lld", id, r->pns, best->name,
 	    best->ip, best->load);
 	rc = 0;
 out:
+	buf_free(&ce);
 	free(px);
 	return rc;
 }
@@ -889,7 +904,7 @@ fleet_move_locked(struct k8s_rt *r, const struct k8s_podview *v,
 	memset(&li, 0, sizeof(li));
 	api_labels(v->annotations, &li);
 	rc = assign_locked(r, v->id, v->ip, NULL, li.labels, li.nlabels, NULL,
-	    avoid, navoid, env, sizeof(env), err, errlen);
+	    avoid, navoid, NULL, env, sizeof(env), err, errlen);
 	if (rc == 0 && api_agent_push_env(r, v->id, v->ip, env, e2, sizeof(e2)) == -1)
 		log_warnx("sandbox=%s could not push proxy env to the agent: %s",
 		    v->id, e2);
@@ -1183,8 +1198,8 @@ proxy_heal(struct k8s_rt *r, cJSON *pods, const struct proxy *p)
 			continue;
 		memset(&li, 0, sizeof(li));
 		api_labels(v.annotations, &li);
-		if (proxy_register(r, p, v.id, v.ip, li.labels, li.nlabels, err,
-		    sizeof(err)) == -1)
+		if (proxy_register(r, p, v.id, v.ip, li.labels, li.nlabels, NULL,
+		    NULL, err, sizeof(err)) == -1)
 			log_warnx("sandbox=%s register again: %s", v.id, err);
 		else
 			log_info("sandbox=%s proxy=%s registered again (%s)", v.id,
@@ -1287,14 +1302,14 @@ fleet_rescale(struct k8s_rt *r)
 int
 fleet_assign(struct k8s_rt *r, const char *id, const char *pod_ip,
     const char *current, const struct rt_kv *labels, size_t nlabels,
-    const char *record, char *env_out, size_t envlen, char *err,
+    const char *record, struct buf *files, char *env_out, size_t envlen, char *err,
     size_t errlen)
 {
 	int rc;
 
 	pthread_mutex_lock(&r->fleet_mtx);
 	rc = assign_locked(r, id, pod_ip, current, labels, nlabels, record, NULL,
-	    0, env_out, envlen, err, errlen);
+	    0, files, env_out, envlen, err, errlen);
 	pthread_mutex_unlock(&r->fleet_mtx);
 	return rc;
 }

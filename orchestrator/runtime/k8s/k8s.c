@@ -559,7 +559,7 @@ k8s_start(struct runtime *rt, const char *id, const struct rt_progress *pg,
 		k8s_pod_view(pod, &v);
 		api_labels(v.annotations, &li);
 		rc = fleet_assign(r, id, v.ip, NULL, li.labels, li.nlabels, NULL,
-		    env, sizeof(env), err, errlen);
+		    NULL, env, sizeof(env), err, errlen);
 		explicit_bzero(env, sizeof(env));
 		if (rc == -1)
 			goto out;
@@ -910,7 +910,7 @@ k8s_attach_egress(struct runtime *rt, const char *id, const struct rt_egress *eg
 		goto out;
 	rc = fleet_assign(r, id, v.ip, k8s_ann(v.annotations, K8S_ANN_PROXY),
 	    eg->labels, eg->nlabels < K8S_MAX_LABELS ? eg->nlabels : K8S_MAX_LABELS,
-	    lj, env_out, envlen, err, errlen);
+	    lj, eg->files_out, env_out, envlen, err, errlen);
 	if (rc == 0)
 		fleet_rescale(r);
 out:
