@@ -222,7 +222,7 @@ reply_registered(struct buf *r, const char *id, const cJSON *policy)
 			cJSON_AddItemToArray(hosts, cJSON_CreateString(c[i]->hosts[k]));
 		if (c[i]->field != NULL)
 			cJSON_AddStringToObject(one, "field", c[i]->field);
-		if (c[i]->user != NULL && c[i]->form == CRED_BASIC)
+		if (c[i]->user != NULL && (c[i]->form == CRED_BASIC || c[i]->form == CRED_REGISTRY))
 			cJSON_AddStringToObject(one, "user", c[i]->user);
 		cred_placeholder(credreq_key(), id, c[i]->name, CRED_PART_ID, kid);
 		cred_placeholder(credreq_key(), id, c[i]->name, CRED_PART_VALUE, ph);

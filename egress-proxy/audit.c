@@ -228,6 +228,10 @@ audit_token(struct auditq *aq, const struct audit_rec *r)
 	json_opt(b, r->method);
 	ign(buf_addf(b, ",\"status\":%d,\"injected\":false,\"credentials\":", r->status));
 	json_opt(b, r->creds);
+	if (r->path != NULL) {	/* a registry's token: the scope asked for */
+		ign(buf_addstr(b, ",\"scope\":"));
+		json_str(b, r->path, r->path_len > AUDIT_PATH_MAX ? AUDIT_PATH_MAX : r->path_len);
+	}
 	line_end(b, r);
 	line_queue(aq);
 }

@@ -55,7 +55,8 @@ void	audit_refused(struct auditq *, const struct audit_rec *r);
  * Queues the line of an OAuth2 token exchange (credtok.c): r->host the
  * token endpoint's host, r->method the grant, r->status the endpoint's
  * HTTP status (0: none), r->creds the credential's name, r->reason and
- * r->detail the failure (NULL: obtained). Never a token.
+ * r->detail the failure (NULL: obtained), r->path a registry token's
+ * scope (NULL: none). Never a token.
  */
 void	audit_token(struct auditq *, const struct audit_rec *r);
 /* Queues the line of a closed blind tunnel (sandbox, host, byte counts). */

@@ -92,7 +92,7 @@ cred_swaps(struct cred *const *cs, size_t n, const unsigned char key[32], const 
 
 	for (i = 0; i < n && k < max; i++) {
 		if (cs[i]->form == CRED_SIGV4 || cs[i]->form == CRED_OAUTH2 ||
-		    !cred_host_ok(cs[i], host))
+		    cs[i]->form == CRED_REGISTRY || !cred_host_ok(cs[i], host))
 			continue;
 		sw[k].c = cs[i];
 		sw[k].part = CRED_PART_VALUE;
@@ -286,6 +286,7 @@ cred_free(struct cred *c)
 	free(c->spec);
 	free(c->addon);
 	free(c->token_url);
+	free(c->service);
 	wipe_free(c->client_id);
 	free(c->scope);
 	wipe_free(c->refresh);
@@ -324,6 +325,7 @@ cred_set_find(const struct credset *cs, const char *name)
 static const char *const form_names[] = {
 	[CRED_BEARER] = "bearer", [CRED_HEADER] = "header", [CRED_BASIC] = "basic",
 	[CRED_QUERY] = "query", [CRED_SIGV4] = "sigv4", [CRED_OAUTH2] = "oauth2",
+	[CRED_REGISTRY] = "registry",
 };
 
 int

@@ -46,8 +46,11 @@ enum cred_form {
 	CRED_BASIC,	/* Authorization: Basic base64(USER:VALUE) */
 	CRED_QUERY,	/* ?FIELD=VALUE */
 	CRED_SIGV4,	/* AWS: the request signed again with (USER, VALUE[, TOKEN]) */
-	CRED_OAUTH2	/* Authorization: Bearer T, T from an OAuth2 token endpoint
+	CRED_OAUTH2,	/* Authorization: Bearer T, T from an OAuth2 token endpoint
 			   (credtok.c), VALUE the client secret */
+	CRED_REGISTRY	/* Authorization: Bearer T, T from an OCI/Docker registry's
+			   token endpoint (the realm) for the request's scope
+			   (regscope.h, credtok.c); USER and VALUE the realm's Basic pair */
 };
 
 /*
@@ -95,8 +98,9 @@ struct cred {
 	enum cred_client client;	/* the client file it feeds, or NONE */
 	char		*client_ref;	/* its URL, server id, registry or profile */
 	char		*client_scope;	/* npm: the "@scope" the URL serves, or NULL */
-	/* oauth2 (credtok.h): where tokens come from and how they are asked for */
-	char		*token_url;	/* https:// only */
+	/* oauth2 and registry (credtok.h): where tokens come from and how they are asked for */
+	char		*token_url;	/* https:// only; registry: the realm */
+	char		*service;	/* registry: the realm's service parameter */
 	char		*client_id;
 	char		*scope;		/* NULL: the client's default */
 	char		*refresh;	/* the refresh token read at declaration; NULL: client
@@ -125,7 +129,10 @@ int	cred_set_add(struct credset *, struct cred *c, char *err, size_t errlen);
 /* The credential called name, or NULL. */
 struct cred *cred_set_find(const struct credset *, const char *name);
 void	cred_free(struct cred *);
-/* The form a declaration names ("bearer", "header", "basic", "query", "sigv4", "oauth2"); -1: none. */
+/*
+ * The form a declaration names ("bearer", "header", "basic", "query",
+ * "sigv4", "oauth2", "registry"); -1: none.
+ */
 int	cred_form_parse(const char *s, enum cred_form *out);
 const char *cred_form_name(enum cred_form);
 /* "npm", "pip", "maven", "docker", "aws" (the declaration's keys), or "". */
@@ -161,13 +168,15 @@ struct cred_swap {
 	char			 ph[CRED_PH_LEN + 1];
 	unsigned		 used;		/* times swapped */
 	const char		*val;		/* the value swapped in; NULL: c's own for part
-						   (an oauth2 credential's is its current token) */
+						   (an oauth2 or registry credential's is its
+						   current token) */
 };
 
 /*
  * Fills sw (room for max) with the placeholders of the credentials in cs
  * (n of them: those the sandbox may use) whose hosts match host and whose
- * form is swapped as text with a value of its own (not SIGV4 or OAUTH2);
+ * form is swapped as text with a value of its own (not SIGV4, OAUTH2 or
+ * REGISTRY);
  * returns how many.
  */
 size_t	cred_swaps(struct cred *const *cs, size_t n, const unsigned char key[32],

@@ -281,6 +281,37 @@ decl_oauth2(lua_State *L, struct cred *c, const char *name, char *err, size_t er
 }
 
 /*
+ * The registry fields of declaration name (the table at the top of L) into
+ * c: realm (the token endpoint, token_url), service and user (the realm's
+ * Basic user). 0, or -1 with err.
+ */
+static int
+decl_registry(lua_State *L, struct cred *c, const char *name, char *err, size_t errlen)
+{
+	const char *realm, *service, *user;
+	char why[300];
+	int bad = 0;
+
+	realm = decl_str(L, "realm", &bad);
+	service = decl_str(L, "service", &bad);
+	user = decl_str(L, "user", &bad);
+	if (bad || (c->form != CRED_REGISTRY && (realm != NULL || service != NULL))) {
+		snprintf(err, errlen, "%s: realm and service are strings, form registry's", name);
+		return -1;
+	}
+	if (c->form != CRED_REGISTRY)
+		return 0;
+	if (*credtok_regdecl_check(realm, service, user, why, sizeof(why)) != '\0') {
+		snprintf(err, errlen, "%s: %s", name, why);
+		return -1;
+	}
+	c->token_url = xstrdup(realm);
+	c->service = xstrdup(service);
+	c->user = xstrdup(user);
+	return 0;
+}
+
+/*
  * One credential declaration (the table at the top of L) of addon name:
  * a struct cred with its secret read, or NULL with err (never the value).
  */
@@ -311,11 +342,12 @@ decl_cred(lua_State *L, const char *addon, char *err, size_t errlen)
 	snprintf(c->name, sizeof(c->name), "%s", name);
 	c->addon = xstrdup(addon);
 	if (cred_form_parse(form, &c->form) == -1) {
-		snprintf(err, errlen, "%s: form is bearer, header, basic, query, sigv4 or oauth2",
-		    name);
+		snprintf(err, errlen, "%s: form is bearer, header, basic, query, sigv4, oauth2 or "
+		    "registry", name);
 		goto fail;
 	}
-	if (decl_oauth2(L, c, name, err, errlen) == -1)
+	if (decl_oauth2(L, c, name, err, errlen) == -1 ||
+	    decl_registry(L, c, name, err, errlen) == -1)
 		goto fail;
 	if (c->form == CRED_SIGV4 && key_id == NULL) {
 		snprintf(err, errlen, "%s: form sigv4 needs key_id, the access key id's env: or file:",

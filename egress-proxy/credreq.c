@@ -194,12 +194,14 @@ swaps_of(struct cred *const *cs, size_t n, const char *sandbox, char *const *tok
 			k++;
 			continue;
 		}
-		if (cs[i]->form == CRED_OAUTH2 && toks != NULL && toks[i] == NULL)
+		if ((cs[i]->form == CRED_OAUTH2 || cs[i]->form == CRED_REGISTRY) && toks != NULL &&
+		    toks[i] == NULL)
 			continue;
 		sw[k].c = cs[i];
 		sw[k].part = CRED_PART_VALUE;
 		sw[k].used = 0;
-		sw[k].val = cs[i]->form != CRED_OAUTH2 ? NULL : toks != NULL ? toks[i] : "held";
+		sw[k].val = cs[i]->form != CRED_OAUTH2 && cs[i]->form != CRED_REGISTRY ? NULL :
+		    toks != NULL ? toks[i] : "held";
 		cred_placeholder(ph_key, sandbox, cs[i]->name, CRED_PART_VALUE, sw[k].ph);
 		k++;
 	}
@@ -540,13 +542,16 @@ credreq_apply(struct hreq *r, struct cred *const *cs, size_t n, char *const *tok
 	struct buf v;
 	char name[CRED_FIELD_MAX * 4 + 1];
 	size_t nsw, i, k;
-	int rc = 0, s, st = 0, aws = -1;
+	int rc = 0, s, st = 0, aws = -1, reg = 0;
 
-	for (i = 0; i < n; i++)
-		if (cs[i]->form == CRED_OAUTH2 && (toks == NULL || toks[i] == NULL)) {
+	for (i = 0; i < n; i++) {
+		if ((cs[i]->form == CRED_OAUTH2 || cs[i]->form == CRED_REGISTRY) &&
+		    (toks == NULL || toks[i] == NULL)) {
 			snprintf(why, whylen, "no access token for credential %s", cs[i]->name);
 			return 502;	/* never sent without it (credtok_get fills them) */
 		}
+		reg |= cs[i]->form == CRED_REGISTRY;
+	}
 	nsw = swaps_of(cs, n, sandbox, toks, sw);
 	buf_init(&v, (size_t)CRED_VALUE_MAX * 4 + 256);
 	/* The held fields, swapped; a field the addon set wins over the client's. */
@@ -561,11 +566,15 @@ credreq_apply(struct hreq *r, struct cred *const *cs, size_t n, char *const *tok
 			continue;
 		memcpy(name, hd->data.p + h->no, h->nl);
 		name[h->nl] = '\0';
-		if (has_field(r, name))
+		/* a registry's token replaces the client's Authorization, whatever it held */
+		if (has_field(r, name) || (reg && is_auth(hd, r->cheld[i])))
 			continue;
 		s = cred_swap_text(sw, nsw, hd->data.p + h->vo, h->vl, is_auth(hd, r->cheld[i]), 0,
 		    &v);
-		if (s <= 0 || add_wiped(r, name, &v) == -1)
+		if (s == 0)
+			continue;	/* held for a credential not applied here (a registry
+					   credential's outside /v2/): dropped */
+		if (s < 0 || add_wiped(r, name, &v) == -1)
 			rc = -1;
 	}
 	for (k = 0; k < nsw; k++)
@@ -582,13 +591,14 @@ credreq_apply(struct hreq *r, struct cred *const *cs, size_t n, char *const *tok
 		switch (c->form) {
 		case CRED_BEARER:
 		case CRED_OAUTH2:
+		case CRED_REGISTRY:
 			if (has_field(r, "authorization"))
 				break;
 			rc |= buf_addstr(&v, "Bearer ");
-			rc |= buf_addstr(&v, c->form == CRED_OAUTH2 ? toks[i] : c->value);
+			rc |= buf_addstr(&v, c->form == CRED_BEARER ? c->value : toks[i]);
 			if (rc == 0 && add_wiped(r, "Authorization", &v) == -1)
 				rc = -1;
-			note(r, c->name, c->form == CRED_OAUTH2 ? "oauth2" : "bearer");
+			note(r, c->name, cred_form_name(c->form));
 			break;
 		case CRED_BASIC: {
 			size_t ul = strlen(c->user), vl = strlen(c->value), el;

@@ -19,7 +19,9 @@
  *  - a credential whose form's field the request still lacks is added
  *    (bearer and basic: Authorization; header: its field; query: its
  *    parameter; oauth2: Authorization: Bearer and the access token the
- *    proxy obtained, credtok.h);
+ *    proxy obtained, credtok.h; registry: the same with the token of the
+ *    request's scope, replacing any Authorization the client sent, a
+ *    placeholder included);
  *  - a sigv4 credential is never added: a request the client signed with
  *    the sandbox's key id placeholder (and its secret placeholder) is
  *    signed again with the real key over what goes upstream, when its
@@ -70,8 +72,9 @@ int	credreq_hold(struct hreq *r, struct cred *const *cs, size_t n, const char *s
  * refuse the request with and why: 400 (a signature that cannot be read or
  * signed again), 403 (a key id, region or service the credential does not
  * serve), 431 (no room in the head), 501 (a signing mode not served yet),
- * 502 (an oauth2 credential without its token). toks[i] is the current
- * access token of cs[i] when its form is oauth2 (credtok_get), else NULL;
+ * 502 (an oauth2 or registry credential without its token). toks[i] is the
+ * current access token of cs[i] when its form is oauth2 or registry
+ * (credtok_get), else NULL;
  * toks may be NULL when none is.
  */
 int	credreq_apply(struct hreq *r, struct cred *const *cs, size_t n, char *const *toks,

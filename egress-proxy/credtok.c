@@ -1,7 +1,11 @@
 /*
- * credtok.c: OAuth2 access tokens for oauth2 credentials (credtok.h has
- * the rules) over libcurl multi on the worker's libevent loop (the
- * hiperfifo pattern, as ghapp.c).
+ * credtok.c: access tokens for oauth2 and registry credentials (credtok.h
+ * has the rules) over libcurl multi on the worker's libevent loop (the
+ * hiperfifo pattern, as ghapp.c). The two forms differ only in the
+ * request (oauth2: a form POSTed with the client's Basic pair, RFC 6749;
+ * registry: GET realm?service=S&scope=..., Basic user:secret, the Docker
+ * token spec) and the answer's reading; the table, the coalescing, the
+ * back-off, the audit and the metrics are one.
  *
  * State: one process-wide table (under mtx) holds, per token key (the
  * credential's name and a hash of what it asks with), the cached token,
@@ -40,6 +44,7 @@
 #include "credtok.h"
 #include "digest.h"
 #include "log.h"
+#include "regscope.h"
 #include "xmalloc.h"
 
 #define CT_KEY_MAX	(CRED_NAME_MAX + 2 + DIGEST_SHA256_HEX)
@@ -74,10 +79,11 @@ struct fetch {
 	struct credtok		*t;
 	char			 key[CT_KEY_MAX];
 	char			 name[CRED_NAME_MAX + 1];
-	char			 url[CREDTOK_URL_MAX + 1];
+	int			 registry;	/* form registry: GET, the Docker token answer */
+	char			*url;		/* with the query a registry's realm gets */
 	char			 host[CREDTOK_URL_MAX + 1];	/* for the audit line */
 	char			*auth;		/* "Authorization: Basic ..." (wiped) */
-	char			*scope;
+	char			*scope;		/* oauth2: the declared; registry: the request's */
 	char			*refresh0;	/* the declared refresh token, or NULL */
 	char			*refresh_path;	/* write a rotated one back here, or NULL */
 	char			 rt_sent[CREDTOK_TOKEN_MAX];	/* the refresh token presented */
@@ -173,18 +179,24 @@ state_backoff_locked(const struct tstate *s, long long now, char *err, size_t er
 /*
  * c's token key: its name and the SHA-256 of everything its exchange
  * depends on (a reload that changes any of it starts afresh; a refresh
- * token written back is a new declared one, so the rotated one read again).
+ * token written back is a new declared one, so the rotated one read again);
+ * a registry credential's, the request's scope regscope too (one token a
+ * scope).
  */
 static void
-token_key(const struct cred *c, char out[CT_KEY_MAX])
+token_key(const struct cred *c, const char *regscope, char out[CT_KEY_MAX])
 {
 	struct buf b;
 	char hx[DIGEST_SHA256_HEX + 1];
+	int reg = c->form == CRED_REGISTRY;
 
 	buf_init(&b, (size_t)4 * CREDTOK_TOKEN_MAX + 4 * CRED_VALUE_MAX);
-	if (buf_addstr(&b, c->token_url) == -1 || buf_add(&b, "\n", 1) == -1 ||
-	    buf_addstr(&b, c->client_id) == -1 || buf_add(&b, "\n", 1) == -1 ||
-	    buf_addstr(&b, c->scope != NULL ? c->scope : "") == -1 || buf_add(&b, "\n", 1) == -1 ||
+	if (buf_addstr(&b, reg ? "registry\n" : "oauth2\n") == -1 ||
+	    buf_addstr(&b, c->token_url) == -1 || buf_add(&b, "\n", 1) == -1 ||
+	    buf_addstr(&b, reg ? c->user : c->client_id) == -1 || buf_add(&b, "\n", 1) == -1 ||
+	    buf_addstr(&b, reg ? c->service : "") == -1 || buf_add(&b, "\n", 1) == -1 ||
+	    buf_addstr(&b, reg ? regscope : c->scope != NULL ? c->scope : "") == -1 ||
+	    buf_add(&b, "\n", 1) == -1 ||
 	    buf_addstr(&b, c->value) == -1 || buf_add(&b, "\n", 1) == -1 ||
 	    buf_addstr(&b, c->refresh != NULL ? c->refresh : "") == -1 ||
 	    digest_sha256_hex(b.p, b.len, hx) == -1)
@@ -223,11 +235,17 @@ vschar_ok(const char *s)
 	return 1;
 }
 
-int
-credtok_parse(const char *body, size_t n, char *tok, size_t toklen, long *ttl, char *rt,
-    size_t rtlen, char *err, size_t errlen)
+/*
+ * A token endpoint's answer: oauth2 (access_token, token_type bearer, a
+ * refresh_token) or, registry set, the Docker token spec's (token, or
+ * access_token when token is absent; no token_type; a refresh_token is
+ * ignored, never asked for).
+ */
+static int
+parse_answer(const char *body, size_t n, int registry, char *tok, size_t toklen, long *ttl,
+    char *rt, size_t rtlen, char *err, size_t errlen)
 {
-	cJSON *j, *at, *tt, *ei, *r;
+	cJSON *j, *at, *tt, *ei, *r, *dt;
 	int rc = -1;
 
 	*ttl = 0;
@@ -243,12 +261,19 @@ credtok_parse(const char *body, size_t n, char *tok, size_t toklen, long *ttl, c
 	tt = cJSON_GetObjectItemCaseSensitive(j, "token_type");
 	ei = cJSON_GetObjectItemCaseSensitive(j, "expires_in");
 	r = cJSON_GetObjectItemCaseSensitive(j, "refresh_token");
+	dt = cJSON_GetObjectItemCaseSensitive(j, "token");
+	if (registry) {
+		if (dt != NULL)
+			at = dt;	/* the spec's name; access_token for OAuth2's sake */
+		tt = NULL;
+		r = NULL;
+	}
 	if (!cJSON_IsObject(j))
 		snprintf(err, errlen, "token endpoint answer is not a JSON object");
 	else if (!cJSON_IsString(at) || strlen(at->valuestring) >= toklen ||
 	    strlen(at->valuestring) >= CREDTOK_TOKEN_MAX || !b64token_ok(at->valuestring))
 		snprintf(err, errlen, "token endpoint returned no usable access_token");
-	else if (!cJSON_IsString(tt) || strcasecmp(tt->valuestring, "bearer") != 0)
+	else if (!registry && (!cJSON_IsString(tt) || strcasecmp(tt->valuestring, "bearer") != 0))
 		snprintf(err, errlen, "token endpoint returned a token_type other than bearer");
 	else if (ei != NULL && (!cJSON_IsNumber(ei) || ei->valuedouble < 1 ||
 	    ei->valuedouble > (double)CREDTOK_TTL_MAX))
@@ -267,8 +292,32 @@ credtok_parse(const char *body, size_t n, char *tok, size_t toklen, long *ttl, c
 		OPENSSL_cleanse(at->valuestring, strlen(at->valuestring));
 	if (cJSON_IsString(r))
 		OPENSSL_cleanse(r->valuestring, strlen(r->valuestring));
+	if (cJSON_IsString(dt))
+		OPENSSL_cleanse(dt->valuestring, strlen(dt->valuestring));
+	at = cJSON_GetObjectItemCaseSensitive(j, "access_token");
+	if (cJSON_IsString(at))
+		OPENSSL_cleanse(at->valuestring, strlen(at->valuestring));
+	at = cJSON_GetObjectItemCaseSensitive(j, "refresh_token");
+	if (cJSON_IsString(at))
+		OPENSSL_cleanse(at->valuestring, strlen(at->valuestring));
 	cJSON_Delete(j);
 	return rc;
+}
+
+int
+credtok_parse(const char *body, size_t n, char *tok, size_t toklen, long *ttl, char *rt,
+    size_t rtlen, char *err, size_t errlen)
+{
+	return parse_answer(body, n, 0, tok, toklen, ttl, rt, rtlen, err, errlen);
+}
+
+int
+credtok_parse_registry(const char *body, size_t n, char *tok, size_t toklen, long *ttl,
+    char *err, size_t errlen)
+{
+	char rt[1];
+
+	return parse_answer(body, n, 1, tok, toklen, ttl, rt, sizeof(rt), err, errlen);
 }
 
 void
@@ -284,7 +333,30 @@ credtok_error_code(const char *body, size_t n, char *out, size_t outlen)
 	if (cJSON_IsString(e) && strlen(e->valuestring) > 0 && strlen(e->valuestring) < 64 &&
 	    strspn(e->valuestring, "abcdefghijklmnopqrstuvwxyz_") == strlen(e->valuestring))
 		snprintf(out, outlen, "%s", e->valuestring);
+	/* a registry's token server: {"errors":[{"code":"UNAUTHORIZED",...}]}, code of [A-Z_] */
+	e = cJSON_GetObjectItemCaseSensitive(j, "errors");
+	e = cJSON_IsArray(e) ? cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(e, 0),
+	    "code") : NULL;
+	if (out[0] == '\0' && cJSON_IsString(e) && strlen(e->valuestring) > 0 &&
+	    strlen(e->valuestring) < 64 &&
+	    strspn(e->valuestring, "ABCDEFGHIJKLMNOPQRSTUVWXYZ_") == strlen(e->valuestring))
+		snprintf(out, outlen, "%s", e->valuestring);
 	cJSON_Delete(j);
+}
+
+/* Whether url is an https:// URL with a host, no user info or fragment, printable, bounded. */
+static int
+url_ok(const char *url)
+{
+	const unsigned char *p;
+	size_t hl;
+
+	for (p = (const unsigned char *)url; *p != '\0'; p++)
+		if (*p <= 0x20 || *p >= 0x7f)
+			break;
+	hl = strncmp(url, "https://", 8) == 0 ? strcspn(url + 8, "/?#") : 0;
+	return *p == '\0' && strlen(url) <= CREDTOK_URL_MAX && hl > 0 &&
+	    memchr(url + 8, '@', hl) == NULL && strchr(url, '#') == NULL;
 }
 
 const char *
@@ -292,18 +364,12 @@ credtok_decl_check(const char *url, const char *client_id, const char *scope, ch
     size_t errlen)
 {
 	const unsigned char *p;
-	size_t hl;
 
 	if (url == NULL || client_id == NULL) {
 		snprintf(err, errlen, "form oauth2 needs token_url and client_id");
 		return err;
 	}
-	for (p = (const unsigned char *)url; *p != '\0'; p++)
-		if (*p <= 0x20 || *p >= 0x7f)
-			break;
-	hl = strncmp(url, "https://", 8) == 0 ? strcspn(url + 8, "/?#") : 0;
-	if (*p != '\0' || strlen(url) > CREDTOK_URL_MAX || hl == 0 ||
-	    memchr(url + 8, '@', hl) != NULL || strchr(url, '#') != NULL) {
+	if (!url_ok(url)) {
 		snprintf(err, errlen, "token_url must be an https:// URL with a host, no user "
 		    "info or fragment, at most %d printable bytes", CREDTOK_URL_MAX);
 		return err;
@@ -327,6 +393,37 @@ credtok_decl_check(const char *url, const char *client_id, const char *scope, ch
 			    "tokens", CREDTOK_SCOPE_MAX);
 			return err;
 		}
+	}
+	return "";
+}
+
+const char *
+credtok_regdecl_check(const char *realm, const char *service, const char *user, char *err,
+    size_t errlen)
+{
+	if (realm == NULL || service == NULL || user == NULL) {
+		snprintf(err, errlen, "form registry needs realm, service and user");
+		return err;
+	}
+	if (!url_ok(realm)) {
+		snprintf(err, errlen, "realm must be an https:// URL with a host, no user info or "
+		    "fragment, at most %d printable bytes", CREDTOK_URL_MAX);
+		return err;
+	}
+	/* what goes into the realm's query, percent-encoded: visible ASCII, bounded */
+	if (*service == '\0' || strlen(service) > CREDTOK_CLIENT_MAX ||
+	    strspn(service, "!\"#$%&'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	    "[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~") != strlen(service)) {
+		snprintf(err, errlen, "service must be 1-%d visible ASCII bytes", CREDTOK_CLIENT_MAX);
+		return err;
+	}
+	/* RFC 7617: a user-id never holds ':' */
+	if (*user == '\0' || strlen(user) > CREDTOK_CLIENT_MAX || strchr(user, ':') != NULL ||
+	    strspn(user, " !\"#$%&'()*+,-./0123456789;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	    "[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~") != strlen(user)) {
+		snprintf(err, errlen, "user must be 1-%d printable bytes without ':'",
+		    CREDTOK_CLIENT_MAX);
+		return err;
 	}
 	return "";
 }
@@ -509,6 +606,7 @@ fetch_free(struct fetch *f)
 	wipe_str(f->body);
 	wipe_str(f->refresh0);
 	free(f->scope);
+	free(f->url);
 	free(f->refresh_path);
 	if (f->resp.p != NULL)
 		OPENSSL_cleanse(f->resp.p, f->resp.len);
@@ -559,6 +657,10 @@ audit_exchange(struct fetch *f, const char *grant, long status, const char *err)
 	a.method = grant;
 	a.status = (int)status;
 	a.creds = f->name;
+	if (f->registry) {	/* the scope asked for (names, never a value) */
+		a.path = f->scope;
+		a.path_len = strlen(f->scope);
+	}
 	a.reason = err != NULL ? "token_failed" : NULL;
 	a.detail = err;
 	audit_token(f->t->aq, &a);
@@ -600,7 +702,9 @@ static void
 fetch_done(struct fetch *f, CURLcode cc)
 {
 	char err[384], code[64], tok[CREDTOK_TOKEN_MAX], rt[CREDTOK_TOKEN_MAX];
-	const char *grant = f->rt_sent[0] != '\0' ? "refresh_token" : "client_credentials";
+	const char *grant = f->registry ? "registry" : f->rt_sent[0] != '\0' ? "refresh_token" :
+	    "client_credentials";
+	const char *form = f->registry ? "registry" : "oauth2";
 	long status = 0, ttl = 0;
 	long long now = mono_ms(), margin, d;
 	struct tstate *s;
@@ -616,6 +720,10 @@ fetch_done(struct fetch *f, CURLcode cc)
 		    sizeof(code));
 		snprintf(err, sizeof(err), "token endpoint answered HTTP %ld%s%s%s", status,
 		    code[0] != '\0' ? " (" : "", code, code[0] != '\0' ? ")" : "");
+	} else if (f->registry) {
+		(void)credtok_parse_registry(f->resp.p != NULL ? f->resp.p : "", f->resp.len, tok,
+		    sizeof(tok), &ttl, err, sizeof(err));
+		rt[0] = '\0';
 	} else
 		(void)credtok_parse(f->resp.p != NULL ? f->resp.p : "", f->resp.len, tok,
 		    sizeof(tok), &ttl, rt, sizeof(rt), err, sizeof(err));
@@ -654,15 +762,17 @@ fetch_done(struct fetch *f, CURLcode cc)
 	atomic_fetch_add(err[0] != '\0' ? &credtok_requests_failed : &credtok_requests_ok, 1);
 	audit_exchange(f, grant, status, err[0] != '\0' ? err : NULL);
 	if (err[0] != '\0')
-		log_warnx("oauth2 token for credential=%s host=%s grant=%s: %s (backing off)",
-		    f->name, f->host, grant, err);
+		log_warnx("%s token for credential=%s host=%s grant=%s%s%s: %s (backing off)",
+		    form, f->name, f->host, grant, f->registry ? " scope=" : "",
+		    f->registry ? f->scope : "", err);
 	else
-		log_info("oauth2 token for credential=%s host=%s grant=%s obtained, expires_in=%ld",
-		    f->name, f->host, grant, ttl);
+		log_info("%s token for credential=%s host=%s grant=%s%s%s obtained, expires_in=%ld",
+		    form, f->name, f->host, grant, f->registry ? " scope=" : "",
+		    f->registry ? f->scope : "", ttl);
 	if (err[0] != '\0') {
 		char msg[512];
 
-		snprintf(msg, sizeof(msg), "oauth2 credential %s: %s", f->name, err);
+		snprintf(msg, sizeof(msg), "%s credential %s: %s", form, f->name, err);
 		fetch_complete(f, msg);
 	} else
 		fetch_complete(f, NULL);
@@ -693,6 +803,8 @@ fetch_send(struct fetch *f, const char *rt, char *err, size_t errlen)
 	struct buf b;
 	int bad = 0;
 
+	if (f->registry)
+		goto send;	/* a GET: everything is in the URL */
 	snprintf(f->rt_sent, sizeof(f->rt_sent), "%s", rt);
 	buf_init(&b, (size_t)3 * CREDTOK_TOKEN_MAX + 3 * CREDTOK_SCOPE_MAX + 128);
 	if (rt[0] != '\0') {
@@ -715,15 +827,19 @@ fetch_send(struct fetch *f, const char *rt, char *err, size_t errlen)
 	f->body = xstrdup(b.p);
 	OPENSSL_cleanse(b.p, b.len);
 	buf_free(&b);
+	f->hdrs = curl_slist_append(f->hdrs, "Content-Type: application/x-www-form-urlencoded");
+send:
 	buf_init(&f->resp, CREDTOK_RESP_MAX);
 	f->hdrs = curl_slist_append(f->hdrs, f->auth);
 	f->hdrs = curl_slist_append(f->hdrs, "Accept: application/json");
-	f->hdrs = curl_slist_append(f->hdrs, "Content-Type: application/x-www-form-urlencoded");
 	f->easy = curl_easy_init();
 	curl_easy_setopt(f->easy, CURLOPT_URL, f->url);
 	curl_easy_setopt(f->easy, CURLOPT_PRIVATE, f);
 	curl_easy_setopt(f->easy, CURLOPT_HTTPHEADER, f->hdrs);
-	curl_easy_setopt(f->easy, CURLOPT_POSTFIELDS, f->body);
+	if (f->body != NULL)
+		curl_easy_setopt(f->easy, CURLOPT_POSTFIELDS, f->body);
+	else
+		curl_easy_setopt(f->easy, CURLOPT_HTTPGET, 1L);
 	curl_easy_setopt(f->easy, CURLOPT_USERAGENT, "egress-proxy");
 	curl_easy_setopt(f->easy, CURLOPT_FOLLOWLOCATION, 0L);
 	curl_easy_setopt(f->easy, CURLOPT_PROTOCOLS_STR, "https");
@@ -832,11 +948,45 @@ url_host(const char *url, char *out, size_t outlen)
 }
 
 /*
- * A new fetch of c's token key on t, with what its exchange needs copied
- * (a reload may free c meanwhile).
+ * A registry's token URL: the realm, service and one scope parameter per
+ * space-separated scope of regscope ("" for the ping: none), each
+ * percent-encoded. The caller frees it.
+ */
+static char *
+realm_url(const struct cred *c, const char *regscope)
+{
+	struct buf u;
+	const char *p = regscope;
+	size_t l;
+	int bad = 0;
+	char *out;
+
+	buf_init(&u, CREDTOK_URL_MAX + (size_t)3 * (CREDTOK_CLIENT_MAX + REGSCOPE_MAX) + 64);
+	bad |= buf_addstr(&u, c->token_url);
+	bad |= buf_addstr(&u, strchr(c->token_url, '?') != NULL ? "&service=" : "?service=");
+	bad |= cred_put(&u, c->service, strlen(c->service), 1);
+	while (*p != '\0') {
+		l = strcspn(p, " ");
+		if (l > 0) {
+			bad |= buf_addstr(&u, "&scope=");
+			bad |= cred_put(&u, p, l, 1);
+		}
+		p += l + (p[l] == ' ');
+	}
+	bad |= buf_add(&u, "", 1);
+	ASSERT(bad == 0);	/* sized for the declared and derived maxima */
+	out = xstrdup(u.p);
+	buf_free(&u);
+	return out;
+}
+
+/*
+ * A new fetch of c's token key on t (a registry credential's for
+ * regscope), with what its exchange needs copied (a reload may free c
+ * meanwhile).
  */
 static struct fetch *
-fetch_new(struct credtok *t, const struct cred *c, const char *key)
+fetch_new(struct credtok *t, const struct cred *c, const char *regscope, const char *key)
 {
 	struct fetch *f = xcalloc(1, sizeof(*f));
 	struct buf pair;
@@ -846,16 +996,26 @@ fetch_new(struct credtok *t, const struct cred *c, const char *key)
 	f->t = t;
 	snprintf(f->key, sizeof(f->key), "%s", key);
 	snprintf(f->name, sizeof(f->name), "%s", c->name);
-	snprintf(f->url, sizeof(f->url), "%s", c->token_url);
+	f->registry = c->form == CRED_REGISTRY;
 	url_host(c->token_url, f->host, sizeof(f->host));
-	f->scope = c->scope != NULL ? xstrdup(c->scope) : NULL;
-	f->refresh0 = c->refresh != NULL ? xstrdup(c->refresh) : NULL;
-	f->refresh_path = c->refresh_path != NULL ? xstrdup(c->refresh_path) : NULL;
-	/* RFC 6749 2.3.1: each part form-urlencoded, then Basic */
 	buf_init(&pair, (size_t)3 * (CREDTOK_CLIENT_MAX + CRED_VALUE_MAX) + 2);
-	bad |= cred_put(&pair, c->client_id, strlen(c->client_id), 1);
-	bad |= buf_add(&pair, ":", 1);
-	bad |= cred_put(&pair, c->value, strlen(c->value), 1);
+	if (f->registry) {
+		f->url = realm_url(c, regscope);
+		f->scope = xstrdup(regscope);
+		/* the Docker token spec: plain Basic (RFC 7617) */
+		bad |= buf_addstr(&pair, c->user);
+		bad |= buf_add(&pair, ":", 1);
+		bad |= buf_addstr(&pair, c->value);
+	} else {
+		f->url = xstrdup(c->token_url);
+		f->scope = c->scope != NULL ? xstrdup(c->scope) : NULL;
+		f->refresh0 = c->refresh != NULL ? xstrdup(c->refresh) : NULL;
+		f->refresh_path = c->refresh_path != NULL ? xstrdup(c->refresh_path) : NULL;
+		/* RFC 6749 2.3.1: each part form-urlencoded, then Basic */
+		bad |= cred_put(&pair, c->client_id, strlen(c->client_id), 1);
+		bad |= buf_add(&pair, ":", 1);
+		bad |= cred_put(&pair, c->value, strlen(c->value), 1);
+	}
 	ASSERT(bad == 0);	/* sized for the declared maxima */
 	enc = xmalloc(B64_ENC_LEN(pair.len) + 1);
 	enc[b64_encode(pair.p, pair.len, enc)] = '\0';
@@ -871,8 +1031,8 @@ fetch_new(struct credtok *t, const struct cred *c, const char *key)
 }
 
 int
-credtok_get(struct credtok *t, struct cred *const *cs, size_t n, char **toks, char *err,
-    size_t errlen, credtok_cb cb, void *arg)
+credtok_get(struct credtok *t, struct cred *const *cs, size_t n, const char *regscope,
+    char **toks, char *err, size_t errlen, credtok_cb cb, void *arg)
 {
 	char key[CT_KEY_MAX], tok[CREDTOK_TOKEN_MAX];
 	long long now = mono_ms();
@@ -885,9 +1045,15 @@ credtok_get(struct credtok *t, struct cred *const *cs, size_t n, char **toks, ch
 	for (i = 0; i < n; i++)
 		toks[i] = NULL;
 	for (i = 0; i < n; i++) {
-		if (cs[i]->form != CRED_OAUTH2)
+		if (cs[i]->form != CRED_OAUTH2 && cs[i]->form != CRED_REGISTRY)
 			continue;
-		token_key(cs[i], key);
+		if (cs[i]->form == CRED_REGISTRY && regscope == NULL) {
+			snprintf(err, errlen, "registry credential %s: no scope for the request",
+			    cs[i]->name);
+			credtok_toks_free(toks, n);
+			return -1;	/* the caller's to derive: never a token of another */
+		}
+		token_key(cs[i], regscope, key);
 		have = busy = 0;
 		pthread_mutex_lock(&mtx);
 		if ((s = state_locked(key, 0)) != NULL) {
@@ -917,7 +1083,7 @@ credtok_get(struct credtok *t, struct cred *const *cs, size_t n, char **toks, ch
 			w->next = f->waiters;
 			f->waiters = w;
 		} else {
-			f = fetch_new(t, cs[i], key);
+			f = fetch_new(t, cs[i], regscope, key);
 			f->waiters = w;
 			/* Never calls back from here: a waiter sees its result from the loop. */
 			if (f->poll == NULL)
@@ -961,14 +1127,14 @@ credtok_toks_free(char **toks, size_t n)
 }
 
 void
-credtok_invalidate(const struct cred *c)
+credtok_invalidate(const struct cred *c, const char *regscope)
 {
 	char key[CT_KEY_MAX];
 	struct tstate *s;
 
-	if (c->form != CRED_OAUTH2)
+	if (c->form != CRED_OAUTH2 && (c->form != CRED_REGISTRY || regscope == NULL))
 		return;
-	token_key(c, key);
+	token_key(c, regscope, key);
 	pthread_mutex_lock(&mtx);
 	if ((s = state_locked(key, 0)) != NULL) {
 		OPENSSL_cleanse(s->tok, sizeof(s->tok));

@@ -1,10 +1,21 @@
 /*
- * credtok.h: access tokens of oauth2 credentials (issue 30; credtok.c).
+ * credtok.h: access tokens of oauth2 and registry credentials (issue 30;
+ * credtok.c).
  * An oauth2 credential (cred.h) names a token endpoint (token_url, https
  * only), a client (client_id and the secret) and optionally a refresh
  * token; the proxy exchanges them for an access token and puts it in
  * Authorization: Bearer on the requests to the credential's hosts
  * (credreq_apply). The sandbox never holds any of them.
+ *
+ * A registry credential (the OCI/Docker registry token flow) names the
+ * realm (token_url, https only), its service, and the Basic pair (user and
+ * the secret) the realm takes; the proxy asks the realm for a token of the
+ * scope each request needs (regscope.h) with GET
+ * realm?service=S&scope=..., and sends the request with it, so the client
+ * never sees the registry's 401 and never talks to the realm. Its tokens
+ * are cached per (credential, realm, user, service, scope); the rest below
+ * holds for both forms (its audit line's grant is "registry" and it names
+ * the scope).
  *
  * Rules:
  *  - a token is asked for with the client credentials grant, or the
@@ -69,23 +80,25 @@ void		 credtok_free(struct credtok *);
 typedef void (*credtok_cb)(void *arg, const char *err);
 
 /*
- * The access tokens of the oauth2 credentials of cs (n of them) into toks
- * (room for n; toks[i] is NULL for another form, else the caller frees it
- * with credtok_toks_free). 0: all filled. 1: an exchange is under way and
- * cb(arg, err) will be called from the loop (err NULL: call again, the
- * token is cached); nothing is filled. -1: err says why (fail closed).
+ * The access tokens of the oauth2 and registry credentials of cs (n of
+ * them) into toks (room for n; toks[i] is NULL for another form, else the
+ * caller frees it with credtok_toks_free); a registry credential's is for
+ * regscope, the request's scope (regscope_derive; NULL: refused). 0: all
+ * filled. 1: an exchange is under way and cb(arg, err) will be called from
+ * the loop (err NULL: call again, the token is cached); nothing is filled.
+ * -1: err says why (fail closed).
  */
-int	credtok_get(struct credtok *, struct cred *const *cs, size_t n, char **toks,
-	    char *err, size_t errlen, credtok_cb cb, void *arg);
+int	credtok_get(struct credtok *, struct cred *const *cs, size_t n, const char *regscope,
+	    char **toks, char *err, size_t errlen, credtok_cb cb, void *arg);
 /* Forgets every waiter with arg (it went away); never calls it. */
 void	credtok_forget(struct credtok *, void *arg);
 /* Wipes and frees toks[0..n). */
 void	credtok_toks_free(char **toks, size_t n);
 /*
- * The API answered 401 to a request that carried c's token: its cached
- * token is dropped (any thread).
+ * The API answered 401 to a request that carried c's token (a registry
+ * credential's for regscope): its cached token is dropped (any thread).
  */
-void	credtok_invalidate(const struct cred *c);
+void	credtok_invalidate(const struct cred *c, const char *regscope);
 
 /*
  * "", or why an oauth2 declaration cannot be served: token_url (https,
@@ -93,6 +106,14 @@ void	credtok_invalidate(const struct cred *c);
  */
 const char *credtok_decl_check(const char *token_url, const char *client_id,
 	    const char *scope, char *err, size_t errlen);
+
+/*
+ * "", or why a registry declaration cannot be served: realm (https, a
+ * host, no user info, no fragment, printable), service (visible ASCII),
+ * user (printable, no ':').
+ */
+const char *credtok_regdecl_check(const char *realm, const char *service, const char *user,
+	    char *err, size_t errlen);
 
 /*
  * Reads a token endpoint's successful answer (body, n bytes): the
@@ -103,8 +124,18 @@ const char *credtok_decl_check(const char *token_url, const char *client_id,
 int	credtok_parse(const char *body, size_t n, char *tok, size_t toklen, long *ttl,
 	    char *rt, size_t rtlen, char *err, size_t errlen);
 /*
+ * Reads a registry realm's successful answer (the Docker token spec):
+ * token (or access_token when token is absent; a JWT fits), expires_in
+ * (*ttl, s; CREDTOK_TTL_DEFAULT when absent); no token_type asked for. 0,
+ * or -1 with err (never a value from the body).
+ */
+int	credtok_parse_registry(const char *body, size_t n, char *tok, size_t toklen, long *ttl,
+	    char *err, size_t errlen);
+/*
  * Why an endpoint refused (body of a 4xx, RFC 6749 5.2): "invalid_grant"
- * when its error code is one, else "" (the description is never kept).
+ * when its error code is one, or a registry token server's first
+ * errors[].code ("UNAUTHORIZED", [A-Z_]), else "" (the description is
+ * never kept).
  */
 void	credtok_error_code(const char *body, size_t n, char *out, size_t outlen);
 

@@ -74,7 +74,7 @@ static const struct metric_family {
 	    { { "{result=\"ok\"}", &ghapp_revoked_ok },
 	      { "{result=\"failed\"}", &ghapp_revoked_failed } } },
 	{ "egress_proxy_oauth_token_requests_total", "counter",
-	    "OAuth2 token exchanges (oauth2 credentials) sent to token endpoints, by result",
+	    "token exchanges of oauth2 and registry credentials sent to token endpoints (realms), by result",
 	    { { "{result=\"ok\"}", &credtok_requests_ok },
 	      { "{result=\"failed\"}", &credtok_requests_failed } } },
 	{ "egress_proxy_oauth_token_backoff_total", "counter",

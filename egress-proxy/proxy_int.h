@@ -344,16 +344,18 @@ void	tunnel_start(struct conn *c);
 size_t	conncred_select(struct conn *c);
 /*
  * After the hook: c's credentials into its request. 0: go on. 1: waiting
- * for an oauth2 token exchange; ready(c, err) is called from the loop
- * (err NULL: call again), unless c goes first (conn.c forgets it). -1:
- * answered (refused).
+ * for an oauth2 or registry token exchange; ready(c, err) is called from
+ * the loop (err NULL: call again), unless c goes first (conn.c forgets
+ * it). -1: answered (refused: 400 for a registry request whose scope
+ * cannot be derived, 502 for a token that cannot be had).
  */
 int	conncred_apply(struct conn *c, void (*ready)(void *arg, const char *err));
 /* An exchange failed: the request is refused, 502 with err. */
 void	conncred_fail(struct conn *c, const char *err);
 /*
  * c's upstream answered its request with status: a 401 to a request that
- * carried an oauth2 access token drops that token (credtok_invalidate).
+ * carried an oauth2 or registry access token drops that token (a
+ * registry credential's for the request's scope; credtok_invalidate).
  */
 void	conncred_answered(struct conn *c, int status);
 

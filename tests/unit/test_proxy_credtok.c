@@ -160,10 +160,90 @@ TEST(test_decl)
 	CHECK(*credtok_decl_check(longurl, "app", NULL, err, sizeof(err)) != '\0');
 }
 
+/* A registry realm's answer (the Docker token spec). */
+TEST(test_parse_registry)
+{
+	static const char *const bad[] = {
+		"", "not json", "[]", "{}", "{\"expires_in\":60}",
+		"{\"token\":42}",
+		"{\"token\":\"\"}",
+		"{\"token\":\"a b\"}",
+		"{\"token\":\"a\\r\\nX-Evil: 1\"}",
+		"{\"token\":\"a\\u0000b\"}",
+		/* token wins over access_token, even a bad one */
+		"{\"token\":\"a b\",\"access_token\":\"good\"}",
+		"{\"token\":\"a\",\"expires_in\":0}",
+		"{\"token\":\"a\",\"expires_in\":\"60\"}",
+		"{\"token\":\"a\",\"expires_in\":1e300}",
+		"{\"token\":\"a\"",
+	};
+	char tok[CREDTOK_TOKEN_MAX], err[256];
+	long ttl;
+	size_t i;
+	const char *b;
+
+	b = "{\"token\":\"eyJ.a-b_c.d\",\"access_token\":\"eyJ.a-b_c.d\",\"expires_in\":300,"
+	    "\"issued_at\":\"2026-01-01T00:00:00Z\"}";
+	CHECK_INT(credtok_parse_registry(b, strlen(b), tok, sizeof(tok), &ttl, err, sizeof(err)), 0);
+	CHECK_STR(tok, "eyJ.a-b_c.d");
+	CHECK_INT(ttl, 300);
+	/* access_token alone; no expires_in: the default; no token_type needed */
+	b = "{\"access_token\":\"at\"}";
+	CHECK_INT(credtok_parse_registry(b, strlen(b), tok, sizeof(tok), &ttl, err, sizeof(err)), 0);
+	CHECK_STR(tok, "at");
+	CHECK_INT(ttl, CREDTOK_TTL_DEFAULT);
+	/* a refresh_token is ignored, never a reason to refuse */
+	b = "{\"token\":\"t\",\"refresh_token\":\"r s\"}";
+	CHECK_INT(credtok_parse_registry(b, strlen(b), tok, sizeof(tok), &ttl, err, sizeof(err)), 0);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		CHECK_INT(credtok_parse_registry(bad[i], strlen(bad[i]), tok, sizeof(tok), &ttl, err,
+		    sizeof(err)), -1);
+		CHECK(err[0] != '\0' && tok[0] == '\0');
+	}
+	/* the registry's error code, never its message */
+	credtok_error_code("{\"errors\":[{\"code\":\"UNAUTHORIZED\",\"message\":\"pw=x\"}]}", 57,
+	    err, sizeof(err));
+	CHECK_STR(err, "UNAUTHORIZED");
+	b = "{\"errors\":[{\"code\":\"pw is hunter2\"}]}";
+	credtok_error_code(b, strlen(b), err, sizeof(err));
+	CHECK_STR(err, "");
+	b = "{\"errors\":[]}";
+	credtok_error_code(b, strlen(b), err, sizeof(err));
+	CHECK_STR(err, "");
+	b = "{\"errors\":{\"code\":\"X\"}}";
+	credtok_error_code(b, strlen(b), err, sizeof(err));
+	CHECK_STR(err, "");
+}
+
+TEST(test_regdecl)
+{
+	char err[300];
+
+	CHECK_STR(credtok_regdecl_check("https://auth.test/token", "registry.test", "carol", err,
+	    sizeof(err)), "");
+	CHECK_STR(credtok_regdecl_check("https://auth.test/token?x=1", "r", "a b", err,
+	    sizeof(err)), "");
+	CHECK(*credtok_regdecl_check("http://auth.test/token", "r", "u", err, sizeof(err)) != '\0');
+	CHECK(*credtok_regdecl_check("https://u:p@auth.test/t", "r", "u", err, sizeof(err)) != '\0');
+	CHECK(*credtok_regdecl_check("https:///t", "r", "u", err, sizeof(err)) != '\0');
+	CHECK(*credtok_regdecl_check(NULL, "r", "u", err, sizeof(err)) != '\0');
+	CHECK(*credtok_regdecl_check("https://a.test/t", NULL, "u", err, sizeof(err)) != '\0');
+	CHECK(*credtok_regdecl_check("https://a.test/t", "", "u", err, sizeof(err)) != '\0');
+	CHECK(*credtok_regdecl_check("https://a.test/t", "r s", "u", err, sizeof(err)) != '\0');
+	CHECK(*credtok_regdecl_check("https://a.test/t", "r\n", "u", err, sizeof(err)) != '\0');
+	CHECK(*credtok_regdecl_check("https://a.test/t", "r", NULL, err, sizeof(err)) != '\0');
+	CHECK(*credtok_regdecl_check("https://a.test/t", "r", "", err, sizeof(err)) != '\0');
+	CHECK(*credtok_regdecl_check("https://a.test/t", "r", "a:b", err, sizeof(err)) != '\0');
+	CHECK(*credtok_regdecl_check("https://a.test/t", "r", "a\r\nb", err, sizeof(err)) != '\0');
+}
+
 int
 main(void)
 {
 	RUN(test_parse_ok);
+	RUN(test_parse_registry);
+	RUN(test_regdecl);
 	RUN(test_parse_hostile);
 	RUN(test_error_code);
 	RUN(test_decl);
