@@ -9,7 +9,7 @@
 PY=${PY:-/usr/bin/python3}
 FX=$TOP/tests/fixtures
 . "$TOP/tests/lib/upca.sh"
-HOSTS="registry.npmjs.org pypi.acme.test maven.acme.test crates.acme.test api.openai.com api.anthropic.com api.corp.test s3.amazonaws.com"
+HOSTS="registry.npmjs.org reg.acme.test pypi.acme.test maven.acme.test crates.acme.test api.openai.com api.anthropic.com api.corp.test s3.amazonaws.com"
 # shellcheck disable=SC2086
 upca_mk "$T/upca.crt" "$T/upca.key" "$T/srv.crt" "$T/srv.key" $HOSTS
 
@@ -19,7 +19,7 @@ UP=$(free_port); PP=$(free_port)
 
 rnd() { od -An -N12 -tx1 /dev/urandom | tr -d ' \n'; }
 mkdir -p "$T/s" "$T/export"
-for k in npm pypi maven cargo openai anthropic corp; do
+for k in npm pypi maven cargo openai anthropic corp registry; do
 	printf '%s-REAL-%s\n' "$k" "$(rnd)" >"$T/s/$k"
 done
 printf 'AKIAPRESET%s\n' "$(od -An -N5 -tx1 /dev/urandom | tr -d ' \n' | tr a-f A-F)" >"$T/s/aws_id"
@@ -27,7 +27,7 @@ printf 'presetSecret/%s\n' "$(rnd)" >"$T/s/aws_secret"
 chmod 600 "$T"/s/*
 val() { tr -d '\n' <"$T/s/$1"; }
 
-PRESETS="npm pypi maven cargo models generic aws"
+PRESETS="npm pypi maven cargo models generic aws registry"
 addons_yaml() { local p l=""; for p in $PRESETS; do l="${l:+$l, }$TOP/addons/creds/$p.lua"; done; echo "[$l]"; }
 px_yaml() {	# px_yaml ADDONS-YAML [extra addon_config lines]
 	cat <<EOF
@@ -65,6 +65,9 @@ addon_config:
   generic_env: CORP_KEY
   aws_key_id: file:$T/s/aws_id
   aws_secret: file:$T/s/aws_secret
+  registry_host: reg.acme.test
+  registry_user: bot
+  registry_password: file:$T/s/registry
 ${2:-}
 audit:
   log: $T/audit.jsonl
@@ -76,8 +79,12 @@ EOF
 # ---- 1. as shipped: each loads with its keys; a missing key is named ----
 px_yaml "$(addons_yaml)" >"$T/p.yaml"
 check "every preset loads as shipped (egress-proxy -n)" "$BIN/egress-proxy/egress-proxy" -n -f "$T/p.yaml"
-for p in npm pypi maven cargo models generic aws; do
+px_yaml "[$TOP/addons/creds/registry.lua]" "  registry_realm: https://auth.acme.test/token" >"$T/realm.yaml"
+check "registry with a realm: the token flow's declaration loads" \
+	"$BIN/egress-proxy/egress-proxy" -n -f "$T/realm.yaml"
+for p in npm pypi maven cargo models generic aws registry; do
 	case $p in
+	registry) key=registry_host ;;
 	npm) key=npm_token ;; pypi) key=pypi_index ;; maven) key=maven_host ;; cargo) key=cargo_host ;;
 	models) key="openai_key and/or anthropic_key" ;; generic) key=generic_name ;; aws) key=aws_key_id ;;
 	esac
@@ -98,7 +105,7 @@ wait_port "$PP" 20 && wait_for 10 test -S "$T/admin.sock" || { fail "proxy start
 adm() { "$PY" "$FX/padmin.py" "$T/admin.sock" "$@"; }
 
 # ---- 2. the register reply: what each preset declares ----
-adm '{"op":"register","id":"sb-p","secret":"s-p","policy":{"credentials":["npm","pypi","maven","cargo","openai","anthropic","corp","aws"]}}' >"$T/reg.json"
+adm '{"op":"register","id":"sb-p","secret":"s-p","policy":{"credentials":["npm","pypi","maven","cargo","openai","anthropic","corp","aws","registry"]}}' >"$T/reg.json"
 adm '{"op":"register","id":"sb-d","secret":"s-d"}' >"$T/reg-d.json"
 jc() {	# jc NAME PYTHON: PYTHON asserts on c, the reply's credentials
 	if "$PY" -c "import json,sys; c=json.load(open(sys.argv[1]))['credentials']; $2" "$T/reg.json" 2>"$T/jc.err"; then
@@ -121,6 +128,8 @@ jc "generic: the form, field and variable named in addon_config" \
 	'g=c["corp"]; assert g["form"]=="header" and g["field"]=="X-Corp-Key" and g["hosts"]==["api.corp.test"] and list(g["env"])==["CORP_KEY"], g'
 jc "aws: sigv4 on S3, the key id placeholder, the aws files" \
 	'w=c["aws"]; assert w["form"]=="sigv4" and "key_id" in w and w["client"]["aws"]=="default" and set(w["env"])=={"AWS_ACCESS_KEY_ID","AWS_SECRET_ACCESS_KEY"}, w'
+jc "registry without a realm: Basic bot:... on its host, the docker config" \
+	'r=c["registry"]; assert r["form"]=="basic" and r["user"]=="bot" and r["client"]=={"docker":"reg.acme.test"}, r'
 check "models_default: a sandbox without a credentials policy gets the model APIs only" \
 	"$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); assert sorted(d['credentials'])==['anthropic','openai'], d" "$T/reg-d.json"
 
@@ -146,8 +155,10 @@ check "openai: Bearer added" test "$(hdr authorization)" = "Bearer $(val openai)
 check "anthropic: x-api-key swapped" test "$(hdr x-api-key)" = "$(val anthropic)"
 "${C[@]}" https://api.corp.test/v1/things
 check "generic: X-Corp-Key added" test "$(hdr x-corp-key)" = "$(val corp)"
+"${C[@]}" https://reg.acme.test/v2/acme/app/manifests/latest
+check "registry (Basic): added to a registry request" test "$(hdr authorization)" = "Basic $(b64 "bot:$(val registry)")"
 "${C[@]}" -H "Authorization: Bearer $(ph npm)" https://api.corp.test/leak
 check "a placeholder sent to another credential's host stays a placeholder" \
 	bash -c "test \"\$(tail -n 1 '$T/rec.jsonl' | grep -c '$(val npm)')\" = 0"
 check "no real value in the proxy's log or audit" bash -c \
-	"! grep -qF -e '$(val npm)' -e '$(val pypi)' -e '$(val maven)' -e '$(val cargo)' -e '$(val openai)' -e '$(val anthropic)' -e '$(val corp)' -e '$(val aws_secret)' '$T/proxy.log' '$T/audit.jsonl' '$T/stderr'"
+	"! grep -qF -e '$(val npm)' -e '$(val pypi)' -e '$(val maven)' -e '$(val cargo)' -e '$(val openai)' -e '$(val anthropic)' -e '$(val corp)' -e '$(val aws_secret)' -e '$(val registry)' '$T/proxy.log' '$T/audit.jsonl' '$T/stderr'"
