@@ -1,7 +1,7 @@
 /*
  * credtok.c: access tokens for oauth2 and registry credentials (credtok.h
- * has the rules) over libcurl multi on the worker's libevent loop (the
- * hiperfifo pattern, as ghapp.c). The two forms differ only in the
+ * has the rules) over libcurl multi on the worker's libevent loop
+ * (curlev.c, shared with ghapp.c). The two forms differ only in the
  * request (oauth2: a form POSTed with the client's Basic pair, RFC 6749;
  * registry: GET realm?service=S&scope=..., Basic user:secret, the Docker
  * token spec) and the answer's reading; the table, the coalescing, the
@@ -42,6 +42,7 @@
 #include "config.h"
 #include "cred.h"
 #include "credtok.h"
+#include "curlev.h"
 #include "digest.h"
 #include "log.h"
 #include "regscope.h"
@@ -97,27 +98,13 @@ struct fetch {
 	struct waiter		*waiters;
 };
 
-struct sockev {
-	struct event	*ev;
-};
-
 struct credtok {
 	struct event_base	*base;
 	const struct pconf	*conf;
 	struct auditq		*aq;
-	CURLM			*multi;
-	struct event		*timer;
+	struct curlev		*cv;		/* its transfers on the worker's loop */
 	struct fetch		*fetches;
-	struct curl_slist	*resolve;
 };
-
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-
-static void
-curl_init_once(void)
-{
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-}
 
 static long long
 mono_ms(void)
@@ -428,79 +415,15 @@ credtok_regdecl_check(const char *realm, const char *service, const char *user, 
 	return "";
 }
 
-/* ---- curl on libevent ---- */
+/* ---- transfers (curlev.c) ---- */
 
-static void check_done(struct credtok *t);
-
-static void
-sock_cb_ev(evutil_socket_t fd, short what, void *arg)
-{
-	struct credtok *t = arg;
-	int running, flags = 0;
-
-	if (what & EV_READ)
-		flags |= CURL_CSELECT_IN;
-	if (what & EV_WRITE)
-		flags |= CURL_CSELECT_OUT;
-	curl_multi_socket_action(t->multi, fd, flags, &running);
-	check_done(t);
-}
-
-static int
-sock_cb(CURL *e, curl_socket_t s, int what, void *userp, void *socketp)
-{
-	struct credtok *t = userp;
-	struct sockev *se = socketp;
-	short kind;
-
-	(void)e;
-	if (what == CURL_POLL_REMOVE) {
-		if (se != NULL) {
-			event_free(se->ev);
-			free(se);
-			curl_multi_assign(t->multi, s, NULL);
-		}
-		return 0;
-	}
-	kind = (short)(((what & CURL_POLL_IN) ? EV_READ : 0) |
-	    ((what & CURL_POLL_OUT) ? EV_WRITE : 0) | EV_PERSIST);
-	if (se == NULL) {
-		se = xcalloc(1, sizeof(*se));
-		curl_multi_assign(t->multi, s, se);
-	} else
-		event_free(se->ev);
-	se->ev = event_new(t->base, s, kind, sock_cb_ev, t);
-	event_add(se->ev, NULL);
-	return 0;
-}
+static void fetch_done(struct fetch *f, CURLcode cc);
 
 static void
-timer_cb_ev(evutil_socket_t fd, short what, void *arg)
+curl_done(void *owner, void *priv, CURLcode cc)
 {
-	struct credtok *t = arg;
-	int running;
-
-	(void)fd;
-	(void)what;
-	curl_multi_socket_action(t->multi, CURL_SOCKET_TIMEOUT, 0, &running);
-	check_done(t);
-}
-
-static int
-timer_cb(CURLM *m, long ms, void *userp)
-{
-	struct credtok *t = userp;
-	struct timeval tv;
-
-	(void)m;
-	if (ms < 0) {
-		evtimer_del(t->timer);
-		return 0;
-	}
-	tv.tv_sec = ms / 1000;
-	tv.tv_usec = (ms % 1000) * 1000;
-	evtimer_add(t->timer, &tv);
-	return 0;
+	(void)owner;
+	fetch_done(priv, cc);
 }
 
 static size_t
@@ -513,52 +436,15 @@ write_cb(char *p, size_t size, size_t n, void *arg)
 	return size * n;
 }
 
-static CURLcode
-sslctx_cb(CURL *e, void *sslctx, void *arg)
-{
-	const char *bundle = arg;
-	X509_STORE *st = SSL_CTX_get_cert_store(sslctx);
-
-	(void)e;
-	if (bundle != NULL && X509_STORE_load_file(st, bundle) != 1) {
-		ERR_clear_error();
-		return CURLE_SSL_CACERT_BADFILE;
-	}
-	return CURLE_OK;
-}
-
 struct credtok *
 credtok_new(struct event_base *base, const struct pconf *conf, struct auditq *aq)
 {
 	struct credtok *t = xcalloc(1, sizeof(*t));
-	char entry[400], a[INET6_ADDRSTRLEN];
-	size_t i;
 
-	pthread_once(&curl_once, curl_init_once);
 	t->base = base;
 	t->conf = conf;
 	t->aq = aq;
-	t->multi = curl_multi_init();
-	t->timer = evtimer_new(base, timer_cb_ev, t);
-	curl_multi_setopt(t->multi, CURLMOPT_SOCKETFUNCTION, sock_cb);
-	curl_multi_setopt(t->multi, CURLMOPT_SOCKETDATA, t);
-	curl_multi_setopt(t->multi, CURLMOPT_TIMERFUNCTION, timer_cb);
-	curl_multi_setopt(t->multi, CURLMOPT_TIMERDATA, t);
-	for (i = 0; i < conf->nresolve; i++) {
-		const struct resolve_entry *r = &conf->resolve[i];
-		const struct sockaddr *sa = (const struct sockaddr *)&r->ss;
-
-		if (sa->sa_family == AF_INET) {
-			inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, a, sizeof(a));
-			snprintf(entry, sizeof(entry), "%s:%s:%u", r->hostport, a,
-			    ntohs(((const struct sockaddr_in *)sa)->sin_port));
-		} else {
-			inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, a, sizeof(a));
-			snprintf(entry, sizeof(entry), "%s:[%s]:%u", r->hostport, a,
-			    ntohs(((const struct sockaddr_in6 *)sa)->sin6_port));
-		}
-		t->resolve = curl_slist_append(t->resolve, entry);
-	}
+	t->cv = curlev_new(base, conf, curl_done, t);
 	return t;
 }
 
@@ -596,7 +482,7 @@ fetch_free(struct fetch *f)
 		free(w);
 	}
 	if (f->easy != NULL) {
-		curl_multi_remove_handle(f->t->multi, f->easy);
+		curl_multi_remove_handle(curlev_multi(f->t->cv), f->easy);
 		curl_easy_cleanup(f->easy);
 	}
 	curl_slist_free_all(f->hdrs);
@@ -622,9 +508,7 @@ credtok_free(struct credtok *t)
 		return;
 	while (t->fetches != NULL)
 		fetch_free(t->fetches);
-	curl_multi_cleanup(t->multi);
-	event_free(t->timer);
-	curl_slist_free_all(t->resolve);
+	curlev_free(t->cv);
 	free(t);
 }
 
@@ -778,23 +662,6 @@ fetch_done(struct fetch *f, CURLcode cc)
 		fetch_complete(f, NULL);
 }
 
-static void
-check_done(struct credtok *t)
-{
-	CURLMsg *m;
-	int left;
-	void *p;
-
-	while ((m = curl_multi_info_read(t->multi, &left)) != NULL) {
-		if (m->msg != CURLMSG_DONE)
-			continue;
-		p = NULL;
-		curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&p);
-		if (p != NULL)
-			fetch_done(p, m->data.result);
-	}
-}
-
 /* Sends f's exchange (f owns the flight; rt: the refresh token to present, or ""). 0 or -1. */
 static int
 fetch_send(struct fetch *f, const char *rt, char *err, size_t errlen)
@@ -853,13 +720,13 @@ send:
 	curl_easy_setopt(f->easy, CURLOPT_WRITEFUNCTION, write_cb);
 	curl_easy_setopt(f->easy, CURLOPT_WRITEDATA, f);
 	curl_easy_setopt(f->easy, CURLOPT_ERRORBUFFER, f->errbuf);
-	if (t->resolve != NULL)
-		curl_easy_setopt(f->easy, CURLOPT_CONNECT_TO, t->resolve);
+	if (curlev_resolve(t->cv) != NULL)
+		curl_easy_setopt(f->easy, CURLOPT_CONNECT_TO, curlev_resolve(t->cv));
 	if (t->conf->upstream_ca_bundle != NULL) {
-		curl_easy_setopt(f->easy, CURLOPT_SSL_CTX_FUNCTION, sslctx_cb);
+		curl_easy_setopt(f->easy, CURLOPT_SSL_CTX_FUNCTION, curlev_sslctx);
 		curl_easy_setopt(f->easy, CURLOPT_SSL_CTX_DATA, t->conf->upstream_ca_bundle);
 	}
-	if (curl_multi_add_handle(t->multi, f->easy) != CURLM_OK) {
+	if (curl_multi_add_handle(curlev_multi(t->cv), f->easy) != CURLM_OK) {
 		snprintf(err, errlen, "cannot start the token request");
 		return -1;
 	}

@@ -29,6 +29,7 @@
 
 #include "buf.h"
 #include "config.h"
+#include "curlev.h"
 #include "ghapp.h"
 #include "hex.h"
 #include "log.h"
@@ -206,10 +207,6 @@ struct fetch {
 	size_t			 nnames;	/* matches, also past GHAPP_REPOS_MAX */
 };
 
-struct sockev {
-	struct event	*ev;
-};
-
 /* One DELETE {api}/installation/token (the revoker's handles). */
 struct revoke {
 	struct revoke		*next;
@@ -229,19 +226,9 @@ struct ghapp {
 	struct event_base	*base;
 	struct revoke		*revokes;	/* the revoker only */
 	const struct pconf	*conf;
-	CURLM			*multi;
-	struct event		*timer;
+	struct curlev		*cv;		/* its transfers on the worker's loop */
 	struct fetch		*fetches;
-	struct curl_slist	*resolve;
 };
-
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-
-static void
-curl_init_once(void)
-{
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-}
 
 /* ---- JWT ---- */
 
@@ -495,79 +482,6 @@ recent_revoked_locked(const char *owner, long long since_ms)
 
 /* ---- curl on libevent ---- */
 
-static void check_done(struct ghapp *g);
-
-static void
-sock_cb_ev(evutil_socket_t fd, short what, void *arg)
-{
-	struct ghapp *g = arg;
-	int running, flags = 0;
-
-	if (what & EV_READ)
-		flags |= CURL_CSELECT_IN;
-	if (what & EV_WRITE)
-		flags |= CURL_CSELECT_OUT;
-	curl_multi_socket_action(g->multi, fd, flags, &running);
-	check_done(g);
-}
-
-static int
-sock_cb(CURL *e, curl_socket_t s, int what, void *userp, void *socketp)
-{
-	struct ghapp *g = userp;
-	struct sockev *se = socketp;
-	short kind;
-
-	(void)e;
-	if (what == CURL_POLL_REMOVE) {
-		if (se != NULL) {
-			event_free(se->ev);
-			free(se);
-			curl_multi_assign(g->multi, s, NULL);
-		}
-		return 0;
-	}
-	kind = (short)(((what & CURL_POLL_IN) ? EV_READ : 0) |
-	    ((what & CURL_POLL_OUT) ? EV_WRITE : 0) | EV_PERSIST);
-	if (se == NULL) {
-		se = xcalloc(1, sizeof(*se));
-		curl_multi_assign(g->multi, s, se);
-	} else
-		event_free(se->ev);
-	se->ev = event_new(g->base, s, kind, sock_cb_ev, g);
-	event_add(se->ev, NULL);
-	return 0;
-}
-
-static void
-timer_cb_ev(evutil_socket_t fd, short what, void *arg)
-{
-	struct ghapp *g = arg;
-	int running;
-
-	(void)fd;
-	(void)what;
-	curl_multi_socket_action(g->multi, CURL_SOCKET_TIMEOUT, 0, &running);
-	check_done(g);
-}
-
-static int
-timer_cb(CURLM *m, long ms, void *userp)
-{
-	struct ghapp *g = userp;
-	struct timeval tv;
-
-	(void)m;
-	if (ms < 0) {
-		evtimer_del(g->timer);
-		return 0;
-	}
-	tv.tv_sec = ms / 1000;
-	tv.tv_usec = (ms % 1000) * 1000;
-	evtimer_add(g->timer, &tv);
-	return 0;
-}
-
 static size_t
 write_discard(char *p, size_t size, size_t n, void *arg)
 {
@@ -586,51 +500,16 @@ write_cb(char *p, size_t size, size_t n, void *arg)
 	return size * n;
 }
 
-static CURLcode
-sslctx_cb(CURL *e, void *sslctx, void *arg)
-{
-	const char *bundle = arg;
-	X509_STORE *st = SSL_CTX_get_cert_store(sslctx);
-
-	(void)e;
-	if (bundle != NULL && X509_STORE_load_file(st, bundle) != 1) {
-		ERR_clear_error();
-		return CURLE_SSL_CACERT_BADFILE;
-	}
-	return CURLE_OK;
-}
+static void ghapp_curl_done(void *owner, void *priv, CURLcode cc);
 
 struct ghapp *
 ghapp_new(struct event_base *base, const struct pconf *conf)
 {
 	struct ghapp *g = xcalloc(1, sizeof(*g));
-	char entry[400], a[INET6_ADDRSTRLEN];
-	size_t i;
 
-	pthread_once(&curl_once, curl_init_once);
 	g->base = base;
 	g->conf = conf;
-	g->multi = curl_multi_init();
-	g->timer = evtimer_new(base, timer_cb_ev, g);
-	curl_multi_setopt(g->multi, CURLMOPT_SOCKETFUNCTION, sock_cb);
-	curl_multi_setopt(g->multi, CURLMOPT_SOCKETDATA, g);
-	curl_multi_setopt(g->multi, CURLMOPT_TIMERFUNCTION, timer_cb);
-	curl_multi_setopt(g->multi, CURLMOPT_TIMERDATA, g);
-	for (i = 0; i < conf->nresolve; i++) {
-		const struct resolve_entry *r = &conf->resolve[i];
-		const struct sockaddr *sa = (const struct sockaddr *)&r->ss;
-		if (sa->sa_family == AF_INET) {
-			inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, a, sizeof(a));
-			snprintf(entry, sizeof(entry), "%s:%s:%u", r->hostport, a,
-			    ntohs(((const struct sockaddr_in *)sa)->sin_port));
-		} else {
-			inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, a, sizeof(a));
-			snprintf(entry, sizeof(entry), "%s:[%s]:%u", r->hostport, a,
-			    ntohs(((const struct sockaddr_in6 *)sa)->sin6_port));
-		}
-		/* CONNECT_TO maps host:port to addr:port, like the proxy does. */
-		g->resolve = curl_slist_append(g->resolve, entry);
-	}
+	g->cv = curlev_new(base, conf, ghapp_curl_done, g);
 	return g;
 }
 
@@ -645,7 +524,7 @@ fetch_free(struct fetch *f)
 		free(w);
 	}
 	if (f->easy != NULL) {
-		curl_multi_remove_handle(f->g->multi, f->easy);
+		curl_multi_remove_handle(curlev_multi(f->g->cv), f->easy);
 		curl_easy_cleanup(f->easy);
 	}
 	curl_slist_free_all(f->hdrs);
@@ -675,9 +554,7 @@ ghapp_free(struct ghapp *g)
 		n = f->next;
 		fetch_free(f);
 	}
-	curl_multi_cleanup(g->multi);
-	event_free(g->timer);
-	curl_slist_free_all(g->resolve);
+	curlev_free(g->cv);
 	free(g);
 }
 
@@ -704,7 +581,7 @@ fetch_send(struct ghapp *g, struct fetch *f, const char *url, const char *body, 
 	char auth[4200];
 
 	if (f->easy != NULL) {
-		curl_multi_remove_handle(g->multi, f->easy);
+		curl_multi_remove_handle(curlev_multi(g->cv), f->easy);
 		curl_easy_cleanup(f->easy);
 	}
 	curl_slist_free_all(f->hdrs);
@@ -741,13 +618,13 @@ fetch_send(struct ghapp *g, struct fetch *f, const char *url, const char *body, 
 	curl_easy_setopt(f->easy, CURLOPT_WRITEFUNCTION, write_cb);
 	curl_easy_setopt(f->easy, CURLOPT_WRITEDATA, f);
 	curl_easy_setopt(f->easy, CURLOPT_ERRORBUFFER, f->errbuf);
-	if (g->resolve != NULL)
-		curl_easy_setopt(f->easy, CURLOPT_CONNECT_TO, g->resolve);
+	if (curlev_resolve(g->cv) != NULL)
+		curl_easy_setopt(f->easy, CURLOPT_CONNECT_TO, curlev_resolve(g->cv));
 	if (g->conf->upstream_ca_bundle != NULL) {
-		curl_easy_setopt(f->easy, CURLOPT_SSL_CTX_FUNCTION, sslctx_cb);
+		curl_easy_setopt(f->easy, CURLOPT_SSL_CTX_FUNCTION, curlev_sslctx);
 		curl_easy_setopt(f->easy, CURLOPT_SSL_CTX_DATA, g->conf->upstream_ca_bundle);
 	}
-	if (curl_multi_add_handle(g->multi, f->easy) != CURLM_OK) {
+	if (curl_multi_add_handle(curlev_multi(g->cv), f->easy) != CURLM_OK) {
 		snprintf(err, errlen, "cannot start the token request");
 		return -1;
 	}
@@ -1054,23 +931,16 @@ fetch_done(struct ghapp *g, struct fetch *f, CURLcode cc)
 
 static void revoke_done(struct ghapp *g, struct revoke *r, CURLcode cc);
 
+/* A transfer ended: a revocation's (the revoker's) or a fetch's. */
 static void
-check_done(struct ghapp *g)
+ghapp_curl_done(void *owner, void *priv, CURLcode cc)
 {
-	CURLMsg *m;
-	int left;
-	void *p;
+	struct ghapp *g = owner;
 
-	while ((m = curl_multi_info_read(g->multi, &left)) != NULL) {
-		if (m->msg != CURLMSG_DONE)
-			continue;
-		p = NULL;
-		curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&p);
-		if (p != NULL && g == revoker)
-			revoke_done(g, p, m->data.result);
-		else if (p != NULL)
-			fetch_done(g, p, m->data.result);
-	}
+	if (g == revoker)
+		revoke_done(g, priv, cc);
+	else
+		fetch_done(g, priv, cc);
 }
 
 /*
@@ -1222,7 +1092,7 @@ revoke_free(struct revoke *r)
 			break;
 		}
 	if (r->easy != NULL) {
-		curl_multi_remove_handle(r->g->multi, r->easy);
+		curl_multi_remove_handle(curlev_multi(r->g->cv), r->easy);
 		curl_easy_cleanup(r->easy);
 	}
 	curl_slist_free_all(r->hdrs);
@@ -1241,7 +1111,7 @@ revoke_send(struct revoke *r)
 	r->attempt++;
 	r->errbuf[0] = '\0';
 	if (r->easy != NULL) {
-		curl_multi_remove_handle(g->multi, r->easy);
+		curl_multi_remove_handle(curlev_multi(g->cv), r->easy);
 		curl_easy_cleanup(r->easy);
 	}
 	curl_slist_free_all(r->hdrs);
@@ -1268,13 +1138,13 @@ revoke_send(struct revoke *r)
 	curl_easy_setopt(r->easy, CURLOPT_CONNECTTIMEOUT_MS, (long)g->conf->connect_ms);
 	curl_easy_setopt(r->easy, CURLOPT_WRITEFUNCTION, write_discard);
 	curl_easy_setopt(r->easy, CURLOPT_ERRORBUFFER, r->errbuf);
-	if (g->resolve != NULL)
-		curl_easy_setopt(r->easy, CURLOPT_CONNECT_TO, g->resolve);
+	if (curlev_resolve(g->cv) != NULL)
+		curl_easy_setopt(r->easy, CURLOPT_CONNECT_TO, curlev_resolve(g->cv));
 	if (g->conf->upstream_ca_bundle != NULL) {
-		curl_easy_setopt(r->easy, CURLOPT_SSL_CTX_FUNCTION, sslctx_cb);
+		curl_easy_setopt(r->easy, CURLOPT_SSL_CTX_FUNCTION, curlev_sslctx);
 		curl_easy_setopt(r->easy, CURLOPT_SSL_CTX_DATA, g->conf->upstream_ca_bundle);
 	}
-	if (curl_multi_add_handle(g->multi, r->easy) != CURLM_OK) {
+	if (curl_multi_add_handle(curlev_multi(g->cv), r->easy) != CURLM_OK) {
 		log_warnx("github app token revocation for sandbox=%s: cannot start the request",
 		    r->owner);
 		revoke_free(r);

@@ -1,7 +1,7 @@
 # egress-proxy/: the credential-injecting forward proxy.
 PROXY_LIB_SRCS := egress-proxy/config.c egress-proxy/canon.c egress-proxy/netcheck.c \
 	egress-proxy/certcache.c egress-proxy/httpreq.c egress-proxy/reqcanon.c egress-proxy/sandbox.c egress-proxy/addon.c egress-proxy/addon_lib.c egress-proxy/pmatch.c egress-proxy/pglob.c egress-proxy/pktline.c egress-proxy/gql.c egress-proxy/qaction.c egress-proxy/bodygate.c \
-	egress-proxy/ghapp.c egress-proxy/tls.c egress-proxy/audit.c egress-proxy/tgtab.c egress-proxy/pstate.c egress-proxy/wmsg.c egress-proxy/connaudit.c egress-proxy/unid.c \
+	egress-proxy/curlev.c egress-proxy/ghapp.c egress-proxy/tls.c egress-proxy/audit.c egress-proxy/tgtab.c egress-proxy/pstate.c egress-proxy/wmsg.c egress-proxy/connaudit.c egress-proxy/unid.c \
 	egress-proxy/upool.c egress-proxy/conn.c egress-proxy/tunnel.c egress-proxy/conncred.c egress-proxy/upresp.c egress-proxy/proxy.c egress-proxy/worker.c egress-proxy/metrics.c egress-proxy/admin.c egress-proxy/sigv4.c egress-proxy/cred.c egress-proxy/credreq.c egress-proxy/creddecl.c egress-proxy/credtok.c egress-proxy/regscope.c
 PROXY_SRCS := $(PROXY_LIB_SRCS) egress-proxy/main.c
 PROXY_LIB_OBJS := $(PROXY_LIB_SRCS:%.c=$(B)/%.o)
