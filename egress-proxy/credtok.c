@@ -699,33 +699,16 @@ send:
 	buf_init(&f->resp, CREDTOK_RESP_MAX);
 	f->hdrs = curl_slist_append(f->hdrs, f->auth);
 	f->hdrs = curl_slist_append(f->hdrs, "Accept: application/json");
-	f->easy = curl_easy_init();
-	curl_easy_setopt(f->easy, CURLOPT_URL, f->url);
-	curl_easy_setopt(f->easy, CURLOPT_PRIVATE, f);
-	curl_easy_setopt(f->easy, CURLOPT_HTTPHEADER, f->hdrs);
+	if ((f->easy = curlev_easy(t->cv, f->url, f, f->hdrs, f->errbuf)) == NULL) {
+		snprintf(err, errlen, "cannot start the token request");
+		return -1;
+	}
 	if (f->body != NULL)
 		curl_easy_setopt(f->easy, CURLOPT_POSTFIELDS, f->body);
 	else
 		curl_easy_setopt(f->easy, CURLOPT_HTTPGET, 1L);
-	curl_easy_setopt(f->easy, CURLOPT_USERAGENT, "egress-proxy");
-	curl_easy_setopt(f->easy, CURLOPT_FOLLOWLOCATION, 0L);
-	curl_easy_setopt(f->easy, CURLOPT_PROTOCOLS_STR, "https");
-	curl_easy_setopt(f->easy, CURLOPT_SSL_VERIFYPEER, 1L);
-	curl_easy_setopt(f->easy, CURLOPT_SSL_VERIFYHOST, 2L);
-	curl_easy_setopt(f->easy, CURLOPT_PROXY, "");
-	curl_easy_setopt(f->easy, CURLOPT_NOPROXY, "*");
-	curl_easy_setopt(f->easy, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(f->easy, CURLOPT_TIMEOUT_MS, (long)t->conf->hook_ms);
-	curl_easy_setopt(f->easy, CURLOPT_CONNECTTIMEOUT_MS, (long)t->conf->connect_ms);
 	curl_easy_setopt(f->easy, CURLOPT_WRITEFUNCTION, write_cb);
 	curl_easy_setopt(f->easy, CURLOPT_WRITEDATA, f);
-	curl_easy_setopt(f->easy, CURLOPT_ERRORBUFFER, f->errbuf);
-	if (curlev_resolve(t->cv) != NULL)
-		curl_easy_setopt(f->easy, CURLOPT_CONNECT_TO, curlev_resolve(t->cv));
-	if (t->conf->upstream_ca_bundle != NULL) {
-		curl_easy_setopt(f->easy, CURLOPT_SSL_CTX_FUNCTION, curlev_sslctx);
-		curl_easy_setopt(f->easy, CURLOPT_SSL_CTX_DATA, t->conf->upstream_ca_bundle);
-	}
 	if (curl_multi_add_handle(curlev_multi(t->cv), f->easy) != CURLM_OK) {
 		snprintf(err, errlen, "cannot start the token request");
 		return -1;

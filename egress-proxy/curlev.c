@@ -22,6 +22,7 @@
 
 struct curlev {
 	struct event_base	*base;
+	const struct pconf	*conf;
 	CURLM			*multi;
 	struct event		*timer;
 	struct curl_slist	*resolve;
@@ -141,6 +142,7 @@ curlev_new(struct event_base *base, const struct pconf *conf, curlev_done_cb don
 
 	pthread_once(&curl_once, curl_init_once);
 	cv->base = base;
+	cv->conf = conf;
 	cv->done = done;
 	cv->owner = owner;
 	cv->multi = curl_multi_init();
@@ -185,14 +187,9 @@ curlev_multi(const struct curlev *cv)
 	return cv->multi;
 }
 
-struct curl_slist *
-curlev_resolve(const struct curlev *cv)
-{
-	return cv->resolve;
-}
-
-CURLcode
-curlev_sslctx(CURL *e, void *sslctx, void *bundle)
+/* CURLOPT_SSL_CTX_FUNCTION: adds the bundle (CURLOPT_SSL_CTX_DATA) to the system store. */
+static CURLcode
+sslctx_cb(CURL *e, void *sslctx, void *bundle)
 {
 	X509_STORE *st = SSL_CTX_get_cert_store(sslctx);
 
@@ -202,4 +199,35 @@ curlev_sslctx(CURL *e, void *sslctx, void *bundle)
 		return CURLE_SSL_CACERT_BADFILE;
 	}
 	return CURLE_OK;
+}
+
+CURL *
+curlev_easy(const struct curlev *cv, const char *url, void *priv, struct curl_slist *hdrs,
+    char *errbuf)
+{
+	CURL *e = curl_easy_init();
+
+	if (e == NULL)
+		return NULL;
+	curl_easy_setopt(e, CURLOPT_URL, url);
+	curl_easy_setopt(e, CURLOPT_PRIVATE, priv);
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, hdrs);
+	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, errbuf);
+	curl_easy_setopt(e, CURLOPT_USERAGENT, "egress-proxy");
+	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "https");
+	curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
+	curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
+	curl_easy_setopt(e, CURLOPT_PROXY, "");
+	curl_easy_setopt(e, CURLOPT_NOPROXY, "*");
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)cv->conf->hook_ms);
+	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)cv->conf->connect_ms);
+	if (cv->resolve != NULL)
+		curl_easy_setopt(e, CURLOPT_CONNECT_TO, cv->resolve);
+	if (cv->conf->upstream_ca_bundle != NULL) {
+		curl_easy_setopt(e, CURLOPT_SSL_CTX_FUNCTION, sslctx_cb);
+		curl_easy_setopt(e, CURLOPT_SSL_CTX_DATA, cv->conf->upstream_ca_bundle);
+	}
+	return e;
 }

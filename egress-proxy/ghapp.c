@@ -599,31 +599,14 @@ fetch_send(struct ghapp *g, struct fetch *f, const char *url, const char *body, 
 	f->hdrs = curl_slist_append(f->hdrs, "X-GitHub-Api-Version: 2022-11-28");
 	if (body != NULL)
 		f->hdrs = curl_slist_append(f->hdrs, "Content-Type: application/json");
-	f->easy = curl_easy_init();
-	curl_easy_setopt(f->easy, CURLOPT_URL, url);
-	curl_easy_setopt(f->easy, CURLOPT_PRIVATE, f);
-	curl_easy_setopt(f->easy, CURLOPT_HTTPHEADER, f->hdrs);
+	if ((f->easy = curlev_easy(g->cv, url, f, f->hdrs, f->errbuf)) == NULL) {
+		snprintf(err, errlen, "cannot start the token request");
+		return -1;
+	}
 	if (body != NULL)
 		curl_easy_setopt(f->easy, CURLOPT_POSTFIELDS, body);
-	curl_easy_setopt(f->easy, CURLOPT_USERAGENT, "egress-proxy");
-	curl_easy_setopt(f->easy, CURLOPT_FOLLOWLOCATION, 0L);
-	curl_easy_setopt(f->easy, CURLOPT_PROTOCOLS_STR, "https");
-	curl_easy_setopt(f->easy, CURLOPT_SSL_VERIFYPEER, 1L);
-	curl_easy_setopt(f->easy, CURLOPT_SSL_VERIFYHOST, 2L);
-	curl_easy_setopt(f->easy, CURLOPT_PROXY, "");
-	curl_easy_setopt(f->easy, CURLOPT_NOPROXY, "*");
-	curl_easy_setopt(f->easy, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(f->easy, CURLOPT_TIMEOUT_MS, (long)g->conf->hook_ms);
-	curl_easy_setopt(f->easy, CURLOPT_CONNECTTIMEOUT_MS, (long)g->conf->connect_ms);
 	curl_easy_setopt(f->easy, CURLOPT_WRITEFUNCTION, write_cb);
 	curl_easy_setopt(f->easy, CURLOPT_WRITEDATA, f);
-	curl_easy_setopt(f->easy, CURLOPT_ERRORBUFFER, f->errbuf);
-	if (curlev_resolve(g->cv) != NULL)
-		curl_easy_setopt(f->easy, CURLOPT_CONNECT_TO, curlev_resolve(g->cv));
-	if (g->conf->upstream_ca_bundle != NULL) {
-		curl_easy_setopt(f->easy, CURLOPT_SSL_CTX_FUNCTION, curlev_sslctx);
-		curl_easy_setopt(f->easy, CURLOPT_SSL_CTX_DATA, g->conf->upstream_ca_bundle);
-	}
 	if (curl_multi_add_handle(curlev_multi(g->cv), f->easy) != CURLM_OK) {
 		snprintf(err, errlen, "cannot start the token request");
 		return -1;
@@ -1121,29 +1104,14 @@ revoke_send(struct revoke *r)
 	OPENSSL_cleanse(auth, sizeof(auth));
 	r->hdrs = curl_slist_append(r->hdrs, "Accept: application/vnd.github+json");
 	r->hdrs = curl_slist_append(r->hdrs, "X-GitHub-Api-Version: 2022-11-28");
-	r->easy = curl_easy_init();
-	curl_easy_setopt(r->easy, CURLOPT_URL, r->url);
-	curl_easy_setopt(r->easy, CURLOPT_CUSTOMREQUEST, "DELETE");
-	curl_easy_setopt(r->easy, CURLOPT_PRIVATE, r);
-	curl_easy_setopt(r->easy, CURLOPT_HTTPHEADER, r->hdrs);
-	curl_easy_setopt(r->easy, CURLOPT_USERAGENT, "egress-proxy");
-	curl_easy_setopt(r->easy, CURLOPT_FOLLOWLOCATION, 0L);
-	curl_easy_setopt(r->easy, CURLOPT_PROTOCOLS_STR, "https");
-	curl_easy_setopt(r->easy, CURLOPT_SSL_VERIFYPEER, 1L);
-	curl_easy_setopt(r->easy, CURLOPT_SSL_VERIFYHOST, 2L);
-	curl_easy_setopt(r->easy, CURLOPT_PROXY, "");
-	curl_easy_setopt(r->easy, CURLOPT_NOPROXY, "*");
-	curl_easy_setopt(r->easy, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(r->easy, CURLOPT_TIMEOUT_MS, (long)g->conf->hook_ms);
-	curl_easy_setopt(r->easy, CURLOPT_CONNECTTIMEOUT_MS, (long)g->conf->connect_ms);
-	curl_easy_setopt(r->easy, CURLOPT_WRITEFUNCTION, write_discard);
-	curl_easy_setopt(r->easy, CURLOPT_ERRORBUFFER, r->errbuf);
-	if (curlev_resolve(g->cv) != NULL)
-		curl_easy_setopt(r->easy, CURLOPT_CONNECT_TO, curlev_resolve(g->cv));
-	if (g->conf->upstream_ca_bundle != NULL) {
-		curl_easy_setopt(r->easy, CURLOPT_SSL_CTX_FUNCTION, curlev_sslctx);
-		curl_easy_setopt(r->easy, CURLOPT_SSL_CTX_DATA, g->conf->upstream_ca_bundle);
+	if ((r->easy = curlev_easy(g->cv, r->url, r, r->hdrs, r->errbuf)) == NULL) {
+		log_warnx("github app token revocation for sandbox=%s: cannot start the request",
+		    r->owner);
+		revoke_free(r);
+		return;
 	}
+	curl_easy_setopt(r->easy, CURLOPT_CUSTOMREQUEST, "DELETE");
+	curl_easy_setopt(r->easy, CURLOPT_WRITEFUNCTION, write_discard);
 	if (curl_multi_add_handle(curlev_multi(g->cv), r->easy) != CURLM_OK) {
 		log_warnx("github app token revocation for sandbox=%s: cannot start the request",
 		    r->owner);
