@@ -105,10 +105,8 @@ audit:
 log:
   file: $T/proxy.log
 EOF
-"$BIN/egress-proxy/egress-proxy" -d -v -f "$T/p.yaml" >>"$T/stderr" 2>&1 &
-PX_PID=$!
-track_pid $PX_PID
-wait_port "$PP" 20 && wait_for 10 test -S "$T/admin.sock" || { fail "proxy start" "$(tail -5 "$T/stderr")"; exit 1; }
+. "$TOP/tests/lib/pxsolo.sh"
+px_solo
 wait_port "$UP" 10; wait_port "$PLAIN" 10
 
 # raw NAME [METHOD]: one intercepted exchange, byte-exact, into $T/r-NAME

@@ -98,11 +98,8 @@ for p in npm pypi maven cargo models generic aws registry; do
 	fi
 done
 
-"$BIN/egress-proxy/egress-proxy" -d -v -f "$T/p.yaml" >>"$T/stderr" 2>&1 &
-PX_PID=$!
-track_pid $PX_PID
-wait_port "$PP" 20 && wait_for 10 test -S "$T/admin.sock" || { fail "proxy start" "$(tail -5 "$T/stderr")"; exit 1; }
-adm() { "$PY" "$FX/padmin.py" "$T/admin.sock" "$@"; }
+. "$TOP/tests/lib/pxsolo.sh"
+px_solo
 
 # ---- 2. the register reply: what each preset declares ----
 adm '{"op":"register","id":"sb-p","secret":"s-p","policy":{"credentials":["npm","pypi","maven","cargo","openai","anthropic","corp","aws","registry"]}}' >"$T/reg.json"

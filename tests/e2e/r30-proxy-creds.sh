@@ -96,11 +96,8 @@ EOF
 }
 mkdir -p "$T/export"
 px_yaml "$T/creds.lua" >"$T/p.yaml"
-R30_MODEL_KEY=$MODEL_KEY "$BIN/egress-proxy/egress-proxy" -d -v -f "$T/p.yaml" >>"$T/stderr" 2>&1 &
-PX_PID=$!
-track_pid $PX_PID
-wait_port "$PP" 20 && wait_for 10 test -S "$T/admin.sock" || { fail "proxy start" "$(tail -5 "$T/stderr")"; exit 1; }
-adm() { "$PY" "$FX/padmin.py" "$T/admin.sock" "$@"; }
+. "$TOP/tests/lib/pxsolo.sh"
+px_solo "R30_MODEL_KEY=$MODEL_KEY"
 pyj() { "$PY" -c "import json,sys; d=json.load(sys.stdin); $1"; }
 jcheck() {	# jcheck NAME FILE PYTHON: PYTHON asserts on d, the JSON in FILE
 	if "$PY" -c "import json,re,sys; d=json.load(open(sys.argv[1])); $3" "$2" 2>"$T/jcheck.err"; then

@@ -95,11 +95,8 @@ EOF
 }
 mkdir -p "$T/export"
 px_yaml "$T/oauth.lua" >"$T/p.yaml"
-R30_CC_SECRET=$CC_SECRET "$BIN/egress-proxy/egress-proxy" -d -v -f "$T/p.yaml" >>"$T/stderr" 2>&1 &
-PX_PID=$!
-track_pid $PX_PID
-wait_port "$PP" 20 && wait_for 10 test -S "$T/admin.sock" || { fail "proxy start" "$(tail -5 "$T/stderr")"; exit 1; }
-adm() { "$PY" "$FX/padmin.py" "$T/admin.sock" "$@"; }
+. "$TOP/tests/lib/pxsolo.sh"
+px_solo "R30_CC_SECRET=$CC_SECRET"
 metric() {	# metric NAME-AND-LABELS: its value (0 when absent)
 	adm '{"op":"metrics"}' | "$PY" -c '
 import re,sys

@@ -64,11 +64,8 @@ EOF
 }
 mkdir -p "$T/export"
 px_yaml "$T/reg.lua" >"$T/p.yaml"
-"$BIN/egress-proxy/egress-proxy" -d -v -f "$T/p.yaml" >>"$T/stderr" 2>&1 &
-PX_PID=$!
-track_pid $PX_PID
-wait_port "$PP" 20 && wait_for 10 test -S "$T/admin.sock" || { fail "proxy start" "$(tail -5 "$T/stderr")"; exit 1; }
-adm() { "$PY" "$FX/padmin.py" "$T/admin.sock" "$@"; }
+. "$TOP/tests/lib/pxsolo.sh"
+px_solo
 adm '{"op":"register","id":"sb-r","secret":"s-r"}' >"$T/reg-r.json"
 adm '{"op":"register","id":"sb-b","secret":"s-b","policy":{"credentials":["regbad"]}}' >"$T/reg-b.json"
 check "register: the registry credential with a placeholder and its user, no value" "$PY" -c '

@@ -51,10 +51,8 @@ audit:
 log:
   file: $T/proxy.log
 EOF
-"$BIN/egress-proxy/egress-proxy" -d -v -f "$T/p.yaml" >>"$T/stderr" 2>&1 &
-PX_PID=$!
-track_pid $PX_PID
-wait_port "$PP" 20 && wait_for 10 test -S "$T/admin.sock" || { fail "proxy start" "$(tail -5 "$T/stderr")"; exit 1; }
+. "$TOP/tests/lib/pxsolo.sh"
+px_solo
 "$PY" "$FX/padmin.py" "$T/admin.sock" '{"op":"register","id":"sb-r","secret":"s-r"}' >"$T/reg-r.json"
 PH=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["credentials"]["registry"]["placeholder"])' "$T/reg-r.json")
 check "register: a placeholder for the registry credential" bash -c "[[ '$PH' == PXC* ]]"
