@@ -114,3 +114,16 @@ $(B)/tests/fuzz/fuzz_proxy_sigv4: $(B)/tests/fuzz/fuzz_proxy_sigv4.o $(B)/egress
 	$(CC) $(LDFLAGS) -fsanitize=fuzzer,address,undefined $^ $(PKG_LIBS) -o $@
 $(B)/tests/fuzz/fuzz_proxy_sigv4.o $(B)/egress-proxy/sigv4.o: CFLAGS += -fsanitize=fuzzer-no-link,address,undefined
 endif
+
+# The scope a registry request needs (regscope.c): fuzz target (the unit
+# test is test_proxy_regscope).
+BINS += $(B)/tests/fuzz/replay_proxy_regscope
+ALL_OBJS += $(B)/tests/fuzz/fuzz_proxy_regscope.o
+$(B)/tests/fuzz/replay_proxy_regscope: $(B)/tests/fuzz/fuzz_proxy_regscope.o $(B)/tests/fuzz/replay_main.o $(B)/egress-proxy/regscope.o $(COMMON_OBJS)
+	$(CC) $(LDFLAGS) $^ $(PKG_LIBS) -o $@
+ifeq ($(FUZZ),1)
+FUZZ_TARGETS += $(B)/tests/fuzz/fuzz_proxy_regscope
+$(B)/tests/fuzz/fuzz_proxy_regscope: $(B)/tests/fuzz/fuzz_proxy_regscope.o $(B)/egress-proxy/regscope.o $(COMMON_OBJS)
+	$(CC) $(LDFLAGS) -fsanitize=fuzzer,address,undefined $^ $(PKG_LIBS) -o $@
+$(B)/tests/fuzz/fuzz_proxy_regscope.o $(B)/egress-proxy/regscope.o: CFLAGS += -fsanitize=fuzzer-no-link,address,undefined
+endif

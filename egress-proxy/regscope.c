@@ -139,7 +139,11 @@ regscope_derive(const char *method, const char *target, size_t tl, char *out, si
 			snprintf(err, errlen, "registry: the catalog is only read");
 			return -1;
 		}
-		snprintf(out, outlen, "registry:catalog:*");
+		if ((size_t)snprintf(out, outlen, "registry:catalog:*") >= outlen) {
+			snprintf(err, errlen, "registry: no room for the scope");
+			out[0] = '\0';
+			return -1;
+		}
 		return 0;
 	}
 	/* the first keyword segment whose remainder has its shape ends the name */

@@ -155,6 +155,9 @@ TEST(test_derive_hostile)
 	CHECK_INT(derive("GET", longt, out, sizeof(out)), -1);
 	/* too little room: refused, never cut */
 	CHECK_INT(derive("GET", "/v2/acme/tiny/manifests/v1", out, 10), -1);
+	/* the catalog's scope too (it was cut and passed; found by fuzz_proxy_regscope) */
+	CHECK_INT(derive("GET", "/v2/_catalog", out, 10), -1);
+	CHECK_STR(out, "");
 }
 
 TEST(test_name)
