@@ -18,6 +18,8 @@
 
 #include "config.h"
 #include "curlev.h"
+#include "log.h"
+#include "netcheck.h"
 #include "xmalloc.h"
 
 struct curlev {
@@ -201,6 +203,39 @@ sslctx_cb(CURL *e, void *sslctx, void *bundle)
 	return CURLE_OK;
 }
 
+/*
+ * The socket of a transfer to address: opened only where the proxy's own
+ * connections may go (netcheck_addr: upstream.allow_cidrs, never the
+ * proxy's own listeners and addresses), so a token_url or a realm cannot
+ * reach what a sandbox could not. libcurl then tries the next address or
+ * fails the transfer with CURLE_COULDNT_CONNECT; the reason is logged here,
+ * at most five lines in ten seconds.
+ */
+static curl_socket_t
+opensock_cb(void *conf, curlsocktype purpose, struct curl_sockaddr *a)
+{
+	static struct log_rate rl;
+	const struct pconf *c = conf;
+	const char *why;
+	char host[INET6_ADDRSTRLEN] = "?";
+	long dropped;
+
+	if (purpose != CURLSOCKTYPE_IPCXN)
+		return CURL_SOCKET_BAD;
+	if ((why = netcheck_addr(&a->addr, c->allow, c->nallow)) == NULL)
+		return socket(a->family, a->socktype, a->protocol);
+	if (a->family == AF_INET)
+		inet_ntop(AF_INET, &((struct sockaddr_in *)(void *)&a->addr)->sin_addr, host,
+		    sizeof(host));
+	else if (a->family == AF_INET6)
+		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)(void *)&a->addr)->sin6_addr, host,
+		    sizeof(host));
+	if (log_rate_ok(&rl, 5, 10000, &dropped))
+		log_warnx("proxy's own call to %s refused: %s (upstream.allow_cidrs)%s", host, why,
+		    dropped > 0 ? " (and others)" : "");
+	return CURL_SOCKET_BAD;
+}
+
 CURL *
 curlev_easy(const struct curlev *cv, const char *url, void *priv, struct curl_slist *hdrs,
     char *errbuf)
@@ -223,6 +258,8 @@ curlev_easy(const struct curlev *cv, const char *url, void *priv, struct curl_sl
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)cv->conf->hook_ms);
 	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)cv->conf->connect_ms);
+	curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, opensock_cb);
+	curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, (void *)cv->conf);
 	if (cv->resolve != NULL)
 		curl_easy_setopt(e, CURLOPT_CONNECT_TO, cv->resolve);
 	if (cv->conf->upstream_ca_bundle != NULL) {

@@ -6,8 +6,10 @@
  * the owner's done callback with its easy handle's CURLINFO_PRIVATE.
  * curlev_easy makes each transfer with one policy (https only, verified
  * against the system store and upstream.ca_bundle, no redirect, no proxy,
- * the resolve overrides, the proxy's timeouts), so a call goes where the
- * proxy's own connections would and trusts what they trust.
+ * the resolve overrides, the proxy's timeouts, and only to the addresses
+ * its own connections may reach: upstream.allow_cidrs, never its own
+ * listeners), so a call goes where the proxy's own connections would and
+ * trusts what they trust.
  */
 #ifndef PROXY_CURLEV_H
 #define PROXY_CURLEV_H
@@ -30,7 +32,8 @@ CURLM		*curlev_multi(const struct curlev *);
  * A transfer of url with the proxy's policy for its own calls: https only,
  * the peer verified (the system store and upstream.ca_bundle), no redirect
  * followed, no proxy, the resolve overrides (CURLOPT_CONNECT_TO),
- * timeouts.connect and timeouts.hook; priv is what done gets, hdrs the
+ * timeouts.connect and timeouts.hook, sockets only to addresses
+ * netcheck_addr passes; priv is what done gets, hdrs the
  * request's fields (owned by the caller), errbuf CURL_ERROR_SIZE bytes.
  * The caller sets the method, body and write callback, then adds it to
  * curlev_multi. NULL when libcurl cannot make one.

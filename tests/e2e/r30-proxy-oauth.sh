@@ -12,7 +12,7 @@ FX=$TOP/tests/fixtures
 
 # ---- a test CA and the TLS servers ----
 . "$TOP/tests/lib/upca.sh"
-upca_mk "$T/upca.crt" "$T/upca.key" "$T/srv.crt" "$T/srv.key" auth.test auth2.test api.test api2.test api3.test rv.test down.test slow.test api.down.test api.slow.test
+upca_mk "$T/upca.crt" "$T/upca.key" "$T/srv.crt" "$T/srv.key" auth.test auth2.test api.test api2.test api3.test rv.test down.test slow.test api.down.test api.slow.test api.priv.test api.self.test
 
 rnd() { od -An -N12 -tx1 /dev/urandom | tr -d ' \n'; }
 APP_SECRET="s3cr%t+$(rnd)"	# needs form-encoding in the Basic pair (RFC 6749 2.3.1)
@@ -59,6 +59,10 @@ return {
       secret = "env:R30_CC_SECRET", hosts = { "api.down.test" }, default = true },
     { name = "slow", form = "oauth2", token_url = "https://slow.test/token", client_id = "cc",
       secret = "env:R30_CC_SECRET", hosts = { "api.slow.test" }, default = true },
+    { name = "priv", form = "oauth2", token_url = "https://priv.test/token", client_id = "cc",
+      secret = "env:R30_CC_SECRET", hosts = { "api.priv.test" }, default = true },
+    { name = "self", form = "oauth2", token_url = "https://self.test/token", client_id = "cc",
+      secret = "env:R30_CC_SECRET", hosts = { "api.self.test" }, default = true },
   },
 }
 EOF
@@ -86,6 +90,10 @@ resolve:
   "api.down.test:443": "127.0.0.1:$OAP"
   "slow.test:443": "127.0.0.1:$SLOWP"
   "api.slow.test:443": "127.0.0.1:$OAP"
+  "priv.test:443": "10.255.255.1:443"
+  "api.priv.test:443": "127.0.0.1:$OAP"
+  "self.test:443": "127.0.0.1:$PP"
+  "api.self.test:443": "127.0.0.1:$OAP"
 addons: [$1]
 audit:
   log: $T/audit.jsonl
@@ -225,6 +233,18 @@ check "token endpoint slow: 502 within the hook timeout (${ms} ms)" bash -c "[ '
 check "token endpoint slow: the reason is a timeout" grep -qi "timed out\|timeout" "$T/slow.txt"
 check "while a token was awaited, other requests were served (loop not blocked)" test \
 	"$("${C[@]}" -o /dev/null -w '%{http_code}' https://api.test/api/alive 2>&1)" = 200
+# A token endpoint is reached only where the proxy's own connections may
+# go: one outside upstream.allow_cidrs (10/8, refused before any socket is
+# opened) and one at the proxy's own listener (refused even inside them).
+for w in priv:private self:proxy-listener; do
+	h=${w%%:*}; why=${w#*:}
+	code=$("${C[@]}" -o "$T/$h.txt" -w '%{http_code}' "https://api.$h.test/api/x" 2>&1)
+	check "token endpoint at a refused address ($why): 502" test "$code" = 502
+	check "token endpoint at a refused address ($why): the log says why" \
+		grep -q "proxy's own call to [0-9.]* refused: $why (upstream.allow_cidrs)" "$T/proxy.log"
+done
+check "nothing went to the API for them" test \
+	"$(ol "$T/oauth.log" 'print(sum(1 for r in recs if dict(r["headers"]).get("Host") in ("api.priv.test", "api.self.test")))')" = 0
 
 # ---- 7. metrics and audit ----
 check "metrics: exchanges ok counted" test "$(metric 'egress_proxy_oauth_token_requests_total{result="ok"}')" -ge 5

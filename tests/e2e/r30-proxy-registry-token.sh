@@ -16,7 +16,7 @@ command -v skopeo >/dev/null && command -v docker-registry >/dev/null ||
 # ---- a test CA, the registry's and the realm's leaf (reg.test, bad.test, localhost) ----
 mkdir -p "$T/pki"
 . "$TOP/tests/lib/upca.sh"
-upca_mk "$T/pki/ca.pem" "$T/pki/ca.key" "$T/pki/reg.pem" "$T/pki/reg.key" reg.test bad.test localhost 127.0.0.1
+upca_mk "$T/pki/ca.pem" "$T/pki/ca.key" "$T/pki/reg.pem" "$T/pki/reg.key" reg.test bad.test priv.test localhost 127.0.0.1
 REG_PKI=$T/pki REG_CERT=$T/pki/reg.pem REG_KEY=$T/pki/reg.key
 . "$TOP/tests/lib/registry.sh"
 
@@ -38,6 +38,9 @@ return {
     { name = "regbad", form = "registry", realm = "https://localhost:$TP/token",
       service = "registry.test", user = "carol", secret = "file:$T/bad.pw",
       hosts = { "bad.test" } },
+    { name = "regpriv", form = "registry", realm = "https://realm.priv.test/token",
+      service = "registry.test", user = "carol", secret = "file:$T/reg.pw",
+      hosts = { "priv.test" } },
   },
 }
 EOF
@@ -54,6 +57,8 @@ upstream:
 resolve:
   "reg.test:443": "127.0.0.1:$RP"
   "bad.test:443": "127.0.0.1:$RP"
+  "priv.test:443": "127.0.0.1:$RP"
+  "realm.priv.test:443": "10.255.255.1:443"
   "localhost:$TP": "127.0.0.1:$TP"
 addons: [$1]
 audit:
@@ -67,7 +72,7 @@ px_yaml "$T/reg.lua" >"$T/p.yaml"
 . "$TOP/tests/lib/pxsolo.sh"
 px_solo
 adm '{"op":"register","id":"sb-r","secret":"s-r"}' >"$T/reg-r.json"
-adm '{"op":"register","id":"sb-b","secret":"s-b","policy":{"credentials":["regbad"]}}' >"$T/reg-b.json"
+adm '{"op":"register","id":"sb-b","secret":"s-b","policy":{"credentials":["regbad","regpriv"]}}' >"$T/reg-b.json"
 check "register: the registry credential with a placeholder and its user, no value" "$PY" -c '
 import json,sys; c=json.load(open(sys.argv[1]))["credentials"]["registry"]
 assert c["form"] == "registry" and c["user"] == "carol" and c["placeholder"].startswith("PXC"), c
@@ -156,6 +161,16 @@ check "an encoded dot: 400" test "$(hcode 'https://reg.test/v2/acme/%2e%2e/manif
 check "a mount from a hostile repository: 400" test "$(hcode -X POST 'https://reg.test/v2/acme/tiny/blobs/uploads/?mount=sha256:00&from=..%2Fx')" = 400
 check "the 400 names the reason" grep -q 'repository name\|from' "$T/h.out"
 check "no realm request for the refused ones" test "$(wc -l <"$REGTOKEN_LOG")" = "$n0"
+
+# ---- a realm outside upstream.allow_cidrs: refused before any socket ----
+n0=$(wc -l <"$REGTOKEN_LOG")
+code=$(curl -sS --max-time 20 --cacert "$T/export/ca.crt" -x "http://sb-b:s-b@127.0.0.1:$PP" \
+	-o "$T/priv.out" -w '%{http_code}' https://priv.test/v2/acme/tiny/manifests/v1 2>&1)
+check "a realm at a private address (10/8): 502" test "$code" = 502
+check "a realm at a private address: the log says why" \
+	grep -q "proxy's own call to 10.255.255.1 refused: private (upstream.allow_cidrs)" "$T/proxy.log"
+check "a realm at a private address: no realm request, no password in the reply" \
+	bash -c "[ \$(wc -l <'$REGTOKEN_LOG') = $n0 ] && ! grep -qF '$REAL_PW' '$T/priv.out'"
 
 # ---- a wrong secret: 502 token_endpoint, nothing reaches the registry ----
 sbb() { HTTPS_PROXY="http://sb-b:s-b@127.0.0.1:$PP" NO_PROXY= reg_skopeo "$@"; }
