@@ -13,7 +13,8 @@
  *
  * An API's 401 to a request that carried an oauth2 or registry access
  * token drops that token (conncred_answered, at the reply's end), so the
- * next request gets a new one.
+ * next request gets a new one; a registry token granted moments ago is
+ * kept a while instead (credtok.h).
  *
  * Called by proxy.c; calls conn.c (answers) and the credential modules.
  */
@@ -130,7 +131,7 @@ conncred_answered(struct conn *c, int status)
 	const char *p;
 	size_t i, n;
 	long dropped;
-	int reg;
+	int reg, kept;
 
 	if (status != 401 || r == NULL || !r->sent_named)
 		return;
@@ -145,11 +146,13 @@ conncred_answered(struct conn *c, int status)
 		/* r->creds: "name:how,name:how" */
 		for (p = r->creds; (p = strstr(p, item)) != NULL; p += n)
 			if (p == r->creds || p[-1] == ',') {
-				credtok_invalidate(c->cred[i], reg ? scope : NULL);
+				kept = credtok_invalidate(c->cred[i], reg ? scope : NULL);
 				if (log_rate_ok(&rl, 5, 10000, &dropped))
 					log_info("conn=%llx credential=%s: the API answered 401, "
-					    "its access token is dropped (%ld similar suppressed)",
-					    (unsigned long long)c->id, c->cred[i]->name, dropped);
+					    "%s (%ld similar suppressed)",
+					    (unsigned long long)c->id, c->cred[i]->name, kept ?
+					    "the token just granted lacks the access, kept a "
+					    "while" : "its access token is dropped", dropped);
 				break;
 			}
 	}

@@ -58,6 +58,7 @@ struct tstate {
 	char		 key[CT_KEY_MAX];	/* "": free */
 	char		 tok[CREDTOK_TOKEN_MAX];	/* "": none cached */
 	long long	 until_ms;	/* use while now < until_ms (monotonic) */
+	long long	 got_ms;	/* when tok came from the endpoint */
 	char		 rt[CREDTOK_TOKEN_MAX];	/* the current refresh token ("": the declared) */
 	int		 flying;	/* an exchange for it is under way (one worker) */
 	unsigned	 fails;		/* consecutive failed exchanges */
@@ -619,6 +620,7 @@ fetch_done(struct fetch *f, CURLcode cc)
 			margin = ttl * 1000 / 4 < CREDTOK_MARGIN_MS ? ttl * 1000 / 4 : CREDTOK_MARGIN_MS;
 			snprintf(s->tok, sizeof(s->tok), "%s", tok);
 			s->until_ms = now + ttl * 1000 - margin;
+			s->got_ms = now;
 			s->fails = 0;
 			s->backoff_ms = 0;
 			s->err[0] = '\0';
@@ -976,19 +978,37 @@ credtok_toks_free(char **toks, size_t n)
 	}
 }
 
-void
+int
 credtok_invalidate(const struct cred *c, const char *regscope)
 {
 	char key[CT_KEY_MAX];
 	struct tstate *s;
+	long long now;
+	int kept = 0;
 
 	if (c->form != CRED_OAUTH2 && (c->form != CRED_REGISTRY || regscope == NULL))
-		return;
+		return 0;
 	token_key(c, regscope, key);
+	now = mono_ms();
 	pthread_mutex_lock(&mtx);
-	if ((s = state_locked(key, 0)) != NULL) {
-		OPENSSL_cleanse(s->tok, sizeof(s->tok));
-		s->until_ms = 0;
+	if ((s = state_locked(key, 0)) != NULL && s->tok[0] != '\0') {
+		if (c->form == CRED_REGISTRY && now - s->got_ms < CREDTOK_REFUSED_MS) {
+			/*
+			 * The realm has just granted this token and the
+			 * registry refuses it: the grant lacks the access
+			 * (a push the user may not make). Another fetch now
+			 * would get the same; the token stays (its requests
+			 * get the registry's 401 at once) until
+			 * CREDTOK_REFUSED_MS after it came.
+			 */
+			if (s->until_ms > s->got_ms + CREDTOK_REFUSED_MS)
+				s->until_ms = s->got_ms + CREDTOK_REFUSED_MS;
+			kept = 1;
+		} else {
+			OPENSSL_cleanse(s->tok, sizeof(s->tok));
+			s->until_ms = 0;
+		}
 	}
 	pthread_mutex_unlock(&mtx);
+	return kept;
 }

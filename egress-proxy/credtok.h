@@ -29,7 +29,10 @@
  *  - tokens are cached process wide per (credential, token_url, client,
  *    scope) until CREDTOK_MARGIN before expires_in runs out; a 401 from the
  *    API drops the cached token (credtok_invalidate) so the next request
- *    gets a new one;
+ *    gets a new one, except a registry token the realm granted less than
+ *    CREDTOK_REFUSED_MS ago: its grant lacks the access, so it is kept
+ *    until then (one realm call per scope in that time, not one per
+ *    refused request);
  *  - requests waiting for the same token share one exchange (coalesced);
  *    the exchange runs on libcurl multi on the worker's loop, bounded by
  *    timeouts.hook; redirects are never followed; TLS is verified (system
@@ -62,6 +65,7 @@ struct credtok;
 #define CREDTOK_TTL_MAX		(366L * 86400)	/* expires_in beyond: refused */
 #define CREDTOK_TTL_DEFAULT	60	/* no expires_in: used this long (s) */
 #define CREDTOK_MARGIN_MS	30000	/* refreshed this early, at most a quarter of the TTL */
+#define CREDTOK_REFUSED_MS	10000	/* a fresh registry token the registry refuses stays this long */
 #define CREDTOK_BACKOFF_MIN_S	1
 #define CREDTOK_BACKOFF_MAX_S	300
 #define CREDTOK_POLL_MS		50	/* another worker's exchange: checked this often */
@@ -96,9 +100,11 @@ void	credtok_forget(struct credtok *, void *arg);
 void	credtok_toks_free(char **toks, size_t n);
 /*
  * The API answered 401 to a request that carried c's token (a registry
- * credential's for regscope): its cached token is dropped (any thread).
+ * credential's for regscope): its cached token is dropped, or for a
+ * registry token younger than CREDTOK_REFUSED_MS kept until that age
+ * (any thread). Returns 1 when it was kept, else 0.
  */
-void	credtok_invalidate(const struct cred *c, const char *regscope);
+int	credtok_invalidate(const struct cred *c, const char *regscope);
 
 /*
  * "", or why an oauth2 declaration cannot be served: token_url (https,
