@@ -239,7 +239,9 @@ one(struct files *f, const cJSON *c, const char **why)
 		if (region != NULL)
 			bad |= buf_addf(&f->aws_conf, "region = %s\n", region);
 	} else if ((v = str_of(cl, "cargo")) != NULL) {
-		/* the registry is named as the credential: a TOML bare key */
+		/* the registry is named as the credential (a TOML bare key);
+		 * cargo asks a provider for an auth-required registry's token:
+		 * cargo:token reads credentials.toml */
 		const char *form = str_of(c, "form"), *field = str_of(c, "field");
 
 		if (!url_ok(v) || c->string == NULL || !all_of(c->string,
@@ -249,8 +251,8 @@ one(struct files *f, const cJSON *c, const char **why)
 			*why = "cargo URL, name, form or field malformed";
 			return -1;
 		}
-		bad |= buf_addf(&f->cargo_conf, "[registries.%s]\nindex = \"sparse+%s\"\n",
-		    c->string, v);
+		bad |= buf_addf(&f->cargo_conf, "[registries.%s]\nindex = \"sparse+%s\"\n"
+		    "credential-provider = [\"cargo:token\"]\n", c->string, v);
 		bad |= buf_addf(&f->cargo_creds, "[registries.%s]\ntoken = \"%s\"\n", c->string,
 		    ph->valuestring);
 	} else {
