@@ -286,6 +286,7 @@ for s in "$MVN_PW" "$CARGO_TOK"; do
 		test "$(printf '%s\n' "$out" | tr -d '\r')" = "$(printf '0\nend')"
 done
 out=$(sh_in mc-1 'ls -d "$HOME/.m2/repository/com/acme" "$HOME/.cargo/registry/cache" 2>&1')
-check "the Maven and cargo caches were searched (they exist)" test "$(grep -c "^$home/" <<<"$out")" = 2
+check "the Maven and cargo caches were searched (they exist)" \
+	test "$(grep -c "^$home/" <<<"$out")" = "$([ -n "$CARGO" ] && echo 2 || echo 1)"
 rest DELETE /v1/sessions/mc-1 >/dev/null
 exit 0
