@@ -58,6 +58,7 @@ PY=/usr/bin/python3
 need() { command -v "$1" >/dev/null 2>&1 || { fail "missing $1" "install it (make deps)"; exit 1; }; }
 need nginx; need jq; need mvn; need javac; need jar; need keytool
 JHOME=$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")
+JETC=/etc/$(basename "$JHOME" | sed 's/-[a-z0-9_]*$//')	# /etc/java-17-openjdk: the JDK's conf links
 MVNHOME=$(dirname "$(dirname "$(readlink -f "$(command -v mvn)")")")
 # cargo: the toolchain's own binary (rustup's cargo is a proxy to it)
 CARGO=
@@ -171,7 +172,7 @@ lnk() {	# lnk SRC DST: a hard-linked copy (a copy across file systems)
 client_image() {
 	local d=$1 libs
 	cp -a "$ORCH_BB" "$d" || return 1
-	lnk "$JHOME" "$d$JHOME" && lnk /etc/java-17-openjdk "$d/etc/java-17-openjdk" &&
+	lnk "$JHOME" "$d$JHOME" && lnk "$JETC" "$d$JETC" &&
 	lnk "$MVNHOME" "$d$MVNHOME" && lnk /etc/maven "$d/etc/maven" &&
 	lnk /usr/share/java "$d/usr/share/java" || return 1
 	mkdir -p "$d/opt/r30" && cp -a "$T/mvn/plugin" "$d/opt/r30/m2" && cp -a "$T/mvn/app" "$d/opt/r30/mvnapp" ||
