@@ -350,7 +350,8 @@ cred_form_name(enum cred_form f)
 const char *
 cred_client_name(enum cred_client k)
 {
-	static const char *const names[] = { "", "npm", "pip", "maven", "docker", "aws" };
+	static const char *const names[] = { "", "npm", "pip", "maven", "docker", "aws",
+	    "cargo" };
 
 	return (size_t)k < sizeof(names) / sizeof(names[0]) ? names[k] : "";
 }

@@ -58,7 +58,8 @@ enum cred_form {
  * (its declaration's "client"; the orchestrator writes the file): which
  * client, and ref, what the file names (checked at declaration, so it
  * never needs escaping): npm and pip a https URL on one of the hosts,
- * maven a server id, docker a registry "host[:port]", aws a profile.
+ * maven a server id, docker a registry "host[:port]", aws a profile,
+ * cargo a sparse index's https URL on one of the hosts.
  */
 enum cred_client {
 	CRED_CLIENT_NONE,
@@ -66,7 +67,9 @@ enum cred_client {
 	CRED_CLIENT_PIP,	/* ~/.config/pip/pip.conf: index-url with user:placeholder (basic) */
 	CRED_CLIENT_MAVEN,	/* ~/.m2/settings.xml: a <server> (basic) */
 	CRED_CLIENT_DOCKER,	/* ~/.docker/config.json: an auths entry (basic) */
-	CRED_CLIENT_AWS		/* ~/.aws/credentials and config: a profile (sigv4) */
+	CRED_CLIENT_AWS,	/* ~/.aws/credentials and config: a profile (sigv4) */
+	CRED_CLIENT_CARGO	/* ~/.cargo/config.toml and credentials.toml: a sparse
+				   registry (header Authorization: cargo sends the token bare) */
 };
 
 /* What a sandbox gets a placeholder for. */
@@ -135,7 +138,7 @@ void	cred_free(struct cred *);
  */
 int	cred_form_parse(const char *s, enum cred_form *out);
 const char *cred_form_name(enum cred_form);
-/* "npm", "pip", "maven", "docker", "aws" (the declaration's keys), or "". */
+/* "npm", "pip", "maven", "docker", "aws", "cargo" (the declaration's keys), or "". */
 const char *cred_client_name(enum cred_client);
 /*
  * Reads a secret from spec: "env:NAME" (the proxy's environment) or

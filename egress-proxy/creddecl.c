@@ -108,8 +108,9 @@ decl_url_ok(const struct cred *c, const char *url, int slash)
 /*
  * The declaration's "client" (the table at the top of L) into c, whose
  * form and hosts are read: one of npm = URL (with scope = "@scope"),
- * pip = URL, maven = server id, docker = "host[:port]", aws = profile.
- * 0, or -1 with err.
+ * pip = URL, maven = server id, docker = "host[:port]", aws = profile,
+ * cargo = a sparse index's URL (form header, field Authorization: cargo
+ * sends its token as the whole field). 0, or -1 with err.
  */
 static int
 decl_client(lua_State *L, struct cred *c, char *err, size_t errlen)
@@ -125,6 +126,8 @@ decl_client(lua_State *L, struct cred *c, char *err, size_t errlen)
 		{ "maven", CRED_CLIENT_MAVEN, CRED_BASIC, "a server id: 1-64 of A-Za-z0-9._-" },
 		{ "docker", CRED_CLIENT_DOCKER, CRED_BASIC, "a registry, host[:port], one of hosts" },
 		{ "aws", CRED_CLIENT_AWS, CRED_SIGV4, "a profile name: 1-64 of A-Za-z0-9_-" },
+		{ "cargo", CRED_CLIENT_CARGO, CRED_HEADER,
+		    "a sparse index's https URL on one of hosts, ending in '/'" },
 	};
 	const char *v = NULL, *scope = NULL, *key;
 	size_t i, k = sizeof(kinds) / sizeof(kinds[0]), nset = 0;
@@ -152,7 +155,7 @@ decl_client(lua_State *L, struct cred *c, char *err, size_t errlen)
 		    strcmp(key, "scope") != 0) || lua_type(L, -1) != LUA_TSTRING) {
 			lua_pop(L, 3);
 			snprintf(err, errlen, "%s: client keys are npm, pip, maven, docker, aws "
-			    "and scope, each a string", c->name);
+			    "and scope, or cargo; each a string", c->name);
 			return -1;
 		}
 		if (strcmp(key, "scope") == 0)
@@ -166,7 +169,8 @@ decl_client(lua_State *L, struct cred *c, char *err, size_t errlen)
 	}
 	if (nset != 1) {
 		lua_pop(L, 1);
-		snprintf(err, errlen, "%s: client names one client (npm, pip, maven, docker or aws)",
+		snprintf(err, errlen, "%s: client names one client (npm, pip, maven, docker, aws "
+		    "or cargo)",
 		    c->name);
 		return -1;
 	}
@@ -174,6 +178,12 @@ decl_client(lua_State *L, struct cred *c, char *err, size_t errlen)
 		lua_pop(L, 1);
 		snprintf(err, errlen, "%s: client %s needs form %s", c->name, kinds[k].key,
 		    cred_form_name(kinds[k].form));
+		return -1;
+	}
+	if (kinds[k].k == CRED_CLIENT_CARGO && strcasecmp(c->field, "authorization") != 0) {
+		lua_pop(L, 1);
+		snprintf(err, errlen, "%s: client cargo needs field Authorization (cargo sends "
+		    "its token there)", c->name);
 		return -1;
 	}
 	if (scope != NULL && (kinds[k].k != CRED_CLIENT_NPM || scope[0] != '@' ||
@@ -187,6 +197,7 @@ decl_client(lua_State *L, struct cred *c, char *err, size_t errlen)
 	switch (kinds[k].k) {
 	case CRED_CLIENT_NPM:
 	case CRED_CLIENT_PIP:
+	case CRED_CLIENT_CARGO:
 		ok = decl_url_ok(c, v, 1);
 		break;
 	case CRED_CLIENT_MAVEN:

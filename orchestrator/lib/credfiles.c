@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "b64.h"
 #include "buf.h"
@@ -19,13 +20,16 @@
 #define F_DOCKER	".docker/config.json"
 #define F_AWS_CREDS	".aws/credentials"
 #define F_AWS_CONF	".aws/config"
+#define F_CARGO_CONF	".cargo/config.toml"
+#define F_CARGO_CREDS	".cargo/credentials.toml"
 
 static const char *const paths[] = { F_NPMRC, F_PIP, F_MAVEN, F_DOCKER, F_AWS_CREDS,
-    F_AWS_CONF };
+    F_AWS_CONF, F_CARGO_CONF, F_CARGO_CREDS };
 
 /* The files as they are built. */
 struct files {
 	struct buf	 npmrc, pip, pip_extra, maven, aws_creds, aws_conf;
+	struct buf	 cargo_conf, cargo_creds;
 	cJSON		*auths;		/* docker's "auths" object */
 	int		 npm_default;	/* a registry= line is in */
 	int		 pip_index;	/* index-url is in */
@@ -234,6 +238,23 @@ one(struct files *f, const cJSON *c, const char **why)
 			    "[profile %s]\n", v);
 		if (region != NULL)
 			bad |= buf_addf(&f->aws_conf, "region = %s\n", region);
+	} else if ((v = str_of(cl, "cargo")) != NULL) {
+		/* the registry is named as the credential (a TOML bare key);
+		 * cargo asks a provider for an auth-required registry's token:
+		 * cargo:token reads credentials.toml */
+		const char *form = str_of(c, "form"), *field = str_of(c, "field");
+
+		if (!url_ok(v) || c->string == NULL || !all_of(c->string,
+		    "abcdefghijklmnopqrstuvwxyz0123456789_-", 63) || form == NULL ||
+		    strcmp(form, "header") != 0 || field == NULL ||
+		    strcasecmp(field, "authorization") != 0) {
+			*why = "cargo URL, name, form or field malformed";
+			return -1;
+		}
+		bad |= buf_addf(&f->cargo_conf, "[registries.%s]\nindex = \"sparse+%s\"\n"
+		    "credential-provider = [\"cargo:token\"]\n", c->string, v);
+		bad |= buf_addf(&f->cargo_creds, "[registries.%s]\ntoken = \"%s\"\n", c->string,
+		    ph->valuestring);
 	} else {
 		*why = "client names no known file";
 		return -1;
@@ -277,6 +298,8 @@ credfiles_build(const char *id, const cJSON *creds)
 	buf_init(&f.maven, CREDFILES_MAX / 4);
 	buf_init(&f.aws_creds, CREDFILES_MAX / 8);
 	buf_init(&f.aws_conf, CREDFILES_MAX / 16);
+	buf_init(&f.cargo_conf, CREDFILES_MAX / 16);
+	buf_init(&f.cargo_creds, CREDFILES_MAX / 16);
 	f.auths = cJSON_CreateObject();
 	cJSON_ArrayForEach(c, creds) {
 		if (cJSON_GetObjectItemCaseSensitive(c, "client") == NULL)
@@ -334,6 +357,8 @@ credfiles_build(const char *id, const cJSON *creds)
 	}
 	put(o, F_AWS_CREDS, &f.aws_creds);
 	put(o, F_AWS_CONF, &f.aws_conf);
+	put(o, F_CARGO_CONF, &f.cargo_conf);
+	put(o, F_CARGO_CREDS, &f.cargo_creds);
 out:
 	cJSON_Delete(f.auths);
 	buf_free(&f.npmrc);
@@ -342,5 +367,7 @@ out:
 	buf_free(&f.maven);
 	buf_free(&f.aws_creds);
 	buf_free(&f.aws_conf);
+	buf_free(&f.cargo_conf);
+	buf_free(&f.cargo_creds);
 	return o;
 }

@@ -2,12 +2,13 @@
  * credfiles.h: the client configuration files a sandbox gets for its named
  * credentials (issue 30; docs/addons.md, "Client files"), built from the
  * proxy's register reply: ~/.npmrc, ~/.config/pip/pip.conf,
- * ~/.m2/settings.xml, ~/.docker/config.json, ~/.aws/credentials and
- * ~/.aws/config, each holding placeholders, never a value.
+ * ~/.m2/settings.xml, ~/.docker/config.json, ~/.aws/credentials,
+ * ~/.aws/config, ~/.cargo/config.toml and ~/.cargo/credentials.toml, each
+ * holding placeholders, never a value.
  *
  * Rules:
  * - the reply is read as hostile input: a credential whose placeholder,
- *   URL, user, id or profile is not of the shape the proxy's declaration
+ *   URL, user, id, profile or name is not of the shape the proxy's declaration
  *   check allows is left out (and logged), so nothing in it can break a
  *   file's syntax; what goes in is escaped for the file all the same
  *   (percent-encoding in a URL's user, XML entities, JSON);
