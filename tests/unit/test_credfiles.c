@@ -112,6 +112,26 @@ TEST(test_each_client)
 	CHECK(f != NULL && cJSON_GetArraySize(f) == 0);
 	cJSON_Delete(f);
 
+	/* cargo: a sparse registry named as the credential, its token the placeholder */
+	f = build("{\"acme\":{\"form\":\"header\",\"field\":\"Authorization\","
+	    "\"placeholder\":\"" PH "\",\"client\":{\"cargo\":\"https://crates.test/index/\"}}}");
+	CHECK_STR(file(f, ".cargo/config.toml"), "[registries.acme]\n"
+	    "index = \"sparse+https://crates.test/index/\"\n"
+	    "credential-provider = [\"cargo:token\"]\n");
+	CHECK_STR(file(f, ".cargo/credentials.toml"), "[registries.acme]\ntoken = \"" PH "\"\n");
+	cJSON_Delete(f);
+	/* a name that is no TOML bare key, another form or field: left out */
+	f = build("{\"a.b\":{\"form\":\"header\",\"field\":\"Authorization\","
+	    "\"placeholder\":\"" PH "\",\"client\":{\"cargo\":\"https://crates.test/\"}},"
+	    "\"c\":{\"form\":\"bearer\",\"placeholder\":\"" PH "\","
+	    "\"client\":{\"cargo\":\"https://crates.test/\"}},"
+	    "\"d\":{\"form\":\"header\",\"field\":\"X-Token\",\"placeholder\":\"" PH "\","
+	    "\"client\":{\"cargo\":\"https://crates.test/\"}},"
+	    "\"e\":{\"form\":\"header\",\"field\":\"Authorization\",\"placeholder\":\"" PH "\","
+	    "\"client\":{\"cargo\":\"https://crates.test/\\\"]\\n[x\"}}}");
+	CHECK(f != NULL && cJSON_GetArraySize(f) == 0);
+	cJSON_Delete(f);
+
 	/* none names a client: no files at all */
 	CHECK(build("{\"model\":{\"form\":\"bearer\",\"placeholder\":\"" PH "\"}}") == NULL);
 	CHECK(credfiles_path_ok(".npmrc") && credfiles_path_ok(".aws/config"));
