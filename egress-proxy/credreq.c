@@ -390,6 +390,164 @@ apply_query(struct hreq *r, struct cred *const *cs, size_t n, struct cred_swap *
 	return rc == 0 ? 0 : -1;
 }
 
+/* The sigv4 credential of cs whose key id placeholder for sandbox a names, or NULL. */
+static struct cred *
+sigv4_cred(struct cred *const *cs, size_t n, const char *sandbox, const struct sigv4_auth *a)
+{
+	char ph[CRED_PH_LEN + 1];
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (cs[i]->form != CRED_SIGV4)
+			continue;
+		cred_placeholder(ph_key, sandbox, cs[i]->name, CRED_PART_ID, ph);
+		if (strcmp(ph, a->akid) == 0)
+			return cs[i];
+	}
+	return NULL;
+}
+
+/* Whether c signs for a's region and service: 0, or 403 with why. */
+static int
+sigv4_scope_ok(const struct cred *c, const struct sigv4_auth *a, char *why, size_t whylen)
+{
+	size_t k;
+
+	for (k = 0; k < c->nregions && strcmp(c->regions[k], a->region) != 0; k++)
+		;
+	if (c->nregions > 0 && k == c->nregions) {
+		snprintf(why, whylen, "credential %s does not sign for region %s", c->name,
+		    a->region);
+		return 403;
+	}
+	for (k = 0; k < c->nservices && strcmp(c->services[k], a->service) != 0; k++)
+		;
+	if (c->nservices > 0 && k == c->nservices) {
+		snprintf(why, whylen, "credential %s does not sign for service %s", c->name,
+		    a->service);
+		return 403;
+	}
+	return 0;
+}
+
+/* The fields of hd as they go upstream, for signing; Host as hreq_build writes it. */
+static struct sigv4_field *
+sigv4_fields(const struct h1head *hd, const char *hosthdr, size_t *nfp)
+{
+	struct sigv4_field *f = xcalloc(hd->nh + 1, sizeof(*f));
+	size_t i, nf = 0;
+
+	for (i = 0; i < hd->nh; i++) {
+		if (hd->h[i].del || h1head_is(hd, i, "host"))
+			continue;
+		f[nf].name = hd->data.p + hd->h[i].no;
+		f[nf].nl = hd->h[i].nl;
+		f[nf].value = hd->data.p + hd->h[i].vo;
+		f[nf++].vl = hd->h[i].vl;
+	}
+	f[nf].name = "host";
+	f[nf].nl = 4;
+	f[nf].value = hosthdr;
+	f[nf++].vl = strlen(hosthdr);
+	*nfp = nf;
+	return f;
+}
+
+/*
+ * Signs r again (AWS SigV4, a presigned URL: the query form) when its
+ * X-Amz-Credential names this sandbox's key id placeholder of one of cs:
+ * the target as it goes upstream with the real key id, X-Amz-Signature
+ * made with the real key (UNSIGNED-PAYLOAD, S3's rule for presigned URLs),
+ * the client's SignedHeaders, scope, X-Amz-Date and X-Amz-Expires kept; a
+ * session's token added to the query when the client left it out.
+ * 1: not such a URL (a presigned URL of another key goes as it was sent);
+ * 0 signed; else a status with why.
+ */
+static int
+presign(struct hreq *r, struct cred *const *cs, size_t n, const char *sandbox,
+    const char *hosthdr, char *why, size_t whylen)
+{
+	struct h1head *hd = &r->hd;
+	struct sigv4_auth a;
+	struct sigv4_field *f;
+	struct sigv4_req q;
+	struct cred *c;
+	struct buf t, creq;
+	unsigned char key[32];
+	char amzdate[17], err[200], scope[200], sig[65];
+	const char *target = hd->data.p + (r->up_l > 0 ? r->up_o : r->path_o), *qs;
+	size_t tl = r->up_l > 0 ? r->up_l : r->path_l, nf;
+	int rc, st = 0;
+
+	if ((qs = memchr(target, '?', tl)) == NULL)
+		return 1;
+	rc = sigv4_presign_parse(qs + 1, tl - (size_t)(qs + 1 - target), &a, amzdate, err,
+	    sizeof(err));
+	if (rc == -2) {
+		snprintf(why, whylen, "%s", err);
+		return 501;
+	}
+	if (rc != 0 || (c = sigv4_cred(cs, n, sandbox, &a)) == NULL)
+		return 1;
+	if ((st = sigv4_scope_ok(c, &a, why, whylen)) != 0)
+		return st;
+	if (strcmp(a.service, "s3") != 0) {
+		snprintf(why, whylen, "a presigned URL for a service other than S3 (%s) cannot be "
+		    "signed again yet", a.service);
+		return 501;
+	}
+	buf_init(&t, tl + SIGV4_AKID_MAX * 3 + CRED_VALUE_MAX * 3 + 128);
+	rc = sigv4_presign_target(target, tl, c->user, &t);
+	if (rc == 0 && c->token != NULL && !query_has(qs + 1, tl - (size_t)(qs + 1 - target),
+	    "X-Amz-Security-Token")) {
+		/* A session's key signs only with its token: added, and signed. */
+		rc |= buf_addstr(&t, "&X-Amz-Security-Token=");
+		rc |= cred_put(&t, c->token, strlen(c->token), 1);
+	}
+	if (rc != 0) {
+		buf_free(&t);
+		snprintf(why, whylen, "no room to sign the presigned URL again");
+		return 414;
+	}
+	f = sigv4_fields(hd, hosthdr, &nf);
+	memset(&q, 0, sizeof(q));
+	q.method = h1head_method(hd);
+	q.target = t.p;
+	q.tl = t.len;
+	q.f = f;
+	q.nf = nf;
+	q.payload_hash = "UNSIGNED-PAYLOAD";
+	q.s3 = 1;
+	buf_init(&creq, SIGV4_CREQ_MAX);
+	if (sigv4_canonical(&q, a.signed_headers, &creq, err, sizeof(err)) == -1) {
+		snprintf(why, whylen, "the presigned URL cannot be signed again: %s", err);
+		st = 400;
+	} else {
+		sigv4_key(c->value, a.date, a.region, a.service, key);
+		sigv4_scope(&a, scope, sizeof(scope));
+		sigv4_sign(key, amzdate, scope, creq.p, creq.len, sig);
+		OPENSSL_cleanse(key, sizeof(key));
+		if (buf_addstr(&t, "&X-Amz-Signature=") != 0 || buf_addstr(&t, sig) != 0) {
+			snprintf(why, whylen, "no room to sign the presigned URL again");
+			st = 414;
+		} else {
+			/* After data's end, as apply_query's: path_o stays the client's. */
+			r->up_o = (uint32_t)hd->data.len;
+			r->up_l = (uint32_t)t.len;
+			if (buf_add(&hd->data, t.p, t.len) == -1) {
+				snprintf(why, whylen, "no room to sign the presigned URL again");
+				st = 414;
+			} else
+				note(r, c->name, "sigv4");
+		}
+	}
+	OPENSSL_cleanse(t.p, t.len);
+	buf_free(&t);
+	buf_free(&creq);
+	free(f);
+	return st;
+}
+
 /*
  * Signs r again (AWS SigV4, header form) for the sigv4 credential whose
  * key id placeholder the client's held Authorization h names: the request
@@ -411,39 +569,20 @@ resign(struct hreq *r, struct cred *const *cs, size_t n, const char *sandbox,
 	char ph[CRED_PH_LEN + 1], err[200], scope[200], sig[65], out[SIGV4_SH_MAX + 512];
 	int chunks;
 	const char *amz, *hash;
-	size_t i, k, nf = 0;
+	size_t k, nf = 0;
 	int st = 0;
 
 	if (sigv4_auth_parse(hd->data.p + h->vo, h->vl, &a, err, sizeof(err)) == -1) {
 		snprintf(why, whylen, "the request's AWS signature cannot be read: %s", err);
 		return 400;
 	}
-	for (i = 0; i < n && c == NULL; i++) {
-		if (cs[i]->form != CRED_SIGV4)
-			continue;
-		cred_placeholder(ph_key, sandbox, cs[i]->name, CRED_PART_ID, ph);
-		if (strcmp(ph, a.akid) == 0)
-			c = cs[i];
-	}
-	if (c == NULL) {
+	if ((c = sigv4_cred(cs, n, sandbox, &a)) == NULL) {
 		snprintf(why, whylen, "the request is signed with an access key id that is not "
 		    "this sandbox's placeholder for this host");
 		return 403;
 	}
-	for (k = 0; k < c->nregions && strcmp(c->regions[k], a.region) != 0; k++)
-		;
-	if (c->nregions > 0 && k == c->nregions) {
-		snprintf(why, whylen, "credential %s does not sign for region %s", c->name,
-		    a.region);
-		return 403;
-	}
-	for (k = 0; k < c->nservices && strcmp(c->services[k], a.service) != 0; k++)
-		;
-	if (c->nservices > 0 && k == c->nservices) {
-		snprintf(why, whylen, "credential %s does not sign for service %s", c->name,
-		    a.service);
-		return 403;
-	}
+	if ((st = sigv4_scope_ok(c, &a, why, whylen)) != 0)
+		return st;
 	if ((amz = h1head_get(hd, "x-amz-date", &k)) == NULL || k != 16 ||
 	    strncmp(amz, a.date, 8) != 0) {
 		snprintf(why, whylen, "an AWS request needs x-amz-date of its scope's day");
@@ -476,19 +615,7 @@ resign(struct hreq *r, struct cred *const *cs, size_t n, const char *sandbox,
 			return 431;
 		}
 	}
-	f = xcalloc(hd->nh + 1, sizeof(*f));
-	for (i = 0; i < hd->nh; i++) {
-		if (hd->h[i].del || h1head_is(hd, i, "host"))
-			continue;
-		f[nf].name = hd->data.p + hd->h[i].no;
-		f[nf].nl = hd->h[i].nl;
-		f[nf].value = hd->data.p + hd->h[i].vo;
-		f[nf++].vl = hd->h[i].vl;
-	}
-	f[nf].name = "host";	/* as hreq_build writes it */
-	f[nf].nl = 4;
-	f[nf].value = hosthdr;
-	f[nf++].vl = strlen(hosthdr);
+	f = sigv4_fields(hd, hosthdr, &nf);
 	memset(&q, 0, sizeof(q));
 	q.method = h1head_method(hd);
 	q.target = hd->data.p + (r->up_l > 0 ? r->up_o : r->path_o);
@@ -584,6 +711,9 @@ credreq_apply(struct hreq *r, struct cred *const *cs, size_t n, char *const *tok
 		rc = apply_query(r, cs, n, sw, nsw);
 	if (rc == 0 && aws >= 0 && !has_field(r, "authorization"))
 		st = resign(r, cs, n, sandbox, &hd->h[aws], hosthdr, why, whylen);
+	else if (rc == 0 && aws < 0 && r->path_l > 0 && !has_field(r, "authorization") &&
+	    (s = presign(r, cs, n, sandbox, hosthdr, why, whylen)) != 1)
+		st = s;
 	/* The forms the request still lacks. */
 	for (i = 0; i < n && rc == 0 && st == 0; i++) {
 		const struct cred *c = cs[i];

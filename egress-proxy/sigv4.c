@@ -346,6 +346,147 @@ requote(const char *s, const char *e, struct buf *b)
 	return 0;
 }
 
+/*
+ * Percent-decodes s (n bytes) into out (room for outlen with its NUL);
+ * the decoded length, or -1 (a malformed escape, a NUL or control byte,
+ * no room).
+ */
+static int
+qdecode(const char *s, size_t n, char *out, size_t outlen)
+{
+	size_t i, k = 0;
+	int c, hi, lo;
+
+	for (i = 0; i < n; i++) {
+		c = (unsigned char)s[i];
+		if (c == '%') {
+			if (i + 2 >= n)
+				return -1;
+			if ((hi = hexval(s[i + 1])) < 0 || (lo = hexval(s[i + 2])) < 0)
+				return -1;
+			c = hi << 4 | lo;
+			i += 2;
+		}
+		if (c < 0x20 || c == 0x7f || k + 1 >= outlen)
+			return -1;
+		out[k++] = (char)c;
+	}
+	out[k] = '\0';
+	return (int)k;
+}
+
+/* The value of parameter name (nl bytes) in query q (n bytes): 0 with *v, *vl; 1 none; -1 twice. */
+static int
+qparam(const char *q, size_t n, const char *name, size_t nl, const char **v, size_t *vl)
+{
+	size_t i = 0, s;
+	int found = 0;
+
+	while (i <= n) {
+		for (s = i; i < n && q[i] != '&'; i++)
+			;
+		if (i - s > nl && memcmp(q + s, name, nl) == 0 && q[s + nl] == '=') {
+			if (found++)
+				return -1;
+			*v = q + s + nl + 1;
+			*vl = i - s - nl - 1;
+		}
+		i++;
+	}
+	return found ? 0 : 1;
+}
+
+int
+sigv4_presign_parse(const char *q, size_t n, struct sigv4_auth *a, char amzdate[17],
+    char *err, size_t errlen)
+{
+	static const struct { const char *name; size_t room; } want[] = {
+		{ "X-Amz-Algorithm", 64 }, { "X-Amz-Credential", SIGV4_AKID_MAX + 160 },
+		{ "X-Amz-SignedHeaders", SIGV4_SH_MAX }, { "X-Amz-Signature", 65 },
+		{ "X-Amz-Date", 17 },
+	};
+	char val[5][SIGV4_SH_MAX], auth[SIGV4_SH_MAX * 2];
+	const char *v;
+	size_t vl, i;
+	int r;
+
+	if ((r = qparam(q, n, "X-Amz-Signature", 15, &v, &vl)) == 1)
+		return 1;
+	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		r = qparam(q, n, want[i].name, strlen(want[i].name), &v, &vl);
+		if (r != 0 || qdecode(v, vl, val[i], want[i].room) < 0) {
+			snprintf(err, errlen, "a presigned URL needs one well-formed %s",
+			    want[i].name);
+			return -1;
+		}
+	}
+	if (strcmp(val[0], ALG) != 0) {
+		snprintf(err, errlen, "a presigned URL signed with %.40s (SigV4a) cannot be signed "
+		    "again", val[0]);
+		return -2;
+	}
+	/* The same rules as the header form's: one reader for both. */
+	if ((size_t)snprintf(auth, sizeof(auth), ALG " Credential=%s, SignedHeaders=%s, "
+	    "Signature=%s", val[1], val[2], val[3]) >= sizeof(auth) ||
+	    sigv4_auth_parse(auth, strlen(auth), a, err, errlen) == -1)
+		return -1;
+	if (strlen(val[4]) != 16 || strncmp(val[4], a->date, 8) != 0) {
+		snprintf(err, errlen, "a presigned URL needs X-Amz-Date of its scope's day");
+		return -1;
+	}
+	memcpy(amzdate, val[4], 17);
+	return 0;
+}
+
+/* Appends s percent-encoded (unreserved bytes as they are). */
+static int
+enc_str(struct buf *b, const char *s)
+{
+	for (; *s != '\0'; s++)
+		if (enc(b, (unsigned char)*s, 0) != 0)
+			return -1;
+	return 0;
+}
+
+int
+sigv4_presign_target(const char *target, size_t tl, const char *akid, struct buf *out)
+{
+	const char *q = memchr(target, '?', tl), *p, *e;
+	size_t i, s, rest;
+	int first = 1;
+
+	if (q == NULL)
+		return -1;
+	if (buf_add(out, target, (size_t)(q + 1 - target)) != 0)
+		return -1;
+	p = q + 1;
+	e = target + tl;
+	for (i = 0; p + i <= e;) {
+		for (s = i; p + i < e && p[i] != '&'; i++)
+			;
+		if (i - s >= 16 && memcmp(p + s, "X-Amz-Signature=", 16) == 0) {
+			/* left out: the signature comes last, of what goes */
+		} else if (i - s >= 17 && memcmp(p + s, "X-Amz-Credential=", 17) == 0) {
+			/* the key id (up to the first '/' or %2F) replaced */
+			for (rest = s + 17; rest < i && p[rest] != '/' && !(p[rest] == '%' &&
+			    rest + 2 < i && p[rest + 1] == '2' && (p[rest + 2] == 'F' ||
+			    p[rest + 2] == 'f')); rest++)
+				;
+			if ((!first && buf_add(out, "&", 1) != 0) ||
+			    buf_add(out, "X-Amz-Credential=", 17) != 0 ||
+			    enc_str(out, akid) != 0 || buf_add(out, p + rest, i - rest) != 0)
+				return -1;
+			first = 0;
+		} else if (i > s) {
+			if ((!first && buf_add(out, "&", 1) != 0) || buf_add(out, p + s, i - s) != 0)
+				return -1;
+			first = 0;
+		}
+		i++;
+	}
+	return 0;
+}
+
 #define SIGV4_QPAIRS_MAX	1024	/* query parameters in one signed request */
 
 static int

@@ -97,6 +97,23 @@ int	sigv4_auth_write(const struct sigv4_auth *, const char *akid, const char *si
 /* The canonical request of r over signed (a SignedHeaders list); 0, or -1 with err. */
 int	sigv4_canonical(const struct sigv4_req *r, const char *signed_headers,
 	    struct buf *out, char *err, size_t errlen);
+/*
+ * A presigned URL's query q (n bytes, after the '?'): 1 when it is none
+ * (no X-Amz-Signature); 0 with a (X-Amz-Credential's key id and scope,
+ * X-Amz-SignedHeaders, X-Amz-Signature, read by sigv4_auth_parse's rules)
+ * and amzdate (X-Amz-Date, of the scope's day); -1 with err when one of
+ * those is missing, repeated or malformed; -2 with err when
+ * X-Amz-Algorithm is not AWS4-HMAC-SHA256 (SigV4a).
+ */
+int	sigv4_presign_parse(const char *q, size_t n, struct sigv4_auth *, char amzdate[17],
+	    char *err, size_t errlen);
+/*
+ * The presigned target (tl bytes, with a query) to sign again into out:
+ * X-Amz-Credential's key id replaced by akid (percent-encoded), the rest
+ * of it and every other parameter as sent, X-Amz-Signature left out (the
+ * caller appends the new one). 0, or -1 (no query, no room).
+ */
+int	sigv4_presign_target(const char *target, size_t tl, const char *akid, struct buf *out);
 /* The signing key of secret for date/region/service. */
 void	sigv4_key(const char *secret, const char *date, const char *region,
 	    const char *service, unsigned char key[32]);

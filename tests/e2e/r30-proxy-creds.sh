@@ -333,6 +333,54 @@ env AWS_CONFIG_FILE="$T/aws/config" AWS_DEFAULT_REGION=us-east-1 AWS_EC2_METADAT
 	/usr/bin/aws --endpoint-url "https://localhost:$S3P" s3 ls s3://probe/ >"$T/stsdirect.out" 2>&1
 check "the token's placeholder straight to S3, even with the real keys: InvalidToken" \
 	grep -q InvalidToken "$T/stsdirect.out"
+# presigned URLs (the query form): made in the sandbox with the placeholders,
+# fetched through the proxy, which signs them again with the real key
+pcurl() {	# pcurl SANDBOX:SECRET URL: GET through the proxy, the body on stdout
+	curl -sS --max-time 20 --cacert "$T/export/ca.crt" -x "http://$1@127.0.0.1:$PP" "$2"
+}
+n1=$(wc -l <"$T/s3.log")
+purl=$(awsp sb-s3:s-s3 s3 presign s3://probe/dir/small.bin --expires-in 300)
+check "a presigned URL made with the placeholders names the key id placeholder" \
+	grep -qF "X-Amz-Credential=$PH_AKID%2F" <<<"$purl"
+check "... fetched through the proxy: the object" bash -c "$(declare -f pcurl); T='$T' PP=$PP pcurl sb-s3:s-s3 '$purl' | cmp -s - '$T/small.bin'"
+check "... s3fake verified it presigned with the real key id" "$PY" -c 'import json,sys
+r = [json.loads(l) for l in open(sys.argv[1])][int(sys.argv[3]):][0]
+assert r["verdict"] == "ok" and r["auth"]["scheme"] == "presigned" and r["auth"]["key_id"] == sys.argv[2], r' \
+	"$T/s3.log" "$AKID" "$n1"
+check "... the audit names the re-signing" bash -c "tail -n 3 '$T/audit.jsonl' | grep -q '\"credentials\":\"aws:sigv4\"'"
+pcurl sb-s3:s-s3 "${purl/dir\/small.bin/big.bin}" >"$T/pre-other.out" 2>&1
+check "the sandbox's own URL edited to another object: signed again too (the key is the sandbox's to use)" \
+	bash -c "test \$(wc -c <'$T/pre-other.out') = $((9 * 1024 * 1024 + 77))"
+purl1=$(awsp sb-s3:s-s3 s3 presign s3://probe/dir/small.bin --expires-in 1)
+sleep 2
+pcurl sb-s3:s-s3 "$purl1" >"$T/pre-exp.out" 2>&1
+check "X-Amz-Expires kept: an expired URL is refused by S3 (Request has expired)" grep -q 'Request has expired' "$T/pre-exp.out"
+curl -sS --max-time 20 --cacert "$T/both-s3.pem" -x "http://sb-a:s-a@127.0.0.1:$PP" "$purl" >"$T/pre-sba.out" 2>&1
+check "sb-s3's URL fetched by another sandbox: not signed again, refused by S3 (InvalidAccessKeyId)" \
+	grep -q InvalidAccessKeyId "$T/pre-sba.out"
+curl -sS --max-time 20 --cacert "$T/upca.crt" --resolve "s3.test:443:127.0.0.1" \
+	"$(sed "s|https://s3.test/|https://localhost:$S3P/|" <<<"$purl")" >"$T/pre-direct.out" 2>&1
+check "the URL straight to S3 (no proxy): InvalidAccessKeyId" grep -q InvalidAccessKeyId "$T/pre-direct.out"
+ourl=$(env AWS_ACCESS_KEY_ID=AKIAOTHERKEY0000000X AWS_SECRET_ACCESS_KEY=other AWS_CONFIG_FILE="$T/aws/config" \
+	AWS_SHARED_CREDENTIALS_FILE="$T/aws/none" AWS_DEFAULT_REGION=us-east-1 /usr/bin/aws --endpoint-url https://s3.test \
+	s3 presign s3://probe/dir/small.bin --expires-in 300)
+pcurl sb-s3:s-s3 "$ourl" >"$T/pre-foreign.out" 2>&1
+check "a presigned URL of another key goes as it was sent (S3 refuses it)" \
+	bash -c "grep -q InvalidAccessKeyId '$T/pre-foreign.out' && tail -n 1 '$T/s3.log' | grep -qF AKIAOTHERKEY0000000X"
+n2=$(wc -l <"$T/s3.log")
+code=$(curl -sS --max-time 20 --cacert "$T/export/ca.crt" -x "http://sb-s3:s-s3@127.0.0.1:$PP" -o "$T/pre-4a.out" \
+	-w '%{http_code}' "${purl/AWS4-HMAC-SHA256/AWS4-ECDSA-P256-SHA256}" 2>&1)
+check "a presigned URL of SigV4a: 501 with the reason, nothing sent" \
+	bash -c "test '$code' = 501 && grep -q 'SigV4a' '$T/pre-4a.out' && test \$(wc -l <'$T/s3.log') = $n2"
+surl=$(awssts "$STS_PH_TOK" s3 presign s3://probe/sts.bin --expires-in 300)
+surl2=$(awssts "" s3 presign s3://probe/sts.bin --expires-in 300)
+n2=$(wc -l <"$T/s3.log")
+check "a session's presigned URL, with the token's placeholder and without it: both verified" \
+	bash -c "$(declare -f pcurl); T='$T' PP=$PP; pcurl sb-sts:s-sts '$surl' | cmp -s - '$T/small.bin' && pcurl sb-sts:s-sts '$surl2' | cmp -s - '$T/small.bin'"
+check "... s3fake: the session's real key id and token" "$PY" -c 'import json,sys
+rs = [json.loads(l) for l in open(sys.argv[1])][int(sys.argv[3]):]
+assert len(rs) == 2 and all(r["verdict"] == "ok" and r["auth"]["scheme"] == "presigned" and r["auth"]["key_id"] == sys.argv[2] for r in rs), rs' \
+	"$T/s3.log" "$STS_AKID" "$n2"
 check "no AWS secret in the proxy's log or audit" bash -c "! grep -qF -e '$S3SECRET' -e '$STS_SECRET' -e '$STS_TOKEN' '$T/proxy.log' '$T/audit.jsonl' '$T/stderr'"
 
 # ---- 6. declarations: a bad one stops the load with a reason ----

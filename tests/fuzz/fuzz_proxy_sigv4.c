@@ -2,7 +2,8 @@
  * fuzz_proxy_sigv4.c: AWS Signature Version 4 (egress-proxy/sigv4.c). The
  * first byte picks what the rest is:
  *  0: an Authorization value; one that parses writes back to the same
- *     value and parses again to the same fields;
+ *     value and parses again to the same fields (bit 2 set: a presigned
+ *     URL's target, written again with another key id);
  *  1: a request target, then header lines: a canonical request either is
  *     refused with a reason or has a canonical URI of unreserved bytes,
  *     escapes and '/' only, with no empty or dot segment (non-S3);
@@ -165,6 +166,50 @@ fz_roundtrip(const char *s, size_t n)
 	buf_free(&out);
 }
 
+/*
+ * A presigned URL's target: one that parses is written again with another
+ * key id, its signature left out, and parses again (with a signature put
+ * back) to the same scope with the new key id.
+ */
+static void
+fz_presign(const char *s, size_t n)
+{
+	struct sigv4_auth a, b;
+	struct buf t;
+	char amz[17], amz2[17], err[128];
+	const char *q = memchr(s, '?', n);
+	int rc;
+
+	if (q == NULL)
+		return;
+	rc = sigv4_presign_parse(q + 1, n - (size_t)(q + 1 - s), &a, amz, err, sizeof(err));
+	FZ_ASSERT(rc >= -2 && rc <= 1);
+	if (rc < 0)
+		FZ_ASSERT(err[0] != '\0');
+	if (rc != 0)
+		return;
+	buf_init(&t, n + 256);
+	FZ_ASSERT(sigv4_presign_target(s, n, "AKIAFUZZFUZZFUZZ0000", &t) == 0);
+	/* the path as it was; no parameter X-Amz-Signature left in the query */
+	q = memchr(t.p, '?', t.len);
+	FZ_ASSERT(q != NULL && q - t.p == (const char *)memchr(s, '?', n) - s);
+	for (const char *p = q + 1, *e = t.p + t.len; p < e; p++) {
+		FZ_ASSERT((size_t)(e - p) < 16 || memcmp(p, "X-Amz-Signature=", 16) != 0);
+		while (p < e && *p != '&')
+			p++;
+	}
+	FZ_ASSERT(buf_addstr(&t, "&X-Amz-Signature=") == 0 && buf_addstr(&t, a.sig) == 0);
+	q = memchr(t.p, '?', t.len);
+	if (sigv4_presign_parse(q + 1, t.len - (size_t)(q + 1 - t.p), &b, amz2, err,
+	    sizeof(err)) == 0) {
+		FZ_ASSERT(strcmp(b.akid, "AKIAFUZZFUZZFUZZ0000") == 0);
+		FZ_ASSERT(strcmp(a.date, b.date) == 0 && strcmp(a.region, b.region) == 0 &&
+		    strcmp(a.service, b.service) == 0 && strcmp(amz, amz2) == 0 &&
+		    strcmp(a.signed_headers, b.signed_headers) == 0);
+	}
+	buf_free(&t);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -176,7 +221,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	n = size - 1;
 	switch (data[0] & 3) {
 	case 0:
-		fz_auth(s, n);
+		if (data[0] & 4)
+			fz_presign(s, n);
+		else
+			fz_auth(s, n);
 		break;
 	case 1:
 		fz_canon(s, n, data[0] & 4);

@@ -534,6 +534,96 @@ TEST(test_signed_add)
 	}
 }
 
+/*
+ * A presigned URL (the query form), AWS's documented example (S3 API
+ * reference, "Authenticating Requests: Using Query Parameters"): made with
+ * a placeholder key id, written again with the real one, its signature
+ * left out; signed with the documented key it is the documented URL.
+ */
+TEST(test_presign_documented)
+{
+	static const char target[] = "/test.txt?X-Amz-Algorithm=AWS4-HMAC-SHA256"
+	    "&X-Amz-Credential=PXCAAAAAAAAAAAAAAAAAAAAAAAAAAAAA%2F20130524%2Fus-east-1%2Fs3%2F"
+	    "aws4_request&X-Amz-Date=20130524T000000Z&X-Amz-Expires=86400"
+	    "&X-Amz-SignedHeaders=host&X-Amz-Signature="
+	    "0000000000000000000000000000000000000000000000000000000000000000";
+	const char *q = strchr(target, '?') + 1;
+	struct sigv4_auth a;
+	struct sigv4_field f = { "host", "examplebucket.s3.amazonaws.com", 4, 30 };
+	struct sigv4_req r;
+	struct buf t, creq;
+	unsigned char key[32];
+	char amz[17], err[200], scope[200], sig[65];
+
+	CHECK_INT(sigv4_presign_parse(q, strlen(q), &a, amz, err, sizeof(err)), 0);
+	CHECK_STR(a.akid, "PXCAAAAAAAAAAAAAAAAAAAAAAAAAAAAA");
+	CHECK_STR(a.region, "us-east-1");
+	CHECK_STR(a.signed_headers, "host");
+	CHECK_STR(amz, "20130524T000000Z");
+	buf_init(&t, 1024);
+	buf_init(&creq, 4096);
+	CHECK_INT(sigv4_presign_target(target, strlen(target), "AKIAIOSFODNN7EXAMPLE", &t), 0);
+	CHECK(buf_add(&t, "", 1) == 0);
+	CHECK_STR(t.p, "/test.txt?X-Amz-Algorithm=AWS4-HMAC-SHA256"
+	    "&X-Amz-Credential=AKIAIOSFODNN7EXAMPLE%2F20130524%2Fus-east-1%2Fs3%2Faws4_request"
+	    "&X-Amz-Date=20130524T000000Z&X-Amz-Expires=86400&X-Amz-SignedHeaders=host");
+	memset(&r, 0, sizeof(r));
+	r.method = "GET";
+	r.target = t.p;
+	r.tl = t.len - 1;
+	r.f = &f;
+	r.nf = 1;
+	r.payload_hash = "UNSIGNED-PAYLOAD";
+	r.s3 = 1;
+	CHECK_INT(sigv4_canonical(&r, a.signed_headers, &creq, err, sizeof(err)), 0);
+	sigv4_key(DOC_SECRET, a.date, a.region, a.service, key);
+	sigv4_scope(&a, scope, sizeof(scope));
+	sigv4_sign(key, amz, scope, creq.p, creq.len, sig);
+	CHECK_STR(sig, "aeeed9bbccd4d02ee5c0109b86d86835f995330da4c265957d157751f604d404");
+	buf_free(&t);
+	buf_free(&creq);
+}
+
+/* Not presigned, malformed, repeated, SigV4a: each told apart. */
+TEST(test_presign_refusals)
+{
+	static const struct { const char *q; int rc; } t[] = {
+		{ "a=b&c=d", 1 },
+		{ "", 1 },
+		{ "X-Amz-Signature=00", -1 },	/* the rest missing */
+		{ "X-Amz-Algorithm=AWS4-ECDSA-P256-SHA256&X-Amz-Credential=AKIDAKIDAKIDAKID%2F20130524"
+		  "%2Fus-east-1%2Fs3%2Faws4_request&X-Amz-SignedHeaders=host&X-Amz-Date=20130524T000000Z"
+		  "&X-Amz-Signature=0000000000000000000000000000000000000000000000000000000000000000",
+		  -2 },
+		{ "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIDAKIDAKIDAKID%2F20130524"
+		  "%2Fus-east-1%2Fs3%2Faws4_request&X-Amz-SignedHeaders=host&X-Amz-Date=20130525T000000Z"
+		  "&X-Amz-Signature=0000000000000000000000000000000000000000000000000000000000000000",
+		  -1 },	/* a date of another day */
+		{ "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIDAKIDAKIDAKID%2F20130524"
+		  "%2Fus-east-1%2Fs3%2Faws4_request&X-Amz-SignedHeaders=host&X-Amz-Date=20130524T000000Z"
+		  "&X-Amz-Signature=0000000000000000000000000000000000000000000000000000000000000000"
+		  "&X-Amz-Signature=00", -1 },	/* twice */
+		{ "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKID%00AKIDAKIDAKID%2F20130524"
+		  "%2Fus-east-1%2Fs3%2Faws4_request&X-Amz-SignedHeaders=host&X-Amz-Date=20130524T000000Z"
+		  "&X-Amz-Signature=0000000000000000000000000000000000000000000000000000000000000000",
+		  -1 },	/* a NUL in it */
+		{ "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIDAKIDAKIDAKID%2F20130524"
+		  "%2Fus-east-1%2Fs3%2Faws4_request&X-Amz-SignedHeaders=host&X-Amz-Date=20130524T000000Z"
+		  "&X-Amz-Signature=000000000000000000000000000000000000000000000000000000000000000%", -1 },
+	};
+	struct sigv4_auth a;
+	char amz[17], err[200];
+	size_t i;
+
+	for (i = 0; i < NELEM(t); i++) {
+		err[0] = '\0';
+		CHECK_INT(sigv4_presign_parse(t[i].q, strlen(t[i].q), &a, amz, err, sizeof(err)),
+		    t[i].rc);
+		if (t[i].rc < 0)
+			CHECK(err[0] != '\0');
+	}
+}
+
 int
 main(void)
 {
@@ -544,5 +634,7 @@ main(void)
 	RUN(test_chunks_documented);
 	RUN(test_chunks_hostile);
 	RUN(test_signed_add);
+	RUN(test_presign_documented);
+	RUN(test_presign_refusals);
 	return unit_done();
 }
