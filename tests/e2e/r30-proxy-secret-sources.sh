@@ -10,7 +10,7 @@
 . "$(dirname "$0")/../lib/common.sh"
 PY=${PY:-/usr/bin/python3}; FX=$TOP/tests/fixtures
 . "$TOP/tests/lib/upca.sh"
-upca_mk "$T/upca.crt" "$T/upca.key" "$T/srv.crt" "$T/srv.key" file.test cmd.test flaky.test link.test localhost
+upca_mk "$T/upca.crt" "$T/upca.key" "$T/srv.crt" "$T/srv.key" file.test cmd.test flaky.test link.test lua.test localhost
 
 UP=$(free_port); PP=$(free_port)
 "$PY" "$FX/upstream.py" "$UP" --keepalive --log "$T/rec.jsonl" --cert "$T/srv.crt" \
@@ -61,7 +61,22 @@ return {
   },
 }
 EOF
-px_yaml() {	# px_yaml ADDON-FILE
+P1=lua-ONE-$(rnd)
+printf '%s\n' "$P1" >"$T/p.val"
+cat >"$T/luasec.lua" <<EOF
+local M = { name = "luasec" }
+-- proxy.secret with cmd: runs at the load only
+local tok = assert(proxy.secret("cmd:$T/bin/getsec $T/p.val"))
+function M.on_connect(ctx) if ctx.host == "lua.test" then return "intercept" end end
+function M.on_request(req, ctx)
+  if req.host ~= "lua.test" then return end
+  local v, err = proxy.secret("cmd:$T/bin/getsec $T/p.val")
+  req:inject("x-lua-key", tok, "luasec")
+  req:set_header("x-hook-cmd", v == nil and (err:gsub("[^%w ]", "")) or "ran")
+end
+return M
+EOF
+px_yaml() {	# px_yaml ADDON-FILE...
 	cat <<EOF
 listen: 127.0.0.1:$PP
 workers: 2
@@ -79,7 +94,8 @@ resolve:
   "cmd.test:443": "127.0.0.1:$UP"
   "flaky.test:443": "127.0.0.1:$UP"
   "link.test:443": "127.0.0.1:$UP"
-addons: [$1]
+  "lua.test:443": "127.0.0.1:$UP"
+addons: [$1${2:+, $2}]
 audit:
   log: $T/audit.jsonl
 log:
@@ -122,7 +138,7 @@ sleep 0.2
 check "the hung command's process group is gone (no stray sleep)" bash -c "! pgrep -f 'sleep 360[78]' >/dev/null"
 
 # ---- 2. the proxy with file: and cmd: secrets ----
-px_yaml "$T/creds.lua" >"$T/p.yaml"
+px_yaml "$T/creds.lua" "$T/luasec.lua" >"$T/p.yaml"
 . "$TOP/tests/lib/pxsolo.sh"
 px_solo
 adm '{"op":"register","id":"sb","secret":"s","policy":{"credentials":["fsec","csec","ksec","lsec"]}}' >"$T/reg.json"
@@ -163,6 +179,10 @@ reloads0=$(grep -c "addons reloaded" "$T/proxy.log")
 check "file: the value read at load" test "$(got https://file.test/a authorization)" = "Bearer $F1"
 check "cmd: the command's output is the secret" test "$(got https://cmd.test/a authorization)" = "Bearer $C1"
 check "cmd: (header form) its first value" test "$(got https://flaky.test/a x-api-key)" = "$K1"
+
+check "proxy.secret(\"cmd:...\") at an addon's load: its output" test "$(got https://lua.test/a x-lua-key)" = "$P1"
+check "proxy.secret(\"cmd:...\") in a hook: refused, no command run" \
+	bash -c "tail -n 1 '$T/rec.jsonl' | grep -q 'cmd secrets are read at an addons load only'"
 
 # ---- 3. refreshed without a reload ----
 printf '%s\n' "$F2" >"$T/f.new"; mv "$T/f.new" "$T/f.secret"
@@ -225,5 +245,5 @@ check "file: the cmd: and file: secrets still serve" test "$(got https://file.te
 # ---- 6. never a value in the log, stderr or audit log ----
 sleep 0.5
 check "no secret value (old or new) and no command output in the log, stderr or audit log" \
-	bash -c "! grep -qF -e '$F1' -e '$F2' -e '$C1' -e '$C2' -e '$K1' -e '$K2' -e '$K3' -e '$L1' -e '$L2' -e '$MARK' '$T/proxy.log' '$T/stderr' '$T/audit.jsonl'"
+	bash -c "! grep -qF -e '$F1' -e '$F2' -e '$C1' -e '$C2' -e '$K1' -e '$K2' -e '$K3' -e '$L1' -e '$L2' -e '$P1' -e '$MARK' '$T/proxy.log' '$T/stderr' '$T/audit.jsonl'"
 check "the audit log has the requests" grep -q '"credentials":"fsec:' "$T/audit.jsonl"
