@@ -116,6 +116,8 @@ struct cred {
 		unsigned long long dev, ino, size;
 		long long	 mtime_ns, ctime_ns;
 	}		 stamp;		/* file: the file as last read */
+	unsigned	 fails;		/* refreshes failed in a row */
+	unsigned long	 why_hash;	/* the last failure's reason, hashed */
 };
 
 /*

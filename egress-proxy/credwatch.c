@@ -40,6 +40,17 @@ wipe_free(char *s)
 	free(s);
 }
 
+/* A failure's reason, hashed (FNV-1a): whether it is the one logged last. */
+static unsigned long
+why_hash(const char *s)
+{
+	unsigned long h = 2166136261UL;
+
+	for (; *s != '\0'; s++)
+		h = (h ^ (unsigned char)*s) * 16777619UL;
+	return h;
+}
+
 /*
  * Whether file secret c's file changed since it was last read (or was
  * never looked at); a file that cannot be stat'ed counts once, until it
@@ -105,12 +116,18 @@ tick(long long now, int files)
 		if (!isfile)
 			c->next_ms = util_mono_ms() + c->every_ms;
 		if (v == NULL) {
+			unsigned long h = why_hash(err);
+
 			atomic_fetch_add(&credwatch_failed, 1);
-			if (log_rate_ok(&rl, 3, 60000, &dropped))
-				log_warnx("credential=%s secret refresh failed, the last good value "
-				    "stays: %s (%ld similar suppressed)", c->name, err, dropped);
+			/* a new failure or reason is always told, a repeat rate-limited */
+			if ((c->fails++ == 0 || h != c->why_hash) ||
+			    log_rate_ok(&rl, 1, 60000, &dropped))
+				log_warnx("credential=%s secret refresh failed (%u in a row), the last "
+				    "good value stays: %s", c->name, c->fails, err);
+			c->why_hash = h;
 			continue;
 		}
+		c->fails = 0;
 		if (strcmp(v, c->value) == 0) {
 			wipe_free(v);
 			continue;

@@ -204,13 +204,18 @@ sleep 2.5
 check "cmd: a failing command keeps the last good value" test "$(got https://flaky.test/c x-api-key)" = "$K1"
 check "the failure is logged with its reason" grep -qE "credential=ksec secret refresh failed.*exited with status 3" "$T/proxy.log"
 echo hang >"$T/k.mode"
-sleep 1
-t0=$(date +%s%N)
-v=$(got https://flaky.test/d x-api-key)
-t1=$(date +%s%N)
-check "a hanging refresh does not stall requests ($(( (t1 - t0) / 1000000 )) ms), the last good value" \
-	test "$v" = "$K1" -a $(( (t1 - t0) / 1000000 )) -lt 1000
-sleep 2
+# requests over 2.5 s, while a refresh waits 1.5 s for the hung command: none waits for it
+worst=0
+for i in 1 2 3 4 5 6; do
+	ms=$("${C[@]}" -o /dev/null -w '%{time_total}' https://flaky.test/d 2>/dev/null |
+		"$PY" -c 'import sys; print(int(float(sys.stdin.read() or 9) * 1000))')
+	[ "$ms" -gt "$worst" ] && worst=$ms
+	sleep 0.3
+done
+check "a hanging refresh does not stall requests (the slowest: $worst ms), the last good value" \
+	test "$(hdr x-api-key)" = "$K1" -a "$worst" -lt 1000
+check "the hung refresh was killed at cmd_timeout and logged" \
+	grep -qE "credential=ksec secret refresh failed.*no answer in 1500 ms \\(killed\\)" "$T/proxy.log"
 echo big >"$T/k.mode"; sleep 1.5
 echo ctl >"$T/k.mode"; sleep 1.5
 check "1 MiB and control bytes from the command: the last good value" \
@@ -218,8 +223,10 @@ check "1 MiB and control bytes from the command: the last good value" \
 check "admin still answers" bash -c "$PY $FX/padmin.py $T/admin.sock '{\"op\":\"ping\"}' | grep -q '\"ok\":true'"
 fl=$(metric 'egress_proxy_secret_refreshes_total{result="failed"}')
 nl=$(grep -c "secret refresh failed" "$T/proxy.log")
-check "metric: failed refreshes counted ($fl), the log rate-limited ($nl lines)" \
-	test "$fl" -ge 5 -a "$nl" -lt "$fl" -a "$nl" -le 3
+check "metric: failed refreshes counted ($fl); the log: each new reason once, repeats rate-limited ($nl lines)" \
+	test "$fl" -ge 5 -a "$nl" -le 5
+check "each reason logged: 1 MiB, control bytes" bash -c "grep -q 'credential=ksec.*printed more than 8192 bytes' '$T/proxy.log' &&
+	grep -q 'credential=ksec.*control byte' '$T/proxy.log'"
 printf '%s\n' "$K3" >"$T/k.val"; echo ok >"$T/k.mode"
 check "the command healed: its new value taken" until_got https://flaky.test/f x-api-key "$K3" 6
 sleep 0.2
@@ -231,7 +238,7 @@ printf '%s\n' "$L2" >"$T/l2.secret"
 ln -s "$T/l2.secret" "$T/l.tmp"; mv -T "$T/l.tmp" "$T/l.secret"
 check "a symlink swapped in: the target's value taken" until_got https://link.test/b authorization "Bearer $L2" 5
 fl0=$(metric 'egress_proxy_secret_refreshes_total{result="failed"}')
-rm -f "$T/l.secret"; mkfifo "$T/l.secret"
+mkfifo "$T/l.fifo"; mv -T "$T/l.fifo" "$T/l.secret"	# one rename: never missing
 sleep 1.5
 t0=$(date +%s%N)
 v=$(got https://link.test/c authorization)
