@@ -73,6 +73,8 @@ function M.on_request(req, ctx)
   local v, err = proxy.secret("cmd:$T/bin/getsec $T/p.val")
   req:inject("x-lua-key", tok, "luasec")
   req:set_header("x-hook-cmd", v == nil and (err:gsub("[^%w ]", "")) or "ran")
+  local f = proxy.secret("file:$T/fifo")
+  req:set_header("x-fifo", f == nil and "refused" or "read")
 end
 return M
 EOF
@@ -183,6 +185,8 @@ check "cmd: (header form) its first value" test "$(got https://flaky.test/a x-ap
 check "proxy.secret(\"cmd:...\") at an addon's load: its output" test "$(got https://lua.test/a x-lua-key)" = "$P1"
 check "proxy.secret(\"cmd:...\") in a hook: refused, no command run" \
 	bash -c "tail -n 1 '$T/rec.jsonl' | grep -q 'cmd secrets are read at an addons load only'"
+check "proxy.secret(\"file:FIFO\") in a hook: no hang, refused" \
+	bash -c "tail -n 1 '$T/rec.jsonl' | grep -q '\"x-fifo\", \"refused\"'"
 
 # ---- 3. refreshed without a reload ----
 printf '%s\n' "$F2" >"$T/f.new"; mv "$T/f.new" "$T/f.secret"
