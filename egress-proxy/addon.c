@@ -798,10 +798,30 @@ addon_src_gen(const struct addon_src *s)
 	return s->gen;
 }
 
+/* guards every source's creds once loaded: a refresh swaps them (credwatch.c) */
+static pthread_mutex_t creds_mtx = PTHREAD_MUTEX_INITIALIZER;
+
 struct credset *
 addon_src_creds(const struct addon_src *s)
 {
-	return cred_set_ref(s->creds);
+	struct credset *cs;
+
+	pthread_mutex_lock(&creds_mtx);
+	cs = cred_set_ref(s->creds);
+	pthread_mutex_unlock(&creds_mtx);
+	return cs;
+}
+
+void
+addon_src_creds_set(struct addon_src *s, struct credset *cs)
+{
+	struct credset *old;
+
+	pthread_mutex_lock(&creds_mtx);
+	old = s->creds;
+	s->creds = cs;
+	pthread_mutex_unlock(&creds_mtx);
+	cred_set_unref(old);
 }
 
 size_t

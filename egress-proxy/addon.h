@@ -74,6 +74,12 @@ unsigned addon_src_gen(const struct addon_src *);
 size_t	addon_src_count(const struct addon_src *);
 /* The credentials the addons declare (cred.h), a reference (cred_set_unref). */
 struct credset *addon_src_creds(const struct addon_src *);
+/*
+ * Replaces src's credentials with cs (its reference taken): requests that
+ * ask after this get cs; the old set is freed (secrets wiped) with its
+ * last reference.
+ */
+void	addon_src_creds_set(struct addon_src *, struct credset *cs);
 
 /* A worker's VM built from src; gh is the worker's token client (or NULL). */
 struct addon_vm *addon_vm_new(struct addon_src *, const struct pconf *,

@@ -5,6 +5,7 @@
  * credentials, log lines) and the request object's methods. addon.c adds
  * the helper that makes a hook wait (github_app_token).
  */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,7 @@
 #include "log.h"
 #include "pglob.h"
 #include "reqcanon.h"
+#include "secsrc.h"
 #include "util.h"
 #include "xmalloc.h"
 
@@ -61,7 +63,8 @@ blank(const char *s, size_t n)
 int
 addon_read_small(const char *path, struct buf *b, char *err, size_t errlen)
 {
-	if (util_read_file(path, b, err, errlen) == -1)
+	/* O_NONBLOCK: a FIFO in a file's place must not hang a worker */
+	if (util_read_file_flags(path, O_NONBLOCK | O_NOCTTY, b, err, errlen) == -1)
 		return -1;
 	while (b->len > 0 && strchr(" \t\r\n", b->p[b->len - 1]) != NULL)
 		b->p[--b->len] = '\0';
@@ -154,7 +157,11 @@ secret_file(lua_State *L, struct addon_secrets *sc, const char *path)
 	return 1;
 }
 
-/* proxy.secret("env:NAME" | "file:/path") -> value | nil, err */
+/*
+ * proxy.secret("env:NAME" | "file:/path" | "cmd:/path arg...") -> value | nil, err.
+ * A command runs only at an addon's load (secsrc.h: it blocks up to its
+ * timeout), never in a hook, which a worker's event loop runs.
+ */
 static int
 l_secret(lua_State *L)
 {
@@ -177,8 +184,27 @@ l_secret(lua_State *L)
 	if (strncmp(spec, "file:", 5) == 0)
 		return secret_file(L, lua_touserdata(L, lua_upvalueindex(1)),
 		    spec + 5);
+	if (strncmp(spec, "cmd:", 4) == 0) {
+		char err[600], *out;
+
+		if (*(void **)lua_getextraspace(L) != NULL) {
+			lua_pushnil(L);
+			lua_pushliteral(L, "cmd: secrets are read at an addon's load only (call "
+			    "proxy.secret at the file's top level, or declare a named credential)");
+			return 2;
+		}
+		if ((out = secsrc_cmd(spec, SECRET_MAX, err, sizeof(err))) == NULL) {
+			lua_pushnil(L);
+			lua_pushstring(L, err);
+			return 2;
+		}
+		lua_pushstring(L, out);
+		OPENSSL_cleanse(out, strlen(out));
+		free(out);
+		return 1;
+	}
 	lua_pushnil(L);
-	lua_pushstring(L, "secret spec must be env:NAME or file:PATH");
+	lua_pushstring(L, "secret spec must be env:NAME, file:PATH or cmd:/PATH ARG...");
 	return 2;
 }
 

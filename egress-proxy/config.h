@@ -48,6 +48,8 @@ struct pconf {
 	struct cfg_list	 addons;
 	struct cfg_map	 addon_config;
 	long long	 addon_watch_ms;
+	long long	 secret_watch_ms;	/* credentials.secret_watch */
+	long long	 secret_cmd_ms;		/* credentials.cmd_timeout */
 	long long	 conns_per_sandbox;
 	long long	 tunnels_per_sandbox;
 	long long	 max_conns;

@@ -3,6 +3,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 #include "digest.h"
 #include "log.h"
 #include "pglob.h"
+#include "secsrc.h"
 #include "xmalloc.h"
 
 #define PH_PREFIX	"PXC"
@@ -322,6 +324,60 @@ cred_set_find(const struct credset *cs, const char *name)
 	return NULL;
 }
 
+static char *
+dup0(const char *s)
+{
+	return s != NULL ? xstrdup(s) : NULL;
+}
+
+/* A deep copy of c (with its refresh state), value its secret (taken). */
+static struct cred *
+cred_dup(const struct cred *c, char *value)
+{
+	struct cred *d = xmalloc(sizeof(*d));
+	size_t i;
+
+	*d = *c;
+	for (i = 0; i < c->nhosts; i++)
+		d->hosts[i] = xstrdup(c->hosts[i]);
+	for (i = 0; i < c->nenv; i++)
+		d->env[i] = xstrdup(c->env[i]);
+	for (i = 0; i < c->nregions; i++)
+		d->regions[i] = xstrdup(c->regions[i]);
+	for (i = 0; i < c->nservices; i++)
+		d->services[i] = xstrdup(c->services[i]);
+	d->value = value;
+	d->user = dup0(c->user);
+	d->token = dup0(c->token);
+	d->field = dup0(c->field);
+	d->spec = dup0(c->spec);
+	d->addon = dup0(c->addon);
+	d->client_ref = dup0(c->client_ref);
+	d->client_scope = dup0(c->client_scope);
+	d->token_url = dup0(c->token_url);
+	d->service = dup0(c->service);
+	d->client_id = dup0(c->client_id);
+	d->scope = dup0(c->scope);
+	d->refresh = dup0(c->refresh);
+	d->refresh_path = dup0(c->refresh_path);
+	return d;
+}
+
+struct credset *
+cred_set_clone(const struct credset *cs, char **values)
+{
+	struct credset *n = cred_set_new();
+	size_t i;
+
+	for (i = 0; i < cs->n; i++) {
+		n->c[i] = cred_dup(cs->c[i], values[i] != NULL ? values[i] :
+		    xstrdup(cs->c[i]->value));
+		values[i] = NULL;
+	}
+	n->n = cs->n;
+	return n;
+}
+
 static const char *const form_names[] = {
 	[CRED_BEARER] = "bearer", [CRED_HEADER] = "header", [CRED_BASIC] = "basic",
 	[CRED_QUERY] = "query", [CRED_SIGV4] = "sigv4", [CRED_OAUTH2] = "oauth2",
@@ -374,8 +430,16 @@ cred_secret_read(const char *spec, char *err, size_t errlen)
 		}
 		v = xstrdup(e);
 	} else if (strncmp(spec, "file:", 5) == 0) {
-		if ((fd = open(spec + 5, O_RDONLY | O_CLOEXEC)) == -1) {
+		struct stat st;
+
+		/* O_NONBLOCK: a FIFO put there must not hang the open */
+		if ((fd = open(spec + 5, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)) == -1) {
 			snprintf(err, errlen, "%s: %s", spec, strerror(errno));
+			return NULL;
+		}
+		if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
+			snprintf(err, errlen, "%s: not a regular file", spec);
+			close(fd);
 			return NULL;
 		}
 		v = xmalloc(CRED_VALUE_MAX + 2);
@@ -404,8 +468,11 @@ cred_secret_read(const char *spec, char *err, size_t errlen)
 			free(v);
 			return NULL;
 		}
+	} else if (strncmp(spec, "cmd:", 4) == 0) {
+		if ((v = secsrc_cmd(spec, CRED_VALUE_MAX, err, errlen)) == NULL)
+			return NULL;
 	} else {
-		snprintf(err, errlen, "a secret is env:NAME or file:PATH");
+		snprintf(err, errlen, "a secret is env:NAME, file:PATH or cmd:/PATH ARG...");
 		return NULL;
 	}
 	if (*(why = cred_value_check(v)) != '\0') {

@@ -110,6 +110,17 @@ struct cred {
 					   credentials grant */
 	char		*refresh_path;	/* the file a rotated refresh token is written back
 					   to (refresh_write); NULL: kept in memory only */
+	/* the secret's refresh (credwatch.h): set at declaration, then only
+	   the refreshing thread reads or writes them */
+	long long	 every_ms;	/* cmd: run again every; 0: at load only */
+	long long	 next_ms;	/* cmd: the next run (monotonic); 0: not yet planned */
+	struct cred_stamp {
+		int		 state;	/* 0: not seen yet, 1: seen, -1: stat failed */
+		unsigned long long dev, ino, size;
+		long long	 mtime_ns, ctime_ns;
+	}		 stamp;		/* file: the file as last read */
+	unsigned	 fails;		/* refreshes failed in a row */
+	unsigned long	 why_hash;	/* the last failure's reason, hashed */
 };
 
 /*
@@ -129,6 +140,12 @@ struct credset *cred_set_ref(struct credset *);
 void	cred_set_unref(struct credset *);
 /* Adds c (taken, freed on failure); -1 with err: a name taken, the set full. */
 int	cred_set_add(struct credset *, struct cred *c, char *err, size_t errlen);
+/*
+ * A new set (one reference) of copies of cs's credentials, the i-th with
+ * secret values[i] when not NULL (taken: values[i] is set to NULL), else
+ * a copy of its own. For a refreshed secret; cs is not changed.
+ */
+struct credset *cred_set_clone(const struct credset *cs, char **values);
 /* The credential called name, or NULL. */
 struct cred *cred_set_find(const struct credset *, const char *name);
 void	cred_free(struct cred *);
@@ -141,9 +158,11 @@ const char *cred_form_name(enum cred_form);
 /* "npm", "pip", "maven", "docker", "aws", "cargo" (the declaration's keys), or "". */
 const char *cred_client_name(enum cred_client);
 /*
- * Reads a secret from spec: "env:NAME" (the proxy's environment) or
- * "file:PATH" (its content, a trailing newline cut). The value (caller
- * frees, wiping it) or NULL with err, which never holds the value.
+ * Reads a secret from spec: "env:NAME" (the proxy's environment),
+ * "file:PATH" (a regular file's content, a trailing newline cut) or
+ * "cmd:/PATH ARG..." (a command's output, secsrc.h: blocks up to its
+ * timeout). The value (caller frees, wiping it) or NULL with err, which
+ * never holds the value.
  */
 char	*cred_secret_read(const char *spec, char *err, size_t errlen);
 /* Whether s is a placeholder's shape ("PXC" and 29 base32 characters). */

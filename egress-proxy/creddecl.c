@@ -471,6 +471,18 @@ decl_cred(lua_State *L, const char *addon, char *err, size_t errlen)
 	lua_pop(L, 1);
 	if (decl_client(L, c, err, errlen) == -1)
 		goto fail;
+	lua_getfield(L, -1, "secret_refresh");
+	if (lua_isnil(L, -1))
+		c->every_ms = strncmp(secret, "cmd:", 4) == 0 ? CREDDECL_REFRESH_S * 1000LL : 0;
+	else if (!lua_isinteger(L, -1) || lua_tointeger(L, -1) < 0 ||
+	    lua_tointeger(L, -1) > 86400 || strncmp(secret, "cmd:", 4) != 0) {
+		lua_pop(L, 1);
+		snprintf(err, errlen, "%s: secret_refresh is for a cmd: secret, 0-86400 seconds "
+		    "(0: run at load only)", name);
+		goto fail;
+	} else
+		c->every_ms = (long long)lua_tointeger(L, -1) * 1000;
+	lua_pop(L, 1);
 	c->spec = xstrdup(secret);
 	if ((c->value = cred_secret_read(secret, why2, sizeof(why2))) == NULL) {
 		snprintf(err, errlen, "%s: %s", name, why2);

@@ -12,6 +12,8 @@
 
 struct credset;
 
+#define CREDDECL_REFRESH_S	300	/* a cmd: secret runs again every (secret_refresh) */
+
 /*
  * Reads the "credentials" list of addon's table (at the top of L) into
  * cs. 0; a bad declaration raises a Lua error naming the addon, the entry

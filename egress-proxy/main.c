@@ -29,6 +29,7 @@
 #include "certcache.h"
 #include "config.h"
 #include "credreq.h"
+#include "credwatch.h"
 #include "ghapp.h"
 #include "jsonmem.h"
 #include "daemon.h"
@@ -39,6 +40,7 @@
 #include "padmin.h"
 #include "proxy.h"
 #include "sandbox.h"
+#include "secsrc.h"
 #include "tls.h"
 #include "util.h"
 
@@ -428,6 +430,7 @@ main(int argc, char **argv)
 		fprintf(stderr, "egress-proxy: %s\n", err);
 		return 1;
 	}
+	secsrc_set_timeout(the_proxy.conf->secret_cmd_ms);
 	if (o.check) {
 		rc = check_only();
 		pconf_free(the_proxy.conf);
@@ -446,12 +449,15 @@ main(int argc, char **argv)
 	nw = start_engine();
 	lis = start_listeners();
 	start_timers();
+	if (credwatch_start(the_proxy.conf->secret_watch_ms) == -1)
+		fatalx("the secret refresh thread");
 	log_info("listening on %s with %d workers%s%s",
 	    the_proxy.conf->listen ? the_proxy.conf->listen : "-", nw,
 	    the_proxy.conf->admin_socket ? ", admin " : "",
 	    the_proxy.conf->admin_socket ? the_proxy.conf->admin_socket : "");
 	event_base_dispatch(mbase);
 	admin_stop();
+	credwatch_stop();
 	ghapp_revoker_stop();
 	if (lis != NULL) {
 		lguard_del(lis);

@@ -13,6 +13,7 @@
 #include "buf.h"
 #include "certcache.h"
 #include "credtok.h"
+#include "credwatch.h"
 #include "metrics.h"
 #include "proxy.h"
 #include "sandbox.h"
@@ -91,6 +92,10 @@ static const struct metric_family {
 	{ "egress_proxy_requests_total", "counter", "intercepted and plain requests",
 	    { { "{injected=\"true\"}", &the_proxy.st.req_injected },
 	      { "{injected=\"false\"}", &the_proxy.st.req_plain } } },
+	{ "egress_proxy_secret_refreshes_total", "counter",
+	    "named credentials' file: and cmd: secrets read again without a reload, by result (changed: a new value swapped in; failed: the last good value kept)",
+	    { { "{result=\"changed\"}", &credwatch_changed },
+	      { "{result=\"failed\"}", &credwatch_failed } } },
 	{ "egress_proxy_credential_requests_total", "counter",
 	    "intercepted requests that got a named credential (credentials of the addons)",
 	    { { "", &the_proxy.st.req_cred } } },

@@ -2,7 +2,8 @@
 PROXY_LIB_SRCS := egress-proxy/config.c egress-proxy/canon.c egress-proxy/netcheck.c \
 	egress-proxy/certcache.c egress-proxy/httpreq.c egress-proxy/reqcanon.c egress-proxy/sandbox.c egress-proxy/addon.c egress-proxy/addon_lib.c egress-proxy/pmatch.c egress-proxy/pglob.c egress-proxy/pktline.c egress-proxy/gql.c egress-proxy/qaction.c egress-proxy/bodygate.c \
 	egress-proxy/curlev.c egress-proxy/ghapp.c egress-proxy/tls.c egress-proxy/audit.c egress-proxy/tgtab.c egress-proxy/pstate.c egress-proxy/wmsg.c egress-proxy/connaudit.c egress-proxy/unid.c \
-	egress-proxy/upool.c egress-proxy/conn.c egress-proxy/tunnel.c egress-proxy/conncred.c egress-proxy/upresp.c egress-proxy/proxy.c egress-proxy/worker.c egress-proxy/metrics.c egress-proxy/admin.c egress-proxy/sigv4.c egress-proxy/cred.c egress-proxy/credreq.c egress-proxy/creddecl.c egress-proxy/credtok.c egress-proxy/regscope.c
+	egress-proxy/upool.c egress-proxy/conn.c egress-proxy/tunnel.c egress-proxy/conncred.c egress-proxy/upresp.c egress-proxy/proxy.c egress-proxy/worker.c egress-proxy/metrics.c egress-proxy/admin.c egress-proxy/sigv4.c egress-proxy/cred.c egress-proxy/credreq.c egress-proxy/creddecl.c egress-proxy/credtok.c egress-proxy/regscope.c \
+	egress-proxy/secsrc.c egress-proxy/credwatch.c
 PROXY_SRCS := $(PROXY_LIB_SRCS) egress-proxy/main.c
 PROXY_LIB_OBJS := $(PROXY_LIB_SRCS:%.c=$(B)/%.o)
 PROXY_OBJS := $(PROXY_SRCS:%.c=$(B)/%.o)
@@ -13,7 +14,7 @@ BINS += $(B)/egress-proxy/egress-proxy
 $(B)/egress-proxy/egress-proxy: $(PROXY_OBJS) $(COMMON_OBJS) $(H1HEAD_OBJS) $(LLHTTP_OBJS)
 	$(CC) $(LDFLAGS) $^ $(PROXY_LIBS) -o $@
 
-PROXY_UNITS := canon headers certcache lua netcheck hop lograte glob reqcanon qaction sigv4 cred credtok regscope
+PROXY_UNITS := canon headers certcache lua netcheck hop lograte glob reqcanon qaction sigv4 cred credtok regscope secsrc
 UNIT_TESTS += $(PROXY_UNITS:%=$(B)/tests/unit/test_proxy_%)
 ALL_OBJS += $(PROXY_UNITS:%=$(B)/tests/unit/test_proxy_%.o)
 $(B)/tests/unit/test_proxy_%: $(B)/tests/unit/test_proxy_%.o $(PROXY_LIB_OBJS) $(COMMON_OBJS) $(H1HEAD_OBJS) $(LLHTTP_OBJS)
