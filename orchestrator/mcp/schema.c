@@ -15,8 +15,7 @@
  *     number:  "minimum", "maximum" (whole numbers; the value may be any
  *              finite number between them);
  *     array:   "items" ({"type":"integer"}, optional "minimum"/"maximum";
- *              {"type":"string"}, nothing more; or an object schema),
- *              "minItems", "maxItems";
+ *              or an object schema), "minItems", "maxItems";
  *     object:  "properties", "required", "additionalProperties" (a nested
  *              object without additionalProperties:false may carry other
  *              members: tool results that grow).
@@ -78,8 +77,6 @@ struct prop {
 	long long	 min, max;	/* integer, number, or an array's items */
 	size_t		 min_items, max_items;	/* array */
 	struct schema	*sub;		/* object; array: its items' */
-	int		 str_items;	/* array: of strings (else integers
-					 * or sub's objects) */
 };
 
 struct schema {
@@ -247,8 +244,7 @@ kw_pattern(struct prop *p, const struct kw *w, const cJSON *k, char *err,
 	return 0;
 }
 
-/* "items": {"type":"integer"} with optional bounds (kept in p->min/max),
- * {"type":"string"}, or an object schema. */
+/* "items": {"type":"integer"} with optional bounds (kept in p->min/max). */
 static int
 kw_items(struct prop *p, const struct kw *w, const cJSON *k, char *err,
     size_t errlen)
@@ -262,24 +258,12 @@ kw_items(struct prop *p, const struct kw *w, const cJSON *k, char *err,
 		/* an array of objects (tool results) */
 		return (p->sub = compile_object(k, 1, err, errlen)) == NULL ? -1 : 0;
 	}
-	if (cJSON_IsObject(k) && cJSON_IsString(m =
-	    cJSON_GetObjectItemCaseSensitive(k, "type")) &&
-	    strcmp(m->valuestring, "string") == 0) {
-		/* an array of strings: no keyword besides the type */
-		if (cJSON_GetArraySize(k) != 1) {
-			snprintf(err, errlen, "property '%s': items of type string "
-			    "take no other keyword", p->name);
-			return -1;
-		}
-		p->str_items = 1;
-		return 0;
-	}
 	if (!cJSON_IsObject(k) || !cJSON_IsString(m =
 	    cJSON_GetObjectItemCaseSensitive(k, "type")) ||
 	    strcmp(m->valuestring, "integer") != 0) {
 		snprintf(err, errlen, "property '%s': only arrays of integers "
-		    "(\"items\":{\"type\":\"integer\"}), of strings or of "
-		    "objects are supported", p->name);
+		    "(\"items\":{\"type\":\"integer\"}) or objects are "
+		    "supported", p->name);
 		return -1;
 	}
 	cJSON_ArrayForEach(m, k) {
@@ -685,19 +669,11 @@ check_array(const struct prop *p, const cJSON *v, char *err, size_t errlen)
 				return -1;
 			continue;
 		}
-		if (p->str_items)
-			bad = !cJSON_IsString(e);
-		else
-			bad = !cJSON_IsNumber(e) || int_value(e->valuedouble, &x) != 0 ||
-			    x < p->min || x > p->max;
+		bad = !cJSON_IsNumber(e) || int_value(e->valuedouble, &x) != 0 ||
+		    x < p->min || x > p->max;
 	}
 	if (!bad)
 		return 0;
-	if (p->str_items) {
-		snprintf(err, errlen, "argument '%s' must be an array of strings",
-		    p->name);
-		return -1;
-	}
 	if (p->sub != NULL) {
 		snprintf(err, errlen, "argument '%s' must be an array of objects",
 		    p->name);

@@ -139,13 +139,10 @@ TOOL_HANDLER(t_unexpose_port);
 	"\"policy\":{\"type\":\"object\",\"description\":\"The session's credential policy (what the proxy lets it do with GitHub/GitLab), set by the operator or a trusted client; absent: none.\"," \
 	"\"properties\":{\"github\":{\"type\":\"object\",\"properties\":{}},"	\
 	"\"gitlab\":{\"type\":\"object\",\"properties\":{}}}},"			\
-	"\"credentials\":{\"type\":\"array\",\"description\":\"The named credentials the egress proxy injects for this sandbox (names only: the sandbox never holds a value); absent: not known yet.\"," \
+	"\"credentials\":{\"type\":\"array\",\"description\":\"The named credentials the egress proxy adds to this sandbox's requests (names only: the sandbox never holds a value), each with hosts (the host names or globs it is sent to), env (the variables set to a stand-in the proxy swaps for the value) and files (client files written in the home, paths relative to it), all arrays of strings; absent: not known yet.\"," \
 	"\"items\":{\"type\":\"object\",\"properties\":{"			\
-	"\"name\":{\"type\":\"string\"},\"form\":{\"type\":\"string\"},"		\
-	"\"hosts\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"		\
-	"\"env\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"Variables set to a stand-in the proxy swaps for the value.\"}," \
-	"\"files\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"Client files written in the home, paths relative to it.\"}}," \
-	"\"required\":[\"name\",\"form\",\"hosts\",\"env\",\"files\"]}},"		\
+	"\"name\":{\"type\":\"string\"},\"form\":{\"type\":\"string\"}},"	\
+	"\"required\":[\"name\",\"form\"]}},"					\
 	"\"credentials_from\":{\"type\":\"string\",\"enum\":[\"policy\",\"defaults\"],\"description\":\"Whether the session's policy named them or they are the proxy's defaults.\"}," \
 	"\"usage\":{\"type\":\"object\",\"properties\":{"				\
 	"\"memory_bytes\":" NUM_OR_NULL ",\"disk_bytes\":" NUM_OR_NULL ","		\
