@@ -266,6 +266,36 @@ one(struct files *f, const cJSON *c, const char **why)
 	return 0;
 }
 
+static void
+files_init(struct files *f)
+{
+	memset(f, 0, sizeof(*f));
+	buf_init(&f->npmrc, CREDFILES_MAX / 4);
+	buf_init(&f->pip, CREDFILES_MAX / 8);
+	buf_init(&f->pip_extra, CREDFILES_MAX / 8);
+	buf_init(&f->maven, CREDFILES_MAX / 4);
+	buf_init(&f->aws_creds, CREDFILES_MAX / 8);
+	buf_init(&f->aws_conf, CREDFILES_MAX / 16);
+	buf_init(&f->cargo_conf, CREDFILES_MAX / 16);
+	buf_init(&f->cargo_creds, CREDFILES_MAX / 16);
+	f->auths = cJSON_CreateObject();
+}
+
+static void
+files_free(struct files *f)
+{
+	cJSON_Delete(f->auths);
+	f->auths = NULL;
+	buf_free(&f->npmrc);
+	buf_free(&f->pip);
+	buf_free(&f->pip_extra);
+	buf_free(&f->maven);
+	buf_free(&f->aws_creds);
+	buf_free(&f->aws_conf);
+	buf_free(&f->cargo_conf);
+	buf_free(&f->cargo_creds);
+}
+
 /* Adds the file path with b's text to o, when there is any. */
 static void
 put(cJSON *o, const char *path, const struct buf *b)
@@ -291,16 +321,7 @@ credfiles_build(const char *id, const cJSON *creds)
 	char *s;
 	int any = 0, bad = 0;
 
-	memset(&f, 0, sizeof(f));
-	buf_init(&f.npmrc, CREDFILES_MAX / 4);
-	buf_init(&f.pip, CREDFILES_MAX / 8);
-	buf_init(&f.pip_extra, CREDFILES_MAX / 8);
-	buf_init(&f.maven, CREDFILES_MAX / 4);
-	buf_init(&f.aws_creds, CREDFILES_MAX / 8);
-	buf_init(&f.aws_conf, CREDFILES_MAX / 16);
-	buf_init(&f.cargo_conf, CREDFILES_MAX / 16);
-	buf_init(&f.cargo_creds, CREDFILES_MAX / 16);
-	f.auths = cJSON_CreateObject();
+	files_init(&f);
 	cJSON_ArrayForEach(c, creds) {
 		if (cJSON_GetObjectItemCaseSensitive(c, "client") == NULL)
 			continue;
@@ -360,14 +381,44 @@ credfiles_build(const char *id, const cJSON *creds)
 	put(o, F_CARGO_CONF, &f.cargo_conf);
 	put(o, F_CARGO_CREDS, &f.cargo_creds);
 out:
-	cJSON_Delete(f.auths);
-	buf_free(&f.npmrc);
-	buf_free(&f.pip);
-	buf_free(&f.pip_extra);
-	buf_free(&f.maven);
-	buf_free(&f.aws_creds);
-	buf_free(&f.aws_conf);
-	buf_free(&f.cargo_conf);
-	buf_free(&f.cargo_creds);
+	files_free(&f);
 	return o;
+}
+
+size_t
+credfiles_paths(const cJSON *c, const char **out, size_t max)
+{
+	const cJSON *cl = cJSON_GetObjectItemCaseSensitive(c, "client");
+	struct files f;
+	const char *why;
+	size_t n = 0;
+	int rc;
+
+	if (cl == NULL)
+		return 0;
+	files_init(&f);
+	rc = one(&f, c, &why);
+	files_free(&f);
+	if (rc == -1)
+		return 0;
+	if (str_of(cl, "npm") != NULL && n < max)
+		out[n++] = F_NPMRC;
+	else if (str_of(cl, "pip") != NULL && n < max)
+		out[n++] = F_PIP;
+	else if (str_of(cl, "maven") != NULL && n < max)
+		out[n++] = F_MAVEN;
+	else if (str_of(cl, "docker") != NULL && n < max)
+		out[n++] = F_DOCKER;
+	else if (str_of(cl, "aws") != NULL) {
+		if (n < max)
+			out[n++] = F_AWS_CREDS;
+		if (str_of(cl, "region") != NULL && n < max)
+			out[n++] = F_AWS_CONF;
+	} else if (str_of(cl, "cargo") != NULL) {
+		if (n < max)
+			out[n++] = F_CARGO_CONF;
+		if (n < max)
+			out[n++] = F_CARGO_CREDS;
+	}
+	return n;
 }

@@ -38,6 +38,15 @@ int	credfiles_placeholder_ok(const cJSON *s);
 cJSON	*credfiles_build(const char *id, const cJSON *creds);
 
 /*
+ * The files credential c (one member of the register reply's
+ * "credentials") feeds when credfiles_build takes it (its client and
+ * placeholders of the shapes checked there): their paths, as
+ * credfiles_build names them, into out[0..max) (static strings). The
+ * count: 0 when c names no client or would be left out.
+ */
+size_t	credfiles_paths(const cJSON *c, const char **out, size_t max);
+
+/*
  * Whether path (from credfiles_build's object, as read back) is one of
  * the names credfiles_build makes: the writer takes no other.
  */

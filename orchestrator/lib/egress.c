@@ -179,6 +179,18 @@ egress_register_msg(const struct egress_reg *r)
 	return req;
 }
 
+/* Whether e (a member of a credential's "env") is a variable name with a
+ * placeholder, as the proxy promises: only such reach a sandbox. */
+static int
+env_ok(const cJSON *e)
+{
+	size_t n = strlen(e->string);
+
+	return n > 0 && n <= 64 && !(e->string[0] >= '0' && e->string[0] <= '9') &&
+	    strspn(e->string, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	    "abcdefghijklmnopqrstuvwxyz0123456789_") == n && credfiles_placeholder_ok(e);
+}
+
 /*
  * The register reply's named credentials as "VAR=PLACEHOLDER\n" lines
  * into out: each variable of a credential's "env" object, when both are of
@@ -190,7 +202,6 @@ cred_env(const char *id, const cJSON *reply, struct buf *out)
 {
 	const cJSON *creds = cJSON_GetObjectItemCaseSensitive(reply, "credentials");
 	const cJSON *c, *env, *e;
-	size_t n;
 
 	cJSON_ArrayForEach(c, creds) {
 		env = cJSON_GetObjectItemCaseSensitive(c, "env");
@@ -202,10 +213,7 @@ cred_env(const char *id, const cJSON *reply, struct buf *out)
 			continue;
 		}
 		cJSON_ArrayForEach(e, env) {
-			n = strlen(e->string);
-			if (n == 0 || n > 64 || (e->string[0] >= '0' && e->string[0] <= '9') ||
-			    strspn(e->string, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-			    "abcdefghijklmnopqrstuvwxyz0123456789_") != n || !credfiles_placeholder_ok(e)) {
+			if (!env_ok(e)) {
 				log_warnx("sandbox=%s proxy register reply: a variable or "
 				    "its placeholder is malformed; left out", id);
 				continue;
@@ -237,6 +245,80 @@ client_files(const char *id, const cJSON *reply, struct buf *out)
 	cJSON_Delete(files);
 }
 
+/* Whether s is 1..max of set. */
+static int
+all_of(const char *s, const char *set, size_t max)
+{
+	size_t n = strlen(s);
+
+	return n > 0 && n <= max && strspn(s, set) == n;
+}
+
+#define EGRESS_HOSTS_MAX	64	/* a credential's hosts (the proxy's CRED_HOSTS_MAX) */
+
+/*
+ * The reply's named credentials as the JSON array egress_reg.creds
+ * describes into out: names, forms, hosts, the variables cred_env sets
+ * and the files credfiles_build writes; never a placeholder. A name,
+ * form or host of another shape than the proxy's declaration check
+ * allows leaves the credential out (logged).
+ */
+static void
+cred_names(const char *id, const cJSON *reply, struct buf *out)
+{
+	const cJSON *creds = cJSON_GetObjectItemCaseSensitive(reply, "credentials");
+	const cJSON *c, *h, *e, *env;
+	const char *form, *paths[4];
+	cJSON *a = cJSON_CreateArray(), *one, *l;
+	size_t i, n;
+	char *s;
+
+	if (!cJSON_IsObject(creds))
+		creds = NULL;
+	cJSON_ArrayForEach(c, creds) {
+		form = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, "form"));
+		h = cJSON_GetObjectItemCaseSensitive(c, "hosts");
+		if (c->string == NULL || !all_of(c->string, "abcdefghijklmnopqrstuvwxyz0123456789_-",
+		    63) || form == NULL || !all_of(form, "abcdefghijklmnopqrstuvwxyz0123456789", 16) ||
+		    !cJSON_IsArray(h) || cJSON_GetArraySize(h) > EGRESS_HOSTS_MAX) {
+			log_warnx("sandbox=%s proxy register reply: a credential's name, "
+			    "form or hosts are malformed; not listed", id);
+			continue;
+		}
+		one = cJSON_CreateObject();
+		cJSON_AddStringToObject(one, "name", c->string);
+		cJSON_AddStringToObject(one, "form", form);
+		l = cJSON_AddArrayToObject(one, "hosts");
+		cJSON_ArrayForEach(e, h)
+			if (cJSON_IsString(e) && all_of(e->valuestring,
+			    "abcdefghijklmnopqrstuvwxyz0123456789.-*?", 253))
+				cJSON_AddItemToArray(l, cJSON_CreateString(e->valuestring));
+		if (cJSON_GetArraySize(l) != cJSON_GetArraySize(h)) {
+			log_warnx("sandbox=%s proxy register reply: credential %s has "
+			    "a malformed host; not listed", id, c->string);
+			cJSON_Delete(one);
+			continue;
+		}
+		l = cJSON_AddArrayToObject(one, "env");
+		if (!cJSON_IsObject(env = cJSON_GetObjectItemCaseSensitive(c, "env")))
+			env = NULL;
+		cJSON_ArrayForEach(e, env)
+			if (env_ok(e))
+				cJSON_AddItemToArray(l, cJSON_CreateString(e->string));
+		l = cJSON_AddArrayToObject(one, "files");
+		n = credfiles_paths(c, paths, NELEM(paths));
+		for (i = 0; i < n; i++)
+			cJSON_AddItemToArray(l, cJSON_CreateString(paths[i]));
+		cJSON_AddItemToArray(a, one);
+	}
+	if ((s = cJSON_PrintUnformatted(a)) == NULL || buf_addstr(out, s) == -1) {
+		log_warnx("sandbox=%s the list of credentials is too large; not kept", id);
+		buf_reset(out);
+	}
+	free(s);
+	cJSON_Delete(a);
+}
+
 int
 egress_register(const struct egress_admin *a, const struct egress_reg *r,
     char *err, size_t errlen)
@@ -245,11 +327,14 @@ egress_register(const struct egress_admin *a, const struct egress_reg *r,
 	int rc;
 
 	rc = egress_call(a, req, r->listen_fd, EGRESS_REGISTER_MS,
-	    r->cred_env != NULL ? &reply : NULL, err, errlen);
+	    r->cred_env != NULL || r->client_files != NULL || r->creds != NULL ?
+	    &reply : NULL, err, errlen);
 	if (rc == 0 && r->cred_env != NULL)
 		cred_env(r->id, reply, r->cred_env);
 	if (rc == 0 && r->client_files != NULL)
 		client_files(r->id, reply, r->client_files);
+	if (rc == 0 && r->creds != NULL)
+		cred_names(r->id, reply, r->creds);
 	cJSON_Delete(reply);
 	cJSON_Delete(req);
 	return rc;

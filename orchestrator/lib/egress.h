@@ -58,6 +58,14 @@ struct egress_reg {
 	/* Out, or NULL: the client files of those credentials (credfiles.h)
 	 * as the JSON text {"relative path":"content"}; nothing when none. */
 	struct buf		*client_files;
+	/* Out, or NULL: the credentials in force for the sandbox (the
+	 * policy's, or the proxy's defaults) as the JSON text of an array,
+	 * [{"name","form","hosts":[...],"env":["VAR"],"files":["path"]}]
+	 * ("[]": none), for the session's views (issue 30). Names only:
+	 * no placeholder, no value. env and files are what cred_env and
+	 * client_files got from each; a credential whose name, form or
+	 * hosts are not of the shapes the proxy declares is left out. */
+	struct buf		*creds;
 };
 
 /* 1 if a has somewhere to send to (a socket path or a host). */

@@ -517,6 +517,48 @@ span_text(char *out, size_t len, long long ms)
 		snprintf(out, len, "%llds", sec);
 }
 
+/* A JSON array of strings as "a, b" into out ("-" when empty). */
+static void
+list_text(const cJSON *a, struct buf *out)
+{
+	const cJSON *it;
+	int n = 0;
+
+	cJSON_ArrayForEach(it, a)
+		if (cJSON_IsString(it))
+			ign(buf_addf(out, "%s%s", n++ == 0 ? "" : ", ", it->valuestring));
+	if (n == 0)
+		ign(buf_addstr(out, "-"));
+}
+
+/* The credentials in force, from sess_status's JSON, one line. */
+static void
+creds_text(const cJSON *st, struct buf *out)
+{
+	const cJSON *a = cJSON_GetObjectItemCaseSensitive(st, "credentials"), *c;
+	const char *from = toolres_str(st, "credentials_from");
+	int n = 0;
+
+	if (!cJSON_IsArray(a))
+		return;
+	ign(buf_addf(out, "\nCredentials the egress proxy adds (%s; the sandbox holds "
+	    "no value, only stand-ins): ", from != NULL && strcmp(from, "policy") == 0 ?
+	    "named by the session's policy" : "the proxy's defaults"));
+	cJSON_ArrayForEach(c, a) {
+		const char *nm = toolres_str(c, "name"), *fm = toolres_str(c, "form");
+
+		ign(buf_addf(out, "%s%s (%s; hosts ", n++ == 0 ? "" : "; ",
+		    nm != NULL ? nm : "?", fm != NULL ? fm : "?"));
+		list_text(cJSON_GetObjectItemCaseSensitive(c, "hosts"), out);
+		ign(buf_addstr(out, "; env "));
+		list_text(cJSON_GetObjectItemCaseSensitive(c, "env"), out);
+		ign(buf_addstr(out, "; files "));
+		list_text(cJSON_GetObjectItemCaseSensitive(c, "files"), out);
+		ign(buf_addstr(out, ")"));
+	}
+	ign(buf_addstr(out, n == 0 ? "none." : "."));
+}
+
 /* sandbox_status's text, from sess_status's JSON. */
 static void
 status_text(const cJSON *st, struct buf *out)
@@ -572,6 +614,7 @@ status_text(const cJSON *st, struct buf *out)
 	ign(buf_addf(out, "Works for org \"%s\", user \"%s\" at the egress proxy "
 	    "(session %s).", toolres_str((cJSON *)st, "org"), toolres_str((cJSON *)st, "user"),
 	    toolres_str((cJSON *)st, "id")));
+	creds_text(st, out);
 }
 
 /* sandbox_status's result from sess_status's JSON st (taken). */

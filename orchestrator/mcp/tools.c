@@ -139,6 +139,11 @@ TOOL_HANDLER(t_unexpose_port);
 	"\"policy\":{\"type\":\"object\",\"description\":\"The session's credential policy (what the proxy lets it do with GitHub/GitLab), set by the operator or a trusted client; absent: none.\"," \
 	"\"properties\":{\"github\":{\"type\":\"object\",\"properties\":{}},"	\
 	"\"gitlab\":{\"type\":\"object\",\"properties\":{}}}},"			\
+	"\"credentials\":{\"type\":\"array\",\"description\":\"The named credentials the egress proxy adds to this sandbox's requests (names only: the sandbox never holds a value), each with hosts (the host names or globs it is sent to), env (the variables set to a stand-in the proxy swaps for the value) and files (client files written in the home, paths relative to it), all arrays of strings; absent: not known yet.\"," \
+	"\"items\":{\"type\":\"object\",\"properties\":{"			\
+	"\"name\":{\"type\":\"string\"},\"form\":{\"type\":\"string\"}},"	\
+	"\"required\":[\"name\",\"form\"]}},"					\
+	"\"credentials_from\":{\"type\":\"string\",\"enum\":[\"policy\",\"defaults\"],\"description\":\"Whether the session's policy named them or they are the proxy's defaults.\"}," \
 	"\"usage\":{\"type\":\"object\",\"properties\":{"				\
 	"\"memory_bytes\":" NUM_OR_NULL ",\"disk_bytes\":" NUM_OR_NULL ","		\
 	"\"disk_partial\":{\"type\":\"boolean\"},\"oom_kills\":" NUM_OR_NULL "}},"	\
@@ -409,7 +414,7 @@ t_create_sandbox, TOOL_NO_ENTER | TOOL_UNCHANGED | TOOL_IMAGES,
 "},\"required\":[\"sandbox_id\",\"image\"],\"additionalProperties\":false}" },
 
 { "sandbox_status", "Show this session's sandbox",
-"Shows this session's sandbox without changing it: image, state, settings, limits (cpu, memory, disk, lifetime, idle timeout), how long it has run and how long is left before the lifetime or idle limit stops it, memory and disk in use, whether a command is running, the running background jobs, and the org and user it works for at the egress proxy. "
+"Shows this session's sandbox without changing it: image, state, settings, limits (cpu, memory, disk, lifetime, idle timeout), how long it has run and how long is left before the lifetime or idle limit stops it, memory and disk in use, whether a command is running, the running background jobs, the org and user it works for at the egress proxy, and the named credentials the proxy adds to its requests (name, form, hosts, the variables and files that stand in for them; never a value). "
 "It does not start a stopped sandbox.",
 "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}",
 "{\"readOnlyHint\":true,\"idempotentHint\":true,\"openWorldHint\":false}",

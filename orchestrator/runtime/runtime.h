@@ -144,6 +144,10 @@ struct rt_egress {
 	 * {"path relative to the home":"content"}, for the caller to write
 	 * into the sandbox; nothing when there are none. */
 	struct buf		*files_out;
+	/* Out, or NULL: the named credentials in force for the sandbox
+	 * (its policy's, or the proxy's defaults), names and no value, as
+	 * the JSON text egress_reg.creds describes (orchestrator/lib/egress.h). */
+	struct buf		*creds_out;
 };
 
 /* How the gateway reaches an exposed app (app_connect). */

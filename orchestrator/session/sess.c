@@ -131,6 +131,32 @@ sess_ensure_addr(struct sess *s, char *err, size_t errlen)
 }
 
 /*
+ * Keeps text (rt_egress.creds_out of an attach of sandbox rtid; NULL or
+ * empty: not known) as the credentials in force for s's views.
+ */
+static void
+set_creds(struct sess *s, const char *rtid, const struct buf *text)
+{
+	char *t = NULL;
+	cJSON *p;
+
+	if (text != NULL && text->len > 0) {
+		t = xmalloc(text->len + 1);
+		memcpy(t, text->p, text->len);
+		t[text->len] = '\0';
+	}
+	pthread_mutex_lock(&s->mgr->mu);
+	free(s->creds);
+	s->creds = t;
+	snprintf(s->creds_of, sizeof(s->creds_of), "%s", rtid);
+	/* the policy the record (and so that register) carried */
+	p = s->policy != NULL ? cJSON_Parse(s->policy) : NULL;
+	s->creds_from_policy = cJSON_GetObjectItemCaseSensitive(p, "credentials") != NULL;
+	pthread_mutex_unlock(&s->mgr->mu);
+	cJSON_Delete(p);
+}
+
+/*
  * applied: the env a warm pool member's agent already has (or NULL): the
  * same env again needs no agent round trip at claim. pre: the env of an
  * attach made already (the claim's, claim_record), or NULL: attach now,
@@ -149,7 +175,7 @@ personalise_egress(struct sess *s, const char *applied, const char *pre,
 	char envbuf[8192], err[256];
 	cJSON *body = NULL;
 	char *txt;
-	struct buf resp;
+	struct buf resp, creds;
 	int status = 0;
 	long long t0 = util_mono_ms(), t1;
 
@@ -162,6 +188,8 @@ personalise_egress(struct sess *s, const char *applied, const char *pre,
 	eg.nlabels = rec.n;
 	eg.labels = rec.kv;
 	eg.files_out = files;
+	buf_init(&creds, SESS_CREDS_MAX);
+	eg.creds_out = &creds;
 	envbuf[0] = '\0';
 	if (pre == PRE_FAILED) {
 		s->personalised = 1;	/* logged by the claim */
@@ -173,9 +201,12 @@ personalise_egress(struct sess *s, const char *applied, const char *pre,
 	    err, sizeof(err)) == -1) {
 		log_warnx("session=%s sandbox=%s egress attach failed err=\"%s\"",
 		    s->sid, s->rtid, err);
+		buf_free(&creds);
 		s->personalised = 1;	/* the sandbox works, without network */
 		return;
-	}
+	} else
+		set_creds(s, s->rtid, &creds);
+	buf_free(&creds);
 	t1 = util_mono_ms();
 	pthread_mutex_lock(&m->mu);
 	/* Two claims in a row with the same env: it names no sandbox (local:
@@ -343,6 +374,7 @@ struct newsb {
 					 * -1: that attach failed */
 	char			 env[8192];
 	struct buf		 files;		/* the claim's attach's client files */
+	struct buf		 creds;		/* ... and credentials' names */
 };
 
 /* A new sandbox nobody will use: destroyed, its slot and id freed. */
@@ -353,6 +385,7 @@ drop_sandbox(struct sess *s, struct newsb *nw, const char *why)
 
 	(void)sm_rt_destroy_logged(m, nw->id, s->sid, why);
 	buf_free(&nw->files);
+	buf_free(&nw->creds);
 	pthread_mutex_lock(&m->mu);
 	sm_slot_done_locked(m, &m->creating, nw->pm != NULL ? -1 : 0, 0);
 	pthread_mutex_unlock(&m->mu);
@@ -382,6 +415,8 @@ claim_record(struct sess *s, struct newsb *nw, const struct sm_rec *rec,
 		eg.record = 1;
 		buf_init(&nw->files, CREDFILES_MAX);
 		eg.files_out = &nw->files;
+		buf_init(&nw->creds, SESS_CREDS_MAX);
+		eg.creds_out = &nw->creds;
 		if (sm_rt_attach(m, nw->id, &eg, nw->env, sizeof(nw->env), err,
 		    errlen) == 0) {
 			nw->attached = 1;
@@ -570,6 +605,8 @@ take_sandbox(struct sess *s, struct newsb *nw, char *err, size_t errlen)
 		m->n_claimed++;
 	pthread_mutex_unlock(&m->mu);
 	sm_pending_del(m, nw->id);
+	/* the claim's attach registered it: its credentials are in force */
+	set_creds(s, nw->id, nw->attached > 0 ? &nw->creds : NULL);
 	if (pm == NULL) {
 		log_info("session=%s sandbox=%s created ms=%lld", s->sid, nw->id,
 		    util_mono_ms() - nw->t0);
@@ -584,6 +621,7 @@ take_sandbox(struct sess *s, struct newsb *nw, char *err, size_t errlen)
 	    buf_add(&nw->files, "", 1) == 0 ? nw->files.p : NULL, err, errlen);
 	explicit_bzero(nw->env, sizeof(nw->env));
 	buf_free(&nw->files);
+	buf_free(&nw->creds);
 	sm_poolmem_free(pm);
 	nw->pm = NULL;
 	return rc;
@@ -1256,6 +1294,7 @@ policy_apply(struct sess *s, char *err, size_t errlen)
 	struct sm_rec rec;
 	char rerr[256], envbuf[8192];
 	struct rt_info ri;
+	struct buf creds;
 	const char *got;
 	int again, tries;
 
@@ -1284,19 +1323,26 @@ policy_apply(struct sess *s, char *err, size_t errlen)
 		if (!again)
 			break;
 	}
-	if (s->state != S_RUNNING || !m->conf->egress)
+	if (s->state != S_RUNNING || !m->conf->egress) {
+		set_creds(s, s->rtid, NULL);	/* known at the next attach */
 		return 0;	/* a start registers it with the record */
+	}
 	memset(&eg, 0, sizeof(eg));
 	eg.labels = rec.kv;
 	eg.nlabels = rec.n;
+	buf_init(&creds, SESS_CREDS_MAX);
+	eg.creds_out = &creds;
 	if (sm_rt_attach(m, s->rtid, &eg, envbuf, sizeof(envbuf), rerr,
 	    sizeof(rerr)) == -1) {
 		snprintf(err, errlen, "the policy is set but the sandbox could not "
 		    "be registered again at its proxy (retry): %s", rerr);
 		explicit_bzero(envbuf, sizeof(envbuf));
+		buf_free(&creds);
 		return -1;
 	}
 	explicit_bzero(envbuf, sizeof(envbuf));
+	set_creds(s, s->rtid, &creds);	/* the names follow the policy */
+	buf_free(&creds);
 	log_info("session=%s sandbox=%s policy registered at the proxy",
 	    s->sid, s->rtid);
 	return 0;

@@ -49,6 +49,10 @@
 #define STATUS_LOCK_MS	2000
 #define STATUS_AGENT_MS	5000
 #define STATUS_RESP_MAX	((size_t)4 << 20)
+/* The list of a session's credentials in force (names, forms, hosts,
+ * variables, files) kept for its views: 128 credentials of 64 long
+ * hosts fit; a larger one is not kept (logged). */
+#define SESS_CREDS_MAX	((size_t)2 << 20)
 #define STATUS_MAX_JOBS	50
 #define STATUS_CMD_MAX	200
 
@@ -108,6 +112,15 @@ struct sess {
 					 * canonical JSON; NULL: none */
 	int		 policy_pinned;	/* set by a trusted client: the record
 					 * outlives its sandbox (sess_put) */
+	char		*creds;		/* the named credentials in force at
+					 * the proxy for sandbox creds_of, as
+					 * its last register answered them
+					 * (rt_egress.creds_out: names, no
+					 * value); NULL: not known */
+	char		 creds_of[ID_SANDBOX_MAX];
+	int		 creds_from_policy;	/* that register's policy named
+						 * them (else: the proxy's
+						 * defaults) */
 	int		 refs;
 	int		 removed;	/* out of the table */
 	int		 provisioning;

@@ -139,6 +139,7 @@ sm_sess_free(struct sess *s)
 	pthread_rwlock_destroy(&s->lk);
 	agentc_cache_destroy(&s->conns);
 	free(s->policy);
+	free(s->creds);
 	free(s);
 }
 

@@ -79,6 +79,15 @@ sess_json_locked(struct sess *s)
 	/* absent when none (sandbox_status's outputSchema: an object) */
 	if (s->policy != NULL && (l = cJSON_Parse(s->policy)) != NULL)
 		cJSON_AddItemToObject(o, "policy", l);
+	/* the named credentials in force at the proxy for its sandbox
+	 * (names, no value); absent when not known (no sandbox, no egress,
+	 * not registered since it was made, resumed or adopted) */
+	if (s->state != S_NONE && s->creds != NULL && strcmp(s->creds_of, s->rtid) == 0 &&
+	    (l = cJSON_Parse(s->creds)) != NULL) {
+		cJSON_AddItemToObject(o, "credentials", l);
+		cJSON_AddStringToObject(o, "credentials_from", s->creds_from_policy ?
+		    "policy" : "defaults");
+	}
 	return o;
 }
 

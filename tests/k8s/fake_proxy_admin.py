@@ -10,8 +10,9 @@ what it accepted (or refused) to a JSON-lines record a test reads:
   {"pod": POD_NAME, "ip": POD_IP, "op": ..., "id": ..., ...}
 An optional fourth argument names a JSON file of named credentials
 (issue 30), {NAME: {"form", "hosts"?, "user"?, "env"?: [VAR...],
-"client"?: {...}}}: a register whose policy lists some of them is answered
-with them as the proxy does ("credentials": NAME: form, hosts, user,
+"client"?: {...}, "default"?: true}}: a register whose policy lists some
+of them (or, without a "credentials" list, those marked default) is
+answered with them as the proxy does ("credentials": NAME: form, hosts, user,
 placeholder, key_id for sigv4, env {VAR: placeholder}, client), each
 placeholder "PXC" and 29 base32 characters of a hash of the id and name.
 """
@@ -38,7 +39,10 @@ def placeholder(sid, name, part):
 
 def cred_reply(sid, policy):
     out = {}
-    for name in (policy or {}).get("credentials", []):
+    names = (policy or {}).get("credentials")
+    if names is None:   # no list: the credentials declared "default": true
+        names = [n for n, d in CREDS.items() if d.get("default")]
+    for name in names:
         d = CREDS.get(name)
         if d is None:
             continue

@@ -860,6 +860,7 @@ f_attach_egress(struct runtime *rt, const char *id, const struct rt_egress *eg,
 	reg.listen_fd = -1;
 	reg.cred_env = &ce;		/* named credentials' placeholders (issue 30) */
 	reg.client_files = eg->files_out;
+	reg.creds = eg->creds_out;
 	if (egress_register(&a, &reg, err, errlen) == -1)
 		goto out;
 	/* No NO_PROXY: the fake's tests reach their fixtures on loopback

@@ -808,12 +808,13 @@ out:
  * Assignment, step 2: registers sandbox id (pod IP pod_ip) at proxy pod p,
  * named by labels (orchestrator/lib/egress.h), with its derived credential,
  * good only from its pod IP; ce gets its named credentials' variables,
- * files (NULL: not wanted) their client files (egress_reg).
+ * out (NULL: nothing wanted) their client files and names (its
+ * files_out and creds_out; egress_reg).
  */
 static int
 proxy_register(struct k8s_rt *r, const struct proxy *p, const char *id,
     const char *pod_ip, const struct rt_kv *labels, size_t nlabels, struct buf *ce,
-    struct buf *files, char *err, size_t errlen)
+    const struct rt_egress *out, char *err, size_t errlen)
 {
 	struct egress_admin a = proxy_admin_at(r, p->ip);
 	const char *ips[1] = { pod_ip };
@@ -831,7 +832,8 @@ proxy_register(struct k8s_rt *r, const struct proxy *p, const char *id,
 	reg.client_ips = ips;
 	reg.nclient_ips = 1;
 	reg.cred_env = ce;
-	reg.client_files = files;
+	reg.client_files = out != NULL ? out->files_out : NULL;
+	reg.creds = out != NULL ? out->creds_out : NULL;
 	rc = egress_register(&a, &reg, err, errlen);
 	explicit_bzero(sec, sizeof(sec));
 	if (rc == -1)
@@ -853,7 +855,7 @@ static int
 assign_locked(struct k8s_rt *r, const char *id, const char *pod_ip,
     const char *current, const struct rt_kv *labels, size_t nlabels,
     const char *record, const struct proxy *avoid, size_t navoid,
-    struct buf *files, char *env_out, size_t envlen, char *err, size_t errlen)
+    const struct rt_egress *out, char *env_out, size_t envlen, char *err, size_t errlen)
 {
 	struct proxy *px = NULL, *best = NULL;
 	struct buf ce;
@@ -862,7 +864,7 @@ assign_locked(struct k8s_rt *r, const char *id, const char *pod_ip,
 	buf_init(&ce, 4096);
 	if (proxy_pick(r, current, avoid, navoid, &px, &best, err, errlen) == -1 ||
 	    proxy_label(r, best, err, errlen) == -1 ||
-	    proxy_register(r, best, id, pod_ip, labels, nlabels, &ce, files, err,
+	    proxy_register(r, best, id, pod_ip, labels, nlabels, &ce, out, err,
 	    errlen) == -1)
 		goto out;
 	best->load++;
@@ -1302,14 +1304,14 @@ fleet_rescale(struct k8s_rt *r)
 int
 fleet_assign(struct k8s_rt *r, const char *id, const char *pod_ip,
     const char *current, const struct rt_kv *labels, size_t nlabels,
-    const char *record, struct buf *files, char *env_out, size_t envlen, char *err,
-    size_t errlen)
+    const char *record, const struct rt_egress *out, char *env_out, size_t envlen,
+    char *err, size_t errlen)
 {
 	int rc;
 
 	pthread_mutex_lock(&r->fleet_mtx);
 	rc = assign_locked(r, id, pod_ip, current, labels, nlabels, record, NULL,
-	    0, files, env_out, envlen, err, errlen);
+	    0, out, env_out, envlen, err, errlen);
 	pthread_mutex_unlock(&r->fleet_mtx);
 	return rc;
 }

@@ -910,7 +910,7 @@ k8s_attach_egress(struct runtime *rt, const char *id, const struct rt_egress *eg
 		goto out;
 	rc = fleet_assign(r, id, v.ip, k8s_ann(v.annotations, K8S_ANN_PROXY),
 	    eg->labels, eg->nlabels < K8S_MAX_LABELS ? eg->nlabels : K8S_MAX_LABELS,
-	    lj, eg->files_out, env_out, envlen, err, errlen);
+	    lj, eg, env_out, envlen, err, errlen);
 	if (rc == 0)
 		fleet_rescale(r);
 out:

@@ -230,13 +230,13 @@ int	api_agent_push_env(struct k8s_rt *r, const char *id, const char *pod_ip,
  * JSON to keep; NULL: the record stays) with the assignment in the same
  * write of its policy, and writes the proxy env it must get to env_out,
  * which the caller pushes (or leaves to the core), with the placeholders
- * of its named credentials; files (NULL: not wanted) gets their client
- * files (rt_egress.files_out). 0, or -1 with err.
+ * of its named credentials; out (NULL: nothing wanted) gets their client
+ * files and names (its files_out and creds_out). 0, or -1 with err.
  */
 int	fleet_assign(struct k8s_rt *r, const char *id, const char *pod_ip,
 	    const char *current, const struct rt_kv *labels, size_t nlabels,
-	    const char *record, struct buf *files, char *env_out, size_t envlen,
-	    char *err, size_t errlen) WUNRES;
+	    const char *record, const struct rt_egress *out, char *env_out,
+	    size_t envlen, char *err, size_t errlen) WUNRES;
 
 /* The NetworkPolicy of a sandbox being created (no egress, no app
  * ports; its record the session labels JSON labels), without reading

@@ -524,7 +524,7 @@ cmd_attach(struct runtime *rt, int argc, char **argv, char *err,
 {
 	struct rt_kv kv[CTL_MAX_KV] = { { LBL_ORG, argv[1] },
 	    { LBL_USER, argv[2] }, { LBL_SESSION, argv[3] } };
-	struct rt_egress eg = { kv, 3, 0, NULL };
+	struct rt_egress eg = { .labels = kv, .nlabels = 3 };
 	char env[4096];
 	int i, rc;
 

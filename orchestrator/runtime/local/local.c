@@ -811,7 +811,7 @@ rl_attach_egress(struct runtime *rt, const char *id, const struct rt_egress *eg,
 	 * with the proxy variables: per sandbox, so never applied ahead. */
 	if (rl_pid_load(rl, id, &pr) == 0 && rl_pid_alive(&pr) &&
 	    rl_egress_register(rl, &r, (pid_t)pr.child_pid, eg->labels,
-	    eg->nlabels, &ce, eg->files_out, err, errlen) == -1)
+	    eg->nlabels, &ce, eg->files_out, eg->creds_out, err, errlen) == -1)
 		goto out;
 	if (env_out != NULL && envlen > 0 && (rl_proxy_env(env_out, envlen) == -1 ||
 	    strlen(env_out) + ce.len >= envlen)) {
@@ -910,7 +910,7 @@ heal_one(const char *id, void *arg)
 	memset(&r, 0, sizeof(r));
 	if (rl_rec_load(h->rl, id, &r, err, sizeof(err)) == 0 &&
 	    rl_pid_load(h->rl, id, &pr) == 0 && rl_pid_alive(&pr)) {
-		if (rl_egress_register(h->rl, &r, (pid_t)pr.child_pid, NULL, 0, NULL, NULL,
+		if (rl_egress_register(h->rl, &r, (pid_t)pr.child_pid, NULL, 0, NULL, NULL, NULL,
 		    err, sizeof(err)) == 0) {
 			h->healed++;
 			log_info("sandbox=%s egress registered again (the proxy "

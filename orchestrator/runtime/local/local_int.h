@@ -290,11 +290,12 @@ int	rl_netns_connect(pid_t pid, int port, char *err, size_t errlen);
 /* Opens the 127.0.0.1:3128 listener inside child's network namespace and
  * registers it with the egress proxy under r's id and labels (nothing
  * without a proxy_admin_socket); cred_env (NULL: not wanted) gets the
- * placeholders' variables, files (NULL: not wanted) their client files
- * (egress.h). 0 or -1 with err. */
+ * placeholders' variables, files (NULL: not wanted) their client files,
+ * creds (NULL: not wanted) the credentials' names (egress.h). 0 or -1
+ * with err. */
 int	rl_egress_register(const struct rl *, const struct rec *r, pid_t child,
 	    const struct rt_kv *labels, size_t nlabels, struct buf *cred_env, struct buf *files,
-	    char *err, size_t errlen);
+	    struct buf *creds, char *err, size_t errlen);
 /* Deregisters id at the proxy (best effort). */
 void	rl_egress_deregister(const struct rl *, const char *id);
 /* The proxy and CA environment every sandbox gets, as "K=V\n" lines;

@@ -207,7 +207,7 @@ rl_netns_connect(pid_t pid, int port, char *err, size_t errlen)
 int
 rl_egress_register(const struct rl *rl, const struct rec *r, pid_t child,
     const struct rt_kv *labels, size_t nlabels, struct buf *cred_env, struct buf *files,
-    char *err, size_t errlen)
+    struct buf *creds, char *err, size_t errlen)
 {
 	struct egress_admin a = { .unix_path = rl->c.proxy_admin_socket };
 	struct rt_kv kv[RL_MAX_LABELS];
@@ -233,6 +233,7 @@ rl_egress_register(const struct rl *rl, const struct rec *r, pid_t child,
 	reg.nlabels = nlabels;
 	reg.cred_env = cred_env;
 	reg.client_files = files;
+	reg.creds = creds;
 	if ((reg.listen_fd = rl_netns_listener(child, RL_PROXY_PORT, err,
 	    errlen)) == -1)
 		return -1;

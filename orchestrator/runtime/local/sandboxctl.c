@@ -402,7 +402,7 @@ static int
 cmd_attach(const struct ctl *x)
 {
 	struct rt_kv kv[3];
-	struct rt_egress eg = { kv, 0, 0, NULL };
+	struct rt_egress eg = { .labels = kv };
 	char env[4096], err[1024];
 	int ch;
 

@@ -839,7 +839,7 @@ rl_do_start(struct rl *rl, struct rec *r, struct steps *stp, char *err,
 	if (start_pidfile(rl, r, &p, &sp, &pr, err, errlen) == -1)
 		goto out;
 	rl_step(stp, "pidfile");
-	if (rl_egress_register(rl, r, sp.child_pid, NULL, 0, NULL, NULL, err, errlen) == -1)
+	if (rl_egress_register(rl, r, sp.child_pid, NULL, 0, NULL, NULL, NULL, err, errlen) == -1)
 		goto out;
 	rl_step(stp, "egress");
 	if (wait_agent(rl, r->id, &pr, deadline, err, errlen) == -1)
