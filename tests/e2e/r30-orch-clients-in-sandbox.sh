@@ -206,18 +206,20 @@ check "~/.aws/config: the region" has "$envs" "region = us-east-1"
 check "~/.docker/config.json: regb.test with dave:PLACEHOLDER" grep -qE '^docker=dave:PXC[A-Z2-7]{29}$' <<<"$envs"
 
 # ---- awscli and skopeo: root installs both from the mirror, one apt-get ----
+# (through the exec route, in the background: the SDKs' part runs meanwhile)
 put $S "$MIRROR_DIR/debm-key.gpg" /workspace/debm-key.gpg || fail "upload the mirror's key"
-t0=$SECONDS
-out=$(sh_in $S "install -m 0644 /workspace/debm-key.gpg /etc/apt/trusted.gpg.d/e2e-debm.gpg &&
+APTCMD="install -m 0644 /workspace/debm-key.gpg /etc/apt/trusted.gpg.d/e2e-debm.gpg &&
 	echo 'deb http://$M/debian e2e main' >/etc/apt/sources.list && rm -f /etc/apt/sources.list.d/* &&
 	echo force-unsafe-io >/etc/dpkg/dpkg.cfg.d/e2e-unsafe-io &&
 	apt-get -q update >/tmp/apt-update.log 2>&1 && echo update-ok;
 	t=\$SECONDS; DEBIAN_FRONTEND=noninteractive apt-get -q -y --no-install-recommends -o Dpkg::Use-Pty=0 \
 		install $PKGS >/tmp/apt-install.log 2>&1
-	echo install-rc=\$? install-s=\$((SECONDS - t)); tail -n 3 /tmp/apt-install.log; aws --version; skopeo --version" 240)
-check "apt-get update from the mirror (signed) in the sandbox" has "$out" "update-ok"
-check "apt-get install $PKGS as sandbox root ($((SECONDS - t0)) s)" has "$out" "install-rc=0"
-check "... aws and skopeo run" bash -c "grep -q '^aws-cli/' <<<'$out' && grep -q '^skopeo version' <<<'$out'"
+	echo install-rc=\$? install-s=\$((SECONDS - t)); tail -n 3 /tmp/apt-install.log; aws --version; skopeo --version"
+t_apt=$SECONDS
+curl -sN -X POST -H "Authorization: Bearer $ORCH_KEY" -H 'Content-Type: application/json' --max-time 300 \
+	-d "$(jq -nc --arg c "$APTCMD" '{command: $c, timeout: 280}')" "$ORCH_URL/v1/sessions/$S/exec" >"$T/apt.ndjson" &
+apt_pid=$!
+track_pid $apt_pid
 
 # ---- 1. the model SDKs: only the placeholders in the environment ----
 tar -C "$CRED" --exclude='*.d.ts' --exclude='*.d.mts' --exclude='*.d.cts' --exclude='*.map' \
@@ -246,6 +248,15 @@ check "modelfake: the SDKs' own user agents (not curl)" \
 	mjq '[.[] | .headers[] | select((.[0] | ascii_downcase) == "user-agent") | .[1]] | any(test("OpenAI/JS")) and any(test("Anthropic/JS"))'
 check "modelfake: no request refused, no placeholder arrived" bash -c \
 	"jq -se 'all(.[]; .status == 200)' '$T/model.log' >/dev/null && ! grep -qE 'PXC[A-Z2-7]{29}' '$T/model.log'"
+
+wait $apt_pid
+t_apt=$((SECONDS - t_apt))
+out=$(jq -r 'select(.s == "out" or .s == "err") | .b' "$T/apt.ndjson" | base64 -d)
+check "apt-get update from the mirror (signed) in the sandbox" has "$out" "update-ok"
+check "apt-get install $PKGS as sandbox root ($(grep -o 'install-s=[0-9]*' <<<"$out" | cut -d= -f2) s; the exec $t_apt s)" \
+	has "$out" "install-rc=0"
+check "... aws and skopeo run" bash -c "grep -q '^aws-cli/' <<<'$out' && grep -q '^skopeo version' <<<'$out'"
+check "... the exec ended with status 0" jq -se 'last | .exit == 0' "$T/apt.ndjson"
 
 # ---- 2. the AWS CLI: the files the orchestrator wrote (no AWS_* variables) ----
 head -c 300001 /dev/urandom >"$T/up.bin"
@@ -295,19 +306,32 @@ check "the proxy's audit: registry:registry on reg.test, regb (basic) on regb.te
 # ---- nothing the sandbox can read holds a real secret ----
 # The secrets go in base64, so the command (in the sandbox's /proc) never
 # holds them; the same search must find a placeholder (it can fail).
-leak_scan() {	# leak_scan SESSION STRING: where the sandbox holds STRING
-	sh_in "$1" "s=\$(echo $(printf '%s' "$2" | base64 -w0) | base64 -d); env | grep -cF \"\$s\";
-	cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | grep -cF \"\$s\";
-	for d in /workspace /tmp /root /home /etc /var /run /usr/local \"\$HOME\"; do [ -d \"\$d\" ] && grep -rlF \"\$s\" \"\$d\" 2>/dev/null; done; echo end" 120
+# One walk for every string: prints "env I N", "proc I N" and "file I PATH"
+# for string I, then "end".
+leak_scan() {	# leak_scan SESSION STRING...: where the sandbox holds each STRING
+	local sid=$1 b64="" x
+	shift
+	for x in "$@"; do b64="$b64 $(printf '%s' "$x" | base64 -w0)"; done
+	sh_in "$sid" "L=(); for b in $b64; do L+=(\"\$(echo \$b | base64 -d)\"); done; A=()
+	for i in \"\${!L[@]}\"; do A+=(-e \"\${L[\$i]}\")
+		echo \"env \$i \$(env | grep -cF -- \"\${L[\$i]}\")\"
+		echo \"proc \$i \$(cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | grep -cF -- \"\${L[\$i]}\")\"
+	done
+	grep -rlF \"\${A[@]}\" /workspace /tmp /root /home /etc /var /run /usr/local \"\$HOME\" 2>/dev/null | sort -u |
+		while read -r f; do for i in \"\${!L[@]}\"; do grep -qF -- \"\${L[\$i]}\" \"\$f\" && echo \"file \$i \$f\"; done; done
+	unset L A; echo end" 150
 }
-out=$(leak_scan $S "$PH_S3")
-check "the scan finds the secret placeholder in $HOME_IN/.aws/credentials (the scan works)" has "$out" "$HOME_IN/.aws/credentials"
-out=$(leak_scan $S "$PH_ID")
-check "... and the key id placeholder in aws's debug output" has "$out" "/tmp/aws-debug.log"
-for s in "$OKEY" "$AKEY" "$S3SECRET" "$AKID" "$REG_PW" "$REGB_PW"; do
-	out=$(leak_scan $S "$s")
+SECRETS=("$OKEY" "$AKEY" "$S3SECRET" "$AKID" "$REG_PW" "$REGB_PW")
+out=$(leak_scan $S "$PH_S3" "$PH_ID" "${SECRETS[@]}")
+check "the scan finds the secret placeholder in $HOME_IN/.aws/credentials (the scan works)" \
+	grep -qx "file 0 $HOME_IN/.aws/credentials" <<<"$out"
+check "... and the key id placeholder in aws's debug output" grep -qx "file 1 /tmp/aws-debug.log" <<<"$out"
+check "the scan ran to its end" grep -qx end <<<"$out"
+for i in "${!SECRETS[@]}"; do
+	s=${SECRETS[$i]} n=$((i + 2))
 	check "no real secret (${s:0:10}...) in the env, /proc/*/environ, files, caches or debug logs" \
-		test "$(printf '%s\n' "$out" | tr -d '\r')" = "$(printf '0\n0\nend')" || sed 's/^/# /' <<<"$out" >&2
+		test "$(grep -E "^(env|proc|file) $n " <<<"$out" | tr -d '\r' | tr '\n' ' ')" = "env $n 0 proc $n 0 " ||
+		grep -E "^(env|proc|file) $n " <<<"$out" | sed 's/^/# /' >&2
 done
 out=$(sh_in $S 'ls -d /tmp/sdk-debug.log /tmp/aws-debug.log /tmp/skopeo-reg.test.log /tmp/skopeo-regb.test.log /var/cache/apt/archives "$HOME/.aws" "$HOME/.docker" 2>&1')
 check "the SDKs' debug log, aws's and skopeo's debug output, the caches and client dirs were searched (they exist)" \
