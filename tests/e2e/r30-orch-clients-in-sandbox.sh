@@ -26,8 +26,10 @@
 #     $B/debcache), before the test enters its network namespace;
 #   - each upstream's log shows the real credential; nothing the sandbox can
 #     read (its environment, every process's /proc/PID/environ, the client
-#     files, ~/.aws, ~/.docker, the npm/pip/apt caches, the clients' debug
-#     output) holds a real secret, and the same scan finds a placeholder.
+#     files, ~/.aws, ~/.docker, the home with whatever caches the clients
+#     made, /var with apt's, /workspace with the SDKs, the clients' debug
+#     output: OPENAI_LOG/ANTHROPIC_LOG=debug, aws --debug, skopeo --debug)
+#     holds a real secret, and the same walk finds the placeholders.
 . "$(dirname "$0")/../lib/common.sh"
 IMG=${SANDBOX_DEFAULT_IMAGE_DIR:-/var/lib/sandbox/images/default}
 PKGS="awscli skopeo"
