@@ -35,12 +35,12 @@ PX_ADDONS="[$LF/leak.lua]" PX_EXTRA="limits:
   lua_memory: 1MiB" px_config leak && one_worker && px_start leak && px_sandbox ||
 	{ fail "leak: proxy start"; exit 1; }
 n0=$(api_auth_count)
-pcurl "https://api.github.com/user?i=[1-700]" >"$R/leak.codes" 2>&1
-check "leak: proxy alive after 700 requests" px_alive
+pcurl "https://api.github.com/user?i=[1-450]" >"$R/leak.codes" 2>&1
+check "leak: proxy alive after 450 requests" px_alive
 nok=$(grep -c '^200$' "$R/leak.codes"); nbad=$(grep -c '^502$' "$R/leak.codes")
-echo "# leak: $nok x 200, $nbad x 502 of 700"
+echo "# leak: $nok x 200, $nbad x 502 of 450"
 check "leak: the heap ran out at least once (502 for that request)" test "$nbad" -ge 1
-check "leak: every other request answered 200" test $((nok + nbad)) = 700
+check "leak: every other request answered 200" test $((nok + nbad)) = 450
 check "leak: each forwarded request carried the full token" test "$(( $(api_auth_count) - n0 ))" = "$nok"
 check "leak: nothing forwarded without the token" test "$(fx_api_q "'i=' in r['path'] and h.get('authorization')!=['token $GH_TOKEN_REAL']")" = 0
 check "leak: out-of-memory logged" grep -q "not enough memory" "$PX_DIR/proxy.log"

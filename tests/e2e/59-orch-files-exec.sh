@@ -70,7 +70,9 @@ rm -f "$T/big"
 # --- a client that goes mid-upload: the target untouched ---
 echo original > "$T/orig"
 curl -s "${A[@]}" -o /dev/null -T "$T/orig" "$F/workspace/keep"
-( head -c 30000000 /dev/urandom; sleep 30 ) | timeout 3 curl -s "${A[@]}" -o /dev/null -T - "$F/workspace/keep"
+# (The body never ends before curl is killed at 3 s: the writer stays
+# open 4 s past its 30 MB; the pipeline waits for it, so not 30 s.)
+( head -c 30000000 /dev/urandom; sleep 4 ) | timeout 3 curl -s "${A[@]}" -o /dev/null -T - "$F/workspace/keep"
 sleep 1
 check "client gone mid-upload: target untouched" test "$(ssha /workspace/keep)" = "$(sha "$T/orig")"
 check "client gone mid-upload: no temp left" test "$(mcp_tool "$S" shell '{"command":"ls -a /workspace | grep -c keep"}' | head -1)" = 1

@@ -6,7 +6,9 @@
 # proxy restarted in place and seen by its probe (Ready False, then True),
 # or restarted with the pod staying Ready (restartCount + 1), has its
 # sandboxes registered again within seconds: the watch event wakes the
-# sweep. Without the wake they would get 407 for up to an hour.
+# sweep. Without the wake they would get 407 for up to an hour. A proxy
+# that listens again only after the wake is retried, not left for the
+# next timed sweep.
 . "$(dirname "$0")/../lib/common.sh"
 . "$TOP/tests/k8s/lib.sh"
 ORCH_BIN=$BIN/orchestrator/orchestrator
@@ -50,11 +52,22 @@ heal_case() {
 heal_case "seen by the probe (Ready False, then True)" \
     "{\"ns\":\"sandbox-system\",\"name\":\"$pod1\",\"ready\":false}"
 check "the wake was logged" grep -q "a proxy pod turned Ready or restarted: sweeping now" "$T/orch.log"
-check "the sweep registered the sandbox again" grep -q "sandbox=$sb proxy=$pod1 registered again (the proxy restarted)" "$T/orch.log"
 n1=$(grep -c "sweeping now" "$T/orch.log")
 heal_case "in place, the pod staying Ready (restartCount + 1)" \
     "{\"ns\":\"sandbox-system\",\"name\":\"$pod1\"}"
+# (Checked after the second restart: the first one's sweep may be the
+# first to see this proxy's boot id at all, when the pod was Ready before
+# the orchestrator's watch began; it then registers the sandbox as
+# missing, not as restarted.)
+check "the sweep registered the sandbox again" grep -q "sandbox=$sb proxy=$pod1 registered again (the proxy restarted)" "$T/orch.log"
 check "the Ready-staying restart woke a sweep too" test "$(grep -c "sweeping now" "$T/orch.log")" -gt "$n1"
+# The race of a restart in place: the restartCount rises (and wakes the
+# sweep) before the new process listens, so the woken sweep's stats call
+# is refused; the sweep is retried soon (500 ms, doubling), not one
+# fleet_interval later.
+heal_case "in place, the new process listening 2 s after the restartCount rises" \
+    "{\"ns\":\"sandbox-system\",\"name\":\"$pod1\",\"start_after\":2}"
+check "the woken sweep's refused stats call was retried" grep -q "retrying the last sweep's failed healing" "$T/orch.log"
 # A watch event that is neither (a label change) wakes nothing.
 n2=$(grep -c "sweeping now" "$T/orch.log")
 kapi PATCH "/api/v1/namespaces/sandbox-system/pods/$pod1?fieldValidation=Strict" '{"metadata":{"labels":{"example.com/touched":"1"}}}' >/dev/null

@@ -37,9 +37,11 @@ Test control (no auth, loopback only): POST /_fake/<op> with a JSON body:
   oom      {"ns","name"}                                     OOMKilled
   badimage {"image"}                                         ImagePullBackOff
   vanish   {"ns","name"}                                     pod deleted now
-  restart  {"ns","name","ready"?}  a Deployment pod's process killed and run
-           again in place (restartCount+1); the pod stays Ready unless
-           "ready": false (then Ready turns False until the probe passes)
+  restart  {"ns","name","ready"?,"start_after"?}  a Deployment pod's
+           process killed and run again in place (restartCount+1); the pod
+           stays Ready unless "ready": false (then Ready turns False until
+           the probe passes); "start_after": seconds the new process starts
+           after the restartCount rises (a proxy slow to listen again)
   hold     {"on":true}                                       pods stay Pending
   noclone  {"on":true}                                       PVC clones stay Pending
 Failing starts and scheduling (k8s_tick and k8s_op below):
@@ -698,7 +700,15 @@ def restart_in_place(k, pod, body):
             pod.get("status", {}).get("phase") != "Running":
         return 404, {"error": "no running Deployment pod of that name"}
     stop_proc(k)
-    start_pod_cmd(k, pod, pod["status"]["podIP"])
+    delay = float(body.get("start_after", 0))
+    if delay > 0:
+        def late(ip=pod["status"]["podIP"]):
+            with LOCK:
+                if STORE.get(k) is pod and k not in PROCS:
+                    start_pod_cmd(k, pod, ip)
+        threading.Timer(delay, late).start()
+    else:
+        start_pod_cmd(k, pod, pod["status"]["podIP"])
     for cs in pod["status"].get("containerStatuses", []):
         cs["restartCount"] = cs.get("restartCount", 0) + 1
         cs["state"] = {"running": {"startedAt": now_rfc3339()}}

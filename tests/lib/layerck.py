@@ -78,10 +78,25 @@ def objects():
                     yield os.path.join(d, f)
 
 
-def nm(args, obj):
-    out = subprocess.run(['nm'] + args + [obj], capture_output=True,
+def nm(args, objs):
+    """{object: its symbols in nm's order} for every object of objs, from
+    one nm run (-A: each line names its object; one nm per object took
+    most of the check's time)."""
+    objs = list(objs)
+    syms = {o: [] for o in objs}
+    if not objs:
+        return syms
+    out = subprocess.run(['nm', '-A'] + args + objs, capture_output=True,
                          text=True, check=True).stdout
-    return [ln.split()[-1] for ln in out.splitlines() if ln.strip()]
+    for ln in out.splitlines():
+        if not ln.strip():
+            continue
+        o, _, rest = ln.partition(':')
+        if o not in syms or not rest.strip():
+            sys.stderr.write('layerck: nm: unexpected line %r\n' % ln)
+            sys.exit(2)
+        syms[o].append(rest.split()[-1])
+    return syms
 
 
 INC = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
@@ -140,13 +155,15 @@ if rule in ('includes', 'private'):
                          live(os.path.join(dd, f))]
         folder = {o: os.path.dirname(os.path.relpath(o, build)) for o in objs}
         defs = {}
+        dsyms = nm(['--defined-only', '-g'], objs)
+        usyms = nm(['-u'], objs)
         for o in objs:
-            for s in nm(['--defined-only', '-g'], o):
+            for s in dsyms[o]:
                 defs.setdefault(s, o)
         for o in objs:
             if folder[o] not in rank:
                 continue
-            for s in nm(['-u'], o):
+            for s in usyms[o]:
                 d = defs.get(s)
                 if d is None or folder[d] == folder[o] or folder[d] not in rank:
                     continue
@@ -164,11 +181,13 @@ elif rule == 'threads':
             n = text[:TL.search(text).start()].count('\n') + 1
             bad.append('THREAD: %s:%d holds a thread-local' % (src, n))
 elif rule == 'names':
-    for o in objects():
+    objs = list(objects())
+    dsyms = nm(['--defined-only', '-g'], objs)
+    for o in objs:
         rel = os.path.relpath(o, build)
         src = rel[:-2] + '.c'
         base = os.path.basename(rel)[:-2]
-        for s in nm(['--defined-only', '-g'], o):
+        for s in dsyms[o]:
             if s == 'main' or s == base or s.startswith(base + '_'):
                 continue
             if any(k == 'prefix' and fnmatch.fnmatch(src, p) and

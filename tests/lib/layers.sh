@@ -11,20 +11,28 @@ set -u
 for o in "$@"; do
 	[ -r "$o" ] || { echo "layers.sh: $o: no such object" >&2; exit 2; }
 done
-declare -A def
 for o in "$@"; do
-	while read -r _ _ s; do def[$s]=$o; done < <(nm --defined-only -g "$o")
+	# (nm -A names each line's object before a ':'.)
+	case $o in *:*) echo "layers.sh: $o: a ':' in the path" >&2; exit 2 ;; esac
 done
-edges=$(for o in "$@"; do
-	while read -r _ s; do
-		d=${def[$s]:-}
-		[ -n "$d" ] && [ "$d" != "$o" ] && echo "$o $d"
-	done < <(nm -u "$o")
-done | sort -u)
+# One nm for all objects (one per object took most of the time).
+declare -A def
+while read -r l; do
+	def[${l##* }]=${l%%:*}
+done < <(nm -A --defined-only -g "$@")
+edges=$(while read -r l; do
+	o=${l%%:*} s=${l##* }
+	d=${def[$s]:-}
+	[ -n "$d" ] && [ "$d" != "$o" ] && echo "$o $d"
+done < <(nm -A -u "$@") | sort -u)
+declare -A edge
+while read -r a b; do
+	[ -n "$a" ] && edge["$a $b"]=1
+done <<<"$edges"
 rc=0
 while read -r a b; do
 	[ -z "$a" ] && continue
-	if [[ "$a" < "$b" ]] && grep -qx "$b $a" <<<"$edges"; then
+	if [[ "$a" < "$b" ]] && [ -n "${edge["$b $a"]:-}" ]; then
 		echo "CYCLE: ${a#"${B:-build}"/} <-> ${b#"${B:-build}"/}"
 		rc=1
 	fi

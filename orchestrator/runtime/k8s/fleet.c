@@ -56,6 +56,8 @@ struct proxy {
 #define ANN_DELETION_COST	"controller.kubernetes.io/pod-deletion-cost"
 #define VICTIM_COST		(-1000)	/* below any load */
 #define FLEET_WAKE_MIN_MS	1000	/* woken sweeps: at most one a second */
+#define FLEET_RETRY_MS		500	/* a failed heal: the first retry ... */
+#define FLEET_RETRIES		6	/* ... doubling, this many (~32 s) */
 
 /* A proxy pod's admin endpoint (orchestrator/lib/egress.h); strings borrowed. */
 static struct egress_admin
@@ -1160,7 +1162,11 @@ registration_stale(struct k8s_rt *r, const char *id, const struct proxy *p,
  * assign_locked did (session labels on its pod, the derived credential,
  * its pod IP): its env is unchanged, so nothing is pushed. A registration
  * there of a sandbox that is gone or assigned elsewhere is removed.
- * Caller holds fleet_mtx. Errors are logged; the next sweep retries.
+ * Caller holds fleet_mtx. Errors are logged and set r->heal_failed: the
+ * fleet thread then sweeps again soon (FLEET_RETRY_MS, doubling), not
+ * one fleet_interval later. (A proxy restarted in place is woken for as
+ * soon as its restartCount rises, which can be before its new process
+ * listens on its admin port: that stats call is refused.)
  */
 static void
 proxy_heal(struct k8s_rt *r, cJSON *pods, const struct proxy *p)
@@ -1185,6 +1191,7 @@ proxy_heal(struct k8s_rt *r, cJSON *pods, const struct proxy *p)
 		if (log_rate_ok(&rl, 5, 60000, &dropped))
 			log_warnx("k8s proxy pod=%s stats (registrations not "
 			    "checked): %s", p->name, err);
+		r->heal_failed = 1;
 		return;
 	}
 	boot = boot_read(rep);
@@ -1201,9 +1208,10 @@ proxy_heal(struct k8s_rt *r, cJSON *pods, const struct proxy *p)
 		memset(&li, 0, sizeof(li));
 		api_labels(v.annotations, &li);
 		if (proxy_register(r, p, v.id, v.ip, li.labels, li.nlabels, NULL,
-		    NULL, err, sizeof(err)) == -1)
+		    NULL, err, sizeof(err)) == -1) {
 			log_warnx("sandbox=%s register again: %s", v.id, err);
-		else
+			r->heal_failed = 1;
+		} else
 			log_info("sandbox=%s proxy=%s registered again (%s)", v.id,
 			    p->name, restarted ? "the proxy restarted" :
 			    "its registration was missing");
@@ -1265,6 +1273,7 @@ fleet_sync_locked(struct k8s_rt *r, int reassign, char *err, size_t errlen)
 		if (px[i].ready && proxy_label(r, &px[i], e2, sizeof(e2)) == -1)
 			log_warnx("k8s %s", e2);
 	if (reassign) {
+		r->heal_failed = 0;
 		reassign_orphans(r, pods, px, npx);
 		for (i = 0; i < npx; i++)
 			if (px[i].ready && !px[i].victim)
@@ -1362,7 +1371,12 @@ fleet_proxy_event(void *arg, const cJSON *old, const cJSON *now)
  * The fleet thread: a sweep every fleet_interval until fleet_stop(), and
  * one as soon as fleet_proxy_event asks (a proxy turned Ready or
  * restarted), at most one per FLEET_WAKE_MIN_MS so a flapping proxy
- * cannot drive sweeps back to back.
+ * cannot drive sweeps back to back. A sweep whose healing step failed at
+ * some proxy pod (proxy_heal: its stats or a registration refused, e.g.
+ * a proxy woken for before its new process listens) is followed by
+ * another FLEET_RETRY_MS later, doubling, at most FLEET_RETRIES in a row
+ * (then one fleet_interval later, as before), each no later than the
+ * timed one would be.
  */
 static void *
 fleet_main(void *arg)
@@ -1370,12 +1384,16 @@ fleet_main(void *arg)
 	struct k8s_rt *r = arg;
 	struct timespec ts;
 	char err[512];
-	long long last = 0, wait;
-	int rc, woken;
+	long long last = 0, wait, period;
+	int rc, woken, failed, retries = 0;
 
 	pthread_mutex_lock(&r->stop_mtx);
 	while (!r->stopping) {
-		util_deadline(&ts, r->conf->fleet_interval_ms);
+		period = r->conf->fleet_interval_ms;
+		if (retries > 0 && retries <= FLEET_RETRIES &&
+		    (FLEET_RETRY_MS << (retries - 1)) < period)
+			period = FLEET_RETRY_MS << (retries - 1);
+		util_deadline(&ts, period);
 		while (!r->stopping && !r->sweep_now)
 			if (pthread_cond_timedwait(&r->stop_cv, &r->stop_mtx,
 			    &ts) == ETIMEDOUT)
@@ -1398,12 +1416,18 @@ fleet_main(void *arg)
 		if (woken)
 			log_info("k8s fleet: a proxy pod turned Ready or restarted: "
 			    "sweeping now");
+		else if (retries > 0 && retries <= FLEET_RETRIES)
+			log_info("k8s fleet: retrying the last sweep's failed "
+			    "healing (retry %d of %d)", retries, FLEET_RETRIES);
 		last = util_mono_ms();
 		pthread_mutex_lock(&r->fleet_mtx);
 		rc = fleet_sync_locked(r, 1, err, sizeof(err));
+		failed = rc == 0 && r->heal_failed;
 		pthread_mutex_unlock(&r->fleet_mtx);
 		if (rc == -1)
 			log_warnx("k8s fleet sync: %s", err);
+		/* (A woken sweep that failed starts the retries over.) */
+		retries = !failed ? 0 : woken ? 1 : retries + 1;
 		pthread_mutex_lock(&r->stop_mtx);
 	}
 	pthread_mutex_unlock(&r->stop_mtx);

@@ -67,6 +67,9 @@ struct k8s_rt {
 	pthread_mutex_t		 fleet_mtx;	/* assignments and scaling */
 	struct fleet_boot	*boots;		/* under fleet_mtx */
 	size_t			 nboots;
+	int			 heal_failed;	/* under fleet_mtx: the last sweep
+						 * could not check or register
+						 * at some ready proxy pod */
 	long long		 scale_have;	/* under fleet_mtx: the proxy
 						 * Deployment's replicas as last
 						 * read or set; -1: unknown */
