@@ -7,11 +7,12 @@
 #include <string.h>
 
 #include "bodygate.h"
+#include "digest.h"
 #include "pglob.h"
 #include "pktline.h"
 #include "xmalloc.h"
 
-enum gkind { GK_PUSH, GK_GRAPHQL, GK_TEXT };
+enum gkind { GK_PUSH, GK_GRAPHQL, GK_TEXT, GK_HASH };
 
 struct bgate {
 	enum gkind	 kind;
@@ -38,6 +39,7 @@ struct bgate {
 	char		 ctype[64];
 	struct buf	 answer;
 	char		 detail[400];
+	char		 hash[65];	/* GK_HASH: the body's SHA-256 */
 };
 
 static struct bgate *
@@ -78,6 +80,28 @@ bgate_text_new(enum qaction_body k, const char *q, size_t qn)
 	g->text = k;
 	qaction_judge_form(q, qn, &g->qv);
 	return g;
+}
+
+struct bgate *
+bgate_hash_new(size_t max)
+{
+	struct bgate *g = gate_new(GK_HASH);
+
+	buf_free(&g->held);
+	buf_init(&g->held, max);
+	return g;
+}
+
+int
+bgate_hashes(const struct bgate *g)
+{
+	return g->kind == GK_HASH;
+}
+
+const char *
+bgate_hash(const struct bgate *g)
+{
+	return g->hash;
 }
 
 int
@@ -132,7 +156,7 @@ const char *
 bgate_kind(const struct bgate *g)
 {
 	return g->kind == GK_PUSH ? "push_rules" : g->kind == GK_GRAPHQL ? "graphql" :
-	    "quick_action";
+	    g->kind == GK_HASH ? "sigv4_body" : "quick_action";
 }
 
 void
@@ -364,6 +388,26 @@ check_text(struct bgate *g, int eof)
 	return g->v;
 }
 
+static enum bgate_verdict
+check_hash(struct bgate *g, int eof)
+{
+	char m[300];
+
+	if (g->over) {
+		snprintf(m, sizeof(m), "request refused by the proxy: an AWS request without "
+		    "x-amz-content-sha256 is signed again over its body's SHA-256, read whole, and "
+		    "this body is larger than %zu MiB", g->held.max >> 20);
+		return deny_text(g, 413, m);
+	}
+	if (!eof)
+		return BG_MORE;
+	if (digest_sha256_hex(g->held.p != NULL ? g->held.p : "", g->held.len, g->hash) == -1)
+		return deny_text(g, 500, "request refused by the proxy: the body could not be "
+		    "hashed");
+	g->v = BG_ALLOW;
+	return g->v;
+}
+
 enum bgate_verdict
 bgate_check(struct bgate *g, int eof)
 {
@@ -374,6 +418,8 @@ bgate_check(struct bgate *g, int eof)
 		return check_push(g, eof);
 	case GK_GRAPHQL:
 		return check_graphql(g, eof);
+	case GK_HASH:
+		return check_hash(g, eof);
 	default:
 		return check_text(g, eof);
 	}

@@ -19,6 +19,11 @@
  *     and the URL's query are read for text GitLab would run as a quick
  *     action (qaction.c); a refusal is 403 in GitLab's JSON shape naming
  *     it, a body that cannot be read (not JSON or a form) 415.
+ *   sigv4 body (credreq.c): not a policy but a credential's need: the
+ *     whole body (at most BGATE_HASH_MAX) is read and hashed (SHA-256),
+ *     so a SigV4 request of a service other than S3, which signs its
+ *     body's hash without sending it, can be signed again with the real
+ *     key before its head goes; a larger body is refused 413.
  * No I/O here: the proxy (proxy.c) moves the bytes.
  */
 #ifndef PROXY_BODYGATE_H
@@ -33,6 +38,7 @@
 #define BGATE_RULES_MAX		256		/* push + protect patterns */
 #define BGATE_GRAPHQL_MAX	GQL_BYTES_MAX	/* a gated GraphQL body, whole */
 #define BGATE_HOLD_MAX		(BGATE_GRAPHQL_MAX + 8192)
+#define BGATE_HASH_MAX		(8 << 20)	/* a body hashed for SigV4, whole */
 
 enum bgate_verdict { BG_MORE, BG_ALLOW, BG_DENY };
 
@@ -58,8 +64,14 @@ struct bgate	*bgate_graphql_new(struct gql_rules *rules, enum bgate_forge forge,
  * bytes, without the '?'; qn 0: none).
  */
 struct bgate	*bgate_text_new(enum qaction_body k, const char *q, size_t qn);
+/* A gate that reads the whole body (at most max bytes) for its SHA-256. */
+struct bgate	*bgate_hash_new(size_t max);
+/* Whether g is a hash gate (no policy: any Content-Encoding is hashed as sent). */
+int		 bgate_hashes(const struct bgate *);
+/* BG_ALLOW of a hash gate: the body's SHA-256, lower-case hex. */
+const char	*bgate_hash(const struct bgate *);
 void		 bgate_free(struct bgate *);
-/* "push_rules", "graphql" or "quick_action": the audit's reason code for a refusal. */
+/* "push_rules", "graphql", "quick_action" or "sigv4_body": the audit's reason code for a refusal. */
 const char	*bgate_kind(const struct bgate *);
 
 /*

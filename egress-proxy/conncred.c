@@ -11,6 +11,10 @@
  * refused (400); one outside the registry API (not under /v2/) goes
  * without the registry credential.
  *
+ * A SigV4 request of a service other than S3 (no x-amz-content-sha256) is
+ * signed again once its body is read and hashed (proxy.c's hash gate,
+ * conncred_body_signed).
+ *
  * An API's 401 to a request that carried an oauth2 or registry access
  * token drops that token (conncred_answered, at the reply's end), so the
  * next request gets a new one; a registry token granted moments ago is
@@ -112,6 +116,23 @@ conncred_apply(struct conn *c, void (*ready)(void *arg, const char *err))
 	}
 	if (c->req->creds[0] != '\0')
 		atomic_fetch_add(&the_proxy.st.req_cred, 1);
+	return 0;
+}
+
+int
+conncred_body_signed(struct conn *c, const char *hash)
+{
+	char why[512];
+	int st;
+
+	st = credreq_resign_body(c->req, c->cred, c->ncred, c->sb->id, c->tgt->hosthdr, hash,
+	    why, sizeof(why));
+	if (st != 0) {
+		atomic_fetch_add(&the_proxy.st.ref_badrequest, 1);
+		conn_respond(c, st, "credential", why);
+		return -1;
+	}
+	atomic_fetch_add(&the_proxy.st.req_cred, 1);
 	return 0;
 }
 

@@ -103,6 +103,8 @@ credreq_key(void)
 	return ph_key;
 }
 
+
+#define CREDREQ_BODY	1	/* resign() waits for the body's hash: not a status */
 /* policy's "credentials" list, or NULL when it has none. */
 static const cJSON *
 policy_list(const cJSON *policy)
@@ -553,11 +555,14 @@ presign(struct hreq *r, struct cred *const *cs, size_t n, const char *sandbox,
  * key id placeholder the client's held Authorization h names: the request
  * as it goes upstream (its target, its fields, Host as the proxy writes
  * it) with the real key, the client's SignedHeaders, scope and date kept.
+ * Without x-amz-content-sha256 the payload's hash is body_hash; when that
+ * is NULL too, CREDREQ_BODY (nothing changed: the body is to be hashed).
  * 0, or a status with why.
  */
 static int
 resign(struct hreq *r, struct cred *const *cs, size_t n, const char *sandbox,
-    const struct h1field *h, const char *hosthdr, char *why, size_t whylen)
+    const struct h1field *h, const char *hosthdr, const char *body_hash, char *why,
+    size_t whylen)
 {
 	struct h1head *hd = &r->hd;
 	struct sigv4_auth a;
@@ -589,9 +594,21 @@ resign(struct hreq *r, struct cred *const *cs, size_t n, const char *sandbox,
 		return 400;
 	}
 	if ((hash = h1head_get(hd, "x-amz-content-sha256", NULL)) == NULL) {
-		snprintf(why, whylen, "an AWS request without x-amz-content-sha256 (a service "
-		    "other than S3) cannot be signed again yet");
-		return 501;
+		/*
+		 * A service other than S3 signs its body's hash without
+		 * sending it: the body is read first (the proxy's hash gate),
+		 * then this runs again with its hash (credreq_resign_body).
+		 */
+		if (body_hash == NULL)
+			return CREDREQ_BODY;
+		hash = body_hash;
+		/*
+		 * The proxy answered the client's Expect: 100-continue itself
+		 * while it read the body, and sends none: a client that signed
+		 * it (curl --aws-sigv4 signs every header) has it left out.
+		 */
+		if (h1head_count(hd, "expect", NULL) == 0)
+			(void)sigv4_signed_del(a.signed_headers, "expect");
 	}
 	if (strncmp(hash, "STREAMING-AWS4-ECDSA", 20) == 0) {
 		snprintf(why, whylen, "an upload signed with SigV4a (%s) cannot be signed again",
@@ -661,6 +678,22 @@ resign(struct hreq *r, struct cred *const *cs, size_t n, const char *sandbox,
 }
 
 int
+credreq_resign_body(struct hreq *r, struct cred *const *cs, size_t n, const char *sandbox,
+    const char *hosthdr, const char *body_hash, char *why, size_t whylen)
+{
+	int st;
+
+	if (r->s4_body == 0 || r->s4_body > r->ncheld) {
+		snprintf(why, whylen, "no AWS signature waits for the body");
+		return 500;
+	}
+	st = resign(r, cs, n, sandbox, &r->hd.h[r->cheld[r->s4_body - 1]], hosthdr, body_hash,
+	    why, whylen);
+	r->s4_body = 0;
+	return st == CREDREQ_BODY ? 500 : st;
+}
+
+int
 credreq_apply(struct hreq *r, struct cred *const *cs, size_t n, char *const *toks,
     const char *sandbox, const char *hosthdr, char *why, size_t whylen)
 {
@@ -709,8 +742,15 @@ credreq_apply(struct hreq *r, struct cred *const *cs, size_t n, char *const *tok
 			note(r, sw[k].c->name, "swap");
 	if (rc == 0 && r->path_l > 0)
 		rc = apply_query(r, cs, n, sw, nsw);
-	if (rc == 0 && aws >= 0 && !has_field(r, "authorization"))
-		st = resign(r, cs, n, sandbox, &hd->h[aws], hosthdr, why, whylen);
+	if (rc == 0 && aws >= 0 && !has_field(r, "authorization")) {
+		st = resign(r, cs, n, sandbox, &hd->h[aws], hosthdr, NULL, why, whylen);
+		if (st == CREDREQ_BODY) {
+			for (k = 0; k < r->ncheld && r->cheld[k] != aws; k++)
+				;
+			r->s4_body = (uint8_t)(k + 1);
+			st = 0;
+		}
+	}
 	else if (rc == 0 && aws < 0 && r->path_l > 0 && !has_field(r, "authorization") &&
 	    (s = presign(r, cs, n, sandbox, hosthdr, why, whylen)) != 1)
 		st = s;

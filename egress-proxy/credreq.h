@@ -72,12 +72,23 @@ int	credreq_hold(struct hreq *r, struct cred *const *cs, size_t n, const char *s
  * refuse the request with and why: 400 (a signature that cannot be read or
  * signed again), 403 (a key id, region or service the credential does not
  * serve), 431 (no room in the head), 501 (a signing mode not served yet),
- * 502 (an oauth2 or registry credential without its token). toks[i] is the
+ * 502 (an oauth2 or registry credential without its token). A SigV4
+ * request without x-amz-content-sha256 (a service other than S3) is left
+ * for its body: r->s4_body is set, and credreq_resign_body signs it once
+ * the body's hash is known. toks[i] is the
  * current access token of cs[i] when its form is oauth2 or registry
  * (credtok_get), else NULL;
  * toks may be NULL when none is.
  */
 int	credreq_apply(struct hreq *r, struct cred *const *cs, size_t n, char *const *toks,
 	    const char *sandbox, const char *hosthdr, char *why, size_t whylen);
+/*
+ * The SigV4 request credreq_apply left for its body (r->s4_body), signed
+ * again with body_hash (lower-case hex SHA-256 of the body) as its
+ * payload's hash. 0, or a status and why as credreq_apply's.
+ */
+int	credreq_resign_body(struct hreq *r, struct cred *const *cs, size_t n,
+	    const char *sandbox, const char *hosthdr, const char *body_hash, char *why,
+	    size_t whylen);
 
 #endif

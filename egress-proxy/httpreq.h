@@ -51,6 +51,11 @@ struct hreq {
 	 * signed again on the way (sigv4.h), and what goes upstream of it. */
 	struct sigv4_chunks *s4c;
 	struct buf	 s4out;
+	/* Set by credreq.c: a SigV4 request without x-amz-content-sha256
+	 * (a service other than S3), signed again over its body's SHA-256
+	 * once the body is read (bodygate.h, the hash gate): the held
+	 * Authorization's index in cheld plus one; 0: none. */
+	uint8_t		 s4_body;
 };
 
 #define HREQ_NEED_MORE	0

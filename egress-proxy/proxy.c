@@ -404,6 +404,16 @@ creds_go(struct conn *c)
 {
 	if (conncred_apply(c, creds_ready) != 0)
 		return;		/* waiting for an access token, or answered */
+	if (c->req->s4_body != 0) {
+		/* SigV4 over the body's hash: read it whole first (bodygate.h) */
+		if (c->req->gate != NULL) {
+			atomic_fetch_add(&the_proxy.st.ref_badrequest, 1);
+			conn_respond(c, 501, "credential", "an AWS request without "
+			    "x-amz-content-sha256 cannot be signed again under a body policy");
+			return;
+		}
+		c->req->gate = bgate_hash_new(BGATE_HASH_MAX);
+	}
 	if (c->req->gate != NULL) {
 		gate_start(c);
 		return;
@@ -494,6 +504,8 @@ gate_pump(struct conn *c)
 		    b, bl);
 		return;
 	}
+	if (bgate_hashes(g) && conncred_body_signed(c, bgate_hash(g)) != 0)
+		return;		/* answered */
 	c->st = CS_HOOK;
 	req_go(c);
 }
@@ -507,7 +519,7 @@ gate_start(struct conn *c)
 
 	c->st = CS_GATE;
 	c->deadline = util_mono_coarse_ms() + the_proxy.conf->header_ms;
-	if ((v = h1head_get(&r->hd, "content-encoding", &n)) != NULL &&
+	if (!bgate_hashes(r->gate) && (v = h1head_get(&r->hd, "content-encoding", &n)) != NULL &&
 	    !(n == 8 && strncasecmp(v, "identity", 8) == 0)) {
 		atomic_fetch_add(&the_proxy.st.ref_gate, 1);
 		conn_respond(c, 415, bgate_kind(r->gate), "the policy check needs an uncompressed "

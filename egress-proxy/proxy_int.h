@@ -353,6 +353,12 @@ int	conncred_apply(struct conn *c, void (*ready)(void *arg, const char *err));
 /* An exchange failed: the request is refused, 502 with err. */
 void	conncred_fail(struct conn *c, const char *err);
 /*
+ * c's request waited for its body (c->req->s4_body: a SigV4 request of a
+ * service other than S3): signed again with the body's SHA-256 (hex).
+ * 0: go on. -1: answered (refused as conncred_apply's).
+ */
+int	conncred_body_signed(struct conn *c, const char *hash);
+/*
  * c's upstream answered its request with status: a 401 to a request that
  * carried an oauth2 or registry access token drops that token (a
  * registry credential's for the request's scope; credtok_invalidate).

@@ -201,6 +201,29 @@ sigv4_auth_parse(const char *v, size_t n, struct sigv4_auth *a, char *err, size_
 }
 
 int
+sigv4_signed_del(char *sh, const char *name)
+{
+	size_t nl = strlen(name), el;
+	char *p = sh;
+
+	for (;;) {
+		el = strcspn(p, ";");
+		if (el == nl && strncmp(p, name, nl) == 0) {
+			if (p[el] == ';')
+				memmove(p, p + el + 1, strlen(p + el + 1) + 1);
+			else if (p > sh)
+				p[-1] = '\0';	/* the last: its separator goes too */
+			else
+				*p = '\0';
+			return 1;
+		}
+		if (p[el] == '\0')
+			return 0;
+		p += el + 1;
+	}
+}
+
+int
 sigv4_signed_add(char *sh, size_t cap, const char *name)
 {
 	size_t nl = strlen(name), len = strlen(sh), at = 0, el;

@@ -91,6 +91,8 @@ int	sigv4_auth_parse(const char *v, size_t n, struct sigv4_auth *, char *err,
  * with its NUL) where it sorts; 0 (also when it is there), -1 no room.
  */
 int	sigv4_signed_add(char *sh, size_t cap, const char *name);
+/* Removes name from the SignedHeaders list sh: 1, or 0 (it was not there). */
+int	sigv4_signed_del(char *sh, const char *name);
 /* Writes the Authorization value for a with its signature; 0, or -1 (too long). */
 int	sigv4_auth_write(const struct sigv4_auth *, const char *akid, const char *sig,
 	    char *out, size_t outlen);

@@ -534,6 +534,27 @@ TEST(test_signed_add)
 	}
 }
 
+TEST(test_signed_del)
+{
+	static const struct { const char *in, *name, *out; int rc; } t[] = {
+		{ "content-type;expect;host", "expect", "content-type;host", 1 },
+		{ "expect;host", "expect", "host", 1 },
+		{ "host;x-amz-date;expect", "expect", "host;x-amz-date", 1 },
+		{ "expect", "expect", "", 1 },
+		{ "expected;host", "expect", "expected;host", 0 },
+		{ "host;x-expect", "expect", "host;x-expect", 0 },
+		{ "", "expect", "", 0 },
+	};
+	char sh[64];
+	size_t i;
+
+	for (i = 0; i < NELEM(t); i++) {
+		snprintf(sh, sizeof(sh), "%s", t[i].in);
+		CHECK_INT(sigv4_signed_del(sh, t[i].name), t[i].rc);
+		CHECK_STR(sh, t[i].out);
+	}
+}
+
 /*
  * A presigned URL (the query form), AWS's documented example (S3 API
  * reference, "Authenticating Requests: Using Query Parameters"): made with
@@ -634,6 +655,7 @@ main(void)
 	RUN(test_chunks_documented);
 	RUN(test_chunks_hostile);
 	RUN(test_signed_add);
+	RUN(test_signed_del);
 	RUN(test_presign_documented);
 	RUN(test_presign_refusals);
 	return unit_done();
