@@ -1294,7 +1294,7 @@ policy_apply(struct sess *s, char *err, size_t errlen)
 	struct sm_rec rec;
 	char rerr[256], envbuf[8192];
 	struct rt_info ri;
-	struct buf creds;
+	struct buf creds, files;
 	const char *got;
 	int again, tries;
 
@@ -1332,17 +1332,32 @@ policy_apply(struct sess *s, char *err, size_t errlen)
 	eg.nlabels = rec.n;
 	buf_init(&creds, SESS_CREDS_MAX);
 	eg.creds_out = &creds;
+	buf_init(&files, CREDFILES_MAX);
+	eg.files_out = &files;
 	if (sm_rt_attach(m, s->rtid, &eg, envbuf, sizeof(envbuf), rerr,
 	    sizeof(rerr)) == -1) {
 		snprintf(err, errlen, "the policy is set but the sandbox could not "
 		    "be registered again at its proxy (retry): %s", rerr);
 		explicit_bzero(envbuf, sizeof(envbuf));
 		buf_free(&creds);
+		buf_free(&files);
 		return -1;
 	}
 	explicit_bzero(envbuf, sizeof(envbuf));
 	set_creds(s, s->rtid, &creds);	/* the names follow the policy */
 	buf_free(&creds);
+	/*
+	 * The client files follow it too: each file the credentials left
+	 * in force make is written again without the others (a client all
+	 * of whose credentials went keeps its file, whose placeholders the
+	 * proxy no longer swaps). The environment of commands already
+	 * running cannot change; the proxy refuses nothing by it.
+	 */
+	if (files.len > 0 && buf_add(&files, "", 1) == 0)
+		sess_client_files_write(s, files.p, m->conf->homes_enabled &&
+		    s->user[0] != '\0' && (m->rt->ops->home_prepare != NULL ||
+		    m->rt->ops->home_attach != NULL));
+	buf_free(&files);
 	log_info("session=%s sandbox=%s policy registered at the proxy",
 	    s->sid, s->rtid);
 	return 0;

@@ -257,9 +257,15 @@ else
 fi
 
 # ---- a policy change follows ----
+nw0=$(grep -c "session=cn-pol .*client files written=" "$ORCH_LOG")
+mcp_tool cn-pol shell '{"command":"printf stale > $HOME/.npmrc"}' >/dev/null
 rest PUT /v1/sessions/cn-pol/policy -H 'Content-Type: application/json' \
 	-d '{"credentials":["npm"]}' >"$T/out-put-pol.json"
 check "the PUT's answer lists the narrowed policy's" test "$(creds <"$T/out-put-pol.json")" = "[$W_NPM]"
+check "the PUT wrote the client files again (the policy's)" \
+	test "$(grep -c "session=cn-pol .*client files written=" "$ORCH_LOG")" -gt "$nw0"
+npmrc=$(mcp_tool cn-pol shell '{"command":"cat $HOME/.npmrc"}')
+check "... ~/.npmrc has the npm placeholder again" grep -qE "_authToken=$PH_RE" <<<"$npmrc"
 both_list "after narrowing to [npm]" cn-pol "[$W_NPM]" policy
 reg=$(px_admin '{"op":"stats"}')
 check "the proxy has it registered" grep -qF "$(sbx_of cn-pol)" <<<"$reg"
