@@ -574,6 +574,7 @@ resign(struct hreq *r, struct cred *const *cs, size_t n, const char *sandbox,
 	char ph[CRED_PH_LEN + 1], err[200], scope[200], sig[65], out[SIGV4_SH_MAX + 512];
 	int chunks;
 	const char *amz, *hash;
+	char amzb[17], hashb[128];
 	size_t k, nf = 0;
 	int st = 0;
 
@@ -588,12 +589,27 @@ resign(struct hreq *r, struct cred *const *cs, size_t n, const char *sandbox,
 	}
 	if ((st = sigv4_scope_ok(c, &a, why, whylen)) != 0)
 		return st;
+	/*
+	 * Copies: a field added below (the session token) may move the head's
+	 * data, and with it what h1head_get pointed into.
+	 */
 	if ((amz = h1head_get(hd, "x-amz-date", &k)) == NULL || k != 16 ||
 	    strncmp(amz, a.date, 8) != 0) {
 		snprintf(why, whylen, "an AWS request needs x-amz-date of its scope's day");
 		return 400;
 	}
-	if ((hash = h1head_get(hd, "x-amz-content-sha256", NULL)) == NULL) {
+	memcpy(amzb, amz, 16);
+	amzb[16] = '\0';
+	amz = amzb;
+	if ((hash = h1head_get(hd, "x-amz-content-sha256", &k)) != NULL) {
+		if (k >= sizeof(hashb)) {
+			snprintf(why, whylen, "a malformed x-amz-content-sha256");
+			return 400;
+		}
+		memcpy(hashb, hash, k);
+		hashb[k] = '\0';
+		hash = hashb;
+	} else {
 		/*
 		 * A service other than S3 signs its body's hash without
 		 * sending it: the body is read first (the proxy's hash gate),
