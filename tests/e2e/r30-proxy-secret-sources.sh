@@ -206,7 +206,7 @@ check "metric: refreshes that changed a value counted ($ch)" test "$ch" -ge 2
 printf '%s\n' "$K2" >"$T/k.val"; echo fail >"$T/k.mode"
 sleep 2.5
 check "cmd: a failing command keeps the last good value" test "$(got https://flaky.test/c x-api-key)" = "$K1"
-check "the failure is logged with its reason" grep -qE "credential=ksec secret refresh failed.*exited with status 3" "$T/proxy.log"
+check "the failure is logged with its reason" wait_for 8 grep -qE "credential=ksec secret refresh failed.*exited with status 3" "$T/proxy.log"
 echo hang >"$T/k.mode"
 # requests over 2.5 s, while a refresh waits 1.5 s for the hung command: none waits for it
 worst=0
@@ -219,7 +219,7 @@ done
 check "a hanging refresh does not stall requests (the slowest: $worst ms), the last good value" \
 	test "$(hdr x-api-key)" = "$K1" -a "$worst" -lt 1000
 check "the hung refresh was killed at cmd_timeout and logged" \
-	grep -qE "credential=ksec secret refresh failed.*no answer in 1500 ms \\(killed\\)" "$T/proxy.log"
+	wait_for 10 grep -qE "credential=ksec secret refresh failed.*no answer in 1500 ms \\(killed\\)" "$T/proxy.log"
 echo big >"$T/k.mode"
 check "1 MiB from the command: refused, the reason logged" \
 	wait_for 8 grep -q 'credential=ksec.*printed more than 8192 bytes' "$T/proxy.log"
