@@ -27,7 +27,7 @@ split(const char *line, char **argv)
 TEST(test_argv)
 {
 	char *argv[SECSRC_ARGV_MAX], big[SECSRC_SPEC_MAX + 8];
-	size_t i;
+	size_t i, n;
 
 	CHECK_INT(split("/bin/echo", argv), 1);
 	CHECK_STR(argv[0], "/bin/echo");
@@ -45,11 +45,10 @@ TEST(test_argv)
 	CHECK_INT(split("   ", argv), -1);
 	CHECK_INT(split("echo hi", argv), -1);
 	CHECK_INT(split("./get-secret", argv), -1);
-	memset(big, 0, sizeof(big));
-	for (i = 0; i < 31; i++)
-		strcat(big, "/a ");
+	for (i = 0, n = 0; i < 31; i++)
+		n += (size_t)snprintf(big + n, sizeof(big) - n, "/a ");
 	CHECK_INT(split(big, argv), 31);
-	strcat(big, "/b");
+	snprintf(big + n, sizeof(big) - n, "/b");
 	CHECK_INT(split(big, argv), -1);
 	memset(big, 'a', SECSRC_SPEC_MAX + 1);
 	big[0] = '/';
