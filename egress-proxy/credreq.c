@@ -456,6 +456,47 @@ sigv4_fields(const struct h1head *hd, const char *hosthdr, size_t *nfp)
 }
 
 /*
+ * The signature of the request as it goes upstream (target, tl bytes;
+ * hd's fields with Host as hosthdr) under a's SignedHeaders and scope, made
+ * with c's real key at amzdate over payload_hash (s3: S3's path rule):
+ * into sig, with the signing key into key (the chunk chain starts from it;
+ * the caller wipes it) and the scope into scope (200 bytes). 0, or -1 with err.
+ */
+static int
+sign_upstream(const struct h1head *hd, const char *hosthdr, const struct sigv4_auth *a,
+    const struct cred *c, const char *target, size_t tl, const char *payload_hash, int s3,
+    const char *amzdate, unsigned char key[32], char *scope, char sig[65], char *err,
+    size_t errlen)
+{
+	struct sigv4_field *f;
+	struct sigv4_req q;
+	struct buf creq;
+	size_t nf;
+	int rc = 0;
+
+	f = sigv4_fields(hd, hosthdr, &nf);
+	memset(&q, 0, sizeof(q));
+	q.method = h1head_method(hd);
+	q.target = target;
+	q.tl = tl;
+	q.f = f;
+	q.nf = nf;
+	q.payload_hash = payload_hash;
+	q.s3 = s3;
+	buf_init(&creq, SIGV4_CREQ_MAX);
+	if (sigv4_canonical(&q, a->signed_headers, &creq, err, errlen) == -1)
+		rc = -1;
+	else {
+		sigv4_key(c->value, a->date, a->region, a->service, key);
+		sigv4_scope(a, scope, 200);
+		sigv4_sign(key, amzdate, scope, creq.p, creq.len, sig);
+	}
+	buf_free(&creq);
+	free(f);
+	return rc;
+}
+
+/*
  * Signs r again (AWS SigV4, a presigned URL: the query form) when its
  * X-Amz-Credential names this sandbox's key id placeholder of one of cs:
  * the target as it goes upstream with the real key id, X-Amz-Signature
@@ -471,14 +512,12 @@ presign(struct hreq *r, struct cred *const *cs, size_t n, const char *sandbox,
 {
 	struct h1head *hd = &r->hd;
 	struct sigv4_auth a;
-	struct sigv4_field *f;
-	struct sigv4_req q;
 	struct cred *c;
-	struct buf t, creq;
+	struct buf t;
 	unsigned char key[32];
 	char amzdate[17], err[200], scope[200], sig[65];
 	const char *target = hd->data.p + (r->up_l > 0 ? r->up_o : r->path_o), *qs;
-	size_t tl = r->up_l > 0 ? r->up_l : r->path_l, nf;
+	size_t tl = r->up_l > 0 ? r->up_l : r->path_l;
 	int rc, st = 0;
 
 	if ((qs = memchr(target, '?', tl)) == NULL)
@@ -511,23 +550,11 @@ presign(struct hreq *r, struct cred *const *cs, size_t n, const char *sandbox,
 		snprintf(why, whylen, "no room to sign the presigned URL again");
 		return 414;
 	}
-	f = sigv4_fields(hd, hosthdr, &nf);
-	memset(&q, 0, sizeof(q));
-	q.method = h1head_method(hd);
-	q.target = t.p;
-	q.tl = t.len;
-	q.f = f;
-	q.nf = nf;
-	q.payload_hash = "UNSIGNED-PAYLOAD";
-	q.s3 = 1;
-	buf_init(&creq, SIGV4_CREQ_MAX);
-	if (sigv4_canonical(&q, a.signed_headers, &creq, err, sizeof(err)) == -1) {
+	if (sign_upstream(hd, hosthdr, &a, c, t.p, t.len, "UNSIGNED-PAYLOAD", 1, amzdate, key,
+	    scope, sig, err, sizeof(err)) == -1) {
 		snprintf(why, whylen, "the presigned URL cannot be signed again: %s", err);
 		st = 400;
 	} else {
-		sigv4_key(c->value, a.date, a.region, a.service, key);
-		sigv4_scope(&a, scope, sizeof(scope));
-		sigv4_sign(key, amzdate, scope, creq.p, creq.len, sig);
 		OPENSSL_cleanse(key, sizeof(key));
 		if (buf_addstr(&t, "&X-Amz-Signature=") != 0 || buf_addstr(&t, sig) != 0) {
 			snprintf(why, whylen, "no room to sign the presigned URL again");
@@ -545,8 +572,6 @@ presign(struct hreq *r, struct cred *const *cs, size_t n, const char *sandbox,
 	}
 	OPENSSL_cleanse(t.p, t.len);
 	buf_free(&t);
-	buf_free(&creq);
-	free(f);
 	return st;
 }
 
@@ -566,16 +591,13 @@ resign(struct hreq *r, struct cred *const *cs, size_t n, const char *sandbox,
 {
 	struct h1head *hd = &r->hd;
 	struct sigv4_auth a;
-	struct sigv4_field *f;
-	struct sigv4_req q;
 	struct cred *c = NULL;
-	struct buf creq;
 	unsigned char key[32], ckey[32];
 	char ph[CRED_PH_LEN + 1], err[200], scope[200], sig[65], out[SIGV4_SH_MAX + 512];
 	int chunks;
 	const char *amz, *hash;
 	char amzb[17], hashb[128];
-	size_t k, nf = 0;
+	size_t k;
 	int st = 0;
 
 	if (sigv4_auth_parse(hd->data.p + h->vo, h->vl, &a, err, sizeof(err)) == -1) {
@@ -648,23 +670,12 @@ resign(struct hreq *r, struct cred *const *cs, size_t n, const char *sandbox,
 			return 431;
 		}
 	}
-	f = sigv4_fields(hd, hosthdr, &nf);
-	memset(&q, 0, sizeof(q));
-	q.method = h1head_method(hd);
-	q.target = hd->data.p + (r->up_l > 0 ? r->up_o : r->path_o);
-	q.tl = r->up_l > 0 ? r->up_l : r->path_l;
-	q.f = f;
-	q.nf = nf;
-	q.payload_hash = hash;
-	q.s3 = strcmp(a.service, "s3") == 0;
-	buf_init(&creq, SIGV4_CREQ_MAX);
-	if (sigv4_canonical(&q, a.signed_headers, &creq, err, sizeof(err)) == -1) {
+	if (sign_upstream(hd, hosthdr, &a, c, hd->data.p + (r->up_l > 0 ? r->up_o : r->path_o),
+	    r->up_l > 0 ? r->up_l : r->path_l, hash, strcmp(a.service, "s3") == 0, amz, key,
+	    scope, sig, err, sizeof(err)) == -1) {
 		snprintf(why, whylen, "the request cannot be signed again: %s", err);
 		st = 400;
 	} else {
-		sigv4_key(c->value, a.date, a.region, a.service, key);
-		sigv4_scope(&a, scope, sizeof(scope));
-		sigv4_sign(key, amz, scope, creq.p, creq.len, sig);
 		if (chunks) {
 			/*
 			 * Each chunk is signed in a chain from the seed (the
@@ -688,8 +699,6 @@ resign(struct hreq *r, struct cred *const *cs, size_t n, const char *sandbox,
 			note(r, c->name, "sigv4");
 		OPENSSL_cleanse(out, sizeof(out));
 	}
-	buf_free(&creq);
-	free(f);
 	return st;
 }
 
