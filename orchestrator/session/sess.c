@@ -311,7 +311,6 @@ static int
 personalise(struct sess *s, const char *applied, const char *pre,
     const char *pre_files, char *err, size_t errlen)
 {
-	const struct runtime_ops *op = s->mgr->rt->ops;
 	struct buf files;
 	int rc = 0;
 
@@ -325,9 +324,7 @@ personalise(struct sess *s, const char *applied, const char *pre,
 		rc = -1;
 	} else if (files.len > 0 && buf_add(&files, "", 1) == 0)
 		/* after the home: written into it, not under its mount */
-		sess_client_files_write(s, files.p, s->mgr->conf->homes_enabled &&
-		    s->user[0] != '\0' && (op->home_prepare != NULL ||
-		    op->home_attach != NULL));
+		sess_client_files_write(s, files.p);
 	buf_free(&files);
 	return rc;
 }
@@ -1354,9 +1351,7 @@ policy_apply(struct sess *s, char *err, size_t errlen)
 	 * running cannot change; the proxy refuses nothing by it.
 	 */
 	if (files.len > 0 && buf_add(&files, "", 1) == 0)
-		sess_client_files_write(s, files.p, m->conf->homes_enabled &&
-		    s->user[0] != '\0' && (m->rt->ops->home_prepare != NULL ||
-		    m->rt->ops->home_attach != NULL));
+		sess_client_files_write(s, files.p);
 	buf_free(&files);
 	log_info("session=%s sandbox=%s policy registered at the proxy",
 	    s->sid, s->rtid);

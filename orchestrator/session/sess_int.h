@@ -274,10 +274,10 @@ int	sm_agent_call(struct sess *s, const char *method, const char *path,
 /*
  * Writes the client files text describes (rt_egress.files_out: the JSON
  * text {"path":"content"}; NULL or "": none) into s's sandbox's home
- * (RT_HOME_PATH when has_home, else its commands' HOME), mode 0600.
+ * (RT_HOME_PATH when the session has a home, else its commands' HOME), mode 0600.
  * Failures are logged.
  */
-void	sess_client_files_write(struct sess *s, const char *text, int has_home);
+void	sess_client_files_write(struct sess *s, const char *text);
 
 /* ---- pool.c ---- */
 /* Takes one ready pool member (the caller frees it); NULL if none. */

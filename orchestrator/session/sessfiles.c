@@ -108,8 +108,13 @@ out:
 }
 
 void
-sess_client_files_write(struct sess *s, const char *text, int has_home)
+sess_client_files_write(struct sess *s, const char *text)
 {
+	const struct runtime_ops *op = s->mgr->rt->ops;
+	/* the session has a home (homes): RT_HOME_PATH is mounted there */
+	int has_home = s->mgr->conf->homes_enabled && s->user[0] != '\0' &&
+	    (op->home_prepare != NULL || op->home_attach != NULL);
+
 	cJSON *files = NULL, *f;
 	char home[HOME_MAX + 1], err[256], *path, *enc, target[3 * (HOME_MAX + 64) + 64];
 	struct buf resp;
