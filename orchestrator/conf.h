@@ -72,6 +72,14 @@ struct conf {
 	long long	 idle_ms;
 	long long	 stopped_ttl_ms;
 	long long	 reconcile_interval_ms;
+	int		 freeze;		/* reap.freeze */
+	long long	 frozen_ms;		/* reap.frozen */
+	long long	 idle_cpu_millis;	/* reap.idle_cpu */
+	/* memory pressure (session/pressure.c) */
+	long long	 press_min_avail;
+	long long	 press_stop_below;
+	long long	 press_psi;
+	long long	 press_idle_ms;
 
 	/* tools */
 	long long	 shell_timeout_ms;

@@ -581,8 +581,16 @@ status_text(const cJSON *st, struct buf *out)
 			span_text(a, sizeof(a), jll(st, "uptime_ms"));
 			span_text(b, sizeof(b), jll(st, "lifetime_left_ms"));
 			ign(buf_addf(out, ", up %s; %s left of its lifetime", a, b));
-			span_text(a, sizeof(a), jll(st, "idle_left_ms"));
-			ign(buf_addf(out, ", %s until the idle limit", a));
+			if (state != NULL && strcmp(state, "frozen") == 0) {
+				span_text(a, sizeof(a), jll(st, "frozen_ms"));
+				ign(buf_addf(out, "; frozen for %s because it was "
+				    "idle: its processes are kept as they were and "
+				    "the next command thaws them", a));
+			} else {
+				span_text(a, sizeof(a), jll(st, "idle_left_ms"));
+				ign(buf_addf(out, ", %s until the idle limit "
+				    "freezes it", a));
+			}
 		}
 		ign(buf_addf(out, ". Root: %s, writable root: %s.\nLimits: ",
 		    jtrue((cJSON *)st, "run_as_root") ? "yes" : "no",

@@ -122,7 +122,7 @@ TOOL_HANDLER(t_unexpose_port);
 #define SANDBOX_STATUS_OUT "{\"type\":\"object\",\"properties\":{"		\
 	"\"id\":{\"type\":\"string\"},\"org\":{\"type\":\"string\"},"		\
 	"\"user\":{\"type\":\"string\"},"					\
-	"\"state\":{\"type\":\"string\",\"enum\":[\"none\",\"running\",\"stopped\",\"provisioning\"]}," \
+	"\"state\":{\"type\":\"string\",\"enum\":[\"none\",\"running\",\"frozen\",\"stopped\",\"provisioning\"]}," \
 	"\"sandbox_id\":{\"type\":\"string\"},\"image\":{\"type\":\"string\"},"	\
 	"\"run_as_root\":{\"type\":\"boolean\"},\"writable_root\":{\"type\":\"boolean\"}," \
 	"\"use_kata\":{\"type\":\"boolean\"},"					\
@@ -135,7 +135,8 @@ TOOL_HANDLER(t_unexpose_port);
 	"\"stopped_ms\":{\"type\":\"number\"},\"last_used_ms\":{\"type\":\"number\"},"	\
 	"\"calls_in_flight\":{\"type\":\"number\"},"					\
 	"\"uptime_ms\":" NUM_OR_NULL ",\"lifetime_left_ms\":" NUM_OR_NULL ","		\
-	"\"idle_left_ms\":" NUM_OR_NULL ","						\
+	"\"idle_left_ms\":" NUM_OR_NULL ",\"idle_ms\":" NUM_OR_NULL ","		\
+	"\"frozen_ms\":" NUM_OR_NULL ","						\
 	"\"policy\":{\"type\":\"object\",\"description\":\"The session's credential policy (what the proxy lets it do with GitHub/GitLab), set by the operator or a trusted client; absent: none.\"," \
 	"\"properties\":{\"github\":{\"type\":\"object\",\"properties\":{}},"	\
 	"\"gitlab\":{\"type\":\"object\",\"properties\":{}}}},"			\
@@ -403,7 +404,7 @@ filetools_delete, 0,
 "\"memory\":{\"type\":\"string\",\"maxLength\":" XSTR(MAX_QTY) ",\"description\":\"Memory limit, e.g. \\\"512MiB\\\" or \\\"4GiB\\\" (default: the server's).\"},"
 "\"disk\":{\"type\":\"string\",\"maxLength\":" XSTR(MAX_QTY) ",\"description\":\"Disk limit for the sandbox's files, e.g. \\\"10GiB\\\" (default: the server's).\"},"
 "\"lifetime\":{\"type\":\"string\",\"maxLength\":" XSTR(MAX_QTY) ",\"description\":\"How long the sandbox may run before it is stopped (files kept), e.g. \\\"4h\\\" (default: the server's).\"},"
-"\"idle_timeout\":{\"type\":\"string\",\"maxLength\":" XSTR(MAX_QTY) ",\"description\":\"How long without calls, commands or jobs before it is stopped (files kept), e.g. \\\"30m\\\".\"},"
+"\"idle_timeout\":{\"type\":\"string\",\"maxLength\":" XSTR(MAX_QTY) ",\"description\":\"How long without calls, commands or CPU work before it is frozen (processes kept in memory, thawed by the next call in milliseconds; where the server cannot freeze: stopped, files kept), e.g. \\\"30m\\\".\"},"
 "\"fresh_workspace\":{\"type\":\"boolean\",\"description\":\"Start with an empty /workspace instead of a copy of the current one (default false). The old files are deleted with the old sandbox.\"}"
 "},\"additionalProperties\":false}",
 "{\"readOnlyHint\":false,\"destructiveHint\":true,\"idempotentHint\":false,\"openWorldHint\":false}",

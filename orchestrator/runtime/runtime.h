@@ -105,6 +105,8 @@ struct rt_info {
 	int		 use_kata;
 	int		 run_as_root;
 	int		 writable_root;
+	int		 frozen;	/* RT_RUNNING with its processes frozen
+					 * (ops->freeze) */
 };
 
 /* What a sandbox uses now; -1 where the runtime cannot tell cheaply. */
@@ -114,6 +116,28 @@ struct rt_usage {
 	int		 disk_partial;	/* 1: disk_bytes is a lower bound (the
 					 * count stopped at its bound) */
 	long long	 oom_kills;	/* OOM kills so far */
+};
+
+/*
+ * The figures the idle reaper and the pressure handler read of a running
+ * sandbox, often and for many sandboxes (ops->load): a few small cgroup
+ * files, no walk. -1 where the runtime cannot tell.
+ */
+struct rt_load {
+	long long	 cpu_usec;	/* CPU time used since it started */
+	long long	 mem_bytes;	/* memory charged to it */
+	int		 frozen;	/* 1: its processes are frozen */
+};
+
+/*
+ * The host's memory as the pressure handler sees it (ops->pressure):
+ * /proc/meminfo and PSI (/proc/pressure/memory). -1 where unknown.
+ */
+struct rt_pressure {
+	long long	 mem_total;	/* bytes */
+	long long	 mem_available;	/* bytes: MemAvailable */
+	double		 some_avg10;	/* % of time some task stalled on memory */
+	double		 full_avg10;	/* % of time all tasks stalled */
 };
 
 /* How to reach a sandbox's agent (docs/internals/agent-protocol.md). */
@@ -316,6 +340,31 @@ struct runtime_ops {
 		    size_t errlen);
 	int	(*home_list)(struct runtime *, struct rt_home **out, size_t *n,
 		    char *err, size_t errlen);
+	/*
+	 * Freezing (docs/local-runtime.md, "Idle sandboxes: frozen, then
+	 * stopped"); NULL ops: this runtime cannot freeze, and an idle
+	 * sandbox is stopped instead. freeze with on = 1 stops every process
+	 * of the running sandbox id where it is (no CPU, memory kept, its
+	 * sockets open), on = 0 lets them run again; both idempotent, and
+	 * fast (milliseconds). A frozen sandbox stays RT_RUNNING with
+	 * rt_info.frozen set; stop and destroy take a frozen one as well.
+	 */
+	int	(*freeze)(struct runtime *, const char *id, int on, char *err,
+		    size_t errlen);
+	/* rt_load of running sandbox id: 0, or -1 with err. */
+	int	(*load)(struct runtime *, const char *id, struct rt_load *out,
+		    char *err, size_t errlen);
+	/*
+	 * Asks the kernel to take back about bytes of sandbox id's memory
+	 * (its page cache; anonymous memory only where the host swaps),
+	 * never below what it needs: nothing is killed. *freed: what its
+	 * charge fell by. 0, or -1 with err. NULL op: not supported.
+	 */
+	int	(*reclaim)(struct runtime *, const char *id, long long bytes,
+		    long long *freed, char *err, size_t errlen);
+	/* The host's memory now (rt_pressure): 0, or -1 where the runtime
+	 * has no host (kubernetes: NULL op). */
+	int	(*pressure)(struct runtime *, struct rt_pressure *out);
 	void	(*free)(struct runtime *);
 };
 

@@ -601,7 +601,8 @@ apps_open(struct sessmgr *m, const char *host, const char *token,
 	char rtid[ID_SANDBOX_MAX], h[APP_HASH_HEX + 1], rerr[256];
 	struct app a;
 	struct sess *s;
-	int running, crc;
+	enum sess_err e;
+	int rc, same, crc;
 
 	out->fd = -1;
 	out->addr[0] = '\0';
@@ -613,25 +614,40 @@ apps_open(struct sessmgr *m, const char *host, const char *token,
 		return -1;
 	}
 	scpy(rtid, sizeof(rtid), s->rtid);
-	running = s->state == S_RUNNING;
+	s->refs++;
 	pthread_mutex_unlock(&m->mu);
 	if (!m->conf->apps_public) {
 		if (token == NULL) {
+			sess_put(s);
 			*status = 401;
 			snprintf(err, errlen, "This app needs its token.");
 			return -1;
 		}
 		token_hash(token, h);
 		if (CRYPTO_memcmp(h, a.hash, APP_HASH_HEX) != 0) {
+			sess_put(s);
 			*status = 401;
 			snprintf(err, errlen, "The token is not this app's.");
 			return -1;
 		}
 	}
-	if (!running) {
+	/* A request wakes the app's sandbox: a frozen one is thawed, a
+	 * stopped one started (its workspace kept; seconds: the gateway
+	 * holds the request meanwhile). Then it must still be the sandbox
+	 * the route named. */
+	rc = sess_wake(s, &e, rerr, sizeof(rerr));
+	pthread_mutex_lock(&m->mu);
+	same = strcmp(s->rtid, rtid) == 0;
+	pthread_mutex_unlock(&m->mu);
+	sess_put(s);
+	if (rc == -1 || !same) {
 		*status = 503;
-		snprintf(err, errlen, "The sandbox of this app is stopped; the next "
-		    "tool call of its session starts it again.");
+		snprintf(err, errlen, "The sandbox of this app could not be "
+		    "started%s%s", rc == -1 ? ": " : " (it was replaced)",
+		    rc == -1 ? rerr : "");
+		if (rc == -1)
+			log_warnx("sandbox=%s app=%s wake failed: %s", rtid, a.name,
+			    rerr);
 		return -1;
 	}
 	if (m->rt->ops->app_connect == NULL)

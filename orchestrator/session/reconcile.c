@@ -90,6 +90,10 @@ adopt_locked(struct sess *s, const struct rt_info *ri, int live)
 	sm_policy_adopt_locked(s, rt_label(ri, POLICY_LABEL));
 	s->personalised = 0;
 	s->addr_ok = 0;
+	/* frozen before a restart: the next call thaws it (sm_thaw) */
+	atomic_store(&s->frozen, live && ri->frozen);
+	atomic_store(&s->frozen_ms, live && ri->frozen ? util_unix_ms() : 0);
+	atomic_store(&s->cpu_at_ms, 0);
 }
 
 /*
@@ -275,6 +279,88 @@ agent_busy(struct sess *s, long long *last_activity)
 	return busy;
 }
 
+/*
+ * The sandbox's CPU use since the reaper's last sample, in millicores
+ * (1000: one core busy), sampling it now; -1 when there is no window of
+ * a second yet (the first sample, or one too recent) or the runtime
+ * cannot tell.
+ */
+static long long
+cpu_millis(struct sess *s, long long now)
+{
+	struct sessmgr *m = s->mgr;
+	struct rt_load ld;
+	char err[128];
+	long long r = -1, at = atomic_load(&s->cpu_at_ms);
+
+	if (m->rt->ops->load == NULL || (at != 0 && now - at < 1000))
+		return -1;
+	if (m->rt->ops->load(m->rt, s->rtid, &ld, err, sizeof(err)) == -1 ||
+	    ld.cpu_usec < 0)
+		return -1;
+	if (at != 0 && ld.cpu_usec >= s->cpu_usec)
+		r = (ld.cpu_usec - s->cpu_usec) / (now - at);
+	s->cpu_usec = ld.cpu_usec;
+	atomic_store(&s->cpu_at_ms, now);
+	return r;
+}
+
+/*
+ * Idle, and the runtime can freeze: freeze it (docs/local-runtime.md,
+ * "Idle sandboxes"). Idle means no call (a shell command in progress is
+ * one) and CPU use under reap.idle_cpu over the last window: a build or a
+ * test run in a job keeps it awake, a dev server waiting for requests
+ * does not. Open app connections count as calls (the gateway's activity).
+ * 1 when it is frozen (or stays awake for now), 0 when freezing is not
+ * for it and the stop path decides.
+ */
+static int
+freeze_idle(struct sess *s, long long now)
+{
+	struct sessmgr *m = s->mgr;
+	char err[256];
+	long long cpu;
+
+	if (!m->conf->freeze || m->rt->ops->freeze == NULL)
+		return 0;
+	if ((cpu = cpu_millis(s, now)) < 0)
+		return 1;	/* decided at the next sweep */
+	if (cpu > m->conf->idle_cpu_millis) {
+		log_debug("session=%s sandbox=%s not frozen: %lld millicores of "
+		    "CPU", s->sid, s->rtid, cpu);
+		return 1;
+	}
+	if (pthread_rwlock_trywrlock(&s->lk) != 0)
+		return 1;	/* a call is starting */
+	if (s->state == S_RUNNING && !s->provisioning &&
+	    atomic_load(&s->inflight) == 0 &&
+	    now - atomic_load(&s->last_used_ms) >= sm_idle_ms(s))
+		(void)sm_freeze(s, "idle", err, sizeof(err));
+	pthread_rwlock_unlock(&s->lk);
+	return 1;
+}
+
+/* Frozen for reap.frozen (or past its lifetime): stopped, files kept. */
+static void
+stop_frozen(struct sess *s, long long now)
+{
+	struct sessmgr *m = s->mgr;
+	char err[256];
+
+	if (now - atomic_load(&s->frozen_ms) < m->conf->frozen_ms &&
+	    now - s->started_ms < sm_lifetime_ms(s))
+		return;
+	if (pthread_rwlock_trywrlock(&s->lk) != 0)
+		return;
+	if (s->state == S_RUNNING && atomic_load(&s->frozen) &&
+	    sess_do_stop(s, "frozen", err, sizeof(err)) == 0) {
+		pthread_mutex_lock(&m->mu);
+		m->n_reap_frozen++;
+		pthread_mutex_unlock(&m->mu);
+	}
+	pthread_rwlock_unlock(&s->lk);
+}
+
 static void
 reap_one(struct sess *s, long long now)
 {
@@ -287,6 +373,10 @@ reap_one(struct sess *s, long long now)
 
 	if (atomic_load(&s->inflight) > 0)
 		return;
+	if (s->state == S_RUNNING && atomic_load(&s->frozen)) {
+		stop_frozen(s, now);
+		return;
+	}
 	if (s->state == S_STOPPED) {
 		if (s->stopped_ms == 0 || now - s->stopped_ms < c->stopped_ttl_ms)
 			return;
@@ -306,6 +396,9 @@ reap_one(struct sess *s, long long now)
 	idle = now - atomic_load(&s->last_used_ms);
 	life = now - s->started_ms;
 	if (idle < sm_idle_ms(s) && life < sm_lifetime_ms(s))
+		return;
+	if (idle >= sm_idle_ms(s) && life < sm_lifetime_ms(s) &&
+	    freeze_idle(s, now))
 		return;
 	if (pthread_rwlock_trywrlock(&s->lk) != 0)
 		return;	/* a call is running: activity */

@@ -745,9 +745,13 @@ set_provisioning(struct sess *s, int on)
 	pthread_mutex_unlock(&s->mgr->mu);
 }
 
-int
-sess_enter(struct sess *s, const struct rt_progress *pg, enum sess_err *e,
-    char *err, size_t errlen)
+/*
+ * sess_enter, and sess_wake with nocreate: a session with no sandbox is
+ * not given one (-1, *e SE_NOTFOUND).
+ */
+static int
+enter(struct sess *s, const struct rt_progress *pg, int nocreate,
+    enum sess_err *e, char *err, size_t errlen)
 {
 	struct sessmgr *m = s->mgr;
 	int rc;
@@ -757,7 +761,19 @@ sess_enter(struct sess *s, const struct rt_progress *pg, enum sess_err *e,
 		if (s->state == S_RUNNING && s->personalised && !atomic_load(&s->dead)) {
 			atomic_fetch_add(&s->inflight, 1);
 			atomic_store(&s->last_used_ms, util_unix_ms());
-			return 0;
+			/* Frozen while idle: a call thaws it (milliseconds). A
+			 * runtime that cannot is a sandbox gone wrong: the
+			 * slow path below looks at it again. */
+			if (sm_thaw(s, err, errlen) == 0)
+				return 0;
+			atomic_store(&s->dead, 1);
+			atomic_fetch_sub(&s->inflight, 1);
+		}
+		if (nocreate && s->state == S_NONE) {
+			pthread_rwlock_unlock(&s->lk);
+			*e = SE_NOTFOUND;
+			snprintf(err, errlen, "the session has no sandbox");
+			return -1;
 		}
 		pthread_rwlock_unlock(&s->lk);
 		if (lock_excl(s, "this session's sandbox is busy being changed by "
@@ -793,7 +809,11 @@ sess_enter(struct sess *s, const struct rt_progress *pg, enum sess_err *e,
 			pthread_mutex_unlock(&m->mu);
 		}
 		rc = 0;
-		if (s->state == S_NONE)
+		if (s->state == S_NONE && nocreate) {
+			*e = SE_NOTFOUND;
+			snprintf(err, errlen, "the session has no sandbox");
+			rc = -1;
+		} else if (s->state == S_NONE)
 			rc = provision(s, NULL, pg, e, err, errlen);
 		else if (s->state == S_STOPPED)
 			rc = resume(s, pg, e, err, errlen);
@@ -813,6 +833,22 @@ sess_enter(struct sess *s, const struct rt_progress *pg, enum sess_err *e,
 		if (rc == -1)
 			return -1;
 	}
+}
+
+int
+sess_enter(struct sess *s, const struct rt_progress *pg, enum sess_err *e,
+    char *err, size_t errlen)
+{
+	return enter(s, pg, 0, e, err, errlen);
+}
+
+int
+sess_wake(struct sess *s, enum sess_err *e, char *err, size_t errlen)
+{
+	if (enter(s, NULL, 1, e, err, errlen) == -1)
+		return -1;
+	sess_leave(s);
+	return 0;
 }
 
 const struct rt_agent_addr *
@@ -996,6 +1032,9 @@ sess_do_stop(struct sess *s, const char *reason, char *err, size_t errlen)
 
 	if (s->state != S_RUNNING)
 		return 0;
+	/* A frozen sandbox's processes could not take their signals. */
+	if (sm_thaw(s, err, errlen) == -1)
+		log_warnx("session=%s sandbox=%s stopped frozen", s->sid, s->rtid);
 	s->stopped_ms = util_unix_ms();
 	sm_record(s, s->rtid, 1, &rec);
 	if (m->rt->ops->set_labels(m->rt, s->rtid, rec.kv, rec.n, err,
@@ -1008,6 +1047,8 @@ sess_do_stop(struct sess *s, const char *reason, char *err, size_t errlen)
 		    s->sid, s->rtid, reason, err);
 		return -1;
 	}
+	atomic_store(&s->frozen, 0);
+	atomic_store(&s->frozen_ms, 0);
 	pthread_mutex_lock(&m->mu);
 	s->state = S_STOPPED;
 	s->started_ms = 0;
@@ -1028,6 +1069,8 @@ sess_do_destroy(struct sess *s, const char *reason, char *err, size_t errlen)
 		return 0;
 	}
 	snprintf(id, sizeof(id), "%s", s->rtid);
+	(void)sm_thaw(s, err, errlen);
+	atomic_store(&s->frozen, 0);
 	agentc_cache_clear(&s->conns);
 	pthread_mutex_lock(&m->mu);
 	sm_pending_add_locked(m, id);

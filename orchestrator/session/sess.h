@@ -89,6 +89,12 @@ void	sess_put(struct sess *);
 int	sess_enter(struct sess *, const struct rt_progress *pg, enum sess_err *e,
 	    char *err, size_t errlen) WUNRES;
 void	sess_leave(struct sess *);
+/* Makes s's sandbox ready for a connection without a call: thaws a
+ * frozen one, starts a stopped one (may take seconds); never makes a new
+ * one (-1 with *e SE_NOTFOUND when it has none). Counts as activity. 0,
+ * or -1 with *e and err. Holds nothing after. */
+int	sess_wake(struct sess *, enum sess_err *e, char *err, size_t errlen)
+	    WUNRES;
 /* Holds s shared like sess_enter, without starting anything (its sandbox
  * may be stopped or absent), waiting at most ms for a lifecycle change.
  * 0, or -1 when one is still running. Release with sess_release. */

@@ -128,6 +128,15 @@ struct sess {
 	/* atomics */
 	atomic_int	 inflight;
 	atomic_llong	 last_used_ms;
+	/* Frozen (docs/local-runtime.md, "Idle sandboxes"): set under lk
+	 * exclusive (the reaper, pressure.c), cleared by sm_thaw under lk
+	 * either way, so no call ever runs while it is set. */
+	atomic_int	 frozen;
+	atomic_llong	 frozen_ms;	/* unix ms it was frozen; 0: not */
+	/* the reaper's last CPU sample of its sandbox (cpu_usec: the one
+	 * reaper thread only; cpu_at_ms 0: none yet, as sm_thaw resets it) */
+	long long	 cpu_usec;
+	atomic_llong	 cpu_at_ms;
 	atomic_llong	 interrupt_ms;	/* last sess_interrupt (mono) */
 	/* agent connection cache */
 	struct agentc_cache conns;	/* idle agent connections */
@@ -172,9 +181,22 @@ struct sessmgr {
 				 n_stopped, n_destroyed, n_adopted, n_orphans,
 				 n_reap_idle, n_reap_lifetime, n_reap_ttl,
 				 n_reap_limit, n_fixed;
+	unsigned long long	 n_frozen, n_thawed, n_reap_frozen;
+	double			 thaw_secs_sum;
+	/* pressure.c: actions taken, bytes reclaimed, rounds under pressure */
+	unsigned long long	 n_press_reclaim, n_press_freeze, n_press_stop,
+				 press_reclaimed, n_press_rounds;
 	double			 create_secs_sum;
 	unsigned long long	 create_count;
 };
+
+/* Thaws s's sandbox if it is frozen (held: s->lk, either way); counted
+ * and logged with the time it took. 0, or -1 with err (the runtime could
+ * not: the caller treats the sandbox as gone). */
+int	sm_thaw(struct sess *s, char *err, size_t errlen);
+/* Freezes s's running sandbox (held: s->lk exclusive; no call in flight).
+ * why is logged. 0, or -1 with err. */
+int	sm_freeze(struct sess *s, const char *why, char *err, size_t errlen);
 
 typedef int (*sm_rt_idop)(struct runtime *, const char *, char *, size_t);
 
@@ -216,6 +238,7 @@ int	sm_rt_attach(struct sessmgr *m, const char *id, const struct rt_egress *eg,
 int	sm_count_state_locked(struct sessmgr *m, enum sstate st);
 
 /* Running sandboxes, the warm pool and creations included. */
+int	sm_count_frozen_locked(struct sessmgr *m);
 int	sm_count_running_locked(struct sessmgr *m);
 
 void	sm_fmt_ll(char *b, size_t n, long long v);

@@ -382,6 +382,18 @@ sm_count_state_locked(struct sessmgr *m, enum sstate st)
 }
 
 int
+sm_count_frozen_locked(struct sessmgr *m)
+{
+	struct sess *s;
+	int i, n = 0;
+
+	for (i = 0; i < HASH_SIZE; i++)
+		for (s = m->tab[i]; s != NULL; s = s->hnext)
+			n += s->state == S_RUNNING && atomic_load(&s->frozen);
+	return n;
+}
+
+int
 sm_count_running_locked(struct sessmgr *m)
 {
 	return m->npool + m->pool_creating + m->creating +
@@ -573,6 +585,67 @@ idempotent(const char *method, const char *path)
 }
 
 int
+sm_thaw(struct sess *s, char *err, size_t errlen)
+{
+	struct sessmgr *m = s->mgr;
+	long long t0, since;
+	double dt;
+
+	if (!atomic_load(&s->frozen))
+		return 0;
+	t0 = util_mono_us();
+	if (m->rt->ops->freeze == NULL ||
+	    m->rt->ops->freeze(m->rt, s->rtid, 0, err, errlen) == -1) {
+		if (m->rt->ops->freeze == NULL)
+			snprintf(err, errlen, "the runtime cannot thaw");
+		log_warnx("session=%s sandbox=%s thaw failed err=\"%s\"", s->sid,
+		    s->rtid, err);
+		return -1;
+	}
+	since = atomic_exchange(&s->frozen_ms, 0);
+	atomic_store(&s->frozen, 0);
+	atomic_store(&s->cpu_at_ms, 0);	/* a new CPU window from now */
+	dt = (double)(util_mono_us() - t0) / 1e6;
+	pthread_mutex_lock(&m->mu);
+	m->n_thawed++;
+	m->thaw_secs_sum += dt;
+	pthread_mutex_unlock(&m->mu);
+	log_info("session=%s sandbox=%s thawed in %.2f ms (frozen %lld s)",
+	    s->sid, s->rtid, dt * 1000.0, since > 0 ?
+	    (util_unix_ms() - since) / 1000 : 0);
+	return 0;
+}
+
+int
+sm_freeze(struct sess *s, const char *why, char *err, size_t errlen)
+{
+	struct sessmgr *m = s->mgr;
+
+	if (atomic_load(&s->frozen))
+		return 0;
+	if (m->rt->ops->freeze == NULL) {
+		snprintf(err, errlen, "the runtime cannot freeze");
+		return -1;
+	}
+	/* Its idle connections go: the agent's timers would close them
+	 * while it is frozen or just after, under the next call. */
+	agentc_cache_clear(&s->conns);
+	if (m->rt->ops->freeze(m->rt, s->rtid, 1, err, errlen) == -1) {
+		log_warnx("session=%s sandbox=%s freeze failed err=\"%s\"", s->sid,
+		    s->rtid, err);
+		return -1;
+	}
+	atomic_store(&s->frozen_ms, util_unix_ms());
+	atomic_store(&s->frozen, 1);
+	pthread_mutex_lock(&m->mu);
+	m->n_frozen++;
+	pthread_mutex_unlock(&m->mu);
+	log_info("session=%s sandbox=%s frozen reason=%s (idle %lld s)", s->sid,
+	    s->rtid, why, (util_unix_ms() - atomic_load(&s->last_used_ms)) / 1000);
+	return 0;
+}
+
+int
 sm_agent_call(struct sess *s, const char *method, const char *path,
     const char *body, size_t bodylen, int timeout_ms,
     const struct agentc_cancel *cx, int *status, struct buf *resp, char *err,
@@ -582,6 +655,10 @@ sm_agent_call(struct sess *s, const char *method, const char *path,
 	int cached, tries, delivered = 0;
 
 	*status = 0;
+	/* Whatever asks its agent wakes it (tool calls thaw in sess_enter;
+	 * this is for the rest: status, policy files, interrupts). */
+	if (sm_thaw(s, err, errlen) == -1)
+		return -2;
 	for (tries = 0; tries < 2; tries++) {
 		if ((c = agentc_cache_get(&s->conns, &s->addr, AGENT_CONNECT_MS, &cached,
 		    err, errlen)) == NULL) {
@@ -629,6 +706,11 @@ sessmgr_metrics(struct sessmgr *m, struct buf *b)
 	METRIC_LINE("orch_sandboxes_adopted_total", "Sandboxes adopted by reconcile.", "counter", m->n_adopted);
 	METRIC_LINE("orch_orphans_removed_total", "Unlabelled sandboxes removed by reconcile.", "counter", m->n_orphans);
 	METRIC_LINE("orch_records_fixed_total", "Session records fixed by reconcile.", "counter", m->n_fixed);
+	METRIC_LINE("orch_sessions_frozen", "Sessions whose sandbox is frozen.", "gauge", sm_count_frozen_locked(m));
+	METRIC_LINE("orch_sandboxes_frozen_total", "Sandboxes frozen (idle or memory pressure).", "counter", m->n_frozen);
+	METRIC_LINE("orch_sandboxes_thawed_total", "Frozen sandboxes thawed by a call or an app request.", "counter", m->n_thawed);
+	METRIC_LINE("orch_pressure_rounds_total", "Reaper rounds that found the host under memory pressure.", "counter", m->n_press_rounds);
+	METRIC_LINE("orch_pressure_reclaimed_bytes_total", "Memory idle sandboxes gave back under pressure.", "counter", m->press_reclaimed);
 #undef METRIC_LINE
 	r |= buf_addf(b, "# HELP orch_reaped_total Sandboxes reaped, by reason.\n"
 	    "# TYPE orch_reaped_total counter\n"
@@ -637,6 +719,19 @@ sessmgr_metrics(struct sessmgr *m, struct buf *b)
 	    "orch_reaped_total{reason=\"stopped_ttl\"} %llu\n"
 	    "orch_reaped_total{reason=\"stopped_limit\"} %llu\n",
 	    m->n_reap_idle, m->n_reap_lifetime, m->n_reap_ttl, m->n_reap_limit);
+	r |= buf_addf(b, "orch_reaped_total{reason=\"frozen\"} %llu\n",
+	    m->n_reap_frozen);
+	r |= buf_addf(b, "# HELP orch_pressure_actions_total What memory pressure "
+	    "did to idle sandboxes, least recently used first.\n"
+	    "# TYPE orch_pressure_actions_total counter\n"
+	    "orch_pressure_actions_total{action=\"reclaim\"} %llu\n"
+	    "orch_pressure_actions_total{action=\"freeze\"} %llu\n"
+	    "orch_pressure_actions_total{action=\"stop\"} %llu\n",
+	    m->n_press_reclaim, m->n_press_freeze, m->n_press_stop);
+	r |= buf_addf(b, "# HELP orch_thaw_seconds Time to thaw a frozen sandbox.\n"
+	    "# TYPE orch_thaw_seconds summary\n"
+	    "orch_thaw_seconds_sum %.6f\norch_thaw_seconds_count %llu\n",
+	    m->thaw_secs_sum, m->n_thawed);
 	r |= buf_addf(b, "# HELP orch_sandbox_create_seconds Time to create a sandbox.\n"
 	    "# TYPE orch_sandbox_create_seconds summary\n"
 	    "orch_sandbox_create_seconds_sum %.6f\norch_sandbox_create_seconds_count %llu\n",

@@ -28,7 +28,7 @@ sstate_name(const struct sess *s)
 		return "provisioning";
 	switch (s->state) {
 	case S_NONE: return "none";
-	case S_RUNNING: return "running";
+	case S_RUNNING: return atomic_load(&s->frozen) ? "frozen" : "running";
 	case S_STOPPED: return "stopped";
 	}
 	return "unknown";
@@ -76,6 +76,10 @@ sess_json_locked(struct sess *s)
 	add_ms_or_null(o, "uptime_ms", run, now - s->started_ms);
 	add_ms_or_null(o, "lifetime_left_ms", run, s->started_ms + life - now);
 	add_ms_or_null(o, "idle_left_ms", run, used + idle - now);
+	/* how long since its last call, and since when it is frozen */
+	add_ms_or_null(o, "idle_ms", run, now - used);
+	add_ms_or_null(o, "frozen_ms", run && atomic_load(&s->frozen),
+	    now - atomic_load(&s->frozen_ms));
 	/* absent when none (sandbox_status's outputSchema: an object) */
 	if (s->policy != NULL && (l = cJSON_Parse(s->policy)) != NULL)
 		cJSON_AddItemToObject(o, "policy", l);
@@ -216,7 +220,9 @@ sess_status(struct sess *s)
 	add_ms_or_null(u, "disk_bytes", us.disk_bytes >= 0, us.disk_bytes);
 	cJSON_AddBoolToObject(u, "disk_partial", us.disk_partial);
 	add_ms_or_null(u, "oom_kills", us.oom_kills >= 0, us.oom_kills);
-	if (held && s->state == S_RUNNING)
+	/* A frozen sandbox's agent cannot answer, and a look is no call:
+	 * it stays frozen (the next command thaws it). */
+	if (held && s->state == S_RUNNING && !atomic_load(&s->frozen))
 		status_agent(s, o);
 	else {
 		cJSON_AddBoolToObject(o, "busy", 0);

@@ -28,7 +28,7 @@ home_loops() { losetup -a 2>/dev/null | grep -c "$HOMES/" || true; }
 img_loops() { losetup -j "$HOMES/u-$1/home.img" 2>/dev/null | wc -l; }
 
 orch_config "homes:" "  size: 64MiB" "  keep_mounted: 3s" "  users:" "    bigu: 80MiB" \
-    "reap:" "  interval: 300ms" "  idle: 4s"
+    "reap:" "  interval: 300ms" "  idle: 4s" "  freeze: false"
 check "orch starts" orch_start
 
 out=$(sh_as a1 alice 'echo "HOME=$HOME"; echo n1 > $HOME/note; cat /home/user/note')

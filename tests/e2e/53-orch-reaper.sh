@@ -5,7 +5,10 @@
 . "$(dirname "$0")/../lib/common.sh"
 . "$TOP/tests/mcp/orch-lib.sh"
 
-orch_config "reap:" "  interval: 200ms" "  idle: 3s" "  lifetime: 12s" "  stopped_ttl: 10s"
+# reap.freeze off: this is the stop path (runtimes that cannot freeze, and
+# the operator's choice); freezing is r31-orch-freeze.sh's.
+orch_config "reap:" "  interval: 200ms" "  idle: 3s" "  lifetime: 12s" "  stopped_ttl: 10s" \
+	"  freeze: false"
 check "orch starts" orch_start
 
 alive() { sbx_alive "$@"; }

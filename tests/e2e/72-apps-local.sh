@@ -214,11 +214,16 @@ check "after a restart the apps are announced again" [ "$(echo "$routes" | jq -r
 out=$($PROBE "$CTL" open "$host" "$tok3" /index.html)
 check "and the token still opens it" contains <(echo "$out") hello-from-app-a1
 
-# Stopped: 503. The next tool call resumes the sandbox.
+# Stopped: the route stays, and a request starts the sandbox again (its
+# workspace kept). The server process did not survive the stop: 502 saying
+# nothing listens, not a 503 at once.
 rest POST /v1/sessions/a1/stop >/dev/null
-out=$($PROBE "$CTL" open "$host" "$tok3")
-check "a stopped sandbox's app: 503" [ "$(echo "$out" | jq -r .status)" = 503 ]
 check "the route stays while stopped" [ "$($PROBE "$CTL" routes | jq -r --arg h "$host" '[.[] | select(.host == $h)] | length')" = 1 ]
+out=$($PROBE "$CTL" open "$host" "$tok3")
+check "a stopped sandbox's app: the request started it" [ "$(rest GET /v1/sessions/a1 | jq -r .state)" = running ]
+check "... and its server is gone: 502 saying nothing listens" eval \
+	'[ "$(echo "$out" | jq -r .status)" = 502 ] && echo "$out" | grep -q "Nothing listens"'
+check "the wake logged as a resume" contains "$ORCH_LOG" "session=a1 sandbox=$sb resumed"
 
 # The app ends with its sandbox.
 mcp_tool a1 clear_session '{}' >/dev/null
@@ -248,10 +253,10 @@ for act in true false; do
 	st=$(rest GET /v1/sessions/d-$act | jq -r .state)
 	if [ $act = true ]; then
 		check "app traffic kept the sandbox from the idle reaper" [ "$st" = running ]
-		wait_until 10 bash -c "[ \"\$(curl -s -H 'Authorization: Bearer $ORCH_KEY' $ORCH_URL/v1/sessions/d-$act | jq -r .state)\" = stopped ]"
-		check "without traffic it is reaped as idle" [ "$(rest GET /v1/sessions/d-$act | jq -r .state)" = stopped ]
+		wait_until 10 bash -c "[ \"\$(curl -s -H 'Authorization: Bearer $ORCH_KEY' $ORCH_URL/v1/sessions/d-$act | jq -r .state)\" = frozen ]"
+		check "without traffic it is frozen as idle" [ "$(rest GET /v1/sessions/d-$act | jq -r .state)" = frozen ]
 	else
-		check "apps.activity false: app traffic does not count" [ "$st" = stopped ]
+		check "apps.activity false: app traffic does not count" [ "$st" = frozen ]
 	fi
 	orch_stop
 done

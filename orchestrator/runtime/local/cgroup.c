@@ -648,3 +648,168 @@ rl_cg_remove(const struct rl_cg *cg, const char *id)
 	cg_rm(cg->v1_freezer, id);
 	return 0;
 }
+
+/*
+ * Freezing (docs/local-runtime.md, "Idle sandboxes"): the v2 cgroup's
+ * cgroup.freeze where there is one (v2 and the hybrid: the core freezer
+ * needs no controller, and it takes the agent's child cgroups too), else
+ * the v1 freezer. Root-owned files: a sandbox cannot thaw itself.
+ */
+static int
+v2_has(const struct rl_cg *cg, const char *id, const char *file)
+{
+	char p[RL_PATH_MAX + 128];
+
+	if (!cg->v2_track)
+		return 0;
+	snprintf(p, sizeof(p), "%s/%s/%s", cg->v2, id, file);
+	return access(p, F_OK) == 0;
+}
+
+int
+rl_cg_freeze(const struct rl_cg *cg, const char *id, int on, char *err,
+    size_t errlen)
+{
+	if (v2_has(cg, id, "cgroup.freeze"))
+		return cg_write(cg->v2, id, "cgroup.freeze", on ? "1" : "0",
+		    err, errlen);
+	if (cg->v1_freezer[0] != '\0')
+		return cg_write(cg->v1_freezer, id, "freezer.state", on ?
+		    "FROZEN" : "THAWED", err, errlen);
+	snprintf(err, errlen, "no cgroup freezer on this host");
+	return -1;
+}
+
+/* The first line of dir/id/file, in b (NUL-terminated). 0 or -1. */
+static int
+cg_read(const char *dir, const char *id, const char *file, struct buf *b)
+{
+	char p[RL_PATH_MAX + 128], e[RL_PATH_MAX + 192];
+
+	buf_init(b, RL_CG_FILE_MAX);
+	snprintf(p, sizeof(p), "%s/%s/%s", dir, id, file);
+	if (util_read_file_flags(p, O_NOFOLLOW, b, e, sizeof(e)) == -1 ||
+	    b->p == NULL) {
+		buf_free(b);
+		return -1;
+	}
+	return 0;
+}
+
+/* The value after "key " in a flat-keyed file's text; -1 if absent. */
+static long long
+keyed(const char *text, const char *key)
+{
+	size_t kl = strlen(key);
+	const char *t;
+
+	for (t = text; t != NULL && *t != '\0'; ) {
+		if (strncmp(t, key, kl) == 0 && t[kl] == ' ')
+			return strtoll(t + kl + 1, NULL, 10);
+		if ((t = strchr(t, '\n')) != NULL)
+			t++;
+	}
+	return -1;
+}
+
+int
+rl_cg_frozen(const struct rl_cg *cg, const char *id)
+{
+	struct buf b;
+	int r = 0;
+
+	if (v2_has(cg, id, "cgroup.freeze")) {
+		if (cg_read(cg->v2, id, "cgroup.freeze", &b) == 0) {
+			r = b.p[0] == '1';
+			buf_free(&b);
+		}
+		return r;
+	}
+	if (cg->v1_freezer[0] != '\0' &&
+	    cg_read(cg->v1_freezer, id, "freezer.state", &b) == 0) {
+		r = strncmp(b.p, "THAWED", 6) != 0;
+		buf_free(&b);
+	}
+	return r;
+}
+
+long long
+rl_cg_cpu_usec(const struct rl_cg *cg, const char *id)
+{
+	struct buf b;
+	long long v = -1;
+
+	if (cg->v2_track && cg_read(cg->v2, id, "cpu.stat", &b) == 0) {
+		v = keyed(b.p, "usage_usec");
+		buf_free(&b);
+		if (v >= 0)
+			return v;
+	}
+	if (cg->v1_cpu[0] != '\0' &&
+	    cg_read(cg->v1_cpu, id, "cpuacct.usage", &b) == 0) {
+		v = strtoll(b.p, NULL, 10);
+		v = v >= 0 ? v / 1000 : -1;
+		buf_free(&b);
+	}
+	return v;
+}
+
+/*
+ * Reclaim. v2: memory.reclaim (the kernel takes back what it can, and
+ * says EAGAIN when it could not take all: not an error here). v1 has no
+ * such file: the limit is lowered to what the sandbox would hold after,
+ * which makes the kernel reclaim (a write it cannot satisfy fails with
+ * EBUSY; nothing is killed), and put back at once. The sandbox is frozen
+ * meanwhile, so nothing of it can charge memory against the lowered
+ * limit and meet the OOM killer.
+ */
+int
+rl_cg_reclaim(const struct rl_cg *cg, const char *id, long long bytes,
+    char *err, size_t errlen)
+{
+	char v[32], e[64];
+	long long cur, lim;
+	struct buf b;
+	int was, rc;
+
+	if (bytes <= 0)
+		return 0;
+	if (cg->mode == RL_CG_V2) {
+		snprintf(v, sizeof(v), "%lld", bytes);
+		if (cg_write(cg->v2, id, "memory.reclaim", v, err, errlen) == -1 &&
+		    errno != EAGAIN)
+			return -1;
+		return 0;
+	}
+	if (cg->mode != RL_CG_V1 || cg->v1_mem[0] == '\0') {
+		snprintf(err, errlen, "no memory cgroup to reclaim from");
+		return -1;
+	}
+	if ((cur = rl_cg_mem_current(cg, id)) <= 0)
+		return 0;
+	if (cg_read(cg->v1_mem, id, "memory.limit_in_bytes", &b) == -1) {
+		snprintf(err, errlen, "sandbox %s: no memory limit to read", id);
+		return -1;
+	}
+	lim = strtoll(b.p, NULL, 10);
+	buf_free(&b);
+	if (lim <= 0) {
+		snprintf(err, errlen, "sandbox %s: unreadable memory limit", id);
+		return -1;
+	}
+	was = rl_cg_frozen(cg, id);
+	if (!was && rl_cg_freeze(cg, id, 1, err, errlen) == -1)
+		return -1;
+	/* what it would hold after; at least 1 MiB, or the kernel refuses */
+	snprintf(v, sizeof(v), "%lld", cur - bytes > (1LL << 20) ?
+	    cur - bytes : 1LL << 20);
+	rc = cg_write(cg->v1_mem, id, "memory.limit_in_bytes", v, e, sizeof(e));
+	snprintf(v, sizeof(v), "%lld", lim);	/* as it was */
+	if (cg_write(cg->v1_mem, id, "memory.limit_in_bytes", v, err,
+	    errlen) == -1)
+		log_warnx("sandbox=%s reclaim: limit not put back: %s", id, err);
+	if (!was)
+		(void)rl_cg_freeze(cg, id, 0, e, sizeof(e));
+	(void)rc;	/* EBUSY: it holds no more it could give back */
+	return 0;
+}

@@ -638,9 +638,10 @@ rl_fill_info(struct rl *rl, const char *id, struct rt_info *out)
 			snprintf(out->reason, sizeof(out->reason),
 			    "create interrupted: destroy it");
 	} else if (strcmp(r.phase, "running") == 0) {
-		if (alive)
+		if (alive) {
 			out->state = RT_RUNNING;
-		else if (busy)
+			out->frozen = rl_cg_frozen(&rl->cg, id);
+		} else if (busy)
 			out->state = RT_CREATING;
 		else {
 			out->state = RT_FAILED;
@@ -1141,6 +1142,10 @@ static const struct runtime_ops rl_ops = {
 	.health = rl_health_op,
 	.heal = rl_heal,
 	.app_connect = rl_app_connect,
+	.freeze = rl_op_freeze,
+	.load = rl_op_load,
+	.reclaim = rl_op_reclaim,
+	.pressure = rl_op_pressure,
 	.home_prepare = op_home_prepare,
 	.home_attach = op_home_attach,
 	.home_get = op_home_get,

@@ -270,6 +270,17 @@ void	rl_cg_oom_file(const struct rl_cg *, const char *id, char *out,
 	    size_t outlen);
 /* Removes the sandbox's cgroups (they must be empty). */
 int	rl_cg_remove(const struct rl_cg *, const char *id);
+/* Freezes (on = 1) or thaws sandbox id's processes. 0 or -1 with err. */
+int	rl_cg_freeze(const struct rl_cg *, const char *id, int on, char *err,
+	    size_t errlen);
+/* 1 if sandbox id is frozen (or freezing), else 0. */
+int	rl_cg_frozen(const struct rl_cg *, const char *id);
+/* CPU time its processes used, in microseconds; -1 unknown. */
+long long rl_cg_cpu_usec(const struct rl_cg *, const char *id);
+/* Reclaims about bytes of its memory, killing nothing. 0, or -1 with
+ * err. */
+int	rl_cg_reclaim(const struct rl_cg *, const char *id, long long bytes,
+	    char *err, size_t errlen);
 /* Removes the empty cgroups under our parents for which keep() says 0
  * (sandboxes destroyed while their cgroup was still busy). */
 void	rl_cg_sweep(const struct rl_cg *, int (*keep)(const char *, void *),
@@ -430,5 +441,14 @@ int	rl_write_str(const char *path, const char *s);
 void	rl_sleep_us(long us);
 /* The host's memory (MemTotal), bytes, or -1. */
 long long rl_mem_total(void);
+
+/* ---- idle.c: runtime ops freeze, load, reclaim, pressure ---- */
+int	rl_op_freeze(struct runtime *, const char *id, int on, char *err,
+	    size_t errlen);
+int	rl_op_load(struct runtime *, const char *id, struct rt_load *out,
+	    char *err, size_t errlen);
+int	rl_op_reclaim(struct runtime *, const char *id, long long bytes,
+	    long long *freed, char *err, size_t errlen);
+int	rl_op_pressure(struct runtime *, struct rt_pressure *out);
 
 #endif
