@@ -1,10 +1,13 @@
 /*
  * daemon.c: the daemons' shared start-up (see daemon.h).
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 
@@ -91,6 +94,22 @@ void
 daemon_libevent_log(void)
 {
 	event_set_log_callback(evlog_cb);
+}
+
+void
+daemon_oom_protect(void)
+{
+	int fd;
+
+	/* Only root may lower it; anyone else keeps the default. */
+	if (geteuid() != 0 ||
+	    (fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC)) == -1)
+		return;
+	if (write(fd, DAEMON_OOM_SCORE_ADJ, sizeof(DAEMON_OOM_SCORE_ADJ) - 1) == -1)
+		log_info("oom_score_adj not lowered to %s (%s): should the host "
+		    "run out of memory, the OOM killer weighs this daemon as any "
+		    "other process", DAEMON_OOM_SCORE_ADJ, strerror(errno));
+	close(fd);
 }
 
 char *

@@ -36,6 +36,14 @@ struct daemon_args {
  * Parses argv into a. 0: go on; -1: done, exit with *status (--help,
  * --print-docs, --admin, or a usage error: usage on stderr, 2).
  */
+/*
+ * The OOM killer's preference against this daemon (oom_score_adj), when
+ * it runs as root: should the host run out of memory, a sandbox's process
+ * (+500, runtime/local/spawn.c) goes long before a daemon. Best effort.
+ */
+#define DAEMON_OOM_SCORE_ADJ	"-900"
+void	daemon_oom_protect(void);
+
 int	daemon_parse_args(const struct daemon_desc *, int argc, char **argv,
 	    struct daemon_args *a, int *status);
 /* libevent's warnings and errors into our log, at most 10 per 10 s. */

@@ -445,6 +445,7 @@ main(int argc, char **argv)
 	(void)lguard_raise_nofile();
 	signal(SIGPIPE, SIG_IGN);
 	daemon_libevent_log();
+	daemon_oom_protect();
 	evthread_use_pthreads();
 	nw = start_engine();
 	lis = start_listeners();

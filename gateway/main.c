@@ -166,6 +166,7 @@ main(int argc, char **argv)
 	(void)lguard_raise_nofile();
 	signal(SIGPIPE, SIG_IGN);
 	daemon_libevent_log();
+	daemon_oom_protect();
 	LIST_INIT(&gw_state.routes);
 	{
 		/* As the proxy's workers: the changelist folds the enable and

@@ -294,6 +294,7 @@ main(int argc, char **argv)
 	}
 	log_set_json(conf.log_json);
 	daemon_libevent_log();
+	daemon_oom_protect();
 	signal(SIGPIPE, SIG_IGN);
 	max_fds = lguard_raise_nofile();
 	if (tools_init() == -1)

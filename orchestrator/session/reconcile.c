@@ -53,14 +53,17 @@ idlist_add(struct idlist *l, const char *id, const char *why)
 }
 
 static int
-in_list(const struct rt_info *ri, size_t n, const char *id)
+id_cmp(const void *a, const void *b)
 {
-	size_t i;
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
 
-	for (i = 0; i < n; i++)
-		if (strcmp(ri[i].id, id) == 0)
-			return 1;
-	return 0;
+/* ids: the listing's sandbox ids, sorted (a lookup per session must not
+ * walk thousands of them under mgr->mu). */
+static int
+in_list(const char **ids, size_t n, const char *id)
+{
+	return bsearch(&id, ids, n, sizeof(*ids), id_cmp) != NULL;
 }
 
 /* s (no sandbox) takes the sandbox ri as its record says. Held: s->lk
@@ -120,6 +123,7 @@ int
 sessmgr_reconcile(struct sessmgr *m, int at_start UNUSED, char *err, size_t errlen)
 {
 	struct rt_info *ri = NULL;
+	const char **ids;
 	size_t n = 0, i;
 	struct idlist kill = { 0 };
 	struct poolmem *p, **pp;
@@ -128,6 +132,10 @@ sessmgr_reconcile(struct sessmgr *m, int at_start UNUSED, char *err, size_t errl
 
 	if (m->rt->ops->list(m->rt, &ri, &n, err, errlen) == -1)
 		return -1;
+	ids = xcalloc(n + 1, sizeof(*ids));
+	for (i = 0; i < n; i++)
+		ids[i] = ri[i].id;
+	qsort(ids, n, sizeof(*ids), id_cmp);
 	pthread_mutex_lock(&m->mu);
 	for (i = 0; i < n; i++) {
 		const char *sid = rt_label(&ri[i], LBL_SESSION);
@@ -212,7 +220,7 @@ sessmgr_reconcile(struct sessmgr *m, int at_start UNUSED, char *err, size_t errl
 	for (i = 0; i < HASH_SIZE; i++)
 		for (s = m->tab[i]; s != NULL; s = s->hnext) {
 			if (s->state == S_NONE || s->provisioning ||
-			    s->rt_set_ms >= t_list || in_list(ri, n, s->rtid))
+			    s->rt_set_ms >= t_list || in_list(ids, n, s->rtid))
 				continue;
 			if (pthread_rwlock_trywrlock(&s->lk) != 0)
 				continue;
@@ -225,7 +233,7 @@ sessmgr_reconcile(struct sessmgr *m, int at_start UNUSED, char *err, size_t errl
 		}
 	for (pp = &m->pool; *pp != NULL;) {
 		p = *pp;
-		if (p->added_ms < t_list && !in_list(ri, n, p->id)) {
+		if (p->added_ms < t_list && !in_list(ids, n, p->id)) {
 			*pp = p->next;
 			m->npool--;
 			log_info("sandbox=%s dropped from pool: gone from the runtime", p->id);
@@ -246,6 +254,7 @@ sessmgr_reconcile(struct sessmgr *m, int at_start UNUSED, char *err, size_t errl
 	}
 	free(kill.ids);
 	free(kill.why);
+	free(ids);
 	rt_info_free_array(ri, n);
 	/* Sessions adopted with state NONE and no ref are dropped lazily. */
 	return 0;
@@ -475,6 +484,7 @@ sessmgr_tick(struct sessmgr *m)
 		sess_put(v[i]);
 	}
 	free(v);
+	pressure_tick(m);
 	if (do_rec && sessmgr_reconcile(m, 0, err, sizeof(err)) == -1)
 		log_warnx("reconcile failed err=\"%s\"", err);
 	pool_refill(m);

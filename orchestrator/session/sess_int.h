@@ -8,6 +8,7 @@
  *   pool.c      the warm pool
  *   sessfiles.c the client files of named credentials, written at attach
  *   sess.c      lifecycle (the sess.h API)
+ *   pressure.c  host memory pressure: reclaim, freeze, stop idle sandboxes
  *   reconcile.c reconcile and the reaper (sessmgr_tick)
  *
  * Locking. mgr->mu guards the table, the pool list, the pending set and the
@@ -137,6 +138,9 @@ struct sess {
 	 * reaper thread only; cpu_at_ms 0: none yet, as sm_thaw resets it) */
 	long long	 cpu_usec;
 	atomic_llong	 cpu_at_ms;
+	/* pressure.c: last_used_ms when it last reclaimed this sandbox (not
+	 * again until it has been used since) */
+	long long	 reclaimed_use;
 	atomic_llong	 interrupt_ms;	/* last sess_interrupt (mono) */
 	/* agent connection cache */
 	struct agentc_cache conns;	/* idle agent connections */
@@ -301,6 +305,10 @@ int	sm_agent_call(struct sess *s, const char *method, const char *path,
  * Failures are logged.
  */
 void	sess_client_files_write(struct sess *s, const char *text);
+
+/* ---- pressure.c ---- */
+/* One round of host memory pressure handling (sessmgr_tick). */
+void	pressure_tick(struct sessmgr *m);
 
 /* ---- pool.c ---- */
 /* Takes one ready pool member (the caller frees it); NULL if none. */

@@ -50,6 +50,9 @@
  * this, in a range): the first user of the usual image. */
 #define RL_INNER_UID	1000
 
+/* Every sandbox process's oom_score_adj (spawn.c), and its floor. */
+#define RL_OOM_SCORE_ADJ	"500"
+
 /* Cgroups: where limits go and how a sandbox's processes are killed. */
 enum rl_cg_mode { RL_CG_NONE, RL_CG_V1, RL_CG_V2 };
 

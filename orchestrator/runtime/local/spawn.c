@@ -391,6 +391,14 @@ spawn_child(void *arg)
 			return child_fail(c, 1);
 		close(fd);
 	}
+	/* Should the host run out of memory, the kernel's OOM killer picks a
+	 * sandbox's process before a daemon's (daemon_oom_protect). Written
+	 * as root, it is also the floor (oom_score_adj_min): nothing inside
+	 * can lower it. Best effort. */
+	if ((t = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC)) != -1) {
+		ign((int)write(t, RL_OOM_SCORE_ADJ, sizeof(RL_OOM_SCORE_ADJ) - 1));
+		close(t);
+	}
 	if (unshare(CLONE_NEWNS) == -1)
 		return child_fail(c, 2);
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == -1)
