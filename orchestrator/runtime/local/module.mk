@@ -2,7 +2,7 @@
 # and the sandboxctl operator tool. Included by orchestrator/module.mk.
 # Whoever links $(RT_LOCAL_OBJS) also links $(RT_SEAM_OBJS) $(H1HEAD_OBJS)
 # $(LLHTTP_OBJS) $(COMMON_OBJS) $(PKG_LIBS) (cJSON) and defines HAVE_RT_LOCAL.
-RT_LOCAL_SRCS := $(addprefix orchestrator/runtime/local/,local.c home.c health.c spawn.c proc.c record.c files.c image.c netns.c seccomp.c cgroup.c start.c)
+RT_LOCAL_SRCS := $(addprefix orchestrator/runtime/local/,local.c home.c health.c spawn.c proc.c admit.c record.c files.c image.c netns.c seccomp.c cgroup.c start.c)
 RT_LOCAL_OBJS += $(RT_LOCAL_SRCS:%.c=$(B)/%.o)
 ALL_OBJS += $(RT_LOCAL_OBJS) $(B)/orchestrator/runtime/local/sandboxctl.o \
 	$(B)/tests/unit/test_agentc.o $(B)/tests/unit/test_runtime_local.o
