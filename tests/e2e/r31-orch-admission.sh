@@ -25,9 +25,9 @@ MiB=$((1 << 20))
 # by memory, not by uids
 ORCH_LOCAL_YAML=$(sed -e 's/^  mem_bytes: .*/  mem_bytes: 2GiB/' -e 's/^  uid_count: .*/  uid_count: 10000/' <<<"$ORCH_LOCAL_YAML")
 printf '%s\n' "$ORCH_LOCAL_YAML" >"$T/rt.yaml"
-orch_config "sandbox:" "  max_memory: 1TiB" "  max_memory_reservation: 200GiB" \
+orch_config "sandbox:" "  max_memory: 1024GiB" "  max_memory_reservation: 200GiB" \
     "pool:" "  min_idle: 0" "limits:" "  max_creating: 4"
-check "orch starts" orch_start || { tail -5 "$ORCH_LOG" "$T/orch.stderr"; exit 1; }
+check "orch starts" orch_start || { tail -n 5 "$ORCH_LOG" "$T/orch.stderr"; exit 1; }
 
 # --- limits.max_running auto: what the host holds ---
 total_b=$(( $(awk '/^MemTotal/ {print $2}' /proc/meminfo) * 1024 ))
@@ -44,11 +44,13 @@ fi
 N=40
 t0=$(date +%s%N)
 for b in $(seq 0 4 $((N - 1))); do
+	cpids=()
 	for i in $(seq "$b" $((b + 3))); do
 		[ "$i" -lt "$N" ] || continue
 		( mcp_tool "adm-$i" shell '{"command":"echo up"}' >"$T/c$i" 2>&1 ) &
+		cpids+=($!)
 	done
-	wait
+	wait "${cpids[@]}"	# not the orchestrator's pid
 done
 ms=$(( ($(date +%s%N) - t0) / 1000000 ))
 okn=0
