@@ -289,7 +289,7 @@ for i in $(seq 1 "$n_fit"); do adm create "sb-m$i" >/dev/null 2>&1 || ok_all=0; 
 check "admission: those that fit are created" [ "$ok_all" = 1 ]
 out=$(adm create sb-mx 2>&1); rc=$?
 check "admission: one more is refused" [ "$rc" -ne 0 ]
-check "admission: the error says why" grep -q 'not enough memory on this host.*memory reservations.*local.mem_protected.*smaller memory_reservation' <<<"$out"
+check "admission: the error says why" grep -q 'not enough memory on this host: [0-9]* sandboxes reserve [0-9]* MiB, this one asks 4096 MiB, [0-9]* MiB of the host.s [0-9]* MiB stay protected (local.mem_protected); .*smaller memory_reservation' <<<"$out"
 check "admission: nothing left of the refused one" [ ! -e "$RT_STATE/sb-mx" ]
 adm stop sb-m1
 check "admission: a stop frees its share" adm create sb-mx

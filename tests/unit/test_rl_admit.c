@@ -211,7 +211,7 @@ TEST(test_tally)
 	rl->c.mem_protect_bytes = 1LL << 50;
 	CHECK(rl_adm_check(rl, &lk, MiB, e, sizeof(e)) == -1);
 	CHECK(strstr(e, "not enough memory on this host") != NULL);
-	CHECK(strstr(e, "4 sandboxes hold 92 MiB of memory reservations") != NULL);
+	CHECK(strstr(e, "4 sandboxes reserve 92 MiB") != NULL);
 	CHECK(strstr(e, "this one asks 1 MiB") != NULL);
 	CHECK(strstr(e, "local.mem_protected") != NULL);
 	/* starts in progress count too */

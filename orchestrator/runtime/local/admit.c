@@ -278,23 +278,19 @@ rl_adm_check(struct rl *rl, struct rl_adm_lk *lk, long long want, char *err,
 		return 0;
 	case RL_ADM_FULL:
 		snprintf(err, errlen, "not enough memory on this host: %lld "
-		    "sandboxes hold %lld MiB of memory reservations, this one "
-		    "asks %lld MiB, and the host keeps %lld MiB of its %lld MiB "
-		    "protected (local.mem_protected), so at most %lld MiB may be "
-		    "reserved; stop or delete a sandbox, or ask for a smaller "
+		    "sandboxes reserve %lld MiB, this one asks %lld MiB, %lld MiB "
+		    "of the host's %lld MiB stay protected (local.mem_protected); "
+		    "stop or delete a sandbox, or ask for a smaller "
 		    "memory_reservation", rl->adm.n, held >> 20, want >> 20,
-		    protect >> 20, total >> 20,
-		    total > protect ? (total - protect) >> 20 : 0);
+		    protect >> 20, total >> 20);
 		return -1;
 	default:
 		snprintf(err, errlen, "not enough memory on this host right "
-		    "now: %lld MiB available (MemAvailable) and this sandbox "
-		    "reserves %lld MiB, which would leave less than the %lld MiB "
-		    "the host keeps protected (local.mem_protected) of its %lld "
-		    "MiB (%lld sandboxes reserve %lld MiB); stop or delete a "
-		    "sandbox, or free memory on the host", avail >> 20,
-		    want >> 20, protect >> 20, total >> 20, rl->adm.n,
-		    held >> 20);
+		    "now: %lld MiB available (MemAvailable), this one asks %lld "
+		    "MiB, %lld MiB of the host's %lld MiB stay protected "
+		    "(local.mem_protected); stop or delete a sandbox, or free "
+		    "memory on the host", avail >> 20, want >> 20, protect >> 20,
+		    total >> 20);
 		return -1;
 	}
 }
