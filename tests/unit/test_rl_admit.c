@@ -223,6 +223,41 @@ TEST(test_tally)
 	free(rl);
 }
 
+/* At thousands of sandboxes: one sum of every record, then O(1) checks
+ * (figures printed; asserted: the sum, and that checks do not sum again). */
+TEST(test_tally_scale)
+{
+	struct rl *rl = mk_rl();
+	struct rl_adm_lk lk;
+	char id[32], e[512];
+	long long t0, t1, t2;
+	int i, n = 5000, k = 1000;
+
+	snprintf(rl->state_dir, sizeof(rl->state_dir), "%s/many", tdir);
+	mkdir(rl->state_dir, 0711);
+	for (i = 0; i < n; i++) {
+		snprintf(id, sizeof(id), "m-%d", i);
+		put_rec(rl, id, "running", 4 * MiB);
+	}
+	CHECK(rl_adm_lock(rl, &lk, e, sizeof(e)) == 0);
+	t0 = util_mono_us();
+	CHECK(rl_adm_check(rl, &lk, 4 * MiB, e, sizeof(e)) == 0);
+	t1 = util_mono_us();
+	CHECK_INT(rl->adm.reserved, n * 4 * MiB);
+	for (i = 0; i < k; i++) {
+		CHECK(rl_adm_check(rl, &lk, 4 * MiB, e, sizeof(e)) == 0);
+		rl_adm_move(rl, &lk, 4 * MiB, 1);
+	}
+	t2 = util_mono_us();
+	CHECK(rl->adm.valid);
+	CHECK_INT(rl->adm.reserved, (long long)(n + k) * 4 * MiB);
+	rl_adm_unlock(rl, &lk);
+	printf("# %d records: the first check sums them in %lld ms; then %d "
+	    "checks + moves in %lld ms (%.1f us each)\n", n, (t1 - t0) / 1000,
+	    k, (t2 - t1) / 1000, (double)(t2 - t1) / k);
+	free(rl);
+}
+
 /* memory.low carries the reservation on v2; nothing is written for 0. */
 TEST(test_cgroup_memory_low)
 {
@@ -290,6 +325,7 @@ main(void)
 	RUN(test_decide);
 	RUN(test_meminfo);
 	RUN(test_tally);
+	RUN(test_tally_scale);
 	RUN(test_cgroup_memory_low);
 	(void)rl_rmtree(tdir, e, sizeof(e));
 	return unit_done();
