@@ -106,16 +106,11 @@ create_rec(const struct rl *rl, const struct rt_spec *spec, struct rec *r,
 	r->writable_root = spec->writable_root;
 	r->lim.mem_bytes = spec->mem_bytes > 0 ? spec->mem_bytes :
 	    rl->c.mem_bytes;
+	/* the default reservation stays within a small limit; one asked for
+	 * above it is refused below */
 	r->lim.mem_low = spec->mem_reserve_bytes > 0 ? spec->mem_reserve_bytes :
-	    rl->c.mem_reserve_bytes;
-	if (r->lim.mem_low > r->lim.mem_bytes) {
-		snprintf(err, errlen, "memory_reservation %lld MiB is above the "
-		    "sandbox's memory limit of %lld MiB (a reservation is what it "
-		    "is admitted with, within its limit): ask for a larger memory "
-		    "or a smaller memory_reservation", r->lim.mem_low >> 20,
-		    r->lim.mem_bytes >> 20);
-		return -1;
-	}
+	    rl->c.mem_reserve_bytes < r->lim.mem_bytes ?
+	    rl->c.mem_reserve_bytes : r->lim.mem_bytes;
 	r->lim.cpu_millis = spec->cpu_millis > 0 ? spec->cpu_millis :
 	    rl->c.cpu_millis;
 	r->lim.pids_max = spec->pids_max > 0 ? spec->pids_max : rl->c.pids_max;
@@ -132,6 +127,14 @@ create_rec(const struct rl *rl, const struct rt_spec *spec, struct rec *r,
 	    rt_limit_ok(RL_NAME, "disk", r->disk_bytes, RL_DISK_MIN >> 20,
 	    1LL << 24, 1LL << 20, "MiB", err, errlen) == -1))
 		return -1;
+	if (r->lim.mem_low > r->lim.mem_bytes) {
+		snprintf(err, errlen, "memory_reservation %lld MiB is above the "
+		    "sandbox's memory limit of %lld MiB (a reservation is what it "
+		    "is admitted with, within its limit): ask for a larger memory "
+		    "or a smaller memory_reservation", r->lim.mem_low >> 20,
+		    r->lim.mem_bytes >> 20);
+		return -1;
+	}
 	r->labels = cJSON_CreateObject();
 	for (i = 0; i < spec->nlabels; i++) {
 		if (spec->labels[i].k == NULL || spec->labels[i].v == NULL)
