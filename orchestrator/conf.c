@@ -51,6 +51,8 @@ const struct cfg_key conf_keys[] = {
 	  "default image for new sandboxes (empty: the runtime's default)" },
 	{ "sandbox.memory", CFG_SIZE, O(mem_bytes), 0, 1LL << 40, "0", NULL,
 	  "memory limit per sandbox (0: runtime default)" },
+	{ "sandbox.memory_reservation", CFG_SIZE, O(mem_reserve_bytes), 0, 1LL << 40, "0", NULL,
+	  "memory reservation per sandbox: what admission counts it for (its memory limit stays the ceiling); 0: the runtime's default (local: local.mem_reservation; kubernetes: the memory limit, as the pod's requests.memory)" },
 	{ "sandbox.cpu_millis", CFG_INT, O(cpu_millis), 0, 256000, "0", NULL,
 	  "CPU limit per sandbox in thousandths of a core (0: runtime default)" },
 	{ "sandbox.pids", CFG_INT, O(pids_max), 0, 1000000, "0", NULL,
@@ -65,12 +67,14 @@ const struct cfg_key conf_keys[] = {
 	  "register each sandbox with the egress proxy when it is handed to a session" },
 	{ "sandbox.max_memory", CFG_SIZE, O(max_mem_bytes), 16LL << 20, 1LL << 40, "8GiB", NULL,
 	  "most memory a create_sandbox or REST create may ask for (its memory); beyond is refused, naming this maximum" },
+	{ "sandbox.max_memory_reservation", CFG_SIZE, O(max_mem_reserve_bytes), 1LL << 20, 1LL << 40, "1GiB", NULL,
+	  "most memory reservation a create may ask for (its memory_reservation; also at most its memory limit); beyond is refused, naming this maximum" },
 	{ "sandbox.max_cpu_millis", CFG_INT, O(max_cpu_millis), 10, 256000, "4000", NULL,
 	  "most CPU a create may ask for (its cpu, in cores), in thousandths of a core" },
 	{ "sandbox.max_disk", CFG_SIZE, O(max_disk_bytes), 16LL << 20, 1LL << 44, "64GiB", NULL,
 	  "most disk a create may ask for (its disk)" },
-	{ "limits.max_running", CFG_INT, O(max_running), 1, 100000, "100", "ORCH_MAX_RUNNING",
-	  "most running sandboxes, warm pool included; creating beyond fails with a clear error" },
+	{ "limits.max_running", CFG_STR, O(max_running_s), 0, 0, "auto", "ORCH_MAX_RUNNING",
+	  "most running sandboxes, warm pool included; creating beyond fails with a clear error. auto (or 0): what the host holds, resolved once at start: on the local runtime floor((MemTotal - local.mem_protected share) / the default memory reservation), at most local.uid_count; on kubernetes and fake 100. Else a number, 1 to 1000000; /metrics shows the figure in force (orch_max_running)" },
 	{ "limits.max_stopped", CFG_INT, O(max_stopped), 0, 1000000, "1000", NULL,
 	  "most stopped sandboxes kept; the reaper deletes the oldest stopped ones beyond it" },
 	{ "files.max_bytes", CFG_SIZE, O(files_max_bytes), 1, 1LL << 44, "1GiB", NULL,
@@ -191,6 +195,46 @@ const struct cfg_key conf_keys[] = {
 #undef O
 const size_t conf_nkeys = NELEM(conf_keys);
 
+/* limits.max_running "auto" on a runtime that cannot tell what it holds
+ * (kubernetes: the scheduler admits by requests; fake): the figure it had
+ * before auto. */
+#define MAX_RUNNING_OTHER	100
+#define MAX_RUNNING_MAX		1000000
+
+/*
+ * limits.max_running into c->max_running: a number, or auto (0) resolved
+ * here, once, at start: what the host holds by the local runtime's
+ * admission arithmetic (runtime_local_capacity), at least 1. 0, or -1
+ * with err.
+ */
+static int
+max_running(struct conf *c, char *err, size_t errlen)
+{
+	const char *s = c->max_running_s != NULL ? c->max_running_s : "auto";
+	const char *why;
+	long long n = 0;
+
+	if (strcmp(s, "auto") != 0 && (strnum_ll(s, 0, MAX_RUNNING_MAX, &n,
+	    &why) == -1)) {
+		snprintf(err, errlen, "limits.max_running: expected auto or a "
+		    "number from 1 to %d, not '%.32s'", MAX_RUNNING_MAX, s);
+		return -1;
+	}
+	if (n > 0) {
+		c->max_running = n;
+		return 0;
+	}
+	c->max_running = MAX_RUNNING_OTHER;
+#ifdef HAVE_RT_LOCAL
+	if (strcmp(c->runtime, "local") == 0) {
+		n = runtime_local_capacity(&c->local, c->mem_reserve_bytes);
+		if (n >= 0)
+			c->max_running = n > 0 ? n : 1;
+	}
+#endif
+	return 0;
+}
+
 int
 conf_load(struct conf *c, const char *path, char *err, size_t errlen)
 {
@@ -213,6 +257,9 @@ conf_load(struct conf *c, const char *path, char *err, size_t errlen)
 		const struct { const char *k, *max; long long v, m; } d[] = {
 			{ "sandbox.memory", "sandbox.max_memory", c->mem_bytes,
 			  c->max_mem_bytes },
+			{ "sandbox.memory_reservation",
+			  "sandbox.max_memory_reservation", c->mem_reserve_bytes,
+			  c->max_mem_reserve_bytes },
 			{ "sandbox.cpu_millis", "sandbox.max_cpu_millis",
 			  c->cpu_millis, c->max_cpu_millis },
 			{ "sandbox.disk", "sandbox.max_disk", c->disk_bytes,
@@ -265,6 +312,17 @@ conf_load(struct conf *c, const char *path, char *err, size_t errlen)
 			    path ? path : "(defaults)", e);
 			return -1;
 		}
+	}
+	if (c->mem_bytes > 0 && c->mem_reserve_bytes > c->mem_bytes) {
+		snprintf(err, errlen, "%s: sandbox.memory_reservation: larger than "
+		    "sandbox.memory (a reservation is within the limit)",
+		    path ? path : "(defaults)");
+		return -1;
+	}
+	if (max_running(c, err, errlen) == -1) {
+		snprintf(err + strlen(err), errlen - strlen(err), " (%s)",
+		    path ? path : "(defaults)");
+		return -1;
 	}
 	if (c->pool_min_idle > c->max_running) {
 		snprintf(err, errlen, "%s: pool.min_idle: larger than limits.max_running",

@@ -40,6 +40,7 @@ struct conf {
 	/* sandboxes */
 	char		*image;
 	long long	 mem_bytes;
+	long long	 mem_reserve_bytes;	/* 0: the runtime's default */
 	long long	 cpu_millis;
 	long long	 pids_max;
 	long long	 disk_bytes;
@@ -48,13 +49,16 @@ struct conf {
 	int		 egress;
 	/* what one create may ask for at most (sessopt.c) */
 	long long	 max_mem_bytes;
+	long long	 max_mem_reserve_bytes;
 	long long	 max_cpu_millis;
 	long long	 max_disk_bytes;
 	long long	 max_lifetime_ms;
 	long long	 max_idle_ms;
 
 	/* limits */
-	long long	 max_running;
+	char		*max_running_s;	/* limits.max_running as written */
+	long long	 max_running;	/* resolved by conf_load ("auto": what
+					 * the host holds, conf_max_running) */
 	long long	 max_stopped;
 	long long	 max_creating;
 	long long	 session_calls;	/* calls in flight per session */

@@ -483,24 +483,30 @@ jll(const cJSON *o, const char *k)
 	return cJSON_IsNumber(v) ? (long long)v->valuedouble : 0;
 }
 
-/* "cpu 2 cores, memory 2GiB, disk 10GiB, lifetime 1h, idle timeout 10m". */
+/* "cpu 2 cores, memory 2GiB (4MiB reserved), disk 10GiB, lifetime 1h, idle
+ * timeout 10m". */
 void
 toolres_limits_text(const cJSON *st, struct buf *out)
 {
 	const cJSON *l = cJSON_GetObjectItemCaseSensitive(st, "limits");
 	const cJSON *cpu = cJSON_GetObjectItemCaseSensitive(l, "cpu");
-	char mem[48], disk[48], life[48], idle[48];
+	char mem[48], res[48], disk[48], life[48], idle[48];
 
 	sessopt_fmt_size(mem, sizeof(mem), jll(l, "memory_bytes"));
+	if (jll(l, "memory_reservation_bytes") > 0)
+		sessopt_fmt_size(res, sizeof(res), jll(l,
+		    "memory_reservation_bytes"));
+	else
+		snprintf(res, sizeof(res), "none");
 	if (jll(l, "disk_bytes") > 0)
 		sessopt_fmt_size(disk, sizeof(disk), jll(l, "disk_bytes"));
 	else
 		snprintf(disk, sizeof(disk), "no limit");
 	sessopt_fmt_duration(life, sizeof(life), jll(l, "lifetime_ms"));
 	sessopt_fmt_duration(idle, sizeof(idle), jll(l, "idle_timeout_ms"));
-	ign(buf_addf(out, "cpu %g cores, memory %s, disk %s, lifetime %s, idle "
-	    "timeout %s", cJSON_IsNumber(cpu) ? cpu->valuedouble : 0.0, mem, disk,
-	    life, idle));
+	ign(buf_addf(out, "cpu %g cores, memory %s (%s reserved), disk %s, "
+	    "lifetime %s, idle timeout %s", cJSON_IsNumber(cpu) ?
+	    cpu->valuedouble : 0.0, mem, res, disk, life, idle));
 }
 
 /* "2h 5m", "3m 20s", "45s": a span for a model to read. */

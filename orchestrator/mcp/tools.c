@@ -128,6 +128,7 @@ TOOL_HANDLER(t_unexpose_port);
 	"\"use_kata\":{\"type\":\"boolean\"},"					\
 	"\"limits\":{\"type\":\"object\",\"properties\":{"				\
 	"\"cpu\":{\"type\":\"number\"},\"memory_bytes\":{\"type\":\"number\"},"	\
+	"\"memory_reservation_bytes\":{\"type\":\"number\",\"description\":\"Memory the sandbox was admitted with (memory_bytes is its ceiling).\"}," \
 	"\"disk_bytes\":{\"type\":\"number\"},\"pids\":{\"type\":\"number\"},"	\
 	"\"lifetime_ms\":{\"type\":\"number\"},\"idle_timeout_ms\":{\"type\":\"number\"}}," \
 	"\"required\":[\"cpu\",\"memory_bytes\",\"disk_bytes\",\"lifetime_ms\",\"idle_timeout_ms\"]}," \
@@ -393,7 +394,7 @@ filetools_delete, 0,
 "Replaces this session's sandbox with a new one built from the given image and settings. By default the new sandbox starts with a copy of /workspace (the same files on another OS); fresh_workspace: true starts it empty instead. "
 "Nothing else carries over: shell state, background jobs and anything installed or changed outside /workspace are gone. "
 "Everything is checked first and the old sandbox is replaced only once the new one is ready: if the call fails, your sandbox and its /workspace are unchanged. "
-"Limits (cpu, memory, disk, lifetime, idle_timeout) default to the server's and may be raised up to its maxima; sandbox_status shows what a sandbox has. "
+"Limits (cpu, memory, memory_reservation, disk, lifetime, idle_timeout) default to the server's and may be raised up to its maxima; sandbox_status shows what a sandbox has. "
 "You do not need this to start: the first tool call of a session creates a default sandbox.",
 "{\"type\":\"object\",\"properties\":{"
 "\"image\":{\"type\":\"string\",\"maxLength\":" XSTR(MAX_IMAGE) ",\"description\":\"Image to build the sandbox from (default: the server's default image).\"},"
@@ -401,7 +402,8 @@ filetools_delete, 0,
 "\"run_as_root\":{\"type\":\"boolean\",\"description\":\"Run commands as root inside the sandbox, with the capabilities package managers and admin tools need (apt-get, dpkg, useradd, su, chown work); root there is not root on the host (default true). false: an unprivileged user with no capabilities.\"},"
 "\"writable_root\":{\"type\":\"boolean\",\"description\":\"Allow writes outside /workspace, e.g. to install packages (default true).\"},"
 "\"cpu\":{\"type\":\"number\",\"minimum\":0,\"maximum\":" XSTR(MAX_CPU_CORES) ",\"description\":\"CPU limit in cores, e.g. 0.5 or 2 (default: the server's).\"},"
-"\"memory\":{\"type\":\"string\",\"maxLength\":" XSTR(MAX_QTY) ",\"description\":\"Memory limit, e.g. \\\"512MiB\\\" or \\\"4GiB\\\" (default: the server's).\"},"
+"\"memory\":{\"type\":\"string\",\"maxLength\":" XSTR(MAX_QTY) ",\"description\":\"Memory limit, the most the sandbox may use, e.g. \\\"512MiB\\\" or \\\"4GiB\\\" (default: the server's).\"},"
+"\"memory_reservation\":{\"type\":\"string\",\"maxLength\":" XSTR(MAX_QTY) ",\"description\":\"Memory set aside for the sandbox on the host, e.g. \\\"256MiB\\\": what the server admits it with and keeps from being reclaimed; at most its memory limit (default: the server's).\"},"
 "\"disk\":{\"type\":\"string\",\"maxLength\":" XSTR(MAX_QTY) ",\"description\":\"Disk limit for the sandbox's files, e.g. \\\"10GiB\\\" (default: the server's).\"},"
 "\"lifetime\":{\"type\":\"string\",\"maxLength\":" XSTR(MAX_QTY) ",\"description\":\"How long the sandbox may run before it is stopped (files kept), e.g. \\\"4h\\\" (default: the server's).\"},"
 "\"idle_timeout\":{\"type\":\"string\",\"maxLength\":" XSTR(MAX_QTY) ",\"description\":\"How long without calls, commands or CPU work before it is frozen (processes kept in memory, thawed by the next call in milliseconds; where the server cannot freeze: stopped, files kept), e.g. \\\"30m\\\".\"},"

@@ -76,6 +76,8 @@ rt_info_json(const struct rt_info *ri)
 	cJSON_AddStringToObject(o, "reason", ri->reason);
 	l = cJSON_AddObjectToObject(o, "limits");
 	cJSON_AddNumberToObject(l, "mem_bytes", (double)ri->lim.mem_bytes);
+	cJSON_AddNumberToObject(l, "mem_reserve_bytes",
+	    (double)ri->lim.mem_reserve_bytes);
 	cJSON_AddNumberToObject(l, "cpu_millis", (double)ri->lim.cpu_millis);
 	cJSON_AddNumberToObject(l, "pids_max", (double)ri->lim.pids_max);
 	cJSON_AddNumberToObject(l, "disk_bytes", (double)ri->lim.disk_bytes);

@@ -55,6 +55,10 @@ struct rt_spec {
 	int			 run_as_root;	/* root inside (default 1 on local) */
 	int			 writable_root;	/* overlay root writable (default 1) */
 	long long		 mem_bytes;	/* 0: runtime default */
+	long long		 mem_reserve_bytes; /* memory admitted against
+					 * (local: counted and protected as
+					 * memory.low; kubernetes: requests);
+					 * <= mem_bytes; 0: runtime default */
 	long long		 cpu_millis;	/* 1000 = one core; 0: default */
 	long long		 pids_max;	/* 0: default */
 	long long		 disk_bytes;	/* ephemeral/workspace; 0: default */
@@ -75,7 +79,8 @@ struct rt_spec {
 
 /* The limits a sandbox got (its defaults filled in); 0: none or unknown. */
 struct rt_limits {
-	long long	 mem_bytes;
+	long long	 mem_bytes;	/* the ceiling */
+	long long	 mem_reserve_bytes;	/* what it was admitted with */
 	long long	 cpu_millis;
 	long long	 pids_max;
 	long long	 disk_bytes;	/* local: root + /workspace; kubernetes:

@@ -1210,6 +1210,8 @@ opts_match(const struct sess *s, const struct sess_opts *o)
 	    (o->writable_root < 0 || o->writable_root == c->writable_root) &&
 	    (o->cpu_millis <= 0 || o->cpu_millis == c->lim.cpu_millis) &&
 	    (o->mem_bytes <= 0 || o->mem_bytes == c->lim.mem_bytes) &&
+	    (o->mem_reserve_bytes <= 0 ||
+	    o->mem_reserve_bytes == c->lim.mem_reserve_bytes) &&
 	    (o->disk_bytes <= 0 || o->disk_bytes == c->lim.disk_bytes);
 }
 

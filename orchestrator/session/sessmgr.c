@@ -518,6 +518,8 @@ sm_spec_defaults(struct sessmgr *m, struct rt_spec *sp, const struct sess_opts *
 	sp->writable_root = (o && o->writable_root >= 0) ? o->writable_root :
 	    c->writable_root;
 	sp->mem_bytes = o && o->mem_bytes > 0 ? o->mem_bytes : c->mem_bytes;
+	sp->mem_reserve_bytes = o && o->mem_reserve_bytes > 0 ?
+	    o->mem_reserve_bytes : c->mem_reserve_bytes;
 	sp->cpu_millis = o && o->cpu_millis > 0 ? o->cpu_millis : c->cpu_millis;
 	sp->pids_max = c->pids_max;
 	sp->disk_bytes = o && o->disk_bytes > 0 ? o->disk_bytes : c->disk_bytes;
@@ -693,6 +695,7 @@ sessmgr_metrics(struct sessmgr *m, struct buf *b)
 	    name, type, name, (unsigned long long)(val))
 	METRIC_LINE("orch_sessions_running", "Sessions with a running sandbox.", "gauge", running);
 	METRIC_LINE("orch_sessions_stopped", "Sessions with a stopped sandbox.", "gauge", stopped);
+	METRIC_LINE("orch_max_running", "limits.max_running in force (auto: resolved at start).", "gauge", m->conf->max_running);
 	METRIC_LINE("orch_sessions_known", "Session records in memory.", "gauge", m->nsess);
 	METRIC_LINE("orch_pool_idle", "Ready sandboxes in the warm pool.", "gauge", m->npool);
 	METRIC_LINE("orch_pool_creating", "Warm pool sandboxes being created.", "gauge", m->pool_creating);

@@ -33,6 +33,7 @@ static const struct opt {
 	{ "fresh_workspace",	K_FLAG,		F(fresh_workspace) },
 	{ "cpu",		K_CPU,		F(cpu_millis) },
 	{ "memory",		K_SIZE,		F(mem_bytes) },
+	{ "memory_reservation",	K_SIZE,		F(mem_reserve_bytes) },
 	{ "disk",		K_SIZE,		F(disk_bytes) },
 	{ "lifetime",		K_DURATION,	F(lifetime_ms) },
 	{ "idle_timeout",	K_DURATION,	F(idle_ms) },
@@ -51,6 +52,9 @@ static const struct cap {
 	  offsetof(struct conf, max_cpu_millis), "sandbox.max_cpu_millis" },
 	{ "memory", K_SIZE, offsetof(struct sess_opts, mem_bytes),
 	  offsetof(struct conf, max_mem_bytes), "sandbox.max_memory" },
+	{ "memory_reservation", K_SIZE, offsetof(struct sess_opts,
+	  mem_reserve_bytes), offsetof(struct conf, max_mem_reserve_bytes),
+	  "sandbox.max_memory_reservation" },
 	{ "disk", K_SIZE, offsetof(struct sess_opts, disk_bytes),
 	  offsetof(struct conf, max_disk_bytes), "sandbox.max_disk" },
 	{ "lifetime", K_DURATION, offsetof(struct sess_opts, lifetime_ms),
@@ -71,7 +75,7 @@ sessopt_sandbox_given(const struct sess_opts *o)
 {
 	return (o->image != NULL && o->image[0] != '\0') || o->use_kata > 0 ||
 	    o->run_as_root >= 0 || o->writable_root >= 0 || o->cpu_millis > 0 ||
-	    o->mem_bytes > 0 || o->disk_bytes > 0;
+	    o->mem_bytes > 0 || o->mem_reserve_bytes > 0 || o->disk_bytes > 0;
 }
 
 void
@@ -197,7 +201,8 @@ sessopt_parse(const cJSON *obj, const char *const *also, struct sess_opts *o,
 		if (i == NELEM(opts)) {
 			snprintf(err, errlen, "unknown field '%.64s' (the options are "
 			    "image, use_kata, run_as_root, writable_root, cpu, memory, "
-			    "disk, lifetime, idle_timeout, fresh_workspace)", v->string);
+			    "memory_reservation, disk, lifetime, idle_timeout, "
+			    "fresh_workspace)", v->string);
 			return -1;
 		}
 		if (cJSON_GetObjectItemCaseSensitive(obj, v->string) != v) {
@@ -228,6 +233,17 @@ sessopt_check(const struct conf *c, const struct sess_opts *o, char *err,
 		fmt_value(max, sizeof(max), caps[i].kind, m);
 		snprintf(err, errlen, "%s %s is above the maximum of %s (%s)",
 		    caps[i].name, want, max, caps[i].key);
+		return -1;
+	}
+	/* a reservation is within the limit (the runtime checks it against
+	 * its own default when neither names one) */
+	m = o->mem_bytes > 0 ? o->mem_bytes : c->mem_bytes;
+	if (o->mem_reserve_bytes > 0 && m > 0 && o->mem_reserve_bytes > m) {
+		fmt_value(want, sizeof(want), K_SIZE, o->mem_reserve_bytes);
+		fmt_value(max, sizeof(max), K_SIZE, m);
+		snprintf(err, errlen, "memory_reservation %s is above the "
+		    "sandbox's memory limit of %s: ask for more memory or a "
+		    "smaller memory_reservation", want, max);
 		return -1;
 	}
 	return 0;

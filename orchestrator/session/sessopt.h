@@ -5,7 +5,8 @@
  * check against the operator's maxima (conf.h sandbox.max_*, reap.max_*),
  * and the formats (docs/operator-guide.md, "Sandbox options"):
  *   cpu           cores, a JSON number (fractions to 0.001; at least 0.01)
- *   memory, disk  a size string: "512MiB", "2GiB", "10G", or bytes ("1073741824")
+ *   memory, memory_reservation, disk  a size string: "512MiB", "2GiB",
+ *                 "10G", or bytes ("1073741824")
  *   lifetime, idle_timeout  a duration string with a unit: "90s", "30m", "2h"
  * Nothing here touches a session or the runtime.
  */
@@ -26,6 +27,7 @@ struct sess_opts {
 	int		 writable_root;	/* -1: default */
 	long long	 cpu_millis;	/* 0: default (1000 = one core) */
 	long long	 mem_bytes;	/* 0: default */
+	long long	 mem_reserve_bytes;	/* 0: default (within mem_bytes) */
 	long long	 disk_bytes;	/* 0: default */
 	long long	 lifetime_ms;	/* 0: reap.lifetime */
 	long long	 idle_ms;	/* 0: reap.idle */

@@ -64,6 +64,8 @@ sess_json_locked(struct sess *s)
 	l = cJSON_AddObjectToObject(o, "limits");
 	cJSON_AddNumberToObject(l, "cpu", (double)s->cfg.lim.cpu_millis / 1000.0);
 	cJSON_AddNumberToObject(l, "memory_bytes", (double)s->cfg.lim.mem_bytes);
+	cJSON_AddNumberToObject(l, "memory_reservation_bytes",
+	    (double)s->cfg.lim.mem_reserve_bytes);
 	cJSON_AddNumberToObject(l, "disk_bytes", (double)s->cfg.lim.disk_bytes);
 	cJSON_AddNumberToObject(l, "pids", (double)s->cfg.lim.pids_max);
 	cJSON_AddNumberToObject(l, "lifetime_ms", (double)life);

@@ -5,7 +5,9 @@
 # is bounded; the CPU quota is below the whole machine, a hog is held to it
 # (kernel accounting) and slows a neighbour's command by at most 2x (its
 # fair share; 1.3x asked, see below); memory admission refuses a create
-# beyond the host's memory times local.mem_overcommit. Root inside takes
+# whose reservation would not fit beside the others' and the host's
+# protected share (local.mem_reservation, docs/local-runtime.md "Memory").
+# Root inside takes
 # every descriptor it can reach (/proc/*/fd, pidfd_getfd) and writes to it:
 # nothing of the host is written. No host path shows inside. Destroy returns
 # only when every process of the sandbox is gone (one ignoring SIGTERM, a
@@ -271,20 +273,23 @@ echo "# cpu: for comparison, a hog with the whole machine (--cpu $((ncpu * 1000)
 sbx destroy sb-hog; sbx destroy sb-hog2; sbx destroy sb-nb
 
 # ---- memory admission ----
-sed 's/^  mem_bytes: .*/  mem_bytes: 128MiB\n  mem_overcommit: 1/' "$T/rt.yaml" >"$T/adm.yaml"
+# 4 GiB reservations (the limit 8 GiB): only a few fit beside the host's
+# protected share (10% of MemTotal) and the sandboxes still running here
+# (the default reservation each, 4 MiB)
+sed 's/^  mem_bytes: .*/  mem_bytes: 8GiB\n  mem_reservation: 4GiB/' "$T/rt.yaml" >"$T/adm.yaml"
 adm() { "$SBX" -c "$T/adm.yaml" "$@"; }
-total_mb=$(( $(awk '/^MemTotal/ {print $2}' /proc/meminfo) / 1024 ))
-# 1% of the host's memory; the sandboxes still running here hold 512MiB each
 sbx destroy sb-w
-cap_mb=$(( total_mb / 100 ))
-n_fit=$(( cap_mb / 128 ))
-echo "# host ${total_mb} MiB, admission cap ${cap_mb} MiB: $n_fit sandboxes of 128 MiB fit"
+total_b=$(( $(awk '/^MemTotal/ {print $2}' /proc/meminfo) * 1024 ))
+prot_b=$(( total_b / 100 * 10 )); [ "$prot_b" -lt $((1 << 30)) ] && prot_b=$((1 << 30))
+held_b=$(( $(sbx list | grep -c -e '	running' -e '	creating') * (4 << 20) ))
+n_fit=$(( (total_b - prot_b - held_b) / (4 << 30) ))
+echo "# host $((total_b >> 20)) MiB, protected $((prot_b >> 20)) MiB, held $((held_b >> 20)) MiB: $n_fit sandboxes reserving 4 GiB fit"
 ok_all=1
 for i in $(seq 1 "$n_fit"); do adm create "sb-m$i" >/dev/null 2>&1 || ok_all=0; done
 check "admission: those that fit are created" [ "$ok_all" = 1 ]
 out=$(adm create sb-mx 2>&1); rc=$?
 check "admission: one more is refused" [ "$rc" -ne 0 ]
-check "admission: the error says why" grep -q 'not enough memory on this host.*local.mem_overcommit' <<<"$out"
+check "admission: the error says why" grep -q 'not enough memory on this host: [0-9]* sandboxes reserve [0-9]* MiB, this one asks 4096 MiB, [0-9]* MiB of the host.s [0-9]* MiB stay protected (local.mem_protected); .*smaller memory_reservation' <<<"$out"
 check "admission: nothing left of the refused one" [ ! -e "$RT_STATE/sb-mx" ]
 adm stop sb-m1
 check "admission: a stop frees its share" adm create sb-mx

@@ -109,6 +109,7 @@ TEST(test_sbx_spec_roundtrip)
 	CHECK_INT(d.use_kata, 1);
 	CHECK_INT(d.run_as_root, 0);
 	CHECK_INT(d.mem, 1 << 20);
+	CHECK_INT(d.mem_req, 0);
 	CHECK_INT(d.cpu, 1500);
 	CHECK_INT(d.nenv, 2);
 	CHECK_STR(d.env[1].v, "a \"quoted\" \n value");
@@ -221,6 +222,8 @@ TEST(test_build_pod)
 	/* request capped at the limit */
 	CHECK_STR(jpath(o, "spec|containers|0|resources|requests|cpu"), "100m");
 	CHECK_STR(jpath(o, "spec|containers|0|resources|limits|memory"), "1000000");
+	/* no reservation asked: the request is the limit */
+	CHECK_STR(jpath(o, "spec|containers|0|resources|requests|memory"), "1000000");
 	CHECK_STR(jpath(o, "spec|dnsPolicy"), "None");
 	CHECK_STR(jpath(o, "metadata|labels|sandbox.dev/id"), "p1");
 	CHECK_STR(jpath(o, "metadata|annotations|sandbox.dev/labels"), "{\"a\":\"b\"}");
@@ -228,6 +231,23 @@ TEST(test_build_pod)
 	CHECK_STR(jpath(o, "spec|volumes|4|secret|secretName"), "sbx-p1-agent");
 	CHECK_STR(jpath(o, "spec|initContainers|0|image"), "agent:1");
 	cJSON_Delete(o);
+	/* a reservation: requests.memory, the limit stays the ceiling, and
+	 * the spec annotation keeps it */
+	s.mem_req = 250000;
+	o = k8s_build_pod(&P, &s, "{}", 1, 2);
+	CHECK_STR(jpath(o, "spec|containers|0|resources|requests|memory"), "250000");
+	CHECK_STR(jpath(o, "spec|containers|0|resources|limits|memory"), "1000000");
+	cJSON_Delete(o);
+	{
+		char *j = k8s_sbx_encode(&s);
+		struct k8s_sbx d;
+
+		CHECK(k8s_sbx_decode(j, "p1", &d, err, sizeof(err)) == 0);
+		CHECK_INT(d.mem_req, 250000);
+		k8s_sbx_clear(&d);
+		free(j);
+	}
+	s.mem_req = 0;
 
 	s.use_kata = 1;
 	s.run_as_root = 1;

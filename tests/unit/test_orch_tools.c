@@ -640,7 +640,7 @@ TEST(test_sessopt)
 		{ "{\"idle_timeout\":\"10s\"}", "idle_timeout must be a duration of at least 1m with its unit, such as \"90s\", \"30m\" or \"2h\"" },
 		{ "{\"image\":\"\"}", "image must be a non-empty string of at most 255 bytes" },
 		{ "{\"use_kata\":1}", "use_kata must be true or false" },
-		{ "{\"gpus\":1}", "unknown field 'gpus' (the options are image, use_kata, run_as_root, writable_root, cpu, memory, disk, lifetime, idle_timeout, fresh_workspace)" },
+		{ "{\"gpus\":1}", "unknown field 'gpus' (the options are image, use_kata, run_as_root, writable_root, cpu, memory, memory_reservation, disk, lifetime, idle_timeout, fresh_workspace)" },
 		{ "{\"cpu\":1,\"cpu\":2}", "field 'cpu' appears twice" },
 	};
 	static const char *const ids[] = { "id", "org", "user", NULL };
@@ -673,7 +673,20 @@ TEST(test_sessopt)
 	c.max_disk_bytes = 64LL << 30;
 	c.max_lifetime_ms = 86400000;
 	c.max_idle_ms = 4 * 3600000;
+	c.max_mem_reserve_bytes = 1LL << 30;
 	CHECK_INT(sessopt_check(&c, &o, err, sizeof(err)), 0);
+	/* a reservation: within its maximum and within the limit */
+	o.mem_reserve_bytes = 2LL << 30;
+	CHECK_INT(sessopt_check(&c, &o, err, sizeof(err)), -1);
+	CHECK_STR(err, "memory_reservation 2GiB is above the maximum of 1GiB (sandbox.max_memory_reservation)");
+	o.mem_reserve_bytes = 512LL << 20;
+	o.mem_bytes = 256LL << 20;
+	CHECK_INT(sessopt_check(&c, &o, err, sizeof(err)), -1);
+	CHECK_STR(err, "memory_reservation 512MiB is above the sandbox's memory limit of 256MiB: ask for more memory or a smaller memory_reservation");
+	o.mem_bytes = 512LL << 20;
+	CHECK_INT(sessopt_check(&c, &o, err, sizeof(err)), 0);
+	CHECK(sessopt_sandbox_given(&o));
+	o.mem_reserve_bytes = 0;
 	o.mem_bytes = 16LL << 30;
 	CHECK_INT(sessopt_check(&c, &o, err, sizeof(err)), -1);
 	CHECK_STR(err, "memory 16GiB is above the maximum of 8GiB (sandbox.max_memory)");

@@ -503,7 +503,7 @@ TEST(test_cgroup_selection)
 		"pids/cgroup.procs",
 	};
 	struct rl_cg cg;
-	struct rl_limits lim = { 512LL << 20, 1500, 300 };
+	struct rl_limits lim = { 512LL << 20, 1500, 300, 0 };
 	char root[400], dir[500], files[8][RL_PATH_MAX], e[256], *s;
 	size_t n;
 

@@ -409,6 +409,7 @@ info_from(struct fake *f, const char *id, cJSON *meta, struct rt_info *out)
 	x = cJSON_GetObjectItem(meta, "created_ms");
 	out->created_ms = cJSON_IsNumber(x) ? (long long)x->valuedouble : 0;
 	out->lim.mem_bytes = meta_ll(meta, "mem_bytes");
+	out->lim.mem_reserve_bytes = meta_ll(meta, "mem_reserve_bytes");
 	out->lim.cpu_millis = meta_ll(meta, "cpu_millis");
 	out->lim.pids_max = meta_ll(meta, "pids_max");
 	out->lim.disk_bytes = meta_ll(meta, "disk_bytes");
@@ -472,8 +473,13 @@ f_spec_ok(struct fake *f, const struct rt_spec *sp, char *err, size_t errlen)
 			return -1;
 		}
 	if (sp->mem_bytes < 0 || sp->cpu_millis < 0 || sp->disk_bytes < 0 ||
-	    sp->pids_max < 0) {
+	    sp->pids_max < 0 || sp->mem_reserve_bytes < 0) {
 		snprintf(err, errlen, "limits must not be negative");
+		return -1;
+	}
+	if (sp->mem_bytes > 0 && sp->mem_reserve_bytes > sp->mem_bytes) {
+		snprintf(err, errlen, "memory_reservation is above the memory "
+		    "limit");
 		return -1;
 	}
 	if (sp->workspace_from != NULL && (!id_sandbox_valid(sp->workspace_from) ||
@@ -586,6 +592,8 @@ f_create(struct runtime *rt, const struct rt_spec *sp,
 	cJSON_AddBoolToObject(meta, "run_as_root", sp->run_as_root);
 	cJSON_AddBoolToObject(meta, "writable_root", sp->writable_root);
 	cJSON_AddNumberToObject(meta, "mem_bytes", (double)sp->mem_bytes);
+	cJSON_AddNumberToObject(meta, "mem_reserve_bytes",
+	    (double)sp->mem_reserve_bytes);
 	cJSON_AddNumberToObject(meta, "cpu_millis", (double)sp->cpu_millis);
 	cJSON_AddNumberToObject(meta, "pids_max", (double)sp->pids_max);
 	cJSON_AddNumberToObject(meta, "disk_bytes", (double)sp->disk_bytes);

@@ -100,6 +100,7 @@ info_fill(struct k8s_rt *r, struct rt_info *out, const char *id,
 	    k8s_sbx_decode(spec, id, &s, e, sizeof(e)) == 0) {
 		snprintf(out->image, sizeof(out->image), "%s", s.image);
 		out->lim.mem_bytes = s.mem;
+		out->lim.mem_reserve_bytes = s.mem_req > 0 ? s.mem_req : s.mem;
 		out->lim.cpu_millis = s.cpu;
 		out->lim.pids_max = s.pids;
 		out->lim.disk_bytes = s.ws > 0 ? s.ws : r->conf->workspace_bytes;
@@ -295,6 +296,14 @@ sbx_check(struct k8s_rt *r, const struct rt_spec *sp, struct k8s_sbx *s,
 	}
 	if (sp->nlabels > K8S_MAX_LABELS) {
 		snprintf(err, errlen, "too many labels (max %d)", K8S_MAX_LABELS);
+		goto fail;
+	}
+	if (s->mem_req > s->mem) {
+		snprintf(err, errlen, "memory_reservation %lld MiB is above the "
+		    "sandbox's memory limit of %lld MiB (it becomes the pod's "
+		    "requests.memory, within limits.memory): ask for a larger "
+		    "memory or a smaller memory_reservation", s->mem_req >> 20,
+		    s->mem >> 20);
 		goto fail;
 	}
 	if (rt_limit_ok("kubernetes", "memory", s->mem, 16, 1LL << 20,

@@ -169,7 +169,7 @@ k8s_sbx_from_spec(struct k8s_sbx *s, const struct rt_spec *sp,
 		return -1;
 	}
 	if (sp->mem_bytes < 0 || sp->cpu_millis < 0 || sp->pids_max < 0 ||
-	    sp->disk_bytes < 0) {
+	    sp->disk_bytes < 0 || sp->mem_reserve_bytes < 0) {
 		snprintf(err, errlen, "resource limits must not be negative");
 		return -1;
 	}
@@ -179,6 +179,7 @@ k8s_sbx_from_spec(struct k8s_sbx *s, const struct rt_spec *sp,
 	s->run_as_root = sp->run_as_root != 0;
 	s->writable_root = sp->writable_root != 0;
 	s->mem = sp->mem_bytes;
+	s->mem_req = sp->mem_reserve_bytes;
 	s->cpu = sp->cpu_millis;
 	s->pids = sp->pids_max;
 	s->disk = sp->disk_bytes;
@@ -218,6 +219,8 @@ k8s_sbx_encode(const struct k8s_sbx *s)
 	cJSON_AddBoolToObject(o, "run_as_root", s->run_as_root);
 	cJSON_AddBoolToObject(o, "writable_root", s->writable_root);
 	cJSON_AddNumberToObject(o, "mem", (double)s->mem);
+	if (s->mem_req > 0)
+		cJSON_AddNumberToObject(o, "mem_req", (double)s->mem_req);
 	cJSON_AddNumberToObject(o, "cpu", (double)s->cpu);
 	cJSON_AddNumberToObject(o, "pids", (double)s->pids);
 	cJSON_AddNumberToObject(o, "disk", (double)s->disk);
@@ -273,6 +276,7 @@ k8s_sbx_decode(const char *json, const char *id, struct k8s_sbx *s, char *err,
 	s->run_as_root = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "run_as_root"));
 	s->writable_root = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "writable_root"));
 	s->mem = num_ge0(o, "mem");
+	s->mem_req = num_ge0(o, "mem_req");
 	s->cpu = num_ge0(o, "cpu");
 	s->pids = num_ge0(o, "pids");
 	s->disk = num_ge0(o, "disk");
@@ -863,7 +867,9 @@ k8s_build_pod(const struct k8s_params *p, const struct k8s_sbx *s,
 		creq = cpu;
 	x = cJSON_AddObjectToObject(r, "requests");
 	add_qty(x, "cpu", 1, creq);
-	add_qty(x, "memory", 0, s->mem);
+	/* the reservation; the limit below stays the ceiling */
+	add_qty(x, "memory", 0, s->mem_req > 0 && s->mem_req <= s->mem ?
+	    s->mem_req : s->mem);
 	add_qty(x, "ephemeral-storage", 0, s->disk / 4 > 0 ? s->disk / 4 : s->disk);
 	x = cJSON_AddObjectToObject(r, "limits");
 	add_qty(x, "cpu", 1, cpu);

@@ -53,6 +53,8 @@ struct k8s_sbx {
 	int		 run_as_root;
 	int		 writable_root;
 	long long	 mem, cpu, pids, disk;	/* disk: ephemeral-storage */
+	long long	 mem_req;	/* requests.memory (the reservation);
+					 * 0: the limit, mem */
 	long long	 ws;	/* the /workspace claim's size; 0: the default */
 	struct rt_kv	*env;	/* owned */
 	size_t		 nenv;

@@ -239,6 +239,12 @@ rl_cg_create(const struct rl_cg *cg, const char *id,
 		snprintf(v, sizeof(v), "%lld", l->mem_bytes);
 		if (cg_write(cg->v2, id, "memory.max", v, err, errlen) == -1)
 			return -1;
+		/* the reservation is protected from reclaim (v1 has no such
+		 * knob: nothing there) */
+		snprintf(v, sizeof(v), "%lld", l->mem_low);
+		if (l->mem_low > 0 && cg_write(cg->v2, id, "memory.low", v, err,
+		    errlen) == -1)
+			return -1;
 		(void)cg_write(cg->v2, id, "memory.swap.max", "0", err, errlen);
 		(void)cg_write(cg->v2, id, "memory.oom.group", "0", err, errlen);
 		snprintf(v, sizeof(v), "%lld", l->pids_max);

@@ -106,6 +106,11 @@ create_rec(const struct rl *rl, const struct rt_spec *spec, struct rec *r,
 	r->writable_root = spec->writable_root;
 	r->lim.mem_bytes = spec->mem_bytes > 0 ? spec->mem_bytes :
 	    rl->c.mem_bytes;
+	/* the default reservation stays within a small limit; one asked for
+	 * above it is refused below */
+	r->lim.mem_low = spec->mem_reserve_bytes > 0 ? spec->mem_reserve_bytes :
+	    rl->c.mem_reserve_bytes < r->lim.mem_bytes ?
+	    rl->c.mem_reserve_bytes : r->lim.mem_bytes;
 	r->lim.cpu_millis = spec->cpu_millis > 0 ? spec->cpu_millis :
 	    rl->c.cpu_millis;
 	r->lim.pids_max = spec->pids_max > 0 ? spec->pids_max : rl->c.pids_max;
@@ -113,6 +118,8 @@ create_rec(const struct rl *rl, const struct rt_spec *spec, struct rec *r,
 	    rl->c.disk_bytes;
 	if (rt_limit_ok(RL_NAME, "memory", r->lim.mem_bytes, 8, 1LL << 20,
 	    1LL << 20, "MiB", err, errlen) == -1 ||
+	    rt_limit_ok(RL_NAME, "memory_reservation", r->lim.mem_low, 1,
+	    1LL << 20, 1LL << 20, "MiB", err, errlen) == -1 ||
 	    rt_limit_ok(RL_NAME, "pids", r->lim.pids_max, 8, 1000000, 1, "",
 	    err, errlen) == -1 ||
 	    rt_limit_ok(RL_NAME, "cpu", r->lim.cpu_millis, 10, 256000, 1,
@@ -120,6 +127,14 @@ create_rec(const struct rl *rl, const struct rt_spec *spec, struct rec *r,
 	    rt_limit_ok(RL_NAME, "disk", r->disk_bytes, RL_DISK_MIN >> 20,
 	    1LL << 24, 1LL << 20, "MiB", err, errlen) == -1))
 		return -1;
+	if (r->lim.mem_low > r->lim.mem_bytes) {
+		snprintf(err, errlen, "memory_reservation %lld MiB is above the "
+		    "sandbox's memory limit of %lld MiB (a reservation is what it "
+		    "is admitted with, within its limit): ask for a larger memory "
+		    "or a smaller memory_reservation", r->lim.mem_low >> 20,
+		    r->lim.mem_bytes >> 20);
+		return -1;
+	}
 	r->labels = cJSON_CreateObject();
 	for (i = 0; i < spec->nlabels; i++) {
 		if (spec->labels[i].k == NULL || spec->labels[i].v == NULL)
@@ -198,60 +213,27 @@ ws_source_open(const struct rl *rl, const char *id, struct rl_idmap *map,
 }
 
 /*
- * Memory admission (under rl->mu): the limits of the sandboxes that run or
- * are being made (skip left out), plus starts in progress, plus want,
- * must stay within the host's memory times mem_overcommit percent. 0, or
- * -1 with err saying what is committed and what to do.
- */
-static int
-mem_admit(const struct rl *rl, const char *skip, long long want, char *err,
-    size_t errlen)
-{
-	long long total = rl_mem_total(), cap, used;
-	int n = 0;
-
-	if (total <= 0)
-		return 0;	/* unknown: admission is off */
-	cap = total / 100 * rl->c.mem_overcommit_pct;
-	if ((used = rl_mem_committed(rl, skip, &n)) == -1)
-		return 0;
-	used += rl->mem_starting;
-	if (used + want <= cap)
-		return 0;
-	snprintf(err, errlen, "not enough memory on this host: %d running "
-	    "sandboxes hold %lld MiB of memory limits, this one asks %lld MiB, "
-	    "and at most %lld MiB may be given out (%lld%% of the host's %lld "
-	    "MiB, local.mem_overcommit); stop or delete a sandbox, or ask for "
-	    "less memory", n, used >> 20, want >> 20, cap >> 20,
-	    rl->c.mem_overcommit_pct, total >> 20);
-	return -1;
-}
-
-/*
- * The directory and the uid, under the global allocation lock: makes
- * <id>/ (*made = 1: the caller undoes with rl_destroy), takes its lock
- * (*lfd), allocates the uid and writes the uid file, then the first
- * record. 0, or -1 with err.
+ * The directory and the uid, under the admission lock (rl_adm_lock): the
+ * memory admission (admit.c), then makes <id>/ (*made = 1: the caller
+ * undoes with rl_destroy), takes its lock (*lfd), allocates the uid and
+ * writes the uid file, then the first record, whose reservation the
+ * tally counts from then on. 0, or -1 with err.
  */
 static int
 create_alloc(struct rl *rl, struct rec *r, int *lfd, int *made, char *err,
     size_t errlen)
 {
 	char sdir[RL_PATH_MAX], p[RL_PATH_MAX + 16], e[64];
-	int gfd, rc = -1;
+	struct rl_adm_lk lk;
+	int rc = -1;
 
 	if (rl_sdir_path(rl, r->id, NULL, sdir, sizeof(sdir)) == -1) {
 		snprintf(err, errlen, "state path too long");
 		return -1;
 	}
-	pthread_mutex_lock(&rl->mu);
-	snprintf(p, sizeof(p), "%s/.lock", rl->state_dir);
-	gfd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (gfd == -1 || flock(gfd, LOCK_EX) == -1) {
-		snprintf(err, errlen, "lock %s: %s", p, strerror(errno));
-		goto out;
-	}
-	if (access(sdir, F_OK) == -1 && mem_admit(rl, NULL, r->lim.mem_bytes,
+	if (rl_adm_lock(rl, &lk, err, errlen) == -1)
+		return -1;
+	if (access(sdir, F_OK) == -1 && rl_adm_check(rl, &lk, r->lim.mem_low,
 	    err, errlen) == -1)
 		goto out;
 	if (mkdir(sdir, 0711) == -1) {
@@ -273,11 +255,10 @@ create_alloc(struct rl *rl, struct rec *r, int *lfd, int *made, char *err,
 	    util_write_file_replace(p, e, strlen(e), 0600, err, errlen) == -1 ||
 	    rl_rec_save(rl, r, 0, err, errlen) == -1)
 		goto out;
+	rl_adm_move(rl, &lk, r->lim.mem_low, 1);
 	rc = 0;
 out:
-	if (gfd != -1)
-		close(gfd);
-	pthread_mutex_unlock(&rl->mu);
+	rl_adm_unlock(rl, &lk);
 	return rc;
 }
 
@@ -470,14 +451,42 @@ rl_usage(struct runtime *rt, const char *id, struct rt_usage *out, char *err,
 	return 0;
 }
 
+/*
+ * Saves r with phase (fsync'd if durable), under the admission lock, and moves the
+ * tally when the phase enters or leaves those that hold memory; starting:
+ * the start in progress that held res until now (admit.c). 0, or -1 with
+ * err (then nothing moved).
+ */
+static int
+phase_save(struct rl *rl, struct rec *r, const char *phase, long long starting,
+    int durable, char *err, size_t errlen)
+{
+	struct rl_adm_lk lk;
+	long long res = rl_adm_reserve(rl, r);
+	int was = rl_adm_counted(r), rc = -1;
+
+	if (rl_adm_lock(rl, &lk, err, errlen) == -1)
+		return -1;
+	rl->adm.starting -= starting;
+	snprintf(r->phase, sizeof(r->phase), "%s", phase);
+	if (rl_rec_save(rl, r, durable, err, errlen) == 0) {
+		rc = 0;
+		if (was != rl_adm_counted(r))
+			rl_adm_move(rl, &lk, was ? -res : res, was ? -1 : 1);
+	}
+	rl_adm_unlock(rl, &lk);
+	return rc;
+}
+
 static int
 rl_start(struct runtime *rt, const char *id, char *err, size_t errlen)
 {
 	struct rl *rl = rt->impl;
+	struct rl_adm_lk lk;
 	struct rec r;
 	struct pidrec pr;
 	struct steps stp;
-	long long reserved = 0;
+	long long starting = 0;
 	int lfd, rc = -1;
 
 	if ((lfd = rl_rec_open(rl, id, &r, err, errlen)) == -1)
@@ -487,32 +496,41 @@ rl_start(struct runtime *rt, const char *id, char *err, size_t errlen)
 		goto out;
 	}
 	rl_do_stop(rl, id);	/* leftovers of a crash */
-	pthread_mutex_lock(&rl->mu);
-	if (mem_admit(rl, id, r.lim.mem_bytes, err, errlen) == -1) {
-		pthread_mutex_unlock(&rl->mu);
-		goto out;
+	if (r.lim.mem_low <= 0)	/* a record older than reservations */
+		r.lim.mem_low = rl_adm_reserve(rl, &r);
+	/* a stopped sandbox is admitted again; one whose record says running
+	 * (it died) still holds its reservation */
+	if (!rl_adm_counted(&r)) {
+		if (rl_adm_lock(rl, &lk, err, errlen) == -1)
+			goto out;
+		if (rl_adm_check(rl, &lk, rl_adm_reserve(rl, &r), err,
+		    errlen) == -1) {
+			rl_adm_unlock(rl, &lk);
+			goto out;
+		}
+		starting = rl_adm_reserve(rl, &r);
+		rl->adm.starting += starting;
+		rl_adm_unlock(rl, &lk);
 	}
-	rl->mem_starting += r.lim.mem_bytes;
-	reserved = r.lim.mem_bytes;
-	pthread_mutex_unlock(&rl->mu);
-	snprintf(r.phase, sizeof(r.phase), "running");
 	r.reason[0] = '\0';
 	rl_steps_init(&stp);
 	if (rl_do_start(rl, &r, &stp, err, errlen) == -1) {
 		rl_do_stop(rl, id);
-		snprintf(r.phase, sizeof(r.phase), "stopped");
-		(void)rl_rec_save(rl, &r, 1, err + strlen(err), 0);
+		(void)phase_save(rl, &r, "stopped", starting, 1,
+		    err + strlen(err), 0);
+		starting = 0;
 		goto out;
 	}
-	if (rl_rec_save(rl, &r, 0, err, errlen) == -1)
+	rc = phase_save(rl, &r, "running", starting, 0, err, errlen);
+	starting = 0;
+	if (rc == -1)
 		goto out;
 	rl_step(&stp, "record");
 	rl_steps_log(&stp, id, "start");
-	rc = 0;
 out:
-	if (reserved > 0) {
+	if (starting > 0) {
 		pthread_mutex_lock(&rl->mu);
-		rl->mem_starting -= reserved;
+		rl->adm.starting -= starting;
 		pthread_mutex_unlock(&rl->mu);
 	}
 	rl_rec_close(&r, lfd);
@@ -529,9 +547,8 @@ rl_stop(struct runtime *rt, const char *id, char *err, size_t errlen)
 	if ((lfd = rl_rec_open(rl, id, &r, err, errlen)) == -1)
 		return -1;
 	rl_do_stop(rl, id);
-	snprintf(r.phase, sizeof(r.phase), "stopped");
 	r.reason[0] = '\0';
-	if (rl_rec_save(rl, &r, 1, err, errlen) == 0) {
+	if (phase_save(rl, &r, "stopped", 0, 1, err, errlen) == 0) {
 		rc = 0;
 		log_info("sandbox=%s stopped", id);
 	}
@@ -543,7 +560,10 @@ static int
 rl_destroy(struct runtime *rt, const char *id, char *err, size_t errlen)
 {
 	struct rl *rl = rt->impl;
-	char sdir[RL_PATH_MAX], gone[RL_PATH_MAX + 64];
+	char sdir[RL_PATH_MAX], gone[RL_PATH_MAX + 64], e[256];
+	struct rl_adm_lk lk;
+	struct rec r;
+	long long res = 0;
 	int lfd;
 
 	if (!id_sandbox_valid(id)) {
@@ -561,14 +581,28 @@ rl_destroy(struct runtime *rt, const char *id, char *err, size_t errlen)
 		return -1;
 	}
 	rl_do_stop(rl, id);
+	/* its reservation goes with its directory, under the admission lock */
+	if (rl_rec_load(rl, id, &r, e, sizeof(e)) == 0) {
+		if (rl_adm_counted(&r))
+			res = rl_adm_reserve(rl, &r);
+		rl_rec_clear(&r);
+	}
+	if (rl_adm_lock(rl, &lk, err, errlen) == -1) {
+		rl_id_unlock(lfd);
+		return -1;
+	}
 	/* rename first: a crash mid-removal leaves no half sandbox listed */
 	snprintf(gone, sizeof(gone), "%s/.gone-%s-%ld", rl->state_dir, id,
 	    (long)getpid());
 	if (rename(sdir, gone) == -1) {
 		snprintf(err, errlen, "rename %s: %s", sdir, strerror(errno));
+		rl_adm_unlock(rl, &lk);
 		rl_id_unlock(lfd);
 		return -1;
 	}
+	if (res > 0)
+		rl_adm_move(rl, &lk, -res, -1);
+	rl_adm_unlock(rl, &lk);
 	rl_id_unlock(lfd);
 	if (rl_rmtree(gone, err, errlen) == -1)
 		return -1;
@@ -623,6 +657,7 @@ rl_fill_info(struct rl *rl, const char *id, struct rt_info *out)
 	snprintf(out->image, sizeof(out->image), "%s", r.image);
 	out->created_ms = r.created_ms;
 	out->lim.mem_bytes = r.lim.mem_bytes;
+	out->lim.mem_reserve_bytes = rl_adm_reserve(rl, &r);
 	out->lim.cpu_millis = r.lim.cpu_millis;
 	out->lim.pids_max = r.lim.pids_max;
 	out->lim.disk_bytes = r.disk_bytes;
@@ -1325,8 +1360,13 @@ runtime_local_new(const struct rt_local_conf *c, char *err, size_t errlen)
 		rl->c.mem_bytes = 2LL << 30;
 	if (rl->c.cpu_millis <= 0)
 		rl->c.cpu_millis = default_cpu_millis();
-	if (rl->c.mem_overcommit_pct <= 0)
-		rl->c.mem_overcommit_pct = 150;
+	if (rl->c.mem_reserve_bytes <= 0)
+		rl->c.mem_reserve_bytes = 4LL << 20;
+	if (rl->c.mem_overcommit_pct > 0)
+		log_warnx("local.mem_overcommit is deprecated and ignored: "
+		    "admission counts memory reservations now, not limits "
+		    "(local.mem_reservation, local.mem_protected; "
+		    "docs/local-runtime.md, \"Memory: reservations and limits\")");
 	if (rl->c.pids_max <= 0)
 		rl->c.pids_max = 1024;
 	if (rl->c.tmp_bytes <= 0)

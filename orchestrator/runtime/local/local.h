@@ -35,8 +35,11 @@ struct rt_local_conf {
 	char		*cgroup_mode;	/* auto | v2 | v1 | none */
 	int		 seccomp;	/* load the deny-list seccomp filter */
 	long long	 start_timeout_ms; /* create/start: until the agent answers */
-	long long	 mem_overcommit_pct; /* admission: running sandboxes'
-					 * memory limits <= MemTotal * this/100 */
+	long long	 mem_reserve_bytes; /* default memory reservation
+					 * (what admission counts) */
+	long long	 mem_protect_bytes; /* the host's protected share;
+					 * 0: max(1 GiB, 10% of MemTotal) */
+	long long	 mem_overcommit_pct; /* deprecated, ignored (warned) */
 	int		 require_isolation; /* refuse to start when a check
 					 * isolation needs fails */
 	char		*homes_dir;	/* per-user homes; NULL: beside
@@ -128,11 +131,24 @@ struct rt_local_conf {
 	  offsetof(struct rt_local_conf, start_timeout_ms), 100, 600000,	\
 	  "20s", NULL, "local runtime: create/start fail if the agent does "	\
 	  "not answer within this time" },					\
+	{ PFX "mem_reservation", CFG_SIZE, (OFF) +				\
+	  offsetof(struct rt_local_conf, mem_reserve_bytes), 1LL << 20,	\
+	  1LL << 40, "4MiB", NULL, "local runtime: default memory "		\
+	  "reservation per sandbox: what admission counts for it and what "	\
+	  "its cgroup protects from reclaim (v2 memory.low); its memory "	\
+	  "limit stays the ceiling (docs/local-runtime.md, \"Memory\")" },	\
+	{ PFX "mem_protected", CFG_SIZE, (OFF) +				\
+	  offsetof(struct rt_local_conf, mem_protect_bytes), 0, 1LL << 44,	\
+	  "0", NULL, "local runtime: host memory no sandbox is admitted "	\
+	  "into: a create or start is refused when the reservations of the "	\
+	  "running sandboxes and its own would leave less than this of the "	\
+	  "host's memory, or when MemAvailable is below it now; 0: the "	\
+	  "larger of 1GiB and 10% of the host's memory" },			\
 	{ PFX "mem_overcommit", CFG_INT, (OFF) +				\
-	  offsetof(struct rt_local_conf, mem_overcommit_pct), 1, 100000,	\
-	  "150", NULL, "local runtime: memory admission, in percent of the "	\
-	  "host's memory: a create or start whose memory limit would take "	\
-	  "the sum of running sandboxes' limits past it is refused" },		\
+	  offsetof(struct rt_local_conf, mem_overcommit_pct), 0, 100000,	\
+	  "0", NULL, "local runtime: deprecated and ignored (a warning at "	\
+	  "start): admission counts reservations now, not limits (see "	\
+	  "local.mem_reservation, local.mem_protected)" },			\
 	{ PFX "require_isolation", CFG_BOOL, (OFF) +				\
 	  offsetof(struct rt_local_conf, require_isolation), 0, 0, "true",	\
 	  NULL, "local runtime: refuse to start when a check isolation "	\
@@ -141,6 +157,15 @@ struct rt_local_conf {
 
 struct runtime *runtime_local_new(const struct rt_local_conf *, char *err,
 	    size_t errlen);
+
+/*
+ * How many sandboxes of reservation reserve (0: c's default) this host
+ * holds by admission's arithmetic: floor((MemTotal - protected share) /
+ * reserve), at most c's uid_count; -1 if MemTotal cannot be read. For
+ * limits.max_running "auto" (conf.c), read once at start.
+ */
+long long runtime_local_capacity(const struct rt_local_conf *c,
+	    long long reserve);
 
 /*
  * Registers dir as image name (a symlink images_dir/name -> dir). name is

@@ -11,6 +11,7 @@
  *   cgroup.c   its cgroups          seccomp.c  its seccomp program
  *   netns.c    its network (the egress listener and registration)
  *   image.c    images and disk images
+ *   admit.c    memory admission: reservations, the tally, the arithmetic
  *   record.c   the state directory: record, pid and uid files, locks
  *   files.c    files in trees the sandbox controls (never following links)
  *   proc.c     /proc, kernel knobs, sleeping: calls nothing above
@@ -69,21 +70,33 @@ struct rl_cg {
 
 /* Limits for one sandbox. */
 struct rl_limits {
-	long long	mem_bytes;
+	long long	mem_bytes;	/* the ceiling: memory.max */
 	long long	cpu_millis;
 	long long	pids_max;
+	long long	mem_low;	/* the reservation: memory.low (v2); 0 in
+					 * records older than reservations */
+};
+
+/* Admission's tally (admit.c), under rl->mu and <state_dir>/.lock. */
+struct rl_adm {
+	long long	 reserved;	/* reservations of the sandboxes whose
+					 * phase is creating or running */
+	long long	 n;		/* how many they are */
+	long long	 starting;	/* reservations of starts in progress
+					 * (this process's, not in a record yet) */
+	long long	 gen;		/* .admit-gen as we last read or wrote it */
+	int		 valid;		/* 0: sum the records at next check */
 };
 
 /* The runtime: its configuration and what runtime_local_new derived. */
 struct rl {
 	struct rt_local_conf	 c;	/* strings owned */
 	struct rl_cg		 cg;	/* where the cgroups go */
-	pthread_mutex_t		 mu;	/* uid allocation (with <state>/.lock
-					 * for other processes) */
+	pthread_mutex_t		 mu;	/* uid allocation and admission (with
+					 * <state>/.lock for other processes) */
 	int			 disk_fallback;	/* no loop devices: the default
 					 * disk limit is off (warned) */
-	long long		 mem_starting;	/* memory of starts in progress
-					 * (admission; under mu) */
+	struct rl_adm		 adm;	/* admission (admit.c; under mu) */
 	char			 state_dir[RL_PATH_MAX];  /* real paths */
 	char			 images_dir[RL_PATH_MAX];
 	char			 homes_dir[RL_PATH_MAX];	/* made on first use */
@@ -382,16 +395,50 @@ int	rl_each_id(const struct rl *, void (*fn)(const char *, void *),
  * allocation lock. 0, or -1 with err. */
 int	rl_alloc_uid(struct rl *, long long *uid, char *err, size_t errlen);
 
-/* The sum of the memory limits of the sandboxes that run or are being
- * made (skip: an id left out; NULL none), their count in *n (may be
- * NULL); -1 if the state dir cannot be read. */
-long long rl_mem_committed(const struct rl *, const char *skip, int *n);
-
 /* rel's place in the image (its symlinks followed with the image as
  * root): 0 with out, 1 if it does not exist (out: its longest existing
  * parent resolved, then the rest), -1 on error. */
 int	rl_image_path(const char *image_dir, const char *rel, char *out,
 	    size_t outlen);
+
+/* admit.c (docs/local-runtime.md, "Memory: reservations and limits") */
+/* The outcomes of rl_adm_decide. */
+#define RL_ADM_OK	0
+#define RL_ADM_FULL	1	/* reservations + protected share > MemTotal */
+#define RL_ADM_LOW	2	/* MemAvailable - want < protected share */
+/* The protected share: conf (local.mem_protected) when > 0, else the
+ * larger of 1 GiB and 10% of total. */
+long long rl_adm_protect(long long total, long long conf);
+/* Admission's arithmetic, pure: may want more bytes be reserved when
+ * reserved are (total, avail: MemTotal and MemAvailable, -1 unknown;
+ * total unknown: RL_ADM_OK). An RL_ADM_* value. */
+int	rl_adm_decide(long long total, long long avail, long long protect,
+	    long long reserved, long long want);
+/* floor((total - protect) / reserve), at most uid_count (> 0); -1 if
+ * total or reserve is unknown. */
+long long rl_adm_capacity(long long total, long long protect,
+	    long long reserve, long long uid_count);
+/* MemTotal and MemAvailable (bytes; -1 absent) from /proc/meminfo's text;
+ * 0, or -1 without a MemTotal. */
+int	rl_adm_meminfo(const char *text, long long *total, long long *avail);
+/* The reservation r holds (its own, or the default for an older record). */
+long long rl_adm_reserve(const struct rl *, const struct rec *r);
+/* 1 if r's phase holds its reservation (creating, running). */
+int	rl_adm_counted(const struct rec *r);
+/* The admission lock: rl->mu, then <state_dir>/.lock (other processes). */
+struct rl_adm_lk {
+	int	gfd;		/* .lock, flock'd */
+	int	genfd;		/* .admit-gen */
+};
+int	rl_adm_lock(struct rl *, struct rl_adm_lk *, char *err, size_t errlen);
+void	rl_adm_unlock(struct rl *, struct rl_adm_lk *);
+/* Lock held: 0 if want more bytes may be reserved now, else -1 with err
+ * naming the numbers and what to do. Changes nothing. */
+int	rl_adm_check(struct rl *, struct rl_adm_lk *, long long want, char *err,
+	    size_t errlen);
+/* Lock held: a record entered (bytes > 0, n 1) or left (bytes < 0, n -1)
+ * the phases that hold memory; moves the tally and bumps .admit-gen. */
+void	rl_adm_move(struct rl *, struct rl_adm_lk *, long long bytes, int n);
 
 /* files.c */
 /* mkdir p (an existing one is fine), then chown uid:gid and chmod mode;
@@ -442,8 +489,6 @@ pid_t	rl_proc_ppid(pid_t);
 int	rl_write_str(const char *path, const char *s);
 /* Sleeps us microseconds, resuming after signals. */
 void	rl_sleep_us(long us);
-/* The host's memory (MemTotal), bytes, or -1. */
-long long rl_mem_total(void);
 
 /* ---- idle.c: runtime ops freeze, load, reclaim, pressure ---- */
 int	rl_op_freeze(struct runtime *, const char *id, int on, char *err,

@@ -106,23 +106,3 @@ rl_sleep_us(long us)
 	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
 		;
 }
-
-long long
-rl_mem_total(void)
-{
-	char buf[4096];
-	long long kb = -1;
-	ssize_t n;
-	int fd;
-
-	if ((fd = open("/proc/meminfo", O_RDONLY | O_CLOEXEC)) == -1)
-		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	if (sscanf(buf, "MemTotal: %lld kB", &kb) != 1 || kb <= 0)
-		return -1;
-	return kb * 1024;
-}

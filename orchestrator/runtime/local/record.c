@@ -91,6 +91,7 @@ static const struct rec_field {
 	RF("limits", "mem_bytes", RF_NUM, lim.mem_bytes),
 	RF("limits", "cpu_millis", RF_NUM, lim.cpu_millis),
 	RF("limits", "pids_max", RF_NUM, lim.pids_max),
+	RF("limits", "mem_reserve_bytes", RF_NUM, lim.mem_low),
 #undef RF
 };
 
@@ -458,53 +459,4 @@ rl_alloc_uid(struct rl *rl, long long *uid, char *err, size_t errlen)
 	}
 	*uid = rl->c.uid_base + i * u.R;
 	return 0;
-}
-
-/* Memory committed: the sum of the limits of the sandboxes that run or
- * are being made. */
-struct memsum {
-	const struct rl	*rl;
-	const char	*skip;
-	long long	 sum;
-	int		 n;
-};
-
-static void
-mem_id(const char *id, void *arg)
-{
-	struct memsum *m = arg;
-	struct pidrec pr;
-	struct rec r;
-	char e[256];
-	int lfd, busy;
-
-	if (m->skip != NULL && strcmp(id, m->skip) == 0)
-		return;
-	if (rl_rec_load(m->rl, id, &r, e, sizeof(e)) == -1)
-		return;
-	if ((lfd = rl_id_lock(m->rl, id, 1)) == -1)
-		busy = errno == EWOULDBLOCK;
-	else
-		busy = 0;
-	rl_id_unlock(lfd);
-	if ((strcmp(r.phase, "creating") == 0 && busy) ||
-	    (strcmp(r.phase, "running") == 0 && (busy ||
-	    (rl_pid_load(m->rl, id, &pr) == 0 && rl_pid_alive(&pr))))) {
-		m->sum += r.lim.mem_bytes;
-		m->n++;
-	}
-	rl_rec_clear(&r);
-}
-
-long long
-rl_mem_committed(const struct rl *rl, const char *skip, int *n)
-{
-	struct memsum m = { rl, skip, 0, 0 };
-	char e[RL_PATH_MAX + 64];
-
-	if (rl_each_id(rl, mem_id, &m, e, sizeof(e)) == -1)
-		return -1;
-	if (n != NULL)
-		*n = m.n;
-	return m.sum;
 }
