@@ -265,7 +265,7 @@ create_alloc(struct rl *rl, struct rec *r, int *lfd, int *made, char *err,
 		snprintf(err, errlen, "lock %s: %s", r->id, strerror(errno));
 		goto out;
 	}
-	if (rl_alloc_uid(rl, &r->uid, err, errlen) == -1)
+	if (rl_alloc_uid(rl, r->id, &r->uid, err, errlen) == -1)
 		goto out;
 	r->uid_range = rl->c.uid_range;
 	snprintf(e, sizeof(e), "%lld\n", r->uid);

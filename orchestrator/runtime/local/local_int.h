@@ -366,7 +366,8 @@ int	rl_each_id(const struct rl *, void (*fn)(const char *, void *),
 /* A free block of uid_range host ids (uid_base + slot * uid_range), by
  * the records and uid files in the state dir; the caller holds the global
  * allocation lock. 0, or -1 with err. */
-int	rl_alloc_uid(struct rl *, long long *uid, char *err, size_t errlen);
+int	rl_alloc_uid(struct rl *, const char *id, long long *uid, char *err,
+	    size_t errlen);
 
 /* The sum of the memory limits of the sandboxes that run or are being
  * made (skip: an id left out; NULL none), their count in *n (may be
