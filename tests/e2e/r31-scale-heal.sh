@@ -18,8 +18,11 @@ PROXY=$BIN/egress-proxy/egress-proxy
 PADMIN=$TOP/tests/fixtures/padmin.py
 D=$TOP/tests/bench/density/density.py
 
-# Every sandbox goes, 4 destroys at once, before orch_cleanup sweeps the rest.
+# Every session deleted through the orchestrator (8 at once), what is left
+# by sandboxctl (4 at once), before orch_cleanup sweeps the rest.
 heal_cleanup() {
+	[ -n "$ORCH_PID" ] && kill -0 "$ORCH_PID" 2>/dev/null &&
+		python3 "$D" delete "$ORCH_URL" "$ORCH_KEY" 8 >/dev/null 2>&1
 	[ -n "$ORCH_PID" ] && kill -9 "$ORCH_PID" 2>/dev/null
 	ORCH_PID=
 	ls "$ORCH_SBX_DIR" 2>/dev/null | grep -v '^\.' |
