@@ -6,6 +6,9 @@
       threads (keep-alive, one connection each); prints one JSON line:
       {"n","ok","failed","secs","per_s","p50_ms","p99_ms","max_ms","error"?}
       (error: the first failure's status and body). Exits 1 if any failed.
+  density.py delete URL KEY CONC
+      DELETE /v1/sessions/ID for every session GET /v1/sessions lists, from
+      CONC threads; prints {"n","ok","failed","secs"}.
 """
 import http.client
 import json
@@ -73,10 +76,54 @@ def create(url, key, prefix, lo, hi, conc):
     return 0 if not errs else 1
 
 
+def delete(url, key, conc):
+    u = urllib.parse.urlsplit(url)
+    hdr = {"Authorization": "Bearer " + key}
+    c = http.client.HTTPConnection(u.hostname, u.port, timeout=60)
+    c.request("GET", "/v1/sessions", headers=hdr)
+    todo = [s["id"] for s in json.loads(c.getresponse().read())["sessions"]]
+    c.close()
+    n = len(todo)
+    mu = threading.Lock()
+    res = {"ok": 0, "failed": 0}
+
+    def worker():
+        c = http.client.HTTPConnection(u.hostname, u.port, timeout=120)
+        while True:
+            with mu:
+                if not todo:
+                    break
+                sid = todo.pop()
+            try:
+                c.request("DELETE", "/v1/sessions/" + urllib.parse.quote(sid), headers=hdr)
+                r = c.getresponse()
+                r.read()
+                good = r.status in (200, 204, 404)
+            except (OSError, http.client.HTTPException):
+                good = False
+                c.close()
+                c = http.client.HTTPConnection(u.hostname, u.port, timeout=120)
+            with mu:
+                res["ok" if good else "failed"] += 1
+        c.close()
+
+    t0 = time.monotonic()
+    th = [threading.Thread(target=worker) for _ in range(conc)]
+    for t in th:
+        t.start()
+    for t in th:
+        t.join()
+    print(json.dumps({"n": n, "ok": res["ok"], "failed": res["failed"],
+                      "secs": round(time.monotonic() - t0, 1)}), flush=True)
+    return 0 if res["failed"] == 0 else 1
+
+
 def main():
     a = sys.argv[1:]
     if len(a) == 7 and a[0] == "create":
         return create(a[1], a[2], a[3], int(a[4]), int(a[5]), int(a[6]))
+    if len(a) == 4 and a[0] == "delete":
+        return delete(a[1], a[2], int(a[3]))
     sys.stderr.write(__doc__)
     return 2
 

@@ -33,10 +33,13 @@ M=tests/bench/orchestrator/bench.mjs
 D=tests/bench/density/density.py
 PROXY=$BIN/egress-proxy/egress-proxy
 
-# ---- cleanup: the orchestrator first (nothing made behind our back), then
-# every sandbox, 4 destroys at once (orch_cleanup, run after this, sweeps
-# what is left with the state dir and cgroups) ----
+# ---- cleanup: every session deleted through the orchestrator (8 at once;
+# a sandboxctl process costs about 0.5 s of health checks), then the
+# orchestrator stopped and what is left destroyed by sandboxctl, 4 at once
+# (orch_cleanup, run after this, sweeps the state dir and cgroups) ----
 density_cleanup() {
+	[ -n "$ORCH_PID" ] && kill -0 "$ORCH_PID" 2>/dev/null &&
+		python3 "$D" delete "$ORCH_URL" "$ORCH_KEY" 8 >/dev/null 2>&1
 	[ -n "$ORCH_PID" ] && kill -9 "$ORCH_PID" 2>/dev/null
 	ORCH_PID=
 	ls "$ORCH_SBX_DIR" 2>/dev/null | grep -v '^\.' |
