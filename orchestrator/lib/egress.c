@@ -380,14 +380,19 @@ stats_head(const cJSON *rep, struct egress_ids *out, char *err, size_t errlen)
 	const char *b = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
 	    rep, "boot_id"));
 	const cJSON *c = cJSON_GetObjectItemCaseSensitive(rep, "count");
+	const cJSON *all = cJSON_GetObjectItemCaseSensitive(rep, "sandboxes");
 	size_t n;
 
-	if (!cJSON_IsNumber(c) || c->valuedouble < 0 || c->valuedouble > 1e12) {
-		snprintf(err, errlen, "egress proxy: stats: no count (a proxy "
-		    "older than the summary form?)");
+	/* (A proxy older than these forms ignores them and sends every
+	 * sandbox's counters: counted, and read as one page of ids.) */
+	if (cJSON_IsNumber(c) && c->valuedouble >= 0 && c->valuedouble <= 1e12)
+		out->count = (long long)c->valuedouble;
+	else if (cJSON_IsArray(all))
+		out->count = cJSON_GetArraySize(all);
+	else {
+		snprintf(err, errlen, "egress proxy: stats: no count");
 		return -1;
 	}
-	out->count = (long long)c->valuedouble;
 	out->boot_id[0] = '\0';
 	if (b != NULL && (n = strlen(b)) > 0 && n < sizeof(out->boot_id) &&
 	    strspn(b, "0123456789abcdef") == n)
@@ -420,7 +425,7 @@ egress_stats_ids(const struct egress_admin *a, struct egress_ids *out,
     char *err, size_t errlen)
 {
 	struct egress_ids page;
-	const cJSON *it, *next;
+	const cJSON *it, *next, *ids, *all;
 	cJSON *rep = NULL;
 	char *after = NULL;
 	size_t cap = 0;
@@ -440,8 +445,13 @@ egress_stats_ids(const struct egress_admin *a, struct egress_ids *out,
 			goto out;
 		}
 		out->count = page.count;
-		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(rep, "ids")) {
-			if ((s = cJSON_GetStringValue(it)) == NULL)
+		if ((ids = cJSON_GetObjectItemCaseSensitive(rep, "ids")) == NULL)
+			all = cJSON_GetObjectItemCaseSensitive(rep, "sandboxes");
+		else
+			all = ids;
+		cJSON_ArrayForEach(it, all) {
+			if ((s = cJSON_GetStringValue(ids != NULL ? it :
+			    cJSON_GetObjectItemCaseSensitive(it, "id"))) == NULL)
 				continue;
 			if (out->n == cap) {
 				cap = cap != 0 ? cap * 2 : 256;
