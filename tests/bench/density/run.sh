@@ -73,6 +73,15 @@ sed -i -e "s/^  uid_count: 256/  uid_count: $((MAX + 300))/" "$T/rt.yaml"
 orch_start || { echo "orchestrator did not start: $(tail -5 "$T/orch.stderr" "$ORCH_LOG")"; exit 1; }
 
 avail() { awk '/^MemAvailable:/ {print $2}' /proc/meminfo; }
+# what the sandboxes' cgroups hold, KiB (v1 memory, else v2): not moved by
+# the rest of a shared host, as MemAvailable is
+cgmem() {
+	local f
+	for f in /sys/fs/cgroup/memory/"$ORCH_CG"/memory.usage_in_bytes /sys/fs/cgroup/"$ORCH_CG"/memory.current; do
+		[ -r "$f" ] && { echo $(( $(cat "$f") / 1024 )); return; }
+	done
+	echo 0
+}
 loops() { losetup -a 2>/dev/null | wc -l; }
 kthreads() { ps -e -o ppid= | awk '$1 == 2' | wc -l; }
 admin_reqs() { grep -c 'admin op=stats' "$T/proxy.log" 2>/dev/null; }
@@ -99,7 +108,7 @@ for goal in 100 1000 "$MAX"; do
 	echo "== at $goal (held $h sandboxes, load $(cut -d' ' -f1 /proc/loadavg))"
 	echo "  creates: $(jf "$out" ok) ok, $(jf "$out" failed) failed, $(jf "$out" per_s)/s; create p50 $(jf "$out" p50_ms) ms p99 $(jf "$out" p99_ms) ms"
 	[ "$rc" = 0 ] || echo "  first create error: $(jf "$out" error)"
-	echo "  host memory per sandbox: $(( (av0 - av) / (h > 0 ? h : 1) )) KiB (MemAvailable $(( (av0 - av) / 1024 )) MiB less)"
+	echo "  host memory per sandbox: $(( (av0 - av) / (h > 0 ? h : 1) )) KiB (MemAvailable $(( (av0 - av) / 1024 )) MiB less; moved by anything else on the host too); charged to the sandboxes' cgroups: $(( $(cgmem) / (h > 0 ? h : 1) )) KiB each"
 	echo "  MCP shell 'true' warm: $rtt"
 	echo "  new session's first call: $first"
 	echo "  proxy stats requests (the heal): $((a1 - a0)) in $((t1 - t0)) s"
