@@ -356,6 +356,151 @@ egress_deregister(const struct egress_admin *a, const char *id)
 	cJSON_Delete(req);
 }
 
+/* One stats request of the given form ("summary", or "ids" after after). */
+static int
+stats_call(const struct egress_admin *a, const char *form, const char *after,
+    cJSON **rep, char *err, size_t errlen)
+{
+	cJSON *req = cJSON_CreateObject();
+	int rc;
+
+	cJSON_AddStringToObject(req, "op", "stats");
+	cJSON_AddBoolToObject(req, form, 1);
+	if (after != NULL)
+		cJSON_AddStringToObject(req, "after", after);
+	rc = egress_call(a, req, -1, EGRESS_ADMIN_MS, rep, err, errlen);
+	cJSON_Delete(req);
+	return rc;
+}
+
+/* The boot id and count of a stats reply into out. 0, or -1 with err. */
+static int
+stats_head(const cJSON *rep, struct egress_ids *out, char *err, size_t errlen)
+{
+	const char *b = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+	    rep, "boot_id"));
+	const cJSON *c = cJSON_GetObjectItemCaseSensitive(rep, "count");
+	const cJSON *all = cJSON_GetObjectItemCaseSensitive(rep, "sandboxes");
+	size_t n;
+
+	/* (A proxy older than these forms ignores them and sends every
+	 * sandbox's counters: counted, and read as one page of ids.) */
+	if (cJSON_IsNumber(c) && c->valuedouble >= 0 && c->valuedouble <= 1e12)
+		out->count = (long long)c->valuedouble;
+	else if (cJSON_IsArray(all))
+		out->count = cJSON_GetArraySize(all);
+	else {
+		snprintf(err, errlen, "egress proxy: stats: no count");
+		return -1;
+	}
+	out->boot_id[0] = '\0';
+	if (b != NULL && (n = strlen(b)) > 0 && n < sizeof(out->boot_id) &&
+	    strspn(b, "0123456789abcdef") == n)
+		memcpy(out->boot_id, b, n + 1);
+	return 0;
+}
+
+int
+egress_stats_summary(const struct egress_admin *a, struct egress_ids *out,
+    char *err, size_t errlen)
+{
+	cJSON *rep = NULL;
+	int rc = -1;
+
+	memset(out, 0, sizeof(*out));
+	if (stats_call(a, "summary", NULL, &rep, err, errlen) == 0)
+		rc = stats_head(rep, out, err, errlen);
+	cJSON_Delete(rep);
+	return rc;
+}
+
+static int
+ids_cmp(const void *x, const void *y)
+{
+	return strcmp(*(char *const *)x, *(char *const *)y);
+}
+
+int
+egress_stats_ids(const struct egress_admin *a, struct egress_ids *out,
+    char *err, size_t errlen)
+{
+	struct egress_ids page;
+	const cJSON *it, *next, *ids, *all;
+	cJSON *rep = NULL;
+	char *after = NULL;
+	size_t cap = 0;
+	const char *s;
+	int rc = -1;
+
+	memset(out, 0, sizeof(*out));
+	for (;;) {
+		if (stats_call(a, "ids", after, &rep, err, errlen) == -1 ||
+		    stats_head(rep, &page, err, errlen) == -1)
+			goto out;
+		if (after == NULL)
+			memcpy(out->boot_id, page.boot_id, sizeof(out->boot_id));
+		else if (strcmp(out->boot_id, page.boot_id) != 0) {
+			snprintf(err, errlen, "egress proxy: stats: the boot id "
+			    "changed between pages (restarted)");
+			goto out;
+		}
+		out->count = page.count;
+		if ((ids = cJSON_GetObjectItemCaseSensitive(rep, "ids")) == NULL)
+			all = cJSON_GetObjectItemCaseSensitive(rep, "sandboxes");
+		else
+			all = ids;
+		cJSON_ArrayForEach(it, all) {
+			if ((s = cJSON_GetStringValue(ids != NULL ? it :
+			    cJSON_GetObjectItemCaseSensitive(it, "id"))) == NULL)
+				continue;
+			if (out->n == cap) {
+				cap = cap != 0 ? cap * 2 : 256;
+				out->v = xreallocarray(out->v, cap, sizeof(*out->v));
+			}
+			out->v[out->n++] = xstrdup(s);
+		}
+		next = cJSON_GetObjectItemCaseSensitive(rep, "next");
+		if (!cJSON_IsString(next))
+			break;
+		/* a next not past after would loop forever */
+		if (after != NULL && strcmp(next->valuestring, after) <= 0) {
+			snprintf(err, errlen, "egress proxy: stats: page cursor "
+			    "did not advance");
+			goto out;
+		}
+		free(after);
+		after = xstrdup(next->valuestring);
+		cJSON_Delete(rep);
+		rep = NULL;
+	}
+	if (out->n > 0)
+		qsort(out->v, out->n, sizeof(*out->v), ids_cmp);
+	rc = 0;
+out:
+	free(after);
+	cJSON_Delete(rep);
+	return rc;
+}
+
+int
+egress_ids_has(const struct egress_ids *ids, const char *id)
+{
+	return ids->n > 0 && bsearch(&id, ids->v, ids->n, sizeof(*ids->v),
+	    ids_cmp) != NULL;
+}
+
+void
+egress_ids_free(struct egress_ids *ids)
+{
+	size_t i;
+
+	for (i = 0; i < ids->n; i++)
+		free(ids->v[i]);
+	free(ids->v);
+	ids->v = NULL;
+	ids->n = 0;
+}
+
 int
 egress_secret(char out[EGRESS_SECRET_LEN + 1])
 {

@@ -94,6 +94,34 @@ int	egress_register(const struct egress_admin *a, const struct egress_reg *r,
  */
 void	egress_deregister(const struct egress_admin *a, const char *id);
 
+/*
+ * What a heal asks a proxy (stats "summary" and "ids"): its boot id, the
+ * number of sandboxes registered there, and with egress_stats_ids the
+ * whole set of their ids, sorted (egress_ids_has: a binary search).
+ */
+struct egress_ids {
+	char		  boot_id[64];	/* "" if the proxy sent none usable */
+	long long	  count;
+	char		**v;		/* sorted; egress_stats_ids only */
+	size_t		  n;
+};
+
+/* Stats "summary" of a into out (no ids). 0, or -1 with err. */
+int	egress_stats_summary(const struct egress_admin *a, struct egress_ids *out,
+	    char *err, size_t errlen) WUNRES;
+
+/*
+ * Every id registered at a, page by page (stats "ids"), into out (caller
+ * frees with egress_ids_free, on failure too). 0, or -1 with err (also
+ * when the boot id changed between pages: the proxy restarted).
+ */
+int	egress_stats_ids(const struct egress_admin *a, struct egress_ids *out,
+	    char *err, size_t errlen) WUNRES;
+
+/* 1 if ids (from egress_stats_ids) has id. */
+int	egress_ids_has(const struct egress_ids *ids, const char *id);
+void	egress_ids_free(struct egress_ids *ids);
+
 /* A fresh random secret: EGRESS_SECRET_LEN hex chars + NUL. 0 or -1. */
 int	egress_secret(char out[EGRESS_SECRET_LEN + 1]) WUNRES;
 

@@ -202,24 +202,35 @@ TEST(test_uid_alloc)
 		mkdir(p, 0711);
 		CHECK(rl_rec_save(rl, &r, 0, e, sizeof(e)) == 0);
 	}
-	CHECK(rl_alloc_uid(rl, &uid, e, sizeof(e)) == 0);
-	CHECK_INT(uid, rl->c.uid_base + 1);
-	/* a create that died before its record: its uid file still counts */
-	snprintf(p, sizeof(p), "%s/u-9", rl->state_dir);
+	/* a create that died before its record: its uid file counts */
+	snprintf(p, sizeof(p), "%s/u-7", rl->state_dir);
 	mkdir(p, 0711);
-	snprintf(p, sizeof(p), "%s/u-9/uid", rl->state_dir);
-	CHECK(util_write_file_atomic(p, "5000001\n", 8, 0600, e, sizeof(e)) == 0);
-	CHECK(rl_alloc_uid(rl, &uid, e, sizeof(e)) == 0);
-	CHECK_INT(uid, rl->c.uid_base + 3);
-	snprintf(p, sizeof(p), "%s/u-9/uid", rl->state_dir);
+	snprintf(p, sizeof(p), "%s/u-7/uid", rl->state_dir);
 	CHECK(util_write_file_atomic(p, "5000003\n", 8, 0600, e, sizeof(e)) == 0);
+	/* the first allocation builds .slots from them: 1 is the free one */
+	CHECK(rl_alloc_uid(rl, "u-1", &uid, e, sizeof(e)) == 0);
+	CHECK_INT(uid, rl->c.uid_base + 1);
+	snprintf(p, sizeof(p), "%s/.slots/1", rl->state_dir);
+	CHECK(readlink(p, e, sizeof(e)) == 3 && memcmp(e, "u-1", 3) == 0);
+	snprintf(p, sizeof(p), "%s/u-1", rl->state_dir);
+	mkdir(p, 0711);
+	snprintf(p, sizeof(p), "%s/u-1/uid", rl->state_dir);
+	CHECK(util_write_file_atomic(p, "5000001\n", 8, 0600, e, sizeof(e)) == 0);
 	/* all 4 used now: a clear error */
+	CHECK(rl_alloc_uid(rl, "u-8", &uid, e, sizeof(e)) == -1);
+	CHECK(strstr(e, "uid_count") != NULL);
+	/* u-2 destroyed (its claim stays): the stale claim is taken over */
+	snprintf(p, sizeof(p), "%s/u-2", rl->state_dir);
+	CHECK(rl_rmtree(p, e, sizeof(e)) == 0);
+	CHECK(rl_alloc_uid(rl, "u-8", &uid, e, sizeof(e)) == 0);
+	CHECK_INT(uid, rl->c.uid_base + 2);
+	/* a claim whose sandbox now holds another block is stale too */
 	snprintf(p, sizeof(p), "%s/u-8", rl->state_dir);
 	mkdir(p, 0711);
 	snprintf(p, sizeof(p), "%s/u-8/uid", rl->state_dir);
-	CHECK(util_write_file_atomic(p, "5000001\n", 8, 0600, e, sizeof(e)) == 0);
-	CHECK(rl_alloc_uid(rl, &uid, e, sizeof(e)) == -1);
-	CHECK(strstr(e, "uid_count") != NULL);
+	CHECK(util_write_file_atomic(p, "5000000\n", 8, 0600, e, sizeof(e)) == 0);
+	CHECK(rl_alloc_uid(rl, "u-5", &uid, e, sizeof(e)) == 0);
+	CHECK_INT(uid, rl->c.uid_base + 2);
 	free(rl);
 }
 
@@ -591,8 +602,6 @@ TEST(test_uid_ranges)
 	rl->c.uid_range = 65536;
 	snprintf(rl->state_dir, sizeof(rl->state_dir), "%s/state-r", tdir);
 	mkdir(rl->state_dir, 0711);
-	CHECK(rl_alloc_uid(rl, &uid, e, sizeof(e)) == 0);
-	CHECK_INT(uid, 5000000);
 	memset(&r, 0, sizeof(r));
 	snprintf(r.image_dir, sizeof(r.image_dir), "/x");
 	snprintf(r.id, sizeof(r.id), "old");
@@ -607,7 +616,8 @@ TEST(test_uid_ranges)
 	snprintf(p, sizeof(p), "%s/new", rl->state_dir);
 	mkdir(p, 0711);
 	CHECK(rl_rec_save(rl, &r, 0, e, sizeof(e)) == 0);
-	CHECK(rl_alloc_uid(rl, &uid, e, sizeof(e)) == 0);
+	/* .slots made from both: 0 (new) and 1 (old) are taken */
+	CHECK(rl_alloc_uid(rl, "x", &uid, e, sizeof(e)) == 0);
 	CHECK_INT(uid, 5000000 + 2 * 65536);
 	CHECK(rl_rec_load(rl, "new", &r, e, sizeof(e)) == 0);
 	CHECK_INT(r.uid_range, 65536);
@@ -619,8 +629,11 @@ TEST(test_uid_ranges)
 	CHECK(rl_rec_load(rl, "old", &r, e, sizeof(e)) == 0);
 	CHECK_INT(r.uid_range, 1);
 	rl_rec_clear(&r);
-	/* "old" now sits in slot 0 beside "new": slot 1 is free again */
-	CHECK(rl_alloc_uid(rl, &uid, e, sizeof(e)) == 0);
+	/* the next slot after the last one taken, then around: "old" now
+	 * sits in slot 0 beside "new", so its claim on slot 1 is stale */
+	CHECK(rl_alloc_uid(rl, "y", &uid, e, sizeof(e)) == 0);
+	CHECK_INT(uid, 5000000 + 3 * 65536);
+	CHECK(rl_alloc_uid(rl, "z", &uid, e, sizeof(e)) == 0);
 	CHECK_INT(uid, 5000000 + 65536);
 	pthread_mutex_destroy(&rl->mu);
 	free(rl);

@@ -1059,32 +1059,10 @@ boots_prune(struct k8s_rt *r, struct proxy *p, size_t n)
 	r->nboots = k;
 }
 
-/* A boot id as a proxy sent it, or NULL unless 1-63 hex digits. */
-static const char *
-boot_read(const cJSON *rep)
-{
-	const char *b = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
-	    rep, "boot_id"));
-	size_t n;
-
-	if (b == NULL || (n = strlen(b)) == 0 || n >= sizeof(((struct
-	    fleet_boot *)0)->id) || strspn(b, "0123456789abcdef") != n)
-		return NULL;
-	return b;
-}
-
-/* 1 if the stats reply's "sandboxes" list id. */
 static int
-stats_lists(const cJSON *arr, const char *id)
+ids_cmp(const void *x, const void *y)
 {
-	const cJSON *it;
-	const char *s;
-
-	cJSON_ArrayForEach(it, arr)
-		if ((s = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it,
-		    "id"))) != NULL && strcmp(s, id) == 0)
-			return 1;
-	return 0;
+	return strcmp(*(const char *const *)x, *(const char *const *)y);
 }
 
 /* The running sandbox pod v is assigned to proxy pod name. */
@@ -1099,19 +1077,30 @@ assigned_to(const struct k8s_podview *v, const char *name)
 	    strcmp(cur, name) == 0;
 }
 
-/* 1 if the listing has sandbox id running and assigned to proxy pod name. */
-static int
-listed_at(cJSON *pods, const char *id, const char *name)
+/* The ids of the sandboxes the listing has running at proxy pod name,
+ * sorted (borrowed from pods; caller frees the array). */
+static const char **
+assigned_ids(cJSON *pods, const char *name, size_t *n)
 {
 	struct k8s_podview v;
+	const char **ids = NULL;
+	size_t cap = 0;
 	cJSON *it;
 
+	*n = 0;
 	cJSON_ArrayForEach(it, pods) {
 		k8s_pod_view(it, &v);
-		if (v.id != NULL && strcmp(v.id, id) == 0 && assigned_to(&v, name))
-			return 1;
+		if (!assigned_to(&v, name))
+			continue;
+		if (*n == cap) {
+			cap = cap != 0 ? cap * 2 : 64;
+			ids = xreallocarray(ids, cap, sizeof(*ids));
+		}
+		ids[(*n)++] = v.id;
 	}
-	return 0;
+	if (*n > 0)
+		qsort(ids, *n, sizeof(*ids), ids_cmp);
+	return ids;
 }
 
 /*
@@ -1156,12 +1145,16 @@ registration_stale(struct k8s_rt *r, const char *id, const struct proxy *p,
 
 /*
  * Sweep, healing step, for ready proxy pod p (pods: the sandbox pods
- * listed by this sweep): asks p's stats. If its boot id changed (the
- * proxy restarted in place; the pod stayed Ready) or a sandbox assigned
- * to p is missing from them, registers that sandbox there again, as
- * assign_locked did (session labels on its pod, the derived credential,
- * its pod IP): its env is unchanged, so nothing is pushed. A registration
- * there of a sandbox that is gone or assigned elsewhere is removed.
+ * listed by this sweep): asks p's stats summary (its boot id and how many
+ * it has registered). If its boot id is the one the last sweep saw and
+ * the count is the number of sandboxes assigned to p, nothing more is
+ * asked. Otherwise (the proxy restarted in place, the pod staying Ready;
+ * or a registration is missing or stale) it reads p's ids page by page
+ * and registers there again every sandbox assigned to p that it lacks
+ * (all of them after a restart), as assign_locked did (session labels on
+ * its pod, the derived credential, its pod IP): its env is unchanged, so
+ * nothing is pushed. A registration there of a sandbox that is gone or
+ * assigned elsewhere is removed.
  * Caller holds fleet_mtx. Errors are logged and set r->heal_failed: the
  * fleet thread then sweeps again soon (FLEET_RETRY_MS, doubling), not
  * one fleet_interval later. (A proxy restarted in place is woken for as
@@ -1174,36 +1167,37 @@ proxy_heal(struct k8s_rt *r, cJSON *pods, const struct proxy *p)
 	static struct log_rate rl;
 	struct egress_admin a = proxy_admin_at(r, p->ip);
 	const struct fleet_boot *seen = boot_find(r, p->name);
+	struct egress_ids sum, known;
 	struct k8s_podview v;
 	struct rt_info li;
-	const cJSON *arr;
-	cJSON *req, *rep = NULL, *it;
-	const char *boot, *id, *why;
+	const char **mine;
+	cJSON *it;
+	const char *id, *why;
 	char err[512];
-	int restarted, rc;
+	size_t nmine, i;
+	int restarted;
 	long dropped;
 
-	req = cJSON_CreateObject();
-	cJSON_AddStringToObject(req, "op", "stats");
-	rc = egress_call(&a, req, -1, EGRESS_ADMIN_MS, &rep, err, sizeof(err));
-	cJSON_Delete(req);
-	if (rc == -1) {
-		if (log_rate_ok(&rl, 5, 60000, &dropped))
-			log_warnx("k8s proxy pod=%s stats (registrations not "
-			    "checked): %s", p->name, err);
-		r->heal_failed = 1;
-		return;
-	}
-	boot = boot_read(rep);
-	restarted = boot != NULL && seen != NULL && strcmp(seen->id, boot) != 0;
+	memset(&known, 0, sizeof(known));
+	mine = assigned_ids(pods, p->name, &nmine);
+	if (egress_stats_summary(&a, &sum, err, sizeof(err)) == -1)
+		goto failed;
+	restarted = sum.boot_id[0] != '\0' && seen != NULL &&
+	    strcmp(seen->id, sum.boot_id) != 0;
+	if (!restarted && seen != NULL && sum.count == (long long)nmine)
+		goto out;
+	if (egress_stats_ids(&a, &known, err, sizeof(err)) == -1)
+		goto failed;
+	restarted = known.boot_id[0] != '\0' && seen != NULL &&
+	    strcmp(seen->id, known.boot_id) != 0;
 	if (restarted)
 		log_info("k8s proxy pod=%s restarted (boot id %s, was %s); "
-		    "registering its sandboxes again", p->name, boot, seen->id);
-	arr = cJSON_GetObjectItemCaseSensitive(rep, "sandboxes");
+		    "registering its sandboxes again", p->name, known.boot_id,
+		    seen->id);
 	cJSON_ArrayForEach(it, pods) {
 		k8s_pod_view(it, &v);
 		if (!assigned_to(&v, p->name) || (!restarted &&
-		    stats_lists(arr, v.id)))
+		    egress_ids_has(&known, v.id)))
 			continue;
 		memset(&li, 0, sizeof(li));
 		api_labels(v.annotations, &li);
@@ -1217,20 +1211,31 @@ proxy_heal(struct k8s_rt *r, cJSON *pods, const struct proxy *p)
 			    "its registration was missing");
 		rt_info_clear(&li);
 	}
-	cJSON_ArrayForEach(it, arr) {
-		id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "id"));
+	for (i = 0; i < known.n; i++) {
+		id = known.v[i];
 		/* (Not a sandbox id: the proxy's anonymous one, not ours.) */
-		if (id == NULL || !id_sandbox_valid(id) ||
-		    listed_at(pods, id, p->name) ||
+		if (!id_sandbox_valid(id) || (nmine > 0 && bsearch(&id, mine,
+		    nmine, sizeof(*mine), ids_cmp) != NULL) ||
 		    !registration_stale(r, id, p, &why))
 			continue;
 		log_info("sandbox=%s proxy=%s stale registration (%s); "
 		    "deregistering", id, p->name, why);
 		egress_deregister(&a, id);
 	}
-	if (boot != NULL)
-		boot_note(r, p->name, boot);
-	cJSON_Delete(rep);
+	memcpy(sum.boot_id, known.boot_id, sizeof(sum.boot_id));
+out:
+	if (sum.boot_id[0] != '\0')
+		boot_note(r, p->name, sum.boot_id);
+	egress_ids_free(&known);
+	free(mine);
+	return;
+failed:
+	if (log_rate_ok(&rl, 5, 60000, &dropped))
+		log_warnx("k8s proxy pod=%s stats (registrations not "
+		    "checked): %s", p->name, err);
+	r->heal_failed = 1;
+	egress_ids_free(&known);
+	free(mine);
 }
 
 /*

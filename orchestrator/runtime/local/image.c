@@ -153,7 +153,11 @@ rl_make_disk(const struct rl *rl, const struct rec *r, uid_t wsuid,
 {
 	char img[RL_PATH_MAX], skel[RL_PATH_MAX], p[RL_PATH_MAX + 32];
 	char logp[RL_PATH_MAX], e[256];
-	char *av[] = { "mke2fs", "-q", "-F", "-t", "ext4", "-m", "0", "-E",
+	/* -O ^resize_inode: no blocks reserved for growing it mounted (it
+	 * never is): 248 KiB on the host for 10 GiB instead of 4.3 MiB, and
+	 * 20 ms of mke2fs CPU instead of 33 (docs/local-runtime.md "Scale") */
+	char *av[] = { "mke2fs", "-q", "-F", "-t", "ext4", "-m", "0", "-O",
+	    "^resize_inode", "-E",
 	    "root_owner=0:0,lazy_itable_init=1,lazy_journal_init=1", "-d",
 	    skel, img, NULL };
 	int st = -1, rc = -1;

@@ -247,7 +247,7 @@ create_alloc(struct rl *rl, struct rec *r, int *lfd, int *made, char *err,
 		snprintf(err, errlen, "lock %s: %s", r->id, strerror(errno));
 		goto out;
 	}
-	if (rl_alloc_uid(rl, &r->uid, err, errlen) == -1)
+	if (rl_alloc_uid(rl, r->id, &r->uid, err, errlen) == -1)
 		goto out;
 	r->uid_range = rl->c.uid_range;
 	snprintf(e, sizeof(e), "%lld\n", r->uid);
@@ -905,26 +905,10 @@ rl_app_connect(struct runtime *rt, const char *id, int port,
 }
 
 struct heal {
-	struct rl	*rl;
-	const cJSON	*known;		/* the proxy's stats: sandboxes[] */
-	int		 healed, failed;
+	struct rl		*rl;
+	const struct egress_ids	*known;	/* the proxy's registered ids */
+	int			 healed, failed;
 };
-
-static int
-proxy_knows(const cJSON *known, const char *id)
-{
-	const cJSON *it;
-
-	const char *v;
-
-	cJSON_ArrayForEach(it, known) {
-		v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it,
-		    "id"));
-		if (v != NULL && strcmp(v, id) == 0)
-			return 1;
-	}
-	return 0;
-}
 
 static void
 heal_one(const char *id, void *arg)
@@ -937,7 +921,7 @@ heal_one(const char *id, void *arg)
 	long dropped;
 	int lfd;
 
-	if (proxy_knows(h->known, id))
+	if (egress_ids_has(h->known, id))
 		return;
 	/* Not waiting: a sandbox being started, stopped or destroyed now is
 	 * registered (or deregistered) by that operation itself. */
@@ -963,11 +947,52 @@ heal_one(const char *id, void *arg)
 	rl_id_unlock(lfd);
 }
 
+/* The sandboxes with a pid file (started and not stopped): one fstatat
+ * each, nothing read. -1 if the state dir cannot be listed. */
+static long long
+heal_count_started(const struct rl *rl)
+{
+	struct dirent *de;
+	struct stat st;
+	char p[NAME_MAX + 8];
+	long long n = 0;
+	DIR *d;
+
+	if ((d = opendir(rl->state_dir)) == NULL)
+		return -1;
+	while ((de = readdir(d)) != NULL) {
+		if (!id_sandbox_valid(de->d_name))
+			continue;
+		snprintf(p, sizeof(p), "%s/pid", de->d_name);
+		if (fstatat(dirfd(d), p, &st, AT_SYMLINK_NOFOLLOW) == 0)
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+/*
+ * What the last full walk left (rl_heal; one heal runs at a time,
+ * sessmgr_heal): the proxy's boot id if every re-registration worked
+ * ("" makes the next sweep walk again), and the two counts it could not
+ * reconcile (a started sandbox that is dead, or still being made, keeps
+ * its pid file), so the same shortfall is not walked again every sweep.
+ */
+static struct {
+	char		boot_id[64];
+	long long	proxy_n, local_n;
+} heal_seen = { "", -1, -1 };
+
 /*
  * The proxy keeps registrations and listeners in memory only: after it
  * restarts it knows no sandbox, and each one's 127.0.0.1:3128 refuses.
- * One stats call; every running sandbox it does not list is registered
- * again (a new listener in its network namespace, its record's labels).
+ * Every sweep asks the proxy's stats summary (its boot id and how many
+ * it knows) and counts the sandboxes started here (their pid files); only
+ * when the boot id changed, or the proxy knows fewer than were started
+ * (and not the same shortfall the last walk left), it walks: the proxy's
+ * ids page by page, and every running sandbox not among them is
+ * registered again (a new listener in its network namespace, its
+ * record's labels). docs/local-runtime.md "Scale".
  */
 static void
 rl_heal(struct runtime *rt)
@@ -975,32 +1000,44 @@ rl_heal(struct runtime *rt)
 	struct rl *rl = rt->impl;
 	struct egress_admin a = { .unix_path = rl->c.proxy_admin_socket };
 	static struct log_rate rl_stats;
-	cJSON *req, *reply = NULL;
+	struct egress_ids sum, ids;
 	struct heal h = { rl, NULL, 0, 0 };
+	long long started;
 	char err[512];
 	long dropped;
 
 	rl_home_expire(rl);
 	if (!egress_admin_set(&a))
 		return;
-	req = cJSON_CreateObject();
-	cJSON_AddStringToObject(req, "op", "stats");
-	if (egress_call(&a, req, -1, EGRESS_ADMIN_MS, &reply, err,
-	    sizeof(err)) == -1) {
-		cJSON_Delete(req);
+	if (egress_stats_summary(&a, &sum, err, sizeof(err)) == -1) {
 		if (log_rate_ok(&rl_stats, 1, 60000, &dropped))
 			log_warnx("egress proxy stats failed: %s (%ld similar not "
 			    "logged)", err, dropped);
 		return;
 	}
-	cJSON_Delete(req);
-	h.known = cJSON_GetObjectItemCaseSensitive(reply, "sandboxes");
-	if (cJSON_IsArray(h.known) &&
-	    rl_each_id(rl, heal_one, &h, err, sizeof(err)) == 0 &&
-	    (h.healed > 0 || h.failed > 0))
+	started = heal_count_started(rl);
+	if (sum.boot_id[0] != '\0' && strcmp(sum.boot_id, heal_seen.boot_id) == 0 &&
+	    (started < 0 || sum.count >= started || (sum.count ==
+	    heal_seen.proxy_n && started == heal_seen.local_n)))
+		return;
+	if (egress_stats_ids(&a, &ids, err, sizeof(err)) == -1) {
+		egress_ids_free(&ids);
+		if (log_rate_ok(&rl_stats, 1, 60000, &dropped))
+			log_warnx("egress proxy stats failed: %s (%ld similar not "
+			    "logged)", err, dropped);
+		return;
+	}
+	h.known = &ids;
+	if (rl_each_id(rl, heal_one, &h, err, sizeof(err)) == -1)
+		h.failed++;
+	if (h.healed > 0 || h.failed > 0)
 		log_info("egress: %d sandboxes registered again, %d failed",
 		    h.healed, h.failed);
-	cJSON_Delete(reply);
+	snprintf(heal_seen.boot_id, sizeof(heal_seen.boot_id), "%s",
+	    h.failed == 0 ? ids.boot_id : "");
+	heal_seen.proxy_n = ids.count + h.healed;
+	heal_seen.local_n = started;
+	egress_ids_free(&ids);
 }
 
 static cJSON *

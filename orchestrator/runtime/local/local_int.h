@@ -390,10 +390,11 @@ void	rl_rec_close(struct rec *r, int lfd);
 /* Calls fn(id, arg) for every sandbox directory in the state dir. */
 int	rl_each_id(const struct rl *, void (*fn)(const char *, void *),
 	    void *arg, char *err, size_t errlen);
-/* A free block of uid_range host ids (uid_base + slot * uid_range), by
- * the records and uid files in the state dir; the caller holds the global
- * allocation lock. 0, or -1 with err. */
-int	rl_alloc_uid(struct rl *, long long *uid, char *err, size_t errlen);
+/* A free block of uid_range host ids (uid_base + slot * uid_range) for
+ * sandbox id, its slot claimed in <state_dir>/.slots; the caller holds the
+ * global allocation lock. 0, or -1 with err. */
+int	rl_alloc_uid(struct rl *, const char *id, long long *uid, char *err,
+	    size_t errlen);
 
 /* rel's place in the image (its symlinks followed with the image as
  * root): 0 with out, 1 if it does not exist (out: its longest existing

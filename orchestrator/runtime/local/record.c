@@ -27,12 +27,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
 
 #include "buf.h"
 #include "local_int.h"
+#include "log.h"
 #include "util.h"
 #include "xmalloc.h"
 
@@ -394,69 +396,182 @@ rl_each_id(const struct rl *rl, void (*fn)(const char *, void *), void *arg,
 	return 0;
 }
 
-/* uid allocation: which slots are taken. */
-struct uids {
-	const struct rl	*rl;
-	unsigned char	*used;
-	long long	 n, R;
-};
+/*
+ * uid allocation. <state_dir>/.slots/<n> is a symlink to the id of the
+ * sandbox holding slot n (host ids uid_base + n * uid_range ...), made by
+ * symlink(2) under the global allocation lock (create_alloc), so a create
+ * reads nothing per sandbox: it tries the slot after the one it took last
+ * (slot_hint: a hint per process, nothing more). A claim whose sandbox
+ * directory is gone, or whose sandbox's block (its record, else its uid
+ * file) no longer covers the slot, is stale and taken over; destroy does
+ * not remove it. .slots is made once from a walk of every sandbox, for
+ * state dirs from before it (docs/local-runtime.md "Scale").
+ */
+static struct {
+	char		dir[RL_PATH_MAX];	/* the state dir it is for */
+	long long	next;
+} slot_hint;
 
-/* Marks the slots that [uid, uid+range) overlaps. */
-static void
-mark_used(struct uids *u, long long uid, long long range)
+/* The slots [*lo, *hi] sandbox id's uid block covers. 0, or -1 if it has
+ * none (no record and no uid file: not past its uid allocation). */
+static int
+id_slots(const struct rl *rl, const char *id, long long *lo, long long *hi)
 {
-	long long lo = uid - u->rl->c.uid_base, hi = lo + range - 1, i;
-
-	if (range <= 0 || hi < 0 || lo >= u->n * u->R)
-		return;
-	for (i = lo < 0 ? 0 : lo / u->R; i <= hi / u->R && i < u->n; i++)
-		u->used[i] = 1;
-}
-
-static void
-mark_id(const char *id, void *arg)
-{
-	struct uids *u = arg;
+	long long uid = -1, range = 0, R = rl->c.uid_range > 0 ?
+	    rl->c.uid_range : 1;
+	char e[RL_PATH_MAX + 64], p[RL_PATH_MAX];
 	struct rec r;
 	struct buf b;
-	char e[RL_PATH_MAX + 64], p[RL_PATH_MAX];
 
-	if (rl_rec_load(u->rl, id, &r, e, sizeof(e)) == 0) {
-		mark_used(u, r.uid, r.uid_range);
+	if (rl_rec_load(rl, id, &r, e, sizeof(e)) == 0) {
+		uid = r.uid;
+		range = r.uid_range;
 		rl_rec_clear(&r);
-	} else if (rl_sdir_path(u->rl, id, "uid", p, sizeof(p)) == 0) {
+	} else if (rl_sdir_path(rl, id, "uid", p, sizeof(p)) == 0) {
 		/* a create that died before its record was written */
 		buf_init(&b, RL_UIDFILE_MAX);
-		mark_used(u, util_read_file_flags(p, O_NOFOLLOW, &b, e,
-		    sizeof(e)) == 0 && b.p != NULL ? strtoll(b.p, NULL, 10) : 0,
-		    u->R);
+		if (util_read_file_flags(p, O_NOFOLLOW, &b, e, sizeof(e)) == 0 &&
+		    b.p != NULL) {
+			uid = strtoll(b.p, NULL, 10);
+			range = R;
+		}
 		buf_free(&b);
 	}
+	if (uid < rl->c.uid_base || range <= 0)
+		return -1;
+	*lo = (uid - rl->c.uid_base) / R;
+	*hi = (uid - rl->c.uid_base + range - 1) / R;
+	return 0;
 }
 
-/* A free block of uid_range host ids: uid_base + slot * uid_range. */
-int
-rl_alloc_uid(struct rl *rl, long long *uid, char *err, size_t errlen)
+static int
+slot_path(const struct rl *rl, const char *dir, long long n, char *p,
+    size_t plen)
 {
-	struct uids u;
-	long long i;
+	int k = snprintf(p, plen, "%s/%s/%lld", rl->state_dir, dir, n);
 
-	u.rl = rl;
-	u.n = rl->c.uid_count;
-	u.R = rl->c.uid_range > 0 ? rl->c.uid_range : 1;
-	u.used = xcalloc((size_t)u.n, 1);
-	if (rl_each_id(rl, mark_id, &u, err, errlen) == -1) {
-		free(u.used);
+	return k < 0 || (size_t)k >= plen ? -1 : 0;
+}
+
+/* Builds .slots from every sandbox's block, if it is not there yet. */
+static int
+slots_init(const struct rl *rl, char *err, size_t errlen)
+{
+	char dir[RL_PATH_MAX], tmp[RL_PATH_MAX], p[RL_PATH_MAX];
+	long long lo, hi, i;
+	struct dirent *de;
+	DIR *d;
+
+	if (snprintf(dir, sizeof(dir), "%s/.slots", rl->state_dir) >=
+	    (int)sizeof(dir) || snprintf(tmp, sizeof(tmp), "%s/.slots.new",
+	    rl->state_dir) >= (int)sizeof(tmp)) {
+		snprintf(err, errlen, "state path too long");
 		return -1;
 	}
-	for (i = 0; i < u.n && u.used[i]; i++)
-		;
-	free(u.used);
-	if (i == u.n) {
-		snprintf(err, errlen, "no free sandbox uid (uid_count %lld "
-		    "reached)", u.n);
+	if (access(dir, F_OK) == 0)
+		return 0;
+	/* a walk a crash cut short: start it again */
+	if ((d = opendir(tmp)) != NULL) {
+		while ((de = readdir(d)) != NULL)
+			if (de->d_name[0] != '.')
+				(void)unlinkat(dirfd(d), de->d_name, 0);
+		closedir(d);
+		(void)rmdir(tmp);
+	}
+	if (mkdir(tmp, 0700) == -1) {
+		snprintf(err, errlen, "mkdir %s: %s", tmp, strerror(errno));
 		return -1;
 	}
-	*uid = rl->c.uid_base + i * u.R;
+	if ((d = opendir(rl->state_dir)) == NULL) {
+		snprintf(err, errlen, "opendir %s: %s", rl->state_dir,
+		    strerror(errno));
+		return -1;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (!id_sandbox_valid(de->d_name) ||
+		    id_slots(rl, de->d_name, &lo, &hi) == -1)
+			continue;
+		for (i = lo < 0 ? 0 : lo; i <= hi && i < rl->c.uid_count; i++)
+			if (slot_path(rl, ".slots.new", i, p, sizeof(p)) == 0 &&
+			    symlink(de->d_name, p) == -1 && errno != EEXIST)
+				log_warnx("uid slots: symlink %s: %s", p,
+				    strerror(errno));
+	}
+	closedir(d);
+	if (rename(tmp, dir) == -1) {
+		snprintf(err, errlen, "rename %s: %s", tmp, strerror(errno));
+		return -1;
+	}
 	return 0;
+}
+
+/* Claims slot n for id: 1 if taken, 0 if another sandbox holds it, -1
+ * with err. */
+static int
+slot_claim(const struct rl *rl, long long n, const char *id, char *err,
+    size_t errlen)
+{
+	char p[RL_PATH_MAX], owner[256], sd[RL_PATH_MAX];
+	long long lo, hi;
+	ssize_t k;
+
+	if (slot_path(rl, ".slots", n, p, sizeof(p)) == -1) {
+		snprintf(err, errlen, "state path too long");
+		return -1;
+	}
+	if (symlink(id, p) == 0)
+		return 1;
+	if (errno != EEXIST) {
+		snprintf(err, errlen, "symlink %s: %s", p, strerror(errno));
+		return -1;
+	}
+	if ((k = readlink(p, owner, sizeof(owner) - 1)) > 0) {
+		owner[k] = '\0';
+		if (id_sandbox_valid(owner) && strcmp(owner, id) != 0 &&
+		    rl_sdir_path(rl, owner, NULL, sd, sizeof(sd)) == 0 &&
+		    access(sd, F_OK) == 0 &&
+		    id_slots(rl, owner, &lo, &hi) == 0 && lo <= n && n <= hi)
+			return 0;
+	}
+	/* stale: its sandbox is gone or holds another block */
+	if (unlink(p) == -1 || symlink(id, p) == -1) {
+		snprintf(err, errlen, "slot %s: %s", p, strerror(errno));
+		return -1;
+	}
+	return 1;
+}
+
+/* A free block of uid_range host ids for sandbox id: uid_base + slot *
+ * uid_range. Caller holds the global allocation lock. */
+int
+rl_alloc_uid(struct rl *rl, const char *id, long long *uid, char *err,
+    size_t errlen)
+{
+	long long n = rl->c.uid_count, R = rl->c.uid_range > 0 ?
+	    rl->c.uid_range : 1, i, k;
+	int c;
+
+	if (n <= 0) {
+		snprintf(err, errlen, "no sandbox uid (uid_count %lld)", n);
+		return -1;
+	}
+	if (slots_init(rl, err, errlen) == -1)
+		return -1;
+	if (strcmp(slot_hint.dir, rl->state_dir) != 0) {
+		snprintf(slot_hint.dir, sizeof(slot_hint.dir), "%s", rl->state_dir);
+		slot_hint.next = 0;
+	}
+	for (k = 0; k < n; k++) {
+		i = (slot_hint.next + k) % n;
+		if ((c = slot_claim(rl, i, id, err, errlen)) == -1)
+			return -1;
+		if (c == 1) {
+			slot_hint.next = i + 1;
+			*uid = rl->c.uid_base + i * R;
+			return 0;
+		}
+	}
+	snprintf(err, errlen, "no free sandbox uid (uid_count %lld reached)",
+	    n);
+	return -1;
 }
