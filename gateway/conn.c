@@ -1,7 +1,8 @@
 /*
  * conn.c: the client connections: accept, the request cycle (head, open,
  * forward, response), the upgraded byte stream, backpressure, timeouts,
- * limits. Each callback that may end a connection (conn_kill) returns, or
+ * limits; the upstream goes back to its route's pool (upool.c) when its
+ * last exchange ended cleanly. Each callback that may end a connection (conn_kill) returns, or
  * checks c->dead, before touching it again; the memory goes at the end of
  * the event-loop turn (the graveyard).
  */
@@ -31,6 +32,7 @@
 #include "xmalloc.h"
 
 #define CLOSING_MS	5000	/* a last response gets this long to flush */
+#define WAKE_RETRY_S	5	/* Retry-After when timeouts.wake ends a wait */
 
 /* Open connections per client address (limits.max_conns_per_addr). */
 static struct addrcount *addrs;
@@ -49,7 +51,34 @@ static void up_write(struct bufferevent *, void *);
 static void up_event(struct bufferevent *, short, void *);
 static void head_process(struct conn *);
 static void conn_arm(struct conn *);
-static void open_done(void *, int, const char *, int, const char *);
+static void open_done(void *, int, const char *, int, int, const char *);
+
+/* The upstream closed, whatever it was doing. */
+static void
+up_drop(struct conn *c)
+{
+	if (c->up != NULL)
+		bufferevent_free(c->up);
+	c->up = NULL;
+	c->up_reuse = 0;
+}
+
+/*
+ * The client connection is done with its upstream: back to the route's
+ * pool when its last exchange ended cleanly (up_reuse, set by
+ * response_done) and the route is still the one it was opened under.
+ */
+static void
+up_release(struct conn *c)
+{
+	if (c->up != NULL && c->up_reuse && c->rt != NULL && c->up_epoch == c->rt->epoch) {
+		upool_put(c->rt, c->up);
+		c->up = NULL;
+		c->up_reuse = 0;
+		return;
+	}
+	up_drop(c);
+}
 
 /* Input kept per side: a whole head must fit, whatever the watermark. */
 static size_t
@@ -115,14 +144,13 @@ conn_kill(struct conn *c)
 		ctl_cancel(c->open_id);
 	c->open_id = 0;
 	idle_unlink(c);
+	up_release(c);
 	if (c->rt != NULL)
 		LIST_REMOVE(c, rlink);
 	c->rt = NULL;
 	if (c->cl != NULL)
 		bufferevent_free(c->cl);
-	if (c->up != NULL)
-		bufferevent_free(c->up);
-	c->cl = c->up = NULL;
+	c->cl = NULL;
 	if (c->tmo != NULL)
 		event_free(c->tmo);
 	c->tmo = NULL;
@@ -176,10 +204,7 @@ answer(struct conn *c, const struct buf *out, int close)
 	c->sent = 1;
 	if (close || c->cl_eof) {
 		bufferevent_setwatermark(c->cl, EV_WRITE, 0, 0);
-		if (c->up != NULL) {
-			bufferevent_free(c->up);
-			c->up = NULL;
-		}
+		up_release(c);
 		heads_free(c);
 		set_state(c, CS_CLOSING);
 		evrelay_bev_enable(c->cl, EV_READ | EV_WRITE);
@@ -198,9 +223,11 @@ answer(struct conn *c, const struct buf *out, int close)
 	}
 }
 
-/* A page of our own: status, title, text; close after it. */
+/* A page of our own: status, title, text, extra header lines (or NULL);
+ * close after it. */
 static void
-answer_page(struct conn *c, int status, const char *title, const char *text)
+answer_page_x(struct conn *c, int status, const char *title, const char *text,
+    const char *extra)
 {
 	struct buf b;
 
@@ -209,13 +236,29 @@ answer_page(struct conn *c, int status, const char *title, const char *text)
 		return;
 	}
 	buf_init(&b, 16384);
-	if (page_build(&b, status, title, text, NULL, 1) == -1) {
+	if (page_build(&b, status, title, text, extra, 1) == -1) {
 		buf_free(&b);
 		conn_kill(c);
 		return;
 	}
 	answer(c, &b, 1);
 	buf_free(&b);
+}
+
+static void
+answer_page(struct conn *c, int status, const char *title, const char *text)
+{
+	answer_page_x(c, status, title, text, NULL);
+}
+
+/* 503 with Retry-After: the sandbox is waking up (or did not in time). */
+static void
+answer_starting(struct conn *c, int retry_after, const char *text)
+{
+	char extra[64];
+
+	snprintf(extra, sizeof(extra), "Retry-After: %d\r\n", retry_after);
+	answer_page_x(c, 503, "The sandbox is starting", text, extra);
 }
 
 /* The deadline of c's current state (0: none). */
@@ -230,6 +273,7 @@ deadline(const struct conn *c)
 	case CS_HEAD:
 		return c->head_started ? c->since + k->head_ms : c->last + k->idle_ms;
 	case CS_OPEN:
+		return c->since + k->wake_ms;
 	case CS_CONNECT:
 		return c->since + k->connect_ms;
 	case CS_FWD:
@@ -282,7 +326,8 @@ tmo_cb(evutil_socket_t fd, short ev, void *arg)
 			conn_kill(c);
 		return;
 	case CS_OPEN:
-		answer_page(c, 503, "App unavailable", "The orchestrator did not answer in time.");
+		/* the orchestrator is still waking the sandbox (or is stuck) */
+		answer_starting(c, WAKE_RETRY_S, "The sandbox is starting; try again in a few seconds.");
 		return;
 	case CS_CONNECT:
 		answer_page(c, 504, "App timeout", "The app did not accept the connection in time.");
@@ -304,6 +349,8 @@ conn_shed_idle(void)
 {
 	struct conn *c = TAILQ_FIRST(&idles);
 
+	if (upool_shed_one())
+		return 1;	/* a parked upstream costs nobody a page */
 	if (c == NULL)
 		return 0;
 	conn_kill(c);
@@ -388,6 +435,7 @@ bind_route(struct conn *c, struct route *rt)
 }
 
 static void up_ready(struct conn *c);
+static void up_setup(struct conn *c, struct bufferevent *b);
 
 /* Sends the head in c->fwd: at once if the upstream is there, else asks
  * for one with the token that authenticated this request. */
@@ -403,6 +451,12 @@ forward(struct conn *c, const char *token)
 	 */
 	c->rt->active = 1;
 	if (c->up != NULL) {
+		up_ready(c);
+		return;
+	}
+	if ((c->up = upool_take(c->rt)) != NULL) {
+		/* the common case: no round trip to the orchestrator */
+		up_setup(c, c->up);
 		up_ready(c);
 		return;
 	}
@@ -608,6 +662,7 @@ up_ready(struct conn *c)
 	free(c->fwd);
 	c->fwd = NULL;
 	c->sent = 0;
+	c->up_reuse = 0;	/* until this exchange ends cleanly */
 	set_state(c, CS_FWD);
 	c->last = util_mono_coarse_ms();
 	evrelay_bev_enable(c->up, EV_READ | EV_WRITE);
@@ -618,6 +673,8 @@ static void
 up_setup(struct conn *c, struct bufferevent *b)
 {
 	c->up = b;
+	c->up_reuse = 0;
+	c->up_epoch = c->rt->epoch;
 	bufferevent_setcb(b, up_read, up_write, up_event, c);
 	bufferevent_setwatermark(b, EV_READ, 0, read_hwm());
 	bufferevent_setwatermark(b, EV_WRITE, (size_t)gw_state.c->high_watermark / 2, 0);
@@ -625,13 +682,17 @@ up_setup(struct conn *c, struct bufferevent *b)
 }
 
 static void
-open_done(void *arg, int fd, const char *addr, int status, const char *err)
+open_done(void *arg, int fd, const char *addr, int status, int retry_after,
+    const char *err)
 {
 	struct conn *c = arg;
 	char msg[512];
 
 	c->open_id = 0;
-	if (status != 0) {
+	if (status == 503 && retry_after > 0) {
+		snprintf(msg, sizeof(msg), "%s", err);
+		answer_starting(c, retry_after, msg);
+	} else if (status != 0) {
 		/* The orchestrator's text says why (a port nothing
 		 * listens on, a stopped sandbox, a token it refused). */
 		snprintf(msg, sizeof(msg), "%s", err);
@@ -665,6 +726,16 @@ static void
 response_done(struct conn *c)
 {
 	int keep = c->keep && c->req_done && !c->cl_eof;
+
+	/*
+	 * The upstream may serve another client connection when this exchange
+	 * ended cleanly: the request sent whole, the response complete and
+	 * framed (not by the close), the app keeping the connection, nothing
+	 * more from it.
+	 */
+	c->up_reuse = c->up != NULL && c->req_done && c->resp != NULL && c->resp->msg_done &&
+	    c->resp->keepalive && c->resp->status >= 200 &&
+	    evbuffer_get_length(bufferevent_get_input(c->up)) == 0;
 
 	if (!keep) {
 		struct buf none = { 0 };
@@ -887,7 +958,14 @@ cl_event(struct bufferevent *bev, short what, void *arg)
 		return;
 	if ((what & BEV_EVENT_EOF) && !(what & BEV_EVENT_ERROR)) {
 		c->cl_eof = 1;
-		if ((c->st == CS_FWD || c->st == CS_OPEN || c->st == CS_CONNECT) && c->req_done) {
+		/*
+		 * A client that leaves while its request waits for the sandbox to
+		 * wake (CS_OPEN, up to timeouts.wake) cancels it (conn_kill), as
+		 * nginx ends a request whose client closed before the upstream
+		 * answered; once the request is on its way, a half-close keeps
+		 * the response coming.
+		 */
+		if ((c->st == CS_FWD || c->st == CS_CONNECT) && c->req_done) {
 			bufferevent_disable(c->cl, EV_READ);
 			return;	/* deliver the response, then close */
 		}
@@ -915,8 +993,8 @@ up_read(struct bufferevent *bev, void *arg)
 	}
 	if (c->st != CS_FWD) {
 		/* bytes with no request outstanding: this upstream is done */
-		bufferevent_free(bev);
-		c->up = NULL;
+		(void)bev;
+		up_drop(c);
 		return;
 	}
 	resp_body(c);
@@ -970,8 +1048,7 @@ up_event(struct bufferevent *bev, short what, void *arg)
 			ign(h1head_finish(c->resp));	/* sets msg_done when the body is whole */
 		if (c->resp != NULL && c->resp->msg_done) {
 			/* a body delimited by the close */
-			bufferevent_free(c->up);
-			c->up = NULL;
+			up_drop(c);
 			c->keep = 0;
 			response_done(c);
 			return;
@@ -981,17 +1058,15 @@ up_event(struct bufferevent *bev, short what, void *arg)
 		if (evbuffer_get_length(bufferevent_get_output(c->cl)) > 0) {
 			struct buf none = { 0 };
 
-			bufferevent_free(c->up);
-			c->up = NULL;
+			up_drop(c);
 			answer(c, &none, 1);	/* flush to the client, then close */
 			return;
 		}
 		break;
 	case CS_HEAD:
 	case CS_CLOSING:
-		/* between requests: the next one opens a new upstream */
-		bufferevent_free(c->up);
-		c->up = NULL;
+		/* between requests: the next one takes or opens another upstream */
+		up_drop(c);
 		return;
 	default:
 		break;
@@ -1007,6 +1082,7 @@ conn_close_route(struct route *rt, void *arg)
 	(void)arg;
 	while ((c = LIST_FIRST(&rt->conns)) != NULL)
 		conn_kill(c);
+	upool_drain(rt);	/* what the kills just parked */
 }
 
 void
@@ -1016,6 +1092,7 @@ conn_stop_all(void)
 
 	while ((c = TAILQ_FIRST(&conns)) != NULL)
 		conn_kill(c);
+	upool_drain_all();
 	reap_cb(-1, 0, NULL);
 	addrcount_free(addrs);
 	addrs = NULL;
