@@ -56,7 +56,7 @@ static const struct cfg_key keys[] = {
 	{ "timeouts.response", CFG_DURATION, O(response_ms), 0, DAY, "5m", NULL,
 	  "the app must start its response head this long after the request was sent (504 beyond); also the longest pause in a body either way; 0: none" },
 	{ "upstream.keepalive", CFG_INT, O(upstream_keepalive), 0, 10000, "32", NULL,
-	  "idle connections to an app kept per route after their client connection ended, reused by the next client connection without asking the orchestrator; 0: none" },
+	  "idle connections to an app kept per route after their client connection ended, reused by the next client connection without asking the orchestrator (at most limits.max_conns over all routes); 0: none" },
 	{ "timeouts.upstream_idle", CFG_DURATION, O(upstream_idle_ms), 100, 600000, "15s", NULL,
 	  "an idle kept connection to an app is closed after this long; keep it below the orchestrator's idle time before it freezes a sandbox" },
 	{ "activity_interval", CFG_DURATION, O(activity_ms), 100, DAY, "10s", NULL,

@@ -2,9 +2,9 @@
  * conn.c: the client connections: accept, the request cycle (head, open,
  * forward, response), the upgraded byte stream, backpressure, timeouts,
  * limits; the upstream goes back to its route's pool (upool.c) when its
- * last exchange ended cleanly. Each callback that may end a connection (conn_kill) returns, or
- * checks c->dead, before touching it again; the memory goes at the end of
- * the event-loop turn (the graveyard).
+ * last exchange ended cleanly. Each callback that may end a connection
+ * (conn_kill) returns, or checks c->dead, before touching it again; the
+ * memory goes at the end of the event-loop turn (the graveyard).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -349,8 +349,6 @@ conn_shed_idle(void)
 {
 	struct conn *c = TAILQ_FIRST(&idles);
 
-	if (upool_shed_one())
-		return 1;	/* a parked upstream costs nobody a page */
 	if (c == NULL)
 		return 0;
 	conn_kill(c);

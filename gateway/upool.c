@@ -33,11 +33,16 @@ struct upidle {
 	struct bufferevent	*b;
 };
 
+/* Parked connections over all routes: at most limits.max_conns, so that
+ * the pools never hold more descriptors than the client connections may. */
+static long long total;
+
 static void
 idle_free(struct upidle *u)
 {
 	TAILQ_REMOVE(&u->rt->pool, u, link);
 	u->rt->npool--;
+	total--;
 	bufferevent_free(u->b);
 	free(u);
 }
@@ -65,7 +70,8 @@ upool_put(struct route *rt, struct bufferevent *b)
 	    (gw_state.c->upstream_idle_ms % 1000) * 1000 };
 	struct upidle *u;
 
-	if (rt->npool >= gw_state.c->upstream_keepalive || gw_state.shutting ||
+	if (rt->npool >= gw_state.c->upstream_keepalive || total >= gw_state.c->max_conns ||
+	    gw_state.shutting ||
 	    evbuffer_get_length(bufferevent_get_input(b)) > 0 ||
 	    evbuffer_get_length(bufferevent_get_output(b)) > 0) {
 		bufferevent_free(b);
@@ -76,6 +82,7 @@ upool_put(struct route *rt, struct bufferevent *b)
 	u->b = b;
 	TAILQ_INSERT_HEAD(&rt->pool, u, link);
 	rt->npool++;
+	total++;
 	bufferevent_setcb(b, idle_read, NULL, idle_event, u);
 	bufferevent_setwatermark(b, EV_READ, 0, 0);
 	bufferevent_set_timeouts(b, &tv, NULL);
@@ -100,6 +107,7 @@ upool_take(struct route *rt)
 		}
 		TAILQ_REMOVE(&rt->pool, u, link);
 		rt->npool--;
+		total--;
 		b = u->b;
 		free(u);
 		bufferevent_disable(b, EV_READ | EV_WRITE);

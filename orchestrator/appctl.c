@@ -52,10 +52,13 @@
 #define CTL_RESYNC_MS	1000		/* routes compared this often */
 #define CTL_MAX_GATEWAYS 64
 #define CTL_TOKEN_MAX	512
-#define CTL_OPENS_MAX	64		/* opens of one gateway queued or running;
-					 * beyond, 503 at once (a gateway asks
+#define CTL_OPENS_MAX	256		/* opens of one gateway queued or running;
+					 * beyond, 503 at once. A gateway asks
 					 * once per client connection that finds
-					 * no pooled upstream, so this is a burst) */
+					 * no pooled upstream, and an open waits
+					 * while its sandbox starts (seconds): room
+					 * for a few dozen sandboxes starting with
+					 * a browser's 6 connections each */
 
 static struct {
 	struct sessmgr	*m;
