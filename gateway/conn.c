@@ -33,6 +33,9 @@
 
 #define CLOSING_MS	5000	/* a last response gets this long to flush */
 #define WAKE_RETRY_S	5	/* Retry-After when timeouts.wake ends a wait */
+/* A whole response up to this size goes to a plain client in one sendmsg
+ * (resp_send_first): pulled up contiguous, so kept small. */
+#define SEND_FIRST_MAX	65536
 
 /* Open connections per client address (limits.max_conns_per_addr). */
 static struct addrcount *addrs;
@@ -187,6 +190,17 @@ closing_flushed(struct conn *c)
 	if (c->tls || c->cl_eof || c->lingering) {
 		if (c->tls || c->cl_eof)
 			conn_kill(c);
+		return;
+	}
+	/*
+	 * A client that asked to close (Connection: close, HTTP/1.0) and whose
+	 * request was read whole sends nothing more (RFC 9112 9.6): close at
+	 * once, as nginx does when nothing is pending. One request per
+	 * connection is the common case for such clients.
+	 */
+	if (c->cl_close && c->req_done &&
+	    evbuffer_get_length(bufferevent_get_input(c->cl)) == 0) {
+		conn_kill(c);
 		return;
 	}
 	c->lingering = 1;
@@ -526,6 +540,7 @@ head_one(struct conn *c)
 	}
 	c->nreq++;
 	c->req_done = c->req->msg_done;
+	c->cl_close = !c->req->keepalive;
 	memset(&ri, 0, sizeof(ri));
 	ri.tls = gw_state.c->https;	/* what the browser uses (scheme), not the hop */
 	ri.client_ip = addrcount_ip(c->ae);
@@ -654,8 +669,20 @@ static void
 up_ready(struct conn *c)
 {
 	struct evbuffer *o = bufferevent_get_output(c->up);
+	size_t off = 0;
+	ssize_t w;
 
-	evbuffer_add(o, c->fwd->p, c->fwd->len);
+	/*
+	 * Sent at once when nothing waits before it: a head the socket takes
+	 * whole never arms the write event (two epoll_ctl calls a request on a
+	 * kept upstream). A failed send leaves it all to libevent, whose write
+	 * reports the error.
+	 */
+	if (evbuffer_get_length(o) == 0 && (w = send(bufferevent_getfd(c->up), c->fwd->p,
+	    c->fwd->len, MSG_NOSIGNAL | MSG_DONTWAIT)) > 0)
+		off = (size_t)w;
+	if (off < c->fwd->len)
+		evbuffer_add(o, c->fwd->p + off, c->fwd->len - off);
 	buf_free(c->fwd);
 	free(c->fwd);
 	c->fwd = NULL;
@@ -767,6 +794,61 @@ go_upgraded(struct conn *c)
 	evrelay_bev_enable(c->up, EV_READ | EV_WRITE);
 }
 
+/*
+ * The response head (out) for a plain client whose output is empty, with
+ * what of the body is already here: when that makes the response whole,
+ * head and body go in one sendmsg, so a small response arms no write event
+ * (two epoll_ctl calls); what the socket does not take, or a body still
+ * coming, goes to the output as usual. The body bytes taken went through
+ * the parser, as resp_body does. 0, or -1 when the body's framing is
+ * broken (c killed).
+ */
+static int
+resp_send_first(struct conn *c, const struct buf *out)
+{
+	struct evbuffer *in = bufferevent_get_input(c->up), *o = bufferevent_get_output(c->cl);
+	size_t avail = evbuffer_get_length(in), max = (size_t)gw_state.c->high_watermark;
+	size_t n = 0, sent = 0, bs;
+	const char *p = NULL;
+	struct iovec iov[2];
+	struct msghdr mh;
+	ssize_t w;
+	long r;
+
+	if (max > SEND_FIRST_MAX)
+		max = SEND_FIRST_MAX;
+	if (!c->resp->msg_done && avail > 0) {
+		if (avail > max)
+			avail = max;
+		p = (const char *)evbuffer_pullup(in, (ev_ssize_t)avail);
+		if ((r = h1head_body(c->resp, p, avail)) < 0) {
+			conn_kill(c);	/* the body is broken: nothing was sent */
+			return -1;
+		}
+		n = (size_t)r;
+	}
+	if (c->resp->msg_done) {
+		iov[0].iov_base = out->p;
+		iov[0].iov_len = out->len;
+		iov[1].iov_base = (void *)(uintptr_t)p;
+		iov[1].iov_len = n;
+		memset(&mh, 0, sizeof(mh));
+		mh.msg_iov = iov;
+		mh.msg_iovlen = n > 0 ? 2 : 1;
+		if ((w = sendmsg(bufferevent_getfd(c->cl), &mh, MSG_NOSIGNAL | MSG_DONTWAIT)) > 0)
+			sent = (size_t)w;
+	}
+	if (sent < out->len)
+		evbuffer_add(o, out->p + sent, out->len - sent);
+	bs = sent > out->len ? sent - out->len : 0;
+	evbuffer_drain(in, bs);
+	if (n > bs)
+		evbuffer_remove_buffer(in, o, n - bs);
+	if (c->resp->msg_done && evbuffer_get_length(in) > 0)
+		c->keep = 0;	/* junk after the response */
+	return 0;
+}
+
 /* Parses the response head in the upstream's input; 0 go on, -1 stop. */
 static int
 resp_head(struct conn *c)
@@ -812,7 +894,14 @@ resp_head(struct conn *c)
 		answer_page(c, 502, "Bad response from the app", "The app's response head is too large.");
 		return -1;
 	}
-	evbuffer_add(bufferevent_get_output(c->cl), out.p, out.len);
+	if (!c->tls && c->resp->status >= 200 && c->resp->status != 101 &&
+	    evbuffer_get_length(bufferevent_get_output(c->cl)) == 0) {
+		if (resp_send_first(c, &out) == -1) {
+			buf_free(&out);
+			return -1;
+		}
+	} else
+		evbuffer_add(bufferevent_get_output(c->cl), out.p, out.len);
 	buf_free(&out);
 	c->sent = 1;
 	if (c->resp->status == 101) {

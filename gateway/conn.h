@@ -44,6 +44,7 @@ struct conn {
 	uint8_t			 keep, cl_eof, sent, lingering;	/* sent: bytes of a response went out */
 	uint8_t			 authed;	/* 1 bearer/query, 2 cookie, 3 public */
 	uint8_t			 up_reuse;	/* up's last exchange ended cleanly: poolable */
+	uint8_t			 cl_close;	/* the last request asked to close: no lingering */
 	uint32_t		 nreq;
 };
 

@@ -227,28 +227,53 @@ if [ $HAVE_GW = 1 ]; then
 	[ "$code" = 200 ] || { echo "through the gateway: HTTP $code, not 200"; HAVE_GW=0; }
 fi
 HAVE_NGX=0 HAVE_CADDY=0
-if nginx_start; then
-	HAVE_NGX=1
-	read -r x_rps x_p50 x_p99 x_bad <<<"$(rps nginx)"
-	read -r x_nrps x_np50 x_np99 x_nbad <<<"$(rps nginx close)"
-	x_big=$(field_line "$(lg nginx big -c 1 -d "$SECS")" mibps)
-	nginx_stop
-fi
-if caddy_start; then
-	HAVE_CADDY=1
-	read -r y_rps y_p50 y_p99 y_bad <<<"$(rps caddy)"
-	read -r y_nrps y_np50 y_np99 y_nbad <<<"$(rps caddy close)"
-	y_big=$(field_line "$(lg caddy big -c 1 -d "$SECS")" mibps)
-	kill "$CADDY_PID" 2>/dev/null
-fi
+nginx_start && HAVE_NGX=1
+caddy_start && HAVE_CADDY=1
+# CPU ticks (1/100 s) used so far by the processes of WHERE
+cpu_ticks() {
+	local pids=()
+	case $1 in
+	gateway) pids=("$GW_PID") ;;
+	nginx) pids=("$(cat "$T/nginx/nginx.pid")"); pids+=($(pgrep -P "${pids[0]}")) ;;
+	caddy) pids=("$CADDY_PID") ;;
+	esac
+	for p in "${pids[@]}"; do sed 's/.*) //' "/proc/$p/stat" 2>/dev/null; done |
+	    awk '{ t += $12 + $13 } END { print t + 0 }'
+}
+# cmp WHERE [close]: "req/s p99 non-2xx cpu-us-per-request", one wrk run
+cmp() {
+	local c0 c1 r p50 p99 bad
+	c0=$(cpu_ticks "$1")
+	read -r r p50 p99 bad <<<"$(rps "$@")"
+	c1=$(cpu_ticks "$1")
+	echo "$r $p99 $bad $(awk -v c=$((c1 - c0)) -v r="$r" -v s="$SECS" 'BEGIN { if (r > 0) printf "%.0f", c * 10000 / (r * s); else print "?" }')"
+}
+# The comparison: BENCH_ROUNDS rounds, the gateway and the proxies in turn
+# (so that a burst of load elsewhere on the machine hits each alike); the
+# best round of each is kept, with its CPU per request (load-independent).
+best() { awk -v a="$1" -v b="$2" 'BEGIN { split(a, x, " "); split(b, y, " "); print (x[1] + 0 >= y[1] + 0 ? a : b) }'; }
+CMP_ROUNDS=${BENCH_ROUNDS:-3}
 if [ $HAVE_GW = 1 ]; then
 	read -r g_rps g_p50 g_p99 g_bad <<<"$(rps gateway)"
 	read -r g_nrps g_np50 g_np99 g_nbad <<<"$(rps gateway close)"
 	g_big=$(field_line "$(lg gateway big -c 1 -d "$SECS")" mibps)
+	if [ $HAVE_NGX = 1 ] || [ $HAVE_CADDY = 1 ]; then
+		for _ in $(seq 1 "$CMP_ROUNDS"); do
+			for w in gateway nginx caddy; do
+				case $w in nginx) [ $HAVE_NGX = 1 ] || continue ;; caddy) [ $HAVE_CADDY = 1 ] || continue ;; esac
+				eval "k_$w=\$(best \"\${k_$w:-}\" \"\$(cmp $w)\")"
+				eval "n_$w=\$(best \"\${n_$w:-}\" \"\$(cmp $w close)\")"
+			done
+		done
+		[ $HAVE_NGX = 1 ] && x_big=$(field_line "$(lg nginx big -c 1 -d "$SECS")" mibps)
+		[ $HAVE_CADDY = 1 ] && y_big=$(field_line "$(lg caddy big -c 1 -d "$SECS")" mibps)
+	fi
 	read -r g_ws50 g_ws99 <<<"$(field_line "$(lg gateway ws -n "$ROUNDS")" p50_us p99_us)"
 	g_idle=$(idle_per_ws gateway "$GW_PID")
 fi
 
+[ $HAVE_NGX = 1 ] && nginx_stop
+[ $HAVE_CADDY = 1 ] && kill "$CADDY_PID" 2>/dev/null
 echo "uptime after: $(uptime)"
 printf '%-34s %-22s %-22s %s\n' "figure" "$([ "$ORCH_RT" = local ] && echo "direct (in the netns)" || echo "direct (fake: host)")" \
     "through the gateway" "target"
@@ -279,13 +304,19 @@ if [ $HAVE_GW = 1 ]; then
 		pr() { printf '%-34s %-14s %-14s %-14s %s / %s\n' "$1" "$2" "${3:--}" "${4:--}" \
 		    "$(awk -v a="${3:-0}" -v b="$2" 'BEGIN { if (a > 0) printf "%.2fx", b / a; else print "-" }')" \
 		    "$(awk -v a="${4:-0}" -v b="$2" 'BEGIN { if (a > 0) printf "%.2fx", b / a; else print "-" }')"; }
-		pr "keep-alive small requests, req/s" "$g_rps" "${x_rps:-}" "${y_rps:-}"
-		pr "one request per new conn, req/s" "$g_nrps" "${x_nrps:-}" "${y_nrps:-}"
-		pr "  p99 latency, ms" "$g_np99" "${x_np99:-}" "${y_np99:-}"
+		f() { awk -v s="$1" -v i="$2" 'BEGIN { split(s, x, " "); print x[i] }'; }
+		pr "keep-alive small requests, req/s" "$(f "$k_gateway" 1)" "$(f "${k_nginx:-}" 1)" "$(f "${k_caddy:-}" 1)"
+		pr "  CPU per request, us" "$(f "$k_gateway" 4)" "$(f "${k_nginx:-}" 4)" "$(f "${k_caddy:-}" 4)"
+		pr "one request per new conn, req/s" "$(f "$n_gateway" 1)" "$(f "${n_nginx:-}" 1)" "$(f "${n_caddy:-}" 1)"
+		pr "  p99 latency, ms" "$(f "$n_gateway" 2)" "$(f "${n_nginx:-}" 2)" "$(f "${n_caddy:-}" 2)"
+		pr "  CPU per request, us" "$(f "$n_gateway" 4)" "$(f "${n_nginx:-}" 4)" "$(f "${n_caddy:-}" 4)"
 		pr "8 MiB responses, MiB/s" "$g_big" "${x_big:-}" "${y_big:-}"
-		[ "${x_nbad:-0}${y_nbad:-0}" = 00 ] || echo "  (non-2xx answers: nginx ${x_nbad:-0}, caddy ${y_nbad:-0})"
-		awk -v g="$g_rps" -v gn="$g_nrps" -v gb="$g_big" -v x="${x_rps:-0}" -v xn="${x_nrps:-0}" \
-		    -v xb="${x_big:-0}" -v yb="${y_big:-0}" 'BEGIN {
+		echo "  (req/s: the best of $CMP_ROUNDS rounds taken in turn; CPU: the server's processes, user + system, in that round)"
+		for v in "$k_gateway" "$n_gateway" "${k_nginx:-}" "${n_nginx:-}" "${k_caddy:-}" "${n_caddy:-}"; do
+			[ "$(f "$v" 3)" = 0 ] || [ -z "$v" ] || echo "  (a round had non-2xx answers: $v)"
+		done
+		awk -v g="$(f "$k_gateway" 1)" -v gn="$(f "$n_gateway" 1)" -v gb="$g_big" -v x="$(f "${k_nginx:-}" 1)" \
+		    -v xn="$(f "${n_nginx:-}" 1)" -v xb="${x_big:-0}" -v yb="${y_big:-0}" 'BEGIN {
 			m = ""
 			if (x > 0 && g < x) m = m " keep-alive<nginx"
 			if (xn > 0 && gn < xn) m = m " new-conn<nginx"
