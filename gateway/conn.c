@@ -207,6 +207,19 @@ closing_flushed(struct conn *c)
 	shutdown(bufferevent_getfd(c->cl), SHUT_WR);
 }
 
+/*
+ * Bytes wait in the client's output: let libevent write them. A plain
+ * client's write event is enabled only from the first time this happens
+ * (responses sent whole at once never arm it: resp_send_first), so every
+ * place that queues output for the client calls this.
+ */
+static void
+cl_out(struct conn *c)
+{
+	if (!c->dead && c->cl != NULL && evbuffer_get_length(bufferevent_get_output(c->cl)) > 0)
+		evrelay_bev_enable(c->cl, EV_WRITE);
+}
+
 /* Queues a whole answer (out) and closes or goes on with the next request. */
 static void
 answer(struct conn *c, const struct buf *out, int close)
@@ -221,7 +234,8 @@ answer(struct conn *c, const struct buf *out, int close)
 		up_release(c);
 		heads_free(c);
 		set_state(c, CS_CLOSING);
-		evrelay_bev_enable(c->cl, EV_READ | EV_WRITE);
+		evrelay_bev_enable(c->cl, EV_READ);
+		cl_out(c);
 		if (evbuffer_get_length(o) == 0)
 			closing_flushed(c);
 		return;
@@ -231,6 +245,7 @@ answer(struct conn *c, const struct buf *out, int close)
 	c->head_started = 0;
 	set_state(c, CS_HEAD);
 	evrelay_bev_enable(c->cl, EV_READ);
+	cl_out(c);
 	if (evbuffer_get_length(bufferevent_get_input(c->cl)) == 0 && !c->in_idle) {
 		TAILQ_INSERT_TAIL(&idles, c, idle);
 		c->in_idle = 1;
@@ -432,7 +447,8 @@ conn_accept(int fd, const struct sockaddr *sa, int salen)
 		c->in_idle = 1;
 	}
 	set_state(c, c->tls ? CS_TLS : CS_HEAD);
-	bufferevent_enable(c->cl, EV_READ | EV_WRITE);
+	/* plain: writing is enabled when output first waits (cl_out) */
+	bufferevent_enable(c->cl, c->tls ? EV_READ | EV_WRITE : EV_READ);
 }
 
 /* ---- the request ---- */
@@ -641,6 +657,7 @@ body_pump(struct conn *c)
 				break;
 			if (n < 0)
 				return;
+			evrelay_bev_enable(c->up, EV_WRITE);
 			if (c->req->msg_done)
 				c->req_done = 1;
 			continue;
@@ -656,6 +673,7 @@ body_pump(struct conn *c)
 			return;
 		}
 		evbuffer_remove_buffer(in, o, (size_t)n);
+		evrelay_bev_enable(c->up, EV_WRITE);
 		if (c->req->msg_done)
 			c->req_done = 1;
 	}
@@ -690,7 +708,8 @@ up_ready(struct conn *c)
 	c->up_reuse = 0;	/* until this exchange ends cleanly */
 	set_state(c, CS_FWD);
 	c->last = util_mono_coarse_ms();
-	evrelay_bev_enable(c->up, EV_READ | EV_WRITE);
+	/* writing only while bytes wait (body_pump enables it for a body) */
+	evrelay_bev_enable(c->up, evbuffer_get_length(o) > 0 ? EV_READ | EV_WRITE : EV_READ);
 	body_pump(c);
 }
 
@@ -846,6 +865,7 @@ resp_send_first(struct conn *c, const struct buf *out)
 		evbuffer_remove_buffer(in, o, n - bs);
 	if (c->resp->msg_done && evbuffer_get_length(in) > 0)
 		c->keep = 0;	/* junk after the response */
+	cl_out(c);
 	return 0;
 }
 
@@ -900,8 +920,10 @@ resp_head(struct conn *c)
 			buf_free(&out);
 			return -1;
 		}
-	} else
+	} else {
 		evbuffer_add(bufferevent_get_output(c->cl), out.p, out.len);
+		cl_out(c);
+	}
 	buf_free(&out);
 	c->sent = 1;
 	if (c->resp->status == 101) {
@@ -936,6 +958,7 @@ resp_body(struct conn *c)
 				break;
 			if (n < 0)
 				return;
+			cl_out(c);
 			if (c->resp->msg_done) {
 				response_done(c);
 				return;
@@ -958,6 +981,7 @@ resp_body(struct conn *c)
 			return;
 		}
 		evbuffer_remove_buffer(in, o, (size_t)n);
+		cl_out(c);
 		if (c->resp->msg_done) {
 			if (evbuffer_get_length(in) > 0)
 				c->keep = 0;	/* junk after the response */

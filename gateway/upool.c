@@ -86,7 +86,8 @@ upool_put(struct route *rt, struct bufferevent *b)
 	bufferevent_setcb(b, idle_read, NULL, idle_event, u);
 	bufferevent_setwatermark(b, EV_READ, 0, 0);
 	bufferevent_set_timeouts(b, &tv, NULL);
-	bufferevent_disable(b, EV_WRITE);
+	/* EV_WRITE stays as it was: with nothing to write it costs nothing,
+	 * and enabling it again at reuse would cost two epoll_ctl calls */
 	bufferevent_enable(b, EV_READ);
 }
 
@@ -110,7 +111,7 @@ upool_take(struct route *rt)
 		total--;
 		b = u->b;
 		free(u);
-		bufferevent_disable(b, EV_READ | EV_WRITE);
+		/* reading stays enabled (conn.c reads the answer on it) */
 		bufferevent_set_timeouts(b, NULL, NULL);
 		bufferevent_setcb(b, NULL, NULL, NULL, NULL);
 		return b;
