@@ -31,6 +31,9 @@ struct gwconf {
 	long long	 connect_ms;
 	long long	 response_ms;
 	long long	 activity_ms;
+	long long	 wake_ms;
+	long long	 upstream_keepalive;
+	long long	 upstream_idle_ms;
 	char		*log_file;
 	int		 log_json;
 	/* derived */

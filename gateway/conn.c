@@ -1,9 +1,10 @@
 /*
  * conn.c: the client connections: accept, the request cycle (head, open,
  * forward, response), the upgraded byte stream, backpressure, timeouts,
- * limits. Each callback that may end a connection (conn_kill) returns, or
- * checks c->dead, before touching it again; the memory goes at the end of
- * the event-loop turn (the graveyard).
+ * limits; the upstream goes back to its route's pool (upool.c) when its
+ * last exchange ended cleanly. Each callback that may end a connection
+ * (conn_kill) returns, or checks c->dead, before touching it again; the
+ * memory goes at the end of the event-loop turn (the graveyard).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -31,6 +32,10 @@
 #include "xmalloc.h"
 
 #define CLOSING_MS	5000	/* a last response gets this long to flush */
+#define WAKE_RETRY_S	5	/* Retry-After when timeouts.wake ends a wait */
+/* A whole response up to this size goes to a plain client in one sendmsg
+ * (resp_send_first): pulled up contiguous, so kept small. */
+#define SEND_FIRST_MAX	65536
 
 /* Open connections per client address (limits.max_conns_per_addr). */
 static struct addrcount *addrs;
@@ -49,7 +54,34 @@ static void up_write(struct bufferevent *, void *);
 static void up_event(struct bufferevent *, short, void *);
 static void head_process(struct conn *);
 static void conn_arm(struct conn *);
-static void open_done(void *, int, const char *, int, const char *);
+static void open_done(void *, int, const char *, int, int, const char *);
+
+/* The upstream closed, whatever it was doing. */
+static void
+up_drop(struct conn *c)
+{
+	if (c->up != NULL)
+		bufferevent_free(c->up);
+	c->up = NULL;
+	c->up_reuse = 0;
+}
+
+/*
+ * The client connection is done with its upstream: back to the route's
+ * pool when its last exchange ended cleanly (up_reuse, set by
+ * response_done) and the route is still the one it was opened under.
+ */
+static void
+up_release(struct conn *c)
+{
+	if (c->up != NULL && c->up_reuse && c->rt != NULL && c->up_epoch == c->rt->epoch) {
+		upool_put(c->rt, c->up);
+		c->up = NULL;
+		c->up_reuse = 0;
+		return;
+	}
+	up_drop(c);
+}
 
 /* Input kept per side: a whole head must fit, whatever the watermark. */
 static size_t
@@ -115,14 +147,13 @@ conn_kill(struct conn *c)
 		ctl_cancel(c->open_id);
 	c->open_id = 0;
 	idle_unlink(c);
+	up_release(c);
 	if (c->rt != NULL)
 		LIST_REMOVE(c, rlink);
 	c->rt = NULL;
 	if (c->cl != NULL)
 		bufferevent_free(c->cl);
-	if (c->up != NULL)
-		bufferevent_free(c->up);
-	c->cl = c->up = NULL;
+	c->cl = NULL;
 	if (c->tmo != NULL)
 		event_free(c->tmo);
 	c->tmo = NULL;
@@ -161,8 +192,32 @@ closing_flushed(struct conn *c)
 			conn_kill(c);
 		return;
 	}
+	/*
+	 * A client that asked to close (Connection: close, HTTP/1.0) and whose
+	 * request was read whole sends nothing more (RFC 9112 9.6): close at
+	 * once, as nginx does when nothing is pending. One request per
+	 * connection is the common case for such clients.
+	 */
+	if (c->cl_close && c->req_done &&
+	    evbuffer_get_length(bufferevent_get_input(c->cl)) == 0) {
+		conn_kill(c);
+		return;
+	}
 	c->lingering = 1;
 	shutdown(bufferevent_getfd(c->cl), SHUT_WR);
+}
+
+/*
+ * Bytes wait in the client's output: let libevent write them. A plain
+ * client's write event is enabled only from the first time this happens
+ * (responses sent whole at once never arm it: resp_send_first), so every
+ * place that queues output for the client calls this.
+ */
+static void
+cl_out(struct conn *c)
+{
+	if (!c->dead && c->cl != NULL && evbuffer_get_length(bufferevent_get_output(c->cl)) > 0)
+		evrelay_bev_enable(c->cl, EV_WRITE);
 }
 
 /* Queues a whole answer (out) and closes or goes on with the next request. */
@@ -176,13 +231,11 @@ answer(struct conn *c, const struct buf *out, int close)
 	c->sent = 1;
 	if (close || c->cl_eof) {
 		bufferevent_setwatermark(c->cl, EV_WRITE, 0, 0);
-		if (c->up != NULL) {
-			bufferevent_free(c->up);
-			c->up = NULL;
-		}
+		up_release(c);
 		heads_free(c);
 		set_state(c, CS_CLOSING);
-		evrelay_bev_enable(c->cl, EV_READ | EV_WRITE);
+		evrelay_bev_enable(c->cl, EV_READ);
+		cl_out(c);
 		if (evbuffer_get_length(o) == 0)
 			closing_flushed(c);
 		return;
@@ -192,15 +245,18 @@ answer(struct conn *c, const struct buf *out, int close)
 	c->head_started = 0;
 	set_state(c, CS_HEAD);
 	evrelay_bev_enable(c->cl, EV_READ);
+	cl_out(c);
 	if (evbuffer_get_length(bufferevent_get_input(c->cl)) == 0 && !c->in_idle) {
 		TAILQ_INSERT_TAIL(&idles, c, idle);
 		c->in_idle = 1;
 	}
 }
 
-/* A page of our own: status, title, text; close after it. */
+/* A page of our own: status, title, text, extra header lines (or NULL);
+ * close after it. */
 static void
-answer_page(struct conn *c, int status, const char *title, const char *text)
+answer_page_x(struct conn *c, int status, const char *title, const char *text,
+    const char *extra)
 {
 	struct buf b;
 
@@ -209,13 +265,29 @@ answer_page(struct conn *c, int status, const char *title, const char *text)
 		return;
 	}
 	buf_init(&b, 16384);
-	if (page_build(&b, status, title, text, NULL, 1) == -1) {
+	if (page_build(&b, status, title, text, extra, 1) == -1) {
 		buf_free(&b);
 		conn_kill(c);
 		return;
 	}
 	answer(c, &b, 1);
 	buf_free(&b);
+}
+
+static void
+answer_page(struct conn *c, int status, const char *title, const char *text)
+{
+	answer_page_x(c, status, title, text, NULL);
+}
+
+/* 503 with Retry-After: the sandbox is waking up (or did not in time). */
+static void
+answer_starting(struct conn *c, int retry_after, const char *text)
+{
+	char extra[64];
+
+	snprintf(extra, sizeof(extra), "Retry-After: %d\r\n", retry_after);
+	answer_page_x(c, 503, "The sandbox is starting", text, extra);
 }
 
 /* The deadline of c's current state (0: none). */
@@ -230,6 +302,7 @@ deadline(const struct conn *c)
 	case CS_HEAD:
 		return c->head_started ? c->since + k->head_ms : c->last + k->idle_ms;
 	case CS_OPEN:
+		return c->since + k->wake_ms;
 	case CS_CONNECT:
 		return c->since + k->connect_ms;
 	case CS_FWD:
@@ -282,7 +355,8 @@ tmo_cb(evutil_socket_t fd, short ev, void *arg)
 			conn_kill(c);
 		return;
 	case CS_OPEN:
-		answer_page(c, 503, "App unavailable", "The orchestrator did not answer in time.");
+		/* the orchestrator is still waking the sandbox (or is stuck) */
+		answer_starting(c, WAKE_RETRY_S, "The sandbox is starting; try again in a few seconds.");
 		return;
 	case CS_CONNECT:
 		answer_page(c, 504, "App timeout", "The app did not accept the connection in time.");
@@ -373,7 +447,8 @@ conn_accept(int fd, const struct sockaddr *sa, int salen)
 		c->in_idle = 1;
 	}
 	set_state(c, c->tls ? CS_TLS : CS_HEAD);
-	bufferevent_enable(c->cl, EV_READ | EV_WRITE);
+	/* plain: writing is enabled when output first waits (cl_out) */
+	bufferevent_enable(c->cl, c->tls ? EV_READ | EV_WRITE : EV_READ);
 }
 
 /* ---- the request ---- */
@@ -388,6 +463,7 @@ bind_route(struct conn *c, struct route *rt)
 }
 
 static void up_ready(struct conn *c);
+static void up_setup(struct conn *c, struct bufferevent *b);
 
 /* Sends the head in c->fwd: at once if the upstream is there, else asks
  * for one with the token that authenticated this request. */
@@ -403,6 +479,12 @@ forward(struct conn *c, const char *token)
 	 */
 	c->rt->active = 1;
 	if (c->up != NULL) {
+		up_ready(c);
+		return;
+	}
+	if ((c->up = upool_take(c->rt)) != NULL) {
+		/* the common case: no round trip to the orchestrator */
+		up_setup(c, c->up);
 		up_ready(c);
 		return;
 	}
@@ -474,6 +556,7 @@ head_one(struct conn *c)
 	}
 	c->nreq++;
 	c->req_done = c->req->msg_done;
+	c->cl_close = !c->req->keepalive;
 	memset(&ri, 0, sizeof(ri));
 	ri.tls = gw_state.c->https;	/* what the browser uses (scheme), not the hop */
 	ri.client_ip = addrcount_ip(c->ae);
@@ -574,6 +657,7 @@ body_pump(struct conn *c)
 				break;
 			if (n < 0)
 				return;
+			evrelay_bev_enable(c->up, EV_WRITE);
 			if (c->req->msg_done)
 				c->req_done = 1;
 			continue;
@@ -589,6 +673,7 @@ body_pump(struct conn *c)
 			return;
 		}
 		evbuffer_remove_buffer(in, o, (size_t)n);
+		evrelay_bev_enable(c->up, EV_WRITE);
 		if (c->req->msg_done)
 			c->req_done = 1;
 	}
@@ -602,15 +687,29 @@ static void
 up_ready(struct conn *c)
 {
 	struct evbuffer *o = bufferevent_get_output(c->up);
+	size_t off = 0;
+	ssize_t w;
 
-	evbuffer_add(o, c->fwd->p, c->fwd->len);
+	/*
+	 * Sent at once when nothing waits before it: a head the socket takes
+	 * whole never arms the write event (two epoll_ctl calls a request on a
+	 * kept upstream). A failed send leaves it all to libevent, whose write
+	 * reports the error.
+	 */
+	if (evbuffer_get_length(o) == 0 && (w = send(bufferevent_getfd(c->up), c->fwd->p,
+	    c->fwd->len, MSG_NOSIGNAL | MSG_DONTWAIT)) > 0)
+		off = (size_t)w;
+	if (off < c->fwd->len)
+		evbuffer_add(o, c->fwd->p + off, c->fwd->len - off);
 	buf_free(c->fwd);
 	free(c->fwd);
 	c->fwd = NULL;
 	c->sent = 0;
+	c->up_reuse = 0;	/* until this exchange ends cleanly */
 	set_state(c, CS_FWD);
 	c->last = util_mono_coarse_ms();
-	evrelay_bev_enable(c->up, EV_READ | EV_WRITE);
+	/* writing only while bytes wait (body_pump enables it for a body) */
+	evrelay_bev_enable(c->up, evbuffer_get_length(o) > 0 ? EV_READ | EV_WRITE : EV_READ);
 	body_pump(c);
 }
 
@@ -618,6 +717,8 @@ static void
 up_setup(struct conn *c, struct bufferevent *b)
 {
 	c->up = b;
+	c->up_reuse = 0;
+	c->up_epoch = c->rt->epoch;
 	bufferevent_setcb(b, up_read, up_write, up_event, c);
 	bufferevent_setwatermark(b, EV_READ, 0, read_hwm());
 	bufferevent_setwatermark(b, EV_WRITE, (size_t)gw_state.c->high_watermark / 2, 0);
@@ -625,13 +726,17 @@ up_setup(struct conn *c, struct bufferevent *b)
 }
 
 static void
-open_done(void *arg, int fd, const char *addr, int status, const char *err)
+open_done(void *arg, int fd, const char *addr, int status, int retry_after,
+    const char *err)
 {
 	struct conn *c = arg;
 	char msg[512];
 
 	c->open_id = 0;
-	if (status != 0) {
+	if (status == 503 && retry_after > 0) {
+		snprintf(msg, sizeof(msg), "%s", err);
+		answer_starting(c, retry_after, msg);
+	} else if (status != 0) {
 		/* The orchestrator's text says why (a port nothing
 		 * listens on, a stopped sandbox, a token it refused). */
 		snprintf(msg, sizeof(msg), "%s", err);
@@ -666,6 +771,16 @@ response_done(struct conn *c)
 {
 	int keep = c->keep && c->req_done && !c->cl_eof;
 
+	/*
+	 * The upstream may serve another client connection when this exchange
+	 * ended cleanly: the request sent whole, the response complete and
+	 * framed (not by the close), the app keeping the connection, nothing
+	 * more from it.
+	 */
+	c->up_reuse = c->up != NULL && c->req_done && c->resp != NULL && c->resp->msg_done &&
+	    c->resp->keepalive && c->resp->status >= 200 &&
+	    evbuffer_get_length(bufferevent_get_input(c->up)) == 0;
+
 	if (!keep) {
 		struct buf none = { 0 };
 
@@ -696,6 +811,62 @@ go_upgraded(struct conn *c)
 	evbuffer_add_buffer(bufferevent_get_output(c->cl), bufferevent_get_input(c->up));
 	evrelay_bev_enable(c->cl, EV_READ | EV_WRITE);
 	evrelay_bev_enable(c->up, EV_READ | EV_WRITE);
+}
+
+/*
+ * The response head (out) for a plain client whose output is empty, with
+ * what of the body is already here: when that makes the response whole,
+ * head and body go in one sendmsg, so a small response arms no write event
+ * (two epoll_ctl calls); what the socket does not take, or a body still
+ * coming, goes to the output as usual. The body bytes taken went through
+ * the parser, as resp_body does. 0, or -1 when the body's framing is
+ * broken (c killed).
+ */
+static int
+resp_send_first(struct conn *c, const struct buf *out)
+{
+	struct evbuffer *in = bufferevent_get_input(c->up), *o = bufferevent_get_output(c->cl);
+	size_t avail = evbuffer_get_length(in), max = (size_t)gw_state.c->high_watermark;
+	size_t n = 0, sent = 0, bs;
+	const char *p = NULL;
+	struct iovec iov[2];
+	struct msghdr mh;
+	ssize_t w;
+	long r;
+
+	if (max > SEND_FIRST_MAX)
+		max = SEND_FIRST_MAX;
+	if (!c->resp->msg_done && avail > 0) {
+		if (avail > max)
+			avail = max;
+		p = (const char *)evbuffer_pullup(in, (ev_ssize_t)avail);
+		if ((r = h1head_body(c->resp, p, avail)) < 0) {
+			conn_kill(c);	/* the body is broken: nothing was sent */
+			return -1;
+		}
+		n = (size_t)r;
+	}
+	if (c->resp->msg_done) {
+		iov[0].iov_base = out->p;
+		iov[0].iov_len = out->len;
+		iov[1].iov_base = (void *)(uintptr_t)p;
+		iov[1].iov_len = n;
+		memset(&mh, 0, sizeof(mh));
+		mh.msg_iov = iov;
+		mh.msg_iovlen = n > 0 ? 2 : 1;
+		if ((w = sendmsg(bufferevent_getfd(c->cl), &mh, MSG_NOSIGNAL | MSG_DONTWAIT)) > 0)
+			sent = (size_t)w;
+	}
+	if (sent < out->len)
+		evbuffer_add(o, out->p + sent, out->len - sent);
+	bs = sent > out->len ? sent - out->len : 0;
+	evbuffer_drain(in, bs);
+	if (n > bs)
+		evbuffer_remove_buffer(in, o, n - bs);
+	if (c->resp->msg_done && evbuffer_get_length(in) > 0)
+		c->keep = 0;	/* junk after the response */
+	cl_out(c);
+	return 0;
 }
 
 /* Parses the response head in the upstream's input; 0 go on, -1 stop. */
@@ -743,7 +914,16 @@ resp_head(struct conn *c)
 		answer_page(c, 502, "Bad response from the app", "The app's response head is too large.");
 		return -1;
 	}
-	evbuffer_add(bufferevent_get_output(c->cl), out.p, out.len);
+	if (!c->tls && c->resp->status >= 200 && c->resp->status != 101 &&
+	    evbuffer_get_length(bufferevent_get_output(c->cl)) == 0) {
+		if (resp_send_first(c, &out) == -1) {
+			buf_free(&out);
+			return -1;
+		}
+	} else {
+		evbuffer_add(bufferevent_get_output(c->cl), out.p, out.len);
+		cl_out(c);
+	}
 	buf_free(&out);
 	c->sent = 1;
 	if (c->resp->status == 101) {
@@ -778,6 +958,7 @@ resp_body(struct conn *c)
 				break;
 			if (n < 0)
 				return;
+			cl_out(c);
 			if (c->resp->msg_done) {
 				response_done(c);
 				return;
@@ -800,6 +981,7 @@ resp_body(struct conn *c)
 			return;
 		}
 		evbuffer_remove_buffer(in, o, (size_t)n);
+		cl_out(c);
 		if (c->resp->msg_done) {
 			if (evbuffer_get_length(in) > 0)
 				c->keep = 0;	/* junk after the response */
@@ -887,7 +1069,14 @@ cl_event(struct bufferevent *bev, short what, void *arg)
 		return;
 	if ((what & BEV_EVENT_EOF) && !(what & BEV_EVENT_ERROR)) {
 		c->cl_eof = 1;
-		if ((c->st == CS_FWD || c->st == CS_OPEN || c->st == CS_CONNECT) && c->req_done) {
+		/*
+		 * A client that leaves while its request waits for the sandbox to
+		 * wake (CS_OPEN, up to timeouts.wake) cancels it (conn_kill), as
+		 * nginx ends a request whose client closed before the upstream
+		 * answered; once the request is on its way, a half-close keeps
+		 * the response coming.
+		 */
+		if ((c->st == CS_FWD || c->st == CS_CONNECT) && c->req_done) {
 			bufferevent_disable(c->cl, EV_READ);
 			return;	/* deliver the response, then close */
 		}
@@ -915,8 +1104,8 @@ up_read(struct bufferevent *bev, void *arg)
 	}
 	if (c->st != CS_FWD) {
 		/* bytes with no request outstanding: this upstream is done */
-		bufferevent_free(bev);
-		c->up = NULL;
+		(void)bev;
+		up_drop(c);
 		return;
 	}
 	resp_body(c);
@@ -970,8 +1159,7 @@ up_event(struct bufferevent *bev, short what, void *arg)
 			ign(h1head_finish(c->resp));	/* sets msg_done when the body is whole */
 		if (c->resp != NULL && c->resp->msg_done) {
 			/* a body delimited by the close */
-			bufferevent_free(c->up);
-			c->up = NULL;
+			up_drop(c);
 			c->keep = 0;
 			response_done(c);
 			return;
@@ -981,17 +1169,15 @@ up_event(struct bufferevent *bev, short what, void *arg)
 		if (evbuffer_get_length(bufferevent_get_output(c->cl)) > 0) {
 			struct buf none = { 0 };
 
-			bufferevent_free(c->up);
-			c->up = NULL;
+			up_drop(c);
 			answer(c, &none, 1);	/* flush to the client, then close */
 			return;
 		}
 		break;
 	case CS_HEAD:
 	case CS_CLOSING:
-		/* between requests: the next one opens a new upstream */
-		bufferevent_free(c->up);
-		c->up = NULL;
+		/* between requests: the next one takes or opens another upstream */
+		up_drop(c);
 		return;
 	default:
 		break;
@@ -1007,6 +1193,7 @@ conn_close_route(struct route *rt, void *arg)
 	(void)arg;
 	while ((c = LIST_FIRST(&rt->conns)) != NULL)
 		conn_kill(c);
+	upool_drain(rt);	/* what the kills just parked */
 }
 
 void
@@ -1016,6 +1203,7 @@ conn_stop_all(void)
 
 	while ((c = TAILQ_FIRST(&conns)) != NULL)
 		conn_kill(c);
+	upool_drain_all();
 	reap_cb(-1, 0, NULL);
 	addrcount_free(addrs);
 	addrs = NULL;

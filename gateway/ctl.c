@@ -2,10 +2,11 @@
  * ctl.c: the control channel to the orchestrator (docs/internals/
  * gateway-control.md) and the route table it fills. The gateway connects
  * (unix socket or TCP), says hello, receives its routes, asks for a
- * connection per client connection (open) and reports which hosts carried
- * traffic (activity). A lost or misbehaving channel is closed and
- * reconnected with back-off (100 ms doubling to 5 s); routes and open
- * connections are kept meanwhile, new opens answer 503.
+ * connection per client connection that finds no idle upstream in its
+ * route's pool (open) and reports which hosts carried traffic or hold an
+ * open client connection (activity). A lost or misbehaving channel is
+ * closed and reconnected with back-off (100 ms doubling to 5 s); routes
+ * and open connections are kept meanwhile, new opens answer 503.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -80,6 +81,7 @@ static void
 route_remove(struct route *rt)
 {
 	K.route_gone(rt, K.route_gone_arg);
+	upool_drain(rt);
 	LIST_REMOVE(rt, link);
 	free(rt);
 }
@@ -159,7 +161,7 @@ pending_fail_all(int status, const char *err)
 
 	while ((p = TAILQ_FIRST(&K.pending)) != NULL) {
 		TAILQ_REMOVE(&K.pending, p, link);
-		p->cb(p->arg, -1, NULL, status, err);
+		p->cb(p->arg, -1, NULL, status, 0, err);
 		free(p);
 	}
 }
@@ -231,9 +233,13 @@ on_route(const cJSON *j)
 		if (strcmp(rt->sha, sha != NULL ? sha : "") != 0 || rt->port != p ||
 		    rt->public != ispub)
 			K.route_gone(rt, K.route_gone_arg);
+		/* Any replacement: what was pooled under the old one goes. */
+		upool_drain(rt);
+		rt->epoch++;
 	} else {
 		rt = xcalloc(1, sizeof(*rt));
 		LIST_INIT(&rt->conns);
+		TAILQ_INIT(&rt->pool);
 		snprintf(rt->host, sizeof(rt->host), "%s", h);
 		LIST_INSERT_HEAD(&gw_state.routes, rt, link);
 	}
@@ -255,9 +261,10 @@ on_open(const cJSON *j)
 	const cJSON *id = cJSON_GetObjectItemCaseSensitive(j, "id");
 	const cJSON *ok = cJSON_GetObjectItemCaseSensitive(j, "ok");
 	const cJSON *st = cJSON_GetObjectItemCaseSensitive(j, "status");
+	const cJSON *ra = cJSON_GetObjectItemCaseSensitive(j, "retry_after");
 	const char *addr = jstr(j, "addr"), *err = jstr(j, "error");
 	struct ctl_pending *p;
-	int fd = -1, status;
+	int fd = -1, status, retry = 0;
 
 	if (!cJSON_IsNumber(id) || id->valuedouble < 1)
 		return -1;
@@ -272,16 +279,19 @@ on_open(const cJSON *j)
 				close(fd);	/* its connection went meanwhile */
 			return 0;
 		}
-		p->cb(p->arg, fd, fd >= 0 ? NULL : addr, 0, NULL);
+		p->cb(p->arg, fd, fd >= 0 ? NULL : addr, 0, 0, NULL);
 		free(p);
 		return 0;
 	}
 	status = cJSON_IsNumber(st) ? (int)st->valuedouble : 502;
 	if (status != 401 && status != 404 && status != 502 && status != 503)
 		status = 502;
+	/* the sandbox is starting: come back in that many seconds (1-3600) */
+	if (status == 503 && cJSON_IsNumber(ra))
+		retry = ra->valuedouble < 1 ? 1 : ra->valuedouble > 3600 ? 3600 : (int)ra->valuedouble;
 	if ((p = pending_take((uint64_t)id->valuedouble)) == NULL)
 		return 0;
-	p->cb(p->arg, -1, NULL, status, err != NULL ? err : "the app cannot be reached");
+	p->cb(p->arg, -1, NULL, status, retry, err != NULL ? err : "the app cannot be reached");
 	free(p);
 	return 0;
 }
@@ -497,6 +507,9 @@ ctl_drop(const char *why)
 	close_fds();
 	evbuffer_drain(K.out, evbuffer_get_length(K.out));
 	pending_fail_all(503, "the orchestrator is unavailable");
+	/* Unroutes cannot reach us now: no new client connection gets an app
+	 * connection without the orchestrator (open ones are kept). */
+	upool_drain_all();
 	if (gw_state.shutting)
 		return;
 	tv.tv_sec = K.backoff / 1000;
@@ -576,8 +589,10 @@ act_cb(evutil_socket_t fd, short ev, void *arg)
 	j = cJSON_CreateObject();
 	cJSON_AddStringToObject(j, "op", "activity");
 	a = cJSON_AddArrayToObject(j, "hosts");
+	/* Traffic since the last message, or a client connection still open
+	 * (an idle WebSocket, a keep-alive page): the sandbox is in use. */
 	for (rt = LIST_FIRST(&gw_state.routes); rt != NULL; rt = LIST_NEXT(rt, link)) {
-		if (!rt->active)
+		if (!rt->active && LIST_EMPTY(&rt->conns))
 			continue;
 		rt->active = 0;
 		cJSON_AddItemToArray(a, cJSON_CreateString(rt->host));

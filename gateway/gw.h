@@ -13,13 +13,19 @@
 #include "conf.h"
 
 struct event_base;
+struct bufferevent;
 struct conn;
+struct upidle;
 typedef struct ssl_ctx_st SSL_CTX;
 
 /* One exposed app, as the orchestrator announced it. */
 struct route {
 	LIST_ENTRY(route)	 link;
 	LIST_HEAD(rconns, conn) conns;		/* client connections bound to it */
+	TAILQ_HEAD(upoolq, upidle) pool;	/* idle upstreams to its app (upool.c) */
+	int			 npool;
+	uint64_t		 epoch;		/* bumped at each replacement: an upstream
+						 * opened before is never pooled after */
 	char			 host[GW_HOST_MAX + 1];
 	char			 app[64];
 	char			 sandbox[64];
@@ -60,10 +66,12 @@ void	ctl_stop(void);
 int	ctl_ready(void);
 /*
  * The answer to an open: an fd (>= 0), else addr, else status (401, 404,
- * 502, 503) with err. Called once, unless the open was cancelled.
+ * 502, 503) with err; retry_after > 0 with a 503: the sandbox is starting,
+ * try again in that many seconds. Called once, unless the open was
+ * cancelled.
  */
 typedef void (*ctl_open_cb)(void *arg, int fd, const char *addr, int status,
-    const char *err);
+    int retry_after, const char *err);
 /* Asks for a connection to host's app; 0: the channel is not up (cb not called). */
 uint64_t ctl_open(const char *host, const char *token, ctl_open_cb cb, void *arg);
 /* cb is not called for id any more (a late fd is closed). */
@@ -76,6 +84,21 @@ void	conn_close_route(struct route *rt, void *arg);
 /* Closes the oldest idle keep-alive connection; 0 if there was none. */
 int	conn_shed_idle(void);
 void	conn_stop_all(void);
+
+/* the idle upstream connections of each route (upool.c) */
+/* Parks b (a connection to rt's app that finished an exchange cleanly) in
+ * rt's pool, or frees it (pool full, bytes pending). Takes b. */
+void	upool_put(struct route *rt, struct bufferevent *b);
+/* The newest live parked connection of rt (the caller's now, its callbacks
+ * unset), or NULL. */
+struct bufferevent *upool_take(struct route *rt);
+/* Closes every parked connection of rt (unroute, replacement, shutdown). */
+void	upool_drain(struct route *rt);
+/* Closes the oldest parked connection of some route (short of fds); 0 if
+ * none was parked. */
+int	upool_shed_one(void);
+/* Every route's pool (shutdown). */
+void	upool_drain_all(void);
 
 /* pages (page.c) */
 struct buf;

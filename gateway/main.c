@@ -115,15 +115,16 @@ accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int
 }
 
 /*
- * lguard's shed callback when accept() is short of descriptors: the oldest
- * idle keep-alive connection goes (one per pause, as before lguard).
+ * lguard's shed callback when accept() is short of descriptors: a pooled
+ * upstream connection (it costs nobody a page), else the oldest idle
+ * keep-alive connection goes (one per pause, as before lguard).
  */
 static long
 shed_idle(void *arg, long n)
 {
 	(void)arg;
 	(void)n;
-	return conn_shed_idle();
+	return upool_shed_one() || conn_shed_idle();
 }
 
 int

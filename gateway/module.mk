@@ -1,7 +1,7 @@
 # gateway/: the app gateway (docs/gateway.md): browsers to apps in sandboxes.
 # The parts with no I/O (unit tests and the fuzz target link these).
 GW_LIB_SRCS := gateway/conf.c gateway/auth.c gateway/head.c gateway/req.c gateway/page.c gateway/gw.c
-GW_SRCS := $(GW_LIB_SRCS) gateway/ctl.c gateway/conn.c gateway/main.c
+GW_SRCS := $(GW_LIB_SRCS) gateway/upool.c gateway/ctl.c gateway/conn.c gateway/main.c
 GW_LIB_OBJS := $(GW_LIB_SRCS:%.c=$(B)/%.o)
 GW_OBJS := $(GW_SRCS:%.c=$(B)/%.o)
 ALL_OBJS += $(GW_OBJS)

@@ -4,8 +4,15 @@
  * socket (apps.control_socket: local gateways; connections to apps are
  * handed over as file descriptors) and/or TCP (apps.control_listen, with a
  * token: gateways in a cluster, which connect to the address they are
- * given). One thread per gateway connection: gateways are few, and each
- * thread's work (a route diff, a runtime app_connect) is short.
+ * given). One thread per gateway connection reads its lines and sends its
+ * route changes (gateways are few; a route diff is short). An open runs on
+ * the orchestrator's work queue (lib/work.h), keyed by the gateway and at
+ * most CTL_OPENS_MAX at once per gateway, because apps_open may block for
+ * seconds while it wakes (thaws or starts) the sandbox: a slow open never
+ * delays another, and replies go out in any order (the gateway matches
+ * them on id). Lines are written whole under the gateway's send lock; the
+ * struct gw is refcounted (its thread and each open in flight), and the
+ * last holder closes the socket and frees it.
  *
  * What a gateway can do here is bounded on purpose: it learns the routes
  * (hosts, ports, token hashes) and can ask for a connection to an app whose
@@ -33,6 +40,7 @@
 #include "appctl.h"
 #include "session/apps.h"
 #include "buf.h"
+#include "lib/work.h"
 #include "lguard.h"
 #include "log.h"
 #include "util.h"
@@ -44,6 +52,13 @@
 #define CTL_RESYNC_MS	1000		/* routes compared this often */
 #define CTL_MAX_GATEWAYS 64
 #define CTL_TOKEN_MAX	512
+#define CTL_OPENS_MAX	256		/* opens of one gateway queued or running;
+					 * beyond, 503 at once. A gateway asks
+					 * once per client connection that finds
+					 * no pooled upstream, and an open waits
+					 * while its sandbox starts (seconds): room
+					 * for a few dozen sandboxes starting with
+					 * a browser's 6 connections each */
 
 static struct {
 	struct sessmgr	*m;
@@ -63,6 +78,10 @@ static struct {
 struct gw {
 	int			 fd;
 	int			 is_unix;
+	atomic_int		 refs;		/* its thread + each open in flight */
+	atomic_int		 closed;	/* the channel is over: opens skip */
+	pthread_mutex_t		 smu;		/* one line at a time on fd */
+	char			 key[32];	/* work queue key: "appctl:<n>" */
 	int			 wake[2];
 	struct apps_watch	*w;
 	char			 peer[64];
@@ -73,7 +92,11 @@ struct gw {
 	unsigned long long	 pinged;
 };
 
-/* One line (o as JSON, then \n), fd attached when not -1. 0 or -1. */
+/*
+ * One line (o as JSON, then \n), fd attached when not -1, whole under the
+ * send lock (the gateway's thread and its opens share the socket); waits
+ * up to CTL_SEND_MS for room. 0 or -1.
+ */
 static int
 send_line(struct gw *g, cJSON *o, int fd)
 {
@@ -85,6 +108,7 @@ send_line(struct gw *g, cJSON *o, int fd)
 	txt = xreallocarray(txt, len + 2, 1);
 	txt[len++] = '\n';
 	txt[len] = '\0';
+	pthread_mutex_lock(&g->smu);
 	while (off < len) {
 		if (fd != -1 && off == 0) {
 			struct msghdr mh;
@@ -111,14 +135,36 @@ send_line(struct gw *g, cJSON *o, int fd)
 			w = send(g->fd, txt + off, len - off, MSG_NOSIGNAL);
 		if (w == -1 && errno == EINTR)
 			continue;
+		if (w == -1 && errno == EAGAIN) {
+			struct pollfd p = { g->fd, POLLOUT, 0 };
+
+			if (poll(&p, 1, CTL_SEND_MS) == 1)
+				continue;
+		}
 		if (w <= 0) {
 			rc = -1;
 			break;
 		}
 		off += (size_t)w;
 	}
+	pthread_mutex_unlock(&g->smu);
 	free(txt);
 	return rc;
+}
+
+/* Drops a reference; the last one closes the channel and frees g. */
+static void
+gw_unref(struct gw *g)
+{
+	if (atomic_fetch_sub(&g->refs, 1) != 1)
+		return;
+	close(g->fd);
+	pthread_mutex_destroy(&g->smu);
+	free(g);
+	pthread_mutex_lock(&ctl.mu);
+	ctl.nconn--;
+	pthread_cond_broadcast(&ctl.cv);
+	pthread_mutex_unlock(&ctl.mu);
 }
 
 static int
@@ -217,25 +263,56 @@ jstr(const cJSON *o, const char *k, size_t max)
 	return v != NULL && strlen(v) <= max ? v : NULL;
 }
 
+/* One open of one gateway, in flight on the work queue. */
+struct open_job {
+	struct gw	*g;		/* a reference */
+	double		 id;
+	char		 host[APP_HOST_MAX];
+	char		 token[257];
+	int		 has_token;	/* 0: none sent (a public route) */
+};
+
+/* Answers id with a failure (status, text). -1: the channel failed. */
 static int
-handle_open(struct gw *g, const cJSON *o)
+send_open_fail(struct gw *g, double id, int status, const char *err)
 {
-	const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "id");
-	const char *host = jstr(o, "host", APP_HOST_MAX - 1);
-	const char *token = jstr(o, "token", 256);
+	cJSON *r = cJSON_CreateObject();
+	int rc;
+
+	cJSON_AddStringToObject(r, "op", "open");
+	cJSON_AddNumberToObject(r, "id", id);
+	cJSON_AddFalseToObject(r, "ok");
+	cJSON_AddNumberToObject(r, "status", status);
+	cJSON_AddStringToObject(r, "error", err);
+	rc = send_line(g, r, -1);
+	cJSON_Delete(r);
+	return rc;
+}
+
+/*
+ * On a worker: apps_open (which may wake the sandbox, seconds), then the
+ * reply. A reply that cannot be sent ends the channel (shutdown: the
+ * gateway's thread sees it; the gateway reconnects and its waiting
+ * requests get 503), since the gateway would otherwise wait for it until
+ * its timeouts.wake.
+ */
+static void
+open_run(void *arg)
+{
+	struct open_job *j = arg;
+	struct gw *g = j->g;
 	struct rt_app_conn ac;
 	char err[512];
 	int status = 0, rc;
 	cJSON *r;
 
-	if (!cJSON_IsNumber(id) || host == NULL) {
-		log_debug("gateway=%s open without id or host", g->peer);
-		return 0;
-	}
+	if (atomic_load(&g->closed) || atomic_load(&ctl.stop))
+		goto out;	/* nobody waits for the answer */
 	r = cJSON_CreateObject();
 	cJSON_AddStringToObject(r, "op", "open");
-	cJSON_AddNumberToObject(r, "id", id->valuedouble);
-	if (apps_open(ctl.m, host, token, &ac, &status, err, sizeof(err)) == -1) {
+	cJSON_AddNumberToObject(r, "id", j->id);
+	if (apps_open(ctl.m, j->host, j->has_token ? j->token : NULL, &ac, &status, err,
+	    sizeof(err)) == -1) {
 		cJSON_AddFalseToObject(r, "ok");
 		cJSON_AddNumberToObject(r, "status", status);
 		cJSON_AddStringToObject(r, "error", err);
@@ -259,7 +336,46 @@ handle_open(struct gw *g, const cJSON *o)
 		rc = send_line(g, r, -1);
 	}
 	cJSON_Delete(r);
-	return rc;
+	if (rc == -1 && !atomic_load(&g->closed)) {
+		log_warnx("gateway=%s: an open's reply could not be sent: channel closed", g->peer);
+		(void)shutdown(g->fd, SHUT_RDWR);
+	}
+out:
+	explicit_bzero(j->token, sizeof(j->token));
+	gw_unref(g);
+	free(j);
+}
+
+/* Queues the open on the work queue; a full queue answers 503 at once. */
+static int
+handle_open(struct gw *g, const cJSON *o)
+{
+	const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "id");
+	const char *host = jstr(o, "host", APP_HOST_MAX - 1);
+	const char *token = jstr(o, "token", 256);
+	struct open_job *j;
+
+	if (!cJSON_IsNumber(id) || host == NULL) {
+		log_debug("gateway=%s open without id or host", g->peer);
+		return 0;
+	}
+	j = xcalloc(1, sizeof(*j));
+	j->g = g;
+	j->id = id->valuedouble;
+	snprintf(j->host, sizeof(j->host), "%s", host);
+	if (token != NULL) {
+		snprintf(j->token, sizeof(j->token), "%s", token);
+		j->has_token = 1;
+	}
+	atomic_fetch_add(&g->refs, 1);
+	if (work_submit_key(g->key, CTL_OPENS_MAX, open_run, NULL, j) == -1) {
+		explicit_bzero(j->token, sizeof(j->token));
+		free(j);
+		atomic_fetch_sub(&g->refs, 1);	/* the thread still holds one */
+		return send_open_fail(g, id->valuedouble, 503,
+		    "too many connections being opened at once; try again");
+	}
+	return 0;
 }
 
 /* One line from the gateway. -1: close the channel. */
@@ -426,19 +542,18 @@ gw_thread(void *arg)
 	}
 	log_info("gateway=%s disconnected", g->peer);
 out:
+	atomic_store(&g->closed, 1);
+	(void)shutdown(g->fd, SHUT_RDWR);	/* opens in flight: their sends fail */
 	apps_watch_free(g->w);
 	if (g->wake[0] != -1) {
 		close(g->wake[0]);
 		close(g->wake[1]);
 	}
-	close(g->fd);
 	free(g->sent);
 	free(g->in);
-	free(g);
-	pthread_mutex_lock(&ctl.mu);
-	ctl.nconn--;
-	pthread_cond_broadcast(&ctl.cv);
-	pthread_mutex_unlock(&ctl.mu);
+	g->sent = NULL;
+	g->in = NULL;
+	gw_unref(g);	/* the fd closes with the last open in flight */
 	return NULL;
 }
 
@@ -451,6 +566,7 @@ accept_thread(void *arg)
 	pthread_attr_t at;
 	pthread_t th;
 	struct gw *g;
+	static _Atomic unsigned long long serial;	/* both accept threads */
 
 	pthread_attr_init(&at);
 	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
@@ -480,6 +596,9 @@ accept_thread(void *arg)
 		g = xcalloc(1, sizeof(*g));
 		g->fd = fd;
 		g->is_unix = is_unix;
+		atomic_init(&g->refs, 1);
+		pthread_mutex_init(&g->smu, NULL);
+		snprintf(g->key, sizeof(g->key), "appctl:%llu", ++serial);
 		if (is_unix)
 			snprintf(g->peer, sizeof(g->peer), "unix:%d", fd);
 		else if (getnameinfo((struct sockaddr *)&ss, sl, g->peer,
@@ -487,6 +606,7 @@ accept_thread(void *arg)
 			snprintf(g->peer, sizeof(g->peer), "?");
 		if (pthread_create(&th, &at, gw_thread, g) != 0) {
 			close(fd);
+			pthread_mutex_destroy(&g->smu);
 			free(g);
 			pthread_mutex_lock(&ctl.mu);
 			ctl.nconn--;

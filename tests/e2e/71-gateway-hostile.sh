@@ -2,8 +2,11 @@
 # control peers: oversized and malformed heads, slow clients, a WebSocket that
 # never reads while the app floods, an app that sends garbage, 1,000 idle
 # WebSockets (memory per idle WebSocket measured), garbage on the control
-# channel, connection caps, descriptor exhaustion. After each, the gateway is
-# up and serves a normal request.
+# channel, connection caps, descriptor exhaustion, an app that closes or
+# hangs up on the gateway's kept upstream connections, an orchestrator that
+# answers open late or never (a sandbox waking), a client that leaves while
+# its request is held. After each, the gateway is up and serves a normal
+# request.
 . "$(dirname "$0")/../lib/common.sh"
 . "$TOP/tests/lib/gateway.sh"
 
@@ -18,6 +21,9 @@ gw_start_gw <<EOF || { fail "gateway starts"; cat "$T/gw.log"; exit 1; }
 timeouts:
   head: 2s
   idle: 3s
+  wake: 2s
+  upstream_idle: 4s
+activity_interval: 500ms
 EOF
 U=http://$HOST:$GW_PORT
 A="Authorization: Bearer $TOK"
@@ -173,6 +179,113 @@ c0=$(cpu); sleep 2; c1=$(cpu)
 check "control: no spin afterwards (< 0.3 s CPU in 2 s idle)" test $((c1 - c0)) -lt 30
 check "gateway serves after the control garbage" wait_for 10 alive
 check "control: no log flood" test "$(grep -c 'control channel' "$T/gw.log")" -lt 30
+
+# --- kept upstream connections (upstream.keepalive), waking sandboxes (timeouts.wake)
+P1=$(free_port); P2=$(free_port); P3=$(free_port)
+for p in "$P1:--idle-close 1000" "$P2:" "$P3:"; do
+	# shellcheck disable=SC2086
+	$PY "$FX/poolapp.py" --port "${p%%:*}" --log "$T/p${p%%:*}.log" ${p#*:} >/dev/null 2>&1 &
+	track_pid $!
+	wait_port "${p%%:*}" 10
+done
+gw_cmd "route $(gw_route "pool-$SB.apps.localhost" "$P1" "$TOK")"
+gw_cmd "route $(gw_route "keep-$SB.apps.localhost" "$P2" "$TOK")"
+gw_cmd "route $(gw_route "late-$SB.apps.localhost" "$P2" "$TOK" ',"delay":1000')"
+gw_cmd "route $(gw_route "never-$SB.apps.localhost" "$P2" "$TOK" ',"delay":5000')"
+gw_cmd "route $(gw_route "start-$SB.apps.localhost" "$P2" "$TOK" ',"mode":"starting","retry_after":7')"
+gw_cmd "route $(gw_route "gone-$SB.apps.localhost" "$P3" "$TOK" ',"delay":1000')"
+sleep 0.3
+# pc NAME PATH [curl args]: a request on a new client connection to NAME-$SB
+pc() { curl -sS --max-time 20 --resolve "$1-$SB.apps.localhost:$GW_PORT:127.0.0.1" -H "$A" "${@:3}" "http://$1-$SB.apps.localhost:$GW_PORT$2"; }
+opens_of() { grep -c "\"op\": \"open\", \"id\": [0-9]*, \"host\": \"$1-$SB" "$T/orch.log"; }
+jconn() { $PY -c 'import json,sys; print(json.load(open(sys.argv[1]))["conn"])' "$1"; }
+seen() { grep -c " $1\$" "$T/p$2.log"; }	# seen TARGET PORT: times the app got it
+# established connections to the app's port (the gateway holds the upstream ends)
+ups() { ss -Htn state established "( dport = :$1 )" | wc -l; }
+up0() { [ "$(ups "$1")" = 0 ]; }
+up1() { [ "$(ups "$1")" -ge 1 ]; }
+
+pc pool "/echo?n=1" -o "$T/pool1"
+pc pool "/echo?n=2" -o "$T/pool2"
+check "pool: a new client connection reuses the app connection the last one left" \
+	test "$(jconn "$T/pool1")" = "$(jconn "$T/pool2")"
+check "pool: and costs no open (1 open for 2 client connections)" test "$(opens_of pool)" = 1
+sleep 1.8	# the app closes its idle connection after 1 s (the gateway keeps it 4 s)
+pc pool "/echo?n=3" -o "$T/pool3"
+check "pool: the app closed the kept connection: a fresh one is opened, the request served" \
+	bash -c "[ \"\$(jconn $T/pool3)\" != \"$(jconn "$T/pool2")\" ] && [ $(opens_of pool) = 2 ]"
+check "pool: each request reached the app once" \
+	bash -c "[ $(seen '/echo?n=1' "$P1") = 1 ] && [ $(seen '/echo?n=2' "$P1") = 1 ] && [ $(seen '/echo?n=3' "$P1") = 1 ]"
+o=$(opens_of pool)
+code=$(pc pool "/hangup?x=1" -o /dev/null -w '%{http_code}')
+check "pool: an app that hangs up on a request sent on a kept connection: 502" test "$code" = 502
+check "pool: it went on the kept connection (no open)" test "$(opens_of pool)" = "$o"
+sleep 0.5
+check "pool: the request that was sent is never replayed" test "$(seen '/hangup?x=1' "$P1")" = 1
+check "pool: served after the hang-up" test "$(pc pool "/echo?n=4" -o /dev/null -w '%{http_code}')" = 200
+
+pc keep "/echo?k=1" -o "$T/keep1"
+check "pool: the kept connection stays open between client connections" wait_for 3 up1 "$P2"
+gw_cmd "unroute keep-$SB.apps.localhost"
+check "unroute: the kept app connections are closed at once" wait_for 2 up0 "$P2"
+gw_cmd "route $(gw_route "keep-$SB.apps.localhost" "$P2" "$TOK")"
+sleep 0.3
+pc keep "/echo?k=2" -o "$T/keep2"
+o=$(opens_of keep)
+check "pool: kept again after the route came back" wait_for 3 up1 "$P2"
+# the same token and port under another app name: the connections stay, the pool goes
+gw_cmd "route $(gw_route "keep-$SB.apps.localhost" "$P2" "$TOK" ',"app":"renamed"')"
+check "route replacement: the kept app connections are closed at once" wait_for 2 up0 "$P2"
+pc keep "/echo?k=3" -o "$T/keep3"
+check "route replacement: the next client connection opens afresh (never the old route's)" \
+	bash -c "[ $(opens_of keep) = $((o + 1)) ] && [ \"\$(jconn $T/keep3)\" != \"$(jconn "$T/keep2")\" ]"
+
+t0=$(date +%s%N)
+code=$(pc late "/echo?late=1" -o /dev/null -w '%{http_code}')
+t1=$(date +%s%N)
+check "held: the orchestrator answers open after 1 s (waking the sandbox): 200" test "$code" = 200
+check "held: and the request was held that long (>= 0.9 s)" test $(( (t1 - t0) / 1000000 )) -ge 900
+t0=$(date +%s%N)
+pc never "/echo?never=1" -D "$T/hnever" -o "$T/bnever" -w '%{http_code}' >"$T/cnever"
+t1=$(date +%s%N)
+check "held: no answer within timeouts.wake (2 s): 503" grep -qx 503 "$T/cnever"
+check "held: after timeouts.wake, not at once (1.8-5 s)" test $(( (t1 - t0) / 1000000 )) -ge 1800 -a $(( (t1 - t0) / 1000000 )) -lt 5000
+check "held: 503 with Retry-After" grep -qix $'Retry-After: 5\r' "$T/hnever"
+check "held: the page says the sandbox is starting" grep -q 'sandbox is starting' "$T/bnever"
+pc start "/" -D "$T/hstart" -o "$T/bstart" -w '%{http_code}' >"$T/cstart"
+check "the orchestrator says the sandbox is starting: 503" grep -qx 503 "$T/cstart"
+check "starting: Retry-After as the orchestrator said (7)" grep -qix $'Retry-After: 7\r' "$T/hstart"
+check "starting: the page says so" grep -q 'sandbox is starting' "$T/bstart"
+# A client that leaves while its request is held: the open is cancelled, the
+# late connection closed, the request never reaches the app.
+$PY - "$GW_PORT" "gone-$SB.apps.localhost" "$TOK" <<'PY'
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(("GET /echo?gone=1 HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n\r\n" % (sys.argv[2], sys.argv[3])).encode())
+time.sleep(0.3)
+s.close()
+PY
+sleep 2	# the orchestrator's answer comes at 1 s
+check "held, client gone: the open was asked" test "$(opens_of gone)" = 1
+check "held, client gone: the request never reached the app" test ! -s "$T/p$P3.log"
+check "held, client gone: the late app connection closed" up0 "$P3"
+check "gateway up after the pool and wake cases" alive
+
+# activity: a host with an open idle connection is listed though it carries nothing
+$PY "$TOP/tests/fixtures/wsclient.py" --port "$GW_PORT" --host "$HOST:$GW_PORT" --auth "$A" \
+	--ready "$T/act-ready" --stop "$T/act-stop" hold 1 >"$T/act.out" 2>&1 &
+actp=$!; track_pid $actp
+wait_for 10 test -s "$T/act-ready"
+sleep 1.2	# two activity intervals: the handshake's traffic reported
+n0=$(wc -l <"$T/orch.log")
+act_lists() { tail -n +"$((n0 + 1))" "$T/orch.log" | grep '"op": "activity"' | grep -q "\"$HOST\""; }
+check "activity: an idle WebSocket keeps its host listed" wait_for 3 act_lists
+touch "$T/act-stop"; wait $actp
+sleep 1.2
+n0=$(wc -l <"$T/orch.log")
+sleep 1.5
+act_gone() { ! act_lists; }
+check "activity: no longer listed once the connection closed" act_gone
 
 # --- caps: per address and in total, descriptor exhaustion
 CAP_PORT=$(free_port)

@@ -214,6 +214,19 @@ check "after a restart the apps are announced again" [ "$(echo "$routes" | jq -r
 out=$($PROBE "$CTL" open "$host" "$tok3" /index.html)
 check "and the token still opens it" contains <(echo "$out") hello-from-app-a1
 
+# Opens run concurrently on the orchestrator's work queue (a slow one, a
+# sandbox waking, never delays another): 12 at once on one channel, each
+# answered once with its own connection to the app, a wrong token among them.
+args=()
+for i in $(seq 1 12); do args+=("$host:$tok3"); done
+args+=("$host:WRONG$tok3")
+$PROBE "$CTL" opens "${args[@]}" >"$T/opens.out"
+ids_once() { jq -se '[.[].id] | sort == [range(1; 14)]' "$T/opens.out" >/dev/null; }
+check "12 concurrent opens: each answered once" ids_once
+check "12 concurrent opens: each a connection to the app (descriptors paired with their replies)" \
+    [ "$(jq -s '[.[] | select(.id <= 12 and .ok and (.got | test("^HTTP/1.[01] 200")))] | length' "$T/opens.out")" = 12 ]
+check "the wrong token among them: 401" [ "$(jq -s '.[] | select(.id == 13) | .status' "$T/opens.out")" = 401 ]
+
 # Stopped: the route stays, and a request starts the sandbox again (its
 # workspace kept). The server process did not survive the stop: 502 saying
 # nothing listens, not a 503 at once.
@@ -260,6 +273,50 @@ for act in true false; do
 	fi
 	orch_stop
 done
+
+# A client connection open through the gateway is activity even when no byte
+# moves (a request the app takes long to answer, an idle WebSocket): the
+# gateway lists its host in every activity message, so the sandbox is not
+# reaped while it is open (docs/gateway.md, Activity).
+orch_config "apps:" "  domain: $DOMAIN" "  control_socket: $CTL" "  activity: true" \
+    "reap:" "  interval: 300ms" "  idle: 2s"
+if orch_start; then
+	cmd=$(cat <<'SH'
+mkdir -p /tmp/w/cgi-bin && echo h1-page > /tmp/w/index.html &&
+cat > /tmp/w/cgi-bin/slow <<'CGI' &&
+#!/bin/sh
+sleep 8
+printf 'Content-Type: text/plain\r\n\r\nslow-done\n'
+CGI
+chmod +x /tmp/w/cgi-bin/slow && (busybox httpd -p 127.0.0.1:8000 -h /tmp/w &) && sleep 0.3
+SH
+)
+	mcp_tool h1 shell "$(jq -nc --arg c "$cmd" '{command: $c}')" >/dev/null
+	hsb=$(rest GET /v1/sessions/h1 | jq -r .sandbox_id)
+	htok=$(tool_sc h1 expose_port '{"port":8000,"name":"h"}' | jq -r .token)
+	GWP2=$(free_port)
+	printf 'listen: 127.0.0.1:%s\ndomain: %s\ncontrol:\n  socket: %s\nactivity_interval: 500ms\n' \
+	    "$GWP2" "$DOMAIN" "$CTL" >"$T/gw2.yaml"
+	"$BIN/gateway/app-gateway" -f "$T/gw2.yaml" >>"$T/gw2.log" 2>&1 &
+	gw2=$!
+	track_pid "$gw2"
+	HU=http://h-$hsb.$DOMAIN:$GWP2
+	check "activity: the app served through the gateway" wait_until 10 bash -c \
+	    "[ \"\$(curl -s -H 'Authorization: Bearer $htok' $HU/index.html)\" = h1-page ]"
+	curl -s --max-time 30 -H "Authorization: Bearer $htok" "$HU/cgi-bin/slow" >"$T/slow.out" &
+	slowp=$!
+	sleep 5	# the reaper's idle is 2 s: without the open connection it would be reaped by now
+	check "activity: an open client connection with no traffic keeps the sandbox running" \
+	    [ "$(rest GET /v1/sessions/h1 | jq -r .state)" = running ]
+	wait "$slowp"
+	check "activity: the held request completed" grep -q slow-done "$T/slow.out"
+	check "activity: once no connection is open, the sandbox is reaped as idle" wait_until 15 bash -c \
+	    "[ \"\$(curl -s -H 'Authorization: Bearer $ORCH_KEY' $ORCH_URL/v1/sessions/h1 | jq -r .state)\" != running ]"
+	kill "$gw2" 2>/dev/null; wait "$gw2" 2>/dev/null
+	orch_stop
+else
+	fail "orch starts (activity with an open connection)"
+fi
 
 # Remote gateways (Kubernetes) connect over TCP with a token.
 CPORT=$(free_port)

@@ -11,6 +11,12 @@
   gwprobe.py SOCK hold SECONDS OUTFILE    stay connected, answer pings, log
                                           every message (one JSON a line)
   gwprobe.py SOCK activity HOST SECONDS   report traffic to HOST every 0.5 s
+  gwprobe.py SOCK opens HOST:TOKEN...     one open per argument, all sent at
+                                          once (ids 1..N); prints one JSON a
+                                          reply as it comes: {id, ok, status,
+                                          ms (since sending), got} where got
+                                          is what GET / over the received
+                                          connection answered (first line)
 SOCK is a unix socket path, or tcp:HOST:PORT:TOKENFILE.
 """
 import array
@@ -144,6 +150,40 @@ def main():
         while time.time() < end:
             c.send({"op": "activity", "hosts": [host]})
             c.recv_line(0.5)
+    elif cmd == "opens":
+        c = Chan(spec)
+        c.until("synced")
+        want = sys.argv[3:]
+        t0 = time.time()
+        for i, ht in enumerate(want, 1):
+            host, token = ht.split(":", 1)
+            msg = {"op": "open", "id": i, "host": host}
+            if token != "-":
+                msg["token"] = token
+            c.send(msg)
+        left = len(want)
+        end = t0 + 60
+        while left > 0 and time.time() < end:
+            o = c.recv_line(end - time.time())
+            if o is None:
+                break
+            if o.get("op") != "open":
+                continue
+            left -= 1
+            r = {"id": o.get("id"), "ok": bool(o.get("ok")), "status": o.get("status"),
+                 "ms": int((time.time() - t0) * 1000), "got": None}
+            if o.get("fd"):
+                # replies and descriptors pair in arrival order
+                a = socket.socket(fileno=c.fds.pop(0))
+                a.settimeout(10)
+                host = want[o["id"] - 1].split(":", 1)[0]
+                try:
+                    a.sendall(("GET / HTTP/1.0\r\nHost: %s\r\n\r\n" % host).encode())
+                    r["got"] = a.recv(4096).split(b"\r\n", 1)[0].decode("latin-1")
+                except OSError as e:
+                    r["got"] = "error: %s" % e
+                a.close()
+            print(json.dumps(r), flush=True)
     elif cmd == "hold":
         secs, outf = float(sys.argv[3]), sys.argv[4]
         c = Chan(spec)
