@@ -58,7 +58,7 @@ static const struct cfg_key keys[] = {
 	{ "upstream.keepalive", CFG_INT, O(upstream_keepalive), 0, 10000, "32", NULL,
 	  "idle connections to an app kept per route after their client connection ended, reused by the next client connection without asking the orchestrator (at most limits.max_conns over all routes); 0: none" },
 	{ "timeouts.upstream_idle", CFG_DURATION, O(upstream_idle_ms), 100, 600000, "15s", NULL,
-	  "an idle kept connection to an app is closed after this long; keep it below the orchestrator's idle time before it freezes a sandbox" },
+	  "an idle kept connection to an app is closed after this long; while it is kept, its sandbox counts as in use (activity) and is not frozen" },
 	{ "activity_interval", CFG_DURATION, O(activity_ms), 100, DAY, "10s", NULL,
 	  "at most one activity message per interval, naming the app hosts that carried traffic or have an open client connection" },
 	{ "log.file", CFG_PATH, O(log_file), 0, 0, NULL, "APP_GATEWAY_LOG_FILE",

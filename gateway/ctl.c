@@ -590,9 +590,13 @@ act_cb(evutil_socket_t fd, short ev, void *arg)
 	cJSON_AddStringToObject(j, "op", "activity");
 	a = cJSON_AddArrayToObject(j, "hosts");
 	/* Traffic since the last message, or a client connection still open
-	 * (an idle WebSocket, a keep-alive page): the sandbox is in use. */
+	 * (an idle WebSocket, a keep-alive page): the sandbox is in use. So
+	 * is one this gateway keeps idle app connections to: a request taken
+	 * onto one of them makes no open, and no open wakes a frozen sandbox
+	 * (docs/gateway.md, "Activity"): it stays awake until the pool
+	 * empties (timeouts.upstream_idle). */
 	for (rt = LIST_FIRST(&gw_state.routes); rt != NULL; rt = LIST_NEXT(rt, link)) {
-		if (!rt->active && LIST_EMPTY(&rt->conns))
+		if (!rt->active && LIST_EMPTY(&rt->conns) && rt->npool == 0)
 			continue;
 		rt->active = 0;
 		cJSON_AddItemToArray(a, cJSON_CreateString(rt->host));

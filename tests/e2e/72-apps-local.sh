@@ -295,7 +295,7 @@ SH
 	hsb=$(rest GET /v1/sessions/h1 | jq -r .sandbox_id)
 	htok=$(tool_sc h1 expose_port '{"port":8000,"name":"h"}' | jq -r .token)
 	GWP2=$(free_port)
-	printf 'listen: 127.0.0.1:%s\ndomain: %s\ncontrol:\n  socket: %s\nactivity_interval: 500ms\n' \
+	printf 'listen: 127.0.0.1:%s\ndomain: %s\ncontrol:\n  socket: %s\nactivity_interval: 500ms\ntimeouts:\n  upstream_idle: 1s\n' \
 	    "$GWP2" "$DOMAIN" "$CTL" >"$T/gw2.yaml"
 	"$BIN/gateway/app-gateway" -f "$T/gw2.yaml" >>"$T/gw2.log" 2>&1 &
 	gw2=$!
@@ -312,6 +312,18 @@ SH
 	check "activity: the held request completed" grep -q slow-done "$T/slow.out"
 	check "activity: once no connection is open, the sandbox is reaped as idle" wait_until 15 bash -c \
 	    "[ \"\$(curl -s -H 'Authorization: Bearer $ORCH_KEY' $ORCH_URL/v1/sessions/h1 | jq -r .state)\" != running ]"
+	# Frozen, then stopped: a request through the gateway wakes it.
+	check "idle with no connection: frozen" [ "$(rest GET /v1/sessions/h1 | jq -r .state)" = frozen ]
+	out=$(curl -s --max-time 20 -w ' %{http_code}' -H "Authorization: Bearer $htok" "$HU/index.html")
+	check "a request to the frozen app through the gateway: 200 (${out##* })" \
+	    eval '[ "${out##* }" = 200 ] && echo "$out" | grep -q h1-page'
+	check "... which thawed its sandbox" contains "$ORCH_LOG" "session=h1 sandbox=$hsb thawed"
+	rest POST /v1/sessions/h1/stop >/dev/null
+	out=$(curl -s --max-time 40 -w ' %{http_code}' -H "Authorization: Bearer $htok" "$HU/index.html")
+	check "a request to a stopped app is held while its sandbox starts (it runs after)" \
+	    [ "$(rest GET /v1/sessions/h1 | jq -r .state)" = running ]
+	check "... and answers 502 saying the server is gone, not 503 at once ($(echo "$out" | tail -c 4))" \
+	    eval '[ "${out##* }" = 502 ] && echo "$out" | grep -qi "nothing listens"'
 	kill "$gw2" 2>/dev/null; wait "$gw2" 2>/dev/null
 	orch_stop
 else
