@@ -82,7 +82,10 @@ printf '%s\n' "$ORCH_LOCAL_YAML" >"$T/rt.yaml"
 orch_config "reconcile:" "  interval: 1s" "reap:" "  interval: 500ms" "drain_timeout: 5s"
 # what the state directory holds before any sandbox (the runtime's own files)
 check "orch starts" orch_start
-state_ls() { find "$ORCH_SBX_DIR" -mindepth 1 -maxdepth 1 ! -name .lock -printf '%f\n' 2>/dev/null | sort | tr '\n' ' '; }
+# (.lock, and the bookkeeping the first create makes: .admit-gen, admission's
+# generation, and .slots, the uid slots, whose claims a destroy leaves for the
+# next create to take over: docs/local-runtime.md, "Scale")
+state_ls() { find "$ORCH_SBX_DIR" -mindepth 1 -maxdepth 1 ! -name .lock ! -name .admit-gen ! -name .slots -printf '%f\n' 2>/dev/null | sort | tr '\n' ' '; }
 state_base=$(state_ls)
 cg_base=$(find /sys/fs/cgroup -path "*/$ORCH_CG/*" -type d 2>/dev/null | wc -l)
 
