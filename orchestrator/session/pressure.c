@@ -96,7 +96,7 @@ candidates(struct sessmgr *m, long long now, size_t *n)
 
 /* Holds s exclusive if it is still an idle candidate. 0, or -1. */
 static int
-take(struct sessmgr *m, struct sess *s, long long used)
+take(struct sess *s, long long used)
 {
 	if (pthread_rwlock_trywrlock(&s->lk) != 0)
 		return -1;
@@ -106,7 +106,6 @@ take(struct sessmgr *m, struct sess *s, long long used)
 		pthread_rwlock_unlock(&s->lk);
 		return -1;
 	}
-	(void)m;
 	return 0;
 }
 
@@ -123,7 +122,7 @@ reclaim_all(struct sessmgr *m, struct cand *v, size_t n, long long need)
 		return 0;
 	for (i = 0; i < n && got < need; i++) {
 		if (v[i].s->reclaimed_use == v[i].used ||
-		    take(m, v[i].s, v[i].used) == -1)
+		    take(v[i].s, v[i].used) == -1)
 			continue;
 		v[i].s->reclaimed_use = v[i].used;	/* once per use */
 		if (m->rt->ops->load(m->rt, v[i].s->rtid, &ld, err,
@@ -156,7 +155,7 @@ freeze_all(struct sessmgr *m, struct cand *v, size_t n)
 		return;
 	for (i = 0; i < n; i++) {
 		if (atomic_load(&v[i].s->frozen) ||
-		    take(m, v[i].s, v[i].used) == -1)
+		    take(v[i].s, v[i].used) == -1)
 			continue;
 		if (sm_freeze(v[i].s, "pressure", err, sizeof(err)) == 0) {
 			pthread_mutex_lock(&m->mu);
@@ -181,7 +180,7 @@ stop_some(struct sessmgr *m, struct cand *v, size_t n, long long stop)
 		if (m->rt->ops->pressure(m->rt, &p) == -1 ||
 		    p.mem_available >= stop)
 			return;
-		if (take(m, v[i].s, v[i].used) == -1)
+		if (take(v[i].s, v[i].used) == -1)
 			continue;
 		if (sess_do_stop(v[i].s, "pressure", err, sizeof(err)) == 0) {
 			done++;

@@ -18,18 +18,7 @@ PROXY=$BIN/egress-proxy/egress-proxy
 PADMIN=$TOP/tests/fixtures/padmin.py
 D=$TOP/tests/bench/density/density.py
 
-# Every session deleted through the orchestrator (8 at once), what is left
-# by sandboxctl (4 at once), before orch_cleanup sweeps the rest.
-heal_cleanup() {
-	[ -n "$ORCH_PID" ] && kill -0 "$ORCH_PID" 2>/dev/null &&
-		python3 "$D" delete "$ORCH_URL" "$ORCH_KEY" 8 >/dev/null 2>&1
-	[ -n "$ORCH_PID" ] && kill -9 "$ORCH_PID" 2>/dev/null
-	ORCH_PID=
-	ls "$ORCH_SBX_DIR" 2>/dev/null | grep -v '^\.' |
-	    xargs -r -P 4 -n 1 "$SBX" -c "$T/rt.yaml" destroy >/dev/null 2>&1
-	return 0
-}
-on_exit heal_cleanup
+on_exit orch_mass_cleanup
 
 PP=$(free_port)
 cat >"$T/p.yaml" <<YAML

@@ -67,6 +67,22 @@ else
 fi
 sbx() { "$SBX" -c "$T/rt.yaml" "$@"; }
 
+# For scripts that make hundreds of sandboxes (r31-scale-heal, the density
+# benchmark): every session deleted through the orchestrator, 8 at once (a
+# sandboxctl process costs about 0.5 s of health checks), the orchestrator
+# killed, what is left destroyed by sandboxctl 4 at once; orch_cleanup,
+# run after it, sweeps the rest. Register with on_exit orch_mass_cleanup.
+orch_mass_cleanup() {
+	[ -n "$ORCH_PID" ] && kill -0 "$ORCH_PID" 2>/dev/null &&
+		python3 "$TOP/tests/bench/density/density.py" delete "$ORCH_URL" \
+		    "$ORCH_KEY" 8 >/dev/null 2>&1
+	[ -n "$ORCH_PID" ] && kill -9 "$ORCH_PID" 2>/dev/null
+	ORCH_PID=
+	ls "$ORCH_SBX_DIR" 2>/dev/null | grep -v '^\.' |
+	    xargs -r -P 4 -n 1 "$SBX" -c "$T/rt.yaml" destroy >/dev/null 2>&1
+	return 0
+}
+
 # Removes every sandbox left (fake: kills agents by FAKE_SANDBOX_ID; local:
 # sandboxctl destroy), then the state dir and cgroup parents.
 orch_cleanup() {

@@ -33,20 +33,7 @@ M=tests/bench/orchestrator/bench.mjs
 D=tests/bench/density/density.py
 PROXY=$BIN/egress-proxy/egress-proxy
 
-# ---- cleanup: every session deleted through the orchestrator (8 at once;
-# a sandboxctl process costs about 0.5 s of health checks), then the
-# orchestrator stopped and what is left destroyed by sandboxctl, 4 at once
-# (orch_cleanup, run after this, sweeps the state dir and cgroups) ----
-density_cleanup() {
-	[ -n "$ORCH_PID" ] && kill -0 "$ORCH_PID" 2>/dev/null &&
-		python3 "$D" delete "$ORCH_URL" "$ORCH_KEY" 8 >/dev/null 2>&1
-	[ -n "$ORCH_PID" ] && kill -9 "$ORCH_PID" 2>/dev/null
-	ORCH_PID=
-	ls "$ORCH_SBX_DIR" 2>/dev/null | grep -v '^\.' |
-	    xargs -r -P 4 -n 1 "$SBX" -c "$T/rt.yaml" destroy >/dev/null 2>&1
-	return 0
-}
-on_exit density_cleanup
+on_exit orch_mass_cleanup
 
 # ---- the proxy (-v: one log line per admin request) ----
 PP=$(free_port)
@@ -117,6 +104,6 @@ for goal in 100 1000 "$MAX"; do
 done
 grep -q 'reply too large' "$ORCH_LOG" && echo "  orchestrator log: 'reply too large' $(grep -c 'reply too large' "$ORCH_LOG") times"
 t0=$(date +%s)
-density_cleanup
+orch_mass_cleanup
 echo "density: cleanup $(( $(date +%s) - t0 )) s; loop devices left +$(( $(loops) - lo0 ))"
 exit 0
