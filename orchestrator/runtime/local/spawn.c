@@ -39,6 +39,13 @@
 #include "local_int.h"
 #include "util.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define STACK_CLEAN(p)	__asan_unpoison_memory_region((p), RL_STACK)
+#else
+#define STACK_CLEAN(p)	((void)(p))
+#endif
+
 /*
  * Processes are made with clone(CLONE_VM): no page tables are copied (a
  * fork of the orchestrator costs 5-20 ms on the build machines, most of the
@@ -59,20 +66,31 @@
  */
 static pthread_mutex_t setid_mu = PTHREAD_MUTEX_INITIALIZER;
 
+/*
+ * Under ASan a child's frames leave their redzones poisoned when it ends in
+ * _exit or exec, and a new mapping may land where an old stack's shadow is
+ * still poisoned: both ends clear the shadow (STACK_CLEAN), or a child's
+ * first write is reported as an overflow.
+ */
 static void *
 stack_new(void)
 {
 	void *p = mmap(NULL, RL_STACK, PROT_READ | PROT_WRITE,
 	    MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
 
-	return p == MAP_FAILED ? NULL : p;
+	if (p == MAP_FAILED)
+		return NULL;
+	STACK_CLEAN(p);
+	return p;
 }
 
 static void
 stack_free(void *p)
 {
-	if (p != NULL)
+	if (p != NULL) {
+		STACK_CLEAN(p);
 		munmap(p, RL_STACK);
+	}
 }
 
 static pid_t
