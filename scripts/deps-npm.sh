@@ -13,7 +13,7 @@ if ! command -v npm >/dev/null 2>&1; then
 	fi
 	command -v npm >/dev/null 2>&1 || { echo "deps-npm: npm not found; install it (apt-get install npm)" >&2; exit 1; }
 fi
-if [ ! -d tests/mcp/node_modules/@modelcontextprotocol/sdk ]; then
+if [ ! -d tests/mcp/node_modules/@modelcontextprotocol/sdk ] || [ ! -d tests/mcp/node_modules/@modelcontextprotocol/client ]; then
 	echo "deps-npm: npm ci in tests/mcp"
 	(cd tests/mcp && npm ci --no-audit --no-fund --loglevel=error)
 fi
