@@ -394,6 +394,7 @@ m_tools_call(const struct mcp_in *in, struct mcp_out *out, const cJSON *id,
 	tc->args = (args != NULL && cJSON_IsObject(args)) ?
 	    cJSON_Duplicate(args, 1) : cJSON_CreateObject();
 	tc->structured = out->version >= MCP_V_0618;
+	snprintf(tc->trace, sizeof(tc->trace), "%s", out->era.traceparent);
 	out->pend = xreallocarray(out->pend, out->npend + 1, sizeof(*out->pend));
 	out->pend[out->npend].tc = tc;
 	out->pend[out->npend].id = cJSON_Duplicate(id, 1);

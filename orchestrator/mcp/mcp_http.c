@@ -337,9 +337,10 @@ mjob_done(void *arg)
 	}
 
 	tool_stat(mc->fr, tc->name, tc->is_error, secs);
-	log_info("session=%s tool=%s ms=%.1f error=%d%s", tc->sid, tc->name,
+	log_info("session=%s tool=%s ms=%.1f error=%d%s%s%s", tc->sid, tc->name,
 	    secs * 1000.0, tc->is_error,
-	    atomic_load(&tc->cancelled) ? " cancelled=1" : "");
+	    atomic_load(&tc->cancelled) ? " cancelled=1" : "",
+	    tc->trace[0] != '\0' ? " traceparent=" : "", tc->trace);
 	if (mcp_complete(&mc->out, j->i))
 		mcall_finish(mc);
 	free(j);

@@ -237,6 +237,14 @@ PY
 
 (cd "$TOP/tests/mcp" && timeout 300 node modern-test.mjs "$ORCH_URL/mcp" "$ORCH_KEY")
 
+# The W3C trace context of a call is in its log line.
+tp=00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+curl -s -o /dev/null -H "Authorization: Bearer $ORCH_KEY" -H 'Content-Type: application/json' \
+    -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' -H 'Mcp-Name: shell' \
+    -H 'X-Session-Id: raw-m' -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"shell","arguments":{"command":"true"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"traceparent":"'$tp'"}}}' \
+    "$ORCH_URL/mcp"
+check "a call's traceparent is in its log line" grep -q "session=raw-m tool=shell .*traceparent=$tp" "$ORCH_LOG"
+
 # A listen stream is ended with its graceful result when the orchestrator drains.
 python3 - "$ORCH_URL" "$ORCH_KEY" > "$T/listen.out" 2>&1 <<'PY' &
 import json, socket, sys, time, urllib.parse
