@@ -21,10 +21,11 @@ check "the document is a valid OpenAPI 3.1 document" \
 # write into the host's /workspace (as in 59-orch-files-exec.sh).
 if [ "$ORCH_RT" != local ]; then skip "the live session needs the local runtime (root, bwrap)"; exit 0; fi
 
-# Small limits, so that 413 and 429 are reachable; apps on for expose.
-orch_config "files:" "  max_bytes: 1MiB" "exec:" "  max_concurrent: 1" \
+# Small limits, so that 413, 429 and 507 are reachable; apps on for expose.
+orch_config "files:" "  max_bytes: 2MiB" "exec:" "  max_concurrent: 1" \
     "http:" "  max_body: 64KiB" "apps:" "  domain: apps.localhost" \
-    "  control_socket: $T/gw.sock" "homes:" "  size: 64MiB" "  keep_mounted: 1s"
+    "  control_socket: $T/gw.sock" "  max_per_sandbox: 1" "homes:" "  size: 16MiB" \
+    "  keep_mounted: 1s"
 check "orch starts" orch_start
 (cd "$TOP/tests/openapi" && timeout 300 node live.mjs "$DOC" "$ORCH_URL" "$ORCH_KEY") > "$T/live.out" 2>&1
 rc=$?

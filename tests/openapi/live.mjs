@@ -8,7 +8,7 @@
 //      (@seriousme/openapi-schema-validator, references included).
 //   2. The session: every operation with a success, the error statuses
 //      the server can be brought to (400 401 403 404 405 409 413 415 422
-//      429), each request valid per the document unless the step sends a
+//      429 507), each request valid per the document unless the step sends a
 //      bad one on purpose (then the document must refuse it too: it is as
 //      strict as the code), each response valid, each status the one the
 //      step expects (so an error case was reached, not skipped).
@@ -159,6 +159,7 @@ r = await step("apps: expose", "POST", `${SP}/apps`, JSONH, JSON.stringify({ por
 r = await step("apps: list", "GET", `${SP}/apps`, AUTH, null, { status: 200 });
 if (r && r.status === 200 && r.json().apps.length !== 1) fail(`apps: list: ${r.body}`);
 await step("apps: get", "GET", `${SP}/apps/web`, AUTH, null, { status: 200 });
+await step("apps: beyond apps.max_per_sandbox: 429", "POST", `${SP}/apps`, JSONH, JSON.stringify({ port: 8001, name: "web2" }), { status: 429 });
 await step("apps: get unknown: 404", "GET", `${SP}/apps/zzz`, AUTH, null, { status: 404 });
 await step("apps: a name that is no DNS label: 404", "GET", `${SP}/apps/A.b`, AUTH, null, { status: 404, bad: true });
 await step("apps: bad port: 400", "POST", `${SP}/apps`, JSONH, JSON.stringify({ port: 0 }), { status: 400, bad: true });
@@ -189,11 +190,16 @@ await step("files: get a directory: 422", "GET", `${FP}/workspace/oa`, AUTH, nul
 await step("files: get missing: 404", "GET", `${FP}/workspace/oa/none`, AUTH, null, { status: 404 });
 await step("files: unknown query parameter: 400", "GET", `${FP}/workspace/oa/a.bin?zz=1`, AUTH, null, { status: 400, bad: true });
 await step("files: bad max_entries: 400", "GET", `${FP}/workspace/oa/?max_entries=0`, AUTH, null, { status: 400, bad: true });
-await step("files: over files.max_bytes: 413", "PUT", `${FP}/workspace/oa/big`, AUTH, Buffer.alloc(1100000), { status: 413 });
+await step("files: over files.max_bytes: 413", "PUT", `${FP}/workspace/oa/big`, AUTH, Buffer.alloc(2200000), { status: 413 });
 await step("files: delete a non-empty directory: 422", "DELETE", `${FP}/workspace/oa/d`, AUTH, null, { status: 422 });
 await step("files: delete recursively", "DELETE", `${FP}/workspace/oa/d?recursive=1`, AUTH, null, { status: 200 });
 await step("files: delete", "DELETE", `${FP}/workspace/oa/a.bin`, AUTH, null, { status: 200 });
 await step("files: delete again: 404", "DELETE", `${FP}/workspace/oa/a.bin`, AUTH, null, { status: 404 });
+// the home (homes.size 16MiB) filled from inside: an upload there is 507
+// (1.5 MB: more than the blocks the filesystem keeps for root)
+await step("exec: fill the home", "POST", `${SP}/exec`, JSONH, JSON.stringify({ command: "dd if=/dev/zero of=/home/user/fill bs=1M count=20 2>/dev/null; df -k /home/user | tail -1" }), { status: 200 });
+await step("files: put into a full home: 507", "PUT", `${FP}/home/user/x.bin`, AUTH, crypto.randomBytes(1500000), { status: 507 });
+await step("files: delete the filler", "DELETE", `${FP}/home/user/fill`, AUTH, null, { status: 200 });
 await step("files: unknown session: 404", "GET", `/v1/sessions/oa-none/files/workspace/x`, AUTH, null, { status: 404 });
 
 // -- exec
