@@ -83,7 +83,7 @@ unit: all
 	@B=$(B) bash tests/run --unit-only
 
 run: deps-run
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory -j$$(nproc) all
 	@bash scripts/run.sh
 
 bench: deps
