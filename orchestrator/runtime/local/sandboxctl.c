@@ -538,6 +538,7 @@ struct blank {
 	size_t		 len;
 	size_t		 ci;		/* a character index of libyaml's ... */
 	size_t		 bi;		/* ... and its byte offset in the text */
+	int		 blanked;	/* entries blanked */
 	const char	*path;
 };
 
@@ -573,6 +574,7 @@ blank_range(struct blank *b, size_t from, size_t to)
 {
 	size_t i = blank_byte(b, from), e = blank_byte(b, to);
 
+	b->blanked++;
 	for (; i < e; i++)
 		if (b->out[i] != '\n' && b->out[i] != '\r')
 			b->out[i] = ' ';
@@ -634,10 +636,37 @@ blank_walk(struct blank *b, yaml_document_t *doc, yaml_node_t *n,
 	}
 }
 
+/* 0 if libyaml loads text's first document, else -1 with the line and
+ * its problem in err. */
+static int
+yaml_check(const char *text, size_t len, const char *path, char *err,
+    size_t errlen)
+{
+	yaml_parser_t parser;
+	yaml_document_t doc;
+	int rc = -1;
+
+	if (!yaml_parser_initialize(&parser)) {
+		snprintf(err, errlen, "%s: yaml parser init failed", path);
+		return -1;
+	}
+	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+	if (yaml_parser_load(&parser, &doc)) {
+		yaml_document_delete(&doc);
+		rc = 0;
+	} else
+		snprintf(err, errlen, "%s:%zu: %s", path,
+		    (size_t)parser.problem_mark.line + 1,
+		    parser.problem ? parser.problem : "YAML syntax error");
+	yaml_parser_delete(&parser);
+	return rc;
+}
+
 /*
  * cfg_load of keys[] from path (NULL: defaults and environment), the
  * entries that are not the local runtime's blanked (blank_walk). A text
- * libyaml refuses goes to cfg as it is: cfg names the fault.
+ * libyaml refuses goes to cfg as it is: cfg names the fault. A text that
+ * no longer parses once blanked gets its own message.
  */
 static int
 load_conf(struct rt_local_conf *conf, const char *path, char *err,
@@ -647,6 +676,7 @@ load_conf(struct rt_local_conf *conf, const char *path, char *err,
 	struct buf text;
 	yaml_parser_t parser;
 	yaml_document_t doc;
+	char e[512];
 	int rc;
 
 	if (path == NULL)
@@ -668,12 +698,22 @@ load_conf(struct rt_local_conf *conf, const char *path, char *err,
 		    (const unsigned char *)b.in, b.len);
 		if (yaml_parser_load(&parser, &doc)) {
 			blank_walk(&b, &doc, yaml_document_get_root_node(&doc), "");
+			/* cfg reads the first document: keep it the first
+			 * when it is blanked whole */
+			b.len = blank_byte(&b, doc.end_mark.index);
 			yaml_document_delete(&doc);
 		}
 		yaml_parser_delete(&parser);
 	}
-	rc = cfg_load_string(keys, NELEM(keys), conf, path, b.out, b.len, err,
-	    errlen);
+	if (b.blanked > 0 && yaml_check(b.out, b.len, path, e, sizeof(e)) == -1) {
+		/* what is kept no longer parses: an alias to an anchor gone */
+		snprintf(err, errlen, "%s (sandboxctl reads local: and "
+		    "homes.dir only: does an alias there name an anchor "
+		    "outside them?)", e);
+		rc = -1;
+	} else
+		rc = cfg_load_string(keys, NELEM(keys), conf, path, b.out,
+		    b.len, err, errlen);
 	free(b.out);
 	buf_free(&text);
 	return rc;
