@@ -80,6 +80,15 @@ line=$(grep -n 'nope:' "$T/flowbad.yaml" | cut -d: -f1)
 rc=$?
 check "flow style: unknown key under local: refused at its line" bash -c \
 	"[ $rc = 2 ] && grep -qF '$T/flowbad.yaml:$line: local.nope: unknown key' '$T/out'"
+printf 'sandbox: {memory: &m 256MiB}\nlocal:\n  state_dir: /x\n  mem_bytes: *m\n' >"$T/alias.yaml"
+"$SBX" -c "$T/alias.yaml" list >"$T/out" 2>&1
+rc=$?
+cat "$T/out"
+check "an alias to an anchor in an ignored section: refused, saying so" bash -c \
+	"[ $rc = 2 ] && grep -qF '$T/alias.yaml:4: found undefined alias (sandboxctl reads local: and homes.dir only' '$T/out'"
+printf 'listen: x\n---\nlocal: {bogus: 1}\n' >"$T/twodocs.yaml"
+check "the first document only, as cfg reads (the second's bad key unread)" \
+	bash -c "'$SBX' -c '$T/twodocs.yaml' keys >/dev/null"
 printf 'listen: [unclosed\nlocal:\n  state_dir: /x\n' >"$T/syntax.yaml"
 "$SBX" -c "$T/syntax.yaml" list >"$T/out" 2>&1
 rc=$?
