@@ -23,9 +23,9 @@
  * `local:` section of the orchestrator's config (the same keys, see
  * `keys`), or the orchestrator's whole config file, of which it reads
  * local: and homes.dir (the local runtime's key in homes:) and ignores
- * the rest; environment overrides apply. -v (repeatable) logs at debug level, which includes
- * the step timings of create and start. --help prints this usage and
- * exits 0; a usage error exits 2, a failed command 1.
+ * the rest; environment overrides apply. -v (repeatable) logs at debug
+ * level, which includes the step timings of create and start. --help
+ * prints this usage and exits 0; a usage error exits 2, a failed command 1.
  *
  * Rules: one row of cmds[] per command (its name, how many words it takes,
  * whether it needs the runtime, its function); each command parses its own
