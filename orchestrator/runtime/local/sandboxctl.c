@@ -75,7 +75,8 @@ static const char usage_text[] =
     "  list [--json] | get ID | stop ID | start ID | destroy ID\n"
     "  labels ID [K=V]... | attach ID [--org O] [--user U] [--session S]\n"
     "  agent ID | image add NAME DIR | health | keys\n"
-    "  -f FILE (or -c FILE): the local: config; -v: debug log; --help\n";
+    "  -f FILE (or -c FILE): the orchestrator's config (local:, homes.dir)\n"
+    "  or its local: section alone; -v: debug log; --help\n";
 
 /* The usage to f, then exit(code): 0 for --help, 2 for a usage error. */
 static NORETURN void
