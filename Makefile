@@ -5,6 +5,9 @@
 #   make test            install deps, build, run unit + e2e tests (tests/run)
 #   make test SANITIZER=address,undefined
 #   make run             start orchestrator + egress proxy on the local runtime
+#                        (installs only the run set: make deps-run)
+#   make deps / deps-run install every package (tests too) / only what
+#                        make run and make image need (scripts/install-deps.sh)
 #   make fuzz            build and run every libFuzzer target (clang-14): up to
 #                        FUZZ_EXECS (10M) executions or FUZZ_SECONDS (1800) each
 #   make ci              .ci/run: make test, then the ASan+UBSan suite, one summary
@@ -56,14 +59,19 @@ include common/module.mk
 -include orchestrator/module.mk
 -include gateway/module.mk
 
-.PHONY: all deps test unit run fuzz ci bench lint format image clean
+.PHONY: all deps deps-run test unit run fuzz ci bench lint format image clean
 # Keep intermediate objects (test and fuzz objects come from pattern rules).
 .SECONDARY:
 all: $(BINS) $(UNIT_TESTS)
 
 # Installs the Debian (and npm) packages the build, tests and run need.
 deps:
-	@bash scripts/install-deps.sh
+	@bash scripts/install-deps.sh all
+
+# Only what `make run` and `make image` need: the lists marked "# set: run"
+# (build, runtime libraries, bubblewrap, the image build; no test tools).
+deps-run:
+	@bash scripts/install-deps.sh run
 
 # The default sandbox image is built first (cached): the runtime tests use it.
 test: deps
@@ -74,8 +82,8 @@ test: deps
 unit: all
 	@B=$(B) bash tests/run --unit-only
 
-run: deps
-	@$(MAKE) --no-print-directory all
+run: deps-run
+	@$(MAKE) --no-print-directory -j$$(nproc) all
 	@bash scripts/run.sh
 
 bench: deps
@@ -130,5 +138,5 @@ $(B)/orchestrator/server.o: CPPFLAGS += -I$(B)/gen
 fuzz-targets: $(FUZZ_TARGETS)
 
 # Builds the default local sandbox image (Debian, via mmdebstrap); cached.
-image: deps
+image: deps-run
 	@bash scripts/build-image.sh

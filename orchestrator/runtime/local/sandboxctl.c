@@ -19,11 +19,13 @@
  *                                   one fails)
  *     keys                         (the config keys)
  *
- * -f (or -c, the older spelling) names a file holding the `local:` section
- * of the orchestrator's config (the same keys, see `keys`); environment
- * overrides apply. -v (repeatable) logs at debug level, which includes
- * the step timings of create and start. --help prints this usage and
- * exits 0; a usage error exits 2, a failed command 1.
+ * -f (or -c, the older spelling) names a config file: one holding the
+ * `local:` section of the orchestrator's config (the same keys, see
+ * `keys`), or the orchestrator's whole config file, of which it reads
+ * local: and homes.dir (the local runtime's key in homes:) and ignores
+ * the rest; environment overrides apply. -v (repeatable) logs at debug
+ * level, which includes the step timings of create and start. --help
+ * prints this usage and exits 0; a usage error exits 2, a failed command 1.
  *
  * Rules: one row of cmds[] per command (its name, how many words it takes,
  * whether it needs the runtime, its function); each command parses its own
@@ -38,6 +40,7 @@
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
+#include <yaml.h>
 
 #include "lib/agentc.h"
 #include "buf.h"
@@ -49,8 +52,14 @@
 #include "util.h"
 #include "xmalloc.h"
 
+/* The orchestrator's keys for the local runtime (orchestrator/conf.c):
+ * local: and homes.dir (homes.keep_mounted keeps a home mounted in a
+ * long-lived process; a sandboxctl command has none). */
 static const struct cfg_key keys[] = {
 	RUNTIME_LOCAL_CFG_KEYS("local.", 0)
+	{ "homes.dir", CFG_PATH, offsetof(struct rt_local_conf, homes_dir), 0, 0,
+	  NULL, NULL, "local runtime: directory of the homes (one ext4 image "
+	  "per user); empty: homes beside local.state_dir" },
 };
 
 /* --label, --env and labels K=V words per call: far above any real use;
@@ -66,7 +75,8 @@ static const char usage_text[] =
     "  list [--json] | get ID | stop ID | start ID | destroy ID\n"
     "  labels ID [K=V]... | attach ID [--org O] [--user U] [--session S]\n"
     "  agent ID | image add NAME DIR | health | keys\n"
-    "  -f FILE (or -c FILE): the local: config; -v: debug log; --help\n";
+    "  -f FILE (or -c FILE): the orchestrator's config (local:, homes.dir)\n"
+    "  or its local: section alone; -v: debug log; --help\n";
 
 /* The usage to f, then exit(code): 0 for --help, 2 for a usage error. */
 static NORETURN void
@@ -516,6 +526,200 @@ static const struct cmd {
 	{ "keys", 1, 1, 0, cmd_keys },
 };
 
+/*
+ * The orchestrator's whole config file as sandboxctl's: cfg reads its text
+ * with every entry that is neither one of keys[] nor a section holding one
+ * (listen:, http:, homes.size, ...) blanked to spaces, line ends kept, so
+ * cfg's messages still name the file's own lines. local: is kept whole: an
+ * unknown key there stays an error.
+ */
+struct blank {
+	const char	*in;		/* the file's text */
+	char		*out;		/* the same, blanked */
+	size_t		 len;
+	size_t		 ci;		/* a character index of libyaml's ... */
+	size_t		 bi;		/* ... and its byte offset in the text */
+	int		 blanked;	/* entries blanked */
+	const char	*path;
+};
+
+/* Where libyaml's character 0 is: after a UTF-8 BOM. */
+static size_t
+blank_start(const struct blank *b)
+{
+	return b->len >= 3 && memcmp(b->in, "\xef\xbb\xbf", 3) == 0 ? 3 : 0;
+}
+
+/* The byte offset of libyaml's mark index ci, which counts characters (a
+ * UTF-8 sequence is one); forward from the last answer when it can. */
+static size_t
+blank_byte(struct blank *b, size_t ci)
+{
+	if (ci < b->ci) {
+		b->ci = 0;
+		b->bi = blank_start(b);
+	}
+	while (b->ci < ci && b->bi < b->len) {
+		b->bi++;
+		while (b->bi < b->len &&
+		    ((unsigned char)b->in[b->bi] & 0xc0) == 0x80)
+			b->bi++;
+		b->ci++;
+	}
+	return b->bi;
+}
+
+/* Characters from up to to (libyaml indices) become spaces, but line ends. */
+static void
+blank_range(struct blank *b, size_t from, size_t to)
+{
+	size_t i = blank_byte(b, from), e = blank_byte(b, to);
+
+	b->blanked++;
+	for (; i < e; i++)
+		if (b->out[i] != '\n' && b->out[i] != '\r')
+			b->out[i] = ' ';
+}
+
+/* 1: name is one of keys[]; 2: a section holding some; 0: neither. */
+static int
+key_kind(const char *name)
+{
+	size_t i, n = strlen(name);
+
+	for (i = 0; i < NELEM(keys); i++) {
+		if (strcmp(keys[i].name, name) == 0)
+			return 1;
+		if (strncmp(keys[i].name, name, n) == 0 && keys[i].name[n] == '.')
+			return 2;
+	}
+	return 0;
+}
+
+/*
+ * Blanks mapping n's entries that are not sandboxctl's (prefix: its dotted
+ * path, "" at the top). An entry runs from its key to the next entry's key
+ * (in a flow mapping that takes its comma along), the last one to its
+ * value's end. What cfg refuses anyway (a key that is no plain name) is
+ * left for cfg to name.
+ */
+static void
+blank_walk(struct blank *b, yaml_document_t *doc, yaml_node_t *n,
+    const char *prefix)
+{
+	yaml_node_pair_t *p, *top;
+	yaml_node_t *kn, *vn, *next;
+	char name[256];
+	int kind;
+
+	if (n == NULL || n->type != YAML_MAPPING_NODE)
+		return;
+	top = n->data.mapping.pairs.top;
+	for (p = n->data.mapping.pairs.start; p < top; p++) {
+		kn = yaml_document_get_node(doc, p->key);
+		vn = yaml_document_get_node(doc, p->value);
+		if (kn == NULL || vn == NULL || kn->type != YAML_SCALAR_NODE ||
+		    strlen((char *)kn->data.scalar.value) != kn->data.scalar.length ||
+		    (size_t)snprintf(name, sizeof(name), "%s%s%s", prefix,
+		    *prefix ? "." : "", kn->data.scalar.value) >= sizeof(name))
+			continue;
+		kind = key_kind(name);
+		if (kind == 1 || strcmp(name, "local") == 0)
+			continue;
+		if (kind == 2) {
+			blank_walk(b, doc, vn, name);
+			continue;
+		}
+		log_debug("%s: %s: not a local runtime key, ignored", b->path, name);
+		next = p + 1 < top ? yaml_document_get_node(doc, p[1].key) : NULL;
+		blank_range(b, kn->start_mark.index, next != NULL ?
+		    next->start_mark.index : vn->end_mark.index);
+	}
+}
+
+/* 0 if libyaml loads text's first document, else -1 with the line and
+ * its problem in err. */
+static int
+yaml_check(const char *text, size_t len, const char *path, char *err,
+    size_t errlen)
+{
+	yaml_parser_t parser;
+	yaml_document_t doc;
+	int rc = -1;
+
+	if (!yaml_parser_initialize(&parser)) {
+		snprintf(err, errlen, "%s: yaml parser init failed", path);
+		return -1;
+	}
+	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+	if (yaml_parser_load(&parser, &doc)) {
+		yaml_document_delete(&doc);
+		rc = 0;
+	} else
+		snprintf(err, errlen, "%s:%zu: %s", path,
+		    (size_t)parser.problem_mark.line + 1,
+		    parser.problem ? parser.problem : "YAML syntax error");
+	yaml_parser_delete(&parser);
+	return rc;
+}
+
+/*
+ * cfg_load of keys[] from path (NULL: defaults and environment), the
+ * entries that are not the local runtime's blanked (blank_walk). A text
+ * libyaml refuses goes to cfg as it is: cfg names the fault. A text that
+ * no longer parses once blanked gets its own message.
+ */
+static int
+load_conf(struct rt_local_conf *conf, const char *path, char *err,
+    size_t errlen)
+{
+	struct blank b;
+	struct buf text;
+	yaml_parser_t parser;
+	yaml_document_t doc;
+	char e[512];
+	int rc;
+
+	if (path == NULL)
+		return cfg_load(keys, NELEM(keys), conf, NULL, err, errlen);
+	buf_init(&text, CFG_MAX_FILE);
+	if (util_read_file(path, &text, err, errlen) == -1) {
+		buf_free(&text);
+		return -1;
+	}
+	memset(&b, 0, sizeof(b));
+	b.in = text.p != NULL ? text.p : "";
+	b.len = text.len;
+	b.out = xmalloc(b.len + 1);
+	memcpy(b.out, b.in, b.len + 1);
+	b.path = path;
+	b.bi = blank_start(&b);
+	if (yaml_parser_initialize(&parser)) {
+		yaml_parser_set_input_string(&parser,
+		    (const unsigned char *)b.in, b.len);
+		if (yaml_parser_load(&parser, &doc)) {
+			blank_walk(&b, &doc, yaml_document_get_root_node(&doc), "");
+			/* cfg reads the first document: keep it the first
+			 * when it is blanked whole */
+			b.len = blank_byte(&b, doc.end_mark.index);
+			yaml_document_delete(&doc);
+		}
+		yaml_parser_delete(&parser);
+	}
+	if (b.blanked > 0 && yaml_check(b.out, b.len, path, e, sizeof(e)) == -1) {
+		/* what is kept no longer parses: an alias to an anchor gone */
+		snprintf(err, errlen, "%s (sandboxctl reads local: and "
+		    "homes.dir only: does an alias there name an anchor "
+		    "outside them?)", e);
+		rc = -1;
+	} else
+		rc = cfg_load_string(keys, NELEM(keys), conf, path, b.out,
+		    b.len, err, errlen);
+	free(b.out);
+	buf_free(&text);
+	return rc;
+}
+
 static const struct option main_opts[] = {
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -564,7 +768,7 @@ main(int argc, char **argv)
 		usage(stderr, 2);
 	log_init("sandboxctl", verbose ? LOG_LVL_DEBUG : LOG_LVL_WARN, NULL);
 	memset(&conf, 0, sizeof(conf));
-	if (cfg_load(keys, NELEM(keys), &conf, cfgpath, err, sizeof(err)) == -1) {
+	if (load_conf(&conf, cfgpath, err, sizeof(err)) == -1) {
 		fprintf(stderr, "sandboxctl: %s\n", err);
 		cfg_free(keys, NELEM(keys), &conf);
 		return 2;
