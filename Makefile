@@ -55,6 +55,7 @@ include common/module.mk
 -include agent/module.mk
 -include orchestrator/module.mk
 -include gateway/module.mk
+-include cli/module.mk
 
 .PHONY: all deps test unit run fuzz ci bench lint format image clean
 # Keep intermediate objects (test and fuzz objects come from pattern rules).
