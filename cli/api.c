@@ -343,7 +343,8 @@ api_oneline(const char *s, size_t n, char *out, size_t outlen)
 }
 
 void
-api_err_of(long status, const cJSON *reply, char *err, size_t errlen)
+api_err_of(long status, const cJSON *reply, char *code, size_t codelen,
+    char *err, size_t errlen)
 {
 	const cJSON *e, *m, *c;
 	char msg[1024];
@@ -351,21 +352,24 @@ api_err_of(long status, const cJSON *reply, char *err, size_t errlen)
 	e = cJSON_GetObjectItemCaseSensitive(reply, "error");
 	m = cJSON_GetObjectItemCaseSensitive(e, "message");
 	c = cJSON_GetObjectItemCaseSensitive(e, "code");
+	snprintf(code, codelen, "%s", cJSON_IsString(c) &&
+	    strspn(c->valuestring, "abcdefghijklmnopqrstuvwxyz_") ==
+	    strlen(c->valuestring) ? c->valuestring : "http");
 	if (cJSON_IsString(m)) {
 		api_oneline(m->valuestring, strlen(m->valuestring), msg, sizeof(msg));
-		snprintf(err, errlen, "%s (%s, HTTP %ld)", msg, cJSON_IsString(c) ?
-		    c->valuestring : "error", status);
+		snprintf(err, errlen, "%s (%s, HTTP %ld)", msg, code, status);
 	} else
 		snprintf(err, errlen, "HTTP %ld, and the reply is not the API's "
 		    "error JSON", status);
 }
 
 void
-api_err_raw(long status, const char *p, size_t n, char *err, size_t errlen)
+api_err_raw(long status, const char *p, size_t n, char *code, size_t codelen,
+    char *err, size_t errlen)
 {
 	cJSON *j = n > 0 ? cJSON_ParseWithLength(p, n) : NULL;
 
-	api_err_of(status, j, err, errlen);
+	api_err_of(status, j, code, codelen, err, errlen);
 	cJSON_Delete(j);
 }
 

@@ -63,11 +63,15 @@ char	*api_path_enc(const char *path) MALLOC;
 int	api_json(const struct api *a, const char *method, const char *path,
 	    const cJSON *body, cJSON **out, char *err, size_t errlen);
 
-/* The one-line error of a non-2xx reply (the API's message and code). */
-void	api_err_of(long status, const cJSON *reply, char *err, size_t errlen);
+/*
+ * The one-line error of a non-2xx reply (the API's message, its code and
+ * the status) into err, and the API's code (or "http") into code.
+ */
+void	api_err_of(long status, const cJSON *reply, char *code, size_t codelen,
+	    char *err, size_t errlen);
 /* The same from a raw body (a stream's error reply); n bytes at p. */
-void	api_err_raw(long status, const char *p, size_t n, char *err,
-	    size_t errlen);
+void	api_err_raw(long status, const char *p, size_t n, char *code,
+	    size_t codelen, char *err, size_t errlen);
 
 /*
  * Prints err as the one error line (stderr, "orch: ..."), and with --json

@@ -26,19 +26,16 @@ call(struct api *a, const char *method, const char *path, const cJSON *body,
     printer human)
 {
 	cJSON *r = NULL;
-	char err[1400];
-	const cJSON *c;
+	char err[1400], code[64];
 	int st;
 
 	st = api_json(a, method, path, body, &r, err, sizeof(err));
 	if (st == -1)
 		return api_fail(a, "transport", err);
 	if (st < 200 || st >= 300) {
-		api_err_of(st, r, err, sizeof(err));
-		c = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(
-		    r, "error"), "code");
+		api_err_of(st, r, code, sizeof(code), err, sizeof(err));
 		cJSON_Delete(r);
-		return api_fail(a, cJSON_IsString(c) ? c->valuestring : "http", err);
+		return api_fail(a, code, err);
 	}
 	if (r == NULL)
 		r = cJSON_CreateObject();
@@ -484,9 +481,11 @@ cmds_policy(struct api *a, int argc, char **argv)
 	if (st == -1)
 		return api_fail(a, "transport", err);
 	if (st != 200) {
-		api_err_of(st, r, err, sizeof(err));
+		char code[64];
+
+		api_err_of(st, r, code, sizeof(code), err, sizeof(err));
 		cJSON_Delete(r);
-		return api_fail(a, "http", err);
+		return api_fail(a, code, err);
 	}
 	if (a->json) {
 		cJSON *o = cJSON_CreateObject(), *v;

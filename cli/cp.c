@@ -34,6 +34,7 @@
 
 #include "buf.h"
 #include "cp.h"
+#include "strnum.h"
 #include "xmalloc.h"
 
 #define CP_BATCH	200	/* dirs and links made by one exec */
@@ -49,6 +50,7 @@ struct cp {
 	long long	 cur;		/* bytes of the current file so far */
 	long long	 files, dirs, links, bytes, resumed;
 	double		 t0, tbar;
+	long long	 rate;		/* --limit-rate: bytes/s, 0 none */
 	const char	*name;		/* the current file, for the bar */
 	/* up: directories and links left for the batch exec */
 	cJSON		*ops;
@@ -262,9 +264,8 @@ static cJSON *
 rlist(struct cp *c, const char *path, const char *q, int *missing)
 {
 	cJSON *r = NULL;
-	char *p = fpath(c, path, q), err[1400];
+	char *p = fpath(c, path, q), err[1400], code[64];
 	int st;
-	const cJSON *code;
 
 	if (missing != NULL)
 		*missing = 0;
@@ -275,12 +276,10 @@ rlist(struct cp *c, const char *path, const char *q, int *missing)
 		return NULL;
 	}
 	if (st != 200) {
-		code = cJSON_GetObjectItemCaseSensitive(
-		    cJSON_GetObjectItemCaseSensitive(r, "error"), "code");
 		if (st == 404 && missing != NULL)
 			*missing = 1;
-		api_err_of(st, r, err, sizeof(err));
-		fail(c, cJSON_IsString(code) ? code->valuestring : "http", "%s", err);
+		api_err_of(st, r, code, sizeof(code), err, sizeof(err));
+		fail(c, code, "%s", err);
 		cJSON_Delete(r);
 		return NULL;
 	}
@@ -452,13 +451,20 @@ get_file(struct cp *c, const char *rpath, const struct rent *r,
 	buf_init(&d.errb, CP_SMALL_MAX);
 	off = 0;
 	if (r->version[0] != '\0' && lstat(part, &st) == 0 &&
-	    S_ISREG(st.st_mode) && st.st_size > 0 && st.st_size < r->size)
+	    S_ISREG(st.st_mode) && st.st_size > 0 && st.st_size <= r->size)
 		off = st.st_size;
 	d.fd = open(part, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC |
 	    (off > 0 ? O_APPEND : O_TRUNC), 0600);
 	if (d.fd == -1) {
 		fail(c, "local", "%s: %s", part, strerror(errno));
 		goto out;
+	}
+	if (off == r->size) {
+		/* complete already: the version in its name says the bytes
+		 * are the remote file's */
+		if (fstat(d.fd, &st) == -1)
+			goto out;
+		goto done;
 	}
 	snprintf(q, sizeof(q), "?offset=%lld", off);
 	free(p);
@@ -468,6 +474,9 @@ get_file(struct cp *c, const char *rpath, const struct rent *r,
 		goto out;
 	}
 	curl_easy_setopt(d.h, CURLOPT_WRITEFUNCTION, dl_write);
+	if (c->rate > 0)
+		curl_easy_setopt(d.h, CURLOPT_MAX_RECV_SPEED_LARGE,
+		    (curl_off_t)c->rate);
 	curl_easy_setopt(d.h, CURLOPT_WRITEDATA, &d);
 	if (c->bar) {
 		curl_easy_setopt(d.h, CURLOPT_XFERINFOFUNCTION, xferinfo);
@@ -484,10 +493,11 @@ get_file(struct cp *c, const char *rpath, const struct rent *r,
 		goto out;
 	}
 	if (d.status != 0 && d.status != 200) {
-		char err[1400];
+		char err[1400], code[64];
 
-		api_err_raw(d.status, d.errb.p, d.errb.len, err, sizeof(err));
-		fail(c, "http", "%s: %s", rpath, err);
+		api_err_raw(d.status, d.errb.p, d.errb.len, code, sizeof(code),
+		    err, sizeof(err));
+		fail(c, code, "%s: %s", rpath, err);
 		if (off == 0)
 			unlink(part);
 		goto out;
@@ -502,12 +512,14 @@ get_file(struct cp *c, const char *rpath, const struct rent *r,
 		goto out;
 	}
 	if (fstat(d.fd, &st) == -1 || (long long)st.st_size != r->size) {
+		/* curl checked Content-Length: this is a listing gone stale */
 		fail(c, "protocol", "%s: %lld bytes came where the listing said "
 		    "%lld (changed while it was copied? run again)", rpath,
 		    (long long)st.st_size, r->size);
 		unlink(part);
 		goto out;
 	}
+done:
 	if (fchmod(d.fd, r->mode & 07777) == -1 || fsync(d.fd) == -1) {
 		fail(c, "local", "%s: %s", part, strerror(errno));
 		goto out;
@@ -605,13 +617,15 @@ get_tree(struct cp *c, const char *rpath, const struct rent *r,
 		fail(c, "local", "%s: %s", lroot, strerror(errno));
 		goto out;
 	}
-	if (lstat(lroot, &st) == -1 || !S_ISDIR(st.st_mode)) {
+	if (lstat(lroot, &st) == -1 || !S_ISDIR(st.st_mode) ||
+	    chmod(lroot, 0700) == -1) {
 		fail(c, "local", "%s: not a directory", lroot);
 		goto out;
 	}
 	dm = xreallocarray(dm, ndm + 1, sizeof(*dm));
 	dm[ndm].path = xstrdup(lroot);
 	dm[ndm++].mode = r->mode != 0 ? r->mode : 0755;
+	c->dirs++;
 	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(l, "entries")) {
 		pp = cJSON_GetObjectItemCaseSensitive(e, "path");
 		if (!cJSON_IsString(pp) || strncmp(pp->valuestring, rpath, pl) != 0 ||
@@ -634,8 +648,10 @@ get_tree(struct cp *c, const char *rpath, const struct rent *r,
 		rent_of(e, &x);
 		xasprintf(&lp, "%s/%s", lroot, rel);
 		if (strcmp(x.type, "dir") == 0) {
-			if (mkdir(lp, 0700) == -1 && (errno != EEXIST ||
-			    lstat(lp, &st) == -1 || !S_ISDIR(st.st_mode)))
+			/* an existing one is made writable until the end */
+			if ((mkdir(lp, 0700) == -1 && (errno != EEXIST ||
+			    lstat(lp, &st) == -1 || !S_ISDIR(st.st_mode))) ||
+			    chmod(lp, 0700) == -1)
 				fail(c, "local", "%s: %s", lp, errno == EEXIST ?
 				    "exists and is not a directory" : strerror(errno));
 			else {
@@ -763,6 +779,9 @@ put_file(struct cp *c, int fd, const struct stat *st, const char *lpath,
 	}
 	curl_easy_setopt(e, CURLOPT_UPLOAD, 1L);
 	curl_easy_setopt(e, CURLOPT_READFUNCTION, ul_read);
+	if (c->rate > 0)
+		curl_easy_setopt(e, CURLOPT_MAX_SEND_SPEED_LARGE,
+		    (curl_off_t)c->rate);
 	curl_easy_setopt(e, CURLOPT_READDATA, &u);
 	curl_easy_setopt(e, CURLOPT_INFILESIZE_LARGE, (curl_off_t)st->st_size);
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, ul_reply);
@@ -779,8 +798,11 @@ put_file(struct cp *c, int fd, const struct stat *st, const char *lpath,
 		goto out;
 	}
 	if (status != 0 && (status < 200 || status >= 300)) {
-		api_err_raw(status, u.reply.p, u.reply.len, err, sizeof(err));
-		fail(c, "http", "%s: %s", rpath, err);
+		char code[64];
+
+		api_err_raw(status, u.reply.p, u.reply.len, code, sizeof(code),
+		    err, sizeof(err));
+		fail(c, code, "%s: %s", rpath, err);
 		goto out;
 	}
 	if (cc != CURLE_OK) {
@@ -861,10 +883,11 @@ flush_ops(struct cp *c)
 		goto out;
 	}
 	if (status != 200) {
-		char err[1400];
+		char err[1400], code[64];
 
-		api_err_raw(status, u.reply.p, u.reply.len, err, sizeof(err));
-		fail(c, "http", "making directories and links: %s", err);
+		api_err_raw(status, u.reply.p, u.reply.len, code, sizeof(code),
+		    err, sizeof(err));
+		fail(c, code, "making directories and links: %s", err);
 		goto out;
 	}
 	/* the last line is the exit line */
@@ -1042,12 +1065,21 @@ cp_main(struct api *a, int argc, char **argv)
 	struct cp c = { .a = a };
 	char *b1 = NULL, *b2 = NULL;
 	const char *id1, *p1, *id2, *p2;
+	const char *why;
 	int r1, r2, rc, ch;
 
-	while ((ch = getopt(argc, argv, "+q")) != -1) {
-		if (ch != 'q')
-			return API_USAGE;
-		a->quiet = 1;
+	while ((ch = getopt(argc, argv, "+ql:")) != -1) {
+		switch (ch) {
+		case 'q': a->quiet = 1; break;
+		case 'l':
+			if (strnum_size(optarg, &c.rate, &why) == -1 || c.rate < 1024) {
+				fprintf(stderr, "orch: -l is bytes a second, at least "
+				    "1024 (64KiB, 10MiB)\n");
+				return API_USAGE;
+			}
+			break;
+		default: return API_USAGE;
+		}
 	}
 	if (argc - optind != 2)
 		return API_USAGE;
@@ -1163,9 +1195,11 @@ cp_rm(struct api *a, int argc, char **argv)
 	if (st == -1)
 		return api_fail(a, "transport", err);
 	if (st != 200) {
-		api_err_of(st, r, err, sizeof(err));
+		char code[64];
+
+		api_err_of(st, r, code, sizeof(code), err, sizeof(err));
 		cJSON_Delete(r);
-		return api_fail(a, "http", err);
+		return api_fail(a, code, err);
 	}
 	n = cJSON_GetObjectItemCaseSensitive(r, "deleted");
 	if (a->json)

@@ -340,8 +340,11 @@ exec_main(struct api *a, int argc, char **argv)
 	if (x.st == XS_ERRBODY || (x.st == XS_HEAD && cc == CURLE_OK)) {
 		if (x.status == 0)
 			curl_easy_getinfo(x.c, CURLINFO_RESPONSE_CODE, &x.status);
-		api_err_raw(x.status, x.line.p, x.line.len, err, sizeof(err));
-		api_fail(a, "http", err);
+		char code[64];
+
+		api_err_raw(x.status, x.line.p, x.line.len, code, sizeof(code),
+		    err, sizeof(err));
+		api_fail(a, code, err);
 		goto out;
 	}
 	if (x.st == XS_DONE && x.lost) {

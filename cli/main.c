@@ -41,7 +41,7 @@ static const struct cmd cmds[] = {
 	{ "exec", exec_main, "exec [-t SECONDS] [-w DIR] [-e NAME=VALUE]... "
 	  "[-n] ID [--] COMMAND [ARG]...",
 	  "run a command; stdout and stderr apart, its exit status" },
-	{ "cp", cp_main, "cp [-q] SRC DST   (ID:/path on one side)",
+	{ "cp", cp_main, "cp [-q] [-l BYTES_PER_S] SRC DST   (ID:/path on one side)",
 	  "copy files and directories in or out, streamed, resumable" },
 	{ "ls", cp_ls, "ls [-r] ID:/path", "list a directory in a sandbox" },
 	{ "rm", cp_rm, "rm [-r] ID:/path", "delete a file (-r: a directory) in "
