@@ -64,6 +64,8 @@ struct rent {			/* what a remote path is */
 	unsigned	 mode;
 	char		 version[40];
 	char		*target;	/* symlink */
+	char		*canon;		/* rstat: the path as the sandbox
+					 * resolved it ("/a/../b" is "/b") */
 };
 
 static double
@@ -232,6 +234,16 @@ static void
 rent_free(struct rent *r)
 {
 	free(r->target); r->target = NULL;
+	free(r->canon); r->canon = NULL;
+}
+
+static unsigned
+rent_mode(const cJSON *e)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(e, "mode");
+
+	return cJSON_IsString(v) ? (unsigned)strtoul(v->valuestring, NULL, 8) &
+	    07777 : 0644;
 }
 
 static void
@@ -246,9 +258,7 @@ rent_of(const cJSON *e, struct rent *r)
 	v = cJSON_GetObjectItemCaseSensitive(e, "size");
 	r->size = cJSON_IsNumber(v) && v->valuedouble >= 0 ?
 	    (long long)v->valuedouble : 0;
-	v = cJSON_GetObjectItemCaseSensitive(e, "mode");
-	r->mode = cJSON_IsString(v) ? (unsigned)strtoul(v->valuestring, NULL,
-	    8) & 07777 : 0644;
+	r->mode = rent_mode(e);
 	v = cJSON_GetObjectItemCaseSensitive(e, "version");
 	if (cJSON_IsString(v) && strspn(v->valuestring,
 	    "0123456789abcdefABCDEF") == strlen(v->valuestring))
@@ -291,12 +301,13 @@ rlist(struct cp *c, const char *path, const char *q, int *missing)
 	return r;
 }
 
-/* What path is in the sandbox: 0 and *r, 1 missing, -1 error. */
+/* What path is in the sandbox: 0 and *r (r->canon set), 1 missing, -1
+ * error. */
 static int
 rstat(struct cp *c, const char *path, struct rent *r)
 {
 	cJSON *l, *pl;
-	const cJSON *e, *pp;
+	const cJSON *e, *pp, *lp;
 	char *parent;
 	int missing;
 
@@ -308,25 +319,33 @@ rstat(struct cp *c, const char *path, struct rent *r)
 		}
 		return -1;
 	}
+	lp = cJSON_GetObjectItemCaseSensitive(l, "path");
+	if (!cJSON_IsString(lp) || lp->valuestring[0] != '/') {
+		cJSON_Delete(l);
+		return fail(c, "protocol", "%s: the listing names no path", path);
+	}
 	e = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(l, "entries"), 0);
 	pp = cJSON_GetObjectItemCaseSensitive(e, "path");
-	if (e != NULL && cJSON_IsString(pp) && strcmp(pp->valuestring, path) == 0) {
+	if (e != NULL && cJSON_IsString(pp) &&
+	    strcmp(pp->valuestring, lp->valuestring) == 0) {
 		rent_of(e, r);	/* a file or a link: the entry is itself */
+		r->canon = xstrdup(lp->valuestring);
 		cJSON_Delete(l);
 		return 0;
 	}
-	cJSON_Delete(l);
 	snprintf(r->type, sizeof(r->type), "dir");
 	r->mode = 0755;
+	r->canon = xstrdup(lp->valuestring);
+	cJSON_Delete(l);
 	/* its mode: its entry in its parent's listing */
-	if (strcmp(path, "/") == 0)
+	if (strcmp(r->canon, "/") == 0)
 		return 0;
-	parent = xstrndup(path, (size_t)(base_of(path) - path));
+	parent = xstrndup(r->canon, (size_t)(base_of(r->canon) - r->canon));
 	if ((pl = rlist(c, parent, "?list=1&max_entries=100000", NULL)) != NULL) {
 		cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(pl, "entries")) {
 			pp = cJSON_GetObjectItemCaseSensitive(e, "path");
-			if (cJSON_IsString(pp) && strcmp(pp->valuestring, path) == 0) {
-				rent_of(e, r);
+			if (cJSON_IsString(pp) && strcmp(pp->valuestring, r->canon) == 0) {
+				r->mode = rent_mode(e);
 				break;
 			}
 		}
@@ -606,8 +625,21 @@ get_tree(struct cp *c, const char *rpath, const struct rent *r,
 		return fail(c, "too_large", "%s: more than %d entries; copy its "
 		    "subdirectories one by one", rpath, CP_MAX_ENTRIES);
 	}
+	/* every path checked before anything is written */
 	c->total = 0;
 	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(l, "entries")) {
+		pp = cJSON_GetObjectItemCaseSensitive(e, "path");
+		if (!cJSON_IsString(pp) || strncmp(pp->valuestring, rpath, pl) != 0 ||
+		    (pl > 1 && pp->valuestring[pl] != '/')) {
+			fail(c, "protocol", "the listing of %s names a path outside "
+			    "it", rpath);
+			goto out;
+		}
+		if (!rel_ok(pp->valuestring + pl + (pl > 1))) {
+			fail(c, "protocol", "the listing of %s names a bad path "
+			    "(empty, \".\" or \"..\" parts)", rpath);
+			goto out;
+		}
 		pp = cJSON_GetObjectItemCaseSensitive(e, "size");
 		if (cJSON_IsNumber(pp) && cJSON_IsString(
 		    cJSON_GetObjectItemCaseSensitive(e, "version")))
@@ -628,18 +660,7 @@ get_tree(struct cp *c, const char *rpath, const struct rent *r,
 	c->dirs++;
 	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(l, "entries")) {
 		pp = cJSON_GetObjectItemCaseSensitive(e, "path");
-		if (!cJSON_IsString(pp) || strncmp(pp->valuestring, rpath, pl) != 0 ||
-		    (pl > 1 && pp->valuestring[pl] != '/')) {
-			fail(c, "protocol", "the listing of %s names a path outside "
-			    "it", rpath);
-			goto out;
-		}
 		rel = pp->valuestring + pl + (pl > 1);
-		if (!rel_ok(rel)) {
-			fail(c, "protocol", "the listing of %s names a bad path "
-			    "(empty, \".\" or \"..\" parts)", rpath);
-			goto out;
-		}
 		if (!parents_ok(lroot, rel)) {
 			fail(c, "protocol", "%s: a parent of it is not a directory "
 			    "made here (a link?): not written through", rel);
@@ -703,15 +724,15 @@ download(struct cp *c, const char *rpath0, const char *ldst)
 		return -1;
 	}
 	if (stat(ldst, &st) == 0 && S_ISDIR(st.st_mode))
-		xasprintf(&lp, "%s/%s", ldst, strcmp(rpath, "/") == 0 ? "root" :
-		    base_of(rpath));
+		xasprintf(&lp, "%s/%s", ldst, strcmp(r.canon, "/") == 0 ? "root" :
+		    base_of(r.canon));
 	else
 		lp = chomp(ldst);
 	c->total = r.size;
 	if (strcmp(r.type, "file") == 0)
-		rc = get_file(c, rpath, &r, lp);
+		rc = get_file(c, r.canon, &r, lp);
 	else if (strcmp(r.type, "dir") == 0)
-		rc = get_tree(c, rpath, &r, lp);
+		rc = get_tree(c, r.canon, &r, lp);
 	else if (strcmp(r.type, "symlink") == 0)
 		rc = put_link(c, r.target, lp);
 	else
@@ -1040,7 +1061,7 @@ upload(struct cp *c, const char *lsrc0, const char *rdst0)
 		return -1;
 	}
 	if (s == 0 && strcmp(r.type, "dir") == 0)
-		xasprintf(&rp, "%s/%s", strcmp(rdst, "/") == 0 ? "" : rdst,
+		xasprintf(&rp, "%s/%s", strcmp(r.canon, "/") == 0 ? "" : r.canon,
 		    base_of(lsrc));
 	else
 		rp = xstrdup(rdst);

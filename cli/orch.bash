@@ -3,9 +3,7 @@
 # Commands and their options complete; session ids complete from
 # `orch list --json` (the API, with your settings) where a command takes one.
 _orch_sessions() {
-	orch --json list 2>/dev/null | sed -n 's/.*"id":"\([^"]*\)".*/\1/p' |
-	    tr '}' '\n' | sed -n 's/^.*"id":"\([^"]*\)".*$/\1/p'
-	orch --json list 2>/dev/null | grep -o '"id":"[^"]*"' | cut -d'"' -f4
+	orch --json list 2>/dev/null | grep -o '"id":"[^"]*"' | cut -d'"' -f4 | sort -u
 }
 _orch() {
 	local cur=${COMP_WORDS[COMP_CWORD]} i cmd=
@@ -29,19 +27,21 @@ _orch() {
 	list) COMPREPLY=($(compgen -W "--org --user --state" -- "$cur")) ;;
 	create) COMPREPLY=($(compgen -W "--org --user --image --policy --set" -- "$cur")) ;;
 	exec) [[ $cur == -* ]] && COMPREPLY=($(compgen -W "-t -w -e -n --" -- "$cur")) ||
-	    COMPREPLY=($(compgen -W "$(_orch_sessions | sort -u)" -- "$cur")) ;;
+	    COMPREPLY=($(compgen -W "$(_orch_sessions)" -- "$cur")) ;;
 	cp)
 		if [[ $cur == -* ]]; then
 			COMPREPLY=($(compgen -W "-q -l" -- "$cur"))
 		else
-			COMPREPLY=($(compgen -f -- "$cur") $(compgen -W "$(_orch_sessions | sort -u | sed 's/$/:\//')" -- "$cur"))
+			compopt -o nospace 2>/dev/null
+			COMPREPLY=($(compgen -f -- "$cur") $(compgen -W "$(_orch_sessions | sed 's/$/:\//')" -- "$cur"))
 		fi ;;
-	ls|rm) COMPREPLY=($(compgen -W "-r $(_orch_sessions | sort -u | sed 's/$/:\//')" -- "$cur")) ;;
+	ls|rm) compopt -o nospace 2>/dev/null
+	    COMPREPLY=($(compgen -W "-r $(_orch_sessions | sed 's/$/:\//')" -- "$cur")) ;;
 	home) COMPREPLY=($(compgen -W "--delete" -- "$cur")) ;;
-	expose) COMPREPLY=($(compgen -W "--name $(_orch_sessions | sort -u)" -- "$cur")) ;;
+	expose) COMPREPLY=($(compgen -W "--name $(_orch_sessions)" -- "$cur")) ;;
 	show|stop|start|delete|apps|unexpose|policy)
-		COMPREPLY=($(compgen -W "$(_orch_sessions | sort -u)" -- "$cur")) ;;
+		COMPREPLY=($(compgen -W "$(_orch_sessions)" -- "$cur")) ;;
 	esac
 	return 0
 }
-complete -o nospace -o default -F _orch orch 2>/dev/null || complete -F _orch orch
+complete -o default -F _orch orch

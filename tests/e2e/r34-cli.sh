@@ -230,6 +230,7 @@ rc "$O" cp "$T/dd" c1:/workspace/../../../../tmp/dotdot
 check "cp to a path with ..: resolved inside the sandbox" \
     eval '[ $RC = 0 ] && [ "$("$O" exec c1 "cat /tmp/dotdot" </dev/null)" = dd ] && [ ! -e /tmp/dotdot ]'
 rc "$O" cp c1:/workspace/../../../etc/hostname "$T/hn"
+echo "cp from ..: rc $RC $(cat "$T/err")"
 check "cp from a path with ..: the sandbox's file, not the host's" \
     eval '[ $RC = 0 ] && [ "$(cat "$T/hn")" = "$("$O" exec c1 "cat /etc/hostname" </dev/null)" ]'
 rc "$O" cp "$T/dd" "$T/dd2"
@@ -367,9 +368,9 @@ check "a download cut mid-body: exit 1, no target" eval '[ $RC = 1 ] && oneline 
 rm -f "$T/h"/.f.*
 bad cp escape:/w/d "$T/h/"
 check "a listing naming ../..: refused, nothing written out of the tree" \
-    eval '[ $RC = 1 ] && grep -q "bad path" "$T/err" && [ ! -e "$T/etc/x" ] && [ ! -e "$T/h/etc" ]'
+    eval '[ $RC = 1 ] && grep -q "bad path" "$T/err" && [ ! -e "$T/etc/x" ] && [ ! -e "$T/h/d" ]'
 bad cp outside:/w/d "$T/h/o"
-check "a listing naming a path outside the source: refused" eval '[ $RC = 1 ] && grep -q "outside" "$T/err" && [ -z "$(ls -A "$T/h/o" 2>/dev/null)" ]'
+check "a listing naming a path outside the source: refused, nothing made" eval '[ $RC = 1 ] && grep -q "outside" "$T/err" && [ ! -e "$T/h/o" ]'
 mkdir -p "$T/plant"
 bad cp viaLink:/w/d "$T/h/v"
 check "a listing writing through a link it made: refused, nothing written there" \
