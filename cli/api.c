@@ -330,12 +330,10 @@ api_oneline(const char *s, size_t n, char *out, size_t outlen)
 	for (i = 0; i < n && o + 5 < outlen; i++) {
 		unsigned char c = (unsigned char)s[i];
 
-		if (c >= 0x20 && c < 0x7f)
-			out[o++] = (char)c;
+		if ((c >= 0x20 && c < 0x7f) || c >= 0x80)
+			out[o++] = (char)c;	/* UTF-8 passes */
 		else if (c == '\n' || c == '\t' || c == '\r')
 			out[o++] = ' ';
-		else if (c >= 0x80)
-			out[o++] = (char)c;	/* UTF-8 passes */
 		else
 			o += (size_t)snprintf(out + o, outlen - o, "\\x%02x", c);
 	}

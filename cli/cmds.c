@@ -85,11 +85,12 @@ print_sessions(const cJSON *r)
 
 	printf("%-24s %-12s %-20s %-12s %-12s %s\n", "ID", "STATE", "SANDBOX",
 	    "IMAGE", "USER", "CREATED");
-	cJSON_ArrayForEach(s, cJSON_GetObjectItemCaseSensitive(r, "sessions"))
+	cJSON_ArrayForEach(s, cJSON_GetObjectItemCaseSensitive(r, "sessions")) {
 		printf("%-24s %-12s %-20s %-12s %-12s %s\n", str(s, "id"),
 		    str(s, "state"), str(s, "sandbox_id"), str(s, "image"),
 		    *str(s, "user") != '\0' ? str(s, "user") : "-",
 		    ago(s, "created_ms", b, sizeof(b)));
+	}
 }
 
 int

@@ -716,10 +716,13 @@ download(struct cp *c, const char *rpath0, const char *ldst)
 	char *rpath = chomp(rpath0), *lp;
 	int rc = -1, s;
 
-	if ((s = rstat(c, rpath, &r)) != 0) {
+	if ((s = rstat(c, rpath, &r)) != 0 || r.canon == NULL) {
 		if (s == 1)
 			fail(c, "not_found", "%s:%s: no such file or directory",
 			    c->id, rpath);
+		else if (s == 0)
+			fail(c, "protocol", "%s: the listing names no path", rpath);
+		rent_free(&r);
 		free(rpath);
 		return -1;
 	}
@@ -1060,7 +1063,7 @@ upload(struct cp *c, const char *lsrc0, const char *rdst0)
 		free(rdst);
 		return -1;
 	}
-	if (s == 0 && strcmp(r.type, "dir") == 0)
+	if (s == 0 && r.canon != NULL && strcmp(r.type, "dir") == 0)
 		xasprintf(&rp, "%s/%s", strcmp(r.canon, "/") == 0 ? "" : r.canon,
 		    base_of(lsrc));
 	else
