@@ -51,7 +51,7 @@ struct cp {
 	long long	 files, dirs, links, bytes, resumed;
 	double		 t0, tbar;
 	long long	 rate;		/* --limit-rate: bytes/s, 0 none */
-	const char	*name;		/* the current file, for the bar */
+	char		 name[64];	/* the current file, for the bar */
 	/* up: directories and links left for the batch exec */
 	cJSON		*ops;
 	char		 err[1400];
@@ -117,7 +117,7 @@ bar_draw(struct cp *c, int last)
 	rate = t > c->t0 ? (double)d / (t - c->t0) : 0;
 	fprintf(stderr, "\r[%s] %3.0f%% %7.1f/%.1f MiB %6.1f MiB/s %-24.24s",
 	    fill, pct, (double)d / 1048576, (double)c->total / 1048576,
-	    rate / 1048576, c->name != NULL ? c->name : "");
+	    rate / 1048576, c->name);
 	if (last)
 		fputc('\n', stderr);
 }
@@ -458,7 +458,7 @@ get_file(struct cp *c, const char *rpath, const struct rent *r,
 	CURLcode cc;
 	int rc = -1;
 
-	c->name = base_of(lpath);
+	snprintf(c->name, sizeof(c->name), "%s", base_of(lpath));
 	c->cur = 0;
 	if (lstat(lpath, &st) == 0 && S_ISDIR(st.st_mode))
 		return free(part), fail(c, "is_dir", "%s: is a directory", lpath);
@@ -790,7 +790,7 @@ put_file(struct cp *c, int fd, const struct stat *st, const char *lpath,
 	long status = 0;
 	int rc = -1;
 
-	c->name = base_of(lpath);
+	snprintf(c->name, sizeof(c->name), "%s", base_of(lpath));
 	c->cur = 0;
 	buf_init(&u.reply, CP_SMALL_MAX);
 	snprintf(q, sizeof(q), "?mode=%04o", (unsigned)(st->st_mode & 07777));

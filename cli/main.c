@@ -122,6 +122,7 @@ main(int argc, char **argv)
 	}
 	if (api_conf_load(&a, cfg, url, NULL, kf, err, sizeof(err)) == -1) {
 		fprintf(stderr, "orch: %s\n", err);
+		api_conf_free(&a);
 		return API_EXIT_USAGE;
 	}
 	/* a closed stdout (| head) is a write error we report, not a signal */

@@ -13,7 +13,7 @@
 . "$(dirname "$0")/../lib/common.sh"
 . "$TOP/tests/mcp/orch-lib.sh"
 if [ "$ORCH_RT" != local ]; then skip "the CLI's file tests need the local runtime (root, bwrap): the fake one has no confinement"; exit 0; fi
-O=$BIN/cli/orch
+O=${ORCH_CLI:-$BIN/cli/orch}	# ORCH_CLI: another build of it (a sanitizer one)
 [ -x "$O" ] || { fail "cli built" "$O is missing"; exit 1; }
 
 orch_config "files:" "  max_bytes: 300MiB" "exec:" "  max_output: 256MiB" \
