@@ -52,6 +52,20 @@ check "missing argument: exit 2 with the usage" eval '[ $RC = 2 ] && grep -q "us
 rc "$O" --help
 check "--help lists the commands" eval '[ $RC = 0 ] && grep -q "^  exec " "$T/out"'
 
+# nothing of it needs root: an unprivileged user lists, copies, runs
+if command -v setpriv >/dev/null; then
+	mkdir -m 0777 "$T/nobody"
+	printf 'n\n' >"$T/nobody/in"
+	asnobody() { setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$T/nobody" "$@" </dev/null; }
+	"$O" create c0 </dev/null >/dev/null
+	check "an unprivileged user: list, cp both ways, exec" eval 'asnobody "$O" --json list >/dev/null &&
+	    asnobody "$O" cp "$T/nobody/in" c0:/workspace/in && asnobody "$O" cp c0:/workspace/in "$T/nobody/back" &&
+	    [ "$(cat "$T/nobody/back")" = n ] && [ "$(asnobody "$O" exec c0 "cat /workspace/in")" = n ]'
+	"$O" delete c0 </dev/null >/dev/null
+else
+	skip "an unprivileged user" "no setpriv"
+fi
+
 # --- sessions ---
 rc "$O" --json create c1
 check "create: 0, the session JSON" eval '[ $RC = 0 ] && jqo ".id == \"c1\" and .state == \"running\" and (.sandbox_id | type == \"string\")"'
