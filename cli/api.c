@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "api.h"
 #include "buf.h"
@@ -59,8 +60,9 @@ conf_file(struct api *a, const char *path, int must, char **key_file,
     char *err, size_t errlen)
 {
 	FILE *f;
+	struct stat st;
 	char line[API_LINE_MAX], *k, *v, *eq;
-	int n = 0, rc = -1;
+	int n = 0, rc = -1, had_key = a->key != NULL;
 
 	if ((f = fopen(path, "r")) == NULL) {
 		if (!must && errno == ENOENT)
@@ -96,6 +98,10 @@ conf_file(struct api *a, const char *path, int must, char **key_file,
 		}
 	}
 	rc = 0;
+	if (!had_key && a->key != NULL && fstat(fileno(f), &st) == 0 &&
+	    (st.st_mode & 077))
+		fprintf(stderr, "orch: warning: %s holds the key and others may "
+		    "read it (chmod 600 it, or use key_file)\n", path);
 out:
 	fclose(f);
 	return rc;

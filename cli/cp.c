@@ -729,7 +729,12 @@ download(struct cp *c, const char *rpath0, const char *ldst)
 	if (stat(ldst, &st) == 0 && S_ISDIR(st.st_mode))
 		xasprintf(&lp, "%s/%s", ldst, strcmp(r.canon, "/") == 0 ? "root" :
 		    base_of(r.canon));
-	else
+	else if (ldst[0] != '\0' && ldst[strlen(ldst) - 1] == '/') {
+		fail(c, "local", "%s: no such directory", ldst);
+		rent_free(&r);
+		free(rpath);
+		return -1;
+	} else
 		lp = chomp(ldst);
 	c->total = r.size;
 	if (strcmp(r.type, "file") == 0)
@@ -1066,6 +1071,9 @@ upload(struct cp *c, const char *lsrc0, const char *rdst0)
 	if (s == 0 && r.canon != NULL && strcmp(r.type, "dir") == 0)
 		xasprintf(&rp, "%s/%s", strcmp(r.canon, "/") == 0 ? "" : r.canon,
 		    base_of(lsrc));
+	else if (s == 1 && rdst0[strlen(rdst0) - 1] == '/')
+		/* "into dir/": made (a PUT makes the parents) */
+		xasprintf(&rp, "%s/%s", rdst, base_of(lsrc));
 	else
 		rp = xstrdup(rdst);
 	rent_free(&r);

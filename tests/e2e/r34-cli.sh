@@ -38,6 +38,11 @@ mkdir -p "$HOME/.config/orch"
 printf '# the CLI config\nurl = %s\nkey_file = %s\n' "$ORCH_URL" "$T/key" >"$HOME/.config/orch/config"
 rc env -u ORCH_URL -u ORCH_KEY "$O" --json list
 check "config file (url, key_file): list works" eval '[ $RC = 0 ] && jqo ".sessions | type == \"array\""'
+printf 'url = %s\nkey = %s\n' "$ORCH_URL" "$ORCH_KEY" >"$T/keycfg"
+chmod 644 "$T/keycfg"
+rc env -u ORCH_URL -u ORCH_KEY "$O" --config "$T/keycfg" list
+check "a config file holding the key, readable by others: works, with a warning" \
+    eval '[ $RC = 0 ] && grep -q "others may read it" "$T/err"'
 rc env ORCH_URL=http://127.0.0.1:1 "$O" --url "$ORCH_URL" list
 check "--url overrides ORCH_URL" test $RC = 0
 printf 'bogus = 1\n' >"$T/badcfg"
@@ -246,6 +251,10 @@ check "cp to a path with ..: resolved inside the sandbox" \
 rc "$O" cp c1:/workspace/../../../etc/hostname "$T/hn"
 check "cp from a path with ..: the sandbox's file, not the host's" \
     eval '[ $RC = 0 ] && [ "$(cat "$T/hn")" = "$("$O" exec c1 "cat /etc/hostname" </dev/null)" ]'
+rc "$O" cp "$T/dd" c1:/workspace/newdir/
+check "cp into a new dir/: the file goes into it" eval '[ $RC = 0 ] && [ "$("$O" exec c1 "cat /workspace/newdir/dd" </dev/null)" = dd ]'
+rc "$O" cp c1:/workspace/newdir/dd "$T/nodir/"
+check "cp down into a missing local dir/: exit 1, nothing made" eval '[ $RC = 1 ] && grep -q "no such directory" "$T/err" && [ ! -e "$T/nodir" ]'
 rc "$O" cp "$T/dd" "$T/dd2"
 check "cp with no sandbox side: exit 2" test $RC = 2
 rc "$O" cp c1:relative "$T/x"
