@@ -417,23 +417,33 @@ part_of(const char *lpath, const char *version)
 	return p;
 }
 
-/* Removes the parts of older versions of lpath's file, but keep. */
+/*
+ * Removes the parts of older versions left in lpath's directory: of
+ * lpath's file but keep, or (lpath a directory, keep NULL) of any file.
+ */
 static void
 drop_parts(const char *lpath, const char *keep)
 {
-	char *dir = xstrndup(lpath, (size_t)(base_of(lpath) - lpath)), *pre, *p;
+	char *dir, *pre, *p;
 	DIR *d;
 	struct dirent *de;
 	size_t n, pl;
 
-	xasprintf(&pre, ".%s.orch-", base_of(lpath));
+	if (keep != NULL) {
+		dir = xstrndup(lpath, (size_t)(base_of(lpath) - lpath));
+		xasprintf(&pre, ".%s.orch-", base_of(lpath));
+	} else {
+		xasprintf(&dir, "%s/", lpath);
+		pre = xstrdup(".");
+	}
 	pl = strlen(pre);
 	if ((d = opendir(*dir != '\0' ? dir : ".")) != NULL) {
 		while ((de = readdir(d)) != NULL) {
 			n = strlen(de->d_name);
 			if (strncmp(de->d_name, pre, pl) != 0 || n < pl + 5 ||
 			    strcmp(de->d_name + n - 5, ".part") != 0 ||
-			    strcmp(de->d_name, base_of(keep)) == 0)
+			    strstr(de->d_name, ".orch-") == NULL ||
+			    (keep != NULL && strcmp(de->d_name, base_of(keep)) == 0))
 				continue;
 			xasprintf(&p, "%s%s", dir, de->d_name);
 			unlink(p);
@@ -448,7 +458,7 @@ drop_parts(const char *lpath, const char *keep)
 /* Downloads the file rpath (r: its listing entry) to lpath. */
 static int
 get_file(struct cp *c, const char *rpath, const struct rent *r,
-    const char *lpath)
+    const char *lpath, int clean)
 {
 	struct dl d;
 	struct curl_slist *h = NULL;
@@ -462,7 +472,8 @@ get_file(struct cp *c, const char *rpath, const struct rent *r,
 	c->cur = 0;
 	if (lstat(lpath, &st) == 0 && S_ISDIR(st.st_mode))
 		return free(part), fail(c, "is_dir", "%s: is a directory", lpath);
-	drop_parts(lpath, part);
+	if (clean)
+		drop_parts(lpath, part);	/* a tree does it once a directory */
 	memset(&d, 0, sizeof(d));
 	d.c = c;
 	d.fd = -1;
@@ -683,7 +694,7 @@ get_tree(struct cp *c, const char *rpath, const struct rent *r,
 				c->dirs++;
 			}
 		} else if (strcmp(x.type, "file") == 0)
-			get_file(c, pp->valuestring, &x, lp);
+			get_file(c, pp->valuestring, &x, lp, 0);
 		else if (strcmp(x.type, "symlink") == 0)
 			put_link(c, x.target, lp);
 		else if (!c->a->quiet)
@@ -696,8 +707,11 @@ get_tree(struct cp *c, const char *rpath, const struct rent *r,
 	}
 	rc = 0;
 out:
-	/* modes last, deepest first: a read-only directory is filled first */
+	/* modes last, deepest first: a read-only directory is filled first;
+	 * with the tree whole, parts of older versions go */
 	for (i = ndm; i > 0; i--) {
+		if (rc == 0)
+			drop_parts(dm[i - 1].path, NULL);
 		if (rc == 0 && chmod(dm[i - 1].path, dm[i - 1].mode) == -1)
 			rc = fail(c, "local", "%s: %s", dm[i - 1].path,
 			    strerror(errno));
@@ -738,7 +752,7 @@ download(struct cp *c, const char *rpath0, const char *ldst)
 		lp = chomp(ldst);
 	c->total = r.size;
 	if (strcmp(r.type, "file") == 0)
-		rc = get_file(c, r.canon, &r, lp);
+		rc = get_file(c, r.canon, &r, lp, 1);
 	else if (strcmp(r.type, "dir") == 0)
 		rc = get_tree(c, r.canon, &r, lp);
 	else if (strcmp(r.type, "symlink") == 0)

@@ -44,6 +44,7 @@ struct xrun {
 	size_t		 decn;
 	int		 exit_code;	/* from the exit line */
 	int		 timed_out, lost;
+	int		 epipe;		/* our reader went (| head) */
 	long long	 dropped;
 	char		 err[1200];	/* XS_BAD, lost: why */
 };
@@ -149,6 +150,7 @@ one_line(struct xrun *x, const char *p, size_t n)
 			goto out;
 		}
 		if (!x->a->json && write_all(fd, x->dec, (size_t)d) == -1) {
+			x->epipe = errno == EPIPE;
 			snprintf(x->err, sizeof(x->err), "writing %s: %s", fd == 1 ?
 			    "stdout" : "stderr", strerror(errno));
 			xs_enter(x, XS_BAD);
@@ -333,6 +335,12 @@ exec_main(struct api *a, int argc, char **argv)
 	/* output may pause for as long as the command runs quietly */
 	curl_easy_setopt(x.c, CURLOPT_LOW_SPEED_TIME, 0L);
 	cc = curl_easy_perform(x.c);
+	if (x.st == XS_BAD && x.epipe) {
+		/* as a shell pipeline's writer would: quietly, 128 + SIGPIPE;
+		 * the transfer stopped, which ended the command */
+		rc = 128 + 13;
+		goto out;
+	}
 	if (x.st == XS_BAD) {
 		api_fail(a, "protocol", x.err);
 		goto out;

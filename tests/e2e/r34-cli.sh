@@ -114,6 +114,9 @@ check "exec 100 MiB: exit 0" test $RC = 0
 check "exec 100 MiB: stdout whole" test "$(sha "$T/x.out")" = "$(yes 0123456789abcdef | head -c 104857600 | sha256sum | cut -d' ' -f1)"
 check "exec 100 MiB: stderr whole and apart" test "$(sha "$T/x.err")" = "$(seq 1 200000 | sha256sum | cut -d' ' -f1)"
 rm -f "$T/x.out" "$T/x.err"
+"$O" exec -n c1 'yes' 2>"$T/err" | head -c 100000 >/dev/null
+RC=${PIPESTATUS[0]}
+check "exec into a reader that goes (| head): 141, quietly" eval '[ $RC = 141 ] && [ ! -s "$T/err" ]'
 t0=$(date +%s)
 rc "$O" exec -t 1 c1 'sleep 30'
 check "exec timeout: 124, within seconds" eval '[ $RC = 124 ] && [ $(( $(date +%s) - t0 )) -lt 10 ]'
@@ -222,8 +225,9 @@ mkdir "$T/back"
 rc "$O" --json cp c1:/workspace/tree "$T/back/"
 check "cp a tree down: 0, --json counts" eval '[ $RC = 0 ] && jqo ".files == 4 and .links == 4 and .dirs == 5"'
 check "cp a tree down: bytes, modes, links equal" test "$(tree_sig "$T/back/tree")" = "$(tree_sig "$T/tree")"
+echo stale >"$T/back/tree/sub/deep/.b.orch-00000000000000ff.part"
 rc "$O" cp c1:/workspace/tree "$T/back/"
-check "cp a tree down again: replaced in place" eval '[ $RC = 0 ] && [ "$(tree_sig "$T/back/tree")" = "$(tree_sig "$T/tree")" ] && [ ! -e "$T/back/tree/tree" ]'
+check "cp a tree down again: replaced in place, a stale part removed" eval '[ $RC = 0 ] && [ "$(tree_sig "$T/back/tree")" = "$(tree_sig "$T/tree")" ] && [ ! -e "$T/back/tree/tree" ] && [ -z "$(find "$T/back" -name "*.part")" ]'
 # links in the sandbox pointing out of it (at / and at the host's paths):
 # kept as links, never followed (nothing of the sandbox's / or host's read)
 "$O" exec c1 'mkdir -p /workspace/esc && ln -sfn / /workspace/esc/root && ln -sfn /etc/shadow /workspace/esc/shadow && echo x > /workspace/esc/f' </dev/null
