@@ -224,10 +224,13 @@ api_easy(const struct api *a, const char *method, const char *path,
     struct curl_slist **hdrs)
 {
 	CURL *c;
-	char *url, *auth;
+	char *url, *auth, *eb;
 
 	if ((c = curl_easy_init()) == NULL)
 		return NULL;
+	eb = xcalloc(1, CURL_ERROR_SIZE);
+	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, eb);
+	curl_easy_setopt(c, CURLOPT_PRIVATE, eb);
 	xasprintf(&url, "%s%s", a->url, path);
 	xasprintf(&auth, "Authorization: Bearer %s", a->key);
 	*hdrs = curl_slist_append(*hdrs, auth);
@@ -249,6 +252,27 @@ api_easy(const struct api *a, const char *method, const char *path,
 	curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
 	curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 300L);
 	return c;
+}
+
+void
+api_easy_free(CURL *c)
+{
+	char *eb = NULL;
+
+	if (c == NULL)
+		return;
+	curl_easy_getinfo(c, CURLINFO_PRIVATE, &eb);
+	curl_easy_cleanup(c);
+	free(eb);
+}
+
+const char *
+api_strerror(CURL *c, CURLcode cc)
+{
+	char *eb = NULL;
+
+	curl_easy_getinfo(c, CURLINFO_PRIVATE, &eb);
+	return eb != NULL && eb[0] != '\0' ? eb : curl_easy_strerror(cc);
 }
 
 static size_t
@@ -294,7 +318,7 @@ api_json(const struct api *a, const char *method, const char *path,
 			    "%lld bytes", method, path, API_BODY_MAX);
 		else
 			snprintf(err, errlen, "%s %s: %s", method, path,
-			    curl_easy_strerror(cc));
+			    api_strerror(c, cc));
 		goto out;
 	}
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &st);
@@ -313,14 +337,24 @@ api_json(const struct api *a, const char *method, const char *path,
 			    "JSON (%s)", method, path, st, line);
 			st = -1;
 		}
-		/* an error status with a garbage body: api_err_of says so */
+		else {
+			/* an error status with a body not the API's: said so,
+			 * with its start, as the API's error */
+			char m[400];
+
+			api_oneline(b.p, b.len > 120 ? 120 : b.len, line, sizeof(line));
+			snprintf(m, sizeof(m), "the server's reply is not the API's "
+			    "error JSON: %s", line);
+			*out = cJSON_CreateObject();
+			cJSON_AddStringToObject(cJSON_AddObjectToObject(*out,
+			    "error"), "message", m);
+		}
 	}
 out:
 	free(js);
 	buf_free(&b);
 	curl_slist_free_all(h);
-	if (c != NULL)
-		curl_easy_cleanup(c);
+	api_easy_free(c);
 	return (int)st;
 }
 
@@ -372,7 +406,16 @@ api_err_raw(long status, const char *p, size_t n, char *code, size_t codelen,
     char *err, size_t errlen)
 {
 	cJSON *j = n > 0 ? cJSON_ParseWithLength(p, n) : NULL;
+	char line[300], m[400];
 
+	if (j == NULL && n > 0) {
+		api_oneline(p, n > 120 ? 120 : n, line, sizeof(line));
+		snprintf(m, sizeof(m), "the server's reply is not the API's error "
+		    "JSON: %s", line);
+		j = cJSON_CreateObject();
+		cJSON_AddStringToObject(cJSON_AddObjectToObject(j, "error"),
+		    "message", m);
+	}
 	api_err_of(status, j, code, codelen, err, errlen);
 	cJSON_Delete(j);
 }

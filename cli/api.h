@@ -44,10 +44,16 @@ void	api_conf_free(struct api *a);
 /*
  * A handle for method on url + path (path already percent-encoded, from
  * api_path), with the key and any extra headers in *hdrs (the caller
- * frees both with curl_slist_free_all and curl_easy_cleanup).
+ * frees both with curl_slist_free_all and api_easy_free).
  */
 CURL	*api_easy(const struct api *a, const char *method, const char *path,
 	    struct curl_slist **hdrs);
+
+/* Frees a handle of api_easy (NULL: nothing). */
+void	 api_easy_free(CURL *);
+/* What went wrong with cc on handle c: libcurl's detailed message when it
+ * has one ("Received HTTP/0.9 when not allowed"), else its short one. */
+const char *api_strerror(CURL *c, CURLcode cc);
 
 /* "/v1/sessions/<id>" + rest, each of id percent-encoded; caller frees. */
 char	*api_spath(const char *id, const char *rest) MALLOC;

@@ -538,7 +538,7 @@ get_file(struct cp *c, const char *rpath, const struct rent *r,
 		else
 			fail(c, "transport", "%s: %s; what came is kept in %s and a "
 			    "re-run resumes from there", rpath,
-			    curl_easy_strerror(cc), part);
+			    api_strerror(d.h, cc), part);
 		goto out;
 	}
 	if (fstat(d.fd, &st) == -1 || (long long)st.st_size != r->size) {
@@ -573,8 +573,7 @@ done:
 out:
 	if (d.fd != -1)
 		close(d.fd);
-	if (d.h != NULL)
-		curl_easy_cleanup(d.h);
+	api_easy_free(d.h);
 	curl_slist_free_all(h);
 	buf_free(&d.errb);
 	free(part);
@@ -850,7 +849,7 @@ put_file(struct cp *c, int fd, const struct stat *st, const char *lpath,
 	}
 	if (cc != CURLE_OK) {
 		fail(c, "transport", "%s: %s (the remote file is unchanged; a "
-		    "re-run sends it again)", rpath, curl_easy_strerror(cc));
+		    "re-run sends it again)", rpath, api_strerror(e, cc));
 		goto out;
 	}
 	c->files++;
@@ -859,8 +858,7 @@ put_file(struct cp *c, int fd, const struct stat *st, const char *lpath,
 	c->cur = 0;
 	rc = 0;
 out:
-	if (e != NULL)
-		curl_easy_cleanup(e);
+	api_easy_free(e);
 	curl_slist_free_all(h);
 	buf_free(&u.reply);
 	free(p);
@@ -922,7 +920,7 @@ flush_ops(struct cp *c)
 	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
 	if (cc != CURLE_OK) {
 		fail(c, "transport", "making directories and links: %s",
-		    curl_easy_strerror(cc));
+		    api_strerror(e, cc));
 		goto out;
 	}
 	if (status != 200) {
@@ -958,8 +956,7 @@ out:
 	cJSON_Delete(r);
 	cJSON_Delete(c->ops);
 	c->ops = NULL;
-	if (e != NULL)
-		curl_easy_cleanup(e);
+	api_easy_free(e);
 	curl_slist_free_all(h);
 	buf_free(&u.reply);
 	free(js);

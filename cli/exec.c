@@ -372,7 +372,8 @@ exec_main(struct api *a, int argc, char **argv)
 		goto out;
 	}
 	if (x.st == XS_HEAD) {
-		snprintf(err, sizeof(err), "POST %s: %s", path, curl_easy_strerror(cc));
+		snprintf(err, sizeof(err), "POST %s: %s", path,
+		    api_strerror(x.c, cc));
 		api_fail(a, "transport", err);
 		goto out;
 	}
@@ -380,13 +381,12 @@ exec_main(struct api *a, int argc, char **argv)
 		bad(&x, "a last line without its newline", x.line.p, x.line.len);
 	snprintf(err, sizeof(err), "the exec stream was cut before its last line "
 	    "(%s): the command's exit status is unknown (exit %d)",
-	    cc != CURLE_OK ? curl_easy_strerror(cc) : "the server ended it",
+	    cc != CURLE_OK ? api_strerror(x.c, cc) : "the server ended it",
 	    EXEC_EXIT_LOST);
 	api_fail(a, "cut", err);
 	rc = EXEC_EXIT_LOST;
 out:
-	if (x.c != NULL)
-		curl_easy_cleanup(x.c);
+	api_easy_free(x.c);
 	curl_slist_free_all(h);
 	buf_free(&x.line);
 	free(x.dec);

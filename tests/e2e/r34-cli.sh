@@ -376,11 +376,11 @@ wait_port "$HP"
 B_URL=http://127.0.0.1:$HP
 bad() { rc "$O" --url "$B_URL" "$@"; }
 bad show garbage
-check "a server answering garbage: exit 1, one clear line" eval '[ $RC = 1 ] && oneline && grep -qi "weird server reply\|not HTTP\|unsupported\|invalid" "$T/err"'
+check "a server answering garbage: exit 1, one clear line" eval '[ $RC = 1 ] && oneline && grep -qi "HTTP/0.9\|weird server reply" "$T/err"'
 bad show notjson
 check "a server answering HTML: exit 1, not JSON" eval '[ $RC = 1 ] && oneline && grep -q "not JSON" "$T/err"'
 bad show err500
-check "a 500 with a garbage body: exit 1, one line" eval '[ $RC = 1 ] && oneline && grep -q "HTTP 500" "$T/err"'
+check "a 500 with a garbage body: exit 1, one line, its start escaped" eval '[ $RC = 1 ] && oneline && grep -q "not the API.s error JSON: internal .x1b" "$T/err"'
 bad exec cut true
 check "exec stream cut mid-line: 123, the output before it, status unknown" \
     eval '[ $RC = 123 ] && [ "$(cat "$T/out")" = hi ] && oneline && grep -q unknown "$T/err"'
@@ -411,4 +411,5 @@ check "bash completion loads and completes commands" bash -c '. "$1/cli/orch.bas
 
 "$O" delete c1 </dev/null >/dev/null 2>&1
 "$O" delete c2 </dev/null >/dev/null 2>&1
-"$O" delete c3 </dev/null >/dev/null 2>&1
+rc "$O" --json delete c3
+check "delete --json: {deleted}" eval '[ $RC = 0 ] && jqo ".deleted == \"c3\""'
