@@ -368,6 +368,8 @@ struct dl {
 	const char	*want;		/* the version the part is of */
 	struct buf	 errb;		/* a non-200 body */
 	int		 werr;		/* errno of a failed write */
+	long long	 left;		/* bytes the listing said are to come */
+	int		 over;		/* more came: stopped */
 };
 
 static size_t
@@ -393,6 +395,11 @@ dl_write(char *p, size_t sz, size_t nm, void *arg)
 			return 0;
 		return n;
 	}
+	if ((long long)n > d->left) {
+		d->over = 1;	/* a server sending more than it said */
+		return 0;
+	}
+	d->left -= (long long)n;
 	while (o < n) {
 		if ((w = write(d->fd, p + o, n - o)) == -1) {
 			if (errno == EINTR)
@@ -513,9 +520,18 @@ get_file(struct cp *c, const char *rpath, const struct rent *r,
 		curl_easy_setopt(d.h, CURLOPT_XFERINFODATA, c);
 		curl_easy_setopt(d.h, CURLOPT_NOPROGRESS, 0L);
 	}
+	d.left = r->size - off;
 	c->done += off;
 	cc = curl_easy_perform(d.h);
 	c->done -= off;
+	if (d.status == 0)
+		curl_easy_getinfo(d.h, CURLINFO_RESPONSE_CODE, &d.status);
+	if (d.over) {
+		fail(c, "protocol", "%s: more bytes came than the listing's %lld "
+		    "(changed while it was copied? run again)", rpath, r->size);
+		unlink(part);
+		goto out;
+	}
 	if (d.changed) {
 		fail(c, "changed", "%s changed while it was copied: run again",
 		    rpath);
@@ -535,7 +551,10 @@ get_file(struct cp *c, const char *rpath, const struct rent *r,
 	if (cc != CURLE_OK) {
 		if (d.werr != 0)
 			fail(c, "local", "%s: %s", part, strerror(d.werr));
-		else
+		else if (fstat(d.fd, &st) == 0 && st.st_size == 0) {
+			fail(c, "transport", "%s: %s", rpath, api_strerror(d.h, cc));
+			unlink(part);
+		} else
 			fail(c, "transport", "%s: %s; what came is kept in %s and a "
 			    "re-run resumes from there", rpath,
 			    api_strerror(d.h, cc), part);

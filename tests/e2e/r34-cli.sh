@@ -347,6 +347,8 @@ class H(http.server.BaseHTTPRequestHandler):
             path = p.split("/files", 1)[1].split("?")[0]
             if sid == "midfile":
                 ents = [entry(path)]
+            elif sid == "toolong":
+                ents = [entry(path, size=10)]
             elif sid == "escape" and "recursive" in p:
                 ents = [entry("/w/d/ok", size=1), entry("/w/d/../../etc/x", size=1)]
             elif sid == "outside" and "recursive" in p:
@@ -363,6 +365,8 @@ class H(http.server.BaseHTTPRequestHandler):
             self.send_response(200); self.send_header("Content-Length", str(BIG))
             self.send_header("X-File-Version", "00000000000000aa"); self.end_headers()
             self.wfile.write(b"y" * 1000); self.wfile.flush(); self.close_connection = True; return
+        if sid == "toolong":   # the listing said 10 bytes: 1 MiB comes
+            return self.send(200, b"w" * BIG, "application/octet-stream")
         if "/files/" in p:
             self.send_response(200); self.send_header("Content-Length", "1")
             self.send_header("X-File-Version", "00000000000000aa"); self.end_headers()
@@ -392,6 +396,9 @@ mkdir "$T/h"
 bad cp midfile:/w/f "$T/h/f"
 check "a download cut mid-body: exit 1, no target" eval '[ $RC = 1 ] && oneline && [ ! -e "$T/h/f" ]'
 rm -f "$T/h"/.f.*
+bad cp toolong:/w/f "$T/h/f"
+check "a download longer than its listing: stopped, no target, no part" \
+    eval '[ $RC = 1 ] && grep -q "more bytes came" "$T/err" && [ -z "$(ls -A "$T/h")" ]'
 bad cp escape:/w/d "$T/h/"
 check "a listing naming ../..: refused, nothing written out of the tree" \
     eval '[ $RC = 1 ] && grep -q "bad path" "$T/err" && [ ! -e "$T/etc/x" ] && [ ! -e "$T/h/d" ]'
