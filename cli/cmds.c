@@ -198,14 +198,16 @@ add_opt(cJSON *o, const char *kv)
 }
 
 char *
-cmds_slurp(const char *path, size_t max, size_t *lenp, char *err,
-    size_t errlen)
+cmds_slurp(const char *path, size_t max, size_t *lenp, int *toobig,
+    char *err, size_t errlen)
 {
 	FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
 	struct buf b;
 	char chunk[65536], *out = NULL;
 	size_t n;
 
+	if (toobig != NULL)
+		*toobig = 0;
 	if (f == NULL) {
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
 		return NULL;
@@ -214,6 +216,8 @@ cmds_slurp(const char *path, size_t max, size_t *lenp, char *err,
 	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
 		if (buf_add(&b, chunk, n) == -1) {
 			snprintf(err, errlen, "%s: longer than %zu bytes", path, max);
+			if (toobig != NULL)
+				*toobig = 1;
 			goto out;
 		}
 	if (ferror(f)) {
@@ -241,7 +245,7 @@ policy_file(const char *path, char *err, size_t errlen)
 	size_t n;
 	cJSON *j;
 
-	if ((s = cmds_slurp(path, CMDS_POLICY_MAX, &n, err, errlen)) == NULL)
+	if ((s = cmds_slurp(path, CMDS_POLICY_MAX, &n, NULL, err, errlen)) == NULL)
 		return NULL;
 	if ((j = cJSON_ParseWithLength(s, n)) == NULL || !cJSON_IsObject(j)) {
 		snprintf(err, errlen, "%s: not a JSON object", path);

@@ -22,8 +22,9 @@ int	cmds_policy(struct api *, int, char **);
 int	cmds_home(struct api *, int, char **);
 
 /* The whole of a file (or stdin for "-"), capped at max bytes; NUL
- * terminated, caller frees; NULL with err. */
-char	*cmds_slurp(const char *path, size_t max, size_t *lenp, char *err,
-	    size_t errlen);
+ * terminated, caller frees; NULL with err, and *toobig set when it was
+ * longer than max (toobig may be NULL). */
+char	*cmds_slurp(const char *path, size_t max, size_t *lenp, int *toobig,
+	    char *err, size_t errlen);
 
 #endif

@@ -13,6 +13,7 @@
  * error line came; anything after it is a protocol error), BAD.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,12 +95,12 @@ one_line(struct xrun *x, const char *p, size_t n)
 	size_t at;
 	long d;
 
+	if (n == 0)
+		return;
 	if (x->st == XS_DONE) {
 		bad(x, "a line after the last one", p, n);
 		return;
 	}
-	if (n == 0)
-		return;
 	if ((j = cJSON_ParseWithLength(p, n)) == NULL || !cJSON_IsObject(j)) {
 		cJSON_Delete(j);
 		bad(x, "not a JSON object", p, n);
@@ -255,7 +256,7 @@ exec_main(struct api *a, int argc, char **argv)
 	const char *id;
 	size_t inlen = 0;
 	double tmo = -1;
-	int ch, nostdin = 0, rc = EXEC_EXIT_FAIL;
+	int ch, nostdin = 0, big = 0, rc = EXEC_EXIT_FAIL;
 	CURLcode cc;
 
 	while ((ch = getopt(argc, argv, "+t:w:e:n")) != -1) {
@@ -303,9 +304,14 @@ exec_main(struct api *a, int argc, char **argv)
 	cJSON_AddStringToObject(body, "command", cmd);
 	if (tmo > 0)
 		cJSON_AddNumberToObject(body, "timeout", tmo);
-	if (!nostdin && !isatty(0)) {
-		if ((in = cmds_slurp("-", EXEC_STDIN_MAX, &inlen, err,
-		    sizeof(err))) == NULL) {
+	/* a closed stdin (<&-) is none */
+	if (!nostdin && !isatty(0) && fcntl(0, F_GETFD) != -1) {
+		if ((in = cmds_slurp("-", EXEC_STDIN_MAX, &inlen, &big, err,
+		    sizeof(err))) == NULL && !big) {
+			api_fail(a, "local", err);
+			goto out;
+		}
+		if (in == NULL) {
 			snprintf(err, sizeof(err), "stdin is more than %d MiB: exec "
 			    "takes it in its request body, bounded by the server's "
 			    "http.max_body; put it in a file with orch cp and read it "
