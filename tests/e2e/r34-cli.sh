@@ -165,9 +165,13 @@ echo "cp 200 MiB up $(( (t1 - t0) / 1000000 )) ms, down $(( (t3 - t2) / 1000000 
 check "cp down 200 MiB: 0, bytes and mode equal" \
     eval '[ $RC = 0 ] && [ "$(sha "$T/dl/big")" = "$(sha "$T/big")" ] && [ "$(stat -c %a "$T/dl/big")" = 640 ]'
 check "cp down: no progress bar off a terminal" test ! -s "$T/err"
-# broken off (-l slows it so it breaks mid-way), then resumed
+# broken off (-l slows it; killed once 8 MiB are in), then resumed
 rm -f "$T/dl/big"
-timeout 1 "$O" cp -l 40MiB c1:/workspace/big "$T/dl/big" </dev/null 2>/dev/null
+"$O" cp -l 20MiB c1:/workspace/big "$T/dl/big" </dev/null 2>/dev/null &
+cpp=$!
+part_size() { stat -c %s "$T"/dl/.big.orch-*.part 2>/dev/null || echo 0; }
+wait_until 30 eval '[ "$(part_size)" -gt 8388608 ]'
+kill -9 $cpp; wait $cpp 2>/dev/null
 check "cp down broken off: no target, a part kept" \
     eval '[ ! -e "$T/dl/big" ] && ls -a "$T/dl" | grep -q "^\.big\.orch-.*\.part$"'
 rc "$O" --json cp c1:/workspace/big "$T/dl/big"
@@ -176,7 +180,7 @@ check "cp down again: resumed, bytes equal, no part left" \
         [ "$(sha "$T/dl/big")" = "$(sha "$T/big")" ] && [ "$(ls -a "$T/dl" | grep -c orch-)" = 0 ]'
 # an upload broken off leaves the old file; a re-run replaces it whole
 head -c 104857600 /dev/urandom >"$T/big2"
-timeout 1 "$O" cp -l 40MiB "$T/big2" c1:/workspace/big </dev/null 2>/dev/null
+timeout 2 "$O" cp -l 20MiB "$T/big2" c1:/workspace/big </dev/null 2>/dev/null
 check "cp up broken off: the old file untouched" \
     test "$("$O" exec c1 'sha256sum /workspace/big | cut -d" " -f1' </dev/null)" = "$(sha "$T/big")"
 rc "$O" cp "$T/big2" c1:/workspace/big
