@@ -58,6 +58,7 @@ include common/module.mk
 -include agent/module.mk
 -include orchestrator/module.mk
 -include gateway/module.mk
+-include cli/module.mk
 
 .PHONY: all deps deps-run test unit run fuzz ci bench lint format image clean
 # Keep intermediate objects (test and fuzz objects come from pattern rules).
