@@ -142,6 +142,9 @@ cat <<EOF
            its address and token; open <url>?token=<token>)
  Key     : $KEY
            (in $KEYF; send it as Authorization: Bearer <key>)
+ CLI     : export ORCH_URL=http://$LISTEN ORCH_KEY_FILE=$KEYF
+           (or ORCH_KEY=<key> when not root: the key file is root's)
+           $TOP/$B/cli/orch list   (completion: . $TOP/cli/orch.bash)
 
  MCP client configuration (e.g. Claude Code .mcp.json, Cursor
  mcp.json); pick any X-Session-Id per agent session:

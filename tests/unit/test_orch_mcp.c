@@ -93,7 +93,7 @@ TEST(test_mcp_table)
 	size_t i;
 
 	for (i = 0; i < NELEM(t); i++) {
-		struct mcp_in in = { t[i].body, strlen(t[i].body), t[i].proto, t[i].sid, NULL, NULL, NULL, NULL };
+		struct mcp_in in = { t[i].body, strlen(t[i].body), t[i].proto, t[i].sid, NULL, NULL, NULL, NULL, 0 };
 		struct mcp_out out;
 
 		mcp_dispatch(&in, &out);
@@ -228,7 +228,7 @@ TEST(test_mcp_modern)
 
 	for (i = 0; i < NELEM(t); i++) {
 		struct mcp_in in = { t[i].body, strlen(t[i].body), t[i].proto,
-		    t[i].sid, NULL, NULL, t[i].hmethod, t[i].hname };
+		    t[i].sid, NULL, NULL, t[i].hmethod, t[i].hname, 0 };
 		struct mcp_out out;
 
 		mcp_dispatch(&in, &out);
@@ -298,7 +298,7 @@ TEST(test_mcp_modern_meta)
 	    "\"traceparent\":\"00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01\",\"tracestate\":\"a=b\"}}}";
 	const char *bad = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\",\"params\":{\"_meta\":{" PV "," CAPS ","
 	    "\"traceparent\":\"00-00000000000000000000000000000000-00f067aa0ba902b7-01\"}}}";
-	struct mcp_in in = { b, strlen(b), "2026-07-28", NULL, NULL, NULL, "tools/list", NULL };
+	struct mcp_in in = { b, strlen(b), "2026-07-28", NULL, NULL, NULL, "tools/list", NULL, 0 };
 	struct mcp_out out;
 
 	mcp_dispatch(&in, &out);
@@ -317,6 +317,81 @@ TEST(test_mcp_modern_meta)
 	mcp_out_free(&out);
 }
 
+/* The Tasks extension's methods (tasks.c runs them; here: dispatch). */
+#define TMETA	"\"_meta\":{" PV ",\"io.modelcontextprotocol/clientCapabilities\":{\"extensions\":{\"io.modelcontextprotocol/tasks\":{}}}}"
+TEST(test_mcp_tasks_dispatch)
+{
+	const char *get = "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tasks/get\",\"params\":{\"taskId\":\"s-00~s1\"," TMETA "}}";
+	const char *bad = "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tasks/get\",\"params\":{\"taskId\":5," TMETA "}}";
+	const char *disc = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"server/discover\",\"params\":{" TMETA "}}";
+	const char *lis = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"subscriptions/listen\",\"params\":{" META ",\"notifications\":{\"taskIds\":[\"x\"]}}}";
+	struct mcp_in in = { get, strlen(get), "2026-07-28", "s1", NULL, NULL, "tasks/get", "s-00~s1", 1 };
+	struct mcp_out out;
+	cJSON *ext;
+
+	mcp_dispatch(&in, &out);
+	CHECK_INT(out.status, 200);
+	CHECK_INT(out.npend, 1);
+	CHECK_STR(out.pend[0].tc->name, "tasks/get");
+	CHECK_INT(out.era.tasks, 1);
+	/* an rpc_error from tasks_run becomes the JSON-RPC error */
+	out.pend[0].tc->rpc_error = cJSON_Parse("{\"code\":-32602,\"message\":\"Unknown task\"}");
+	CHECK_INT(mcp_complete(&out, 0), 1);
+	CHECK_INT(err_code(out.body), -32602);
+	mcp_out_free(&out);
+	/* Mcp-Name must be the taskId */
+	in.hname = "other";
+	mcp_dispatch(&in, &out);
+	CHECK_INT(out.status, 400);
+	CHECK_INT(err_code(out.body), -32020);
+	mcp_out_free(&out);
+	/* no X-Session-Id: 400 */
+	in.hname = "s-00~s1";
+	in.sid = NULL;
+	mcp_dispatch(&in, &out);
+	CHECK_INT(out.status, 400);
+	CHECK_INT(err_code(out.body), -32602);
+	mcp_out_free(&out);
+	/* tasks turned off: no such method */
+	in.sid = "s1";
+	in.tasks = 0;
+	mcp_dispatch(&in, &out);
+	CHECK_INT(err_code(out.body), -32601);
+	mcp_out_free(&out);
+	/* taskId not a string */
+	in.tasks = 1;
+	in.body = bad;
+	in.len = strlen(bad);
+	in.hname = "5";
+	mcp_dispatch(&in, &out);
+	CHECK(out.body != NULL && (err_code(out.body) == -32602 || err_code(out.body) == -32020));
+	mcp_out_free(&out);
+	/* discover offers the extension only while tasks are on */
+	in.body = disc;
+	in.len = strlen(disc);
+	in.hmethod = "server/discover";
+	in.hname = NULL;
+	mcp_dispatch(&in, &out);
+	ext = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(out.body, "result"),
+	    "capabilities"), "extensions");
+	CHECK(cJSON_GetObjectItem(ext, "io.modelcontextprotocol/tasks") != NULL);
+	mcp_out_free(&out);
+	in.tasks = 0;
+	mcp_dispatch(&in, &out);
+	ext = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(out.body, "result"),
+	    "capabilities"), "extensions");
+	CHECK(ext == NULL);
+	mcp_out_free(&out);
+	/* listen for task ids without the extension: -32021 */
+	in.body = lis;
+	in.len = strlen(lis);
+	in.hmethod = "subscriptions/listen";
+	mcp_dispatch(&in, &out);
+	CHECK_INT(out.status, 400);
+	CHECK_INT(err_code(out.body), -32021);
+	mcp_out_free(&out);
+}
+
 TEST(test_mcp_batch_0326)
 {
 	const char *b = "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"},"
@@ -325,7 +400,7 @@ TEST(test_mcp_batch_0326)
 	    "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"nope\"},"
 	    "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-03-26\"}},"
 	    "7]";
-	struct mcp_in in = { b, strlen(b), NULL, "sess", NULL, NULL, NULL, NULL };
+	struct mcp_in in = { b, strlen(b), NULL, "sess", NULL, NULL, NULL, NULL, 0 };
 	struct mcp_out out;
 	cJSON *item;
 
@@ -349,7 +424,7 @@ TEST(test_mcp_batch_0326)
 TEST(test_mcp_tools_list)
 {
 	const char *b = "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}";
-	struct mcp_in in = { b, strlen(b), "2025-11-25", NULL, NULL, NULL, NULL, NULL };
+	struct mcp_in in = { b, strlen(b), "2025-11-25", NULL, NULL, NULL, NULL, NULL, 0 };
 	struct mcp_out out;
 	cJSON *tools, *t;
 	int n = 0;
@@ -373,7 +448,7 @@ TEST(test_mcp_progress_token)
 {
 	const char *b = "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":"
 	    "{\"name\":\"shell\",\"arguments\":{\"command\":\"sleep 1\"},\"_meta\":{\"progressToken\":0}}}";
-	struct mcp_in in = { b, strlen(b), NULL, "s1", "org", "user", NULL, NULL };
+	struct mcp_in in = { b, strlen(b), NULL, "s1", "org", "user", NULL, NULL, 0 };
 	struct mcp_out out;
 
 	mcp_dispatch(&in, &out);
@@ -404,7 +479,7 @@ TEST(test_mcp_cancel)
 	size_t i;
 
 	for (i = 0; i < NELEM(t); i++) {
-		struct mcp_in in = { t[i].body, strlen(t[i].body), NULL, "s", NULL, NULL, NULL, NULL };
+		struct mcp_in in = { t[i].body, strlen(t[i].body), NULL, "s", NULL, NULL, NULL, NULL, 0 };
 
 		mcp_dispatch(&in, &out);
 		CHECK_INT(out.status, 202);	/* notifications: never answered */
@@ -421,7 +496,7 @@ TEST(test_mcp_cancelled_no_response)
 	const char *batch = "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"},"
 	    "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"shell\",\"arguments\":{\"command\":\"a\"}}},"
 	    "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"shell\",\"arguments\":{\"command\":\"b\"}}}]";
-	struct mcp_in in = { one, strlen(one), NULL, "s", NULL, NULL, NULL, NULL };
+	struct mcp_in in = { one, strlen(one), NULL, "s", NULL, NULL, NULL, NULL, 0 };
 	struct mcp_out out;
 
 	mcp_dispatch(&in, &out);
@@ -478,7 +553,7 @@ TEST(test_mcp_ids_exact)
 
 	for (i = 0; i < NELEM(t); i++) {
 		struct mcp_out out;
-		struct mcp_in in = { body, 0, NULL, "s", NULL, NULL, NULL, NULL };
+		struct mcp_in in = { body, 0, NULL, "s", NULL, NULL, NULL, NULL, 0 };
 		char *txt;
 
 		snprintf(body, sizeof(body), "{\"jsonrpc\":\"2.0\",\"id\":%s,"
@@ -508,7 +583,7 @@ TEST(test_mcp_ids_exact_elsewhere)
 	    "\"method\":\"tools/call\",\"id\":12345678901234567891}";
 	const char *c = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\","
 	    "\"params\":{\"requestId\":12345678901234567891}}";
-	struct mcp_in in = { b, strlen(b), NULL, "s", NULL, NULL, NULL, NULL };
+	struct mcp_in in = { b, strlen(b), NULL, "s", NULL, NULL, NULL, NULL, 0 };
 	struct mcp_out out;
 	char *txt;
 
@@ -531,7 +606,7 @@ TEST(test_mcp_ids_exact_elsewhere)
 	CHECK_STR(member_text(out.body, "id"), "12345678901234567891");
 	{
 		/* the cancel names the same request: the ids compare equal */
-		struct mcp_in ci = { c, strlen(c), NULL, "s", NULL, NULL, NULL, NULL };
+		struct mcp_in ci = { c, strlen(c), NULL, "s", NULL, NULL, NULL, NULL, 0 };
 		struct mcp_out co;
 		cJSON *id = cJSON_GetObjectItem(out.body, "id");
 
@@ -565,7 +640,7 @@ TEST(test_mcp_nul_refused)
 		{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"shell\",\"arguments\":{\"command\":\"echo \\\\u0000\"}}}", 200, 0, 1 },
 	};
 	static const char rawnul[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"x\":\"a\0b\"}";
-	struct mcp_in in = { rawnul, sizeof(rawnul) - 1, NULL, "s", NULL, NULL, NULL, NULL };
+	struct mcp_in in = { rawnul, sizeof(rawnul) - 1, NULL, "s", NULL, NULL, NULL, NULL, 0 };
 	struct mcp_out out;
 	char err[512];
 	size_t i;
@@ -610,6 +685,7 @@ main(void)
 	RUN(test_mcp_initialize_negotiation);
 	RUN(test_mcp_modern);
 	RUN(test_mcp_modern_meta);
+	RUN(test_mcp_tasks_dispatch);
 	RUN(test_mcp_batch_0326);
 	RUN(test_mcp_tools_list);
 	RUN(test_mcp_progress_token);
