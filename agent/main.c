@@ -298,6 +298,12 @@ h_job_stop(struct conn *c, const struct route_req *q)
 }
 
 static void
+h_job_stream(struct conn *c, const struct route_req *q)
+{
+	job_http_stream(c, q->id, q->r->query);
+}
+
+static void
 h_raw_get(struct conn *c, const struct route_req *q)
 {
 	fileops_http_raw_get(c, q->r->query);
@@ -364,6 +370,7 @@ static const struct route routes[] = {
 	{ "GET",  "/v1/jobs/{id}",	 0,		 h_job_get },
 	{ "POST", "/v1/jobs/{id}/wait",	 0,		 h_job_wait },
 	{ "POST", "/v1/jobs/{id}/stop",	 0,		 h_job_stop },
+	{ "GET",  "/v1/jobs/{id}/stream", 0,		 h_job_stream },
 	{ "POST", "/v1/exec",		 0,		 h_exec },
 	{ "GET",  "/v1/files/raw",	 0,		 h_raw_get },
 	{ "PUT",  "/v1/files/raw",	 ROUTE_STREAM_BODY, h_raw_put },
