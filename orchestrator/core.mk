@@ -9,7 +9,7 @@ ORCH_SRCS := orchestrator/conf.c orchestrator/lib/work.c orchestrator/session/se
 	orchestrator/mcp/schema.c orchestrator/mcp/tools.c orchestrator/mcp/toollive.c orchestrator/mcp/areq.c orchestrator/mcp/filetools.c orchestrator/mcp/toolres.c orchestrator/mcp/mcp.c \
 	orchestrator/lib/jsonu.c orchestrator/http/http.c orchestrator/http/httpreq.c orchestrator/http/httpstream.c orchestrator/http/httplisten.c \
 	orchestrator/mcp/mcp_http.c \
-	orchestrator/api/rest.c orchestrator/api/homes.c orchestrator/api/xfer.c orchestrator/server.c orchestrator/runtime/fake/fake.c
+	orchestrator/api/rest.c orchestrator/api/homes.c orchestrator/api/idem.c orchestrator/api/xfer.c orchestrator/server.c orchestrator/runtime/fake/fake.c
 ORCH_OBJS := $(ORCH_SRCS:%.c=$(B)/%.o)
 ORCH_MAIN := $(B)/orchestrator/main.o
 ORCH_DEFS :=
