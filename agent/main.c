@@ -11,6 +11,7 @@
  * Layers: a file calls and includes only files below it (docs/agent.md).
  *   main.c
  *   shell.c job.c exec.c fileops.c	(job.c, exec.c also call shell.c)
+ *   jobwrap.c jobx.c			(job.c's; they call shell.c)
  *   conn.c fsd.c			(fsd.c: fsview.c, fswire.c, nest.c)
  *   ev.c http.c edit.c proc.c cgroup.c nest.c
  *   json.c agent.c, then common/
