@@ -238,6 +238,7 @@ jobwrap_main(const char *dir, int outfd, int pipefd, int cgfd, const char *cwd,
 	sigset_t none, chld;
 	pid_t child, w;
 	int st, i, code = -1, sig = -1, oom = 0, tmo, reaped = 0, timed_out = 0;
+	int exit_due = 0;	/* kill_leftovers: the exit is still to record */
 	int dnull, op[2], ep[2] = { -1, -1 }, sfd, infd = -1, np;
 	char inpath[PATH_MAX + 128];
 
@@ -321,8 +322,8 @@ jobwrap_main(const char *dir, int outfd, int pipefd, int cgfd, const char *cwd,
 		close(infd);
 	if (o->timeout_ms > 0)
 		deadline = util_mono_ms() + o->timeout_ms;
-	else
-		close(5);	/* kept for the timeout's cgroup.kill */
+	if (o->timeout_ms <= 0 && !o->kill_leftovers)
+		close(5);	/* else kept for a cgroup.kill */
 	ign((int)write(4, &child, sizeof(child)));
 	close(4);
 	memset(&sp, 0, sizeof(sp));
@@ -356,12 +357,18 @@ jobwrap_main(const char *dir, int outfd, int pipefd, int cgfd, const char *cwd,
 			}
 			spool_read(&sp, 1);
 			spool_save(&sp);
-			wrapper_exit_record(dir, code, sig, oom, timed_out);
+			if (o->kill_leftovers) {
+				/* as /v1/exec: the command's end ends its tree,
+				 * the exit is recorded once the pipes are done */
+				wrapper_kill_tree(child);
+				exit_due = 1;
+			} else
+				wrapper_exit_record(dir, code, sig, oom, timed_out);
 		}
 		if (w == -1 && errno == ECHILD) {
 			/* Nothing of the job is left: nothing can still write
 			 * (short of an fd passed elsewhere: give up after 5 s). */
-			for (i = 0; spool_open(&sp) && i < 50; i++) {
+			for (i = 0; spool_open(&sp) && i < (exit_due ? 20 : 50); i++) {
 				spool_read(&sp, 1);
 				if (spool_open(&sp))
 					(void)poll((struct pollfd[2]){
@@ -369,6 +376,8 @@ jobwrap_main(const char *dir, int outfd, int pipefd, int cgfd, const char *cwd,
 					    { sp.pfd[1], POLLIN, 0 } }, 2, 100);
 			}
 			spool_save(&sp);
+			if (exit_due)
+				wrapper_exit_record(dir, code, sig, oom, timed_out);
 			break;
 		}
 		tmo = -1;

@@ -76,6 +76,11 @@ jobx_opts_parse(struct conn *c, const struct json *body,
 		goto bad;
 	}
 	o->split = r == 0 && slen == 5;
+	if (json_get_bool(body, "kill_leftovers", &o->kill_leftovers) == -1) {
+		conn_reply_error(c, 400, "bad_request", "kill_leftovers must be "
+		    "a boolean");
+		goto bad;
+	}
 	if (json_get_int(body, "timeout_ms", &o->timeout_ms) == -1 ||
 	    o->timeout_ms < 0 || o->timeout_ms > AGENT_MAX_TIMEOUT_MS) {
 		conn_reply_error(c, 400, "bad_request", "timeout_ms must be an "
@@ -99,6 +104,8 @@ jobx_opts_parse(struct conn *c, const struct json *body,
 	if (r == 0) {
 		if (s[0] == '/')
 			snprintf(o->cwd, sizeof(o->cwd), "%.*s", (int)slen, s);
+		else if (slen == 1 && s[0] == '.')	/* exec's default */
+			snprintf(o->cwd, sizeof(o->cwd), "%s", agent_conf.workdir);
 		else
 			snprintf(o->cwd, sizeof(o->cwd), "%s/%.*s",
 			    agent_conf.workdir, (int)slen, s);

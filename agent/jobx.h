@@ -31,6 +31,8 @@ struct jw;
 struct jobx_opts {
 	char		 id[32];	/* "": a random one */
 	int		 split;		/* "streams":"split" */
+	int		 kill_leftovers;	/* the end of its main process
+					 * kills the rest of its tree */
 	long long	 timeout_ms;	/* 0: none */
 	long long	 max_output;	/* 0: the spool cap */
 	char		 cwd[PATH_MAX];	/* "": the shell's */

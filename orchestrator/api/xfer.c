@@ -473,6 +473,7 @@ keyed_exec(struct xj *j, struct agentc *ac)
 	}
 	cJSON_AddStringToObject(o, "id", v.job);
 	cJSON_AddStringToObject(o, "streams", "split");
+	cJSON_AddBoolToObject(o, "kill_leftovers", 1);
 	if (!cJSON_HasObjectItem(o, "timeout_ms"))
 		cJSON_AddNumberToObject(o, "timeout_ms", XFER_EXEC_DEFAULT_MS);
 	if (!cJSON_HasObjectItem(o, "cwd"))

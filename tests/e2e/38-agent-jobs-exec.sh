@@ -53,6 +53,18 @@ check "timeout: the background process of the job is dead too" bash -c "! kill -
 api GET /v1/jobs/j-0000000000a2
 check "timeout: the job says timed_out and 124" test "$(j '[.exit_code, .timed_out] | map(tostring) | join(" ")')" = "124 true"
 
+# --- kill_leftovers: the main process's end ends the tree (as /v1/exec) ---
+api POST /v1/jobs '{"command":"sleep 60 & echo $! > '"$T"'/left; echo main","streams":"split","kill_leftovers":true,"id":"j-0000000000b1"}'
+out=$(stream j-0000000000b1)
+check "kill_leftovers: the exit line once the tree is gone" test "$(dec out <<<"$out")|$(tail -1 <<<"$out" | jq .exit)" = "main|0"
+check "kill_leftovers: the background process is dead" bash -c "! kill -0 $(cat "$T/left") 2>/dev/null"
+api POST /v1/jobs '{"command":"sleep 60 & echo $! > '"$T"'/left2; echo main","streams":"split","id":"j-0000000000b2"}'
+out=$(stream j-0000000000b2)
+check "without kill_leftovers: a job's background process lives on (as before)" kill -0 "$(cat "$T/left2")"
+api POST /v1/jobs/j-0000000000b2/stop
+api POST /v1/jobs '{"command":"true","kill_leftovers":1}'
+check "kill_leftovers not a boolean: 400" test "$(status)" = 400
+
 # --- the cap's note, at its place, then only counted ---
 api POST /v1/jobs '{"command":"head -c 3000 /dev/zero; echo tail","streams":"split","max_output":1024,"id":"j-0000000000a3"}'
 out=$(stream j-0000000000a3)

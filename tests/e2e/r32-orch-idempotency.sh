@@ -93,6 +93,10 @@ check "keyed timeout: the whole tree was killed" test "$(ex "{\"command\":\"kill
 out=$(kex k-tmo '{"command":"sleep 30 & echo $! > /tmp/tmo.pid; sleep 30","timeout":1}')
 check "keyed timeout re-issued: 124 again, not rerun" test "$(tail -1 <<<"$out" | jq -r .exit)" = 124
 
+out=$(kex k-left '{"command":"sleep 300 & echo $! > /tmp/left.pid; echo main"}')
+bg=$(ex '{"command":"cat /tmp/left.pid"}' | dec out)
+check "keyed: the command's end kills what it left running (as without a key)" test "$(ex "{\"command\":\"kill -0 $bg 2>/dev/null && echo alive || echo dead\"}" | dec out)" = dead
+
 # --- a client that goes does not end a keyed command; a re-issue gets it all ---
 B3='{"command":"echo start; sleep 2; echo end >> /workspace/d; echo fin >&2"}'
 kex k-gone "$B3" > /dev/null &
