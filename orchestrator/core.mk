@@ -33,7 +33,7 @@ $(B)/orchestrator/orchestrator: $(ORCH_MAIN) $(ORCH_OBJS) $(ORCH_RT_OBJS) \
 
 # Unit tests: link everything but main.o.
 ORCH_UNITS := test_orch_mcp test_orch_jsonu test_orch_tools test_orch_results test_orch_egress \
-	test_orch_work
+	test_orch_work test_orch_idem
 UNIT_TESTS += $(ORCH_UNITS:%=$(B)/tests/unit/%)
 ALL_OBJS += $(ORCH_UNITS:%=$(B)/tests/unit/%.o)
 $(ORCH_UNITS:%=$(B)/tests/unit/%.o): CPPFLAGS += -Iorchestrator -Inetpol $(ORCH_DEFS)
