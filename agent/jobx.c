@@ -455,11 +455,13 @@ js_pump(void *arg)
 		}
 		free(p);
 		s->off += (long long)used;
-		if (s->failed)
+		if (s->failed || s->gone)
 			break;
 		if (got < JOBX_READ && (used == got || !ended))
 			break;		/* at the end of what is there */
 	}
+	if (s->gone)
+		return;		/* the connection said so: js_gone frees s */
 	if (s->failed) {
 		js_gone(s);
 		return;
@@ -469,6 +471,8 @@ js_pump(void *arg)
 			js_exit(s, &e);
 		else
 			js_line(s, JOBX_REMOVED, strlen(JOBX_REMOVED));
+		if (s->gone)
+			return;
 		conn_stream_end(s->c);
 		free(s->path);
 		free(s);
