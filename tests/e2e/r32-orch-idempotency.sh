@@ -123,6 +123,15 @@ sleep 1.5
 bg=$(ex '{"command":"cat /tmp/bgpid"}' | dec out)
 check "no key: a client that goes still kills the tree" test "$(ex "{\"command\":\"kill -0 $bg 2>/dev/null && echo alive || echo dead\"}" | dec out)" = dead
 
+# --- what a key costs: 10 execs of `true` each way (a figure, printed) ---
+ms_of() { local t0; t0=$(date +%s%N); "$@" >/dev/null; echo $(( ($(date +%s%N) - t0) / 1000000 )); }
+med() { sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+plain=$(for i in $(seq 10); do ms_of ex '{"command":"true"}'; done | med)
+keyed=$(for i in $(seq 10); do ms_of kex "k-cost-$i" '{"command":"true"}'; done | med)
+again=$(for i in $(seq 10); do ms_of kex "k-cost-$i" '{"command":"true"}'; done | med)
+echo "exec of true, median of 10: no key ${plain} ms, a new key ${keyed} ms, a re-issue ${again} ms (load $(cut -d' ' -f1 /proc/loadavg))"
+check "a keyed exec of true answers within 1 s (${keyed} ms)" test "$keyed" -lt 1000
+
 # --- keys are per session ---
 S2=idem-2
 rest POST /v1/sessions -H 'Content-Type: application/json' -d "{\"id\":\"$S2\"}" -o /dev/null
