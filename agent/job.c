@@ -1,7 +1,7 @@
 /*
  * job.c: async jobs (see job.h). The truth about a job is its directory,
  * <state>/jobs/<id>/: the agent writes script and status.json (replaced
- * whole) and stopped, the job's wrapper (wrapper_main, a fork that never
+ * whole) and stopped, the job's wrapper (jobwrap.c, a fork that never
  * returns to the agent) writes output, dropped and exit.json; the agent
  * reads them back for every answer (jinfo_load), so a restarted agent
  * knows every job it finds there. In memory: the list of known ids in start
@@ -28,9 +28,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <poll.h>
-#include <sys/prctl.h>
-#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -45,7 +42,6 @@
 #include "jobx.h"
 #include "json.h"
 #include "log.h"
-#include "nest.h"
 #include "proc.h"
 #include "shell.h"
 #include "strnum.h"

@@ -84,7 +84,7 @@ jobx_opts_parse(struct conn *c, const struct json *body,
 	if (json_get_int(body, "timeout_ms", &o->timeout_ms) == -1 ||
 	    o->timeout_ms < 0 || o->timeout_ms > AGENT_MAX_TIMEOUT_MS) {
 		conn_reply_error(c, 400, "bad_request", "timeout_ms must be an "
-		    "integer from 1 to %lld", AGENT_MAX_TIMEOUT_MS);
+		    "integer from 0 (none) to %lld", AGENT_MAX_TIMEOUT_MS);
 		goto bad;
 	}
 	if (json_get_int(body, "max_output", &o->max_output) == -1 ||
