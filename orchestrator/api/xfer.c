@@ -230,9 +230,15 @@ exec_lost(struct xj *j, const char *why)
 	cJSON *o;
 	char msg[512], *line;
 
-	snprintf(msg, sizeof(msg), "session %s: the agent was lost while the "
-	    "command ran (%s): its exit status and the rest of its output are "
-	    "unknown", j->sid, why);
+	if (j->idem_key != NULL)
+		snprintf(msg, sizeof(msg), "session %s: the agent's stream of the "
+		    "command broke off (%s); the command may still run: send the "
+		    "request again with the same Idempotency-Key to attach to it",
+		    j->sid, why);
+	else
+		snprintf(msg, sizeof(msg), "session %s: the agent was lost while "
+		    "the command ran (%s): its exit status and the rest of its "
+		    "output are unknown", j->sid, why);
 	log_warnx("session=%s rest exec: %s", j->sid, why);
 	o = http_err_json("agent_lost", msg);
 	line = cJSON_PrintUnformatted(o);
