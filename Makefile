@@ -109,6 +109,20 @@ $(B)/%.o: %.c
 
 -include $(ALL_OBJS:.o=.d)
 
+# docs/openapi.json built into the orchestrator, which serves it at GET
+# /openapi.json (server.c): a C array of its bytes and its ETag (the first
+# 16 hex digits of its SHA-256), made with od, sed and sha256sum.
+$(B)/gen/openapi_json.h: docs/openapi.json
+	@mkdir -p $(@D)
+	@{ echo '/* made from docs/openapi.json by the Makefile: do not edit */'; \
+	  echo 'static const unsigned char openapi_json[] = {'; \
+	  od -An -v -tx1 $< | sed 's/ \([0-9a-f][0-9a-f]\)/0x\1,/g'; \
+	  echo '};'; \
+	  echo "#define OPENAPI_ETAG \"\\\"$$(sha256sum $< | cut -c1-16)\\\"\""; \
+	} > $@.tmp && mv $@.tmp $@
+$(B)/orchestrator/server.o: $(B)/gen/openapi_json.h
+$(B)/orchestrator/server.o: CPPFLAGS += -I$(B)/gen
+
 # Each part lists its fuzz targets in FUZZ_TARGETS (libFuzzer builds, make fuzz)
 # and REPLAY_TESTS (the same target linked with tests/fuzz/replay_main.c under
 # gcc; tests/run replays tests/fuzz/corpus/<name>/ through it).

@@ -57,6 +57,7 @@
 #include "nest.h"
 #include "proc.h"
 #include "shell.h"
+#include "shellres.h"
 #include "strnum.h"
 #include "util.h"
 #include "xmalloc.h"
@@ -114,8 +115,9 @@ static void
 h_shell(struct conn *c, const struct route_req *q)
 {
 	const struct json *body = q->js;
-	const char *cmd;
-	size_t len;
+	const char *cmd, *rid;
+	size_t len, ridlen;
+	char ridbuf[SHELLRES_ID_MAX + 1];
 	long long tmo = 120000, maxo = (long long)agent_conf.max_output;
 	int r;
 
@@ -134,9 +136,20 @@ h_shell(struct conn *c, const struct route_req *q)
 		    "max_output must be a non-negative integer");
 		return;
 	}
-	r = shell_run(cmd, len, tmo, (size_t)maxo, shell_done, c);
-	if (r == 0)	/* nobody to answer: stop it (and say so next time) */
-		conn_on_gone(c, shell_abandon, c);
+	if ((r = json_get_str(body, "result_id", &rid, &ridlen)) == -1 ||
+	    (r == 0 && !shellres_id_ok(rid, ridlen))) {
+		conn_reply_error(c, 400, "bad_request", "result_id must be 1-%d "
+		    "characters from A-Z a-z 0-9 - _", SHELLRES_ID_MAX);
+		return;
+	}
+	if (r == 0)
+		memcpy(ridbuf, rid, ridlen);
+	ridbuf[r == 0 ? ridlen : 0] = '\0';
+	r = shell_run(cmd, len, tmo, (size_t)maxo, ridbuf, shell_done, c);
+	/* nobody to answer: stop it (and say so next time); one with a
+	 * result id runs on and keeps its result (an MCP task's) */
+	if (r == 0)
+		conn_on_gone(c, ridbuf[0] != '\0' ? shell_detach : shell_abandon, c);
 	if (r == -1) {
 		conn_reply_error(c, 409, "busy", "the shell is running another "
 		    "command; wait for it, or start this one as a job");
@@ -161,6 +174,70 @@ h_shell_interrupt(struct conn *c, const struct route_req *q)
 		conn_reply(c, 200, "application/json", "{\"interrupted\":true}", 20);
 	else
 		conn_reply(c, 200, "application/json", "{\"interrupted\":false}", 21);
+}
+
+/*
+ * GET /v1/shell/result/{id}: {"state":"running","started_ms"} while the
+ * command runs (or waits to), the kept record (shellres.c) with "state":
+ * "done" once it ended, 404 when neither (never started here, or removed).
+ */
+#define DONE_HEAD	"{\"state\":\"done\","
+
+static void
+h_shell_result(struct conn *c, const struct route_req *q)
+{
+	struct buf b;
+	long long t0;
+	char head[96];
+
+	if (!shellres_id_ok(q->id, strlen(q->id))) {
+		conn_reply_error(c, 400, "bad_request", "bad result id");
+		return;
+	}
+	if (shell_result_running(q->id, &t0)) {
+		snprintf(head, sizeof(head), "{\"state\":\"running\","
+		    "\"started_ms\":%lld}", t0);
+		conn_reply(c, 200, "application/json", head, strlen(head));
+		return;
+	}
+	buf_init(&b, AGENT_MAX_RESP + 4096);
+	if (buf_addstr(&b, DONE_HEAD) == -1 ||
+	    shellres_load(q->id, &b) == -1 || b.len < sizeof(DONE_HEAD) + 1 ||
+	    b.p[sizeof(DONE_HEAD) - 1] != '{') {
+		buf_free(&b);
+		conn_reply_error(c, 404, "not_found", "no shell command with "
+		    "result id %s runs or was kept", q->id);
+		return;
+	}
+	b.p[sizeof(DONE_HEAD) - 1] = ' ';	/* its '{' joins the head */
+	conn_reply(c, 200, "application/json", b.p, b.len);
+	buf_free(&b);
+}
+
+/* POST /v1/shell/result/{id}/cancel: stops that command (shell_interrupt),
+ * its kept result marked cancelled; {"cancelled":false} when it ended. */
+static void
+h_shell_result_cancel(struct conn *c, const struct route_req *q)
+{
+	struct buf b;
+
+	if (!shellres_id_ok(q->id, strlen(q->id))) {
+		conn_reply_error(c, 400, "bad_request", "bad result id");
+		return;
+	}
+	if (shell_result_cancel(q->id)) {
+		conn_reply(c, 200, "application/json", "{\"cancelled\":true}", 18);
+		return;
+	}
+	buf_init(&b, AGENT_MAX_RESP + 4096);
+	if (shellres_load(q->id, &b) == 0) {
+		buf_free(&b);
+		conn_reply(c, 200, "application/json", "{\"cancelled\":false}", 19);
+		return;
+	}
+	buf_free(&b);
+	conn_reply_error(c, 404, "not_found", "no shell command with result "
+	    "id %s runs or was kept", q->id);
 }
 
 #define SHELL_TAIL_DEFAULT	2048
@@ -365,6 +442,8 @@ static const struct route routes[] = {
 	{ "POST", "/v1/shell",		 0,		 h_shell },
 	{ "POST", "/v1/shell/interrupt", 0,		 h_shell_interrupt },
 	{ "GET",  "/v1/shell/output",	 0,		 h_shell_output },
+	{ "GET",  "/v1/shell/result/{id}", 0,		 h_shell_result },
+	{ "POST", "/v1/shell/result/{id}/cancel", 0,	 h_shell_result_cancel },
 	{ "POST", "/v1/env",		 0,		 h_env },
 	{ "POST", "/v1/jobs",		 0,		 h_job_start },
 	{ "GET",  "/v1/jobs",		 0,		 h_job_list },
@@ -965,6 +1044,9 @@ main(int argc, char **argv)
 	/* after nest_init: the file helper forks into the sandbox's view */
 	if (fsd_init(err, sizeof(err)) == -1)
 		fatalx("files: %s", err);
+	if (shellres_init() == -1)
+		log_warnx("shell results: state directory %s unusable",
+		    agent_conf.statedir);
 	if (job_init() == -1)
 		log_warnx("jobs: state directory %s unusable", agent_conf.statedir);
 	if (shell_init() == -1)

@@ -48,6 +48,7 @@
 #include "nest.h"
 #include "proc.h"
 #include "shell.h"
+#include "shellres.h"
 #include "strnum.h"
 #include "util.h"
 #include "xmalloc.h"
@@ -106,6 +107,7 @@ static struct {
 		size_t		 max_output;
 		shell_done_cb	 cb;
 		void		*arg;
+		char		 result_id[SHELLRES_ID_MAX + 1];
 	} queued;
 	char		*head;
 	size_t		 headcap, headlen;
@@ -120,6 +122,10 @@ static struct {
 	int		 abandoned;	/* its caller went away (shell_abandon):
 					 * stopped, its result dropped */
 	int		 tell_abandoned; /* the next command's result says so */
+	char		 result_id[SHELLRES_ID_MAX + 1];	/* kept result
+					 * (shellres.c) of the running command */
+	int		 res_cancelled;	/* its task was cancelled */
+	long long	 started_unix;	/* its start, unix ms */
 	int		 cur_told;	/* this command's result says so */
 	char		*cur_cmd;	/* the running command (shown if it is
 					 * abandoned) */
@@ -700,7 +706,8 @@ write_result(struct jw *w, int exit_code, const char *out, size_t outlen,
  * connection when cb is NULL.
  */
 static void
-reply_not_started(shell_done_cb cb, void *arg)
+reply_not_started(shell_done_cb cb, void *arg, const char *result_id,
+    int cancelled)
 {
 	struct buf body;
 	struct jw w;
@@ -708,8 +715,16 @@ reply_not_started(shell_done_cb cb, void *arg)
 	buf_init(&body, 4096);
 	jw_init(&w, &body);
 	write_result(&w, -1, "", 0, 0, 1, 0, 0, 0, 0, 0);
-	if (jw_finish(&w) == -1)
-		conn_reply_error(arg, 500, "internal", "response too large");
+	if (jw_finish(&w) == -1) {
+		if (arg != NULL)
+			conn_reply_error(arg, 500, "internal", "response too large");
+		buf_free(&body);
+		return;
+	}
+	if (result_id[0] != '\0')
+		shellres_save(result_id, util_unix_ms(), cancelled, &body);
+	if (arg == NULL)
+		;	/* detached: nobody to answer */
 	else if (cb != NULL)
 		cb(arg, &body);
 	else
@@ -732,7 +747,7 @@ shell_interrupt(void)
 		free(sh.queued.cmd);
 		sh.queued.cmd = NULL;
 		log_info("shell command interrupted before it started");
-		reply_not_started(cb, arg);
+		reply_not_started(cb, arg, sh.queued.result_id, 0);
 		return 1;
 	}
 	/* Idle, or already being stopped (a timeout, an earlier interrupt). */
@@ -832,10 +847,18 @@ shell_finish(int exit_code, int restarted, int died_status)
 	agent_touch();
 	if (jw_finish(&w) == -1) {
 		buf_free(&body);
-		conn_reply_error(arg, 500, "internal", "response too large");
-	} else
-		cb(arg, &body);
+		if (arg != NULL)
+			conn_reply_error(arg, 500, "internal", "response too large");
+	} else {
+		if (sh.result_id[0] != '\0')
+			shellres_save(sh.result_id, sh.started_unix,
+			    sh.res_cancelled, &body);
+		if (arg != NULL)	/* else detached: nobody to answer */
+			cb(arg, &body);
+	}
 	buf_free(&body);
+	sh.result_id[0] = '\0';
+	sh.res_cancelled = 0;
 	run_queued();
 	return;
 nomem:
@@ -847,8 +870,11 @@ nomem:
 		sh.abandoned = 0;
 		sh.tell_abandoned = 1;
 	}
+	sh.result_id[0] = '\0';
+	sh.res_cancelled = 0;
 	agent_touch();
-	conn_reply_error(arg, 500, "internal", "output too large");
+	if (arg != NULL)
+		conn_reply_error(arg, 500, "internal", "output too large");
 	run_queued();
 }
 
@@ -868,7 +894,7 @@ shell_abandon(void *arg)
 		sh.queued.set = 0;
 		free(sh.queued.cmd);
 		sh.queued.cmd = NULL;
-		reply_not_started(NULL, arg);
+		reply_not_started(NULL, arg, sh.queued.result_id, 0);
 		return;
 	}
 	if (!sh.busy || sh.internal || sh.arg != arg || sh.abandoned)
@@ -889,20 +915,79 @@ shell_abandon(void *arg)
 	stop_command();
 }
 
+void
+shell_detach(void *arg)
+{
+	if (sh.queued.set && sh.queued.arg == arg) {
+		sh.queued.cb = NULL;
+		sh.queued.arg = NULL;
+		log_info("shell command %s: its caller went away; it still runs "
+		    "(queued)", sh.queued.result_id);
+		return;
+	}
+	if (!sh.busy || sh.internal || sh.arg != arg)
+		return;
+	sh.cb = NULL;
+	sh.arg = NULL;
+	log_info("shell command %s: its caller went away after %lld ms; it "
+	    "runs on, its result is kept", sh.result_id, util_mono_ms() - sh.t0);
+}
+
+int
+shell_result_running(const char *id, long long *started_ms)
+{
+	if (sh.busy && !sh.internal && strcmp(sh.result_id, id) == 0) {
+		*started_ms = sh.started_unix;
+		return 1;
+	}
+	if (sh.queued.set && strcmp(sh.queued.result_id, id) == 0) {
+		*started_ms = 0;
+		return 1;
+	}
+	return 0;
+}
+
+int
+shell_result_cancel(const char *id)
+{
+	shell_done_cb cb;
+	void *arg;
+
+	if (sh.queued.set && strcmp(sh.queued.result_id, id) == 0) {
+		cb = sh.queued.cb;
+		arg = sh.queued.arg;
+		sh.queued.set = 0;
+		free(sh.queued.cmd);
+		sh.queued.cmd = NULL;
+		log_info("shell command %s cancelled before it started", id);
+		reply_not_started(cb, arg, id, 1);
+		return 1;
+	}
+	if (!sh.busy || sh.internal || strcmp(sh.result_id, id) != 0)
+		return 0;
+	sh.res_cancelled = 1;
+	log_info("shell command %s cancelled", id);
+	(void)shell_interrupt();
+	return 1;
+}
+
 /* Starts the call queued behind a snapshot or an abandoned command. */
 static void
 run_queued(void)
 {
+	char rid[SHELLRES_ID_MAX + 1];
 	int r;
 
 	if (!sh.queued.set || sh.busy)
 		return;
 	sh.queued.set = 0;
+	memcpy(rid, sh.queued.result_id, sizeof(rid));
 	r = shell_run(sh.queued.cmd, sh.queued.len, sh.queued.timeout_ms,
-	    sh.queued.max_output, sh.queued.cb, sh.queued.arg);
+	    sh.queued.max_output, rid[0] != '\0' ? rid : NULL, sh.queued.cb,
+	    sh.queued.arg);
 	free(sh.queued.cmd);
 	sh.queued.cmd = NULL;
-	if (r != 0)
+	if (r != 0 && sh.queued.arg != NULL)
 		conn_reply_error(sh.queued.arg, 500, "internal",
 		    "the shell could not run the command");
 }
@@ -976,12 +1061,14 @@ add_cmd_script(struct buf *b, const char *cmd, size_t len)
 
 int
 shell_run(const char *cmd, size_t len, long long timeout_ms, size_t max_output,
-    shell_done_cb cb, void *arg)
+    const char *result_id, shell_done_cb cb, void *arg)
 {
 	char room[SHELL_NOTE_MAX];
 
 	if (memchr(cmd, '\0', len) != NULL || len > SHELL_MAX_CMD)
 		return -2;
+	if (result_id == NULL)
+		result_id = "";
 	if (sh.busy && (sh.internal || sh.abandoned) && !sh.queued.set) {
 		/* An env snapshot takes a millisecond, an abandoned command is
 		 * being stopped: run this right after. */
@@ -994,6 +1081,8 @@ shell_run(const char *cmd, size_t len, long long timeout_ms, size_t max_output,
 		sh.queued.max_output = max_output;
 		sh.queued.cb = cb;
 		sh.queued.arg = arg;
+		snprintf(sh.queued.result_id, sizeof(sh.queued.result_id), "%s",
+		    result_id);
 		return 0;
 	}
 	if (sh.busy)
@@ -1025,6 +1114,9 @@ shell_run(const char *cmd, size_t len, long long timeout_ms, size_t max_output,
 	sh.cb = cb;
 	sh.arg = arg;
 	sh.t0 = util_mono_ms();
+	sh.started_unix = util_unix_ms();
+	snprintf(sh.result_id, sizeof(sh.result_id), "%s", result_id);
+	sh.res_cancelled = 0;
 	sh.timed_out = 0;
 	sh.interrupted = 0;
 	sh.abandoned = 0;

@@ -18,10 +18,12 @@ typedef void (*shell_done_cb)(void *arg, const struct buf *body);
 int	shell_init(void);
 /*
  * Starts cmd[0..len). Returns 0, -1 when busy (409), -2 when the command is
- * unusable (contains NUL), -3 when no shell can be started.
+ * unusable (contains NUL), -3 when no shell can be started. With a
+ * result_id (shellres.h; NULL: none) the result is also kept on disk when
+ * the command ends, for GET /v1/shell/result/{id}.
  */
 int	shell_run(const char *cmd, size_t len, long long timeout_ms,
-	    size_t max_output, shell_done_cb, void *arg);
+	    size_t max_output, const char *result_id, shell_done_cb, void *arg);
 int	shell_busy(void);
 /*
  * Stops the running command the way its timeout does (its process tree
@@ -39,6 +41,18 @@ int	shell_interrupt(void);
  * with a note saying so ("previous_interrupted": true in its result).
  */
 void	shell_abandon(void *arg);
+/*
+ * The caller of a command with a result id went away: the command (running
+ * or queued) goes on, and its result is only kept (shellres.c), never
+ * answered. The next command waits for it (409 busy).
+ */
+void	shell_detach(void *arg);
+/* 1 while the command with result id id runs or is queued (*started_ms:
+ * its start, unix ms; 0 while queued), else 0. */
+int	shell_result_running(const char *id, long long *started_ms);
+/* Stops the command with result id id as shell_interrupt does, its kept
+ * result marked cancelled: 1, or 0 when no such command runs. */
+int	shell_result_cancel(const char *id);
 /*
  * The running /v1/shell command's output so far: its last bytes (at most
  * max, never cut inside a UTF-8 character) into out[0..*len) and the

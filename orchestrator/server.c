@@ -1,9 +1,11 @@
 /*
  * server.c: the HTTP front end put together (server.h): the route table
- * (/healthz, /readyz, /mcp, /v1/sessions, /metrics) over http.c, the two
- * surfaces (mcp_http.c, rest.c), and the /metrics page that joins every
- * part's counters. It owns no protocol of its own. While draining,
- * /readyz answers 503 with Retry-After (http.c adds it to every 503).
+ * (/healthz, /readyz, /mcp, /v1/sessions, /metrics, /v1/users,
+ * /openapi.json) over http.c, the two surfaces (mcp_http.c, rest.c), the
+ * /metrics page that joins every part's counters, and the REST API's
+ * OpenAPI document (docs/openapi.json, built in). It owns no protocol of
+ * its own. While draining, /readyz answers 503 with Retry-After (http.c
+ * adds it to every 503).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,9 +21,18 @@
 #include "lib/work.h"
 #include "xmalloc.h"
 
+/* docs/openapi.json as bytes and its ETag, made by the Makefile (lint
+ * tools do not build it: an empty document stands in for them). */
+#ifndef __clang_analyzer__
+#include "openapi_json.h"
+#else
+static const unsigned char openapi_json[] = "{}";
+#define OPENAPI_ETAG "\"lint\""
+#endif
+
 /* Routes, in match order; ROUTE_* index the table's handler args. */
 enum { ROUTE_HEALTHZ, ROUTE_READYZ, ROUTE_MCP, ROUTE_MCP_SLASH, ROUTE_REST,
-    ROUTE_METRICS, ROUTE_HOMES, ROUTE_MAX };
+    ROUTE_METRICS, ROUTE_HOMES, ROUTE_OPENAPI, ROUTE_MAX };
 
 struct server {
 	struct http		*ht;
@@ -96,6 +107,22 @@ metrics(struct http *ht, struct http_req *req, const char *path UNUSED,
 	buf_free(&b);
 }
 
+/* GET /openapi.json: the document this binary was built with, under the
+ * bearer key like every route but the probes (docs/operator-guide.md §3). */
+static void
+openapi(struct http *ht, struct http_req *req, const char *path UNUSED,
+    void *arg UNUSED)
+{
+	if (http_req_method(req) != HTTP_M_GET) {
+		http_add_header(req, "Allow", "GET");
+		http_send_err(ht, req, 405, "method_not_allowed", "use GET");
+		return;
+	}
+	http_add_header(req, "ETag", OPENAPI_ETAG);
+	http_send_body(ht, req, 200, "application/json",
+	    (const char *)openapi_json, sizeof(openapi_json));
+}
+
 struct server *
 server_new(struct event_base *base, const struct conf *conf,
     struct sessmgr *mgr, const char *key, long long max_fds, char *err,
@@ -123,6 +150,8 @@ server_new(struct event_base *base, const struct conf *conf,
 	sv->homes = (struct homes_ctx){ mgr, conf };
 	r[ROUTE_HOMES] = (struct http_route){ "/v1/users/", 1, 1, HTTP_EP_REST,
 	    NULL, homes_handle, &sv->homes, NULL };
+	r[ROUTE_OPENAPI] = (struct http_route){ "/openapi.json", 0, 1,
+	    HTTP_EP_OTHER, NULL, openapi, sv, NULL };
 	if ((sv->ht = http_new(base, conf, key, sv->routes, ROUTE_MAX, max_fds,
 	    err, errlen)) == NULL) {
 		server_free(sv);

@@ -2,8 +2,9 @@
 # deps-npm.sh: installs the npm packages the tests need from their
 # package-lock.json, each part when its node_modules lacks them: the official
 # MCP TypeScript SDK client in tests/mcp; Verdaccio and the OpenAI and
-# Anthropic SDKs in tests/cred (tests/e2e/r30-fixtures.sh). Called by
-# scripts/install-deps.sh.
+# Anthropic SDKs in tests/cred (tests/e2e/r30-fixtures.sh); the OpenAPI
+# and JSON Schema validators in tests/openapi (tests/e2e/r34-openapi.sh).
+# Called by scripts/install-deps.sh.
 set -eu
 cd "$(dirname "$0")/.."
 if ! command -v npm >/dev/null 2>&1; then
@@ -13,7 +14,7 @@ if ! command -v npm >/dev/null 2>&1; then
 	fi
 	command -v npm >/dev/null 2>&1 || { echo "deps-npm: npm not found; install it (apt-get install npm)" >&2; exit 1; }
 fi
-if [ ! -d tests/mcp/node_modules/@modelcontextprotocol/sdk ]; then
+if [ ! -d tests/mcp/node_modules/@modelcontextprotocol/sdk ] || [ ! -d tests/mcp/node_modules/@modelcontextprotocol/client ]; then
 	echo "deps-npm: npm ci in tests/mcp"
 	(cd tests/mcp && npm ci --no-audit --no-fund --loglevel=error)
 fi
@@ -21,4 +22,9 @@ if [ ! -d tests/cred/node_modules/verdaccio ] || [ ! -d tests/cred/node_modules/
 	[ ! -d tests/cred/node_modules/@anthropic-ai/sdk ]; then
 	echo "deps-npm: npm ci in tests/cred"
 	(cd tests/cred && npm ci --no-audit --no-fund --loglevel=error)
+fi
+if [ ! -d tests/openapi/node_modules/@seriousme/openapi-schema-validator ] ||
+	[ ! -d tests/openapi/node_modules/ajv ] || [ ! -d tests/openapi/node_modules/ajv-formats ]; then
+	echo "deps-npm: npm ci in tests/openapi"
+	(cd tests/openapi && npm ci --no-audit --no-fund --loglevel=error)
 fi

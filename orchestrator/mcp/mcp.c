@@ -1,12 +1,20 @@
 /*
  * mcp.c: JSON-RPC 2.0 dispatch for MCP over Streamable HTTP.
  *
- * HTTP status rules (per the transport spec and the reference SDK):
- * only notifications/responses -> 202 with no body; a parse error -> 400
- * -32700 id null; an invalid request -> 400 -32600; unsupported
- * MCP-Protocol-Version -> 400 -32000; batches only for 2025-03-26 (later
- * versions -> 400 -32600); method-level errors (-32601, -32602) -> 200
- * with the error object.
+ * Two eras on one endpoint, chosen per request (era.c): a request with the
+ * 2026-07-28 _meta is served by that version's rules (modern_one below),
+ * any other by the 2025 rules of the version its MCP-Protocol-Version
+ * header names (handle_one), with no state between requests in either.
+ *
+ * HTTP status rules of the 2025 versions (per the transport spec and the
+ * reference SDK): only notifications/responses -> 202 with no body; a
+ * parse error -> 400 -32700 id null; an invalid request -> 400 -32600;
+ * unsupported MCP-Protocol-Version -> 400 -32022 (the code 2026-07-28
+ * gave it, with the versions served: a dual-era client recognises it);
+ * batches only for 2025-03-26 (later versions -> 400 -32600);
+ * method-level errors (-32601, -32602) -> 200 with the error object.
+ * 2026-07-28: header and _meta errors -> 400 (-32020, -32022, -32602),
+ * an unknown or removed method -> 404 -32601.
  *
  * Ids are echoed exactly as sent. cJSON keeps numbers as doubles (an id
  * of 9007199254740993 would come back as ...992) and cuts strings at a
@@ -27,15 +35,21 @@
 #include "mcp.h"
 #include "xmalloc.h"
 
-#define SERVER_NAME	"sandbox-orchestrator"
-#define SERVER_VERSION	"0.1.0"
-
 const char *const mcp_versions[] = {
 	[MCP_V_NONE] = "",
 	[MCP_V_0326] = "2025-03-26",
 	[MCP_V_0618] = "2025-06-18",
 	[MCP_V_1125] = "2025-11-25",
+	[MCP_V_0728] = ERA_MODERN,
 };
+
+/* Tasks (io.modelcontextprotocol/tasks) are not served yet: discover does
+ * not offer them and no call returns one. */
+#define MCP_TASKS	0
+
+/* tools/list's ttlMs (2026-07-28): tools change only with the runtime's
+ * image names. */
+#define MCP_TOOLS_TTL_MS	60000
 
 /* Longest integer id (digits and sign) echoed; longer ones are refused
  * (-32600): no client counts that high, and ids are copied per call. */
@@ -56,18 +70,30 @@ mcp_version_parse(const char *s)
 
 	if (s == NULL)
 		return MCP_V_NONE;
-	for (v = MCP_V_0326; v <= MCP_V_1125; v++)
+	for (v = MCP_V_0326; v <= MCP_V_0728; v++)
 		if (strcmp(s, mcp_versions[v]) == 0)
 			return (enum mcp_version)v;
 	return MCP_V_NONE;
 }
 
+/* initialize negotiates a 2025 version: 2026-07-28 has no initialize. */
 enum mcp_version
 mcp_negotiate(const char *requested)
 {
 	enum mcp_version v = mcp_version_parse(requested);
 
-	return v != MCP_V_NONE ? v : MCP_V_1125;
+	return v != MCP_V_NONE && v <= MCP_V_1125 ? v : MCP_V_1125;
+}
+
+cJSON *
+mcp_error_data(const cJSON *id, int code, const char *msg, cJSON *data)
+{
+	cJSON *o = mcp_error(id, code, msg);
+
+	if (data != NULL)
+		cJSON_AddItemToObject(cJSON_GetObjectItemCaseSensitive(o, "error"),
+		    "data", data);
+	return o;
 }
 
 cJSON *
@@ -263,18 +289,11 @@ initialize_result(enum mcp_version v)
 	tools = cJSON_AddObjectToObject(caps, "tools");
 	cJSON_AddFalseToObject(tools, "listChanged");
 	info = cJSON_AddObjectToObject(r, "serverInfo");
-	cJSON_AddStringToObject(info, "name", SERVER_NAME);
+	cJSON_AddStringToObject(info, "name", ERA_SERVER_NAME);
 	if (v >= MCP_V_0618)
 		cJSON_AddStringToObject(info, "title", "Sandbox orchestrator");
-	cJSON_AddStringToObject(info, "version", SERVER_VERSION);
-	cJSON_AddStringToObject(r, "instructions",
-	    "Each session (the X-Session-Id header) has its own isolated Linux "
-	    "sandbox, created on the first tool call and kept between calls: "
-	    "files in /workspace, a persistent shell (cwd, variables), and "
-	    "background jobs. Use shell for commands, shell_async/shell_poll/"
-	    "shell_wait/shell_stop for long-running ones, and "
-	    "str_replace_based_edit_tool to view and edit files. git works "
-	    "against configured hosts without credentials in the sandbox.");
+	cJSON_AddStringToObject(info, "version", ERA_SERVER_VERSION);
+	cJSON_AddStringToObject(r, "instructions", ERA_INSTRUCTIONS);
 	return r;
 }
 
@@ -318,7 +337,7 @@ m_ping(const struct mcp_in *in UNUSED, struct mcp_out *out UNUSED,
 }
 
 static cJSON *
-m_tools_list(const struct mcp_in *in UNUSED, struct mcp_out *out UNUSED,
+m_tools_list(const struct mcp_in *in UNUSED, struct mcp_out *out,
     const cJSON *id, const cJSON *params, int in_batch UNUSED,
     int slot UNUSED, int *status_hint UNUSED)
 {
@@ -330,6 +349,11 @@ m_tools_list(const struct mcp_in *in UNUSED, struct mcp_out *out UNUSED,
 		    "(all tools fit in one page)");
 	r = cJSON_CreateObject();
 	cJSON_AddItemToObject(r, "tools", tools_list());
+	if (out->modern) {
+		/* the same for every caller; the image names may change */
+		era_cacheable(r, MCP_TOOLS_TTL_MS, "public");
+		era_complete(r, "complete");
+	}
 	return mcp_result(id, r);
 }
 
@@ -370,6 +394,7 @@ m_tools_call(const struct mcp_in *in, struct mcp_out *out, const cJSON *id,
 	tc->args = (args != NULL && cJSON_IsObject(args)) ?
 	    cJSON_Duplicate(args, 1) : cJSON_CreateObject();
 	tc->structured = out->version >= MCP_V_0618;
+	snprintf(tc->trace, sizeof(tc->trace), "%s", out->era.traceparent);
 	out->pend = xreallocarray(out->pend, out->npend + 1, sizeof(*out->pend));
 	out->pend[out->npend].tc = tc;
 	out->pend[out->npend].id = cJSON_Duplicate(id, 1);
@@ -440,28 +465,153 @@ handle_one(const struct mcp_in *in, struct mcp_out *out, const cJSON *m,
 	return mcp_error(id, E_METHOD, msg);
 }
 
+static cJSON *
+m_discover(const struct mcp_in *in UNUSED, struct mcp_out *out UNUSED,
+    const cJSON *id, const cJSON *params UNUSED, int in_batch UNUSED,
+    int slot UNUSED, int *status_hint UNUSED)
+{
+	cJSON *r = era_discover(MCP_TASKS);
+
+	era_complete(r, "complete");
+	return mcp_result(id, r);
+}
+
+/* subscriptions/listen: acknowledged and held open by the HTTP layer. */
+static cJSON *
+m_listen(const struct mcp_in *in UNUSED, struct mcp_out *out,
+    const cJSON *id, const cJSON *params, int in_batch UNUSED,
+    int slot UNUSED, int *status_hint UNUSED)
+{
+	const cJSON *f = cJSON_GetObjectItemCaseSensitive(params,
+	    "notifications");
+
+	if (f != NULL && !cJSON_IsObject(f))
+		return mcp_error(id, E_PARAMS, "Invalid params: "
+		    "params.notifications must be an object");
+	out->listen = 1;
+	out->listen_id = cJSON_Duplicate(id, 1);
+	return NULL;
+}
+
+/* 2026-07-28's methods; tools/call needs X-Session-Id (its sandbox). */
+static const struct mcp_method modern_methods[] = {
+	{ "server/discover", m_discover },
+	{ "tools/list", m_tools_list },
+	{ "tools/call", m_tools_call },
+	{ "subscriptions/listen", m_listen },
+};
+
+/* What 2025 had and 2026-07-28 removed: named so in the -32601. */
+static const char *const modern_removed[] = {
+	"initialize", "ping", "logging/setLevel", "resources/subscribe",
+	"resources/unsubscribe", "tasks/result", "tasks/list",
+};
+
+static void
+modern_error(struct mcp_out *out, const cJSON *id, int status, int code,
+    const char *msg, cJSON *data)
+{
+	out->status = status;
+	out->body = mcp_error_data(id, code, msg, data);
+}
+
+/*
+ * One 2026-07-28 message (m, an object): the checks of era_check, then
+ * its method. Notifications and responses are taken (202) and ignored:
+ * that version defines none from the client over HTTP (closing a stream
+ * is its cancellation).
+ */
+static void
+modern_one(const struct mcp_in *in, struct mcp_out *out, const cJSON *m,
+    const struct era_hdrs *h)
+{
+	const cJSON *id, *params;
+	struct era_err e;
+	const char *method;
+	char msg[256], nm[64];
+	cJSON *reply;
+	size_t i;
+	int hint = 200;
+
+	out->modern = 1;
+	out->version = MCP_V_0728;
+	switch (classify(m, &id)) {
+	case K_INVALID:
+		modern_error(out, id, 400, E_INVALID, "Invalid Request: not a "
+		    "JSON-RPC 2.0 request (check jsonrpc \"2.0\", method, and "
+		    "that id is a string or integer)", NULL);
+		return;
+	case K_NOTIFY:
+	case K_RESPONSE:
+		out->status = 202;
+		return;
+	case K_REQUEST:
+		break;
+	}
+	method = cJSON_GetObjectItemCaseSensitive(m, "method")->valuestring;
+	params = cJSON_GetObjectItemCaseSensitive(m, "params");
+	if (!cJSON_IsObject(params)) {
+		modern_error(out, id, 400, E_PARAMS, "Invalid params: a "
+		    ERA_MODERN " request's params must be an object holding "
+		    "_meta", NULL);
+		return;
+	}
+	if (era_check(m, method, params, h, &out->era, &e) == -1) {
+		modern_error(out, id, e.status, e.code, e.msg, e.data);
+		return;
+	}
+	log_escape(nm, sizeof(nm), method, strlen(method));
+	for (i = 0; i < NELEM(modern_methods); i++)
+		if (strcmp(method, modern_methods[i].name) == 0)
+			break;
+	if (i == NELEM(modern_methods)) {
+		for (i = 0; i < NELEM(modern_removed); i++)
+			if (strcmp(method, modern_removed[i]) == 0)
+				break;
+		snprintf(msg, sizeof(msg), i < NELEM(modern_removed) ?
+		    "Method not found: %s is not part of protocol version "
+		    ERA_MODERN " (send requests with their own _meta; a 2025 "
+		    "client sends initialize without it)" :
+		    "Method not found: %s", nm);
+		modern_error(out, id, 404, E_METHOD, msg, NULL);
+		return;
+	}
+	out->method = "(request)";
+	reply = modern_methods[i].handler(in, out, id, params, 0, -1, &hint);
+	if (reply != NULL) {
+		out->status = hint;
+		out->body = reply;
+	} else
+		out->status = 200;	/* pending, or a listen */
+	if (out->npend > 0 || out->listen)
+		return;
+	if (reply == NULL)
+		out->status = 202;
+}
+
+static void
+legacy_refuse(struct mcp_out *out, const cJSON *root, int code,
+    const char *msg, cJSON *data)
+{
+	const cJSON *id = NULL;
+
+	if (cJSON_IsObject(root) && classify(root, &id) != K_REQUEST)
+		id = NULL;
+	out->status = 400;
+	out->body = mcp_error_data(id, code, msg, data);
+}
+
 void
 mcp_dispatch(const struct mcp_in *in, struct mcp_out *out)
 {
+	struct era_hdrs h = { in->proto, in->hmethod, in->hname };
 	cJSON *root = NULL, *m, *reply;
 	const char *end = NULL;
 	int hint, n, i, idx;
-	char msg[256];
+	char msg[320];
 
 	memset(out, 0, sizeof(*out));
 	out->version = MCP_V_0326;	/* spec: assume 2025-03-26 without a header */
-	if (in->proto != NULL) {
-		if ((out->version = mcp_version_parse(in->proto)) == MCP_V_NONE) {
-			char pv[64];
-			log_escape(pv, sizeof(pv), in->proto, strlen(in->proto));
-			snprintf(msg, sizeof(msg), "Bad Request: unsupported "
-			    "MCP-Protocol-Version '%s' (supported: 2025-11-25, "
-			    "2025-06-18, 2025-03-26)", pv);
-			out->status = 400;
-			out->body = mcp_error(NULL, E_SERVER, msg);
-			return;
-		}
-	}
 	/* JSON has no raw control bytes; cJSON would take a NUL as an end. */
 	if (!jsonu_utf8_valid(in->body, in->len) ||
 	    memchr(in->body, '\0', in->len) != NULL ||
@@ -482,6 +632,25 @@ mcp_dispatch(const struct mcp_in *in, struct mcp_out *out)
 		}
 	(void)jsonu_mark_nul(in->body, in->len, root);
 	raw_ids(root, in->body, in->len);
+	if (cJSON_IsObject(root) && era_is_modern(root, &h)) {
+		modern_one(in, out, root, &h);
+		cJSON_Delete(root);
+		return;
+	}
+	if (in->proto != NULL &&
+	    (out->version = mcp_version_parse(in->proto)) == MCP_V_NONE) {
+		char pv[64];
+		log_escape(pv, sizeof(pv), in->proto, strlen(in->proto));
+		snprintf(msg, sizeof(msg), "Bad Request: unsupported "
+		    "MCP-Protocol-Version '%s' (supported: " ERA_MODERN " with "
+		    "_meta on each request; 2025-11-25, 2025-06-18, 2025-03-26)",
+		    pv);
+		legacy_refuse(out, root, ERA_E_VERSION, msg,
+		    era_unsupported_data(in->proto));
+		cJSON_Delete(root);
+		return;
+	}
+
 	if (!cJSON_IsArray(root)) {
 		reply = handle_one(in, out, root, 0, -1, &hint);
 		if (reply == NULL && out->npend == 0) {
@@ -558,6 +727,8 @@ mcp_complete(struct mcp_out *out, size_t i)
 	} else {
 		if (result == NULL)
 			result = toolres_text("internal error: no result", 1);
+		if (out->modern)
+			era_complete(result, "complete");
 		r = mcp_result(p->id, result);
 		if (p->slot < 0) {
 			cJSON_Delete(out->body);
@@ -597,6 +768,7 @@ mcp_out_free(struct mcp_out *out)
 	cJSON_Delete(out->body);
 	cJSON_Delete(out->progress_token);
 	cJSON_Delete(out->cancels);
+	cJSON_Delete(out->listen_id);
 	memset(out, 0, sizeof(*out));
 }
 

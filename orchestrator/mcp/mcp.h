@@ -1,7 +1,7 @@
 /*
  * mcp.h: MCP JSON-RPC dispatch for one POST body (Streamable HTTP, protocol
- * versions 2025-03-26, 2025-06-18, 2025-11-25; see mcp-spec notes in
- * docs/operator-guide.md). Pure: no I/O. Tool calls are returned as pending
+ * versions 2025-03-26, 2025-06-18, 2025-11-25 and, per request, 2026-07-28
+ * (era.h); see docs/operator-guide.md, "Protocol details"). Pure: no I/O. Tool calls are returned as pending
  * work (tools.h) that the HTTP layer runs on workers and then completes
  * with mcp_complete().
  */
@@ -11,11 +11,12 @@
 #include <stddef.h>
 #include <cjson/cJSON.h>
 
+#include "era.h"
 #include "tools.h"
 
 #define MCP_MAX_BATCH	100
 
-enum mcp_version { MCP_V_NONE, MCP_V_0326, MCP_V_0618, MCP_V_1125 };
+enum mcp_version { MCP_V_NONE, MCP_V_0326, MCP_V_0618, MCP_V_1125, MCP_V_0728 };
 
 extern const char *const mcp_versions[];	/* index by enum mcp_version */
 
@@ -26,6 +27,8 @@ struct mcp_in {
 	const char	*sid;		/* X-Session-Id (validated) or NULL */
 	const char	*org;		/* X-Org-Id or NULL */
 	const char	*user;		/* X-User-Id or NULL */
+	const char	*hmethod;	/* Mcp-Method header or NULL */
+	const char	*hname;		/* Mcp-Name header or NULL */
 };
 
 struct mcp_pending {
@@ -47,6 +50,12 @@ struct mcp_out {
 	cJSON		*progress_token;	/* owned */
 	/* notifications/cancelled: the requestIds to cancel (owned array) */
 	cJSON		*cancels;
+	/* a 2026-07-28 request (era.h) and what its _meta asked for */
+	int		 modern;
+	struct era_req	 era;
+	/* subscriptions/listen: the HTTP layer opens its stream (id owned) */
+	int		 listen;
+	cJSON		*listen_id;
 };
 
 /* Fills out from in; never fails (errors become JSON-RPC errors). */
@@ -68,6 +77,8 @@ cJSON	*mcp_abort_body(const struct mcp_out *, int code, const char *msg);
 /* A JSON-RPC error object: {"jsonrpc","id","error":{code,message}}. id is
  * duplicated (NULL: null). */
 cJSON	*mcp_error(const cJSON *id, int code, const char *msg);
+/* The same with error.data (taken; NULL: none). */
+cJSON	*mcp_error_data(const cJSON *id, int code, const char *msg, cJSON *data);
 /* The negotiated version for a requested one (supported: same; else latest). */
 enum mcp_version mcp_negotiate(const char *requested);
 enum mcp_version mcp_version_parse(const char *);

@@ -337,12 +337,130 @@ mjob_done(void *arg)
 	}
 
 	tool_stat(mc->fr, tc->name, tc->is_error, secs);
-	log_info("session=%s tool=%s ms=%.1f error=%d%s", tc->sid, tc->name,
+	log_info("session=%s tool=%s ms=%.1f error=%d%s%s%s", tc->sid, tc->name,
 	    secs * 1000.0, tc->is_error,
-	    atomic_load(&tc->cancelled) ? " cancelled=1" : "");
+	    atomic_load(&tc->cancelled) ? " cancelled=1" : "",
+	    tc->trace[0] != '\0' ? " traceparent=" : "", tc->trace);
 	if (mcp_complete(&mc->out, j->i))
 		mcall_finish(mc);
 	free(j);
+}
+
+/*
+ * subscriptions/listen (2026-07-28): a stream that stays open until the
+ * client closes it. Nothing this server offers changes while it runs (its
+ * tool list changes only with the runtime's image names, which it does not
+ * notify), so the acknowledgment grants no notification type; the stream
+ * then carries a keep-alive comment every LISTEN_KEEPALIVE ticks, and a
+ * drain ends it with the graceful result (basic/patterns/subscriptions).
+ * It counts as a reply in flight, so a drain waits for that result.
+ */
+#define LISTEN_TICK_MS		1000
+#define LISTEN_KEEPALIVE	15
+
+struct mlisten {
+	struct http	*ht;
+	struct http_req	*req;
+	cJSON		*id;		/* the listen request's id (owned) */
+	struct event	*tick;
+	int		 ticks;
+};
+
+static cJSON *
+listen_meta(const cJSON *id)
+{
+	cJSON *meta = cJSON_CreateObject();
+
+	cJSON_AddItemToObject(meta, "io.modelcontextprotocol/subscriptionId",
+	    cJSON_Duplicate(id, 1));
+	return meta;
+}
+
+static void
+listen_end(struct mlisten *l, int graceful)
+{
+	cJSON *o, *r;
+
+	if (graceful) {
+		r = cJSON_CreateObject();
+		cJSON_AddItemToObject(r, "_meta", listen_meta(l->id));
+		era_complete(r, "complete");
+		o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "jsonrpc", "2.0");
+		cJSON_AddItemToObject(o, "id", cJSON_Duplicate(l->id, 1));
+		cJSON_AddItemToObject(o, "result", r);
+		sse_send(l->req, o);
+		cJSON_Delete(o);
+	}
+	event_free(l->tick);
+	http_stream_end(l->ht, l->req);
+	http_inflight_add(l->ht, -1);
+	cJSON_Delete(l->id);
+	free(l);
+}
+
+static void
+listen_tick(evutil_socket_t fd UNUSED, short ev UNUSED, void *arg)
+{
+	struct mlisten *l = arg;
+
+	if (http_draining(l->ht)) {
+		listen_end(l, 1);
+		return;
+	}
+	if (++l->ticks % LISTEN_KEEPALIVE == 0)
+		http_stream_chunk(l->req, ":\n\n", 3);
+}
+
+static void
+listen_abort(struct http_req *req UNUSED, enum http_abort why, void *arg)
+{
+	listen_end(arg, why == HTTP_ABORT_DEADLINE);
+}
+
+static void
+listen_start(struct mcp_front *fr UNUSED, struct http *ht,
+    struct http_req *req, struct mcall *mc, int sse_ok)
+{
+	struct mlisten *l;
+	struct timeval tv = { LISTEN_TICK_MS / 1000, (LISTEN_TICK_MS % 1000) * 1000 };
+	cJSON *ack, *p;
+
+	if (!sse_ok || http_draining(ht)) {
+		cJSON *e = mcp_error(mc->out.listen_id, -32600, sse_ok ?
+		    "the orchestrator is shutting down; retry in a moment" :
+		    "Invalid Request: subscriptions/listen answers with an SSE "
+		    "stream; the request must accept text/event-stream");
+		http_send_json(ht, req, sse_ok ? 503 : 406, e);
+		cJSON_Delete(e);
+		mcp_out_free(&mc->out);
+		free(mc);
+		return;
+	}
+	l = xcalloc(1, sizeof(*l));
+	l->ht = ht;
+	l->req = req;
+	l->id = mc->out.listen_id;
+	mc->out.listen_id = NULL;
+	mcp_out_free(&mc->out);
+	free(mc);
+	http_inflight_add(ht, 1);
+	http_add_header(req, "Content-Type", "text/event-stream");
+	http_add_header(req, "Cache-Control", "no-cache, no-transform");
+	http_add_header(req, "X-Accel-Buffering", "no");
+	http_stream_start(ht, req, 200);
+	ack = cJSON_CreateObject();
+	cJSON_AddStringToObject(ack, "jsonrpc", "2.0");
+	cJSON_AddStringToObject(ack, "method",
+	    "notifications/subscriptions/acknowledged");
+	p = cJSON_AddObjectToObject(ack, "params");
+	cJSON_AddItemToObject(p, "_meta", listen_meta(l->id));
+	cJSON_AddObjectToObject(p, "notifications");
+	sse_send(req, ack);
+	cJSON_Delete(ack);
+	l->tick = event_new(http_base(ht), -1, EV_PERSIST, listen_tick, l);
+	event_add(l->tick, &tv);
+	http_req_on_abort(req, listen_abort, l);
 }
 
 static int
@@ -415,7 +533,11 @@ mcp_http_handle(struct http *ht, struct http_req *req,
 		send_rpc_err(ht, req, 400, -32600, msg);
 		return;
 	}
-	if (mi.sid == NULL) {
+	mi.proto = http_hdr(req, "MCP-Protocol-Version");
+	/* A 2025 request needs X-Session-Id whatever it asks; a 2026-07-28
+	 * one (which names its version in this header) only to call a tool. */
+	if (mi.sid == NULL &&
+	    (mi.proto == NULL || strcmp(mi.proto, ERA_MODERN) != 0)) {
 		char msg[300];
 		snprintf(msg, sizeof(msg), "Bad Request: the X-Session-Id header is "
 		    "missing; every request to this server (initialize and tools/list "
@@ -424,7 +546,8 @@ mcp_http_handle(struct http *ht, struct http_req *req,
 		send_rpc_err(ht, req, 400, -32600, msg);
 		return;
 	}
-	mi.proto = http_hdr(req, "MCP-Protocol-Version");
+	mi.hmethod = http_hdr(req, "Mcp-Method");
+	mi.hname = http_hdr(req, "Mcp-Name");
 	mi.body = http_req_body(req, &len);
 	mi.len = len;
 
@@ -436,6 +559,10 @@ mcp_http_handle(struct http *ht, struct http_req *req,
 	mcp_dispatch(&mi, &mc->out);
 	if (mc->out.cancels != NULL)
 		cancel_calls(fr, mi.sid, mc->out.cancels);
+	if (mc->out.listen) {
+		listen_start(fr, ht, req, mc, sse_ok);
+		return;
+	}
 	if (mc->out.npend == 0) {
 		if (mc->out.status == 202)
 			http_send_body(ht, req, 202, NULL, NULL, 0);

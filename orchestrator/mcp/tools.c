@@ -395,7 +395,9 @@ filetools_delete, 0,
 "Nothing else carries over: shell state, background jobs and anything installed or changed outside /workspace are gone. "
 "Everything is checked first and the old sandbox is replaced only once the new one is ready: if the call fails, your sandbox and its /workspace are unchanged. "
 "Limits (cpu, memory, memory_reservation, disk, lifetime, idle_timeout) default to the server's and may be raised up to its maxima; sandbox_status shows what a sandbox has. "
-"You do not need this to start: the first tool call of a session creates a default sandbox.",
+"You do not need this to start: the first tool call of a session creates a default sandbox. "
+"How long a sandbox lives: it is kept between calls; left idle (no call, no command running) it is frozen and later stopped, and past its lifetime it is stopped (the server's limits unless lifetime/idle_timeout are given; sandbox_status shows idle_left_ms and lifetime_left_ms). "
+"A stopped sandbox keeps /workspace and its other files, and the next call starts it again with a fresh shell and no background jobs; it is deleted with its files after the server's retention (a day by default).",
 "{\"type\":\"object\",\"properties\":{"
 "\"image\":{\"type\":\"string\",\"maxLength\":" XSTR(MAX_IMAGE) ",\"description\":\"Image to build the sandbox from (default: the server's default image).\"},"
 "\"use_kata\":{\"type\":\"boolean\",\"description\":\"Run under a VM-based runtime (Kata) for stronger isolation; only where the server offers it (default false).\"},"

@@ -25,6 +25,7 @@ struct tool_call {
 	char		 org[ID_SESSION_MAX + 1];
 	char		 user[ID_SESSION_MAX + 1];
 	char		*name;		/* owned */
+	char		 trace[64];	/* W3C traceparent from _meta, or "" */
 	cJSON		*args;		/* owned; an object */
 	int		 structured;	/* add structuredContent (2025-06-18+),
 					 * matching the tool's outputSchema */

@@ -81,8 +81,9 @@ TEST(test_mcp_table)
 		{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"clear_session\"}}", NULL, "s", 200, 0, 1 },
 		/* protocol version header */
 		{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}", "2025-06-18", NULL, 200, 0, 0 },
-		{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}", "1999-01-01", NULL, 400, -32000, 0 },
-		{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"server/discover\"}", "2026-07-28", NULL, 400, -32000, 0 },
+		{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}", "1999-01-01", NULL, 400, -32022, 0 },
+		/* a 2026-07-28 header without the _meta that version requires */
+		{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"server/discover\"}", "2026-07-28", NULL, 400, -32602, 0 },
 		/* batches: 2025-03-26 (no header) yes, later versions no */
 		{ "[]", NULL, NULL, 400, -32600, 0 },
 		{ "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]", "2025-06-18", NULL, 400, -32600, 0 },
@@ -92,7 +93,7 @@ TEST(test_mcp_table)
 	size_t i;
 
 	for (i = 0; i < NELEM(t); i++) {
-		struct mcp_in in = { t[i].body, strlen(t[i].body), t[i].proto, t[i].sid, NULL, NULL };
+		struct mcp_in in = { t[i].body, strlen(t[i].body), t[i].proto, t[i].sid, NULL, NULL, NULL, NULL };
 		struct mcp_out out;
 
 		mcp_dispatch(&in, &out);
@@ -148,6 +149,174 @@ TEST(test_mcp_initialize_negotiation)
 	}
 }
 
+/* The 2026-07-28 era (era.c): headers against the body, _meta, methods. */
+#define PV	"\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\""
+#define CAPS	"\"io.modelcontextprotocol/clientCapabilities\":{}"
+#define META	"\"_meta\":{" PV "," CAPS "}"
+TEST(test_mcp_modern)
+{
+	static const struct {
+		const char	*body;
+		const char	*proto, *hmethod, *hname, *sid;
+		int		 status, code;
+		size_t		 npend;
+	} t[] = {
+		/* 0: discover */
+		{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"server/discover\",\"params\":{" META "}}",
+		  "2026-07-28", "server/discover", NULL, NULL, 200, 0, 0 },
+		/* 1-2: the version header missing, or another than _meta's */
+		{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"server/discover\",\"params\":{" META "}}",
+		  NULL, "server/discover", NULL, NULL, 400, -32020, 0 },
+		{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"server/discover\",\"params\":{" META "}}",
+		  "2025-11-25", "server/discover", NULL, NULL, 400, -32020, 0 },
+		/* 3-4: Mcp-Method missing, or another method */
+		{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"server/discover\",\"params\":{" META "}}",
+		  "2026-07-28", NULL, NULL, NULL, 400, -32020, 0 },
+		{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"server/discover\",\"params\":{" META "}}",
+		  "2026-07-28", "tools/list", NULL, NULL, 400, -32020, 0 },
+		/* 5-9: Mcp-Name: missing, other, base64 equal, bad base64, control byte */
+		{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"shell\",\"arguments\":{\"command\":\"true\"}," META "}}",
+		  "2026-07-28", "tools/call", NULL, "s", 400, -32020, 0 },
+		{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"shell\",\"arguments\":{\"command\":\"true\"}," META "}}",
+		  "2026-07-28", "tools/call", "sandbox_status", "s", 400, -32020, 0 },
+		{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"shell\",\"arguments\":{\"command\":\"true\"}," META "}}",
+		  "2026-07-28", "tools/call", "=?base64?c2hlbGw=?=", "s", 200, 0, 1 },
+		{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"shell\",\"arguments\":{\"command\":\"true\"}," META "}}",
+		  "2026-07-28", "tools/call", "=?base64?c2h!bGw=?=", "s", 400, -32020, 0 },
+		{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"shell\",\"arguments\":{\"command\":\"true\"}," META "}}",
+		  "2026-07-28", "tools/call", "she\x01ll", "s", 400, -32020, 0 },
+		/* 10: a plain call; 11: without X-Session-Id */
+		{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"shell\",\"arguments\":{\"command\":\"true\"}," META "}}",
+		  "2026-07-28", "tools/call", "shell", "s", 200, 0, 1 },
+		{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"shell\",\"arguments\":{\"command\":\"true\"}," META "}}",
+		  "2026-07-28", "tools/call", "shell", NULL, 400, -32602, 0 },
+		/* 12-14: _meta without capabilities; a version not a string; no params */
+		{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\",\"params\":{\"_meta\":{" PV "}}}",
+		  "2026-07-28", "tools/list", NULL, NULL, 400, -32602, 0 },
+		{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\",\"params\":{\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":5," CAPS "}}}",
+		  "2026-07-28", "tools/list", NULL, NULL, 400, -32602, 0 },
+		{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}",
+		  "2026-07-28", "tools/list", NULL, NULL, 400, -32602, 0 },
+		/* 15: an unknown version in _meta and header: -32022 */
+		{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\",\"params\":{\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2027-01-01\"," CAPS "}}}",
+		  "2027-01-01", "tools/list", NULL, NULL, 400, -32022, 0 },
+		/* 16-17: log levels */
+		{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\",\"params\":{\"_meta\":{" PV "," CAPS ",\"io.modelcontextprotocol/logLevel\":\"loud\"}}}",
+		  "2026-07-28", "tools/list", NULL, NULL, 400, -32602, 0 },
+		{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\",\"params\":{\"_meta\":{" PV "," CAPS ",\"io.modelcontextprotocol/logLevel\":\"info\"}}}",
+		  "2026-07-28", "tools/list", NULL, NULL, 200, 0, 0 },
+		/* 18-20: removed and unknown methods: 404 -32601 */
+		{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{" META "}}",
+		  "2026-07-28", "initialize", NULL, NULL, 404, -32601, 0 },
+		{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{" META "}}",
+		  "2026-07-28", "ping", NULL, NULL, 404, -32601, 0 },
+		{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"resources/list\",\"params\":{" META "}}",
+		  "2026-07-28", "resources/list", NULL, NULL, 404, -32601, 0 },
+		/* 21: listen; 22: a notification; 23: clientInfo not an object */
+		{ "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"subscriptions/listen\",\"params\":{" META ",\"notifications\":{\"toolsListChanged\":true}}}",
+		  "2026-07-28", "subscriptions/listen", NULL, NULL, 200, 0, 0 },
+		{ "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{" META ",\"requestId\":1}}",
+		  "2026-07-28", "notifications/cancelled", NULL, NULL, 202, 0, 0 },
+		{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\",\"params\":{\"_meta\":{" PV "," CAPS ",\"io.modelcontextprotocol/clientInfo\":\"me\"}}}",
+		  "2026-07-28", "tools/list", NULL, NULL, 400, -32602, 0 },
+		/* 24: _meta naming a 2025 version: served by the 2025 rules */
+		{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2025-11-25\"}}}",
+		  "2025-11-25", NULL, NULL, "s", 200, 0, 0 },
+	};
+	size_t i;
+	cJSON *r, *d;
+
+	for (i = 0; i < NELEM(t); i++) {
+		struct mcp_in in = { t[i].body, strlen(t[i].body), t[i].proto,
+		    t[i].sid, NULL, NULL, t[i].hmethod, t[i].hname };
+		struct mcp_out out;
+
+		mcp_dispatch(&in, &out);
+		if (out.status != t[i].status || out.npend != t[i].npend ||
+		    (t[i].code != 0 && (out.body == NULL ||
+		    err_code(out.body) != t[i].code)) ||
+		    (t[i].code == 0 && out.body != NULL && err_code(out.body) != 0))
+			fprintf(stderr, "  modern case %zu: status %d code %d npend %zu\n",
+			    i, out.status, out.body ? err_code(out.body) : 0, out.npend);
+		CHECK_INT(out.status, t[i].status);
+		CHECK_INT(out.npend, t[i].npend);
+		if (t[i].code != 0)
+			CHECK(out.body != NULL && err_code(out.body) == t[i].code);
+		r = cJSON_GetObjectItem(out.body, "result");
+		switch (i) {
+		case 0:
+			CHECK_STR(cJSON_GetObjectItem(r, "resultType")->valuestring, "complete");
+			CHECK_STR(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "supportedVersions"), 0)->valuestring, "2026-07-28");
+			CHECK_INT(cJSON_GetArraySize(cJSON_GetObjectItem(r, "supportedVersions")), 4);
+			CHECK(cJSON_IsObject(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "capabilities"), "tools")));
+			CHECK(cJSON_IsNumber(cJSON_GetObjectItem(r, "ttlMs")));
+			CHECK_STR(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "_meta"),
+			    "io.modelcontextprotocol/serverInfo"), "name")->valuestring, "sandbox-orchestrator");
+			break;
+		case 7: case 10:
+			CHECK_INT(out.modern, 1);
+			CHECK_INT(out.version, MCP_V_0728);
+			CHECK_INT(out.pend[0].tc->structured, 1);
+			out.pend[0].tc->result = toolres_text("done", 0);
+			CHECK_INT(mcp_complete(&out, 0), 1);
+			r = cJSON_GetObjectItem(out.body, "result");
+			CHECK_STR(cJSON_GetObjectItem(r, "resultType")->valuestring, "complete");
+			CHECK(cJSON_IsObject(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "_meta"),
+			    "io.modelcontextprotocol/serverInfo")));
+			break;
+		case 15:
+			d = cJSON_GetObjectItem(cJSON_GetObjectItem(out.body, "error"), "data");
+			CHECK_INT(cJSON_GetArraySize(cJSON_GetObjectItem(d, "supported")), 4);
+			CHECK_STR(cJSON_GetObjectItem(d, "requested")->valuestring, "2027-01-01");
+			CHECK_STR(cJSON_GetObjectItem(out.body, "id")->valuestring, "1");
+			break;
+		case 17:
+			CHECK_INT(out.era.log_level, 1);
+			CHECK_STR(cJSON_GetObjectItem(r, "cacheScope")->valuestring, "public");
+			CHECK(cJSON_GetObjectItem(r, "ttlMs")->valuedouble > 0);
+			CHECK_STR(cJSON_GetObjectItem(r, "resultType")->valuestring, "complete");
+			break;
+		case 21:
+			CHECK_INT(out.listen, 1);
+			CHECK(out.listen_id != NULL);
+			break;
+		case 24:
+			CHECK_INT(out.modern, 0);
+			CHECK(cJSON_GetObjectItem(r, "resultType") == NULL);
+			break;
+		}
+		mcp_out_free(&out);
+	}
+}
+
+/* What _meta asks beyond the version: tasks, trace context. */
+TEST(test_mcp_modern_meta)
+{
+	const char *b = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\",\"params\":{\"_meta\":{" PV ","
+	    "\"io.modelcontextprotocol/clientCapabilities\":{\"extensions\":{\"io.modelcontextprotocol/tasks\":{}}},"
+	    "\"io.modelcontextprotocol/clientInfo\":{\"name\":\"c\\u0001\",\"version\":\"2\"},"
+	    "\"traceparent\":\"00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01\",\"tracestate\":\"a=b\"}}}";
+	const char *bad = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\",\"params\":{\"_meta\":{" PV "," CAPS ","
+	    "\"traceparent\":\"00-00000000000000000000000000000000-00f067aa0ba902b7-01\"}}}";
+	struct mcp_in in = { b, strlen(b), "2026-07-28", NULL, NULL, NULL, "tools/list", NULL };
+	struct mcp_out out;
+
+	mcp_dispatch(&in, &out);
+	CHECK_INT(out.status, 200);
+	CHECK_INT(out.era.tasks, 1);
+	CHECK_STR(out.era.traceparent, "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01");
+	CHECK_STR(out.era.tracestate, "a=b");
+	CHECK(strchr(out.era.client, '\x01') == NULL);	/* escaped for logs */
+	mcp_out_free(&out);
+	in.body = bad;
+	in.len = strlen(bad);
+	mcp_dispatch(&in, &out);
+	CHECK_INT(out.status, 200);
+	CHECK_INT(out.era.tasks, 0);
+	CHECK_STR(out.era.traceparent, "");	/* an all-zero trace id is invalid */
+	mcp_out_free(&out);
+}
+
 TEST(test_mcp_batch_0326)
 {
 	const char *b = "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"},"
@@ -156,7 +325,7 @@ TEST(test_mcp_batch_0326)
 	    "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"nope\"},"
 	    "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-03-26\"}},"
 	    "7]";
-	struct mcp_in in = { b, strlen(b), NULL, "sess", NULL, NULL };
+	struct mcp_in in = { b, strlen(b), NULL, "sess", NULL, NULL, NULL, NULL };
 	struct mcp_out out;
 	cJSON *item;
 
@@ -180,7 +349,7 @@ TEST(test_mcp_batch_0326)
 TEST(test_mcp_tools_list)
 {
 	const char *b = "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}";
-	struct mcp_in in = { b, strlen(b), "2025-11-25", NULL, NULL, NULL };
+	struct mcp_in in = { b, strlen(b), "2025-11-25", NULL, NULL, NULL, NULL, NULL };
 	struct mcp_out out;
 	cJSON *tools, *t;
 	int n = 0;
@@ -204,7 +373,7 @@ TEST(test_mcp_progress_token)
 {
 	const char *b = "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":"
 	    "{\"name\":\"shell\",\"arguments\":{\"command\":\"sleep 1\"},\"_meta\":{\"progressToken\":0}}}";
-	struct mcp_in in = { b, strlen(b), NULL, "s1", "org", "user" };
+	struct mcp_in in = { b, strlen(b), NULL, "s1", "org", "user", NULL, NULL };
 	struct mcp_out out;
 
 	mcp_dispatch(&in, &out);
@@ -235,7 +404,7 @@ TEST(test_mcp_cancel)
 	size_t i;
 
 	for (i = 0; i < NELEM(t); i++) {
-		struct mcp_in in = { t[i].body, strlen(t[i].body), NULL, "s", NULL, NULL };
+		struct mcp_in in = { t[i].body, strlen(t[i].body), NULL, "s", NULL, NULL, NULL, NULL };
 
 		mcp_dispatch(&in, &out);
 		CHECK_INT(out.status, 202);	/* notifications: never answered */
@@ -252,7 +421,7 @@ TEST(test_mcp_cancelled_no_response)
 	const char *batch = "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"},"
 	    "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"shell\",\"arguments\":{\"command\":\"a\"}}},"
 	    "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"shell\",\"arguments\":{\"command\":\"b\"}}}]";
-	struct mcp_in in = { one, strlen(one), NULL, "s", NULL, NULL };
+	struct mcp_in in = { one, strlen(one), NULL, "s", NULL, NULL, NULL, NULL };
 	struct mcp_out out;
 
 	mcp_dispatch(&in, &out);
@@ -309,7 +478,7 @@ TEST(test_mcp_ids_exact)
 
 	for (i = 0; i < NELEM(t); i++) {
 		struct mcp_out out;
-		struct mcp_in in = { body, 0, NULL, "s", NULL, NULL };
+		struct mcp_in in = { body, 0, NULL, "s", NULL, NULL, NULL, NULL };
 		char *txt;
 
 		snprintf(body, sizeof(body), "{\"jsonrpc\":\"2.0\",\"id\":%s,"
@@ -339,7 +508,7 @@ TEST(test_mcp_ids_exact_elsewhere)
 	    "\"method\":\"tools/call\",\"id\":12345678901234567891}";
 	const char *c = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\","
 	    "\"params\":{\"requestId\":12345678901234567891}}";
-	struct mcp_in in = { b, strlen(b), NULL, "s", NULL, NULL };
+	struct mcp_in in = { b, strlen(b), NULL, "s", NULL, NULL, NULL, NULL };
 	struct mcp_out out;
 	char *txt;
 
@@ -362,7 +531,7 @@ TEST(test_mcp_ids_exact_elsewhere)
 	CHECK_STR(member_text(out.body, "id"), "12345678901234567891");
 	{
 		/* the cancel names the same request: the ids compare equal */
-		struct mcp_in ci = { c, strlen(c), NULL, "s", NULL, NULL };
+		struct mcp_in ci = { c, strlen(c), NULL, "s", NULL, NULL, NULL, NULL };
 		struct mcp_out co;
 		cJSON *id = cJSON_GetObjectItem(out.body, "id");
 
@@ -396,7 +565,7 @@ TEST(test_mcp_nul_refused)
 		{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"shell\",\"arguments\":{\"command\":\"echo \\\\u0000\"}}}", 200, 0, 1 },
 	};
 	static const char rawnul[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"x\":\"a\0b\"}";
-	struct mcp_in in = { rawnul, sizeof(rawnul) - 1, NULL, "s", NULL, NULL };
+	struct mcp_in in = { rawnul, sizeof(rawnul) - 1, NULL, "s", NULL, NULL, NULL, NULL };
 	struct mcp_out out;
 	char err[512];
 	size_t i;
@@ -439,6 +608,8 @@ main(void)
 		return 1;
 	RUN(test_mcp_table);
 	RUN(test_mcp_initialize_negotiation);
+	RUN(test_mcp_modern);
+	RUN(test_mcp_modern_meta);
 	RUN(test_mcp_batch_0326);
 	RUN(test_mcp_tools_list);
 	RUN(test_mcp_progress_token);

@@ -1,0 +1,22 @@
+/*
+ * shellres.h: the kept results of /v1/shell commands started with a
+ * result id (shellres.c).
+ */
+#ifndef AGENT_SHELLRES_H
+#define AGENT_SHELLRES_H
+
+#include <stddef.h>
+#include "buf.h"
+
+#define SHELLRES_ID_MAX	48
+
+int	shellres_init(void);
+/* 1 if s[0..n) is a usable result id: 1-48 of [A-Za-z0-9_-]. */
+int	shellres_id_ok(const char *s, size_t n);
+/* Keeps body (the command's result) under id; logged, never fails. */
+void	shellres_save(const char *id, long long started_ms, int cancelled,
+	    const struct buf *body);
+/* Appends the kept record of id to out: 0, or -1 (none, or unreadable). */
+int	shellres_load(const char *id, struct buf *out);
+
+#endif
