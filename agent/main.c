@@ -179,7 +179,8 @@ h_shell_interrupt(struct conn *c, const struct route_req *q)
 /*
  * GET /v1/shell/result/{id}: {"state":"running","started_ms"} while the
  * command runs (or waits to), the kept record (shellres.c) with "state":
- * "done" once it ended, 404 when neither (never started here, or removed).
+ * "done" once it ended, "lost" when it started and never ended (its
+ * sandbox stopped under it), 404 when none (never started here, removed).
  */
 #define DONE_HEAD	"{\"state\":\"done\","
 
@@ -205,8 +206,12 @@ h_shell_result(struct conn *c, const struct route_req *q)
 	    shellres_load(q->id, &b) == -1 || b.len < sizeof(DONE_HEAD) + 1 ||
 	    b.p[sizeof(DONE_HEAD) - 1] != '{') {
 		buf_free(&b);
-		conn_reply_error(c, 404, "not_found", "no shell command with "
-		    "result id %s runs or was kept", q->id);
+		if (shellres_lost(q->id))
+			conn_reply(c, 200, "application/json",
+			    "{\"state\":\"lost\"}", 16);
+		else
+			conn_reply_error(c, 404, "not_found", "no shell command "
+			    "with result id %s runs or was kept", q->id);
 		return;
 	}
 	b.p[sizeof(DONE_HEAD) - 1] = ' ';	/* its '{' joins the head */

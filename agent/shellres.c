@@ -5,8 +5,10 @@
  * result is written here when it ends, whether its caller is still there
  * or not, so a client polling the task gets it after the orchestrator was
  * killed and started again. <state>/shell-results/<id>.json, replaced
- * whole; the newest SHELLRES_KEEP are kept, none longer than
- * --job-keep-ms (as finished jobs are).
+ * whole; <id>.run is made when such a command starts and removed when its
+ * result is kept, so one that never ended (its sandbox stopped under it)
+ * is told from one never started here. The newest SHELLRES_KEEP of each
+ * are kept, none longer than --job-keep-ms (as finished jobs are).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -91,7 +93,8 @@ prune(void)
 		return;
 	while ((de = readdir(d)) != NULL) {
 		len = strlen(de->d_name);
-		if (len < 6 || strcmp(de->d_name + len - 5, ".json") != 0 ||
+		if (len < 5 || (strcmp(de->d_name + len - 5, ".json") != 0 &&
+		    strcmp(de->d_name + len - 4, ".run") != 0) ||
 		    len >= sizeof(v->name) ||
 		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == -1)
 			continue;
@@ -140,7 +143,31 @@ shellres_save(const char *id, long long started_ms, int cancelled,
 	else
 		log_info("shell result %s kept (%zu bytes)", id, b.len);
 	buf_free(&b);
+	if (res_path(path, sizeof(path), id, ".run") == 0 && unlink(path) == -1 &&
+	    errno != ENOENT)
+		log_warn("unlink %s", path);
 	prune();
+}
+
+void
+shellres_started(const char *id)
+{
+	char path[PATH_MAX], err[256];
+
+	if (res_path(path, sizeof(path), id, ".run") == -1 ||
+	    util_write_file_atomic(path, "", 0, SHELLRES_MODE, err,
+	    sizeof(err)) == -1)
+		log_warnx("shell result %s: cannot mark it started", id);
+}
+
+int
+shellres_lost(const char *id)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	return res_path(path, sizeof(path), id, ".run") == 0 &&
+	    stat(path, &st) == 0;
 }
 
 int

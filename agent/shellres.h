@@ -16,6 +16,11 @@ int	shellres_id_ok(const char *s, size_t n);
 /* Keeps body (the command's result) under id; logged, never fails. */
 void	shellres_save(const char *id, long long started_ms, int cancelled,
 	    const struct buf *body);
+/* Marks id started (its result is kept when it ends). */
+void	shellres_started(const char *id);
+/* 1 if id was started and never kept a result (call it when it does not
+ * run): its command ended with its shell unseen, e.g. a sandbox stop. */
+int	shellres_lost(const char *id);
 /* Appends the kept record of id to out: 0, or -1 (none, or unreadable). */
 int	shellres_load(const char *id, struct buf *out);
 

@@ -133,6 +133,8 @@ const struct cfg_key conf_keys[] = {
 	  "largest timeout a shell or shell_wait call may ask for" },
 	{ "tools.max_output", CFG_SIZE, O(max_output), 4096, 16LL << 20, "256KiB", NULL,
 	  "most output bytes returned by one call (head and tail kept)" },
+	{ "tools.task_after", CFG_DURATION, O(task_after_ms), 0, 3600000, "3s", NULL,
+	  "MCP 2026-07-28 with the Tasks extension: a shell or shell_wait call still running after this is answered with a task (polled with tasks/get); 0: never" },
 	{ "tools.progress_interval", CFG_DURATION, O(progress_interval_ms), 1000, 3600000, "10s", NULL,
 	  "for calls that asked for progress over SSE: how often a progress notification is sent (a shell call's carries the command's latest output lines; a call waiting for its sandbox to start, what the start waits for, e.g. an image pull)" },
 	{ "files.tool_max_bytes", CFG_SIZE, O(tool_max_bytes), 1024, 16LL << 20, "1MiB", NULL,

@@ -95,6 +95,7 @@ struct conf {
 	long long	 shell_max_timeout_ms;
 	long long	 max_output;
 	long long	 progress_interval_ms;
+	long long	 task_after_ms;		/* tools.task_after: 0 no tasks */
 	long long	 tool_max_bytes;	/* files.tool_max_bytes */
 
 	/* apps published through the app gateway (apps.c) */

@@ -6,7 +6,7 @@
 ORCH_SRCS := orchestrator/conf.c orchestrator/lib/work.c orchestrator/session/sessmgr.c \
 	orchestrator/session/sessopt.c orchestrator/lib/policy.c orchestrator/session/pool.c orchestrator/session/sess.c orchestrator/session/sessfiles.c orchestrator/session/sessview.c \
 	orchestrator/session/reconcile.c orchestrator/session/pressure.c orchestrator/session/apps.c orchestrator/appctl.c \
-	orchestrator/mcp/schema.c orchestrator/mcp/tools.c orchestrator/mcp/toollive.c orchestrator/mcp/areq.c orchestrator/mcp/filetools.c orchestrator/mcp/toolres.c orchestrator/mcp/era.c orchestrator/mcp/mcp.c \
+	orchestrator/mcp/schema.c orchestrator/mcp/tools.c orchestrator/mcp/toollive.c orchestrator/mcp/areq.c orchestrator/mcp/filetools.c orchestrator/mcp/toolres.c orchestrator/mcp/era.c orchestrator/mcp/tasks.c orchestrator/mcp/mcp.c \
 	orchestrator/lib/jsonu.c orchestrator/http/http.c orchestrator/http/httpreq.c orchestrator/http/httpstream.c orchestrator/http/httplisten.c \
 	orchestrator/mcp/mcp_http.c \
 	orchestrator/api/rest.c orchestrator/api/homes.c orchestrator/api/idem.c orchestrator/api/xfer.c orchestrator/server.c orchestrator/runtime/fake/fake.c

@@ -163,6 +163,9 @@ name_source(const char *meth)
 		return "name";
 	if (strcmp(meth, "resources/read") == 0)
 		return "uri";
+	if (strcmp(meth, "tasks/get") == 0 || strcmp(meth, "tasks/cancel") == 0 ||
+	    strcmp(meth, "tasks/update") == 0)
+		return "taskId";	/* the Tasks extension's routing header */
 	return NULL;
 }
 

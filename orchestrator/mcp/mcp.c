@@ -43,10 +43,6 @@ const char *const mcp_versions[] = {
 	[MCP_V_0728] = ERA_MODERN,
 };
 
-/* Tasks (io.modelcontextprotocol/tasks) are not served yet: discover does
- * not offer them and no call returns one. */
-#define MCP_TASKS	0
-
 /* tools/list's ttlMs (2026-07-28): tools change only with the runtime's
  * image names. */
 #define MCP_TOOLS_TTL_MS	60000
@@ -466,11 +462,11 @@ handle_one(const struct mcp_in *in, struct mcp_out *out, const cJSON *m,
 }
 
 static cJSON *
-m_discover(const struct mcp_in *in UNUSED, struct mcp_out *out UNUSED,
+m_discover(const struct mcp_in *in, struct mcp_out *out UNUSED,
     const cJSON *id, const cJSON *params UNUSED, int in_batch UNUSED,
     int slot UNUSED, int *status_hint UNUSED)
 {
-	cJSON *r = era_discover(MCP_TASKS);
+	cJSON *r = era_discover(in->tasks);
 
 	era_complete(r, "complete");
 	return mcp_result(id, r);
@@ -480,7 +476,7 @@ m_discover(const struct mcp_in *in UNUSED, struct mcp_out *out UNUSED,
 static cJSON *
 m_listen(const struct mcp_in *in UNUSED, struct mcp_out *out,
     const cJSON *id, const cJSON *params, int in_batch UNUSED,
-    int slot UNUSED, int *status_hint UNUSED)
+    int slot UNUSED, int *status_hint)
 {
 	const cJSON *f = cJSON_GetObjectItemCaseSensitive(params,
 	    "notifications");
@@ -488,8 +484,62 @@ m_listen(const struct mcp_in *in UNUSED, struct mcp_out *out,
 	if (f != NULL && !cJSON_IsObject(f))
 		return mcp_error(id, E_PARAMS, "Invalid params: "
 		    "params.notifications must be an object");
+	if (cJSON_GetObjectItemCaseSensitive(f, "taskIds") != NULL &&
+	    !out->era.tasks) {
+		cJSON *d = cJSON_CreateObject(), *rc, *ex;
+
+		rc = cJSON_AddObjectToObject(d, "requiredCapabilities");
+		ex = cJSON_AddObjectToObject(rc, "extensions");
+		cJSON_AddObjectToObject(ex, ERA_EXT_TASKS);
+		*status_hint = 400;
+		return mcp_error_data(id, ERA_E_CAPABILITY, "Missing required "
+		    "client capability: task notifications need the "
+		    ERA_EXT_TASKS " extension in clientCapabilities", d);
+	}
 	out->listen = 1;
 	out->listen_id = cJSON_Duplicate(id, 1);
+	return NULL;
+}
+
+/*
+ * tasks/get, tasks/cancel, tasks/update (tasks.h): pending calls run by
+ * tasks_run against the task's session, which X-Session-Id must name.
+ */
+static cJSON *
+m_tasks(const struct mcp_in *in, struct mcp_out *out, const cJSON *id,
+    const cJSON *params, int in_batch UNUSED, int slot, int *status_hint)
+{
+	const cJSON *tid = cJSON_GetObjectItemCaseSensitive(params, "taskId");
+	const cJSON *m = cJSON_GetObjectItemCaseSensitive(params, "method");
+	struct tool_call *tc;
+
+	(void)m;
+	if (!in->tasks)
+		return mcp_error(id, E_METHOD, "Method not found: this server "
+		    "has tasks turned off (tools.task_after: 0)");
+	if (!cJSON_IsString(tid) || strlen(tid->valuestring) > 256)
+		return mcp_error(id, E_PARAMS, "Invalid params: params.taskId "
+		    "(a string of at most 256 characters) is required");
+	if (in->sid == NULL) {
+		*status_hint = 400;
+		return mcp_error(id, E_PARAMS, "Invalid params: tasks need the "
+		    "X-Session-Id request header of the session that made the "
+		    "task");
+	}
+	tc = xcalloc(1, sizeof(*tc));
+	snprintf(tc->sid, sizeof(tc->sid), "%s", in->sid);
+	snprintf(tc->org, sizeof(tc->org), "%s", in->org ? in->org : "");
+	snprintf(tc->user, sizeof(tc->user), "%s", in->user ? in->user : "");
+	tc->name = xstrdup(out->method_name);
+	tc->args = cJSON_CreateObject();
+	cJSON_AddStringToObject(tc->args, "taskId", tid->valuestring);
+	tc->structured = 1;
+	out->pend = xreallocarray(out->pend, out->npend + 1, sizeof(*out->pend));
+	out->pend[out->npend].tc = tc;
+	out->pend[out->npend].id = cJSON_Duplicate(id, 1);
+	out->pend[out->npend].slot = slot;
+	out->npend++;
+	snprintf(out->tool, sizeof(out->tool), "%s", tc->name);
 	return NULL;
 }
 
@@ -499,6 +549,9 @@ static const struct mcp_method modern_methods[] = {
 	{ "tools/list", m_tools_list },
 	{ "tools/call", m_tools_call },
 	{ "subscriptions/listen", m_listen },
+	{ "tasks/get", m_tasks },
+	{ "tasks/cancel", m_tasks },
+	{ "tasks/update", m_tasks },
 };
 
 /* What 2025 had and 2026-07-28 removed: named so in the -32601. */
@@ -577,6 +630,7 @@ modern_one(const struct mcp_in *in, struct mcp_out *out, const cJSON *m,
 		return;
 	}
 	out->method = "(request)";
+	out->method_name = modern_methods[i].name;
 	reply = modern_methods[i].handler(in, out, id, params, 0, -1, &hint);
 	if (reply != NULL) {
 		out->status = hint;
@@ -725,11 +779,22 @@ mcp_complete(struct mcp_out *out, size_t i)
 		 * batch keeps its null placeholder, removed below. */
 		cJSON_Delete(result);
 	} else {
-		if (result == NULL)
-			result = toolres_text("internal error: no result", 1);
-		if (out->modern)
-			era_complete(result, "complete");
-		r = mcp_result(p->id, result);
+		if (p->tc->rpc_error != NULL) {
+			const cJSON *cd = cJSON_GetObjectItemCaseSensitive(
+			    p->tc->rpc_error, "code");
+			const cJSON *ms = cJSON_GetObjectItemCaseSensitive(
+			    p->tc->rpc_error, "message");
+
+			cJSON_Delete(result);
+			r = mcp_error(p->id, cJSON_IsNumber(cd) ? cd->valueint :
+			    -32603, cJSON_IsString(ms) ? ms->valuestring : "error");
+		} else {
+			if (result == NULL)
+				result = toolres_text("internal error: no result", 1);
+			if (out->modern)
+				era_complete(result, "complete");
+			r = mcp_result(p->id, result);
+		}
 		if (p->slot < 0) {
 			cJSON_Delete(out->body);
 			out->body = r;

@@ -29,6 +29,7 @@ struct mcp_in {
 	const char	*user;		/* X-User-Id or NULL */
 	const char	*hmethod;	/* Mcp-Method header or NULL */
 	const char	*hname;		/* Mcp-Name header or NULL */
+	int		 tasks;		/* the Tasks extension is served */
 };
 
 struct mcp_pending {
@@ -45,6 +46,7 @@ struct mcp_out {
 	struct mcp_pending *pend;	/* tool calls to run */
 	size_t		 npend;
 	const char	*method;	/* single request: its method (for logs) */
+	const char	*method_name;	/* 2026-07-28: the method served (static) */
 	char		 tool[64];	/* single tools/call: the tool name */
 	int		 want_progress;	/* single tools/call asked for progress */
 	cJSON		*progress_token;	/* owned */

@@ -32,6 +32,7 @@
 #include "log.h"
 #include "mcp.h"
 #include "mcp_http.h"
+#include "tasks.h"
 #include "tools.h"
 #include "util.h"
 #include "lib/work.h"
@@ -54,6 +55,7 @@ struct mcp_front {
 	int			 ntools;
 	unsigned long long	 n_cancelled;
 	unsigned long long	 n_refused;	/* over limits.session_calls */
+	unsigned long long	 n_tasks;	/* calls answered with a task */
 };
 
 struct mcall {
@@ -68,6 +70,10 @@ struct mcall {
 	struct event		*ptimer;	/* progress notifications */
 	int			 progress;
 	long long		 t0;
+	struct event		*ttimer;	/* tools.task_after: becomes a task */
+	int			 tasked;	/* answered with a task handle: its
+						 * call's result goes nowhere */
+	long long		 t0_unix;
 };
 
 struct mjob {
@@ -179,6 +185,9 @@ mcall_unlink(struct mcall *mc)
 	if (mc->ptimer != NULL)
 		event_free(mc->ptimer);
 	mc->ptimer = NULL;
+	if (mc->ttimer != NULL)
+		event_free(mc->ttimer);
+	mc->ttimer = NULL;
 }
 
 static void
@@ -186,7 +195,9 @@ mcall_finish(struct mcall *mc)
 {
 	struct http *ht = mc->ht;
 
-	if (mc->aborted) {	/* answered at the drain deadline */
+	if (mc->aborted || mc->tasked) {
+		/* answered at the drain deadline, or with a task handle (the
+		 * agent keeps the result for tasks/get) */
 		mcp_out_free(&mc->out);
 		free(mc);
 		return;
@@ -283,6 +294,8 @@ mcall_abort(struct http_req *req, enum http_abort why, void *arg)
 	if (why == HTTP_ABORT_GONE) {
 		if (mc->ptimer != NULL)
 			event_del(mc->ptimer);
+		if (mc->ttimer != NULL)
+			event_del(mc->ttimer);
 		for (i = 0; i < mc->out.npend; i++) {
 			tc = mc->out.pend[i].tc;
 			if (tc != NULL && !atomic_load(&tc->cancelled) &&
@@ -314,7 +327,12 @@ mjob_run(void *arg)
 {
 	struct mjob *j = arg;
 
-	tools_run(j->mc->fr->mgr, j->mc->fr->conf, j->mc->out.pend[j->i].tc);
+	struct tool_call *tc = j->mc->out.pend[j->i].tc;
+
+	if (tasks_method(tc->name))
+		tasks_run(j->mc->fr->mgr, j->mc->fr->conf, tc);
+	else
+		tools_run(j->mc->fr->mgr, j->mc->fr->conf, tc);
 }
 
 static void
@@ -344,6 +362,45 @@ mjob_done(void *arg)
 	if (mcp_complete(&mc->out, j->i))
 		mcall_finish(mc);
 	free(j);
+}
+
+/*
+ * tools.task_after passed and the call still runs: it becomes a task. The
+ * handle goes out now (the command already has its result id, so the agent
+ * keeps its result: tasks/get finds it whatever happens to us), and the
+ * call is no longer the client's: a disconnect does not cancel it, and
+ * its result, when the worker returns, is dropped.
+ */
+static void
+task_cb(evutil_socket_t fd UNUSED, short ev UNUSED, void *arg)
+{
+	struct mcall *mc = arg;
+	struct tool_call *tc = mc->out.pend[0].tc;
+	cJSON *r, *o;
+
+	if (tc == NULL || atomic_load(&tc->finished) ||
+	    atomic_load(&tc->cancelled) || mc->req == NULL)
+		return;
+	r = tasks_created(tc, mc->t0_unix);
+	era_complete(r, "task");
+	o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "jsonrpc", "2.0");
+	cJSON_AddItemToObject(o, "id", cJSON_Duplicate(mc->out.pend[0].id, 1));
+	cJSON_AddItemToObject(o, "result", r);
+	log_info("session=%s tool=%s became task %s~%s after %lld ms",
+	    tc->sid, tc->name, tc->task_id, tc->sid,
+	    (util_mono_us() - mc->t0) / 1000);
+	mcall_unlink(mc);
+	mc->tasked = 1;
+	if (mc->sse) {
+		sse_send(mc->req, o);
+		http_stream_end(mc->ht, mc->req);
+	} else
+		http_send_json(mc->ht, mc->req, 200, o);
+	cJSON_Delete(o);
+	mc->req = NULL;
+	mc->fr->n_tasks++;
+	http_inflight_add(mc->ht, -1);
 }
 
 /*
@@ -548,6 +605,7 @@ mcp_http_handle(struct http *ht, struct http_req *req,
 	}
 	mi.hmethod = http_hdr(req, "Mcp-Method");
 	mi.hname = http_hdr(req, "Mcp-Name");
+	mi.tasks = fr->conf->task_after_ms > 0;
 	mi.body = http_req_body(req, &len);
 	mi.len = len;
 
@@ -556,6 +614,7 @@ mcp_http_handle(struct http *ht, struct http_req *req,
 	mc->ht = ht;
 	mc->req = req;
 	mc->t0 = util_mono_us();
+	mc->t0_unix = util_unix_ms();
 	mcp_dispatch(&mi, &mc->out);
 	if (mc->out.cancels != NULL)
 		cancel_calls(fr, mi.sid, mc->out.cancels);
@@ -602,6 +661,15 @@ mcp_http_handle(struct http *ht, struct http_req *req,
 			tv.tv_usec = (fr->conf->progress_interval_ms % 1000) * 1000;
 			event_add(mc->ptimer, &tv);
 		}
+	}
+	/* A call that may outlive the client's patience becomes a task. */
+	if (mi.tasks && mc->out.modern && mc->out.era.tasks &&
+	    mc->out.npend == 1 && tasks_prepare(mc->out.pend[0].tc)) {
+		struct timeval tt = { fr->conf->task_after_ms / 1000,
+		    (fr->conf->task_after_ms % 1000) * 1000 };
+
+		mc->ttimer = event_new(http_base(ht), -1, 0, task_cb, mc);
+		event_add(mc->ttimer, &tt);
 	}
 	http_req_on_abort(req, mcall_abort, mc);
 	for (i = 0; i < mc->out.npend; i++) {
@@ -652,7 +720,12 @@ mcp_http_metrics(const struct mcp_front *fr, struct buf *b)
 	    "# HELP orch_tool_calls_refused_total Tool calls refused at the "
 	    "per-session cap (limits.session_calls).\n"
 	    "# TYPE orch_tool_calls_refused_total counter\n"
-	    "orch_tool_calls_refused_total %llu\n", fr->n_cancelled, fr->n_refused);
+	    "orch_tool_calls_refused_total %llu\n"
+	    "# HELP orch_tool_calls_tasked_total Tool calls answered with a "
+	    "task handle (MCP 2026-07-28 Tasks, tools.task_after).\n"
+	    "# TYPE orch_tool_calls_tasked_total counter\n"
+	    "orch_tool_calls_tasked_total %llu\n", fr->n_cancelled, fr->n_refused,
+	    fr->n_tasks);
 	r |= buf_addf(b, "# HELP orch_tool_call_seconds_sum Time spent in tool calls.\n"
 	    "# TYPE orch_tool_call_seconds_sum counter\n");
 	for (i = 0; i < fr->ntools; i++)

@@ -158,11 +158,15 @@ toolres_shell(struct tool_call *tc, const cJSON *j, long long tmo)
 	ign(buf_addstr(&out, text));
 	if (out.len > 0 && out.p[out.len - 1] != '\n')
 		ign(buf_addstr(&out, "\n"));
-	if (timed_out)
+	if (timed_out && tmo > 0)
 		ign(buf_addf(&out, "[timed out after %llds (exit code 124): the "
 		    "command and its child processes were killed; the shell keeps "
 		    "its state. Use shell_async for long-running commands, or a "
 		    "larger timeout]", tmo));
+	else if (timed_out)	/* a task's kept result: tmo not known */
+		ign(buf_addstr(&out, "[timed out (exit code 124): the command "
+		    "and its child processes were killed; the shell keeps its "
+		    "state. Use a larger timeout]"));
 	else if (oom)
 		ign(buf_addf(&out, "[killed: out of memory (the sandbox's "
 		    "memory limit); exit code %lld]", code));

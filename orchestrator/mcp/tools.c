@@ -694,6 +694,7 @@ tools_call_free(struct tool_call *tc)
 	free(tc->live);
 	cJSON_Delete(tc->args);
 	cJSON_Delete(tc->result);
+	cJSON_Delete(tc->rpc_error);
 	free(tc);
 }
 
@@ -776,6 +777,8 @@ t_shell(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 	cJSON_AddStringToObject(body, "command", cmd);
 	cJSON_AddNumberToObject(body, "timeout_ms", (double)(tmo * 1000));
 	cJSON_AddNumberToObject(body, "max_output", (double)c->max_output);
+	if (tc->task_id[0] != '\0')	/* may become a task: kept, detached */
+		cJSON_AddStringToObject(body, "result_id", tc->task_id);
 	live = toollive_start(tc, s, c);
 	for (tries = 0;; tries++) {
 		if (areq_do(&a, "POST", "/v1/shell", body,

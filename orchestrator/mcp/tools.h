@@ -26,6 +26,8 @@ struct tool_call {
 	char		 user[ID_SESSION_MAX + 1];
 	char		*name;		/* owned */
 	char		 trace[64];	/* W3C traceparent from _meta, or "" */
+	char		 task_id[48];	/* may become a task (tasks.h): the
+					 * agent's result id or job@offset */
 	cJSON		*args;		/* owned; an object */
 	int		 structured;	/* add structuredContent (2025-06-18+),
 					 * matching the tool's outputSchema */
@@ -34,6 +36,8 @@ struct tool_call {
 					 * toollive_progress_text's message fresh */
 	/* out */
 	cJSON		*result;	/* CallToolResult */
+	cJSON		*rpc_error;	/* or a JSON-RPC error {code, message}
+					 * (tasks/get etc.: an unknown task) */
 	int		 is_error;
 	/* notifications/cancelled named this call (set on the loop thread,
 	 * read by the worker); refs: holders besides the owner */

@@ -1,0 +1,382 @@
+/*
+ * tasks.c: the Tasks extension of MCP 2026-07-28 (tasks.h).
+ *
+ * A task id is "<what>~<session id>": <what> is "s-<24 hex>", the result id
+ * of a shell command (the agent's GET /v1/shell/result/{id}), or
+ * "j-<12 hex>@<offset>", a job and the offset its shell_wait read from.
+ * Session ids cannot hold '~', so the id splits at the first one. A task
+ * is answered only to a request carrying that session's X-Session-Id (and
+ * its org and user): any other gets "unknown task", as an id never made
+ * does. Everything a task is lives in its sandbox: the agent keeps a shell
+ * result and a job for a day (TASKS_TTL_MS), across restarts of the
+ * orchestrator and stops of the sandbox; a command still running when its
+ * sandbox stopped is lost, and its task says so.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "areq.h"
+#include "log.h"
+#include "tasks.h"
+#include "toolres.h"
+#include "tools.h"
+#include "util.h"
+#include "xmalloc.h"
+
+#define E_PARAMS	(-32602)
+#define E_INTERNAL	(-32603)
+
+int
+tasks_method(const char *s)
+{
+	return strcmp(s, "tasks/get") == 0 || strcmp(s, "tasks/cancel") == 0 ||
+	    strcmp(s, "tasks/update") == 0;
+}
+
+int
+tasks_prepare(struct tool_call *tc)
+{
+	unsigned char r[12];
+	const cJSON *jid, *off;
+	size_t i;
+
+	if (strcmp(tc->name, "shell") == 0) {
+		if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
+			return 0;
+		memcpy(tc->task_id, "s-", 2);
+		for (i = 0; i < sizeof(r); i++)
+			snprintf(tc->task_id + 2 + 2 * i, 3, "%02x", r[i]);
+		return 1;
+	}
+	if (strcmp(tc->name, "shell_wait") == 0) {
+		jid = cJSON_GetObjectItemCaseSensitive(tc->args, "job_id");
+		off = cJSON_GetObjectItemCaseSensitive(tc->args, "offset");
+		if (!cJSON_IsString(jid) || !toolres_job_id_ok(jid->valuestring) ||
+		    strlen(jid->valuestring) > 24 ||
+		    (off != NULL && (!cJSON_IsNumber(off) || off->valuedouble < 0 ||
+		    off->valuedouble > 1e15)))
+			return 0;
+		snprintf(tc->task_id, sizeof(tc->task_id), "%s@%lld",
+		    jid->valuestring, off != NULL ? (long long)off->valuedouble : 0);
+		return 1;
+	}
+	return 0;
+}
+
+/* ISO 8601, UTC, milliseconds: what Task's createdAt and lastUpdatedAt are. */
+static void
+iso_time(char *out, size_t len, long long ms)
+{
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+	char b[32];
+
+	gmtime_r(&t, &tm);
+	strftime(b, sizeof(b), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(out, len, "%s.%03lldZ", b, ms % 1000);
+}
+
+static cJSON *
+task_obj(const char *tid, const char *status, long long created,
+    long long updated, const char *msg)
+{
+	cJSON *t = cJSON_CreateObject();
+	char ts[40];
+
+	cJSON_AddStringToObject(t, "taskId", tid);
+	cJSON_AddStringToObject(t, "status", status);
+	if (msg != NULL)
+		cJSON_AddStringToObject(t, "statusMessage", msg);
+	iso_time(ts, sizeof(ts), created);
+	cJSON_AddStringToObject(t, "createdAt", ts);
+	iso_time(ts, sizeof(ts), updated);
+	cJSON_AddStringToObject(t, "lastUpdatedAt", ts);
+	cJSON_AddNumberToObject(t, "ttlMs", (double)TASKS_TTL_MS);
+	cJSON_AddNumberToObject(t, "pollIntervalMs", TASKS_POLL_MS);
+	return t;
+}
+
+cJSON *
+tasks_created(const struct tool_call *tc, long long started_ms)
+{
+	char tid[sizeof(tc->task_id) + ID_SESSION_MAX + 2], msg[160];
+	long long now = util_unix_ms();
+
+	snprintf(tid, sizeof(tid), "%s~%s", tc->task_id, tc->sid);
+	snprintf(msg, sizeof(msg), "%s still running after %lld ms: poll "
+	    "tasks/get for its result", tc->name, now - started_ms);
+	return task_obj(tid, "working", started_ms, now, msg);
+}
+
+static void
+rpc_fail(struct tool_call *tc, int code, const char *msg)
+{
+	cJSON_Delete(tc->rpc_error);
+	tc->rpc_error = cJSON_CreateObject();
+	cJSON_AddNumberToObject(tc->rpc_error, "code", code);
+	cJSON_AddStringToObject(tc->rpc_error, "message", msg);
+}
+
+static void
+unknown_task(struct tool_call *tc, const char *tid)
+{
+	char esc[160], msg[320];
+
+	log_escape(esc, sizeof(esc), tid, strlen(tid));
+	snprintf(msg, sizeof(msg), "Unknown task: %s (a task is answered to "
+	    "the X-Session-Id that made it, for a day after it ended)", esc);
+	rpc_fail(tc, E_PARAMS, msg);
+}
+
+/* A tool call's result as the task's: made on a scratch call, taken. */
+static cJSON *
+scratch_result(const struct tool_call *tc, struct tool_call *t)
+{
+	cJSON *r;
+
+	(void)tc;
+	r = t->result;
+	t->result = NULL;
+	return r != NULL ? r : toolres_text("internal error: no result", 1);
+}
+
+/* The shell command's output so far, for a working task's statusMessage. */
+static char *
+shell_live(struct sess *s)
+{
+	struct areq a = { .s = s };
+	char *msg = NULL;
+
+	if (areq_do(&a, "GET", "/v1/shell/output?max=2048", NULL, 5000) == 0 &&
+	    a.status == 200)
+		msg = toolres_live_text(a.j);
+	areq_free(&a);
+	return msg;
+}
+
+/* tasks/get on a shell command: running, its kept result, or lost. */
+static void
+get_shell(struct tool_call *tc, struct sess *s, const char *tid,
+    const char *rid)
+{
+	struct areq a = { .s = s };
+	struct tool_call t;
+	const char *state;
+	const cJSON *res;
+	char path[128], *live;
+	long long t0, t1;
+	cJSON *o;
+
+	snprintf(path, sizeof(path), "/v1/shell/result/%s", rid);
+	if (areq_do(&a, "GET", path, NULL, 10000) == -1) {
+		rpc_fail(tc, E_INTERNAL, a.err);
+		goto out;
+	}
+	if (a.status == 404) {
+		unknown_task(tc, tid);
+		goto out;
+	}
+	state = toolres_str(a.j, "state");
+	if (a.status == 200 && state != NULL && strcmp(state, "lost") == 0) {
+		/* started here and never ended: its sandbox stopped under it */
+		t0 = util_unix_ms();
+		o = task_obj(tid, "completed", t0, t0, "the command was lost "
+		    "with its sandbox");
+		cJSON_AddItemToObject(o, "result", toolres_text("The outcome "
+		    "of this task's command is unknown: its sandbox was stopped "
+		    "while the command ran, and its processes ended with it. "
+		    "Check the command's effects before running it again.", 1));
+		tc->result = o;
+		goto out;
+	}
+	if (a.status != 200 || state == NULL) {
+		rpc_fail(tc, E_INTERNAL, "the sandbox's agent gave an "
+		    "unexpected answer about this task");
+		goto out;
+	}
+	t0 = (long long)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(
+	    a.j, "started_ms"));
+	if (t0 <= 0)
+		t0 = util_unix_ms();
+	if (strcmp(state, "running") == 0) {
+		live = shell_live(s);
+		tc->result = task_obj(tid, "working", t0, util_unix_ms(),
+		    live != NULL ? live : "running");
+		free(live);
+		goto out;
+	}
+	t1 = (long long)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(
+	    a.j, "ended_ms"));
+	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(a.j, "cancelled"))) {
+		tc->result = task_obj(tid, "cancelled", t0, t1, "cancelled by "
+		    "tasks/cancel: the command was stopped");
+		goto out;
+	}
+	res = cJSON_GetObjectItemCaseSensitive(a.j, "result");
+	memset(&t, 0, sizeof(t));
+	t.structured = tc->structured;
+	toolres_shell(&t, res, -1);
+	o = task_obj(tid, "completed", t0, t1, NULL);
+	cJSON_AddItemToObject(o, "result", scratch_result(tc, &t));
+	tc->result = o;
+out:
+	areq_free(&a);
+}
+
+/* tasks/get on a job (a shell_wait's): its state, or its output from the
+ * wait's offset as shell_wait gives it. */
+static void
+get_job(struct tool_call *tc, struct sess *s, const struct conf *c,
+    const char *tid, const char *jid, long long off)
+{
+	struct areq a = { .s = s };
+	struct tool_call t;
+	const char *state;
+	char path[160], msg[96];
+	long long t0, now = util_unix_ms();
+	cJSON *o;
+
+	snprintf(path, sizeof(path), "/v1/jobs/%s?offset=%lld&max=%lld", jid,
+	    off, (long long)c->max_output);
+	if (areq_do(&a, "GET", path, NULL, 30000) == -1) {
+		rpc_fail(tc, E_INTERNAL, a.err);
+		goto out;
+	}
+	if (a.status == 404) {
+		unknown_task(tc, tid);
+		goto out;
+	}
+	state = toolres_str(a.j, "state");
+	if (a.status != 200 || state == NULL) {
+		rpc_fail(tc, E_INTERNAL, "the sandbox's agent gave an "
+		    "unexpected answer about this task");
+		goto out;
+	}
+	t0 = (long long)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(
+	    a.j, "started_ms"));
+	if (t0 <= 0)
+		t0 = now;
+	if (strcmp(state, "running") == 0) {
+		snprintf(msg, sizeof(msg), "job %s running", jid);
+		tc->result = task_obj(tid, "working", t0, now, msg);
+		goto out;
+	}
+	if (strcmp(state, "stopped") == 0) {
+		tc->result = task_obj(tid, "cancelled", t0, now, "the job was "
+		    "stopped (tasks/cancel or shell_stop)");
+		goto out;
+	}
+	memset(&t, 0, sizeof(t));
+	t.structured = tc->structured;
+	toolres_job_output(&t, a.j, jid, off, -1);
+	o = task_obj(tid, "completed", t0, now, NULL);
+	cJSON_AddItemToObject(o, "result", scratch_result(tc, &t));
+	tc->result = o;
+out:
+	areq_free(&a);
+}
+
+/* tasks/cancel: the command stopped (its task then reads cancelled). */
+static void
+cancel(struct tool_call *tc, struct sess *s, const char *tid, const char *what,
+    const char *jid)
+{
+	struct areq a = { .s = s };
+	char path[160];
+
+	if (jid != NULL)
+		snprintf(path, sizeof(path), "/v1/jobs/%s/stop", jid);
+	else
+		snprintf(path, sizeof(path), "/v1/shell/result/%s/cancel", what);
+	if (areq_do(&a, "POST", path, NULL, 30000) == -1)
+		rpc_fail(tc, E_INTERNAL, a.err);
+	else if (a.status == 404)
+		unknown_task(tc, tid);
+	else if (a.status != 200)
+		rpc_fail(tc, E_INTERNAL, "the sandbox's agent could not stop "
+		    "this task's command");
+	else {
+		log_info("session=%s task %s cancelled", tc->sid, what);
+		tc->result = cJSON_CreateObject();
+	}
+	areq_free(&a);
+}
+
+void
+tasks_run(struct sessmgr *m, const struct conf *c, struct tool_call *tc)
+{
+	const cJSON *id = cJSON_GetObjectItemCaseSensitive(tc->args, "taskId");
+	char what[64], jid[32], err[512];
+	const char *tid, *sep, *at;
+	enum sess_err e = SE_OK;
+	struct sess *s;
+	long long off = 0;
+	size_t n;
+
+	if (!cJSON_IsString(id)) {
+		rpc_fail(tc, E_PARAMS, "Invalid params: params.taskId (a string) "
+		    "is required");
+		return;
+	}
+	tid = id->valuestring;
+	/* <what>~<session>, <what> as tasks_prepare makes it */
+	if ((sep = strchr(tid, '~')) == NULL || strcmp(sep + 1, tc->sid) != 0 ||
+	    (n = (size_t)(sep - tid)) < 3 || n >= sizeof(what)) {
+		unknown_task(tc, tid);
+		return;
+	}
+	memcpy(what, tid, n);
+	what[n] = '\0';
+	jid[0] = '\0';
+	if (strncmp(what, "j-", 2) == 0) {
+		if ((at = strchr(what, '@')) == NULL ||
+		    (size_t)(at - what) >= sizeof(jid) ||
+		    (off = strtoll(at + 1, NULL, 10)) < 0) {
+			unknown_task(tc, tid);
+			return;
+		}
+		memcpy(jid, what, (size_t)(at - what));
+		jid[at - what] = '\0';
+		if (!toolres_job_id_ok(jid)) {
+			unknown_task(tc, tid);
+			return;
+		}
+	} else if (strncmp(what, "s-", 2) != 0 ||
+	    strspn(what + 2, "0123456789abcdef") != strlen(what + 2)) {
+		unknown_task(tc, tid);
+		return;
+	}
+	/* the session must exist: a task never creates a sandbox */
+	if ((s = sess_get(m, tc->sid, tc->org, tc->user, 0, &e, err,
+	    sizeof(err))) == NULL) {
+		if (e == SE_IDENTITY)
+			rpc_fail(tc, E_PARAMS, err);
+		else
+			unknown_task(tc, tid);
+		return;
+	}
+	if (sess_enter(s, &tc->starting, &e, err, sizeof(err)) == -1) {
+		rpc_fail(tc, E_INTERNAL, err);
+		sess_put(s);
+		return;
+	}
+	if (strcmp(tc->name, "tasks/cancel") == 0)
+		cancel(tc, s, tid, what, jid[0] != '\0' ? jid : NULL);
+	else {
+		if (jid[0] != '\0')
+			get_job(tc, s, c, tid, jid, off);
+		else
+			get_shell(tc, s, tid, what);
+		/* tasks/update: no task here ever asks for input; its
+		 * responses are taken and ignored once the task is known */
+		if (strcmp(tc->name, "tasks/update") == 0 && tc->result != NULL) {
+			cJSON_Delete(tc->result);
+			tc->result = cJSON_CreateObject();
+		}
+	}
+	sess_leave(s);
+	sess_put(s);
+}
