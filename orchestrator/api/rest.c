@@ -12,7 +12,9 @@
  * text also goes to the log). The runtimes' error texts name no host path
  * (runtime.h); the sandbox's own paths stay in them. An operation on a
  * session counts against its limits.session_calls with its tool calls
- * (work.h): beyond, 429.
+ * (work.h): beyond, 429. A create with an Idempotency-Key header is
+ * recorded (idem.h) on its worker before it runs; a re-issue gets the
+ * first success's status and body, and a failure frees the key.
  */
 #include <stdio.h>
 #include <stdlib.h>

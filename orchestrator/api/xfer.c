@@ -11,6 +11,12 @@
  * to the loop (xj_go) and waits until the loop releases it (xj_release:
  * after the final reply, or the client's going), then leaves the session
  * on the same thread that entered it. The loop frees xj in xj_done.
+ *
+ * An exec with an Idempotency-Key (keyed_exec, on the worker) is not the
+ * agent's /v1/exec but one of its jobs: recorded first (idem.h, with the
+ * job id), started with exec's options unless the record says it was,
+ * then relayed as GET /v1/jobs/{id}/stream, exec's NDJSON from the job's
+ * first byte; the client going away closes that stream only.
  */
 #include <ctype.h>
 #include <pthread.h>
