@@ -1,7 +1,7 @@
 /*
  * job.c: async jobs (see job.h). The truth about a job is its directory,
  * <state>/jobs/<id>/: the agent writes script and status.json (replaced
- * whole) and stopped, the job's wrapper (wrapper_main, a fork that never
+ * whole) and stopped, the job's wrapper (jobwrap.c, a fork that never
  * returns to the agent) writes output, dropped and exit.json; the agent
  * reads them back for every answer (jinfo_load), so a restarted agent
  * knows every job it finds there. In memory: the list of known ids in start
@@ -28,9 +28,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <poll.h>
-#include <sys/prctl.h>
-#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -41,9 +38,10 @@
 #include "ev.h"
 #include "http.h"
 #include "job.h"
+#include "jobwrap.h"
+#include "jobx.h"
 #include "json.h"
 #include "log.h"
-#include "nest.h"
 #include "proc.h"
 #include "shell.h"
 #include "strnum.h"
@@ -84,6 +82,9 @@ struct jinfo {
 	int		 lost;
 	long long	 out_bytes;
 	long long	 dropped;	/* output bytes beyond the spool cap */
+	int		 split;		/* stdout and stderr apart (jobx.h) */
+	int		 timed_out;	/* killed at its timeout_ms: exit 124 */
+	long long	 max_output;	/* its cap when started with one, else -1 */
 };
 
 struct waiter {
@@ -239,6 +240,9 @@ jinfo_load(const char *id, struct jinfo *ji)
 		ji->wrapper = -1;
 	ji->wstart = jget_ll(v, "wrapper_start");
 	ji->started_ms = jget_ll(v, "started_ms");
+	ji->max_output = jget_ll(v, "max_output");
+	if (json_get_str(v, "streams", &s, NULL) == 0)
+		ji->split = strcmp(s, "split") == 0;
 	json_free(v);
 
 	snprintf(path, sizeof(path), "%s/%s/exit.json", jobsdir, id);
@@ -249,6 +253,7 @@ jinfo_load(const char *id, struct jinfo *ji)
 		ji->sig = jget_ll(v, "signal");
 		ji->ended_ms = jget_ll(v, "ended_ms");
 		(void)json_get_bool(v, "oom_killed", &ji->oom);
+		(void)json_get_bool(v, "timed_out", &ji->timed_out);
 		json_free(v);
 	}
 	buf_free(&b);
@@ -316,6 +321,12 @@ jinfo_write(struct jw *w, const char *id, const struct jinfo *ji, size_t maxcmd)
 	jw_key(w, "signal");
 	if (ji->have_exit && ji->sig > 0) jw_int(w, ji->sig); else jw_null(w);
 	jw_key(w, "oom_killed"); jw_bool(w, ji->oom);
+	if (ji->split) {
+		jw_key(w, "streams"); jw_cstr(w, "split");
+	}
+	if (ji->timed_out) {
+		jw_key(w, "timed_out"); jw_bool(w, 1);
+	}
 	jw_key(w, "started_ms"); jw_int(w, ji->started_ms);
 	jw_key(w, "ended_ms");
 	if (ji->have_exit && ji->ended_ms >= 0) jw_int(w, ji->ended_ms); else jw_null(w);
@@ -328,6 +339,9 @@ jinfo_write(struct jw *w, const char *id, const struct jinfo *ji, size_t maxcmd)
 		    "status (its wrapper was killed); exit status unknown");
 	} else if (ji->oom) {
 		jw_key(w, "note"); jw_cstr(w, "killed by the kernel: out of memory");
+	} else if (ji->timed_out) {
+		jw_key(w, "note");
+		jw_cstr(w, "timed out: its process tree was killed (exit 124)");
 	} else if (ji->have_exit && ji->sig == SIGKILL && !ji->stopped) {
 		jw_key(w, "note");
 		jw_cstr(w, "killed by signal 9 (possibly out of memory; the "
@@ -600,270 +614,12 @@ job_budget(void)
 	return left < JOB_MIN_CAP ? JOB_MIN_CAP : left;
 }
 
-/* The wrapper's spool: the job's output copied to the file up to the cap. */
-struct spool {
-	int		 fd;		/* the output file */
-	int		 rfd;		/* the job's output pipe, -1 at EOF */
-	const char	*dir;
-	unsigned long long written, dropped, dropped_saved;
-	long long	 saved_at;	/* util_mono_ms */
-};
-
-static void
-spool_write(int fd, const char *p, size_t n)
-{
-	ssize_t w;
-
-	while (n > 0) {
-		if ((w = write(fd, p, n)) == -1) {
-			if (errno == EINTR)
-				continue;
-			return;		/* disk full: the rest is lost */
-		}
-		p += w;
-		n -= (size_t)w;
-	}
-}
-
-/* Records the dropped byte count (when it changed). */
-static void
-spool_save(struct spool *sp)
-{
-	char path[PATH_MAX + 256], num[32], err[256];
-	int n;
-
-	if (sp->dropped == sp->dropped_saved)
-		return;
-	n = snprintf(num, sizeof(num), "%llu\n", sp->dropped);
-	snprintf(path, sizeof(path), "%s/dropped", sp->dir);
-	ign(util_write_file_atomic(path, num, (size_t)n, JOB_FILE_MODE, err,
-	    sizeof(err)));
-	sp->dropped_saved = sp->dropped;
-	sp->saved_at = util_mono_ms();
-}
-
-static void
-spool_add(struct spool *sp, const char *p, size_t n)
-{
-	size_t cap = spool_cap, k;
-	char marker[160];
-	int m;
-
-	if (cap == 0 || sp->written + n <= cap) {
-		spool_write(sp->fd, p, n);
-		sp->written += n;
-		return;
-	}
-	if (sp->written < cap) {
-		/* The last piece, cut before a partial UTF-8 character. */
-		k = json_utf8_complete(p, (size_t)(cap - sp->written));
-		spool_write(sp->fd, p, k);
-		sp->written = cap;
-		n -= k;
-		m = snprintf(marker, sizeof(marker), "\n[... the job's output reached "
-		    "the cap of %zu bytes: the rest is dropped and counted in "
-		    "dropped_bytes ...]\n", cap);
-		spool_write(sp->fd, marker, (size_t)m);
-	}
-	sp->dropped += n;
-	if (sp->dropped_saved == 0 && sp->dropped > 0)
-		spool_save(sp);		/* the first drop is told at once */
-}
-
-/* Reads what the job wrote; all of it (to EAGAIN) when drain is set. */
-static void
-spool_read(struct spool *sp, int drain)
-{
-	static char chunk[64 * 1024];
-	ssize_t n;
-	int rounds = 0;
-
-	while (sp->rfd != -1) {
-		n = read(sp->rfd, chunk, sizeof(chunk));
-		if (n > 0) {
-			spool_add(sp, chunk, (size_t)n);
-			/* Bounded: a background writer may keep the pipe full. */
-			if (++rounds >= (drain ? 1024 : 16))
-				return;
-			continue;
-		}
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n == 0) {
-			close(sp->rfd);
-			sp->rfd = -1;
-		}
-		return;
-	}
-}
-
-static void
-wrapper_exit_record(const char *dir, int code, int sig, int oom)
-{
-	char path[PATH_MAX + 256], err[256];
-	struct buf b;
-
-	buf_init(&b, 512);
-	if (code < 0)
-		ign(buf_addf(&b, "{\"exit_code\":null,\"signal\":%d,", sig));
-	else
-		ign(buf_addf(&b, "{\"exit_code\":%d,\"signal\":null,", code));
-	ign(buf_addf(&b, "\"oom_killed\":%s,\"ended_ms\":%lld}\n",
-	    oom ? "true" : "false", util_unix_ms()));
-	snprintf(path, sizeof(path), "%s/exit.json", dir);
-	ign(util_write_file_atomic(path, b.p, b.len, JOB_FILE_MODE, err,
-	    sizeof(err)));
-	buf_free(&b);
-}
-
-/* The job's script, open in its shell (it stays open in what the script
- * starts: a read-only copy of the script). */
-#define JOB_SCRIPT_FD	63
-#define JOB_SCRIPT_PATH	"/dev/fd/63"
-
-/* The wrapper: runs in a fork of the agent, never returns. */
-static void
-wrapper_main(const char *dir, int outfd, int pipefd, int cgfd, const char *cwd,
-    const char *script)
-{
-	struct signalfd_siginfo si;
-	struct pollfd pf[2];
-	struct spool sp;
-	long long oom0, oom1;
-	sigset_t none, chld;
-	pid_t child, w;
-	int st, i, code = -1, sig = -1, oom = 0, tmo;
-	int dnull, op[2], sfd;
-
-	setsid();
-	(void)prctl(PR_SET_CHILD_SUBREAPER, 1);
-	for (i = 1; i < NSIG; i++)
-		signal(i, SIG_DFL);
-	signal(SIGHUP, SIG_IGN);
-	signal(SIGINT, SIG_IGN);
-	signal(SIGTERM, SIG_IGN);
-	signal(SIGPIPE, SIG_IGN);
-	/* fds: 0-2 /dev/null, 3 output file, 4 pipe to the agent, 5 the
-	 * job's cgroup (or /dev/null), then the job's output pipe (read end)
-	 * and SIGCHLD. */
-	outfd = fcntl(outfd, F_DUPFD, 100);
-	pipefd = fcntl(pipefd, F_DUPFD, 100);
-	if ((dnull = open("/dev/null", O_RDWR)) == -1)
-		_exit(126);
-	if (cgfd != -1 && (cgfd = fcntl(cgfd, F_DUPFD, 100)) == -1)
-		_exit(126);
-	if (dup2(dnull, 0) == -1 || dup2(dnull, 1) == -1 || dup2(dnull, 2) == -1 ||
-	    dup2(outfd, 3) == -1 || dup2(pipefd, 4) == -1 ||
-	    dup2(cgfd != -1 ? cgfd : dnull, 5) == -1)
-		_exit(126);
-	/* the job's command closes it (proc_closefrom below) */
-	(void)fcntl(5, F_SETFD, FD_CLOEXEC);
-	nest_closefrom(6);
-	if (pipe2(op, O_CLOEXEC) == -1)
-		_exit(126);
-	(void)fcntl(op[0], F_SETPIPE_SZ, 1024 * 1024);
-	sigemptyset(&chld);
-	sigaddset(&chld, SIGCHLD);
-	if (sigprocmask(SIG_BLOCK, &chld, NULL) == -1 ||
-	    (sfd = signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC)) == -1)
-		_exit(126);
-	oom0 = proc_oom_kills();
-	/* the script is read through a descriptor: under nest.c its path
-	 * (in the agent's state) is not in the sandbox's view */
-	if ((i = open(script, O_RDONLY)) == -1 ||
-	    fcntl(i, F_DUPFD, JOB_SCRIPT_FD) != JOB_SCRIPT_FD ||
-	    close(i) == -1 || (child = nest_fork_into(cgfd != -1 ? 5 : -1)) == -1)
-		_exit(126);
-	if (child == 0) {
-		char *argv[3];
-		nest_child_drop();
-		setpgid(0, 0);
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		signal(SIGHUP, SIG_DFL);
-		signal(SIGINT, SIG_DFL);
-		signal(SIGTERM, SIG_DFL);
-		signal(SIGPIPE, SIG_DFL);
-		if (dup2(op[1], 1) == -1 || dup2(op[1], 2) == -1)
-			_exit(127);
-		proc_closefrom(3, JOB_SCRIPT_FD);
-		proc_child_rlimits();
-		if (chdir(cwd) == -1 && chdir(agent_conf.workdir) == -1)
-			ign(chdir("/"));
-		/* busybox picks the applet by argv[0] */
-		argv[0] = (char *)(shell_is_bash() ? "bash" : "sh");
-		argv[1] = (char *)JOB_SCRIPT_PATH;
-		argv[2] = NULL;
-		execv(shell_path(), argv);
-		_exit(127);
-	}
-	setpgid(child, child);
-	close(op[1]);
-	close(5);
-	ign((int)write(4, &child, sizeof(child)));
-	close(4);
-	memset(&sp, 0, sizeof(sp));
-	sp.fd = 3;
-	sp.rfd = op[0];
-	sp.dir = dir;
-	(void)fcntl(sp.rfd, F_SETFL, O_NONBLOCK);
-	for (;;) {
-		/* Reap first: the main process's exit is recorded after the
-		 * output it wrote is in the file. */
-		while ((w = waitpid(-1, &st, WNOHANG)) > 0) {
-			if (w != child)
-				continue;
-			if (WIFEXITED(st))
-				code = WEXITSTATUS(st);
-			else if (WIFSIGNALED(st))
-				sig = WTERMSIG(st);
-			/* The OOM killer picks the biggest process: often a
-			 * child of the job's shell, which then exits 137. */
-			if (sig == SIGKILL || code == 128 + SIGKILL) {
-				oom1 = proc_oom_kills();
-				oom = oom0 >= 0 && oom1 > oom0;
-			}
-			spool_read(&sp, 1);
-			spool_save(&sp);
-			wrapper_exit_record(dir, code, sig, oom);
-		}
-		if (w == -1 && errno == ECHILD) {
-			/* Nothing of the job is left: nothing can still write
-			 * (short of an fd passed elsewhere: give up after 5 s). */
-			for (i = 0; sp.rfd != -1 && i < 50; i++) {
-				spool_read(&sp, 1);
-				if (sp.rfd != -1)
-					(void)poll(&(struct pollfd){ sp.rfd, POLLIN, 0 }, 1, 100);
-			}
-			spool_save(&sp);
-			break;
-		}
-		tmo = -1;
-		if (sp.dropped != sp.dropped_saved) {
-			long long since = util_mono_ms() - sp.saved_at;
-			if (since >= 1000)
-				spool_save(&sp);
-			else
-				tmo = (int)(1000 - since);
-		}
-		pf[0].fd = sfd;
-		pf[0].events = POLLIN;
-		pf[1].fd = sp.rfd;
-		pf[1].events = POLLIN;
-		if (poll(pf, sp.rfd != -1 ? 2 : 1, tmo) == -1 && errno != EINTR)
-			break;
-		if (sp.rfd != -1 && (pf[1].revents & (POLLIN | POLLHUP | POLLERR)))
-			spool_read(&sp, 0);
-		while (read(sfd, &si, sizeof(si)) > 0)
-			;
-	}
-	_exit(0);
-}
 
 struct start_ctx {
 	struct conn	*c;
 	char		*cmd;
 	size_t		 cmdlen;
+	struct jobx_opts opts;		/* run as an exec would (jobx.h) */
 };
 
 static void job_start_cont(void *);
@@ -884,8 +640,12 @@ job_http_start(struct conn *c, const struct json *body)
 		    "\"command\" must be 1 byte to 1 MiB with no NUL bytes");
 		return;
 	}
-	job_gc();
 	ctx = xcalloc(1, sizeof(*ctx));
+	if (jobx_opts_parse(c, body, valid_id, &ctx->opts) == -1) {
+		free(ctx);
+		return;
+	}
+	job_gc();
 	ctx->c = c;
 	ctx->cmd = xstrndup(cmd, cmdlen);
 	ctx->cmdlen = cmdlen;
@@ -913,9 +673,13 @@ job_start_cont(void *arg)
 	ssize_t n;
 	long long started;
 
-	id[0] = 'j';
-	id[1] = '-';
-	agent_random_hex(id + 2, 6);
+	if (ctx->opts.id[0] != '\0')
+		snprintf(id, sizeof(id), "%s", ctx->opts.id);
+	else {
+		id[0] = 'j';
+		id[1] = '-';
+		agent_random_hex(id + 2, 6);
+	}
 	snprintf(dir, sizeof(dir), "%s/%s", jobsdir, id);
 	if (mkdir(jobsdir, 0700) == -1 && errno != EEXIST) {
 		conn_reply_error(c, 500, "internal", "cannot create %s: %s", jobsdir,
@@ -923,9 +687,21 @@ job_start_cont(void *arg)
 		goto out;
 	}
 	if (mkdir(dir, 0700) == -1) {
-		conn_reply_error(c, 500, "internal", "cannot create %s: %s", dir,
-		    strerror(errno));
+		/* a caller's id names one job once (it started, or is kept) */
+		if (errno == EEXIST && ctx->opts.id[0] != '\0')
+			conn_reply_error(c, 409, "exists", "job %s exists", id);
+		else
+			conn_reply_error(c, 500, "internal", "cannot create %s: %s",
+			    dir, strerror(errno));
 		goto out;
+	}
+	if (ctx->opts.in != NULL) {
+		snprintf(path, sizeof(path), "%s/stdin", dir);
+		if (util_write_file_atomic(path, (const char *)ctx->opts.in,
+		    ctx->opts.inlen, 0600, err, sizeof(err)) == -1) {
+			conn_reply_error(c, 500, "internal", "cannot write %s", err);
+			goto out;
+		}
 	}
 	snprintf(path, sizeof(path), "%s/output", dir);
 	if ((outfd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600)) == -1 ||
@@ -942,7 +718,9 @@ job_start_cont(void *arg)
 	buf_init(&script, JOB_MAX_CMD * 4 + ((size_t)3 * 1024 * 1024));
 	ign(buf_addstr(&script, "{ :\n"));
 	shell_job_prelude(&script);
-	if (buf_addstr(&script, "\n} >/dev/null 2>&1\n__agent_c=") == -1 ||
+	if (buf_addstr(&script, "\n} >/dev/null 2>&1\n") == -1 ||
+	    buf_add(&script, ctx->opts.env.p, ctx->opts.env.len) == -1 ||
+	    buf_addstr(&script, "__agent_c=") == -1 ||
 	    shell_quote(&script, cmd, cmdlen) == -1 ||
 	    buf_addstr(&script, "\nunset __agent_s; eval \"$__agent_c\"\n") == -1) {
 		buf_free(&script);
@@ -958,8 +736,13 @@ job_start_cont(void *arg)
 		goto out;
 	}
 	buf_free(&script);
-	shell_cwd(cwd, sizeof(cwd));
+	if (ctx->opts.cwd[0] != '\0')
+		snprintf(cwd, sizeof(cwd), "%s", ctx->opts.cwd);
+	else
+		shell_cwd(cwd, sizeof(cwd));
 	spool_cap = job_budget();
+	if (ctx->opts.max_output > 0 && (size_t)ctx->opts.max_output < spool_cap)
+		spool_cap = (size_t)ctx->opts.max_output;
 	started = util_unix_ms();
 	/* a sandbox at its process limit gets room first (the note says) */
 	(void)shell_make_room(0, note, sizeof(note));
@@ -976,7 +759,8 @@ job_start_cont(void *arg)
 		goto out;
 	}
 	if (wpid == 0)
-		wrapper_main(dir, outfd, pp[1], cgfd, cwd, spath);
+		jobwrap_main(dir, outfd, pp[1], cgfd, cwd, spath, &ctx->opts,
+		    spool_cap);
 	close(pp[1]);
 	pp[1] = -1;
 	do {
@@ -997,6 +781,13 @@ job_start_cont(void *arg)
 	jw_key(&w, "wrapper_start"); jw_int(&w, proc_starttime(wpid));
 	jw_key(&w, "started_ms"); jw_int(&w, started);
 	jw_key(&w, "cwd"); jw_cstr(&w, cwd);
+	if (ctx->opts.split) {
+		jw_key(&w, "streams"); jw_cstr(&w, "split");
+	}
+	if (ctx->opts.timeout_ms > 0) {
+		jw_key(&w, "timeout_ms"); jw_int(&w, ctx->opts.timeout_ms);
+	}
+	jw_key(&w, "max_output"); jw_int(&w, (long long)spool_cap);
 	jw_obj_end(&w);
 	snprintf(path, sizeof(path), "%s/status.json", dir);
 	if (jw_finish(&w) == -1 || util_write_file_atomic(path, rec.p, rec.len,
@@ -1028,6 +819,7 @@ out:
 		close(pp[0]);
 	if (pp[1] != -1)
 		close(pp[1]);
+	jobx_opts_free(&ctx->opts);
 	free(ctx->cmd);
 	free(ctx);
 }
@@ -1101,8 +893,30 @@ job_http_get(struct conn *c, const char *id, const char *query)
 		reply_no_job(c, id);
 		return;
 	}
-	buf_init(&data, (size_t)max + 1);
 	snprintf(path, sizeof(path), "%s/%s/output", jobsdir, id);
+	if (ji.split) {
+		/* stdout and stderr apart: whole records as {"s","b"} */
+		struct stat st;
+		long long next, size;
+
+		buf_init(&b, AGENT_MAX_RESP);
+		jw_init(&w, &b);
+		jw_obj(&w);
+		jinfo_write(&w, id, &ji, 0);
+		jw_key(&w, "chunks");
+		jw_arr(&w);
+		next = max > 0 ? jobx_chunks(&w, path, off, (size_t)max) : off;
+		jw_arr_end(&w);
+		size = stat(path, &st) == 0 ? (long long)st.st_size : 0;
+		jw_key(&w, "offset"); jw_int(&w, off);
+		jw_key(&w, "next_offset"); jw_int(&w, next);
+		jw_key(&w, "eof"); jw_bool(&w, !ji.running && next >= size);
+		jw_obj_end(&w);
+		jinfo_free(&ji);
+		conn_reply_jw(c, &w, &b);
+		return;
+	}
+	buf_init(&data, (size_t)max + 1);
 	len = 0;
 	if (max > 0 && (fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)) != -1) {
 		if (buf_add(&data, "", 0) == 0 && data.cap >= 1) {
@@ -1141,6 +955,54 @@ job_http_get(struct conn *c, const char *id, const char *query)
 	jinfo_free(&ji);
 	buf_free(&data);
 	conn_reply_jw(c, &w, &b);
+}
+
+/* The stream's view of a job's end (jobx_state_fn). */
+static int
+stream_state(const char *id, struct jobx_end *e)
+{
+	struct jinfo ji;
+
+	if (jinfo_load(id, &ji) == -1)
+		return -1;
+	e->running = ji.running;
+	e->have_exit = ji.have_exit;
+	e->exit_code = ji.exit_code;
+	e->sig = ji.sig;
+	e->oom = ji.oom;
+	e->timed_out = ji.timed_out;
+	e->started_ms = ji.started_ms;
+	e->ended_ms = ji.ended_ms;
+	e->dropped = ji.dropped;
+	e->max_output = ji.max_output;
+	jinfo_free(&ji);
+	return 0;
+}
+
+void
+job_http_stream(struct conn *c, const char *id, const char *query)
+{
+	char val[64], path[PATH_MAX + 64];
+	long long off = 0;
+	const char *errstr;
+	struct jinfo ji;
+	int r, split;
+
+	if (check_id(c, id) == -1)
+		return;
+	if ((r = http_query_get(query, "offset", val, sizeof(val))) == -1 ||
+	    (r == 0 && strnum_ll(val, 0, LLONG_MAX / 2, &off, &errstr) == -1)) {
+		conn_reply_error(c, 400, "bad_request", "offset must be an integer >= 0");
+		return;
+	}
+	if (jinfo_load(id, &ji) == -1) {
+		reply_no_job(c, id);
+		return;
+	}
+	split = ji.split;
+	jinfo_free(&ji);
+	snprintf(path, sizeof(path), "%s/%s/output", jobsdir, id);
+	jobx_http_stream(c, id, path, split, off, stream_state);
 }
 
 /* Signals a job's whole tree: its process group and the wrapper's

@@ -20,6 +20,9 @@ void	job_http_list(struct conn *);
 void	job_http_get(struct conn *, const char *id, const char *query);
 void	job_http_wait(struct conn *, const char *id, const struct json *body);
 void	job_http_stop(struct conn *, const char *id);
+/* GET /v1/jobs/{id}/stream: the job's output as /v1/exec's NDJSON lines
+ * from ?offset, following it live to its exit line (jobx.h). */
+void	job_http_stream(struct conn *, const char *id, const char *query);
 /* From the SIGCHLD loop: 1 if pid was one of our job wrappers. */
 int	job_child_exited(pid_t pid, int status);
 int	job_running_count(void);

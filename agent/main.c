@@ -11,6 +11,7 @@
  * Layers: a file calls and includes only files below it (docs/agent.md).
  *   main.c
  *   shell.c job.c exec.c fileops.c	(job.c, exec.c also call shell.c)
+ *   jobwrap.c jobx.c			(job.c's; they call shell.c)
  *   conn.c fsd.c			(fsd.c: fsview.c, fswire.c, nest.c)
  *   ev.c http.c edit.c proc.c cgroup.c nest.c
  *   json.c agent.c, then common/
@@ -380,6 +381,12 @@ h_job_stop(struct conn *c, const struct route_req *q)
 }
 
 static void
+h_job_stream(struct conn *c, const struct route_req *q)
+{
+	job_http_stream(c, q->id, q->r->query);
+}
+
+static void
 h_raw_get(struct conn *c, const struct route_req *q)
 {
 	fileops_http_raw_get(c, q->r->query);
@@ -448,6 +455,7 @@ static const struct route routes[] = {
 	{ "GET",  "/v1/jobs/{id}",	 0,		 h_job_get },
 	{ "POST", "/v1/jobs/{id}/wait",	 0,		 h_job_wait },
 	{ "POST", "/v1/jobs/{id}/stop",	 0,		 h_job_stop },
+	{ "GET",  "/v1/jobs/{id}/stream", 0,		 h_job_stream },
 	{ "POST", "/v1/exec",		 0,		 h_exec },
 	{ "GET",  "/v1/files/raw",	 0,		 h_raw_get },
 	{ "PUT",  "/v1/files/raw",	 ROUTE_STREAM_BODY, h_raw_put },

@@ -2,7 +2,7 @@
 # but llhttp's C sources, compiled in).
 AGENT_LIB_SRCS := agent/json.c agent/http.c agent/edit.c agent/fswire.c
 AGENT_SRCS := $(AGENT_LIB_SRCS) agent/agent.c agent/ev.c agent/proc.c \
-	agent/cgroup.c agent/conn.c agent/nest.c agent/fsview.c agent/fsd.c agent/shell.c agent/shellres.c agent/job.c \
+	agent/cgroup.c agent/conn.c agent/nest.c agent/fsview.c agent/fsd.c agent/shell.c agent/shellres.c agent/jobx.c agent/jobwrap.c agent/job.c \
 	agent/exec.c agent/fileops.c agent/main.c
 AGENT_LIB_OBJS := $(AGENT_LIB_SRCS:%.c=$(B)/%.o)
 ALL_OBJS += $(AGENT_SRCS:%.c=$(B)/%.o)

@@ -65,6 +65,11 @@ struct conf {
 	long long	 files_max_bytes;	/* REST PUT of a file */
 	long long	 exec_max_output;	/* REST exec: out+err bytes */
 	long long	 exec_max_concurrent;	/* REST execs per session */
+	/* Idempotency-Key records (api/idem.c) */
+	char		*idem_dir;		/* "": beside the runtime's state */
+	long long	 idem_ttl_ms;		/* a record is kept this long */
+	long long	 idem_max_session;	/* records per session */
+	long long	 idem_max_total;		/* records in all */
 
 	/* warm pool */
 	long long	 pool_min_idle;

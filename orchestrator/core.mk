@@ -9,7 +9,7 @@ ORCH_SRCS := orchestrator/conf.c orchestrator/lib/work.c orchestrator/session/se
 	orchestrator/mcp/schema.c orchestrator/mcp/tools.c orchestrator/mcp/toollive.c orchestrator/mcp/areq.c orchestrator/mcp/filetools.c orchestrator/mcp/toolres.c orchestrator/mcp/era.c orchestrator/mcp/tasks.c orchestrator/mcp/mcp.c \
 	orchestrator/lib/jsonu.c orchestrator/http/http.c orchestrator/http/httpreq.c orchestrator/http/httpstream.c orchestrator/http/httplisten.c \
 	orchestrator/mcp/mcp_http.c \
-	orchestrator/api/rest.c orchestrator/api/homes.c orchestrator/api/xfer.c orchestrator/server.c orchestrator/runtime/fake/fake.c
+	orchestrator/api/rest.c orchestrator/api/homes.c orchestrator/api/idem.c orchestrator/api/xfer.c orchestrator/server.c orchestrator/runtime/fake/fake.c
 ORCH_OBJS := $(ORCH_SRCS:%.c=$(B)/%.o)
 ORCH_MAIN := $(B)/orchestrator/main.o
 ORCH_DEFS :=
@@ -33,7 +33,7 @@ $(B)/orchestrator/orchestrator: $(ORCH_MAIN) $(ORCH_OBJS) $(ORCH_RT_OBJS) \
 
 # Unit tests: link everything but main.o.
 ORCH_UNITS := test_orch_mcp test_orch_jsonu test_orch_tools test_orch_results test_orch_egress \
-	test_orch_work
+	test_orch_work test_orch_idem
 UNIT_TESTS += $(ORCH_UNITS:%=$(B)/tests/unit/%)
 ALL_OBJS += $(ORCH_UNITS:%=$(B)/tests/unit/%.o)
 $(ORCH_UNITS:%=$(B)/tests/unit/%.o): CPPFLAGS += -Iorchestrator -Inetpol $(ORCH_DEFS)

@@ -12,7 +12,9 @@
  * text also goes to the log). The runtimes' error texts name no host path
  * (runtime.h); the sandbox's own paths stay in them. An operation on a
  * session counts against its limits.session_calls with its tool calls
- * (work.h): beyond, 429.
+ * (work.h): beyond, 429. A create with an Idempotency-Key header is
+ * recorded (idem.h) on its worker before it runs; a re-issue gets the
+ * first success's status and body, and a failure frees the key.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +28,7 @@
 
 #include "session/apps.h"
 #include "http/http.h"
+#include "idem.h"
 #include "lib/jsonu.h"
 #include "log.h"
 #include "lib/policy.h"
@@ -51,6 +54,10 @@ struct rjob {
 						 * R_POLICY */
 	char			 app[APP_NAME_MAX + 1];	/* R_APP, R_UNEXPOSE, R_EXPOSE */
 	int			 port;			/* R_EXPOSE */
+	/* R_CREATE with an Idempotency-Key (idem.h) */
+	const struct conf	*conf;
+	char			*idem_key;	/* NULL: none */
+	char			 idem_fp[IDEM_FP_HEX + 1];
 	/* out */
 	int			 status;
 	cJSON			*body;
@@ -141,6 +148,59 @@ rjob_apps(struct rjob *r, struct sess *s, enum sess_err *e, char *err,
 	}
 }
 
+/*
+ * A keyed create, before it runs: 1 when r is answered (the first
+ * result, or an error of the key), 0 to run it (the key is recorded as
+ * pending; rjob_run records the result).
+ */
+static int
+create_keyed(struct rjob *r)
+{
+	struct idem_view v;
+	enum idem_rc rc;
+	char err[768];
+	const char *code = "idempotency_unavailable";
+
+	rc = idem_begin(r->conf, IDEM_CREATE, r->sid, r->idem_key, r->idem_fp,
+	    &v, err, sizeof(err));
+	switch (rc) {
+	case IDEM_NEW:
+		return 0;
+	case IDEM_SAME:
+		r->status = v.status;
+		r->body = v.body != NULL ? cJSON_Parse(v.body) : NULL;
+		if (r->body == NULL)
+			r->body = cJSON_CreateObject();
+		free(v.body);
+		return 1;
+	case IDEM_MISMATCH: r->status = 422; code = "idempotency_mismatch"; break;
+	case IDEM_BUSY: r->status = 409; code = "idempotency_in_progress"; break;
+	case IDEM_FULL_SCOPE: r->status = 429; code = "idempotency_limit"; break;
+	case IDEM_FULL: r->status = 503; code = "idempotency_limit"; break;
+	case IDEM_OFF: r->status = 501; break;
+	default: r->status = 503; break;
+	}
+	free(v.body);
+	r->body = http_err_json(code, err);
+	return 1;
+}
+
+/* A keyed create's end: a success is what re-issues get; a failure
+ * frees the key (nothing was made: a retry runs it again). */
+static void
+create_keyed_done(struct rjob *r)
+{
+	char *txt;
+
+	if (r->status < 200 || r->status > 299) {
+		idem_forget(r->conf, r->sid, r->idem_key);
+		return;
+	}
+	txt = cJSON_PrintUnformatted(r->body);
+	idem_done(r->conf, r->sid, r->idem_key, r->status, txt);
+	free(txt);
+}
+
 static void
 rjob_run(void *arg)
 {
@@ -152,6 +212,8 @@ rjob_run(void *arg)
 	struct sess *s;
 	int rc = 0, created = 0;
 
+	if (r->op == R_CREATE && r->idem_key != NULL && create_keyed(r) == 1)
+		return;
 	switch (r->op) {
 	case R_CREATE:
 	case R_START:
@@ -241,6 +303,8 @@ rjob_run(void *arg)
 			    rop_name(r->op), err);
 		r->body = http_err_json(code, err);
 	}
+	if (r->op == R_CREATE && r->idem_key != NULL)
+		create_keyed_done(r);
 }
 
 static void
@@ -253,6 +317,7 @@ rjob_done(void *arg)
 	cJSON_Delete(r->body);
 	cJSON_Delete(r->body_in);
 	policy_free(r->policy);
+	free(r->idem_key);
 	free(r);
 }
 
@@ -291,6 +356,7 @@ rjob_start(struct http *ht, const struct conf *conf, struct rjob *r)
 	http_send_err(ht, r->req, 429, "too_many_calls", msg);
 	cJSON_Delete(r->body_in);
 	policy_free(r->policy);
+	free(r->idem_key);
 	free(r);
 }
 
@@ -302,7 +368,7 @@ rest_create(struct http *ht, struct sessmgr *mgr, const struct conf *conf,
 	const char *body = http_req_body(req, &len);
 	cJSON *j = NULL, *pv;
 	struct rjob *r;
-	const char *why = NULL;
+	const char *why = NULL, *key;
 	char err[512];
 
 	if (!http_ctype_json(http_hdr(req, "Content-Type"))) {
@@ -343,7 +409,26 @@ rest_create(struct http *ht, struct sessmgr *mgr, const struct conf *conf,
 		return;
 	}
 	r->body_in = j;	/* the options' strings point into it */
+	r->conf = conf;
+	if ((key = http_hdr(req, "Idempotency-Key")) != NULL) {
+		if (!idem_key_valid(key)) {
+			http_send_err(ht, req, 400, "bad_idempotency_key",
+			    "Idempotency-Key must be 1 to 255 printable ASCII "
+			    "characters");
+			goto bad;
+		}
+		if (idem_fingerprint("POST", "/v1/sessions", j, r->idem_fp) == -1) {
+			http_send_err(ht, req, 500, "internal", "fingerprint");
+			goto bad;
+		}
+		r->idem_key = xstrdup(key);
+	}
 	rjob_start(ht, conf, r);
+	return;
+bad:
+	cJSON_Delete(r->body_in);
+	policy_free(r->policy);
+	free(r);
 }
 
 /* PUT /policy: the body is the policy itself (r->policy), or why not. */

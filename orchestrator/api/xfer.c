@@ -11,6 +11,12 @@
  * to the loop (xj_go) and waits until the loop releases it (xj_release:
  * after the final reply, or the client's going), then leaves the session
  * on the same thread that entered it. The loop frees xj in xj_done.
+ *
+ * An exec with an Idempotency-Key (keyed_exec, on the worker) is not the
+ * agent's /v1/exec but one of its jobs: recorded first (idem.h, with the
+ * job id), started with exec's options unless the record says it was,
+ * then relayed as GET /v1/jobs/{id}/stream, exec's NDJSON from the job's
+ * first byte; the client going away closes that stream only.
  */
 #include <ctype.h>
 #include <pthread.h>
@@ -27,6 +33,7 @@
 
 #include "lib/agentc.h"
 #include "http/http.h"
+#include "idem.h"
 #include "lib/jsonu.h"
 #include "log.h"
 #include "session/sess.h"
@@ -39,6 +46,8 @@
 #define XFER_SMALL_MAX	(1024 * 1024)	/* a JSON reply of the agent kept */
 #define XFER_CONNECT_MS	5000
 #define XFER_TIMEOUT_S	86400		/* exec timeout: at most a day */
+#define XFER_EXEC_DEFAULT_MS	120000	/* the agent's exec default */
+#define XFER_JOB_START_MS	30000	/* a keyed exec's job start */
 
 enum xop { X_PUT, X_GET, X_LIST, X_DELETE, X_EXEC };
 
@@ -54,6 +63,9 @@ struct xj {
 	size_t			 bodylen;
 	long long		 body_len;	/* X_PUT: Content-Length, -1 */
 	long long		 put_bytes;	/* X_PUT: body bytes taken */
+	/* X_EXEC with an Idempotency-Key: run as an agent job (idem.h) */
+	char			*idem_key;	/* NULL: none */
+	char			 idem_fp[IDEM_FP_HEX + 1];
 	/* the worker: its result, and the loop's release */
 	pthread_mutex_t		 mu;
 	pthread_cond_t		 cv;
@@ -132,6 +144,15 @@ xj_reply_small(struct xj *j)
 	c = cJSON_GetObjectItemCaseSensitive(o, "created");
 	if (j->op == X_PUT && st == 200 && cJSON_IsTrue(c))
 		st = 201;
+	if (j->op == X_EXEC && j->idem_key != NULL && st == 404) {
+		/* the job that ran it was removed by the agent's retention */
+		cJSON_Delete(o);
+		http_send_err(j->ht, r, 410, "idempotency_expired", "the first "
+		    "run of this Idempotency-Key is no longer kept in the "
+		    "sandbox (the agent keeps the newest finished jobs, for a "
+		    "day): its output and exit status are gone");
+		return;
+	}
 	if (st == 429)
 		http_add_header(r, "Retry-After", "1");
 	http_send_json(j->ht, r, st, o);
@@ -215,9 +236,15 @@ exec_lost(struct xj *j, const char *why)
 	cJSON *o;
 	char msg[512], *line;
 
-	snprintf(msg, sizeof(msg), "session %s: the agent was lost while the "
-	    "command ran (%s): its exit status and the rest of its output are "
-	    "unknown", j->sid, why);
+	if (j->idem_key != NULL)
+		snprintf(msg, sizeof(msg), "session %s: the agent's stream of the "
+		    "command broke off (%s); the command may still run: send the "
+		    "request again with the same Idempotency-Key to attach to it",
+		    j->sid, why);
+	else
+		snprintf(msg, sizeof(msg), "session %s: the agent was lost while "
+		    "the command ran (%s): its exit status and the rest of its "
+		    "output are unknown", j->sid, why);
 	log_warnx("session=%s rest exec: %s", j->sid, why);
 	o = http_err_json("agent_lost", msg);
 	line = cJSON_PrintUnformatted(o);
@@ -389,6 +416,118 @@ xj_go(void *arg)
 }
 
 static void
+xj_set_err(struct xj *j, int status, const char *code, const char *msg)
+{
+	j->err_status = status;
+	snprintf(j->err_code, sizeof(j->err_code), "%s", code);
+	snprintf(j->err, sizeof(j->err), "%s", msg);
+}
+
+/* The agent's error reply {"error":{"code","message"}} as j's error. */
+static void
+xj_agent_err(struct xj *j, int status, const struct buf *resp)
+{
+	cJSON *o = cJSON_ParseWithLength(resp->p != NULL ? resp->p : "", resp->len);
+	cJSON *e = cJSON_GetObjectItemCaseSensitive(o, "error");
+	cJSON *c = cJSON_GetObjectItemCaseSensitive(e, "code");
+	cJSON *m = cJSON_GetObjectItemCaseSensitive(e, "message");
+
+	xj_set_err(j, status >= 400 && status < 600 ? status : 502,
+	    cJSON_IsString(c) ? c->valuestring : "agent_error",
+	    cJSON_IsString(m) ? m->valuestring : "the agent refused the command");
+	cJSON_Delete(o);
+}
+
+/*
+ * A keyed exec, on the worker: the record first (idem_begin writes it,
+ * with the job id, before anything starts), then the agent job that runs
+ * the command (started unless the record says it was; the agent refuses a
+ * second start of one id, 409, so two re-issues racing start it once),
+ * then j's request becomes the stream of that job from its first byte.
+ * 0, or -1 with j's error set (ac is then unusable: close it).
+ */
+static int
+keyed_exec(struct xj *j, struct agentc *ac)
+{
+	static const struct { enum idem_rc rc; int st; const char *code; } errs[] = {
+		{ IDEM_MISMATCH, 422, "idempotency_mismatch" },
+		{ IDEM_BUSY, 409, "idempotency_in_progress" },
+		{ IDEM_FULL_SCOPE, 429, "idempotency_limit" },
+		{ IDEM_FULL, 503, "idempotency_limit" },
+		{ IDEM_OFF, 501, "idempotency_unavailable" },
+		{ IDEM_ERR, 503, "idempotency_unavailable" },
+	};
+	struct idem_view v;
+	enum idem_rc rc;
+	struct buf resp;
+	cJSON *o;
+	char err[768], msg[1024], *body = NULL;
+	size_t i;
+	int st, rv = -1;
+
+	rc = idem_begin(j->conf, IDEM_EXEC, j->sid, j->idem_key, j->idem_fp, &v,
+	    err, sizeof(err));
+	free(v.body);
+	if (rc != IDEM_NEW && rc != IDEM_SAME) {
+		for (i = 0; i < sizeof(errs) / sizeof(errs[0]); i++)
+			if (errs[i].rc == rc)
+				xj_set_err(j, errs[i].st, errs[i].code, err);
+		return -1;
+	}
+	buf_init(&resp, 64 * 1024);
+	if (rc == IDEM_SAME && v.started)
+		goto stream;
+	/* the agent's exec body, as a job: stdout and stderr apart, exec's
+	 * default timeout and working directory */
+	if ((o = cJSON_Parse(j->body)) == NULL) {
+		xj_set_err(j, 500, "internal", "exec body");
+		return -1;
+	}
+	cJSON_AddStringToObject(o, "id", v.job);
+	cJSON_AddStringToObject(o, "streams", "split");
+	cJSON_AddBoolToObject(o, "kill_leftovers", 1);
+	if (!cJSON_HasObjectItem(o, "timeout_ms"))
+		cJSON_AddNumberToObject(o, "timeout_ms", XFER_EXEC_DEFAULT_MS);
+	if (!cJSON_HasObjectItem(o, "cwd"))
+		cJSON_AddStringToObject(o, "cwd", ".");
+	body = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	if (agentc_request(ac, "POST", "/v1/jobs", "application/json", body,
+	    strlen(body), XFER_JOB_START_MS, &st, &resp, err, sizeof(err)) == -1) {
+		/* not sent whole: nothing ran, the key is free again */
+		if (!agentc_delivered(ac))
+			idem_forget(j->conf, j->sid, j->idem_key);
+		snprintf(msg, sizeof(msg), "session %s: starting the command: %s",
+		    j->sid, err);
+		xj_set_err(j, 503, "agent_unavailable", msg);
+		goto out;
+	}
+	if (st == 200 || st == 409)	/* started now, or before */
+		idem_started(j->conf, j->sid, j->idem_key);
+	else {
+		/* refused (a bad cwd, the process limit): it never ran */
+		idem_forget(j->conf, j->sid, j->idem_key);
+		xj_agent_err(j, st, &resp);
+		goto out;
+	}
+stream:
+	log_info("session=%s rest exec key=%s job=%s %s", j->sid, j->idem_key,
+	    v.job, rc == IDEM_NEW ? "started" : "attached");
+	free(j->method);
+	j->method = xstrdup("GET");
+	free(j->target);
+	xasprintf(&j->target, "/v1/jobs/%s/stream?offset=0", v.job);
+	free(j->body);
+	j->body = NULL;
+	j->bodylen = 0;
+	rv = 0;
+out:
+	buf_free(&resp);
+	free(body);
+	return rv;
+}
+
+static void
 xj_run(void *arg)
 {
 	struct xj *j = arg;
@@ -417,6 +556,13 @@ xj_run(void *arg)
 		    "answer: %s", j->sid, err);
 		return;
 	}
+	if (j->idem_key != NULL && keyed_exec(j, j->ac) == -1) {
+		agentc_close(j->ac);
+		j->ac = NULL;
+		sess_leave(s);
+		sess_put(s);
+		return;
+	}
 	j->held = 1;
 	work_loop_call(xj_go, j);
 	pthread_mutex_lock(&j->mu);
@@ -437,6 +583,7 @@ xj_free(struct xj *j)
 	free(j->method);
 	free(j->target);
 	free(j->body);
+	free(j->idem_key);
 	pthread_mutex_destroy(&j->mu);
 	pthread_cond_destroy(&j->cv);
 	free(j);
@@ -710,6 +857,36 @@ exec_body(const struct conf *conf, const char *body, size_t len,
 	return out;
 }
 
+/*
+ * An exec's Idempotency-Key header: none (0), checked and fingerprinted
+ * into j (0), or -1 when it is bad (answered: 400).
+ */
+static int
+exec_key(struct xj *j, struct http_req *req, const char *b, size_t len)
+{
+	const char *key = http_hdr(req, "Idempotency-Key");
+	cJSON *o;
+	int rc;
+
+	if (key == NULL)
+		return 0;
+	if (!idem_key_valid(key)) {
+		http_send_err(j->ht, req, 400, "bad_idempotency_key",
+		    "Idempotency-Key must be 1 to 255 printable ASCII characters");
+		return -1;
+	}
+	o = cJSON_ParseWithLength(b, len);
+	rc = o != NULL ? idem_fingerprint("POST", "/v1/sessions/{id}/exec", o,
+	    j->idem_fp) : -1;
+	cJSON_Delete(o);
+	if (rc == -1) {
+		http_send_err(j->ht, req, 500, "internal", "fingerprint");
+		return -1;
+	}
+	j->idem_key = xstrdup(key);
+	return 0;
+}
+
 void
 xfer_handle(struct http *ht, struct sessmgr *mgr, const struct conf *conf,
     struct http_req *req, const char *sid, const char *op)
@@ -748,6 +925,8 @@ xfer_handle(struct http *ht, struct sessmgr *mgr, const struct conf *conf,
 			goto fail;
 		}
 		j->bodylen = strlen(j->body);
+		if (exec_key(j, req, b, len) == -1)
+			goto fail;
 		j->op = X_EXEC;
 		j->method = xstrdup("POST");
 		j->target = xstrdup("/v1/exec");
