@@ -5,10 +5,13 @@
  * random hex for nonces and ids. It calls no other agent module.
  */
 #include <errno.h>
+#include <string.h>
 #include <sys/random.h>
 
 #include "agent.h"
 #include "hex.h"
+#include "ids.h"
+#include "json.h"
 #include "log.h"
 #include "util.h"
 
@@ -58,4 +61,20 @@ long long
 agent_last_activity(void)
 {
 	return last_activity;
+}
+
+void
+agent_log_trace(const char *what, const struct json *body)
+{
+	const char *tp;
+	size_t n;
+	char v[ID_TRACEPARENT_LEN + 1];
+
+	if (json_get_str(body, "traceparent", &tp, &n) != 0 ||
+	    n != ID_TRACEPARENT_LEN)
+		return;
+	memcpy(v, tp, n);
+	v[n] = '\0';
+	if (id_traceparent_valid(v))
+		log_info("%s started traceparent=%s", what, v);
 }

@@ -11,6 +11,8 @@
 #include "attrib.h"
 #include "buf.h"
 
+struct json;
+
 #define AGENT_VERSION		"0.1.0"
 #define AGENT_MAX_OUTPUT_CAP	((size_t)4 * 1024 * 1024)	/* per-call max_output ceiling */
 #define AGENT_MAX_RESP		((size_t)64 * 1024 * 1024)	/* a response body */
@@ -44,6 +46,12 @@ extern struct agent_conf agent_conf;
 void	agent_touch(void);
 /* The last agent_touch (unix ms): what GET /v1/health reports. */
 long long agent_last_activity(void);
+/*
+ * Logs what (a shell command, an exec) with the W3C "traceparent" member of
+ * its request body, when it has a well-formed one: the orchestrator's MCP
+ * call or REST request that caused it.
+ */
+void	agent_log_trace(const char *what, const struct json *body);
 /* Fills out with 2*n random hex digits and a NUL (n at most 64). */
 void	agent_random_hex(char *out, size_t n);
 

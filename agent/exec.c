@@ -596,6 +596,7 @@ exec_http_start(struct conn *c, const struct json *body)
 	}
 	if ((q = exec_parse(c, body)) == NULL)
 		return;
+	agent_log_trace("exec", body);
 	/* The command gets the shell's exported env: ask the shell if it is
 	 * idle, else use what it said last time. */
 	if (shell_snapshot(exec_start_cont, q) == -1)

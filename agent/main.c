@@ -145,6 +145,7 @@ h_shell(struct conn *c, const struct route_req *q)
 	if (r == 0)
 		memcpy(ridbuf, rid, ridlen);
 	ridbuf[r == 0 ? ridlen : 0] = '\0';
+	agent_log_trace("shell", body);
 	r = shell_run(cmd, len, tmo, (size_t)maxo, ridbuf, shell_done, c);
 	/* nobody to answer: stop it (and say so next time); one with a
 	 * result id runs on and keeps its result (an MCP task's) */

@@ -51,3 +51,18 @@ id_proxy_valid(const char *s)
 			return 0;
 	return 1;
 }
+
+int
+id_traceparent_valid(const char *s)
+{
+	static const char shape[] = "xx-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx-"
+	    "xxxxxxxxxxxxxxxx-xx";
+	size_t i;
+
+	for (i = 0; shape[i] != '\0'; i++)
+		if (shape[i] == '-' ? s[i] != '-' :
+		    !((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return 0;
+	return s[i] == '\0' && strncmp(s, "ff", 2) != 0 &&
+	    strspn(s + 3, "0") < 32 && strspn(s + 36, "0") < 16;
+}

@@ -21,5 +21,9 @@
 int	id_session_valid(const char *);
 int	id_sandbox_valid(const char *);
 int	id_proxy_valid(const char *);
+/* A W3C trace context traceparent: "<2 hex>-<32 hex>-<16 hex>-<2 hex>",
+ * lower case, version not ff, trace and parent ids not all zero. */
+#define ID_TRACEPARENT_LEN	55
+int	id_traceparent_valid(const char *);
 
 #endif

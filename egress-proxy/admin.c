@@ -442,6 +442,44 @@ op_deregister(cJSON *req, int fd, struct buf *r)
 }
 
 /*
+ * trace {id, traceparent}: the W3C trace context of the orchestrator's call
+ * in flight for sandbox id, written into its audit lines until cleared
+ * (traceparent null or absent). A malformed value is refused: it goes into
+ * every line.
+ */
+static void
+op_trace(cJSON *req, int fd, struct buf *r)
+{
+	cJSON *id = cJSON_GetObjectItemCaseSensitive(req, "id");
+	cJSON *tp = cJSON_GetObjectItemCaseSensitive(req, "traceparent");
+	struct sandbox *sb;
+	const char *v;
+
+	(void)fd;
+	if (!cJSON_IsString(id)) {
+		reply_err(r, "trace: id missing");
+		return;
+	}
+	if (tp != NULL && !cJSON_IsNull(tp)) {
+		v = cJSON_IsString(tp) ? tp->valuestring : "";
+		if (!id_traceparent_valid(v)) {
+			reply_err(r, "trace: traceparent must be W3C's "
+			    "00-<32 hex>-<16 hex>-<2 hex>");
+			return;
+		}
+	} else
+		v = NULL;
+	if ((sb = sandbox_find(id->valuestring)) == NULL) {
+		reply_err(r, "trace: no such sandbox");
+		return;
+	}
+	sandbox_set_trace(sb, v);
+	log_debug("sandbox=%s trace=%s", sb->id, v != NULL ? v : "-");
+	sandbox_unref(sb);
+	reply_ok(r);
+}
+
+/*
  * This process's boot id (stats "boot_id"): 128 random bits in hex, made
  * on first use and fixed for the process's life, so an orchestrator that
  * sees it change knows the proxy restarted and forgot its registrations.
@@ -672,6 +710,7 @@ static const struct admin_op {
 	{ "stats",	0, op_stats },
 	{ "metrics",	0, op_metrics },
 	{ "reload",	0, op_reload },
+	{ "trace",	0, op_trace },
 };
 
 static void

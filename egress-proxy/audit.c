@@ -16,6 +16,7 @@
 #include "audit.h"
 #include "buf.h"
 #include "log.h"
+#include "sandbox.h"
 #include "util.h"
 #include "xmalloc.h"
 
@@ -92,6 +93,11 @@ line_start(struct buf *b, const struct audit_rec *r)
 static void
 line_end(struct buf *b, const struct audit_rec *r)
 {
+	char tp[56];
+
+	/* the orchestrator's call in flight for this sandbox (admin trace) */
+	if (r->sandbox != NULL && sandbox_trace_of(r->sandbox, tp))
+		ign(buf_addf(b, ",\"traceparent\":\"%s\"", tp));
 	ign(buf_addf(b, ",\"conn\":\"%llx\",\"reason\":", r->conn));
 	json_opt(b, r->reason);
 	if (r->detail != NULL) {

@@ -15,6 +15,8 @@
 #define SB_MAX 65536
 
 static pthread_mutex_t reg_mtx = PTHREAD_MUTEX_INITIALIZER;
+/* Sandboxes with a trace context: none, the usual case, costs nothing. */
+static atomic_int ntraced;
 static struct sandbox **reg;
 static size_t nreg, capreg;
 static struct sbattrs anon_attrs = { .refs = 1, .serial = 1 };
@@ -160,9 +162,45 @@ sandbox_deregister(const char *id)
 		sb = reg[i];	/* the registry's reference passes to the caller */
 		reg[i] = reg[--nreg];
 		atomic_store(&sb->dead, 1);
+		if (sb->trace[0] != '\0') {
+			sb->trace[0] = '\0';
+			atomic_fetch_sub(&ntraced, 1);
+		}
 	}
 	pthread_mutex_unlock(&reg_mtx);
 	return sb;
+}
+
+void
+sandbox_set_trace(struct sandbox *sb, const char *tp)
+{
+	pthread_mutex_lock(&reg_mtx);
+	if (sb->trace[0] != '\0')
+		atomic_fetch_sub(&ntraced, 1);
+	if (tp != NULL && tp[0] != '\0' && strlen(tp) < sizeof(sb->trace)) {
+		memcpy(sb->trace, tp, strlen(tp) + 1);
+		atomic_fetch_add(&ntraced, 1);
+	} else
+		sb->trace[0] = '\0';
+	pthread_mutex_unlock(&reg_mtx);
+}
+
+int
+sandbox_trace_of(const char *id, char out[56])
+{
+	size_t i;
+	int found, rc = 0;
+
+	if (atomic_load(&ntraced) == 0)
+		return 0;
+	pthread_mutex_lock(&reg_mtx);
+	i = find_locked(id, &found);
+	if (found && reg[i]->trace[0] != '\0') {
+		memcpy(out, reg[i]->trace, sizeof(reg[i]->trace));
+		rc = 1;
+	}
+	pthread_mutex_unlock(&reg_mtx);
+	return rc;
 }
 
 struct sandbox *

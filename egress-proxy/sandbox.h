@@ -47,6 +47,9 @@ struct sandbox {
 	void		*listener;	/* main thread only (struct evconnlistener) */
 	struct sockaddr_storage listen_ss;	/* main thread only: the listener's address */
 	socklen_t	 listen_sslen;	/* 0: none */
+	char		 trace[56];	/* W3C traceparent of the orchestrator's
+					 * call in flight (admin "trace"); ""
+					 * none. Guarded by the registry lock */
 };
 
 /* The sandbox used for anonymous connections. */
@@ -75,6 +78,11 @@ struct sandbox	*sandbox_find(const char *id);
  * Referenced sandbox and attrs on success, NULL otherwise.
  */
 struct sandbox	*sandbox_auth(const char *value, size_t len, struct sbattrs **attrs);
+/* Sets (tp a traceparent) or clears (NULL) sb's trace context. */
+void		 sandbox_set_trace(struct sandbox *, const char *tp);
+/* The trace context of the sandbox named id into out (sizeof trace): 1,
+ * or 0 when it has none (cheap while no sandbox has one). */
+int		 sandbox_trace_of(const char *id, char out[56]);
 /* Calls fn for each registered sandbox (under the lock: keep it short). */
 void		 sandbox_foreach(void (*fn)(struct sandbox *, void *), void *);
 size_t		 sandbox_count(void);

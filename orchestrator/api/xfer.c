@@ -34,6 +34,7 @@
 #include "lib/agentc.h"
 #include "http/http.h"
 #include "idem.h"
+#include "ids.h"
 #include "lib/jsonu.h"
 #include "log.h"
 #include "session/sess.h"
@@ -64,6 +65,7 @@ struct xj {
 	long long		 body_len;	/* X_PUT: Content-Length, -1 */
 	long long		 put_bytes;	/* X_PUT: body bytes taken */
 	/* X_EXEC with an Idempotency-Key: run as an agent job (idem.h) */
+	char			 trace[ID_TRACEPARENT_LEN + 1];	/* W3C, or "" */
 	char			*idem_key;	/* NULL: none */
 	char			 idem_fp[IDEM_FP_HEX + 1];
 	/* the worker: its result, and the loop's release */
@@ -564,11 +566,15 @@ xj_run(void *arg)
 		return;
 	}
 	j->held = 1;
+	if (j->trace[0] != '\0')	/* the proxy's audit lines name it */
+		sess_trace(s, j->trace);
 	work_loop_call(xj_go, j);
 	pthread_mutex_lock(&j->mu);
 	while (!j->released)
 		pthread_cond_wait(&j->cv, &j->mu);
 	pthread_mutex_unlock(&j->mu);
+	if (j->trace[0] != '\0')
+		sess_trace(s, NULL);
 	sess_leave(s);	/* counts as activity */
 	sess_put(s);
 }
@@ -774,6 +780,32 @@ out:
 	return out;
 }
 
+/*
+ * A REST exec's W3C trace context (the traceparent header; a malformed one
+ * is ignored, as W3C says): logged, handed to the agent in its body and to
+ * the egress proxy for the exec's time (xj_run).
+ */
+static void
+exec_trace(struct xj *j, const char *tp)
+{
+	cJSON *o;
+	char *txt;
+
+	if (tp == NULL || !id_traceparent_valid(tp))
+		return;
+	snprintf(j->trace, sizeof(j->trace), "%s", tp);
+	log_info("session=%s rest exec traceparent=%s", j->sid, j->trace);
+	if ((o = cJSON_Parse(j->body)) == NULL)
+		return;
+	cJSON_AddStringToObject(o, "traceparent", j->trace);
+	if ((txt = cJSON_PrintUnformatted(o)) != NULL) {
+		free(j->body);
+		j->body = txt;
+		j->bodylen = strlen(txt);
+	}
+	cJSON_Delete(o);
+}
+
 /* X_EXEC: the agent's body for the client's, or NULL with why. */
 static char *
 exec_body(const struct conf *conf, const char *body, size_t len,
@@ -927,6 +959,7 @@ xfer_handle(struct http *ht, struct sessmgr *mgr, const struct conf *conf,
 		j->bodylen = strlen(j->body);
 		if (exec_key(j, req, b, len) == -1)
 			goto fail;
+		exec_trace(j, http_hdr(req, "traceparent"));
 		j->op = X_EXEC;
 		j->method = xstrdup("POST");
 		j->target = xstrdup("/v1/exec");

@@ -356,6 +356,28 @@ egress_deregister(const struct egress_admin *a, const char *id)
 	cJSON_Delete(req);
 }
 
+void
+egress_trace(const struct egress_admin *a, const char *id, const char *tp)
+{
+	static struct log_rate lr;
+	cJSON *req;
+	char err[512];
+	long dropped;
+
+	if (!egress_admin_set(a))
+		return;
+	req = cJSON_CreateObject();
+	cJSON_AddStringToObject(req, "op", "trace");
+	cJSON_AddStringToObject(req, "id", id);
+	if (tp != NULL)
+		cJSON_AddStringToObject(req, "traceparent", tp);
+	if (egress_call(a, req, -1, EGRESS_ADMIN_MS, NULL, err, sizeof(err)) == -1 &&
+	    log_rate_ok(&lr, 1, 60000, &dropped))
+		log_warnx("sandbox=%s proxy trace failed: %s (%ld similar not "
+		    "logged)", id, err, dropped);
+	cJSON_Delete(req);
+}
+
 /* One stats request of the given form ("summary", or "ids" after after). */
 static int
 stats_call(const struct egress_admin *a, const char *form, const char *after,

@@ -93,6 +93,13 @@ int	egress_register(const struct egress_admin *a, const struct egress_reg *r,
  * sandbox already): failures are logged with the id, not returned.
  */
 void	egress_deregister(const struct egress_admin *a, const char *id);
+/*
+ * Sets (tp, a W3C traceparent) or clears (NULL) the trace context the
+ * proxy writes into sandbox id's audit lines: the MCP call in flight.
+ * Failures are logged (at most once a minute), never fatal.
+ */
+void	egress_trace(const struct egress_admin *a, const char *id,
+	    const char *tp);
 
 /*
  * What a heal asks a proxy (stats "summary" and "ids"): its boot id, the

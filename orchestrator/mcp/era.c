@@ -25,6 +25,7 @@
 
 #include "b64.h"
 #include "era.h"
+#include "ids.h"
 #include "log.h"
 #include "util.h"
 
@@ -227,30 +228,13 @@ check_headers(const char *meth_raw, const cJSON *params, const char *pv_raw,
 	return 0;
 }
 
-/* W3C trace context: "00-<32 hex>-<16 hex>-<2 hex>", ids not all zero. */
-static int
-traceparent_ok(const char *s)
-{
-	static const char shape[] = "xx-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx-"
-	    "xxxxxxxxxxxxxxxx-xx";
-	size_t i;
-
-	if (strlen(s) != sizeof(shape) - 1 || strncmp(s, "ff", 2) == 0)
-		return 0;
-	for (i = 0; shape[i] != '\0'; i++)
-		if (shape[i] == '-' ? s[i] != '-' :
-		    !((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-			return 0;
-	return strspn(s + 3, "0") < 32 && strspn(s + 36, "0") < 16;
-}
-
 static void
 trace_context(const cJSON *meta, struct era_req *r)
 {
 	const cJSON *tp = cJSON_GetObjectItemCaseSensitive(meta, "traceparent");
 	const cJSON *ts = cJSON_GetObjectItemCaseSensitive(meta, "tracestate");
 
-	if (!cJSON_IsString(tp) || !traceparent_ok(tp->valuestring))
+	if (!cJSON_IsString(tp) || !id_traceparent_valid(tp->valuestring))
 		return;		/* W3C: an invalid one is ignored */
 	snprintf(r->traceparent, sizeof(r->traceparent), "%s", tp->valuestring);
 	if (cJSON_IsString(ts) && strlen(ts->valuestring) < sizeof(r->tracestate) &&

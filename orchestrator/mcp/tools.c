@@ -779,6 +779,8 @@ t_shell(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 	cJSON_AddNumberToObject(body, "max_output", (double)c->max_output);
 	if (tc->task_id[0] != '\0')	/* may become a task: kept, detached */
 		cJSON_AddStringToObject(body, "result_id", tc->task_id);
+	if (tc->trace[0] != '\0')	/* the agent logs it */
+		cJSON_AddStringToObject(body, "traceparent", tc->trace);
 	live = toollive_start(tc, s, c);
 	for (tries = 0;; tries++) {
 		if (areq_do(&a, "POST", "/v1/shell", body,
@@ -1250,6 +1252,21 @@ call_end(struct tool_call *tc)
  * workspace (sess_enter) and runs the tool once more, its text saying so.
  * A second loss is answered as it is.
  */
+/* The tool's handler on entered session s, with the call's context: its
+ * cancel, and its trace context at the egress proxy while it runs. */
+static void
+run_handler(struct tool_call *tc, struct sessmgr *m, struct sess *s,
+    const struct conf *c, const struct tool_def *d)
+{
+	call_begin(tc);
+	if (tc->trace[0] != '\0')	/* the proxy's audit lines name the call */
+		sess_trace(s, tc->trace);
+	d->handler(tc, m, s, c, tc->args);
+	if (tc->trace[0] != '\0')
+		sess_trace(s, NULL);
+	call_end(tc);
+}
+
 static void
 rerun_lost(struct tool_call *tc, struct sessmgr *m, struct sess *s,
     const struct conf *c, const struct tool_def *d)
@@ -1263,9 +1280,7 @@ rerun_lost(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 	    "again and retrying", tc->sid, tc->name, why);
 	if (sess_enter(s, &tc->starting, &e, err, sizeof(err)) == -1)
 		return;		/* the first answer stands */
-	call_begin(tc);
-	d->handler(tc, m, s, c, tc->args);
-	call_end(tc);
+	run_handler(tc, m, s, c, d);
 	sess_leave(s);
 	if (tc->lost || tc->result == NULL ||
 	    !cJSON_IsArray(ct = cJSON_GetObjectItemCaseSensitive(tc->result,
@@ -1327,9 +1342,7 @@ tools_run1(struct sessmgr *m, const struct conf *c, struct tool_call *tc)
 	toollive_set(tc, NULL);	/* the sandbox is up: no start note */
 	/* The tool's own waits on the agent give up as soon as the call is
 	 * cancelled (not the sandbox's set-up above: it must complete). */
-	call_begin(tc);
-	d->handler(tc, m, s, c, tc->args);
-	call_end(tc);
+	run_handler(tc, m, s, c, d);
 	sess_leave(s);
 	if (tc->lost)
 		rerun_lost(tc, m, s, c, d);

@@ -325,6 +325,12 @@ struct runtime_ops {
 	int	(*app_ports)(struct runtime *, const char *id, const int *ports,
 		    size_t n, char *err, size_t errlen);
 	/*
+	 * The W3C traceparent of the call in flight in sandbox id (NULL:
+	 * none now), for the egress proxy's audit lines of its requests.
+	 * NULL op: not carried (kubernetes: a fleet of proxies).
+	 */
+	void	(*trace)(struct runtime *, const char *id, const char *tp);
+	/*
 	 * Homes; NULL ops: this runtime has none. home_prepare makes user's
 	 * home if it has none (size_bytes, its limit; an existing one keeps
 	 * its size), before a create whose spec names it (kubernetes: the

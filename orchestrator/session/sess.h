@@ -89,6 +89,12 @@ void	sess_put(struct sess *);
 int	sess_enter(struct sess *, const struct rt_progress *pg, enum sess_err *e,
 	    char *err, size_t errlen) WUNRES;
 void	sess_leave(struct sess *);
+/*
+ * The W3C traceparent of a call in flight in the entered session s (NULL:
+ * its end), passed to the egress proxy for its audit lines (runtime op
+ * trace; nothing where the runtime has none). Blocks briefly.
+ */
+void	sess_trace(struct sess *s, const char *tp);
 /* Makes s's sandbox ready for a connection without a call: thaws a
  * frozen one, starts a stopped one (may take seconds); never makes a new
  * one (-1 with *e SE_NOTFOUND when it has none). Counts as activity. 0,

@@ -284,3 +284,12 @@ sessmgr_runtime(struct sessmgr *m)
 {
 	return m->rt;
 }
+
+void
+sess_trace(struct sess *s, const char *tp)
+{
+	struct runtime *rt = s->mgr->rt;
+
+	if (rt->ops->trace != NULL && s->rtid[0] != '\0')
+		rt->ops->trace(rt, s->rtid, tp);
+}

@@ -98,6 +98,39 @@ check "orchestrator key not in the sandbox" not_contains <(echo "$out") "$ORCH_K
 out=$(mcp_tool git-s shell '{"command":"git ls-remote https://github.com/e2e-org/repo.git main"}')
 check "later calls keep working through the proxy" bash -c "grep -q refs/heads/main <<<'$out'"
 
+# Trace context (issue 32, item 4): the W3C traceparent of a 2026-07-28
+# call (its _meta) is in the orchestrator's log line, the agent's, and the
+# proxy's audit line of the credentialed request the call caused; a REST
+# exec's traceparent header the same; a call without one leaves none.
+tp=00-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')-00f067aa0ba902b7-01
+nb=$(wc -l < "$PX_DIR/audit.jsonl")
+curl -s -o "$T/trace.out" -H "Authorization: Bearer $ORCH_KEY" -H 'Content-Type: application/json' \
+    -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' -H 'Mcp-Name: shell' -H 'X-Session-Id: git-s' \
+    -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"shell","arguments":{"command":"git ls-remote https://github.com/e2e-org/repo.git main"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"traceparent":"'"$tp"'"}}}' \
+    "$ORCH_URL/mcp"
+check "trace: the traced call worked" grep -q refs/heads/main "$T/trace.out"
+check "trace: the proxy's audit line of its github.com request carries the call's traceparent" \
+	bash -c "tail -n +$((nb + 1)) '$PX_DIR/audit.jsonl' | grep 'github.com' | grep -qF '\"traceparent\":\"$tp\"'"
+check "trace: the orchestrator's line of the call carries it" grep -q "session=git-s tool=shell .*traceparent=$tp" "$ORCH_LOG"
+if [ "$ORCH_RT" = local ]; then
+	check "trace: the agent's line of the command carries it" grep -q "shell started traceparent=$tp" "$ORCH_SBX_DIR/$sb/log"
+fi
+nb=$(wc -l < "$PX_DIR/audit.jsonl")
+mcp_tool git-s shell '{"command":"git ls-remote https://github.com/e2e-org/repo.git main"}' >/dev/null
+check "trace: a later call without one: its audit lines have none" \
+	bash -c "! tail -n +$((nb + 1)) '$PX_DIR/audit.jsonl' | grep -q traceparent"
+tp2=00-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')-b7ad6b7169203331-01
+rest POST /v1/sessions/git-s/exec -H 'Content-Type: application/json' -H "traceparent: $tp2" \
+    -d '{"command":"git ls-remote https://github.com/e2e-org/repo.git main"}' > "$T/trace2.out"
+check "trace: a REST exec's traceparent header reaches the proxy's audit line" \
+	grep -qF "\"traceparent\":\"$tp2\"" "$PX_DIR/audit.jsonl"
+check "trace: and the orchestrator's log" grep -q "session=git-s rest exec traceparent=$tp2" "$ORCH_LOG"
+curl -s -o /dev/null -H "Authorization: Bearer $ORCH_KEY" -H 'Content-Type: application/json' \
+    -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' -H 'Mcp-Name: shell' -H 'X-Session-Id: git-s' \
+    -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"shell","arguments":{"command":"true"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"traceparent":"00-zz-bad"}}}' \
+    "$ORCH_URL/mcp"
+check "trace: a malformed traceparent is ignored (no line names it)" bash -c "! grep -q 'traceparent=00-zz' '$ORCH_LOG'"
+
 # The proxy keeps registrations in memory only: after a kill -9 and a
 # restart it knows no sandbox. The orchestrator registers every running
 # sandbox again within a few seconds (HEAL_MS), with no call from the

@@ -673,6 +673,14 @@ deregister(struct fake *f, const char *id)
 	egress_deregister(&a, id);
 }
 
+static void
+f_trace(struct runtime *rt, const char *id, const char *tp)
+{
+	struct egress_admin a = admin_of(rt->impl);
+
+	egress_trace(&a, id, tp);
+}
+
 static int
 f_stop(struct runtime *rt, const char *id, char *err, size_t errlen)
 {
@@ -916,6 +924,7 @@ static const struct runtime_ops fake_ops = {
 	.set_labels = f_set_labels,
 	.agent_addr = f_agent_addr,
 	.attach_egress = f_attach_egress,
+	.trace = f_trace,
 	.check = f_check,
 	.images = f_images,
 	.usage = f_usage,

@@ -1214,6 +1214,7 @@ static const struct runtime_ops rl_ops = {
 	.health = rl_health_op,
 	.heal = rl_heal,
 	.app_connect = rl_app_connect,
+	.trace = rl_trace,
 	.freeze = rl_op_freeze,
 	.load = rl_op_load,
 	.reclaim = rl_op_reclaim,

@@ -320,6 +320,8 @@ int	rl_netns_connect(pid_t pid, int port, char *err, size_t errlen);
  * placeholders' variables, files (NULL: not wanted) their client files,
  * creds (NULL: not wanted) the credentials' names (egress.h). 0 or -1
  * with err. */
+/* runtime op trace: the proxy's admin "trace" for sandbox id (netns.c). */
+void	rl_trace(struct runtime *, const char *id, const char *tp);
 int	rl_egress_register(const struct rl *, const struct rec *r, pid_t child,
 	    const struct rt_kv *labels, size_t nlabels, struct buf *cred_env, struct buf *files,
 	    struct buf *creds, char *err, size_t errlen);

@@ -257,3 +257,12 @@ rl_proxy_env(char *out, size_t outlen)
 	return egress_proxy_env(NULL, NULL, RL_PROXY_HOSTPORT, RL_NO_PROXY,
 	    RL_CA_BUNDLE, out, outlen);
 }
+
+void
+rl_trace(struct runtime *rt, const char *id, const char *tp)
+{
+	const struct rl *rl = rt->impl;
+	struct egress_admin a = { .unix_path = rl->c.proxy_admin_socket };
+
+	egress_trace(&a, id, tp);
+}
