@@ -99,6 +99,22 @@ c = [x for x in l if x["type"] == "connect" and x["host"] == "tun.test:80"][0]["
 t = [x for x in l if x["type"] == "tunnel"]
 sys.exit(0 if len(t) == 1 and t[0]["conn"] == c else 1)' "$A"
 
+# ---- the trace context of the orchestrator's call in flight (admin "trace") ----
+TP=00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+px_admin '{"op":"trace","id":"sb-e2e","traceparent":"00-xyz"}' >"$R/tr1" 2>&1
+check "trace: a malformed traceparent is refused" grep -q 'must be W3C' "$R/tr1"
+px_admin '{"op":"trace","id":"sb-e2e","traceparent":"00-00000000000000000000000000000000-00f067aa0ba902b7-01"}' >"$R/tr2" 2>&1
+check "trace: an all-zero trace id is refused" grep -q 'must be W3C' "$R/tr2"
+px_admin "{\"op\":\"trace\",\"id\":\"sb-none\",\"traceparent\":\"$TP\"}" >"$R/tr3" 2>&1
+check "trace: an unknown sandbox is refused" grep -q 'no such sandbox' "$R/tr3"
+px_admin "{\"op\":\"trace\",\"id\":\"sb-e2e\",\"traceparent\":\"$TP\"}" >"$R/tr4" 2>&1
+check "trace: set" grep -q '"ok":true' "$R/tr4"
+case_n 2 traced pci api.github.com 'GET /user?m=traced HTTP/1.1\r\nHost: api.github.com\r\nConnection: close\r\n\r\n' --responses 1
+check "trace: the request's line carries it" aline traced "a.get('traceparent')=='$TP' and a['path']=='/user?m=traced'"
+px_admin '{"op":"trace","id":"sb-e2e"}' >/dev/null
+case_n 2 untraced pci api.github.com 'GET /user?m=untraced HTTP/1.1\r\nHost: api.github.com\r\nConnection: close\r\n\r\n' --responses 1
+check "trace: cleared, the next line has none" aline untraced "'traceparent' not in a and a['path']=='/user?m=untraced'"
+
 before=$(alines)
 pci api.github.com 'GET /user?m=ok HTTP/1.1\r\nHost: api.github.com\r\nConnection: close\r\n\r\n' --responses 1 >"$R/icpt" 2>&1
 check "intercepted request: 200" st_in "$R/icpt" 200
