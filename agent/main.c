@@ -115,9 +115,10 @@ static void
 h_shell(struct conn *c, const struct route_req *q)
 {
 	const struct json *body = q->js;
-	const char *cmd, *rid;
-	size_t len, ridlen;
-	char ridbuf[SHELLRES_ID_MAX + 1];
+	const char *cmd, *rid, *fp;
+	size_t len, ridlen, fplen;
+	char ridbuf[SHELLRES_ID_MAX + 1], fpbuf[SHELLRES_FP_MAX + 1];
+	long long t0;
 	long long tmo = 120000, maxo = (long long)agent_conf.max_output;
 	int r;
 
@@ -145,8 +146,28 @@ h_shell(struct conn *c, const struct route_req *q)
 	if (r == 0)
 		memcpy(ridbuf, rid, ridlen);
 	ridbuf[r == 0 ? ridlen : 0] = '\0';
+	if ((r = json_get_str(body, "result_fp", &fp, &fplen)) == -1 ||
+	    (r == 0 && (ridbuf[0] == '\0' || !shellres_fp_ok(fp, fplen)))) {
+		conn_reply_error(c, 400, "bad_request", "result_fp must be at "
+		    "most %d lower-case hex digits, with a result_id",
+		    SHELLRES_FP_MAX);
+		return;
+	}
+	if (r == 0)
+		memcpy(fpbuf, fp, fplen);
+	fpbuf[r == 0 ? fplen : 0] = '\0';
+	/* a result id runs once: a re-issue reads GET /v1/shell/result */
+	if (ridbuf[0] != '\0' && (shellres_known(ridbuf) ||
+	    shell_result_running(ridbuf, &t0))) {
+		conn_reply_error(c, 409, "result_exists", "a command with result "
+		    "id %s ran or runs here: GET /v1/shell/result/%s", ridbuf,
+		    ridbuf);
+		return;
+	}
 	agent_log_trace("shell", body);
 	r = shell_run(cmd, len, tmo, (size_t)maxo, ridbuf, shell_done, c);
+	if (r == 0 && fpbuf[0] != '\0')
+		shellres_set_fp(ridbuf, fpbuf);
 	/* nobody to answer: stop it (and say so next time); one with a
 	 * result id runs on and keeps its result (an MCP task's) */
 	if (r == 0)
@@ -190,15 +211,16 @@ h_shell_result(struct conn *c, const struct route_req *q)
 {
 	struct buf b;
 	long long t0;
-	char head[96];
+	char head[192], fp[SHELLRES_FP_MAX + 1];
 
 	if (!shellres_id_ok(q->id, strlen(q->id))) {
 		conn_reply_error(c, 400, "bad_request", "bad result id");
 		return;
 	}
 	if (shell_result_running(q->id, &t0)) {
+		shellres_fp(q->id, fp);
 		snprintf(head, sizeof(head), "{\"state\":\"running\","
-		    "\"started_ms\":%lld}", t0);
+		    "\"started_ms\":%lld,\"fp\":\"%s\"}", t0, fp);
 		conn_reply(c, 200, "application/json", head, strlen(head));
 		return;
 	}

@@ -122,12 +122,13 @@ shellres_save(const char *id, long long started_ms, int cancelled,
     const struct buf *body)
 {
 	struct buf b;
-	char path[PATH_MAX], err[256];
+	char path[PATH_MAX], err[256], fp[SHELLRES_FP_MAX + 1];
 
+	shellres_fp(id, fp);
 	buf_init(&b, body->len + 256);
-	if (buf_addf(&b, "{\"id\":\"%s\",\"started_ms\":%lld,\"ended_ms\":%lld,"
-	    "\"cancelled\":%s,\"result\":", id, started_ms, util_unix_ms(),
-	    cancelled ? "true" : "false") == -1 ||
+	if (buf_addf(&b, "{\"id\":\"%s\",\"fp\":\"%s\",\"started_ms\":%lld,"
+	    "\"ended_ms\":%lld,\"cancelled\":%s,\"result\":", id, fp, started_ms,
+	    util_unix_ms(), cancelled ? "true" : "false") == -1 ||
 	    buf_add(&b, body->p, body->len) == -1 || buf_addstr(&b, "}") == -1) {
 		log_warnx("shell result %s: too large to keep", id);
 		buf_free(&b);
@@ -158,6 +159,58 @@ shellres_started(const char *id)
 	    util_write_file_atomic(path, "", 0, SHELLRES_MODE, err,
 	    sizeof(err)) == -1)
 		log_warnx("shell result %s: cannot mark it started", id);
+}
+
+int
+shellres_fp_ok(const char *s, size_t n)
+{
+	size_t i;
+
+	if (n > SHELLRES_FP_MAX)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return 0;
+	return 1;
+}
+
+void
+shellres_set_fp(const char *id, const char *fp)
+{
+	char path[PATH_MAX], err[256];
+
+	if (res_path(path, sizeof(path), id, ".run") == -1 ||
+	    util_write_file_atomic(path, fp, strlen(fp), SHELLRES_MODE, err,
+	    sizeof(err)) == -1)
+		log_warnx("shell result %s: cannot keep its fingerprint", id);
+}
+
+void
+shellres_fp(const char *id, char out[SHELLRES_FP_MAX + 1])
+{
+	char path[PATH_MAX];
+	FILE *f;
+	size_t n = 0;
+
+	out[0] = '\0';
+	if (res_path(path, sizeof(path), id, ".run") == -1 ||
+	    (f = fopen(path, "re")) == NULL)
+		return;
+	n = fread(out, 1, SHELLRES_FP_MAX, f);
+	fclose(f);
+	out[n] = '\0';
+	if (!shellres_fp_ok(out, n))
+		out[0] = '\0';
+}
+
+int
+shellres_known(const char *id)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	return (res_path(path, sizeof(path), id, ".json") == 0 &&
+	    stat(path, &st) == 0) || shellres_lost(id);
 }
 
 int

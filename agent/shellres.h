@@ -18,6 +18,16 @@ void	shellres_save(const char *id, long long started_ms, int cancelled,
 	    const struct buf *body);
 /* Marks id started (its result is kept when it ends). */
 void	shellres_started(const char *id);
+/* A caller's fingerprint of the command (hex, at most 64 digits), kept
+ * with its result: a re-issue under the same id compares it. */
+#define SHELLRES_FP_MAX	64
+int	shellres_fp_ok(const char *s, size_t n);
+void	shellres_set_fp(const char *id, const char *fp);
+/* id's fingerprint while it runs (or "" when none). */
+void	shellres_fp(const char *id, char out[SHELLRES_FP_MAX + 1]);
+/* 1 if a command with result id id ran (its result is kept) or was lost
+ * here (shell_result_running says whether one runs). */
+int	shellres_known(const char *id);
 /* 1 if id was started and never kept a result (call it when it does not
  * run): its command ended with its shell unseen, e.g. a sandbox stop. */
 int	shellres_lost(const char *id);

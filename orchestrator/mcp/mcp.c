@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "digest.h"
 #include "lib/jsonu.h"
 #include "log.h"
 #include "mcp.h"
@@ -353,6 +354,46 @@ m_tools_list(const struct mcp_in *in UNUSED, struct mcp_out *out,
 	return mcp_result(id, r);
 }
 
+/*
+ * params._meta[MCP_META_IDEM]: the call's idempotency key, honoured by
+ * shell: its result id is then a digest of the session and the key, so a
+ * re-issue finds the first run (tasks_attach). 0, or -1 with msg.
+ */
+static int
+idem_key(struct tool_call *tc, const cJSON *params, char *msg, size_t len)
+{
+	const cJSON *k = cJSON_GetObjectItemCaseSensitive(
+	    cJSON_GetObjectItemCaseSensitive(params, "_meta"), MCP_META_IDEM);
+	char in[ID_SESSION_MAX + 260], hx[DIGEST_SHA256_HEX + 1];
+	size_t i, n;
+
+	if (k == NULL)
+		return 0;
+	n = cJSON_IsString(k) ? strlen(k->valuestring) : 0;
+	for (i = 0; i < n; i++)
+		if (k->valuestring[i] < 0x20 || k->valuestring[i] > 0x7e)
+			break;
+	if (n == 0 || n >= sizeof(tc->idem_key) || i < n) {
+		snprintf(msg, len, "Invalid params: _meta[\"%s\"] must be 1-255 "
+		    "printable ASCII characters", MCP_META_IDEM);
+		return -1;
+	}
+	if (strcmp(tc->name, "shell") != 0) {
+		snprintf(msg, len, "Invalid params: _meta[\"%s\"] is honoured "
+		    "by the shell tool only (REST exec and create take the "
+		    "Idempotency-Key header)", MCP_META_IDEM);
+		return -1;
+	}
+	memcpy(tc->idem_key, k->valuestring, n + 1);
+	snprintf(in, sizeof(in), "%s\n%s", tc->sid, tc->idem_key);
+	if (digest_sha256_hex(in, strlen(in), hx) == -1) {
+		snprintf(msg, len, "Internal error: no digest");
+		return -1;
+	}
+	snprintf(tc->task_id, sizeof(tc->task_id), "s-%.24s", hx);
+	return 0;
+}
+
 static cJSON *
 m_tools_call(const struct mcp_in *in, struct mcp_out *out, const cJSON *id,
     const cJSON *params, int in_batch, int slot, int *status_hint)
@@ -391,6 +432,10 @@ m_tools_call(const struct mcp_in *in, struct mcp_out *out, const cJSON *id,
 	    cJSON_Duplicate(args, 1) : cJSON_CreateObject();
 	tc->structured = out->version >= MCP_V_0618;
 	snprintf(tc->trace, sizeof(tc->trace), "%s", out->era.traceparent);
+	if (idem_key(tc, params, msg, sizeof(msg)) == -1) {
+		tools_call_free(tc);
+		return mcp_error(id, E_PARAMS, msg);
+	}
 	out->pend = xreallocarray(out->pend, out->npend + 1, sizeof(*out->pend));
 	out->pend[out->npend].tc = tc;
 	out->pend[out->npend].id = cJSON_Duplicate(id, 1);

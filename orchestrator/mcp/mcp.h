@@ -15,6 +15,8 @@
 #include "tools.h"
 
 #define MCP_MAX_BATCH	100
+/* A tools/call's idempotency key, in its params._meta (shell only). */
+#define MCP_META_IDEM	"dev.sandbox-orchestrator/idempotencyKey"
 
 enum mcp_version { MCP_V_NONE, MCP_V_0326, MCP_V_0618, MCP_V_1125, MCP_V_0728 };
 

@@ -296,10 +296,12 @@ mcall_abort(struct http_req *req, enum http_abort why, void *arg)
 			event_del(mc->ptimer);
 		if (mc->ttimer != NULL)
 			event_del(mc->ttimer);
+		/* A call with an idempotency key runs on: its client will
+		 * re-issue it for the result (tasks_attach). */
 		for (i = 0; i < mc->out.npend; i++) {
 			tc = mc->out.pend[i].tc;
 			if (tc != NULL && !atomic_load(&tc->cancelled) &&
-			    !atomic_load(&tc->finished))
+			    !atomic_load(&tc->finished) && tc->idem_key[0] == '\0')
 				cancel_tc(mc->fr, tc, "(the client disconnected)");
 		}
 		return;

@@ -12,6 +12,7 @@
  * orchestrator and stops of the sandbox; a command still running when its
  * sandbox stopped is lost, and its task says so.
  */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,8 @@
 #include <time.h>
 
 #include "areq.h"
+#include "buf.h"
+#include "digest.h"
 #include "log.h"
 #include "tasks.h"
 #include "toolres.h"
@@ -43,6 +46,8 @@ tasks_prepare(struct tool_call *tc)
 	const cJSON *jid, *off;
 	size_t i;
 
+	if (strcmp(tc->name, "shell") == 0 && tc->task_id[0] != '\0')
+		return 1;	/* keyed: its result id is its key's */
 	if (strcmp(tc->name, "shell") == 0) {
 		if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
 			return 0;
@@ -64,6 +69,101 @@ tasks_prepare(struct tool_call *tc)
 		return 1;
 	}
 	return 0;
+}
+
+int
+tasks_attach(struct tool_call *tc, struct sess *s, const char *command,
+    long long tmo, char fp[33])
+{
+	struct areq a = { .s = s, .tc = tc };
+	struct timespec nap = { 0, 250 * 1000000 };
+	long long t0 = util_mono_ms();
+	const char *state, *rfp;
+	char path[128], hx[DIGEST_SHA256_HEX + 1], msg[512], esc[96];
+	struct buf in;
+	cJSON *ct, *t;
+	int done = 1;
+
+	buf_init(&in, strlen(command) + 32);
+	if (buf_addf(&in, "%s\n%lld", command, tmo) == -1 ||
+	    digest_sha256_hex(in.p, in.len, hx) == -1) {
+		buf_free(&in);
+		toolres_set_text(tc, "internal error: no fingerprint", 1);
+		return 1;
+	}
+	buf_free(&in);
+	memcpy(fp, hx, 32);
+	fp[32] = '\0';
+	log_escape(esc, sizeof(esc), tc->idem_key, strlen(tc->idem_key));
+	snprintf(path, sizeof(path), "/v1/shell/result/%s", tc->task_id);
+	for (;;) {
+		if (areq_do(&a, "GET", path, NULL, 10000) == -1) {
+			toolres_set_text(tc, a.err, 1);
+			break;
+		}
+		if (a.status == 404) {
+			done = 0;	/* never ran here: run it */
+			break;
+		}
+		state = toolres_str(a.j, "state");
+		rfp = toolres_str(a.j, "fp");
+		if (a.status != 200 || state == NULL) {
+			toolres_set_text(tc, "the sandbox's agent gave an unexpected "
+			    "answer about this idempotency key", 1);
+			break;
+		}
+		if (rfp != NULL && rfp[0] != '\0' && strcmp(rfp, fp) != 0) {
+			snprintf(msg, sizeof(msg), "idempotency key '%s' was used "
+			    "in this session for another command (or timeout): "
+			    "nothing ran. Use a new key for a new command.", esc);
+			toolres_set_text(tc, msg, 1);
+			break;
+		}
+		if (strcmp(state, "lost") == 0) {
+			toolres_set_text(tc, "The command of this idempotency key "
+			    "started before and its outcome is unknown: its sandbox "
+			    "stopped while it ran. Nothing ran now; check its "
+			    "effects, then use a new key.", 1);
+			break;
+		}
+		if (strcmp(state, "done") == 0) {
+			toolres_shell(tc, cJSON_GetObjectItemCaseSensitive(a.j,
+			    "result"), tmo);
+			ct = cJSON_GetObjectItemCaseSensitive(tc->result, "content");
+			snprintf(msg, sizeof(msg), "[idempotency key '%s': the "
+			    "command ran before; this is that run's result, and it "
+			    "did not run again]", esc);
+			if (cJSON_IsArray(ct)) {
+				t = cJSON_CreateObject();
+				cJSON_AddStringToObject(t, "type", "text");
+				cJSON_AddStringToObject(t, "text", msg);
+				cJSON_AddItemToArray(ct, t);
+			}
+			log_info("session=%s shell key %s: the first run's result",
+			    tc->sid, tc->task_id);
+			break;
+		}
+		/* running: the first call's command; wait for its end */
+		if (atomic_load(&tc->cancelled)) {
+			toolres_set_text(tc, "cancelled", 1);
+			break;
+		}
+		if (util_mono_ms() - t0 > tmo * 1000) {
+			snprintf(msg, sizeof(msg), "idempotency key '%s': its "
+			    "command (started by an earlier call) still runs after "
+			    "%llds; call again with the same key to wait for it",
+			    esc, tmo);
+			toolres_set_text(tc, msg, 1);
+			break;
+		}
+		areq_free(&a);
+		memset(&a, 0, sizeof(a));
+		a.s = s;
+		a.tc = tc;
+		nanosleep(&nap, NULL);
+	}
+	areq_free(&a);
+	return done;
 }
 
 /* ISO 8601, UTC, milliseconds: what Task's createdAt and lastUpdatedAt are. */

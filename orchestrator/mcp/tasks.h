@@ -31,6 +31,16 @@ int	tasks_method(const char *s);
  * the job it waits on. 1 if it may, else 0.
  */
 int	tasks_prepare(struct tool_call *tc);
+/*
+ * A shell call with an idempotency key (tc->idem_key; its result id in
+ * tc->task_id): when a command with that id ran, runs or was lost in the
+ * sandbox, sets tc->result to its result (waiting for it while it runs,
+ * within tmo seconds) and returns 1; 0 when it never ran: run it, with
+ * "result_id" and "result_fp" *fp (the fingerprint of command and tmo,
+ * which a re-issue must match).
+ */
+int	tasks_attach(struct tool_call *tc, struct sess *s, const char *command,
+	    long long tmo, char fp[33]);
 /* The CreateTaskResult for tc, made a task now (started_ms: when the call
  * started, unix ms). Caller frees. */
 cJSON	*tasks_created(const struct tool_call *tc, long long started_ms);

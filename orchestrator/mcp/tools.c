@@ -41,6 +41,7 @@
 #include "log.h"
 #include "lib/jsonu.h"
 #include "schema.h"
+#include "tasks.h"
 #include "toolres.h"
 #include "tools.h"
 #include "xmalloc.h"
@@ -754,6 +755,7 @@ t_shell(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 	struct timespec busy_wait = { 0, 50 * 1000000 };
 	struct live *live;
 	cJSON *body;
+	char fp[33];
 	int tries;
 
 	(void)m;
@@ -770,6 +772,9 @@ t_shell(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 		toolres_set_text(tc, "cancelled", 1);
 		goto out;
 	}
+	/* A keyed re-issue gets its first run's result (tasks.h). */
+	if (tc->idem_key[0] != '\0' && tasks_attach(tc, s, cmd, tmo, fp))
+		goto out;
 	/* A cancel interrupts the command (tools_cancel): let the agent
 	 * answer then, and give up on it only if it does not. */
 	tc->cancel.grace_ms = CANCEL_SHELL_GRACE_MS;
@@ -779,6 +784,8 @@ t_shell(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 	cJSON_AddNumberToObject(body, "max_output", (double)c->max_output);
 	if (tc->task_id[0] != '\0')	/* may become a task: kept, detached */
 		cJSON_AddStringToObject(body, "result_id", tc->task_id);
+	if (tc->idem_key[0] != '\0')
+		cJSON_AddStringToObject(body, "result_fp", fp);
 	if (tc->trace[0] != '\0')	/* the agent logs it */
 		cJSON_AddStringToObject(body, "traceparent", tc->trace);
 	live = toollive_start(tc, s, c);
@@ -804,6 +811,16 @@ t_shell(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 	}
 	toollive_stop(live);
 	cJSON_Delete(body);
+	if (a.status == 409 && tc->idem_key[0] != '\0' &&
+	    toolres_str(cJSON_GetObjectItemCaseSensitive(a.j, "error"), "code") != NULL &&
+	    strcmp(toolres_str(cJSON_GetObjectItemCaseSensitive(a.j, "error"),
+	    "code"), "result_exists") == 0) {
+		/* another call with the key started it meanwhile */
+		if (!tasks_attach(tc, s, cmd, tmo, fp))
+			toolres_set_text(tc, "shell failed: the idempotency key's "
+			    "command could not be found or started", 1);
+		goto out;
+	}
 	if (a.status != 200) {
 		areq_error_text(&a, "shell", &out);
 		toolres_set_buf(tc, &out, 1);

@@ -28,6 +28,8 @@ struct tool_call {
 	char		 trace[64];	/* W3C traceparent from _meta, or "" */
 	char		 task_id[48];	/* may become a task (tasks.h): the
 					 * agent's result id or job@offset */
+	char		 idem_key[256];	/* _meta's idempotency key (mcp.h), or ""
+					 * (task_id is then its result id) */
 	cJSON		*args;		/* owned; an object */
 	int		 structured;	/* add structuredContent (2025-06-18+),
 					 * matching the tool's outputSchema */

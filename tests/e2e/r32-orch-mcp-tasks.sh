@@ -36,8 +36,8 @@ def ok(name, cond, why=''):
     else:
         failed += 1
         print('not ok %s -- %s' % (name, str(why)[:700]))
-def rpc(method, params, sid='tk-1', name=None, tasks=True, hdrs=None, timeout=120):
-    p = dict(params); p['_meta'] = meta(tasks)
+def rpc(method, params, sid='tk-1', name=None, tasks=True, hdrs=None, timeout=120, meta_over=None):
+    p = dict(params); p['_meta'] = meta_over if meta_over is not None else meta(tasks)
     h = {'Authorization': 'Bearer ' + key, 'Content-Type': 'application/json',
          'Accept': 'application/json, text/event-stream', 'MCP-Protocol-Version': V,
          'Mcp-Method': method}
@@ -50,8 +50,11 @@ def rpc(method, params, sid='tk-1', name=None, tasks=True, hdrs=None, timeout=12
     c.request('POST', '/mcp', body=json.dumps({'jsonrpc': '2.0', 'id': 7, 'method': method, 'params': p}), headers=h)
     r = c.getresponse(); b = r.read(); c.close()
     return r.status, (json.loads(b) if b.strip() else None)
-def shell(cmd, **kw):
-    return rpc('tools/call', {'name': 'shell', 'arguments': {'command': cmd, 'timeout': 120}}, name='shell', **kw)
+def shell(cmd, key=None, **kw):
+    m = None
+    if key is not None:
+        m = dict(meta(kw.get('tasks', True)), **{'dev.sandbox-orchestrator/idempotencyKey': key})
+    return rpc('tools/call', {'name': 'shell', 'arguments': {'command': cmd, 'timeout': 120}}, name='shell', meta_over=m, **kw)
 def get(tid, sid='tk-1', method='tasks/get', name=None):
     return rpc(method, {'taskId': tid}, sid=sid, name=tid if name is None else name)
 def poll(tid, secs=60, sid='tk-1'):
@@ -142,6 +145,49 @@ if step == 'basic':
     ok('shell_wait on a running job: a task', r.get('resultType') == 'task' and jid in r.get('taskId', ''), d)
     st, d = poll(r.get('taskId', ''), 30)
     ok('polled to the job\'s output', d['result'].get('status') == 'completed' and 'jobdone' in text(d['result']['result']), d)
+elif step == 'idem':
+    # an idempotency key in _meta (shell): a re-issue gets the first run's result
+    st, d = shell('echo run >> /workspace/k1; echo first-$RANDOM$RANDOM', key='k-1', tasks=False)
+    t1 = text(d['result'])
+    st, d = shell('echo run >> /workspace/k1; echo first-$RANDOM$RANDOM', key='k-1', tasks=False)
+    t2 = text(d['result'])
+    ok('key: the re-issue answers the first run\'s output', t1.split('\n')[0] == t2.split('\n')[0] and 'first-' in t2, (t1, t2))
+    ok('key: and says it did not run again', 'did not run again' in t2, t2)
+    st, d = shell('wc -l < /workspace/k1', tasks=False)
+    ok('key: the command ran once', text(d['result']).split('\n')[0].strip() == '1', d)
+    st, d = shell('echo other', key='k-1', tasks=False)
+    ok('key: the same key with another command is refused, nothing runs',
+       d['result'].get('isError') and 'another command' in text(d['result']), d)
+    st, d = rpc('tools/call', {'name': 'shell_async', 'arguments': {'command': 'true'}}, name='shell_async',
+                meta_over=dict(meta(False), **{'dev.sandbox-orchestrator/idempotencyKey': 'k-2'}))
+    ok('key: on another tool it is refused (-32602)', d.get('error', {}).get('code') == -32602, d)
+    st, d = shell('true', key='bad\u0001key', tasks=False)
+    ok('key: a control character is refused (-32602)', d.get('error', {}).get('code') == -32602, d)
+    st, d = shell('true', key='k-1', sid='tk-2', tasks=False)
+    ok('key: keys are per session (the same key runs in another)', 'result' in d and not d['result'].get('isError'), d)
+    # a re-issue while the first still runs waits for it
+    import threading
+    res = {}
+    def first():
+        res['a'] = shell('sleep 3; echo run >> /workspace/k3; echo conc-$RANDOM$RANDOM', key='k-3', tasks=False)
+    th = threading.Thread(target=first); th.start()
+    time.sleep(1)
+    st, d = shell('sleep 3; echo run >> /workspace/k3; echo conc-$RANDOM$RANDOM', key='k-3', tasks=False)
+    th.join()
+    ta, tb = text(res['a'][1]['result']), text(d['result'])
+    ok('key: a re-issue during the run waits and gets the same output', ta.split('\n')[0] == tb.split('\n')[0] and 'conc-' in tb, (ta, tb))
+    st, d = shell('wc -l < /workspace/k3', tasks=False)
+    ok('key: concurrent calls ran it once', text(d['result']).split('\n')[0].strip() == '1', d)
+elif step == 'idem-start':
+    try:
+        shell('echo run >> /workspace/k4; sleep 4; echo killed-run-$((6*7))', key='k-4', tasks=False, timeout=2)
+    except Exception as e:
+        print('# first call cut: %r' % e)
+elif step == 'idem-after':
+    st, d = shell('echo run >> /workspace/k4; sleep 4; echo killed-run-$((6*7))', key='k-4', tasks=False)
+    ok('key after kill -9 and restart: the re-issue gets the first run\'s result', 'killed-run-42' in text(d['result']), d)
+    st, d = shell('wc -l < /workspace/k4', tasks=False)
+    ok('key after the restart: the command ran once', text(d['result']).split('\n')[0].strip() == '1', d)
 elif step == 'lost-start':
     st, d = shell('sleep 30; echo never-seen')
     print('TASK ' + d['result'].get('taskId', 'none'))
@@ -176,6 +222,13 @@ orch_kill9
 check "orch restarts" orch_start
 python3 "$T/mtasks.py" after "$ORCH_URL" "$ORCH_KEY" "$tid"
 check "the restart was logged as such (the agent kept the result)" grep -q "became task" "$ORCH_LOG"
+
+# The idempotency key of a shell call (_meta), then across a kill -9.
+python3 "$T/mtasks.py" idem "$ORCH_URL" "$ORCH_KEY"
+python3 "$T/mtasks.py" idem-start "$ORCH_URL" "$ORCH_KEY"
+orch_kill9
+check "orch restarts (keyed call cut)" orch_start
+python3 "$T/mtasks.py" idem-after "$ORCH_URL" "$ORCH_KEY"
 
 # A task whose sandbox dies while its command runs: lost, and said so.
 out=$(python3 "$T/mtasks.py" lost-start "$ORCH_URL" "$ORCH_KEY")
