@@ -107,6 +107,8 @@ prune(void)
 		n++;
 	}
 	closedir(d);
+	if (n == 0)
+		return;
 	qsort(v, n, sizeof(*v), ent_cmp);
 	for (i = 0; i < n; i++)
 		if ((i >= SHELLRES_KEEP || (agent_conf.job_keep_ms > 0 &&
