@@ -12,7 +12,8 @@
 if [ ! -d "$TOP/tests/mcp/node_modules/@modelcontextprotocol/client" ]; then
 	bash "$TOP/scripts/deps-npm.sh" >/dev/null 2>&1
 fi
-orch_config "tools:" "  progress_interval: 1s"
+orch_config "tools:" "  progress_interval: 1s" "apps:" "  domain: apps.localhost" \
+    "  control_socket: $T/gw.sock"
 check "orch starts" orch_start
 
 python3 - "$ORCH_URL" "$ORCH_KEY" <<'PY'

@@ -131,6 +131,39 @@ await check('pinned: progress notifications on a long call', async () => {
   return (text(r).includes('slow-done') && n >= 1) ||
     { n, t: text(r), wire: wire.map((w) => [w.body && w.body.method, w.headers.get('accept'), w.body && w.body.params && w.body.params._meta]) };
 });
+// Every tool once, modern era, each result checked (the client also checks
+// each structuredContent against the tool's outputSchema).
+await check('pinned: every tool in tools/list is called and answers (a session of its own)', async () => {
+  const e = await connect(`${sid}-all`, { pin: '2026-07-28' });
+  const got = {};
+  const call = async (name, args) => {
+    const r = await e.callTool({ name, arguments: args }, { timeout: 120000 });
+    got[name] = r.isError ? `error: ${text(r).slice(0, 120)}` : 'ok';
+    return r;
+  };
+  const a = await call('shell_async', { command: 'sleep 1; echo job-out' });
+  const jid = a.structuredContent.job_id;
+  await call('shell_poll', { job_id: jid });
+  await call('shell_wait', { job_id: jid, timeout: 30 });
+  const b = await call('shell_async', { command: 'sleep 60' });
+  await call('shell_stop', { job_id: b.structuredContent.job_id });
+  await call('write_file', { path: '/workspace/all.txt', content: 'all\n' });
+  await call('read_file', { path: '/workspace/all.txt' });
+  await call('list_files', { path: '/workspace' });
+  await call('delete_file', { path: '/workspace/all.txt' });
+  await call('shell', { command: 'nohup python3 -m http.server 8765 >/dev/null 2>&1 & sleep 0.5; true' });
+  await call('expose_port', { port: 8765, name: 'allt' });
+  await call('list_apps', {});
+  await call('unexpose_port', { name: 'allt' });
+  await call('sandbox_status', {});
+  await call('create_sandbox', {});
+  await call('clear_session', {});
+  await e.close();
+  const names = tools.map((t) => t.name).filter((n) => n !== 'str_replace_based_edit_tool');
+  const missing = names.filter((n) => !(n in got));
+  const bad = Object.entries(got).filter(([, v]) => v !== 'ok');
+  return (missing.length === 0 && bad.length === 0) || { missing, bad, got };
+});
 await c.close();
 
 // 2. The dual-era default a 2.x user opts into: 'auto' probes, stays modern.
