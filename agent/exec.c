@@ -476,17 +476,86 @@ struct exec_req {
 
 static void exec_start_cont(void *);
 
+int
+exec_parse_io(struct conn *c, const struct json *body, char cwd[PATH_MAX],
+    int def_workdir, struct buf *env_out, unsigned char **in, size_t *inlen)
+{
+	const struct json *env = json_get(body, "env"), *v;
+	const char *s, *why;
+	size_t slen, at;
+	struct stat st;
+	long n;
+	int r;
+
+	cwd[0] = '\0';
+	r = json_get_str(body, "cwd", &s, &slen);
+	if (r == -1 || (r == 0 && (slen == 0 || memchr(s, '\0', slen) != NULL ||
+	    slen >= PATH_MAX - strlen(agent_conf.workdir) - 2))) {
+		conn_reply_error(c, 400, "bad_request", "\"cwd\" must be a "
+		    "non-empty path without NUL bytes");
+		return -1;
+	}
+	if (r == 0 && s[0] == '/')
+		snprintf(cwd, PATH_MAX, "%.*s", (int)slen, s);
+	else if (r == 0 && !(slen == 1 && s[0] == '.'))
+		snprintf(cwd, PATH_MAX, "%s/%.*s", agent_conf.workdir, (int)slen, s);
+	else if (r == 0 || def_workdir)
+		snprintf(cwd, PATH_MAX, "%s", agent_conf.workdir);
+	if (cwd[0] != '\0' && (stat(cwd, &st) == -1 || !S_ISDIR(st.st_mode))) {
+		conn_reply_error(c, 400, "bad_request", "cwd %s is not a directory",
+		    cwd);
+		return -1;
+	}
+	if (env != NULL && env->type != JSON_NULL && env->type != JSON_OBJ) {
+		conn_reply_error(c, 400, "bad_request", "\"env\" must be an object "
+		    "of strings");
+		return -1;
+	}
+	for (v = env != NULL && env->type == JSON_OBJ ? env->child : NULL; v != NULL;
+	    v = v->next) {
+		if (v->type != JSON_STR || memchr(v->s, '\0', v->slen) != NULL ||
+		    !shell_env_name_ok(v->key, v->keylen) ||
+		    v->keylen + 1 + v->slen > SHELL_ENV_MAX_VAR) {
+			conn_reply_error(c, 400, "bad_request", "env: names must "
+			    "match [A-Za-z_][A-Za-z0-9_]*, values be strings "
+			    "without NUL bytes, NAME=value under 128 KiB");
+			return -1;
+		}
+		if (buf_addstr(env_out, "export ") == -1 ||
+		    buf_add(env_out, v->key, v->keylen) == -1 ||
+		    buf_addstr(env_out, "=") == -1 ||
+		    shell_quote(env_out, v->s, v->slen) == -1 ||
+		    buf_addstr(env_out, "\n") == -1) {
+			conn_reply_error(c, 413, "too_large", "env too large");
+			return -1;
+		}
+	}
+	r = json_get_str(body, "stdin", &s, &slen);
+	if (r == -1) {
+		conn_reply_error(c, 400, "bad_request", "\"stdin\" must be a base64 "
+		    "string");
+		return -1;
+	}
+	if (r == 0) {
+		*in = xmalloc(slen / 4 * 3 + 2);
+		if ((n = b64_decode(s, slen, *in, 1, &why, &at)) < 0) {
+			conn_reply_error(c, 400, "bad_request", "\"stdin\" is not "
+			    "valid base64 (RFC 4648, padded): %s, at character %zu",
+			    why, at);
+			return -1;	/* *in: the caller's to free */
+		}
+		*inlen = (size_t)n;
+	}
+	return 0;
+}
+
 /* Checks the body (400 on anything wrong) into a new exec_req. */
 static struct exec_req *
 exec_parse(struct conn *c, const struct json *body)
 {
-	const struct json *env = json_get(body, "env"), *v;
-	const char *cmd, *s, *why;
-	size_t cmdlen, slen, at;
+	const char *cmd;
+	size_t cmdlen;
 	struct exec_req *q;
-	struct stat st;
-	long n;
-	int r;
 
 	if (json_get_str(body, "command", &cmd, &cmdlen) != 0 || cmdlen == 0 ||
 	    cmdlen > EXEC_MAX_CMD || memchr(cmd, '\0', cmdlen) != NULL) {
@@ -511,70 +580,13 @@ exec_parse(struct conn *c, const struct json *body)
 		    "integer from %lld to %lld", EXEC_MIN_OUTPUT, EXEC_MAX_OUTPUT);
 		goto bad;
 	}
-	r = json_get_str(body, "cwd", &s, &slen);
-	if (r == -1 || (r == 0 && (slen == 0 || memchr(s, '\0', slen) != NULL ||
-	    slen >= sizeof(q->cwd) - strlen(agent_conf.workdir) - 2))) {
-		conn_reply_error(c, 400, "bad_request", "\"cwd\" must be a "
-		    "non-empty path without NUL bytes");
+	if (exec_parse_io(c, body, q->cwd, 1, &q->script, &q->in, &q->inlen) == -1)
 		goto bad;
-	}
-	if (r == 0 && s[0] == '/')
-		snprintf(q->cwd, sizeof(q->cwd), "%.*s", (int)slen, s);
-	else if (r == 0)
-		snprintf(q->cwd, sizeof(q->cwd), "%s/%.*s", agent_conf.workdir,
-		    (int)slen, s);
-	else
-		snprintf(q->cwd, sizeof(q->cwd), "%s", agent_conf.workdir);
-	if (stat(q->cwd, &st) == -1 || !S_ISDIR(st.st_mode)) {
-		conn_reply_error(c, 400, "bad_request", "cwd %s is not a directory",
-		    q->cwd);
-		goto bad;
-	}
-	if (env != NULL && env->type != JSON_NULL && env->type != JSON_OBJ) {
-		conn_reply_error(c, 400, "bad_request", "\"env\" must be an object "
-		    "of strings");
-		goto bad;
-	}
-	for (v = env != NULL && env->type == JSON_OBJ ? env->child : NULL; v != NULL;
-	    v = v->next) {
-		if (v->type != JSON_STR || memchr(v->s, '\0', v->slen) != NULL ||
-		    !shell_env_name_ok(v->key, v->keylen) ||
-		    v->keylen + 1 + v->slen > SHELL_ENV_MAX_VAR) {
-			conn_reply_error(c, 400, "bad_request", "env: names must "
-			    "match [A-Za-z_][A-Za-z0-9_]*, values be strings "
-			    "without NUL bytes, NAME=value under 128 KiB");
-			goto bad;
-		}
-		if (buf_addstr(&q->script, "export ") == -1 ||
-		    buf_add(&q->script, v->key, v->keylen) == -1 ||
-		    buf_addstr(&q->script, "=") == -1 ||
-		    shell_quote(&q->script, v->s, v->slen) == -1 ||
-		    buf_addstr(&q->script, "\n") == -1) {
-			conn_reply_error(c, 413, "too_large", "env too large");
-			goto bad;
-		}
-	}
 	if (buf_addstr(&q->script, "__agent_c=") == -1 ||
 	    shell_quote(&q->script, cmd, cmdlen) == -1 ||
 	    buf_addstr(&q->script, "\neval \"$__agent_c\"\n") == -1) {
 		conn_reply_error(c, 413, "too_large", "the command is too large");
 		goto bad;
-	}
-	r = json_get_str(body, "stdin", &s, &slen);
-	if (r == -1) {
-		conn_reply_error(c, 400, "bad_request", "\"stdin\" must be a base64 "
-		    "string");
-		goto bad;
-	}
-	if (r == 0) {
-		q->in = xmalloc(slen / 4 * 3 + 2);
-		if ((n = b64_decode(s, slen, q->in, 1, &why, &at)) < 0) {
-			conn_reply_error(c, 400, "bad_request", "\"stdin\" is not "
-			    "valid base64 (RFC 4648, padded): %s, at character %zu",
-			    why, at);
-			goto bad;
-		}
-		q->inlen = (size_t)n;
 	}
 	return q;
 bad:

@@ -1,6 +1,6 @@
 /*
- * jobx.c: jobs run as execs (jobx.h). The options are checked here with
- * /v1/exec's rules and messages (exec.c exec_parse); the job itself is
+ * jobx.c: jobs run as execs (jobx.h). The options are checked with
+ * /v1/exec's own code (exec.c exec_parse_io) and messages; the job itself is
  * job.c's (its wrapper writes the split spool: jobx_frame_hdr).
  *
  * A stream (struct jstream) reads the job's output file from its offset
@@ -19,12 +19,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "agent.h"
 #include "b64.h"
 #include "conn.h"
+#include "exec.h"
 #include "ev.h"
 #include "json.h"
 #include "jobx.h"
@@ -43,11 +43,8 @@ int
 jobx_opts_parse(struct conn *c, const struct json *body,
     int (*valid_id)(const char *), struct jobx_opts *o)
 {
-	const struct json *env = json_get(body, "env"), *v;
-	const char *s, *why;
-	size_t slen, at;
-	struct stat st;
-	long n;
+	const char *s;
+	size_t slen;
 	int r;
 
 	memset(o, 0, sizeof(*o));
@@ -94,67 +91,9 @@ jobx_opts_parse(struct conn *c, const struct json *body,
 		    "integer from %lld to %lld", JOBX_MIN_OUTPUT, JOBX_MAX_OUTPUT);
 		goto bad;
 	}
-	r = json_get_str(body, "cwd", &s, &slen);
-	if (r == -1 || (r == 0 && (slen == 0 || memchr(s, '\0', slen) != NULL ||
-	    slen >= sizeof(o->cwd) - strlen(agent_conf.workdir) - 2))) {
-		conn_reply_error(c, 400, "bad_request", "\"cwd\" must be a "
-		    "non-empty path without NUL bytes");
+	/* the rest as an exec takes it; no cwd: the shell's */
+	if (exec_parse_io(c, body, o->cwd, 0, &o->env, &o->in, &o->inlen) == -1)
 		goto bad;
-	}
-	if (r == 0) {
-		if (s[0] == '/')
-			snprintf(o->cwd, sizeof(o->cwd), "%.*s", (int)slen, s);
-		else if (slen == 1 && s[0] == '.')	/* exec's default */
-			snprintf(o->cwd, sizeof(o->cwd), "%s", agent_conf.workdir);
-		else
-			snprintf(o->cwd, sizeof(o->cwd), "%s/%.*s",
-			    agent_conf.workdir, (int)slen, s);
-		if (stat(o->cwd, &st) == -1 || !S_ISDIR(st.st_mode)) {
-			conn_reply_error(c, 400, "bad_request", "cwd %s is not a "
-			    "directory", o->cwd);
-			goto bad;
-		}
-	}
-	if (env != NULL && env->type != JSON_NULL && env->type != JSON_OBJ) {
-		conn_reply_error(c, 400, "bad_request", "\"env\" must be an object "
-		    "of strings");
-		goto bad;
-	}
-	for (v = env != NULL && env->type == JSON_OBJ ? env->child : NULL; v != NULL;
-	    v = v->next) {
-		if (v->type != JSON_STR || memchr(v->s, '\0', v->slen) != NULL ||
-		    !shell_env_name_ok(v->key, v->keylen) ||
-		    v->keylen + 1 + v->slen > SHELL_ENV_MAX_VAR) {
-			conn_reply_error(c, 400, "bad_request", "env: names must "
-			    "match [A-Za-z_][A-Za-z0-9_]*, values be strings "
-			    "without NUL bytes, NAME=value under 128 KiB");
-			goto bad;
-		}
-		if (buf_addstr(&o->env, "export ") == -1 ||
-		    buf_add(&o->env, v->key, v->keylen) == -1 ||
-		    buf_addstr(&o->env, "=") == -1 ||
-		    shell_quote(&o->env, v->s, v->slen) == -1 ||
-		    buf_addstr(&o->env, "\n") == -1) {
-			conn_reply_error(c, 413, "too_large", "env too large");
-			goto bad;
-		}
-	}
-	r = json_get_str(body, "stdin", &s, &slen);
-	if (r == -1) {
-		conn_reply_error(c, 400, "bad_request", "\"stdin\" must be a base64 "
-		    "string");
-		goto bad;
-	}
-	if (r == 0) {
-		o->in = xmalloc(slen / 4 * 3 + 2);
-		if ((n = b64_decode(s, slen, o->in, 1, &why, &at)) < 0) {
-			conn_reply_error(c, 400, "bad_request", "\"stdin\" is not "
-			    "valid base64 (RFC 4648, padded): %s, at character %zu",
-			    why, at);
-			goto bad;
-		}
-		o->inlen = (size_t)n;
-	}
 	return 0;
 bad:
 	jobx_opts_free(o);
