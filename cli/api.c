@@ -421,6 +421,27 @@ api_err_raw(long status, const char *p, size_t n, char *code, size_t codelen,
 }
 
 int
+api_call(const struct api *a, const char *method, const char *path,
+    const cJSON *body, cJSON **out)
+{
+	char err[1400], code[64];
+	int st;
+
+	st = api_json(a, method, path, body, out, err, sizeof(err));
+	if (st == -1)
+		return api_fail(a, "transport", err);
+	if (st < 200 || st >= 300) {
+		api_err_of(st, *out, code, sizeof(code), err, sizeof(err));
+		cJSON_Delete(*out);
+		*out = NULL;
+		return api_fail(a, code, err);
+	}
+	if (*out == NULL)
+		*out = cJSON_CreateObject();
+	return 0;
+}
+
+int
 api_fail(const struct api *a, const char *code, const char *err)
 {
 	char line[2048];

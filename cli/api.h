@@ -80,6 +80,13 @@ void	api_err_raw(long status, const char *p, size_t n, char *code,
 	    size_t codelen, char *err, size_t errlen);
 
 /*
+ * api_json for a command: 0 with *out the 2xx reply (caller frees; an
+ * empty one is {}), or, its failure printed by api_fail, API_EXIT_ERR.
+ */
+int	api_call(const struct api *a, const char *method, const char *path,
+	    const cJSON *body, cJSON **out);
+
+/*
  * Prints err as the one error line (stderr, "orch: ..."), and with --json
  * {"error":{"code","message"}} on stdout; returns API_EXIT_ERR.
  */

@@ -26,19 +26,10 @@ call(struct api *a, const char *method, const char *path, const cJSON *body,
     printer human)
 {
 	cJSON *r = NULL;
-	char err[1400], code[64];
-	int st;
+	int rc;
 
-	st = api_json(a, method, path, body, &r, err, sizeof(err));
-	if (st == -1)
-		return api_fail(a, "transport", err);
-	if (st < 200 || st >= 300) {
-		api_err_of(st, r, code, sizeof(code), err, sizeof(err));
-		cJSON_Delete(r);
-		return api_fail(a, code, err);
-	}
-	if (r == NULL)
-		r = cJSON_CreateObject();
+	if ((rc = api_call(a, method, path, body, &r)) != 0)
+		return rc;
 	if (a->json || human == NULL)
 		api_print_json(r, a->json);
 	else
@@ -466,7 +457,7 @@ cmds_policy(struct api *a, int argc, char **argv)
 {
 	cJSON *pol, *r = NULL;
 	char *p, err[1400];
-	int rc, st;
+	int rc;
 
 	if (argc != 2 && argc != 3)
 		return API_USAGE;
@@ -481,17 +472,10 @@ cmds_policy(struct api *a, int argc, char **argv)
 		return rc;
 	}
 	/* show: the session's "policy" member ({"policy":null} for none) */
-	st = api_json(a, "GET", p, NULL, &r, err, sizeof(err));
+	rc = api_call(a, "GET", p, NULL, &r);
 	free(p);
-	if (st == -1)
-		return api_fail(a, "transport", err);
-	if (st != 200) {
-		char code[64];
-
-		api_err_of(st, r, code, sizeof(code), err, sizeof(err));
-		cJSON_Delete(r);
-		return api_fail(a, code, err);
-	}
+	if (rc != 0)
+		return rc;
 	if (a->json) {
 		cJSON *o = cJSON_CreateObject(), *v;
 

@@ -1243,7 +1243,7 @@ int
 cp_rm(struct api *a, int argc, char **argv)
 {
 	struct cp c = { .a = a };
-	char *b = NULL, *p, err[1400];
+	char *b = NULL, *p;
 	const char *path;
 	cJSON *r = NULL;
 	const cJSON *n;
@@ -1257,18 +1257,11 @@ cp_rm(struct api *a, int argc, char **argv)
 	if (argc - optind != 1 || !remote_of(argv[optind], &b, &c.id, &path))
 		return API_USAGE;
 	p = fpath(&c, path, rec ? "?recursive=1" : NULL);
-	st = api_json(a, "DELETE", p, NULL, &r, err, sizeof(err));
+	st = api_call(a, "DELETE", p, NULL, &r);
 	free(p);
 	free(b);
-	if (st == -1)
-		return api_fail(a, "transport", err);
-	if (st != 200) {
-		char code[64];
-
-		api_err_of(st, r, code, sizeof(code), err, sizeof(err));
-		cJSON_Delete(r);
-		return api_fail(a, code, err);
-	}
+	if (st != 0)
+		return st;
 	n = cJSON_GetObjectItemCaseSensitive(r, "deleted");
 	if (a->json)
 		api_print_json(r, 1);
