@@ -231,16 +231,45 @@ unknown_task(struct tool_call *tc, const char *tid)
 	rpc_fail(tc, E_PARAMS, msg);
 }
 
-/* A tool call's result as the task's: made on a scratch call, taken. */
+/* A completed task whose result is the one made on scratch call t. */
 static cJSON *
-scratch_result(const struct tool_call *tc, struct tool_call *t)
+completed(const char *tid, long long t0, long long t1, struct tool_call *t)
 {
-	cJSON *r;
+	cJSON *o = task_obj(tid, "completed", t0, t1, NULL);
 
-	(void)tc;
-	r = t->result;
+	cJSON_AddItemToObject(o, "result", t->result != NULL ? t->result :
+	    toolres_text("internal error: no result", 1));
 	t->result = NULL;
-	return r != NULL ? r : toolres_text("internal error: no result", 1);
+	return o;
+}
+
+/*
+ * GET path of the task's agent: 0 with a->j its answer, *state its state
+ * and *t0 its start (now when not known); -1 with tc's error set (an
+ * unknown task on 404). Free a either way.
+ */
+static int
+fetch(struct tool_call *tc, struct areq *a, const char *path, const char *tid,
+    const char **state, long long *t0)
+{
+	if (areq_do(a, "GET", path, NULL, 30000) == -1) {
+		rpc_fail(tc, E_INTERNAL, a->err);
+		return -1;
+	}
+	if (a->status == 404) {
+		unknown_task(tc, tid);
+		return -1;
+	}
+	if (a->status != 200 || (*state = toolres_str(a->j, "state")) == NULL) {
+		rpc_fail(tc, E_INTERNAL, "the sandbox's agent gave an "
+		    "unexpected answer about this task");
+		return -1;
+	}
+	*t0 = (long long)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(
+	    a->j, "started_ms"));
+	if (*t0 <= 0)
+		*t0 = util_unix_ms();
+	return 0;
 }
 
 /* The shell command's output so far, for a working task's statusMessage. */
@@ -265,24 +294,15 @@ get_shell(struct tool_call *tc, struct sess *s, const char *tid,
 	struct areq a = { .s = s };
 	struct tool_call t;
 	const char *state;
-	const cJSON *res;
 	char path[128], *live;
 	long long t0, t1;
 	cJSON *o;
 
 	snprintf(path, sizeof(path), "/v1/shell/result/%s", rid);
-	if (areq_do(&a, "GET", path, NULL, 10000) == -1) {
-		rpc_fail(tc, E_INTERNAL, a.err);
+	if (fetch(tc, &a, path, tid, &state, &t0) == -1)
 		goto out;
-	}
-	if (a.status == 404) {
-		unknown_task(tc, tid);
-		goto out;
-	}
-	state = toolres_str(a.j, "state");
-	if (a.status == 200 && state != NULL && strcmp(state, "lost") == 0) {
+	if (strcmp(state, "lost") == 0) {
 		/* started here and never ended: its sandbox stopped under it */
-		t0 = util_unix_ms();
 		o = task_obj(tid, "completed", t0, t0, "the command was lost "
 		    "with its sandbox");
 		cJSON_AddItemToObject(o, "result", toolres_text("The outcome "
@@ -292,15 +312,6 @@ get_shell(struct tool_call *tc, struct sess *s, const char *tid,
 		tc->result = o;
 		goto out;
 	}
-	if (a.status != 200 || state == NULL) {
-		rpc_fail(tc, E_INTERNAL, "the sandbox's agent gave an "
-		    "unexpected answer about this task");
-		goto out;
-	}
-	t0 = (long long)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(
-	    a.j, "started_ms"));
-	if (t0 <= 0)
-		t0 = util_unix_ms();
 	if (strcmp(state, "running") == 0) {
 		live = shell_live(s);
 		tc->result = task_obj(tid, "working", t0, util_unix_ms(),
@@ -315,13 +326,10 @@ get_shell(struct tool_call *tc, struct sess *s, const char *tid,
 		    "tasks/cancel: the command was stopped");
 		goto out;
 	}
-	res = cJSON_GetObjectItemCaseSensitive(a.j, "result");
 	memset(&t, 0, sizeof(t));
 	t.structured = tc->structured;
-	toolres_shell(&t, res, -1);
-	o = task_obj(tid, "completed", t0, t1, NULL);
-	cJSON_AddItemToObject(o, "result", scratch_result(tc, &t));
-	tc->result = o;
+	toolres_shell(&t, cJSON_GetObjectItemCaseSensitive(a.j, "result"), -1);
+	tc->result = completed(tid, t0, t1, &t);
 out:
 	areq_free(&a);
 }
@@ -337,28 +345,11 @@ get_job(struct tool_call *tc, struct sess *s, const struct conf *c,
 	const char *state;
 	char path[160], msg[96];
 	long long t0, now = util_unix_ms();
-	cJSON *o;
 
 	snprintf(path, sizeof(path), "/v1/jobs/%s?offset=%lld&max=%lld", jid,
 	    off, (long long)c->max_output);
-	if (areq_do(&a, "GET", path, NULL, 30000) == -1) {
-		rpc_fail(tc, E_INTERNAL, a.err);
+	if (fetch(tc, &a, path, tid, &state, &t0) == -1)
 		goto out;
-	}
-	if (a.status == 404) {
-		unknown_task(tc, tid);
-		goto out;
-	}
-	state = toolres_str(a.j, "state");
-	if (a.status != 200 || state == NULL) {
-		rpc_fail(tc, E_INTERNAL, "the sandbox's agent gave an "
-		    "unexpected answer about this task");
-		goto out;
-	}
-	t0 = (long long)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(
-	    a.j, "started_ms"));
-	if (t0 <= 0)
-		t0 = now;
 	if (strcmp(state, "running") == 0) {
 		snprintf(msg, sizeof(msg), "job %s running", jid);
 		tc->result = task_obj(tid, "working", t0, now, msg);
@@ -372,9 +363,7 @@ get_job(struct tool_call *tc, struct sess *s, const struct conf *c,
 	memset(&t, 0, sizeof(t));
 	t.structured = tc->structured;
 	toolres_job_output(&t, a.j, jid, off, -1);
-	o = task_obj(tid, "completed", t0, now, NULL);
-	cJSON_AddItemToObject(o, "result", scratch_result(tc, &t));
-	tc->result = o;
+	tc->result = completed(tid, t0, now, &t);
 out:
 	areq_free(&a);
 }
