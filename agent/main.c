@@ -166,8 +166,8 @@ h_shell(struct conn *c, const struct route_req *q)
 	}
 	agent_log_trace("shell", body);
 	r = shell_run(cmd, len, tmo, (size_t)maxo, ridbuf, shell_done, c);
-	if (r == 0 && fpbuf[0] != '\0')
-		shellres_set_fp(ridbuf, fpbuf);
+	if (r == 0 && ridbuf[0] != '\0')	/* before it can end: the loop's */
+		shellres_started(ridbuf, fpbuf);
 	/* nobody to answer: stop it (and say so next time); one with a
 	 * result id runs on and keeps its result (an MCP task's) */
 	if (r == 0)

@@ -1069,8 +1069,6 @@ shell_run(const char *cmd, size_t len, long long timeout_ms, size_t max_output,
 		return -2;
 	if (result_id == NULL)
 		result_id = "";
-	else if (result_id[0] != '\0')
-		shellres_started(result_id);
 	if (sh.busy && (sh.internal || sh.abandoned) && !sh.queued.set) {
 		/* An env snapshot takes a millisecond, an abandoned command is
 		 * being stopped: run this right after. */

@@ -152,13 +152,18 @@ shellres_save(const char *id, long long started_ms, int cancelled,
 	prune();
 }
 
+/*
+ * The marker is one write, without fsync, on the command's start path: it
+ * only tells a command lost with its sandbox from one never started (the
+ * result itself is written durably, as a job's record is).
+ */
 void
-shellres_started(const char *id)
+shellres_started(const char *id, const char *fp)
 {
 	char path[PATH_MAX], err[256];
 
 	if (res_path(path, sizeof(path), id, ".run") == -1 ||
-	    util_write_file_atomic(path, "", 0, SHELLRES_MODE, err,
+	    util_write_file_replace(path, fp, strlen(fp), SHELLRES_MODE, err,
 	    sizeof(err)) == -1)
 		log_warnx("shell result %s: cannot mark it started", id);
 }
@@ -174,17 +179,6 @@ shellres_fp_ok(const char *s, size_t n)
 		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
 			return 0;
 	return 1;
-}
-
-void
-shellres_set_fp(const char *id, const char *fp)
-{
-	char path[PATH_MAX], err[256];
-
-	if (res_path(path, sizeof(path), id, ".run") == -1 ||
-	    util_write_file_atomic(path, fp, strlen(fp), SHELLRES_MODE, err,
-	    sizeof(err)) == -1)
-		log_warnx("shell result %s: cannot keep its fingerprint", id);
 }
 
 void

@@ -16,13 +16,13 @@ int	shellres_id_ok(const char *s, size_t n);
 /* Keeps body (the command's result) under id; logged, never fails. */
 void	shellres_save(const char *id, long long started_ms, int cancelled,
 	    const struct buf *body);
-/* Marks id started (its result is kept when it ends). */
-void	shellres_started(const char *id);
 /* A caller's fingerprint of the command (hex, at most 64 digits), kept
  * with its result: a re-issue under the same id compares it. */
 #define SHELLRES_FP_MAX	64
 int	shellres_fp_ok(const char *s, size_t n);
-void	shellres_set_fp(const char *id, const char *fp);
+/* Marks id started, with its fingerprint fp ("" none); its result is kept
+ * when it ends. */
+void	shellres_started(const char *id, const char *fp);
 /* id's fingerprint while it runs (or "" when none). */
 void	shellres_fp(const char *id, char out[SHELLRES_FP_MAX + 1]);
 /* 1 if a command with result id id ran (its result is kept) or was lost

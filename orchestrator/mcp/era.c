@@ -244,7 +244,7 @@ trace_context(const cJSON *meta, struct era_req *r)
 }
 
 int
-era_check(const cJSON *m UNUSED, const char *meth, const cJSON *params,
+era_check(const char *meth, const cJSON *params,
     const struct era_hdrs *h, struct era_req *r, struct era_err *e)
 {
 	const cJSON *meta, *pv, *caps, *info, *ext, *lv, *nm, *ver;

@@ -69,11 +69,11 @@ int	era_is_modern(const cJSON *m, const struct era_hdrs *);
 /* 1 when v names a version this server knows in either era. */
 int	era_version_known(const char *v);
 /*
- * The modern rules for request m (method meth, params an object or NULL):
+ * The modern rules for a request (method meth, params an object or NULL):
  * headers against the body, _meta's required members, the version. 0 and
  * *r filled, or -1 and *e (e->data to free).
  */
-int	era_check(const cJSON *m, const char *meth, const cJSON *params,
+int	era_check(const char *meth, const cJSON *params,
 	    const struct era_hdrs *, struct era_req *r, struct era_err *e);
 /* -32022's data: {"supported":[...],"requested":v}. */
 cJSON	*era_unsupported_data(const char *requested);

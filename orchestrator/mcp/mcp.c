@@ -555,10 +555,8 @@ m_tasks(const struct mcp_in *in, struct mcp_out *out, const cJSON *id,
     const cJSON *params, int in_batch UNUSED, int slot, int *status_hint)
 {
 	const cJSON *tid = cJSON_GetObjectItemCaseSensitive(params, "taskId");
-	const cJSON *m = cJSON_GetObjectItemCaseSensitive(params, "method");
 	struct tool_call *tc;
 
-	(void)m;
 	if (!in->tasks)
 		return mcp_error(id, E_METHOD, "Method not found: this server "
 		    "has tasks turned off (tools.task_after: 0)");
@@ -654,7 +652,7 @@ modern_one(const struct mcp_in *in, struct mcp_out *out, const cJSON *m,
 		    "_meta", NULL);
 		return;
 	}
-	if (era_check(m, method, params, h, &out->era, &e) == -1) {
+	if (era_check(method, params, h, &out->era, &e) == -1) {
 		modern_error(out, id, e.status, e.code, e.msg, e.data);
 		return;
 	}

@@ -478,7 +478,7 @@ listen_abort(struct http_req *req UNUSED, enum http_abort why, void *arg)
 }
 
 static void
-listen_start(struct mcp_front *fr UNUSED, struct http *ht,
+listen_start(struct http *ht,
     struct http_req *req, struct mcall *mc, int sse_ok)
 {
 	struct mlisten *l;
@@ -621,7 +621,7 @@ mcp_http_handle(struct http *ht, struct http_req *req,
 	if (mc->out.cancels != NULL)
 		cancel_calls(fr, mi.sid, mc->out.cancels);
 	if (mc->out.listen) {
-		listen_start(fr, ht, req, mc, sse_ok);
+		listen_start(ht, req, mc, sse_ok);
 		return;
 	}
 	if (mc->out.npend == 0) {

@@ -755,6 +755,7 @@ t_shell(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 	struct timespec busy_wait = { 0, 50 * 1000000 };
 	struct live *live;
 	cJSON *body;
+	const char *code;
 	char fp[33];
 	int tries;
 
@@ -811,10 +812,9 @@ t_shell(struct tool_call *tc, struct sessmgr *m, struct sess *s,
 	}
 	toollive_stop(live);
 	cJSON_Delete(body);
-	if (a.status == 409 && tc->idem_key[0] != '\0' &&
-	    toolres_str(cJSON_GetObjectItemCaseSensitive(a.j, "error"), "code") != NULL &&
-	    strcmp(toolres_str(cJSON_GetObjectItemCaseSensitive(a.j, "error"),
-	    "code"), "result_exists") == 0) {
+	code = toolres_str(cJSON_GetObjectItemCaseSensitive(a.j, "error"), "code");
+	if (a.status == 409 && tc->idem_key[0] != '\0' && code != NULL &&
+	    strcmp(code, "result_exists") == 0) {
 		/* another call with the key started it meanwhile */
 		if (!tasks_attach(tc, s, cmd, tmo, fp))
 			toolres_set_text(tc, "shell failed: the idempotency key's "
