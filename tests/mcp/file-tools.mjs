@@ -15,21 +15,11 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ok, fail, check as check0, failed } from './tap.mjs';
+const check = (name, fn) => check0(name, fn, 1200);
 
 const [url, key, capArg, hostFile, hostDir] = process.argv.slice(2);
 const CAP = Number(capArg);
-let failed = 0;
-
-function ok(name) { console.log(`ok ${name}`); }
-function fail(name, why) { console.log(`not ok ${name} -- ${why}`); failed++; }
-async function check(name, fn) {
-  try {
-    const r = await fn();
-    if (r === true) ok(name); else fail(name, `got ${JSON.stringify(r)}`.slice(0, 1200));
-  } catch (e) {
-    fail(name, `threw ${e && e.stack ? e.stack : e}`.slice(0, 1200));
-  }
-}
 
 const sid = `ft-${process.pid}`;
 const transport = new StreamableHTTPClientTransport(new URL(url), {
@@ -281,4 +271,4 @@ await check('a shell call without a progressToken still answers as before', asyn
 });
 
 await c.close();
-process.exit(failed ? 1 : 0);
+process.exit(failed() ? 1 : 0);

@@ -6,20 +6,9 @@
 //
 //   node modern-test.mjs URL KEY
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { ok, fail, check, failed } from './tap.mjs';
 
 const [url, key] = process.argv.slice(2);
-let failed = 0;
-
-function ok(name) { console.log(`ok ${name}`); }
-function fail(name, why) { console.log(`not ok ${name} -- ${why}`); failed++; }
-async function check(name, fn) {
-  try {
-    const r = await fn();
-    if (r === true) ok(name); else fail(name, `got ${JSON.stringify(r)}`.slice(0, 800));
-  } catch (e) {
-    fail(name, `threw ${e && e.stack ? e.stack : e}`.slice(0, 800));
-  }
-}
 
 // Every request the transport sends, with its headers and body, so the
 // checks can see what went over the wire.
@@ -197,5 +186,5 @@ await check('no X-Session-Id: connects, lists tools, a tool call is refused with
   return (t >= 16 && /X-Session-Id/.test(msg)) || { t, msg };
 });
 
-console.log(failed ? `modern-test: ${failed} failed` : 'modern-test: all passed');
-process.exit(failed ? 1 : 0);
+console.log(failed() ? `modern-test: ${failed()} failed` : 'modern-test: all passed');
+process.exit(failed() ? 1 : 0);

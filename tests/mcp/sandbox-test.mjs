@@ -11,20 +11,10 @@
 //   node sandbox-test.mjs URL KEY IMAGE2
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ok, fail, check as check0, failed } from './tap.mjs';
+const check = (name, fn) => check0(name, fn, 1200);
 
 const [url, key, image2] = process.argv.slice(2);
-let failed = 0;
-
-function ok(name) { console.log(`ok ${name}`); }
-function fail(name, why) { console.log(`not ok ${name} -- ${why}`); failed++; }
-async function check(name, fn) {
-  try {
-    const r = await fn();
-    if (r === true) ok(name); else fail(name, `got ${JSON.stringify(r)}`.slice(0, 1200));
-  } catch (e) {
-    fail(name, `threw ${e && e.stack ? e.stack : e}`.slice(0, 1200));
-  }
-}
 
 async function connect(sid) {
   const transport = new StreamableHTTPClientTransport(new URL(url), {
@@ -149,4 +139,4 @@ await check('sandbox_status of a session without a sandbox does not create one',
 });
 
 await a.close();
-process.exit(failed ? 1 : 0);
+process.exit(failed() ? 1 : 0);

@@ -4,20 +4,9 @@
 //   node sdk-test.mjs URL KEY
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ok, fail, check, failed } from './tap.mjs';
 
 const [url, key] = process.argv.slice(2);
-let failed = 0;
-
-function ok(name) { console.log(`ok ${name}`); }
-function fail(name, why) { console.log(`not ok ${name} -- ${why}`); failed++; }
-async function check(name, fn) {
-  try {
-    const r = await fn();
-    if (r === true) ok(name); else fail(name, `got ${JSON.stringify(r)}`.slice(0, 800));
-  } catch (e) {
-    fail(name, `threw ${e && e.stack ? e.stack : e}`.slice(0, 800));
-  }
-}
 
 // Every request carries X-Session-Id (the server refuses any without it).
 // The client validates each structuredContent against the tool's
@@ -247,4 +236,4 @@ await check('sdk wrong key rejected', async () => {
 
 await a.close();
 await b.close();
-process.exit(failed ? 1 : 0);
+process.exit(failed() ? 1 : 0);

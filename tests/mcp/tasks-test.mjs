@@ -9,11 +9,9 @@
 //
 //   node tasks-test.mjs URL KEY
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { ok, fail, failed } from './tap.mjs';
 
 const [url, key] = process.argv.slice(2);
-let failed = 0;
-function ok(name) { console.log(`ok ${name}`); }
-function fail(name, why) { console.log(`not ok ${name} -- ${why}`); failed++; }
 
 // Takes any result as it came (the SDK has no schema for the extension's
 // task shape; the checks below are the validation).
@@ -76,4 +74,4 @@ try {
 } catch (e) {
   fail('tasks through the official client', (e && e.stack ? e.stack : String(e)).slice(0, 800));
 }
-process.exit(failed ? 1 : 0);
+process.exit(failed() ? 1 : 0);
