@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "util.h"
 
 int log_verbosity = LOG_LVL_INFO;
 
@@ -63,7 +64,6 @@ log_emit(const char *lvl, const char *fmt, va_list ap, int with_errno, int err)
 {
 	char msg[4096], q[8192], ts[32];
 	struct timeval tv;
-	struct tm tm;
 	FILE *fp = log_fp != NULL ? log_fp : stderr;
 	size_t n;
 
@@ -73,9 +73,8 @@ log_emit(const char *lvl, const char *fmt, va_list ap, int with_errno, int err)
 		snprintf(msg + n, sizeof(msg) - n, ": %s", strerror(err));
 	}
 	gettimeofday(&tv, NULL);
-	gmtime_r(&tv.tv_sec, &tm);
-	n = strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(ts + n, sizeof(ts) - n, ".%03dZ", (int)(tv.tv_usec / 1000));
+	util_iso_ms(ts, sizeof(ts), (long long)tv.tv_sec * 1000 +
+	    tv.tv_usec / 1000);
 
 	pthread_mutex_lock(&log_mtx);
 	if (log_json) {

@@ -204,3 +204,15 @@ util_kv_split(char *s, char **k, char **v)
 	*v = s + kl + 1;
 	return 0;
 }
+
+void
+util_iso_ms(char *out, size_t len, long long ms)
+{
+	time_t sec = (time_t)(ms / 1000);
+	struct tm tm;
+	size_t n;
+
+	gmtime_r(&sec, &tm);
+	n = strftime(out, len, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(out + n, len - n, ".%03dZ", (int)(ms % 1000));
+}

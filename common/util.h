@@ -10,6 +10,9 @@
 
 /* The project's one set of clocks; nothing else calls clock_gettime. */
 long long	util_unix_ms(void);	/* wall clock, ms since the epoch */
+/* ms (since the epoch) as ISO 8601 in UTC with milliseconds,
+ * "2026-12-06T09:05:51.123Z" (24 characters; len at least 25). */
+void		util_iso_ms(char *out, size_t len, long long ms);
 long long	util_mono_ms(void);	/* monotonic, ms */
 long long	util_mono_us(void);	/* monotonic, us (latency figures) */
 /* Monotonic ms at the kernel tick's resolution (a few ms): for hot paths

@@ -73,16 +73,10 @@ json_opt(struct buf *b, const char *s)
 static void
 line_start(struct buf *b, const struct audit_rec *r)
 {
-	long long ms = util_unix_ms();
-	time_t sec = (time_t)(ms / 1000);
-	struct tm tm;
 	char t[40];
-	size_t n;
 
 	buf_reset(b);
-	gmtime_r(&sec, &tm);
-	n = strftime(t, sizeof(t), "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(t + n, sizeof(t) - n, ".%03dZ", (int)(ms % 1000));
+	util_iso_ms(t, sizeof(t), util_unix_ms());
 	ign(buf_addf(b, "{\"ts\":\"%s\",\"sandbox\":", t));
 	json_opt(b, r->sandbox);
 	ign(buf_add(b, ",\"host\":", 8));

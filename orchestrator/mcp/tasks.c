@@ -166,19 +166,6 @@ tasks_attach(struct tool_call *tc, struct sess *s, const char *command,
 	return done;
 }
 
-/* ISO 8601, UTC, milliseconds: what Task's createdAt and lastUpdatedAt are. */
-static void
-iso_time(char *out, size_t len, long long ms)
-{
-	time_t t = (time_t)(ms / 1000);
-	struct tm tm;
-	char b[32];
-
-	gmtime_r(&t, &tm);
-	strftime(b, sizeof(b), "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(out, len, "%s.%03lldZ", b, ms % 1000);
-}
-
 static cJSON *
 task_obj(const char *tid, const char *status, long long created,
     long long updated, const char *msg)
@@ -190,9 +177,9 @@ task_obj(const char *tid, const char *status, long long created,
 	cJSON_AddStringToObject(t, "status", status);
 	if (msg != NULL)
 		cJSON_AddStringToObject(t, "statusMessage", msg);
-	iso_time(ts, sizeof(ts), created);
+	util_iso_ms(ts, sizeof(ts), created);
 	cJSON_AddStringToObject(t, "createdAt", ts);
-	iso_time(ts, sizeof(ts), updated);
+	util_iso_ms(ts, sizeof(ts), updated);
 	cJSON_AddStringToObject(t, "lastUpdatedAt", ts);
 	cJSON_AddNumberToObject(t, "ttlMs", (double)TASKS_TTL_MS);
 	cJSON_AddNumberToObject(t, "pollIntervalMs", TASKS_POLL_MS);
